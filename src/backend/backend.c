@@ -1,0 +1,63 @@
+/*
+** backend.c — the device-type registry and storage lifetime.
+*/
+#include <stdlib.h>
+#include "backend.h"
+
+const gl_backend *gl_backend_get(gl_devtype t) {
+  switch (t) {
+    case GL_CPU: return &gl_cpu_backend;
+#ifdef GL_WITH_CUDA
+    case GL_CUDA: return &gl_cuda_backend;
+#endif
+    default: return NULL;
+  }
+}
+
+gl_status gl_backend_for(gl_device d, const gl_backend **out) {
+  const gl_backend *b = gl_backend_get((gl_devtype)d.type);
+  if (b == NULL)
+    return gl_fail(GL_EDEVICE, "device cuda:%d is not available (gpulua was built without CUDA)", d.index);
+  if (d.type != GL_CPU) {
+    const char *why = NULL;
+    int n = b->count(&why);
+    if (d.index >= n) {
+      if (n == 0) return gl_fail(GL_EDEVICE, "device cuda:%d is not available (%s)", d.index, why ? why : "no device");
+      return gl_fail(GL_EDEVICE, "device cuda:%d is not available (%d CUDA device%s found)", d.index, n, n == 1 ? "" : "s");
+    }
+  }
+  *out = b;
+  return GL_OK;
+}
+
+gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
+  const gl_backend *b;
+  GL_TRY(gl_backend_for(dev, &b));
+  gl_storage *s = malloc(sizeof *s);
+  if (s == NULL) return gl_fail(GL_ENOMEM, "out of host memory");
+  gl_status st = b->alloc(dev, nbytes, &s->data);
+  if (st != GL_OK) { free(s); return st; }
+  s->refcount = 1;
+  s->nbytes = nbytes;
+  s->device = dev;
+  *out = s;
+  return GL_OK;
+}
+
+void gl_storage_release(gl_storage *s) {
+  if (s == NULL || --s->refcount > 0) return;
+  const gl_backend *b = gl_backend_get((gl_devtype)s->device.type);
+  if (b) b->free(s->device, s->data, s->nbytes);
+  free(s);
+}
+
+gl_status gl_array_alloc(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  GL_TRY(gl_array_init(a, dt, ndim, shape));
+  return gl_storage_new(dev, (size_t)a->size * gl_dtypes[dt].size, &a->storage);
+}
+
+void gl_array_release(gl_array *a) {
+  gl_storage *s = a->storage;
+  a->storage = NULL;
+  gl_storage_release(s);
+}

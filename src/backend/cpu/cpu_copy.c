@@ -1,0 +1,123 @@
+/*
+** cpu_copy.c — strided copies with dtype conversion, fills and arange on the CPU.
+**
+** The copy kernel is stamped once per (destination, source) dtype pair by GL_COPY_PAIR,
+** so the conversion inside the inner loop is a single inlined expression; the pair is
+** chosen once per call, outside the loops.
+*/
+#include <string.h>
+#include "cpu.h"
+#include "../../../kernels/convert.h"
+
+typedef void (*copy_row_fn)(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
+
+#define GL_COPY_PAIR(DN, DT, SN, ST, SK)                                                  \
+  static void copy_##DN##_##SN(void *dst_, int64_t ds, const void *src_, int64_t ss,      \
+                               int64_t n) {                                               \
+    DT *dst = dst_;                                                                       \
+    const ST *src = src_;                                                                 \
+    if (ds == 1 && ss == 1)                                                               \
+      for (int64_t i = 0; i < n; i++) dst[i] = GL_STORE_##DN##_##SK(GL_LOAD_##SN(src[i])); \
+    else                                                                                  \
+      for (int64_t i = 0; i < n; i++)                                                     \
+        dst[i * ds] = GL_STORE_##DN##_##SK(GL_LOAD_##SN(src[i * ss]));                    \
+  }
+
+/* The 64 kernels, spelled out by two levels of X-macro. */
+#define GL_STAMP_DST(DN, DT, DK, DE)                  \
+  GL_COPY_PAIR(DN, DT, boolean, uint8_t, I)              \
+  GL_COPY_PAIR(DN, DT, uint8, uint8_t, I)             \
+  GL_COPY_PAIR(DN, DT, int32, int32_t, I)             \
+  GL_COPY_PAIR(DN, DT, int64, int64_t, I)             \
+  GL_COPY_PAIR(DN, DT, float16, uint16_t, F)          \
+  GL_COPY_PAIR(DN, DT, bfloat16, uint16_t, F)         \
+  GL_COPY_PAIR(DN, DT, float32, float, F)             \
+  GL_COPY_PAIR(DN, DT, float64, double, F)
+GL_FOREACH_DTYPE(GL_STAMP_DST)
+
+#define GL_ROW_ENTRY(DN, DT, DK, DE)                                         \
+  [DE] = { [GL_BOOL] = copy_##DN##_boolean, [GL_UINT8] = copy_##DN##_uint8,     \
+           [GL_INT32] = copy_##DN##_int32, [GL_INT64] = copy_##DN##_int64,   \
+           [GL_FLOAT16] = copy_##DN##_float16,                               \
+           [GL_BFLOAT16] = copy_##DN##_bfloat16,                             \
+           [GL_FLOAT32] = copy_##DN##_float32,                               \
+           [GL_FLOAT64] = copy_##DN##_float64 },
+static const copy_row_fn copy_table[GL_NDTYPE][GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_ROW_ENTRY) };
+
+gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
+  const gl_array *ops[2] = { dst, src };
+  gl_iter it;
+  gl_iter_init(&it, 2, ops);
+  if (it.rows == 0 || it.inner == 0) return GL_OK;
+  size_t dsz = gl_dtypes[dst->dtype].size, ssz = gl_dtypes[src->dtype].size;
+  char *d = gl_array_data(dst);
+  const char *s = gl_array_data(src);
+  if (dst->dtype == src->dtype && it.rows == 1 && it.strides[0][0] == 1 && it.strides[1][0] == 1) {
+    memmove(d, s, (size_t)it.inner * dsz);
+    return GL_OK;
+  }
+  copy_row_fn fn = copy_table[dst->dtype][src->dtype];
+  int nd = it.ndim;
+  for (int64_t r = 0; r < it.rows; r++) {
+    int64_t off[2];
+    gl_iter_row(&it, r, off);
+    fn(d + off[0] * (int64_t)dsz, it.strides[0][nd - 1], s + off[1] * (int64_t)ssz,
+       it.strides[1][nd - 1], it.inner);
+  }
+  return GL_OK;
+}
+
+/* ---- fill: write one bit pattern of the element's width ----------------------- */
+
+#define GL_FILL_WIDTH(T)                                                            \
+  static void fill_##T(T *d, int64_t stride, int64_t n, T v) {                      \
+    if (stride == 1) for (int64_t i = 0; i < n; i++) d[i] = v;                      \
+    else for (int64_t i = 0; i < n; i++) d[i * stride] = v;                         \
+  }
+GL_FILL_WIDTH(uint8_t)
+GL_FILL_WIDTH(uint16_t)
+GL_FILL_WIDTH(uint32_t)
+GL_FILL_WIDTH(uint64_t)
+
+gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
+  const gl_array *ops[1] = { dst };
+  gl_iter it;
+  gl_iter_init(&it, 1, ops);
+  size_t sz = gl_dtypes[dst->dtype].size;
+  union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; } bits;
+  memset(&bits, 0, sizeof bits);
+  gl_scalar_store((gl_dtype)dst->dtype, &bits, v);
+  char *d = gl_array_data(dst);
+  int64_t st = it.strides[0][it.ndim - 1];
+  for (int64_t r = 0; r < it.rows; r++) {
+    int64_t off;
+    gl_iter_row(&it, r, &off);
+    void *p = d + off * (int64_t)sz;
+    switch (sz) {
+      case 1: fill_uint8_t(p, st, it.inner, bits.u8); break;
+      case 2: fill_uint16_t(p, st, it.inner, bits.u16); break;
+      case 4: fill_uint32_t(p, st, it.inner, bits.u32); break;
+      default: fill_uint64_t(p, st, it.inner, bits.u64); break;
+    }
+  }
+  return GL_OK;
+}
+
+/* ---- arange ------------------------------------------------------------------- */
+
+#define GL_ARANGE(DN, DT, DK, DE)                                          \
+  static void arange_##DN(DT *d, int64_t n, double start, double step) {   \
+    for (int64_t i = 0; i < n; i++) d[i] = GL_STORE_##DN##_F(start + (double)i * step); \
+  }
+GL_FOREACH_DTYPE(GL_ARANGE)
+
+gl_status gl_cpu_arange(const gl_array *dst, double start, double step) {
+  void *d = gl_array_data(dst);
+  int64_t n = dst->size;
+  switch ((gl_dtype)dst->dtype) {
+#define GL_ARANGE_CASE(DN, DT, DK, DE) case DE: arange_##DN(d, n, start, step); break;
+    GL_FOREACH_DTYPE(GL_ARANGE_CASE)
+    default: break;
+  }
+  return GL_OK;
+}

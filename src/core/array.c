@@ -1,0 +1,300 @@
+/*
+** array.c — descriptors, views and broadcasting. Nothing here touches element data.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "array.h"
+
+/* ---- devices ----------------------------------------------------------------- */
+
+gl_status gl_device_parse(const char *name, gl_device *out) {
+  if (strcmp(name, "cpu") == 0) { *out = gl_cpu(); return GL_OK; }
+  if (strncmp(name, "cuda", 4) == 0) {
+    const char *p = name + 4;
+    long idx = 0;
+    if (*p == ':') {
+      char *end;
+      if (p[1] < '0' || p[1] > '9') goto bad;
+      idx = strtol(p + 1, &end, 10);
+      if (*end != '\0' || idx > 255) goto bad;
+    } else if (*p != '\0') goto bad;
+    out->type = GL_CUDA;
+    out->index = (uint8_t)idx;
+    return GL_OK;
+  }
+bad:
+  return gl_fail(GL_EINVAL, "unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", name);
+}
+
+const char *gl_device_name(gl_device d, char *buf) {
+  if (d.type == GL_CPU) strcpy(buf, "cpu");
+  else snprintf(buf, 16, "cuda:%d", d.index);
+  return buf;
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+const char *gl_shape_str(int ndim, const int64_t *shape, char *buf) {
+  char *p = buf;
+  *p++ = '(';
+  for (int i = 0; i < ndim; i++)
+    p += sprintf(p, i ? ",%lld" : "%lld", (long long)shape[i]);
+  if (ndim == 1) *p++ = ',';      /* like Python: (3,) */
+  *p++ = ')';
+  *p = '\0';
+  return buf;
+}
+
+gl_status gl_shape_check(int ndim, const int64_t *shape, int64_t *size) {
+  if (ndim < 0 || ndim > GL_MAXDIMS)
+    return gl_fail(GL_EINVAL, "%d dimensions (at most %d)", ndim, GL_MAXDIMS);
+  int64_t n = 1;
+  bool zero = false;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return gl_fail(GL_EINVAL, "negative dimension %lld", (long long)shape[i]);
+    if (shape[i] == 0) zero = true;
+  }
+  /* multiply the non-zero extents, checking overflow past 2^62 */
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == 0) continue;
+    if (n > GL_MAXSIZE / shape[i])
+      return gl_fail(GL_EINVAL, "array is too big (more than 2^62 elements)");
+    n *= shape[i];
+  }
+  *size = zero ? 0 : n;
+  return GL_OK;
+}
+
+void gl_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape) {
+  int64_t size;
+  GL_TRY(gl_shape_check(ndim, shape, &size));
+  a->ndim = (uint8_t)ndim;
+  a->dtype = (uint8_t)dt;
+  a->offset = 0;
+  a->size = size;
+  memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
+  gl_contiguous_strides(ndim, shape, a->strides);
+  return GL_OK;
+}
+
+void gl_array_view_of(gl_array *dst, const gl_array *src) {
+  *dst = *src;
+  gl_storage_retain(dst->storage);
+}
+
+bool gl_array_is_contiguous(const gl_array *a) {
+  int64_t s = 1;
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != s) return a->size == 0;
+    s *= a->shape[i];
+  }
+  return true;
+}
+
+/* ---- views ------------------------------------------------------------------- */
+
+gl_status gl_axis_norm(int64_t axis, int ndim, int *out) {
+  int64_t a = axis < 0 ? axis + ndim : axis - 1;
+  if (axis == 0 || a < 0 || a >= ndim)
+    return gl_fail(GL_EINVAL, "axis %lld is out of range for %d-d array (axes are 1..%d or -%d..-1)",
+                   (long long)axis, ndim, ndim, ndim);
+  *out = (int)a;
+  return GL_OK;
+}
+
+/* Computes strides for viewing 'v' with a new shape, NumPy's _attempt_nocopy_reshape:
+** walk both shapes in chunks whose products agree; inside each chunk of the old shape
+** the axes must be contiguous with each other. */
+static bool nocopy_strides(const gl_array *v, int nd, const int64_t *shape, int64_t *out) {
+  int64_t oshape[GL_MAXDIMS], ostr[GL_MAXDIMS];
+  int ond = 0;
+  for (int i = 0; i < v->ndim; i++)          /* drop size-1 axes of the old shape */
+    if (v->shape[i] != 1) { oshape[ond] = v->shape[i]; ostr[ond] = v->strides[i]; ond++; }
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nd && oi < ond) {
+    int64_t np = shape[ni], op = oshape[oi];
+    while (np != op) {
+      if (np < op) np *= shape[nj++];
+      else op *= oshape[oj++];
+    }
+    for (int k = oi; k < oj - 1; k++)
+      if (ostr[k] != oshape[k + 1] * ostr[k + 1]) return false;
+    out[nj - 1] = ostr[oj - 1];
+    for (int k = nj - 1; k > ni; k--) out[k - 1] = out[k] * shape[k];
+    ni = nj++; oi = oj++;
+  }
+  int64_t last = ni > 0 ? out[ni - 1] : 1;
+  for (int k = ni; k < nd; k++) out[k] = last;   /* trailing size-1 axes */
+  return true;
+}
+
+gl_status gl_view_reshape(gl_array *v, int ndim, const int64_t *shape_in) {
+  int64_t shape[GL_MAXDIMS];
+  if (ndim > GL_MAXDIMS) return gl_fail(GL_EINVAL, "%d dimensions (at most %d)", ndim, GL_MAXDIMS);
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < ndim; i++) {
+    shape[i] = shape_in[i];
+    if (shape[i] == -1) {
+      if (infer >= 0) return gl_fail(GL_EINVAL, "can only specify one unknown dimension (-1)");
+      infer = i;
+    } else if (shape[i] < 0) {
+      return gl_fail(GL_EINVAL, "negative dimension %lld", (long long)shape[i]);
+    } else {
+      if (shape[i] != 0 && known > GL_MAXSIZE / shape[i])
+        return gl_fail(GL_EINVAL, "array is too big (more than 2^62 elements)");
+      known *= shape[i];
+    }
+  }
+  char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+  if (infer >= 0) {
+    if (known == 0 || v->size % known != 0) {
+      shape[infer] = -1;
+      return gl_fail(GL_EINVAL, "cannot reshape array of size %lld into shape %s",
+                     (long long)v->size, gl_shape_str(ndim, shape, b1));
+    }
+    shape[infer] = v->size / known;
+    known = v->size;
+  }
+  if (known != v->size)
+    return gl_fail(GL_EINVAL, "cannot reshape array of size %lld into shape %s",
+                   (long long)v->size, gl_shape_str(ndim, shape, b1));
+  int64_t strides[GL_MAXDIMS];
+  if (v->size == 0 || v->size == 1) gl_contiguous_strides(ndim, shape, strides);
+  else if (!nocopy_strides(v, ndim, shape, strides))
+    return gl_fail(GL_ENOTSUP, "view of shape %s as %s needs a copy (use reshape or contiguous)",
+                   gl_shape_str(v->ndim, v->shape, b2), gl_shape_str(ndim, shape, b1));
+  v->ndim = (uint8_t)ndim;
+  memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+  memcpy(v->strides, strides, (size_t)ndim * sizeof *strides);
+  return GL_OK;
+}
+
+gl_status gl_view_permute(gl_array *v, const int *perm) {
+  int64_t shape[GL_MAXDIMS], strides[GL_MAXDIMS];
+  bool seen[GL_MAXDIMS] = { false };
+  for (int i = 0; i < v->ndim; i++) {
+    int p = perm[i];
+    if (p < 0 || p >= v->ndim || seen[p])
+      return gl_fail(GL_EINVAL, "axes do not form a permutation of 1..%d", v->ndim);
+    seen[p] = true;
+    shape[i] = v->shape[p];
+    strides[i] = v->strides[p];
+  }
+  memcpy(v->shape, shape, sizeof shape);
+  memcpy(v->strides, strides, sizeof strides);
+  return GL_OK;
+}
+
+gl_status gl_view_transpose(gl_array *v, int a0, int a1) {
+  if (a0 < 0 || a0 >= v->ndim || a1 < 0 || a1 >= v->ndim)
+    return gl_fail(GL_EINVAL, "axis out of range for %d-d array", v->ndim);
+  int64_t t = v->shape[a0]; v->shape[a0] = v->shape[a1]; v->shape[a1] = t;
+  t = v->strides[a0]; v->strides[a0] = v->strides[a1]; v->strides[a1] = t;
+  return GL_OK;
+}
+
+gl_status gl_view_squeeze(gl_array *v, int axis) {
+  if (axis >= 0) {
+    if (axis >= v->ndim) return gl_fail(GL_EINVAL, "axis out of range for %d-d array", v->ndim);
+    if (v->shape[axis] != 1)
+      return gl_fail(GL_EINVAL, "cannot squeeze axis %d of size %lld (only size-1 axes)",
+                     axis + 1, (long long)v->shape[axis]);
+  }
+  int n = 0;
+  for (int i = 0; i < v->ndim; i++) {
+    bool drop = axis >= 0 ? i == axis : v->shape[i] == 1;
+    if (!drop) { v->shape[n] = v->shape[i]; v->strides[n] = v->strides[i]; n++; }
+  }
+  v->ndim = (uint8_t)n;
+  return GL_OK;
+}
+
+gl_status gl_view_unsqueeze(gl_array *v, int axis) {
+  if (v->ndim >= GL_MAXDIMS) return gl_fail(GL_EINVAL, "too many dimensions (at most %d)", GL_MAXDIMS);
+  if (axis < 0 || axis > v->ndim) return gl_fail(GL_EINVAL, "axis out of range for %d-d array", v->ndim);
+  for (int i = v->ndim; i > axis; i--) { v->shape[i] = v->shape[i - 1]; v->strides[i] = v->strides[i - 1]; }
+  v->ndim++;
+  v->shape[axis] = 1;
+  v->strides[axis] = axis + 1 < v->ndim ? v->strides[axis + 1] * v->shape[axis + 1] : 1;
+  return GL_OK;
+}
+
+gl_status gl_view_expand(gl_array *v, int ndim, const int64_t *shape) {
+  char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+  if (ndim < v->ndim || ndim > GL_MAXDIMS) goto bad;
+  int64_t nshape[GL_MAXDIMS], nstr[GL_MAXDIMS];
+  int lead = ndim - v->ndim;
+  for (int i = 0; i < ndim; i++) {
+    int64_t want = shape[i];
+    if (i < lead) {
+      if (want < 0) goto bad;
+      nshape[i] = want; nstr[i] = 0;
+      continue;
+    }
+    int64_t have = v->shape[i - lead];
+    if (want == -1) want = have;
+    if (want == have) { nshape[i] = have; nstr[i] = v->strides[i - lead]; }
+    else if (have == 1 && want >= 0) { nshape[i] = want; nstr[i] = 0; }
+    else goto bad;
+  }
+  int64_t size;
+  GL_TRY(gl_shape_check(ndim, nshape, &size));
+  v->ndim = (uint8_t)ndim;
+  v->size = size;
+  memcpy(v->shape, nshape, (size_t)ndim * sizeof *nshape);
+  memcpy(v->strides, nstr, (size_t)ndim * sizeof *nstr);
+  return GL_OK;
+bad:
+  return gl_fail(GL_EINVAL, "cannot expand shape %s to %s",
+                 gl_shape_str(v->ndim, v->shape, b1), gl_shape_str(ndim, shape, b2));
+}
+
+static int64_t shape_size(int ndim, const int64_t *shape) {
+  int64_t s = 1;
+  for (int i = 0; i < ndim; i++) s *= shape[i];
+  return s;
+}
+
+void gl_view_slice(gl_array *v, int axis, int64_t start, int64_t step, int64_t count) {
+  if (count > 0) v->offset += start * v->strides[axis];
+  v->shape[axis] = count;
+  v->strides[axis] *= step;
+  v->size = shape_size(v->ndim, v->shape);
+}
+
+void gl_view_select(gl_array *v, int axis, int64_t i) {
+  v->offset += i * v->strides[axis];
+  for (int k = axis; k < v->ndim - 1; k++) { v->shape[k] = v->shape[k + 1]; v->strides[k] = v->strides[k + 1]; }
+  v->ndim--;
+  v->size = shape_size(v->ndim, v->shape);
+}
+
+/* ---- broadcasting ------------------------------------------------------------ */
+
+gl_status gl_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
+                              int *nout, int64_t *out) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int64_t a = i < n - na ? 1 : sa[i - (n - na)];
+    int64_t b = i < n - nb ? 1 : sb[i - (n - nb)];
+    if (a != b && a != 1 && b != 1) {
+      char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+      return gl_fail(GL_EINVAL, "shapes %s and %s cannot be broadcast together",
+                     gl_shape_str(na, sa, b1), gl_shape_str(nb, sb, b2));
+    }
+    out[i] = a == 1 ? b : a;
+  }
+  *nout = n;
+  return GL_OK;
+}

@@ -1,0 +1,108 @@
+/*
+** array.h — the array descriptor: a refcounted storage plus shape, strides and offset.
+**
+** Strides and offset count elements, not bytes (every view is element-aligned). A view
+** is a second descriptor on the same storage. Descriptors are plain values: the Lua
+** binding embeds one in each userdata, so creating an array costs one userdata, one
+** small header and one block from the device's caching allocator.
+*/
+#ifndef GL_ARRAY_H
+#define GL_ARRAY_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "dtype.h"
+#include "status.h"
+
+#define GL_MAXDIMS 8
+/* Element counts above this are refused (no int64 overflow in byte sizes). */
+#define GL_MAXSIZE ((int64_t)1 << 62)
+
+typedef enum gl_devtype { GL_CPU = 0, GL_CUDA = 1 } gl_devtype;
+
+typedef struct gl_device {
+  uint8_t type;    /* gl_devtype */
+  uint8_t index;   /* ordinal within the type (cuda:N); 0 for cpu */
+} gl_device;
+
+static inline gl_device gl_cpu(void) { gl_device d = { GL_CPU, 0 }; return d; }
+static inline bool gl_device_eq(gl_device a, gl_device b) { return a.type == b.type && a.index == b.index; }
+
+/* "cpu", "cuda", "cuda:1" -> device. Returns GL_EINVAL with a message on bad names. */
+gl_status gl_device_parse(const char *name, gl_device *out);
+/* Writes "cpu" / "cuda:0" into buf (at least 16 bytes); returns buf. */
+const char *gl_device_name(gl_device d, char *buf);
+
+/* Memory shared by an array and its views. The bytes belong to the device's
+** allocator; 'refcount' counts descriptors (arrays, views) that use it. */
+typedef struct gl_storage {
+  long refcount;
+  void *data;
+  size_t nbytes;
+  gl_device device;
+} gl_storage;
+
+typedef struct gl_array {
+  gl_storage *storage;               /* NULL: closed (or not yet made) */
+  int64_t offset;                    /* elements from storage->data */
+  int64_t size;                      /* product of shape */
+  int64_t shape[GL_MAXDIMS];
+  int64_t strides[GL_MAXDIMS];       /* elements; 0 on broadcast axes */
+  uint8_t ndim;
+  uint8_t dtype;                     /* gl_dtype */
+} gl_array;
+
+/* Storage is made and freed by the device's backend (gl_storage_new/release in
+** backend.h); the core only counts references. */
+static inline void gl_storage_retain(gl_storage *s) { s->refcount++; }
+
+/* ---- descriptors --------------------------------------------------------------- */
+
+/* Validates a shape (non-negative, ndim <= GL_MAXDIMS, product <= GL_MAXSIZE) and
+** stores its element count in *size. */
+gl_status gl_shape_check(int ndim, const int64_t *shape, int64_t *size);
+
+/* Fills shape/contiguous strides/size of 'a' (no storage). */
+gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape);
+
+/* Makes 'dst' a view sharing src's storage (retains it). dst must be closed. */
+void gl_array_view_of(gl_array *dst, const gl_array *src);
+
+static inline gl_device gl_array_device(const gl_array *a) { return a->storage->device; }
+static inline size_t gl_array_itemsize(const gl_array *a) { return gl_dtypes[a->dtype].size; }
+static inline void *gl_array_data(const gl_array *a) {
+  return (char *)a->storage->data + a->offset * (int64_t)gl_dtypes[a->dtype].size;
+}
+bool gl_array_is_contiguous(const gl_array *a);   /* C order, no gaps */
+void gl_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/* Formats "(3,4)" or "()" into buf (at least 8 + 21*ndim bytes); returns buf. */
+const char *gl_shape_str(int ndim, const int64_t *shape, char *buf);
+#define GL_SHAPE_BUFSZ (GL_MAXDIMS * 22 + 8)
+
+/* ---- views (all O(ndim), no data touched) ------------------------------------- */
+
+/* Normalises a 1-based axis (negatives count from the end) into 0..ndim-1. */
+gl_status gl_axis_norm(int64_t axis, int ndim, int *out);
+
+/* A view with the new shape if the strides allow one; GL_ENOTSUP if a copy is needed
+** (reshape then copies), GL_EINVAL if the sizes differ. One entry may be -1. */
+gl_status gl_view_reshape(gl_array *v, int ndim, const int64_t *shape);
+gl_status gl_view_permute(gl_array *v, const int *perm);     /* perm: 0-based axes */
+gl_status gl_view_transpose(gl_array *v, int a0, int a1);    /* 0-based axes */
+gl_status gl_view_squeeze(gl_array *v, int axis);            /* -1: all size-1 axes */
+gl_status gl_view_unsqueeze(gl_array *v, int axis);          /* new axis at 0..ndim */
+gl_status gl_view_expand(gl_array *v, int ndim, const int64_t *shape);
+/* Keeps elements start, start+step, ... (count of them) along 0-based 'axis'. */
+void gl_view_slice(gl_array *v, int axis, int64_t start, int64_t step, int64_t count);
+/* Picks index i along 'axis' and drops the axis. */
+void gl_view_select(gl_array *v, int axis, int64_t i);
+
+/* ---- broadcasting ------------------------------------------------------------- */
+
+/* NumPy broadcasting of two shapes; message names both shapes on failure. */
+gl_status gl_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
+                              int *nout, int64_t *out);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+** dtype.c — the dtype table and element load/store for host memory.
+*/
+#include <string.h>
+#include "dtype.h"
+#include "../../kernels/half.h"
+
+const gl_dtype_info gl_dtypes[GL_NDTYPE] = {
+  [GL_BOOL]     = { "bool",     1, GL_KIND_BOOL,  false, "|b1" },
+  [GL_UINT8]    = { "uint8",    1, GL_KIND_UINT,  false, "|u1" },
+  [GL_INT32]    = { "int32",    4, GL_KIND_INT,   false, "<i4" },
+  [GL_INT64]    = { "int64",    8, GL_KIND_INT,   false, "<i8" },
+  [GL_FLOAT16]  = { "float16",  2, GL_KIND_FLOAT, true,  "<f2" },
+  [GL_BFLOAT16] = { "bfloat16", 2, GL_KIND_FLOAT, true,  NULL  },
+  [GL_FLOAT32]  = { "float32",  4, GL_KIND_FLOAT, false, "<f4" },
+  [GL_FLOAT64]  = { "float64",  8, GL_KIND_FLOAT, false, "<f8" },
+};
+
+static const struct { const char *alias; gl_dtype t; } aliases[] = {
+  { "float", GL_FLOAT32 }, { "double", GL_FLOAT64 }, { "half", GL_FLOAT16 },
+  { "int", GL_INT32 }, { "long", GL_INT64 }, { "byte", GL_UINT8 }, { "bf16", GL_BFLOAT16 },
+  { "fp16", GL_FLOAT16 }, { "fp32", GL_FLOAT32 }, { "fp64", GL_FLOAT64 },
+};
+
+int gl_dtype_from_name(const char *name) {
+  for (int t = 0; t < GL_NDTYPE; t++)
+    if (strcmp(name, gl_dtypes[t].name) == 0) return t;
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+    if (strcmp(name, aliases[i].alias) == 0) return (int)aliases[i].t;
+  return -1;
+}
+
+const char *gl_dtype_names(void) {
+  return "float32, float64, float16, bfloat16, int32, int64, uint8, bool";
+}
+
+gl_scalar gl_scalar_load(gl_dtype t, const void *p) {
+  switch (t) {
+    case GL_BOOL:     return gl_scalar_int(*(const uint8_t *)p != 0);
+    case GL_UINT8:    return gl_scalar_int(*(const uint8_t *)p);
+    case GL_INT32:    return gl_scalar_int(*(const int32_t *)p);
+    case GL_INT64:    return gl_scalar_int(*(const int64_t *)p);
+    case GL_FLOAT16:  return gl_scalar_float((double)gl_f16_to_f32(*(const uint16_t *)p));
+    case GL_BFLOAT16: return gl_scalar_float((double)gl_bf16_to_f32(*(const uint16_t *)p));
+    case GL_FLOAT32:  return gl_scalar_float((double)*(const float *)p);
+    case GL_FLOAT64:  return gl_scalar_float(*(const double *)p);
+    default:          return gl_scalar_int(0);
+  }
+}
+
+/* Float to integer conversion of out-of-range values is undefined in C; we clamp NaN to
+** 0 and saturate, as the CUDA conversion instructions do, so both backends agree. */
+static int64_t sat_i64(double f) {
+  if (f != f) return 0;
+  if (f >= 9223372036854775807.0) return INT64_MAX;
+  if (f <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)f;
+}
+
+void gl_scalar_store(gl_dtype t, void *p, gl_scalar v) {
+  int64_t i = v.isint ? v.i : sat_i64(v.f);
+  double f = v.isint ? (double)v.i : v.f;
+  switch (t) {
+    case GL_BOOL:     *(uint8_t *)p = v.isint ? (v.i != 0) : (v.f != 0); break;
+    case GL_UINT8:    *(uint8_t *)p = (uint8_t)i; break;
+    case GL_INT32:    *(int32_t *)p = (int32_t)i; break;
+    case GL_INT64:    *(int64_t *)p = i; break;
+    case GL_FLOAT16:  *(uint16_t *)p = gl_f32_to_f16((float)f); break;
+    case GL_BFLOAT16: *(uint16_t *)p = gl_f32_to_bf16((float)f); break;
+    case GL_FLOAT32:  *(float *)p = (float)f; break;
+    case GL_FLOAT64:  *(double *)p = f; break;
+    default: break;
+  }
+}

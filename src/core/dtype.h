@@ -1,0 +1,65 @@
+/*
+** dtype.h — the element types. Facts about each dtype live in one table (gl_dtypes[]),
+** not in switches scattered over the code base.
+*/
+#ifndef GL_DTYPE_H
+#define GL_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* Order matters only for readability; promotion uses the table, not the order. */
+typedef enum gl_dtype {
+  GL_BOOL = 0,
+  GL_UINT8,
+  GL_INT32,
+  GL_INT64,
+  GL_FLOAT16,
+  GL_BFLOAT16,
+  GL_FLOAT32,
+  GL_FLOAT64,
+  GL_NDTYPE
+} gl_dtype;
+
+#define GL_DEFAULT_DTYPE GL_FLOAT32
+
+typedef enum gl_kind { GL_KIND_BOOL, GL_KIND_UINT, GL_KIND_INT, GL_KIND_FLOAT } gl_kind;
+
+typedef struct gl_dtype_info {
+  const char *name;     /* "float32" */
+  unsigned size;        /* bytes per element */
+  gl_kind kind;
+  bool storage_only;    /* float16/bfloat16: math is done in float32 */
+  const char *npy;      /* NumPy descr, little-endian: "<f4" */
+} gl_dtype_info;
+
+extern const gl_dtype_info gl_dtypes[GL_NDTYPE];
+
+/* Name (or alias: "float", "double", "half", "int", "long", "byte") to dtype; -1 if unknown. */
+int gl_dtype_from_name(const char *name);
+
+/* A comma-separated list of the accepted names, for error messages. */
+const char *gl_dtype_names(void);
+
+static inline bool gl_dtype_is_float(gl_dtype t) { return gl_dtypes[t].kind == GL_KIND_FLOAT; }
+static inline bool gl_dtype_is_int(gl_dtype t) {
+  return gl_dtypes[t].kind == GL_KIND_INT || gl_dtypes[t].kind == GL_KIND_UINT;
+}
+
+/* A scalar value crossing layers (fill values, element reads). Integers travel exactly
+** as int64; floats as double. 'isint' says which member is meaningful. */
+typedef struct gl_scalar {
+  bool isint;
+  int64_t i;
+  double f;
+} gl_scalar;
+
+static inline gl_scalar gl_scalar_int(int64_t i) { gl_scalar s; s.isint = true; s.i = i; s.f = (double)i; return s; }
+static inline gl_scalar gl_scalar_float(double f) { gl_scalar s; s.isint = false; s.f = f; s.i = 0; return s; }
+
+/* Read/write one element of any dtype at 'p' (host memory). */
+gl_scalar gl_scalar_load(gl_dtype t, const void *p);
+void gl_scalar_store(gl_dtype t, void *p, gl_scalar v);
+
+#endif

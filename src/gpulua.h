@@ -1,0 +1,33 @@
+/*
+** gpulua.h — the public C interface of the gpu module, for C hosts that link
+** libgpulua.a (or load gpu.so) and want to hand arrays to Lua or take them back.
+*/
+#ifndef GPULUA_H
+#define GPULUA_H
+
+#include <stdint.h>
+#include <lua.h>
+
+#define GPULUA_ARRAY "gpu.array"    /* metatable name (luaL_checkudata) */
+
+/* Opens the module: returns the `gpu` table (use with luaL_requiref). */
+int luaopen_gpu(lua_State *L);
+
+/* Dtype names are "float32", "float64", "int32", "int64", "uint8", "bool",
+** "float16", "bfloat16". */
+
+/* Pushes a new CPU array of the given dtype and shape holding a copy of 'data'
+** (C order, 'ndim' <= 8). Raises a Lua error on bad arguments. */
+void gpulua_push_array(lua_State *L, const char *dtype, int ndim, const int64_t *shape,
+                       const void *data);
+
+/* Checks that argument 'arg' is an open gpu array and returns its dtype name, ndim and
+** shape (shape must hold 8 entries). Raises a Lua error otherwise. */
+const char *gpulua_check_array(lua_State *L, int arg, int *ndim, int64_t *shape);
+
+/* Copies the elements of the array at 'arg' (any device, any strides) into 'out' in C
+** order and in the array's own dtype; 'out' must hold size * itemsize bytes. Returns
+** the number of elements. Raises on error. */
+int64_t gpulua_read_array(lua_State *L, int arg, void *out);
+
+#endif

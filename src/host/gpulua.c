@@ -1,0 +1,731 @@
+/*
+** gpulua: the stand-alone interpreter.
+**
+** A drop-in for the standard `lua` command (Lua 5.4): the same options, `arg`
+** table, LUA_INIT handling, exit statuses and error reports, and the same
+** read-eval-print loop, always over GNU readline.  The `gpu` module is opened
+** with the standard libraries, so scripts find a global `gpu` and
+** `require "gpu"` returns the same table.  Extras, read with the standard
+** options: `--device NAME`, `--check`, `--version`.
+**
+** The shape follows lua.c: `main` only makes the state and runs `pmain` in
+** protected mode; options are read twice (`collectargs` validates them and
+** notes which are present, `runargs` executes -e/-l/-W in order); SIGINT
+** during a call only installs a hook, which raises the error from inside Lua.
+*/
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "lua.h"
+#include "lauxlib.h"
+#include "lualib.h"
+
+#include "../gpulua.h"
+
+#define GPULUA_PROGNAME    "gpulua"
+#define GPULUA_PROMPT      "> "
+#define GPULUA_PROMPT2     ">> "
+#define GPULUA_HISTORY     ".gpulua_history"
+#define GPULUA_HISTORY_MAX 1000
+#define GPULUA_INITVAR     "LUA_INIT"
+#define GPULUA_INITVARVER  "LUA_INIT_5_4"
+
+static const char *progname = GPULUA_PROGNAME;
+
+/* the state a SIGINT during a call must reach; signal handlers take no argument */
+static lua_State *globalL = NULL;
+
+/* set by the SIGINT handler that is active while the REPL waits for a line */
+static volatile sig_atomic_t line_interrupted = 0;
+
+
+/* ===================================================================== */
+/* Signals                                                               */
+/* ===================================================================== */
+
+static void set_sigint (void (*handler) (int), int restart) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = restart ? SA_RESTART : 0;
+  sigaction(SIGINT, &sa, NULL);
+}
+
+/*
+** Raising an error from a signal handler is not safe, so the handler only
+** sets a hook; the hook runs at the next Lua instruction, inside the state,
+** where an error is legal.  The hook removes itself first.
+*/
+static void interrupt_hook (lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+/* a second Ctrl-C before the hook fires kills the process, as in lua.c */
+static void on_sigint_call (int sig) {
+  int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
+  signal(sig, SIG_DFL);
+  lua_sethook(globalL, interrupt_hook, mask, 1);
+}
+
+static void on_sigint_line (int sig) {
+  (void)sig;
+  line_interrupted = 1;
+}
+
+
+/* ===================================================================== */
+/* Messages and calls                                                    */
+/* ===================================================================== */
+
+static void print_usage (const char *badoption) {
+  fprintf(stderr, "%s: ", progname);
+  if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 ||
+      strcmp(badoption, "--device") == 0)
+    fprintf(stderr, "'%s' needs argument\n", badoption);
+  else
+    fprintf(stderr, "unrecognized option '%s'\n", badoption);
+  fprintf(stderr,
+    "usage: %s [options] [script [args]]\n"
+    "Available options are:\n"
+    "  -e stat   execute string 'stat'\n"
+    "  -i        enter interactive mode after executing 'script'\n"
+    "  -l mod    require library 'mod' into global 'mod'\n"
+    "  -l g=mod  require library 'mod' into global 'g'\n"
+    "  -v        show version information\n"
+    "  -E        ignore environment variables\n"
+    "  -W        turn warnings on\n"
+    "  --        stop handling options\n"
+    "  -         stop handling options and execute stdin\n"
+    "  --device d  make 'd' (cpu, cuda, cuda:N) the default device\n"
+    "  --check     report the build and devices, self-test each device\n"
+    "  --version   show gpulua's version\n",
+    progname);
+  fflush(stderr);
+}
+
+/* in the REPL progname is NULL: errors there carry no program name */
+static void l_message (const char *pname, const char *msg) {
+  if (pname) fprintf(stderr, "%s: ", pname);
+  fprintf(stderr, "%s\n", msg);
+  fflush(stderr);
+}
+
+/* print the error on top of the stack, if any; pass the status through */
+static int report (lua_State *L, int status) {
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    l_message(progname, msg ? msg : "(error object is not a string)");
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
+/*
+** Message handler: append a traceback to string errors; give other error
+** objects a chance to describe themselves through __tostring.
+*/
+static int msghandler (lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* call the function below its `narg` arguments with the traceback handler */
+static int docall (lua_State *L, int narg, int nres) {
+  int status;
+  int base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, msghandler);
+  lua_insert(L, base);
+  globalL = L;
+  set_sigint(on_sigint_call, 1);
+  status = lua_pcall(L, narg, nres, base);
+  signal(SIGINT, SIG_DFL);
+  lua_remove(L, base);
+  return status;
+}
+
+static int dochunk (lua_State *L, int status) {
+  if (status == LUA_OK) status = docall(L, 0, 0);
+  return report(L, status);
+}
+
+static int dofile (lua_State *L, const char *name) {
+  return dochunk(L, luaL_loadfile(L, name));
+}
+
+static int dostring (lua_State *L, const char *s, const char *name) {
+  return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* `-l g=mod` sets global g = require "mod"; `-l mod` sets mod = require "mod" */
+static int dolibrary (lua_State *L, char *spec) {
+  int status;
+  char *globname = spec;
+  char *modname = strchr(spec, '=');
+  if (modname == NULL)
+    modname = spec;
+  else
+    *modname++ = '\0';
+  lua_getglobal(L, "require");
+  lua_pushstring(L, modname);
+  status = docall(L, 1, 1);
+  if (status == LUA_OK)
+    lua_setglobal(L, globname);
+  return report(L, status);
+}
+
+/* push the script's arguments arg[1..#arg]; return how many */
+static int pushargs (lua_State *L) {
+  int i, n;
+  if (lua_getglobal(L, "arg") != LUA_TTABLE)
+    luaL_error(L, "'arg' is not a table");
+  n = (int)luaL_len(L, -1);
+  luaL_checkstack(L, n + 3, "too many arguments to script");
+  for (i = 1; i <= n; i++)
+    lua_rawgeti(L, -i, i);
+  lua_remove(L, -i);
+  return n;
+}
+
+/* argv[0] is the script; "-" means stdin unless it came right after "--" */
+static int handle_script (lua_State *L, char **argv) {
+  int status;
+  const char *fname = argv[0];
+  if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0)
+    fname = NULL;
+  status = luaL_loadfile(L, fname);
+  if (status == LUA_OK) {
+    int n = pushargs(L);
+    status = docall(L, n, LUA_MULTRET);
+  }
+  return report(L, status);
+}
+
+/* LUA_INIT_5_4, else LUA_INIT: a chunk of code, or `@file` */
+static int handle_luainit (lua_State *L) {
+  const char *name = "=" GPULUA_INITVARVER;
+  const char *init = getenv(name + 1);
+  if (init == NULL) {
+    name = "=" GPULUA_INITVAR;
+    init = getenv(name + 1);
+  }
+  if (init == NULL) return LUA_OK;
+  if (init[0] == '@') return dofile(L, init + 1);
+  return dostring(L, init, name);
+}
+
+
+/* ===================================================================== */
+/* Options                                                               */
+/* ===================================================================== */
+
+/* bits of `collectargs`'s answer */
+#define has_error   1   /* bad option */
+#define has_i       2   /* -i */
+#define has_v       4   /* -v */
+#define has_e       8   /* -e */
+#define has_E      16   /* -E */
+#define has_check  32   /* --check */
+#define has_ver    64   /* --version */
+
+/* the argument of --device, if given (the last one wins) */
+static const char *device_name = NULL;
+
+/*
+** First pass: check the options and note which are present.  `*first` ends
+** at the script's index (argc when there is none), or at the bad option.
+** Options that take an argument accept it glued (`-eprint(1)`,
+** `--device=cpu`) or as the next word, which must not look like an option.
+*/
+static int collectargs (char **argv, int *first) {
+  int args = 0;
+  int i;
+  if (argv[0] != NULL) {
+    if (argv[0][0]) progname = argv[0];
+  }
+  else {
+    *first = -1;
+    return 0;
+  }
+  for (i = 1; argv[i] != NULL; i++) {
+    *first = i;
+    if (argv[i][0] != '-')
+      return args;                  /* the script */
+    switch (argv[i][1]) {
+      case '-':
+        if (argv[i][2] == '\0') {     /* "--" */
+          *first = i + 1;
+          return args;
+        }
+        if (strcmp(argv[i], "--check") == 0)
+          args |= has_check;
+        else if (strcmp(argv[i], "--version") == 0)
+          args |= has_ver;
+        else if (strncmp(argv[i], "--device=", 9) == 0)
+          device_name = argv[i] + 9;
+        else if (strcmp(argv[i], "--device") == 0) {
+          if (argv[i + 1] == NULL || argv[i + 1][0] == '-')
+            return has_error;
+          device_name = argv[++i];
+        }
+        else
+          return has_error;
+        break;
+      case '\0':                      /* "-": the script is stdin */
+        return args;
+      case 'E':
+        if (argv[i][2] != '\0') return has_error;
+        args |= has_E;
+        break;
+      case 'W':
+        if (argv[i][2] != '\0') return has_error;
+        break;
+      case 'i':
+        args |= has_i;                /* -i implies -v */
+        /* FALLTHROUGH */
+      case 'v':
+        if (argv[i][2] != '\0') return has_error;
+        args |= has_v;
+        break;
+      case 'e':
+        args |= has_e;
+        /* FALLTHROUGH */
+      case 'l':
+        if (argv[i][2] == '\0') {
+          i++;
+          if (argv[i] == NULL || argv[i][0] == '-')
+            return has_error;
+        }
+        break;
+      default:
+        return has_error;
+    }
+  }
+  *first = i;
+  return args;
+}
+
+/* Second pass: run -e, -l and -W in the order given.  `n` ends the options. */
+static int runargs (lua_State *L, char **argv, int n) {
+  int i;
+  for (i = 1; i < n; i++) {
+    int option = argv[i][1];
+    switch (option) {
+      case 'e':
+      case 'l': {
+        int status;
+        char *extra = argv[i] + 2;
+        if (*extra == '\0') extra = argv[++i];
+        status = (option == 'e') ? dostring(L, extra, "=(command line)")
+                                 : dolibrary(L, extra);
+        if (status != LUA_OK) return 0;
+        break;
+      }
+      case 'W':
+        lua_warning(L, "@on", 0);
+        break;
+      case '-':
+        if (strcmp(argv[i], "--device") == 0) i++;  /* skip its argument */
+        break;
+    }
+  }
+  return 1;
+}
+
+/*
+** arg[0] is the script, positive indices its arguments, negative indices
+** the interpreter and its options.  Without a script (`script` == argc)
+** the indices count from the interpreter, which is then arg[0].
+*/
+static void createargtable (lua_State *L, char **argv, int argc, int script) {
+  int i, narg;
+  if (script == argc) script = 0;
+  narg = argc - (script + 1);
+  lua_createtable(L, narg, script + 1);
+  for (i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+
+/* ===================================================================== */
+/* The gpu module and the extras                                         */
+/* ===================================================================== */
+
+static void print_version (void) {
+  fputs(LUA_COPYRIGHT, stdout);
+  fputc('\n', stdout);
+  fflush(stdout);
+}
+
+/* push gpu.version (a string), or nil when the module has none */
+static void push_gpu_version (lua_State *L) {
+  lua_getglobal(L, "gpu");
+  if (lua_istable(L, -1))
+    lua_getfield(L, -1, "version");
+  else
+    lua_pushnil(L);
+  lua_remove(L, -2);
+}
+
+static void print_gpu_version (lua_State *L, int with_lua) {
+  push_gpu_version(L);
+  printf("%s %s", GPULUA_PROGNAME,
+         lua_isstring(L, -1) ? lua_tostring(L, -1) : "(unknown version)");
+  if (with_lua) printf(" (%s)", LUA_RELEASE);
+  fputc('\n', stdout);
+  fflush(stdout);
+  lua_pop(L, 1);
+}
+
+/* gpu.set_device(name), reported like any other error */
+static int set_device (lua_State *L, const char *name) {
+  lua_getglobal(L, "gpu");
+  lua_getfield(L, -1, "set_device");
+  lua_remove(L, -2);
+  lua_pushstring(L, name);
+  return report(L, docall(L, 1, 0));
+}
+
+/* require("gpu.check")(): prints the report; true when every device passed */
+static int run_check (lua_State *L, int *passed) {
+  int status;
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "gpu.check");
+  status = docall(L, 1, 1);
+  if (status == LUA_OK)
+    status = docall(L, 0, 1);
+  if (status == LUA_OK) {
+    *passed = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  return report(L, status);
+}
+
+
+/* ===================================================================== */
+/* REPL                                                                  */
+/* ===================================================================== */
+
+#define EOFMARK  "<eof>"
+#define marklen  (sizeof(EOFMARK) / sizeof(char) - 1)
+
+/* ~/.gpulua_history, or NULL when HOME is unset (then no history is kept) */
+static char *history_path = NULL;
+
+/*
+** Readline's own reader goes back to `read` after a SIGINT.  This one gives
+** up the line once our handler has fired: it answers a newline, so readline
+** returns at once, and `line_interrupted` tells the caller to drop the line.
+** Readline's handlers only note a signal; rl_check_signals lets readline do
+** its part (echo ^C, restore the terminal, call our handler, re-prepare),
+** which also keeps Ctrl-Z and window resizes working.
+*/
+static int repl_getc (FILE *f) {
+  for (;;) {
+    unsigned char c;
+    ssize_t n;
+    if (line_interrupted) return '\n';
+    n = read(fileno(f), &c, 1);
+    if (n == 1) return c;
+    if (n == 0) return EOF;
+    if (errno != EINTR) return EOF;
+#if RL_READLINE_VERSION >= 0x0801
+    rl_check_signals();
+#endif
+  }
+}
+
+static void init_readline (void) {
+  const char *home = getenv("HOME");
+  rl_readline_name = GPULUA_PROGNAME;
+#if RL_READLINE_VERSION < 0x0801
+  rl_catch_signals = 0;   /* no rl_check_signals: keep SIGINT to ourselves */
+#endif
+  rl_getc_function = repl_getc;
+  using_history();
+  if (home != NULL && home[0] != '\0') {
+    size_t len = strlen(home) + sizeof("/" GPULUA_HISTORY);
+    history_path = malloc(len);
+    if (history_path != NULL) {
+      snprintf(history_path, len, "%s/%s", home, GPULUA_HISTORY);
+      (void)read_history(history_path);           /* a missing file is fine */
+      (void)history_truncate_file(history_path, GPULUA_HISTORY_MAX);
+    }
+  }
+}
+
+static void close_readline (void) {
+  free(history_path);
+  history_path = NULL;
+}
+
+/* remember a line in memory and at the end of the history file */
+static void save_line (const char *line) {
+  if (line[0] == '\0') return;
+  add_history(line);
+  if (history_path != NULL && append_history(1, history_path) != 0)
+    (void)write_history(history_path);   /* the file did not exist yet */
+}
+
+/* the prompt as a string on the stack: _PROMPT/_PROMPT2 through tostring */
+static const char *get_prompt (lua_State *L, int firstline) {
+  if (lua_getglobal(L, firstline ? "_PROMPT" : "_PROMPT2") == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushstring(L, firstline ? GPULUA_PROMPT : GPULUA_PROMPT2);
+  }
+  else {
+    luaL_tolstring(L, -1, NULL);
+    lua_remove(L, -2);
+  }
+  return lua_tostring(L, -1);
+}
+
+/* answers of `pushline` */
+#define LINE_OK           1
+#define LINE_EOF          0
+#define LINE_INTERRUPTED  (-1)
+
+/* answers of `loadline` besides a load status (which is never negative) */
+#define LOAD_EOF          (-1)
+#define LOAD_INTERRUPTED  (-2)
+
+/*
+** Read a line and push it.  While reading, Ctrl-C abandons the line (and
+** with it any statement being continued) instead of killing the process.
+*/
+static int pushline (lua_State *L, int firstline) {
+  char *b;
+  size_t l;
+  const char *prmt = get_prompt(L, firstline);
+  line_interrupted = 0;
+  set_sigint(on_sigint_line, 0);
+  b = readline(prmt);
+  signal(SIGINT, SIG_DFL);
+  lua_pop(L, 1);  /* prompt */
+  if (line_interrupted) {
+    line_interrupted = 0;
+    free(b);
+    return LINE_INTERRUPTED;
+  }
+  if (b == NULL) return LINE_EOF;
+  l = strlen(b);
+  if (l > 0 && b[l - 1] == '\n') b[--l] = '\0';
+  if (firstline && b[0] == '=')    /* `=expr`, as in Lua 5.2 */
+    lua_pushfstring(L, "return %s", b + 1);
+  else
+    lua_pushlstring(L, b, l);
+  free(b);
+  return LINE_OK;
+}
+
+/* try the line as `return <line>;` so that bare expressions print */
+static int addreturn (lua_State *L) {
+  const char *line = lua_tostring(L, -1);
+  const char *retline = lua_pushfstring(L, "return %s;", line);
+  int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
+  if (status == LUA_OK) {
+    lua_remove(L, -2);
+    save_line(line);
+  }
+  else
+    lua_pop(L, 2);
+  return status;
+}
+
+/* a syntax error that ends at <eof> means the statement is unfinished */
+static int incomplete (lua_State *L, int status) {
+  if (status == LUA_ERRSYNTAX) {
+    size_t lmsg;
+    const char *msg = lua_tolstring(L, -1, &lmsg);
+    if (lmsg >= marklen && strcmp(msg + lmsg - marklen, EOFMARK) == 0) {
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* compile the line as a statement, reading continuation lines while needed */
+static int multiline (lua_State *L) {
+  for (;;) {
+    size_t len;
+    const char *line = lua_tolstring(L, 1, &len);
+    int status = luaL_loadbuffer(L, line, len, "=stdin");
+    int more;
+    if (!incomplete(L, status)) {
+      save_line(line);
+      return status;
+    }
+    more = pushline(L, 0);
+    if (more == LINE_INTERRUPTED) {
+      save_line(line);
+      return LOAD_INTERRUPTED;
+    }
+    if (more == LINE_EOF) {
+      /* reload to get the <eof> error back for the report */
+      save_line(line);
+      return luaL_loadbuffer(L, line, len, "=stdin");
+    }
+    lua_pushliteral(L, "\n");
+    lua_insert(L, -2);
+    lua_concat(L, 3);
+  }
+}
+
+/*
+** Read and compile one complete input.  Answers a load status with the
+** function (or the error) on the stack, LOAD_EOF at end of input, or
+** LOAD_INTERRUPTED when Ctrl-C abandoned the input (nothing on the stack).
+*/
+static int loadline (lua_State *L) {
+  int status;
+  lua_settop(L, 0);
+  status = pushline(L, 1);
+  if (status == LINE_EOF) return LOAD_EOF;
+  if (status == LINE_INTERRUPTED) return LOAD_INTERRUPTED;
+  if ((status = addreturn(L)) != LUA_OK)
+    status = multiline(L);
+  if (status == LOAD_INTERRUPTED) {
+    lua_settop(L, 0);
+    return LOAD_INTERRUPTED;
+  }
+  lua_remove(L, 1);
+  return status;
+}
+
+/* print the results on the stack with the global `print` (so __tostring applies) */
+static void l_print (lua_State *L) {
+  int n = lua_gettop(L);
+  if (n > 0) {
+    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    lua_getglobal(L, "print");
+    lua_insert(L, 1);
+    if (lua_pcall(L, n, 0, 0) != LUA_OK)
+      l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
+                                             lua_tostring(L, -1)));
+  }
+}
+
+static void doREPL (lua_State *L) {
+  int status;
+  const char *oldprogname = progname;
+  progname = NULL;
+  init_readline();
+  while ((status = loadline(L)) != LOAD_EOF) {
+    if (status == LOAD_INTERRUPTED) continue;   /* Ctrl-C at the prompt */
+    if (status == LUA_OK)
+      status = docall(L, 0, LUA_MULTRET);
+    if (status == LUA_OK) l_print(L);
+    else report(L, status);
+  }
+  lua_settop(L, 0);
+  fputc('\n', stdout);
+  fflush(stdout);
+  close_readline();
+  progname = oldprogname;
+}
+
+
+/* ===================================================================== */
+/* Main                                                                  */
+/* ===================================================================== */
+
+/*
+** Everything runs here, in protected mode.  Answers true on success; errors
+** have been reported by the time it returns false.
+*/
+static int pmain (lua_State *L) {
+  int argc = (int)lua_tointeger(L, 1);
+  char **argv = (char **)lua_touserdata(L, 2);
+  int script;
+  int args = collectargs(argv, &script);
+  int optlim = (script > 0) ? script : argc;
+  luaL_checkversion(L);
+  if (args == has_error) {
+    print_usage(argv[script]);
+    return 0;
+  }
+  if ((args & has_v) && !(args & has_ver))
+    print_version();
+  if (args & has_E) {   /* tell the package library to ignore LUA_PATH etc. */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
+  luaL_openlibs(L);
+  luaL_requiref(L, "gpu", luaopen_gpu, 1);
+  lua_pop(L, 1);
+  if (args & has_ver) {
+    print_gpu_version(L, 1);
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (args & has_v)
+    print_gpu_version(L, 0);
+  createargtable(L, argv, argc, script);
+  lua_gc(L, LUA_GCRESTART);
+  lua_gc(L, LUA_GCGEN, 0, 0);
+  if (device_name != NULL && set_device(L, device_name) != LUA_OK)
+    return 0;
+  if (!(args & has_E) && handle_luainit(L) != LUA_OK)
+    return 0;
+  if (args & has_check) {   /* the report replaces -e, -l, the script and the REPL */
+    int passed = 0;
+    if (run_check(L, &passed) != LUA_OK) return 0;
+    lua_pushboolean(L, passed);
+    return 1;
+  }
+  if (!runargs(L, argv, optlim))
+    return 0;
+  if (script > 0 && script < argc && handle_script(L, argv + script) != LUA_OK)
+    return 0;
+  if (args & has_i)
+    doREPL(L);
+  else if ((script < 1 || script == argc) && !(args & (has_e | has_v))) {
+    if (isatty(STDIN_FILENO)) {
+      print_version();
+      print_gpu_version(L, 0);
+      doREPL(L);
+    }
+    else
+      dofile(L, NULL);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int main (int argc, char **argv) {
+  int status, result;
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    l_message(argv[0], "cannot create state: not enough memory");
+    return EXIT_FAILURE;
+  }
+  lua_gc(L, LUA_GCSTOP);   /* no collection while the state is being built */
+  lua_pushcfunction(L, pmain);
+  lua_pushinteger(L, argc);
+  lua_pushlightuserdata(L, argv);
+  status = lua_pcall(L, 2, 1, 0);
+  result = lua_toboolean(L, -1);
+  report(L, status);
+  lua_close(L);
+  return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;
+}

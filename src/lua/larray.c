@@ -1,0 +1,388 @@
+/*
+** larray.c — arrays as Lua userdata: lifetime, properties, element access and views
+** through x[i], x[{i, j}], x[{ {1, 3}, ":" }] and assignment through the same forms.
+**
+** Indices are 1-based, negatives count from the end, ranges {a, b, step} are inclusive
+** (string.sub's convention); ":" keeps a whole axis. An index that selects one element
+** of every axis reads as a Lua number; anything else is a view sharing storage.
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "lgpu.h"
+
+/* ---- userdata --------------------------------------------------------------------- */
+
+gl_array *gl_lua_push(lua_State *L) {
+  gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 0);
+  memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
+  luaL_setmetatable(L, GPULUA_ARRAY);
+  return a;
+}
+
+gl_array *gl_lua_test(lua_State *L, int idx) {
+  return luaL_testudata(L, idx, GPULUA_ARRAY);
+}
+
+gl_array *gl_lua_check(lua_State *L, int idx) {
+  gl_array *a = luaL_checkudata(L, idx, GPULUA_ARRAY);
+  if (a->storage == NULL) luaL_argerror(L, idx, "array is closed");
+  return a;
+}
+
+/* __gc and __close: one idempotent release (liolib's pattern). */
+static int array_release(lua_State *L) {
+  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  gl_array_release(a);
+  return 0;
+}
+
+/* x:close(): frees now; the array is unusable afterwards. */
+static int array_close(lua_State *L) {
+  gl_lua_check(L, 1);
+  return array_release(L);
+}
+
+static int array_is_closed(lua_State *L) {
+  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  lua_pushboolean(L, a->storage == NULL);
+  return 1;
+}
+
+/* ---- errors and accounting ---------------------------------------------------------- */
+
+int gl_lua_error(lua_State *L, const char *fmt, ...) {
+  lua_Debug ar;
+  const char *name = "?";
+  if (lua_getstack(L, 0, &ar)) {
+    lua_getinfo(L, "n", &ar);
+    if (ar.name) name = ar.name;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  luaL_where(L, 1);
+  lua_pushfstring(L, "%s: ", name);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 3);
+  return lua_error(L);
+}
+
+void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
+  if (st == GL_OK) return;
+  if (arg > 0) luaL_argerror(L, arg, gl_errmsg());
+  gl_lua_error(L, "%s", gl_errmsg());
+}
+
+/* Lua's collector only sees the few bytes of each userdata; the bytes an array holds
+** are added to its debt in steps of 1 MiB, so loops that drop big arrays collect them. */
+void gl_lua_account(lua_State *L, size_t nbytes) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  gl_lctx *ctx = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (ctx == NULL) return;
+  ctx->gc_debt += nbytes;
+  if (ctx->gc_debt >= ((size_t)1 << 20)) {
+    int kb = ctx->gc_debt / 1024 > 0x3fffffff ? 0x3fffffff : (int)(ctx->gc_debt / 1024);
+    ctx->gc_debt = 0;
+    lua_gc(L, LUA_GCSTEP, kb);
+  }
+}
+
+gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  gl_array *a = gl_lua_push(L);
+  gl_status st = gl_array_alloc(a, dt, ndim, shape, dev);
+  if (st == GL_ENOMEM) {
+    const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+    if (b) b->empty_cache(dev);
+    lua_gc(L, LUA_GCCOLLECT);
+    st = gl_array_alloc(a, dt, ndim, shape, dev);
+  }
+  gl_lua_check_status(L, st, 0);
+  if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
+  return a;
+}
+
+/* ---- elements -------------------------------------------------------------------------- */
+
+void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset) {
+  gl_scalar s;
+  gl_lua_check_status(L, gl_op_get(a, offset, &s), 0);
+  switch (gl_dtypes[a->dtype].kind) {
+    case GL_KIND_BOOL: lua_pushboolean(L, s.i != 0); break;
+    case GL_KIND_FLOAT: lua_pushnumber(L, s.f); break;
+    default: lua_pushinteger(L, s.i); break;
+  }
+}
+
+gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg) {
+  switch (lua_type(L, idx)) {
+    case LUA_TBOOLEAN: return gl_scalar_int(lua_toboolean(L, idx));
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) return gl_scalar_int(lua_tointeger(L, idx));
+      return gl_scalar_float(lua_tonumber(L, idx));
+    default:
+      luaL_argerror(L, arg, lua_pushfstring(L, "number or boolean expected, got %s", luaL_typename(L, idx)));
+      return gl_scalar_int(0);
+  }
+}
+
+int64_t gl_lua_int(lua_State *L, int idx, const char *what) {
+  int isnum;
+  lua_Integer i = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_argerror(L, idx, lua_pushfstring(L, "%s must be an integer, got %f", what, lua_tonumber(L, idx)));
+    luaL_argerror(L, idx, lua_pushfstring(L, "%s must be an integer, got %s", what, luaL_typename(L, idx)));
+  }
+  return i;
+}
+
+/* ---- index keys ------------------------------------------------------------------------- */
+
+/* One 1-based index (negatives from the end) into 0..n-1. */
+static int64_t norm_index(lua_State *L, int idx, int arg, int64_t n, int axis) {
+  int isnum;
+  lua_Integer i = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_argerror(L, arg, lua_pushfstring(L, "index %f is not an integer", lua_tonumber(L, idx)));
+    luaL_argerror(L, arg, lua_pushfstring(L, "invalid index of type %s", luaL_typename(L, idx)));
+  }
+  if (i == 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "index 0 is out of range for axis %d (indices are 1-based)", axis + 1));
+  if (i > n || i < -n)
+    luaL_argerror(L, arg, lua_pushfstring(L, "index %I is out of range for axis %d with size %I",
+                                          (lua_Integer)i, axis + 1, (lua_Integer)n));
+  return i > 0 ? i - 1 : i + n;
+}
+
+/* A range {a, b, step} (any part may be nil) applied to 'axis' of v. The range table is
+** at the top of the stack. */
+static void apply_range(lua_State *L, gl_array *v, int axis, int arg) {
+  int t = lua_gettop(L);
+  int64_t n = v->shape[axis], step = 1, a, b;
+  if (lua_geti(L, t, 3) != LUA_TNIL) step = gl_lua_int(L, -1, "range step");
+  if (step == 0) luaL_argerror(L, arg, "range step must not be zero");
+  bool has_a = lua_geti(L, t, 1) != LUA_TNIL, has_b = lua_geti(L, t, 2) != LUA_TNIL;
+  for (int k = 0; k < 2; k++) {
+    int i = t + 2 + k;
+    bool has = k == 0 ? has_a : has_b;
+    if (!has) continue;
+    int isnum;
+    lua_Integer x = lua_tointegerx(L, i, &isnum);
+    if (!isnum) luaL_argerror(L, arg, lua_pushfstring(L, "range bounds must be integers, got %s",
+                                                      luaL_typename(L, i)));
+    if (x == 0) luaL_argerror(L, arg, "range bound 0 is out of range (indices are 1-based)");
+  }
+  /* inclusive 1-based bounds to 0-based, clamped like string.sub */
+  if (step > 0) {
+    a = has_a ? lua_tointeger(L, t + 2) : 1;
+    b = has_b ? lua_tointeger(L, t + 3) : n;
+    if (a < 0) a += n + 1;
+    if (b < 0) b += n + 1;
+    if (a < 1) a = 1;
+    if (b > n) b = n;
+    int64_t count = b >= a ? (b - a) / step + 1 : 0;
+    gl_view_slice(v, axis, count ? a - 1 : 0, step, count);
+  } else {
+    a = has_a ? lua_tointeger(L, t + 2) : n;
+    b = has_b ? lua_tointeger(L, t + 3) : 1;
+    if (a < 0) a += n + 1;
+    if (b < 0) b += n + 1;
+    if (a > n) a = n;
+    if (b < 1) b = 1;
+    int64_t count = a >= b ? (a - b) / (-step) + 1 : 0;
+    gl_view_slice(v, axis, count ? a - 1 : 0, step, count);
+  }
+  lua_settop(L, t);
+}
+
+/* Applies the key at 'k' to view v. Returns true when every axis was picked by an
+** integer, so the result is one element. */
+static bool apply_key(lua_State *L, gl_array *v, int k, int arg) {
+  int ndim0 = v->ndim;
+  if (lua_type(L, k) == LUA_TNUMBER) {
+    if (v->ndim == 0) luaL_argerror(L, arg, "cannot index a 0-d array with a number (use item())");
+    gl_view_select(v, 0, norm_index(L, k, arg, v->shape[0], 0));
+    return ndim0 == 1;
+  }
+  if (lua_type(L, k) == LUA_TSTRING) {
+    const char *s = lua_tostring(L, k);
+    if (strcmp(s, ":") == 0) return false;
+    luaL_argerror(L, arg, lua_pushfstring(L, "invalid index '%s' (use \":\" for a whole axis)", s));
+  }
+  if (!lua_istable(L, k))
+    luaL_argerror(L, arg, lua_pushfstring(L, "invalid index of type %s", luaL_typename(L, k)));
+  lua_Integer n = luaL_len(L, k);
+  int axis = 0, picked = 0;
+  luaL_checkstack(L, 8, "index");
+  for (lua_Integer e = 1; e <= n; e++) {
+    int ty = lua_geti(L, k, e);
+    if (axis >= v->ndim)
+      luaL_argerror(L, arg, lua_pushfstring(L, "too many indices for a %d-d array (%I given)",
+                                            ndim0, (lua_Integer)n));
+    if (ty == LUA_TNUMBER) {
+      gl_view_select(v, axis, norm_index(L, -1, arg, v->shape[axis], axis + picked));
+      picked++;
+    } else if (ty == LUA_TSTRING && strcmp(lua_tostring(L, -1), ":") == 0) {
+      axis++;
+    } else if (ty == LUA_TTABLE) {
+      apply_range(L, v, axis, arg);
+      axis++;
+    } else {
+      luaL_argerror(L, arg, lua_pushfstring(L, "invalid index entry #%I of type %s",
+                                            (lua_Integer)e, luaL_typename(L, -1)));
+    }
+    lua_pop(L, 1);
+  }
+  return picked == ndim0 && ndim0 > 0;
+}
+
+/* ---- properties ------------------------------------------------------------------------ */
+
+static void push_shape(lua_State *L, const gl_array *a) {
+  lua_createtable(L, a->ndim, 0);
+  for (int i = 0; i < a->ndim; i++) {
+    lua_pushinteger(L, a->shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static bool push_property(lua_State *L, const gl_array *a, const char *k) {
+  char buf[16];
+  switch (k[0]) {
+    case 's':
+      if (strcmp(k, "shape") == 0) { push_shape(L, a); return true; }
+      if (strcmp(k, "size") == 0) { lua_pushinteger(L, a->size); return true; }
+      break;
+    case 'n':
+      if (strcmp(k, "ndim") == 0) { lua_pushinteger(L, a->ndim); return true; }
+      if (strcmp(k, "nbytes") == 0) { lua_pushinteger(L, a->size * (int64_t)gl_array_itemsize(a)); return true; }
+      break;
+    case 'd':
+      if (strcmp(k, "dtype") == 0) { lua_pushstring(L, gl_dtypes[a->dtype].name); return true; }
+      if (strcmp(k, "device") == 0) { lua_pushstring(L, gl_device_name(gl_array_device(a), buf)); return true; }
+      break;
+    case 'i':
+      if (strcmp(k, "itemsize") == 0) { lua_pushinteger(L, (lua_Integer)gl_array_itemsize(a)); return true; }
+      break;
+    case 'T':
+      if (k[1] == '\0') {
+        gl_array *t = gl_lua_push(L);
+        gl_array_view_of(t, a);
+        int perm[GL_MAXDIMS];
+        for (int i = 0; i < a->ndim; i++) perm[i] = a->ndim - 1 - i;
+        gl_view_permute(t, perm);
+        return true;
+      }
+      break;
+  }
+  return false;
+}
+
+/* ---- __index / __newindex --------------------------------------------------------------- */
+
+/* upvalue 2: the methods table */
+static int array_index(lua_State *L) {
+  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;   /* a method */
+    lua_pop(L, 1);
+    if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
+    if (push_property(L, a, lua_tostring(L, 2))) return 1;
+    lua_pushnil(L);
+    return 1;
+  }
+  if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
+  if (lua_isinteger(L, 2) && a->ndim == 1) {          /* fast path: x[i] of a vector */
+    int64_t i = norm_index(L, 2, 2, a->shape[0], 0);
+    gl_lua_push_element(L, a, i * a->strides[0]);
+    return 1;
+  }
+  gl_array v = *a;
+  if (apply_key(L, &v, 2, 2)) {
+    gl_lua_push_element(L, &v, 0);
+    return 1;
+  }
+  gl_array *r = gl_lua_push(L);
+  *r = v;
+  gl_storage_retain(r->storage);
+  return 1;
+}
+
+static int array_newindex(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING)
+    return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
+  gl_array v = *a;
+  apply_key(L, &v, 2, 2);
+  gl_array *src = gl_lua_test(L, 3);
+  if (src) {
+    gl_lua_check(L, 3);
+    gl_lua_check_status(L, gl_op_assign(&v, src), 3);
+  } else {
+    gl_lua_check_status(L, gl_op_fill(&v, gl_lua_scalar(L, 3, 3)), 0);
+  }
+  return 0;
+}
+
+static int array_len(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (a->ndim == 0) return luaL_argerror(L, 1, "a 0-d array has no length");
+  lua_pushinteger(L, a->shape[0]);
+  return 1;
+}
+
+/* 0-d arrays compare with Lua numbers through < and <= (Lua does not call __eq for
+** mixed types, so == stays identity). */
+static double compare_operand(lua_State *L, int idx) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return lua_tonumber(L, idx);
+  gl_array *a = gl_lua_check(L, idx);
+  if (a->size != 1)
+    luaL_argerror(L, idx, lua_pushfstring(L, "only a one-element array compares with <; got %I elements (use :lt())",
+                                          (lua_Integer)a->size));
+  gl_scalar s;
+  gl_lua_check_status(L, gl_op_get(a, 0, &s), 0);
+  return s.isint ? (double)s.i : s.f;
+}
+
+static int array_lt(lua_State *L) {
+  lua_pushboolean(L, compare_operand(L, 1) < compare_operand(L, 2));
+  return 1;
+}
+
+static int array_le(lua_State *L) {
+  lua_pushboolean(L, compare_operand(L, 1) <= compare_operand(L, 2));
+  return 1;
+}
+
+static const luaL_Reg array_meta[] = {
+  { "__gc", array_release },
+  { "__close", array_release },
+  { "__len", array_len },
+  { "__lt", array_lt },
+  { "__le", array_le },
+  { "__newindex", array_newindex },
+  { "__tostring", gl_lua_tostring },
+  { NULL, NULL }
+};
+
+static const luaL_Reg array_methods[] = {
+  { "close", array_close },
+  { "is_closed", array_is_closed },
+  { NULL, NULL }
+};
+
+void gl_open_array(lua_State *L, int module, int methods, int meta) {
+  gl_lua_setfuncs(L, meta, array_meta);
+  gl_lua_setfuncs(L, methods, array_methods);
+  (void)module;
+  /* __index needs the methods table as its second upvalue */
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  lua_pushvalue(L, methods);
+  lua_pushcclosure(L, array_index, 2);
+  lua_setfield(L, meta, "__index");
+}

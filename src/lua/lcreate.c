@@ -1,0 +1,387 @@
+/*
+** lcreate.c — making arrays: gpu.array from nested tables, zeros/ones/full/empty,
+** arange/linspace/eye, the *_like forms; and the argument readers they share (shapes
+** as varargs or a table, an options table {dtype=, device=}).
+*/
+#include <math.h>
+#include <string.h>
+#include "lgpu.h"
+
+/* ---- arguments ------------------------------------------------------------------------ */
+
+gl_dtype gl_lua_dtype(lua_State *L, int idx) {
+  const char *name = luaL_checkstring(L, idx);
+  int t = gl_dtype_from_name(name);
+  if (t < 0)
+    luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", name, gl_dtype_names()));
+  return (gl_dtype)t;
+}
+
+/* An options table: a table whose [1] is nil (a shape table has numbers). */
+static bool is_opts(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return false;
+  bool opts = lua_geti(L, idx, 1) == LUA_TNIL;
+  lua_pop(L, 1);
+  if (!opts) return false;
+  lua_pushnil(L);                    /* {} is an empty shape, not options */
+  bool any = lua_next(L, idx) != 0;
+  if (any) lua_pop(L, 2);
+  return any;
+}
+
+static int64_t shape_entry(lua_State *L, int idx, int arg) {
+  int isnum;
+  lua_Integer n = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_argerror(L, arg, lua_pushfstring(L, "dimension %f is not an integer", lua_tonumber(L, idx)));
+    luaL_argerror(L, arg, lua_pushfstring(L, "dimension expected, got %s", luaL_typename(L, idx)));
+  }
+  if (n < 0) luaL_argerror(L, arg, lua_pushfstring(L, "negative dimension %I", (lua_Integer)n));
+  return n;
+}
+
+int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape) {
+  int top = lua_gettop(L), n = 0;
+  if (first <= top && lua_istable(L, first) && !is_opts(L, first)) {
+    lua_Integer len = luaL_len(L, first);
+    if (len > GL_MAXDIMS)
+      luaL_argerror(L, first, lua_pushfstring(L, "%I dimensions (at most %d)", (lua_Integer)len, GL_MAXDIMS));
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, first, i);
+      shape[n++] = shape_entry(L, -1, first);
+      lua_pop(L, 1);
+    }
+    first++;
+  } else {
+    while (first <= top && lua_type(L, first) == LUA_TNUMBER) {
+      if (n == GL_MAXDIMS) luaL_argerror(L, first, lua_pushfstring(L, "too many dimensions (at most %d)", GL_MAXDIMS));
+      shape[n++] = shape_entry(L, first, first);
+      first++;
+    }
+  }
+  int64_t size;
+  gl_lua_check_status(L, gl_shape_check(n, shape, &size), first - 1 > 0 ? first - 1 : 1);
+  *ndim = n;
+  return first;
+}
+
+/* Is 'word' one of the space-separated words of 'list'? */
+static bool in_list(const char *list, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = list; p && *p; ) {
+    size_t m = strcspn(p, " ");
+    if (m == n && strncmp(p, word, n) == 0) return true;
+    p += m;
+    while (*p == ' ') p++;
+  }
+  return false;
+}
+
+void gl_lua_opts(lua_State *L, int idx, gl_dtype *dt, gl_device *dev, const char *extra) {
+  bool have_dev = false;
+  if (!lua_isnoneornil(L, idx)) {
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+      if (k && strcmp(k, "dtype") == 0) *dt = gl_lua_dtype(L, lua_gettop(L));
+      else if (k && strcmp(k, "device") == 0) { *dev = gl_lua_device(L, lua_gettop(L)); have_dev = true; }
+      else if (!(k && in_list(extra, k))) {
+        lua_pushvalue(L, -2);
+        luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (expected dtype or device)",
+                                              luaL_tolstring(L, -1, NULL)));
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (!have_dev && dev->type == 255) *dev = gl_lua_default_device(L);
+}
+
+/* Defaults before reading options: dtype float32, device "to be decided". */
+static void opt_defaults(gl_dtype *dt, gl_device *dev) {
+  *dt = GL_DEFAULT_DTYPE;
+  dev->type = 255;
+  dev->index = 0;
+}
+
+/* ---- zeros, ones, empty, full -------------------------------------------------------- */
+
+static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones */
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  int next = gl_lua_shape(L, 1, &ndim, shape);
+  gl_dtype dt;
+  gl_device dev;
+  opt_defaults(&dt, &dev);
+  if (next <= lua_gettop(L) && !lua_istable(L, next) && !lua_isnil(L, next))
+    luaL_argerror(L, next, lua_pushfstring(L, "dimension or options table expected, got %s", luaL_typename(L, next)));
+  gl_lua_opts(L, next, &dt, &dev, NULL);
+  gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
+  if (kind > 0) gl_lua_check_status(L, gl_op_fill(a, gl_scalar_int(kind == 2)), 0);
+  return 1;
+}
+
+static int l_empty(lua_State *L) { return make_filled(L, 0); }
+static int l_zeros(lua_State *L) { return make_filled(L, 1); }
+static int l_ones(lua_State *L) { return make_filled(L, 2); }
+
+/* gpu.full(shape, value [, opts]): shape a number or a table */
+static int l_full(lua_State *L) {
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  if (!lua_istable(L, 1) && lua_type(L, 1) != LUA_TNUMBER)
+    luaL_argerror(L, 1, lua_pushfstring(L, "shape (number or table) expected, got %s", luaL_typename(L, 1)));
+  lua_settop(L, 3);
+  lua_pushvalue(L, 1);                     /* read the shape from a lone copy */
+  lua_replace(L, 1);
+  if (lua_istable(L, 1)) gl_lua_shape(L, 1, &ndim, shape);
+  else { ndim = 1; shape[0] = shape_entry(L, 1, 1); }
+  gl_scalar v = gl_lua_scalar(L, 2, 2);
+  gl_dtype dt;
+  gl_device dev;
+  opt_defaults(&dt, &dev);
+  if (lua_isboolean(L, 2)) dt = GL_BOOL;
+  gl_lua_opts(L, 3, &dt, &dev, NULL);
+  gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
+  gl_lua_check_status(L, gl_op_fill(a, v), 0);
+  return 1;
+}
+
+/* zeros_like(x [, opts]), ones_like, empty_like, full_like(x, v [, opts]) */
+static int make_like(lua_State *L, int kind) {
+  gl_array *x = gl_lua_check(L, 1);
+  int opts = kind == 3 ? 3 : 2;
+  gl_dtype dt = (gl_dtype)x->dtype;
+  gl_device dev = gl_array_device(x);
+  gl_scalar v = gl_scalar_int(kind == 2);
+  if (kind == 3) v = gl_lua_scalar(L, 2, 2);
+  gl_lua_opts(L, opts, &dt, &dev, NULL);
+  int64_t shape[GL_MAXDIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  gl_array *a = gl_lua_alloc(L, dt, x->ndim, shape, dev);
+  if (kind > 0) gl_lua_check_status(L, gl_op_fill(a, v), 0);
+  return 1;
+}
+
+static int l_empty_like(lua_State *L) { return make_like(L, 0); }
+static int l_zeros_like(lua_State *L) { return make_like(L, 1); }
+static int l_ones_like(lua_State *L) { return make_like(L, 2); }
+static int l_full_like(lua_State *L) { return make_like(L, 3); }
+
+/* ---- ranges ------------------------------------------------------------------------------- */
+
+/* gpu.arange([start,] stop [, step] [, opts]): NumPy's half-open range. Integer
+** arguments give int64 (as NumPy and PyTorch do); any float gives float32. */
+static int l_arange(lua_State *L) {
+  int n = 0;
+  double v[3];
+  bool all_int = true;
+  while (n < 3 && lua_type(L, n + 1) == LUA_TNUMBER) {
+    v[n] = lua_tonumber(L, n + 1);
+    all_int = all_int && lua_isinteger(L, n + 1);
+    n++;
+  }
+  if (n == 0) luaL_argerror(L, 1, lua_pushfstring(L, "number expected, got %s", luaL_typename(L, 1)));
+  if (!lua_isnoneornil(L, n + 1) && !lua_istable(L, n + 1))
+    luaL_argerror(L, n + 1, lua_pushfstring(L, "number or options table expected, got %s", luaL_typename(L, n + 1)));
+  double start = n >= 2 ? v[0] : 0, stop = n >= 2 ? v[1] : v[0], step = n == 3 ? v[2] : 1;
+  if (step == 0) luaL_argerror(L, 3, "step must not be zero");
+  gl_dtype dt;
+  gl_device dev;
+  opt_defaults(&dt, &dev);
+  if (all_int) dt = GL_INT64;
+  gl_lua_opts(L, n + 1, &dt, &dev, NULL);
+  gl_array *a = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_arange(a, start, stop, step, dt, dev), 0);
+  gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
+  return 1;
+}
+
+/* gpu.linspace(start, stop [, num=50] [, opts]) */
+static int l_linspace(lua_State *L) {
+  double start = luaL_checknumber(L, 1), stop = luaL_checknumber(L, 2);
+  int o = 3;
+  int64_t num = 50;
+  if (lua_type(L, 3) == LUA_TNUMBER) { num = gl_lua_int(L, 3, "number of samples"); o = 4; }
+  if (num < 0) luaL_argerror(L, 3, "number of samples must be non-negative");
+  gl_dtype dt;
+  gl_device dev;
+  opt_defaults(&dt, &dev);
+  gl_lua_opts(L, o, &dt, &dev, NULL);
+  gl_array *a = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_linspace(a, start, stop, num, dt, dev), 0);
+  gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
+  return 1;
+}
+
+/* gpu.eye(n [, m] [, {k=, dtype=, device=}]) */
+static int l_eye(lua_State *L) {
+  int64_t n = gl_lua_int(L, 1, "n"), m = n, k = 0;
+  int o = 2;
+  if (lua_type(L, 2) == LUA_TNUMBER) { m = gl_lua_int(L, 2, "m"); o = 3; }
+  if (n < 0) luaL_argerror(L, 1, "negative dimension");
+  if (m < 0) luaL_argerror(L, 2, "negative dimension");
+  if (lua_istable(L, o)) {
+    if (lua_getfield(L, o, "k") != LUA_TNIL) k = gl_lua_int(L, -1, "k");
+    lua_pop(L, 1);
+  }
+  gl_dtype dt;
+  gl_device dev;
+  opt_defaults(&dt, &dev);
+  gl_lua_opts(L, o, &dt, &dev, "k");
+  gl_array *a = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_eye(a, n, m, k, dt, dev), 0);
+  gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
+  return 1;
+}
+
+/* ---- gpu.array ------------------------------------------------------------------------- */
+
+/* Walks the first elements down to find the shape of a nested table. */
+static int nested_shape(lua_State *L, int idx, int64_t *shape) {
+  int ndim = 0;
+  lua_pushvalue(L, idx);
+  while (lua_istable(L, -1)) {
+    if (ndim == GL_MAXDIMS)
+      luaL_argerror(L, 1, lua_pushfstring(L, "nesting deeper than %d levels", GL_MAXDIMS));
+    shape[ndim++] = (int64_t)luaL_len(L, -1);
+    if (shape[ndim - 1] == 0) break;
+    lua_geti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  lua_pop(L, 1);
+  return ndim;
+}
+
+typedef struct fill_state {
+  gl_dtype dt;
+  char *out;
+  int64_t pos;
+} fill_state;
+
+static void path_str(luaL_Buffer *b, const int64_t *path, int depth) {
+  for (int i = 0; i < depth; i++) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "[%lld]", (long long)path[i]);
+    luaL_addstring(b, buf);
+  }
+}
+
+static int bad_element(lua_State *L, const int64_t *path, int depth, const char *what) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "element ");
+  path_str(&b, path, depth);
+  luaL_addstring(&b, " ");
+  luaL_addstring(&b, what);
+  luaL_pushresult(&b);
+  return luaL_argerror(L, 1, lua_tostring(L, -1));
+}
+
+/* Copies the nested table at the top of the stack into fs->out, checking it is not
+** ragged and holds only numbers and booleans. */
+static void fill_nested(lua_State *L, fill_state *fs, int depth, int ndim, const int64_t *shape,
+                        int64_t *path) {
+  int t = lua_gettop(L);
+  if (depth == ndim) {
+    int ty = lua_type(L, t);
+    if (ty == LUA_TTABLE) bad_element(L, path, depth, "is a table but the array is ragged (deeper here)");
+    if (ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+      bad_element(L, path, depth, lua_pushfstring(L, "is a %s (numbers or booleans expected)", luaL_typename(L, t)));
+    gl_scalar v = ty == LUA_TBOOLEAN ? gl_scalar_int(lua_toboolean(L, t))
+                : lua_isinteger(L, t) ? gl_scalar_int(lua_tointeger(L, t)) : gl_scalar_float(lua_tonumber(L, t));
+    gl_scalar_store(fs->dt, fs->out + fs->pos * (int64_t)gl_dtypes[fs->dt].size, v);
+    fs->pos++;
+    return;
+  }
+  if (!lua_istable(L, t)) bad_element(L, path, depth, "is not a table but the array is ragged (shallower here)");
+  if ((int64_t)luaL_len(L, t) != shape[depth])
+    bad_element(L, path, depth, lua_pushfstring(L, "has length %I but its siblings have %I (ragged table)",
+                                                (lua_Integer)luaL_len(L, t), (lua_Integer)shape[depth]));
+  luaL_checkstack(L, 4, "array nesting");
+  for (int64_t i = 1; i <= shape[depth]; i++) {
+    lua_geti(L, t, i);
+    path[depth] = i;
+    fill_nested(L, fs, depth + 1, ndim, shape, path);
+    lua_settop(L, t);
+  }
+}
+
+/* Default dtype of a table's contents: bool if it holds only booleans, else float32. */
+static gl_dtype infer_dtype(lua_State *L, int idx) {
+  lua_pushvalue(L, idx);
+  while (lua_istable(L, -1) && luaL_len(L, -1) > 0) {
+    lua_geti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  gl_dtype dt = lua_isboolean(L, -1) ? GL_BOOL : GL_DEFAULT_DTYPE;
+  lua_pop(L, 1);
+  return dt;
+}
+
+static int l_array(lua_State *L) {
+  gl_dtype dt;
+  gl_device dev;
+  opt_defaults(&dt, &dev);
+  gl_array *src = gl_lua_test(L, 1);
+  if (src) {                                    /* gpu.array(x): a copy, like np.array */
+    gl_lua_check(L, 1);
+    dt = (gl_dtype)src->dtype;
+    dev = gl_array_device(src);
+    gl_lua_opts(L, 2, &dt, &dev, NULL);
+    gl_array *a = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_copy(a, src, dt, dev), 0);
+    gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
+    return 1;
+  }
+  int ty = lua_type(L, 1);
+  if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+    luaL_argerror(L, 1, lua_pushfstring(L, "table, number or array expected, got %s", luaL_typename(L, 1)));
+  int64_t shape[GL_MAXDIMS], path[GL_MAXDIMS];
+  int ndim = ty == LUA_TTABLE ? nested_shape(L, 1, shape) : 0;
+  dt = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
+  gl_lua_opts(L, 2, &dt, &dev, NULL);
+  int64_t size;
+  gl_lua_check_status(L, gl_shape_check(ndim, shape, &size), 1);
+  lua_settop(L, 2);
+  fill_state fs = { dt, NULL, 0 };
+  if (dev.type == GL_CPU) {                     /* fill the new array in place */
+    gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
+    fs.out = a->storage->data;
+    lua_pushvalue(L, 1);
+    fill_nested(L, &fs, 0, ndim, shape, path);
+    lua_settop(L, 3);
+    return 1;
+  }
+  /* elsewhere: fill a host buffer owned by Lua (an error cannot leak it), then upload */
+  fs.out = lua_newuserdatauv(L, (size_t)size * gl_dtypes[dt].size + 1, 0);
+  lua_pushvalue(L, 1);
+  fill_nested(L, &fs, 0, ndim, shape, path);
+  lua_settop(L, 3);
+  gl_array *a = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_from_host(a, fs.out, dt, ndim, shape, dev), 0);
+  gl_lua_account(L, (size_t)size * gl_dtypes[dt].size);
+  return 1;
+}
+
+static const luaL_Reg create_funcs[] = {
+  { "array", l_array },
+  { "empty", l_empty },
+  { "zeros", l_zeros },
+  { "ones", l_ones },
+  { "full", l_full },
+  { "empty_like", l_empty_like },
+  { "zeros_like", l_zeros_like },
+  { "ones_like", l_ones_like },
+  { "full_like", l_full_like },
+  { "arange", l_arange },
+  { "linspace", l_linspace },
+  { "eye", l_eye },
+  { NULL, NULL }
+};
+
+void gl_open_create(lua_State *L, int module, int methods) {
+  (void)methods;
+  gl_lua_setfuncs(L, module, create_funcs);
+}

@@ -1,0 +1,268 @@
+/*
+** ldevice.c — devices, memory and build facts: gpu.device(), set_device, is_available,
+** device_count, devices, memory, empty_cache, synchronize, config.
+**
+** CUDA is probed lazily: nothing here runs at luaopen, so `gpulua -e ''` and scripts
+** that name the cpu make no CUDA call.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lgpu.h"
+
+static gl_lctx *get_ctx(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  gl_lctx *ctx = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return ctx;
+}
+
+/* Number of usable CUDA devices (0 with a reason when CUDA is missing). */
+static int cuda_count(const char **why) {
+  const gl_backend *b = gl_backend_get(GL_CUDA);
+  if (b == NULL) { *why = "gpulua was built without CUDA"; return 0; }
+  *why = NULL;
+  int n = b->count(why);
+  if (n == 0 && *why == NULL) *why = "no CUDA device found";
+  return n;
+}
+
+gl_device gl_lua_default_device(lua_State *L) {
+  gl_lctx *ctx = get_ctx(L);
+  if (!ctx->device_known) {
+    const char *env = getenv("GPULUA_DEVICE"), *why;
+    gl_device d = gl_cpu();
+    if (env && *env) {
+      gl_status st = gl_device_parse(env, &d);
+      const gl_backend *b;
+      if (st == GL_OK) st = gl_backend_for(d, &b);
+      if (st != GL_OK) luaL_error(L, "GPULUA_DEVICE: %s", gl_errmsg());
+    } else if (cuda_count(&why) > 0) {
+      d.type = GL_CUDA;
+      d.index = 0;
+    }
+    ctx->device = d;
+    ctx->device_known = true;
+  }
+  return ctx->device;
+}
+
+gl_device gl_lua_device(lua_State *L, int idx) {
+  gl_device d;
+  const char *name = luaL_checkstring(L, idx);
+  gl_lua_check_status(L, gl_device_parse(name, &d), idx);
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), idx);
+  return d;
+}
+
+/* An optional device argument: the default device when absent. */
+static gl_device opt_device(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return gl_lua_default_device(L);
+  gl_array *a = gl_lua_test(L, idx);
+  if (a) return gl_array_device(gl_lua_check(L, idx));
+  return gl_lua_device(L, idx);
+}
+
+static int l_device(lua_State *L) {
+  char buf[16];
+  lua_pushstring(L, gl_device_name(gl_lua_default_device(L), buf));
+  return 1;
+}
+
+static int l_set_device(lua_State *L) {
+  gl_device d = gl_lua_device(L, 1);
+  gl_lctx *ctx = get_ctx(L);
+  ctx->device = d;
+  ctx->device_known = true;
+  return 0;
+}
+
+static int l_is_available(lua_State *L) {
+  const char *why;
+  int n = cuda_count(&why);
+  lua_pushboolean(L, n > 0);
+  if (n > 0) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+static int l_device_count(lua_State *L) {
+  const char *why;
+  lua_pushinteger(L, cuda_count(&why));
+  return 1;
+}
+
+static void cpu_model(char *out, size_t n) {
+  snprintf(out, n, "cpu");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) return;
+  char line[256];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *p = strchr(line, ':');
+      if (p) {
+        p++;
+        while (*p == ' ') p++;
+        p[strcspn(p, "\n")] = '\0';
+        snprintf(out, n, "%s", p);
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static void push_devinfo(lua_State *L, gl_device d, const gl_devinfo *info) {
+  char buf[16];
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, gl_device_name(d, buf));
+  lua_setfield(L, -2, "device");
+  lua_pushstring(L, d.type == GL_CPU ? "cpu" : "cuda");
+  lua_setfield(L, -2, "type");
+  lua_pushstring(L, info->name);
+  lua_setfield(L, -2, "name");
+  lua_pushinteger(L, (lua_Integer)info->total_memory);
+  lua_setfield(L, -2, "total_memory");
+  if (d.type != GL_CPU) {
+    lua_pushfstring(L, "%d.%d", info->major, info->minor);
+    lua_setfield(L, -2, "capability");
+  }
+  lua_pushinteger(L, info->multiprocessors);
+  lua_setfield(L, -2, d.type == GL_CPU ? "cores" : "multiprocessors");
+}
+
+/* gpu.devices(): the cpu first, then each CUDA device. */
+static int l_devices(lua_State *L) {
+  gl_devinfo info;
+  lua_newtable(L);
+  gl_cpu_backend.info(0, &info);
+  cpu_model(info.name, sizeof info.name);
+  push_devinfo(L, gl_cpu(), &info);
+  lua_rawseti(L, -2, 1);
+  const char *why;
+  int n = cuda_count(&why);
+  const gl_backend *b = gl_backend_get(GL_CUDA);
+  for (int i = 0; i < n; i++) {
+    gl_device d = { GL_CUDA, (uint8_t)i };
+    gl_lua_check_status(L, b->info(i, &info), 0);
+    push_devinfo(L, d, &info);
+    lua_rawseti(L, -2, i + 2);
+  }
+  return 1;
+}
+
+static int l_memory(lua_State *L) {
+  gl_device d = opt_device(L, 1);
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), 1);
+  gl_meminfo m;
+  memset(&m, 0, sizeof m);
+  b->memory(d, &m);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, (lua_Integer)m.allocated); lua_setfield(L, -2, "allocated");
+  lua_pushinteger(L, (lua_Integer)m.reserved);  lua_setfield(L, -2, "reserved");
+  lua_pushinteger(L, (lua_Integer)m.peak);      lua_setfield(L, -2, "peak");
+  lua_pushinteger(L, (lua_Integer)m.free);      lua_setfield(L, -2, "free");
+  lua_pushinteger(L, (lua_Integer)m.total);     lua_setfield(L, -2, "total");
+  return 1;
+}
+
+static int l_empty_cache(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {              /* every device type that is initialised */
+    gl_cpu_backend.empty_cache(gl_cpu());
+    gl_lctx *ctx = get_ctx(L);
+    if (ctx->device_known && ctx->device.type != GL_CPU) {
+      const gl_backend *b = gl_backend_get((gl_devtype)ctx->device.type);
+      if (b) b->empty_cache(ctx->device);
+    }
+    return 0;
+  }
+  gl_device d = opt_device(L, 1);
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), 1);
+  b->empty_cache(d);
+  return 0;
+}
+
+static int l_synchronize(lua_State *L) {
+  gl_device d = opt_device(L, 1);
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), 1);
+  gl_lua_check_status(L, b->synchronize(d), 0);
+  return 0;
+}
+
+static void set_bool(lua_State *L, const char *k, bool v) { lua_pushboolean(L, v); lua_setfield(L, -2, k); }
+static void set_str(lua_State *L, const char *k, const char *v) { lua_pushstring(L, v); lua_setfield(L, -2, k); }
+static void set_cuda_version(lua_State *L, const char *k, int v) {
+  if (v <= 0) return;
+  lua_pushfstring(L, "%d.%d", v / 1000, (v % 1000) / 10);
+  lua_setfield(L, -2, k);
+}
+
+static int l_config(lua_State *L) {
+  lua_createtable(L, 0, 6);
+  set_str(L, "version", GPULUA_VERSION);
+  set_str(L, "lua", LUA_RELEASE);
+  set_str(L, "default_dtype", gl_dtypes[GL_DEFAULT_DTYPE].name);
+  lua_createtable(L, 0, 6);                    /* build */
+#ifdef GL_WITH_CUDA
+  set_bool(L, "cuda", true);
+#else
+  set_bool(L, "cuda", false);
+#endif
+#ifdef GL_WITH_CUDNN
+  set_bool(L, "cudnn", true);
+#else
+  set_bool(L, "cudnn", false);
+#endif
+#ifdef _OPENMP
+  set_bool(L, "openmp", true);
+#else
+  set_bool(L, "openmp", false);
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+  set_bool(L, "sanitizers", true);
+#else
+  set_bool(L, "sanitizers", false);
+#endif
+  set_str(L, "compiler", "gcc " __VERSION__);
+  lua_setfield(L, -2, "build");
+  lua_createtable(L, 0, 6);                    /* versions */
+  gl_versions v;
+  memset(&v, 0, sizeof v);
+  if (gl_cpu_backend.versions) gl_cpu_backend.versions(&v);
+  if (v.blas[0]) set_str(L, "blas", v.blas);
+  const gl_backend *cb = gl_backend_get(GL_CUDA);
+  if (cb && cb->versions) {
+    gl_versions cv;
+    memset(&cv, 0, sizeof cv);
+    cb->versions(&cv);
+    set_cuda_version(L, "cuda_runtime", cv.runtime);
+    set_cuda_version(L, "cuda_driver", cv.driver);
+    if (cv.cublas > 0) { lua_pushinteger(L, cv.cublas); lua_setfield(L, -2, "cublas"); }
+    if (cv.cudnn > 0) { lua_pushinteger(L, cv.cudnn); lua_setfield(L, -2, "cudnn"); }
+    if (cv.cudnn_header > 0) { lua_pushinteger(L, cv.cudnn_header); lua_setfield(L, -2, "cudnn_header"); }
+  }
+  lua_setfield(L, -2, "versions");
+  return 1;
+}
+
+static const luaL_Reg device_funcs[] = {
+  { "device", l_device },
+  { "set_device", l_set_device },
+  { "is_available", l_is_available },
+  { "device_count", l_device_count },
+  { "devices", l_devices },
+  { "memory", l_memory },
+  { "empty_cache", l_empty_cache },
+  { "synchronize", l_synchronize },
+  { "config", l_config },
+  { NULL, NULL }
+};
+
+void gl_open_device(lua_State *L, int module, int methods) {
+  (void)methods;
+  gl_lua_setfuncs(L, module, device_funcs);
+}

@@ -1,0 +1,70 @@
+/*
+** lgpu.c — luaopen_gpu: the module table, the array metatable, the per-state context,
+** and the Lua parts (the files under lua/gpu) preloaded from the sources compiled in.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "lgpu.h"
+
+typedef struct gl_luasrc { const char *name, *chunkname, *src; size_t len; } gl_luasrc;
+extern const gl_luasrc gl_luasrcs[];
+
+void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l) {
+  lua_pushvalue(L, idx);
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  luaL_setfuncs(L, l, 1);
+  lua_pop(L, 1);
+}
+
+void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l) {
+  gl_lua_setfuncs(L, module, l);
+  gl_lua_setfuncs(L, methods, l);
+}
+
+/* package.preload loader for an embedded module: upvalue 1 is its index. */
+static int load_embedded(lua_State *L) {
+  const gl_luasrc *s = &gl_luasrcs[lua_tointeger(L, lua_upvalueindex(1))];
+  if (luaL_loadbuffer(L, s->src, s->len, s->chunkname) != LUA_OK) return lua_error(L);
+  lua_pushvalue(L, 1);    /* module name */
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+static void preload_lua_parts(lua_State *L) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  for (int i = 0; gl_luasrcs[i].name; i++) {
+    lua_pushinteger(L, i);
+    lua_pushcclosure(L, load_embedded, 1);
+    lua_setfield(L, -2, gl_luasrcs[i].name);
+  }
+  lua_pop(L, 1);
+}
+
+int luaopen_gpu(lua_State *L) {
+  /* the context: one per state, kept in the registry and as upvalue 1 */
+  gl_lctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
+  memset(ctx, 0, sizeof *ctx);
+  ctx->device = gl_cpu();
+  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+
+  lua_newtable(L);                                   /* module */
+  int module = lua_gettop(L);
+  lua_newtable(L);                                   /* methods */
+  int methods = lua_gettop(L);
+  luaL_newmetatable(L, GPULUA_ARRAY);                /* sets __name */
+  int meta = lua_gettop(L);
+
+  gl_open_array(L, module, methods, meta);
+  gl_open_create(L, module, methods);
+  gl_open_shape(L, module, methods);
+  gl_open_device(L, module, methods);
+
+  lua_pushliteral(L, GPULUA_VERSION);
+  lua_setfield(L, module, "version");
+  lua_pushvalue(L, methods);
+  lua_setfield(L, module, "methods");               /* for Lua parts that add methods */
+  lua_settop(L, module);
+
+  preload_lua_parts(L);
+  return 1;
+}

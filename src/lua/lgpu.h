@@ -1,0 +1,77 @@
+/*
+** lgpu.h — shared pieces of the Lua binding (src/lua). Only this layer and src/host
+** include lua.h.
+*/
+#ifndef GL_LGPU_H
+#define GL_LGPU_H
+
+#include <lua.h>
+#include <lauxlib.h>
+#include "../gpulua.h"
+#include "../ops/ops.h"
+
+/* Per-state context, upvalue 1 of every function of the module (lmathlib's pattern). */
+typedef struct gl_lctx {
+  gl_device device;          /* where new arrays go */
+  bool device_known;         /* false until decided (probing CUDA is lazy) */
+  size_t gc_debt;            /* bytes allocated since the last GC step we asked for */
+} gl_lctx;
+
+#define GL_CTX(L) ((gl_lctx *)lua_touserdata(L, lua_upvalueindex(1)))
+
+/* ---- arrays as userdata ---------------------------------------------------------- */
+
+/* Pushes a new userdata holding a closed array (storage NULL) and returns it. */
+gl_array *gl_lua_push(lua_State *L);
+/* The open array at idx, or a Lua error ("gpu.array expected" / "closed array"). */
+gl_array *gl_lua_check(lua_State *L, int idx);
+/* The array at idx if it is one (open or closed), else NULL. */
+gl_array *gl_lua_test(lua_State *L, int idx);
+
+/* Tells Lua's collector about bytes held outside its heap (device or host arrays). */
+void gl_lua_account(lua_State *L, size_t nbytes);
+
+/* Runs 'st' and raises a Lua error if it failed: at argument 'arg' (lauxlib's "bad
+** argument #arg to 'f' (msg)") when arg > 0, else "f: msg". */
+void gl_lua_check_status(lua_State *L, gl_status st, int arg);
+/* Raises "f: msg" with the current function's name. */
+int gl_lua_error(lua_State *L, const char *fmt, ...);
+
+/* Allocation with the out-of-memory ritual: on failure empty the caches, run a full
+** collection and try once more. */
+gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+/* Reads a shape from arguments first..top: numbers as varargs, or one table; stops at
+** a table with string keys (an options table). Returns the index after the shape. */
+int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape);
+/* Options table at idx (or none): sets dtype and device where given. Other keys are
+** errors unless named in 'extra' (space-separated, may be NULL). A device left unset
+** (type 255) becomes the default device. */
+void gl_lua_opts(lua_State *L, int idx, gl_dtype *dt, gl_device *dev, const char *extra);
+gl_dtype gl_lua_dtype(lua_State *L, int idx);            /* a dtype name argument */
+gl_device gl_lua_device(lua_State *L, int idx);          /* a device name argument */
+gl_device gl_lua_default_device(lua_State *L);
+int64_t gl_lua_int(lua_State *L, int idx, const char *what);   /* integral number */
+
+/* Pushes element 'offset' of a as a Lua value (integer, number or boolean). */
+void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset);
+/* A Lua value (number/boolean) as a scalar; raises at 'arg' otherwise. */
+gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg);
+
+/* ---- module registration ------------------------------------------------------------- */
+
+/* Each file adds its functions: 'module' to gpu.*, 'methods' to both gpu.* and x:*. */
+void gl_open_array(lua_State *L, int module, int methods, int meta);
+void gl_open_create(lua_State *L, int module, int methods);
+void gl_open_shape(lua_State *L, int module, int methods);
+void gl_open_device(lua_State *L, int module, int methods);
+int gl_lua_tostring(lua_State *L);
+
+/* Registers 'l' into the table at 'idx' with the context as upvalue. */
+void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
+/* Registers 'l' as gpu.f(x, ...) and as the method x:f(...). */
+void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l);
+
+#endif

@@ -1,0 +1,373 @@
+/*
+** lshape.c — views (reshape, view, transpose, permute, squeeze, unsqueeze, expand,
+** flatten), copies (contiguous, copy, astype, to/cpu/cuda), and the way back to Lua
+** (totable, item, fill_). Also the public C API of gpulua.h.
+*/
+#include <string.h>
+#include "lgpu.h"
+
+/* Pushes a new view of a (same storage). */
+static gl_array *push_view(lua_State *L, const gl_array *a) {
+  gl_array *v = gl_lua_push(L);
+  gl_array_view_of(v, a);
+  return v;
+}
+
+/* Reads axes as varargs or one table into 0-based axes; returns the count. */
+static int read_axes(lua_State *L, int first, int ndim, int *axes) {
+  int n = 0, top = lua_gettop(L);
+  if (lua_istable(L, first)) {
+    lua_Integer len = luaL_len(L, first);
+    if (len > GL_MAXDIMS) luaL_argerror(L, first, "too many axes");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, first, i);
+      gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, -1, "axis"), ndim, &axes[n++]), first);
+      lua_pop(L, 1);
+    }
+    return n;
+  }
+  for (int i = first; i <= top; i++) {
+    if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many axes");
+    gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, i, "axis"), ndim, &axes[n++]), i);
+  }
+  return n;
+}
+
+/* ---- views ------------------------------------------------------------------------------ */
+
+/* x:reshape(shape...): a view when the strides allow it, else a copy. One entry may be
+** -1. */
+static int l_reshape(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int64_t shape[GL_MAXDIMS];
+  int n = 0, top = lua_gettop(L);
+  if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many dimensions");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, 2, i);
+      shape[n++] = gl_lua_int(L, -1, "dimension");
+      lua_pop(L, 1);
+    }
+  } else {
+    for (int i = 2; i <= top; i++) {
+      if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
+      shape[n++] = gl_lua_int(L, i, "dimension");
+    }
+  }
+  lua_settop(L, 1);
+  gl_array v = *a;
+  gl_status st = gl_view_reshape(&v, n, shape);
+  if (st == GL_OK) {
+    gl_array *r = gl_lua_push(L);
+    *r = v;
+    gl_storage_retain(r->storage);
+    return 1;
+  }
+  if (st != GL_ENOTSUP) gl_lua_check_status(L, st, 2);
+  /* needs a copy: contiguous first, then view that */
+  gl_array *c = gl_lua_alloc(L, (gl_dtype)a->dtype, a->ndim, a->shape, gl_array_device(a));
+  gl_lua_check_status(L, gl_op_assign(c, a), 0);
+  gl_lua_check_status(L, gl_view_reshape(c, n, shape), 2);
+  return 1;
+}
+
+/* x:view(shape...): like reshape but never copies. */
+static int l_view(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int64_t shape[GL_MAXDIMS];
+  int n = 0, top = lua_gettop(L);
+  if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many dimensions");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, 2, i);
+      shape[n++] = gl_lua_int(L, -1, "dimension");
+      lua_pop(L, 1);
+    }
+  } else {
+    for (int i = 2; i <= top; i++) {
+      if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
+      shape[n++] = gl_lua_int(L, i, "dimension");
+    }
+  }
+  gl_array v = *a;
+  gl_lua_check_status(L, gl_view_reshape(&v, n, shape), 2);
+  gl_array *r = gl_lua_push(L);
+  *r = v;
+  gl_storage_retain(r->storage);
+  return 1;
+}
+
+/* x:transpose(): all axes reversed; x:transpose(a, b): swap two axes; a table: permute */
+static int l_transpose(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int top = lua_gettop(L);
+  int perm[GL_MAXDIMS];
+  if (top == 1) {
+    for (int i = 0; i < a->ndim; i++) perm[i] = a->ndim - 1 - i;
+  } else if (lua_istable(L, 2)) {
+    int n = read_axes(L, 2, a->ndim, perm);
+    if (n != a->ndim) luaL_argerror(L, 2, lua_pushfstring(L, "%d axes given for a %d-d array", n, a->ndim));
+  } else {
+    if (top != 3) luaL_argerror(L, top > 3 ? 4 : 3, "two axes expected (or a table of all axes)");
+    int ax[2];
+    read_axes(L, 2, a->ndim, ax);
+    for (int i = 0; i < a->ndim; i++) perm[i] = i;
+    perm[ax[0]] = ax[1];
+    perm[ax[1]] = ax[0];
+  }
+  lua_settop(L, 1);
+  gl_array *v = push_view(L, a);
+  gl_lua_check_status(L, gl_view_permute(v, perm), 2);
+  return 1;
+}
+
+static int l_permute(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int perm[GL_MAXDIMS];
+  int n = read_axes(L, 2, a->ndim, perm);
+  if (n != a->ndim) luaL_argerror(L, 2, lua_pushfstring(L, "%d axes given for a %d-d array", n, a->ndim));
+  lua_settop(L, 1);
+  gl_array *v = push_view(L, a);
+  gl_lua_check_status(L, gl_view_permute(v, perm), 2);
+  return 1;
+}
+
+static int l_squeeze(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int axis = -1;
+  if (!lua_isnoneornil(L, 2)) gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, 2, "axis"), a->ndim, &axis), 2);
+  lua_settop(L, 1);
+  gl_array *v = push_view(L, a);
+  gl_lua_check_status(L, gl_view_squeeze(v, axis), 2);
+  return 1;
+}
+
+/* x:unsqueeze(axis): the new axis lands at position 'axis' of the result (1..ndim+1,
+** negatives count from the end of the result, as in PyTorch). */
+static int l_unsqueeze(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int axis;
+  gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, 2, "axis"), a->ndim + 1, &axis), 2);
+  lua_settop(L, 1);
+  gl_array *v = push_view(L, a);
+  gl_lua_check_status(L, gl_view_unsqueeze(v, axis), 2);
+  return 1;
+}
+
+static int l_expand(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int64_t shape[GL_MAXDIMS];
+  int n = 0, top = lua_gettop(L);
+  if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many dimensions");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, 2, i);
+      shape[n++] = gl_lua_int(L, -1, "dimension");
+      lua_pop(L, 1);
+    }
+  } else {
+    for (int i = 2; i <= top; i++) {
+      if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
+      shape[n++] = gl_lua_int(L, i, "dimension");
+    }
+  }
+  lua_settop(L, 1);
+  gl_array *v = push_view(L, a);
+  gl_lua_check_status(L, gl_view_expand(v, n, shape), 2);
+  return 1;
+}
+
+/* x:flatten(): 1-D, a view when possible (like reshape(-1)). */
+static int l_flatten(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  lua_settop(L, 1);
+  lua_pushinteger(L, a->size);
+  return l_reshape(L);
+}
+
+/* ---- copies ----------------------------------------------------------------------------- */
+
+static int push_copy(lua_State *L, const gl_array *a, gl_dtype dt, gl_device dev) {
+  gl_array *c = gl_lua_push(L);
+  gl_status st = gl_op_copy(c, a, dt, dev);
+  if (st == GL_ENOMEM) {
+    const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+    if (b) b->empty_cache(dev);
+    lua_gc(L, LUA_GCCOLLECT);
+    st = gl_op_copy(c, a, dt, dev);
+  }
+  gl_lua_check_status(L, st, 0);
+  gl_lua_account(L, (size_t)c->size * gl_dtypes[dt].size);
+  return 1;
+}
+
+static int l_contiguous(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (gl_array_is_contiguous(a)) { lua_settop(L, 1); return 1; }
+  return push_copy(L, a, (gl_dtype)a->dtype, gl_array_device(a));
+}
+
+static int l_copy(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  return push_copy(L, a, (gl_dtype)a->dtype, gl_array_device(a));
+}
+
+/* x:astype(dtype): always a new array (NumPy's default copy=True). */
+static int l_astype(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  return push_copy(L, a, gl_lua_dtype(L, 2), gl_array_device(a));
+}
+
+/* x:to(device) / x:to({device=, dtype=}): returns x itself when nothing changes. */
+static int l_to(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  gl_dtype dt = (gl_dtype)a->dtype;
+  gl_device dev = gl_array_device(a);
+  if (lua_type(L, 2) == LUA_TSTRING) dev = gl_lua_device(L, 2);
+  else if (lua_istable(L, 2)) gl_lua_opts(L, 2, &dt, &dev, NULL);
+  else luaL_argerror(L, 2, lua_pushfstring(L, "device name or options table expected, got %s", luaL_typename(L, 2)));
+  if (dt == a->dtype && gl_device_eq(dev, gl_array_device(a))) { lua_settop(L, 1); return 1; }
+  return push_copy(L, a, dt, dev);
+}
+
+static int l_cpu(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (gl_array_device(a).type == GL_CPU) { lua_settop(L, 1); return 1; }
+  return push_copy(L, a, (gl_dtype)a->dtype, gl_cpu());
+}
+
+static int l_cuda(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  lua_settop(L, 2);
+  if (lua_isnil(L, 2)) { lua_pushliteral(L, "cuda"); lua_replace(L, 2); }
+  else if (lua_type(L, 2) == LUA_TNUMBER) {
+    lua_pushfstring(L, "cuda:%d", (int)gl_lua_int(L, 2, "device index"));
+    lua_replace(L, 2);
+  }
+  gl_device dev = gl_lua_device(L, 2);
+  if (gl_device_eq(dev, gl_array_device(a))) { lua_settop(L, 1); return 1; }
+  return push_copy(L, a, (gl_dtype)a->dtype, dev);
+}
+
+/* x:fill_(v): in place; returns x. */
+static int l_fill_(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  gl_lua_check_status(L, gl_op_fill(a, gl_lua_scalar(L, 2, 2)), 0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int l_is_contiguous(lua_State *L) {
+  lua_pushboolean(L, gl_array_is_contiguous(gl_lua_check(L, 1)));
+  return 1;
+}
+
+/* ---- back to Lua -------------------------------------------------------------------------- */
+
+/* Host copy of a's elements in C order, owned by a Lua userdata at the top of the stack
+** (so an error while building tables cannot leak it). */
+static const char *host_elements(lua_State *L, const gl_array *a) {
+  size_t nbytes = (size_t)a->size * gl_array_itemsize(a);
+  if (a->storage->device.type == GL_CPU && gl_array_is_contiguous(a)) {
+    lua_pushnil(L);                   /* keep the stack shape the same */
+    return gl_array_data(a);
+  }
+  char *buf = lua_newuserdatauv(L, nbytes + 1, 0);
+  gl_lua_check_status(L, gl_op_to_host(buf, a), 0);
+  return buf;
+}
+
+static void push_host_value(lua_State *L, gl_dtype dt, const char *p) {
+  gl_scalar s = gl_scalar_load(dt, p);
+  switch (gl_dtypes[dt].kind) {
+    case GL_KIND_BOOL: lua_pushboolean(L, s.i != 0); break;
+    case GL_KIND_FLOAT: lua_pushnumber(L, s.f); break;
+    default: lua_pushinteger(L, s.i); break;
+  }
+}
+
+static void build_table(lua_State *L, const gl_array *a, const char **p, int depth) {
+  int64_t n = a->shape[depth];
+  luaL_checkstack(L, 4, "totable");
+  lua_createtable(L, n > 0x7fffffff ? 0x7fffffff : (int)n, 0);
+  size_t sz = gl_array_itemsize(a);
+  for (int64_t i = 0; i < n; i++) {
+    if (depth == a->ndim - 1) { push_host_value(L, (gl_dtype)a->dtype, *p); *p += sz; }
+    else build_table(L, a, p, depth + 1);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* x:totable(): nested Lua tables (a 0-d array gives its number). */
+static int l_totable(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  const char *p = host_elements(L, a);
+  if (a->ndim == 0) { push_host_value(L, (gl_dtype)a->dtype, p); return 1; }
+  build_table(L, a, &p, 0);
+  return 1;
+}
+
+static int l_item(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (a->size != 1)
+    luaL_argerror(L, 1, lua_pushfstring(L, "item() needs an array of one element, got %I elements", (lua_Integer)a->size));
+  gl_lua_push_element(L, a, 0);
+  return 1;
+}
+
+static const luaL_Reg shape_funcs[] = {
+  { "reshape", l_reshape },
+  { "view", l_view },
+  { "transpose", l_transpose },
+  { "permute", l_permute },
+  { "squeeze", l_squeeze },
+  { "unsqueeze", l_unsqueeze },
+  { "expand", l_expand },
+  { "flatten", l_flatten },
+  { "contiguous", l_contiguous },
+  { "copy", l_copy },
+  { "clone", l_copy },
+  { "astype", l_astype },
+  { "to", l_to },
+  { "cpu", l_cpu },
+  { "cuda", l_cuda },
+  { "fill_", l_fill_ },
+  { "is_contiguous", l_is_contiguous },
+  { "totable", l_totable },
+  { "item", l_item },
+  { NULL, NULL }
+};
+
+void gl_open_shape(lua_State *L, int module, int methods) {
+  gl_lua_setboth(L, module, methods, shape_funcs);
+}
+
+/* ---- the public C API (gpulua.h) --------------------------------------------------------- */
+
+void gpulua_push_array(lua_State *L, const char *dtype, int ndim, const int64_t *shape,
+                       const void *data) {
+  int t = gl_dtype_from_name(dtype);
+  if (t < 0) luaL_error(L, "gpulua_push_array: unknown dtype '%s'", dtype);
+  int64_t size;
+  if (gl_shape_check(ndim, shape, &size) != GL_OK) luaL_error(L, "gpulua_push_array: %s", gl_errmsg());
+  gl_array *a = gl_lua_push(L);
+  gl_status st = gl_op_from_host(a, data, (gl_dtype)t, ndim, shape, gl_cpu());
+  if (st != GL_OK) luaL_error(L, "gpulua_push_array: %s", gl_errmsg());
+}
+
+const char *gpulua_check_array(lua_State *L, int arg, int *ndim, int64_t *shape) {
+  gl_array *a = gl_lua_check(L, arg);
+  *ndim = a->ndim;
+  memcpy(shape, a->shape, (size_t)a->ndim * sizeof *shape);
+  return gl_dtypes[a->dtype].name;
+}
+
+int64_t gpulua_read_array(lua_State *L, int arg, void *out) {
+  gl_array *a = gl_lua_check(L, arg);
+  gl_status st = gl_op_to_host(out, a);
+  if (st != GL_OK) luaL_error(L, "gpulua_read_array: %s", gl_errmsg());
+  return a->size;
+}

@@ -1,0 +1,217 @@
+/*
+** creation.c — new arrays, copies between dtypes and devices, element reads.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+
+static const char *op_names[GL_NOP] = {
+  "fill", "copy", "arange", "elementwise math", "elementwise math", "reduction",
+  "matmul", "indexing", "sort", "random numbers",
+};
+
+static bool has_entry(const gl_backend *b, gl_op op) {
+  switch (op) {
+    case GL_OP_FILL: return b->fill != NULL;
+    case GL_OP_COPY: return b->copy != NULL;
+    case GL_OP_ARANGE: return b->arange != NULL;
+    default: return true;
+  }
+}
+
+gl_status gl_backend_of(const gl_array *a, gl_op op, const gl_backend **out) {
+  const gl_backend *b;
+  GL_TRY(gl_backend_for(gl_array_device(a), &b));
+  if (!has_entry(b, op) || !b->supports(op, (gl_dtype)a->dtype)) {
+    char dn[16];
+    return gl_fail(GL_ENOTSUP, "%s on %s arrays is not supported on %s", op_names[op],
+                   gl_dtypes[a->dtype].name, gl_device_name(gl_array_device(a), dn));
+  }
+  *out = b;
+  return GL_OK;
+}
+
+gl_status gl_same_device(const gl_array *a, const gl_array *b) {
+  if (gl_device_eq(gl_array_device(a), gl_array_device(b))) return GL_OK;
+  char da[16], db[16];
+  return gl_fail(GL_EINVAL, "arrays are on different devices (%s and %s); move one with :to('%s')",
+                 gl_device_name(gl_array_device(a), da), gl_device_name(gl_array_device(b), db),
+                 gl_device_name(gl_array_device(a), da));
+}
+
+/* ---- creation ------------------------------------------------------------------ */
+
+gl_status gl_op_empty(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  return gl_array_alloc(out, dt, ndim, shape, dev);
+}
+
+gl_status gl_op_full(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev,
+                     gl_scalar v) {
+  GL_TRY(gl_array_alloc(out, dt, ndim, shape, dev));
+  gl_status st = gl_op_fill(out, v);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_arange(gl_array *out, double start, double stop, double step, gl_dtype dt,
+                       gl_device dev) {
+  if (step == 0) return gl_fail(GL_EINVAL, "step must not be zero");
+  if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
+    return gl_fail(GL_EINVAL, "arange bounds must be finite");
+  double len = ceil((stop - start) / step);
+  if (len < 0) len = 0;
+  if (len > 9.2e18) return gl_fail(GL_EINVAL, "array is too big (more than 2^62 elements)");
+  int64_t n = (int64_t)len;
+  GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
+  const gl_backend *b;
+  gl_status st = gl_backend_of(out, GL_OP_ARANGE, &b);
+  if (st == GL_OK && n > 0) st = b->arange(out, start, step);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_linspace(gl_array *out, double start, double stop, int64_t n, gl_dtype dt,
+                         gl_device dev) {
+  if (n < 0) return gl_fail(GL_EINVAL, "number of samples must be non-negative, got %lld", (long long)n);
+  if (!isfinite(start) || !isfinite(stop)) return gl_fail(GL_EINVAL, "linspace bounds must be finite");
+  GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
+  const gl_backend *b;
+  gl_status st = gl_backend_of(out, GL_OP_ARANGE, &b);
+  if (st == GL_OK && n > 0) st = b->arange(out, start, n > 1 ? (stop - start) / (double)(n - 1) : 0.0);
+  if (st == GL_OK && n > 1) {              /* the end point exactly, as NumPy does */
+    gl_array last = *out;
+    gl_view_slice(&last, 0, n - 1, 1, 1);
+    st = b->fill(&last, gl_scalar_float(stop));
+  }
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_eye(gl_array *out, int64_t n, int64_t m, int64_t k, gl_dtype dt, gl_device dev) {
+  int64_t shape[2] = { n, m };
+  GL_TRY(gl_op_full(out, dt, 2, shape, dev, gl_scalar_int(0)));
+  /* the diagonal is a strided view: start at (max(0,-k), max(0,k)), step m + 1 */
+  int64_t r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
+  int64_t len = 0;
+  if (r0 < n && c0 < m) len = (n - r0) < (m - c0) ? (n - r0) : (m - c0);
+  if (len == 0) return GL_OK;
+  gl_array diag = *out;
+  diag.ndim = 1;
+  diag.offset = r0 * m + c0;
+  diag.shape[0] = len;
+  diag.strides[0] = m + 1;
+  diag.size = len;
+  gl_status st = gl_op_fill(&diag, gl_scalar_int(1));
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_from_host(gl_array *out, const void *host, gl_dtype dt, int ndim,
+                          const int64_t *shape, gl_device dev) {
+  GL_TRY(gl_array_alloc(out, dt, ndim, shape, dev));
+  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  gl_status st = b->from_host(dev, out->storage->data, host, (size_t)out->size * gl_dtypes[dt].size);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* ---- copies -------------------------------------------------------------------- */
+
+static bool overlaps(const gl_array *a, const gl_array *b) {
+  return a->storage == b->storage && a->size > 0 && b->size > 0;
+}
+
+gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
+  GL_TRY(gl_same_device(dst, src));
+  gl_array view = *src;
+  GL_TRY(gl_view_expand(&view, dst->ndim, dst->shape));
+  const gl_backend *b;
+  GL_TRY(gl_backend_of(dst, GL_OP_COPY, &b));
+  if (!overlaps(dst, src)) return b->copy(dst, &view);
+  /* the same storage on both sides: go through a temporary */
+  gl_array tmp = { 0 };
+  GL_TRY(gl_array_alloc(&tmp, (gl_dtype)src->dtype, src->ndim, src->shape, gl_array_device(src)));
+  gl_status st = b->copy(&tmp, src);
+  if (st == GL_OK) {
+    gl_array tv = tmp;
+    st = gl_view_expand(&tv, dst->ndim, dst->shape);
+    if (st == GL_OK) st = b->copy(dst, &tv);
+  }
+  gl_array_release(&tmp);
+  return st;
+}
+
+gl_status gl_op_fill(const gl_array *dst, gl_scalar v) {
+  const gl_backend *b;
+  GL_TRY(gl_backend_of(dst, GL_OP_FILL, &b));
+  if (dst->size == 0) return GL_OK;
+  return b->fill(dst, v);
+}
+
+gl_status gl_op_to_host(void *host, const gl_array *src) {
+  const gl_backend *b;
+  GL_TRY(gl_backend_for(gl_array_device(src), &b));
+  size_t nbytes = (size_t)src->size * gl_dtypes[src->dtype].size;
+  if (src->size == 0) return GL_OK;
+  if (gl_array_is_contiguous(src)) return b->to_host(host, gl_array_device(src), gl_array_data(src), nbytes);
+  if (src->storage->device.type == GL_CPU) {          /* strided copy straight into host */
+    gl_storage hs = { 1, host, nbytes, gl_cpu() };
+    gl_array h = { 0 };
+    GL_TRY(gl_array_init(&h, (gl_dtype)src->dtype, src->ndim, src->shape));
+    h.storage = &hs;
+    return b->copy(&h, src);
+  }
+  gl_array tmp = { 0 };
+  GL_TRY(gl_op_copy(&tmp, src, (gl_dtype)src->dtype, gl_array_device(src)));
+  gl_status st = b->to_host(host, gl_array_device(&tmp), gl_array_data(&tmp), nbytes);
+  gl_array_release(&tmp);
+  return st;
+}
+
+gl_status gl_op_copy(gl_array *out, const gl_array *src, gl_dtype dt, gl_device dev) {
+  gl_device sdev = gl_array_device(src);
+  if (gl_device_eq(sdev, dev)) {
+    const gl_backend *b;
+    GL_TRY(gl_backend_of(src, GL_OP_COPY, &b));
+    GL_TRY(gl_array_alloc(out, dt, src->ndim, src->shape, dev));
+    gl_status st = src->size ? b->copy(out, src) : GL_OK;
+    if (st != GL_OK) gl_array_release(out);
+    return st;
+  }
+  /* across devices: contiguous in the source dtype, through host memory, then convert
+  ** on the destination (no conversion work is done on the slower side twice) */
+  size_t nbytes = (size_t)src->size * gl_dtypes[src->dtype].size;
+  gl_array staged = { 0 };
+  if (dev.type == GL_CPU) {
+    GL_TRY(gl_array_alloc(&staged, (gl_dtype)src->dtype, src->ndim, src->shape, dev));
+    gl_status st = gl_op_to_host(staged.storage->data, src);
+    if (st != GL_OK) { gl_array_release(&staged); return st; }
+  } else {
+    void *host = malloc(nbytes ? nbytes : 1);
+    if (host == NULL) return gl_fail(GL_ENOMEM, "out of host memory staging %zu bytes", nbytes);
+    gl_status st = gl_op_to_host(host, src);
+    if (st == GL_OK)
+      st = gl_op_from_host(&staged, host, (gl_dtype)src->dtype, src->ndim, src->shape, dev);
+    free(host);
+    GL_TRY(st);
+  }
+  if (dt == src->dtype) { *out = staged; return GL_OK; }
+  gl_status st = gl_op_copy(out, &staged, dt, dev);
+  gl_array_release(&staged);
+  return st;
+}
+
+/* ---- elements -------------------------------------------------------------------- */
+
+gl_status gl_op_get(const gl_array *a, int64_t offset, gl_scalar *out) {
+  size_t sz = gl_dtypes[a->dtype].size;
+  const char *p = (const char *)gl_array_data(a) + offset * (int64_t)sz;
+  if (a->storage->device.type == GL_CPU) { *out = gl_scalar_load((gl_dtype)a->dtype, p); return GL_OK; }
+  const gl_backend *b;
+  GL_TRY(gl_backend_for(gl_array_device(a), &b));
+  uint64_t buf = 0;
+  GL_TRY(b->to_host(&buf, gl_array_device(a), p, sz));
+  *out = gl_scalar_load((gl_dtype)a->dtype, &buf);
+  return GL_OK;
+}
