@@ -4,6 +4,27 @@
 #include <stdlib.h>
 #include "backend.h"
 
+const uint8_t gl_unop_kind[GL_NUNOP] = {
+#define GL_X(name, kind, f, d, i) GL_K_##kind,
+  GL_UNARY_OPS(GL_X)
+#undef GL_X
+};
+const uint8_t gl_binop_kind[GL_NBINOP] = {
+#define GL_X(name, kind, f, d, i) GL_K_##kind,
+  GL_BINARY_OPS(GL_X)
+#undef GL_X
+};
+const char *const gl_unop_name[GL_NUNOP] = {
+#define GL_X(name, kind, f, d, i) #name,
+  GL_UNARY_OPS(GL_X)
+#undef GL_X
+};
+const char *const gl_binop_name[GL_NBINOP] = {
+#define GL_X(name, kind, f, d, i) #name,
+  GL_BINARY_OPS(GL_X)
+#undef GL_X
+};
+
 const gl_backend *gl_backend_get(gl_devtype t) {
   switch (t) {
     case GL_CPU: return &gl_cpu_backend;

@@ -11,6 +11,7 @@
 #define GL_BACKEND_H
 
 #include "../core/array.h"
+#include "../../kernels/elem_ops.h"
 
 /* Op families, for supports(). */
 typedef enum gl_op {
@@ -26,6 +27,45 @@ typedef enum gl_op {
   GL_OP_RANDOM,
   GL_NOP
 } gl_op;
+
+/* Elementwise ops, generated from kernels/elem_ops.h: GL_U_exp, GL_B_add, ... */
+typedef enum gl_unop {
+#define GL_X(name, kind, f, d, i) GL_U_##name,
+  GL_UNARY_OPS(GL_X)
+#undef GL_X
+  GL_NUNOP
+} gl_unop;
+
+typedef enum gl_binop {
+#define GL_X(name, kind, f, d, i) GL_B_##name,
+  GL_BINARY_OPS(GL_X)
+#undef GL_X
+  GL_NBINOP
+} gl_binop;
+
+/* Op kinds (see kernels/elem_ops.h), names and tables indexed by op. */
+typedef enum gl_opkind {
+  GL_K_UF, GL_K_US, GL_K_UP, GL_K_UL, GL_K_UB,
+  GL_K_BA, GL_K_BD, GL_K_BC, GL_K_BL, GL_K_BB, GL_K_BS
+} gl_opkind;
+extern const uint8_t gl_unop_kind[GL_NUNOP];
+extern const uint8_t gl_binop_kind[GL_NBINOP];
+extern const char *const gl_unop_name[GL_NUNOP];
+extern const char *const gl_binop_name[GL_NBINOP];
+
+/* An elementwise operand: an array (a view already broadcast to the output's shape),
+** or, when arr is NULL, a scalar the backend converts to the compute dtype. */
+typedef struct gl_operand {
+  const gl_array *arr;
+  gl_scalar s;
+} gl_operand;
+
+/* Reductions. dst keeps src's ndim with extent 1 on the reduced axes. */
+typedef enum gl_redop {
+  GL_R_SUM, GL_R_PROD, GL_R_MAX, GL_R_MIN, GL_R_ARGMAX, GL_R_ARGMIN, GL_R_ALL, GL_R_ANY,
+  GL_R_MEAN, GL_R_VAR, GL_R_NORM, GL_R_LOGSUMEXP,
+  GL_NREDOP
+} gl_redop;
 
 typedef struct gl_devinfo {
   char name[128];
@@ -77,6 +117,45 @@ typedef struct gl_backend {
   gl_status (*fill)(const gl_array *dst, gl_scalar v);
   /* Contiguous dst: dst[i] = start + i * step, computed in double then converted. */
   gl_status (*arange)(const gl_array *dst, double start, double step);
+
+  /* ---- math (the ops layer has checked dtypes, shapes and devices) ---- */
+
+  /* dst = op(src), same shape, any strides. US/UF: src and dst of one (compute) dtype;
+  ** UP/UL: src of any dtype, dst bool. dst may be src itself. */
+  gl_status (*unary)(gl_unop op, const gl_array *dst, const gl_array *src);
+  /* dst = a op b over dst's shape. Array operands are of dtype 'ct' and broadcast to
+  ** dst's shape; scalars are converted to ct. dst is of ct, or bool for BC/BL ops. dst
+  ** may be an operand itself (same layout). */
+  gl_status (*binary)(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
+  /* dst = cond ? a : b; cond bool, a and b of dst's dtype (or scalars), all broadcast. */
+  gl_status (*where)(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
+
+  /* dst = reduction of src over the axes where dst has extent 1 and src does not.
+  ** dst's dtype is the result dtype (the ops layer picks it); ARGMAX/ARGMIN reduce one
+  ** axis and write int64 0-based positions; VAR takes ddof in 'param'. Floats
+  ** accumulate in at least float32 with pairwise/blocked sums. (optional) */
+  gl_status (*reduce)(gl_redop op, const gl_array *dst, const gl_array *src, double param);
+  /* Inclusive scan (SUM: cumsum, PROD: cumprod) along 0-based 'axis'; dst and src of
+  ** the same shape, dst of the result dtype. (optional) */
+  gl_status (*scan)(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
+
+  /* dst (..., M, N) = a (..., M, K) @ b (..., K, N); all three of one float or integer
+  ** dtype, batch axes already broadcast (0 strides allowed). (optional) */
+  gl_status (*matmul)(const gl_array *dst, const gl_array *a, const gl_array *b);
+
+  /* Along 0-based 'axis': dst[..., j, ...] = src[..., idx[j], ...]; idx 1-D int64 with
+  ** 0-based positions already checked in range. (optional) */
+  gl_status (*gather)(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
+  /* dst[..., idx[j], ...] = src[..., j, ...] (or += when accumulate). (optional) */
+  gl_status (*scatter)(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
+                       bool accumulate);
+  /* dst (1-D, length = number of true mask elements) = src[mask] in C order; mask bool of
+  ** src's shape. (optional) */
+  gl_status (*mask_select)(const gl_array *dst, const gl_array *src, const gl_array *mask);
+  /* Stable sort along 0-based 'axis' (NaN last; descending keeps NaN last too); either
+  ** output may be NULL: values (src's dtype) and int64 0-based indices. (optional) */
+  gl_status (*sort)(const gl_array *values, const gl_array *indices, const gl_array *src,
+                    int axis, bool descending);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;

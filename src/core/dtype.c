@@ -3,6 +3,7 @@
 */
 #include <string.h>
 #include "dtype.h"
+#include "status.h"
 #include "../../kernels/half.h"
 
 const gl_dtype_info gl_dtypes[GL_NDTYPE] = {
@@ -71,4 +72,58 @@ void gl_scalar_store(gl_dtype t, void *p, gl_scalar v) {
     case GL_FLOAT64:  *(double *)p = f; break;
     default: break;
   }
+}
+
+/* ---- promotion ------------------------------------------------------------------------- */
+
+#define B GL_BOOL
+#define U8 GL_UINT8
+#define I32 GL_INT32
+#define I64 GL_INT64
+#define F16 GL_FLOAT16
+#define BF GL_BFLOAT16
+#define F32 GL_FLOAT32
+#define F64 GL_FLOAT64
+static const uint8_t promote_table[GL_NDTYPE][GL_NDTYPE] = {
+  /*          b    u8   i32  i64  f16  bf16 f32  f64 */
+  [B]   = {  B,   U8,  I32, I64, F16, BF,  F32, F64 },
+  [U8]  = {  U8,  U8,  I32, I64, F16, BF,  F32, F64 },
+  [I32] = {  I32, I32, I32, I64, F64, F64, F64, F64 },
+  [I64] = {  I64, I64, I64, I64, F64, F64, F64, F64 },
+  [F16] = {  F16, F16, F64, F64, F16, F32, F32, F64 },
+  [BF]  = {  BF,  BF,  F64, F64, F32, BF,  F32, F64 },
+  [F32] = {  F32, F32, F64, F64, F32, F32, F32, F64 },
+  [F64] = {  F64, F64, F64, F64, F64, F64, F64, F64 },
+};
+#undef B
+#undef U8
+#undef I32
+#undef I64
+#undef F16
+#undef BF
+#undef F32
+#undef F64
+
+gl_dtype gl_promote(gl_dtype a, gl_dtype b) { return (gl_dtype)promote_table[a][b]; }
+
+gl_dtype gl_float_for(gl_dtype t) {
+  switch (t) {
+    case GL_BOOL: case GL_UINT8: return GL_FLOAT16;
+    case GL_INT32: case GL_INT64: return GL_FLOAT64;
+    default: return t;
+  }
+}
+
+int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
+  gl_kind k = gl_dtypes[arr].kind;
+  if (s.isbool) { *out = arr; return GL_OK; }
+  if (!s.isint) { *out = k == GL_KIND_FLOAT ? arr : GL_FLOAT64; return GL_OK; }
+  if (k == GL_KIND_BOOL) { *out = GL_INT64; return GL_OK; }
+  if (k == GL_KIND_FLOAT) { *out = arr; return GL_OK; }
+  int64_t lo = arr == GL_UINT8 ? 0 : arr == GL_INT32 ? INT32_MIN : INT64_MIN;
+  int64_t hi = arr == GL_UINT8 ? 255 : arr == GL_INT32 ? INT32_MAX : INT64_MAX;
+  if (s.i < lo || s.i > hi)
+    return gl_fail(GL_EINVAL, "Lua integer %lld is out of range for %s", (long long)s.i, gl_dtypes[arr].name);
+  *out = arr;
+  return GL_OK;
 }

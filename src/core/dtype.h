@@ -51,12 +51,25 @@ static inline bool gl_dtype_is_int(gl_dtype t) {
 ** as int64; floats as double. 'isint' says which member is meaningful. */
 typedef struct gl_scalar {
   bool isint;
+  bool isbool;     /* a Lua boolean (isint too, i = 0 or 1) */
   int64_t i;
   double f;
 } gl_scalar;
 
-static inline gl_scalar gl_scalar_int(int64_t i) { gl_scalar s; s.isint = true; s.i = i; s.f = (double)i; return s; }
-static inline gl_scalar gl_scalar_float(double f) { gl_scalar s; s.isint = false; s.f = f; s.i = 0; return s; }
+static inline gl_scalar gl_scalar_int(int64_t i) { gl_scalar s; s.isint = true; s.isbool = false; s.i = i; s.f = (double)i; return s; }
+static inline gl_scalar gl_scalar_float(double f) { gl_scalar s; s.isint = false; s.isbool = false; s.f = f; s.i = 0; return s; }
+static inline gl_scalar gl_scalar_bool(bool b) { gl_scalar s = gl_scalar_int(b); s.isbool = true; return s; }
+
+/* NumPy 2 promotion of two array dtypes (float16 and bfloat16 meet at float32, as in
+** ml_dtypes; int32/int64 with any float narrower than float64 give float64). */
+gl_dtype gl_promote(gl_dtype a, gl_dtype b);
+
+/* NEP 50: a Lua number is a "weak" scalar that takes the array's kind where it can. A
+** Lua integer that does not fit an integer array's dtype is an error (NumPy 2 too). */
+int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out);   /* gl_status */
+
+/* The float dtype NumPy's float-only functions give for an input dtype. */
+gl_dtype gl_float_for(gl_dtype t);
 
 /* Read/write one element of any dtype at 'p' (host memory). */
 gl_scalar gl_scalar_load(gl_dtype t, const void *p);

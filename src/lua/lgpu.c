@@ -58,6 +58,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_create(L, module, methods);
   gl_open_shape(L, module, methods);
   gl_open_device(L, module, methods);
+  gl_open_math(L, module, methods, meta);
 
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");

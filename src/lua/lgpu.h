@@ -67,6 +67,7 @@ void gl_open_array(lua_State *L, int module, int methods, int meta);
 void gl_open_create(lua_State *L, int module, int methods);
 void gl_open_shape(lua_State *L, int module, int methods);
 void gl_open_device(lua_State *L, int module, int methods);
+void gl_open_math(lua_State *L, int module, int methods, int meta);
 int gl_lua_tostring(lua_State *L);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue. */

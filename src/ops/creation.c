@@ -16,6 +16,12 @@ static bool has_entry(const gl_backend *b, gl_op op) {
     case GL_OP_FILL: return b->fill != NULL;
     case GL_OP_COPY: return b->copy != NULL;
     case GL_OP_ARANGE: return b->arange != NULL;
+    case GL_OP_UNARY: return b->unary != NULL;
+    case GL_OP_BINARY: return b->binary != NULL && b->where != NULL;
+    case GL_OP_REDUCE: return b->reduce != NULL && b->scan != NULL;
+    case GL_OP_MATMUL: return b->matmul != NULL;
+    case GL_OP_INDEX: return b->gather != NULL && b->scatter != NULL && b->mask_select != NULL;
+    case GL_OP_SORT: return b->sort != NULL;
     default: return true;
   }
 }
@@ -125,7 +131,11 @@ static bool overlaps(const gl_array *a, const gl_array *b) {
 gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
   GL_TRY(gl_same_device(dst, src));
   gl_array view = *src;
-  GL_TRY(gl_view_expand(&view, dst->ndim, dst->shape));
+  if (gl_view_expand(&view, dst->ndim, dst->shape) != GL_OK) {
+    char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "could not broadcast input array from shape %s into shape %s",
+                   gl_shape_str(src->ndim, src->shape, b1), gl_shape_str(dst->ndim, dst->shape, b2));
+  }
   const gl_backend *b;
   GL_TRY(gl_backend_of(dst, GL_OP_COPY, &b));
   if (!overlaps(dst, src)) return b->copy(dst, &view);

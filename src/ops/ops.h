@@ -40,6 +40,18 @@ gl_status gl_op_to_host(void *host, const gl_array *src);
 /* The element at 'offset' elements past the array's data pointer. */
 gl_status gl_op_get(const gl_array *a, int64_t offset, gl_scalar *out);
 
+/* ---- elementwise (elementwise.c) ------------------------------------------------------ */
+/* out = op(x); dtype by the op's kind (float math on ints gives float, as NumPy). */
+gl_status gl_op_unary(gl_array *out, gl_unop op, const gl_array *x);
+/* x = op(x) in place; an error if the result dtype would differ. */
+gl_status gl_op_unary_(const gl_array *x, gl_unop op);
+/* out = a op b with broadcasting and NumPy 2 promotion (scalars are weak). */
+gl_status gl_op_binary(gl_array *out, gl_binop op, gl_operand a, gl_operand b);
+/* dst = dst op b in place; b must broadcast to dst's shape, the result cast same_kind. */
+gl_status gl_op_binary_(const gl_array *dst, gl_binop op, gl_operand b);
+/* out = cond ? a : b, broadcast over all three. */
+gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_operand b);
+
 /* ---- helpers ------------------------------------------------------------------- */
 /* GL_EINVAL unless both arrays are on one device; the message names both and :to(). */
 gl_status gl_same_device(const gl_array *a, const gl_array *b);

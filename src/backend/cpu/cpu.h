@@ -17,4 +17,8 @@ gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src);
 gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v);
 gl_status gl_cpu_arange(const gl_array *dst, double start, double step);
 
+gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src);
+gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
+gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
+
 #endif

@@ -43,4 +43,7 @@ const gl_backend gl_cpu_backend = {
   .copy = gl_cpu_copy,
   .fill = gl_cpu_fill,
   .arange = gl_cpu_arange,
+  .unary = gl_cpu_unary,
+  .binary = gl_cpu_binary,
+  .where = gl_cpu_where,
 };

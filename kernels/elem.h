@@ -1,0 +1,72 @@
+/*
+** elem.h — the math of every elementwise op (the list is in elem_ops.h), written once for
+** gcc (CPU loops) and nvcc (CUDA kernels). Helpers here give NumPy's semantics where C's
+** operators differ: NaN-propagating max/min, Python's floor division and modulo, integer
+** division by zero, wrapping integer arithmetic without undefined behaviour.
+*/
+#ifndef GL_KERNELS_ELEM_H
+#define GL_KERNELS_ELEM_H
+
+#include <math.h>
+#include <stdint.h>
+#include "half.h"
+#include "elem_ops.h"
+#include "vmath_libm.h"   /* becomes vmath.h */
+
+/* ---- helpers with NumPy's semantics ------------------------------------------------ */
+
+GL_HD float gl_signf(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }      /* nan, ±0 kept */
+GL_HD double gl_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+GL_HD float gl_maxf(float a, float b) { return (a != a || a > b) ? a : b; }      /* nan wins */
+GL_HD float gl_minf(float a, float b) { return (a != a || a < b) ? a : b; }
+GL_HD double gl_max(double a, double b) { return (a != a || a > b) ? a : b; }
+GL_HD double gl_min(double a, double b) { return (a != a || a < b) ? a : b; }
+
+/* Python's floor division and modulo for floats (the result of % takes b's sign). */
+GL_HD double gl_floordiv(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0) return copysign(0.0, a / b);
+  double fl = floor(div);
+  return div - fl > 0.5 ? fl + 1.0 : fl;
+}
+GL_HD double gl_mod(double a, double b) {
+  if (b == 0) return fmod(a, b);                    /* nan */
+  double m = fmod(a, b);
+  if (m != 0) { if ((b < 0) != (m < 0)) m += b; }
+  else m = copysign(0.0, b);
+  return m;
+}
+GL_HD float gl_floordivf(float a, float b) { return (float)gl_floordiv((double)a, (double)b); }
+GL_HD float gl_modf_(float a, float b) { return (float)gl_mod((double)a, (double)b); }
+
+/* Integer floor division and modulo; division by zero gives 0 (NumPy also gives 0, with
+** a warning), and MIN / -1 wraps instead of trapping. */
+#define GL_IFLOORDIV(T, UT, a, b) \
+  ((b) == 0 ? (T)0 : (b) == -1 ? (T)(0 - (UT)(a)) \
+   : (T)((a) / (b) - (((a) % (b) != 0) && (((a) < 0) != ((b) < 0)))))
+#define GL_IMOD(T, a, b) \
+  ((b) == 0 || (b) == -1 ? (T)0 \
+   : (T)((a) % (b) + ((((a) % (b)) != 0 && ((((a) % (b)) < 0) != ((b) < 0))) ? (b) : 0)))
+
+/* Integer power by squaring, wrapping; a negative exponent gives the truncated real
+** result (0 unless the base is 1 or -1), where NumPy raises. */
+GL_HD int64_t gl_ipow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, x = (uint64_t)a;
+  while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }
+  return (int64_t)r;
+}
+
+/* Shifts by a count outside 0..bits-1 give 0 (left) or the sign fill (right). */
+#define GL_ISHL(T, UT, a, b) ((b) < 0 || (b) >= (int64_t)(8 * sizeof(T)) ? (T)0 : (T)((UT)(a) << (b)))
+#define GL_ISHR(T, a, b) \
+  ((b) < 0 ? (T)0 : (b) >= (int64_t)(8 * sizeof(T)) ? (T)((a) < 0 ? -1 : 0) : (T)((a) >> (b)))
+
+GL_HD float gl_gelu_tanhf(float x) { return 0.5f * x * (1.0f + gl_vtanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
+GL_HD double gl_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+GL_HD double gl_softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
+GL_HD double gl_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
+
+#endif

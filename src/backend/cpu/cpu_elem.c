@@ -1,0 +1,309 @@
+/*
+** cpu_elem.c — elementwise kernels on the CPU.
+**
+** Each (op, dtype) pair gets a row kernel stamped from the expressions in
+** kernels/elem_ops.h; the pair is chosen once per call. A row kernel has tight loops
+** for the layouts that matter (all contiguous; one operand broadcast with stride 0,
+** which is also how scalars arrive) that the compiler vectorises, and a strided loop
+** for the rest. Large calls are split across OpenMP threads; small ones never start
+** a thread.
+*/
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "cpu.h"
+#include "../../../kernels/elem.h"
+#include "../../../kernels/convert.h"
+
+/* The integer expressions are shared by signed and unsigned types, so "x < 0" is
+** sometimes always false; that is intended. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+/* Below this many elements a call runs on one thread (a wake-up costs ~5 us). */
+#define PAR_MIN 32768
+
+typedef void (*urow_fn)(void *d, int64_t ds, const void *s, int64_t ss, int64_t n);
+typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const void *b, int64_t bs, int64_t n);
+
+/* ---- stamping --------------------------------------------------------------------------- */
+
+#define LD_NONE(v) (v)
+#define ST_NONE(v) (v)
+#define LD_F16(v) gl_f16_to_f32(v)
+#define ST_F16(v) gl_f32_to_f16(v)
+#define LD_BF16(v) gl_bf16_to_f32(v)
+#define ST_BF16(v) gl_f32_to_bf16(v)
+#define ST_BOOL(v) ((uint8_t)((v) != 0))
+
+/* A unary row: IT stored input, CT compute type of x, OT stored output. */
+#define UROW(fn, IT, CT, OT, TT, UTT, LD, ST, EXPR)                               \
+  static void fn(void *d_, int64_t ds, const void *s_, int64_t ss, int64_t n) {   \
+    typedef TT T; typedef UTT UT; (void)sizeof(T); (void)sizeof(UT);               \
+    OT *d = d_;                                                                    \
+    const IT *s = s_;                                                              \
+    if (ds == 1 && ss == 1) {                                                      \
+      for (int64_t i = 0; i < n; i++) { CT x = LD(s[i]); (void)x; d[i] = ST(EXPR); }        \
+    } else {                                                                       \
+      for (int64_t i = 0; i < n; i++) { CT x = LD(s[i * ss]); (void)x; d[i * ds] = ST(EXPR); } \
+    }                                                                              \
+  }
+
+/* A binary row with fast paths for contiguous and stride-0 (scalar/broadcast) operands. */
+#define BROW(fn, IT, CT, OT, TT, UTT, LD, ST, EXPR)                                \
+  static void fn(void *d_, int64_t ds, const void *a_, int64_t as, const void *b_,  \
+                 int64_t bs, int64_t n) {                                           \
+    typedef TT T; typedef UTT UT; (void)sizeof(T); (void)sizeof(UT);                \
+    OT *d = d_;                                                                     \
+    const IT *pa = a_, *pb = b_;                                                    \
+    if (ds == 1 && as == 1 && bs == 1) {                                            \
+      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); CT b = LD(pb[i]); d[i] = ST(EXPR); } \
+    } else if (ds == 1 && as == 1 && bs == 0) {                                     \
+      const CT b = LD(pb[0]);                                                       \
+      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); d[i] = ST(EXPR); }        \
+    } else if (ds == 1 && as == 0 && bs == 1) {                                     \
+      const CT a = LD(pa[0]);                                                       \
+      for (int64_t i = 0; i < n; i++) { CT b = LD(pb[i]); d[i] = ST(EXPR); }        \
+    } else {                                                                        \
+      for (int64_t i = 0; i < n; i++) {                                             \
+        CT a = LD(pa[i * as]); CT b = LD(pb[i * bs]); d[i * ds] = ST(EXPR);         \
+      }                                                                             \
+    }                                                                               \
+  }
+
+/* Per dtype: stored type, compute type, T/UT for integer expressions, load, store. */
+#define DT_float32  float,    float,   float,    uint32_t, LD_NONE, ST_NONE
+#define DT_float16  uint16_t, float,   float,    uint32_t, LD_F16,  ST_F16
+#define DT_bfloat16 uint16_t, float,   float,    uint32_t, LD_BF16, ST_BF16
+#define DT_float64  double,   double,  double,   uint64_t, LD_NONE, ST_NONE
+#define DT_int32    int32_t,  int32_t, int32_t,  uint32_t, LD_NONE, ST_NONE
+#define DT_int64    int64_t,  int64_t, int64_t,  uint64_t, LD_NONE, ST_NONE
+#define DT_uint8    uint8_t,  uint8_t, uint8_t,  uint32_t, LD_NONE, ST_NONE
+#define DT_bool     uint8_t,  uint8_t, uint8_t,  uint32_t, LD_NONE, ST_NONE
+
+/* Expand DT_x into the row macro's parameters: same-dtype output or bool output. */
+#define UROW_SAME_(fn, IT, CT, T, UT, LD, ST, EXPR) UROW(fn, IT, CT, IT, T, UT, LD, ST, EXPR)
+#define UROW_SAME(fn, DT, EXPR) UROW_SAME_X(fn, DT, EXPR)
+#define UROW_SAME_X(fn, ...) UROW_SAME_(fn, __VA_ARGS__)
+#define UROW_BOOL_(fn, IT, CT, T, UT, LD, ST, EXPR) UROW(fn, IT, CT, uint8_t, T, UT, LD, ST_BOOL, EXPR)
+#define UROW_BOOL(fn, DT, EXPR) UROW_BOOL_X(fn, DT, EXPR)
+#define UROW_BOOL_X(fn, ...) UROW_BOOL_(fn, __VA_ARGS__)
+#define BROW_SAME_(fn, IT, CT, T, UT, LD, ST, EXPR) BROW(fn, IT, CT, IT, T, UT, LD, ST, EXPR)
+#define BROW_SAME(fn, DT, EXPR) BROW_SAME_X(fn, DT, EXPR)
+#define BROW_SAME_X(fn, ...) BROW_SAME_(fn, __VA_ARGS__)
+#define BROW_BOOL_(fn, IT, CT, T, UT, LD, ST, EXPR) BROW(fn, IT, CT, uint8_t, T, UT, LD, ST_BOOL, EXPR)
+#define BROW_BOOL(fn, DT, EXPR) BROW_BOOL_X(fn, DT, EXPR)
+#define BROW_BOOL_X(fn, ...) BROW_BOOL_(fn, __VA_ARGS__)
+
+/* ---- unary kernels by kind ---------------------------------------------------------------- */
+
+#define U_FLOATS(name, MODE, F, D)                       \
+  UROW_##MODE(u_##name##_float32, DT_float32, F)         \
+  UROW_##MODE(u_##name##_float16, DT_float16, F)         \
+  UROW_##MODE(u_##name##_bfloat16, DT_bfloat16, F)       \
+  UROW_##MODE(u_##name##_float64, DT_float64, D)
+#define U_INTS(name, MODE, I)                            \
+  UROW_##MODE(u_##name##_int32, DT_int32, I)             \
+  UROW_##MODE(u_##name##_int64, DT_int64, I)             \
+  UROW_##MODE(u_##name##_uint8, DT_uint8, I)
+
+#define STAMP_U_UF(name, F, D, I) U_FLOATS(name, SAME, F, D)
+#define STAMP_U_US(name, F, D, I) U_FLOATS(name, SAME, F, D) U_INTS(name, SAME, I) UROW_SAME(u_##name##_bool, DT_bool, I)
+#define STAMP_U_UP(name, F, D, I) U_FLOATS(name, BOOL, F, D) U_INTS(name, BOOL, I) UROW_BOOL(u_##name##_bool, DT_bool, I)
+#define STAMP_U_UL(name, F, D, I) STAMP_U_UP(name, F, D, I)
+#define STAMP_U_UB(name, F, D, I) U_INTS(name, SAME, I)
+#define STAMP_U(name, kind, F, D, I) STAMP_U_##kind(name, F, D, I)
+GL_UNARY_OPS(STAMP_U)
+
+#define T_FLOATS(p, name) [GL_FLOAT32] = p##name##_float32, [GL_FLOAT16] = p##name##_float16, \
+                          [GL_BFLOAT16] = p##name##_bfloat16, [GL_FLOAT64] = p##name##_float64
+#define T_INTS(p, name) [GL_INT32] = p##name##_int32, [GL_INT64] = p##name##_int64, [GL_UINT8] = p##name##_uint8
+#define TABLE_U_UF(name) { T_FLOATS(u_, name) }
+#define TABLE_U_US(name) { T_FLOATS(u_, name), T_INTS(u_, name), [GL_BOOL] = u_##name##_bool }
+#define TABLE_U_UP(name) TABLE_U_US(name)
+#define TABLE_U_UL(name) TABLE_U_US(name)
+#define TABLE_U_UB(name) { T_INTS(u_, name) }
+#define TABLE_U(name, kind, F, D, I) [GL_U_##name] = TABLE_U_##kind(name),
+static const urow_fn unary_table[GL_NUNOP][GL_NDTYPE] = { GL_UNARY_OPS(TABLE_U) };
+
+/* ---- binary kernels by kind ----------------------------------------------------------------- */
+
+#define B_FLOATS(name, MODE, F, D)                       \
+  BROW_##MODE(b_##name##_float32, DT_float32, F)         \
+  BROW_##MODE(b_##name##_float16, DT_float16, F)         \
+  BROW_##MODE(b_##name##_bfloat16, DT_bfloat16, F)       \
+  BROW_##MODE(b_##name##_float64, DT_float64, D)
+#define B_INTS(name, MODE, I)                            \
+  BROW_##MODE(b_##name##_int32, DT_int32, I)             \
+  BROW_##MODE(b_##name##_int64, DT_int64, I)             \
+  BROW_##MODE(b_##name##_uint8, DT_uint8, I)
+
+#define STAMP_B_BA(name, F, D, I) B_FLOATS(name, SAME, F, D) B_INTS(name, SAME, I)
+#define STAMP_B_BD(name, F, D, I) B_FLOATS(name, SAME, F, D)
+#define STAMP_B_BC(name, F, D, I) B_FLOATS(name, BOOL, F, D) B_INTS(name, BOOL, I) BROW_BOOL(b_##name##_bool, DT_bool, I)
+#define STAMP_B_BL(name, F, D, I) STAMP_B_BC(name, F, D, I)
+#define STAMP_B_BB(name, F, D, I) B_INTS(name, SAME, I) BROW_SAME(b_##name##_bool, DT_bool, I)
+#define STAMP_B_BS(name, F, D, I) B_INTS(name, SAME, I)
+#define STAMP_B(name, kind, F, D, I) STAMP_B_##kind(name, F, D, I)
+GL_BINARY_OPS(STAMP_B)
+
+#define TABLE_B_BA(name) { T_FLOATS(b_, name), T_INTS(b_, name) }
+#define TABLE_B_BD(name) { T_FLOATS(b_, name) }
+#define TABLE_B_BC(name) { T_FLOATS(b_, name), T_INTS(b_, name), [GL_BOOL] = b_##name##_bool }
+#define TABLE_B_BL(name) TABLE_B_BC(name)
+#define TABLE_B_BB(name) { T_INTS(b_, name), [GL_BOOL] = b_##name##_bool }
+#define TABLE_B_BS(name) { T_INTS(b_, name) }
+#define TABLE_B(name, kind, F, D, I) [GL_B_##name] = TABLE_B_##kind(name),
+static const brow_fn binary_table[GL_NBINOP][GL_NDTYPE] = { GL_BINARY_OPS(TABLE_B) };
+
+/* ---- drivers ----------------------------------------------------------------------------------- */
+
+/* Runs row kernels over an iterator of 'nargs' operands (dst first). Rows are shared
+** among threads; a single long row is cut into per-thread chunks. */
+typedef struct rowjob {
+  gl_iter it;
+  char *base[3];
+  int64_t isz[3];
+  urow_fn u;
+  brow_fn b;
+} rowjob;
+
+static void run_span(const rowjob *j, int64_t r, int64_t lo, int64_t hi) {
+  int64_t off[3];
+  gl_iter_row(&j->it, r, off);
+  int nd = j->it.ndim - 1;
+  const int64_t *s0 = j->it.strides[0], *s1 = j->it.strides[1], *s2 = j->it.strides[2];
+  char *d = j->base[0] + (off[0] + lo * s0[nd]) * j->isz[0];
+  const char *a = j->base[1] + (off[1] + lo * s1[nd]) * j->isz[1];
+  if (j->u) j->u(d, s0[nd], a, s1[nd], hi - lo);
+  else {
+    const char *b = j->base[2] + (off[2] + lo * s2[nd]) * j->isz[2];
+    j->b(d, s0[nd], a, s1[nd], b, s2[nd], hi - lo);
+  }
+}
+
+static void run_job(const rowjob *j) {
+  int64_t rows = j->it.rows, inner = j->it.inner, total = rows * inner;
+#ifdef _OPENMP
+  if (total >= PAR_MIN && omp_get_max_threads() > 1) {
+    if (rows == 1 || rows < omp_get_max_threads()) {
+      int nt = omp_get_max_threads();
+      for (int64_t r = 0; r < rows; r++) {
+        #pragma omp parallel for num_threads(nt) schedule(static)
+        for (int t = 0; t < nt; t++) {
+          int64_t chunk = (inner + nt - 1) / nt;
+          chunk = (chunk + 15) & ~(int64_t)15;          /* keep chunks vector-aligned */
+          int64_t lo = t * chunk, hi = lo + chunk < inner ? lo + chunk : inner;
+          if (lo < hi) run_span(j, r, lo, hi);
+        }
+      }
+      return;
+    }
+    #pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) run_span(j, r, 0, inner);
+    return;
+  }
+#endif
+  (void)total;
+  for (int64_t r = 0; r < rows; r++) run_span(j, r, 0, inner);
+}
+
+gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
+  urow_fn fn = unary_table[op][src->dtype];
+  if (fn == NULL)
+    return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_unop_name[op], gl_dtypes[src->dtype].name);
+  rowjob j;
+  const gl_array *ops[2] = { dst, src };
+  gl_iter_init(&j.it, 2, ops);
+  j.base[0] = gl_array_data(dst);
+  j.base[1] = gl_array_data(src);
+  j.isz[0] = (int64_t)gl_array_itemsize(dst);
+  j.isz[1] = (int64_t)gl_array_itemsize(src);
+  j.u = fn;
+  j.b = NULL;
+  if (j.it.rows > 0 && j.it.inner > 0) run_job(&j);
+  return GL_OK;
+}
+
+/* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype. */
+static void scalar_operand(gl_array *view, gl_storage *st, uint64_t *bits, gl_dtype ct,
+                           gl_scalar s, const gl_array *dst) {
+  *bits = 0;
+  gl_scalar_store(ct, bits, s);
+  st->refcount = 1;
+  st->data = bits;
+  st->nbytes = sizeof *bits;
+  st->device = gl_cpu();
+  memset(view, 0, sizeof *view);
+  view->storage = st;
+  view->dtype = (uint8_t)ct;
+  view->ndim = dst->ndim;
+  view->size = dst->size;
+  memcpy(view->shape, dst->shape, sizeof view->shape);   /* strides all 0 */
+}
+
+gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b) {
+  brow_fn fn = binary_table[op][ct];
+  if (fn == NULL)
+    return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_binop_name[op], gl_dtypes[ct].name);
+  gl_array sa, sb;
+  gl_storage ssa, ssb;
+  uint64_t ba, bb;
+  if (a.arr == NULL) { scalar_operand(&sa, &ssa, &ba, ct, a.s, dst); a.arr = &sa; }
+  if (b.arr == NULL) { scalar_operand(&sb, &ssb, &bb, ct, b.s, dst); b.arr = &sb; }
+  rowjob j;
+  const gl_array *ops[3] = { dst, a.arr, b.arr };
+  gl_iter_init(&j.it, 3, ops);
+  j.base[0] = gl_array_data(dst);
+  j.base[1] = gl_array_data(a.arr);
+  j.base[2] = gl_array_data(b.arr);
+  j.isz[0] = (int64_t)gl_array_itemsize(dst);
+  j.isz[1] = j.isz[2] = (int64_t)gl_dtypes[ct].size;
+  j.u = NULL;
+  j.b = fn;
+  if (j.it.rows > 0 && j.it.inner > 0) run_job(&j);
+  return GL_OK;
+}
+
+/* ---- where: a select of bit patterns, by element width ----------------------------------- */
+
+#define WHERE_ROWS(T)                                                                    \
+  static void where_##T(T *d, int64_t ds, const uint8_t *c, int64_t cs, const T *a,     \
+                        int64_t as, const T *b, int64_t bs, int64_t n) {                 \
+    for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? a[i * as] : b[i * bs];      \
+  }
+WHERE_ROWS(uint8_t)
+WHERE_ROWS(uint16_t)
+WHERE_ROWS(uint32_t)
+WHERE_ROWS(uint64_t)
+
+gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b) {
+  gl_dtype dt = (gl_dtype)dst->dtype;
+  gl_array sa, sb;
+  gl_storage ssa, ssb;
+  uint64_t ba, bb;
+  if (a.arr == NULL) { scalar_operand(&sa, &ssa, &ba, dt, a.s, dst); a.arr = &sa; }
+  if (b.arr == NULL) { scalar_operand(&sb, &ssb, &bb, dt, b.s, dst); b.arr = &sb; }
+  gl_iter it;
+  const gl_array *ops[4] = { dst, cond, a.arr, b.arr };
+  gl_iter_init(&it, 4, ops);
+  size_t sz = gl_dtypes[dt].size;
+  char *d = gl_array_data(dst);
+  const char *c = gl_array_data(cond), *pa = gl_array_data(a.arr), *pb = gl_array_data(b.arr);
+  int nd = it.ndim - 1;
+  for (int64_t r = 0; r < it.rows; r++) {
+    int64_t o[4];
+    gl_iter_row(&it, r, o);
+    int64_t s0 = it.strides[0][nd], s1 = it.strides[1][nd], s2 = it.strides[2][nd], s3 = it.strides[3][nd];
+    void *dp = d + o[0] * (int64_t)sz;
+    const uint8_t *cp = (const uint8_t *)c + o[1];
+    const void *ap = pa + o[2] * (int64_t)sz, *bp = pb + o[3] * (int64_t)sz;
+    switch (sz) {
+      case 1: where_uint8_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
+      case 2: where_uint16_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
+      case 4: where_uint32_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
+      default: where_uint64_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
+    }
+  }
+  return GL_OK;
+}

@@ -1,0 +1,194 @@
+/*
+** lmath.c — elementwise math from Lua: the operators (+ - * / // % ^, unary -, & | ~ <<
+** >>), every op of kernels/elem_ops.h as gpu.f(x, ...) and x:f(...), the in-place forms
+** f_(...), and where, clip, lerp.
+*/
+#include <string.h>
+#include "lgpu.h"
+
+/* An operand: an open array, a number or a boolean. */
+static gl_operand to_operand(lua_State *L, int idx) {
+  gl_operand o = { NULL, gl_scalar_int(0) };
+  gl_array *a = gl_lua_test(L, idx);
+  if (a) { o.arr = gl_lua_check(L, idx); return o; }
+  int t = lua_type(L, idx);
+  if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+    luaL_argerror(L, idx, lua_pushfstring(L, "array or number expected, got %s", luaL_typename(L, idx)));
+  o.s = gl_lua_scalar(L, idx, idx);
+  return o;
+}
+
+/* The failed-allocation ritual for ops that allocate their result: release caches, run
+** a full collection, try again once. */
+static bool should_retry(lua_State *L, gl_status st, gl_device dev) {
+  if (st != GL_ENOMEM) return false;
+  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  if (b) b->empty_cache(dev);
+  lua_gc(L, LUA_GCCOLLECT);
+  return true;
+}
+
+static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
+  gl_operand a = to_operand(L, ia), b = to_operand(L, ib);
+  if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
+  gl_array *out = gl_lua_push(L);
+  gl_status st = gl_op_binary(out, op, a, b);
+  if (should_retry(L, st, gl_array_device(a.arr ? a.arr : b.arr))) st = gl_op_binary(out, op, a, b);
+  gl_lua_check_status(L, st, 0);
+  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  return 1;
+}
+
+/* upvalue 2: the op */
+static int l_binary(lua_State *L) {
+  return push_binary(L, (gl_binop)lua_tointeger(L, lua_upvalueindex(2)), 1, 2);
+}
+
+static int l_binary_(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_operand b = to_operand(L, 2);
+  gl_lua_check_status(L, gl_op_binary_(x, (gl_binop)lua_tointeger(L, lua_upvalueindex(2)), b), 0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int l_unary(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_unop op = (gl_unop)lua_tointeger(L, lua_upvalueindex(2));
+  gl_array *out = gl_lua_push(L);
+  gl_status st = gl_op_unary(out, op, x);
+  if (should_retry(L, st, gl_array_device(x))) st = gl_op_unary(out, op, x);
+  gl_lua_check_status(L, st, 0);
+  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  return 1;
+}
+
+static int l_unary_(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_lua_check_status(L, gl_op_unary_(x, (gl_unop)lua_tointeger(L, lua_upvalueindex(2))), 0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* ---- operators ------------------------------------------------------------------------ */
+
+static int mm_add(lua_State *L) { return push_binary(L, GL_B_add, 1, 2); }
+static int mm_sub(lua_State *L) { return push_binary(L, GL_B_sub, 1, 2); }
+static int mm_mul(lua_State *L) { return push_binary(L, GL_B_mul, 1, 2); }
+static int mm_div(lua_State *L) { return push_binary(L, GL_B_div, 1, 2); }
+static int mm_idiv(lua_State *L) { return push_binary(L, GL_B_floordiv, 1, 2); }
+static int mm_mod(lua_State *L) { return push_binary(L, GL_B_mod, 1, 2); }
+static int mm_pow(lua_State *L) { return push_binary(L, GL_B_pow, 1, 2); }
+static int mm_band(lua_State *L) { return push_binary(L, GL_B_bitwise_and, 1, 2); }
+static int mm_bor(lua_State *L) { return push_binary(L, GL_B_bitwise_or, 1, 2); }
+static int mm_bxor(lua_State *L) { return push_binary(L, GL_B_bitwise_xor, 1, 2); }
+static int mm_shl(lua_State *L) { return push_binary(L, GL_B_left_shift, 1, 2); }
+static int mm_shr(lua_State *L) { return push_binary(L, GL_B_right_shift, 1, 2); }
+
+static int unary_op(lua_State *L, gl_unop op) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_unary(out, op, x), 0);
+  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  return 1;
+}
+static int mm_unm(lua_State *L) { return unary_op(L, GL_U_neg); }
+static int mm_bnot(lua_State *L) { return unary_op(L, GL_U_bitwise_not); }
+
+/* ---- where, clip, lerp -------------------------------------------------------------------- */
+
+/* gpu.where(cond, a, b) */
+static int l_where(lua_State *L) {
+  gl_array *cond = gl_lua_check(L, 1);
+  gl_operand a = to_operand(L, 2), b = to_operand(L, 3);
+  gl_array *out = gl_lua_push(L);
+  gl_status st = gl_op_where(out, cond, a, b);
+  if (should_retry(L, st, gl_array_device(cond))) st = gl_op_where(out, cond, a, b);
+  gl_lua_check_status(L, st, 0);
+  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  return 1;
+}
+
+/* x:clip(lo, hi): either bound may be nil; NaN stays NaN. */
+static int l_clip(lua_State *L) {
+  gl_lua_check(L, 1);
+  bool has_lo = !lua_isnoneornil(L, 2), has_hi = !lua_isnoneornil(L, 3);
+  if (!has_lo && !has_hi) return luaL_argerror(L, 2, "at least one of lo and hi is needed");
+  lua_settop(L, 3);
+  int cur = 1;
+  if (has_lo) { push_binary(L, GL_B_maximum, cur, 2); cur = lua_gettop(L); }
+  if (has_hi) push_binary(L, GL_B_minimum, cur, 3);
+  else if (cur == 1) lua_pushvalue(L, 1);
+  return 1;
+}
+
+/* gpu.lerp(a, b, w) = a + w * (b - a) */
+static int l_lerp(lua_State *L) {
+  lua_settop(L, 3);
+  push_binary(L, GL_B_sub, 2, 1);        /* 4: b - a */
+  push_binary(L, GL_B_mul, 3, 4);        /* 5: w * (b - a) */
+  return push_binary(L, GL_B_add, 1, 5);
+}
+
+static const luaL_Reg math_meta[] = {
+  { "__add", mm_add }, { "__sub", mm_sub }, { "__mul", mm_mul }, { "__div", mm_div },
+  { "__idiv", mm_idiv }, { "__mod", mm_mod }, { "__pow", mm_pow }, { "__unm", mm_unm },
+  { "__band", mm_band }, { "__bor", mm_bor }, { "__bxor", mm_bxor }, { "__shl", mm_shl },
+  { "__shr", mm_shr }, { "__bnot", mm_bnot },
+  { NULL, NULL }
+};
+
+static const luaL_Reg math_funcs[] = {
+  { "where", l_where },
+  { "clip", l_clip },
+  { "lerp", l_lerp },
+  { NULL, NULL }
+};
+
+/* Registers one closure per op under 'name' (and name_ for the in-place form) in both
+** the module and the methods table. */
+static void add_op(lua_State *L, int module, int methods, const char *name, int op,
+                   lua_CFunction f, lua_CFunction f_) {
+  for (int k = 0; k < 2; k++) {
+    lua_CFunction fn = k ? f_ : f;
+    if (fn == NULL) continue;
+    lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+    lua_pushinteger(L, op);
+    lua_pushcclosure(L, fn, 2);
+    const char *key = k ? lua_pushfstring(L, "%s_", name) : lua_pushstring(L, name);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, module, key);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, methods, key);
+    lua_pop(L, 2);
+  }
+}
+
+void gl_open_math(lua_State *L, int module, int methods, int meta) {
+  gl_lua_setfuncs(L, meta, math_meta);
+  gl_lua_setboth(L, module, methods, math_funcs);
+  for (int op = 0; op < GL_NUNOP; op++) {
+    gl_opkind k = (gl_opkind)gl_unop_kind[op];
+    bool inplace = k == GL_K_US || k == GL_K_UF || k == GL_K_UB;
+    add_op(L, module, methods, gl_unop_name[op], op, l_unary, inplace ? l_unary_ : NULL);
+  }
+  for (int op = 0; op < GL_NBINOP; op++) {
+    gl_opkind k = (gl_opkind)gl_binop_kind[op];
+    bool inplace = k != GL_K_BC && k != GL_K_BL;
+    add_op(L, module, methods, gl_binop_name[op], op, l_binary, inplace ? l_binary_ : NULL);
+  }
+  /* familiar aliases */
+  static const char *const alias[][2] = {
+    { "negative", "neg" }, { "subtract", "sub" }, { "multiply", "mul" }, { "divide", "div" },
+    { "true_divide", "div" }, { "floor_divide", "floordiv" }, { "remainder", "mod" },
+    { "power", "pow" }, { "less", "lt" }, { "less_equal", "le" }, { "greater", "gt" },
+    { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
+    { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" },
+  };
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
+    lua_getfield(L, module, alias[i][1]);
+    lua_setfield(L, module, alias[i][0]);
+    lua_getfield(L, methods, alias[i][1]);
+    lua_setfield(L, methods, alias[i][0]);
+  }
+}

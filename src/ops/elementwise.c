@@ -1,0 +1,264 @@
+/*
+** elementwise.c — unary and binary ops, where, in-place forms: dtype rules (NumPy 2,
+** NEP 50 weak scalars), broadcasting, casting operands to the compute dtype, and the
+** aliasing rules that make x:add_(x[...]) safe.
+*/
+#include <string.h>
+#include "ops.h"
+
+/* ---- dtype rules ------------------------------------------------------------------------ */
+
+/* NumPy's "same_kind" casting, for results written into an existing array. */
+static bool same_kind(gl_dtype from, gl_dtype to) {
+  static const int order[] = { [GL_KIND_BOOL] = 0, [GL_KIND_UINT] = 1, [GL_KIND_INT] = 2, [GL_KIND_FLOAT] = 3 };
+  gl_kind kf = gl_dtypes[from].kind, kt = gl_dtypes[to].kind;
+  if (kf == GL_KIND_UINT && kt == GL_KIND_INT) return true;
+  return order[kf] <= order[kt];
+}
+
+static gl_status operand_dtype(gl_operand o, gl_dtype other, bool other_is_array, gl_dtype *out) {
+  if (o.arr) { *out = (gl_dtype)o.arr->dtype; return GL_OK; }
+  if (other_is_array) return (gl_status)gl_promote_scalar(other, o.s, out);
+  *out = o.s.isbool ? GL_BOOL : o.s.isint ? GL_INT64 : GL_DEFAULT_DTYPE;
+  return GL_OK;
+}
+
+/* The compute dtype (ct) and output dtype (ot) of a op b; may remap the op (bool
+** arithmetic becomes logic, as in NumPy). */
+static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype *ct, gl_dtype *ot) {
+  gl_dtype da, db;
+  if (a.arr && b.arr) {
+    da = (gl_dtype)a.arr->dtype;
+    db = (gl_dtype)b.arr->dtype;
+    *ct = gl_promote(da, db);
+  } else if (a.arr) {
+    GL_TRY(operand_dtype(b, (gl_dtype)a.arr->dtype, true, &db));
+    *ct = db;
+  } else {
+    GL_TRY(operand_dtype(a, (gl_dtype)b.arr->dtype, true, &da));
+    *ct = da;
+  }
+  const char *name = gl_binop_name[*op];
+  gl_kind k = gl_dtypes[*ct].kind;
+  switch ((gl_opkind)gl_binop_kind[*op]) {
+    case GL_K_BA:
+      if (k == GL_KIND_BOOL) {
+        switch (*op) {
+          case GL_B_add: case GL_B_maximum: *op = GL_B_logical_or; break;
+          case GL_B_mul: case GL_B_minimum: *op = GL_B_logical_and; break;
+          default:
+            return gl_fail(GL_EINVAL, "%s is not supported for bool arrays (convert with astype first)", name);
+        }
+        *ot = GL_BOOL;
+        return GL_OK;
+      }
+      *ot = *ct;
+      return GL_OK;
+    case GL_K_BD:
+      if (k != GL_KIND_FLOAT) *ct = GL_FLOAT64;
+      *ot = *ct;
+      return GL_OK;
+    case GL_K_BC: case GL_K_BL:
+      *ot = GL_BOOL;
+      return GL_OK;
+    case GL_K_BB:
+      if (k == GL_KIND_FLOAT)
+        return gl_fail(GL_EINVAL, "%s needs integer or bool arrays, got %s", name, gl_dtypes[*ct].name);
+      *ot = *ct;
+      return GL_OK;
+    case GL_K_BS:
+      if (k == GL_KIND_FLOAT || k == GL_KIND_BOOL)
+        return gl_fail(GL_EINVAL, "%s needs integer arrays, got %s", name, gl_dtypes[*ct].name);
+      *ot = *ct;
+      return GL_OK;
+    default:
+      return gl_fail(GL_EINVAL, "%s is not a binary op", name);
+  }
+}
+
+static gl_status unary_types(gl_unop *op, gl_dtype in, gl_dtype *ct, gl_dtype *ot) {
+  const char *name = gl_unop_name[*op];
+  gl_kind k = gl_dtypes[in].kind;
+  switch ((gl_opkind)gl_unop_kind[*op]) {
+    case GL_K_UF: *ct = *ot = gl_float_for(in); return GL_OK;
+    case GL_K_US:
+      if (*op == GL_U_neg && k == GL_KIND_BOOL)
+        return gl_fail(GL_EINVAL, "negation of a bool array is not supported (use logical_not)");
+      *ct = *ot = in;
+      return GL_OK;
+    case GL_K_UP: case GL_K_UL: *ct = in; *ot = GL_BOOL; return GL_OK;
+    case GL_K_UB:
+      if (k == GL_KIND_FLOAT)
+        return gl_fail(GL_EINVAL, "%s needs integer or bool arrays, got %s", name, gl_dtypes[in].name);
+      if (k == GL_KIND_BOOL) { *op = GL_U_logical_not; *ct = in; *ot = GL_BOOL; return GL_OK; }
+      *ct = *ot = in;
+      return GL_OK;
+    default:
+      return gl_fail(GL_EINVAL, "%s is not a unary op", name);
+  }
+}
+
+/* ---- operands ---------------------------------------------------------------------------- */
+
+/* Does 'a' cover exactly the same elements in the same order as 'dst'? Then a kernel may
+** read it while writing dst. */
+static bool same_layout(const gl_array *dst, const gl_array *a) {
+  if (a->storage != dst->storage || a->offset != dst->offset || a->ndim != dst->ndim) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != dst->shape[i] || (a->shape[i] > 1 && a->strides[i] != dst->strides[i])) return false;
+  return true;
+}
+
+/* Turns an operand into one the backend can take for output 'dst': cast to ct (into
+** *tmp) when its dtype differs, copied when it overlaps dst without the same layout,
+** then viewed broadcast to dst's shape (in *view). */
+static gl_status prepare(gl_operand *o, gl_dtype ct, const gl_array *dst, gl_array *tmp, gl_array *view) {
+  if (o->arr == NULL) return GL_OK;
+  const gl_array *src = o->arr;
+  bool alias = dst->storage != NULL && src->storage == dst->storage && !same_layout(dst, src);
+  if (src->dtype != ct || alias) {
+    GL_TRY(gl_op_copy(tmp, src, ct, gl_array_device(src)));
+    src = tmp;
+  }
+  *view = *src;
+  GL_TRY(gl_view_expand(view, dst->ndim, dst->shape));
+  o->arr = view;
+  return GL_OK;
+}
+
+static gl_status run_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b) {
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(dst, GL_OP_BINARY, &be));
+  if (!be->supports(GL_OP_BINARY, ct)) return gl_backend_of(a.arr ? a.arr : b.arr, GL_OP_BINARY, &be);
+  gl_array ta = { 0 }, tb = { 0 }, va, vb;
+  gl_status st = prepare(&a, ct, dst, &ta, &va);
+  if (st == GL_OK) st = prepare(&b, ct, dst, &tb, &vb);
+  if (st == GL_OK && dst->size > 0) st = be->binary(op, ct, dst, a, b);
+  gl_array_release(&ta);
+  gl_array_release(&tb);
+  return st;
+}
+
+static gl_status result_shape(gl_operand a, gl_operand b, int *ndim, int64_t *shape) {
+  if (a.arr && b.arr)
+    return gl_broadcast_shapes(a.arr->ndim, a.arr->shape, b.arr->ndim, b.arr->shape, ndim, shape);
+  const gl_array *x = a.arr ? a.arr : b.arr;
+  *ndim = x->ndim;
+  memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+  return GL_OK;
+}
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+gl_status gl_op_binary(gl_array *out, gl_binop op, gl_operand a, gl_operand b) {
+  if (a.arr && b.arr) GL_TRY(gl_same_device(a.arr, b.arr));
+  gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
+  GL_TRY(binary_types(&op, a, b, &ct, &ot));
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  GL_TRY(result_shape(a, b, &ndim, shape));
+  GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(a.arr ? a.arr : b.arr)));
+  gl_status st = run_binary(op, ct, out, a, b);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_binary_(const gl_array *dst, gl_binop op, gl_operand b) {
+  gl_operand a = { dst, gl_scalar_int(0) };
+  if (b.arr) GL_TRY(gl_same_device(dst, b.arr));
+  gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
+  GL_TRY(binary_types(&op, a, b, &ct, &ot));
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  GL_TRY(result_shape(a, b, &ndim, shape));
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  if (ndim != dst->ndim || memcmp(shape, dst->shape, (size_t)ndim * sizeof *shape) != 0)
+    return gl_fail(GL_EINVAL, "in-place result of shape %s does not fit the array of shape %s",
+                   gl_shape_str(ndim, shape, s1), gl_shape_str(dst->ndim, dst->shape, s2));
+  if (!same_kind(ot, (gl_dtype)dst->dtype))
+    return gl_fail(GL_EINVAL, "cannot store the %s result of %s in a %s array in place",
+                   gl_dtypes[ot].name, gl_binop_name[op], gl_dtypes[dst->dtype].name);
+  if (ot == dst->dtype) return run_binary(op, ct, dst, a, b);
+  gl_array tmp = { 0 };
+  GL_TRY(gl_array_alloc(&tmp, ot, dst->ndim, dst->shape, gl_array_device(dst)));
+  gl_status st = run_binary(op, ct, &tmp, a, b);
+  if (st == GL_OK) st = gl_op_assign(dst, &tmp);
+  gl_array_release(&tmp);
+  return st;
+}
+
+static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const gl_array *x) {
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(dst, GL_OP_UNARY, &be));
+  gl_array tmp = { 0 };
+  gl_status st = GL_OK;
+  gl_opkind k = (gl_opkind)gl_unop_kind[op];
+  bool cast = (k == GL_K_UF || k == GL_K_US || k == GL_K_UB) && x->dtype != ct;
+  bool alias = x->storage == dst->storage && !same_layout(dst, x);
+  if (cast || alias) {
+    st = gl_op_copy(&tmp, x, cast ? ct : (gl_dtype)x->dtype, gl_array_device(x));
+    x = &tmp;
+  }
+  if (st == GL_OK && !be->supports(GL_OP_UNARY, (gl_dtype)x->dtype)) st = gl_backend_of(x, GL_OP_UNARY, &be);
+  if (st == GL_OK && dst->size > 0) st = be->unary(op, dst, x);
+  gl_array_release(&tmp);
+  return st;
+}
+
+gl_status gl_op_unary(gl_array *out, gl_unop op, const gl_array *x) {
+  gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
+  GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &ct, &ot));
+  GL_TRY(gl_array_alloc(out, ot, x->ndim, x->shape, gl_array_device(x)));
+  gl_status st = run_unary(op, ct, out, x);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_unary_(const gl_array *x, gl_unop op) {
+  gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
+  gl_unop op0 = op;
+  GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &ct, &ot));
+  if (ot != x->dtype)
+    return gl_fail(GL_EINVAL, "%s_ would change the dtype from %s to %s (use %s without _)",
+                   gl_unop_name[op0], gl_dtypes[x->dtype].name, gl_dtypes[ot].name, gl_unop_name[op0]);
+  return run_unary(op, ct, x, x);
+}
+
+gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_operand b) {
+  if (a.arr) GL_TRY(gl_same_device(cond, a.arr));
+  if (b.arr) GL_TRY(gl_same_device(cond, b.arr));
+  gl_dtype ot = GL_FLOAT32;
+  if (a.arr && b.arr) ot = gl_promote((gl_dtype)a.arr->dtype, (gl_dtype)b.arr->dtype);
+  else if (a.arr || b.arr) {
+    gl_binop dummy = GL_B_maximum;
+    gl_dtype ct;
+    GL_TRY(binary_types(&dummy, a, b, &ct, &ot));
+    ot = ct;
+  } else {
+    ot = a.s.isbool && b.s.isbool ? GL_BOOL : a.s.isint && b.s.isint ? GL_INT64 : GL_DEFAULT_DTYPE;
+  }
+  int ndim = cond->ndim, n2;
+  int64_t shape[GL_MAXDIMS], s2[GL_MAXDIMS];
+  memcpy(shape, cond->shape, (size_t)ndim * sizeof *shape);
+  gl_operand ops[2] = { a, b };
+  for (int i = 0; i < 2; i++) {
+    if (!ops[i].arr) continue;
+    GL_TRY(gl_broadcast_shapes(ndim, shape, ops[i].arr->ndim, ops[i].arr->shape, &n2, s2));
+    ndim = n2;
+    memcpy(shape, s2, (size_t)n2 * sizeof *s2);
+  }
+  GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(cond)));
+  const gl_backend *be;
+  gl_array tc = { 0 }, ta = { 0 }, tb = { 0 }, vc, va, vb;
+  gl_status st = gl_backend_of(out, GL_OP_BINARY, &be);
+  gl_operand c = { cond, gl_scalar_int(0) };
+  if (st == GL_OK) st = prepare(&c, GL_BOOL, out, &tc, &vc);
+  if (st == GL_OK) st = prepare(&a, ot, out, &ta, &va);
+  if (st == GL_OK) st = prepare(&b, ot, out, &tb, &vb);
+  if (st == GL_OK && out->size > 0) st = be->where(out, c.arr, a, b);
+  gl_array_release(&tc);
+  gl_array_release(&ta);
+  gl_array_release(&tb);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
