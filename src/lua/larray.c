@@ -118,7 +118,7 @@ void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset) {
 
 gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg) {
   switch (lua_type(L, idx)) {
-    case LUA_TBOOLEAN: return gl_scalar_int(lua_toboolean(L, idx));
+    case LUA_TBOOLEAN: return gl_scalar_bool(lua_toboolean(L, idx));
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) return gl_scalar_int(lua_tointeger(L, idx));
       return gl_scalar_float(lua_tonumber(L, idx));
@@ -287,7 +287,7 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
 /* upvalue 2: the methods table */
 static int array_index(lua_State *L) {
   gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
-  if (lua_type(L, 2) == LUA_TSTRING) {
+  if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0) {   /* x[":"]: a key */
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;   /* a method */
     lua_pop(L, 1);
@@ -315,7 +315,7 @@ static int array_index(lua_State *L) {
 
 static int array_newindex(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
-  if (lua_type(L, 2) == LUA_TSTRING)
+  if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0)
     return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
   gl_array v = *a;
   apply_key(L, &v, 2, 2);

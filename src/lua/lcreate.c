@@ -78,6 +78,27 @@ static bool in_list(const char *list, const char *word) {
   return false;
 }
 
+/* The dtype and device entries of an options table: errors name the table's argument
+** (the value's stack slot is no argument number). */
+static gl_dtype opt_dtype(lua_State *L, int v, int arg) {
+  if (lua_type(L, v) != LUA_TSTRING)
+    luaL_argerror(L, arg, lua_pushfstring(L, "option 'dtype' must be a dtype name, got %s", luaL_typename(L, v)));
+  int t = gl_dtype_from_name(lua_tostring(L, v));
+  if (t < 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", lua_tostring(L, v), gl_dtype_names()));
+  return (gl_dtype)t;
+}
+
+static gl_device opt_device(lua_State *L, int v, int arg) {
+  if (lua_type(L, v) != LUA_TSTRING)
+    luaL_argerror(L, arg, lua_pushfstring(L, "option 'device' must be a device name, got %s", luaL_typename(L, v)));
+  gl_device d;
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_device_parse(lua_tostring(L, v), &d), arg);
+  gl_lua_check_status(L, gl_backend_for(d, &b), arg);
+  return d;
+}
+
 void gl_lua_opts(lua_State *L, int idx, gl_dtype *dt, gl_device *dev, const char *extra) {
   bool have_dev = false;
   if (!lua_isnoneornil(L, idx)) {
@@ -85,8 +106,8 @@ void gl_lua_opts(lua_State *L, int idx, gl_dtype *dt, gl_device *dev, const char
     lua_pushnil(L);
     while (lua_next(L, idx)) {
       const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-      if (k && strcmp(k, "dtype") == 0) *dt = gl_lua_dtype(L, lua_gettop(L));
-      else if (k && strcmp(k, "device") == 0) { *dev = gl_lua_device(L, lua_gettop(L)); have_dev = true; }
+      if (k && strcmp(k, "dtype") == 0) *dt = opt_dtype(L, lua_gettop(L), idx);
+      else if (k && strcmp(k, "device") == 0) { *dev = opt_device(L, lua_gettop(L), idx); have_dev = true; }
       else if (!(k && in_list(extra, k))) {
         lua_pushvalue(L, -2);
         luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (expected dtype or device)",
@@ -171,6 +192,32 @@ static int l_full_like(lua_State *L) { return make_like(L, 3); }
 
 /* ---- ranges ------------------------------------------------------------------------------- */
 
+/* Integer arguments whose values pass 2^53 cannot go through the backend's double
+** arithmetic exactly: count and write them with integers on the host, then upload.
+** Returns false (nothing pushed) when the double path is exact. */
+static bool int_arange(lua_State *L, int n, gl_dtype dt, gl_device dev) {
+  lua_Integer start = n >= 2 ? lua_tointeger(L, 1) : 0, stop = n >= 2 ? lua_tointeger(L, 2) : lua_tointeger(L, 1);
+  lua_Integer step = n == 3 ? lua_tointeger(L, 3) : 1;
+  uint64_t diff = step > 0 ? (uint64_t)stop - (uint64_t)start : (uint64_t)start - (uint64_t)stop;
+  uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+  bool empty = step > 0 ? stop <= start : stop >= start;
+  uint64_t count = empty ? 0 : diff / mag + (diff % mag != 0);
+  const lua_Integer lim = (lua_Integer)1 << 53;
+  if (count == 0 || (start > -lim && start < lim && stop > -lim && stop < lim)) return false;
+  size_t isz = gl_dtypes[dt].size;
+  if (count > (uint64_t)GL_MAXSIZE || count > SIZE_MAX / isz)
+    luaL_argerror(L, 1, "array is too big (more than 2^62 elements)");
+  int64_t len = (int64_t)count;
+  char *buf = lua_newuserdatauv(L, (size_t)len * isz, 0);    /* owned by Lua: no leak on error */
+  uint64_t v = (uint64_t)start;
+  for (int64_t i = 0; i < len; i++, v += (uint64_t)step)
+    gl_scalar_store(dt, buf + i * (int64_t)isz, gl_scalar_int((int64_t)v));
+  gl_array *a = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_from_host(a, buf, dt, 1, &len, dev), 0);
+  gl_lua_account(L, (size_t)len * isz);
+  return true;
+}
+
 /* gpu.arange([start,] stop [, step] [, opts]): NumPy's half-open range. Integer
 ** arguments give int64 (as NumPy and PyTorch do); any float gives float32. */
 static int l_arange(lua_State *L) {
@@ -192,6 +239,7 @@ static int l_arange(lua_State *L) {
   opt_defaults(&dt, &dev);
   if (all_int) dt = GL_INT64;
   gl_lua_opts(L, n + 1, &dt, &dev, NULL);
+  if (all_int && int_arange(L, n, dt, dev)) return 1;
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_arange(a, start, stop, step, dt, dev), 0);
   gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);

@@ -50,13 +50,35 @@ static int format_one(const fmt *f, gl_scalar s, char *out, bool pad) {
   double v = s.f;
   if (isnan(v)) return sprintf(out, "nan");
   if (isinf(v)) return sprintf(out, v > 0 ? "inf" : "-inf");
-  if (f->sci) return sprintf(out, "%.*e", f->frac, v);
+  if (f->sci) {              /* own shortest digits, zero-padded to the common count */
+    int own = digits_needed(f->dt, v, true);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%.*e", own, v);
+    char *e = strchr(tmp, 'e');
+    int n = (int)(e - tmp);
+    memcpy(out, tmp, (size_t)n);
+    if (own == 0) out[n++] = '.';                                  /* "1.e-05", as NumPy */
+    for (int k = own; k < f->frac; k++) out[n++] = '0';
+    return n + sprintf(out + n, "%s", e);
+  }
   if (f->integral) return sprintf(out, "%.0f.", v);
   int own = digits_needed(f->dt, v, false);
   int n = own == 0 ? sprintf(out, "%.0f.", v) : sprintf(out, "%.*f", own, v);
   if (pad) for (int k = own; k < f->frac; k++) out[n++] = ' ';   /* align the points */
   out[n] = '\0';
   return n;
+}
+
+/* A 0-d array prints as its value, the way NumPy's str() prints a scalar: the fewest
+** digits that read back, positional from 1e-4 to 1e16 with at least one decimal ("2.0"),
+** scientific otherwise ("1e+20"). */
+static void format_scalar(const fmt *f, gl_scalar s, char *out) {
+  double v = s.f, m = fabs(v);
+  if (gl_dtypes[f->dt].kind != GL_KIND_FLOAT || !isfinite(v)) { format_one(f, s, out, false); return; }
+  bool sci = m != 0 && (m < 1e-4 || m >= 1e16);
+  int own = digits_needed(f->dt, v, sci);
+  if (sci) sprintf(out, "%.*e", own, v);
+  else sprintf(out, "%.*f", own > 0 ? own : 1, v);
 }
 
 /* ---- which elements are shown ------------------------------------------------------------ */
@@ -87,9 +109,10 @@ static gl_scalar elem(const layout *lo, int64_t k) {
 static void scan(layout *lo, int axis, int64_t *idx, double *maxabs, double *minabs,
                  bool *integral, int *frac, int *sfrac) {
   const gl_array *a = lo->a;
-  for (int64_t i = 0; i < a->shape[axis]; i++) {
-    if (!shown(lo, axis, i)) { i = a->shape[axis] - EDGE - 1; continue; }
-    idx[axis] = i;
+  int64_t n = a->ndim == 0 ? 1 : a->shape[axis];     /* a 0-d array: its one element */
+  for (int64_t i = 0; i < n; i++) {
+    if (a->ndim > 0 && !shown(lo, axis, i)) { i = n - EDGE - 1; continue; }
+    if (a->ndim > 0) idx[axis] = i;
     if (axis + 1 < a->ndim) { scan(lo, axis + 1, idx, maxabs, minabs, integral, frac, sfrac); continue; }
     gl_scalar s = elem(lo, elem_index(lo, idx));
     if (gl_dtypes[lo->f.dt].kind != GL_KIND_FLOAT || !isfinite(s.f)) continue;
@@ -106,9 +129,10 @@ static void scan(layout *lo, int axis, int64_t *idx, double *maxabs, double *min
 static void measure(layout *lo, int axis, int64_t *idx) {
   const gl_array *a = lo->a;
   char buf[64];
-  for (int64_t i = 0; i < a->shape[axis]; i++) {
-    if (!shown(lo, axis, i)) { i = a->shape[axis] - EDGE - 1; continue; }
-    idx[axis] = i;
+  int64_t len = a->ndim == 0 ? 1 : a->shape[axis];
+  for (int64_t i = 0; i < len; i++) {
+    if (a->ndim > 0 && !shown(lo, axis, i)) { i = len - EDGE - 1; continue; }
+    if (a->ndim > 0) idx[axis] = i;
     if (axis + 1 < a->ndim) { measure(lo, axis + 1, idx); continue; }
     int n = format_one(&lo->f, elem(lo, elem_index(lo, idx)), buf, true);
     if (n > lo->f.width) lo->f.width = n;
@@ -134,15 +158,39 @@ static void decide_format(layout *lo) {
 
 static void add_spaces(luaL_Buffer *b, int n) { while (n-- > 0) luaL_addchar(b, ' '); }
 
+/* Puts one word of the innermost axis on the current line, wrapping first when it would
+** pass the width NumPy allows: 75 columns less the closing brackets and the final ",".
+** Separators are written as "," plus a space owed to the next word, so a wrapped line
+** ends without trailing blanks. */
+static void put_word(luaL_Buffer *b, const layout *lo, const char *word, int len, int indent,
+                     int *col, bool *owed) {
+  if (*owed) {
+    if (*col + 1 + len + lo->a->ndim + 1 > LINEWIDTH && *col > indent + 1) {
+      luaL_addchar(b, '\n');
+      add_spaces(b, indent + 1);
+      *col = indent + 1;
+    } else {
+      luaL_addchar(b, ' ');
+      (*col)++;
+    }
+  }
+  luaL_addstring(b, word);
+  *col += len;
+  *owed = false;
+}
+
 static void emit(lua_State *L, luaL_Buffer *b, layout *lo, int axis, int64_t *idx, int indent) {
   const gl_array *a = lo->a;
   int64_t n = a->shape[axis];
   luaL_addchar(b, '[');
   int col = indent + 1;
+  bool owed = false;
   for (int64_t i = 0; i < n; i++) {
     if (!shown(lo, axis, i)) {
-      if (axis + 1 == a->ndim) { luaL_addstring(b, "..., "); col += 5; }
-      else {
+      if (axis + 1 == a->ndim) {
+        put_word(b, lo, "...,", 4, indent, &col, &owed);
+        owed = true;
+      } else {
         luaL_addstring(b, "...,\n");
         for (int k = axis + 1; k < a->ndim - 1; k++) luaL_addchar(b, '\n');
         add_spaces(b, indent + 1);
@@ -163,16 +211,9 @@ static void emit(lua_State *L, luaL_Buffer *b, layout *lo, int axis, int64_t *id
     }
     char buf[64], cell[96];
     int len = format_one(&lo->f, elem(lo, elem_index(lo, idx)), buf, true);
-    snprintf(cell, sizeof cell, "%*s%s", lo->f.width - len, "", buf);
-    int w = lo->f.width + (last ? 1 : 2);
-    if (col + w > LINEWIDTH && col > indent + 1) {   /* wrap the row */
-      luaL_addchar(b, '\n');
-      add_spaces(b, indent + 1);
-      col = indent + 1;
-    }
-    luaL_addstring(b, cell);
-    if (!last) luaL_addstring(b, ", ");
-    col += w;
+    snprintf(cell, sizeof cell, "%*s%s%s", lo->f.width - len, "", buf, last ? "" : ",");
+    put_word(b, lo, cell, lo->f.width, indent, &col, &owed);
+    if (!last) { col++; owed = true; }
   }
   luaL_addchar(b, ']');
 }
@@ -194,7 +235,7 @@ int gl_lua_tostring(lua_State *L) {
   luaL_buffinit(L, &b);
   char tmp[96];
   if (a->ndim == 0) {
-    format_one(&lo.f, elem(&lo, 0), tmp, false);
+    format_scalar(&lo.f, elem(&lo, 0), tmp);
     luaL_addstring(&b, tmp);
     luaL_pushresult(&b);
     return 1;

@@ -1,0 +1,88 @@
+-- spec/helper.lua — shared by every spec: the module, the devices to test on, and
+-- tolerant comparisons.  local h = require "spec.helper"
+local gpu = require "gpu"
+local M = { gpu = gpu }
+
+-- Devices the op specs run on: the cpu, plus cuda when one answers. GPULUA_TEST_DEVICES
+-- (comma-separated, e.g. "cuda") restricts the list (make test-gpu sets it).
+function M.devices()
+  local want = os.getenv("GPULUA_TEST_DEVICES")
+  local list = { "cpu" }
+  if gpu.is_available() then list[#list + 1] = "cuda" end
+  if want and want ~= "" then
+    local out = {}
+    for d in want:gmatch("[^,]+") do
+      for _, have in ipairs(list) do if have == d then out[#out + 1] = d end end
+    end
+    return out
+  end
+  return list
+end
+
+-- Flattens an array, a nested table or a number into a flat list of numbers/booleans.
+local function flat(x, out)
+  out = out or {}
+  if type(x) == "userdata" then x = x:totable() end
+  if type(x) == "table" then
+    for _, v in ipairs(x) do flat(v, out) end
+  else
+    out[#out + 1] = x
+  end
+  return out
+end
+M.flat = flat
+
+local function num_close(a, b, tol)
+  if type(a) == "boolean" or type(b) == "boolean" then return a == b end
+  if a ~= a then return b ~= b end                       -- NaN in the same places
+  if a == b then return true end                         -- also equal infinities
+  if a == math.huge or a == -math.huge or b == math.huge or b == -math.huge then return false end
+  return math.abs(a - b) <= tol * (1 + math.abs(b))
+end
+
+-- close(a, b [, tol]): same shape (when both are arrays) and elements equal within
+-- tol (relative + absolute). Returns true, or false and a message.
+function M.close(a, b, tol)
+  tol = tol or 1e-6
+  if type(a) == "userdata" and type(b) == "userdata" then
+    local sa, sb = table.concat(a.shape, ","), table.concat(b.shape, ",")
+    if sa ~= sb then return false, ("shapes (%s) and (%s) differ"):format(sa, sb) end
+  end
+  local fa, fb = flat(a), flat(b)
+  if #fa ~= #fb then return false, ("sizes %d and %d differ"):format(#fa, #fb) end
+  for i = 1, #fa do
+    if not num_close(fa[i], fb[i], tol) then
+      return false, ("element %d: %s vs %s (tol %g)"):format(i, tostring(fa[i]), tostring(fb[i]), tol)
+    end
+  end
+  return true
+end
+
+-- assert_close(a, b [, tol]) for use inside it() blocks.
+function M.assert_close(a, b, tol)
+  local ok, msg = M.close(a, b, tol)
+  assert(ok, msg)
+end
+
+-- parity(fn, inputs [, tol]): runs fn on copies of the inputs on every device and
+-- compares each device's result with the cpu's.
+function M.parity(fn, inputs, tol)
+  local ref
+  for _, d in ipairs(M.devices()) do
+    local args = {}
+    for i, x in ipairs(inputs) do args[i] = type(x) == "userdata" and x:to(d) or x end
+    local r = fn(table.unpack(args))
+    if type(r) == "userdata" then r = r:to("cpu") end
+    if ref == nil then ref = r else M.assert_close(r, ref, tol) end
+  end
+end
+
+-- Runs a shell command; returns its exit status, stdout and stderr.
+function M.run(cmd)
+  local out, err = os.tmpname(), os.tmpname()
+  local ok, _, code = os.execute(cmd .. " >" .. out .. " 2>" .. err)
+  local function slurp(p) local f = io.open(p); local s = f and f:read("a") or ""; if f then f:close() end; os.remove(p); return s end
+  return ok and 0 or code, slurp(out), slurp(err)
+end
+
+return M

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Runs the whole spec suite: busted under the given gpulua binary, busted under the stock
+# lua5.4 loading ./gpu.so, and the embedding example; ends with "N passed, N failed".
+# usage: tools/run-tests.sh ./gpulua [busted args...]
+BIN=${1:-./gpulua}
+[ $# -gt 0 ] && shift
+# specs that start the CLI as a subprocess (spec/cli_spec.lua) run the binary under test
+GPULUA_BIN=$BIN
+export GPULUA_BIN
+BUSTED=${BUSTED:-$(command -v busted || echo /usr/bin/busted)}
+LUA=${BUSTED_LUA:-$(command -v lua5.4 || echo lua5.4)}
+SPECS=${SPECS:-spec}
+passed=0; failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# run_busted NAME CMD... : runs busted with TAP output, counts ok / not ok lines
+run_busted() {
+  name=$1; shift
+  echo "== $name"
+  "$@" -o TAP "$SPECS" > "$log/$name.out" 2>&1
+  status=$?
+  ok=$(grep -c '^ok ' "$log/$name.out")
+  nok=$(grep -c '^not ok ' "$log/$name.out")
+  grep -A12 '^not ok ' "$log/$name.out" | head -150
+  if [ "$ok" -eq 0 ] && [ "$nok" -eq 0 ] || { [ "$status" -ne 0 ] && [ "$nok" -eq 0 ]; }; then
+    echo "$name: busted exited with status $status and no failing test line:"
+    tail -20 "$log/$name.out"
+    nok=$((nok + 1))
+  fi
+  echo "$name: $ok passed, $nok failed"
+  passed=$((passed + ok)); failed=$((failed + nok))
+}
+
+run_busted gpulua "$BIN" "$BUSTED" "$@"
+
+if [ -z "$GPULUA_ASAN" ]; then
+  # the stock interpreter loads gpu.so from the repository root
+  LUA_CPATH="./?.so;${LUA_CPATH:-;;}" GPULUA_HOST=lua5.4 run_busted lua5.4 "$LUA" "$BUSTED" "$@"
+
+  echo "== embed"
+  if make -s -C examples/embed > "$log/embed.out" 2>&1 && examples/embed/embed >> "$log/embed.out" 2>&1 \
+     && grep -q '^embed: ok' "$log/embed.out"; then
+    echo "embed: 1 passed, 0 failed"; passed=$((passed + 1))
+  else
+    cat "$log/embed.out"; echo "embed: 0 passed, 1 failed"; failed=$((failed + 1))
+  fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
