@@ -1,0 +1,119 @@
+-- sort_spec.lua — sort, argsort, topk: stable, NaN last in both orders, any axis,
+-- every dtype. Expected values worked out by hand (NumPy's stable sort).
+local h = require "spec.helper"
+local gpu = h.gpu
+
+local function shape(x) return table.concat(x.shape, ",") end
+local function errmsg(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok)
+  return tostring(e)
+end
+local nan = 0 / 0
+
+for _, dev in ipairs(h.devices()) do
+  local function A(t, dt) return gpu.array(t, { dtype = dt or "float32", device = dev }) end
+
+  describe("sort and argsort on " .. dev, function()
+    it("sorts every dtype ascending and descending", function()
+      for _, dt in ipairs{ "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8" } do
+        local x = A({ 3, 1, 2, 5, 0, 2 }, dt)
+        local s = x:sort()
+        assert.equal(dt, s.dtype)
+        assert.same({ 0, 1, 2, 2, 3, 5 }, h.flat(s))
+        assert.same({ 5, 3, 2, 2, 1, 0 }, h.flat(gpu.sort(x, { descending = true })))
+        assert.same({ 5, 2, 3, 6, 1, 4 }, h.flat(x:argsort()))
+        assert.same({ 4, 1, 3, 6, 2, 5 }, h.flat(x:argsort(-1, { descending = true })))   -- ties keep order
+        assert.same({ 3, 1, 2, 5, 0, 2 }, h.flat(x))                                      -- input untouched
+      end
+      local b = A({ true, false, true, false }, "bool")
+      assert.same({ false, false, true, true }, h.flat(b:sort()))
+      assert.same({ 2, 4, 1, 3 }, h.flat(b:argsort()))
+    end)
+
+    it("argsort is int64 and 1-based", function()
+      local i = A{ 2, 1 }:argsort()
+      assert.equal("int64", i.dtype); assert.same({ 2, 1 }, i:totable())
+    end)
+
+    it("puts NaN last in both orders, stably", function()
+      local x = A{ 2, nan, -1, 2, 0, nan, 5 }
+      assert.same({ 3, 5, 1, 4, 7, 2, 6 }, x:argsort():totable())
+      assert.same({ 7, 1, 4, 5, 3, 2, 6 }, x:argsort({ descending = true }):totable())
+      local s = A({ 2, nan, -1 }, "float64"):sort({ descending = true }):totable()
+      assert.same({ 2, -1 }, { s[1], s[2] }); assert.is_true(s[3] ~= s[3])
+      local f = A({ nan, 1, -math.huge, math.huge }, "float16"):sort():totable()
+      assert.same({ -math.huge, 1, math.huge }, { f[1], f[2], f[3] }); assert.is_true(f[4] ~= f[4])
+    end)
+
+    it("sorts along any axis, negative axes and non-contiguous inputs", function()
+      local m = A({ { 3, 1, 2 }, { 0, 5, 4 } }, "int64")
+      assert.same({ { 0, 1, 2 }, { 3, 5, 4 } }, m:sort(1):totable())
+      assert.same({ { 2, 1, 1 }, { 1, 2, 2 } }, m:argsort(1):totable())
+      assert.same({ { 1, 2, 3 }, { 0, 4, 5 } }, m:sort(-1):totable())
+      assert.same({ { 2, 3, 1 }, { 1, 3, 2 } }, m:argsort(2):totable())
+      assert.same({ { 0, 3 }, { 1, 5 }, { 2, 4 } }, m.T:sort():totable())       -- lanes are strided
+      assert.same({ { 3, 0 }, { 5, 1 }, { 4, 2 } }, m.T:sort(-1, { descending = true }):totable())
+      assert.same({ { 1, 2, 3 }, { 0, 4, 5 } }, m:flip(2):sort(2):totable())       -- negative strides
+      assert.same({ { 2, 1, 3 }, { 3, 1, 2 } }, m:flip(2):argsort(2):totable())
+      assert.same({ { 3, 1, 2 }, { 0, 5, 4 } }, m:totable())
+    end)
+
+    it("handles 0-size axes, 0-d arrays and long lanes", function()
+      assert.equal("0,3", shape(gpu.zeros(0, 3, { device = dev }):sort(1)))
+      assert.equal("3,0", shape(gpu.zeros(3, 0, { device = dev }):argsort()))
+      assert.equal(7, gpu.array(7, { device = dev }):sort():item())
+      -- a lane long enough to merge many runs, several lanes (threads)
+      local n = 5000
+      local x = gpu.arange(n, 0, -1, { dtype = "int32", device = dev }) % 7        -- n..1 mod 7
+      local s = x:sort()
+      local t = s:totable()
+      for i = 2, n do assert(t[i - 1] <= t[i]) end
+      local i = x:argsort():totable()
+      local xt = x:totable()
+      for k = 2, n do                                  -- stable: equal keys in increasing position
+        assert(xt[i[k - 1]] < xt[i[k]] or (xt[i[k - 1]] == xt[i[k]] and i[k - 1] < i[k]))
+      end
+      local big = gpu.arange(40000, { dtype = "float32", device = dev }):reshape(40, 1000):flip(2)
+      local bs = big:sort()
+      assert.equal(2000, bs[{ 3, 1 }]); assert.equal(2999, bs[{ 3, -1 }])
+    end)
+
+    it("rejects bad axes and options", function()
+      local x = A{ 1, 2 }
+      assert.matches("axis 2", errmsg(gpu.sort, x, 2))
+      assert.matches("sort", errmsg(gpu.sort, x, 2))
+      assert.matches("unknown option 'desc'", errmsg(gpu.argsort, x, { desc = true }))
+      assert.matches("boolean", errmsg(gpu.sort, x, -1, { descending = 1 }))
+      assert.same({ 1, 2 }, x:totable())
+    end)
+  end)
+
+  describe("topk on " .. dev, function()
+    it("returns the k largest (or smallest) with 1-based positions", function()
+      local x = A{ 3, 1, 4, 1, 5, 9, 2, 6 }
+      local v, i = x:topk(3)
+      assert.same({ 9, 6, 5 }, v:totable()); assert.same({ 6, 8, 5 }, i:totable())
+      assert.equal("int64", i.dtype); assert.equal("float32", v.dtype)
+      v, i = gpu.topk(x, 2, { largest = false })
+      assert.same({ 1, 1 }, v:totable()); assert.same({ 2, 4 }, i:totable())
+      local m = A({ { 1, 8, 3 }, { 7, 2, 9 } }, "int32")
+      v, i = m:topk(1, 1)
+      assert.same({ { 7, 8, 9 } }, v:totable()); assert.same({ { 2, 1, 2 } }, i:totable())
+      v, i = m:topk(0)
+      assert.equal("2,0", shape(v)); assert.equal("2,0", shape(i))
+      v = A{ nan, 1, 2 }:topk(2)
+      assert.same({ 2, 1 }, v:totable())                 -- NaN sorts last, as in sort
+    end)
+
+    it("rejects k out of range and bad axes", function()
+      local x = A{ 1, 2, 3 }
+      local e = errmsg(gpu.topk, x, 4)
+      assert.matches("k = 4", e); assert.matches("size 3", e); assert.matches("topk", e)
+      assert.matches("k = %-1", errmsg(gpu.topk, x, -1))
+      assert.matches("axis 2", errmsg(gpu.topk, x, 1, 2))
+      assert.matches("unknown option", errmsg(gpu.topk, x, 1, { biggest = true }))
+      assert.same({ 1, 2, 3 }, x:totable())
+    end)
+  end)
+end

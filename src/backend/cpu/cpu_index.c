@@ -1,0 +1,303 @@
+/*
+** cpu_index.c — gather, scatter, boolean-mask selection and sort on the CPU.
+**
+** Gather, scatter and mask selection only move elements, so their loops are stamped per
+** element width (1, 2, 4, 8 bytes), not per dtype; only scatter with accumulate needs
+** the dtype's arithmetic. Sort is stamped per dtype: each lane (all axes but the sorted
+** one) is copied into a buffer of compute-type keys and 0-based positions, merge-sorted
+** there (stable), and written back. NaNs are moved to the end of a lane first, so the
+** comparisons inside the sort never see one.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "cpu.h"
+#include "../../../kernels/convert.h"
+
+/* Below this many elements a call runs on one thread. */
+#define PAR_MIN 32768
+
+/* Element offset in 'a' of the start of row r of the shape 'sh' (rows: every axis but
+** the last), leaving out the axis 'ax', and the coordinate along 'ax' (-1 if it is the
+** last axis). */
+static int64_t row_offset(const int64_t *sh, const gl_array *a, int64_t r, int ax, int64_t *coord) {
+  int64_t off = 0;
+  *coord = -1;
+  for (int d = a->ndim - 2; d >= 0; d--) {
+    int64_t i = r % sh[d];
+    r /= sh[d];
+    if (d == ax) *coord = i;
+    else off += i * a->strides[d];
+  }
+  return off;
+}
+
+/* ---- gather / scatter ------------------------------------------------------------------- */
+
+/* One row of a gather or scatter: n elements, 'id' the destination's positions (NULL:
+** j), 'is' the source's (NULL: j). */
+#define GL_MOVE_ROW(T)                                                                  \
+  static void move_row_##T(T *d, int64_t ds, const int64_t *id, const T *s, int64_t ss, \
+                           const int64_t *is, int64_t n) {                              \
+    if (id == NULL && is == NULL)                                                       \
+      for (int64_t j = 0; j < n; j++) d[j * ds] = s[j * ss];                            \
+    else if (id == NULL)                                                                \
+      for (int64_t j = 0; j < n; j++) d[j * ds] = s[is[j] * ss];                        \
+    else if (is == NULL)                                                                \
+      for (int64_t j = 0; j < n; j++) d[id[j] * ds] = s[j * ss];                        \
+    else                                                                                \
+      for (int64_t j = 0; j < n; j++) d[id[j] * ds] = s[is[j] * ss];                    \
+  }
+GL_MOVE_ROW(uint8_t)
+GL_MOVE_ROW(uint16_t)
+GL_MOVE_ROW(uint32_t)
+GL_MOVE_ROW(uint64_t)
+
+static void move_row(size_t sz, void *d, int64_t ds, const int64_t *id, const void *s,
+                     int64_t ss, const int64_t *is, int64_t n) {
+  switch (sz) {
+    case 1: move_row_uint8_t(d, ds, id, s, ss, is, n); break;
+    case 2: move_row_uint16_t(d, ds, id, s, ss, is, n); break;
+    case 4: move_row_uint32_t(d, ds, id, s, ss, is, n); break;
+    default: move_row_uint64_t(d, ds, id, s, ss, is, n); break;
+  }
+}
+
+/* dst[..., j, ...] += src[..., j or idx[j], ...] in the dtype's arithmetic (bool: or). */
+#define GL_ADD_ROW(DN, DT, DK, DE)                                                       \
+  static void add_row_##DN(void *d_, int64_t ds, const int64_t *id, const void *s_,       \
+                           int64_t ss, int64_t n) {                                      \
+    DT *d = d_;                                                                          \
+    const DT *s = s_;                                                                    \
+    for (int64_t j = 0; j < n; j++) {                                                    \
+      DT *p = &d[(id ? id[j] : j) * ds];                                                 \
+      *p = GL_STORE_##DN##_##DK(GL_LOAD_##DN(*p) + GL_LOAD_##DN(s[j * ss]));             \
+    }                                                                                    \
+  }
+GL_FOREACH_DTYPE(GL_ADD_ROW)
+
+typedef void (*add_row_fn)(void *d, int64_t ds, const int64_t *id, const void *s, int64_t ss,
+                           int64_t n);
+#define GL_ADD_ENTRY(DN, DT, DK, DE) [DE] = add_row_##DN,
+static const add_row_fn add_rows[GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_ADD_ENTRY) };
+
+/* The shared walk of gather (indirect source) and scatter (indirect destination): 'ind'
+** is the array whose 'axis' is indexed through idx, 'dir' the one walked directly; both
+** have the shape of 'dir'. */
+static void index_walk(const gl_array *dst, const gl_array *src, int axis, const int64_t *idx,
+                       bool scatter, bool accumulate) {
+  const gl_array *dir = scatter ? src : dst;
+  int nd = dir->ndim;
+  if (dir->size == 0) return;
+  size_t sz = gl_dtypes[dst->dtype].size;
+  int64_t inner = dir->shape[nd - 1];
+  int64_t rows = dir->size / inner;
+  char *d = gl_array_data(dst);
+  const char *s = gl_array_data(src);
+  int64_t ds = dst->strides[nd - 1], ss = src->strides[nd - 1];
+  bool last = axis == nd - 1;
+  add_row_fn add = add_rows[dst->dtype];
+  /* gathers write disjoint rows, so they may run in parallel; scatters run in order so
+  ** that repeated positions are deterministic (the last write wins, as in NumPy) */
+  #pragma omp parallel for schedule(static) if (!scatter && dir->size >= PAR_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t c;
+    int64_t od = row_offset(dir->shape, dst, r, axis, &c), os = row_offset(dir->shape, src, r, axis, &c);
+    if (!last) {              /* the indexed axis is one of the row's coordinates */
+      if (scatter) { od += idx[c] * dst->strides[axis]; os += c * src->strides[axis]; }
+      else { os += idx[c] * src->strides[axis]; od += c * dst->strides[axis]; }
+    }
+    const int64_t *id = last && scatter ? idx : NULL, *is = last && !scatter ? idx : NULL;
+    if (accumulate)
+      add(d + od * (int64_t)sz, ds, id, s + os * (int64_t)sz, ss, inner);
+    else
+      move_row(sz, d + od * (int64_t)sz, ds, id, s + os * (int64_t)sz, ss, is, inner);
+  }
+}
+
+gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx) {
+  index_walk(dst, src, axis, gl_array_data(idx), false, false);
+  return GL_OK;
+}
+
+gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
+                         bool accumulate) {
+  index_walk(dst, src, axis, gl_array_data(idx), true, accumulate);
+  return GL_OK;
+}
+
+/* ---- mask selection ------------------------------------------------------------------------ */
+
+#define GL_SELECT_ROW(T)                                                                 \
+  static int64_t select_row_##T(T *d, int64_t ds, const T *s, int64_t ss, const uint8_t *m, \
+                                int64_t ms, int64_t n) {                                  \
+    int64_t k = 0;                                                                        \
+    for (int64_t j = 0; j < n; j++)                                                       \
+      if (m[j * ms]) d[(k++) * ds] = s[j * ss];                                           \
+    return k;                                                                             \
+  }
+GL_SELECT_ROW(uint8_t)
+GL_SELECT_ROW(uint16_t)
+GL_SELECT_ROW(uint32_t)
+GL_SELECT_ROW(uint64_t)
+
+gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask) {
+  const gl_array *ops[2] = { src, mask };
+  gl_iter it;
+  gl_iter_init(&it, 2, ops);
+  size_t sz = gl_dtypes[src->dtype].size;
+  char *d = gl_array_data(dst);
+  const char *s = gl_array_data(src);
+  const uint8_t *m = gl_array_data(mask);
+  int64_t ds = dst->strides[0], k = 0, nd = it.ndim;
+  for (int64_t r = 0; r < it.rows; r++) {
+    int64_t off[2];
+    gl_iter_row(&it, r, off);
+    char *dp = d + k * ds * (int64_t)sz;
+    const char *sp = s + off[0] * (int64_t)sz;
+    const uint8_t *mp = m + off[1];
+    int64_t sst = it.strides[0][nd - 1], mst = it.strides[1][nd - 1];
+    switch (sz) {
+      case 1: k += select_row_uint8_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
+      case 2: k += select_row_uint16_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
+      case 4: k += select_row_uint32_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
+      default: k += select_row_uint64_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
+    }
+  }
+  return GL_OK;
+}
+
+/* ---- sort ---------------------------------------------------------------------------------- */
+
+/* Runs shorter than this are sorted by insertion before merging. */
+#define SORT_RUN 16
+
+/* Per dtype: the compute type of keys and its NaN test. */
+#define NO_NAN(v) ((void)(v), 0)
+#define IS_NAN(v) ((v) != (v))
+#define SK_boolean  uint8_t, NO_NAN
+#define SK_uint8    uint8_t, NO_NAN
+#define SK_int32    int32_t, NO_NAN
+#define SK_int64    int64_t, NO_NAN
+#define SK_float16  float, IS_NAN
+#define SK_bfloat16 float, IS_NAN
+#define SK_float32  float, IS_NAN
+#define SK_float64  double, IS_NAN
+
+/* A stable merge sort of n (key, position) pairs, ascending or descending, ping-ponging
+** between (k, p) and the scratch (k2, p2); the result ends in (k, p). */
+#define GL_SORT_KEYS(DN, KT)                                                               \
+  static void sort_keys_##DN(KT *k, int64_t *p, KT *k2, int64_t *p2, int64_t n, bool desc) { \
+    for (int64_t lo = 0; lo < n; lo += SORT_RUN) {                                         \
+      int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;                                  \
+      for (int64_t i = lo + 1; i < hi; i++) {                                              \
+        KT kv = k[i];                                                                      \
+        int64_t pv = p[i], j = i;                                                          \
+        while (j > lo && (desc ? kv > k[j - 1] : kv < k[j - 1])) {                         \
+          k[j] = k[j - 1]; p[j] = p[j - 1]; j--;                                           \
+        }                                                                                  \
+        k[j] = kv; p[j] = pv;                                                              \
+      }                                                                                    \
+    }                                                                                      \
+    KT *ka = k, *kb = k2;                                                                  \
+    int64_t *pa = p, *pb = p2;                                                             \
+    for (int64_t w = SORT_RUN; w < n; w *= 2) {                                            \
+      for (int64_t lo = 0; lo < n; lo += 2 * w) {                                          \
+        int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;       \
+        int64_t i = lo, j = mid, o = lo;                                                   \
+        while (i < mid && j < hi) {                                                        \
+          bool right = desc ? ka[j] > ka[i] : ka[j] < ka[i];                               \
+          if (right) { kb[o] = ka[j]; pb[o++] = pa[j++]; }                                 \
+          else { kb[o] = ka[i]; pb[o++] = pa[i++]; }                                       \
+        }                                                                                  \
+        while (i < mid) { kb[o] = ka[i]; pb[o++] = pa[i++]; }                              \
+        while (j < hi) { kb[o] = ka[j]; pb[o++] = pa[j++]; }                               \
+      }                                                                                    \
+      KT *kt = ka; ka = kb; kb = kt;                                                       \
+      int64_t *pt = pa; pa = pb; pb = pt;                                                  \
+    }                                                                                      \
+    if (ka != k) { memcpy(k, ka, (size_t)n * sizeof *k); memcpy(p, pa, (size_t)n * sizeof *p); } \
+  }
+
+/* One lane: non-NaN keys to the front, NaN positions to the tail (in order); sort the
+** front; write values (copied from the source, so NaN payloads survive) and positions. */
+#define GL_SORT_LANE(DN, DT, DK, DE) GL_SORT_LANE_X(DN, DT, SK_##DN)
+#define GL_SORT_LANE_X(DN, DT, ...) GL_SORT_LANE_(DN, DT, __VA_ARGS__)
+#define GL_SORT_LANE_(DN, DT, KT, ISNAN)                                                  \
+  GL_SORT_KEYS(DN, KT)                                                                     \
+  static void sort_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is,             \
+                             const void *src_, int64_t ss, int64_t n, bool desc, void *buf) { \
+    const DT *src = src_;                                                                  \
+    int64_t *p = buf, *p2 = p + n;          /* positions first: 8-byte aligned */          \
+    KT *k = (KT *)(void *)(p2 + n), *k2 = k + n;                                           \
+    int64_t m = 0, t = n;                                                                  \
+    for (int64_t j = 0; j < n; j++) {                                                      \
+      KT v = (KT)GL_LOAD_##DN(src[j * ss]);                                                \
+      if (ISNAN(v)) p[--t] = j;                                                            \
+      else { k[m] = v; p[m++] = j; }                                                       \
+    }                                                                                      \
+    for (int64_t a = t, b = n - 1; a < b; a++, b--) {                                      \
+      int64_t x = p[a]; p[a] = p[b]; p[b] = x;                                             \
+    }                                                                                      \
+    sort_keys_##DN(k, p, k2, p2, m, desc);                                                 \
+    for (int64_t j = 0; j < n; j++) {                                                      \
+      if (vout) ((DT *)vout)[j * vs] = src[p[j] * ss];                                     \
+      if (iout) iout[j * is] = p[j];                                                       \
+    }                                                                                      \
+  }
+GL_FOREACH_DTYPE(GL_SORT_LANE)
+
+typedef void (*sort_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
+                             int64_t ss, int64_t n, bool desc, void *buf);
+#define GL_SORT_ENTRY(DN, DT, DK, DE) [DE] = sort_lane_##DN,
+static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_SORT_ENTRY) };
+
+/* Element offset of lane r of 'a': every axis but 'axis', in C order. */
+static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
+  int64_t off = 0;
+  for (int d = a->ndim - 1; d >= 0 && r > 0; d--) {
+    if (d == axis) continue;
+    off += (r % a->shape[d]) * a->strides[d];
+    r /= a->shape[d];
+  }
+  return off;
+}
+
+gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
+                      int axis, bool descending) {
+  int64_t n = src->ndim ? src->shape[axis] : 1;
+  if (src->size == 0 || n == 0) return GL_OK;
+  int64_t lanes = src->size / n;
+  size_t sz = gl_dtypes[src->dtype].size;
+  /* keys of at most 8 bytes, twice, and positions, twice */
+  size_t bufsz = (size_t)n * 2 * (8 + sizeof(int64_t));
+  sort_lane_fn fn = sort_lanes[src->dtype];
+  const char *s = gl_array_data(src);
+  char *v = values ? gl_array_data(values) : NULL;
+  int64_t *ip = indices ? gl_array_data(indices) : NULL;
+  int64_t ss = src->ndim ? src->strides[axis] : 1;
+  int64_t vs = values && values->ndim ? values->strides[axis] : 1;
+  int64_t is = indices && indices->ndim ? indices->strides[axis] : 1;
+  bool failed = false;
+  #pragma omp parallel if (src->size >= PAR_MIN && lanes > 1)
+  {
+    void *buf = malloc(bufsz);    /* per thread; every thread still meets the 'for' */
+    if (buf == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t r = 0; r < lanes; r++) {
+      if (buf == NULL) continue;
+      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
+      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
+      fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf);
+    }
+    free(buf);
+  }
+  if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
+  return GL_OK;
+}

@@ -1,0 +1,430 @@
+/*
+** lindexing.c — indexing by arrays (x[mask], x[idx], take, index, index_put_), joining
+** and splitting (concat, stack, split), tile, repeat, flip, roll, and sorting (sort,
+** argsort, topk) from Lua. Indices and axes are 1-based, negatives from the end.
+*/
+#include <string.h>
+#include "lgpu.h"
+
+/* ---- arguments ------------------------------------------------------------------------------ */
+
+/* An optional axis argument (nil: 'def', which may be INT_MIN for "none"); 0-based result. */
+static int opt_axis(lua_State *L, int idx, int ndim, int64_t def, bool *given) {
+  int ax = 0;
+  *given = !lua_isnoneornil(L, idx);
+  int64_t a = *given ? gl_lua_int(L, idx, "axis") : def;
+  gl_lua_check_status(L, gl_axis_norm(a, ndim, &ax), idx);
+  return ax;
+}
+
+/* Boolean options of a trailing table at idx; unknown keys are errors. 'names' and
+** 'vals' have n entries; vals hold the defaults on entry. */
+static void read_flags(lua_State *L, int idx, int n, const char *const *names, bool *vals) {
+  if (lua_isnoneornil(L, idx)) return;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int k = -1;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; i < n; i++) if (strcmp(lua_tostring(L, -2), names[i]) == 0) k = i;
+    if (k < 0) {
+      lua_pushvalue(L, -2);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s'", luaL_tolstring(L, -1, NULL)));
+    }
+    if (!lua_isboolean(L, -1))
+      luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be a boolean, got %s", names[k], luaL_typename(L, -1)));
+    vals[k] = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+}
+
+/* The arrays of the list at idx, in a scratch userdata left on the stack. */
+static const gl_array **check_list(lua_State *L, int idx, int *n) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer len = luaL_len(L, idx);
+  if (len < 1) luaL_argerror(L, idx, "need a non-empty list of arrays");
+  if (len > 1 << 20) luaL_argerror(L, idx, "too many arrays");
+  const gl_array **xs = lua_newuserdatauv(L, (size_t)len * sizeof *xs, 0);
+  for (lua_Integer i = 1; i <= len; i++) {
+    lua_geti(L, idx, i);
+    gl_array *a = gl_lua_test(L, -1);
+    if (a == NULL)
+      luaL_argerror(L, idx, lua_pushfstring(L, "element #%I is a %s, expected gpu.array", i, luaL_typename(L, -1)));
+    if (a->storage == NULL) luaL_argerror(L, idx, lua_pushfstring(L, "element #%I is a closed array", i));
+    xs[i - 1] = a;
+    lua_pop(L, 1);       /* the list keeps it alive */
+  }
+  *n = (int)len;
+  return xs;
+}
+
+static void account(lua_State *L, const gl_array *a) {
+  if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
+}
+
+static gl_operand value_operand(lua_State *L, int idx) {
+  gl_operand o = { NULL, gl_scalar_int(0) };
+  if (gl_lua_test(L, idx)) o.arr = gl_lua_check(L, idx);
+  else o.s = gl_lua_scalar(L, idx, idx);
+  return o;
+}
+
+/* x flattened to 1-D: a view when possible, else a copy (pushed either way). */
+static gl_array *push_flat(lua_State *L, const gl_array *x) {
+  int64_t n = x->size;
+  gl_array *f = gl_lua_push(L);
+  gl_array_view_of(f, x);
+  if (gl_view_reshape(f, 1, &n) == GL_OK) return f;
+  gl_array_release(f);
+  gl_lua_check_status(L, gl_op_copy(f, x, (gl_dtype)x->dtype, gl_array_device(x)), 0);
+  gl_lua_check_status(L, gl_view_reshape(f, 1, &n), 0);
+  return f;
+}
+
+/* ---- x[array] and x[array] = v (called from larray.c) ----------------------------------------- */
+
+static void check_key_dtype(lua_State *L, const gl_array *k, int arg) {
+  if (k->dtype != GL_BOOL && k->dtype != GL_INT32 && k->dtype != GL_INT64)
+    luaL_argerror(L, arg, lua_pushfstring(L, "an array index must be a bool mask or an int32/int64 array, got %s",
+                                          gl_dtypes[k->dtype].name));
+}
+
+int gl_lua_index_array(lua_State *L, const gl_array *x, int key) {
+  gl_array *k = gl_lua_check(L, key);
+  check_key_dtype(L, k, key);
+  gl_array *out = gl_lua_push(L);
+  if (k->dtype == GL_BOOL) gl_lua_check_status(L, gl_op_mask_select(out, x, k), key);
+  else {
+    if (x->ndim == 0) luaL_argerror(L, key, "cannot index a 0-d array with an integer array");
+    gl_lua_check_status(L, gl_op_take(out, x, 0, k), key);
+  }
+  account(L, out);
+  return 1;
+}
+
+void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val) {
+  gl_array *k = gl_lua_check(L, key);
+  check_key_dtype(L, k, key);
+  gl_operand v = value_operand(L, val);
+  if (k->dtype == GL_BOOL) gl_lua_check_status(L, gl_op_mask_assign(x, k, v), key);
+  else {
+    if (x->ndim == 0) luaL_argerror(L, key, "cannot index a 0-d array with an integer array");
+    gl_lua_check_status(L, gl_op_index_put(x, 0, k, v, false), key);
+  }
+}
+
+/* ---- take, index, index_put_, masked_select ------------------------------------------------------ */
+
+/* gpu.take(x, idx [, axis]): NumPy's take; no axis: over x flattened. */
+static int l_take(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_array *idx = gl_lua_check(L, 2);
+  int axis = 0;
+  lua_settop(L, 3);
+  if (lua_isnil(L, 3)) x = push_flat(L, x);
+  else {
+    bool given;
+    if (x->ndim == 0) luaL_argerror(L, 3, "a 0-d array has no axes");
+    axis = opt_axis(L, 3, x->ndim, 1, &given);
+  }
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_take(out, x, axis, idx), 2);
+  account(L, out);
+  return 1;
+}
+
+/* x:index(axis, idx): take along an axis. */
+static int l_index(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_array *idx = gl_lua_check(L, 3);
+  bool given;
+  if (x->ndim == 0) luaL_argerror(L, 2, "a 0-d array has no axes");
+  int axis = opt_axis(L, 2, x->ndim, 1, &given);
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_take(out, x, axis, idx), 3);
+  account(L, out);
+  return 1;
+}
+
+/* x:index_put_(axis, idx, values [, {accumulate = true}]): scatter in place; returns x. */
+static int l_index_put_(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  bool given;
+  if (x->ndim == 0) luaL_argerror(L, 2, "a 0-d array has no axes");
+  int axis = opt_axis(L, 2, x->ndim, 1, &given);
+  gl_array *idx = gl_lua_check(L, 3);
+  gl_operand v = value_operand(L, 4);
+  static const char *const names[] = { "accumulate" };
+  bool acc = false;
+  read_flags(L, 5, 1, names, &acc);
+  gl_lua_check_status(L, gl_op_index_put(x, axis, idx, v, acc), 3);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* gpu.masked_select(x, mask) = x[mask]. */
+static int l_masked_select(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_array *m = gl_lua_check(L, 2);
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_mask_select(out, x, m), 2);
+  account(L, out);
+  return 1;
+}
+
+/* ---- concat, stack, split -------------------------------------------------------------------- */
+
+static int join(lua_State *L, bool stack) {
+  int n;
+  lua_settop(L, 2);                  /* the scratch list goes above the arguments */
+  const gl_array **xs = check_list(L, 1, &n);
+  int ndim = xs[0]->ndim + (stack ? 1 : 0), axis = 0;
+  if (ndim == 0) luaL_argerror(L, 1, "array #1 is 0-d; 0-d arrays cannot be concatenated");
+  bool given;
+  axis = opt_axis(L, 2, ndim, 1, &given);
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, stack ? gl_op_stack(out, n, xs, axis) : gl_op_concat(out, n, xs, axis), 1);
+  account(L, out);
+  return 1;
+}
+static int l_concat(lua_State *L) { return join(L, false); }
+static int l_stack(lua_State *L) { return join(L, true); }
+
+/* gpu.split(x, n_or_sizes [, axis=1]) -> list of views. */
+static int l_split(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  if (x->ndim == 0) luaL_argerror(L, 1, "cannot split a 0-d array");
+  bool given;
+  int axis = opt_axis(L, 3, x->ndim, 1, &given);
+  int64_t len = x->shape[axis];
+  int64_t nparts, part = 0;
+  if (lua_istable(L, 2)) {
+    nparts = (int64_t)luaL_len(L, 2);
+    int64_t sum = 0;
+    for (int64_t i = 1; i <= nparts; i++) {
+      lua_geti(L, 2, i);
+      int64_t s = gl_lua_int(L, -1, "section size");
+      if (s < 0) luaL_argerror(L, 2, lua_pushfstring(L, "section size %I is negative", (lua_Integer)s));
+      sum += s;
+      lua_pop(L, 1);
+    }
+    if (sum != len)
+      luaL_argerror(L, 2, lua_pushfstring(L, "section sizes add up to %I but axis %d has size %I",
+                                          (lua_Integer)sum, axis + 1, (lua_Integer)len));
+  } else {
+    nparts = gl_lua_int(L, 2, "number of parts");
+    if (nparts < 1) luaL_argerror(L, 2, lua_pushfstring(L, "number of parts must be at least 1, got %I", (lua_Integer)nparts));
+    if (len % nparts != 0)
+      luaL_argerror(L, 2, lua_pushfstring(L, "axis %d of size %I does not split into %I equal parts",
+                                          axis + 1, (lua_Integer)len, (lua_Integer)nparts));
+    part = len / nparts;
+  }
+  lua_createtable(L, (int)nparts, 0);
+  int64_t at = 0;
+  for (int64_t i = 1; i <= nparts; i++) {
+    int64_t s = part;
+    if (lua_istable(L, 2)) { lua_geti(L, 2, i); s = lua_tointeger(L, -1); lua_pop(L, 1); }
+    gl_array *v = gl_lua_push(L);
+    gl_array_view_of(v, x);
+    gl_view_slice(v, axis, at, 1, s);
+    at += s;
+    lua_rawseti(L, -2, i);
+  }
+  return 1;
+}
+
+/* ---- tile, repeat, flip, roll ----------------------------------------------------------------- */
+
+static int l_tile(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  int64_t reps[GL_MAXDIMS];
+  int n = 0;
+  if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many repetitions");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, 2, i);
+      reps[n++] = gl_lua_int(L, -1, "repetition");
+      lua_pop(L, 1);
+    }
+  } else {
+    reps[n++] = gl_lua_int(L, 2, "repetition");
+  }
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_tile(out, x, n, reps), 2);
+  account(L, out);
+  return 1;
+}
+
+/* x:repeat(n_or_counts [, axis]): NumPy's repeat (each element n times); no axis:
+** flattened. 'repeat' is a Lua keyword, hence also repeat_interleave (torch's name). */
+static int l_repeat(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  int axis = 0;
+  lua_settop(L, 3);
+  if (lua_isnil(L, 3)) x = push_flat(L, x);
+  else {
+    bool given;
+    if (x->ndim == 0) luaL_argerror(L, 3, "a 0-d array has no axes");
+    axis = opt_axis(L, 3, x->ndim, 1, &given);
+  }
+  gl_array *counts = gl_lua_test(L, 2);
+  gl_array *out = gl_lua_push(L);
+  if (counts) gl_lua_check_status(L, gl_op_repeat_counts(out, x, gl_lua_check(L, 2), axis), 2);
+  else gl_lua_check_status(L, gl_op_repeat(out, x, gl_lua_int(L, 2, "repeat count"), axis), 2);
+  account(L, out);
+  return 1;
+}
+
+/* x:flip([axis or {axes}]): a view with negative strides; no axis: every axis. */
+static int l_flip(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  bool flip[GL_MAXDIMS] = { false };
+  if (lua_isnoneornil(L, 2)) {
+    for (int i = 0; i < x->ndim; i++) flip[i] = true;
+  } else {
+    int ax;
+    lua_Integer len = lua_istable(L, 2) ? luaL_len(L, 2) : 1;
+    for (lua_Integer i = 1; i <= len; i++) {
+      int t = 2;
+      if (lua_istable(L, 2)) { lua_geti(L, 2, i); t = lua_gettop(L); }
+      gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, t, "axis"), x->ndim, &ax), 2);
+      if (flip[ax]) luaL_argerror(L, 2, lua_pushfstring(L, "axis %d is repeated", ax + 1));
+      flip[ax] = true;
+      if (t != 2) lua_pop(L, 1);
+    }
+  }
+  gl_array *v = gl_lua_push(L);
+  gl_array_view_of(v, x);
+  for (int i = 0; i < x->ndim; i++)
+    if (flip[i] && v->shape[i] > 0) gl_view_slice(v, i, v->shape[i] - 1, -1, v->shape[i]);
+  return 1;
+}
+
+/* x:roll(shift [, axis]): shift and axis numbers or equal-length tables; no axis: the
+** flattened array is rolled and the shape kept. */
+static int l_roll(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  lua_settop(L, 3);
+  if (lua_isnil(L, 3)) {
+    int64_t shift = gl_lua_int(L, 2, "shift");
+    gl_array *f = push_flat(L, x);
+    gl_array *out = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_roll(out, f, shift, 0), 2);
+    gl_lua_check_status(L, gl_view_reshape(out, x->ndim, x->shape), 0);
+    account(L, out);
+    return 1;
+  }
+  bool tab = lua_istable(L, 2);
+  if (tab != lua_istable(L, 3)) luaL_argerror(L, 3, "shift and axis must both be numbers or both be tables");
+  lua_Integer n = tab ? luaL_len(L, 2) : 1;
+  if (tab && luaL_len(L, 3) != n)
+    luaL_argerror(L, 3, lua_pushfstring(L, "%I shifts for %I axes", n, luaL_len(L, 3)));
+  const gl_array *cur = x;
+  if (n == 0) {                      /* nothing to roll: a copy, like NumPy */
+    gl_array *out = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_copy(out, x, (gl_dtype)x->dtype, gl_array_device(x)), 0);
+    return 1;
+  }
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (tab) { lua_geti(L, 2, i); lua_geti(L, 3, i); } else { lua_pushvalue(L, 2); lua_pushvalue(L, 3); }
+    int64_t shift = gl_lua_int(L, -2, "shift");
+    int ax;
+    if (x->ndim == 0) luaL_argerror(L, 3, "a 0-d array has no axes");
+    gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, -1, "axis"), x->ndim, &ax), 3);
+    lua_pop(L, 2);
+    gl_array *out = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_roll(out, cur, shift, ax), 2);
+    cur = out;
+  }
+  account(L, cur);
+  return 1;
+}
+
+/* ---- sort, argsort, topk --------------------------------------------------------------------- */
+
+/* Reads (axis = -1, {descending}) for sort/argsort; the options may come second. */
+static int sort_args(lua_State *L, const gl_array *x, bool *desc) {
+  int opts = 3, axis = 0;
+  if (lua_istable(L, 2)) opts = 2;
+  else if (x->ndim > 0) { bool given; axis = opt_axis(L, 2, x->ndim, -1, &given); }
+  else if (!lua_isnoneornil(L, 2)) luaL_argerror(L, 2, "a 0-d array has no axes");
+  static const char *const names[] = { "descending" };
+  *desc = false;
+  read_flags(L, opts, 1, names, desc);
+  return axis;
+}
+
+static int l_sort(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  bool desc;
+  int axis = sort_args(L, x, &desc);
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_sort(out, NULL, x, axis, desc), 0);
+  account(L, out);
+  return 1;
+}
+
+static int l_argsort(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  bool desc;
+  int axis = sort_args(L, x, &desc);
+  gl_array *out = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_sort(NULL, out, x, axis, desc), 0);
+  account(L, out);
+  return 1;
+}
+
+/* x:topk(k [, axis=-1] [, {largest = true, sorted = true}]) -> values, indices. */
+static int l_topk(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  int64_t k = gl_lua_int(L, 2, "k");
+  if (x->ndim == 0) luaL_argerror(L, 1, "topk needs an array of at least 1 dimension");
+  int opts = 4, axis;
+  bool given;
+  if (lua_istable(L, 3)) { opts = 3; axis = x->ndim - 1; }
+  else axis = opt_axis(L, 3, x->ndim, -1, &given);
+  static const char *const names[] = { "largest", "sorted" };
+  bool flags[2] = { true, true };
+  read_flags(L, opts, 2, names, flags);
+  if (k < 0 || k > x->shape[axis])
+    luaL_argerror(L, 2, lua_pushfstring(L, "k = %I is out of range for axis %d of size %I",
+                                        (lua_Integer)k, axis + 1, (lua_Integer)x->shape[axis]));
+  gl_array *v = gl_lua_push(L);
+  gl_array *i = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_topk(v, i, x, k, axis, flags[0]), 0);
+  account(L, v);
+  account(L, i);
+  return 2;
+}
+
+/* ---- registration ------------------------------------------------------------------------------ */
+
+static const luaL_Reg index_funcs[] = {      /* gpu.f only: the first argument is a list */
+  { "concat", l_concat },
+  { "concatenate", l_concat },
+  { "stack", l_stack },
+  { NULL, NULL }
+};
+
+static const luaL_Reg index_both[] = {
+  { "take", l_take },
+  { "index", l_index },
+  { "index_put_", l_index_put_ },
+  { "masked_select", l_masked_select },
+  { "split", l_split },
+  { "tile", l_tile },
+  { "repeat", l_repeat },
+  { "repeat_interleave", l_repeat },
+  { "flip", l_flip },
+  { "roll", l_roll },
+  { "sort", l_sort },
+  { "argsort", l_argsort },
+  { "topk", l_topk },
+  { NULL, NULL }
+};
+
+void gl_open_indexing(lua_State *L, int module, int methods) {
+  gl_lua_setfuncs(L, module, index_funcs);
+  gl_lua_setboth(L, module, methods, index_both);
+}

@@ -1,0 +1,511 @@
+/*
+** index.c — integer-array and boolean-mask indexing, joining and tiling, sort.
+**
+** Index arrays are read on the host once (they must be checked before any kernel runs,
+** and a mask's count fixes the output's size), turned into 0-based int64 positions and
+** sent to the device; the backends then only move elements. Joining, tiling, repeating
+** and rolling are strided views of the output assigned from views of the inputs, so
+** they need no kernels of their own.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static gl_status check_index_dtype(const gl_array *idx, const char *what) {
+  if (idx->dtype != GL_INT32 && idx->dtype != GL_INT64)
+    return gl_fail(GL_EINVAL, "%s must be an int32 or int64 array, got %s", what, gl_dtypes[idx->dtype].name);
+  return GL_OK;
+}
+
+/* idx's elements in C order as int64 on the host (malloc'd, at least one slot). */
+static gl_status host_int64(const gl_array *idx, int64_t **out) {
+  int64_t *h = malloc((size_t)(idx->size > 0 ? idx->size : 1) * sizeof *h);
+  if (h == NULL) return gl_fail(GL_ENOMEM, "out of host memory for %lld indices", (long long)idx->size);
+  gl_status st = GL_OK;
+  if (idx->size > 0) st = gl_op_to_host(h, idx);
+  if (st == GL_OK && idx->dtype == GL_INT32)          /* widen in place, back to front */
+    for (int64_t i = idx->size - 1; i >= 0; i--) h[i] = ((int32_t *)h)[i];
+  if (st != GL_OK) { free(h); return st; }
+  *out = h;
+  return GL_OK;
+}
+
+/* 1-based positions (negatives from the end) into 0-based, each checked against n. */
+static gl_status normalise(int64_t *h, int64_t m, int64_t n, int axis) {
+  for (int64_t i = 0; i < m; i++) {
+    int64_t v = h[i];
+    if (v == 0 || v > n || v < -n)
+      return gl_fail(GL_EINVAL, "index %lld is out of range for axis %d with size %lld (indices are 1-based, negatives count from the end)",
+                     (long long)v, axis + 1, (long long)n);
+    h[i] = v > 0 ? v - 1 : v + n;
+  }
+  return GL_OK;
+}
+
+/* Reads, checks and uploads idx: a 1-D int64 array of 0-based positions on dev. */
+static gl_status device_positions(gl_array *out, const gl_array *idx, int64_t n, int axis, gl_device dev) {
+  GL_TRY(check_index_dtype(idx, "indices"));
+  int64_t *h;
+  GL_TRY(host_int64(idx, &h));
+  gl_status st = normalise(h, idx->size, n, axis);
+  int64_t m = idx->size;
+  if (st == GL_OK) st = gl_op_from_host(out, h, GL_INT64, 1, &m, dev);
+  free(h);
+  return st;
+}
+
+/* A view of 'a' reshaped, or a contiguous copy of it reshaped when the strides do not
+** allow a view. */
+static gl_status reshaped(gl_array *out, const gl_array *a, int ndim, const int64_t *shape) {
+  gl_array_view_of(out, a);
+  gl_status st = gl_view_reshape(out, ndim, shape);
+  if (st != GL_ENOTSUP) {
+    if (st != GL_OK) gl_array_release(out);
+    return st;
+  }
+  gl_array_release(out);
+  GL_TRY(gl_op_copy(out, a, (gl_dtype)a->dtype, gl_array_device(a)));
+  st = gl_view_reshape(out, ndim, shape);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+static void set_size(gl_array *a) {
+  a->size = 1;
+  for (int i = 0; i < a->ndim; i++) a->size *= a->shape[i];
+}
+
+/* ---- take / index_put ---------------------------------------------------------------------- */
+
+gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array *idx) {
+  GL_TRY(gl_same_device(x, idx));
+  GL_TRY(check_index_dtype(idx, "indices"));
+  if (x->ndim - 1 + idx->ndim > GL_MAXDIMS)
+    return gl_fail(GL_EINVAL, "result would have %d dimensions (at most %d)", x->ndim - 1 + idx->ndim, GL_MAXDIMS);
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(x, GL_OP_INDEX, &be));
+  gl_array pos = { 0 };
+  GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
+  int64_t shape[GL_MAXDIMS], fin[GL_MAXDIMS];
+  int nf = 0;
+  for (int i = 0; i < x->ndim; i++) {
+    shape[i] = i == axis ? idx->size : x->shape[i];
+    if (i == axis) for (int k = 0; k < idx->ndim; k++) fin[nf++] = idx->shape[k];
+    else fin[nf++] = x->shape[i];
+  }
+  gl_status st = gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, shape, gl_array_device(x));
+  if (st == GL_OK && out->size > 0) st = be->gather(out, x, axis, &pos);
+  if (st == GL_OK) st = gl_view_reshape(out, nf, fin);
+  gl_array_release(&pos);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* Scatters 'values' (broadcast to x's shape with m positions on 'axis') through the
+** 0-based positions 'pos' (1-D, on x's device). */
+static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *pos, gl_operand v,
+                                   bool accumulate) {
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(x, GL_OP_INDEX, &be));
+  int64_t shape[GL_MAXDIMS];
+  for (int i = 0; i < x->ndim; i++) shape[i] = i == axis ? pos->size : x->shape[i];
+  gl_array src = { 0 }, view;
+  gl_status st;
+  if (v.arr == NULL) {
+    int64_t none = 0;                  /* a 0-d array: the shape is never read */
+    st = gl_op_full(&src, (gl_dtype)x->dtype, 0, &none, gl_array_device(x), v.s);
+  } else if (v.arr->dtype != x->dtype || v.arr->storage == x->storage) {
+    st = gl_op_copy(&src, v.arr, (gl_dtype)x->dtype, gl_array_device(x));
+  } else {
+    gl_array_view_of(&src, v.arr);
+    st = GL_OK;
+  }
+  if (st != GL_OK) return st;
+  view = src;
+  st = gl_view_expand(&view, x->ndim, shape);
+  if (st != GL_OK) {
+    char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+    st = gl_fail(GL_EINVAL, "values of shape %s cannot be broadcast to the indexed shape %s",
+                 gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(x->ndim, shape, b2));
+  }
+  if (st == GL_OK && view.size > 0) st = be->scatter(x, axis, pos, &view, accumulate);
+  gl_array_release(&src);
+  return st;
+}
+
+gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_operand v, bool accumulate) {
+  GL_TRY(gl_same_device(x, idx));
+  if (v.arr) GL_TRY(gl_same_device(x, v.arr));
+  GL_TRY(check_index_dtype(idx, "indices"));
+  gl_array pos = { 0 }, vv = { 0 };
+  GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
+  gl_status st = GL_OK;
+  if (v.arr && idx->ndim != 1) {
+    /* values broadcast against x.shape[:axis] + idx.shape + x.shape[axis+1:], then the
+    ** idx axes are merged into one */
+    int64_t full[GL_MAXDIMS], flat[GL_MAXDIMS];
+    int nf = 0;
+    for (int i = 0; i < x->ndim; i++) {
+      flat[i] = i == axis ? idx->size : x->shape[i];
+      if (i == axis) for (int k = 0; k < idx->ndim; k++) full[nf++] = idx->shape[k];
+      else full[nf++] = x->shape[i];
+    }
+    if (nf > GL_MAXDIMS) st = gl_fail(GL_EINVAL, "too many dimensions (at most %d)", GL_MAXDIMS);
+    gl_array tmp = { 0 };
+    if (st == GL_OK) st = gl_array_alloc(&tmp, (gl_dtype)x->dtype, nf, full, gl_array_device(x));
+    if (st == GL_OK) {
+      st = gl_op_assign(&tmp, v.arr);
+      if (st != GL_OK) {
+        char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+        st = gl_fail(GL_EINVAL, "values of shape %s cannot be broadcast to the indexed shape %s",
+                     gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(nf, full, b2));
+      }
+    }
+    if (st == GL_OK) st = reshaped(&vv, &tmp, x->ndim, flat);
+    gl_array_release(&tmp);
+    v.arr = &vv;
+  }
+  if (st == GL_OK) st = scatter_positions(x, axis, &pos, v, accumulate);
+  gl_array_release(&vv);
+  gl_array_release(&pos);
+  return st;
+}
+
+/* ---- boolean masks ------------------------------------------------------------------------- */
+
+/* Checks mask against x (bool, shape equal to x's leading axes) and counts its trues. */
+static gl_status mask_check(const gl_array *x, const gl_array *mask, int64_t **pos, int64_t *count) {
+  GL_TRY(gl_same_device(x, mask));
+  char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+  if (mask->dtype != GL_BOOL)
+    return gl_fail(GL_EINVAL, "mask must be a bool array, got %s (compare first, e.g. x:gt(0))",
+                   gl_dtypes[mask->dtype].name);
+  bool ok = mask->ndim <= x->ndim;
+  for (int i = 0; ok && i < mask->ndim; i++) ok = mask->shape[i] == x->shape[i];
+  if (!ok)
+    return gl_fail(GL_EINVAL, "mask of shape %s does not match the array of shape %s",
+                   gl_shape_str(mask->ndim, mask->shape, b1), gl_shape_str(x->ndim, x->shape, b2));
+  uint8_t *h = malloc((size_t)(mask->size > 0 ? mask->size : 1));
+  if (h == NULL) return gl_fail(GL_ENOMEM, "out of host memory for a mask of %lld elements", (long long)mask->size);
+  gl_status st = mask->size > 0 ? gl_op_to_host(h, mask) : GL_OK;
+  int64_t c = 0;
+  for (int64_t i = 0; st == GL_OK && i < mask->size; i++) c += h[i] != 0;
+  if (st == GL_OK && pos) {
+    *pos = malloc((size_t)(c > 0 ? c : 1) * sizeof **pos);
+    if (*pos == NULL) st = gl_fail(GL_ENOMEM, "out of host memory for %lld positions", (long long)c);
+    else for (int64_t i = 0, k = 0; i < mask->size; i++) if (h[i]) (*pos)[k++] = i;
+  }
+  free(h);
+  *count = c;
+  return st;
+}
+
+gl_status gl_op_mask_select(gl_array *out, const gl_array *x, const gl_array *mask) {
+  int64_t count;
+  GL_TRY(mask_check(x, mask, NULL, &count));
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(x, GL_OP_INDEX, &be));
+  int k = mask->ndim;
+  int64_t shape[GL_MAXDIMS], inner = 1;
+  shape[0] = count;
+  for (int i = k; i < x->ndim; i++) { shape[1 + i - k] = x->shape[i]; inner *= x->shape[i]; }
+  GL_TRY(gl_array_alloc(out, (gl_dtype)x->dtype, 1 + x->ndim - k, shape, gl_array_device(x)));
+  /* the mask viewed over x's trailing axes with stride 0 */
+  gl_array m = *mask;
+  m.ndim = x->ndim;
+  for (int i = k; i < x->ndim; i++) { m.shape[i] = x->shape[i]; m.strides[i] = 0; }
+  set_size(&m);
+  gl_array flat = *out;
+  flat.ndim = 1;
+  flat.shape[0] = count * inner;
+  flat.strides[0] = 1;
+  gl_status st = GL_OK;
+  if (out->size > 0) st = be->mask_select(&flat, x, &m);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand v) {
+  if (v.arr) GL_TRY(gl_same_device(x, v.arr));
+  int64_t count, *h = NULL;
+  GL_TRY(mask_check(x, mask, &h, &count));
+  int k = mask->ndim;
+  /* x as (positions of the mask's axes, trailing axes...) */
+  int64_t shape[GL_MAXDIMS], sel[GL_MAXDIMS];
+  shape[0] = mask->size;
+  sel[0] = count;
+  for (int i = k; i < x->ndim; i++) sel[1 + i - k] = shape[1 + i - k] = x->shape[i];
+  int nd = 1 + x->ndim - k;
+  gl_array xv = { 0 }, pos = { 0 }, picked = { 0 };
+  gl_operand val = v;
+  bool copied = false;
+  gl_status st = reshaped(&xv, x, nd, shape);
+  if (st == GL_OK) copied = xv.storage != x->storage;
+  if (st == GL_OK) st = gl_op_from_host(&pos, h, GL_INT64, 1, &count, gl_array_device(x));
+  if (st == GL_OK && v.arr) {
+    /* NumPy: values broadcast against the selection; else a same-shape array is read
+    ** through the mask (x[mask] = v[mask]) */
+    int64_t tmp[GL_MAXDIMS];
+    int nt;
+    bool fits = gl_broadcast_shapes(v.arr->ndim, v.arr->shape, nd, sel, &nt, tmp) == GL_OK && nt == nd &&
+                memcmp(tmp, sel, (size_t)nd * sizeof *tmp) == 0;
+    bool same = v.arr->ndim == x->ndim && memcmp(v.arr->shape, x->shape, (size_t)x->ndim * sizeof *tmp) == 0;
+    char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ], b3[GL_SHAPE_BUFSZ];
+    if (!fits && same) {
+      st = gl_op_mask_select(&picked, v.arr, mask);
+      val.arr = &picked;
+    } else if (!fits) {
+      st = gl_fail(GL_EINVAL, "values of shape %s fit neither the %lld selected elements %s nor the array's shape %s",
+                   gl_shape_str(v.arr->ndim, v.arr->shape, b1), (long long)count,
+                   gl_shape_str(nd, sel, b2), gl_shape_str(x->ndim, x->shape, b3));
+    }
+  }
+  if (st == GL_OK && count > 0) st = scatter_positions(&xv, 0, &pos, val, false);
+  if (st == GL_OK && copied) {          /* worked on a contiguous copy: write it back */
+    st = gl_view_reshape(&xv, x->ndim, x->shape);
+    if (st == GL_OK) st = gl_op_assign(x, &xv);
+  }
+  free(h);
+  gl_array_release(&picked);
+  gl_array_release(&pos);
+  gl_array_release(&xv);
+  return st;
+}
+
+/* ---- joining ------------------------------------------------------------------------------- */
+
+gl_status gl_op_concat(gl_array *out, int n, const gl_array *const *xs, int axis) {
+  if (n < 1) return gl_fail(GL_EINVAL, "need at least one array to concatenate");
+  const gl_array *a = xs[0];
+  if (a->ndim == 0) return gl_fail(GL_EINVAL, "array #1 is 0-d; 0-d arrays cannot be concatenated");
+  gl_dtype dt = (gl_dtype)a->dtype;
+  int64_t shape[GL_MAXDIMS];
+  memcpy(shape, a->shape, sizeof shape);
+  shape[axis] = 0;
+  char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+  for (int i = 0; i < n; i++) {
+    const gl_array *b = xs[i];
+    GL_TRY(gl_same_device(a, b));
+    bool ok = b->ndim == a->ndim;
+    for (int d = 0; ok && d < a->ndim; d++) ok = d == axis || b->shape[d] == a->shape[d];
+    if (!ok)
+      return gl_fail(GL_EINVAL, "array #%d has shape %s but array #1 has shape %s (shapes must match except on axis %d)",
+                     i + 1, gl_shape_str(b->ndim, b->shape, b1), gl_shape_str(a->ndim, a->shape, b2), axis + 1);
+    shape[axis] += b->shape[axis];
+    dt = gl_promote(dt, (gl_dtype)b->dtype);
+  }
+  GL_TRY(gl_array_alloc(out, dt, a->ndim, shape, gl_array_device(a)));
+  int64_t at = 0;
+  gl_status st = GL_OK;
+  for (int i = 0; i < n && st == GL_OK; i++) {
+    gl_array v = *out;
+    gl_view_slice(&v, axis, at, 1, xs[i]->shape[axis]);
+    at += xs[i]->shape[axis];
+    if (v.size > 0) st = gl_op_assign(&v, xs[i]);
+  }
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_stack(gl_array *out, int n, const gl_array *const *xs, int axis) {
+  if (n < 1) return gl_fail(GL_EINVAL, "need at least one array to stack");
+  const gl_array *a = xs[0];
+  if (a->ndim + 1 > GL_MAXDIMS) return gl_fail(GL_EINVAL, "result would have %d dimensions (at most %d)", a->ndim + 1, GL_MAXDIMS);
+  gl_dtype dt = (gl_dtype)a->dtype;
+  char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
+  for (int i = 0; i < n; i++) {
+    const gl_array *b = xs[i];
+    GL_TRY(gl_same_device(a, b));
+    if (b->ndim != a->ndim || memcmp(b->shape, a->shape, (size_t)a->ndim * sizeof *a->shape) != 0)
+      return gl_fail(GL_EINVAL, "array #%d has shape %s but array #1 has shape %s (stack needs equal shapes)",
+                     i + 1, gl_shape_str(b->ndim, b->shape, b1), gl_shape_str(a->ndim, a->shape, b2));
+    dt = gl_promote(dt, (gl_dtype)b->dtype);
+  }
+  int64_t shape[GL_MAXDIMS];
+  for (int d = 0, s = 0; d <= a->ndim; d++) shape[d] = d == axis ? n : a->shape[s++];
+  GL_TRY(gl_array_alloc(out, dt, a->ndim + 1, shape, gl_array_device(a)));
+  gl_status st = GL_OK;
+  for (int i = 0; i < n && st == GL_OK; i++) {
+    gl_array v = *out;
+    gl_view_select(&v, axis, i);
+    if (v.size > 0) st = gl_op_assign(&v, xs[i]);
+  }
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* ---- tile, repeat, roll ---------------------------------------------------------------------- */
+
+gl_status gl_op_tile(gl_array *out, const gl_array *x, int nreps, const int64_t *reps) {
+  int d = x->ndim > nreps ? x->ndim : nreps;
+  if (d > GL_MAXDIMS) return gl_fail(GL_EINVAL, "%d repetitions for at most %d dimensions", nreps, GL_MAXDIMS);
+  int64_t xs[GL_MAXDIMS], rs[GL_MAXDIMS], xst[GL_MAXDIMS], shape[GL_MAXDIMS];
+  for (int i = 0; i < d; i++) {
+    int xi = i - (d - x->ndim), ri = i - (d - nreps);
+    xs[i] = xi >= 0 ? x->shape[xi] : 1;
+    xst[i] = xi >= 0 ? x->strides[xi] : 0;
+    rs[i] = ri >= 0 ? reps[ri] : 1;
+    if (rs[i] < 0) return gl_fail(GL_EINVAL, "repetition %lld is negative", (long long)rs[i]);
+    shape[i] = xs[i] * rs[i];
+  }
+  int64_t size;
+  GL_TRY(gl_shape_check(d, shape, &size));
+  GL_TRY(gl_array_alloc(out, (gl_dtype)x->dtype, d, shape, gl_array_device(x)));
+  if (size == 0) return GL_OK;
+  /* out viewed as (r0, x0, r1, x1, ...) and x broadcast over the r axes */
+  gl_array dv = *out, sv = *x;
+  int n = 0;
+  for (int i = 0; i < d; i++) {
+    if (rs[i] > 1) {
+      if (n == GL_MAXDIMS) goto toomany;
+      dv.shape[n] = sv.shape[n] = rs[i];
+      dv.strides[n] = xs[i] * out->strides[i];
+      sv.strides[n++] = 0;
+    }
+    if (xs[i] > 1 || rs[i] == 1) {
+      if (n == GL_MAXDIMS) goto toomany;
+      dv.shape[n] = sv.shape[n] = xs[i];
+      dv.strides[n] = out->strides[i];
+      sv.strides[n++] = xst[i];
+    }
+  }
+  dv.ndim = sv.ndim = (uint8_t)n;
+  set_size(&dv);
+  set_size(&sv);
+  gl_status st = gl_op_assign(&dv, &sv);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+toomany:
+  gl_array_release(out);
+  return gl_fail(GL_EINVAL, "tile: too many tiled axes (at most %d axes of repeats and data together)", GL_MAXDIMS);
+}
+
+gl_status gl_op_repeat(gl_array *out, const gl_array *x, int64_t n, int axis) {
+  if (n < 0) return gl_fail(GL_EINVAL, "repeat count %lld is negative", (long long)n);
+  if (x->ndim + 1 > GL_MAXDIMS) return gl_fail(GL_EINVAL, "repeat needs at most %d dimensions", GL_MAXDIMS - 1);
+  int64_t shape[GL_MAXDIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  shape[axis] *= n;
+  GL_TRY(gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, shape, gl_array_device(x)));
+  if (out->size == 0) return GL_OK;
+  /* out as (..., x_axis, n, ...) and x with a stride-0 axis of n after 'axis' */
+  gl_array dv = *out, sv = *x;
+  for (int i = x->ndim; i > axis + 1; i--) {
+    dv.shape[i] = dv.shape[i - 1]; dv.strides[i] = dv.strides[i - 1];
+    sv.shape[i] = sv.shape[i - 1]; sv.strides[i] = sv.strides[i - 1];
+  }
+  dv.shape[axis] = sv.shape[axis] = x->shape[axis];
+  dv.strides[axis] = out->strides[axis] * n;
+  dv.shape[axis + 1] = sv.shape[axis + 1] = n;
+  dv.strides[axis + 1] = out->strides[axis];
+  sv.strides[axis + 1] = 0;
+  dv.ndim = sv.ndim = (uint8_t)(x->ndim + 1);
+  set_size(&dv);
+  set_size(&sv);
+  gl_status st = gl_op_assign(&dv, &sv);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_repeat_counts(gl_array *out, const gl_array *x, const gl_array *counts, int axis) {
+  GL_TRY(gl_same_device(x, counts));
+  GL_TRY(check_index_dtype(counts, "repeat counts"));
+  int64_t len = x->shape[axis];
+  if (counts->size != len && counts->size != 1)
+    return gl_fail(GL_EINVAL, "%lld repeat counts for an axis of size %lld", (long long)counts->size, (long long)len);
+  int64_t *c;
+  GL_TRY(host_int64(counts, &c));
+  int64_t total = 0;
+  for (int64_t i = 0; i < counts->size; i++) {
+    if (c[i] < 0) { free(c); return gl_fail(GL_EINVAL, "repeat count %lld is negative", (long long)c[i]); }
+    total += c[i];
+  }
+  if (counts->size == 1) {
+    int64_t n = c[0];
+    free(c);
+    return gl_op_repeat(out, x, n, axis);
+  }
+  int64_t *p = malloc((size_t)(total > 0 ? total : 1) * sizeof *p);
+  if (p == NULL) { free(c); return gl_fail(GL_ENOMEM, "out of host memory for %lld positions", (long long)total); }
+  for (int64_t i = 0, k = 0; i < len; i++) for (int64_t j = 0; j < c[i]; j++) p[k++] = i;
+  free(c);
+  gl_array pos = { 0 };
+  gl_status st = gl_op_from_host(&pos, p, GL_INT64, 1, &total, gl_array_device(x));
+  free(p);
+  if (st != GL_OK) return st;
+  const gl_backend *be;
+  int64_t shape[GL_MAXDIMS];
+  memcpy(shape, x->shape, sizeof shape);
+  shape[axis] = total;
+  st = gl_backend_of(x, GL_OP_INDEX, &be);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, shape, gl_array_device(x));
+  if (st == GL_OK && out->size > 0) {
+    st = be->gather(out, x, axis, &pos);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  gl_array_release(&pos);
+  return st;
+}
+
+gl_status gl_op_roll(gl_array *out, const gl_array *x, int64_t shift, int axis) {
+  GL_TRY(gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, x->shape, gl_array_device(x)));
+  if (out->size == 0) return GL_OK;
+  int64_t n = x->shape[axis], s = ((shift % n) + n) % n;
+  gl_array d1 = *out, s1 = *x, d2 = *out, s2 = *x;
+  gl_view_slice(&d1, axis, s, 1, n - s);      /* out[s:] = x[:n-s] */
+  gl_view_slice(&s1, axis, 0, 1, n - s);
+  gl_view_slice(&d2, axis, 0, 1, s);          /* out[:s] = x[n-s:] */
+  gl_view_slice(&s2, axis, n - s, 1, s);
+  gl_status st = gl_op_assign(&d1, &s1);
+  if (st == GL_OK && s > 0) st = gl_op_assign(&d2, &s2);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* ---- sort -------------------------------------------------------------------------------------- */
+
+gl_status gl_op_sort(gl_array *values, gl_array *indices, const gl_array *x, int axis, bool descending) {
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(x, GL_OP_SORT, &be));
+  gl_array xv = *x;
+  if (xv.ndim == 0) { xv.ndim = 1; xv.shape[0] = 1; xv.strides[0] = 1; axis = 0; }
+  gl_status st = GL_OK;
+  if (values) st = gl_array_alloc(values, (gl_dtype)x->dtype, xv.ndim, xv.shape, gl_array_device(x));
+  if (st == GL_OK && indices) st = gl_array_alloc(indices, GL_INT64, xv.ndim, xv.shape, gl_array_device(x));
+  if (st == GL_OK && x->size > 0) st = be->sort(values, indices, &xv, axis, descending);
+  if (st == GL_OK && indices && x->size > 0) {
+    gl_operand one = { NULL, gl_scalar_int(1) };
+    st = gl_op_binary_(indices, GL_B_add, one);          /* 1-based positions */
+  }
+  if (st == GL_OK && x->ndim == 0) {
+    if (values) values->ndim = 0;
+    if (indices) indices->ndim = 0;
+  }
+  if (st != GL_OK) {
+    if (values) gl_array_release(values);
+    if (indices) gl_array_release(indices);
+  }
+  return st;
+}
+
+gl_status gl_op_topk(gl_array *values, gl_array *indices, const gl_array *x, int64_t k, int axis,
+                     bool largest) {
+  if (x->ndim == 0) return gl_fail(GL_EINVAL, "topk needs an array of at least 1 dimension");
+  int64_t n = x->shape[axis];
+  if (k < 0 || k > n)
+    return gl_fail(GL_EINVAL, "k = %lld is out of range for axis %d of size %lld", (long long)k, axis + 1, (long long)n);
+  gl_array sv = { 0 }, si = { 0 };
+  GL_TRY(gl_op_sort(&sv, &si, x, axis, largest));
+  gl_view_slice(&sv, axis, 0, 1, k);
+  gl_view_slice(&si, axis, 0, 1, k);
+  gl_status st = gl_op_copy(values, &sv, (gl_dtype)sv.dtype, gl_array_device(x));
+  if (st == GL_OK) {
+    st = gl_op_copy(indices, &si, GL_INT64, gl_array_device(x));
+    if (st != GL_OK) gl_array_release(values);
+  }
+  gl_array_release(&sv);
+  gl_array_release(&si);
+  return st;
+}
