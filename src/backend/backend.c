@@ -51,7 +51,25 @@ gl_status gl_backend_for(gl_device d, const gl_backend **out) {
   return GL_OK;
 }
 
+/* Small CPU arrays get their header and bytes in one block of the caching allocator:
+** one allocation instead of two on the path that decides per-op overhead. */
+#define INLINE_MAX 512
+#define INLINE_HEAD 64          /* keeps the data 64-byte aligned */
+_Static_assert(sizeof(gl_storage) <= INLINE_HEAD, "storage header must fit its slot");
+
 gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
+  if (dev.type == GL_CPU && nbytes <= INLINE_MAX) {
+    void *block;
+    GL_TRY(gl_cpu_backend.alloc(dev, INLINE_HEAD + nbytes, &block));
+    gl_storage *s = block;
+    s->refcount = 1;
+    s->data = (char *)block + INLINE_HEAD;
+    s->nbytes = nbytes;
+    s->device = dev;
+    s->inline_data = true;
+    *out = s;
+    return GL_OK;
+  }
   const gl_backend *b;
   GL_TRY(gl_backend_for(dev, &b));
   gl_storage *s = malloc(sizeof *s);
@@ -61,12 +79,14 @@ gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
   s->refcount = 1;
   s->nbytes = nbytes;
   s->device = dev;
+  s->inline_data = false;
   *out = s;
   return GL_OK;
 }
 
 void gl_storage_release(gl_storage *s) {
   if (s == NULL || --s->refcount > 0) return;
+  if (s->inline_data) { gl_cpu_backend.free(s->device, s, INLINE_HEAD + s->nbytes); return; }
   const gl_backend *b = gl_backend_get((gl_devtype)s->device.type);
   if (b) b->free(s->device, s->data, s->nbytes);
   free(s);

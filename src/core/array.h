@@ -41,6 +41,7 @@ typedef struct gl_storage {
   void *data;
   size_t nbytes;
   gl_device device;
+  bool inline_data;    /* cpu: header and bytes are one block (small arrays) */
 } gl_storage;
 
 typedef struct gl_array {

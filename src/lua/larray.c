@@ -17,23 +17,48 @@
 gl_array *gl_lua_push(lua_State *L) {
   gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 0);
   memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
-  luaL_setmetatable(L, GPULUA_ARRAY);
+  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
+  if (c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC)
+    lua_getiuservalue(L, lua_upvalueindex(1), 1);        /* fast: the context holds it */
+  else
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &gl_meta_key);
+  lua_setmetatable(L, -2);
   return a;
 }
 
+gl_lctx *gl_lua_ctx(lua_State *L) {
+  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
+  if (c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC) return c;
+  GL_PUSH_CTX(L);
+  c = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return c;
+}
+
 gl_array *gl_lua_test(lua_State *L, int idx) {
-  return luaL_testudata(L, idx, GPULUA_ARRAY);
+  void *p = lua_touserdata(L, idx);
+  if (p == NULL || !lua_getmetatable(L, idx)) return NULL;
+  gl_lctx *c = gl_lua_ctx(L);
+  bool same = c && lua_topointer(L, -1) == c->meta;
+  lua_pop(L, 1);
+  return same ? p : NULL;
+}
+
+gl_array *gl_lua_checkany(lua_State *L, int idx) {
+  gl_array *a = gl_lua_test(L, idx);
+  if (a == NULL) luaL_typeerror(L, idx, GPULUA_ARRAY);
+  return a;
 }
 
 gl_array *gl_lua_check(lua_State *L, int idx) {
-  gl_array *a = luaL_checkudata(L, idx, GPULUA_ARRAY);
+  gl_array *a = gl_lua_checkany(L, idx);
   if (a->storage == NULL) luaL_argerror(L, idx, "array is closed");
   return a;
 }
 
 /* __gc and __close: one idempotent release (liolib's pattern). */
 static int array_release(lua_State *L) {
-  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  gl_array *a = gl_lua_checkany(L, 1);
   gl_array_release(a);
   return 0;
 }
@@ -45,7 +70,7 @@ static int array_close(lua_State *L) {
 }
 
 static int array_is_closed(lua_State *L) {
-  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  gl_array *a = gl_lua_checkany(L, 1);
   lua_pushboolean(L, a->storage == NULL);
   return 1;
 }
@@ -75,13 +100,30 @@ void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
   gl_lua_error(L, "%s", gl_errmsg());
 }
 
-/* Lua's collector only sees the few bytes of each userdata; the bytes an array holds
-** are added to its debt in steps of 1 MiB, so loops that drop big arrays collect them. */
+/* Lua's collector only sees the few bytes of each userdata, not the megabytes an array
+** may hold, so the bytes arrays take are reported to it here. Every MiB adds to the
+** collector's debt (an incremental step). That alone is not enough: in generational
+** mode (lua.c's default) an array that survives two minor collections, say because a
+** dead local still sits in a register, is only freed by a major collection, which Lua
+** starts from its own heap growth. So once arrays have taken as many bytes as were live
+** after the last full collection (at least 64 MiB), a full collection runs: dropped
+** results then return to the caching allocator and are reused instead of faulting in
+** fresh pages. */
+#define GC_MIN_FULL ((size_t)64 << 20)
+
 void gl_lua_account(lua_State *L, size_t nbytes) {
-  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
-  gl_lctx *ctx = lua_touserdata(L, -1);
-  lua_pop(L, 1);
+  gl_lctx *ctx = gl_lua_ctx(L);
   if (ctx == NULL) return;
+  ctx->since_full += nbytes;
+  if (ctx->since_full >= (ctx->full_threshold > GC_MIN_FULL ? ctx->full_threshold : GC_MIN_FULL)) {
+    lua_gc(L, LUA_GCCOLLECT);
+    gl_meminfo m;
+    gl_cpu_backend.memory(gl_cpu(), &m);
+    ctx->full_threshold = m.allocated;
+    ctx->since_full = 0;
+    ctx->gc_debt = 0;
+    return;
+  }
   ctx->gc_debt += nbytes;
   if (ctx->gc_debt >= ((size_t)1 << 20)) {
     int kb = ctx->gc_debt / 1024 > 0x3fffffff ? 0x3fffffff : (int)(ctx->gc_debt / 1024);
@@ -286,7 +328,7 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
 
 /* upvalue 2: the methods table */
 static int array_index(lua_State *L) {
-  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  gl_array *a = gl_lua_checkany(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0) {   /* x[":"]: a key */
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;   /* a method */
@@ -302,6 +344,7 @@ static int array_index(lua_State *L) {
     gl_lua_push_element(L, a, i * a->strides[0]);
     return 1;
   }
+  if (gl_lua_test(L, 2)) return gl_lua_index_array(L, a, 2);   /* x[mask], x[idx] */
   gl_array v = *a;
   if (apply_key(L, &v, 2, 2)) {
     gl_lua_push_element(L, &v, 0);
@@ -317,6 +360,7 @@ static int array_newindex(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0)
     return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
+  if (gl_lua_test(L, 2)) { gl_lua_newindex_array(L, a, 2, 3); return 0; }
   gl_array v = *a;
   apply_key(L, &v, 2, 2);
   gl_array *src = gl_lua_test(L, 3);
@@ -381,7 +425,7 @@ void gl_open_array(lua_State *L, int module, int methods, int meta) {
   gl_lua_setfuncs(L, methods, array_methods);
   (void)module;
   /* __index needs the methods table as its second upvalue */
-  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  GL_PUSH_CTX(L);
   lua_pushvalue(L, methods);
   lua_pushcclosure(L, array_index, 2);
   lua_setfield(L, meta, "__index");

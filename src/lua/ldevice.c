@@ -8,10 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "lgpu.h"
 
 static gl_lctx *get_ctx(lua_State *L) {
-  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  GL_PUSH_CTX(L);
   gl_lctx *ctx = lua_touserdata(L, -1);
   lua_pop(L, 1);
   return ctx;
@@ -249,7 +250,17 @@ static int l_config(lua_State *L) {
   return 1;
 }
 
+/* gpu.clock(): a monotonic wall clock in seconds (os.clock is process CPU time, which
+** counts every OpenMP thread). */
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 static const luaL_Reg device_funcs[] = {
+  { "clock", l_clock },
   { "device", l_device },
   { "set_device", l_set_device },
   { "is_available", l_is_available },

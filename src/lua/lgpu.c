@@ -6,12 +6,14 @@
 #include <string.h>
 #include "lgpu.h"
 
+const char gl_ctx_key = 'c', gl_meta_key = 'm';
+
 typedef struct gl_luasrc { const char *name, *chunkname, *src; size_t len; } gl_luasrc;
 extern const gl_luasrc gl_luasrcs[];
 
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l) {
   lua_pushvalue(L, idx);
-  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  GL_PUSH_CTX(L);
   luaL_setfuncs(L, l, 1);
   lua_pop(L, 1);
 }
@@ -40,12 +42,29 @@ static void preload_lua_parts(lua_State *L) {
   lua_pop(L, 1);
 }
 
+/* gpu.<name> for a Lua part that is not loaded yet: gpu.nn, gpu.bench... are required on
+** first use and then cached in the module table. */
+static int module_index(lua_State *L) {
+  const char *key = luaL_checkstring(L, 2);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushfstring(L, "gpu.%s", key);
+  if (lua_rawget(L, -2) == LUA_TNIL) return 1;        /* not a Lua part: nil */
+  lua_getglobal(L, "require");
+  if (lua_isnil(L, -1)) return luaL_error(L, "gpu.%s: 'require' is not available", key);
+  lua_pushfstring(L, "gpu.%s", key);
+  lua_call(L, 1, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, 1, key);
+  return 1;
+}
+
 int luaopen_gpu(lua_State *L) {
   /* the context: one per state, kept in the registry and as upvalue 1 */
-  gl_lctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
+  gl_lctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 1);   /* user value: the metatable */
   memset(ctx, 0, sizeof *ctx);
+  ctx->magic = GL_CTX_MAGIC;
   ctx->device = gl_cpu();
-  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_ctx_key);
 
   lua_newtable(L);                                   /* module */
   int module = lua_gettop(L);
@@ -53,18 +72,31 @@ int luaopen_gpu(lua_State *L) {
   int methods = lua_gettop(L);
   luaL_newmetatable(L, GPULUA_ARRAY);                /* sets __name */
   int meta = lua_gettop(L);
+  lua_pushvalue(L, meta);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_meta_key);
+  ctx->meta = lua_topointer(L, meta);
+  GL_PUSH_CTX(L);
+  lua_pushvalue(L, meta);
+  lua_setiuservalue(L, -2, 1);
+  lua_pop(L, 1);
 
   gl_open_array(L, module, methods, meta);
   gl_open_create(L, module, methods);
   gl_open_shape(L, module, methods);
   gl_open_device(L, module, methods);
   gl_open_math(L, module, methods, meta);
+  gl_open_indexing(L, module, methods);
+  gl_open_linalg(L, module, methods);
 
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");
   lua_pushvalue(L, methods);
   lua_setfield(L, module, "methods");               /* for Lua parts that add methods */
   lua_settop(L, module);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, module_index);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, module);
 
   preload_lua_parts(L);
   return 1;

@@ -12,12 +12,26 @@
 
 /* Per-state context, upvalue 1 of every function of the module (lmathlib's pattern). */
 typedef struct gl_lctx {
+  uint32_t magic;            /* GL_CTX_MAGIC: tells our context from another upvalue */
+  const void *meta;          /* the array metatable (lua_topointer), for fast type tests */
   gl_device device;          /* where new arrays go */
   bool device_known;         /* false until decided (probing CUDA is lazy) */
   size_t gc_debt;            /* bytes allocated since the last GC step we asked for */
+  size_t since_full;         /* bytes allocated since the last full collection */
+  size_t full_threshold;     /* ... that trigger the next one */
 } gl_lctx;
 
 #define GL_CTX(L) ((gl_lctx *)lua_touserdata(L, lua_upvalueindex(1)))
+
+/* Registry keys (their addresses): the context and the array metatable. Looking them
+** up by pointer avoids hashing a string on every array op. */
+extern const char gl_ctx_key, gl_meta_key;
+#define GL_PUSH_CTX(L) lua_rawgetp(L, LUA_REGISTRYINDEX, &gl_ctx_key)
+#define GL_CTX_MAGIC 0x676c7561u
+
+/* The context: upvalue 1 of the running function when it is one of ours (fast), else
+** from the registry (C hosts calling the public API). */
+gl_lctx *gl_lua_ctx(lua_State *L);
 
 /* ---- arrays as userdata ---------------------------------------------------------- */
 
@@ -27,6 +41,8 @@ gl_array *gl_lua_push(lua_State *L);
 gl_array *gl_lua_check(lua_State *L, int idx);
 /* The array at idx if it is one (open or closed), else NULL. */
 gl_array *gl_lua_test(lua_State *L, int idx);
+/* The array at idx, open or closed; a type error otherwise. */
+gl_array *gl_lua_checkany(lua_State *L, int idx);
 
 /* Tells Lua's collector about bytes held outside its heap (device or host arrays). */
 void gl_lua_account(lua_State *L, size_t nbytes);
@@ -68,6 +84,12 @@ void gl_open_create(lua_State *L, int module, int methods);
 void gl_open_shape(lua_State *L, int module, int methods);
 void gl_open_device(lua_State *L, int module, int methods);
 void gl_open_math(lua_State *L, int module, int methods, int meta);
+void gl_open_indexing(lua_State *L, int module, int methods);
+/* x[key] and x[key] = v for a key that is an array (bool mask or int32/int64 indices
+** along the first axis); lindexing.c. */
+int gl_lua_index_array(lua_State *L, const gl_array *x, int key);
+void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val);
+void gl_open_linalg(lua_State *L, int module, int methods);
 int gl_lua_tostring(lua_State *L);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue. */

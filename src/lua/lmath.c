@@ -10,7 +10,11 @@
 static gl_operand to_operand(lua_State *L, int idx) {
   gl_operand o = { NULL, gl_scalar_int(0) };
   gl_array *a = gl_lua_test(L, idx);
-  if (a) { o.arr = gl_lua_check(L, idx); return o; }
+  if (a) {
+    if (a->storage == NULL) luaL_argerror(L, idx, "array is closed");
+    o.arr = a;
+    return o;
+  }
   int t = lua_type(L, idx);
   if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
     luaL_argerror(L, idx, lua_pushfstring(L, "array or number expected, got %s", luaL_typename(L, idx)));
@@ -152,7 +156,7 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
   for (int k = 0; k < 2; k++) {
     lua_CFunction fn = k ? f_ : f;
     if (fn == NULL) continue;
-    lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+    GL_PUSH_CTX(L);
     lua_pushinteger(L, op);
     lua_pushcclosure(L, fn, 2);
     const char *key = k ? lua_pushfstring(L, "%s_", name) : lua_pushstring(L, name);

@@ -219,7 +219,7 @@ static void emit(lua_State *L, luaL_Buffer *b, layout *lo, int axis, int64_t *id
 }
 
 int gl_lua_tostring(lua_State *L) {
-  gl_array *a = luaL_checkudata(L, 1, GPULUA_ARRAY);
+  gl_array *a = gl_lua_checkany(L, 1);
   if (a->storage == NULL) { lua_pushliteral(L, "gpu.array(closed)"); return 1; }
   layout lo;
   memset(&lo, 0, sizeof lo);

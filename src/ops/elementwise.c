@@ -16,8 +16,22 @@ static bool same_kind(gl_dtype from, gl_dtype to) {
   return order[kf] <= order[kt];
 }
 
-static gl_status operand_dtype(gl_operand o, gl_dtype other, bool other_is_array, gl_dtype *out) {
+/* Does a Lua integer fit an integer dtype? (Lua integers always fit int64.) */
+static bool int_fits(gl_dtype t, int64_t v) {
+  if (t == GL_UINT8) return v >= 0 && v <= UINT8_MAX;
+  if (t == GL_INT32) return v >= INT32_MIN && v <= INT32_MAX;
+  return true;
+}
+
+static gl_status operand_dtype(gl_opkind kind, gl_operand o, gl_dtype other, bool other_is_array, gl_dtype *out) {
   if (o.arr) { *out = (gl_dtype)o.arr->dtype; return GL_OK; }
+  gl_kind k = gl_dtypes[other].kind;
+  if (other_is_array && o.s.isint && !o.s.isbool && (k == GL_KIND_UINT || k == GL_KIND_INT)) {
+    /* NumPy 2 compares with any Python int exactly, and true division casts both
+    ** operands to float64 first: neither overflows, so neither raises. */
+    if (kind == GL_K_BC && !int_fits(other, o.s.i)) { *out = GL_INT64; return GL_OK; }
+    if (kind == GL_K_BD) { *out = GL_FLOAT64; return GL_OK; }
+  }
   if (other_is_array) return (gl_status)gl_promote_scalar(other, o.s, out);
   *out = o.s.isbool ? GL_BOOL : o.s.isint ? GL_INT64 : GL_DEFAULT_DTYPE;
   return GL_OK;
@@ -32,10 +46,10 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
     db = (gl_dtype)b.arr->dtype;
     *ct = gl_promote(da, db);
   } else if (a.arr) {
-    GL_TRY(operand_dtype(b, (gl_dtype)a.arr->dtype, true, &db));
+    GL_TRY(operand_dtype((gl_opkind)gl_binop_kind[*op], b, (gl_dtype)a.arr->dtype, true, &db));
     *ct = db;
   } else {
-    GL_TRY(operand_dtype(a, (gl_dtype)b.arr->dtype, true, &da));
+    GL_TRY(operand_dtype((gl_opkind)gl_binop_kind[*op], a, (gl_dtype)b.arr->dtype, true, &da));
     *ct = da;
   }
   const char *name = gl_binop_name[*op];
@@ -115,6 +129,9 @@ static bool same_layout(const gl_array *dst, const gl_array *a) {
 static gl_status prepare(gl_operand *o, gl_dtype ct, const gl_array *dst, gl_array *tmp, gl_array *view) {
   if (o->arr == NULL) return GL_OK;
   const gl_array *src = o->arr;
+  if (src->dtype == ct && src->storage != dst->storage && src->ndim == dst->ndim &&
+      memcmp(src->shape, dst->shape, (size_t)src->ndim * sizeof *src->shape) == 0)
+    return GL_OK;                       /* already of the output's shape and dtype */
   bool alias = dst->storage != NULL && src->storage == dst->storage && !same_layout(dst, src);
   if (src->dtype != ct || alias) {
     GL_TRY(gl_op_copy(tmp, src, ct, gl_array_device(src)));

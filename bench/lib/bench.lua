@@ -1,0 +1,77 @@
+-- bench/lib/bench.lua — timing helpers for the Lua side of the benchmarks.
+--
+-- A case file (bench/<group>.lua) calls B.case(name, loop, opts) for each case;
+-- `loop(n)` must run the operation n times.  The result is the time per
+-- iteration in ns, best and median of several repeats, with the cost of an
+-- empty Lua loop of the same length subtracted.  Lines go to stdout as
+-- tab-separated records that bench/lib/report.py reads:
+--   result <group> <case> <impl> <best_ns> <median_ns> <note>
+--   target <group> <case> max_ns <value>
+-- Times come from gpu.clock (monotonic wall time; os.clock would count the CPU time
+-- of every OpenMP thread); each repeat runs long enough (>= 50 ms, 10 ms with
+-- BENCH_QUICK=1) to be precise to well under 1 ns per iteration. Device work is
+-- synchronised at the end of each repeat.
+local B = {}
+
+B.device = os.getenv("GPULUA_BENCH_DEVICE") or "cpu"
+B.impl = os.getenv("GPULUA_BENCH_IMPL") or (_G.gpu and "gpulua" or "lua5.4+gpu.so")
+B.group = arg and arg[0] and arg[0]:match("([^/]+)%.lua$") or "?"
+local quick = os.getenv("BENCH_QUICK") == "1"
+local MIN_TIME = quick and 0.01 or 0.05
+local REPEATS = quick and 3 or 7
+
+local gpu = require "gpu"
+local clock = gpu.clock
+local function sync() if B.device ~= "cpu" then gpu.synchronize(B.device) end end
+
+local function time_once(loop, n)
+  local t = clock()
+  loop(n)
+  sync()
+  return clock() - t
+end
+
+-- n such that one repeat takes at least MIN_TIME
+local function calibrate(loop)
+  local n = 100
+  while true do
+    if time_once(loop, n) >= MIN_TIME then return n end
+    n = n * 4
+  end
+end
+
+local function per_iter(loop, n)
+  local ts = {}
+  for r = 1, REPEATS do ts[r] = time_once(loop, n) / n * 1e9 end
+  table.sort(ts)
+  return ts[1], ts[(REPEATS + 1) // 2]
+end
+
+local function empty_loop(n) for _ = 1, n do end end
+local overhead_n = calibrate(empty_loop)
+local overhead = per_iter(empty_loop, overhead_n)      -- best case: subtract the least
+
+local function emit(...)
+  local t = table.pack(...)
+  for i = 1, t.n do t[i] = tostring(t[i]):gsub("[\t\n]", " ") end
+  io.write(table.concat(t, "\t"), "\n")
+end
+
+-- B.case(name, loop [, {target_ns = N, note = "..."}])
+function B.case(name, loop, opts)
+  opts = opts or {}
+  if opts.target_ns then emit("target", B.group, name, "max_ns", opts.target_ns) end
+  local ok, err = pcall(loop, 1)                 -- a case that cannot run says why
+  if not ok then
+    emit("result", B.group, name, B.impl, "-", "-", "error: " .. tostring(err))
+    return
+  end
+  collectgarbage()
+  local n = calibrate(loop)
+  local best, med = per_iter(loop, n)
+  emit("result", B.group, name, B.impl, string.format("%.1f", best - overhead),
+       string.format("%.1f", med - overhead), opts.note or "")
+  io.flush()
+end
+
+return B
