@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "half.h"
 #include "elem_ops.h"
-#include "vmath_libm.h"   /* becomes vmath.h */
+#include "vmath.h"
 
 /* ---- helpers with NumPy's semantics ------------------------------------------------ */
 
@@ -59,14 +59,20 @@ GL_HD int64_t gl_ipow(int64_t a, int64_t b) {
   return (int64_t)r;
 }
 
-/* Shifts by a count outside 0..bits-1 give 0 (left) or the sign fill (right). */
+/* Shifts by a count outside 0..bits-1 (negative ones included) give 0 (left) or the sign
+** fill (right), as NumPy's npy_lshift/npy_rshift, which compare the count as unsigned. */
 #define GL_ISHL(T, UT, a, b) ((b) < 0 || (b) >= (int64_t)(8 * sizeof(T)) ? (T)0 : (T)((UT)(a) << (b)))
 #define GL_ISHR(T, a, b) \
-  ((b) < 0 ? (T)0 : (b) >= (int64_t)(8 * sizeof(T)) ? (T)((a) < 0 ? -1 : 0) : (T)((a) >> (b)))
+  ((b) < 0 || (b) >= (int64_t)(8 * sizeof(T)) ? (T)((a) < 0 ? -1 : 0) : (T)((a) >> (b)))
 
 GL_HD float gl_gelu_tanhf(float x) { return 0.5f * x * (1.0f + gl_vtanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 GL_HD double gl_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
 GL_HD double gl_softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
-GL_HD double gl_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
+/* gelu = x Phi(x) in the erfc form, which keeps full precision for negative x (1 + erf
+** cancels); below -40 Phi(x) underflows, and -inf gives -0 (not -inf * 0 = nan), as the
+** float kernel does. */
+GL_HD double gl_gelu(double x) {
+  return x < -40.0 ? -0.0 : 0.5 * x * erfc(x * -0.70710678118654752440);
+}
 
 #endif

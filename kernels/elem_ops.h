@@ -43,8 +43,8 @@
   X(sqrt,       UF, sqrtf(x),               sqrt(x),                 0)                   \
   X(rsqrt,      UF, 1.0f / sqrtf(x),        1.0 / sqrt(x),           0)                   \
   X(reciprocal, UF, 1.0f / (x),             1.0 / (x),               0)                   \
-  X(sin,        UF, gl_vsinf(x),            sin(x),                  0)                   \
-  X(cos,        UF, gl_vcosf(x),            cos(x),                  0)                   \
+  X(sin,        UF, sinf(x),            sin(x),                  0)                   \
+  X(cos,        UF, cosf(x),            cos(x),                  0)                   \
   X(tan,        UF, tanf(x),                tan(x),                  0)                   \
   X(asin,       UF, asinf(x),               asin(x),                 0)                   \
   X(acos,       UF, acosf(x),               acos(x),                 0)                   \

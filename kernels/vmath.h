@@ -1,0 +1,283 @@
+/*
+** vmath.h — branch-free float32 elementary functions, written once for gcc (CPU backend,
+** auto-vectorised) and nvcc (device code).
+**
+** Measured on the dev box (gcc 12 -O3 -march=native, AVX2+FMA, 1 thread) with tools/vmath_test.c:
+** max error vs double libm over a stride-263 sweep of all 2^32 bit patterns plus +-200000
+** floats around 0, 1, subnormals, overflow/underflow thresholds and branch points; special
+** values (NaN, +-inf, +-0, log(0) = -inf, log(<0) = NaN, overflow -> inf, underflow -> 0 or
+** subnormal, tanh/erf(+-big) = +-1) all exact. Speed: elements/ns over 1e7 floats, vs a
+** scalar libm loop (glibc expf/logf/tanhf/...; sigmoid/softplus/gelu built from libm).
+**
+**   function        max ULP   vmath el/ns   libm el/ns   speed-up
+**   gl_vexpf          0.98       1.18          0.42         2.8x
+**   gl_vexp2f         0.79       1.31          0.41         3.2x
+**   gl_vexpm1f        1.39       1.21          0.10        12.5x
+**   gl_vlogf          0.89       0.78          0.35         2.2x
+**   gl_vlog1pf        0.86       0.89          0.08        10.5x
+**   gl_vlog2f         1.08       0.77          0.45         1.7x
+**   gl_vlog10f        0.97       0.79          0.22         3.5x
+**   gl_vtanhf         1.46       0.70          0.07         9.4x
+**   gl_vsigmoidf      1.87       0.74          0.38         2.0x
+**   gl_vsoftplusf     1.58       0.54          0.10         5.7x
+**   gl_vgeluf         1.71       0.42          0.06         6.5x   (exact erfc form; part in double)
+**   gl_verff          1.35       0.62          0.07         9.1x
+** (a plain copy loop runs at ~1.7 el/ns, so exp/exp2/expm1 are near memory speed, the rest
+** compute-bound.) All 12 loops `y[i] = f(x[i])` vectorise to 8-wide AVX2 (checked with
+** -fopt-info-vec-optimized). Needs hardware FMA (-mfma / -march=native): without it fmaf is a
+** libm call. nvcc -std=c++17 compiles all of them for device code. Not done: sinf/cosf.
+** Coefficients: own weighted-minimax (Lawson) fits, rounded to float one coefficient at a time.
+*/
+#ifndef GL_KERNELS_VMATH_H
+#define GL_KERNELS_VMATH_H
+
+#include <stdint.h>
+#include <math.h>
+#include "half.h"   /* GL_HD, gl_f32_bits, gl_bits_f32 */
+
+/* fmaf: a single vfmadd with -mfma / -march=native and on the GPU. Without hardware FMA gcc
+   calls libm's (correct but slow, and the loop no longer vectorises). */
+#define GL_VM_FMA(a, b, c) fmaf((a), (b), (c))
+
+#define GL_VM_INF    INFINITY
+#define GL_VM_NAN    NAN
+#define GL_VM_LN2HI  0x1.62e430p-1f     /* float(ln 2) */
+#define GL_VM_LN2LO  -0x1.05c610p-29f   /* ln 2 - LN2HI */
+#define GL_VM_LOG2E  0x1.715476p+0f
+
+GL_HD float gl_vm_absf(float x) { return gl_bits_f32(gl_f32_bits(x) & 0x7fffffffu); }
+/* c ? a : b as a bit blend: no branch for gcc to sink trapping arithmetic into
+   (with the default -ftrapping-math a plain ?: can stop if-conversion). */
+GL_HD float gl_vm_sel(int c, float a, float b) {
+  uint32_t m = (uint32_t)0 - (uint32_t)(c != 0);
+  return gl_bits_f32((gl_f32_bits(a) & m) | (gl_f32_bits(b) & ~m));
+}
+GL_HD float gl_vm_copysignf(float m, float s) {
+  return gl_bits_f32((gl_f32_bits(m) & 0x7fffffffu) | (gl_f32_bits(s) & 0x80000000u));
+}
+
+/* p * 2^n for n in [-152, 130], with one rounding when the result is subnormal:
+   2^n is applied as two normal powers of two. */
+GL_HD float gl_vm_scale(float p, int32_t n) {
+  int32_t n1 = n >> 1, n2 = n - n1;
+  float s1 = gl_bits_f32((uint32_t)(n1 + 127) << 23);
+  float s2 = gl_bits_f32((uint32_t)(n2 + 127) << 23);
+  return p * s1 * s2;
+}
+
+/* e^(x + xlo) for x already clamped to [-104, 89] (or NaN), |xlo| tiny.
+   x = k ln2 + r, |r| <= ln2/2 (Cody-Waite, 2-part ln2 with FMA: the first step is exact),
+   e^r = 1 + r + r^2 Q(r), Q minimax degree 4 (rel. err 2^-28.2). */
+GL_HD float gl_vm_expk(float x, float xlo) {
+  float t = GL_VM_FMA(x, GL_VM_LOG2E, 0x1.8p23f);     /* round(x/ln2) in the low bits */
+  int32_t n = (int32_t)(gl_f32_bits(t) - 0x4b400000u);
+  float k = t - 0x1.8p23f;
+  float r = GL_VM_FMA(k, -GL_VM_LN2HI, x);
+  r = GL_VM_FMA(k, -GL_VM_LN2LO, r) + xlo;
+  float q = GL_VM_FMA(r, 0x1.6a4b98p-10f, 0x1.123e5ep-7f);
+  q = GL_VM_FMA(q, r, 0x1.5558bap-5f);
+  q = GL_VM_FMA(q, r, 0x1.55548cp-3f);
+  q = GL_VM_FMA(q, r, 0x1.fffffcp-2f);
+  float p = GL_VM_FMA(r * r, q, r) + 1.0f;
+  return gl_vm_scale(p, n);
+}
+
+GL_HD float gl_vm_clampf(float x, float lo, float hi) {   /* NaN passes through */
+  x = x > hi ? hi : x;
+  return x < lo ? lo : x;
+}
+
+GL_HD float gl_vexpf(float x) { return gl_vm_expk(gl_vm_clampf(x, -104.0f, 89.0f), 0.0f); }
+
+GL_HD float gl_vexp2f(float x) {
+  x = gl_vm_clampf(x, -151.0f, 129.0f);
+  float t = x + 0x1.8p23f;
+  int32_t n = (int32_t)(gl_f32_bits(t) - 0x4b400000u);
+  float r = x - (t - 0x1.8p23f);                        /* exact, |r| <= 1/2 */
+  float q = GL_VM_FMA(r, 0x1.416b52p-13f, 0x1.5f082ep-10f);
+  q = GL_VM_FMA(q, r, 0x1.3b2de0p-7f);
+  q = GL_VM_FMA(q, r, 0x1.c6af7cp-5f);
+  q = GL_VM_FMA(q, r, 0x1.ebfbdcp-3f);
+  q = GL_VM_FMA(q, r, 0x1.62e430p-1f);
+  return gl_vm_scale(GL_VM_FMA(r, q, 1.0f), n);
+}
+
+/* e^x - 1 = 2^k (e^r - 1) + (2^k - 1), expm1(r) = r + r^2 Q(r), Q degree 5 (2^-31). */
+GL_HD float gl_vexpm1f(float x) {
+  float xc = gl_vm_clampf(x, -30.0f, 89.0f);
+  float t = GL_VM_FMA(xc, GL_VM_LOG2E, 0x1.8p23f);
+  int32_t n = (int32_t)(gl_f32_bits(t) - 0x4b400000u);
+  float k = t - 0x1.8p23f;
+  float r = GL_VM_FMA(k, -GL_VM_LN2HI, xc);
+  r = GL_VM_FMA(k, -GL_VM_LN2LO, r);
+  float q = GL_VM_FMA(r, 0x1.9e8ad8p-13f, 0x1.6d4052p-10f);
+  q = GL_VM_FMA(q, r, 0x1.1112d0p-7f);
+  q = GL_VM_FMA(q, r, 0x1.5554f4p-5f);
+  q = GL_VM_FMA(q, r, 0x1.555554p-3f);
+  q = GL_VM_FMA(q, r, 0.5f);
+  q = GL_VM_FMA(r * r, q, r);
+  int32_t big = n > 127;                                 /* 2^128 is not a float */
+  int32_t m = big ? 127 : n;
+  float s = gl_bits_f32((uint32_t)(m + 127) << 23);
+  float y = GL_VM_FMA(s, q, s - 1.0f);
+  y = big ? y * 2.0f : y;
+  return x == 0.0f ? x : y;                               /* keeps -0 */
+}
+
+/* log core: u > 0 normal (other inputs give garbage, fixed by the callers' selects).
+   u = 2^e m, m in [sqrt(1/2), sqrt2), f = m - 1 exact, log1p(f) = f + l, l = f^2 Q(f),
+   Q degree 8 (rel. err of log1p 2^-27.8). */
+GL_HD float gl_vm_logk(float u, float *fo, float *lo) {
+  uint32_t iu = gl_f32_bits(u);
+  int32_t e = (int32_t)(iu - 0x3f3504f3u) >> 23;
+  float f = gl_bits_f32(iu - ((uint32_t)e << 23)) - 1.0f;
+  float q = GL_VM_FMA(f, -0x1.3886fap-4f, 0x1.089b9ep-3f);
+  q = GL_VM_FMA(q, f, -0x1.0f5052p-3f);
+  q = GL_VM_FMA(q, f, 0x1.2267a6p-3f);
+  q = GL_VM_FMA(q, f, -0x1.542380p-3f);
+  q = GL_VM_FMA(q, f, 0x1.99a442p-3f);
+  q = GL_VM_FMA(q, f, -0x1.00043ap-2f);
+  q = GL_VM_FMA(q, f, 0x1.555550p-2f);
+  q = GL_VM_FMA(q, f, -0x1.fffff8p-2f);
+  *fo = f;
+  *lo = (f * f) * q;
+  return (float)e;
+}
+
+/* scale subnormals up by 2^23; returns the exponent correction */
+GL_HD float gl_vm_unsub(float *x) {
+  int32_t sub = gl_f32_bits(*x) < 0x00800000u;
+  *x = gl_vm_sel(sub, *x * 0x1p23f, *x);
+  return sub ? -23.0f : 0.0f;
+}
+
+GL_HD float gl_vm_logspecial(float x, float y) {
+  y = gl_vm_sel(x < GL_VM_INF, y, x);                      /* +inf, NaN */
+  y = gl_vm_sel(x == 0.0f, -GL_VM_INF, y);
+  return gl_vm_sel(x < 0.0f, GL_VM_NAN, y);
+}
+
+/* log_b(x) = e K + (f + l) C with K = log_b 2 and C = log_b e, both split hi + lo. */
+#define GL_VM_LOGB(name, KHI, KLO, CHI, CLO)                                         \
+  GL_HD float name(float x) {                                                        \
+    float u = x, f, l;                                                               \
+    float e = gl_vm_unsub(&u);                                                       \
+    e += gl_vm_logk(u, &f, &l);                                                      \
+    float y = GL_VM_FMA(e, KHI, GL_VM_FMA(f, CHI, GL_VM_FMA(f, CLO,                  \
+                        GL_VM_FMA(l, CHI, e * (KLO)))));                             \
+    return gl_vm_logspecial(x, y);                                                   \
+  }
+GL_VM_LOGB(gl_vlogf, GL_VM_LN2HI, GL_VM_LN2LO, 1.0f, 0.0f)
+GL_VM_LOGB(gl_vlog2f, 1.0f, 0.0f, 0x1.715476p+0f, 0x1.4ae0c0p-26f)
+GL_VM_LOGB(gl_vlog10f, 0x1.344136p-2f, -0x1.ec10c0p-27f, 0x1.bcb7b2p-2f, -0x1.5b235ep-27f)
+
+/* log1p(x) = log(u) + c/u, u = fl(1 + x), c = (1 + x) - u exactly. */
+GL_HD float gl_vm_log1pk(float x) {                       /* x >= 0 finite, or garbage */
+  float u = 1.0f + x;
+  float c = x - (u - 1.0f);
+  float f, l;
+  float e = gl_vm_logk(u, &f, &l);
+  return GL_VM_FMA(e, GL_VM_LN2HI, f + (l + GL_VM_FMA(e, GL_VM_LN2LO, c / u)));
+}
+
+GL_HD float gl_vlog1pf(float x) {
+  float y = gl_vm_log1pk(x);
+  y = gl_vm_sel(x < GL_VM_INF, y, x);
+  y = gl_vm_sel(x == -1.0f, -GL_VM_INF, y);
+  y = gl_vm_sel(x < -1.0f, GL_VM_NAN, y);
+  return gl_vm_sel(x == 0.0f, x, y);
+}
+
+/* tanh: |x| < 0.55: x + x^3 Q(x^2) (Q degree 4, 2^-29.4); else 1 - 2/(e^2|x| + 1). */
+GL_HD float gl_vtanhf(float x) {
+  float a = gl_vm_absf(x), s = a * a;
+  float q = GL_VM_FMA(s, -0x1.9454f0p-8f, 0x1.5811f6p-6f);
+  q = GL_VM_FMA(q, s, -0x1.b905c4p-5f);
+  q = GL_VM_FMA(q, s, 0x1.110c5ep-3f);
+  q = GL_VM_FMA(q, s, -0x1.555548p-2f);
+  float small = GL_VM_FMA(a * s, q, a);
+  float e = gl_vm_expk(a > 10.0f ? 20.0f : a + a, 0.0f);
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  return gl_vm_copysignf(a < 0.55f ? small : big, x);
+}
+
+/* 1/(1+e^-x) from z = e^-|x| in (0,1]: 1/(1+z) or z/(1+z), the rounding of 1+z corrected. */
+GL_HD float gl_vsigmoidf(float x) {
+  float a = gl_vm_absf(x);
+  float z = gl_vm_expk(-(a > 104.0f ? 104.0f : a), 0.0f);
+  float d = 1.0f + z;
+  float err = (1.0f - d) + z;                              /* 1 + z = d + err exactly */
+  float pos = 1.0f / d, neg = z / d;
+  float corr = err * pos;
+  pos = GL_VM_FMA(-pos, corr, pos);
+  neg = GL_VM_FMA(-neg, corr, neg);
+  return x >= 0.0f ? pos : neg;
+}
+
+/* softplus = max(x,0) + log1p(e^-|x|) */
+GL_HD float gl_vsoftplusf(float x) {
+  float a = gl_vm_absf(x);
+  float z = gl_vm_expk(-(a > 104.0f ? 104.0f : a), 0.0f);
+  return (x > 0.0f ? x : 0.0f) + gl_vm_log1pk(z);
+}
+
+/* erf: |x| < 0.921875: x (C0 + x^2 Q(x^2)), C0 = 2/sqrt(pi) split, Q degree 5 (2^-30.9);
+   else 1 - erfc(|x|), erfc(a) = e^(-a^2) R(t), t = 1/(1 + a/2), R degree 8 (2^-31.7),
+   a^2 carried exactly as hi + lo into the exponential. */
+GL_HD float gl_verff(float x) {
+  float a = gl_vm_absf(x), s = a * a;
+  float q = GL_VM_FMA(s, 0x1.5e9998p-14f, -0x1.aadcc4p-11f);
+  q = GL_VM_FMA(q, s, 0x1.54dd00p-8f);
+  q = GL_VM_FMA(q, s, -0x1.b81142p-6f);
+  q = GL_VM_FMA(q, s, 0x1.ce2e34p-4f);
+  q = GL_VM_FMA(q, s, -0x1.812744p-2f);
+  float small = GL_VM_FMA(a, 0x1.20dd76p+0f, a * GL_VM_FMA(s, q, -0x1.f7ac92p-25f));
+  float ac = a > 3.95f ? 3.95f : a;
+  float t = 1.0f / GL_VM_FMA(0.5f, ac, 1.0f);
+  float R = GL_VM_FMA(t, 0x1.2a4b16p-7f, 0x1.556f9cp-4f);
+  R = GL_VM_FMA(R, t, -0x1.a36504p-2f);
+  R = GL_VM_FMA(R, t, 0x1.01d23ep-1f);
+  R = GL_VM_FMA(R, t, -0x1.15c932p-4f);
+  R = GL_VM_FMA(R, t, 0x1.563a92p-2f);
+  R = GL_VM_FMA(R, t, 0x1.0d3156p-2f);
+  R = GL_VM_FMA(R, t, 0x1.2350a4p-2f);
+  R = GL_VM_FMA(R, t, -0x1.0fe9ccp-13f);
+  float hi = ac * ac, lo = GL_VM_FMA(ac, ac, -hi);
+  float big = 1.0f - gl_vm_expk(-hi, -lo) * R;
+  return gl_vm_copysignf(a < 0.921875f ? small : big, x);
+}
+
+/* gelu(x) = x Phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, without the cancellation for x < 0:
+   |x| < 0.75: 0.5 x (1 + x P(x^2)), P degree 6;
+   else with a = |x|: a erfc(a/sqrt2) = e^(-a^2/2) S(t), t = 1/(1 + a/4), S degree 11
+   (2^-31.9) evaluated in double (the float Horner sum loses ~2 ULP to cancellation); gelu = x - S e/2 (x>0), -S e/2 (x<0). */
+GL_HD float gl_vgeluf(float x) {
+  float a = gl_vm_absf(x), s = x * x;
+  float p = GL_VM_FMA(s, 0x1.46d7fep-18f, -0x1.0994c0p-15f);
+  p = GL_VM_FMA(p, s, 0x1.0445a6p-12f);
+  p = GL_VM_FMA(p, s, -0x1.38bdbcp-9f);
+  p = GL_VM_FMA(p, s, 0x1.46dfb2p-6f);
+  p = GL_VM_FMA(p, s, -0x1.10587ep-3f);
+  p = GL_VM_FMA(p, s, 0x1.988454p-1f);
+  float small = (0.5f * x) * GL_VM_FMA(x, p, 1.0f);
+  float ac = gl_vm_sel(a > 14.4f, 14.4f, a);
+  double td = 1.0 / (1.0 + 0.25 * (double)ac);          /* S in double: its Horner sum cancels */
+  double Sd = (double)-0x1.848cf6p-7f;
+  Sd = Sd * td + (double)-0x1.21dc26p-3f;
+  Sd = Sd * td + (double)0x1.d156e8p-1f;
+  Sd = Sd * td + (double)-0x1.cde356p+0f;
+  Sd = Sd * td + (double)0x1.a47512p+0f;
+  Sd = Sd * td + (double)-0x1.568f32p+0f;
+  Sd = Sd * td + (double)0x1.7dd0fcp-2f;
+  Sd = Sd * td + (double)-0x1.3b3e9ap-2f;
+  Sd = Sd * td + (double)-0x1.0603b6p-4f;
+  Sd = Sd * td + (double)-0x1.c1331cp-5f;
+  Sd = Sd * td + (double)0x1.a803d4p-12f;
+  Sd = Sd * td + (double)0x1.988268p-1f;
+  float hi = ac * ac, lo = GL_VM_FMA(ac, ac, -hi);
+  float h = (float)((double)gl_vm_expk(-0.5f * hi, -0.5f * lo) * Sd * 0.5);  /* 0.5 a erfc(a/sqrt2) */
+  float pos = x - h, neg = -h;
+  return gl_vm_sel(a < 0.75f, small, gl_vm_sel(x >= 0.0f, pos, neg));
+}
+
+#endif
