@@ -6,18 +6,27 @@
 #include <string.h>
 #include "lgpu.h"
 
-/* An operand: an open array, a number or a boolean. */
-static gl_operand to_operand(lua_State *L, int idx) {
+/* An argument error that names the function as Lua called it, or 'name' where Lua cannot
+** tell: an operator reached through the string library's metamethods ("a" + x) runs
+** from C, with no name to find. */
+static int operand_error(lua_State *L, int idx, const char *name, const char *msg) {
+  lua_Debug ar;
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name != NULL) return luaL_argerror(L, idx, msg);
+  return luaL_error(L, "bad argument #%d to '%s' (%s)", idx, name, msg);
+}
+
+/* An operand: an open array, a number or a boolean; 'name' is the op's, for errors. */
+static gl_operand to_operand(lua_State *L, int idx, const char *name) {
   gl_operand o = { NULL, gl_scalar_int(0) };
   gl_array *a = gl_lua_test(L, idx);
   if (a) {
-    if (a->storage == NULL) luaL_argerror(L, idx, "array is closed");
+    if (a->storage == NULL) operand_error(L, idx, name, "array is closed");
     o.arr = a;
     return o;
   }
   int t = lua_type(L, idx);
   if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-    luaL_argerror(L, idx, lua_pushfstring(L, "array or number expected, got %s", luaL_typename(L, idx)));
+    operand_error(L, idx, name, lua_pushfstring(L, "array or number expected, got %s", luaL_typename(L, idx)));
   o.s = gl_lua_scalar(L, idx, idx);
   return o;
 }
@@ -33,7 +42,7 @@ static bool should_retry(lua_State *L, gl_status st, gl_device dev) {
 }
 
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
-  gl_operand a = to_operand(L, ia), b = to_operand(L, ib);
+  gl_operand a = to_operand(L, ia, gl_binop_name[op]), b = to_operand(L, ib, gl_binop_name[op]);
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_binary(out, op, a, b);
@@ -50,8 +59,9 @@ static int l_binary(lua_State *L) {
 
 static int l_binary_(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
-  gl_operand b = to_operand(L, 2);
-  gl_lua_check_status(L, gl_op_binary_(x, (gl_binop)lua_tointeger(L, lua_upvalueindex(2)), b), 0);
+  gl_binop op = (gl_binop)lua_tointeger(L, lua_upvalueindex(2));
+  gl_operand b = to_operand(L, 2, gl_binop_name[op]);
+  gl_lua_check_status(L, gl_op_binary_(x, op, b), 0);
   lua_settop(L, 1);
   return 1;
 }
@@ -104,7 +114,7 @@ static int mm_bnot(lua_State *L) { return unary_op(L, GL_U_bitwise_not); }
 /* gpu.where(cond, a, b) */
 static int l_where(lua_State *L) {
   gl_array *cond = gl_lua_check(L, 1);
-  gl_operand a = to_operand(L, 2), b = to_operand(L, 3);
+  gl_operand a = to_operand(L, 2, "where"), b = to_operand(L, 3, "where");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_where(out, cond, a, b);
   if (should_retry(L, st, gl_array_device(cond))) st = gl_op_where(out, cond, a, b);
