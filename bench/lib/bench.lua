@@ -57,6 +57,12 @@ local function emit(...)
   io.write(table.concat(t, "\t"), "\n")
 end
 
+-- B.target(name, ratio, baseline): gpulua's time / baseline's must be <= ratio
+-- (e.g. 0.5 for "twice as fast as numpy", 1.333 for "75% of STREAM").
+function B.target(name, ratio, baseline)
+  emit("target", B.group, name, "max_ratio", ratio, baseline)
+end
+
 -- B.case(name, loop [, {target_ns = N, note = "..."}])
 function B.case(name, loop, opts)
   opts = opts or {}

@@ -1,0 +1,45 @@
+"""bench/elementwise.py — NumPy / PyTorch twin of bench/elementwise.lua (same case names)."""
+import sys, os
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench import case, try_import, DEVICE
+
+np = try_import("numpy")
+torch = try_import("torch")
+
+if np is not None and DEVICE == "cpu":
+    g = {"np": np, "a1": np.ones(1, np.float32), "b1": np.ones(1, np.float32),
+         "a100": np.ones(100, np.float32), "b100": np.ones(100, np.float32),
+         "A": np.ones(10**7, np.float32), "B": np.ones(10**7, np.float32),
+         "M": np.ones((4096, 4096), np.float32)}
+    case("a + b: 1 float32", "numpy", "a1 + b1", globals=g)
+    case("a + b: 100 float32", "numpy", "a100 + b100", globals=g)
+    case("a * 2.5: 100 float32", "numpy", "a100 * 2.5", globals=g)
+    case("c = a + b: 1e7 float32", "numpy", "A + B", globals=g)
+    case("exp: 1e7 float32", "numpy", "np.exp(A)", globals=g)
+    case("tanh: 1e7 float32", "numpy", "np.tanh(A)", globals=g)
+    case("transpose copy: 4096x4096 float32", "numpy", "np.ascontiguousarray(M.T)", globals=g)
+
+if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
+    dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
+    sync = "torch.cuda.synchronize()" if dev == "cuda" else "pass"
+    g = {"torch": torch, "a1": torch.ones(1, device=dev), "b1": torch.ones(1, device=dev),
+         "a100": torch.ones(100, device=dev), "b100": torch.ones(100, device=dev),
+         "A": torch.ones(10**7, device=dev), "B": torch.ones(10**7, device=dev),
+         "M": torch.ones(4096, 4096, device=dev)}
+    case("a + b: 1 float32", "torch", "a1 + b1", globals=g)
+    case("a + b: 100 float32", "torch", "a100 + b100", globals=g)
+    case("a * 2.5: 100 float32", "torch", "a100 * 2.5", globals=g)
+    case("c = a + b: 1e7 float32", "torch", "A + B; " + sync, globals=g)
+    case("exp: 1e7 float32", "torch", "torch.exp(A); " + sync, globals=g)
+    case("tanh: 1e7 float32", "torch", "torch.tanh(A); " + sync, globals=g)
+    case("transpose copy: 4096x4096 float32", "torch", "M.t().contiguous(); " + sync, globals=g)
+
+# The machine's own ceiling for the add: STREAM's add kernel, 2 threads, warm pages.
+if DEVICE == "cpu":
+    import subprocess, tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "stream")
+        if subprocess.call(["cc", "-O3", "-march=native", "-fopenmp", os.path.join(here, "stream.c"), "-o", exe]) == 0:
+            sys.stdout.write(subprocess.run([exe], capture_output=True, text=True).stdout)
+            sys.stdout.flush()

@@ -1,0 +1,57 @@
+"""bench/lib/bench.py — timing helpers for the Python twins (NumPy, PyTorch).
+
+A twin (bench/<group>.py) calls case(name, impl, stmt, setup) for each case, with the
+same case names as the Lua file, so the report puts them in one row. Times are ns per
+iteration, best and median of several timeit repeats, minus the cost of timing `pass`
+the same number of times. Output: the tab-separated records of bench/lib/bench.lua.
+"""
+import os
+import statistics
+import sys
+import timeit
+
+DEVICE = os.environ.get("GPULUA_BENCH_DEVICE", "cpu")
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+MIN_TIME = 0.01 if QUICK else 0.05
+REPEATS = 3 if QUICK else 7
+GROUP = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+
+def emit(*fields):
+    print("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields), flush=True)
+
+
+def _per_iter(timer, n):
+    ts = sorted(t / n * 1e9 for t in timer.repeat(REPEATS, n))
+    return ts[0], ts[(REPEATS - 1) // 2]
+
+
+def _calibrate(timer):
+    n = 100
+    while timer.timeit(n) < MIN_TIME:
+        n *= 4
+    return n
+
+
+_empty = timeit.Timer("pass")
+_overhead = _per_iter(_empty, _calibrate(_empty))[0]
+
+
+def case(name, impl, stmt, setup="pass", note=None, globals=None):
+    """Times `stmt` (a string, run after `setup`) and emits one result record."""
+    try:
+        timer = timeit.Timer(stmt, setup, globals=globals)
+        timer.timeit(1)
+    except Exception as e:  # a case that cannot run says why
+        emit("result", GROUP, name, impl, "-", "-", "error: %s" % e)
+        return
+    best, med = _per_iter(timer, _calibrate(timer))
+    emit("result", GROUP, name, impl, "%.1f" % (best - _overhead), "%.1f" % (med - _overhead),
+         note if note is not None else stmt)
+
+
+def try_import(name):
+    try:
+        return __import__(name)
+    except Exception:
+        return None
