@@ -1,4 +1,4 @@
-"""bench/random.py — NumPy / PyTorch twin of bench/random.lua (same case names):
+"""bench/rng.py — NumPy / PyTorch twin of bench/rng.lua (same case names): (named rng, not random: a random.py would shadow Python's random module)
 NumPy's default_rng() (PCG64) random / standard_normal / integers into 1e7 elements."""
 import sys, os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))

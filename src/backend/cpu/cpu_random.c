@@ -1,0 +1,211 @@
+/*
+** cpu_random.c — random fills on the CPU from kernels/philox.h: the stream and the
+** element-to-counter mapping are documented there, and kernels/random.cu follows the same
+** table, so both devices give the same numbers.
+**
+** The work goes in chunks of CHB counter blocks: the Philox rounds for a chunk run over
+** lanes the compiler vectorises (8 blocks per AVX2 instruction), the words land in a
+** 4 KB buffer that stays in L1, and a second vectorised loop turns them into numbers.
+** Chunks are independent (each knows its first block), so OpenMP splits them among
+** threads without changing a single value. The Makefile builds this file with
+** -fno-math-errno, so the Box-Muller loop (sqrtf) vectorises.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "cpu.h"
+#include "../../../kernels/philox.h"
+
+#define CHB 256                 /* counter blocks per chunk */
+#define PAR_MIN 32768           /* below this many elements: one thread */
+
+/* w[4j .. 4j+3] = the words of block b0 + j, j < nb. */
+static void philox_words(uint64_t seed, uint64_t b0, int nb, uint32_t *restrict w) {
+  uint32_t c0[CHB], c1[CHB], c2[CHB], c3[CHB];
+  for (int j = 0; j < nb; j++) {
+    uint64_t b = b0 + (uint64_t)j;
+    c0[j] = (uint32_t)b; c1[j] = (uint32_t)(b >> 32); c2[j] = 0; c3[j] = 0;
+  }
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; r++) {
+    for (int j = 0; j < nb; j++) gl_philox_round(&c0[j], &c1[j], &c2[j], &c3[j], k0, k1);
+    k0 += GL_PHILOX_W0; k1 += GL_PHILOX_W1;
+  }
+  for (int j = 0; j < nb; j++) {
+    w[4 * j] = c0[j]; w[4 * j + 1] = c1[j]; w[4 * j + 2] = c2[j]; w[4 * j + 3] = c3[j];
+  }
+}
+
+static int bits_of(gl_dtype dt) { return dt == GL_FLOAT16 ? 11 : dt == GL_BFLOAT16 ? 8 : 24; }
+
+/* ---- one chunk: words w (for elements e0 .. e0+ne-1) into dst ------------------------ */
+
+static void store_floats(const gl_array *dst, int64_t e0, const float *f, int64_t ne) {
+  char *base = gl_array_data(dst);
+  switch ((gl_dtype)dst->dtype) {
+    case GL_FLOAT32: memcpy((float *)base + e0, f, (size_t)ne * sizeof *f); break;
+    case GL_FLOAT16: { uint16_t *d = (uint16_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = gl_f32_to_f16(f[i]); break; }
+    case GL_BFLOAT16: { uint16_t *d = (uint16_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = gl_f32_to_bf16(f[i]); break; }
+    default: break;
+  }
+}
+
+static void store_ints(const gl_array *dst, int64_t e0, const uint64_t *v, int64_t ne) {
+  char *base = gl_array_data(dst);
+  switch ((gl_dtype)dst->dtype) {
+    case GL_INT64: memcpy((int64_t *)base + e0, v, (size_t)ne * sizeof *v); break;
+    case GL_INT32: { int32_t *d = (int32_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = (int32_t)(uint32_t)v[i]; break; }
+    case GL_UINT8: { uint8_t *d = (uint8_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = (uint8_t)v[i]; break; }
+    default: break;
+  }
+}
+
+static void store_flags(const gl_array *dst, int64_t e0, const uint8_t *v, int64_t ne) {
+  char *base = gl_array_data(dst);
+  switch ((gl_dtype)dst->dtype) {
+#define FLAGS(T, ONE)                                                                   \
+    { T *d = (T *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = v[i] ? (ONE) : (T)0; break; }
+    case GL_BOOL: case GL_UINT8: memcpy((uint8_t *)base + e0, v, (size_t)ne); break;
+    case GL_INT32: FLAGS(int32_t, 1)
+    case GL_INT64: FLAGS(int64_t, 1)
+    case GL_FLOAT32: FLAGS(float, 1.0f)
+    case GL_FLOAT64: FLAGS(double, 1.0)
+    case GL_FLOAT16: FLAGS(uint16_t, 0x3c00)
+    case GL_BFLOAT16: FLAGS(uint16_t, 0x3f80)
+#undef FLAGS
+    default: break;
+  }
+}
+
+/* Scratch for one chunk: words, then numbers (4 per block at most). */
+typedef struct chunk_buf {
+  uint32_t w[4 * CHB];
+  union { float f[4 * CHB]; double d[4 * CHB]; uint64_t u[4 * CHB]; uint8_t b[4 * CHB]; } v;
+} chunk_buf;
+
+static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *rq, int wpe,
+                      int64_t c, chunk_buf *buf) {
+  int epb = 4 / wpe;                                   /* elements per block */
+  int64_t e0 = c * CHB * epb, ne = dst->size - e0;
+  if (ne > (int64_t)CHB * epb) ne = (int64_t)CHB * epb;
+  int nb = (int)((ne + epb - 1) / epb);
+  philox_words(rq->seed, rq->offset + (uint64_t)(c * CHB), nb, buf->w);
+  const uint32_t *restrict w = buf->w;
+  gl_dtype dt = (gl_dtype)dst->dtype;
+  int64_t nw = (int64_t)nb * 4;
+  switch (dist) {
+    case GL_RAND_UNIFORM:
+      if (dt == GL_FLOAT64) {
+        double *restrict d = buf->v.d, lo = rq->a, span = rq->b - rq->a;
+        for (int64_t i = 0; i < nw / 2; i++)
+          d[i] = fma(span, gl_rand_u01d(gl_rand_u64(w[2 * i], w[2 * i + 1])), lo);
+        memcpy((double *)gl_array_data(dst) + e0, d, (size_t)ne * sizeof *d);
+      } else {
+        float *restrict f = buf->v.f, lo = (float)rq->a, span = (float)(rq->b - rq->a);
+        int bits = bits_of(dt);
+        for (int64_t i = 0; i < nw; i++) f[i] = GL_VM_FMA(span, gl_rand_u01f(w[i], bits), lo);
+        store_floats(dst, e0, f, ne);
+      }
+      break;
+    case GL_RAND_NORMAL:
+      if (dt == GL_FLOAT64) {
+        double *restrict d = buf->v.d, mean = rq->a, sd = rq->b;
+        for (int64_t j = 0; j < nb; j++) {
+          double z0, z1;
+          gl_rand_normal2d(gl_rand_u64(w[4 * j], w[4 * j + 1]), gl_rand_u64(w[4 * j + 2], w[4 * j + 3]), &z0, &z1);
+          d[2 * j] = fma(sd, z0, mean);
+          d[2 * j + 1] = fma(sd, z1, mean);
+        }
+        memcpy((double *)gl_array_data(dst) + e0, d, (size_t)ne * sizeof *d);
+      } else {
+        float *restrict f = buf->v.f, mean = (float)rq->a, sd = (float)rq->b;
+        for (int64_t i = 0; i < nw / 2; i++) {
+          float z0, z1;
+          gl_rand_normal2f(w[2 * i], w[2 * i + 1], &z0, &z1);
+          f[2 * i] = GL_VM_FMA(sd, z0, mean);
+          f[2 * i + 1] = GL_VM_FMA(sd, z1, mean);
+        }
+        store_floats(dst, e0, f, ne);
+      }
+      break;
+    case GL_RAND_INTEGERS: {
+      uint64_t *restrict u = buf->v.u, m = rq->range, lo = (uint64_t)rq->lo;
+      if (wpe == 2)
+        for (int64_t i = 0; i < nw / 2; i++)
+          u[i] = lo + gl_rand_mulhi_small(gl_rand_u64(w[2 * i], w[2 * i + 1]), m);
+      else
+        for (int64_t i = 0; i < nb; i++)
+          u[i] = lo + gl_rand_mulhi128(gl_rand_u64(w[4 * i], w[4 * i + 1]),
+                                       gl_rand_u64(w[4 * i + 2], w[4 * i + 3]), m);
+      store_ints(dst, e0, u, ne);
+      break;
+    }
+    case GL_RAND_BERNOULLI: {
+      uint8_t *restrict b = buf->v.b;
+      if (rq->p) {
+        const double *p = (const double *)gl_array_data(rq->p) + e0;
+        for (int64_t i = 0; i < ne; i++) b[i] = (double)w[i] * 0x1p-32 < p[i];
+      } else {
+        double p = rq->a;
+        for (int64_t i = 0; i < nw; i++) b[i] = (double)w[i] * 0x1p-32 < p;
+      }
+      store_flags(dst, e0, b, ne);
+      break;
+    }
+    default: break;
+  }
+}
+
+/* The first k steps of a forward Fisher-Yates shuffle of lo .. lo+n-1 (see philox.h):
+** serial, so it runs on one thread; the keys come a chunk at a time. */
+static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
+  int64_t n = (int64_t)rq->range, k = dst->size;
+  int64_t *out = gl_array_data(dst), *a = out;
+  if (k < n) {
+    a = malloc((size_t)n * sizeof *a);
+    if (a == NULL) return gl_fail(GL_ENOMEM, "out of host memory for a permutation of %lld", (long long)n);
+  }
+  for (int64_t i = 0; i < n; i++) a[i] = rq->lo + i;
+  chunk_buf *buf = malloc(sizeof *buf);
+  if (buf == NULL) { if (a != out) free(a); return gl_fail(GL_ENOMEM, "out of host memory"); }
+  int64_t steps = k < n ? k : n - 1;
+  for (int64_t i0 = 0; i0 < steps; i0 += 2 * CHB) {
+    int64_t ne = steps - i0 < 2 * CHB ? steps - i0 : 2 * CHB;
+    philox_words(rq->seed, rq->offset + (uint64_t)(i0 / 2), (int)((ne + 1) / 2), buf->w);
+    for (int64_t t = 0; t < ne; t++) {
+      int64_t i = i0 + t;
+      uint64_t x = gl_rand_u64(buf->w[2 * t], buf->w[2 * t + 1]);
+      int64_t j = i + (int64_t)gl_rand_mulhi64(x, (uint64_t)(n - i));
+      int64_t tmp = a[i]; a[i] = a[j]; a[j] = tmp;
+    }
+  }
+  free(buf);
+  if (a != out) { memcpy(out, a, (size_t)k * sizeof *a); free(a); }
+  return GL_OK;
+}
+
+gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *rq) {
+  if (dist == GL_RAND_PERMUTATION) return permutation(dst, rq);
+  int64_t n = dst->size;
+  if (n == 0) return GL_OK;
+  int wpe = gl_rand_words_per_element((int)dist, dst->dtype == GL_FLOAT64, rq->range);
+  int64_t per_chunk = (int64_t)CHB * (4 / wpe);
+  int64_t chunks = (n + per_chunk - 1) / per_chunk;
+  bool failed = false;
+  #pragma omp parallel if (n >= PAR_MIN)
+  {
+    chunk_buf *buf = malloc(sizeof *buf);
+    if (buf == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; c++)
+      if (buf) run_chunk(dist, dst, rq, wpe, c, buf);
+    free(buf);
+  }
+  return failed ? gl_fail(GL_ENOMEM, "out of host memory for random numbers") : GL_OK;
+}

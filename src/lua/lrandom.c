@@ -1,0 +1,377 @@
+/*
+** lrandom.c — gpu.random: seed, rand, randn, uniform, normal, randint, permutation,
+** shuffle, bernoulli, choice, get_state/set_state, and gpu.random.Generator(seed) objects
+** with the same methods. Shortcuts gpu.rand, gpu.randn; array methods x:shuffle(),
+** x:permutation(), x:bernoulli(), x:choice(k).
+**
+** A generator is (seed, offset) (src/ops/ops.h gl_rng). Each device has a default one
+** (all seeded alike by seed(n)), kept in a userdata that is upvalue 2 of every function
+** here (lmathlib's pattern: per-state context in an upvalue, never a C global). Upvalue
+** 3 says whether the function is a Generator method (argument 1 is the generator).
+*/
+#include <string.h>
+#include <time.h>
+#include "lgpu.h"
+
+#define GENERATOR "gpu.Generator"
+#define NDEFAULT 257                       /* cpu, cuda:0 .. cuda:255 */
+
+typedef struct gl_rdefaults { gl_rng gen[NDEFAULT]; } gl_rdefaults;
+
+static gl_rng *default_for(lua_State *L, gl_device dev) {
+  gl_rdefaults *d = lua_touserdata(L, lua_upvalueindex(2));
+  return &d->gen[dev.type == GL_CPU ? 0 : 1 + dev.index];
+}
+
+/* The generator of this call: argument 1 for Generator methods (and *first = 2), else
+** NULL (the caller takes the default of the device it settles on). */
+static gl_rng *call_generator(lua_State *L, int *first) {
+  if (lua_toboolean(L, lua_upvalueindex(3))) {
+    *first = 2;
+    return luaL_checkudata(L, 1, GENERATOR);
+  }
+  *first = 1;
+  return NULL;
+}
+
+static gl_rng *pick(lua_State *L, gl_rng *g, gl_device dev) { return g ? g : default_for(L, dev); }
+
+/* A seed from the clock and addresses, as Lua 5.4's math.random does. */
+static uint64_t fresh_seed(lua_State *L) {
+  uint64_t s = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20) ^ (uint64_t)(uintptr_t)L;
+  s ^= (uint64_t)(uintptr_t)&s << 7;
+  s *= 0x9E3779B97F4A7C15ull;
+  return s ^ (s >> 29);
+}
+
+static uint64_t check_seed(lua_State *L, int idx) {
+  int isnum;
+  lua_Integer n = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_argerror(L, idx, lua_pushfstring(L, "seed must be an integer, got %f", lua_tonumber(L, idx)));
+    luaL_argerror(L, idx, lua_pushfstring(L, "seed must be an integer, got %s", luaL_typename(L, idx)));
+  }
+  return (uint64_t)n;
+}
+
+/* The shape at 'first' (varargs or a table) and the options after it. */
+static void shape_opts(lua_State *L, int first, int *ndim, int64_t *shape, gl_dtype *dt, gl_device *dev,
+                       const char *extra) {
+  int next = gl_lua_shape(L, first, ndim, shape);
+  if (next <= lua_gettop(L) && !lua_istable(L, next) && !lua_isnil(L, next))
+    luaL_argerror(L, next, lua_pushfstring(L, "dimension or options table expected, got %s", luaL_typename(L, next)));
+  dev->type = 255;
+  dev->index = 0;
+  gl_lua_opts(L, next, dt, dev, extra);
+}
+
+/* Pushes nothing: checks the status of a fill into 'out' (already pushed) and accounts. */
+static int done(lua_State *L, gl_status st, int arg, gl_array *out) {
+  gl_lua_check_status(L, st, arg);
+  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  return 1;
+}
+
+/* ---- float distributions ------------------------------------------------------------ */
+
+static int float_dist(lua_State *L, gl_rand_dist dist, bool params, double a, double b) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  int params_at = first;
+  if (params) {
+    a = luaL_checknumber(L, first);
+    b = luaL_checknumber(L, first + 1);
+    first += 2;
+  }
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  gl_dtype dt = GL_DEFAULT_DTYPE;
+  gl_device dev;
+  shape_opts(L, first, &ndim, shape, &dt, &dev, NULL);
+  gl_array *out = gl_lua_push(L);
+  gl_status st = gl_op_random(out, pick(L, g, dev), dist, a, b, dt, ndim, shape, dev);
+  return done(L, st, st == GL_EINVAL && params && gl_dtype_is_float(dt) ? params_at : 0, out);
+}
+
+static int l_rand(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, false, 0.0, 1.0); }
+static int l_randn(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, false, 0.0, 1.0); }
+static int l_uniform(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, true, 0, 0); }
+static int l_normal(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, true, 0, 0); }
+
+/* randint(lo, hi, shape... [, opts]): lo..hi inclusive, like math.random(lo, hi). */
+static int l_randint(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  int64_t lo = gl_lua_int(L, first, "lo"), hi = gl_lua_int(L, first + 1, "hi");
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  gl_dtype dt = GL_INT64;
+  gl_device dev;
+  shape_opts(L, first + 2, &ndim, shape, &dt, &dev, NULL);
+  gl_array *out = gl_lua_push(L);
+  return done(L, gl_op_randint(out, pick(L, g, dev), lo, hi, dt, ndim, shape, dev), 0, out);
+}
+
+/* bernoulli(p, shape... [, opts]): p a number in [0, 1] or an array (then the shape
+** defaults to p's and the device is p's). dtype float32 by default. */
+static int l_bernoulli(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  gl_array *parr = gl_lua_test(L, first);
+  double p = 0;
+  if (parr) gl_lua_check(L, first);
+  else p = luaL_checknumber(L, first);
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  gl_dtype dt = GL_DEFAULT_DTYPE;
+  gl_device dev;
+  bool has_shape = lua_type(L, first + 1) == LUA_TNUMBER ||
+                   (lua_istable(L, first + 1) && lua_rawlen(L, first + 1) > 0);
+  shape_opts(L, first + 1, &ndim, shape, &dt, &dev, NULL);
+  if (parr) {
+    bool dev_given = false;
+    if (lua_istable(L, lua_gettop(L))) {
+      dev_given = lua_getfield(L, lua_gettop(L), "device") != LUA_TNIL;
+      lua_pop(L, 1);
+    }
+    if (!dev_given) dev = gl_array_device(parr);
+    if (!has_shape) { ndim = parr->ndim; memcpy(shape, parr->shape, sizeof shape); }
+  }
+  gl_array *out = gl_lua_push(L);
+  gl_status st = gl_op_bernoulli(out, pick(L, g, dev), p, parr, dt, ndim, shape, dev);
+  return done(L, st, st == GL_EINVAL && gl_dtypes[dt].kind != GL_KIND_BOOL ? first : 0, out);
+}
+
+/* ---- permutations --------------------------------------------------------------------- */
+
+/* permutation(n [, opts]): 1..n shuffled (int64); permutation(x): a copy of x shuffled
+** along its first axis. */
+static int l_permutation(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  gl_array *x = gl_lua_test(L, first);
+  if (x) {
+    gl_lua_check(L, first);
+    if (x->ndim == 0) return luaL_argerror(L, first, "cannot shuffle a 0-d array");
+    gl_device dev = gl_array_device(x);
+    gl_array *out = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_copy(out, x, (gl_dtype)x->dtype, dev), 0);
+    return done(L, gl_op_shuffle(out, pick(L, g, dev)), 0, out);
+  }
+  int64_t n = gl_lua_int(L, first, "n");
+  if (n < 0) return luaL_argerror(L, first, lua_pushfstring(L, "n must be >= 0 (got %I)", (lua_Integer)n));
+  gl_dtype dt = GL_INT64;
+  gl_device dev = { 255, 0 };
+  gl_lua_opts(L, first + 1, &dt, &dev, NULL);
+  if (dt != GL_INT64 && dt != GL_INT32)
+    return luaL_argerror(L, first + 1, lua_pushfstring(L, "dtype %s is not supported by permutation (expected int64 or int32)", gl_dtypes[dt].name));
+  gl_array *out = gl_lua_push(L);
+  done(L, gl_op_permutation(out, pick(L, g, dev), n, n, dev), 0, out);
+  if (dt != GL_INT64) {
+    gl_array *c = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_copy(c, out, dt, dev), 0);
+  }
+  return 1;
+}
+
+/* shuffle(x): in place along the first axis; returns x. */
+static int l_shuffle(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  gl_array *x = gl_lua_check(L, first);
+  gl_lua_check_status(L, gl_op_shuffle(x, pick(L, g, gl_array_device(x))), first);
+  lua_pushvalue(L, first);
+  return 1;
+}
+
+/* choice(n or x, k [, {replace = true, device =}]): k draws from 1..n (int64), or k rows
+** of x along its first axis. Without replacement: the first k of permutation(n). */
+static int l_choice(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  gl_array *x = gl_lua_test(L, first);
+  int64_t n;
+  if (x) {
+    gl_lua_check(L, first);
+    if (x->ndim == 0) return luaL_argerror(L, first, "cannot choose from a 0-d array");
+    n = x->shape[0];
+  } else {
+    n = gl_lua_int(L, first, "n");
+    if (n < 0) return luaL_argerror(L, first, lua_pushfstring(L, "n must be >= 0 (got %I)", (lua_Integer)n));
+  }
+  int o = first + 1;
+  int64_t k = 1;
+  if (lua_type(L, o) == LUA_TNUMBER) {
+    k = gl_lua_int(L, o, "sample size");
+    if (k < 0) return luaL_argerror(L, o, lua_pushfstring(L, "sample size must be >= 0 (got %I)", (lua_Integer)k));
+    o++;
+  }
+  bool replace = true;
+  if (lua_istable(L, o)) {
+    if (lua_getfield(L, o, "replace") != LUA_TNIL) {
+      if (!lua_isboolean(L, -1)) return luaL_argerror(L, o, "option 'replace' must be a boolean");
+      replace = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+  } else if (!lua_isnoneornil(L, o)) {
+    return luaL_argerror(L, o, lua_pushfstring(L, "options table expected, got %s", luaL_typename(L, o)));
+  }
+  gl_dtype dt = GL_INT64;
+  gl_device dev = { 255, 0 };
+  if (x) dev = gl_array_device(x);
+  gl_lua_opts(L, o, &dt, &dev, "replace");
+  if (x && !gl_device_eq(dev, gl_array_device(x)))
+    return luaL_argerror(L, o, "option 'device' must be x's device");
+  if (dt != GL_INT64) return luaL_argerror(L, o, "choice gives int64 positions (dtype must be int64)");
+  if (n == 0 && k > 0) return gl_lua_error(L, "cannot choose from an empty population");
+  gl_rng *rng = pick(L, g, dev);
+  gl_array *idx = gl_lua_push(L);
+  if (replace) done(L, gl_op_randint(idx, rng, 1, n, GL_INT64, 1, &k, dev), 0, idx);
+  else done(L, gl_op_permutation(idx, rng, n, k, dev), first + 1, idx);
+  if (!x) return 1;
+  gl_array *out = gl_lua_push(L);
+  return done(L, gl_op_take(out, x, 0, idx), 0, out);
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+static void push_state(lua_State *L, const gl_rng *g) {
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, (lua_Integer)g->seed);
+  lua_setfield(L, -2, "seed");
+  lua_pushinteger(L, (lua_Integer)g->offset);
+  lua_setfield(L, -2, "offset");
+}
+
+static gl_rng read_state(lua_State *L, int idx) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  gl_rng r;
+  int isnum;
+  lua_getfield(L, idx, "seed");
+  r.seed = (uint64_t)lua_tointegerx(L, -1, &isnum);
+  if (!isnum) luaL_argerror(L, idx, "state.seed must be an integer");
+  lua_getfield(L, idx, "offset");
+  r.offset = (uint64_t)lua_tointegerx(L, -1, &isnum);
+  if (!isnum) luaL_argerror(L, idx, "state.offset must be an integer");
+  lua_pop(L, 2);
+  return r;
+}
+
+/* The device named at idx (a name or an array), or the default device. */
+static gl_device device_arg(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return gl_lua_default_device(L);
+  gl_array *a = gl_lua_test(L, idx);
+  if (a) return gl_array_device(gl_lua_check(L, idx));
+  return gl_lua_device(L, idx);
+}
+
+/* seed([n]): seeds the default generator of every device (offset 0), or a Generator;
+** without n, a fresh seed from the clock. Returns the seed. */
+static int l_seed(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  uint64_t s = lua_isnoneornil(L, first) ? fresh_seed(L) : check_seed(L, first);
+  if (g) { g->seed = s; g->offset = 0; }
+  else {
+    gl_rdefaults *d = lua_touserdata(L, lua_upvalueindex(2));
+    for (int i = 0; i < NDEFAULT; i++) { d->gen[i].seed = s; d->gen[i].offset = 0; }
+  }
+  lua_pushinteger(L, (lua_Integer)s);
+  return 1;
+}
+
+/* get_state([device]) -> {seed =, offset =}; on a Generator: its own. */
+static int l_get_state(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  push_state(L, g ? g : default_for(L, device_arg(L, first)));
+  return 1;
+}
+
+/* set_state(state [, device]) */
+static int l_set_state(lua_State *L) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  gl_rng r = read_state(L, first);
+  *(g ? g : default_for(L, device_arg(L, first + 1))) = r;
+  return 0;
+}
+
+/* Generator([seed]) */
+static int l_generator(lua_State *L) {
+  uint64_t s = lua_isnoneornil(L, 1) ? fresh_seed(L) : check_seed(L, 1);
+  gl_rng *g = lua_newuserdatauv(L, sizeof *g, 0);
+  g->seed = s;
+  g->offset = 0;
+  luaL_setmetatable(L, GENERATOR);
+  return 1;
+}
+
+static int gen_tostring(lua_State *L) {
+  gl_rng *g = luaL_checkudata(L, 1, GENERATOR);
+  lua_pushfstring(L, "gpu.Generator(seed=%I, offset=%I)", (lua_Integer)g->seed, (lua_Integer)g->offset);
+  return 1;
+}
+
+/* ---- registration ------------------------------------------------------------------------ */
+
+static const luaL_Reg random_funcs[] = {
+  { "rand", l_rand }, { "randn", l_randn }, { "uniform", l_uniform }, { "normal", l_normal },
+  { "randint", l_randint }, { "bernoulli", l_bernoulli }, { "permutation", l_permutation },
+  { "shuffle", l_shuffle }, { "choice", l_choice }, { "seed", l_seed },
+  { "get_state", l_get_state }, { "set_state", l_set_state },
+  { NULL, NULL }
+};
+
+static const luaL_Reg array_methods[] = {
+  { "shuffle", l_shuffle }, { "permutation", l_permutation }, { "bernoulli", l_bernoulli },
+  { "choice", l_choice },
+  { NULL, NULL }
+};
+
+/* Registers l into the table at idx with upvalues (context, defaults, is_method). */
+static void setfuncs3(lua_State *L, int idx, const luaL_Reg *l, int defaults, bool method) {
+  lua_pushvalue(L, idx);
+  GL_PUSH_CTX(L);
+  lua_pushvalue(L, defaults);
+  lua_pushboolean(L, method);
+  luaL_setfuncs(L, l, 3);
+  lua_pop(L, 1);
+}
+
+void gl_open_random(lua_State *L, int module, int methods) {
+  gl_rdefaults *d = lua_newuserdatauv(L, sizeof *d, 0);
+  int defaults = lua_gettop(L);
+  uint64_t s = fresh_seed(L);
+  for (int i = 0; i < NDEFAULT; i++) { d->gen[i].seed = s; d->gen[i].offset = 0; }
+
+  lua_newtable(L);                                    /* gpu.random */
+  int random = lua_gettop(L);
+  setfuncs3(L, random, random_funcs, defaults, false);
+  setfuncs3(L, methods, array_methods, defaults, false);
+  lua_getfield(L, random, "rand");
+  lua_setfield(L, module, "rand");
+  lua_getfield(L, random, "randn");
+  lua_setfield(L, module, "randn");
+
+  if (luaL_newmetatable(L, GENERATOR)) {              /* Generator objects */
+    int meta = lua_gettop(L);
+    lua_newtable(L);
+    setfuncs3(L, lua_gettop(L), random_funcs, defaults, true);
+    lua_setfield(L, meta, "__index");
+    lua_pushcfunction(L, gen_tostring);
+    lua_setfield(L, meta, "__tostring");
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_generator);
+  lua_setfield(L, random, "Generator");
+
+  /* in package.loaded too, so lauxlib names errors 'gpu.random.f' even through pcall */
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushvalue(L, random);
+  lua_setfield(L, -2, "gpu.random");
+  lua_pop(L, 1);
+  lua_setfield(L, module, "random");
+  lua_pop(L, 1);                                      /* defaults */
+}
