@@ -1,0 +1,237 @@
+/*
+** cpu_matmul.c — dst (..., M, N) = a (..., M, K) @ b (..., K, N) on the CPU.
+**
+** float32 and float64 go to BLAS gemm, one call per matrix of the batch. BLAS reads a
+** matrix with strides (s, 1) as row-major with ld = s and one with strides (1, s) as the
+** transpose of a row-major matrix, so transposed and sliced operands are passed as they
+** are; only other layouts (both strides != 1, negative or zero strides in the matrix
+** axes) are copied, once for the whole operand, keeping broadcast batch axes broadcast.
+** float16/bfloat16 are converted to float32, multiplied with sgemm and converted back.
+** Integers and bool use a plain loop: integers wrap (accumulated in the unsigned type
+** of the same width, as NumPy's int matmul does), bool is NumPy's logical matmul (or
+** of ands).
+*/
+#include <limits.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "cpu.h"
+
+/* Below this M*N*K OpenBLAS runs a gemm on one thread (its SMP threshold, 64^3), so
+** a batch of such matrices is better spread over threads one matrix each. */
+#define SMALL_GEMM ((int64_t)1 << 18)
+/* Integer loops start threads above this many multiply-adds. */
+#define PAR_MIN_MACS ((int64_t)1 << 16)
+
+/* ---- layouts ------------------------------------------------------------------------ */
+
+/* How BLAS reads an (R, C) matrix with element strides (sr, sc) in place. */
+typedef struct mat_layout {
+  int trans;       /* GL_CBLAS_NO_TRANS or GL_CBLAS_TRANS */
+  int ld;
+} mat_layout;
+
+/* Row-major with ld = sr (strides (s, 1)), or the transpose of a row-major (C, R)
+** matrix with ld = sc (strides (1, s)); false when neither fits. Extent-1 axes may have
+** any stride. */
+static bool blas_layout(int64_t R, int64_t C, int64_t sr, int64_t sc, mat_layout *out) {
+  int64_t rmin = C > 1 ? C : 1, cmin = R > 1 ? R : 1, ld;
+  if ((C == 1 || sc == 1) && (R == 1 || sr >= rmin)) {
+    out->trans = GL_CBLAS_NO_TRANS;
+    ld = R == 1 ? rmin : sr;
+  } else if ((R == 1 || sr == 1) && (C == 1 || sc >= cmin)) {
+    out->trans = GL_CBLAS_TRANS;
+    ld = C == 1 ? cmin : sc;
+  } else {
+    return false;
+  }
+  if (ld > INT_MAX) return false;
+  out->ld = (int)ld;
+  return true;
+}
+
+/* A contiguous copy of x (..., R, C) in dtype dt, viewed back to x's shape in *view.
+** Batch axes with stride 0 stay broadcast: they are copied once, not once per batch. */
+static gl_status compact_copy(const gl_array *x, gl_dtype dt, gl_array *tmp, gl_array *view) {
+  gl_array c = *x;
+  c.size = 1;
+  for (int d = 0; d < c.ndim; d++) {
+    if (d < c.ndim - 2 && c.strides[d] == 0) c.shape[d] = 1;
+    c.size *= c.shape[d];
+  }
+  GL_TRY(gl_array_alloc(tmp, dt, c.ndim, c.shape, gl_cpu()));
+  gl_status st = gl_cpu_copy(tmp, &c);
+  *view = *tmp;
+  if (st == GL_OK) st = gl_view_expand(view, x->ndim, x->shape);
+  if (st != GL_OK) gl_array_release(tmp);
+  return st;
+}
+
+/* Element offsets of batch 'bi' (C order over dst's batch axes) in dst, a and b. */
+static inline void batch_offsets(const gl_array *dst, const gl_array *a, const gl_array *b,
+                                 int64_t bi, int64_t off[3]) {
+  off[0] = off[1] = off[2] = 0;
+  for (int d = dst->ndim - 3; d >= 0 && bi > 0; d--) {
+    int64_t i = bi % dst->shape[d];
+    bi /= dst->shape[d];
+    off[0] += i * dst->strides[d];
+    off[1] += i * a->strides[d];
+    off[2] += i * b->strides[d];
+  }
+}
+
+static int64_t batch_count(const gl_array *dst) {
+  int64_t n = 1;
+  for (int d = 0; d < dst->ndim - 2; d++) n *= dst->shape[d];
+  return n;
+}
+
+/* ---- floats: BLAS ----------------------------------------------------------------------- */
+
+static void gemm_one(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a, const gl_array *b,
+                     const mat_layout *l, int64_t bi) {
+  int nd = c->ndim;
+  int M = (int)c->shape[nd - 2], N = (int)c->shape[nd - 1], K = (int)a->shape[nd - 1];
+  int64_t off[3];
+  batch_offsets(c, a, b, bi, off);
+  if (c->dtype == GL_FLOAT64) {
+    double *pc = gl_array_data(c);
+    const double *pa = gl_array_data(a), *pb = gl_array_data(b);
+    bl->dgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, M, N, K, 1.0, pa + off[1], l[1].ld,
+              pb + off[2], l[2].ld, 0.0, pc + off[0], l[0].ld);
+  } else {
+    float *pc = gl_array_data(c);
+    const float *pa = gl_array_data(a), *pb = gl_array_data(b);
+    bl->sgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, M, N, K, 1.0f, pa + off[1], l[1].ld,
+              pb + off[2], l[2].ld, 0.0f, pc + off[0], l[0].ld);
+  }
+}
+
+/* c, a, b of one dtype (float32 or float64) with BLAS layouts l[0..2] (c's NoTrans).
+** Big matrices: one gemm after another, each threaded by OpenBLAS. Many small ones:
+** OpenMP threads take whole matrices (OpenBLAS runs those single-threaded anyway). */
+static void gemm_batches(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a,
+                         const gl_array *b, const mat_layout *l) {
+  int nd = c->ndim;
+  int64_t nbatch = batch_count(c);
+  int64_t macs = c->shape[nd - 2] * c->shape[nd - 1] * a->shape[nd - 1];
+#ifdef _OPENMP
+  if (nbatch > 1 && macs < SMALL_GEMM && nbatch * macs >= PAR_MIN_MACS && omp_get_max_threads() > 1) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t bi = 0; bi < nbatch; bi++) gemm_one(bl, c, a, b, l, bi);
+    return;
+  }
+#endif
+  (void)macs;
+  for (int64_t bi = 0; bi < nbatch; bi++) gemm_one(bl, c, a, b, l, bi);
+}
+
+static gl_status float_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
+  int nd = dst->ndim;
+  int64_t M = dst->shape[nd - 2], N = dst->shape[nd - 1], K = a->shape[nd - 1];
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
+    return gl_fail(GL_ENOTSUP, "matmul dimensions above %d are not supported by BLAS", INT_MAX);
+  const gl_cpu_blas *bl;
+  GL_TRY(gl_cpu_blas_get(&bl));
+  gl_dtype ct = dst->dtype == GL_FLOAT64 ? GL_FLOAT64 : GL_FLOAT32;
+  gl_array ta = { 0 }, tb = { 0 }, tc = { 0 }, va = *a, vb = *b, vc = *dst;
+  mat_layout l[3];
+  gl_status st = GL_OK;
+  if (a->dtype != ct || !blas_layout(M, K, a->strides[nd - 2], a->strides[nd - 1], &l[1])) {
+    st = compact_copy(a, ct, &ta, &va);
+    if (st == GL_OK) blas_layout(M, K, va.strides[nd - 2], va.strides[nd - 1], &l[1]);
+  }
+  if (st == GL_OK && (b->dtype != ct || !blas_layout(K, N, b->strides[nd - 2], b->strides[nd - 1], &l[2]))) {
+    st = compact_copy(b, ct, &tb, &vb);
+    if (st == GL_OK) blas_layout(K, N, vb.strides[nd - 2], vb.strides[nd - 1], &l[2]);
+  }
+  if (st == GL_OK && (dst->dtype != ct || !blas_layout(M, N, dst->strides[nd - 2], dst->strides[nd - 1], &l[0])
+                      || l[0].trans != GL_CBLAS_NO_TRANS)) {
+    st = gl_array_alloc(&tc, ct, nd, dst->shape, gl_cpu());
+    vc = tc;
+    l[0].trans = GL_CBLAS_NO_TRANS;
+    l[0].ld = N > 1 ? (int)N : 1;
+  }
+  if (st == GL_OK) {
+    gemm_batches(bl, &vc, &va, &vb, l);
+    if (tc.storage) st = gl_cpu_copy(dst, &tc);
+  }
+  gl_array_release(&ta);
+  gl_array_release(&tb);
+  gl_array_release(&tc);
+  return st;
+}
+
+/* ---- integers and bool: a loop ---------------------------------------------------------- */
+
+/* One row of C: c[j] = sum_k a[k] * b[k, j]. T the stored type, UT the type the sums
+** wrap in; ACC(acc, x, y) folds one product into acc. */
+typedef void (*int_row_fn)(char *c, int64_t csn, const char *a, int64_t ask, const char *b,
+                           int64_t bsk, int64_t bsn, int64_t N, int64_t K);
+
+#define ACC_INT(T, UT, acc, x, y) ((T)((UT)(acc) + (UT)(x) * (UT)(y)))
+#define ACC_BOOL(T, UT, acc, x, y) ((T)((acc) | ((x) & (y))))
+
+#define INT_ROW(name, T, UT, ACC)                                                          \
+  static void name(char *c_, int64_t csn, const char *a_, int64_t ask, const char *b_,     \
+                   int64_t bsk, int64_t bsn, int64_t N, int64_t K) {                       \
+    T *c = (T *)c_;                                                                        \
+    const T *a = (const T *)a_, *b = (const T *)b_;                                        \
+    for (int64_t j = 0; j < N; j++) c[j * csn] = 0;                                        \
+    for (int64_t k = 0; k < K; k++) {                                                      \
+      const T x = a[k * ask];                                                              \
+      const T *bk = b + k * bsk;                                                           \
+      if (csn == 1 && bsn == 1)                                                            \
+        for (int64_t j = 0; j < N; j++) c[j] = ACC(T, UT, c[j], x, bk[j]);                 \
+      else                                                                                 \
+        for (int64_t j = 0; j < N; j++) c[j * csn] = ACC(T, UT, c[j * csn], x, bk[j * bsn]); \
+    }                                                                                      \
+  }
+INT_ROW(row_int32, int32_t, uint32_t, ACC_INT)
+INT_ROW(row_int64, int64_t, uint64_t, ACC_INT)
+INT_ROW(row_uint8, uint8_t, uint32_t, ACC_INT)
+INT_ROW(row_bool, uint8_t, uint32_t, ACC_BOOL)
+
+static const int_row_fn int_rows[GL_NDTYPE] = {
+  [GL_INT32] = row_int32, [GL_INT64] = row_int64, [GL_UINT8] = row_uint8, [GL_BOOL] = row_bool,
+};
+
+static void int_one_row(int_row_fn fn, const gl_array *dst, const gl_array *a, const gl_array *b,
+                        int64_t r) {
+  int nd = dst->ndim;
+  int64_t M = dst->shape[nd - 2], N = dst->shape[nd - 1], K = a->shape[nd - 1];
+  int64_t off[3], bi = r / M, i = r % M;
+  size_t sz = gl_array_itemsize(dst);
+  batch_offsets(dst, a, b, bi, off);
+  char *c = (char *)gl_array_data(dst) + (off[0] + i * dst->strides[nd - 2]) * (int64_t)sz;
+  const char *pa = (const char *)gl_array_data(a) + (off[1] + i * a->strides[nd - 2]) * (int64_t)sz;
+  const char *pb = (const char *)gl_array_data(b) + off[2] * (int64_t)sz;
+  fn(c, dst->strides[nd - 1], pa, a->strides[nd - 1], pb, b->strides[nd - 2], b->strides[nd - 1], N, K);
+}
+
+static gl_status int_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
+  int_row_fn fn = int_rows[dst->dtype];
+  if (fn == NULL) return gl_fail(GL_ENOTSUP, "matmul is not defined for %s arrays", gl_dtypes[dst->dtype].name);
+  int nd = dst->ndim;
+  int64_t rows = batch_count(dst) * dst->shape[nd - 2];
+#ifdef _OPENMP
+  if (rows > 1 && rows * dst->shape[nd - 1] * a->shape[nd - 1] >= PAR_MIN_MACS && omp_get_max_threads() > 1) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) int_one_row(fn, dst, a, b, r);
+    return GL_OK;
+  }
+#endif
+  for (int64_t r = 0; r < rows; r++) int_one_row(fn, dst, a, b, r);
+  return GL_OK;
+}
+
+/* ---- entry ------------------------------------------------------------------------------- */
+
+gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
+  int nd = dst->ndim;
+  if (dst->size == 0) return GL_OK;
+  if (a->shape[nd - 1] == 0) return gl_cpu_fill(dst, gl_scalar_int(0));   /* K = 0: sums of nothing */
+  if (gl_dtype_is_float((gl_dtype)dst->dtype)) return float_matmul(dst, a, b);
+  return int_matmul(dst, a, b);
+}

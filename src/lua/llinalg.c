@@ -1,0 +1,78 @@
+/*
+** llinalg.c — linear algebra from Lua: gpu.matmul(a, b) / a:matmul(b), dot, outer.
+**
+** Shapes follow NumPy (see src/ops/linalg.c). Choices where NumPy leaves room:
+** - bool @ bool is NumPy's logical matmul (any(a & b)), a bool array;
+** - dot of N-D arrays is NumPy's dot (sums over a's last axis and b's second-to-last,
+**   no broadcasting), not matmul; dot with a number or a 0-d array multiplies;
+** - outer takes arrays (any shape, flattened).
+*/
+#include "lgpu.h"
+
+/* Runs op(out, a, b) into a new userdata with the failed-allocation ritual (release
+** the caches, collect, try once more). Argument errors are reported at 'arg'. */
+static int push_result(lua_State *L, gl_status (*op)(gl_array *, const gl_array *, const gl_array *),
+                       const gl_array *a, const gl_array *b, int arg) {
+  gl_array *out = gl_lua_push(L);
+  gl_status st = op(out, a, b);
+  if (st == GL_ENOMEM) {
+    gl_device dev = gl_array_device(a);
+    const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
+    if (be) be->empty_cache(dev);
+    lua_gc(L, LUA_GCCOLLECT);
+    st = op(out, a, b);
+  }
+  gl_lua_check_status(L, st, st == GL_EINVAL ? arg : 0);
+  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  return 1;
+}
+
+/* gpu.matmul(a, b): a @ b */
+static int l_matmul(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1), *b = gl_lua_check(L, 2);
+  for (int i = 1; i <= 2; i++)
+    if ((i == 1 ? a : b)->ndim == 0)
+      return luaL_argerror(L, i, "matmul needs arrays of at least 1 dimension, got a 0-d array "
+                                 "(multiply by a scalar with *)");
+  return push_result(L, gl_op_matmul, a, b, 2);
+}
+
+/* gpu.dot(a, b): NumPy's dot; a number on either side multiplies. */
+static int l_dot(lua_State *L) {
+  gl_array *a = gl_lua_test(L, 1), *b = gl_lua_test(L, 2);
+  if (a == NULL || b == NULL) {
+    for (int i = 1; i <= 2; i++) {
+      int t = lua_type(L, i);
+      if (gl_lua_test(L, i) == NULL && t != LUA_TNUMBER)
+        return luaL_argerror(L, i, lua_pushfstring(L, "array or number expected, got %s", luaL_typename(L, i)));
+    }
+    if (a == NULL && b == NULL) return luaL_argerror(L, 1, "at least one operand must be an array");
+    gl_operand oa = { NULL, gl_scalar_int(0) }, ob = { NULL, gl_scalar_int(0) };
+    if (a) oa.arr = gl_lua_check(L, 1); else oa.s = gl_lua_scalar(L, 1, 1);
+    if (b) ob.arr = gl_lua_check(L, 2); else ob.s = gl_lua_scalar(L, 2, 2);
+    gl_array *out = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_binary(out, GL_B_mul, oa, ob), 0);
+    if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+    return 1;
+  }
+  a = gl_lua_check(L, 1);
+  b = gl_lua_check(L, 2);
+  return push_result(L, gl_op_dot, a, b, 2);
+}
+
+/* gpu.outer(a, b): (a.size, b.size) products of the flattened operands. */
+static int l_outer(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1), *b = gl_lua_check(L, 2);
+  return push_result(L, gl_op_outer, a, b, 2);
+}
+
+static const luaL_Reg linalg_funcs[] = {
+  { "matmul", l_matmul },
+  { "dot", l_dot },
+  { "outer", l_outer },
+  { NULL, NULL }
+};
+
+void gl_open_linalg(lua_State *L, int module, int methods) {
+  gl_lua_setboth(L, module, methods, linalg_funcs);
+}
