@@ -1,23 +1,37 @@
 /*
-** cuda_backend.c — the CUDA backend's table: devices, memory and transfers.
+** cuda_backend.c — the CUDA backend's table: devices, their streams, errors, counters,
+** teardown. Memory is cuda_alloc.c's, transfers and copies cuda_copy.c's, elementwise
+** math cuda_elem.c's; the kernels are the .cu files in kernels/, behind kernels/launch.h.
 **
 ** CUDA is initialised lazily: the first question about devices calls
 ** cudaGetDeviceCount once and remembers the answer (and the reason when there is no
-** usable device), so programs that never touch a GPU make no CUDA call. cuDNN and cuBLAS
-** are opened with dlopen on first use (linking them would cost ~50 ms at every start).
-**
-** Array math on the GPU (copy, fill, arange, elementwise, ...) is the CUDA-backend issue;
-** until then those entries are NULL and the ops layer says "not supported on cuda:N".
+** usable device), so programs that never touch a GPU make no CUDA call. Each device gets
+** one non-blocking stream at its first use; every op of that device is queued on it, in
+** order, so a block freed into the allocator's cache can be reused at once. cuDNN and
+** cuBLAS are opened with dlopen on first use (linking them would cost ~50 ms at every
+** start).
 */
-#include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdio.h>
-#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
-#include "../backend.h"
+#include "cuda.h"
 #ifdef GL_WITH_CUDNN
 #include <cudnn_version.h>
 #endif
+
+/* The kernels number dtypes themselves (they cannot include src/core). */
+#define GL_SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(GL_SAME(GL_KD_BOOL, GL_BOOL) && GL_SAME(GL_KD_UINT8, GL_UINT8) &&
+               GL_SAME(GL_KD_INT32, GL_INT32) && GL_SAME(GL_KD_INT64, GL_INT64) &&
+               GL_SAME(GL_KD_FLOAT16, GL_FLOAT16) && GL_SAME(GL_KD_BFLOAT16, GL_BFLOAT16) &&
+               GL_SAME(GL_KD_FLOAT32, GL_FLOAT32) && GL_SAME(GL_KD_FLOAT64, GL_FLOAT64) &&
+               GL_SAME(GL_KD_N, GL_NDTYPE), "kernel dtype numbers");
+_Static_assert(GL_KMAXDIMS == GL_MAXDIMS && GL_KMAXARGS == GL_ITER_MAXARGS, "kernel walk sizes");
+
+pthread_mutex_t gl_cuda_lock = PTHREAD_MUTEX_INITIALIZER;
+gl_cuda_dev gl_cuda_devs[GL_CUDA_MAXDEV];
+gl_stats gl_cuda_counters;
 
 static struct {
   pthread_once_t once;
@@ -35,7 +49,7 @@ static void probe(void) {
     return;
   }
   if (n == 0) snprintf(cuda.reason, sizeof cuda.reason, "no CUDA device found");
-  cuda.count = n;
+  cuda.count = n > GL_CUDA_MAXDEV ? GL_CUDA_MAXDEV : n;
 }
 
 static int cuda_count(const char **reason) {
@@ -44,16 +58,94 @@ static int cuda_count(const char **reason) {
   return cuda.count;
 }
 
-static gl_status cuda_status(cudaError_t e, const char *what) {
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* Errors after which the context is corrupt: every later call returns them again. */
+static bool sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchTimeout: case cudaErrorAssert:
+    case cudaErrorHardwareStackError: case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace: case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure: case cudaErrorECCUncorrectable: case cudaErrorContained:
+    case cudaErrorTensorMemoryLeak: case cudaErrorExternalDevice: case cudaErrorMpsClientTerminated:
+      return true;
+    default:
+      return false;
+  }
+}
+
+gl_status gl_cuda_check(int index, cudaError_t e, const char *what) {
   if (e == cudaSuccess) return GL_OK;
   cudaGetLastError();
-  return gl_fail(e == cudaErrorMemoryAllocation ? GL_ENOMEM : GL_EDEVICE, "%s failed: %s (%s)",
-                 what, cudaGetErrorName(e), cudaGetErrorString(e));
+  bool dead = sticky(e);
+  if (dead && index >= 0 && index < GL_CUDA_MAXDEV)
+    snprintf(gl_cuda_devs[index].broken, sizeof gl_cuda_devs[index].broken,
+             "cuda:%d is unusable after an earlier error (%s: %s); restart the process",
+             index, cudaGetErrorName(e), cudaGetErrorString(e));
+  return gl_fail(e == cudaErrorMemoryAllocation ? GL_ENOMEM : GL_EDEVICE, "%s: %s: %s%s", what,
+                 cudaGetErrorName(e), cudaGetErrorString(e),
+                 dead ? " (the device is now unusable; restart the process)" : "");
+}
+
+static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+static bool sync_each;
+static void read_sync(void) {
+  const char *v = getenv("GPULUA_SYNC");
+  sync_each = v && *v && strcmp(v, "0") != 0;
+}
+bool gl_cuda_sync_each(void) {
+  pthread_once(&sync_once, read_sync);
+  return sync_each;
+}
+
+gl_status gl_cuda_launched(gl_device dev, cudaStream_t s, int rc, const char *op) {
+  if (rc == GL_KERR_NOTSUP) return gl_fail(GL_ENOTSUP, "%s has no CUDA kernel for these dtypes", op);
+  if (rc != 0) return gl_cuda_check(dev.index, (cudaError_t)rc, op);
+  GL_CUDA_COUNT(kernels, 1);
+  if (gl_cuda_sync_each()) return gl_cuda_check(dev.index, cudaStreamSynchronize(s), op);
+  return GL_OK;
+}
+
+const char *gl_cuda_bytes(size_t n, char *buf) {
+  static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB" };
+  if (n < 1024) { snprintf(buf, 32, "%zu bytes", n); return buf; }
+  double v = (double)n / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) { v /= 1024.0; u++; }
+  snprintf(buf, 32, "%.2f %s", v, unit[u]);
+  return buf;
+}
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream) {
+  const char *why = NULL;
+  int n = cuda_count(&why);
+  if (dev.type != GL_CUDA || dev.index >= n) {
+    if (n == 0) return gl_fail(GL_EDEVICE, "device cuda:%d is not available (%s)", dev.index, why ? why : "no device");
+    return gl_fail(GL_EDEVICE, "device cuda:%d is not available (%d CUDA device%s found)", dev.index, n, n == 1 ? "" : "s");
+  }
+  gl_cuda_dev *d = &gl_cuda_devs[dev.index];
+  if (d->broken[0]) return gl_fail(GL_EDEVICE, "%s", d->broken);
+  GL_TRY(gl_cuda_check(dev.index, cudaSetDevice(dev.index), "cudaSetDevice"));
+  if (!d->started) {
+    gl_status st = GL_OK;
+    pthread_mutex_lock(&gl_cuda_lock);
+    if (!d->started) {
+      cudaError_t e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+      if (e == cudaSuccess) d->started = true;
+      else st = gl_cuda_check(dev.index, e, "cudaStreamCreate");
+    }
+    pthread_mutex_unlock(&gl_cuda_lock);
+    GL_TRY(st);
+  }
+  if (stream) *stream = d->stream;
+  return GL_OK;
 }
 
 static gl_status cuda_info(int index, gl_devinfo *out) {
   struct cudaDeviceProp p;
-  GL_TRY(cuda_status(cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties"));
+  GL_TRY(gl_cuda_check(index, cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties"));
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%.127s", p.name);
   out->total_memory = p.totalGlobalMem;
@@ -63,46 +155,22 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
   return GL_OK;
 }
 
+/* What the kernels in kernels/ implement; reductions, matmul, indexing, sort and random numbers
+** come later, and the ops layer says "not supported on cuda:N" for them until then. */
 static bool cuda_supports(gl_op op, gl_dtype dt) {
-  (void)dt;
-  (void)op;
-  return false;     /* no GPU kernels yet */
-}
-
-static gl_status cuda_alloc(gl_device dev, size_t nbytes, void **out) {
-  GL_TRY(cuda_status(cudaSetDevice(dev.index), "cudaSetDevice"));
-  return cuda_status(cudaMalloc(out, nbytes ? nbytes : 1), "cudaMalloc");
-}
-
-static void cuda_free(gl_device dev, void *p, size_t nbytes) {
-  (void)nbytes;
-  if (cudaSetDevice(dev.index) == cudaSuccess) cudaFree(p);
-}
-
-static void cuda_empty_cache(gl_device dev) { (void)dev; }
-
-static void cuda_memory(gl_device dev, gl_meminfo *m) {
-  memset(m, 0, sizeof *m);
-  size_t fr = 0, total = 0;
-  if (cudaSetDevice(dev.index) == cudaSuccess && cudaMemGetInfo(&fr, &total) == cudaSuccess) {
-    m->free = fr;
-    m->total = total;
+  if ((int)dt < 0 || dt >= GL_NDTYPE) return false;
+  switch (op) {
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_UNARY: case GL_OP_BINARY:
+      return true;
+    default:
+      return false;
   }
 }
 
-static gl_status cuda_to_host(void *dst, gl_device dev, const void *src, size_t n) {
-  GL_TRY(cuda_status(cudaSetDevice(dev.index), "cudaSetDevice"));
-  return cuda_status(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), "cudaMemcpy (device to host)");
-}
-
-static gl_status cuda_from_host(gl_device dev, void *dst, const void *src, size_t n) {
-  GL_TRY(cuda_status(cudaSetDevice(dev.index), "cudaSetDevice"));
-  return cuda_status(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy (host to device)");
-}
-
 static gl_status cuda_synchronize(gl_device dev) {
-  GL_TRY(cuda_status(cudaSetDevice(dev.index), "cudaSetDevice"));
-  return cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  return gl_cuda_check(dev.index, cudaStreamSynchronize(s), "synchronize");
 }
 
 static void cuda_versions(gl_versions *v) {
@@ -121,17 +189,61 @@ static void cuda_versions(gl_versions *v) {
 #endif
 }
 
+/* ---- counters and teardown ------------------------------------------------------------- */
+
+#define GL_STATS_FIELDS(X) X(h2d_bytes) X(h2d_copies) X(d2h_bytes) X(d2h_copies) X(d2d_bytes) \
+  X(d2d_copies) X(kernels) X(allocs) X(cache_hits) X(device_mallocs)
+
+static void cuda_stats(gl_stats *out, bool reset) {
+#define GL_READ(f) out->f = __atomic_load_n(&gl_cuda_counters.f, __ATOMIC_RELAXED);
+#define GL_ZERO(f) __atomic_store_n(&gl_cuda_counters.f, 0, __ATOMIC_RELAXED);
+  if (out) { GL_STATS_FIELDS(GL_READ) }
+  if (reset) { GL_STATS_FIELDS(GL_ZERO) }
+#undef GL_READ
+#undef GL_ZERO
+}
+
+/* Waits for each started device, returns its cached memory, staging buffer and stream.
+** Live blocks stay in the books: freeing them later makes no CUDA call, and a later op
+** starts the device again. A device broken by a sticky error gets no call at all. */
+void gl_cuda_shutdown(void) {
+  if (cuda.count == 0) return;          /* never probed, or no device: nothing to do */
+  pthread_mutex_lock(&gl_cuda_lock);
+  for (int i = 0; i < cuda.count; i++) {
+    gl_cuda_dev *d = &gl_cuda_devs[i];
+    if (!d->started) continue;
+    if (!d->broken[0] && cudaSetDevice(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
+      gl_cuda_pool_trim(i);
+      gl_cuda_staging_release(d);
+      cudaStreamDestroy(d->stream);
+    }
+    cudaGetLastError();
+    d->stream = NULL;
+    d->started = false;
+  }
+  pthread_mutex_unlock(&gl_cuda_lock);
+}
+
 const gl_backend gl_cuda_backend = {
   .name = "cuda",
   .versions = cuda_versions,
   .count = cuda_count,
   .info = cuda_info,
   .supports = cuda_supports,
-  .alloc = cuda_alloc,
-  .free = cuda_free,
-  .empty_cache = cuda_empty_cache,
-  .memory = cuda_memory,
-  .to_host = cuda_to_host,
-  .from_host = cuda_from_host,
+  .alloc = gl_cuda_alloc,
+  .free = gl_cuda_free,
+  .empty_cache = gl_cuda_empty_cache,
+  .memory = gl_cuda_memory,
+  .to_host = gl_cuda_to_host,
+  .from_host = gl_cuda_from_host,
   .synchronize = cuda_synchronize,
+  .copy = gl_cuda_copy,
+  .fill = gl_cuda_fill,
+  .arange = gl_cuda_arange,
+  .unary = gl_cuda_unary,
+  .binary = gl_cuda_binary,
+  .where = gl_cuda_where,
+  .random = gl_cuda_random,
+  .stats = cuda_stats,
+  .shutdown = gl_cuda_shutdown,
 };

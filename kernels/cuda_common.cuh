@@ -1,0 +1,99 @@
+/*
+** cuda_common.cuh — what every kernels/*.cu shares (nvcc only): dtype traits, loads and
+** stores from kernels/convert.h, offsets of a strided walk, launch geometry.
+*/
+#ifndef GL_KERNELS_CUDA_COMMON_CUH
+#define GL_KERNELS_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include "launch.h"
+#include "half.h"
+
+/* convert.h's X-macro names dtypes by their src/core enum names; kernels never include
+** src/, so the names are given here (the host checks the numbers agree). */
+enum {
+  GL_BOOL = GL_KD_BOOL, GL_UINT8 = GL_KD_UINT8, GL_INT32 = GL_KD_INT32, GL_INT64 = GL_KD_INT64,
+  GL_FLOAT16 = GL_KD_FLOAT16, GL_BFLOAT16 = GL_KD_BFLOAT16, GL_FLOAT32 = GL_KD_FLOAT32,
+  GL_FLOAT64 = GL_KD_FLOAT64
+};
+#include "convert.h"
+
+/* ---- dtype traits ------------------------------------------------------------------- */
+
+/* S: stored type. T/UT: the types of elem_ops.h's integer expressions (as cpu_elem.c).
+** fam: 0 computes in float (float32, float16, bfloat16), 1 in double, 2 in T. */
+template <int DT> struct gl_dt;
+template <> struct gl_dt<GL_KD_BOOL>     { typedef uint8_t S;  typedef uint8_t T; typedef uint32_t UT; enum { fam = 2 }; };
+template <> struct gl_dt<GL_KD_UINT8>    { typedef uint8_t S;  typedef uint8_t T; typedef uint32_t UT; enum { fam = 2 }; };
+template <> struct gl_dt<GL_KD_INT32>    { typedef int32_t S;  typedef int32_t T; typedef uint32_t UT; enum { fam = 2 }; };
+template <> struct gl_dt<GL_KD_INT64>    { typedef int64_t S;  typedef int64_t T; typedef uint64_t UT; enum { fam = 2 }; };
+template <> struct gl_dt<GL_KD_FLOAT16>  { typedef uint16_t S; typedef float T;   typedef uint32_t UT; enum { fam = 0 }; };
+template <> struct gl_dt<GL_KD_BFLOAT16> { typedef uint16_t S; typedef float T;   typedef uint32_t UT; enum { fam = 0 }; };
+template <> struct gl_dt<GL_KD_FLOAT32>  { typedef float S;    typedef float T;   typedef uint32_t UT; enum { fam = 0 }; };
+template <> struct gl_dt<GL_KD_FLOAT64>  { typedef double S;   typedef double T;  typedef uint64_t UT; enum { fam = 1 }; };
+
+/* convert.h's loads and stores as one template per dtype. */
+template <int DT> struct gl_cv;
+#define GL_CV_STAMP(DN, DTY, DK, DE)                                                        \
+  template <> struct gl_cv<DE> {                                                            \
+    static __device__ __forceinline__ auto load(DTY v) { return GL_LOAD_##DN(v); }          \
+    template <class V> static __device__ __forceinline__ DTY store_i(V v) { return GL_STORE_##DN##_I(v); } \
+    template <class V> static __device__ __forceinline__ DTY store_f(V v) { return GL_STORE_##DN##_F(v); } \
+  };
+GL_FOREACH_DTYPE(GL_CV_STAMP)
+#undef GL_CV_STAMP
+
+/* A value of dtype SD converted to dtype DD exactly as the CPU's copy does. */
+template <int DD, int SD>
+__device__ __forceinline__ typename gl_dt<DD>::S gl_convert(typename gl_dt<SD>::S x) {
+  auto v = gl_cv<SD>::load(x);
+  if constexpr (gl_dt<SD>::fam == 2) return gl_cv<DD>::store_i(v);
+  else return gl_cv<DD>::store_f(v);
+}
+
+/* The scalar of dtype DT whose bits the host put in the low bytes of 'bits'. */
+template <int DT>
+__device__ __forceinline__ typename gl_dt<DT>::S gl_from_bits(uint64_t bits) {
+  typename gl_dt<DT>::S v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* ---- strided walks ---------------------------------------------------------------------- */
+
+/* Element offsets of linear index i (C order over it.shape) for the first NARGS operands. */
+template <int NARGS>
+__device__ __forceinline__ void gl_offsets(const gl_kiter &it, int64_t i, int64_t *off) {
+  if (it.ndim == 1) {
+#pragma unroll
+    for (int k = 0; k < NARGS; k++) off[k] = i * it.strides[k][0];
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < NARGS; k++) off[k] = 0;
+  for (int d = it.ndim - 1; d >= 0; d--) {
+    int64_t s = it.shape[d], q = i / s, r = i - q * s;
+    i = q;
+#pragma unroll
+    for (int k = 0; k < NARGS; k++) off[k] += r * it.strides[k][d];
+  }
+}
+
+#define GL_KTHREADS 256
+#define GL_KMAXBLOCKS (1 << 20)
+
+/* Grid-stride loops: at most GL_KMAXBLOCKS blocks, each thread takes every stride-th element. */
+#define GL_KLOOP(i, n)                                                                   \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);              \
+       i += (int64_t)blockDim.x * gridDim.x)
+
+static inline unsigned gl_kblocks(int64_t n) {
+  int64_t b = (n + GL_KTHREADS - 1) / GL_KTHREADS;
+  return (unsigned)(b > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : b < 1 ? 1 : b);
+}
+
+/* The error of the launch just made (clears it; a sticky one stays for the host to see). */
+static inline int gl_klaunched(void) { return (int)cudaGetLastError(); }
+
+#endif

@@ -1,0 +1,151 @@
+-- cuda_spec.lua — the CUDA backend itself: transfers (direct and staged through the
+-- pinned buffer), copies and conversions, fills, arange, the caching allocator,
+-- synchronize, ops the backend does not have yet. Runs only where a GPU answers.
+local h = require "spec.helper"
+local gpu = h.gpu
+
+if not gpu.is_available() then
+  describe("cuda backend", function()
+    pending("no usable CUDA device here")
+  end)
+  return
+end
+
+local dtypes = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+
+describe("cuda backend", function()
+  it("round-trips every dtype through the device", function()
+    for _, dt in ipairs(dtypes) do
+      local vals = dt == "bool" and { true, false, true } or { 0, 1, 2, 100 }
+      local x = gpu.array(vals, { dtype = dt, device = "cpu" })
+      local y = x:to("cuda")
+      assert.equal("cuda:0", y.device)
+      assert.equal(dt, y.dtype)
+      h.assert_close(y:to("cpu"), x, 0)
+    end
+  end)
+
+  it("moves large arrays (staged through pinned memory) exactly, both ways", function()
+    -- 3 MiB + a bit: not a multiple of the 4 MiB chunk, more than the 1 MiB direct limit
+    for _, n in ipairs{ 786433, 3 * 1024 * 1024 + 7 } do
+      local x = gpu.arange(n, { dtype = "float32", device = "cpu" })
+      local y = x:to("cuda")
+      local z = y:to("cpu")
+      assert.equal(n, z.size)
+      assert.equal(0, z[1]); assert.equal(n - 1, z[n]); assert.equal(12345, z[12346])
+      h.assert_close(z[{ { 1, n, 997 } }], x[{ { 1, n, 997 } }], 0)
+      h.assert_close(z[{ { n - 5000, n } }], x[{ { n - 5000, n } }], 0)
+    end
+  end)
+
+  it("converts between every dtype pair exactly as the cpu does (saturating)", function()
+    local src = { 0, 1.5, -2.5, 300, -1e10, 1e10, 0.1, 65504, 70000 }
+    for _, from in ipairs{ "float32", "float64", "int64", "int32" } do
+      local vals = {}
+      for i, v in ipairs(src) do vals[i] = from:match("int") and math.floor(math.max(-2e9, math.min(2e9, v))) or v end
+      local xc = gpu.array(vals, { dtype = from, device = "cpu" })
+      local xg = xc:to("cuda")
+      for _, to in ipairs(dtypes) do
+        h.assert_close(xg:astype(to):to("cpu"), xc:astype(to), 0)
+      end
+    end
+  end)
+
+  it("copies strided views (transposed, sliced, negative steps if any) into contiguous arrays", function()
+    local c = gpu.arange(60, { dtype = "float64", device = "cpu" }):reshape(3, 4, 5)
+    local g = c:to("cuda")
+    h.assert_close(g:permute(3, 1, 2):contiguous():to("cpu"), c:permute(3, 1, 2):contiguous(), 0)
+    h.assert_close(g.T:to("cpu"), c.T, 0)
+    h.assert_close(g[{ ":", { 2, 3 }, { 1, 5, 2 } }]:to("cpu"), c[{ ":", { 2, 3 }, { 1, 5, 2 } }], 0)
+  end)
+
+  it("fills any dtype and strided views", function()
+    for _, dt in ipairs(dtypes) do
+      local v = dt == "bool" and true or 7
+      h.assert_close(gpu.full({ 3, 5 }, v, { dtype = dt, device = "cuda" }):to("cpu"),
+                     gpu.full({ 3, 5 }, v, { dtype = dt, device = "cpu" }), 0)
+      h.assert_close(gpu.zeros({ 4, 3 }, { dtype = dt, device = "cuda" }):to("cpu"),
+                     gpu.zeros({ 4, 3 }, { dtype = dt, device = "cpu" }), 0)
+    end
+    local g = gpu.zeros({ 4, 6 }, { device = "cuda" })
+    g[{ ":", { 1, 6, 2 } }]:fill_(3)
+    local c = gpu.zeros({ 4, 6 }, { device = "cpu" })
+    c[{ ":", { 1, 6, 2 } }]:fill_(3)
+    h.assert_close(g:to("cpu"), c, 0)
+  end)
+
+  it("arange and linspace agree with the cpu bit for bit", function()
+    for _, dt in ipairs{ "float32", "float64", "int32", "int64", "float16", "bfloat16", "uint8" } do
+      h.assert_close(gpu.arange(0, 200, 1.5, { dtype = dt, device = "cuda" }):to("cpu"),
+                     gpu.arange(0, 200, 1.5, { dtype = dt, device = "cpu" }), 0)
+    end
+    h.assert_close(gpu.linspace(-1, 1, 101, { device = "cuda" }):to("cpu"),
+                   gpu.linspace(-1, 1, 101, { device = "cpu" }), 0)
+  end)
+
+  it("item() and printing read back one element", function()
+    local g = gpu.arange(10, { device = "cuda" })
+    assert.equal(9, g[10])
+    assert.equal(45, gpu.array({ 45 }, { device = "cuda" })[1])
+    assert.truthy(tostring(g):find("9"))
+  end)
+
+  it("the caching allocator reuses freed blocks and empty_cache returns them", function()
+    gpu.synchronize("cuda")
+    collectgarbage(); collectgarbage()
+    gpu.empty_cache("cuda")
+    local m0 = gpu.memory("cuda")
+    assert.equal(m0.allocated, m0.reserved)
+    local x = gpu.zeros(1024 * 1024, { device = "cuda" })     -- 4 MiB: large pool
+    local y = gpu.zeros(100, { device = "cuda" })             -- small pool
+    local m1 = gpu.memory("cuda")
+    assert.truthy(m1.allocated >= m0.allocated + 4 * 1024 * 1024 + 400)
+    assert.truthy(m1.reserved >= m1.allocated)
+    assert.truthy(m1.peak >= m1.allocated)
+    assert.truthy(m1.total > 0 and m1.free > 0)
+    x:close(); y:close()
+    local m2 = gpu.memory("cuda")
+    assert.equal(m0.allocated, m2.allocated)
+    assert.equal(m1.reserved, m2.reserved)                   -- cached, not returned
+    local z = gpu.zeros(1024 * 1024, { device = "cuda" })     -- served from the cache
+    assert.equal(m1.reserved, gpu.memory("cuda").reserved)
+    z:close()
+    gpu.empty_cache("cuda")
+    local m3 = gpu.memory("cuda")
+    assert.equal(m3.allocated, m3.reserved)
+  end)
+
+  it("a loop of dropped arrays does not grow reserved memory", function()
+    local before
+    for i = 1, 200 do
+      local t = gpu.zeros(3 * 1024 * 1024, { device = "cuda" }) + i
+      t = nil
+      if i == 20 then collectgarbage(); before = gpu.memory("cuda").reserved end
+    end
+    collectgarbage()
+    assert.truthy(gpu.memory("cuda").reserved <= before + 64 * 1024 * 1024)
+  end)
+
+  it("an impossible allocation fails with 'out of memory' and the sizes, and leaves the device usable", function()
+    local ok, err = pcall(gpu.zeros, 2 ^ 46, { dtype = "uint8", device = "cuda" })   -- 64 TiB
+    assert.is_false(ok)
+    assert.matches("out of memory on cuda:0", err)
+    assert.matches("tried to allocate", err)
+    h.assert_close((gpu.ones(3, { device = "cuda" }) * 2):to("cpu"), { 2, 2, 2 }, 0)
+  end)
+
+  it("synchronize works and ops the backend lacks say 'not supported on cuda:0'", function()
+    gpu.synchronize("cuda")
+    gpu.synchronize()
+    local g = gpu.ones(3, { device = "cuda" })
+    local ok, err = pcall(function() return gpu.matmul(gpu.ones(2, 2, { device = "cuda" }), gpu.ones(2, 2, { device = "cuda" })) end)
+    if not ok then assert.truthy(err:find("cuda:0", 1, true), err) end
+    h.assert_close(g:to("cpu"), { 1, 1, 1 }, 0)
+  end)
+
+  it("mixing devices is an error naming both", function()
+    local ok, err = pcall(function() return gpu.ones(3, { device = "cuda" }) + gpu.ones(3, { device = "cpu" }) end)
+    assert.is_false(ok)
+    assert.matches("cuda:0", err); assert.matches("cpu", err)
+  end)
+end)

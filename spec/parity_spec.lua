@@ -1,0 +1,135 @@
+-- parity_spec.lua — every elementwise op on the cpu and on cuda from the same host-made
+-- inputs, over contiguous, transposed, sliced and broadcast operands and every dtype:
+-- results must agree within a tolerance set by the result's dtype, NaN and inf in the
+-- same places, and an (op, dtype) the cpu refuses must be refused on cuda too.
+-- Runs only where a GPU answers (whatever GPULUA_TEST_DEVICES says: it needs both).
+local h = require "spec.helper"
+local gpu = h.gpu
+
+if not gpu.is_available() then
+  describe("cpu/cuda parity", function()
+    pending("no usable CUDA device here")
+  end)
+  return
+end
+
+local unary = { "abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc", "exp",
+  "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
+  "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "softplus", "gelu", "erf", "isnan",
+  "isinf", "isfinite", "logical_not", "bitwise_not" }
+local binary = { "add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
+  "atan2", "hypot", "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
+  "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift" }
+local dtypes = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+
+-- tolerance by the result's dtype: a few ulps of float32/float64 (the GPU's libm is not
+-- glibc), one ulp of the storage types after rounding
+local tol = { float32 = 1e-5, float64 = 1e-12, float16 = 2e-3, bfloat16 = 1.6e-2 }
+
+-- deterministic inputs with the values that matter: NaN, infinities, signed zeros,
+-- integers of both signs, small and moderate magnitudes
+local function values(dt, n, seed)
+  local out, s = {}, seed
+  local specials = { 0 / 0, math.huge, -math.huge, -0.0, 0.0, 1.0, -1.0, 0.5 }
+  for i = 1, n do
+    s = (s * 1103515245 + 12345) % 2147483648
+    local r = s / 2147483648
+    if dt == "bool" then out[i] = r < 0.5
+    elseif dt == "uint8" then out[i] = math.floor(r * 256)
+    elseif dt == "int32" or dt == "int64" then out[i] = math.floor(r * 41) - 20
+    elseif i <= #specials and seed % 2 == 1 then out[i] = specials[i]
+    else out[i] = (r - 0.5) * 10 end
+  end
+  return out
+end
+
+local function input(dt, seed)          -- (6, 7) on the cpu
+  return gpu.array(values(dt, 42, seed), { dtype = dt, device = "cpu" }):reshape(6, 7)
+end
+
+-- layouts: each takes the (6, 7) base and returns the operand to use
+local layouts = {
+  contiguous = function(x) return x end,
+  transposed = function(x) return x.T end,
+  sliced = function(x) return x[{ { 2, 6, 2 }, { 7, 1, -2 } }] end,
+  broadcast = function(x) return x[{ { 1, 1 }, ":" }]:expand(6, 7) end,
+}
+local layout_names = { "contiguous", "transposed", "sliced", "broadcast" }
+
+-- runs fn on both devices; both must fail, or both succeed and agree
+local function same(what, fn, ...)
+  local args = { ... }
+  local ok_c, rc = pcall(fn, table.unpack(args))
+  for i, a in ipairs(args) do if type(a) == "userdata" then args[i] = a:to("cuda") end end
+  local ok_g, rg = pcall(fn, table.unpack(args))
+  assert(ok_c == ok_g, what .. ": cpu " .. (ok_c and "succeeded" or "failed (" .. tostring(rc) .. ")")
+         .. " but cuda " .. (ok_g and "succeeded" or "failed (" .. tostring(rg) .. ")"))
+  if not ok_c then return end
+  assert.equal("cuda:0", rg.device)
+  assert.equal(rc.dtype, rg.dtype, what)
+  local ok, msg = h.close(rg:to("cpu"), rc, tol[rc.dtype] or 0)
+  assert(ok, what .. ": " .. tostring(msg))
+end
+
+describe("cpu/cuda parity", function()
+  for _, op in ipairs(unary) do
+    it("unary " .. op, function()
+      for _, dt in ipairs(dtypes) do
+        local base = input(dt, 7)
+        for _, lname in ipairs(layout_names) do
+          same(op .. " " .. dt .. " " .. lname, function(x) return gpu[op](layouts[lname](x)) end, base)
+        end
+      end
+    end)
+  end
+
+  for _, op in ipairs(binary) do
+    it("binary " .. op, function()
+      for _, dt in ipairs(dtypes) do
+        local a, b = input(dt, 7), input(dt, 10)
+        for _, lname in ipairs(layout_names) do
+          local L = layouts[lname]
+          same(op .. " " .. dt .. " " .. lname, function(x, y) return gpu[op](L(x), L(y)) end, a, b)
+        end
+        -- row broadcast, array op scalar, scalar op array
+        same(op .. " " .. dt .. " row", function(x, y) return gpu[op](x, y[{ { 3, 3 }, ":" }]) end, a, b)
+        local sc = dt == "bool" and true or (dt:match("int") and 3 or 2.5)
+        same(op .. " " .. dt .. " scalar right", function(x) return gpu[op](x, sc) end, a)
+        same(op .. " " .. dt .. " scalar left", function(x) return gpu[op](sc, x) end, a)
+      end
+    end)
+  end
+
+  it("mixed-dtype binary ops promote the same way", function()
+    local pairs_ = { { "int32", "float32" }, { "uint8", "int64" }, { "float16", "bfloat16" },
+                     { "bool", "float64" }, { "int64", "float16" } }
+    for _, p in ipairs(pairs_) do
+      same("add " .. p[1] .. "+" .. p[2], function(x, y) return x + y end, input(p[1], 3), input(p[2], 5))
+      same("div " .. p[1] .. "/" .. p[2], function(x, y) return x / y end, input(p[1], 3), input(p[2], 5))
+    end
+  end)
+
+  it("in-place ops and where", function()
+    for _, dt in ipairs(dtypes) do
+      local c = input("bool", 11)
+      local a, b = input(dt, 7), input(dt, 10)
+      same("where " .. dt, function(k, x, y) return gpu.where(k, x, y) end, c, a, b)
+      same("where " .. dt .. " transposed", function(k, x, y) return gpu.where(k.T, x.T, y.T) end, c, a, b)
+      local s = dt == "bool" and false or 1
+      same("where " .. dt .. " scalars", function(k, x) return gpu.where(k, x, s) end, c, a)
+      same("where " .. dt .. " broadcast", function(k, x) return gpu.where(k[{ { 1, 1 }, ":" }], s, x) end, c, a)
+    end
+    same("add_ on a transposed view", function(x, y) local z = x:copy(); z.T:add_(y.T); return z end,
+         input("float32", 7), input("float32", 10))
+    same("neg_", function(x) local z = x:copy(); z:neg_(); return z end, input("int64", 7))
+  end)
+
+  it("astype between every dtype pair agrees bit for bit", function()
+    for _, from in ipairs(dtypes) do
+      for _, to in ipairs(dtypes) do
+        same(from .. "->" .. to, function(x) return x:astype(to) end, input(from, 7))
+        same(from .. "->" .. to .. " transposed", function(x) return x.T:astype(to) end, input(from, 7))
+      end
+    end
+  end)
+end)

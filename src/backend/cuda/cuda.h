@@ -1,0 +1,84 @@
+/*
+** cuda.h — pieces of the CUDA backend shared between its files: per-device state (stream,
+** pool, staging buffer, broken flag), error mapping, the op epilogue, counters.
+*/
+#ifndef GL_CUDA_H
+#define GL_CUDA_H
+
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include "../backend.h"
+#include "../../core/iter.h"
+#include "../../../kernels/launch.h"
+
+#define GL_CUDA_MAXDEV 64
+
+typedef struct gl_cuda_pool gl_cuda_pool;        /* cuda_alloc.c */
+
+typedef struct gl_cuda_dev {
+  bool started;                  /* stream made (and not shut down since) */
+  cudaStream_t stream;           /* non-blocking: every op of this device, in order */
+  char broken[256];              /* non-empty: a sticky error made the device unusable */
+  gl_cuda_pool *pool;            /* caching allocator (made on first allocation) */
+  void *pinned;                  /* staging buffer for big transfers: 2 slots */
+  cudaEvent_t slot_done[2];      /* last use of each slot */
+  bool staging;                  /* pinned and the events exist */
+} gl_cuda_dev;
+
+/* One lock for devices, pools and counters: ops are serial per Lua state, so it is never
+** contended in practice; it keeps two states in two threads from corrupting the pool. */
+extern pthread_mutex_t gl_cuda_lock;
+extern gl_cuda_dev gl_cuda_devs[GL_CUDA_MAXDEV];
+
+/* Makes dev current and started (stream created on first use), or says why it cannot
+** be used. The stream may be NULL. */
+gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream);
+
+/* GL_OK for cudaSuccess; else clears the error, marks the device broken when the error
+** is sticky, and fails with "<what>: <cudaErrorName>: <string>" (GL_ENOMEM for
+** cudaErrorMemoryAllocation, GL_EDEVICE otherwise). */
+gl_status gl_cuda_check(int index, cudaError_t e, const char *what);
+
+/* After a launcher: maps its return code (GL_KERR_NOTSUP, a cudaError_t), counts the
+** launch, and under GPULUA_SYNC=1 synchronises the stream and names 'op' on failure. */
+gl_status gl_cuda_launched(gl_device dev, cudaStream_t s, int rc, const char *op);
+
+/* Whether GPULUA_SYNC=1 (read once). */
+bool gl_cuda_sync_each(void);
+
+/* Counters (under gl_cuda_lock, or with atomics). */
+extern gl_stats gl_cuda_counters;
+#define GL_CUDA_COUNT(field, v) __atomic_fetch_add(&gl_cuda_counters.field, (uint64_t)(v), __ATOMIC_RELAXED)
+
+/* "1.50 GiB" etc. into buf (at least 32 bytes). */
+const char *gl_cuda_bytes(size_t n, char *buf);
+
+/* cuda_alloc.c */
+gl_status gl_cuda_alloc(gl_device dev, size_t nbytes, void **out);
+void gl_cuda_free(gl_device dev, void *p, size_t nbytes);
+void gl_cuda_empty_cache(gl_device dev);
+void gl_cuda_memory(gl_device dev, gl_meminfo *m);
+/* cudaFree of every wholly cached segment of device 'index' (gl_cuda_lock held, the
+** device current, its stream synchronised). */
+void gl_cuda_pool_trim(int index);
+
+/* cuda_copy.c */
+gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n);
+gl_status gl_cuda_from_host(gl_device dev, void *dst, const void *src, size_t n);
+gl_status gl_cuda_copy(const gl_array *dst, const gl_array *src);
+gl_status gl_cuda_fill(const gl_array *dst, gl_scalar v);
+gl_status gl_cuda_arange(const gl_array *dst, double start, double step);
+/* Frees the staging buffer and events of d (the device current, its stream synchronised). */
+void gl_cuda_staging_release(gl_cuda_dev *d);
+/* The launcher's walk over the operands (same shape; dst first). */
+void gl_cuda_kiter(gl_kiter *k, int nargs, const gl_array *const *arrays, const bool *scalar);
+
+/* cuda_elem.c */
+gl_status gl_cuda_unary(gl_unop op, const gl_array *dst, const gl_array *src);
+gl_status gl_cuda_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
+gl_status gl_cuda_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
+
+/* cuda_random.c (kernels/random.cu): random fills, kernels/philox.h's stream */
+gl_status gl_cuda_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
+
+#endif
