@@ -1,0 +1,58 @@
+/*
+** fileio.h — what every file format shares: reading a whole file as one read-only
+** mapping (parsers then see a bounded buffer and can never read past it), writing a
+** file atomically (a temporary beside it, fsync, rename), and byte swapping.
+**
+** Plain C, no Lua. Failures return GL_EIO with a message that names the fault but not
+** the path (the caller adds "'path': ").
+*/
+#ifndef GL_FILEIO_H
+#define GL_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "status.h"
+
+/* A file's bytes: data[0 .. len). An empty file has len 0 and a non-NULL data. */
+typedef struct gl_mapfile {
+  const uint8_t *data;
+  size_t len;
+  void *map;            /* mmap base, NULL when nothing is mapped */
+} gl_mapfile;
+
+gl_status gl_map_file(const char *path, gl_mapfile *m);
+void gl_unmap_file(gl_mapfile *m);          /* idempotent */
+
+/* An atomic save: bytes go to "path.tmp-XXXXXX" in the same directory; commit fsyncs
+** and renames it over 'path'; abort (or any failed commit) removes it, so an existing
+** file at 'path' is never left half-written. */
+typedef struct gl_outfile {
+  FILE *f;
+  char *tmp;            /* malloc'd temporary name, NULL when closed */
+  char *path;           /* malloc'd target name */
+  uint64_t pos;         /* bytes written so far */
+} gl_outfile;
+
+gl_status gl_out_open(gl_outfile *o, const char *path);
+gl_status gl_out_write(gl_outfile *o, const void *p, size_t n);
+/* Overwrites n bytes at 'at' (< pos) and returns to the end: zip headers are patched. */
+gl_status gl_out_patch(gl_outfile *o, uint64_t at, const void *p, size_t n);
+gl_status gl_out_commit(gl_outfile *o);
+void gl_out_abort(gl_outfile *o);           /* idempotent */
+
+/* Reverses the bytes of each of n items of 'size' bytes (1, 2, 4 or 8). */
+void gl_bswap(void *p, int64_t n, unsigned size);
+
+/* Little-endian reads and writes of unaligned integers. */
+static inline uint16_t gl_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t gl_rd32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t gl_rd64(const uint8_t *p) { return gl_rd32(p) | (uint64_t)gl_rd32(p + 4) << 32; }
+static inline void gl_wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void gl_wr32(uint8_t *p, uint32_t v) { gl_wr16(p, (uint16_t)v); gl_wr16(p + 2, (uint16_t)(v >> 16)); }
+static inline void gl_wr64(uint8_t *p, uint64_t v) { gl_wr32(p, (uint32_t)v); gl_wr32(p + 4, (uint32_t)(v >> 32)); }
+
+#endif

@@ -1,0 +1,222 @@
+/*
+** npy.c — the .npy format (see npy.h). The header is a Python dict literal; we parse the
+** small subset np.save writes (quoted keys, quoted strings, True/False, tuples of
+** integers) and refuse everything else with a message naming the fault.
+*/
+#include <stdio.h>
+#include <string.h>
+#include "npy.h"
+#include "fileio.h"
+
+static const char magic[6] = { '\x93', 'N', 'U', 'M', 'P', 'Y' };
+
+const char *gl_npy_descr(gl_dtype dt) {
+  return dt == GL_BFLOAT16 ? "<V2" : gl_dtypes[dt].npy;
+}
+
+/* ---- the header dict -------------------------------------------------------------------- */
+
+typedef struct lex { const char *p, *end; } lex;
+
+static void skip_ws(lex *x) {
+  while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\n' || *x->p == '\r')) x->p++;
+}
+
+static bool eat(lex *x, char c) {
+  skip_ws(x);
+  if (x->p < x->end && *x->p == c) { x->p++; return true; }
+  return false;
+}
+
+/* A quoted string without escapes (NumPy's keys and descrs have none). */
+static gl_status read_str(lex *x, char *buf, size_t cap, const char *what) {
+  skip_ws(x);
+  if (x->p >= x->end || (*x->p != '\'' && *x->p != '"'))
+    return gl_fail(GL_EIO, "bad header (%s: expected a quoted string)", what);
+  char q = *x->p++;
+  size_t n = 0;
+  while (x->p < x->end && *x->p != q) {
+    if (*x->p == '\\' || n + 1 >= cap) return gl_fail(GL_EIO, "bad header (%s: unsupported string)", what);
+    buf[n++] = *x->p++;
+  }
+  if (x->p >= x->end) return gl_fail(GL_EIO, "bad header (%s: unterminated string)", what);
+  x->p++;
+  buf[n] = 0;
+  return GL_OK;
+}
+
+static gl_status read_int(lex *x, int64_t *v) {
+  skip_ws(x);
+  if (x->p >= x->end || *x->p < '0' || *x->p > '9')
+    return gl_fail(GL_EIO, "bad header (shape: expected a non-negative integer)");
+  int64_t n = 0;
+  while (x->p < x->end && *x->p >= '0' && *x->p <= '9') {
+    if (n > (GL_MAXSIZE - 9) / 10) return gl_fail(GL_EIO, "bad header (shape: dimension too large)");
+    n = n * 10 + (*x->p++ - '0');
+  }
+  if (x->p < x->end && (*x->p == 'L' || *x->p == 'l')) x->p++;     /* Python 2 longs */
+  *v = n;
+  return GL_OK;
+}
+
+static gl_status read_shape(lex *x, gl_npy_info *out) {
+  if (!eat(x, '(')) return gl_fail(GL_EIO, "bad header (shape: expected a tuple)");
+  out->ndim = 0;
+  if (eat(x, ')')) return GL_OK;
+  for (;;) {
+    if (out->ndim == GL_MAXDIMS)
+      return gl_fail(GL_EIO, "bad header (shape: more than %d dimensions)", GL_MAXDIMS);
+    GL_TRY(read_int(x, &out->shape[out->ndim]));
+    out->ndim++;
+    bool comma = eat(x, ',');
+    if (eat(x, ')')) {
+      if (out->ndim == 1 && !comma) return gl_fail(GL_EIO, "bad header (shape: expected a tuple)");
+      return GL_OK;
+    }
+    if (!comma) return gl_fail(GL_EIO, "bad header (shape: expected ',' or ')')");
+  }
+}
+
+static gl_status read_bool(lex *x, bool *v) {
+  skip_ws(x);
+  size_t left = (size_t)(x->end - x->p);
+  if (left >= 4 && memcmp(x->p, "True", 4) == 0) { x->p += 4; *v = true; return GL_OK; }
+  if (left >= 5 && memcmp(x->p, "False", 5) == 0) { x->p += 5; *v = false; return GL_OK; }
+  return gl_fail(GL_EIO, "bad header (fortran_order: expected True or False)");
+}
+
+/* "<f4" -> dtype and byte order. */
+static gl_status parse_descr(const char *d, gl_npy_info *out) {
+  char order = '|';
+  const char *t = d;
+  if (*t == '<' || *t == '>' || *t == '|' || *t == '=') order = *t++;
+  static const struct { const char *code; gl_dtype dt; } codes[] = {
+    { "b1", GL_BOOL }, { "?", GL_BOOL }, { "u1", GL_UINT8 }, { "B", GL_UINT8 },
+    { "i4", GL_INT32 }, { "i8", GL_INT64 }, { "f2", GL_FLOAT16 }, { "e", GL_FLOAT16 },
+    { "f4", GL_FLOAT32 }, { "f", GL_FLOAT32 }, { "f8", GL_FLOAT64 }, { "d", GL_FLOAT64 },
+    { "V2", GL_BFLOAT16 },
+  };
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+    if (strcmp(t, codes[i].code) == 0) {
+      out->dtype = codes[i].dt;
+      out->swap = order == '>' && gl_dtypes[out->dtype].size > 1;
+      return GL_OK;
+    }
+  return gl_fail(GL_EIO, "unsupported dtype '%s' (gpulua reads bool, uint8, int32, int64, float16, "
+                 "float32, float64, and '<V2' as bfloat16)", d);
+}
+
+gl_status gl_npy_parse_header(const uint8_t *buf, size_t len, gl_npy_info *out) {
+  memset(out, 0, sizeof *out);
+  if (len < 8 || memcmp(buf, magic, 6) != 0) {
+    if (len < 8 && len > 0 && memcmp(buf, magic, len < 6 ? len : 6) == 0)
+      return gl_fail(GL_EIO, "truncated header (%zu bytes)", len);
+    return gl_fail(GL_EIO, "not a .npy file (bad magic)");
+  }
+  unsigned major = buf[6];
+  size_t prefix, hlen;
+  if (major == 1) {
+    prefix = 10;
+    if (len < prefix) return gl_fail(GL_EIO, "truncated header (%zu bytes)", len);
+    hlen = gl_rd16(buf + 8);
+  } else if (major == 2 || major == 3) {
+    prefix = 12;
+    if (len < prefix) return gl_fail(GL_EIO, "truncated header (%zu bytes)", len);
+    hlen = gl_rd32(buf + 8);
+  } else {
+    return gl_fail(GL_EIO, "unsupported .npy version %u.%u", major, buf[7]);
+  }
+  if (hlen > GL_NPY_MAX_HEADER)
+    return gl_fail(GL_EIO, "oversized header (%zu bytes, at most %d)", hlen, GL_NPY_MAX_HEADER);
+  if (hlen > len - prefix)
+    return gl_fail(GL_EIO, "truncated header (expected %zu bytes, found %zu)", hlen, len - prefix);
+
+  lex x = { (const char *)buf + prefix, (const char *)buf + prefix + hlen };
+  bool have_descr = false, have_fortran = false, have_shape = false;
+  char key[32], descr[32];
+  if (!eat(&x, '{')) return gl_fail(GL_EIO, "bad header (expected a dict)");
+  while (!eat(&x, '}')) {
+    GL_TRY(read_str(&x, key, sizeof key, "key"));
+    if (!eat(&x, ':')) return gl_fail(GL_EIO, "bad header (expected ':' after '%s')", key);
+    bool *seen;
+    if (strcmp(key, "descr") == 0) {
+      seen = &have_descr;
+      skip_ws(&x);
+      if (x.p < x.end && *x.p == '[') return gl_fail(GL_EIO, "unsupported dtype (structured arrays)");
+      GL_TRY(read_str(&x, descr, sizeof descr, "descr"));
+      GL_TRY(parse_descr(descr, out));
+    } else if (strcmp(key, "fortran_order") == 0) {
+      seen = &have_fortran;
+      GL_TRY(read_bool(&x, &out->fortran));
+    } else if (strcmp(key, "shape") == 0) {
+      seen = &have_shape;
+      GL_TRY(read_shape(&x, out));
+    } else {
+      return gl_fail(GL_EIO, "bad header (unknown key '%s')", key);
+    }
+    if (*seen) return gl_fail(GL_EIO, "bad header (key '%s' twice)", key);
+    *seen = true;
+    if (!eat(&x, ',')) {
+      if (!eat(&x, '}')) return gl_fail(GL_EIO, "bad header (expected ',' or '}')");
+      break;
+    }
+  }
+  skip_ws(&x);
+  if (x.p != x.end) return gl_fail(GL_EIO, "bad header (text after the dict)");
+  if (!have_descr || !have_fortran || !have_shape)
+    return gl_fail(GL_EIO, "bad header (missing '%s')", !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
+  if (gl_shape_check(out->ndim, out->shape, &out->size) != GL_OK)
+    return gl_fail(GL_EIO, "bad header (%s)", gl_errmsg());
+  unsigned isz = gl_dtypes[out->dtype].size;
+  if (out->size > (int64_t)(SIZE_MAX / 2) / (int64_t)isz)
+    return gl_fail(GL_EIO, "bad header (shape too large)");
+  out->nbytes = (size_t)out->size * isz;
+  out->data_offset = prefix + hlen;
+  if (out->ndim < 2) out->fortran = false;          /* the same bytes either way */
+  return GL_OK;
+}
+
+gl_status gl_npy_parse(const uint8_t *buf, size_t len, gl_npy_info *out) {
+  GL_TRY(gl_npy_parse_header(buf, len, out));
+  size_t have = len - out->data_offset;
+  if (have < out->nbytes)
+    return gl_fail(GL_EIO, "truncated data (expected %zu bytes, found %zu)", out->nbytes, have);
+  if (have > out->nbytes) {
+    char s[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EIO, "size mismatch (shape %s of %s needs %zu data bytes, found %zu)",
+                   gl_shape_str(out->ndim, out->shape, s), gl_dtypes[out->dtype].name, out->nbytes, have);
+  }
+  out->data = buf + out->data_offset;
+  return GL_OK;
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+/* np.save: "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", then room for
+** the first axis to grow to 21 digits, then spaces and '\n' up to a multiple of 64. */
+gl_status gl_npy_header(char *buf, size_t *len, gl_dtype dt, int ndim, const int64_t *shape) {
+  char dict[GL_NPY_HEADER_BUFSZ];
+  size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                              gl_npy_descr(dt));
+  for (int i = 0; i < ndim; i++)
+    n += (size_t)snprintf(dict + n, sizeof dict - n, i ? ", %lld" : "%lld", (long long)shape[i]);
+  n += (size_t)snprintf(dict + n, sizeof dict - n, "%s), }", ndim == 1 ? "," : "");
+  if (ndim > 0) {
+    char d0[24];
+    int w = snprintf(d0, sizeof d0, "%lld", (long long)shape[0]);
+    for (int i = w; i < 21; i++) dict[n++] = ' ';
+  }
+  size_t hlen = n + 1;                                   /* + '\n' */
+  size_t pad = 64 - (10 + hlen) % 64;
+  size_t total = 10 + hlen + pad;
+  if (total > GL_NPY_HEADER_BUFSZ || total - 10 > 65535) return gl_fail(GL_EINVAL, "npy header too long");
+  memcpy(buf, magic, 6);
+  buf[6] = 1;
+  buf[7] = 0;
+  gl_wr16((uint8_t *)buf + 8, (uint16_t)(hlen + pad));
+  memcpy(buf + 10, dict, n);
+  memset(buf + 10 + n, ' ', pad);
+  buf[total - 1] = '\n';
+  *len = total;
+  return GL_OK;
+}

@@ -1,0 +1,215 @@
+/*
+** text.c — loadtxt / savetxt for numbers (see text.h).
+*/
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "text.h"
+
+#define FIELD_MAX 128
+
+typedef struct line { const char *p, *end; int64_t no; } line;
+
+/* The next line of [*p, end): comments and the '\r' of CRLF removed. */
+static bool next_line(const char **p, const char *end, const gl_text_opts *o, line *l) {
+  if (*p >= end) return false;
+  const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  const char *e = nl ? nl : end;
+  l->p = *p;
+  l->end = e;
+  if (o->comment) {
+    const char *c = memchr(l->p, o->comment, (size_t)(e - l->p));
+    if (c) l->end = c;
+  }
+  if (l->end > l->p && l->end[-1] == '\r') l->end--;
+  *p = nl ? nl + 1 : end;
+  l->no++;
+  return true;
+}
+
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* The next field of a line into f (NUL-terminated). Returns 0 at the end of the line,
+** 1 for a field, -1 for a fault (message set). */
+static int next_field(line *l, const char **cur, const gl_text_opts *o, char *f, bool *first) {
+  const char *s = *cur;
+  if (o->delimiter == 0) {
+    while (s < l->end && is_blank(*s)) s++;
+    if (s >= l->end) { *cur = s; return 0; }
+    const char *e = s;
+    while (e < l->end && !is_blank(*e)) e++;
+    *cur = e;
+    if ((size_t)(e - s) >= FIELD_MAX) { gl_fail(GL_EIO, "line %lld: field too long", (long long)l->no); return -1; }
+    memcpy(f, s, (size_t)(e - s));
+    f[e - s] = 0;
+    return 1;
+  }
+  if (s > l->end || (s == l->end && !*first)) return 0;
+  const char *d = memchr(s, o->delimiter, (size_t)(l->end - s));
+  const char *e = d ? d : l->end;
+  *cur = d ? d + 1 : l->end + 1;
+  *first = false;
+  while (s < e && is_blank(*s)) s++;
+  while (e > s && is_blank(e[-1])) e--;
+  if (e == s) { gl_fail(GL_EIO, "line %lld: empty field", (long long)l->no); return -1; }
+  if ((size_t)(e - s) >= FIELD_MAX) { gl_fail(GL_EIO, "line %lld: field too long", (long long)l->no); return -1; }
+  memcpy(f, s, (size_t)(e - s));
+  f[e - s] = 0;
+  return 1;
+}
+
+static bool line_is_empty(const line *l) {
+  for (const char *s = l->p; s < l->end; s++) if (!is_blank(*s)) return false;
+  return true;
+}
+
+/* One field as a value of dtype dt at 'out' (NULL: check only). */
+static gl_status convert(const char *f, gl_dtype dt, void *out, int64_t lineno) {
+  char *end;
+  gl_scalar v;
+  if (dt == GL_BOOL && (strcmp(f, "True") == 0 || strcmp(f, "true") == 0)) v = gl_scalar_bool(true);
+  else if (dt == GL_BOOL && (strcmp(f, "False") == 0 || strcmp(f, "false") == 0)) v = gl_scalar_bool(false);
+  else if (gl_dtype_is_float(dt)) {
+    errno = 0;
+    double d = strtod(f, &end);
+    if (end == f || *end) return gl_fail(GL_EIO, "line %lld: '%s' is not a number", (long long)lineno, f);
+    v = gl_scalar_float(d);
+  } else {
+    errno = 0;
+    long long i = strtoll(f, &end, 10);
+    if (end == f || *end || errno == ERANGE) {
+      double d = strtod(f, &end);
+      if (end == f || *end) return gl_fail(GL_EIO, "line %lld: '%s' is not a number", (long long)lineno, f);
+      if (d != floor(d) || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        return gl_fail(GL_EIO, "line %lld: '%s' is not an integer in range of %s", (long long)lineno, f, gl_dtypes[dt].name);
+      i = (long long)d;
+    }
+    if ((dt == GL_INT32 && (i < INT32_MIN || i > INT32_MAX)) || (dt == GL_UINT8 && (i < 0 || i > 255)))
+      return gl_fail(GL_EIO, "line %lld: %s out of range of %s", (long long)lineno, f, gl_dtypes[dt].name);
+    v = dt == GL_BOOL ? gl_scalar_bool(i != 0) : gl_scalar_int(i);
+  }
+  if (out) gl_scalar_store(dt, out, v);
+  return GL_OK;
+}
+
+/* pass 0 counts and checks; pass 1 writes into data */
+static gl_status scan(const uint8_t *buf, size_t len, const gl_text_opts *o, gl_dtype dt, int pass,
+                      uint8_t *data, int64_t *rows, int64_t *cols) {
+  const char *p = (const char *)buf, *end = p + len;
+  line l = { NULL, NULL, 0 };
+  char f[FIELD_MAX];
+  unsigned isz = gl_dtypes[dt].size;
+  int64_t r = 0, ncol = -1, at = 0;
+  gl_text_opts nocomment = *o;
+  nocomment.comment = 0;
+  while (l.no < o->skip && next_line(&p, end, &nocomment, &l)) {}
+  while (next_line(&p, end, o, &l)) {
+    if (line_is_empty(&l)) continue;
+    const char *cur = l.p;
+    bool first = true;
+    int64_t c = 0;
+    int k;
+    while ((k = next_field(&l, &cur, o, f, &first)) == 1) {
+      if (ncol >= 0 && c >= ncol) return gl_fail(GL_EIO, "line %lld: %lld columns where earlier rows have %lld",
+                                                   (long long)l.no, (long long)c + 1, (long long)ncol);
+      GL_TRY(convert(f, dt, pass ? data + (size_t)at * isz : NULL, l.no));
+      c++;
+      at++;
+    }
+    if (k < 0) return GL_EIO;
+    if (ncol >= 0 && c != ncol) return gl_fail(GL_EIO, "line %lld: %lld columns where earlier rows have %lld",
+                                               (long long)l.no, (long long)c, (long long)ncol);
+    ncol = c;
+    r++;
+  }
+  *rows = r;
+  *cols = ncol < 0 ? 0 : ncol;
+  return GL_OK;
+}
+
+gl_status gl_text_parse(const uint8_t *buf, size_t len, const gl_text_opts *o, gl_dtype dt,
+                        void **data, int *ndim, int64_t shape[2]) {
+  int64_t rows, cols;
+  *data = NULL;
+  if (o->skip < 0) return gl_fail(GL_EINVAL, "skip must be >= 0");
+  GL_TRY(scan(buf, len, o, dt, 0, NULL, &rows, &cols));
+  size_t n = (size_t)rows * (size_t)cols;               /* <= len: each value takes a byte */
+  uint8_t *d = malloc(n * gl_dtypes[dt].size + 1);
+  if (d == NULL) return gl_fail(GL_ENOMEM, "out of memory");
+  gl_status st = scan(buf, len, o, dt, 1, d, &rows, &cols);
+  if (st != GL_OK) { free(d); return st; }
+  *data = d;
+  if (rows == 0) { *ndim = 1; shape[0] = 0; }
+  else if (rows == 1 && cols == 1) *ndim = 0;
+  else if (rows == 1 || cols == 1) { *ndim = 1; shape[0] = rows * cols; }
+  else { *ndim = 2; shape[0] = rows; shape[1] = cols; }
+  return GL_OK;
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+gl_status gl_text_fmt(const char *fmt, char *out, size_t cap, bool *is_int) {
+  size_t n = 0;
+  int convs = 0;
+  for (const char *s = fmt; *s; ) {
+    if (n + 4 >= cap) return gl_fail(GL_EINVAL, "format too long");
+    if (*s != '%') { out[n++] = *s++; continue; }
+    if (s[1] == '%') { out[n++] = '%'; out[n++] = '%'; s += 2; continue; }
+    const char *start = s++;
+    while (*s && strchr("-+ #0", *s)) s++;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') { s++; if (++digits > 3) return gl_fail(GL_EINVAL, "format '%s': width too large", fmt); }
+    if (*s == '.') {
+      s++;
+      digits = 0;
+      while (*s >= '0' && *s <= '9') { s++; if (++digits > 2) return gl_fail(GL_EINVAL, "format '%s': precision too large", fmt); }
+    }
+    char c = *s;
+    if (c && strchr("diuoxX", c)) *is_int = true;
+    else if (c && strchr("eEfFgGaA", c)) *is_int = false;
+    else return gl_fail(GL_EINVAL, "format '%s': expected a conversion for a number (d i u o x X e E f F g G a A)", fmt);
+    if (++convs > 1) return gl_fail(GL_EINVAL, "format '%s': more than one conversion", fmt);
+    size_t m = (size_t)(s - start);
+    if (n + m + 4 >= cap) return gl_fail(GL_EINVAL, "format too long");
+    memcpy(out + n, start, m);
+    n += m;
+    if (*is_int) { out[n++] = 'l'; out[n++] = 'l'; }
+    out[n++] = c;
+    s++;
+  }
+  if (convs == 0) return gl_fail(GL_EINVAL, "format '%s': no conversion (e.g. %%.18e or %%d)", fmt);
+  out[n] = 0;
+  return GL_OK;
+}
+
+gl_status gl_text_write(gl_outfile *o, const void *data, gl_dtype dt, int ndim, const int64_t *shape,
+                        const char *fmt, bool is_int, const char *delim) {
+  if (ndim < 1 || ndim > 2) return gl_fail(GL_EINVAL, "expected a 1-D or 2-D array, got %d-D", ndim);
+  int64_t rows = shape[0], cols = ndim == 2 ? shape[1] : 1;
+  const uint8_t *p = data;
+  unsigned isz = gl_dtypes[dt].size;
+  size_t dl = strlen(delim);
+  char buf[512];
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t c = 0; c < cols; c++, p += isz) {
+      if (c) GL_TRY(gl_out_write(o, delim, dl));
+      gl_scalar v = gl_scalar_load(dt, p);
+      int n;
+      if (is_int) {
+        long long i = v.isint ? (long long)v.i : (v.f != v.f ? 0 : v.f >= 9.2233720368547758e18 ? INT64_MAX :
+                                                 v.f <= -9.2233720368547758e18 ? INT64_MIN : (long long)v.f);
+        n = snprintf(buf, sizeof buf, fmt, i);
+      } else {
+        double d = v.isint ? (double)v.i : v.f;
+        if (d != d) d = fabs(d);             /* "nan" as NumPy prints it, never "-nan" */
+        n = snprintf(buf, sizeof buf, fmt, d);
+      }
+      if (n < 0 || (size_t)n >= sizeof buf) return gl_fail(GL_EINVAL, "format gives more than %zu characters", sizeof buf - 1);
+      GL_TRY(gl_out_write(o, buf, (size_t)n));
+    }
+    GL_TRY(gl_out_write(o, "\n", 1));
+  }
+  return GL_OK;
+}

@@ -1,0 +1,527 @@
+/*
+** lio.c — arrays in and out of files: gpu.save/load (.npy, and .npz by its magic),
+** savez/savez_compressed/loadz, save_safetensors/load_safetensors, loadtxt/savetxt.
+**
+** Files hold dtype, shape and bytes, never a device: loads build the array on the CPU
+** from the file's bytes, then copy it to the device asked for ({device=}, else the
+** default device, as every creation function). The parsing is in src/core (npy.c,
+** npz.c, safetensors.c, text.c); here are arguments, the device and the errors, which
+** read "gpu.load: 'x.npy': truncated data (expected 4000 bytes, found 12)".
+**
+** Whatever a call holds while Lua may raise (the file mapping, an inflated member, the
+** temporary file of a save) lives in a to-be-closed box, so an error anywhere releases
+** it at once and a failed save leaves no temporary behind (Redis's cleanup rule).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lgpu.h"
+#include "../core/fileio.h"
+#include "../core/npy.h"
+#include "../core/npz.h"
+#include "../core/safetensors.h"
+#include "../core/text.h"
+
+/* ---- the box ------------------------------------------------------------------------------ */
+
+typedef struct io_box {
+  gl_mapfile map;
+  gl_outfile out;
+  gl_zip zip;
+  gl_zipw zw;
+  gl_safetensors st;
+  void *owned;                /* an inflated member, parsed text, a table of entries */
+  void *owned2;
+  void *owned3;
+} io_box;
+
+static const char box_key = 'b';
+
+static int box_close(lua_State *L) {
+  io_box *b = lua_touserdata(L, 1);
+  if (b == NULL) return 0;
+  gl_unmap_file(&b->map);
+  gl_out_abort(&b->out);
+  gl_zip_free(&b->zip);
+  gl_zipw_free(&b->zw);
+  gl_st_free(&b->st);
+  free(b->owned);
+  free(b->owned2);
+  free(b->owned3);
+  b->owned = b->owned2 = b->owned3 = NULL;
+  return 0;
+}
+
+static io_box *push_box(lua_State *L) {
+  io_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  memset(b, 0, sizeof *b);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &box_key);
+  lua_setmetatable(L, -2);
+  lua_toclose(L, -1);
+  return b;
+}
+
+/* "gpu.load: 'x.npy': <the core's message>" */
+static int file_error(lua_State *L, const char *fname, const char *path) {
+  return luaL_error(L, "gpu.%s: '%s': %s", fname, path, gl_errmsg());
+}
+
+static void check_file(lua_State *L, gl_status st, const char *fname, const char *path) {
+  if (st != GL_OK) file_error(L, fname, path);
+}
+
+/* An options table whose keys must be among 'allowed' (space-separated). */
+static void check_keys(lua_State *L, int idx, const char *fname, const char *allowed) {
+  if (lua_isnoneornil(L, idx)) return;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    bool ok = false;
+    if (k) {
+      size_t n = strlen(k);
+      for (const char *p = allowed; *p; ) {
+        size_t m = strcspn(p, " ");
+        if (m == n && strncmp(p, k, n) == 0) ok = true;
+        p += m;
+        while (*p == ' ') p++;
+      }
+    }
+    if (!ok) {
+      lua_pushvalue(L, -1);
+      luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' to gpu.%s (expected %s)",
+                                            luaL_tolstring(L, -1, NULL), fname, allowed));
+    }
+  }
+}
+
+/* The device (and dtype, -1 for "as in the file") a load puts its arrays on. */
+static void load_opts(lua_State *L, int idx, const char *fname, int *dtype, gl_device *dev,
+                      const char *extra) {
+  char allowed[128];
+  snprintf(allowed, sizeof allowed, "device dtype%s%s", extra ? " " : "", extra ? extra : "");
+  check_keys(L, idx, fname, allowed);
+  gl_dtype dt = GL_DEFAULT_DTYPE;
+  dev->type = 255;
+  dev->index = 0;
+  bool have_dt = false;
+  if (lua_istable(L, idx)) {
+    have_dt = lua_getfield(L, idx, "dtype") != LUA_TNIL;
+    lua_pop(L, 1);
+  }
+  gl_lua_opts(L, idx, &dt, dev, extra);
+  *dtype = have_dt ? (int)dt : -1;
+}
+
+/* ---- arrays from bytes ------------------------------------------------------------------ */
+
+/* Moves the array at the top to (dev, dtype) when it is not there already. */
+static void finish_array(lua_State *L, int dtype, gl_device dev) {
+  gl_array *a = gl_lua_check(L, -1);
+  if (gl_device_eq(gl_array_device(a), dev) && (dtype < 0 || dtype == a->dtype)) return;
+  gl_array *c = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_copy(c, a, dtype < 0 ? (gl_dtype)a->dtype : (gl_dtype)dtype, dev), 0);
+  if (c->size >= 256) gl_lua_account(L, (size_t)c->size * gl_array_itemsize(c));
+  lua_remove(L, -2);
+}
+
+/* Pushes a new array made of bytes in file order: byte-swapped, bools made 0/1, and a
+** Fortran-ordered array read as its transpose's bytes then permuted and made contiguous. */
+static void push_from_bytes(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, bool fortran,
+                            bool swap, const void *bytes, int dtype, gl_device dev) {
+  int64_t fshape[GL_MAXDIMS];
+  for (int i = 0; i < ndim; i++) fshape[i] = fortran ? shape[ndim - 1 - i] : shape[i];
+  gl_array *a = gl_lua_alloc(L, dt, ndim, fshape, gl_cpu());
+  size_t nbytes = (size_t)a->size * gl_dtypes[dt].size;
+  if (nbytes) memcpy(gl_array_data(a), bytes, nbytes);
+  if (swap) gl_bswap(gl_array_data(a), a->size, gl_dtypes[dt].size);
+  if (dt == GL_BOOL) {
+    uint8_t *p = gl_array_data(a);
+    for (int64_t i = 0; i < a->size; i++) p[i] = p[i] != 0;
+  }
+  if (fortran) {
+    int perm[GL_MAXDIMS];
+    for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+    gl_array *v = gl_lua_push(L);
+    gl_array_view_of(v, a);
+    gl_lua_check_status(L, gl_view_permute(v, perm), 0);
+    gl_array *c = gl_lua_push(L);
+    gl_lua_check_status(L, gl_op_copy(c, v, dtype < 0 ? dt : (gl_dtype)dtype, dev), 0);
+    if (c->size >= 256) gl_lua_account(L, (size_t)c->size * gl_array_itemsize(c));
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+    return;
+  }
+  finish_array(L, dtype, dev);
+}
+
+static void push_npy(lua_State *L, const gl_npy_info *info, int dtype, gl_device dev) {
+  push_from_bytes(L, info->dtype, info->ndim, info->shape, info->fortran, info->swap, info->data, dtype, dev);
+}
+
+/* The bytes of x in C order on the host: x's own when it is a contiguous CPU array,
+** else a copy pushed on the stack (the caller keeps the stack slot until written). */
+static const void *host_bytes(lua_State *L, gl_array *x) {
+  if (gl_array_device(x).type == GL_CPU && gl_array_is_contiguous(x)) return gl_array_data(x);
+  luaL_checkstack(L, 2, "too many arrays");
+  gl_array *c = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_copy(c, x, (gl_dtype)x->dtype, gl_cpu()), 0);
+  return gl_array_data(c);
+}
+
+/* gpu.save(path, x) and x:save(path): the path may come first or second. */
+static void path_and_array(lua_State *L, const char **path, gl_array **x) {
+  if (gl_lua_test(L, 1) && lua_type(L, 2) == LUA_TSTRING) {
+    *x = gl_lua_check(L, 1);
+    *path = lua_tostring(L, 2);
+  } else {
+    *path = luaL_checkstring(L, 1);
+    *x = gl_lua_check(L, 2);
+  }
+}
+
+/* ---- .npy ----------------------------------------------------------------------------------- */
+
+static int loadz_from(lua_State *L, io_box *b, const char *fname, const char *path, int dtype, gl_device dev);
+
+/* gpu.save(path, x): .npy, byte-identical to np.save of the same array */
+static int l_save(lua_State *L) {
+  const char *path;
+  gl_array *x;
+  path_and_array(L, &path, &x);
+  const void *bytes = host_bytes(L, x);
+  char hdr[GL_NPY_HEADER_BUFSZ];
+  size_t hlen;
+  gl_lua_check_status(L, gl_npy_header(hdr, &hlen, (gl_dtype)x->dtype, x->ndim, x->shape), 0);
+  io_box *b = push_box(L);
+  check_file(L, gl_out_open(&b->out, path), "save", path);
+  check_file(L, gl_out_write(&b->out, hdr, hlen), "save", path);
+  check_file(L, gl_out_write(&b->out, bytes, (size_t)x->size * gl_array_itemsize(x)), "save", path);
+  check_file(L, gl_out_commit(&b->out), "save", path);
+  return 0;
+}
+
+/* gpu.load(path [, {device=, dtype=}]): an .npy gives an array, an .npz a table */
+static int l_load(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int dtype;
+  gl_device dev;
+  load_opts(L, 2, "load", &dtype, &dev, NULL);
+  io_box *b = push_box(L);
+  check_file(L, gl_map_file(path, &b->map), "load", path);
+  if (b->map.len >= 4 && memcmp(b->map.data, "PK\3\4", 4) == 0) return loadz_from(L, b, "load", path, dtype, dev);
+  gl_npy_info info;
+  check_file(L, gl_npy_parse(b->map.data, b->map.len, &info), "load", path);
+  push_npy(L, &info, dtype, dev);
+  return 1;
+}
+
+/* ---- .npz ----------------------------------------------------------------------------------- */
+
+typedef struct npz_entry { const char *name; gl_array *x; const void *bytes; } npz_entry;
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const npz_entry *)a)->name, ((const npz_entry *)b)->name);
+}
+
+/* Reads {name = array, ...} at idx into a sorted malloc'd list held by the box. */
+static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size_t *maxname) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  size_t cap = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) { cap++; lua_pop(L, 1); }
+  npz_entry *e = b->owned2 = calloc(cap ? cap : 1, sizeof *e);
+  if (e == NULL) luaL_error(L, "out of memory");
+  *n = 0;
+  *maxname = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_argerror(L, idx, lua_pushfstring(L, "names must be strings, got %s", luaL_typename(L, -2)));
+    const char *name = lua_tostring(L, -2);
+    if (name[0] == 0 || strlen(name) != lua_rawlen(L, -2))
+      luaL_argerror(L, idx, "names must be non-empty strings without NUL bytes");
+    gl_array *x = gl_lua_test(L, -1);
+    if (x == NULL)
+      luaL_argerror(L, idx, lua_pushfstring(L, "'%s' is not a gpu.array (got %s)", name, luaL_typename(L, -1)));
+    if (x->storage == NULL) luaL_argerror(L, idx, lua_pushfstring(L, "'%s' is a closed array", name));
+    e[*n].name = name;
+    e[*n].x = x;
+    size_t len = strlen(name);
+    if (len > *maxname) *maxname = len;
+    (*n)++;
+    lua_pop(L, 1);
+  }
+  qsort(e, *n, sizeof *e, by_name);
+  return e;
+}
+
+static int savez(lua_State *L, const char *fname, bool compress) {
+  const char *path = luaL_checkstring(L, 1);
+  check_keys(L, 3, fname, "compressed");
+  if (lua_istable(L, 3)) {
+    lua_getfield(L, 3, "compressed");
+    if (!lua_isnil(L, -1)) compress = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, 3);
+  io_box *b = push_box(L);
+  size_t n, maxname;
+  npz_entry *e = read_entries(L, 2, b, &n, &maxname);
+  luaL_checkstack(L, (int)(n > 10000 ? 10000 : n) + 4, "too many arrays");
+  for (size_t i = 0; i < n; i++) {
+    if (i >= 10000) luaL_checkstack(L, 2, "too many arrays");
+    e[i].bytes = host_bytes(L, e[i].x);
+  }
+  char *member = b->owned = malloc(maxname + 5);
+  if (member == NULL) return luaL_error(L, "out of memory");
+  check_file(L, gl_out_open(&b->out, path), fname, path);
+  gl_zipw_init(&b->zw, &b->out);
+  for (size_t i = 0; i < n; i++) {
+    char hdr[GL_NPY_HEADER_BUFSZ];
+    size_t hlen;
+    gl_array *x = e[i].x;
+    check_file(L, gl_npy_header(hdr, &hlen, (gl_dtype)x->dtype, x->ndim, x->shape), fname, path);
+    snprintf(member, maxname + 5, "%s.npy", e[i].name);
+    check_file(L, gl_zipw_add(&b->zw, member, compress, hdr, hlen, e[i].bytes,
+                              (size_t)x->size * gl_array_itemsize(x)), fname, path);
+  }
+  check_file(L, gl_zipw_finish(&b->zw), fname, path);
+  return 0;
+}
+
+/* gpu.savez(path, {name = x, ...} [, {compressed = true}]) */
+static int l_savez(lua_State *L) { return savez(L, "savez", false); }
+/* gpu.savez_compressed(path, {name = x, ...}): members deflated */
+static int l_savez_compressed(lua_State *L) { return savez(L, "savez_compressed", true); }
+
+/* The members of the mapped archive as a table name -> array ("x.npy" is named "x"). */
+static int loadz_from(lua_State *L, io_box *b, const char *fname, const char *path, int dtype, gl_device dev) {
+  check_file(L, gl_zip_open(b->map.data, b->map.len, &b->zip), fname, path);
+  lua_createtable(L, 0, (int)(b->zip.n > 1000 ? 1000 : b->zip.n));
+  for (size_t i = 0; i < b->zip.n; i++) {
+    const gl_zip_member *m = &b->zip.m[i];
+    const uint8_t *data;
+    size_t len;
+    void *owned;
+    check_file(L, gl_zip_extract(b->map.data, b->map.len, m, &data, &len, &owned), fname, path);
+    b->owned = owned;
+    gl_npy_info info;
+    gl_status st = gl_npy_parse(data, len, &info);
+    if (st != GL_OK) {
+      char msg[600];
+      snprintf(msg, sizeof msg, "%s", gl_errmsg());
+      gl_fail(GL_EIO, "member '%s': %s", m->name, msg);
+      file_error(L, fname, path);
+    }
+    size_t nl = strlen(m->name);
+    if (nl > 4 && strcmp(m->name + nl - 4, ".npy") == 0) lua_pushlstring(L, m->name, nl - 4);
+    else lua_pushstring(L, m->name);
+    push_npy(L, &info, dtype, dev);
+    lua_rawset(L, -3);
+    free(b->owned);
+    b->owned = NULL;
+  }
+  return 1;
+}
+
+/* gpu.loadz(path [, {device=, dtype=}]) -> {name = array, ...} */
+static int l_loadz(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int dtype;
+  gl_device dev;
+  load_opts(L, 2, "loadz", &dtype, &dev, NULL);
+  io_box *b = push_box(L);
+  check_file(L, gl_map_file(path, &b->map), "loadz", path);
+  return loadz_from(L, b, "loadz", path, dtype, dev);
+}
+
+/* ---- safetensors ---------------------------------------------------------------------------- */
+
+/* gpu.save_safetensors(path, {name = x, ...} [, {key = "value", ...}]) */
+static int l_save_safetensors(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_settop(L, 3);
+  if (!lua_isnil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
+  io_box *b = push_box(L);
+  size_t n, maxname, nm = 0;
+  npz_entry *e = read_entries(L, 2, b, &n, &maxname);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(e[i].name, "__metadata__") == 0) luaL_argerror(L, 2, "'__metadata__' is not a tensor name");
+  if (!lua_isnil(L, 3)) {
+    lua_pushnil(L);
+    while (lua_next(L, 3)) { nm++; lua_pop(L, 1); }
+  }
+  /* one block: the tensors' descriptors, then the metadata pairs */
+  b->owned = calloc(n + nm + 1, sizeof(gl_st_tensor) + sizeof(gl_st_meta));
+  if (b->owned == NULL) return luaL_error(L, "out of memory");
+  gl_st_tensor *t = b->owned;
+  gl_st_meta *m = (gl_st_meta *)(t + n + nm + 1);
+  size_t k = 0;
+  if (nm) {
+    lua_pushnil(L);
+    while (lua_next(L, 3)) {
+      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, 3, lua_pushfstring(L, "metadata must map strings to strings (got %s -> %s)",
+                                            luaL_typename(L, -2), luaL_typename(L, -1)));
+      if (strlen(lua_tostring(L, -2)) != lua_rawlen(L, -2) || strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
+        luaL_argerror(L, 3, "metadata strings must not hold NUL bytes");
+      m[k].key = (char *)lua_tostring(L, -2);
+      m[k].value = (char *)lua_tostring(L, -1);
+      k++;
+      lua_pop(L, 1);
+    }
+  }
+  luaL_checkstack(L, (int)(n > 10000 ? 10000 : n) + 4, "too many arrays");
+  for (size_t i = 0; i < n; i++) {
+    if (i >= 10000) luaL_checkstack(L, 2, "too many arrays");
+    e[i].bytes = host_bytes(L, e[i].x);
+    t[i].name = (char *)e[i].name;
+    t[i].dtype = (gl_dtype)e[i].x->dtype;
+    t[i].ndim = e[i].x->ndim;
+    memcpy(t[i].shape, e[i].x->shape, sizeof t[i].shape);
+    t[i].size = e[i].x->size;
+  }
+  uint8_t *hdr;
+  size_t hlen;
+  gl_lua_check_status(L, gl_st_header(&hdr, &hlen, t, n, m, k), 0);
+  b->owned3 = hdr;
+  check_file(L, gl_out_open(&b->out, path), "save_safetensors", path);
+  check_file(L, gl_out_write(&b->out, hdr, hlen), "save_safetensors", path);
+  for (size_t i = 0; i < n; i++)
+    check_file(L, gl_out_write(&b->out, e[i].bytes, (size_t)(t[i].end - t[i].begin)), "save_safetensors", path);
+  check_file(L, gl_out_commit(&b->out), "save_safetensors", path);
+  return 0;
+}
+
+/* gpu.load_safetensors(path [, {device=, dtype=}]) -> {name = array, ...}, {key = value, ...} */
+static int l_load_safetensors(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int dtype;
+  gl_device dev;
+  load_opts(L, 2, "load_safetensors", &dtype, &dev, NULL);
+  io_box *b = push_box(L);
+  check_file(L, gl_map_file(path, &b->map), "load_safetensors", path);
+  check_file(L, gl_st_parse(b->map.data, b->map.len, &b->st), "load_safetensors", path);
+  lua_createtable(L, 0, (int)(b->st.nt > 1000 ? 1000 : b->st.nt));
+  for (size_t i = 0; i < b->st.nt; i++) {
+    const gl_st_tensor *t = &b->st.t[i];
+    lua_pushstring(L, t->name);
+    push_from_bytes(L, t->dtype, t->ndim, t->shape, false, false, b->st.data + t->begin, dtype, dev);
+    lua_rawset(L, -3);
+  }
+  lua_createtable(L, 0, (int)(b->st.nmeta > 1000 ? 1000 : b->st.nmeta));
+  for (size_t i = 0; i < b->st.nmeta; i++) {
+    lua_pushstring(L, b->st.meta[i].value);
+    lua_setfield(L, -2, b->st.meta[i].key);
+  }
+  return 2;
+}
+
+/* ---- text ------------------------------------------------------------------------------------ */
+
+/* A one-character option: delimiter, comments. */
+static char char_opt(lua_State *L, int idx, const char *key, char dflt, bool blank_is_ws) {
+  if (!lua_istable(L, idx)) return dflt;
+  char c = dflt;
+  int t = lua_getfield(L, idx, key);
+  if (t == LUA_TBOOLEAN && !lua_toboolean(L, -1)) c = 0;
+  else if (t == LUA_TSTRING && lua_rawlen(L, -1) <= 1) {
+    c = lua_tostring(L, -1)[0];
+    if (blank_is_ws && (c == ' ' || c == '\t')) c = 0;
+  } else if (t != LUA_TNIL)
+    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be one character", key));
+  lua_pop(L, 1);
+  return c;
+}
+
+/* gpu.loadtxt(path [, {delimiter=, skip=, comments=, dtype=, device=}]): CSV or
+** whitespace-separated numbers, NumPy's loadtxt (one row or column gives 1-D) */
+static int l_loadtxt(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int dtype;
+  gl_device dev;
+  load_opts(L, 2, "loadtxt", &dtype, &dev, "delimiter skip comments");
+  gl_text_opts o = { 0, '#', 0 };
+  o.delimiter = char_opt(L, 2, "delimiter", 0, true);
+  o.comment = char_opt(L, 2, "comments", '#', false);
+  if (lua_istable(L, 2)) {
+    if (lua_getfield(L, 2, "skip") != LUA_TNIL) {
+      int isint;
+      o.skip = lua_tointegerx(L, -1, &isint);
+      if (!isint || o.skip < 0) luaL_argerror(L, 2, "option 'skip' must be a non-negative integer");
+    }
+    lua_pop(L, 1);
+  }
+  gl_dtype dt = dtype < 0 ? GL_DEFAULT_DTYPE : (gl_dtype)dtype;
+  io_box *b = push_box(L);
+  check_file(L, gl_map_file(path, &b->map), "loadtxt", path);
+  int ndim;
+  int64_t shape[2];
+  check_file(L, gl_text_parse(b->map.data, b->map.len, &o, dt, &b->owned, &ndim, shape), "loadtxt", path);
+  push_from_bytes(L, dt, ndim, shape, false, false, b->owned, -1, dev);
+  return 1;
+}
+
+/* gpu.savetxt(path, x [, {delimiter = " ", fmt = "%.18e"}]) and x:savetxt(path, opts) */
+static int l_savetxt(lua_State *L) {
+  const char *path;
+  gl_array *x;
+  path_and_array(L, &path, &x);
+  check_keys(L, 3, "savetxt", "delimiter fmt");
+  const char *delim = " ", *fmt = "%.18e";
+  if (lua_istable(L, 3)) {
+    if (lua_getfield(L, 3, "delimiter") != LUA_TNIL) {
+      if (lua_type(L, -1) != LUA_TSTRING) luaL_argerror(L, 3, "option 'delimiter' must be a string");
+      delim = lua_tostring(L, -1);
+    }
+    if (lua_getfield(L, 3, "fmt") != LUA_TNIL) {
+      if (lua_type(L, -1) != LUA_TSTRING) luaL_argerror(L, 3, "option 'fmt' must be a string");
+      fmt = lua_tostring(L, -1);
+    }
+  }
+  if (x->ndim < 1 || x->ndim > 2)
+    luaL_argerror(L, 2, lua_pushfstring(L, "savetxt takes a 1-D or 2-D array, got %d-D", x->ndim));
+  char cfmt[160];
+  bool is_int = false;
+  gl_lua_check_status(L, gl_text_fmt(fmt, cfmt, sizeof cfmt, &is_int), 3);
+  const void *bytes = host_bytes(L, x);
+  io_box *b = push_box(L);
+  check_file(L, gl_out_open(&b->out, path), "savetxt", path);
+  check_file(L, gl_text_write(&b->out, bytes, (gl_dtype)x->dtype, x->ndim, x->shape, cfmt, is_int, delim),
+             "savetxt", path);
+  check_file(L, gl_out_commit(&b->out), "savetxt", path);
+  return 0;
+}
+
+/* ---- registration ----------------------------------------------------------------------- */
+
+static const luaL_Reg io_funcs[] = {
+  { "load", l_load },
+  { "savez", l_savez },
+  { "savez_compressed", l_savez_compressed },
+  { "loadz", l_loadz },
+  { "save_safetensors", l_save_safetensors },
+  { "load_safetensors", l_load_safetensors },
+  { "loadtxt", l_loadtxt },
+  { NULL, NULL }
+};
+
+/* x:save(path) and x:savetxt(path [, opts]) as well as gpu.save(path, x) */
+static const luaL_Reg io_both[] = {
+  { "save", l_save },
+  { "savetxt", l_savetxt },
+  { NULL, NULL }
+};
+
+void gl_open_io(lua_State *L, int module, int methods) {
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, box_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, box_close);
+  lua_setfield(L, -2, "__gc");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
+  gl_lua_setfuncs(L, module, io_funcs);
+  gl_lua_setboth(L, module, methods, io_both);
+}
