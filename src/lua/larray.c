@@ -9,16 +9,23 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lgpu.h"
 
 /* ---- userdata --------------------------------------------------------------------- */
 
+static void pay_gc_debt(lua_State *L, gl_lctx *ctx);
+#define GC_STEP_BYTES ((size_t)1 << 20)     /* debt paid in steps of at least this */
+
 gl_array *gl_lua_push(lua_State *L) {
+  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
+  bool fast = c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC;
+  if (!fast) c = gl_lua_ctx(L);
+  if (c && c->gc_debt >= GC_STEP_BYTES) pay_gc_debt(L, c);
   gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 0);
   memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
-  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
-  if (c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC)
+  if (fast)
     lua_getiuservalue(L, lua_upvalueindex(1), 1);        /* fast: the context holds it */
   else
     lua_rawgetp(L, LUA_REGISTRYINDEX, &gl_meta_key);
@@ -101,35 +108,42 @@ void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
 }
 
 /* Lua's collector only sees the few bytes of each userdata, not the megabytes an array
-** may hold, so the bytes arrays take are reported to it here. Every MiB adds to the
-** collector's debt (an incremental step). That alone is not enough: in generational
-** mode (lua.c's default) an array that survives two minor collections, say because a
-** dead local still sits in a register, is only freed by a major collection, which Lua
-** starts from its own heap growth. So once arrays have taken as many bytes as were live
-** after the last full collection (at least 64 MiB), a full collection runs: dropped
-** results then return to the caching allocator and are reused instead of faulting in
-** fresh pages. */
+** may hold, so the bytes arrays take are reported to it here, as collector debt.
+**
+** When the step runs matters in generational mode (lua.c's default, and the best mode
+** for the churn of small results). An object that survives two minor collections
+** becomes old and is only freed by a major one. In `for ... do c = a + b end` the
+** previous result still sits in c while the next op runs; a step taken after the new
+** result exists would therefore age every result twice (once being made, once held)
+** and large dropped arrays would pile up, landing each new result in cold memory. So
+** the debt is only recorded here and paid in gl_lua_push, before the next result is
+** made: each result then meets one minor collection while alive and is freed by the
+** next. A full collection also runs once arrays have taken as many bytes as were live
+** after the last one (at least 64 MiB), as a backstop for arrays that did grow old. */
 #define GC_MIN_FULL ((size_t)64 << 20)
 
 void gl_lua_account(lua_State *L, size_t nbytes) {
   gl_lctx *ctx = gl_lua_ctx(L);
   if (ctx == NULL) return;
   ctx->since_full += nbytes;
+  ctx->gc_debt += nbytes;
+}
+
+/* Pays the recorded debt: a step, or a full collection past the threshold. Runs
+** before a new array exists (see above). */
+static void pay_gc_debt(lua_State *L, gl_lctx *ctx) {
   if (ctx->since_full >= (ctx->full_threshold > GC_MIN_FULL ? ctx->full_threshold : GC_MIN_FULL)) {
+    ctx->since_full = 0;
+    ctx->gc_debt = 0;
     lua_gc(L, LUA_GCCOLLECT);
     gl_meminfo m;
     gl_cpu_backend.memory(gl_cpu(), &m);
     ctx->full_threshold = m.allocated;
-    ctx->since_full = 0;
-    ctx->gc_debt = 0;
     return;
   }
-  ctx->gc_debt += nbytes;
-  if (ctx->gc_debt >= ((size_t)1 << 20)) {
-    int kb = ctx->gc_debt / 1024 > 0x3fffffff ? 0x3fffffff : (int)(ctx->gc_debt / 1024);
-    ctx->gc_debt = 0;
-    lua_gc(L, LUA_GCSTEP, kb);
-  }
+  int kb = ctx->gc_debt / 1024 > 0x3fffffff ? 0x3fffffff : (int)(ctx->gc_debt / 1024);
+  ctx->gc_debt = 0;
+  lua_gc(L, LUA_GCSTEP, kb);
 }
 
 gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {

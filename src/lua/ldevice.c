@@ -259,7 +259,46 @@ static int l_clock(lua_State *L) {
   return 1;
 }
 
+/* gpu.stats(): transfer, kernel and allocation counters since the start or the last
+** gpu.reset_stats(), summed over the built-in backends. */
+static void set_u64(lua_State *L, const char *k, uint64_t v) { lua_pushinteger(L, (lua_Integer)v); lua_setfield(L, -2, k); }
+
+static int l_stats(lua_State *L) {
+  gl_stats s;
+  memset(&s, 0, sizeof s);
+  const gl_backend *b = gl_backend_get(GL_CUDA);
+  if (b && b->stats) b->stats(&s, false);
+  gl_stats h;
+  memset(&h, 0, sizeof h);
+  gl_cpu_backend.stats(&h, false);
+  lua_createtable(L, 0, 12);
+  set_u64(L, "h2d_bytes", s.h2d_bytes);
+  set_u64(L, "h2d_copies", s.h2d_copies);
+  set_u64(L, "d2h_bytes", s.d2h_bytes);
+  set_u64(L, "d2h_copies", s.d2h_copies);
+  set_u64(L, "d2d_bytes", s.d2d_bytes);
+  set_u64(L, "d2d_copies", s.d2d_copies);
+  set_u64(L, "kernels", s.kernels);
+  set_u64(L, "allocs", s.allocs);
+  set_u64(L, "cache_hits", s.cache_hits);
+  set_u64(L, "device_mallocs", s.device_mallocs);
+  set_u64(L, "host_allocs", h.allocs);
+  set_u64(L, "host_cache_hits", h.cache_hits);
+  return 1;
+}
+
+static int l_reset_stats(lua_State *L) {
+  gl_stats s;
+  const gl_backend *b = gl_backend_get(GL_CUDA);
+  if (b && b->stats) b->stats(&s, true);
+  gl_cpu_backend.stats(&s, true);
+  (void)L;
+  return 0;
+}
+
 static const luaL_Reg device_funcs[] = {
+  { "stats", l_stats },
+  { "reset_stats", l_reset_stats },
   { "clock", l_clock },
   { "device", l_device },
   { "set_device", l_set_device },

@@ -1,0 +1,79 @@
+-- gpu.bench(fn [, opts]) — times fn the way cupyx.profiler.benchmark does: host time of
+-- each call, and on a GPU the device time between events recorded around it.
+--
+--   local r = gpu.bench(function() return a:matmul(b) end, {n = 100, warmup = 5})
+--   -- prints:  fn : CPU:  812.4 us +/- 12.1 (min:  800.2 / max:  860.0) us  GPU-0: ...
+--   r.host.median, r.device.min          -- microseconds; r.device is nil on the cpu
+--
+-- opts: n (timed calls, default 100; also n_repeat), warmup (default 3; also n_warmup),
+-- name (default "fn"), device (default gpu.device()), quiet (no printing), args (a
+-- table of arguments for fn).
+local gpu = require "gpu"
+
+local function stats(t)
+  local n, sum, sq = #t, 0, 0
+  local sorted = {}
+  for i, v in ipairs(t) do sorted[i] = v; sum = sum + v end
+  table.sort(sorted)
+  local mean = sum / n
+  for _, v in ipairs(t) do sq = sq + (v - mean) ^ 2 end
+  local median = n % 2 == 1 and sorted[(n + 1) // 2] or (sorted[n // 2] + sorted[n // 2 + 1]) / 2
+  return { times = t, mean = mean, std = math.sqrt(sq / n), min = sorted[1], max = sorted[n], median = median }
+end
+
+local function fmt(label, s)
+  return ("%s: %9.3f us +/- %.3f (min: %9.3f / max: %9.3f) us"):format(label, s.mean, s.std, s.min, s.max)
+end
+
+local result_mt = {
+  __tostring = function(r)
+    local line = ("%-12s: %s"):format(r.name, fmt("CPU", r.host))
+    if r.device then line = line .. "    " .. fmt(r.device_label, r.device) end
+    return line
+  end,
+}
+
+return function(fn, opts)
+  if type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
+    error(("bad argument #1 to 'bench' (function expected, got %s)"):format(type(fn)), 2)
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    error(("bad argument #2 to 'bench' (options table expected, got %s)"):format(type(opts)), 2)
+  end
+  local n = opts.n or opts.n_repeat or 100
+  local warmup = opts.warmup or opts.n_warmup or 3
+  if math.type(n) ~= "integer" or n < 1 then error("bad argument #2 to 'bench' (n must be a positive integer)", 2) end
+  if math.type(warmup) ~= "integer" or warmup < 0 then
+    error("bad argument #2 to 'bench' (warmup must be a non-negative integer)", 2)
+  end
+  local device = opts.device or gpu.device()
+  local args = opts.args or {}
+  local unpack = table.unpack
+  for _ = 1, warmup do fn(unpack(args)) end
+  gpu.synchronize(device)
+  local on_gpu = device ~= "cpu"
+  local e0, e1 = gpu.event(device), gpu.event(device)
+  local clock = gpu.clock
+  local host, dev = {}, {}
+  for i = 1, n do
+    if on_gpu then e0:record() end
+    local t0 = clock()
+    fn(unpack(args))
+    local t1 = clock()
+    host[i] = (t1 - t0) * 1e6
+    if on_gpu then
+      e1:record()
+      dev[i] = e0:elapsed(e1) * 1e3
+    end
+  end
+  local r = setmetatable({
+    name = opts.name or "fn",
+    n = n,
+    host = stats(host),
+    device = on_gpu and stats(dev) or nil,
+    device_label = on_gpu and ("GPU-" .. (device:match(":(%d+)$") or "0")) or nil,
+  }, result_mt)
+  if not opts.quiet then print(tostring(r)) end
+  return r
+end

@@ -1,0 +1,63 @@
+-- gpu.bench and gpu.event: timing helpers (issue 4, item 7).
+local h = require "spec.helper"
+local gpu = h.gpu
+
+describe("gpu.event", function()
+  for _, dev in ipairs(h.devices()) do
+    it("measures elapsed milliseconds between two records on " .. dev, function()
+      local e0, e1 = gpu.event(dev), gpu.event(dev)
+      e0:record()
+      local x = gpu.ones(1000, { device = dev })
+      for _ = 1, 10 do x = x + 1 end
+      e1:record()
+      local ms = e0:elapsed(e1)
+      assert.is_number(ms)
+      assert.is_true(ms >= 0 and ms < 10000)
+      assert.equal(11, x[1])
+      assert.matches("gpu.event%(", tostring(e0))
+    end)
+  end
+
+  it("refuses elapsed before both events are recorded", function()
+    local e0, e1 = gpu.event("cpu"), gpu.event("cpu")
+    e0:record()
+    local ok, err = pcall(e0.elapsed, e0, e1)
+    assert.is_false(ok)
+    assert.matches("recorded", err)
+  end)
+
+  it("rejects unknown devices", function()
+    local ok, err = pcall(gpu.event, "tpu")
+    assert.is_false(ok)
+    assert.matches("unknown device", err)
+  end)
+end)
+
+describe("gpu.bench", function()
+  it("times a function and returns host statistics in microseconds", function()
+    local calls = 0
+    local r = gpu.bench(function() calls = calls + 1 end, { n = 7, warmup = 2, quiet = true, device = "cpu" })
+    assert.equal(9, calls)
+    assert.equal(7, #r.host.times)
+    assert.is_true(r.host.min <= r.host.median and r.host.median <= r.host.max)
+    assert.is_nil(r.device)                  -- no device column on the cpu
+    assert.matches("CPU:", tostring(r))
+  end)
+
+  it("passes args and reports the name", function()
+    local seen
+    local r = gpu.bench(function(a, b) seen = a + b end, { n = 1, warmup = 0, quiet = true, args = { 2, 3 }, name = "sum" })
+    assert.equal(5, seen)
+    assert.matches("^sum", tostring(r))
+  end)
+
+  it("rejects bad arguments", function()
+    assert.is_false(pcall(gpu.bench, 5))
+    local ok, err = pcall(gpu.bench, function() end, { n = 0 })
+    assert.is_false(ok)
+    assert.matches("n must be a positive integer", err)
+    ok, err = pcall(gpu.bench, function() end, "x")
+    assert.is_false(ok)
+    assert.matches("options table expected", err)
+  end)
+end)
