@@ -100,9 +100,11 @@ $(LIB): $(LIB_O)
 $(BIN): $(HOST_O) $(LIB)
 	$(CC) $(CFLAGS) -Wl,-E -o $@ $(HOST_O) $(LIB) $(LUA_LIBDIR)/liblua5.4.a -lreadline $(CUDA_LIBS) $(LDLIBS)
 
-# gpu.so for stock lua5.4: never links liblua (the host provides the API)
+# gpu.so for stock lua5.4: never links liblua (the host provides the API). -z nodelete:
+# lua_close dlcloses C modules, and unmapping libgomp under its idle worker threads
+# (or the CUDA runtime under its own) crashes the process at exit.
 $(SO): $(LIB_O)
-	$(CC) $(CFLAGS) -shared -o $@ $^ $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ $(CUDA_LIBS) $(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

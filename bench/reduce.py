@@ -1,60 +1,94 @@
-"""bench/reduce.py — NumPy / PyTorch twin of bench/reduce.lua (same case names).
+"""bench/reduce.py — NumPy / PyTorch twin of bench/reduce.lua (same case names):
+reductions on a 4096 x 4096 float32 array, wall-clock, best and median of repeats of
+>= MIN_TIME seconds (its own loop, as bench/reduce.lua: some cases take 0.5 s a call,
+too long for bench.py's calibration that starts at 100 calls).
 
-PyTorch runs with its default thread count (torch.get_num_threads(), reported in the
-notes); NumPy's reductions are single-threaded. timeit measures wall-clock time.
+PyTorch runs with its default thread count (noted in each row); NumPy's reductions are
+single-threaded.
 """
 import os
 import sys
+import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import case, try_import, DEVICE
+from bench import emit, try_import, DEVICE, QUICK
+
+MIN_TIME = 0.05 if QUICK else 0.2
+REPEATS = 3 if QUICK else 7
+GROUP = "reduce"
+N = 4096
+
+
+def run(name, impl, fn, note, sync=lambda: None):
+    try:
+        fn(); sync()
+    except Exception as e:  # a case that cannot run says why
+        emit("result", GROUP, name, impl, "-", "-", "error: %s" % e)
+        return
+    t0 = time.perf_counter(); fn(); sync()
+    iters = max(1, int(-(-MIN_TIME // max(time.perf_counter() - t0, 1e-7))))
+    ts = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        ts.append((time.perf_counter() - t) / iters)
+    ts.sort()
+    emit("result", GROUP, name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), note)
+
+
+def numpy_cases(np):
+    x = np.random.default_rng(1).random((N, N), dtype=np.float32)
+    xt, x64, small = x.T, x.astype(np.float64), np.ones(1000, np.float32)
+
+    def lse(a):
+        m = a.max(1, keepdims=True)
+        return np.log(np.exp(a - m).sum(1)) + m[:, 0]
+    return [
+        ("sum, all 4096x4096 f32", lambda: x.sum(), "x.sum()"),
+        ("sum, axis 1 (down columns)", lambda: x.sum(0), "x.sum(0)"),
+        ("sum, axis 2 (along rows)", lambda: x.sum(1), "x.sum(1)"),
+        ("sum, axis 2 of the transpose", lambda: xt.sum(1), "x.T.sum(1)"),
+        ("sum, all f64", lambda: x64.sum(), "float64"),
+        ("mean, axis 2", lambda: x.mean(1), "x.mean(1)"),
+        ("var, axis 1", lambda: x.var(0), "x.var(0)"),
+        ("max, all", lambda: x.max(), "x.max()"),
+        ("argmax, axis 2", lambda: x.argmax(1), "x.argmax(1)"),
+        ("logsumexp, axis 2", lambda: lse(x), "max-shifted, by hand"),
+        ("norm, all", lambda: np.linalg.norm(x), "np.linalg.norm(x)"),
+        ("cumsum, axis 1", lambda: x.cumsum(0), "x.cumsum(0)"),
+        ("sum of 1000 (call overhead)", lambda: small.sum(), "small.sum()"),
+    ]
+
+
+def torch_cases(torch, dev):
+    x = torch.rand(N, N, generator=torch.Generator().manual_seed(1)).to(dev)
+    xt, x64, small = x.t(), x.double(), torch.ones(1000, device=dev)
+    return [
+        ("sum, all 4096x4096 f32", lambda: x.sum(), "x.sum()"),
+        ("sum, axis 1 (down columns)", lambda: x.sum(0), "x.sum(0)"),
+        ("sum, axis 2 (along rows)", lambda: x.sum(1), "x.sum(1)"),
+        ("sum, axis 2 of the transpose", lambda: xt.sum(1), "x.t().sum(1)"),
+        ("sum, all f64", lambda: x64.sum(), "float64"),
+        ("mean, axis 2", lambda: x.mean(1), "x.mean(1)"),
+        ("var, axis 1", lambda: x.var(0, unbiased=False), "x.var(0)"),
+        ("max, all", lambda: x.max(), "x.max()"),
+        ("argmax, axis 2", lambda: x.argmax(1), "x.argmax(1)"),
+        ("logsumexp, axis 2", lambda: torch.logsumexp(x, 1), "torch.logsumexp(x, 1)"),
+        ("norm, all", lambda: torch.linalg.norm(x), "torch.linalg.norm(x)"),
+        ("cumsum, axis 1", lambda: x.cumsum(0), "x.cumsum(0)"),
+        ("sum of 1000 (call overhead)", lambda: small.sum(), "small.sum()"),
+    ]
+
 
 np = try_import("numpy")
 torch = try_import("torch")
-N = 4096
-
 if np is not None and DEVICE == "cpu":
-    rng = np.random.default_rng(1)
-    x = rng.random((N, N), dtype=np.float32)
-    g = {"np": np, "x": x, "xt": x.T, "x64": x.astype(np.float64), "small": np.ones(1000, np.float32)}
-    cases = [
-        ("sum, all 4096x4096 f32", "x.sum()"),
-        ("sum, axis 1 (down columns)", "x.sum(0)"),
-        ("sum, axis 2 (along rows)", "x.sum(1)"),
-        ("sum, axis 2 of the transpose", "xt.sum(1)"),
-        ("sum, all f64", "x64.sum()"),
-        ("mean, axis 2", "x.mean(1)"),
-        ("var, axis 1", "x.var(0)"),
-        ("max, all", "x.max()"),
-        ("argmax, axis 2", "x.argmax(1)"),
-        ("logsumexp, axis 2", "(lambda m: np.log(np.exp(x - m).sum(1)) + m[:, 0])(x.max(1, keepdims=True))"),
-        ("norm, all", "np.linalg.norm(x)"),
-        ("cumsum, axis 1", "x.cumsum(0)"),
-        ("sum of 1000 (call overhead)", "small.sum()"),
-    ]
-    for name, stmt in cases:
-        case(name, "numpy", stmt, globals=g)
-
+    for name, fn, note in numpy_cases(np):
+        run(name, "numpy", fn, note)
 if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
     dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
-    gen = torch.Generator().manual_seed(1)
-    x = torch.rand(N, N, generator=gen).to(dev)
-    sync = "torch.cuda.synchronize()" if dev == "cuda" else "None"
-    g = {"torch": torch, "x": x, "xt": x.t(), "x64": x.double(), "small": torch.ones(1000, device=dev)}
-    threads = " (%d thread%s)" % (torch.get_num_threads(), "s" if torch.get_num_threads() > 1 else "")
-    cases = [
-        ("sum, all 4096x4096 f32", "x.sum()"),
-        ("sum, axis 1 (down columns)", "x.sum(0)"),
-        ("sum, axis 2 (along rows)", "x.sum(1)"),
-        ("sum, axis 2 of the transpose", "xt.sum(1)"),
-        ("sum, all f64", "x64.sum()"),
-        ("mean, axis 2", "x.mean(1)"),
-        ("var, axis 1", "x.var(0, unbiased=False)"),
-        ("max, all", "x.max()"),
-        ("argmax, axis 2", "x.argmax(1)"),
-        ("logsumexp, axis 2", "torch.logsumexp(x, 1)"),
-        ("norm, all", "torch.linalg.norm(x)"),
-        ("cumsum, axis 1", "x.cumsum(0)"),
-        ("sum of 1000 (call overhead)", "small.sum()"),
-    ]
-    for name, stmt in cases:
-        case(name, "torch", "%s; %s" % (stmt, sync), globals=g, note=stmt + threads)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    nt = torch.get_num_threads()
+    for name, fn, note in torch_cases(torch, dev):
+        run(name, "torch", fn, "%s (%d thread%s)" % (note, nt, "s" if nt > 1 else ""), sync)

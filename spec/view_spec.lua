@@ -240,3 +240,28 @@ describe("to, cpu, totable, item, is_contiguous", function()
     assert.is_true(gpu.zeros(0, 3).T:is_contiguous())      -- nor do empty arrays
   end)
 end)
+
+describe("large strided copies (tiled transpose path)", function()
+  it("copies transposed 2-D and 3-D arrays of awkward sizes exactly, converting dtypes", function()
+    local m = gpu.arange(70 * 45):reshape(70, 45)           -- int64, not multiples of 32
+    local t = m.T:contiguous()
+    assert.same({ 45, 70 }, t.shape)
+    for _, ij in ipairs { { 1, 1 }, { 45, 70 }, { 33, 2 }, { 2, 33 }, { 45, 1 }, { 17, 69 } } do
+      assert.equal(m[{ ij[2], ij[1] }], t[{ ij[1], ij[2] }])
+    end
+    local f = m.T:astype("float32")                         -- conversion on the tiled path
+    assert.equal("float32", f.dtype)
+    assert.equal((33 - 1) + (2 - 1) * 45 + 0.0, f[{ 33, 2 }])
+    local c = gpu.arange(3 * 40 * 50):reshape(3, 40, 50)
+    local p = c:permute(1, 3, 2):contiguous()               -- outer axis kept, last two swapped
+    assert.same({ 3, 50, 40 }, p.shape)
+    assert.equal(c[{ 3, 40, 50 }], p[{ 3, 50, 40 }])
+    assert.equal(c[{ 2, 7, 33 }], p[{ 2, 33, 7 }])
+  end)
+
+  it("copies a large contiguous block on both threads", function()
+    local x = gpu.arange(3000000, { dtype = "int32" })
+    local y = x:copy()
+    assert.equal(1, y[2]); assert.equal(2999999, y[-1]); assert.equal(1500000, y[1500001])
+  end)
+end)

@@ -67,6 +67,27 @@ typedef enum gl_redop {
   GL_NREDOP
 } gl_redop;
 
+/* Random fills (GL_OP_RANDOM). The stream and the element-to-counter mapping of each
+** distribution are documented in kernels/philox.h; both devices follow it exactly. */
+typedef enum gl_rand_dist {
+  GL_RAND_UNIFORM,       /* float dst: a + (b - a) u, u in [0, 1) */
+  GL_RAND_NORMAL,        /* float dst: a + b z, z standard normal (Box-Muller) */
+  GL_RAND_INTEGERS,      /* int32/int64 dst: lo + [0, range), range 0 meaning 2^64 */
+  GL_RAND_BERNOULLI,     /* any dst: 1 with probability a (or p[i]), else 0 */
+  GL_RAND_PERMUTATION,   /* int64 1-D dst of k <= range: the first k of a Fisher-Yates
+                         ** shuffle of lo .. lo + range - 1 */
+  GL_NRAND
+} gl_rand_dist;
+
+typedef struct gl_rand_req {
+  uint64_t seed;         /* Philox key */
+  uint64_t offset;       /* first 128-bit counter block of this call */
+  double a, b;           /* uniform: lo, hi; normal: mean, std; bernoulli: p */
+  int64_t lo;            /* integers, permutation: the smallest value */
+  uint64_t range;        /* integers: how many values (0: 2^64); permutation: n */
+  const gl_array *p;     /* bernoulli: per-element p (float64, contiguous, dst's size) or NULL */
+} gl_rand_req;
+
 typedef struct gl_devinfo {
   char name[128];
   size_t total_memory;
@@ -81,6 +102,17 @@ typedef struct gl_meminfo {
   size_t peak;          /* highest 'allocated' since start (or reset) */
   size_t free, total;   /* of the device (host: of the machine) */
 } gl_meminfo;
+
+/* Traffic counters of one backend (all its devices), as gpu.stats() reports them. */
+typedef struct gl_stats {
+  uint64_t h2d_bytes, h2d_copies;     /* host to device */
+  uint64_t d2h_bytes, d2h_copies;     /* device to host */
+  uint64_t d2d_bytes, d2d_copies;     /* device to device (same-dtype contiguous copies) */
+  uint64_t kernels;                   /* kernel launches (memsets included) */
+  uint64_t allocs;                    /* allocation requests */
+  uint64_t cache_hits;                /* ... served from the allocator's cache */
+  uint64_t device_mallocs;            /* ... that needed fresh device memory (cudaMalloc) */
+} gl_stats;
 
 /* Library versions a backend reports (0 where unknown or not built in). */
 typedef struct gl_versions {
@@ -104,6 +136,14 @@ typedef struct gl_backend {
   void (*free)(gl_device dev, void *p, size_t nbytes);
   void (*empty_cache)(gl_device dev);
   void (*memory)(gl_device dev, gl_meminfo *out);
+
+  /* (optional) Timing on the device's stream: an event marks the point the work queued
+  ** so far has reached; elapsed waits for 'end' and gives the milliseconds between the
+  ** two. Without these (the cpu), gpu.event measures host time. */
+  gl_status (*event_new)(gl_device dev, void **ev);
+  gl_status (*event_record)(gl_device dev, void *ev);
+  gl_status (*event_elapsed)(void *start, void *end, double *ms);
+  void (*event_free)(void *ev);
 
   /* Host <-> device bytes (for cpu: memcpy). */
   gl_status (*to_host)(void *dst, gl_device dev, const void *src, size_t nbytes);
@@ -139,28 +179,50 @@ typedef struct gl_backend {
   ** the same shape, dst of the result dtype. (optional) */
   gl_status (*scan)(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
 
-  /* dst (..., M, N) = a (..., M, K) @ b (..., K, N); all three of one float or integer
-  ** dtype, batch axes already broadcast (0 strides allowed). (optional) */
+  /* dst (..., M, N) = a (..., M, K) @ b (..., K, N); all three of one dtype (integers
+  ** wrap; bool is logical: or of ands; float16/bfloat16 accumulate in float32), batch
+  ** axes already broadcast (0 strides allowed), M, N, K > 0 (the ops layer handles
+  ** empty results and K = 0). (optional) */
   gl_status (*matmul)(const gl_array *dst, const gl_array *a, const gl_array *b);
 
-  /* Along 0-based 'axis': dst[..., j, ...] = src[..., idx[j], ...]; idx 1-D int64 with
-  ** 0-based positions already checked in range. (optional) */
+  /* Along 0-based 'axis': dst[..., j, ...] = src[..., idx[j], ...]; idx contiguous 1-D
+  ** int64 with 0-based positions already checked in range; dst and src of one dtype,
+  ** any strides, dst's shape is src's with idx->size on 'axis'. (optional) */
   gl_status (*gather)(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
-  /* dst[..., idx[j], ...] = src[..., j, ...] (or += when accumulate). (optional) */
+  /* dst[..., idx[j], ...] = src[..., j, ...] (or += when accumulate); src of dst's dtype
+  ** and shape but idx->size on 'axis', any strides (0 strides where broadcast). With a
+  ** repeated position the last j wins (accumulate: all add up). (optional) */
   gl_status (*scatter)(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                        bool accumulate);
   /* dst (1-D, length = number of true mask elements) = src[mask] in C order; mask bool of
-  ** src's shape. (optional) */
+  ** src's shape (may be a broadcast view with 0 strides); src any strides. (optional) */
   gl_status (*mask_select)(const gl_array *dst, const gl_array *src, const gl_array *mask);
-  /* Stable sort along 0-based 'axis' (NaN last; descending keeps NaN last too); either
-  ** output may be NULL: values (src's dtype) and int64 0-based indices. (optional) */
+  /* Stable sort along 0-based 'axis' of src (ndim >= 1; NaN last; descending keeps NaN
+  ** last too, ties keep their order in both); either output may be NULL: values (src's
+  ** dtype) and int64 0-based indices, both of src's shape, any strides. bool sorts as
+  ** false < true. (optional) */
   gl_status (*sort)(const gl_array *values, const gl_array *indices, const gl_array *src,
                     int axis, bool descending);
+
+  /* dst (contiguous, on this device) = random numbers of 'dist' from the counter blocks
+  ** req->offset, req->offset + 1, ... (kernels/philox.h); the ops layer has checked the
+  ** parameters and dtypes and advances the generator. (optional: without it random
+  ** numbers are not supported on the device; PERMUTATION may be cpu-only) */
+  gl_status (*random)(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
+
+  /* Counters since start (or the last reset): copies, launches, allocations; with
+  ** reset, zeroes them after reading (out may be NULL). (optional) */
+  void (*stats)(gl_stats *out, bool reset);
+  /* Releases streams, library handles, pinned buffers and cached device memory; call
+  ** it at lua_close, before the CUDA runtime unloads. Later frees are bookkeeping
+  ** only; a later use starts the device again. (optional) */
+  void (*shutdown)(void);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;
 #ifdef GL_WITH_CUDA
 extern const gl_backend gl_cuda_backend;
+void gl_cuda_shutdown(void);          /* = gl_cuda_backend.shutdown */
 #endif
 
 /* The backend for a device type; NULL when it is not built in. */

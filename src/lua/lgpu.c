@@ -58,11 +58,31 @@ static int module_index(lua_State *L) {
   return 1;
 }
 
+/* States with the module open: the CUDA backend is shut down (streams, handles, the
+** pool) when the last one closes, before the CUDA runtime unloads at exit. */
+static int open_states;
+
+/* __gc of the context: created first, so Lua finalises it after every array. */
+static int ctx_gc(lua_State *L) {
+  (void)L;
+  if (--open_states > 0) return 0;
+  for (int t = 0; t <= GL_CUDA; t++) {
+    const gl_backend *b = gl_backend_get((gl_devtype)t);
+    if (b && b->shutdown) b->shutdown();
+  }
+  return 0;
+}
+
 int luaopen_gpu(lua_State *L) {
   /* the context: one per state, kept in the registry and as upvalue 1 */
   gl_lctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 1);   /* user value: the metatable */
   memset(ctx, 0, sizeof *ctx);
   ctx->magic = GL_CTX_MAGIC;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, ctx_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  open_states++;
   ctx->device = gl_cpu();
   lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_ctx_key);
 
@@ -85,8 +105,12 @@ int luaopen_gpu(lua_State *L) {
   gl_open_shape(L, module, methods);
   gl_open_device(L, module, methods);
   gl_open_math(L, module, methods, meta);
+  gl_open_event(L, module, methods);
   gl_open_indexing(L, module, methods);
   gl_open_linalg(L, module, methods);
+  gl_open_reduce(L, module, methods);
+  gl_open_io(L, module, methods);
+  gl_open_random(L, module, methods);
 
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");
@@ -99,5 +123,6 @@ int luaopen_gpu(lua_State *L) {
   lua_setmetatable(L, module);
 
   preload_lua_parts(L);
+
   return 1;
 }

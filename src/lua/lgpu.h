@@ -84,13 +84,19 @@ void gl_open_create(lua_State *L, int module, int methods);
 void gl_open_shape(lua_State *L, int module, int methods);
 void gl_open_device(lua_State *L, int module, int methods);
 void gl_open_math(lua_State *L, int module, int methods, int meta);
+void gl_open_event(lua_State *L, int module, int methods);
 void gl_open_indexing(lua_State *L, int module, int methods);
 /* x[key] and x[key] = v for a key that is an array (bool mask or int32/int64 indices
 ** along the first axis); lindexing.c. */
 int gl_lua_index_array(lua_State *L, const gl_array *x, int key);
 void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val);
 void gl_open_linalg(lua_State *L, int module, int methods);
+void gl_open_reduce(lua_State *L, int module, int methods);
+/* gpu.save/load, savez/loadz, safetensors, loadtxt/savetxt; lio.c. */
+void gl_open_io(lua_State *L, int module, int methods);
 int gl_lua_tostring(lua_State *L);
+/* gpu.random (a sub-table), gpu.rand, gpu.randn, x:shuffle() ...; lrandom.c. */
+void gl_open_random(lua_State *L, int module, int methods);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue. */
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);

@@ -52,6 +52,85 @@ gl_status gl_op_binary_(const gl_array *dst, gl_binop op, gl_operand b);
 /* out = cond ? a : b, broadcast over all three. */
 gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_operand b);
 
+/* ---- indexing, joining, sorting (index.c); axes are 0-based ---------------------- */
+/* NumPy's take: out = x.shape[:axis] + idx.shape + x.shape[axis+1:]; idx int32/int64
+** with 1-based positions (negatives from the end), all checked before any kernel runs. */
+gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array *idx);
+/* x[..., idx, ...] = v (or += when accumulate) along 'axis'; v a scalar or an array
+** broadcast to x.shape[:axis] + idx.shape + x.shape[axis+1:]. Repeated positions: the
+** last write wins (accumulate: all add). */
+gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_operand v, bool accumulate);
+/* x[mask]: mask bool with the shape of x's leading axes; out (count, x.shape[k:]...). */
+gl_status gl_op_mask_select(gl_array *out, const gl_array *x, const gl_array *mask);
+/* x[mask] = v: a scalar, an array broadcast to the selection (count, x.shape[k:]...), or
+** an array of x's shape read through the mask. */
+gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand v);
+/* Joins n arrays along an existing (concat) or a new (stack) axis; dtypes promote. */
+gl_status gl_op_concat(gl_array *out, int n, const gl_array *const *xs, int axis);
+gl_status gl_op_stack(gl_array *out, int n, const gl_array *const *xs, int axis);
+/* NumPy's tile, repeat (one count, or an int array of per-element counts) and roll. */
+gl_status gl_op_tile(gl_array *out, const gl_array *x, int nreps, const int64_t *reps);
+gl_status gl_op_repeat(gl_array *out, const gl_array *x, int64_t n, int axis);
+gl_status gl_op_repeat_counts(gl_array *out, const gl_array *x, const gl_array *counts, int axis);
+gl_status gl_op_roll(gl_array *out, const gl_array *x, int64_t shift, int axis);
+/* Stable sort along 'axis', NaN last in both orders; values and/or int64 1-based
+** positions (either may be NULL). */
+gl_status gl_op_sort(gl_array *values, gl_array *indices, const gl_array *x, int axis, bool descending);
+/* The k largest (or smallest) along 'axis', sorted, with their 1-based positions. */
+gl_status gl_op_topk(gl_array *values, gl_array *indices, const gl_array *x, int64_t k, int axis,
+                     bool largest);
+
+/* ---- linear algebra (linalg.c) ----------------------------------------------------- */
+/* out = a @ b, NumPy's matmul: 1-D operands promoted then the added axis removed, batch
+** axes broadcast, dtypes promoted (bool: or of ands; integers wrap). Neither may be 0-d. */
+gl_status gl_op_matmul(gl_array *out, const gl_array *a, const gl_array *b);
+/* NumPy's dot: 0-d operands multiply; N-D sums over a's last and b's second-to-last axis. */
+gl_status gl_op_dot(gl_array *out, const gl_array *a, const gl_array *b);
+/* NumPy's outer: out (a.size, b.size) = flattened a times flattened b. */
+gl_status gl_op_outer(gl_array *out, const gl_array *a, const gl_array *b);
+
+/* ---- reductions and scans (reduce.c); axes are 0-based ------------------------- */
+/* out = op over 'axes' (naxes of them; naxes < 0: all, 0: none), the reduced axes dropped
+** or, with keepdims, kept as 1. dtype: the result dtype where NumPy takes one (sum, prod:
+** any but bool; mean, var: a float), -1 for NumPy's default (integer sums int64, integer
+** means float64, max/min keep, all/any bool). param: ddof for VAR, the order for NORM.
+** ARGMAX/ARGMIN give int64 1-BASED positions along one axis (all axes: the position in
+** the flattened array). The maximum of nothing is an error; sum/prod/mean/... of
+** nothing are 0/1/NaN. */
+gl_status gl_op_reduce(gl_array *out, gl_redop op, const gl_array *x, const int *axes, int naxes,
+                       bool keepdims, int dtype, double param);
+/* sqrt of var (NumPy's std), same arguments. */
+gl_status gl_op_std(gl_array *out, const gl_array *x, const int *axes, int naxes, bool keepdims,
+                    int dtype, double ddof);
+/* NumPy's linalg.norm: ord NaN is the default (2-norm of everything reduced, Frobenius
+** for matrices); otherwise a vector norm over one axis (2, 1, inf, -inf, 0 or any p) or a
+** matrix norm over two (1, -1, inf, -inf). */
+gl_status gl_op_norm(gl_array *out, const gl_array *x, const int *axes, int naxes, bool keepdims,
+                     double ord);
+/* Inclusive cumsum (op GL_R_SUM) or cumprod (GL_R_PROD) along 'axis' (< 0: over the
+** flattened array, giving 1-D); dtype as for sum (-1: NumPy's default). */
+gl_status gl_op_scan(gl_array *out, gl_redop op, const gl_array *x, int axis, int dtype);
+
+/* ---- random numbers (random.c); the stream is documented in kernels/philox.h ------ */
+/* A generator: the Philox key and the next unused 128-bit counter block. Every call
+** below reads blocks from g->offset on and, when it succeeds, advances g->offset past
+** them (so the state never depends on the device or the thread count). */
+typedef struct gl_rng { uint64_t seed, offset; } gl_rng;
+/* uniform [a, b) or normal (mean a, std b) of a float dtype; b - a, a, b finite, std >= 0. */
+gl_status gl_op_random(gl_array *out, gl_rng *g, gl_rand_dist dist, double a, double b, gl_dtype dt,
+                       int ndim, const int64_t *shape, gl_device dev);
+/* Integers lo..hi inclusive (lo <= hi, both fit dt: int32, int64 or uint8). */
+gl_status gl_op_randint(gl_array *out, gl_rng *g, int64_t lo, int64_t hi, gl_dtype dt, int ndim,
+                        const int64_t *shape, gl_device dev);
+/* 1 with probability p (a number in [0, 1], or an array broadcast to shape on dev), else 0. */
+gl_status gl_op_bernoulli(gl_array *out, gl_rng *g, double p, const gl_array *parr, gl_dtype dt,
+                          int ndim, const int64_t *shape, gl_device dev);
+/* int64 1-D of length k: the first k values of a random permutation of 1..n (all of it
+** when k == n; a sample without replacement otherwise). Computed on the host. */
+gl_status gl_op_permutation(gl_array *out, gl_rng *g, int64_t n, int64_t k, gl_device dev);
+/* x shuffled in place along its first axis. */
+gl_status gl_op_shuffle(const gl_array *x, gl_rng *g);
+
 /* ---- helpers ------------------------------------------------------------------- */
 /* GL_EINVAL unless both arrays are on one device; the message names both and :to(). */
 gl_status gl_same_device(const gl_array *a, const gl_array *b);

@@ -21,4 +21,39 @@ gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src);
 gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
 
+/* Reductions and scans (cpu_reduce.c). */
+gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);
+gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
+
+gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
+gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
+                         bool accumulate);
+gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask);
+gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
+                      int axis, bool descending);
+
+/* Random fills from kernels/philox.h (cpu_random.c). */
+gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
+
+/* BLAS, loaded lazily (cpu_blas.c). CBLAS enums travel as int: RowMajor 101,
+** NoTrans 111, Trans 112. */
+enum { GL_CBLAS_ROW_MAJOR = 101, GL_CBLAS_NO_TRANS = 111, GL_CBLAS_TRANS = 112 };
+typedef void (*gl_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+                            const float *a, int lda, const float *b, int ldb, float beta,
+                            float *c, int ldc);
+typedef void (*gl_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
+                            const double *a, int lda, const double *b, int ldb, double beta,
+                            double *c, int ldc);
+typedef struct gl_cpu_blas {
+  gl_sgemm_fn sgemm;
+  gl_dgemm_fn dgemm;
+  char *(*get_config)(void);        /* OpenBLAS only, else NULL */
+  int (*get_num_threads)(void);     /* OpenBLAS only, else NULL */
+  const char *lib;                  /* the name that loaded */
+} gl_cpu_blas;
+/* The loaded BLAS (loads it on the first call); GL_ENOTSUP naming the libraries tried. */
+gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
+void gl_cpu_versions(gl_versions *v);
+gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
+
 #endif

@@ -28,8 +28,20 @@ static gl_status cpu_from_host(gl_device dev, void *dst, const void *src, size_t
 }
 static gl_status cpu_synchronize(gl_device dev) { (void)dev; return GL_OK; }
 
+/* Host allocator counters since the start or the last reset. */
+static void cpu_stats(gl_stats *out, bool reset) {
+  static uint64_t allocs0, hits0;
+  uint64_t allocs, hits;
+  gl_cpu_alloc_counts(&allocs, &hits);
+  memset(out, 0, sizeof *out);
+  out->allocs = allocs - allocs0;
+  out->cache_hits = hits - hits0;
+  if (reset) { allocs0 = allocs; hits0 = hits; }
+}
+
 const gl_backend gl_cpu_backend = {
   .name = "cpu",
+  .versions = gl_cpu_versions,
   .count = cpu_count,
   .info = cpu_info,
   .supports = cpu_supports,
@@ -40,10 +52,19 @@ const gl_backend gl_cpu_backend = {
   .to_host = cpu_to_host,
   .from_host = cpu_from_host,
   .synchronize = cpu_synchronize,
+  .stats = cpu_stats,
   .copy = gl_cpu_copy,
   .fill = gl_cpu_fill,
   .arange = gl_cpu_arange,
   .unary = gl_cpu_unary,
   .binary = gl_cpu_binary,
   .where = gl_cpu_where,
+  .reduce = gl_cpu_reduce,
+  .scan = gl_cpu_scan,
+  .matmul = gl_cpu_matmul,
+  .gather = gl_cpu_gather,
+  .scatter = gl_cpu_scatter,
+  .mask_select = gl_cpu_mask_select,
+  .sort = gl_cpu_sort,
+  .random = gl_cpu_random,
 };

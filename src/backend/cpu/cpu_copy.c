@@ -6,6 +6,9 @@
 ** chosen once per call, outside the loops.
 */
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "cpu.h"
 #include "../../../kernels/convert.h"
 
@@ -44,6 +47,32 @@ GL_FOREACH_DTYPE(GL_STAMP_DST)
            [GL_FLOAT64] = copy_##DN##_float64 },
 static const copy_row_fn copy_table[GL_NDTYPE][GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_ROW_ENTRY) };
 
+/* Copies where the two sides walk memory in different orders (a transpose) are done in
+** TILE x TILE blocks, so the cache lines read along one side's rows are reused across
+** the block instead of being fetched once per element; big copies use both cores. */
+#define TILE 32
+#define PAR_COPY 65536
+
+static void copy_tiled(const gl_iter *it, copy_row_fn fn, char *d, size_t dsz, const char *s, size_t ssz) {
+  int nd = it->ndim;
+  int64_t R = it->shape[nd - 2], C = it->inner, outer = it->rows / R;
+  int64_t dr = it->strides[0][nd - 2], dc = it->strides[0][nd - 1];
+  int64_t sr = it->strides[1][nd - 2], sc = it->strides[1][nd - 1];
+  int64_t bands = (R + TILE - 1) / TILE, jobs = outer * bands;
+  #pragma omp parallel for schedule(static) if (outer * R * C >= PAR_COPY)
+  for (int64_t job = 0; job < jobs; job++) {
+    int64_t o = job / bands, i0 = (job % bands) * TILE, i1 = i0 + TILE < R ? i0 + TILE : R;
+    int64_t off[2];
+    gl_iter_row(it, o * R, off);
+    for (int64_t j0 = 0; j0 < C; j0 += TILE) {
+      int64_t n = C - j0 < TILE ? C - j0 : TILE;
+      for (int64_t i = i0; i < i1; i++)
+        fn(d + (off[0] + i * dr + j0 * dc) * (int64_t)dsz, dc,
+           s + (off[1] + i * sr + j0 * sc) * (int64_t)ssz, sc, n);
+    }
+  }
+}
+
 gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
   const gl_array *ops[2] = { dst, src };
   gl_iter it;
@@ -52,12 +81,30 @@ gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
   size_t dsz = gl_dtypes[dst->dtype].size, ssz = gl_dtypes[src->dtype].size;
   char *d = gl_array_data(dst);
   const char *s = gl_array_data(src);
+  int nd = it.ndim;
   if (dst->dtype == src->dtype && it.rows == 1 && it.strides[0][0] == 1 && it.strides[1][0] == 1) {
-    memmove(d, s, (size_t)it.inner * dsz);
+    size_t n = (size_t)it.inner * dsz;
+    if (n < (size_t)PAR_COPY * 16 || (d < s + n && s < d + n)) { memmove(d, s, n); return GL_OK; }
+    #pragma omp parallel
+    {                                     /* one slice per thread */
+      int nt = 1, t = 0;
+#ifdef _OPENMP
+      nt = omp_get_num_threads();
+      t = omp_get_thread_num();
+#endif
+      size_t chunk = (n / (size_t)nt + 63) & ~(size_t)63, lo = (size_t)t * chunk;
+      if (lo < n) memcpy(d + lo, s + lo, lo + chunk < n ? chunk : n - lo);
+    }
     return GL_OK;
   }
   copy_row_fn fn = copy_table[dst->dtype][src->dtype];
-  int nd = it.ndim;
+  bool transposed = nd >= 2 && it.strides[0][nd - 1] != it.strides[1][nd - 1] &&
+                    (it.strides[1][nd - 2] == 1 || it.strides[0][nd - 2] == 1);
+  if (transposed && it.inner >= TILE && it.shape[nd - 2] >= TILE) {
+    copy_tiled(&it, fn, d, dsz, s, ssz);
+    return GL_OK;
+  }
+  #pragma omp parallel for schedule(static) if (it.rows * it.inner >= PAR_COPY && it.rows > 1)
   for (int64_t r = 0; r < it.rows; r++) {
     int64_t off[2];
     gl_iter_row(&it, r, off);
