@@ -111,7 +111,7 @@ $(SO): $(LIB_O)
 # ---- dependencies (Debian/Ubuntu) -------------------------------------------------------
 # DEPS are required; OPT_DEPS only add columns to `make bench` (NumPy), so failing to
 # install them is a warning.
-DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev zlib1g-dev
+DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev zlib1g-dev dataset-fashion-mnist
 OPT_DEPS := python3-numpy
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

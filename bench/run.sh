@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/run.sh — runs every benchmark group and writes bench/RESULTS.md.
 # usage: bench/run.sh [./gpulua]
-# env:   GPULUA_BENCH_DEVICE=cpu|cuda (default cpu), BENCH_QUICK=1 (fewer, shorter
+# env:   GPULUA_BENCH_DEVICE=cpu|cuda (default cpu), BENCH_GROUPS="g1 g2" (only those),
+#        BENCH_QUICK=1 (fewer, shorter
 #        repeats), BENCH_OUT=file (default bench/RESULTS.md; "-" to write none).
 #
 # A group is bench/<group>.lua and/or bench/<group>.py: the Lua file runs under the
@@ -46,6 +47,9 @@ for f in bench/*.lua bench/*.py; do
   [ -e "$f" ] || continue
   g=$(basename "${f%.*}")
   case " $done_groups " in *" $g "*) continue ;; esac
+  if [ -n "${BENCH_GROUPS:-}" ]; then            # BENCH_GROUPS="a b": only those groups
+    case " $BENCH_GROUPS " in *" $g "*) ;; *) continue ;; esac
+  fi
   done_groups="$done_groups $g"
   echo "== $g"
   # a group that dies is reported and the others still run

@@ -170,13 +170,23 @@ typedef struct gl_backend {
   /* dst = cond ? a : b; cond bool, a and b of dst's dtype (or scalars), all broadcast. */
   gl_status (*where)(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
 
-  /* dst = reduction of src over the axes where dst has extent 1 and src does not.
-  ** dst's dtype is the result dtype (the ops layer picks it); ARGMAX/ARGMIN reduce one
-  ** axis and write int64 0-based positions; VAR takes ddof in 'param'. Floats
-  ** accumulate in at least float32 with pairwise/blocked sums. (optional) */
+  /* dst = reduction of src over the axes where dst has extent 1 and src does not (src
+  ** extent 0 there: an empty reduction); any strides on both. dst's dtype is the result
+  ** dtype (the ops layer picks it) and, for SUM/PROD/MEAN/VAR/NORM/LOGSUMEXP, the compute
+  ** type: elements are converted to int64 for integer results (sums wrap), float for
+  ** float16/bfloat16/float32, double for float64; MAX/MIN/ARGMAX/ARGMIN/ALL/ANY compare
+  ** in src's own type (ALL/ANY: x != 0, NaN is true). Float sums are pairwise/blocked.
+  ** NaN propagates (MAX/MIN give NaN; ARGMAX/ARGMIN the first NaN). ARGMAX/ARGMIN reduce
+  ** one axis and write int64 0-based positions, the first of equal values. VAR: param =
+  ** ddof, two-pass, divisor max(n - ddof, 0). NORM: param = ord: 2 sqrt(sum x^2), 1
+  ** sum |x|, +-inf max/min |x|, 0 count of nonzeros, else (sum |x|^p)^(1/p). LOGSUMEXP:
+  ** max-shifted, a non-finite max shifting by 0 (scipy). Of nothing: SUM 0, PROD 1,
+  ** MEAN/VAR NaN, NORM 0, LOGSUMEXP -inf, ALL true, ANY false (MAX/MIN/ARG*, NORM +-inf
+  ** are refused by the ops layer first). std is the ops layer's sqrt of VAR. (optional) */
   gl_status (*reduce)(gl_redop op, const gl_array *dst, const gl_array *src, double param);
   /* Inclusive scan (SUM: cumsum, PROD: cumprod) along 0-based 'axis'; dst and src of
-  ** the same shape, dst of the result dtype. (optional) */
+  ** the same shape, any strides, dst of the result dtype, elements converted to its
+  ** compute type as for SUM. (optional) */
   gl_status (*scan)(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
 
   /* dst (..., M, N) = a (..., M, K) @ b (..., K, N); all three of one dtype (integers
@@ -217,6 +227,9 @@ typedef struct gl_backend {
   ** it at lua_close, before the CUDA runtime unloads. Later frees are bookkeeping
   ** only; a later use starts the device again. (optional) */
   void (*shutdown)(void);
+  /* (optional) gpu.set_matmul_precision: whether float32 matmuls may use TF32 tensor cores
+  ** (false: IEEE float32, the default). Without it the setting is accepted and ignored. */
+  void (*matmul_precision)(bool tf32);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;

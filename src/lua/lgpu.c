@@ -48,7 +48,17 @@ static int module_index(lua_State *L) {
   const char *key = luaL_checkstring(L, 2);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushfstring(L, "gpu.%s", key);
-  if (lua_rawget(L, -2) == LUA_TNIL) return 1;        /* not a Lua part: nil */
+  if (lua_rawget(L, -2) == LUA_TNIL) {
+    /* gpu.no_grad, gpu.enable_grad: set by the autograd part when it loads */
+    if (strcmp(key, "no_grad") != 0 && strcmp(key, "enable_grad") != 0) return 1;   /* not a Lua part: nil */
+    lua_getglobal(L, "require");
+    if (lua_isnil(L, -1)) return 1;
+    lua_pushliteral(L, "gpu.autograd");
+    lua_call(L, 1, 0);
+    lua_pushvalue(L, 2);
+    lua_rawget(L, 1);
+    return 1;
+  }
   lua_getglobal(L, "require");
   if (lua_isnil(L, -1)) return luaL_error(L, "gpu.%s: 'require' is not available", key);
   lua_pushfstring(L, "gpu.%s", key);
@@ -111,6 +121,9 @@ int luaopen_gpu(lua_State *L) {
   gl_open_reduce(L, module, methods);
   gl_open_io(L, module, methods);
   gl_open_random(L, module, methods);
+  gl_open_data(L, module, methods);
+  gl_open_nvtx(L, module, methods);
+  gl_open_cuda(L, module, methods);
 
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");

@@ -97,6 +97,12 @@ void gl_open_io(lua_State *L, int module, int methods);
 int gl_lua_tostring(lua_State *L);
 /* gpu.random (a sub-table), gpu.rand, gpu.randn, x:shuffle() ...; lrandom.c. */
 void gl_open_random(lua_State *L, int module, int methods);
+/* gpu.load_idx (IDX files of MNIST/Fashion-MNIST); ldata.c. */
+void gl_open_data(lua_State *L, int module, int methods);
+/* gpu.range(name, fn, ...): an NVTX range around fn; lnvtx.c. */
+void gl_open_nvtx(lua_State *L, int module, int methods);
+/* gpu.set_matmul_precision / get_matmul_precision; lcuda.c. */
+void gl_open_cuda(lua_State *L, int module, int methods);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue. */
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);

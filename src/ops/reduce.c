@@ -1,0 +1,206 @@
+/*
+** reduce.c — reductions and scans: which axes, keepdims, NumPy's result dtypes, the
+** checks that must fail before any kernel runs (an axis out of range or repeated, the
+** maximum of nothing), and the few compositions of backend calls: std = sqrt(var),
+** argmax's 1-based positions, matrix norms.
+*/
+#include <math.h>
+#include <string.h>
+#include "ops.h"
+
+static const char *const redop_names[GL_NREDOP] = {
+  [GL_R_SUM] = "sum", [GL_R_PROD] = "prod", [GL_R_MAX] = "max", [GL_R_MIN] = "min",
+  [GL_R_ARGMAX] = "argmax", [GL_R_ARGMIN] = "argmin", [GL_R_ALL] = "all", [GL_R_ANY] = "any",
+  [GL_R_MEAN] = "mean", [GL_R_VAR] = "var", [GL_R_NORM] = "norm", [GL_R_LOGSUMEXP] = "logsumexp",
+};
+
+static bool is_arg(gl_redop op) { return op == GL_R_ARGMAX || op == GL_R_ARGMIN; }
+
+/* NumPy's result dtype; 'want' (>= 0) is the dtype option where the op takes one. */
+static gl_status result_dtype(gl_redop op, const char *name, gl_dtype in, int want, gl_dtype *out) {
+  bool intlike = !gl_dtype_is_float(in);
+  switch (op) {
+    case GL_R_SUM: case GL_R_PROD:
+      if (want == GL_BOOL) return gl_fail(GL_EINVAL, "%s cannot accumulate in bool (use any/all)", name);
+      *out = want >= 0 ? (gl_dtype)want : intlike ? GL_INT64 : in;
+      return GL_OK;
+    case GL_R_MEAN: case GL_R_VAR:
+      if (want >= 0 && !gl_dtype_is_float((gl_dtype)want))
+        return gl_fail(GL_EINVAL, "%s needs a float dtype, got %s", name, gl_dtypes[want].name);
+      *out = want >= 0 ? (gl_dtype)want : intlike ? GL_FLOAT64 : in;
+      return GL_OK;
+    case GL_R_NORM: case GL_R_LOGSUMEXP:
+      *out = intlike ? GL_FLOAT64 : in;
+      return GL_OK;
+    case GL_R_MAX: case GL_R_MIN: *out = in; return GL_OK;
+    case GL_R_ARGMAX: case GL_R_ARGMIN: *out = GL_INT64; return GL_OK;
+    case GL_R_ALL: case GL_R_ANY: *out = GL_BOOL; return GL_OK;
+    default: return gl_fail(GL_EINVAL, "unknown reduction %d", (int)op);
+  }
+}
+
+/* Marks the reduced axes (all when naxes < 0); errors name the axis 1-based. */
+static gl_status mark_axes(const gl_array *x, const int *axes, int naxes, bool *red, int *nred) {
+  memset(red, 0, GL_MAXDIMS * sizeof *red);
+  *nred = 0;
+  if (naxes < 0) {
+    for (int d = 0; d < x->ndim; d++) red[d] = true;
+    *nred = x->ndim;
+    return GL_OK;
+  }
+  for (int i = 0; i < naxes; i++) {
+    int a = axes[i];
+    if (a < 0 || a >= x->ndim)
+      return gl_fail(GL_EINVAL, "axis %d is out of range for %d-d array", a + 1, x->ndim);
+    if (red[a]) return gl_fail(GL_EINVAL, "repeated axis %d", a + 1);
+    red[a] = true;
+    (*nred)++;
+  }
+  return GL_OK;
+}
+
+/* A 1-D view of x (or, when the strides do not allow one, a contiguous copy in *tmp). */
+static gl_status flat_view(const gl_array *x, gl_array *view, gl_array *tmp) {
+  int64_t n = x->size;
+  *view = *x;
+  gl_status st = gl_view_reshape(view, 1, &n);
+  if (st != GL_ENOTSUP) return st;
+  GL_TRY(gl_op_copy(tmp, x, (gl_dtype)x->dtype, gl_array_device(x)));
+  *view = *tmp;
+  return gl_view_reshape(view, 1, &n);
+}
+
+static bool has_identity(gl_redop op, double param) {
+  if (op == GL_R_MAX || op == GL_R_MIN || is_arg(op)) return false;
+  if (op == GL_R_NORM && isinf(param)) return false;
+  return true;
+}
+
+/* The reduction proper: out gets the result (reduced axes dropped unless keepdims);
+** backend semantics (0-based argmax positions). */
+static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const gl_array *x,
+                            const int *axes, int naxes, bool keepdims, int want, double param) {
+  bool red[GL_MAXDIMS];
+  int nred;
+  GL_TRY(mark_axes(x, axes, naxes, red, &nred));
+  gl_dtype ot = GL_FLOAT32;
+  GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, want, &ot));
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(x, GL_OP_REDUCE, &be));
+
+  const gl_array *src = x;
+  gl_array flat, tmp = { 0 };
+  int nd = x->ndim;
+  if (is_arg(op) && nred > 1) {
+    if (naxes >= 0) return gl_fail(GL_EINVAL, "%s takes one axis, got %d", name, nred);
+    GL_TRY(flat_view(x, &flat, &tmp));         /* no axis: a position in the flattened array */
+    src = &flat;
+  }
+  int64_t kshape[GL_MAXDIMS], oshape[GL_MAXDIMS], M = 1, K = 1;
+  int ond = 0;
+  for (int d = 0; d < src->ndim; d++) {
+    bool r = src == x ? red[d] : true;
+    kshape[d] = r ? 1 : src->shape[d];
+    if (r) K *= src->shape[d];
+    else M *= src->shape[d];
+  }
+  for (int d = 0; d < nd; d++) {
+    if (!red[d]) oshape[ond++] = x->shape[d];
+    else if (keepdims) oshape[ond++] = 1;
+  }
+  gl_status st = GL_OK;
+  if (K == 0 && M > 0 && !has_identity(op, param))
+    st = gl_fail(GL_EINVAL, "zero-size array to reduction '%s' which has no identity", name);
+  if (st == GL_OK) st = gl_array_alloc(out, ot, ond, oshape, gl_array_device(x));
+  if (st == GL_OK && M > 0) {
+    gl_array dv = *out;                  /* the backend's view: src's ndim, 1 on reduced axes */
+    dv.ndim = (uint8_t)src->ndim;
+    memcpy(dv.shape, kshape, (size_t)src->ndim * sizeof *kshape);
+    gl_contiguous_strides(dv.ndim, dv.shape, dv.strides);
+    st = be->reduce(op, &dv, src, param);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  gl_array_release(&tmp);
+  return st;
+}
+
+gl_status gl_op_reduce(gl_array *out, gl_redop op, const gl_array *x, const int *axes, int naxes,
+                       bool keepdims, int dtype, double param) {
+  if ((unsigned)op >= GL_NREDOP) return gl_fail(GL_EINVAL, "unknown reduction %d", (int)op);
+  GL_TRY(reduce_raw(out, op, redop_names[op], x, axes, naxes, keepdims, dtype, param));
+  if (!is_arg(op) || out->size == 0) return GL_OK;
+  gl_operand one = { NULL, gl_scalar_int(1) };
+  gl_status st = gl_op_binary_(out, GL_B_add, one);      /* 1-based positions */
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_std(gl_array *out, const gl_array *x, const int *axes, int naxes, bool keepdims,
+                    int dtype, double ddof) {
+  GL_TRY(reduce_raw(out, GL_R_VAR, "std", x, axes, naxes, keepdims, dtype, ddof));
+  if (out->size == 0) return GL_OK;
+  gl_status st = gl_op_unary_(out, GL_U_sqrt);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* NumPy's matrix norms that need no SVD: ord 1/-1 (max/min column sum of |x|) and
+** inf/-inf (max/min row sum), over (row, col) axes r and c. */
+static gl_status matrix_norm(gl_array *out, const gl_array *x, int r, int c, bool keepdims, double ord) {
+  if (fabs(ord) != 1 && !isinf(ord)) {
+    if (fabs(ord) == 2)
+      return gl_fail(GL_EINVAL, "the matrix %g-norm needs singular values (use gpu.linalg.svd)", ord);
+    return gl_fail(GL_EINVAL, "invalid norm order %g for matrices (1, -1, math.huge, -math.huge)", ord);
+  }
+  int sum_axis = isinf(ord) ? c : r, ext_axis = isinf(ord) ? r : c;
+  gl_array sums = { 0 };
+  GL_TRY(reduce_raw(&sums, GL_R_NORM, "norm", x, &sum_axis, 1, true, -1, 1.0));
+  gl_status st = reduce_raw(out, ord > 0 ? GL_R_MAX : GL_R_MIN, "norm", &sums, &ext_axis, 1, true, -1, 0);
+  gl_array_release(&sums);
+  if (st != GL_OK || keepdims) return st;
+  int64_t shape[GL_MAXDIMS];
+  int nd = 0;
+  for (int d = 0; d < x->ndim; d++) if (d != r && d != c) shape[nd++] = x->shape[d];
+  st = gl_view_reshape(out, nd, shape);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_norm(gl_array *out, const gl_array *x, const int *axes, int naxes, bool keepdims,
+                     double ord) {
+  if (isnan(ord)) return reduce_raw(out, GL_R_NORM, "norm", x, axes, naxes, keepdims, -1, 2.0);
+  bool red[GL_MAXDIMS];
+  int nred;
+  GL_TRY(mark_axes(x, axes, naxes, red, &nred));
+  if (nred == 1 || (naxes < 0 && x->ndim <= 1))
+    return reduce_raw(out, GL_R_NORM, "norm", x, axes, naxes, keepdims, -1, ord);
+  if (nred != 2)
+    return gl_fail(GL_EINVAL, "ord needs one axis (a vector norm) or two (a matrix norm), got %d", nred);
+  int r = naxes < 0 ? 0 : axes[0], c = naxes < 0 ? 1 : axes[1];
+  return matrix_norm(out, x, r, c, keepdims, ord);
+}
+
+gl_status gl_op_scan(gl_array *out, gl_redop op, const gl_array *x, int axis, int dtype) {
+  if (op != GL_R_SUM && op != GL_R_PROD) return gl_fail(GL_EINVAL, "a scan is a sum or a prod, not op %d", (int)op);
+  const char *name = op == GL_R_SUM ? "cumsum" : "cumprod";
+  gl_dtype ot = GL_FLOAT32;
+  GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, dtype, &ot));
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(x, GL_OP_REDUCE, &be));
+  const gl_array *src = x;
+  gl_array flat, tmp = { 0 };
+  if (axis < 0) {
+    GL_TRY(flat_view(x, &flat, &tmp));
+    src = &flat;
+    axis = 0;
+  } else if (axis >= x->ndim) {
+    return gl_fail(GL_EINVAL, "axis %d is out of range for %d-d array", axis + 1, x->ndim);
+  }
+  gl_status st = gl_array_alloc(out, ot, src->ndim, src->shape, gl_array_device(x));
+  if (st == GL_OK && out->size > 0) {
+    st = be->scan(op, out, src, axis);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  gl_array_release(&tmp);
+  return st;
+}
