@@ -10,6 +10,7 @@
 #ifndef GL_KERNELS_LAUNCH_H
 #define GL_KERNELS_LAUNCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -57,6 +58,102 @@ int gl_klaunch_binary(void *stream, int op, int ct, const gl_kiter *it, void *ds
 /* dst = cond ? a : b by element width (operands: dst, cond, a, b). */
 int gl_klaunch_where(void *stream, const gl_kiter *it, void *dst, int width, const void *cond,
                      gl_kval a, gl_kval b);
+
+/* ---- reductions and scans (reduce.cu) ---- */
+
+/* Reductions, numbered as backend.h's gl_redop (the host checks). */
+enum {
+  GL_KR_SUM, GL_KR_PROD, GL_KR_MAX, GL_KR_MIN, GL_KR_ARGMAX, GL_KR_ARGMIN, GL_KR_ALL, GL_KR_ANY,
+  GL_KR_MEAN, GL_KR_VAR, GL_KR_NORM, GL_KR_LOGSUMEXP
+};
+/* What one pass over the reduced elements computes (reduce.cu's own numbering). */
+enum {
+  GL_KRK_SUM, GL_KRK_SUMABS, GL_KRK_SUMSQ, GL_KRK_SUMDEV, GL_KRK_SUMEXP, GL_KRK_SUMPOW,
+  GL_KRK_SUMNZ, GL_KRK_PROD, GL_KRK_MAX, GL_KRK_MIN, GL_KRK_MAXABS, GL_KRK_MINABS, GL_KRK_ALL,
+  GL_KRK_ANY, GL_KRK_ARGMAX, GL_KRK_ARGMIN
+};
+
+/* A reduction's walk: M outputs over the kept axes (extent, src and dst strides), each
+** reducing K elements over the reduced axes (extent, src stride); C order, collapsed. */
+typedef struct gl_kred {
+  int32_t nk, nr;
+  int64_t M, K;
+  int64_t kshape[GL_KMAXDIMS], kss[GL_KMAXDIMS], kds[GL_KMAXDIMS];
+  int64_t rshape[GL_KMAXDIMS], rss[GL_KMAXDIMS];
+} gl_kred;
+
+/* Device scratch bytes gl_klaunch_reduce needs for r. */
+size_t gl_kreduce_scratch(const gl_kred *r);
+/* dst = reduction 'op' (GL_KR_*) of src in compute type ctk (0 float, 1 double, 2 int64);
+** param: ddof (var) or the order (norm); scratch: gl_kreduce_scratch(r) bytes. */
+int gl_klaunch_reduce(void *stream, int op, const gl_kred *r, void *dst, int ddt, const void *src,
+                      int sdt, int ctk, double param, void *scratch);
+
+/* A scan's walk: 'lines' lines over the other axes (extent, src and dst strides), each of
+** K elements with strides sa (src) and da (dst). */
+typedef struct gl_kscan {
+  int32_t nd;
+  int64_t lines, K, sa, da;
+  int64_t shape[GL_KMAXDIMS], ss[GL_KMAXDIMS], ds[GL_KMAXDIMS];
+} gl_kscan;
+
+/* Inclusive cumulative sum (prod = 0) or product along the lines, in compute type ctk. */
+int gl_klaunch_scan(void *stream, int prod, const gl_kscan *sc, void *dst, int ddt, const void *src,
+                    int sdt, int ctk);
+
+/* ---- gather, scatter, mask selection (index.cu) ---- */
+
+/* An indexed walk over 'shape' (ndim axes, the indexed one 'axis'): strides of the array
+** read or written directly (d) and of the one indexed through idx (x). */
+typedef struct gl_kidx {
+  int32_t ndim, axis;
+  int64_t n;                                      /* product of shape */
+  int64_t shape[GL_KMAXDIMS], sd[GL_KMAXDIMS], sx[GL_KMAXDIMS];
+} gl_kidx;
+
+/* dst[i] (walked directly, strides sd) = src[i with idx[i_axis] on 'axis'] (strides sx). */
+int gl_klaunch_gather(void *stream, const gl_kidx *w, void *dst, const void *src, const int64_t *idx,
+                      int width);
+/* dst[i with idx[i_axis] on 'axis'] (strides sx) = (or +=) src[i] (strides sd). Plain
+** stores and adds in dtypes without atomics go one thread per lane, in order (the last
+** repeat wins, adds are exact); float32/float64/int32/int64 adds use atomics. */
+int gl_klaunch_scatter(void *stream, const gl_kidx *w, void *dst, const void *src, const int64_t *idx,
+                       int dt, int width, int accumulate);
+
+/* Scratch bytes of a mask selection of n elements. */
+size_t gl_kmask_scratch(int64_t n);
+/* dst[k * ds] = src of the k-th true mask element in C order over it's walk (operands:
+** src, mask); scratch: gl_kmask_scratch(it->n) bytes. */
+int gl_klaunch_mask_select(void *stream, const gl_kiter *it, void *dst, int64_t ds, const void *src,
+                           const uint8_t *mask, int width, void *scratch, size_t scratch_bytes);
+
+/* ---- sort (sort.cu) ---- */
+
+/* Lanes of a sort: every axis but the sorted one ('nd' of them, extents and the strides of
+** src, values and indices), each of n elements with strides ss, vs, is along the axis. */
+typedef struct gl_ksort {
+  int32_t nd;
+  int64_t lanes, n, ss, vs, is;
+  int64_t shape[GL_KMAXDIMS], sst[GL_KMAXDIMS], vst[GL_KMAXDIMS], ist[GL_KMAXDIMS];
+} gl_ksort;
+
+/* Scratch bytes of a sort of lanes * n elements of dtype dt (lanes * n <= INT32_MAX). */
+size_t gl_ksort_scratch(const gl_ksort *k, int dt);
+/* Stable sort of each lane (NaN last in both orders); values (src's dtype) and/or int64
+** indices may be NULL. */
+int gl_klaunch_sort(void *stream, const gl_ksort *k, void *values, int64_t *indices, const void *src,
+                    int dt, int descending, void *scratch, size_t scratch_bytes);
+
+/* ---- integer matmul (index.cu) ---- */
+
+/* A batched integer/bool matmul: dst (B, M, N) = a (B, M, K) @ b (B, K, N), any strides
+** (batch offsets through the batch walk 'bw' with operands dst, a, b). */
+typedef struct gl_kmm {
+  int64_t M, N, K;
+  int64_t dsm, dsn, asm_, ask, bsk, bsn;
+} gl_kmm;
+int gl_klaunch_matmul_int(void *stream, const gl_kiter *bw, const gl_kmm *m, void *dst,
+                          const void *a, const void *b, int dt);
 
 #ifdef __cplusplus
 }

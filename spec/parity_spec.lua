@@ -133,3 +133,113 @@ describe("cpu/cuda parity", function()
     end
   end)
 end)
+
+-- The second half of the backend: reductions, scans, matmul (cuBLAS and the integer
+-- kernel), gather/scatter/mask selection, sort/argsort/topk, from the same host inputs.
+describe("cpu/cuda parity: reductions, scans, matmul, indexing, sort", function()
+  local axes = { { "all" }, { "axis 1", 1 }, { "axis -1 keepdims", -1, { keepdims = true } }, { "axes {1,2}", { 1, 2 } } }
+  local reductions = { "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "mean", "var",
+    "std", "norm", "logsumexp" }
+  for _, op in ipairs(reductions) do
+    it("reduction " .. op, function()
+      for _, dt in ipairs(dtypes) do
+        for _, ln in ipairs(layout_names) do
+          for _, ax in ipairs(axes) do
+            same(op .. " " .. dt .. " " .. ln .. " " .. ax[1], function(x) return x[op](x, ax[2], ax[3]) end,
+                 layouts[ln](input(dt, 3)))
+          end
+        end
+      end
+    end)
+  end
+
+  it("reductions: var ddof, norm orders, long rows (block and multi-part paths)", function()
+    local x = input("float32", 5)
+    same("var ddof=1", function(v) return v:var(2, { ddof = 1 }) end, x)
+    for _, ord in ipairs{ 1, 2, 3, 0, math.huge, -math.huge } do
+      same("norm ord " .. ord, function(v) return v:norm(2, { ord = ord }) end, x)
+    end
+    local big = gpu.array(values("float32", 300000, 8), { device = "cpu" })
+    for _, op in ipairs{ "sum", "mean", "var", "max", "argmin", "logsumexp", "norm" } do
+      same(op .. " of 300000", function(v) return v[op](v) end, big)
+      same(op .. " over a long axis", function(v) return v:reshape(3, 100000)[op](v:reshape(3, 100000), 2) end, big)
+      same(op .. " over a slow axis", function(v) return v:reshape(1000, 300)[op](v:reshape(1000, 300), 1) end, big)
+    end
+    local ones = gpu.ones(1 << 24, { device = "cpu" })
+    same("sum of 2^24 ones is exact", function(v) return v:sum() end, ones)
+  end)
+
+  it("scans cumsum and cumprod along each axis", function()
+    for _, dt in ipairs(dtypes) do
+      for _, ln in ipairs(layout_names) do
+        for _, op in ipairs{ "cumsum", "cumprod" } do
+          for _, a in ipairs{ 1, 2 } do
+            same(op .. " " .. dt .. " " .. ln .. " axis " .. a, function(x) return x[op](x, a) end,
+                 layouts[ln](input(dt, 4)))
+          end
+        end
+      end
+    end
+    local long = gpu.array(values("float64", 5000, 6), { dtype = "float64", device = "cpu" })
+    same("cumsum of a long line (block scan)", function(x) return x:cumsum() end, long)
+  end)
+
+  it("matmul: every dtype, transposed and sliced operands, batches and broadcast batches", function()
+    for _, dt in ipairs(dtypes) do
+      local a, b = input(dt, 2), input(dt, 4)                 -- (6, 7) each, no NaN/inf
+      same("matmul " .. dt, function(x, y) return x:matmul(y) end, a, b.T)
+      same("matmul " .. dt .. " a^T a", function(x, y) return x.T:matmul(y) end, a, b)
+      same("matmul " .. dt .. " sliced", function(x, y) return x[{ { 1, 6, 2 }, { 7, 1, -1 } }]:matmul(y) end, a, b.T)
+      same("matmul " .. dt .. " vector", function(x, y) return x:matmul(y[1]) end, a, b)
+      local ba = gpu.array(values(dt, 84, 6), { dtype = dt, device = "cpu" }):reshape(2, 6, 7)
+      local bb = gpu.array(values(dt, 84, 8), { dtype = dt, device = "cpu" }):reshape(2, 7, 6)
+      same("batched " .. dt, function(x, y) return x:matmul(y) end, ba, bb)
+      same("batched " .. dt .. " transposed", function(x, y) return x:matmul(y:permute(1, 3, 2)) end, ba, ba)
+      same("broadcast batch " .. dt, function(x, y) return x:matmul(y) end, ba, b.T)
+      same("broadcast batch left " .. dt, function(x, y) return x:matmul(y) end, a, bb)
+    end
+    gpu.set_matmul_precision("tf32")
+    local ok, err = pcall(same, "tf32 matmul", function(x, y) return x:matmul(y) end, input("float32", 2), input("float32", 4).T)
+    gpu.set_matmul_precision("highest")
+    -- tf32 keeps 10 mantissa bits: allowed to miss the float32 tolerance, never to fail
+    assert(ok or tostring(err):find("element"), tostring(err))
+  end)
+
+  it("take, index_put_ (plain and accumulate), masks", function()
+    local I = function(t) return gpu.array(t, { dtype = "int64", device = "cpu" }) end
+    for _, dt in ipairs(dtypes) do
+      for _, ln in ipairs(layout_names) do
+        local x = layouts[ln](input(dt, 5))
+        same("take axis 1 " .. dt .. " " .. ln, function(v, i) return gpu.take(v, i, 1) end, x, I{ 3, 1, 1, -1 })
+        same("take axis 2 " .. dt .. " " .. ln, function(v, i) return gpu.take(v, i, 2) end, x, I{ -1, 2 })
+        same("mask " .. dt .. " " .. ln, function(v) return v[v:ne(v[{ 1, 1 }])] end, x)
+      end
+      same("index_put_ " .. dt, function(v, i, s) return v:copy():index_put_(2, i, s) end,
+           input(dt, 2), I{ 3, 3, 1 }, input(dt, 4)[{ ":", { 1, 3 } }])
+      same("index_put_ accumulate " .. dt, function(v, i, s) return v:copy():index_put_(2, i, s, { accumulate = true }) end,
+           input(dt, 2), I{ 3, 3, 1, 3 }, input(dt, 4)[{ ":", { 1, 4 } }])
+      same("index_put_ accumulate axis 1 " .. dt, function(v, i, s) return v:copy():index_put_(1, i, s, { accumulate = true }) end,
+           input(dt, 2), I{ 2, 2, 6 }, input(dt, 4)[{ { 1, 3 }, ":" }])
+    end
+  end)
+
+  it("sort, argsort, topk: every dtype and layout, both orders, NaN last, stable", function()
+    for _, dt in ipairs(dtypes) do
+      for _, ln in ipairs(layout_names) do
+        local x = layouts[ln](input(dt, 7))
+        for _, a in ipairs{ 1, 2 } do
+          for _, desc in ipairs{ false, true } do
+            local o = { descending = desc }
+            same("sort " .. dt .. " " .. ln .. " " .. a, function(v) return v:sort(a, o) end, x)
+            same("argsort " .. dt .. " " .. ln .. " " .. a, function(v) return v:argsort(a, o) end, x)
+          end
+        end
+        same("topk " .. dt .. " " .. ln, function(v) return (v:topk(3)) end, x)
+        same("topk indices " .. dt .. " " .. ln, function(v) return select(2, v:topk(3)) end, x)
+      end
+    end
+    local long = gpu.array(values("float32", 70000, 9), { device = "cpu" })
+    same("argsort of one long lane", function(v) return v:argsort() end, long)
+    same("sort of many lanes", function(v) return v:reshape(700, 100):sort(2, { descending = true }) end, long)
+  end)
+end)

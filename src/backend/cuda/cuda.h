@@ -81,4 +81,25 @@ gl_status gl_cuda_where(const gl_array *dst, const gl_array *cond, gl_operand a,
 /* cuda_random.c (kernels/random.cu): random fills, kernels/philox.h's stream */
 gl_status gl_cuda_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
 
+/* cuda_reduce.c (kernels/reduce.cu): reductions and scans */
+gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);
+gl_status gl_cuda_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
+
+/* cuda_index.c (kernels/index.cu, sort.cu): gather, scatter, mask selection, sort */
+gl_status gl_cuda_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
+gl_status gl_cuda_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
+                          bool accumulate);
+gl_status gl_cuda_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask);
+gl_status gl_cuda_sort(const gl_array *values, const gl_array *indices, const gl_array *src, int axis,
+                       bool descending);
+
+/* cuda_matmul.c: cuBLAS (dlopen'ed on first use) and the integer kernel */
+gl_status gl_cuda_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
+/* Whether float32 matmuls may use TF32 tensor cores (gpu.set_matmul_precision). */
+void gl_cuda_matmul_precision(bool tf32);
+/* Destroys device 'index''s cuBLAS handle (the device current, its stream synchronised). */
+void gl_cuda_blas_release(int index);
+/* cuBLAS's version once loaded and a handle exists, else 0. */
+int gl_cuda_blas_version(void);
+
 #endif

@@ -155,12 +155,12 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
   return GL_OK;
 }
 
-/* What the kernels in kernels/ implement; reductions, matmul, indexing, sort and random numbers
-** come later, and the ops layer says "not supported on cuda:N" for them until then. */
+/* What the kernels in kernels/ implement. */
 static bool cuda_supports(gl_op op, gl_dtype dt) {
   if ((int)dt < 0 || dt >= GL_NDTYPE) return false;
   switch (op) {
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_UNARY: case GL_OP_BINARY:
+    case GL_OP_REDUCE: case GL_OP_MATMUL: case GL_OP_INDEX: case GL_OP_SORT:
       return true;
     default:
       return false;
@@ -189,6 +189,52 @@ static void cuda_versions(gl_versions *v) {
 #endif
 }
 
+/* ---- timing: CUDA events on the device's stream ---------------------------------------------- */
+
+/* An event remembers its device so elapsed() can make it current. */
+typedef struct gl_cuda_event { cudaEvent_t e; int index; } gl_cuda_event;
+
+static gl_status cuda_event_new(gl_device dev, void **out) {
+  GL_TRY(gl_cuda_enter(dev, NULL));
+  gl_cuda_event *ev = calloc(1, sizeof *ev);
+  if (ev == NULL) return gl_fail(GL_ENOMEM, "event: out of host memory");
+  gl_status st = gl_cuda_check(dev.index, cudaEventCreate(&ev->e), "event: cudaEventCreate");
+  if (st != GL_OK) { free(ev); return st; }
+  ev->index = dev.index;
+  *out = ev;
+  return GL_OK;
+}
+
+static gl_status cuda_event_record(gl_device dev, void *p) {
+  gl_cuda_event *ev = p;
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  return gl_cuda_check(dev.index, cudaEventRecord(ev->e, s), "event: cudaEventRecord");
+}
+
+static gl_status cuda_event_elapsed(void *start, void *end, double *ms) {
+  gl_cuda_event *a = start, *b = end;
+  gl_device dev = { GL_CUDA, (uint8_t)b->index };
+  GL_TRY(gl_cuda_enter(dev, NULL));
+  GL_TRY(gl_cuda_check(b->index, cudaEventSynchronize(b->e), "event: cudaEventSynchronize"));
+  float t = 0;
+  GL_TRY(gl_cuda_check(b->index, cudaEventElapsedTime(&t, a->e, b->e), "event: cudaEventElapsedTime"));
+  *ms = (double)t;
+  return GL_OK;
+}
+
+/* After shutdown (or a sticky error) the event is just forgotten: no CUDA call. */
+static void cuda_event_free(void *p) {
+  gl_cuda_event *ev = p;
+  if (ev == NULL) return;
+  gl_cuda_dev *d = &gl_cuda_devs[ev->index];
+  if (d->started && !d->broken[0] && cudaSetDevice(ev->index) == cudaSuccess) cudaEventDestroy(ev->e);
+  cudaGetLastError();
+  free(ev);
+}
+
+static void cuda_matmul_precision(bool tf32) { gl_cuda_matmul_precision(tf32); }
+
 /* ---- counters and teardown ------------------------------------------------------------- */
 
 #define GL_STATS_FIELDS(X) X(h2d_bytes) X(h2d_copies) X(d2h_bytes) X(d2h_copies) X(d2d_bytes) \
@@ -213,6 +259,7 @@ void gl_cuda_shutdown(void) {
     gl_cuda_dev *d = &gl_cuda_devs[i];
     if (!d->started) continue;
     if (!d->broken[0] && cudaSetDevice(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
+      gl_cuda_blas_release(i);
       gl_cuda_pool_trim(i);
       gl_cuda_staging_release(d);
       cudaStreamDestroy(d->stream);
@@ -244,6 +291,18 @@ const gl_backend gl_cuda_backend = {
   .binary = gl_cuda_binary,
   .where = gl_cuda_where,
   .random = gl_cuda_random,
+  .reduce = gl_cuda_reduce,
+  .scan = gl_cuda_scan,
+  .matmul = gl_cuda_matmul,
+  .gather = gl_cuda_gather,
+  .scatter = gl_cuda_scatter,
+  .mask_select = gl_cuda_mask_select,
+  .sort = gl_cuda_sort,
+  .event_new = cuda_event_new,
+  .event_record = cuda_event_record,
+  .event_elapsed = cuda_event_elapsed,
+  .event_free = cuda_event_free,
+  .matmul_precision = cuda_matmul_precision,
   .stats = cuda_stats,
   .shutdown = gl_cuda_shutdown,
 };

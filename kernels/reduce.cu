@@ -1,0 +1,580 @@
+/*
+** reduce.cu — reductions (sum prod max min argmax argmin all any mean var norm logsumexp)
+** and scans (cumsum, cumprod) on the GPU. src/backend/cpu/cpu_reduce.c is the reference:
+** the same compute types (float for float32/float16/bfloat16 results, double for float64,
+** int64 wrapping for integers), the same NaN rules (max/min propagate NaN, argmax/argmin
+** give the first NaN, all/any count NaN as true), the same compositions (var = mean then
+** the sum of squared deviations; logsumexp shifted by a finite max).
+**
+** A reduction is a few "passes" and "finishes". A pass splits each output's K reduced
+** elements into P parts; a group of G threads (1, a warp, or a block) reduces one (output,
+** part) item into a partial: float sums accumulate in double per thread, then a
+** warp-shuffle/shared-memory tree. A finish (one thread per output) folds the P partials
+** in order and writes either the result or a per-output parameter of the next pass (the
+** mean of var, the shift of logsumexp). G = 1 serves reductions over a slow axis (adjacent
+** threads read adjacent outputs, so loads coalesce); P > 1 spreads few outputs with many
+** elements (a full sum) over the whole GPU.
+*/
+#include "cuda_common.cuh"
+#include <cub/block/block_scan.cuh>
+
+/* The integer expressions are shared by signed and unsigned types ("x < 0" on uint8). */
+#pragma nv_diag_suppress 186
+
+/* ---- compute types --------------------------------------------------------------------- */
+
+enum { CTK_F32 = 0, CTK_F64 = 1, CTK_I64 = 2 };
+
+/* VT: the value an element is computed in; AT: sums and products accumulate in it. */
+template <int CTK> struct gl_ct;
+template <> struct gl_ct<CTK_F32> { typedef float VT; typedef double AT; };
+template <> struct gl_ct<CTK_F64> { typedef double VT; typedef double AT; };
+template <> struct gl_ct<CTK_I64> { typedef int64_t VT; typedef uint64_t AT; };
+
+/* A stored element of dtype SDT as compute type CTK (as cpu_reduce.c's conversions). */
+template <int SDT, int CTK>
+__device__ __forceinline__ typename gl_ct<CTK>::VT gl_rload(const typename gl_dt<SDT>::S *p, int64_t off) {
+  auto v = gl_cv<SDT>::load(p[off]);
+  if constexpr (CTK == CTK_I64) {
+    if constexpr (gl_dt<SDT>::fam == 2) return (int64_t)v;
+    else return gl_f2i64((double)v);
+  } else {
+    return (typename gl_ct<CTK>::VT)v;
+  }
+}
+
+template <class V> __device__ __forceinline__ bool gl_isnan(V v) { return v != v; }
+
+/* A partial: f (float sums, float values), i (integer sums as uint64 bits, integer
+** values, all/any), idx (argmax/argmin positions). */
+struct gl_part { double f; int64_t i; int64_t idx; };
+
+/* ---- the walk ------------------------------------------------------------------------- */
+
+__device__ __forceinline__ void gl_kept_offsets(const gl_kred &r, int64_t o, int64_t *so, int64_t *dof) {
+  int64_t s = 0, d = 0;
+  for (int k = r.nk - 1; k >= 0; k--) {
+    int64_t n = r.kshape[k], q = o / n, c = o - q * n;
+    o = q;
+    s += c * r.kss[k];
+    d += c * r.kds[k];
+  }
+  *so = s;
+  *dof = d;
+}
+
+__device__ __forceinline__ int64_t gl_red_offset(const gl_kred &r, int64_t k) {
+  if (r.nr == 1) return k * r.rss[0];
+  int64_t s = 0;
+  for (int d = r.nr - 1; d >= 0; d--) {
+    int64_t n = r.rshape[d], q = k / n, c = k - q * n;
+    k = q;
+    s += c * r.rss[d];
+  }
+  return s;
+}
+
+/* ---- group combination: G = 1, 32 or 256 threads (uniform over a warp or block) ------- */
+
+#define GL_FULL 0xffffffffu
+
+/* Folds v over the group with f; the result is valid in the group's first thread. */
+template <class T, class F>
+__device__ __forceinline__ T gl_group(T v, int G, F f, T *smem) {
+  if (G == 1) return v;
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) v = f(v, __shfl_down_sync(GL_FULL, v, o));
+  if (G == 32) return v;
+  int w = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) smem[w] = v;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 1; k < (int)(blockDim.x / 32); k++) v = f(v, smem[k]);
+  __syncthreads();
+  return v;
+}
+
+/* ---- element maps and combinations -------------------------------------------------------- */
+
+template <class V> __device__ __forceinline__ V gl_abs(V v) { return v < 0 ? -v : v; }
+__device__ __forceinline__ float gl_exp(float v) { return expf(v); }
+__device__ __forceinline__ double gl_exp(double v) { return exp(v); }
+__device__ __forceinline__ float gl_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double gl_pow(double a, double b) { return pow(a, b); }
+
+/* The sum maps (kind GL_KR_SUM .. GL_KR_SUMNZ); a: the output's parameter, p: the order. */
+template <class V>
+__device__ __forceinline__ V gl_map(int kind, V v, V a, V p) {
+  switch (kind) {
+    case GL_KRK_SUMABS: return gl_abs(v);
+    case GL_KRK_SUMSQ: return v * v;
+    case GL_KRK_SUMDEV: return (v - a) * (v - a);
+    case GL_KRK_SUMEXP: return gl_exp(v - a);
+    case GL_KRK_SUMPOW: return gl_pow(gl_abs(v), p);
+    case GL_KRK_SUMNZ: return v != 0 ? (V)1 : (V)0;
+    default: return v;
+  }
+}
+
+/* max/min with NaN winning (kept once there). */
+template <class V> __device__ __forceinline__ V gl_ext(V m, V v, bool max) {
+  if (gl_isnan(m)) return m;
+  if (gl_isnan(v)) return v;
+  return (max ? v > m : v < m) ? v : m;
+}
+
+/* argmax/argmin: the first NaN, else the best value, ties to the lower position. */
+template <class V>
+__device__ __forceinline__ void gl_argpick(V &bv, int64_t &bi, V v, int64_t i, bool max) {
+  bool bn = gl_isnan(bv), vn = gl_isnan(v), take;
+  if (bn || vn) take = vn && (!bn || i < bi);
+  else take = (max ? v > bv : v < bv) || (v == bv && i < bi);
+  if (take) { bv = v; bi = i; }
+}
+
+/* ---- the pass kernel --------------------------------------------------------------------- */
+
+template <int SDT, int CTK>
+__global__ void __launch_bounds__(GL_KTHREADS)
+gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part *part,
+           const double *param, double p_, int64_t P, int64_t chunk, int G) {
+  typedef typename gl_ct<CTK>::VT V;
+  typedef typename gl_ct<CTK>::AT A;
+  __shared__ double sf[GL_KTHREADS / 32];
+  __shared__ uint64_t su[GL_KTHREADS / 32];
+  __shared__ int64_t si[GL_KTHREADS / 32];
+  const int lane = threadIdx.x % G, gpb = blockDim.x / G;
+  const int64_t items = r.M * P;
+  const V p = (V)p_;
+  for (int64_t item = (int64_t)blockIdx.x * gpb + threadIdx.x / G; item - threadIdx.x / G < items;
+       item += (int64_t)gridDim.x * gpb) {
+    /* the loop is uniform over a group (G >= 32 takes whole warps or the block); a thread
+    ** past the end still joins the group's shuffles, with identities */
+    bool live = item < items;
+    int64_t o = live ? item % r.M : 0, pi = live ? item / r.M : 0;
+    int64_t so = 0, dof = 0;
+    if (live) gl_kept_offsets(r, o, &so, &dof);
+    int64_t lo = pi * chunk, hi = live ? (lo + chunk < r.K ? lo + chunk : r.K) : 0;
+    const typename gl_dt<SDT>::S *x = src + so;
+    gl_part out = { 0.0, 0, 0 };
+    if (kind <= GL_KRK_SUMNZ) {
+      V a = param ? (V)param[live ? o : 0] : (V)0;
+      A acc = 0;
+      for (int64_t k = lo + lane; k < hi; k += G) {
+        V v = gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
+        if constexpr (CTK == CTK_I64) acc += (A)v;
+        else acc += (A)gl_map<V>(kind, v, a, p);
+      }
+      acc = gl_group<A>(acc, G, [](A u, A w) { return u + w; }, sizeof(A) == 8 && CTK == CTK_I64 ? (A *)su : (A *)sf);
+      if constexpr (CTK == CTK_I64) out.i = (int64_t)acc; else out.f = (double)acc;
+    } else if (kind == GL_KRK_PROD) {
+      A acc = 1;
+      for (int64_t k = lo + lane; k < hi; k += G) acc *= (A)gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
+      acc = gl_group<A>(acc, G, [](A u, A w) { return u * w; }, CTK == CTK_I64 ? (A *)su : (A *)sf);
+      if constexpr (CTK == CTK_I64) out.i = (int64_t)acc; else out.f = (double)acc;
+    } else if (kind <= GL_KRK_MINABS) {
+      bool max = kind == GL_KRK_MAX || kind == GL_KRK_MAXABS, abs = kind >= GL_KRK_MAXABS;
+      V m;
+      if constexpr (CTK == CTK_I64) m = max ? INT64_MIN : INT64_MAX;
+      else m = max ? (V)-INFINITY : (V)INFINITY;
+      for (int64_t k = lo + lane; k < hi; k += G) {
+        V v = gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
+        m = gl_ext<V>(m, abs ? gl_abs(v) : v, max);
+      }
+      if constexpr (CTK == CTK_I64) {
+        int64_t mi = gl_group<int64_t>((int64_t)m, G, [max](int64_t u, int64_t w) { return gl_ext<int64_t>(u, w, max); }, si);
+        out.i = mi;
+      } else {
+        double md = gl_group<double>((double)m, G, [max](double u, double w) { return gl_ext<double>(u, w, max); }, sf);
+        out.f = md;
+      }
+    } else if (kind <= GL_KRK_ANY) {
+      bool all = kind == GL_KRK_ALL;
+      int64_t acc = all ? 1 : 0;
+      for (int64_t k = lo + lane; k < hi; k += G) {
+        V v = gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
+        if (all) acc &= (int64_t)(v != 0);
+        else acc |= (int64_t)(v != 0);
+      }
+      acc = gl_group<int64_t>(acc, G, [all](int64_t u, int64_t w) { return all ? (u & w) : (u | w); }, si);
+      out.i = acc;
+    } else {                                  /* argmax / argmin */
+      bool max = kind == GL_KRK_ARGMAX;
+      V bv;
+      if constexpr (CTK == CTK_I64) bv = max ? INT64_MIN : INT64_MAX;
+      else bv = max ? (V)-INFINITY : (V)INFINITY;
+      int64_t bi = INT64_MAX;
+      for (int64_t k = lo + lane; k < hi; k += G)
+        gl_argpick<V>(bv, bi, gl_rload<SDT, CTK>(x, gl_red_offset(r, k)), k, max);
+      if (G > 1) {
+        /* pairs travel as two shuffles; the block step goes through shared memory */
+#pragma unroll
+        for (int s = 16; s >= 1; s /= 2) {
+          V ov = __shfl_down_sync(GL_FULL, bv, s);
+          int64_t oi = __shfl_down_sync(GL_FULL, bi, s);
+          gl_argpick<V>(bv, bi, ov, oi, max);
+        }
+        if (G > 32) {
+          int w = threadIdx.x / 32;
+          if (threadIdx.x % 32 == 0) {
+            if constexpr (CTK == CTK_I64) su[w] = (uint64_t)bv; else sf[w] = (double)bv;
+            si[w] = bi;
+          }
+          __syncthreads();
+          if (threadIdx.x == 0)
+            for (int k = 1; k < (int)(blockDim.x / 32); k++) {
+              V ov;
+              if constexpr (CTK == CTK_I64) ov = (V)su[k]; else ov = (V)sf[k];
+              gl_argpick<V>(bv, bi, ov, si[k], max);
+            }
+          __syncthreads();
+        }
+      }
+      if constexpr (CTK == CTK_I64) out.i = (int64_t)bv; else out.f = (double)bv;
+      out.idx = bi;
+    }
+    if (live && lane == 0) part[pi * r.M + o] = out;
+  }
+}
+
+/* ---- the finish kernel ------------------------------------------------------------------- */
+
+/* Folds the P partials of output o (part-major) with the pass's kind. */
+__device__ __forceinline__ gl_part gl_fold(const gl_part *part, int64_t M, int64_t P, int64_t o,
+                                           int kind, int ctk) {
+  gl_part a = part[o];
+  for (int64_t q = 1; q < P; q++) {
+    gl_part b = part[q * M + o];
+    if (kind <= GL_KRK_SUMNZ) {
+      if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); else a.f += b.f;
+    } else if (kind == GL_KRK_PROD) {
+      if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); else a.f *= b.f;
+    } else if (kind <= GL_KRK_MINABS) {
+      bool max = kind == GL_KRK_MAX || kind == GL_KRK_MAXABS;
+      if (ctk == CTK_I64) a.i = gl_ext<int64_t>(a.i, b.i, max); else a.f = gl_ext<double>(a.f, b.f, max);
+    } else if (kind == GL_KRK_ALL) {
+      a.i = a.i & b.i;
+    } else if (kind == GL_KRK_ANY) {
+      a.i = a.i | b.i;
+    } else {
+      bool max = kind == GL_KRK_ARGMAX;
+      if (ctk == CTK_I64) gl_argpick<int64_t>(a.i, a.idx, b.i, b.idx, max);
+      else gl_argpick<double>(a.f, a.idx, b.f, b.idx, max);
+    }
+  }
+  return a;
+}
+
+/* What a finish computes from the folded partial. */
+enum {
+  GL_KF_VALUE,      /* the partial's value (sum, prod, max, min, norms 1/inf/0) */
+  GL_KF_INT,        /* its integer (all, any, integer sums) */
+  GL_KF_INDEX,      /* argmax/argmin */
+  GL_KF_MEAN,       /* value / K */
+  GL_KF_VAR,        /* value / max(K - param, 0) */
+  GL_KF_SQRT,       /* sqrt(value) (norm 2) */
+  GL_KF_ROOT,       /* value^(1 / param) (norm p) */
+  GL_KF_LSE,        /* log(value) + shift[o] */
+  GL_KF_SHIFT       /* parameter: the value where finite, else 0 */
+};
+
+template <int DDT>
+__global__ void gl_k_rfinish(const gl_kred r, const gl_part *part, int64_t P, int kind, int ctk,
+                             int how, double param, double *pout, const double *shift,
+                             typename gl_dt<DDT>::S *dst) {
+  GL_KLOOP(o, r.M) {
+    gl_part a = gl_fold(part, r.M, P, o, kind, ctk);
+    bool f32 = ctk == CTK_F32;
+    double v = a.f;
+    if (f32) v = (double)(float)v;                /* the sum as the CT had it */
+    bool isint = false;
+    int64_t iv = 0;
+    switch (how) {
+      case GL_KF_VALUE:
+        if (ctk == CTK_I64) { isint = true; iv = a.i; }
+        break;
+      case GL_KF_INT: isint = true; iv = a.i; break;
+      case GL_KF_INDEX: isint = true; iv = a.idx; break;
+      case GL_KF_MEAN: v = v / (double)r.K; break;
+      case GL_KF_VAR: {
+        double d = (double)r.K - param;
+        v = v / (d > 0 ? d : 0.0);
+        break;
+      }
+      case GL_KF_SQRT: v = sqrt(v); break;
+      case GL_KF_ROOT: v = pow(v, 1.0 / param); break;
+      case GL_KF_LSE: v = log(v) + shift[o]; break;
+      case GL_KF_SHIFT: v = isfinite(v) ? v : 0.0; break;
+      default: break;
+    }
+    if (f32) v = (double)(float)v;
+    if (pout) { pout[o] = v; continue; }
+    int64_t so, dof;
+    gl_kept_offsets(r, o, &so, &dof);
+    if (isint) dst[dof] = gl_cv<DDT>::store_i(iv);
+    else dst[dof] = gl_cv<DDT>::store_f(v);
+  }
+}
+
+/* ---- planning ------------------------------------------------------------------------------ */
+
+typedef struct gl_rplan { int G; int64_t P, chunk; } gl_rplan;
+
+/* Group size and parts: G = 1 when the fastest kept axis is faster than the fastest
+** reduced one (or nothing is reduced); else a warp, or a block for long reductions. Parts
+** until about 2^18 threads are busy, each part at least 16 elements per thread. */
+static gl_rplan plan(const gl_kred *r) {
+  gl_rplan pl;
+  int64_t kmin = INT64_MAX, rmin = INT64_MAX;
+  for (int k = 0; k < r->nk; k++) { int64_t s = r->kss[k] < 0 ? -r->kss[k] : r->kss[k]; if (s < kmin) kmin = s; }
+  for (int k = 0; k < r->nr; k++) { int64_t s = r->rss[k] < 0 ? -r->rss[k] : r->rss[k]; if (s < rmin) rmin = s; }
+  if (r->nr == 0 || (r->nk > 0 && kmin < rmin && r->M >= 256)) pl.G = 1;
+  else pl.G = r->K >= 4096 ? 256 : 32;
+  int64_t want = ((int64_t)1 << 18) / pl.G;          /* groups that fill the GPU */
+  int64_t pmax = r->K / ((int64_t)pl.G * 16);
+  int64_t P = want / (r->M > 0 ? r->M : 1);
+  if (P > pmax) P = pmax;
+  if (P > 65536) P = 65536;
+  if (P < 1) P = 1;
+  pl.chunk = r->K > 0 ? (r->K + P - 1) / P : 0;
+  pl.P = pl.chunk > 0 ? (r->K + pl.chunk - 1) / pl.chunk : 1;
+  return pl;
+}
+
+extern "C" size_t gl_kreduce_scratch(const gl_kred *r) {
+  gl_rplan pl = plan(r);
+  return (size_t)(r->M * pl.P) * sizeof(gl_part) + (size_t)r->M * sizeof(double) + 256;
+}
+
+/* ---- launchers ------------------------------------------------------------------------------ */
+
+template <int CTK>
+static int rpass_ct(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind, const void *src,
+                    int sdt, gl_part *part, const double *param, double p) {
+  int64_t items = r->M * pl->P, gpb = GL_KTHREADS / pl->G;
+  int64_t b = (items + gpb - 1) / gpb;
+  unsigned blocks = (unsigned)(b > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : b < 1 ? 1 : b);
+#define GL_PASS(DT)                                                                              \
+  case DT:                                                                                       \
+    gl_k_rpass<DT, CTK><<<blocks, GL_KTHREADS, 0, s>>>(*r, kind, (const typename gl_dt<DT>::S *)src, \
+                                                      part, param, p, pl->P, pl->chunk, pl->G); \
+    return gl_klaunched();
+  switch (sdt) {
+    GL_PASS(GL_KD_BOOL) GL_PASS(GL_KD_UINT8) GL_PASS(GL_KD_INT32) GL_PASS(GL_KD_INT64)
+    GL_PASS(GL_KD_FLOAT16) GL_PASS(GL_KD_BFLOAT16) GL_PASS(GL_KD_FLOAT32) GL_PASS(GL_KD_FLOAT64)
+    default: return GL_KERR_NOTSUP;
+  }
+#undef GL_PASS
+}
+
+static int rpass(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind, const void *src,
+                 int sdt, int ctk, gl_part *part, const double *param, double p) {
+  if (ctk == CTK_I64 && kind > GL_KRK_SUM && kind <= GL_KRK_SUMNZ) return GL_KERR_NOTSUP;
+  switch (ctk) {
+    case CTK_F32: return rpass_ct<CTK_F32>(s, r, pl, kind, src, sdt, part, param, p);
+    case CTK_F64: return rpass_ct<CTK_F64>(s, r, pl, kind, src, sdt, part, param, p);
+    case CTK_I64: return rpass_ct<CTK_I64>(s, r, pl, kind, src, sdt, part, param, p);
+    default: return GL_KERR_NOTSUP;
+  }
+}
+
+static int rfinish(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const gl_part *part,
+                   int kind, int ctk, int how, double param, double *pout, const double *shift,
+                   void *dst, int ddt) {
+#define GL_FIN(DT)                                                                               \
+  case DT:                                                                                       \
+    gl_k_rfinish<DT><<<gl_kblocks(r->M), GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, \
+                                                             pout, shift, (typename gl_dt<DT>::S *)dst); \
+    return gl_klaunched();
+  switch (ddt) {
+    GL_FIN(GL_KD_BOOL) GL_FIN(GL_KD_UINT8) GL_FIN(GL_KD_INT32) GL_FIN(GL_KD_INT64)
+    GL_FIN(GL_KD_FLOAT16) GL_FIN(GL_KD_BFLOAT16) GL_FIN(GL_KD_FLOAT32) GL_FIN(GL_KD_FLOAT64)
+    default: return GL_KERR_NOTSUP;
+  }
+#undef GL_FIN
+}
+
+#define GL_RTRY(call) do { int rc_ = (call); if (rc_ != 0) return rc_; } while (0)
+
+extern "C" int gl_klaunch_reduce(void *stream, int op, const gl_kred *r, void *dst, int ddt,
+                                 const void *src, int sdt, int ctk, double param, void *scratch) {
+  if (r->M <= 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  gl_rplan pl = plan(r);
+  gl_part *part = (gl_part *)scratch;
+  double *pbuf = (double *)((char *)scratch + (size_t)(r->M * pl.P) * sizeof(gl_part));
+  bool ci = ctk == CTK_I64;
+  switch (op) {
+    case GL_KR_SUM:
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
+      return rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
+    case GL_KR_PROD:
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_PROD, src, sdt, ctk, part, NULL, 0));
+      return rfinish(s, r, &pl, part, GL_KRK_PROD, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
+    case GL_KR_MAX: case GL_KR_MIN: {
+      int k = op == GL_KR_MAX ? GL_KRK_MAX : GL_KRK_MIN;
+      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
+      return rfinish(s, r, &pl, part, k, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
+    }
+    case GL_KR_ARGMAX: case GL_KR_ARGMIN: {
+      int k = op == GL_KR_ARGMAX ? GL_KRK_ARGMAX : GL_KRK_ARGMIN;
+      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
+      return rfinish(s, r, &pl, part, k, ctk, GL_KF_INDEX, 0, NULL, NULL, dst, ddt);
+    }
+    case GL_KR_ALL: case GL_KR_ANY: {
+      int k = op == GL_KR_ALL ? GL_KRK_ALL : GL_KRK_ANY;
+      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
+      return rfinish(s, r, &pl, part, k, ctk, GL_KF_INT, 0, NULL, NULL, dst, ddt);
+    }
+    case GL_KR_MEAN:
+      if (ci) return GL_KERR_NOTSUP;
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
+      return rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_MEAN, 0, NULL, NULL, dst, ddt);
+    case GL_KR_VAR:
+      if (ci) return GL_KERR_NOTSUP;
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
+      GL_RTRY(rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_MEAN, 0, pbuf, NULL, NULL, ddt));
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUMDEV, src, sdt, ctk, part, pbuf, 0));
+      return rfinish(s, r, &pl, part, GL_KRK_SUMDEV, ctk, GL_KF_VAR, param, NULL, NULL, dst, ddt);
+    case GL_KR_NORM: {
+      if (ci) return GL_KERR_NOTSUP;
+      int k, how;
+      if (param == 2) { k = GL_KRK_SUMSQ; how = GL_KF_SQRT; }
+      else if (param == 1) { k = GL_KRK_SUMABS; how = GL_KF_VALUE; }
+      else if (isinf(param)) { k = param > 0 ? GL_KRK_MAXABS : GL_KRK_MINABS; how = GL_KF_VALUE; }
+      else if (param == 0) { k = GL_KRK_SUMNZ; how = GL_KF_VALUE; }
+      else { k = GL_KRK_SUMPOW; how = GL_KF_ROOT; }
+      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, param));
+      return rfinish(s, r, &pl, part, k, ctk, how, param, NULL, NULL, dst, ddt);
+    }
+    case GL_KR_LOGSUMEXP:
+      if (ci) return GL_KERR_NOTSUP;
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_MAX, src, sdt, ctk, part, NULL, 0));
+      GL_RTRY(rfinish(s, r, &pl, part, GL_KRK_MAX, ctk, GL_KF_SHIFT, 0, pbuf, NULL, NULL, ddt));
+      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUMEXP, src, sdt, ctk, part, pbuf, 0));
+      return rfinish(s, r, &pl, part, GL_KRK_SUMEXP, ctk, GL_KF_LSE, 0, NULL, pbuf, dst, ddt);
+    default:
+      return GL_KERR_NOTSUP;
+  }
+}
+
+/* ---- scans ------------------------------------------------------------------------------- */
+
+/* Runtime-typed loads and stores: a scan is bound by memory, and stamping it per (source,
+** destination) pair would make 64 copies for nothing. */
+template <class A>
+__device__ __forceinline__ A gl_sload(const void *p, int64_t off, int sdt, int ctk) {
+  double f = 0;
+  int64_t i = 0;
+  bool isf = false;
+  switch (sdt) {
+    case GL_KD_BOOL: case GL_KD_UINT8: i = ((const uint8_t *)p)[off]; break;
+    case GL_KD_INT32: i = ((const int32_t *)p)[off]; break;
+    case GL_KD_INT64: i = ((const int64_t *)p)[off]; break;
+    case GL_KD_FLOAT16: f = gl_f16_to_f32(((const uint16_t *)p)[off]); isf = true; break;
+    case GL_KD_BFLOAT16: f = gl_bf16_to_f32(((const uint16_t *)p)[off]); isf = true; break;
+    case GL_KD_FLOAT32: f = ((const float *)p)[off]; isf = true; break;
+    default: f = ((const double *)p)[off]; isf = true; break;
+  }
+  if (ctk == CTK_I64) return (A)(isf ? gl_f2i64(f) : i);
+  if (ctk == CTK_F32) return (A)(isf ? (float)f : (float)i);
+  return (A)(isf ? f : (double)i);
+}
+
+template <class A>
+__device__ __forceinline__ void gl_sstore(void *p, int64_t off, int ddt, A v) {
+  switch (ddt) {
+#define GL_SST(DN, DTY, DK, DE) case DE: ((DTY *)p)[off] = GL_STORE_##DN##_##DK(v); break;
+    GL_FOREACH_DTYPE(GL_SST)
+#undef GL_SST
+    default: break;
+  }
+}
+
+/* The line's offsets in src and dst: every axis but the scanned one. */
+__device__ __forceinline__ void gl_line_offsets(const gl_kscan &sc, int64_t l, int64_t *so, int64_t *dof) {
+  int64_t s = 0, d = 0;
+  for (int k = sc.nd - 1; k >= 0; k--) {
+    int64_t n = sc.shape[k], q = l / n, c = l - q * n;
+    l = q;
+    s += c * sc.ss[k];
+    d += c * sc.ds[k];
+  }
+  *so = s;
+  *dof = d;
+}
+
+/* Float scans run in the CT (float for float32) as the CPU's sequential loop does. */
+template <int CTK> struct gl_sacc { typedef typename gl_ct<CTK>::VT T; };
+template <> struct gl_sacc<CTK_I64> { typedef uint64_t T; };
+
+template <int CTK, bool PROD>
+__global__ void gl_k_scan_lines(const gl_kscan sc, void *dst, int ddt, const void *src, int sdt) {
+  typedef typename gl_sacc<CTK>::T A;
+  GL_KLOOP(l, sc.lines) {
+    int64_t so, dof;
+    gl_line_offsets(sc, l, &so, &dof);
+    A c = PROD ? (A)1 : (A)0;
+    for (int64_t k = 0; k < sc.K; k++) {
+      A v = gl_sload<A>(src, so + k * sc.sa, sdt, CTK);
+      c = PROD ? (A)(c * v) : (A)(c + v);
+      gl_sstore<A>(dst, dof + k * sc.da, ddt, c);
+    }
+  }
+}
+
+template <class A, bool PROD> struct gl_sop {
+  __device__ __forceinline__ A operator()(const A &a, const A &b) const { return PROD ? (A)(a * b) : (A)(a + b); }
+};
+
+/* One block per line, 256 elements at a time through cub::BlockScan, with a carry. */
+template <int CTK, bool PROD>
+__global__ void __launch_bounds__(GL_KTHREADS)
+gl_k_scan_block(const gl_kscan sc, void *dst, int ddt, const void *src, int sdt) {
+  typedef typename gl_sacc<CTK>::T A;
+  typedef cub::BlockScan<A, GL_KTHREADS> BS;
+  __shared__ typename BS::TempStorage tmp;
+  gl_sop<A, PROD> op;
+  for (int64_t l = blockIdx.x; l < sc.lines; l += gridDim.x) {
+    int64_t so, dof;
+    gl_line_offsets(sc, l, &so, &dof);
+    A carry = PROD ? (A)1 : (A)0;
+    for (int64_t k0 = 0; k0 < sc.K; k0 += GL_KTHREADS) {
+      int64_t k = k0 + threadIdx.x;
+      A v = k < sc.K ? gl_sload<A>(src, so + k * sc.sa, sdt, CTK) : (PROD ? (A)1 : (A)0);
+      A out, agg;
+      BS(tmp).InclusiveScan(v, out, op, agg);
+      out = op(carry, out);
+      if (k < sc.K) gl_sstore<A>(dst, dof + k * sc.da, ddt, out);
+      carry = op(carry, agg);
+      __syncthreads();
+    }
+  }
+}
+
+template <int CTK>
+static int scan_ct(cudaStream_t s, bool prod, const gl_kscan *sc, void *dst, int ddt, const void *src, int sdt) {
+  /* a block per line when lines are few and long; else a thread per line */
+  bool block = sc->K >= 512 && sc->lines < 4096;
+  if (block) {
+    unsigned b = (unsigned)(sc->lines > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : sc->lines);
+    if (prod) gl_k_scan_block<CTK, true><<<b, GL_KTHREADS, 0, s>>>(*sc, dst, ddt, src, sdt);
+    else gl_k_scan_block<CTK, false><<<b, GL_KTHREADS, 0, s>>>(*sc, dst, ddt, src, sdt);
+  } else {
+    if (prod) gl_k_scan_lines<CTK, true><<<gl_kblocks(sc->lines), GL_KTHREADS, 0, s>>>(*sc, dst, ddt, src, sdt);
+    else gl_k_scan_lines<CTK, false><<<gl_kblocks(sc->lines), GL_KTHREADS, 0, s>>>(*sc, dst, ddt, src, sdt);
+  }
+  return gl_klaunched();
+}
+
+extern "C" int gl_klaunch_scan(void *stream, int prod, const gl_kscan *sc, void *dst, int ddt,
+                               const void *src, int sdt, int ctk) {
+  if (sc->lines <= 0 || sc->K <= 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  switch (ctk) {
+    case CTK_F32: return scan_ct<CTK_F32>(s, prod != 0, sc, dst, ddt, src, sdt);
+    case CTK_F64: return scan_ct<CTK_F64>(s, prod != 0, sc, dst, ddt, src, sdt);
+    case CTK_I64: return scan_ct<CTK_I64>(s, prod != 0, sc, dst, ddt, src, sdt);
+    default: return GL_KERR_NOTSUP;
+  }
+}

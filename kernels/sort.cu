@@ -1,0 +1,216 @@
+/*
+** sort.cu — stable sort along an axis on the GPU (sort, argsort, topk), the CPU's order:
+** ascending or descending, ties in their original order, NaN last in both.
+**
+** Each element becomes an unsigned radix key whose ascending order is the wanted order:
+** floats (float16/bfloat16 widened to float32) flip as usual (negatives fully, positives
+** by the sign bit; -0 counts as +0, as the CPU's comparisons do), integers flip the sign
+** bit, descending complements the key, and every NaN gets the largest key. CUB's radix
+** sorts are stable, so equal keys (ties, NaNs) keep their positions' order. One lane goes
+** through DeviceRadixSort, several through DeviceSegmentedRadixSort; the sorted positions
+** then gather values from the source (NaN payloads survive) and become the indices.
+*/
+#include "cuda_common.cuh"
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
+
+/* Offsets of lane l in src, values, indices (every axis but the sorted one). */
+__device__ __forceinline__ void gl_lane_offsets(const gl_ksort &k, int64_t l, int64_t *so, int64_t *vo,
+                                                int64_t *io) {
+  int64_t s = 0, v = 0, i = 0;
+  for (int d = k.nd - 1; d >= 0; d--) {
+    int64_t n = k.shape[d], q = l / n, c = l - q * n;
+    l = q;
+    s += c * k.sst[d];
+    v += c * k.vst[d];
+    i += c * k.ist[d];
+  }
+  *so = s;
+  *vo = v;
+  *io = i;
+}
+
+/* The ascending radix key of a value; 'nan' set for NaN. */
+template <int DT> struct gl_key;
+template <> struct gl_key<GL_KD_BOOL> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(uint8_t v, bool &nan) { nan = false; return v; }
+};
+template <> struct gl_key<GL_KD_UINT8> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(uint8_t v, bool &nan) { nan = false; return v; }
+};
+template <> struct gl_key<GL_KD_INT32> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(int32_t v, bool &nan) { nan = false; return (uint32_t)v ^ 0x80000000u; }
+};
+template <> struct gl_key<GL_KD_INT64> {
+  typedef uint64_t K;
+  static __device__ __forceinline__ K of(int64_t v, bool &nan) {
+    nan = false;
+    return (uint64_t)v ^ 0x8000000000000000ull;
+  }
+};
+__device__ __forceinline__ uint32_t gl_fkey(float f, bool &nan) {
+  nan = f != f;
+  if (f == 0.0f) f = 0.0f;                                 /* -0 sorts with +0 */
+  uint32_t b = __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+template <> struct gl_key<GL_KD_FLOAT16> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(uint16_t v, bool &nan) { return gl_fkey(gl_f16_to_f32(v), nan); }
+};
+template <> struct gl_key<GL_KD_BFLOAT16> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(uint16_t v, bool &nan) { return gl_fkey(gl_bf16_to_f32(v), nan); }
+};
+template <> struct gl_key<GL_KD_FLOAT32> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(float v, bool &nan) { return gl_fkey(v, nan); }
+};
+template <> struct gl_key<GL_KD_FLOAT64> {
+  typedef uint64_t K;
+  static __device__ __forceinline__ K of(double f, bool &nan) {
+    nan = f != f;
+    if (f == 0.0) f = 0.0;
+    uint64_t b = (uint64_t)__double_as_longlong(f);
+    return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
+  }
+};
+
+template <int DT>
+__global__ void gl_k_sort_keys(const gl_ksort k, const typename gl_dt<DT>::S *src, bool desc,
+                               typename gl_key<DT>::K *keys, int32_t *pos) {
+  typedef typename gl_key<DT>::K K;
+  int64_t total = k.lanes * k.n;
+  GL_KLOOP(e, total) {
+    int64_t l = e / k.n, j = e - l * k.n, so, vo, io;
+    gl_lane_offsets(k, l, &so, &vo, &io);
+    bool nan;
+    K key = gl_key<DT>::of(src[so + j * k.ss], nan);
+    if (desc) key = ~key;
+    if (nan) key = (K)~(K)0;
+    keys[e] = key;
+    pos[e] = (int32_t)j;
+  }
+}
+
+__global__ void gl_k_sort_offsets(int64_t lanes, int64_t n, int32_t *off) {
+  GL_KLOOP(l, lanes + 1) off[l] = (int32_t)(l * n);
+}
+
+template <int W>
+__global__ void gl_k_sort_write(const gl_ksort k, const int32_t *pos, const void *src_, void *values_,
+                                int64_t *indices) {
+  typedef typename std::conditional<W == 1, uint8_t, typename std::conditional<W == 2, uint16_t,
+          typename std::conditional<W == 4, uint32_t, uint64_t>::type>::type>::type T;
+  const T *src = (const T *)src_;
+  T *values = (T *)values_;
+  int64_t total = k.lanes * k.n;
+  GL_KLOOP(e, total) {
+    int64_t l = e / k.n, j = e - l * k.n, so, vo, io;
+    gl_lane_offsets(k, l, &so, &vo, &io);
+    int64_t p = pos[e];
+    if (values) values[vo + j * k.vs] = src[so + p * k.ss];
+    if (indices) indices[io + j * k.is] = p;
+  }
+}
+
+/* ---- launchers ------------------------------------------------------------------------ */
+
+static size_t al256(size_t n) { return (n + 255) / 256 * 256; }
+
+/* Scratch layout: keys in/out, positions in/out, lane offsets, then CUB's temporary. */
+struct gl_sort_layout { size_t keys_in, keys_out, pos_in, pos_out, offs, tmp, tmp_bytes, total; };
+
+template <class K>
+static cudaError_t sort_cub(void *tmp, size_t &bytes, const K *kin, K *kout, const int32_t *pin,
+                            int32_t *pout, int64_t lanes, int64_t n, const int32_t *offs, cudaStream_t s) {
+  int total = (int)(lanes * n);
+  if (lanes == 1)
+    return cub::DeviceRadixSort::SortPairs(tmp, bytes, kin, kout, pin, pout, total, 0, (int)(sizeof(K) * 8), s);
+  return cub::DeviceSegmentedRadixSort::SortPairs(tmp, bytes, kin, kout, pin, pout, total, (int)lanes,
+                                                  offs, offs + 1, 0, (int)(sizeof(K) * 8), s);
+}
+
+static bool key64(int dt) { return dt == GL_KD_INT64 || dt == GL_KD_FLOAT64; }
+
+static bool layout(const gl_ksort *k, int dt, gl_sort_layout *L) {
+  size_t total = (size_t)(k->lanes * k->n), kb = key64(dt) ? 8 : 4;
+  size_t o = 0;
+  L->keys_in = o; o += al256(total * kb);
+  L->keys_out = o; o += al256(total * kb);
+  L->pos_in = o; o += al256(total * 4);
+  L->pos_out = o; o += al256(total * 4);
+  L->offs = o; o += al256((size_t)(k->lanes + 1) * 4);
+  L->tmp = o;
+  L->tmp_bytes = 0;
+  cudaError_t e;
+  if (kb == 8) e = sort_cub<uint64_t>(NULL, L->tmp_bytes, NULL, NULL, NULL, NULL, k->lanes, k->n, NULL, 0);
+  else e = sort_cub<uint32_t>(NULL, L->tmp_bytes, NULL, NULL, NULL, NULL, k->lanes, k->n, NULL, 0);
+  L->total = o + al256(L->tmp_bytes);
+  return e == cudaSuccess;
+}
+
+extern "C" size_t gl_ksort_scratch(const gl_ksort *k, int dt) {
+  gl_sort_layout L;
+  if (k->lanes <= 0 || k->n <= 0) return 0;
+  if (!layout(k, dt, &L)) return 0;
+  return L.total;
+}
+
+template <int DT>
+static int sort_dt(cudaStream_t s, const gl_ksort *k, bool desc, const void *src, char *scratch,
+                   const gl_sort_layout *L) {
+  typedef typename gl_key<DT>::K K;
+  int64_t total = k->lanes * k->n;
+  K *kin = (K *)(scratch + L->keys_in), *kout = (K *)(scratch + L->keys_out);
+  int32_t *pin = (int32_t *)(scratch + L->pos_in), *pout = (int32_t *)(scratch + L->pos_out);
+  int32_t *offs = (int32_t *)(scratch + L->offs);
+  gl_k_sort_keys<DT><<<gl_kblocks(total), GL_KTHREADS, 0, s>>>(*k, (const typename gl_dt<DT>::S *)src, desc, kin, pin);
+  int rc = gl_klaunched();
+  if (rc) return rc;
+  if (k->lanes > 1) {
+    gl_k_sort_offsets<<<gl_kblocks(k->lanes + 1), GL_KTHREADS, 0, s>>>(k->lanes, k->n, offs);
+    if ((rc = gl_klaunched()) != 0) return rc;
+  }
+  size_t bytes = L->tmp_bytes;
+  cudaError_t e = sort_cub<K>(scratch + L->tmp, bytes, kin, kout, pin, pout, k->lanes, k->n, offs, s);
+  return (int)e;
+}
+
+extern "C" int gl_klaunch_sort(void *stream, const gl_ksort *k, void *values, int64_t *indices,
+                               const void *src, int dt, int descending, void *scratch, size_t scratch_bytes) {
+  if (k->lanes <= 0 || k->n <= 0 || (values == NULL && indices == NULL)) return 0;
+  if (k->lanes * k->n > (int64_t)INT32_MAX) return GL_KERR_NOTSUP;
+  cudaStream_t s = (cudaStream_t)stream;
+  gl_sort_layout L;
+  if (!layout(k, dt, &L) || scratch_bytes < L.total) return (int)cudaErrorInvalidValue;
+  char *sc = (char *)scratch;
+  bool desc = descending != 0;
+  int rc;
+  int width;
+  switch (dt) {
+    case GL_KD_BOOL: rc = sort_dt<GL_KD_BOOL>(s, k, desc, src, sc, &L); width = 1; break;
+    case GL_KD_UINT8: rc = sort_dt<GL_KD_UINT8>(s, k, desc, src, sc, &L); width = 1; break;
+    case GL_KD_INT32: rc = sort_dt<GL_KD_INT32>(s, k, desc, src, sc, &L); width = 4; break;
+    case GL_KD_INT64: rc = sort_dt<GL_KD_INT64>(s, k, desc, src, sc, &L); width = 8; break;
+    case GL_KD_FLOAT16: rc = sort_dt<GL_KD_FLOAT16>(s, k, desc, src, sc, &L); width = 2; break;
+    case GL_KD_BFLOAT16: rc = sort_dt<GL_KD_BFLOAT16>(s, k, desc, src, sc, &L); width = 2; break;
+    case GL_KD_FLOAT32: rc = sort_dt<GL_KD_FLOAT32>(s, k, desc, src, sc, &L); width = 4; break;
+    case GL_KD_FLOAT64: rc = sort_dt<GL_KD_FLOAT64>(s, k, desc, src, sc, &L); width = 8; break;
+    default: return GL_KERR_NOTSUP;
+  }
+  if (rc) return rc;
+  const int32_t *pout = (const int32_t *)(sc + L.pos_out);
+  int64_t total = k->lanes * k->n;
+  unsigned b = gl_kblocks(total);
+  switch (width) {
+    case 1: gl_k_sort_write<1><<<b, GL_KTHREADS, 0, s>>>(*k, pout, src, values, indices); break;
+    case 2: gl_k_sort_write<2><<<b, GL_KTHREADS, 0, s>>>(*k, pout, src, values, indices); break;
+    case 4: gl_k_sort_write<4><<<b, GL_KTHREADS, 0, s>>>(*k, pout, src, values, indices); break;
+    default: gl_k_sort_write<8><<<b, GL_KTHREADS, 0, s>>>(*k, pout, src, values, indices); break;
+  }
+  return gl_klaunched();
+}

@@ -1,0 +1,139 @@
+/*
+** cuda_reduce.c — reductions and scans on the GPU: the axes are planned here (kept and
+** reduced axes sorted by stride and merged where contiguous, as cpu_reduce.c does), the
+** compute type chosen as the CPU chooses it, scratch taken from the caching allocator, and
+** kernels/reduce.cu does the rest.
+*/
+#include <string.h>
+#include "cuda.h"
+
+_Static_assert(GL_KR_SUM == (int)GL_R_SUM && GL_KR_PROD == (int)GL_R_PROD && GL_KR_MAX == (int)GL_R_MAX &&
+               GL_KR_MIN == (int)GL_R_MIN && GL_KR_ARGMAX == (int)GL_R_ARGMAX &&
+               GL_KR_ARGMIN == (int)GL_R_ARGMIN && GL_KR_ALL == (int)GL_R_ALL && GL_KR_ANY == (int)GL_R_ANY &&
+               GL_KR_MEAN == (int)GL_R_MEAN && GL_KR_VAR == (int)GL_R_VAR && GL_KR_NORM == (int)GL_R_NORM &&
+               GL_KR_LOGSUMEXP == (int)GL_R_LOGSUMEXP, "kernel reduction numbers");
+
+static const char *const redop_name[GL_NREDOP] = {
+  "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "mean", "var", "norm", "logsumexp",
+};
+
+/* Compute types as reduce.cu numbers them: float, double, int64. */
+static int ctk_of(gl_dtype t) {
+  if (t == GL_FLOAT64) return 1;
+  if (gl_dtype_is_float(t)) return 0;
+  return 2;
+}
+
+static int64_t iabs64(int64_t v) { return v < 0 ? -v : v; }
+
+typedef struct rdim { int64_t n, ss, ds; } rdim;
+
+/* Sorts by |src stride|, largest first (stable), then merges neighbours contiguous with
+** each other (in dst too when 'withdst'). */
+static int sort_merge(rdim *d, int n, bool withdst) {
+  for (int i = 1; i < n; i++) {
+    rdim t = d[i];
+    int k = i;
+    while (k > 0 && iabs64(d[k - 1].ss) < iabs64(t.ss)) { d[k] = d[k - 1]; k--; }
+    d[k] = t;
+  }
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (m > 0 && d[m - 1].ss == d[i].ss * d[i].n && (!withdst || d[m - 1].ds == d[i].ds * d[i].n)) {
+      d[m - 1].n *= d[i].n;
+      d[m - 1].ss = d[i].ss;
+      d[m - 1].ds = d[i].ds;
+    } else {
+      d[m++] = d[i];
+    }
+  }
+  return m;
+}
+
+gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param) {
+  if ((unsigned)op >= GL_NREDOP) return gl_fail(GL_EINVAL, "reduce: unknown op %d", (int)op);
+  const char *name = redop_name[op];
+  if (dst->ndim != src->ndim)
+    return gl_fail(GL_EINVAL, "%s: dst has %d dims, src %d", name, dst->ndim, src->ndim);
+  gl_device dev = gl_array_device(dst);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  gl_dtype sdt = (gl_dtype)src->dtype, ddt = (gl_dtype)dst->dtype;
+  bool is_arg = op == GL_R_ARGMAX || op == GL_R_ARGMIN;
+  bool by_src = op == GL_R_MAX || op == GL_R_MIN || is_arg || op == GL_R_ALL || op == GL_R_ANY;
+  int ctk = ctk_of(by_src ? sdt : ddt);
+  if (ctk == 2 && op != GL_R_SUM && op != GL_R_PROD && !by_src)
+    return gl_fail(GL_ENOTSUP, "%s: an integer result needs sum or prod", name);
+  rdim kd[GL_MAXDIMS], rd[GL_MAXDIMS];
+  int nk = 0, nr = 0;
+  int64_t M = 1, K = 1;
+  for (int d = 0; d < src->ndim; d++) {
+    int64_t n = src->shape[d];
+    if (dst->shape[d] == n) {
+      if (n == 1) continue;
+      kd[nk++] = (rdim){ n, src->strides[d], dst->strides[d] };
+      M *= n;
+    } else if (dst->shape[d] == 1) {
+      rd[nr++] = (rdim){ n, src->strides[d], 0 };
+      K *= n;
+    } else {
+      return gl_fail(GL_EINVAL, "%s: dst extent %lld on axis %d does not match src extent %lld", name,
+                     (long long)dst->shape[d], d + 1, (long long)n);
+    }
+  }
+  if (M == 0) return GL_OK;
+  if (is_arg && nr > 1) return gl_fail(GL_EINVAL, "%s takes one axis", name);
+  if (K == 0 && by_src && op != GL_R_ALL && op != GL_R_ANY)
+    return gl_fail(GL_EINVAL, "zero-size array to reduction '%s' which has no identity", name);
+  nk = sort_merge(kd, nk, true);
+  nr = sort_merge(rd, nr, false);
+  if (K == 0) nr = 0;
+  gl_kred r;
+  memset(&r, 0, sizeof r);
+  r.nk = nk;
+  r.nr = nr;
+  r.M = M;
+  r.K = K;
+  for (int k = 0; k < nk; k++) { r.kshape[k] = kd[k].n; r.kss[k] = kd[k].ss; r.kds[k] = kd[k].ds; }
+  for (int k = 0; k < nr; k++) { r.rshape[k] = rd[k].n; r.rss[k] = rd[k].ss; }
+  size_t nbytes = gl_kreduce_scratch(&r);
+  void *scratch = NULL;
+  GL_TRY(gl_cuda_alloc(dev, nbytes, &scratch));
+  int rc = gl_klaunch_reduce(s, (int)op, &r, gl_array_data(dst), (int)ddt, gl_array_data(src), (int)sdt,
+                             ctk, param, scratch);
+  gl_cuda_free(dev, scratch, nbytes);          /* stream order: later users wait for us */
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "%s of %s into %s has no CUDA kernel", name, gl_dtypes[sdt].name, gl_dtypes[ddt].name);
+  return gl_cuda_launched(dev, s, rc, name);
+}
+
+gl_status gl_cuda_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis) {
+  if (op != GL_R_SUM && op != GL_R_PROD) return gl_fail(GL_ENOTSUP, "scan: op %d is not a scan", (int)op);
+  const char *name = op == GL_R_SUM ? "cumsum" : "cumprod";
+  gl_device dev = gl_array_device(dst);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  if (dst->size == 0) return GL_OK;
+  if (axis < 0 || axis >= src->ndim) return gl_fail(GL_EINVAL, "%s: axis %d out of range", name, axis + 1);
+  rdim d[GL_MAXDIMS];
+  int n = 0;
+  for (int k = 0; k < src->ndim; k++)
+    if (k != axis && src->shape[k] != 1) d[n++] = (rdim){ src->shape[k], src->strides[k], dst->strides[k] };
+  n = sort_merge(d, n, true);
+  gl_kscan sc;
+  memset(&sc, 0, sizeof sc);
+  sc.nd = n;
+  sc.lines = 1;
+  for (int k = 0; k < n; k++) {
+    sc.shape[k] = d[k].n;
+    sc.ss[k] = d[k].ss;
+    sc.ds[k] = d[k].ds;
+    sc.lines *= d[k].n;
+  }
+  sc.K = src->shape[axis];
+  sc.sa = src->strides[axis];
+  sc.da = dst->strides[axis];
+  int rc = gl_klaunch_scan(s, op == GL_R_PROD, &sc, gl_array_data(dst), dst->dtype, gl_array_data(src),
+                           src->dtype, ctk_of((gl_dtype)dst->dtype));
+  return gl_cuda_launched(dev, s, rc, name);
+}
