@@ -34,7 +34,7 @@ run_busted() {
 
 run_busted gpulua "$BIN" "$BUSTED" "$@"
 
-if [ -z "$GPULUA_ASAN" ]; then
+if [ -z "$GPULUA_ASAN" ] && [ -z "$GPULUA_ONLY_BIN" ]; then
   # the stock interpreter loads gpu.so from the repository root
   LUA_CPATH="./?.so;${LUA_CPATH:-;;}" GPULUA_HOST=lua5.4 run_busted lua5.4 "$LUA" "$BUSTED" "$@"
 
