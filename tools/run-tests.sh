@@ -20,6 +20,7 @@ run_busted() {
   echo "== $name"
   "$@" -o TAP "$SPECS" > "$log/$name.out" 2>&1
   status=$?
+  [ -n "${GPULUA_TEST_LOG_DIR:-}" ] && cp "$log/$name.out" "$GPULUA_TEST_LOG_DIR/tap-$name.txt"
   ok=$(grep -c '^ok ' "$log/$name.out")
   nok=$(grep -c '^not ok ' "$log/$name.out")
   grep -A12 '^not ok ' "$log/$name.out" | head -150
