@@ -5,7 +5,7 @@
 
 -- GPULUA_BIN lets a sanitizer build (./gpulua-asan) run the same specs
 local BIN = os.getenv("GPULUA_BIN") or "./gpulua"
-local LUA = "lua5.4"
+local LUA = os.getenv("BUSTED_LUA") or "lua5.4"   -- the stock interpreter (a path on the GPU machine)
 local BIN_PAT = BIN:gsub("%p", "%%%0")
 
 local function q(s)

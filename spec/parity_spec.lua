@@ -56,9 +56,12 @@ local layouts = {
 }
 local layout_names = { "contiguous", "transposed", "sliced", "broadcast" }
 
--- runs fn on both devices; both must fail, or both succeed and agree
+-- runs fn on both devices; both must fail, or both succeed and agree. A name ending in
+-- "~" takes a looser tolerance: sums of many float32 terms with cancellation, where
+-- both devices are accurate relative to the sum of magnitudes but not to the result.
 local function same(what, fn, ...)
   local args = { ... }
+  local loose = what:sub(-1) == "~"
   local ok_c, rc = pcall(fn, table.unpack(args))
   for i, a in ipairs(args) do if type(a) == "userdata" then args[i] = a:to("cuda") end end
   local ok_g, rg = pcall(fn, table.unpack(args))
@@ -67,7 +70,7 @@ local function same(what, fn, ...)
   if not ok_c then return end
   assert.equal("cuda:0", rg.device)
   assert.equal(rc.dtype, rg.dtype, what)
-  local ok, msg = h.close(rg:to("cpu"), rc, tol[rc.dtype] or 0)
+  local ok, msg = h.close(rg:to("cpu"), rc, loose and 1e-3 or tol[rc.dtype] or 0)
   assert(ok, what .. ": " .. tostring(msg))
 end
 
@@ -162,7 +165,8 @@ describe("cpu/cuda parity: reductions, scans, matmul, indexing, sort", function(
     local big = gpu.array(values("float32", 300000, 8), { device = "cpu" })
     for _, op in ipairs{ "sum", "mean", "var", "max", "argmin", "logsumexp", "norm" } do
       same(op .. " of 300000", function(v) return v[op](v) end, big)
-      same(op .. " over a long axis", function(v) return v:reshape(3, 100000)[op](v:reshape(3, 100000), 2) end, big)
+      -- 1e5 terms in [-5, 5] sum to about +-1e3 with rounding near 1e-4: "~" tolerance
+      same(op .. " over a long axis" .. (op == "sum" and "~" or ""), function(v) return v:reshape(3, 100000)[op](v:reshape(3, 100000), 2) end, big)
       same(op .. " over a slow axis", function(v) return v:reshape(1000, 300)[op](v:reshape(1000, 300), 1) end, big)
     end
     local ones = gpu.ones(1 << 24, { device = "cpu" })

@@ -5,6 +5,11 @@ local gpu = h.gpu
 local S = tostring
 
 describe("tostring", function()
+  -- the expected strings say device=cpu: make new arrays there even where a GPU answers
+  local saved
+  setup(function() saved = gpu.device(); gpu.set_device("cpu") end)
+  teardown(function() gpu.set_device(saved) end)
+
   it("integers, aligned to the widest", function()
     assert.equal("gpu.array([0, 1, 2, 3, 4], dtype=int64, device=cpu)", S(gpu.arange(5)))
     assert.equal("gpu.array([10,  7,  4,  1], dtype=int64, device=cpu)", S(gpu.arange(10, 0, -3)))

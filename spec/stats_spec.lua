@@ -14,11 +14,11 @@ describe("gpu.stats", function()
   end)
 
   it("counts host allocations and cache hits", function()
-    local keep = gpu.ones(4096)               -- a block of its own size class
+    local keep = gpu.ones(4096, { device = "cpu" })               -- a block of its own size class
     keep = nil
     collectgarbage(); collectgarbage()
     gpu.reset_stats()
-    local x = gpu.ones(4096)
+    local x = gpu.ones(4096, { device = "cpu" })
     local s = gpu.stats()
     assert.equal(1, s.host_allocs)
     assert.equal(1, s.host_cache_hits)        -- the dropped block came back
@@ -29,7 +29,7 @@ describe("gpu.stats", function()
     if dev ~= "cpu" then
       it("counts host-device copies on " .. dev, function()
         gpu.reset_stats()
-        local x = gpu.ones(256):to(dev)
+        local x = gpu.ones(256, { device = "cpu" }):to(dev)
         local back = x:to("cpu")
         local s = gpu.stats()
         assert.equal(1, s.h2d_copies)

@@ -209,7 +209,7 @@ end)
 
 describe("to, cpu, totable, item, is_contiguous", function()
   it("to('cpu') and cpu() of a cpu array return it", function()
-    local x = gpu.arange(3)
+    local x = gpu.arange(3, {device = "cpu"})
     assert.equal(x, x:to("cpu")); assert.equal(x, x:cpu())
     local y = x:to({dtype = "float64"})
     assert.equal("float64", y.dtype); assert.same({0, 1, 2}, y:totable())
