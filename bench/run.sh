@@ -68,5 +68,12 @@ done
 
 echo
 if [ "$OUT" = - ]; then "$PY" bench/lib/report.py "$records"
-else "$PY" bench/lib/report.py --markdown "$OUT" "$records"; echo "(written to $OUT)"; fi
+else
+  # everything from "## Recorded runs" on (GPU sessions, written by hand) is kept
+  kept="$tmp/kept.md"
+  [ -f "$OUT" ] && sed -n '/^## Recorded runs/,$p' "$OUT" > "$kept" || : > "$kept"
+  "$PY" bench/lib/report.py --markdown "$OUT" "$records"
+  if [ -s "$kept" ]; then printf '\n' >> "$OUT"; cat "$kept" >> "$OUT"; fi
+  echo "(written to $OUT)"
+fi
 if [ -n "$failures" ]; then echo "bench: these runs failed:$failures" >&2; exit 1; fi
