@@ -185,7 +185,7 @@ static int l_reduce(lua_State *L) {
 
 void gl_open_reduce(lua_State *L, int module, int methods) {
   for (size_t i = 0; i < sizeof rfuncs / sizeof rfuncs[0]; i++) {
-    lua_getfield(L, LUA_REGISTRYINDEX, "gpu.ctx");
+    GL_PUSH_CTX(L);
     lua_pushinteger(L, (lua_Integer)i);
     lua_pushcclosure(L, l_reduce, 2);
     lua_pushvalue(L, -1);

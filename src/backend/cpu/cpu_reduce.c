@@ -32,6 +32,7 @@
 #endif
 #include "cpu.h"
 #include "../../../kernels/convert.h"
+#include "../../../kernels/vmath.h"
 
 /* 512-bit vectors where the CPU has them (gcc's default for -march=native on recent
 ** Xeons is 256): these loops are bandwidth-bound and gain from wider loads. */
@@ -458,7 +459,7 @@ static void sum_init(kstate *st) { st->n = 0; }
   SCAN_ROW(scanrow_sum_##sfx, CT, +)                                                     \
   SCAN_ROW(scanrow_prod_##sfx, CT, *)
 
-STAMP_FLOAT(f32, float, L32, int32_t, fabsf, expf, powf, -INFINITY, INFINITY, FROMRVAL_F32)
+STAMP_FLOAT(f32, float, L32, int32_t, fabsf, gl_vexpf, powf, -INFINITY, INFINITY, FROMRVAL_F32)
 STAMP_FLOAT(f64, double, L64, int64_t, fabs, exp, pow, -HUGE_VAL, HUGE_VAL, FROMRVAL_F64)
 
 /* int64: sums and products wrap (uint64 arithmetic); no float maps. */
