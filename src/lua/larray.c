@@ -340,6 +340,26 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
 
 /* ---- __index / __newindex --------------------------------------------------------------- */
 
+/* x:requires_grad(), x:detach(), x:backward() ... live in lua/gpu/autograd.lua, which
+** adds them to the methods table (upvalue 2) when it loads: the first use of one loads
+** it, so programs without autograd never pay for it. Pushes the method or nothing. */
+static bool load_autograd_method(lua_State *L, int key) {
+  static const char *const names[] = { "requires_grad", "requires_grad_", "detach", "backward", "is_leaf",
+                                       "retain_grad", "set_grad", NULL };
+  const char *k = lua_tostring(L, key);
+  int i = 0;
+  while (names[i] && strcmp(names[i], k) != 0) i++;
+  if (names[i] == NULL) return false;
+  lua_getglobal(L, "require");
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); return false; }
+  lua_pushliteral(L, "gpu.autograd");
+  lua_call(L, 1, 0);
+  lua_pushvalue(L, key);
+  if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return true;
+  lua_pop(L, 1);
+  return false;
+}
+
 /* upvalue 2: the methods table */
 static int array_index(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
@@ -349,6 +369,7 @@ static int array_index(lua_State *L) {
     lua_pop(L, 1);
     if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
     if (push_property(L, a, lua_tostring(L, 2))) return 1;
+    if (load_autograd_method(L, 2)) return 1;
     lua_pushnil(L);
     return 1;
   }

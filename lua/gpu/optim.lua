@@ -1,0 +1,249 @@
+-- gpu.optim: SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop, and the
+-- learning-rate schedules StepLR and CosineAnnealingLR.
+--
+--   local opt = gpu.optim.Adam(model:parameters(), {lr = 1e-3})
+--   opt:zero_grad(); loss:backward(); opt:step()
+--
+-- The update rules are PyTorch's (torch.optim), written with in-place array ops
+-- (p:sub_, m:mul_ ...) so a step allocates only a few temporaries per parameter; a
+-- parameter without a .grad is skipped. Steps record nothing on the autograd tape.
+
+local gpu = require "gpu"
+local autograd = require "gpu.autograd"
+
+local optim = {}
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+optim.Optimizer = Optimizer
+
+local function class(name, defaults)
+  local cls = setmetatable({}, { __index = Optimizer })
+  cls.__index = cls
+  cls.__name = name
+  cls.defaults = defaults
+  setmetatable(cls, {
+    __index = Optimizer,
+    __call = function(c, params, opts) return c.new(c, params, opts) end,
+  })
+  return cls
+end
+
+-- params: a list of arrays or a module (anything with :parameters()).
+function Optimizer.new(cls, params, opts)
+  local name = cls.__name
+  if type(params) == "table" and type(params.parameters) == "function" then params = params:parameters() end
+  if type(params) ~= "table" then
+    error(("%s: a list of parameters expected, got %s"):format(name, type(params)), 3)
+  end
+  if #params == 0 then
+    error(("%s: the optimizer was given no parameters (an empty list; build or call the model first)"):format(name), 3)
+  end
+  for i, p in ipairs(params) do
+    if type(p) ~= "userdata" then error(("%s: parameter #%d is a %s, expected gpu.array"):format(name, i, type(p)), 3) end
+  end
+  opts = opts or {}
+  local self = setmetatable({ params = params, state = {}, step_count = 0 }, cls)
+  for k, v in pairs(cls.defaults) do self[k] = v end
+  for k, v in pairs(opts) do
+    if cls.defaults[k] == nil then
+      local keys = {}
+      for d in pairs(cls.defaults) do keys[#keys + 1] = d end
+      table.sort(keys)
+      error(("%s: unknown option '%s' (expected %s)"):format(name, tostring(k), table.concat(keys, ", ")), 3)
+    end
+    self[k] = v
+  end
+  if type(self.lr) ~= "number" or self.lr < 0 then error(("%s: lr must be a non-negative number"):format(name), 3) end
+  self.initial_lr = self.lr
+  return self
+end
+
+function Optimizer:zero_grad()
+  for _, p in ipairs(self.params) do p:set_grad(nil) end
+end
+
+function Optimizer:step()
+  self.step_count = self.step_count + 1
+  local was = autograd.set_grad_enabled(false)
+  local ok, err = pcall(function()
+    for i, p in ipairs(self.params) do
+      local g = p.grad
+      if g ~= nil then
+        local st = self.state[i]
+        if st == nil then st = {}; self.state[i] = st end
+        self:update(p, g, st)
+      end
+    end
+  end)
+  autograd.set_grad_enabled(was)
+  if not ok then error(err, 0) end
+end
+
+-- state_dict(): hyper-parameters, the step count, and per-parameter state (arrays).
+function Optimizer:state_dict()
+  local hp = {}
+  for k in pairs(getmetatable(self).defaults) do hp[k] = self[k] end
+  local st = {}
+  for i, s in pairs(self.state) do
+    local c = {}
+    for k, v in pairs(s) do c[k] = v end
+    st[i] = c
+  end
+  return { step = self.step_count, param_groups = { hp }, state = st }
+end
+
+function Optimizer:load_state_dict(sd)
+  if type(sd) ~= "table" or type(sd.state) ~= "table" then error("load_state_dict: an optimizer state dict expected", 2) end
+  for k, v in pairs(sd.param_groups and sd.param_groups[1] or {}) do self[k] = v end
+  self.step_count = sd.step or 0
+  self.state = {}
+  for i, s in pairs(sd.state) do
+    if self.params[i] == nil then error(("load_state_dict: state for parameter #%d, which does not exist"):format(i), 2) end
+    local c = {}
+    for k, v in pairs(s) do c[k] = type(v) == "userdata" and v:copy() or v end
+    self.state[i] = c
+  end
+  return self
+end
+
+-- SGD(params, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false})
+local SGD = class("SGD", { lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false })
+optim.SGD = SGD
+function SGD:update(p, g, st)
+  if self.maximize then g = -g end
+  if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+  if self.momentum ~= 0 then
+    local buf = st.momentum_buffer
+    if buf == nil then
+      buf = g:copy()
+      st.momentum_buffer = buf
+    else
+      buf:mul_(self.momentum):add_(g * (1 - self.dampening))
+    end
+    if self.nesterov then g = g + buf * self.momentum else g = buf end
+  end
+  p:sub_(g * self.lr)
+end
+
+-- Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, amsgrad = false})
+local function adam_update(self, p, g, st, decoupled)
+  local b1, b2 = self.betas[1], self.betas[2]
+  if self.weight_decay ~= 0 then
+    if decoupled then p:mul_(1 - self.lr * self.weight_decay)
+    else g = g + p * self.weight_decay end
+  end
+  local m, v = st.exp_avg, st.exp_avg_sq
+  if m == nil then
+    m = gpu.zeros_like(p)
+    v = gpu.zeros_like(p)
+    st.exp_avg, st.exp_avg_sq, st.step = m, v, 0
+  end
+  st.step = st.step + 1
+  local t = st.step
+  m:mul_(b1):add_(g * (1 - b1))
+  v:mul_(b2):add_(g:square():mul_(1 - b2))
+  local bc1 = 1 - b1 ^ t
+  local bc2 = 1 - b2 ^ t
+  local vv = v
+  if self.amsgrad then
+    if st.max_exp_avg_sq == nil then st.max_exp_avg_sq = v:copy() else st.max_exp_avg_sq:maximum_(v) end
+    vv = st.max_exp_avg_sq
+  end
+  local denom = vv:sqrt():mul_(1 / math.sqrt(bc2)):add_(self.eps)
+  p:sub_(m:div(denom):mul_(self.lr / bc1))
+end
+
+local Adam = class("Adam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false })
+optim.Adam = Adam
+function Adam:update(p, g, st) adam_update(self, p, g, st, false) end
+
+local AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 1e-2, amsgrad = false })
+optim.AdamW = AdamW
+function AdamW:update(p, g, st) adam_update(self, p, g, st, true) end
+
+-- RMSprop(params, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false})
+local RMSprop = class("RMSprop", { lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false })
+optim.RMSprop = RMSprop
+function RMSprop:update(p, g, st)
+  if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+  local sq = st.square_avg
+  if sq == nil then
+    sq = gpu.zeros_like(p)
+    st.square_avg = sq
+    if self.momentum > 0 then st.momentum_buffer = gpu.zeros_like(p) end
+    if self.centered then st.grad_avg = gpu.zeros_like(p) end
+  end
+  sq:mul_(self.alpha):add_(g:square():mul_(1 - self.alpha))
+  local avg
+  if self.centered then
+    st.grad_avg:mul_(self.alpha):add_(g * (1 - self.alpha))
+    avg = (sq - st.grad_avg:square()):sqrt():add_(self.eps)
+  else
+    avg = sq:sqrt():add_(self.eps)
+  end
+  if self.momentum > 0 then
+    local buf = st.momentum_buffer
+    buf:mul_(self.momentum):add_(g / avg)
+    p:sub_(buf * self.lr)
+  else
+    p:sub_((g / avg):mul_(self.lr))
+  end
+end
+
+-- Keras names (compile{optimizer = "adam"}), with Keras's default learning rates.
+local keras_defaults = {
+  sgd = function(params) return SGD(params, { lr = 0.01 }) end,
+  adam = function(params) return Adam(params, { lr = 1e-3, eps = 1e-7 }) end,
+  adamw = function(params) return AdamW(params, { lr = 1e-3, eps = 1e-7, weight_decay = 4e-3 }) end,
+  rmsprop = function(params) return RMSprop(params, { lr = 1e-3, alpha = 0.9, eps = 1e-7 }) end,
+}
+function optim.by_name(name)
+  local f = keras_defaults[string.lower(name)]
+  return f and function(params) return f(params) end
+end
+
+-- ---- learning-rate schedules: call sched:step() once per epoch -----------------------------------
+
+local function sched_class(name)
+  local cls = {}
+  cls.__index = cls
+  cls.__name = name
+  setmetatable(cls, { __call = function(c, opt, opts)
+    if type(opt) ~= "table" or opt.params == nil then error(name .. ": an optimizer expected", 2) end
+    local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lr = opt.initial_lr or opt.lr }, c)
+    c.init(self, opts or {})
+    return self
+  end })
+  function cls:get_last_lr() return self.optimizer.lr end
+  function cls:step()
+    self.last_epoch = self.last_epoch + 1
+    self.optimizer.lr = self:lr_at(self.last_epoch)
+    return self.optimizer.lr
+  end
+  return cls
+end
+
+-- StepLR(opt, {step_size =, gamma = 0.1}): lr = base * gamma^floor(epoch / step_size)
+local StepLR = sched_class("StepLR")
+optim.StepLR = StepLR
+optim.lr_scheduler = { StepLR = StepLR }
+function StepLR:init(o)
+  if math.type(o.step_size) ~= "integer" or o.step_size < 1 then error("StepLR: step_size must be a positive integer", 3) end
+  self.step_size, self.gamma = o.step_size, o.gamma or 0.1
+end
+function StepLR:lr_at(e) return self.base_lr * self.gamma ^ (e // self.step_size) end
+
+-- CosineAnnealingLR(opt, {T_max =, eta_min = 0})
+local Cosine = sched_class("CosineAnnealingLR")
+optim.CosineAnnealingLR = Cosine
+optim.lr_scheduler.CosineAnnealingLR = Cosine
+function Cosine:init(o)
+  if type(o.T_max) ~= "number" or o.T_max <= 0 then error("CosineAnnealingLR: T_max must be a positive number", 3) end
+  self.T_max, self.eta_min = o.T_max, o.eta_min or 0
+end
+function Cosine:lr_at(e)
+  return self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * e / self.T_max)) / 2
+end
+
+return optim
