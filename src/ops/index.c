@@ -419,7 +419,11 @@ gl_status gl_op_repeat_counts(gl_array *out, const gl_array *x, const gl_array *
   GL_TRY(host_int64(counts, &c));
   int64_t total = 0;
   for (int64_t i = 0; i < counts->size; i++) {
-    if (c[i] < 0) { free(c); return gl_fail(GL_EINVAL, "repeat count %lld is negative", (long long)c[i]); }
+    if (c[i] < 0) {
+      long long bad = (long long)c[i];
+      free(c);
+      return gl_fail(GL_EINVAL, "repeat count %lld is negative", bad);
+    }
     total += c[i];
   }
   if (counts->size == 1) {
