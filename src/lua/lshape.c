@@ -33,13 +33,8 @@ static int read_axes(lua_State *L, int first, int ndim, int *axes) {
   return n;
 }
 
-/* ---- views ------------------------------------------------------------------------------ */
-
-/* x:reshape(shape...): a view when the strides allow it, else a copy. One entry may be
-** -1. */
-static int l_reshape(lua_State *L) {
-  gl_array *a = gl_lua_check(L, 1);
-  int64_t shape[GL_MAXDIMS];
+/* Dimensions from argument 2 on: varargs or one table; -1 allowed (checked later). */
+static int read_dims(lua_State *L, int64_t *shape) {
   int n = 0, top = lua_gettop(L);
   if (lua_istable(L, 2)) {
     lua_Integer len = luaL_len(L, 2);
@@ -49,12 +44,23 @@ static int l_reshape(lua_State *L) {
       shape[n++] = gl_lua_int(L, -1, "dimension");
       lua_pop(L, 1);
     }
-  } else {
-    for (int i = 2; i <= top; i++) {
-      if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
-      shape[n++] = gl_lua_int(L, i, "dimension");
-    }
+    return n;
   }
+  for (int i = 2; i <= top; i++) {
+    if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
+    shape[n++] = gl_lua_int(L, i, "dimension");
+  }
+  return n;
+}
+
+/* ---- views ------------------------------------------------------------------------------ */
+
+/* x:reshape(shape...): a view when the strides allow it, else a copy. One entry may be
+** -1. */
+static int l_reshape(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int64_t shape[GL_MAXDIMS];
+  int n = read_dims(L, shape);
   lua_settop(L, 1);
   gl_array v = *a;
   gl_status st = gl_view_reshape(&v, n, shape);
@@ -76,21 +82,7 @@ static int l_reshape(lua_State *L) {
 static int l_view(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int64_t shape[GL_MAXDIMS];
-  int n = 0, top = lua_gettop(L);
-  if (lua_istable(L, 2)) {
-    lua_Integer len = luaL_len(L, 2);
-    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many dimensions");
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, 2, i);
-      shape[n++] = gl_lua_int(L, -1, "dimension");
-      lua_pop(L, 1);
-    }
-  } else {
-    for (int i = 2; i <= top; i++) {
-      if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
-      shape[n++] = gl_lua_int(L, i, "dimension");
-    }
-  }
+  int n = read_dims(L, shape);
   gl_array v = *a;
   gl_lua_check_status(L, gl_view_reshape(&v, n, shape), 2);
   gl_array *r = gl_lua_push(L);
@@ -159,21 +151,7 @@ static int l_unsqueeze(lua_State *L) {
 static int l_expand(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int64_t shape[GL_MAXDIMS];
-  int n = 0, top = lua_gettop(L);
-  if (lua_istable(L, 2)) {
-    lua_Integer len = luaL_len(L, 2);
-    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many dimensions");
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, 2, i);
-      shape[n++] = gl_lua_int(L, -1, "dimension");
-      lua_pop(L, 1);
-    }
-  } else {
-    for (int i = 2; i <= top; i++) {
-      if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
-      shape[n++] = gl_lua_int(L, i, "dimension");
-    }
-  }
+  int n = read_dims(L, shape);
   lua_settop(L, 1);
   gl_array *v = push_view(L, a);
   gl_lua_check_status(L, gl_view_expand(v, n, shape), 2);
