@@ -43,7 +43,9 @@ ifeq ($(CUDA),1)
   ifeq ($(CUDNN),1)
     CPPFLAGS += -DGL_WITH_CUDNN
   endif
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
+  # libstdc++ (needed by the CUDA runtime and the kernels' host code) is linked statically:
+  # loading the shared one cost 0.3 ms of every start, a third of lua5.4's whole start-up
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
 endif
 
 # ---- sources -------------------------------------------------------------------------
@@ -97,14 +99,14 @@ $(LIB): $(LIB_O)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(HOST_O) $(LIB)
+$(BIN): $(HOST_O) $(LIB) Makefile
 	$(CC) $(CFLAGS) -Wl,-E -o $@ $(HOST_O) $(LIB) $(LUA_LIBDIR)/liblua5.4.a -lreadline $(CUDA_LIBS) $(LDLIBS)
 
 # gpu.so for stock lua5.4: never links liblua (the host provides the API). -z nodelete:
 # lua_close dlcloses C modules, and unmapping libgomp under its idle worker threads
 # (or the CUDA runtime under its own) crashes the process at exit.
-$(SO): $(LIB_O)
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ $(CUDA_LIBS) $(LDLIBS)
+$(SO): $(LIB_O) Makefile
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $(LIB_O) $(CUDA_LIBS) $(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
