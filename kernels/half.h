@@ -12,7 +12,7 @@
 #ifdef __CUDACC__
 #define GL_HD __host__ __device__ __forceinline__
 #else
-#define GL_HD static inline
+#define GL_HD static inline __attribute__((always_inline))
 #endif
 
 GL_HD uint32_t gl_f32_bits(float f) {
