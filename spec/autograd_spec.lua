@@ -173,3 +173,18 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 end
+
+describe("x.grad assignment", function()
+  it("x.grad = nil clears and x.grad = g replaces the gradient of a leaf, as in PyTorch", function()
+    local x = gpu.ones(3, { device = "cpu" }):requires_grad()
+    (x * 2):sum():backward()
+    assert.same({ 2, 2, 2 }, x.grad:totable())
+    x.grad = nil
+    assert.is_nil(x.grad)
+    x.grad = gpu.full(3, 7, { device = "cpu" })
+    assert.same({ 7, 7, 7 }, x.grad:totable())
+    local y = gpu.ones(2, { device = "cpu" })
+    assert.is_false(pcall(function() y.grad = nil end))       -- does not require grad
+    assert.is_false(pcall(function() x.other = 1 end))        -- other fields stay errors
+  end)
+end)

@@ -393,8 +393,25 @@ static int array_index(lua_State *L) {
 
 static int array_newindex(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
-  if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0)
+  if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") == 0) {
+    /* x[":"] = v: falls through to the whole-axis key below */
+  } else if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "grad") == 0) {
+    /* x.grad = g (or nil), as in PyTorch: the gradient lives in gpu.autograd */
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "gpu.autograd");
+    lua_call(L, 1, 0);
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, "gpu");
+    if (!lua_istable(L, -1)) return luaL_error(L, "cannot assign field 'grad': module 'gpu' is not loaded");
+    lua_getfield(L, -1, "methods");
+    lua_getfield(L, -1, "set_grad");
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 3);
+    lua_call(L, 2, 0);
+    return 0;
+  } else if (lua_type(L, 2) == LUA_TSTRING) {
     return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
+  }
   if (gl_lua_test(L, 2)) { gl_lua_newindex_array(L, a, 2, 3); return 0; }
   gl_array v = *a;
   apply_key(L, &v, 2, 2);
