@@ -146,15 +146,18 @@ static void pay_gc_debt(lua_State *L, gl_lctx *ctx) {
   lua_gc(L, LUA_GCSTEP, kb);
 }
 
+bool gl_lua_retry_oom(lua_State *L, gl_status st, gl_device dev) {
+  if (st != GL_ENOMEM) return false;
+  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  if (b) b->empty_cache(dev);
+  lua_gc(L, LUA_GCCOLLECT);
+  return true;
+}
+
 gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
   gl_array *a = gl_lua_push(L);
   gl_status st = gl_array_alloc(a, dt, ndim, shape, dev);
-  if (st == GL_ENOMEM) {
-    const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
-    if (b) b->empty_cache(dev);
-    lua_gc(L, LUA_GCCOLLECT);
-    st = gl_array_alloc(a, dt, ndim, shape, dev);
-  }
+  if (gl_lua_retry_oom(L, st, dev)) st = gl_array_alloc(a, dt, ndim, shape, dev);
   gl_lua_check_status(L, st, 0);
   if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
   return a;

@@ -53,6 +53,10 @@ void gl_lua_check_status(lua_State *L, gl_status st, int arg);
 /* Raises "f: msg" with the current function's name. */
 int gl_lua_error(lua_State *L, const char *fmt, ...);
 
+/* The out-of-memory ritual, for ops that allocate their result: when st is GL_ENOMEM,
+** empty dev's cache, run a full collection and return true (try the op once more). */
+bool gl_lua_retry_oom(lua_State *L, gl_status st, gl_device dev);
+
 /* Allocation with the out-of-memory ritual: on failure empty the caches, run a full
 ** collection and try once more. */
 gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
@@ -91,6 +95,8 @@ void gl_open_indexing(lua_State *L, int module, int methods);
 int gl_lua_index_array(lua_State *L, const gl_array *x, int key);
 void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val);
 void gl_open_linalg(lua_State *L, int module, int methods);
+/* gpu.im2col, gpu.col2im; lconv.c. */
+void gl_open_conv(lua_State *L, int module, int methods);
 void gl_open_reduce(lua_State *L, int module, int methods);
 /* gpu.save/load, savez/loadz, safetensors, loadtxt/savetxt; lio.c. */
 void gl_open_io(lua_State *L, int module, int methods);

@@ -15,13 +15,7 @@ static int push_result(lua_State *L, gl_status (*op)(gl_array *, const gl_array 
                        const gl_array *a, const gl_array *b, int arg) {
   gl_array *out = gl_lua_push(L);
   gl_status st = op(out, a, b);
-  if (st == GL_ENOMEM) {
-    gl_device dev = gl_array_device(a);
-    const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
-    if (be) be->empty_cache(dev);
-    lua_gc(L, LUA_GCCOLLECT);
-    st = op(out, a, b);
-  }
+  if (gl_lua_retry_oom(L, st, gl_array_device(a))) st = op(out, a, b);
   gl_lua_check_status(L, st, st == GL_EINVAL ? arg : 0);
   if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
   return 1;

@@ -31,22 +31,12 @@ static gl_operand to_operand(lua_State *L, int idx, const char *name) {
   return o;
 }
 
-/* The failed-allocation ritual for ops that allocate their result: release caches, run
-** a full collection, try again once. */
-static bool should_retry(lua_State *L, gl_status st, gl_device dev) {
-  if (st != GL_ENOMEM) return false;
-  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
-  if (b) b->empty_cache(dev);
-  lua_gc(L, LUA_GCCOLLECT);
-  return true;
-}
-
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
   gl_operand a = to_operand(L, ia, gl_binop_name[op]), b = to_operand(L, ib, gl_binop_name[op]);
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_binary(out, op, a, b);
-  if (should_retry(L, st, gl_array_device(a.arr ? a.arr : b.arr))) st = gl_op_binary(out, op, a, b);
+  if (gl_lua_retry_oom(L, st, gl_array_device(a.arr ? a.arr : b.arr))) st = gl_op_binary(out, op, a, b);
   gl_lua_check_status(L, st, 0);
   if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
   return 1;
@@ -71,7 +61,7 @@ static int l_unary(lua_State *L) {
   gl_unop op = (gl_unop)lua_tointeger(L, lua_upvalueindex(2));
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_unary(out, op, x);
-  if (should_retry(L, st, gl_array_device(x))) st = gl_op_unary(out, op, x);
+  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_unary(out, op, x);
   gl_lua_check_status(L, st, 0);
   if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
   return 1;
@@ -117,7 +107,7 @@ static int l_where(lua_State *L) {
   gl_operand a = to_operand(L, 2, "where"), b = to_operand(L, 3, "where");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_where(out, cond, a, b);
-  if (should_retry(L, st, gl_array_device(cond))) st = gl_op_where(out, cond, a, b);
+  if (gl_lua_retry_oom(L, st, gl_array_device(cond))) st = gl_op_where(out, cond, a, b);
   gl_lua_check_status(L, st, 0);
   if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
   return 1;

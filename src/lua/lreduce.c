@@ -171,12 +171,7 @@ static int l_reduce(lua_State *L) {
   read_opts(L, optidx, f, &o);
   gl_array *out = gl_lua_push(L);
   gl_status st = run(f, out, x, axes, naxes, &o);
-  if (st == GL_ENOMEM) {                      /* free the caches, collect, try once more */
-    const gl_backend *b = gl_backend_get((gl_devtype)gl_array_device(x).type);
-    if (b) b->empty_cache(gl_array_device(x));
-    lua_gc(L, LUA_GCCOLLECT);
-    st = run(f, out, x, axes, naxes, &o);
-  }
+  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = run(f, out, x, axes, naxes, &o);
   /* an invalid request is the array's fault (empty, dtype), named at argument 1 */
   gl_lua_check_status(L, st, st == GL_EINVAL ? 1 : 0);
   if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
