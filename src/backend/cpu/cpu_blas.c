@@ -28,7 +28,7 @@ static const char *const blas_candidates[] = {
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static gl_cpu_blas blas;            /* filled once; read-only afterwards */
 static bool blas_ok;
-static char blas_err[512];
+static char blas_err[640];   /* room for the message and every name tried */
 
 static void blas_load(void) {
   char tried[384] = "";
