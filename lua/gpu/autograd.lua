@@ -19,6 +19,14 @@
 
 local gpu = require "gpu"
 
+-- One tape per gpu module: a second require after package.loaded was reset (busted
+-- insulates each spec file) returns the instance whose wrappers the ops already carry
+-- and that a cached gpu.nn records on.
+do
+  local prev = rawget(gpu, "autograd")
+  if prev ~= nil then return prev end
+end
+
 local M = {}
 local methods = gpu.methods
 local meta = getmetatable(gpu.zeros(1))
@@ -183,6 +191,12 @@ function M.enable_grad(fn, ...)
 end
 
 function M.set_grad_enabled(on) local was = enabled; enabled = not not on; return was end
+
+-- gpu.autocast's state (set by gpu.amp): the half dtype ("float16"/"bfloat16") that
+-- matmul and dot compute in, or nil outside autocast.
+local cast_dtype = nil
+function M.autocast_dtype() return cast_dtype end
+function M.set_autocast_dtype(d) local was = cast_dtype; cast_dtype = d; return was end
 
 -- record(out, inputs, backward): for layers defining their own differentiable ops
 -- (nn's fused linear and cross-entropy). Records only when enabled and an input is
@@ -575,26 +589,52 @@ install = function()
     end
   end
 
+  -- Under gpu.autocast: matmul/dot cast their float32/float64 operands to the half dtype
+  -- (recorded, so the gradient is cast back to the float32 master weights), run in half
+  -- precision, and return float32 (the cast back is recorded too).
+  local wide = { float32 = true, float64 = true }
+  local function castable(a, b)
+    return (type(a) == "userdata" and wide[a.dtype]) or (type(b) == "userdata" and wide[b.dtype])
+  end
+  local function down(x, d)
+    if type(x) == "userdata" and wide[x.dtype] then return wrapped.astype(x, d) end
+    return x
+  end
+  local function up(y, d)
+    if type(y) == "userdata" and y.dtype == d then return wrapped.astype(y, "float32") end
+    return y
+  end
+
   -- matmul, dot, outer
   local mm = grab("matmul")
-  set_both("matmul", function(...)
+  local function matmul(...)
     local a, b = ...
+    if cast_dtype ~= nil and castable(a, b) then
+      local d = cast_dtype
+      return up(matmul(down(a, d), down(b, d), select(3, ...)), d)
+    end
     local y = call(mm, ...)
     if enabled and (nodes[a] ~= nil or nodes[b] ~= nil) then
       record(y, { a, b }, function(g) return matmul_grads(g, a, b) end)
     end
     return y
-  end)
-  local dot = grab("dot")
-  if dot then
-    set_both("dot", function(...)
+  end
+  set_both("matmul", matmul)
+  local dot_raw = grab("dot")
+  if dot_raw then
+    local function dot(...)
       local a, b = ...
-      local y = call(dot, ...)
+      if cast_dtype ~= nil and castable(a, b) then
+        local d = cast_dtype
+        return up(dot(down(a, d), down(b, d), select(3, ...)), d)
+      end
+      local y = call(dot_raw, ...)
       if enabled and (nodes[a] ~= nil or nodes[b] ~= nil) then
         record(y, { a, b }, function(g) return matmul_grads(g, a, b) end)
       end
       return y
-    end)
+    end
+    set_both("dot", dot)
   end
   local outer = grab("outer")
   if outer then
@@ -776,4 +816,5 @@ function M.gradcheck(fn, inputs, opts)
 end
 M.nodes = nodes      -- for tests and nn internals
 
+rawset(gpu, "autograd", M)
 return M

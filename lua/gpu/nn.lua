@@ -244,16 +244,24 @@ end
 
 -- ---- functional forms --------------------------------------------------------------------------
 
+-- Under gpu.autocast (see gpu.amp) the forward matmul computes in the half dtype and
+-- returns float32; hmm runs the backward matmuls the same way (d: the forward's dtype).
+local function hmm(a, b, d)
+  if d == nil then return a:matmul(b) end
+  return require("gpu.amp").autocast(d, a.matmul, a, b)
+end
+
 -- linear(x, w, b): x (..., in) @ w (out, in)^T + b (out): one tape node.
 function nn.linear(x, w, b)
+  local d = autograd.autocast_dtype()
   local y = gpu.no_grad(function() local r = x:matmul(w.T); if b ~= nil then r:add_(b) end; return r end)
   record(y, { x, w, b }, function(g)
     local gx, gw, gb
     local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
-    if nodes[x] then gx = g:matmul(w) end
+    if nodes[x] then gx = hmm(g, w, d) end
     if nodes[w] then
       local x2 = x.ndim == 2 and x or x:reshape(-1, x.shape[x.ndim])
-      gw = g2.T:matmul(x2)
+      gw = hmm(g2.T, x2, d)
     end
     if b ~= nil and nodes[b] then gb = g2:sum(1) end
     return gx, gw, gb
@@ -263,14 +271,15 @@ end
 
 -- dense(x, kernel, b): Keras layout, kernel (in, units).
 function nn.dense(x, k, b)
+  local d = autograd.autocast_dtype()
   local y = gpu.no_grad(function() local r = x:matmul(k); if b ~= nil then r:add_(b) end; return r end)
   record(y, { x, k, b }, function(g)
     local gx, gk, gb
     local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
-    if nodes[x] then gx = g:matmul(k.T) end
+    if nodes[x] then gx = hmm(g, k.T, d) end
     if nodes[k] then
       local x2 = x.ndim == 2 and x or x:reshape(-1, x.shape[x.ndim])
-      gk = x2.T:matmul(g2)
+      gk = hmm(x2.T, g2, d)
     end
     if b ~= nil and nodes[b] then gb = g2:sum(1) end
     return gx, gk, gb
@@ -806,7 +815,11 @@ local function run_eval(self, x, y, bs)
 end
 
 -- fit(x, y [, {epochs = 1, batch_size = 32, shuffle = true, validation_split =,
--- validation_data = {xv, yv}, verbose = 1, progress = "bar"|"plain"}]) -> history
+-- validation_data = {xv, yv}, verbose = 1, progress = "bar"|"plain",
+-- precision = "float32"|"bf16"|"fp16"}]) -> history
+-- precision = "bf16"/"fp16" trains under gpu.autocast (float32 master weights); fp16 adds
+-- a GradScaler (self.grad_scaler, or opts.grad_scaler) whose skipped steps (inf/NaN
+-- gradients) are reported per epoch in history.skipped and in the progress line.
 function Module:fit(x, y, opts)
   if not self._compiled then error("fit: call compile{optimizer =, loss =} first", 2) end
   check_xy("fit", x, y)
@@ -817,6 +830,14 @@ function Module:fit(x, y, opts)
   if math.type(bs) ~= "integer" or bs < 1 then error("fit: batch_size must be a positive integer", 2) end
   local verbose = opts.verbose == nil and 1 or opts.verbose
   if verbose == false then verbose = 0 elseif verbose == true then verbose = 1 end
+  local amp_dtype, scaler = false, nil
+  if opts.precision ~= nil then
+    amp_dtype = require("gpu.amp").dtype_name("fit", opts.precision, 2)
+    if amp_dtype == "float16" then
+      scaler = opts.grad_scaler or self.grad_scaler or optim.GradScaler()
+      self.grad_scaler = scaler
+    end
+  end
   local xv, yv
   if opts.validation_data then
     xv, yv = opts.validation_data[1], opts.validation_data[2]
@@ -837,6 +858,7 @@ function Module:fit(x, y, opts)
   local bar = opts.progress == "bar" or (opts.progress == nil and os.getenv("TERM") ~= nil and os.getenv("TERM") ~= "dumb"
     and os.getenv("GPULUA_PLAIN") == nil)
   local history = { loss = {} }
+  if amp_dtype then history.skipped = {}; history.precision = amp_dtype end
   for _, m in ipairs(self._metrics) do history[m.name] = {} end
   if xv then
     history.val_loss = {}
@@ -853,6 +875,8 @@ function Module:fit(x, y, opts)
     if verbose == 1 and bar and epochs > 1 then io.write(("Epoch %d/%d\n"):format(epoch, epochs)) end
     local last_draw = 0
     local step = 0
+    local skipped0 = scaler and scaler.skipped or 0
+    local loss_n = 0
     for s = 1, n, bs do
       step = step + 1
       local e = math.min(n, s + bs - 1)
@@ -864,20 +888,38 @@ function Module:fit(x, y, opts)
         xb, yb = x[{ { s, e } }], y[{ { s, e } }]
       end
       if device and xb.device ~= device then xb, yb = xb:to(device), yb:to(device) end
-      local pred = self(xb)
+      local pred, loss
+      if amp_dtype then
+        pred, loss = require("gpu.amp").autocast(amp_dtype, function()
+          local p = self(xb)
+          return p, self._loss(p, yb)
+        end)
+      else
+        pred = self(xb)
+        loss = self._loss(pred, yb)
+      end
       if opt == nil then opt = ensure_optimizer(self) end
-      local loss = self._loss(pred, yb)
       local lv = loss:item()
-      if lv ~= lv then
+      local finite = lv == lv and lv ~= math.huge and lv ~= -math.huge
+      if lv ~= lv and not scaler then
         error(("fit: the loss is NaN at step %d of epoch %d (lower the learning rate, or check the inputs)")
           :format(step, epoch), 2)
       end
       opt:zero_grad()
-      loss:backward()
-      opt:step()
+      if scaler then
+        scaler:scale(loss):backward()
+        scaler:step(opt)
+        scaler:update()
+      else
+        loss:backward()
+        opt:step()
+      end
       local nb = e - s + 1
       seen = seen + nb
-      loss_sum = loss_sum + lv * nb
+      if finite or not scaler then
+        loss_sum = loss_sum + lv * nb
+        loss_n = loss_n + nb
+      end
       if #self._metrics > 0 then
         gpu.no_grad(function()
           for _, m in ipairs(self._metrics) do counts[m.name] = counts[m.name] + m.fn(pred, yb) end
@@ -887,15 +929,21 @@ function Module:fit(x, y, opts)
         local now = gpu.clock()
         if now - last_draw > 0.1 or seen == n then
           last_draw = now
-          local vals = { { "loss", loss_sum / seen } }
+          local vals = { { "loss", loss_sum / math.max(loss_n, 1) } }
           for _, m in ipairs(self._metrics) do vals[#vals + 1] = { m.name, counts[m.name] / seen } end
           io.write("\r" .. progress_line(seen, n, now - t0, vals, true))
           io.stdout:flush()
         end
       end
     end
-    local vals = { { "loss", loss_sum / n } }
-    history.loss[epoch] = loss_sum / n
+    local vals = { { "loss", loss_sum / math.max(loss_n, 1) } }
+    history.loss[epoch] = loss_sum / math.max(loss_n, 1)
+    local skipped_note = ""
+    if amp_dtype then
+      local k = scaler and scaler.skipped - skipped0 or 0
+      history.skipped[epoch] = k
+      if scaler then skipped_note = (" - skipped steps: %d (fp16 loss scale %g)"):format(k, scaler:get_scale()) end
+    end
     for _, m in ipairs(self._metrics) do
       history[m.name][epoch] = counts[m.name] / n
       vals[#vals + 1] = { m.name, counts[m.name] / n }
@@ -913,10 +961,16 @@ function Module:fit(x, y, opts)
     end
     if verbose == 1 or verbose == 2 then
       local line = progress_line(n, n, gpu.clock() - t0, vals, bar and verbose == 1)
+      line = line .. skipped_note
       if bar and verbose == 1 then io.write("\r" .. line .. "\n")
       else io.write(("epoch %d/%d: "):format(epoch, epochs) .. line .. "\n") end
       io.stdout:flush()
     end
+  end
+  if amp_dtype then
+    local total = 0
+    for _, k in ipairs(history.skipped) do total = total + k end
+    history.skipped_steps = total
   end
   self.history = history
   return history
@@ -955,5 +1009,7 @@ function Module:predict(x, opts)
   if #parts == 1 then return parts[1] end
   return gpu.concat(parts, 1)
 end
+
+require("gpu.conv")(nn)    -- Conv2d, pooling, batch norm (lua/gpu/conv.lua)
 
 return nn

@@ -246,4 +246,135 @@ function Cosine:lr_at(e)
   return self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * e / self.T_max)) / 2
 end
 
+-- ---- GradScaler: dynamic loss scaling for float16 mixed precision (torch.cuda.amp) ---------------
+--
+--   local scaler = gpu.optim.GradScaler{init_scale = 2^16, growth_factor = 2,
+--                                       backoff_factor = 0.5, growth_interval = 2000}
+--   opt:zero_grad(); scaler:scale(loss):backward()
+--   scaler:step(opt)      -- unscales the grads; skips opt:step() if any is inf/NaN
+--   scaler:update()       -- backs the scale off after a skipped step, grows it after
+--                         -- growth_interval clean steps in a row
+-- scaler.skipped counts the skipped steps. {enabled = false} makes every call a pass-through.
+local GradScaler = {}
+GradScaler.__index = GradScaler
+GradScaler.__name = "GradScaler"
+local scaler_defaults = { init_scale = 2.0 ^ 16, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000,
+                          enabled = true }
+optim.GradScaler = setmetatable(GradScaler, { __call = function(_, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("GradScaler: an options table expected, got " .. type(opts), 2) end
+  local self = setmetatable({}, GradScaler)
+  for k, v in pairs(scaler_defaults) do self[k] = v end
+  for k, v in pairs(opts) do
+    if scaler_defaults[k] == nil then
+      error(("GradScaler: unknown option '%s' (expected backoff_factor, enabled, growth_factor, growth_interval, init_scale)")
+        :format(tostring(k)), 2)
+    end
+    self[k] = v
+  end
+  local function num(k, ok) if type(self[k]) ~= "number" or not ok(self[k]) then
+    error(("GradScaler: %s must be a %s"):format(k, k == "growth_interval" and "positive integer"
+      or k == "backoff_factor" and "number in (0, 1)" or k == "growth_factor" and "number > 1" or "positive number"), 3) end end
+  num("init_scale", function(v) return v > 0 and v < math.huge end)
+  num("growth_factor", function(v) return v > 1 end)
+  num("backoff_factor", function(v) return v > 0 and v < 1 end)
+  num("growth_interval", function(v) return math.type(v) == "integer" and v >= 1 end)
+  self.scale_value = self.init_scale
+  self.growth_tracker = 0   -- clean steps since the last change of scale
+  self.skipped = 0          -- steps skipped for inf/NaN gradients
+  self.steps = 0            -- step() calls
+  self.found_inf = false    -- in the current iteration
+  self.unscaled = false
+  return self
+end })
+
+function GradScaler:is_enabled() return self.enabled end
+function GradScaler:get_scale() return self.enabled and self.scale_value or 1.0 end
+
+-- scale(loss): loss * scale (recorded, so backward yields scaled gradients)
+function GradScaler:scale(loss)
+  if type(loss) ~= "userdata" then error("GradScaler:scale: a gpu.array loss expected, got " .. type(loss), 2) end
+  if not self.enabled then return loss end
+  return loss * self.scale_value
+end
+
+local function check_opt(fname, opt)
+  if type(opt) ~= "table" or type(opt.params) ~= "table" or type(opt.step) ~= "function" then
+    error(("GradScaler:%s: an optimizer expected, got %s"):format(fname, type(opt)), 3)
+  end
+end
+
+-- unscale_(opt): divides the optimizer's gradients by the scale (once per iteration) and
+-- notes whether any is inf/NaN. Call it before clipping gradients.
+function GradScaler:unscale_(opt)
+  check_opt("unscale_", opt)
+  if not self.enabled or self.unscaled then return end
+  local inv = 1.0 / self.scale_value
+  local was = autograd.set_grad_enabled(false)
+  local ok, err = pcall(function()
+    for _, p in ipairs(opt.params) do
+      local g = p.grad
+      if g ~= nil then
+        g:mul_(inv)
+        if not self.found_inf and not g:isfinite():all():item() then self.found_inf = true end
+      end
+    end
+  end)
+  autograd.set_grad_enabled(was)
+  if not ok then error(err, 0) end
+  self.unscaled = true
+end
+
+-- step(opt): unscales (unless unscale_ ran) and runs opt:step() unless a gradient is
+-- inf/NaN; returns true when the step ran, false when it was skipped.
+function GradScaler:step(opt)
+  check_opt("step", opt)
+  if not self.enabled then opt:step(); return true end
+  self:unscale_(opt)
+  self.steps = self.steps + 1
+  if self.found_inf then
+    self.skipped = self.skipped + 1
+    return false
+  end
+  opt:step()
+  return true
+end
+
+-- update([new_scale]): adjusts the scale for the next iteration.
+function GradScaler:update(new_scale)
+  if not self.enabled then return end
+  if new_scale ~= nil then
+    if type(new_scale) ~= "number" or new_scale <= 0 then error("GradScaler:update: new_scale must be a positive number", 2) end
+    self.scale_value = new_scale
+    self.growth_tracker = 0
+  elseif self.found_inf then
+    self.scale_value = self.scale_value * self.backoff_factor
+    self.growth_tracker = 0
+  else
+    self.growth_tracker = self.growth_tracker + 1
+    if self.growth_tracker >= self.growth_interval then
+      local s = self.scale_value * self.growth_factor
+      if s < math.huge then self.scale_value = s end
+      self.growth_tracker = 0
+    end
+  end
+  self.found_inf, self.unscaled = false, false
+end
+
+function GradScaler:state_dict()
+  return { scale = self.scale_value, growth_factor = self.growth_factor, backoff_factor = self.backoff_factor,
+           growth_interval = self.growth_interval, growth_tracker = self.growth_tracker, skipped = self.skipped }
+end
+function GradScaler:load_state_dict(sd)
+  if type(sd) ~= "table" or type(sd.scale) ~= "number" then error("GradScaler:load_state_dict: a scaler state dict expected", 2) end
+  self.scale_value = sd.scale
+  for _, k in ipairs { "growth_factor", "backoff_factor", "growth_interval", "growth_tracker", "skipped" } do
+    if sd[k] ~= nil then self[k] = sd[k] end
+  end
+  return self
+end
+function GradScaler:__tostring()
+  return ("GradScaler(scale=%g, skipped=%d)"):format(self:get_scale(), self.skipped)
+end
+
 return optim
