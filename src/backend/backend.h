@@ -230,6 +230,14 @@ typedef struct gl_backend {
   /* (optional) gpu.set_matmul_precision: whether float32 matmuls may use TF32 tensor cores
   ** (false: IEEE float32, the default). Without it the setting is accepted and ignored. */
   void (*matmul_precision)(bool tf32);
+  /* (optional) convolution helpers, NCHW; k, stride, pad, dil hold (h, w). im2col: src
+  ** (N, C, H, W) contiguous float32/float64 -> dst (N, C*kh*kw, OH*OW) contiguous of src's
+  ** dtype; taps outside the input read 'padval'. col2im: the reverse, dst (N, C, H, W)
+  ** contiguous is overwritten with the sum of every column entry that reads it. */
+  gl_status (*im2col)(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
+                      const int *pad, const int *dil, double padval);
+  gl_status (*col2im)(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
+                      const int *pad, const int *dil);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;

@@ -89,6 +89,17 @@ gl_status gl_op_dot(gl_array *out, const gl_array *a, const gl_array *b);
 /* NumPy's outer: out (a.size, b.size) = flattened a times flattened b. */
 gl_status gl_op_outer(gl_array *out, const gl_array *a, const gl_array *b);
 
+/* ---- convolution helpers (conv.c); NCHW, k/stride/pad/dil hold (h, w) --------------- */
+/* The output height and width of a convolution or pooling window; errors name fn. */
+gl_status gl_conv_out_size(const char *fn, int64_t H, int64_t W, const int *k, const int *stride,
+                           const int *pad, const int *dil, int64_t *oh, int64_t *ow);
+/* out (N, C*kh*kw, OH*OW) = the windows of x (N, C, H, W); taps in the padding read padval. */
+gl_status gl_op_im2col(gl_array *out, const gl_array *x, const int *k, const int *stride,
+                       const int *pad, const int *dil, double padval);
+/* out (oshape: N, C, H, W) = the sum of the columns' entries over the windows (im2col's adjoint). */
+gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshape, const int *k,
+                       const int *stride, const int *pad, const int *dil);
+
 /* ---- reductions and scans (reduce.c); axes are 0-based ------------------------- */
 /* out = op over 'axes' (naxes of them; naxes < 0: all, 0: none), the reduced axes dropped
 ** or, with keepdims, kept as 1. dtype: the result dtype where NumPy takes one (sum, prod:

@@ -55,5 +55,10 @@ typedef struct gl_cpu_blas {
 gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
 void gl_cpu_versions(gl_versions *v);
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
+/* im2col / col2im for convolutions (cpu_conv.c). */
+gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
+                        const int *pad, const int *dil, double padval);
+gl_status gl_cpu_col2im(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
+                        const int *pad, const int *dil);
 
 #endif

@@ -67,4 +67,6 @@ const gl_backend gl_cpu_backend = {
   .mask_select = gl_cpu_mask_select,
   .sort = gl_cpu_sort,
   .random = gl_cpu_random,
+  .im2col = gl_cpu_im2col,
+  .col2im = gl_cpu_col2im,
 };
