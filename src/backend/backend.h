@@ -243,7 +243,6 @@ typedef struct gl_backend {
 extern const gl_backend gl_cpu_backend;
 #ifdef GL_WITH_CUDA
 extern const gl_backend gl_cuda_backend;
-void gl_cuda_shutdown(void);          /* = gl_cuda_backend.shutdown */
 #endif
 
 /* The backend for a device type; NULL when it is not built in. */

@@ -355,25 +355,19 @@ static int sort_args(lua_State *L, const gl_array *x, bool *desc) {
   return axis;
 }
 
-static int l_sort(lua_State *L) {
+/* sort returns the values, argsort the 1-based positions; one path for both */
+static int sort_or_argsort(lua_State *L, bool positions) {
   gl_array *x = gl_lua_check(L, 1);
   bool desc;
   int axis = sort_args(L, x, &desc);
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_sort(out, NULL, x, axis, desc), 0);
+  gl_lua_check_status(L, gl_op_sort(positions ? NULL : out, positions ? out : NULL, x, axis, desc), 0);
   account(L, out);
   return 1;
 }
 
-static int l_argsort(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1);
-  bool desc;
-  int axis = sort_args(L, x, &desc);
-  gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_sort(NULL, out, x, axis, desc), 0);
-  account(L, out);
-  return 1;
-}
+static int l_sort(lua_State *L) { return sort_or_argsort(L, false); }
+static int l_argsort(lua_State *L) { return sort_or_argsort(L, true); }
 
 /* x:topk(k [, axis=-1] [, {largest = true, sorted = true}]) -> values, indices. */
 static int l_topk(lua_State *L) {

@@ -48,10 +48,6 @@ gl_status gl_same_device(const gl_array *a, const gl_array *b) {
 
 /* ---- creation ------------------------------------------------------------------ */
 
-gl_status gl_op_empty(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
-  return gl_array_alloc(out, dt, ndim, shape, dev);
-}
-
 gl_status gl_op_full(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev,
                      gl_scalar v) {
   GL_TRY(gl_array_alloc(out, dt, ndim, shape, dev));

@@ -11,7 +11,6 @@
 #include "../backend/backend.h"
 
 /* ---- creation ------------------------------------------------------------------ */
-gl_status gl_op_empty(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
 gl_status gl_op_full(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev,
                      gl_scalar v);
 /* [start, stop) by step, NumPy's arange; length ceil((stop - start) / step). */

@@ -252,7 +252,7 @@ static void cuda_stats(gl_stats *out, bool reset) {
 /* Waits for each started device, returns its cached memory, staging buffer and stream.
 ** Live blocks stay in the books: freeing them later makes no CUDA call, and a later op
 ** starts the device again. A device broken by a sticky error gets no call at all. */
-void gl_cuda_shutdown(void) {
+static void gl_cuda_shutdown(void) {
   if (cuda.count == 0) return;          /* never probed, or no device: nothing to do */
   pthread_mutex_lock(&gl_cuda_lock);
   for (int i = 0; i < cuda.count; i++) {
