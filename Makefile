@@ -9,13 +9,19 @@ LUA_LIBDIR ?= $(firstword $(wildcard /usr/lib/*-linux-gnu) /usr/lib)
 BLAS_INC  ?= $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread) /usr/include/openblas)
 BLAS_LIBDIR ?= $(firstword $(wildcard /usr/lib/*-linux-gnu/openblas-pthread) $(LUA_LIBDIR))
 
-# ---- CUDA: nvcc on PATH, or under CUDA_HOME, or in /usr/local/cuda --------------------
+# ---- CUDA: the toolkit under CUDA_HOME, in /usr/local/cuda, or wherever nvcc on PATH lives --
+# nvcc on PATH may be a wrapper script (/usr/local/bin/nvcc -> exec /usr/local/cuda-X/bin/nvcc),
+# so the toolkit is the first candidate that holds include/cuda_runtime.h, not nvcc's folder.
 ifneq ($(CUDA),0)
-  NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard $(CUDA_HOME)/bin/nvcc),$(wildcard /usr/local/cuda/bin/nvcc))
-  ifneq ($(strip $(NVCC)),)
+  CUDA_PATHNVCC := $(shell command -v nvcc 2>/dev/null)
+  CUDA_CANDIDATES := $(CUDA_HOME) /usr/local/cuda \
+      $(patsubst %/bin/nvcc,%,$(realpath $(CUDA_PATHNVCC))) \
+      $(if $(CUDA_PATHNVCC),$(patsubst %/bin/nvcc,%,$(shell sed -n 's|^exec \(.*/bin/nvcc\).*|\1|p' $(CUDA_PATHNVCC) 2>/dev/null)))
+  CUDA_FOUND := $(firstword $(foreach d,$(CUDA_CANDIDATES),$(if $(wildcard $(d)/include/cuda_runtime.h),$(if $(wildcard $(d)/bin/nvcc),$(d)))))
+  ifneq ($(strip $(CUDA_FOUND)),)
     CUDA := 1
-    CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
-    CUDA_HOME := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+    override CUDA_HOME := $(CUDA_FOUND)
+    NVCC ?= $(CUDA_HOME)/bin/nvcc
   else
     CUDA := 0
   endif
