@@ -7,7 +7,10 @@ CC        ?= cc
 LUA_INC   ?= /usr/include/lua5.4
 LUA_LIBDIR ?= $(firstword $(wildcard /usr/lib/*-linux-gnu) /usr/lib)
 BLAS_INC  ?= $(firstword $(wildcard /usr/include/*-linux-gnu/openblas-pthread) /usr/include/openblas)
-BLAS_LIBDIR ?= $(firstword $(wildcard /usr/lib/*-linux-gnu/openblas-pthread) $(LUA_LIBDIR))
+# OpenBLAS built on OpenMP shares gpulua's OpenMP thread pool; the pthread build brings a
+# second pool whose threads fight the first for the cores (a 784-256-10 MLP step ran 6-20x
+# slower with it on this loaded 2-core machine), so it is only the fallback.
+BLAS_LIBDIR ?= $(firstword $(wildcard /usr/lib/*-linux-gnu/openblas-openmp /usr/lib/*-linux-gnu/openblas-pthread) $(LUA_LIBDIR))
 
 # ---- CUDA: the toolkit under CUDA_HOME, in /usr/local/cuda, or wherever nvcc on PATH lives --
 # nvcc on PATH may be a wrapper script (/usr/local/bin/nvcc -> exec /usr/local/cuda-X/bin/nvcc),
@@ -63,7 +66,10 @@ endif
 LUA_SRC := $(sort $(wildcard lua/gpu/*.lua))
 GEN_C   := $(BUILD)/gen/luasrc.c
 
-LIB_O   := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CU:%.cu=$(BUILD)/%.o) $(GEN_C:.c=.o)
+# The kernels do not depend on the C flags (OPT, SAN): the sanitizer build takes the
+# release build's (KBUILD), which saves it the two minutes nvcc needs here.
+KBUILD  ?= $(BUILD)
+LIB_O   := $(LIB_C:%.c=$(BUILD)/%.o) $(LIB_CU:%.cu=$(KBUILD)/%.o) $(GEN_C:.c=.o)
 HOST_O  := $(BUILD)/src/host/gpulua.o
 
 BIN     ?= gpulua
@@ -78,16 +84,33 @@ info:
 	  '$(VERSION)' '$(if $(filter 1,$(CUDA)),✓ ($(CUDA_HOME)),✗)' \
 	  '$(if $(filter 1,$(CUDNN)),✓,✗)' '$(BLAS_LIBDIR)'
 
-$(BUILD)/%.o: %.c
+# Objects depend on the flags they were built with (the BLAS path is one of them), so
+# switching CUDA, BLAS_LIBDIR, OPT or SAN rebuilds what they change.
+FLAGS_FILE  := $(BUILD)/.flags
+BUILD_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS) | $(CUDA_LIBS)
+KFLAGS_FILE := $(KBUILD)/.kflags
+KBUILD_FLAGS := $(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS)
+ifneq ($(MAKECMDGOALS),clean)
+ifneq ($(file < $(FLAGS_FILE)),$(BUILD_FLAGS))
+  $(shell mkdir -p $(BUILD))
+  $(file > $(FLAGS_FILE),$(BUILD_FLAGS))
+endif
+ifneq ($(file < $(KFLAGS_FILE)),$(KBUILD_FLAGS))
+  $(shell mkdir -p $(KBUILD))
+  $(file > $(KFLAGS_FILE),$(KBUILD_FLAGS))
+endif
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # Box-Muller's sqrtf never sees a negative number: without errno its loop vectorises
 $(BUILD)/src/backend/cpu/cpu_random.o: CFLAGS += -fno-math-errno
 
-$(BUILD)/%.o: %.cu
+$(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS) -MMD -MP -c $< -o $@
 
 # lua/gpu/*.lua compiled into the module (package.preload) by a small C generator
 $(BUILD)/tools/embed: tools/embed.c
@@ -119,7 +142,8 @@ $(SO): $(LIB_O) Makefile
 # ---- dependencies (Debian/Ubuntu) -------------------------------------------------------
 # DEPS are required; OPT_DEPS only add columns to `make bench` (NumPy), so failing to
 # install them is a warning.
-DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev zlib1g-dev dataset-fashion-mnist
+DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libopenblas0-openmp libreadline-dev zlib1g-dev \
+            dataset-fashion-mnist
 OPT_DEPS := python3-numpy
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -154,7 +178,7 @@ test-gpu: all
 # protect_shadow_gap=0 lets CUDA initialise under ASan.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 test-asan:
-	$(MAKE) BUILD=build/asan OPT=-O1 SAN='$(ASAN_FLAGS)' BIN=gpulua-asan SO=build/asan/gpu.so \
+	$(MAKE) BUILD=build/asan KBUILD=$(KBUILD) OPT=-O1 SAN='$(ASAN_FLAGS)' BIN=gpulua-asan SO=build/asan/gpu.so \
 	  LIB=build/asan/libgpulua.a CUDA=$(CUDA) build/asan/libgpulua.a gpulua-asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:protect_shadow_gap=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
