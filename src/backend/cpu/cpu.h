@@ -35,6 +35,23 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
 /* Random fills from kernels/philox.h (cpu_random.c). */
 gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
 
+/* Threads for a parallel region over 'work' elements (cpu_reduce.c): 1 below 32768, else
+** OpenMP's count less the cores other runnable tasks hold; gl_cpu_team_done(nt) after the
+** region notes that its workers spin for a while. */
+int gl_cpu_team_size(int64_t work);
+void gl_cpu_team_done(int nt);
+/* OpenMP's thread count at start-up (the most any team gets). */
+int gl_cpu_max_threads(void);
+
+
+/* Fused optimizer steps and softmax cross-entropy (cpu_fused.c). */
+gl_status gl_cpu_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g,
+                            const gl_array *const st[3], const gl_optim_hp *hp);
+gl_status gl_cpu_xent(const gl_array *loss, const gl_array *probs, const gl_array *logits,
+                      const gl_array *labels, const gl_array *target, double smoothing);
+gl_status gl_cpu_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_array *labels,
+                          const gl_array *target, double smoothing, const gl_array *gout, double scale);
+
 /* BLAS, loaded lazily (cpu_blas.c). CBLAS enums travel as int: RowMajor 101,
 ** NoTrans 111, Trans 112. */
 enum { GL_CBLAS_ROW_MAJOR = 101, GL_CBLAS_NO_TRANS = 111, GL_CBLAS_TRANS = 112 };
@@ -49,10 +66,13 @@ typedef struct gl_cpu_blas {
   gl_dgemm_fn dgemm;
   char *(*get_config)(void);        /* OpenBLAS only, else NULL */
   int (*get_num_threads)(void);     /* OpenBLAS only, else NULL */
+  void (*set_num_threads)(int);     /* OpenBLAS only, else NULL */
   const char *lib;                  /* the name that loaded */
 } gl_cpu_blas;
 /* The loaded BLAS (loads it on the first call); GL_ENOTSUP naming the libraries tried. */
 gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
+/* Sets OpenBLAS's thread count for the next gemm (a call only when it changes). */
+void gl_cpu_blas_threads(const gl_cpu_blas *bl, int nt);
 void gl_cpu_versions(gl_versions *v);
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
 /* im2col / col2im for convolutions (cpu_conv.c). */

@@ -50,6 +50,7 @@ static void blas_load(void) {
     }
     blas.get_config = (char *(*)(void))dlsym(h, "openblas_get_config");
     blas.get_num_threads = (int (*)(void))dlsym(h, "openblas_get_num_threads");
+    blas.set_num_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
     blas.lib = name;
     blas_ok = true;
     return;
@@ -82,4 +83,14 @@ void gl_cpu_versions(gl_versions *v) {
   } else {
     snprintf(v->blas, sizeof v->blas, "%s", b->lib);
   }
+}
+
+/* The team a gemm gets follows the load like every other parallel region (a team that
+** waits at its barrier for a thread the scheduler does not run costs more than the
+** gemm); OpenBLAS is told only when the count changes. */
+void gl_cpu_blas_threads(const gl_cpu_blas *bl, int nt) {
+  static _Atomic int current = 0;
+  if (bl->set_num_threads == NULL || nt == current) return;
+  current = nt;
+  bl->set_num_threads(nt);
 }

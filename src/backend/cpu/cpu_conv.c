@@ -13,7 +13,8 @@
                          int64_t OH, int64_t OW, const int *k, const int *s, const int *p,         \
                          const int *d, T padv) {                                                   \
     int64_t planes = N * C, L = OH * OW, KK = (int64_t)k[0] * k[1];                                \
-    _Pragma("omp parallel for schedule(static) if (planes * KK * L >= PAR_MIN)")                   \
+    int nt = gl_cpu_team_size(planes * KK * L);                                                    \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                       \
     for (int64_t pc = 0; pc < planes; pc++) {                                                      \
       const T *in = src + pc * H * W;                                                              \
       T *out = dst + pc * KK * L;                                                                  \
@@ -42,7 +43,8 @@
                          int64_t OH, int64_t OW, const int *k, const int *s, const int *p,         \
                          const int *d) {                                                           \
     int64_t planes = N * C, L = OH * OW, KK = (int64_t)k[0] * k[1];                                \
-    _Pragma("omp parallel for schedule(static) if (planes * KK * L >= PAR_MIN)")                   \
+    int nt = gl_cpu_team_size(planes * KK * L);                                                    \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                       \
     for (int64_t pc = 0; pc < planes; pc++) {                                                      \
       T *img = dst + pc * H * W;                                                                   \
       const T *in = cols + pc * KK * L;                                                            \

@@ -59,7 +59,8 @@ static void copy_tiled(const gl_iter *it, copy_row_fn fn, char *d, size_t dsz, c
   int64_t dr = it->strides[0][nd - 2], dc = it->strides[0][nd - 1];
   int64_t sr = it->strides[1][nd - 2], sc = it->strides[1][nd - 1];
   int64_t bands = (R + TILE - 1) / TILE, jobs = outer * bands;
-  #pragma omp parallel for schedule(static) if (outer * R * C >= PAR_COPY)
+  int nt = outer * R * C >= PAR_COPY ? gl_cpu_team_size(outer * R * C) : 1;
+  #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t job = 0; job < jobs; job++) {
     int64_t o = job / bands, i0 = (job % bands) * TILE, i1 = i0 + TILE < R ? i0 + TILE : R;
     int64_t off[2];
@@ -84,8 +85,9 @@ gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
   int nd = it.ndim;
   if (dst->dtype == src->dtype && it.rows == 1 && it.strides[0][0] == 1 && it.strides[1][0] == 1) {
     size_t n = (size_t)it.inner * dsz;
-    if (n < (size_t)PAR_COPY * 16 || (d < s + n && s < d + n)) { memmove(d, s, n); return GL_OK; }
-    #pragma omp parallel
+    int team = n < (size_t)PAR_COPY * 16 || (d < s + n && s < d + n) ? 1 : gl_cpu_team_size((int64_t)(n / 4));
+    if (team == 1) { memmove(d, s, n); return GL_OK; }
+    #pragma omp parallel num_threads(team)
     {                                     /* one slice per thread */
       int nt = 1, t = 0;
 #ifdef _OPENMP
@@ -104,7 +106,8 @@ gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
     copy_tiled(&it, fn, d, dsz, s, ssz);
     return GL_OK;
   }
-  #pragma omp parallel for schedule(static) if (it.rows * it.inner >= PAR_COPY && it.rows > 1)
+  int nt = it.rows * it.inner >= PAR_COPY && it.rows > 1 ? gl_cpu_team_size(it.rows * it.inner) : 1;
+  #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < it.rows; r++) {
     int64_t off[2];
     gl_iter_row(&it, r, off);

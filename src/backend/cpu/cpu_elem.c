@@ -185,9 +185,9 @@ static void run_span(const rowjob *j, int64_t r, int64_t lo, int64_t hi) {
 static void run_job(const rowjob *j) {
   int64_t rows = j->it.rows, inner = j->it.inner, total = rows * inner;
 #ifdef _OPENMP
-  if (total >= PAR_MIN && omp_get_max_threads() > 1) {
-    if (rows == 1 || rows < omp_get_max_threads()) {
-      int nt = omp_get_max_threads();
+  int nt = total >= PAR_MIN ? gl_cpu_team_size(total) : 1;
+  if (nt > 1) {
+    if (rows == 1 || rows < nt) {
       for (int64_t r = 0; r < rows; r++) {
         #pragma omp parallel for num_threads(nt) schedule(static)
         for (int t = 0; t < nt; t++) {
@@ -197,10 +197,12 @@ static void run_job(const rowjob *j) {
           if (lo < hi) run_span(j, r, lo, hi);
         }
       }
+      gl_cpu_team_done(nt);
       return;
     }
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) run_span(j, r, 0, inner);
+    gl_cpu_team_done(nt);
     return;
   }
 #endif

@@ -102,7 +102,8 @@ static void index_walk(const gl_array *dst, const gl_array *src, int axis, const
   add_row_fn add = add_rows[dst->dtype];
   /* gathers write disjoint rows, so they may run in parallel; scatters run in order so
   ** that repeated positions are deterministic (the last write wins, as in NumPy) */
-  #pragma omp parallel for schedule(static) if (!scatter && dir->size >= PAR_MIN)
+  int nt = !scatter && dir->size >= PAR_MIN ? gl_cpu_team_size(dir->size) : 1;
+  #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; r++) {
     int64_t c;
     int64_t od = row_offset(dir->shape, dst, r, axis, &c), os = row_offset(dir->shape, src, r, axis, &c);
@@ -282,7 +283,8 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
   int64_t vs = values && values->ndim ? values->strides[axis] : 1;
   int64_t is = indices && indices->ndim ? indices->strides[axis] : 1;
   bool failed = false;
-  #pragma omp parallel if (src->size >= PAR_MIN && lanes > 1)
+  int nt = src->size >= PAR_MIN && lanes > 1 ? gl_cpu_team_size(src->size) : 1;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     void *buf = malloc(bufsz);    /* per thread; every thread still meets the 'for' */
     if (buf == NULL) {

@@ -116,15 +116,21 @@ static void gemm_batches(const gl_cpu_blas *bl, const gl_array *c, const gl_arra
   int nd = c->ndim;
   int64_t nbatch = batch_count(c);
   int64_t macs = c->shape[nd - 2] * c->shape[nd - 1] * a->shape[nd - 1];
+  /* the team for the whole job, in units of 64 multiply-adds (a 128x256x784 gemm: 2 threads
+  ** on 2 free cores; anything near OpenBLAS's 64^3 SMP threshold: 1) */
+  int nt = gl_cpu_team_size(nbatch * macs / 64);
 #ifdef _OPENMP
-  if (nbatch > 1 && macs < SMALL_GEMM && nbatch * macs >= PAR_MIN_MACS && omp_get_max_threads() > 1) {
-    #pragma omp parallel for schedule(static)
+  if (nbatch > 1 && macs < SMALL_GEMM && nbatch * macs >= PAR_MIN_MACS && nt > 1) {
+    gl_cpu_blas_threads(bl, 1);
+    #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t bi = 0; bi < nbatch; bi++) gemm_one(bl, c, a, b, l, bi);
+    gl_cpu_team_done(nt);
     return;
   }
 #endif
-  (void)macs;
+  gl_cpu_blas_threads(bl, nt);
   for (int64_t bi = 0; bi < nbatch; bi++) gemm_one(bl, c, a, b, l, bi);
+  gl_cpu_team_done(nt);
 }
 
 static gl_status float_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
@@ -216,9 +222,12 @@ static gl_status int_matmul(const gl_array *dst, const gl_array *a, const gl_arr
   int nd = dst->ndim;
   int64_t rows = batch_count(dst) * dst->shape[nd - 2];
 #ifdef _OPENMP
-  if (rows > 1 && rows * dst->shape[nd - 1] * a->shape[nd - 1] >= PAR_MIN_MACS && omp_get_max_threads() > 1) {
-    #pragma omp parallel for schedule(static)
+  int64_t macs = rows * dst->shape[nd - 1] * a->shape[nd - 1];
+  int nt = rows > 1 && macs >= PAR_MIN_MACS ? gl_cpu_team_size(macs) : 1;
+  if (nt > 1) {
+    #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) int_one_row(fn, dst, a, b, r);
+    gl_cpu_team_done(nt);
     return GL_OK;
   }
 #endif

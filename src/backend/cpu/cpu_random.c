@@ -195,7 +195,8 @@ gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_re
   int64_t per_chunk = (int64_t)CHB * (4 / wpe);
   int64_t chunks = (n + per_chunk - 1) / per_chunk;
   bool failed = false;
-  #pragma omp parallel if (n >= PAR_MIN)
+  int nt = n >= PAR_MIN ? gl_cpu_team_size(n) : 1;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     chunk_buf *buf = malloc(sizeof *buf);
     if (buf == NULL) {

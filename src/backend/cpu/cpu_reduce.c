@@ -20,7 +20,7 @@
 ** consecutive blocks are combined by a binary-counter cascade (pairwise over blocks),
 ** so the error grows with log(n), not n (the same for blocks of rows in the outer
 ** shape). OpenMP splits independent outputs (or, for few outputs, the reduced range)
-** across threads above PAR_MIN elements, on the cores that are free (team_size).
+** across threads above PAR_MIN elements, on the cores that are free (gl_cpu_team_size).
 */
 #include <math.h>
 #include <stdio.h>
@@ -606,14 +606,23 @@ static bool is_native(gl_dtype t, int ct) {
          (ct == CT_I64 && t == GL_INT64);
 }
 
-static int max_threads(void) {
+/* OpenMP's thread count as it was at the first call: OpenBLAS's set_num_threads (which
+** gl_cpu_blas_threads calls) changes omp_get_max_threads() afterwards. */
+int gl_cpu_max_threads(void) {
 #ifdef _OPENMP
-  int n = omp_get_max_threads();
-  return n > MAX_THREADS ? MAX_THREADS : n;
+  static _Atomic int n = 0;
+  int v = n;
+  if (v == 0) {
+    v = omp_get_max_threads();
+    v = v > MAX_THREADS ? MAX_THREADS : v < 1 ? 1 : v;
+    n = v;
+  }
+  return v;
 #else
   return 1;
 #endif
 }
+#define max_threads gl_cpu_max_threads
 
 #ifdef __linux__
 static _Atomic int64_t load_read_ms = -1000, team_end_ms = -1000;
@@ -633,7 +642,7 @@ static int64_t now_ms(void) {
 ** /proc/loadavg's instantaneous "running" field (read at most every 20 ms) less this
 ** thread and, for a few ms after a parallel region, our own spinning workers. An
 ** explicit OMP_NUM_THREADS is obeyed as it is. */
-static int team_size(int64_t work) {
+int gl_cpu_team_size(int64_t work) {
   int nt = max_threads();
   if (nt <= 1 || work < PAR_MIN) return 1;
 #if defined(__linux__) && defined(_OPENMP)
@@ -654,12 +663,13 @@ static int team_size(int64_t work) {
   }
   int free_cores = omp_get_num_procs() - load_others;
   if (free_cores < nt) nt = free_cores < 1 ? 1 : free_cores;
+  if (nt > 1) { team_last = nt; team_end_ms = t; }   /* gl_cpu_team_done moves the time on */
 #endif
   return nt;
 }
 
 /* Notes the end of a parallel region of nt threads (their workers spin for a while). */
-static void team_done(int nt) {
+void gl_cpu_team_done(int nt) {
 #ifdef __linux__
   if (nt > 1) { team_last = nt; team_end_ms = now_ms(); }
 #else
@@ -830,7 +840,7 @@ static rval pass(const rjob *j, int kid, const char *base, double a, double p, b
     part[t] = kf->fin(&st);
     if (t == 0) used = nt;
   }
-  team_done(used);
+  gl_cpu_team_done(used);
 #else
   {
     kstate st;
@@ -938,7 +948,7 @@ static void run_inner(const rjob *j) {
   if (big && j->M >= 4 * j->nt) {
     #pragma omp parallel for schedule(static) num_threads(j->nt)
     for (int64_t o = 0; o < j->M; o++) inner_output(j, o, false);
-    team_done(j->nt);
+    gl_cpu_team_done(j->nt);
     return;
   }
   for (int64_t o = 0; o < j->M; o++) inner_output(j, o, big);
@@ -1148,7 +1158,7 @@ static gl_status run_outer(const rjob *j) {
     for (int64_t it = 0; it < items; it++) if (ok) outer_item(j, &w, jk, cw, it);
     if (ok) free(w.mem);
   }
-  if (par) team_done(j->nt);
+  if (par) gl_cpu_team_done(j->nt);
   return failed ? gl_fail(GL_ENOMEM, "out of memory for a reduction's work rows") : GL_OK;
 }
 
@@ -1199,7 +1209,7 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
   j.np = sort_merge(j.kd, j.np, true);
   j.nr = sort_merge(j.rd, j.nr, false);
   if (j.K == 0) { j.nr = 1; j.rd[0] = (rdim){ 0, 1, 0 }; }
-  j.nt = team_size(j.M * (j.K > 0 ? j.K : 1));
+  j.nt = gl_cpu_team_size(j.M * (j.K > 0 ? j.K : 1));
   bool inner;
   if (j.np == 0 || j.K == 0) inner = true;
   else if (j.nr == 0) inner = false;
@@ -1239,7 +1249,7 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
   char *db = gl_array_data(dst);
   conv_fn cv = convs[sdt][ct];
   store_fn stf = stores[ddt][ct];
-  int nt = team_size(dst->size);
+  int nt = gl_cpu_team_size(dst->size);
   bool par = nt > 1 && items > 1;
   #pragma omp parallel for schedule(static) num_threads(par ? nt : 1)
   for (int64_t it = 0; it < items; it++) {
@@ -1268,6 +1278,6 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
       }
     }
   }
-  if (par) team_done(nt);
+  if (par) gl_cpu_team_done(nt);
   return GL_OK;
 }
