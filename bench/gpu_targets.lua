@@ -1,8 +1,12 @@
--- bench/gpu_targets.lua — the issue-4 figures on a GPU, printed as lines:
---   add 2^28 float32 (GB/s), sum 2^28 (GB/s), copy 2^28 (GB/s), 1-element add per op (us),
---   matmul 8192 float32 / bfloat16 (TFLOP/s).  Twin: bench/gpu_targets.py (CuPy, PyTorch).
+-- bench/gpu_targets.lua — the issue-4/5 figures on a GPU, one line each,
+--   RESULT gpulua <figure> <value>
+-- figures: copy, add, sum, uniform, normal (GB/s over 2^28 float32, device time from CUDA
+-- events, best of 10) and add1 (us per op, wall time of a 20000-op Lua loop of a
+-- 1-element add). GPU_TARGETS_MATMUL=1 adds matmul_f32 / matmul_bf16 (TFLOP/s at 8192).
+-- Twin: bench/gpu_targets.py (PyTorch, CuPy), which also prints the table of all three.
 local gpu = require "gpu"
 local dev = os.getenv("GPULUA_BENCH_DEVICE") or "cuda"
+
 local function best(n, f)
   local e0, e1, b = gpu.event(dev), gpu.event(dev), math.huge
   f()
@@ -12,27 +16,43 @@ local function best(n, f)
   end
   return b / 1e3          -- seconds
 end
+
+local function result(figure, value)
+  print(("RESULT gpulua %s %.4f"):format(figure, value))
+  io.stdout:flush()
+end
+
 local N = 2 ^ 28
+local GB = 4 * N / 1e9    -- one pass over 2^28 float32, in GB
 local a, b = gpu.ones(N, { device = dev }), gpu.ones(N, { device = dev })
 local c
-local t = best(10, function() c = a:copy() end)
-print(("gpulua copy 2^28 f32: %.0f GB/s"):format(2 * 4 * N / t / 1e9))
-t = best(10, function() c = a + b end)
-print(("gpulua add 2^28 f32: %.0f GB/s"):format(3 * 4 * N / t / 1e9))
-t = best(10, function() c = a:sum() end)
-print(("gpulua sum 2^28 f32: %.0f GB/s (value %s)"):format(4 * N / t / 1e9, tostring(c:item())))
+result("copy", 2 * GB / best(10, function() c = a:copy() end))
+result("add", 3 * GB / best(10, function() c = a + b end))
+c = nil
+result("sum", GB / best(10, function() c = a:sum() end))
 a, b, c = nil, nil, nil
 collectgarbage()
+result("uniform", GB / best(10, function() c = gpu.random.rand(N, { device = dev }) end))
+c = nil
+result("normal", GB / best(10, function() c = gpu.random.randn(N, { device = dev }) end))
+c = nil
+collectgarbage()
+gpu.empty_cache(dev)
+
 local x, y = gpu.ones(1, { device = dev }), gpu.ones(1, { device = dev })
+for _ = 1, 1000 do c = x + y end           -- warm: allocator cache, the kernel's module
 local n = 20000
 gpu.synchronize(dev)
 local t0 = gpu.clock()
 for _ = 1, n do c = x + y end
 gpu.synchronize(dev)
-print(("gpulua 1-element add: %.2f us/op (wall, Lua loop)"):format((gpu.clock() - t0) / n * 1e6))
-for _, dt in ipairs { "float32", "bfloat16" } do
-  local m1 = gpu.random.rand(8192, 8192, { device = dev, dtype = dt })
-  local m2 = gpu.random.rand(8192, 8192, { device = dev, dtype = dt })
-  t = best(5, function() c = m1:matmul(m2) end)
-  print(("gpulua matmul 8192 %s: %.1f TFLOP/s"):format(dt, 2 * 8192 ^ 3 / t / 1e12))
+result("add1", (gpu.clock() - t0) / n * 1e6)
+
+if os.getenv("GPU_TARGETS_MATMUL") == "1" then
+  for _, dt in ipairs { "float32", "bfloat16" } do
+    local m1 = gpu.random.rand(8192, 8192, { device = dev, dtype = dt })
+    local m2 = gpu.random.rand(8192, 8192, { device = dev, dtype = dt })
+    local t = best(5, function() c = m1:matmul(m2) end)
+    result(dt == "float32" and "matmul_f32" or "matmul_bf16", 2 * 8192 ^ 3 / t / 1e12)
+  end
 end

@@ -93,6 +93,50 @@ static inline unsigned gl_kblocks(int64_t n) {
   return (unsigned)(b > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : b < 1 ? 1 : b);
 }
 
+/* ---- the vectorised fast paths ------------------------------------------------------------ */
+
+/* N elements of T moved as one access of sizeof(T) * N bytes (a power of two up to 16):
+** 16 bytes of S is one 128-bit load or store. The address must be aligned to the size. */
+template <class T, int N>
+struct alignas(sizeof(T) * N) gl_pack { T v[N]; };
+
+/* The fast paths index with 32 bits; their launchers cut bigger arrays into launches of
+** this many elements (a multiple of every vector width, so alignment carries over). With
+** the unrolled grid-stride loops, indices stay below 2^31 + one grid of threads. */
+#define GL_KCHUNK ((int64_t)1 << 30)
+
+/* Elements of type T in 16 bytes. */
+template <class T> struct gl_vw { enum { n = 16 / sizeof(T) }; };
+
+static inline bool gl_kaligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* Blocks of GL_KTHREADS resident per multiprocessor in the fast paths' grids: their kernels
+** keep to 64 registers (__launch_bounds__(GL_KTHREADS, GL_KBLOCKS_PER_SM)), so the grid is
+** one full wave and a grid-stride loop leaves no tail wave. */
+#define GL_KBLOCKS_PER_SM 4
+
+/* The current device's multiprocessor count, asked once per device (per .cu file). Only
+** grids of more than a few dozen blocks ask, so small ops pay nothing for it. */
+static inline int gl_ksm_count(void) {
+  static int cache[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 16;
+  int v = __atomic_load_n(&cache[dev], __ATOMIC_RELAXED);
+  if (v > 0) return v;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) return 16;
+  __atomic_store_n(&cache[dev], v, __ATOMIC_RELAXED);
+  return v;
+}
+
+/* Blocks for a grid-stride loop over 'units' per-thread work items: one thread per item up
+** to one full wave of the device (GL_KBLOCKS_PER_SM blocks per multiprocessor). */
+static inline unsigned gl_kgrid(int64_t units) {
+  int64_t b = (units + GL_KTHREADS - 1) / GL_KTHREADS;
+  if (b <= 32) return (unsigned)(b < 1 ? 1 : b);
+  int64_t cap = (int64_t)gl_ksm_count() * GL_KBLOCKS_PER_SM;
+  return (unsigned)(b < cap ? b : cap);
+}
+
 /* The error of the launch just made (clears it; a sticky one stays for the host to see). */
 static inline int gl_klaunched(void) { return (int)cudaGetLastError(); }
 

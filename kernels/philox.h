@@ -62,10 +62,16 @@
 /* One round on (c0..c3) with key (k0, k1), in place: cuRAND's _philox4x32round. */
 GL_HD void gl_philox_round(uint32_t *c0, uint32_t *c1, uint32_t *c2, uint32_t *c3,
                            uint32_t k0, uint32_t k1) {
+#ifdef __CUDA_ARCH__
+  /* the same products as 32-bit high and low halves: nvcc otherwise keeps 64-bit values */
+  uint32_t hi0 = __umulhi(GL_PHILOX_M0, *c0), lo0 = GL_PHILOX_M0 * *c0;
+  uint32_t hi1 = __umulhi(GL_PHILOX_M1, *c2), lo1 = GL_PHILOX_M1 * *c2;
+#else
   uint64_t p0 = (uint64_t)GL_PHILOX_M0 * *c0;
   uint64_t p1 = (uint64_t)GL_PHILOX_M1 * *c2;
   uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
   uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+#endif
   uint32_t n0 = hi1 ^ *c1 ^ k0, n2 = hi0 ^ *c3 ^ k1;
   *c0 = n0; *c1 = lo1; *c2 = n2; *c3 = lo0;
 }

@@ -5,8 +5,9 @@
 ** philox.h's words equal cuRAND's curand_init(seed, 0, 4 * block) + curand4().
 **
 ** One thread per counter block, grid-stride: a thread reads its block's 4 words and
-** writes the 1, 2 or 4 elements they make. The result cannot depend on the launch
-** configuration because nothing is carried from one block to the next.
+** writes the 1, 2 or 4 elements they make with one store where dst is aligned. The result
+** cannot depend on the launch configuration because nothing is carried from one block to
+** the next.
 */
 #include "cuda_common.cuh"
 #include "philox.h"
@@ -24,109 +25,151 @@ struct gl_krand {
 
 /* ---- stores --------------------------------------------------------------------------- */
 
-template <int DT> __device__ __forceinline__ void gl_rstore_f(void *d, int64_t i, float v);
-template <> __device__ __forceinline__ void gl_rstore_f<GL_KD_FLOAT32>(void *d, int64_t i, float v) { ((float *)d)[i] = v; }
-template <> __device__ __forceinline__ void gl_rstore_f<GL_KD_FLOAT16>(void *d, int64_t i, float v) { ((uint16_t *)d)[i] = gl_f32_to_f16(v); }
-template <> __device__ __forceinline__ void gl_rstore_f<GL_KD_BFLOAT16>(void *d, int64_t i, float v) { ((uint16_t *)d)[i] = gl_f32_to_bf16(v); }
+/* A value as dtype DT stores it: floats rounded (halves to nearest even), integers wrapped
+** to the width, flags as 0/1 of the dtype. */
+template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_f(float v) {
+  if constexpr (DT == GL_KD_FLOAT16) return gl_f32_to_f16(v);
+  else if constexpr (DT == GL_KD_BFLOAT16) return gl_f32_to_bf16(v);
+  else return v;
+}
 
-template <int DT> __device__ __forceinline__ void gl_rstore_i(void *d, int64_t i, uint64_t v);
-template <> __device__ __forceinline__ void gl_rstore_i<GL_KD_INT64>(void *d, int64_t i, uint64_t v) { ((int64_t *)d)[i] = (int64_t)v; }
-template <> __device__ __forceinline__ void gl_rstore_i<GL_KD_INT32>(void *d, int64_t i, uint64_t v) { ((int32_t *)d)[i] = (int32_t)(uint32_t)v; }
-template <> __device__ __forceinline__ void gl_rstore_i<GL_KD_UINT8>(void *d, int64_t i, uint64_t v) { ((uint8_t *)d)[i] = (uint8_t)v; }
+template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_i(uint64_t v) {
+  if constexpr (DT == GL_KD_INT64) return (int64_t)v;
+  else if constexpr (DT == GL_KD_INT32) return (int32_t)(uint32_t)v;
+  else return (uint8_t)v;
+}
 
-template <int DT> __device__ __forceinline__ void gl_rstore_flag(void *d, int64_t i, bool v) {
+template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_flag(bool v) {
   typedef typename gl_dt<DT>::S S;
-  if constexpr (DT == GL_KD_FLOAT16) ((uint16_t *)d)[i] = v ? 0x3c00 : 0;
-  else if constexpr (DT == GL_KD_BFLOAT16) ((uint16_t *)d)[i] = v ? 0x3f80 : 0;
-  else ((S *)d)[i] = (S)(v ? 1 : 0);
+  if constexpr (DT == GL_KD_FLOAT16) return (uint16_t)(v ? 0x3c00 : 0);
+  else if constexpr (DT == GL_KD_BFLOAT16) return (uint16_t)(v ? 0x3f80 : 0);
+  else return (S)(v ? 1 : 0);
+}
+
+/* Elements N g .. N g + N - 1 of dst (n in all) = v: one N-element access when 'whole'
+** (dst aligned to N elements, checked by the launcher) and the group is complete, else
+** element by element. */
+template <class S, int N>
+__device__ __forceinline__ void gl_rput(S *dst, int64_t g, int64_t n, const S (&v)[N], bool whole) {
+  int64_t e = (int64_t)N * g;
+  if (whole && e + N <= n) {
+    gl_pack<S, N> pk;
+#pragma unroll
+    for (int k = 0; k < N; k++) pk.v[k] = v[k];
+    ((gl_pack<S, N> *)dst)[g] = pk;
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; k++) if (e + k < n) dst[e + k] = v[k];
+  }
+}
+
+/* Whether dst is aligned to groups of n elements of 'width' bytes (n * width a power of 2). */
+static inline bool gl_rwhole(const void *dst, int n, int width) {
+  return ((uintptr_t)dst & (uintptr_t)(n * width - 1)) == 0;
 }
 
 __device__ __forceinline__ int gl_rbits(int dt) { return dt == GL_KD_FLOAT16 ? 11 : dt == GL_KD_BFLOAT16 ? 8 : 24; }
 
 /* ---- kernels ---------------------------------------------------------------------------- */
 
+/* Every kernel walks the counter blocks j of the call (block r.offset + j, philox.h's
+** mapping), grid-stride on a grid of one wave, GL_KR_UNROLL blocks per thread and trip (so
+** the independent Philox rounds of both interleave); a thread turns its block's 4 words
+** into the 1, 2 or 4 elements they make and stores them with one access. Nothing is carried
+** between blocks, so the numbers do not depend on the launch. */
+#define GL_KR_UNROLL 2
+#define GL_KR_LOOP(j, nb)                                                                        \
+  for (int64_t j##0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j##0 < (nb);               \
+       j##0 += (int64_t)GL_KR_UNROLL * blockDim.x * gridDim.x)                                   \
+    _Pragma("unroll") for (int u_ = 0; u_ < GL_KR_UNROLL; u_++)                                  \
+      if (int64_t j = j##0 + (int64_t)u_ * blockDim.x * gridDim.x; j < (nb))
+
 /* uniform / normal into float32, float16, bfloat16: 4 elements per block. */
 template <int DT, bool NORMAL>
-__global__ void gl_krandom_f(void *dst, int64_t n, gl_krand r) {
+__global__ void __launch_bounds__(GL_KTHREADS, GL_KBLOCKS_PER_SM)
+gl_krandom_f(typename gl_dt<DT>::S *dst, int64_t n, gl_krand r, bool whole) {
+  typedef typename gl_dt<DT>::S S;
   int64_t nb = (n + 3) / 4;
   float lo = (float)r.a, span = (float)(r.b - r.a), mean = (float)r.a, sd = (float)r.b;
   int bits = gl_rbits(DT);
-  GL_KLOOP(j, nb) {
+  GL_KR_LOOP(j, nb) {
     uint32_t w[4];
     gl_philox_block(r.seed, r.offset + (uint64_t)j, w);
-    float v[4];
+    S v[4];
     if (NORMAL) {
       float z0, z1, z2, z3;
       gl_rand_normal2f(w[0], w[1], &z0, &z1);
       gl_rand_normal2f(w[2], w[3], &z2, &z3);
-      v[0] = fmaf(sd, z0, mean); v[1] = fmaf(sd, z1, mean);
-      v[2] = fmaf(sd, z2, mean); v[3] = fmaf(sd, z3, mean);
+      v[0] = gl_rcvt_f<DT>(fmaf(sd, z0, mean)); v[1] = gl_rcvt_f<DT>(fmaf(sd, z1, mean));
+      v[2] = gl_rcvt_f<DT>(fmaf(sd, z2, mean)); v[3] = gl_rcvt_f<DT>(fmaf(sd, z3, mean));
     } else {
 #pragma unroll
-      for (int k = 0; k < 4; k++) v[k] = fmaf(span, gl_rand_u01f(w[k], bits), lo);
+      for (int k = 0; k < 4; k++) v[k] = gl_rcvt_f<DT>(fmaf(span, gl_rand_u01f(w[k], bits), lo));
     }
-    int64_t e = 4 * j;
-    if (DT == GL_KD_FLOAT32 && e + 3 < n && ((uintptr_t)dst & 15) == 0) {
-      ((float4 *)dst)[j] = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; k++) if (e + k < n) gl_rstore_f<DT>(dst, e + k, v[k]);
-    }
+    gl_rput<S, 4>(dst, j, n, v, whole);
   }
 }
 
 /* uniform / normal into float64: 2 elements per block. */
 template <bool NORMAL>
-__global__ void gl_krandom_d(double *dst, int64_t n, gl_krand r) {
+__global__ void __launch_bounds__(GL_KTHREADS, GL_KBLOCKS_PER_SM)
+gl_krandom_d(double *dst, int64_t n, gl_krand r, bool whole) {
   int64_t nb = (n + 1) / 2;
-  GL_KLOOP(j, nb) {
+  GL_KR_LOOP(j, nb) {
     uint32_t w[4];
     gl_philox_block(r.seed, r.offset + (uint64_t)j, w);
     uint64_t x0 = gl_rand_u64(w[0], w[1]), x1 = gl_rand_u64(w[2], w[3]);
-    double v0, v1;
+    double v[2];
     if (NORMAL) {
       double z0, z1;
       gl_rand_normal2d(x0, x1, &z0, &z1);
-      v0 = fma(r.b, z0, r.a); v1 = fma(r.b, z1, r.a);
+      v[0] = fma(r.b, z0, r.a); v[1] = fma(r.b, z1, r.a);
     } else {
-      v0 = fma(r.b - r.a, gl_rand_u01d(x0), r.a); v1 = fma(r.b - r.a, gl_rand_u01d(x1), r.a);
+      v[0] = fma(r.b - r.a, gl_rand_u01d(x0), r.a); v[1] = fma(r.b - r.a, gl_rand_u01d(x1), r.a);
     }
-    dst[2 * j] = v0;
-    if (2 * j + 1 < n) dst[2 * j + 1] = v1;
+    gl_rput<double, 2>(dst, j, n, v, whole);
   }
 }
 
 /* integers lo + [0, range): 2 per block when range <= 2^32, else 1 (128 bits each). */
 template <int DT>
-__global__ void gl_krandom_int(void *dst, int64_t n, gl_krand r) {
+__global__ void __launch_bounds__(GL_KTHREADS, GL_KBLOCKS_PER_SM)
+gl_krandom_int(typename gl_dt<DT>::S *dst, int64_t n, gl_krand r, bool whole) {
+  typedef typename gl_dt<DT>::S S;
   bool small = r.range != 0 && r.range <= ((uint64_t)1 << 32);
   int64_t nb = small ? (n + 1) / 2 : n;
   uint64_t lo = (uint64_t)r.lo;
-  GL_KLOOP(j, nb) {
+  GL_KR_LOOP(j, nb) {
     uint32_t w[4];
     gl_philox_block(r.seed, r.offset + (uint64_t)j, w);
     uint64_t x0 = gl_rand_u64(w[0], w[1]), x1 = gl_rand_u64(w[2], w[3]);
     if (small) {
-      gl_rstore_i<DT>(dst, 2 * j, lo + gl_rand_mulhi_small(x0, r.range));
-      if (2 * j + 1 < n) gl_rstore_i<DT>(dst, 2 * j + 1, lo + gl_rand_mulhi_small(x1, r.range));
+      S v[2] = { gl_rcvt_i<DT>(lo + gl_rand_mulhi_small(x0, r.range)),
+                 gl_rcvt_i<DT>(lo + gl_rand_mulhi_small(x1, r.range)) };
+      gl_rput<S, 2>(dst, j, n, v, whole);
     } else {
-      gl_rstore_i<DT>(dst, j, lo + gl_rand_mulhi128(x0, x1, r.range));
+      dst[j] = gl_rcvt_i<DT>(lo + gl_rand_mulhi128(x0, x1, r.range));
     }
   }
 }
 
 /* 1 when w * 2^-32 < p (p scalar or per element): 4 per block. */
 template <int DT>
-__global__ void gl_krandom_bernoulli(void *dst, int64_t n, gl_krand r) {
+__global__ void __launch_bounds__(GL_KTHREADS, GL_KBLOCKS_PER_SM)
+gl_krandom_bernoulli(typename gl_dt<DT>::S *dst, int64_t n, gl_krand r, bool whole) {
+  typedef typename gl_dt<DT>::S S;
   int64_t nb = (n + 3) / 4;
-  GL_KLOOP(j, nb) {
+  GL_KR_LOOP(j, nb) {
     uint32_t w[4];
     gl_philox_block(r.seed, r.offset + (uint64_t)j, w);
+    S v[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
       int64_t e = 4 * j + k;
-      if (e < n) gl_rstore_flag<DT>(dst, e, (double)w[k] * 0x1p-32 < (r.p ? r.p[e] : r.a));
+      double p = r.p ? (e < n ? r.p[e] : 0.0) : r.a;
+      v[k] = gl_rcvt_flag<DT>((double)w[k] * 0x1p-32 < p);
     }
+    gl_rput<S, 4>(dst, j, n, v, whole);
   }
 }
 
@@ -141,42 +184,46 @@ extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int6
   int epb = 4;                                    /* elements per block */
   if (dist == GL_KR_UNIFORM || dist == GL_KR_NORMAL) epb = dt == GL_KD_FLOAT64 ? 2 : 4;
   else if (dist == GL_KR_INTEGERS) epb = range != 0 && range <= ((uint64_t)1 << 32) ? 2 : 1;
-  unsigned grid = gl_kblocks((n + epb - 1) / epb);
+  int64_t nb = (n + epb - 1) / epb;
+  unsigned grid = gl_kgrid((nb + GL_KR_UNROLL - 1) / GL_KR_UNROLL);
   bool normal = dist == GL_KR_NORMAL;
+#define GL_RLAUNCH(kernel, DT, ...)                                                              \
+  kernel<<<grid, GL_KTHREADS, 0, s>>>((typename gl_dt<DT>::S *)dst, n, r,                       \
+                                      gl_rwhole(dst, epb, (int)sizeof(typename gl_dt<DT>::S)))
   switch (dist) {
     case GL_KR_UNIFORM: case GL_KR_NORMAL:
       switch (dt) {
         case GL_KD_FLOAT32:
-          if (normal) gl_krandom_f<GL_KD_FLOAT32, true><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r);
-          else gl_krandom_f<GL_KD_FLOAT32, false><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r);
+          if (normal) GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT32, true>), GL_KD_FLOAT32);
+          else GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT32, false>), GL_KD_FLOAT32);
           break;
         case GL_KD_FLOAT16:
-          if (normal) gl_krandom_f<GL_KD_FLOAT16, true><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r);
-          else gl_krandom_f<GL_KD_FLOAT16, false><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r);
+          if (normal) GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT16, true>), GL_KD_FLOAT16);
+          else GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT16, false>), GL_KD_FLOAT16);
           break;
         case GL_KD_BFLOAT16:
-          if (normal) gl_krandom_f<GL_KD_BFLOAT16, true><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r);
-          else gl_krandom_f<GL_KD_BFLOAT16, false><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r);
+          if (normal) GL_RLAUNCH((gl_krandom_f<GL_KD_BFLOAT16, true>), GL_KD_BFLOAT16);
+          else GL_RLAUNCH((gl_krandom_f<GL_KD_BFLOAT16, false>), GL_KD_BFLOAT16);
           break;
         case GL_KD_FLOAT64:
-          if (normal) gl_krandom_d<true><<<grid, GL_KTHREADS, 0, s>>>((double *)dst, n, r);
-          else gl_krandom_d<false><<<grid, GL_KTHREADS, 0, s>>>((double *)dst, n, r);
+          if (normal) GL_RLAUNCH(gl_krandom_d<true>, GL_KD_FLOAT64);
+          else GL_RLAUNCH(gl_krandom_d<false>, GL_KD_FLOAT64);
           break;
         default: return GL_KERR_NOTSUP;
       }
       break;
     case GL_KR_INTEGERS:
       switch (dt) {
-        case GL_KD_INT64: gl_krandom_int<GL_KD_INT64><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r); break;
-        case GL_KD_INT32: gl_krandom_int<GL_KD_INT32><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r); break;
-        case GL_KD_UINT8: gl_krandom_int<GL_KD_UINT8><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r); break;
+        case GL_KD_INT64: GL_RLAUNCH(gl_krandom_int<GL_KD_INT64>, GL_KD_INT64); break;
+        case GL_KD_INT32: GL_RLAUNCH(gl_krandom_int<GL_KD_INT32>, GL_KD_INT32); break;
+        case GL_KD_UINT8: GL_RLAUNCH(gl_krandom_int<GL_KD_UINT8>, GL_KD_UINT8); break;
         default: return GL_KERR_NOTSUP;
       }
       break;
     case GL_KR_BERNOULLI:
       switch (dt) {
 #define GL_BERN(DN, DTY, DK, DE) \
-        case DE: gl_krandom_bernoulli<DE><<<grid, GL_KTHREADS, 0, s>>>(dst, n, r); break;
+        case DE: GL_RLAUNCH(gl_krandom_bernoulli<DE>, DE); break;
         GL_FOREACH_DTYPE(GL_BERN)
 #undef GL_BERN
         default: return GL_KERR_NOTSUP;
@@ -184,5 +231,6 @@ extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int6
       break;
     default: return GL_KERR_NOTSUP;
   }
+#undef GL_RLAUNCH
   return gl_klaunched();
 }

@@ -33,14 +33,19 @@ template <> struct gl_ct<CTK_I64> { typedef int64_t VT; typedef uint64_t AT; };
 
 /* A stored element of dtype SDT as compute type CTK (as cpu_reduce.c's conversions). */
 template <int SDT, int CTK>
-__device__ __forceinline__ typename gl_ct<CTK>::VT gl_rload(const typename gl_dt<SDT>::S *p, int64_t off) {
-  auto v = gl_cv<SDT>::load(p[off]);
+__device__ __forceinline__ typename gl_ct<CTK>::VT gl_rconv(typename gl_dt<SDT>::S x) {
+  auto v = gl_cv<SDT>::load(x);
   if constexpr (CTK == CTK_I64) {
     if constexpr (gl_dt<SDT>::fam == 2) return (int64_t)v;
     else return gl_f2i64((double)v);
   } else {
     return (typename gl_ct<CTK>::VT)v;
   }
+}
+
+template <int SDT, int CTK>
+__device__ __forceinline__ typename gl_ct<CTK>::VT gl_rload(const typename gl_dt<SDT>::S *p, int64_t off) {
+  return gl_rconv<SDT, CTK>(p[off]);
 }
 
 template <class V> __device__ __forceinline__ bool gl_isnan(V v) { return v != v; }
@@ -237,31 +242,128 @@ gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part
   }
 }
 
+/* ---- the full-reduction pass: one contiguous run of K elements ------------------------------ */
+
+/* Whether gl_k_rfull has a kernel for (kind, source dtype, compute type): the compute type
+** a source dtype gets by default (float for float32/float16/bfloat16, double for float64,
+** int64 for integers and bool) and the kinds of sum, mean, var, max, min, all, any,
+** logsumexp and the 1- and 2-norms. The rest (prod, argmax, other norms, other compute
+** types) take gl_k_rpass. */
+static bool gl_rfull_has(int kind, int sdt, int ctk) {
+  bool natural = ctk == CTK_F32 ? (sdt == GL_KD_FLOAT32 || sdt == GL_KD_FLOAT16 || sdt == GL_KD_BFLOAT16)
+               : ctk == CTK_F64 ? sdt == GL_KD_FLOAT64
+               : (sdt == GL_KD_BOOL || sdt == GL_KD_UINT8 || sdt == GL_KD_INT32 || sdt == GL_KD_INT64);
+  if (!natural) return false;
+  switch (kind) {
+    case GL_KRK_SUM: case GL_KRK_MAX: case GL_KRK_MIN: case GL_KRK_ALL: case GL_KRK_ANY: return true;
+    case GL_KRK_SUMABS: case GL_KRK_SUMSQ: case GL_KRK_SUMDEV: case GL_KRK_SUMEXP: return ctk != CTK_I64;
+    default: return false;
+  }
+}
+
+/* One partial per block (part[blockIdx.x]) of a reduction of x[0..K) — the same element
+** maps, accumulators and NaN rules as gl_k_rpass, read 16 bytes at a time: the elements
+** before x's first 16-byte boundary and after the last whole vector take one thread each,
+** the vectors go grid-stride, U of them in flight per thread before any is folded in (4, or
+** 2 where 16 bytes hold 8 or 16 elements or exp is costly: more would spill registers).
+** Float sums accumulate in double per thread (as gl_k_rpass), then warp shuffles and the
+** block's tree; the grid (and so the result) depends only on K and the device. */
+template <int SDT, int CTK, int KIND>
+__global__ void __launch_bounds__(GL_KTHREADS, GL_KBLOCKS_PER_SM)
+gl_k_rfull(const typename gl_dt<SDT>::S *x, int64_t K, gl_part *part, const double *param, double p_) {
+  typedef typename gl_dt<SDT>::S S;
+  typedef typename gl_ct<CTK>::VT V;
+  typedef typename gl_ct<CTK>::AT A;
+  constexpr int VEC = gl_vw<S>::n, U = VEC >= 8 || KIND == GL_KRK_SUMEXP ? 2 : 4;
+  typedef gl_pack<S, VEC> PI;
+  constexpr bool SUMS = KIND <= GL_KRK_SUMNZ, EXT = KIND >= GL_KRK_MAX && KIND <= GL_KRK_MINABS;
+  constexpr bool MAX = KIND == GL_KRK_MAX || KIND == GL_KRK_MAXABS, ABS = KIND == GL_KRK_MAXABS || KIND == GL_KRK_MINABS;
+  __shared__ double sf[GL_KTHREADS / 32];
+  __shared__ uint64_t su[GL_KTHREADS / 32];
+  __shared__ int64_t si[GL_KTHREADS / 32];
+  const V a = param ? (V)param[0] : (V)0, p = (V)p_;
+  A acc = 0;                                          /* sums */
+  int64_t fl = KIND == GL_KRK_ALL ? 1 : 0;            /* all, any */
+  V m;                                                /* max, min */
+  if constexpr (CTK == CTK_I64) m = MAX ? INT64_MIN : INT64_MAX;
+  else m = MAX ? (V)-INFINITY : (V)INFINITY;
+  auto step = [&](S s) {
+    V v = gl_rconv<SDT, CTK>(s);
+    if constexpr (SUMS) {
+      if constexpr (CTK == CTK_I64) acc += (A)v;
+      else acc += (A)gl_map<V>(KIND, v, a, p);
+    } else if constexpr (EXT) {
+      m = gl_ext<V>(m, ABS ? gl_abs(v) : v, MAX);
+    } else if constexpr (KIND == GL_KRK_ALL) {
+      fl &= (int64_t)(v != 0);
+    } else {
+      fl |= (int64_t)(v != 0);
+    }
+  };
+  int64_t head = (int64_t)(((16u - ((uintptr_t)x & 15u)) & 15u) / sizeof(S));
+  if (head > K) head = K;
+  const PI *xv = (const PI *)(x + head);
+  const int64_t nv = (K - head) / VEC, rest = head + nv * VEC;
+  const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)blockDim.x * gridDim.x;
+  for (int64_t i = t; i < nv; i += U * stride) {
+    PI w[U];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (i + u * stride < nv) w[u] = xv[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (i + u * stride < nv) {
+#pragma unroll
+        for (int k = 0; k < VEC; k++) step(w[u].v[k]);
+      }
+  }
+  if (t < head) step(x[t]);
+  if (rest + t < K) step(x[rest + t]);
+  gl_part out = { 0.0, 0, 0 };
+  if constexpr (EXT) {
+    if constexpr (CTK == CTK_I64)
+      out.i = gl_group<int64_t>((int64_t)m, GL_KTHREADS, [](int64_t u, int64_t w) { return gl_ext<int64_t>(u, w, MAX); }, si);
+    else
+      out.f = gl_group<double>((double)m, GL_KTHREADS, [](double u, double w) { return gl_ext<double>(u, w, MAX); }, sf);
+  } else if constexpr (SUMS) {
+    if constexpr (CTK == CTK_I64) out.i = (int64_t)gl_group<A>(acc, GL_KTHREADS, [](A u, A w) { return u + w; }, (A *)su);
+    else out.f = (double)gl_group<A>(acc, GL_KTHREADS, [](A u, A w) { return u + w; }, (A *)sf);
+  } else if constexpr (KIND == GL_KRK_ALL) {
+    out.i = gl_group<int64_t>(fl, GL_KTHREADS, [](int64_t u, int64_t w) { return u & w; }, si);
+  } else {
+    out.i = gl_group<int64_t>(fl, GL_KTHREADS, [](int64_t u, int64_t w) { return u | w; }, si);
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = out;
+}
+
 /* ---- the finish kernel ------------------------------------------------------------------- */
 
-/* Folds the P partials of output o (part-major) with the pass's kind. */
+/* Two partials of a pass of 'kind' as one. */
+__device__ __forceinline__ gl_part gl_combine(gl_part a, gl_part b, int kind, int ctk) {
+  if (kind <= GL_KRK_SUMNZ) {
+    if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); else a.f += b.f;
+  } else if (kind == GL_KRK_PROD) {
+    if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); else a.f *= b.f;
+  } else if (kind <= GL_KRK_MINABS) {
+    bool max = kind == GL_KRK_MAX || kind == GL_KRK_MAXABS;
+    if (ctk == CTK_I64) a.i = gl_ext<int64_t>(a.i, b.i, max); else a.f = gl_ext<double>(a.f, b.f, max);
+  } else if (kind == GL_KRK_ALL) {
+    a.i = a.i & b.i;
+  } else if (kind == GL_KRK_ANY) {
+    a.i = a.i | b.i;
+  } else {
+    bool max = kind == GL_KRK_ARGMAX;
+    if (ctk == CTK_I64) gl_argpick<int64_t>(a.i, a.idx, b.i, b.idx, max);
+    else gl_argpick<double>(a.f, a.idx, b.f, b.idx, max);
+  }
+  return a;
+}
+
+/* Folds the P partials of output o (part-major) with the pass's kind, in order. */
 __device__ __forceinline__ gl_part gl_fold(const gl_part *part, int64_t M, int64_t P, int64_t o,
                                            int kind, int ctk) {
   gl_part a = part[o];
-  for (int64_t q = 1; q < P; q++) {
-    gl_part b = part[q * M + o];
-    if (kind <= GL_KRK_SUMNZ) {
-      if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); else a.f += b.f;
-    } else if (kind == GL_KRK_PROD) {
-      if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); else a.f *= b.f;
-    } else if (kind <= GL_KRK_MINABS) {
-      bool max = kind == GL_KRK_MAX || kind == GL_KRK_MAXABS;
-      if (ctk == CTK_I64) a.i = gl_ext<int64_t>(a.i, b.i, max); else a.f = gl_ext<double>(a.f, b.f, max);
-    } else if (kind == GL_KRK_ALL) {
-      a.i = a.i & b.i;
-    } else if (kind == GL_KRK_ANY) {
-      a.i = a.i | b.i;
-    } else {
-      bool max = kind == GL_KRK_ARGMAX;
-      if (ctk == CTK_I64) gl_argpick<int64_t>(a.i, a.idx, b.i, b.idx, max);
-      else gl_argpick<double>(a.f, a.idx, b.f, b.idx, max);
-    }
-  }
+  for (int64_t q = 1; q < P; q++) a = gl_combine(a, part[q * M + o], kind, ctk);
   return a;
 }
 
@@ -278,53 +380,94 @@ enum {
   GL_KF_SHIFT       /* parameter: the value where finite, else 0 */
 };
 
+/* Output o from its folded partial a: the result into dst, or (pout) a parameter of the
+** next pass. */
+template <int DDT>
+__device__ __forceinline__ void gl_rfinish_one(const gl_kred &r, gl_part a, int64_t o, int ctk, int how,
+                                               double param, double *pout, const double *shift,
+                                               typename gl_dt<DDT>::S *dst) {
+  bool f32 = ctk == CTK_F32;
+  double v = a.f;
+  if (f32) v = (double)(float)v;                /* the sum as the CT had it */
+  bool isint = false;
+  int64_t iv = 0;
+  switch (how) {
+    case GL_KF_VALUE:
+      if (ctk == CTK_I64) { isint = true; iv = a.i; }
+      break;
+    case GL_KF_INT: isint = true; iv = a.i; break;
+    case GL_KF_INDEX: isint = true; iv = a.idx; break;
+    case GL_KF_MEAN: v = v / (double)r.K; break;
+    case GL_KF_VAR: {
+      double d = (double)r.K - param;
+      v = v / (d > 0 ? d : 0.0);
+      break;
+    }
+    case GL_KF_SQRT: v = sqrt(v); break;
+    case GL_KF_ROOT: v = pow(v, 1.0 / param); break;
+    case GL_KF_LSE: v = log(v) + shift[o]; break;
+    case GL_KF_SHIFT: v = isfinite(v) ? v : 0.0; break;
+    default: break;
+  }
+  if (f32) v = (double)(float)v;
+  if (pout) { pout[o] = v; return; }
+  int64_t so, dof;
+  gl_kept_offsets(r, o, &so, &dof);
+  if (isint) dst[dof] = gl_cv<DDT>::store_i(iv);
+  else dst[dof] = gl_cv<DDT>::store_f(v);
+}
+
+/* One thread per output, folding its P partials in order. */
 template <int DDT>
 __global__ void gl_k_rfinish(const gl_kred r, const gl_part *part, int64_t P, int kind, int ctk,
                              int how, double param, double *pout, const double *shift,
                              typename gl_dt<DDT>::S *dst) {
-  GL_KLOOP(o, r.M) {
-    gl_part a = gl_fold(part, r.M, P, o, kind, ctk);
-    bool f32 = ctk == CTK_F32;
-    double v = a.f;
-    if (f32) v = (double)(float)v;                /* the sum as the CT had it */
-    bool isint = false;
-    int64_t iv = 0;
-    switch (how) {
-      case GL_KF_VALUE:
-        if (ctk == CTK_I64) { isint = true; iv = a.i; }
-        break;
-      case GL_KF_INT: isint = true; iv = a.i; break;
-      case GL_KF_INDEX: isint = true; iv = a.idx; break;
-      case GL_KF_MEAN: v = v / (double)r.K; break;
-      case GL_KF_VAR: {
-        double d = (double)r.K - param;
-        v = v / (d > 0 ? d : 0.0);
-        break;
-      }
-      case GL_KF_SQRT: v = sqrt(v); break;
-      case GL_KF_ROOT: v = pow(v, 1.0 / param); break;
-      case GL_KF_LSE: v = log(v) + shift[o]; break;
-      case GL_KF_SHIFT: v = isfinite(v) ? v : 0.0; break;
-      default: break;
-    }
-    if (f32) v = (double)(float)v;
-    if (pout) { pout[o] = v; continue; }
-    int64_t so, dof;
-    gl_kept_offsets(r, o, &so, &dof);
-    if (isint) dst[dof] = gl_cv<DDT>::store_i(iv);
-    else dst[dof] = gl_cv<DDT>::store_f(v);
+  GL_KLOOP(o, r.M) gl_rfinish_one<DDT>(r, gl_fold(part, r.M, P, o, kind, ctk), o, ctk, how, param, pout, shift, dst);
+}
+
+/* A single output (M = 1, a full reduction): one block folds the P partials, each thread a
+** fixed share, then a tree in shared memory, in an order fixed by P alone (deterministic).
+** A thread that drew no partial stays out of the tree. */
+template <int DDT>
+__global__ void __launch_bounds__(GL_KTHREADS)
+gl_k_rfinish1(const gl_kred r, const gl_part *part, int64_t P, int kind, int ctk, int how, double param,
+              double *pout, const double *shift, typename gl_dt<DDT>::S *dst) {
+  __shared__ gl_part sp[GL_KTHREADS];
+  __shared__ bool sh[GL_KTHREADS];
+  const int t = threadIdx.x;
+  gl_part a = { 0.0, 0, 0 };
+  bool have = false;
+  for (int64_t q = t; q < P; q += GL_KTHREADS) {
+    a = have ? gl_combine(a, part[q], kind, ctk) : part[q];
+    have = true;
   }
+  sp[t] = a;
+  sh[t] = have;
+  __syncthreads();
+  for (int w = GL_KTHREADS / 2; w > 0; w /= 2) {
+    if (t < w && sh[t + w]) {
+      sp[t] = sh[t] ? gl_combine(sp[t], sp[t + w], kind, ctk) : sp[t + w];
+      sh[t] = true;
+    }
+    __syncthreads();
+  }
+  if (t == 0) gl_rfinish_one<DDT>(r, sp[0], 0, ctk, how, param, pout, shift, dst);
 }
 
 /* ---- planning ------------------------------------------------------------------------------ */
 
-typedef struct gl_rplan { int G; int64_t P, chunk; } gl_rplan;
+typedef struct gl_rplan { int G; bool full; int64_t P, chunk; } gl_rplan;
 
 /* Group size and parts: G = 1 when the fastest kept axis is faster than the fastest
 ** reduced one (or nothing is reduced); else a warp, or a block for long reductions. Parts
-** until about 2^18 threads are busy, each part at least 16 elements per thread. */
+** until about 2^18 threads are busy, each part at least 16 elements per thread.
+** A full reduction of one contiguous run (M = 1, stride 1: 'full') takes one part per
+** block of gl_k_rfull's grid instead: one wave of the device, at most 1024, at least
+** 16 elements per thread; gl_k_rpass then runs with the same parts when the kind has no
+** gl_k_rfull kernel. */
 static gl_rplan plan(const gl_kred *r) {
   gl_rplan pl;
+  pl.full = r->M == 1 && r->nr == 1 && r->rss[0] == 1 && r->K > 0;
   int64_t kmin = INT64_MAX, rmin = INT64_MAX;
   for (int k = 0; k < r->nk; k++) { int64_t s = r->kss[k] < 0 ? -r->kss[k] : r->kss[k]; if (s < kmin) kmin = s; }
   for (int k = 0; k < r->nr; k++) { int64_t s = r->rss[k] < 0 ? -r->rss[k] : r->rss[k]; if (s < rmin) rmin = s; }
@@ -335,6 +478,14 @@ static gl_rplan plan(const gl_kred *r) {
   int64_t P = want / (r->M > 0 ? r->M : 1);
   if (P > pmax) P = pmax;
   if (P > 65536) P = 65536;
+  if (pl.full) {
+    P = (r->K + GL_KTHREADS * 16 - 1) / (GL_KTHREADS * 16);
+    if (P > 32) {
+      int64_t wave = (int64_t)gl_ksm_count() * GL_KBLOCKS_PER_SM;
+      if (P > wave) P = wave;
+      if (P > 1024) P = 1024;
+    }
+  }
   if (P < 1) P = 1;
   pl.chunk = r->K > 0 ? (r->K + P - 1) / P : 0;
   pl.P = pl.chunk > 0 ? (r->K + pl.chunk - 1) / pl.chunk : 1;
@@ -367,9 +518,53 @@ static int rpass_ct(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int ki
 #undef GL_PASS
 }
 
+template <int CTK, int KIND>
+static int rfull_kind(cudaStream_t s, const gl_rplan *pl, const void *src, int sdt, int64_t K, gl_part *part,
+                      const double *param, double p) {
+  unsigned blocks = (unsigned)pl->P;
+#define GL_FULL_DT(DT)                                                                          \
+  case DT:                                                                                      \
+    gl_k_rfull<DT, CTK, KIND><<<blocks, GL_KTHREADS, 0, s>>>((const typename gl_dt<DT>::S *)src, K, part, param, p); \
+    return gl_klaunched();
+  if constexpr (CTK == CTK_F32) {
+    switch (sdt) { GL_FULL_DT(GL_KD_FLOAT32) GL_FULL_DT(GL_KD_FLOAT16) GL_FULL_DT(GL_KD_BFLOAT16) default: break; }
+  } else if constexpr (CTK == CTK_F64) {
+    switch (sdt) { GL_FULL_DT(GL_KD_FLOAT64) default: break; }
+  } else if constexpr (KIND == GL_KRK_SUM || KIND == GL_KRK_MAX || KIND == GL_KRK_MIN || KIND == GL_KRK_ALL ||
+                       KIND == GL_KRK_ANY) {
+    switch (sdt) { GL_FULL_DT(GL_KD_BOOL) GL_FULL_DT(GL_KD_UINT8) GL_FULL_DT(GL_KD_INT32) GL_FULL_DT(GL_KD_INT64) default: break; }
+  }
+#undef GL_FULL_DT
+  return GL_KERR_NOTSUP;
+}
+
+template <int CTK>
+static int rfull_ct(cudaStream_t s, const gl_rplan *pl, int kind, const void *src, int sdt, int64_t K,
+                    gl_part *part, const double *param, double p) {
+  switch (kind) {
+    case GL_KRK_SUM: return rfull_kind<CTK, GL_KRK_SUM>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_SUMABS: return rfull_kind<CTK, GL_KRK_SUMABS>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_SUMSQ: return rfull_kind<CTK, GL_KRK_SUMSQ>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_SUMDEV: return rfull_kind<CTK, GL_KRK_SUMDEV>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_SUMEXP: return rfull_kind<CTK, GL_KRK_SUMEXP>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_MAX: return rfull_kind<CTK, GL_KRK_MAX>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_MIN: return rfull_kind<CTK, GL_KRK_MIN>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_ALL: return rfull_kind<CTK, GL_KRK_ALL>(s, pl, src, sdt, K, part, param, p);
+    case GL_KRK_ANY: return rfull_kind<CTK, GL_KRK_ANY>(s, pl, src, sdt, K, part, param, p);
+    default: return GL_KERR_NOTSUP;
+  }
+}
+
 static int rpass(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind, const void *src,
                  int sdt, int ctk, gl_part *part, const double *param, double p) {
   if (ctk == CTK_I64 && kind > GL_KRK_SUM && kind <= GL_KRK_SUMNZ) return GL_KERR_NOTSUP;
+  if (pl->full && gl_rfull_has(kind, sdt, ctk)) {
+    switch (ctk) {
+      case CTK_F32: return rfull_ct<CTK_F32>(s, pl, kind, src, sdt, r->K, part, param, p);
+      case CTK_F64: return rfull_ct<CTK_F64>(s, pl, kind, src, sdt, r->K, part, param, p);
+      default: return rfull_ct<CTK_I64>(s, pl, kind, src, sdt, r->K, part, param, p);
+    }
+  }
   switch (ctk) {
     case CTK_F32: return rpass_ct<CTK_F32>(s, r, pl, kind, src, sdt, part, param, p);
     case CTK_F64: return rpass_ct<CTK_F64>(s, r, pl, kind, src, sdt, part, param, p);
@@ -383,8 +578,12 @@ static int rfinish(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const g
                    void *dst, int ddt) {
 #define GL_FIN(DT)                                                                               \
   case DT:                                                                                       \
-    gl_k_rfinish<DT><<<gl_kblocks(r->M), GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, \
-                                                             pout, shift, (typename gl_dt<DT>::S *)dst); \
+    if (r->M == 1)                                                                               \
+      gl_k_rfinish1<DT><<<1, GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, pout, shift, \
+                                                 (typename gl_dt<DT>::S *)dst);                  \
+    else                                                                                         \
+      gl_k_rfinish<DT><<<gl_kblocks(r->M), GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, \
+                                                               pout, shift, (typename gl_dt<DT>::S *)dst); \
     return gl_klaunched();
   switch (ddt) {
     GL_FIN(GL_KD_BOOL) GL_FIN(GL_KD_UINT8) GL_FIN(GL_KD_INT32) GL_FIN(GL_KD_INT64)

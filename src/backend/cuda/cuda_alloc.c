@@ -41,6 +41,7 @@ typedef struct blk {
 
 struct gl_cuda_pool {
   blk *bins[2][NBINS];                       /* [large][bin] */
+  uint64_t nonempty[2][NBINS / 64];          /* bit b: bins[large][b] has a block */
   blk **hash;                                /* allocated blocks by address */
   size_t hcap, hcount;
   size_t allocated, reserved, peak;
@@ -61,7 +62,9 @@ static int bin_of(size_t size) {
 /* ---- free lists and the address table ------------------------------------------------------ */
 
 static void free_insert(gl_cuda_pool *p, blk *x) {
-  blk **head = &p->bins[x->large][bin_of(x->size)];
+  int b = bin_of(x->size);
+  blk **head = &p->bins[x->large][b];
+  p->nonempty[x->large][b / 64] |= (uint64_t)1 << (b % 64);
   x->is_free = true;
   x->fprev = NULL;
   x->fnext = *head;
@@ -71,7 +74,11 @@ static void free_insert(gl_cuda_pool *p, blk *x) {
 
 static void free_remove(gl_cuda_pool *p, blk *x) {
   if (x->fprev) x->fprev->fnext = x->fnext;
-  else p->bins[x->large][bin_of(x->size)] = x->fnext;
+  else {
+    int b = bin_of(x->size);
+    p->bins[x->large][b] = x->fnext;
+    if (x->fnext == NULL) p->nonempty[x->large][b / 64] &= ~((uint64_t)1 << (b % 64));
+  }
   if (x->fnext) x->fnext->fprev = x->fprev;
   x->fprev = x->fnext = NULL;
   x->is_free = false;
@@ -186,11 +193,25 @@ static void trim_synced(int index) {
   gl_cuda_pool_trim(index);
 }
 
+/* The first bin from 'from' on that holds a free block, or -1. */
+static int next_bin(const gl_cuda_pool *p, bool large, int from) {
+  for (int w = from / 64; w < NBINS / 64; w++) {
+    uint64_t m = p->nonempty[large][w];
+    if (w == from / 64) m &= ~(uint64_t)0 << (from % 64);
+    if (m) return w * 64 + __builtin_ctzll(m);
+  }
+  return -1;
+}
+
+/* Best fit in the first non-empty bin that has a block big enough (an exact fit at once):
+** the bitmap skips the empty bins, which are most of them on a per-op allocation. */
 static blk *find_cached(gl_cuda_pool *p, bool large, size_t req) {
-  for (int b = bin_of(req); b < NBINS; b++) {
+  for (int b = next_bin(p, large, bin_of(req)); b >= 0; b = next_bin(p, large, b + 1)) {
     blk *best = NULL;
-    for (blk *x = p->bins[large][b]; x; x = x->fnext)
+    for (blk *x = p->bins[large][b]; x; x = x->fnext) {
+      if (x->size == req) return x;
       if (x->size >= req && (best == NULL || x->size < best->size)) best = x;
+    }
     if (best) return best;
   }
   return NULL;
@@ -338,7 +359,7 @@ void gl_cuda_empty_cache(gl_device dev) {
   if (dev.type != GL_CUDA || dev.index >= GL_CUDA_MAXDEV) return;
   pthread_mutex_lock(&gl_cuda_lock);
   gl_cuda_dev *d = &gl_cuda_devs[dev.index];
-  if (d->pool && d->started && !d->broken[0] && cudaSetDevice(dev.index) == cudaSuccess)
+  if (d->pool && d->started && !d->broken[0] && gl_cuda_set_device(dev.index) == cudaSuccess)
     trim_synced(dev.index);
   cudaGetLastError();
   pthread_mutex_unlock(&gl_cuda_lock);
@@ -357,7 +378,7 @@ void gl_cuda_memory(gl_device dev, gl_meminfo *m) {
   bool broken = gl_cuda_devs[dev.index].broken[0] != '\0';
   pthread_mutex_unlock(&gl_cuda_lock);
   size_t fr = 0, total = 0;
-  if (!broken && cudaSetDevice(dev.index) == cudaSuccess && cudaMemGetInfo(&fr, &total) == cudaSuccess) {
+  if (!broken && gl_cuda_set_device(dev.index) == cudaSuccess && cudaMemGetInfo(&fr, &total) == cudaSuccess) {
     m->free = fr;
     m->total = total;
   }
