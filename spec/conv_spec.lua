@@ -25,14 +25,6 @@ end
 for _, dev in ipairs(h.devices()) do
   local o64 = { dtype = "float64", device = dev }
   describe("conv on " .. dev, function()
-    if dev ~= "cpu" then
-      it("fails cleanly where the backend has no im2col yet", function()
-        local x = gpu.ones({ 1, 1, 4, 4 }, { device = dev })
-        local ok, msg = pcall(gpu.im2col, x, { kernel = 2 })
-        if not ok then assert.matches("not supported on " .. dev, msg, 1, true) end
-      end)
-      return
-    end
 
     describe("im2col and col2im", function()
       it("lay out windows by hand (channel, then kernel row, then column)", function()
@@ -165,6 +157,42 @@ for _, dev in ipairs(h.devices()) do
       end)
     end)
 
+    describe("autocast", function()
+      -- the float32 reference and the autocast run of one layer: outputs and gradients
+      local function run(c, x, dtype)
+        c:zero_grad()
+        local xx = x:detach():requires_grad()
+        local y = dtype and gpu.autocast(dtype, function() return c(xx) end) or c(xx)
+        ;(y * y):sum():backward()
+        return y, ag.grad(xx), ag.grad(c.weight), ag.grad(c.bias)
+      end
+      for _, case in ipairs { { "bf16", 3e-2 }, { "fp16", 4e-3 } } do
+        it("conv2d under " .. case[1] .. " matches float32 within its tolerance; gradients reach float32", function()
+          local c = nn.Conv2d(4, 6, 3, { padding = 1, stride = { 1, 2 }, groups = 2, device = dev })
+          local x = gpu.random.Generator(21):normal(0, 1, { 2, 4, 7, 6 }, { device = dev })
+          local y0, gx0, gw0, gb0 = run(c, x)
+          local y, gx, gw, gb = run(c, x, case[1])
+          assert.equal("float32", y.dtype)
+          assert.same(y0.shape, y.shape)
+          h.assert_close(y, y0, case[2])
+          assert.is_true((y - y0):abs():max():item() > 0, "autocast computed in float32")
+          for _, pair in ipairs { { gx, gx0 }, { gw, gw0 }, { gb, gb0 } } do
+            assert.equal("float32", pair[1].dtype)
+            h.assert_close(pair[1], pair[2], 4 * case[2])
+          end
+          assert.equal("float32", c.weight.dtype)
+        end)
+      end
+      it("leaves float64 layers outside autocast alone and float16 inputs in float16", function()
+        local c = nn.Conv2d(2, 3, 2, { dtype = "float16", device = dev })
+        local x = gpu.ones({ 1, 2, 3, 3 }, { dtype = "float16", device = dev })
+        local y = gpu.autocast("bf16", function() return c(x) end)
+        assert.equal("float16", y.dtype)
+        local c64 = nn.Conv2d(2, 3, 2, { dtype = "float64", device = dev })
+        assert.equal("float64", c64(x:astype("float64")).dtype)
+      end)
+    end)
+
     describe("layers", function()
       it("Conv2d output shapes, repr, float32 by default", function()
         local c = nn.Conv2d(3, 8, 3, { stride = 2, padding = 1, device = dev })
@@ -226,6 +254,305 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 end
+
+describe("gpu.dnn (the cuDNN entry points nn uses on cuda)", function()
+  local cpu = { device = "cpu" }
+  local function Z(...) return gpu.zeros({ ... }, cpu) end
+  local function O(...) return gpu.ones({ ... }, cpu) end
+
+  it("says whether a device has cuDNN, and gpu.config() which path convolutions take", function()
+    local ok, why = gpu.dnn.available("cpu")
+    assert.is_false(ok)
+    assert.matches("cpu has no cuDNN", why)
+    local ok2, why2 = gpu.dnn.available("cuda:63")
+    assert.is_false(ok2)
+    assert.is_string(why2)
+    assert.matches("unknown device 'tpu'", errs(gpu.dnn.available, "tpu"))
+    assert.is_true(gpu.dnn.enabled)
+    local conv = gpu.config().conv
+    assert.is_string(conv)
+    assert.is_truthy(conv == "cudnn" or conv:match("^im2col %+ "), conv)
+  end)
+
+  it("checks operands before anything runs, naming the function and the fault", function()
+    local x, w = Z(2, 4, 6, 6), Z(6, 2, 3, 3)
+    assert.matches("conv2d: input must be a float array .*got int32", errs(gpu.dnn.conv2d, x:astype("int32"), w))
+    assert.matches("conv2d: weight is float64, expected float32", errs(gpu.dnn.conv2d, x, w:astype("float64")))
+    assert.matches("conv2d: weight must be 4%-D", errs(gpu.dnn.conv2d, x, Z(6, 18)))
+    assert.matches("conv2d: expected 2 input channels %(weight 2 x groups 1%), got 4", errs(gpu.dnn.conv2d, x, w))
+    assert.matches("groups %(4%) must be a positive integer dividing the 6 output channels",
+      errs(gpu.dnn.conv2d, x, w, { groups = 4 }))
+    assert.matches("conv2d: the %(dilated%) kernel 7x7 is larger than the padded input 6x6",
+      errs(gpu.dnn.conv2d, x, Z(6, 4, 7, 7)))
+    assert.matches("conv2d: stride must be positive", errs(gpu.dnn.conv2d, x, Z(6, 4, 3, 3), { stride = 0 }))
+    assert.matches("unknown option 'pad'", errs(gpu.dnn.conv2d, x, w, { pad = 1 }))
+    assert.matches("option 'groups' must be a positive integer", errs(gpu.dnn.conv2d, x, w, { groups = 0 }))
+    assert.matches("conv2d_backward_data: grad_output has shape %(2, ?6, ?6, ?6%), expected %(2, ?6, ?4, ?4%)",
+      errs(gpu.dnn.conv2d_backward_data, Z(2, 6, 6, 6), Z(6, 4, 3, 3), { 2, 4, 6, 6 }))
+    assert.matches("input_shape must hold 4 integers", errs(gpu.dnn.conv2d_backward_data, Z(2, 6, 4, 4), w, { 2, 4, 6 }))
+    assert.matches("conv2d_backward_filter: weight_shape must be",
+      errs(gpu.dnn.conv2d_backward_filter, x, Z(2, 6, 4, 4), { 6, 4, 0, 3 }))
+    assert.matches("conv2d_backward_filter: grad_output is float64",
+      errs(gpu.dnn.conv2d_backward_filter, x, Z(2, 6, 4, 4):astype("float64"), { 6, 4, 3, 3 }))
+    assert.matches("max_pool2d: input must be 4%-D", errs(gpu.dnn.max_pool2d, Z(4, 6, 6), { kernel = 2 }))
+    assert.matches("avg_pool2d: padding 2x2 must be at most half the kernel 2x2",
+      errs(gpu.dnn.avg_pool2d, x, { kernel = 2, padding = 2 }))
+    assert.matches("'kernel' is required", errs(gpu.dnn.max_pool2d, x, {}))
+    assert.matches("unknown option 'dilation'", errs(gpu.dnn.max_pool2d, x, { kernel = 2, dilation = 2 }))
+    assert.matches("max_pool2d_backward: grad_output has shape %(2, ?4, ?2, ?2%), expected %(2, ?4, ?3, ?3%)",
+      errs(gpu.dnn.max_pool2d_backward, x, Z(2, 4, 3, 3), Z(2, 4, 2, 2), { kernel = 2 }))
+    assert.matches("batch_norm: input must be float32 or float64, got float16",
+      errs(gpu.dnn.batch_norm, x:astype("float16"), O(4), Z(4)))
+    assert.matches("batch_norm: weight has shape %(3,?%), expected %(4,?%)", errs(gpu.dnn.batch_norm, x, O(3), Z(4)))
+    assert.matches("batch_norm: bias is float64, expected float32",
+      errs(gpu.dnn.batch_norm, x, O(4), gpu.zeros(4, { dtype = "float64", device = "cpu" })))
+    assert.matches("running_mean and running_var go together", errs(gpu.dnn.batch_norm, x, O(4), Z(4), Z(4)))
+    assert.matches("inference needs running_mean", errs(gpu.dnn.batch_norm, x, O(4), Z(4), nil, nil, { training = false }))
+    assert.matches("training needs more than one value per channel",
+      errs(gpu.dnn.batch_norm, Z(1, 4), O(4), Z(4)))
+    assert.matches("unknown option 'mom'", errs(gpu.dnn.batch_norm, x, O(4), Z(4), nil, nil, { mom = 1 }))
+    assert.matches("batch_norm_backward: grad_output has shape %(2, ?4%), expected %(2, ?4, ?6, ?6%)",
+      errs(gpu.dnn.batch_norm_backward, x, Z(2, 4), O(4), Z(4), O(4)))
+    -- well-formed calls on the cpu: not supported, saying what nn does there instead
+    for _, call in ipairs {
+      function() return gpu.dnn.conv2d(x, Z(6, 4, 3, 3)) end,
+      function() return gpu.dnn.conv2d_backward_data(Z(2, 6, 4, 4), Z(6, 4, 3, 3), { 2, 4, 6, 6 }) end,
+      function() return gpu.dnn.conv2d_backward_filter(x, Z(2, 6, 4, 4), { 6, 4, 3, 3 }) end,
+      function() return gpu.dnn.max_pool2d(x, { kernel = 2 }) end,
+      function() return gpu.dnn.avg_pool2d_backward(x, Z(2, 4, 3, 3), Z(2, 4, 3, 3), { kernel = 2 }) end,
+      function() return gpu.dnn.batch_norm(x, O(4), Z(4), Z(4), O(4)) end,
+      function() return gpu.dnn.batch_norm_backward(x, x, O(4), Z(4), O(4)) end,
+    } do
+      assert.matches("not supported on cpu %(no cuDNN there; nn uses im2col %+ GEMM%)", errs(call))
+    end
+  end)
+
+  it("refuses operands on two devices", function()
+    if not gpu.is_available() then return pending("no cuda device answers") end
+    local x, w = Z(2, 4, 6, 6), gpu.zeros({ 6, 4, 3, 3 }, { device = "cuda" })
+    assert.matches("conv2d: weight is on cuda:0 but the input is on cpu", errs(gpu.dnn.conv2d, x, w))
+    assert.matches("batch_norm: weight is on cuda:0 but the input is on cpu",
+      errs(gpu.dnn.batch_norm, x, gpu.ones(4, { device = "cuda" }), Z(4)))
+    assert.matches("max_pool2d_backward: output is on cuda:0",
+      errs(gpu.dnn.max_pool2d_backward, x, gpu.zeros({ 2, 4, 3, 3 }, { device = "cuda" }), Z(2, 4, 3, 3), { kernel = 2 }))
+  end)
+end)
+
+-- conv.lua's cuDNN path (argument passing, the tape nodes, the eval-mode batch-norm
+-- gradient) checked on the cpu: gpu.dnn's functions replaced by stand-ins computed with
+-- the im2col path (gradients by a nested autograd pass), then the layers compared with
+-- the reference and gradient-checked.
+describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
+  local saved = {}
+  local function ref(fn, ...)
+    gpu.dnn.enabled = false
+    local res = table.pack(pcall(fn, ...))
+    gpu.dnn.enabled = true
+    assert(res[1], res[2])
+    return table.unpack(res, 2, res.n)
+  end
+  -- the gradient of sum(f(v) * dy) with respect to v, by the reference path
+  local function vjp(f, v, dy)
+    return ref(function()
+      return ag.enable_grad(function()
+        local v0 = v:detach():requires_grad()
+        f(v0):backward(dy)
+        return ag.grad(v0)
+      end)
+    end)
+  end
+  local calls
+  local stand_in = {
+    available = function() return true end,
+    conv2d = function(x, w, g)
+      calls.conv2d = (calls.conv2d or 0) + 1
+      return ref(gpu.no_grad, function() return nn.conv2d(x, w, nil, g) end)
+    end,
+    conv2d_backward_data = function(dy, w, xs, g)
+      calls.bwd_data = (calls.bwd_data or 0) + 1
+      return vjp(function(v) return nn.conv2d(v, w:detach(), nil, g) end, gpu.zeros(xs, { dtype = dy.dtype }), dy)
+    end,
+    conv2d_backward_filter = function(x, dy, ws, g)
+      calls.bwd_filter = (calls.bwd_filter or 0) + 1
+      return vjp(function(v) return nn.conv2d(x:detach(), v, nil, g) end, gpu.zeros(ws, { dtype = dy.dtype }), dy)
+    end,
+    batch_norm = function(x, w, b, rm, rv, o)
+      calls.batch_norm = (calls.batch_norm or 0) + 1
+      if not o.training then
+        return ref(gpu.no_grad, function() return nn.batch_norm(x, rm, rv, w, b, false, nil, o.eps) end)
+      end
+      local axes = { 1 }
+      for i = 3, x.ndim do axes[#axes + 1] = i end
+      local y = ref(gpu.no_grad, function() return nn.batch_norm(x, rm, rv, w, b, true, o.momentum, o.eps) end)
+      local m = x:mean(axes)
+      local v = x:var(axes)
+      return y, m, 1 / (v + o.eps):sqrt()
+    end,
+    batch_norm_backward = function(x, dy, w, sm, si, o)
+      calls.bn_bwd = (calls.bn_bwd or 0) + 1
+      local f = function(xv, wv, bv) return nn.batch_norm(xv, nil, nil, wv, bv, true, 0.1, o.eps) end
+      local b0 = gpu.zeros(w.shape, { dtype = w.dtype })
+      return vjp(function(v) return f(v, w:detach(), b0) end, x, dy),
+             vjp(function(v) return f(x:detach(), v, b0) end, w, dy),
+             vjp(function(v) return f(x:detach(), w:detach(), v) end, b0, dy)
+    end,
+  }
+  for _, name in ipairs { "max_pool2d", "avg_pool2d" } do
+    stand_in[name] = function(x, o)
+      calls[name] = (calls[name] or 0) + 1
+      return ref(gpu.no_grad, function() return nn[name](x, o.kernel, { stride = o.stride, padding = o.padding }) end)
+    end
+    stand_in[name .. "_backward"] = function(x, _, dy, o)
+      calls[name .. "_backward"] = (calls[name .. "_backward"] or 0) + 1
+      return vjp(function(v) return nn[name](v, o.kernel, { stride = o.stride, padding = o.padding }) end, x, dy)
+    end
+  end
+  before_each(function()
+    calls = {}
+    for k, v in pairs(stand_in) do saved[k] = gpu.dnn[k]; gpu.dnn[k] = v end
+  end)
+  after_each(function()
+    for k in pairs(stand_in) do gpu.dnn[k] = saved[k] end
+    gpu.dnn.enabled = true
+  end)
+
+  it("gives the reference's outputs, running statistics and gradients, training and eval", function()
+    local o = { dtype = "float64", device = "cpu" }
+    local function net(affine)
+      return nn.Sequential{
+        nn.Conv2d(3, 4, 3, { padding = 1, groups = 1, dtype = "float64", device = "cpu" }),
+        nn.BatchNorm2d(4, { dtype = "float64", device = "cpu", affine = affine }), nn.MaxPool2d(2),
+        nn.Conv2d(4, 4, 2, { groups = 2, stride = { 1, 2 }, dtype = "float64", device = "cpu" }),
+        nn.AvgPool2d(2, { stride = 1, padding = 1 }), nn.Flatten(),
+        nn.BatchNorm1d(4 * 3 * 3, { dtype = "float64", device = "cpu", track_running_stats = false }),
+      }
+    end
+    for _, affine in ipairs { true, false } do
+      local m1, m2 = net(affine), net(affine)
+      local sd = {}
+      for k, v in pairs(m1:state_dict()) do sd[k] = v:copy() end
+      m2:load_state_dict(sd)
+      local x = r("cpu", 31, 2, 3, 6, 8)
+      local gy = r("cpu", 32, 2, 36)
+      for _, train in ipairs { true, false } do
+        local outs = {}
+        for i, m in ipairs { m1, m2 } do
+          if train then m:train() else m:eval() end
+          m:zero_grad()
+          local xx = x:detach():requires_grad()
+          local y = i == 1 and ref(m, xx) or m(xx)
+          ;(i == 1 and ref or function(f, ...) return f(...) end)(function() (y * gy):sum():backward() end)
+          local out = { y = y, gx = ag.grad(xx) }
+          for k, v in pairs(m:state_dict()) do out[k] = v; out["grad " .. k] = ag.grad(v) or false end
+          outs[i] = out
+        end
+        for k, v in pairs(outs[1]) do
+          if v then h.assert_close(outs[2][k], v, 1e-10) else assert.is_false(outs[2][k], k) end
+        end
+      end
+    end
+    assert.is_true(calls.conv2d > 0 and calls.bwd_data > 0 and calls.bwd_filter > 0)
+    assert.is_true(calls.max_pool2d > 0 and calls.avg_pool2d_backward > 0 and calls.batch_norm > 0 and calls.bn_bwd > 0)
+  end)
+
+  it("gradient-checks (float64) and falls back where cuDNN does not apply", function()
+    local c = nn.Conv2d(2, 3, 3, { padding = 1, dtype = "float64", device = "cpu" })
+    check(function(x) return c(x) end, { r("cpu", 41, 2, 2, 4, 5), c.weight, c.bias })
+    local b2 = nn.BatchNorm2d(3, { dtype = "float64", device = "cpu" })
+    check(function(x) return b2(x) end, { r("cpu", 42, 3, 3, 2, 2), b2.weight, b2.bias })
+    b2:eval()
+    check(function(x) return b2(x) end, { r("cpu", 43, 3, 3, 2, 2), b2.weight, b2.bias })
+    check(function(x) return nn.MaxPool2d(3, { stride = 2, padding = 1 })(x) end, { r("cpu", 44, 2, 2, 5, 4) })
+    -- dilated pooling, return_indices and float16 batch norm take the im2col path
+    local n = calls.max_pool2d or 0
+    nn.max_pool2d(r("cpu", 45, 1, 1, 5, 5), 2, { dilation = 2 })
+    nn.max_pool2d(r("cpu", 45, 1, 1, 4, 4), 2, { return_indices = true })
+    assert.equal(n, calls.max_pool2d or 0)
+    local nb = calls.batch_norm or 0
+    nn.BatchNorm1d(3, { dtype = "float16", device = "cpu" })(gpu.ones({ 4, 3 }, { dtype = "float16", device = "cpu" }))
+    assert.equal(nb, calls.batch_norm or 0)
+  end)
+end)
+
+-- The CPU (im2col + GEMM) is the reference: the same layers on cuda, through cuDNN where
+-- it loads and through the CUDA im2col/col2im kernels (gpu.dnn.enabled = false), must agree
+-- in outputs, running statistics and every gradient.
+describe("cpu vs cuda parity", function()
+  local has_cuda = false
+  for _, d in ipairs(h.devices()) do if d == "cuda" then has_cuda = true end end
+  if not has_cuda then
+    it("needs a cuda device", function() pending("no cuda device answers") end)
+    return
+  end
+  local TOL = { float32 = 2e-4, float64 = 1e-9 }
+
+  it("im2col and col2im kernels agree with the cpu (stride, padding, dilation, overlap)", function()
+    for _, dt in ipairs { "float32", "float64", "float16", "bfloat16" } do
+      for _, o in ipairs { { kernel = 3, padding = 1 }, { kernel = { 3, 2 }, stride = { 2, 1 }, padding = { 1, 0 }, dilation = { 1, 2 } },
+                           { kernel = 2, stride = 3, pad_value = -5 } } do
+        local x = gpu.random.Generator(5):normal(0, 1, { 2, 3, 7, 6 }, { dtype = dt, device = "cpu" })
+        local c = gpu.im2col(x, o)
+        h.assert_close(gpu.im2col(x:to("cuda"), o):to("cpu"), c, 0)
+        o.pad_value = nil
+        local v = gpu.random.Generator(6):normal(0, 1, c.shape, { dtype = dt, device = "cpu" })
+        h.assert_close(gpu.col2im(v:to("cuda"), x.shape, o):to("cpu"), gpu.col2im(v, x.shape, o),
+          (dt == "float64" and 1e-12) or (dt == "float32" and 1e-5) or 1e-2)
+      end
+    end
+  end)
+
+  local function net(o)
+    return nn.Sequential{
+      nn.Conv2d(3, 8, 3, { padding = 1, dtype = o.dtype, device = o.device }), nn.BatchNorm2d(8, o), nn.ReLU(),
+      nn.MaxPool2d(2), nn.Conv2d(8, 4, 3, { groups = 2, dilation = { 2, 1 }, stride = { 1, 2 }, dtype = o.dtype,
+        device = o.device }),
+      nn.AvgPool2d(3, { stride = 2, padding = 1 }), nn.MaxPool2d(2, { stride = 1, padding = 1 }), nn.Flatten(),
+      nn.BatchNorm1d(4 * 3 * 3, o),
+    }
+  end
+  local function run(m, x, r, train)
+    if train then m:train() else m:eval() end
+    m:zero_grad()
+    local xx = x:detach():requires_grad()
+    local y = m(xx)
+    ;(y * r):sum():backward()
+    local out = { y = y:to("cpu"), gx = ag.grad(xx):to("cpu") }
+    for name, p in pairs(m:state_dict()) do
+      out[name] = p:to("cpu")
+      if ag.grad(p) then out["grad " .. name] = ag.grad(p):to("cpu") end
+    end
+    return out
+  end
+
+  for _, path in ipairs { "cudnn", "im2col" } do
+    for _, dt in ipairs { "float32", "float64" } do
+      it(("conv, pooling and batch norm through %s in %s: outputs, running stats, gradients"):format(path, dt), function()
+        if path == "cudnn" and not gpu.dnn.available("cuda") then return pending("cuDNN not loaded") end
+        local was = gpu.dnn.enabled
+        gpu.dnn.enabled = path == "cudnn"
+        local ok, err = pcall(function()
+          local mc = net({ dtype = dt, device = "cpu" })
+          local mg = net({ dtype = dt, device = "cuda" })
+          local sd = {}
+          for k, v in pairs(mc:state_dict()) do sd[k] = v:copy() end
+          mg:load_state_dict(sd)
+          local x = gpu.random.Generator(7):normal(0, 1, { 4, 3, 16, 14 }, { dtype = dt, device = "cpu" })
+          local r = gpu.random.Generator(8):normal(0, 1, { 4, 36 }, { dtype = dt, device = "cpu" })
+          for _, train in ipairs { true, false } do
+            local a = run(mc, x, r, train)
+            local b = run(mg, x:to("cuda"), r:to("cuda"), train)
+            for k, v in pairs(a) do
+              local good, msg = h.close(b[k], v, TOL[dt])
+              assert(good, ("%s (%s): %s"):format(k, train and "train" or "eval", tostring(msg)))
+            end
+          end
+        end)
+        gpu.dnn.enabled = was
+        assert(ok, err)
+      end)
+    end
+  end
+end)
 
 describe("examples", function()
   it("cnn.lua --small runs", function()

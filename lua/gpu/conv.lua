@@ -1,7 +1,13 @@
--- gpu.conv — convolution, pooling and batch-norm layers for gpu.nn (NCHW), built on
--- gpu.im2col / gpu.col2im. Loaded by gpu.nn; adds nn.conv2d, nn.max_pool2d,
--- nn.avg_pool2d, nn.batch_norm and the layers nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d,
--- nn.BatchNorm1d, nn.BatchNorm2d.
+-- gpu.conv — convolution, pooling and batch-norm layers for gpu.nn (NCHW). Loaded by
+-- gpu.nn; adds nn.conv2d, nn.max_pool2d, nn.avg_pool2d, nn.batch_norm and the layers
+-- nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm1d, nn.BatchNorm2d.
+--
+-- Two paths, one tape node per op either way. On a device whose backend has cuDNN
+-- (gpu.dnn.available(device)), the forward and backward passes are cuDNN calls
+-- (gpu.dnn.*). Elsewhere — the cpu, a GPU without cuDNN, or gpu.dnn.enabled = false —
+-- they are built on gpu.im2col / gpu.col2im and GEMM, the reference the cuDNN path is
+-- checked against. Under gpu.autocast, conv2d runs in the half dtype and returns float32,
+-- as matmul does.
 --
 --   local net = nn.Sequential{ nn.Conv2d(1, 16, 3, {padding = 1}), nn.ReLU(), nn.MaxPool2d(2),
 --                              nn.Flatten(), nn.Linear(16 * 14 * 14, 10) }
@@ -14,7 +20,16 @@ return function(nn)
   local class = nn.class
   local Module = nn.Module
 
+  local dnn = gpu.dnn
   local function shape_str(s) return "(" .. table.concat(s, ", ") .. ")" end
+
+  -- Whether the layers take the cuDNN path for arrays on 'device' (a cheap C call: the
+  -- library is loaded once).
+  local function use_dnn(device)
+    return dnn ~= nil and dnn.enabled ~= false and dnn.available(device) == true
+  end
+  local floats = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+  local wide = { float32 = true, float64 = true }
   local meta = getmetatable(gpu.zeros(1))
   local function is_array(v) return type(v) == "userdata" and getmetatable(v) == meta end
 
@@ -61,8 +76,53 @@ return function(nn)
 
   -- ---- functional forms ------------------------------------------------------------------------
 
+  -- The convolution proper (arguments checked by nn.conv2d): cuDNN where the device has
+  -- it, else im2col + batched matmul; one tape node.
+  local function conv_core(x, w, b, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW)
+    local kh, kw = k[1], k[2]
+    if use_dnn(x.device) and x.dtype == w.dtype and floats[x.dtype] then
+      local g = { stride = s, padding = p, dilation = d, groups = G }
+      local y = gpu.no_grad(function()
+        local r = dnn.conv2d(x, w, g)
+        if b ~= nil then r:add_(b:reshape(1, O, 1, 1)) end
+        return r
+      end)
+      record(y, { x, w, b }, function(gy)
+        if gy.dtype ~= y.dtype then gy = gy:astype(y.dtype) end
+        local gx, gw, gb
+        if nodes[x] then gx = dnn.conv2d_backward_data(gy, w, x.shape, g) end
+        if nodes[w] then gw = dnn.conv2d_backward_filter(x, gy, w.shape, g) end
+        if b ~= nil and nodes[b] then gb = gy:sum({ 1, 3, 4 }) end
+        return gx, gw, gb
+      end)
+      return y
+    end
+    local L, K, Og = OH * OW, Cg * kh * kw, O // G
+    local copts = { kernel = k, stride = s, padding = p, dilation = d }
+    local cols
+    local y = gpu.no_grad(function()
+      cols = gpu.im2col(x, copts):reshape(N, G, K, L)
+      local r = w:reshape(G, Og, K):matmul(cols):reshape(N, O, OH, OW)
+      if b ~= nil then r:add_(b:reshape(1, O, 1, 1)) end
+      return r
+    end)
+    record(y, { x, w, b }, function(g)
+      local gx, gw, gb
+      local g4 = g:reshape(N, G, Og, L)
+      if nodes[x] then
+        local gc = w:reshape(G, Og, K):transpose(2, 3):matmul(g4):reshape(N, G * K, L)
+        gx = gpu.col2im(gc, { N, C, H, W }, copts)
+      end
+      if nodes[w] then gw = g4:matmul(cols:transpose(3, 4)):sum(1):reshape(O, Cg, kh, kw) end
+      if b ~= nil and nodes[b] then gb = g:sum({ 1, 3, 4 }) end
+      return gx, gw, gb
+    end)
+    return y
+  end
+
+
   -- conv2d(x, w, b, {stride =, padding =, dilation =, groups =}): x (N, C, H, W), w (O, C/groups,
-  -- kh, kw), b (O) or nil -> (N, O, OH, OW); one tape node (im2col + batched matmul).
+  -- kh, kw), b (O) or nil -> (N, O, OH, OW); one tape node (cuDNN, or im2col + batched matmul).
   function nn.conv2d(x, w, b, opts)
     opts = opts or {}
     local name = opts.name or "conv2d"
@@ -89,27 +149,17 @@ return function(nn)
     end
     local k = { kh, kw }
     local OH, OW = out_size(name, H, W, k, s, p, d)
-    local L, K, Og = OH * OW, Cg * kh * kw, O // G
-    local copts = { kernel = k, stride = s, padding = p, dilation = d }
-    local cols
-    local y = gpu.no_grad(function()
-      cols = gpu.im2col(x, copts):reshape(N, G, K, L)
-      local r = w:reshape(G, Og, K):matmul(cols):reshape(N, O, OH, OW)
-      if b ~= nil then r:add_(b:reshape(1, O, 1, 1)) end
-      return r
-    end)
-    record(y, { x, w, b }, function(g)
-      local gx, gw, gb
-      local g4 = g:reshape(N, G, Og, L)
-      if nodes[x] then
-        local gc = w:reshape(G, Og, K):transpose(2, 3):matmul(g4):reshape(N, G * K, L)
-        gx = gpu.col2im(gc, { N, C, H, W }, copts)
-      end
-      if nodes[w] then gw = g4:matmul(cols:transpose(3, 4)):sum(1):reshape(O, Cg, kh, kw) end
-      if b ~= nil and nodes[b] then gb = g:sum({ 1, 3, 4 }) end
-      return gx, gw, gb
-    end)
-    return y
+    local ac = autograd.autocast_dtype()
+    if ac ~= nil and (wide[x.dtype] or wide[w.dtype]) then
+      -- autocast: the convolution of half-precision copies (the casts are recorded, so the
+      -- gradients reach float32 x and w as float32), its result and the bias in float32
+      local xh = x.dtype ~= ac and x:astype(ac) or x
+      local wh = w.dtype ~= ac and w:astype(ac) or w
+      local y = conv_core(xh, wh, nil, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW):astype("float32")
+      if b ~= nil then y = y + b:reshape(1, O, 1, 1) end
+      return y
+    end
+    return conv_core(x, w, b, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW)
   end
 
   local function pool_geom(name, x, k, opts)
@@ -127,12 +177,32 @@ return function(nn)
     return N, C, H, W, OH, OW, { kernel = k, stride = s, padding = p, dilation = d }
   end
 
+  -- The cuDNN path of pooling where it applies (no dilation, a float dtype, a device with
+  -- cuDNN): one tape node; nil otherwise.
+  local function dnn_pool(x, copts, max)
+    local dl = copts.dilation
+    if dl[1] ~= 1 or dl[2] ~= 1 or not floats[x.dtype] or not use_dnn(x.device) then return nil end
+    local o = { kernel = copts.kernel, stride = copts.stride, padding = copts.padding }
+    local fwd = max and dnn.max_pool2d or dnn.avg_pool2d
+    local bwd = max and dnn.max_pool2d_backward or dnn.avg_pool2d_backward
+    local y = gpu.no_grad(function() return fwd(x, o) end)
+    record(y, { x }, function(g)
+      if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+      return bwd(x, y, g, o)
+    end)
+    return y
+  end
+
   -- max_pool2d(x, kernel [, {stride = kernel, padding = 0, dilation = 1, return_indices}])
   -- -> y [, indices]: the maxima over each window (padding never wins) and, with
   -- return_indices, where they are: int64 1-based positions in the flattened H x W plane.
   function nn.max_pool2d(x, k, opts)
     local name = opts and opts.name or "max_pool2d"
     local N, C, H, W, OH, OW, copts = pool_geom(name, x, k, opts)
+    if not (opts and opts.return_indices) then
+      local y = dnn_pool(x, copts, true)
+      if y then return y end
+    end
     copts.pad_value = -math.huge
     local KK = copts.kernel[1] * copts.kernel[2]
     local y, idx = gpu.no_grad(function()
@@ -165,6 +235,8 @@ return function(nn)
   function nn.avg_pool2d(x, k, opts)
     local name = opts and opts.name or "avg_pool2d"
     local N, C, H, W, OH, OW, copts = pool_geom(name, x, k, opts)
+    local yd = dnn_pool(x, copts, false)
+    if yd then return yd end
     local KK = copts.kernel[1] * copts.kernel[2]
     local y = gpu.no_grad(function()
       return gpu.im2col(x:reshape(N * C, 1, H, W), copts):mean(2):reshape(N, C, OH, OW)
@@ -177,6 +249,52 @@ return function(nn)
     return y
   end
 
+  -- Whether batch norm takes the cuDNN path: float32/float64 input of 2 to 4 axes on a device
+  -- with cuDNN, every per-channel operand of x's dtype and device, contiguous running stats.
+  local function dnn_bn_ok(x, rm, rv, w, b, training)
+    if not wide[x.dtype] or x.ndim < 2 or x.ndim > 4 or not use_dnn(x.device) then return false end
+    if not training and rm == nil then return false end
+    for _, v in ipairs { rm or x, rv or x, w or x, b or x } do
+      if v.dtype ~= x.dtype or v.device ~= x.device then return false end
+    end
+    return rm == nil or (rm:is_contiguous() and rv:is_contiguous())
+  end
+
+  -- Batch norm through cuDNN: training (batch statistics, running ones updated by cuDNN,
+  -- backward from the saved mean and inverse std) or inference (backward here: y is affine
+  -- in x). One tape node.
+  local function dnn_batch_norm(x, rm, rv, w, b, training, momentum, eps, axes, shape)
+    local C = x.shape[2]
+    local o = { dtype = x.dtype, device = x.device }
+    local wt = w or gpu.ones({ C }, o)
+    local bs = b or gpu.zeros({ C }, o)
+    if training then
+      local y, sm, si = gpu.no_grad(function()
+        return dnn.batch_norm(x, wt, bs, rm, rv, { training = true, momentum = momentum, eps = eps })
+      end)
+      record(y, { x, w, b }, function(g)
+        if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+        local gx, gw, gb = dnn.batch_norm_backward(x, g, wt, sm, si, { eps = eps })
+        if w == nil then gw = nil end
+        if b == nil then gb = nil end
+        return gx, gw, gb
+      end)
+      return y
+    end
+    local y = gpu.no_grad(function()
+      return dnn.batch_norm(x, wt, bs, rm, rv, { training = false, eps = eps })
+    end)
+    record(y, { x, w, b }, function(g)
+      local invstd = 1 / (rv + eps):sqrt()
+      local gx, gw, gb
+      if nodes[x] then gx = g * (invstd * wt):reshape(shape) end
+      if w ~= nil and nodes[w] then gw = (g * ((x - rm:reshape(shape)) * invstd:reshape(shape))):sum(axes) end
+      if b ~= nil and nodes[b] then gb = g:sum(axes) end
+      return gx, gw, gb
+    end)
+    return y
+  end
+
   -- batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps): over
   -- axis 2 of (N, C) or (N, C, ...) input. In training, batch statistics (biased variance)
   -- normalise and the running ones (unbiased variance) are updated in place.
@@ -184,6 +302,9 @@ return function(nn)
     momentum, eps = momentum or 0.1, eps or 1e-5
     local axes, shape = { 1 }, { 1, x.shape[2] }
     for i = 3, x.ndim do axes[#axes + 1] = i; shape[i] = 1 end
+    if dnn_bn_ok(x, rm, rv, w, b, training) then
+      return dnn_batch_norm(x, rm, rv, w, b, training, momentum, eps, axes, shape)
+    end
     local mean, var
     if training then
       mean = x:mean(axes, { keepdims = true })

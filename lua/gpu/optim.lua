@@ -4,14 +4,22 @@
 --   local opt = gpu.optim.Adam(model:parameters(), {lr = 1e-3})
 --   opt:zero_grad(); loss:backward(); opt:step()
 --
--- The update rules are PyTorch's (torch.optim), written with in-place array ops
--- (p:sub_, m:mul_ ...) so a step allocates only a few temporaries per parameter; a
--- parameter without a .grad is skipped. Steps record nothing on the autograd tape.
+-- The update rules are PyTorch's (torch.optim). A float32/float64 contiguous parameter
+-- is updated by one fused kernel (gpu.fused.sgd_/adam_/rmsprop_: one pass over p, its
+-- gradient and state); any other goes through in-place array ops (p:sub_, m:mul_ ...),
+-- which compute the same rule. A parameter without a .grad is skipped. Steps record
+-- nothing on the autograd tape.
 
 local gpu = require "gpu"
 local autograd = require "gpu.autograd"
 
 local optim = {}
+local fused = gpu.fused
+local fusable_dtype = { float32 = true, float64 = true }
+-- p can take the fused step: a float contiguous array whose gradient matches it.
+local function fusable(p, g)
+  return fusable_dtype[p.dtype] and g.dtype == p.dtype and g.device == p.device and p:is_contiguous()
+end
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -111,6 +119,16 @@ end
 local SGD = class("SGD", { lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false })
 optim.SGD = SGD
 function SGD:update(p, g, st)
+  if fusable(p, g) then
+    local first = false
+    if self.momentum ~= 0 and st.momentum_buffer == nil then
+      st.momentum_buffer = gpu.zeros_like(p)
+      first = true
+    end
+    fused.sgd_(p, g, st.momentum_buffer, { lr = self.lr, momentum = self.momentum, dampening = self.dampening,
+      weight_decay = self.weight_decay, nesterov = self.nesterov, maximize = self.maximize, first = first })
+    return
+  end
   if self.maximize then g = -g end
   if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
   if self.momentum ~= 0 then
@@ -129,6 +147,18 @@ end
 -- Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, amsgrad = false})
 local function adam_update(self, p, g, st, decoupled)
   local b1, b2 = self.betas[1], self.betas[2]
+  if fusable(p, g) then
+    if st.exp_avg == nil then
+      st.exp_avg, st.exp_avg_sq, st.step = gpu.zeros_like(p), gpu.zeros_like(p), 0
+    end
+    st.step = st.step + 1
+    if self.amsgrad and st.max_exp_avg_sq == nil then st.max_exp_avg_sq = gpu.zeros_like(p) end
+    fused.adam_(p, g, st.exp_avg, st.exp_avg_sq, self.amsgrad and st.max_exp_avg_sq or nil, { lr = self.lr,
+      beta1 = b1, beta2 = b2, eps = self.eps, weight_decay = self.weight_decay, step = st.step,
+      decoupled = decoupled, amsgrad = self.amsgrad, maximize = self.maximize })
+    return
+  end
+  if self.maximize then g = -g end
   if self.weight_decay ~= 0 then
     if decoupled then p:mul_(1 - self.lr * self.weight_decay)
     else g = g + p * self.weight_decay end
@@ -166,7 +196,6 @@ function AdamW:update(p, g, st) adam_update(self, p, g, st, true) end
 local RMSprop = class("RMSprop", { lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false })
 optim.RMSprop = RMSprop
 function RMSprop:update(p, g, st)
-  if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
   local sq = st.square_avg
   if sq == nil then
     sq = gpu.zeros_like(p)
@@ -174,6 +203,12 @@ function RMSprop:update(p, g, st)
     if self.momentum > 0 then st.momentum_buffer = gpu.zeros_like(p) end
     if self.centered then st.grad_avg = gpu.zeros_like(p) end
   end
+  if fusable(p, g) then
+    fused.rmsprop_(p, g, sq, st.momentum_buffer, st.grad_avg, { lr = self.lr, alpha = self.alpha, eps = self.eps,
+      weight_decay = self.weight_decay, momentum = self.momentum, centered = self.centered })
+    return
+  end
+  if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
   sq:mul_(self.alpha):add_(g:square():mul_(1 - self.alpha))
   local avg
   if self.centered then

@@ -88,6 +88,23 @@ typedef struct gl_rand_req {
   const gl_array *p;     /* bernoulli: per-element p (float64, contiguous, dst's size) or NULL */
 } gl_rand_req;
 
+/* Fused optimizer steps (gpu.fused.*_; lua/gpu/optim.lua): PyTorch's update rules, one
+** pass over each parameter. */
+typedef enum gl_optim_kind { GL_OPTIM_SGD, GL_OPTIM_ADAM, GL_OPTIM_RMSPROP } gl_optim_kind;
+
+typedef struct gl_optim_hp {
+  double lr, weight_decay, eps;
+  double beta1, beta2;           /* adam */
+  double bc1, bc2;               /* adam: bias corrections 1 - beta1^t, 1 - beta2^t */
+  double momentum, dampening;    /* sgd; rmsprop uses momentum */
+  double alpha;                  /* rmsprop: smoothing of the square average */
+  int decoupled;                 /* adam: AdamW's decay of p instead of g += wd * p */
+  int amsgrad;                   /* adam: st[2] holds the running max of v */
+  int nesterov, maximize;        /* sgd (maximize also for adam) */
+  int first;                     /* sgd: the momentum buffer is new: buf = g */
+  int centered;                  /* rmsprop: st[2] holds the gradient average */
+} gl_optim_hp;
+
 typedef struct gl_devinfo {
   char name[128];
   size_t total_memory;
@@ -120,6 +137,43 @@ typedef struct gl_versions {
   int cublas, cudnn, cudnn_header;
   char blas[128];                     /* BLAS configuration string, if loaded */
 } gl_versions;
+
+/* Library kernels for NCHW networks (cuDNN on cuda), gl_backend.dnn. The ops layer has
+** checked shapes, dtypes and devices: every operand is contiguous and on the backend's
+** device, data operands share one float dtype ('dt' below), and per-channel operands of
+** batch norm are of float32 for float16/bfloat16 data, else of dt. */
+typedef struct gl_dnn_conv {
+  int stride[2], pad[2], dil[2], groups;   /* (h, w); groups divides both channel counts */
+} gl_dnn_conv;
+
+typedef struct gl_dnn {
+  /* NULL when the library can be used, else why not (the loader's message). Loads it on
+  ** the first call; never needs a device. */
+  const char *(*unavailable)(void);
+  /* y (N, O, OH, OW) = x (N, C, H, W) cross-correlated with w (O, C/groups, kh, kw); no bias.
+  ** bwd_data: dx (x's shape) from dy and w; bwd_filter: dw (w's shape) from x and dy. */
+  gl_status (*conv2d)(const gl_array *y, const gl_array *x, const gl_array *w, const gl_dnn_conv *c);
+  gl_status (*conv2d_bwd_data)(const gl_array *dx, const gl_array *dy, const gl_array *w, const gl_dnn_conv *c);
+  gl_status (*conv2d_bwd_filter)(const gl_array *dw, const gl_array *x, const gl_array *dy, const gl_dnn_conv *c);
+  /* Pooling windows k, stride, pad (h, w), no dilation: max (padding never wins, NaN
+  ** propagates) or the mean counting padding as zeros. bwd: dx from x, y, dy. */
+  gl_status (*pool2d)(bool max, const gl_array *y, const gl_array *x, const int *k, const int *stride,
+                      const int *pad);
+  gl_status (*pool2d_bwd)(bool max, const gl_array *dx, const gl_array *x, const gl_array *y,
+                          const gl_array *dy, const int *k, const int *stride, const int *pad);
+  /* Batch norm per channel of 4-D x (N, C, H, W) over N, H, W. train: y, and save_mean,
+  ** save_invstd (C) for bwd; running mean/var (C, both or neither NULL) updated in place
+  ** with 'momentum' (unbiased variance). infer: y from the running statistics. bwd: dx,
+  ** dw, db from x, dy, w and the saved statistics. */
+  gl_status (*batch_norm_train)(const gl_array *y, const gl_array *save_mean, const gl_array *save_invstd,
+                                const gl_array *x, const gl_array *w, const gl_array *b,
+                                const gl_array *rmean, const gl_array *rvar, double momentum, double eps);
+  gl_status (*batch_norm_infer)(const gl_array *y, const gl_array *x, const gl_array *w, const gl_array *b,
+                                const gl_array *rmean, const gl_array *rvar, double eps);
+  gl_status (*batch_norm_bwd)(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
+                              const gl_array *dy, const gl_array *w, const gl_array *save_mean,
+                              const gl_array *save_invstd, double eps);
+} gl_dnn;
 
 typedef struct gl_backend {
   const char *name;                                   /* "cpu", "cuda" */
@@ -220,6 +274,22 @@ typedef struct gl_backend {
   ** numbers are not supported on the device; PERMUTATION may be cpu-only) */
   gl_status (*random)(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
 
+  /* (optional) One optimizer step in place, one pass: p, g and the state arrays st[0..2]
+  ** (NULL where the rule has none) contiguous, float32 or float64, one dtype and size.
+  ** SGD: st[0] momentum buffer. ADAM: st[0] exp_avg, st[1] exp_avg_sq, st[2] max_exp_avg_sq
+  ** (amsgrad). RMSPROP: st[0] square_avg, st[1] momentum buffer, st[2] grad_avg (centered). */
+  gl_status (*optim_step)(gl_optim_kind kind, const gl_array *p, const gl_array *g,
+                          const gl_array *const st[3], const gl_optim_hp *hp);
+  /* (optional) Softmax cross-entropy, rows of logits (N, C) contiguous float32/float64:
+  ** loss (N) = logsumexp(z_i) - sum_c t_ic z_ic and probs (N, C) = softmax(z_i), where the
+  ** target row t_i is (1 - smoothing) onehot(labels[i]) + smoothing / C when labels (int64,
+  ** 1-based, already checked in 1..C) is given, else the row of 'target' (N, C, logits'
+  ** dtype). Backward (bwd): dst (N, C) = (probs - t) * gout[i] * scale, gout 0-d or (N),
+  ** of the logits' dtype; dst may be probs itself. */
+  gl_status (*xent)(const gl_array *loss, const gl_array *probs, const gl_array *logits,
+                    const gl_array *labels, const gl_array *target, double smoothing);
+  gl_status (*xent_bwd)(const gl_array *dst, const gl_array *probs, const gl_array *labels,
+                        const gl_array *target, double smoothing, const gl_array *gout, double scale);
   /* Counters since start (or the last reset): copies, launches, allocations; with
   ** reset, zeroes them after reading (out may be NULL). (optional) */
   void (*stats)(gl_stats *out, bool reset);
@@ -238,6 +308,9 @@ typedef struct gl_backend {
                       const int *pad, const int *dil, double padval);
   gl_status (*col2im)(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
                       const int *pad, const int *dil);
+  /* (optional) library convolution, pooling and batch norm (see gl_dnn); NULL on the cpu,
+  ** whose nn layers use im2col + GEMM. */
+  const gl_dnn *dnn;
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;

@@ -247,6 +247,17 @@ static int l_config(lua_State *L) {
     if (cv.cudnn_header > 0) { lua_pushinteger(L, cv.cudnn_header); lua_setfield(L, -2, "cudnn_header"); }
   }
   lua_setfield(L, -2, "versions");
+  /* which path nn's convolutions, pooling and batch norm take on cuda */
+  if (cb == NULL) set_str(L, "conv", "im2col + BLAS (no CUDA in this build)");
+  else if (cb->dnn == NULL) set_str(L, "conv", "im2col + cublas (built without cuDNN)");
+  else {
+    const char *why = cb->dnn->unavailable();
+    if (why == NULL) set_str(L, "conv", "cudnn");
+    else {
+      lua_pushfstring(L, "im2col + cublas (%s)", why);
+      lua_setfield(L, -2, "conv");
+    }
+  }
   return 1;
 }
 

@@ -110,6 +110,9 @@ void gl_open_nvtx(lua_State *L, int module, int methods);
 /* gpu.set_matmul_precision / get_matmul_precision; lcuda.c. */
 void gl_open_cuda(lua_State *L, int module, int methods);
 
+/* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
+void gl_open_fused(lua_State *L, int module, int methods);
+
 /* Registers 'l' into the table at 'idx' with the context as upvalue. */
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
 /* Registers 'l' as gpu.f(x, ...) and as the method x:f(...). */

@@ -1,8 +1,10 @@
 /*
 ** conv.c — im2col / col2im for NCHW convolutions and pooling: checks the geometry, works
 ** out the output size, makes the input contiguous (float16/bfloat16 run in float32) and
-** calls the backend's optional entries.
+** calls the backend's optional entries. Below them, the library path (gl_backend.dnn:
+** cuDNN on cuda) that lua/gpu/conv.lua prefers where the device has it.
 */
+#include <string.h>
 #include "ops.h"
 
 static gl_status check_geom(const char *fn, const int *k, const int *stride, const int *pad,
@@ -110,4 +112,352 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
   gl_array_release(&tmp);
   if (st != GL_OK) { gl_array_release(&res); return st; }
   return finish(out, &res, (gl_dtype)cols->dtype);
+}
+
+/* ---- library kernels: gl_backend.dnn (cuDNN on cuda) ------------------------------------------
+** Checks in the order a user can act on: devices, dtypes, shapes and geometry, then
+** whether the device has the library. Operands are made contiguous here; the backend
+** gets one float dtype for all data operands. */
+
+static gl_status dnn_same_device(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
+  if (gl_device_eq(gl_array_device(ref), gl_array_device(x))) return GL_OK;
+  char d1[16], d2[16];
+  return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
+                 gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
+}
+
+static gl_status dnn_float(const char *fn, const gl_array *x, const char *what, bool halves) {
+  switch (x->dtype) {
+    case GL_FLOAT32: case GL_FLOAT64: return GL_OK;
+    case GL_FLOAT16: case GL_BFLOAT16: if (halves) return GL_OK; break;
+    default: break;
+  }
+  return gl_fail(GL_EINVAL, "%s: %s must be %s, got %s", fn, what,
+                 halves ? "a float array (float16, bfloat16, float32, float64)" : "float32 or float64",
+                 gl_dtypes[x->dtype].name);
+}
+
+static gl_status dnn_same_dtype(const char *fn, const gl_array *ref, const gl_array *x, const char *what,
+                                gl_dtype want) {
+  if ((gl_dtype)x->dtype == want) return GL_OK;
+  return gl_fail(GL_EINVAL, "%s: %s is %s, expected %s (the input is %s)", fn, what, gl_dtypes[x->dtype].name,
+                 gl_dtypes[want].name, gl_dtypes[ref->dtype].name);
+}
+
+static gl_status dnn_ndim(const char *fn, const gl_array *x, const char *what, int nd, const char *layout) {
+  if (x->ndim == nd) return GL_OK;
+  char s[GL_SHAPE_BUFSZ];
+  return gl_fail(GL_EINVAL, "%s: %s must be %d-D %s, got shape %s", fn, what, nd, layout,
+                 gl_shape_str(x->ndim, x->shape, s));
+}
+
+static gl_status dnn_shape(const char *fn, const gl_array *x, const char *what, int nd, const int64_t *want) {
+  if (x->ndim == nd && memcmp(x->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(x->ndim, x->shape, s1),
+                 gl_shape_str(nd, want, s2));
+}
+
+/* The device's dnn table, or why there is none. */
+static gl_status dnn_table(const char *fn, gl_device dev, const gl_dnn **out) {
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(dev, &be));
+  char dn[16];
+  if (be->dnn == NULL)
+    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (no cuDNN there; nn uses im2col + GEMM)", fn,
+                   gl_device_name(dev, dn));
+  const char *why = be->dnn->unavailable();
+  if (why) return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s)", fn, gl_device_name(dev, dn), why);
+  *out = be->dnn;
+  return GL_OK;
+}
+
+const char *gl_op_dnn_unavailable(gl_device dev) {
+  const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
+  if (be == NULL) return "this device type is not built in";
+  if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
+  return be->dnn->unavailable();
+}
+
+/* Up to 5 operands made contiguous (copies in tmp[], released by dnn_release). */
+typedef struct dnn_args { gl_array tmp[5]; const gl_array *a[5]; } dnn_args;
+
+static gl_status dnn_contig(dnn_args *g, int i, const gl_array *x) {
+  if (x == NULL) { g->a[i] = NULL; return GL_OK; }
+  return as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
+}
+
+static void dnn_release(dnn_args *g) {
+  for (int i = 0; i < 5; i++) gl_array_release(&g->tmp[i]);
+}
+
+/* Geometry of a convolution of x (N, C, H, W) by w (O, C/groups, kh, kw): the output's
+** shape, errors naming fn. */
+static gl_status dnn_conv_geom(const char *fn, const int64_t *xs, const int64_t *ws, const gl_dnn_conv *c,
+                               int64_t *ys) {
+  if (c->groups < 1 || ws[0] % c->groups != 0)
+    return gl_fail(GL_EINVAL, "%s: groups (%d) must be a positive integer dividing the %lld output channels", fn,
+                   c->groups, (long long)ws[0]);
+  if (xs[1] != ws[1] * c->groups)
+    return gl_fail(GL_EINVAL, "%s: expected %lld input channels (weight %lld x groups %d), got %lld", fn,
+                   (long long)(ws[1] * c->groups), (long long)ws[1], c->groups, (long long)xs[1]);
+  int k[2] = { (int)ws[2], (int)ws[3] };
+  if (ws[2] > 65536 || ws[3] > 65536) return gl_fail(GL_EINVAL, "%s: kernel too large", fn);
+  int64_t oh, ow;
+  GL_TRY(gl_conv_out_size(fn, xs[2], xs[3], k, c->stride, c->pad, c->dil, &oh, &ow));
+  ys[0] = xs[0];
+  ys[1] = ws[0];
+  ys[2] = oh;
+  ys[3] = ow;
+  return GL_OK;
+}
+
+gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
+  const char *fn = "conv2d";
+  GL_TRY(dnn_same_device(fn, x, w, "weight"));
+  GL_TRY(dnn_float(fn, x, "input", true));
+  GL_TRY(dnn_same_dtype(fn, x, w, "weight", (gl_dtype)x->dtype));
+  GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
+  GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
+  int64_t ys[4];
+  GL_TRY(dnn_conv_geom(fn, x->shape, w->shape, c, ys));
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, w);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, 4, ys, gl_array_device(x));
+  if (st == GL_OK && out->size > 0 && x->size > 0) st = dnn->conv2d(out, g.a[0], g.a[1], c);
+  else if (st == GL_OK && out->size > 0) st = gl_op_fill(out, gl_scalar_float(0));
+  dnn_release(&g);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_array *w, const int64_t *xshape,
+                                    const gl_dnn_conv *c) {
+  const char *fn = "conv2d_backward_data";
+  GL_TRY(dnn_same_device(fn, dy, w, "weight"));
+  GL_TRY(dnn_float(fn, dy, "grad_output", true));
+  GL_TRY(dnn_same_dtype(fn, dy, w, "weight", (gl_dtype)dy->dtype));
+  GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
+  for (int i = 0; i < 4; i++)
+    if (xshape[i] < (i < 2 ? 0 : 1))
+      return gl_fail(GL_EINVAL, "%s: input_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0", fn);
+  int64_t ys[4];
+  GL_TRY(dnn_conv_geom(fn, xshape, w->shape, c, ys));
+  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(dy), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_status st = dnn_contig(&g, 0, dy);
+  if (st == GL_OK) st = dnn_contig(&g, 1, w);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)dy->dtype, 4, xshape, gl_array_device(dy));
+  if (st == GL_OK && out->size > 0 && dy->size > 0) st = dnn->conv2d_bwd_data(out, g.a[0], g.a[1], c);
+  else if (st == GL_OK && out->size > 0) st = gl_op_fill(out, gl_scalar_float(0));
+  dnn_release(&g);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl_array *dy, const int64_t *wshape,
+                                      const gl_dnn_conv *c) {
+  const char *fn = "conv2d_backward_filter";
+  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(dnn_float(fn, x, "input", true));
+  GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
+  GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
+  for (int i = 0; i < 4; i++)
+    if (wshape[i] < 1) return gl_fail(GL_EINVAL, "%s: weight_shape must be {out, in/groups, kh, kw} of positive sizes", fn);
+  int64_t ys[4];
+  GL_TRY(dnn_conv_geom(fn, x->shape, wshape, c, ys));
+  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, dy);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, 4, wshape, gl_array_device(x));
+  if (st == GL_OK && x->size > 0 && dy->size > 0) st = dnn->conv2d_bwd_filter(out, g.a[0], g.a[1], c);
+  else if (st == GL_OK) st = gl_op_fill(out, gl_scalar_float(0));
+  dnn_release(&g);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* Pooling geometry: no dilation, padding at most half the window (so no window is all
+** padding); the output's shape into ys. */
+static gl_status dnn_pool_geom(const char *fn, const gl_array *x, const int *k, const int *stride, const int *pad,
+                               int64_t *ys) {
+  GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
+  static const int one[2] = { 1, 1 };
+  int64_t oh, ow;
+  GL_TRY(gl_conv_out_size(fn, x->shape[2], x->shape[3], k, stride, pad, one, &oh, &ow));
+  if (pad[0] * 2 > k[0] || pad[1] * 2 > k[1])
+    return gl_fail(GL_EINVAL, "%s: padding %dx%d must be at most half the kernel %dx%d", fn, pad[0], pad[1], k[0], k[1]);
+  ys[0] = x->shape[0];
+  ys[1] = x->shape[1];
+  ys[2] = oh;
+  ys[3] = ow;
+  return GL_OK;
+}
+
+gl_status gl_op_dnn_pool2d(gl_array *out, bool max, const gl_array *x, const int *k, const int *stride,
+                           const int *pad) {
+  const char *fn = max ? "max_pool2d" : "avg_pool2d";
+  GL_TRY(dnn_float(fn, x, "input", true));
+  int64_t ys[4];
+  GL_TRY(dnn_pool_geom(fn, x, k, stride, pad, ys));
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, 4, ys, gl_array_device(x));
+  if (st == GL_OK && out->size > 0) st = dnn->pool2d(max, out, g.a[0], k, stride, pad);
+  dnn_release(&g);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+gl_status gl_op_dnn_pool2d_bwd(gl_array *out, bool max, const gl_array *x, const gl_array *y, const gl_array *dy,
+                               const int *k, const int *stride, const int *pad) {
+  const char *fn = max ? "max_pool2d_backward" : "avg_pool2d_backward";
+  GL_TRY(dnn_same_device(fn, x, y, "output"));
+  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(dnn_float(fn, x, "input", true));
+  GL_TRY(dnn_same_dtype(fn, x, y, "output", (gl_dtype)x->dtype));
+  GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
+  int64_t ys[4];
+  GL_TRY(dnn_pool_geom(fn, x, k, stride, pad, ys));
+  GL_TRY(dnn_shape(fn, y, "output", 4, ys));
+  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, y);
+  if (st == GL_OK) st = dnn_contig(&g, 2, dy);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, 4, x->shape, gl_array_device(x));
+  if (st == GL_OK && out->size > 0 && dy->size > 0) st = dnn->pool2d_bwd(max, out, g.a[0], g.a[1], g.a[2], k, stride, pad);
+  else if (st == GL_OK && out->size > 0) st = gl_op_fill(out, gl_scalar_float(0));
+  dnn_release(&g);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* x (N, C), (N, C, L) or (N, C, H, W) as a 4-D view for the backend (x contiguous). */
+static gl_array bn_view4(const gl_array *x) {
+  gl_array v = *x;
+  int64_t h = x->ndim >= 3 ? x->shape[2] : 1, w = x->ndim == 4 ? x->shape[3] : 1;
+  v.ndim = 4;
+  v.shape[2] = h;
+  v.shape[3] = w;
+  v.strides[3] = 1;
+  v.strides[2] = w;
+  v.strides[1] = h * w;
+  v.strides[0] = x->shape[1] * h * w;
+  return v;
+}
+
+/* Batch-norm operands: x a float32/float64 array of 2 to 4 axes, the per-channel ones
+** (may be NULL where allowed) 1-D of C elements of x's dtype on x's device. */
+static gl_status bn_check(const char *fn, const gl_array *x, const gl_array *const *per, const char *const *names,
+                          int n) {
+  GL_TRY(dnn_float(fn, x, "input", false));
+  if (x->ndim < 2 || x->ndim > 4) {
+    char s[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "%s: input must be (N, C), (N, C, L) or (N, C, H, W), got shape %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s));
+  }
+  int64_t C = x->shape[1];
+  for (int i = 0; i < n; i++) {
+    if (per[i] == NULL) continue;
+    GL_TRY(dnn_same_device(fn, x, per[i], names[i]));
+    GL_TRY(dnn_same_dtype(fn, x, per[i], names[i], (gl_dtype)x->dtype));
+    GL_TRY(dnn_shape(fn, per[i], names[i], 1, &C));
+  }
+  return GL_OK;
+}
+
+gl_status gl_op_dnn_batch_norm(gl_array *y, gl_array *save_mean, gl_array *save_invstd, const gl_array *x,
+                               const gl_array *w, const gl_array *b, const gl_array *rmean, const gl_array *rvar,
+                               bool training, double momentum, double eps) {
+  const char *fn = "batch_norm";
+  const gl_array *per[4] = { w, b, rmean, rvar };
+  static const char *const names[4] = { "weight", "bias", "running_mean", "running_var" };
+  GL_TRY(bn_check(fn, x, per, names, 4));
+  if (w == NULL || b == NULL) return gl_fail(GL_EINVAL, "%s: weight and bias are required", fn);
+  if ((rmean == NULL) != (rvar == NULL))
+    return gl_fail(GL_EINVAL, "%s: running_mean and running_var go together (both or neither)", fn);
+  if (!training && rmean == NULL) return gl_fail(GL_EINVAL, "%s: inference needs running_mean and running_var", fn);
+  if (!(eps > 0) || !(momentum >= 0 && momentum <= 1))
+    return gl_fail(GL_EINVAL, "%s: eps must be positive and momentum in [0, 1], got %g and %g", fn, eps, momentum);
+  if (rmean && (!gl_array_is_contiguous(rmean) || !gl_array_is_contiguous(rvar)))
+    return gl_fail(GL_EINVAL, "%s: running_mean and running_var must be contiguous (they are updated in place)", fn);
+  int64_t C = x->shape[1], n = C > 0 ? x->size / C : 0;
+  if (training && n < 2)
+    return gl_fail(GL_EINVAL, "%s: training needs more than one value per channel, got %lld", fn, (long long)n);
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_device dev = gl_array_device(x);
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, w);
+  if (st == GL_OK) st = dnn_contig(&g, 2, b);
+  if (st == GL_OK) st = gl_array_alloc(y, (gl_dtype)x->dtype, x->ndim, x->shape, dev);
+  if (st == GL_OK && training) st = gl_array_alloc(save_mean, (gl_dtype)x->dtype, 1, &C, dev);
+  if (st == GL_OK && training) st = gl_array_alloc(save_invstd, (gl_dtype)x->dtype, 1, &C, dev);
+  if (st == GL_OK && x->size > 0) {
+    gl_array x4 = bn_view4(g.a[0]), y4 = bn_view4(y);
+    if (training) st = dnn->batch_norm_train(&y4, save_mean, save_invstd, &x4, g.a[1], g.a[2], rmean, rvar, momentum, eps);
+    else st = dnn->batch_norm_infer(&y4, &x4, g.a[1], g.a[2], rmean, rvar, eps);
+  }
+  dnn_release(&g);
+  if (st != GL_OK) {
+    gl_array_release(y);
+    if (training) { gl_array_release(save_mean); gl_array_release(save_invstd); }
+  }
+  return st;
+}
+
+gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, const gl_array *x, const gl_array *dy,
+                                   const gl_array *w, const gl_array *save_mean, const gl_array *save_invstd,
+                                   double eps) {
+  const char *fn = "batch_norm_backward";
+  const gl_array *per[3] = { w, save_mean, save_invstd };
+  static const char *const names[3] = { "weight", "save_mean", "save_invstd" };
+  GL_TRY(bn_check(fn, x, per, names, 3));
+  if (w == NULL || save_mean == NULL || save_invstd == NULL)
+    return gl_fail(GL_EINVAL, "%s: weight, save_mean and save_invstd are required", fn);
+  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
+  GL_TRY(dnn_shape(fn, dy, "grad_output", x->ndim, x->shape));
+  if (!(eps > 0)) return gl_fail(GL_EINVAL, "%s: eps must be positive, got %g", fn, eps);
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  int64_t C = x->shape[1];
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_device dev = gl_array_device(x);
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, dy);
+  if (st == GL_OK) st = dnn_contig(&g, 2, w);
+  if (st == GL_OK) st = dnn_contig(&g, 3, save_mean);
+  if (st == GL_OK) st = dnn_contig(&g, 4, save_invstd);
+  if (st == GL_OK) st = gl_array_alloc(dx, (gl_dtype)x->dtype, x->ndim, x->shape, dev);
+  if (st == GL_OK) st = gl_array_alloc(dw, (gl_dtype)x->dtype, 1, &C, dev);
+  if (st == GL_OK) st = gl_array_alloc(db, (gl_dtype)x->dtype, 1, &C, dev);
+  if (st == GL_OK && x->size > 0) {
+    gl_array x4 = bn_view4(g.a[0]), dy4 = bn_view4(g.a[1]), dx4 = bn_view4(dx);
+    st = dnn->batch_norm_bwd(&dx4, dw, db, &x4, &dy4, g.a[2], g.a[3], g.a[4], eps);
+  }
+  dnn_release(&g);
+  if (st != GL_OK) { gl_array_release(dx); gl_array_release(dw); gl_array_release(db); }
+  return st;
 }

@@ -99,6 +99,54 @@ gl_status gl_op_im2col(gl_array *out, const gl_array *x, const int *k, const int
 gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshape, const int *k,
                        const int *stride, const int *pad, const int *dil);
 
+/* Library kernels (gl_backend.dnn: cuDNN on cuda), NCHW. Each checks devices, dtypes
+** (data of one float dtype; batch norm float32/float64 only, its per-channel operands of
+** x's dtype) and geometry before it asks whether x's device has the library (an error
+** naming the reason when not). Outputs are new contiguous arrays of x's dtype. */
+/* NULL when dev can run them, else why not. */
+const char *gl_op_dnn_unavailable(gl_device dev);
+/* out (N, O, OH, OW) = x (N, C, H, W) cross-correlated with w (O, C/groups, kh, kw), no bias. */
+gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c);
+/* out (xshape) = conv2d's gradient with respect to x, given dy (its output's shape). */
+gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_array *w, const int64_t *xshape,
+                                    const gl_dnn_conv *c);
+/* out (wshape) = conv2d's gradient with respect to w, given x and dy. */
+gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl_array *dy, const int64_t *wshape,
+                                      const gl_dnn_conv *c);
+/* Max (padding never wins) or average (padding counted as zeros) pooling, no dilation,
+** padding at most half the window; bwd: out (x's shape) from x, y and dy. */
+gl_status gl_op_dnn_pool2d(gl_array *out, bool max, const gl_array *x, const int *k, const int *stride,
+                           const int *pad);
+gl_status gl_op_dnn_pool2d_bwd(gl_array *out, bool max, const gl_array *x, const gl_array *y, const gl_array *dy,
+                               const int *k, const int *stride, const int *pad);
+/* Batch norm of x (N, C [, H [, W]]) per channel. training: batch statistics, save_mean
+** and save_invstd (C) for the backward, running mean/var (both or neither) updated in
+** place; else y from the running statistics (save_* untouched). */
+gl_status gl_op_dnn_batch_norm(gl_array *y, gl_array *save_mean, gl_array *save_invstd, const gl_array *x,
+                               const gl_array *w, const gl_array *b, const gl_array *rmean, const gl_array *rvar,
+                               bool training, double momentum, double eps);
+/* dx, dw, db (C) of a training-mode batch norm, from its saved statistics. */
+gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, const gl_array *x, const gl_array *dy,
+                                   const gl_array *w, const gl_array *save_mean, const gl_array *save_invstd,
+                                   double eps);
+
+/* ---- fused kernels for nn and optim (fused.c) -------------------------------------- */
+/* out = x (..., K) @ w (N, K)^T + b (N) (b may be NULL), in one call. */
+gl_status gl_op_linear(gl_array *out, const gl_array *x, const gl_array *w, const gl_array *b);
+/* Softmax cross-entropy of logits (N, C) float32/float64 against int64 1-based labels (N),
+** with label smoothing, or against a target distribution (N, C) (labels NULL): loss (N)
+** per row and probs (N, C), the softmax that the backward uses. A label outside 1..C gives a
+** NaN row (no device sync to check them here: nn checks them first, with a clear error). */
+gl_status gl_op_xent(gl_array *loss, gl_array *probs, const gl_array *logits, const gl_array *labels,
+                     const gl_array *target, double smoothing);
+/* out (N, C) = (probs - t) * gout * scale, gout 0-d or (N). */
+gl_status gl_op_xent_bwd(gl_array *out, const gl_array *probs, const gl_array *labels, const gl_array *target,
+                         double smoothing, const gl_array *gout, double scale);
+/* One optimizer step in place over p (contiguous float32/float64) with gradient g and the
+** rule's state arrays (backend.h's optim_step says which; NULL where unused). */
+gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],
+                           const gl_optim_hp *hp);
+
 /* ---- reductions and scans (reduce.c); axes are 0-based ------------------------- */
 /* out = op over 'axes' (naxes of them; naxes < 0: all, 0: none), the reduced axes dropped
 ** or, with keepdims, kept as 1. dtype: the result dtype where NumPy takes one (sum, prod:

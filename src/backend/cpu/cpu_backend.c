@@ -69,4 +69,7 @@ const gl_backend gl_cpu_backend = {
   .random = gl_cpu_random,
   .im2col = gl_cpu_im2col,
   .col2im = gl_cpu_col2im,
+  .optim_step = gl_cpu_optim_step,
+  .xent = gl_cpu_xent,
+  .xent_bwd = gl_cpu_xent_bwd,
 };

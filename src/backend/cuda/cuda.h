@@ -34,6 +34,12 @@ extern gl_cuda_dev gl_cuda_devs[GL_CUDA_MAXDEV];
 ** be used. The stream may be NULL. */
 gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream);
 
+/* cudaSetDevice(index), skipped when this thread's last one set the same device: every op
+** enters its device, and cudaSetDevice costs far more than a thread-local compare. The
+** backend makes devices current only through here (or gl_cuda_enter), so the memory of
+** the current device stays true. */
+cudaError_t gl_cuda_set_device(int index);
+
 /* GL_OK for cudaSuccess; else clears the error, marks the device broken when the error
 ** is sticky, and fails with "<what>: <cudaErrorName>: <string>" (GL_ENOMEM for
 ** cudaErrorMemoryAllocation, GL_EDEVICE otherwise). */
@@ -101,5 +107,27 @@ void gl_cuda_matmul_precision(bool tf32);
 void gl_cuda_blas_release(int index);
 /* cuBLAS's version once loaded and a handle exists, else 0. */
 int gl_cuda_blas_version(void);
+
+/* cuda_fused.c (kernels/fused.cu): gpu.fused's optimizer steps and cross-entropy */
+gl_status gl_cuda_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g,
+                             const gl_array *const st[3], const gl_optim_hp *hp);
+gl_status gl_cuda_xent(const gl_array *loss, const gl_array *probs, const gl_array *logits,
+                       const gl_array *labels, const gl_array *target, double smoothing);
+gl_status gl_cuda_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_array *labels,
+                           const gl_array *target, double smoothing, const gl_array *gout, double scale);
+/* cuda_conv.c (kernels/conv.cu): im2col / col2im, backend.h's contract */
+gl_status gl_cuda_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
+                         const int *pad, const int *dil, double padval);
+gl_status gl_cuda_col2im(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
+                         const int *pad, const int *dil);
+
+#ifdef GL_WITH_CUDNN
+/* cuda_cudnn.c: convolution, pooling and batch norm through cuDNN (dlopen'ed on first use) */
+extern const gl_dnn gl_cuda_dnn;
+/* Destroys device 'index''s cuDNN handle (the device current, its stream synchronised). */
+void gl_cuda_dnn_release(int index);
+/* Whether float32 convolutions may use TF32 tensor cores (gpu.set_matmul_precision). */
+void gl_cuda_dnn_precision(bool tf32);
+#endif
 
 #endif

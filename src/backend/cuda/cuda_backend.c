@@ -118,6 +118,16 @@ const char *gl_cuda_bytes(size_t n, char *buf) {
 
 /* ---- devices ------------------------------------------------------------------------------- */
 
+/* The device this thread's last successful cudaSetDevice made current (-1: none yet). */
+static _Thread_local int current_device = -1;
+
+cudaError_t gl_cuda_set_device(int index) {
+  if (index == current_device) return cudaSuccess;
+  cudaError_t e = cudaSetDevice(index);
+  current_device = e == cudaSuccess ? index : -1;
+  return e;
+}
+
 gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream) {
   const char *why = NULL;
   int n = cuda_count(&why);
@@ -127,7 +137,7 @@ gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream) {
   }
   gl_cuda_dev *d = &gl_cuda_devs[dev.index];
   if (d->broken[0]) return gl_fail(GL_EDEVICE, "%s", d->broken);
-  GL_TRY(gl_cuda_check(dev.index, cudaSetDevice(dev.index), "cudaSetDevice"));
+  GL_TRY(gl_cuda_check(dev.index, gl_cuda_set_device(dev.index), "cudaSetDevice"));
   if (!d->started) {
     gl_status st = GL_OK;
     pthread_mutex_lock(&gl_cuda_lock);
@@ -228,12 +238,17 @@ static void cuda_event_free(void *p) {
   gl_cuda_event *ev = p;
   if (ev == NULL) return;
   gl_cuda_dev *d = &gl_cuda_devs[ev->index];
-  if (d->started && !d->broken[0] && cudaSetDevice(ev->index) == cudaSuccess) cudaEventDestroy(ev->e);
+  if (d->started && !d->broken[0] && gl_cuda_set_device(ev->index) == cudaSuccess) cudaEventDestroy(ev->e);
   cudaGetLastError();
   free(ev);
 }
 
-static void cuda_matmul_precision(bool tf32) { gl_cuda_matmul_precision(tf32); }
+static void cuda_matmul_precision(bool tf32) {
+  gl_cuda_matmul_precision(tf32);
+#ifdef GL_WITH_CUDNN
+  gl_cuda_dnn_precision(tf32);
+#endif
+}
 
 /* ---- counters and teardown ------------------------------------------------------------- */
 
@@ -258,8 +273,11 @@ static void gl_cuda_shutdown(void) {
   for (int i = 0; i < cuda.count; i++) {
     gl_cuda_dev *d = &gl_cuda_devs[i];
     if (!d->started) continue;
-    if (!d->broken[0] && cudaSetDevice(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
+    if (!d->broken[0] && gl_cuda_set_device(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
       gl_cuda_blas_release(i);
+#ifdef GL_WITH_CUDNN
+      gl_cuda_dnn_release(i);
+#endif
       gl_cuda_pool_trim(i);
       gl_cuda_staging_release(d);
       cudaStreamDestroy(d->stream);
@@ -305,4 +323,12 @@ const gl_backend gl_cuda_backend = {
   .matmul_precision = cuda_matmul_precision,
   .stats = cuda_stats,
   .shutdown = gl_cuda_shutdown,
+  .optim_step = gl_cuda_optim_step,
+  .xent = gl_cuda_xent,
+  .xent_bwd = gl_cuda_xent_bwd,
+  .im2col = gl_cuda_im2col,
+  .col2im = gl_cuda_col2im,
+#ifdef GL_WITH_CUDNN
+  .dnn = &gl_cuda_dnn,
+#endif
 };

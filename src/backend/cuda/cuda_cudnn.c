@@ -1,0 +1,447 @@
+/*
+** cuda_cudnn.c — convolution, pooling and batch norm through cuDNN 9 (its legacy API:
+** cudnnConvolutionForward, cudnnPoolingForward, cudnnBatchNormalizationForwardTraining,
+** ...), the table backend.h calls gl_dnn. Without cuDNN at build time this file is empty
+** and the backend has no dnn table; without it at run time unavailable() says why and nn
+** uses im2col + cuBLAS (cuda_conv.c).
+**
+** As with cuBLAS (cuda_matmul.c): dlopen at first use, only the entry points used here
+** resolved (the header gives their types), one handle per device made lazily and bound
+** to the device's stream, destroyed by gl_cuda_dnn_release at shutdown. Descriptors are
+** made and destroyed per call (microseconds); workspaces come from the caching allocator
+** and go back to it right after the call is queued (the stream orders their reuse).
+**
+** Convolution algorithms come from cuDNN's heuristics (..._v7), best first; one whose
+** workspace cannot be allocated or that reports "not supported" is skipped for the next.
+** float32 stays IEEE (FMA kernels) unless gpu.set_matmul_precision("tf32") allows tensor
+** cores, as for matmul; float16/bfloat16 use tensor cores with float32 accumulation,
+** float64 computes in double.
+*/
+#ifdef GL_WITH_CUDNN
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <cudnn.h>
+#include "cuda.h"
+
+/* ---- cuDNN, loaded on first use ------------------------------------------------------------ */
+
+#define GL_DNN_SYMS(X) \
+  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) \
+  X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnDestroyTensorDescriptor) \
+  X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnDestroyFilterDescriptor) \
+  X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) \
+  X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType) \
+  X(cudnnDestroyConvolutionDescriptor) X(cudnnGetConvolutionForwardAlgorithm_v7) \
+  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(cudnnConvolutionBackwardData) \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize) X(cudnnConvolutionBackwardFilter) \
+  X(cudnnCreatePoolingDescriptor) X(cudnnSetPooling2dDescriptor) \
+  X(cudnnDestroyPoolingDescriptor) X(cudnnPoolingForward) X(cudnnPoolingBackward) \
+  X(cudnnDeriveBNTensorDescriptor) X(cudnnBatchNormalizationForwardTraining) \
+  X(cudnnBatchNormalizationForwardInference) X(cudnnBatchNormalizationBackward)
+
+static struct {
+  pthread_once_t once;
+  bool ok;
+  char why[256];
+#define GL_FIELD(name) __typeof__(name) *name;
+  GL_DNN_SYMS(GL_FIELD)
+#undef GL_FIELD
+} dnn = { .once = PTHREAD_ONCE_INIT };
+
+static cudnnHandle_t handles[GL_CUDA_MAXDEV];
+static volatile int tf32_allowed;
+
+static void dnn_load(void) {
+  void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
+    const char *e = dlerror();
+    snprintf(dnn.why, sizeof dnn.why, "cuDNN not found: %s", e ? e : "cannot load libcudnn.so.9");
+    return;
+  }
+  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
+#define GL_SYM(name)                                                                     \
+  {                                                                                             \
+    void *p_ = dlsym(h, #name);                                                                 \
+    if (p_ == NULL) {                                                                           \
+      snprintf(dnn.why, sizeof dnn.why, "cuDNN not usable: libcudnn.so.9 lacks %s", #name);     \
+      return;                                                                                   \
+    }                                                                                           \
+    memcpy(&dnn.name, &p_, sizeof p_);                                                         \
+  }
+  GL_DNN_SYMS(GL_SYM)
+#undef GL_SYM
+  dnn.ok = true;
+}
+
+static const char *dnn_unavailable(void) {
+  pthread_once(&dnn.once, dnn_load);
+  return dnn.ok ? NULL : dnn.why;
+}
+
+/* "op: call: CUDNN_STATUS_...: message" for a failed call. */
+static gl_status dnn_check(cudnnStatus_t st, const char *op, const char *call) {
+  if (st == CUDNN_STATUS_SUCCESS) return GL_OK;
+  const char *name = dnn.cudnnGetErrorString ? dnn.cudnnGetErrorString(st) : NULL;
+  int cat = (int)st / 1000;                /* cuDNN 9 groups its codes by thousands */
+  gl_status code = (st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
+                     st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) ? GL_ENOMEM
+                    : cat == 3 ? GL_ENOTSUP : cat == 2 ? GL_EINVAL : GL_EDEVICE;
+  return gl_fail(code, "%s: %s: %s (cuDNN status %d)", op, call, name ? name : "cuDNN error", (int)st);
+}
+#define GL_DNN(op, fn, ...) dnn_check(dnn.fn(__VA_ARGS__), op, #fn)
+
+/* The device's stream and handle (made on first use, on that stream). */
+static gl_status dnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnnHandle_t *out) {
+  GL_TRY(gl_cuda_enter(dev, s));
+  if (dnn_unavailable()) return gl_fail(GL_ENOTSUP, "%s: %s", op, dnn.why);
+  gl_status st = GL_OK;
+  pthread_mutex_lock(&gl_cuda_lock);
+  if (handles[dev.index] == NULL) {
+    cudnnHandle_t h = NULL;
+    st = dnn_check(dnn.cudnnCreate(&h), op, "cudnnCreate");
+    if (st == GL_OK) {
+      st = dnn_check(dnn.cudnnSetStream(h, *s), op, "cudnnSetStream");
+      if (st == GL_OK) handles[dev.index] = h;
+      else dnn.cudnnDestroy(h);
+    }
+  }
+  *out = handles[dev.index];
+  pthread_mutex_unlock(&gl_cuda_lock);
+  return st;
+}
+
+void gl_cuda_dnn_release(int index) {
+  if (index < 0 || index >= GL_CUDA_MAXDEV || handles[index] == NULL) return;
+  if (dnn.cudnnDestroy) dnn.cudnnDestroy(handles[index]);
+  handles[index] = NULL;
+}
+
+void gl_cuda_dnn_precision(bool tf32) { tf32_allowed = tf32; }
+
+/* ---- descriptors ------------------------------------------------------------------------------ */
+
+/* Everything one call makes; dnn_free destroys what is set. */
+typedef struct dnn_descs {
+  cudnnTensorDescriptor_t t[4];
+  cudnnFilterDescriptor_t f;
+  cudnnConvolutionDescriptor_t c;
+  cudnnPoolingDescriptor_t p;
+} dnn_descs;
+
+static void dnn_free(dnn_descs *d) {
+  for (int i = 0; i < 4; i++)
+    if (d->t[i]) dnn.cudnnDestroyTensorDescriptor(d->t[i]);
+  if (d->f) dnn.cudnnDestroyFilterDescriptor(d->f);
+  if (d->c) dnn.cudnnDestroyConvolutionDescriptor(d->c);
+  if (d->p) dnn.cudnnDestroyPoolingDescriptor(d->p);
+}
+
+static cudnnDataType_t dnn_type(int dt) {
+  switch (dt) {
+    case GL_FLOAT64: return CUDNN_DATA_DOUBLE;
+    case GL_FLOAT16: return CUDNN_DATA_HALF;
+    case GL_BFLOAT16: return CUDNN_DATA_BFLOAT16;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+/* cuDNN's 4-D descriptors take int extents and strides: the whole array must fit. */
+static gl_status fits(const gl_array *a, const char *op) {
+  if (a->size > INT_MAX)
+    return gl_fail(GL_ENOTSUP, "%s: an operand of %lld elements is more than cuDNN's 4-D descriptors take "
+                   "(2^31 - 1)", op, (long long)a->size);
+  return GL_OK;
+}
+
+/* A contiguous NCHW descriptor of a (4-D) into *t. */
+static gl_status tensor_desc(cudnnTensorDescriptor_t *t, const gl_array *a, const char *op) {
+  GL_TRY(fits(a, op));
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, t));
+  return GL_DNN(op, cudnnSetTensor4dDescriptor, *t, CUDNN_TENSOR_NCHW, dnn_type(a->dtype), (int)a->shape[0],
+                                   (int)a->shape[1], (int)a->shape[2], (int)a->shape[3]);
+}
+
+/* Host scaling factors: double for float64 data, float otherwise. */
+typedef struct dnn_scale { float f1, f0; double d1, d0; } dnn_scale;
+static const dnn_scale scale = { 1.0f, 0.0f, 1.0, 0.0 };
+#define GL_ONE(dt) ((dt) == GL_FLOAT64 ? (const void *)&scale.d1 : (const void *)&scale.f1)
+#define GL_ZERO(dt) ((dt) == GL_FLOAT64 ? (const void *)&scale.d0 : (const void *)&scale.f0)
+
+/* ---- convolution -------------------------------------------------------------------------- */
+
+/* Descriptors of x (t[0]), y (t[1]), the filter and the convolution. */
+static gl_status conv_descs(dnn_descs *d, const gl_array *x, const gl_array *w, const gl_array *y,
+                            const gl_dnn_conv *c, const char *op) {
+  int dt = x->dtype;
+  GL_TRY(tensor_desc(&d->t[0], x, op));
+  GL_TRY(tensor_desc(&d->t[1], y, op));
+  GL_TRY(fits(w, op));
+  GL_TRY(GL_DNN(op, cudnnCreateFilterDescriptor, &d->f));
+  GL_TRY(GL_DNN(op, cudnnSetFilter4dDescriptor, d->f, dnn_type(dt), CUDNN_TENSOR_NCHW, (int)w->shape[0], (int)w->shape[1],
+                                   (int)w->shape[2], (int)w->shape[3]));
+  GL_TRY(GL_DNN(op, cudnnCreateConvolutionDescriptor, &d->c));
+  GL_TRY(GL_DNN(op, cudnnSetConvolution2dDescriptor, d->c, c->pad[0], c->pad[1], c->stride[0], c->stride[1], c->dil[0], c->dil[1],
+                                 CUDNN_CROSS_CORRELATION, dt == GL_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+  GL_TRY(GL_DNN(op, cudnnSetConvolutionGroupCount, d->c, c->groups));
+  return GL_OK;
+}
+
+/* The math type asked for first, and whether an algorithm's math type may be used: IEEE
+** float32 unless TF32 is allowed. */
+static cudnnMathType_t first_math(int dt) {
+  if (dt == GL_FLOAT16 || dt == GL_BFLOAT16) return CUDNN_TENSOR_OP_MATH;
+  if (dt == GL_FLOAT32 && !tf32_allowed) return CUDNN_FMA_MATH;
+  return CUDNN_DEFAULT_MATH;
+}
+static bool math_ok(int dt, cudnnMathType_t m) {
+  return !(dt == GL_FLOAT32 && !tf32_allowed && (m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+}
+
+#define GL_NALGO 16
+
+/* Tries the heuristics' algorithms in order, then algorithm 0 with the first math type:
+** ALGOS (a cudnnGet...Algorithm_v7 call filling perf and n_) lists them, WS (filling
+** bytes) asks an algorithm's workspace, RUN (using algo, ws, bytes) runs it; 'st' holds
+** the result. Written once for the three directions, whose types differ only in name. */
+#define GL_CONV_TRY(PERF_T, ALGO_T, ALGOS, WS, RUN, RUN_NAME)                                   \
+  do {                                                                                          \
+    PERF_T perf[GL_NALGO];                                                                      \
+    int n_ = 0;                                                                                 \
+    cudnnMathType_t m0 = first_math(dt);                                                        \
+    st = GL_DNN(op, cudnnSetConvolutionMathType, d.c, m0);                                      \
+    if (st == GL_OK) st = dnn_check(ALGOS, op, "cudnnGet" RUN_NAME "Algorithm_v7");             \
+    if (st != GL_OK) break;                                                                     \
+    if (n_ < 0 || n_ > GL_NALGO - 1) n_ = 0;                                                    \
+    memset(&perf[n_], 0, sizeof perf[n_]);                                                      \
+    perf[n_].algo = (ALGO_T)0;                                                                  \
+    perf[n_].status = CUDNN_STATUS_SUCCESS;                                                     \
+    perf[n_].mathType = m0;                                                                     \
+    n_++;                                                                                       \
+    st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);            \
+    for (int i_ = 0; i_ < n_; i_++) {                                                           \
+      if (perf[i_].status != CUDNN_STATUS_SUCCESS || !math_ok(dt, perf[i_].mathType)) continue; \
+      ALGO_T algo = perf[i_].algo;                                                              \
+      size_t bytes = 0;                                                                         \
+      void *ws = NULL;                                                                          \
+      if (dnn.cudnnSetConvolutionMathType(d.c, perf[i_].mathType) != CUDNN_STATUS_SUCCESS) continue; \
+      if ((WS) != CUDNN_STATUS_SUCCESS) continue;                                               \
+      if (bytes > 0) {                                                                          \
+        gl_status a_ = gl_cuda_alloc(dev, bytes, &ws);                                          \
+        if (a_ != GL_OK) { st = a_; continue; }                                                 \
+      }                                                                                         \
+      cudnnStatus_t r_ = (RUN);                                                                 \
+      if (ws) gl_cuda_free(dev, ws, bytes);                                                     \
+      st = dnn_check(r_, op, "cudnn" RUN_NAME);                                                 \
+      if ((int)r_ / 1000 == 3) continue;          /* not supported: the next algorithm */      \
+      if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);                                    \
+      break;                                                                                    \
+    }                                                                                           \
+  } while (0)
+
+static gl_status dnn_conv2d(const gl_array *y, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
+  const char *op = "conv2d";
+  gl_device dev = gl_array_device(y);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = conv_descs(&d, x, w, y, c, op);
+  if (st == GL_OK)
+    GL_CONV_TRY(cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t,
+                dnn.cudnnGetConvolutionForwardAlgorithm_v7(h, d.t[0], d.f, d.c, d.t[1], GL_NALGO - 1, &n_, perf),
+                dnn.cudnnGetConvolutionForwardWorkspaceSize(h, d.t[0], d.f, d.c, d.t[1], algo, &bytes),
+                dnn.cudnnConvolutionForward(h, GL_ONE(dt), d.t[0], gl_array_data(x), d.f, gl_array_data(w), d.c, algo, ws, bytes,
+                        GL_ZERO(dt), d.t[1], gl_array_data(y)), "ConvolutionForward");
+  dnn_free(&d);
+  return st;
+}
+
+static gl_status dnn_conv2d_bwd_data(const gl_array *dx, const gl_array *dy, const gl_array *w,
+                                     const gl_dnn_conv *c) {
+  const char *op = "conv2d_backward_data";
+  gl_device dev = gl_array_device(dx);
+  int dt = dx->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = conv_descs(&d, dx, w, dy, c, op);
+  if (st == GL_OK)
+    GL_CONV_TRY(cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t,
+                dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.f, d.t[1], d.c, d.t[0], GL_NALGO - 1, &n_, perf),
+                dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.f, d.t[1], d.c, d.t[0], algo, &bytes),
+                dnn.cudnnConvolutionBackwardData(h, GL_ONE(dt), d.f, gl_array_data(w), d.t[1], gl_array_data(dy), d.c, algo, ws, bytes,
+                         GL_ZERO(dt), d.t[0], gl_array_data(dx)), "ConvolutionBackwardData");
+  dnn_free(&d);
+  return st;
+}
+
+static gl_status dnn_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, const gl_array *dy,
+                                       const gl_dnn_conv *c) {
+  const char *op = "conv2d_backward_filter";
+  gl_device dev = gl_array_device(dw);
+  int dt = dw->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = conv_descs(&d, x, dw, dy, c, op);
+  if (st == GL_OK)
+    GL_CONV_TRY(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t,
+                dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.t[0], d.t[1], d.c, d.f, GL_NALGO - 1, &n_, perf),
+                dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.t[0], d.t[1], d.c, d.f, algo, &bytes),
+                dnn.cudnnConvolutionBackwardFilter(h, GL_ONE(dt), d.t[0], gl_array_data(x), d.t[1], gl_array_data(dy), d.c, algo, ws, bytes,
+                         GL_ZERO(dt), d.f, gl_array_data(dw)), "ConvolutionBackwardFilter");
+  dnn_free(&d);
+  return st;
+}
+
+/* ---- pooling ------------------------------------------------------------------------------- */
+
+/* Descriptors of x (t[0]), y (t[1]) and the window. */
+static gl_status pool_descs(dnn_descs *d, bool max, const gl_array *x, const gl_array *y, const int *k,
+                            const int *stride, const int *pad, const char *op) {
+  GL_TRY(tensor_desc(&d->t[0], x, op));
+  GL_TRY(tensor_desc(&d->t[1], y, op));
+  GL_TRY(GL_DNN(op, cudnnCreatePoolingDescriptor, &d->p));
+  return GL_DNN(op, cudnnSetPooling2dDescriptor, d->p, max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+                                 CUDNN_PROPAGATE_NAN, k[0], k[1], pad[0], pad[1], stride[0], stride[1]);
+}
+
+static gl_status dnn_pool2d(bool max, const gl_array *y, const gl_array *x, const int *k, const int *stride,
+                            const int *pad) {
+  const char *op = max ? "max_pool2d" : "avg_pool2d";
+  gl_device dev = gl_array_device(y);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = pool_descs(&d, max, x, y, k, stride, pad, op);
+  if (st == GL_OK)
+    st = GL_DNN(op, cudnnPoolingForward, h, d.p, GL_ONE(dt), d.t[0], gl_array_data(x), GL_ZERO(dt), d.t[1],
+                                 gl_array_data(y));
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
+static gl_status dnn_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x, const gl_array *y,
+                                const gl_array *dy, const int *k, const int *stride, const int *pad) {
+  const char *op = max ? "max_pool2d_backward" : "avg_pool2d_backward";
+  gl_device dev = gl_array_device(dx);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = pool_descs(&d, max, x, y, k, stride, pad, op);
+  if (st == GL_OK)          /* y, dy share t[1]; x, dx share t[0] */
+    st = GL_DNN(op, cudnnPoolingBackward, h, d.p, GL_ONE(dt), d.t[1], gl_array_data(y), d.t[1], gl_array_data(dy), d.t[0],
+                                 gl_array_data(x), GL_ZERO(dt), d.t[0], gl_array_data(dx));
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
+/* ---- batch norm ---------------------------------------------------------------------------- */
+
+/* Descriptors of x (t[0], 4-D) and of the per-channel operands (t[1], derived). */
+static gl_status bn_descs(dnn_descs *d, const gl_array *x, const char *op) {
+  GL_TRY(tensor_desc(&d->t[0], x, op));
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &d->t[1]));
+  return GL_DNN(op, cudnnDeriveBNTensorDescriptor, d->t[1], d->t[0], CUDNN_BATCHNORM_SPATIAL);
+}
+
+static void *data_or_null(const gl_array *a) { return a ? gl_array_data(a) : NULL; }
+
+static gl_status dnn_bn_train(const gl_array *y, const gl_array *save_mean, const gl_array *save_invstd,
+                              const gl_array *x, const gl_array *w, const gl_array *b, const gl_array *rmean,
+                              const gl_array *rvar, double momentum, double eps) {
+  const char *op = "batch_norm";
+  gl_device dev = gl_array_device(y);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = bn_descs(&d, x, op);
+  if (st == GL_OK)
+    st = GL_DNN(op, cudnnBatchNormalizationForwardTraining, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), d.t[0], gl_array_data(x),
+                                 d.t[0], gl_array_data(y), d.t[1], gl_array_data(w), gl_array_data(b), momentum,
+                                 data_or_null(rmean), data_or_null(rvar), eps, gl_array_data(save_mean),
+                                 gl_array_data(save_invstd));
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
+static gl_status dnn_bn_infer(const gl_array *y, const gl_array *x, const gl_array *w, const gl_array *b,
+                              const gl_array *rmean, const gl_array *rvar, double eps) {
+  const char *op = "batch_norm";
+  gl_device dev = gl_array_device(y);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = bn_descs(&d, x, op);
+  if (st == GL_OK)
+    st = GL_DNN(op, cudnnBatchNormalizationForwardInference, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), d.t[0], gl_array_data(x),
+                                 d.t[0], gl_array_data(y), d.t[1], gl_array_data(w), gl_array_data(b),
+                                 gl_array_data(rmean), gl_array_data(rvar), eps);
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
+static gl_status dnn_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
+                            const gl_array *dy, const gl_array *w, const gl_array *save_mean,
+                            const gl_array *save_invstd, double eps) {
+  const char *op = "batch_norm_backward";
+  gl_device dev = gl_array_device(dx);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = bn_descs(&d, x, op);
+  if (st == GL_OK)
+    st = GL_DNN(op, cudnnBatchNormalizationBackward, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), GL_ONE(dt), GL_ZERO(dt),
+                               d.t[0], gl_array_data(x), d.t[0], gl_array_data(dy), d.t[0], gl_array_data(dx),
+                               d.t[1], gl_array_data(w), gl_array_data(dw), gl_array_data(db), eps,
+                               gl_array_data(save_mean), gl_array_data(save_invstd));
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
+const gl_dnn gl_cuda_dnn = {
+  .unavailable = dnn_unavailable,
+  .conv2d = dnn_conv2d,
+  .conv2d_bwd_data = dnn_conv2d_bwd_data,
+  .conv2d_bwd_filter = dnn_conv2d_bwd_filter,
+  .pool2d = dnn_pool2d,
+  .pool2d_bwd = dnn_pool2d_bwd,
+  .batch_norm_train = dnn_bn_train,
+  .batch_norm_infer = dnn_bn_infer,
+  .batch_norm_bwd = dnn_bn_bwd,
+};
+
+#endif /* GL_WITH_CUDNN */

@@ -1,0 +1,54 @@
+/*
+** cuda_fused.c — gpu.fused on the GPU (kernels/fused.cu): optimizer steps and softmax
+** cross-entropy, backend.h's optim_step / xent / xent_bwd contracts (operands checked and
+** made contiguous by src/ops/fused.c).
+*/
+#include "cuda.h"
+#include "../../../kernels/fused.h"
+
+#define DATA(a) ((a) ? gl_array_data(a) : NULL)
+
+gl_status gl_cuda_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g,
+                             const gl_array *const st[3], const gl_optim_hp *hp) {
+  gl_device dev = gl_array_device(p);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  gl_koptim k = {
+    .lr = hp->lr, .weight_decay = hp->weight_decay, .eps = hp->eps, .beta1 = hp->beta1, .beta2 = hp->beta2,
+    .bc1 = hp->bc1, .bc2 = hp->bc2, .momentum = hp->momentum, .dampening = hp->dampening, .alpha = hp->alpha,
+    .decoupled = hp->decoupled, .amsgrad = hp->amsgrad, .nesterov = hp->nesterov, .maximize = hp->maximize,
+    .first = hp->first, .centered = hp->centered,
+  };
+  static const char *const names[] = { "sgd_", "adam_", "rmsprop_" };
+  int rc = gl_klaunch_optim(s, (int)kind, p->dtype, p->size, gl_array_data(p), gl_array_data(g), DATA(st[0]),
+                            DATA(st[1]), DATA(st[2]), &k);
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "%s of %s parameters is not supported on cuda", names[kind], gl_dtypes[p->dtype].name);
+  return gl_cuda_launched(dev, s, rc, names[kind]);
+}
+
+gl_status gl_cuda_xent(const gl_array *loss, const gl_array *probs, const gl_array *logits,
+                       const gl_array *labels, const gl_array *target, double smoothing) {
+  gl_device dev = gl_array_device(logits);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int rc = gl_klaunch_xent(s, logits->dtype, logits->shape[0], logits->shape[1], gl_array_data(loss),
+                           gl_array_data(probs), gl_array_data(logits), (const int64_t *)DATA(labels), DATA(target),
+                           smoothing);
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "cross_entropy of %s logits is not supported on cuda", gl_dtypes[logits->dtype].name);
+  return gl_cuda_launched(dev, s, rc, "cross_entropy");
+}
+
+gl_status gl_cuda_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_array *labels,
+                           const gl_array *target, double smoothing, const gl_array *gout, double scale) {
+  gl_device dev = gl_array_device(probs);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int rc = gl_klaunch_xent_bwd(s, probs->dtype, probs->shape[0], probs->shape[1], gl_array_data(dst),
+                               gl_array_data(probs), (const int64_t *)DATA(labels), DATA(target), smoothing,
+                               gl_array_data(gout), gout->ndim == 0 ? 0 : 1, scale);
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "cross_entropy_backward of %s is not supported on cuda", gl_dtypes[probs->dtype].name);
+  return gl_cuda_launched(dev, s, rc, "cross_entropy_backward");
+}

@@ -1,0 +1,203 @@
+/*
+** fused.c — the fused kernels under gpu.nn and gpu.optim (gpu.fused in Lua): linear
+** (x @ w^T + b in one call), softmax cross-entropy forward and backward, and optimizer
+** steps that make one pass over each parameter instead of a dozen array ops. Checks
+** everything here, then calls the backend's optional entries (xent, xent_bwd,
+** optim_step); a device without them gets a "not supported" error and the Lua layer
+** keeps its composite path.
+*/
+#include <string.h>
+#include "ops.h"
+
+static gl_status need_entry(const char *fn, const gl_array *x, const void *entry) {
+  if (entry != NULL) return GL_OK;
+  char dn[16];
+  return gl_fail(GL_ENOTSUP, "%s is not supported on %s", fn, gl_device_name(gl_array_device(x), dn));
+}
+
+static gl_status need_float(const char *what, const gl_array *x) {
+  if (x->dtype == GL_FLOAT32 || x->dtype == GL_FLOAT64) return GL_OK;
+  return gl_fail(GL_EINVAL, "%s must be float32 or float64, got %s", what, gl_dtypes[x->dtype].name);
+}
+
+static gl_status need_same(const char *what, const gl_array *ref, const gl_array *x,
+                           bool same_shape) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  if (gl_array_device(x).type != gl_array_device(ref).type || gl_array_device(x).index != gl_array_device(ref).index) {
+    char d1[16], d2[16];
+    return gl_fail(GL_EDEVICE, "%s is on %s but the parameter is on %s (move it with :to())", what,
+                   gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
+  }
+  if (x->dtype != ref->dtype)
+    return gl_fail(GL_EINVAL, "%s is %s, expected %s like the parameter", what, gl_dtypes[x->dtype].name,
+                   gl_dtypes[ref->dtype].name);
+  if (same_shape && (x->ndim != ref->ndim || x->size != ref->size ||
+                     memcmp(x->shape, ref->shape, (size_t)x->ndim * sizeof x->shape[0]) != 0))
+    return gl_fail(GL_EINVAL, "%s has shape %s, expected %s", what, gl_shape_str(x->ndim, x->shape, s1),
+                   gl_shape_str(ref->ndim, ref->shape, s2));
+  return GL_OK;
+}
+
+/* ---- linear ---------------------------------------------------------------------------- */
+
+gl_status gl_op_linear(gl_array *out, const gl_array *x, const gl_array *w, const gl_array *b) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  if (w->ndim != 2)
+    return gl_fail(GL_EINVAL, "weight must be 2-D (out_features, in_features), got shape %s",
+                   gl_shape_str(w->ndim, w->shape, s1));
+  if (x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
+    return gl_fail(GL_EINVAL, "input of shape %s does not fit weight %s (expected %lld input features)",
+                   gl_shape_str(x->ndim, x->shape, s1), gl_shape_str(w->ndim, w->shape, s2),
+                   (long long)w->shape[1]);
+  if (b != NULL && (b->ndim != 1 || b->shape[0] != w->shape[0]))
+    return gl_fail(GL_EINVAL, "bias of shape %s does not fit weight %s (expected (%lld))",
+                   gl_shape_str(b->ndim, b->shape, s1), gl_shape_str(w->ndim, w->shape, s2),
+                   (long long)w->shape[0]);
+  gl_array wt = *w;
+  GL_TRY(gl_view_transpose(&wt, 0, 1));
+  GL_TRY(gl_op_matmul(out, x, &wt));
+  if (b == NULL) return GL_OK;
+  gl_operand ob = { b, { 0 } };
+  gl_status st = gl_op_binary_(out, GL_B_add, ob);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* ---- softmax cross-entropy --------------------------------------------------------------- */
+
+/* logits (N, C) float; exactly one of labels (int64 (N), 1-based) and target (N, C). */
+static gl_status xent_check(const gl_array *logits, const gl_array *labels,
+                            const gl_array *target) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  if (logits->ndim != 2)
+    return gl_fail(GL_EINVAL, "logits must be (N, C), got shape %s", gl_shape_str(logits->ndim, logits->shape, s1));
+  GL_TRY(need_float("logits", logits));
+  if (labels != NULL) {
+    if (labels->dtype != GL_INT64 || labels->ndim != 1 || labels->shape[0] != logits->shape[0])
+      return gl_fail(GL_EINVAL, "labels must be int64 of shape (%lld), got %s %s",
+                     (long long)logits->shape[0], gl_dtypes[labels->dtype].name,
+                     gl_shape_str(labels->ndim, labels->shape, s1));
+    GL_TRY(gl_same_device(logits, labels));
+  } else {
+    if (target == NULL) return gl_fail(GL_EINVAL, "labels or a target distribution expected");
+    if (target->dtype != logits->dtype || target->ndim != 2 || target->shape[0] != logits->shape[0] ||
+        target->shape[1] != logits->shape[1])
+      return gl_fail(GL_EINVAL, "target must be %s of shape %s, got %s %s", gl_dtypes[logits->dtype].name,
+                     gl_shape_str(2, logits->shape, s1), gl_dtypes[target->dtype].name,
+                     gl_shape_str(target->ndim, target->shape, s2));
+    GL_TRY(gl_same_device(logits, target));
+  }
+  return GL_OK;
+}
+
+/* x itself when contiguous, else a contiguous copy in *tmp. */
+static gl_status contig(const gl_array *x, gl_array *tmp, const gl_array **res) {
+  if (gl_array_is_contiguous(x)) { *res = x; return GL_OK; }
+  GL_TRY(gl_op_copy(tmp, x, (gl_dtype)x->dtype, gl_array_device(x)));
+  *res = tmp;
+  return GL_OK;
+}
+
+gl_status gl_op_xent(gl_array *loss, gl_array *probs, const gl_array *logits, const gl_array *labels,
+                     const gl_array *target, double smoothing) {
+  const char *fn = "cross_entropy";
+  GL_TRY(xent_check(logits, labels, target));
+  if (!(smoothing >= 0 && smoothing <= 1))
+    return gl_fail(GL_EINVAL, "label_smoothing must be in [0, 1], got %g", smoothing);
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(logits), &be));
+  GL_TRY(need_entry(fn, logits, (const void *)be->xent));
+  gl_array tz = { 0 }, tl = { 0 }, tt = { 0 };
+  const gl_array *z = NULL, *l = NULL, *t = NULL;
+  gl_status st = contig(logits, &tz, &z);
+  if (st == GL_OK && labels) st = contig(labels, &tl, &l);
+  if (st == GL_OK && target) st = contig(target, &tt, &t);
+  gl_device dev = gl_array_device(logits);
+  if (st == GL_OK) st = gl_array_alloc(loss, (gl_dtype)logits->dtype, 1, logits->shape, dev);
+  if (st == GL_OK) {
+    st = gl_array_alloc(probs, (gl_dtype)logits->dtype, 2, logits->shape, dev);
+    if (st != GL_OK) gl_array_release(loss);
+  }
+  if (st == GL_OK && logits->size > 0) {
+    st = be->xent(loss, probs, z, l, t, smoothing);
+    if (st != GL_OK) { gl_array_release(loss); gl_array_release(probs); }
+  }
+  gl_array_release(&tz);
+  gl_array_release(&tl);
+  gl_array_release(&tt);
+  return st;
+}
+
+gl_status gl_op_xent_bwd(gl_array *out, const gl_array *probs, const gl_array *labels, const gl_array *target,
+                         double smoothing, const gl_array *gout, double scale) {
+  const char *fn = "cross_entropy_backward";
+  char s1[GL_SHAPE_BUFSZ];
+  GL_TRY(xent_check(probs, labels, target));
+  if (gout->dtype != probs->dtype || !(gout->ndim == 0 || (gout->ndim == 1 && gout->shape[0] == probs->shape[0])))
+    return gl_fail(GL_EINVAL, "the incoming gradient must be %s, 0-d or of shape (%lld), got %s %s",
+                   gl_dtypes[probs->dtype].name, (long long)probs->shape[0], gl_dtypes[gout->dtype].name,
+                   gl_shape_str(gout->ndim, gout->shape, s1));
+  GL_TRY(gl_same_device(probs, gout));
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(probs), &be));
+  GL_TRY(need_entry(fn, probs, (const void *)be->xent_bwd));
+  gl_array tp = { 0 }, tl = { 0 }, tt = { 0 }, tg = { 0 };
+  const gl_array *p = NULL, *l = NULL, *t = NULL, *g = NULL;
+  gl_status st = contig(probs, &tp, &p);
+  if (st == GL_OK && labels) st = contig(labels, &tl, &l);
+  if (st == GL_OK && target) st = contig(target, &tt, &t);
+  if (st == GL_OK) st = contig(gout, &tg, &g);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)probs->dtype, 2, probs->shape, gl_array_device(probs));
+  if (st == GL_OK && probs->size > 0) {
+    st = be->xent_bwd(out, p, l, t, smoothing, g, scale);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  gl_array_release(&tp);
+  gl_array_release(&tl);
+  gl_array_release(&tt);
+  gl_array_release(&tg);
+  return st;
+}
+
+/* ---- optimizer steps ----------------------------------------------------------------------- */
+
+static const char *const optim_fn[] = { "sgd_", "adam_", "rmsprop_" };
+static const char *const state_name[3][3] = {
+  { "momentum_buffer", "-", "-" },
+  { "exp_avg", "exp_avg_sq", "max_exp_avg_sq" },
+  { "square_avg", "momentum_buffer", "grad_avg" },
+};
+
+gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],
+                           const gl_optim_hp *hp) {
+  const char *fn = optim_fn[kind];
+  if (!gl_array_is_contiguous(p))
+    return gl_fail(GL_EINVAL, "the parameter must be contiguous (it is updated in place)");
+  GL_TRY(need_float("the parameter", p));
+  GL_TRY(need_same("the gradient", p, g, true));
+  for (int i = 0; i < 3; i++) {
+    if (st[i] == NULL) continue;
+    GL_TRY(need_same(state_name[kind][i], p, st[i], true));
+    if (!gl_array_is_contiguous(st[i])) return gl_fail(GL_EINVAL, "%s must be contiguous", state_name[kind][i]);
+  }
+  bool need[3] = { false, false, false };
+  switch (kind) {
+    case GL_OPTIM_SGD: need[0] = hp->momentum != 0; break;
+    case GL_OPTIM_ADAM: need[0] = need[1] = true; need[2] = hp->amsgrad != 0; break;
+    case GL_OPTIM_RMSPROP: need[0] = true; need[1] = hp->momentum > 0; need[2] = hp->centered != 0; break;
+  }
+  for (int i = 0; i < 3; i++)
+    if (need[i] && st[i] == NULL) return gl_fail(GL_EINVAL, "the state array %s is missing", state_name[kind][i]);
+  if (kind == GL_OPTIM_ADAM && !(hp->bc1 > 0 && hp->bc2 > 0))
+    return gl_fail(GL_EINVAL, "step must be a positive integer");
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(p), &be));
+  GL_TRY(need_entry(fn, p, (const void *)be->optim_step));
+  gl_array tg = { 0 };
+  const gl_array *gc = NULL;
+  GL_TRY(contig(g, &tg, &gc));
+  const gl_array *sts[3] = { need[0] ? st[0] : NULL, need[1] ? st[1] : NULL, need[2] ? st[2] : NULL };
+  gl_status s = p->size > 0 ? be->optim_step(kind, p, gc, sts, hp) : GL_OK;
+  gl_array_release(&tg);
+  return s;
+}
