@@ -463,3 +463,17 @@ describe("fuzzer finds", function()
     end
   end
 end)
+
+describe("gpu.isatty", function()
+  it("is false for a file, and refuses what is not an open Lua file", function()
+    local f = io.tmpfile()
+    assert.is_false(gpu.isatty(f))
+    f:close()
+    local ok, err = pcall(gpu.isatty, f)
+    assert.is_false(ok)
+    assert.matches("the file is closed", err, 1, true)
+    ok, err = pcall(gpu.isatty, 1)
+    assert.is_false(ok)
+    assert.matches("FILE* expected, got number", err, 1, true)
+  end)
+end)

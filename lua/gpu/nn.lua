@@ -19,6 +19,7 @@ local autograd = require "gpu.autograd"
 local optim = require "gpu.optim"
 
 local nn = {}
+local fused = gpu.fused
 local record = autograd.record
 local nodes = autograd.nodes
 
@@ -254,7 +255,9 @@ end
 -- linear(x, w, b): x (..., in) @ w (out, in)^T + b (out): one tape node.
 function nn.linear(x, w, b)
   local d = autograd.autocast_dtype()
-  local y = gpu.no_grad(function() local r = x:matmul(w.T); if b ~= nil then r:add_(b) end; return r end)
+  local y
+  if d == nil then y = fused.linear(x, w, b)      -- GEMM + bias in one call, recorded below
+  else y = gpu.no_grad(function() local r = x:matmul(w.T); if b ~= nil then r:add_(b) end; return r end) end
   record(y, { x, w, b }, function(g)
     local gx, gw, gb
     local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
@@ -272,7 +275,9 @@ end
 -- dense(x, kernel, b): Keras layout, kernel (in, units).
 function nn.dense(x, k, b)
   local d = autograd.autocast_dtype()
-  local y = gpu.no_grad(function() local r = x:matmul(k); if b ~= nil then r:add_(b) end; return r end)
+  local y
+  if d == nil then y = fused.linear(x, k.T, b)
+  else y = gpu.no_grad(function() local r = x:matmul(k); if b ~= nil then r:add_(b) end; return r end) end
   record(y, { x, k, b }, function(g)
     local gx, gk, gb
     local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
@@ -351,26 +356,45 @@ local function reduce_loss(per, reduction, fname)
   error(("%s: reduction must be 'mean', 'sum' or 'none', got %s"):format(fname, tostring(reduction)), 3)
 end
 
--- Cross-entropy from logits against a target distribution (N, C) (one node):
--- loss_i = lse_i - sum_c t_ic z_ic; d/dz = softmax - t.
-local function ce_from_logits(z, target, reduction)
-  local N = z.shape[1]
-  local loss, p
-  loss, p = gpu.no_grad(function()
-    local lse = z:logsumexp(2, { keepdims = true })
-    local per = (lse - (target * z):sum(2, { keepdims = true })):reshape(N)
-    local sm = (z - lse):exp()
-    return per, sm
-  end)
+-- Cross-entropy from logits (one node): against labels (N, 1..C, already checked) with
+-- label smoothing eps, or a target distribution (N, C) (labels nil). With t the smoothed
+-- one-hot rows or the targets: loss_i = lse_i - sum_c t_ic z_ic; d/dz = softmax - t.
+-- float32/float64 logits go through gpu.fused (one pass per row forward and backward);
+-- other dtypes through array ops.
+local fused_float = { float32 = true, float64 = true }
+local function ce_from_logits(fname, z, labels, target, eps, reduction)
+  local N, C = z.shape[1], z.shape[2]
+  if reduction ~= nil and reduction ~= "mean" and reduction ~= "sum" and reduction ~= "none" then
+    error(("%s: reduction must be 'mean', 'sum' or 'none', got %s"):format(fname, tostring(reduction)), 2)
+  end
+  local per, p, lt, fopts
+  if fused_float[z.dtype] then
+    if labels ~= nil and labels.dtype ~= "int64" then labels = labels:astype("int64") end
+    lt = labels or target
+    fopts = eps > 0 and { label_smoothing = eps } or nil
+    per, p = fused.cross_entropy(z, lt, fopts)
+  else
+    if labels ~= nil then
+      target = onehot(labels, C, z.dtype, z.device)
+      if eps > 0 then target = target * (1 - eps) + eps / C end
+    end
+    per, p = gpu.no_grad(function()
+      local lse = z:logsumexp(2, { keepdims = true })
+      return (lse - (target * z):sum(2, { keepdims = true })):reshape(N), (z - lse):exp()
+    end)
+  end
   local out
-  if reduction == "none" then out = loss
-  elseif reduction == "sum" then out = loss:sum()
-  else out = loss:mean() end
+  if reduction == "none" then out = per
+  elseif reduction == "sum" then out = per:sum()
+  else out = per:mean() end
   record(out, { z }, function(g)
+    local scale = (reduction == nil or reduction == "mean") and 1 / N or 1
+    if lt then
+      return fused.cross_entropy_backward(p, lt, g, { label_smoothing = eps, scale = scale })
+    end
     local d = p - target
     if reduction == "none" then return d * g:reshape(N, 1) end
-    if reduction == "sum" then return d * g end
-    return d * (g / N)
+    return d * (g * scale)
   end)
   return out
 end
@@ -384,11 +408,9 @@ function nn.cross_entropy(logits, labels, opts)
   opts = opts or {}
   local N, C = logits.shape[1], logits.shape[2]
   check_labels("cross_entropy", labels, N, C)
-  local t = onehot(labels, C, logits.dtype, logits.device)
   local eps = opts.label_smoothing or 0
-  if eps < 0 or eps > 1 then error("cross_entropy: label_smoothing must be in [0, 1]", 2) end
-  if eps > 0 then t = t * (1 - eps) + eps / C end
-  return ce_from_logits(logits, t, opts.reduction)
+  if type(eps) ~= "number" or eps < 0 or eps > 1 then error("cross_entropy: label_smoothing must be in [0, 1]", 2) end
+  return ce_from_logits("cross_entropy", logits, labels, nil, eps, opts.reduction)
 end
 
 -- Keras: sparse_categorical_crossentropy(y_pred, labels): y_pred are probabilities (a
@@ -401,9 +423,9 @@ function nn.sparse_categorical_crossentropy(pred, labels, opts)
   end
   local N, C = pred.shape[1], pred.shape[2]
   check_labels("sparse_categorical_crossentropy", labels, N, C)
-  local t = onehot(labels, C, pred.dtype, pred.device)
   local z = opts.from_logits and pred or logits_of[pred]
-  if z then return ce_from_logits(z, t, opts.reduction) end
+  if z then return ce_from_logits("sparse_categorical_crossentropy", z, labels, nil, 0, opts.reduction) end
+  local t = onehot(labels, C, pred.dtype, pred.device)
   -- plain probabilities: -log p_label, clipped as Keras does
   local p = pred:clip(1e-7, 1 - 1e-7)
   return reduce_loss(-(p:log() * t):sum(2), opts.reduction, "sparse_categorical_crossentropy")
@@ -419,7 +441,7 @@ function nn.categorical_crossentropy(pred, target, opts)
   end
   local t = target:astype(pred.dtype)
   local z = opts.from_logits and pred or logits_of[pred]
-  if z then return ce_from_logits(z, t, opts.reduction) end
+  if z then return ce_from_logits("categorical_crossentropy", z, nil, t:astype(z.dtype), 0, opts.reduction) end
   local p = pred:clip(1e-7, 1 - 1e-7)
   return reduce_loss(-(p:log() * t):sum(2), opts.reduction, "categorical_crossentropy")
 end
@@ -855,8 +877,8 @@ function Module:fit(x, y, opts)
   local device
   for _, p in ipairs(self:parameters()) do device = p.device break end
   local n = n_rows(x)
-  local bar = opts.progress == "bar" or (opts.progress == nil and os.getenv("TERM") ~= nil and os.getenv("TERM") ~= "dumb"
-    and os.getenv("GPULUA_PLAIN") == nil)
+  local bar = opts.progress == "bar" or (opts.progress == nil and gpu.isatty(io.stdout)
+    and os.getenv("TERM") ~= "dumb" and os.getenv("GPULUA_PLAIN") == nil)
   local history = { loss = {} }
   if amp_dtype then history.skipped = {}; history.precision = amp_dtype end
   for _, m in ipairs(self._metrics) do history[m.name] = {} end

@@ -94,9 +94,16 @@ int gl_lua_error(lua_State *L, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   luaL_where(L, 1);
-  lua_pushfstring(L, "%s: ", name);
-  lua_pushvfstring(L, fmt, ap);
+  const char *msg = lua_pushvfstring(L, fmt, ap);
   va_end(ap);
+  size_t n = strlen(name);
+  /* a message that already starts with the function's name ("conv2d: ...") keeps one */
+  if (strncmp(msg, name, n) == 0 && msg[n] == ':') {
+    lua_concat(L, 2);
+    return lua_error(L);
+  }
+  lua_pushfstring(L, "%s: ", name);
+  lua_insert(L, -2);
   lua_concat(L, 3);
   return lua_error(L);
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lgpu.h"
 #include "../core/fileio.h"
 #include "../core/npy.h"
@@ -497,7 +498,17 @@ static int l_savetxt(lua_State *L) {
 
 /* ---- registration ----------------------------------------------------------------------- */
 
+/* gpu.isatty(file): whether a Lua file (io.stdout, ...) is a terminal; fit draws its
+** progress bar only then. */
+static int l_isatty(lua_State *L) {
+  luaL_Stream *p = (luaL_Stream *)luaL_checkudata(L, 1, LUA_FILEHANDLE);
+  if (p->closef == NULL) luaL_argerror(L, 1, "the file is closed");
+  lua_pushboolean(L, p->f != NULL && isatty(fileno(p->f)));
+  return 1;
+}
+
 static const luaL_Reg io_funcs[] = {
+  { "isatty", l_isatty },
   { "load", l_load },
   { "savez", l_savez },
   { "savez_compressed", l_savez_compressed },
