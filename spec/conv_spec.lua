@@ -563,3 +563,68 @@ describe("examples", function()
     assert.matches("test accuracy 0%.%d+", out)
   end)
 end)
+
+-- nn.softmax / log_softmax's cuDNN branch, checked on the cpu with stand-ins for
+-- gpu.dnn.softmax(_backward) written with array ops, and the errors of the real ones.
+describe("nn.softmax's cuDNN path, with stand-ins for gpu.dnn", function()
+  local saved, calls = {}, {}
+  local stand_in = {
+    available = function() return true end,
+    softmax = function(x, o)
+      calls.fwd = (calls.fwd or 0) + 1
+      local ls = x - x:logsumexp(-1, { keepdims = true })
+      return o.log and ls or ls:exp()
+    end,
+    softmax_backward = function(y, dy, o)
+      calls.bwd = (calls.bwd or 0) + 1
+      if o.log then return dy - y:exp() * dy:sum(-1, { keepdims = true }) end
+      return y * (dy - (dy * y):sum(-1, { keepdims = true }))
+    end,
+  }
+  before_each(function()
+    calls = {}
+    for k, v in pairs(stand_in) do saved[k] = gpu.dnn[k]; gpu.dnn[k] = v end
+  end)
+  after_each(function()
+    for k in pairs(stand_in) do gpu.dnn[k] = saved[k] end
+    gpu.dnn.enabled = true
+  end)
+
+  it("gives the reference's values and gradients through one tape node each way", function()
+    for _, log in ipairs { false, true } do
+      local f = log and nn.log_softmax or nn.softmax
+      local x = gpu.randn({ 3, 5 }, { dtype = "float64" }):requires_grad()
+      local dy = gpu.randn({ 3, 5 }, { dtype = "float64" })
+      calls = {}
+      local y = f(x)
+      y:backward(dy)
+      assert.equal(1, calls.fwd)
+      assert.equal(1, calls.bwd)
+      gpu.dnn.enabled = false
+      local xr = x:detach():requires_grad()
+      local yr = f(xr)
+      yr:backward(dy)
+      gpu.dnn.enabled = true
+      h.assert_close(y, yr, 1e-12)
+      h.assert_close(x.grad, xr.grad, 1e-12)
+      -- another axis than the last one stays on array ops
+      calls = {}
+      f(x, 1)
+      assert.is_nil(calls.fwd)
+    end
+  end)
+end)
+
+describe("gpu.dnn.softmax", function()
+  it("refuses the cpu, non-float input and mismatched gradients with clear errors", function()
+    local function err(fn, ...) local ok, e = pcall(fn, ...); assert.is_false(ok); return tostring(e) end
+    local x = gpu.ones({ 2, 3 })
+    assert.matches("softmax is not supported on cpu", err(gpu.dnn.softmax, x), 1, true)
+    assert.matches("softmax: input must be a float array", err(gpu.dnn.softmax, gpu.ones({ 2, 3 }, { dtype = "int32" })), 1, true)
+    assert.matches("unknown option", err(gpu.dnn.softmax, x, { axis = 1 }), 1, true)
+    assert.matches("softmax_backward: grad_output has shape (3,2), expected (2,3)",
+      err(gpu.dnn.softmax_backward, x, gpu.ones({ 3, 2 })), 1, true)
+    assert.matches("softmax_backward: grad_output is float64, expected float32",
+      err(gpu.dnn.softmax_backward, x, gpu.ones({ 2, 3 }, { dtype = "float64" })), 1, true)
+  end)
+end)

@@ -306,14 +306,32 @@ end
 -- the logits (one stable log-softmax) instead of log(softmax).
 local logits_of = setmetatable({}, { __mode = "k" })
 
+-- Softmax over the last axis on a device with cuDNN (gpu.dnn.available): cudnnSoftmax
+-- forward and backward, one tape node; nil where it does not apply (then array ops).
+local dnn = gpu.dnn
+local dnn_floats = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+local function dnn_softmax(x, axis, log)
+  if dnn == nil or dnn.enabled == false or (axis ~= -1 and axis ~= x.ndim)
+    or not dnn_floats[x.dtype] or x.ndim < 1 or dnn.available(x.device) ~= true then
+    return nil
+  end
+  local o = { log = log }
+  local y = gpu.no_grad(function() return dnn.softmax(x, o) end)
+  record(y, { x }, function(g)
+    if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+    return dnn.softmax_backward(y, g, o)
+  end)
+  return y
+end
+
 function nn.log_softmax(x, axis)
   axis = axis or -1
-  return x - x:logsumexp(axis, { keepdims = true })
+  return dnn_softmax(x, axis, true) or x - x:logsumexp(axis, { keepdims = true })
 end
 
 function nn.softmax(x, axis)
   axis = axis or -1
-  local y = (x - x:logsumexp(axis, { keepdims = true })):exp()
+  local y = dnn_softmax(x, axis, false) or (x - x:logsumexp(axis, { keepdims = true })):exp()
   if axis == -1 or axis == x.ndim then logits_of[y] = x end
   return y
 end

@@ -173,6 +173,10 @@ typedef struct gl_dnn {
   gl_status (*batch_norm_bwd)(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
                               const gl_array *dy, const gl_array *w, const gl_array *save_mean,
                               const gl_array *save_invstd, double eps);
+  /* Softmax (or, with log, log-softmax) of each row of x (rows, C), max-shifted; bwd: dx
+  ** from the forward's output y and dy. */
+  gl_status (*softmax)(bool log, const gl_array *y, const gl_array *x);
+  gl_status (*softmax_bwd)(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy);
 } gl_dnn;
 
 typedef struct gl_backend {

@@ -319,6 +319,31 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
   return 3;
 }
 
+/* gpu.dnn.softmax(x [, {log = false}]) over the last axis; softmax_backward(y, dy [, {log}]) */
+static bool softmax_log(lua_State *L, int t) {
+  if (lua_isnoneornil(L, t)) return false;
+  check_keys(L, t, "log");
+  bool log = lua_getfield(L, t, "log") != LUA_TNIL && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return log;
+}
+
+static int l_dnn_softmax(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  bool log = softmax_log(L, 2);
+  gl_array *out = gl_lua_push(L);
+  GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_softmax(out, log, x));
+  return 1;
+}
+
+static int l_dnn_softmax_bwd(lua_State *L) {
+  gl_array *y = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2);
+  bool log = softmax_log(L, 3);
+  gl_array *out = gl_lua_push(L);
+  GL_DNN_RUN1(L, out, gl_array_device(y), gl_op_dnn_softmax_bwd(out, log, y, dy));
+  return 1;
+}
+
 static const luaL_Reg conv_funcs[] = {
   { "im2col", l_im2col },
   { "col2im", l_col2im },
@@ -336,6 +361,8 @@ static const luaL_Reg dnn_funcs[] = {
   { "avg_pool2d_backward", l_dnn_avg_pool2d_bwd },
   { "batch_norm", l_dnn_batch_norm },
   { "batch_norm_backward", l_dnn_batch_norm_bwd },
+  { "softmax", l_dnn_softmax },
+  { "softmax_backward", l_dnn_softmax_bwd },
   { NULL, NULL }
 };
 

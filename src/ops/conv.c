@@ -461,3 +461,61 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
   if (st != GL_OK) { gl_array_release(dx); gl_array_release(dw); gl_array_release(db); }
   return st;
 }
+
+/* ---- softmax over the last axis ------------------------------------------------------------ */
+
+/* x as (rows, C) for the backend: a contiguous 2-D view (a copy when x is strided). */
+static gl_status dnn_rows(dnn_args *g, int i, const gl_array *x, gl_array *view) {
+  GL_TRY(dnn_contig(g, i, x));
+  *view = *g->a[i];
+  int64_t C = x->shape[x->ndim - 1], rs[2] = { C > 0 ? x->size / C : 0, C };
+  GL_TRY(gl_view_reshape(view, 2, rs));
+  g->a[i] = view;
+  return GL_OK;
+}
+
+gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x) {
+  const char *fn = log ? "log_softmax" : "softmax";
+  GL_TRY(dnn_float(fn, x, "input", true));
+  if (x->ndim < 1) return gl_fail(GL_EINVAL, "%s: the input must have at least 1 dimension", fn);
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_array xv, ov;
+  gl_status st = dnn_rows(&g, 0, x, &xv);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, x->shape, gl_array_device(x));
+  if (st == GL_OK && out->size > 0) {
+    ov = *out;
+    st = gl_view_reshape(&ov, 2, xv.shape);
+    if (st == GL_OK) st = dnn->softmax(log, &ov, &xv);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  dnn_release(&g);
+  return st;
+}
+
+gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, const gl_array *dy) {
+  const char *fn = log ? "log_softmax_backward" : "softmax_backward";
+  GL_TRY(dnn_same_device(fn, y, dy, "grad_output"));
+  GL_TRY(dnn_float(fn, y, "output", true));
+  GL_TRY(dnn_same_dtype(fn, y, dy, "grad_output", (gl_dtype)y->dtype));
+  if (y->ndim < 1) return gl_fail(GL_EINVAL, "%s: the output must have at least 1 dimension", fn);
+  GL_TRY(dnn_shape(fn, dy, "grad_output", y->ndim, y->shape));
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(y), &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_array yv, gv, ov;
+  gl_status st = dnn_rows(&g, 0, y, &yv);
+  if (st == GL_OK) st = dnn_rows(&g, 1, dy, &gv);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)y->dtype, y->ndim, y->shape, gl_array_device(y));
+  if (st == GL_OK && out->size > 0) {
+    ov = *out;
+    st = gl_view_reshape(&ov, 2, yv.shape);
+    if (st == GL_OK) st = dnn->softmax_bwd(log, &ov, &yv, &gv);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  dnn_release(&g);
+  return st;
+}

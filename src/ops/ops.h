@@ -129,6 +129,10 @@ gl_status gl_op_dnn_batch_norm(gl_array *y, gl_array *save_mean, gl_array *save_
 gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, const gl_array *x, const gl_array *dy,
                                    const gl_array *w, const gl_array *save_mean, const gl_array *save_invstd,
                                    double eps);
+/* Softmax (log: log-softmax) over the last axis of x (any shape, at least 1-D); bwd: dx
+** from the forward's output y and dy (both of y's shape). */
+gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x);
+gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, const gl_array *dy);
 
 /* ---- fused kernels for nn and optim (fused.c) -------------------------------------- */
 /* out = x (..., K) @ w (N, K)^T + b (N) (b may be NULL), in one call. */

@@ -43,7 +43,8 @@
   X(cudnnCreatePoolingDescriptor) X(cudnnSetPooling2dDescriptor) \
   X(cudnnDestroyPoolingDescriptor) X(cudnnPoolingForward) X(cudnnPoolingBackward) \
   X(cudnnDeriveBNTensorDescriptor) X(cudnnBatchNormalizationForwardTraining) \
-  X(cudnnBatchNormalizationForwardInference) X(cudnnBatchNormalizationBackward)
+  X(cudnnBatchNormalizationForwardInference) X(cudnnBatchNormalizationBackward) \
+  X(cudnnSoftmaxForward) X(cudnnSoftmaxBackward)
 
 static struct {
   pthread_once_t once;
@@ -357,6 +358,54 @@ static gl_status dnn_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x,
   return st;
 }
 
+/* ---- softmax ------------------------------------------------------------------------------- */
+
+/* x, y, dx, dy (rows, C) as (rows, C, 1, 1): CUDNN_SOFTMAX_MODE_INSTANCE normalises over C. */
+static gl_status softmax_desc(dnn_descs *d, const gl_array *x, const char *op) {
+  GL_TRY(fits(x, op));
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &d->t[0]));
+  return GL_DNN(op, cudnnSetTensor4dDescriptor, d->t[0], CUDNN_TENSOR_NCHW, dnn_type(x->dtype), (int)x->shape[0],
+                (int)x->shape[1], 1, 1);
+}
+
+static gl_status dnn_softmax(bool log, const gl_array *y, const gl_array *x) {
+  const char *op = log ? "log_softmax" : "softmax";
+  gl_device dev = gl_array_device(y);
+  int dt = x->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = softmax_desc(&d, x, op);
+  if (st == GL_OK)
+    st = GL_DNN(op, cudnnSoftmaxForward, h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(dt), d.t[0], gl_array_data(x), GL_ZERO(dt), d.t[0],
+                gl_array_data(y));
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
+static gl_status dnn_softmax_bwd(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy) {
+  const char *op = log ? "log_softmax_backward" : "softmax_backward";
+  gl_device dev = gl_array_device(dx);
+  int dt = y->dtype;
+  cudaStream_t s;
+  cudnnHandle_t h = NULL;
+  GL_TRY(dnn_enter(dev, op, &s, &h));
+  dnn_descs d;
+  memset(&d, 0, sizeof d);
+  gl_status st = softmax_desc(&d, y, op);
+  if (st == GL_OK)
+    st = GL_DNN(op, cudnnSoftmaxBackward, h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(dt), d.t[0], gl_array_data(y), d.t[0], gl_array_data(dy),
+                GL_ZERO(dt), d.t[0], gl_array_data(dx));
+  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
+  dnn_free(&d);
+  return st;
+}
+
 /* ---- batch norm ---------------------------------------------------------------------------- */
 
 /* Descriptors of x (t[0], 4-D) and of the per-channel operands (t[1], derived). */
@@ -439,6 +488,8 @@ const gl_dnn gl_cuda_dnn = {
   .conv2d_bwd_filter = dnn_conv2d_bwd_filter,
   .pool2d = dnn_pool2d,
   .pool2d_bwd = dnn_pool2d_bwd,
+  .softmax = dnn_softmax,
+  .softmax_bwd = dnn_softmax_bwd,
   .batch_norm_train = dnn_bn_train,
   .batch_norm_infer = dnn_bn_infer,
   .batch_norm_bwd = dnn_bn_bwd,
