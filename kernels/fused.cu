@@ -151,14 +151,15 @@ __global__ void gl_k_xent_bwd(int64_t N, int64_t C, T *dst, const T *probs, cons
                               const T *target, T on, T off, const T *gout, int64_t gstride, T scale) {
   GL_KLOOP(j, N * C) {
     int64_t i = j / C, c = j - i * C;
-    T k = gout[i * gstride] * scale, t;
-    if (labels) {
+    T k = gout[i * gstride] * scale;
+    if (labels) {                    /* the CPU's order of operations: bit-equal results */
       int64_t l = labels[i];
-      t = l >= 1 && l <= C ? off + (c == l - 1 ? on : (T)0) : (T)NAN;
+      T d = (probs[j] - off) * k;
+      if (c == l - 1) d -= on * k;
+      dst[j] = l >= 1 && l <= C ? d : (T)NAN;
     } else {
-      t = target[j];
+      dst[j] = (probs[j] - target[j]) * k;
     }
-    dst[j] = (probs[j] - t) * k;
   }
 }
 

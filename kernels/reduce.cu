@@ -494,7 +494,10 @@ static gl_rplan plan(const gl_kred *r) {
 
 extern "C" size_t gl_kreduce_scratch(const gl_kred *r) {
   gl_rplan pl = plan(r);
-  return (size_t)(r->M * pl.P) * sizeof(gl_part) + (size_t)r->M * sizeof(double) + 256;
+  /* a full reduction's part count follows the SM count: size for its cap, so a second
+  ** plan() that saw another count can never write past the scratch */
+  int64_t P = pl.full && pl.P < 1024 ? 1024 : pl.P;
+  return (size_t)(r->M * P) * sizeof(gl_part) + (size_t)r->M * sizeof(double) + 256;
 }
 
 /* ---- launchers ------------------------------------------------------------------------------ */

@@ -28,7 +28,9 @@ return function(nn)
   local function use_dnn(device)
     return dnn ~= nil and dnn.enabled ~= false and dnn.available(device) == true
   end
-  local floats = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+  -- dtypes the cuDNN path takes (bfloat16 goes through im2col + cuBLAS until cuDNN's legacy
+  -- calls have been seen taking it on a device)
+  local floats = { float16 = true, float32 = true, float64 = true }
   local wide = { float32 = true, float64 = true }
   local meta = getmetatable(gpu.zeros(1))
   local function is_array(v) return type(v) == "userdata" and getmetatable(v) == meta end

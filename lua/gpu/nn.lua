@@ -309,7 +309,8 @@ local logits_of = setmetatable({}, { __mode = "k" })
 -- Softmax over the last axis on a device with cuDNN (gpu.dnn.available): cudnnSoftmax
 -- forward and backward, one tape node; nil where it does not apply (then array ops).
 local dnn = gpu.dnn
-local dnn_floats = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+-- (bfloat16 stays on array ops until cuDNN's legacy softmax has been seen taking it)
+local dnn_floats = { float16 = true, float32 = true, float64 = true }
 local function dnn_softmax(x, axis, log)
   if dnn == nil or dnn.enabled == false or (axis ~= -1 and axis ~= x.ndim)
     or not dnn_floats[x.dtype] or x.ndim < 1 or dnn.available(x.device) ~= true then

@@ -456,6 +456,9 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
   if (st == GL_OK && x->size > 0) {
     gl_array x4 = bn_view4(g.a[0]), dy4 = bn_view4(g.a[1]), dx4 = bn_view4(dx);
     st = dnn->batch_norm_bwd(&dx4, dw, db, &x4, &dy4, g.a[2], g.a[3], g.a[4], eps);
+  } else if (st == GL_OK) {                  /* an empty batch: no gradient reaches w, b */
+    st = gl_op_fill(dw, gl_scalar_float(0));
+    if (st == GL_OK) st = gl_op_fill(db, gl_scalar_float(0));
   }
   dnn_release(&g);
   if (st != GL_OK) { gl_array_release(dx); gl_array_release(dw); gl_array_release(db); }

@@ -202,8 +202,13 @@ static cudnnMathType_t first_math(int dt) {
   return CUDNN_DEFAULT_MATH;
 }
 static bool math_ok(int dt, cudnnMathType_t m) {
-  return !(dt == GL_FLOAT32 && !tf32_allowed && (m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+  /* DEFAULT_MATH may use TF32 on Ampere and later: IEEE float32 needs FMA_MATH */
+  return !(dt == GL_FLOAT32 && !tf32_allowed && m != CUDNN_FMA_MATH);
 }
+
+/* An algorithm asking for more workspace than this is passed over for the next one (FFT
+** and Winograd variants can ask for gigabytes; a failed allocation would empty the cache). */
+#define GL_DNN_MAX_WS ((size_t)1 << 30)
 
 #define GL_NALGO 16
 
@@ -232,7 +237,7 @@ static bool math_ok(int dt, cudnnMathType_t m) {
       size_t bytes = 0;                                                                         \
       void *ws = NULL;                                                                          \
       if (dnn.cudnnSetConvolutionMathType(d.c, perf[i_].mathType) != CUDNN_STATUS_SUCCESS) continue; \
-      if ((WS) != CUDNN_STATUS_SUCCESS) continue;                                               \
+      if ((WS) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) continue;                      \
       if (bytes > 0) {                                                                          \
         gl_status a_ = gl_cuda_alloc(dev, bytes, &ws);                                          \
         if (a_ != GL_OK) { st = a_; continue; }                                                 \
