@@ -542,6 +542,28 @@ for _, dev in ipairs(h.devices()) do
       assert_rel(A({4}, "float32") ^ -0.5, {0.5}, 0)
     end)
 
+    it("where over large arrays (threaded, vector loops) agrees with arithmetic selection", function()
+      gpu.random.seed(11)
+      local o = { device = dev }
+      local c = gpu.rand({ 300, 4, 97 }, o):gt(0.5)
+      local cf = c:astype("float64")
+      local a = gpu.randn({ 300, 1, 97 }, { dtype = "float64", device = dev })   -- broadcast along axis 2
+      local b = gpu.randn({ 300, 4, 97 }, { dtype = "float64", device = dev })
+      local cases = {
+        { gpu.where(c, a, b), cf * a + (1 - cf) * b },
+        { gpu.where(c, a, -2), cf * a + (1 - cf) * -2 },
+        { gpu.where(c, 3, b), cf * 3 + (1 - cf) * b },
+        { gpu.where(c, 3, -2), cf * 3 + (1 - cf) * -2 },
+        { gpu.where(c, b:transpose(2, 3):contiguous():transpose(2, 3), 0), cf * b },   -- strided operand
+        { gpu.where(c:reshape(-1), b:reshape(-1), 0), (cf * b):reshape(-1) },   -- one long row
+      }
+      for i, p in ipairs(cases) do
+        assert.equal(0, (p[1] - p[2]):abs():max():item(), "case " .. i)
+      end
+      local i8 = gpu.where(c, gpu.ones({ 300, 4, 97 }, { dtype = "uint8", device = dev }), 0)
+      assert.equal(c:astype("int64"):sum():item(), i8:astype("int64"):sum():item())
+    end)
+
     it("where picks by a condition, with arrays or numbers, broadcasting", function()
       local c = A({true, false, true})
       assert.same({1, 20, 3}, gpu.where(c, A({1, 2, 3}), A({10, 20, 30})):totable())

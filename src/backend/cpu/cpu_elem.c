@@ -269,9 +269,31 @@ gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operan
 
 /* ---- where: a select of bit patterns, by element width ----------------------------------- */
 
+/* One row of where by element width. Rows whose dst and cond are contiguous and whose
+** operands are contiguous or scalars (stride 0) get loops the compiler vectorises (a
+** blend per vector; same-index reads and writes, so dst may be an operand). */
 #define WHERE_ROWS(T)                                                                    \
   static void where_##T(T *d, int64_t ds, const uint8_t *c, int64_t cs, const T *a,     \
                         int64_t as, const T *b, int64_t bs, int64_t n) {                 \
+    if (ds == 1 && cs == 1 && (as == 0 || as == 1) && (bs == 0 || bs == 1)) {           \
+      if (as == 1 && bs == 1) {                                                          \
+        _Pragma("omp simd")                                                              \
+        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : b[i];                       \
+      } else if (as == 1) {                                                              \
+        const T bv = *b;                                                                 \
+        _Pragma("omp simd")                                                              \
+        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : bv;                         \
+      } else if (bs == 1) {                                                              \
+        const T av = *a;                                                                 \
+        _Pragma("omp simd")                                                              \
+        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? av : b[i];                         \
+      } else {                                                                           \
+        const T av = *a, bv = *b;                                                        \
+        _Pragma("omp simd")                                                              \
+        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? av : bv;                           \
+      }                                                                                  \
+      return;                                                                            \
+    }                                                                                    \
     for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? a[i * as] : b[i * bs];      \
   }
 WHERE_ROWS(uint8_t)
@@ -293,19 +315,28 @@ gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, 
   char *d = gl_array_data(dst);
   const char *c = gl_array_data(cond), *pa = gl_array_data(a.arr), *pb = gl_array_data(b.arr);
   int nd = it.ndim - 1;
-  for (int64_t r = 0; r < it.rows; r++) {
+  int64_t s0 = it.strides[0][nd], s1 = it.strides[1][nd], s2 = it.strides[2][nd], s3 = it.strides[3][nd];
+  /* rows in parallel on the free cores; a single long row in chunks */
+  int64_t total = it.rows * it.inner;
+  int nt = total >= PAR_MIN ? gl_cpu_team_size(total) : 1;
+  int64_t chunks = it.rows == 1 && nt > 1 ? nt : 1, per = (it.inner + chunks - 1) / chunks;
+  per = (per + 63) & ~(int64_t)63;
+  #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t job = 0; job < it.rows * chunks; job++) {
+    int64_t r = job / chunks, lo = (job % chunks) * per, hi = lo + per < it.inner ? lo + per : it.inner;
+    if (lo >= hi) continue;
     int64_t o[4];
     gl_iter_row(&it, r, o);
-    int64_t s0 = it.strides[0][nd], s1 = it.strides[1][nd], s2 = it.strides[2][nd], s3 = it.strides[3][nd];
-    void *dp = d + o[0] * (int64_t)sz;
-    const uint8_t *cp = (const uint8_t *)c + o[1];
-    const void *ap = pa + o[2] * (int64_t)sz, *bp = pb + o[3] * (int64_t)sz;
+    void *dp = d + (o[0] + lo * s0) * (int64_t)sz;
+    const uint8_t *cp = (const uint8_t *)c + o[1] + lo * s1;
+    const void *ap = pa + (o[2] + lo * s2) * (int64_t)sz, *bp = pb + (o[3] + lo * s3) * (int64_t)sz;
     switch (sz) {
-      case 1: where_uint8_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
-      case 2: where_uint16_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
-      case 4: where_uint32_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
-      default: where_uint64_t(dp, s0, cp, s1, ap, s2, bp, s3, it.inner); break;
+      case 1: where_uint8_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
+      case 2: where_uint16_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
+      case 4: where_uint32_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
+      default: where_uint64_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
     }
   }
+  if (nt > 1) gl_cpu_team_done(nt);
   return GL_OK;
 }
