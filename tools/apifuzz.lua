@@ -1,4 +1,5 @@
--- tools/apifuzz.lua — calls every gpu function, array method and metamethod with random
+-- tools/apifuzz.lua — calls every gpu function (gpu.random, gpu.fused and gpu.dnn too),
+-- array method and metamethod with random
 -- arguments inside pcall; the process must survive every call (run under the ASan build
 -- for memory errors).  usage: gpulua tools/apifuzz.lua [seed] [calls]
 local seed = tonumber(arg[1]) or 1
@@ -34,6 +35,8 @@ local names = {}
 for k, v in pairs(gpu) do if type(v) == "function" and not skip[k] then names[#names + 1] = k end end
 for k, v in pairs(gpu.methods) do if type(v) == "function" and not skip[k] then names[#names + 1] = "m:" .. k end end
 for k, v in pairs(gpu.random) do if type(v) == "function" then names[#names + 1] = "r:" .. k end end
+for k, v in pairs(gpu.fused) do if type(v) == "function" then names[#names + 1] = "f:" .. k end end
+for k, v in pairs(gpu.dnn) do if type(v) == "function" then names[#names + 1] = "d:" .. k end end
 table.sort(names)
 local ops = { "__add", "__sub", "__mul", "__div", "__idiv", "__mod", "__pow", "__band", "__shl", "__lt", "__le", "__index", "__newindex", "__len", "__unm" }
 local meta = getmetatable(gpu.zeros(1))
@@ -42,8 +45,10 @@ for i = 1, tonumber(arg[2]) or 20000 do
   local f
   if name:sub(1, 2) == "m:" then f = gpu.methods[name:sub(3)]
   elseif name:sub(1, 2) == "r:" then f = gpu.random[name:sub(3)]
+  elseif name:sub(1, 2) == "f:" then f = gpu.fused[name:sub(3)]
+  elseif name:sub(1, 2) == "d:" then f = gpu.dnn[name:sub(3)]
   else f = gpu[name] end
-  local n = math.random(0, 4)
+  local n = math.random(0, 6)
   local args = {}
   for j = 1, n do args[j] = rval() end
   if math.random(4) == 1 then args[1] = rarray() end
