@@ -35,4 +35,20 @@ static inline void gl_iter_row(const gl_iter *it, int64_t r, int64_t *offs) {
   }
 }
 
+/* ---- reductions: the axes of src split into kept and reduced ones --------------------- */
+
+/* An axis of a reduction: extent, src stride, dst stride (0 for a reduced axis). */
+typedef struct gl_rdim { int64_t n, ss, ds; } gl_rdim;
+
+/* Splits src's axes by dst's shape (dst keeps src's ndim, with extent 1 on the reduced
+** axes): kept axes of extent > 1 into kd (their count in *nk, the product of extents in *M),
+** reduced ones into rd (*nr, *K). Returns -1, or the 0-based axis whose dst extent is
+** neither src's nor 1. */
+int gl_raxes_split(const gl_array *dst, const gl_array *src, gl_rdim *kd, int *nk, int64_t *M, gl_rdim *rd,
+                   int *nr, int64_t *K);
+
+/* Sorts d[0..n-1] by |src stride|, largest first (stable), then merges neighbours that
+** are contiguous with each other (in dst too when 'withdst'); returns the new count. */
+int gl_rdims_sort_merge(gl_rdim *d, int n, bool withdst);
+
 #endif

@@ -679,7 +679,7 @@ void gl_cpu_team_done(int nt) {
 
 /* ---- plans ------------------------------------------------------------------------ */
 
-typedef struct rdim { int64_t n, ss, ds; } rdim;   /* extent, src and dst strides */
+typedef gl_rdim rdim;   /* extent, src and dst strides (core/iter.h) */
 
 typedef struct rjob {
   gl_redop op;
@@ -697,30 +697,6 @@ typedef struct rjob {
   int64_t M, K;
   int nt;
 } rjob;
-
-static int64_t iabs64(int64_t v) { return v < 0 ? -v : v; }
-
-/* Sorts by |src stride|, largest first (stable), then merges neighbours that are
-** contiguous with each other (in dst too when 'withdst'). */
-static int sort_merge(rdim *d, int n, bool withdst) {
-  for (int i = 1; i < n; i++) {
-    rdim t = d[i];
-    int k = i;
-    while (k > 0 && iabs64(d[k - 1].ss) < iabs64(t.ss)) { d[k] = d[k - 1]; k--; }
-    d[k] = t;
-  }
-  int m = 0;
-  for (int i = 0; i < n; i++) {
-    if (m > 0 && d[m - 1].ss == d[i].ss * d[i].n && (!withdst || d[m - 1].ds == d[i].ds * d[i].n)) {
-      d[m - 1].n *= d[i].n;
-      d[m - 1].ss = d[i].ss;
-      d[m - 1].ds = d[i].ds;
-    } else {
-      d[m++] = d[i];
-    }
-  }
-  return m;
-}
 
 /* Offsets (src, dst) of the o-th combination of dims d[0..n-1] in C order. */
 static void dims_offset(const rdim *d, int n, int64_t o, int64_t *so, int64_t *dof) {
@@ -1136,7 +1112,7 @@ static void outer_item(const rjob *j, ows *w, int jk, int64_t cw, int64_t item) 
 static gl_status run_outer(const rjob *j) {
   int jk = 0;                               /* the kept axis with the smallest stride */
   for (int k = 1; k < j->np; k++)
-    if (iabs64(j->kd[k].ss) <= iabs64(j->kd[jk].ss)) jk = k;
+    if (llabs(j->kd[k].ss) <= llabs(j->kd[jk].ss)) jk = k;
   /* whole rows (up to ROW_W) stream best; narrower chunks when there would be fewer
   ** items than threads */
   int64_t W = j->kd[jk].n, cw = W < ROW_W ? W : ROW_W;
@@ -1187,27 +1163,16 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
   j.dst = gl_array_data(dst);
   j.ssz = (int64_t)gl_array_itemsize(src);
   j.dsz = (int64_t)gl_array_itemsize(dst);
-  j.M = j.K = 1;
-  for (int d = 0; d < src->ndim; d++) {
-    int64_t n = src->shape[d];
-    if (dst->shape[d] == n) {
-      if (n == 1) continue;
-      j.kd[j.np++] = (rdim){ n, src->strides[d], dst->strides[d] };
-      j.M *= n;
-    } else if (dst->shape[d] == 1) {
-      j.rd[j.nr++] = (rdim){ n, src->strides[d], 0 };
-      j.K *= n;
-    } else {
-      return gl_fail(GL_EINVAL, "reduce: dst extent %lld on axis %d does not match src extent %lld",
-                     (long long)dst->shape[d], d, (long long)n);
-    }
-  }
+  int bad = gl_raxes_split(dst, src, j.kd, &j.np, &j.M, j.rd, &j.nr, &j.K);
+  if (bad >= 0)
+    return gl_fail(GL_EINVAL, "reduce: dst extent %lld on axis %d does not match src extent %lld",
+                   (long long)dst->shape[bad], bad, (long long)src->shape[bad]);
   if (j.M == 0) return GL_OK;
   if (is_arg(op) && j.nr > 1) return gl_fail(GL_EINVAL, "reduce: argmax/argmin take one axis");
   if (j.K == 0 && (by_src && op != GL_R_ALL && op != GL_R_ANY))
     return gl_fail(GL_EINVAL, "zero-size array to a reduction which has no identity");
-  j.np = sort_merge(j.kd, j.np, true);
-  j.nr = sort_merge(j.rd, j.nr, false);
+  j.np = gl_rdims_sort_merge(j.kd, j.np, true);
+  j.nr = gl_rdims_sort_merge(j.rd, j.nr, false);
   if (j.K == 0) { j.nr = 1; j.rd[0] = (rdim){ 0, 1, 0 }; }
   j.nt = gl_cpu_team_size(j.M * (j.K > 0 ? j.K : 1));
   bool inner;
@@ -1217,8 +1182,8 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
     const rdim *r = &j.rd[j.nr - 1];
     int64_t ks = INT64_MAX, kn = 0;
     for (int k = 0; k < j.np; k++)
-      if (iabs64(j.kd[k].ss) <= ks) { ks = iabs64(j.kd[k].ss); kn = j.kd[k].n; }
-    inner = iabs64(r->ss) < ks && (r->n >= 64 || r->n >= kn);
+      if (llabs(j.kd[k].ss) <= ks) { ks = llabs(j.kd[k].ss); kn = j.kd[k].n; }
+    inner = llabs(r->ss) < ks && (r->n >= 64 || r->n >= kn);
   }
   if (inner) { run_inner(&j); return GL_OK; }
   return run_outer(&j);
@@ -1237,9 +1202,9 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
   int n = 0;
   for (int k = 0; k < src->ndim; k++)
     if (k != axis && src->shape[k] != 1) d[n++] = (rdim){ src->shape[k], src->strides[k], dst->strides[k] };
-  n = sort_merge(d, n, true);
+  n = gl_rdims_sort_merge(d, n, true);
   /* rows (the scan axis outside a contiguous one) or lines (the scan axis innermost) */
-  bool rows = n > 0 && iabs64(d[n - 1].ss) < iabs64(sa) && d[n - 1].n > 1;
+  bool rows = n > 0 && llabs(d[n - 1].ss) < llabs(sa) && d[n - 1].n > 1;
   rdim in = rows ? d[n - 1] : (rdim){ 1, 1, 1 };
   int nout = rows ? n - 1 : n;
   int64_t outer = 1;

@@ -24,32 +24,6 @@ static int ctk_of(gl_dtype t) {
   return 2;
 }
 
-static int64_t iabs64(int64_t v) { return v < 0 ? -v : v; }
-
-typedef struct rdim { int64_t n, ss, ds; } rdim;
-
-/* Sorts by |src stride|, largest first (stable), then merges neighbours contiguous with
-** each other (in dst too when 'withdst'). */
-static int sort_merge(rdim *d, int n, bool withdst) {
-  for (int i = 1; i < n; i++) {
-    rdim t = d[i];
-    int k = i;
-    while (k > 0 && iabs64(d[k - 1].ss) < iabs64(t.ss)) { d[k] = d[k - 1]; k--; }
-    d[k] = t;
-  }
-  int m = 0;
-  for (int i = 0; i < n; i++) {
-    if (m > 0 && d[m - 1].ss == d[i].ss * d[i].n && (!withdst || d[m - 1].ds == d[i].ds * d[i].n)) {
-      d[m - 1].n *= d[i].n;
-      d[m - 1].ss = d[i].ss;
-      d[m - 1].ds = d[i].ds;
-    } else {
-      d[m++] = d[i];
-    }
-  }
-  return m;
-}
-
 gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param) {
   if ((unsigned)op >= GL_NREDOP) return gl_fail(GL_EINVAL, "reduce: unknown op %d", (int)op);
   const char *name = redop_name[op];
@@ -64,29 +38,19 @@ gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, 
   int ctk = ctk_of(by_src ? sdt : ddt);
   if (ctk == 2 && op != GL_R_SUM && op != GL_R_PROD && !by_src)
     return gl_fail(GL_ENOTSUP, "%s: an integer result needs sum or prod", name);
-  rdim kd[GL_MAXDIMS], rd[GL_MAXDIMS];
-  int nk = 0, nr = 0;
-  int64_t M = 1, K = 1;
-  for (int d = 0; d < src->ndim; d++) {
-    int64_t n = src->shape[d];
-    if (dst->shape[d] == n) {
-      if (n == 1) continue;
-      kd[nk++] = (rdim){ n, src->strides[d], dst->strides[d] };
-      M *= n;
-    } else if (dst->shape[d] == 1) {
-      rd[nr++] = (rdim){ n, src->strides[d], 0 };
-      K *= n;
-    } else {
-      return gl_fail(GL_EINVAL, "%s: dst extent %lld on axis %d does not match src extent %lld", name,
-                     (long long)dst->shape[d], d + 1, (long long)n);
-    }
-  }
+  gl_rdim kd[GL_MAXDIMS], rd[GL_MAXDIMS];
+  int nk, nr;
+  int64_t M, K;
+  int bad = gl_raxes_split(dst, src, kd, &nk, &M, rd, &nr, &K);
+  if (bad >= 0)
+    return gl_fail(GL_EINVAL, "%s: dst extent %lld on axis %d does not match src extent %lld", name,
+                   (long long)dst->shape[bad], bad + 1, (long long)src->shape[bad]);
   if (M == 0) return GL_OK;
   if (is_arg && nr > 1) return gl_fail(GL_EINVAL, "%s takes one axis", name);
   if (K == 0 && by_src && op != GL_R_ALL && op != GL_R_ANY)
     return gl_fail(GL_EINVAL, "zero-size array to reduction '%s' which has no identity", name);
-  nk = sort_merge(kd, nk, true);
-  nr = sort_merge(rd, nr, false);
+  nk = gl_rdims_sort_merge(kd, nk, true);
+  nr = gl_rdims_sort_merge(rd, nr, false);
   if (K == 0) nr = 0;
   gl_kred r;
   memset(&r, 0, sizeof r);
@@ -115,11 +79,11 @@ gl_status gl_cuda_scan(gl_redop op, const gl_array *dst, const gl_array *src, in
   GL_TRY(gl_cuda_enter(dev, &s));
   if (dst->size == 0) return GL_OK;
   if (axis < 0 || axis >= src->ndim) return gl_fail(GL_EINVAL, "%s: axis %d out of range", name, axis + 1);
-  rdim d[GL_MAXDIMS];
+  gl_rdim d[GL_MAXDIMS];
   int n = 0;
   for (int k = 0; k < src->ndim; k++)
-    if (k != axis && src->shape[k] != 1) d[n++] = (rdim){ src->shape[k], src->strides[k], dst->strides[k] };
-  n = sort_merge(d, n, true);
+    if (k != axis && src->shape[k] != 1) d[n++] = (gl_rdim){ src->shape[k], src->strides[k], dst->strides[k] };
+  n = gl_rdims_sort_merge(d, n, true);
   gl_kscan sc;
   memset(&sc, 0, sizeof sc);
   sc.nd = n;
