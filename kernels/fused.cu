@@ -1,77 +1,52 @@
 /*
 ** fused.cu — gpu.fused on the GPU: optimizer steps (one grid-stride pass over a parameter,
-** its gradient and state; the same update rules and subnormal flushing as
-** src/backend/cpu/cpu_fused.c) and softmax cross-entropy, one warp per row forward (max,
-** sum of exponentials, loss and probabilities by warp shuffles) and one thread per
-** element backward.
+** its gradient and state through kernels/nn.h's element steps, as on the CPU) and softmax
+** cross-entropy, one warp per row forward (max, sum of exponentials, loss and
+** probabilities by warp shuffles) and one thread per element backward.
 */
-#include <float.h>
 #include "cuda_common.cuh"
 #include "fused.h"
 
-template <class T> struct tiny;
-template <> struct tiny<float> { static __device__ __forceinline__ float v() { return FLT_MIN; } };
-template <> struct tiny<double> { static __device__ __forceinline__ double v() { return DBL_MIN; } };
+/* kernels/nn.h's element steps by type. */
+template <class T> struct gl_nn;
+template <> struct gl_nn<float> {
+  typedef gl_optim_k_f32 K;
+  static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_f32(hp); }
+  static __device__ __forceinline__ float sgd(float p, float g, float *b, int f, int n, K k) { return gl_sgd_f32(p, g, b, f, n, k); }
+  static __device__ __forceinline__ float adam(float p, float g, float *m, float *v, float *vm, K k) { return gl_adam_f32(p, g, m, v, vm, k); }
+  static __device__ __forceinline__ float rmsprop(float p, float g, float *s, float *b, float *ga, K k) { return gl_rmsprop_f32(p, g, s, b, ga, k); }
+  static __device__ __forceinline__ float xent_grad(float p, int hit, float on, float off, float k) { return gl_xent_grad_f32(p, hit, on, off, k); }
+};
+template <> struct gl_nn<double> {
+  typedef gl_optim_k_f64 K;
+  static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_f64(hp); }
+  static __device__ __forceinline__ double sgd(double p, double g, double *b, int f, int n, K k) { return gl_sgd_f64(p, g, b, f, n, k); }
+  static __device__ __forceinline__ double adam(double p, double g, double *m, double *v, double *vm, K k) { return gl_adam_f64(p, g, m, v, vm, k); }
+  static __device__ __forceinline__ double rmsprop(double p, double g, double *s, double *b, double *ga, K k) { return gl_rmsprop_f64(p, g, s, b, ga, k); }
+  static __device__ __forceinline__ double xent_grad(double p, int hit, double on, double off, double k) { return gl_xent_grad_f64(p, hit, on, off, k); }
+};
 
-/* Subnormal state becomes 0 (see cpu_fused.c: on the GPU it is for agreeing with the CPU). */
-template <class T> __device__ __forceinline__ T flush(T x) {
-  return x > -tiny<T>::v() && x < tiny<T>::v() ? (T)0 : x;
+template <class T>
+__global__ void gl_k_sgd(int64_t n, T *p, const T *g, T *buf, gl_optim_hp hp) {
+  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  GL_KLOOP(i, n) p[i] = gl_nn<T>::sgd(p[i], g[i], buf ? buf + i : NULL, hp.first, hp.nesterov, k);
 }
 
 template <class T>
-__global__ void gl_k_sgd(int64_t n, T *p, const T *g, T *buf, gl_koptim hp) {
-  const T lr = (T)hp.lr, wd = (T)hp.weight_decay, mom = (T)hp.momentum;
-  const T damp = (T)(1 - hp.dampening), sgn = hp.maximize ? (T)-1 : (T)1;
-  GL_KLOOP(i, n) {
-    T gi = sgn * g[i] + wd * p[i];
-    if (buf) {
-      T b = flush<T>(hp.first ? gi : mom * buf[i] + damp * gi);
-      buf[i] = b;
-      gi = hp.nesterov ? gi + mom * b : b;
-    }
-    p[i] -= lr * gi;
-  }
+__global__ void gl_k_adam(int64_t n, T *p, const T *g, T *m, T *v, T *vmax, gl_optim_hp hp) {
+  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  GL_KLOOP(i, n) p[i] = gl_nn<T>::adam(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);
 }
 
 template <class T>
-__global__ void gl_k_adam(int64_t n, T *p, const T *g, T *m, T *v, T *vmax, gl_koptim hp) {
-  const T eps = (T)hp.eps, b1 = (T)hp.beta1, b2 = (T)hp.beta2;
-  const T c1 = (T)(1 - hp.beta1), c2 = (T)(1 - hp.beta2);
-  const T step = (T)(hp.lr / hp.bc1), rbc2 = (T)(1 / sqrt(hp.bc2));
-  const T sgn = hp.maximize ? (T)-1 : (T)1;
-  const T shrink = hp.decoupled ? (T)(1 - hp.lr * hp.weight_decay) : (T)1;
-  const T gwd = hp.decoupled ? (T)0 : (T)hp.weight_decay;
-  GL_KLOOP(i, n) {
-    T pi = p[i];
-    T gi = sgn * g[i] + gwd * pi;
-    pi *= shrink;
-    T mi = flush<T>(b1 * m[i] + c1 * gi);
-    T vi = flush<T>(b2 * v[i] + c2 * (gi * gi));
-    m[i] = mi;
-    v[i] = vi;
-    if (vmax) { vi = vmax[i] > vi ? vmax[i] : vi; vmax[i] = vi; }
-    p[i] = pi - step * (mi / (sqrt(vi) * rbc2 + eps));
-  }
-}
-
-template <class T>
-__global__ void gl_k_rmsprop(int64_t n, T *p, const T *g, T *sq, T *buf, T *ga, gl_koptim hp) {
-  const T lr = (T)hp.lr, wd = (T)hp.weight_decay, eps = (T)hp.eps;
-  const T a = (T)hp.alpha, ca = (T)(1 - hp.alpha), mom = (T)hp.momentum;
-  GL_KLOOP(i, n) {
-    T gi = g[i] + wd * p[i];
-    T s = flush<T>(a * sq[i] + ca * (gi * gi));
-    sq[i] = s;
-    if (ga) { T mm = flush<T>(a * ga[i] + ca * gi); ga[i] = mm; s -= mm * mm; }
-    T avg = sqrt(s) + eps;
-    if (buf) { T b = flush<T>(mom * buf[i] + gi / avg); buf[i] = b; p[i] -= lr * b; }
-    else p[i] -= lr * (gi / avg);
-  }
+__global__ void gl_k_rmsprop(int64_t n, T *p, const T *g, T *sq, T *buf, T *ga, gl_optim_hp hp) {
+  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  GL_KLOOP(i, n) p[i] = gl_nn<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
 }
 
 template <class T>
 static int optim_t(cudaStream_t s, int kind, int64_t n, void *p, const void *g, void *s0, void *s1, void *s2,
-                   const gl_koptim *hp) {
+                   const gl_optim_hp *hp) {
   unsigned nb = gl_kblocks(n);
   switch (kind) {
     case 0: gl_k_sgd<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, *hp); break;
@@ -83,7 +58,7 @@ static int optim_t(cudaStream_t s, int kind, int64_t n, void *p, const void *g, 
 }
 
 extern "C" int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void *p, const void *g, void *s0,
-                                void *s1, void *s2, const gl_koptim *hp) {
+                                void *s1, void *s2, const gl_optim_hp *hp) {
   if (n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
   if (dt == GL_KD_FLOAT32) return optim_t<float>(s, kind, n, p, g, s0, s1, s2, hp);
@@ -152,11 +127,9 @@ __global__ void gl_k_xent_bwd(int64_t N, int64_t C, T *dst, const T *probs, cons
   GL_KLOOP(j, N * C) {
     int64_t i = j / C, c = j - i * C;
     T k = gout[i * gstride] * scale;
-    if (labels) {                    /* the CPU's order of operations: bit-equal results */
+    if (labels) {
       int64_t l = labels[i];
-      T d = (probs[j] - off) * k;
-      if (c == l - 1) d -= on * k;
-      dst[j] = l >= 1 && l <= C ? d : (T)NAN;
+      dst[j] = l >= 1 && l <= C ? gl_nn<T>::xent_grad(probs[j], c == l - 1, on, off, k) : (T)NAN;
     } else {
       dst[j] = (probs[j] - target[j]) * k;
     }

@@ -7,21 +7,17 @@
 #define GL_KERNELS_FUSED_H
 
 #include <stdint.h>
+#include "nn.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The hyper-parameters of one step, as backend.h's gl_optim_hp (a copy without its header). */
-typedef struct gl_koptim {
-  double lr, weight_decay, eps, beta1, beta2, bc1, bc2, momentum, dampening, alpha;
-  int32_t decoupled, amsgrad, nesterov, maximize, first, centered;
-} gl_koptim;
 
 /* kind 0 SGD, 1 Adam, 2 RMSprop; p, g and the state arrays s0..s2 (NULL where unused)
 ** contiguous of dtype dt (float32 or float64), n elements each. */
 int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void *p, const void *g, void *s0, void *s1,
-                     void *s2, const gl_koptim *hp);
+                     void *s2, const gl_optim_hp *hp);
 /* Rows of z (N, C): loss (N), probs (N, C); labels int64 1-based (or NULL: target (N, C)). */
 int gl_klaunch_xent(void *stream, int dt, int64_t N, int64_t C, void *loss, void *probs, const void *z,
                     const int64_t *labels, const void *target, double smoothing);

@@ -12,6 +12,7 @@
 
 #include "../core/array.h"
 #include "../../kernels/elem_ops.h"
+#include "../../kernels/nn.h"
 
 /* Op families, for supports(). */
 typedef enum gl_op {
@@ -88,22 +89,7 @@ typedef struct gl_rand_req {
   const gl_array *p;     /* bernoulli: per-element p (float64, contiguous, dst's size) or NULL */
 } gl_rand_req;
 
-/* Fused optimizer steps (gpu.fused.*_; lua/gpu/optim.lua): PyTorch's update rules, one
-** pass over each parameter. */
-typedef enum gl_optim_kind { GL_OPTIM_SGD, GL_OPTIM_ADAM, GL_OPTIM_RMSPROP } gl_optim_kind;
-
-typedef struct gl_optim_hp {
-  double lr, weight_decay, eps;
-  double beta1, beta2;           /* adam */
-  double bc1, bc2;               /* adam: bias corrections 1 - beta1^t, 1 - beta2^t */
-  double momentum, dampening;    /* sgd; rmsprop uses momentum */
-  double alpha;                  /* rmsprop: smoothing of the square average */
-  int decoupled;                 /* adam: AdamW's decay of p instead of g += wd * p */
-  int amsgrad;                   /* adam: st[2] holds the running max of v */
-  int nesterov, maximize;        /* sgd (maximize also for adam) */
-  int first;                     /* sgd: the momentum buffer is new: buf = g */
-  int centered;                  /* rmsprop: st[2] holds the gradient average */
-} gl_optim_hp;
+/* gl_optim_kind and gl_optim_hp (fused optimizer steps) come from kernels/nn.h. */
 
 typedef struct gl_devinfo {
   char name[128];

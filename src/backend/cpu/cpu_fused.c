@@ -1,85 +1,46 @@
 /*
 ** cpu_fused.c — the fused kernels of gpu.fused on the CPU: optimizer steps in one pass over
-** each parameter (PyTorch's update rules, in the parameter's precision), and softmax
+** each parameter (kernels/nn.h's element steps, in the parameter's precision), and softmax
 ** cross-entropy forward (loss and probabilities per row, max-shifted) and backward.
 ** Rows and elements are split across the free cores above 32768 elements.
 */
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <omp.h>
 #include "cpu.h"
 #include "../../../kernels/vmath.h"
+#include "../../../kernels/nn.h"
 
 /* ---- optimizer steps ------------------------------------------------------------------------ */
 
-/* One function per (rule, type); T float or double. The loop bodies are what
-** lua/gpu/optim.lua's composite path computed, op for op, fused. State that decays
-** geometrically (the moments of a weight whose gradient is 0, e.g. behind a dead ReLU)
-** reaches subnormal numbers after ~800 Adam steps, and every multiply that makes or reads
-** one costs a ~100-cycle microcode assist on x86: 20x slower steps were measured. So the
-** stored state is flushed to zero below the smallest normal number (FLUSH). */
-#define FLUSH(T, x) ((x) > -(T)TINY_##T && (x) < (T)TINY_##T ? (T)0 : (x))
-#define TINY_float FLT_MIN
-#define TINY_double DBL_MIN
-#define GL_OPTIM_STAMP(T, SQRT, SFX)                                                              \
+/* One loop per (rule, type) over kernels/nn.h's element step; the constants are private to
+** each thread (shared, they are read through a pointer that the stores may alias). */
+#define GL_OPTIM_STAMP(T, SFX)                                                                    \
   static void sgd_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict buf,            \
                         const gl_optim_hp *hp, int nt) {                                           \
-    const T lr = (T)hp->lr, wd = (T)hp->weight_decay, mom = (T)hp->momentum;                       \
-    const T damp = (T)(1 - hp->dampening), sgn = hp->maximize ? (T)-1 : (T)1;                      \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
     const int first = hp->first, nesterov = hp->nesterov;                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1)")                   \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      T gi = sgn * g[i] + wd * p[i];                                                               \
-      if (buf) {                                                                                   \
-        T b = first ? gi : mom * buf[i] + damp * gi;                                               \
-        b = FLUSH(T, b);                                                                           \
-        buf[i] = b;                                                                                \
-        gi = nesterov ? gi + mom * b : b;                                                          \
-      }                                                                                            \
-      p[i] -= lr * gi;                                                                             \
-    }                                                                                              \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_sgd_##SFX(p[i], g[i], buf ? buf + i : NULL, first, nesterov, k);                   \
   }                                                                                                \
   static void adam_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,             \
                          T *restrict v, T *restrict vmax, const gl_optim_hp *hp, int nt) {         \
-    const T lr = (T)hp->lr, wd = (T)hp->weight_decay, eps = (T)hp->eps;                            \
-    const T b1 = (T)hp->beta1, b2 = (T)hp->beta2, c1 = (T)(1 - hp->beta1), c2 = (T)(1 - hp->beta2); \
-    const T step = (T)(hp->lr / hp->bc1), rbc2 = (T)(1 / sqrt(hp->bc2));                           \
-    const T sgn = hp->maximize ? (T)-1 : (T)1;                                                     \
-    const T shrink = hp->decoupled ? (T)(1 - hp->lr * hp->weight_decay) : (T)1;                    \
-    const T gwd = hp->decoupled ? (T)0 : wd;                                                       \
-    (void)lr;                                                                                      \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1)")                   \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      T pi = p[i];                                                                                 \
-      T gi = sgn * g[i] + gwd * pi;                                                                \
-      pi *= shrink;                                                                                \
-      T mi = FLUSH(T, b1 * m[i] + c1 * gi);                                                        \
-      T vi = FLUSH(T, b2 * v[i] + c2 * (gi * gi));                                                 \
-      m[i] = mi;                                                                                   \
-      v[i] = vi;                                                                                   \
-      if (vmax) { vi = vmax[i] > vi ? vmax[i] : vi; vmax[i] = vi; }                                \
-      p[i] = pi - step * (mi / (SQRT(vi) * rbc2 + eps));                                           \
-    }                                                                                              \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_adam_##SFX(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);                   \
   }                                                                                                \
   static void rmsprop_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict sq,         \
                             T *restrict buf, T *restrict ga, const gl_optim_hp *hp, int nt) {      \
-    const T lr = (T)hp->lr, wd = (T)hp->weight_decay, eps = (T)hp->eps;                            \
-    const T a = (T)hp->alpha, ca = (T)(1 - hp->alpha), mom = (T)hp->momentum;                      \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1)")                   \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      T gi = g[i] + wd * p[i];                                                                     \
-      T s = FLUSH(T, a * sq[i] + ca * (gi * gi));                                                  \
-      sq[i] = s;                                                                                   \
-      if (ga) { T m = FLUSH(T, a * ga[i] + ca * gi); ga[i] = m; s -= m * m; }                      \
-      T avg = SQRT(s) + eps;                                                                       \
-      if (buf) { T b = FLUSH(T, mom * buf[i] + gi / avg); buf[i] = b; p[i] -= lr * b; }            \
-      else p[i] -= lr * (gi / avg);                                                                \
-    }                                                                                              \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_rmsprop_##SFX(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);   \
   }
 
-GL_OPTIM_STAMP(float, sqrtf, f32)
-GL_OPTIM_STAMP(double, sqrt, f64)
+GL_OPTIM_STAMP(float, f32)
+GL_OPTIM_STAMP(double, f64)
 #undef GL_OPTIM_STAMP
 
 #define DATA(T, a) ((a) ? (T *)gl_array_data(a) : NULL)
@@ -163,11 +124,13 @@ gl_status gl_cpu_optim_step(gl_optim_kind kind, const gl_array *p, const gl_arra
       const T *pi = p + i * C;                                                                    \
       T *di = dst + i * C;                                                                        \
       if (lab) {                                                                                  \
-        _Pragma("omp simd")                                                                       \
-        for (int64_t c = 0; c < C; c++) di[c] = (pi[c] - off) * k;                                \
         int64_t l = lab[i];                                                                       \
-        if (l >= 1 && l <= C) di[l - 1] -= on * k;                                                \
-        else for (int64_t c = 0; c < C; c++) di[c] = (T)NAN;                                      \
+        if (l >= 1 && l <= C) {                                                                   \
+          _Pragma("omp simd")                                                                     \
+          for (int64_t c = 0; c < C; c++) di[c] = gl_xent_grad_##SFX(pi[c], c == l - 1, on, off, k); \
+        } else {                                                                                  \
+          for (int64_t c = 0; c < C; c++) di[c] = (T)NAN;                                         \
+        }                                                                                         \
       } else {                                                                                    \
         const T *ti = tg + i * C;                                                                 \
         _Pragma("omp simd")                                                                       \

@@ -13,15 +13,9 @@ gl_status gl_cuda_optim_step(gl_optim_kind kind, const gl_array *p, const gl_arr
   gl_device dev = gl_array_device(p);
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
-  gl_koptim k = {
-    .lr = hp->lr, .weight_decay = hp->weight_decay, .eps = hp->eps, .beta1 = hp->beta1, .beta2 = hp->beta2,
-    .bc1 = hp->bc1, .bc2 = hp->bc2, .momentum = hp->momentum, .dampening = hp->dampening, .alpha = hp->alpha,
-    .decoupled = hp->decoupled, .amsgrad = hp->amsgrad, .nesterov = hp->nesterov, .maximize = hp->maximize,
-    .first = hp->first, .centered = hp->centered,
-  };
   static const char *const names[] = { "sgd_", "adam_", "rmsprop_" };
   int rc = gl_klaunch_optim(s, (int)kind, p->dtype, p->size, gl_array_data(p), gl_array_data(g), DATA(st[0]),
-                            DATA(st[1]), DATA(st[2]), &k);
+                            DATA(st[1]), DATA(st[2]), hp);
   if (rc == GL_KERR_NOTSUP)
     return gl_fail(GL_ENOTSUP, "%s of %s parameters is not supported on cuda", names[kind], gl_dtypes[p->dtype].name);
   return gl_cuda_launched(dev, s, rc, names[kind]);
