@@ -136,6 +136,14 @@ void gl_lua_account(lua_State *L, size_t nbytes) {
   ctx->gc_debt += nbytes;
 }
 
+void gl_lua_account_array(lua_State *L, const gl_array *a) {
+  if (a->storage && a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
+}
+
+gl_array *gl_lua_optarray(lua_State *L, int idx) {
+  return lua_isnoneornil(L, idx) ? NULL : gl_lua_check(L, idx);
+}
+
 /* Pays the recorded debt: a step, or a full collection past the threshold. Runs
 ** before a new array exists (see above). */
 static void pay_gc_debt(lua_State *L, gl_lctx *ctx) {

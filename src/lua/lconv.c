@@ -72,7 +72,7 @@ static int l_im2col(lua_State *L) {
   gl_status st = gl_op_im2col(out, x, o.k, o.stride, o.pad, o.dil, o.padval);
   if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_im2col(out, x, o.k, o.stride, o.pad, o.dil, o.padval);
   gl_lua_check_status(L, st, 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -93,7 +93,7 @@ static int l_col2im(lua_State *L) {
   gl_status st = gl_op_col2im(out, c, shape, o.k, o.stride, o.pad, o.dil);
   if (gl_lua_retry_oom(L, st, gl_array_device(c))) st = gl_op_col2im(out, c, shape, o.k, o.stride, o.pad, o.dil);
   gl_lua_check_status(L, st, 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -167,10 +167,6 @@ static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
   }
 }
 
-/* Accounts a finished result to the collector. */
-static void account(lua_State *L, const gl_array *a) {
-  if (a->storage && a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
-}
 
 /* gpu.dnn.available([device]) -> true | false, reason (a device that is not there is
 ** an answer, not an error; a malformed name is an error) */
@@ -199,7 +195,7 @@ static int l_dnn_available(lua_State *L) {
     gl_status st_ = (call);                                                                   \
     if (gl_lua_retry_oom(L, st_, dev)) st_ = (call);                                          \
     gl_lua_check_status(L, st_, 0);                                                           \
-    account(L, out);                                                                          \
+    gl_lua_account_array(L, out);                                                                          \
   } while (0)
 
 /* gpu.dnn.conv2d(x, w [, {stride, padding, dilation, groups}]) */
@@ -271,13 +267,12 @@ static int pool_bwd(lua_State *L, bool max) {
 static int l_dnn_max_pool2d_bwd(lua_State *L) { return pool_bwd(L, true); }
 static int l_dnn_avg_pool2d_bwd(lua_State *L) { return pool_bwd(L, false); }
 
-static gl_array *opt_array(lua_State *L, int idx) { return lua_isnoneornil(L, idx) ? NULL : gl_lua_check(L, idx); }
 
 /* gpu.dnn.batch_norm(x, weight, bias, running_mean, running_var [, {training, momentum, eps}])
 ** -> y, save_mean, save_invstd (training) or y */
 static int l_dnn_batch_norm(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *b = gl_lua_check(L, 3);
-  gl_array *rm = opt_array(L, 4), *rv = opt_array(L, 5);
+  gl_array *rm = gl_lua_optarray(L, 4), *rv = gl_lua_optarray(L, 5);
   bool training = true;
   double momentum = 0.1, eps = 1e-5;
   if (!lua_isnoneornil(L, 6)) {
@@ -294,7 +289,7 @@ static int l_dnn_batch_norm(lua_State *L) {
   gl_status st = gl_op_dnn_batch_norm(y, sm, si, x, w, b, rm, rv, training, momentum, eps);
   if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_dnn_batch_norm(y, sm, si, x, w, b, rm, rv, training, momentum, eps);
   gl_lua_check_status(L, st, 0);
-  account(L, y);
+  gl_lua_account_array(L, y);
   if (!training) { lua_settop(L, 7); return 1; }
   return 3;
 }
@@ -315,7 +310,7 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
   gl_status st = gl_op_dnn_batch_norm_bwd(dx, dw, db, x, dy, w, sm, si, eps);
   if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_dnn_batch_norm_bwd(dx, dw, db, x, dy, w, sm, si, eps);
   gl_lua_check_status(L, st, 0);
-  account(L, dx);
+  gl_lua_account_array(L, dx);
   return 3;
 }
 

@@ -58,25 +58,18 @@ static void read_opts(lua_State *L, int idx, const opt_key *keys, double *vals) 
   }
 }
 
-/* An array or nil at idx. */
-static const gl_array *opt_array(lua_State *L, int idx) {
-  return lua_isnoneornil(L, idx) ? NULL : gl_lua_check(L, idx);
-}
 
-static void account(lua_State *L, const gl_array *a) {
-  if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
-}
 
 /* ---- linear ------------------------------------------------------------------------------- */
 
 static int l_linear(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2);
-  const gl_array *b = opt_array(L, 3);
+  const gl_array *b = gl_lua_optarray(L, 3);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_linear(out, x, w, b);
   if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_linear(out, x, w, b);
   gl_lua_check_status(L, st, 0);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -109,7 +102,7 @@ static int l_cross_entropy(lua_State *L) {
   gl_status st = gl_op_xent(loss, probs, z, labels, target, o[0]);
   if (gl_lua_retry_oom(L, st, gl_array_device(z))) st = gl_op_xent(loss, probs, z, labels, target, o[0]);
   gl_lua_check_status(L, st, 0);
-  account(L, probs);
+  gl_lua_account_array(L, probs);
   return 2;
 }
 
@@ -124,7 +117,7 @@ static int l_cross_entropy_backward(lua_State *L) {
   gl_status st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
   if (gl_lua_retry_oom(L, st, gl_array_device(p))) st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
   gl_lua_check_status(L, st, 0);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -155,7 +148,7 @@ static int step_result(lua_State *L, gl_status st) {
 
 static int l_sgd_(lua_State *L) {
   gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
-  const gl_array *st[3] = { opt_array(L, 3), NULL, NULL };
+  const gl_array *st[3] = { gl_lua_optarray(L, 3), NULL, NULL };
   double o[7];
   read_opts(L, 4, sgd_keys, o);
   gl_optim_hp hp = { 0 };
@@ -166,7 +159,7 @@ static int l_sgd_(lua_State *L) {
 
 static int l_adam_(lua_State *L) {
   gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
-  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), opt_array(L, 5) };
+  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), gl_lua_optarray(L, 5) };
   double o[9];
   read_opts(L, 6, adam_keys, o);
   double t = o[AD_STEP];
@@ -183,7 +176,7 @@ static int l_adam_(lua_State *L) {
 
 static int l_rmsprop_(lua_State *L) {
   gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
-  const gl_array *st[3] = { gl_lua_check(L, 3), opt_array(L, 4), opt_array(L, 5) };
+  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_optarray(L, 4), gl_lua_optarray(L, 5) };
   double o[6];
   read_opts(L, 6, rms_keys, o);
   gl_optim_hp hp = { 0 };

@@ -46,6 +46,11 @@ gl_array *gl_lua_checkany(lua_State *L, int idx);
 
 /* Tells Lua's collector about bytes held outside its heap (device or host arrays). */
 void gl_lua_account(lua_State *L, size_t nbytes);
+/* Accounts a finished result's bytes (arrays of 256 elements or more; none for an empty,
+** closed one). */
+void gl_lua_account_array(lua_State *L, const gl_array *a);
+/* The array at idx, or NULL when it is none or nil (anything else is an argument error). */
+gl_array *gl_lua_optarray(lua_State *L, int idx);
 
 /* Runs 'st' and raises a Lua error if it failed: at argument 'arg' (lauxlib's "bad
 ** argument #arg to 'f' (msg)") when arg > 0, else "f: msg". */

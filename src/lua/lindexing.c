@@ -58,9 +58,6 @@ static const gl_array **check_list(lua_State *L, int idx, int *n) {
   return xs;
 }
 
-static void account(lua_State *L, const gl_array *a) {
-  if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
-}
 
 static gl_operand value_operand(lua_State *L, int idx) {
   gl_operand o = { NULL, gl_scalar_int(0) };
@@ -98,7 +95,7 @@ int gl_lua_index_array(lua_State *L, const gl_array *x, int key) {
     if (x->ndim == 0) luaL_argerror(L, key, "cannot index a 0-d array with an integer array");
     gl_lua_check_status(L, gl_op_take(out, x, 0, k), key);
   }
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -129,7 +126,7 @@ static int l_take(lua_State *L) {
   }
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_take(out, x, axis, idx), 2);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -142,7 +139,7 @@ static int l_index(lua_State *L) {
   int axis = opt_axis(L, 2, x->ndim, 1, &given);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_take(out, x, axis, idx), 3);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -168,7 +165,7 @@ static int l_masked_select(lua_State *L) {
   gl_array *m = gl_lua_check(L, 2);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_mask_select(out, x, m), 2);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -184,7 +181,7 @@ static int join(lua_State *L, bool stack) {
   axis = opt_axis(L, 2, ndim, 1, &given);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, stack ? gl_op_stack(out, n, xs, axis) : gl_op_concat(out, n, xs, axis), 1);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 static int l_concat(lua_State *L) { return join(L, false); }
@@ -252,7 +249,7 @@ static int l_tile(lua_State *L) {
   }
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_tile(out, x, n, reps), 2);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -272,7 +269,7 @@ static int l_repeat(lua_State *L) {
   gl_array *out = gl_lua_push(L);
   if (counts) gl_lua_check_status(L, gl_op_repeat_counts(out, x, gl_lua_check(L, 2), axis), 2);
   else gl_lua_check_status(L, gl_op_repeat(out, x, gl_lua_int(L, 2, "repeat count"), axis), 2);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -312,7 +309,7 @@ static int l_roll(lua_State *L) {
     gl_array *out = gl_lua_push(L);
     gl_lua_check_status(L, gl_op_roll(out, f, shift, 0), 2);
     gl_lua_check_status(L, gl_view_reshape(out, x->ndim, x->shape), 0);
-    account(L, out);
+    gl_lua_account_array(L, out);
     return 1;
   }
   bool tab = lua_istable(L, 2);
@@ -337,7 +334,7 @@ static int l_roll(lua_State *L) {
     gl_lua_check_status(L, gl_op_roll(out, cur, shift, ax), 2);
     cur = out;
   }
-  account(L, cur);
+  gl_lua_account_array(L, cur);
   return 1;
 }
 
@@ -362,7 +359,7 @@ static int sort_or_argsort(lua_State *L, bool positions) {
   int axis = sort_args(L, x, &desc);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_sort(positions ? NULL : out, positions ? out : NULL, x, axis, desc), 0);
-  account(L, out);
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -387,8 +384,8 @@ static int l_topk(lua_State *L) {
   gl_array *v = gl_lua_push(L);
   gl_array *i = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_topk(v, i, x, k, axis, flags[0]), 0);
-  account(L, v);
-  account(L, i);
+  gl_lua_account_array(L, v);
+  gl_lua_account_array(L, i);
   return 2;
 }
 

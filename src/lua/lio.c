@@ -123,7 +123,7 @@ static void finish_array(lua_State *L, int dtype, gl_device dev) {
   if (gl_device_eq(gl_array_device(a), dev) && (dtype < 0 || dtype == a->dtype)) return;
   gl_array *c = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_copy(c, a, dtype < 0 ? (gl_dtype)a->dtype : (gl_dtype)dtype, dev), 0);
-  if (c->size >= 256) gl_lua_account(L, (size_t)c->size * gl_array_itemsize(c));
+  gl_lua_account_array(L, c);
   lua_remove(L, -2);
 }
 
@@ -149,7 +149,7 @@ static void push_from_bytes(lua_State *L, gl_dtype dt, int ndim, const int64_t *
     gl_lua_check_status(L, gl_view_permute(v, perm), 0);
     gl_array *c = gl_lua_push(L);
     gl_lua_check_status(L, gl_op_copy(c, v, dtype < 0 ? dt : (gl_dtype)dtype, dev), 0);
-    if (c->size >= 256) gl_lua_account(L, (size_t)c->size * gl_array_itemsize(c));
+    gl_lua_account_array(L, c);
     lua_replace(L, -3);
     lua_pop(L, 1);
     return;

@@ -17,7 +17,7 @@ static int push_result(lua_State *L, gl_status (*op)(gl_array *, const gl_array 
   gl_status st = op(out, a, b);
   if (gl_lua_retry_oom(L, st, gl_array_device(a))) st = op(out, a, b);
   gl_lua_check_status(L, st, st == GL_EINVAL ? arg : 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -46,7 +46,7 @@ static int l_dot(lua_State *L) {
     if (b) ob.arr = gl_lua_check(L, 2); else ob.s = gl_lua_scalar(L, 2, 2);
     gl_array *out = gl_lua_push(L);
     gl_lua_check_status(L, gl_op_binary(out, GL_B_mul, oa, ob), 0);
-    if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+    gl_lua_account_array(L, out);
     return 1;
   }
   a = gl_lua_check(L, 1);

@@ -38,7 +38,7 @@ static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
   gl_status st = gl_op_binary(out, op, a, b);
   if (gl_lua_retry_oom(L, st, gl_array_device(a.arr ? a.arr : b.arr))) st = gl_op_binary(out, op, a, b);
   gl_lua_check_status(L, st, 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -63,7 +63,7 @@ static int l_unary(lua_State *L) {
   gl_status st = gl_op_unary(out, op, x);
   if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_unary(out, op, x);
   gl_lua_check_status(L, st, 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 
@@ -93,7 +93,7 @@ static int unary_op(lua_State *L, gl_unop op) {
   gl_array *x = gl_lua_check(L, 1);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_unary(out, op, x), 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 static int mm_unm(lua_State *L) { return unary_op(L, GL_U_neg); }
@@ -109,7 +109,7 @@ static int l_where(lua_State *L) {
   gl_status st = gl_op_where(out, cond, a, b);
   if (gl_lua_retry_oom(L, st, gl_array_device(cond))) st = gl_op_where(out, cond, a, b);
   gl_lua_check_status(L, st, 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 

@@ -69,7 +69,7 @@ static void shape_opts(lua_State *L, int first, int *ndim, int64_t *shape, gl_dt
 /* Pushes nothing: checks the status of a fill into 'out' (already pushed) and accounts. */
 static int done(lua_State *L, gl_status st, int arg, gl_array *out) {
   gl_lua_check_status(L, st, arg);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 

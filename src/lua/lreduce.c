@@ -174,7 +174,7 @@ static int l_reduce(lua_State *L) {
   if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = run(f, out, x, axes, naxes, &o);
   /* an invalid request is the array's fault (empty, dtype), named at argument 1 */
   gl_lua_check_status(L, st, st == GL_EINVAL ? 1 : 0);
-  if (out->size >= 256) gl_lua_account(L, (size_t)out->size * gl_array_itemsize(out));
+  gl_lua_account_array(L, out);
   return 1;
 }
 

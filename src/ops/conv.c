@@ -212,6 +212,32 @@ static gl_status dnn_conv_geom(const char *fn, const int64_t *xs, const int64_t 
   return GL_OK;
 }
 
+typedef enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER } conv_dir;
+
+/* The checked operands a, b of a convolution direction (fwd: x, w; bwd_data: dy, w;
+** bwd_filter: x, dy) made contiguous, out (oshape, a's dtype and device) allocated and
+** computed; an empty operand gives zeros. */
+static gl_status dnn_conv_run(const gl_dnn *dnn, conv_dir dir, gl_array *out, const gl_array *a, const gl_array *b,
+                              const int64_t *oshape, const gl_dnn_conv *c) {
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_status st = dnn_contig(&g, 0, a);
+  if (st == GL_OK) st = dnn_contig(&g, 1, b);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)a->dtype, 4, oshape, gl_array_device(a));
+  if (st == GL_OK && out->size > 0 && a->size > 0 && b->size > 0) {
+    switch (dir) {
+      case CONV_FWD: st = dnn->conv2d(out, g.a[0], g.a[1], c); break;
+      case CONV_BWD_DATA: st = dnn->conv2d_bwd_data(out, g.a[0], g.a[1], c); break;
+      case CONV_BWD_FILTER: st = dnn->conv2d_bwd_filter(out, g.a[0], g.a[1], c); break;
+    }
+  } else if (st == GL_OK && out->size > 0) {
+    st = gl_op_fill(out, gl_scalar_float(0));
+  }
+  dnn_release(&g);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
   const char *fn = "conv2d";
   GL_TRY(dnn_same_device(fn, x, w, "weight"));
@@ -223,16 +249,7 @@ gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, 
   GL_TRY(dnn_conv_geom(fn, x->shape, w->shape, c, ys));
   const gl_dnn *dnn;
   GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
-  dnn_args g;
-  memset(&g, 0, sizeof g);
-  gl_status st = dnn_contig(&g, 0, x);
-  if (st == GL_OK) st = dnn_contig(&g, 1, w);
-  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, 4, ys, gl_array_device(x));
-  if (st == GL_OK && out->size > 0 && x->size > 0) st = dnn->conv2d(out, g.a[0], g.a[1], c);
-  else if (st == GL_OK && out->size > 0) st = gl_op_fill(out, gl_scalar_float(0));
-  dnn_release(&g);
-  if (st != GL_OK) gl_array_release(out);
-  return st;
+  return dnn_conv_run(dnn, CONV_FWD, out, x, w, ys, c);
 }
 
 gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_array *w, const int64_t *xshape,
@@ -250,16 +267,7 @@ gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
   const gl_dnn *dnn;
   GL_TRY(dnn_table(fn, gl_array_device(dy), &dnn));
-  dnn_args g;
-  memset(&g, 0, sizeof g);
-  gl_status st = dnn_contig(&g, 0, dy);
-  if (st == GL_OK) st = dnn_contig(&g, 1, w);
-  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)dy->dtype, 4, xshape, gl_array_device(dy));
-  if (st == GL_OK && out->size > 0 && dy->size > 0) st = dnn->conv2d_bwd_data(out, g.a[0], g.a[1], c);
-  else if (st == GL_OK && out->size > 0) st = gl_op_fill(out, gl_scalar_float(0));
-  dnn_release(&g);
-  if (st != GL_OK) gl_array_release(out);
-  return st;
+  return dnn_conv_run(dnn, CONV_BWD_DATA, out, dy, w, xshape, c);
 }
 
 gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl_array *dy, const int64_t *wshape,
@@ -276,16 +284,7 @@ gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
   const gl_dnn *dnn;
   GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
-  dnn_args g;
-  memset(&g, 0, sizeof g);
-  gl_status st = dnn_contig(&g, 0, x);
-  if (st == GL_OK) st = dnn_contig(&g, 1, dy);
-  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, 4, wshape, gl_array_device(x));
-  if (st == GL_OK && x->size > 0 && dy->size > 0) st = dnn->conv2d_bwd_filter(out, g.a[0], g.a[1], c);
-  else if (st == GL_OK) st = gl_op_fill(out, gl_scalar_float(0));
-  dnn_release(&g);
-  if (st != GL_OK) gl_array_release(out);
-  return st;
+  return dnn_conv_run(dnn, CONV_BWD_FILTER, out, x, dy, wshape, c);
 }
 
 /* Pooling geometry: no dilation, padding at most half the window (so no window is all
