@@ -626,5 +626,9 @@ describe("gpu.dnn.softmax", function()
       err(gpu.dnn.softmax_backward, x, gpu.ones({ 3, 2 })), 1, true)
     assert.matches("softmax_backward: grad_output is float64, expected float32",
       err(gpu.dnn.softmax_backward, x, gpu.ones({ 2, 3 }, { dtype = "float64" })), 1, true)
+    -- the function's name once, though the message from below already starts with it
+    local e = err(function() return gpu.dnn.softmax_backward(x, gpu.ones({ 3, 2 })) end)
+    assert.matches("softmax_backward: grad_output", e, 1, true)
+    assert.is_nil(e:find("softmax_backward: softmax_backward", 1, true), e)
   end)
 end)
