@@ -49,14 +49,6 @@ static gl_status conv_backend(const char *fn, const gl_array *x, bool col2im, co
   }
 }
 
-/* src in dtype ct and contiguous: a view of x or a copy in *tmp. */
-static gl_status as_contig(const gl_array *x, gl_dtype ct, gl_array *tmp, const gl_array **src) {
-  if (x->dtype == ct && gl_array_is_contiguous(x)) { *src = x; return GL_OK; }
-  GL_TRY(gl_op_copy(tmp, x, ct, gl_array_device(x)));
-  *src = tmp;
-  return GL_OK;
-}
-
 /* out = result converted to dt (result released), or result itself. */
 static gl_status finish(gl_array *out, gl_array *res, gl_dtype dt) {
   if ((gl_dtype)res->dtype == dt) { *out = *res; return GL_OK; }
@@ -80,7 +72,7 @@ gl_status gl_op_im2col(gl_array *out, const gl_array *x, const int *k, const int
   int64_t shape[3] = { x->shape[0], x->shape[1] * k[0] * (int64_t)k[1], oh * ow };
   gl_array tmp = { 0 }, res = { 0 };
   const gl_array *src;
-  GL_TRY(as_contig(x, ct, &tmp, &src));
+  GL_TRY(gl_op_as_contig(x, ct, &tmp, &src));
   gl_status st = gl_array_alloc(&res, ct, 3, shape, gl_array_device(x));
   if (st == GL_OK && res.size > 0) st = be->im2col(&res, src, k, stride, pad, dil, padval);
   gl_array_release(&tmp);
@@ -106,7 +98,7 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
   GL_TRY(conv_backend("col2im", cols, true, &be, &ct));
   gl_array tmp = { 0 }, res = { 0 };
   const gl_array *src;
-  GL_TRY(as_contig(cols, ct, &tmp, &src));
+  GL_TRY(gl_op_as_contig(cols, ct, &tmp, &src));
   gl_status st = gl_array_alloc(&res, ct, 4, oshape, gl_array_device(cols));
   if (st == GL_OK && res.size > 0) st = be->col2im(&res, src, k, stride, pad, dil);
   gl_array_release(&tmp);
@@ -184,7 +176,7 @@ typedef struct dnn_args { gl_array tmp[5]; const gl_array *a[5]; } dnn_args;
 
 static gl_status dnn_contig(dnn_args *g, int i, const gl_array *x) {
   if (x == NULL) { g->a[i] = NULL; return GL_OK; }
-  return as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
+  return gl_op_as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
 }
 
 static void dnn_release(dnn_args *g) {

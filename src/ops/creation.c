@@ -208,6 +208,13 @@ gl_status gl_op_copy(gl_array *out, const gl_array *src, gl_dtype dt, gl_device 
   return st;
 }
 
+gl_status gl_op_as_contig(const gl_array *x, gl_dtype dt, gl_array *tmp, const gl_array **src) {
+  if (x->dtype == dt && gl_array_is_contiguous(x)) { *src = x; return GL_OK; }
+  GL_TRY(gl_op_copy(tmp, x, dt, gl_array_device(x)));
+  *src = tmp;
+  return GL_OK;
+}
+
 /* ---- elements -------------------------------------------------------------------- */
 
 gl_status gl_op_get(const gl_array *a, int64_t offset, gl_scalar *out) {

@@ -90,14 +90,6 @@ static gl_status xent_check(const gl_array *logits, const gl_array *labels,
   return GL_OK;
 }
 
-/* x itself when contiguous, else a contiguous copy in *tmp. */
-static gl_status contig(const gl_array *x, gl_array *tmp, const gl_array **res) {
-  if (gl_array_is_contiguous(x)) { *res = x; return GL_OK; }
-  GL_TRY(gl_op_copy(tmp, x, (gl_dtype)x->dtype, gl_array_device(x)));
-  *res = tmp;
-  return GL_OK;
-}
-
 gl_status gl_op_xent(gl_array *loss, gl_array *probs, const gl_array *logits, const gl_array *labels,
                      const gl_array *target, double smoothing) {
   const char *fn = "cross_entropy";
@@ -109,9 +101,9 @@ gl_status gl_op_xent(gl_array *loss, gl_array *probs, const gl_array *logits, co
   GL_TRY(need_entry(fn, logits, (const void *)be->xent));
   gl_array tz = { 0 }, tl = { 0 }, tt = { 0 };
   const gl_array *z = NULL, *l = NULL, *t = NULL;
-  gl_status st = contig(logits, &tz, &z);
-  if (st == GL_OK && labels) st = contig(labels, &tl, &l);
-  if (st == GL_OK && target) st = contig(target, &tt, &t);
+  gl_status st = gl_op_as_contig(logits, (gl_dtype)logits->dtype, &tz, &z);
+  if (st == GL_OK && labels) st = gl_op_as_contig(labels, (gl_dtype)labels->dtype, &tl, &l);
+  if (st == GL_OK && target) st = gl_op_as_contig(target, (gl_dtype)target->dtype, &tt, &t);
   gl_device dev = gl_array_device(logits);
   if (st == GL_OK) st = gl_array_alloc(loss, (gl_dtype)logits->dtype, 1, logits->shape, dev);
   if (st == GL_OK) {
@@ -143,10 +135,10 @@ gl_status gl_op_xent_bwd(gl_array *out, const gl_array *probs, const gl_array *l
   GL_TRY(need_entry(fn, probs, (const void *)be->xent_bwd));
   gl_array tp = { 0 }, tl = { 0 }, tt = { 0 }, tg = { 0 };
   const gl_array *p = NULL, *l = NULL, *t = NULL, *g = NULL;
-  gl_status st = contig(probs, &tp, &p);
-  if (st == GL_OK && labels) st = contig(labels, &tl, &l);
-  if (st == GL_OK && target) st = contig(target, &tt, &t);
-  if (st == GL_OK) st = contig(gout, &tg, &g);
+  gl_status st = gl_op_as_contig(probs, (gl_dtype)probs->dtype, &tp, &p);
+  if (st == GL_OK && labels) st = gl_op_as_contig(labels, (gl_dtype)labels->dtype, &tl, &l);
+  if (st == GL_OK && target) st = gl_op_as_contig(target, (gl_dtype)target->dtype, &tt, &t);
+  if (st == GL_OK) st = gl_op_as_contig(gout, (gl_dtype)gout->dtype, &tg, &g);
   if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)probs->dtype, 2, probs->shape, gl_array_device(probs));
   if (st == GL_OK && probs->size > 0) {
     st = be->xent_bwd(out, p, l, t, smoothing, g, scale);
@@ -195,7 +187,7 @@ gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array
   GL_TRY(need_entry(fn, p, (const void *)be->optim_step));
   gl_array tg = { 0 };
   const gl_array *gc = NULL;
-  GL_TRY(contig(g, &tg, &gc));
+  GL_TRY(gl_op_as_contig(g, (gl_dtype)g->dtype, &tg, &gc));
   const gl_array *sts[3] = { need[0] ? st[0] : NULL, need[1] ? st[1] : NULL, need[2] ? st[2] : NULL };
   gl_status s = p->size > 0 ? be->optim_step(kind, p, gc, sts, hp) : GL_OK;
   gl_array_release(&tg);

@@ -32,6 +32,9 @@ gl_status gl_op_assign(const gl_array *dst, const gl_array *src);
 gl_status gl_op_fill(const gl_array *dst, gl_scalar v);
 /* A new C-contiguous copy with dtype dt on device dev (any device pair). */
 gl_status gl_op_copy(gl_array *out, const gl_array *src, gl_dtype dt, gl_device dev);
+/* *src = x itself when it is contiguous and of dtype dt, else a contiguous dt copy made
+** in *tmp (which stays closed otherwise; release it after use). */
+gl_status gl_op_as_contig(const gl_array *x, gl_dtype dt, gl_array *tmp, const gl_array **src);
 /* Writes src's elements in C order, in src's dtype, to host memory. */
 gl_status gl_op_to_host(void *host, const gl_array *src);
 
