@@ -9,22 +9,18 @@
 
 /* kernels/nn.h's element steps by type. */
 template <class T> struct gl_nn;
-template <> struct gl_nn<float> {
-  typedef gl_optim_k_f32 K;
-  static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_f32(hp); }
-  static __device__ __forceinline__ float sgd(float p, float g, float *b, int f, int n, K k) { return gl_sgd_f32(p, g, b, f, n, k); }
-  static __device__ __forceinline__ float adam(float p, float g, float *m, float *v, float *vm, K k) { return gl_adam_f32(p, g, m, v, vm, k); }
-  static __device__ __forceinline__ float rmsprop(float p, float g, float *s, float *b, float *ga, K k) { return gl_rmsprop_f32(p, g, s, b, ga, k); }
-  static __device__ __forceinline__ float xent_grad(float p, int hit, float on, float off, float k) { return gl_xent_grad_f32(p, hit, on, off, k); }
-};
-template <> struct gl_nn<double> {
-  typedef gl_optim_k_f64 K;
-  static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_f64(hp); }
-  static __device__ __forceinline__ double sgd(double p, double g, double *b, int f, int n, K k) { return gl_sgd_f64(p, g, b, f, n, k); }
-  static __device__ __forceinline__ double adam(double p, double g, double *m, double *v, double *vm, K k) { return gl_adam_f64(p, g, m, v, vm, k); }
-  static __device__ __forceinline__ double rmsprop(double p, double g, double *s, double *b, double *ga, K k) { return gl_rmsprop_f64(p, g, s, b, ga, k); }
-  static __device__ __forceinline__ double xent_grad(double p, int hit, double on, double off, double k) { return gl_xent_grad_f64(p, hit, on, off, k); }
-};
+#define GL_NN_TRAITS(T, SFX)                                                                      \
+  template <> struct gl_nn<T> {                                                                   \
+    typedef gl_optim_k_##SFX K;                                                                   \
+    static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_##SFX(hp); } \
+    static __device__ __forceinline__ T sgd(T p, T g, T *b, int f, int n, K k) { return gl_sgd_##SFX(p, g, b, f, n, k); } \
+    static __device__ __forceinline__ T adam(T p, T g, T *m, T *v, T *vm, K k) { return gl_adam_##SFX(p, g, m, v, vm, k); } \
+    static __device__ __forceinline__ T rmsprop(T p, T g, T *s, T *b, T *ga, K k) { return gl_rmsprop_##SFX(p, g, s, b, ga, k); } \
+    static __device__ __forceinline__ T xent_grad(T p, int hit, T on, T off, T k) { return gl_xent_grad_##SFX(p, hit, on, off, k); } \
+  };
+GL_NN_TRAITS(float, f32)
+GL_NN_TRAITS(double, f64)
+#undef GL_NN_TRAITS
 
 template <class T>
 __global__ void gl_k_sgd(int64_t n, T *p, const T *g, T *buf, gl_optim_hp hp) {
