@@ -188,8 +188,13 @@ test-asan:
 bench: all
 	@sh bench/run.sh ./$(BIN)
 
+# On a GPU: every group on cuda beside CuPy and PyTorch (bench/RESULTS-gpu.md), then the
+# issue-4/5 figures (bandwidth of add, sum and random fills; the 1-element add's latency).
 bench-gpu: all
-	@GPULUA_BENCH_DEVICE=cuda sh bench/run.sh ./$(BIN)
+	@./$(BIN) -e 'local ok, why = gpu.is_available() if not ok then io.stderr:write("bench-gpu: no GPU: ", tostring(why), "\n") os.exit(1) end'
+	@GPULUA_BENCH_DEVICE=cuda BENCH_OUT=$${BENCH_OUT:-bench/RESULTS-gpu.md} sh bench/run.sh ./$(BIN)
+	@./$(BIN) bench/gpu_targets.lua > $(BUILD)/gpu_targets.txt
+	@python3 bench/gpu_targets.py $(BUILD)/gpu_targets.txt
 
 # ---- fuzzing: libFuzzer (clang) over each file parser in src/core -------------------------
 # Each target runs FUZZ_SECONDS (default 60) from a corpus seeded with the spec fixtures

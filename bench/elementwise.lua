@@ -10,6 +10,8 @@ local opts = { device = dev }
 local a1, b1 = gpu.ones(1, opts), gpu.ones(1, opts)
 local a100, b100 = gpu.ones(100, opts), gpu.ones(100, opts)
 B.target("a + b: 1 float32", 0.5, "numpy")
+B.target("a + b: 1 float32", 0.5, "cupy", "cuda")     -- issue 4: <= 0.5x CuPy, <= PyTorch
+B.target("a + b: 1 float32", 1.0, "torch", "cuda")
 B.case("a + b: 1 float32", function(n) local c for _ = 1, n do c = a1 + b1 end return c end)
 B.target("a + b: 100 float32", 0.5, "numpy")
 B.case("a + b: 100 float32", function(n) local c for _ = 1, n do c = a100 + b100 end return c end)

@@ -1,23 +1,24 @@
-"""bench/elementwise.py — NumPy / PyTorch twin of bench/elementwise.lua (same case names)."""
+"""bench/elementwise.py — NumPy (CuPy on cuda) / PyTorch twin of bench/elementwise.lua (same case names)."""
 import sys, os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import case, try_import, DEVICE
+from bench import case, try_import, array_module, DEVICE
 
-np = try_import("numpy")
+xp, impl, xsync = array_module()
 torch = try_import("torch")
 
-if np is not None and DEVICE == "cpu":
-    g = {"np": np, "a1": np.ones(1, np.float32), "b1": np.ones(1, np.float32),
-         "a100": np.ones(100, np.float32), "b100": np.ones(100, np.float32),
-         "A": np.ones(10**7, np.float32), "B": np.ones(10**7, np.float32),
-         "M": np.ones((4096, 4096), np.float32)}
-    case("a + b: 1 float32", "numpy", "a1 + b1", globals=g)
-    case("a + b: 100 float32", "numpy", "a100 + b100", globals=g)
-    case("a * 2.5: 100 float32", "numpy", "a100 * 2.5", globals=g)
-    case("c = a + b: 1e7 float32", "numpy", "A + B", globals=g)
-    case("exp: 1e7 float32", "numpy", "np.exp(A)", globals=g)
-    case("tanh: 1e7 float32", "numpy", "np.tanh(A)", globals=g)
-    case("transpose copy: 4096x4096 float32", "numpy", "np.ascontiguousarray(M.T)", globals=g)
+if xp is not None:
+    f32 = xp.float32
+    g = {"xp": xp, "a1": xp.ones(1, f32), "b1": xp.ones(1, f32),
+         "a100": xp.ones(100, f32), "b100": xp.ones(100, f32),
+         "A": xp.ones(10**7, f32), "B": xp.ones(10**7, f32),
+         "M": xp.ones((4096, 4096), f32)}
+    case("a + b: 1 float32", impl, "a1 + b1", globals=g)
+    case("a + b: 100 float32", impl, "a100 + b100", globals=g)
+    case("a * 2.5: 100 float32", impl, "a100 * 2.5", globals=g)
+    case("c = a + b: 1e7 float32", impl, "A + B; " + xsync, globals=g)
+    case("exp: 1e7 float32", impl, "xp.exp(A); " + xsync, globals=g)
+    case("tanh: 1e7 float32", impl, "xp.tanh(A); " + xsync, globals=g)
+    case("transpose copy: 4096x4096 float32", impl, "xp.ascontiguousarray(M.T); " + xsync, globals=g)
 
 if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
     dev = "cuda" if DEVICE.startswith("cuda") else "cpu"

@@ -1,8 +1,8 @@
-"""bench/matmul.py — NumPy / PyTorch twin of bench/matmul.lua (same case names):
+"""bench/matmul.py — NumPy (CuPy on cuda) / PyTorch twin of bench/matmul.lua (same case names):
 float32 n x n matmul, wall-clock, best and median of repeats of >= MIN_TIME seconds."""
 import os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, try_import, DEVICE, QUICK
+from bench import emit, try_import, array_module, DEVICE, QUICK
 
 MIN_TIME = 0.05 if QUICK else 0.25
 REPEATS = 3 if QUICK else 7
@@ -27,13 +27,14 @@ def run(impl, n, mm, sync=lambda: None):
          "%.1f GFLOP/s" % (2 * n ** 3 / best / 1e9))
 
 
-np = try_import("numpy")
+xp, impl, _ = array_module()
 torch = try_import("torch")
+xsync = (lambda: xp.cuda.Device().synchronize()) if impl == "cupy" else (lambda: None)
 for n in SIZES:
-    if np is not None and DEVICE == "cpu":
-        a = np.random.rand(n, n).astype(np.float32)
-        b = np.ones((n, n), np.float32)
-        run("numpy", n, lambda: a @ b)
+    if xp is not None:
+        a = xp.random.rand(n, n).astype(xp.float32)
+        b = xp.ones((n, n), xp.float32)
+        run(impl, n, lambda: a @ b, xsync)
     if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
         dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
         ta = torch.rand(n, n, device=dev)

@@ -1,4 +1,4 @@
-"""bench/reduce.py — NumPy / PyTorch twin of bench/reduce.lua (same case names):
+"""bench/reduce.py — NumPy (CuPy on cuda) / PyTorch twin of bench/reduce.lua (same case names):
 reductions on a 4096 x 4096 float32 array, wall-clock, best and median of repeats of
 >= MIN_TIME seconds (its own loop, as bench/reduce.lua: some cases take 0.5 s a call,
 too long for bench.py's calibration that starts at 100 calls).
@@ -10,7 +10,7 @@ import os
 import sys
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, try_import, DEVICE, QUICK
+from bench import emit, try_import, array_module, DEVICE, QUICK
 
 MIN_TIME = 0.05 if QUICK else 0.2
 REPEATS = 3 if QUICK else 7
@@ -38,6 +38,7 @@ def run(name, impl, fn, note, sync=lambda: None):
 
 
 def numpy_cases(np):
+    """NumPy's cases, or CuPy's (np is then cupy: the same calls)."""
     x = np.random.default_rng(1).random((N, N), dtype=np.float32)
     xt, x64, small = x.T, x.astype(np.float64), np.ones(1000, np.float32)
 
@@ -81,11 +82,12 @@ def torch_cases(torch, dev):
     ]
 
 
-np = try_import("numpy")
+xp, impl, _ = array_module()
 torch = try_import("torch")
-if np is not None and DEVICE == "cpu":
-    for name, fn, note in numpy_cases(np):
-        run(name, "numpy", fn, note)
+if xp is not None:
+    xsync = (lambda: xp.cuda.Device().synchronize()) if impl == "cupy" else (lambda: None)
+    for name, fn, note in numpy_cases(xp):
+        run(name, impl, fn, note, xsync)
 if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
     dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)

@@ -7,6 +7,9 @@
 -- tab-separated records that bench/lib/report.py reads:
 --   result <group> <case> <impl> <best_ns> <median_ns> <note>
 --   target <group> <case> max_ns <value>
+--   target <group> <case> max_ratio <ratio> <baseline>
+-- Targets belong to a device: the issues' CPU targets (against NumPy, STREAM) are checked
+-- on the cpu, the GPU ones (against CuPy, PyTorch on cuda) on cuda.
 -- Times come from gpu.clock (monotonic wall time; os.clock would count the CPU time
 -- of every OpenMP thread); each repeat runs long enough (>= 50 ms, 10 ms with
 -- BENCH_QUICK=1) to be precise to well under 1 ns per iteration. Device work is
@@ -57,16 +60,20 @@ local function emit(...)
   io.write(table.concat(t, "\t"), "\n")
 end
 
--- B.target(name, ratio, baseline): gpulua's time / baseline's must be <= ratio
--- (e.g. 0.5 for "twice as fast as numpy", 1.333 for "75% of STREAM").
-function B.target(name, ratio, baseline)
-  emit("target", B.group, name, "max_ratio", ratio, baseline)
+-- The device kind a target is for: "cpu" or "cuda" ("cuda:1" counts as "cuda").
+local function on(device) return (device or "cpu") == B.device:match("^%a+") end
+
+-- B.target(name, ratio, baseline [, device]): gpulua's time / baseline's must be <= ratio
+-- (e.g. 0.5 for "twice as fast as numpy", 1.333 for "75% of STREAM") when the run is on
+-- `device` (default "cpu"); a case may have several targets.
+function B.target(name, ratio, baseline, device)
+  if on(device) then emit("target", B.group, name, "max_ratio", ratio, baseline) end
 end
 
--- B.case(name, loop [, {target_ns = N, note = "..."}])
+-- B.case(name, loop [, {target_ns = N, target_device = "cpu", note = "..."}])
 function B.case(name, loop, opts)
   opts = opts or {}
-  if opts.target_ns then emit("target", B.group, name, "max_ns", opts.target_ns) end
+  if opts.target_ns and on(opts.target_device) then emit("target", B.group, name, "max_ns", opts.target_ns) end
   local ok, err = pcall(loop, 1)                 -- a case that cannot run says why
   if not ok then
     emit("result", B.group, name, B.impl, "-", "-", "error: " .. tostring(err))

@@ -1,4 +1,4 @@
-"""bench/lib/bench.py — timing helpers for the Python twins (NumPy, PyTorch).
+"""bench/lib/bench.py — timing helpers for the Python twins (NumPy or CuPy, PyTorch).
 
 A twin (bench/<group>.py) calls case(name, impl, stmt, setup) for each case, with the
 same case names as the Lua file, so the report puts them in one row. Times are ns per
@@ -55,3 +55,17 @@ def try_import(name):
         return __import__(name)
     except Exception:
         return None
+
+
+def array_module():
+    """The NumPy-style module of the run's device, its column name and a statement that
+    waits for its device: NumPy on the cpu, CuPy on cuda (None where it is missing)."""
+    if DEVICE == "cpu":
+        return try_import("numpy"), "numpy", "pass"
+    cp = try_import("cupy")
+    try:
+        if cp is not None and cp.cuda.runtime.getDeviceCount() > 0:
+            return cp, "cupy", "xp.cuda.Device().synchronize()"
+    except Exception:
+        pass
+    return None, "cupy", "pass"

@@ -7,12 +7,13 @@ Records (tab-separated):
   result <group> <case> <impl> <best_ns> <median_ns> <note>
   target <group> <case> max_ns <N>                  gpulua's best and median <= N ns
   target <group> <case> max_ratio <R> <baseline>    gpulua / baseline <= R (best and median)
+                                                    (a case may have several targets)
   info <key> <value>                                machine and build facts
 """
 import sys
 from collections import OrderedDict
 
-IMPL_ORDER = ["gpulua", "lua5.4+gpu.so", "lua5.4", "numpy", "torch"]
+IMPL_ORDER = ["gpulua", "lua5.4+gpu.so", "lua5.4", "numpy", "cupy", "torch"]
 
 
 def fmt_ns(v):
@@ -43,7 +44,10 @@ def read(lines):
             if note.startswith("error:"):
                 notes[(g, c, impl)] = note
         elif f[0] == "target" and len(f) >= 5:
-            targets[(f[1], f[2])] = (f[3], float(f[4]), f[5] if len(f) > 5 else None)
+            t = (f[3], float(f[4]), f[5] if len(f) > 5 else None)
+            ts = targets.setdefault((f[1], f[2]), [])
+            if t not in ts:                # each host of a group emits its targets
+                ts.append(t)
             groups.setdefault(f[1], OrderedDict()).setdefault(f[2], {})
         elif f[0] == "info" and len(f) >= 3:
             info[f[1]] = f[2]
@@ -93,10 +97,9 @@ def tables(groups, targets, notes):
                     cells.append("%.2f× (%.2f×)" % (gl[0] / v[0], gl[1] / v[1]))
                 else:
                     cells.append("-")
-            t = targets.get((g, c))
-            verdict = check(t, row) if t else ""
-            missed += verdict.startswith("MISSED") or verdict.startswith("no ")
-            cells.append(verdict)
+            verdicts = [check(t, row) for t in targets.get((g, c), [])]
+            missed += sum(v.startswith("MISSED") or v.startswith("no ") for v in verdicts)
+            cells.append("; ".join(verdicts))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     for (g, c, i), n in notes.items():
