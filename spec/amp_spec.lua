@@ -181,6 +181,24 @@ describe("mixed precision", function()
           end
         end)
 
+        it("finds an inf in any of several gradients (one flag read per device)", function()
+          for bad = 1, 3 do
+            local ps = {}
+            for i = 1, 3 do ps[i] = gpu.ones({ 2, i }, { device = dev }):requires_grad() end
+            local opt = optim.SGD(ps, { lr = 0.1 })
+            local s = optim.GradScaler { init_scale = 4 }
+            local loss = ps[1]:sum() + ps[2]:sum() * 2 + ps[3]:sum() * 3
+            loss = loss + (ps[bad] * math.huge):sum()
+            opt:zero_grad(); s:scale(loss):backward()
+            assert.is_false(s:step(opt), "inf in parameter " .. bad)
+            s:update()
+            assert.equal(1, s.skipped)
+            opt:zero_grad(); s:scale(ps[1]:sum() + ps[2]:sum() + ps[3]:sum()):backward()
+            assert.is_true(s:step(opt))
+            h.assert_close(ps[3]:detach(), gpu.full({ 2, 3 }, 0.9, { device = dev }), 1e-6)
+          end
+        end)
+
         it("an fp16 overflow under autocast is caught and skipped", function()
           local w = gpu.full({ 4, 1 }, 1, { device = dev }):requires_grad()
           local x = gpu.full({ 2, 4 }, 100, { device = dev })

@@ -271,7 +271,25 @@ describe("gpu.dnn (the cuDNN entry points nn uses on cuda)", function()
     assert.is_true(gpu.dnn.enabled)
     local conv = gpu.config().conv
     assert.is_string(conv)
-    assert.is_truthy(conv == "cudnn" or conv:match("^im2col %+ "), conv)
+    assert.is_truthy(conv == "cudnn" or conv:match("^im2col %+ ") or conv:match("^none %("), conv)
+  end)
+
+  it("gpu.config().conv names the path a convolution on the default device takes", function()
+    local conv = gpu.config().conv
+    local dev = gpu.device()
+    if dev == "cpu" then
+      -- no usable GPU (or GPULUA_DEVICE=cpu): never "cudnn", even where libcudnn loads
+      assert.matches("^im2col %+ BLAS %(cpu", conv)
+    elseif gpu.dnn.available(dev) == true then
+      assert.equal("cudnn", conv)
+      gpu.dnn.enabled = false
+      local off = gpu.config().conv
+      gpu.dnn.enabled = true
+      assert.equal("im2col + cublas (gpu.dnn.enabled is false)", off)
+    else
+      assert.matches("^im2col %+ cublas %(", conv)
+    end
+    assert.equal(conv, gpu.config().conv)   -- asking twice changes nothing
   end)
 
   it("checks operands before anything runs, naming the function and the fault", function()

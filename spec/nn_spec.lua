@@ -152,6 +152,13 @@ for _, dev in ipairs(h.devices()) do
         local m = nn.Linear(2, 2):to(dev)
         assert.equal(dev, m.weight.device:match("^%a+"))
         assert.is_true(m.weight:is_leaf())
+        -- parameters already there stay the same arrays ("cuda" names cuda:0), so an
+        -- optimizer made before a repeated :to() still holds them
+        local w, bn = m.weight, nn.BatchNorm1d(2, { device = dev })
+        local rm = bn.running_mean
+        m:to(dev); bn:to(dev)
+        assert.equal(w, m.weight)
+        assert.equal(rm, bn.running_mean)
       end)
     end)
 

@@ -40,6 +40,16 @@ for _, dev in ipairs(h.devices()) do
       local opt2 = optim.Adam({ a, b }, { lr = 0.5 })
       opt2:load_state_dict(sd)
       h.assert_close(opt2.state[1].exp_avg, sd.state[1].exp_avg)
+      -- state from a cpu checkpoint lands where the parameter is, as a copy
+      local c64 = { dtype = "float64", device = "cpu" }
+      local cpu_sd = { step = 1, state = { { step = 1, exp_avg = gpu.ones(2, c64), exp_avg_sq = gpu.ones(2, c64) } } }
+      opt2:load_state_dict(cpu_sd)
+      assert.equal(a.device, opt2.state[1].exp_avg.device)
+      opt2.state[1].exp_avg:fill_(5)
+      h.assert_close(cpu_sd.state[1].exp_avg, { 1, 1 })
+      a:set_grad(nil); (a * 2):sum():backward()
+      opt2:step()                                    -- the fused step takes the moved state
+      assert.equal(2, opt2.state[1].step)
     end)
 
     it("StepLR and CosineAnnealingLR follow their formulas", function()

@@ -29,7 +29,7 @@ end
 
 local M = {}
 local methods = gpu.methods
-local meta = getmetatable(gpu.zeros(1))
+local meta = getmetatable(gpu.zeros(1, { device = "cpu" }))
 
 local nodes = setmetatable({}, { __mode = "k" })   -- array -> node
 local enabled = true                               -- false inside no_grad

@@ -32,7 +32,7 @@ return function(nn)
   -- calls have been seen taking it on a device)
   local floats = { float16 = true, float32 = true, float64 = true }
   local wide = { float32 = true, float64 = true }
-  local meta = getmetatable(gpu.zeros(1))
+  local meta = getmetatable(gpu.zeros(1, { device = "cpu" }))
   local function is_array(v) return type(v) == "userdata" and getmetatable(v) == meta end
 
   -- A size argument: a positive (or, with zero_ok, non-negative) integer or a pair {h, w}.
@@ -383,6 +383,7 @@ return function(nn)
     return self
   end
   function Module:to(device)
+    if device == "cuda" then device = "cuda:0" end
     to(self, device)
     for _, m in ipairs(self:modules()) do
       for _, n in ipairs(m._bnames or {}) do

@@ -26,7 +26,9 @@ function data.batches(x, y, bs, opts)
     error(("batches: x has %d samples but y has %d"):format(n, y.ndim > 0 and y.shape[1] or 0), 2)
   end
   opts = opts or {}
-  local order = opts.shuffle and gpu.random.permutation(n) or nil
+  -- the shuffle's indices live where x does (take needs them there), a copy where y does
+  local order = opts.shuffle and gpu.random.permutation(n, { device = x.device }) or nil
+  local order_y = order and y ~= nil and y.device ~= x.device and order:to(y.device) or order
   local last = opts.drop_last and n - n % bs or n
   local device = opts.device
   local s = 1
@@ -35,9 +37,8 @@ function data.batches(x, y, bs, opts)
     local e = math.min(last, s + bs - 1)
     local xb, yb
     if order then
-      local idx = order[{ { s, e } }]
-      xb = x:take(idx, 1)
-      yb = y and y:take(idx, 1)
+      xb = x:take(order[{ { s, e } }], 1)
+      yb = y and y:take(order_y[{ { s, e } }], 1)
     else
       xb = x[{ { s, e } }]
       yb = y and y[{ { s, e } }]

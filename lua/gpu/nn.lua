@@ -27,7 +27,7 @@ local function shape_str(s) return "(" .. table.concat(s, ", ") .. ")" end
 
 local is_array
 do
-  local meta = getmetatable(gpu.zeros(1))
+  local meta = getmetatable(gpu.zeros(1, { device = "cpu" }))    -- (no device start at require)
   is_array = function(v) return type(v) == "userdata" and getmetatable(v) == meta end
 end
 
@@ -144,8 +144,10 @@ end
 
 function Module:eval() return self:train(false) end
 
--- to(device): moves the parameters (new arrays; create optimizers after moving).
+-- to(device): moves the parameters (new arrays; create optimizers after moving). A
+-- parameter already there stays the same array ("cuda" is "cuda:0", as arrays name it).
 function Module:to(device)
+  if device == "cuda" then device = "cuda:0" end
   for _, m in ipairs(self:modules()) do
     for _, n in ipairs(m._pnames) do
       local p = m._params[n]
@@ -583,9 +585,10 @@ function Dense:init(units, opts)
     self:build(s[#s])
   end
 end
-function Dense:build(fin)
+function Dense:build(fin, input_device)
   self.in_features = fin
-  local o = dev_opts(self.opts.dtype, self.device or self.opts.device)
+  -- a layer built at its first call is built where its input is
+  local o = dev_opts(self.opts.dtype, self.device or self.opts.device or input_device)
   local ki = self.opts.kernel_initializer or (self.activation_name == "relu" and "he_uniform" or "glorot_uniform")
   local k
   if ki == "he_uniform" then k = init.he_uniform(fin, { fin, self.units }, o)
@@ -597,7 +600,7 @@ function Dense:build(fin)
 end
 function Dense:forward(x)
   check_array(x, "Dense", 1, "input")
-  if self.in_features == nil then self:build(x.shape[x.ndim]) end
+  if self.in_features == nil then self:build(x.shape[x.ndim], x.device) end
   check_width(("Dense(%d)"):format(self.units), x, self.in_features)
   return self.activation(nn.dense(x, self.kernel, self.bias))
 end
@@ -837,14 +840,22 @@ local function progress_line(done, total, elapsed, vals, bar)
 end
 
 -- One pass over (x, y) without updates: {loss =, metric = ...} as Lua numbers.
+-- model_device(m): where the model's parameters are (nil before they exist)
+local function model_device(m)
+  for _, p in ipairs(m:parameters()) do return p.device end
+end
+
 local function run_eval(self, x, y, bs)
   local n = n_rows(x)
   local loss_sum, counts = 0, {}
   for _, m in ipairs(self._metrics) do counts[m.name] = 0 end
+  local device = model_device(self)
   gpu.no_grad(function()
     for s = 1, n, bs do
       local e = math.min(n, s + bs - 1)
       local xb, yb = x[{ { s, e } }], y[{ { s, e } }]
+      if device and xb.device ~= device then xb = xb:to(device) end
+      if device and yb.device ~= device then yb = yb:to(device) end
       local pred = self(xb)
       loss_sum = loss_sum + self._loss(pred, yb):item() * (e - s + 1)
       for _, m in ipairs(self._metrics) do counts[m.name] = counts[m.name] + m.fn(pred, yb) end
@@ -910,7 +921,9 @@ function Module:fit(x, y, opts)
   local shuffle = opts.shuffle ~= false
   for epoch = 1, epochs do
     local t0 = gpu.clock()
-    local order = shuffle and gpu.random.permutation(n) or nil
+    -- the shuffle's indices live where x does (take needs them there), a copy where y does
+    local order = shuffle and gpu.random.permutation(n, { device = x.device }) or nil
+    local order_y = order and y.device ~= x.device and order:to(y.device) or order
     local seen, loss_sum, counts = 0, 0, {}
     for _, m in ipairs(self._metrics) do counts[m.name] = 0 end
     if verbose == 1 and bar and epochs > 1 then io.write(("Epoch %d/%d\n"):format(epoch, epochs)) end
@@ -923,12 +936,12 @@ function Module:fit(x, y, opts)
       local e = math.min(n, s + bs - 1)
       local xb, yb
       if order then
-        local idx = order[{ { s, e } }]
-        xb, yb = x:take(idx, 1), y:take(idx, 1)
+        xb, yb = x:take(order[{ { s, e } }], 1), y:take(order_y[{ { s, e } }], 1)
       else
         xb, yb = x[{ { s, e } }], y[{ { s, e } }]
       end
-      if device and xb.device ~= device then xb, yb = xb:to(device), yb:to(device) end
+      if device and xb.device ~= device then xb = xb:to(device) end
+      if device and yb.device ~= device then yb = yb:to(device) end
       local pred, loss
       if amp_dtype then
         pred, loss = require("gpu.amp").autocast(amp_dtype, function()
@@ -1040,10 +1053,13 @@ function Module:predict(x, opts)
   local was = self.training
   self:eval()
   local parts = {}
+  local device = model_device(self)
   gpu.no_grad(function()
     local n = n_rows(x)
     for s = 1, n, bs do
-      parts[#parts + 1] = self(x[{ { s, math.min(n, s + bs - 1) } }])
+      local xb = x[{ { s, math.min(n, s + bs - 1) } }]
+      if device and xb.device ~= device then xb = xb:to(device) end
+      parts[#parts + 1] = self(xb)
     end
   end)
   self:train(was)

@@ -109,7 +109,10 @@ function Optimizer:load_state_dict(sd)
   for i, s in pairs(sd.state) do
     if self.params[i] == nil then error(("load_state_dict: state for parameter #%d, which does not exist"):format(i), 2) end
     local c = {}
-    for k, v in pairs(s) do c[k] = type(v) == "userdata" and v:copy() or v end
+    local dev = self.params[i].device            -- state lives where its parameter does
+    for k, v in pairs(s) do
+      if type(v) == "userdata" then c[k] = v.device == dev and v:copy() or v:to(dev) else c[k] = v end
+    end
     self.state[i] = c
   end
   return self
@@ -347,12 +350,18 @@ function GradScaler:unscale_(opt)
   local inv = 1.0 / self.scale_value
   local was = autograd.set_grad_enabled(false)
   local ok, err = pcall(function()
+    -- one 0-d "all finite" flag per device, read once: a sync per device, not per parameter
+    local flags, devs = {}, {}
     for _, p in ipairs(opt.params) do
       local g = p.grad
       if g ~= nil then
         g:mul_(inv)
-        if not self.found_inf and not g:isfinite():all():item() then self.found_inf = true end
+        local f, d = g:isfinite():all(), g.device
+        if flags[d] == nil then devs[#devs + 1] = d; flags[d] = f else flags[d] = flags[d] & f end
       end
+    end
+    for _, d in ipairs(devs) do
+      if not flags[d]:item() then self.found_inf = true end
     end
   end)
   autograd.set_grad_enabled(was)

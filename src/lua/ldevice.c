@@ -202,6 +202,55 @@ static void set_cuda_version(lua_State *L, const char *k, int v) {
   lua_setfield(L, -2, k);
 }
 
+/* Pushes which path nn's convolutions, pooling and batch norm take on the default device
+** (lua/gpu/conv.lua's use_dnn: gpu.dnn.enabled and the device's cuDNN). */
+static int default_device(lua_State *L) {
+  gl_device d = gl_lua_default_device(L);
+  lua_pushinteger(L, d.type);
+  lua_pushinteger(L, d.index);
+  return 2;
+}
+
+static void conv_path(lua_State *L) {
+  lua_pushcfunction(L, default_device);        /* a bad GPULUA_DEVICE is an answer here */
+  if (lua_pcall(L, 0, 2, 0) != LUA_OK) {
+    lua_pushfstring(L, "none (%s)", lua_tostring(L, -1));
+    lua_remove(L, -2);
+    return;
+  }
+  gl_device d = gl_cpu();
+  d.type = (uint8_t)lua_tointeger(L, -2);
+  d.index = (uint8_t)lua_tointeger(L, -1);
+  lua_pop(L, 2);
+  const gl_backend *cb = gl_backend_get(GL_CUDA);
+  if (d.type != GL_CUDA) {
+    lua_pushstring(L, cb == NULL ? "im2col + BLAS (cpu; no CUDA in this build)" : "im2col + BLAS (cpu)");
+    return;
+  }
+  const char *nodev = NULL;
+  if (cb == NULL || cb->count(&nodev) <= d.index) {
+    lua_pushfstring(L, "none (cuda:%d is not usable: %s)", d.index, nodev ? nodev : "no such device");
+    return;
+  }
+  if (cb->dnn == NULL) {
+    lua_pushstring(L, "im2col + cublas (built without cuDNN)");
+    return;
+  }
+  const char *why = cb->dnn->unavailable();
+  if (why) {
+    lua_pushfstring(L, "im2col + cublas (%s)", why);
+    return;
+  }
+  int top = lua_gettop(L);
+  bool enabled = true;                       /* package.loaded.gpu.dnn.enabled */
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "gpu") == LUA_TTABLE && lua_getfield(L, -1, "dnn") == LUA_TTABLE &&
+      lua_getfield(L, -1, "enabled") == LUA_TBOOLEAN)
+    enabled = lua_toboolean(L, -1);
+  lua_settop(L, top);
+  lua_pushstring(L, enabled ? "cudnn" : "im2col + cublas (gpu.dnn.enabled is false)");
+}
+
 static int l_config(lua_State *L) {
   lua_createtable(L, 0, 6);
   set_str(L, "version", GPULUA_VERSION);
@@ -247,17 +296,8 @@ static int l_config(lua_State *L) {
     if (cv.cudnn_header > 0) { lua_pushinteger(L, cv.cudnn_header); lua_setfield(L, -2, "cudnn_header"); }
   }
   lua_setfield(L, -2, "versions");
-  /* which path nn's convolutions, pooling and batch norm take on cuda */
-  if (cb == NULL) set_str(L, "conv", "im2col + BLAS (no CUDA in this build)");
-  else if (cb->dnn == NULL) set_str(L, "conv", "im2col + cublas (built without cuDNN)");
-  else {
-    const char *why = cb->dnn->unavailable();
-    if (why == NULL) set_str(L, "conv", "cudnn");
-    else {
-      lua_pushfstring(L, "im2col + cublas (%s)", why);
-      lua_setfield(L, -2, "conv");
-    }
-  }
+  conv_path(L);
+  lua_setfield(L, -2, "conv");
   return 1;
 }
 

@@ -13,6 +13,8 @@
 **
 ** Convolution algorithms come from cuDNN's heuristics (..._v7), best first; one whose
 ** workspace cannot be allocated or that reports "not supported" is skipped for the next.
+** The one that ran is remembered per device and shape (algo_cache), so a training loop
+** asks the heuristics once per shape.
 ** float32 stays IEEE (FMA kernels) unless gpu.set_matmul_precision("tf32") allows tensor
 ** cores, as for matmul; float16/bfloat16 use tensor cores with float32 accumulation,
 ** float64 computes in double.
@@ -22,6 +24,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cudnn.h>
 #include "cuda.h"
@@ -29,7 +32,7 @@
 /* ---- cuDNN, loaded on first use ------------------------------------------------------------ */
 
 #define GL_DNN_SYMS(X) \
-  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) \
+  X(cudnnGetVersion) X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) \
   X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnDestroyTensorDescriptor) \
   X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnDestroyFilterDescriptor) \
   X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) \
@@ -78,6 +81,13 @@ static void dnn_load(void) {
   }
   GL_DNN_SYMS(GL_SYM)
 #undef GL_SYM
+  /* the enums and status codes used here are cuDNN 9's (a plain libcudnn.so may be 8's) */
+  size_t v = dnn.cudnnGetVersion();
+  if (v / 10000 != CUDNN_MAJOR) {
+    snprintf(dnn.why, sizeof dnn.why, "cuDNN not usable: version %zu found, this build needs cuDNN %d", v,
+             CUDNN_MAJOR);
+    return;
+  }
   dnn.ok = true;
 }
 
@@ -118,8 +128,12 @@ static gl_status dnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnn
   return st;
 }
 
+static void algo_cache_free(int index);
+
 void gl_cuda_dnn_release(int index) {
-  if (index < 0 || index >= GL_CUDA_MAXDEV || handles[index] == NULL) return;
+  if (index < 0 || index >= GL_CUDA_MAXDEV) return;
+  algo_cache_free(index);
+  if (handles[index] == NULL) return;
   if (dnn.cudnnDestroy) dnn.cudnnDestroy(handles[index]);
   handles[index] = NULL;
 }
@@ -195,16 +209,113 @@ static gl_status conv_descs(dnn_descs *d, const gl_array *x, const gl_array *w, 
 }
 
 /* The math type asked for first, and whether an algorithm's math type may be used: IEEE
-** float32 unless TF32 is allowed. */
+** float32 unless TF32 is allowed; never a down-conversion to float16 of wider data. */
 static cudnnMathType_t first_math(int dt) {
   if (dt == GL_FLOAT16 || dt == GL_BFLOAT16) return CUDNN_TENSOR_OP_MATH;
   if (dt == GL_FLOAT32 && !tf32_allowed) return CUDNN_FMA_MATH;
   return CUDNN_DEFAULT_MATH;
 }
 static bool math_ok(int dt, cudnnMathType_t m) {
+  if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && dt != GL_FLOAT16) return false;
   /* DEFAULT_MATH may use TF32 on Ampere and later: IEEE float32 needs FMA_MATH */
   return !(dt == GL_FLOAT32 && !tf32_allowed && m != CUDNN_FMA_MATH);
 }
+
+/* ---- chosen algorithms, per device -------------------------------------------------------
+** A training loop convolves the same shapes every step: the algorithm that ran for a
+** (direction, dtype, math, shapes, geometry) is kept, so cuDNN's heuristics are asked once
+** per shape (PyTorch's cudnn.benchmark = False behaviour). GL_ALGO_CACHE entries per device,
+** replaced oldest first; made on first use, freed with the handle (gl_cuda_dnn_release).
+** Under gl_cuda_lock. An entry whose algorithm later fails to get its workspace or says
+** "not supported" is dropped and the heuristics are asked again. */
+
+#define GL_ALGO_CACHE 64
+
+typedef struct dnn_key {
+  int dir, dtype, math;                   /* math: first_math(dtype), so TF32 on/off differ */
+  int x[4], w[4];                         /* the input (or dx) and the filter (or dw) */
+  int pad[2], stride[2], dil[2], groups;
+} dnn_key;
+
+typedef struct dnn_algo {
+  dnn_key key;
+  int algo;
+  cudnnMathType_t math;
+  bool used;
+} dnn_algo;
+
+typedef struct dnn_algos {
+  dnn_algo e[GL_ALGO_CACHE];
+  unsigned next;                          /* the slot the next new entry takes */
+} dnn_algos;
+
+static dnn_algos *algo_cache[GL_CUDA_MAXDEV];
+
+/* (gl_cuda_lock held, as gl_cuda_dnn_release is called) */
+static void algo_cache_free(int index) {
+  free(algo_cache[index]);
+  algo_cache[index] = NULL;
+}
+
+/* The key of a convolution of x (N, C, H, W) by w in direction dir. memset first: the
+** key is compared with memcmp. */
+static void algo_key(dnn_key *k, int dir, int dt, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
+  memset(k, 0, sizeof *k);
+  k->dir = dir;
+  k->dtype = dt;
+  k->math = (int)first_math(dt);
+  for (int i = 0; i < 4; i++) {
+    k->x[i] = (int)x->shape[i];
+    k->w[i] = (int)w->shape[i];
+  }
+  for (int i = 0; i < 2; i++) {
+    k->pad[i] = c->pad[i];
+    k->stride[i] = c->stride[i];
+    k->dil[i] = c->dil[i];
+  }
+  k->groups = c->groups;
+}
+
+static bool algo_lookup(int dev, const dnn_key *k, int *algo, cudnnMathType_t *math) {
+  bool hit = false;
+  pthread_mutex_lock(&gl_cuda_lock);
+  dnn_algos *a = algo_cache[dev];
+  for (int i = 0; a && i < GL_ALGO_CACHE && !hit; i++) {
+    if (a->e[i].used && memcmp(&a->e[i].key, k, sizeof *k) == 0) {
+      *algo = a->e[i].algo;
+      *math = a->e[i].math;
+      hit = true;
+    }
+  }
+  pthread_mutex_unlock(&gl_cuda_lock);
+  return hit;
+}
+
+static void algo_forget(int dev, const dnn_key *k) {
+  pthread_mutex_lock(&gl_cuda_lock);
+  dnn_algos *a = algo_cache[dev];
+  for (int i = 0; a && i < GL_ALGO_CACHE; i++)
+    if (a->e[i].used && memcmp(&a->e[i].key, k, sizeof *k) == 0) a->e[i].used = false;
+  pthread_mutex_unlock(&gl_cuda_lock);
+}
+
+/* Best effort: without memory for the table, nothing is remembered. */
+static void algo_remember(int dev, const dnn_key *k, int algo, cudnnMathType_t math) {
+  pthread_mutex_lock(&gl_cuda_lock);
+  dnn_algos *a = algo_cache[dev];
+  if (a == NULL) a = algo_cache[dev] = calloc(1, sizeof *a);
+  if (a) {
+    dnn_algo *e = &a->e[a->next % GL_ALGO_CACHE];
+    a->next = (a->next + 1) % GL_ALGO_CACHE;
+    e->key = *k;
+    e->algo = algo;
+    e->math = math;
+    e->used = true;
+  }
+  pthread_mutex_unlock(&gl_cuda_lock);
+}
+
+/* ---- convolution: the three directions ------------------------------------------------------ */
 
 /* An algorithm asking for more workspace than this is passed over for the next one (FFT
 ** and Winograd variants can ask for gigabytes; a failed allocation would empty the cache). */
@@ -212,12 +323,46 @@ static bool math_ok(int dt, cudnnMathType_t m) {
 
 #define GL_NALGO 16
 
-/* Tries the heuristics' algorithms in order, then algorithm 0 with the first math type:
-** ALGOS (a cudnnGet...Algorithm_v7 call filling perf and n_) lists them, WS (filling
-** bytes) asks an algorithm's workspace, RUN (using algo, ws, bytes) runs it; 'st' holds
-** the result. Written once for the three directions, whose types differ only in name. */
+enum { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
+
+/* One attempt with algorithm ALGO_V and math type MATH_V: WS (filling 'bytes') asks its
+** workspace, RUN (using algo, ws, bytes) runs it. Sets 'st' (unchanged when skipped) and
+** again_ (false once the algorithm ran, or failed other than "not supported"). */
+#define GL_CONV_ONE(ALGO_T, ALGO_V, MATH_V, WS, RUN, RUN_NAME)                                   \
+  do {                                                                                          \
+    ALGO_T algo = (ALGO_T)(ALGO_V);                                                             \
+    size_t bytes = 0;                                                                           \
+    void *ws = NULL;                                                                            \
+    again_ = true;                                                                              \
+    if (dnn.cudnnSetConvolutionMathType(d.c, (MATH_V)) != CUDNN_STATUS_SUCCESS) break;          \
+    if ((WS) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) break;                           \
+    if (bytes > 0) {                                                                            \
+      gl_status a_ = gl_cuda_alloc(dev, bytes, &ws);                                            \
+      if (a_ != GL_OK) { st = a_; break; }                                                      \
+    }                                                                                           \
+    cudnnStatus_t r_ = (RUN);                                                                   \
+    if (ws) gl_cuda_free(dev, ws, bytes);                                                       \
+    st = dnn_check(r_, op, "cudnn" RUN_NAME);                                                   \
+    if ((int)r_ / 1000 == 3) break;               /* not supported: the next algorithm */      \
+    again_ = false;                                                                             \
+    if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);                                      \
+  } while (0)
+
+/* The remembered algorithm of this key if any, else the heuristics' algorithms in order,
+** then algorithm 0 with the first math type: ALGOS (a cudnnGet...Algorithm_v7 call filling
+** perf and n_) lists them. 'st' holds the result; the one that ran is remembered. Written
+** once for the three directions, whose types differ only in name. */
 #define GL_CONV_TRY(PERF_T, ALGO_T, ALGOS, WS, RUN, RUN_NAME)                                   \
   do {                                                                                          \
+    bool again_ = true;                                                                         \
+    int ca_ = 0;                                                                                \
+    cudnnMathType_t cm_ = CUDNN_DEFAULT_MATH;                                                   \
+    if (algo_lookup(dev.index, &key, &ca_, &cm_)) {                                             \
+      st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);          \
+      GL_CONV_ONE(ALGO_T, ca_, cm_, WS, RUN, RUN_NAME);                                         \
+      if (!again_) break;                                                                       \
+      algo_forget(dev.index, &key);                                                             \
+    }                                                                                           \
     PERF_T perf[GL_NALGO];                                                                      \
     int n_ = 0;                                                                                 \
     cudnnMathType_t m0 = first_math(dt);                                                        \
@@ -233,21 +378,11 @@ static bool math_ok(int dt, cudnnMathType_t m) {
     st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);            \
     for (int i_ = 0; i_ < n_; i_++) {                                                           \
       if (perf[i_].status != CUDNN_STATUS_SUCCESS || !math_ok(dt, perf[i_].mathType)) continue; \
-      ALGO_T algo = perf[i_].algo;                                                              \
-      size_t bytes = 0;                                                                         \
-      void *ws = NULL;                                                                          \
-      if (dnn.cudnnSetConvolutionMathType(d.c, perf[i_].mathType) != CUDNN_STATUS_SUCCESS) continue; \
-      if ((WS) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) continue;                      \
-      if (bytes > 0) {                                                                          \
-        gl_status a_ = gl_cuda_alloc(dev, bytes, &ws);                                          \
-        if (a_ != GL_OK) { st = a_; continue; }                                                 \
+      GL_CONV_ONE(ALGO_T, perf[i_].algo, perf[i_].mathType, WS, RUN, RUN_NAME);                 \
+      if (!again_) {                                                                            \
+        if (st == GL_OK) algo_remember(dev.index, &key, (int)perf[i_].algo, perf[i_].mathType); \
+        break;                                                                                  \
       }                                                                                         \
-      cudnnStatus_t r_ = (RUN);                                                                 \
-      if (ws) gl_cuda_free(dev, ws, bytes);                                                     \
-      st = dnn_check(r_, op, "cudnn" RUN_NAME);                                                 \
-      if ((int)r_ / 1000 == 3) continue;          /* not supported: the next algorithm */      \
-      if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);                                    \
-      break;                                                                                    \
     }                                                                                           \
   } while (0)
 
@@ -261,6 +396,8 @@ static gl_status dnn_conv2d(const gl_array *y, const gl_array *x, const gl_array
   dnn_descs d;
   memset(&d, 0, sizeof d);
   gl_status st = conv_descs(&d, x, w, y, c, op);
+  dnn_key key;
+  algo_key(&key, DIR_FWD, dt, x, w, c);
   if (st == GL_OK)
     GL_CONV_TRY(cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t,
                 dnn.cudnnGetConvolutionForwardAlgorithm_v7(h, d.t[0], d.f, d.c, d.t[1], GL_NALGO - 1, &n_, perf),
@@ -282,6 +419,8 @@ static gl_status dnn_conv2d_bwd_data(const gl_array *dx, const gl_array *dy, con
   dnn_descs d;
   memset(&d, 0, sizeof d);
   gl_status st = conv_descs(&d, dx, w, dy, c, op);
+  dnn_key key;
+  algo_key(&key, DIR_BWD_DATA, dt, dx, w, c);
   if (st == GL_OK)
     GL_CONV_TRY(cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t,
                 dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.f, d.t[1], d.c, d.t[0], GL_NALGO - 1, &n_, perf),
@@ -303,6 +442,8 @@ static gl_status dnn_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, co
   dnn_descs d;
   memset(&d, 0, sizeof d);
   gl_status st = conv_descs(&d, x, dw, dy, c, op);
+  dnn_key key;
+  algo_key(&key, DIR_BWD_FILTER, dt, x, dw, c);
   if (st == GL_OK)
     GL_CONV_TRY(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t,
                 dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.t[0], d.t[1], d.c, d.f, GL_NALGO - 1, &n_, perf),
