@@ -116,14 +116,18 @@ static inline bool gl_kaligned16(const void *p) { return ((uintptr_t)p & 15) == 
 #define GL_KBLOCKS_PER_SM 4
 
 /* The current device's multiprocessor count, asked once per device (per .cu file). Only
-** grids of more than a few dozen blocks ask, so small ops pay nothing for it. */
+** grids of more than a few dozen blocks ask, so small ops pay nothing for it. A failed
+** question is cleared: the launch after it would report it as its own error. */
 static inline int gl_ksm_count(void) {
   static int cache[64];
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 16;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) { cudaGetLastError(); return 16; }
   int v = __atomic_load_n(&cache[dev], __ATOMIC_RELAXED);
   if (v > 0) return v;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) return 16;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) {
+    cudaGetLastError();
+    return 16;
+  }
   __atomic_store_n(&cache[dev], v, __ATOMIC_RELAXED);
   return v;
 }

@@ -34,10 +34,8 @@ extern gl_cuda_dev gl_cuda_devs[GL_CUDA_MAXDEV];
 ** be used. The stream may be NULL. */
 gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream);
 
-/* cudaSetDevice(index), skipped when this thread's last one set the same device: every op
-** enters its device, and cudaSetDevice costs far more than a thread-local compare. The
-** backend makes devices current only through here (or gl_cuda_enter), so the memory of
-** the current device stays true. */
+/* cudaSetDevice(index), skipped when cudaGetDevice says the device is already current:
+** every op enters its device, and cudaSetDevice costs far more than that question. */
 cudaError_t gl_cuda_set_device(int index);
 
 /* GL_OK for cudaSuccess; else clears the error, marks the device broken when the error

@@ -118,14 +118,15 @@ const char *gl_cuda_bytes(size_t n, char *buf) {
 
 /* ---- devices ------------------------------------------------------------------------------- */
 
-/* The device this thread's last successful cudaSetDevice made current (-1: none yet). */
-static _Thread_local int current_device = -1;
-
+/* The runtime is asked which device is current (cheap, unlike cudaSetDevice): a copy of
+** that answer kept here would go stale when another library in the process, or the
+** program embedding gpu.so, calls cudaSetDevice on this thread. */
 cudaError_t gl_cuda_set_device(int index) {
-  if (index == current_device) return cudaSuccess;
-  cudaError_t e = cudaSetDevice(index);
-  current_device = e == cudaSuccess ? index : -1;
-  return e;
+  int cur = -1;
+  cudaError_t e = cudaGetDevice(&cur);
+  if (e == cudaSuccess && cur == index) return cudaSuccess;
+  if (e != cudaSuccess) cudaGetLastError();
+  return cudaSetDevice(index);
 }
 
 gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream) {
@@ -188,6 +189,7 @@ static void cuda_versions(gl_versions *v) {
   if (cudaRuntimeGetVersion(&x) == cudaSuccess) v->runtime = x;
   x = 0;
   if (cudaDriverGetVersion(&x) == cudaSuccess) v->driver = x;
+  cudaGetLastError();          /* a failed question must not become a later launch's error */
 #ifdef GL_WITH_CUDNN
   v->cudnn_header = CUDNN_VERSION;
   void *h = dlopen("libcudnn.so.9", RTLD_LAZY | RTLD_LOCAL);
