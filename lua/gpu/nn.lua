@@ -349,7 +349,9 @@ local function check_labels(fname, labels, n, C)
   if labels.ndim ~= 1 or labels.shape[1] ~= n then
     error(("%s: %d predictions but labels of shape %s (expected (%d))"):format(fname, n, shape_str(labels.shape), n), 3)
   end
-  local lo, hi = labels:min():item(), labels:max():item()
+  -- one copy back for both bounds (each :item() would wait for the device)
+  local bounds = gpu.stack({ labels:min(), labels:max() }):totable()
+  local lo, hi = bounds[1], bounds[2]
   if lo < 1 or hi > C then
     local bad = lo < 1 and lo or hi
     error(("%s: labels are 1-based (1..%d); found %s"):format(fname, C, tostring(bad)), 3)
@@ -752,12 +754,16 @@ end
 
 local function n_rows(x) return x.shape[1] end
 
+-- A metric's running count: a Lua number, or a 0-d array summed on the device, which is
+-- read (one wait for the device) only when shown, not at every step.
+local function count_value(c) return type(c) == "number" and c or c:item() end
+
 local function metric_fn(name)
   if name == "accuracy" or name == "acc" or name == "sparse_categorical_accuracy" or name == "categorical_accuracy" then
     return function(pred, y)
       local p = pred:argmax(2)
       local want = y.ndim == 2 and y:argmax(2) or y:astype(p.dtype)
-      return p:eq(want):sum():item()        -- number correct
+      return p:eq(want):sum()               -- number correct, a 0-d array on pred's device
     end
   end
   error(("compile: unknown metric '%s' (supported: accuracy)"):format(tostring(name)), 4)
@@ -862,7 +868,7 @@ local function run_eval(self, x, y, bs)
     end
   end)
   local out = { loss = loss_sum / n }
-  for _, m in ipairs(self._metrics) do out[m.name] = counts[m.name] / n end
+  for _, m in ipairs(self._metrics) do out[m.name] = count_value(counts[m.name]) / n end
   return out
 end
 
@@ -984,7 +990,7 @@ function Module:fit(x, y, opts)
         if now - last_draw > 0.1 or seen == n then
           last_draw = now
           local vals = { { "loss", loss_sum / math.max(loss_n, 1) } }
-          for _, m in ipairs(self._metrics) do vals[#vals + 1] = { m.name, counts[m.name] / seen } end
+          for _, m in ipairs(self._metrics) do vals[#vals + 1] = { m.name, count_value(counts[m.name]) / seen } end
           io.write("\r" .. progress_line(seen, n, now - t0, vals, true))
           io.stdout:flush()
         end
@@ -999,8 +1005,9 @@ function Module:fit(x, y, opts)
       if scaler then skipped_note = (" - skipped steps: %d (fp16 loss scale %g)"):format(k, scaler:get_scale()) end
     end
     for _, m in ipairs(self._metrics) do
-      history[m.name][epoch] = counts[m.name] / n
-      vals[#vals + 1] = { m.name, counts[m.name] / n }
+      local c = count_value(counts[m.name])
+      history[m.name][epoch] = c / n
+      vals[#vals + 1] = { m.name, c / n }
     end
     if xv then
       self:eval()
