@@ -76,7 +76,7 @@ BIN     ?= gpulua
 SO      ?= gpu.so
 LIB     ?= libgpulua.a
 
-.PHONY: all clean deps run test test-asan test-gpu bench bench-gpu check-deps info
+.PHONY: all clean deps run test test-asan test-gpu test-kemu bench bench-gpu check-deps info
 all: info $(BIN) $(SO) $(LIB)
 
 info:
@@ -184,6 +184,13 @@ test-asan:
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  GPULUA_ASAN=1 sh tools/run-tests.sh ./gpulua-asan
+
+# kemu: kernels/*.cu run on the CPU by an emulator (tools/kemu, see DEVELOPERS.md), under
+# ASan + UBSan; KEMU_SAN=tsan for ThreadSanitizer, none for neither. Host g++ only.
+test-kemu:
+	@$(MAKE) --no-print-directory -f tools/kemu/kemu.mk KEMU=$(BUILD)/kemu KEMU_SAN=$(or $(KEMU_SAN),asan) kemu-run
+	@KEMU_QUICK=1 $(MAKE) --no-print-directory -f tools/kemu/kemu.mk KEMU=$(BUILD)/kemu KEMU_SAN=$(or $(KEMU_SAN),asan) \
+	  KEMU_SMALL=1 kemu-run
 
 bench: all
 	@sh bench/run.sh ./$(BIN)

@@ -81,7 +81,9 @@ __device__ __forceinline__ void gl_offsets(const gl_kiter &it, int64_t i, int64_
 }
 
 #define GL_KTHREADS 256
+#ifndef GL_KMAXBLOCKS                  /* tools/kemu builds also with a tiny cap and chunk */
 #define GL_KMAXBLOCKS (1 << 20)
+#endif
 
 /* Grid-stride loops: at most GL_KMAXBLOCKS blocks, each thread takes every stride-th element. */
 #define GL_KLOOP(i, n)                                                                   \
@@ -103,7 +105,9 @@ struct alignas(sizeof(T) * N) gl_pack { T v[N]; };
 /* The fast paths index with 32 bits; their launchers cut bigger arrays into launches of
 ** this many elements (a multiple of every vector width, so alignment carries over). With
 ** the unrolled grid-stride loops, indices stay below 2^31 + one grid of threads. */
+#ifndef GL_KCHUNK
 #define GL_KCHUNK ((int64_t)1 << 30)
+#endif
 
 /* Elements of type T in 16 bytes. */
 template <class T> struct gl_vw { enum { n = 16 / sizeof(T) }; };
