@@ -141,6 +141,17 @@ for _, dev in ipairs(h.devices()) do
       e = errmsg(function() y:index_put_(1, I{ 1 }, 1, { accumulat = true }) end)
       assert.matches("unknown option", e)
     end)
+
+    it("index_put_ accumulate wraps int32/int64 on overflow as + does", function()
+      for _, dt in ipairs{ "int32", "int64" } do
+        local big = dt == "int32" and 2147483647 or math.maxinteger
+        local x = gpu.array({ big, 1 }, { dtype = dt, device = dev })
+        local want = (x + gpu.array({ 1, 0 }, { dtype = dt, device = dev })):totable()
+        x:index_put_(1, I{ 1 }, gpu.array({ 1 }, { dtype = dt, device = dev }), { accumulate = true })
+        assert.same(want, x:totable())
+        assert.equal(dt == "int32" and -2147483648 or math.mininteger, x[1])
+      end
+    end)
   end)
 
   describe("concat, stack, split on " .. dev, function()

@@ -66,6 +66,14 @@ static void move_row(size_t sz, void *d, int64_t ds, const int64_t *id, const vo
   }
 }
 
+/* a + b of int32/int64 wrapping as the GPU's atomics do (a signed overflow in C is UB);
+** other dtypes add plainly (uint8 and bool in int, stored back by the dtype's rule). */
+static inline int32_t wrap_add32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int64_t wrap_add64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+#define GL_WRAP_ADD(a, b) _Generic((a), int32_t: wrap_add32((int32_t)(a), (int32_t)(b)), \
+                                        int64_t: wrap_add64((int64_t)(a), (int64_t)(b)), \
+                                        default: (a) + (b))
+
 /* dst[..., j, ...] += src[..., j or idx[j], ...] in the dtype's arithmetic (bool: or). */
 #define GL_ADD_ROW(DN, DT, DK, DE)                                                       \
   static void add_row_##DN(void *d_, int64_t ds, const int64_t *id, const void *s_,       \
@@ -74,7 +82,7 @@ static void move_row(size_t sz, void *d, int64_t ds, const int64_t *id, const vo
     const DT *s = s_;                                                                    \
     for (int64_t j = 0; j < n; j++) {                                                    \
       DT *p = &d[(id ? id[j] : j) * ds];                                                 \
-      *p = GL_STORE_##DN##_##DK(GL_LOAD_##DN(*p) + GL_LOAD_##DN(s[j * ss]));             \
+      *p = GL_STORE_##DN##_##DK(GL_WRAP_ADD(GL_LOAD_##DN(*p), GL_LOAD_##DN(s[j * ss])));  \
     }                                                                                    \
   }
 GL_FOREACH_DTYPE(GL_ADD_ROW)
