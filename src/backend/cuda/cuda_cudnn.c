@@ -386,18 +386,27 @@ enum { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
     }                                                                                           \
   } while (0)
 
+/* What every direction does first: the device's handle and stream, the descriptors of x
+** (or dx), w (or dw) and y (or dy), and the algorithm cache's key. d is zeroed first, so
+** dnn_free(d) is right whatever this returns. */
+static gl_status conv_enter(const char *op, int dir, const gl_array *x, const gl_array *w,
+                            const gl_array *y, const gl_dnn_conv *c, cudaStream_t *s,
+                            cudnnHandle_t *h, dnn_descs *d, dnn_key *key) {
+  memset(d, 0, sizeof *d);
+  algo_key(key, dir, x->dtype, x, w, c);
+  GL_TRY(dnn_enter(gl_array_device(x), op, s, h));
+  return conv_descs(d, x, w, y, c, op);
+}
+
 static gl_status dnn_conv2d(const gl_array *y, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
   const char *op = "conv2d";
   gl_device dev = gl_array_device(y);
   int dt = x->dtype;
   cudaStream_t s;
   cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
   dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = conv_descs(&d, x, w, y, c, op);
   dnn_key key;
-  algo_key(&key, DIR_FWD, dt, x, w, c);
+  gl_status st = conv_enter(op, DIR_FWD, x, w, y, c, &s, &h, &d, &key);
   if (st == GL_OK)
     GL_CONV_TRY(cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t,
                 dnn.cudnnGetConvolutionForwardAlgorithm_v7(h, d.t[0], d.f, d.c, d.t[1], GL_NALGO - 1, &n_, perf),
@@ -415,12 +424,9 @@ static gl_status dnn_conv2d_bwd_data(const gl_array *dx, const gl_array *dy, con
   int dt = dx->dtype;
   cudaStream_t s;
   cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
   dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = conv_descs(&d, dx, w, dy, c, op);
   dnn_key key;
-  algo_key(&key, DIR_BWD_DATA, dt, dx, w, c);
+  gl_status st = conv_enter(op, DIR_BWD_DATA, dx, w, dy, c, &s, &h, &d, &key);
   if (st == GL_OK)
     GL_CONV_TRY(cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t,
                 dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.f, d.t[1], d.c, d.t[0], GL_NALGO - 1, &n_, perf),
@@ -438,12 +444,9 @@ static gl_status dnn_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, co
   int dt = dw->dtype;
   cudaStream_t s;
   cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
   dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = conv_descs(&d, x, dw, dy, c, op);
   dnn_key key;
-  algo_key(&key, DIR_BWD_FILTER, dt, x, dw, c);
+  gl_status st = conv_enter(op, DIR_BWD_FILTER, x, dw, dy, c, &s, &h, &d, &key);
   if (st == GL_OK)
     GL_CONV_TRY(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t,
                 dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.t[0], d.t[1], d.c, d.f, GL_NALGO - 1, &n_, perf),
