@@ -341,6 +341,13 @@ end
 
 -- ---- losses -------------------------------------------------------------------------------------
 
+-- The smallest and largest element of a, as Lua numbers, in one copy back (each :item()
+-- would wait for the device).
+local function min_max(a)
+  local b = gpu.stack({ a:min(), a:max() }):totable()
+  return b[1], b[2]
+end
+
 -- Class labels 1..C as an integer array; checked before anything is computed.
 local function check_labels(fname, labels, n, C)
   if not is_array(labels) then
@@ -349,9 +356,7 @@ local function check_labels(fname, labels, n, C)
   if labels.ndim ~= 1 or labels.shape[1] ~= n then
     error(("%s: %d predictions but labels of shape %s (expected (%d))"):format(fname, n, shape_str(labels.shape), n), 3)
   end
-  -- one copy back for both bounds (each :item() would wait for the device)
-  local bounds = gpu.stack({ labels:min(), labels:max() }):totable()
-  local lo, hi = bounds[1], bounds[2]
+  local lo, hi = min_max(labels)
   if lo < 1 or hi > C then
     local bad = lo < 1 and lo or hi
     error(("%s: labels are 1-based (1..%d); found %s"):format(fname, C, tostring(bad)), 3)
@@ -663,7 +668,7 @@ end
 function Embedding:forward(idx)
   check_array(idx, "Embedding", 1, "indices")
   if not idx.dtype:match("int") then error("Embedding: indices must be an integer array, got " .. idx.dtype, 2) end
-  local lo, hi = idx:min():item(), idx:max():item()
+  local lo, hi = min_max(idx)
   if lo < 1 or hi > self.num then
     error(("Embedding: indices are 1-based (1..%d); found %d"):format(self.num, lo < 1 and lo or hi), 2)
   end
