@@ -61,23 +61,6 @@ __device__ __forceinline__ auto gl_apply(gl_ct<DT> a, gl_ct<DT> b) {
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(a, b);
 }
 
-/* The stored form of a result: bool for comparisons and logic, else DT's (halves rounded). */
-template <int DT, bool OUTBOOL>
-using gl_out_t = typename std::conditional<OUTBOOL, uint8_t, typename gl_dt<DT>::S>::type;
-
-template <int DT, bool OUTBOOL, class V>
-__device__ __forceinline__ gl_out_t<DT, OUTBOOL> gl_out(V v) {
-  if constexpr (OUTBOOL) return (uint8_t)(v != 0);
-  else if constexpr (DT == GL_KD_FLOAT16) return gl_f32_to_f16(v);
-  else if constexpr (DT == GL_KD_BFLOAT16) return gl_f32_to_bf16(v);
-  else return (typename gl_dt<DT>::S)v;
-}
-
-template <int DT, bool OUTBOOL, class V>
-__device__ __forceinline__ void gl_put(void *dst, int64_t i, V v) {
-  ((gl_out_t<DT, OUTBOOL> *)dst)[i] = gl_out<DT, OUTBOOL>(v);
-}
-
 /* a or b NULL: that operand is the scalar whose bits are in abits / bbits. */
 template <class Op, int DT, bool OUTBOOL, bool CONTIG>
 __global__ void gl_k_binary(const gl_kiter it, void *dst, const typename gl_dt<DT>::S *a, uint64_t abits,

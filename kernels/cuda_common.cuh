@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <type_traits>
 #include "launch.h"
 #include "half.h"
 
@@ -58,6 +59,26 @@ __device__ __forceinline__ typename gl_dt<DT>::S gl_from_bits(uint64_t bits) {
   typename gl_dt<DT>::S v;
   memcpy(&v, &bits, sizeof v);
   return v;
+}
+
+/* ---- results of the elementwise kernels ------------------------------------------------ */
+
+/* The stored form of an elementwise result: bool (OUTBOOL: comparisons, logic, predicates),
+** else DT's, halves rounded from the float they were computed in. */
+template <int DT, bool OUTBOOL>
+using gl_out_t = typename std::conditional<OUTBOOL, uint8_t, typename gl_dt<DT>::S>::type;
+
+template <int DT, bool OUTBOOL, class V>
+__device__ __forceinline__ gl_out_t<DT, OUTBOOL> gl_out(V v) {
+  if constexpr (OUTBOOL) return (uint8_t)(v != 0);
+  else if constexpr (DT == GL_KD_FLOAT16) return gl_f32_to_f16(v);
+  else if constexpr (DT == GL_KD_BFLOAT16) return gl_f32_to_bf16(v);
+  else return (typename gl_dt<DT>::S)v;
+}
+
+template <int DT, bool OUTBOOL, class V>
+__device__ __forceinline__ void gl_put(void *dst, int64_t i, V v) {
+  ((gl_out_t<DT, OUTBOOL> *)dst)[i] = gl_out<DT, OUTBOOL>(v);
 }
 
 /* ---- strided walks ---------------------------------------------------------------------- */
