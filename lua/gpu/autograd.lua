@@ -210,6 +210,9 @@ function M.record(out, inputs, backward)
 end
 
 M.tracked = function(x) return enabled and nodes[x] ~= nil end
+-- requires_grad(x): x is on the tape (a leaf that requires grad, or an op result that
+-- depends on one), whatever the grad mode; what backward rules test inputs with.
+M.requires_grad = function(x) return nodes[x] ~= nil end
 M.unbroadcast = unbroadcast
 
 local install

@@ -1,0 +1,267 @@
+-- gpu.options: the one options reader of the Lua parts (its C twin is src/lua/largs.c),
+-- and where the library's Lua functions raise their errors.
+--
+--   local options = require "gpu.options"
+--   local DENSE = options.declare("nn.Dense", {
+--     activation = { type = "string|function", default = "linear" },
+--     use_bias = { type = "boolean", default = true },
+--     units = { type = "integer", min = 1 },
+--   }, { example = "gpu.nn.Dense(4, %s)" })
+--   function Dense:init(units, opts) local o = DENSE:check(opts, 2) ... end
+--
+-- A declaration names every key a function takes, with its type, range or choices and
+-- default. check(opts, argn) returns a new table holding every declared key (the given
+-- value, or the default) and raises, before the caller has changed anything, on an
+-- unknown key (naming the nearest known one), a wrong type or an out-of-range value:
+--   bad argument #2 to 'nn.Dense' (unknown option 'activaton'; did you mean 'activation'?)
+-- Every declaration, C's included, is listed in gpu._options (name -> {keys =, example =}):
+-- spec/options_spec.lua calls each example with an unknown key, so no option goes unchecked.
+--
+-- Errors raised with options.raise / options.argerror point at the user's line: the
+-- first caller outside the library's own Lua files (chunks "@lua/gpu/...") and C
+-- functions, not at the library's internals.
+
+local gpu = require "gpu"
+
+local M = {}
+
+-- ---- errors at the user's line --------------------------------------------------------------
+
+-- The level, for error(), of the first frame outside gpu's Lua files and C functions.
+local function user_level()
+  local level = 3                  -- 1: user_level, 2: raise/argerror, 3: its caller
+  while true do
+    local info = debug.getinfo(level, "S")
+    if info == nil then return 1 end
+    local src = info.source
+    if not (src:sub(1, 9) == "@lua/gpu/" or info.what == "C") then return level - 1 end
+    level = level + 1
+  end
+end
+M.user_level = user_level
+
+-- raise(fmt, ...): error("fmt" formatted) at the user's line.
+function M.raise(fmt, ...)
+  local msg = select("#", ...) > 0 and fmt:format(...) or fmt
+  error(msg, user_level())
+end
+
+-- argerror(fname, argn, fmt, ...): "bad argument #argn to 'fname' (msg)" at the user's line.
+function M.argerror(fname, argn, fmt, ...)
+  local msg = select("#", ...) > 0 and fmt:format(...) or fmt
+  error(("bad argument #%d to '%s' (%s)"):format(argn, fname, msg), user_level())
+end
+
+-- ---- types ------------------------------------------------------------------------------------
+
+local array_meta = getmetatable(gpu.zeros(1, { device = "cpu" }))   -- (starts no device)
+
+-- is_array(v): v is a gpu array (open or closed); the one test the Lua parts use.
+local function is_array(v) return type(v) == "userdata" and getmetatable(v) == array_meta end
+M.is_array = is_array
+
+local dtype_names = {}
+for _, d in ipairs { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" } do
+  dtype_names[d] = d
+end
+for alias, d in pairs { float = "float32", double = "float64", half = "float16", long = "int64", int = "int32",
+                        byte = "uint8", bf16 = "bfloat16", fp16 = "float16", fp32 = "float32", fp64 = "float64" } do
+  dtype_names[alias] = d
+end
+-- dtype(v): the canonical dtype name of a name or alias ("float" -> "float32"), or nil
+function M.dtype(v) return type(v) == "string" and dtype_names[v] or nil end
+
+local function valid_device(v)
+  if type(v) ~= "string" then return false end
+  return v == "cpu" or v == "cuda" or v:match("^cuda:%d+$") ~= nil
+end
+
+-- one test per type name; "array" is a gpu array, "dtype" a dtype name, "device" a name
+local type_tests = {
+  any = function() return true end,
+  boolean = function(v) return type(v) == "boolean" end,
+  number = function(v) return type(v) == "number" end,
+  integer = function(v) return math.type(v) == "integer" end,
+  string = function(v) return type(v) == "string" end,
+  table = function(v) return type(v) == "table" end,
+  ["function"] = function(v) return type(v) == "function" end,
+  callable = function(v)
+    if type(v) == "function" then return true end
+    local mt = getmetatable(v)
+    return type(mt) == "table" and mt.__call ~= nil
+  end,
+  array = is_array,
+  dtype = function(v) return M.dtype(v) ~= nil end,
+  device = valid_device,
+}
+
+local function type_name(v)
+  if is_array(v) then return "gpu.array" end
+  if math.type(v) == "float" then return "number " .. tostring(v) end
+  if math.type(v) == "integer" then return "integer " .. tostring(v) end
+  if type(v) == "string" then return ("'%s'"):format(v) end
+  return type(v)
+end
+
+-- ---- nearest key -----------------------------------------------------------------------------
+
+-- Damerau-Levenshtein distance (adjacent swaps count one), for "did you mean".
+local function distance(a, b)
+  local la, lb = #a, #b
+  local d = {}
+  for i = 0, la do d[i] = { [0] = i } end
+  for j = 0, lb do d[0][j] = j end
+  for i = 1, la do
+    for j = 1, lb do
+      local cost = a:byte(i) == b:byte(j) and 0 or 1
+      local v = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
+        v = math.min(v, d[i - 2][j - 2] + 1)
+      end
+      d[i][j] = v
+    end
+  end
+  return d[la][lb]
+end
+
+-- nearest(word, candidates): the closest candidate, when close enough to be a typo.
+function M.nearest(word, candidates)
+  local best, bestd = nil, math.huge
+  local lw = word:lower()
+  for _, c in ipairs(candidates) do
+    local dd = distance(lw, c:lower())
+    if dd < bestd or (dd == bestd and best and c < best) then best, bestd = c, dd end
+  end
+  if best and bestd <= math.max(2, #word // 3) and bestd < #word then return best end
+  return nil
+end
+
+-- ---- declarations ----------------------------------------------------------------------------
+
+local Decl = {}
+Decl.__index = Decl
+
+local registry = rawget(gpu, "_options")
+if registry == nil then
+  registry = {}
+  rawset(gpu, "_options", registry)
+end
+
+-- A key's declaration from its short form ("number", "string|function") or its table.
+local function normalise(key, spec)
+  if type(spec) == "string" then spec = { type = spec } end
+  if type(spec) ~= "table" then error(("options.declare: key '%s': a type name or a table expected"):format(key), 3) end
+  local k = {}
+  for f, v in pairs(spec) do k[f] = v end
+  k.type = k.type or (k.choices and "string") or "any"
+  k.types = {}
+  for t in k.type:gmatch("[^|]+") do
+    if type_tests[t] == nil then error(("options.declare: key '%s': unknown type '%s'"):format(key, t), 3) end
+    k.types[#k.types + 1] = t
+  end
+  if k.choices then
+    local set = {}
+    for _, c in ipairs(k.choices) do set[c] = true end
+    k.choice_set = set
+  end
+  return k
+end
+
+-- declare(fname, keys [, {example = "lua code with %s for the options table"}]) -> decl
+function M.declare(fname, keys, meta)
+  local self = setmetatable({ name = fname, keys = {}, list = {} }, Decl)
+  for key, spec in pairs(keys) do
+    self.keys[key] = normalise(key, spec)
+    self.list[#self.list + 1] = key
+  end
+  table.sort(self.list)
+  registry[fname] = { keys = self.list, example = meta and meta.example, lua = true }
+  return self
+end
+
+-- The range and choice checks of one value (already of an accepted type); nil or why not.
+local function check_value(k, v)
+  if type(v) == "number" then
+    if v ~= v then return "must not be NaN" end
+    if k.min ~= nil and (v < k.min or (k.min_open and v == k.min)) then
+      return ("must be %s %s, got %s"):format(k.min_open and ">" or ">=", tostring(k.min), tostring(v))
+    end
+    if k.max ~= nil and (v > k.max or (k.max_open and v == k.max)) then
+      return ("must be %s %s, got %s"):format(k.max_open and "<" or "<=", tostring(k.max), tostring(v))
+    end
+  end
+  if k.choice_set and type(v) == "string" and not k.choice_set[v] then
+    local near = M.nearest(v, k.choices)
+    return ("must be one of %s, got '%s'%s"):format(table.concat(k.choices, ", "), v,
+      near and ("; did you mean '" .. near .. "'?") or "")
+  end
+  if k.check then
+    local ok, why = k.check(v)
+    if not ok then return why or "has a bad value" end
+  end
+  return nil
+end
+
+-- check(opts, argn [, fname]) -> a new table: every declared key, given or defaulted.
+-- opts may be nil (all defaults). argn is the argument position named in errors.
+function Decl:check(opts, argn, fname)
+  fname = fname or self.name
+  local out = {}
+  if opts ~= nil then
+    if type(opts) ~= "table" or is_array(opts) then
+      M.argerror(fname, argn, "options table expected, got %s", type_name(opts))
+    end
+    for key, v in pairs(opts) do
+      local k = type(key) == "string" and self.keys[key] or nil
+      if k == nil then
+        local near = type(key) == "string" and M.nearest(key, self.list) or nil
+        if type(key) ~= "string" then
+          M.argerror(fname, argn, "unexpected entry [%s] in the options table (options are named: %s)",
+            tostring(key), table.concat(self.list, ", "))
+        elseif near then
+          M.argerror(fname, argn, "unknown option '%s'; did you mean '%s'?", key, near)
+        else
+          M.argerror(fname, argn, "unknown option '%s' (%s takes: %s)", key, fname,
+            #self.list > 0 and table.concat(self.list, ", ") or "no options")
+        end
+      end
+      local ok = false
+      for _, t in ipairs(k.types) do if type_tests[t](v) then ok = true break end end
+      if not ok then
+        M.argerror(fname, argn, "option '%s' must be %s, got %s", key,
+          k.what or table.concat(k.types, " or "), type_name(v))
+      end
+      local why = check_value(k, v)
+      if why then M.argerror(fname, argn, "option '%s' %s", key, why) end
+      if k.types[1] == "dtype" and type(v) == "string" then v = M.dtype(v) end
+      out[key] = v
+    end
+  end
+  for key, k in pairs(self.keys) do
+    if out[key] == nil and k.default ~= nil then out[key] = k.default end
+  end
+  return out
+end
+
+-- value(v, spec, fname, argn, what): checks one positional argument against a key-style
+-- spec (type, range, choices) and returns it (or its default when nil).
+function M.value(v, spec, fname, argn, what)
+  local k = spec.__normalised and spec or normalise(what or "value", spec)
+  if v == nil then
+    if k.default ~= nil or k.optional then return k.default end
+    M.argerror(fname, argn, "%s expected, got no value", what or k.what or table.concat(k.types, " or "))
+  end
+  local ok = false
+  for _, t in ipairs(k.types) do if type_tests[t](v) then ok = true break end end
+  if not ok then
+    M.argerror(fname, argn, "%s must be %s, got %s", what or "value", k.what or table.concat(k.types, " or "),
+      type_name(v))
+  end
+  local why = check_value(k, v)
+  if why then M.argerror(fname, argn, "%s %s", what or "value", why) end
+  return v
+end
+
+M.type_name = type_name
+
+return M
