@@ -15,14 +15,13 @@
 
 /* ---- userdata --------------------------------------------------------------------- */
 
-static void pay_gc_debt(lua_State *L, gl_lctx *ctx);
 #define GC_STEP_BYTES ((size_t)1 << 20)     /* debt paid in steps of at least this */
 
 gl_array *gl_lua_push(lua_State *L) {
   gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
   bool fast = c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC;
   if (!fast) c = gl_lua_ctx(L);
-  if (c && c->gc_debt >= GC_STEP_BYTES) pay_gc_debt(L, c);
+  if (c && c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
   gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 0);
   memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
   if (fast)
@@ -80,102 +79,6 @@ static int array_is_closed(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
   lua_pushboolean(L, a->storage == NULL);
   return 1;
-}
-
-/* ---- errors and accounting ---------------------------------------------------------- */
-
-int gl_lua_error(lua_State *L, const char *fmt, ...) {
-  lua_Debug ar;
-  const char *name = "?";
-  if (lua_getstack(L, 0, &ar)) {
-    lua_getinfo(L, "n", &ar);
-    if (ar.name) name = ar.name;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  luaL_where(L, 1);
-  const char *msg = lua_pushvfstring(L, fmt, ap);
-  va_end(ap);
-  size_t n = strlen(name);
-  /* a message that already starts with the function's name ("conv2d: ...") keeps one */
-  if (strncmp(msg, name, n) == 0 && msg[n] == ':') {
-    lua_concat(L, 2);
-    return lua_error(L);
-  }
-  lua_pushfstring(L, "%s: ", name);
-  lua_insert(L, -2);
-  lua_concat(L, 3);
-  return lua_error(L);
-}
-
-void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
-  if (st == GL_OK) return;
-  if (arg > 0) luaL_argerror(L, arg, gl_errmsg());
-  gl_lua_error(L, "%s", gl_errmsg());
-}
-
-/* Lua's collector only sees the few bytes of each userdata, not the megabytes an array
-** may hold, so the bytes arrays take are reported to it here, as collector debt.
-**
-** When the step runs matters in generational mode (lua.c's default, and the best mode
-** for the churn of small results). An object that survives two minor collections
-** becomes old and is only freed by a major one. In `for ... do c = a + b end` the
-** previous result still sits in c while the next op runs; a step taken after the new
-** result exists would therefore age every result twice (once being made, once held)
-** and large dropped arrays would pile up, landing each new result in cold memory. So
-** the debt is only recorded here and paid in gl_lua_push, before the next result is
-** made: each result then meets one minor collection while alive and is freed by the
-** next. A full collection also runs once arrays have taken as many bytes as were live
-** after the last one (at least 64 MiB), as a backstop for arrays that did grow old. */
-#define GC_MIN_FULL ((size_t)64 << 20)
-
-void gl_lua_account(lua_State *L, size_t nbytes) {
-  gl_lctx *ctx = gl_lua_ctx(L);
-  if (ctx == NULL) return;
-  ctx->since_full += nbytes;
-  ctx->gc_debt += nbytes;
-}
-
-void gl_lua_account_array(lua_State *L, const gl_array *a) {
-  if (a->storage && a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
-}
-
-gl_array *gl_lua_optarray(lua_State *L, int idx) {
-  return lua_isnoneornil(L, idx) ? NULL : gl_lua_check(L, idx);
-}
-
-/* Pays the recorded debt: a step, or a full collection past the threshold. Runs
-** before a new array exists (see above). */
-static void pay_gc_debt(lua_State *L, gl_lctx *ctx) {
-  if (ctx->since_full >= (ctx->full_threshold > GC_MIN_FULL ? ctx->full_threshold : GC_MIN_FULL)) {
-    ctx->since_full = 0;
-    ctx->gc_debt = 0;
-    lua_gc(L, LUA_GCCOLLECT);
-    gl_meminfo m;
-    gl_cpu_backend.memory(gl_cpu(), &m);
-    ctx->full_threshold = m.allocated;
-    return;
-  }
-  int kb = ctx->gc_debt / 1024 > 0x3fffffff ? 0x3fffffff : (int)(ctx->gc_debt / 1024);
-  ctx->gc_debt = 0;
-  lua_gc(L, LUA_GCSTEP, kb);
-}
-
-bool gl_lua_retry_oom(lua_State *L, gl_status st, gl_device dev) {
-  if (st != GL_ENOMEM) return false;
-  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
-  if (b) b->empty_cache(dev);
-  lua_gc(L, LUA_GCCOLLECT);
-  return true;
-}
-
-gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
-  gl_array *a = gl_lua_push(L);
-  gl_status st = gl_array_alloc(a, dt, ndim, shape, dev);
-  if (gl_lua_retry_oom(L, st, dev)) st = gl_array_alloc(a, dt, ndim, shape, dev);
-  gl_lua_check_status(L, st, 0);
-  if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
-  return a;
 }
 
 /* ---- elements -------------------------------------------------------------------------- */

@@ -10,58 +10,85 @@
 
 typedef struct conv_opts { int k[2], stride[2], pad[2], dil[2]; double padval; } conv_opts;
 
+/* ---- options ------------------------------------------------------------------------------ */
+
 /* Sizes past 65536 are errors here (the ops layer rejects the negatives and zeros), so
 ** products like C * kh * kw stay far from overflow. */
-static int checked_size(lua_State *L, int t, const char *key, lua_Integer v) {
-  if (v > 65536 || v < -65536) luaL_argerror(L, t, lua_pushfstring(L, "option '%s' is out of range (%I)", key, v));
-  return (int)v;
+#define SIZE_KEY(name) { name, GL_OPT_PAIR, GL_RANGE_MIN | GL_RANGE_MAX, -65536, 65536, NULL }
+static const gl_optkey im2col_keys[] = {
+  SIZE_KEY("kernel"), SIZE_KEY("stride"), SIZE_KEY("padding"), SIZE_KEY("dilation"),
+  { "pad_value", GL_OPT_NUMBER, 0, 0, 0, NULL }, { NULL }
+};
+static const gl_optkey col2im_keys[] = {
+  SIZE_KEY("kernel"), SIZE_KEY("stride"), SIZE_KEY("padding"), SIZE_KEY("dilation"), { NULL }
+};
+static const gl_optkey conv_keys[] = {
+  SIZE_KEY("stride"), SIZE_KEY("padding"), SIZE_KEY("dilation"),
+  { "groups", GL_OPT_INT, GL_RANGE_MIN | GL_RANGE_MAX, 1, 65536, NULL }, { NULL }
+};
+static const gl_optkey pool_keys[] = { SIZE_KEY("kernel"), SIZE_KEY("stride"), SIZE_KEY("padding"), { NULL } };
+static const gl_optkey bn_keys[] = {
+  { "training", GL_OPT_BOOL, 0, 0, 0, NULL }, { "momentum", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL },
+  { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL }
+};
+static const gl_optkey bn_bwd_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
+static const gl_optkey softmax_keys[] = { { "log", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+#undef SIZE_KEY
+
+#define X4 "gpu.ones(1, 1, 4, 4)"
+static const gl_optdecl im2col_decl = { "im2col", "gpu.im2col(" X4 ", (function(o) o.kernel = o.kernel or 2 return o end)(%s))",
+                                        im2col_keys };
+static const gl_optdecl col2im_decl = {
+  "col2im", "gpu.col2im(gpu.ones(1, 4, 9), {1, 1, 4, 4}, (function(o) o.kernel = o.kernel or 2 return o end)(%s))",
+  col2im_keys };
+static const gl_optdecl conv2d_decl = { "dnn.conv2d", "gpu.dnn.conv2d(" X4 ", gpu.ones(1, 1, 3, 3), %s)", conv_keys };
+static const gl_optdecl conv2d_bd_decl = {
+  "dnn.conv2d_backward_data", "gpu.dnn.conv2d_backward_data(gpu.ones(1, 1, 2, 2), gpu.ones(1, 1, 3, 3), {1, 1, 4, 4}, %s)",
+  conv_keys };
+static const gl_optdecl conv2d_bf_decl = {
+  "dnn.conv2d_backward_filter", "gpu.dnn.conv2d_backward_filter(" X4 ", gpu.ones(1, 1, 2, 2), {1, 1, 3, 3}, %s)",
+  conv_keys };
+#define KERNEL2 "(function(o) o.kernel = o.kernel or 2 return o end)(%s)"
+static const gl_optdecl max_pool_decl = { "dnn.max_pool2d", "gpu.dnn.max_pool2d(" X4 ", " KERNEL2 ")", pool_keys };
+static const gl_optdecl avg_pool_decl = { "dnn.avg_pool2d", "gpu.dnn.avg_pool2d(" X4 ", " KERNEL2 ")", pool_keys };
+static const gl_optdecl max_pool_bwd_decl = {
+  "dnn.max_pool2d_backward", "gpu.dnn.max_pool2d_backward(" X4 ", gpu.ones(1, 1, 2, 2), gpu.ones(1, 1, 2, 2), " KERNEL2 ")",
+  pool_keys };
+static const gl_optdecl avg_pool_bwd_decl = {
+  "dnn.avg_pool2d_backward", "gpu.dnn.avg_pool2d_backward(" X4 ", gpu.ones(1, 1, 2, 2), gpu.ones(1, 1, 2, 2), " KERNEL2 ")",
+  pool_keys };
+static const gl_optdecl bn_decl = {
+  "dnn.batch_norm", "gpu.dnn.batch_norm(" X4 ", gpu.ones(1), gpu.zeros(1), gpu.zeros(1), gpu.ones(1), %s)", bn_keys };
+static const gl_optdecl bn_bwd_decl = {
+  "dnn.batch_norm_backward", "gpu.dnn.batch_norm_backward(" X4 ", " X4 ", gpu.ones(1), gpu.zeros(1), gpu.ones(1), %s)",
+  bn_bwd_keys };
+static const gl_optdecl softmax_decl = { "dnn.softmax", "gpu.dnn.softmax(gpu.ones(2, 3), %s)", softmax_keys };
+static const gl_optdecl softmax_bwd_decl = { "dnn.softmax_backward", "gpu.dnn.softmax_backward(gpu.ones(2, 3), gpu.ones(2, 3), %s)",
+                                             softmax_keys };
+#undef X4
+#undef KERNEL2
+static const gl_optdecl *const conv_decls[] = {
+  &im2col_decl, &col2im_decl, &conv2d_decl, &conv2d_bd_decl, &conv2d_bf_decl, &max_pool_decl, &avg_pool_decl,
+  &max_pool_bwd_decl, &avg_pool_bwd_decl, &bn_decl, &bn_bwd_decl, &softmax_decl, &softmax_bwd_decl, NULL
+};
+
+/* A size option (vals[i]): its pair, or 'def' when absent. */
+static void size_opt(const gl_optval *v, int *out, int def) {
+  out[0] = v->set ? v->pair[0] : def;
+  out[1] = v->set ? v->pair[1] : def;
 }
 
-/* A size option: a number or {h, w} of integers; 'def' when absent. */
-static void read_pair(lua_State *L, int t, const char *key, int *out, int def, bool required) {
-  int ty = lua_getfield(L, t, key);
-  if (ty == LUA_TNIL) {
-    if (required) luaL_argerror(L, t, lua_pushfstring(L, "option '%s' is required", key));
-    out[0] = out[1] = def;
-  } else if (ty == LUA_TNUMBER) {
-    if (!lua_isinteger(L, -1)) luaL_argerror(L, t, lua_pushfstring(L, "option '%s' must be an integer", key));
-    out[0] = out[1] = checked_size(L, t, key, lua_tointeger(L, -1));
-  } else if (ty == LUA_TTABLE && luaL_len(L, -1) == 2) {
-    for (int i = 0; i < 2; i++) {
-      lua_geti(L, -1, i + 1);
-      if (!lua_isinteger(L, -1))
-        luaL_argerror(L, t, lua_pushfstring(L, "option '%s' must hold two integers", key));
-      out[i] = checked_size(L, t, key, lua_tointeger(L, -1));
-      lua_pop(L, 1);
-    }
-  } else {
-    luaL_argerror(L, t, lua_pushfstring(L, "option '%s' must be an integer or a pair {h, w}, got %s", key,
-                                        luaL_typename(L, -1)));
-  }
-  lua_pop(L, 1);
-}
-
+/* The window options {kernel (required), stride, padding, dilation [, pad_value]} at t. */
 static void read_opts(lua_State *L, int t, conv_opts *o, bool im2col) {
   luaL_checktype(L, t, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    if (k == NULL || !(strcmp(k, "kernel") == 0 || strcmp(k, "stride") == 0 || strcmp(k, "padding") == 0 ||
-                       strcmp(k, "dilation") == 0 || (im2col && strcmp(k, "pad_value") == 0)))
-      luaL_argerror(L, t, lua_pushfstring(L, "unknown option '%s' (expected kernel, stride, padding, dilation%s)",
-                                          luaL_tolstring(L, -2, NULL), im2col ? ", pad_value" : ""));
-    lua_pop(L, 1);
-  }
-  read_pair(L, t, "kernel", o->k, 1, true);
-  read_pair(L, t, "stride", o->stride, 1, false);
-  read_pair(L, t, "padding", o->pad, 0, false);
-  read_pair(L, t, "dilation", o->dil, 1, false);
-  o->padval = 0;
-  if (im2col && lua_getfield(L, t, "pad_value") != LUA_TNIL) {
-    if (!lua_isnumber(L, -1)) luaL_argerror(L, t, "option 'pad_value' must be a number");
-    o->padval = lua_tonumber(L, -1);
-  }
-  if (im2col) lua_pop(L, 1);
+  gl_optval v[5];
+  gl_lua_readopts(L, t, im2col ? &im2col_decl : &col2im_decl, v);
+  if (!v[0].set) luaL_argerror(L, t, "option 'kernel' is required");
+  size_opt(&v[0], o->k, 1);
+  size_opt(&v[1], o->stride, 1);
+  size_opt(&v[2], o->pad, 0);
+  size_opt(&v[3], o->dil, 1);
+  o->padval = im2col && v[4].set ? v[4].n : 0;
 }
 
 static int l_im2col(lua_State *L) {
@@ -101,58 +128,14 @@ static int l_col2im(lua_State *L) {
 ** Plain functions, no autograd (lua/gpu/conv.lua records them): every one checks its
 ** operands, then raises "... is not supported on cpu" where the device has no cuDNN. */
 
-/* Raises at the options table t for a key not in 'allowed' (space-separated). */
-static void check_keys(lua_State *L, int t, const char *allowed) {
-  luaL_checktype(L, t, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    bool ok = false;
-    if (k) {
-      size_t n = strlen(k);
-      for (const char *p = allowed; *p; ) {
-        const char *e = strchr(p, ' ');
-        size_t m = e ? (size_t)(e - p) : strlen(p);
-        if (m == n && strncmp(p, k, n) == 0) { ok = true; break; }
-        p += m + (e ? 1 : 0);
-      }
-    }
-    if (!ok)
-      luaL_argerror(L, t, lua_pushfstring(L, "unknown option '%s' (expected %s)", luaL_tolstring(L, -2, NULL), allowed));
-    lua_pop(L, 1);
-  }
-}
-
-/* An optional number option; 'def' when absent. */
-static double opt_number(lua_State *L, int t, const char *key, double def) {
-  double v = def;
-  int ty = lua_getfield(L, t, key);
-  if (ty != LUA_TNIL) {
-    if (!lua_isnumber(L, -1)) luaL_argerror(L, t, lua_pushfstring(L, "option '%s' must be a number", key));
-    v = lua_tonumber(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-/* {stride =, padding =, dilation =, groups =} at t (or none). */
-static void conv_geom(lua_State *L, int t, gl_dnn_conv *c) {
-  if (lua_isnoneornil(L, t)) {
-    c->stride[0] = c->stride[1] = 1;
-    c->pad[0] = c->pad[1] = 0;
-    c->dil[0] = c->dil[1] = 1;
-    c->groups = 1;
-    return;
-  }
-  check_keys(L, t, "stride padding dilation groups");
-  read_pair(L, t, "stride", c->stride, 1, false);
-  read_pair(L, t, "padding", c->pad, 0, false);
-  read_pair(L, t, "dilation", c->dil, 1, false);
-  lua_getfield(L, t, "groups");
-  lua_Integer g = lua_isnil(L, -1) ? 1 : (lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0);
-  lua_pop(L, 1);
-  if (g < 1 || g > 65536) luaL_argerror(L, t, "option 'groups' must be a positive integer");
-  c->groups = (int)g;
+/* {stride =, padding =, dilation =, groups =} at t (or none), for declaration d. */
+static void conv_geom(lua_State *L, int t, const gl_optdecl *d, gl_dnn_conv *c) {
+  gl_optval v[4];
+  gl_lua_readopts(L, t, d, v);
+  size_opt(&v[0], c->stride, 1);
+  size_opt(&v[1], c->pad, 0);
+  size_opt(&v[2], c->dil, 1);
+  c->groups = v[3].set ? (int)v[3].i : 1;
 }
 
 /* A 4-integer shape table at idx. */
@@ -202,7 +185,7 @@ static int l_dnn_available(lua_State *L) {
 static int l_dnn_conv2d(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2);
   gl_dnn_conv c;
-  conv_geom(L, 3, &c);
+  conv_geom(L, 3, &conv2d_decl, &c);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_conv2d(out, x, w, &c));
   return 1;
@@ -214,7 +197,7 @@ static int l_dnn_conv2d_bwd_data(lua_State *L) {
   int64_t xs[4];
   shape4(L, 3, "input_shape", xs);
   gl_dnn_conv c;
-  conv_geom(L, 4, &c);
+  conv_geom(L, 4, &conv2d_bd_decl, &c);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(dy), gl_op_dnn_conv2d_bwd_data(out, dy, w, xs, &c));
   return 1;
@@ -226,28 +209,29 @@ static int l_dnn_conv2d_bwd_filter(lua_State *L) {
   int64_t ws[4];
   shape4(L, 3, "weight_shape", ws);
   gl_dnn_conv c;
-  conv_geom(L, 4, &c);
+  conv_geom(L, 4, &conv2d_bf_decl, &c);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_conv2d_bwd_filter(out, x, dy, ws, &c));
   return 1;
 }
 
 /* {kernel =, stride = kernel, padding = 0} of a pooling call at t. */
-static void pool_geom(lua_State *L, int t, int *k, int *stride, int *pad) {
-  check_keys(L, t, "kernel stride padding");
-  read_pair(L, t, "kernel", k, 1, true);
-  bool has_stride = lua_getfield(L, t, "stride") != LUA_TNIL;
-  lua_pop(L, 1);
-  if (has_stride) read_pair(L, t, "stride", stride, 1, false);
-  else { stride[0] = k[0]; stride[1] = k[1]; }
-  read_pair(L, t, "padding", pad, 0, false);
+static void pool_geom(lua_State *L, int t, const gl_optdecl *d, int *k, int *stride, int *pad) {
+  luaL_checktype(L, t, LUA_TTABLE);
+  gl_optval v[3];
+  gl_lua_readopts(L, t, d, v);
+  if (!v[0].set) luaL_argerror(L, t, "option 'kernel' is required");
+  size_opt(&v[0], k, 1);
+  size_opt(&v[1], stride, 0);
+  if (!v[1].set) { stride[0] = k[0]; stride[1] = k[1]; }
+  size_opt(&v[2], pad, 0);
 }
 
 /* gpu.dnn.max_pool2d(x, opts) / avg_pool2d(x, opts) */
 static int pool(lua_State *L, bool max) {
   gl_array *x = gl_lua_check(L, 1);
   int k[2], s[2], p[2];
-  pool_geom(L, 2, k, s, p);
+  pool_geom(L, 2, max ? &max_pool_decl : &avg_pool_decl, k, s, p);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_pool2d(out, max, x, k, s, p));
   return 1;
@@ -259,7 +243,7 @@ static int l_dnn_avg_pool2d(lua_State *L) { return pool(L, false); }
 static int pool_bwd(lua_State *L, bool max) {
   gl_array *x = gl_lua_check(L, 1), *y = gl_lua_check(L, 2), *dy = gl_lua_check(L, 3);
   int k[2], s[2], p[2];
-  pool_geom(L, 4, k, s, p);
+  pool_geom(L, 4, max ? &max_pool_bwd_decl : &avg_pool_bwd_decl, k, s, p);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_pool2d_bwd(out, max, x, y, dy, k, s, p));
   return 1;
@@ -275,13 +259,11 @@ static int l_dnn_batch_norm(lua_State *L) {
   gl_array *rm = gl_lua_optarray(L, 4), *rv = gl_lua_optarray(L, 5);
   bool training = true;
   double momentum = 0.1, eps = 1e-5;
-  if (!lua_isnoneornil(L, 6)) {
-    check_keys(L, 6, "training momentum eps");
-    if (lua_getfield(L, 6, "training") != LUA_TNIL) training = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    momentum = opt_number(L, 6, "momentum", momentum);
-    eps = opt_number(L, 6, "eps", eps);
-  }
+  gl_optval v[3];
+  gl_lua_readopts(L, 6, &bn_decl, v);
+  if (v[0].set) training = v[0].b;
+  if (v[1].set) momentum = v[1].n;
+  if (v[2].set) eps = v[2].n;
   lua_settop(L, 6);
   gl_array *y = gl_lua_push(L);
   gl_array *sm = gl_lua_push(L);
@@ -299,10 +281,9 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_check(L, 3);
   gl_array *sm = gl_lua_check(L, 4), *si = gl_lua_check(L, 5);
   double eps = 1e-5;
-  if (!lua_isnoneornil(L, 6)) {
-    check_keys(L, 6, "eps");
-    eps = opt_number(L, 6, "eps", eps);
-  }
+  gl_optval v[1];
+  gl_lua_readopts(L, 6, &bn_bwd_decl, v);
+  if (v[0].set) eps = v[0].n;
   lua_settop(L, 6);
   gl_array *dx = gl_lua_push(L);
   gl_array *dw = gl_lua_push(L);
@@ -315,17 +296,15 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
 }
 
 /* gpu.dnn.softmax(x [, {log = false}]) over the last axis; softmax_backward(y, dy [, {log}]) */
-static bool softmax_log(lua_State *L, int t) {
-  if (lua_isnoneornil(L, t)) return false;
-  check_keys(L, t, "log");
-  bool log = lua_getfield(L, t, "log") != LUA_TNIL && lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return log;
+static bool softmax_log(lua_State *L, int t, const gl_optdecl *d) {
+  gl_optval v[1];
+  gl_lua_readopts(L, t, d, v);
+  return v[0].set && v[0].b;
 }
 
 static int l_dnn_softmax(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
-  bool log = softmax_log(L, 2);
+  bool log = softmax_log(L, 2, &softmax_decl);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_softmax(out, log, x));
   return 1;
@@ -333,7 +312,7 @@ static int l_dnn_softmax(lua_State *L) {
 
 static int l_dnn_softmax_bwd(lua_State *L) {
   gl_array *y = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2);
-  bool log = softmax_log(L, 3);
+  bool log = softmax_log(L, 3, &softmax_bwd_decl);
   gl_array *out = gl_lua_push(L);
   GL_DNN_RUN1(L, out, gl_array_device(y), gl_op_dnn_softmax_bwd(out, log, y, dy));
   return 1;
@@ -367,5 +346,7 @@ void gl_open_conv(lua_State *L, int module, int methods) {
   gl_lua_setfuncs(L, lua_gettop(L), dnn_funcs);
   lua_pushboolean(L, 1);
   lua_setfield(L, -2, "enabled");                     /* nn's layers use it where available */
+  gl_lua_setloaded(L, "gpu.dnn");
   lua_setfield(L, module, "dnn");
+  gl_lua_declare_all(L, conv_decls);
 }

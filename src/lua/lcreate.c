@@ -9,14 +9,6 @@
 
 /* ---- arguments ------------------------------------------------------------------------ */
 
-gl_dtype gl_lua_dtype(lua_State *L, int idx) {
-  const char *name = luaL_checkstring(L, idx);
-  int t = gl_dtype_from_name(name);
-  if (t < 0)
-    luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", name, gl_dtype_names()));
-  return (gl_dtype)t;
-}
-
 /* An options table: a table whose [1] is nil (a shape table has numbers). */
 static bool is_opts(lua_State *L, int idx) {
   if (!lua_istable(L, idx)) return false;
@@ -66,58 +58,27 @@ int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape) {
   return first;
 }
 
-/* Is 'word' one of the space-separated words of 'list'? */
-static bool in_list(const char *list, const char *word) {
-  size_t n = strlen(word);
-  for (const char *p = list; p && *p; ) {
-    size_t m = strcspn(p, " ");
-    if (m == n && strncmp(p, word, n) == 0) return true;
-    p += m;
-    while (*p == ' ') p++;
-  }
-  return false;
-}
+/* ---- options ---------------------------------------------------------------------------- */
 
-/* The dtype and device entries of an options table: errors name the table's argument
-** (the value's stack slot is no argument number). */
-static gl_dtype opt_dtype(lua_State *L, int v, int arg) {
-  if (lua_type(L, v) != LUA_TSTRING)
-    luaL_argerror(L, arg, lua_pushfstring(L, "option 'dtype' must be a dtype name, got %s", luaL_typename(L, v)));
-  int t = gl_dtype_from_name(lua_tostring(L, v));
-  if (t < 0)
-    luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", lua_tostring(L, v), gl_dtype_names()));
-  return (gl_dtype)t;
-}
-
-static gl_device opt_device(lua_State *L, int v, int arg) {
-  if (lua_type(L, v) != LUA_TSTRING)
-    luaL_argerror(L, arg, lua_pushfstring(L, "option 'device' must be a device name, got %s", luaL_typename(L, v)));
-  gl_device d;
-  const gl_backend *b;
-  gl_lua_check_status(L, gl_device_parse(lua_tostring(L, v), &d), arg);
-  gl_lua_check_status(L, gl_backend_for(d, &b), arg);
-  return d;
-}
-
-void gl_lua_opts(lua_State *L, int idx, gl_dtype *dt, gl_device *dev, const char *extra) {
-  bool have_dev = false;
-  if (!lua_isnoneornil(L, idx)) {
-    luaL_checktype(L, idx, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-      if (k && strcmp(k, "dtype") == 0) *dt = opt_dtype(L, lua_gettop(L), idx);
-      else if (k && strcmp(k, "device") == 0) { *dev = opt_device(L, lua_gettop(L), idx); have_dev = true; }
-      else if (!(k && in_list(extra, k))) {
-        lua_pushvalue(L, -2);
-        luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (expected dtype or device)",
-                                              luaL_tolstring(L, -1, NULL)));
-      }
-      lua_pop(L, 1);
-    }
-  }
-  if (!have_dev && dev->type == 255) *dev = gl_lua_default_device(L);
-}
+static const gl_optkey eye_keys[] = { GL_KEYS_DTYPE_DEVICE, { "k", GL_OPT_INT, 0, 0, 0, NULL }, { NULL } };
+#define DECL(fn, example) static const gl_optdecl fn##_decl = { #fn, example, gl_create_keys };
+DECL(empty, "gpu.empty(2, %s)")
+DECL(zeros, "gpu.zeros(2, %s)")
+DECL(ones, "gpu.ones({2, 3}, %s)")
+DECL(full, "gpu.full(2, 7, %s)")
+DECL(empty_like, "gpu.empty_like(gpu.ones(2), %s)")
+DECL(zeros_like, "gpu.zeros_like(gpu.ones(2), %s)")
+DECL(ones_like, "gpu.ones_like(gpu.ones(2), %s)")
+DECL(full_like, "gpu.full_like(gpu.ones(2), 3, %s)")
+DECL(arange, "gpu.arange(4, %s)")
+DECL(linspace, "gpu.linspace(0, 1, 5, %s)")
+DECL(array, "gpu.array({1, 2}, %s)")
+#undef DECL
+static const gl_optdecl eye_decl = { "eye", "gpu.eye(3, %s)", eye_keys };
+static const gl_optdecl *const create_decls[] = {
+  &empty_decl, &zeros_decl, &ones_decl, &full_decl, &empty_like_decl, &zeros_like_decl, &ones_like_decl,
+  &full_like_decl, &arange_decl, &linspace_decl, &array_decl, &eye_decl, NULL
+};
 
 /* Defaults before reading options: dtype float32, device "to be decided". */
 static void opt_defaults(gl_dtype *dt, gl_device *dev) {
@@ -129,6 +90,7 @@ static void opt_defaults(gl_dtype *dt, gl_device *dev) {
 /* ---- zeros, ones, empty, full -------------------------------------------------------- */
 
 static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones */
+  static const gl_optdecl *const decl[] = { &empty_decl, &zeros_decl, &ones_decl };
   int ndim;
   int64_t shape[GL_MAXDIMS];
   int next = gl_lua_shape(L, 1, &ndim, shape);
@@ -137,7 +99,7 @@ static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones *
   opt_defaults(&dt, &dev);
   if (next <= lua_gettop(L) && !lua_istable(L, next) && !lua_isnil(L, next))
     luaL_argerror(L, next, lua_pushfstring(L, "dimension or options table expected, got %s", luaL_typename(L, next)));
-  gl_lua_opts(L, next, &dt, &dev, NULL);
+  gl_lua_opts(L, next, decl[kind], &dt, &dev, NULL);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   if (kind > 0) gl_lua_check_status(L, gl_op_fill(a, gl_scalar_int(kind == 2)), 0);
   return 1;
@@ -163,7 +125,7 @@ static int l_full(lua_State *L) {
   gl_device dev;
   opt_defaults(&dt, &dev);
   if (lua_isboolean(L, 2)) dt = GL_BOOL;
-  gl_lua_opts(L, 3, &dt, &dev, NULL);
+  gl_lua_opts(L, 3, &full_decl, &dt, &dev, NULL);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   gl_lua_check_status(L, gl_op_fill(a, v), 0);
   return 1;
@@ -171,13 +133,14 @@ static int l_full(lua_State *L) {
 
 /* zeros_like(x [, opts]), ones_like, empty_like, full_like(x, v [, opts]) */
 static int make_like(lua_State *L, int kind) {
+  static const gl_optdecl *const decl[] = { &empty_like_decl, &zeros_like_decl, &ones_like_decl, &full_like_decl };
   gl_array *x = gl_lua_check(L, 1);
   int opts = kind == 3 ? 3 : 2;
   gl_dtype dt = (gl_dtype)x->dtype;
   gl_device dev = gl_array_device(x);
   gl_scalar v = gl_scalar_int(kind == 2);
   if (kind == 3) v = gl_lua_scalar(L, 2, 2);
-  gl_lua_opts(L, opts, &dt, &dev, NULL);
+  gl_lua_opts(L, opts, decl[kind], &dt, &dev, NULL);
   int64_t shape[GL_MAXDIMS];
   memcpy(shape, x->shape, sizeof shape);
   gl_array *a = gl_lua_alloc(L, dt, x->ndim, shape, dev);
@@ -238,7 +201,7 @@ static int l_arange(lua_State *L) {
   gl_device dev;
   opt_defaults(&dt, &dev);
   if (all_int) dt = GL_INT64;
-  gl_lua_opts(L, n + 1, &dt, &dev, NULL);
+  gl_lua_opts(L, n + 1, &arange_decl, &dt, &dev, NULL);
   if (all_int && int_arange(L, n, dt, dev)) return 1;
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_arange(a, start, stop, step, dt, dev), 0);
@@ -256,7 +219,7 @@ static int l_linspace(lua_State *L) {
   gl_dtype dt;
   gl_device dev;
   opt_defaults(&dt, &dev);
-  gl_lua_opts(L, o, &dt, &dev, NULL);
+  gl_lua_opts(L, o, &linspace_decl, &dt, &dev, NULL);
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_linspace(a, start, stop, num, dt, dev), 0);
   gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
@@ -270,14 +233,12 @@ static int l_eye(lua_State *L) {
   if (lua_type(L, 2) == LUA_TNUMBER) { m = gl_lua_int(L, 2, "m"); o = 3; }
   if (n < 0) luaL_argerror(L, 1, "negative dimension");
   if (m < 0) luaL_argerror(L, 2, "negative dimension");
-  if (lua_istable(L, o)) {
-    if (lua_getfield(L, o, "k") != LUA_TNIL) k = gl_lua_int(L, -1, "k");
-    lua_pop(L, 1);
-  }
   gl_dtype dt;
   gl_device dev;
   opt_defaults(&dt, &dev);
-  gl_lua_opts(L, o, &dt, &dev, "k");
+  gl_optval ov[3];
+  gl_lua_opts(L, o, &eye_decl, &dt, &dev, ov);
+  if (ov[2].set) k = ov[2].i;
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_eye(a, n, m, k, dt, dev), 0);
   gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
@@ -377,7 +338,7 @@ static int l_array(lua_State *L) {
     gl_lua_check(L, 1);
     dt = (gl_dtype)src->dtype;
     dev = gl_array_device(src);
-    gl_lua_opts(L, 2, &dt, &dev, NULL);
+    gl_lua_opts(L, 2, &array_decl, &dt, &dev, NULL);
     gl_array *a = gl_lua_push(L);
     gl_lua_check_status(L, gl_op_copy(a, src, dt, dev), 0);
     gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
@@ -389,7 +350,7 @@ static int l_array(lua_State *L) {
   int64_t shape[GL_MAXDIMS], path[GL_MAXDIMS];
   int ndim = ty == LUA_TTABLE ? nested_shape(L, 1, shape) : 0;
   dt = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
-  gl_lua_opts(L, 2, &dt, &dev, NULL);
+  gl_lua_opts(L, 2, &array_decl, &dt, &dev, NULL);
   int64_t size;
   gl_lua_check_status(L, gl_shape_check(ndim, shape, &size), 1);
   lua_settop(L, 2);
@@ -432,4 +393,5 @@ static const luaL_Reg create_funcs[] = {
 void gl_open_create(lua_State *L, int module, int methods) {
   (void)methods;
   gl_lua_setfuncs(L, module, create_funcs);
+  gl_lua_declare_all(L, create_decls);
 }

@@ -15,50 +15,62 @@
 
 /* ---- options ------------------------------------------------------------------------------ */
 
-typedef struct opt_key { const char *name; bool is_bool; double def; } opt_key;
-
-/* Reads the options table at 'idx' (nil: all defaults) into vals[]: numbers, or 0/1 for
-** booleans; unknown keys and wrong types are argument errors listing what is expected. */
-static void read_opts(lua_State *L, int idx, const opt_key *keys, double *vals) {
-  int n = 0;
-  for (; keys[n].name; n++) vals[n] = keys[n].def;
-  if (lua_isnoneornil(L, idx)) return;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int k = -1;
-    if (lua_type(L, -2) == LUA_TSTRING)
-      for (int i = 0; i < n; i++) if (strcmp(lua_tostring(L, -2), keys[i].name) == 0) k = i;
-    if (k < 0) {
-      luaL_Buffer b;
-      luaL_buffinit(L, &b);
-      for (int i = 0; i < n; i++) {
-        if (i) luaL_addstring(&b, ", ");
-        luaL_addstring(&b, keys[i].name);
-      }
-      luaL_pushresult(&b);                                    /* key, value, expected */
-      const char *expected = lua_tostring(L, -1);
-      const char *key = luaL_tolstring(L, -3, NULL);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (expected %s)", key, expected));
-    }
-    if (keys[k].is_bool) {
-      if (!lua_isboolean(L, -1))
-        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be a boolean, got %s", keys[k].name,
-                                              luaL_typename(L, -1)));
-      vals[k] = lua_toboolean(L, -1);
-    } else {
-      if (lua_type(L, -1) != LUA_TNUMBER)
-        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be a number, got %s", keys[k].name,
-                                              luaL_typename(L, -1)));
-      vals[k] = lua_tonumber(L, -1);
-      if (!isfinite(vals[k]))
-        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be finite", keys[k].name));
-    }
-    lua_pop(L, 1);
+/* Reads the options table at 'idx' (nil: all defaults) against d into vals[]: numbers,
+** or 0/1 for booleans, def[i] where a key is absent. Numbers must be finite. */
+static void read_opts(lua_State *L, int idx, const gl_optdecl *d, const double *def, double *vals) {
+  gl_optval v[12];
+  gl_lua_readopts(L, idx, d, v);
+  for (int i = 0; d->keys[i].name; i++) {
+    if (!v[i].set) { vals[i] = def[i]; continue; }
+    vals[i] = d->keys[i].type == GL_OPT_BOOL ? v[i].b : v[i].n;
+    if (!isfinite(vals[i]))
+      luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be finite", d->keys[i].name));
   }
 }
 
+#define NONNEG(name) { name, GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }
+#define UNIT(name) { name, GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX | GL_RANGE_MAX_OPEN, 0, 1, NULL }
+#define FLAG(name) { name, GL_OPT_BOOL, 0, 0, 0, NULL }
+static const gl_optkey xent_keys[] = { { "label_smoothing", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL }, { NULL } };
+static const gl_optkey xent_bwd_keys[] = {
+  { "label_smoothing", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL }, { "scale", GL_OPT_NUMBER, 0, 0, 0, NULL },
+  { NULL }
+};
+static const double xent_def[] = { 0 }, xent_bwd_def[] = { 0, 1 };
+enum { SGD_LR, SGD_MOM, SGD_DAMP, SGD_WD, SGD_NEST, SGD_MAX, SGD_FIRST };
+static const gl_optkey sgd_keys[] = {
+  NONNEG("lr"), NONNEG("momentum"), NONNEG("dampening"), NONNEG("weight_decay"), FLAG("nesterov"), FLAG("maximize"),
+  FLAG("first"), { NULL }
+};
+static const double sgd_def[] = { 0.01, 0, 0, 0, 0, 0, 0 };
+enum { AD_LR, AD_B1, AD_B2, AD_EPS, AD_WD, AD_STEP, AD_DEC, AD_AMS, AD_MAX };
+static const gl_optkey adam_keys[] = {
+  NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"),
+  { "step", GL_OPT_INT, GL_RANGE_MIN, 1, 0, NULL }, FLAG("decoupled"), FLAG("amsgrad"), FLAG("maximize"), { NULL }
+};
+static const double adam_def[] = { 1e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0, 0 };
+enum { RMS_LR, RMS_ALPHA, RMS_EPS, RMS_WD, RMS_MOM, RMS_CENT };
+static const gl_optkey rms_keys[] = {
+  NONNEG("lr"), NONNEG("alpha"), NONNEG("eps"), NONNEG("weight_decay"), NONNEG("momentum"), FLAG("centered"), { NULL }
+};
+static const double rms_def[] = { 0.01, 0.99, 1e-8, 0, 0, 0 };
+#undef NONNEG
+#undef UNIT
+#undef FLAG
 
+#define P "gpu.ones(3)"
+static const gl_optdecl xent_decl = { "fused.cross_entropy", "gpu.fused.cross_entropy(gpu.ones(2, 3), gpu.array({1, 2}, {dtype = 'int64'}), %s)",
+                                      xent_keys };
+static const gl_optdecl xent_bwd_decl = {
+  "fused.cross_entropy_backward",
+  "gpu.fused.cross_entropy_backward(gpu.ones(2, 3), gpu.array({1, 2}, {dtype = 'int64'}), gpu.ones(2), %s)", xent_bwd_keys };
+static const gl_optdecl sgd_decl = { "fused.sgd_", "gpu.fused.sgd_(" P ", " P ", nil, %s)", sgd_keys };
+static const gl_optdecl adam_decl = { "fused.adam_", "gpu.fused.adam_(" P ", " P ", gpu.zeros(3), gpu.zeros(3), nil, %s)",
+                                      adam_keys };
+static const gl_optdecl rms_decl = { "fused.rmsprop_", "gpu.fused.rmsprop_(" P ", " P ", gpu.zeros(3), nil, nil, %s)",
+                                     rms_keys };
+#undef P
+static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &sgd_decl, &adam_decl, &rms_decl, NULL };
 
 /* ---- linear ------------------------------------------------------------------------------- */
 
@@ -89,15 +101,13 @@ static void labels_or_target(lua_State *L, int idx, const gl_array **labels, con
   }
 }
 
-static const opt_key xent_keys[] = { { "label_smoothing", false, 0 }, { NULL, false, 0 } };
-static const opt_key xent_bwd_keys[] = { { "label_smoothing", false, 0 }, { "scale", false, 1 }, { NULL, false, 0 } };
 
 static int l_cross_entropy(lua_State *L) {
   gl_array *z = gl_lua_check(L, 1);
   const gl_array *labels, *target;
   labels_or_target(L, 2, &labels, &target);
   double o[1];
-  read_opts(L, 3, xent_keys, o);
+  read_opts(L, 3, &xent_decl, xent_def, o);
   gl_array *loss = gl_lua_push(L), *probs = gl_lua_push(L);
   gl_status st = gl_op_xent(loss, probs, z, labels, target, o[0]);
   if (gl_lua_retry_oom(L, st, gl_array_device(z))) st = gl_op_xent(loss, probs, z, labels, target, o[0]);
@@ -112,7 +122,7 @@ static int l_cross_entropy_backward(lua_State *L) {
   labels_or_target(L, 2, &labels, &target);
   gl_array *g = gl_lua_check(L, 3);
   double o[2];
-  read_opts(L, 4, xent_bwd_keys, o);
+  read_opts(L, 4, &xent_bwd_decl, xent_bwd_def, o);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
   if (gl_lua_retry_oom(L, st, gl_array_device(p))) st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
@@ -122,23 +132,6 @@ static int l_cross_entropy_backward(lua_State *L) {
 }
 
 /* ---- optimizer steps ------------------------------------------------------------------------ */
-
-enum { SGD_LR, SGD_MOM, SGD_DAMP, SGD_WD, SGD_NEST, SGD_MAX, SGD_FIRST };
-static const opt_key sgd_keys[] = {
-  { "lr", false, 0.01 }, { "momentum", false, 0 }, { "dampening", false, 0 }, { "weight_decay", false, 0 },
-  { "nesterov", true, 0 }, { "maximize", true, 0 }, { "first", true, 0 }, { NULL, false, 0 }
-};
-enum { AD_LR, AD_B1, AD_B2, AD_EPS, AD_WD, AD_STEP, AD_DEC, AD_AMS, AD_MAX };
-static const opt_key adam_keys[] = {
-  { "lr", false, 1e-3 }, { "beta1", false, 0.9 }, { "beta2", false, 0.999 }, { "eps", false, 1e-8 },
-  { "weight_decay", false, 0 }, { "step", false, 1 }, { "decoupled", true, 0 }, { "amsgrad", true, 0 },
-  { "maximize", true, 0 }, { NULL, false, 0 }
-};
-enum { RMS_LR, RMS_ALPHA, RMS_EPS, RMS_WD, RMS_MOM, RMS_CENT };
-static const opt_key rms_keys[] = {
-  { "lr", false, 0.01 }, { "alpha", false, 0.99 }, { "eps", false, 1e-8 }, { "weight_decay", false, 0 },
-  { "momentum", false, 0 }, { "centered", true, 0 }, { NULL, false, 0 }
-};
 
 static int step_result(lua_State *L, gl_status st) {
   gl_lua_check_status(L, st, 0);
@@ -150,7 +143,7 @@ static int l_sgd_(lua_State *L) {
   gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
   const gl_array *st[3] = { gl_lua_optarray(L, 3), NULL, NULL };
   double o[7];
-  read_opts(L, 4, sgd_keys, o);
+  read_opts(L, 4, &sgd_decl, sgd_def, o);
   gl_optim_hp hp = { 0 };
   hp.lr = o[SGD_LR]; hp.momentum = o[SGD_MOM]; hp.dampening = o[SGD_DAMP]; hp.weight_decay = o[SGD_WD];
   hp.nesterov = o[SGD_NEST] != 0; hp.maximize = o[SGD_MAX] != 0; hp.first = o[SGD_FIRST] != 0;
@@ -161,14 +154,11 @@ static int l_adam_(lua_State *L) {
   gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
   const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), gl_lua_optarray(L, 5) };
   double o[9];
-  read_opts(L, 6, adam_keys, o);
+  read_opts(L, 6, &adam_decl, adam_def, o);
   double t = o[AD_STEP];
-  if (t < 1 || t != floor(t)) luaL_argerror(L, 6, "option 'step' must be a positive integer (the step number, from 1)");
   gl_optim_hp hp = { 0 };
   hp.lr = o[AD_LR]; hp.beta1 = o[AD_B1]; hp.beta2 = o[AD_B2]; hp.eps = o[AD_EPS]; hp.weight_decay = o[AD_WD];
   hp.decoupled = o[AD_DEC] != 0; hp.amsgrad = o[AD_AMS] != 0; hp.maximize = o[AD_MAX] != 0;
-  if (!(hp.beta1 >= 0 && hp.beta1 < 1) || !(hp.beta2 >= 0 && hp.beta2 < 1))
-    luaL_argerror(L, 6, "options 'beta1' and 'beta2' must be in [0, 1)");
   hp.bc1 = 1 - pow(hp.beta1, t);
   hp.bc2 = 1 - pow(hp.beta2, t);
   return step_result(L, gl_op_optim_step(GL_OPTIM_ADAM, p, g, st, &hp));
@@ -178,7 +168,7 @@ static int l_rmsprop_(lua_State *L) {
   gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
   const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_optarray(L, 4), gl_lua_optarray(L, 5) };
   double o[6];
-  read_opts(L, 6, rms_keys, o);
+  read_opts(L, 6, &rms_decl, rms_def, o);
   gl_optim_hp hp = { 0 };
   hp.lr = o[RMS_LR]; hp.alpha = o[RMS_ALPHA]; hp.eps = o[RMS_EPS]; hp.weight_decay = o[RMS_WD];
   hp.momentum = o[RMS_MOM]; hp.centered = o[RMS_CENT] != 0;
@@ -199,5 +189,7 @@ void gl_open_fused(lua_State *L, int module, int methods) {
   (void)methods;
   lua_newtable(L);
   gl_lua_setfuncs(L, lua_gettop(L), fused_funcs);
+  gl_lua_setloaded(L, "gpu.fused");
   lua_setfield(L, module, "fused");
+  gl_lua_declare_all(L, fused_decls);
 }

@@ -18,6 +18,13 @@ void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l) {
   lua_pop(L, 1);
 }
 
+void gl_lua_setloaded(lua_State *L, const char *name) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
+}
+
 void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l) {
   gl_lua_setfuncs(L, module, l);
   gl_lua_setfuncs(L, methods, l);
@@ -127,6 +134,11 @@ int luaopen_gpu(lua_State *L) {
   lua_setiuservalue(L, -2, 1);
   lua_pop(L, 1);
 
+  lua_newtable(L);                    /* gpu._options: every options declaration (largs.c, options.lua) */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_options_key);
+  lua_setfield(L, module, "_options");
+
   gl_open_array(L, module, methods, meta);
   gl_open_create(L, module, methods);
   gl_open_shape(L, module, methods);
@@ -147,8 +159,6 @@ int luaopen_gpu(lua_State *L) {
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");
   push_dtype_constants(L, module);
-  lua_newtable(L);                                  /* every options declaration: largs.c, options.lua */
-  lua_setfield(L, module, "_options");
   lua_pushvalue(L, methods);
   lua_setfield(L, module, "methods");               /* for Lua parts that add methods */
   lua_settop(L, module);

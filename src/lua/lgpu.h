@@ -44,6 +44,9 @@ gl_array *gl_lua_test(lua_State *L, int idx);
 /* The array at idx, open or closed; a type error otherwise. */
 gl_array *gl_lua_checkany(lua_State *L, int idx);
 
+/* Pays the collector debt that gl_lua_account recorded (lrun.c; called by gl_lua_push
+** before a new array exists). */
+void gl_lua_pay_gc_debt(lua_State *L, gl_lctx *ctx);
 /* Tells Lua's collector about bytes held outside its heap (device or host arrays). */
 void gl_lua_account(lua_State *L, size_t nbytes);
 /* Accounts a finished result's bytes (arrays of 256 elements or more; none for an empty,
@@ -71,10 +74,6 @@ gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape
 /* Reads a shape from arguments first..top: numbers as varargs, or one table; stops at
 ** a table with string keys (an options table). Returns the index after the shape. */
 int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape);
-/* Options table at idx (or none): sets dtype and device where given. Other keys are
-** errors unless named in 'extra' (space-separated, may be NULL). A device left unset
-** (type 255) becomes the default device. */
-void gl_lua_opts(lua_State *L, int idx, gl_dtype *dt, gl_device *dev, const char *extra);
 gl_dtype gl_lua_dtype(lua_State *L, int idx);            /* a dtype name argument */
 gl_device gl_lua_device(lua_State *L, int idx);          /* a device name argument */
 gl_device gl_lua_default_device(lua_State *L);
@@ -84,6 +83,69 @@ int64_t gl_lua_int(lua_State *L, int idx, const char *what);   /* integral numbe
 void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset);
 /* A Lua value (number/boolean) as a scalar; raises at 'arg' otherwise. */
 gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg);
+
+/* ---- options tables (largs.c) ------------------------------------------------------------ */
+
+typedef enum gl_opttype {
+  GL_OPT_BOOL, GL_OPT_INT, GL_OPT_NUMBER, GL_OPT_STRING, GL_OPT_DTYPE, GL_OPT_DEVICE,
+  GL_OPT_PAIR,     /* an integer or a table {a, b} of two integers (window sizes, strides) */
+  GL_OPT_NUMSTR,   /* a number, or a string among 'choices' ("fro") */
+  GL_OPT_TABLE, GL_OPT_ARRAY, GL_OPT_ANY   /* type checked only; the caller reads the value */
+} gl_opttype;
+
+enum { GL_RANGE_MIN = 1, GL_RANGE_MAX = 2, GL_RANGE_MIN_OPEN = 4, GL_RANGE_MAX_OPEN = 8 };
+
+/* One declared key. INT, NUMBER, NUMSTR and PAIR values are checked against [min, max]
+** as 'range' says (NaN never passes); STRING values against 'choices' (space-separated;
+** NULL: any string). */
+typedef struct gl_optkey {
+  const char *name;
+  gl_opttype type;
+  unsigned range;
+  double min, max;
+  const char *choices;
+} gl_optkey;
+
+/* A function's options: its name as users call it, Lua code calling it with %s for the
+** options table (spec/options_spec.lua runs it), and its keys (ending with { NULL }). */
+typedef struct gl_optdecl {
+  const char *name;
+  const char *example;
+  const gl_optkey *keys;
+} gl_optdecl;
+
+/* What gl_lua_readopts found for one key (vals[i] for keys[i]). */
+typedef struct gl_optval {
+  bool set, b;
+  lua_Integer i;
+  double n;            /* NUMBER, INT (as a number), NUMSTR given a number */
+  const char *s;       /* STRING, NUMSTR given a string: valid while the table is alive */
+  int choice;          /* STRING with choices: the index of the value among them */
+  gl_dtype dtype;
+  gl_device device;
+  int pair[2];
+} gl_optval;
+
+/* Reads the options table at idx (none or nil: nothing set) against d into vals[], one
+** per key, or raises at argument idx: unknown key (with the nearest declared one), wrong
+** type, out of range. Nothing is pushed. */
+void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals);
+/* Adds d (or each of a NULL-terminated list) to gpu._options, for the generated spec. */
+void gl_lua_declare(lua_State *L, const gl_optdecl *d);
+void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list);
+/* The candidate nearest to word when close enough to be a typo, else NULL. */
+const char *gl_lua_nearest(const char *word, const char *const *candidates, int n);
+/* A table with a string key (an options table, as opposed to a shape or axis list). */
+bool gl_lua_is_options(lua_State *L, int idx);
+/* The options of a function that makes arrays: d's first two keys are dtype and device
+** (GL_KEYS_DTYPE_DEVICE), read into *dt and *dev where given; its other keys land in
+** vals (NULL when d has no others; vals[i] for d->keys[i]). A device left unset (type
+** 255) becomes the default device. */
+#define GL_KEYS_DTYPE_DEVICE { "dtype", GL_OPT_DTYPE, 0, 0, 0, NULL }, { "device", GL_OPT_DEVICE, 0, 0, 0, NULL }
+extern const gl_optkey gl_create_keys[];      /* just those two */
+void gl_lua_opts(lua_State *L, int idx, const gl_optdecl *d, gl_dtype *dt, gl_device *dev, gl_optval *vals);
+/* Registry key (its address) of gpu._options. */
+extern const char gl_options_key;
 
 /* ---- module registration ------------------------------------------------------------- */
 
@@ -120,6 +182,9 @@ void gl_open_fused(lua_State *L, int module, int methods);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue. */
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
+/* Puts the table at the top in package.loaded[name] too (it stays on the stack), so that
+** lauxlib names its functions 'gpu.fused.f' in errors even when called through pcall. */
+void gl_lua_setloaded(lua_State *L, const char *name);
 /* Registers 'l' as gpu.f(x, ...) and as the method x:f(...). */
 void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l);
 

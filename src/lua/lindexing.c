@@ -17,25 +17,26 @@ static int opt_axis(lua_State *L, int idx, int ndim, int64_t def, bool *given) {
   return ax;
 }
 
-/* Boolean options of a trailing table at idx; unknown keys are errors. 'names' and
-** 'vals' have n entries; vals hold the defaults on entry. */
-static void read_flags(lua_State *L, int idx, int n, const char *const *names, bool *vals) {
-  if (lua_isnoneornil(L, idx)) return;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int k = -1;
-    if (lua_type(L, -2) == LUA_TSTRING)
-      for (int i = 0; i < n; i++) if (strcmp(lua_tostring(L, -2), names[i]) == 0) k = i;
-    if (k < 0) {
-      lua_pushvalue(L, -2);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s'", luaL_tolstring(L, -1, NULL)));
-    }
-    if (!lua_isboolean(L, -1))
-      luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be a boolean, got %s", names[k], luaL_typename(L, -1)));
-    vals[k] = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
+/* ---- options ------------------------------------------------------------------------------ */
+
+#define FLAG(name) { name, GL_OPT_BOOL, 0, 0, 0, NULL }
+static const gl_optkey put_keys[] = { FLAG("accumulate"), { NULL } };
+static const gl_optkey sort_keys[] = { FLAG("descending"), { NULL } };
+static const gl_optkey topk_keys[] = { FLAG("largest"), FLAG("sorted"), { NULL } };
+#undef FLAG
+static const gl_optdecl put_decl = {
+  "index_put_", "gpu.zeros(3):index_put_(1, gpu.array({1, 1}, {dtype = 'int64'}), 1, %s)", put_keys };
+static const gl_optdecl sort_decl = { "sort", "gpu.sort(gpu.array({3, 1, 2}), %s)", sort_keys };
+static const gl_optdecl argsort_decl = { "argsort", "gpu.argsort(gpu.array({3, 1, 2}), -1, %s)", sort_keys };
+static const gl_optdecl topk_decl = { "topk", "gpu.topk(gpu.array({3, 1, 2}), 2, %s)", topk_keys };
+static const gl_optdecl *const index_decls[] = { &put_decl, &sort_decl, &argsort_decl, &topk_decl, NULL };
+
+/* Boolean options of a trailing table at idx against d; vals hold the defaults on entry. */
+static void read_flags(lua_State *L, int idx, const gl_optdecl *d, bool *vals) {
+  gl_optval v[4];
+  gl_lua_readopts(L, idx, d, v);
+  for (int i = 0; d->keys[i].name; i++)
+    if (v[i].set) vals[i] = v[i].b;
 }
 
 /* The arrays of the list at idx, in a scratch userdata left on the stack. */
@@ -151,9 +152,8 @@ static int l_index_put_(lua_State *L) {
   int axis = opt_axis(L, 2, x->ndim, 1, &given);
   gl_array *idx = gl_lua_check(L, 3);
   gl_operand v = value_operand(L, 4);
-  static const char *const names[] = { "accumulate" };
   bool acc = false;
-  read_flags(L, 5, 1, names, &acc);
+  read_flags(L, 5, &put_decl, &acc);
   gl_lua_check_status(L, gl_op_index_put(x, axis, idx, v, acc), 3);
   lua_settop(L, 1);
   return 1;
@@ -341,14 +341,13 @@ static int l_roll(lua_State *L) {
 /* ---- sort, argsort, topk --------------------------------------------------------------------- */
 
 /* Reads (axis = -1, {descending}) for sort/argsort; the options may come second. */
-static int sort_args(lua_State *L, const gl_array *x, bool *desc) {
+static int sort_args(lua_State *L, const gl_array *x, const gl_optdecl *d, bool *desc) {
   int opts = 3, axis = 0;
   if (lua_istable(L, 2)) opts = 2;
   else if (x->ndim > 0) { bool given; axis = opt_axis(L, 2, x->ndim, -1, &given); }
   else if (!lua_isnoneornil(L, 2)) luaL_argerror(L, 2, "a 0-d array has no axes");
-  static const char *const names[] = { "descending" };
   *desc = false;
-  read_flags(L, opts, 1, names, desc);
+  read_flags(L, opts, d, desc);
   return axis;
 }
 
@@ -356,7 +355,7 @@ static int sort_args(lua_State *L, const gl_array *x, bool *desc) {
 static int sort_or_argsort(lua_State *L, bool positions) {
   gl_array *x = gl_lua_check(L, 1);
   bool desc;
-  int axis = sort_args(L, x, &desc);
+  int axis = sort_args(L, x, positions ? &argsort_decl : &sort_decl, &desc);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_sort(positions ? NULL : out, positions ? out : NULL, x, axis, desc), 0);
   gl_lua_account_array(L, out);
@@ -375,9 +374,8 @@ static int l_topk(lua_State *L) {
   bool given;
   if (lua_istable(L, 3)) { opts = 3; axis = x->ndim - 1; }
   else axis = opt_axis(L, 3, x->ndim, -1, &given);
-  static const char *const names[] = { "largest", "sorted" };
   bool flags[2] = { true, true };
-  read_flags(L, opts, 2, names, flags);
+  read_flags(L, opts, &topk_decl, flags);
   if (k < 0 || k > x->shape[axis])
     luaL_argerror(L, 2, lua_pushfstring(L, "k = %I is out of range for axis %d of size %I",
                                         (lua_Integer)k, axis + 1, (lua_Integer)x->shape[axis]));
@@ -418,4 +416,5 @@ static const luaL_Reg index_both[] = {
 void gl_open_indexing(lua_State *L, int module, int methods) {
   gl_lua_setfuncs(L, module, index_funcs);
   gl_lua_setboth(L, module, methods, index_both);
+  gl_lua_declare_all(L, index_decls);
 }

@@ -71,48 +71,48 @@ static void check_file(lua_State *L, gl_status st, const char *fname, const char
   if (st != GL_OK) file_error(L, fname, path);
 }
 
-/* An options table whose keys must be among 'allowed' (space-separated). */
-static void check_keys(lua_State *L, int idx, const char *fname, const char *allowed) {
-  if (lua_isnoneornil(L, idx)) return;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    bool ok = false;
-    if (k) {
-      size_t n = strlen(k);
-      for (const char *p = allowed; *p; ) {
-        size_t m = strcspn(p, " ");
-        if (m == n && strncmp(p, k, n) == 0) ok = true;
-        p += m;
-        while (*p == ' ') p++;
-      }
-    }
-    if (!ok) {
-      lua_pushvalue(L, -1);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' to gpu.%s (expected %s)",
-                                            luaL_tolstring(L, -1, NULL), fname, allowed));
-    }
-  }
-}
+/* ---- options ------------------------------------------------------------------------------ */
 
-/* The device (and dtype, -1 for "as in the file") a load puts its arrays on. */
-static void load_opts(lua_State *L, int idx, const char *fname, int *dtype, gl_device *dev,
-                      const char *extra) {
-  char allowed[128];
-  snprintf(allowed, sizeof allowed, "device dtype%s%s", extra ? " " : "", extra ? extra : "");
-  check_keys(L, idx, fname, allowed);
+static const gl_optkey load_keys[] = { GL_KEYS_DTYPE_DEVICE, { NULL } };
+static const gl_optkey loadtxt_keys[] = {
+  GL_KEYS_DTYPE_DEVICE, { "delimiter", GL_OPT_ANY, 0, 0, 0, NULL }, { "skip", GL_OPT_INT, GL_RANGE_MIN, 0, 0, NULL },
+  { "comments", GL_OPT_ANY, 0, 0, 0, NULL }, { NULL }
+};
+static const gl_optkey savez_keys[] = { { "compressed", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+static const gl_optkey savetxt_keys[] = {
+  { "delimiter", GL_OPT_STRING, 0, 0, 0, NULL }, { "fmt", GL_OPT_STRING, 0, 0, 0, NULL }, { NULL }
+};
+#define TMP "os.tmpname()"
+static const gl_optdecl load_decl = { "load", "local p = " TMP " gpu.save(p, gpu.ones(2)) gpu.load(p, %s) os.remove(p)",
+                                      load_keys };
+static const gl_optdecl loadz_decl = { "loadz", "local p = " TMP " gpu.savez(p, {a = gpu.ones(2)}) gpu.loadz(p, %s) os.remove(p)",
+                                       load_keys };
+static const gl_optdecl load_st_decl = {
+  "load_safetensors", "local p = " TMP " gpu.save_safetensors(p, {a = gpu.ones(2)}) gpu.load_safetensors(p, %s) os.remove(p)",
+  load_keys };
+static const gl_optdecl loadtxt_decl = {
+  "loadtxt", "local p = " TMP " gpu.savetxt(p, gpu.ones(2, 2)) gpu.loadtxt(p, %s) os.remove(p)", loadtxt_keys };
+static const gl_optdecl savez_decl = { "savez", "local p = " TMP " gpu.savez(p, {a = gpu.ones(2)}, %s) os.remove(p)",
+                                       savez_keys };
+static const gl_optdecl savez_c_decl = {
+  "savez_compressed", "local p = " TMP " gpu.savez_compressed(p, {a = gpu.ones(2)}, %s) os.remove(p)", savez_keys };
+static const gl_optdecl savetxt_decl = { "savetxt", "local p = " TMP " gpu.savetxt(p, gpu.ones(2), %s) os.remove(p)",
+                                         savetxt_keys };
+#undef TMP
+static const gl_optdecl *const io_decls[] = {
+  &load_decl, &loadz_decl, &load_st_decl, &loadtxt_decl, &savez_decl, &savez_c_decl, &savetxt_decl, NULL
+};
+
+/* The device (and dtype, -1 for "as in the file") a load puts its arrays on; vals gets
+** d's other keys. */
+static void load_opts(lua_State *L, int idx, const gl_optdecl *d, int *dtype, gl_device *dev, gl_optval *vals) {
   gl_dtype dt = GL_DEFAULT_DTYPE;
+  gl_optval own[2];
+  if (vals == NULL) vals = own;
   dev->type = 255;
   dev->index = 0;
-  bool have_dt = false;
-  if (lua_istable(L, idx)) {
-    have_dt = lua_getfield(L, idx, "dtype") != LUA_TNIL;
-    lua_pop(L, 1);
-  }
-  gl_lua_opts(L, idx, &dt, dev, extra);
-  *dtype = have_dt ? (int)dt : -1;
+  gl_lua_opts(L, idx, d, &dt, dev, vals);
+  *dtype = vals[0].set ? (int)dt : -1;
 }
 
 /* ---- arrays from bytes ------------------------------------------------------------------ */
@@ -208,7 +208,7 @@ static int l_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, "load", &dtype, &dev, NULL);
+  load_opts(L, 2, &load_decl, &dtype, &dev, NULL);
   io_box *b = push_box(L);
   check_file(L, gl_map_file(path, &b->map), "load", path);
   if (b->map.len >= 4 && memcmp(b->map.data, "PK\3\4", 4) == 0) return loadz_from(L, b, "load", path, dtype, dev);
@@ -260,12 +260,10 @@ static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size
 
 static int savez(lua_State *L, const char *fname, bool compress) {
   const char *path = luaL_checkstring(L, 1);
-  check_keys(L, 3, fname, "compressed");
-  if (lua_istable(L, 3)) {
-    lua_getfield(L, 3, "compressed");
-    if (!lua_isnil(L, -1)) compress = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
+  gl_optval ov[1];
+  gl_lua_readopts(L, 3, compress ? &savez_c_decl : &savez_decl, ov);
+  if (ov[0].set) compress = ov[0].b;
+  (void)fname;
   lua_settop(L, 3);
   io_box *b = push_box(L);
   size_t n, maxname;
@@ -332,7 +330,7 @@ static int l_loadz(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, "loadz", &dtype, &dev, NULL);
+  load_opts(L, 2, &loadz_decl, &dtype, &dev, NULL);
   io_box *b = push_box(L);
   check_file(L, gl_map_file(path, &b->map), "loadz", path);
   return loadz_from(L, b, "loadz", path, dtype, dev);
@@ -401,7 +399,7 @@ static int l_load_safetensors(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, "load_safetensors", &dtype, &dev, NULL);
+  load_opts(L, 2, &load_st_decl, &dtype, &dev, NULL);
   io_box *b = push_box(L);
   check_file(L, gl_map_file(path, &b->map), "load_safetensors", path);
   check_file(L, gl_st_parse(b->map.data, b->map.len, &b->st), "load_safetensors", path);
@@ -443,18 +441,12 @@ static int l_loadtxt(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, "loadtxt", &dtype, &dev, "delimiter skip comments");
+  gl_optval ov[5];
+  load_opts(L, 2, &loadtxt_decl, &dtype, &dev, ov);
   gl_text_opts o = { 0, '#', 0 };
   o.delimiter = char_opt(L, 2, "delimiter", 0, true);
   o.comment = char_opt(L, 2, "comments", '#', false);
-  if (lua_istable(L, 2)) {
-    if (lua_getfield(L, 2, "skip") != LUA_TNIL) {
-      int isint;
-      o.skip = lua_tointegerx(L, -1, &isint);
-      if (!isint || o.skip < 0) luaL_argerror(L, 2, "option 'skip' must be a non-negative integer");
-    }
-    lua_pop(L, 1);
-  }
+  if (ov[3].set) o.skip = ov[3].i;
   gl_dtype dt = dtype < 0 ? GL_DEFAULT_DTYPE : (gl_dtype)dtype;
   io_box *b = push_box(L);
   check_file(L, gl_map_file(path, &b->map), "loadtxt", path);
@@ -470,18 +462,9 @@ static int l_savetxt(lua_State *L) {
   const char *path;
   gl_array *x;
   path_and_array(L, &path, &x);
-  check_keys(L, 3, "savetxt", "delimiter fmt");
-  const char *delim = " ", *fmt = "%.18e";
-  if (lua_istable(L, 3)) {
-    if (lua_getfield(L, 3, "delimiter") != LUA_TNIL) {
-      if (lua_type(L, -1) != LUA_TSTRING) luaL_argerror(L, 3, "option 'delimiter' must be a string");
-      delim = lua_tostring(L, -1);
-    }
-    if (lua_getfield(L, 3, "fmt") != LUA_TNIL) {
-      if (lua_type(L, -1) != LUA_TSTRING) luaL_argerror(L, 3, "option 'fmt' must be a string");
-      fmt = lua_tostring(L, -1);
-    }
-  }
+  gl_optval ov[2];
+  gl_lua_readopts(L, 3, &savetxt_decl, ov);
+  const char *delim = ov[0].set ? ov[0].s : " ", *fmt = ov[1].set ? ov[1].s : "%.18e";
   if (x->ndim < 1 || x->ndim > 2)
     luaL_argerror(L, 2, lua_pushfstring(L, "savetxt takes a 1-D or 2-D array, got %d-D", x->ndim));
   char cfmt[160];
@@ -535,4 +518,5 @@ void gl_open_io(lua_State *L, int module, int methods) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
   gl_lua_setfuncs(L, module, io_funcs);
   gl_lua_setboth(L, module, methods, io_both);
+  gl_lua_declare_all(L, io_decls);
 }

@@ -55,15 +55,33 @@ static uint64_t check_seed(lua_State *L, int idx) {
   return (uint64_t)n;
 }
 
+/* ---- options ------------------------------------------------------------------------------- */
+
+static const gl_optkey choice_keys[] = { GL_KEYS_DTYPE_DEVICE, { "replace", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+#define DECL(fn, example) static const gl_optdecl fn##_decl = { "random." #fn, example, gl_create_keys };
+DECL(rand, "gpu.random.rand(2, %s)")
+DECL(randn, "gpu.random.randn(2, %s)")
+DECL(uniform, "gpu.random.uniform(0, 1, 2, %s)")
+DECL(normal, "gpu.random.normal(0, 1, 2, %s)")
+DECL(randint, "gpu.random.randint(1, 6, 2, %s)")
+DECL(bernoulli, "gpu.random.bernoulli(0.5, 2, %s)")
+DECL(permutation, "gpu.random.permutation(4, %s)")
+#undef DECL
+static const gl_optdecl choice_decl = { "random.choice", "gpu.random.choice(5, 2, %s)", choice_keys };
+static const gl_optdecl *const random_decls[] = {
+  &rand_decl, &randn_decl, &uniform_decl, &normal_decl, &randint_decl, &bernoulli_decl, &permutation_decl,
+  &choice_decl, NULL
+};
+
 /* The shape at 'first' (varargs or a table) and the options after it. */
 static void shape_opts(lua_State *L, int first, int *ndim, int64_t *shape, gl_dtype *dt, gl_device *dev,
-                       const char *extra) {
+                       const gl_optdecl *d) {
   int next = gl_lua_shape(L, first, ndim, shape);
   if (next <= lua_gettop(L) && !lua_istable(L, next) && !lua_isnil(L, next))
     luaL_argerror(L, next, lua_pushfstring(L, "dimension or options table expected, got %s", luaL_typename(L, next)));
   dev->type = 255;
   dev->index = 0;
-  gl_lua_opts(L, next, dt, dev, extra);
+  gl_lua_opts(L, next, d, dt, dev, NULL);
 }
 
 /* Pushes nothing: checks the status of a fill into 'out' (already pushed) and accounts. */
@@ -75,7 +93,7 @@ static int done(lua_State *L, gl_status st, int arg, gl_array *out) {
 
 /* ---- float distributions ------------------------------------------------------------ */
 
-static int float_dist(lua_State *L, gl_rand_dist dist, bool params, double a, double b) {
+static int float_dist(lua_State *L, gl_rand_dist dist, bool params, double a, double b, const gl_optdecl *d) {
   int first;
   gl_rng *g = call_generator(L, &first);
   int params_at = first;
@@ -88,16 +106,16 @@ static int float_dist(lua_State *L, gl_rand_dist dist, bool params, double a, do
   int64_t shape[GL_MAXDIMS];
   gl_dtype dt = GL_DEFAULT_DTYPE;
   gl_device dev;
-  shape_opts(L, first, &ndim, shape, &dt, &dev, NULL);
+  shape_opts(L, first, &ndim, shape, &dt, &dev, d);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_random(out, pick(L, g, dev), dist, a, b, dt, ndim, shape, dev);
   return done(L, st, st == GL_EINVAL && params && gl_dtype_is_float(dt) ? params_at : 0, out);
 }
 
-static int l_rand(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, false, 0.0, 1.0); }
-static int l_randn(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, false, 0.0, 1.0); }
-static int l_uniform(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, true, 0, 0); }
-static int l_normal(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, true, 0, 0); }
+static int l_rand(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, false, 0.0, 1.0, &rand_decl); }
+static int l_randn(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, false, 0.0, 1.0, &randn_decl); }
+static int l_uniform(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, true, 0, 0, &uniform_decl); }
+static int l_normal(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, true, 0, 0, &normal_decl); }
 
 /* randint(lo, hi, shape... [, opts]): lo..hi inclusive, like math.random(lo, hi). */
 static int l_randint(lua_State *L) {
@@ -108,7 +126,7 @@ static int l_randint(lua_State *L) {
   int64_t shape[GL_MAXDIMS];
   gl_dtype dt = GL_INT64;
   gl_device dev;
-  shape_opts(L, first + 2, &ndim, shape, &dt, &dev, NULL);
+  shape_opts(L, first + 2, &ndim, shape, &dt, &dev, &randint_decl);
   gl_array *out = gl_lua_push(L);
   return done(L, gl_op_randint(out, pick(L, g, dev), lo, hi, dt, ndim, shape, dev), 0, out);
 }
@@ -128,7 +146,7 @@ static int l_bernoulli(lua_State *L) {
   gl_device dev;
   bool has_shape = lua_type(L, first + 1) == LUA_TNUMBER ||
                    (lua_istable(L, first + 1) && lua_rawlen(L, first + 1) > 0);
-  shape_opts(L, first + 1, &ndim, shape, &dt, &dev, NULL);
+  shape_opts(L, first + 1, &ndim, shape, &dt, &dev, &bernoulli_decl);
   if (parr) {
     bool dev_given = false;
     if (lua_istable(L, lua_gettop(L))) {
@@ -163,7 +181,7 @@ static int l_permutation(lua_State *L) {
   if (n < 0) return luaL_argerror(L, first, lua_pushfstring(L, "n must be >= 0 (got %I)", (lua_Integer)n));
   gl_dtype dt = GL_INT64;
   gl_device dev = { 255, 0 };
-  gl_lua_opts(L, first + 1, &dt, &dev, NULL);
+  gl_lua_opts(L, first + 1, &permutation_decl, &dt, &dev, NULL);
   if (dt != GL_INT64 && dt != GL_INT32)
     return luaL_argerror(L, first + 1, lua_pushfstring(L, "dtype %s is not supported by permutation (expected int64 or int32)", gl_dtypes[dt].name));
   gl_array *out = gl_lua_push(L);
@@ -207,20 +225,12 @@ static int l_choice(lua_State *L) {
     if (k < 0) return luaL_argerror(L, o, lua_pushfstring(L, "sample size must be >= 0 (got %I)", (lua_Integer)k));
     o++;
   }
-  bool replace = true;
-  if (lua_istable(L, o)) {
-    if (lua_getfield(L, o, "replace") != LUA_TNIL) {
-      if (!lua_isboolean(L, -1)) return luaL_argerror(L, o, "option 'replace' must be a boolean");
-      replace = lua_toboolean(L, -1);
-    }
-    lua_pop(L, 1);
-  } else if (!lua_isnoneornil(L, o)) {
-    return luaL_argerror(L, o, lua_pushfstring(L, "options table expected, got %s", luaL_typename(L, o)));
-  }
   gl_dtype dt = GL_INT64;
   gl_device dev = { 255, 0 };
   if (x) dev = gl_array_device(x);
-  gl_lua_opts(L, o, &dt, &dev, "replace");
+  gl_optval ov[3];
+  gl_lua_opts(L, o, &choice_decl, &dt, &dev, ov);
+  bool replace = ov[2].set ? ov[2].b : true;
   if (x && !gl_device_eq(dev, gl_array_device(x)))
     return luaL_argerror(L, o, "option 'device' must be x's device");
   if (dt != GL_INT64) return luaL_argerror(L, o, "choice gives int64 positions (dtype must be int64)");
@@ -367,11 +377,8 @@ void gl_open_random(lua_State *L, int module, int methods) {
   lua_pushcfunction(L, l_generator);
   lua_setfield(L, random, "Generator");
 
-  /* in package.loaded too, so lauxlib names errors 'gpu.random.f' even through pcall */
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushvalue(L, random);
-  lua_setfield(L, -2, "gpu.random");
-  lua_pop(L, 1);
+  gl_lua_setloaded(L, "gpu.random");
   lua_setfield(L, module, "random");
   lua_pop(L, 1);                                      /* defaults */
+  gl_lua_declare_all(L, random_decls);
 }

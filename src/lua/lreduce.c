@@ -12,31 +12,45 @@
 
 enum { R_PLAIN, R_STD, R_NORM, R_SCAN };
 
+/* The options each reduction takes (gpu._options lists them under the function's name). */
+#define KEEPDIMS { "keepdims", GL_OPT_BOOL, 0, 0, 0, NULL }
+#define DTYPE { "dtype", GL_OPT_DTYPE, 0, 0, 0, NULL }
+#define DDOF { "ddof", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }
+static const gl_optkey keep_keys[] = { KEEPDIMS, { NULL } };
+static const gl_optkey keep_dtype_keys[] = { KEEPDIMS, DTYPE, { NULL } };
+static const gl_optkey var_keys[] = { KEEPDIMS, DTYPE, DDOF, { NULL } };
+static const gl_optkey norm_keys[] = { KEEPDIMS, { "ord", GL_OPT_NUMSTR, 0, 0, 0, "fro" }, { NULL } };
+static const gl_optkey scan_keys[] = { DTYPE, { NULL } };
+#undef KEEPDIMS
+#undef DTYPE
+#undef DDOF
+
 typedef struct rfunc {
-  const char *name;
+  gl_optdecl decl;     /* its name and options */
   int op;              /* gl_redop */
   int kind;            /* R_* */
   bool one_axis;       /* argmax, argmin, cumsum, cumprod: a number, never a table */
-  const char *opts;    /* the option names it takes, space-separated */
 } rfunc;
 
+#define X "gpu.ones(2, 3)"
 static const rfunc rfuncs[] = {
-  { "sum", GL_R_SUM, R_PLAIN, false, "keepdims dtype" },
-  { "prod", GL_R_PROD, R_PLAIN, false, "keepdims dtype" },
-  { "mean", GL_R_MEAN, R_PLAIN, false, "keepdims dtype" },
-  { "var", GL_R_VAR, R_PLAIN, false, "keepdims dtype ddof" },
-  { "std", GL_R_VAR, R_STD, false, "keepdims dtype ddof" },
-  { "max", GL_R_MAX, R_PLAIN, false, "keepdims" },
-  { "min", GL_R_MIN, R_PLAIN, false, "keepdims" },
-  { "argmax", GL_R_ARGMAX, R_PLAIN, true, "keepdims" },
-  { "argmin", GL_R_ARGMIN, R_PLAIN, true, "keepdims" },
-  { "all", GL_R_ALL, R_PLAIN, false, "keepdims" },
-  { "any", GL_R_ANY, R_PLAIN, false, "keepdims" },
-  { "norm", GL_R_NORM, R_NORM, false, "keepdims ord" },
-  { "logsumexp", GL_R_LOGSUMEXP, R_PLAIN, false, "keepdims" },
-  { "cumsum", GL_R_SUM, R_SCAN, true, "dtype" },
-  { "cumprod", GL_R_PROD, R_SCAN, true, "dtype" },
+  { { "sum", "gpu.sum(" X ", 1, %s)", keep_dtype_keys }, GL_R_SUM, R_PLAIN, false },
+  { { "prod", "gpu.prod(" X ", nil, %s)", keep_dtype_keys }, GL_R_PROD, R_PLAIN, false },
+  { { "mean", "gpu.mean(" X ", 2, %s)", keep_dtype_keys }, GL_R_MEAN, R_PLAIN, false },
+  { { "var", "gpu.var(" X ", 1, %s)", var_keys }, GL_R_VAR, R_PLAIN, false },
+  { { "std", "gpu.std(" X ", 1, %s)", var_keys }, GL_R_VAR, R_STD, false },
+  { { "max", "gpu.max(" X ", 1, %s)", keep_keys }, GL_R_MAX, R_PLAIN, false },
+  { { "min", "gpu.min(" X ", 1, %s)", keep_keys }, GL_R_MIN, R_PLAIN, false },
+  { { "argmax", "gpu.argmax(" X ", 1, %s)", keep_keys }, GL_R_ARGMAX, R_PLAIN, true },
+  { { "argmin", "gpu.argmin(" X ", 1, %s)", keep_keys }, GL_R_ARGMIN, R_PLAIN, true },
+  { { "all", "gpu.all(" X ", 1, %s)", keep_keys }, GL_R_ALL, R_PLAIN, false },
+  { { "any", "gpu.any(" X ", 1, %s)", keep_keys }, GL_R_ANY, R_PLAIN, false },
+  { { "norm", "gpu.norm(" X ", nil, %s)", norm_keys }, GL_R_NORM, R_NORM, false },
+  { { "logsumexp", "gpu.logsumexp(" X ", 1, %s)", keep_keys }, GL_R_LOGSUMEXP, R_PLAIN, false },
+  { { "cumsum", "gpu.cumsum(" X ", 1, %s)", scan_keys }, GL_R_SUM, R_SCAN, true },
+  { { "cumprod", "gpu.cumprod(" X ", 1, %s)", scan_keys }, GL_R_PROD, R_SCAN, true },
 };
+#undef X
 
 typedef struct ropts {
   bool keepdims;
@@ -45,69 +59,21 @@ typedef struct ropts {
   double ord;          /* NaN: the default norm */
 } ropts;
 
-/* A table with a string key is an options table; any other table is a list of axes. */
-static bool is_opts_table(lua_State *L, int idx) {
-  if (!lua_istable(L, idx)) return false;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    bool str = lua_type(L, -2) == LUA_TSTRING;
-    lua_pop(L, 1);
-    if (str) { lua_pop(L, 1); return true; }
-  }
-  return false;
-}
-
-/* Is 'word' one of the space-separated words of 'list'? */
-static bool listed(const char *list, const char *word) {
-  size_t n = strlen(word);
-  for (const char *p = list; *p;) {
-    size_t m = strcspn(p, " ");
-    if (m == n && strncmp(p, word, n) == 0) return true;
-    p += m;
-    while (*p == ' ') p++;
-  }
-  return false;
-}
-
+/* Reads the options at idx by name (each function declares a subset of these). */
 static void read_opts(lua_State *L, int idx, const rfunc *f, ropts *o) {
   o->keepdims = false;
   o->dtype = -1;
   o->ddof = 0;
   o->ord = NAN;
-  if (lua_isnoneornil(L, idx)) return;
-  if (!lua_istable(L, idx))
-    luaL_argerror(L, idx, lua_pushfstring(L, "options table expected, got %s", luaL_typename(L, idx)));
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int v = lua_gettop(L);
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    if (k == NULL || !listed(f->opts, k)) {
-      lua_pushvalue(L, -2);
-      luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (%s takes: %s)",
-                                            luaL_tolstring(L, -1, NULL), f->name, f->opts));
-    }
-    if (strcmp(k, "keepdims") == 0) {
-      if (!lua_isboolean(L, v))
-        luaL_argerror(L, idx, lua_pushfstring(L, "option 'keepdims' must be a boolean, got %s", luaL_typename(L, v)));
-      o->keepdims = lua_toboolean(L, v);
-    } else if (strcmp(k, "dtype") == 0) {
-      int t = lua_type(L, v) == LUA_TSTRING ? gl_dtype_from_name(lua_tostring(L, v)) : -2;
-      if (t == -2)
-        luaL_argerror(L, idx, lua_pushfstring(L, "option 'dtype' must be a dtype name, got %s", luaL_typename(L, v)));
-      if (t < 0)
-        luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", lua_tostring(L, v),
-                                              gl_dtype_names()));
-      o->dtype = t;
-    } else if (strcmp(k, "ddof") == 0) {
-      if (lua_type(L, v) != LUA_TNUMBER || !(lua_tonumber(L, v) >= 0))
-        luaL_argerror(L, idx, "option 'ddof' must be a non-negative number");
-      o->ddof = lua_tonumber(L, v);
-    } else {                                 /* ord */
-      if (lua_type(L, v) == LUA_TSTRING && strcmp(lua_tostring(L, v), "fro") == 0) o->ord = NAN;
-      else if (lua_type(L, v) == LUA_TNUMBER && !isnan(lua_tonumber(L, v))) o->ord = lua_tonumber(L, v);
-      else luaL_argerror(L, idx, "option 'ord' must be a number (1, 2, math.huge, ...) or 'fro'");
-    }
-    lua_pop(L, 1);
+  gl_optval v[4];
+  gl_lua_readopts(L, idx, &f->decl, v);
+  for (int i = 0; f->decl.keys[i].name; i++) {
+    const char *k = f->decl.keys[i].name;
+    if (!v[i].set) continue;
+    if (strcmp(k, "keepdims") == 0) o->keepdims = v[i].b;
+    else if (strcmp(k, "dtype") == 0) o->dtype = (int)v[i].dtype;
+    else if (strcmp(k, "ddof") == 0) o->ddof = v[i].n;
+    else if (strcmp(k, "ord") == 0) o->ord = v[i].s ? (double)NAN : v[i].n;     /* "fro": the default */
   }
 }
 
@@ -124,7 +90,7 @@ static int read_axes(lua_State *L, int idx, const rfunc *f, const gl_array *x, i
     luaL_argerror(L, idx, lua_pushfstring(L, "axis must be a number, a table of numbers or nil, got %s",
                                           luaL_typename(L, idx)));
   if (f->one_axis)
-    luaL_argerror(L, idx, lua_pushfstring(L, "%s takes one axis (a number), not a table", f->name));
+    luaL_argerror(L, idx, lua_pushfstring(L, "%s takes one axis (a number), not a table", f->decl.name));
   lua_Integer len = luaL_len(L, idx);
   if (len > GL_MAXDIMS) luaL_argerror(L, idx, "too many axes");
   int n = 0;
@@ -160,7 +126,7 @@ static int l_reduce(lua_State *L) {
   const rfunc *f = &rfuncs[lua_tointeger(L, lua_upvalueindex(2))];
   gl_array *x = gl_lua_check(L, 1);
   int axes[GL_MAXDIMS], naxes = -1, optidx = 3;
-  if (is_opts_table(L, 2)) {
+  if (gl_lua_is_options(L, 2)) {
     optidx = 2;
     if (!lua_isnoneornil(L, 3)) luaL_argerror(L, 3, "unexpected argument after the options table");
   } else {
@@ -184,7 +150,8 @@ void gl_open_reduce(lua_State *L, int module, int methods) {
     lua_pushinteger(L, (lua_Integer)i);
     lua_pushcclosure(L, l_reduce, 2);
     lua_pushvalue(L, -1);
-    lua_setfield(L, module, rfuncs[i].name);
-    lua_setfield(L, methods, rfuncs[i].name);
+    lua_setfield(L, module, rfuncs[i].decl.name);
+    lua_setfield(L, methods, rfuncs[i].decl.name);
+    gl_lua_declare(L, &rfuncs[i].decl);
   }
 }

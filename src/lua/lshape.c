@@ -194,13 +194,15 @@ static int l_astype(lua_State *L) {
   return push_copy(L, a, gl_lua_dtype(L, 2), gl_array_device(a));
 }
 
+static const gl_optdecl to_decl = { "to", "gpu.ones(2):to(%s)", gl_create_keys };
+
 /* x:to(device) / x:to({device=, dtype=}): returns x itself when nothing changes. */
 static int l_to(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   gl_dtype dt = (gl_dtype)a->dtype;
   gl_device dev = gl_array_device(a);
   if (lua_type(L, 2) == LUA_TSTRING) dev = gl_lua_device(L, 2);
-  else if (lua_istable(L, 2)) gl_lua_opts(L, 2, &dt, &dev, NULL);
+  else if (lua_istable(L, 2)) gl_lua_opts(L, 2, &to_decl, &dt, &dev, NULL);
   else luaL_argerror(L, 2, lua_pushfstring(L, "device name or options table expected, got %s", luaL_typename(L, 2)));
   if (dt == a->dtype && gl_device_eq(dev, gl_array_device(a))) { lua_settop(L, 1); return 1; }
   return push_copy(L, a, dt, dev);
@@ -316,6 +318,7 @@ static const luaL_Reg shape_funcs[] = {
 
 void gl_open_shape(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, shape_funcs);
+  gl_lua_declare(L, &to_decl);
 }
 
 /* ---- the public C API (gpulua.h) --------------------------------------------------------- */

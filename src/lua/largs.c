@@ -1,0 +1,318 @@
+/*
+** largs.c — the one options reader of the C binding (its Lua twin is lua/gpu/options.lua).
+**
+** A function that takes an options table declares its keys once, as a gl_optdecl
+** (name, type, range or choices), and reads the table with gl_lua_readopts. An unknown
+** key is an error naming the nearest declared one; a value of the wrong type, NaN, or
+** outside its range names the option:
+**   bad argument #2 to 'sum' (unknown option 'keepdim'; did you mean 'keepdims'?)
+** Declarations are listed in gpu._options (name -> {keys =, example =}) when the module
+** opens (gl_lua_declare), where spec/options_spec.lua finds them: every declared
+** function is called with an unknown key through its example.
+*/
+#include <math.h>
+#include <string.h>
+#include "lgpu.h"
+
+const char gl_options_key = 'o';
+
+/* ---- nearest key ------------------------------------------------------------------------ */
+
+/* Damerau-Levenshtein distance of two short words (adjacent swaps count one); words of
+** 32 bytes or more count as far apart. */
+static int word_distance(const char *a, const char *b) {
+  enum { N = 32 };
+  size_t la = strlen(a), lb = strlen(b);
+  if (la >= N || lb >= N) return 1000;
+  int d[N + 1][N + 1];
+  for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= la; i++)
+    for (size_t j = 1; j <= lb; j++) {
+      int cost = a[i - 1] != b[j - 1];
+      int v = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+      if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
+      d[i][j] = v;
+    }
+  return d[la][lb];
+}
+
+const char *gl_lua_nearest(const char *word, const char *const *candidates, int n) {
+  const char *best = NULL;
+  int bestd = 1000;
+  for (int i = 0; i < n; i++) {
+    int dd = word_distance(word, candidates[i]);
+    if (dd < bestd) { best = candidates[i]; bestd = dd; }
+  }
+  int len = (int)strlen(word);
+  int limit = len / 3 > 2 ? len / 3 : 2;
+  return best && bestd <= limit && bestd < len ? best : NULL;
+}
+
+/* ---- declarations ------------------------------------------------------------------------ */
+
+static int nkeys(const gl_optdecl *d) {
+  int n = 0;
+  while (d->keys[n].name) n++;
+  return n;
+}
+
+/* "a, b, c": the declared keys, pushed on the stack. */
+static const char *push_key_list(lua_State *L, const gl_optdecl *d) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; d->keys[i].name; i++) {
+    if (i) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, d->keys[i].name);
+  }
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
+void gl_lua_declare(lua_State *L, const gl_optdecl *d) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &gl_options_key);
+  if (!lua_istable(L, -1)) { lua_pop(L, 1); return; }
+  lua_createtable(L, 0, 2);
+  int n = nkeys(d);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, d->keys[i].name);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "keys");
+  if (d->example) {
+    lua_pushstring(L, d->example);
+    lua_setfield(L, -2, "example");
+  }
+  lua_setfield(L, -2, d->name);
+  lua_pop(L, 1);
+}
+
+void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list) {
+  for (int i = 0; list[i]; i++) gl_lua_declare(L, list[i]);
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+static const char *type_word(gl_opttype t) {
+  switch (t) {
+    case GL_OPT_BOOL: return "a boolean";
+    case GL_OPT_INT: return "an integer";
+    case GL_OPT_NUMBER: return "a number";
+    case GL_OPT_STRING: return "a string";
+    case GL_OPT_DTYPE: return "a dtype name";
+    case GL_OPT_DEVICE: return "a device name";
+    case GL_OPT_PAIR: return "an integer or a pair {h, w} of integers";
+    case GL_OPT_NUMSTR: return "a number or a string";
+    case GL_OPT_TABLE: return "a table";
+    case GL_OPT_ARRAY: return "a gpu.array";
+    case GL_OPT_ANY: return "a value";
+  }
+  return "a value";
+}
+
+/* A readable form of the value at v, pushed: "integer 3", "'relu'", "table". */
+static const char *push_value_desc(lua_State *L, int v) {
+  switch (lua_type(L, v)) {
+    case LUA_TNUMBER:
+      return lua_isinteger(L, v) ? lua_pushfstring(L, "integer %I", (lua_Integer)lua_tointeger(L, v))
+                                 : lua_pushfstring(L, "number %f", lua_tonumber(L, v));
+    case LUA_TSTRING: return lua_pushfstring(L, "'%s'", lua_tostring(L, v));
+    default: return lua_pushstring(L, gl_lua_test(L, v) ? "gpu.array" : luaL_typename(L, v));
+  }
+}
+
+static int option_error(lua_State *L, int idx, const char *key, const char *fmt, const char *detail) {
+  const char *what = lua_pushfstring(L, fmt, key, detail);
+  return luaL_argerror(L, idx, what);
+}
+
+/* A number against the key's range: NaN is always out. */
+static void check_range(lua_State *L, int idx, const gl_optkey *k, double x, int v) {
+  const char *why = NULL;
+  char bound[64];
+  if (isnan(x)) why = "must not be NaN";
+  else if ((k->range & GL_RANGE_MIN) && (x < k->min || ((k->range & GL_RANGE_MIN_OPEN) && x == k->min))) {
+    snprintf(bound, sizeof bound, "must be %s %.17g", (k->range & GL_RANGE_MIN_OPEN) ? ">" : ">=", k->min);
+    why = bound;
+  } else if ((k->range & GL_RANGE_MAX) && (x > k->max || ((k->range & GL_RANGE_MAX_OPEN) && x == k->max))) {
+    snprintf(bound, sizeof bound, "must be %s %.17g", (k->range & GL_RANGE_MAX_OPEN) ? "<" : "<=", k->max);
+    why = bound;
+  }
+  if (why) {
+    const char *got = push_value_desc(L, v);
+    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' %s, got %s", k->name, why, got));
+  }
+}
+
+/* Is 'word' one of the space-separated 'choices'? Returns its position or -1. */
+static int choice_index(const char *choices, const char *word) {
+  size_t n = strlen(word);
+  int i = 0;
+  for (const char *p = choices; *p; i++) {
+    size_t m = strcspn(p, " ");
+    if (m == n && strncmp(p, word, n) == 0) return i;
+    p += m;
+    while (*p == ' ') p++;
+  }
+  return -1;
+}
+
+static void read_string(lua_State *L, int idx, const gl_optkey *k, int v, gl_optval *out) {
+  out->s = lua_tostring(L, v);
+  out->choice = -1;
+  if (k->choices == NULL) return;
+  out->choice = choice_index(k->choices, out->s);
+  if (out->choice >= 0) return;
+  /* the nearest choice, for the message */
+  const char *words[32];
+  char buf[512];
+  int n = 0;
+  snprintf(buf, sizeof buf, "%s", k->choices);
+  for (char *p = strtok(buf, " "); p && n < 32; p = strtok(NULL, " ")) words[n++] = p;
+  const char *near = gl_lua_nearest(out->s, words, n);
+  luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be one of %s, got '%s'%s%s%s", k->name, k->choices,
+                                        out->s, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : ""));
+}
+
+static void read_pair_value(lua_State *L, int idx, const gl_optkey *k, int v, gl_optval *out) {
+  if (lua_type(L, v) == LUA_TTABLE) {
+    if (luaL_len(L, v) != 2)
+      luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s", k->name, type_word(k->type)));
+    for (int j = 0; j < 2; j++) {
+      lua_geti(L, v, j + 1);
+      if (!lua_isinteger(L, -1))
+        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s", k->name, type_word(k->type)));
+      lua_Integer x = lua_tointeger(L, -1);
+      check_range(L, idx, k, (double)x, lua_gettop(L));
+      out->pair[j] = x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int)x;
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  if (!lua_isinteger(L, v))
+    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s, got %s", k->name, type_word(k->type),
+                                          push_value_desc(L, v)));
+  lua_Integer x = lua_tointeger(L, v);
+  check_range(L, idx, k, (double)x, v);
+  out->pair[0] = out->pair[1] = x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int)x;
+}
+
+/* One value at stack slot v for key k. */
+static void read_value(lua_State *L, int idx, const gl_optkey *k, int v, gl_optval *out) {
+  int t = lua_type(L, v);
+  bool ok;
+  switch (k->type) {
+    case GL_OPT_BOOL: ok = t == LUA_TBOOLEAN; break;
+    case GL_OPT_INT: ok = lua_isinteger(L, v); break;
+    case GL_OPT_NUMBER: ok = t == LUA_TNUMBER; break;
+    case GL_OPT_STRING: case GL_OPT_DTYPE: case GL_OPT_DEVICE: ok = t == LUA_TSTRING; break;
+    case GL_OPT_NUMSTR: ok = t == LUA_TNUMBER || t == LUA_TSTRING; break;
+    case GL_OPT_TABLE: ok = t == LUA_TTABLE; break;
+    case GL_OPT_ARRAY: ok = gl_lua_test(L, v) != NULL; break;
+    case GL_OPT_PAIR: read_pair_value(L, idx, k, v, out); out->set = true; return;
+    default: ok = true; break;
+  }
+  if (!ok) {
+    const char *got = push_value_desc(L, v);
+    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s, got %s", k->name, type_word(k->type), got));
+  }
+  out->set = true;
+  switch (k->type) {
+    case GL_OPT_BOOL: out->b = lua_toboolean(L, v); break;
+    case GL_OPT_INT: out->i = lua_tointeger(L, v); check_range(L, idx, k, (double)out->i, v); out->n = (double)out->i; break;
+    case GL_OPT_NUMBER: out->n = lua_tonumber(L, v); check_range(L, idx, k, out->n, v); break;
+    case GL_OPT_STRING: read_string(L, idx, k, v, out); break;
+    case GL_OPT_NUMSTR:
+      if (t == LUA_TNUMBER) { out->s = NULL; out->n = lua_tonumber(L, v); check_range(L, idx, k, out->n, v); }
+      else read_string(L, idx, k, v, out);
+      break;
+    case GL_OPT_DTYPE: {
+      int dt = gl_dtype_from_name(lua_tostring(L, v));
+      if (dt < 0)
+        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s': unknown dtype '%s' (expected one of %s)", k->name,
+                                              lua_tostring(L, v), gl_dtype_names()));
+      out->dtype = (gl_dtype)dt;
+      break;
+    }
+    case GL_OPT_DEVICE: {
+      const gl_backend *b;
+      gl_lua_check_status(L, gl_device_parse(lua_tostring(L, v), &out->device), idx);
+      gl_lua_check_status(L, gl_backend_for(out->device, &b), idx);
+      break;
+    }
+    default: break;
+  }
+}
+
+void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals) {
+  int n = nkeys(d);
+  memset(vals, 0, (size_t)n * sizeof *vals);
+  if (lua_isnoneornil(L, idx)) return;
+  idx = lua_absindex(L, idx);
+  if (!lua_istable(L, idx))
+    luaL_argerror(L, idx, lua_pushfstring(L, "options table expected, got %s", push_value_desc(L, idx)));
+  luaL_checkstack(L, 8, "options");
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int v = lua_gettop(L);
+    int found = -1;
+    if (lua_type(L, v - 1) == LUA_TSTRING) {
+      const char *key = lua_tostring(L, v - 1);
+      for (int i = 0; i < n; i++)
+        if (strcmp(d->keys[i].name, key) == 0) { found = i; break; }
+      if (found < 0) {
+        const char *names[64];
+        int m = n < 64 ? n : 64;
+        for (int i = 0; i < m; i++) names[i] = d->keys[i].name;
+        const char *near = gl_lua_nearest(key, names, m);
+        if (near) option_error(L, idx, key, "unknown option '%s'; did you mean '%s'?", near);
+        const char *list = n ? push_key_list(L, d) : "no options";
+        luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (%s takes: %s)", key, d->name, list));
+      }
+    } else {
+      lua_pushvalue(L, v - 1);
+      const char *key = luaL_tolstring(L, -1, NULL);
+      const char *list = n ? push_key_list(L, d) : "no options";
+      luaL_argerror(L, idx, lua_pushfstring(L, "unexpected entry [%s] in the options table (%s takes: %s)", key,
+                                            d->name, list));
+    }
+    read_value(L, idx, &d->keys[found], v, &vals[found]);
+    lua_settop(L, v - 1);
+  }
+}
+
+bool gl_lua_is_options(lua_State *L, int idx) {
+  if (!lua_istable(L, idx) || gl_lua_test(L, idx)) return false;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    bool str = lua_type(L, -2) == LUA_TSTRING;
+    lua_pop(L, 1);
+    if (str) { lua_pop(L, 1); return true; }
+  }
+  return false;
+}
+
+/* ---- creation options ------------------------------------------------------------------------ */
+
+const gl_optkey gl_create_keys[] = { GL_KEYS_DTYPE_DEVICE, { NULL } };
+
+void gl_lua_opts(lua_State *L, int idx, const gl_optdecl *d, gl_dtype *dt, gl_device *dev, gl_optval *vals) {
+  gl_optval own[2 + 16];
+  if (vals == NULL) vals = own;
+  gl_lua_readopts(L, idx, d, vals);
+  if (vals[0].set) *dt = vals[0].dtype;
+  if (vals[1].set) *dev = vals[1].device;
+  else if (dev->type == 255) *dev = gl_lua_default_device(L);
+}
+
+gl_dtype gl_lua_dtype(lua_State *L, int idx) {
+  const char *name = luaL_checkstring(L, idx);
+  int t = gl_dtype_from_name(name);
+  if (t < 0)
+    luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", name, gl_dtype_names()));
+  return (gl_dtype)t;
+}

@@ -1,0 +1,134 @@
+/*
+** lrun.c — what every op of the binding does around its call: errors that name the
+** function (gl_lua_error, gl_lua_check_status), the out-of-memory ritual (retry after
+** emptying the cache and a full collection), and telling Lua's collector about the
+** bytes arrays hold outside its heap.
+*/
+#include <stdarg.h>
+#include <string.h>
+#include "lgpu.h"
+
+/* ---- errors and accounting ---------------------------------------------------------- */
+
+/* The name of the running C function as lauxlib's argument errors give it: the name at
+** its call site, else the field of a loaded module that holds it ("gpu.arange", found
+** for a call through pcall), else "?". Pushed on the stack. */
+static const char *push_function_name(lua_State *L) {
+  lua_Debug ar;
+  if (!lua_getstack(L, 0, &ar)) return lua_pushliteral(L, "?");
+  lua_getinfo(L, "nf", &ar);                        /* pushes the function */
+  if (ar.name) { lua_pop(L, 1); return lua_pushstring(L, ar.name); }
+  int fn = lua_gettop(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {                         /* module name, module */
+    if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
+      lua_pushnil(L);
+      while (lua_next(L, -2)) {                     /* field, value */
+        if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
+          const char *mod = lua_tostring(L, -4), *field = lua_tostring(L, -2);
+          const char *name = strcmp(mod, "_G") == 0 ? lua_pushstring(L, field) : lua_pushfstring(L, "%s.%s", mod, field);
+          lua_replace(L, fn);
+          lua_settop(L, fn);
+          return name;
+        }
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, fn - 1);
+  return lua_pushliteral(L, "?");
+}
+
+int gl_lua_error(lua_State *L, const char *fmt, ...) {
+  const char *name = push_function_name(L);
+  va_list ap;
+  va_start(ap, fmt);
+  luaL_where(L, 1);
+  const char *msg = lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  /* a message that already starts with the function's name ("conv2d: ...") keeps one;
+  ** "gpu.conv2d" counts as the same name as "conv2d" */
+  const char *shortname = strrchr(name, '.') ? strrchr(name, '.') + 1 : name;
+  size_t n = strlen(name), sn = strlen(shortname);
+  if ((strncmp(msg, name, n) == 0 && msg[n] == ':') || (strncmp(msg, shortname, sn) == 0 && msg[sn] == ':')) {
+    lua_concat(L, 2);
+    return lua_error(L);
+  }
+  lua_pushfstring(L, "%s: ", name);
+  lua_insert(L, -2);
+  lua_concat(L, 3);
+  return lua_error(L);
+}
+
+void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
+  if (st == GL_OK) return;
+  if (arg > 0) luaL_argerror(L, arg, gl_errmsg());
+  gl_lua_error(L, "%s", gl_errmsg());
+}
+
+/* Lua's collector only sees the few bytes of each userdata, not the megabytes an array
+** may hold, so the bytes arrays take are reported to it here, as collector debt.
+**
+** When the step runs matters in generational mode (lua.c's default, and the best mode
+** for the churn of small results). An object that survives two minor collections
+** becomes old and is only freed by a major one. In `for ... do c = a + b end` the
+** previous result still sits in c while the next op runs; a step taken after the new
+** result exists would therefore age every result twice (once being made, once held)
+** and large dropped arrays would pile up, landing each new result in cold memory. So
+** the debt is only recorded here and paid in gl_lua_push (larray.c), before the next result is
+** made: each result then meets one minor collection while alive and is freed by the
+** next. A full collection also runs once arrays have taken as many bytes as were live
+** after the last one (at least 64 MiB), as a backstop for arrays that did grow old. */
+#define GC_MIN_FULL ((size_t)64 << 20)
+
+void gl_lua_account(lua_State *L, size_t nbytes) {
+  gl_lctx *ctx = gl_lua_ctx(L);
+  if (ctx == NULL) return;
+  ctx->since_full += nbytes;
+  ctx->gc_debt += nbytes;
+}
+
+void gl_lua_account_array(lua_State *L, const gl_array *a) {
+  if (a->storage && a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
+}
+
+gl_array *gl_lua_optarray(lua_State *L, int idx) {
+  return lua_isnoneornil(L, idx) ? NULL : gl_lua_check(L, idx);
+}
+
+/* Pays the recorded debt: a step, or a full collection past the threshold. Runs
+** before a new array exists (see above). */
+void gl_lua_pay_gc_debt(lua_State *L, gl_lctx *ctx) {
+  if (ctx->since_full >= (ctx->full_threshold > GC_MIN_FULL ? ctx->full_threshold : GC_MIN_FULL)) {
+    ctx->since_full = 0;
+    ctx->gc_debt = 0;
+    lua_gc(L, LUA_GCCOLLECT);
+    gl_meminfo m;
+    gl_cpu_backend.memory(gl_cpu(), &m);
+    ctx->full_threshold = m.allocated;
+    return;
+  }
+  int kb = ctx->gc_debt / 1024 > 0x3fffffff ? 0x3fffffff : (int)(ctx->gc_debt / 1024);
+  ctx->gc_debt = 0;
+  lua_gc(L, LUA_GCSTEP, kb);
+}
+
+bool gl_lua_retry_oom(lua_State *L, gl_status st, gl_device dev) {
+  if (st != GL_ENOMEM) return false;
+  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  if (b) b->empty_cache(dev);
+  lua_gc(L, LUA_GCCOLLECT);
+  return true;
+}
+
+gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  gl_array *a = gl_lua_push(L);
+  gl_status st = gl_array_alloc(a, dt, ndim, shape, dev);
+  if (gl_lua_retry_oom(L, st, dev)) st = gl_array_alloc(a, dt, ndim, shape, dev);
+  gl_lua_check_status(L, st, 0);
+  if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
+  return a;
+}
+
