@@ -63,7 +63,7 @@ ifeq ($(CUDA),1)
   LIB_C  += $(wildcard src/backend/cuda/*.c)
   LIB_CU := $(wildcard kernels/*.cu)
 endif
-LUA_SRC := $(sort $(wildcard lua/gpu/*.lua))
+LUA_SRC := $(sort $(wildcard lua/gpu/*.lua lua/gpu/*/*.lua))
 GEN_C   := $(BUILD)/gen/luasrc.c
 
 # The kernels do not depend on the C flags (OPT, SAN): the sanitizer build takes the

@@ -127,9 +127,9 @@ for _, dev in ipairs(h.devices()) do
         local y = nn.conv2d(x, w, b, { stride = { 2, 1 }, padding = 1, dilation = { 1, 2 }, groups = 2 })
         h.assert_close(y, A(f.y), 1e-10)
         ;(y * A(f.gy, dev)):sum():backward()
-        h.assert_close(ag.grad(x), A(f.gx), 1e-10)
-        h.assert_close(ag.grad(w), A(f.gw), 1e-10)
-        h.assert_close(ag.grad(b), A(f.gb), 1e-10)
+        h.assert_close(x.grad, A(f.gx), 1e-10)
+        h.assert_close(w.grad, A(f.gw), 1e-10)
+        h.assert_close(b.grad, A(f.gb), 1e-10)
       end)
       it("max and average pooling, and max-pool's gradient", function()
         local f = fx.pool
@@ -141,7 +141,7 @@ for _, dev in ipairs(h.devices()) do
         assert.equal("int64", idx.dtype)
         h.assert_close(idx, A(f.indices), 0)
         ;(y * A(f.gy, dev)):sum():backward()
-        h.assert_close(ag.grad(x), A(f.gx), 1e-12)
+        h.assert_close(x.grad, A(f.gx), 1e-12)
         h.assert_close(nn.AvgPool2d(3, { stride = 2, padding = 1 })(A(f.x, dev)), A(f.avg), 1e-12)
       end)
       it("BatchNorm2d: training output, running statistics, eval output", function()
@@ -164,7 +164,7 @@ for _, dev in ipairs(h.devices()) do
         local xx = x:detach():requires_grad()
         local y = dtype and gpu.autocast(dtype, function() return c(xx) end) or c(xx)
         ;(y * y):sum():backward()
-        return y, ag.grad(xx), ag.grad(c.weight), ag.grad(c.bias)
+        return y, xx.grad, c.weight.grad, c.bias.grad
       end
       for _, case in ipairs { { "bf16", 3e-2 }, { "fp16", 4e-3 } } do
         it("conv2d under " .. case[1] .. " matches float32 within its tolerance; gradients reach float32", function()
@@ -375,7 +375,7 @@ describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
       return ag.enable_grad(function()
         local v0 = v:detach():requires_grad()
         f(v0):backward(dy)
-        return ag.grad(v0)
+        return v0.grad
       end)
     end)
   end
@@ -460,8 +460,8 @@ describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
           local xx = x:detach():requires_grad()
           local y = i == 1 and ref(m, xx) or m(xx)
           ;(i == 1 and ref or function(f, ...) return f(...) end)(function() (y * gy):sum():backward() end)
-          local out = { y = y, gx = ag.grad(xx) }
-          for k, v in pairs(m:state_dict()) do out[k] = v; out["grad " .. k] = ag.grad(v) or false end
+          local out = { y = y, gx = xx.grad }
+          for k, v in pairs(m:state_dict()) do out[k] = v; out["grad " .. k] = v.grad or false end
           outs[i] = out
         end
         for k, v in pairs(outs[1]) do
@@ -534,10 +534,10 @@ describe("cpu vs cuda parity", function()
     local xx = x:detach():requires_grad()
     local y = m(xx)
     ;(y * r):sum():backward()
-    local out = { y = y:to("cpu"), gx = ag.grad(xx):to("cpu") }
+    local out = { y = y:to("cpu"), gx = xx.grad:to("cpu") }
     for name, p in pairs(m:state_dict()) do
       out[name] = p:to("cpu")
-      if ag.grad(p) then out["grad " .. name] = ag.grad(p):to("cpu") end
+      if p.grad then out["grad " .. name] = p.grad:to("cpu") end
     end
     return out
   end

@@ -42,7 +42,6 @@ end
 function amp.autocast(dtype, fn, ...)
   local d = amp.dtype_name("autocast", dtype, 2)
   if type(fn) ~= "function" then error("autocast: a function expected as argument #2, got " .. type(fn), 2) end
-  autograd.install()
   local was = autograd.set_autocast_dtype(d or nil)
   local res = table.pack(pcall(fn, ...))
   autograd.set_autocast_dtype(was)

@@ -16,7 +16,7 @@ local autograd = require "gpu.autograd"
 
 return function(nn)
   local record = autograd.record
-  local nodes = autograd.nodes
+  local nodes = setmetatable({}, { __index = function(_, x) return autograd.requires_grad(x) or nil end })
   local class = nn.class
   local Module = nn.Module
 

@@ -21,7 +21,7 @@ local optim = require "gpu.optim"
 local nn = {}
 local fused = gpu.fused
 local record = autograd.record
-local nodes = autograd.nodes
+local nodes = setmetatable({}, { __index = function(_, x) return autograd.requires_grad(x) or nil end })
 
 local function shape_str(s) return "(" .. table.concat(s, ", ") .. ")" end
 

@@ -42,6 +42,8 @@ typedef struct gl_storage {
   size_t nbytes;
   gl_device device;
   bool inline_data;    /* cpu: header and bytes are one block (small arrays) */
+  uint64_t version;    /* counts writes into the storage (autograd's check of saved arrays) */
+  const char *writer;  /* the op that wrote it last (a name that lives as long as the op), or NULL */
 } gl_storage;
 
 typedef struct gl_array {

@@ -22,7 +22,7 @@ gl_array *gl_lua_push(lua_State *L) {
   bool fast = c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC;
   if (!fast) c = gl_lua_ctx(L);
   if (c && c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
-  gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 0);
+  gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 1);    /* user value: the tape node */
   memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
   if (fast)
     lua_getiuservalue(L, lua_upvalueindex(1), 1);        /* fast: the context holds it */
@@ -242,6 +242,9 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
       if (strcmp(k, "dtype") == 0) { lua_pushstring(L, gl_dtypes[a->dtype].name); return true; }
       if (strcmp(k, "device") == 0) { lua_pushstring(L, gl_device_name(gl_array_device(a), buf)); return true; }
       break;
+    case 'g':
+      if (strcmp(k, "grad") == 0) { gl_lua_push_grad(L, 1); return true; }
+      break;
     case 'i':
       if (strcmp(k, "itemsize") == 0) { lua_pushinteger(L, (lua_Integer)gl_array_itemsize(a)); return true; }
       break;
@@ -261,26 +264,6 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
 
 /* ---- __index / __newindex --------------------------------------------------------------- */
 
-/* x:requires_grad(), x:detach(), x:backward() ... live in lua/gpu/autograd.lua, which
-** adds them to the methods table (upvalue 2) when it loads: the first use of one loads
-** it, so programs without autograd never pay for it. Pushes the method or nothing. */
-static bool load_autograd_method(lua_State *L, int key) {
-  static const char *const names[] = { "requires_grad", "requires_grad_", "detach", "backward", "is_leaf",
-                                       "retain_grad", "set_grad", NULL };
-  const char *k = lua_tostring(L, key);
-  int i = 0;
-  while (names[i] && strcmp(names[i], k) != 0) i++;
-  if (names[i] == NULL) return false;
-  lua_getglobal(L, "require");
-  if (lua_isnil(L, -1)) { lua_pop(L, 1); return false; }
-  lua_pushliteral(L, "gpu.autograd");
-  lua_call(L, 1, 0);
-  lua_pushvalue(L, key);
-  if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return true;
-  lua_pop(L, 1);
-  return false;
-}
-
 /* upvalue 2: the methods table */
 static int array_index(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
@@ -289,8 +272,10 @@ static int array_index(lua_State *L) {
     if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;   /* a method */
     lua_pop(L, 1);
     if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
-    if (push_property(L, a, lua_tostring(L, 2))) return 1;
-    if (load_autograd_method(L, 2)) return 1;
+    if (push_property(L, a, lua_tostring(L, 2))) {
+      if (lua_tostring(L, 2)[0] == 'T' && gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
+      return 1;
+    }
     lua_pushnil(L);
     return 1;
   }
@@ -300,15 +285,19 @@ static int array_index(lua_State *L) {
     gl_lua_push_element(L, a, i * a->strides[0]);
     return 1;
   }
-  if (gl_lua_test(L, 2)) return gl_lua_index_array(L, a, 2);   /* x[mask], x[idx] */
-  gl_array v = *a;
-  if (apply_key(L, &v, 2, 2)) {
-    gl_lua_push_element(L, &v, 0);
-    return 1;
+  if (gl_lua_test(L, 2)) {                               /* x[mask], x[idx] */
+    gl_lua_index_array(L, a, 2);
+  } else {
+    gl_array v = *a;
+    if (apply_key(L, &v, 2, 2)) {
+      gl_lua_push_element(L, &v, 0);
+      return 1;
+    }
+    gl_array *r = gl_lua_push(L);
+    *r = v;
+    gl_storage_retain(r->storage);
   }
-  gl_array *r = gl_lua_push(L);
-  *r = v;
-  gl_storage_retain(r->storage);
+  if (gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
   return 1;
 }
 
@@ -317,22 +306,16 @@ static int array_newindex(lua_State *L) {
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") == 0) {
     /* x[":"] = v: falls through to the whole-axis key below */
   } else if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "grad") == 0) {
-    /* x.grad = g (or nil), as in PyTorch: the gradient lives in gpu.autograd */
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "gpu.autograd");
-    lua_call(L, 1, 0);
-    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_getfield(L, -1, "gpu");
-    if (!lua_istable(L, -1)) return luaL_error(L, "cannot assign field 'grad': module 'gpu' is not loaded");
-    lua_getfield(L, -1, "methods");
-    lua_getfield(L, -1, "set_grad");
-    lua_pushvalue(L, 1);
-    lua_pushvalue(L, 3);
-    lua_call(L, 2, 0);
+    gl_lua_set_grad(L, 1, 3, "grad");                 /* x.grad = g (or nil), as in PyTorch */
     return 0;
   } else if (lua_type(L, 2) == LUA_TSTRING) {
     return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
   }
+  /* writing into an array on the tape, or a tracked value into one, would not be recorded */
+  if (gl_lua_tracked_call(L, 1) || gl_lua_tracked_call(L, 3))
+    return luaL_error(L, "index assignment is not differentiable: the array or the value requires grad "
+                      "(assign to a copy, or run it in gpu.no_grad)");
+  a->storage->writer = "index assignment";
   if (gl_lua_test(L, 2)) { gl_lua_newindex_array(L, a, 2, 3); return 0; }
   gl_array v = *a;
   apply_key(L, &v, 2, 2);

@@ -343,7 +343,7 @@ static const luaL_Reg dnn_funcs[] = {
 void gl_open_conv(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, conv_funcs);
   lua_newtable(L);                                    /* gpu.dnn */
-  gl_lua_setfuncs(L, lua_gettop(L), dnn_funcs);
+  gl_lua_setops(L, lua_gettop(L), "dnn.", dnn_funcs);
   lua_pushboolean(L, 1);
   lua_setfield(L, -2, "enabled");                     /* nn's layers use it where available */
   gl_lua_setloaded(L, "gpu.dnn");

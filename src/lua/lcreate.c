@@ -392,6 +392,6 @@ static const luaL_Reg create_funcs[] = {
 
 void gl_open_create(lua_State *L, int module, int methods) {
   (void)methods;
-  gl_lua_setfuncs(L, module, create_funcs);
+  gl_lua_setops(L, module, "", create_funcs);
   gl_lua_declare_all(L, create_decls);
 }

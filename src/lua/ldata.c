@@ -26,5 +26,5 @@ static const luaL_Reg data_funcs[] = {
 
 void gl_open_data(lua_State *L, int module, int methods) {
   (void)methods;
-  gl_lua_setfuncs(L, module, data_funcs);
+  gl_lua_setops(L, module, "", data_funcs);
 }

@@ -188,7 +188,7 @@ static const luaL_Reg fused_funcs[] = {
 void gl_open_fused(lua_State *L, int module, int methods) {
   (void)methods;
   lua_newtable(L);
-  gl_lua_setfuncs(L, lua_gettop(L), fused_funcs);
+  gl_lua_setops(L, lua_gettop(L), "fused.", fused_funcs);
   gl_lua_setloaded(L, "gpu.fused");
   lua_setfield(L, module, "fused");
   gl_lua_declare_all(L, fused_decls);

@@ -26,8 +26,8 @@ void gl_lua_setloaded(lua_State *L, const char *name) {
 }
 
 void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l) {
-  gl_lua_setfuncs(L, module, l);
-  gl_lua_setfuncs(L, methods, l);
+  gl_lua_setops(L, module, "", l);
+  gl_lua_setops(L, methods, "", l);
 }
 
 /* package.preload loader for an embedded module: upvalue 1 is its index. */
@@ -57,7 +57,8 @@ static int module_index(lua_State *L) {
   lua_pushfstring(L, "gpu.%s", key);
   if (lua_rawget(L, -2) == LUA_TNIL) {
     /* gpu.no_grad, gpu.enable_grad: set by the autograd part when it loads */
-    if (strcmp(key, "no_grad") != 0 && strcmp(key, "enable_grad") != 0) return 1;   /* not a Lua part: nil */
+    if (strcmp(key, "no_grad") != 0 && strcmp(key, "enable_grad") != 0 && strcmp(key, "autocast") != 0)
+      return 1;                                       /* not a Lua part: nil */
     lua_getglobal(L, "require");
     if (lua_isnil(L, -1)) return 1;
     lua_pushliteral(L, "gpu.autograd");
@@ -109,7 +110,8 @@ static int ctx_gc(lua_State *L) {
 
 int luaopen_gpu(lua_State *L) {
   /* the context: one per state, kept in the registry and as upvalue 1 */
-  gl_lctx *ctx = lua_newuserdatauv(L, sizeof *ctx, 1);   /* user value: the metatable */
+  /* user values: the metatable, then lgrad.c's (the rules, the stash of tracked calls) */
+  gl_lctx *ctx = lua_newuserdatauv(L, sizeof *ctx, GL_CTX_UVALUES);
   memset(ctx, 0, sizeof *ctx);
   ctx->magic = GL_CTX_MAGIC;
   lua_createtable(L, 0, 1);
@@ -142,6 +144,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_array(L, module, methods, meta);
   gl_open_create(L, module, methods);
   gl_open_shape(L, module, methods);
+  gl_open_grad(L, module, methods);
   gl_open_device(L, module, methods);
   gl_open_math(L, module, methods, meta);
   gl_open_event(L, module, methods);

@@ -19,7 +19,18 @@ typedef struct gl_lctx {
   size_t gc_debt;            /* bytes allocated since the last GC step we asked for */
   size_t since_full;         /* bytes allocated since the last full collection */
   size_t full_threshold;     /* ... that trigger the next one */
+  bool grad_live;            /* an array has required grad: dispatch looks for tracked inputs */
+  bool autocast_live;        /* gpu.autocast has been used: dispatch asks for its dtype */
+  int main_mode;             /* grad mode and autocast dtype of the main thread (lgrad.c) */
+  int stash_depth;           /* tracked calls in progress (lgrad.c) */
+  const void *stash_marker[32];
 } gl_lctx;
+
+/* The context's user values: 1 the array metatable, 2 the autograd rules, 3.. the
+** nodes of the tracked calls in progress (lgrad.c). */
+#define GL_CTX_UV_RULES 2
+#define GL_CTX_UV_STASH 3
+#define GL_CTX_UVALUES (GL_CTX_UV_STASH + 32)
 
 #define GL_CTX(L) ((gl_lctx *)lua_touserdata(L, lua_upvalueindex(1)))
 
@@ -180,8 +191,31 @@ void gl_open_cuda(lua_State *L, int module, int methods);
 /* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
 void gl_open_fused(lua_State *L, int module, int methods);
 
-/* Registers 'l' into the table at 'idx' with the context as upvalue. */
+/* Registers 'l' into the table at 'idx' with the context as upvalue: plain functions that
+** are not ops (devices, events, metamethods that make no arrays). */
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
+
+/* ---- ops: the dispatch every op goes through (lgrad.c) ------------------------------------- */
+
+#define GL_OP_UPVALUES 3         /* an op's own upvalues, at most (the first is the context) */
+enum { GL_OP_LIST = 1, GL_OP_AUTOCAST = 2, GL_OP_INPLACE = 4 };
+/* Pops the top nup values (the op's upvalues, the context first) and pushes the op 'fn'
+** wrapped in the dispatch closure, under its rules name (e.g. "add", "dnn.conv2d"). */
+void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup);
+/* Registers 'l' as ops into the table at idx, their rules names prefixed by 'prefix'. */
+void gl_lua_setops(lua_State *L, int idx, const char *prefix, const luaL_Reg *l);
+/* Grad mode and the autocast dtype (-1: none) of the running coroutine. */
+bool gl_lua_grad_enabled(lua_State *L);
+int gl_lua_autocast_dtype(lua_State *L);
+/* For ops outside the dispatch (x[key], x.T): is argument idx tracked with grad on, and
+** the node {x, key} of rule 'name' given to the result at res_idx. */
+bool gl_lua_tracked_call(lua_State *L, int idx);
+void gl_lua_record_view(lua_State *L, const char *name, int x_idx, int key_idx, int res_idx);
+/* Pushes x.grad (nil when none); x.grad = g with its checks (raises naming fname). */
+int gl_lua_push_grad(lua_State *L, int idx);
+void gl_lua_set_grad(lua_State *L, int x_idx, int g_idx, const char *fname);
+/* The methods requires_grad, detach, backward ... and gpu._grad; after gl_open_shape. */
+void gl_open_grad(lua_State *L, int module, int methods);
 /* Puts the table at the top in package.loaded[name] too (it stays on the stack), so that
 ** lauxlib names its functions 'gpu.fused.f' in errors even when called through pcall. */
 void gl_lua_setloaded(lua_State *L, const char *name);

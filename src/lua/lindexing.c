@@ -244,9 +244,13 @@ static int l_tile(lua_State *L) {
       reps[n++] = gl_lua_int(L, -1, "repetition");
       lua_pop(L, 1);
     }
-  } else {
-    reps[n++] = gl_lua_int(L, 2, "repetition");
+  } else {                                     /* x:tile(2, 3) as x:tile({2, 3}) (PyTorch) */
+    int top = lua_gettop(L);
+    if (top < 2) luaL_argerror(L, 2, "repetitions expected (a number, several, or a table)");
+    if (top - 1 > GL_MAXDIMS) luaL_argerror(L, 2, "too many repetitions");
+    for (int i = 2; i <= top; i++) reps[n++] = gl_lua_int(L, i, "repetition");
   }
+  lua_settop(L, 2);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_tile(out, x, n, reps), 2);
   gl_lua_account_array(L, out);
@@ -414,7 +418,7 @@ static const luaL_Reg index_both[] = {
 };
 
 void gl_open_indexing(lua_State *L, int module, int methods) {
-  gl_lua_setfuncs(L, module, index_funcs);
+  gl_lua_setops(L, module, "", index_funcs);
   gl_lua_setboth(L, module, methods, index_both);
   gl_lua_declare_all(L, index_decls);
 }

@@ -516,7 +516,7 @@ void gl_open_io(lua_State *L, int module, int methods) {
   lua_pushcfunction(L, box_close);
   lua_setfield(L, -2, "__gc");
   lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
-  gl_lua_setfuncs(L, module, io_funcs);
+  gl_lua_setops(L, module, "", io_funcs);
   gl_lua_setboth(L, module, methods, io_both);
   gl_lua_declare_all(L, io_decls);
 }

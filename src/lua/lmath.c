@@ -142,6 +142,11 @@ static const luaL_Reg math_meta[] = {
   { NULL, NULL }
 };
 
+static const char *const math_meta_op[] = {
+  "add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "bitwise_and", "bitwise_or", "bitwise_xor",
+  "left_shift", "right_shift", "bitwise_not"
+};
+
 static const luaL_Reg math_funcs[] = {
   { "where", l_where },
   { "clip", l_clip },
@@ -156,10 +161,11 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
   for (int k = 0; k < 2; k++) {
     lua_CFunction fn = k ? f_ : f;
     if (fn == NULL) continue;
+    const char *key = k ? lua_pushfstring(L, "%s_", name) : lua_pushstring(L, name);
     GL_PUSH_CTX(L);
     lua_pushinteger(L, op);
-    lua_pushcclosure(L, fn, 2);
-    const char *key = k ? lua_pushfstring(L, "%s_", name) : lua_pushstring(L, name);
+    gl_lua_pushop(L, key, fn, 2);
+    lua_insert(L, -2);                                /* op, key */
     lua_pushvalue(L, -2);
     lua_setfield(L, module, key);
     lua_pushvalue(L, -2);
@@ -169,7 +175,12 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
 }
 
 void gl_open_math(lua_State *L, int module, int methods, int meta) {
-  gl_lua_setfuncs(L, meta, math_meta);
+  /* the operators dispatch under the names of their functions (x + y is "add") */
+  for (int i = 0; math_meta[i].name; i++) {
+    GL_PUSH_CTX(L);
+    gl_lua_pushop(L, math_meta_op[i], math_meta[i].func, 1);
+    lua_setfield(L, meta, math_meta[i].name);
+  }
   gl_lua_setboth(L, module, methods, math_funcs);
   for (int op = 0; op < GL_NUNOP; op++) {
     gl_opkind k = (gl_opkind)gl_unop_kind[op];

@@ -340,14 +340,19 @@ static const luaL_Reg array_methods[] = {
   { NULL, NULL }
 };
 
-/* Registers l into the table at idx with upvalues (context, defaults, is_method). */
+/* Registers l into the table at idx as ops "random.f" with upvalues (context, defaults,
+** is_method). */
 static void setfuncs3(lua_State *L, int idx, const luaL_Reg *l, int defaults, bool method) {
-  lua_pushvalue(L, idx);
-  GL_PUSH_CTX(L);
-  lua_pushvalue(L, defaults);
-  lua_pushboolean(L, method);
-  luaL_setfuncs(L, l, 3);
-  lua_pop(L, 1);
+  idx = lua_absindex(L, idx);
+  for (; l->name; l++) {
+    const char *name = lua_pushfstring(L, "random.%s", l->name);
+    GL_PUSH_CTX(L);
+    lua_pushvalue(L, defaults);
+    lua_pushboolean(L, method);
+    gl_lua_pushop(L, name, l->func, 3);
+    lua_setfield(L, idx, l->name);
+    lua_pop(L, 1);
+  }
 }
 
 void gl_open_random(lua_State *L, int module, int methods) {

@@ -148,7 +148,7 @@ void gl_open_reduce(lua_State *L, int module, int methods) {
   for (size_t i = 0; i < sizeof rfuncs / sizeof rfuncs[0]; i++) {
     GL_PUSH_CTX(L);
     lua_pushinteger(L, (lua_Integer)i);
-    lua_pushcclosure(L, l_reduce, 2);
+    gl_lua_pushop(L, rfuncs[i].decl.name, l_reduce, 2);
     lua_pushvalue(L, -1);
     lua_setfield(L, module, rfuncs[i].decl.name);
     lua_setfield(L, methods, rfuncs[i].decl.name);

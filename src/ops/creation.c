@@ -162,7 +162,7 @@ gl_status gl_op_to_host(void *host, const gl_array *src) {
   if (src->size == 0) return GL_OK;
   if (gl_array_is_contiguous(src)) return b->to_host(host, gl_array_device(src), gl_array_data(src), nbytes);
   if (src->storage->device.type == GL_CPU) {          /* strided copy straight into host */
-    gl_storage hs = { 1, host, nbytes, gl_cpu(), false };
+    gl_storage hs = { .refcount = 1, .data = host, .nbytes = nbytes, .device = gl_cpu() };
     gl_array h = { 0 };
     GL_TRY(gl_array_init(&h, (gl_dtype)src->dtype, src->ndim, src->shape));
     h.storage = &hs;

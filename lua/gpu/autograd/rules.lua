@@ -1,0 +1,690 @@
+-- gpu.autograd.rules: the one table of every op the binding dispatches, by the name it
+-- dispatches under ("add" for gpu.add, x:add and x + y; "dnn.conv2d"; "random.rand").
+--
+--   rules[name] = { backward = function(g, node, y) return g1, g2, ... end,
+--                   saves = {i, ...},   -- the arguments whose values backward reads
+--                                       -- (default: all; checked against their versions)
+--                   uses_y = true,      -- backward reads the result y (version checked)
+--                   record = function(node, ...results) }  -- places nodes itself
+--   rules[name] = false                 -- not differentiable by nature: the result is
+--                                       -- untracked (zero gradient, as PyTorch gives)
+--   no entry                            -- "<name> is not differentiable" before it runs
+--
+-- backward gets the output's gradient g, the node (node[1..node.n] are the call's
+-- arguments as given, node.extra the results after the first) and the result y, and
+-- returns one gradient per argument position (nil where none flows). The engine sums
+-- each gradient back to its input's shape and casts it to its dtype and device.
+-- Every rule is written in dispatched ops, so with create_graph = true the backward pass
+-- is itself recorded and gradients of gradients work; spec/gradcheck_spec.lua checks
+-- each rule against central differences in float64.
+
+local gpu = require "gpu"
+
+local G = gpu._grad
+local R = {}
+
+local is_array = require("gpu.options").is_array
+local function tracked(v) return is_array(v) and G.node(v) ~= nil end
+
+-- ---- helpers (all differentiable) ----------------------------------------------------------
+
+-- Sums g down to 'shape' (undoes broadcasting).
+local function unbroadcast(g, shape)
+  local gs = g.shape
+  local gn, xn = #gs, #shape
+  if gn == xn then
+    local same = true
+    for i = 1, gn do if gs[i] ~= shape[i] then same = false break end end
+    if same then return g end
+  end
+  local axes = {}
+  local lead = gn - xn
+  for i = 1, lead do axes[#axes + 1] = i end
+  for i = 1, xn do
+    if shape[i] == 1 and gs[lead + i] ~= 1 then axes[#axes + 1] = lead + i end
+  end
+  if #axes > 0 then g = g:sum(axes) end
+  return g:reshape(shape)
+end
+R._unbroadcast = unbroadcast
+
+local function norm_axis(a, nd) if a < 0 then return nd + a + 1 end return a end
+
+-- A custom differentiable function inside a rule: out computed with grad off, recorded
+-- with its own backward when an input is tracked and grad is on (create_graph).
+local function custom(out, inputs, backward)
+  if not G.grad_enabled() then return out end
+  for i = 1, #inputs do
+    if tracked(inputs[i]) then
+      G.set_node(out, { custom = backward, n = #inputs, table.unpack(inputs) })
+      break
+    end
+  end
+  return out
+end
+
+local function no_grad(f, ...)
+  local was = G.set_grad_enabled(false)
+  local ok, a, b = pcall(f, ...)
+  G.set_grad_enabled(was)
+  if not ok then error(a, 0) end
+  return a, b
+end
+
+-- zeros of x's shape with g added at positions idx along axis (take's adjoint)
+local function scatter_add(x, axis, idx, g)
+  local z = no_grad(function()
+    local out = gpu.zeros(x.shape, { dtype = g.dtype, device = g.device })
+    out:index_put_(axis, idx, g, { accumulate = true })
+    return out
+  end)
+  return custom(z, { g }, function(gz) return gz:take(idx, axis) end)
+end
+R._scatter_add = scatter_add
+
+-- zeros of x's shape with z[key] = g (the adjoint of x[key])
+local function put_key(x, key, g)
+  local meta = getmetatable(x)
+  local z = no_grad(function()
+    local out = gpu.zeros(x.shape, { dtype = g.dtype, device = g.device })
+    meta.__newindex(out, key, g)
+    return out
+  end)
+  return custom(z, { g }, function(gz) return gz[key] end)
+end
+
+-- g gathered along 'axis' at per-row 1-based positions idx (same shape as g, or of idx):
+-- NumPy's take_along_axis, built on a flat take.
+local function take_along(g, idx, axis)
+  local nd = g.ndim
+  axis = norm_axis(axis, nd)
+  local gl = axis == nd and g or g:transpose(axis, nd)
+  local il = axis == nd and idx or idx:transpose(axis, nd)
+  gl, il = gl:contiguous(), il:contiguous()
+  local L, K = gl.shape[nd], il.shape[nd]
+  local rows = gl.size // L
+  local base = (gpu.arange(0, rows, { device = g.device }) * L):reshape(rows, 1)
+  local flat = (il:reshape(rows, K):astype("int64") + base):reshape(rows * K)
+  local out = gl:reshape(rows * L):take(flat):reshape(il.shape)
+  if axis ~= nd then out = out:transpose(axis, nd) end
+  return out
+end
+
+-- zeros of x's shape with g added at per-row positions idx along axis (take_along's adjoint)
+local function scatter_along(x, idx, g, axis)
+  local nd = x.ndim
+  axis = norm_axis(axis, nd)
+  local z = no_grad(function()
+    local xs = axis == nd and x.shape or x:transpose(axis, nd).shape
+    local il = (axis == nd and idx or idx:transpose(axis, nd)):contiguous()
+    local gl = (axis == nd and g or g:transpose(axis, nd)):contiguous()
+    local L, K = xs[nd], il.shape[nd]
+    local rows = il.size // K
+    local base = (gpu.arange(0, rows, { device = g.device }) * L):reshape(rows, 1)
+    local flat = (il:reshape(rows, K):astype("int64") + base):reshape(rows * K)
+    local out = gpu.zeros(rows * L, { dtype = g.dtype, device = g.device })
+    out:index_put_(1, flat, gl:reshape(rows * K), { accumulate = true })
+    out = out:reshape(xs)
+    if axis ~= nd then out = out:transpose(axis, nd):contiguous() end
+    return out
+  end)
+  return custom(z, { g }, function(gz) return take_along(gz, idx, axis) end)
+end
+
+-- The reduced axes of a reduction call (x, axis, opts): a set of 1-based axes, keepdims,
+-- the axis argument normalised (nil for all) and the options.
+local function reduce_args(x, axis, opts)
+  if type(axis) == "table" and type(next(axis)) == "string" then opts, axis = axis, nil end
+  local nd = x.ndim
+  local red, list = {}, nil
+  if axis == nil then
+    for i = 1, nd do red[i] = true end
+  else
+    list = type(axis) == "number" and { axis } or axis
+    for _, a in ipairs(list) do red[norm_axis(a, nd)] = true end
+  end
+  return red, opts and opts.keepdims, list, opts
+end
+
+-- g (or a kept-dims result) reshaped to broadcast against x: reduced axes of size 1
+local function unreduce(g, x, red, keepdims)
+  if keepdims then return g end
+  local s = x.shape
+  for i = 1, #s do if red[i] then s[i] = 1 end end
+  return g:reshape(s)
+end
+
+local function count(x, red)
+  local c, s = 1, x.shape
+  for i = 1, #s do if red[i] then c = c * s[i] end end
+  return c
+end
+
+local function f(v) return type(v) == "number" end
+
+-- ---- not differentiable by nature --------------------------------------------------------------
+
+for _, name in ipairs {
+  -- comparisons, logical and bitwise ops, predicates: boolean or integer results
+  "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+  "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
+  "isnan", "isinf", "isfinite", "all", "any",
+  -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
+  "sign", "floor", "ceil", "round", "trunc", "floordiv",
+  -- positions
+  "argmax", "argmin", "argsort",
+  -- results that do not depend on the values, or are not arrays
+  "zeros_like", "ones_like", "empty_like", "full_like", "item", "totable", "is_contiguous",
+  "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
+  "save", "savez", "savez_compressed", "save_safetensors", "savetxt", "load", "loadz", "load_safetensors",
+  "loadtxt", "load_idx", "isatty",
+  -- random draws (their parameters are numbers; bernoulli's p array gets no gradient)
+  "random.rand", "random.randn", "random.uniform", "random.normal", "random.randint", "random.bernoulli",
+  "random.seed", "random.get_state", "random.set_state",
+  "dnn.available",
+} do
+  R[name] = false
+end
+
+-- ---- elementwise, unary --------------------------------------------------------------------------
+
+local SQRT_2PI_INV = 1 / math.sqrt(2 * math.pi)
+local function unary(name, fn, opts)
+  local rule = { backward = function(g, node, y) return fn(g, node[1], y) end }
+  if opts then for k, v in pairs(opts) do rule[k] = v end end
+  R[name] = rule
+end
+unary("neg", function(g) return -g end, { saves = {} })
+unary("abs", function(g, x) return g * x:sign() end)
+unary("exp", function(g, x, y) return g * y end, { saves = {}, uses_y = true })
+unary("expm1", function(g, x, y) return g * (y + 1) end, { saves = {}, uses_y = true })
+unary("log", function(g, x) return g / x end)
+unary("log1p", function(g, x) return g / (x + 1) end)
+unary("log2", function(g, x) return g / (x * math.log(2)) end)
+unary("log10", function(g, x) return g / (x * math.log(10)) end)
+unary("sqrt", function(g, x, y) return g * 0.5 / y end, { saves = {}, uses_y = true })
+unary("rsqrt", function(g, x, y) return g * -0.5 * y * y * y end, { saves = {}, uses_y = true })
+unary("square", function(g, x) return g * x * 2 end)
+unary("reciprocal", function(g, x, y) return -g * y * y end, { saves = {}, uses_y = true })
+unary("tanh", function(g, x, y) return g * (1 - y * y) end, { saves = {}, uses_y = true })
+unary("sigmoid", function(g, x, y) return g * y * (1 - y) end, { saves = {}, uses_y = true })
+unary("relu", function(g, x) return gpu.where(x:gt(0), g, 0) end)
+unary("softplus", function(g, x) return g * x:sigmoid() end)
+unary("gelu", function(g, x)
+  local cdf = ((x * (1 / math.sqrt(2))):erf() + 1) * 0.5
+  return g * (cdf + x * (x * x * -0.5):exp() * SQRT_2PI_INV)
+end)
+unary("erf", function(g, x) return g * (-(x * x)):exp() * (2 / math.sqrt(math.pi)) end)
+unary("sin", function(g, x) return g * x:cos() end)
+unary("cos", function(g, x) return -g * x:sin() end)
+unary("tan", function(g, x, y) return g * (y * y + 1) end, { saves = {}, uses_y = true })
+unary("asin", function(g, x) return g * (1 - x * x):rsqrt() end)
+unary("acos", function(g, x) return -g * (1 - x * x):rsqrt() end)
+unary("atan", function(g, x) return g / (x * x + 1) end)
+unary("sinh", function(g, x) return g * x:cosh() end)
+unary("cosh", function(g, x) return g * x:sinh() end)
+
+-- copies, casts and moves: the engine casts and moves the gradient back
+for _, name in ipairs { "contiguous", "copy", "clone", "astype", "to", "cpu", "cuda", "array" } do
+  R[name] = { backward = function(g) return g end, saves = {} }
+end
+-- views and reshapes
+local function reshape_back(g, node) return g:reshape(node[1].shape) end
+for _, name in ipairs { "reshape", "view", "flatten", "squeeze", "unsqueeze" } do
+  R[name] = { backward = reshape_back, saves = {} }
+end
+R.expand = { backward = function(g) return g end, saves = {} }     -- the engine sums the broadcast axes
+R.transpose = { saves = {}, backward = function(g, node)
+  local x, a, b = node[1], node[2], node[3]
+  if a == nil then return g:transpose() end
+  if type(a) == "table" then
+    local inv = {}
+    for i, p in ipairs(a) do inv[norm_axis(p, x.ndim)] = i end
+    return g:transpose(inv)
+  end
+  return g:transpose(a, b)
+end }
+R.permute = { saves = {}, backward = function(g, node)
+  local x = node[1]
+  local p = type(node[2]) == "table" and node[2] or { table.unpack(node, 2, node.n) }
+  local inv = {}
+  for i, q in ipairs(p) do inv[norm_axis(q, x.ndim)] = i end
+  return g:permute(inv)
+end }
+R.flip = { saves = {}, backward = function(g, node) return g:flip(node[2]) end }
+R.roll = { saves = {}, backward = function(g, node)
+  local shift, axis = node[2], node[3]
+  if type(shift) == "number" then return g:roll(-shift, axis) end
+  local neg = {}
+  for i, s in ipairs(shift) do neg[i] = -s end
+  return g:roll(neg, axis)
+end }
+R.tile = { saves = {}, backward = function(g, node)
+  local x = node[1]
+  local reps = type(node[2]) == "table" and node[2] or { table.unpack(node, 2, node.n) }
+  local xs, nd = x.shape, math.max(x.ndim, #reps)
+  local s, r = {}, {}
+  for i = 1, nd do
+    s[i] = xs[x.ndim - nd + i] or 1
+    r[i] = reps[#reps - nd + i] or 1
+  end
+  local split, axes = {}, {}
+  for i = 1, nd do
+    split[#split + 1] = r[i]
+    axes[#axes + 1] = #split
+    split[#split + 1] = s[i]
+  end
+  return g:reshape(split):sum(axes):reshape(xs)
+end }
+
+-- ---- elementwise, binary ---------------------------------------------------------------------------
+
+local function binary(name, fn, opts)
+  local rule = { backward = function(g, node, y) return fn(g, node[1], node[2], y) end }
+  if opts then for k, v in pairs(opts) do rule[k] = v end end
+  R[name] = rule
+end
+binary("add", function(g) return g, g end, { saves = {} })
+binary("sub", function(g) return g, -g end, { saves = {} })
+binary("mul", function(g, a, b) return g * b, g * a end)
+binary("div", function(g, a, b, y)
+  return g / b, (not f(b)) and -g * y / b or nil
+end, { uses_y = true })
+binary("pow", function(g, a, b, y)
+  local ga, gb
+  if tracked(a) then ga = g * b * a ^ (b - 1) end
+  if tracked(b) then gb = g * y * (f(a) and math.log(a) or a:log()) end
+  return ga, gb
+end, { uses_y = true })
+binary("maximum", function(g, a, b)
+  local m = f(a) and gpu.le(b, a) or a:ge(b)
+  return gpu.where(m, g, 0), gpu.where(m, 0, g)
+end)
+binary("minimum", function(g, a, b)
+  local m = f(a) and gpu.ge(b, a) or a:le(b)
+  return gpu.where(m, g, 0), gpu.where(m, 0, g)
+end)
+binary("atan2", function(g, a, b)
+  local d = a * a + b * b
+  return g * b / d, -g * a / d
+end)
+binary("hypot", function(g, a, b, y) return g * a / y, g * b / y end, { uses_y = true })
+binary("mod", function(g, a, b)
+  return g, (not f(b)) and -g * gpu.floordiv(a, b) or nil
+end)
+R.lerp = { backward = function(g, node)
+  local a, b, w = node[1], node[2], node[3]
+  return g * (1 - w), g * w, (not f(w)) and g * (b - a) or nil
+end }
+R.where = { backward = function(g, node)
+  local c = node[1]
+  return nil, gpu.where(c, g, 0), gpu.where(c, 0, g)
+end, saves = { 1 } }
+R.clip = { backward = function(g, node)
+  local x, lo, hi = node[1], node[2], node[3]
+  local inside, glo, ghi = g, nil, nil
+  if lo ~= nil then
+    local below = f(lo) and x:lt(lo) or gpu.gt(lo, x)
+    inside = gpu.where(below, 0, inside)
+    if not f(lo) then glo = gpu.where(below, g, 0) end
+  end
+  if hi ~= nil then
+    local above = f(hi) and x:gt(hi) or gpu.gt(x, hi)
+    inside = gpu.where(above, 0, inside)
+    if not f(hi) then ghi = gpu.where(above, g, 0) end
+  end
+  return inside, glo, ghi
+end }
+
+-- ---- reductions and scans ------------------------------------------------------------------------------
+
+R.sum = { saves = {}, backward = function(g, node)
+  local x = node[1]
+  local red, keep = reduce_args(x, node[2], node[3])
+  return unreduce(g, x, red, keep):expand(x.shape)
+end }
+R.mean = { saves = {}, backward = function(g, node)
+  local x = node[1]
+  local red, keep = reduce_args(x, node[2], node[3])
+  return (unreduce(g, x, red, keep) * (1 / count(x, red))):expand(x.shape)
+end }
+R.logsumexp = { uses_y = true, backward = function(g, node, y)
+  local x = node[1]
+  local red, keep = reduce_args(x, node[2], node[3])
+  return unreduce(g, x, red, keep) * (x - unreduce(y, x, red, keep)):exp()
+end }
+local function extreme(g, node, y)
+  local x = node[1]
+  local red, keep, list = reduce_args(x, node[2], node[3])
+  local yy = unreduce(y, x, red, keep)
+  local mask = gpu.where(x:eq(yy), 1, 0):astype(x.dtype)
+  -- a NaN maximum: its gradient goes to the NaNs
+  mask = gpu.where(yy:isnan(), gpu.where(x:isnan(), 1, 0):astype(x.dtype), mask)
+  local ties = mask:sum(list, { keepdims = true })
+  return unreduce(g, x, red, keep) * mask / ties
+end
+R.max = { uses_y = true, backward = extreme }
+R.min = { uses_y = true, backward = extreme }
+R.var = { backward = function(g, node)
+  local x = node[1]
+  local red, keep, list, o = reduce_args(x, node[2], node[3])
+  local ddof = o and o.ddof or 0
+  local mu = x:mean(list, { keepdims = true })
+  return unreduce(g, x, red, keep) * (x - mu) * (2 / (count(x, red) - ddof))
+end }
+R.std = { uses_y = true, backward = function(g, node, y)
+  local x = node[1]
+  local red, keep, list, o = reduce_args(x, node[2], node[3])
+  local ddof = o and o.ddof or 0
+  local mu = x:mean(list, { keepdims = true })
+  return unreduce(g, x, red, keep) * (x - mu) / (unreduce(y, x, red, keep) * (count(x, red) - ddof))
+end }
+R.norm = { uses_y = true, backward = function(g, node, y)
+  local x = node[1]
+  local red, keep, list, o = reduce_args(x, node[2], node[3])
+  local ord = o and o.ord
+  local gg, yy = unreduce(g, x, red, keep), unreduce(y, x, red, keep)
+  if ord == nil or ord == "fro" or ord == 2 then
+    return gg * gpu.where(yy:eq(0), 0, x / yy)
+  elseif ord == 1 then
+    return gg * x:sign()
+  elseif ord == math.huge or ord == -math.huge then
+    local ax = x:abs()
+    local mask = gpu.where(ax:eq(yy), 1, 0):astype(x.dtype)
+    return gg * x:sign() * mask / mask:sum(list, { keepdims = true })
+  elseif ord == 0 then
+    return gg * 0
+  end
+  -- p-norm: d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / y^(p-1)
+  return gg * x:sign() * x:abs() ^ (ord - 1) / gpu.where(yy:eq(0), 1, yy ^ (ord - 1))
+end }
+
+-- prod along one axis (or of everything): the product of all the others, as exclusive
+-- products from both sides (exact where inputs are zero, unlike y / x)
+local function exclusive_products(x, axis)
+  local n = x.shape[axis]
+  local ones_shape = x.shape
+  ones_shape[axis] = 1
+  local one = gpu.ones(ones_shape, { dtype = x.dtype, device = x.device })
+  local function shifted(c)                          -- (1, c[1], ..., c[n-1]) along axis
+    if n == 1 then return one end
+    local key = {}
+    for d = 1, x.ndim do key[d] = ":" end
+    key[axis] = { 1, n - 1 }
+    return gpu.concat({ one, c[key] }, axis)
+  end
+  local left = shifted(x:cumprod(axis))
+  local right = shifted(x:flip(axis):cumprod(axis)):flip(axis)
+  return left * right
+end
+R.prod = { backward = function(g, node)
+  local x = node[1]
+  local red, keep, list = reduce_args(x, node[2], node[3])
+  local gg = unreduce(g, x, red, keep)
+  if list == nil or #list ~= 1 then
+    local flat = x:reshape(x.size)
+    return gg * exclusive_products(flat, 1):reshape(x.shape)
+  end
+  return gg * exclusive_products(x, norm_axis(list[1], x.ndim))
+end }
+
+local function scan_axis(node)
+  local x, axis = node[1], node[2]
+  if type(axis) ~= "number" then return nil end
+  return norm_axis(axis, x.ndim)
+end
+R.cumsum = { saves = {}, backward = function(g, node)
+  local x, axis = node[1], scan_axis(node)
+  if axis == nil then return g:flip(1):cumsum(1):flip(1):reshape(x.shape) end
+  return g:flip(axis):cumsum(axis):flip(axis)
+end }
+-- cumprod: d y_k / d x_i = prod_{j <= k, j ~= i} x_j (k >= i), as an (L, L) product per row
+R.cumprod = { backward = function(g, node)
+  local x, axis = node[1], scan_axis(node)
+  if axis == nil then x, g, axis = x:reshape(x.size), g:reshape(x.size), 1 end
+  local nd = x.ndim
+  local xl = axis == nd and x or x:transpose(axis, nd)
+  local gl = axis == nd and g or g:transpose(axis, nd)
+  local L = xl.shape[nd]
+  local s = xl.shape
+  table.insert(s, nd, L)                             -- (..., L, L): row i has x_i replaced by 1
+  local eye = gpu.eye(L, { dtype = "bool", device = x.device })
+  local rows = gpu.where(eye, 1, xl:unsqueeze(nd):expand(s))
+  local P = rows:cumprod(nd + 1)                      -- P[i, k] = prod_{j <= k, j ~= i} x_j
+  local upper = gpu.arange(1, L + 1, { device = x.device }):reshape(L, 1):le(gpu.arange(1, L + 1, { device = x.device }))
+  local gi = (gpu.where(upper, P, 0) * gl:unsqueeze(nd)):sum(nd + 1)
+  if axis ~= nd then gi = gi:transpose(axis, nd) end
+  return gi:reshape(node[1].shape)
+end }
+
+-- ---- sorting --------------------------------------------------------------------------------------------
+
+R.sort = { saves = {}, backward = function(g, node)
+  local x, a2, a3 = node[1], node[2], node[3]
+  local axis = type(a2) == "number" and a2 or -1
+  local o = type(a2) == "table" and a2 or a3
+  local idx = no_grad(function() return x:argsort(axis, o) end)
+  if x.ndim == 0 then return g end
+  return scatter_along(x, idx, g, axis)
+end }
+R.topk = { saves = {}, backward = function(g, node)
+  local x = node[1]
+  local axis = type(node[3]) == "number" and node[3] or -1
+  return scatter_along(x, node.extra[1], g, axis)
+end }
+
+-- ---- indexing and joining ----------------------------------------------------------------------------------
+
+R.take = { saves = { 2 }, backward = function(g, node)
+  local x, idx, axis = node[1], node[2], node[3]
+  if axis == nil then
+    local flat = scatter_add(gpu.zeros(x.size, { device = x.device }), 1, idx:reshape(idx.size), g:reshape(g.size))
+    return flat:reshape(x.shape)
+  end
+  axis = norm_axis(axis, x.ndim)
+  local s = {}
+  local xs = x.shape
+  for i = 1, axis - 1 do s[#s + 1] = xs[i] end
+  s[#s + 1] = idx.size
+  for i = axis + 1, #xs do s[#s + 1] = xs[i] end
+  return scatter_add(x, axis, idx:reshape(idx.size), g:reshape(s))
+end }
+R.index = { saves = { 3 }, backward = function(g, node)
+  local x, axis, idx = node[1], node[2], node[3]
+  return R.take.backward(g, { x, idx, axis, n = 3 })
+end }
+R.masked_select = { saves = { 2 }, backward = function(g, node) return put_key(node[1], node[2], g) end }
+-- x[key]: slices, x.T, integer and mask arrays (recorded by larray.c's __index)
+R.getindex = { saves = {}, backward = function(g, node)
+  local x, key = node[1], node[2]
+  if key == "T" then return g:transpose() end
+  if is_array(key) and key.dtype ~= "bool" then
+    local s = { key.size }
+    local xs = x.shape
+    for d = 2, #xs do s[d] = xs[d] end
+    return scatter_add(x, 1, key:reshape(key.size), g:reshape(s))
+  end
+  return put_key(x, key, g)
+end }
+
+local function join(stacking)
+  return { saves = {}, backward = function(g, node)
+    local list, axis = node[1], node[2] or 1
+    axis = norm_axis(axis, g.ndim)
+    local sizes = {}
+    for i = 1, #list do sizes[i] = stacking and 1 or list[i].shape[axis] end
+    local parts = g:split(sizes, axis)
+    if stacking then
+      for i = 1, #parts do parts[i] = parts[i]:reshape(list[i].shape) end
+    end
+    return parts          -- a list: one gradient per array of the list argument
+  end, list = true }
+end
+R.concat = join(false)
+R.concatenate = R.concat
+R.stack = join(true)
+
+-- split: each piece is its own node, whose gradient lands in its slice of x
+R.split = { saves = {}, record = function(node, pieces)
+  local x, axis = node[1], node[3] or 1
+  axis = norm_axis(axis, x.ndim)
+  local start = 1
+  for i = 1, #pieces do
+    local len = pieces[i].shape[axis]
+    local key = {}
+    for d = 1, x.ndim do key[d] = ":" end
+    key[axis] = { start, start + len - 1 }
+    start = start + len
+    G.set_node(pieces[i], { rule = R.getindex, n = 2, x, key })
+  end
+end }
+
+R["repeat"] = { saves = {}, backward = function(g, node)
+  local x, reps, axis = node[1], node[2], node[3]
+  if is_array(reps) then
+    local ax = axis and norm_axis(axis, x.ndim) or 1
+    local src = axis and x or x:reshape(x.size)
+    local n = src.shape[ax]
+    local pos = gpu.arange(1, n + 1, { device = x.device }):repeat_interleave(reps)
+    local z = scatter_add(src, ax, pos, axis and g or g:reshape(g.size))
+    return z:reshape(x.shape)
+  end
+  if axis == nil then return g:reshape(x.size, reps):sum(2):reshape(x.shape) end
+  axis = norm_axis(axis, x.ndim)
+  local s = {}
+  local xs = x.shape
+  for i = 1, #xs do
+    s[#s + 1] = xs[i]
+    if i == axis then s[#s + 1] = reps end
+  end
+  return g:reshape(s):sum(axis + 1)
+end }
+R.repeat_interleave = R["repeat"]
+
+-- ---- linear algebra ----------------------------------------------------------------------------------------
+
+local function matmul_grads(g, a, b)
+  local an, bn = a.ndim, b.ndim
+  if an == 1 and bn == 1 then return g * b, g * a end
+  local a2 = an == 1 and a:reshape(1, a.shape[1]) or a
+  local b2 = bn == 1 and b:reshape(b.shape[1], 1) or b
+  local g2 = g
+  if an == 1 then g2 = g2:unsqueeze(-2) end
+  if bn == 1 then g2 = g2:unsqueeze(-1) end
+  local ga, gb
+  if tracked(a) then
+    ga = unbroadcast(g2:matmul(b2:transpose(-1, -2)), a2.shape)
+    if an == 1 then ga = ga:reshape(a.shape) end
+  end
+  if tracked(b) then
+    gb = unbroadcast(a2:transpose(-1, -2):matmul(g2), b2.shape)
+    if bn == 1 then gb = gb:reshape(b.shape) end
+  end
+  return ga, gb
+end
+R.matmul = { backward = function(g, node) return matmul_grads(g, node[1], node[2]) end }
+R.dot = { backward = function(g, node)
+  local a, b = node[1], node[2]
+  if a.ndim == 0 or b.ndim == 0 then return g * b, g * a end
+  if b.ndim <= 2 then return matmul_grads(g, a, b) end
+  error("dot: the gradient of N-D dot with a >2-D second operand is not implemented (use matmul)")
+end }
+R.outer = { backward = function(g, node)
+  local a, b = node[1], node[2]
+  return g:matmul(b:reshape(b.size)):reshape(a.shape), g:transpose():matmul(a:reshape(a.size)):reshape(b.shape)
+end }
+
+-- ---- fused kernels ---------------------------------------------------------------------------------------------
+
+-- fused.linear(x (..., in), w (out, in) [, b (out)]) = x w^T + b
+R["fused.linear"] = { backward = function(g, node)
+  local x, w, b = node[1], node[2], node[3]
+  local gx, gw, gb
+  local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
+  if tracked(x) then gx = g:matmul(w) end
+  if tracked(w) then
+    local x2 = x.ndim == 2 and x or x:reshape(-1, x.shape[x.ndim])
+    gw = g2:transpose():matmul(x2)
+  end
+  if b ~= nil and tracked(b) then gb = g2:sum(1) end
+  return gx, gw, gb
+end }
+
+-- fused.cross_entropy(z (N, C), labels (N) | target (N, C) [, opts]) -> loss (N), probs
+-- (N, C): d loss_i / d z = probs_i - t_i. The fused backward when grad is off; with
+-- create_graph the same formula in array ops, so it is differentiable again.
+R["fused.cross_entropy"] = { saves = { 2 }, backward = function(g, node)
+  local z, lt, o = node[1], node[2], node[3]
+  local eps = o and o.label_smoothing or 0
+  local labels = lt.dtype:match("int") ~= nil
+  if not G.grad_enabled() then
+    local p = node.extra[1]
+    local gz = gpu.fused.cross_entropy_backward(p, lt, g, { label_smoothing = eps, scale = 1 })
+    local gt = (not labels and tracked(lt)) and (-(z - z:logsumexp(2, { keepdims = true })) * g:reshape(-1, 1)) or nil
+    return gz, gt
+  end
+  local C = z.shape[2]
+  local lse = z:logsumexp(2, { keepdims = true })
+  local p = (z - lse):exp()
+  local t
+  if labels then
+    t = lt:reshape(-1, 1):eq(gpu.arange(1, C + 1, { device = z.device })):astype(z.dtype)
+    if eps > 0 then t = t * (1 - eps) + eps / C end
+  else
+    t = lt
+  end
+  local gg = g:reshape(-1, 1)
+  return (p - t) * gg, (not labels) and (-(z - lse) * gg) or nil
+end }
+
+-- ---- convolution, pooling, batch norm, softmax -----------------------------------------------------------------
+
+local function window_opts(o)
+  local w = {}
+  for _, k in ipairs { "kernel", "stride", "padding", "dilation" } do w[k] = o and o[k] end
+  return w
+end
+R.im2col = { saves = {}, backward = function(g, node)
+  local x = node[1]
+  return gpu.col2im(g, x.shape, window_opts(node[2]))
+end }
+R.col2im = { saves = {}, backward = function(g, node)
+  return gpu.im2col(g, window_opts(node[3]))
+end }
+R["dnn.conv2d"] = { backward = function(g, node)
+  local x, w, o = node[1], node[2], node[3]
+  local gx = tracked(x) and gpu.dnn.conv2d_backward_data(g, w, x.shape, o) or nil
+  local gw = tracked(w) and gpu.dnn.conv2d_backward_filter(x, g, w.shape, o) or nil
+  return gx, gw
+end }
+local function pool(name)
+  return { uses_y = true, backward = function(g, node, y)
+    return gpu.dnn[name .. "_backward"](node[1], y, g, node[2])
+  end }
+end
+R["dnn.max_pool2d"] = pool("max_pool2d")
+R["dnn.avg_pool2d"] = pool("avg_pool2d")
+R["dnn.softmax"] = { saves = {}, uses_y = true, backward = function(g, node, y)
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.dnn.softmax_backward(y, g, node[2])
+end }
+-- batch_norm(x, w, b, running_mean, running_var [, {training, momentum, eps}]): training
+-- returns y, save_mean, save_invstd (node.extra); eval uses the running statistics
+R["dnn.batch_norm"] = { saves = { 1, 2 }, backward = function(g, node)
+  local x, w, b, rm, rv, o = node[1], node[2], node[3], node[4], node[5], node[6]
+  local eps = o and o.eps or 1e-5
+  if o == nil or o.training ~= false then
+    local sm, si = node.extra[1], node.extra[2]
+    local dx, dw, db = gpu.dnn.batch_norm_backward(x, g, w, sm, si, { eps = eps })
+    return dx, dw, db
+  end
+  local shape = { 1, x.shape[2] }
+  for _ = 3, x.ndim do shape[#shape + 1] = 1 end
+  local axes = { 1 }
+  for d = 3, x.ndim do axes[#axes + 1] = d end
+  local invstd = (rv + eps):rsqrt()
+  local xhat = (x - rm:reshape(shape)) * invstd:reshape(shape)
+  return g * (invstd * w):reshape(shape), (g * xhat):sum(axes), g:sum(axes)
+end }
+
+return R

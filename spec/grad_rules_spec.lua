@@ -1,0 +1,228 @@
+-- spec/grad_rules_spec.lua — generated from gpu.autograd.rules, the one table of every
+-- dispatched op: each op the module exposes is listed there (a rule, or false for the
+-- non-differentiable), and each rule is checked against central differences in float64,
+-- first derivatives and (through create_graph) second ones. A new op without an entry, or
+-- a rule without a sample here, fails this spec.
+local h = require "spec.helper"
+local gpu = h.gpu
+local ag = require "gpu.autograd"
+local rules = ag.rules
+
+-- every function the module exposes, by the name it dispatches under
+local function dispatched()
+  local names, seen = {}, {}
+  local function scan(t)
+    for _, f in pairs(t) do
+      local n = type(f) == "function" and gpu._grad.opname(f)
+      if n and not seen[n] then seen[n] = true; names[#names + 1] = n end
+    end
+  end
+  scan(gpu); scan(gpu.methods); scan(gpu.random); scan(gpu.dnn); scan(gpu.fused)
+  scan(getmetatable(gpu.ones(1, { device = "cpu" })))
+  table.sort(names)
+  return names
+end
+
+-- samples: name -> function(dev) returning fn, inputs (float64, away from kinks)
+local function U(dev, lo, hi, ...)
+  local shape = { ... }
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d + #shape end
+  return gpu.random.Generator(n):uniform(lo, hi, shape, { dtype = "float64", device = dev })
+end
+local function P(dev, ...) return U(dev, 0.5, 1.5, ...) end          -- positive
+local function S(dev, ...)                                             -- signed, |x| >= 0.3
+  local x = U(dev, 0.3, 1.2, ...)
+  local s = gpu.random.Generator(5):bernoulli(0.5, x.shape, { dtype = "float64", device = dev }) * 2 - 1
+  return x * s
+end
+local function I(dev, t) return gpu.array(t, { dtype = "int64", device = dev }) end
+
+local function un(name, gen)
+  return function(dev) return function(x) return x[name](x) end, { (gen or P)(dev, 2, 3) } end
+end
+local samples = {}
+for _, n in ipairs { "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "reciprocal",
+                     "tanh", "sigmoid", "softplus", "gelu", "erf", "sin", "cos", "tan", "sinh", "cosh", "atan" } do
+  samples[n] = un(n)
+end
+samples.neg = un("neg", S)
+samples.abs = un("abs", S)
+samples.relu = un("relu", S)
+samples.asin = function(dev) return function(x) return x:asin() end, { U(dev, -0.7, 0.7, 2, 3) } end
+samples.acos = function(dev) return function(x) return x:acos() end, { U(dev, -0.7, 0.7, 2, 3) } end
+local function bin(name)
+  return function(dev) return function(a, b) return gpu[name](a, b) end, { P(dev, 2, 3), P(dev, 3) * 1.7 } end
+end
+for _, n in ipairs { "add", "sub", "mul", "div", "pow", "atan2", "hypot" } do samples[n] = bin(n) end
+samples.maximum = function(dev) return function(a, b) return gpu.maximum(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
+samples.minimum = function(dev) return function(a, b) return gpu.minimum(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
+samples.mod = function(dev) return function(a, b) return gpu.mod(a, b) end, { P(dev, 2, 3) * 3.1, P(dev, 3) + 0.05 } end
+samples.lerp = function(dev) return function(a, b, w) return gpu.lerp(a, b, w) end, { S(dev, 3), P(dev, 3), P(dev, 3) * 0.5 } end
+samples.where = function(dev)
+  local c = gpu.array({ true, false, true }, { device = dev })
+  return function(a, b) return gpu.where(c, a, b) end, { S(dev, 2, 3), S(dev, 3) }
+end
+samples.clip = function(dev) return function(x, lo) return x:clip(lo, 0.6) end, { S(dev, 2, 3), U(dev, -0.5, -0.1, 3) } end
+for _, n in ipairs { "contiguous", "copy", "clone" } do
+  samples[n] = function(dev) return function(x) return x:transpose()[n](x:transpose()) * x:transpose() end, { S(dev, 2, 3) } end
+end
+samples.astype = function(dev)
+  return function(x) return x:astype("float32"):astype("float64") * x end, { S(dev, 3) }, { eps = 1e-3, tol = 1e-3 }
+end
+samples.to = function(dev) return function(x) return x:to("cpu") * 2 end, { S(dev, 3) } end
+samples.cpu = function(dev) return function(x) return x:cpu() * 2 end, { S(dev, 3) } end
+samples.cuda = function(dev)
+  if dev ~= "cuda" then return nil end
+  return function(x) return x:cuda() * 2 end, { S(dev, 3) }
+end
+samples.array = function(dev) return function(x) return gpu.array(x) * x end, { S(dev, 3) } end
+samples.reshape = function(dev) return function(x) return x:reshape(3, 2) * gpu.arange(1, 3, { dtype = "float64", device = dev }) end, { S(dev, 2, 3) } end
+samples.view = function(dev) return function(x) return x:view(6) end, { S(dev, 2, 3) } end
+samples.flatten = function(dev) return function(x) return x:flatten() end, { S(dev, 2, 3) } end
+samples.squeeze = function(dev) return function(x) return x:squeeze() end, { S(dev, 2, 1, 3) } end
+samples.unsqueeze = function(dev) return function(x) return x:unsqueeze(1) end, { S(dev, 2, 3) } end
+samples.expand = function(dev) return function(x) return x:expand(4, 3) end, { S(dev, 1, 3) } end
+samples.transpose = function(dev) return function(x) return x:transpose({ 3, 1, 2 }) end, { S(dev, 2, 3, 2) } end
+samples.permute = function(dev) return function(x) return x:permute(2, 3, 1) end, { S(dev, 2, 3, 2) } end
+samples.flip = function(dev) return function(x) return x:flip(2) end, { S(dev, 2, 3) } end
+samples.roll = function(dev) return function(x) return x:roll(1, 2) end, { S(dev, 2, 3) } end
+samples.tile = function(dev) return function(x) return x:tile(2, 3) end, { S(dev, 2, 3) } end
+samples.sum = function(dev) return function(x) return x:sum(2) end, { S(dev, 2, 3) } end
+samples.mean = function(dev) return function(x) return x:mean({ 1, 2 }, { keepdims = true }) end, { S(dev, 2, 3) } end
+samples.prod = function(dev) return function(x) return x:prod(2) end, { S(dev, 2, 3) } end
+samples.logsumexp = function(dev) return function(x) return x:logsumexp(1) end, { S(dev, 2, 3) } end
+samples.max = function(dev) return function(x) return x:max(2) end, { S(dev, 2, 3) } end
+samples.min = function(dev) return function(x) return x:min() end, { S(dev, 2, 3) } end
+samples.var = function(dev) return function(x) return x:var(2, { ddof = 1 }) end, { S(dev, 2, 3) } end
+samples.std = function(dev) return function(x) return x:std(1) end, { S(dev, 2, 3) } end
+samples.norm = function(dev) return function(x) return x:norm(2) end, { S(dev, 2, 3) } end
+samples.cumsum = function(dev) return function(x) return x:cumsum(2) end, { S(dev, 2, 3) } end
+samples.cumprod = function(dev) return function(x) return x:cumprod(2) end, { S(dev, 2, 3) } end
+samples.sort = function(dev) return function(x) return x:sort(2, { descending = true }) end, { S(dev, 2, 4) } end
+samples.topk = function(dev) return function(x) return (x:topk(2, 2)) end, { S(dev, 2, 4) } end
+samples.take = function(dev) return function(x) return x:take(I(dev, { 3, 1, 3 }), 2) end, { S(dev, 2, 3) } end
+samples.index = function(dev) return function(x) return x:index(1, I(dev, { 2, 2, 1 })) end, { S(dev, 2, 3) } end
+samples.masked_select = function(dev)
+  local m = gpu.array({ { true, false, true }, { false, true, true } }, { device = dev })
+  return function(x) return x:masked_select(m) end, { S(dev, 2, 3) }
+end
+samples.getindex = function(dev)
+  return function(x) return x[{ ":", { 2, 3 } }] + x.T[1]:reshape(3, 1) + x[x:gt(0)]:sum() end, { S(dev, 3, 3) }
+end
+samples.concat = function(dev) return function(a, b) return gpu.concat({ a, b }, 2) end, { S(dev, 2, 3), S(dev, 2, 2) } end
+samples.concatenate = samples.concat
+samples.stack = function(dev) return function(a, b) return gpu.stack({ a, b }, 1) end, { S(dev, 2, 3), S(dev, 2, 3) } end
+samples.split = function(dev)
+  return function(x) local p = x:split({ 1, 2 }, 2); return p[1] * 2 + p[2]:sum(2, { keepdims = true }) end, { S(dev, 2, 3) }
+end
+samples["repeat"] = function(dev) return function(x) return x["repeat"](x, 2, 2) end, { S(dev, 2, 3) } end
+samples.repeat_interleave = function(dev)
+  return function(x) return x:repeat_interleave(I(dev, { 2, 0, 1 }), 2) end, { S(dev, 2, 3) }
+end
+samples.matmul = function(dev) return function(a, b) return a:matmul(b) end, { S(dev, 2, 2, 3), S(dev, 3, 2) } end
+samples.dot = function(dev) return function(a, b) return gpu.dot(a, b) end, { S(dev, 2, 3), S(dev, 3) } end
+samples.outer = function(dev) return function(a, b) return gpu.outer(a, b) end, { S(dev, 3), S(dev, 2) } end
+samples["fused.linear"] = function(dev)
+  return function(x, w, b) return gpu.fused.linear(x, w, b) end, { S(dev, 2, 3), S(dev, 4, 3), S(dev, 4) }
+end
+samples["fused.cross_entropy"] = function(dev)
+  local lab = I(dev, { 2, 1 })
+  return function(z) return (gpu.fused.cross_entropy(z, lab, { label_smoothing = 0.1 })) end, { S(dev, 2, 3) }
+end
+samples.im2col = function(dev) return function(x) return gpu.im2col(x, { kernel = 2, padding = 1 }) end, { S(dev, 1, 2, 3, 3) } end
+samples.col2im = function(dev)
+  return function(c) return gpu.col2im(c, { 1, 1, 3, 3 }, { kernel = 2 }) end, { S(dev, 1, 4, 4) }
+end
+-- cuDNN's entry points run only where a GPU has cuDNN
+for _, n in ipairs { "dnn.conv2d", "dnn.max_pool2d", "dnn.avg_pool2d", "dnn.softmax", "dnn.batch_norm" } do
+  samples[n] = function(dev)
+    if gpu.dnn.available(dev) ~= true then return nil end
+    if n == "dnn.conv2d" then return function(x, w) return gpu.dnn.conv2d(x, w, { padding = 1 }) end, { S(dev, 1, 2, 4, 4), S(dev, 3, 2, 3, 3) } end
+    if n == "dnn.max_pool2d" then return function(x) return gpu.dnn.max_pool2d(x, { kernel = 2 }) end, { S(dev, 1, 2, 4, 4) } end
+    if n == "dnn.avg_pool2d" then return function(x) return gpu.dnn.avg_pool2d(x, { kernel = 2 }) end, { S(dev, 1, 2, 4, 4) } end
+    if n == "dnn.softmax" then return function(x) return gpu.dnn.softmax(x) end, { S(dev, 2, 3) } end
+    local rm, rv = gpu.zeros(2, { dtype = "float64", device = dev }), gpu.ones(2, { dtype = "float64", device = dev })
+    return function(x, w, b) return (gpu.dnn.batch_norm(x, w, b, rm, rv)) end, { S(dev, 3, 2), P(dev, 2), S(dev, 2) }
+  end
+end
+-- second derivatives: the rules whose backward is first-order only (library kernels)
+local first_order_only = { ["dnn.conv2d"] = true, ["dnn.max_pool2d"] = true, ["dnn.avg_pool2d"] = true,
+                           ["dnn.softmax"] = true, ["dnn.batch_norm"] = true }
+-- second derivatives that are zero or not smooth at the samples (still checked to run)
+local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
+                 sort = true, topk = true, mod = true }
+
+describe("gpu.autograd.rules", function()
+  it("lists every dispatched op, as a rule or as not differentiable", function()
+    local missing = {}
+    for _, n in ipairs(dispatched()) do
+      local r = rules[n]
+      local inplace = n:sub(-1) == "_" or n == "random.shuffle"
+      if r == nil and not inplace then missing[#missing + 1] = n end
+    end
+    -- in-place ops and ops whose result cannot be traced back (a random permutation of x)
+    -- are listed as errors on purpose: they have no entry
+    local refused = {
+      ["random.permutation"] = true, ["random.choice"] = true, ["fused.cross_entropy_backward"] = true,
+      ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
+      ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
+      ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true,
+    }
+    local unexpected = {}
+    for _, n in ipairs(missing) do if not refused[n] then unexpected[#unexpected + 1] = n end end
+    assert.same({}, unexpected)
+  end)
+
+  it("has a gradcheck sample for every rule", function()
+    local none = {}
+    for n, r in pairs(rules) do
+      if type(r) == "table" and r.backward ~= nil or (type(r) == "table" and r.record) then
+        if samples[n] == nil then none[#none + 1] = n end
+      end
+    end
+    table.sort(none)
+    assert.same({}, none)
+  end)
+end)
+
+for _, dev in ipairs(h.devices()) do
+  describe("gradients on " .. dev .. " against central differences (float64)", function()
+    local names = {}
+    for n in pairs(samples) do names[#names + 1] = n end
+    table.sort(names)
+    for _, n in ipairs(names) do
+      it(n, function()
+        local fn, inputs, opts = samples[n](dev)
+        if fn == nil then return end
+        local ok, msg = ag.gradcheck(fn, inputs, opts)
+        assert(ok, n .. ": " .. tostring(msg))
+      end)
+      if not first_order_only[n] then
+        it(n .. " (second derivative through create_graph)", function()
+          local fn, inputs, opts = samples[n](dev)
+          if fn == nil then return end
+          local x = inputs[1]
+          local rest = { table.unpack(inputs, 2) }
+          local w = gpu.random.Generator(3):uniform(0.5, 1.5, fn(table.unpack(inputs)).shape,
+            { dtype = "float64", device = dev })
+          -- first derivative as a function of x (the others held fixed), differentiated again;
+          -- recorded also when gradcheck evaluates it under no_grad
+          local function first(xx)
+            return ag.enable_grad(function()
+              local y = fn(xx, table.unpack(rest))
+              return ag.grad((y * w):sum(), xx, { create_graph = true })
+            end)
+          end
+          x:requires_grad()
+          local g = first(x)
+          assert.equal(x.size, g.size)
+          -- linear in x: the first derivative is constant (untracked), the second zero
+          if kinked[n] or not ag.requires_grad(g) then return end
+          local ok, msg = ag.gradcheck(first, { x }, opts)
+          assert(ok, n .. " (second): " .. tostring(msg))
+        end)
+      end
+    end
+  end)
+end

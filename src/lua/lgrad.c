@@ -1,0 +1,624 @@
+/*
+** lgrad.c — autograd in the dispatch: every op of the binding is registered through
+** gl_lua_pushop, which wraps it in one C closure, dispatch(). When an input of a call is
+** tracked (its tape node sits in the array's user value) and grad mode is on for the
+** running coroutine, dispatch looks the op up in the rules table that gpu.autograd
+** registered (lua/gpu/autograd/rules.lua):
+**   - a rule: the op runs, and the node {rule =, n =, [1..n] = the arguments, [-i] =
+**     the version of argument i's storage} becomes the result's user value (a rule with
+**     a 'record' function places nodes itself: split, multi-output ops);
+**   - false: not differentiable by nature (comparisons, argmax, floor...): the op runs
+**     and its results are untracked, as PyTorch's are;
+**   - no entry: "<op> is not differentiable" is raised before the op runs, so a new op
+**     can never silently drop a gradient, and an in-place op never half-changes a tracked
+**     array.
+** The op itself is called from dispatch's own frame (not through lua_call), so argument
+** errors keep lauxlib's names and positions: the arguments the node needs are kept in a
+** stash keyed by the address of a local variable while the op runs.
+**
+** Untracked calls cost one indirect call and a flag test: nothing is looked up until an
+** array has required grad. Under gpu.autocast, ops flagged GL_OP_AUTOCAST (matmul, dot,
+** fused.linear, dnn.conv2d) cast their float32/float64 operands to the half dtype
+** through astype (recorded like any op), run, and cast the result back to float32.
+**
+** Grad mode and the autocast dtype are per coroutine (PyTorch keeps them per thread): a
+** coroutine that never set them follows the main thread, and one abandoned inside
+** no_grad or autocast takes its state with it instead of leaking it.
+*/
+#include <string.h>
+#include "lgpu.h"
+
+static const char modes_key = 'm', rules_key = 'r', engine_key = 'e', astype_key = 'a', module_key = 'g';
+
+enum { UPV_ENTRY = GL_OP_UPVALUES + 1, UPV_NAME = GL_OP_UPVALUES + 2 };
+
+typedef struct gl_opentry {
+  lua_CFunction fn;
+  unsigned flags;
+  const char *name;      /* the rules key (upvalue UPV_NAME keeps the string alive) */
+} gl_opentry;
+
+/* ---- per-coroutine modes ------------------------------------------------------------------ */
+
+/* Bit 0: grad disabled; bits 1..: the autocast dtype + 1 (0: no autocast). */
+#define MODE_NOGRAD 1
+#define MODE_CAST(m) (((m) >> 1) - 1)
+
+static int thread_mode(lua_State *L, gl_lctx *ctx) {
+  if (lua_pushthread(L)) { lua_pop(L, 1); return ctx->main_mode; }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &modes_key);
+  lua_insert(L, -2);
+  int m = lua_rawget(L, -2) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : ctx->main_mode;
+  lua_pop(L, 2);
+  return m;
+}
+
+static void set_thread_mode(lua_State *L, gl_lctx *ctx, int m) {
+  if (lua_pushthread(L)) { lua_pop(L, 1); ctx->main_mode = m; return; }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &modes_key);
+  lua_insert(L, -2);
+  lua_pushinteger(L, m);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+bool gl_lua_grad_enabled(lua_State *L) { return !(thread_mode(L, gl_lua_ctx(L)) & MODE_NOGRAD); }
+
+int gl_lua_autocast_dtype(lua_State *L) {
+  gl_lctx *ctx = gl_lua_ctx(L);
+  return ctx->autocast_live ? MODE_CAST(thread_mode(L, ctx)) : -1;
+}
+
+/* ---- tracked arrays ------------------------------------------------------------------------ */
+
+/* Only arrays hold a table as user value 1 (a userdata of another library that did would
+** take the slow path, and then fail the op's own type check). */
+static bool is_tracked(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA) return false;
+  bool t = lua_getiuservalue(L, idx, 1) == LUA_TTABLE;
+  lua_pop(L, 1);
+  return t;
+}
+
+static bool any_tracked(lua_State *L, int nargs, unsigned flags) {
+  for (int i = 1; i <= nargs; i++) {
+    if (is_tracked(L, i)) return true;
+    if ((flags & GL_OP_LIST) && i == 1 && lua_type(L, 1) == LUA_TTABLE) {
+      lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+      for (lua_Integer k = 1; k <= n; k++) {
+        lua_rawgeti(L, 1, k);
+        bool t = is_tracked(L, -1);
+        lua_pop(L, 1);
+        if (t) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* ---- autocast ------------------------------------------------------------------------------- */
+
+/* Replaces slot idx by astype(value, dtype name) through the dispatched astype. */
+static void cast_slot(lua_State *L, int idx, const char *dtype) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &astype_key);
+  lua_pushvalue(L, idx);
+  lua_pushstring(L, dtype);
+  lua_call(L, 2, 1);
+  lua_replace(L, idx);
+}
+
+static bool is_wide(lua_State *L, int idx) {
+  gl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? gl_lua_test(L, idx) : NULL;
+  return a && a->storage && (a->dtype == GL_FLOAT32 || a->dtype == GL_FLOAT64);
+}
+
+/* Casts the float32/float64 array arguments to the autocast dtype; true if any was. */
+static bool autocast_args(lua_State *L, int nargs, int dt) {
+  bool any = false;
+  for (int i = 1; i <= nargs; i++)
+    if (is_wide(L, i)) { cast_slot(L, i, gl_dtypes[dt].name); any = true; }
+  return any;
+}
+
+static void autocast_results(lua_State *L, int nres, int dt) {
+  int top = lua_gettop(L);
+  for (int i = top - nres + 1; i <= top; i++) {
+    gl_array *a = lua_type(L, i) == LUA_TUSERDATA ? gl_lua_test(L, i) : NULL;
+    if (a && a->storage && a->dtype == dt) cast_slot(L, i, "float32");
+  }
+}
+
+/* ---- recording ------------------------------------------------------------------------------ */
+
+static uint64_t version_of(lua_State *L, int idx) {
+  gl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? gl_lua_test(L, idx) : NULL;
+  return a && a->storage ? a->storage->version : 0;
+}
+
+/* The node of a call with nargs arguments (slots 1..nargs), pushed. */
+static void push_node(lua_State *L, int nargs, int rule) {
+  int narrays = 0;
+  for (int i = 1; i <= nargs; i++) narrays += lua_type(L, i) == LUA_TUSERDATA;
+  lua_createtable(L, nargs, narrays + 3);
+  int node = lua_gettop(L);
+  for (int i = 1; i <= nargs; i++) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, node, i);
+    if (lua_type(L, i) == LUA_TUSERDATA) {
+      lua_pushinteger(L, (lua_Integer)version_of(L, i));
+      lua_rawseti(L, node, -i);
+    }
+  }
+  lua_pushinteger(L, nargs);
+  lua_setfield(L, node, "n");
+  lua_pushvalue(L, rule);
+  lua_setfield(L, node, "rule");
+}
+
+/* Gives the results (the top nres slots) their node (at 'node'): the rule's own record
+** function when it has one, else the first result, unless it is one of the arguments
+** (an op that returned its input). Results after the first are kept as node.extra. */
+static void record_results(lua_State *L, int node, int rule, int nargs, int nres) {
+  int top = lua_gettop(L), first = top - nres + 1;
+  if (lua_type(L, first) != LUA_TUSERDATA) {        /* not an array: a rule may place nodes */
+    if (lua_getfield(L, rule, "record") == LUA_TFUNCTION) {
+      lua_pushvalue(L, node);
+      for (int i = first; i <= top; i++) lua_pushvalue(L, i);
+      lua_call(L, nres + 1, 0);
+    }
+    return;
+  }
+  for (int i = 1; i <= nargs; i++) {
+    lua_rawgeti(L, node, i);
+    bool same = lua_rawequal(L, -1, first);
+    lua_pop(L, 1);
+    if (same) return;
+  }
+  if (nres > 1) {
+    lua_createtable(L, nres - 1, 0);
+    for (int i = first + 1; i <= top; i++) {
+      lua_pushvalue(L, i);
+      lua_rawseti(L, -2, i - first);
+    }
+    lua_setfield(L, node, "extra");
+  }
+  lua_pushinteger(L, (lua_Integer)version_of(L, first));
+  lua_setfield(L, node, "yv");
+  lua_pushvalue(L, node);
+  lua_setiuservalue(L, first, 1);
+}
+
+/* Pushes the rules table, loading gpu.autograd (which registers it) the first time. */
+static void push_rules(lua_State *L) {
+  if (lua_getiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_RULES) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &rules_key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &module_key);
+  lua_getfield(L, -1, "autograd");                  /* the module's lazy loader requires it */
+  lua_pop(L, 2);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &rules_key) != LUA_TTABLE)
+    luaL_error(L, "gpu.autograd is not available (its rules were not registered)");
+}
+
+static int not_differentiable(lua_State *L, const gl_opentry *e) {
+  size_t n = strlen(e->name);
+  if (n > 1 && e->name[n - 1] == '_')
+    return luaL_error(L, "%s is an in-place op and an input requires grad: it would not be recorded "
+                      "(use the out-of-place form, or run it in gpu.no_grad)", e->name);
+  return luaL_error(L, "%s is not differentiable: an input requires grad (detach it, or call it in gpu.no_grad)",
+                    e->name);
+}
+
+/* The stash: the node of each tracked call in progress, in the context's user values (a
+** slot per depth), with the address of a local of its C frame. A call that raised never
+** took its node back: its entry is stale, which shows as an address at or below the
+** running frame's (the C stack grows down, and a live caller is above). */
+static int stash_push(lua_State *L, gl_lctx *ctx, const void *marker) {
+  while (ctx->stash_depth > 0 && ctx->stash_marker[ctx->stash_depth - 1] <= marker) ctx->stash_depth--;
+  if (ctx->stash_depth == 32) luaL_error(L, "autograd: tracked ops nested too deeply");
+  int d = ctx->stash_depth++;
+  ctx->stash_marker[d] = marker;
+  lua_setiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_STASH + d);
+  return d;
+}
+
+static void stash_pop(lua_State *L, gl_lctx *ctx, int d) {
+  lua_getiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_STASH + d);
+  lua_pushnil(L);
+  lua_setiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_STASH + d);
+  ctx->stash_depth = d;
+}
+
+static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int nargs) {
+  char marker;                             /* its address tells a live stash entry */
+  push_rules(L);
+  lua_pushstring(L, e->name);
+  int kind = lua_rawget(L, -2);
+  if (kind == LUA_TNIL) return not_differentiable(L, e);
+  if (kind == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
+    lua_settop(L, nargs);
+    return e->fn(L);
+  }
+  push_node(L, nargs, lua_gettop(L));
+  int d = stash_push(L, ctx, &marker);
+  lua_settop(L, nargs);                    /* the op sees exactly its arguments */
+  int nres = e->fn(L);
+  int top = lua_gettop(L);
+  stash_pop(L, ctx, d);                    /* node */
+  int node = lua_gettop(L);
+  lua_getfield(L, node, "rule");
+  int rule = lua_gettop(L);
+  for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
+  record_results(L, node, rule, nargs, nres);
+  lua_settop(L, top);
+  return nres;
+}
+
+static int dispatch_slow(lua_State *L, gl_lctx *ctx, const gl_opentry *e) {
+  int nargs = lua_gettop(L);
+  int mode = thread_mode(L, ctx);
+  int cast = (e->flags & GL_OP_AUTOCAST) && ctx->autocast_live ? MODE_CAST(mode) : -1;
+  bool casted = cast >= 0 && autocast_args(L, nargs, cast);
+  int nres;
+  if (ctx->grad_live && !(mode & MODE_NOGRAD) && any_tracked(L, nargs, e->flags))
+    nres = dispatch_tracked(L, ctx, e, nargs);
+  else nres = e->fn(L);
+  if (casted) autocast_results(L, nres, cast);
+  return nres;
+}
+
+/* The closure every op is registered as (upvalues: the op's own, then its entry and name). */
+static int dispatch(lua_State *L) {
+  gl_lctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+  const gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
+  int n;
+  if (!ctx->grad_live && !ctx->autocast_live) {
+    if (!(e->flags & GL_OP_INPLACE)) return e->fn(L);
+    n = e->fn(L);
+  } else {
+    n = dispatch_slow(L, ctx, e);
+  }
+  if (e->flags & GL_OP_INPLACE) {
+    /* the receiver's storage remembers the op that last wrote it, for the message of a
+    ** backward that finds a saved array changed (its version says that it changed) */
+    gl_array *x = lua_gettop(L) >= 1 && lua_type(L, 1) == LUA_TUSERDATA ? gl_lua_test(L, 1) : NULL;
+    if (x && x->storage) x->storage->writer = e->name;
+  }
+  return n;
+}
+
+/* ---- ops outside the dispatch: x[key] and x.T (larray.c's __index) ------------------------- */
+
+bool gl_lua_tracked_call(lua_State *L, int idx) {
+  gl_lctx *ctx = gl_lua_ctx(L);
+  return ctx->grad_live && is_tracked(L, idx) && !(thread_mode(L, ctx) & MODE_NOGRAD);
+}
+
+void gl_lua_record_view(lua_State *L, const char *name, int x_idx, int key_idx, int res_idx) {
+  if (!gl_lua_test(L, res_idx)) return;
+  int top = lua_gettop(L);
+  push_rules(L);
+  if (lua_getfield(L, -1, name) != LUA_TTABLE) luaL_error(L, "gpu.autograd.rules has no rule '%s'", name);
+  int rule = lua_gettop(L);
+  lua_createtable(L, 4, 3);
+  lua_pushvalue(L, x_idx);
+  lua_rawseti(L, -2, 1);
+  lua_pushvalue(L, key_idx);
+  lua_rawseti(L, -2, 2);
+  lua_pushinteger(L, (lua_Integer)version_of(L, x_idx));
+  lua_rawseti(L, -2, -1);
+  lua_pushinteger(L, (lua_Integer)version_of(L, key_idx));
+  lua_rawseti(L, -2, -2);
+  lua_pushinteger(L, 2);
+  lua_setfield(L, -2, "n");
+  lua_pushvalue(L, rule);
+  lua_setfield(L, -2, "rule");
+  lua_setiuservalue(L, res_idx, 1);
+  lua_settop(L, top);
+}
+
+/* ---- registration ------------------------------------------------------------------------ */
+
+/* Which ops take a list of arrays first, which autocast, which write their receiver. */
+static unsigned op_flags(const char *name) {
+  static const char *const lists[] = { "concat", "concatenate", "stack", NULL };
+  static const char *const casts[] = { "matmul", "dot", "fused.linear", "dnn.conv2d", NULL };
+  unsigned f = 0;
+  for (int i = 0; lists[i]; i++) if (strcmp(name, lists[i]) == 0) f |= GL_OP_LIST;
+  for (int i = 0; casts[i]; i++) if (strcmp(name, casts[i]) == 0) f |= GL_OP_AUTOCAST;
+  size_t n = strlen(name);
+  if (n > 1 && name[n - 1] == '_') f |= GL_OP_INPLACE;
+  return f;
+}
+
+void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup) {
+  if (nup > GL_OP_UPVALUES) luaL_error(L, "gl_lua_pushop: %s has %d upvalues (at most %d)", name, nup, GL_OP_UPVALUES);
+  for (int i = nup; i < GL_OP_UPVALUES; i++) lua_pushnil(L);
+  gl_opentry *e = lua_newuserdatauv(L, sizeof *e, 0);
+  e->fn = fn;
+  e->flags = op_flags(name);
+  e->name = lua_pushstring(L, name);                /* upvalue UPV_NAME: keeps it alive */
+  lua_pushcclosure(L, dispatch, UPV_NAME);
+}
+
+void gl_lua_setops(lua_State *L, int idx, const char *prefix, const luaL_Reg *l) {
+  idx = lua_absindex(L, idx);
+  for (; l->name; l++) {
+    GL_PUSH_CTX(L);
+    if (prefix && *prefix) {
+      lua_pushfstring(L, "%s%s", prefix, l->name);
+      const char *full = lua_tostring(L, -1);
+      lua_insert(L, -2);
+      gl_lua_pushop(L, full, l->func, 1);
+      lua_remove(L, -2);
+    } else {
+      gl_lua_pushop(L, l->name, l->func, 1);
+    }
+    lua_setfield(L, idx, l->name);
+  }
+}
+
+/* ---- the tape's C side: requires_grad, detach, .grad, backward ------------------------------- */
+
+static bool is_floating(const gl_array *a) { return gl_dtype_is_float((gl_dtype)a->dtype); }
+
+/* x:requires_grad([flag = true]) -> x: x becomes a leaf of the tape (its node a table
+** {leaf = true}); false takes a leaf off it. */
+static int l_requires_grad(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  bool on = lua_isnoneornil(L, 2) ? true : (luaL_checktype(L, 2, LUA_TBOOLEAN), lua_toboolean(L, 2));
+  int t = lua_getiuservalue(L, 1, 1);
+  if (!on) {
+    if (t == LUA_TTABLE && lua_getfield(L, -1, "leaf") != LUA_TBOOLEAN)
+      return luaL_error(L, "requires_grad: only a leaf can stop requiring grad (use detach())");
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, 1);
+    lua_settop(L, 1);
+    return 1;
+  }
+  if (!is_floating(x))
+    return luaL_error(L, "requires_grad: only floating-point arrays can require gradients, got %s",
+                      gl_dtypes[x->dtype].name);
+  if (t != LUA_TTABLE) {
+    push_rules(L);                                  /* loads gpu.autograd: backward needs it */
+    lua_createtable(L, 0, 2);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "leaf");
+    lua_setiuservalue(L, 1, 1);
+    gl_lua_ctx(L)->grad_live = true;
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* x:detach(): a view of x that is not on the tape. */
+static int l_detach(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_array *v = gl_lua_push(L);
+  gl_array_view_of(v, x);
+  return 1;
+}
+
+static int l_is_leaf(lua_State *L) {
+  gl_lua_check(L, 1);
+  bool leaf = lua_getiuservalue(L, 1, 1) != LUA_TTABLE || lua_getfield(L, -1, "leaf") == LUA_TBOOLEAN;
+  lua_pushboolean(L, leaf);
+  return 1;
+}
+
+static int l_is_tracked(lua_State *L) {
+  gl_lua_check(L, 1);
+  lua_pushboolean(L, lua_getiuservalue(L, 1, 1) == LUA_TTABLE);
+  return 1;
+}
+
+/* x:retain_grad(): an op result keeps its gradient in .grad too (a leaf always does). */
+static int l_retain_grad(lua_State *L) {
+  gl_lua_check(L, 1);
+  if (lua_getiuservalue(L, 1, 1) != LUA_TTABLE)
+    return luaL_error(L, "retain_grad: the array does not require grad");
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "retain");
+  lua_settop(L, 1);
+  return 1;
+}
+
+int gl_lua_push_grad(lua_State *L, int idx) {
+  if (lua_getiuservalue(L, idx, 1) != LUA_TTABLE) return 1;     /* nil */
+  lua_getfield(L, -1, "grad");
+  lua_remove(L, -2);
+  return 1;
+}
+
+/* x.grad = g (or nil): g must have x's shape, a floating dtype and x's device, so that an
+** optimizer step cannot later update some parameters and not others. */
+void gl_lua_set_grad(lua_State *L, int x_idx, int g_idx, const char *fname) {
+  gl_array *x = gl_lua_check(L, x_idx);
+  if (lua_getiuservalue(L, x_idx, 1) != LUA_TTABLE)
+    luaL_error(L, "%s: the array does not require grad (call x:requires_grad() first)", fname);
+  int node = lua_gettop(L);
+  if (!lua_isnil(L, g_idx)) {
+    gl_array *g = gl_lua_test(L, g_idx);
+    if (g == NULL)
+      luaL_error(L, "%s: a gradient must be a gpu.array or nil, got %s", fname, luaL_typename(L, g_idx));
+    if (g->storage == NULL) luaL_error(L, "%s: the gradient is a closed array", fname);
+    char bx[GL_SHAPE_BUFSZ], bg[GL_SHAPE_BUFSZ], dx[16], dg[16];
+    bool same = g->ndim == x->ndim;
+    for (int i = 0; same && i < x->ndim; i++) same = g->shape[i] == x->shape[i];
+    if (!same)
+      luaL_error(L, "%s: the gradient has shape %s, the array %s", fname, gl_shape_str(g->ndim, g->shape, bg),
+                 gl_shape_str(x->ndim, x->shape, bx));
+    if (!is_floating(g)) luaL_error(L, "%s: the gradient must be floating-point, got %s", fname, gl_dtypes[g->dtype].name);
+    if (!gl_device_eq(gl_array_device(g), gl_array_device(x)))
+      luaL_error(L, "%s: the gradient is on %s, the array on %s", fname, gl_device_name(gl_array_device(g), dg),
+                 gl_device_name(gl_array_device(x), dx));
+  }
+  lua_pushvalue(L, g_idx);
+  lua_setfield(L, node, "grad");
+  lua_pop(L, 1);
+}
+
+/* x:set_grad(g) -> x: as x.grad = g */
+static int l_set_grad(lua_State *L) {
+  lua_settop(L, 2);
+  gl_lua_set_grad(L, 1, 2, "set_grad");
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Pushes the engine's function 'name' (gpu.autograd registers the engine). */
+static void push_engine(lua_State *L, const char *name) {
+  push_rules(L);
+  lua_pop(L, 1);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &engine_key);
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+}
+
+/* x:backward([grad] [, {retain_graph =, create_graph =, inputs =}]): the engine's */
+static int l_backward(lua_State *L) {
+  gl_lua_check(L, 1);
+  int n = lua_gettop(L);
+  push_engine(L, "backward");
+  lua_insert(L, 1);
+  lua_call(L, n, 0);
+  return 0;
+}
+
+/* x:register_hook(fn) -> handle: the engine's */
+static int l_register_hook(lua_State *L) {
+  gl_lua_check(L, 1);
+  int n = lua_gettop(L);
+  push_engine(L, "register_hook");
+  lua_insert(L, 1);
+  lua_call(L, n, 1);
+  return 1;
+}
+
+static const luaL_Reg grad_methods[] = {
+  { "requires_grad", l_requires_grad },
+  { "requires_grad_", l_requires_grad },
+  { "detach", l_detach },
+  { "is_leaf", l_is_leaf },
+  { "retain_grad", l_retain_grad },
+  { "set_grad", l_set_grad },
+  { "backward", l_backward },
+  { "register_hook", l_register_hook },
+  { NULL, NULL }
+};
+
+/* ---- gpu._grad: what lua/gpu/autograd.lua builds on ------------------------------------------ */
+
+/* register(rules, engine): the rules table and the engine functions (backward, ...). */
+static int g_register(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_pushvalue(L, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &rules_key);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_RULES);
+  lua_pushvalue(L, 2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &engine_key);
+  return 0;
+}
+
+/* node(x) -> x's tape node or nil; set_node(x, node) */
+static int g_node(lua_State *L) {
+  if (!gl_lua_test(L, 1)) { lua_pushnil(L); return 1; }
+  lua_getiuservalue(L, 1, 1);
+  return 1;
+}
+
+static int g_set_node(lua_State *L) {
+  gl_lua_checkany(L, 1);
+  if (!lua_isnil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_setiuservalue(L, 1, 1);
+  if (!lua_isnil(L, 2)) gl_lua_ctx(L)->grad_live = true;
+  return 0;
+}
+
+/* version(x) -> the version of x's storage, and the op that last wrote it (or nil) */
+static int g_version(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  lua_pushinteger(L, (lua_Integer)x->storage->version);
+  if (x->storage->writer) lua_pushstring(L, x->storage->writer);
+  else lua_pushnil(L);
+  return 2;
+}
+
+/* grad_enabled() / set_grad_enabled(on) -> previous: for the running coroutine */
+static int g_grad_enabled(lua_State *L) {
+  lua_pushboolean(L, gl_lua_grad_enabled(L));
+  return 1;
+}
+
+static int g_set_grad_enabled(lua_State *L) {
+  gl_lctx *ctx = gl_lua_ctx(L);
+  int m = thread_mode(L, ctx);
+  lua_pushboolean(L, !(m & MODE_NOGRAD));
+  m = lua_toboolean(L, 1) ? (m & ~MODE_NOGRAD) : (m | MODE_NOGRAD);
+  set_thread_mode(L, ctx, m);
+  return 1;
+}
+
+/* autocast_dtype() -> "float16" / "bfloat16" or nil; set_autocast(dtype name or nil) -> previous */
+static int g_autocast_dtype(lua_State *L) {
+  int d = gl_lua_autocast_dtype(L);
+  if (d < 0) lua_pushnil(L);
+  else lua_pushstring(L, gl_dtypes[d].name);
+  return 1;
+}
+
+static int g_set_autocast(lua_State *L) {
+  gl_lctx *ctx = gl_lua_ctx(L);
+  g_autocast_dtype(L);
+  int d = -1;
+  if (!lua_isnoneornil(L, 1)) {
+    d = (int)gl_lua_dtype(L, 1);
+    if (d != GL_FLOAT16 && d != GL_BFLOAT16) return luaL_argerror(L, 1, "autocast computes in float16 or bfloat16");
+    ctx->autocast_live = true;
+  }
+  int m = thread_mode(L, ctx);
+  set_thread_mode(L, ctx, (m & MODE_NOGRAD) | ((d + 1) << 1));
+  return 1;
+}
+
+/* opname(f) -> the name function f dispatches under (its rules key), or nil */
+static int g_opname(lua_State *L) {
+  if (lua_tocfunction(L, 1) != dispatch) { lua_pushnil(L); return 1; }
+  lua_getupvalue(L, 1, UPV_NAME);
+  return 1;
+}
+
+static const luaL_Reg grad_funcs[] = {
+  { "opname", g_opname },
+  { "register", g_register },
+  { "node", g_node },
+  { "set_node", g_set_node },
+  { "version", g_version },
+  { "grad_enabled", g_grad_enabled },
+  { "set_grad_enabled", g_set_grad_enabled },
+  { "autocast_dtype", g_autocast_dtype },
+  { "set_autocast", g_set_autocast },
+  { "is_tracked", l_is_tracked },
+  { NULL, NULL }
+};
+
+void gl_open_grad(lua_State *L, int module, int methods) {
+  lua_createtable(L, 0, 1);                         /* per-coroutine modes, weak keys */
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &modes_key);
+  lua_pushvalue(L, module);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &module_key);
+  lua_getfield(L, methods, "astype");               /* autocast casts through it */
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &astype_key);
+  gl_lua_setfuncs(L, methods, grad_methods);
+  lua_newtable(L);
+  gl_lua_setfuncs(L, lua_gettop(L), grad_funcs);
+  lua_setfield(L, module, "_grad");
+}
