@@ -67,6 +67,7 @@ gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
     s->nbytes = nbytes;
     s->device = dev;
     s->inline_data = true;
+    s->version = 0;
     *out = s;
     return GL_OK;
   }
@@ -80,6 +81,7 @@ gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
   s->nbytes = nbytes;
   s->device = dev;
   s->inline_data = false;
+  s->version = 0;
   *out = s;
   return GL_OK;
 }
