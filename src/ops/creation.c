@@ -134,6 +134,7 @@ gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
   }
   const gl_backend *b;
   GL_TRY(gl_backend_of(dst, GL_OP_COPY, &b));
+  GL_TRY(gl_array_begin_write(dst));
   if (!overlaps(dst, src)) return b->copy(dst, &view);
   /* the same storage on both sides: go through a temporary */
   gl_array tmp = { 0 };
@@ -151,6 +152,7 @@ gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
 gl_status gl_op_fill(const gl_array *dst, gl_scalar v) {
   const gl_backend *b;
   GL_TRY(gl_backend_of(dst, GL_OP_FILL, &b));
+  GL_TRY(gl_array_begin_write(dst));
   if (dst->size == 0) return GL_OK;
   return b->fill(dst, v);
 }
@@ -162,7 +164,7 @@ gl_status gl_op_to_host(void *host, const gl_array *src) {
   if (src->size == 0) return GL_OK;
   if (gl_array_is_contiguous(src)) return b->to_host(host, gl_array_device(src), gl_array_data(src), nbytes);
   if (src->storage->device.type == GL_CPU) {          /* strided copy straight into host */
-    gl_storage hs = { 1, host, nbytes, gl_cpu(), false };
+    gl_storage hs = { 1, host, nbytes, gl_cpu(), false, 0 };
     gl_array h = { 0 };
     GL_TRY(gl_array_init(&h, (gl_dtype)src->dtype, src->ndim, src->shape));
     h.storage = &hs;
