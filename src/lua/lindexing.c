@@ -154,6 +154,7 @@ static int l_index_put_(lua_State *L) {
   static const char *const names[] = { "accumulate" };
   bool acc = false;
   read_flags(L, 5, 1, names, &acc);
+  gl_lua_check_status(L, gl_array_writable(x, NULL), 0);
   gl_lua_check_status(L, gl_op_index_put(x, axis, idx, v, acc), 3);
   lua_settop(L, 1);
   return 1;
