@@ -101,6 +101,42 @@ bool gl_array_is_contiguous(const gl_array *a) {
   return true;
 }
 
+/* The axes of extent > 1 sorted by |stride| must each start past the last element that
+** the smaller ones reach together: then every index names its own element. A stride of
+** 0 fails at once. Views of a contiguous block (slices, steps, permutations, reshapes)
+** always pass, so only broadcast views are refused. */
+bool gl_array_overlaps_self(const gl_array *a) {
+  if (a->size <= 1 || gl_array_is_contiguous(a)) return false;
+  int64_t ext[GL_MAXDIMS], str[GL_MAXDIMS];
+  int n = 0;
+  for (int i = 0; i < a->ndim; i++) {
+    if (a->shape[i] == 1) continue;
+    int64_t s = a->strides[i] < 0 ? -a->strides[i] : a->strides[i];
+    int k = n++;
+    for (; k > 0 && str[k - 1] > s; k--) { str[k] = str[k - 1]; ext[k] = ext[k - 1]; }
+    str[k] = s;
+    ext[k] = a->shape[i];
+  }
+  int64_t reach = 0;                 /* the farthest offset the smaller axes reach */
+  for (int k = 0; k < n; k++) {
+    if (str[k] <= reach) return true;
+    reach += (ext[k] - 1) * str[k];
+  }
+  return false;
+}
+
+gl_status gl_array_writable(const gl_array *a, const char *what) {
+  if (!gl_array_overlaps_self(a)) return GL_OK;
+  return gl_fail(GL_EINVAL, "%s is a broadcast view whose elements overlap (read-only): "
+                 "copy it first (x:copy())", what ? what : "array");
+}
+
+gl_status gl_array_begin_write(const gl_array *a) {
+  GL_TRY(gl_array_writable(a, NULL));
+  a->storage->version++;
+  return GL_OK;
+}
+
 /* ---- views ------------------------------------------------------------------- */
 
 gl_status gl_axis_norm(int64_t axis, int ndim, int *out) {

@@ -35,7 +35,9 @@ gl_status gl_device_parse(const char *name, gl_device *out);
 const char *gl_device_name(gl_device d, char *buf);
 
 /* Memory shared by an array and its views. The bytes belong to the device's
-** allocator; 'refcount' counts descriptors (arrays, views) that use it. */
+** allocator; 'refcount' counts descriptors (arrays, views) that use it. 'version' counts
+** writes into the bytes once they exist (gl_array_begin_write, PyTorch's version
+** counter): autograd compares it to tell that an array it saved was changed since. */
 typedef struct gl_storage {
   long refcount;
   void *data;
@@ -79,6 +81,23 @@ static inline void *gl_array_data(const gl_array *a) {
 }
 bool gl_array_is_contiguous(const gl_array *a);   /* C order, no gaps */
 void gl_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/* Whether two different indices of 'a' may name the same element, as in a broadcast view
+** (expand: an axis of extent > 1 and stride 0). Exact for every view gl_view_* can make;
+** for strides no view makes it may answer true for an array without overlap (it asks that
+** each axis, taken by growing |stride|, step past all the elements the smaller ones
+** reach). A 0- or 1-element array never overlaps. */
+bool gl_array_overlaps_self(const gl_array *a);
+
+/* Writes into an existing array go through these, before they touch a byte:
+** gl_array_writable refuses an array whose elements overlap (GL_EINVAL: a write would
+** race and its result depend on the order of the threads; 'what' names it in the
+** message, NULL for "array"), and gl_array_begin_write does the same check then counts
+** the write in a->storage->version (shared with every view of the storage). Ops call
+** begin_write once per write, after their own checks; writable alone serves where an op
+** must refuse early but writes later (or not at all). */
+gl_status gl_array_writable(const gl_array *a, const char *what);
+gl_status gl_array_begin_write(const gl_array *a);
 
 /* Formats "(3,4)" or "()" into buf (at least 8 + 21*ndim bytes); returns buf. */
 const char *gl_shape_str(int ndim, const int64_t *shape, char *buf);

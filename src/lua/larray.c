@@ -248,6 +248,9 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
     case 'i':
       if (strcmp(k, "itemsize") == 0) { lua_pushinteger(L, (lua_Integer)gl_array_itemsize(a)); return true; }
       break;
+    case '_':       /* the storage's write counter (PyTorch's name): views share it */
+      if (strcmp(k, "_version") == 0) { lua_pushinteger(L, (lua_Integer)a->storage->version); return true; }
+      break;
     case 'T':
       if (k[1] == '\0') {
         gl_array *t = gl_lua_push(L);
@@ -316,6 +319,8 @@ static int array_newindex(lua_State *L) {
     return luaL_error(L, "index assignment is not differentiable: the array or the value requires grad "
                       "(assign to a copy, or run it in gpu.no_grad)");
   a->storage->writer = "index assignment";
+  /* refused here, where the fault is named as the array's (not the key's or the value's) */
+  gl_lua_check_status(L, gl_array_writable(a, NULL), 0);
   if (gl_lua_test(L, 2)) { gl_lua_newindex_array(L, a, 2, 3); return 0; }
   gl_array v = *a;
   apply_key(L, &v, 2, 2);

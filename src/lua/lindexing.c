@@ -154,6 +154,7 @@ static int l_index_put_(lua_State *L) {
   gl_operand v = value_operand(L, 4);
   bool acc = false;
   read_flags(L, 5, &put_decl, &acc);
+  gl_lua_check_status(L, gl_array_writable(x, NULL), 0);
   gl_lua_check_status(L, gl_op_index_put(x, axis, idx, v, acc), 3);
   lua_settop(L, 1);
   return 1;

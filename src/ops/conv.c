@@ -388,6 +388,11 @@ gl_status gl_op_dnn_batch_norm(gl_array *y, gl_array *save_mean, gl_array *save_
   if (!training && rmean == NULL) return gl_fail(GL_EINVAL, "%s: inference needs running_mean and running_var", fn);
   if (!(eps > 0) || !(momentum >= 0 && momentum <= 1))
     return gl_fail(GL_EINVAL, "%s: eps must be positive and momentum in [0, 1], got %g and %g", fn, eps, momentum);
+  bool update = training && rmean != NULL;       /* the running statistics are written */
+  if (update) {
+    GL_TRY(gl_array_writable(rmean, names[2]));
+    GL_TRY(gl_array_writable(rvar, names[3]));
+  }
   if (rmean && (!gl_array_is_contiguous(rmean) || !gl_array_is_contiguous(rvar)))
     return gl_fail(GL_EINVAL, "%s: running_mean and running_var must be contiguous (they are updated in place)", fn);
   int64_t C = x->shape[1], n = C > 0 ? x->size / C : 0;
@@ -404,6 +409,8 @@ gl_status gl_op_dnn_batch_norm(gl_array *y, gl_array *save_mean, gl_array *save_
   if (st == GL_OK) st = gl_array_alloc(y, (gl_dtype)x->dtype, x->ndim, x->shape, dev);
   if (st == GL_OK && training) st = gl_array_alloc(save_mean, (gl_dtype)x->dtype, 1, &C, dev);
   if (st == GL_OK && training) st = gl_array_alloc(save_invstd, (gl_dtype)x->dtype, 1, &C, dev);
+  if (st == GL_OK && x->size > 0 && update) st = gl_array_begin_write(rmean);
+  if (st == GL_OK && x->size > 0 && update) st = gl_array_begin_write(rvar);
   if (st == GL_OK && x->size > 0) {
     gl_array x4 = bn_view4(g.a[0]), y4 = bn_view4(y);
     if (training) st = dnn->batch_norm_train(&y4, save_mean, save_invstd, &x4, g.a[1], g.a[2], rmean, rvar, momentum, eps);

@@ -134,6 +134,7 @@ gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
   }
   const gl_backend *b;
   GL_TRY(gl_backend_of(dst, GL_OP_COPY, &b));
+  GL_TRY(gl_array_begin_write(dst));
   if (!overlaps(dst, src)) return b->copy(dst, &view);
   /* the same storage on both sides: go through a temporary */
   gl_array tmp = { 0 };
@@ -151,6 +152,7 @@ gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
 gl_status gl_op_fill(const gl_array *dst, gl_scalar v) {
   const gl_backend *b;
   GL_TRY(gl_backend_of(dst, GL_OP_FILL, &b));
+  GL_TRY(gl_array_begin_write(dst));
   if (dst->size == 0) return GL_OK;
   return b->fill(dst, v);
 }

@@ -143,10 +143,14 @@ static gl_status prepare(gl_operand *o, gl_dtype ct, const gl_array *dst, gl_arr
   return GL_OK;
 }
 
-static gl_status run_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b) {
+/* 'inplace': dst is an existing array, so the write is counted (gl_array_begin_write)
+** once the op is known to be supported, before anything is written. */
+static gl_status run_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b,
+                            bool inplace) {
   const gl_backend *be;
   GL_TRY(gl_backend_of(dst, GL_OP_BINARY, &be));
   if (!be->supports(GL_OP_BINARY, ct)) return gl_backend_of(a.arr ? a.arr : b.arr, GL_OP_BINARY, &be);
+  if (inplace) GL_TRY(gl_array_begin_write(dst));
   gl_array ta = { 0 }, tb = { 0 }, va, vb;
   gl_status st = prepare(&a, ct, dst, &ta, &va);
   if (st == GL_OK) st = prepare(&b, ct, dst, &tb, &vb);
@@ -175,7 +179,7 @@ gl_status gl_op_binary(gl_array *out, gl_binop op, gl_operand a, gl_operand b) {
   int64_t shape[GL_MAXDIMS];
   GL_TRY(result_shape(a, b, &ndim, shape));
   GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(a.arr ? a.arr : b.arr)));
-  gl_status st = run_binary(op, ct, out, a, b);
+  gl_status st = run_binary(op, ct, out, a, b, false);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -195,16 +199,18 @@ gl_status gl_op_binary_(const gl_array *dst, gl_binop op, gl_operand b) {
   if (!same_kind(ot, (gl_dtype)dst->dtype))
     return gl_fail(GL_EINVAL, "cannot store the %s result of %s in a %s array in place",
                    gl_dtypes[ot].name, gl_binop_name[op], gl_dtypes[dst->dtype].name);
-  if (ot == dst->dtype) return run_binary(op, ct, dst, a, b);
+  if (ot == dst->dtype) return run_binary(op, ct, dst, a, b, true);
+  GL_TRY(gl_array_writable(dst, NULL));        /* refused before the work; assign counts the write */
   gl_array tmp = { 0 };
   GL_TRY(gl_array_alloc(&tmp, ot, dst->ndim, dst->shape, gl_array_device(dst)));
-  gl_status st = run_binary(op, ct, &tmp, a, b);
+  gl_status st = run_binary(op, ct, &tmp, a, b, false);
   if (st == GL_OK) st = gl_op_assign(dst, &tmp);
   gl_array_release(&tmp);
   return st;
 }
 
-static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const gl_array *x) {
+/* 'inplace' as for run_binary. */
+static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const gl_array *x, bool inplace) {
   const gl_backend *be;
   GL_TRY(gl_backend_of(dst, GL_OP_UNARY, &be));
   gl_array tmp = { 0 };
@@ -217,6 +223,7 @@ static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const g
     x = &tmp;
   }
   if (st == GL_OK && !be->supports(GL_OP_UNARY, (gl_dtype)x->dtype)) st = gl_backend_of(x, GL_OP_UNARY, &be);
+  if (st == GL_OK && inplace) st = gl_array_begin_write(dst);
   if (st == GL_OK && dst->size > 0) st = be->unary(op, dst, x);
   gl_array_release(&tmp);
   return st;
@@ -226,7 +233,7 @@ gl_status gl_op_unary(gl_array *out, gl_unop op, const gl_array *x) {
   gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
   GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &ct, &ot));
   GL_TRY(gl_array_alloc(out, ot, x->ndim, x->shape, gl_array_device(x)));
-  gl_status st = run_unary(op, ct, out, x);
+  gl_status st = run_unary(op, ct, out, x, false);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -238,7 +245,7 @@ gl_status gl_op_unary_(const gl_array *x, gl_unop op) {
   if (ot != x->dtype)
     return gl_fail(GL_EINVAL, "%s_ would change the dtype from %s to %s (use %s without _)",
                    gl_unop_name[op0], gl_dtypes[x->dtype].name, gl_dtypes[ot].name, gl_unop_name[op0]);
-  return run_unary(op, ct, x, x);
+  return run_unary(op, ct, x, x, true);
 }
 
 gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_operand b) {

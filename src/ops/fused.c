@@ -163,6 +163,9 @@ static const char *const state_name[3][3] = {
 gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],
                            const gl_optim_hp *hp) {
   const char *fn = optim_fn[kind];
+  GL_TRY(gl_array_writable(p, "the parameter"));     /* p and the state are updated in place */
+  for (int i = 0; i < 3; i++)
+    if (st[i] != NULL) GL_TRY(gl_array_writable(st[i], state_name[kind][i]));
   if (!gl_array_is_contiguous(p))
     return gl_fail(GL_EINVAL, "the parameter must be contiguous (it is updated in place)");
   GL_TRY(need_float("the parameter", p));
@@ -189,7 +192,10 @@ gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array
   const gl_array *gc = NULL;
   GL_TRY(gl_op_as_contig(g, (gl_dtype)g->dtype, &tg, &gc));
   const gl_array *sts[3] = { need[0] ? st[0] : NULL, need[1] ? st[1] : NULL, need[2] ? st[2] : NULL };
-  gl_status s = p->size > 0 ? be->optim_step(kind, p, gc, sts, hp) : GL_OK;
+  gl_status s = gl_array_begin_write(p);
+  for (int i = 0; i < 3 && s == GL_OK; i++)
+    if (sts[i] != NULL) s = gl_array_begin_write(sts[i]);
+  if (s == GL_OK && p->size > 0) s = be->optim_step(kind, p, gc, sts, hp);
   gl_array_release(&tg);
   return s;
 }

@@ -130,12 +130,14 @@ static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *
     st = gl_fail(GL_EINVAL, "values of shape %s cannot be broadcast to the indexed shape %s",
                  gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(x->ndim, shape, b2));
   }
+  if (st == GL_OK && view.size > 0) st = gl_array_begin_write(x);
   if (st == GL_OK && view.size > 0) st = be->scatter(x, axis, pos, &view, accumulate);
   gl_array_release(&src);
   return st;
 }
 
 gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_operand v, bool accumulate) {
+  GL_TRY(gl_array_writable(x, NULL));
   GL_TRY(gl_same_device(x, idx));
   if (v.arr) GL_TRY(gl_same_device(x, v.arr));
   GL_TRY(check_index_dtype(idx, "indices"));
@@ -228,6 +230,7 @@ gl_status gl_op_mask_select(gl_array *out, const gl_array *x, const gl_array *ma
 }
 
 gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand v) {
+  GL_TRY(gl_array_writable(x, NULL));          /* before x is copied to a contiguous form */
   if (v.arr) GL_TRY(gl_same_device(x, v.arr));
   int64_t count, *h = NULL;
   GL_TRY(mask_check(x, mask, &h, &count));

@@ -168,6 +168,7 @@ gl_status gl_op_permutation(gl_array *out, gl_rng *g, int64_t n, int64_t k, gl_d
 
 gl_status gl_op_shuffle(const gl_array *x, gl_rng *g) {
   if (x->ndim == 0) return gl_fail(GL_EINVAL, "cannot shuffle a 0-d array");
+  GL_TRY(gl_array_writable(x, NULL));          /* refused before the work; assign counts the write */
   if (x->shape[0] < 2) return GL_OK;
   gl_array perm = { 0 }, tmp = { 0 };
   gl_rng g2 = *g;
