@@ -27,16 +27,7 @@ local function sh(cmd)          -- the first line a shell command prints
   return s
 end
 
--- pcall(fn, ...) must fail with a message holding every piece (plain text)
-local function fails(pieces, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, p in ipairs(pieces) do
-    assert.is_truthy(err:find(p, 1, true), ("message %q lacks %q"):format(err, p))
-  end
-  return err
-end
+local fails = h.fails
 
 local loaders = { "load", "loadz", "load_safetensors", "loadtxt", "load_idx" }
 

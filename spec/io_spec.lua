@@ -40,16 +40,7 @@ local function check(x, e)
   h.assert_close(x, e.values, 0)
 end
 
--- pcall(fn, ...) must fail with a message holding every pattern (plain text)
-local function fails(pieces, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, p in ipairs(pieces) do
-    assert.is_truthy(err:find(p, 1, true), ("message %q lacks %q"):format(err, p))
-  end
-  return err
-end
+local fails = h.fails
 
 -- an .npy v1 file with the given header dict and data bytes (header padded as NumPy)
 local function npy(dict, data)
