@@ -77,6 +77,18 @@ function M.parity(fn, inputs, tol)
   end
 end
 
+-- fails(pieces, fn, ...): pcall(fn, ...) must fail with a message holding every piece
+-- (plain text, not patterns); returns the message.
+function M.fails(pieces, fn, ...)
+  local ok, err = pcall(fn, ...)
+  if ok then error("expected an error", 2) end
+  err = tostring(err)
+  for _, p in ipairs(pieces) do
+    if not err:find(p, 1, true) then error(("message %q lacks %q"):format(err, p), 2) end
+  end
+  return err
+end
+
 -- Runs a shell command; returns its exit status, stdout and stderr.
 function M.run(cmd)
   local out, err = os.tmpname(), os.tmpname()

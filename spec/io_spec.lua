@@ -40,16 +40,7 @@ local function check(x, e)
   h.assert_close(x, e.values, 0)
 end
 
--- pcall(fn, ...) must fail with a message holding every pattern (plain text)
-local function fails(pieces, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, p in ipairs(pieces) do
-    assert.is_truthy(err:find(p, 1, true), ("message %q lacks %q"):format(err, p))
-  end
-  return err
-end
+local fails = h.fails
 
 -- an .npy v1 file with the given header dict and data bytes (header padded as NumPy)
 local function npy(dict, data)
@@ -259,9 +250,9 @@ describe("text", function()
     spit(tmp("ragged.txt"), "1 2\n3 4 5\n")
     fails({ "gpu.loadtxt: '" .. tmp("ragged.txt") .. "': line 2: 3 columns where earlier rows have 2" }, gpu.loadtxt, tmp("ragged.txt"))
     spit(tmp("nan.csv"), "1,x\n")
-    fails({ "line 1: 'x' is not a number" }, gpu.loadtxt, tmp("nan.csv"), { delimiter = "," })
+    fails({ "line 1, column 2: 'x' is not a decimal number" }, gpu.loadtxt, tmp("nan.csv"), { delimiter = "," })
     spit(tmp("empty.csv"), "1,,2\n")
-    fails({ "line 1: empty field" }, gpu.loadtxt, tmp("empty.csv"), { delimiter = "," })
+    fails({ "line 1, column 2: empty field" }, gpu.loadtxt, tmp("empty.csv"), { delimiter = "," })
     spit(tmp("big.txt"), "300\n")
     fails({ "out of range of uint8" }, gpu.loadtxt, tmp("big.txt"), { dtype = "uint8" })
     spit(tmp("long.txt"), ("1"):rep(500) .. "\n")
@@ -452,7 +443,7 @@ end)
 -- every input the fuzzers found that crashed or hung a parser, kept as a file: loading it
 -- must fail cleanly (or succeed), never crash
 describe("fuzzer finds", function()
-  local loaders = { npy = gpu.load, npz = gpu.loadz, st = gpu.load_safetensors, txt = gpu.loadtxt }
+  local loaders = { npy = gpu.load, npz = gpu.loadz, st = gpu.load_safetensors, txt = gpu.loadtxt, idx = gpu.load_idx }
   for _, name in ipairs(listdir("spec/fixtures/fuzz")) do
     local kind = name:match("^(%a+)%-")
     if loaders[kind] then

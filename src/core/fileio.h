@@ -1,7 +1,8 @@
 /*
-** fileio.h — what every file format shares: reading a whole file as one read-only
-** mapping (parsers then see a bounded buffer and can never read past it), writing a
-** file atomically (a temporary beside it, fsync, rename), and byte swapping.
+** fileio.h — what every file format shares: opening a file for reading only when it is
+** a regular file, reading a whole file as one bounded buffer (parsers then can never
+** read past it), writing a file atomically (a temporary beside it, fsync, rename), and
+** byte swapping. Every loader and saver goes through these: none opens a path itself.
 **
 ** Plain C, no Lua. Failures return GL_EIO with a message that names the fault but not
 ** the path (the caller adds "'path': ").
@@ -15,23 +16,38 @@
 #include <stdio.h>
 #include "status.h"
 
-/* A file's bytes: data[0 .. len). An empty file has len 0 and a non-NULL data. */
+/* Opens 'path' read-only, refusing anything but a regular file (a FIFO, a directory, a
+** device, a socket: "not a regular file (a FIFO)") before a read could block or never
+** end. A FIFO's open() itself blocks until a writer comes, so the path is stat'ed first
+** and then opened O_NONBLOCK (which also keeps a read of a /proc file that waits, such
+** as /proc/kmsg, from blocking), and the descriptor is checked again: the file read is
+** the file checked. *fd (O_CLOEXEC) and the size stat reports (0 for /proc files). */
+gl_status gl_open_regular(const char *path, int *fd, uint64_t *size);
+
+/* A file's bytes: data[0 .. len). An empty file has len 0 and a non-NULL data. A file
+** whose size stat gives (a /proc file reports 0) or that cannot be mapped is read to
+** its end into memory instead of mapped. */
 typedef struct gl_mapfile {
   const uint8_t *data;
   size_t len;
-  void *map;            /* mmap base, NULL when nothing is mapped */
+  void *map;            /* mmap base or malloc'd block, NULL when nothing is held */
+  bool heap;            /* map is malloc'd (read, not mapped) */
 } gl_mapfile;
 
 gl_status gl_map_file(const char *path, gl_mapfile *m);
 void gl_unmap_file(gl_mapfile *m);          /* idempotent */
 
-/* An atomic save: bytes go to "path.tmp-XXXXXX" in the same directory; commit fsyncs
-** and renames it over 'path'; abort (or any failed commit) removes it, so an existing
-** file at 'path' is never left half-written. */
+/* An atomic save: bytes go to "<target>.tmp-XXXXXX" in the target's directory; commit
+** fsyncs and renames it over the target; abort (or any failed commit) removes it, so
+** an existing file is never left half-written. The target is 'path' with symbolic links
+** resolved (a save through a link writes the file it points to and keeps the link). An
+** existing target must be a regular file (a directory, FIFO or device is refused, never
+** replaced) and the new file gets its permission bits (and, where allowed, its owner);
+** a new file gets 0666 & ~umask. A dangling link is refused. */
 typedef struct gl_outfile {
   FILE *f;
   char *tmp;            /* malloc'd temporary name, NULL when closed */
-  char *path;           /* malloc'd target name */
+  char *path;           /* malloc'd target name (links resolved) */
   uint64_t pos;         /* bytes written so far */
 } gl_outfile;
 

@@ -7,10 +7,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include "idx.h"
-#include "status.h"
+#include "fileio.h"
 
 /* deflate's best case is about 1032:1; a gzip file smaller than data/1032 is lying */
 #define GZ_MAX_RATIO 1032
@@ -55,33 +55,42 @@ gl_status gl_idx_parse_header(const uint8_t *buf, size_t len, gl_idx_info *out) 
 }
 
 /* The header from an open gz stream; 'fsize' (the file's size) bounds the data. */
-static gl_status read_header(gzFile f, const char *path, size_t fsize, gl_idx_info *out) {
+static gl_status read_header(gzFile f, size_t fsize, gl_idx_info *out) {
   uint8_t buf[4 + 4 * GL_MAXDIMS];
   int n = gzread(f, buf, 4);
-  if (n < 0) return gl_fail(GL_EIO, "%s: cannot read (corrupt gzip stream)", path);
+  if (n < 0) return gl_fail(GL_EIO, "cannot read (corrupt gzip stream)");
   if (n < 4 || buf[3] < 1 || buf[3] > GL_MAXDIMS) return gl_idx_parse_header(buf, (size_t)n, out);
   size_t rest = 4 * (size_t)buf[3];
   n = gzread(f, buf + 4, (unsigned)rest);
-  if (n < 0) return gl_fail(GL_EIO, "%s: cannot read (corrupt gzip stream)", path);
+  if (n < 0) return gl_fail(GL_EIO, "cannot read (corrupt gzip stream)");
   GL_TRY(gl_idx_parse_header(buf, 4 + (size_t)n, out));
   if (gzdirect(f)) {
     if (fsize != out->header_bytes + out->nbytes)
-      return gl_fail(GL_EIO, "%s: the header promises %zu data bytes but the file holds %zu", path, out->nbytes,
+      return gl_fail(GL_EIO, "the header promises %zu data bytes but the file holds %zu", out->nbytes,
                      fsize > out->header_bytes ? fsize - out->header_bytes : 0);
   } else if (out->nbytes / GZ_MAX_RATIO > fsize) {
-    return gl_fail(GL_EIO, "%s: the header promises %zu data bytes, more than a %zu-byte gzip file can hold", path,
+    return gl_fail(GL_EIO, "the header promises %zu data bytes, more than a %zu-byte gzip file can hold",
                    out->nbytes, fsize);
   }
   return GL_OK;
 }
 
+/* Through gl_open_regular, as every loader: a FIFO or a device is refused before zlib
+** could block reading it. gzdopen takes the descriptor. */
 static gl_status open_file(const char *path, gzFile *f, size_t *fsize) {
-  struct stat st;
-  if (stat(path, &st) != 0) return gl_fail(GL_EIO, "%s: %s", path, strerror(errno));
-  if (!S_ISREG(st.st_mode)) return gl_fail(GL_EIO, "%s: not a regular file", path);
-  *fsize = (size_t)st.st_size;
-  *f = gzopen(path, "rb");
-  if (*f == NULL) return gl_fail(GL_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+  int fd;
+  uint64_t size;
+  GL_TRY(gl_open_regular(path, &fd, &size));
+  if (size > SIZE_MAX / 2) {
+    close(fd);
+    return gl_fail(GL_EIO, "file too large");
+  }
+  *fsize = (size_t)size;
+  *f = gzdopen(fd, "rb");
+  if (*f == NULL) {
+    close(fd);
+    return gl_fail(GL_ENOMEM, "out of memory (zlib)");
+  }
   gzbuffer(*f, 1 << 17);
   return GL_OK;
 }
@@ -90,7 +99,7 @@ gl_status gl_idx_header(const char *path, gl_idx_info *out) {
   gzFile f = NULL;
   size_t fsize = 0;
   GL_TRY(open_file(path, &f, &fsize));
-  gl_status st = read_header(f, path, fsize, out);
+  gl_status st = read_header(f, fsize, out);
   gzclose(f);
   return st;
 }
@@ -109,9 +118,9 @@ gl_status gl_idx_read(const char *path, const gl_idx_info *info, void *dst) {
   size_t fsize = 0;
   GL_TRY(open_file(path, &f, &fsize));
   gl_idx_info again;
-  gl_status st = read_header(f, path, fsize, &again);
+  gl_status st = read_header(f, fsize, &again);
   if (st == GL_OK && (again.nbytes != info->nbytes || again.dtype != info->dtype || again.ndim != info->ndim))
-    st = gl_fail(GL_EIO, "%s: the file changed while it was read", path);
+    st = gl_fail(GL_EIO, "the file changed while it was read");
   size_t done = 0;
   while (st == GL_OK && done < info->nbytes) {
     size_t want = info->nbytes - done;
@@ -120,17 +129,17 @@ gl_status gl_idx_read(const char *path, const gl_idx_info *info, void *dst) {
     if (n < 0) {
       int err;
       const char *msg = gzerror(f, &err);
-      st = gl_fail(GL_EIO, "%s: corrupt gzip stream (%s)", path, msg ? msg : "?");
+      st = gl_fail(GL_EIO, "corrupt gzip stream (%s)", msg ? msg : "?");
     } else if (n == 0) {
-      st = gl_fail(GL_EIO, "%s: truncated (%zu of %zu data bytes)", path, done, info->nbytes);
+      st = gl_fail(GL_EIO, "truncated (%zu of %zu data bytes)", done, info->nbytes);
     }
     else done += (size_t)n;
   }
   if (st == GL_OK) {
     uint8_t extra;
     int n = gzread(f, &extra, 1);
-    if (n > 0) st = gl_fail(GL_EIO, "%s: trailing bytes after the %zu data bytes the header promises", path, info->nbytes);
-    else if (n < 0) st = gl_fail(GL_EIO, "%s: corrupt gzip stream at the end", path);
+    if (n > 0) st = gl_fail(GL_EIO, "trailing bytes after the %zu data bytes the header promises", info->nbytes);
+    else if (n < 0) st = gl_fail(GL_EIO, "corrupt gzip stream at the end");
   }
   gzclose(f);
   if (st == GL_OK && gl_dtypes[info->dtype].size > 1) {

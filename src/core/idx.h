@@ -7,6 +7,8 @@
 ** gl_idx_header reads and checks the header (sizes are checked before anything is
 ** allocated), gl_idx_read reopens the file, checks the header is the same, and reads
 ** exactly the promised bytes into 'dst' (truncated or trailing data are errors).
+** Files are opened by gl_open_regular (fileio.h): only a regular file is read. Messages
+** name the fault, not the path (the caller adds it).
 */
 #ifndef GL_IDX_H
 #define GL_IDX_H

@@ -19,7 +19,9 @@ typedef enum gl_status {
 } gl_status;
 
 /* Sets the message (printf-style) and returns 'code', so callers can write
-** `return gl_fail(GL_EINVAL, "axis %d out of range", ax);` */
+** `return gl_fail(GL_EINVAL, "axis %d out of range", ax);`. The arguments may include
+** gl_errmsg() itself, to wrap the fault a callee reported:
+** `return gl_fail(GL_EIO, "member '%s': %s", name, gl_errmsg());` */
 gl_status gl_fail(gl_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

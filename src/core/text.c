@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "text.h"
 
 #define FIELD_MAX 128
@@ -31,32 +32,43 @@ static bool next_line(const char **p, const char *end, const gl_text_opts *o, li
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* The next field of a line into f (NUL-terminated). Returns 0 at the end of the line,
-** 1 for a field, -1 for a fault (message set). */
-static int next_field(line *l, const char **cur, const gl_text_opts *o, char *f, bool *first) {
-  const char *s = *cur;
+/* A walk over the fields of one line. Columns count fields from 1, as NumPy's messages
+** ("at row 0, column 3") and the ragged-row message do. */
+typedef struct fields { const char *cur; bool done; int64_t col; } fields;
+
+/* The next field of a line into f (NUL-terminated, *n bytes). Returns 0 at the end of
+** the line, 1 for a field, -1 for a fault (message set, without the line and column).
+** With a delimiter, a line of k delimiters has k + 1 fields and none may be empty: "1,,2"
+** and "1,2," are faults, as in NumPy. */
+static int next_field(const line *l, fields *fs, const gl_text_opts *o, char *f, size_t *n) {
+  const char *s = fs->cur, *e;
   if (o->delimiter == 0) {
     while (s < l->end && is_blank(*s)) s++;
-    if (s >= l->end) { *cur = s; return 0; }
-    const char *e = s;
+    if (s >= l->end) return 0;
+    e = s;
     while (e < l->end && !is_blank(*e)) e++;
-    *cur = e;
-    if ((size_t)(e - s) >= FIELD_MAX) { gl_fail(GL_EIO, "line %lld: field too long", (long long)l->no); return -1; }
-    memcpy(f, s, (size_t)(e - s));
-    f[e - s] = 0;
-    return 1;
+    fs->cur = e;
+  } else {
+    if (fs->done) return 0;
+    const char *d = memchr(s, o->delimiter, (size_t)(l->end - s));
+    e = d ? d : l->end;
+    fs->cur = d ? d + 1 : l->end;
+    fs->done = d == NULL;
+    while (s < e && is_blank(*s)) s++;
+    while (e > s && is_blank(e[-1])) e--;
   }
-  if (s > l->end || (s == l->end && !*first)) return 0;
-  const char *d = memchr(s, o->delimiter, (size_t)(l->end - s));
-  const char *e = d ? d : l->end;
-  *cur = d ? d + 1 : l->end + 1;
-  *first = false;
-  while (s < e && is_blank(*s)) s++;
-  while (e > s && is_blank(e[-1])) e--;
-  if (e == s) { gl_fail(GL_EIO, "line %lld: empty field", (long long)l->no); return -1; }
-  if ((size_t)(e - s) >= FIELD_MAX) { gl_fail(GL_EIO, "line %lld: field too long", (long long)l->no); return -1; }
-  memcpy(f, s, (size_t)(e - s));
-  f[e - s] = 0;
+  fs->col++;
+  if (e == s) {
+    gl_fail(GL_EIO, fs->done && fs->col > 1 ? "empty field (the line ends with '%c')" : "empty field", o->delimiter);
+    return -1;
+  }
+  if ((size_t)(e - s) >= FIELD_MAX) {
+    gl_fail(GL_EIO, "field too long (%zu bytes, at most %d)", (size_t)(e - s), FIELD_MAX - 1);
+    return -1;
+  }
+  *n = (size_t)(e - s);
+  memcpy(f, s, *n);
+  f[*n] = 0;
   return 1;
 }
 
@@ -65,33 +77,74 @@ static bool line_is_empty(const line *l) {
   return true;
 }
 
-/* One field as a value of dtype dt at 'out' (NULL: check only). */
-static gl_status convert(const char *f, gl_dtype dt, void *out, int64_t lineno) {
-  char *end;
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Whether f[0 .. n) is a decimal number: [+-] digits [. digits] [e [+-] digits] (digits
+** on at least one side of the point), or nan, inf, infinity in any case (NumPy reads
+** those). strtod alone would also take hex ("0x1A", "0x1p3") and "nan(...)", which are
+** refused. *integer: digits only. */
+static bool is_decimal(const char *f, size_t n, bool *integer) {
+  size_t i = 0, digits = 0;
+  *integer = false;
+  if (i < n && (f[i] == '+' || f[i] == '-')) i++;
+  size_t w = n - i;
+  if ((w == 3 && (strncasecmp(f + i, "nan", 3) == 0 || strncasecmp(f + i, "inf", 3) == 0)) ||
+      (w == 8 && strncasecmp(f + i, "infinity", 8) == 0))
+    return true;
+  while (i < n && is_digit(f[i])) { i++; digits++; }
+  *integer = digits > 0 && i == n;
+  if (i < n && f[i] == '.') {
+    i++;
+    while (i < n && is_digit(f[i])) { i++; digits++; }
+  }
+  if (digits == 0) return false;
+  if (i < n && (f[i] == 'e' || f[i] == 'E')) {
+    i++;
+    if (i < n && (f[i] == '+' || f[i] == '-')) i++;
+    size_t ed = 0;
+    while (i < n && is_digit(f[i])) { i++; ed++; }
+    if (ed == 0) return false;
+  }
+  return i == n;
+}
+
+/* One field f[0 .. n) as a value of dtype dt at 'out' (NULL: check only). */
+static gl_status convert(const char *f, size_t n, gl_dtype dt, void *out) {
   gl_scalar v;
+  bool integer;
   if (dt == GL_BOOL && (strcmp(f, "True") == 0 || strcmp(f, "true") == 0)) v = gl_scalar_bool(true);
   else if (dt == GL_BOOL && (strcmp(f, "False") == 0 || strcmp(f, "false") == 0)) v = gl_scalar_bool(false);
-  else if (gl_dtype_is_float(dt)) {
+  else if (memchr(f, 0, n)) return gl_fail(GL_EIO, "a NUL byte in a field");
+  else if (!is_decimal(f, n, &integer)) return gl_fail(GL_EIO, "'%s' is not a decimal number", f);
+  else if (gl_dtype_is_float(dt)) v = gl_scalar_float(strtod(f, NULL));
+  else {
+    long long i;
     errno = 0;
-    double d = strtod(f, &end);
-    if (end == f || *end) return gl_fail(GL_EIO, "line %lld: '%s' is not a number", (long long)lineno, f);
-    v = gl_scalar_float(d);
-  } else {
-    errno = 0;
-    long long i = strtoll(f, &end, 10);
-    if (end == f || *end || errno == ERANGE) {
-      double d = strtod(f, &end);
-      if (end == f || *end) return gl_fail(GL_EIO, "line %lld: '%s' is not a number", (long long)lineno, f);
+    if (integer) {
+      i = strtoll(f, NULL, 10);
+      if (errno == ERANGE) return gl_fail(GL_EIO, "%s out of range of %s", f, gl_dtypes[dt].name);
+    } else {                                            /* "1e3", "2.0": integral values */
+      double d = strtod(f, NULL);
       if (d != floor(d) || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
-        return gl_fail(GL_EIO, "line %lld: '%s' is not an integer in range of %s", (long long)lineno, f, gl_dtypes[dt].name);
+        return gl_fail(GL_EIO, "'%s' is not an integer in range of %s", f, gl_dtypes[dt].name);
       i = (long long)d;
     }
     if ((dt == GL_INT32 && (i < INT32_MIN || i > INT32_MAX)) || (dt == GL_UINT8 && (i < 0 || i > 255)))
-      return gl_fail(GL_EIO, "line %lld: %s out of range of %s", (long long)lineno, f, gl_dtypes[dt].name);
+      return gl_fail(GL_EIO, "%s out of range of %s", f, gl_dtypes[dt].name);
     v = dt == GL_BOOL ? gl_scalar_bool(i != 0) : gl_scalar_int(i);
   }
   if (out) gl_scalar_store(dt, out, v);
   return GL_OK;
+}
+
+/* A fault in a field, located: "line 3, column 2: empty field". */
+static gl_status at_field(const line *l, const fields *fs) {
+  return gl_fail(GL_EIO, "line %lld, column %lld: %s", (long long)l->no, (long long)fs->col, gl_errmsg());
+}
+
+static gl_status ragged(const line *l, int64_t c, int64_t ncol) {
+  return gl_fail(GL_EIO, "line %lld: %lld columns where earlier rows have %lld", (long long)l->no, (long long)c,
+                 (long long)ncol);
 }
 
 /* pass 0 counts and checks; pass 1 writes into data */
@@ -107,21 +160,17 @@ static gl_status scan(const uint8_t *buf, size_t len, const gl_text_opts *o, gl_
   while (l.no < o->skip && next_line(&p, end, &nocomment, &l)) {}
   while (next_line(&p, end, o, &l)) {
     if (line_is_empty(&l)) continue;
-    const char *cur = l.p;
-    bool first = true;
-    int64_t c = 0;
+    fields fs = { l.p, false, 0 };
+    size_t n;
     int k;
-    while ((k = next_field(&l, &cur, o, f, &first)) == 1) {
-      if (ncol >= 0 && c >= ncol) return gl_fail(GL_EIO, "line %lld: %lld columns where earlier rows have %lld",
-                                                   (long long)l.no, (long long)c + 1, (long long)ncol);
-      GL_TRY(convert(f, dt, pass ? data + (size_t)at * isz : NULL, l.no));
-      c++;
+    while ((k = next_field(&l, &fs, o, f, &n)) == 1) {
+      if (ncol >= 0 && fs.col > ncol) return ragged(&l, fs.col, ncol);
+      if (convert(f, n, dt, pass ? data + (size_t)at * isz : NULL) != GL_OK) return at_field(&l, &fs);
       at++;
     }
-    if (k < 0) return GL_EIO;
-    if (ncol >= 0 && c != ncol) return gl_fail(GL_EIO, "line %lld: %lld columns where earlier rows have %lld",
-                                               (long long)l.no, (long long)c, (long long)ncol);
-    ncol = c;
+    if (k < 0) return at_field(&l, &fs);
+    if (ncol >= 0 && fs.col != ncol) return ragged(&l, fs.col, ncol);
+    ncol = fs.col;
     r++;
   }
   *rows = r;

@@ -211,7 +211,10 @@ static int l_load(lua_State *L) {
   load_opts(L, 2, &load_decl, &dtype, &dev, NULL);
   io_box *b = push_box(L);
   check_file(L, gl_map_file(path, &b->map), "load", path);
-  if (b->map.len >= 4 && memcmp(b->map.data, "PK\3\4", 4) == 0) return loadz_from(L, b, "load", path, dtype, dev);
+  /* a zip starts with a member's local header, or (no members: savez of {}) with the
+  ** end record, as NumPy's np.load tells them */
+  if (b->map.len >= 4 && (memcmp(b->map.data, "PK\3\4", 4) == 0 || memcmp(b->map.data, "PK\5\6", 4) == 0))
+    return loadz_from(L, b, "load", path, dtype, dev);
   gl_npy_info info;
   check_file(L, gl_npy_parse(b->map.data, b->map.len, &info), "load", path);
   push_npy(L, &info, dtype, dev);
@@ -309,9 +312,7 @@ static int loadz_from(lua_State *L, io_box *b, const char *fname, const char *pa
     gl_npy_info info;
     gl_status st = gl_npy_parse(data, len, &info);
     if (st != GL_OK) {
-      char msg[600];
-      snprintf(msg, sizeof msg, "%s", gl_errmsg());
-      gl_fail(GL_EIO, "member '%s': %s", m->name, msg);
+      gl_fail(GL_EIO, "member '%s': %s", m->name, gl_errmsg());
       file_error(L, fname, path);
     }
     size_t nl = strlen(m->name);
