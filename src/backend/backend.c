@@ -57,7 +57,25 @@ gl_status gl_backend_for(gl_device d, const gl_backend **out) {
 #define INLINE_HEAD 64          /* keeps the data 64-byte aligned */
 _Static_assert(sizeof(gl_storage) <= INLINE_HEAD, "storage header must fit its slot");
 
+/* The out-of-memory ritual, once for every array any op makes: when an allocation fails
+** for want of memory, the hook (set by the Lua binding: empty the device's cache and run
+** a full collection, since dropped arrays may be garbage Lua has not collected yet) runs
+** and the allocation is tried once more. */
+static gl_reclaim_fn reclaim_hook;
+void gl_set_reclaim(gl_reclaim_fn fn) { reclaim_hook = fn; }
+
+static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out);
+
 gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
+  gl_status st = storage_new_once(dev, nbytes, out);
+  if (st == GL_ENOMEM && reclaim_hook) {
+    reclaim_hook(dev);
+    st = storage_new_once(dev, nbytes, out);
+  }
+  return st;
+}
+
+static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out) {
   if (dev.type == GL_CPU && nbytes <= INLINE_MAX) {
     void *block;
     GL_TRY(gl_cpu_backend.alloc(dev, INLINE_HEAD + nbytes, &block));

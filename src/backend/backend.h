@@ -318,6 +318,10 @@ gl_status gl_backend_for(gl_device d, const gl_backend **out);
 
 /* New storage of nbytes on 'dev' (refcount 1). */
 gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out);
+/* What gl_storage_new runs once before retrying an allocation that failed for want of
+** memory (the Lua binding frees what it can); NULL: no retry. */
+typedef void (*gl_reclaim_fn)(gl_device dev);
+void gl_set_reclaim(gl_reclaim_fn fn);
 /* Drops one reference; frees at zero. NULL is fine. */
 void gl_storage_release(gl_storage *s);
 

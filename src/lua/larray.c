@@ -22,6 +22,7 @@ gl_array *gl_lua_push(lua_State *L) {
   bool fast = c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC;
   if (!fast) c = gl_lua_ctx(L);
   if (c && c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
+  gl_lua_set_current(L);
   gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 1);    /* user value: the tape node */
   memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
   if (fast)

@@ -97,10 +97,7 @@ static int l_im2col(lua_State *L) {
   read_opts(L, 2, &o, true);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_im2col(out, x, o.k, o.stride, o.pad, o.dil, o.padval);
-  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_im2col(out, x, o.k, o.stride, o.pad, o.dil, o.padval);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 static int l_col2im(lua_State *L) {
@@ -118,10 +115,7 @@ static int l_col2im(lua_State *L) {
   read_opts(L, 3, &o, false);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_col2im(out, c, shape, o.k, o.stride, o.pad, o.dil);
-  if (gl_lua_retry_oom(L, st, gl_array_device(c))) st = gl_op_col2im(out, c, shape, o.k, o.stride, o.pad, o.dil);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 /* ---- gpu.dnn: the library kernels (cuDNN) under nn's layers on cuda ---------------------------
@@ -172,14 +166,6 @@ static int l_dnn_available(lua_State *L) {
   return 2;
 }
 
-/* Runs an op that makes one array, with the out-of-memory ritual. */
-#define GL_DNN_RUN1(L, out, dev, call)                                                        \
-  do {                                                                                        \
-    gl_status st_ = (call);                                                                   \
-    if (gl_lua_retry_oom(L, st_, dev)) st_ = (call);                                          \
-    gl_lua_check_status(L, st_, 0);                                                           \
-    gl_lua_account_array(L, out);                                                                          \
-  } while (0)
 
 /* gpu.dnn.conv2d(x, w [, {stride, padding, dilation, groups}]) */
 static int l_dnn_conv2d(lua_State *L) {
@@ -187,8 +173,7 @@ static int l_dnn_conv2d(lua_State *L) {
   gl_dnn_conv c;
   conv_geom(L, 3, &conv2d_decl, &c);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_conv2d(out, x, w, &c));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_conv2d(out, x, w, &c), out, 0);
 }
 
 /* gpu.dnn.conv2d_backward_data(dy, w, input_shape [, opts]) */
@@ -199,8 +184,7 @@ static int l_dnn_conv2d_bwd_data(lua_State *L) {
   gl_dnn_conv c;
   conv_geom(L, 4, &conv2d_bd_decl, &c);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(dy), gl_op_dnn_conv2d_bwd_data(out, dy, w, xs, &c));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_conv2d_bwd_data(out, dy, w, xs, &c), out, 0);
 }
 
 /* gpu.dnn.conv2d_backward_filter(x, dy, weight_shape [, opts]) */
@@ -211,8 +195,7 @@ static int l_dnn_conv2d_bwd_filter(lua_State *L) {
   gl_dnn_conv c;
   conv_geom(L, 4, &conv2d_bf_decl, &c);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_conv2d_bwd_filter(out, x, dy, ws, &c));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_conv2d_bwd_filter(out, x, dy, ws, &c), out, 0);
 }
 
 /* {kernel =, stride = kernel, padding = 0} of a pooling call at t. */
@@ -233,8 +216,7 @@ static int pool(lua_State *L, bool max) {
   int k[2], s[2], p[2];
   pool_geom(L, 2, max ? &max_pool_decl : &avg_pool_decl, k, s, p);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_pool2d(out, max, x, k, s, p));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_pool2d(out, max, x, k, s, p), out, 0);
 }
 static int l_dnn_max_pool2d(lua_State *L) { return pool(L, true); }
 static int l_dnn_avg_pool2d(lua_State *L) { return pool(L, false); }
@@ -245,8 +227,7 @@ static int pool_bwd(lua_State *L, bool max) {
   int k[2], s[2], p[2];
   pool_geom(L, 4, max ? &max_pool_bwd_decl : &avg_pool_bwd_decl, k, s, p);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_pool2d_bwd(out, max, x, y, dy, k, s, p));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_pool2d_bwd(out, max, x, y, dy, k, s, p), out, 0);
 }
 static int l_dnn_max_pool2d_bwd(lua_State *L) { return pool_bwd(L, true); }
 static int l_dnn_avg_pool2d_bwd(lua_State *L) { return pool_bwd(L, false); }
@@ -269,7 +250,6 @@ static int l_dnn_batch_norm(lua_State *L) {
   gl_array *sm = gl_lua_push(L);
   gl_array *si = gl_lua_push(L);
   gl_status st = gl_op_dnn_batch_norm(y, sm, si, x, w, b, rm, rv, training, momentum, eps);
-  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_dnn_batch_norm(y, sm, si, x, w, b, rm, rv, training, momentum, eps);
   gl_lua_check_status(L, st, 0);
   gl_lua_account_array(L, y);
   if (!training) { lua_settop(L, 7); return 1; }
@@ -289,7 +269,6 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
   gl_array *dw = gl_lua_push(L);
   gl_array *db = gl_lua_push(L);
   gl_status st = gl_op_dnn_batch_norm_bwd(dx, dw, db, x, dy, w, sm, si, eps);
-  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_dnn_batch_norm_bwd(dx, dw, db, x, dy, w, sm, si, eps);
   gl_lua_check_status(L, st, 0);
   gl_lua_account_array(L, dx);
   return 3;
@@ -306,16 +285,14 @@ static int l_dnn_softmax(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   bool log = softmax_log(L, 2, &softmax_decl);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(x), gl_op_dnn_softmax(out, log, x));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_softmax(out, log, x), out, 0);
 }
 
 static int l_dnn_softmax_bwd(lua_State *L) {
   gl_array *y = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2);
   bool log = softmax_log(L, 3, &softmax_bwd_decl);
   gl_array *out = gl_lua_push(L);
-  GL_DNN_RUN1(L, out, gl_array_device(y), gl_op_dnn_softmax_bwd(out, log, y, dy));
-  return 1;
+  return gl_lua_result(L, gl_op_dnn_softmax_bwd(out, log, y, dy), out, 0);
 }
 
 static const luaL_Reg conv_funcs[] = {

@@ -79,10 +79,7 @@ static int l_linear(lua_State *L) {
   const gl_array *b = gl_lua_optarray(L, 3);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_linear(out, x, w, b);
-  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_linear(out, x, w, b);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 /* ---- cross-entropy -------------------------------------------------------------------------- */
@@ -110,7 +107,6 @@ static int l_cross_entropy(lua_State *L) {
   read_opts(L, 3, &xent_decl, xent_def, o);
   gl_array *loss = gl_lua_push(L), *probs = gl_lua_push(L);
   gl_status st = gl_op_xent(loss, probs, z, labels, target, o[0]);
-  if (gl_lua_retry_oom(L, st, gl_array_device(z))) st = gl_op_xent(loss, probs, z, labels, target, o[0]);
   gl_lua_check_status(L, st, 0);
   gl_lua_account_array(L, probs);
   return 2;
@@ -125,10 +121,7 @@ static int l_cross_entropy_backward(lua_State *L) {
   read_opts(L, 4, &xent_bwd_decl, xent_bwd_def, o);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
-  if (gl_lua_retry_oom(L, st, gl_array_device(p))) st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 /* ---- optimizer steps ------------------------------------------------------------------------ */

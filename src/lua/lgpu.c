@@ -99,7 +99,7 @@ static int open_states;
 
 /* __gc of the context: created first, so Lua finalises it after every array. */
 static int ctx_gc(lua_State *L) {
-  (void)L;
+  gl_lua_forget_current(L);
   if (--open_states > 0) return 0;
   for (int t = 0; t <= GL_CUDA; t++) {
     const gl_backend *b = gl_backend_get((gl_devtype)t);
@@ -119,6 +119,7 @@ int luaopen_gpu(lua_State *L) {
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   open_states++;
+  gl_lua_install_reclaim();
   ctx->device = gl_cpu();
   lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_ctx_key);
 

@@ -72,12 +72,17 @@ void gl_lua_check_status(lua_State *L, gl_status st, int arg);
 /* Raises "f: msg" with the current function's name. */
 int gl_lua_error(lua_State *L, const char *fmt, ...);
 
-/* The out-of-memory ritual, for ops that allocate their result: when st is GL_ENOMEM,
-** empty dev's cache, run a full collection and return true (try the op once more). */
-bool gl_lua_retry_oom(lua_State *L, gl_status st, gl_device dev);
+/* The out-of-memory ritual is done once for all, where storage is made (backend.c's
+** reclaim hook, installed by luaopen_gpu): a failed allocation empties the device's
+** cache, runs a full collection on the thread gl_lua_push last saw, and retries. */
+void gl_lua_install_reclaim(void);
+void gl_lua_set_current(lua_State *L);
+void gl_lua_forget_current(lua_State *L);      /* its state is closing */
+/* How an op ends: raise if st failed (at argument arg, or naming the function when 0),
+** else account out's bytes to the collector; returns 1 (out is at the top). */
+int gl_lua_result(lua_State *L, gl_status st, const gl_array *out, int arg);
 
-/* Allocation with the out-of-memory ritual: on failure empty the caches, run a full
-** collection and try once more. */
+/* A new array on the stack (the out-of-memory ritual included). */
 gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
 
 /* ---- arguments -------------------------------------------------------------------- */

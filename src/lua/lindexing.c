@@ -126,9 +126,7 @@ static int l_take(lua_State *L) {
     axis = opt_axis(L, 3, x->ndim, 1, &given);
   }
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_take(out, x, axis, idx), 2);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, gl_op_take(out, x, axis, idx), out, 2);
 }
 
 /* x:index(axis, idx): take along an axis. */
@@ -139,9 +137,7 @@ static int l_index(lua_State *L) {
   if (x->ndim == 0) luaL_argerror(L, 2, "a 0-d array has no axes");
   int axis = opt_axis(L, 2, x->ndim, 1, &given);
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_take(out, x, axis, idx), 3);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, gl_op_take(out, x, axis, idx), out, 3);
 }
 
 /* x:index_put_(axis, idx, values [, {accumulate = true}]): scatter in place; returns x. */
@@ -165,9 +161,7 @@ static int l_masked_select(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   gl_array *m = gl_lua_check(L, 2);
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_mask_select(out, x, m), 2);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, gl_op_mask_select(out, x, m), out, 2);
 }
 
 /* ---- concat, stack, split -------------------------------------------------------------------- */
@@ -253,9 +247,7 @@ static int l_tile(lua_State *L) {
   }
   lua_settop(L, 2);
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_tile(out, x, n, reps), 2);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, gl_op_tile(out, x, n, reps), out, 2);
 }
 
 /* x:repeat(n_or_counts [, axis]): NumPy's repeat (each element n times); no axis:
@@ -272,10 +264,8 @@ static int l_repeat(lua_State *L) {
   }
   gl_array *counts = gl_lua_test(L, 2);
   gl_array *out = gl_lua_push(L);
-  if (counts) gl_lua_check_status(L, gl_op_repeat_counts(out, x, gl_lua_check(L, 2), axis), 2);
-  else gl_lua_check_status(L, gl_op_repeat(out, x, gl_lua_int(L, 2, "repeat count"), axis), 2);
-  gl_lua_account_array(L, out);
-  return 1;
+  if (counts) return gl_lua_result(L, gl_op_repeat_counts(out, x, gl_lua_check(L, 2), axis), out, 2);
+  return gl_lua_result(L, gl_op_repeat(out, x, gl_lua_int(L, 2, "repeat count"), axis), out, 2);
 }
 
 /* x:flip([axis or {axes}]): a view with negative strides; no axis: every axis. */
@@ -362,9 +352,7 @@ static int sort_or_argsort(lua_State *L, bool positions) {
   bool desc;
   int axis = sort_args(L, x, positions ? &argsort_decl : &sort_decl, &desc);
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_sort(positions ? NULL : out, positions ? out : NULL, x, axis, desc), 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, gl_op_sort(positions ? NULL : out, positions ? out : NULL, x, axis, desc), out, 0);
 }
 
 static int l_sort(lua_State *L) { return sort_or_argsort(L, false); }

@@ -15,10 +15,7 @@ static int push_result(lua_State *L, gl_status (*op)(gl_array *, const gl_array 
                        const gl_array *a, const gl_array *b, int arg) {
   gl_array *out = gl_lua_push(L);
   gl_status st = op(out, a, b);
-  if (gl_lua_retry_oom(L, st, gl_array_device(a))) st = op(out, a, b);
-  gl_lua_check_status(L, st, st == GL_EINVAL ? arg : 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, st == GL_EINVAL ? arg : 0);
 }
 
 /* gpu.matmul(a, b): a @ b */
@@ -45,9 +42,7 @@ static int l_dot(lua_State *L) {
     if (a) oa.arr = gl_lua_check(L, 1); else oa.s = gl_lua_scalar(L, 1, 1);
     if (b) ob.arr = gl_lua_check(L, 2); else ob.s = gl_lua_scalar(L, 2, 2);
     gl_array *out = gl_lua_push(L);
-    gl_lua_check_status(L, gl_op_binary(out, GL_B_mul, oa, ob), 0);
-    gl_lua_account_array(L, out);
-    return 1;
+    return gl_lua_result(L, gl_op_binary(out, GL_B_mul, oa, ob), out, 0);
   }
   a = gl_lua_check(L, 1);
   b = gl_lua_check(L, 2);

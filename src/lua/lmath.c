@@ -36,10 +36,7 @@ static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_binary(out, op, a, b);
-  if (gl_lua_retry_oom(L, st, gl_array_device(a.arr ? a.arr : b.arr))) st = gl_op_binary(out, op, a, b);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 /* upvalue 2: the op */
@@ -61,10 +58,7 @@ static int l_unary(lua_State *L) {
   gl_unop op = (gl_unop)lua_tointeger(L, lua_upvalueindex(2));
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_unary(out, op, x);
-  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = gl_op_unary(out, op, x);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 static int l_unary_(lua_State *L) {
@@ -92,9 +86,7 @@ static int mm_shr(lua_State *L) { return push_binary(L, GL_B_right_shift, 1, 2);
 static int unary_op(lua_State *L, gl_unop op) {
   gl_array *x = gl_lua_check(L, 1);
   gl_array *out = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_unary(out, op, x), 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, gl_op_unary(out, op, x), out, 0);
 }
 static int mm_unm(lua_State *L) { return unary_op(L, GL_U_neg); }
 static int mm_bnot(lua_State *L) { return unary_op(L, GL_U_bitwise_not); }
@@ -107,10 +99,7 @@ static int l_where(lua_State *L) {
   gl_operand a = to_operand(L, 2, "where"), b = to_operand(L, 3, "where");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_where(out, cond, a, b);
-  if (gl_lua_retry_oom(L, st, gl_array_device(cond))) st = gl_op_where(out, cond, a, b);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, 0);
 }
 
 /* x:clip(lo, hi): either bound may be nil; NaN stays NaN. */

@@ -86,9 +86,7 @@ static void shape_opts(lua_State *L, int first, int *ndim, int64_t *shape, gl_dt
 
 /* Pushes nothing: checks the status of a fill into 'out' (already pushed) and accounts. */
 static int done(lua_State *L, gl_status st, int arg, gl_array *out) {
-  gl_lua_check_status(L, st, arg);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, arg);
 }
 
 /* ---- float distributions ------------------------------------------------------------ */

@@ -137,11 +137,8 @@ static int l_reduce(lua_State *L) {
   read_opts(L, optidx, f, &o);
   gl_array *out = gl_lua_push(L);
   gl_status st = run(f, out, x, axes, naxes, &o);
-  if (gl_lua_retry_oom(L, st, gl_array_device(x))) st = run(f, out, x, axes, naxes, &o);
   /* an invalid request is the array's fault (empty, dtype), named at argument 1 */
-  gl_lua_check_status(L, st, st == GL_EINVAL ? 1 : 0);
-  gl_lua_account_array(L, out);
-  return 1;
+  return gl_lua_result(L, st, out, st == GL_EINVAL ? 1 : 0);
 }
 
 void gl_open_reduce(lua_State *L, int module, int methods) {

@@ -115,19 +115,35 @@ void gl_lua_pay_gc_debt(lua_State *L, gl_lctx *ctx) {
   lua_gc(L, LUA_GCSTEP, kb);
 }
 
-bool gl_lua_retry_oom(lua_State *L, gl_status st, gl_device dev) {
-  if (st != GL_ENOMEM) return false;
+/* The running thread of the last op on this thread of the host (set by gl_lua_push,
+** which every op calls before its work), so that the reclaim hook collects on the
+** thread that is running. Cleared when its state closes. */
+static _Thread_local lua_State *current_state;
+
+void gl_lua_set_current(lua_State *L) { current_state = L; }
+void gl_lua_forget_current(lua_State *L) {
+  if (current_state && lua_topointer(current_state, LUA_REGISTRYINDEX) == lua_topointer(L, LUA_REGISTRYINDEX))
+    current_state = NULL;
+}
+
+/* gl_storage_new's hook: empty the device's cache, collect, and let it try again. */
+static void reclaim(gl_device dev) {
   const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
   if (b) b->empty_cache(dev);
-  lua_gc(L, LUA_GCCOLLECT);
-  return true;
+  if (current_state) lua_gc(current_state, LUA_GCCOLLECT);
+}
+
+void gl_lua_install_reclaim(void) { gl_set_reclaim(reclaim); }
+
+int gl_lua_result(lua_State *L, gl_status st, const gl_array *out, int arg) {
+  gl_lua_check_status(L, st, arg);
+  gl_lua_account_array(L, out);
+  return 1;
 }
 
 gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
   gl_array *a = gl_lua_push(L);
-  gl_status st = gl_array_alloc(a, dt, ndim, shape, dev);
-  if (gl_lua_retry_oom(L, st, dev)) st = gl_array_alloc(a, dt, ndim, shape, dev);
-  gl_lua_check_status(L, st, 0);
+  gl_lua_check_status(L, gl_array_alloc(a, dt, ndim, shape, dev), 0);
   if (a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
   return a;
 }

@@ -171,7 +171,6 @@ static int l_flatten(lua_State *L) {
 static int push_copy(lua_State *L, const gl_array *a, gl_dtype dt, gl_device dev) {
   gl_array *c = gl_lua_push(L);
   gl_status st = gl_op_copy(c, a, dt, dev);
-  if (gl_lua_retry_oom(L, st, dev)) st = gl_op_copy(c, a, dt, dev);
   gl_lua_check_status(L, st, 0);
   gl_lua_account(L, (size_t)c->size * gl_dtypes[dt].size);
   return 1;
