@@ -368,13 +368,19 @@ local function check_labels(fname, labels, n, C)
   end
 end
 
+-- Labels 1..C against the positions 0..C-1 (arange(C), not arange(1, C + 1): C + 1 wraps
+-- at math.maxinteger, and a float C would give float32 classes that miss labels past 2^24).
 local function onehot(labels, C, dtype, device)
-  local classes = gpu.arange(1, C + 1, { device = device })
-  return labels:reshape(labels.shape[1], 1):eq(classes):astype(dtype)
+  local classes = gpu.arange(C, { device = device })
+  return (labels:reshape(labels.shape[1], 1) - 1):eq(classes):astype(dtype)
 end
 nn.one_hot = function(labels, C, opts)
   opts = opts or {}
-  return onehot(labels, C, opts.dtype or "float32", labels.device)
+  local n = math.tointeger(C)
+  if n == nil or n < 0 then
+    error(("one_hot: number of classes must be a non-negative integer, got %s"):format(tostring(C)), 2)
+  end
+  return onehot(labels, n, opts.dtype or "float32", labels.device)
 end
 
 local function reduce_loss(per, reduction, fname)

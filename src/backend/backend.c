@@ -115,8 +115,10 @@ void gl_storage_release(gl_storage *s) {
 }
 
 gl_status gl_array_alloc(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
-  GL_TRY(gl_array_init(a, dt, ndim, shape));
-  return gl_storage_new(dev, (size_t)a->size * gl_dtypes[dt].size, &a->storage);
+  size_t nbytes;
+  GL_TRY(gl_array_init(a, dt, ndim, shape));          /* refuses counts and bytes past the limits */
+  GL_TRY(gl_nbytes(a->size, dt, &nbytes));
+  return gl_storage_new(dev, nbytes, &a->storage);
 }
 
 void gl_array_release(gl_array *a) {

@@ -33,6 +33,67 @@ const char *gl_device_name(gl_device d, char *buf) {
   return buf;
 }
 
+/* ---- sizes (checked.h) ------------------------------------------------------- */
+
+/* "array is too big (N elements of DT)"; dtname NULL leaves the dtype out. */
+static gl_status too_big(long double n, const char *dtname) {
+  const char *of = dtname ? " elements of " : " elements";
+  if (dtname == NULL) dtname = "";
+  if (n < 0x1p63L)
+    return gl_fail(GL_ETOOBIG, "array is too big (%lld%s%s)", (long long)n, of, dtname);
+  return gl_fail(GL_ETOOBIG, "array is too big (about %.3Lg%s%s)", n, of, dtname);
+}
+
+gl_status gl_too_big(long double n, gl_dtype dt) { return too_big(n, gl_dtypes[dt].name); }
+
+long double gl_shape_count(int ndim, const int64_t *shape) {
+  long double n = 1;
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] != 0) n *= (long double)shape[i];
+  return n;
+}
+
+/* The product of the non-zero extents, checked against GL_MAXSIZE; 0 if any is 0. */
+static gl_status shape_count(int ndim, const int64_t *shape, const char *dtname, int64_t *size) {
+  int64_t n = 1;
+  bool zero = false;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == 0) { zero = true; continue; }
+    if (gl_mul_overflow(n, shape[i], &n) || n > GL_MAXSIZE)
+      return too_big(gl_shape_count(ndim, shape), dtname);
+  }
+  *size = zero ? 0 : n;
+  return GL_OK;
+}
+
+gl_status gl_shape_size(int ndim, const int64_t *shape, gl_dtype dt, int64_t *size) {
+  return shape_count(ndim, shape, gl_dtypes[dt].name, size);
+}
+
+gl_status gl_nbytes(int64_t n, gl_dtype dt, size_t *nbytes) {
+  int64_t b;
+  if (n < 0 || n > GL_MAXSIZE || gl_mul_overflow(n, (int64_t)gl_dtypes[dt].size, &b) || b > GL_MAXBYTES)
+    return gl_too_big((long double)n, dt);
+  *nbytes = (size_t)b;
+  return GL_OK;
+}
+
+static gl_status shape_valid(int ndim, const int64_t *shape) {
+  if (ndim < 0 || ndim > GL_MAXDIMS)
+    return gl_fail(GL_EINVAL, "%d dimensions (at most %d)", ndim, GL_MAXDIMS);
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0)
+      return gl_fail(GL_EINVAL, "negative dimension %lld", (long long)shape[i]);
+  return GL_OK;
+}
+
+gl_status gl_shape_nbytes(int ndim, const int64_t *shape, gl_dtype dt, size_t *nbytes) {
+  int64_t n;
+  GL_TRY(shape_valid(ndim, shape));
+  GL_TRY(gl_shape_size(ndim, shape, dt, &n));
+  return gl_nbytes(n, dt, nbytes);
+}
+
 /* ---- shapes ------------------------------------------------------------------ */
 
 const char *gl_shape_str(int ndim, const int64_t *shape, char *buf) {
@@ -47,24 +108,8 @@ const char *gl_shape_str(int ndim, const int64_t *shape, char *buf) {
 }
 
 gl_status gl_shape_check(int ndim, const int64_t *shape, int64_t *size) {
-  if (ndim < 0 || ndim > GL_MAXDIMS)
-    return gl_fail(GL_EINVAL, "%d dimensions (at most %d)", ndim, GL_MAXDIMS);
-  int64_t n = 1;
-  bool zero = false;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0)
-      return gl_fail(GL_EINVAL, "negative dimension %lld", (long long)shape[i]);
-    if (shape[i] == 0) zero = true;
-  }
-  /* multiply the non-zero extents, checking overflow past 2^62 */
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] == 0) continue;
-    if (n > GL_MAXSIZE / shape[i])
-      return gl_fail(GL_EINVAL, "array is too big (more than 2^62 elements)");
-    n *= shape[i];
-  }
-  *size = zero ? 0 : n;
-  return GL_OK;
+  GL_TRY(shape_valid(ndim, shape));
+  return shape_count(ndim, shape, NULL, size);
 }
 
 void gl_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
@@ -76,12 +121,12 @@ void gl_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
 }
 
 gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape) {
-  int64_t size;
-  GL_TRY(gl_shape_check(ndim, shape, &size));
+  size_t nbytes;
+  GL_TRY(gl_shape_nbytes(ndim, shape, dt, &nbytes));
   a->ndim = (uint8_t)ndim;
   a->dtype = (uint8_t)dt;
   a->offset = 0;
-  a->size = size;
+  a->size = (int64_t)(nbytes / gl_dtypes[dt].size);       /* exact: size times the item size */
   memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
   gl_contiguous_strides(ndim, shape, a->strides);
   return GL_OK;
@@ -178,7 +223,6 @@ gl_status gl_view_reshape(gl_array *v, int ndim, const int64_t *shape_in) {
   int64_t shape[GL_MAXDIMS];
   if (ndim > GL_MAXDIMS) return gl_fail(GL_EINVAL, "%d dimensions (at most %d)", ndim, GL_MAXDIMS);
   int infer = -1;
-  int64_t known = 1;
   for (int i = 0; i < ndim; i++) {
     shape[i] = shape_in[i];
     if (shape[i] == -1) {
@@ -186,12 +230,12 @@ gl_status gl_view_reshape(gl_array *v, int ndim, const int64_t *shape_in) {
       infer = i;
     } else if (shape[i] < 0) {
       return gl_fail(GL_EINVAL, "negative dimension %lld", (long long)shape[i]);
-    } else {
-      if (shape[i] != 0 && known > GL_MAXSIZE / shape[i])
-        return gl_fail(GL_EINVAL, "array is too big (more than 2^62 elements)");
-      known *= shape[i];
     }
   }
+  /* the known extents alone must make a valid shape (-1 counts as 1 here) */
+  if (infer >= 0) shape[infer] = 1;
+  int64_t known;
+  GL_TRY(gl_shape_size(ndim, shape, (gl_dtype)v->dtype, &known));
   char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
   if (infer >= 0) {
     if (known == 0 || v->size % known != 0) {
@@ -285,7 +329,7 @@ gl_status gl_view_expand(gl_array *v, int ndim, const int64_t *shape) {
     else goto bad;
   }
   int64_t size;
-  GL_TRY(gl_shape_check(ndim, nshape, &size));
+  GL_TRY(gl_shape_size(ndim, nshape, (gl_dtype)v->dtype, &size));
   v->ndim = (uint8_t)ndim;
   v->size = size;
   memcpy(v->shape, nshape, (size_t)ndim * sizeof *nshape);
@@ -302,10 +346,13 @@ static int64_t shape_size(int ndim, const int64_t *shape) {
   return s;
 }
 
+/* With two elements or more the new stride spans no more than the axis did, so it fits;
+** with one or none it is never used, and a huge step (x[{{1, 3, 2^62}}]) must not be
+** multiplied into it. */
 void gl_view_slice(gl_array *v, int axis, int64_t start, int64_t step, int64_t count) {
   if (count > 0) v->offset += start * v->strides[axis];
   v->shape[axis] = count;
-  v->strides[axis] *= step;
+  if (count > 1) v->strides[axis] *= step;
   v->size = shape_size(v->ndim, v->shape);
 }
 

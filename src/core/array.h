@@ -12,12 +12,11 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include "checked.h"
 #include "dtype.h"
 #include "status.h"
 
 #define GL_MAXDIMS 8
-/* Element counts above this are refused (no int64 overflow in byte sizes). */
-#define GL_MAXSIZE ((int64_t)1 << 62)
 
 typedef enum gl_devtype { GL_CPU = 0, GL_CUDA = 1 } gl_devtype;
 
@@ -65,10 +64,12 @@ static inline void gl_storage_retain(gl_storage *s) { s->refcount++; }
 /* ---- descriptors --------------------------------------------------------------- */
 
 /* Validates a shape (non-negative, ndim <= GL_MAXDIMS, product <= GL_MAXSIZE) and
-** stores its element count in *size. */
+** stores its element count in *size. For shapes of no dtype yet (file headers); with a
+** dtype, gl_shape_size (checked.h) says which in its message. */
 gl_status gl_shape_check(int ndim, const int64_t *shape, int64_t *size);
 
-/* Fills shape/contiguous strides/size of 'a' (no storage). */
+/* Fills shape/contiguous strides/size of 'a' (no storage), after checking that an array
+** of that shape and dtype could exist: count and bytes within checked.h's limits. */
 gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape);
 
 /* Makes 'dst' a view sharing src's storage (retains it). dst must be closed. */

@@ -171,7 +171,8 @@ static void apply_range(lua_State *L, gl_array *v, int axis, int arg) {
     if (b < 0) b += n + 1;
     if (a > n) a = n;
     if (b < 1) b = 1;
-    int64_t count = a >= b ? (a - b) / (-step) + 1 : 0;
+    uint64_t mag = 0 - (uint64_t)step;           /* |step|: -step overflows at math.mininteger */
+    int64_t count = a >= b ? (int64_t)((uint64_t)(a - b) / mag) + 1 : 0;
     gl_view_slice(v, axis, count ? a - 1 : 0, step, count);
   }
   lua_settop(L, t);
@@ -228,6 +229,17 @@ static void push_shape(lua_State *L, const gl_array *a) {
   }
 }
 
+/* x.nbytes = x.size * x.itemsize, what the elements would take contiguous (NumPy's
+** meaning, views included). A broadcast view may pass int64 there (2^62 elements of
+** int64): then the true number as a float, as NumPy gives it (a Python int). */
+static void push_nbytes(lua_State *L, const gl_array *a) {
+  int64_t n;
+  if (gl_mul_overflow(a->size, (int64_t)gl_array_itemsize(a), &n))
+    lua_pushnumber(L, (lua_Number)a->size * (lua_Number)gl_array_itemsize(a));
+  else
+    lua_pushinteger(L, n);
+}
+
 static bool push_property(lua_State *L, const gl_array *a, const char *k) {
   char buf[16];
   switch (k[0]) {
@@ -237,7 +249,7 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
       break;
     case 'n':
       if (strcmp(k, "ndim") == 0) { lua_pushinteger(L, a->ndim); return true; }
-      if (strcmp(k, "nbytes") == 0) { lua_pushinteger(L, a->size * (int64_t)gl_array_itemsize(a)); return true; }
+      if (strcmp(k, "nbytes") == 0) { push_nbytes(L, a); return true; }
       break;
     case 'd':
       if (strcmp(k, "dtype") == 0) { lua_pushstring(L, gl_dtypes[a->dtype].name); return true; }

@@ -52,9 +52,7 @@ int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape) {
       first++;
     }
   }
-  int64_t size;
-  gl_lua_check_status(L, gl_shape_check(n, shape, &size), first - 1 > 0 ? first - 1 : 1);
-  *ndim = n;
+  *ndim = n;                /* its size is checked with the dtype, once the options are read */
   return first;
 }
 
@@ -167,17 +165,17 @@ static bool int_arange(lua_State *L, int n, gl_dtype dt, gl_device dev) {
   uint64_t count = empty ? 0 : diff / mag + (diff % mag != 0);
   const lua_Integer lim = (lua_Integer)1 << 53;
   if (count == 0 || (start > -lim && start < lim && stop > -lim && stop < lim)) return false;
-  size_t isz = gl_dtypes[dt].size;
-  if (count > (uint64_t)GL_MAXSIZE || count > SIZE_MAX / isz)
-    luaL_argerror(L, 1, "array is too big (more than 2^62 elements)");
+  size_t isz = gl_dtypes[dt].size, nbytes;
+  if (count > (uint64_t)GL_MAXSIZE) gl_lua_check_status(L, gl_too_big((long double)count, dt), 0);
   int64_t len = (int64_t)count;
-  char *buf = lua_newuserdatauv(L, (size_t)len * isz, 0);    /* owned by Lua: no leak on error */
+  gl_lua_check_status(L, gl_nbytes(len, dt, &nbytes), 0);
+  char *buf = lua_newuserdatauv(L, nbytes, 0);    /* owned by Lua: no leak on error */
   uint64_t v = (uint64_t)start;
   for (int64_t i = 0; i < len; i++, v += (uint64_t)step)
     gl_scalar_store(dt, buf + i * (int64_t)isz, gl_scalar_int((int64_t)v));
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_from_host(a, buf, dt, 1, &len, dev), 0);
-  gl_lua_account(L, (size_t)len * isz);
+  gl_lua_account(L, nbytes);
   return true;
 }
 
@@ -351,8 +349,8 @@ static int l_array(lua_State *L) {
   int ndim = ty == LUA_TTABLE ? nested_shape(L, 1, shape) : 0;
   dt = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
   gl_lua_opts(L, 2, &array_decl, &dt, &dev, NULL);
-  int64_t size;
-  gl_lua_check_status(L, gl_shape_check(ndim, shape, &size), 1);
+  size_t nbytes;
+  gl_lua_check_status(L, gl_shape_nbytes(ndim, shape, dt, &nbytes), 1);
   lua_settop(L, 2);
   fill_state fs = { dt, NULL, 0 };
   if (dev.type == GL_CPU) {                     /* fill the new array in place */
@@ -364,13 +362,13 @@ static int l_array(lua_State *L) {
     return 1;
   }
   /* elsewhere: fill a host buffer owned by Lua (an error cannot leak it), then upload */
-  fs.out = lua_newuserdatauv(L, (size_t)size * gl_dtypes[dt].size + 1, 0);
+  fs.out = lua_newuserdatauv(L, nbytes + 1, 0);
   lua_pushvalue(L, 1);
   fill_nested(L, &fs, 0, ndim, shape, path);
   lua_settop(L, 3);
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_from_host(a, fs.out, dt, ndim, shape, dev), 0);
-  gl_lua_account(L, (size_t)size * gl_dtypes[dt].size);
+  gl_lua_account(L, nbytes);
   return 1;
 }
 

@@ -67,7 +67,8 @@ void gl_lua_account_array(lua_State *L, const gl_array *a);
 gl_array *gl_lua_optarray(lua_State *L, int idx);
 
 /* Runs 'st' and raises a Lua error if it failed: at argument 'arg' (lauxlib's "bad
-** argument #arg to 'f' (msg)") when arg > 0, else "f: msg". */
+** argument #arg to 'f' (msg)") when arg > 0, else "f: msg". GL_ETOOBIG always reads
+** "f: array is too big (...)": a result too big to exist is no one argument's fault. */
 void gl_lua_check_status(lua_State *L, gl_status st, int arg);
 /* Raises "f: msg" with the current function's name. */
 int gl_lua_error(lua_State *L, const char *fmt, ...);
@@ -88,7 +89,9 @@ gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape
 /* ---- arguments -------------------------------------------------------------------- */
 
 /* Reads a shape from arguments first..top: numbers as varargs, or one table; stops at
-** a table with string keys (an options table). Returns the index after the shape. */
+** a table with string keys (an options table). Returns the index after the shape. The
+** extents are checked (integers >= 0, at most GL_MAXDIMS); the size is not, as it depends
+** on the dtype the options may name: gl_array_init (or gl_shape_nbytes) checks it. */
 int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape);
 gl_dtype gl_lua_dtype(lua_State *L, int idx);            /* a dtype name argument */
 gl_device gl_lua_device(lua_State *L, int idx);          /* a device name argument */

@@ -3,6 +3,7 @@
 ** and splitting (concat, stack, split), tile, repeat, flip, roll, and sorting (sort,
 ** argsort, topk) from Lua. Indices and axes are 1-based, negatives from the end.
 */
+#include <limits.h>
 #include <string.h>
 #include "lgpu.h"
 
@@ -197,7 +198,9 @@ static int l_split(lua_State *L) {
       lua_geti(L, 2, i);
       int64_t s = gl_lua_int(L, -1, "section size");
       if (s < 0) luaL_argerror(L, 2, lua_pushfstring(L, "section size %I is negative", (lua_Integer)s));
-      sum += s;
+      if (gl_add_overflow(sum, s, &sum))
+        luaL_argerror(L, 2, lua_pushfstring(L, "section sizes add up to more than 2^63 but axis %d has size %I",
+                                            axis + 1, (lua_Integer)len));
       lua_pop(L, 1);
     }
     if (sum != len)
@@ -206,6 +209,8 @@ static int l_split(lua_State *L) {
   } else {
     nparts = gl_lua_int(L, 2, "number of parts");
     if (nparts < 1) luaL_argerror(L, 2, lua_pushfstring(L, "number of parts must be at least 1, got %I", (lua_Integer)nparts));
+    if (nparts > INT_MAX)           /* more than a Lua table can hold (an empty axis splits any way) */
+      luaL_argerror(L, 2, lua_pushfstring(L, "number of parts %I is more than a list can hold", (lua_Integer)nparts));
     if (len % nparts != 0)
       luaL_argerror(L, 2, lua_pushfstring(L, "axis %d of size %I does not split into %I equal parts",
                                           axis + 1, (lua_Integer)len, (lua_Integer)nparts));

@@ -85,7 +85,8 @@ static void format_scalar(const fmt *f, gl_scalar s, char *out) {
 
 typedef struct layout {
   const gl_array *a;
-  const char *data;          /* host copy, C order */
+  const char *data;          /* host copy of the shown elements, C order */
+  int64_t shape[GL_MAXDIMS]; /* ... its extents: a's, or 2 * EDGE on a summarised axis */
   bool summarise;
   fmt f;
 } layout;
@@ -95,10 +96,41 @@ static bool shown(const layout *lo, int axis, int64_t i) {
   return !lo->summarise || n <= 2 * EDGE || i < EDGE || i >= n - EDGE;
 }
 
+/* Position in the host copy of the shown element at index idx of a. */
 static int64_t elem_index(const layout *lo, const int64_t *idx) {
   int64_t off = 0;
-  for (int d = 0; d < lo->a->ndim; d++) off = off * lo->a->shape[d] + idx[d];
+  for (int d = 0; d < lo->a->ndim; d++) {
+    int64_t i = idx[d], cut = lo->a->shape[d] - lo->shape[d];
+    off = off * lo->shape[d] + (i >= EDGE ? i - cut : i);
+  }
   return off;
+}
+
+/* Copies the shown elements into 'host' (lo->shape's count of them): all of them, or,
+** when summarising, the blocks of EDGE first and EDGE last along every long axis (2^k
+** blocks for k long axes), gathered on the device into one small array first. A huge
+** broadcast view (2^62 elements) prints at the cost of at most (2 EDGE)^ndim elements,
+** never materialised. */
+static gl_status copy_shown(const layout *lo, void *host) {
+  const gl_array *a = lo->a;
+  int cut[GL_MAXDIMS], ncut = 0;
+  for (int d = 0; d < a->ndim; d++) if (lo->shape[d] < a->shape[d]) cut[ncut++] = d;
+  if (ncut == 0) return gl_op_to_host(host, a);
+  gl_array tmp = { 0 };
+  GL_TRY(gl_array_alloc(&tmp, (gl_dtype)a->dtype, a->ndim, lo->shape, gl_array_device(a)));
+  gl_status st = GL_OK;
+  for (unsigned block = 0; st == GL_OK && block < 1u << ncut; block++) {
+    gl_array src = *a, dst = tmp;        /* bit j of block: the tail of axis cut[j] */
+    for (int j = 0; j < ncut; j++) {
+      bool tail = block >> j & 1;
+      gl_view_slice(&src, cut[j], tail ? a->shape[cut[j]] - EDGE : 0, 1, EDGE);
+      gl_view_slice(&dst, cut[j], tail ? EDGE : 0, 1, EDGE);
+    }
+    st = gl_op_assign(&dst, &src);
+  }
+  if (st == GL_OK) st = gl_op_to_host(host, &tmp);
+  gl_array_release(&tmp);
+  return st;
 }
 
 static gl_scalar elem(const layout *lo, int64_t k) {
@@ -226,9 +258,13 @@ int gl_lua_tostring(lua_State *L) {
   lo.a = a;
   lo.f.dt = (gl_dtype)a->dtype;
   lo.summarise = a->size > THRESHOLD;
-  size_t nbytes = (size_t)a->size * gl_array_itemsize(a);
-  char *buf = lua_newuserdatauv(L, nbytes + 1, 0);      /* freed by the GC, even on error */
-  gl_lua_check_status(L, gl_op_to_host(buf, a), 0);
+  int64_t count = 1;
+  for (int d = 0; d < a->ndim; d++) {
+    lo.shape[d] = lo.summarise && a->shape[d] > 2 * EDGE ? 2 * EDGE : a->shape[d];
+    count *= lo.shape[d];                /* at most 1000, or (2 EDGE)^ndim */
+  }
+  char *buf = lua_newuserdatauv(L, (size_t)count * gl_array_itemsize(a) + 1, 0);  /* freed by the GC, even on error */
+  gl_lua_check_status(L, copy_shown(&lo, buf), 0);
   lo.data = buf;
   decide_format(&lo);
   luaL_Buffer b;

@@ -244,11 +244,12 @@ static int l_is_contiguous(lua_State *L) {
 /* Host copy of a's elements in C order, owned by a Lua userdata at the top of the stack
 ** (so an error while building tables cannot leak it). */
 static const char *host_elements(lua_State *L, const gl_array *a) {
-  size_t nbytes = (size_t)a->size * gl_array_itemsize(a);
   if (a->storage->device.type == GL_CPU && gl_array_is_contiguous(a)) {
     lua_pushnil(L);                   /* keep the stack shape the same */
     return gl_array_data(a);
   }
+  size_t nbytes;                      /* a broadcast view may be too big to hold */
+  gl_lua_check_status(L, gl_nbytes(a->size, (gl_dtype)a->dtype, &nbytes), 0);
   char *buf = lua_newuserdatauv(L, nbytes + 1, 0);
   gl_lua_check_status(L, gl_op_to_host(buf, a), 0);
   return buf;
@@ -326,9 +327,7 @@ void gpulua_push_array(lua_State *L, const char *dtype, int ndim, const int64_t 
                        const void *data) {
   int t = gl_dtype_from_name(dtype);
   if (t < 0) luaL_error(L, "gpulua_push_array: unknown dtype '%s'", dtype);
-  int64_t size;
-  if (gl_shape_check(ndim, shape, &size) != GL_OK) luaL_error(L, "gpulua_push_array: %s", gl_errmsg());
-  gl_array *a = gl_lua_push(L);
+  gl_array *a = gl_lua_push(L);        /* the shape and its size are checked on allocation */
   gl_status st = gl_op_from_host(a, data, (gl_dtype)t, ndim, shape, gl_cpu());
   if (st != GL_OK) luaL_error(L, "gpulua_push_array: %s", gl_errmsg());
 }

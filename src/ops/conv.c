@@ -32,6 +32,17 @@ gl_status gl_conv_out_size(const char *fn, int64_t H, int64_t W, const int *k, c
   return GL_OK;
 }
 
+/* im2col's columns (N, C*kh*kw, oh*ow), both products checked: C and the output extents
+** may come from a huge broadcast view, the kernel size from the user. */
+static gl_status cols_shape(int64_t N, int64_t C, const int *k, int64_t oh, int64_t ow, gl_dtype dt,
+                            int64_t *shape) {
+  shape[0] = N;
+  int64_t kk = (int64_t)k[0] * k[1];
+  if (!gl_mul_overflow(C, kk, &shape[1]) && !gl_mul_overflow(oh, ow, &shape[2])) return GL_OK;
+  const int64_t factors[5] = { N, C, kk, oh, ow };
+  return gl_too_big(gl_shape_count(5, factors), dt);
+}
+
 /* The backend (entry present) and the compute dtype for x's dtype. */
 static gl_status conv_backend(const char *fn, const gl_array *x, bool col2im, const gl_backend **be,
                               gl_dtype *ct) {
@@ -69,7 +80,8 @@ gl_status gl_op_im2col(gl_array *out, const gl_array *x, const int *k, const int
   const gl_backend *be;
   gl_dtype ct;
   GL_TRY(conv_backend("im2col", x, false, &be, &ct));
-  int64_t shape[3] = { x->shape[0], x->shape[1] * k[0] * (int64_t)k[1], oh * ow };
+  int64_t shape[3];
+  GL_TRY(cols_shape(x->shape[0], x->shape[1], k, oh, ow, ct, shape));
   gl_array tmp = { 0 }, res = { 0 };
   const gl_array *src;
   GL_TRY(gl_op_as_contig(x, ct, &tmp, &src));
@@ -86,9 +98,11 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
   for (int i = 0; i < 4; i++)
     if (oshape[i] < (i < 2 ? 0 : 1))
       return gl_fail(GL_EINVAL, "col2im: output_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0");
-  int64_t oh, ow;
+  size_t nbytes;                         /* first: H + 2 * pad must not overflow below */
+  GL_TRY(gl_shape_nbytes(4, oshape, (gl_dtype)cols->dtype, &nbytes));
+  int64_t oh, ow, want[3];
   GL_TRY(gl_conv_out_size("col2im", oshape[2], oshape[3], k, stride, pad, dil, &oh, &ow));
-  int64_t want[3] = { oshape[0], oshape[1] * k[0] * (int64_t)k[1], oh * ow };
+  GL_TRY(cols_shape(oshape[0], oshape[1], k, oh, ow, (gl_dtype)cols->dtype, want));
   if (cols->ndim != 3 || cols->shape[0] != want[0] || cols->shape[1] != want[1] || cols->shape[2] != want[2])
     return gl_fail(GL_EINVAL, "col2im: columns of shape %s do not fit output_shape %s with this kernel "
                    "(expected %s)", gl_shape_str(cols->ndim, cols->shape, s1), gl_shape_str(4, oshape, s2),

@@ -61,9 +61,9 @@ gl_status gl_op_arange(gl_array *out, double start, double stop, double step, gl
   if (step == 0) return gl_fail(GL_EINVAL, "step must not be zero");
   if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
     return gl_fail(GL_EINVAL, "arange bounds must be finite");
-  double len = ceil((stop - start) / step);
+  double len = ceil((stop - start) / step);     /* a count from a range: a double until checked */
   if (len < 0) len = 0;
-  if (len > 9.2e18) return gl_fail(GL_EINVAL, "array is too big (more than 2^62 elements)");
+  if (!(len <= (double)GL_MAXSIZE)) return gl_too_big(len, dt);
   int64_t n = (int64_t)len;
   GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
   const gl_backend *b;
@@ -93,11 +93,11 @@ gl_status gl_op_linspace(gl_array *out, double start, double stop, int64_t n, gl
 gl_status gl_op_eye(gl_array *out, int64_t n, int64_t m, int64_t k, gl_dtype dt, gl_device dev) {
   int64_t shape[2] = { n, m };
   GL_TRY(gl_op_full(out, dt, 2, shape, dev, gl_scalar_int(0)));
-  /* the diagonal is a strided view: start at (max(0,-k), max(0,k)), step m + 1 */
+  /* the diagonal is a strided view: start at (max(0,-k), max(0,k)), step m + 1; a k
+  ** outside (-n, m) has none (and -k is only formed inside, where it cannot overflow) */
+  if (k <= -n || k >= m) return GL_OK;
   int64_t r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
-  int64_t len = 0;
-  if (r0 < n && c0 < m) len = (n - r0) < (m - c0) ? (n - r0) : (m - c0);
-  if (len == 0) return GL_OK;
+  int64_t len = (n - r0) < (m - c0) ? (n - r0) : (m - c0);
   gl_array diag = *out;
   diag.ndim = 1;
   diag.offset = r0 * m + c0;
@@ -113,7 +113,7 @@ gl_status gl_op_from_host(gl_array *out, const void *host, gl_dtype dt, int ndim
                           const int64_t *shape, gl_device dev) {
   GL_TRY(gl_array_alloc(out, dt, ndim, shape, dev));
   const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
-  gl_status st = b->from_host(dev, out->storage->data, host, (size_t)out->size * gl_dtypes[dt].size);
+  gl_status st = b->from_host(dev, out->storage->data, host, out->storage->nbytes);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -160,7 +160,8 @@ gl_status gl_op_fill(const gl_array *dst, gl_scalar v) {
 gl_status gl_op_to_host(void *host, const gl_array *src) {
   const gl_backend *b;
   GL_TRY(gl_backend_for(gl_array_device(src), &b));
-  size_t nbytes = (size_t)src->size * gl_dtypes[src->dtype].size;
+  size_t nbytes;
+  GL_TRY(gl_nbytes(src->size, (gl_dtype)src->dtype, &nbytes));     /* a view may be huge */
   if (src->size == 0) return GL_OK;
   if (gl_array_is_contiguous(src)) return b->to_host(host, gl_array_device(src), gl_array_data(src), nbytes);
   if (src->storage->device.type == GL_CPU) {          /* strided copy straight into host */
@@ -189,7 +190,8 @@ gl_status gl_op_copy(gl_array *out, const gl_array *src, gl_dtype dt, gl_device 
   }
   /* across devices: contiguous in the source dtype, through host memory, then convert
   ** on the destination (no conversion work is done on the slower side twice) */
-  size_t nbytes = (size_t)src->size * gl_dtypes[src->dtype].size;
+  size_t nbytes;
+  GL_TRY(gl_nbytes(src->size, (gl_dtype)src->dtype, &nbytes));
   gl_array staged = { 0 };
   if (dev.type == GL_CPU) {
     GL_TRY(gl_array_alloc(&staged, (gl_dtype)src->dtype, src->ndim, src->shape, dev));

@@ -21,7 +21,9 @@ static gl_status check_index_dtype(const gl_array *idx, const char *what) {
 
 /* idx's elements in C order as int64 on the host (malloc'd, at least one slot). */
 static gl_status host_int64(const gl_array *idx, int64_t **out) {
-  int64_t *h = malloc((size_t)(idx->size > 0 ? idx->size : 1) * sizeof *h);
+  size_t nbytes;                     /* idx may be a huge broadcast view */
+  GL_TRY(gl_nbytes(idx->size > 0 ? idx->size : 1, GL_INT64, &nbytes));
+  int64_t *h = malloc(nbytes);
   if (h == NULL) return gl_fail(GL_ENOMEM, "out of host memory for %lld indices", (long long)idx->size);
   gl_status st = GL_OK;
   if (idx->size > 0) st = gl_op_to_host(h, idx);
@@ -194,8 +196,10 @@ static gl_status mask_check(const gl_array *x, const gl_array *mask, int64_t **p
   gl_status st = mask->size > 0 ? gl_op_to_host(h, mask) : GL_OK;
   int64_t c = 0;
   for (int64_t i = 0; st == GL_OK && i < mask->size; i++) c += h[i] != 0;
+  size_t nbytes;
+  if (st == GL_OK && pos) st = gl_nbytes(c > 0 ? c : 1, GL_INT64, &nbytes);
   if (st == GL_OK && pos) {
-    *pos = malloc((size_t)(c > 0 ? c : 1) * sizeof **pos);
+    *pos = malloc(nbytes);
     if (*pos == NULL) st = gl_fail(GL_ENOMEM, "out of host memory for %lld positions", (long long)c);
     else for (int64_t i = 0, k = 0; i < mask->size; i++) if (h[i]) (*pos)[k++] = i;
   }
@@ -277,6 +281,39 @@ gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand 
   return st;
 }
 
+/* ---- sizes of joined, tiled and repeated results ------------------------------------------------ */
+
+/* Their extents are sums and products of the inputs' extents and of counts the user gave;
+** each is formed with a checked add or multiply (checked.h). When one passes int64 the
+** result is too big, and the message counts its elements as a long double: 'extent' on
+** 'axis' times the other extents of 'shape'. */
+static gl_status too_big_along(int ndim, int64_t *shape, int axis, long double extent, gl_dtype dt) {
+  shape[axis] = 1;
+  return gl_too_big(extent * gl_shape_count(ndim, shape), dt);
+}
+
+/* shape[axis] = the sum of the arrays' extents on 'axis'. */
+static gl_status joined_extent(int n, const gl_array *const *xs, int axis, gl_dtype dt, int64_t *shape) {
+  int64_t sum = 0;
+  bool over = false;
+  for (int i = 0; i < n && !over; i++) over = gl_add_overflow(sum, xs[i]->shape[axis], &sum);
+  if (!over) { shape[axis] = sum; return GL_OK; }
+  long double ext = 0;                   /* exact below 2^64 */
+  for (int i = 0; i < n; i++) ext += (long double)xs[i]->shape[axis];
+  return too_big_along(xs[0]->ndim, shape, axis, ext, dt);
+}
+
+/* shape[i] = xs[i] * rs[i] on each of the d axes. */
+static gl_status tiled_shape(int d, const int64_t *xs, const int64_t *rs, gl_dtype dt, int64_t *shape) {
+  bool over = false;
+  for (int i = 0; i < d; i++) over = gl_mul_overflow(xs[i], rs[i], &shape[i]) || over;
+  if (!over) return GL_OK;
+  long double n = 1;
+  for (int i = 0; i < d; i++)
+    if (xs[i] != 0 && rs[i] != 0) n *= (long double)xs[i] * (long double)rs[i];
+  return gl_too_big(n, dt);
+}
+
 /* ---- joining ------------------------------------------------------------------------------- */
 
 gl_status gl_op_concat(gl_array *out, int n, const gl_array *const *xs, int axis) {
@@ -296,9 +333,9 @@ gl_status gl_op_concat(gl_array *out, int n, const gl_array *const *xs, int axis
     if (!ok)
       return gl_fail(GL_EINVAL, "array #%d has shape %s but array #1 has shape %s (shapes must match except on axis %d)",
                      i + 1, gl_shape_str(b->ndim, b->shape, b1), gl_shape_str(a->ndim, a->shape, b2), axis + 1);
-    shape[axis] += b->shape[axis];
     dt = gl_promote(dt, (gl_dtype)b->dtype);
   }
+  GL_TRY(joined_extent(n, xs, axis, dt, shape));
   GL_TRY(gl_array_alloc(out, dt, a->ndim, shape, gl_array_device(a)));
   int64_t at = 0;
   gl_status st = GL_OK;
@@ -351,12 +388,10 @@ gl_status gl_op_tile(gl_array *out, const gl_array *x, int nreps, const int64_t 
     xst[i] = xi >= 0 ? x->strides[xi] : 0;
     rs[i] = ri >= 0 ? reps[ri] : 1;
     if (rs[i] < 0) return gl_fail(GL_EINVAL, "repetition %lld is negative", (long long)rs[i]);
-    shape[i] = xs[i] * rs[i];
   }
-  int64_t size;
-  GL_TRY(gl_shape_check(d, shape, &size));
+  GL_TRY(tiled_shape(d, xs, rs, (gl_dtype)x->dtype, shape));
   GL_TRY(gl_array_alloc(out, (gl_dtype)x->dtype, d, shape, gl_array_device(x)));
-  if (size == 0) return GL_OK;
+  if (out->size == 0) return GL_OK;
   /* out viewed as (r0, x0, r1, x1, ...) and x broadcast over the r axes */
   gl_array dv = *out, sv = *x;
   int n = 0;
@@ -390,7 +425,8 @@ gl_status gl_op_repeat(gl_array *out, const gl_array *x, int64_t n, int axis) {
   if (x->ndim + 1 > GL_MAXDIMS) return gl_fail(GL_EINVAL, "repeat needs at most %d dimensions", GL_MAXDIMS - 1);
   int64_t shape[GL_MAXDIMS];
   memcpy(shape, x->shape, sizeof shape);
-  shape[axis] *= n;
+  if (gl_mul_overflow(x->shape[axis], n, &shape[axis]))
+    return too_big_along(x->ndim, shape, axis, (long double)x->shape[axis] * (long double)n, (gl_dtype)x->dtype);
   GL_TRY(gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, shape, gl_array_device(x)));
   if (out->size == 0) return GL_OK;
   /* out as (..., x_axis, n, ...) and x with a stride-0 axis of n after 'axis' */
@@ -420,32 +456,45 @@ gl_status gl_op_repeat_counts(gl_array *out, const gl_array *x, const gl_array *
     return gl_fail(GL_EINVAL, "%lld repeat counts for an axis of size %lld", (long long)counts->size, (long long)len);
   int64_t *c;
   GL_TRY(host_int64(counts, &c));
-  int64_t total = 0;
   for (int64_t i = 0; i < counts->size; i++) {
     if (c[i] < 0) {
       long long bad = (long long)c[i];
       free(c);
       return gl_fail(GL_EINVAL, "repeat count %lld is negative", bad);
     }
-    total += c[i];
   }
   if (counts->size == 1) {
     int64_t n = c[0];
     free(c);
     return gl_op_repeat(out, x, n, axis);
   }
-  int64_t *p = malloc((size_t)(total > 0 ? total : 1) * sizeof *p);
-  if (p == NULL) { free(c); return gl_fail(GL_ENOMEM, "out of host memory for %lld positions", (long long)total); }
+  /* the result's extent on axis, its bytes and the host positions' bytes, all checked
+  ** before anything is allocated */
+  int64_t shape[GL_MAXDIMS], total = 0;
+  memcpy(shape, x->shape, sizeof shape);
+  bool over = false;
+  for (int64_t i = 0; i < len && !over; i++) over = gl_add_overflow(total, c[i], &total);
+  gl_status st;
+  size_t obytes, pbytes;
+  if (over) {
+    long double sum = 0;                 /* exact below 2^64 */
+    for (int64_t i = 0; i < len; i++) sum += (long double)c[i];
+    st = too_big_along(x->ndim, shape, axis, sum, (gl_dtype)x->dtype);
+  } else {
+    shape[axis] = total;
+    st = gl_shape_nbytes(x->ndim, shape, (gl_dtype)x->dtype, &obytes);
+  }
+  if (st == GL_OK) st = gl_nbytes(total > 0 ? total : 1, GL_INT64, &pbytes);
+  int64_t *p = st == GL_OK ? malloc(pbytes) : NULL;
+  if (st == GL_OK && p == NULL) st = gl_fail(GL_ENOMEM, "out of host memory for %lld positions", (long long)total);
+  if (st != GL_OK) { free(c); return st; }
   for (int64_t i = 0, k = 0; i < len; i++) for (int64_t j = 0; j < c[i]; j++) p[k++] = i;
   free(c);
   gl_array pos = { 0 };
-  gl_status st = gl_op_from_host(&pos, p, GL_INT64, 1, &total, gl_array_device(x));
+  st = gl_op_from_host(&pos, p, GL_INT64, 1, &total, gl_array_device(x));
   free(p);
   if (st != GL_OK) return st;
   const gl_backend *be;
-  int64_t shape[GL_MAXDIMS];
-  memcpy(shape, x->shape, sizeof shape);
-  shape[axis] = total;
   st = gl_backend_of(x, GL_OP_INDEX, &be);
   if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, shape, gl_array_device(x));
   if (st == GL_OK && out->size > 0) {

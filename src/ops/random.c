@@ -141,7 +141,10 @@ gl_status gl_op_permutation(gl_array *out, gl_rng *g, int64_t n, int64_t k, gl_d
     return gl_fail(GL_EINVAL, "cannot take %lld samples from %lld without replacement", (long long)k, (long long)n);
   const gl_backend *b;
   GL_TRY(random_backend(dev, &b));
-  /* a serial walk: always on the host (the cpu backend), then copied to dev */
+  /* a serial walk: always on the host (the cpu backend), then copied to dev; it needs
+  ** all n values even when k are kept, so n must be a possible int64 array */
+  size_t walk;
+  GL_TRY(gl_nbytes(n, GL_INT64, &walk));
   const gl_backend *cpu = gl_backend_get(GL_CPU);
   gl_array h = { 0 };
   GL_TRY(gl_array_alloc(&h, GL_INT64, 1, &k, gl_cpu()));

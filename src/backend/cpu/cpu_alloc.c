@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include "cpu.h"
 
-#define NCLASSES 256
+#define NCLASSES 256               /* enough for GL_MAXBYTES (class 224) */
 #define CACHE_CAP ((size_t)2 << 30)      /* bytes kept for reuse at most */
 
 typedef struct free_block { struct free_block *next; } free_block;
@@ -36,11 +36,15 @@ static int size_class(size_t n, size_t *rounded) {
   return 1 + (k - 6) * 4 + (int)(step - 1);
 }
 
+/* Requests past GL_MAXBYTES are refused before size_class, whose rounding up would wrap
+** near SIZE_MAX into a tiny block. Arrays never get here that big (gl_array_alloc says
+** "array is too big" first); this guards scratch requests sized elsewhere. */
 gl_status gl_cpu_alloc(gl_device dev, size_t nbytes, void **out) {
   (void)dev;
+  if (nbytes > (size_t)GL_MAXBYTES)
+    return gl_fail(GL_ETOOBIG, "cannot allocate %zu bytes of host memory (more than 2^62)", nbytes);
   size_t sz;
   int c = size_class(nbytes, &sz);
-  if (c >= NCLASSES) return gl_fail(GL_ENOMEM, "out of host memory: tried to allocate %zu bytes", nbytes);
   pthread_mutex_lock(&pool.lock);
   pool.allocs++;
   free_block *b = pool.lists[c];

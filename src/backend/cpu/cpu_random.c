@@ -164,8 +164,10 @@ static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req 
 static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
   int64_t n = (int64_t)rq->range, k = dst->size;
   int64_t *out = gl_array_data(dst), *a = out;
-  if (k < n) {
-    a = malloc((size_t)n * sizeof *a);
+  if (k < n) {                        /* the walk needs all n values, the result keeps k */
+    size_t nbytes;
+    GL_TRY(gl_nbytes(n, GL_INT64, &nbytes));
+    a = malloc(nbytes);
     if (a == NULL) return gl_fail(GL_ENOMEM, "out of host memory for a permutation of %lld", (long long)n);
   }
   for (int64_t i = 0; i < n; i++) a[i] = rq->lo + i;

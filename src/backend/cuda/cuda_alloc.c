@@ -298,9 +298,9 @@ static void take(gl_cuda_pool *p, blk *x, size_t req) {
 
 gl_status gl_cuda_alloc(gl_device dev, size_t nbytes, void **out) {
   GL_TRY(gl_cuda_enter(dev, NULL));
-  if (nbytes > ((size_t)1 << 62)) {
+  if (nbytes > (size_t)GL_MAXBYTES) {           /* round_up below must not wrap */
     char b[32];
-    return gl_fail(GL_ENOMEM, "out of memory on cuda:%d: tried to allocate %s", dev.index, gl_cuda_bytes(nbytes, b));
+    return gl_fail(GL_ETOOBIG, "cannot allocate %s on cuda:%d (more than 2^62 bytes)", gl_cuda_bytes(nbytes, b), dev.index);
   }
   size_t req = round_up(nbytes ? nbytes : 1, ROUND);
   bool large = req > SMALL_MAX;
