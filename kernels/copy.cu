@@ -33,7 +33,8 @@ __global__ void gl_k_fill(const gl_kiter it, W *dst, W v) {
 
 template <int DT>
 __global__ void gl_k_arange(typename gl_dt<DT>::S *dst, int64_t n, double start, double step) {
-  GL_KLOOP(i, n) dst[i] = gl_cv<DT>::store_f(start + (double)i * step);
+  /* the product rounded, never fused into the sum: NumPy's values (and the CPU's) */
+  GL_KLOOP(i, n) dst[i] = gl_cv<DT>::store_f(__dadd_rn(start, __dmul_rn((double)i, step)));
 }
 
 /* a or b NULL: that side is the scalar av / bv. */

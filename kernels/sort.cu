@@ -1,11 +1,12 @@
 /*
 ** sort.cu — stable sort along an axis on the GPU (sort, argsort, topk), the CPU's order:
-** ascending or descending, ties in their original order, NaN last in both.
+** ascending or descending, ties in their original order, NaN larger than every number
+** (last ascending, first descending).
 **
 ** Each element becomes an unsigned radix key whose ascending order is the wanted order:
 ** floats (float16/bfloat16 widened to float32) flip as usual (negatives fully, positives
 ** by the sign bit; -0 counts as +0, as the CPU's comparisons do), integers flip the sign
-** bit, descending complements the key, and every NaN gets the largest key. CUB's radix
+** bit, every NaN gets the largest key, and descending complements the key. CUB's radix
 ** sorts are stable, so equal keys (ties, NaNs) keep their positions' order. One lane goes
 ** through DeviceRadixSort, several through DeviceSegmentedRadixSort; the sorted positions
 ** then gather values from the source (NaN payloads survive) and become the indices.
@@ -89,8 +90,8 @@ __global__ void gl_k_sort_keys(const gl_ksort k, const typename gl_dt<DT>::S *sr
     gl_lane_offsets(k, l, &so, &vo, &io);
     bool nan;
     K key = gl_key<DT>::of(src[so + j * k.ss], nan);
+    if (nan) key = (K)~(K)0;                  /* above +inf, whose key has bits to spare */
     if (desc) key = ~key;
-    if (nan) key = (K)~(K)0;
     keys[e] = key;
     pos[e] = (int32_t)j;
   }

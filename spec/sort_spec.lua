@@ -1,5 +1,7 @@
--- sort_spec.lua — sort, argsort, topk: stable, NaN last in both orders, any axis,
--- every dtype. Expected values worked out by hand (NumPy's stable sort).
+-- sort_spec.lua — sort, argsort, topk: stable, any axis, every dtype; NaN is larger than
+-- every number (PyTorch's rule, the one max and argmax follow): last ascending, first
+-- descending and in topk. Expected values worked out by hand (NumPy's stable sort
+-- ascending; descending is PyTorch's stable descending sort).
 local h = require "spec.helper"
 local gpu = h.gpu
 
@@ -10,6 +12,18 @@ local function errmsg(f, ...)
   return tostring(e)
 end
 local nan = 0 / 0
+
+-- NaN compares unequal to itself: tables with "nan" in its places, for assert.same.
+local function N(x)
+  if type(x) == "userdata" then x = x:totable() end
+  if type(x) == "table" then
+    local t = {}
+    for k, v in pairs(x) do t[k] = N(v) end
+    return t
+  end
+  if x ~= x then return "nan" end
+  return x
+end
 
 for _, dev in ipairs(h.devices()) do
   local function A(t, dt) return gpu.array(t, { dtype = dt or "float32", device = dev }) end
@@ -36,14 +50,28 @@ for _, dev in ipairs(h.devices()) do
       assert.equal("int64", i.dtype); assert.same({ 2, 1 }, i:totable())
     end)
 
-    it("puts NaN last in both orders, stably", function()
-      local x = A{ 2, nan, -1, 2, 0, nan, 5 }
-      assert.same({ 3, 5, 1, 4, 7, 2, 6 }, x:argsort():totable())
-      assert.same({ 7, 1, 4, 5, 3, 2, 6 }, x:argsort({ descending = true }):totable())
-      local s = A({ 2, nan, -1 }, "float64"):sort({ descending = true }):totable()
-      assert.same({ 2, -1 }, { s[1], s[2] }); assert.is_true(s[3] ~= s[3])
-      local f = A({ nan, 1, -math.huge, math.huge }, "float16"):sort():totable()
-      assert.same({ -math.huge, 1, math.huge }, { f[1], f[2], f[3] }); assert.is_true(f[4] ~= f[4])
+    it("puts NaN last ascending and first descending, stably", function()
+      for _, dt in ipairs{ "float32", "float64", "float16", "bfloat16" } do
+        local x = A({ 2, nan, -1, 2, 0, nan, 5 }, dt)
+        assert.same({ 3, 5, 1, 4, 7, 2, 6 }, x:argsort():totable())
+        assert.same({ 2, 6, 7, 1, 4, 5, 3 }, x:argsort({ descending = true }):totable())
+        assert.same({ -1, 0, 2, 2, 5, "nan", "nan" }, N(x:sort()))
+        assert.same({ "nan", "nan", 5, 2, 2, 0, -1 }, N(x:sort({ descending = true })))
+      end
+      local f = A({ nan, 1, -math.huge, math.huge }, "float16")
+      assert.same({ -math.huge, 1, math.huge, "nan" }, N(f:sort()))
+      assert.same({ "nan", math.huge, 1, -math.huge }, N(f:sort({ descending = true })))
+      assert.same({ "nan", "nan" }, N(A{ nan, nan }:sort({ descending = true })))
+      assert.same({ 1, 2 }, A{ nan, nan }:argsort({ descending = true }):totable())
+    end)
+
+    it("orders NaN the same way along any axis", function()
+      local m = A({ { 3, nan, 1 }, { nan, 2, nan }, { 0, 5, 4 } }, "float64")
+      assert.same({ { 1, 3, "nan" }, { 2, "nan", "nan" }, { 0, 4, 5 } }, N(m:sort(2)))
+      assert.same({ { 3, 1, 2 }, { 2, 1, 3 }, { 1, 3, 2 } }, m:argsort(2):totable())
+      assert.same({ { "nan", "nan", "nan" }, { 3, 5, 4 }, { 0, 2, 1 } }, N(m:sort(1, { descending = true })))
+      assert.same({ { 2, 1, 2 }, { 1, 3, 3 }, { 3, 2, 1 } }, m:argsort(1, { descending = true }):totable())
+      assert.same({ { 2, 1, 3 }, { 1, 3, 2 }, { 2, 3, 1 } }, m.T:argsort(-1, { descending = true }):totable())   -- strided lanes
     end)
 
     it("sorts along any axis, negative axes and non-contiguous inputs", function()
@@ -89,6 +117,23 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 
+  describe("max, min, argmax, argmin with NaN on " .. dev, function()
+    it("give the NaN, and the position of the first one, as sort and topk rank it", function()
+      for _, dt in ipairs{ "float32", "float64", "float16" } do
+        local x = A({ 1, nan, 3, nan }, dt)
+        assert.same({ "nan", "nan" }, N({ x:max():item(), x:min():item() }))
+        assert.equal(2, x:argmax():item()); assert.equal(2, x:argmin():item())
+        local m = A({ { 3, nan, 1 }, { nan, 2, nan }, { 0, 5, 4 } }, dt)
+        assert.same({ "nan", "nan", 5 }, N(m:max(2))); assert.same({ "nan", "nan", 0 }, N(m:min(2)))
+        assert.same({ "nan", "nan", "nan" }, N(m:max(1)))
+        assert.same({ 2, 1, 2 }, m:argmax(2):totable()); assert.same({ 2, 1, 1 }, m:argmin(2):totable())
+        assert.same({ 2, 1, 2 }, m:argmin(1):totable())
+        local _, ti = m:topk(1, 2)
+        assert.same(m:argmax(2):totable(), ti:reshape(3):totable())     -- one rule
+      end
+    end)
+  end)
+
   describe("topk on " .. dev, function()
     it("returns the k largest (or smallest) with 1-based positions", function()
       local x = A{ 3, 1, 4, 1, 5, 9, 2, 6 }
@@ -102,8 +147,29 @@ for _, dev in ipairs(h.devices()) do
       assert.same({ { 7, 8, 9 } }, v:totable()); assert.same({ { 2, 1, 2 } }, i:totable())
       v, i = m:topk(0)
       assert.equal("2,0", shape(v)); assert.equal("2,0", shape(i))
-      v = A{ nan, 1, 2 }:topk(2)
-      assert.same({ 2, 1 }, v:totable())                 -- NaN sorts last, as in sort
+      v, i = A{ 1, nan, 3 }:topk(1)
+      assert.same({ "nan" }, N(v)); assert.same({ 2 }, i:totable())   -- NaN is the largest, as in max
+    end)
+
+    it("counts NaN as the largest, in 1-D and along an axis", function()
+      for _, dt in ipairs{ "float32", "float64" } do
+        local x = A({ 2, nan, -1, 2, 0, nan, 5 }, dt)
+        local v, i = x:topk(3)
+        assert.same({ "nan", "nan", 5 }, N(v)); assert.same({ 2, 6, 7 }, i:totable())
+        v, i = x:topk(3, -1, { largest = false })
+        assert.same({ -1, 0, 2 }, N(v)); assert.same({ 3, 5, 1 }, i:totable())
+        v, i = x:topk(7, -1, { largest = false })
+        assert.same({ -1, 0, 2, 2, 5, "nan", "nan" }, N(v)); assert.same({ 3, 5, 1, 4, 7, 2, 6 }, i:totable())
+        local m = A({ { 3, nan, 1 }, { nan, 2, nan }, { 0, 5, 4 } }, dt)
+        v, i = m:topk(2, 2)
+        assert.same({ { "nan", 3 }, { "nan", "nan" }, { 5, 4 } }, N(v))
+        assert.same({ { 2, 1 }, { 1, 3 }, { 2, 3 } }, i:totable())
+        v, i = m:topk(2, 2, { largest = false })
+        assert.same({ { 1, 3 }, { 2, "nan" }, { 0, 4 } }, N(v))
+        assert.same({ { 3, 1 }, { 2, 1 }, { 1, 3 } }, i:totable())
+        v, i = m:topk(1, 1)
+        assert.same({ { "nan", "nan", "nan" } }, N(v)); assert.same({ { 2, 1, 2 } }, i:totable())
+      end
     end)
 
     it("rejects k out of range and bad axes", function()

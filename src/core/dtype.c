@@ -1,6 +1,7 @@
 /*
 ** dtype.c — the dtype table and element load/store for host memory.
 */
+#include <math.h>
 #include <string.h>
 #include "dtype.h"
 #include "status.h"
@@ -119,11 +120,43 @@ int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
   if (s.isbool) { *out = arr; return GL_OK; }
   if (!s.isint) { *out = k == GL_KIND_FLOAT ? arr : GL_FLOAT64; return GL_OK; }
   if (k == GL_KIND_BOOL) { *out = GL_INT64; return GL_OK; }
-  if (k == GL_KIND_FLOAT) { *out = arr; return GL_OK; }
-  int64_t lo = arr == GL_UINT8 ? 0 : arr == GL_INT32 ? INT32_MIN : INT64_MIN;
-  int64_t hi = arr == GL_UINT8 ? 255 : arr == GL_INT32 ? INT32_MAX : INT64_MAX;
-  if (s.i < lo || s.i > hi)
-    return gl_fail(GL_EINVAL, "Lua integer %lld is out of range for %s", (long long)s.i, gl_dtypes[arr].name);
+  GL_TRY(gl_scalar_check(arr, s));
   *out = arr;
   return GL_OK;
+}
+
+/* ---- scalars into elements ------------------------------------------------------------- */
+
+bool gl_dtype_int_range(gl_dtype t, int64_t *lo, int64_t *hi) {
+  switch (t) {
+    case GL_BOOL:  *lo = 0; *hi = 1; return true;
+    case GL_UINT8: *lo = 0; *hi = UINT8_MAX; return true;
+    case GL_INT32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+    case GL_INT64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
+    default: return false;
+  }
+}
+
+bool gl_scalar_fits(gl_dtype t, gl_scalar s) {
+  int64_t lo, hi;
+  if (!gl_dtype_is_int(t) || !gl_dtype_int_range(t, &lo, &hi)) return true;   /* bool, floats */
+  if (s.isint) return s.i >= lo && s.i <= hi;
+  /* trunc(f) in [lo, hi]; hi + 1 is a power of two, exact as a double where hi is not
+  ** (INT64_MAX rounds up to 2^63, and '< 2^63' is the test wanted). NaN fails both. */
+  double f = trunc(s.f);
+  return f >= (double)lo && f < (double)hi + 1.0;
+}
+
+int gl_scalar_check(gl_dtype t, gl_scalar s) {
+  if (gl_scalar_fits(t, s)) return GL_OK;
+  const char *name = gl_dtypes[t].name;
+  int64_t lo, hi;
+  gl_dtype_int_range(t, &lo, &hi);
+  if (s.isint)
+    return gl_fail(GL_EINVAL, "value %lld is out of range for %s (%lld..%lld)", (long long)s.i, name,
+                   (long long)lo, (long long)hi);
+  if (s.f != s.f) return gl_fail(GL_EINVAL, "cannot convert NaN to %s", name);
+  if (isinf(s.f)) return gl_fail(GL_EINVAL, "cannot convert %sinf to %s", s.f < 0 ? "-" : "", name);
+  return gl_fail(GL_EINVAL, "value %.14g is out of range for %s (%lld..%lld)", s.f, name, (long long)lo,
+                 (long long)hi);
 }

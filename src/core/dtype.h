@@ -64,6 +64,18 @@ static inline gl_scalar gl_scalar_bool(bool b) { gl_scalar s = gl_scalar_int(b);
 ** ml_dtypes; int32/int64 with any float narrower than float64 give float64). */
 gl_dtype gl_promote(gl_dtype a, gl_dtype b);
 
+/* The values an integer dtype holds (bool: 0..1); false for float dtypes. */
+bool gl_dtype_int_range(gl_dtype t, int64_t *lo, int64_t *hi);
+
+/* The one rule for a Lua number becoming an element of dtype t (fill values, x[k] = v,
+** gpu.array from a table, ranges): an integer dtype takes integers in its range and finite
+** floats whose truncation toward zero is in its range (1.9 -> 1, as C and NumPy); an
+** out-of-range, NaN or infinite value is an error naming the value and the dtype, never a
+** silent wrap. Bool and float dtypes take every value (floats round, may overflow to inf).
+** astype is not this: it converts whole arrays as kernels/convert.h says. */
+bool gl_scalar_fits(gl_dtype t, gl_scalar s);
+int gl_scalar_check(gl_dtype t, gl_scalar s);                      /* gl_status */
+
 /* NEP 50: a Lua number is a "weak" scalar that takes the array's kind where it can. A
 ** Lua integer that does not fit an integer array's dtype is an error (NumPy 2 too). */
 int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out);   /* gl_status */

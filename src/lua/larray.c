@@ -106,6 +106,12 @@ gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg) {
   }
 }
 
+gl_scalar gl_lua_scalar_for(lua_State *L, int idx, int arg, gl_dtype t) {
+  gl_scalar s = gl_lua_scalar(L, idx, arg);
+  gl_lua_check_status(L, gl_scalar_check(t, s), arg);
+  return s;
+}
+
 int64_t gl_lua_int(lua_State *L, int idx, const char *what) {
   int isnum;
   lua_Integer i = lua_tointegerx(L, idx, &isnum);
@@ -342,7 +348,7 @@ static int array_newindex(lua_State *L) {
     gl_lua_check(L, 3);
     gl_lua_check_status(L, gl_op_assign(&v, src), 3);
   } else {
-    gl_lua_check_status(L, gl_op_fill(&v, gl_lua_scalar(L, 3, 3)), 0);
+    gl_lua_check_status(L, gl_op_fill(&v, gl_lua_scalar_for(L, 3, 3, (gl_dtype)v.dtype)), 3);
   }
   return 0;
 }

@@ -124,6 +124,7 @@ static int l_full(lua_State *L) {
   opt_defaults(&dt, &dev);
   if (lua_isboolean(L, 2)) dt = GL_BOOL;
   gl_lua_opts(L, 3, &full_decl, &dt, &dev, NULL);
+  gl_lua_check_status(L, gl_scalar_check(dt, v), 2);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   gl_lua_check_status(L, gl_op_fill(a, v), 0);
   return 1;
@@ -139,6 +140,7 @@ static int make_like(lua_State *L, int kind) {
   gl_scalar v = gl_scalar_int(kind == 2);
   if (kind == 3) v = gl_lua_scalar(L, 2, 2);
   gl_lua_opts(L, opts, decl[kind], &dt, &dev, NULL);
+  if (kind == 3) gl_lua_check_status(L, gl_scalar_check(dt, v), 2);
   int64_t shape[GL_MAXDIMS];
   memcpy(shape, x->shape, sizeof shape);
   gl_array *a = gl_lua_alloc(L, dt, x->ndim, shape, dev);
@@ -168,6 +170,11 @@ static bool int_arange(lua_State *L, int n, gl_dtype dt, gl_device dev) {
   size_t isz = gl_dtypes[dt].size, nbytes;
   if (count > (uint64_t)GL_MAXSIZE) gl_lua_check_status(L, gl_too_big((long double)count, dt), 0);
   int64_t len = (int64_t)count;
+  /* the values lie between the first and the last: a dtype that holds both holds all */
+  int64_t last = (int64_t)((uint64_t)start + (count - 1) * (uint64_t)step);
+  gl_status st = gl_scalar_check(dt, gl_scalar_int(start));
+  if (st == GL_OK) st = gl_scalar_check(dt, gl_scalar_int(last));
+  gl_lua_check_status(L, st, 0);
   gl_lua_check_status(L, gl_nbytes(len, dt, &nbytes), 0);
   char *buf = lua_newuserdatauv(L, nbytes, 0);    /* owned by Lua: no leak on error */
   uint64_t v = (uint64_t)start;
@@ -298,6 +305,10 @@ static void fill_nested(lua_State *L, fill_state *fs, int depth, int ndim, const
       bad_element(L, path, depth, lua_pushfstring(L, "is a %s (numbers or booleans expected)", luaL_typename(L, t)));
     gl_scalar v = ty == LUA_TBOOLEAN ? gl_scalar_int(lua_toboolean(L, t))
                 : lua_isinteger(L, t) ? gl_scalar_int(lua_tointeger(L, t)) : gl_scalar_float(lua_tonumber(L, t));
+    if (gl_scalar_check(fs->dt, v) != GL_OK) {
+      if (depth == 0) luaL_argerror(L, 1, gl_errmsg());        /* gpu.array(300, ...) */
+      bad_element(L, path, depth, lua_pushfstring(L, "does not fit: %s", gl_errmsg()));
+    }
     gl_scalar_store(fs->dt, fs->out + fs->pos * (int64_t)gl_dtypes[fs->dt].size, v);
     fs->pos++;
     return;

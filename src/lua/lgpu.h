@@ -102,6 +102,9 @@ int64_t gl_lua_int(lua_State *L, int idx, const char *what);   /* integral numbe
 void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset);
 /* A Lua value (number/boolean) as a scalar; raises at 'arg' otherwise. */
 gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg);
+/* The same for a value that becomes an element of dtype t: an integer dtype refuses what
+** it cannot hold (gl_scalar_check), as an error of argument 'arg'. */
+gl_scalar gl_lua_scalar_for(lua_State *L, int idx, int arg, gl_dtype t);
 
 /* ---- options tables (largs.c) ------------------------------------------------------------ */
 

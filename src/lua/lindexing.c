@@ -61,10 +61,11 @@ static const gl_array **check_list(lua_State *L, int idx, int *n) {
 }
 
 
-static gl_operand value_operand(lua_State *L, int idx) {
+/* Values written into x: an array, or a number that must fit x's dtype. */
+static gl_operand value_operand(lua_State *L, int idx, const gl_array *x) {
   gl_operand o = { NULL, gl_scalar_int(0) };
   if (gl_lua_test(L, idx)) o.arr = gl_lua_check(L, idx);
-  else o.s = gl_lua_scalar(L, idx, idx);
+  else o.s = gl_lua_scalar_for(L, idx, idx, (gl_dtype)x->dtype);
   return o;
 }
 
@@ -104,7 +105,7 @@ int gl_lua_index_array(lua_State *L, const gl_array *x, int key) {
 void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val) {
   gl_array *k = gl_lua_check(L, key);
   check_key_dtype(L, k, key);
-  gl_operand v = value_operand(L, val);
+  gl_operand v = value_operand(L, val, x);
   if (k->dtype == GL_BOOL) gl_lua_check_status(L, gl_op_mask_assign(x, k, v), key);
   else {
     if (x->ndim == 0) luaL_argerror(L, key, "cannot index a 0-d array with an integer array");
@@ -148,7 +149,7 @@ static int l_index_put_(lua_State *L) {
   if (x->ndim == 0) luaL_argerror(L, 2, "a 0-d array has no axes");
   int axis = opt_axis(L, 2, x->ndim, 1, &given);
   gl_array *idx = gl_lua_check(L, 3);
-  gl_operand v = value_operand(L, 4);
+  gl_operand v = value_operand(L, 4, x);
   bool acc = false;
   read_flags(L, 5, &put_decl, &acc);
   gl_lua_check_status(L, gl_array_writable(x, NULL), 0);

@@ -229,7 +229,8 @@ static int l_cuda(lua_State *L) {
 /* x:fill_(v): in place; returns x. */
 static int l_fill_(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
-  gl_lua_check_status(L, gl_op_fill(a, gl_lua_scalar(L, 2, 2)), 0);
+  gl_lua_check_status(L, gl_array_writable(a, NULL), 0);   /* the array's fault, not the value's */
+  gl_lua_check_status(L, gl_op_fill(a, gl_lua_scalar_for(L, 2, 2, (gl_dtype)a->dtype)), 2);
   lua_settop(L, 1);
   return 1;
 }

@@ -56,6 +56,14 @@ gl_status gl_op_full(gl_array *out, gl_dtype dt, int ndim, const int64_t *shape,
   return st;
 }
 
+/* The values of a range lie between its first and its last, so an integer dtype that
+** holds those two holds them all (a range never wraps). */
+static gl_status range_fits(gl_dtype dt, int64_t n, double first, double last) {
+  if (n == 0) return GL_OK;
+  GL_TRY(gl_scalar_check(dt, gl_scalar_float(first)));
+  return gl_scalar_check(dt, gl_scalar_float(last));
+}
+
 gl_status gl_op_arange(gl_array *out, double start, double stop, double step, gl_dtype dt,
                        gl_device dev) {
   if (step == 0) return gl_fail(GL_EINVAL, "step must not be zero");
@@ -65,6 +73,7 @@ gl_status gl_op_arange(gl_array *out, double start, double stop, double step, gl
   if (len < 0) len = 0;
   if (!(len <= (double)GL_MAXSIZE)) return gl_too_big(len, dt);
   int64_t n = (int64_t)len;
+  GL_TRY(range_fits(dt, n, start, start + (double)(n - 1) * step));
   GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
   const gl_backend *b;
   gl_status st = gl_backend_of(out, GL_OP_ARANGE, &b);
@@ -77,10 +86,21 @@ gl_status gl_op_linspace(gl_array *out, double start, double stop, int64_t n, gl
                          gl_device dev) {
   if (n < 0) return gl_fail(GL_EINVAL, "number of samples must be non-negative, got %lld", (long long)n);
   if (!isfinite(start) || !isfinite(stop)) return gl_fail(GL_EINVAL, "linspace bounds must be finite");
+  GL_TRY(range_fits(dt, n, start, stop));
   GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
   const gl_backend *b;
   gl_status st = gl_backend_of(out, GL_OP_ARANGE, &b);
-  if (st == GL_OK && n > 0) st = b->arange(out, start, n > 1 ? (stop - start) / (double)(n - 1) : 0.0);
+  /* start + i * step, as NumPy computes it. Where stop - start overflows (bounds near
+  ** ±DBL_MAX, a float dtype since integer ones were checked above), the same at half
+  ** scale, then doubled: scaling by 2 is exact, and each value lies between the bounds
+  ** (bool keeps the halves: halving changes no value's truth). */
+  bool halve = !isfinite(stop - start);
+  double s0 = halve ? start / 2 : start, s1 = halve ? stop / 2 : stop;
+  if (st == GL_OK && n > 0) st = b->arange(out, s0, n > 1 ? (s1 - s0) / (double)(n - 1) : 0.0);
+  if (st == GL_OK && n > 0 && halve && gl_dtype_is_float(dt)) {
+    gl_operand two = { NULL, gl_scalar_int(2) };
+    st = gl_op_binary_(out, GL_B_mul, two);
+  }
   if (st == GL_OK && n > 1) {              /* the end point exactly, as NumPy does */
     gl_array last = *out;
     gl_view_slice(&last, 0, n - 1, 1, 1);
@@ -151,6 +171,7 @@ gl_status gl_op_assign(const gl_array *dst, const gl_array *src) {
 
 gl_status gl_op_fill(const gl_array *dst, gl_scalar v) {
   const gl_backend *b;
+  GL_TRY(gl_scalar_check((gl_dtype)dst->dtype, v));
   GL_TRY(gl_backend_of(dst, GL_OP_FILL, &b));
   GL_TRY(gl_array_begin_write(dst));
   if (dst->size == 0) return GL_OK;

@@ -16,20 +16,13 @@ static bool same_kind(gl_dtype from, gl_dtype to) {
   return order[kf] <= order[kt];
 }
 
-/* Does a Lua integer fit an integer dtype? (Lua integers always fit int64.) */
-static bool int_fits(gl_dtype t, int64_t v) {
-  if (t == GL_UINT8) return v >= 0 && v <= UINT8_MAX;
-  if (t == GL_INT32) return v >= INT32_MIN && v <= INT32_MAX;
-  return true;
-}
-
 static gl_status operand_dtype(gl_opkind kind, gl_operand o, gl_dtype other, bool other_is_array, gl_dtype *out) {
   if (o.arr) { *out = (gl_dtype)o.arr->dtype; return GL_OK; }
   gl_kind k = gl_dtypes[other].kind;
   if (other_is_array && o.s.isint && !o.s.isbool && (k == GL_KIND_UINT || k == GL_KIND_INT)) {
     /* NumPy 2 compares with any Python int exactly, and true division casts both
     ** operands to float64 first: neither overflows, so neither raises. */
-    if (kind == GL_K_BC && !int_fits(other, o.s.i)) { *out = GL_INT64; return GL_OK; }
+    if (kind == GL_K_BC && !gl_scalar_fits(other, o.s)) { *out = GL_INT64; return GL_OK; }
     if (kind == GL_K_BD) { *out = GL_FLOAT64; return GL_OK; }
   }
   if (other_is_array) return (gl_status)gl_promote_scalar(other, o.s, out);

@@ -142,6 +142,7 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
   GL_TRY(gl_array_writable(x, NULL));
   GL_TRY(gl_same_device(x, idx));
   if (v.arr) GL_TRY(gl_same_device(x, v.arr));
+  else GL_TRY(gl_scalar_check((gl_dtype)x->dtype, v.s));     /* even when idx is empty */
   GL_TRY(check_index_dtype(idx, "indices"));
   gl_array pos = { 0 }, vv = { 0 };
   GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
@@ -236,6 +237,7 @@ gl_status gl_op_mask_select(gl_array *out, const gl_array *x, const gl_array *ma
 gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand v) {
   GL_TRY(gl_array_writable(x, NULL));          /* before x is copied to a contiguous form */
   if (v.arr) GL_TRY(gl_same_device(x, v.arr));
+  else GL_TRY(gl_scalar_check((gl_dtype)x->dtype, v.s));     /* even when nothing is selected */
   int64_t count, *h = NULL;
   GL_TRY(mask_check(x, mask, &h, &count));
   int k = mask->ndim;

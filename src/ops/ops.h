@@ -75,10 +75,12 @@ gl_status gl_op_tile(gl_array *out, const gl_array *x, int nreps, const int64_t 
 gl_status gl_op_repeat(gl_array *out, const gl_array *x, int64_t n, int axis);
 gl_status gl_op_repeat_counts(gl_array *out, const gl_array *x, const gl_array *counts, int axis);
 gl_status gl_op_roll(gl_array *out, const gl_array *x, int64_t shift, int axis);
-/* Stable sort along 'axis', NaN last in both orders; values and/or int64 1-based
-** positions (either may be NULL). */
+/* Stable sort along 'axis'; NaN is larger than every number (PyTorch's rule, as max and
+** argmax have it): last ascending, first descending, NaNs in their original order.
+** Values and/or int64 1-based positions (either may be NULL). */
 gl_status gl_op_sort(gl_array *values, gl_array *indices, const gl_array *x, int axis, bool descending);
-/* The k largest (or smallest) along 'axis', sorted, with their 1-based positions. */
+/* The k largest (or smallest) along 'axis', sorted, with their 1-based positions; NaNs
+** count as the largest. */
 gl_status gl_op_topk(gl_array *values, gl_array *indices, const gl_array *x, int64_t k, int axis,
                      bool largest);
 

@@ -190,6 +190,9 @@ static inline long long __double_as_longlong(double d) { long long u; memcpy(&u,
 static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
 /* __expf and __logf: glibc's own (same names) */
 static inline float __fdividef(float a, float b) { return a / b; }
+/* rounded, never fused (g++ here targets no FMA unit) */
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
 static inline float __saturatef(float x) { return x != x ? 0.0f : x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }

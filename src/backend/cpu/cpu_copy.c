@@ -155,11 +155,26 @@ gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
 
 /* ---- arange ------------------------------------------------------------------- */
 
+/* start + i * step with the product rounded before the sum, as NumPy computes it: a fused
+** multiply-add would give linspace(-1, 1, 7)[4] = -5.6e-17, not 0. GCC contracts across
+** statements (-ffp-contract=fast), so it is told not to here (clang contracts within an
+** expression, and obeys the standard pragma); the GPU uses __dmul_rn. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
 #define GL_ARANGE(DN, DT, DK, DE)                                          \
   static void arange_##DN(DT *d, int64_t n, double start, double step) {   \
     for (int64_t i = 0; i < n; i++) d[i] = GL_STORE_##DN##_F(start + (double)i * step); \
   }
 GL_FOREACH_DTYPE(GL_ARANGE)
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT DEFAULT
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
 
 gl_status gl_cpu_arange(const gl_array *dst, double start, double step) {
   void *d = gl_array_data(dst);

@@ -5,8 +5,9 @@
 ** element width (1, 2, 4, 8 bytes), not per dtype; only scatter with accumulate needs
 ** the dtype's arithmetic. Sort is stamped per dtype: each lane (all axes but the sorted
 ** one) is copied into a buffer of compute-type keys and 0-based positions, merge-sorted
-** there (stable), and written back. NaNs are moved to the end of a lane first, so the
-** comparisons inside the sort never see one.
+** there (stable), and written back. NaN is larger than every number (PyTorch's rule):
+** NaNs are set aside first, so the comparisons inside the sort never see one, and land
+** last in an ascending lane, first in a descending one, in their original order.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -232,7 +233,8 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
   }
 
 /* One lane: non-NaN keys to the front, NaN positions to the tail (in order); sort the
-** front; write values (copied from the source, so NaN payloads survive) and positions. */
+** front; write values (copied from the source, so NaN payloads survive) and positions,
+** the NaNs' first when descending (lane position j reads p[(j + m) % n]). */
 #define GL_SORT_LANE(DN, DT, DK, DE) GL_SORT_LANE_X(DN, DT, SK_##DN)
 #define GL_SORT_LANE_X(DN, DT, ...) GL_SORT_LANE_(DN, DT, __VA_ARGS__)
 #define GL_SORT_LANE_(DN, DT, KT, ISNAN)                                                  \
@@ -252,9 +254,11 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
       int64_t x = p[a]; p[a] = p[b]; p[b] = x;                                             \
     }                                                                                      \
     sort_keys_##DN(k, p, k2, p2, m, desc);                                                 \
+    int64_t rot = desc ? m : 0;                                                            \
     for (int64_t j = 0; j < n; j++) {                                                      \
-      if (vout) ((DT *)vout)[j * vs] = src[p[j] * ss];                                     \
-      if (iout) iout[j * is] = p[j];                                                       \
+      int64_t q = p[j + rot < n ? j + rot : j + rot - n];                                  \
+      if (vout) ((DT *)vout)[j * vs] = src[q * ss];                                        \
+      if (iout) iout[j * is] = q;                                                          \
     }                                                                                      \
   }
 GL_FOREACH_DTYPE(GL_SORT_LANE)
