@@ -9,6 +9,9 @@
 ** Declarations are listed in gpu._options (name -> {keys =, example =}) when the module
 ** opens (gl_lua_declare), where spec/options_spec.lua finds them: every declared
 ** function is called with an unknown key through its example.
+**
+** The other argument readers of the binding live here too: shapes, axes, dtypes and
+** devices, so that each is read (and refused) one way everywhere.
 */
 #include <math.h>
 #include <string.h>
@@ -315,4 +318,132 @@ gl_dtype gl_lua_dtype(lua_State *L, int idx) {
   if (t < 0)
     luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s' (expected one of %s)", name, gl_dtype_names()));
   return (gl_dtype)t;
+}
+
+/* ---- dtypes and devices ------------------------------------------------------------------- */
+
+gl_device gl_lua_device(lua_State *L, int idx) {
+  gl_device d;
+  const char *name = luaL_checkstring(L, idx);
+  gl_lua_check_status(L, gl_device_parse(name, &d), idx);
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), idx);
+  return d;
+}
+
+gl_device gl_lua_optdevice(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return gl_lua_default_device(L);
+  gl_array *a = gl_lua_test(L, idx);
+  if (a) return gl_array_device(gl_lua_check(L, idx));
+  return gl_lua_device(L, idx);
+}
+
+/* ---- shapes --------------------------------------------------------------------------------- */
+
+/* An options table: a table whose [1] is nil (a shape table has numbers). */
+static bool is_opts(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return false;
+  bool opts = lua_geti(L, idx, 1) == LUA_TNIL;
+  lua_pop(L, 1);
+  if (!opts) return false;
+  lua_pushnil(L);                    /* {} is an empty shape, not options */
+  bool any = lua_next(L, idx) != 0;
+  if (any) lua_pop(L, 2);
+  return any;
+}
+
+int64_t gl_lua_dim(lua_State *L, int idx, int arg) {
+  int isnum;
+  lua_Integer n = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_argerror(L, arg, lua_pushfstring(L, "dimension %f is not an integer", lua_tonumber(L, idx)));
+    luaL_argerror(L, arg, lua_pushfstring(L, "dimension expected, got %s", luaL_typename(L, idx)));
+  }
+  if (n < 0) luaL_argerror(L, arg, lua_pushfstring(L, "negative dimension %I", (lua_Integer)n));
+  return n;
+}
+
+int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape) {
+  int top = lua_gettop(L), n = 0;
+  if (first <= top && lua_istable(L, first) && !is_opts(L, first)) {
+    lua_Integer len = luaL_len(L, first);
+    if (len > GL_MAXDIMS)
+      luaL_argerror(L, first, lua_pushfstring(L, "%I dimensions (at most %d)", (lua_Integer)len, GL_MAXDIMS));
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, first, i);
+      shape[n++] = gl_lua_dim(L, -1, first);
+      lua_pop(L, 1);
+    }
+    first++;
+  } else {
+    while (first <= top && lua_type(L, first) == LUA_TNUMBER) {
+      if (n == GL_MAXDIMS) luaL_argerror(L, first, lua_pushfstring(L, "too many dimensions (at most %d)", GL_MAXDIMS));
+      shape[n++] = gl_lua_dim(L, first, first);
+      first++;
+    }
+  }
+  *ndim = n;                /* its size is checked with the dtype, once the options are read */
+  return first;
+}
+
+int gl_lua_dims(lua_State *L, int first, int64_t *shape) {
+  int n = 0, top = lua_gettop(L);
+  bool table = lua_istable(L, first);
+  int count = table ? (int)(luaL_len(L, first) > GL_MAXDIMS + 1 ? GL_MAXDIMS + 1 : luaL_len(L, first)) : top - first + 1;
+  if (count > GL_MAXDIMS) luaL_argerror(L, first, "too many dimensions");
+  for (int i = 0; i < count; i++) {
+    if (table) lua_geti(L, first, i + 1);
+    int slot = table ? lua_gettop(L) : first + i;
+    lua_Integer d = gl_lua_int(L, slot, "dimension");
+    if (d < -1) luaL_argerror(L, table ? first : slot, lua_pushfstring(L, "negative dimension %I", d));
+    shape[n++] = d;
+    if (table) lua_pop(L, 1);
+  }
+  return n;
+}
+
+/* ---- axes ----------------------------------------------------------------------------------- */
+
+/* One 1-based axis at slot 'slot' (reported at argument 'arg') into axes[n]. */
+static void read_axis(lua_State *L, int slot, int arg, int ndim, int *axes, int n, const char *what) {
+  int isnum;
+  lua_Integer a = lua_tointegerx(L, slot, &isnum);
+  if (!isnum)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s must be an integer, got %s", what, luaL_typename(L, slot)));
+  gl_lua_check_status(L, gl_axis_norm(a, ndim, &axes[n]), arg);
+  for (int k = 0; k < n; k++)
+    if (axes[k] == axes[n]) luaL_argerror(L, arg, lua_pushfstring(L, "repeated axis %d", axes[n] + 1));
+}
+
+int gl_lua_axes(lua_State *L, int idx, int ndim, int *axes, unsigned flags) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TNONE || t == LUA_TNIL) return (flags & GL_AXES_VARARGS) ? 0 : -1;
+  if (t == LUA_TTABLE && !gl_lua_test(L, idx)) {
+    if (flags & GL_AXES_ONE) luaL_argerror(L, idx, "one axis (a number) expected, not a table");
+    lua_Integer len = luaL_len(L, idx);
+    if (len > GL_MAXDIMS) luaL_argerror(L, idx, "too many axes");
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, idx, i);
+      char what[24];
+      snprintf(what, sizeof what, "axis %d", (int)i);
+      read_axis(L, lua_gettop(L), idx, ndim, axes, (int)i - 1, what);
+      lua_pop(L, 1);
+    }
+    return (int)len;
+  }
+  if (t != LUA_TNUMBER)
+    luaL_argerror(L, idx, lua_pushfstring(L, "axis must be an integer, a table of integers or nil, got %s",
+                                          luaL_typename(L, idx)));
+  if (!(flags & GL_AXES_VARARGS)) {
+    read_axis(L, idx, idx, ndim, axes, 0, "axis");
+    return 1;
+  }
+  int n = 0, top = lua_gettop(L);
+  for (int i = idx; i <= top; i++) {
+    if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many axes");
+    read_axis(L, i, i, ndim, axes, n, "axis");
+    n++;
+  }
+  return n;
 }

@@ -1,60 +1,10 @@
 /*
 ** lcreate.c — making arrays: gpu.array from nested tables, zeros/ones/full/empty,
-** arange/linspace/eye, the *_like forms; and the argument readers they share (shapes
-** as varargs or a table, an options table {dtype=, device=}).
+** arange/linspace/eye, the *_like forms (their argument readers are in largs.c).
 */
 #include <math.h>
 #include <string.h>
 #include "lgpu.h"
-
-/* ---- arguments ------------------------------------------------------------------------ */
-
-/* An options table: a table whose [1] is nil (a shape table has numbers). */
-static bool is_opts(lua_State *L, int idx) {
-  if (!lua_istable(L, idx)) return false;
-  bool opts = lua_geti(L, idx, 1) == LUA_TNIL;
-  lua_pop(L, 1);
-  if (!opts) return false;
-  lua_pushnil(L);                    /* {} is an empty shape, not options */
-  bool any = lua_next(L, idx) != 0;
-  if (any) lua_pop(L, 2);
-  return any;
-}
-
-static int64_t shape_entry(lua_State *L, int idx, int arg) {
-  int isnum;
-  lua_Integer n = lua_tointegerx(L, idx, &isnum);
-  if (!isnum) {
-    if (lua_type(L, idx) == LUA_TNUMBER)
-      luaL_argerror(L, arg, lua_pushfstring(L, "dimension %f is not an integer", lua_tonumber(L, idx)));
-    luaL_argerror(L, arg, lua_pushfstring(L, "dimension expected, got %s", luaL_typename(L, idx)));
-  }
-  if (n < 0) luaL_argerror(L, arg, lua_pushfstring(L, "negative dimension %I", (lua_Integer)n));
-  return n;
-}
-
-int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape) {
-  int top = lua_gettop(L), n = 0;
-  if (first <= top && lua_istable(L, first) && !is_opts(L, first)) {
-    lua_Integer len = luaL_len(L, first);
-    if (len > GL_MAXDIMS)
-      luaL_argerror(L, first, lua_pushfstring(L, "%I dimensions (at most %d)", (lua_Integer)len, GL_MAXDIMS));
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, first, i);
-      shape[n++] = shape_entry(L, -1, first);
-      lua_pop(L, 1);
-    }
-    first++;
-  } else {
-    while (first <= top && lua_type(L, first) == LUA_TNUMBER) {
-      if (n == GL_MAXDIMS) luaL_argerror(L, first, lua_pushfstring(L, "too many dimensions (at most %d)", GL_MAXDIMS));
-      shape[n++] = shape_entry(L, first, first);
-      first++;
-    }
-  }
-  *ndim = n;                /* its size is checked with the dtype, once the options are read */
-  return first;
-}
 
 /* ---- options ---------------------------------------------------------------------------- */
 
@@ -117,7 +67,7 @@ static int l_full(lua_State *L) {
   lua_pushvalue(L, 1);                     /* read the shape from a lone copy */
   lua_replace(L, 1);
   if (lua_istable(L, 1)) gl_lua_shape(L, 1, &ndim, shape);
-  else { ndim = 1; shape[0] = shape_entry(L, 1, 1); }
+  else { ndim = 1; shape[0] = gl_lua_dim(L, 1, 1); }
   gl_scalar v = gl_lua_scalar(L, 2, 2);
   gl_dtype dt;
   gl_device dev;

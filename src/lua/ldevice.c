@@ -48,23 +48,6 @@ gl_device gl_lua_default_device(lua_State *L) {
   return ctx->device;
 }
 
-gl_device gl_lua_device(lua_State *L, int idx) {
-  gl_device d;
-  const char *name = luaL_checkstring(L, idx);
-  gl_lua_check_status(L, gl_device_parse(name, &d), idx);
-  const gl_backend *b;
-  gl_lua_check_status(L, gl_backend_for(d, &b), idx);
-  return d;
-}
-
-/* An optional device argument: the default device when absent. */
-static gl_device opt_device(lua_State *L, int idx) {
-  if (lua_isnoneornil(L, idx)) return gl_lua_default_device(L);
-  gl_array *a = gl_lua_test(L, idx);
-  if (a) return gl_array_device(gl_lua_check(L, idx));
-  return gl_lua_device(L, idx);
-}
-
 static int l_device(lua_State *L) {
   char buf[16];
   lua_pushstring(L, gl_device_name(gl_lua_default_device(L), buf));
@@ -154,7 +137,7 @@ static int l_devices(lua_State *L) {
 }
 
 static int l_memory(lua_State *L) {
-  gl_device d = opt_device(L, 1);
+  gl_device d = gl_lua_optdevice(L, 1);
   const gl_backend *b;
   gl_lua_check_status(L, gl_backend_for(d, &b), 1);
   gl_meminfo m;
@@ -179,7 +162,7 @@ static int l_empty_cache(lua_State *L) {
     }
     return 0;
   }
-  gl_device d = opt_device(L, 1);
+  gl_device d = gl_lua_optdevice(L, 1);
   const gl_backend *b;
   gl_lua_check_status(L, gl_backend_for(d, &b), 1);
   b->empty_cache(d);
@@ -187,7 +170,7 @@ static int l_empty_cache(lua_State *L) {
 }
 
 static int l_synchronize(lua_State *L) {
-  gl_device d = opt_device(L, 1);
+  gl_device d = gl_lua_optdevice(L, 1);
   const gl_backend *b;
   gl_lua_check_status(L, gl_backend_for(d, &b), 1);
   gl_lua_check_status(L, b->synchronize(d), 0);

@@ -86,13 +86,24 @@ int gl_lua_result(lua_State *L, gl_status st, const gl_array *out, int arg);
 /* A new array on the stack (the out-of-memory ritual included). */
 gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
 
-/* ---- arguments -------------------------------------------------------------------- */
+/* ---- arguments (largs.c) ----------------------------------------------------------- */
 
 /* Reads a shape from arguments first..top: numbers as varargs, or one table; stops at
 ** a table with string keys (an options table). Returns the index after the shape. The
 ** extents are checked (integers >= 0, at most GL_MAXDIMS); the size is not, as it depends
 ** on the dtype the options may name: gl_array_init (or gl_shape_nbytes) checks it. */
 int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape);
+/* One dimension (a non-negative integer) at idx, errors reported at argument arg. */
+int64_t gl_lua_dim(lua_State *L, int idx, int arg);
+/* The dimensions of a reshape at first..top (varargs or one table; one may be -1). */
+int gl_lua_dims(lua_State *L, int first, int64_t *shape);
+/* Axes at idx, 1-based (negatives from the end) into 0-based: nil gives -1 ("all"; 0
+** with GL_AXES_VARARGS), a number 1, a table of numbers its length; GL_AXES_VARARGS
+** reads numbers from idx to the top; GL_AXES_ONE refuses a table. Repeats are errors. */
+enum { GL_AXES_ONE = 1, GL_AXES_VARARGS = 2 };
+int gl_lua_axes(lua_State *L, int idx, int ndim, int *axes, unsigned flags);
+/* A device argument, or (optdevice) an array's device, or the default when absent. */
+gl_device gl_lua_optdevice(lua_State *L, int idx);
 gl_dtype gl_lua_dtype(lua_State *L, int idx);            /* a dtype name argument */
 gl_device gl_lua_device(lua_State *L, int idx);          /* a device name argument */
 gl_device gl_lua_default_device(lua_State *L);
@@ -196,8 +207,6 @@ void gl_open_random(lua_State *L, int module, int methods);
 void gl_open_data(lua_State *L, int module, int methods);
 /* gpu.range(name, fn, ...): an NVTX range around fn; lnvtx.c. */
 void gl_open_nvtx(lua_State *L, int module, int methods);
-/* gpu.set_matmul_precision / get_matmul_precision; lcuda.c. */
-void gl_open_cuda(lua_State *L, int module, int methods);
 
 /* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
 void gl_open_fused(lua_State *L, int module, int methods);

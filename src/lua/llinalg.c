@@ -1,5 +1,6 @@
 /*
-** llinalg.c — linear algebra from Lua: gpu.matmul(a, b) / a:matmul(b), dot, outer.
+** llinalg.c — linear algebra from Lua: gpu.matmul(a, b) / a:matmul(b), dot, outer, and
+** the precision float32 matmuls run at.
 **
 ** Shapes follow NumPy (see src/ops/linalg.c). Choices where NumPy leaves room:
 ** - bool @ bool is NumPy's logical matmul (any(a & b)), a bool array;
@@ -55,6 +56,38 @@ static int l_outer(lua_State *L) {
   return push_result(L, gl_op_outer, a, b, 2);
 }
 
+/* ---- matmul precision ---------------------------------------------------------------------
+**   gpu.set_matmul_precision("tf32")     -- float32 matmuls may use TF32 tensor cores
+**   gpu.set_matmul_precision("highest")  -- IEEE float32 (the default)
+**   gpu.get_matmul_precision()           -- "highest" or "tf32"
+** ("high" is accepted as PyTorch's name for "tf32".) The setting is the process's, as in
+** PyTorch: every backend that has the switch gets it; the cpu has none and ignores it. */
+
+static bool tf32_on;
+
+static int l_set_matmul_precision(lua_State *L) {
+  static const char *const names[] = { "highest", "high", "tf32", NULL };
+  int which = luaL_checkoption(L, 1, NULL, names);
+  bool tf32 = which != 0;
+  for (int t = GL_CPU; t <= GL_CUDA; t++) {
+    const gl_backend *b = gl_backend_get((gl_devtype)t);
+    if (b && b->matmul_precision) b->matmul_precision(tf32);
+  }
+  tf32_on = tf32;
+  return 0;
+}
+
+static int l_get_matmul_precision(lua_State *L) {
+  lua_pushstring(L, tf32_on ? "tf32" : "highest");
+  return 1;
+}
+
+static const luaL_Reg precision_funcs[] = {
+  { "set_matmul_precision", l_set_matmul_precision },
+  { "get_matmul_precision", l_get_matmul_precision },
+  { NULL, NULL }
+};
+
 static const luaL_Reg linalg_funcs[] = {
   { "matmul", l_matmul },
   { "dot", l_dot },
@@ -64,4 +97,5 @@ static const luaL_Reg linalg_funcs[] = {
 
 void gl_open_linalg(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, linalg_funcs);
+  gl_lua_setfuncs(L, module, precision_funcs);
 }

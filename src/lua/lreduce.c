@@ -77,38 +77,6 @@ static void read_opts(lua_State *L, int idx, const rfunc *f, ropts *o) {
   }
 }
 
-/* The axis argument: nil (all: returns -1), a number, or a table of numbers (0-based
-** into axes, repeats refused). */
-static int read_axes(lua_State *L, int idx, const rfunc *f, const gl_array *x, int *axes) {
-  int t = lua_type(L, idx);
-  if (t == LUA_TNONE || t == LUA_TNIL) return -1;
-  if (t == LUA_TNUMBER) {
-    gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, idx, "axis"), x->ndim, &axes[0]), idx);
-    return 1;
-  }
-  if (t != LUA_TTABLE)
-    luaL_argerror(L, idx, lua_pushfstring(L, "axis must be a number, a table of numbers or nil, got %s",
-                                          luaL_typename(L, idx)));
-  if (f->one_axis)
-    luaL_argerror(L, idx, lua_pushfstring(L, "%s takes one axis (a number), not a table", f->decl.name));
-  lua_Integer len = luaL_len(L, idx);
-  if (len > GL_MAXDIMS) luaL_argerror(L, idx, "too many axes");
-  int n = 0;
-  for (lua_Integer i = 1; i <= len; i++) {
-    lua_geti(L, idx, i);
-    int isnum;
-    lua_Integer a = lua_tointegerx(L, -1, &isnum);
-    if (!isnum)
-      luaL_argerror(L, idx, lua_pushfstring(L, "axis %d must be an integer, got %s", (int)i, luaL_typename(L, -1)));
-    lua_pop(L, 1);
-    gl_lua_check_status(L, gl_axis_norm(a, x->ndim, &axes[n]), idx);
-    for (int k = 0; k < n; k++)
-      if (axes[k] == axes[n]) luaL_argerror(L, idx, lua_pushfstring(L, "repeated axis %d", axes[n] + 1));
-    n++;
-  }
-  return n;
-}
-
 static gl_status run(const rfunc *f, gl_array *out, const gl_array *x, const int *axes, int naxes,
                      const ropts *o) {
   switch (f->kind) {
@@ -130,7 +98,7 @@ static int l_reduce(lua_State *L) {
     optidx = 2;
     if (!lua_isnoneornil(L, 3)) luaL_argerror(L, 3, "unexpected argument after the options table");
   } else {
-    naxes = read_axes(L, 2, f, x, axes);
+    naxes = gl_lua_axes(L, 2, x->ndim, axes, f->one_axis ? GL_AXES_ONE : 0);
   }
   if (lua_gettop(L) > 3) luaL_argerror(L, 4, "unexpected argument (axis and options come first)");
   ropts o;

@@ -13,46 +13,6 @@ static gl_array *push_view(lua_State *L, const gl_array *a) {
   return v;
 }
 
-/* Reads axes as varargs or one table into 0-based axes; returns the count. */
-static int read_axes(lua_State *L, int first, int ndim, int *axes) {
-  int n = 0, top = lua_gettop(L);
-  if (lua_istable(L, first)) {
-    lua_Integer len = luaL_len(L, first);
-    if (len > GL_MAXDIMS) luaL_argerror(L, first, "too many axes");
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, first, i);
-      gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, -1, "axis"), ndim, &axes[n++]), first);
-      lua_pop(L, 1);
-    }
-    return n;
-  }
-  for (int i = first; i <= top; i++) {
-    if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many axes");
-    gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, i, "axis"), ndim, &axes[n++]), i);
-  }
-  return n;
-}
-
-/* Dimensions from argument 2 on: varargs or one table; -1 allowed (checked later). */
-static int read_dims(lua_State *L, int64_t *shape) {
-  int n = 0, top = lua_gettop(L);
-  if (lua_istable(L, 2)) {
-    lua_Integer len = luaL_len(L, 2);
-    if (len > GL_MAXDIMS) luaL_argerror(L, 2, "too many dimensions");
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, 2, i);
-      shape[n++] = gl_lua_int(L, -1, "dimension");
-      lua_pop(L, 1);
-    }
-    return n;
-  }
-  for (int i = 2; i <= top; i++) {
-    if (n == GL_MAXDIMS) luaL_argerror(L, i, "too many dimensions");
-    shape[n++] = gl_lua_int(L, i, "dimension");
-  }
-  return n;
-}
-
 /* ---- views ------------------------------------------------------------------------------ */
 
 /* x:reshape(shape...): a view when the strides allow it, else a copy. One entry may be
@@ -60,7 +20,7 @@ static int read_dims(lua_State *L, int64_t *shape) {
 static int l_reshape(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int64_t shape[GL_MAXDIMS];
-  int n = read_dims(L, shape);
+  int n = gl_lua_dims(L, 2, shape);
   lua_settop(L, 1);
   gl_array v = *a;
   gl_status st = gl_view_reshape(&v, n, shape);
@@ -82,7 +42,7 @@ static int l_reshape(lua_State *L) {
 static int l_view(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int64_t shape[GL_MAXDIMS];
-  int n = read_dims(L, shape);
+  int n = gl_lua_dims(L, 2, shape);
   gl_array v = *a;
   gl_lua_check_status(L, gl_view_reshape(&v, n, shape), 2);
   gl_array *r = gl_lua_push(L);
@@ -99,12 +59,12 @@ static int l_transpose(lua_State *L) {
   if (top == 1) {
     for (int i = 0; i < a->ndim; i++) perm[i] = a->ndim - 1 - i;
   } else if (lua_istable(L, 2)) {
-    int n = read_axes(L, 2, a->ndim, perm);
+    int n = gl_lua_axes(L, 2, a->ndim, perm, GL_AXES_VARARGS);
     if (n != a->ndim) luaL_argerror(L, 2, lua_pushfstring(L, "%d axes given for a %d-d array", n, a->ndim));
   } else {
     if (top != 3) luaL_argerror(L, top > 3 ? 4 : 3, "two axes expected (or a table of all axes)");
-    int ax[2];
-    read_axes(L, 2, a->ndim, ax);
+    int ax[GL_MAXDIMS];
+    if (gl_lua_axes(L, 2, a->ndim, ax, GL_AXES_VARARGS) != 2) luaL_argerror(L, 2, "two axes expected (or a table of all axes)");
     for (int i = 0; i < a->ndim; i++) perm[i] = i;
     perm[ax[0]] = ax[1];
     perm[ax[1]] = ax[0];
@@ -118,7 +78,7 @@ static int l_transpose(lua_State *L) {
 static int l_permute(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int perm[GL_MAXDIMS];
-  int n = read_axes(L, 2, a->ndim, perm);
+  int n = gl_lua_axes(L, 2, a->ndim, perm, GL_AXES_VARARGS);
   if (n != a->ndim) luaL_argerror(L, 2, lua_pushfstring(L, "%d axes given for a %d-d array", n, a->ndim));
   lua_settop(L, 1);
   gl_array *v = push_view(L, a);
@@ -151,7 +111,7 @@ static int l_unsqueeze(lua_State *L) {
 static int l_expand(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int64_t shape[GL_MAXDIMS];
-  int n = read_dims(L, shape);
+  int n = gl_lua_dims(L, 2, shape);
   lua_settop(L, 1);
   gl_array *v = push_view(L, a);
   gl_lua_check_status(L, gl_view_expand(v, n, shape), 2);
