@@ -63,7 +63,7 @@ ifeq ($(CUDA),1)
   LIB_C  += $(wildcard src/backend/cuda/*.c)
   LIB_CU := $(wildcard kernels/*.cu)
 endif
-LUA_SRC := $(sort $(wildcard lua/gpu/*.lua))
+LUA_SRC := $(sort $(wildcard lua/gpu/*.lua lua/gpu/*/*.lua))
 GEN_C   := $(BUILD)/gen/luasrc.c
 
 # The kernels do not depend on the C flags (OPT, SAN): the sanitizer build takes the
@@ -112,7 +112,7 @@ $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS) -MMD -MP -c $< -o $@
 
-# lua/gpu/*.lua compiled into the module (package.preload) by a small C generator
+# lua/gpu/*.lua and lua/gpu/*/*.lua compiled into the module (package.preload) by a small C generator
 $(BUILD)/tools/embed: tools/embed.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -o $@ $<
