@@ -50,6 +50,16 @@ function M.raise(fmt, ...)
   error(msg, user_level())
 end
 
+-- call(fname, f, ...): f(...)'s results; an error it raises is raised again at the user's
+-- line as "fname: <message>" (less a position inside the library's files), so a failure
+-- deep inside (a C function called by the library) names the function the user called.
+function M.call(fname, f, ...)
+  local res = table.pack(pcall(f, ...))
+  if res[1] then return table.unpack(res, 2, res.n) end
+  local msg = tostring(res[2]):gsub("^lua/gpu/[%w_/]+%.lua:%d+: ", "")
+  error(fname .. ": " .. msg, user_level())
+end
+
 -- argerror(fname, argn, fmt, ...): "bad argument #argn to 'fname' (msg)" at the user's line.
 function M.argerror(fname, argn, fmt, ...)
   local msg = select("#", ...) > 0 and fmt:format(...) or fmt

@@ -26,8 +26,9 @@ local CONV2D = options.declare("nn.Conv2d", init.with_placement {
   stride = F.window_keys.stride, padding = F.window_keys.padding, dilation = F.window_keys.dilation,
   groups = { type = "integer", min = 1, default = 1 },
   bias = { type = "boolean", default = true },
-  padding_mode = { choices = { "zeros" }, default = "zeros",
-                   what = "'zeros' (reflect, replicate and circular padding are not implemented)" },
+  padding_mode = { type = "string", default = "zeros", check = function(v)
+    return v == "zeros", "must be 'zeros' (reflect, replicate and circular padding are not implemented)"
+  end },
 }, { example = "gpu.nn.Conv2d(1, 2, 3, %s)" })
 
 -- Conv2d(in, out, kernel [, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,

@@ -97,6 +97,10 @@ function Module:register_parameter(name, p)
   if p ~= nil and not is_array(p) then
     argerror("Module:register_parameter", 2, "a gpu.array or nil expected, got %s", type_name(p))
   end
+  if p ~= nil and not p.dtype:match("^b?float") then
+    argerror("Module:register_parameter", 2, "a floating-point array expected (parameters require grad), got %s",
+      p.dtype)
+  end
   if p ~= nil and not p:is_leaf() then p = p:detach() end
   if self._params[name] == nil then self._pnames[#self._pnames + 1] = name end
   self._params[name] = p and p:requires_grad() or nil
@@ -232,9 +236,7 @@ function Module:to(device)
       for _, kind in ipairs { "_params", "_buffers" } do
         for n, v in pairs(m[kind]) do
           if v.device ~= device then
-            local ok, moved = pcall(v.to, v, device)
-            if not ok then raise("Module:to: cannot move %s to %s: %s", n, device, tostring(moved)) end
-            moves[#moves + 1] = { m, kind, n, moved }
+            moves[#moves + 1] = { m, kind, n, options.call("Module:to", v.to, v, device) }
           end
         end
       end
@@ -305,9 +307,7 @@ function Module:load_state_dict(sd, opts, fname)
     for i, e in ipairs(own) do
       local v = sd[e[1]]
       if v ~= nil then
-        local ok, c = pcall(function() return v:to(e[2].device):astype(e[2].dtype) end)
-        if not ok then raise("%s: %s cannot be converted to %s on %s: %s", fname, e[1], e[2].dtype, e[2].device, c) end
-        values[i] = c
+        values[i] = options.call(fname, function() return v:to(e[2].device):astype(e[2].dtype) end)
       end
     end
     for i, e in ipairs(own) do
@@ -329,7 +329,7 @@ end
 function Module:load(path, opts)
   options.value(path, { type = "string" }, "Module:load", 1, "path")
   LOAD:check(opts, 2, "Module:load")
-  return self:load_state_dict(gpu.load_safetensors(path), opts, "Module:load")
+  return self:load_state_dict(options.call("Module:load", gpu.load_safetensors, path), opts, "Module:load")
 end
 
 -- ---- Sequential ------------------------------------------------------------------------------
