@@ -49,6 +49,7 @@ local function param_list(fname, params)
     end
     if type(p) == "table" and is_array(p[2]) then p = p[2] end           -- {name, p} from named_parameters()
     if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
+    if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
     if seen[p] then argerror(fname, 1, "parameter #%d appears twice in the list", i) end
     seen[p], list[i] = true, p
   end

@@ -285,12 +285,13 @@ M.type_name = type_name
 -- shape_str(shape): "(2, 3)", as errors show a shape
 function M.shape_str(shape) return "(" .. table.concat(shape, ", ") .. ")" end
 
--- check_array(v, fname, argn, what): v is a gpu array, else "bad argument #argn to
+-- check_array(v, fname, argn, what): v is an open gpu array, else "bad argument #argn to
 -- 'fname' (what: gpu.array expected, got ...)".
 function M.check_array(v, fname, argn, what)
   if not is_array(v) then
     M.argerror(fname, argn, "%s: gpu.array expected, got %s", what, type_name(v))
   end
+  if v:is_closed() then M.argerror(fname, argn, "%s: the gpu.array is closed", what) end
   return v
 end
 

@@ -22,7 +22,7 @@ end
 
 -- ---- Conv2d ---------------------------------------------------------------------------------
 
-local CONV2D = options.declare("nn.Conv2d", init.with_placement {
+local CONV2D = options.declare("nn.Conv2d", module.with_placement {
   stride = F.window_keys.stride, padding = F.window_keys.padding, dilation = F.window_keys.dilation,
   groups = { type = "integer", min = 1, default = 1 },
   bias = { type = "boolean", default = true },
@@ -48,7 +48,7 @@ function Conv2d:init(cin, cout, k, opts)
   self.stride = pair(o.stride or 1, "stride", "nn.Conv2d")
   self.padding = pair(o.padding or 0, "padding", "nn.Conv2d", true)
   self.dilation = pair(o.dilation or 1, "dilation", "nn.Conv2d")
-  local p = init.placement(o)
+  local p = module.placement(o)
   local fan_in = (cin // G) * self.kernel_size[1] * self.kernel_size[2]
   local lim = 1 / math.sqrt(fan_in)
   self:register_parameter("weight",
@@ -108,7 +108,7 @@ pool_class("AvgPool2d", F.avg_pool2d_as, { stride = window.stride, padding = win
 
 -- ---- batch norm -----------------------------------------------------------------------------
 
-local BATCH_NORM_KEYS = init.with_placement {
+local BATCH_NORM_KEYS = module.with_placement {
   eps = { type = "number", min = 0, min_open = true, default = 1e-5 },
   momentum = { type = "number", min = 0, max = 1, default = 0.1 },
   affine = { type = "boolean", default = true },
@@ -125,7 +125,7 @@ local function bn_class(name, ndims)
     positive("nn." .. name, 1, channels, "num_features")
     local o = decl:check(opts, 2)
     self.num_features, self.eps, self.momentum, self.affine = channels, o.eps, o.momentum, o.affine
-    local p = init.placement(o)
+    local p = module.placement(o)
     if self.affine then
       self:register_parameter("weight", gpu.ones({ channels }, p))
       self:register_parameter("bias", gpu.zeros({ channels }, p))

@@ -17,7 +17,7 @@ local F = {}
 local fused = gpu.fused
 local record = autograd.record
 local requires_grad = autograd.requires_grad
-local is_array, raise, argerror = options.is_array, options.raise, options.argerror
+local raise, argerror = options.raise, options.argerror
 local check_array, shape_str = options.check_array, options.shape_str
 
 -- ---- linear, activations, softmax ----------------------------------------------------------------
@@ -29,9 +29,25 @@ local function cast_matmul(a, b, d)
   return require("gpu.amp").autocast(d, a.matmul, a, b)
 end
 
+-- The operands of linear / dense: x (..., in), w 2-D with its in and out sizes on axes
+-- in_axis and 3 - in_axis, b (out) or nil.
+local function check_affine(fname, x, w, b, in_axis, wname)
+  check_array(x, fname, 1, "x"); check_array(w, fname, 2, wname)
+  if b ~= nil then check_array(b, fname, 3, "bias") end
+  if w.ndim ~= 2 then raise("%s: %s must be 2-D, got shape %s", fname, wname, shape_str(w.shape)) end
+  local fin, fout = w.shape[in_axis], w.shape[3 - in_axis]
+  if x.ndim < 1 or x.shape[x.ndim] ~= fin then
+    raise("%s: input of shape %s does not fit %s %s (expected %d input features)", fname, shape_str(x.shape), wname,
+      shape_str(w.shape), fin)
+  end
+  if b ~= nil and (b.ndim ~= 1 or b.shape[1] ~= fout) then
+    raise("%s: bias must be (%d), got shape %s", fname, fout, shape_str(b.shape))
+  end
+end
+
 -- linear(x, w, b): x (..., in) @ w (out, in)^T + b (out): one tape node.
 function F.linear(x, w, b)
-  check_array(x, "nn.linear", 1, "x"); check_array(w, "nn.linear", 2, "weight")
+  check_affine("nn.linear", x, w, b, 2, "weight")
   local d = autograd.autocast_dtype()
   local y
   if d == nil then y = fused.linear(x, w, b)      -- GEMM + bias in one call, recorded below
@@ -52,7 +68,7 @@ end
 
 -- dense(x, kernel, b): Keras layout, kernel (in, units).
 function F.dense(x, k, b)
-  check_array(x, "nn.dense", 1, "x"); check_array(k, "nn.dense", 2, "kernel")
+  check_affine("nn.dense", x, k, b, 1, "kernel")
   local d = autograd.autocast_dtype()
   local y
   if d == nil then y = fused.linear(x, k.T, b)
@@ -214,9 +230,7 @@ local function pair(v, what, layer, zero_ok)
 end
 
 local function check_input(layer, x, ndims, channels)
-  if not is_array(x) then
-    argerror(layer, 1, "input: gpu.array expected, got %s", options.type_name(x))
-  end
+  check_array(x, layer, 1, "input")
   local ok = false
   for _, d in ipairs(ndims) do if x.ndim == d then ok = true end end
   if not ok then
@@ -315,17 +329,19 @@ local function conv2d_as(name, x, w, b, opts)
   local G = opts.groups or 1
   check_input(name, x, { 4 })
   local N, C, H, W = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
-  if not is_array(w) or w.ndim ~= 4 then
+  check_array(w, name, 2, "weight")
+  if b ~= nil then check_array(b, name, 3, "bias") end
+  if w.ndim ~= 4 then
     raise("%s: weight must be a 4-D array (out, in/groups, kh, kw), got %s", name,
-      is_array(w) and shape_str(w.shape) or type(w))
+      shape_str(w.shape))
   end
   local O, Cg, kh, kw = w.shape[1], w.shape[2], w.shape[3], w.shape[4]
   if math.type(G) ~= "integer" or G < 1 or O % G ~= 0 then
     raise("%s: groups (%s) must be a positive integer dividing the %d output channels", name, tostring(G), O)
   end
-  if b ~= nil and (not is_array(b) or b.size ~= O) then
+  if b ~= nil and b.size ~= O then
     raise("%s: bias must hold %d values (one per output channel), got %s", name, O,
-      is_array(b) and shape_str(b.shape) or type(b))
+      shape_str(b.shape))
   end
   if C ~= Cg * G then
     raise("%s: expected %d input channels, got %d (input shape %s)", name, Cg * G, C, shape_str(x.shape))

@@ -1,33 +1,8 @@
--- gpu.nn.initializers (nn.init): parameter initialisers (from gpu.random's seeded
--- generator), and the dtype / device options of every layer that makes parameters.
+-- gpu.nn.initializers (nn.init): parameter initialisers, from gpu.random's seeded generator.
 local gpu = require "gpu"
 local options = require "gpu.options"
 
 local init = {}
-
-local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
-
--- The option keys dtype and device of a layer constructor (parameters are floating-point:
--- they require grad).
-init.placement_keys = {
-  dtype = { type = "dtype", default = "float32",
-            check = function(v)
-              return floating[options.dtype(v)] == true,
-                "must be a floating-point dtype (parameters require grad), got '" .. v .. "'"
-            end },
-  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
-}
-
--- with_placement(keys): keys plus dtype and device (a new table)
-function init.with_placement(keys)
-  local out = {}
-  for k, v in pairs(keys) do out[k] = v end
-  for k, v in pairs(init.placement_keys) do out[k] = v end
-  return out
-end
-
--- The creation options of a layer's parameters from its checked options o.
-function init.placement(o) return { dtype = o.dtype, device = o.device or gpu.device() } end
 
 function init.fans(shape)
   options.value(shape, { type = "table" }, "nn.init.fans", 1, "shape")
@@ -42,7 +17,7 @@ end
 
 function init.uniform(shape, lim, opts)
   options.value(lim, { type = "number", min = 0 }, "nn.init.uniform", 2, "lim")
-  return gpu.random.uniform(-lim, lim, shape, opts)
+  return options.call("nn.init.uniform", gpu.random.uniform, -lim, lim, shape, opts)
 end
 
 function init.glorot_uniform(fan_in, fan_out, shape, opts)
@@ -52,12 +27,12 @@ end
 
 function init.glorot_normal(fan_in, fan_out, shape, opts)
   fan("glorot_normal", 1, fan_in, "fan_in"); fan("glorot_normal", 2, fan_out, "fan_out")
-  return gpu.random.normal(0, math.sqrt(2 / (fan_in + fan_out)), shape, opts)
+  return options.call("nn.init.glorot_normal", gpu.random.normal, 0, math.sqrt(2 / (fan_in + fan_out)), shape, opts)
 end
 
 function init.he_normal(fan_in, shape, opts)
   fan("he_normal", 1, fan_in, "fan_in")
-  return gpu.random.normal(0, math.sqrt(2 / fan_in), shape, opts)
+  return options.call("nn.init.he_normal", gpu.random.normal, 0, math.sqrt(2 / fan_in), shape, opts)
 end
 
 function init.he_uniform(fan_in, shape, opts)

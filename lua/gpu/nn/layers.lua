@@ -26,7 +26,7 @@ end
 
 -- ---- Linear ---------------------------------------------------------------------------------
 
-local LINEAR = options.declare("nn.Linear", init.with_placement {
+local LINEAR = options.declare("nn.Linear", module.with_placement {
   bias = { type = "boolean", default = true },
 }, { example = "gpu.nn.Linear(2, 3, %s)" })
 
@@ -39,7 +39,7 @@ function Linear:init(fin, fout, opts)
   if type(opts) == "boolean" then opts = { bias = opts } end        -- PyTorch's positional bias
   local o = LINEAR:check(opts, 3)
   self.in_features, self.out_features = fin, fout
-  local p = init.placement(o)
+  local p = module.placement(o)
   local lim = 1 / math.sqrt(fin)         -- PyTorch's default (Kaiming uniform, a = sqrt 5)
   self:register_parameter("weight", init.uniform({ fout, fin }, lim, p))
   if o.bias then self:register_parameter("bias", init.uniform({ fout }, lim, p)) end
@@ -87,7 +87,7 @@ end
 local input_shape_key = { type = "integer|table", check = shape_list }
 
 local not_implemented = { unsupported = "regularizers and constraints are not implemented" }
-local DENSE = options.declare("nn.Dense", init.with_placement {
+local DENSE = options.declare("nn.Dense", module.with_placement {
   activation = { type = "string|callable", choices = activation_names, default = "linear" },
   input_shape = input_shape_key,
   input_dim = { type = "integer", min = 1 },
@@ -127,7 +127,7 @@ end
 function Dense:build(fin, input_device)
   self.in_features = fin
   -- a layer built at its first call is built where its input is
-  local p = init.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or input_device }
+  local p = module.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or input_device }
   local ki = self.opts.kernel_initializer or (self.activation_name == "relu" and "he_uniform" or "glorot_uniform")
   self:register_parameter("kernel", kernel_inits[ki](fin, self.units, p))
   if self.opts.use_bias then
@@ -192,7 +192,7 @@ end, "input_shape", input_shape_key)
 -- ---- Embedding ------------------------------------------------------------------------------
 
 local not_here = { unsupported = true }
-local EMBEDDING = options.declare("nn.Embedding", init.with_placement {
+local EMBEDDING = options.declare("nn.Embedding", module.with_placement {
   padding_idx = { type = "integer" },
   max_norm = not_here, norm_type = not_here, scale_grad_by_freq = not_here, sparse = not_here,
 }, { example = "gpu.nn.Embedding(4, 2, %s)" })
@@ -213,7 +213,7 @@ function Embedding:init(num, dim, opts)
     end
   end
   self.num, self.dim, self.padding_idx = num, dim, pad
-  local w = gpu.random.normal(0, 1, { num, dim }, init.placement(o))
+  local w = gpu.random.normal(0, 1, { num, dim }, module.placement(o))
   if pad then w[{ pad }] = 0 end
   self:register_parameter("weight", w)
 end

@@ -35,6 +35,7 @@ function L.check_labels(fname, labels, C, o)
   if not is_array(labels) then
     argerror(fname, argn, "%s: a gpu.array of class numbers %s expected, got %s", what, range, type_name(labels))
   end
+  check_array(labels, fname, argn, what)
   local int = labels.dtype:match("int") ~= nil
   if labels.dtype == "bool" or (o.integer and not int) then
     raise("%s: %s must be an integer array, got %s", fname, what, labels.dtype)

@@ -55,6 +55,32 @@ function M.class(name, parent)
   return options.guard_methods(cls, name, "model", is_module)
 end
 
+-- ---- layer options -------------------------------------------------------------------------
+
+local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+
+-- The option keys dtype and device of a layer constructor (parameters are floating-point:
+-- they require grad).
+M.placement_keys = {
+  dtype = { type = "dtype", default = "float32",
+            check = function(v)
+              return floating[options.dtype(v)] == true,
+                "must be a floating-point dtype (parameters require grad), got '" .. v .. "'"
+            end },
+  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+}
+
+-- with_placement(keys): keys plus dtype and device (a new table)
+function M.with_placement(keys)
+  local out = {}
+  for k, v in pairs(keys) do out[k] = v end
+  for k, v in pairs(M.placement_keys) do out[k] = v end
+  return out
+end
+
+-- The creation options of a layer's parameters from its checked options o.
+function M.placement(o) return { dtype = o.dtype, device = o.device or gpu.device() } end
+
 -- ---- the tree --------------------------------------------------------------------------------
 
 -- walk(m, fn): fn(module, prefix) for m and every sub-module, depth first in registration
@@ -94,10 +120,8 @@ end
 
 function Module:register_parameter(name, p)
   check_name("Module:register_parameter", name)
-  if p ~= nil and not is_array(p) then
-    argerror("Module:register_parameter", 2, "a gpu.array or nil expected, got %s", type_name(p))
-  end
-  if p ~= nil and not p.dtype:match("^b?float") then
+  if p ~= nil then options.check_array(p, "Module:register_parameter", 2, "parameter") end
+  if p ~= nil and not floating[p.dtype] then
     argerror("Module:register_parameter", 2, "a floating-point array expected (parameters require grad), got %s",
       p.dtype)
   end
@@ -111,9 +135,7 @@ end
 -- register_buffer(name, v): an array state_dict saves and to() moves, but optimizers never see
 function Module:register_buffer(name, v)
   check_name("Module:register_buffer", name)
-  if v ~= nil and not is_array(v) then
-    argerror("Module:register_buffer", 2, "a gpu.array or nil expected, got %s", type_name(v))
-  end
+  if v ~= nil then options.check_array(v, "Module:register_buffer", 2, "buffer") end
   if self._buffers[name] == nil then self._bnames[#self._bnames + 1] = name end
   self._buffers[name] = v
   self[name] = v
@@ -275,7 +297,8 @@ local function state_faults(own, sd, strict)
     names[e[1]] = true
     local v = sd[e[1]]
     if v == nil then missing[#missing + 1] = e[1]
-    elseif not is_array(v) then misshaped[#misshaped + 1] = ("%s (not an array: %s)"):format(e[1], type_name(v))
+    elseif not is_array(v) or v:is_closed() then
+      misshaped[#misshaped + 1] = ("%s (not an open array: %s)"):format(e[1], is_array(v) and "closed" or type_name(v))
     elseif shape_str(v.shape) ~= shape_str(e[2].shape) then
       misshaped[#misshaped + 1] = ("%s (expected %s, got %s)"):format(e[1], shape_str(e[2].shape), shape_str(v.shape))
     end

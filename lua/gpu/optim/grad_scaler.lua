@@ -44,7 +44,7 @@ function GradScaler:get_scale() return self.enabled and self.scale_value or 1.0 
 
 -- scale(loss): loss * scale (recorded, so backward yields scaled gradients)
 function GradScaler:scale(loss)
-  if not is_array(loss) then argerror("GradScaler:scale", 1, "a gpu.array loss expected, got %s", type_name(loss)) end
+  options.check_array(loss, "GradScaler:scale", 1, "loss")
   if not self.enabled then return loss end
   return loss * self.scale_value
 end
