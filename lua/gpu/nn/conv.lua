@@ -6,13 +6,12 @@
 --                              nn.Flatten(), nn.Linear(16 * 14 * 14, 10) }
 local gpu = require "gpu"
 local options = require "gpu.options"
-local F = require "gpu.nn.functional"
-local module = require "gpu.nn.module"
-local init = require "gpu.nn.initializers"
-
-local class = module.class
-local pair, check_input = F.pair, F.check_input
 local raise, argerror, shape_str = options.raise, options.argerror, options.shape_str
+local F = require "gpu.nn.functional"
+local pair, check_input = F.pair, F.check_input
+local module = require "gpu.nn.module"
+local class = module.class
+local init = require "gpu.nn.initializers"
 
 local C = {}
 

@@ -45,20 +45,26 @@ local function check_affine(fname, x, w, b, in_axis, wname)
   end
 end
 
--- linear(x, w, b): x (..., in) @ w (out, in)^T + b (out): one tape node.
-function F.linear(x, w, b)
-  check_affine("nn.linear", x, w, b, 2, "weight")
+-- The one tape node of linear and dense: x (..., in) times the weight plus b (out). w is
+-- (out, in) for linear (PyTorch's layout) and (in, out) for dense (Keras's, kernel_layout).
+local function affine(x, w, b, kernel_layout)
   local d = autograd.autocast_dtype()
   local y
-  if d == nil then y = fused.linear(x, w, b)      -- GEMM + bias in one call, recorded below
-  else y = gpu.no_grad(function() local r = x:matmul(w.T); if b ~= nil then r:add_(b) end; return r end) end
+  if d == nil then y = fused.linear(x, kernel_layout and w.T or w, b)     -- GEMM + bias in one call
+  else
+    y = gpu.no_grad(function()
+      local r = x:matmul(kernel_layout and w or w.T)
+      if b ~= nil then r:add_(b) end
+      return r
+    end)
+  end
   record(y, { x, w, b }, function(g)
     local gx, gw, gb
     local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
-    if requires_grad(x) then gx = cast_matmul(g, w, d) end
+    if requires_grad(x) then gx = cast_matmul(g, kernel_layout and w.T or w, d) end
     if requires_grad(w) then
       local x2 = x.ndim == 2 and x or x:reshape(-1, x.shape[x.ndim])
-      gw = cast_matmul(g2.T, x2, d)
+      if kernel_layout then gw = cast_matmul(x2.T, g2, d) else gw = cast_matmul(g2.T, x2, d) end
     end
     if b ~= nil and requires_grad(b) then gb = g2:sum(1) end
     return gx, gw, gb
@@ -66,25 +72,16 @@ function F.linear(x, w, b)
   return y
 end
 
+-- linear(x, w, b): x (..., in) @ w (out, in)^T + b (out): one tape node.
+function F.linear(x, w, b)
+  check_affine("nn.linear", x, w, b, 2, "weight")
+  return affine(x, w, b, false)
+end
+
 -- dense(x, kernel, b): Keras layout, kernel (in, units).
 function F.dense(x, k, b)
   check_affine("nn.dense", x, k, b, 1, "kernel")
-  local d = autograd.autocast_dtype()
-  local y
-  if d == nil then y = fused.linear(x, k.T, b)
-  else y = gpu.no_grad(function() local r = x:matmul(k); if b ~= nil then r:add_(b) end; return r end) end
-  record(y, { x, k, b }, function(g)
-    local gx, gk, gb
-    local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
-    if requires_grad(x) then gx = cast_matmul(g, k.T, d) end
-    if requires_grad(k) then
-      local x2 = x.ndim == 2 and x or x:reshape(-1, x.shape[x.ndim])
-      gk = cast_matmul(x2.T, g2, d)
-    end
-    if b ~= nil and requires_grad(b) then gb = g2:sum(1) end
-    return gx, gk, gb
-  end)
-  return y
+  return affine(x, k, b, true)
 end
 
 function F.relu(x) return check_array(x, "nn.relu", 1, "x"):relu() end

@@ -1,15 +1,14 @@
 -- gpu.nn.layers: Linear (PyTorch), Dense (Keras), the activation layers, Flatten, Dropout
 -- and Embedding.
-local gpu = require "gpu"
 local options = require "gpu.options"
-local F = require "gpu.nn.functional"
-local module = require "gpu.nn.module"
-local init = require "gpu.nn.initializers"
-local losses = require "gpu.nn.losses"
-
-local class = module.class
 local raise, argerror, check_array, shape_str = options.raise, options.argerror, options.check_array,
   options.shape_str
+local gpu = require "gpu"
+local F = require "gpu.nn.functional"
+local module = require "gpu.nn.module"
+local class = module.class
+local init = require "gpu.nn.initializers"
+local check_labels = require("gpu.nn.losses").check_labels
 
 local Lay = {}
 
@@ -32,7 +31,6 @@ local LINEAR = options.declare("nn.Linear", module.with_placement {
 
 -- Linear(in, out [, {bias = true, dtype =, device =}] or [, bias]): y = x W^T + b, W (out, in).
 local Linear = class("Linear")
-Lay.Linear = Linear
 function Linear:init(fin, fout, opts)
   positive("nn.Linear", 1, fin, "in_features")
   positive("nn.Linear", 2, fout, "out_features")
@@ -102,7 +100,6 @@ local DENSE = options.declare("nn.Dense", module.with_placement {
 -- kernel_initializer =, bias_initializer = "zeros", dtype =, device =}]): Keras's layer;
 -- the kernel (in, units) is built at the first call unless input_shape says the width.
 local Dense = class("Dense")
-Lay.Dense = Dense
 function Dense:init(units, act, opts)
   positive("nn.Dense", 1, units, "units")
   if type(act) == "table" and getmetatable(act) == nil and opts == nil then act, opts = nil, act end
@@ -200,7 +197,6 @@ local EMBEDDING = options.declare("nn.Embedding", module.with_placement {
 -- Embedding(num, dim [, {padding_idx =, dtype =, device =}]): rows of a (num, dim) table,
 -- looked up by indices 1..num. The padding_idx row starts at zeros and gets no gradient.
 local Embedding = class("Embedding")
-Lay.Embedding = Embedding
 function Embedding:init(num, dim, opts)
   positive("nn.Embedding", 1, num, "num_embeddings")
   positive("nn.Embedding", 2, dim, "embedding_dim")
@@ -218,7 +214,7 @@ function Embedding:init(num, dim, opts)
   self:register_parameter("weight", w)
 end
 function Embedding:forward(idx)
-  losses.check_labels("nn.Embedding", idx, self.num, { argn = 1, what = "indices", integer = true })
+  check_labels("nn.Embedding", idx, self.num, { argn = 1, what = "indices", integer = true })
   local flat = idx:reshape(idx.size)
   local rows = self.weight:take(flat, 1)
   if self.padding_idx then       -- the padding row's value, with no gradient flowing to it
@@ -230,4 +226,5 @@ function Embedding:forward(idx)
 end
 function Embedding:repr() return ("Embedding(%d, %d)"):format(self.num, self.dim) end
 
+Lay.Linear, Lay.Dense, Lay.Embedding = Linear, Dense, Embedding
 return Lay

@@ -11,11 +11,9 @@ local gpu = require "gpu"
 local autograd = require "gpu.autograd"
 local optim = require "gpu.optim"
 local data = require "gpu.data"
-local options = require "gpu.options"
-local module = require "gpu.nn.module"
 local losses = require "gpu.nn.losses"
-
-local Module = module.Module
+local Module = require("gpu.nn.module").Module
+local options = require "gpu.options"
 local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
   options.type_name
 
