@@ -268,7 +268,7 @@ gpu.enable_grad = M.enable_grad
 
 local function zeros_like(x) return gpu.zeros(x.shape, { dtype = x.dtype, device = x.device }) end
 
-local function is_array(v) return type(v) == "userdata" end
+local is_array = require("gpu.options").is_array      -- the one is_array of the Lua parts
 
 -- The reduced axes (0-based flags) of an axis argument, and whether opts say keepdims.
 local function reduce_args(x, axis, opts)
