@@ -57,8 +57,9 @@ local ONE_HOT = options.declare("nn.one_hot", {
   dtype = { type = "dtype", default = "float32" },
 }, { example = "gpu.nn.one_hot(gpu.array({1, 2}, {dtype = 'int64'}), 3, %s)" })
 
--- one_hot(labels (...), C [, {dtype = "float32"}]) -> (..., C); C defaults to the largest label
+-- one_hot(labels (...) [, C] [, {dtype = "float32"}]) -> (..., C); C defaults to the largest label
 function L.one_hot(labels, C, opts)
+  if type(C) == "table" and opts == nil then C, opts = nil, C end      -- one_hot(labels, {dtype =})
   local o = ONE_HOT:check(opts, 3)
   C = options.value(C, { type = "integer", min = 1, optional = true }, "nn.one_hot", 2, "num_classes")
   local hi = check_labels("nn.one_hot", labels, C, { argn = 1 })
