@@ -188,7 +188,10 @@ function Optimizer:load_state_dict(sd)
     if c == nil then raise("%s: %s", fname, why) end
     state[i] = c
   end
-  for _, k in ipairs(cls.hyper) do if hp[k] ~= nil then self[k] = o[k] end end
+  for _, k in ipairs(cls.hyper) do
+    local v = o[k]
+    if hp[k] ~= nil then self[k] = type(v) == "table" and { table.unpack(v) } or v end
+  end
   self.step_count, self.state = step, state
   return self
 end

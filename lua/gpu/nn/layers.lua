@@ -133,7 +133,7 @@ function Dense:build(fin, input_device)
   end
 end
 function Dense:forward(x)
-  check_array(x, ("Dense(%d)"):format(self.units), 1, "input")
+  check_array(x, "nn.Dense", 1, "input")
   if self.in_features == nil then
     if x.ndim < 1 or x.shape[x.ndim] < 1 then
       raise("Dense(%d): an input of shape %s has no width to build the kernel from", self.units, shape_str(x.shape))
