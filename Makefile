@@ -112,7 +112,7 @@ $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS) -MMD -MP -c $< -o $@
 
-# lua/gpu/*.lua compiled into the module (package.preload) by a small C generator
+# lua/gpu/*.lua and lua/gpu/*/*.lua compiled into the module (package.preload) by a small C generator
 $(BUILD)/tools/embed: tools/embed.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -o $@ $<

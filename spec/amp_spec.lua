@@ -243,11 +243,11 @@ describe("mixed precision", function()
 
         it("rejects bad options and arguments", function()
           local cases = {
-            { { init_scale = -1 }, "GradScaler: init_scale must be" },
-            { { growth_factor = 0.5 }, "GradScaler: growth_factor must be" },
-            { { backoff_factor = 2 }, "GradScaler: backoff_factor must be" },
-            { { growth_interval = 1.5 }, "GradScaler: growth_interval must be" },
-            { { scale = 3 }, "GradScaler: unknown option 'scale'" },
+            { { init_scale = -1 }, "'optim.GradScaler' (option 'init_scale' must be > 0, got -1)" },
+            { { growth_factor = 0.5 }, "'optim.GradScaler' (option 'growth_factor' must be > 1, got 0.5)" },
+            { { backoff_factor = 2 }, "'optim.GradScaler' (option 'backoff_factor' must be < 1, got 2)" },
+            { { growth_interval = 1.5 }, "'optim.GradScaler' (option 'growth_interval' must be integer, got number 1.5)" },
+            { { scale = 3 }, "'optim.GradScaler' (unknown option 'scale'" },
           }
           for _, c in ipairs(cases) do
             local ok, err = pcall(optim.GradScaler, c[1])
@@ -256,9 +256,9 @@ describe("mixed precision", function()
           end
           local s = optim.GradScaler()
           local ok, err = pcall(s.scale, s, 3)
-          assert.is_false(ok); assert.matches("GradScaler:scale: a gpu.array loss expected", err, 1, true)
+          assert.is_false(ok); assert.matches("bad argument #1 to 'GradScaler:scale' (loss: gpu.array expected", err, 1, true)
           ok, err = pcall(s.step, s, {})
-          assert.is_false(ok); assert.matches("GradScaler:step: an optimizer expected", err, 1, true)
+          assert.is_false(ok); assert.matches("bad argument #1 to 'GradScaler:step' (an optimizer expected", err, 1, true)
           assert.equal(gpu.amp.GradScaler, optim.GradScaler)
         end)
       end)

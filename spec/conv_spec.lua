@@ -241,7 +241,7 @@ for _, dev in ipairs(h.devices()) do
         assert.matches("BatchNorm1d%(2%): training needs more than one value per channel",
           errs(function() return nn.BatchNorm1d(2, { device = dev })(gpu.zeros({ 1, 2 }, { device = dev })) end))
         assert.matches("MaxPool2d: the input 1x5", errs(function() return nn.MaxPool2d(2)(gpu.zeros(1, 1, 1, 5)) end))
-        assert.matches("Conv2d: groups %(2%) must be a positive integer dividing in_channels 3 and out_channels 4",
+        assert.matches("'nn.Conv2d' %(option 'groups' %(2%) must divide in_channels 3 and out_channels 4%)",
           errs(nn.Conv2d, 3, 4, 3, { groups = 2 }))
         assert.matches("Conv2d: kernel_size must be positive integers", errs(nn.Conv2d, 3, 4, 0))
         assert.matches("MaxPool2d: padding 2x2 must be at most half the kernel 2x2",

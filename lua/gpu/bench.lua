@@ -9,6 +9,7 @@
 -- name (default "fn"), device (default gpu.device()), quiet (no printing), args (a
 -- table of arguments for fn).
 local gpu = require "gpu"
+local options = require "gpu.options"
 
 local function stats(t)
   local n, sum, sq = #t, 0, 0
@@ -33,22 +34,22 @@ local result_mt = {
   end,
 }
 
+local BENCH = options.declare("bench", {
+  n = { type = "integer", min = 1 }, n_repeat = { type = "integer", min = 1 },
+  warmup = { type = "integer", min = 0 }, n_warmup = { type = "integer", min = 0 },
+  name = { type = "string", default = "fn" }, device = "device", quiet = { type = "boolean", default = false },
+  args = { type = "table", default = {} },
+}, { example = "gpu.bench(function() end, %s)" })
+
 return function(fn, opts)
   if type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
     error(("bad argument #1 to 'bench' (function expected, got %s)"):format(type(fn)), 2)
   end
-  opts = opts or {}
-  if type(opts) ~= "table" then
-    error(("bad argument #2 to 'bench' (options table expected, got %s)"):format(type(opts)), 2)
-  end
+  opts = BENCH:check(opts, 2)
   local n = opts.n or opts.n_repeat or 100
   local warmup = opts.warmup or opts.n_warmup or 3
-  if math.type(n) ~= "integer" or n < 1 then error("bad argument #2 to 'bench' (n must be a positive integer)", 2) end
-  if math.type(warmup) ~= "integer" or warmup < 0 then
-    error("bad argument #2 to 'bench' (warmup must be a non-negative integer)", 2)
-  end
   local device = opts.device or gpu.device()
-  local args = opts.args or {}
+  local args = opts.args
   local unpack = table.unpack
   for _ = 1, warmup do fn(unpack(args)) end
   gpu.synchronize(device)
@@ -68,7 +69,7 @@ return function(fn, opts)
     end
   end
   local r = setmetatable({
-    name = opts.name or "fn",
+    name = opts.name,
     n = n,
     host = stats(host),
     device = on_gpu and stats(dev) or nil,

@@ -2,35 +2,47 @@
 --
 --   for xb, yb in gpu.data.batches(x, y, 128, {shuffle = true}) do ... end
 --   local loader = gpu.data.DataLoader(x, y, {batch_size = 128, shuffle = true, device = "cuda"})
---   for xb, yb in loader:iter() do ... end          -- or: for xb, yb in loader() do
+--   for xb, yb in loader do ... end                 -- an epoch (also loader:iter(), loader())
 --   local ds = gpu.data.fashion_mnist{scale = true} -- ds.train.x (60000, 28, 28) float32 in [0, 1]
 --
 -- Batches are gathered with take along the first axis (a shuffled epoch is one
 -- permutation from gpu.random) and moved to 'device' when one is given.
 
 local gpu = require "gpu"
+local options = require "gpu.options"
 
 local data = {}
+local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
+  options.type_name
 
-local function is_array(v) return type(v) == "userdata" and v.shape ~= nil end
+local batch_keys = {
+  shuffle = { type = "boolean", default = false },
+  drop_last = { type = "boolean", default = false },
+  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+}
+local BATCHES = options.declare("data.batches", batch_keys,
+  { example = "for _ in gpu.data.batches(gpu.ones(4, 2), nil, 2, %s) do end" })
 
--- batches(x, y, batch_size [, {shuffle = false, drop_last = false, device =}]): an iterator
--- of (xb, yb); y may be nil.
-function data.batches(x, y, bs, opts)
-  if not is_array(x) then error("batches: x must be a gpu.array, got " .. type(x), 2) end
-  if y ~= nil and not is_array(y) then error("batches: y must be a gpu.array or nil, got " .. type(y), 2) end
-  if math.type(bs) ~= "integer" or bs < 1 then error("batches: batch_size must be a positive integer", 2) end
-  if x.ndim == 0 then error("batches: x must have a first axis (got a 0-d array)", 2) end
+-- Checks x, y (samples along the first axis, as many in each) and the batch size.
+local function check_data(fname, x, y, bs, bs_argn)
+  check_array(x, fname, 1, "x")
+  if y ~= nil then check_array(y, fname, 2, "y") end
+  options.value(bs, { type = "integer", min = 1 }, fname, bs_argn, "batch_size")
+  if x.ndim == 0 then raise("%s: x must have a first axis (got a 0-d array)", fname) end
   local n = x.shape[1]
   if y ~= nil and (y.ndim == 0 or y.shape[1] ~= n) then
-    error(("batches: x has %d samples but y has %d"):format(n, y.ndim > 0 and y.shape[1] or 0), 2)
+    raise("%s: x has %d samples but y has %d", fname, n, y.ndim > 0 and y.shape[1] or 0)
   end
-  opts = opts or {}
+end
+
+-- The batches of one epoch over checked arguments and options o.
+local function epoch(x, y, bs, o)
+  local n = x.shape[1]
   -- the shuffle's indices live where x does (take needs them there), a copy where y does
-  local order = opts.shuffle and gpu.random.permutation(n, { device = x.device }) or nil
+  local order = o.shuffle and gpu.random.permutation(n, { device = x.device }) or nil
   local order_y = order and y ~= nil and y.device ~= x.device and order:to(y.device) or order
-  local last = opts.drop_last and n - n % bs or n
-  local device = opts.device
+  local last = o.drop_last and n - n % bs or n
+  local device = o.device == "cuda" and "cuda:0" or o.device
   local s = 1
   return function()
     if s > last then return nil end
@@ -44,33 +56,81 @@ function data.batches(x, y, bs, opts)
       yb = y and y[{ { s, e } }]
     end
     s = e + 1
-    if device then
-      xb = xb:to(device)
-      yb = yb and yb:to(device)
-    end
+    if device and xb.device ~= device then xb = xb:to(device) end
+    if device and yb and yb.device ~= device then yb = yb:to(device) end
     return xb, yb
   end
 end
 
--- DataLoader(x, y, {batch_size = 32, shuffle = false, drop_last = false, device =}):
--- each iter() (or call) is one epoch, reshuffled.
+-- batches(x, y, batch_size [, {shuffle = false, drop_last = false, device =}]): an iterator
+-- of (xb, yb); y may be nil.
+function data.batches(x, y, bs, opts)
+  check_data("data.batches", x, y, bs, 3)
+  return epoch(x, y, bs, BATCHES:check(opts, 4))
+end
+
+-- DataLoader(x, y, {batch_size = 32, shuffle = false, drop_last = false, device =}): an
+-- epoch of batches, reshuffled each time, from
+--   for xb, yb in loader do          -- the loader itself: each loop is a new epoch
+--   for xb, yb in loader:iter() do   -- or loader(): an iterator of one epoch
+-- #loader is the number of batches.
 local DataLoader = {}
 DataLoader.__index = DataLoader
-DataLoader.__call = function(self) return self:iter() end
+DataLoader.__name = "DataLoader"
+local function is_loader(v) return getmetatable(v) == DataLoader end
+data.is_loader = is_loader
+
+local LOADER = options.declare("data.DataLoader", {
+  batch_size = { type = "integer", min = 1, default = 32 },
+  shuffle = batch_keys.shuffle, drop_last = batch_keys.drop_last, device = batch_keys.device,
+  num_workers = { type = "integer", min = 0, default = 0, check = function(v)
+    return v == 0, "> 0 is not supported (batches are gathered on the device, in the calling thread)"
+  end },
+  pin_memory = { type = "boolean", check = function(v) return v == false, "is not supported" end },
+  collate_fn = { unsupported = "batches are slices of x and y" },
+  sampler = { unsupported = "use shuffle" },
+}, { example = "gpu.data.DataLoader(gpu.ones(4, 2), nil, %s)" })
+
+-- Lua's generic for calls its iterator with two arguments (the state and the control
+-- value: nil, then the last xb), a plain loader() call with none; so __call tells
+-- `for xb, yb in loader do` (a step of an epoch) from loader() (a new epoch's iterator).
+-- The epochs in progress are kept by the last batch they gave (weak keys: a loop left
+-- with break is collected), so nested and broken loops each go on with their own.
+DataLoader.__call = function(self, ...)
+  if select("#", ...) == 0 then return self:iter() end
+  local _, last = ...
+  local next_batch
+  if last == nil then
+    next_batch = self:iter()
+  else
+    next_batch = self._running[last]
+    if next_batch == nil then raise("DataLoader: no epoch in progress gave that batch (use loader:iter())") end
+    self._running[last] = nil
+  end
+  local xb, yb = next_batch()
+  if xb ~= nil then self._running[xb] = next_batch end
+  return xb, yb
+end
 DataLoader.__len = function(self)
   local n = self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
 end
+options.guard_methods(DataLoader, "DataLoader", "loader", is_loader)
+
 function data.DataLoader(x, y, opts)
-  opts = opts or {}
-  local self = setmetatable({ x = x, y = y, batch_size = opts.batch_size or 32, shuffle = opts.shuffle or false,
-                              drop_last = opts.drop_last or false, device = opts.device }, DataLoader)
-  data.batches(x, y, self.batch_size)      -- checks the arguments now
-  return self
+  if type(y) == "table" and not options.is_array(y) and opts == nil then
+    argerror("data.DataLoader", 2, "y: gpu.array or nil expected, got a table (DataLoader(x, y, opts): " ..
+      "pass nil for y before the options)")
+  end
+  local o = LOADER:check(opts, 3)
+  check_data("data.DataLoader", x, y, o.batch_size, 3)
+  return setmetatable({ x = x, y = y, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
+                        device = o.device, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
 end
+
+-- iter(): an iterator of one epoch (reshuffled when shuffle is set)
 function DataLoader:iter()
-  return data.batches(self.x, self.y, self.batch_size,
-                      { shuffle = self.shuffle, drop_last = self.drop_last, device = self.device })
+  return epoch(self.x, self.y, self.batch_size, self)
 end
 
 -- ---- Fashion-MNIST --------------------------------------------------------------------------
@@ -85,28 +145,32 @@ local function find(dir, stem)
     local f = io.open(p, "rb")
     if f then f:close() return p end
   end
-  error(("fashion_mnist: %s(.gz) not found in %s (install Debian's dataset-fashion-mnist, or pass {path =})")
-    :format(stem, dir), 3)
+  raise("data.fashion_mnist: %s(.gz) not found in %s (install Debian's dataset-fashion-mnist, or pass {path =})",
+    stem, dir)
 end
 
 -- fashion_mnist([{path =, scale = false, flatten = false, device =, limit =}]) ->
 -- {train = {x =, y =}, test = {x =, y =}, classes = {...}}: images uint8 (N, 28, 28)
 -- (float32 in [0, 1] with scale = true; (N, 784) with flatten = true), labels int64 1..10.
+local FASHION = options.declare("data.fashion_mnist", {
+  path = "string", scale = { type = "boolean", default = false }, flatten = { type = "boolean", default = false },
+  device = batch_keys.device, limit = { type = "integer", min = 1 },
+}, { example = "local ok, err = pcall(gpu.data.fashion_mnist, %s); assert(ok or not err:find('option'), err)" })
+
 function data.fashion_mnist(opts)
-  opts = opts or {}
-  if type(opts) ~= "table" then error("fashion_mnist: an options table expected, got " .. type(opts), 2) end
+  opts = FASHION:check(opts, 1)
   local dir = opts.path or os.getenv("FASHION_MNIST") or data.fashion_mnist_path
   local function part(img, lab)
     local x = gpu.load_idx(find(dir, img))
     local y = gpu.load_idx(find(dir, lab))
     if x.ndim ~= 3 or y.ndim ~= 1 or x.shape[1] ~= y.shape[1] then
-      error(("fashion_mnist: %s has shape (%s) and %s (%s); expected (N, 28, 28) and (N)")
-        :format(img, table.concat(x.shape, ","), lab, table.concat(y.shape, ",")), 3)
+      raise("data.fashion_mnist: %s has shape %s and %s %s; expected (N, 28, 28) and (N)", img,
+        options.shape_str(x.shape), lab, options.shape_str(y.shape))
     end
     if opts.limit and opts.limit < x.shape[1] then
       x, y = x[{ { 1, opts.limit } }], y[{ { 1, opts.limit } }]
     end
-    if y:max():item() > 9 then error("fashion_mnist: " .. lab .. " holds a label above 9", 3) end
+    if y.size > 0 and y:max():item() > 9 then raise("data.fashion_mnist: %s holds a label above 9", lab) end
     y = y:astype("int64") + 1
     if opts.scale then x = x:astype("float32") / 255 end
     if opts.flatten then x = x:reshape(x.shape[1], -1) end

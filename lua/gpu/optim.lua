@@ -12,6 +12,9 @@
 
 local gpu = require "gpu"
 local autograd = require "gpu.autograd"
+local options = require "gpu.options"
+
+local is_array, raise, argerror, type_name = options.is_array, options.raise, options.argerror, options.type_name
 
 local optim = {}
 local fused = gpu.fused
@@ -23,48 +26,93 @@ end
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
+Optimizer.__name = "Optimizer"
 optim.Optimizer = Optimizer
 
-local function class(name, defaults)
-  local cls = setmetatable({}, { __index = Optimizer })
-  cls.__index = cls
-  cls.__name = name
-  cls.defaults = defaults
-  setmetatable(cls, {
-    __index = Optimizer,
-    __call = function(c, params, opts) return c.new(c, params, opts) end,
-  })
-  return cls
+-- is_optimizer(v): v is an optimizer made by one of the classes here
+local function is_optimizer(v) return type(v) == "table" and rawget(v, "params") ~= nil and rawget(v, "state") ~= nil end
+optim.is_optimizer = is_optimizer
+options.guard_methods(Optimizer, "Optimizer", "opt", is_optimizer)
+
+-- The parameter list of params: a list of arrays, a module (anything with :parameters()),
+-- or the {name, array} pairs of named_parameters().
+local function param_list(fname, params)
+  if type(params) == "table" and type(params.parameters) == "function" then params = params:parameters() end
+  if type(params) ~= "table" or is_array(params) then
+    argerror(fname, 1, "a list of parameters (or a module, or named_parameters()) expected, got %s",
+      type_name(params))
+  end
+  local list, seen = {}, {}
+  for i, p in ipairs(params) do
+    if type(p) == "table" and p.params ~= nil then
+      argerror(fname, 1, "parameter groups ({params = ..., lr = ...}) are not supported: one list, one set of options")
+    end
+    if type(p) == "table" and is_array(p[2]) then p = p[2] end           -- {name, p} from named_parameters()
+    if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
+    if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
+    if seen[p] then argerror(fname, 1, "parameter #%d appears twice in the list", i) end
+    seen[p], list[i] = true, p
+  end
+  if #list == 0 then
+    raise("%s: the optimizer was given no parameters (%s; build or call the model first)", fname,
+      next(params) == nil and "an empty list" or "a table with no list part")
+  end
+  return list
 end
 
--- params: a list of arrays or a module (anything with :parameters()).
-function Optimizer.new(cls, params, opts)
-  local name = cls.__name
-  if type(params) == "table" and type(params.parameters) == "function" then params = params:parameters() end
-  if type(params) ~= "table" then
-    error(("%s: a list of parameters expected, got %s"):format(name, type(params)), 3)
+-- The options of a construction: PyTorch's positional learning rate Opt(params, 1e-3 [, opts])
+-- or an options table; checked against the class's declaration.
+local function construction_options(cls, fname, lr, opts)
+  if type(lr) == "table" and opts == nil then return cls.decl:check(lr, 2) end
+  if lr ~= nil then
+    options.value(lr, cls.decl.keys.lr, fname, 2, "lr")
+    if type(opts) == "table" and opts.lr ~= nil then argerror(fname, 3, "lr given twice") end
+    local o = cls.decl:check(opts, 3)
+    o.lr = lr
+    return o
   end
-  if #params == 0 then
-    error(("%s: the optimizer was given no parameters (an empty list; build or call the model first)"):format(name), 3)
-  end
-  for i, p in ipairs(params) do
-    if type(p) ~= "userdata" then error(("%s: parameter #%d is a %s, expected gpu.array"):format(name, i, type(p)), 3) end
-  end
-  opts = opts or {}
-  local self = setmetatable({ params = params, state = {}, step_count = 0 }, cls)
-  for k, v in pairs(cls.defaults) do self[k] = v end
-  for k, v in pairs(opts) do
-    if cls.defaults[k] == nil then
-      local keys = {}
-      for d in pairs(cls.defaults) do keys[#keys + 1] = d end
-      table.sort(keys)
-      error(("%s: unknown option '%s' (expected %s)"):format(name, tostring(k), table.concat(keys, ", ")), 3)
-    end
-    self[k] = v
-  end
-  if type(self.lr) ~= "number" or self.lr < 0 then error(("%s: lr must be a non-negative number"):format(name), 3) end
+  return cls.decl:check(opts, 3)
+end
+
+-- class -> function(fname, o): the rules between options (SGD's nesterov), raising
+local rules = {}
+
+local function construct(cls, params, lr, opts)
+  local fname = "optim." .. cls.__name
+  local list = param_list(fname, params)
+  local o = construction_options(cls, fname, lr, opts)
+  if rules[cls] then rules[cls](fname, o) end
+  local self = setmetatable({ params = list, state = {}, step_count = 0 }, cls)
+  for k, v in pairs(o) do self[k] = type(v) == "table" and { table.unpack(v) } or v end   -- (betas: a copy)
   self.initial_lr = self.lr
   return self
+end
+
+-- The option keys every optimizer shares.
+local nonneg = { type = "number", min = 0, default = 0 }
+local function betas_ok(v)
+  local n = 0
+  for _ in pairs(v) do n = n + 1 end
+  local ok = n == 2
+  for i = 1, 2 do
+    local b = v[i]
+    ok = ok and type(b) == "number" and b >= 0 and b < 1
+  end
+  return ok, "must be a table of two numbers in [0, 1)"
+end
+
+-- class(name, keys): an optimizer class, called as Opt(params [, lr] [, opts]); keys
+-- declares its hyper-parameters with their defaults (what state_dict saves).
+local function class(name, keys)
+  local cls = { __name = name }
+  cls.__index = cls
+  cls.decl = options.declare("optim." .. name, keys,
+    { example = ("gpu.optim.%s({gpu.ones(2):requires_grad()}, %%s)"):format(name) })
+  cls.hyper = {}
+  for k, spec in pairs(keys) do if not spec.unsupported then cls.hyper[#cls.hyper + 1] = k end end
+  table.sort(cls.hyper)
+  setmetatable(cls, { __index = Optimizer, __call = construct })
+  return options.guard_methods(cls, name, "opt", is_optimizer)
 end
 
 function Optimizer:zero_grad()
@@ -91,7 +139,7 @@ end
 -- state_dict(): hyper-parameters, the step count, and per-parameter state (arrays).
 function Optimizer:state_dict()
   local hp = {}
-  for k in pairs(getmetatable(self).defaults) do hp[k] = self[k] end
+  for _, k in ipairs(getmetatable(self).hyper) do hp[k] = self[k] end
   local st = {}
   for i, s in pairs(self.state) do
     local c = {}
@@ -101,26 +149,63 @@ function Optimizer:state_dict()
   return { step = self.step_count, param_groups = { hp }, state = st }
 end
 
-function Optimizer:load_state_dict(sd)
-  if type(sd) ~= "table" or type(sd.state) ~= "table" then error("load_state_dict: an optimizer state dict expected", 2) end
-  for k, v in pairs(sd.param_groups and sd.param_groups[1] or {}) do self[k] = v end
-  self.step_count = sd.step or 0
-  self.state = {}
-  for i, s in pairs(sd.state) do
-    if self.params[i] == nil then error(("load_state_dict: state for parameter #%d, which does not exist"):format(i), 2) end
-    local c = {}
-    local dev = self.params[i].device            -- state lives where its parameter does
-    for k, v in pairs(s) do
-      if type(v) == "userdata" then c[k] = v.device == dev and v:copy() or v:to(dev) else c[k] = v end
+-- The state of parameter i from a checkpoint, its arrays copied or moved where the
+-- parameter is (nil and why when it does not fit).
+local function loaded_state(p, i, s)
+  if type(s) ~= "table" then return nil, ("the state of parameter #%d is %s, not a table"):format(i, type_name(s)) end
+  local c = {}
+  for k, v in pairs(s) do
+    if is_array(v) then
+      if options.shape_str(v.shape) ~= options.shape_str(p.shape) then
+        return nil, ("%s of parameter #%d has shape %s, the parameter %s"):format(k, i, options.shape_str(v.shape),
+          options.shape_str(p.shape))
+      end
+      c[k] = v.device == p.device and v:copy() or v:to(p.device)
+    else
+      c[k] = v
     end
-    self.state[i] = c
   end
+  return c
+end
+
+-- load_state_dict(sd): hyper-parameters, step count and state from state_dict(); all of it
+-- is checked and copied before any is taken, so a bad one leaves the optimizer as it was.
+function Optimizer:load_state_dict(sd)
+  local cls = getmetatable(self)
+  local fname = cls.__name .. ":load_state_dict"
+  if type(sd) ~= "table" or type(sd.state) ~= "table" then
+    argerror(fname, 1, "an optimizer state dict ({step =, param_groups =, state =}) expected, got %s", type_name(sd))
+  end
+  local hp = sd.param_groups and sd.param_groups[1] or {}
+  local o = cls.decl:check(hp, 1, fname)
+  if rules[cls] then rules[cls](fname, o) end
+  local step = options.value(sd.step, { type = "integer", min = 0, default = 0 }, fname, 1, "step")
+  local state = {}
+  for i, s in pairs(sd.state) do
+    local p = self.params[i]
+    if p == nil then raise("%s: state for parameter #%s, which does not exist", fname, tostring(i)) end
+    local c, why = loaded_state(p, i, s)
+    if c == nil then raise("%s: %s", fname, why) end
+    state[i] = c
+  end
+  for _, k in ipairs(cls.hyper) do
+    local v = o[k]
+    if hp[k] ~= nil then self[k] = type(v) == "table" and { table.unpack(v) } or v end
+  end
+  self.step_count, self.state = step, state
   return self
 end
 
 -- SGD(params, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false})
-local SGD = class("SGD", { lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false })
+local SGD = class("SGD", { lr = { type = "number", min = 0, default = 0.01 }, momentum = nonneg,
+  dampening = { type = "number", default = 0 }, weight_decay = nonneg,
+  nesterov = { type = "boolean", default = false }, maximize = { type = "boolean", default = false } })
 optim.SGD = SGD
+rules[SGD] = function(fname, o)
+  if o.nesterov and (o.momentum <= 0 or o.dampening ~= 0) then
+    raise("%s: nesterov momentum needs momentum > 0 and dampening = 0", fname)
+  end
+end
 function SGD:update(p, g, st)
   if fusable(p, g) then
     local first = false
@@ -187,16 +272,27 @@ local function adam_update(self, p, g, st, decoupled)
   p:sub_(m:div(denom):mul_(self.lr / bc1))
 end
 
-local Adam = class("Adam", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false })
+-- Adam's and AdamW's keys, with AdamW's weight decay default
+local function adam_keys(weight_decay)
+  return { lr = { type = "number", min = 0, default = 1e-3 },
+           betas = { type = "table", default = { 0.9, 0.999 }, check = betas_ok },
+           eps = { type = "number", min = 0, default = 1e-8 },
+           weight_decay = { type = "number", min = 0, default = weight_decay },
+           amsgrad = { type = "boolean", default = false }, maximize = { type = "boolean", default = false } }
+end
+local Adam = class("Adam", adam_keys(0))
 optim.Adam = Adam
 function Adam:update(p, g, st) adam_update(self, p, g, st, false) end
 
-local AdamW = class("AdamW", { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 1e-2, amsgrad = false })
+local AdamW = class("AdamW", adam_keys(1e-2))
 optim.AdamW = AdamW
 function AdamW:update(p, g, st) adam_update(self, p, g, st, true) end
 
 -- RMSprop(params, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false})
-local RMSprop = class("RMSprop", { lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false })
+local RMSprop = class("RMSprop", { lr = { type = "number", min = 0, default = 0.01 },
+  alpha = { type = "number", min = 0, default = 0.99 }, eps = { type = "number", min = 0, default = 1e-8 },
+  weight_decay = nonneg, momentum = nonneg, centered = { type = "boolean", default = false },
+  maximize = { unsupported = "RMSprop has no maximize here" } })
 optim.RMSprop = RMSprop
 function RMSprop:update(p, g, st)
   local sq = st.square_avg
@@ -236,189 +332,17 @@ local keras_defaults = {
   adamw = function(params) return AdamW(params, { lr = 1e-3, eps = 1e-7, weight_decay = 4e-3 }) end,
   rmsprop = function(params) return RMSprop(params, { lr = 1e-3, alpha = 0.9, eps = 1e-7 }) end,
 }
+optim.names = { "adam", "adamw", "rmsprop", "sgd" }
+-- by_name(name): a function params -> the optimizer Keras's name stands for, or nil
 function optim.by_name(name)
-  local f = keras_defaults[string.lower(name)]
-  return f and function(params) return f(params) end
+  return type(name) == "string" and keras_defaults[string.lower(name)] or nil
 end
 
--- ---- learning-rate schedules: call sched:step() once per epoch -----------------------------------
+-- ---- schedules and loss scaling (lua/gpu/optim/) -------------------------------------------------
 
-local function sched_class(name)
-  local cls = {}
-  cls.__index = cls
-  cls.__name = name
-  setmetatable(cls, { __call = function(c, opt, opts)
-    if type(opt) ~= "table" or opt.params == nil then error(name .. ": an optimizer expected", 2) end
-    local self = setmetatable({ optimizer = opt, last_epoch = 0, base_lr = opt.initial_lr or opt.lr }, c)
-    c.init(self, opts or {})
-    return self
-  end })
-  function cls:get_last_lr() return self.optimizer.lr end
-  function cls:step()
-    self.last_epoch = self.last_epoch + 1
-    self.optimizer.lr = self:lr_at(self.last_epoch)
-    return self.optimizer.lr
-  end
-  return cls
-end
-
--- StepLR(opt, {step_size =, gamma = 0.1}): lr = base * gamma^floor(epoch / step_size)
-local StepLR = sched_class("StepLR")
-optim.StepLR = StepLR
-optim.lr_scheduler = { StepLR = StepLR }
-function StepLR:init(o)
-  if math.type(o.step_size) ~= "integer" or o.step_size < 1 then error("StepLR: step_size must be a positive integer", 3) end
-  self.step_size, self.gamma = o.step_size, o.gamma or 0.1
-end
-function StepLR:lr_at(e) return self.base_lr * self.gamma ^ (e // self.step_size) end
-
--- CosineAnnealingLR(opt, {T_max =, eta_min = 0})
-local Cosine = sched_class("CosineAnnealingLR")
-optim.CosineAnnealingLR = Cosine
-optim.lr_scheduler.CosineAnnealingLR = Cosine
-function Cosine:init(o)
-  if type(o.T_max) ~= "number" or o.T_max <= 0 then error("CosineAnnealingLR: T_max must be a positive number", 3) end
-  self.T_max, self.eta_min = o.T_max, o.eta_min or 0
-end
-function Cosine:lr_at(e)
-  return self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * e / self.T_max)) / 2
-end
-
--- ---- GradScaler: dynamic loss scaling for float16 mixed precision (torch.cuda.amp) ---------------
---
---   local scaler = gpu.optim.GradScaler{init_scale = 2^16, growth_factor = 2,
---                                       backoff_factor = 0.5, growth_interval = 2000}
---   opt:zero_grad(); scaler:scale(loss):backward()
---   scaler:step(opt)      -- unscales the grads; skips opt:step() if any is inf/NaN
---   scaler:update()       -- backs the scale off after a skipped step, grows it after
---                         -- growth_interval clean steps in a row
--- scaler.skipped counts the skipped steps. {enabled = false} makes every call a pass-through.
-local GradScaler = {}
-GradScaler.__index = GradScaler
-GradScaler.__name = "GradScaler"
-local scaler_defaults = { init_scale = 2.0 ^ 16, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000,
-                          enabled = true }
-optim.GradScaler = setmetatable(GradScaler, { __call = function(_, opts)
-  opts = opts or {}
-  if type(opts) ~= "table" then error("GradScaler: an options table expected, got " .. type(opts), 2) end
-  local self = setmetatable({}, GradScaler)
-  for k, v in pairs(scaler_defaults) do self[k] = v end
-  for k, v in pairs(opts) do
-    if scaler_defaults[k] == nil then
-      error(("GradScaler: unknown option '%s' (expected backoff_factor, enabled, growth_factor, growth_interval, init_scale)")
-        :format(tostring(k)), 2)
-    end
-    self[k] = v
-  end
-  local function num(k, ok) if type(self[k]) ~= "number" or not ok(self[k]) then
-    error(("GradScaler: %s must be a %s"):format(k, k == "growth_interval" and "positive integer"
-      or k == "backoff_factor" and "number in (0, 1)" or k == "growth_factor" and "number > 1" or "positive number"), 3) end end
-  num("init_scale", function(v) return v > 0 and v < math.huge end)
-  num("growth_factor", function(v) return v > 1 end)
-  num("backoff_factor", function(v) return v > 0 and v < 1 end)
-  num("growth_interval", function(v) return math.type(v) == "integer" and v >= 1 end)
-  self.scale_value = self.init_scale
-  self.growth_tracker = 0   -- clean steps since the last change of scale
-  self.skipped = 0          -- steps skipped for inf/NaN gradients
-  self.steps = 0            -- step() calls
-  self.found_inf = false    -- in the current iteration
-  self.unscaled = false
-  return self
-end })
-
-function GradScaler:is_enabled() return self.enabled end
-function GradScaler:get_scale() return self.enabled and self.scale_value or 1.0 end
-
--- scale(loss): loss * scale (recorded, so backward yields scaled gradients)
-function GradScaler:scale(loss)
-  if type(loss) ~= "userdata" then error("GradScaler:scale: a gpu.array loss expected, got " .. type(loss), 2) end
-  if not self.enabled then return loss end
-  return loss * self.scale_value
-end
-
-local function check_opt(fname, opt)
-  if type(opt) ~= "table" or type(opt.params) ~= "table" or type(opt.step) ~= "function" then
-    error(("GradScaler:%s: an optimizer expected, got %s"):format(fname, type(opt)), 3)
-  end
-end
-
--- unscale_(opt): divides the optimizer's gradients by the scale (once per iteration) and
--- notes whether any is inf/NaN. Call it before clipping gradients.
-function GradScaler:unscale_(opt)
-  check_opt("unscale_", opt)
-  if not self.enabled or self.unscaled then return end
-  local inv = 1.0 / self.scale_value
-  local was = autograd.set_grad_enabled(false)
-  local ok, err = pcall(function()
-    -- one 0-d "all finite" flag per device, read once: a sync per device, not per parameter
-    local flags, devs = {}, {}
-    for _, p in ipairs(opt.params) do
-      local g = p.grad
-      if g ~= nil then
-        g:mul_(inv)
-        local f, d = g:isfinite():all(), g.device
-        if flags[d] == nil then devs[#devs + 1] = d; flags[d] = f else flags[d] = flags[d] & f end
-      end
-    end
-    for _, d in ipairs(devs) do
-      if not flags[d]:item() then self.found_inf = true end
-    end
-  end)
-  autograd.set_grad_enabled(was)
-  if not ok then error(err, 0) end
-  self.unscaled = true
-end
-
--- step(opt): unscales (unless unscale_ ran) and runs opt:step() unless a gradient is
--- inf/NaN; returns true when the step ran, false when it was skipped.
-function GradScaler:step(opt)
-  check_opt("step", opt)
-  if not self.enabled then opt:step(); return true end
-  self:unscale_(opt)
-  self.steps = self.steps + 1
-  if self.found_inf then
-    self.skipped = self.skipped + 1
-    return false
-  end
-  opt:step()
-  return true
-end
-
--- update([new_scale]): adjusts the scale for the next iteration.
-function GradScaler:update(new_scale)
-  if not self.enabled then return end
-  if new_scale ~= nil then
-    if type(new_scale) ~= "number" or new_scale <= 0 then error("GradScaler:update: new_scale must be a positive number", 2) end
-    self.scale_value = new_scale
-    self.growth_tracker = 0
-  elseif self.found_inf then
-    self.scale_value = self.scale_value * self.backoff_factor
-    self.growth_tracker = 0
-  else
-    self.growth_tracker = self.growth_tracker + 1
-    if self.growth_tracker >= self.growth_interval then
-      local s = self.scale_value * self.growth_factor
-      if s < math.huge then self.scale_value = s end
-      self.growth_tracker = 0
-    end
-  end
-  self.found_inf, self.unscaled = false, false
-end
-
-function GradScaler:state_dict()
-  return { scale = self.scale_value, growth_factor = self.growth_factor, backoff_factor = self.backoff_factor,
-           growth_interval = self.growth_interval, growth_tracker = self.growth_tracker, skipped = self.skipped }
-end
-function GradScaler:load_state_dict(sd)
-  if type(sd) ~= "table" or type(sd.scale) ~= "number" then error("GradScaler:load_state_dict: a scaler state dict expected", 2) end
-  self.scale_value = sd.scale
-  for _, k in ipairs { "growth_factor", "backoff_factor", "growth_interval", "growth_tracker", "skipped" } do
-    if sd[k] ~= nil then self[k] = sd[k] end
-  end
-  return self
-end
-function GradScaler:__tostring()
-  return ("GradScaler(scale=%g, skipped=%d)"):format(self:get_scale(), self.skipped)
-end
+optim.lr_scheduler = require "gpu.optim.lr_scheduler"
+optim.StepLR, optim.CosineAnnealingLR = optim.lr_scheduler.StepLR, optim.lr_scheduler.CosineAnnealingLR
+optim.GradScaler = require "gpu.optim.grad_scaler"
+function optim.is_grad_scaler(v) return getmetatable(v) == optim.GradScaler end
 
 return optim

@@ -10,7 +10,11 @@
 --   function Dense:init(units, opts) local o = DENSE:check(opts, 2) ... end
 --
 -- A declaration names every key a function takes, with its type, range or choices and
--- default. check(opts, argn) returns a new table holding every declared key (the given
+-- default. A key's table: type ("number", "integer|table", ...; see type_tests), default,
+-- min / max (min_open / max_open: the bound itself is out), choices (a list of strings),
+-- check (function(v) -> ok [, why]: any further rule), what (the type as errors say it),
+-- unsupported (true or why: a key PyTorch or Keras has that is not implemented here, an
+-- error rather than silently ignored). check(opts, argn) returns a new table holding every declared key (the given
 -- value, or the default) and raises, before the caller has changed anything, on an
 -- unknown key (naming the nearest known one), a wrong type or an out-of-range value:
 --   bad argument #2 to 'nn.Dense' (unknown option 'activaton'; did you mean 'activation'?)
@@ -44,6 +48,16 @@ M.user_level = user_level
 function M.raise(fmt, ...)
   local msg = select("#", ...) > 0 and fmt:format(...) or fmt
   error(msg, user_level())
+end
+
+-- call(fname, f, ...): f(...)'s results; an error it raises is raised again at the user's
+-- line as "fname: <message>" (less a position inside the library's files), so a failure
+-- deep inside (a C function called by the library) names the function the user called.
+function M.call(fname, f, ...)
+  local res = table.pack(pcall(f, ...))
+  if res[1] then return table.unpack(res, 2, res.n) end
+  local msg = tostring(res[2]):gsub("^lua/gpu/[%w_/]+%.lua:%d+: ", "")
+  error(fname .. ": " .. msg, user_level())
 end
 
 -- argerror(fname, argn, fmt, ...): "bad argument #argn to 'fname' (msg)" at the user's line.
@@ -225,6 +239,10 @@ function Decl:check(opts, argn, fname)
             #self.list > 0 and table.concat(self.list, ", ") or "no options")
         end
       end
+      if k.unsupported then
+        M.argerror(fname, argn, "option '%s' is not supported%s", key,
+          k.unsupported == true and "" or " (" .. k.unsupported .. ")")
+      end
       local ok = false
       for _, t in ipairs(k.types) do if type_tests[t](v) then ok = true break end end
       if not ok then
@@ -263,5 +281,50 @@ function M.value(v, spec, fname, argn, what)
 end
 
 M.type_name = type_name
+
+-- shape_str(shape): "(2, 3)", as errors show a shape
+function M.shape_str(shape) return "(" .. table.concat(shape, ", ") .. ")" end
+
+-- check_array(v, fname, argn, what): v is an open gpu array, else "bad argument #argn to
+-- 'fname' (what: gpu.array expected, got ...)".
+function M.check_array(v, fname, argn, what)
+  if not is_array(v) then
+    M.argerror(fname, argn, "%s: gpu.array expected, got %s", what, type_name(v))
+  end
+  if v:is_closed() then M.argerror(fname, argn, "%s: the gpu.array is closed", what) end
+  return v
+end
+
+-- ---- methods called with '.' -------------------------------------------------------------------
+
+-- guard_methods(cls, kind, noun, is_self): from now on, every function stored in the class
+-- table cls under a name not starting with "__" (and every one already there) is wrapped
+-- so that a call whose first argument is not an instance (is_self(v) false) -- the usual
+-- slip `model.parameters()` for `model:parameters()` -- raises
+--   Module:parameters: use model:parameters() (a method: call it with ':')
+-- instead of "attempt to index a nil value" from inside the method. The wrapper costs one
+-- test and a tail call per method call (a tail call: errors raised inside the method still
+-- point where they did).
+function M.guard_methods(cls, kind, noun, is_self)
+  local function guarded(name, f)
+    local hint = ("%s:%s: use %s:%s() (a method: call it with ':')"):format(kind, name, noun, name)
+    return function(self, ...)
+      if not is_self(self) then M.raise(hint) end
+      return f(self, ...)
+    end
+  end
+  local function wrapped(k, v)
+    if type(v) == "function" and type(k) == "string" and k:sub(1, 2) ~= "__" then return guarded(k, v) end
+    return v
+  end
+  for k, v in pairs(cls) do rawset(cls, k, wrapped(k, v)) end
+  local mt = getmetatable(cls)
+  if mt == nil then
+    mt = {}
+    setmetatable(cls, mt)
+  end
+  mt.__newindex = function(t, k, v) rawset(t, k, wrapped(k, v)) end
+  return cls
+end
 
 return M

@@ -26,6 +26,7 @@
 -- opts: quiet (no printing), args (a table of arguments for fn), device (whose events
 -- time the device; default gpu.device()).
 local gpu = require "gpu"
+local options = require "gpu.options"
 
 -- not ops: the clock, the counters and the machinery that reads them
 local SKIP = {
@@ -105,23 +106,16 @@ local function is_callable(f)
   return type(f) == "function" or (type(f) == "table" and (getmetatable(f) or {}).__call ~= nil)
 end
 
+local PROFILE = options.declare("profile", {
+  quiet = { type = "boolean", default = false }, args = { type = "table", default = {} }, device = "device",
+}, { example = "gpu.profile(function() end, %s)" })
+
 return function(fn, opts)
   if not is_callable(fn) then
     error(("bad argument #1 to 'profile' (function expected, got %s)"):format(type(fn)), 2)
   end
-  opts = opts or {}
-  if type(opts) ~= "table" then
-    error(("bad argument #2 to 'profile' (options table expected, got %s)"):format(type(opts)), 2)
-  end
-  for k in pairs(opts) do
-    if k ~= "quiet" and k ~= "args" and k ~= "device" then
-      error(("bad argument #2 to 'profile' (unknown option '%s')"):format(tostring(k)), 2)
-    end
-  end
-  local args = opts.args or {}
-  if type(args) ~= "table" then
-    error(("bad argument #2 to 'profile' (args must be a table, got %s)"):format(type(args)), 2)
-  end
+  opts = PROFILE:check(opts, 2)
+  local args = opts.args
   local device = opts.device or gpu.device()
   local on_gpu = device ~= "cpu"
   local e0, e1

@@ -1,0 +1,462 @@
+-- gpu.nn.module: the Module base every layer derives from, the class() that makes layer
+-- classes, the Sequential container and summary().
+--
+-- A module holds parameters (arrays that require grad, seen by optimizers), buffers
+-- (arrays saved by state_dict but never trained: batch norm's running statistics) and
+-- sub-modules, each in registration order. Everything that walks the tree (parameters,
+-- modules, state_dict, to, train, summary) visits each module once, so a module shared
+-- by two parents counts once; a module that would contain itself is refused when added.
+--
+-- The configuring calls (load_state_dict, to) check and prepare everything before they
+-- change anything: they either succeed or leave the module as it was.
+
+local gpu = require "gpu"
+local autograd = require "gpu.autograd"
+local options = require "gpu.options"
+
+local is_array, raise, argerror, type_name = options.is_array, options.raise, options.argerror, options.type_name
+local shape_str = options.shape_str
+
+local M = {}
+
+-- ---- classes ----------------------------------------------------------------------------------
+
+local Module = {}
+Module.__index = Module
+Module.__name = "Module"
+M.Module = Module
+
+-- is_module(v): v is a module instance (made by a class's constructor)
+local function is_module(v) return type(v) == "table" and rawget(v, "_params") ~= nil end
+M.is_module = is_module
+options.guard_methods(Module, "Module", "model", is_module)
+
+-- A new instance of class c: the constructor every class shares.
+local function construct(c, ...)
+  local self = setmetatable({ _params = {}, _pnames = {}, _buffers = {}, _bnames = {}, _modules = {}, _mnames = {},
+                              training = true }, c)
+  if c.init then c.init(self, ...) end
+  return self
+end
+
+-- class(name [, parent]): a layer class; calling it constructs (cls.init(self, ...)), and
+-- calling an instance runs forward.
+function M.class(name, parent)
+  if type(name) ~= "string" then argerror("nn.class", 1, "a class name expected, got %s", type_name(name)) end
+  parent = parent or Module
+  if type(parent) ~= "table" or (parent ~= Module and rawget(parent, "__call") == nil) then
+    argerror("nn.class", 2, "a module class expected as the parent, got %s", type_name(parent))
+  end
+  local cls = { __name = name }
+  cls.__index = cls
+  cls.__call = function(self, ...) return self:forward(...) end
+  cls.__tostring = function(self) return self:repr() end
+  setmetatable(cls, { __index = parent, __call = construct })
+  return options.guard_methods(cls, name, "model", is_module)
+end
+
+-- ---- layer options -------------------------------------------------------------------------
+
+local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+
+-- The option keys dtype and device of a layer constructor (parameters are floating-point:
+-- they require grad).
+M.placement_keys = {
+  dtype = { type = "dtype", default = "float32",
+            check = function(v)
+              return floating[options.dtype(v)] == true,
+                "must be a floating-point dtype (parameters require grad), got '" .. v .. "'"
+            end },
+  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+}
+
+-- with_placement(keys): keys plus dtype and device (a new table)
+function M.with_placement(keys)
+  local out = {}
+  for k, v in pairs(keys) do out[k] = v end
+  for k, v in pairs(M.placement_keys) do out[k] = v end
+  return out
+end
+
+-- The creation options of a layer's parameters from its checked options o.
+function M.placement(o) return { dtype = o.dtype, device = o.device or gpu.device() } end
+
+-- ---- the tree --------------------------------------------------------------------------------
+
+-- walk(m, fn): fn(module, prefix) for m and every sub-module, depth first in registration
+-- order, each module once (prefix: its name path, "" for m, "1.", "1.conv." ...).
+local function walk(m, fn, prefix, seen)
+  prefix, seen = prefix or "", seen or {}
+  if seen[m] then return end
+  seen[m] = true
+  fn(m, prefix)
+  for _, n in ipairs(m._mnames) do
+    local sub = m._modules[n]
+    if sub ~= nil then walk(sub, fn, prefix .. n .. ".", seen) end
+  end
+end
+
+-- {name, array} of every parameter (kind "_params") or buffer ("_buffers"), each array once.
+local function named(self, kind)
+  local out, seen = {}, {}
+  local names = kind == "_params" and "_pnames" or "_bnames"
+  walk(self, function(m, prefix)
+    for _, n in ipairs(m[names]) do
+      local v = m[kind][n]
+      if v ~= nil and not seen[v] then
+        seen[v] = true
+        out[#out + 1] = { prefix .. n, v }
+      end
+    end
+  end)
+  return out
+end
+
+local function check_name(fname, name)
+  if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
+    argerror(fname, 1, "a name without '.' expected, got %s", type_name(name))
+  end
+end
+
+function Module:register_parameter(name, p)
+  check_name("Module:register_parameter", name)
+  if p ~= nil then options.check_array(p, "Module:register_parameter", 2, "parameter") end
+  if p ~= nil and not floating[p.dtype] then
+    argerror("Module:register_parameter", 2, "a floating-point array expected (parameters require grad), got %s",
+      p.dtype)
+  end
+  if p ~= nil and not p:is_leaf() then p = p:detach() end
+  if self._params[name] == nil then self._pnames[#self._pnames + 1] = name end
+  self._params[name] = p and p:requires_grad() or nil
+  self[name] = self._params[name]
+  return self._params[name]
+end
+
+-- register_buffer(name, v): an array state_dict saves and to() moves, but optimizers never see
+function Module:register_buffer(name, v)
+  check_name("Module:register_buffer", name)
+  if v ~= nil then options.check_array(v, "Module:register_buffer", 2, "buffer") end
+  if self._buffers[name] == nil then self._bnames[#self._bnames + 1] = name end
+  self._buffers[name] = v
+  self[name] = v
+  return v
+end
+
+-- Whether 'inner' is m or one of m's sub-modules.
+local function contains(m, inner)
+  local found = false
+  walk(m, function(x) if x == inner then found = true end end)
+  return found
+end
+
+function Module:add_module(name, m)
+  if math.type(name) == "integer" then name = tostring(name) end
+  check_name("Module:add_module", name)
+  if m ~= nil and not is_module(m) then
+    argerror("Module:add_module", 2, "a module expected, got %s", type_name(m))
+  end
+  if m ~= nil and contains(m, self) then
+    raise("Module:add_module: a module cannot contain itself (this %s would be inside itself)",
+      getmetatable(self).__name)
+  end
+  if self._modules[name] == nil then self._mnames[#self._mnames + 1] = name end
+  self._modules[name] = m
+  return m
+end
+
+function Module:repr() return getmetatable(self).__name .. "()" end
+
+function Module:forward()
+  raise("%s: forward is not implemented (define %s:forward(x))", getmetatable(self).__name, getmetatable(self).__name)
+end
+
+-- named_parameters(): an ordered list of {name, array} pairs, also usable as
+-- `for name, p in m:named_parameters() do`.
+function Module:named_parameters()
+  local list = named(self, "_params")
+  local i = 0
+  return setmetatable(list, { __call = function()
+    i = i + 1
+    local e = list[i]
+    if e then return e[1], e[2] end
+  end })
+end
+
+function Module:named_buffers() return named(self, "_buffers") end
+
+function Module:parameters()
+  local out = {}
+  for i, e in ipairs(named(self, "_params")) do out[i] = e[2] end
+  return out
+end
+
+function Module:modules()
+  local out = {}
+  walk(self, function(m) out[#out + 1] = m end)
+  return out
+end
+
+-- apply(fn): fn(m) for every sub-module, then for the module itself (PyTorch's order).
+function Module:apply(fn)
+  options.value(fn, { type = "callable" }, "Module:apply", 1, "fn")
+  local list = self:modules()
+  for i = #list, 1, -1 do fn(list[i]) end
+  return self
+end
+
+function Module:num_parameters()
+  local c = 0
+  for _, p in ipairs(self:parameters()) do c = c + p.size end
+  return c
+end
+
+function Module:zero_grad()
+  for _, p in ipairs(self:parameters()) do p:set_grad(nil) end
+  return self
+end
+
+function Module:train(mode)
+  if mode == nil then mode = true end
+  options.value(mode, { type = "boolean" }, "Module:train", 1, "mode")
+  for _, m in ipairs(self:modules()) do m.training = mode end
+  return self
+end
+
+function Module:eval() return self:train(false) end
+
+-- ---- devices ---------------------------------------------------------------------------------
+
+-- The canonical name of a device argument ("cuda" is "cuda:0", as arrays name it),
+-- refused with the reason when it is not a device this build and machine have.
+local function device_arg(fname, device)
+  if options.dtype(device) then
+    argerror(fname, 1, "a device name expected ('cpu', 'cuda' or 'cuda:N'), got the dtype '%s' (converting a " ..
+      "module's dtype is not supported)", device)
+  end
+  options.value(device, { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" }, fname, 1, "device")
+  if device == "cuda" then device = "cuda:0" end
+  if device ~= "cpu" then
+    local ok, why = gpu.is_available()
+    if not ok then argerror(fname, 1, "device %s is not available (%s)", device, tostring(why)) end
+    local index = tonumber(device:match(":(%d+)$"))
+    if index >= gpu.device_count() then
+      argerror(fname, 1, "device %s is not available (%d CUDA device(s))", device, gpu.device_count())
+    end
+  end
+  return device
+end
+M.device_arg = device_arg
+
+-- to(device): moves the parameters and buffers (new arrays: create optimizers after
+-- moving). An array already there stays the same array. Every copy is made before any
+-- is swapped in, so a failed copy leaves the module as it was.
+function Module:to(device)
+  device = device_arg("Module:to", device)
+  local moves = {}
+  autograd.no_grad(function()
+    walk(self, function(m)
+      for _, kind in ipairs { "_params", "_buffers" } do
+        for n, v in pairs(m[kind]) do
+          if v.device ~= device then
+            moves[#moves + 1] = { m, kind, n, options.call("Module:to", v.to, v, device) }
+          end
+        end
+      end
+    end)
+  end)
+  for _, mv in ipairs(moves) do
+    if mv[2] == "_params" then mv[1]:register_parameter(mv[3], mv[4]) else mv[1]:register_buffer(mv[3], mv[4]) end
+  end
+  walk(self, function(m) m.device = device end)
+  return self
+end
+
+function Module:cuda() return self:to("cuda") end
+function Module:cpu() return self:to("cpu") end
+
+-- ---- state -----------------------------------------------------------------------------------
+
+-- state_dict(): name -> array for every parameter and buffer
+function Module:state_dict()
+  local sd = {}
+  for _, e in ipairs(named(self, "_params")) do sd[e[1]] = e[2] end
+  for _, e in ipairs(named(self, "_buffers")) do sd[e[1]] = e[2] end
+  return sd
+end
+
+local LOAD = options.declare("Module:load_state_dict", {
+  strict = { type = "boolean", default = true },
+  assign = { unsupported = "values are copied into the existing arrays" },
+}, { example = "local m = gpu.nn.Linear(2, 2); m:load_state_dict(m:state_dict(), %s)" })
+
+-- The faults of loading sd into the entries own ({name, array}): missing, unexpected and
+-- mis-shaped names, as one message (nil when there are none).
+local function state_faults(own, sd, strict)
+  local missing, unexpected, misshaped, names = {}, {}, {}, {}
+  for _, e in ipairs(own) do
+    names[e[1]] = true
+    local v = sd[e[1]]
+    if v == nil then missing[#missing + 1] = e[1]
+    elseif not is_array(v) or v:is_closed() then
+      misshaped[#misshaped + 1] = ("%s (not an open array: %s)"):format(e[1], is_array(v) and "closed" or type_name(v))
+    elseif shape_str(v.shape) ~= shape_str(e[2].shape) then
+      misshaped[#misshaped + 1] = ("%s (expected %s, got %s)"):format(e[1], shape_str(e[2].shape), shape_str(v.shape))
+    end
+  end
+  for k in pairs(sd) do if not names[k] then unexpected[#unexpected + 1] = tostring(k) end end
+  table.sort(missing); table.sort(unexpected); table.sort(misshaped)
+  local faults = {}
+  if #misshaped > 0 then faults[#faults + 1] = "mis-shaped: " .. table.concat(misshaped, ", ") end
+  if strict and #missing > 0 then faults[#faults + 1] = "missing: " .. table.concat(missing, ", ") end
+  if strict and #unexpected > 0 then faults[#faults + 1] = "unexpected: " .. table.concat(unexpected, ", ") end
+  return #faults > 0 and table.concat(faults, "; ") or nil
+end
+
+-- load_state_dict(sd [, {strict = true}]): copies values into the parameters and buffers.
+-- Names the missing, unexpected and mis-shaped entries, and converts every value to its
+-- array's device and dtype, before writing any.
+function Module:load_state_dict(sd, opts, fname)
+  fname = fname or "Module:load_state_dict"
+  if type(sd) ~= "table" or is_array(sd) then
+    argerror(fname, 1, "a state dict (name -> gpu.array) expected, got %s", type_name(sd))
+  end
+  local o = LOAD:check(opts, 2, fname)
+  local own = named(self, "_params")
+  for _, e in ipairs(named(self, "_buffers")) do own[#own + 1] = e end
+  local faults = state_faults(own, sd, o.strict)
+  if faults then raise("%s: %s", fname, faults) end
+  local values = {}
+  autograd.no_grad(function()
+    for i, e in ipairs(own) do
+      local v = sd[e[1]]
+      if v ~= nil then
+        values[i] = options.call(fname, function() return v:to(e[2].device):astype(e[2].dtype) end)
+      end
+    end
+    for i, e in ipairs(own) do
+      if values[i] ~= nil then e[2][{}] = values[i] end
+    end
+  end)
+  return self
+end
+
+function Module:save(path)
+  options.value(path, { type = "string" }, "Module:save", 1, "path")
+  local sd = {}
+  for k, v in pairs(self:state_dict()) do sd[k] = v:detach() end
+  gpu.save_safetensors(path, sd)
+  return self
+end
+
+-- load(path [, {strict = true}]): load_state_dict from a safetensors file
+function Module:load(path, opts)
+  options.value(path, { type = "string" }, "Module:load", 1, "path")
+  LOAD:check(opts, 2, "Module:load")
+  return self:load_state_dict(options.call("Module:load", gpu.load_safetensors, path), opts, "Module:load")
+end
+
+-- ---- Sequential ------------------------------------------------------------------------------
+
+-- Sequential{m1, m2, ...} or Sequential(m1, m2, ...)
+local Sequential = M.class("Sequential")
+M.Sequential = Sequential
+function Sequential:init(first, ...)
+  local list = (type(first) == "table" and getmetatable(first) == nil) and first or { first, ... }
+  self.layers = {}
+  for i, m in ipairs(list) do
+    if not is_module(m) then argerror("nn.Sequential", i, "element #%d: a module expected, got %s", i, type_name(m)) end
+    self:add(m)
+  end
+end
+function Sequential:add(m)
+  if not is_module(m) then argerror("Sequential:add", 1, "a module expected, got %s", type_name(m)) end
+  self:add_module(tostring(#self.layers + 1), m)
+  self.layers[#self.layers + 1] = m
+  return self
+end
+function Sequential:forward(x)
+  for i = 1, #self.layers do x = self.layers[i](x) end
+  return x
+end
+function Sequential:repr()
+  local parts = {}
+  for i, m in ipairs(self.layers) do parts[i] = "  (" .. i .. "): " .. m:repr() end
+  return "Sequential(\n" .. table.concat(parts, "\n") .. "\n)"
+end
+
+-- ---- summary ---------------------------------------------------------------------------------
+
+local SUMMARY = options.declare("Module:summary", {
+  quiet = { type = "boolean", default = false },
+}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 3)}:summary({2}, %s)" })
+
+-- The batch-of-1 input shape {1, ...} summary runs: given, or the first layer's input_shape.
+local function summary_shape(self, input_shape)
+  local layers = self.layers or { self }
+  if input_shape == nil then input_shape = layers[1] and layers[1].input_shape end
+  if input_shape == nil then
+    raise("Module:summary: the input shape is unknown (pass it, or give the first layer input_shape =)")
+  end
+  if math.type(input_shape) == "integer" then input_shape = { input_shape } end
+  local ok = type(input_shape) == "table" and #input_shape > 0
+  local s = { 1 }
+  for i, d in ipairs(ok and input_shape or {}) do
+    if math.type(d) ~= "integer" or d < 1 then ok = false end
+    s[i + 1] = d
+  end
+  if not ok then
+    argerror("Module:summary", 1, "input_shape must be a positive integer or a list of them, got %s",
+      type_name(input_shape))
+  end
+  return s, layers
+end
+
+-- The rows {layer, output shape, parameter count} of one forward pass of zeros (no tape,
+-- eval mode); the buffers (running statistics) are put back as they were.
+local function summary_rows(self, s, layers)
+  local device
+  for _, p in ipairs(self:parameters()) do device = p.device break end
+  local rows, total = { { "Layer (type)", "Output Shape", "Param #" } }, 0
+  local saved = {}
+  for _, e in ipairs(named(self, "_buffers")) do saved[#saved + 1] = { e[2], e[2]:copy() } end
+  local was = self.training
+  local ok, err = pcall(autograd.no_grad, function()
+    self:eval()
+    local x = gpu.zeros(s, { device = device })
+    for i, m in ipairs(layers) do
+      x = m(x)
+      local os = x.shape
+      os[1] = "None"
+      local np = m:num_parameters()
+      total = total + np
+      rows[#rows + 1] = { ("%s (%s)"):format(i, getmetatable(m).__name), shape_str(os), tostring(np) }
+    end
+  end)
+  self:train(was)
+  autograd.no_grad(function() for _, b in ipairs(saved) do b[1][{}] = b[2] end end)
+  if not ok then error(err, 0) end
+  return rows, total
+end
+
+-- summary([input_shape] [, {quiet = false}]): a table of layers, output shapes and
+-- parameter counts, from one forward pass of a batch of 1 (zeros). Prints it and returns
+-- the text.
+function Module:summary(input_shape, opts)
+  local o = SUMMARY:check(opts, 2)
+  local rows, total = summary_rows(self, summary_shape(self, input_shape))
+  local w = { 0, 0, 0 }
+  for _, r in ipairs(rows) do for j = 1, 3 do w[j] = math.max(w[j], #r[j]) end end
+  local lines = {}
+  local rule = string.rep("-", w[1] + w[2] + w[3] + 6)
+  for i, r in ipairs(rows) do
+    lines[#lines + 1] = ("%-" .. w[1] .. "s   %-" .. w[2] .. "s   %" .. w[3] .. "s"):format(r[1], r[2], r[3])
+    if i == 1 then lines[#lines + 1] = rule end
+  end
+  lines[#lines + 1] = rule
+  lines[#lines + 1] = ("Total params: %d"):format(total)
+  local text = table.concat(lines, "\n")
+  if not o.quiet then print(text) end
+  return text
+end
+
+return M

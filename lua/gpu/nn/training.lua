@@ -1,0 +1,431 @@
+-- gpu.nn.training: Keras-style training on any module: compile, fit, evaluate, predict.
+--
+--   model:compile{optimizer = "adam", loss = "sparse_categorical_crossentropy", metrics = {"accuracy"}}
+--   model:compile("adam", "sparse_categorical_crossentropy", {"accuracy"})     -- the same
+--   local history = model:fit(x, y, {epochs = 10, batch_size = 32, validation_split = 0.1})
+--
+-- compile checks everything before it changes anything, so a failed compile leaves the
+-- model configured as it was. Batches are moved to the parameters' device.
+
+local gpu = require "gpu"
+local autograd = require "gpu.autograd"
+local optim = require "gpu.optim"
+local data = require "gpu.data"
+local losses = require "gpu.nn.losses"
+local Module = require("gpu.nn.module").Module
+local options = require "gpu.options"
+local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
+  options.type_name
+
+-- ---- compile ---------------------------------------------------------------------------------
+
+-- A metric's running count: a Lua number, or a 0-d array summed on the device, which is
+-- read (one wait for the device) only when shown, not at every step.
+local function count_value(c) return type(c) == "number" and c or c:item() end
+
+-- accuracy(pred (N, C), y): the number of rows whose largest prediction is the label (y
+-- (N) of 1..C) or the largest target (y (N, C)), a 0-d array on pred's device. Only
+-- shapes are checked here (the loss checks the labels' values: no wait for the device).
+local function accuracy(pred, y)
+  local n = pred.shape[1]
+  if not options.is_array(y) or y.shape[1] ~= n or (y.ndim ~= 1 and options.shape_str(y.shape) ~=
+      options.shape_str(pred.shape)) then
+    raise("accuracy: expected labels (%d) or targets %s for predictions %s", n, options.shape_str(pred.shape),
+      options.shape_str(pred.shape))
+  end
+  local p = pred:argmax(2)
+  local want = y.ndim == 2 and y:argmax(2) or y:astype(p.dtype)
+  return p:eq(want):sum()
+end
+local metric_fns = { accuracy = accuracy, acc = accuracy, sparse_categorical_accuracy = accuracy,
+                     categorical_accuracy = accuracy }
+local metric_names = { "acc", "accuracy", "categorical_accuracy", "sparse_categorical_accuracy" }
+
+local function sorted_keys(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+-- name, choices -> "unknown <what> 'x'; did you mean 'y'? (expected one of ...)"
+local function unknown(what, name, choices)
+  local near = options.nearest(name, choices)
+  raise("Module:compile: unknown %s '%s'%s (expected one of %s)", what, name,
+    near and ("; did you mean '" .. near .. "'?") or "", table.concat(choices, ", "))
+end
+
+local function resolve_loss(loss)
+  if type(loss) == "string" then
+    local f = losses.losses[loss]
+    if f == nil then unknown("loss", loss, sorted_keys(losses.losses)) end
+    return loss, f
+  end
+  return "custom", function(p, y) return loss(p, y) end
+end
+
+local function resolve_optimizer(spec)
+  if type(spec) == "string" then
+    if optim.by_name(spec) == nil then unknown("optimizer", spec, optim.names) end
+    return spec, nil
+  end
+  if not optim.is_optimizer(spec) then
+    argerror("Module:compile", 1, "option 'optimizer' must be a name or an optimizer, got %s", type_name(spec))
+  end
+  return spec, spec
+end
+
+local function resolve_metrics(list)
+  local out = {}
+  for i, m in ipairs(list or {}) do
+    if type(m) ~= "string" then
+      argerror("Module:compile", 1, "metrics[%d] must be a metric name, got %s", i, type_name(m))
+    end
+    if metric_fns[m] == nil then unknown("metric", m, metric_names) end
+    out[#out + 1] = { name = m == "acc" and "accuracy" or m, fn = metric_fns[m] }
+  end
+  return out
+end
+
+local COMPILE = options.declare("Module:compile", {
+  optimizer = { type = "string|table", default = "rmsprop" },
+  loss = { type = "string|callable", default = "sparse_categorical_crossentropy" },
+  metrics = { type = "table" },
+}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:compile(%s)" })
+
+-- compile{optimizer = "rmsprop", loss = "sparse_categorical_crossentropy", metrics = {}}, or
+-- Keras's positional compile(optimizer [, loss [, metrics]]).
+function Module:compile(opts, loss, metrics)
+  if type(opts) == "string" or optim.is_optimizer(opts) then
+    opts = { optimizer = opts,
+             loss = options.value(loss, COMPILE.keys.loss, "Module:compile", 2, "loss"),
+             metrics = options.value(metrics, { type = "table", optional = true }, "Module:compile", 3, "metrics") }
+  elseif loss ~= nil or metrics ~= nil then
+    argerror("Module:compile", 1, "compile{optimizer =, loss =, metrics =} or compile(optimizer, loss, metrics) " ..
+      "expected, got %s first", type_name(opts))
+  end
+  local o = COMPILE:check(opts, 1)
+  local loss_name, loss_fn = resolve_loss(o.loss)
+  local opt_spec, optimizer = resolve_optimizer(o.optimizer)
+  local metric_list = resolve_metrics(o.metrics)
+  self._keras = { loss_name = loss_name, loss = loss_fn, opt_spec = opt_spec, optimizer = optimizer,
+                  metrics = metric_list }
+  return self
+end
+
+local function compiled(self, fname)
+  local k = rawget(self, "_keras")
+  if k == nil then raise("%s: call compile{optimizer =, loss =} first", fname) end
+  return k
+end
+
+-- The optimizer, made at the first batch when compile named one (the parameters of a
+-- model built at its first call exist only then).
+local function optimizer_of(self, k)
+  if k.optimizer then return k.optimizer end
+  local params = self:parameters()
+  if #params == 0 then
+    raise("Module:fit: the model has no parameters yet (give the first layer input_shape =, or call the model once)")
+  end
+  k.optimizer = optim.by_name(k.opt_spec)(params)
+  return k.optimizer
+end
+
+-- ---- shared by fit, evaluate and predict -----------------------------------------------------
+
+-- x (and y, unless y_optional and nil): arrays with one sample per row, as many of each.
+local function check_xy(fname, x, y, y_optional)
+  check_array(x, fname, 1, "x")
+  if x.ndim == 0 or x.shape[1] == 0 then
+    raise("%s: x has no samples (shape %s)", fname, options.shape_str(x.shape))
+  end
+  if y == nil and y_optional then return end
+  check_array(y, fname, 2, "y")
+  if y.ndim == 0 or x.shape[1] ~= y.shape[1] then
+    raise("%s: x has %d samples but y has %d", fname, x.shape[1], y.ndim > 0 and y.shape[1] or 0)
+  end
+end
+
+-- model_device(m): where the model's parameters are (nil before they exist)
+local function model_device(m)
+  for _, p in ipairs(m:parameters()) do return p.device end
+end
+
+local function new_counts(k)
+  local c = {}
+  for _, m in ipairs(k.metrics) do c[m.name] = 0 end
+  return c
+end
+
+local function add_counts(k, counts, pred, yb)
+  for _, m in ipairs(k.metrics) do counts[m.name] = counts[m.name] + m.fn(pred, yb) end
+end
+
+-- One pass over (x, y) without updates or tape: {loss =, <metric> = ...} as Lua numbers.
+local function run_eval(self, k, x, y, bs)
+  local loss_sum, counts = 0, new_counts(k)
+  autograd.no_grad(function()
+    for xb, yb in data.batches(x, y, bs, { device = model_device(self) }) do
+      local pred = self(xb)
+      loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
+      add_counts(k, counts, pred, yb)
+    end
+  end)
+  local n = x.shape[1]
+  local out = { loss = loss_sum / n }
+  for _, m in ipairs(k.metrics) do out[m.name] = count_value(counts[m.name]) / n end
+  return out
+end
+
+-- fn() in eval mode, the previous mode restored after (also when fn raises).
+local function in_eval(self, fn)
+  local was = self.training
+  self:eval()
+  local ok, r = pcall(fn)
+  self:train(was)
+  if not ok then error(r, 0) end
+  return r
+end
+
+-- ---- progress --------------------------------------------------------------------------------
+
+local function fmt_time(s)
+  if s >= 3600 then return ("%dh%02dm"):format(s // 3600, (s % 3600) // 60) end
+  if s >= 60 then return ("%dm%02ds"):format(s // 60, math.floor(s % 60)) end
+  return ("%.1fs"):format(s)
+end
+
+local function progress_line(done, total, elapsed, vals, bar)
+  local parts = {}
+  if bar then
+    local width = 30
+    local filled = math.floor(width * done / total)
+    parts[#parts + 1] = "[" .. string.rep("=", filled) .. (filled < width and ">" or "") ..
+      string.rep(".", math.max(0, width - filled - 1)) .. "]"
+  end
+  parts[#parts + 1] = ("%d/%d"):format(done, total)
+  if done < total and done > 0 then
+    parts[#parts + 1] = "ETA " .. fmt_time(elapsed / done * (total - done))
+  else
+    parts[#parts + 1] = fmt_time(elapsed)
+  end
+  for _, kv in ipairs(vals) do parts[#parts + 1] = ("%s: %.4f"):format(kv[1], kv[2]) end
+  return table.concat(parts, " - ")
+end
+
+-- The {name, value} pairs a progress line shows: the loss, then each metric.
+local function shown(k, loss, counts, seen)
+  local vals = { { "loss", loss } }
+  for _, m in ipairs(k.metrics) do vals[#vals + 1] = { m.name, count_value(counts[m.name]) / seen } end
+  return vals
+end
+
+-- ---- fit -------------------------------------------------------------------------------------
+
+local FIT = options.declare("Module:fit", {
+  epochs = { type = "integer", min = 0, default = 1 },
+  batch_size = { type = "integer", min = 1, default = 32 },
+  shuffle = { type = "boolean", default = true },
+  validation_split = { type = "number", min = 0, max = 1, min_open = true, max_open = true },
+  validation_data = { type = "table", check = function(v) return #v == 2, "must be {x_val, y_val}" end },
+  verbose = { type = "integer|boolean|string", default = 1, what = "0, 1, 2, a boolean or 'auto'",
+              check = function(v) return v == true or v == false or v == "auto" or v == 0 or v == 1 or v == 2 end },
+  progress = { choices = { "bar", "plain" } },
+  precision = { type = "string|boolean" },
+  grad_scaler = { type = "table", check = function(v) return optim.is_grad_scaler(v), "must be a GradScaler" end },
+  callbacks = { unsupported = "callbacks are not implemented yet" },
+}, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
+     "m:fit(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
+
+-- The plan of a fit from its checked options: data split, verbosity, precision.
+local function fit_plan(self, x, y, o)
+  local run = { x = x, y = y, epochs = o.epochs, bs = o.batch_size, shuffle = o.shuffle }
+  local v = o.verbose
+  run.verbose = (v == true or v == "auto") and 1 or v == false and 0 or v
+  if o.precision ~= nil then
+    run.amp_dtype = require("gpu.amp").dtype_name("Module:fit", o.precision, 3)
+    if run.amp_dtype == "float16" then
+      run.scaler = o.grad_scaler or self.grad_scaler or optim.GradScaler()
+      self.grad_scaler = run.scaler
+    end
+  end
+  if o.validation_data then
+    run.xv, run.yv = o.validation_data[1], o.validation_data[2]
+    check_xy("Module:fit (validation_data)", run.xv, run.yv)
+  elseif o.validation_split then
+    local n = x.shape[1]
+    local nv = math.floor(n * o.validation_split)
+    if nv < 1 or nv >= n then raise("Module:fit: validation_split leaves no training or no validation samples") end
+    -- Keras takes the last fraction, before shuffling
+    run.xv, run.yv = x[{ { n - nv + 1, n } }], y[{ { n - nv + 1, n } }]
+    run.x, run.y = x[{ { 1, n - nv } }], y[{ { 1, n - nv } }]
+  end
+  run.n = run.x.shape[1]
+  run.bar = o.progress == "bar" or (o.progress == nil and gpu.isatty(io.stdout)
+    and os.getenv("TERM") ~= "dumb" and os.getenv("GPULUA_PLAIN") == nil)
+  return run
+end
+
+local function new_history(k, run)
+  local history = { loss = {} }
+  if run.amp_dtype then history.skipped = {}; history.precision = run.amp_dtype end
+  for _, m in ipairs(k.metrics) do history[m.name] = {} end
+  if run.xv then
+    history.val_loss = {}
+    for _, m in ipairs(k.metrics) do history["val_" .. m.name] = {} end
+  end
+  return history
+end
+
+-- One optimisation step on (xb, yb): the predictions and the loss as a Lua number.
+local function train_step(self, k, run, xb, yb, step, epoch)
+  local pred, loss
+  if run.amp_dtype then
+    pred, loss = require("gpu.amp").autocast(run.amp_dtype, function()
+      local p = self(xb)
+      return p, k.loss(p, yb)
+    end)
+  else
+    pred = self(xb)
+    loss = k.loss(pred, yb)
+  end
+  if not options.is_array(loss) then raise("Module:fit: the loss function returned %s, not an array", type_name(loss)) end
+  local opt = optimizer_of(self, k)
+  local lv = loss:item()
+  if lv ~= lv and not run.scaler then
+    raise("Module:fit: the loss is NaN at step %d of epoch %d (lower the learning rate, or check the inputs)",
+      step, epoch)
+  end
+  opt:zero_grad()
+  if run.scaler then
+    run.scaler:scale(loss):backward()
+    run.scaler:step(opt)
+    run.scaler:update()
+  else
+    loss:backward()
+    opt:step()
+  end
+  return pred, lv
+end
+
+-- One epoch of training: the mean loss and the metric counts (with fp16, the loss of the
+-- skipped steps, inf or NaN, is left out of the mean).
+local function train_epoch(self, k, run, epoch)
+  local t0, last_draw = gpu.clock(), 0
+  local seen, loss_sum, loss_n, step, counts = 0, 0, 0, 0, new_counts(k)
+  local draw = run.verbose == 1 and run.bar
+  if draw and run.epochs > 1 then io.write(("Epoch %d/%d\n"):format(epoch, run.epochs)) end
+  for xb, yb in data.batches(run.x, run.y, run.bs, { shuffle = run.shuffle, device = model_device(self) }) do
+    step = step + 1
+    local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
+    local nb = xb.shape[1]
+    seen = seen + nb
+    if not run.scaler or (lv == lv and lv ~= math.huge and lv ~= -math.huge) then
+      loss_sum, loss_n = loss_sum + lv * nb, loss_n + nb
+    end
+    if #k.metrics > 0 then autograd.no_grad(add_counts, k, counts, pred, yb) end
+    local now = draw and gpu.clock()
+    if draw and (now - last_draw > 0.1 or seen == run.n) then
+      last_draw = now
+      local vals = shown(k, loss_sum / math.max(loss_n, 1), counts, seen)
+      io.write("\r" .. progress_line(seen, run.n, now - t0, vals, true))
+      io.stdout:flush()
+    end
+  end
+  return loss_sum / math.max(loss_n, 1), counts, gpu.clock() - t0
+end
+
+-- Records epoch's results in history (validating first when there is validation data)
+-- and prints its line.
+local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped)
+  local vals = shown(k, loss, counts, run.n)
+  history.loss[epoch] = loss
+  for i, m in ipairs(k.metrics) do history[m.name][epoch] = vals[i + 1][2] end
+  if run.xv then
+    local r = in_eval(self, function() return run_eval(self, k, run.xv, run.yv, math.max(run.bs, 256)) end)
+    history.val_loss[epoch] = r.loss
+    vals[#vals + 1] = { "val_loss", r.loss }
+    for _, m in ipairs(k.metrics) do
+      history["val_" .. m.name][epoch] = r[m.name]
+      vals[#vals + 1] = { "val_" .. m.name, r[m.name] }
+    end
+  end
+  if run.verbose == 0 then return end
+  local line = progress_line(run.n, run.n, elapsed, vals, run.bar and run.verbose == 1)
+  if run.scaler then line = line .. (" - skipped steps: %d (fp16 loss scale %g)"):format(skipped, run.scaler:get_scale()) end
+  if run.bar and run.verbose == 1 then io.write("\r" .. line .. "\n")
+  else io.write(("epoch %d/%d: "):format(epoch, run.epochs) .. line .. "\n") end
+  io.stdout:flush()
+end
+
+-- fit(x, y [, {epochs = 1, batch_size = 32, shuffle = true, validation_split =,
+-- validation_data = {xv, yv}, verbose = 1, progress = "bar"|"plain",
+-- precision = "float32"|"bf16"|"fp16", grad_scaler =}]) -> history
+-- precision = "bf16"/"fp16" trains under gpu.autocast (float32 master weights); fp16 adds
+-- a GradScaler (self.grad_scaler, or opts.grad_scaler) whose skipped steps (inf/NaN
+-- gradients) are reported per epoch in history.skipped and in the progress line.
+function Module:fit(x, y, opts)
+  local k = compiled(self, "Module:fit")
+  check_xy("Module:fit", x, y)
+  local run = fit_plan(self, x, y, FIT:check(opts, 3))
+  local history = new_history(k, run)
+  self:train()
+  for epoch = 1, run.epochs do
+    local skipped0 = run.scaler and run.scaler.skipped or 0
+    local loss, counts, elapsed = train_epoch(self, k, run, epoch)
+    local skipped = run.scaler and run.scaler.skipped - skipped0 or 0
+    if run.amp_dtype then history.skipped[epoch] = skipped end
+    end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped)
+  end
+  if run.amp_dtype then
+    local total = 0
+    for _, s in ipairs(history.skipped) do total = total + s end
+    history.skipped_steps = total
+  end
+  self.history = history
+  return history
+end
+
+-- ---- evaluate, predict -----------------------------------------------------------------------
+
+local EVALUATE = options.declare("Module:evaluate", {
+  batch_size = { type = "integer", min = 1, default = 256 },
+  verbose = { type = "integer|boolean", default = false, what = "0, 1, 2 or a boolean",
+              check = function(v) return v == true or v == false or v == 0 or v == 1 or v == 2 end },
+}, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
+     "m:evaluate(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
+
+-- evaluate(x, y [, {batch_size = 256, verbose = false}]) -> {loss =, <metric> =}
+function Module:evaluate(x, y, opts)
+  local k = compiled(self, "Module:evaluate")
+  check_xy("Module:evaluate", x, y)
+  local o = EVALUATE:check(opts, 3)
+  local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size) end)
+  if o.verbose == true or (o.verbose ~= false and o.verbose > 0) then
+    local parts = { ("loss: %.4f"):format(r.loss) }
+    for _, m in ipairs(k.metrics) do parts[#parts + 1] = ("%s: %.4f"):format(m.name, r[m.name]) end
+    print(table.concat(parts, " - "))
+  end
+  return r
+end
+
+local PREDICT = options.declare("Module:predict", {
+  batch_size = { type = "integer", min = 1, default = 256 },
+}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
+
+-- predict(x [, {batch_size = 256}]) -> the outputs, one array
+function Module:predict(x, opts)
+  check_xy("Module:predict", x, nil, true)
+  local o = PREDICT:check(opts, 2)
+  local parts = in_eval(self, function()
+    local out = {}
+    autograd.no_grad(function()
+      for xb in data.batches(x, nil, o.batch_size, { device = model_device(self) }) do out[#out + 1] = self(xb) end
+    end)
+    return out
+  end)
+  if #parts == 1 then return parts[1] end
+  return gpu.concat(parts, 1)
+end
+
+return {}
