@@ -380,12 +380,19 @@ describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
     end)
   end
   local calls
+  -- a stand-in for a dispatched kernel records itself with the kernel's own rule
+  local function op(name, f)
+    return function(...)
+      local res = table.pack(f(...))
+      return ag.record_op("dnn." .. name, res, ...)
+    end
+  end
   local stand_in = {
     available = function() return true end,
-    conv2d = function(x, w, g)
+    conv2d = op("conv2d", function(x, w, g)
       calls.conv2d = (calls.conv2d or 0) + 1
       return ref(gpu.no_grad, function() return nn.conv2d(x, w, nil, g) end)
-    end,
+    end),
     conv2d_backward_data = function(dy, w, xs, g)
       calls.bwd_data = (calls.bwd_data or 0) + 1
       return vjp(function(v) return nn.conv2d(v, w:detach(), nil, g) end, gpu.zeros(xs, { dtype = dy.dtype }), dy)
@@ -394,7 +401,7 @@ describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
       calls.bwd_filter = (calls.bwd_filter or 0) + 1
       return vjp(function(v) return nn.conv2d(x:detach(), v, nil, g) end, gpu.zeros(ws, { dtype = dy.dtype }), dy)
     end,
-    batch_norm = function(x, w, b, rm, rv, o)
+    batch_norm = op("batch_norm", function(x, w, b, rm, rv, o)
       calls.batch_norm = (calls.batch_norm or 0) + 1
       if not o.training then
         return ref(gpu.no_grad, function() return nn.batch_norm(x, rm, rv, w, b, false, nil, o.eps) end)
@@ -402,10 +409,12 @@ describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
       local axes = { 1 }
       for i = 3, x.ndim do axes[#axes + 1] = i end
       local y = ref(gpu.no_grad, function() return nn.batch_norm(x, rm, rv, w, b, true, o.momentum, o.eps) end)
-      local m = x:mean(axes)
-      local v = x:var(axes)
-      return y, m, 1 / (v + o.eps):sqrt()
-    end,
+      return gpu.no_grad(function()
+        local m = x:mean(axes)
+        local v = x:var(axes)
+        return y, m, 1 / (v + o.eps):sqrt()
+      end)
+    end),
     batch_norm_backward = function(x, dy, w, sm, si, o)
       calls.bn_bwd = (calls.bn_bwd or 0) + 1
       local f = function(xv, wv, bv) return nn.batch_norm(xv, nil, nil, wv, bv, true, 0.1, o.eps) end
@@ -416,10 +425,10 @@ describe("the cuDNN path of the layers, with stand-ins for gpu.dnn", function()
     end,
   }
   for _, name in ipairs { "max_pool2d", "avg_pool2d" } do
-    stand_in[name] = function(x, o)
+    stand_in[name] = op(name, function(x, o)
       calls[name] = (calls[name] or 0) + 1
       return ref(gpu.no_grad, function() return nn[name](x, o.kernel, { stride = o.stride, padding = o.padding }) end)
-    end
+    end)
     stand_in[name .. "_backward"] = function(x, _, dy, o)
       calls[name .. "_backward"] = (calls[name .. "_backward"] or 0) + 1
       return vjp(function(v) return nn[name](v, o.kernel, { stride = o.stride, padding = o.padding }) end, x, dy)
@@ -590,8 +599,11 @@ describe("nn.softmax's cuDNN path, with stand-ins for gpu.dnn", function()
     available = function() return true end,
     softmax = function(x, o)
       calls.fwd = (calls.fwd or 0) + 1
-      local ls = x - x:logsumexp(-1, { keepdims = true })
-      return o.log and ls or ls:exp()
+      local y = gpu.no_grad(function()
+        local ls = x - x:logsumexp(-1, { keepdims = true })
+        return o.log and ls or ls:exp()
+      end)
+      return ag.record_op("dnn.softmax", { y }, x, o)
     end,
     softmax_backward = function(y, dy, o)
       calls.bwd = (calls.bwd or 0) + 1

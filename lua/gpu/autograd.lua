@@ -83,6 +83,26 @@ function M.record(out, inputs, backward)
   return out
 end
 
+-- record_op(name, results, ...) -> results...: what the dispatch does for op 'name' called
+-- with the arguments ..., for a stand-in written in Lua (a test double of a library
+-- kernel): the first result gets the node of rule 'name', the others are node.extra.
+function M.record_op(name, results, ...)
+  local rule = rules[name]
+  if type(rule) ~= "table" then raise("autograd.record_op: no rule '%s'", tostring(name)) end
+  local n = select("#", ...)
+  local args = { ... }
+  local any = false
+  for i = 1, n do if tracked(args[i]) then any = true end end
+  if any and G.grad_enabled() and is_array(results[1]) then
+    local node = { rule = rule, n = n, ... }
+    for i = 1, n do if is_array(args[i]) then node[-i] = version(args[i]) end end
+    if #results > 1 then node.extra = { table.unpack(results, 2) } end
+    node.yv = version(results[1])
+    set_node(results[1], node)
+  end
+  return table.unpack(results)
+end
+
 -- ---- the engine ------------------------------------------------------------------------------
 
 local function fit_to(g, x)

@@ -144,10 +144,6 @@ static void push_node(lua_State *L, int nargs, int rule) {
   for (int i = 1; i <= nargs; i++) {
     lua_pushvalue(L, i);
     lua_rawseti(L, node, i);
-    if (lua_type(L, i) == LUA_TUSERDATA) {
-      lua_pushinteger(L, (lua_Integer)version_of(L, i));
-      lua_rawseti(L, node, -i);
-    }
   }
   lua_pushinteger(L, nargs);
   lua_setfield(L, node, "n");
@@ -155,11 +151,30 @@ static void push_node(lua_State *L, int nargs, int rule) {
   lua_setfield(L, node, "rule");
 }
 
+/* The versions of the array arguments' storages, as the op left them (an op may update
+** an input itself, as batch norm does its running statistics), at node[-i]. */
+static void snapshot_versions(lua_State *L, int node) {
+  lua_getfield(L, node, "n");
+  lua_Integer n = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, node, i) == LUA_TUSERDATA) {
+      lua_Integer v = (lua_Integer)version_of(L, -1);
+      lua_pop(L, 1);
+      lua_pushinteger(L, v);
+      lua_rawseti(L, node, -i);
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+}
+
 /* Gives the results (the top nres slots) their node (at 'node'): the rule's own record
 ** function when it has one, else the first result, unless it is one of the arguments
 ** (an op that returned its input). Results after the first are kept as node.extra. */
 static void record_results(lua_State *L, int node, int rule, int nargs, int nres) {
   int top = lua_gettop(L), first = top - nres + 1;
+  snapshot_versions(L, node);
   if (lua_type(L, first) != LUA_TUSERDATA) {        /* not an array: a rule may place nodes */
     if (lua_getfield(L, rule, "record") == LUA_TFUNCTION) {
       lua_pushvalue(L, node);

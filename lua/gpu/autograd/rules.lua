@@ -670,7 +670,7 @@ R["dnn.softmax"] = { saves = {}, uses_y = true, backward = function(g, node, y)
 end }
 -- batch_norm(x, w, b, running_mean, running_var [, {training, momentum, eps}]): training
 -- returns y, save_mean, save_invstd (node.extra); eval uses the running statistics
-R["dnn.batch_norm"] = { saves = { 1, 2 }, backward = function(g, node)
+R["dnn.batch_norm"] = { saves = { 1, 2, 4, 5 }, backward = function(g, node)
   local x, w, b, rm, rv, o = node[1], node[2], node[3], node[4], node[5], node[6]
   local eps = o and o.eps or 1e-5
   if o == nil or o.training ~= false then

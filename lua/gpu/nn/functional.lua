@@ -1,13 +1,16 @@
--- gpu.nn.functional: the differentiable functional forms the layers are built on, each
--- one tape node with a hand-written backward pass (fewer temporaries than the array ops
--- would record): linear / dense (gpu.fused.linear), softmax and log_softmax (cuDNN where
--- the device has it), the cross-entropy node from logits (gpu.fused.cross_entropy),
--- conv2d, max / average pooling and batch norm (cuDNN, else gpu.im2col / gpu.col2im and
--- GEMM: the reference the cuDNN path is checked against). gpu.nn re-exports them
--- (nn.linear, nn.conv2d, ...); the layers call them.
+-- gpu.nn.functional: the functional forms the layers are built on: linear / dense
+-- (gpu.fused.linear), softmax and log_softmax (cuDNN where the device has it), the
+-- cross-entropy from logits (gpu.fused.cross_entropy), conv2d, max / average pooling and
+-- batch norm (cuDNN, else gpu.im2col / gpu.col2im and GEMM: the reference the cuDNN path
+-- is checked against). gpu.nn re-exports them (nn.linear, nn.conv2d, ...); the layers
+-- call them.
 --
--- Under gpu.autocast (see gpu.amp) linear, dense and conv2d compute in the half dtype and
--- return float32, as matmul does.
+-- They are compositions of dispatched ops: the fused and library kernels are ops with
+-- their own rules in gpu.autograd.rules (one tape node each, hand-written backward), so
+-- nothing here records by hand except max pooling's im2col path (its gradient goes to the
+-- first maximum of each window, as PyTorch's does, where the max rule would share it
+-- among ties). Under gpu.autocast (see gpu.amp) the matmul-like kernels compute in the
+-- half dtype and return float32 (the dispatch casts, and records the casts).
 
 local gpu = require "gpu"
 local autograd = require "gpu.autograd"
@@ -21,13 +24,6 @@ local raise, argerror = options.raise, options.argerror
 local check_array, shape_str = options.check_array, options.shape_str
 
 -- ---- linear, activations, softmax ----------------------------------------------------------------
-
--- Under gpu.autocast (see gpu.amp) the forward matmul computes in the half dtype and
--- returns float32; cast_matmul runs the backward matmuls the same way (d: the forward's dtype).
-local function cast_matmul(a, b, d)
-  if d == nil then return a:matmul(b) end
-  return require("gpu.amp").autocast(d, a.matmul, a, b)
-end
 
 -- The operands of linear / dense: x (..., in), w 2-D with its in and out sizes on axes
 -- in_axis and 3 - in_axis, b (out) or nil.
@@ -45,31 +41,11 @@ local function check_affine(fname, x, w, b, in_axis, wname)
   end
 end
 
--- The one tape node of linear and dense: x (..., in) times the weight plus b (out). w is
--- (out, in) for linear (PyTorch's layout) and (in, out) for dense (Keras's, kernel_layout).
+-- linear and dense: x (..., in) times the weight plus b (out), one GEMM + bias (its rule
+-- is one tape node). w is (out, in) for linear (PyTorch's layout) and (in, out) for dense
+-- (Keras's, kernel_layout; w.T is a view, recorded as such).
 local function affine(x, w, b, kernel_layout)
-  local d = autograd.autocast_dtype()
-  local y
-  if d == nil then y = fused.linear(x, kernel_layout and w.T or w, b)     -- GEMM + bias in one call
-  else
-    y = gpu.no_grad(function()
-      local r = x:matmul(kernel_layout and w or w.T)
-      if b ~= nil then r:add_(b) end
-      return r
-    end)
-  end
-  record(y, { x, w, b }, function(g)
-    local gx, gw, gb
-    local g2 = g.ndim == 2 and g or g:reshape(-1, g.shape[g.ndim])
-    if requires_grad(x) then gx = cast_matmul(g, kernel_layout and w.T or w, d) end
-    if requires_grad(w) then
-      local x2 = x.ndim == 2 and x or x:reshape(-1, x.shape[x.ndim])
-      if kernel_layout then gw = cast_matmul(x2.T, g2, d) else gw = cast_matmul(g2.T, x2, d) end
-    end
-    if b ~= nil and requires_grad(b) then gb = g2:sum(1) end
-    return gx, gw, gb
-  end)
-  return y
+  return fused.linear(x, kernel_layout and w.T or w, b)
 end
 
 -- linear(x, w, b): x (..., in) @ w (out, in)^T + b (out): one tape node.
@@ -109,13 +85,7 @@ local function dnn_softmax(x, axis, log)
     or not dnn_floats[x.dtype] or x.ndim < 1 or dnn.available(x.device) ~= true then
     return nil
   end
-  local o = { log = log }
-  local y = gpu.no_grad(function() return dnn.softmax(x, o) end)
-  record(y, { x }, function(g)
-    if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
-    return dnn.softmax_backward(y, g, o)
-  end)
-  return y
+  return dnn.softmax(x, { log = log })
 end
 
 -- The axis argument of softmax / log_softmax: an axis of x (1..ndim, or -ndim..-1).
@@ -166,36 +136,21 @@ local function ce_from_logits(fname, z, labels, target, eps, reduction)
   if reduction ~= nil and reduction ~= "mean" and reduction ~= "sum" and reduction ~= "none" then
     raise("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction))
   end
-  local per, p, lt, fopts
+  local per
   if fused_float[z.dtype] then
     if labels ~= nil and labels.dtype ~= "int64" then labels = labels:astype("int64") end
-    lt = labels or target
-    fopts = eps > 0 and { label_smoothing = eps } or nil
-    per, p = fused.cross_entropy(z, lt, fopts)
+    per = (fused.cross_entropy(z, labels or target, eps > 0 and { label_smoothing = eps } or nil))
   else
     if labels ~= nil then
       target = onehot(labels, C, z.dtype, z.device)
       if eps > 0 then target = target * (1 - eps) + eps / C end
     end
-    per, p = gpu.no_grad(function()
-      local lse = z:logsumexp(2, { keepdims = true })
-      return (lse - (target * z):sum(2, { keepdims = true })):reshape(N), (z - lse):exp()
-    end)
+    local lse = z:logsumexp(2, { keepdims = true })
+    per = (lse - (target * z):sum(2, { keepdims = true })):reshape(N)
   end
-  local out
-  if reduction == "none" then out = per
-  elseif reduction == "sum" then out = per:sum()
-  else out = per:mean() end
-  record(out, { z }, function(g)
-    local scale = (reduction == nil or reduction == "mean") and 1 / N or 1
-    if lt then
-      return fused.cross_entropy_backward(p, lt, g, { label_smoothing = eps, scale = scale })
-    end
-    local d = p - target
-    if reduction == "none" then return d * g:reshape(N, 1) end
-    return d * (g * scale)
-  end)
-  return out
+  if reduction == "none" then return per end
+  if reduction == "sum" then return per:sum() end
+  return per:mean()
 end
 F.ce_from_logits = ce_from_logits
 
@@ -258,43 +213,15 @@ end
 -- it, else im2col + batched matmul; one tape node.
 local function conv_core(x, w, b, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW)
   local kh, kw = k[1], k[2]
+  local y
   if use_dnn(x.device) and x.dtype == w.dtype and floats[x.dtype] then
-    local g = { stride = s, padding = p, dilation = d, groups = G }
-    local y = gpu.no_grad(function()
-      local r = dnn.conv2d(x, w, g)
-      if b ~= nil then r:add_(b:reshape(1, O, 1, 1)) end
-      return r
-    end)
-    record(y, { x, w, b }, function(gy)
-      if gy.dtype ~= y.dtype then gy = gy:astype(y.dtype) end
-      local gx, gw, gb
-      if requires_grad(x) then gx = dnn.conv2d_backward_data(gy, w, x.shape, g) end
-      if requires_grad(w) then gw = dnn.conv2d_backward_filter(x, gy, w.shape, g) end
-      if b ~= nil and requires_grad(b) then gb = gy:sum({ 1, 3, 4 }) end
-      return gx, gw, gb
-    end)
-    return y
+    y = dnn.conv2d(x, w, { stride = s, padding = p, dilation = d, groups = G })
+  else
+    local L, K, Og = OH * OW, Cg * kh * kw, O // G
+    local cols = gpu.im2col(x, { kernel = k, stride = s, padding = p, dilation = d }):reshape(N, G, K, L)
+    y = w:reshape(G, Og, K):matmul(cols):reshape(N, O, OH, OW)
   end
-  local L, K, Og = OH * OW, Cg * kh * kw, O // G
-  local copts = { kernel = k, stride = s, padding = p, dilation = d }
-  local cols
-  local y = gpu.no_grad(function()
-    cols = gpu.im2col(x, copts):reshape(N, G, K, L)
-    local r = w:reshape(G, Og, K):matmul(cols):reshape(N, O, OH, OW)
-    if b ~= nil then r:add_(b:reshape(1, O, 1, 1)) end
-    return r
-  end)
-  record(y, { x, w, b }, function(g)
-    local gx, gw, gb
-    local g4 = g:reshape(N, G, Og, L)
-    if requires_grad(x) then
-      local gc = w:reshape(G, Og, K):transpose(2, 3):matmul(g4):reshape(N, G * K, L)
-      gx = gpu.col2im(gc, { N, C, H, W }, copts)
-    end
-    if requires_grad(w) then gw = g4:matmul(cols:transpose(3, 4)):sum(1):reshape(O, Cg, kh, kw) end
-    if b ~= nil and requires_grad(b) then gb = g:sum({ 1, 3, 4 }) end
-    return gx, gw, gb
-  end)
+  if b ~= nil then y = y + b:reshape(1, O, 1, 1) end
   return y
 end
 
@@ -346,16 +273,6 @@ local function conv2d_as(name, x, w, b, opts)
   end
   local k = { kh, kw }
   local OH, OW = out_size(name, H, W, k, s, p, d)
-  local ac = autograd.autocast_dtype()
-  if ac ~= nil and (wide[x.dtype] or wide[w.dtype]) then
-    -- autocast: the convolution of half-precision copies (the casts are recorded, so the
-    -- gradients reach float32 x and w as float32), its result and the bias in float32
-    local xh = x.dtype ~= ac and x:astype(ac) or x
-    local wh = w.dtype ~= ac and w:astype(ac) or w
-    local y = conv_core(xh, wh, nil, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW):astype("float32")
-    if b ~= nil then y = y + b:reshape(1, O, 1, 1) end
-    return y
-  end
   return conv_core(x, w, b, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW)
 end
 F.conv2d_as = conv2d_as
@@ -381,14 +298,7 @@ local function dnn_pool(x, copts, max)
   local dl = copts.dilation
   if dl[1] ~= 1 or dl[2] ~= 1 or not floats[x.dtype] or not use_dnn(x.device) then return nil end
   local o = { kernel = copts.kernel, stride = copts.stride, padding = copts.padding }
-  local fwd = max and dnn.max_pool2d or dnn.avg_pool2d
-  local bwd = max and dnn.max_pool2d_backward or dnn.avg_pool2d_backward
-  local y = gpu.no_grad(function() return fwd(x, o) end)
-  record(y, { x }, function(g)
-    if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
-    return bwd(x, y, g, o)
-  end)
-  return y
+  return (max and dnn.max_pool2d or dnn.avg_pool2d)(x, o)
 end
 
 -- max_pool2d(x, kernel [, {stride = kernel, padding = 0, dilation = 1, return_indices}])
@@ -435,16 +345,7 @@ local function avg_pool2d_as(name, x, k, opts)
   local N, C, H, W, OH, OW, copts = pool_geom(name, x, k, opts)
   local yd = dnn_pool(x, copts, false)
   if yd then return yd end
-  local KK = copts.kernel[1] * copts.kernel[2]
-  local y = gpu.no_grad(function()
-    return gpu.im2col(x:reshape(N * C, 1, H, W), copts):mean(2):reshape(N, C, OH, OW)
-  end)
-  record(y, { x }, function(g)
-    local ones = gpu.ones({ 1, KK, 1 }, { dtype = g.dtype, device = g.device })
-    local gc = g:reshape(N * C, 1, OH * OW) * ones * (1 / KK)
-    return gpu.col2im(gc, { N * C, 1, H, W }, copts):reshape(N, C, H, W)
-  end)
-  return y
+  return gpu.im2col(x:reshape(N * C, 1, H, W), copts):mean(2):reshape(N, C, OH, OW)
 end
 F.avg_pool2d_as = avg_pool2d_as
 function F.avg_pool2d(x, k, opts) return avg_pool2d_as("nn.avg_pool2d", x, k, AVG_POOL2D:check(opts, 3)) end
@@ -469,30 +370,9 @@ local function dnn_batch_norm(x, rm, rv, w, b, training, momentum, eps, axes, sh
   local wt = w or gpu.ones({ C }, o)
   local bs = b or gpu.zeros({ C }, o)
   if training then
-    local y, sm, si = gpu.no_grad(function()
-      return dnn.batch_norm(x, wt, bs, rm, rv, { training = true, momentum = momentum, eps = eps })
-    end)
-    record(y, { x, w, b }, function(g)
-      if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
-      local gx, gw, gb = dnn.batch_norm_backward(x, g, wt, sm, si, { eps = eps })
-      if w == nil then gw = nil end
-      if b == nil then gb = nil end
-      return gx, gw, gb
-    end)
-    return y
+    return (dnn.batch_norm(x, wt, bs, rm, rv, { training = true, momentum = momentum, eps = eps }))
   end
-  local y = gpu.no_grad(function()
-    return dnn.batch_norm(x, wt, bs, rm, rv, { training = false, eps = eps })
-  end)
-  record(y, { x, w, b }, function(g)
-    local invstd = 1 / (rv + eps):sqrt()
-    local gx, gw, gb
-    if requires_grad(x) then gx = g * (invstd * wt):reshape(shape) end
-    if w ~= nil and requires_grad(w) then gw = (g * ((x - rm:reshape(shape)) * invstd:reshape(shape))):sum(axes) end
-    if b ~= nil and requires_grad(b) then gb = g:sum(axes) end
-    return gx, gw, gb
-  end)
-  return y
+  return dnn.batch_norm(x, wt, bs, rm, rv, { training = false, eps = eps })
 end
 
 -- batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps): over
