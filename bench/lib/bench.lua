@@ -70,7 +70,9 @@ function B.target(name, ratio, baseline, device)
   if on(device) then emit("target", B.group, name, "max_ratio", ratio, baseline) end
 end
 
--- B.case(name, loop [, {target_ns = N, target_device = "cpu", note = "..."}])
+-- B.case(name, loop [, {target_ns = N, target_device = "cpu", note = "...", impl = "..."}])
+-- (impl: report this loop under another column than gpulua's own, e.g. "untracked" for
+-- a baseline of gpulua against itself)
 function B.case(name, loop, opts)
   opts = opts or {}
   if opts.target_ns and on(opts.target_device) then emit("target", B.group, name, "max_ns", opts.target_ns) end
@@ -82,7 +84,8 @@ function B.case(name, loop, opts)
   collectgarbage()
   local n = calibrate(loop)
   local best, med = per_iter(loop, n)
-  emit("result", B.group, name, B.impl, string.format("%.1f", best - overhead),
+  local impl = opts.impl and (B.impl == "gpulua" and opts.impl or B.impl .. " " .. opts.impl) or B.impl
+  emit("result", B.group, name, impl, string.format("%.1f", best - overhead),
        string.format("%.1f", med - overhead), opts.note or "")
   io.flush()
 end

@@ -272,11 +272,11 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
 
 static int dispatch_slow(lua_State *L, gl_lctx *ctx, const gl_opentry *e) {
   int nargs = lua_gettop(L);
-  int mode = thread_mode(L, ctx);
-  int cast = (e->flags & GL_OP_AUTOCAST) && ctx->autocast_live ? MODE_CAST(mode) : -1;
+  int cast = (e->flags & GL_OP_AUTOCAST) && ctx->autocast_live ? MODE_CAST(thread_mode(L, ctx)) : -1;
   bool casted = cast >= 0 && autocast_args(L, nargs, cast);
   int nres;
-  if (ctx->grad_live && !(mode & MODE_NOGRAD) && any_tracked(L, nargs, e->flags))
+  /* the mode is asked only when an input is tracked: untracked calls pay the scan alone */
+  if (ctx->grad_live && any_tracked(L, nargs, e->flags) && !(thread_mode(L, ctx) & MODE_NOGRAD))
     nres = dispatch_tracked(L, ctx, e, nargs);
   else nres = e->fn(L);
   if (casted) autocast_results(L, nres, cast);
