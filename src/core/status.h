@@ -15,7 +15,8 @@ typedef enum gl_status {
   GL_ENOMEM,      /* an allocation failed (host or device) */
   GL_EDEVICE,     /* a device call failed (CUDA error, no device) */
   GL_ENOTSUP,     /* op/dtype not supported by this backend */
-  GL_EIO          /* file and format errors */
+  GL_EIO,         /* file and format errors */
+  GL_EINTR        /* stopped by gl_interrupt_request (SIGINT): "interrupted" */
 } gl_status;
 
 /* Sets the message (printf-style) and returns 'code', so callers can write
