@@ -110,7 +110,8 @@ int gl_lua_error(lua_State *L, const char *fmt, ...) {
 
 void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
   if (st == GL_OK) return;
-  if (arg > 0) luaL_argerror(L, arg, gl_errmsg());
+  /* a stop (Ctrl-C) is no fault of an argument: "sum: interrupted" */
+  if (arg > 0 && st != GL_EINTR) luaL_argerror(L, arg, gl_errmsg());
   gl_lua_error(L, "%s", gl_errmsg());
 }
 
