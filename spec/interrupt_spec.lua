@@ -85,8 +85,11 @@ describe("SIGINT during one long op", function()
     assert_stopped(op_case("local x = gpu.ones(1):expand(2^30)", "x:astype('float16')"), "astype")
   end)
 
+  -- 8e10 multiply-adds (seconds), in panels of K about 50 ms each
+  local mm_setup = "local a = gpu.ones({2000, 20000}, {dtype = 'float64'}); local b = a.T:contiguous()"
+
   it("stops a big matmul between BLAS panels", function()
-    assert_stopped(op_case("local a = gpu.ones({6000, 6000}, {dtype = 'float64'})", "a:matmul(a)"), "matmul")
+    assert_stopped(op_case(mm_setup, "a:matmul(b)"), "matmul")
   end)
 
   it("stops a sort inside its merge passes", function()
@@ -100,12 +103,12 @@ describe("SIGINT during one long op", function()
   end)
 
   it("raises one catchable error: inputs intact, output released, the next op runs", function()
-    local r = op_case(
-      "local a = gpu.ones({6000, 6000}, {dtype = 'float64'}); local before = gpu.memory().allocated",
-      "local ok, e = pcall(function() return a:matmul(a) end); print(ok, e); " ..
-      "print(gpu.memory().allocated == before, a:sum():item(), gpu.ones(4):sum():item())")
+    local r = op_case(mm_setup .. "; local before = gpu.memory().allocated",
+      "local ok, e = pcall(function() return a:matmul(b) end); print(ok, e); " ..
+      "print(gpu.memory().allocated == before, a:sum():item(), b:sum():item(), gpu.ones(4):sum():item())")
     assert.are.equal(0, r.status, r.err)
-    assert.truthy(r.out:find("^false\t[^\n]*matmul: interrupted\ntrue\t36000000%.0\t4%.0\nfinished\n$"), r.out)
+    assert.truthy(r.out:find("^false\t[^\n]*matmul: interrupted\ntrue\t40000000%.0\t40000000%.0\t4%.0\nfinished\n$"),
+                  r.out)
     assert.are.equal("", r.err)
   end)
 end)

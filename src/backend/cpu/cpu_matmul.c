@@ -23,15 +23,16 @@
 #define SMALL_GEMM ((int64_t)1 << 18)
 /* Integer loops start threads above this many multiply-adds. */
 #define PAR_MIN_MACS ((int64_t)1 << 16)
-/* A gemm above this much work goes to BLAS in panels of about this size, with a poll for
-** a stop between them: 2^31 multiply-adds take ~80 ms at the ~55 GFLOP/s of the 2-core
-** development machine. A skinny gemm is bound by memory, not arithmetic (1 x 40000 x
-** 40000 runs 3 s), so an extent below PANEL_THIN counts as PANEL_THIN in the work.
-** Panels are at least PANEL_MIN wide, so each call still has whole blocks for
-** OpenBLAS's kernels and the extra packing of the other operand stays small. */
+/* A gemm above PANEL_MACS multiply-adds goes to BLAS in panels of about that much work
+** (gemm_one), with a poll for a stop between them: 2^31 take 40-80 ms at the 50-100
+** GFLOP/s of the 2-core development machine. A skinny gemm is bound by memory, not
+** arithmetic (1 x 40000 x 40000 ran 3 s), so an extent below PANEL_THIN counts as
+** PANEL_THIN. Panels of K are PANEL_K deep at least (OpenBLAS's own blocks of K are
+** 256-384), panels of rows or columns PANEL_MIN wide. */
 #define PANEL_MACS ((int64_t)1 << 31)
-#define PANEL_THIN 32
-#define PANEL_MIN 64
+#define PANEL_THIN 16
+#define PANEL_K 256
+#define PANEL_MIN 256
 
 /* ---- layouts ------------------------------------------------------------------------ */
 
@@ -98,21 +99,29 @@ static int64_t batch_count(const gl_array *dst) {
 
 /* ---- floats: BLAS ----------------------------------------------------------------------- */
 
-/* One BLAS call: c (M, N) = a (M, K) @ b (K, N), pointers at each matrix's first element. */
+/* One BLAS call: c (M, N) = a (M, K) @ b (K, N), plus c itself when 'add'; pointers at
+** each matrix's first element. */
 static void gemm_call(const gl_cpu_blas *bl, gl_dtype dt, const mat_layout *l, int64_t M, int64_t N,
-                      int64_t K, const char *a, const char *b, char *c) {
+                      int64_t K, const char *a, const char *b, char *c, bool add) {
   if (dt == GL_FLOAT64)
     bl->dgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, (int)M, (int)N, (int)K, 1.0, (const double *)a,
-              l[1].ld, (const double *)b, l[2].ld, 0.0, (double *)c, l[0].ld);
+              l[1].ld, (const double *)b, l[2].ld, add ? 1.0 : 0.0, (double *)c, l[0].ld);
   else
     bl->sgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, (int)M, (int)N, (int)K, 1.0f, (const float *)a,
-              l[1].ld, (const float *)b, l[2].ld, 0.0f, (float *)c, l[0].ld);
+              l[1].ld, (const float *)b, l[2].ld, add ? 1.0f : 0.0f, (float *)c, l[0].ld);
 }
 
 static int64_t thick(int64_t n) { return n < PANEL_THIN ? PANEL_THIN : n; }
 
-/* Matrix 'bi' of the batch. Past PANEL_MACS it goes in panels across the longer of c's
-** axes (rows of a and c, or columns of b and c), so a stop is seen between panels. */
+/* 'want' rounded down to a multiple of 'unit', and at least one unit. */
+static int64_t panel_step(int64_t want, int64_t unit) { return want < unit ? unit : want / unit * unit; }
+
+/* Matrix 'bi' of the batch: one BLAS call, or past PANEL_MACS panels with a poll for a
+** stop between them. Panels split K (c = a[:, k0..] @ b[k0.., :] + c): every element of
+** a and b is still packed once, and OpenBLAS itself updates c once per block of K, so
+** they cost next to nothing (a 4000^3 float64 gemm ran within 2% of one call; panels
+** of rows ran 15% slower, packing all of b again for each). A K too short for two
+** panels splits the longer of c's axes instead. */
 static void gemm_one(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a, const gl_array *b,
                      const mat_layout *l, int64_t bi) {
   int nd = c->ndim;
@@ -122,16 +131,26 @@ static void gemm_one(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a
   const char *pa = (const char *)gl_array_data(a) + off[1] * sz, *pb = (const char *)gl_array_data(b) + off[2] * sz;
   char *pc = (char *)gl_array_data(c) + off[0] * sz;
   gl_dtype dt = (gl_dtype)c->dtype;
-  if (thick(M) * thick(N) <= PANEL_MACS / K) { gemm_call(bl, dt, l, M, N, K, pa, pb, pc); return; }   /* K > 0 */
+  int64_t per_k = thick(M) * thick(N);                 /* the work of one step of K; K > 0 */
+  if (per_k <= PANEL_MACS / K) { gemm_call(bl, dt, l, M, N, K, pa, pb, pc, false); return; }
+  if (K >= 2 * PANEL_K) {
+    int64_t step = panel_step(PANEL_MACS / per_k, PANEL_K);
+    int64_t as = a->strides[nd - 1], bs = b->strides[nd - 2];
+    for (int64_t k = 0; k < K && !gl_interrupted(); k += step) {
+      int64_t w = K - k < step ? K - k : step;
+      gemm_call(bl, dt, l, M, N, w, pa + k * as * sz, pb + k * bs * sz, pc, k > 0);
+    }
+    return;
+  }
   bool rows = M >= N;
-  int64_t len = rows ? M : N, step = PANEL_MACS / (thick(rows ? N : M) * K);
-  step = step < PANEL_MIN ? PANEL_MIN : step / PANEL_MIN * PANEL_MIN;
+  int64_t len = rows ? M : N, step = panel_step(PANEL_MACS / (thick(rows ? N : M) * K), PANEL_MIN);
   /* element steps of one row (column) of c, and of a (b) beside it */
   int64_t cs = rows ? c->strides[nd - 2] : c->strides[nd - 1];
   int64_t as = rows ? a->strides[nd - 2] : 0, bs = rows ? 0 : b->strides[nd - 1];
   for (int64_t i = 0; i < len && !gl_interrupted(); i += step) {
     int64_t w = len - i < step ? len - i : step;
-    gemm_call(bl, dt, l, rows ? w : M, rows ? N : w, K, pa + i * as * sz, pb + i * bs * sz, pc + i * cs * sz);
+    gemm_call(bl, dt, l, rows ? w : M, rows ? N : w, K, pa + i * as * sz, pb + i * bs * sz, pc + i * cs * sz,
+              false);
   }
 }
 
