@@ -139,3 +139,36 @@ describe("SIGINT in the REPL", function()
     assert.truthy(r.out:find("\n3.0\n", 1, true), r.out)
   end)
 end)
+
+-- The panels that make a big gemm interruptible must give the product one BLAS call
+-- gives: on small-integer data every sum is exact, so the panelled product equals the
+-- sum (or the stack) of products small enough to be one call each.
+describe("a gemm in panels", function()
+  local gpu = require "gpu"
+  local function ints(dt, ...) return gpu.random.randint(0, 2, { ... }):astype(dt) end
+  local function same(x, y) return (x - y):abs():max():item() == 0 end
+
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("of K (2.3e9 multiply-adds) equals the sum of two halves of K, " .. dt, function()
+      gpu.random.seed(7)
+      local a, b = ints(dt, 64, 40000), ints(dt, 40000, 900)
+      local half = a[{ ":", { 1, 20000 } }]:matmul(b[{ { 1, 20000 }, ":" }]) +
+                   a[{ ":", { 20001, 40000 } }]:matmul(b[{ { 20001, 40000 }, ":" }])
+      assert.is_true(same(a:matmul(b), half))
+      local at = a.T:contiguous().T                  -- a transposed layout
+      assert.is_true(same(at:matmul(b), half))
+      local a3 = gpu.stack({ a, a })                 -- batched, b broadcast
+      assert.is_true(same(a3:matmul(b)[2], half))
+    end)
+  end
+
+  it("of rows (K too short for panels of K) equals products of row blocks", function()
+    gpu.random.seed(8)
+    local a, b = ints("float32", 4000, 300), ints("float32", 300, 2000)
+    local c = a:matmul(b)
+    assert.is_true(same(c[{ { 1, 2000 }, ":" }], a[{ { 1, 2000 }, ":" }]:matmul(b)))
+    assert.is_true(same(c[{ { 2001, 4000 }, ":" }], a[{ { 2001, 4000 }, ":" }]:matmul(b)))
+    local ct = b.T:matmul(a.T)                       -- the columns form
+    assert.is_true(same(ct[{ ":", { 2001, 4000 } }], b.T:matmul(a[{ { 2001, 4000 }, ":" }].T)))
+  end)
+end)
