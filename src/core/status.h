@@ -16,7 +16,8 @@ typedef enum gl_status {
   GL_EDEVICE,     /* a device call failed (CUDA error, no device) */
   GL_ENOTSUP,     /* op/dtype not supported by this backend */
   GL_EIO,         /* file and format errors */
-  GL_ETOOBIG      /* a count or byte size past checked.h's limits: "array is too big (...)" */
+  GL_ETOOBIG,     /* a count or byte size past checked.h's limits: "array is too big (...)" */
+  GL_EINTR        /* stopped by gl_interrupt_request (SIGINT): "interrupted" */
 } gl_status;
 
 /* Sets the message (printf-style) and returns 'code', so callers can write

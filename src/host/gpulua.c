@@ -12,6 +12,8 @@
 ** protected mode; options are read twice (`collectargs` validates them and
 ** notes which are present, `runargs` executes -e/-l/-W in order); SIGINT
 ** during a call only installs a hook, which raises the error from inside Lua.
+** It also asks the gpu op that may be running to stop (src/core/interrupt.h):
+** Lua sees the hook only between instructions, the op polls inside its loops.
 */
 
 #include <errno.h>
@@ -29,6 +31,7 @@
 #include "lualib.h"
 
 #include "../gpulua.h"
+#include "../core/interrupt.h"
 
 #define GPULUA_PROGNAME    "gpulua"
 #define GPULUA_PROMPT      "> "
@@ -63,18 +66,22 @@ static void set_sigint (void (*handler) (int), int restart) {
 /*
 ** Raising an error from a signal handler is not safe, so the handler only
 ** sets a hook; the hook runs at the next Lua instruction, inside the state,
-** where an error is legal.  The hook removes itself first.
+** where an error is legal.  The hook removes itself first.  The handler also
+** asks a running gpu op to stop; when an op took that request, its error
+** ("sum: interrupted") already reports this Ctrl-C and the hook stays quiet.
 */
 static void interrupt_hook (lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
-  luaL_error(L, "interrupted!");
+  if (gl_interrupt_clear())
+    luaL_error(L, "interrupted!");
 }
 
 /* a second Ctrl-C before the hook fires kills the process, as in lua.c */
 static void on_sigint_call (int sig) {
   int mask = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
   signal(sig, SIG_DFL);
+  gl_interrupt_request();
   lua_sethook(globalL, interrupt_hook, mask, 1);
 }
 
@@ -153,6 +160,7 @@ static int docall (lua_State *L, int narg, int nres) {
   lua_pushcfunction(L, msghandler);
   lua_insert(L, base);
   globalL = L;
+  (void)gl_interrupt_clear();   /* a Ctrl-C that came after the last call ended */
   set_sigint(on_sigint_call, 1);
   status = lua_pcall(L, narg, nres, base);
   signal(SIGINT, SIG_DFL);

@@ -64,7 +64,8 @@ int gl_lua_error(lua_State *L, const char *fmt, ...) {
 
 void gl_lua_check_status(lua_State *L, gl_status st, int arg) {
   if (st == GL_OK) return;
-  if (arg > 0 && st != GL_ETOOBIG) luaL_argerror(L, arg, gl_errmsg());   /* too big: the result's fault */
+  /* too big: the result's fault; a stop (Ctrl-C): no argument's ("sum: interrupted") */
+  if (arg > 0 && st != GL_ETOOBIG && st != GL_EINTR) luaL_argerror(L, arg, gl_errmsg());
   gl_lua_error(L, "%s", gl_errmsg());
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops.h"
+#include "../core/interrupt.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -37,6 +38,7 @@ static gl_status host_int64(const gl_array *idx, int64_t **out) {
 /* 1-based positions (negatives from the end) into 0-based, each checked against n. */
 static gl_status normalise(int64_t *h, int64_t m, int64_t n, int axis) {
   for (int64_t i = 0; i < m; i++) {
+    if (i % GL_POLL_SPAN == 0) GL_TRY(gl_interrupt_check());
     int64_t v = h[i];
     if (v == 0 || v > n || v < -n)
       return gl_fail(GL_EINVAL, "index %lld is out of range for axis %d with size %lld (indices are 1-based, negatives count from the end)",
@@ -162,7 +164,7 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
     if (st == GL_OK) st = gl_array_alloc(&tmp, (gl_dtype)x->dtype, nf, full, gl_array_device(x));
     if (st == GL_OK) {
       st = gl_op_assign(&tmp, v.arr);
-      if (st != GL_OK) {
+      if (st == GL_EINVAL) {
         char b1[GL_SHAPE_BUFSZ], b2[GL_SHAPE_BUFSZ];
         st = gl_fail(GL_EINVAL, "values of shape %s cannot be broadcast to the indexed shape %s",
                      gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(nf, full, b2));

@@ -5,7 +5,9 @@
 #define GL_CPU_H
 
 #include "../backend.h"
+#include "../../core/interrupt.h"
 #include "../../core/iter.h"
+
 
 gl_status gl_cpu_alloc(gl_device dev, size_t nbytes, void **out);
 void gl_cpu_free(gl_device dev, void *p, size_t nbytes);
@@ -14,6 +16,8 @@ void gl_cpu_memory(gl_device dev, gl_meminfo *m);
 void gl_cpu_alloc_counts(uint64_t *allocs, uint64_t *hits);
 
 gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src);
+/* memmove that polls for a stop every few MiB (and then leaves the rest unmoved). */
+void gl_cpu_move_bytes(char *d, const char *s, size_t n);
 gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v);
 gl_status gl_cpu_arange(const gl_array *dst, double start, double step);
 

@@ -21,10 +21,10 @@ static gl_status cpu_info(int index, gl_devinfo *out) {
 static bool cpu_supports(gl_op op, gl_dtype dt) { (void)op; (void)dt; return true; }
 
 static gl_status cpu_to_host(void *dst, gl_device dev, const void *src, size_t n) {
-  (void)dev; memcpy(dst, src, n); return GL_OK;
+  (void)dev; gl_cpu_move_bytes(dst, src, n); return gl_interrupt_check();
 }
 static gl_status cpu_from_host(gl_device dev, void *dst, const void *src, size_t n) {
-  (void)dev; memcpy(dst, src, n); return GL_OK;
+  (void)dev; gl_cpu_move_bytes(dst, src, n); return gl_interrupt_check();
 }
 static gl_status cpu_synchronize(gl_device dev) { (void)dev; return GL_OK; }
 

@@ -1,6 +1,7 @@
 /*
 ** cpu_conv.c — im2col and col2im for NCHW convolutions (stride, padding, dilation), in
-** float32 and float64; one (image, channel) plane per OpenMP iteration.
+** float32 and float64; one (image, channel) plane per OpenMP iteration, with a poll for a
+** stop before each kernel row of a plane.
 */
 #include <string.h>
 #include <omp.h>
@@ -18,7 +19,7 @@
     for (int64_t pc = 0; pc < planes; pc++) {                                                      \
       const T *in = src + pc * H * W;                                                              \
       T *out = dst + pc * KK * L;                                                                  \
-      for (int ki = 0; ki < k[0]; ki++)                                                            \
+      for (int ki = 0; ki < k[0] && !gl_interrupted(); ki++)                                      \
         for (int kj = 0; kj < k[1]; kj++) {                                                        \
           T *row = out + ((int64_t)ki * k[1] + kj) * L;                                            \
           for (int64_t oh = 0; oh < OH; oh++) {                                                    \
@@ -48,8 +49,9 @@
     for (int64_t pc = 0; pc < planes; pc++) {                                                      \
       T *img = dst + pc * H * W;                                                                   \
       const T *in = cols + pc * KK * L;                                                            \
+      if (gl_interrupted()) continue;                                                              \
       memset(img, 0, sizeof(T) * (size_t)(H * W));                                                 \
-      for (int ki = 0; ki < k[0]; ki++)                                                            \
+      for (int ki = 0; ki < k[0] && !gl_interrupted(); ki++)                                      \
         for (int kj = 0; kj < k[1]; kj++) {                                                        \
           const T *row = in + ((int64_t)ki * k[1] + kj) * L;                                       \
           for (int64_t oh = 0; oh < OH; oh++) {                                                    \
@@ -85,7 +87,7 @@ gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, 
                   padval);
   else
     return gl_fail(GL_ENOTSUP, "im2col of %s arrays is not supported on cpu", gl_dtypes[src->dtype].name);
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 gl_status gl_cpu_col2im(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
@@ -100,5 +102,5 @@ gl_status gl_cpu_col2im(const gl_array *dst, const gl_array *cols, const int *k,
     col2im_double(gl_array_data(dst), gl_array_data(cols), N, C, H, W, OH, OW, k, stride, pad, dil);
   else
     return gl_fail(GL_ENOTSUP, "col2im of %s arrays is not supported on cpu", gl_dtypes[dst->dtype].name);
-  return GL_OK;
+  return gl_interrupt_check();
 }

@@ -52,6 +52,26 @@ static const copy_row_fn copy_table[GL_NDTYPE][GL_NDTYPE] = { GL_FOREACH_DTYPE(G
 ** the block instead of being fetched once per element; big copies use both cores. */
 #define TILE 32
 #define PAR_COPY 65536
+/* Bytes a plain memcpy moves between two polls for a stop (a few ms). */
+#define POLL_BYTES ((size_t)GL_POLL_SPAN * 64)
+
+/* memmove in pieces of POLL_BYTES with a poll before each; when the ranges overlap the
+** pieces go the way memmove's bytes would (front to back when d is below s). */
+void gl_cpu_move_bytes(char *d, const char *s, size_t n) {
+  bool down = d > s && d < s + n;
+  for (size_t done = 0; done < n && !gl_interrupted(); done += POLL_BYTES) {
+    size_t m = n - done < POLL_BYTES ? n - done : POLL_BYTES;
+    size_t at = down ? n - done - m : done;
+    memmove(d + at, s + at, m);
+  }
+}
+
+/* One row of n elements through fn, in spans of GL_POLL_SPAN with a poll before each. */
+static void copy_span(copy_row_fn fn, char *d, int64_t ds, int64_t dsz, const char *s, int64_t ss,
+                      int64_t ssz, int64_t n) {
+  for (int64_t i = 0; i < n && !gl_interrupted(); i += GL_POLL_SPAN)
+    fn(d + i * ds * dsz, ds, s + i * ss * ssz, ss, n - i < GL_POLL_SPAN ? n - i : GL_POLL_SPAN);
+}
 
 static void copy_tiled(const gl_iter *it, copy_row_fn fn, char *d, size_t dsz, const char *s, size_t ssz) {
   int nd = it->ndim;
@@ -65,7 +85,7 @@ static void copy_tiled(const gl_iter *it, copy_row_fn fn, char *d, size_t dsz, c
     int64_t o = job / bands, i0 = (job % bands) * TILE, i1 = i0 + TILE < R ? i0 + TILE : R;
     int64_t off[2];
     gl_iter_row(it, o * R, off);
-    for (int64_t j0 = 0; j0 < C; j0 += TILE) {
+    for (int64_t j0 = 0; j0 < C && !gl_interrupted(); j0 += TILE) {
       int64_t n = C - j0 < TILE ? C - j0 : TILE;
       for (int64_t i = i0; i < i1; i++)
         fn(d + (off[0] + i * dr + j0 * dc) * (int64_t)dsz, dc,
@@ -74,11 +94,18 @@ static void copy_tiled(const gl_iter *it, copy_row_fn fn, char *d, size_t dsz, c
   }
 }
 
+static void copy_any(const gl_array *dst, const gl_array *src);
+
 gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
+  copy_any(dst, src);
+  return gl_interrupt_check();
+}
+
+static void copy_any(const gl_array *dst, const gl_array *src) {
   const gl_array *ops[2] = { dst, src };
   gl_iter it;
   gl_iter_init(&it, 2, ops);
-  if (it.rows == 0 || it.inner == 0) return GL_OK;
+  if (it.rows == 0 || it.inner == 0) return;
   size_t dsz = gl_dtypes[dst->dtype].size, ssz = gl_dtypes[src->dtype].size;
   char *d = gl_array_data(dst);
   const char *s = gl_array_data(src);
@@ -86,7 +113,7 @@ gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
   if (dst->dtype == src->dtype && it.rows == 1 && it.strides[0][0] == 1 && it.strides[1][0] == 1) {
     size_t n = (size_t)it.inner * dsz;
     int team = n < (size_t)PAR_COPY * 16 || (d < s + n && s < d + n) ? 1 : gl_cpu_team_size((int64_t)(n / 4));
-    if (team == 1) { memmove(d, s, n); return GL_OK; }
+    if (team == 1) { gl_cpu_move_bytes(d, s, n); return; }
     #pragma omp parallel num_threads(team)
     {                                     /* one slice per thread */
       int nt = 1, t = 0;
@@ -95,26 +122,26 @@ gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src) {
       t = omp_get_thread_num();
 #endif
       size_t chunk = (n / (size_t)nt + 63) & ~(size_t)63, lo = (size_t)t * chunk;
-      if (lo < n) memcpy(d + lo, s + lo, lo + chunk < n ? chunk : n - lo);
+      if (lo < n) gl_cpu_move_bytes(d + lo, s + lo, lo + chunk < n ? chunk : n - lo);
     }
-    return GL_OK;
+    return;
   }
   copy_row_fn fn = copy_table[dst->dtype][src->dtype];
   bool transposed = nd >= 2 && it.strides[0][nd - 1] != it.strides[1][nd - 1] &&
                     (it.strides[1][nd - 2] == 1 || it.strides[0][nd - 2] == 1);
   if (transposed && it.inner >= TILE && it.shape[nd - 2] >= TILE) {
     copy_tiled(&it, fn, d, dsz, s, ssz);
-    return GL_OK;
+    return;
   }
   int nt = it.rows * it.inner >= PAR_COPY && it.rows > 1 ? gl_cpu_team_size(it.rows * it.inner) : 1;
   #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < it.rows; r++) {
+    if (gl_interrupted()) continue;
     int64_t off[2];
     gl_iter_row(&it, r, off);
-    fn(d + off[0] * (int64_t)dsz, it.strides[0][nd - 1], s + off[1] * (int64_t)ssz,
-       it.strides[1][nd - 1], it.inner);
+    copy_span(fn, d + off[0] * (int64_t)dsz, it.strides[0][nd - 1], (int64_t)dsz, s + off[1] * (int64_t)ssz,
+              it.strides[1][nd - 1], (int64_t)ssz, it.inner);
   }
-  return GL_OK;
 }
 
 /* ---- fill: write one bit pattern of the element's width ----------------------- */
@@ -139,18 +166,21 @@ gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
   gl_scalar_store((gl_dtype)dst->dtype, &bits, v);
   char *d = gl_array_data(dst);
   int64_t st = it.strides[0][it.ndim - 1];
-  for (int64_t r = 0; r < it.rows; r++) {
+  for (int64_t r = 0; r < it.rows && !gl_interrupted(); r++) {
     int64_t off;
     gl_iter_row(&it, r, &off);
-    void *p = d + off * (int64_t)sz;
-    switch (sz) {
-      case 1: fill_uint8_t(p, st, it.inner, bits.u8); break;
-      case 2: fill_uint16_t(p, st, it.inner, bits.u16); break;
-      case 4: fill_uint32_t(p, st, it.inner, bits.u32); break;
-      default: fill_uint64_t(p, st, it.inner, bits.u64); break;
+    for (int64_t i = 0; i < it.inner && !gl_interrupted(); i += GL_POLL_SPAN) {
+      void *p = d + (off + i * st) * (int64_t)sz;
+      int64_t n = it.inner - i < GL_POLL_SPAN ? it.inner - i : GL_POLL_SPAN;
+      switch (sz) {
+        case 1: fill_uint8_t(p, st, n, bits.u8); break;
+        case 2: fill_uint16_t(p, st, n, bits.u16); break;
+        case 4: fill_uint32_t(p, st, n, bits.u32); break;
+        default: fill_uint64_t(p, st, n, bits.u64); break;
+      }
     }
   }
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 /* ---- arange ------------------------------------------------------------------- */
@@ -165,9 +195,9 @@ gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-#define GL_ARANGE(DN, DT, DK, DE)                                          \
-  static void arange_##DN(DT *d, int64_t n, double start, double step) {   \
-    for (int64_t i = 0; i < n; i++) d[i] = GL_STORE_##DN##_F(start + (double)i * step); \
+#define GL_ARANGE(DN, DT, DK, DE)                                                       \
+  static void arange_##DN(DT *d, int64_t lo, int64_t hi, double start, double step) {   \
+    for (int64_t i = lo; i < hi; i++) d[i] = GL_STORE_##DN##_F(start + (double)i * step); \
   }
 GL_FOREACH_DTYPE(GL_ARANGE)
 #if defined(__clang__)
@@ -179,10 +209,13 @@ GL_FOREACH_DTYPE(GL_ARANGE)
 gl_status gl_cpu_arange(const gl_array *dst, double start, double step) {
   void *d = gl_array_data(dst);
   int64_t n = dst->size;
-  switch ((gl_dtype)dst->dtype) {
-#define GL_ARANGE_CASE(DN, DT, DK, DE) case DE: arange_##DN(d, n, start, step); break;
-    GL_FOREACH_DTYPE(GL_ARANGE_CASE)
-    default: break;
+  for (int64_t lo = 0; lo < n && !gl_interrupted(); lo += GL_POLL_SPAN) {
+    int64_t hi = n - lo < GL_POLL_SPAN ? n : lo + GL_POLL_SPAN;
+    switch ((gl_dtype)dst->dtype) {
+#define GL_ARANGE_CASE(DN, DT, DK, DE) case DE: arange_##DN(d, lo, hi, start, step); break;
+      GL_FOREACH_DTYPE(GL_ARANGE_CASE)
+      default: break;
+    }
   }
-  return GL_OK;
+  return gl_interrupt_check();
 }

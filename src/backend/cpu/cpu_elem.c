@@ -168,17 +168,22 @@ typedef struct rowjob {
   brow_fn b;
 } rowjob;
 
+/* Elements lo .. hi-1 of row r, in spans of GL_POLL_SPAN with a poll for a stop before
+** each (a row of an expanded view may hold 2^40 elements). */
 static void run_span(const rowjob *j, int64_t r, int64_t lo, int64_t hi) {
   int64_t off[3];
   gl_iter_row(&j->it, r, off);
   int nd = j->it.ndim - 1;
   const int64_t *s0 = j->it.strides[0], *s1 = j->it.strides[1], *s2 = j->it.strides[2];
-  char *d = j->base[0] + (off[0] + lo * s0[nd]) * j->isz[0];
-  const char *a = j->base[1] + (off[1] + lo * s1[nd]) * j->isz[1];
-  if (j->u) j->u(d, s0[nd], a, s1[nd], hi - lo);
-  else {
-    const char *b = j->base[2] + (off[2] + lo * s2[nd]) * j->isz[2];
-    j->b(d, s0[nd], a, s1[nd], b, s2[nd], hi - lo);
+  for (int64_t i = lo; i < hi && !gl_interrupted(); i += GL_POLL_SPAN) {
+    int64_t n = hi - i < GL_POLL_SPAN ? hi - i : GL_POLL_SPAN;
+    char *d = j->base[0] + (off[0] + i * s0[nd]) * j->isz[0];
+    const char *a = j->base[1] + (off[1] + i * s1[nd]) * j->isz[1];
+    if (j->u) j->u(d, s0[nd], a, s1[nd], n);
+    else {
+      const char *b = j->base[2] + (off[2] + i * s2[nd]) * j->isz[2];
+      j->b(d, s0[nd], a, s1[nd], b, s2[nd], n);
+    }
   }
 }
 
@@ -200,14 +205,15 @@ static void run_job(const rowjob *j) {
       gl_cpu_team_done(nt);
       return;
     }
+    /* after a stop the remaining rows cost a load each (no break out of an omp for) */
     #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < rows; r++) run_span(j, r, 0, inner);
+    for (int64_t r = 0; r < rows; r++) if (!gl_interrupted()) run_span(j, r, 0, inner);
     gl_cpu_team_done(nt);
     return;
   }
 #endif
   (void)total;
-  for (int64_t r = 0; r < rows; r++) run_span(j, r, 0, inner);
+  for (int64_t r = 0; r < rows && !gl_interrupted(); r++) run_span(j, r, 0, inner);
 }
 
 gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
@@ -224,7 +230,7 @@ gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
   j.u = fn;
   j.b = NULL;
   if (j.it.rows > 0 && j.it.inner > 0) run_job(&j);
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 /* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype. */
@@ -264,7 +270,7 @@ gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operan
   j.u = NULL;
   j.b = fn;
   if (j.it.rows > 0 && j.it.inner > 0) run_job(&j);
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 /* ---- where: a select of bit patterns, by element width ----------------------------------- */
@@ -316,15 +322,18 @@ gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, 
   const char *c = gl_array_data(cond), *pa = gl_array_data(a.arr), *pb = gl_array_data(b.arr);
   int nd = it.ndim - 1;
   int64_t s0 = it.strides[0][nd], s1 = it.strides[1][nd], s2 = it.strides[2][nd], s3 = it.strides[3][nd];
-  /* rows in parallel on the free cores; a single long row in chunks */
+  /* rows in parallel on the free cores; a single long row in chunks, one per thread, and
+  ** any row longer than GL_POLL_SPAN in chunks of about that, with a poll before each */
   int64_t total = it.rows * it.inner;
   int nt = total >= PAR_MIN ? gl_cpu_team_size(total) : 1;
-  int64_t chunks = it.rows == 1 && nt > 1 ? nt : 1, per = (it.inner + chunks - 1) / chunks;
+  int64_t chunks = it.rows == 1 && nt > 1 ? nt : 1;
+  if (it.inner / chunks > GL_POLL_SPAN) chunks = (it.inner + GL_POLL_SPAN - 1) / GL_POLL_SPAN;
+  int64_t per = (it.inner + chunks - 1) / chunks;
   per = (per + 63) & ~(int64_t)63;
   #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t job = 0; job < it.rows * chunks; job++) {
     int64_t r = job / chunks, lo = (job % chunks) * per, hi = lo + per < it.inner ? lo + per : it.inner;
-    if (lo >= hi) continue;
+    if (lo >= hi || gl_interrupted()) continue;
     int64_t o[4];
     gl_iter_row(&it, r, o);
     void *dp = d + (o[0] + lo * s0) * (int64_t)sz;
@@ -338,5 +347,5 @@ gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, 
     }
   }
   if (nt > 1) gl_cpu_team_done(nt);
-  return GL_OK;
+  return gl_interrupt_check();
 }

@@ -114,29 +114,35 @@ static void index_walk(const gl_array *dst, const gl_array *src, int axis, const
   int nt = !scatter && dir->size >= PAR_MIN ? gl_cpu_team_size(dir->size) : 1;
   #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; r++) {
+    if (gl_interrupted()) continue;
     int64_t c;
     int64_t od = row_offset(dir->shape, dst, r, axis, &c), os = row_offset(dir->shape, src, r, axis, &c);
     if (!last) {              /* the indexed axis is one of the row's coordinates */
       if (scatter) { od += idx[c] * dst->strides[axis]; os += c * src->strides[axis]; }
       else { os += idx[c] * src->strides[axis]; od += c * dst->strides[axis]; }
     }
-    const int64_t *id = last && scatter ? idx : NULL, *is = last && !scatter ? idx : NULL;
-    if (accumulate)
-      add(d + od * (int64_t)sz, ds, id, s + os * (int64_t)sz, ss, inner);
-    else
-      move_row(sz, d + od * (int64_t)sz, ds, id, s + os * (int64_t)sz, ss, is, inner);
+    /* the row in spans of GL_POLL_SPAN with a poll before each; j0 is where a span starts
+    ** in the row, so in the index list too */
+    for (int64_t j0 = 0; j0 < inner && !gl_interrupted(); j0 += GL_POLL_SPAN) {
+      int64_t n = inner - j0 < GL_POLL_SPAN ? inner - j0 : GL_POLL_SPAN;
+      const int64_t *id = last && scatter ? idx + j0 : NULL, *is = last && !scatter ? idx + j0 : NULL;
+      char *dp = d + (od + (id ? 0 : j0 * ds)) * (int64_t)sz;
+      const char *sp = s + (os + (is ? 0 : j0 * ss)) * (int64_t)sz;
+      if (accumulate) add(dp, ds, id, sp, ss, n);
+      else move_row(sz, dp, ds, id, sp, ss, is, n);
+    }
   }
 }
 
 gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx) {
   index_walk(dst, src, axis, gl_array_data(idx), false, false);
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                          bool accumulate) {
   index_walk(dst, src, axis, gl_array_data(idx), true, accumulate);
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 /* ---- mask selection ------------------------------------------------------------------------ */
@@ -163,21 +169,24 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
   const char *s = gl_array_data(src);
   const uint8_t *m = gl_array_data(mask);
   int64_t ds = dst->strides[0], k = 0, nd = it.ndim;
-  for (int64_t r = 0; r < it.rows; r++) {
+  int64_t sst = it.strides[0][nd - 1], mst = it.strides[1][nd - 1];
+  for (int64_t r = 0; r < it.rows && !gl_interrupted(); r++) {
     int64_t off[2];
     gl_iter_row(&it, r, off);
-    char *dp = d + k * ds * (int64_t)sz;
-    const char *sp = s + off[0] * (int64_t)sz;
-    const uint8_t *mp = m + off[1];
-    int64_t sst = it.strides[0][nd - 1], mst = it.strides[1][nd - 1];
-    switch (sz) {
-      case 1: k += select_row_uint8_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
-      case 2: k += select_row_uint16_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
-      case 4: k += select_row_uint32_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
-      default: k += select_row_uint64_t((void *)dp, ds, (const void *)sp, sst, mp, mst, it.inner); break;
+    for (int64_t j0 = 0; j0 < it.inner && !gl_interrupted(); j0 += GL_POLL_SPAN) {
+      int64_t n = it.inner - j0 < GL_POLL_SPAN ? it.inner - j0 : GL_POLL_SPAN;
+      char *dp = d + k * ds * (int64_t)sz;
+      const char *sp = s + (off[0] + j0 * sst) * (int64_t)sz;
+      const uint8_t *mp = m + off[1] + j0 * mst;
+      switch (sz) {
+        case 1: k += select_row_uint8_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
+        case 2: k += select_row_uint16_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
+        case 4: k += select_row_uint32_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
+        default: k += select_row_uint64_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
+      }
     }
   }
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 /* ---- sort ---------------------------------------------------------------------------------- */
@@ -198,10 +207,12 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
 #define SK_float64  double, IS_NAN
 
 /* A stable merge sort of n (key, position) pairs, ascending or descending, ping-ponging
-** between (k, p) and the scratch (k2, p2); the result ends in (k, p). */
+** between (k, p) and the scratch (k2, p2); the result ends in (k, p). It polls for a stop
+** every GL_POLL_SPAN elements written and then returns at once, (k, p) unsorted. */
 #define GL_SORT_KEYS(DN, KT)                                                               \
   static void sort_keys_##DN(KT *k, int64_t *p, KT *k2, int64_t *p2, int64_t n, bool desc) { \
     for (int64_t lo = 0; lo < n; lo += SORT_RUN) {                                         \
+      if (lo % GL_POLL_SPAN == 0 && gl_interrupted()) return;                              \
       int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;                                  \
       for (int64_t i = lo + 1; i < hi; i++) {                                              \
         KT kv = k[i];                                                                      \
@@ -219,6 +230,7 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
         int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;       \
         int64_t i = lo, j = mid, o = lo;                                                   \
         while (i < mid && j < hi) {                                                        \
+          if (o % GL_POLL_SPAN == 0 && gl_interrupted()) return;                           \
           bool right = desc ? ka[j] > ka[i] : ka[j] < ka[i];                               \
           if (right) { kb[o] = ka[j]; pb[o++] = pa[j++]; }                                 \
           else { kb[o] = ka[i]; pb[o++] = pa[i++]; }                                       \
@@ -254,6 +266,7 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
       int64_t x = p[a]; p[a] = p[b]; p[b] = x;                                             \
     }                                                                                      \
     sort_keys_##DN(k, p, k2, p2, m, desc);                                                 \
+    if (gl_interrupted()) return;            /* stopped: p may not be a permutation */      \
     int64_t rot = desc ? m : 0;                                                            \
     for (int64_t j = 0; j < n; j++) {                                                      \
       int64_t q = p[j + rot < n ? j + rot : j + rot - n];                                  \
@@ -305,7 +318,7 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
     }
     #pragma omp for schedule(static)
     for (int64_t r = 0; r < lanes; r++) {
-      if (buf == NULL) continue;
+      if (buf == NULL || gl_interrupted()) continue;
       void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
       int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
       fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf);
@@ -313,5 +326,5 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
     free(buf);
   }
   if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
-  return GL_OK;
+  return gl_interrupt_check();
 }

@@ -23,6 +23,16 @@
 #define SMALL_GEMM ((int64_t)1 << 18)
 /* Integer loops start threads above this many multiply-adds. */
 #define PAR_MIN_MACS ((int64_t)1 << 16)
+/* A gemm above PANEL_MACS multiply-adds goes to BLAS in panels of about that much work
+** (gemm_one), with a poll for a stop between them: 2^31 take 40-80 ms at the 50-100
+** GFLOP/s of the 2-core development machine. A skinny gemm is bound by memory, not
+** arithmetic (1 x 40000 x 40000 ran 3 s), so an extent below PANEL_THIN counts as
+** PANEL_THIN. Panels of K are PANEL_K deep at least (OpenBLAS's own blocks of K are
+** 256-384), panels of rows or columns PANEL_MIN wide. */
+#define PANEL_MACS ((int64_t)1 << 31)
+#define PANEL_THIN 16
+#define PANEL_K 256
+#define PANEL_MIN 256
 
 /* ---- layouts ------------------------------------------------------------------------ */
 
@@ -89,22 +99,58 @@ static int64_t batch_count(const gl_array *dst) {
 
 /* ---- floats: BLAS ----------------------------------------------------------------------- */
 
+/* One BLAS call: c (M, N) = a (M, K) @ b (K, N), plus c itself when 'add'; pointers at
+** each matrix's first element. */
+static void gemm_call(const gl_cpu_blas *bl, gl_dtype dt, const mat_layout *l, int64_t M, int64_t N,
+                      int64_t K, const char *a, const char *b, char *c, bool add) {
+  if (dt == GL_FLOAT64)
+    bl->dgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, (int)M, (int)N, (int)K, 1.0, (const double *)a,
+              l[1].ld, (const double *)b, l[2].ld, add ? 1.0 : 0.0, (double *)c, l[0].ld);
+  else
+    bl->sgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, (int)M, (int)N, (int)K, 1.0f, (const float *)a,
+              l[1].ld, (const float *)b, l[2].ld, add ? 1.0f : 0.0f, (float *)c, l[0].ld);
+}
+
+static int64_t thick(int64_t n) { return n < PANEL_THIN ? PANEL_THIN : n; }
+
+/* 'want' rounded down to a multiple of 'unit', and at least one unit. */
+static int64_t panel_step(int64_t want, int64_t unit) { return want < unit ? unit : want / unit * unit; }
+
+/* Matrix 'bi' of the batch: one BLAS call, or past PANEL_MACS panels with a poll for a
+** stop between them. Panels split K (c = a[:, k0..] @ b[k0.., :] + c): every element of
+** a and b is still packed once, and OpenBLAS itself updates c once per block of K, so
+** they cost next to nothing (a 4000^3 float64 gemm ran within 2% of one call; panels
+** of rows ran 15% slower, packing all of b again for each). A K too short for two
+** panels splits the longer of c's axes instead. */
 static void gemm_one(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a, const gl_array *b,
                      const mat_layout *l, int64_t bi) {
   int nd = c->ndim;
-  int M = (int)c->shape[nd - 2], N = (int)c->shape[nd - 1], K = (int)a->shape[nd - 1];
-  int64_t off[3];
+  int64_t M = c->shape[nd - 2], N = c->shape[nd - 1], K = a->shape[nd - 1];
+  int64_t off[3], sz = (int64_t)gl_array_itemsize(c);
   batch_offsets(c, a, b, bi, off);
-  if (c->dtype == GL_FLOAT64) {
-    double *pc = gl_array_data(c);
-    const double *pa = gl_array_data(a), *pb = gl_array_data(b);
-    bl->dgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, M, N, K, 1.0, pa + off[1], l[1].ld,
-              pb + off[2], l[2].ld, 0.0, pc + off[0], l[0].ld);
-  } else {
-    float *pc = gl_array_data(c);
-    const float *pa = gl_array_data(a), *pb = gl_array_data(b);
-    bl->sgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, M, N, K, 1.0f, pa + off[1], l[1].ld,
-              pb + off[2], l[2].ld, 0.0f, pc + off[0], l[0].ld);
+  const char *pa = (const char *)gl_array_data(a) + off[1] * sz, *pb = (const char *)gl_array_data(b) + off[2] * sz;
+  char *pc = (char *)gl_array_data(c) + off[0] * sz;
+  gl_dtype dt = (gl_dtype)c->dtype;
+  int64_t per_k = thick(M) * thick(N);                 /* the work of one step of K; K > 0 */
+  if (per_k <= PANEL_MACS / K) { gemm_call(bl, dt, l, M, N, K, pa, pb, pc, false); return; }
+  if (K >= 2 * PANEL_K) {
+    int64_t step = panel_step(PANEL_MACS / per_k, PANEL_K);
+    int64_t as = a->strides[nd - 1], bs = b->strides[nd - 2];
+    for (int64_t k = 0; k < K && !gl_interrupted(); k += step) {
+      int64_t w = K - k < step ? K - k : step;
+      gemm_call(bl, dt, l, M, N, w, pa + k * as * sz, pb + k * bs * sz, pc, k > 0);
+    }
+    return;
+  }
+  bool rows = M >= N;
+  int64_t len = rows ? M : N, step = panel_step(PANEL_MACS / (thick(rows ? N : M) * K), PANEL_MIN);
+  /* element steps of one row (column) of c, and of a (b) beside it */
+  int64_t cs = rows ? c->strides[nd - 2] : c->strides[nd - 1];
+  int64_t as = rows ? a->strides[nd - 2] : 0, bs = rows ? 0 : b->strides[nd - 1];
+  for (int64_t i = 0; i < len && !gl_interrupted(); i += step) {
+    int64_t w = len - i < step ? len - i : step;
+    gemm_call(bl, dt, l, rows ? w : M, rows ? N : w, K, pa + i * as * sz, pb + i * bs * sz, pc + i * cs * sz,
+              false);
   }
 }
 
@@ -123,13 +169,13 @@ static void gemm_batches(const gl_cpu_blas *bl, const gl_array *c, const gl_arra
   if (nbatch > 1 && macs < SMALL_GEMM && nbatch * macs >= PAR_MIN_MACS && nt > 1) {
     gl_cpu_blas_threads(bl, 1);
     #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t bi = 0; bi < nbatch; bi++) gemm_one(bl, c, a, b, l, bi);
+    for (int64_t bi = 0; bi < nbatch; bi++) if (!gl_interrupted()) gemm_one(bl, c, a, b, l, bi);
     gl_cpu_team_done(nt);
     return;
   }
 #endif
   gl_cpu_blas_threads(bl, nt);
-  for (int64_t bi = 0; bi < nbatch; bi++) gemm_one(bl, c, a, b, l, bi);
+  for (int64_t bi = 0; bi < nbatch && !gl_interrupted(); bi++) gemm_one(bl, c, a, b, l, bi);
   gl_cpu_team_done(nt);
 }
 
@@ -161,7 +207,8 @@ static gl_status float_matmul(const gl_array *dst, const gl_array *a, const gl_a
   }
   if (st == GL_OK) {
     gemm_batches(bl, &vc, &va, &vb, l);
-    if (tc.storage) st = gl_cpu_copy(dst, &tc);
+    st = gl_interrupt_check();
+    if (st == GL_OK && tc.storage) st = gl_cpu_copy(dst, &tc);
   }
   gl_array_release(&ta);
   gl_array_release(&tb);
@@ -172,7 +219,9 @@ static gl_status float_matmul(const gl_array *dst, const gl_array *a, const gl_a
 /* ---- integers and bool: a loop ---------------------------------------------------------- */
 
 /* One row of C: c[j] = sum_k a[k] * b[k, j]. T the stored type, UT the type the sums
-** wrap in; ACC(acc, x, y) folds one product into acc. */
+** wrap in; ACC(acc, x, y) folds one product into acc. A poll for a stop every INT_POLL
+** values of k (a row of a huge b may take seconds); stopped, the row is left unfinished. */
+#define INT_POLL 256
 typedef void (*int_row_fn)(char *c, int64_t csn, const char *a, int64_t ask, const char *b,
                            int64_t bsk, int64_t bsn, int64_t N, int64_t K);
 
@@ -186,6 +235,7 @@ typedef void (*int_row_fn)(char *c, int64_t csn, const char *a, int64_t ask, con
     const T *a = (const T *)a_, *b = (const T *)b_;                                        \
     for (int64_t j = 0; j < N; j++) c[j * csn] = 0;                                        \
     for (int64_t k = 0; k < K; k++) {                                                      \
+      if (k % INT_POLL == 0 && gl_interrupted()) return;                                   \
       const T x = a[k * ask];                                                              \
       const T *bk = b + k * bsk;                                                           \
       if (csn == 1 && bsn == 1)                                                            \
@@ -226,13 +276,13 @@ static gl_status int_matmul(const gl_array *dst, const gl_array *a, const gl_arr
   int nt = rows > 1 && macs >= PAR_MIN_MACS ? gl_cpu_team_size(macs) : 1;
   if (nt > 1) {
     #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t r = 0; r < rows; r++) int_one_row(fn, dst, a, b, r);
+    for (int64_t r = 0; r < rows; r++) if (!gl_interrupted()) int_one_row(fn, dst, a, b, r);
     gl_cpu_team_done(nt);
-    return GL_OK;
+    return gl_interrupt_check();
   }
 #endif
-  for (int64_t r = 0; r < rows; r++) int_one_row(fn, dst, a, b, r);
-  return GL_OK;
+  for (int64_t r = 0; r < rows && !gl_interrupted(); r++) int_one_row(fn, dst, a, b, r);
+  return gl_interrupt_check();
 }
 
 /* ---- entry ------------------------------------------------------------------------------- */

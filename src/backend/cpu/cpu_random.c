@@ -170,11 +170,14 @@ static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
     a = malloc(nbytes);
     if (a == NULL) return gl_fail(GL_ENOMEM, "out of host memory for a permutation of %lld", (long long)n);
   }
-  for (int64_t i = 0; i < n; i++) a[i] = rq->lo + i;
+  for (int64_t i = 0; i < n; i++) {
+    if (i % GL_POLL_SPAN == 0 && gl_interrupted()) break;   /* a fresh 2 GiB faults in for 1 s */
+    a[i] = rq->lo + i;
+  }
   chunk_buf *buf = malloc(sizeof *buf);
   if (buf == NULL) { if (a != out) free(a); return gl_fail(GL_ENOMEM, "out of host memory"); }
   int64_t steps = k < n ? k : n - 1;
-  for (int64_t i0 = 0; i0 < steps; i0 += 2 * CHB) {
+  for (int64_t i0 = 0; i0 < steps && !gl_interrupted(); i0 += 2 * CHB) {
     int64_t ne = steps - i0 < 2 * CHB ? steps - i0 : 2 * CHB;
     philox_words(rq->seed, rq->offset + (uint64_t)(i0 / 2), (int)((ne + 1) / 2), buf->w);
     for (int64_t t = 0; t < ne; t++) {
@@ -186,7 +189,7 @@ static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
   }
   free(buf);
   if (a != out) { memcpy(out, a, (size_t)k * sizeof *a); free(a); }
-  return GL_OK;
+  return gl_interrupt_check();
 }
 
 gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *rq) {
@@ -207,8 +210,8 @@ gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_re
     }
     #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; c++)
-      if (buf) run_chunk(dist, dst, rq, wpe, c, buf);
+      if (buf && !gl_interrupted()) run_chunk(dist, dst, rq, wpe, c, buf);
     free(buf);
   }
-  return failed ? gl_fail(GL_ENOMEM, "out of host memory for random numbers") : GL_OK;
+  return failed ? gl_fail(GL_ENOMEM, "out of host memory for random numbers") : gl_interrupt_check();
 }

@@ -54,6 +54,8 @@
 #define ROW_W 4096
 /* Rows added per block before the outer cascade. */
 #define ROW_BLOCK 8
+/* Rows (of ROW_W elements at most) of the outer shape between two polls for a stop. */
+#define ROW_POLL 64
 #define MAX_THREADS 256
 
 enum { CT_F32, CT_F64, CT_I64, NCT };
@@ -728,13 +730,19 @@ static void odo_next(odo *o, const rdim *d, int n) {
 static const rdim one_elem = { 1, 1, 0 };
 
 /* Runs kernel f over n elements at x (stride s, source dtype), converting in chunks when
-** the storage is not the CT. */
+** the storage is not the CT. A poll for a stop every GL_POLL_SPAN elements (a multiple of
+** every block, so the sums' blocks and their cascade are the same as in one call). */
 static void vec_any(const rjob *j, vec_fn f, kstate *st, const char *x, int64_t s, int64_t n,
                     double a, double p) {
-  if (j->native) { f(st, x, s, n, a, p); return; }
+  if (j->native) {
+    for (int64_t i = 0; i < n && !gl_interrupted(); i += GL_POLL_SPAN)
+      f(st, x + i * s * j->ssz, s, n - i < GL_POLL_SPAN ? n - i : GL_POLL_SPAN, a, p);
+    return;
+  }
   ctbuf buf;
   conv_fn cv = convs[j->sdt][j->ct];
   for (int64_t i = 0; i < n; i += CHUNK) {
+    if (i % GL_POLL_SPAN == 0 && gl_interrupted()) return;
     int64_t m = n - i < CHUNK ? n - i : CHUNK;
     cv(&buf, x + i * s * j->ssz, s, m);
     f(st, &buf, 1, m, a, p);
@@ -754,7 +762,7 @@ static void region(const rjob *j, vec_fn f, kstate *st, const char *base, double
     vec_any(j, f, st, base + lo * in->ss * j->ssz, in->ss, hi - lo, a, p);
     return;
   }
-  for (int64_t r = lo; r < hi; r++) {
+  for (int64_t r = lo; r < hi && !gl_interrupted(); r++) {
     int64_t so, unused;
     dims_offset(j->rd, j->nr - 1, r, &so, &unused);
     vec_any(j, f, st, base + so * j->ssz, in->ss, in->n, a, p);
@@ -834,12 +842,16 @@ static int64_t find_first(const rjob *j, const char *base, rval m) {
   const rdim *in = &j->rd[0];
   find_fn f = finds[j->ct];
   if (j->native) {
-    int64_t i = f(base, in->ss, in->n, m);
-    return i < 0 ? 0 : i;
+    for (int64_t i = 0; i < in->n && !gl_interrupted(); i += GL_POLL_SPAN) {
+      int64_t k = f(base + i * in->ss * j->ssz, in->ss, in->n - i < GL_POLL_SPAN ? in->n - i : GL_POLL_SPAN, m);
+      if (k >= 0) return i + k;
+    }
+    return 0;
   }
   ctbuf buf;
   conv_fn cv = convs[j->sdt][j->ct];
   for (int64_t i = 0; i < in->n; i += CHUNK) {
+    if (i % GL_POLL_SPAN == 0 && gl_interrupted()) return 0;
     int64_t n = in->n - i < CHUNK ? in->n - i : CHUNK;
     cv(&buf, base + i * in->ss * j->ssz, in->ss, n);
     int64_t k = f(&buf, 1, n, m);
@@ -923,11 +935,11 @@ static void run_inner(const rjob *j) {
   bool big = j->nt > 1;
   if (big && j->M >= 4 * j->nt) {
     #pragma omp parallel for schedule(static) num_threads(j->nt)
-    for (int64_t o = 0; o < j->M; o++) inner_output(j, o, false);
+    for (int64_t o = 0; o < j->M; o++) if (!gl_interrupted()) inner_output(j, o, false);
     gl_cpu_team_done(j->nt);
     return;
   }
-  for (int64_t o = 0; o < j->M; o++) inner_output(j, o, big);
+  for (int64_t o = 0; o < j->M && !gl_interrupted(); o++) inner_output(j, o, big);
 }
 
 /* ---- the outer shape: rows of the fastest kept axis accumulate into a row ----------- */
@@ -979,6 +991,7 @@ static void outer_sum(const rjob *j, ows *w, int kid, const char *x, int64_t s, 
   odo o;
   memset(&o, 0, sizeof o);
   for (int64_t r = 0; r < j->K; r++) {
+    if (r % ROW_POLL == 0 && r > 0 && gl_interrupted()) break;
     int64_t rs;
     const void *row = row_ct(j, w, x, o.off, s, n, &rs);
     rowk(t, row, rs, n, aux, p, r % ROW_BLOCK == 0);
@@ -1009,6 +1022,7 @@ static void outer_rows(const rjob *j, ows *w, int kid, const char *x, int64_t s,
   odo o;
   memset(&o, 0, sizeof o);
   for (int64_t r = 0; r < j->K; r++) {
+    if (r % ROW_POLL == 0 && r > 0 && gl_interrupted()) break;
     int64_t rs;
     const void *row = row_ct(j, w, x, o.off, s, n, &rs);
     rowk(w->acc, row, rs, n, NULL, 0, r == 0);
@@ -1096,6 +1110,7 @@ static void outer_item(const rjob *j, ows *w, int jk, int64_t cw, int64_t item) 
       odo o;
       memset(&o, 0, sizeof o);
       for (int64_t r = 0; r < j->K; r++) {
+        if (r % ROW_POLL == 0 && r > 0 && gl_interrupted()) break;
         int64_t rs;
         const void *row = row_ct(j, w, x, o.off, s, n, &rs);
         f(w->acc, w->idx, row, rs, n, r, r == 0);
@@ -1131,11 +1146,11 @@ static gl_status run_outer(const rjob *j) {
     failed = !ok;
     /* every thread meets the loop (a worksharing construct), even one without rows */
     #pragma omp for schedule(static)
-    for (int64_t it = 0; it < items; it++) if (ok) outer_item(j, &w, jk, cw, it);
+    for (int64_t it = 0; it < items; it++) if (ok && !gl_interrupted()) outer_item(j, &w, jk, cw, it);
     if (ok) free(w.mem);
   }
   if (par) gl_cpu_team_done(j->nt);
-  return failed ? gl_fail(GL_ENOMEM, "out of memory for a reduction's work rows") : GL_OK;
+  return failed ? gl_fail(GL_ENOMEM, "out of memory for a reduction's work rows") : gl_interrupt_check();
 }
 
 /* ---- entry points ------------------------------------------------------------------ */
@@ -1185,7 +1200,7 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
       if (llabs(j.kd[k].ss) <= ks) { ks = llabs(j.kd[k].ss); kn = j.kd[k].n; }
     inner = llabs(r->ss) < ks && (r->n >= 64 || r->n >= kn);
   }
-  if (inner) { run_inner(&j); return GL_OK; }
+  if (inner) { run_inner(&j); return gl_interrupt_check(); }
   return run_outer(&j);
 }
 
@@ -1218,6 +1233,7 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
   bool par = nt > 1 && items > 1;
   #pragma omp parallel for schedule(static) num_threads(par ? nt : 1)
   for (int64_t it = 0; it < items; it++) {
+    if (gl_interrupted()) continue;
     ctbuf buf, acc;
     int64_t so, dof, c0 = it % nchunk * CHUNK;
     dims_offset(d, nout, it / nchunk, &so, &dof);
@@ -1226,6 +1242,7 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
     if (rows) {
       int64_t w = in.n - c0 < CHUNK ? in.n - c0 : CHUNK;
       for (int64_t k = 0; k < K; k++) {
+        if (k % ROW_POLL == 0 && k > 0 && gl_interrupted()) break;
         cv(&buf, x + k * sa * ssz, in.ss, w);
         scanrows[ct][isprod](&acc, &buf, w, k == 0);
         stf(y + k * da * dsz, in.ds, &acc, w);
@@ -1236,6 +1253,7 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
       else if (ct == CT_F64) carry.d = isprod ? 1.0 : 0.0;
       else carry.u = isprod ? 1 : 0;
       for (int64_t k = 0; k < K; k += CHUNK) {
+        if (k % GL_POLL_SPAN == 0 && k > 0 && gl_interrupted()) break;
         int64_t m = K - k < CHUNK ? K - k : CHUNK;
         cv(&buf, x + k * sa * ssz, sa, m);
         scanlines[ct][isprod](&buf, m, &carry);
@@ -1244,5 +1262,5 @@ gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int
     }
   }
   if (par) gl_cpu_team_done(nt);
-  return GL_OK;
+  return gl_interrupt_check();
 }

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include "../backend.h"
+#include "../../core/interrupt.h"
 #include "../../core/iter.h"
 #include "../../../kernels/launch.h"
 
@@ -49,6 +50,13 @@ gl_status gl_cuda_launched(gl_device dev, cudaStream_t s, int rc, const char *op
 
 /* Whether GPULUA_SYNC=1 (read once). */
 bool gl_cuda_sync_each(void);
+
+/* Waits for event e (or, when e is NULL, for everything queued on stream s) as
+** cudaEventSynchronize / cudaStreamSynchronize would, but polls, so a stop request
+** (core/interrupt.h) ends the wait with GL_EINTR. The device goes on with its queue:
+** a kernel cannot be recalled, and what it writes is ordered on the stream before any
+** later use of that memory. Errors as gl_cuda_check, naming 'what'. */
+gl_status gl_cuda_wait(int index, cudaStream_t s, cudaEvent_t e, const char *what);
 
 /* Counters (under gl_cuda_lock, or with atomics). */
 extern gl_stats gl_cuda_counters;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cuda.h"
 #ifdef GL_WITH_CUDNN
 #include <cudnn_version.h>
@@ -102,8 +103,37 @@ gl_status gl_cuda_launched(gl_device dev, cudaStream_t s, int rc, const char *op
   if (rc == GL_KERR_NOTSUP) return gl_fail(GL_ENOTSUP, "%s has no CUDA kernel for these dtypes", op);
   if (rc != 0) return gl_cuda_check(dev.index, (cudaError_t)rc, op);
   GL_CUDA_COUNT(kernels, 1);
-  if (gl_cuda_sync_each()) return gl_cuda_check(dev.index, cudaStreamSynchronize(s), op);
+  if (gl_cuda_sync_each()) return gl_cuda_wait(dev.index, s, NULL, op);
   return GL_OK;
+}
+
+/* The polling wait spins for its first SPIN_NS, as the runtime's own wait does on a
+** machine with a free core, so short waits (an item() after a small kernel) keep their
+** latency; after that it sleeps SLEEP_NS between questions, which costs a long wait at
+** most that much and gives the core back. */
+#define SPIN_NS 2000000L
+#define SLEEP_NS 100000L
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+gl_status gl_cuda_wait(int index, cudaStream_t s, cudaEvent_t e, const char *what) {
+  int64_t t0 = 0;
+  for (;;) {
+    cudaError_t r = e ? cudaEventQuery(e) : cudaStreamQuery(s);
+    if (r != cudaErrorNotReady) return gl_cuda_check(index, r, what);
+    cudaGetLastError();                 /* "not ready" is no error: keep it from a later check */
+    if (gl_interrupted()) return gl_interrupt_check();
+    int64_t t = mono_ns();
+    if (t0 == 0) t0 = t;
+    if (t - t0 >= SPIN_NS) {
+      struct timespec nap = { 0, SLEEP_NS };
+      nanosleep(&nap, NULL);            /* a signal cuts it short: the next poll sees it */
+    }
+  }
 }
 
 const char *gl_cuda_bytes(size_t n, char *buf) {
@@ -181,7 +211,7 @@ static bool cuda_supports(gl_op op, gl_dtype dt) {
 static gl_status cuda_synchronize(gl_device dev) {
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
-  return gl_cuda_check(dev.index, cudaStreamSynchronize(s), "synchronize");
+  return gl_cuda_wait(dev.index, s, NULL, "synchronize");
 }
 
 static void cuda_versions(gl_versions *v) {
@@ -228,7 +258,7 @@ static gl_status cuda_event_elapsed(void *start, void *end, double *ms) {
   gl_cuda_event *a = start, *b = end;
   gl_device dev = { GL_CUDA, (uint8_t)b->index };
   GL_TRY(gl_cuda_enter(dev, NULL));
-  GL_TRY(gl_cuda_check(b->index, cudaEventSynchronize(b->e), "event: cudaEventSynchronize"));
+  GL_TRY(gl_cuda_wait(b->index, NULL, b->e, "event: cudaEventSynchronize"));
   float t = 0;
   GL_TRY(gl_cuda_check(b->index, cudaEventElapsedTime(&t, a->e, b->e), "event: cudaEventElapsedTime"));
   *ms = (double)t;

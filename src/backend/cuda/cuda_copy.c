@@ -7,6 +7,11 @@
 ** through a pinned buffer of two 4 MiB slots kept per device: while one slot's chunk is
 ** in flight the host fills (or drains) the other, so pageable memory moves at nearly
 ** pinned speed without pinning the caller's memory.
+**
+** Every wait polls for a stop (gl_cuda_wait): the work queued before a transfer may take
+** long. A stop never leaves a DMA on the caller's memory: the staged paths' DMAs touch
+** only the pinned slots, and a direct transfer first waits for the queue, then moves its
+** few bytes with the runtime's own wait (the caller's buffer may be pinned memory).
 */
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +78,7 @@ void gl_cuda_staging_release(gl_cuda_dev *d) {
 }
 
 #define CK(e, what) do { st = gl_cuda_check(index, (e), (what)); if (st != GL_OK) goto done; } while (0)
+#define WAIT(ev, what) do { st = gl_cuda_wait(index, NULL, (ev), (what)); if (st != GL_OK) goto done; } while (0)
 
 static gl_status staged_to_device(int index, cudaStream_t s, char *dst, const char *src, size_t n) {
   gl_cuda_dev *d = &gl_cuda_devs[index];
@@ -80,7 +86,7 @@ static gl_status staged_to_device(int index, cudaStream_t s, char *dst, const ch
   for (size_t off = 0, k = 0; off < n; off += CHUNK, k++) {
     size_t c = n - off < CHUNK ? n - off : CHUNK;
     char *slot = (char *)d->pinned + (k & 1) * CHUNK;
-    CK(cudaEventSynchronize(d->slot_done[k & 1]), "to device");     /* slot's last copy done */
+    WAIT(d->slot_done[k & 1], "to device");     /* slot's last copy done */
     memcpy(slot, src + off, c);
     CK(cudaMemcpyAsync(dst + off, slot, c, cudaMemcpyHostToDevice, s), "to device");
     CK(cudaEventRecord(d->slot_done[k & 1], s), "to device");
@@ -99,14 +105,14 @@ static gl_status staged_to_host(int index, cudaStream_t s, char *dst, const char
     CK(cudaMemcpyAsync(slot, src + off, c, cudaMemcpyDeviceToHost, s), "to host");
     CK(cudaEventRecord(d->slot_done[k & 1], s), "to host");
     if (k > 0) {                    /* drain the previous chunk while this one is in flight */
-      CK(cudaEventSynchronize(d->slot_done[(k - 1) & 1]), "to host");
+      WAIT(d->slot_done[(k - 1) & 1], "to host");
       memcpy(dst + prev_off, (char *)d->pinned + ((k - 1) & 1) * CHUNK, prev_c);
     }
     prev_off = off;
     prev_c = c;
   }
   if (k > 0) {
-    CK(cudaEventSynchronize(d->slot_done[(k - 1) & 1]), "to host");
+    WAIT(d->slot_done[(k - 1) & 1], "to host");
     memcpy(dst + prev_off, (char *)d->pinned + ((k - 1) & 1) * CHUNK, prev_c);
   }
 done:
@@ -128,6 +134,7 @@ gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n) {
     pthread_mutex_unlock(&staging_lock);
     if (staged) return st;
   }
+  GL_TRY(gl_cuda_wait(index, s, NULL, "to host"));
   GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s), "to host"));
   return gl_cuda_check(index, cudaStreamSynchronize(s), "to host");
 }
@@ -146,10 +153,11 @@ gl_status gl_cuda_from_host(gl_device dev, void *dst, const void *src, size_t n)
     if (staged) st = staged_to_device(index, s, dst, src, n);
     pthread_mutex_unlock(&staging_lock);
     if (staged) {
-      if (st == GL_OK && gl_cuda_sync_each()) st = gl_cuda_check(index, cudaStreamSynchronize(s), "to device");
+      if (st == GL_OK && gl_cuda_sync_each()) st = gl_cuda_wait(index, s, NULL, "to device");
       return st;
     }
   }
+  GL_TRY(gl_cuda_wait(index, s, NULL, "to device"));
   GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s), "to device"));
   return gl_cuda_check(index, cudaStreamSynchronize(s), "to device");
 }
@@ -188,7 +196,7 @@ static gl_status copy_disjoint(cudaStream_t s, const gl_array *dst, const gl_arr
                                                     cudaMemcpyDeviceToDevice, s), "copy"));
     GL_CUDA_COUNT(d2d_copies, 1);
     GL_CUDA_COUNT(d2d_bytes, n);
-    return gl_cuda_sync_each() ? gl_cuda_check(dev.index, cudaStreamSynchronize(s), "copy") : GL_OK;
+    return gl_cuda_sync_each() ? gl_cuda_wait(dev.index, s, NULL, "copy") : GL_OK;
   }
   int rc = gl_klaunch_copy(s, &k, gl_array_data(dst), dst->dtype, gl_array_data(src), src->dtype);
   return gl_cuda_launched(dev, s, rc, "copy");

@@ -213,13 +213,14 @@ static gl_status gemm(gl_device dev, cudaStream_t s, const gl_array *dst, const 
     return gl_cuda_launched(dev, s, 0, "matmul");
   }
   for (int64_t i = 0; i < nbatch; i++) {
+    GL_TRY(gl_interrupt_check());       /* a full launch queue blocks: stop between launches */
     int64_t oa = batch_offset(dst, a, nb, i), ob = batch_offset(dst, b, nb, i), oc = batch_offset(dst, dst, nb, i);
     GL_TRY(blas_check(blas.gemm(h, opa, opb, (int)N, (int)M, (int)K, alpha, pb + ob * (int64_t)esz, ty, lda, 0,
                                 pa + oa * (int64_t)esz, ty, ldb, 0, beta, pc + oc * (int64_t)esz, ty, ldc, 0, 1,
                                 ct, CUBLAS_GEMM_DEFAULT), "matmul: cublasGemmStridedBatchedEx"));
     GL_CUDA_COUNT(kernels, 1);
   }
-  return gl_cuda_sync_each() ? gl_cuda_check(dev.index, cudaStreamSynchronize(s), "matmul") : GL_OK;
+  return gl_cuda_sync_each() ? gl_cuda_wait(dev.index, s, NULL, "matmul") : GL_OK;
 }
 
 /* ---- integers and bool: a kernel -------------------------------------------------------------- */
