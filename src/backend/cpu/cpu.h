@@ -20,6 +20,9 @@ gl_status gl_cpu_arange(const gl_array *dst, double start, double step);
 gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src);
 gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
+/* Whether cpu_elem.c's tables have a row kernel for (op, dtype). */
+bool gl_cpu_has_unary(gl_unop op, gl_dtype dt);
+bool gl_cpu_has_binary(gl_binop op, gl_dtype dt);
 
 /* Reductions and scans (cpu_reduce.c). */
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);

@@ -20,13 +20,8 @@
 #include <cudnn_version.h>
 #endif
 
-/* The kernels number dtypes themselves (they cannot include src/core). */
-#define GL_SAME(a, b) ((int)(a) == (int)(b))
-_Static_assert(GL_SAME(GL_KD_BOOL, GL_BOOL) && GL_SAME(GL_KD_UINT8, GL_UINT8) &&
-               GL_SAME(GL_KD_INT32, GL_INT32) && GL_SAME(GL_KD_INT64, GL_INT64) &&
-               GL_SAME(GL_KD_FLOAT16, GL_FLOAT16) && GL_SAME(GL_KD_BFLOAT16, GL_BFLOAT16) &&
-               GL_SAME(GL_KD_FLOAT32, GL_FLOAT32) && GL_SAME(GL_KD_FLOAT64, GL_FLOAT64) &&
-               GL_SAME(GL_KD_N, GL_NDTYPE), "kernel dtype numbers");
+/* The kernels' dtype codes and gl_dtype both come from kernels/dtypes.h's rows. */
+_Static_assert((int)GL_KD_N == (int)GL_NDTYPE, "kernel dtype numbers");
 _Static_assert(GL_KMAXDIMS == GL_MAXDIMS && GL_KMAXARGS == GL_ITER_MAXARGS, "kernel walk sizes");
 
 pthread_mutex_t gl_cuda_lock = PTHREAD_MUTEX_INITIALIZER;
