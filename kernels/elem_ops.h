@@ -40,9 +40,11 @@
 #define GL_KINDS_BL (1, 1, 1, 1)
 #define GL_KINDS_BB (1, 1, 1, 0)
 #define GL_KINDS_BS (0, 1, 1, 0)
+/* The kinds, in their order (backend.h's gl_opkind). */
+#define GL_OP_KINDS(X) X(UF) X(US) X(UP) X(UL) X(UB) X(BA) X(BD) X(BC) X(BL) X(BB) X(BS)
 enum {
 #define GL_X(kind) GL_DTYPES_##kind = GL_DTSET_OF_KINDS(GL_KINDS_##kind),
-  GL_X(UF) GL_X(US) GL_X(UP) GL_X(UL) GL_X(UB) GL_X(BA) GL_X(BD) GL_X(BC) GL_X(BL) GL_X(BB) GL_X(BS)
+  GL_OP_KINDS(GL_X)
 #undef GL_X
   GL_DTYPES_END_
 };

@@ -27,6 +27,8 @@ bool gl_cpu_has_binary(gl_binop op, gl_dtype dt);
 /* Reductions and scans (cpu_reduce.c). */
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);
 gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
+/* Whether gl_cpu_reduce has a kernel for op into a result of dtype dt. */
+bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt);
 
 gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
 gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
@@ -78,6 +80,8 @@ gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
 void gl_cpu_blas_threads(const gl_cpu_blas *bl, int nt);
 void gl_cpu_versions(gl_versions *v);
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
+/* Whether gl_cpu_matmul has a path for operands of dtype dt (BLAS or a row kernel). */
+bool gl_cpu_has_matmul(gl_dtype dt);
 /* im2col / col2im for convolutions (cpu_conv.c). */
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval);

@@ -236,6 +236,10 @@ static gl_status int_matmul(const gl_array *dst, const gl_array *a, const gl_arr
 
 /* ---- entry ------------------------------------------------------------------------------- */
 
+bool gl_cpu_has_matmul(gl_dtype dt) {
+  return (unsigned)dt < GL_NDTYPE && (gl_dtype_is_float(dt) || int_rows[dt] != NULL);
+}
+
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
   int nd = dst->ndim;
   if (dst->size == 0) return GL_OK;

@@ -1151,6 +1151,13 @@ static gl_status run_outer(const rjob *j) {
 
 static bool is_arg(gl_redop op) { return op == GL_R_ARGMAX || op == GL_R_ARGMIN; }
 
+/* An integer or bool result is made only by the ops that compute in int64 (sum, prod) or in
+** the source's own type (max, min, argmax, argmin, all, any). */
+bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt) {
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
+}
+
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param) {
   if (dst->ndim != src->ndim)
     return gl_fail(GL_EINVAL, "reduce: dst has %d dims, src %d", dst->ndim, src->ndim);
@@ -1165,7 +1172,7 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
   bool by_src = op == GL_R_MAX || op == GL_R_MIN || is_arg(op) || op == GL_R_ALL || op == GL_R_ANY;
   j.ct = ct_of(by_src ? j.sdt : j.ddt);
   j.rct = (is_arg(op) || op == GL_R_ALL || op == GL_R_ANY) ? CT_I64 : j.ct;
-  if (j.ct == CT_I64 && op != GL_R_SUM && op != GL_R_PROD && !by_src)
+  if (!gl_cpu_has_reduce(op, j.ddt))
     return gl_fail(GL_ENOTSUP, "reduce: an integer result needs sum or prod, not op %d", (int)op);
   j.native = is_native(j.sdt, j.ct);
   j.src = gl_array_data(src);

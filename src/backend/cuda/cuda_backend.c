@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
+#include "../../../kernels/conv.h"      /* GL_KCONV_DTYPES */
+#include "../../../kernels/fused.h"     /* GL_KFUSED_DTYPES */
+#include "../../../kernels/philox.h"    /* GL_RAND_DTYPES */
 #ifdef GL_WITH_CUDNN
 #include <cudnn_version.h>
 #endif
@@ -161,15 +164,25 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
   return GL_OK;
 }
 
-/* What the kernels in kernels/ implement. */
-static bool cuda_supports(gl_op op, gl_dtype dt) {
-  if ((int)dt < 0 || dt >= GL_NDTYPE) return false;
+/* What the kernels in kernels/ (and cuBLAS) implement: each family's set of dtypes is the
+** one its .cu stamps templates for (elem_ops.h's kinds, the launch headers' GL_K*_DTYPES,
+** philox.h's distributions); fill, copy, arange, indexing and sort take every dtype row. A
+** permutation is made on the host (the ops layer), never here. */
+static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
+  if ((unsigned)dt >= GL_NDTYPE) return false;
   switch (op) {
-    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_UNARY: case GL_OP_BINARY:
-    case GL_OP_REDUCE: case GL_OP_MATMUL: case GL_OP_INDEX: case GL_OP_SORT:
-      return true;
-    default:
-      return false;
+    case GL_OP_UNARY:
+      return (unsigned)which < GL_NUNOP && GL_DTSET_HAS(gl_opkind_dtypes[gl_unop_kind[which]], dt);
+    case GL_OP_BINARY:
+      return (unsigned)which < GL_NBINOP && GL_DTSET_HAS(gl_opkind_dtypes[gl_binop_kind[which]], dt);
+    case GL_OP_REDUCE: return gl_cuda_has_reduce((gl_redop)which, dt);
+    case GL_OP_MATMUL: return gl_cuda_has_matmul(dt);
+    case GL_OP_RANDOM:
+      return (unsigned)which < GL_NRAND && which != GL_RAND_PERMUTATION && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
+    case GL_OP_CONV: return GL_DTSET_HAS(GL_KCONV_DTYPES, dt);
+    case GL_OP_FUSED: return GL_DTSET_HAS(GL_KFUSED_DTYPES, dt);
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
+    default: return false;
   }
 }
 
