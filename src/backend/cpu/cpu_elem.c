@@ -195,14 +195,23 @@ gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
   return GL_OK;
 }
 
-/* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype. */
-static void scalar_operand(gl_array *view, gl_storage *st, uint64_t *bits, gl_dtype ct,
-                           gl_scalar s, const gl_array *dst) {
-  *bits = 0;
-  gl_scalar_store(ct, bits, s);
+/* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype, held in
+** the caller's slots (one per operand). */
+typedef struct scalar_slots {
+  gl_array view[2];
+  gl_storage st[2];
+  uint64_t bits[2];
+} scalar_slots;
+
+static void scalar_operand(scalar_slots *sl, int k, gl_operand *o, gl_dtype ct, const gl_array *dst) {
+  if (o->arr != NULL) return;
+  gl_array *view = &sl->view[k];
+  gl_storage *st = &sl->st[k];
+  sl->bits[k] = 0;
+  gl_scalar_store(ct, &sl->bits[k], o->s);
   st->refcount = 1;
-  st->data = bits;
-  st->nbytes = sizeof *bits;
+  st->data = &sl->bits[k];
+  st->nbytes = sizeof sl->bits[k];
   st->device = gl_cpu();
   memset(view, 0, sizeof *view);
   view->storage = st;
@@ -210,17 +219,16 @@ static void scalar_operand(gl_array *view, gl_storage *st, uint64_t *bits, gl_dt
   view->ndim = dst->ndim;
   view->size = dst->size;
   memcpy(view->shape, dst->shape, sizeof view->shape);   /* strides all 0 */
+  o->arr = view;
 }
 
 gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b) {
   brow_fn fn = binary_table[op][ct];
   if (fn == NULL)
     return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_binop_name[op], gl_dtypes[ct].name);
-  gl_array sa, sb;
-  gl_storage ssa, ssb;
-  uint64_t ba, bb;
-  if (a.arr == NULL) { scalar_operand(&sa, &ssa, &ba, ct, a.s, dst); a.arr = &sa; }
-  if (b.arr == NULL) { scalar_operand(&sb, &ssb, &bb, ct, b.s, dst); b.arr = &sb; }
+  scalar_slots sl;
+  scalar_operand(&sl, 0, &a, ct, dst);
+  scalar_operand(&sl, 1, &b, ct, dst);
   rowjob j;
   const gl_array *ops[3] = { dst, a.arr, b.arr };
   gl_iter_init(&j.it, 3, ops);
@@ -271,11 +279,9 @@ WHERE_ROWS(uint64_t)
 
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b) {
   gl_dtype dt = (gl_dtype)dst->dtype;
-  gl_array sa, sb;
-  gl_storage ssa, ssb;
-  uint64_t ba, bb;
-  if (a.arr == NULL) { scalar_operand(&sa, &ssa, &ba, dt, a.s, dst); a.arr = &sa; }
-  if (b.arr == NULL) { scalar_operand(&sb, &ssb, &bb, dt, b.s, dst); b.arr = &sb; }
+  scalar_slots sl;
+  scalar_operand(&sl, 0, &a, dt, dst);
+  scalar_operand(&sl, 1, &b, dt, dst);
   gl_iter it;
   const gl_array *ops[4] = { dst, cond, a.arr, b.arr };
   gl_iter_init(&it, 4, ops);
