@@ -2,7 +2,8 @@
 ** dtypes.h — the element types: one row per dtype holding every fact about it, the only
 ** place those facts are written. Compiled by gcc (src/core's table, the CPU loops) and
 ** nvcc (the kernels' dtype codes and traits); src/ includes it, it includes nothing of
-** src/. Adding a dtype is one row here (plus its promotions in src/core/dtype.c).
+** src/. Adding a dtype is one row here, plus what a row cannot say: its promotions
+** (src/core/dtype.c), its radix-sort key (kernels/sort.cu), for a float its cuBLAS type.
 **
 ** GL_DTYPE_LIST(X) calls, in the order of the dtype numbers (GL_BOOL = GL_KD_BOOL = 0, ...):
 **
