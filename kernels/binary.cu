@@ -21,12 +21,12 @@ enum {
   GL_KB_N
 };
 
-/* Kinds (elem_ops.h): which dtypes an op takes and whether it returns bool. */
+/* Kinds (elem_ops.h): whether an op returns bool; GL_DTYPES_<kind> which dtypes it takes. */
 enum { GL_KK_BA, GL_KK_BD, GL_KK_BC, GL_KK_BL, GL_KK_BB, GL_KK_BS };
 
 #define GL_X(name, kind, F, D, I)                                                             \
   struct gl_b_##name {                                                                        \
-    static constexpr int kind_ = GL_KK_##kind;                                                \
+    static constexpr int kind_ = GL_KK_##kind, dtypes_ = GL_DTYPES_##kind;                    \
     static __device__ __forceinline__ auto f(float a, float b) { (void)a; (void)b; return F; } \
     static __device__ __forceinline__ auto d(double a, double b) { (void)a; (void)b; return D; } \
     template <class T, class UT>                                                              \
@@ -35,24 +35,10 @@ enum { GL_KK_BA, GL_KK_BD, GL_KK_BC, GL_KK_BL, GL_KK_BB, GL_KK_BS };
 GL_BINARY_OPS(GL_X)
 #undef GL_X
 
-static constexpr bool is_float(int dt) {
-  return dt == GL_KD_FLOAT16 || dt == GL_KD_BFLOAT16 || dt == GL_KD_FLOAT32 || dt == GL_KD_FLOAT64;
-}
-static constexpr bool is_int(int dt) { return dt == GL_KD_UINT8 || dt == GL_KD_INT32 || dt == GL_KD_INT64; }
-
-/* The same table as cpu_elem.c's binary_table. */
-static constexpr bool binary_takes(int kind, int dt) {
-  return kind == GL_KK_BA ? (is_float(dt) || is_int(dt))
-       : kind == GL_KK_BD ? is_float(dt)
-       : kind == GL_KK_BB ? (is_int(dt) || dt == GL_KD_BOOL)
-       : kind == GL_KK_BS ? is_int(dt)
-       : true;
-}
-
 /* ---- kernels ------------------------------------------------------------------------------ */
 
 template <int DT>
-using gl_ct = decltype(gl_cv<DT>::load(typename gl_dt<DT>::S()));
+using gl_ct = decltype(gl_dt<DT>::load(typename gl_dt<DT>::S()));
 
 template <class Op, int DT>
 __device__ __forceinline__ auto gl_apply(gl_ct<DT> a, gl_ct<DT> b) {
@@ -65,18 +51,18 @@ __device__ __forceinline__ auto gl_apply(gl_ct<DT> a, gl_ct<DT> b) {
 template <class Op, int DT, bool OUTBOOL, bool CONTIG>
 __global__ void gl_k_binary(const gl_kiter it, void *dst, const typename gl_dt<DT>::S *a, uint64_t abits,
                             const typename gl_dt<DT>::S *b, uint64_t bbits) {
-  const gl_ct<DT> as = gl_cv<DT>::load(gl_from_bits<DT>(abits));
-  const gl_ct<DT> bs = gl_cv<DT>::load(gl_from_bits<DT>(bbits));
+  const gl_ct<DT> as = gl_dt<DT>::load(gl_from_bits<DT>(abits));
+  const gl_ct<DT> bs = gl_dt<DT>::load(gl_from_bits<DT>(bbits));
   GL_KLOOP(i, it.n) {
     if (CONTIG) {
-      gl_ct<DT> x = a ? gl_cv<DT>::load(a[i]) : as;
-      gl_ct<DT> y = b ? gl_cv<DT>::load(b[i]) : bs;
+      gl_ct<DT> x = a ? gl_dt<DT>::load(a[i]) : as;
+      gl_ct<DT> y = b ? gl_dt<DT>::load(b[i]) : bs;
       gl_put<DT, OUTBOOL>(dst, i, gl_apply<Op, DT>(x, y));
     } else {
       int64_t off[3];
       gl_offsets<3>(it, i, off);
-      gl_ct<DT> x = a ? gl_cv<DT>::load(a[off[1]]) : as;
-      gl_ct<DT> y = b ? gl_cv<DT>::load(b[off[2]]) : bs;
+      gl_ct<DT> x = a ? gl_dt<DT>::load(a[off[1]]) : as;
+      gl_ct<DT> y = b ? gl_dt<DT>::load(b[off[2]]) : bs;
       gl_put<DT, OUTBOOL>(dst, off[0], gl_apply<Op, DT>(x, y));
     }
   }
@@ -100,8 +86,8 @@ gl_k_binary_vec(uint32_t n, void *dst, const typename gl_dt<DT>::S *a, uint64_t 
   constexpr int VEC = gl_vw<S>::n, U = gl_kb_unroll<S>::n;
   typedef gl_pack<S, VEC> PI;
   typedef gl_pack<gl_out_t<DT, OUTBOOL>, VEC> PO;
-  const gl_ct<DT> as = gl_cv<DT>::load(gl_from_bits<DT>(abits));
-  const gl_ct<DT> bs = gl_cv<DT>::load(gl_from_bits<DT>(bbits));
+  const gl_ct<DT> as = gl_dt<DT>::load(gl_from_bits<DT>(abits));
+  const gl_ct<DT> bs = gl_dt<DT>::load(gl_from_bits<DT>(bbits));
   const uint32_t nv = n / VEC, stride = blockDim.x * gridDim.x;
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   for (uint32_t i = t; i < nv; i += U * stride) {
@@ -121,16 +107,16 @@ gl_k_binary_vec(uint32_t n, void *dst, const typename gl_dt<DT>::S *a, uint64_t 
         PO o;
 #pragma unroll
         for (int k = 0; k < VEC; k++)
-          o.v[k] = gl_out<DT, OUTBOOL>(gl_apply<Op, DT>(a ? gl_cv<DT>::load(x[u].v[k]) : as,
-                                                        b ? gl_cv<DT>::load(y[u].v[k]) : bs));
+          o.v[k] = gl_out<DT, OUTBOOL>(gl_apply<Op, DT>(a ? gl_dt<DT>::load(x[u].v[k]) : as,
+                                                        b ? gl_dt<DT>::load(y[u].v[k]) : bs));
         ((PO *)dst)[j] = o;
       }
     }
   }
   uint32_t e = nv * VEC + t;                    /* the tail: fewer than VEC elements */
   if (e < n) {
-    gl_ct<DT> x = a ? gl_cv<DT>::load(a[e]) : as;
-    gl_ct<DT> y = b ? gl_cv<DT>::load(b[e]) : bs;
+    gl_ct<DT> x = a ? gl_dt<DT>::load(a[e]) : as;
+    gl_ct<DT> y = b ? gl_dt<DT>::load(b[e]) : bs;
     gl_put<DT, OUTBOOL>(dst, (int64_t)e, gl_apply<Op, DT>(x, y));
   }
 }
@@ -139,7 +125,7 @@ gl_k_binary_vec(uint32_t n, void *dst, const typename gl_dt<DT>::S *a, uint64_t 
 
 template <class Op, int DT>
 static int binary_dt(cudaStream_t s, const gl_kiter *it, void *dst, gl_kval a, gl_kval b) {
-  if constexpr (!binary_takes(Op::kind_, DT)) {
+  if constexpr (!GL_DT_IN(Op::dtypes_, DT)) {
     return GL_KERR_NOTSUP;
   } else {
     constexpr bool OB = Op::kind_ == GL_KK_BC || Op::kind_ == GL_KK_BL;
@@ -167,26 +153,12 @@ static int binary_dt(cudaStream_t s, const gl_kiter *it, void *dst, gl_kval a, g
   }
 }
 
-template <class Op>
-static int binary_op(cudaStream_t s, int ct, const gl_kiter *it, void *dst, gl_kval a, gl_kval b) {
-  switch (ct) {
-    case GL_KD_BOOL: return binary_dt<Op, GL_KD_BOOL>(s, it, dst, a, b);
-    case GL_KD_UINT8: return binary_dt<Op, GL_KD_UINT8>(s, it, dst, a, b);
-    case GL_KD_INT32: return binary_dt<Op, GL_KD_INT32>(s, it, dst, a, b);
-    case GL_KD_INT64: return binary_dt<Op, GL_KD_INT64>(s, it, dst, a, b);
-    case GL_KD_FLOAT16: return binary_dt<Op, GL_KD_FLOAT16>(s, it, dst, a, b);
-    case GL_KD_BFLOAT16: return binary_dt<Op, GL_KD_BFLOAT16>(s, it, dst, a, b);
-    case GL_KD_FLOAT32: return binary_dt<Op, GL_KD_FLOAT32>(s, it, dst, a, b);
-    case GL_KD_FLOAT64: return binary_dt<Op, GL_KD_FLOAT64>(s, it, dst, a, b);
-    default: return GL_KERR_NOTSUP;
-  }
-}
-
 extern "C" int gl_klaunch_binary(void *stream, int op, int ct, const gl_kiter *it, void *dst, gl_kval a, gl_kval b) {
   if (it->n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
   switch (op) {
-#define GL_X(name, kind, F, D, I) case GL_KB_##name: return binary_op<gl_b_##name>(s, ct, it, dst, a, b);
+#define GL_X(name, kind, F, D, I) \
+    case GL_KB_##name: return GL_DISPATCH_DTYPE(ct, DT, binary_dt<gl_b_##name, DT>(s, it, dst, a, b));
     GL_BINARY_OPS(GL_X)
 #undef GL_X
     default: return GL_KERR_NOTSUP;

@@ -59,37 +59,39 @@ __global__ void gl_k_col2im(const gl_kconv g, T *img, const T *cols) {
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
+template <int DT>
+static int im2col_dt(cudaStream_t s, const gl_kconv *g, void *cols, const void *img, double padval, int64_t n) {
+  if constexpr (!GL_DT_IN(GL_KCONV_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    gl_k_im2col<T><<<gl_kblocks(n), GL_KTHREADS, 0, s>>>(*g, (T *)cols, (const T *)img, (T)padval);
+    return gl_klaunched();
+  }
+}
+
+template <int DT>
+static int col2im_dt(cudaStream_t s, const gl_kconv *g, void *img, const void *cols, int64_t n) {
+  if constexpr (!GL_DT_IN(GL_KCONV_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    gl_k_col2im<T><<<gl_kblocks(n), GL_KTHREADS, 0, s>>>(*g, (T *)img, (const T *)cols);
+    return gl_klaunched();
+  }
+}
+
 extern "C" int gl_klaunch_im2col(void *stream, const gl_kconv *g, void *cols, const void *img, int dt,
                                  double padval) {
   int64_t n = g->N * g->C * (int64_t)g->k[0] * g->k[1] * g->OH * g->OW;
   if (n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  unsigned b = gl_kblocks(n);
-  switch (dt) {
-    case GL_KD_FLOAT32:
-      gl_k_im2col<float><<<b, GL_KTHREADS, 0, s>>>(*g, (float *)cols, (const float *)img, (float)padval);
-      break;
-    case GL_KD_FLOAT64:
-      gl_k_im2col<double><<<b, GL_KTHREADS, 0, s>>>(*g, (double *)cols, (const double *)img, padval);
-      break;
-    default: return GL_KERR_NOTSUP;
-  }
-  return gl_klaunched();
+  return GL_DISPATCH_DTYPE(dt, DT, im2col_dt<DT>(s, g, cols, img, padval, n));
 }
 
 extern "C" int gl_klaunch_col2im(void *stream, const gl_kconv *g, void *img, const void *cols, int dt) {
   int64_t n = g->N * g->C * g->H * g->W;
   if (n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  unsigned b = gl_kblocks(n);
-  switch (dt) {
-    case GL_KD_FLOAT32:
-      gl_k_col2im<float><<<b, GL_KTHREADS, 0, s>>>(*g, (float *)img, (const float *)cols);
-      break;
-    case GL_KD_FLOAT64:
-      gl_k_col2im<double><<<b, GL_KTHREADS, 0, s>>>(*g, (double *)img, (const double *)cols);
-      break;
-    default: return GL_KERR_NOTSUP;
-  }
-  return gl_klaunched();
+  return GL_DISPATCH_DTYPE(dt, DT, col2im_dt<DT>(s, g, img, cols, n));
 }

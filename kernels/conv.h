@@ -7,6 +7,7 @@
 #define GL_KERNELS_CONV_H
 
 #include <stdint.h>
+#include "dtypes.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,8 +20,11 @@ typedef struct gl_kconv {
   int32_t k[2], s[2], p[2], d[2];
 } gl_kconv;
 
+/* The dtypes im2col and col2im take (float16/bfloat16 are run in float32 by the ops layer). */
+#define GL_KCONV_DTYPES GL_DTSET_WIDE_FLOAT
+
 /* cols (N, C*kh*kw, OH*OW) = the windows of img (N, C, H, W); taps outside the image read
-** padval. Both contiguous, dtype dt (float32 or float64). */
+** padval. Both contiguous, dtype dt (one of GL_KCONV_DTYPES). */
 int gl_klaunch_im2col(void *stream, const gl_kconv *g, void *cols, const void *img, int dt, double padval);
 /* img (N, C, H, W) = for each pixel, the sum of the column entries that read it, in
 ** kernel order (a gather: no atomics, the same order as the CPU's loops). */

@@ -1,69 +1,60 @@
 /*
 ** convert.h — dtype conversions shared by the CPU loops and the CUDA kernels, so both
-** backends agree bit for bit. Float to integer saturates to the target's range and maps
-** NaN to 0 (what the GPU's conversion instructions do; C leaves it undefined).
+** backends agree bit for bit, generated from the rows of kernels/dtypes.h. Float to integer
+** saturates to the target's range and maps NaN to 0 (what the GPU's conversion instructions
+** do; C leaves it undefined).
 */
 #ifndef GL_KERNELS_CONVERT_H
 #define GL_KERNELS_CONVERT_H
 
 #include <stdint.h>
 #include "half.h"
+#include "dtypes.h"
 
-GL_HD int64_t gl_f2i64(double f) {
-  if (f != f) return 0;
-  if (f >= 9223372036854775807.0) return INT64_MAX;
-  if (f <= -9223372036854775808.0) return INT64_MIN;
-  return (int64_t)f;
-}
-GL_HD int32_t gl_f2i32(double f) {
-  if (f != f) return 0;
-  if (f >= 2147483647.0) return INT32_MAX;
-  if (f <= -2147483648.0) return INT32_MIN;
-  return (int32_t)f;
-}
-GL_HD uint8_t gl_f2u8(double f) {
-  if (f != f || f <= 0.0) return 0;
-  if (f >= 255.0) return 255;
-  return (uint8_t)f;
-}
+/* gl_sat_<id>(f): the integer dtype's value nearest to f, NaN to 0 (gl_sat_int32, ...). A
+** lower bound of 0 shares NaN's answer, so unsigned dtypes test both at once. */
+#define GL_DT_SAT_DEF_(E, id, S, kind, half, CT, UT, prec, lo, hi, ...) GL_DT_SAT_DEF_##kind(id, S, lo, hi)
+#define GL_DT_SAT_DEF_BOOL(id, S, lo, hi)
+#define GL_DT_SAT_DEF_FLOAT(id, S, lo, hi)
+#define GL_DT_SAT_DEF_INT GL_DT_SAT_DEF_UINT
+#define GL_DT_SAT_DEF_UINT(id, S, lo, hi)             \
+  GL_HD S gl_sat_##id(double f) {                      \
+    if (f != f || ((lo) == 0 && f <= 0.0)) return 0;   \
+    if (f >= (double)(hi)) return (S)(hi);             \
+    if ((lo) != 0 && f <= (double)(lo)) return (S)(lo); \
+    return (S)f;                                       \
+  }
+GL_DTYPE_LIST(GL_DT_SAT_DEF_)
 
-/* Loading a stored element as its compute value: f16/bf16 widen to float. */
-#define GL_LOAD_boolean(x)     (x)
-#define GL_LOAD_uint8(x)    (x)
-#define GL_LOAD_int32(x)    (x)
-#define GL_LOAD_int64(x)    (x)
-#define GL_LOAD_float16(x)  gl_f16_to_f32(x)
-#define GL_LOAD_bfloat16(x) gl_bf16_to_f32(x)
-#define GL_LOAD_float32(x)  (x)
-#define GL_LOAD_float64(x)  (x)
+/* GL_DT_LOAD(half, x): a stored element x as its compute value (float16/bfloat16 widen to
+** float). 'half' is the element's row's. */
+#define GL_DT_LOAD(half, x) GL_DT_WIDEN_##half(x)
+#define GL_DT_WIDEN_none(x) (x)
+#define GL_DT_WIDEN_f16(x) gl_f16_to_f32(x)
+#define GL_DT_WIDEN_bf16(x) gl_bf16_to_f32(x)
 
-/* Storing a value of kind I (integer/bool) or F (floating) into each dtype. */
-#define GL_STORE_boolean_I(v)     ((uint8_t)((v) != 0))
-#define GL_STORE_boolean_F(v)     ((uint8_t)((v) != 0))
-#define GL_STORE_uint8_I(v)    ((uint8_t)(v))
-#define GL_STORE_uint8_F(v)    gl_f2u8((double)(v))
-#define GL_STORE_int32_I(v)    ((int32_t)(v))
-#define GL_STORE_int32_F(v)    gl_f2i32((double)(v))
-#define GL_STORE_int64_I(v)    ((int64_t)(v))
-#define GL_STORE_int64_F(v)    gl_f2i64((double)(v))
-#define GL_STORE_float16_I(v)  gl_f32_to_f16((float)(v))
-#define GL_STORE_float16_F(v)  gl_f32_to_f16((float)(v))
-#define GL_STORE_bfloat16_I(v) gl_f32_to_bf16((float)(v))
-#define GL_STORE_bfloat16_F(v) gl_f32_to_bf16((float)(v))
-#define GL_STORE_float32_I(v)  ((float)(v))
-#define GL_STORE_float32_F(v)  ((float)(v))
-#define GL_STORE_float64_I(v)  ((double)(v))
-#define GL_STORE_float64_F(v)  ((double)(v))
-
-/* X-macro over the dtypes: X(name, storage C type, kind I/F, GL_ enum). */
-#define GL_FOREACH_DTYPE(X) \
-  X(boolean,  uint8_t,  I, GL_BOOL)     \
-  X(uint8,    uint8_t,  I, GL_UINT8)    \
-  X(int32,    int32_t,  I, GL_INT32)    \
-  X(int64,    int64_t,  I, GL_INT64)    \
-  X(float16,  uint16_t, F, GL_FLOAT16)  \
-  X(bfloat16, uint16_t, F, GL_BFLOAT16) \
-  X(float32,  float,    F, GL_FLOAT32)  \
-  X(float64,  double,   F, GL_FLOAT64)
+/* GL_DT_STORE(kind, half, S, id, vkind, v): v, a value of kind 'vkind' (BOOL, UINT or INT:
+** an integer; FLOAT: a float or double), as the dtype whose row holds kind, half, S, id
+** stores it: bool is v != 0; an integer dtype converts an integer as C does (wrapping) and
+** saturates a float (gl_sat_<id>); a float dtype rounds (the halves through float32, to
+** nearest even). */
+#define GL_DT_STORE(kind, half, S, id, vkind, v) GL_DT_STORE_(kind, GL_DT_VK_##vkind, half, S, id, v)
+#define GL_DT_STORE_(kind, vk, half, S, id, v) GL_DT_STORE__(kind, vk, half, S, id, v)
+#define GL_DT_STORE__(kind, vk, half, S, id, v) GL_DT_ST_##kind##_##vk(half, S, id, v)
+#define GL_DT_VK_BOOL I
+#define GL_DT_VK_UINT I
+#define GL_DT_VK_INT I
+#define GL_DT_VK_FLOAT F
+#define GL_DT_ST_BOOL_I(half, S, id, v) ((uint8_t)((v) != 0))
+#define GL_DT_ST_BOOL_F(half, S, id, v) ((uint8_t)((v) != 0))
+#define GL_DT_ST_UINT_I(half, S, id, v) ((S)(v))
+#define GL_DT_ST_UINT_F(half, S, id, v) gl_sat_##id((double)(v))
+#define GL_DT_ST_INT_I GL_DT_ST_UINT_I
+#define GL_DT_ST_INT_F GL_DT_ST_UINT_F
+#define GL_DT_ST_FLOAT_I(half, S, id, v) GL_DT_NARROW_##half(S, v)
+#define GL_DT_ST_FLOAT_F GL_DT_ST_FLOAT_I
+#define GL_DT_NARROW_none(S, v) ((S)(v))
+#define GL_DT_NARROW_f16(S, v) gl_f32_to_f16((float)(v))
+#define GL_DT_NARROW_bf16(S, v) gl_f32_to_bf16((float)(v))
 
 #endif

@@ -34,7 +34,7 @@ __global__ void gl_k_fill(const gl_kiter it, W *dst, W v) {
 template <int DT>
 __global__ void gl_k_arange(typename gl_dt<DT>::S *dst, int64_t n, double start, double step) {
   /* the product rounded, never fused into the sum: NumPy's values (and the CPU's) */
-  GL_KLOOP(i, n) dst[i] = gl_cv<DT>::store_f(__dadd_rn(start, __dmul_rn((double)i, step)));
+  GL_KLOOP(i, n) dst[i] = gl_dt<DT>::store_f(__dadd_rn(start, __dmul_rn((double)i, step)));
 }
 
 /* a or b NULL: that side is the scalar av / bv. */
@@ -64,35 +64,10 @@ static int copy_pair(cudaStream_t s, const gl_kiter *it, void *dst, const void *
   return gl_klaunched();
 }
 
-template <int DD>
-static int copy_from(cudaStream_t s, const gl_kiter *it, void *dst, const void *src, int sdt) {
-  switch (sdt) {
-    case GL_KD_BOOL: return copy_pair<DD, GL_KD_BOOL>(s, it, dst, src);
-    case GL_KD_UINT8: return copy_pair<DD, GL_KD_UINT8>(s, it, dst, src);
-    case GL_KD_INT32: return copy_pair<DD, GL_KD_INT32>(s, it, dst, src);
-    case GL_KD_INT64: return copy_pair<DD, GL_KD_INT64>(s, it, dst, src);
-    case GL_KD_FLOAT16: return copy_pair<DD, GL_KD_FLOAT16>(s, it, dst, src);
-    case GL_KD_BFLOAT16: return copy_pair<DD, GL_KD_BFLOAT16>(s, it, dst, src);
-    case GL_KD_FLOAT32: return copy_pair<DD, GL_KD_FLOAT32>(s, it, dst, src);
-    case GL_KD_FLOAT64: return copy_pair<DD, GL_KD_FLOAT64>(s, it, dst, src);
-    default: return GL_KERR_NOTSUP;
-  }
-}
-
 extern "C" int gl_klaunch_copy(void *stream, const gl_kiter *it, void *dst, int ddt, const void *src, int sdt) {
   if (it->n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  switch (ddt) {
-    case GL_KD_BOOL: return copy_from<GL_KD_BOOL>(s, it, dst, src, sdt);
-    case GL_KD_UINT8: return copy_from<GL_KD_UINT8>(s, it, dst, src, sdt);
-    case GL_KD_INT32: return copy_from<GL_KD_INT32>(s, it, dst, src, sdt);
-    case GL_KD_INT64: return copy_from<GL_KD_INT64>(s, it, dst, src, sdt);
-    case GL_KD_FLOAT16: return copy_from<GL_KD_FLOAT16>(s, it, dst, src, sdt);
-    case GL_KD_BFLOAT16: return copy_from<GL_KD_BFLOAT16>(s, it, dst, src, sdt);
-    case GL_KD_FLOAT32: return copy_from<GL_KD_FLOAT32>(s, it, dst, src, sdt);
-    case GL_KD_FLOAT64: return copy_from<GL_KD_FLOAT64>(s, it, dst, src, sdt);
-    default: return GL_KERR_NOTSUP;
-  }
+  return GL_DISPATCH_DTYPE(ddt, DD, GL_DISPATCH_DTYPE(sdt, SD, copy_pair<DD, SD>(s, it, dst, src)));
 }
 
 template <class W>
@@ -125,17 +100,7 @@ static int arange_dt(cudaStream_t s, void *dst, int64_t n, double start, double 
 extern "C" int gl_klaunch_arange(void *stream, void *dst, int dt, int64_t n, double start, double step) {
   if (n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  switch (dt) {
-    case GL_KD_BOOL: return arange_dt<GL_KD_BOOL>(s, dst, n, start, step);
-    case GL_KD_UINT8: return arange_dt<GL_KD_UINT8>(s, dst, n, start, step);
-    case GL_KD_INT32: return arange_dt<GL_KD_INT32>(s, dst, n, start, step);
-    case GL_KD_INT64: return arange_dt<GL_KD_INT64>(s, dst, n, start, step);
-    case GL_KD_FLOAT16: return arange_dt<GL_KD_FLOAT16>(s, dst, n, start, step);
-    case GL_KD_BFLOAT16: return arange_dt<GL_KD_BFLOAT16>(s, dst, n, start, step);
-    case GL_KD_FLOAT32: return arange_dt<GL_KD_FLOAT32>(s, dst, n, start, step);
-    case GL_KD_FLOAT64: return arange_dt<GL_KD_FLOAT64>(s, dst, n, start, step);
-    default: return GL_KERR_NOTSUP;
-  }
+  return GL_DISPATCH_DTYPE(dt, DT, arange_dt<DT>(s, dst, n, start, step));
 }
 
 template <class W>

@@ -1,6 +1,7 @@
 /*
 ** cuda_common.cuh — what every kernels/*.cu shares (nvcc only): dtype traits, loads and
-** stores from kernels/convert.h, offsets of a strided walk, launch geometry.
+** stores from kernels/convert.h, the dispatch over dtypes, offsets of a strided walk,
+** launch geometry.
 */
 #ifndef GL_KERNELS_CUDA_COMMON_CUH
 #define GL_KERNELS_CUDA_COMMON_CUH
@@ -11,46 +12,65 @@
 #include "launch.h"
 #include "half.h"
 
-/* convert.h's X-macro names dtypes by their src/core enum names; kernels never include
-** src/, so the names are given here (the host checks the numbers agree). */
-enum {
-  GL_BOOL = GL_KD_BOOL, GL_UINT8 = GL_KD_UINT8, GL_INT32 = GL_KD_INT32, GL_INT64 = GL_KD_INT64,
-  GL_FLOAT16 = GL_KD_FLOAT16, GL_BFLOAT16 = GL_KD_BFLOAT16, GL_FLOAT32 = GL_KD_FLOAT32,
-  GL_FLOAT64 = GL_KD_FLOAT64
-};
 #include "convert.h"
 
-/* ---- dtype traits ------------------------------------------------------------------- */
+/* ---- dtype traits, from the rows of kernels/dtypes.h ------------------------------------ */
 
-/* S: stored type. T/UT: the types of elem_ops.h's integer expressions (as cpu_elem.c).
-** fam: 0 computes in float (float32, float16, bfloat16), 1 in double, 2 in T. */
+/* S: stored type; T: compute type (what elem_ops.h's expressions see) and UT the unsigned
+** type they wrap in (as cpu_elem.c); kind: GL_KIND_*; fam: 0 computes in float (float32,
+** float16, bfloat16), 1 in double, 2 in T (integers and bool); prec: a float's significand
+** bits. load: a stored element as T; store_i / store_f: an integer / a float as stored
+** (convert.h's rules, the CPU's). */
 template <int DT> struct gl_dt;
-template <> struct gl_dt<GL_KD_BOOL>     { typedef uint8_t S;  typedef uint8_t T; typedef uint32_t UT; enum { fam = 2 }; };
-template <> struct gl_dt<GL_KD_UINT8>    { typedef uint8_t S;  typedef uint8_t T; typedef uint32_t UT; enum { fam = 2 }; };
-template <> struct gl_dt<GL_KD_INT32>    { typedef int32_t S;  typedef int32_t T; typedef uint32_t UT; enum { fam = 2 }; };
-template <> struct gl_dt<GL_KD_INT64>    { typedef int64_t S;  typedef int64_t T; typedef uint64_t UT; enum { fam = 2 }; };
-template <> struct gl_dt<GL_KD_FLOAT16>  { typedef uint16_t S; typedef float T;   typedef uint32_t UT; enum { fam = 0 }; };
-template <> struct gl_dt<GL_KD_BFLOAT16> { typedef uint16_t S; typedef float T;   typedef uint32_t UT; enum { fam = 0 }; };
-template <> struct gl_dt<GL_KD_FLOAT32>  { typedef float S;    typedef float T;   typedef uint32_t UT; enum { fam = 0 }; };
-template <> struct gl_dt<GL_KD_FLOAT64>  { typedef double S;   typedef double T;  typedef uint64_t UT; enum { fam = 1 }; };
-
-/* convert.h's loads and stores as one template per dtype. */
-template <int DT> struct gl_cv;
-#define GL_CV_STAMP(DN, DTY, DK, DE)                                                        \
-  template <> struct gl_cv<DE> {                                                            \
-    static __device__ __forceinline__ auto load(DTY v) { return GL_LOAD_##DN(v); }          \
-    template <class V> static __device__ __forceinline__ DTY store_i(V v) { return GL_STORE_##DN##_I(v); } \
-    template <class V> static __device__ __forceinline__ DTY store_f(V v) { return GL_STORE_##DN##_F(v); } \
+#define GL_DT_TRAITS_(E, id, S_, kind_, half_, CT_, UT_, prec_, ...)                              \
+  template <> struct gl_dt<GL_KD_##E> {                                                          \
+    typedef S_ S;                                                                                \
+    typedef CT_ T;                                                                               \
+    typedef UT_ UT;                                                                              \
+    static constexpr int kind = GL_KIND_##kind_, prec = prec_,                                   \
+                         fam = GL_KIND_##kind_ != GL_KIND_FLOAT ? 2 : sizeof(CT_) == sizeof(double) ? 1 : 0; \
+    static __host__ __device__ __forceinline__ T load(S x) { return GL_DT_LOAD(half_, x); }      \
+    template <class V> static __host__ __device__ __forceinline__ S store_i(V v) {                \
+      return GL_DT_STORE(kind_, half_, S_, id, INT, v);                                          \
+    }                                                                                            \
+    template <class V> static __host__ __device__ __forceinline__ S store_f(V v) {                \
+      return GL_DT_STORE(kind_, half_, S_, id, FLOAT, v);                                        \
+    }                                                                                            \
   };
-GL_FOREACH_DTYPE(GL_CV_STAMP)
-#undef GL_CV_STAMP
+GL_DTYPE_LIST(GL_DT_TRAITS_)
+#undef GL_DT_TRAITS_
+
+/* Whether dtype DT is in a set of kernels/dtypes.h (GL_DTSET_FLOAT, ...), for if constexpr. */
+#define GL_DT_IN(set, DT) ((((set) >> (DT)) & 1) != 0)
+
+/* ---- the one switch over dtypes ---------------------------------------------------------- */
+
+/* f(std::integral_constant<int, DT>()) for the dtype number dt, or 'otherwise' for a number
+** that is no dtype: every per-dtype launcher stamps its templates through this, so adding a
+** dtype is a row of kernels/dtypes.h. GL_DISPATCH_DTYPE(dt, DT, expr) gives expr (an int:
+** 0, GL_KERR_NOTSUP or a cudaError_t) with DT a constexpr int, GL_KERR_NOTSUP for a bad
+** number; it nests (copy.cu dispatches on both dtypes). */
+template <class R, class F>
+__host__ __device__ __forceinline__ R gl_dispatch_dtype(int dt, R otherwise, F &&f) {
+  switch (dt) {
+#define GL_DT_CASE_(E, ...) case GL_KD_##E: return f(std::integral_constant<int, GL_KD_##E>());
+    GL_DTYPE_LIST(GL_DT_CASE_)
+#undef GL_DT_CASE_
+    default: return otherwise;
+  }
+}
+#define GL_DISPATCH_DTYPE(dt, DT, ...)                                                            \
+  gl_dispatch_dtype((dt), (int)GL_KERR_NOTSUP, [&](auto DT##_c_) -> int {                         \
+    constexpr int DT = decltype(DT##_c_)::value;                                                  \
+    return __VA_ARGS__;                                                                           \
+  })
 
 /* A value of dtype SD converted to dtype DD exactly as the CPU's copy does. */
 template <int DD, int SD>
 __device__ __forceinline__ typename gl_dt<DD>::S gl_convert(typename gl_dt<SD>::S x) {
-  auto v = gl_cv<SD>::load(x);
-  if constexpr (gl_dt<SD>::fam == 2) return gl_cv<DD>::store_i(v);
-  else return gl_cv<DD>::store_f(v);
+  auto v = gl_dt<SD>::load(x);
+  if constexpr (gl_dt<SD>::fam == 2) return gl_dt<DD>::store_i(v);
+  else return gl_dt<DD>::store_f(v);
 }
 
 /* The scalar of dtype DT whose bits the host put in the low bytes of 'bits'. */

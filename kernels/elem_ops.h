@@ -21,6 +21,34 @@
 #ifndef GL_KERNELS_ELEM_OPS_H
 #define GL_KERNELS_ELEM_OPS_H
 
+#include "dtypes.h"
+
+/* ---- the dtypes each kind takes --------------------------------------------------------- */
+
+/* GL_KINDS_<kind>: the dtype kinds (bool, uint, int, float) the ops of a kind have kernels
+** for, on every device; GL_DTYPES_<kind> the same as a kernels/dtypes.h set. The CPU's row
+** tables and the CUDA kernels are stamped from these, and the backends' supports() read
+** them. */
+#define GL_KINDS_UF (0, 0, 0, 1)
+#define GL_KINDS_US (1, 1, 1, 1)
+#define GL_KINDS_UP (1, 1, 1, 1)
+#define GL_KINDS_UL (1, 1, 1, 1)
+#define GL_KINDS_UB (0, 1, 1, 0)
+#define GL_KINDS_BA (0, 1, 1, 1)
+#define GL_KINDS_BD (0, 0, 0, 1)
+#define GL_KINDS_BC (1, 1, 1, 1)
+#define GL_KINDS_BL (1, 1, 1, 1)
+#define GL_KINDS_BB (1, 1, 1, 0)
+#define GL_KINDS_BS (0, 1, 1, 0)
+/* The kinds, in their order (backend.h's gl_opkind). */
+#define GL_OP_KINDS(X) X(UF) X(US) X(UP) X(UL) X(UB) X(BA) X(BD) X(BC) X(BL) X(BB) X(BS)
+enum {
+#define GL_X(kind) GL_DTYPES_##kind = GL_DTSET_OF_KINDS(GL_KINDS_##kind),
+  GL_OP_KINDS(GL_X)
+#undef GL_X
+  GL_DTYPES_END_
+};
+
 /* ---- the ops ---------------------------------------------------------------------------- */
 
 /* X(name, kind, float expr, double expr, integer expr) over x (unary) */

@@ -40,26 +40,31 @@ __global__ void gl_k_rmsprop(int64_t n, T *p, const T *g, T *sq, T *buf, T *ga, 
   GL_KLOOP(i, n) p[i] = gl_nn<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
 }
 
-template <class T>
-static int optim_t(cudaStream_t s, int kind, int64_t n, void *p, const void *g, void *s0, void *s1, void *s2,
-                   const gl_optim_hp *hp) {
-  unsigned nb = gl_kblocks(n);
-  switch (kind) {
-    case 0: gl_k_sgd<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, *hp); break;
-    case 1: gl_k_adam<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
-    case 2: gl_k_rmsprop<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
-    default: return GL_KERR_NOTSUP;
+/* The launchers of one dtype: GL_KERR_NOTSUP outside GL_KFUSED_DTYPES (nn.h's element steps
+** are float and double). */
+template <int DT>
+static int optim_dt(cudaStream_t s, int kind, int64_t n, void *p, const void *g, void *s0, void *s1, void *s2,
+                    const gl_optim_hp *hp) {
+  if constexpr (!GL_DT_IN(GL_KFUSED_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    unsigned nb = gl_kblocks(n);
+    switch (kind) {
+      case 0: gl_k_sgd<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, *hp); break;
+      case 1: gl_k_adam<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
+      case 2: gl_k_rmsprop<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
+      default: return GL_KERR_NOTSUP;
+    }
+    return (int)cudaGetLastError();
   }
-  return (int)cudaGetLastError();
 }
 
 extern "C" int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void *p, const void *g, void *s0,
                                 void *s1, void *s2, const gl_optim_hp *hp) {
   if (n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  if (dt == GL_KD_FLOAT32) return optim_t<float>(s, kind, n, p, g, s0, s1, s2, hp);
-  if (dt == GL_KD_FLOAT64) return optim_t<double>(s, kind, n, p, g, s0, s1, s2, hp);
-  return GL_KERR_NOTSUP;
+  return GL_DISPATCH_DTYPE(dt, DT, optim_dt<DT>(s, kind, n, p, g, s0, s1, s2, hp));
 }
 
 /* ---- softmax cross-entropy ---------------------------------------------------------------- */
@@ -132,33 +137,41 @@ __global__ void gl_k_xent_bwd(int64_t N, int64_t C, T *dst, const T *probs, cons
   }
 }
 
-template <class T>
-static int xent_t(cudaStream_t s, int64_t N, int64_t C, void *loss, void *probs, const void *z,
-                  const int64_t *labels, const void *target, double smoothing) {
-  int64_t blocks = (N + 7) / 8;
-  unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
-  gl_k_xent<T><<<nb, 256, 0, s>>>(N, C, (T *)loss, (T *)probs, (const T *)z, labels, (const T *)target,
-                                  (T)(1 - smoothing), (T)(smoothing / (double)C));
-  return (int)cudaGetLastError();
+template <int DT>
+static int xent_dt(cudaStream_t s, int64_t N, int64_t C, void *loss, void *probs, const void *z,
+                   const int64_t *labels, const void *target, double smoothing) {
+  if constexpr (!GL_DT_IN(GL_KFUSED_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    int64_t blocks = (N + 7) / 8;
+    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    gl_k_xent<T><<<nb, 256, 0, s>>>(N, C, (T *)loss, (T *)probs, (const T *)z, labels, (const T *)target,
+                                    (T)(1 - smoothing), (T)(smoothing / (double)C));
+    return (int)cudaGetLastError();
+  }
 }
 
 extern "C" int gl_klaunch_xent(void *stream, int dt, int64_t N, int64_t C, void *loss, void *probs, const void *z,
                                const int64_t *labels, const void *target, double smoothing) {
   if (N <= 0 || C <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  if (dt == GL_KD_FLOAT32) return xent_t<float>(s, N, C, loss, probs, z, labels, target, smoothing);
-  if (dt == GL_KD_FLOAT64) return xent_t<double>(s, N, C, loss, probs, z, labels, target, smoothing);
-  return GL_KERR_NOTSUP;
+  return GL_DISPATCH_DTYPE(dt, DT, xent_dt<DT>(s, N, C, loss, probs, z, labels, target, smoothing));
 }
 
-template <class T>
-static int xent_bwd_t(cudaStream_t s, int64_t N, int64_t C, void *dst, const void *probs, const int64_t *labels,
-                      const void *target, double smoothing, const void *gout, int64_t gstride, double scale) {
-  gl_k_xent_bwd<T><<<gl_kblocks(N * C), GL_KTHREADS, 0, s>>>(N, C, (T *)dst, (const T *)probs, labels,
-                                                            (const T *)target, (T)(1 - smoothing),
-                                                            (T)(smoothing / (double)C), (const T *)gout, gstride,
-                                                            (T)scale);
-  return (int)cudaGetLastError();
+template <int DT>
+static int xent_bwd_dt(cudaStream_t s, int64_t N, int64_t C, void *dst, const void *probs, const int64_t *labels,
+                       const void *target, double smoothing, const void *gout, int64_t gstride, double scale) {
+  if constexpr (!GL_DT_IN(GL_KFUSED_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    gl_k_xent_bwd<T><<<gl_kblocks(N * C), GL_KTHREADS, 0, s>>>(N, C, (T *)dst, (const T *)probs, labels,
+                                                              (const T *)target, (T)(1 - smoothing),
+                                                              (T)(smoothing / (double)C), (const T *)gout, gstride,
+                                                              (T)scale);
+    return (int)cudaGetLastError();
+  }
 }
 
 extern "C" int gl_klaunch_xent_bwd(void *stream, int dt, int64_t N, int64_t C, void *dst, const void *probs,
@@ -166,7 +179,6 @@ extern "C" int gl_klaunch_xent_bwd(void *stream, int dt, int64_t N, int64_t C, v
                                    int64_t gstride, double scale) {
   if (N <= 0 || C <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  if (dt == GL_KD_FLOAT32) return xent_bwd_t<float>(s, N, C, dst, probs, labels, target, smoothing, gout, gstride, scale);
-  if (dt == GL_KD_FLOAT64) return xent_bwd_t<double>(s, N, C, dst, probs, labels, target, smoothing, gout, gstride, scale);
-  return GL_KERR_NOTSUP;
+  return GL_DISPATCH_DTYPE(dt, DT, xent_bwd_dt<DT>(s, N, C, dst, probs, labels, target, smoothing, gout, gstride,
+                                                   scale));
 }

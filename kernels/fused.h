@@ -8,14 +8,17 @@
 
 #include <stdint.h>
 #include "nn.h"
+#include "dtypes.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The dtypes of the parameters, gradients, states and logits the fused kernels take. */
+#define GL_KFUSED_DTYPES GL_DTSET_WIDE_FLOAT
 
 /* kind 0 SGD, 1 Adam, 2 RMSprop; p, g and the state arrays s0..s2 (NULL where unused)
-** contiguous of dtype dt (float32 or float64), n elements each. */
+** contiguous of dtype dt (one of GL_KFUSED_DTYPES), n elements each. */
 int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void *p, const void *g, void *s0, void *s1,
                      void *s2, const gl_optim_hp *hp);
 /* Rows of z (N, C): loss (N), probs (N, C); labels int64 1-based (or NULL: target (N, C)). */

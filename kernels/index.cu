@@ -76,9 +76,9 @@ __global__ void gl_k_scatter_lanes(const gl_kidx w, typename gl_dt<DT>::S *dst,
       typename gl_dt<DT>::S v = src[d + j * w.sd[w.axis]];
       typename gl_dt<DT>::S *p = &dst[x + idx[j] * w.sx[w.axis]];
       if (ADD) {
-        auto sum = gl_cv<DT>::load(*p) + gl_cv<DT>::load(v);
-        if constexpr (gl_dt<DT>::fam == 2) *p = gl_cv<DT>::store_i(sum);
-        else *p = gl_cv<DT>::store_f(sum);
+        auto sum = gl_dt<DT>::load(*p) + gl_dt<DT>::load(v);
+        if constexpr (gl_dt<DT>::fam == 2) *p = gl_dt<DT>::store_i(sum);
+        else *p = gl_dt<DT>::store_f(sum);
       } else {
         *p = v;
       }
@@ -86,7 +86,8 @@ __global__ void gl_k_scatter_lanes(const gl_kidx w, typename gl_dt<DT>::S *dst,
   }
 }
 
-/* One thread per element with a hardware atomic add. */
+/* One thread per element with a hardware atomic add, in the dtypes that have one. */
+#define GL_KSCATTER_ATOMIC_DTYPES (GL_DTSET(FLOAT32) | GL_DTSET(FLOAT64) | GL_DTSET(INT32) | GL_DTSET(INT64))
 __device__ __forceinline__ void gl_atomic_add(float *p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void gl_atomic_add(double *p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void gl_atomic_add(int32_t *p, int32_t v) { atomicAdd((int *)p, (int)v); }
@@ -107,7 +108,7 @@ template <int DT>
 static int scatter_dt(cudaStream_t s, const gl_kidx *w, void *dst, const void *src, const int64_t *idx,
                       bool add) {
   typedef typename gl_dt<DT>::S S;
-  if constexpr (DT == GL_KD_FLOAT32 || DT == GL_KD_FLOAT64 || DT == GL_KD_INT32 || DT == GL_KD_INT64) {
+  if constexpr (GL_DT_IN(GL_KSCATTER_ATOMIC_DTYPES, DT)) {
     if (add) {
       gl_k_scatter_atomic<S><<<gl_kblocks(w->n), GL_KTHREADS, 0, s>>>(*w, (S *)dst, (const S *)src, idx);
       return gl_klaunched();
@@ -134,17 +135,7 @@ extern "C" int gl_klaunch_scatter(void *stream, const gl_kidx *w, void *dst, con
       default: return GL_KERR_NOTSUP;
     }
   }
-  switch (dt) {
-    case GL_KD_BOOL: return scatter_dt<GL_KD_BOOL>(s, w, dst, src, idx, true);
-    case GL_KD_UINT8: return scatter_dt<GL_KD_UINT8>(s, w, dst, src, idx, true);
-    case GL_KD_INT32: return scatter_dt<GL_KD_INT32>(s, w, dst, src, idx, true);
-    case GL_KD_INT64: return scatter_dt<GL_KD_INT64>(s, w, dst, src, idx, true);
-    case GL_KD_FLOAT16: return scatter_dt<GL_KD_FLOAT16>(s, w, dst, src, idx, true);
-    case GL_KD_BFLOAT16: return scatter_dt<GL_KD_BFLOAT16>(s, w, dst, src, idx, true);
-    case GL_KD_FLOAT32: return scatter_dt<GL_KD_FLOAT32>(s, w, dst, src, idx, true);
-    case GL_KD_FLOAT64: return scatter_dt<GL_KD_FLOAT64>(s, w, dst, src, idx, true);
-    default: return GL_KERR_NOTSUP;
-  }
+  return GL_DISPATCH_DTYPE(dt, DT, scatter_dt<DT>(s, w, dst, src, idx, true));
 }
 
 /* ---- mask selection ------------------------------------------------------------------- */
@@ -227,26 +218,24 @@ __global__ void gl_k_matmul_int(const gl_kiter bw, const gl_kmm m, T *dst, const
   }
 }
 
+template <int DT>
+static int matmul_int_dt(cudaStream_t s, const gl_kiter *bw, const gl_kmm *m, void *dst, const void *a,
+                         const void *b, int64_t total) {
+  if constexpr (!GL_DT_IN(GL_KMATMUL_INT_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    constexpr bool LOGIC = gl_dt<DT>::kind == GL_KIND_BOOL;
+    gl_k_matmul_int<T, typename gl_dt<DT>::UT, LOGIC><<<gl_kblocks(total), GL_KTHREADS, 0, s>>>(
+        *bw, *m, (T *)dst, (const T *)a, (const T *)b);
+    return gl_klaunched();
+  }
+}
+
 extern "C" int gl_klaunch_matmul_int(void *stream, const gl_kiter *bw, const gl_kmm *m, void *dst,
                                      const void *a, const void *b, int dt) {
   int64_t total = bw->n * m->M * m->N;
   if (total <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  unsigned g = gl_kblocks(total);
-  switch (dt) {
-    case GL_KD_INT32:
-      gl_k_matmul_int<int32_t, uint32_t, false><<<g, GL_KTHREADS, 0, s>>>(*bw, *m, (int32_t *)dst, (const int32_t *)a, (const int32_t *)b);
-      break;
-    case GL_KD_INT64:
-      gl_k_matmul_int<int64_t, uint64_t, false><<<g, GL_KTHREADS, 0, s>>>(*bw, *m, (int64_t *)dst, (const int64_t *)a, (const int64_t *)b);
-      break;
-    case GL_KD_UINT8:
-      gl_k_matmul_int<uint8_t, uint32_t, false><<<g, GL_KTHREADS, 0, s>>>(*bw, *m, (uint8_t *)dst, (const uint8_t *)a, (const uint8_t *)b);
-      break;
-    case GL_KD_BOOL:
-      gl_k_matmul_int<uint8_t, uint32_t, true><<<g, GL_KTHREADS, 0, s>>>(*bw, *m, (uint8_t *)dst, (const uint8_t *)a, (const uint8_t *)b);
-      break;
-    default: return GL_KERR_NOTSUP;
-  }
-  return gl_klaunched();
+  return GL_DISPATCH_DTYPE(dt, DT, matmul_int_dt<DT>(s, bw, m, dst, a, b, total));
 }

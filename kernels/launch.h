@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "dtypes.h"          /* the dtype codes GL_KD_* every 'dt' below is one of */
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,12 +21,6 @@ extern "C" {
 #define GL_KERR_NOTSUP (-1)
 #define GL_KMAXDIMS 8
 #define GL_KMAXARGS 4
-
-/* Dtype numbers as the kernels know them; the host checks they equal src/core's gl_dtype. */
-enum {
-  GL_KD_BOOL = 0, GL_KD_UINT8, GL_KD_INT32, GL_KD_INT64,
-  GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_N
-};
 
 /* Where each operand's elements are: a walk over 'shape' (axes already collapsed on the
 ** host by gl_iter), one stride row per operand, in elements. Passed to kernels by value.
@@ -144,6 +139,18 @@ size_t gl_ksort_scratch(const gl_ksort *k, int dt);
 int gl_klaunch_sort(void *stream, const gl_ksort *k, void *values, int64_t *indices, const void *src,
                     int dt, int descending, void *scratch, size_t scratch_bytes);
 
+/* ---- random fills (random.cu) ---- */
+
+/* Distributions, numbered as backend.h's gl_rand_dist (the host checks). */
+enum { GL_KR_UNIFORM = 0, GL_KR_NORMAL, GL_KR_INTEGERS, GL_KR_BERNOULLI };
+
+/* dst (n contiguous elements of dtype dt) = kernels/philox.h's numbers of 'dist' from the
+** counter blocks offset, offset + 1, ... of key seed: uniform a + (b - a) u, normal a + b z,
+** integers lo + [0, range), bernoulli 1 with probability a (or p[i] when p is not NULL). */
+int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int64_t n, uint64_t seed,
+                      uint64_t offset, double a, double b, int64_t lo, uint64_t range,
+                      const double *p);
+
 /* ---- integer matmul (index.cu) ---- */
 
 /* A batched integer/bool matmul: dst (B, M, N) = a (B, M, K) @ b (B, K, N), any strides
@@ -152,6 +159,8 @@ typedef struct gl_kmm {
   int64_t M, N, K;
   int64_t dsm, dsn, asm_, ask, bsk, bsn;
 } gl_kmm;
+/* The dtypes gl_klaunch_matmul_int takes (floats go through cuBLAS). */
+#define GL_KMATMUL_INT_DTYPES (GL_DTSET_INT | GL_DTSET_BOOL)
 int gl_klaunch_matmul_int(void *stream, const gl_kiter *bw, const gl_kmm *m, void *dst,
                           const void *a, const void *b, int dt);
 

@@ -53,6 +53,13 @@
 
 #include <stdint.h>
 #include "vmath.h"   /* GL_HD, gl_vlogf, gl_vm_sel, gl_bits_f32 */
+#include "dtypes.h"
+
+/* The dtypes each distribution fills (a kernels/dtypes.h set; dist numbered as
+** gl_rand_dist: uniform, normal, integers, bernoulli, permutation), on every device. */
+#define GL_RAND_DTYPES(dist)                                                       \
+  ((dist) == 0 || (dist) == 1 ? GL_DTSET_FLOAT : (dist) == 2 ? GL_DTSET_INT        \
+   : (dist) == 3 ? GL_DTSET_ALL : (dist) == 4 ? GL_DTSET(INT64) : 0)
 
 #define GL_PHILOX_W0 0x9E3779B9u
 #define GL_PHILOX_W1 0xBB67AE85u

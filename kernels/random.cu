@@ -12,9 +12,6 @@
 #include "cuda_common.cuh"
 #include "philox.h"
 
-/* Numbered as gl_rand_dist in src/backend/backend.h (checked in cuda_random.c). */
-enum { GL_KR_UNIFORM = 0, GL_KR_NORMAL, GL_KR_INTEGERS, GL_KR_BERNOULLI };
-
 struct gl_krand {
   uint64_t seed, offset;
   double a, b;
@@ -26,24 +23,13 @@ struct gl_krand {
 /* ---- stores --------------------------------------------------------------------------- */
 
 /* A value as dtype DT stores it: floats rounded (halves to nearest even), integers wrapped
-** to the width, flags as 0/1 of the dtype. */
-template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_f(float v) {
-  if constexpr (DT == GL_KD_FLOAT16) return gl_f32_to_f16(v);
-  else if constexpr (DT == GL_KD_BFLOAT16) return gl_f32_to_bf16(v);
-  else return v;
-}
-
-template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_i(uint64_t v) {
-  if constexpr (DT == GL_KD_INT64) return (int64_t)v;
-  else if constexpr (DT == GL_KD_INT32) return (int32_t)(uint32_t)v;
-  else return (uint8_t)v;
-}
-
+** to the width, flags as 0/1 of the dtype (convert.h's stores, as the CPU's). */
+template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_f(float v) { return gl_dt<DT>::store_f(v); }
+template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_i(uint64_t v) { return gl_dt<DT>::store_i(v); }
 template <int DT> __device__ __forceinline__ typename gl_dt<DT>::S gl_rcvt_flag(bool v) {
   typedef typename gl_dt<DT>::S S;
-  if constexpr (DT == GL_KD_FLOAT16) return (uint16_t)(v ? 0x3c00 : 0);
-  else if constexpr (DT == GL_KD_BFLOAT16) return (uint16_t)(v ? 0x3f80 : 0);
-  else return (S)(v ? 1 : 0);
+  const S one = gl_dt<DT>::store_i(1), zero = gl_dt<DT>::store_i(0);
+  return v ? one : zero;
 }
 
 /* Elements N g .. N g + N - 1 of dst (n in all) = v: one N-element access when 'whole'
@@ -68,8 +54,6 @@ static inline bool gl_rwhole(const void *dst, int n, int width) {
   return ((uintptr_t)dst & (uintptr_t)(n * width - 1)) == 0;
 }
 
-__device__ __forceinline__ int gl_rbits(int dt) { return dt == GL_KD_FLOAT16 ? 11 : dt == GL_KD_BFLOAT16 ? 8 : 24; }
-
 /* ---- kernels ---------------------------------------------------------------------------- */
 
 /* Every kernel walks the counter blocks j of the call (block r.offset + j, philox.h's
@@ -91,7 +75,7 @@ gl_krandom_f(typename gl_dt<DT>::S *dst, int64_t n, gl_krand r, bool whole) {
   typedef typename gl_dt<DT>::S S;
   int64_t nb = (n + 3) / 4;
   float lo = (float)r.a, span = (float)(r.b - r.a), mean = (float)r.a, sd = (float)r.b;
-  int bits = gl_rbits(DT);
+  const int bits = gl_dt<DT>::prec;
   GL_KR_LOOP(j, nb) {
     uint32_t w[4];
     gl_philox_block(r.seed, r.offset + (uint64_t)j, w);
@@ -175,10 +159,38 @@ gl_krandom_bernoulli(typename gl_dt<DT>::S *dst, int64_t n, gl_krand r, bool who
 
 /* ---- launcher ------------------------------------------------------------------------------ */
 
+/* The fill of one dtype: its kernel for the distribution, GL_KERR_NOTSUP where the
+** distribution does not make that dtype (philox.h's GL_RAND_DTYPES, what supports() says). */
+template <int DT>
+static int random_dt(cudaStream_t s, unsigned grid, int dist, void *dst, int64_t n, const gl_krand &r, int epb) {
+  typedef typename gl_dt<DT>::S S;
+  if (!GL_DT_IN(GL_RAND_DTYPES(dist), DT)) return GL_KERR_NOTSUP;
+  S *d = (S *)dst;
+  bool whole = gl_rwhole(dst, epb, (int)sizeof(S));
+  if (dist == GL_KR_UNIFORM || dist == GL_KR_NORMAL) {
+    if constexpr (gl_dt<DT>::kind == GL_KIND_FLOAT) {
+      bool normal = dist == GL_KR_NORMAL;
+      if constexpr (gl_dt<DT>::fam == 1) {
+        if (normal) gl_krandom_d<true><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
+        else gl_krandom_d<false><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
+      } else {
+        if (normal) gl_krandom_f<DT, true><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
+        else gl_krandom_f<DT, false><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
+      }
+    }
+  } else if (dist == GL_KR_INTEGERS) {
+    if constexpr (GL_DT_IN(GL_DTSET_INT, DT)) gl_krandom_int<DT><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
+  } else {
+    gl_krandom_bernoulli<DT><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
+  }
+  return gl_klaunched();
+}
+
 extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int64_t n, uint64_t seed,
                                  uint64_t offset, double a, double b, int64_t lo, uint64_t range,
                                  const double *p) {
   if (n == 0) return 0;
+  if (dist < GL_KR_UNIFORM || dist > GL_KR_BERNOULLI) return GL_KERR_NOTSUP;
   cudaStream_t s = (cudaStream_t)stream;
   gl_krand r = { seed, offset, a, b, lo, range, p };
   int epb = 4;                                    /* elements per block */
@@ -186,51 +198,5 @@ extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int6
   else if (dist == GL_KR_INTEGERS) epb = range != 0 && range <= ((uint64_t)1 << 32) ? 2 : 1;
   int64_t nb = (n + epb - 1) / epb;
   unsigned grid = gl_kgrid((nb + GL_KR_UNROLL - 1) / GL_KR_UNROLL);
-  bool normal = dist == GL_KR_NORMAL;
-#define GL_RLAUNCH(kernel, DT, ...)                                                              \
-  kernel<<<grid, GL_KTHREADS, 0, s>>>((typename gl_dt<DT>::S *)dst, n, r,                       \
-                                      gl_rwhole(dst, epb, (int)sizeof(typename gl_dt<DT>::S)))
-  switch (dist) {
-    case GL_KR_UNIFORM: case GL_KR_NORMAL:
-      switch (dt) {
-        case GL_KD_FLOAT32:
-          if (normal) GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT32, true>), GL_KD_FLOAT32);
-          else GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT32, false>), GL_KD_FLOAT32);
-          break;
-        case GL_KD_FLOAT16:
-          if (normal) GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT16, true>), GL_KD_FLOAT16);
-          else GL_RLAUNCH((gl_krandom_f<GL_KD_FLOAT16, false>), GL_KD_FLOAT16);
-          break;
-        case GL_KD_BFLOAT16:
-          if (normal) GL_RLAUNCH((gl_krandom_f<GL_KD_BFLOAT16, true>), GL_KD_BFLOAT16);
-          else GL_RLAUNCH((gl_krandom_f<GL_KD_BFLOAT16, false>), GL_KD_BFLOAT16);
-          break;
-        case GL_KD_FLOAT64:
-          if (normal) GL_RLAUNCH(gl_krandom_d<true>, GL_KD_FLOAT64);
-          else GL_RLAUNCH(gl_krandom_d<false>, GL_KD_FLOAT64);
-          break;
-        default: return GL_KERR_NOTSUP;
-      }
-      break;
-    case GL_KR_INTEGERS:
-      switch (dt) {
-        case GL_KD_INT64: GL_RLAUNCH(gl_krandom_int<GL_KD_INT64>, GL_KD_INT64); break;
-        case GL_KD_INT32: GL_RLAUNCH(gl_krandom_int<GL_KD_INT32>, GL_KD_INT32); break;
-        case GL_KD_UINT8: GL_RLAUNCH(gl_krandom_int<GL_KD_UINT8>, GL_KD_UINT8); break;
-        default: return GL_KERR_NOTSUP;
-      }
-      break;
-    case GL_KR_BERNOULLI:
-      switch (dt) {
-#define GL_BERN(DN, DTY, DK, DE) \
-        case DE: GL_RLAUNCH(gl_krandom_bernoulli<DE>, DE); break;
-        GL_FOREACH_DTYPE(GL_BERN)
-#undef GL_BERN
-        default: return GL_KERR_NOTSUP;
-      }
-      break;
-    default: return GL_KERR_NOTSUP;
-  }
-#undef GL_RLAUNCH
-  return gl_klaunched();
+  return GL_DISPATCH_DTYPE(dt, DT, random_dt<DT>(s, grid, dist, dst, n, r, epb));
 }

@@ -34,10 +34,10 @@ template <> struct gl_ct<CTK_I64> { typedef int64_t VT; typedef uint64_t AT; };
 /* A stored element of dtype SDT as compute type CTK (as cpu_reduce.c's conversions). */
 template <int SDT, int CTK>
 __device__ __forceinline__ typename gl_ct<CTK>::VT gl_rconv(typename gl_dt<SDT>::S x) {
-  auto v = gl_cv<SDT>::load(x);
+  auto v = gl_dt<SDT>::load(x);
   if constexpr (CTK == CTK_I64) {
     if constexpr (gl_dt<SDT>::fam == 2) return (int64_t)v;
-    else return gl_f2i64((double)v);
+    else return gl_sat_int64((double)v);
   } else {
     return (typename gl_ct<CTK>::VT)v;
   }
@@ -250,10 +250,8 @@ gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part
 ** logsumexp and the 1- and 2-norms. The rest (prod, argmax, other norms, other compute
 ** types) take gl_k_rpass. */
 static bool gl_rfull_has(int kind, int sdt, int ctk) {
-  bool natural = ctk == CTK_F32 ? (sdt == GL_KD_FLOAT32 || sdt == GL_KD_FLOAT16 || sdt == GL_KD_BFLOAT16)
-               : ctk == CTK_F64 ? sdt == GL_KD_FLOAT64
-               : (sdt == GL_KD_BOOL || sdt == GL_KD_UINT8 || sdt == GL_KD_INT32 || sdt == GL_KD_INT64);
-  if (!natural) return false;
+  /* the natural compute type of a dtype is its family: float, double, int64 */
+  if (GL_DISPATCH_DTYPE(sdt, DT, gl_dt<DT>::fam) != ctk) return false;
   switch (kind) {
     case GL_KRK_SUM: case GL_KRK_MAX: case GL_KRK_MIN: case GL_KRK_ALL: case GL_KRK_ANY: return true;
     case GL_KRK_SUMABS: case GL_KRK_SUMSQ: case GL_KRK_SUMDEV: case GL_KRK_SUMEXP: return ctk != CTK_I64;
@@ -413,8 +411,8 @@ __device__ __forceinline__ void gl_rfinish_one(const gl_kred &r, gl_part a, int6
   if (pout) { pout[o] = v; return; }
   int64_t so, dof;
   gl_kept_offsets(r, o, &so, &dof);
-  if (isint) dst[dof] = gl_cv<DDT>::store_i(iv);
-  else dst[dof] = gl_cv<DDT>::store_f(v);
+  if (isint) dst[dof] = gl_dt<DDT>::store_i(iv);
+  else dst[dof] = gl_dt<DDT>::store_f(v);
 }
 
 /* One thread per output, folding its P partials in order. */
@@ -502,43 +500,43 @@ extern "C" size_t gl_kreduce_scratch(const gl_kred *r) {
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
+template <int SDT, int CTK>
+static int rpass_dt(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, unsigned blocks, int kind,
+                    const void *src, gl_part *part, const double *param, double p) {
+  gl_k_rpass<SDT, CTK><<<blocks, GL_KTHREADS, 0, s>>>(*r, kind, (const typename gl_dt<SDT>::S *)src, part, param,
+                                                     p, pl->P, pl->chunk, pl->G);
+  return gl_klaunched();
+}
+
 template <int CTK>
 static int rpass_ct(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind, const void *src,
                     int sdt, gl_part *part, const double *param, double p) {
   int64_t items = r->M * pl->P, gpb = GL_KTHREADS / pl->G;
   int64_t b = (items + gpb - 1) / gpb;
   unsigned blocks = (unsigned)(b > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : b < 1 ? 1 : b);
-#define GL_PASS(DT)                                                                              \
-  case DT:                                                                                       \
-    gl_k_rpass<DT, CTK><<<blocks, GL_KTHREADS, 0, s>>>(*r, kind, (const typename gl_dt<DT>::S *)src, \
-                                                      part, param, p, pl->P, pl->chunk, pl->G); \
+  return GL_DISPATCH_DTYPE(sdt, DT, rpass_dt<DT, CTK>(s, r, pl, blocks, kind, src, part, param, p));
+}
+
+/* The vector pass of one source dtype: stamped for the natural compute type of SDT (its
+** family) and, for integers, the kinds gl_rfull_has lists. */
+template <int SDT, int CTK, int KIND>
+static int rfull_dt(cudaStream_t s, const gl_rplan *pl, const void *src, int64_t K, gl_part *part,
+                    const double *param, double p) {
+  constexpr bool INT_KIND = KIND == GL_KRK_SUM || KIND == GL_KRK_MAX || KIND == GL_KRK_MIN || KIND == GL_KRK_ALL ||
+                            KIND == GL_KRK_ANY;
+  if constexpr (gl_dt<SDT>::fam != CTK || (CTK == CTK_I64 && !INT_KIND)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    gl_k_rfull<SDT, CTK, KIND><<<(unsigned)pl->P, GL_KTHREADS, 0, s>>>((const typename gl_dt<SDT>::S *)src, K, part,
+                                                                      param, p);
     return gl_klaunched();
-  switch (sdt) {
-    GL_PASS(GL_KD_BOOL) GL_PASS(GL_KD_UINT8) GL_PASS(GL_KD_INT32) GL_PASS(GL_KD_INT64)
-    GL_PASS(GL_KD_FLOAT16) GL_PASS(GL_KD_BFLOAT16) GL_PASS(GL_KD_FLOAT32) GL_PASS(GL_KD_FLOAT64)
-    default: return GL_KERR_NOTSUP;
   }
-#undef GL_PASS
 }
 
 template <int CTK, int KIND>
 static int rfull_kind(cudaStream_t s, const gl_rplan *pl, const void *src, int sdt, int64_t K, gl_part *part,
                       const double *param, double p) {
-  unsigned blocks = (unsigned)pl->P;
-#define GL_FULL_DT(DT)                                                                          \
-  case DT:                                                                                      \
-    gl_k_rfull<DT, CTK, KIND><<<blocks, GL_KTHREADS, 0, s>>>((const typename gl_dt<DT>::S *)src, K, part, param, p); \
-    return gl_klaunched();
-  if constexpr (CTK == CTK_F32) {
-    switch (sdt) { GL_FULL_DT(GL_KD_FLOAT32) GL_FULL_DT(GL_KD_FLOAT16) GL_FULL_DT(GL_KD_BFLOAT16) default: break; }
-  } else if constexpr (CTK == CTK_F64) {
-    switch (sdt) { GL_FULL_DT(GL_KD_FLOAT64) default: break; }
-  } else if constexpr (KIND == GL_KRK_SUM || KIND == GL_KRK_MAX || KIND == GL_KRK_MIN || KIND == GL_KRK_ALL ||
-                       KIND == GL_KRK_ANY) {
-    switch (sdt) { GL_FULL_DT(GL_KD_BOOL) GL_FULL_DT(GL_KD_UINT8) GL_FULL_DT(GL_KD_INT32) GL_FULL_DT(GL_KD_INT64) default: break; }
-  }
-#undef GL_FULL_DT
-  return GL_KERR_NOTSUP;
+  return GL_DISPATCH_DTYPE(sdt, DT, rfull_dt<DT, CTK, KIND>(s, pl, src, K, part, param, p));
 }
 
 template <int CTK>
@@ -576,24 +574,22 @@ static int rpass(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind,
   }
 }
 
+template <int DDT>
+static int rfinish_dt(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const gl_part *part, int kind,
+                      int ctk, int how, double param, double *pout, const double *shift, void *dst) {
+  typedef typename gl_dt<DDT>::S S;
+  if (r->M == 1)
+    gl_k_rfinish1<DDT><<<1, GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, pout, shift, (S *)dst);
+  else
+    gl_k_rfinish<DDT><<<gl_kblocks(r->M), GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, pout,
+                                                               shift, (S *)dst);
+  return gl_klaunched();
+}
+
 static int rfinish(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const gl_part *part,
                    int kind, int ctk, int how, double param, double *pout, const double *shift,
                    void *dst, int ddt) {
-#define GL_FIN(DT)                                                                               \
-  case DT:                                                                                       \
-    if (r->M == 1)                                                                               \
-      gl_k_rfinish1<DT><<<1, GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, pout, shift, \
-                                                 (typename gl_dt<DT>::S *)dst);                  \
-    else                                                                                         \
-      gl_k_rfinish<DT><<<gl_kblocks(r->M), GL_KTHREADS, 0, s>>>(*r, part, pl->P, kind, ctk, how, param, \
-                                                               pout, shift, (typename gl_dt<DT>::S *)dst); \
-    return gl_klaunched();
-  switch (ddt) {
-    GL_FIN(GL_KD_BOOL) GL_FIN(GL_KD_UINT8) GL_FIN(GL_KD_INT32) GL_FIN(GL_KD_INT64)
-    GL_FIN(GL_KD_FLOAT16) GL_FIN(GL_KD_BFLOAT16) GL_FIN(GL_KD_FLOAT32) GL_FIN(GL_KD_FLOAT64)
-    default: return GL_KERR_NOTSUP;
-  }
-#undef GL_FIN
+  return GL_DISPATCH_DTYPE(ddt, DT, rfinish_dt<DT>(s, r, pl, part, kind, ctk, how, param, pout, shift, dst));
 }
 
 #define GL_RTRY(call) do { int rc_ = (call); if (rc_ != 0) return rc_; } while (0)
@@ -669,28 +665,28 @@ __device__ __forceinline__ A gl_sload(const void *p, int64_t off, int sdt, int c
   double f = 0;
   int64_t i = 0;
   bool isf = false;
-  switch (sdt) {
-    case GL_KD_BOOL: case GL_KD_UINT8: i = ((const uint8_t *)p)[off]; break;
-    case GL_KD_INT32: i = ((const int32_t *)p)[off]; break;
-    case GL_KD_INT64: i = ((const int64_t *)p)[off]; break;
-    case GL_KD_FLOAT16: f = gl_f16_to_f32(((const uint16_t *)p)[off]); isf = true; break;
-    case GL_KD_BFLOAT16: f = gl_bf16_to_f32(((const uint16_t *)p)[off]); isf = true; break;
-    case GL_KD_FLOAT32: f = ((const float *)p)[off]; isf = true; break;
-    default: f = ((const double *)p)[off]; isf = true; break;
-  }
-  if (ctk == CTK_I64) return (A)(isf ? gl_f2i64(f) : i);
+  gl_dispatch_dtype(sdt, 0, [&](auto c) -> int {
+    constexpr int DT = decltype(c)::value;
+    auto v = gl_dt<DT>::load(((const typename gl_dt<DT>::S *)p)[off]);
+    if constexpr (gl_dt<DT>::fam == 2) i = (int64_t)v;
+    else { f = (double)v; isf = true; }
+    return 0;
+  });
+  if (ctk == CTK_I64) return (A)(isf ? gl_sat_int64(f) : i);
   if (ctk == CTK_F32) return (A)(isf ? (float)f : (float)i);
   return (A)(isf ? f : (double)i);
 }
 
+/* An integer or bool destination takes the value as an integer, a float one as a float. */
 template <class A>
 __device__ __forceinline__ void gl_sstore(void *p, int64_t off, int ddt, A v) {
-  switch (ddt) {
-#define GL_SST(DN, DTY, DK, DE) case DE: ((DTY *)p)[off] = GL_STORE_##DN##_##DK(v); break;
-    GL_FOREACH_DTYPE(GL_SST)
-#undef GL_SST
-    default: break;
-  }
+  gl_dispatch_dtype(ddt, 0, [&](auto c) -> int {
+    constexpr int DT = decltype(c)::value;
+    typedef typename gl_dt<DT>::S S;
+    if constexpr (gl_dt<DT>::fam == 2) ((S *)p)[off] = gl_dt<DT>::store_i(v);
+    else ((S *)p)[off] = gl_dt<DT>::store_f(v);
+    return 0;
+  });
 }
 
 /* The line's offsets in src and dst: every axis but the scanned one. */

@@ -190,20 +190,9 @@ extern "C" int gl_klaunch_sort(void *stream, const gl_ksort *k, void *values, in
   if (!layout(k, dt, &L) || scratch_bytes < L.total) return (int)cudaErrorInvalidValue;
   char *sc = (char *)scratch;
   bool desc = descending != 0;
-  int rc;
-  int width;
-  switch (dt) {
-    case GL_KD_BOOL: rc = sort_dt<GL_KD_BOOL>(s, k, desc, src, sc, &L); width = 1; break;
-    case GL_KD_UINT8: rc = sort_dt<GL_KD_UINT8>(s, k, desc, src, sc, &L); width = 1; break;
-    case GL_KD_INT32: rc = sort_dt<GL_KD_INT32>(s, k, desc, src, sc, &L); width = 4; break;
-    case GL_KD_INT64: rc = sort_dt<GL_KD_INT64>(s, k, desc, src, sc, &L); width = 8; break;
-    case GL_KD_FLOAT16: rc = sort_dt<GL_KD_FLOAT16>(s, k, desc, src, sc, &L); width = 2; break;
-    case GL_KD_BFLOAT16: rc = sort_dt<GL_KD_BFLOAT16>(s, k, desc, src, sc, &L); width = 2; break;
-    case GL_KD_FLOAT32: rc = sort_dt<GL_KD_FLOAT32>(s, k, desc, src, sc, &L); width = 4; break;
-    case GL_KD_FLOAT64: rc = sort_dt<GL_KD_FLOAT64>(s, k, desc, src, sc, &L); width = 8; break;
-    default: return GL_KERR_NOTSUP;
-  }
+  int rc = GL_DISPATCH_DTYPE(dt, DT, sort_dt<DT>(s, k, desc, src, sc, &L));
   if (rc) return rc;
+  int width = GL_DISPATCH_DTYPE(dt, DT, (int)sizeof(typename gl_dt<DT>::S));
   const int32_t *pout = (const int32_t *)(sc + L.pos_out);
   int64_t total = k->lanes * k->n;
   unsigned b = gl_kblocks(total);

@@ -20,12 +20,12 @@ enum {
   GL_KU_N
 };
 
-/* Kinds (elem_ops.h): which input dtypes an op takes and whether it returns bool. */
+/* Kinds (elem_ops.h): whether an op returns bool; GL_DTYPES_<kind> which dtypes it takes. */
 enum { GL_KK_UF, GL_KK_US, GL_KK_UP, GL_KK_UL, GL_KK_UB };
 
 #define GL_X(name, kind, F, D, I)                                                             \
   struct gl_u_##name {                                                                        \
-    static constexpr int kind_ = GL_KK_##kind;                                                \
+    static constexpr int kind_ = GL_KK_##kind, dtypes_ = GL_DTYPES_##kind;                    \
     static __device__ __forceinline__ auto f(float x) { (void)x; return F; }                  \
     static __device__ __forceinline__ auto d(double x) { (void)x; return D; }                 \
     template <class T, class UT> static __device__ __forceinline__ auto i(T x) { (void)x; return I; } \
@@ -33,17 +33,11 @@ enum { GL_KK_UF, GL_KK_US, GL_KK_UP, GL_KK_UL, GL_KK_UB };
 GL_UNARY_OPS(GL_X)
 #undef GL_X
 
-static constexpr bool unary_takes(int kind, int dt) {
-  return kind == GL_KK_UF ? (dt == GL_KD_FLOAT16 || dt == GL_KD_BFLOAT16 || dt == GL_KD_FLOAT32 || dt == GL_KD_FLOAT64)
-       : kind == GL_KK_UB ? (dt == GL_KD_UINT8 || dt == GL_KD_INT32 || dt == GL_KD_INT64)
-       : true;
-}
-
 /* ---- kernels ------------------------------------------------------------------------------ */
 
 template <class Op, int DT>
 __device__ __forceinline__ auto gl_apply(typename gl_dt<DT>::S s) {
-  auto x = gl_cv<DT>::load(s);
+  auto x = gl_dt<DT>::load(s);
   if constexpr (gl_dt<DT>::fam == 0) return Op::f(x);
   else if constexpr (gl_dt<DT>::fam == 1) return Op::d(x);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(x);
@@ -104,7 +98,7 @@ gl_k_unary_vec(uint32_t n, void *dst, const typename gl_dt<DT>::S *src) {
 
 template <class Op, int DT>
 static int unary_dt(cudaStream_t s, const gl_kiter *it, void *dst, const void *src) {
-  if constexpr (!unary_takes(Op::kind_, DT)) {
+  if constexpr (!GL_DT_IN(Op::dtypes_, DT)) {
     return GL_KERR_NOTSUP;
   } else {
     constexpr bool OB = Op::kind_ == GL_KK_UP || Op::kind_ == GL_KK_UL;
@@ -127,26 +121,12 @@ static int unary_dt(cudaStream_t s, const gl_kiter *it, void *dst, const void *s
   }
 }
 
-template <class Op>
-static int unary_op(cudaStream_t s, int dt, const gl_kiter *it, void *dst, const void *src) {
-  switch (dt) {
-    case GL_KD_BOOL: return unary_dt<Op, GL_KD_BOOL>(s, it, dst, src);
-    case GL_KD_UINT8: return unary_dt<Op, GL_KD_UINT8>(s, it, dst, src);
-    case GL_KD_INT32: return unary_dt<Op, GL_KD_INT32>(s, it, dst, src);
-    case GL_KD_INT64: return unary_dt<Op, GL_KD_INT64>(s, it, dst, src);
-    case GL_KD_FLOAT16: return unary_dt<Op, GL_KD_FLOAT16>(s, it, dst, src);
-    case GL_KD_BFLOAT16: return unary_dt<Op, GL_KD_BFLOAT16>(s, it, dst, src);
-    case GL_KD_FLOAT32: return unary_dt<Op, GL_KD_FLOAT32>(s, it, dst, src);
-    case GL_KD_FLOAT64: return unary_dt<Op, GL_KD_FLOAT64>(s, it, dst, src);
-    default: return GL_KERR_NOTSUP;
-  }
-}
-
 extern "C" int gl_klaunch_unary(void *stream, int op, int dt, const gl_kiter *it, void *dst, const void *src) {
   if (it->n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
   switch (op) {
-#define GL_X(name, kind, F, D, I) case GL_KU_##name: return unary_op<gl_u_##name>(s, dt, it, dst, src);
+#define GL_X(name, kind, F, D, I) \
+    case GL_KU_##name: return GL_DISPATCH_DTYPE(dt, DT, unary_dt<gl_u_##name, DT>(s, it, dst, src));
     GL_UNARY_OPS(GL_X)
 #undef GL_X
     default: return GL_KERR_NOTSUP;

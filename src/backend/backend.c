@@ -25,6 +25,21 @@ const char *const gl_binop_name[GL_NBINOP] = {
 #undef GL_X
 };
 
+const uint32_t gl_opkind_dtypes[GL_NOPKIND] = {
+#define GL_X(kind) [GL_K_##kind] = GL_DTYPES_##kind,
+  GL_OP_KINDS(GL_X)
+#undef GL_X
+};
+const char *const gl_redop_name[GL_NREDOP] = {
+  [GL_R_SUM] = "sum", [GL_R_PROD] = "prod", [GL_R_MAX] = "max", [GL_R_MIN] = "min",
+  [GL_R_ARGMAX] = "argmax", [GL_R_ARGMIN] = "argmin", [GL_R_ALL] = "all", [GL_R_ANY] = "any",
+  [GL_R_MEAN] = "mean", [GL_R_VAR] = "var", [GL_R_NORM] = "norm", [GL_R_LOGSUMEXP] = "logsumexp",
+};
+const char *const gl_rand_dist_name[GL_NRAND] = {
+  [GL_RAND_UNIFORM] = "uniform", [GL_RAND_NORMAL] = "normal", [GL_RAND_INTEGERS] = "randint",
+  [GL_RAND_BERNOULLI] = "bernoulli", [GL_RAND_PERMUTATION] = "permutation",
+};
+
 const gl_backend *gl_backend_get(gl_devtype t) {
   switch (t) {
     case GL_CPU: return &gl_cpu_backend;

@@ -5,7 +5,8 @@
 ** assume its inputs are valid and live on its device.
 **
 ** Entries marked (optional) may be NULL; the ops layer then reports "not supported on
-** <device>" before anything runs. supports() answers per (op, dtype) the same way.
+** <device>" before anything runs. supports() answers per (op, dtype) the same way, from the
+** backend's own tables of kernels, and the ops layer asks it before allocating anything.
 */
 #ifndef GL_BACKEND_H
 #define GL_BACKEND_H
@@ -14,18 +15,20 @@
 #include "../../kernels/elem_ops.h"
 #include "../../kernels/nn.h"
 
-/* Op families, for supports(). */
+/* Op families, for supports(); 'which' there names the op within the family. */
 typedef enum gl_op {
   GL_OP_FILL,
   GL_OP_COPY,       /* strided copy with dtype conversion */
   GL_OP_ARANGE,
-  GL_OP_UNARY,
-  GL_OP_BINARY,
-  GL_OP_REDUCE,
+  GL_OP_UNARY,      /* which: a gl_unop; dt: the source's (compute) dtype */
+  GL_OP_BINARY,     /* which: a gl_binop; dt: the compute dtype */
+  GL_OP_REDUCE,     /* which: a gl_redop (scans: SUM, PROD); dt: the result dtype */
   GL_OP_MATMUL,
-  GL_OP_INDEX,
+  GL_OP_INDEX,      /* gather, scatter (and its adds), mask selection */
   GL_OP_SORT,
-  GL_OP_RANDOM,
+  GL_OP_RANDOM,     /* which: a gl_rand_dist; dt: the filled array's */
+  GL_OP_CONV,       /* im2col, col2im */
+  GL_OP_FUSED,      /* optimizer steps, softmax cross-entropy */
   GL_NOP
 } gl_op;
 
@@ -46,13 +49,18 @@ typedef enum gl_binop {
 
 /* Op kinds (see kernels/elem_ops.h), names and tables indexed by op. */
 typedef enum gl_opkind {
-  GL_K_UF, GL_K_US, GL_K_UP, GL_K_UL, GL_K_UB,
-  GL_K_BA, GL_K_BD, GL_K_BC, GL_K_BL, GL_K_BB, GL_K_BS
+#define GL_X(kind) GL_K_##kind,
+  GL_OP_KINDS(GL_X)
+#undef GL_X
+  GL_NOPKIND
 } gl_opkind;
 extern const uint8_t gl_unop_kind[GL_NUNOP];
 extern const uint8_t gl_binop_kind[GL_NBINOP];
 extern const char *const gl_unop_name[GL_NUNOP];
 extern const char *const gl_binop_name[GL_NBINOP];
+/* The dtypes (a kernels/dtypes.h set) the ops of each kind have kernels for, the same on
+** every device: elem_ops.h's GL_DTYPES_<kind>, indexed by gl_opkind. */
+extern const uint32_t gl_opkind_dtypes[GL_NOPKIND];
 
 /* An elementwise operand: an array (a view already broadcast to the output's shape),
 ** or, when arr is NULL, a scalar the backend converts to the compute dtype. */
@@ -67,6 +75,7 @@ typedef enum gl_redop {
   GL_R_MEAN, GL_R_VAR, GL_R_NORM, GL_R_LOGSUMEXP,
   GL_NREDOP
 } gl_redop;
+extern const char *const gl_redop_name[GL_NREDOP];
 
 /* Random fills (GL_OP_RANDOM). The stream and the element-to-counter mapping of each
 ** distribution are documented in kernels/philox.h; both devices follow it exactly. */
@@ -79,6 +88,8 @@ typedef enum gl_rand_dist {
                          ** shuffle of lo .. lo + range - 1 */
   GL_NRAND
 } gl_rand_dist;
+/* "uniform", "normal", "randint", "bernoulli", "permutation". */
+extern const char *const gl_rand_dist_name[GL_NRAND];
 
 typedef struct gl_rand_req {
   uint64_t seed;         /* Philox key */
@@ -173,7 +184,9 @@ typedef struct gl_backend {
   int (*count)(const char **reason);
   gl_status (*info)(int index, gl_devinfo *out);
 
-  bool (*supports)(gl_op op, gl_dtype dt);
+  /* Whether the backend has kernels for op 'which' of family 'op' in dtype dt (see gl_op for
+  ** what which and dt are per family); answered from the backend's own kernel tables. */
+  bool (*supports)(gl_op op, int which, gl_dtype dt);
 
   /* Memory. alloc returns 64-byte-aligned blocks from a cache. */
   gl_status (*alloc)(gl_device dev, size_t nbytes, void **out);

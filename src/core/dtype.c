@@ -5,72 +5,70 @@
 #include <string.h>
 #include "dtype.h"
 #include "status.h"
-#include "../../kernels/half.h"
+#include "../../kernels/convert.h"
 
-const gl_dtype_info gl_dtypes[GL_NDTYPE] = {
-  [GL_BOOL]     = { "bool",     1, GL_KIND_BOOL,  false, "|b1" },
-  [GL_UINT8]    = { "uint8",    1, GL_KIND_UINT,  false, "|u1" },
-  [GL_INT32]    = { "int32",    4, GL_KIND_INT,   false, "<i4" },
-  [GL_INT64]    = { "int64",    8, GL_KIND_INT,   false, "<i8" },
-  [GL_FLOAT16]  = { "float16",  2, GL_KIND_FLOAT, true,  "<f2" },
-  [GL_BFLOAT16] = { "bfloat16", 2, GL_KIND_FLOAT, true,  NULL  },
-  [GL_FLOAT32]  = { "float32",  4, GL_KIND_FLOAT, false, "<f4" },
-  [GL_FLOAT64]  = { "float64",  8, GL_KIND_FLOAT, false, "<f8" },
-};
+#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, aliases) \
+  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, lo, hi, prec, aliases },
+const gl_dtype_info gl_dtypes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_INFO_) };
+#undef GL_DT_INFO_
 
-static const struct { const char *alias; gl_dtype t; } aliases[] = {
-  { "float", GL_FLOAT32 }, { "double", GL_FLOAT64 }, { "half", GL_FLOAT16 },
-  { "int", GL_INT32 }, { "long", GL_INT64 }, { "byte", GL_UINT8 }, { "bf16", GL_BFLOAT16 },
-  { "fp16", GL_FLOAT16 }, { "fp32", GL_FLOAT32 }, { "fp64", GL_FLOAT64 },
-};
+/* Whether 'name' is one of the space-separated words of 'list'. */
+static bool is_word_of(const char *name, const char *list) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p; ) {
+    size_t w = strcspn(p, " ");
+    if (w == n && n > 0 && memcmp(p, name, n) == 0) return true;
+    p += w;
+    p += strspn(p, " ");
+  }
+  return false;
+}
 
 int gl_dtype_from_name(const char *name) {
   for (int t = 0; t < GL_NDTYPE; t++)
     if (strcmp(name, gl_dtypes[t].name) == 0) return t;
-  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-    if (strcmp(name, aliases[i].alias) == 0) return (int)aliases[i].t;
+  for (int t = 0; t < GL_NDTYPE; t++)
+    if (is_word_of(name, gl_dtypes[t].aliases)) return t;
   return -1;
 }
 
 const char *gl_dtype_names(void) {
-  return "float32, float64, float16, bfloat16, int32, int64, uint8, bool";
+#define GL_DT_NAME_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, ...) ", " name
+  static const char names[] = "" GL_DTYPE_LIST(GL_DT_NAME_);
+#undef GL_DT_NAME_
+  return names + 2;                                 /* past the first ", " */
 }
+
+/* Element loads by kind: bool as 0/1, integers exactly, floats as double. */
+#define LOAD_BOOL(S, half, p) gl_scalar_int(*(const S *)(p) != 0)
+#define LOAD_UINT(S, half, p) gl_scalar_int(*(const S *)(p))
+#define LOAD_INT LOAD_UINT
+#define LOAD_FLOAT(S, half, p) gl_scalar_float((double)GL_DT_LOAD(half, *(const S *)(p)))
 
 gl_scalar gl_scalar_load(gl_dtype t, const void *p) {
   switch (t) {
-    case GL_BOOL:     return gl_scalar_int(*(const uint8_t *)p != 0);
-    case GL_UINT8:    return gl_scalar_int(*(const uint8_t *)p);
-    case GL_INT32:    return gl_scalar_int(*(const int32_t *)p);
-    case GL_INT64:    return gl_scalar_int(*(const int64_t *)p);
-    case GL_FLOAT16:  return gl_scalar_float((double)gl_f16_to_f32(*(const uint16_t *)p));
-    case GL_BFLOAT16: return gl_scalar_float((double)gl_bf16_to_f32(*(const uint16_t *)p));
-    case GL_FLOAT32:  return gl_scalar_float((double)*(const float *)p);
-    case GL_FLOAT64:  return gl_scalar_float(*(const double *)p);
-    default:          return gl_scalar_int(0);
+#define GL_DT_LOAD_CASE_(E, id, S, kind, half, ...) case GL_##E: return LOAD_##kind(S, half, p);
+    GL_DTYPE_LIST(GL_DT_LOAD_CASE_)
+#undef GL_DT_LOAD_CASE_
+    default: return gl_scalar_int(0);
   }
 }
 
-/* Float to integer conversion of out-of-range values is undefined in C; we clamp NaN to
-** 0 and saturate, as the CUDA conversion instructions do, so both backends agree. */
-static int64_t sat_i64(double f) {
-  if (f != f) return 0;
-  if (f >= 9223372036854775807.0) return INT64_MAX;
-  if (f <= -9223372036854775808.0) return INT64_MIN;
-  return (int64_t)f;
-}
+/* Element stores by kind. A float stored into an integer dtype saturates to int64 first
+** (NaN to 0, as the CUDA conversion instructions do; C leaves it undefined), then wraps
+** to the width like an integer. */
+#define STORE_BOOL(S, half, id, p, v, i, f) (*(S *)(p) = (S)((v).isint ? (v).i != 0 : (v).f != 0))
+#define STORE_UINT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, i))
+#define STORE_INT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, i))
+#define STORE_FLOAT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, f))
 
 void gl_scalar_store(gl_dtype t, void *p, gl_scalar v) {
-  int64_t i = v.isint ? v.i : sat_i64(v.f);
+  int64_t i = v.isint ? v.i : gl_sat_int64(v.f);
   double f = v.isint ? (double)v.i : v.f;
   switch (t) {
-    case GL_BOOL:     *(uint8_t *)p = v.isint ? (v.i != 0) : (v.f != 0); break;
-    case GL_UINT8:    *(uint8_t *)p = (uint8_t)i; break;
-    case GL_INT32:    *(int32_t *)p = (int32_t)i; break;
-    case GL_INT64:    *(int64_t *)p = i; break;
-    case GL_FLOAT16:  *(uint16_t *)p = gl_f32_to_f16((float)f); break;
-    case GL_BFLOAT16: *(uint16_t *)p = gl_f32_to_bf16((float)f); break;
-    case GL_FLOAT32:  *(float *)p = (float)f; break;
-    case GL_FLOAT64:  *(double *)p = f; break;
+#define GL_DT_STORE_CASE_(E, id, S, kind, half, ...) case GL_##E: STORE_##kind(S, half, id, p, v, i, f); break;
+    GL_DTYPE_LIST(GL_DT_STORE_CASE_)
+#undef GL_DT_STORE_CASE_
     default: break;
   }
 }
@@ -128,13 +126,10 @@ int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
 /* ---- scalars into elements ------------------------------------------------------------- */
 
 bool gl_dtype_int_range(gl_dtype t, int64_t *lo, int64_t *hi) {
-  switch (t) {
-    case GL_BOOL:  *lo = 0; *hi = 1; return true;
-    case GL_UINT8: *lo = 0; *hi = UINT8_MAX; return true;
-    case GL_INT32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
-    case GL_INT64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
-    default: return false;
-  }
+  if (gl_dtypes[t].kind == GL_KIND_FLOAT) return false;
+  *lo = gl_dtypes[t].min;                    /* the table's (kernels/dtypes.h) */
+  *hi = gl_dtypes[t].max;
+  return true;
 }
 
 bool gl_scalar_fits(gl_dtype t, gl_scalar s) {

@@ -1,6 +1,6 @@
 /*
 ** dtype.h — the element types. Facts about each dtype live in one table (gl_dtypes[]),
-** not in switches scattered over the code base.
+** made from the rows of kernels/dtypes.h, not in switches scattered over the code base.
 */
 #ifndef GL_DTYPE_H
 #define GL_DTYPE_H
@@ -9,37 +9,36 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-/* Order matters only for readability; promotion uses the table, not the order. */
+#include "../../kernels/dtypes.h"
+
+/* The dtypes, numbered as kernels/dtypes.h's rows (the kernels' GL_KD_* codes). */
 typedef enum gl_dtype {
-  GL_BOOL = 0,
-  GL_UINT8,
-  GL_INT32,
-  GL_INT64,
-  GL_FLOAT16,
-  GL_BFLOAT16,
-  GL_FLOAT32,
-  GL_FLOAT64,
-  GL_NDTYPE
+#define GL_DT_ENUM_(E, ...) GL_##E = GL_KD_##E,
+  GL_DTYPE_LIST(GL_DT_ENUM_)
+#undef GL_DT_ENUM_
+  GL_NDTYPE = GL_KD_N
 } gl_dtype;
 
 #define GL_DEFAULT_DTYPE GL_FLOAT32
 
-typedef enum gl_kind { GL_KIND_BOOL, GL_KIND_UINT, GL_KIND_INT, GL_KIND_FLOAT } gl_kind;
-
+/* The rows of kernels/dtypes.h as a table (gl_kind comes from there too). */
 typedef struct gl_dtype_info {
   const char *name;     /* "float32" */
   unsigned size;        /* bytes per element */
   gl_kind kind;
   bool storage_only;    /* float16/bfloat16: math is done in float32 */
-  const char *npy;      /* NumPy descr, little-endian: "<f4" */
+  const char *npy;      /* NumPy descr, little-endian: "<f4"; NULL where NumPy has none */
+  int64_t min, max;     /* range of an integer or bool dtype (0, 0 for floats) */
+  int prec;             /* significand bits of a float, 0 for integers */
+  const char *aliases;  /* other accepted names, space-separated */
 } gl_dtype_info;
 
 extern const gl_dtype_info gl_dtypes[GL_NDTYPE];
 
-/* Name (or alias: "float", "double", "half", "int", "long", "byte") to dtype; -1 if unknown. */
+/* Name (or one of the row's aliases: "float", "double", "half", ...) to dtype; -1 if unknown. */
 int gl_dtype_from_name(const char *name);
 
-/* A comma-separated list of the accepted names, for error messages. */
+/* The dtype names, comma-separated in dtype order, for error messages. */
 const char *gl_dtype_names(void);
 
 static inline bool gl_dtype_is_float(gl_dtype t) { return gl_dtypes[t].kind == GL_KIND_FLOAT; }

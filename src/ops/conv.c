@@ -51,13 +51,9 @@ static gl_status conv_backend(const char *fn, const gl_array *x, bool col2im, co
     char dn[16];
     return gl_fail(GL_ENOTSUP, "%s is not supported on %s", fn, gl_device_name(gl_array_device(x), dn));
   }
-  switch (x->dtype) {
-    case GL_FLOAT32: case GL_FLOAT64: *ct = (gl_dtype)x->dtype; return GL_OK;
-    case GL_FLOAT16: case GL_BFLOAT16: *ct = GL_FLOAT32; return GL_OK;
-    default:
-      return gl_fail(GL_EINVAL, "%s needs a float array, got %s (convert with astype)", fn,
-                     gl_dtypes[x->dtype].name);
-  }
+  *ct = gl_dtypes[x->dtype].storage_only ? GL_FLOAT32 : (gl_dtype)x->dtype;   /* halves run in float32 */
+  if ((*be)->supports(GL_OP_CONV, 0, *ct)) return GL_OK;
+  return gl_fail(GL_EINVAL, "%s needs a float array, got %s (convert with astype)", fn, gl_dtypes[x->dtype].name);
 }
 
 /* out = result converted to dt (result released), or result itself. */
@@ -133,11 +129,7 @@ static gl_status dnn_same_device(const char *fn, const gl_array *ref, const gl_a
 }
 
 static gl_status dnn_float(const char *fn, const gl_array *x, const char *what, bool halves) {
-  switch (x->dtype) {
-    case GL_FLOAT32: case GL_FLOAT64: return GL_OK;
-    case GL_FLOAT16: case GL_BFLOAT16: if (halves) return GL_OK; break;
-    default: break;
-  }
+  if (GL_DTSET_HAS(halves ? GL_DTSET_FLOAT : GL_DTSET_WIDE_FLOAT, x->dtype)) return GL_OK;
   return gl_fail(GL_EINVAL, "%s: %s must be %s, got %s", fn, what,
                  halves ? "a float array (float16, bfloat16, float32, float64)" : "float32 or float64",
                  gl_dtypes[x->dtype].name);

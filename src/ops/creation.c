@@ -2,13 +2,18 @@
 ** creation.c — new arrays, copies between dtypes and devices, element reads.
 */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops.h"
 
-static const char *op_names[GL_NOP] = {
-  "fill", "copy", "arange", "elementwise math", "elementwise math", "reduction",
-  "matmul", "indexing", "sort", "random numbers",
+/* What an op family is called where no op name is given. */
+static const char *const family_names[GL_NOP] = {
+  [GL_OP_FILL] = "fill", [GL_OP_COPY] = "copy", [GL_OP_ARANGE] = "arange",
+  [GL_OP_UNARY] = "elementwise math", [GL_OP_BINARY] = "elementwise math",
+  [GL_OP_REDUCE] = "reduction", [GL_OP_MATMUL] = "matmul", [GL_OP_INDEX] = "indexing",
+  [GL_OP_SORT] = "sort", [GL_OP_RANDOM] = "random numbers", [GL_OP_CONV] = "im2col",
+  [GL_OP_FUSED] = "fused ops",
 };
 
 static bool has_entry(const gl_backend *b, gl_op op) {
@@ -22,20 +27,64 @@ static bool has_entry(const gl_backend *b, gl_op op) {
     case GL_OP_MATMUL: return b->matmul != NULL;
     case GL_OP_INDEX: return b->gather != NULL && b->scatter != NULL && b->mask_select != NULL;
     case GL_OP_SORT: return b->sort != NULL;
+    case GL_OP_RANDOM: return b->random != NULL;
+    case GL_OP_CONV: return b->im2col != NULL && b->col2im != NULL;
     default: return true;
   }
 }
 
-gl_status gl_backend_of(const gl_array *a, gl_op op, const gl_backend **out) {
-  const gl_backend *b;
-  GL_TRY(gl_backend_for(gl_array_device(a), &b));
-  if (!has_entry(b, op) || !b->supports(op, (gl_dtype)a->dtype)) {
-    char dn[16];
-    return gl_fail(GL_ENOTSUP, "%s on %s arrays is not supported on %s", op_names[op],
-                   gl_dtypes[a->dtype].name, gl_device_name(gl_array_device(a), dn));
+/* How many ops a family numbers by 'which' (1: which is unused, 0 is passed). */
+static int family_size(gl_op op) {
+  switch (op) {
+    case GL_OP_UNARY: return GL_NUNOP;
+    case GL_OP_BINARY: return GL_NBINOP;
+    case GL_OP_REDUCE: return GL_NREDOP;
+    case GL_OP_RANDOM: return GL_NRAND;
+    default: return 1;
   }
+}
+
+/* which < 0: whether any op of the family has a kernel for dt. */
+static bool supported(const gl_backend *b, gl_op op, int which, gl_dtype dt) {
+  if (which >= 0) return b->supports(op, which, dt);
+  for (int w = 0; w < family_size(op); w++)
+    if (b->supports(op, w, dt)) return true;
+  return false;
+}
+
+const char *gl_supported_dtypes(gl_device dev, gl_op op, int which, char *buf, size_t size) {
+  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  gl_dtype in[GL_NDTYPE];
+  int n = 0;
+  for (int t = 0; b && t < GL_NDTYPE; t++)
+    if (supported(b, op, which, (gl_dtype)t)) in[n++] = (gl_dtype)t;
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && len < size; i++) {
+    const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+    int w = snprintf(buf + len, size - len, "%s%s", sep, gl_dtypes[in[i]].name);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+  return n > 0 ? buf : "no dtype";
+}
+
+gl_status gl_backend_supporting(gl_device dev, gl_op op, int which, gl_dtype dt, const char *name,
+                                const gl_backend **out) {
+  const gl_backend *b;
+  GL_TRY(gl_backend_for(dev, &b));
+  char dn[16];
+  if (name == NULL) name = family_names[op];
+  if (!has_entry(b, op)) return gl_fail(GL_ENOTSUP, "%s is not supported on %s", name, gl_device_name(dev, dn));
+  if (!supported(b, op, which, dt))
+    return gl_fail(GL_ENOTSUP, "%s is not supported for %s on %s", name, gl_dtypes[dt].name,
+                   gl_device_name(dev, dn));
   *out = b;
   return GL_OK;
+}
+
+gl_status gl_backend_of(const gl_array *a, gl_op op, const gl_backend **out) {
+  return gl_backend_supporting(gl_array_device(a), op, -1, (gl_dtype)a->dtype, NULL, out);
 }
 
 gl_status gl_same_device(const gl_array *a, const gl_array *b) {
@@ -74,10 +123,10 @@ gl_status gl_op_arange(gl_array *out, double start, double stop, double step, gl
   if (!(len <= (double)GL_MAXSIZE)) return gl_too_big(len, dt);
   int64_t n = (int64_t)len;
   GL_TRY(range_fits(dt, n, start, start + (double)(n - 1) * step));
-  GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
   const gl_backend *b;
-  gl_status st = gl_backend_of(out, GL_OP_ARANGE, &b);
-  if (st == GL_OK && n > 0) st = b->arange(out, start, step);
+  GL_TRY(gl_backend_supporting(dev, GL_OP_ARANGE, 0, dt, "arange", &b));
+  GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
+  gl_status st = n > 0 ? b->arange(out, start, step) : GL_OK;
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -87,16 +136,16 @@ gl_status gl_op_linspace(gl_array *out, double start, double stop, int64_t n, gl
   if (n < 0) return gl_fail(GL_EINVAL, "number of samples must be non-negative, got %lld", (long long)n);
   if (!isfinite(start) || !isfinite(stop)) return gl_fail(GL_EINVAL, "linspace bounds must be finite");
   GL_TRY(range_fits(dt, n, start, stop));
-  GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
   const gl_backend *b;
-  gl_status st = gl_backend_of(out, GL_OP_ARANGE, &b);
+  GL_TRY(gl_backend_supporting(dev, GL_OP_ARANGE, 0, dt, "linspace", &b));
+  GL_TRY(gl_array_alloc(out, dt, 1, &n, dev));
   /* start + i * step, as NumPy computes it. Where stop - start overflows (bounds near
   ** ±DBL_MAX, a float dtype since integer ones were checked above), the same at half
   ** scale, then doubled: scaling by 2 is exact, and each value lies between the bounds
   ** (bool keeps the halves: halving changes no value's truth). */
   bool halve = !isfinite(stop - start);
   double s0 = halve ? start / 2 : start, s1 = halve ? stop / 2 : stop;
-  if (st == GL_OK && n > 0) st = b->arange(out, s0, n > 1 ? (s1 - s0) / (double)(n - 1) : 0.0);
+  gl_status st = n > 0 ? b->arange(out, s0, n > 1 ? (s1 - s0) / (double)(n - 1) : 0.0) : GL_OK;
   if (st == GL_OK && n > 0 && halve && gl_dtype_is_float(dt)) {
     gl_operand two = { NULL, gl_scalar_int(2) };
     st = gl_op_binary_(out, GL_B_mul, two);

@@ -136,13 +136,10 @@ static gl_status prepare(gl_operand *o, gl_dtype ct, const gl_array *dst, gl_arr
   return GL_OK;
 }
 
-/* 'inplace': dst is an existing array, so the write is counted (gl_array_begin_write)
-** once the op is known to be supported, before anything is written. */
-static gl_status run_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b,
-                            bool inplace) {
-  const gl_backend *be;
-  GL_TRY(gl_backend_of(dst, GL_OP_BINARY, &be));
-  if (!be->supports(GL_OP_BINARY, ct)) return gl_backend_of(a.arr ? a.arr : b.arr, GL_OP_BINARY, &be);
+/* be: the backend of dst's device, which has the kernel for (op, ct). 'inplace': dst is an
+** existing array, so the write is counted (gl_array_begin_write) before anything is written. */
+static gl_status run_binary(const gl_backend *be, gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a,
+                            gl_operand b, bool inplace) {
   if (inplace) GL_TRY(gl_array_begin_write(dst));
   gl_array ta = { 0 }, tb = { 0 }, va, vb;
   gl_status st = prepare(&a, ct, dst, &ta, &va);
@@ -171,8 +168,11 @@ gl_status gl_op_binary(gl_array *out, gl_binop op, gl_operand a, gl_operand b) {
   int ndim;
   int64_t shape[GL_MAXDIMS];
   GL_TRY(result_shape(a, b, &ndim, shape));
-  GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(a.arr ? a.arr : b.arr)));
-  gl_status st = run_binary(op, ct, out, a, b, false);
+  gl_device dev = gl_array_device(a.arr ? a.arr : b.arr);
+  const gl_backend *be;
+  GL_TRY(gl_backend_supporting(dev, GL_OP_BINARY, op, ct, gl_binop_name[op], &be));
+  GL_TRY(gl_array_alloc(out, ot, ndim, shape, dev));
+  gl_status st = run_binary(be, op, ct, out, a, b, false);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -192,20 +192,22 @@ gl_status gl_op_binary_(const gl_array *dst, gl_binop op, gl_operand b) {
   if (!same_kind(ot, (gl_dtype)dst->dtype))
     return gl_fail(GL_EINVAL, "cannot store the %s result of %s in a %s array in place",
                    gl_dtypes[ot].name, gl_binop_name[op], gl_dtypes[dst->dtype].name);
-  if (ot == dst->dtype) return run_binary(op, ct, dst, a, b, true);
+  const gl_backend *be;
+  GL_TRY(gl_backend_supporting(gl_array_device(dst), GL_OP_BINARY, op, ct, gl_binop_name[op], &be));
+  if (ot == dst->dtype) return run_binary(be, op, ct, dst, a, b, true);
   GL_TRY(gl_array_writable(dst, NULL));        /* refused before the work; assign counts the write */
   gl_array tmp = { 0 };
   GL_TRY(gl_array_alloc(&tmp, ot, dst->ndim, dst->shape, gl_array_device(dst)));
-  gl_status st = run_binary(op, ct, &tmp, a, b, false);
+  gl_status st = run_binary(be, op, ct, &tmp, a, b, false);
   if (st == GL_OK) st = gl_op_assign(dst, &tmp);
   gl_array_release(&tmp);
   return st;
 }
 
-/* 'inplace' as for run_binary. */
-static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const gl_array *x, bool inplace) {
-  const gl_backend *be;
-  GL_TRY(gl_backend_of(dst, GL_OP_UNARY, &be));
+/* be: the backend of dst's device, which has the kernel for (op, ct); 'inplace' as for
+** run_binary. */
+static gl_status run_unary(const gl_backend *be, gl_unop op, gl_dtype ct, const gl_array *dst, const gl_array *x,
+                           bool inplace) {
   gl_array tmp = { 0 };
   gl_status st = GL_OK;
   gl_opkind k = (gl_opkind)gl_unop_kind[op];
@@ -215,7 +217,6 @@ static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const g
     st = gl_op_copy(&tmp, x, cast ? ct : (gl_dtype)x->dtype, gl_array_device(x));
     x = &tmp;
   }
-  if (st == GL_OK && !be->supports(GL_OP_UNARY, (gl_dtype)x->dtype)) st = gl_backend_of(x, GL_OP_UNARY, &be);
   if (st == GL_OK && inplace) st = gl_array_begin_write(dst);
   if (st == GL_OK && dst->size > 0) st = be->unary(op, dst, x);
   gl_array_release(&tmp);
@@ -225,8 +226,10 @@ static gl_status run_unary(gl_unop op, gl_dtype ct, const gl_array *dst, const g
 gl_status gl_op_unary(gl_array *out, gl_unop op, const gl_array *x) {
   gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
   GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &ct, &ot));
+  const gl_backend *be;
+  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_UNARY, op, ct, gl_unop_name[op], &be));
   GL_TRY(gl_array_alloc(out, ot, x->ndim, x->shape, gl_array_device(x)));
-  gl_status st = run_unary(op, ct, out, x, false);
+  gl_status st = run_unary(be, op, ct, out, x, false);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -238,7 +241,9 @@ gl_status gl_op_unary_(const gl_array *x, gl_unop op) {
   if (ot != x->dtype)
     return gl_fail(GL_EINVAL, "%s_ would change the dtype from %s to %s (use %s without _)",
                    gl_unop_name[op0], gl_dtypes[x->dtype].name, gl_dtypes[ot].name, gl_unop_name[op0]);
-  return run_unary(op, ct, x, x, true);
+  const gl_backend *be;
+  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_UNARY, op, ct, gl_unop_name[op], &be));
+  return run_unary(be, op, ct, x, x, true);
 }
 
 gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_operand b) {
@@ -264,12 +269,12 @@ gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_oper
     ndim = n2;
     memcpy(shape, s2, (size_t)n2 * sizeof *s2);
   }
-  GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(cond)));
   const gl_backend *be;
+  GL_TRY(gl_backend_supporting(gl_array_device(cond), GL_OP_BINARY, -1, ot, "where", &be));
+  GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(cond)));
   gl_array tc = { 0 }, ta = { 0 }, tb = { 0 }, vc, va, vb;
-  gl_status st = gl_backend_of(out, GL_OP_BINARY, &be);
   gl_operand c = { cond, gl_scalar_int(0) };
-  if (st == GL_OK) st = prepare(&c, GL_BOOL, out, &tc, &vc);
+  gl_status st = prepare(&c, GL_BOOL, out, &tc, &vc);
   if (st == GL_OK) st = prepare(&a, ot, out, &ta, &va);
   if (st == GL_OK) st = prepare(&b, ot, out, &tb, &vb);
   if (st == GL_OK && out->size > 0) st = be->where(out, c.arr, a, b);

@@ -15,9 +15,14 @@ static gl_status need_entry(const char *fn, const gl_array *x, const void *entry
   return gl_fail(GL_ENOTSUP, "%s is not supported on %s", fn, gl_device_name(gl_array_device(x), dn));
 }
 
+/* x's dtype is one the fused kernels of its device take (a device not built in fails later). */
 static gl_status need_float(const char *what, const gl_array *x) {
-  if (x->dtype == GL_FLOAT32 || x->dtype == GL_FLOAT64) return GL_OK;
-  return gl_fail(GL_EINVAL, "%s must be float32 or float64, got %s", what, gl_dtypes[x->dtype].name);
+  gl_device dev = gl_array_device(x);
+  const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
+  if (be == NULL || be->supports(GL_OP_FUSED, 0, (gl_dtype)x->dtype)) return GL_OK;
+  char list[96];
+  return gl_fail(GL_EINVAL, "%s must be %s, got %s", what, gl_supported_dtypes(dev, GL_OP_FUSED, 0, list, sizeof list),
+                 gl_dtypes[x->dtype].name);
 }
 
 static gl_status need_same(const char *what, const gl_array *ref, const gl_array *x,

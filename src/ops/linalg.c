@@ -58,12 +58,7 @@ gl_status gl_op_matmul(gl_array *out, const gl_array *a, const gl_array *b) {
   }
   gl_dtype dt = gl_promote((gl_dtype)a->dtype, (gl_dtype)b->dtype);
   const gl_backend *be;
-  GL_TRY(gl_backend_of(a, GL_OP_MATMUL, &be));
-  if (!be->supports(GL_OP_MATMUL, dt)) {
-    char dn[16];
-    return gl_fail(GL_ENOTSUP, "matmul of %s arrays is not supported on %s", gl_dtypes[dt].name,
-                   gl_device_name(gl_array_device(a), dn));
-  }
+  GL_TRY(gl_backend_supporting(gl_array_device(a), GL_OP_MATMUL, 0, dt, "matmul", &be));
   GL_TRY(gl_array_alloc(out, dt, ond, oshape, gl_array_device(a)));
   if (out->size == 0) return GL_OK;
   if (K == 0) {                                    /* sums of nothing */

@@ -201,7 +201,16 @@ gl_status gl_op_shuffle(const gl_array *x, gl_rng *g);
 /* ---- helpers ------------------------------------------------------------------- */
 /* GL_EINVAL unless both arrays are on one device; the message names both and :to(). */
 gl_status gl_same_device(const gl_array *a, const gl_array *b);
-/* The backend of a's device, and whether it supports (op, dtype). */
+/* The backend of dev when it has kernels for op 'which' of family 'op' (see backend.h's
+** gl_op; which < 0: any op of the family) in dtype dt; else GL_ENOTSUP "<name> is not
+** supported for <dtype> on <device>" (name NULL: the family's). Asked before anything is
+** allocated, so a refusal leaves no trace. */
+gl_status gl_backend_supporting(gl_device dev, gl_op op, int which, gl_dtype dt, const char *name,
+                                const gl_backend **out);
+/* The same for a's device and dtype, any op of the family. */
 gl_status gl_backend_of(const gl_array *a, gl_op op, const gl_backend **out);
+/* The dtypes dev's backend has kernels for (op, which), as "float32, float64 or int64", in
+** buf (of 'size' bytes), for messages. */
+const char *gl_supported_dtypes(gl_device dev, gl_op op, int which, char *buf, size_t size);
 
 #endif

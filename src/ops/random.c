@@ -10,15 +10,29 @@
 #include "ops.h"
 #include "../../kernels/philox.h"
 
-static const char *const dist_name[GL_NRAND] = {
-  "uniform", "normal", "randint", "bernoulli", "permutation",
+/* What a distribution makes, for messages. */
+static const char *const dist_what[GL_NRAND] = {
+  "uniform numbers", "normal numbers", "random integers", "bernoulli draws", "a permutation",
 };
 
-static gl_status random_backend(gl_device dev, const gl_backend **out) {
+/* The backend of dev, when it has random fills at all. */
+static gl_status random_entry(gl_device dev, const gl_backend **out) {
   GL_TRY(gl_backend_for(dev, out));
-  if ((*out)->random == NULL) {
+  if ((*out)->random != NULL) return GL_OK;
+  char dn[16];
+  return gl_fail(GL_ENOTSUP, "random numbers are not supported on %s", gl_device_name(dev, dn));
+}
+
+/* The backend of dev, when it fills dtype dt from 'dist' (its supports() says), before
+** anything is allocated. */
+static gl_status random_backend(gl_device dev, gl_rand_dist dist, gl_dtype dt, const gl_backend **out) {
+  GL_TRY(random_entry(dev, out));
+  if (!(*out)->supports(GL_OP_RANDOM, (int)dist, dt)) {
     char dn[16];
-    return gl_fail(GL_ENOTSUP, "random numbers are not supported on %s", gl_device_name(dev, dn));
+    char list[160];
+    return gl_fail(GL_EINVAL, "dtype %s is not supported for %s on %s (expected %s)", gl_dtypes[dt].name,
+                   dist_what[dist], gl_device_name(dev, dn),
+                   gl_supported_dtypes(dev, GL_OP_RANDOM, (int)dist, list, sizeof list));
   }
   return GL_OK;
 }
@@ -29,11 +43,10 @@ static uint64_t blocks_used(gl_rand_dist dist, gl_dtype dt, int64_t n, uint64_t 
   return ((uint64_t)n * w + 3) / 4;
 }
 
-/* Allocates 'out' on dev and fills it; the generator advances only on success. */
-static gl_status fill_new(gl_array *out, gl_rng *g, gl_rand_dist dist, gl_rand_req *rq,
+/* Allocates 'out' on dev and fills it with b (random_backend's); the generator advances
+** only on success. */
+static gl_status fill_new(const gl_backend *b, gl_array *out, gl_rng *g, gl_rand_dist dist, gl_rand_req *rq,
                           gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
-  const gl_backend *b;
-  GL_TRY(random_backend(dev, &b));
   GL_TRY(gl_array_alloc(out, dt, ndim, shape, dev));
   rq->seed = g->seed;
   rq->offset = g->offset;
@@ -43,49 +56,37 @@ static gl_status fill_new(gl_array *out, gl_rng *g, gl_rand_dist dist, gl_rand_r
   return GL_OK;
 }
 
-static gl_status check_float_dtype(gl_rand_dist dist, gl_dtype dt) {
-  if (gl_dtype_is_float(dt)) return GL_OK;
-  return gl_fail(GL_EINVAL, "dtype %s is not supported for %s numbers (expected float32, float64, float16 or bfloat16)",
-                 gl_dtypes[dt].name, dist_name[dist]);
-}
-
 gl_status gl_op_random(gl_array *out, gl_rng *g, gl_rand_dist dist, double a, double b, gl_dtype dt,
                        int ndim, const int64_t *shape, gl_device dev) {
-  GL_TRY(check_float_dtype(dist, dt));
+  if (dist != GL_RAND_UNIFORM && dist != GL_RAND_NORMAL)
+    return gl_fail(GL_EINVAL, "%s is not a float distribution", gl_rand_dist_name[dist]);
+  const gl_backend *be;
+  GL_TRY(random_backend(dev, dist, dt, &be));
   if (dist == GL_RAND_UNIFORM) {
     if (!isfinite(a) || !isfinite(b) || !isfinite(b - a))
       return gl_fail(GL_EINVAL, "bounds must be finite (got %g and %g)", a, b);
     if (a > b) return gl_fail(GL_EINVAL, "lo (%g) is greater than hi (%g)", a, b);
-  } else if (dist == GL_RAND_NORMAL) {
+  } else {
     if (!isfinite(a)) return gl_fail(GL_EINVAL, "mean must be finite (got %g)", a);
     if (!isfinite(b) || b < 0) return gl_fail(GL_EINVAL, "std must be finite and >= 0 (got %g)", b);
-  } else {
-    return gl_fail(GL_EINVAL, "%s is not a float distribution", dist_name[dist]);
   }
   gl_rand_req rq = { 0 };
   rq.a = a;
   rq.b = b;
-  return fill_new(out, g, dist, &rq, dt, ndim, shape, dev);
+  return fill_new(be, out, g, dist, &rq, dt, ndim, shape, dev);
 }
 
 gl_status gl_op_randint(gl_array *out, gl_rng *g, int64_t lo, int64_t hi, gl_dtype dt, int ndim,
                         const int64_t *shape, gl_device dev) {
-  int64_t tmin, tmax;
-  switch (dt) {
-    case GL_INT64: tmin = INT64_MIN; tmax = INT64_MAX; break;
-    case GL_INT32: tmin = INT32_MIN; tmax = INT32_MAX; break;
-    case GL_UINT8: tmin = 0; tmax = 255; break;
-    default:
-      return gl_fail(GL_EINVAL, "dtype %s is not supported for random integers (expected int64, int32 or uint8)",
-                     gl_dtypes[dt].name);
-  }
+  const gl_backend *be;
+  GL_TRY(random_backend(dev, GL_RAND_INTEGERS, dt, &be));
   if (lo > hi) return gl_fail(GL_EINVAL, "lo (%lld) is greater than hi (%lld)", (long long)lo, (long long)hi);
-  if (lo < tmin || hi > tmax)
+  if (lo < gl_dtypes[dt].min || hi > gl_dtypes[dt].max)
     return gl_fail(GL_EINVAL, "bounds %lld..%lld do not fit %s", (long long)lo, (long long)hi, gl_dtypes[dt].name);
   gl_rand_req rq = { 0 };
   rq.lo = lo;
   rq.range = (uint64_t)hi - (uint64_t)lo + 1;       /* 0 stands for 2^64 */
-  return fill_new(out, g, GL_RAND_INTEGERS, &rq, dt, ndim, shape, dev);
+  return fill_new(be, out, g, GL_RAND_INTEGERS, &rq, dt, ndim, shape, dev);
 }
 
 /* p as a contiguous float64 array of 'shape' on dev, checked to lie in [0, 1]. */
@@ -120,6 +121,8 @@ static gl_status prepare_p(gl_array *pd, const gl_array *p, int ndim, const int6
 
 gl_status gl_op_bernoulli(gl_array *out, gl_rng *g, double p, const gl_array *parr, gl_dtype dt,
                           int ndim, const int64_t *shape, gl_device dev) {
+  const gl_backend *be;
+  GL_TRY(random_backend(dev, GL_RAND_BERNOULLI, dt, &be));
   gl_rand_req rq = { 0 };
   gl_array pd = { 0 };
   if (parr) {
@@ -129,7 +132,7 @@ gl_status gl_op_bernoulli(gl_array *out, gl_rng *g, double p, const gl_array *pa
     if (!(p >= 0 && p <= 1)) return gl_fail(GL_EINVAL, "p must lie in [0, 1] (got %g)", p);
     rq.a = p;
   }
-  gl_status st = fill_new(out, g, GL_RAND_BERNOULLI, &rq, dt, ndim, shape, dev);
+  gl_status st = fill_new(be, out, g, GL_RAND_BERNOULLI, &rq, dt, ndim, shape, dev);
   gl_array_release(&pd);
   return st;
 }
@@ -140,7 +143,7 @@ gl_status gl_op_permutation(gl_array *out, gl_rng *g, int64_t n, int64_t k, gl_d
   if (k > n)
     return gl_fail(GL_EINVAL, "cannot take %lld samples from %lld without replacement", (long long)k, (long long)n);
   const gl_backend *b;
-  GL_TRY(random_backend(dev, &b));
+  GL_TRY(random_entry(dev, &b));
   /* a serial walk: always on the host (the cpu backend), then copied to dev; it needs
   ** all n values even when k are kept, so n must be a possible int64 array */
   size_t walk;

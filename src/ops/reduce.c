@@ -8,12 +8,6 @@
 #include <string.h>
 #include "ops.h"
 
-static const char *const redop_names[GL_NREDOP] = {
-  [GL_R_SUM] = "sum", [GL_R_PROD] = "prod", [GL_R_MAX] = "max", [GL_R_MIN] = "min",
-  [GL_R_ARGMAX] = "argmax", [GL_R_ARGMIN] = "argmin", [GL_R_ALL] = "all", [GL_R_ANY] = "any",
-  [GL_R_MEAN] = "mean", [GL_R_VAR] = "var", [GL_R_NORM] = "norm", [GL_R_LOGSUMEXP] = "logsumexp",
-};
-
 static bool is_arg(gl_redop op) { return op == GL_R_ARGMAX || op == GL_R_ARGMIN; }
 
 /* NumPy's result dtype; 'want' (>= 0) is the dtype option where the op takes one. */
@@ -86,7 +80,7 @@ static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const 
   gl_dtype ot = GL_FLOAT32;
   GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, want, &ot));
   const gl_backend *be;
-  GL_TRY(gl_backend_of(x, GL_OP_REDUCE, &be));
+  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, ot, name, &be));
 
   const gl_array *src = x;
   gl_array flat, tmp = { 0 };
@@ -127,7 +121,7 @@ static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const 
 gl_status gl_op_reduce(gl_array *out, gl_redop op, const gl_array *x, const int *axes, int naxes,
                        bool keepdims, int dtype, double param) {
   if ((unsigned)op >= GL_NREDOP) return gl_fail(GL_EINVAL, "unknown reduction %d", (int)op);
-  GL_TRY(reduce_raw(out, op, redop_names[op], x, axes, naxes, keepdims, dtype, param));
+  GL_TRY(reduce_raw(out, op, gl_redop_name[op], x, axes, naxes, keepdims, dtype, param));
   if (!is_arg(op) || out->size == 0) return GL_OK;
   gl_operand one = { NULL, gl_scalar_int(1) };
   gl_status st = gl_op_binary_(out, GL_B_add, one);      /* 1-based positions */
@@ -186,7 +180,7 @@ gl_status gl_op_scan(gl_array *out, gl_redop op, const gl_array *x, int axis, in
   gl_dtype ot = GL_FLOAT32;
   GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, dtype, &ot));
   const gl_backend *be;
-  GL_TRY(gl_backend_of(x, GL_OP_REDUCE, &be));
+  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, ot, name, &be));
   const gl_array *src = x;
   gl_array flat, tmp = { 0 };
   if (axis < 0) {

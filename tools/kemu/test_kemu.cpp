@@ -29,10 +29,6 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int64_t n, uint64_t seed,
-                                 uint64_t offset, double a, double b, int64_t lo, uint64_t range,
-                                 const double *p);
-
 /* ---- bookkeeping ------------------------------------------------------------------------- */
 
 static int n_pass, n_fail;
@@ -100,7 +96,7 @@ static void free_all(void) {
 
 static const char *dtn[] = { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" };
 static const int dts[] = { 1, 1, 4, 8, 2, 2, 4, 8 };
-static constexpr bool isflt(int dt) { return dt >= GL_KD_FLOAT16; }
+static constexpr bool isflt(int dt) { return GL_DT_IN(GL_DTSET_FLOAT, dt); }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) {
@@ -262,7 +258,7 @@ enum { KK_BA, KK_BD, KK_BC, KK_BL, KK_BB, KK_BS };
 enum { KK_UF, KK_US, KK_UP, KK_UL, KK_UB };
 #define GL_X(name, kind, F, D, I)                                                             \
   struct tb_##name {                                                                          \
-    static constexpr int kind_ = KK_##kind;                                                   \
+    static constexpr int kind_ = KK_##kind, dtypes_ = GL_DTYPES_##kind;                       \
     static auto f(float a, float b) { (void)a; (void)b; return F; }                           \
     static auto d(double a, double b) { (void)a; (void)b; return D; }                         \
     template <class T, class UT> static auto i(T a, T b) { (void)a; (void)b; return I; }      \
@@ -271,7 +267,7 @@ GL_BINARY_OPS(GL_X)
 #undef GL_X
 #define GL_X(name, kind, F, D, I)                                                             \
   struct tu_##name {                                                                          \
-    static constexpr int kind_ = KK_##kind;                                                   \
+    static constexpr int kind_ = KK_##kind, dtypes_ = GL_DTYPES_##kind;                       \
     static auto f(float x) { (void)x; return F; }                                             \
     static auto d(double x) { (void)x; return D; }                                            \
     template <class T, class UT> static auto i(T x) { (void)x; return I; }                    \
@@ -290,26 +286,21 @@ template <int DT, class V> static void store_out(void *dst, int64_t off, bool ou
 }
 
 template <class Op, int DT> static auto tapply2(typename gl_dt<DT>::S sa, typename gl_dt<DT>::S sb) {
-  auto a = gl_cv<DT>::load(sa);
-  auto b = gl_cv<DT>::load(sb);
+  auto a = gl_dt<DT>::load(sa);
+  auto b = gl_dt<DT>::load(sb);
   if constexpr (gl_dt<DT>::fam == 0) return Op::f(a, b);
   else if constexpr (gl_dt<DT>::fam == 1) return Op::d(a, b);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(a, b);
 }
 template <class Op, int DT> static auto tapply1(typename gl_dt<DT>::S sx) {
-  auto x = gl_cv<DT>::load(sx);
+  auto x = gl_dt<DT>::load(sx);
   if constexpr (gl_dt<DT>::fam == 0) return Op::f(x);
   else if constexpr (gl_dt<DT>::fam == 1) return Op::d(x);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(x);
 }
 
-static constexpr bool b_takes(int kind, int dt) {
-  bool f = isflt(dt), i = dt == GL_KD_UINT8 || dt == GL_KD_INT32 || dt == GL_KD_INT64;
-  return kind == KK_BA ? (f || i) : kind == KK_BD ? f : kind == KK_BB ? (i || dt == GL_KD_BOOL) : kind == KK_BS ? i : true;
-}
-static constexpr bool u_takes(int kind, int dt) {
-  return kind == KK_UF ? isflt(dt) : kind == KK_UB ? (dt == GL_KD_UINT8 || dt == GL_KD_INT32 || dt == GL_KD_INT64) : true;
-}
+/* The dtypes an op's kind takes (elem_ops.h's GL_DTYPES_<kind>, what the kernels stamp). */
+static constexpr bool takes(int dtypes, int dt) { return GL_DT_IN(dtypes, dt); }
 
 template <class Op, int DT>
 static void test_binary_dt(int op, const char *name) {
@@ -331,14 +322,14 @@ static void test_binary_dt(int op, const char *name) {
       if (scal == 1) { sa = ((S *)a)[0]; va.p = NULL; memcpy(&va.bits, &sa, sizeof sa); }
       if (scal == 2) { sb = ((S *)b)[0]; vb.p = NULL; memcpy(&vb.bits, &sb, sizeof sb); }
       int rc = gl_klaunch_binary(NULL, op, DT, &it, d, va, vb);
-      if (!b_takes(Op::kind_, DT)) {
+      if (!takes(Op::dtypes_, DT)) {
         if (rc != GL_KERR_NOTSUP) bad("rc %d, want NOTSUP", rc);
         end();
         free_all();
         return;
       }
       if (rc != 0) bad("rc %d", rc);
-      if constexpr (b_takes(Op::kind_, DT)) {
+      if constexpr (takes(Op::dtypes_, DT)) {
         for (int64_t i = 0; i < it.n; i++) {
           int64_t o0, o1, o2;
           walk_off(it, i, 0, &o0); walk_off(it, i, 1, &o1); walk_off(it, i, 2, &o2);
@@ -352,7 +343,7 @@ static void test_binary_dt(int op, const char *name) {
     }
   }
   /* in place: dst is a (the vector path reads before it writes) */
-  if (b_takes(Op::kind_, DT) && !ob) {
+  if (takes(Op::dtypes_, DT) && !ob) {
     begin("binary %s %s in place n=1001", name, dtn[DT]);
     int64_t n = 1001, sh[1] = { n }, st[3][GL_KMAXDIMS] = { { 1 }, { 1 }, { 1 } };
     gl_kiter it = make_iter(1, sh, 3, st);
@@ -360,7 +351,7 @@ static void test_binary_dt(int op, const char *name) {
     memcpy(a0, a, n * sizeof(S));
     int rc = gl_klaunch_binary(NULL, op, DT, &it, a, gl_kval{ a, 0 }, gl_kval{ b, 0 });
     if (rc) bad("rc %d", rc);
-    if constexpr (b_takes(Op::kind_, DT)) {
+    if constexpr (takes(Op::dtypes_, DT)) {
       char *ref = alloc(n * sizeof(S));
       for (int64_t i = 0; i < n; i++) {
         store_out<DT>(ref, i, false, tapply2<Op, DT>(((S *)a0)[i], ((S *)b)[i]));
@@ -384,14 +375,14 @@ static void test_unary_dt(int op, const char *name) {
     char *d = operand(it, 0, odt, w.pad[0] * dts[odt], false);
     char *ref = clone_operand(it, 0, odt, d);
     int rc = gl_klaunch_unary(NULL, op, DT, &it, d, x);
-    if (!u_takes(Op::kind_, DT)) {
+    if (!takes(Op::dtypes_, DT)) {
       if (rc != GL_KERR_NOTSUP) bad("rc %d, want NOTSUP", rc);
       end();
       free_all();
       return;
     }
     if (rc != 0) bad("rc %d", rc);
-    if constexpr (u_takes(Op::kind_, DT)) {
+    if constexpr (takes(Op::dtypes_, DT)) {
       for (int64_t i = 0; i < it.n; i++) {
         int64_t o0, o1;
         walk_off(it, i, 0, &o0); walk_off(it, i, 1, &o1);
@@ -410,19 +401,8 @@ static void test_unary_dt(int op, const char *name) {
 template <int DD, int SD> static void conv1(void *dst, int64_t od, const void *src, int64_t os) {
   ((typename gl_dt<DD>::S *)dst)[od] = gl_convert<DD, SD>(((const typename gl_dt<SD>::S *)src)[os]);
 }
-template <int DD> static void conv_from(int sdt, void *dst, int64_t od, const void *src, int64_t os) {
-  switch (sdt) {
-#define GL_C(DN, DTY, DK, DE) case DE: conv1<DD, DE>(dst, od, src, os); break;
-    GL_FOREACH_DTYPE(GL_C)
-#undef GL_C
-  }
-}
 static void conv_any(int ddt, int sdt, void *dst, int64_t od, const void *src, int64_t os) {
-  switch (ddt) {
-#define GL_C(DN, DTY, DK, DE) case DE: conv_from<DE>(sdt, dst, od, src, os); break;
-    GL_FOREACH_DTYPE(GL_C)
-#undef GL_C
-  }
+  GL_DISPATCH_DTYPE(ddt, DD, GL_DISPATCH_DTYPE(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
 }
 
 static void test_copy(void) {
@@ -508,8 +488,8 @@ static void test_fill_where(void) {
       for (int64_t i = 0; i < n; i++) {
         double v = start + (double)i * step;
         switch (dt) {
-#define GL_C(DN, DTY, DK, DE) case DE: ((DTY *)ref)[i] = GL_STORE_##DN##_F(v); break;
-          GL_FOREACH_DTYPE(GL_C)
+#define GL_C(E, id, S, kind, half, ...) case GL_KD_##E: ((S *)ref)[i] = GL_DT_STORE(kind, half, S, id, FLOAT, v); break;
+          GL_DTYPE_LIST(GL_C)
 #undef GL_C
         }
         if (!same_elem(dt, d, ref, i)) bad("element %lld: got %g want %g", (long long)i, getd(dt, d, i), getd(dt, ref, i));
@@ -702,7 +682,7 @@ static void test_reduce_case(int op, int sdt, int ctk, int ndim, const int64_t *
       if (ctk == 0) f[k] = (double)(float)v;
       else if (ctk == 1) f[k] = v;
       else if (sdt == GL_KD_INT64) iv[k] = ((int64_t *)src)[e];
-      else iv[k] = isflt(sdt) ? gl_f2i64(v) : (int64_t)v;
+      else iv[k] = isflt(sdt) ? gl_sat_int64(v) : (int64_t)v;
       if (ctk != 2 && f[k] == f[k] && !isinf(f[k])) sabs += fabs(f[k]);
     }
     if (ctk == 2) f.clear(); else iv.clear();
@@ -1210,8 +1190,10 @@ static void test_index(void) {
               if (!acc) memcpy(ref + xs * Wd, sv + ds_ * Wd, Wd);
               else {
                 switch (sdt) {
-#define GL_C(DN, DTY, DK, DE) case DE: { auto s_ = GL_LOAD_##DN(((DTY *)ref)[xs]) + GL_LOAD_##DN(((DTY *)sv)[ds_]); ((DTY *)ref)[xs] = GL_STORE_##DN##_##DK(s_); break; }
-                  GL_FOREACH_DTYPE(GL_C)
+#define GL_C(E, id, S, kind, half, ...) case GL_KD_##E: { \
+                    auto s_ = GL_DT_LOAD(half, ((S *)ref)[xs]) + GL_DT_LOAD(half, ((S *)sv)[ds_]); \
+                    ((S *)ref)[xs] = GL_DT_STORE(kind, half, S, id, kind, s_); break; }
+                  GL_DTYPE_LIST(GL_C)
 #undef GL_C
                 }
               }

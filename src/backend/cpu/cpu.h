@@ -24,10 +24,15 @@ gl_status gl_cpu_arange(const gl_array *dst, double start, double step);
 gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src);
 gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
+/* Whether cpu_elem.c's tables have a row kernel for (op, dtype). */
+bool gl_cpu_has_unary(gl_unop op, gl_dtype dt);
+bool gl_cpu_has_binary(gl_binop op, gl_dtype dt);
 
 /* Reductions and scans (cpu_reduce.c). */
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);
 gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
+/* Whether gl_cpu_reduce has a kernel for op into a result of dtype dt. */
+bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt);
 
 gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
 gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
@@ -79,6 +84,8 @@ gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
 void gl_cpu_blas_threads(const gl_cpu_blas *bl, int nt);
 void gl_cpu_versions(gl_versions *v);
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
+/* Whether gl_cpu_matmul has a path for operands of dtype dt (BLAS or a row kernel). */
+bool gl_cpu_has_matmul(gl_dtype dt);
 /* im2col / col2im for convolutions (cpu_conv.c). */
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval);

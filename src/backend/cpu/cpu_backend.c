@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cpu.h"
+#include "../../../kernels/philox.h"   /* GL_RAND_DTYPES */
 
 static int cpu_count(const char **reason) { (void)reason; return 1; }
 
@@ -18,7 +19,22 @@ static gl_status cpu_info(int index, gl_devinfo *out) {
   return GL_OK;
 }
 
-static bool cpu_supports(gl_op op, gl_dtype dt) { (void)op; (void)dt; return true; }
+/* What this backend's tables and loops hold: the row kernels of cpu_elem.c, the reduction
+** and matmul paths, the distributions' and the fused loops' dtypes (float and double loops);
+** fill, copy, arange, indexing and sort have a kernel for every dtype row. */
+static bool cpu_supports(gl_op op, int which, gl_dtype dt) {
+  if ((unsigned)dt >= GL_NDTYPE) return false;
+  switch (op) {
+    case GL_OP_UNARY: return (unsigned)which < GL_NUNOP && gl_cpu_has_unary((gl_unop)which, dt);
+    case GL_OP_BINARY: return (unsigned)which < GL_NBINOP && gl_cpu_has_binary((gl_binop)which, dt);
+    case GL_OP_REDUCE: return gl_cpu_has_reduce((gl_redop)which, dt);
+    case GL_OP_MATMUL: return gl_cpu_has_matmul(dt);
+    case GL_OP_RANDOM: return (unsigned)which < GL_NRAND && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
+    case GL_OP_CONV: case GL_OP_FUSED: return GL_DTSET_HAS(GL_DTSET_WIDE_FLOAT, dt);
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
+    default: return false;
+  }
+}
 
 static gl_status cpu_to_host(void *dst, gl_device dev, const void *src, size_t n) {
   (void)dev; gl_cpu_move_bytes(dst, src, n); return gl_interrupt_check();

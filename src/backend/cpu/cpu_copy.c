@@ -14,38 +14,23 @@
 
 typedef void (*copy_row_fn)(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
 
-#define GL_COPY_PAIR(DN, DT, SN, ST, SK)                                                  \
+/* The 64 kernels, one per pair of kernels/dtypes.h's rows. */
+#define GL_COPY_PAIR(DE, DN, DT, DK, DH, SE, SN, ST, SK, SH)                               \
   static void copy_##DN##_##SN(void *dst_, int64_t ds, const void *src_, int64_t ss,      \
                                int64_t n) {                                               \
     DT *dst = dst_;                                                                       \
     const ST *src = src_;                                                                 \
     if (ds == 1 && ss == 1)                                                               \
-      for (int64_t i = 0; i < n; i++) dst[i] = GL_STORE_##DN##_##SK(GL_LOAD_##SN(src[i])); \
+      for (int64_t i = 0; i < n; i++)                                                     \
+        dst[i] = GL_DT_STORE(DK, DH, DT, DN, SK, GL_DT_LOAD(SH, src[i]));                 \
     else                                                                                  \
       for (int64_t i = 0; i < n; i++)                                                     \
-        dst[i * ds] = GL_STORE_##DN##_##SK(GL_LOAD_##SN(src[i * ss]));                    \
+        dst[i * ds] = GL_DT_STORE(DK, DH, DT, DN, SK, GL_DT_LOAD(SH, src[i * ss]));       \
   }
+GL_DTYPE_PAIRS(GL_COPY_PAIR)
 
-/* The 64 kernels, spelled out by two levels of X-macro. */
-#define GL_STAMP_DST(DN, DT, DK, DE)                  \
-  GL_COPY_PAIR(DN, DT, boolean, uint8_t, I)              \
-  GL_COPY_PAIR(DN, DT, uint8, uint8_t, I)             \
-  GL_COPY_PAIR(DN, DT, int32, int32_t, I)             \
-  GL_COPY_PAIR(DN, DT, int64, int64_t, I)             \
-  GL_COPY_PAIR(DN, DT, float16, uint16_t, F)          \
-  GL_COPY_PAIR(DN, DT, bfloat16, uint16_t, F)         \
-  GL_COPY_PAIR(DN, DT, float32, float, F)             \
-  GL_COPY_PAIR(DN, DT, float64, double, F)
-GL_FOREACH_DTYPE(GL_STAMP_DST)
-
-#define GL_ROW_ENTRY(DN, DT, DK, DE)                                         \
-  [DE] = { [GL_BOOL] = copy_##DN##_boolean, [GL_UINT8] = copy_##DN##_uint8,     \
-           [GL_INT32] = copy_##DN##_int32, [GL_INT64] = copy_##DN##_int64,   \
-           [GL_FLOAT16] = copy_##DN##_float16,                               \
-           [GL_BFLOAT16] = copy_##DN##_bfloat16,                             \
-           [GL_FLOAT32] = copy_##DN##_float32,                               \
-           [GL_FLOAT64] = copy_##DN##_float64 },
-static const copy_row_fn copy_table[GL_NDTYPE][GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_ROW_ENTRY) };
+#define GL_COPY_ENTRY(DE, DN, DT, DK, DH, SE, SN, ST, SK, SH) [GL_##DE][GL_##SE] = copy_##DN##_##SN,
+static const copy_row_fn copy_table[GL_NDTYPE][GL_NDTYPE] = { GL_DTYPE_PAIRS(GL_COPY_ENTRY) };
 
 /* Copies where the two sides walk memory in different orders (a transpose) are done in
 ** TILE x TILE blocks, so the cache lines read along one side's rows are reused across
@@ -188,18 +173,19 @@ gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
 /* start + i * step with the product rounded before the sum, as NumPy computes it: a fused
 ** multiply-add would give linspace(-1, 1, 7)[4] = -5.6e-17, not 0. GCC contracts across
 ** statements (-ffp-contract=fast), so it is told not to here (clang contracts within an
-** expression, and obeys the standard pragma); the GPU uses __dmul_rn. */
+** expression, and obeys the standard pragma); the GPU uses __dmul_rn. Elements lo .. hi-1,
+** each from its own index, so spans give the same values. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-#define GL_ARANGE(DN, DT, DK, DE)                                                       \
-  static void arange_##DN(DT *d, int64_t lo, int64_t hi, double start, double step) {   \
-    for (int64_t i = lo; i < hi; i++) d[i] = GL_STORE_##DN##_F(start + (double)i * step); \
+#define GL_ARANGE(E, id, S, kind, half, ...)                                                \
+  static void arange_##id(S *d, int64_t lo, int64_t hi, double start, double step) {        \
+    for (int64_t i = lo; i < hi; i++) d[i] = GL_DT_STORE(kind, half, S, id, FLOAT, start + (double)i * step); \
   }
-GL_FOREACH_DTYPE(GL_ARANGE)
+GL_DTYPE_LIST(GL_ARANGE)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT DEFAULT
 #elif defined(__GNUC__)
@@ -212,8 +198,8 @@ gl_status gl_cpu_arange(const gl_array *dst, double start, double step) {
   for (int64_t lo = 0; lo < n && !gl_interrupted(); lo += GL_POLL_SPAN) {
     int64_t hi = n - lo < GL_POLL_SPAN ? n : lo + GL_POLL_SPAN;
     switch ((gl_dtype)dst->dtype) {
-#define GL_ARANGE_CASE(DN, DT, DK, DE) case DE: arange_##DN(d, lo, hi, start, step); break;
-      GL_FOREACH_DTYPE(GL_ARANGE_CASE)
+#define GL_ARANGE_CASE(E, id, ...) case GL_##E: arange_##id(d, lo, hi, start, step); break;
+      GL_DTYPE_LIST(GL_ARANGE_CASE)
       default: break;
     }
   }

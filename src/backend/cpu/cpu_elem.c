@@ -26,26 +26,19 @@
 typedef void (*urow_fn)(void *d, int64_t ds, const void *s, int64_t ss, int64_t n);
 typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const void *b, int64_t bs, int64_t n);
 
-/* ---- stamping --------------------------------------------------------------------------- */
+/* ---- stamping ------------------------------------------------------------------------------ */
 
-#define LD_NONE(v) (v)
-#define ST_NONE(v) (v)
-#define LD_F16(v) gl_f16_to_f32(v)
-#define ST_F16(v) gl_f32_to_f16(v)
-#define LD_BF16(v) gl_bf16_to_f32(v)
-#define ST_BF16(v) gl_f32_to_bf16(v)
-#define ST_BOOL(v) ((uint8_t)((v) != 0))
-
-/* A unary row: IT stored input, CT compute type of x, OT stored output. */
+/* A unary row: IT stored input, CT compute type of x, OT stored output; LD(x) widens a
+** stored input, ST(OT, v) stores a result. */
 #define UROW(fn, IT, CT, OT, TT, UTT, LD, ST, EXPR)                               \
   static void fn(void *d_, int64_t ds, const void *s_, int64_t ss, int64_t n) {   \
     typedef TT T; typedef UTT UT; (void)sizeof(T); (void)sizeof(UT);               \
     OT *d = d_;                                                                    \
     const IT *s = s_;                                                              \
     if (ds == 1 && ss == 1) {                                                      \
-      for (int64_t i = 0; i < n; i++) { CT x = LD(s[i]); (void)x; d[i] = ST(EXPR); }        \
+      for (int64_t i = 0; i < n; i++) { CT x = LD(s[i]); (void)x; d[i] = ST(OT, EXPR); }        \
     } else {                                                                       \
-      for (int64_t i = 0; i < n; i++) { CT x = LD(s[i * ss]); (void)x; d[i * ds] = ST(EXPR); } \
+      for (int64_t i = 0; i < n; i++) { CT x = LD(s[i * ss]); (void)x; d[i * ds] = ST(OT, EXPR); } \
     }                                                                              \
   }
 
@@ -57,104 +50,79 @@ typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const vo
     OT *d = d_;                                                                     \
     const IT *pa = a_, *pb = b_;                                                    \
     if (ds == 1 && as == 1 && bs == 1) {                                            \
-      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); CT b = LD(pb[i]); d[i] = ST(EXPR); } \
+      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); CT b = LD(pb[i]); d[i] = ST(OT, EXPR); } \
     } else if (ds == 1 && as == 1 && bs == 0) {                                     \
       const CT b = LD(pb[0]);                                                       \
-      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); d[i] = ST(EXPR); }        \
+      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); d[i] = ST(OT, EXPR); }    \
     } else if (ds == 1 && as == 0 && bs == 1) {                                     \
       const CT a = LD(pa[0]);                                                       \
-      for (int64_t i = 0; i < n; i++) { CT b = LD(pb[i]); d[i] = ST(EXPR); }        \
+      for (int64_t i = 0; i < n; i++) { CT b = LD(pb[i]); d[i] = ST(OT, EXPR); }    \
     } else {                                                                        \
       for (int64_t i = 0; i < n; i++) {                                             \
-        CT a = LD(pa[i * as]); CT b = LD(pb[i * bs]); d[i * ds] = ST(EXPR);         \
+        CT a = LD(pa[i * as]); CT b = LD(pb[i * bs]); d[i * ds] = ST(OT, EXPR);     \
       }                                                                             \
     }                                                                               \
   }
 
-/* Per dtype: stored type, compute type, T/UT for integer expressions, load, store. */
-#define DT_float32  float,    float,   float,    uint32_t, LD_NONE, ST_NONE
-#define DT_float16  uint16_t, float,   float,    uint32_t, LD_F16,  ST_F16
-#define DT_bfloat16 uint16_t, float,   float,    uint32_t, LD_BF16, ST_BF16
-#define DT_float64  double,   double,  double,   uint64_t, LD_NONE, ST_NONE
-#define DT_int32    int32_t,  int32_t, int32_t,  uint32_t, LD_NONE, ST_NONE
-#define DT_int64    int64_t,  int64_t, int64_t,  uint64_t, LD_NONE, ST_NONE
-#define DT_uint8    uint8_t,  uint8_t, uint8_t,  uint32_t, LD_NONE, ST_NONE
-#define DT_bool     uint8_t,  uint8_t, uint8_t,  uint32_t, LD_NONE, ST_NONE
+/* What an op kind writes: the input dtype (SAME) or bool (comparisons, logic, predicates). */
+#define OUT_UF SAME
+#define OUT_US SAME
+#define OUT_UP BOOL
+#define OUT_UL BOOL
+#define OUT_UB SAME
+#define OUT_BA SAME
+#define OUT_BD SAME
+#define OUT_BC BOOL
+#define OUT_BL BOOL
+#define OUT_BB SAME
+#define OUT_BS SAME
+#define OUT_T_SAME(S) S
+#define OUT_T_BOOL(S) uint8_t
+#define OUT_ST_SAME(half) GL_DT_NARROW_##half
+#define OUT_ST_BOOL(half) ST_BOOL
+#define ST_BOOL(OT, v) ((uint8_t)((v) != 0))
 
-/* Expand DT_x into the row macro's parameters: same-dtype output or bool output. */
-#define UROW_SAME_(fn, IT, CT, T, UT, LD, ST, EXPR) UROW(fn, IT, CT, IT, T, UT, LD, ST, EXPR)
-#define UROW_SAME(fn, DT, EXPR) UROW_SAME_X(fn, DT, EXPR)
-#define UROW_SAME_X(fn, ...) UROW_SAME_(fn, __VA_ARGS__)
-#define UROW_BOOL_(fn, IT, CT, T, UT, LD, ST, EXPR) UROW(fn, IT, CT, uint8_t, T, UT, LD, ST_BOOL, EXPR)
-#define UROW_BOOL(fn, DT, EXPR) UROW_BOOL_X(fn, DT, EXPR)
-#define UROW_BOOL_X(fn, ...) UROW_BOOL_(fn, __VA_ARGS__)
-#define BROW_SAME_(fn, IT, CT, T, UT, LD, ST, EXPR) BROW(fn, IT, CT, IT, T, UT, LD, ST, EXPR)
-#define BROW_SAME(fn, DT, EXPR) BROW_SAME_X(fn, DT, EXPR)
-#define BROW_SAME_X(fn, ...) BROW_SAME_(fn, __VA_ARGS__)
-#define BROW_BOOL_(fn, IT, CT, T, UT, LD, ST, EXPR) BROW(fn, IT, CT, uint8_t, T, UT, LD, ST_BOOL, EXPR)
-#define BROW_BOOL(fn, DT, EXPR) BROW_BOOL_X(fn, DT, EXPR)
-#define BROW_BOOL_X(fn, ...) BROW_BOOL_(fn, __VA_ARGS__)
+/* The expression of elem_ops.h's row for a compute type: F for float, D for double, I for
+** the integers and bool. */
+#define EXPR_float(F, D, I) F
+#define EXPR_double(F, D, I) D
+#define EXPR_uint8_t(F, D, I) I
+#define EXPR_int32_t(F, D, I) I
+#define EXPR_int64_t(F, D, I) I
 
-/* ---- unary kernels by kind ---------------------------------------------------------------- */
-
-#define U_FLOATS(name, MODE, F, D)                       \
-  UROW_##MODE(u_##name##_float32, DT_float32, F)         \
-  UROW_##MODE(u_##name##_float16, DT_float16, F)         \
-  UROW_##MODE(u_##name##_bfloat16, DT_bfloat16, F)       \
-  UROW_##MODE(u_##name##_float64, DT_float64, D)
-#define U_INTS(name, MODE, I)                            \
-  UROW_##MODE(u_##name##_int32, DT_int32, I)             \
-  UROW_##MODE(u_##name##_int64, DT_int64, I)             \
-  UROW_##MODE(u_##name##_uint8, DT_uint8, I)
-
-#define STAMP_U_UF(name, F, D, I) U_FLOATS(name, SAME, F, D)
-#define STAMP_U_US(name, F, D, I) U_FLOATS(name, SAME, F, D) U_INTS(name, SAME, I) UROW_SAME(u_##name##_bool, DT_bool, I)
-#define STAMP_U_UP(name, F, D, I) U_FLOATS(name, BOOL, F, D) U_INTS(name, BOOL, I) UROW_BOOL(u_##name##_bool, DT_bool, I)
-#define STAMP_U_UL(name, F, D, I) STAMP_U_UP(name, F, D, I)
-#define STAMP_U_UB(name, F, D, I) U_INTS(name, SAME, I)
-#define STAMP_U(name, kind, F, D, I) STAMP_U_##kind(name, F, D, I)
+/* The row kernel of each (op, dtype) pair the op's kind takes (elem_ops.h's GL_KINDS_<kind>),
+** one per dtype row of kernels/dtypes.h: u_<op>_<dtype id>, b_<op>_<dtype id>. The op's
+** row travels to each dtype row as the list's context. */
+#define STAMP(ROW, p, ctx, id, S, dkind, half, CT, UT) STAMP_(ROW, p, GL_DT_UNPAREN_ ctx, id, S, dkind, half, CT, UT)
+#define STAMP_(...) STAMP__(__VA_ARGS__)
+#define STAMP__(ROW, p, name, okind, F, D, I, id, S, dkind, half, CT, UT) \
+  STAMP___(ROW, p, name, okind, OUT_##okind, F, D, I, id, S, dkind, half, CT, UT)
+#define STAMP___(...) STAMP____(__VA_ARGS__)
+#define STAMP____(ROW, p, name, okind, out, F, D, I, id, S, dkind, half, CT, UT) \
+  GL_DT_WHEN(dkind, GL_KINDS_##okind, \
+             ROW(p##name##_##id, S, CT, OUT_T_##out(S), CT, UT, GL_DT_WIDEN_##half, OUT_ST_##out(half), \
+                 EXPR_##CT(F, D, I)))
+#define STAMP_U_DT(ctx, E, id, S, kind, half, CT, UT, ...) STAMP(UROW, u_, ctx, id, S, kind, half, CT, UT)
+#define STAMP_B_DT(ctx, E, id, S, kind, half, CT, UT, ...) STAMP(BROW, b_, ctx, id, S, kind, half, CT, UT)
+#define STAMP_U(name, kind, F, D, I) GL_DTYPE_ROWS_(STAMP_U_DT, (name, kind, F, D, I))
+#define STAMP_B(name, kind, F, D, I) GL_DTYPE_ROWS_(STAMP_B_DT, (name, kind, F, D, I))
 GL_UNARY_OPS(STAMP_U)
-
-#define T_FLOATS(p, name) [GL_FLOAT32] = p##name##_float32, [GL_FLOAT16] = p##name##_float16, \
-                          [GL_BFLOAT16] = p##name##_bfloat16, [GL_FLOAT64] = p##name##_float64
-#define T_INTS(p, name) [GL_INT32] = p##name##_int32, [GL_INT64] = p##name##_int64, [GL_UINT8] = p##name##_uint8
-#define TABLE_U_UF(name) { T_FLOATS(u_, name) }
-#define TABLE_U_US(name) { T_FLOATS(u_, name), T_INTS(u_, name), [GL_BOOL] = u_##name##_bool }
-#define TABLE_U_UP(name) TABLE_U_US(name)
-#define TABLE_U_UL(name) TABLE_U_US(name)
-#define TABLE_U_UB(name) { T_INTS(u_, name) }
-#define TABLE_U(name, kind, F, D, I) [GL_U_##name] = TABLE_U_##kind(name),
-static const urow_fn unary_table[GL_NUNOP][GL_NDTYPE] = { GL_UNARY_OPS(TABLE_U) };
-
-/* ---- binary kernels by kind ----------------------------------------------------------------- */
-
-#define B_FLOATS(name, MODE, F, D)                       \
-  BROW_##MODE(b_##name##_float32, DT_float32, F)         \
-  BROW_##MODE(b_##name##_float16, DT_float16, F)         \
-  BROW_##MODE(b_##name##_bfloat16, DT_bfloat16, F)       \
-  BROW_##MODE(b_##name##_float64, DT_float64, D)
-#define B_INTS(name, MODE, I)                            \
-  BROW_##MODE(b_##name##_int32, DT_int32, I)             \
-  BROW_##MODE(b_##name##_int64, DT_int64, I)             \
-  BROW_##MODE(b_##name##_uint8, DT_uint8, I)
-
-#define STAMP_B_BA(name, F, D, I) B_FLOATS(name, SAME, F, D) B_INTS(name, SAME, I)
-#define STAMP_B_BD(name, F, D, I) B_FLOATS(name, SAME, F, D)
-#define STAMP_B_BC(name, F, D, I) B_FLOATS(name, BOOL, F, D) B_INTS(name, BOOL, I) BROW_BOOL(b_##name##_bool, DT_bool, I)
-#define STAMP_B_BL(name, F, D, I) STAMP_B_BC(name, F, D, I)
-#define STAMP_B_BB(name, F, D, I) B_INTS(name, SAME, I) BROW_SAME(b_##name##_bool, DT_bool, I)
-#define STAMP_B_BS(name, F, D, I) B_INTS(name, SAME, I)
-#define STAMP_B(name, kind, F, D, I) STAMP_B_##kind(name, F, D, I)
 GL_BINARY_OPS(STAMP_B)
 
-#define TABLE_B_BA(name) { T_FLOATS(b_, name), T_INTS(b_, name) }
-#define TABLE_B_BD(name) { T_FLOATS(b_, name) }
-#define TABLE_B_BC(name) { T_FLOATS(b_, name), T_INTS(b_, name), [GL_BOOL] = b_##name##_bool }
-#define TABLE_B_BL(name) TABLE_B_BC(name)
-#define TABLE_B_BB(name) { T_INTS(b_, name), [GL_BOOL] = b_##name##_bool }
-#define TABLE_B_BS(name) { T_INTS(b_, name) }
-#define TABLE_B(name, kind, F, D, I) [GL_B_##name] = TABLE_B_##kind(name),
+/* The tables, [op][dtype]: NULL where the op's kind does not take the dtype (what
+** supports() answers from). */
+#define ENTRY(p, ctx, E, id, dkind) ENTRY_(p, GL_DT_UNPAREN_ ctx, E, id, dkind)
+#define ENTRY_(...) ENTRY__(__VA_ARGS__)
+#define ENTRY__(p, name, okind, E, id, dkind) GL_DT_WHEN(dkind, GL_KINDS_##okind, [GL_##E] = p##name##_##id,)
+#define ENTRY_U_DT(ctx, E, id, S, kind, ...) ENTRY(u_, ctx, E, id, kind)
+#define ENTRY_B_DT(ctx, E, id, S, kind, ...) ENTRY(b_, ctx, E, id, kind)
+#define TABLE_U(name, kind, F, D, I) [GL_U_##name] = { GL_DTYPE_ROWS_(ENTRY_U_DT, (name, kind)) },
+#define TABLE_B(name, kind, F, D, I) [GL_B_##name] = { GL_DTYPE_ROWS_(ENTRY_B_DT, (name, kind)) },
+static const urow_fn unary_table[GL_NUNOP][GL_NDTYPE] = { GL_UNARY_OPS(TABLE_U) };
 static const brow_fn binary_table[GL_NBINOP][GL_NDTYPE] = { GL_BINARY_OPS(TABLE_B) };
+
+bool gl_cpu_has_unary(gl_unop op, gl_dtype dt) { return unary_table[op][dt] != NULL; }
+bool gl_cpu_has_binary(gl_binop op, gl_dtype dt) { return binary_table[op][dt] != NULL; }
 
 /* ---- drivers ----------------------------------------------------------------------------------- */
 
@@ -233,14 +201,23 @@ gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
   return gl_interrupt_check();
 }
 
-/* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype. */
-static void scalar_operand(gl_array *view, gl_storage *st, uint64_t *bits, gl_dtype ct,
-                           gl_scalar s, const gl_array *dst) {
-  *bits = 0;
-  gl_scalar_store(ct, bits, s);
+/* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype, held in
+** the caller's slots (one per operand). */
+typedef struct scalar_slots {
+  gl_array view[2];
+  gl_storage st[2];
+  uint64_t bits[2];
+} scalar_slots;
+
+static void scalar_operand(scalar_slots *sl, int k, gl_operand *o, gl_dtype ct, const gl_array *dst) {
+  if (o->arr != NULL) return;
+  gl_array *view = &sl->view[k];
+  gl_storage *st = &sl->st[k];
+  sl->bits[k] = 0;
+  gl_scalar_store(ct, &sl->bits[k], o->s);
   st->refcount = 1;
-  st->data = bits;
-  st->nbytes = sizeof *bits;
+  st->data = &sl->bits[k];
+  st->nbytes = sizeof sl->bits[k];
   st->device = gl_cpu();
   memset(view, 0, sizeof *view);
   view->storage = st;
@@ -248,17 +225,16 @@ static void scalar_operand(gl_array *view, gl_storage *st, uint64_t *bits, gl_dt
   view->ndim = dst->ndim;
   view->size = dst->size;
   memcpy(view->shape, dst->shape, sizeof view->shape);   /* strides all 0 */
+  o->arr = view;
 }
 
 gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b) {
   brow_fn fn = binary_table[op][ct];
   if (fn == NULL)
     return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_binop_name[op], gl_dtypes[ct].name);
-  gl_array sa, sb;
-  gl_storage ssa, ssb;
-  uint64_t ba, bb;
-  if (a.arr == NULL) { scalar_operand(&sa, &ssa, &ba, ct, a.s, dst); a.arr = &sa; }
-  if (b.arr == NULL) { scalar_operand(&sb, &ssb, &bb, ct, b.s, dst); b.arr = &sb; }
+  scalar_slots sl;
+  scalar_operand(&sl, 0, &a, ct, dst);
+  scalar_operand(&sl, 1, &b, ct, dst);
   rowjob j;
   const gl_array *ops[3] = { dst, a.arr, b.arr };
   gl_iter_init(&j.it, 3, ops);
@@ -309,11 +285,9 @@ WHERE_ROWS(uint64_t)
 
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b) {
   gl_dtype dt = (gl_dtype)dst->dtype;
-  gl_array sa, sb;
-  gl_storage ssa, ssb;
-  uint64_t ba, bb;
-  if (a.arr == NULL) { scalar_operand(&sa, &ssa, &ba, dt, a.s, dst); a.arr = &sa; }
-  if (b.arr == NULL) { scalar_operand(&sb, &ssb, &bb, dt, b.s, dst); b.arr = &sb; }
+  scalar_slots sl;
+  scalar_operand(&sl, 0, &a, dt, dst);
+  scalar_operand(&sl, 1, &b, dt, dst);
   gl_iter it;
   const gl_array *ops[4] = { dst, cond, a.arr, b.arr };
   gl_iter_init(&it, 4, ops);

@@ -76,22 +76,23 @@ static inline int64_t wrap_add64(int64_t a, int64_t b) { return (int64_t)((uint6
                                         default: (a) + (b))
 
 /* dst[..., j, ...] += src[..., j or idx[j], ...] in the dtype's arithmetic (bool: or). */
-#define GL_ADD_ROW(DN, DT, DK, DE)                                                       \
-  static void add_row_##DN(void *d_, int64_t ds, const int64_t *id, const void *s_,       \
+#define GL_ADD_ROW(E, id, S, kind, half, ...)                                           \
+  static void add_row_##id(void *d_, int64_t ds, const int64_t *id_, const void *s_,      \
                            int64_t ss, int64_t n) {                                      \
-    DT *d = d_;                                                                          \
-    const DT *s = s_;                                                                    \
+    S *d = d_;                                                                           \
+    const S *s = s_;                                                                     \
     for (int64_t j = 0; j < n; j++) {                                                    \
-      DT *p = &d[(id ? id[j] : j) * ds];                                                 \
-      *p = GL_STORE_##DN##_##DK(GL_WRAP_ADD(GL_LOAD_##DN(*p), GL_LOAD_##DN(s[j * ss])));  \
+      S *p = &d[(id_ ? id_[j] : j) * ds];                                                \
+      *p = GL_DT_STORE(kind, half, S, id, kind,                                          \
+                       GL_WRAP_ADD(GL_DT_LOAD(half, *p), GL_DT_LOAD(half, s[j * ss])));  \
     }                                                                                    \
   }
-GL_FOREACH_DTYPE(GL_ADD_ROW)
+GL_DTYPE_LIST(GL_ADD_ROW)
 
 typedef void (*add_row_fn)(void *d, int64_t ds, const int64_t *id, const void *s, int64_t ss,
                            int64_t n);
-#define GL_ADD_ENTRY(DN, DT, DK, DE) [DE] = add_row_##DN,
-static const add_row_fn add_rows[GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_ADD_ENTRY) };
+#define GL_ADD_ENTRY(E, id, ...) [GL_##E] = add_row_##id,
+static const add_row_fn add_rows[GL_NDTYPE] = { GL_DTYPE_LIST(GL_ADD_ENTRY) };
 
 /* The shared walk of gather (indirect source) and scatter (indirect destination): 'ind'
 ** is the array whose 'axis' is indexed through idx, 'dir' the one walked directly; both
@@ -194,17 +195,13 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
 /* Runs shorter than this are sorted by insertion before merging. */
 #define SORT_RUN 16
 
-/* Per dtype: the compute type of keys and its NaN test. */
+/* Keys are of the dtype's compute type; per kind, the NaN test. */
 #define NO_NAN(v) ((void)(v), 0)
 #define IS_NAN(v) ((v) != (v))
-#define SK_boolean  uint8_t, NO_NAN
-#define SK_uint8    uint8_t, NO_NAN
-#define SK_int32    int32_t, NO_NAN
-#define SK_int64    int64_t, NO_NAN
-#define SK_float16  float, IS_NAN
-#define SK_bfloat16 float, IS_NAN
-#define SK_float32  float, IS_NAN
-#define SK_float64  double, IS_NAN
+#define SORT_NAN_BOOL NO_NAN
+#define SORT_NAN_UINT NO_NAN
+#define SORT_NAN_INT NO_NAN
+#define SORT_NAN_FLOAT IS_NAN
 
 /* A stable merge sort of n (key, position) pairs, ascending or descending, ping-ponging
 ** between (k, p) and the scratch (k2, p2); the result ends in (k, p). It polls for a stop
@@ -247,9 +244,8 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
 /* One lane: non-NaN keys to the front, NaN positions to the tail (in order); sort the
 ** front; write values (copied from the source, so NaN payloads survive) and positions,
 ** the NaNs' first when descending (lane position j reads p[(j + m) % n]). */
-#define GL_SORT_LANE(DN, DT, DK, DE) GL_SORT_LANE_X(DN, DT, SK_##DN)
-#define GL_SORT_LANE_X(DN, DT, ...) GL_SORT_LANE_(DN, DT, __VA_ARGS__)
-#define GL_SORT_LANE_(DN, DT, KT, ISNAN)                                                  \
+#define GL_SORT_LANE(E, id, S, kind, half, CT, ...) GL_SORT_LANE_(id, S, CT, SORT_NAN_##kind, GL_DT_WIDEN_##half)
+#define GL_SORT_LANE_(DN, DT, KT, ISNAN, LOAD)                                            \
   GL_SORT_KEYS(DN, KT)                                                                     \
   static void sort_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is,             \
                              const void *src_, int64_t ss, int64_t n, bool desc, void *buf) { \
@@ -258,7 +254,7 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
     KT *k = (KT *)(void *)(p2 + n), *k2 = k + n;                                           \
     int64_t m = 0, t = n;                                                                  \
     for (int64_t j = 0; j < n; j++) {                                                      \
-      KT v = (KT)GL_LOAD_##DN(src[j * ss]);                                                \
+      KT v = (KT)LOAD(src[j * ss]);                                                        \
       if (ISNAN(v)) p[--t] = j;                                                            \
       else { k[m] = v; p[m++] = j; }                                                       \
     }                                                                                      \
@@ -274,12 +270,12 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
       if (iout) iout[j * is] = q;                                                          \
     }                                                                                      \
   }
-GL_FOREACH_DTYPE(GL_SORT_LANE)
+GL_DTYPE_LIST(GL_SORT_LANE)
 
 typedef void (*sort_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
                              int64_t ss, int64_t n, bool desc, void *buf);
-#define GL_SORT_ENTRY(DN, DT, DK, DE) [DE] = sort_lane_##DN,
-static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_FOREACH_DTYPE(GL_SORT_ENTRY) };
+#define GL_SORT_ENTRY(E, id, ...) [GL_##E] = sort_lane_##id,
+static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_SORT_ENTRY) };
 
 /* Element offset of lane r of 'a': every axis but 'axis', in C order. */
 static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {

@@ -244,14 +244,13 @@ typedef void (*int_row_fn)(char *c, int64_t csn, const char *a, int64_t ask, con
         for (int64_t j = 0; j < N; j++) c[j * csn] = ACC(T, UT, c[j * csn], x, bk[j * bsn]); \
     }                                                                                      \
   }
-INT_ROW(row_int32, int32_t, uint32_t, ACC_INT)
-INT_ROW(row_int64, int64_t, uint64_t, ACC_INT)
-INT_ROW(row_uint8, uint8_t, uint32_t, ACC_INT)
-INT_ROW(row_bool, uint8_t, uint32_t, ACC_BOOL)
-
-static const int_row_fn int_rows[GL_NDTYPE] = {
-  [GL_INT32] = row_int32, [GL_INT64] = row_int64, [GL_UINT8] = row_uint8, [GL_BOOL] = row_bool,
-};
+/* A row kernel for each integer and bool dtype row (integers wrap in the row's UT). */
+#define ACC_UINT ACC_INT
+#define INT_ROW_DT(E, id, S, kind, half, CT, UT, ...) \
+  GL_DT_WHEN(kind, (1, 1, 1, 0), INT_ROW(row_##id, S, UT, ACC_##kind))
+#define INT_ROW_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 0), [GL_##E] = row_##id,)
+GL_DTYPE_LIST(INT_ROW_DT)
+static const int_row_fn int_rows[GL_NDTYPE] = { GL_DTYPE_LIST(INT_ROW_ENTRY) };
 
 static void int_one_row(int_row_fn fn, const gl_array *dst, const gl_array *a, const gl_array *b,
                         int64_t r) {
@@ -286,6 +285,10 @@ static gl_status int_matmul(const gl_array *dst, const gl_array *a, const gl_arr
 }
 
 /* ---- entry ------------------------------------------------------------------------------- */
+
+bool gl_cpu_has_matmul(gl_dtype dt) {
+  return (unsigned)dt < GL_NDTYPE && (gl_dtype_is_float(dt) || int_rows[dt] != NULL);
+}
 
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
   int nd = dst->ndim;

@@ -18,6 +18,7 @@
 #endif
 #include "cpu.h"
 #include "../../../kernels/philox.h"
+#include "../../../kernels/convert.h"
 
 #define CHB 256                 /* counter blocks per chunk */
 #define PAR_MIN 32768           /* below this many elements: one thread */
@@ -39,16 +40,39 @@ static void philox_words(uint64_t seed, uint64_t b0, int nb, uint32_t *restrict 
   }
 }
 
-static int bits_of(gl_dtype dt) { return dt == GL_FLOAT16 ? 11 : dt == GL_BFLOAT16 ? 8 : 24; }
-
 /* ---- one chunk: words w (for elements e0 .. e0+ne-1) into dst ------------------------ */
+
+/* Stores of ne finished values into dst from element e0, one case per dtype row: floats
+** (float32 and the halves; float64 fills keep their doubles), integers (wrapped to the
+** width), flags (0 or 1 of the dtype). Same-width values are copied as they are. */
+#define STORE_FLOATS_CASE(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (0, 0, 0, 1),               \
+    case GL_##E: {                                                                             \
+      S *d = (S *)base + e0;                                                                   \
+      if (GL_DT_IS_HALF_##half || sizeof(S) != sizeof *f)                                      \
+        for (int64_t i = 0; i < ne; i++) d[i] = GL_DT_STORE(kind, half, S, id, FLOAT, f[i]);  \
+      else memcpy(d, f, (size_t)ne * sizeof *f);                                               \
+      break;                                                                                   \
+    })
+#define STORE_INTS_CASE(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (0, 1, 1, 0),                 \
+    case GL_##E: {                                                                             \
+      S *d = (S *)base + e0;                                                                   \
+      if (sizeof(S) != sizeof *v) for (int64_t i = 0; i < ne; i++) d[i] = (S)v[i];             \
+      else memcpy(d, v, (size_t)ne * sizeof *v);                                               \
+      break;                                                                                   \
+    })
+#define STORE_FLAGS_CASE(E, id, S, kind, half, ...)                                            \
+    case GL_##E: {                                                                             \
+      S *d = (S *)base + e0;                                                                   \
+      const S one = GL_DT_STORE(kind, half, S, id, INT, 1);                                    \
+      if (sizeof(S) != 1 || one != 1) for (int64_t i = 0; i < ne; i++) d[i] = v[i] ? one : (S)0; \
+      else memcpy(d, v, (size_t)ne);                                                           \
+      break;                                                                                   \
+    }
 
 static void store_floats(const gl_array *dst, int64_t e0, const float *f, int64_t ne) {
   char *base = gl_array_data(dst);
   switch ((gl_dtype)dst->dtype) {
-    case GL_FLOAT32: memcpy((float *)base + e0, f, (size_t)ne * sizeof *f); break;
-    case GL_FLOAT16: { uint16_t *d = (uint16_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = gl_f32_to_f16(f[i]); break; }
-    case GL_BFLOAT16: { uint16_t *d = (uint16_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = gl_f32_to_bf16(f[i]); break; }
+    GL_DTYPE_LIST(STORE_FLOATS_CASE)
     default: break;
   }
 }
@@ -56,9 +80,7 @@ static void store_floats(const gl_array *dst, int64_t e0, const float *f, int64_
 static void store_ints(const gl_array *dst, int64_t e0, const uint64_t *v, int64_t ne) {
   char *base = gl_array_data(dst);
   switch ((gl_dtype)dst->dtype) {
-    case GL_INT64: memcpy((int64_t *)base + e0, v, (size_t)ne * sizeof *v); break;
-    case GL_INT32: { int32_t *d = (int32_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = (int32_t)(uint32_t)v[i]; break; }
-    case GL_UINT8: { uint8_t *d = (uint8_t *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = (uint8_t)v[i]; break; }
+    GL_DTYPE_LIST(STORE_INTS_CASE)
     default: break;
   }
 }
@@ -66,16 +88,7 @@ static void store_ints(const gl_array *dst, int64_t e0, const uint64_t *v, int64
 static void store_flags(const gl_array *dst, int64_t e0, const uint8_t *v, int64_t ne) {
   char *base = gl_array_data(dst);
   switch ((gl_dtype)dst->dtype) {
-#define FLAGS(T, ONE)                                                                   \
-    { T *d = (T *)base + e0; for (int64_t i = 0; i < ne; i++) d[i] = v[i] ? (ONE) : (T)0; break; }
-    case GL_BOOL: case GL_UINT8: memcpy((uint8_t *)base + e0, v, (size_t)ne); break;
-    case GL_INT32: FLAGS(int32_t, 1)
-    case GL_INT64: FLAGS(int64_t, 1)
-    case GL_FLOAT32: FLAGS(float, 1.0f)
-    case GL_FLOAT64: FLAGS(double, 1.0)
-    case GL_FLOAT16: FLAGS(uint16_t, 0x3c00)
-    case GL_BFLOAT16: FLAGS(uint16_t, 0x3f80)
-#undef FLAGS
+    GL_DTYPE_LIST(STORE_FLAGS_CASE)
     default: break;
   }
 }
@@ -105,7 +118,7 @@ static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req 
         memcpy((double *)gl_array_data(dst) + e0, d, (size_t)ne * sizeof *d);
       } else {
         float *restrict f = buf->v.f, lo = (float)rq->a, span = (float)(rq->b - rq->a);
-        int bits = bits_of(dt);
+        int bits = gl_dtypes[dt].prec;
         for (int64_t i = 0; i < nw; i++) f[i] = GL_VM_FMA(span, gl_rand_u01f(w[i], bits), lo);
         store_floats(dst, e0, f, ne);
       }

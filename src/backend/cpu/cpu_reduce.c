@@ -554,47 +554,56 @@ static const size_t ct_size[NCT] = { sizeof(float), sizeof(double), sizeof(int64
 #define CONV_TO_F64_I(v) ((double)(v))
 #define CONV_TO_F64_F(v) ((double)(v))
 #define CONV_TO_I64_I(v) ((int64_t)(v))
-#define CONV_TO_I64_F(v) gl_f2i64((double)(v))
+#define CONV_TO_I64_F(v) gl_sat_int64((double)(v))
+#define CONV_VK_BOOL I
+#define CONV_VK_UINT I
+#define CONV_VK_INT I
+#define CONV_VK_FLOAT F
 
-#define CONV(name, T, K, CTT, TO)                                                          \
-  static void conv_##name##_##CTT(void *out_, const void *x_, int64_t s, int64_t n) {    \
-    const T *x = x_;                                                                     \
-    if (s == 1) for (int64_t i = 0; i < n; i++) ((TO##_T *)out_)[i] = TO##_##K(GL_LOAD_##name(x[i])); \
-    else for (int64_t i = 0; i < n; i++) ((TO##_T *)out_)[i] = TO##_##K(GL_LOAD_##name(x[i * s])); \
+/* conv_<id>_<ct>: elements of one dtype row to a CT buffer (an integer or a float value
+** converted as its kind VK says). */
+#define CONV(id, S, half, VK, CTT, TO)                                                      \
+  static void conv_##id##_##CTT(void *out_, const void *x_, int64_t s, int64_t n) {      \
+    const S *x = x_;                                                                     \
+    if (s == 1) for (int64_t i = 0; i < n; i++) ((TO##_T *)out_)[i] = TO##_##VK(GL_DT_LOAD(half, x[i])); \
+    else for (int64_t i = 0; i < n; i++) ((TO##_T *)out_)[i] = TO##_##VK(GL_DT_LOAD(half, x[i * s])); \
   }
 #define CONV_TO_F32_T float
 #define CONV_TO_F64_T double
 #define CONV_TO_I64_T int64_t
-#define CONV3(name, T, K, E) CONV(name, T, K, f32, CONV_TO_F32) CONV(name, T, K, f64, CONV_TO_F64) \
-                             CONV(name, T, K, i64, CONV_TO_I64)
-GL_FOREACH_DTYPE(CONV3)
-#define CONV_ENTRY(name, T, K, E) [E] = { conv_##name##_f32, conv_##name##_f64, conv_##name##_i64 },
-static const conv_fn convs[GL_NDTYPE][NCT] = { GL_FOREACH_DTYPE(CONV_ENTRY) };
+#define CONV3(E, id, S, kind, half, ...) CONV3_(id, S, half, CONV_VK_##kind)
+#define CONV3_(...) CONV3__(__VA_ARGS__)
+#define CONV3__(id, S, half, VK) CONV(id, S, half, VK, f32, CONV_TO_F32) CONV(id, S, half, VK, f64, CONV_TO_F64) \
+                                 CONV(id, S, half, VK, i64, CONV_TO_I64)
+GL_DTYPE_LIST(CONV3)
+#define CONV_ENTRY(E, id, ...) [GL_##E] = { conv_##id##_f32, conv_##id##_f64, conv_##id##_i64 },
+static const conv_fn convs[GL_NDTYPE][NCT] = { GL_DTYPE_LIST(CONV_ENTRY) };
 
 /* CT buffer (accumulator representation) -> dtype, with a destination stride. */
-#define STORE(name, T, K, CTT, AT, KK)                                                     \
-  static void store_##CTT##_##name(void *d_, int64_t ds, const void *b_, int64_t n) {    \
-    T *d = d_;                                                                           \
+#define STORE(E, id, S, kind, half, CTT, AT, VK)                                            \
+  static void store_##CTT##_##id(void *d_, int64_t ds, const void *b_, int64_t n) {      \
+    S *d = d_;                                                                           \
     const AT *b = b_;                                                                    \
-    for (int64_t i = 0; i < n; i++) d[i * ds] = GL_STORE_##name##_##KK(b[i]);            \
+    for (int64_t i = 0; i < n; i++) d[i * ds] = GL_DT_STORE(kind, half, S, id, VK, b[i]); \
   }
-#define STORE3(name, T, K, E) STORE(name, T, K, f32, float, F) STORE(name, T, K, f64, double, F) \
-                              STORE(name, T, K, i64, int64_t, I)
-GL_FOREACH_DTYPE(STORE3)
-#define STORE_ENTRY(name, T, K, E) [E] = { store_f32_##name, store_f64_##name, store_i64_##name },
-static const store_fn stores[GL_NDTYPE][NCT] = { GL_FOREACH_DTYPE(STORE_ENTRY) };
+#define STORE3(E, id, S, kind, half, ...) STORE(E, id, S, kind, half, f32, float, FLOAT) \
+                                          STORE(E, id, S, kind, half, f64, double, FLOAT) \
+                                          STORE(E, id, S, kind, half, i64, int64_t, INT)
+GL_DTYPE_LIST(STORE3)
+#define STORE_ENTRY(E, id, ...) [GL_##E] = { store_f32_##id, store_f64_##id, store_i64_##id },
+static const store_fn stores[GL_NDTYPE][NCT] = { GL_DTYPE_LIST(STORE_ENTRY) };
 
 /* Finished values -> dtype. */
-#define STORE_RV(name, T, K, E)                                                            \
-  static void storerv_##name(void *d_, int64_t ds, const rval *r, int64_t n, int isint) { \
-    T *d = d_;                                                                           \
-    if (isint) for (int64_t i = 0; i < n; i++) d[i * ds] = GL_STORE_##name##_I(r[i].i);  \
-    else for (int64_t i = 0; i < n; i++) d[i * ds] = GL_STORE_##name##_F(r[i].f);        \
+#define STORE_RV(E, id, S, kind, half, ...)                                                 \
+  static void storerv_##id(void *d_, int64_t ds, const rval *r, int64_t n, int isint) {   \
+    S *d = d_;                                                                           \
+    if (isint) for (int64_t i = 0; i < n; i++) d[i * ds] = GL_DT_STORE(kind, half, S, id, INT, r[i].i); \
+    else for (int64_t i = 0; i < n; i++) d[i * ds] = GL_DT_STORE(kind, half, S, id, FLOAT, r[i].f); \
   }
-GL_FOREACH_DTYPE(STORE_RV)
+GL_DTYPE_LIST(STORE_RV)
 typedef void (*storerv_fn)(void *d, int64_t ds, const rval *r, int64_t n, int isint);
-#define STORE_RV_ENTRY(name, T, K, E) [E] = storerv_##name,
-static const storerv_fn storervs[GL_NDTYPE] = { GL_FOREACH_DTYPE(STORE_RV_ENTRY) };
+#define STORE_RV_ENTRY(E, id, ...) [GL_##E] = storerv_##id,
+static const storerv_fn storervs[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_RV_ENTRY) };
 
 static int ct_of(gl_dtype t) {
   if (t == GL_FLOAT64) return CT_F64;
@@ -1157,6 +1166,13 @@ static gl_status run_outer(const rjob *j) {
 
 static bool is_arg(gl_redop op) { return op == GL_R_ARGMAX || op == GL_R_ARGMIN; }
 
+/* An integer or bool result is made only by the ops that compute in int64 (sum, prod) or in
+** the source's own type (max, min, argmax, argmin, all, any). */
+bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt) {
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
+}
+
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param) {
   if (dst->ndim != src->ndim)
     return gl_fail(GL_EINVAL, "reduce: dst has %d dims, src %d", dst->ndim, src->ndim);
@@ -1171,7 +1187,7 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
   bool by_src = op == GL_R_MAX || op == GL_R_MIN || is_arg(op) || op == GL_R_ALL || op == GL_R_ANY;
   j.ct = ct_of(by_src ? j.sdt : j.ddt);
   j.rct = (is_arg(op) || op == GL_R_ALL || op == GL_R_ANY) ? CT_I64 : j.ct;
-  if (j.ct == CT_I64 && op != GL_R_SUM && op != GL_R_PROD && !by_src)
+  if (!gl_cpu_has_reduce(op, j.ddt))
     return gl_fail(GL_ENOTSUP, "reduce: an integer result needs sum or prod, not op %d", (int)op);
   j.native = is_native(j.sdt, j.ct);
   j.src = gl_array_data(src);

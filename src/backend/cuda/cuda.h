@@ -95,6 +95,8 @@ gl_status gl_cuda_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_r
 
 /* cuda_reduce.c (kernels/reduce.cu): reductions and scans */
 gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);
+/* Whether kernels/reduce.cu has op into a result of dtype dt. */
+bool gl_cuda_has_reduce(gl_redop op, gl_dtype dt);
 gl_status gl_cuda_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
 
 /* cuda_index.c (kernels/index.cu, sort.cu): gather, scatter, mask selection, sort */
@@ -107,6 +109,8 @@ gl_status gl_cuda_sort(const gl_array *values, const gl_array *indices, const gl
 
 /* cuda_matmul.c: cuBLAS (dlopen'ed on first use) and the integer kernel */
 gl_status gl_cuda_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
+/* Whether gl_cuda_matmul has a path for dtype dt (cuBLAS or kernels/index.cu's loop). */
+bool gl_cuda_has_matmul(gl_dtype dt);
 /* Whether float32 matmuls may use TF32 tensor cores (gpu.set_matmul_precision). */
 void gl_cuda_matmul_precision(bool tf32);
 /* Destroys device 'index''s cuBLAS handle (the device current, its stream synchronised). */

@@ -17,17 +17,15 @@
 #include <string.h>
 #include <time.h>
 #include "cuda.h"
+#include "../../../kernels/conv.h"      /* GL_KCONV_DTYPES */
+#include "../../../kernels/fused.h"     /* GL_KFUSED_DTYPES */
+#include "../../../kernels/philox.h"    /* GL_RAND_DTYPES */
 #ifdef GL_WITH_CUDNN
 #include <cudnn_version.h>
 #endif
 
-/* The kernels number dtypes themselves (they cannot include src/core). */
-#define GL_SAME(a, b) ((int)(a) == (int)(b))
-_Static_assert(GL_SAME(GL_KD_BOOL, GL_BOOL) && GL_SAME(GL_KD_UINT8, GL_UINT8) &&
-               GL_SAME(GL_KD_INT32, GL_INT32) && GL_SAME(GL_KD_INT64, GL_INT64) &&
-               GL_SAME(GL_KD_FLOAT16, GL_FLOAT16) && GL_SAME(GL_KD_BFLOAT16, GL_BFLOAT16) &&
-               GL_SAME(GL_KD_FLOAT32, GL_FLOAT32) && GL_SAME(GL_KD_FLOAT64, GL_FLOAT64) &&
-               GL_SAME(GL_KD_N, GL_NDTYPE), "kernel dtype numbers");
+/* The kernels' dtype codes and gl_dtype both come from kernels/dtypes.h's rows. */
+_Static_assert((int)GL_KD_N == (int)GL_NDTYPE, "kernel dtype numbers");
 _Static_assert(GL_KMAXDIMS == GL_MAXDIMS && GL_KMAXARGS == GL_ITER_MAXARGS, "kernel walk sizes");
 
 pthread_mutex_t gl_cuda_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -196,15 +194,25 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
   return GL_OK;
 }
 
-/* What the kernels in kernels/ implement. */
-static bool cuda_supports(gl_op op, gl_dtype dt) {
-  if ((int)dt < 0 || dt >= GL_NDTYPE) return false;
+/* What the kernels in kernels/ (and cuBLAS) implement: each family's set of dtypes is the
+** one its .cu stamps templates for (elem_ops.h's kinds, the launch headers' GL_K*_DTYPES,
+** philox.h's distributions); fill, copy, arange, indexing and sort take every dtype row. A
+** permutation is made on the host (the ops layer), never here. */
+static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
+  if ((unsigned)dt >= GL_NDTYPE) return false;
   switch (op) {
-    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_UNARY: case GL_OP_BINARY:
-    case GL_OP_REDUCE: case GL_OP_MATMUL: case GL_OP_INDEX: case GL_OP_SORT:
-      return true;
-    default:
-      return false;
+    case GL_OP_UNARY:
+      return (unsigned)which < GL_NUNOP && GL_DTSET_HAS(gl_opkind_dtypes[gl_unop_kind[which]], dt);
+    case GL_OP_BINARY:
+      return (unsigned)which < GL_NBINOP && GL_DTSET_HAS(gl_opkind_dtypes[gl_binop_kind[which]], dt);
+    case GL_OP_REDUCE: return gl_cuda_has_reduce((gl_redop)which, dt);
+    case GL_OP_MATMUL: return gl_cuda_has_matmul(dt);
+    case GL_OP_RANDOM:
+      return (unsigned)which < GL_NRAND && which != GL_RAND_PERMUTATION && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
+    case GL_OP_CONV: return GL_DTSET_HAS(GL_KCONV_DTYPES, dt);
+    case GL_OP_FUSED: return GL_DTSET_HAS(GL_KFUSED_DTYPES, dt);
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
+    default: return false;
   }
 }
 

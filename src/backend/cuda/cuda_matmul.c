@@ -174,6 +174,17 @@ static void temp_free(gl_device dev, gl_storage *ts) {
 
 /* ---- floats through cuBLAS ----------------------------------------------------------------- */
 
+/* cuBLAS's data and compute types for dtype dt; false where it has none. */
+static bool blas_types(gl_dtype dt, cudaDataType_t *ty, cublasComputeType_t *ct) {
+  switch (dt) {
+    case GL_FLOAT32: *ty = CUDA_R_32F; *ct = tf32_allowed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; return true;
+    case GL_FLOAT64: *ty = CUDA_R_64F; *ct = CUBLAS_COMPUTE_64F; return true;
+    case GL_FLOAT16: *ty = CUDA_R_16F; *ct = CUBLAS_COMPUTE_32F; return true;
+    case GL_BFLOAT16: *ty = CUDA_R_16BF; *ct = CUBLAS_COMPUTE_32F; return true;
+    default: return false;
+  }
+}
+
 static gl_status gemm(gl_device dev, cudaStream_t s, const gl_array *dst, const gl_array *a, const gl_array *b) {
   int nd = dst->ndim, nb = nd - 2;
   int64_t M = dst->shape[nd - 2], N = dst->shape[nd - 1], K = a->shape[nd - 1];
@@ -191,13 +202,9 @@ static gl_status gemm(gl_device dev, cudaStream_t s, const gl_array *dst, const 
   float f1 = 1.0f, f0 = 0.0f;
   double d1 = 1.0, d0 = 0.0;
   const void *alpha = &f1, *beta = &f0;
-  switch (dst->dtype) {
-    case GL_FLOAT32: ty = CUDA_R_32F; ct = tf32_allowed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
-    case GL_FLOAT64: ty = CUDA_R_64F; ct = CUBLAS_COMPUTE_64F; alpha = &d1; beta = &d0; break;
-    case GL_FLOAT16: ty = CUDA_R_16F; ct = CUBLAS_COMPUTE_32F; break;
-    case GL_BFLOAT16: ty = CUDA_R_16BF; ct = CUBLAS_COMPUTE_32F; break;
-    default: return gl_fail(GL_ENOTSUP, "matmul: %s has no cuBLAS path", gl_dtypes[dst->dtype].name);
-  }
+  if (!blas_types((gl_dtype)dst->dtype, &ty, &ct))
+    return gl_fail(GL_ENOTSUP, "matmul: %s has no cuBLAS path", gl_dtypes[dst->dtype].name);
+  if (dst->dtype == GL_FLOAT64) { alpha = &d1; beta = &d0; }
   cublasHandle_t h = NULL;
   GL_TRY(blas_handle(dev, s, &h));
   int64_t nbatch = 1;
@@ -250,6 +257,13 @@ static gl_status matmul_int(gl_device dev, cudaStream_t s, const gl_array *dst, 
   int rc = gl_klaunch_matmul_int(s, &bw, &m, gl_array_data(dst), gl_array_data(a), gl_array_data(b), dst->dtype);
   if (rc == GL_KERR_NOTSUP) return gl_fail(GL_ENOTSUP, "matmul of %s arrays has no CUDA kernel", gl_dtypes[dst->dtype].name);
   return gl_cuda_launched(dev, s, rc, "matmul");
+}
+
+bool gl_cuda_has_matmul(gl_dtype dt) {
+  cudaDataType_t ty;
+  cublasComputeType_t ct;
+  if (gl_dtype_is_float(dt)) return blas_types(dt, &ty, &ct);
+  return GL_DTSET_HAS(GL_KMATMUL_INT_DTYPES, dt);
 }
 
 gl_status gl_cuda_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {

@@ -6,17 +6,11 @@
 */
 #include "cuda.h"
 
-/* kernels/random.cu (plain C face, like kernels/launch.h's): dist numbered as
-** gl_rand_dist, dt as gl_dtype; returns 0, GL_KERR_NOTSUP or a cudaError_t. */
-int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int64_t n, uint64_t seed,
-                      uint64_t offset, double a, double b, int64_t lo, uint64_t range,
-                      const double *p);
-
-_Static_assert(GL_RAND_UNIFORM == 0 && GL_RAND_NORMAL == 1 && GL_RAND_INTEGERS == 2 &&
-               GL_RAND_BERNOULLI == 3, "kernels/random.cu numbers the distributions so");
+_Static_assert(GL_KR_UNIFORM == (int)GL_RAND_UNIFORM && GL_KR_NORMAL == (int)GL_RAND_NORMAL &&
+               GL_KR_INTEGERS == (int)GL_RAND_INTEGERS && GL_KR_BERNOULLI == (int)GL_RAND_BERNOULLI,
+               "kernels/launch.h numbers the distributions as gl_rand_dist");
 
 gl_status gl_cuda_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *rq) {
-  static const char *const names[] = { "uniform", "normal", "randint", "bernoulli", "permutation" };
   if (dist == GL_RAND_PERMUTATION)
     return gl_fail(GL_ENOTSUP, "permutation is made on the host, not by the cuda backend");
   gl_device dev = gl_array_device(dst);
@@ -26,6 +20,6 @@ gl_status gl_cuda_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_r
   int rc = gl_klaunch_random(s, (int)dist, dst->dtype, gl_array_data(dst), dst->size, rq->seed,
                              rq->offset, rq->a, rq->b, rq->lo, rq->range, p);
   if (rc == GL_KERR_NOTSUP)
-    return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", names[dist], gl_dtypes[dst->dtype].name);
-  return gl_cuda_launched(dev, s, rc, names[dist]);
+    return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_rand_dist_name[dist], gl_dtypes[dst->dtype].name);
+  return gl_cuda_launched(dev, s, rc, gl_rand_dist_name[dist]);
 }

@@ -13,10 +13,6 @@ _Static_assert(GL_KR_SUM == (int)GL_R_SUM && GL_KR_PROD == (int)GL_R_PROD && GL_
                GL_KR_MEAN == (int)GL_R_MEAN && GL_KR_VAR == (int)GL_R_VAR && GL_KR_NORM == (int)GL_R_NORM &&
                GL_KR_LOGSUMEXP == (int)GL_R_LOGSUMEXP, "kernel reduction numbers");
 
-static const char *const redop_name[GL_NREDOP] = {
-  "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "mean", "var", "norm", "logsumexp",
-};
-
 /* Compute types as reduce.cu numbers them: float, double, int64. */
 static int ctk_of(gl_dtype t) {
   if (t == GL_FLOAT64) return 1;
@@ -24,9 +20,17 @@ static int ctk_of(gl_dtype t) {
   return 2;
 }
 
+/* reduce.cu makes an integer or bool result only for the ops that compute in int64 (sum,
+** prod) or in the source's type (max, min, argmax, argmin, all, any); mean, var, norm and
+** logsumexp refuse the int64 compute type. Every source dtype is read. */
+bool gl_cuda_has_reduce(gl_redop op, gl_dtype dt) {
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
+}
+
 gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param) {
   if ((unsigned)op >= GL_NREDOP) return gl_fail(GL_EINVAL, "reduce: unknown op %d", (int)op);
-  const char *name = redop_name[op];
+  const char *name = gl_redop_name[op];
   if (dst->ndim != src->ndim)
     return gl_fail(GL_EINVAL, "%s: dst has %d dims, src %d", name, dst->ndim, src->ndim);
   gl_device dev = gl_array_device(dst);
@@ -36,8 +40,7 @@ gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, 
   bool is_arg = op == GL_R_ARGMAX || op == GL_R_ARGMIN;
   bool by_src = op == GL_R_MAX || op == GL_R_MIN || is_arg || op == GL_R_ALL || op == GL_R_ANY;
   int ctk = ctk_of(by_src ? sdt : ddt);
-  if (ctk == 2 && op != GL_R_SUM && op != GL_R_PROD && !by_src)
-    return gl_fail(GL_ENOTSUP, "%s: an integer result needs sum or prod", name);
+  if (!gl_cuda_has_reduce(op, ddt)) return gl_fail(GL_ENOTSUP, "%s: an integer result needs sum or prod", name);
   gl_rdim kd[GL_MAXDIMS], rd[GL_MAXDIMS];
   int nk, nr;
   int64_t M, K;
