@@ -153,11 +153,8 @@ static void push_node(lua_State *L, int nargs, int rule) {
 
 /* The versions of the array arguments' storages, as the op left them (an op may update
 ** an input itself, as batch norm does its running statistics), at node[-i]. */
-static void snapshot_versions(lua_State *L, int node) {
-  lua_getfield(L, node, "n");
-  lua_Integer n = lua_tointeger(L, -1);
-  lua_pop(L, 1);
-  for (lua_Integer i = 1; i <= n; i++) {
+static void snapshot_versions(lua_State *L, int node, int nargs) {
+  for (int i = 1; i <= nargs; i++) {
     if (lua_rawgeti(L, node, i) == LUA_TUSERDATA) {
       lua_Integer v = (lua_Integer)version_of(L, -1);
       lua_pop(L, 1);
@@ -174,7 +171,7 @@ static void snapshot_versions(lua_State *L, int node) {
 ** (an op that returned its input). Results after the first are kept as node.extra. */
 static void record_results(lua_State *L, int node, int rule, int nargs, int nres) {
   int top = lua_gettop(L), first = top - nres + 1;
-  snapshot_versions(L, node);
+  snapshot_versions(L, node, nargs);
   if (lua_type(L, first) != LUA_TUSERDATA) {        /* not an array: a rule may place nodes */
     if (lua_getfield(L, rule, "record") == LUA_TFUNCTION) {
       lua_pushvalue(L, node);
@@ -248,7 +245,7 @@ static void stash_pop(lua_State *L, gl_lctx *ctx, int d) {
 static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int nargs) {
   char marker;                             /* its address tells a live stash entry */
   push_rules(L);
-  lua_pushstring(L, e->name);
+  lua_pushvalue(L, lua_upvalueindex(UPV_NAME));   /* the name, already a Lua string */
   int kind = lua_rawget(L, -2);
   if (kind == LUA_TNIL) return not_differentiable(L, e);
   if (kind == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
