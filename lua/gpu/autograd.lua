@@ -72,11 +72,13 @@ M.unbroadcast = rules._unbroadcast
 -- torch.autograd.Function): when grad mode is on and an input is tracked, out gets a node
 -- whose backward(g) returns one gradient per input (nil where none). Compute out with
 -- grad off (gpu.no_grad) so its own ops are not recorded as well.
+local HEAD, op_node, node_args = rules._HEAD, rules._op_node, rules._node_args
+
 function M.record(out, inputs, backward)
   if not G.grad_enabled() then return out end
   for i = 1, #inputs do
     if tracked(inputs[i]) then
-      set_node(out, { custom = backward, n = #inputs, table.unpack(inputs, 1, #inputs) })
+      set_node(out, op_node(rules._custom_rule(backward), out, table.unpack(inputs, 1, #inputs)))
       return out
     end
   end
@@ -94,10 +96,8 @@ function M.record_op(name, results, ...)
   local any = false
   for i = 1, n do if tracked(args[i]) then any = true end end
   if any and G.grad_enabled() and is_array(results[1]) then
-    local node = { rule = rule, n = n, ... }
-    for i = 1, n do if is_array(args[i]) then node[-i] = version(args[i]) end end
+    local node = op_node(rule, results[1], ...)
     if #results > 1 then node.extra = { table.unpack(results, 2) } end
-    node.yv = version(results[1])
     set_node(results[1], node)
   end
   return table.unpack(results)
@@ -114,9 +114,9 @@ end
 
 -- The tracked arrays a node's gradient flows to: (array, position, index in a list arg)
 local function each_input(node, f)
-  local rule = node.rule
-  for i = 1, node.n do
-    local v = node[i]
+  local rule, n = node[1], node[2]
+  for i = 1, n do
+    local v = node[HEAD + n + i]
     if is_array(v) then
       if node_of(v) ~= nil then f(v, i) end
     elseif type(v) == "table" and rule and rule.list and i == 1 then
@@ -154,8 +154,8 @@ end
 
 -- An array a node saved has changed since it was recorded: name the op that changed it.
 local function check_saved(node, y, opname)
-  local rule = node.rule
-  if rule == nil then return end
+  local rule, n = node[1], node[2]
+  if rule.custom then return end
   local function stale(v, recorded)
     local now, writer = version(v)
     if now ~= recorded then
@@ -165,16 +165,22 @@ local function check_saved(node, y, opname)
   end
   local saves = rule.saves
   if saves == nil then
-    for i = 1, node.n do if is_array(node[i]) then stale(node[i], node[-i]) end end
+    for i = 1, n do
+      local v = node[HEAD + n + i]
+      if is_array(v) then stale(v, node[HEAD + i]) end
+    end
   else
-    for _, i in ipairs(saves) do if is_array(node[i]) then stale(node[i], node[-i]) end end
+    for _, i in ipairs(saves) do
+      local v = node[HEAD + n + i]
+      if is_array(v) then stale(v, node[HEAD + i]) end
+    end
   end
-  if rule.uses_y and node.yv ~= nil then stale(y, node.yv) end
+  if rule.uses_y then stale(y, node[3]) end
 end
 
 local function rule_name(node)
-  if node.custom then return "a custom function" end
-  for k, v in pairs(rules) do if v == node.rule then return k end end
+  if node[1].custom then return "a custom function" end
+  for k, v in pairs(rules) do if v == node[1] then return k end end
   return "an op"
 end
 
@@ -221,13 +227,8 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
             raise("backward: the graph was freed by an earlier backward (pass {retain_graph = true} to keep it)")
           end
           if accumulate and node.retain then node.grad = node.grad and node.grad + g or g:copy() end
-          local gs
-          if node.custom then
-            gs = table.pack(node.custom(g))
-          else
-            check_saved(node, x, rule_name(node))
-            gs = table.pack(node.rule.backward(g, node, x))
-          end
+          check_saved(node, x, rule_name(node))
+          local gs = table.pack(node[1].backward(g, node_args(node), x))
           each_input(node, function(y, pos, k)
             local gy = gs[pos]
             if k ~= nil then gy = type(gy) == "table" and gy[k] or nil end

@@ -4,9 +4,10 @@
 ** tracked (its tape node sits in the array's user value) and grad mode is on for the
 ** running coroutine, dispatch looks the op up in the rules table that gpu.autograd
 ** registered (lua/gpu/autograd/rules.lua):
-**   - a rule: the op runs, and the node {rule =, n =, [1..n] = the arguments, [-i] =
-**     the version of argument i's storage} becomes the result's user value (a rule with
-**     a 'record' function places nodes itself: split, multi-output ops);
+**   - a rule: the op runs, and its node becomes the result's user value: a table with
+**     an array part only (two allocations, no hashing), { rule, n, version of the result,
+**     the n arguments' storage versions, the n arguments } (GL_NODE_* below; a rule with a
+**     'record' function places nodes itself: split);
 **   - false: not differentiable by nature (comparisons, argmax, floor...): the op runs
 **     and its results are untracked, as PyTorch's are;
 **   - no entry: "<op> is not differentiable" is raised before the op runs, so a new op
@@ -130,6 +131,11 @@ static void autocast_results(lua_State *L, int nres, int dt) {
 
 /* ---- recording ------------------------------------------------------------------------------ */
 
+/* The layout of an op's node, shared with lua/gpu/autograd.lua: node[1] the rule, node[2]
+** the argument count n, node[3] the version of the result's storage, node[3 + i] the
+** version of argument i's (0 for a non-array), node[3 + n + i] argument i. */
+enum { GL_NODE_RULE = 1, GL_NODE_N = 2, GL_NODE_YV = 3, GL_NODE_HEAD = 3 };
+
 static uint64_t version_of(lua_State *L, int idx) {
   gl_array *a = lua_type(L, idx) == LUA_TUSERDATA ? gl_lua_test(L, idx) : NULL;
   return a && a->storage ? a->storage->version : 0;
@@ -137,29 +143,31 @@ static uint64_t version_of(lua_State *L, int idx) {
 
 /* The node of a call with nargs arguments (slots 1..nargs), pushed. */
 static void push_node(lua_State *L, int nargs, int rule) {
-  int narrays = 0;
-  for (int i = 1; i <= nargs; i++) narrays += lua_type(L, i) == LUA_TUSERDATA;
-  lua_createtable(L, nargs, narrays + 3);
+  lua_createtable(L, GL_NODE_HEAD + 2 * nargs, 0);
   int node = lua_gettop(L);
+  lua_pushvalue(L, rule);
+  lua_rawseti(L, node, GL_NODE_RULE);
+  lua_pushinteger(L, nargs);
+  lua_rawseti(L, node, GL_NODE_N);
+  for (int i = 0; i <= nargs; i++) {                /* the versions, taken after the op */
+    lua_pushinteger(L, 0);
+    lua_rawseti(L, node, GL_NODE_YV + i);
+  }
   for (int i = 1; i <= nargs; i++) {
     lua_pushvalue(L, i);
-    lua_rawseti(L, node, i);
+    lua_rawseti(L, node, GL_NODE_HEAD + nargs + i);
   }
-  lua_pushinteger(L, nargs);
-  lua_setfield(L, node, "n");
-  lua_pushvalue(L, rule);
-  lua_setfield(L, node, "rule");
 }
 
 /* The versions of the array arguments' storages, as the op left them (an op may update
 ** an input itself, as batch norm does its running statistics), at node[-i]. */
 static void snapshot_versions(lua_State *L, int node, int nargs) {
   for (int i = 1; i <= nargs; i++) {
-    if (lua_rawgeti(L, node, i) == LUA_TUSERDATA) {
+    if (lua_rawgeti(L, node, GL_NODE_HEAD + nargs + i) == LUA_TUSERDATA) {
       lua_Integer v = (lua_Integer)version_of(L, -1);
       lua_pop(L, 1);
       lua_pushinteger(L, v);
-      lua_rawseti(L, node, -i);
+      lua_rawseti(L, node, GL_NODE_HEAD + i);
     } else {
       lua_pop(L, 1);
     }
@@ -181,7 +189,7 @@ static void record_results(lua_State *L, int node, int rule, int nargs, int nres
     return;
   }
   for (int i = 1; i <= nargs; i++) {
-    lua_rawgeti(L, node, i);
+    lua_rawgeti(L, node, GL_NODE_HEAD + nargs + i);
     bool same = lua_rawequal(L, -1, first);
     lua_pop(L, 1);
     if (same) return;
@@ -195,7 +203,7 @@ static void record_results(lua_State *L, int node, int rule, int nargs, int nres
     lua_setfield(L, node, "extra");
   }
   lua_pushinteger(L, (lua_Integer)version_of(L, first));
-  lua_setfield(L, node, "yv");
+  lua_rawseti(L, node, GL_NODE_YV);
   lua_pushvalue(L, node);
   lua_setiuservalue(L, first, 1);
 }
@@ -259,7 +267,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
   int top = lua_gettop(L);
   stash_pop(L, ctx, d);                    /* node */
   int node = lua_gettop(L);
-  lua_getfield(L, node, "rule");
+  lua_rawgeti(L, node, GL_NODE_RULE);
   int rule = lua_gettop(L);
   for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
   record_results(L, node, rule, nargs, nres);
@@ -313,19 +321,21 @@ void gl_lua_record_view(lua_State *L, const char *name, int x_idx, int key_idx, 
   push_rules(L);
   if (lua_getfield(L, -1, name) != LUA_TTABLE) luaL_error(L, "gpu.autograd.rules has no rule '%s'", name);
   int rule = lua_gettop(L);
-  lua_createtable(L, 4, 3);
-  lua_pushvalue(L, x_idx);
-  lua_rawseti(L, -2, 1);
-  lua_pushvalue(L, key_idx);
-  lua_rawseti(L, -2, 2);
-  lua_pushinteger(L, (lua_Integer)version_of(L, x_idx));
-  lua_rawseti(L, -2, -1);
-  lua_pushinteger(L, (lua_Integer)version_of(L, key_idx));
-  lua_rawseti(L, -2, -2);
-  lua_pushinteger(L, 2);
-  lua_setfield(L, -2, "n");
+  lua_createtable(L, GL_NODE_HEAD + 4, 0);
+  int node = lua_gettop(L);
+  const int args[2] = { x_idx, key_idx };
   lua_pushvalue(L, rule);
-  lua_setfield(L, -2, "rule");
+  lua_rawseti(L, node, GL_NODE_RULE);
+  lua_pushinteger(L, 2);
+  lua_rawseti(L, node, GL_NODE_N);
+  lua_pushinteger(L, (lua_Integer)version_of(L, res_idx));
+  lua_rawseti(L, node, GL_NODE_YV);
+  for (int i = 0; i < 2; i++) {
+    lua_pushinteger(L, (lua_Integer)version_of(L, args[i]));
+    lua_rawseti(L, node, GL_NODE_HEAD + 1 + i);
+    lua_pushvalue(L, args[i]);
+    lua_rawseti(L, node, GL_NODE_HEAD + 2 + 1 + i);
+  }
   lua_setiuservalue(L, res_idx, 1);
   lua_settop(L, top);
 }

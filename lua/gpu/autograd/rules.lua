@@ -6,13 +6,14 @@
 --                                       -- (default: all; checked against their versions)
 --                   uses_y = true,      -- backward reads the result y (version checked)
 --                   record = function(node, ...results) }  -- places nodes itself
+--                                       -- (given the raw node: R._node_args(node))
 --   rules[name] = false                 -- not differentiable by nature: the result is
 --                                       -- untracked (zero gradient, as PyTorch gives)
 --   no entry                            -- "<name> is not differentiable" before it runs
 --
--- backward gets the output's gradient g, the node (node[1..node.n] are the call's
--- arguments as given, node.extra the results after the first) and the result y, and
--- returns one gradient per argument position (nil where none flows). The engine sums
+-- backward gets the output's gradient g, the call's arguments as given (args[1..args.n];
+-- args.extra the results after the first) and the result y, and returns one gradient
+-- per argument position (nil where none flows). (The rules name the arguments 'node'.) The engine sums
 -- each gradient back to its input's shape and casts it to its dtype and device.
 -- Every rule is written in dispatched ops, so with create_graph = true the backward pass
 -- is itself recorded and gradients of gradients work; spec/gradcheck_spec.lua checks
@@ -25,6 +26,37 @@ local R = {}
 
 local is_array = require("gpu.options").is_array
 local function tracked(v) return is_array(v) and G.node(v) ~= nil end
+
+-- ---- nodes -----------------------------------------------------------------------------------
+-- An op's node is a table with an array part only (src/lua/lgrad.c makes them so, for
+-- speed): { rule, n, the result's storage version, the n arguments' storage versions
+-- (0 for non-arrays), the n arguments }; node.extra holds the results after the first.
+local HEAD = 3
+R._HEAD = HEAD
+
+-- op_node(rule, out, ...) -> the node the dispatch would give out for a call with ...
+local function op_node(rule, out, ...)
+  local n = select("#", ...)
+  local node = { rule, n, G.version(out) }
+  for i = 1, n do
+    local v = select(i, ...)
+    node[HEAD + i] = is_array(v) and G.version(v) or 0
+    node[HEAD + n + i] = v
+  end
+  return node
+end
+R._op_node = op_node
+
+-- node_args(node) -> the call's arguments {[1..n], n =, extra =}, as the rules take them
+function R._node_args(node)
+  local n = node[2]
+  return table.move(node, HEAD + n + 1, HEAD + 2 * n, 1, { n = n, extra = node.extra })
+end
+
+-- the rule of a custom function (autograd.record): backward(g) gives the inputs' gradients
+function R._custom_rule(backward)
+  return { custom = true, backward = function(g) return backward(g) end }
+end
 
 -- ---- helpers (all differentiable) ----------------------------------------------------------
 
@@ -56,7 +88,7 @@ local function custom(out, inputs, backward)
   if not G.grad_enabled() then return out end
   for i = 1, #inputs do
     if tracked(inputs[i]) then
-      G.set_node(out, { custom = backward, n = #inputs, table.unpack(inputs) })
+      G.set_node(out, op_node(R._custom_rule(backward), out, table.unpack(inputs, 1, #inputs)))
       break
     end
   end
@@ -526,7 +558,8 @@ R.stack = join(true)
 
 -- split: each piece is its own node, whose gradient lands in its slice of x
 R.split = { saves = {}, record = function(node, pieces)
-  local x, axis = node[1], node[3] or 1
+  local a = R._node_args(node)
+  local x, axis = a[1], a[3] or 1
   axis = norm_axis(axis, x.ndim)
   local start = 1
   for i = 1, #pieces do
@@ -535,7 +568,7 @@ R.split = { saves = {}, record = function(node, pieces)
     for d = 1, x.ndim do key[d] = ":" end
     key[axis] = { start, start + len - 1 }
     start = start + len
-    G.set_node(pieces[i], { rule = R.getindex, n = 2, x, key })
+    G.set_node(pieces[i], op_node(R.getindex, pieces[i], x, key))
   end
 end }
 
