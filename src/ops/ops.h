@@ -203,5 +203,9 @@ gl_status gl_op_shuffle(const gl_array *x, gl_rng *g);
 gl_status gl_same_device(const gl_array *a, const gl_array *b);
 /* The backend of a's device, and whether it supports (op, dtype). */
 gl_status gl_backend_of(const gl_array *a, gl_op op, const gl_backend **out);
+/* out *= repeats in place, for a sum of that many equal terms that a broadcast view
+** repeats: integers wrap as the sum would, float16/bfloat16 multiply in float32, bool
+** stays (reduce.c). */
+gl_status gl_op_times_repeats(const gl_array *out, int64_t repeats);
 
 #endif
