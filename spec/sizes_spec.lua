@@ -157,6 +157,14 @@ for _, dev in ipairs(h.devices()) do
         too_big(function() return x[huge_i64()] end, "index", N62, "int64")
       end)
 
+      it("totable of an empty array with huge extents is refused, not 2^62 empty tables", function()
+        local ok, err = pcall(function() return gpu.zeros({ TWO62, 0 }, D):totable() end)
+        assert.is_false(ok)
+        assert.truthy(err:find("would make 4611686018427387905 empty tables (at most 16777216)", 1, true), err)
+        assert.equal(1000, #gpu.zeros({ 1000, 0 }, D):totable())    -- small ones still work
+        assert.same({}, gpu.zeros({ 0, TWO62 }, D):totable())
+      end)
+
       it("tostring summarises without materialising", function()
         local s = tostring(huge())
         assert.truthy(s:find("[[1., 1., 1., ..., 1., 1., 1.],", 1, true), s)
