@@ -136,17 +136,19 @@ static gl_status prepare(gl_operand *o, gl_dtype ct, const gl_array *dst, gl_arr
   return GL_OK;
 }
 
-/* 'inplace': dst is an existing array, so the write is counted (gl_array_begin_write)
-** once the op is known to be supported, before anything is written. */
+/* 'inplace': dst is an existing array: refused first when it is read-only, and the write
+** counted (gl_array_begin_write) once the operands are ready, before anything is written:
+** a cast of an operand that fails (out of memory) leaves dst's version as it was. */
 static gl_status run_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b,
                             bool inplace) {
   const gl_backend *be;
   GL_TRY(gl_backend_of(dst, GL_OP_BINARY, &be));
   if (!be->supports(GL_OP_BINARY, ct)) return gl_backend_of(a.arr ? a.arr : b.arr, GL_OP_BINARY, &be);
-  if (inplace) GL_TRY(gl_array_begin_write(dst));
+  if (inplace) GL_TRY(gl_array_writable(dst, NULL));
   gl_array ta = { 0 }, tb = { 0 }, va, vb;
   gl_status st = prepare(&a, ct, dst, &ta, &va);
   if (st == GL_OK) st = prepare(&b, ct, dst, &tb, &vb);
+  if (st == GL_OK && inplace) st = gl_array_begin_write(dst);
   if (st == GL_OK && dst->size > 0) st = be->binary(op, ct, dst, a, b);
   gl_array_release(&ta);
   gl_array_release(&tb);
