@@ -49,7 +49,7 @@ local shapes = { "{}", "{0}", "{2, 3}", "{3, 4}", "{1, 2}", "{-1}", "{2, 0, -1}"
   "{2^31, 2^31}", "{math.maxinteger}", "{math.mininteger}", "{-1, 0}", "{0/0}", "{math.huge}",
   "{1 << 62, 4}", "{1 << 40}", "{1, 1, 1, 1, 1, 1, 1, 1, 1}", "{-0.0}", "{2^53}", "{2.5}", "{'2'}",
   "{true}", "{{1}}", "{0, math.maxinteger}", "{0, 1 << 62, 1 << 62}", "{3, -1}", "{-1, -1}",
-  "{1 << 20, 1 << 20, 1 << 20}", "{12}", "{4, 3}", "{2, 2, 3}", "{1, 3}",
+  "{1 << 20, 1 << 20, 1 << 20}", "{1 << 62, 0}", "{0, 1 << 62}", "{1 << 40, 0, 3}", "{12}", "{4, 3}", "{2, 2, 3}", "{1, 3}",
   "setmetatable({}, {__len = function() return math.maxinteger end})",
   "setmetatable({}, {__index = function() error('boom') end})" }
 
@@ -74,6 +74,8 @@ for _, dt in ipairs(dtypes) do
   add "gpu.zeros(0, O)"
   add "gpu.zeros({0, 3}, O)"
   add "gpu.zeros({2, 0, 3}, O)"
+  add "gpu.zeros({1 << 62, 0}, O)"
+  add "gpu.zeros({0, 1 << 40}, O)"
   add "gpu.ones({}, O)"
   add "gpu.full({}, 7, O)"
   add "gpu.ones(3, O)"
