@@ -233,6 +233,15 @@ for _, dev in ipairs(h.devices()) do
         assert.same({ { 8, 9 }, { 4, 5 }, { 0, 1 } }, m[{ { 5, 1, -2 } }]:totable())
       end)
 
+      it("views of an empty array with huge extents keep their offset (UBSan: bytes past int64)", function()
+        local a = gpu.zeros({ 0, TWO62 }, D)
+        for _, v in ipairs({ a:flip(), a[{ ":", { TWO61, -1 } }], a.T[TWO61], a.T:flip()[{ { 2, -1 } }] }) do
+          assert.equal(0, v.size)
+          assert.same({}, v:reshape(0):totable())     -- reads the view's data pointer
+          assert.equal(0, (v + 1).size)
+        end
+      end)
+
       it("reshape of an empty array into extents whose product passes int64", function()
         too_big(function() return gpu.zeros(0, D):reshape(0, TWO62, TWO62) end, "reshape", "about 2.13e+37", "float32")
         too_big(function() return gpu.zeros(0, D):view(TWO62, 0, 4) end, "view", "about 1.84e+19", "float32")

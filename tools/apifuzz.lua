@@ -596,9 +596,9 @@ local function call(name)
     end
     desc = ("(function() local a1 = %s return %s(%s) end)()"):format(srcs[1], fsrc, table.concat(inner, ", "))
   end
+  if trace then io.stderr:write("apifuzz call: ", desc, "\n") io.stderr:flush() end
   local before = snapshots(args, n)
   local g0 = globals()
-  if trace then io.stderr:write("apifuzz call: ", desc, "\n") io.stderr:flush() end
   local t0 = gpu.clock()
   local res = table.pack(pcall(f, table.unpack(args, 1, n)))
   local dt = gpu.clock() - t0
