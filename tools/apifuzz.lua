@@ -13,8 +13,10 @@
 -- Arguments come from pools of Lua expressions: extreme numbers as integers and floats
 -- (2^31, 2^53, 2^62, math.maxinteger, math.mininteger, NaN, +-inf, -0.0, 1e308, 5e-324),
 -- shapes and options made of them, arrays of every dtype (0-d, empty, views, expanded and
--- zero-stride views, closed ones), and the results of earlier calls. Each call is printed
--- as Lua source that rebuilds it, so a report can be pasted into `gpulua -e`.
+-- zero-stride views, closed ones), the results of earlier calls and views of the
+-- receiver; a call mostly follows the function's signature with one wild argument beside
+-- ordinary ones. Each call is printed as Lua source that rebuilds it, so a report can be
+-- pasted into `gpulua -e`.
 --
 -- usage: gpulua tools/apifuzz.lua [seed] [calls] [slow_seconds]
 --   prints "apifuzz ok <seed>" when nothing was found, else one line per problem and
@@ -150,12 +152,13 @@ local tameopt = { keepdims = { "true", "false" }, ddof = { "1", "0" }, ord = { "
   nesterov = { "true" }, maximize = { "true" }, first = { "true" }, dampening = { "0" }, alpha = { "0.99" },
   centered = { "true" }, decoupled = { "true" }, amsgrad = { "true" }, axis = { "1", "-1" } }
 
--- An options table of 0 to 3 keys from keylist (all known keys when nil); wild: any
--- value, else mostly an ordinary one.
+-- Options tables no reader should trip on: keys that are not strings, metatables that raise.
 local hostile = { "setmetatable({}, {__index = function() error('boom') end})", "{[1] = 2}", "{[true] = 1}",
   "{[gpu.ones(1)] = 1}", "setmetatable({}, {__pairs = function() error('boom') end})", "{dtype = setmetatable({}, {__tostring = error})}",
   "{keepdims = true, [2^53] = 1}" }
 
+-- An options table of 0 to 3 keys from keylist (all known keys when nil); wild: any
+-- value (or a hostile table), tame: mostly ordinary values.
 local function opts(keylist, tame)
   if not tame and math.random(10) == 1 then return pick(hostile) end
   keylist = keylist or optkeys
@@ -187,7 +190,14 @@ local function array()
 end
 
 -- Ordinary arguments, of shapes that fit one another ((3, 4) arrays, axes 1 and 2), so
--- that a call gets past its first checks to the one wild argument beside them.
+-- that a call gets past its first checks to the one wild argument beside them; wild.K
+-- below gives the hostile ones of each kind. Kinds: A array, A4 4-d array, I index array,
+-- M bool mask, n number, ax axis or table of axes, ax1 one axis, s shape, data nested
+-- table, key index, L list of arrays, d dtype, B array or number, Z integer array, Zb its
+-- operand, K matmul right operand, one one-element array, P axes permutation, Y labels,
+-- R row of 3, W weight, R5 bias, C im2col columns, CS col2im shape, S result to backward,
+-- G array tracking grads, F hook, st random state, str setting, _ nil, Gen Generator,
+-- Fp float32 parameter.
 local tame = {
   A = { "gpu.arange(12):reshape(3, 4):astype('float32')", "gpu.arange(12):reshape(3, 4):astype('float64')",
     "gpu.arange(12):reshape(3, 4):astype('int64')", "gpu.arange(12):reshape(3, 4):astype('int32')",
@@ -514,13 +524,16 @@ end
 
 -- An array a call returned must describe itself consistently.
 local function check_result(r, desc)
-  if not is_array(r) or r:is_closed() then return end
-  local shape, n = r.shape, 1.0
+  if not is_array(r) then return end
+  if r:is_closed() then return problem("a closed array returned", desc) end
+  local shape, n, zero = r.shape, 1, false       -- n: the product of the non-zero extents
   for _, e in ipairs(shape) do
     if math.type(e) ~= "integer" or e < 0 then return problem("bad shape", desc, table.concat(shape, ",")) end
-    n = n * e
+    if e == 0 then zero = true
+    elseif n > (1 << 62) // e then n = math.huge   -- past the limit (and int64)
+    else n = n * e end
   end
-  if #shape ~= r.ndim or n ~= r.size or r.size > 2^62 then
+  if #shape ~= r.ndim or n > 1 << 62 or r.size ~= (zero and 0 or n) then
     problem("inconsistent result", desc, ("shape %s, ndim %d, size %s"):format(table.concat(shape, ","), r.ndim, r.size))
   end
 end
