@@ -13,7 +13,8 @@
 -- Arguments come from pools of Lua expressions: extreme numbers as integers and floats
 -- (2^31, 2^53, 2^62, math.maxinteger, math.mininteger, NaN, +-inf, -0.0, 1e308, 5e-324),
 -- shapes and options made of them, arrays of every dtype (0-d, empty, views, expanded and
--- zero-stride views, closed ones), the results of earlier calls and views of the
+-- zero-stride views, closed ones), the results of earlier calls (rebuilt, or kept alive
+-- across calls, where in-place ops, closes and the collector reach them) and views of the
 -- receiver; a call mostly follows the function's signature with one wild argument beside
 -- ordinary ones. Each call is printed as Lua source that rebuilds it, so a report can be
 -- pasted into `gpulua -e`.
@@ -592,15 +593,47 @@ local function arguments(name)
   return srcs
 end
 
+-- Arrays kept from call to call (results, {value, source}): in-place ops, closes and the
+-- collector work on them over many calls, as in a program. A call that uses one names it
+-- live[k]; the seed's run (deterministic) rebuilds it.
+local live = {}
+
+local function take_live(srcs, args)
+  local used = {}
+  for j = 1, #srcs do
+    if #live > 0 and srcs[j]:sub(1, 1) ~= "@" and math.random(10) == 1 then
+      local k = math.random(#live)
+      args[j], srcs[j] = live[k][1], ("live[%d]"):format(k)
+      used[#used + 1] = ("live[%d] = %s"):format(k, live[k][2])
+    end
+  end
+  return #used > 0 and ("  -- " .. table.concat(used, "; ")) or ""
+end
+
+local function keep_live(v, desc)
+  if not is_array(v) or math.random(4) > 1 then return end
+  local entry = { v, #desc > 200 and desc:sub(1, 200) .. "..." or desc }
+  if #live < 16 then live[#live + 1] = entry else live[math.random(#live)] = entry end
+end
+
+local function stir_live()
+  if #live == 0 then return end
+  local r, k = math.random(100), math.random(#live)
+  if r == 1 then pcall(live[k][1].close, live[k][1])      -- closed under its views and graphs
+  elseif r == 2 then table.remove(live, k)                -- left to the collector
+  elseif r == 3 then collectgarbage("step") end
+end
+
 local function call(name)
   local f, fsrc = resolve(name)
   local srcs = arguments(name)
   local n = #srcs
-  local desc = fsrc .. "(" .. table.concat(srcs, ", ") .. ")"
   local args = {}
   for j = 1, n do
     if srcs[j]:sub(1, 1) ~= "@" then args[j] = eval(srcs[j]) end
   end
+  local origins = take_live(srcs, args)
+  local desc = fsrc .. "(" .. table.concat(srcs, ", ") .. ")"
   if desc:find("@") then                  -- aliases of the first argument
     local inner = {}
     for j = 1, n do
@@ -609,6 +642,7 @@ local function call(name)
     end
     desc = ("(function() local a1 = %s return %s(%s) end)()"):format(srcs[1], fsrc, table.concat(inner, ", "))
   end
+  desc = desc .. origins
   if trace then io.stderr:write("apifuzz call: ", desc, "\n") io.stderr:flush() end
   local before = snapshots(args, n)
   local g0 = globals()
@@ -637,8 +671,12 @@ local function call(name)
       check_result(res[i], desc)
       if type(res[i]) == "table" then for _, v in ipairs(res[i]) do check_result(v, desc) end end
     end
-    if is_array(res[2]) and dt < 0.1 and not res[2]:is_closed() then remember(desc) end
+    if is_array(res[2]) and dt < 0.1 and not res[2]:is_closed() then
+      if origins == "" then remember(desc) end
+      keep_live(res[2], desc)
+    end
   end
+  stir_live()
 end
 
 -- An options example of largs.c's declarations (gpu._options) with its options replaced
