@@ -489,6 +489,12 @@ each_device(function(dev)
         assert.are.equal(0, z:sum():item())
         assert.are.equal(0, z:norm():item())
         h.assert_close(gpu.ones(1, { dtype = "float16", device = dev }):expand(1 << 20):logsumexp(), A(1 + math.log(1 << 20)), 1e-3)
+        -- an odd count past the float's digits (2^24, 2^53) keeps a negative product's sign
+        for _, dt in ipairs({ "float32", "float64", "float16" }) do
+          local m = gpu.full(1, -1.0, { dtype = dt, device = dev })
+          assert.are.equal(-1, m:expand((1 << 60) + 1):prod():item(), dt)
+          assert.are.equal(1, m:expand(1 << 60):prod():item(), dt)
+        end
       end)
     end)
 

@@ -128,6 +128,23 @@ static gl_status repeat_apply(const gl_array *out, gl_binop how, gl_scalar by) {
   return st;
 }
 
+/* x^r in place for a float x: a count past 2^24 (float32's digits; 2^53 for float64)
+** rounds to an even float, which would drop the sign of a negative x, so the power is
+** |x|^(r - r % 2), times x when r is odd. */
+static gl_status float_power(const gl_array *out, int64_t r) {
+  gl_array mag = { 0 };
+  gl_status st = gl_op_unary(&mag, GL_U_abs, out);
+  if (st == GL_OK) st = repeat_apply(&mag, GL_B_pow, gl_scalar_float((double)(r - (r & 1))));
+  if (st == GL_OK && (r & 1)) {
+    gl_operand by = { &mag, gl_scalar_int(0) };
+    st = gl_op_binary_(out, GL_B_mul, by);
+  } else if (st == GL_OK) {
+    st = gl_op_assign(out, &mag);
+  }
+  gl_array_release(&mag);
+  return st;
+}
+
 gl_status gl_op_times_repeats(const gl_array *out, int64_t repeats) {
   return repeat_apply(out, GL_B_mul, repeat_scalar((gl_dtype)out->dtype, repeats, false));
 }
@@ -141,7 +158,9 @@ static gl_status repeat_law(const gl_array *out, gl_redop op, int64_t repeats, d
   gl_dtype t = (gl_dtype)out->dtype;
   switch (op) {
     case GL_R_SUM: return gl_op_times_repeats(out, repeats);
-    case GL_R_PROD: return repeat_apply(out, GL_B_pow, repeat_scalar(t, repeats, true));
+    case GL_R_PROD:
+      if (gl_dtype_is_float(t)) return float_power(out, repeats);
+      return repeat_apply(out, GL_B_pow, repeat_scalar(t, repeats, true));
     case GL_R_LOGSUMEXP: return repeat_apply(out, GL_B_add, gl_scalar_float(log((double)repeats)));
     case GL_R_NORM:
       if (isinf(param)) return GL_OK;
