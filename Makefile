@@ -177,13 +177,14 @@ test-gpu: all
 # tools/lsan.supp is where a leak that is not ours gets named (none so far).
 # protect_shadow_gap=0 lets CUDA initialise under ASan.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_BUILD = $(MAKE) BUILD=build/asan KBUILD=$(KBUILD) OPT=-O1 SAN='$(ASAN_FLAGS)' BIN=gpulua-asan \
+  SO=build/asan/gpu.so LIB=build/asan/libgpulua.a CUDA=$(CUDA) build/asan/libgpulua.a gpulua-asan
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:protect_shadow_gap=0 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test-asan:
-	$(MAKE) BUILD=build/asan KBUILD=$(KBUILD) OPT=-O1 SAN='$(ASAN_FLAGS)' BIN=gpulua-asan SO=build/asan/gpu.so \
-	  LIB=build/asan/libgpulua.a CUDA=$(CUDA) build/asan/libgpulua.a gpulua-asan
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:protect_shadow_gap=0 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  GPULUA_ASAN=1 sh tools/run-tests.sh ./gpulua-asan
+	$(ASAN_BUILD)
+	@$(ASAN_ENV) GPULUA_ASAN=1 sh tools/run-tests.sh ./gpulua-asan
 
 # kemu: kernels/*.cu run on the CPU by an emulator (tools/kemu, see DEVELOPERS.md), under
 # ASan + UBSan; KEMU_SAN=tsan for ThreadSanitizer, none for neither. Host g++ only.
@@ -221,6 +222,20 @@ fuzz: $(addprefix build/fuzz/fuzz_,$(FUZZ_KINDS))
 	@sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_KINDS)
 fuzz-ci: $(addprefix build/fuzz/fuzz_,$(FUZZ_KINDS))
 	@sh tools/fuzz.sh -k $(FUZZ_CI_SECONDS) $(FUZZ_KINDS)
+
+# ---- the API fuzzer: tools/apifuzz.lua over many seeds -------------------------------------
+# `make fuzz-api` runs FUZZ_API_SEEDS seeds (default 20, from FUZZ_API_FIRST) of
+# FUZZ_API_CALLS calls each under ./gpulua, `make fuzz-api-asan` under the ASan + UBSan
+# build; tools/apifuzz.sh caps memory, times each seed out and names the call that failed.
+FUZZ_API_FIRST ?= 1
+FUZZ_API_SEEDS ?= 20
+FUZZ_API_CALLS ?= 20000
+.PHONY: fuzz-api fuzz-api-asan
+fuzz-api: all
+	@sh tools/apifuzz.sh ./$(BIN) $(FUZZ_API_FIRST) $(FUZZ_API_SEEDS) $(FUZZ_API_CALLS)
+fuzz-api-asan:
+	$(ASAN_BUILD)
+	@$(ASAN_ENV) sh tools/apifuzz.sh ./gpulua-asan $(FUZZ_API_FIRST) $(FUZZ_API_SEEDS) $(FUZZ_API_CALLS)
 
 clean:
 	rm -rf build $(BIN) gpulua-asan $(SO) $(LIB)

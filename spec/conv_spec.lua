@@ -312,6 +312,12 @@ describe("gpu.dnn (the cuDNN entry points nn uses on cuda)", function()
       errs(gpu.dnn.conv2d_backward_filter, x, Z(2, 6, 4, 4), { 6, 4, 0, 3 }))
     assert.matches("conv2d_backward_filter: grad_output is float64",
       errs(gpu.dnn.conv2d_backward_filter, x, Z(2, 6, 4, 4):astype("float64"), { 6, 4, 3, 3 }))
+    -- shapes given for the result are sized first: H + 2 * padding and in/groups x groups
+    -- below would overflow int64 (UBSan: signed overflow)
+    assert.matches("conv2d_backward_data: array is too big",
+      errs(gpu.dnn.conv2d_backward_data, Z(1, 1, 2, 2), Z(1, 1, 3, 3), { 1, 1, math.maxinteger - 1, 4 }, { padding = 2 }))
+    assert.matches("conv2d_backward_filter: array is too big",
+      errs(gpu.dnn.conv2d_backward_filter, x, Z(2, 6, 4, 4), { 6, 1 << 62, 3, 3 }, { groups = 2 }))
     assert.matches("max_pool2d: input must be 4%-D", errs(gpu.dnn.max_pool2d, Z(4, 6, 6), { kernel = 2 }))
     assert.matches("avg_pool2d: padding 2x2 must be at most half the kernel 2x2",
       errs(gpu.dnn.avg_pool2d, x, { kernel = 2, padding = 2 }))

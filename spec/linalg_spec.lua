@@ -164,6 +164,9 @@ for _, dev in ipairs(h.devices()) do
         { "negative strides", function(dt) return ar(dev, { 3, 4 }, dt)[{ ":", { 4, 1, -1 } }], ar(dev, { 4, 2 }, dt)[{ { 4, 1, -1 }, ":" }] end },
         { "broadcast (0-stride) matrix axes", function(dt)
             return gpu.array({ 1, 2, 3 }, { dtype = dt }):to(dev):reshape(3, 1):expand(3, 4), ar(dev, { 4, 2 }, dt) end },
+        { "both broadcast along K (0 strides: one product times K)", function(dt)
+            return gpu.array({ 1, 2, 3 }, { dtype = dt }):to(dev):reshape(3, 1):expand(3, 50),
+              gpu.array({ { 1, 2 } }, { dtype = dt }):to(dev):expand(50, 2) end },
         { "batched, permuted", function(dt) return ar(dev, { 3, 4, 2 }, dt):permute(3, 1, 2), ar(dev, { 2, 4, 5 }, dt):permute(1, 2, 3) end },
         { "batched, transposed last axes", function(dt) return ar(dev, { 2, 4, 3 }, dt):transpose(2, 3), ar(dev, { 1, 5, 4 }, dt):transpose(2, 3) end },
       }
@@ -180,6 +183,26 @@ for _, dev in ipairs(h.devices()) do
           end
         end)
       end
+    end)
+
+    it("a K of 2^40 broadcast in both operands is one product times K, at once", function()
+      for _, dt in ipairs({ "int64", "int32", "uint8", "float64", "float32", "float16", "bool" }) do
+        local t0 = gpu.clock()
+        local a = gpu.full(1, 3, { dtype = dt, device = dev }):expand(1 << 40)
+        local b = gpu.arange(3, { device = dev }):astype(dt):reshape(1, 3):expand(1 << 40, 3)
+        local r = gpu.matmul(a, b)
+        assert.are.equal(dt, r.dtype)
+        local k3 = 3 * (1 << 40)                 -- integers wrap as the sum would
+        local want = ({ int64 = { 0, k3, 2 * k3 }, int32 = { 0, 0, 0 }, uint8 = { 0, 0, 0 },
+          float64 = { 0, k3, 2 * k3 }, float32 = { 0, k3, 2 * k3 }, bool = { false, true, true },
+          float16 = { 0, math.huge, math.huge } })[dt]
+        assert.are.same(want, r:totable(), dt)   -- float16: 0 stays 0 (not 0 * inf)
+        assert.are.equal(({ int64 = 9 * (1 << 40), bool = true, int32 = 0, uint8 = 0,
+          float64 = 9 * 2 ^ 40, float32 = 9 * 2 ^ 40, float16 = math.huge })[dt], gpu.dot(a, a):item(), dt)
+        assert.is_true(gpu.clock() - t0 < 1, dt)
+      end
+      local odd = gpu.full(1, 3, { dtype = "int32", device = dev }):expand((1 << 40) + 5)
+      assert.are.equal(45, gpu.dot(odd, odd):item())   -- 9 * (2^40 + 5) mod 2^32
     end)
 
     describe("errors", function()

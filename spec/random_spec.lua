@@ -334,6 +334,13 @@ for _, dev in ipairs(h.devices()) do
       fails("Generator expected", function() return R.Generator(1).rand(3) end)
       assert.are.same(st, R.get_state(dev))
     end)
+
+    it("a choice that fails after its draw leaves the state alone", function()
+      local x = gpu.ones({ 1, 1, 1 }, on):expand(1 << 20, 1 << 21, 1 << 21)   -- 2^62 elements
+      local st = R.get_state(dev)
+      fails("choice: array is too big", function() return x:choice(1 << 21) end)
+      assert.are.same(st, R.get_state(dev))
+    end)
   end)
 end
 

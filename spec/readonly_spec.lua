@@ -204,6 +204,16 @@ for _, dev in ipairs(h.devices()) do
       assert.equal(v0, x._version)
     end)
 
+    it("does not move when preparing an operand fails (the fuzzer's state check)", function()
+      -- the bool operand is cast to float64 before the write: 2^65 bytes, too big
+      local x = gpu.zeros({ 0, 1 << 31, 1 << 31 }, { dtype = "float64", device = dev })
+      local v0 = x._version
+      local ok, err = pcall(x.mul_, x, gpu.ones({ 1, 1 }, { dtype = "bool", device = dev }):expand(1 << 31, 1 << 31))
+      assert.is_false(ok)
+      assert.matches("array is too big", err)
+      assert.equal(v0, x._version)
+    end)
+
     it("cannot be assigned", function()
       local x = gpu.zeros(2, o)
       assert.matches("cannot assign field '_version'", select(2, pcall(function() x._version = 0 end)))

@@ -435,6 +435,69 @@ each_device(function(dev)
       h.assert_close(c:sum(2), A({ 1000, 2000 }))
     end)
 
+    describe("over broadcast views, the repeats are counted, not looped over", function()
+      local ops = { "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any", "norm", "logsumexp" }
+
+      it("equal the reductions of their contiguous copies", function()
+        for _, dt in ipairs({ "float32", "float64", "float16", "int32", "int64", "uint8", "bool" }) do
+          local x = gpu.arange(1, 7, { device = dev }):reshape(2, 1, 3):astype(dt):expand(2, 300, 3)
+          local c = x:contiguous()
+          for _, f in ipairs(ops) do
+            local options = ({ sum = { {}, { dtype = "uint8" }, { dtype = "int32" } }, prod = { {}, { dtype = "uint8" } },
+              var = { {}, { ddof = 1 }, { ddof = 600 } }, norm = { {}, { ord = 0 }, { ord = 3 }, { ord = math.huge } } })[f] or { {} }
+            local axes = (f == "argmax" or f == "argmin") and { false, 1, 2, 3 } or { false, 1, 2, 3, { 1, 2 }, { 2, 3 } }
+            for _, ax in ipairs(axes) do
+              for _, o in ipairs(options) do
+                if not (o.ord and ax ~= 1 and ax ~= 2 and ax ~= 3) then   -- ord: a vector norm
+                  local what = ("%s %s axis %s %s"):format(f, dt, type(ax) == "table" and table.concat(ax, ",") or tostring(ax),
+                    tostring(o.dtype or o.ddof or o.ord))
+                  local ok, msg = h.close(x[f](x, ax or nil, o), c[f](c, ax or nil, o), dt == "float16" and 1e-2 or 1e-5)
+                  assert(ok, what .. ": " .. tostring(msg))
+                end
+              end
+            end
+          end
+        end
+      end)
+
+      it("of 2^40 and 2^62 elements take no time", function()
+        for _, x in ipairs({ gpu.full(1, 2.0, { device = dev }):expand(1 << 40),
+                             gpu.full({ 1, 1 }, 2.0, { device = dev }):expand(1 << 31, 1 << 31) }) do
+          local n, t0 = x.size, gpu.clock()
+          assert.are.equal(2.0 * n, x:sum():item())
+          assert.are.equal(math.huge, x:prod():item())
+          assert.are.equal(2, x:mean():item())
+          assert.are.equal(0, x:var():item())
+          assert.are.equal(0, x:std(nil, { ddof = 1 }):item())
+          assert.are.equal(2, x:max():item())
+          assert.are.equal(1, x:argmin():item())
+          assert.is_true(x:all():item())
+          h.assert_close(x:norm(), A(2 * math.sqrt(n)), 1e-6)
+          h.assert_close(x:logsumexp(), A(2 + math.log(n)), 1e-6)
+          assert.is_true(gpu.clock() - t0 < 1)
+        end
+      end)
+
+      it("integers wrap as the loop would; float16 counts do not overflow", function()
+        local x = gpu.full(1, 3, { dtype = "int32", device = dev }):expand((1 << 40) + 5)
+        assert.are.equal(15, x:sum(nil, { dtype = "int32" }):item())        -- 3 * (2^40 + 5) mod 2^32
+        assert.are.equal(3 * ((1 << 40) + 5), x:sum():item())
+        for _, dt in ipairs({ "int32", "uint8" }) do                          -- x^r mod 2^b
+          assert.are.equal(x:prod(nil, { dtype = "int64" }):astype(dt):item(), x:prod(nil, { dtype = dt }):item(), dt)
+        end
+        local z = gpu.zeros(1, { dtype = "float16", device = dev }):expand(1 << 40)
+        assert.are.equal(0, z:sum():item())
+        assert.are.equal(0, z:norm():item())
+        h.assert_close(gpu.ones(1, { dtype = "float16", device = dev }):expand(1 << 20):logsumexp(), A(1 + math.log(1 << 20)), 1e-3)
+        -- an odd count past the float's digits (2^24, 2^53) keeps a negative product's sign
+        for _, dt in ipairs({ "float32", "float64", "float16" }) do
+          local m = gpu.full(1, -1.0, { dtype = dt, device = dev })
+          assert.are.equal(-1, m:expand((1 << 60) + 1):prod():item(), dt)
+          assert.are.equal(1, m:expand(1 << 60):prod():item(), dt)
+        end
+      end)
+    end)
+
     it("agrees with a plain-Lua reference over shapes, axes, layouts and dtypes", function()
       local rnd = lcg(7)
       local cases = {

@@ -157,6 +157,14 @@ for _, dev in ipairs(h.devices()) do
         too_big(function() return x[huge_i64()] end, "index", N62, "int64")
       end)
 
+      it("totable of an empty array with huge extents is refused, not 2^62 empty tables", function()
+        local ok, err = pcall(function() return gpu.zeros({ TWO62, 0 }, D):totable() end)
+        assert.is_false(ok)
+        assert.truthy(err:find("would make 4611686018427387905 empty tables (at most 16777216)", 1, true), err)
+        assert.equal(1000, #gpu.zeros({ 1000, 0 }, D):totable())    -- small ones still work
+        assert.same({}, gpu.zeros({ 0, TWO62 }, D):totable())
+      end)
+
       it("tostring summarises without materialising", function()
         local s = tostring(huge())
         assert.truthy(s:find("[[1., 1., 1., ..., 1., 1., 1.],", 1, true), s)
@@ -223,6 +231,15 @@ for _, dev in ipairs(h.devices()) do
         assert.same({ { 0, 1 } }, m[{ { 1, 5, TWO62 } }]:totable())
         assert.same({ { 8, 9 } }, m[{ { 5, 1, math.mininteger } }]:totable())
         assert.same({ { 8, 9 }, { 4, 5 }, { 0, 1 } }, m[{ { 5, 1, -2 } }]:totable())
+      end)
+
+      it("views of an empty array with huge extents keep their offset (UBSan: bytes past int64)", function()
+        local a = gpu.zeros({ 0, TWO62 }, D)
+        for _, v in ipairs({ a:flip(), a[{ ":", { TWO61, -1 } }], a.T[TWO61], a.T:flip()[{ { 2, -1 } }] }) do
+          assert.equal(0, v.size)
+          assert.same({}, v:reshape(0):totable())     -- reads the view's data pointer
+          assert.equal(0, (v + 1).size)
+        end
       end)
 
       it("reshape of an empty array into extents whose product passes int64", function()

@@ -348,19 +348,23 @@ static int64_t shape_size(int ndim, const int64_t *shape) {
 
 /* With two elements or more the new stride spans no more than the axis did, so it fits;
 ** with one or none it is never used, and a huge step (x[{{1, 3, 2^62}}]) must not be
-** multiplied into it. */
+** multiplied into it. The offset moves only when the view has elements: an empty array
+** has no storage to reach, and (0, 2^62):flip() would move it 2^62 - 1 elements out (its
+** bytes past int64). */
 void gl_view_slice(gl_array *v, int axis, int64_t start, int64_t step, int64_t count) {
-  if (count > 0) v->offset += start * v->strides[axis];
+  int64_t stride = v->strides[axis];
   v->shape[axis] = count;
-  if (count > 1) v->strides[axis] *= step;
   v->size = shape_size(v->ndim, v->shape);
+  if (v->size > 0) v->offset += start * stride;
+  if (count > 1) v->strides[axis] *= step;
 }
 
 void gl_view_select(gl_array *v, int axis, int64_t i) {
-  v->offset += i * v->strides[axis];
+  int64_t stride = v->strides[axis];
   for (int k = axis; k < v->ndim - 1; k++) { v->shape[k] = v->shape[k + 1]; v->strides[k] = v->strides[k + 1]; }
   v->ndim--;
   v->size = shape_size(v->ndim, v->shape);
+  if (v->size > 0) v->offset += i * stride;
 }
 
 /* ---- broadcasting ------------------------------------------------------------ */

@@ -182,11 +182,15 @@ static int l_permutation(lua_State *L) {
   gl_lua_opts(L, first + 1, &permutation_decl, &dt, &dev, NULL);
   if (dt != GL_INT64 && dt != GL_INT32)
     return luaL_argerror(L, first + 1, lua_pushfstring(L, "dtype %s is not supported by permutation (expected int64 or int32)", gl_dtypes[dt].name));
+  gl_rng *rng = pick(L, g, dev);
+  gl_rng before = *rng;
   gl_array *out = gl_lua_push(L);
-  done(L, gl_op_permutation(out, pick(L, g, dev), n, n, dev), 0, out);
+  done(L, gl_op_permutation(out, rng, n, n, dev), 0, out);
   if (dt != GL_INT64) {
     gl_array *c = gl_lua_push(L);
-    gl_lua_check_status(L, gl_op_copy(c, out, dt, dev), 0);
+    gl_status st = gl_op_copy(c, out, dt, dev);
+    if (st != GL_OK) *rng = before;                /* a call that fails draws nothing */
+    gl_lua_check_status(L, st, 0);
   }
   return 1;
 }
@@ -234,12 +238,15 @@ static int l_choice(lua_State *L) {
   if (dt != GL_INT64) return luaL_argerror(L, o, "choice gives int64 positions (dtype must be int64)");
   if (n == 0 && k > 0) return gl_lua_error(L, "cannot choose from an empty population");
   gl_rng *rng = pick(L, g, dev);
+  gl_rng before = *rng;
   gl_array *idx = gl_lua_push(L);
   if (replace) done(L, gl_op_randint(idx, rng, 1, n, GL_INT64, 1, &k, dev), 0, idx);
   else done(L, gl_op_permutation(idx, rng, n, k, dev), first + 1, idx);
   if (!x) return 1;
   gl_array *out = gl_lua_push(L);
-  return done(L, gl_op_take(out, x, 0, idx), 0, out);
+  gl_status st = gl_op_take(out, x, 0, idx);
+  if (st != GL_OK) *rng = before;                  /* a call that fails draws nothing */
+  return done(L, st, 0, out);
 }
 
 /* ---- state ------------------------------------------------------------------------------ */

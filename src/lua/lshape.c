@@ -237,9 +237,28 @@ static void build_table(lua_State *L, const gl_array *a, const char **p, int dep
   }
 }
 
+/* The count of tables totable makes for an empty array: one per index prefix, down to the
+** first zero extent (saturating). Elements bound it for any other array; an empty one of
+** shape (2^62, 0) would make 2^62 empty tables, until memory ran out. */
+static int64_t empty_tables(const gl_array *a) {
+  int64_t tables = 0, rows = 1;
+  for (int d = 0; d < a->ndim; d++) {
+    if (gl_add_overflow(tables, rows, &tables)) return INT64_MAX;
+    if (a->shape[d] == 0) break;
+    if (gl_mul_overflow(rows, a->shape[d], &rows)) return INT64_MAX;
+  }
+  return tables;
+}
+
 /* x:totable(): nested Lua tables (a 0-d array gives its number). */
 static int l_totable(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
+  enum { MAX_EMPTY_TABLES = 1 << 24 };
+  if (a->size == 0 && empty_tables(a) > MAX_EMPTY_TABLES) {
+    char sb[GL_SHAPE_BUFSZ];
+    return luaL_argerror(L, 1, lua_pushfstring(L, "an empty array of shape %s would make %I empty tables (at most %d)",
+                         gl_shape_str(a->ndim, a->shape, sb), (lua_Integer)empty_tables(a), (int)MAX_EMPTY_TABLES));
+  }
   const char *p = host_elements(L, a);
   if (a->ndim == 0) { push_host_value(L, (gl_dtype)a->dtype, p); return 1; }
   build_table(L, a, &p, 0);

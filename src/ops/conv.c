@@ -260,6 +260,8 @@ gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_
   for (int i = 0; i < 4; i++)
     if (xshape[i] < (i < 2 ? 0 : 1))
       return gl_fail(GL_EINVAL, "%s: input_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0", fn);
+  size_t nbytes;                         /* first: H + 2 * pad must not overflow below */
+  GL_TRY(gl_shape_nbytes(4, xshape, (gl_dtype)dy->dtype, &nbytes));
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, xshape, w->shape, c, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
@@ -277,6 +279,8 @@ gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl
   GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
   for (int i = 0; i < 4; i++)
     if (wshape[i] < 1) return gl_fail(GL_EINVAL, "%s: weight_shape must be {out, in/groups, kh, kw} of positive sizes", fn);
+  size_t nbytes;                         /* first: in/groups x groups must not overflow below */
+  GL_TRY(gl_shape_nbytes(4, wshape, (gl_dtype)x->dtype, &nbytes));
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, x->shape, wshape, c, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));

@@ -137,13 +137,16 @@ static gl_status prepare(gl_operand *o, gl_dtype ct, const gl_array *dst, gl_arr
 }
 
 /* be: the backend of dst's device, which has the kernel for (op, ct). 'inplace': dst is an
-** existing array, so the write is counted (gl_array_begin_write) before anything is written. */
+** existing array: refused first when it is read-only, and the write counted
+** (gl_array_begin_write) once the operands are ready, before anything is written: a cast of
+** an operand that fails (out of memory) leaves dst's version as it was. */
 static gl_status run_binary(const gl_backend *be, gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a,
                             gl_operand b, bool inplace) {
-  if (inplace) GL_TRY(gl_array_begin_write(dst));
+  if (inplace) GL_TRY(gl_array_writable(dst, NULL));
   gl_array ta = { 0 }, tb = { 0 }, va, vb;
   gl_status st = prepare(&a, ct, dst, &ta, &va);
   if (st == GL_OK) st = prepare(&b, ct, dst, &tb, &vb);
+  if (st == GL_OK && inplace) st = gl_array_begin_write(dst);
   if (st == GL_OK && dst->size > 0) st = be->binary(op, ct, dst, a, b);
   gl_array_release(&ta);
   gl_array_release(&tb);

@@ -76,7 +76,18 @@ gl_status gl_op_matmul(gl_array *out, const gl_array *a, const gl_array *b) {
   gl_status st = gl_view_reshape(&ov, nd, full);   /* contiguous: always a view */
   if (st == GL_OK) st = operand_as(&va, dt, nd, ashape, &ta, &ea);
   if (st == GL_OK) st = operand_as(&vb, dt, nd, bshape, &tb, &eb);
+  int64_t repeats = 1;
+  if (st == GL_OK && K > 1 && ea.strides[nd - 1] == 0 && eb.strides[nd - 2] == 0) {
+    /* both operands are broadcast along K (expand): the K products of each sum are equal,
+    ** so one of them times K, where the loop over gpu.ones(1):expand(2^40) would run for
+    ** an hour */
+    repeats = K;
+    ea.shape[nd - 1] = eb.shape[nd - 2] = 1;
+    ea.size /= K;
+    eb.size /= K;
+  }
   if (st == GL_OK) st = be->matmul(&ov, &ea, &eb);
+  if (st == GL_OK && repeats > 1) st = gl_op_times_repeats(&ov, repeats);
   gl_array_release(&ta);
   gl_array_release(&tb);
   if (st != GL_OK) gl_array_release(out);

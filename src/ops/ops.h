@@ -212,5 +212,9 @@ gl_status gl_backend_of(const gl_array *a, gl_op op, const gl_backend **out);
 /* The dtypes dev's backend has kernels for (op, which), as "float32, float64 or int64", in
 ** buf (of 'size' bytes), for messages. */
 const char *gl_supported_dtypes(gl_device dev, gl_op op, int which, char *buf, size_t size);
+/* out *= repeats in place, for a sum of that many equal terms that a broadcast view
+** repeats: integers wrap as the sum would, float16/bfloat16 multiply in float32, bool
+** stays (reduce.c). */
+gl_status gl_op_times_repeats(const gl_array *out, int64_t repeats);
 
 #endif

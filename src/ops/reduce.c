@@ -70,6 +70,99 @@ static bool has_identity(gl_redop op, double param) {
   return true;
 }
 
+/* ---- repeated elements ------------------------------------------------------------------ */
+
+/* A reduced axis of stride 0 (a broadcast view: expand) repeats the same elements, so the
+** backend needs them only once: such axes are cut to extent 1 in *v, and the count of
+** repeats is returned for repeat_law to put back. A reduction over gpu.ones(1):expand(2^62)
+** then costs what its storage costs, where the loop would run for years. */
+static int64_t drop_repeats(gl_array *v, const bool *red) {
+  int64_t repeats = 1;
+  for (int d = 0; d < v->ndim; d++) {
+    if (!red[d] || v->strides[d] != 0 || v->shape[d] <= 1) continue;
+    repeats *= v->shape[d];                   /* divides v->size, which fits */
+    v->size /= v->shape[d];
+    v->shape[d] = 1;
+  }
+  return repeats;
+}
+
+/* A scalar that acts on an element of dtype t as the count r does in a product (x * r)
+** or a power (x ^ r). Integer arithmetic wraps modulo 2^b, so an r outside t's range is
+** replaced by one inside with the same effect: r mod 2^b for a product; for a power,
+** 2^(b-2) + r mod 2^(b-2), as odd x have x^(2^(b-2)) = 1 mod 2^b and even x give 0 once
+** r >= b. */
+static gl_scalar repeat_scalar(gl_dtype t, int64_t r, bool power) {
+  int64_t lo, hi;
+  if (!gl_dtype_is_int(t) || !gl_dtype_int_range(t, &lo, &hi) || r <= hi) {
+    return gl_dtype_is_float(t) ? gl_scalar_float((double)r) : gl_scalar_int(r);
+  }
+  int bits = 8 * (int)gl_dtypes[t].size;      /* < 64: an int64 r always fits int64 */
+  if (!power) {
+    uint64_t m = (uint64_t)r & ((UINT64_C(1) << bits) - 1);
+    return gl_scalar_int(m > (uint64_t)hi ? (int64_t)(m - (UINT64_C(1) << bits)) : (int64_t)m);
+  }
+  int64_t period = INT64_C(1) << (bits - 2);
+  return gl_scalar_int(period + r % period);
+}
+
+/* out = out how by in place. float16 and bfloat16 go through float32, where a count of
+** repeats (up to 2^62) neither overflows (float16 ends at 65504: 0 * inf would be NaN) nor
+** loses its digits; bool is left alone (an OR of equal values is the value). */
+static gl_status repeat_apply(const gl_array *out, gl_binop how, gl_scalar by) {
+  gl_dtype t = (gl_dtype)out->dtype;
+  gl_operand op = { NULL, by };
+  if (t == GL_BOOL) return GL_OK;
+  if (t != GL_FLOAT16 && t != GL_BFLOAT16) return gl_op_binary_(out, how, op);
+  gl_array wide = { 0 };
+  gl_status st = gl_op_copy(&wide, out, GL_FLOAT32, gl_array_device(out));
+  if (st == GL_OK) st = gl_op_binary_(&wide, how, op);
+  if (st == GL_OK) st = gl_op_assign(out, &wide);
+  gl_array_release(&wide);
+  return st;
+}
+
+/* x^r in place for a float x: a count past 2^24 (float32's digits; 2^53 for float64)
+** rounds to an even float, which would drop the sign of a negative x, so the power is
+** |x|^(r - r % 2), times x when r is odd. */
+static gl_status float_power(const gl_array *out, int64_t r) {
+  gl_array mag = { 0 };
+  gl_status st = gl_op_unary(&mag, GL_U_abs, out);
+  if (st == GL_OK) st = repeat_apply(&mag, GL_B_pow, gl_scalar_float((double)(r - (r & 1))));
+  if (st == GL_OK && (r & 1)) {
+    gl_operand by = { &mag, gl_scalar_int(0) };
+    st = gl_op_binary_(out, GL_B_mul, by);
+  } else if (st == GL_OK) {
+    st = gl_op_assign(out, &mag);
+  }
+  gl_array_release(&mag);
+  return st;
+}
+
+gl_status gl_op_times_repeats(const gl_array *out, int64_t repeats) {
+  return repeat_apply(out, GL_B_mul, repeat_scalar((gl_dtype)out->dtype, repeats, false));
+}
+
+/* Puts the repeats dropped by drop_repeats back into out: a sum is repeats times the sum
+** of the distinct part, a product its power, logsumexp adds log(repeats), a p-norm
+** multiplies by repeats^(1/p) (the count of nonzeros, p = 0, by repeats). max, min, all,
+** any, mean and the arg positions are the same over the repeats; var gets ddof / repeats
+** instead (reduce_raw), which leaves its divisor's ratio to the sum of squares as it was. */
+static gl_status repeat_law(const gl_array *out, gl_redop op, int64_t repeats, double param) {
+  gl_dtype t = (gl_dtype)out->dtype;
+  switch (op) {
+    case GL_R_SUM: return gl_op_times_repeats(out, repeats);
+    case GL_R_PROD:
+      if (gl_dtype_is_float(t)) return float_power(out, repeats);
+      return repeat_apply(out, GL_B_pow, repeat_scalar(t, repeats, true));
+    case GL_R_LOGSUMEXP: return repeat_apply(out, GL_B_add, gl_scalar_float(log((double)repeats)));
+    case GL_R_NORM:
+      if (isinf(param)) return GL_OK;
+      return repeat_apply(out, GL_B_mul, gl_scalar_float(param == 0 ? (double)repeats : pow((double)repeats, 1.0 / param)));
+    default: return GL_OK;
+  }
+}
+
 /* The reduction proper: out gets the result (reduced axes dropped unless keepdims);
 ** backend semantics (0-based argmax positions). */
 static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const gl_array *x,
@@ -90,10 +183,17 @@ static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const 
     GL_TRY(flat_view(x, &flat, &tmp));         /* no axis: a position in the flattened array */
     src = &flat;
   }
+  bool all[GL_MAXDIMS];
+  for (int d = 0; d < GL_MAXDIMS; d++) all[d] = true;
+  const bool *reduced = src == x ? red : all;  /* of src's axes */
+  gl_array distinct = *src;
+  int64_t repeats = drop_repeats(&distinct, reduced);
+  if (op == GL_R_VAR) param /= (double)repeats;
+  src = &distinct;
   int64_t kshape[GL_MAXDIMS], oshape[GL_MAXDIMS], M = 1, K = 1;
   int ond = 0;
   for (int d = 0; d < src->ndim; d++) {
-    bool r = src == x ? red[d] : true;
+    bool r = reduced[d];
     kshape[d] = r ? 1 : src->shape[d];
     if (r) K *= src->shape[d];
     else M *= src->shape[d];
@@ -112,6 +212,7 @@ static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const 
     memcpy(dv.shape, kshape, (size_t)src->ndim * sizeof *kshape);
     gl_contiguous_strides(dv.ndim, dv.shape, dv.strides);
     st = be->reduce(op, &dv, src, param);
+    if (st == GL_OK && repeats > 1) st = repeat_law(out, op, repeats, param);
     if (st != GL_OK) gl_array_release(out);
   }
   gl_array_release(&tmp);
