@@ -141,45 +141,79 @@ static uint64_t version_of(lua_State *L, int idx) {
   return a && a->storage ? a->storage->version : 0;
 }
 
-/* The node of a call with nargs arguments (slots 1..nargs), pushed. */
-static void push_node(lua_State *L, int nargs, int rule) {
+/* What the recorder keeps of each argument across the op: its userdata block (to tell a
+** result that is an argument) and, for an array, where to read its storage's version
+** after the op (the node anchors the userdata, so the pointer stays valid). */
+#define GL_NODE_FASTARGS 8
+typedef struct gl_argref {
+  const void *ud;
+  const gl_array *arr;
+} gl_argref;
+
+/* The node of a call with nargs arguments (slots 1..nargs), pushed; the versions are
+** written after the op (record_results). refs: nargs entries, or NULL past
+** GL_NODE_FASTARGS arguments. */
+static void push_node(lua_State *L, int nargs, int rule, gl_argref *refs) {
   lua_createtable(L, GL_NODE_HEAD + 2 * nargs, 0);
   int node = lua_gettop(L);
   lua_pushvalue(L, rule);
   lua_rawseti(L, node, GL_NODE_RULE);
   lua_pushinteger(L, nargs);
   lua_rawseti(L, node, GL_NODE_N);
-  for (int i = 0; i <= nargs; i++) {                /* the versions, taken after the op */
-    lua_pushinteger(L, 0);
-    lua_rawseti(L, node, GL_NODE_YV + i);
-  }
   for (int i = 1; i <= nargs; i++) {
+    if (refs) {
+      bool ud = lua_type(L, i) == LUA_TUSERDATA;
+      refs[i - 1].ud = ud ? lua_touserdata(L, i) : NULL;
+      refs[i - 1].arr = ud ? gl_lua_test(L, i) : NULL;
+    }
     lua_pushvalue(L, i);
     lua_rawseti(L, node, GL_NODE_HEAD + nargs + i);
   }
 }
 
+static void set_version(lua_State *L, int node, int slot, const gl_array *a) {
+  lua_pushinteger(L, a && a->storage ? (lua_Integer)a->storage->version : 0);
+  lua_rawseti(L, node, slot);
+}
+
 /* The versions of the array arguments' storages, as the op left them (an op may update
-** an input itself, as batch norm does its running statistics), at node[-i]. */
-static void snapshot_versions(lua_State *L, int node, int nargs) {
+** an input itself, as batch norm does its running statistics), at node[HEAD + i]; 0 for
+** an argument that is not an array. */
+static void snapshot_versions(lua_State *L, int node, int nargs, const gl_argref *refs) {
   for (int i = 1; i <= nargs; i++) {
-    if (lua_rawgeti(L, node, GL_NODE_HEAD + nargs + i) == LUA_TUSERDATA) {
-      lua_Integer v = (lua_Integer)version_of(L, -1);
-      lua_pop(L, 1);
-      lua_pushinteger(L, v);
-      lua_rawseti(L, node, GL_NODE_HEAD + i);
+    if (refs) {
+      set_version(L, node, GL_NODE_HEAD + i, refs[i - 1].arr);
     } else {
+      lua_rawgeti(L, node, GL_NODE_HEAD + nargs + i);
+      const gl_array *a = lua_type(L, -1) == LUA_TUSERDATA ? gl_lua_test(L, -1) : NULL;
       lua_pop(L, 1);
+      set_version(L, node, GL_NODE_HEAD + i, a);
     }
   }
+}
+
+/* Whether the value at idx is one of the node's arguments. */
+static bool is_argument(lua_State *L, int node, int nargs, const gl_argref *refs, int idx) {
+  const void *p = lua_touserdata(L, idx);
+  for (int i = 1; i <= nargs; i++) {
+    if (refs) {
+      if (refs[i - 1].ud == p) return true;
+      continue;
+    }
+    lua_rawgeti(L, node, GL_NODE_HEAD + nargs + i);
+    bool same = lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+    if (same) return true;
+  }
+  return false;
 }
 
 /* Gives the results (the top nres slots) their node (at 'node'): the rule's own record
 ** function when it has one, else the first result, unless it is one of the arguments
 ** (an op that returned its input). Results after the first are kept as node.extra. */
-static void record_results(lua_State *L, int node, int rule, int nargs, int nres) {
+static void record_results(lua_State *L, int node, int rule, int nargs, int nres, const gl_argref *refs) {
   int top = lua_gettop(L), first = top - nres + 1;
-  snapshot_versions(L, node, nargs);
+  snapshot_versions(L, node, nargs, refs);
   if (lua_type(L, first) != LUA_TUSERDATA) {        /* not an array: a rule may place nodes */
     if (lua_getfield(L, rule, "record") == LUA_TFUNCTION) {
       lua_pushvalue(L, node);
@@ -188,12 +222,7 @@ static void record_results(lua_State *L, int node, int rule, int nargs, int nres
     }
     return;
   }
-  for (int i = 1; i <= nargs; i++) {
-    lua_rawgeti(L, node, GL_NODE_HEAD + nargs + i);
-    bool same = lua_rawequal(L, -1, first);
-    lua_pop(L, 1);
-    if (same) return;
-  }
+  if (is_argument(L, node, nargs, refs, first)) return;
   if (nres > 1) {
     lua_createtable(L, nres - 1, 0);
     for (int i = first + 1; i <= top; i++) {
@@ -202,8 +231,7 @@ static void record_results(lua_State *L, int node, int rule, int nargs, int nres
     }
     lua_setfield(L, node, "extra");
   }
-  lua_pushinteger(L, (lua_Integer)version_of(L, first));
-  lua_rawseti(L, node, GL_NODE_YV);
+  set_version(L, node, GL_NODE_YV, gl_lua_test(L, first));
   lua_pushvalue(L, node);
   lua_setiuservalue(L, first, 1);
 }
@@ -260,7 +288,9 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
     lua_settop(L, nargs);
     return e->fn(L);
   }
-  push_node(L, nargs, lua_gettop(L));
+  gl_argref refs[GL_NODE_FASTARGS];
+  gl_argref *r = nargs <= GL_NODE_FASTARGS ? refs : NULL;
+  push_node(L, nargs, lua_gettop(L), r);
   int d = stash_push(L, ctx, &marker);
   lua_settop(L, nargs);                    /* the op sees exactly its arguments */
   int nres = e->fn(L);
@@ -270,7 +300,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
   lua_rawgeti(L, node, GL_NODE_RULE);
   int rule = lua_gettop(L);
   for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
-  record_results(L, node, rule, nargs, nres);
+  record_results(L, node, rule, nargs, nres, r);
   lua_settop(L, top);
   return nres;
 }
