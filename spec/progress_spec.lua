@@ -56,6 +56,37 @@ describe("progress line", function()
   end)
 end)
 
+describe("on a pseudo-terminal", function()
+  local has_script = os.execute("command -v script >/dev/null 2>&1")
+  local bin = os.getenv("GPULUA_BIN") or "./gpulua"
+  local function sq(str) return "'" .. str:gsub("'", "'\\''") .. "'" end     -- a shell word
+  local function in_pty(cols, code)
+    return h.run(("script -qec %s /dev/null"):format(sq(("stty cols %d rows 20; %s -e %s"):format(cols, bin, sq(code)))))
+  end
+
+  it("gpu.terminal_size reads the terminal's size, and fit's bar fits it", function()
+    if not has_script then pending("script (util-linux) is not installed") return end
+    local code, out, err = in_pty(47, "print(gpu.terminal_size())")
+    assert.equal(0, code, err)
+    assert.matches("^47\t20", out)
+    code, out, err = in_pty(81, [[
+      local nn = gpu.nn
+      local m = nn.Sequential { nn.Linear(3, 2), nn.Softmax() }
+      m:compile { optimizer = 'sgd', loss = 'sparse_categorical_crossentropy', metrics = { 'accuracy' } }
+      local y = gpu.array({ 1, 2, 1, 2, 1, 2, 1, 2 }, { dtype = 'int64' })
+      m:fit(gpu.ones(8, 3), y, { epochs = 2, batch_size = 2 })]])
+    assert.equal(0, code, err)
+    assert.matches("Epoch 1/2\r?\n", out)
+    local n = 0
+    for draw in out:gmatch("\r([^\r\n]*)\27%[K") do
+      n = n + 1
+      assert.is_true(#draw <= 80, draw)
+    end
+    assert.is_true(n >= 2, out)
+    assert.matches("\r4/4 %[=+%] %- [%d.]+s", out)
+  end)
+end)
+
 describe("fit's output", function()
   local function run(verbose, terminal_width)
     local m = nn.Sequential { nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2), nn.Softmax() }
