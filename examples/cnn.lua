@@ -4,7 +4,8 @@
 -- learning-rate schedule, cross-entropy.
 --
 --   gpulua examples/cnn.lua [--epochs N] [--device cpu|cuda] [--small] [--limit N]
--- --small: a few hundred samples and 1 epoch (what the specs run).
+-- --small: the first 600 training and 600 test images and 1 epoch (what the specs run);
+-- --limit N: the first N training and N test images (with --small too).
 local gpu = require "gpu"
 local nn, optim, data = gpu.nn, gpu.optim, gpu.data
 
@@ -14,18 +15,21 @@ while arg and arg[i] do
   local a = arg[i]
   if a == "--epochs" then epochs = tonumber(arg[i + 1]); i = i + 1
   elseif a == "--device" then device = arg[i + 1]; i = i + 1
-  elseif a == "--limit" then limit = tonumber(arg[i + 1]); i = i + 1
-  elseif a == "--small" then small = true; epochs = 1; limit = 512
+  elseif a == "--limit" then
+    limit = math.tointeger(tonumber(arg[i + 1] or ""))
+    if not limit or limit < 1 then error("cnn: --limit needs a positive number of images, got " .. tostring(arg[i + 1])) end
+    i = i + 1
+  elseif a == "--small" then small = true; epochs = 1
   else error("cnn: unknown option " .. a .. " (--epochs N, --device D, --small, --limit N)") end
   i = i + 1
 end
+if small then limit = limit or 600 end
 gpu.random.seed(0)
 
 local ds = data.fashion_mnist{ scale = true, limit = limit }
 local x, y = ds.train.x, ds.train.y
 x = x:reshape(x.shape[1], 1, 28, 28)
 local tx, ty = ds.test.x, ds.test.y
-if small then tx, ty = tx[{ { 1, 500 } }], ty[{ { 1, 500 } }] end
 tx = tx:reshape(tx.shape[1], 1, 28, 28)
 
 local model = nn.Sequential{

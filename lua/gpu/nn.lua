@@ -41,6 +41,7 @@ export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
 nn.init = require "gpu.nn.initializers"
 nn.fans = nn.init.fans
-require "gpu.nn.training"
+-- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
+nn._progress = require("gpu.nn.training").progress
 
 return nn

@@ -33,6 +33,7 @@ local SKIP = {
   profile = true, range = true, bench = true, check = true, clock = true, event = true,
   stats = true, reset_stats = true, synchronize = true, device = true, set_device = true,
   is_available = true, device_count = true, devices = true, memory = true,
+  memory_allocated = true, max_memory_allocated = true, memory_reserved = true, terminal_size = true,
   empty_cache = true, config = true, methods = true, version = true,
 }
 

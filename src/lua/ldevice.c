@@ -1,6 +1,7 @@
 /*
 ** ldevice.c — devices, memory and build facts: gpu.device(), set_device, is_available,
-** device_count, devices, memory, empty_cache, synchronize, config.
+** device_count, devices, memory (and memory_allocated, max_memory_allocated,
+** memory_reserved), empty_cache, synchronize, config, terminal_size.
 **
 ** CUDA is probed lazily: nothing here runs at luaopen, so `gpulua -e ''` and scripts
 ** that name the cpu make no CUDA call.
@@ -9,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include "lgpu.h"
 
 static gl_lctx *get_ctx(lua_State *L) {
@@ -116,14 +120,33 @@ static void push_devinfo(lua_State *L, gl_device d, const gl_devinfo *info) {
   lua_setfield(L, -2, d.type == GL_CPU ? "cores" : "multiprocessors");
 }
 
-/* gpu.devices(): the cpu first, then each CUDA device. */
+/* The device types gpu.devices(type) filters by: 'cpu', or 'cuda' / 'gpu' (any case, as
+** PyTorch's "cuda" and TensorFlow's "GPU"); nil lists every type. */
+enum { WANT_CPU = 1, WANT_CUDA = 2 };
+static int devices_wanted(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) return WANT_CPU | WANT_CUDA;
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return luaL_argerror(L, 1, lua_pushfstring(L, "device type 'cpu', 'cuda' or 'gpu' expected, got %s",
+                                               luaL_typename(L, 1)));
+  const char *t = lua_tostring(L, 1);
+  if (strcasecmp(t, "cpu") == 0) return WANT_CPU;
+  if (strcasecmp(t, "cuda") == 0 || strcasecmp(t, "gpu") == 0) return WANT_CUDA;
+  return luaL_argerror(L, 1, lua_pushfstring(L, "unknown device type '%s' (expected 'cpu', 'cuda' or 'gpu')", t));
+}
+
+/* gpu.devices([type]): the cpu first, then each CUDA device; with a type, only those. */
 static int l_devices(lua_State *L) {
+  int want = devices_wanted(L);
   gl_devinfo info;
+  int k = 0;
   lua_newtable(L);
-  gl_cpu_backend.info(0, &info);
-  cpu_model(info.name, sizeof info.name);
-  push_devinfo(L, gl_cpu(), &info);
-  lua_rawseti(L, -2, 1);
+  if (want & WANT_CPU) {
+    gl_cpu_backend.info(0, &info);
+    cpu_model(info.name, sizeof info.name);
+    push_devinfo(L, gl_cpu(), &info);
+    lua_rawseti(L, -2, ++k);
+  }
+  if (!(want & WANT_CUDA)) return 1;
   const char *why;
   int n = cuda_count(&why);
   const gl_backend *b = gl_backend_get(GL_CUDA);
@@ -131,18 +154,24 @@ static int l_devices(lua_State *L) {
     gl_device d = { GL_CUDA, (uint8_t)i };
     gl_lua_check_status(L, b->info(i, &info), 0);
     push_devinfo(L, d, &info);
-    lua_rawseti(L, -2, i + 2);
+    lua_rawseti(L, -2, ++k);
   }
   return 1;
 }
 
-static int l_memory(lua_State *L) {
+/* The memory counters of the device at argument 1 (the default device when none). */
+static gl_meminfo read_meminfo(lua_State *L) {
   gl_device d = gl_lua_optdevice(L, 1);
   const gl_backend *b;
   gl_lua_check_status(L, gl_backend_for(d, &b), 1);
   gl_meminfo m;
   memset(&m, 0, sizeof m);
   b->memory(d, &m);
+  return m;
+}
+
+static int l_memory(lua_State *L) {
+  gl_meminfo m = read_meminfo(L);
   lua_createtable(L, 0, 5);
   lua_pushinteger(L, (lua_Integer)m.allocated); lua_setfield(L, -2, "allocated");
   lua_pushinteger(L, (lua_Integer)m.reserved);  lua_setfield(L, -2, "reserved");
@@ -150,6 +179,43 @@ static int l_memory(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)m.free);      lua_setfield(L, -2, "free");
   lua_pushinteger(L, (lua_Integer)m.total);     lua_setfield(L, -2, "total");
   return 1;
+}
+
+/* PyTorch's names for three of gpu.memory()'s fields, bytes as integers. */
+static int l_memory_allocated(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)read_meminfo(L).allocated);
+  return 1;
+}
+static int l_max_memory_allocated(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)read_meminfo(L).peak);
+  return 1;
+}
+static int l_memory_reserved(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)read_meminfo(L).reserved);
+  return 1;
+}
+
+/* gpu.terminal_size([file]) -> columns, rows of the terminal the file (io.stdout when
+** none) writes to, or nil when it is not a terminal or the size is unknown (0 x 0, as
+** some pseudo-terminals report). fit's progress bar fits its line to it. */
+static int l_terminal_size(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    lua_settop(L, 0);
+    lua_getglobal(L, "io");
+    if (lua_istable(L, -1)) lua_getfield(L, -1, "stdout"); else lua_pushnil(L);
+    lua_replace(L, 1);
+    if (lua_isnil(L, 1)) luaL_error(L, "terminal_size: io.stdout is not available");
+  }
+  luaL_Stream *p = (luaL_Stream *)luaL_checkudata(L, 1, LUA_FILEHANDLE);
+  if (p->closef == NULL) luaL_argerror(L, 1, "the file is closed");
+  struct winsize ws;
+  if (p->f == NULL || !isatty(fileno(p->f)) || ioctl(fileno(p->f), TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushinteger(L, ws.ws_col);
+  lua_pushinteger(L, ws.ws_row);
+  return 2;
 }
 
 static int l_empty_cache(lua_State *L) {
@@ -340,6 +406,10 @@ static const luaL_Reg device_funcs[] = {
   { "device_count", l_device_count },
   { "devices", l_devices },
   { "memory", l_memory },
+  { "memory_allocated", l_memory_allocated },
+  { "max_memory_allocated", l_max_memory_allocated },
+  { "memory_reserved", l_memory_reserved },
+  { "terminal_size", l_terminal_size },
   { "empty_cache", l_empty_cache },
   { "synchronize", l_synchronize },
   { "config", l_config },

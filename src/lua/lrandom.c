@@ -374,6 +374,8 @@ void gl_open_random(lua_State *L, int module, int methods) {
   lua_setfield(L, module, "rand");
   lua_getfield(L, random, "randn");
   lua_setfield(L, module, "randn");
+  lua_getfield(L, random, "seed");                   /* PyTorch's name for it */
+  lua_setfield(L, module, "manual_seed");
 
   if (luaL_newmetatable(L, GENERATOR)) {              /* Generator objects */
     int meta = lua_gettop(L);

@@ -153,6 +153,21 @@ static int l_astype(lua_State *L) {
   return push_copy(L, a, gl_lua_dtype(L, 2), gl_array_device(a));
 }
 
+/* PyTorch's cast shorthands, x:half() for x:astype("float16") ...: each its own op (so
+** autograd and the profiler name it), always a new array as astype. */
+static int cast_to(lua_State *L, gl_dtype dt) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (lua_gettop(L) > 1) luaL_argerror(L, 2, "no arguments expected (use astype to name a dtype)");
+  return push_copy(L, a, dt, gl_array_device(a));
+}
+static int l_half(lua_State *L) { return cast_to(L, GL_FLOAT16); }
+static int l_bfloat16(lua_State *L) { return cast_to(L, GL_BFLOAT16); }
+static int l_float(lua_State *L) { return cast_to(L, GL_FLOAT32); }
+static int l_double(lua_State *L) { return cast_to(L, GL_FLOAT64); }
+static int l_int(lua_State *L) { return cast_to(L, GL_INT32); }
+static int l_long(lua_State *L) { return cast_to(L, GL_INT64); }
+static int l_bool(lua_State *L) { return cast_to(L, GL_BOOL); }
+
 static const gl_optdecl to_decl = { "to", "gpu.ones(2):to(%s)", gl_create_keys };
 
 /* x:to(device) / x:to({device=, dtype=}): returns x itself when nothing changes. */
@@ -296,8 +311,21 @@ static const luaL_Reg shape_funcs[] = {
   { NULL, NULL }
 };
 
+/* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */
+static const luaL_Reg cast_methods[] = {
+  { "half", l_half },
+  { "bfloat16", l_bfloat16 },
+  { "float", l_float },
+  { "double", l_double },
+  { "int", l_int },
+  { "long", l_long },
+  { "bool", l_bool },
+  { NULL, NULL }
+};
+
 void gl_open_shape(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, shape_funcs);
+  gl_lua_setops(L, methods, "", cast_methods);
   gl_lua_declare(L, &to_decl);
 }
 

@@ -209,7 +209,7 @@ for _, name in ipairs {
   "zeros_like", "ones_like", "empty_like", "full_like", "item", "totable", "is_contiguous",
   "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
   "save", "savez", "savez_compressed", "save_safetensors", "savetxt", "load", "loadz", "load_safetensors",
-  "loadtxt", "load_idx", "isatty",
+  "loadtxt", "load_idx", "isatty", "int", "long", "bool",
   -- random draws (their parameters are numbers; bernoulli's p array gets no gradient)
   "random.rand", "random.randn", "random.uniform", "random.normal", "random.randint", "random.bernoulli",
   "random.seed", "random.get_state", "random.set_state",
@@ -256,8 +256,10 @@ unary("atan", function(g, x) return g / (x * x + 1) end)
 unary("sinh", function(g, x) return g * x:cosh() end)
 unary("cosh", function(g, x) return g * x:sinh() end)
 
--- copies, casts and moves: the engine casts and moves the gradient back
-for _, name in ipairs { "contiguous", "copy", "clone", "astype", "to", "cpu", "cuda", "array" } do
+-- copies, casts and moves: the engine casts and moves the gradient back (x:half() ... are
+-- astype's shorthands; the integer and bool casts are listed as not differentiable)
+for _, name in ipairs { "contiguous", "copy", "clone", "astype", "to", "cpu", "cuda", "array",
+                        "half", "bfloat16", "float", "double" } do
   R[name] = { backward = function(g) return g end, saves = {} }
 end
 -- views and reshapes

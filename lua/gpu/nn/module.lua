@@ -374,6 +374,17 @@ function Sequential:add(m)
   self.layers[#self.layers + 1] = m
   return self
 end
+-- model[i]: the i-th layer, 1-based as every Lua sequence (PyTorch's model[0] is model[1]
+-- here); 0, a negative index or one past the end is nil, as in a table. #model: the
+-- number of layers.
+function Sequential.__index(self, k)
+  if type(k) == "number" then
+    local layers = rawget(self, "layers")
+    return layers and layers[k]
+  end
+  return Sequential[k]
+end
+function Sequential.__len(self) return #(rawget(self, "layers") or {}) end
 function Sequential:forward(x)
   for i = 1, #self.layers do x = self.layers[i](x) end
   return x

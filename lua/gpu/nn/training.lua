@@ -188,6 +188,15 @@ local function in_eval(self, fn)
 end
 
 -- ---- progress --------------------------------------------------------------------------------
+-- Keras's lines: on a terminal (verbose = 1) "Epoch 1/3", then a bar redrawn in place and
+-- left as the epoch's line
+--   469/469 [==============================] - 2.1s 4ms/step - loss: 0.5000 - accuracy: 0.8000
+-- fitted to the terminal's width (a shorter bar, then no bar, then fewer fields); elsewhere
+-- (verbose = 2, or output to a file or a pipe) one line per epoch:
+--   Epoch 1/3 - 469/469 - 2.1s 4ms/step - loss: 0.5000 - accuracy: 0.8000
+
+local P = {}
+local BAR, MIN_BAR = 30, 10      -- the bar's width, and the narrowest worth drawing
 
 local function fmt_time(s)
   if s >= 3600 then return ("%dh%02dm"):format(s // 3600, (s % 3600) // 60) end
@@ -195,22 +204,79 @@ local function fmt_time(s)
   return ("%.1fs"):format(s)
 end
 
-local function progress_line(done, total, elapsed, vals, bar)
-  local parts = {}
+local function per_step(elapsed, steps)
+  local t = elapsed / math.max(steps, 1)
+  if t >= 1 then return ("%.1fs/step"):format(t) end
+  if t >= 1e-3 then return ("%dms/step"):format(math.floor(t * 1e3 + 0.5)) end
+  return ("%dus/step"):format(math.floor(t * 1e6 + 0.5))
+end
+
+local function bar_text(done, total, w)
+  local filled = math.floor(w * done / total)
+  return "[" .. string.rep("=", filled) .. (filled < w and ">" or "") ..
+    string.rep(".", math.max(0, w - filled - 1)) .. "]"
+end
+
+-- The shown values as text: {name, number} pairs, or a string shown as it is.
+local function field_texts(vals)
+  local out = {}
+  for i, kv in ipairs(vals) do
+    out[i] = type(kv) == "string" and kv or ("%s: %.4f"):format(kv[1], kv[2])
+  end
+  return out
+end
+
+-- line(done, total, elapsed, vals [, width [, bar [, keep]]]): the progress line after
+-- done of total steps, at most width characters (no limit when nil): with bar, a bar of
+-- up to 30 columns, shortened to fit, dropped below 10; then the last fields are dropped,
+-- and at last the line is cut. With keep (an epoch's last line, never redrawn: it may
+-- wrap), the bar is fitted but every field stays.
+function P.line(done, total, elapsed, vals, width, bar, keep)
+  local head = ("%" .. #tostring(total) .. "d/%d"):format(done, total)
+  local time = done < total and "ETA: " .. fmt_time(done > 0 and elapsed / done * (total - done) or 0)
+    or fmt_time(elapsed) .. " " .. per_step(elapsed, total)
+  local fields = field_texts(vals)
+  width = width or math.huge
+  local function build(barw, nf)
+    local parts = { barw and head .. " " .. bar_text(done, total, barw) or head, time }
+    for i = 1, nf do parts[#parts + 1] = fields[i] end
+    return table.concat(parts, " - ")
+  end
   if bar then
-    local width = 30
-    local filled = math.floor(width * done / total)
-    parts[#parts + 1] = "[" .. string.rep("=", filled) .. (filled < width and ">" or "") ..
-      string.rep(".", math.max(0, width - filled - 1)) .. "]"
+    local room = width - #build(nil, #fields) - 3          -- " [" and "]"
+    if room >= MIN_BAR then return build(math.min(BAR, room), #fields) end
   end
-  parts[#parts + 1] = ("%d/%d"):format(done, total)
-  if done < total and done > 0 then
-    parts[#parts + 1] = "ETA " .. fmt_time(elapsed / done * (total - done))
-  else
-    parts[#parts + 1] = fmt_time(elapsed)
+  if keep then return build(nil, #fields) end
+  for nf = #fields, 0, -1 do
+    local line = build(nil, nf)
+    if #line <= width then return line end
   end
-  for _, kv in ipairs(vals) do parts[#parts + 1] = ("%s: %.4f"):format(kv[1], kv[2]) end
-  return table.concat(parts, " - ")
+  return build(nil, 0):sub(1, width)
+end
+
+-- redraw(line): what rewrites the terminal's current line: back to its start, the text,
+-- and the rest of the line cleared (a shorter line leaves no stale digits).
+function P.redraw(line) return "\r" .. line .. "\27[K" end
+
+function P.header(epoch, epochs) return ("Epoch %d/%d"):format(epoch, epochs) end
+
+-- plain_line(epoch, epochs, steps, elapsed, vals): the one line of an epoch off a terminal.
+function P.plain_line(epoch, epochs, steps, elapsed, vals)
+  return P.header(epoch, epochs) .. " - " .. P.line(steps, steps, elapsed, vals)
+end
+
+-- terminal_width(): the columns a bar may use on io.stdout, nil when it is not a terminal
+-- (or TERM=dumb, or GPULUA_PLAIN is set): the terminal's width (TIOCGWINSZ), else
+-- $COLUMNS, else 80; one less, so that the cursor never wraps at the last column. The
+-- specs replace it to draw as on a terminal.
+function P.terminal_width()
+  if not gpu.isatty(io.stdout) or os.getenv("TERM") == "dumb" or os.getenv("GPULUA_PLAIN") then return nil end
+  return P.width()
+end
+function P.width()
+  local cols = gpu.terminal_size(io.stdout) or math.tointeger(tonumber(os.getenv("COLUMNS") or ""))
+  if cols == nil or cols < 2 then cols = 80 end
+  return cols - 1
 end
 
 -- The {name, value} pairs a progress line shows: the loss, then each metric.
@@ -261,8 +327,11 @@ local function fit_plan(self, x, y, o)
     run.x, run.y = x[{ { 1, n - nv } }], y[{ { 1, n - nv } }]
   end
   run.n = run.x.shape[1]
-  run.bar = o.progress == "bar" or (o.progress == nil and gpu.isatty(io.stdout)
-    and os.getenv("TERM") ~= "dumb" and os.getenv("GPULUA_PLAIN") == nil)
+  run.steps = (run.n + run.bs - 1) // run.bs
+  -- the bar's width when fit draws one (verbose = 1 on a terminal, or progress = "bar")
+  if run.verbose == 1 and o.progress ~= "plain" then
+    run.width = o.progress == "bar" and (P.terminal_width() or P.width()) or P.terminal_width()
+  end
   return run
 end
 
@@ -274,7 +343,13 @@ local function new_history(k, run)
     history.val_loss = {}
     for _, m in ipairs(k.metrics) do history["val_" .. m.name] = {} end
   end
-  return history
+  -- Keras's history.history: the same lists by name, loss, metrics and val_*; behind a
+  -- metatable, so that pairs(history) lists only the per-epoch lists as before
+  local by_name = {}
+  for name, list in pairs(history) do
+    if name ~= "skipped" and type(list) == "table" then by_name[name] = list end
+  end
+  return setmetatable(history, { __index = { history = by_name } })
 end
 
 -- One optimisation step on (xb, yb): the predictions and the loss as a Lua number.
@@ -313,8 +388,8 @@ end
 local function train_epoch(self, k, run, epoch)
   local t0, last_draw = gpu.clock(), 0
   local seen, loss_sum, loss_n, step, counts = 0, 0, 0, 0, new_counts(k)
-  local draw = run.verbose == 1 and run.bar
-  if draw and run.epochs > 1 then io.write(("Epoch %d/%d\n"):format(epoch, run.epochs)) end
+  local draw = run.width ~= nil
+  if draw then io.write(P.header(epoch, run.epochs) .. "\n") end
   for xb, yb in data.batches(run.x, run.y, run.bs, { shuffle = run.shuffle, device = model_device(self) }) do
     step = step + 1
     local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
@@ -325,10 +400,10 @@ local function train_epoch(self, k, run, epoch)
     end
     if #k.metrics > 0 then autograd.no_grad(add_counts, k, counts, pred, yb) end
     local now = draw and gpu.clock()
-    if draw and (now - last_draw > 0.1 or seen == run.n) then
+    if draw and now - last_draw > 0.1 and step < run.steps then     -- end_epoch draws the last
       last_draw = now
       local vals = shown(k, loss_sum / math.max(loss_n, 1), counts, seen)
-      io.write("\r" .. progress_line(seen, run.n, now - t0, vals, true))
+      io.write(P.redraw(P.line(step, run.steps, now - t0, vals, run.width, true)))
       io.stdout:flush()
     end
   end
@@ -351,15 +426,16 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
     end
   end
   if run.verbose == 0 then return end
-  local line = progress_line(run.n, run.n, elapsed, vals, run.bar and run.verbose == 1)
-  if run.scaler then line = line .. (" - skipped steps: %d (fp16 loss scale %g)"):format(skipped, run.scaler:get_scale()) end
-  if run.bar and run.verbose == 1 then io.write("\r" .. line .. "\n")
-  else io.write(("epoch %d/%d: "):format(epoch, run.epochs) .. line .. "\n") end
+  if run.scaler then vals[#vals + 1] = ("skipped steps: %d (fp16 loss scale %g)"):format(skipped, run.scaler:get_scale()) end
+  if run.width then io.write(P.redraw(P.line(run.steps, run.steps, elapsed, vals, run.width, true, true)) .. "\n")
+  else io.write(P.plain_line(epoch, run.epochs, run.steps, elapsed, vals) .. "\n") end
   io.stdout:flush()
 end
 
 -- fit(x, y [, {epochs = 1, batch_size = 32, shuffle = true, validation_split =,
 -- validation_data = {xv, yv}, verbose = 1, progress = "bar"|"plain",
+-- (verbose: 0 silent, 1 a bar on a terminal and epoch lines elsewhere, 2 epoch lines;
+-- progress = "bar" draws the bar off a terminal too, "plain" never)
 -- precision = "float32"|"bf16"|"fp16", grad_scaler =}]) -> history
 -- precision = "bf16"/"fp16" trains under gpu.autocast (float32 master weights); fp16 adds
 -- a GradScaler (self.grad_scaler, or opts.grad_scaler) whose skipped steps (inf/NaN
@@ -428,4 +504,5 @@ function Module:predict(x, opts)
   return gpu.concat(parts, 1)
 end
 
-return {}
+-- progress: the line formatting, for the specs (and progress.terminal_width to replace)
+return { progress = P }
