@@ -28,7 +28,10 @@ local SAVE = options.declare("image.save", {
 
 local LOAD = options.declare("image.load", {
   dtype = { type = "dtype", default = "uint8", what = "'uint8' or a float dtype",
-            check = function(v) return v == "uint8" or float_dtypes[v] ~= nil end },
+            check = function(v)
+              if v == "uint8" or float_dtypes[v] then return true end
+              return false, "must be 'uint8' or a float dtype, got '" .. v .. "'"
+            end },
   device = { type = "device" },
 }, { example = "local p = os.tmpname() gpu.image.save(p, gpu.zeros(2, 2)) gpu.image.load(p, %s) os.remove(p)" })
 
