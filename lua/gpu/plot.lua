@@ -44,15 +44,14 @@ local function declare(name, extra, example)
   return options.declare("plot." .. name, keys, { example = example })
 end
 
-local TMP = "local p = os.tmpname() .. '.png' "
 local PLOT = declare("plot", { style = { choices = { "lines", "points", "linespoints" }, default = "lines" } },
-  TMP .. "gpu.plot.plot(gpu.arange(3), %s) os.remove(p)")
-local SCATTER = declare("scatter", nil, TMP .. "gpu.plot.scatter(gpu.arange(3), gpu.arange(3), %s) os.remove(p)")
+  "gpu.plot.plot(gpu.arange(3), %s)")
+local SCATTER = declare("scatter", nil, "gpu.plot.scatter(gpu.arange(3), gpu.arange(3), %s)")
 local HIST = declare("hist", { bins = { type = "integer", min = 1, max = 100000, default = 10 }, min = "number", max = "number" },
-  TMP .. "gpu.plot.hist(gpu.arange(3), %s) os.remove(p)")
+  "gpu.plot.hist(gpu.arange(3), %s)")
 local IMAGESC = declare("imagesc", { palette = { choices = { "gray", "color" }, default = "gray" } },
-  TMP .. "gpu.plot.imagesc(gpu.eye(3), %s) os.remove(p)")
-local HISTORY = declare("history", nil, TMP .. "gpu.plot.history({loss = {1, 0.5}}, %s) os.remove(p)")
+  "gpu.plot.imagesc(gpu.eye(3), %s)")
+local HISTORY = declare("history", nil, "gpu.plot.history({loss = {1, 0.5}}, %s)")
 
 -- ---- data ------------------------------------------------------------------------------------
 
@@ -210,6 +209,7 @@ local function draw(fname, o, bin, body, panels)
   local term, screen = target(o, bin, panels)
   local out = run(bin, term .. body, fname)
   if screen then
+    if term:find("terminal dumb", 1, true) then out = out:gsub("\f", "") end   -- a form feed starts each page
     io.write(out)
     io.flush()
   end
@@ -223,7 +223,7 @@ local function series_plot(fname, o, series, style)
   local body = { labels(o) }
   local legend = o.legend
   if legend == nil then legend = named end
-  body[#body + 1] = legend and "set key\n" or "unset key\n"
+  body[#body + 1] = legend and "set key below\n" or "unset key\n"
   local items = {}
   for i, s in ipairs(series) do
     body[#body + 1] = datablock("d" .. i, s.x, s.y)
@@ -315,7 +315,7 @@ function M.hist(x, opts)
   local centers = {}
   for i = 1, o.bins do centers[i] = lo + (i - 0.5) * width end
   local bin = gnuplot_path(o, "hist")
-  local body = labels(o) .. (o.legend and "set key\n" or "unset key\n")
+  local body = labels(o) .. (o.legend and "set key below\n" or "unset key\n")
     .. ("set boxwidth %s\nset style fill solid 0.5\nset yrange [0:*]\n"):format(num(width))
     .. datablock("d", centers, counts) .. "plot $d using 1:2 with boxes title 'count'\n"
   draw("hist", o, bin, body)
@@ -397,7 +397,7 @@ function M.history(h, opts)
   if #names == 0 then options.argerror("plot.history", 1, "no metric in the history (expected lists such as loss = {...})") end
   local bin = gnuplot_path(o, "history")
   local body = { ("set multiplot layout %d,1%s\n"):format(#names, o.title and (" title " .. quote(o.title)) or "") }
-  body[#body + 1] = "set key\n"
+  body[#body + 1] = "set key below\n"
   body[#body + 1] = "set xlabel " .. quote(o.xlabel or "epoch") .. "\n"
   if #h[names[1]] <= 20 then body[#body + 1] = "set xtics 1\n" end   -- whole epochs
   for i, k in ipairs(names) do
