@@ -172,3 +172,23 @@ describe("gpu.plot errors", function()
     assert.matches("cannot open file", err)
   end)
 end)
+
+describe("the examples' --plot", function()
+  for _, ex in ipairs { "keras_mlp", "cnn" } do
+    needs_gnuplot(ex .. " --small --plot DIR writes the curves, a grid of test images and its caption", function()
+      local out = io.popen(BIN .. " examples/" .. ex .. ".lua --small --plot " .. dir .. " 2>&1; echo exit=$?"):read("a")
+      assert.matches("exit=0", out)
+      assert_png(dir .. "/" .. ex .. "_history.png", 640, 600)
+      -- 32 images of 28x28, 8 a row, padding 2: 4 * 30 + 2 high, 8 * 30 + 2 wide, gray
+      assert.are.same({ 1, 122, 242 }, gpu.image.load(dir .. "/" .. ex .. "_predictions.png").shape)
+      local caption = slurp(dir .. "/" .. ex .. "_predictions.txt")
+      local rows = 0
+      for line in caption:gmatch("[^\n]+") do
+        rows = rows + 1
+        local _, commas = line:gsub(", ", "")
+        assert.are.equal(7, commas, line)
+      end
+      assert.are.equal(4, rows)
+    end)
+  end
+end)
