@@ -156,7 +156,7 @@ end
 
 -- Where the plot goes: the terminal line and the output line of the script, and whether
 -- gnuplot's stdout is the picture (drawn on the screen). panels stacks plots (history).
-local function target(o, bin, panels)
+local function target(o, bin, panels, out)
   panels = panels or 1
   if o.file then
     local ext = o.file:lower():match("%.(%w+)$")
@@ -165,7 +165,7 @@ local function target(o, bin, panels)
     if ext == "svg" then term = ("svg size %d,%d noenhanced"):format(w, h)
     elseif has_terminal(bin, "pngcairo") then term = ("pngcairo size %d,%d noenhanced"):format(w, h)
     else term = ("png size %d,%d noenhanced"):format(w, h) end
-    return "set terminal " .. term .. "\nset output " .. quote(o.file) .. "\n", false
+    return "set terminal " .. term .. "\nset output " .. quote(out) .. "\n", false
   end
   local kind = o.terminal or (wants_sixel() and "sixel" or "dumb")
   if kind == "sixel" then
@@ -205,9 +205,31 @@ local function range(n)
 end
 
 -- Draws: runs the script and writes what comes back for the screen.
+-- A file is written as every save is: to a temporary beside it, renamed over it once
+-- gnuplot succeeded (a failed plot leaves an existing file as it was), and a target that
+-- exists but is not a regular file (a directory, a FIFO) is refused, never replaced.
 local function draw(fname, o, bin, body, panels)
-  local term, screen = target(o, bin, panels)
-  local out = run(bin, term .. body, fname)
+  local tmp
+  if o.file then
+    if os.execute("test -e " .. shq(o.file) .. " && test ! -f " .. shq(o.file)) then
+      options.raise("gpu.plot.%s: '%s': not a regular file: refusing to replace it", fname, o.file)
+    end
+    tmp = ("%s.tmp-%06x"):format(o.file, math.random(0, 0xffffff))
+  end
+  local term, screen = target(o, bin, panels, tmp)
+  local ok, out = pcall(run, bin, term .. body, fname)
+  if tmp then
+    if ok then
+      local renamed, err = os.rename(tmp, o.file)
+      if not renamed then
+        os.remove(tmp)
+        options.raise("gpu.plot.%s: '%s': %s", fname, o.file, tostring(err))
+      end
+    else
+      os.remove(tmp)
+    end
+  end
+  if not ok then error(out, 0) end
   if screen then
     if term:find("terminal dumb", 1, true) then out = out:gsub("\f", "") end   -- a form feed starts each page
     io.write(out)
