@@ -312,7 +312,7 @@ function M.hist(x, opts)
   local o = HIST:check(opts, 2)
   if options.is_array(x) then
     options.check_array(x, "plot.hist", 1, "x")
-    x = x:reshape(-1)
+    x = x:contiguous():reshape(x.size)
   end
   local v = numbers(x, "plot.hist", 1, "x")
   local lo, hi = o.min, o.max

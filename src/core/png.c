@@ -101,8 +101,6 @@ static gl_status lib_get(void) {
   return GL_OK;
 }
 
-const char *gl_png_version(void) { return lib_get() == GL_OK ? lib_version : NULL; }
-
 /* ---- one call's state -------------------------------------------------------------------- */
 
 typedef struct png_ctx {

@@ -47,7 +47,4 @@ typedef struct gl_png_image {
 gl_status gl_png_decode(const uint8_t *buf, size_t len, gl_png_image *out);
 void gl_png_free(gl_png_image *img);        /* idempotent */
 
-/* The libpng version loaded ("1.6.39"), or NULL when it cannot be loaded. */
-const char *gl_png_version(void);
-
 #endif
