@@ -211,13 +211,13 @@ bench-gpu: all
 FUZZ_SECONDS    ?= 60
 FUZZ_CI_SECONDS ?= 20
 FUZZ_CC         ?= clang
-FUZZ_KINDS      := npy npz safetensors text idx
-FUZZ_CORE       := $(addprefix src/core/,fileio.c npy.c npz.c safetensors.c text.c idx.c status.c dtype.c array.c)
+FUZZ_KINDS      := npy npz safetensors text idx png
+FUZZ_CORE       := $(addprefix src/core/,fileio.c npy.c npz.c safetensors.c text.c idx.c png.c status.c dtype.c array.c)
 .PHONY: fuzz fuzz-ci
 build/fuzz/fuzz_%: tools/fuzz_%.c $(FUZZ_CORE) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -std=gnu11 -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ $< $(FUZZ_CORE) -lz -lm
+	  -o $@ $< $(FUZZ_CORE) -lz -lm -ldl
 fuzz: $(addprefix build/fuzz/fuzz_,$(FUZZ_KINDS))
 	@sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_KINDS)
 fuzz-ci: $(addprefix build/fuzz/fuzz_,$(FUZZ_KINDS))

@@ -1,6 +1,7 @@
 /*
 ** lio.c — arrays in and out of files: gpu.save/load (.npy, and .npz by its magic),
-** savez/savez_compressed/loadz, save_safetensors/load_safetensors, loadtxt/savetxt.
+** savez/savez_compressed/loadz, save_safetensors/load_safetensors, loadtxt/savetxt, and
+** the PNG codec under gpu.image (gpu._png_save/_png_load; lua/gpu/image.lua lays out).
 **
 ** Files hold dtype, shape and bytes, never a device: loads build the array on the CPU
 ** from the file's bytes, then copy it to the device asked for ({device=}, else the
@@ -20,6 +21,7 @@
 #include "../core/fileio.h"
 #include "../core/npy.h"
 #include "../core/npz.h"
+#include "../core/png.h"
 #include "../core/safetensors.h"
 #include "../core/text.h"
 
@@ -480,6 +482,38 @@ static int l_savetxt(lua_State *L) {
   return 0;
 }
 
+/* ---- PNG (for lua/gpu/image.lua) --------------------------------------------------------- */
+
+/* gpu._png_save(path, x): x a uint8 (H, W, C) array, C = 1..4, written as one PNG. The
+** layout (channels first, grids, floats) is image.lua's; this checks what it is given. */
+static int l_png_save(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  gl_array *x = gl_lua_check(L, 2);
+  if (x->dtype != GL_UINT8 || x->ndim != 3)
+    luaL_argerror(L, 2, lua_pushfstring(L, "a uint8 (H, W, C) array expected, got %s with %d dims",
+                                        gl_dtypes[x->dtype].name, x->ndim));
+  const void *bytes = host_bytes(L, x);
+  io_box *b = push_box(L);
+  check_file(L, gl_out_open(&b->out, path), "image.save", path);
+  check_file(L, gl_png_encode(&b->out, bytes, x->shape[0], x->shape[1], (int)x->shape[2]), "image.save", path);
+  check_file(L, gl_out_commit(&b->out), "image.save", path);
+  return 0;
+}
+
+/* gpu._png_load(path): the image as a uint8 (H, W, C) CPU array */
+static int l_png_load(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  io_box *b = push_box(L);
+  check_file(L, gl_map_file(path, &b->map), "image.load", path);
+  gl_png_image img;
+  check_file(L, gl_png_decode(b->map.data, b->map.len, &img), "image.load", path);
+  b->owned = img.pixels;
+  int64_t shape[3] = { img.h, img.w, img.channels };
+  gl_array *a = gl_lua_alloc(L, GL_UINT8, 3, shape, gl_cpu());
+  memcpy(gl_array_data(a), img.pixels, (size_t)a->size);
+  return 1;
+}
+
 /* ---- registration ----------------------------------------------------------------------- */
 
 /* gpu.isatty(file): whether a Lua file (io.stdout, ...) is a terminal; fit draws its
@@ -500,6 +534,8 @@ static const luaL_Reg io_funcs[] = {
   { "save_safetensors", l_save_safetensors },
   { "load_safetensors", l_load_safetensors },
   { "loadtxt", l_loadtxt },
+  { "_png_save", l_png_save },
+  { "_png_load", l_png_load },
   { NULL, NULL }
 };
 
