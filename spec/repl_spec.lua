@@ -90,6 +90,8 @@ describe("gpu.repl.pretty", function()
     local s = repl.pretty(gpu.memory())
     assert.truthy(s:match("^{\n  allocated = %d+,\n"), s)
     assert.truthy(repl.pretty({ shape = { 2, 3 } }) == "{shape = {2, 3}}")
+    assert.are.equal("{\n  gpu.array([[0., 0.],\n             [0., 0.]], dtype=float32, device=cpu)\n}",
+      repl.pretty({ gpu.zeros(2, 2) }))   -- an array's rows stay aligned inside a table
   end)
 end)
 

@@ -218,7 +218,7 @@ end
 function format(v, depth, path, indent)
   if type(v) == "string" then return (("%q"):format(v):gsub("\\\n", "\\n")) end
   if type(v) == "table" and not has_tostring(v) then return format_table(v, depth, path, indent) end
-  return tostring(v)
+  return (tostring(v):gsub("\n", "\n" .. indent))   -- an array's rows stay aligned
 end
 
 -- pretty(v): the text the prompt shows for v. Strings, numbers and everything with a
