@@ -52,6 +52,7 @@ describe("gpu.repl.candidates", function()
     local env = { t = { f = function() end, n = 1 }, s = "str" }
     assert.are.same({ "t:f" }, repl.candidates("t:", env))
     assert.is_true(has(repl.candidates("s:up", env), "s:upper"))
+    assert.is_true(has(repl.candidates("io.stdout:wr", { io = io }), "io.stdout:write"))
     assert.are.same({}, repl.candidates("nothere.x", env))
     assert.are.same({}, repl.candidates("1+", env))
   end)

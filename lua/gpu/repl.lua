@@ -80,6 +80,10 @@ local function keys_of(v, colon)
     return out
   end
   if type(v) == "string" then v = string end
+  if type(v) == "userdata" then   -- a file's methods: its metatable's __index table
+    local mt = getmetatable(v)
+    v = type(mt) == "table" and rawget(mt, "__index") or nil
+  end
   table_keys(v, out)
   if colon then
     for k in pairs(out) do
@@ -132,7 +136,7 @@ function M.candidates(word, env)
   env = env or _G
   local head, sep, tail = word:match("^(.-)([.:])([%w_]*)$")
   local prefix, pool
-  if head and head:match("^[%a_][%w_]*$") or head and head:match("^[%a_][%w_.]*[%w_]$") then
+  if head and head:match("^[%a_][%w_.]*$") then
     local v = resolve(head, env)
     if v == nil then return {} end
     prefix, pool = head .. sep, keys_of(v, sep == ":")
