@@ -1,7 +1,8 @@
 /*
 ** pty.c — runs a command on a pseudo-terminal and types its standard input into it,
-** a line at a time, each once the command has been quiet for a moment (so that a
-** line goes to a prompt, not to the terminal's type-ahead), then Ctrl-D; everything
+** a line at a time, each once the command shows its prompt and has been quiet for a
+** moment (so that a line goes to readline, not to the terminal's type-ahead), then
+** Ctrl-D; everything
 ** the command writes on the terminal goes to standard output.  For spec/repl_spec.lua,
 ** which tests the REPL (Tab completion, pretty printing) as a person at a terminal
 ** sees it.  usage: pty [-t SECONDS] command [args...]; exits with the command's
@@ -19,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define QUIET_MS 250   /* no output for this long: the command waits for input */
+#define QUIET_MS 200       /* no output for this long after a prompt: it waits for input */
+#define STALL_MS 3000      /* ... or this long after anything else (a prompt we do not know) */
 
 static char *slurp(FILE *f, size_t *len) {
   size_t cap = 4096, n = 0;
@@ -39,19 +41,30 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Copies the command's output to stdout until it has been quiet QUIET_MS (answers 1)
-** or has closed the terminal (answers 0). */
+/* Copies the command's output to stdout until it waits for input: quiet QUIET_MS after
+** a prompt ("> ", "\n>> "), or STALL_MS after anything else (answers 1); answers 0 once
+** the command has closed the terminal or the deadline has passed. A slow start or a
+** slow statement (a sanitizer build) is waited for: a line typed early would be echoed
+** twice, once by the terminal and once by readline. */
 static int drain(int master, double deadline) {
+  static char last[2];
+  double quiet_since = now();
   for (;;) {
     struct pollfd p = { master, POLLIN, 0 };
-    if (now() > deadline) return 0;
-    int r = poll(&p, 1, QUIET_MS);
+    double t = now();
+    if (t > deadline) return 0;
+    int at_prompt = last[0] == '>' && last[1] == ' ';
+    if ((t - quiet_since) * 1000 >= (at_prompt ? QUIET_MS : STALL_MS)) return 1;
+    int r = poll(&p, 1, 50);
     if (r < 0 && errno == EINTR) continue;
-    if (r == 0) return 1;
+    if (r == 0) continue;
     char buf[4096];
     ssize_t n = read(master, buf, sizeof buf);
     if (n <= 0) return 0;      /* EIO: the command closed its side */
     fwrite(buf, 1, (size_t)n, stdout);
+    if (n >= 2) { last[0] = buf[n - 2]; last[1] = buf[n - 1]; }
+    else { last[0] = last[1]; last[1] = buf[0]; }
+    quiet_since = now();
   }
 }
 
