@@ -119,6 +119,10 @@ describe("gpu.help", function()
     assert.truthy(help.text("Linear"):find("nn.Linear(in, out", 1, true))
     assert.truthy(help.text(gpu.nn.Linear):find("nn.Linear(in, out", 1, true))
     assert.truthy(help.text():find("Sections", 1, true))
+    local nn = help.text(gpu.nn)    -- a part: its heading, first paragraph and entries
+    assert.truthy(nn:find("^Neural networks %(gpu.nn%)\n"), nn)
+    assert.truthy(nn:find("nn.Linear, nn.Dense", 1, true), nn)
+    assert.truthy(help.text("optim"):find("^Optimizers %(gpu.optim%)\n"))
   end)
 
   it("names the nearest entries for an unknown name", function()

@@ -3,6 +3,7 @@
 --
 --   gpu.help(gpu.matmul)      prints the table row of gpu.matmul (and x:matmul)
 --   gpu.help("nn.Linear")     by name: "gpu.nn.Linear", "nn.Linear", "Linear", "x:sum"
+--   gpu.help(gpu.nn)          a part: its heading, first paragraph and entry names
 --   gpu.help()                how to use it, and the sections of the reference
 --   gpu.help.text(q)          the text it would print, or nil and the message
 --
@@ -21,17 +22,33 @@ end
 
 -- The reference's entries: { names = {...}, head = first cell, text = description,
 -- section = heading }, and an index key -> list of entries.
-local entries, index, sections
+-- chapters: "## " headings that name a part (`gpu.nn`): part -> { head, intro, entries }
+local entries, index, sections, chapters
 local function load()
   if entries then return end
-  entries, index, sections = {}, {}, {}
-  local section = ""
+  entries, index, sections, chapters = {}, {}, {}, {}
+  local section, chapter = "", nil
   for line in (require "gpu._apidoc"):gmatch("[^\n]*") do
-    local h = line:match("^#+%s+(.*)")
-    if h then section = h; sections[#sections + 1] = h end
+    local level, h = line:match("^(#+)%s+(.*)")
+    if h then
+      section = h
+      sections[#sections + 1] = h
+      if level == "##" then
+        local part = h:match("^[^`]*`gpu%.([%w_]+)`")
+        chapter = part and not chapters[part] and { head = h, intro = {}, entries = {} } or nil
+        if chapter then chapters[part] = chapter end
+      end
+    elseif chapter and section == chapter.head and not chapter.read then
+      if line:match("^%s*$") or line:match("^|") then     -- the first paragraph only
+        chapter.read = #chapter.intro > 0 or line:match("^|") ~= nil
+      else
+        chapter.intro[#chapter.intro + 1] = line
+      end
+    end
     local head, text = line:match("^|%s*(.-)%s*|%s*(.-)%s*|%s*$")
     if head and not head:match("^%-*$") and head ~= "Function" and head:find("`", 1, true) then
       local e = { head = head, text = text, section = section, names = {} }
+      if chapter then chapter.entries[#chapter.entries + 1] = e end
       for code in head:gmatch("`([^`]*)`") do
         local name = code:match("^[%a_][%w_.:]*")
         if name then
@@ -131,6 +148,15 @@ local function nearest(k, n)
   return { table.unpack(all, 1, math.min(n, #all)) }
 end
 
+-- a part of gpu (help(gpu.nn), help("optim")): its heading, its introduction, its names
+local function show_chapter(c)
+  local names = {}
+  for _, e in ipairs(c.entries) do names[#names + 1] = e.names[1] end
+  local intro = table.concat(c.intro, " "):gsub("`", "")
+  return c.head:gsub("`", "") .. "\n" .. (intro:match("%S") and wrap(intro, "  ") .. "\n" or "") ..
+         wrap("Entries: " .. table.concat(names, ", "), "  ") .. "\n"
+end
+
 local function usage()
   local out = { "help(f) or help(\"name\"): the entry of doc/API.md for a function of gpu",
                 "(help(gpu.matmul), help(\"nn.Linear\"), help(\"x:sum\")). Sections:" }
@@ -148,6 +174,7 @@ function M.text(q)
     if not name then return nil, ("help: %s is not a function or table of the gpu module"):format(tostring(q)) end
   end
   local k = key(name)
+  if chapters[k] then return show_chapter(chapters[k]) end
   local list = index[k]
   if not list then       -- a last component alone: "Linear" for nn.Linear
     for other, l in pairs(index) do
