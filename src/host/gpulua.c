@@ -728,8 +728,11 @@ static void doREPL (lua_State *L) {
     if (status == LOAD_INTERRUPTED) continue;   /* Ctrl-C at the prompt */
     if (status == LUA_OK)
       status = docall(L, 0, LUA_MULTRET);
-    if (status == LUA_OK) l_print(L);
-    else report(L, status);
+    if (status != LUA_OK) {
+      report(L, status);
+      lua_settop(L, 0);   /* no results: gpu.repl.print only forgets the reports */
+    }
+    l_print(L);
   }
   lua_settop(L, 0);
   fputc('\n', stdout);
