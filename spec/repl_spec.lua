@@ -50,7 +50,9 @@ describe("gpu.repl.candidates", function()
 
   it("after : lists only functions; nothing for what is not a name", function()
     local env = { t = { f = function() end, n = 1 }, s = "str" }
-    assert.are.same({ "t:f" }, repl.candidates("t:", env))
+    env.t.__call = print
+    assert.are.same({ "t:f" }, repl.candidates("t:", env))    -- no metamethods unless asked
+    assert.are.same({ "t:__call" }, repl.candidates("t:_", env))
     assert.is_true(has(repl.candidates("s:up", env), "s:upper"))
     assert.is_true(has(repl.candidates("io.stdout:wr", { io = io }), "io.stdout:write"))
     assert.are.same({}, repl.candidates("nothere.x", env))

@@ -147,8 +147,9 @@ function M.candidates(word, env)
     return {}
   end
   local out = {}
+  local private = tail:sub(1, 1) == "_"   -- metamethods (__index...) only when asked for
   for _, k in ipairs(sorted(pool)) do
-    if k:sub(1, #tail) == tail then out[#out + 1] = prefix .. k end
+    if k:sub(1, #tail) == tail and (private or k:sub(1, 2) ~= "__") then out[#out + 1] = prefix .. k end
   end
   return out
 end
