@@ -117,9 +117,22 @@ $(BUILD)/tools/embed: tools/embed.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -o $@ $<
 
-$(GEN_C): $(BUILD)/tools/embed $(LUA_SRC)
+# doc/API.md travels too, as the Lua part gpu._apidoc (a long string) that gpu.help reads
+API_LUA := $(BUILD)/gen/lua/gpu/_apidoc.lua
+$(API_LUA): doc/API.md
 	@mkdir -p $(dir $@)
-	$(BUILD)/tools/embed $@ $(LUA_SRC)
+	@if grep -q ']=====]' $<; then echo "$<: contains ]=====], which ends the long string" >&2; exit 1; fi
+	{ echo 'return [=====['; cat $<; echo ']=====]'; } > $@
+
+$(GEN_C): $(BUILD)/tools/embed $(LUA_SRC) $(API_LUA)
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/embed $@ $(LUA_SRC) $(API_LUA)
+
+# tools/pty: runs a command on a pseudo-terminal (spec/repl_spec.lua types into the REPL)
+PTY := build/tools/pty
+$(PTY): tools/pty.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -o $@ $< -lutil
 
 $(GEN_C:.c=.o): $(GEN_C)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -166,10 +179,10 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./$(BIN) examples/quickstart.lua
 
-test: all
+test: all $(PTY)
 	@sh tools/run-tests.sh ./$(BIN)
 
-test-gpu: all
+test-gpu: all $(PTY)
 	@GPULUA_TEST_DEVICES=cuda sh tools/run-tests.sh ./$(BIN)
 
 # AddressSanitizer + UBSan (any UB is fatal): a separate build tree and binary. Leak
@@ -182,7 +195,7 @@ ASAN_BUILD = $(MAKE) BUILD=build/asan KBUILD=$(KBUILD) OPT=-O1 SAN='$(ASAN_FLAGS
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:protect_shadow_gap=0 \
   LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-test-asan:
+test-asan: $(PTY)
 	$(ASAN_BUILD)
 	@$(ASAN_ENV) GPULUA_ASAN=1 sh tools/run-tests.sh ./gpulua-asan
 

@@ -75,6 +75,6 @@ return function(fn, opts)
     device = on_gpu and stats(dev) or nil,
     device_label = on_gpu and ("GPU-" .. (device:match(":(%d+)$") or "0")) or nil,
   }, result_mt)
-  if not opts.quiet then print(tostring(r)) end
+  if not opts.quiet then print(tostring(r)) require("gpu.repl").printed(r) end
   return r
 end

@@ -217,6 +217,6 @@ return function(fn, opts)
   local report = setmetatable({ rows = list, total = total, device = device }, report_mt)
   report.ops = {}
   for _, row in ipairs(list) do report.ops[row.name] = row end
-  if not opts.quiet then print(tostring(report)) end
+  if not opts.quiet then print(tostring(report)) require("gpu.repl").printed(report) end
   return report, table.unpack(res, 2, res.n)
 end

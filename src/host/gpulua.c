@@ -462,9 +462,79 @@ static int repl_getc (FILE *f) {
   }
 }
 
+/*
+** The REPL's Lua part, gpu.repl (lua/gpu/repl.lua): Tab completion and, when stdin
+** is a terminal, pretty printing.  Piped input keeps lua5.4's output byte for byte.
+*/
+static const char repl_key = 'r';   /* registry: the gpu.repl table */
+static lua_State *repl_L = NULL;    /* the state readline's completion reads */
+static int repl_pretty = 0;         /* print results through gpu.repl.print */
+
+/* loads gpu.repl, and makes gpu.help the global `help` unless one exists */
+static int open_repl_part (lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "gpu.repl");
+  lua_call(L, 1, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &repl_key);
+  if (lua_getglobal(L, "help") == LUA_TNIL) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "gpu.help");
+    lua_call(L, 1, 1);
+    lua_setglobal(L, "help");
+  }
+  return 0;
+}
+
+/* gpu.repl.candidates(text) in protected mode: text is a light userdata */
+static int call_candidates (lua_State *L) {
+  const char *text = (const char *)lua_touserdata(L, 1);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &repl_key) != LUA_TTABLE) return 0;
+  lua_getfield(L, -1, "candidates");
+  lua_pushstring(L, text);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+/* readline's generator: the next string of the candidates table on top of the stack */
+static int completion_next = 0;
+static char *completion_generator (const char *text, int state) {
+  lua_State *L = repl_L;
+  const char *s;
+  char *match = NULL;
+  (void)text;
+  if (state == 0) completion_next = 0;
+  lua_rawgeti(L, -1, ++completion_next);
+  s = lua_tostring(L, -1);
+  if (s != NULL) match = strdup(s);   /* readline frees it */
+  lua_pop(L, 1);
+  return match;
+}
+
+/* Tab: gpu.repl's candidates for the word before the cursor, never file names */
+static char **repl_completion (const char *text, int start, int end) {
+  lua_State *L = repl_L;
+  char **matches = NULL;
+  (void)start; (void)end;
+  rl_attempted_completion_over = 1;
+  rl_completion_append_character = '\0';
+  if (L == NULL || !lua_checkstack(L, 8)) return NULL;
+  lua_pushcfunction(L, call_candidates);
+  lua_pushlightuserdata(L, (void *)text);
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1))
+    matches = rl_completion_matches(text, completion_generator);
+  lua_pop(L, 1);
+  return matches;
+}
+
+/* `gpu.ra` and `x:me` are one word: `.` and `:` do not break words */
+static char word_breaks[] = " \t\n\"\\'`@$><=;|&{(+-*/%^,[]~#)}";
+
 static void init_readline (void) {
   const char *home = getenv("HOME");
   rl_readline_name = GPULUA_PROGNAME;
+  rl_attempted_completion_function = repl_completion;
+  rl_basic_word_break_characters = word_breaks;
+  rl_completer_word_break_characters = word_breaks;
 #if RL_READLINE_VERSION < 0x0801
   rl_catch_signals = 0;   /* no rl_check_signals: keep SIGINT to ourselves */
 #endif
@@ -620,12 +690,22 @@ static int loadline (lua_State *L) {
   return status;
 }
 
-/* print the results on the stack with the global `print` (so __tostring applies) */
+/*
+** print the results on the stack with the global `print` (so __tostring applies),
+** or, at a terminal, with gpu.repl.print (pretty; always called: it also forgets
+** the reports printed during the evaluation)
+*/
 static void l_print (lua_State *L) {
   int n = lua_gettop(L);
-  if (n > 0) {
+  if (n > 0 || repl_pretty) {
     luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-    lua_getglobal(L, "print");
+    if (repl_pretty) {
+      lua_rawgetp(L, LUA_REGISTRYINDEX, &repl_key);
+      lua_getfield(L, -1, "print");
+      lua_remove(L, -2);
+    }
+    else
+      lua_getglobal(L, "print");
     lua_insert(L, 1);
     if (lua_pcall(L, n, 0, 0) != LUA_OK)
       l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
@@ -637,18 +717,29 @@ static void doREPL (lua_State *L) {
   int status;
   const char *oldprogname = progname;
   progname = NULL;
+  repl_L = L;
+  lua_pushcfunction(L, open_repl_part);
+  if ((status = docall(L, 0, 0)) != LUA_OK)
+    report(L, status);    /* the plain REPL still works */
+  else
+    repl_pretty = isatty(STDIN_FILENO);
   init_readline();
   while ((status = loadline(L)) != LOAD_EOF) {
     if (status == LOAD_INTERRUPTED) continue;   /* Ctrl-C at the prompt */
     if (status == LUA_OK)
       status = docall(L, 0, LUA_MULTRET);
-    if (status == LUA_OK) l_print(L);
-    else report(L, status);
+    if (status != LUA_OK) {
+      report(L, status);
+      lua_settop(L, 0);   /* no results: gpu.repl.print only forgets the reports */
+    }
+    l_print(L);
   }
   lua_settop(L, 0);
   fputc('\n', stdout);
   fflush(stdout);
   close_readline();
+  repl_pretty = 0;
+  repl_L = NULL;
   progname = oldprogname;
 }
 

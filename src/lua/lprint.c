@@ -3,7 +3,8 @@
 ** columns, the fewest digits that read back exactly, at most 8 decimals, scientific
 ** notation when magnitudes are far apart), rows wrapped at 75 columns, and arrays over
 ** 1000 elements summarised with "..." keeping 3 items at each edge of every axis.
-** A 0-d array prints as its value.
+** A 0-d array prints as gpu.array(3., dtype=float32, device=cpu), as NumPy's repr does
+** (array(3.)): at the REPL it cannot pass for the number 3.
 */
 #include <math.h>
 #include <stdio.h>
@@ -67,18 +68,6 @@ static int format_one(const fmt *f, gl_scalar s, char *out, bool pad) {
   if (pad) for (int k = own; k < f->frac; k++) out[n++] = ' ';   /* align the points */
   out[n] = '\0';
   return n;
-}
-
-/* A 0-d array prints as its value, the way NumPy's str() prints a scalar: the fewest
-** digits that read back, positional from 1e-4 to 1e16 with at least one decimal ("2.0"),
-** scientific otherwise ("1e+20"). */
-static void format_scalar(const fmt *f, gl_scalar s, char *out) {
-  double v = s.f, m = fabs(v);
-  if (gl_dtypes[f->dt].kind != GL_KIND_FLOAT || !isfinite(v)) { format_one(f, s, out, false); return; }
-  bool sci = m != 0 && (m < 1e-4 || m >= 1e16);
-  int own = digits_needed(f->dt, v, sci);
-  if (sci) sprintf(out, "%.*e", own, v);
-  else sprintf(out, "%.*f", own > 0 ? own : 1, v);
 }
 
 /* ---- which elements are shown ------------------------------------------------------------ */
@@ -270,16 +259,13 @@ int gl_lua_tostring(lua_State *L) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   char tmp[96];
-  if (a->ndim == 0) {
-    format_scalar(&lo.f, elem(&lo, 0), tmp);
-    luaL_addstring(&b, tmp);
-    luaL_pushresult(&b);
-    return 1;
-  }
   static const char prefix[] = "gpu.array(";
   luaL_addstring(&b, prefix);
   int64_t idx[GL_MAXDIMS] = { 0 };
-  if (a->size == 0) {
+  if (a->ndim == 0) {          /* gpu.array(3., dtype=...): never mistaken for the number 3 */
+    format_one(&lo.f, elem(&lo, 0), tmp, false);
+    luaL_addstring(&b, tmp);
+  } else if (a->size == 0) {
     luaL_addstring(&b, "[]");
   } else {
     emit(L, &b, &lo, 0, idx, (int)sizeof prefix - 1);

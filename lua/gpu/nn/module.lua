@@ -451,7 +451,7 @@ end
 
 -- summary([input_shape] [, {quiet = false}]): a table of layers, output shapes and
 -- parameter counts, from one forward pass of a batch of 1 (zeros). Prints it and returns
--- the text.
+-- the text (at the prompt, once: gpu.repl.printed).
 function Module:summary(input_shape, opts)
   local o = SUMMARY:check(opts, 2)
   local rows, total = summary_rows(self, summary_shape(self, input_shape))
@@ -466,7 +466,7 @@ function Module:summary(input_shape, opts)
   lines[#lines + 1] = rule
   lines[#lines + 1] = ("Total params: %d"):format(total)
   local text = table.concat(lines, "\n")
-  if not o.quiet then print(text) end
+  if not o.quiet then print(text) require("gpu.repl").printed(text) end
   return text
 end
 
