@@ -33,7 +33,7 @@ local EXPECT = {
   cpu_vs_gpu = { "op%s+cpu ms", "matmul 128x128%s+[%d.]+", "a %+ b %(16384%)%s+[%d.]+", "cpu_vs_gpu ok" },
   memory = { "ones%(n, n%) reuses the block", "after the block", "memory ok" },
   transfers = { "65536 float32 = 0%.2 MiB on the host", "transfers ok" },
-  profiling = { "gpu%.profile on %S+: %d+ ops", "matmul%s+6%s+[%d.]+", "busiest op: matmul", "profiling ok" },
+  profiling = { "gpu%.profile on %S+: %d+ ops", "matmul%s+6%s+[%d.]+", "busiest op: %S+, %d+ calls", "profiling ok" },
 }
 local NAMES = { "arrays", "matmul", "check_gpu", "cpu_vs_gpu", "memory", "transfers", "profiling" }
 
