@@ -230,7 +230,7 @@ describe("gpulua's own options", function()
       assert.are.equal(lua_usage, g.out:sub(1, #lua_usage))
       for _, word in ipairs({ "--device", "--check", "--version", "--help", "GPULUA_DEVICE", "GPULUA_SYNC",
                               "GPULUA_MEMORY_LIMIT", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LUA_INIT",
-                              "man gpulua", "doc/API.md" }) do
+                              "Documentation: man ", "doc/API.md" }) do
         assert.truthy(g.out:find(word, 1, true), word .. " missing from " .. opt)
       end
     end

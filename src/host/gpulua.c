@@ -130,23 +130,27 @@ static void print_usage (const char *badoption) {
 /*
 ** Where the documentation is: PREFIX/share/doc/gpulua when this binary runs
 ** from PREFIX/bin (an installed copy, found through /proc/self/exe, so that a
-** DESTDIR or a moved prefix still answers right), else the folder that holds
-** the binary (a build tree, with README.md beside it).  NULL when unknown.
+** DESTDIR or a moved prefix still answers right; *installed is set), else the
+** folder that holds the binary (a build tree, README.md beside it).  NULL
+** when unknown.
 */
-static const char *doc_dir (char *buf, size_t size) {
-  static const char installed[] = "/share/doc/gpulua";
-  ssize_t n = readlink("/proc/self/exe", buf, size - sizeof(installed));
+static const char *doc_dir (char *buf, size_t size, int *installed) {
+  static const char docs[] = "/share/doc/gpulua";
+  ssize_t n = readlink("/proc/self/exe", buf, size - sizeof(docs));
   char *slash;
+  *installed = 0;
   if (n <= 0) return NULL;
   buf[n] = '\0';
   if ((slash = strrchr(buf, '/')) == NULL) return NULL;
   *slash = '\0';                                /* the binary's folder */
   if (slash - buf >= 4 && strcmp(slash - 4, "/bin") == 0) {
     char *end = slash - 4;
-    strcpy(end, installed);
-    if (access(buf, R_OK) == 0) return buf;
-    *end = '\0';
-    strcat(end, "/bin");                        /* not installed: back to bin */
+    strcpy(end, docs);
+    if (access(buf, R_OK) == 0) {
+      *installed = 1;
+      return buf;
+    }
+    strcpy(end, "/bin");                        /* not installed: back to bin */
   }
   return buf;
 }
@@ -154,7 +158,8 @@ static const char *doc_dir (char *buf, size_t size) {
 /* -h, --help: lua's options, gpulua's, the environment and the docs (stdout, status 0) */
 static void print_help (void) {
   char buf[4096];
-  const char *docs = doc_dir(buf, sizeof(buf));
+  int installed;
+  const char *docs = doc_dir(buf, sizeof(buf), &installed);
   printf(LUA_USAGE, progname);
   printf(
     "gpulua's own options:\n"
@@ -173,9 +178,13 @@ static void print_help (void) {
     "  OMP_NUM_THREADS       threads of the CPU backend\n"
     "  GPULUA_PLAIN          set: fit's progress is plain lines\n"
     "  FASHION_MNIST         folder of the Fashion-MNIST files (gpu.data)\n"
-    "Documentation: man gpulua");
-  if (docs != NULL) printf("; README.md and doc/API.md in %s", docs);
-  printf("\n");
+    "Documentation: ");
+  if (docs == NULL)
+    printf("man gpulua\n");
+  else if (installed)
+    printf("man gpulua; README.md and doc/API.md in %s\n", docs);
+  else
+    printf("man %s/doc/gpulua.1; README.md and doc/API.md in %s\n", docs, docs);
   fflush(stdout);
 }
 
