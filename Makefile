@@ -217,6 +217,67 @@ bench-gpu: all
 	@./$(BIN) bench/gpu_targets.lua > $(BUILD)/gpu_targets.txt
 	@python3 bench/gpu_targets.py $(BUILD)/gpu_targets.txt
 
+# ---- install -------------------------------------------------------------------------------
+# `make install` / `make uninstall`, PREFIX (default /usr/local) and DESTDIR as usual, into
+# the places a Lua 5.4 user looks: bin/gpulua, lib/lua/5.4/gpu.so (stock lua5.4 finds it on
+# its default cpath), include/gpulua.h + lib/libgpulua.a + lib/pkgconfig/gpulua.pc (to embed),
+# share/man/man1/gpulua.1, share/doc/gpulua/. gpu.so carries its Lua sources (gen/luasrc.c),
+# so nothing goes to share/lua. `make rock` / `make install-rock` are what the rockspec runs.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCDIR     ?= $(PREFIX)/include
+LUA_CMODDIR ?= $(LIBDIR)/lua/5.4
+PCDIR      ?= $(LIBDIR)/pkgconfig
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/gpulua
+INSTALL    ?= install
+PC         := $(BUILD)/gpulua.pc
+DOCS       := $(wildcard doc/*.md)
+
+# gpulua.pc, made at each install (PREFIX and LIBDIR may differ from the last one); Libs is
+# what a program linking libgpulua.a needs besides Lua: the link line of $(BIN), less readline
+PC_LIBS := $(strip -fopenmp $(CUDA_LIBS) $(LDLIBS))
+define make_pc
+sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+    -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS@|$(PC_LIBS)|' gpulua.pc.in > $(PC)
+endef
+
+.PHONY: install uninstall rock install-rock install-check
+install: $(BIN) $(SO) $(LIB)
+	$(make_pc)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUA_CMODDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR)/doc
+	$(INSTALL) -m 755 $(BIN) $(DESTDIR)$(BINDIR)/gpulua
+	$(INSTALL) -m 755 $(SO) $(DESTDIR)$(LUA_CMODDIR)/gpu.so
+	$(INSTALL) -m 644 src/gpulua.h $(DESTDIR)$(INCDIR)/gpulua.h
+	$(INSTALL) -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libgpulua.a
+	$(INSTALL) -m 644 $(PC) $(DESTDIR)$(PCDIR)/gpulua.pc
+	$(INSTALL) -m 644 doc/gpulua.1 $(DESTDIR)$(MANDIR)/man1/gpulua.1
+	$(INSTALL) -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	$(INSTALL) -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/doc/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpulua $(DESTDIR)$(LUA_CMODDIR)/gpu.so $(DESTDIR)$(INCDIR)/gpulua.h \
+	  $(DESTDIR)$(LIBDIR)/libgpulua.a $(DESTDIR)$(PCDIR)/gpulua.pc $(DESTDIR)$(MANDIR)/man1/gpulua.1 \
+	  $(DESTDIR)$(DOCDIR)/README.md $(addprefix $(DESTDIR)$(DOCDIR)/,$(DOCS))
+	-rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+# luarocks (gpulua-scm-1.rockspec): builds gpu.so only, in its own tree (ROCK_BUILD), and
+# copies it to the rock's lib folder (INST_LIBDIR, given by luarocks), from where luarocks
+# deploys it to <tree>/lib/lua/5.4. tools/install-check.sh points ROCK_BUILD at its own tree.
+ROCK_BUILD ?= build/rock
+rock:
+	@$(MAKE) --no-print-directory BUILD=$(ROCK_BUILD) SO=$(ROCK_BUILD)/gpu.so $(ROCK_BUILD)/gpu.so
+install-rock: rock
+	$(INSTALL) -d $(INST_LIBDIR)
+	$(INSTALL) -m 755 $(ROCK_BUILD)/gpu.so $(INST_LIBDIR)/gpu.so
+
+# installs into a temporary prefix and a temporary luarocks tree, and uses them from
+# elsewhere (tools/install-check.sh); a CPU-only build in build/install
+install-check:
+	@sh tools/install-check.sh
+
 # ---- fuzzing: libFuzzer (clang) over each file parser in src/core -------------------------
 # `make fuzz` runs each target FUZZ_SECONDS (default 60) and stops at the first find;
 # `make fuzz-ci` (CI) runs each FUZZ_CI_SECONDS (default 20), one test per target, ending

@@ -1,6 +1,8 @@
 /*
 ** gpulua.h — the public C interface of the gpu module, for C hosts that link
 ** libgpulua.a (or load gpu.so) and want to hand arrays to Lua or take them back.
+** `make install` puts it in PREFIX/include beside PREFIX/lib/libgpulua.a; build a host
+** with `cc host.c $(pkg-config --cflags --libs gpulua)` (examples/embed/main.c is one).
 */
 #ifndef GPULUA_H
 #define GPULUA_H

@@ -6,7 +6,9 @@
 ** read-eval-print loop, always over GNU readline.  The `gpu` module is opened
 ** with the standard libraries, so scripts find a global `gpu` and
 ** `require "gpu"` returns the same table.  Extras, read with the standard
-** options: `--device NAME`, `--check`, `--version`.
+** options: `--device NAME`, `--check`, `--version`, `-h`/`--help`;
+** the banner adds gpulua's line only at a terminal, so that every
+** redirected output is byte for byte lua5.4's.
 **
 ** The shape follows lua.c: `main` only makes the state and runs `pmain` in
 ** protected mode; options are read twice (`collectargs` validates them and
@@ -95,30 +97,95 @@ static void on_sigint_line (int sig) {
 /* Messages and calls                                                    */
 /* ===================================================================== */
 
+/* lua.c's list of options, word for word: a bad option's report must match lua5.4's */
+#define LUA_USAGE \
+  "usage: %s [options] [script [args]]\n" \
+  "Available options are:\n" \
+  "  -e stat   execute string 'stat'\n" \
+  "  -i        enter interactive mode after executing 'script'\n" \
+  "  -l mod    require library 'mod' into global 'mod'\n" \
+  "  -l g=mod  require library 'mod' into global 'g'\n" \
+  "  -v        show version information\n" \
+  "  -E        ignore environment variables\n" \
+  "  -W        turn warnings on\n" \
+  "  --        stop handling options\n" \
+  "  -         stop handling options and execute stdin\n"
+
+/*
+** A bad option: the same report as lua5.4's (stderr, then status 1), so that
+** scripts and Lua's own test suite cannot tell the two apart.  gpulua's
+** --device is the one extra option that can lack its argument.
+*/
 static void print_usage (const char *badoption) {
   fprintf(stderr, "%s: ", progname);
-  if (strcmp(badoption, "-e") == 0 || strcmp(badoption, "-l") == 0 ||
+  if (badoption[1] == 'e' || badoption[1] == 'l' ||
       strcmp(badoption, "--device") == 0)
     fprintf(stderr, "'%s' needs argument\n", badoption);
   else
     fprintf(stderr, "unrecognized option '%s'\n", badoption);
-  fprintf(stderr,
-    "usage: %s [options] [script [args]]\n"
-    "Available options are:\n"
-    "  -e stat   execute string 'stat'\n"
-    "  -i        enter interactive mode after executing 'script'\n"
-    "  -l mod    require library 'mod' into global 'mod'\n"
-    "  -l g=mod  require library 'mod' into global 'g'\n"
-    "  -v        show version information\n"
-    "  -E        ignore environment variables\n"
-    "  -W        turn warnings on\n"
-    "  --        stop handling options\n"
-    "  -         stop handling options and execute stdin\n"
+  fprintf(stderr, LUA_USAGE, progname);
+  fflush(stderr);
+}
+
+/*
+** Where the documentation is: PREFIX/share/doc/gpulua when this binary runs
+** from PREFIX/bin (an installed copy, found through /proc/self/exe, so that a
+** DESTDIR or a moved prefix still answers right; *installed is set), else the
+** folder that holds the binary (a build tree, README.md beside it).  NULL
+** when unknown.
+*/
+static const char *doc_dir (char *buf, size_t size, int *installed) {
+  static const char docs[] = "/share/doc/gpulua";
+  ssize_t n = readlink("/proc/self/exe", buf, size - sizeof(docs));
+  char *slash;
+  *installed = 0;
+  if (n <= 0) return NULL;
+  buf[n] = '\0';
+  if ((slash = strrchr(buf, '/')) == NULL) return NULL;
+  *slash = '\0';                                /* the binary's folder */
+  if (slash - buf >= 4 && strcmp(slash - 4, "/bin") == 0) {
+    char *end = slash - 4;
+    strcpy(end, docs);
+    if (access(buf, R_OK) == 0) {
+      *installed = 1;
+      return buf;
+    }
+    strcpy(end, "/bin");                        /* not installed: back to bin */
+  }
+  return buf;
+}
+
+/* -h, --help: lua's options, gpulua's, the environment and the docs (stdout, status 0) */
+static void print_help (void) {
+  char buf[4096];
+  int installed;
+  const char *docs = doc_dir(buf, sizeof(buf), &installed);
+  printf(LUA_USAGE, progname);
+  printf(
+    "gpulua's own options:\n"
     "  --device d  make 'd' (cpu, cuda, cuda:N) the default device\n"
     "  --check     report the build and devices, self-test each device\n"
-    "  --version   show gpulua's version\n",
-    progname);
-  fflush(stderr);
+    "  --version   show gpulua's version\n"
+    "  -h, --help  show this help\n"
+    "Environment:\n"
+    "  LUA_INIT_5_4, LUA_INIT  code (or @file) run before the options\n"
+    "  LUA_PATH_5_4, LUA_PATH, LUA_CPATH_5_4, LUA_CPATH  where require looks\n"
+    "  GPULUA_DEVICE=cpu|cuda|cuda:N  the default device (--device wins)\n"
+    "  GPULUA_SYNC=1         wait for each CUDA op: errors name the op at fault\n"
+    "  GPULUA_MEMORY_LIMIT   cap of the CUDA memory pool: bytes, 4G, or a\n"
+    "                        fraction of the device's memory (0.5)\n"
+    "  CUDA_VISIBLE_DEVICES  the GPUs CUDA may use\n"
+    "  OMP_NUM_THREADS       threads of the CPU backend\n"
+    "  GPULUA_PLAIN          set: fit's progress is plain lines\n"
+    "  FASHION_MNIST         folder of the Fashion-MNIST files (gpu.data)\n"
+    "Documentation: ");
+  if (docs == NULL)
+    printf("man gpulua\n");
+  else if (installed)
+    printf("man gpulua; README.md and doc/API.md in %s\n", docs);
+  else
+    printf("man %s/doc/gpulua.1; README.md and doc/API.md in %s\n", docs, docs);
+  fflush(stdout);
 }
 
 /* in the REPL progname is NULL: errors there carry no program name */
@@ -251,6 +318,7 @@ static int handle_luainit (lua_State *L) {
 #define has_E      16   /* -E */
 #define has_check  32   /* --check */
 #define has_ver    64   /* --version */
+#define has_help  128   /* -h, --help */
 
 /* the argument of --device, if given (the last one wins) */
 static const char *device_name = NULL;
@@ -285,6 +353,8 @@ static int collectargs (char **argv, int *first) {
           args |= has_check;
         else if (strcmp(argv[i], "--version") == 0)
           args |= has_ver;
+        else if (strcmp(argv[i], "--help") == 0)
+          args |= has_help;
         else if (strncmp(argv[i], "--device=", 9) == 0)
           device_name = argv[i] + 9;
         else if (strcmp(argv[i], "--device") == 0) {
@@ -300,6 +370,10 @@ static int collectargs (char **argv, int *first) {
       case 'E':
         if (argv[i][2] != '\0') return has_error;
         args |= has_E;
+        break;
+      case 'h':                       /* gpulua's: lua5.4 rejects -h */
+        if (argv[i][2] != '\0') return has_error;
+        args |= has_help;
         break;
       case 'W':
         if (argv[i][2] != '\0') return has_error;
@@ -394,14 +468,35 @@ static void push_gpu_version (lua_State *L) {
   lua_remove(L, -2);
 }
 
-static void print_gpu_version (lua_State *L, int with_lua) {
+/* --version: gpulua's version and the Lua it runs */
+static void print_gpu_version (lua_State *L) {
   push_gpu_version(L);
-  printf("%s %s", GPULUA_PROGNAME,
-         lua_isstring(L, -1) ? lua_tostring(L, -1) : "(unknown version)");
-  if (with_lua) printf(" (%s)", LUA_RELEASE);
-  fputc('\n', stdout);
+  printf("%s %s (%s)\n", GPULUA_PROGNAME,
+         lua_isstring(L, -1) ? lua_tostring(L, -1) : "(unknown version)", LUA_RELEASE);
   fflush(stdout);
   lua_pop(L, 1);
+}
+
+/*
+** gpulua's banner line, after Lua's, for a person at a terminal only: with
+** stdin or stdout redirected the REPL's output stays byte for byte lua5.4's.
+** The device is asked for in protected mode: a failure only drops the part.
+*/
+static void print_banner_extra (lua_State *L) {
+  int top = lua_gettop(L);
+  const char *version, *device = NULL;
+  if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) return;
+  push_gpu_version(L);
+  version = lua_isstring(L, -1) ? lua_tostring(L, -1) : "(unknown version)";
+  if (lua_getglobal(L, "gpu") == LUA_TTABLE &&
+      lua_getfield(L, -1, "device") == LUA_TFUNCTION &&
+      lua_pcall(L, 0, 1, 0) == LUA_OK)
+    device = lua_tostring(L, -1);
+  printf("%s %s", GPULUA_PROGNAME, version);
+  if (device != NULL) printf(", new arrays on %s", device);
+  printf("; %s --help lists the options\n", GPULUA_PROGNAME);
+  fflush(stdout);
+  lua_settop(L, top);
 }
 
 /* gpu.set_device(name), reported like any other error */
@@ -763,6 +858,11 @@ static int pmain (lua_State *L) {
     print_usage(argv[script]);
     return 0;
   }
+  if (args & has_help) {   /* the help replaces everything else */
+    print_help();
+    lua_pushboolean(L, 1);
+    return 1;
+  }
   if ((args & has_v) && !(args & has_ver))
     print_version();
   if (args & has_E) {   /* tell the package library to ignore LUA_PATH etc. */
@@ -773,12 +873,10 @@ static int pmain (lua_State *L) {
   luaL_requiref(L, "gpu", luaopen_gpu, 1);
   lua_pop(L, 1);
   if (args & has_ver) {
-    print_gpu_version(L, 1);
+    print_gpu_version(L);
     lua_pushboolean(L, 1);
     return 1;
   }
-  if (args & has_v)
-    print_gpu_version(L, 0);
   createargtable(L, argv, argc, script);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCGEN, 0, 0);
@@ -796,12 +894,14 @@ static int pmain (lua_State *L) {
     return 0;
   if (script > 0 && script < argc && handle_script(L, argv + script) != LUA_OK)
     return 0;
-  if (args & has_i)
+  if (args & has_i) {
+    print_banner_extra(L);
     doREPL(L);
+  }
   else if ((script < 1 || script == argc) && !(args & (has_e | has_v))) {
     if (isatty(STDIN_FILENO)) {
       print_version();
-      print_gpu_version(L, 0);
+      print_banner_extra(L);
       doREPL(L);
     }
     else
