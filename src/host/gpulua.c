@@ -177,6 +177,8 @@ static void print_help (void) {
     "  CUDA_VISIBLE_DEVICES  the GPUs CUDA may use\n"
     "  OMP_NUM_THREADS       threads of the CPU backend\n"
     "  GPULUA_PLAIN          set: fit's progress is plain lines\n"
+    "  GPULUA_GNUPLOT        the gnuplot program of gpu.plot (default: gnuplot)\n"
+    "  GPULUA_SIXEL=1        gpu.plot draws sixel graphics on the terminal\n"
     "  FASHION_MNIST         folder of the Fashion-MNIST files (gpu.data)\n"
     "Documentation: ");
   if (docs == NULL)
