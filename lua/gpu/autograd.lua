@@ -152,36 +152,39 @@ local function topo(roots)
   return order
 end
 
--- An array a node saved has changed since it was recorded: name the op that changed it.
-local function check_saved(node, y, opname)
+local function rule_name(rule)
+  if rule.custom then return "a custom function" end
+  for k, v in pairs(rules) do if v == rule then return k end end
+  return "an op"
+end
+
+-- An array a node saved has changed since it was recorded: name the op that changed it
+-- (the rule's name is looked up only then: it is a walk over the rules table).
+local function stale(node, v, recorded)
+  local now, writer = version(v)
+  if now ~= recorded then
+    raise("backward: an array needed for the gradient of %s was modified in place by %s (version %d, saved at %d); "
+      .. "copy it before changing it, or record after the change", rule_name(node[1]), writer or "an in-place op",
+      now, recorded)
+  end
+end
+
+local function check_saved(node, y)
   local rule, n = node[1], node[2]
   if rule.custom then return end
-  local function stale(v, recorded)
-    local now, writer = version(v)
-    if now ~= recorded then
-      raise("backward: an array needed for the gradient of %s was modified in place by %s (version %d, saved at %d); "
-        .. "copy it before changing it, or record after the change", opname, writer or "an in-place op", now, recorded)
-    end
-  end
   local saves = rule.saves
   if saves == nil then
     for i = 1, n do
       local v = node[HEAD + n + i]
-      if is_array(v) then stale(v, node[HEAD + i]) end
+      if is_array(v) then stale(node, v, node[HEAD + i]) end
     end
   else
     for _, i in ipairs(saves) do
       local v = node[HEAD + n + i]
-      if is_array(v) then stale(v, node[HEAD + i]) end
+      if is_array(v) then stale(node, v, node[HEAD + i]) end
     end
   end
-  if rule.uses_y then stale(y, node[3]) end
-end
-
-local function rule_name(node)
-  if node[1].custom then return "a custom function" end
-  for k, v in pairs(rules) do if v == node[1] then return k end end
-  return "an op"
+  if rule.uses_y then stale(node, y, node[3]) end
 end
 
 local function run_hooks(node, g)
@@ -227,7 +230,7 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
             raise("backward: the graph was freed by an earlier backward (pass {retain_graph = true} to keep it)")
           end
           if accumulate and node.retain then node.grad = node.grad and node.grad + g or g:copy() end
-          check_saved(node, x, rule_name(node))
+          check_saved(node, x)
           local gs = table.pack(node[1].backward(g, node_args(node), x))
           each_input(node, function(y, pos, k)
             local gy = gs[pos]

@@ -26,10 +26,11 @@ typedef struct gl_lctx {
   const void *stash_marker[32];
 } gl_lctx;
 
-/* The context's user values: 1 the array metatable, 2 the autograd rules, 3.. the
-** nodes of the tracked calls in progress (lgrad.c). */
+/* The context's user values: 1 the array metatable, 2 the autograd rules, 3 the tape
+** nodes' metatable, 4.. the nodes of the tracked calls in progress (lgrad.c). */
 #define GL_CTX_UV_RULES 2
-#define GL_CTX_UV_STASH 3
+#define GL_CTX_UV_NODEMETA 3
+#define GL_CTX_UV_STASH 4
 #define GL_CTX_UVALUES (GL_CTX_UV_STASH + 32)
 
 #define GL_CTX(L) ((gl_lctx *)lua_touserdata(L, lua_upvalueindex(1)))

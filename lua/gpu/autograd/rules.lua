@@ -49,6 +49,7 @@ R._op_node = op_node
 
 -- node_args(node) -> the call's arguments {[1..n], n =, extra =}, as the rules take them
 function R._node_args(node)
+  if type(node) == "userdata" then return G.node_args(node) end   -- the dispatch's nodes
   local n = node[2]
   return table.move(node, HEAD + n + 1, HEAD + 2 * n, 1, { n = n, extra = node.extra })
 end
