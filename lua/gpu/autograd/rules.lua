@@ -28,9 +28,11 @@ local is_array = require("gpu.options").is_array
 local function tracked(v) return is_array(v) and G.node(v) ~= nil end
 
 -- ---- nodes -----------------------------------------------------------------------------------
--- An op's node is a table with an array part only (src/lua/lgrad.c makes them so, for
--- speed): { rule, n, the result's storage version, the n arguments' storage versions
--- (0 for non-arrays), the n arguments }; node.extra holds the results after the first.
+-- An op's node reads as the table { rule, n, the result's storage version, the n
+-- arguments' storage versions (0 for non-arrays), the n arguments }; node.extra holds the
+-- results after the first. The dispatch makes them as userdata that its metatable shows
+-- in that layout (src/lua/lgrad.c: one allocation per tracked op); op_node below makes
+-- the same as a plain table for the Lua-side recorders.
 local HEAD = 3
 R._HEAD = HEAD
 
