@@ -1,0 +1,26 @@
+-- gpu.routines — the NumPy routines written in Lua over the dispatched ops (so both devices
+-- and autograd come with them): einsum and the tensor products (gpu.routines.einsum),
+-- diagonals, triangles and comparisons (gpu.routines.basic), the NaN-ignoring reductions
+-- (gpu.routines.nan).
+--
+-- src/lua/lroutines.c lists the names (gpu._routines: name -> whether x:f is a method too)
+-- and installs stubs that require this part at the first call; loading it replaces the
+-- stubs with the functions below.
+local gpu = require "gpu"
+
+local M = {}
+for _, part in ipairs({ "basic", "einsum", "nan" }) do
+  for name, f in pairs(require("gpu.routines." .. part)) do
+    if type(f) == "function" and gpu._routines[name] ~= nil then M[name] = f end
+  end
+end
+
+for name, method in pairs(gpu._routines) do
+  local f = M[name]
+  if f then
+    gpu[name] = f
+    if method then gpu.methods[name] = f end
+  end
+end
+
+return M

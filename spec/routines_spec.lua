@@ -1,0 +1,149 @@
+-- The NumPy routines of lua/gpu/routines (diagonal, trace, diag, triu, tril, isclose,
+-- allclose, array_equal, the nan-reductions) against NumPy (spec/fixtures/routines/*.lua,
+-- made by tools/gen_routines_fixtures.py), float32 and float64 on every device, 0-size and
+-- non-contiguous inputs, errors, gradients.
+local h = require "spec.helper"
+local gpu = h.gpu
+local ag = require "gpu.autograd"
+local D = require "spec.fixtures.routines.diag"
+local C = require "spec.fixtures.routines.close"
+local N = require "spec.fixtures.routines.nan"
+
+local function arr(t, dtype, dev)
+  return gpu.array(#t.data > 0 and t.data or {}, { dtype = dtype, device = dev }):reshape(t.shape)
+end
+
+local function expect(got, want, tol)
+  local dtype = type(want.data[1]) == "boolean" and "bool" or "float64"
+  local w = gpu.array(#want.data > 0 and want.data or {}, { dtype = dtype }):reshape(want.shape)
+  h.assert_close(got:to("cpu"), w, tol)
+end
+
+local TOL = { float32 = 1e-5, float64 = 1e-12 }
+
+local function each_case(list, dtype, dev, call)
+  for i, c in ipairs(list) do
+    local ok, err = pcall(function() expect(call(c, arr(c.x or c.a, dtype, dev)), c.out, TOL[dtype]) end)
+    assert(ok, (c.fn or "case") .. " " .. i .. ": " .. tostring(err))
+  end
+end
+
+for _, dev in ipairs(h.devices()) do
+  describe("diagonals and triangles on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        each_case(D, dtype, dev, function(c, x) return gpu[c.fn](x, table.unpack(c.args)) end)
+      end)
+    end
+
+    it("are methods where NumPy has them, and take views", function()
+      local x = gpu.arange(12, { device = dev }):reshape(3, 4)
+      h.assert_close(x:trace(), gpu.array(15))
+      h.assert_close(x.T:diagonal(), gpu.array({ 0, 5, 10 }))
+      h.assert_close(x[{ ":", { 1, 4, 2 } }]:trace(), gpu.array(2 + 0 + 0 + 4))
+      h.assert_close(gpu.triu(x.T), gpu.array({ { 0, 4, 8 }, { 0, 5, 9 }, { 0, 0, 10 }, { 0, 0, 0 } }))
+      assert.equal("int64", gpu.diag(gpu.arange(3, { device = dev })).dtype)
+      assert.equal("bool", gpu.tril(gpu.ones(2, 2, { dtype = "bool", device = dev })).dtype)
+      h.assert_close(gpu.trace(gpu.eye(3, { device = dev }), { dtype = "float64" }), gpu.array(3))
+    end)
+
+    it("raise naming the function and the fault", function()
+      local x = gpu.ones(2, 3, { device = dev })
+      h.fails({ "diagonal", "at least 2 axes" }, gpu.diagonal, gpu.ones(3, { device = dev }))
+      h.fails({ "diagonal", "the same axis" }, gpu.diagonal, x, 0, 2, -1)
+      h.fails({ "diagonal", "axis 3 is out of range" }, gpu.diagonal, x, 0, 3, 1)
+      h.fails({ "bad argument #2 to 'diagonal'", "offset must be an integer" }, gpu.diagonal, x, 0.5)
+      h.fails({ "diag", "1-D or 2-D" }, gpu.diag, gpu.ones(1, 1, 1, { device = dev }))
+      h.fails({ "triu", "0-d" }, gpu.triu, gpu.array(1, { device = dev }))
+      h.fails({ "trace", "unknown option 'dtyp'" }, gpu.trace, x, { dtyp = "float64" })
+    end)
+  end)
+
+  describe("isclose, allclose, array_equal on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        for i, c in ipairs(C) do
+          local a, b = arr(c.a, "float64", dev), arr(c.b, "float64", dev)
+          if dtype == "float32" then a, b = a:astype(dtype), b:astype(dtype) end
+          expect(gpu.isclose(a, b, c.opts), dtype == "float64" and c.out or c.out32)
+          if dtype == "float64" then assert.equal(c.all, gpu.allclose(a, b, c.opts), "allclose case " .. i) end
+        end
+      end)
+    end
+
+    it("take numbers and integer arrays, and broadcast", function()
+      local x = gpu.array({ 1, 2, 3 }, { device = dev })
+      assert.same({ true, false, false }, gpu.isclose(x, 1):totable())
+      assert.same({ { true }, { false } }, gpu.isclose(gpu.array({ { 1 }, { 5 } }, { device = dev }), 1):totable())
+      assert.is_true(gpu.allclose(x, x + 1e-7))
+      assert.is_false(gpu.allclose(x, x + 1e-3))
+      assert.is_true(gpu.array_equal(x, x:copy()))
+      assert.is_false(gpu.array_equal(x, gpu.ones(2, 3, { device = dev })))
+      local n = gpu.array({ 0 / 0, 1 }, { device = dev })
+      assert.is_false(gpu.array_equal(n, n))
+      assert.is_true(gpu.array_equal(n, n, { equal_nan = true }))
+      assert.is_true(gpu.array_equal(gpu.zeros(0, 2, { device = dev }), gpu.zeros(0, 2, { device = dev })))
+    end)
+
+    it("raise naming the function and the fault", function()
+      local x = gpu.ones(2, { device = dev })
+      h.fails({ "isclose", "unknown option 'rtl'; did you mean 'rtol'?" }, gpu.isclose, x, x, { rtl = 1 })
+      h.fails({ "allclose", "option 'atol' must be >= 0" }, gpu.allclose, x, x, { atol = -1 })
+      h.fails({ "isclose", "at least one operand" }, gpu.isclose, 1, 2)
+      h.fails({ "array_equal", "gpu.array expected" }, gpu.array_equal, x, {})
+    end)
+  end)
+
+  describe("nan-reductions on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        each_case(N, dtype, dev, function(c, x)
+          if c.opts then return gpu[c.fn](x, c.axis, c.opts) end
+          return gpu[c.fn](x, c.axis)
+        end)
+      end)
+    end
+
+    it("reduce integer arrays plainly and take the options alone", function()
+      local x = gpu.arange(6, { device = dev }):reshape(2, 3)
+      h.assert_close(gpu.nansum(x, 2), gpu.array({ 3, 12 }))
+      h.assert_close(gpu.nanmax(x), gpu.array(5))
+      h.assert_close(gpu.nanargmin(x, 2), gpu.array({ 1, 1 }))
+      local y = gpu.array({ { 1, 0 / 0 }, { 2, 3 } }, { device = dev })
+      assert.same({ 1, 1 }, gpu.nansum(y, { keepdims = true }).shape)
+      h.assert_close(gpu.nansum(y.T, 1), gpu.array({ 1, 5 }))         -- non-contiguous
+      h.assert_close(gpu.nanmean(gpu.zeros(0, 2, { device = dev }), 1), gpu.array({ 0 / 0, 0 / 0 }))
+    end)
+
+    it("raise naming the function and the fault", function()
+      local y = gpu.array({ { 1, 0 / 0 }, { 0 / 0, 0 / 0 } }, { device = dev })
+      h.fails({ "nanargmax", "All-NaN slice" }, gpu.nanargmax, y, 2)
+      h.fails({ "nanargmin", "one integer" }, gpu.nanargmin, y, { 1, 2 })
+      h.fails({ "nanvar", "unknown option 'dof'; did you mean 'ddof'?" }, gpu.nanvar, y, 1, { dof = 1 })
+      h.fails({ "nanstd", "option 'ddof' must be >= 0" }, gpu.nanstd, y, { ddof = -1 })
+      h.fails({ "nansum", "axis must be" }, gpu.nansum, y, "x")
+    end)
+  end)
+end
+
+describe("routine gradients (float64)", function()
+  local function r(...) return gpu.random.randn({ ... }, { dtype = "float64", device = "cpu" }) end
+  local function check(fn, inputs)
+    local ok, msg = ag.gradcheck(fn, inputs)
+    assert(ok, msg)
+  end
+  it("flow through diagonals, triangles and nan-reductions", function()
+    check(function(x) return x:diagonal(1) end, { r(3, 4) })
+    check(function(x) return x:trace() end, { r(3, 3) })
+    check(function(x) return gpu.diag(x, -1) end, { r(3) })
+    check(function(x) return gpu.triu(x, 1) end, { r(3, 3) })
+    check(function(x) return gpu.tril(x) end, { r(2, 3, 3) })
+    local nan = gpu.array({ { 1, 0 / 0, 2 }, { 0.5, -1, 0 / 0 } }, { dtype = "float64" })
+    local mask = gpu.isnan(nan)
+    local function with_nan(x) return gpu.where(mask, 0 / 0, x) end
+    check(function(x) return gpu.nansum(with_nan(x), 2) end, { r(2, 3) })
+    check(function(x) return gpu.nanmean(with_nan(x), 2) end, { r(2, 3) })
+    check(function(x) return gpu.nanvar(with_nan(x), 2) end, { r(2, 3) })
+    check(function(x) return gpu.nanmax(with_nan(x), 2) end, { r(2, 3) })
+  end)
+end)
