@@ -8,6 +8,8 @@ local ag = require "gpu.autograd"
 local D = require "spec.fixtures.routines.diag"
 local C = require "spec.fixtures.routines.close"
 local N = require "spec.fixtures.routines.nan"
+local S = require "spec.fixtures.routines.sets"
+local B = require "spec.fixtures.routines.bins"
 
 local function arr(t, dtype, dev)
   return gpu.array(#t.data > 0 and t.data or {}, { dtype = dtype, device = dev }):reshape(t.shape)
@@ -91,6 +93,93 @@ for _, dev in ipairs(h.devices()) do
       h.fails({ "allclose", "option 'atol' must be >= 0" }, gpu.allclose, x, x, { atol = -1 })
       h.fails({ "isclose", "at least one operand" }, gpu.isclose, 1, 2)
       h.fails({ "array_equal", "gpu.array expected" }, gpu.array_equal, x, {})
+    end)
+  end)
+
+  describe("unique, nonzero, argwhere, flatnonzero, count_nonzero on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        for i, c in ipairs(S) do
+          local ok, err = pcall(function()
+            local x = arr(c.x, dtype, dev)
+            if c.fn == "unique" then
+              local v, idx, inv, cnt = gpu.unique(x, { axis = c.axis, return_index = true, return_inverse = true,
+                return_counts = true })
+              expect(v, c.out); expect(idx, c.index); expect(inv, c.inverse); expect(cnt, c.counts)
+              assert.equal("int64", idx.dtype)
+              expect(gpu.unique(x, { axis = c.axis }), c.out)
+            elseif c.fn == "nonzero" then
+              local got = gpu.nonzero(x)
+              assert.equal(#c.out, #got)
+              for k = 1, #got do expect(got[k], c.out[k]); assert.equal("int64", got[k].dtype) end
+            elseif c.axis then
+              expect(gpu[c.fn](x, c.axis), c.out)
+            else
+              expect(gpu[c.fn](x), c.out)
+            end
+          end)
+          assert(ok, c.fn .. " case " .. i .. ": " .. tostring(err))
+        end
+      end)
+    end
+
+    it("take non-contiguous input, methods, and refuse bad options", function()
+      local x = gpu.array({ { 3, 0 }, { 1, 3 } }, { device = dev })
+      h.assert_close(gpu.unique(x.T), gpu.array({ 0, 1, 3 }))
+      h.assert_close(x.T:nonzero()[1], gpu.array({ 1, 1, 2 }))
+      h.assert_close(gpu.argwhere(gpu.array(2, { device = dev })), gpu.zeros({ 1, 0 }, { dtype = "int64" }))
+      h.fails({ "unique", "unknown option 'return_count'; did you mean 'return_counts'?" }, gpu.unique, x,
+        { return_count = true })
+      h.fails({ "unique", "axis 3 is out of range" }, gpu.unique, x, { axis = 3 })
+      h.fails({ "count_nonzero", "unknown option" }, gpu.count_nonzero, x, { keepdim = true })
+    end)
+  end)
+
+  describe("searchsorted, digitize, bincount, histogram on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        for i, c in ipairs(B) do
+          local ok, err = pcall(function()
+            if c.fn == "searchsorted" then
+              expect(gpu.searchsorted(arr(c.a, dtype, dev), arr(c.v, dtype, dev), c.opts), c.out)
+            elseif c.fn == "digitize" then
+              expect(gpu.digitize(arr(c.x, dtype, dev), arr(c.bins, dtype, dev), c.opts), c.out)
+            elseif c.fn == "bincount" then
+              local o = c.opts or { weights = arr(c.weights, dtype, dev) }
+              expect(gpu.bincount(arr(c.x, "int64", dev), o), c.out)
+            else
+              local o = c.opts or { bins = arr(c.edges_in, dtype, dev), density = c.density }
+              local counts, edges = gpu.histogram(arr(c.x, dtype, dev), o)
+              expect(counts, c.out, 1e-6)
+              expect(edges, c.edges, TOL[dtype])
+            end
+          end)
+          assert(ok, c.fn .. " case " .. i .. ": " .. tostring(err))
+        end
+      end)
+    end
+
+    it("take numbers, shapes and integer arrays", function()
+      local a = gpu.arange(1, 6, { device = dev })            -- 1..5, int64
+      assert.equal(3, gpu.searchsorted(a, 2.5))
+      assert.equal(math.type(gpu.searchsorted(a, 2.5)), "integer")
+      assert.same({ 2, 1 }, gpu.searchsorted(a, gpu.ones(2, 1, { device = dev })).shape)
+      assert.same({ 1, 2, 1 }, a:searchsorted(gpu.array({ 0.5, 1.5, -3 }, { device = dev })):totable())
+      local counts = gpu.histogram(a)
+      assert.equal("int64", counts.dtype)
+    end)
+
+    it("raise naming the function and the fault", function()
+      local a = gpu.arange(3, { device = dev })
+      h.fails({ "searchsorted", "option 'side' must be one of left, right" }, gpu.searchsorted, a, 1, { side = "up" })
+      h.fails({ "searchsorted", "a must be 1-D" }, gpu.searchsorted, a:reshape(1, 3), 1)
+      h.fails({ "bincount", "negative" }, gpu.bincount, gpu.array({ 1, -1 }, { dtype = "int64", device = dev }))
+      h.fails({ "bincount", "integer array" }, gpu.bincount, gpu.ones(2, { device = dev }))
+      h.fails({ "bincount", "weights" }, gpu.bincount, a, { weights = gpu.ones(2, { device = dev }) })
+      h.fails({ "histogram", "not finite" }, gpu.histogram, gpu.array({ 1, 1 / 0 }, { device = dev }))
+      h.fails({ "histogram", "max must be larger" }, gpu.histogram, a, { range = { 2, 1 } })
+      h.fails({ "histogram", "option 'bins' must be >= 1" }, gpu.histogram, a, { bins = 0 })
+      h.fails({ "digitize", "bins must be 1-D" }, gpu.digitize, a, a:reshape(3, 1))
     end)
   end)
 

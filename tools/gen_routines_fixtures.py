@@ -162,6 +162,69 @@ def nan_cases():
     return cases
 
 
+def sets_cases():
+    nan = float("nan")
+    cases = []
+    for x in [np.array([3.0, 1.0, nan, 2.0, 1.0, nan, -0.5, 3.0]), np.array([[2.0, 1.0], [1.0, 5.0]]),
+              np.array([4.0]), np.array([]), np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 3.0], [1.0, 2.0, 1.0]])]:
+        v, i, inv, c = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+        cases.append({"fn": "unique", "x": x, "out": v, "index": i + 1, "inverse": inv + 1, "counts": c})
+    x = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 3.0], [1.0, 2.0, 1.0]])
+    for axis in [1, 2]:
+        v, i, inv, c = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis - 1)
+        cases.append({"fn": "unique", "x": x, "axis": axis, "out": v, "index": i + 1, "inverse": inv + 1, "counts": c})
+    for x in [np.array([[1.0, 0.0, 2.0], [0.0, 0.0, nan]]), np.array([0.0, 3.0, 0.0, -1.0]), np.zeros((2, 0)),
+              np.array([[[0.0, 1.0], [1.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]])]:
+        cases.append({"fn": "nonzero", "x": x, "out": [i + 1 for i in np.nonzero(x)]})
+        cases.append({"fn": "argwhere", "x": x, "out": np.argwhere(x) + 1})
+        cases.append({"fn": "flatnonzero", "x": x, "out": np.flatnonzero(x) + 1})
+        cases.append({"fn": "count_nonzero", "x": x, "out": np.asarray(np.count_nonzero(x))})
+        if x.ndim >= 2:
+            cases.append({"fn": "count_nonzero", "x": x, "axis": 2, "out": np.asarray(np.count_nonzero(x, axis=1))})
+    return cases
+
+
+def bins_cases():
+    nan = float("nan")
+    a = np.array([1.0, 2.0, 2.0, 3.0, 5.0])
+    v = np.array([[0.0, 2.0, 2.5], [6.0, nan, 1.0]])
+    cases = []
+    for side in ["left", "right"]:
+        cases.append({"fn": "searchsorted", "a": a, "v": v, "opts": {"side": side},
+                      "out": np.searchsorted(a, v, side=side) + 1})
+    cases.append({"fn": "searchsorted", "a": np.array([]), "v": np.array([1.0]), "opts": {},
+                  "out": np.searchsorted(np.array([]), np.array([1.0])) + 1})
+    x = np.array([0.5, 1.0, 2.5, 3.0, 6.0, -1.0])
+    for bins in [np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])]:
+        for right in [False, True]:
+            cases.append({"fn": "digitize", "x": x, "bins": bins, "opts": {"right": right},
+                          "out": np.digitize(x, bins, right=right)})
+    ints = np.array([0, 1, 1, 3, 7, 0])
+    w = np.array([0.5, 1.0, 2.0, -1.0, 0.25, 1.0])
+    cases.append({"fn": "bincount", "x": ints, "opts": {}, "out": np.bincount(ints)})
+    cases.append({"fn": "bincount", "x": ints, "opts": {"minlength": 10}, "out": np.bincount(ints, minlength=10)})
+    cases.append({"fn": "bincount", "x": ints, "weights": w, "out": np.bincount(ints, weights=w)})
+    cases.append({"fn": "bincount", "x": np.array([], dtype=np.int64), "opts": {"minlength": 3},
+                  "out": np.bincount(np.array([], dtype=np.int64), minlength=3)})
+    h = np.round(rng.standard_normal(200), 3)
+    h[5] = nan
+    hf = h[~np.isnan(h)]
+    for opts in [{}, {"bins": 7}, {"bins": 4, "range": [-1.0, 1.0]}, {"bins": 5, "density": True}]:
+        npo = dict(opts)
+        if "range" in npo:
+            npo["range"] = tuple(npo["range"])
+        c, e = np.histogram(hf, **npo)
+        cases.append({"fn": "histogram", "x": hf, "opts": opts, "out": c, "edges": e})
+    c, e = np.histogram(h, bins=4, range=(-1.0, 1.0))
+    cases.append({"fn": "histogram", "x": h, "opts": {"bins": 4, "range": [-1.0, 1.0]}, "out": c, "edges": e})
+    edges = np.array([-3.0, -1.0, 0.0, 0.5, 3.0])
+    c, e = np.histogram(hf, bins=edges)
+    cases.append({"fn": "histogram", "x": hf, "edges_in": edges, "out": c, "edges": e})
+    c, e = np.histogram(hf, bins=edges, density=True)
+    cases.append({"fn": "histogram", "x": hf, "edges_in": edges, "density": True, "out": c, "edges": e})
+    return cases
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write("einsum", "einsum: subs, inputs, out", einsum_cases())
@@ -169,6 +232,8 @@ def main():
     write("products", "kron, inner, vdot: fn, a, b, out", products())
     write("diag", "diagonal/trace (offset, axis1, axis2; 1-based), diag/triu/tril (k): fn, x, args, out", diag_cases())
     write("close", "isclose/allclose(a, b, opts): out (isclose), all (allclose)", close_cases())
+    write("sets", "unique (1-based index/inverse), nonzero, argwhere, flatnonzero, count_nonzero: fn, x, axis, out", sets_cases())
+    write("bins", "searchsorted (NumPy + 1), digitize (NumPy's values), bincount, histogram: fn, inputs, opts, out", bins_cases())
     write("nan", "nan-reductions fn(x, axis, opts) (1-based axes and positions): out", nan_cases())
 
 

@@ -15,6 +15,8 @@ static const struct { const char *name; int method; } routines[] = {
   { "diagonal", 1 }, { "trace", 1 }, { "diag", 0 }, { "triu", 0 }, { "tril", 0 },
   { "nansum", 0 }, { "nanmean", 0 }, { "nanmax", 0 }, { "nanmin", 0 }, { "nanvar", 0 },
   { "nanstd", 0 }, { "nanargmax", 0 }, { "nanargmin", 0 },
+  { "unique", 0 }, { "nonzero", 1 }, { "argwhere", 0 }, { "count_nonzero", 0 }, { "flatnonzero", 0 },
+  { "searchsorted", 1 }, { "digitize", 0 }, { "bincount", 0 }, { "histogram", 0 },
   { NULL, 0 }
 };
 
