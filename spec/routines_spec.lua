@@ -10,6 +10,8 @@ local C = require "spec.fixtures.routines.close"
 local N = require "spec.fixtures.routines.nan"
 local S = require "spec.fixtures.routines.sets"
 local B = require "spec.fixtures.routines.bins"
+local SH = require "spec.fixtures.routines.shape"
+local ST = require "spec.fixtures.routines.stats"
 
 local function arr(t, dtype, dev)
   return gpu.array(#t.data > 0 and t.data or {}, { dtype = dtype, device = dev }):reshape(t.shape)
@@ -183,6 +185,142 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 
+  describe("pad, meshgrid, take_along_axis, rot90, moveaxis, nan_to_num on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        for i, c in ipairs(SH) do
+          local ok, err = pcall(function()
+            local x = c.x and arr(c.x, dtype, dev)
+            if c.fn == "pad" then expect(gpu.pad(x, c.pw, c.opts), c.out)
+            elseif c.fn == "meshgrid" then
+              local xs = {}
+              for k, t in ipairs(c.xs) do xs[k] = arr(t, dtype, dev) end
+              xs[#xs + 1] = c.opts
+              local got = { gpu.meshgrid(table.unpack(xs)) }
+              assert.equal(#c.out, #got)
+              for k = 1, #got do expect(got[k], c.out[k]) end
+            elseif c.fn == "take_along_axis" then
+              expect(gpu.take_along_axis(x, arr(c.idx, "int64", dev), c.axis), c.out)
+            elseif c.fn == "rot90" then expect(gpu.rot90(x, c.k, c.axes), c.out)
+            elseif c.fn == "moveaxis" then expect(gpu.moveaxis(x, c.src, c.dst), c.out)
+            else
+              local o = c.opts
+              if dtype == "float32" and o.posinf == nil then     -- the dtype's own max
+                local want = { 0, 3.4028234663852886e38, -3.4028234663852886e38, 1.5 }
+                h.assert_close(gpu.nan_to_num(x, o), gpu.array(want, { dtype = "float64" }), 1e-6)
+              else
+                expect(gpu.nan_to_num(x, o), c.out)
+              end
+            end
+          end)
+          assert(ok, c.fn .. " case " .. i .. ": " .. tostring(err))
+        end
+      end)
+    end
+
+    it("gather, scatter, scatter_add, put_along_axis as PyTorch and NumPy", function()
+      local a = gpu.array({ { 10, 30, 20 }, { 60, 40, 50 } }, { device = dev })
+      local i = gpu.array({ { 1, 1 }, { 3, 2 } }, { dtype = "int64", device = dev })
+      assert.same({ { 10, 10 }, { 50, 40 } }, gpu.gather(a, 2, i):totable())
+      assert.same({ { 10, 10 }, { 50, 40 } }, a:gather(2, i):totable())
+      assert.same({ { 2, 0, 0 }, { 0, 1, 1 } }, gpu.scatter_add(gpu.zeros(2, 3, { device = dev }), 2, i,
+        gpu.ones(2, 2, { device = dev })):totable())
+      assert.same({ { 7, 30, 20 }, { 60, 7, 7 } }, gpu.scatter(a, 2, i, 7):totable())
+      assert.same({ { 10, 30, 20 }, { 60, 40, 50 } }, a:totable())         -- out of place
+      local z = gpu.zeros(3, 2, { device = dev })
+      gpu.put_along_axis(z.T, gpu.array({ { 1 }, { -1 } }, { dtype = "int64", device = dev }), 5, 2)
+      assert.same({ { 5, 0 }, { 0, 0 }, { 0, 5 } }, z:totable())
+      h.fails({ "take_along_axis", "out of range for axis 2 with size 3" }, gpu.take_along_axis, a,
+        gpu.array({ { 4 } }, { dtype = "int64", device = dev }), 2)
+      h.fails({ "gather", "indices must be int64 or int32" }, gpu.gather, a, 2, gpu.ones(2, 2, { device = dev }))
+      h.fails({ "gather", "2 axes" }, gpu.gather, a, 2, gpu.ones(2, { dtype = "int64", device = dev }))
+      h.fails({ "gather", "axis 2" }, gpu.gather, a, 1, gpu.ones(2, 4, { dtype = "int64", device = dev }))
+    end)
+
+    it("atleast_nd, broadcast_to, broadcast_arrays, swapaxes as NumPy", function()
+      local s = gpu.array(2, { device = dev })
+      local v = gpu.arange(3, { device = dev })
+      assert.same({ 1 }, gpu.atleast_1d(s).shape)
+      assert.same({ 1, 3 }, gpu.atleast_2d(v).shape)
+      assert.same({ 1, 3, 1 }, gpu.atleast_3d(v).shape)
+      assert.same({ 3, 3, 1 }, gpu.atleast_3d(gpu.ones(3, 3, { device = dev })).shape)
+      local p, q = gpu.atleast_2d(s, v)
+      assert.same({ 1, 1 }, p.shape); assert.same({ 1, 3 }, q.shape)
+      assert.same({ { 0, 1, 2 }, { 0, 1, 2 } }, gpu.broadcast_to(v, { 2, 3 }):totable())
+      local a, b = gpu.broadcast_arrays(v:reshape(3, 1), gpu.ones(2, 1, 4, { device = dev }))
+      assert.same({ 2, 3, 4 }, a.shape); assert.same({ 2, 3, 4 }, b.shape)
+      assert.same({ 4, 3, 2 }, gpu.zeros(2, 3, 4, { device = dev }):swapaxes(1, -1).shape)
+      h.fails({ "broadcast_to", "does not broadcast" }, gpu.broadcast_to, v, { 2, 4 })
+      h.fails({ "broadcast_arrays", "does not broadcast" }, gpu.broadcast_arrays, v, gpu.ones(2, { device = dev }))
+      h.fails({ "pad", "mode' must be one of" }, gpu.pad, v, 1, { mode = "mirror" })
+      h.fails({ "pad", "non-negative" }, gpu.pad, v, -1)
+      h.fails({ "pad", "empty axis" }, gpu.pad, gpu.zeros(0, { device = dev }), 1, { mode = "edge" })
+      h.fails({ "meshgrid", "indexing' must be one of xy, ij" }, gpu.meshgrid, v, { indexing = "yx" })
+      h.fails({ "rot90", "at least 2 axes" }, gpu.rot90, v)
+      h.fails({ "moveaxis", "same number" }, gpu.moveaxis, gpu.zeros(2, 3), { 1, 2 }, 1)
+    end)
+  end)
+
+  describe("quantiles, cov, diff, gradient, convolve, interp, trapz on " .. dev, function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      it("match NumPy in " .. dtype, function()
+        local tol = dtype == "float32" and 1e-5 or 1e-10
+        for i, c in ipairs(ST) do
+          local ok, err = pcall(function()
+            local f = gpu[c.fn]
+            if c.fn == "quantile" or c.fn == "percentile" then
+              expect(f(arr(c.x, dtype, dev), c.q, c.axis, c.opts), c.out, tol)
+            elseif c.fn == "median" or c.fn == "nanmedian" then
+              expect(f(arr(c.x, dtype, dev), c.axis), c.out, tol)
+            elseif c.fn == "cov" or c.fn == "corrcoef" then
+              expect(f(arr(c.x, dtype, dev), c.y and arr(c.y, dtype, dev) or c.opts, c.y and c.opts or nil), c.out, tol)
+            elseif c.fn == "diff" then
+              expect(f(arr(c.x, dtype, dev), c.n, c.axis, c.opts), c.out, tol)
+            elseif c.fn == "gradient" then
+              local args = { table.unpack(c.spacing) }
+              args[#args + 1] = c.opts
+              local got = { f(arr(c.x, dtype, dev), table.unpack(args, 1, #c.spacing + 1)) }
+              assert.equal(#c.out, #got)
+              for k = 1, #got do expect(got[k], c.out[k], tol) end
+            elseif c.fn == "convolve" or c.fn == "correlate" then
+              expect(f(arr(c.a, dtype, dev), arr(c.v, dtype, dev), c.mode), c.out, tol)
+            elseif c.fn == "interp" then
+              expect(f(arr(c.x, dtype, dev), arr(c.xp, dtype, dev), arr(c.fp, dtype, dev), c.opts), c.out, tol)
+            else
+              expect(f(arr(c.y, dtype, dev), c.x and arr(c.x, dtype, dev) or c.opts, c.x and c.opts or nil), c.out, tol)
+            end
+          end)
+          assert(ok, c.fn .. " case " .. i .. ": " .. tostring(err))
+        end
+      end)
+    end
+
+    it("take q as an array, non-contiguous input, integers", function()
+      local x = gpu.arange(12, { device = dev }):reshape(3, 4)
+      h.assert_close(gpu.median(x.T, 2), gpu.array({ 4, 5, 6, 7 }))
+      assert.same({ 2, 1, 4 }, gpu.quantile(x, gpu.array({ { 0.2 }, { 0.8 } }), 1).shape)
+      assert.equal("float64", gpu.median(x).dtype)
+      h.assert_close(gpu.diff(gpu.array({ true, true, false }, { device = dev })), gpu.array({ false, true }))
+    end)
+
+    it("raise naming the function and the fault", function()
+      local x = gpu.ones(3, { device = dev })
+      h.fails({ "quantile", "q must be in [0, 1]" }, gpu.quantile, x, 1.5)
+      h.fails({ "percentile", "q must be in [0, 100]" }, gpu.percentile, x, -1)
+      h.fails({ "quantile", "method' must be one of" }, gpu.quantile, x, 0.5, { method = "inverted_cdf" })
+      h.fails({ "median", "empty" }, gpu.median, gpu.zeros(0, { device = dev }))
+      h.fails({ "cov", "1-D or 2-D" }, gpu.cov, gpu.ones(1, 2, 3, { device = dev }))
+      h.fails({ "cov", "y has 2 observations, x 3" }, gpu.cov, x, gpu.ones(2, { device = dev }))
+      h.fails({ "diff", "n must be >= 0" }, gpu.diff, x, -1)
+      h.fails({ "gradient", "at least 2" }, gpu.gradient, gpu.ones(1, { device = dev }))
+      h.fails({ "convolve", "mode must be one of full, same, valid" }, gpu.convolve, x, x, "sam")
+      h.fails({ "correlate", "1-D" }, gpu.correlate, gpu.ones(2, 2, { device = dev }), x)
+      h.fails({ "interp", "one length" }, gpu.interp, x, x, gpu.ones(2, { device = dev }))
+      h.fails({ "interp", "'period' is not supported" }, gpu.interp, x, x, x, { period = 1 })
+      h.fails({ "trapz", "x has 2 points" }, gpu.trapz, x, gpu.ones(2, { device = dev }))
+    end)
+  end)
+
   describe("nan-reductions on " .. dev, function()
     for _, dtype in ipairs({ "float32", "float64" }) do
       it("match NumPy in " .. dtype, function()
@@ -234,5 +372,20 @@ describe("routine gradients (float64)", function()
     check(function(x) return gpu.nanmean(with_nan(x), 2) end, { r(2, 3) })
     check(function(x) return gpu.nanvar(with_nan(x), 2) end, { r(2, 3) })
     check(function(x) return gpu.nanmax(with_nan(x), 2) end, { r(2, 3) })
+    check(function(x) return gpu.pad(x, { { 1, 2 }, { 2, 1 } }, { mode = "reflect" }) end, { r(3, 3) })
+    check(function(x) return gpu.pad(x, 2, { constant_values = 1 }) end, { r(2) })
+    check(function(x) return gpu.take_along_axis(x, gpu.array({ { 2, 1 } }, { dtype = "int64" }), 2) end, { r(3, 2) })
+    check(function(x) return gpu.quantile(x, { 0.3, 0.5 }, 2) end, { r(2, 5) })
+    check(function(x) return gpu.median(x) end, { r(5) })
+    check(function(x) return gpu.cov(x) end, { r(2, 4) })
+    check(function(x) return gpu.corrcoef(x) end, { r(2, 4) })
+    check(function(x) return gpu.diff(x, 2) end, { r(2, 4) })
+    check(function(x) return gpu.gradient(x, 0.5) end, { r(5) })
+    check(function(a, v) return gpu.convolve(a, v) end, { r(5), r(3) })
+    check(function(a, v) return gpu.correlate(a, v, "same") end, { r(3), r(4) })
+    check(function(fp) return gpu.interp(gpu.array({ 0.5, 1.5 }, { dtype = "float64" }),
+      gpu.array({ 0, 1, 2 }, { dtype = "float64" }), fp) end, { r(3) })
+    check(function(y) return gpu.trapz(y) end, { r(2, 4) })
+    check(function(x) return gpu.nan_to_num(x) end, { r(4) })
   end)
 end)

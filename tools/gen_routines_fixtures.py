@@ -225,6 +225,106 @@ def bins_cases():
     return cases
 
 
+def shape_cases():
+    cases = []
+    x = rand(3, 4)
+    for pw in [1, [2, 1], [[1, 2], [0, 3]], [[2, 2]]]:
+        npw = pw if isinstance(pw, int) else [tuple(p) for p in pw] if isinstance(pw[0], list) else tuple(pw)
+        for mode in ["constant", "edge", "reflect", "symmetric", "wrap"]:
+            cases.append({"fn": "pad", "x": x, "pw": pw, "opts": {"mode": mode}, "out": np.pad(x, npw, mode=mode)})
+    cases.append({"fn": "pad", "x": x, "pw": [1, 2], "opts": {"constant_values": 7.5},
+                  "out": np.pad(x, (1, 2), constant_values=7.5)})
+    cases.append({"fn": "pad", "x": x, "pw": [1, 2], "opts": {"constant_values": [-1.0, 2.0]},
+                  "out": np.pad(x, (1, 2), constant_values=(-1.0, 2.0))})
+    y = rand(5)
+    for mode in ["reflect", "symmetric"]:
+        cases.append({"fn": "pad", "x": y, "pw": [7, 9], "opts": {"mode": mode}, "out": np.pad(y, (7, 9), mode=mode)})
+    a, b, c = rand(3), rand(2), rand(4)
+    for ind in ["xy", "ij"]:
+        cases.append({"fn": "meshgrid", "xs": [a, b, c], "opts": {"indexing": ind},
+                      "out": list(np.meshgrid(a, b, c, indexing=ind))})
+    z = rand(3, 4)
+    idx = np.argsort(z, axis=1)
+    cases.append({"fn": "take_along_axis", "x": z, "idx": idx + 1, "axis": 2, "out": np.take_along_axis(z, idx, 1)})
+    idx0 = np.array([[2, 0, 1, 1]])
+    cases.append({"fn": "take_along_axis", "x": z, "idx": idx0 + 1, "axis": 1, "out": np.take_along_axis(z, idx0, 0)})
+    for k in [1, 2, 3, -1, 4]:
+        cases.append({"fn": "rot90", "x": z, "k": k, "out": np.rot90(z, k).copy()})
+    w = rand(2, 3, 4)
+    cases.append({"fn": "rot90", "x": w, "k": 1, "axes": [3, 1], "out": np.rot90(w, 1, (2, 0)).copy()})
+    cases.append({"fn": "moveaxis", "x": w, "src": 1, "dst": -1, "out": np.moveaxis(w, 0, -1).copy()})
+    cases.append({"fn": "moveaxis", "x": w, "src": [1, 2], "dst": [3, 1], "out": np.moveaxis(w, [0, 1], [2, 0]).copy()})
+    nan, inf = float("nan"), float("inf")
+    v = np.array([nan, inf, -inf, 1.5])
+    cases.append({"fn": "nan_to_num", "x": v, "opts": {}, "out": np.nan_to_num(v)})
+    cases.append({"fn": "nan_to_num", "x": v, "opts": {"nan": -1.0, "posinf": 9.0, "neginf": -9.0},
+                  "out": np.nan_to_num(v, nan=-1.0, posinf=9.0, neginf=-9.0)})
+    return cases
+
+
+def stats_cases():
+    import warnings
+    warnings.simplefilter("ignore")
+    nan = float("nan")
+    cases = []
+    x = rand(4, 5)
+    for method in ["linear", "lower", "higher", "midpoint", "nearest"]:
+        for axis in [None, 1, 2]:
+            npax = None if axis is None else axis - 1
+            cases.append({"fn": "quantile", "x": x, "q": [0.0, 0.1, 0.5, 0.75, 1.0], "axis": axis,
+                          "opts": {"method": method}, "out": np.quantile(x, [0.0, 0.1, 0.5, 0.75, 1.0], axis=npax, method=method)})
+    cases.append({"fn": "quantile", "x": x, "q": 0.3, "axis": 2, "opts": {"keepdims": True},
+                  "out": np.quantile(x, 0.3, axis=1, keepdims=True)})
+    cases.append({"fn": "percentile", "x": x, "q": 40, "axis": 1, "opts": {}, "out": np.asarray(np.percentile(x, 40, axis=0))})
+    for axis in [None, 1, 2]:
+        npax = None if axis is None else axis - 1
+        cases.append({"fn": "median", "x": x, "axis": axis, "out": np.asarray(np.median(x, axis=npax))})
+    xn = x.copy()
+    xn[0, 1] = nan
+    xn[2, :] = nan
+    cases.append({"fn": "median", "x": xn, "axis": 2, "out": np.median(xn, axis=1)})
+    for axis in [None, 1, 2]:
+        npax = None if axis is None else axis - 1
+        cases.append({"fn": "nanmedian", "x": xn, "axis": axis, "out": np.asarray(np.nanmedian(xn, axis=npax))})
+    c = rand(3, 6)
+    d = rand(2, 6)
+    cases.append({"fn": "cov", "x": c, "opts": {}, "out": np.cov(c)})
+    cases.append({"fn": "cov", "x": c, "opts": {"rowvar": False}, "out": np.cov(c, rowvar=False)})
+    cases.append({"fn": "cov", "x": c, "opts": {"ddof": 0}, "out": np.cov(c, ddof=0)})
+    cases.append({"fn": "cov", "x": c, "opts": {"bias": True}, "out": np.cov(c, bias=True)})
+    cases.append({"fn": "cov", "x": c, "y": d, "opts": {}, "out": np.cov(c, d)})
+    cases.append({"fn": "cov", "x": c[0], "opts": {}, "out": np.asarray(np.cov(c[0]))})
+    cases.append({"fn": "corrcoef", "x": c, "opts": {}, "out": np.corrcoef(c)})
+    cases.append({"fn": "corrcoef", "x": c, "y": d, "opts": {}, "out": np.corrcoef(c, d)})
+    cases.append({"fn": "corrcoef", "x": c, "opts": {"rowvar": False}, "out": np.corrcoef(c, rowvar=False)})
+    for n, axis in [(1, -1), (2, -1), (1, 1), (3, 2), (0, -1), (5, 2)]:
+        cases.append({"fn": "diff", "x": x, "n": n, "axis": axis, "out": np.diff(x, n, axis if axis < 0 else axis - 1)})
+    cases.append({"fn": "diff", "x": x, "n": 1, "axis": 2, "opts": {"prepend": 0.5, "append": -1.0},
+                  "out": np.diff(x, 1, 1, prepend=0.5, append=-1.0)})
+    g = rand(4, 3)
+    cases.append({"fn": "gradient", "x": g, "spacing": [], "out": list(np.gradient(g))})
+    cases.append({"fn": "gradient", "x": g, "spacing": [0.5, 2.0], "out": list(np.gradient(g, 0.5, 2.0))})
+    cases.append({"fn": "gradient", "x": g, "spacing": [], "opts": {"axis": 2}, "out": [np.gradient(g, axis=1)]})
+    cases.append({"fn": "gradient", "x": g[:2], "spacing": [3.0], "opts": {"axis": 1}, "out": [np.gradient(g[:2], 3.0, axis=0)]})
+    for la, lv in [(6, 3), (5, 5), (3, 6), (4, 1), (1, 4), (7, 4)]:
+        a, v = rand(la), rand(lv)
+        for mode in ["full", "same", "valid"]:
+            cases.append({"fn": "convolve", "a": a, "v": v, "mode": mode, "out": np.convolve(a, v, mode)})
+            cases.append({"fn": "correlate", "a": a, "v": v, "mode": mode, "out": np.correlate(a, v, mode)})
+    xp = np.array([0.0, 1.0, 2.5, 4.0])
+    fp = np.array([1.0, -1.0, 3.0, 2.0])
+    xi = np.array([[-1.0, 0.0, 0.5, 1.0], [2.0, 4.0, 5.0, nan]])
+    cases.append({"fn": "interp", "x": xi, "xp": xp, "fp": fp, "opts": {}, "out": np.interp(xi, xp, fp)})
+    cases.append({"fn": "interp", "x": xi, "xp": xp, "fp": fp, "opts": {"left": -7.0, "right": 7.0},
+                  "out": np.interp(xi, xp, fp, left=-7.0, right=7.0)})
+    t = rand(3, 4)
+    cases.append({"fn": "trapz", "y": t, "opts": {}, "out": np.trapz(t)})
+    cases.append({"fn": "trapz", "y": t, "opts": {"axis": 1, "dx": 0.5}, "out": np.trapz(t, dx=0.5, axis=0)})
+    pts = np.array([0.0, 0.5, 2.0, 2.25])
+    cases.append({"fn": "trapz", "y": t, "x": pts, "opts": {}, "out": np.trapz(t, pts)})
+    return cases
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write("einsum", "einsum: subs, inputs, out", einsum_cases())
@@ -234,6 +334,9 @@ def main():
     write("close", "isclose/allclose(a, b, opts): out (isclose), all (allclose)", close_cases())
     write("sets", "unique (1-based index/inverse), nonzero, argwhere, flatnonzero, count_nonzero: fn, x, axis, out", sets_cases())
     write("bins", "searchsorted (NumPy + 1), digitize (NumPy's values), bincount, histogram: fn, inputs, opts, out", bins_cases())
+    write("shape", "pad, meshgrid, take_along_axis (1-based idx), rot90, moveaxis, nan_to_num", shape_cases())
+    write("stats", "quantile/percentile/median/nanmedian, cov/corrcoef, diff, gradient, convolve/correlate, interp, trapz",
+          stats_cases())
     write("nan", "nan-reductions fn(x, axis, opts) (1-based axes and positions): out", nan_cases())
 
 

@@ -9,7 +9,7 @@
 local gpu = require "gpu"
 
 local M = {}
-for _, part in ipairs({ "basic", "einsum", "nan", "sets", "bins" }) do
+for _, part in ipairs({ "basic", "einsum", "nan", "sets", "bins", "shape", "stats" }) do
   for name, f in pairs(require("gpu.routines." .. part)) do
     if type(f) == "function" and gpu._routines[name] ~= nil then M[name] = f end
   end

@@ -17,6 +17,12 @@ static const struct { const char *name; int method; } routines[] = {
   { "nanstd", 0 }, { "nanargmax", 0 }, { "nanargmin", 0 },
   { "unique", 0 }, { "nonzero", 1 }, { "argwhere", 0 }, { "count_nonzero", 0 }, { "flatnonzero", 0 },
   { "searchsorted", 1 }, { "digitize", 0 }, { "bincount", 0 }, { "histogram", 0 },
+  { "pad", 0 }, { "meshgrid", 0 }, { "take_along_axis", 0 }, { "put_along_axis", 0 }, { "gather", 1 },
+  { "scatter", 1 }, { "scatter_add", 1 }, { "atleast_1d", 0 }, { "atleast_2d", 0 }, { "atleast_3d", 0 },
+  { "broadcast_to", 0 }, { "broadcast_arrays", 0 }, { "swapaxes", 1 }, { "moveaxis", 0 }, { "rot90", 0 },
+  { "nan_to_num", 0 },
+  { "quantile", 0 }, { "percentile", 0 }, { "median", 0 }, { "nanmedian", 0 }, { "cov", 0 }, { "corrcoef", 0 },
+  { "diff", 0 }, { "gradient", 0 }, { "convolve", 0 }, { "correlate", 0 }, { "interp", 0 }, { "trapz", 0 },
   { NULL, 0 }
 };
 
