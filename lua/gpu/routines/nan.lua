@@ -64,10 +64,10 @@ local function extremum(name, method, fill)
   return function(x, axis, opts)
     local o
     axis, o = args(name, d, x, axis, opts)
-    if not basic.is_float(x.dtype) then return x[method](x, axis, { keepdims = o.keepdims }) end
+    if not basic.is_float(x.dtype) then return gpu[method](x, axis, { keepdims = o.keepdims }) end
     local nan = gpu.isnan(x)
     local m = gpu.where(nan, fill, x)
-    m = m[method](m, axis, { keepdims = o.keepdims })
+    m = gpu[method](m, axis, { keepdims = o.keepdims })
     return gpu.where(nan:all(axis, { keepdims = o.keepdims }), 0 / 0, m)
   end
 end
@@ -88,7 +88,7 @@ local function arg_extremum(name, method, fill)
       if nan:all(axis):any():item() then options.raise("%s: All-NaN slice encountered", name) end
       x = gpu.where(nan, fill, x)
     end
-    return x[method](x, axis, { keepdims = o.keepdims })
+    return gpu[method](x, axis, { keepdims = o.keepdims })
   end
 end
 M.nanargmax = arg_extremum("nanargmax", "argmax", -math.huge)
