@@ -11,18 +11,18 @@
 /* method: 1 when NumPy (or PyTorch) has x:f too */
 static const struct { const char *name; int method; } routines[] = {
   { "einsum", 0 }, { "tensordot", 0 }, { "kron", 0 }, { "inner", 0 }, { "vdot", 0 },
-  { "isclose", 0 }, { "allclose", 0 }, { "array_equal", 0 },
-  { "diagonal", 1 }, { "trace", 1 }, { "diag", 0 }, { "triu", 0 }, { "tril", 0 },
-  { "nansum", 0 }, { "nanmean", 0 }, { "nanmax", 0 }, { "nanmin", 0 }, { "nanvar", 0 },
+  { "isclose", 1 }, { "allclose", 1 }, { "array_equal", 0 },
+  { "diagonal", 1 }, { "trace", 1 }, { "diag", 0 }, { "triu", 1 }, { "tril", 1 },
+  { "nansum", 1 }, { "nanmean", 1 }, { "nanmax", 0 }, { "nanmin", 0 }, { "nanvar", 0 },
   { "nanstd", 0 }, { "nanargmax", 0 }, { "nanargmin", 0 },
-  { "unique", 0 }, { "nonzero", 1 }, { "argwhere", 0 }, { "count_nonzero", 0 }, { "flatnonzero", 0 },
+  { "unique", 1 }, { "nonzero", 1 }, { "argwhere", 1 }, { "count_nonzero", 1 }, { "flatnonzero", 0 },
   { "searchsorted", 1 }, { "digitize", 0 }, { "bincount", 0 }, { "histogram", 0 },
   { "pad", 0 }, { "meshgrid", 0 }, { "take_along_axis", 0 }, { "put_along_axis", 0 }, { "gather", 1 },
   { "scatter", 1 }, { "scatter_add", 1 }, { "atleast_1d", 0 }, { "atleast_2d", 0 }, { "atleast_3d", 0 },
-  { "broadcast_to", 0 }, { "broadcast_arrays", 0 }, { "swapaxes", 1 }, { "moveaxis", 0 }, { "rot90", 0 },
-  { "nan_to_num", 0 },
+  { "broadcast_to", 1 }, { "broadcast_arrays", 0 }, { "swapaxes", 1 }, { "moveaxis", 1 }, { "rot90", 1 },
+  { "nan_to_num", 1 },
   { "quantile", 0 }, { "percentile", 0 }, { "median", 0 }, { "nanmedian", 0 }, { "cov", 0 }, { "corrcoef", 0 },
-  { "diff", 0 }, { "gradient", 0 }, { "convolve", 0 }, { "correlate", 0 }, { "interp", 0 }, { "trapz", 0 },
+  { "diff", 1 }, { "gradient", 0 }, { "convolve", 0 }, { "correlate", 0 }, { "interp", 0 }, { "trapz", 0 },
   { NULL, 0 }
 };
 
