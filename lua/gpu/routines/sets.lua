@@ -122,8 +122,10 @@ function M.unique(x, opts)
     local empty = gpu.zeros(0, { dtype = "int64", device = x.device })
     index, inverse, counts = empty, empty, empty
   else
-    local perm = rows and row_order(flat) or flat:argsort()
-    local sorted = rows and flat:index(1, perm) or gpu.take(flat, perm)
+    -- the permutation only when a result needs it (a sort alone is cheaper)
+    local need_perm = rows or o.return_index or o.return_inverse
+    local perm = need_perm and (rows and row_order(flat) or flat:argsort()) or nil
+    local sorted = not need_perm and flat:sort() or (rows and flat:index(1, perm) or gpu.take(flat, perm))
     local first = starts(sorted, rows ~= nil)
     local at = gpu.masked_select(arange(n, x.device), first)       -- 0-based starts
     if rows then
