@@ -151,9 +151,13 @@ for _, dev in ipairs(h.devices()) do
               expect(gpu.bincount(arr(c.x, "int64", dev), o), c.out)
             else
               local o = c.opts or { bins = arr(c.edges_in, dtype, dev), density = c.density }
+              if c.weights then
+                o = { bins = o.bins, density = o.density, weights = arr(c.weights, dtype, dev) }
+              end
               local counts, edges = gpu.histogram(arr(c.x, dtype, dev), o)
-              expect(counts, c.out, 1e-6)
-              expect(edges, c.edges, TOL[dtype])
+              local f32 = dtype == "float32" and c.out32
+              expect(counts, f32 and c.out32 or c.out, 1e-6)
+              expect(edges, f32 and c.edges32 or c.edges, TOL[dtype])
             end
           end)
           assert(ok, c.fn .. " case " .. i .. ": " .. tostring(err))

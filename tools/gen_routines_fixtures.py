@@ -68,6 +68,8 @@ def einsum_cases():
         ("ij,kl->ijkl", [(2, 2), (2, 3)]), ("ij,jk->ik", [(0, 3), (3, 2)]), ("ij,jk->ik", [(2, 0), (0, 3)]),
         ("i,j,k->ijk", [(2,), (3,), (2,)]), ("a,b,c,ab,bc->", [(2,), (3,), (4,), (2, 3), (3, 4)]),
         ("ijk->kij", [(2, 3, 4)]),
+        ("ij,jk,ik->ik", [(1, 3), (3, 2), (4, 2)]), ("ij,jk,ik->ik", [(4, 3), (3, 1), (1, 2)]),
+        ("ab,bc,cd,de->ae", [(2, 3), (3, 1), (1, 4), (4, 2)]), ("...i,...i->...", [(1, 3), (4, 3)]),
     ]
     cases = []
     for subs, shapes in specs:
@@ -215,8 +217,22 @@ def bins_cases():
             npo["range"] = tuple(npo["range"])
         c, e = np.histogram(hf, **npo)
         cases.append({"fn": "histogram", "x": hf, "opts": opts, "out": c, "edges": e})
+    hw = np.round(rng.random(hf.size), 3)
+    c, e = np.histogram(hf, bins=6, weights=hw)
+    cases.append({"fn": "histogram", "x": hf, "opts": {"bins": 6}, "weights": hw, "out": c, "edges": e})
+    c, e = np.histogram(hf, bins=6, weights=hw, density=True)
+    cases.append({"fn": "histogram", "x": hf, "opts": {"bins": 6, "density": True}, "weights": hw, "out": c, "edges": e})
     c, e = np.histogram(h, bins=4, range=(-1.0, 1.0))
     cases.append({"fn": "histogram", "x": h, "opts": {"bins": 4, "range": [-1.0, 1.0]}, "out": c, "edges": e})
+    # the same in float32 (NumPy's float32 edges, as gpulua's): a value by an edge may move
+    for c in cases:
+        if c["fn"] == "histogram":
+            npo = dict(c.get("opts") or {})
+            if "range" in npo:
+                npo["range"] = tuple(npo["range"])
+            if "weights" in c:
+                npo["weights"] = c["weights"]
+            c["out32"], c["edges32"] = np.histogram(c["x"].astype(np.float32), **npo)
     edges = np.array([-3.0, -1.0, 0.0, 0.5, 3.0])
     c, e = np.histogram(hf, bins=edges)
     cases.append({"fn": "histogram", "x": hf, "edges_in": edges, "out": c, "edges": e})

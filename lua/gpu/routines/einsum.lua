@@ -183,15 +183,9 @@ local function permute_to(x, labels, order)
   return x:permute(perm)
 end
 
-local function prod(list, size)
-  local n = 1
-  for _, l in ipairs(list) do n = n * size[l] end
-  return n
-end
-
--- contract(a, la, b, lb, keep, size) -> the product of two labelled operands over the labels
+-- contract(a, la, b, lb, keep) -> the product of two labelled operands over the labels
 -- both have and keep lacks, as one matmul: a (batch, own, summed) @ b (batch, summed, own).
-local function contract(a, la, b, lb, keep, size)
+local function contract(a, la, b, lb, keep)
   local batch, summed, own_a, own_b = {}, {}, {}, {}
   for _, l in ipairs(la) do
     if index_of(lb, l) then
@@ -225,7 +219,7 @@ local function contract(a, la, b, lb, keep, size)
     for _, l in ipairs(list) do n = n * x.shape[index_of(labels, l)] end
     return n
   end
-  local m, n, k = prod(own_a, size), prod(own_b, size), count(a, la, summed)
+  local m, n, k = count(a, la, own_a), count(b, lb, own_b), count(a, la, summed)
   local order_a, order_b = {}, {}
   for _, l in ipairs(batch) do order_a[#order_a + 1] = l; order_b[#order_b + 1] = l end
   for _, l in ipairs(own_a) do order_a[#order_a + 1] = l end
@@ -238,8 +232,9 @@ local function contract(a, la, b, lb, keep, size)
   local c = gpu.matmul(am, bm)
   local out_labels, out_shape = {}, {}
   for i, l in ipairs(batch) do out_labels[#out_labels + 1] = l; out_shape[#out_shape + 1] = c.shape[i] end
-  for _, l in ipairs(own_a) do out_labels[#out_labels + 1] = l; out_shape[#out_shape + 1] = size[l] end
-  for _, l in ipairs(own_b) do out_labels[#out_labels + 1] = l; out_shape[#out_shape + 1] = size[l] end
+  -- own axes keep their sizes here (1 where a later operand broadcasts them)
+  for _, l in ipairs(own_a) do out_labels[#out_labels + 1] = l; out_shape[#out_shape + 1] = a.shape[index_of(la, l)] end
+  for _, l in ipairs(own_b) do out_labels[#out_labels + 1] = l; out_shape[#out_shape + 1] = b.shape[index_of(lb, l)] end
   return c:reshape(out_shape), out_labels
 end
 
@@ -292,7 +287,7 @@ function M.einsum(subs, ...)
       end
     end
     local keep = keep_set(labels, output, bi, bj)
-    local c, lc = contract(xs[bi], labels[bi], xs[bj], labels[bj], keep, size)
+    local c, lc = contract(xs[bi], labels[bi], xs[bj], labels[bj], keep)
     table.remove(xs, bj); table.remove(labels, bj)
     table.remove(xs, bi); table.remove(labels, bi)
     xs[#xs + 1], labels[#labels + 1] = c, lc
