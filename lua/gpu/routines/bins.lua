@@ -1,7 +1,7 @@
--- gpu.routines.bins — searchsorted, digitize, bincount, histogram: over the existing stable
--- sort (one sort of the edges and the values together), cumsum and index_put_'s
--- accumulation, so both devices run them with no element loop in Lua. Not differentiable
--- (the results are counts and positions).
+-- gpu.routines.bins — searchsorted, digitize, bincount, histogram: a vectorised binary
+-- search (take and compare, log2 n rounds), arithmetic bins and index_put_'s accumulation,
+-- so both devices run them with no element loop in Lua. Not differentiable (the results
+-- are counts and positions).
 local gpu = require "gpu"
 local options = require "gpu.options"
 local basic = require "gpu.routines.basic"
@@ -21,21 +21,38 @@ local function common(a, v)
 end
 
 -- counts_below(a, v, right): for each element of the 1-D v, how many elements of the sorted
--- 1-D a are < v (right: <= v). One stable argsort of {v, a} (left) or {a, v} (right): in it,
--- each v lands after exactly those a elements; v's own elements keep their sorted order.
+-- 1-D a are < v (right: <= v), NaN larger than every number as the sort puts it. A binary
+-- search run on all of v at once: ceil(log2(n + 1)) rounds of one take and a compare on
+-- v's m elements, so O(m log n), with no sort of a.
 local function counts_below(a, v, right)
   local n, m = a.shape[1], v.shape[1]
   if m == 0 then return gpu.zeros(0, { dtype = "int64", device = v.device }) end
   if n == 0 then return gpu.zeros(m, { dtype = "int64", device = v.device }) end
   a, v = common(a, v)
-  local both = gpu.concat(right and { a, v } or { v, a })
-  local perm = both:argsort()
-  local is_v = right and perm:gt(n) or perm:le(m)
-  local is_a = gpu.logical_not(is_v):astype("int64")
-  local before = gpu.cumsum(is_a) - is_a                       -- a elements before each slot
-  local ids = gpu.masked_select(perm, is_v) - (right and n or 0) -- which v, in sorted order
-  local counts = gpu.masked_select(before, is_v)
-  return gpu.take(counts, ids:argsort())
+  local float = basic.is_float(a.dtype)
+  local vnan = float and gpu.isnan(v) or nil
+  local lo = gpu.zeros(m, { dtype = "int64", device = v.device })
+  local hi = gpu.full(m, n, { dtype = "int64", device = v.device })
+  local rounds = 0
+  while (1 << rounds) <= n do rounds = rounds + 1 end
+  for _ = 1, rounds do
+    local open = gpu.lt(lo, hi)
+    local mid = gpu.floordiv(lo + hi, 2)
+    local am = gpu.take(a, gpu.minimum(mid, n - 1) + 1)
+    local before                                            -- a[mid] goes before v
+    if right then
+      before = gpu.le(am, v)
+      if float then before = gpu.logical_or(gpu.logical_and(before, gpu.logical_not(gpu.isnan(am))), vnan) end
+    else
+      before = gpu.lt(am, v)
+      if float then before = gpu.logical_and(gpu.logical_or(before, vnan), gpu.logical_not(gpu.isnan(am))) end
+    end
+    local up = gpu.logical_and(open, before)
+    local down = gpu.logical_and(open, gpu.logical_not(before))
+    lo = gpu.where(up, mid + 1, lo)
+    hi = gpu.where(down, mid, hi)
+  end
+  return lo
 end
 
 local SEARCH = options.declare("searchsorted", {
@@ -178,7 +195,7 @@ function M.histogram(x, opts)
   local inside = gpu.logical_and(f64:ge(e64[1]), f64:le(e64[nb + 1]))
   local k
   if options.is_array(o.bins) then
-    k = counts_below(e64, f64, true) - 1                       -- a sort: any edges
+    k = counts_below(e64, f64, true) - 1                       -- a search: any edges
   else
     k = uniform_bin(e64, f64, nb)                              -- arithmetic: equal bins
   end
