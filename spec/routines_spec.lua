@@ -32,6 +32,34 @@ local function each_case(list, dtype, dev, call)
   end
 end
 
+describe("the routines' names", function()
+  it("are all defined by gpu.routines, as functions and (where listed) methods", function()
+    local R = require "gpu.routines"
+    local n = 0
+    for name, method in pairs(gpu._routines) do
+      n = n + 1
+      assert.equal("function", type(R[name]), name)
+      assert.equal(R[name], gpu[name], name)
+      if method then assert.equal(R[name], gpu.methods[name], name) end
+    end
+    assert.is_true(n >= 58)
+  end)
+
+  it("each have an entry in doc/API.md (gpu.help)", function()
+    for name in pairs(gpu._routines) do
+      local t = gpu.help.text("gpu." .. name)
+      assert(t and t:find(name, 1, true), "no doc/API.md entry for gpu." .. name)
+    end
+  end)
+
+  it("load the Lua part at the first call only (a stub before)", function()
+    local code, out = h.run((os.getenv("GPULUA_BIN") or "./gpulua") ..
+      [[ -e "io.write(tostring(package.loaded['gpu.routines'] ~= nil), ' ', string.format('%g', gpu.trace(gpu.eye(3)):item()), ' ', tostring(package.loaded['gpu.routines'] ~= nil))"]])
+    assert.equal(0, code)
+    assert.equal("false 3 true", out)
+  end)
+end)
+
 for _, dev in ipairs(h.devices()) do
   describe("diagonals and triangles on " .. dev, function()
     for _, dtype in ipairs({ "float32", "float64" }) do
