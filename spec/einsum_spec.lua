@@ -42,6 +42,13 @@ for _, dev in ipairs(h.devices()) do
       h.assert_close(gpu.einsum("ji->", at), a:sum(), 1e-12)
     end)
 
+    it("takes Lua numbers as 0-d operands of the first array's dtype", function()
+      local x = gpu.arange(3, { dtype = "float64", device = dev })
+      h.assert_close(gpu.einsum(",i->i", 2, x), x * 2)
+      h.assert_close(gpu.einsum("i,->", x, 0.5), gpu.array(1.5))
+      assert.equal("float64", gpu.einsum("i,->i", x, 3).dtype)
+    end)
+
     it("keeps the operand's dtype and gives a new array for a single operand", function()
       local x = gpu.ones(2, 3, { dtype = "float32", device = dev })
       local y = gpu.einsum("ij->ij", x)
@@ -88,7 +95,8 @@ for _, dev in ipairs(h.devices()) do
       h.fails({ "einsum", "no '...'" }, gpu.einsum, "...j->j", gpu.ones(2, 2, 3, { device = dev }))
       h.fails({ "einsum", "ellipsis" }, gpu.einsum, "i..j", x)
       h.fails({ "bad argument #1 to 'einsum'", "subscripts string" }, gpu.einsum, x, x)
-      h.fails({ "bad argument #3 to 'einsum'", "gpu.array expected" }, gpu.einsum, "ij,jk", x, 3)
+      h.fails({ "bad argument #3 to 'einsum'", "gpu.array expected" }, gpu.einsum, "ij,jk", x, "3")
+      h.fails({ "bad argument #2 to 'einsum'", "gpu.array expected" }, gpu.einsum, ",", 2, 3)
     end)
   end)
 

@@ -267,7 +267,15 @@ function M.einsum(subs, ...)
   end
   local ops = table.pack(...)
   if ops.n == 0 then options.argerror(fname, 2, "at least one operand expected") end
-  for k = 1, ops.n do check_operand(fname, ops[k], k + 1) end
+  -- a Lua number is a 0-d operand of the first array's dtype and device (a weak scalar)
+  local ref
+  for k = 1, ops.n do if options.is_array(ops[k]) then ref = ref or ops[k] end end
+  for k = 1, ops.n do
+    if type(ops[k]) == "number" and ref and not ref:is_closed() then
+      ops[k] = gpu.full({}, ops[k], { dtype = ref.dtype, device = ref.device })
+    end
+    check_operand(fname, ops[k], k + 1)
+  end
   local inputs, output = parse(subs, ops, fname)
   local size = label_sizes(ops, inputs, fname)
   local xs, labels = {}, {}
