@@ -300,7 +300,7 @@ for _, dev in ipairs(h.devices()) do
         for i, c in ipairs(ST) do
           local ok, err = pcall(function()
             local f = gpu[c.fn]
-            if c.fn == "quantile" or c.fn == "percentile" then
+            if c.fn == "quantile" or c.fn == "percentile" or c.fn == "nanquantile" or c.fn == "nanpercentile" then
               expect(f(arr(c.x, dtype, dev), c.q, c.axis, c.opts), c.out, tol)
             elseif c.fn == "median" or c.fn == "nanmedian" then
               expect(f(arr(c.x, dtype, dev), c.axis), c.out, tol)
@@ -404,6 +404,8 @@ describe("routine gradients (float64)", function()
     check(function(x) return gpu.nanmean(with_nan(x), 2) end, { r(2, 3) })
     check(function(x) return gpu.nanvar(with_nan(x), 2) end, { r(2, 3) })
     check(function(x) return gpu.nanmax(with_nan(x), 2) end, { r(2, 3) })
+    check(function(x) return gpu.nanmedian(with_nan(x), 2) end, { r(2, 3) })
+    check(function(x) return gpu.nanquantile(with_nan(x), { 0.3, 0.8 }, 2) end, { r(2, 3) })
     check(function(x) return gpu.pad(x, { { 1, 2 }, { 2, 1 } }, { mode = "reflect" }) end, { r(3, 3) })
     check(function(x) return gpu.pad(x, 2, { constant_values = 1 }) end, { r(2) })
     check(function(x) return gpu.take_along_axis(x, gpu.array({ { 2, 1 } }, { dtype = "int64" }), 2) end, { r(3, 2) })

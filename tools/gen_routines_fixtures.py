@@ -302,6 +302,14 @@ def stats_cases():
     for axis in [None, 1, 2]:
         npax = None if axis is None else axis - 1
         cases.append({"fn": "nanmedian", "x": xn, "axis": axis, "out": np.asarray(np.nanmedian(xn, axis=npax))})
+    for method in ["linear", "lower", "higher", "midpoint", "nearest"]:
+        for axis in [None, 2]:
+            npax = None if axis is None else axis - 1
+            cases.append({"fn": "nanquantile", "x": xn, "q": [0.0, 0.2, 0.5, 0.9, 1.0], "axis": axis,
+                          "opts": {"method": method},
+                          "out": np.nanquantile(xn, [0.0, 0.2, 0.5, 0.9, 1.0], axis=npax, method=method)})
+    cases.append({"fn": "nanpercentile", "x": xn, "q": 30, "axis": 1, "opts": {"keepdims": True},
+                  "out": np.nanpercentile(xn, 30, axis=0, keepdims=True)})
     c = rand(3, 6)
     d = rand(2, 6)
     cases.append({"fn": "cov", "x": c, "opts": {}, "out": np.cov(c)})

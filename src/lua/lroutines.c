@@ -21,7 +21,7 @@ static const struct { const char *name; int method; } routines[] = {
   { "scatter", 1 }, { "scatter_add", 1 }, { "atleast_1d", 0 }, { "atleast_2d", 0 }, { "atleast_3d", 0 },
   { "broadcast_to", 1 }, { "broadcast_arrays", 0 }, { "swapaxes", 1 }, { "moveaxis", 1 }, { "rot90", 1 },
   { "nan_to_num", 1 },
-  { "quantile", 0 }, { "percentile", 0 }, { "median", 0 }, { "nanmedian", 0 }, { "cov", 0 }, { "corrcoef", 0 },
+  { "quantile", 0 }, { "percentile", 0 }, { "median", 0 }, { "nanmedian", 0 }, { "nanquantile", 0 }, { "nanpercentile", 0 }, { "cov", 0 }, { "corrcoef", 0 },
   { "diff", 1 }, { "gradient", 0 }, { "convolve", 0 }, { "correlate", 0 }, { "interp", 0 }, { "trapz", 0 },
   { NULL, 0 }
 };

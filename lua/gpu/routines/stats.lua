@@ -6,6 +6,7 @@ local gpu = require "gpu"
 local options = require "gpu.options"
 local basic = require "gpu.routines.basic"
 local bins = require "gpu.routines.bins"
+local shape_part = require "gpu.routines.shape"
 
 local M = {}
 
@@ -154,27 +155,58 @@ function M.median(x, axis, opts)
   return finish(quantiles_sorted(xx:sort(ax), ax, { 0.5 }, "linear"), xx, ax, nil, flat, o.keepdims, orig)
 end
 
-local shape_part = require "gpu.routines.shape"
+-- The q-quantile of each slice's non-NaN elements along ax of the sorted s (NaNs last),
+-- c their counts (keepdims): the neighbours are picked at each slice's own count, so the
+-- positions are arrays; an all-NaN slice gives NaN.
+local function nan_quantile(s, c, ax, q, method)
+  local last = (c - 1):clip(0, nil)
+  local pos = last:astype(s.dtype) * q
+  local lo = gpu.floor(pos):astype("int64")
+  local frac = pos - lo:astype(s.dtype)
+  local hi, t
+  if method == "lower" then hi, t = lo, frac * 0
+  elseif method == "higher" then lo = gpu.ceil(pos):astype("int64"); hi, t = lo, frac * 0
+  elseif method == "nearest" then
+    local odd = gpu.mod(lo, 2):eq(1)
+    local up = gpu.logical_or(frac:gt(0.5), gpu.logical_and(frac:eq(0.5), odd))
+    lo = lo + up:astype("int64"); hi, t = lo, frac * 0
+  else
+    hi = gpu.minimum(lo + 1, last)
+    t = method == "midpoint" and gpu.where(frac:gt(0), 0.5, frac * 0) or frac
+  end
+  local A = shape_part.take_along_axis(s, lo + 1, ax)
+  local B = shape_part.take_along_axis(s, hi + 1, ax)
+  return gpu.where(c:eq(0), 0 / 0, lerp(A, B, t, t:ge(0.5)))
+end
 
--- nanmedian(x [, axis] [, {keepdims}]): the median of each slice's non-NaN elements (NaN for
--- an all-NaN slice): the sort puts NaNs last, so each slice's neighbours are picked at its
--- own count.
+local function nan_quantiles(fname, decl, scale)
+  return function(x, q, axis, opts)
+    local orig = x
+    local qs, qshape = read_q(fname, q, scale)
+    local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
+    local s = xx:sort(ax)
+    local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })       -- int64 counts
+    local rs = {}
+    for i, qi in ipairs(qs) do rs[i] = front(nan_quantile(s, c, ax, qi, o.method), ax) end
+    return finish(#rs == 1 and rs[1] or gpu.concat(rs, 1), xx, ax, qshape, flat, o.keepdims, orig)
+  end
+end
+
+local NANQUANTILE = options.declare("nanquantile", QUANT_KEYS, { example = "gpu.nanquantile(gpu.ones(3), 0.5, %s)" })
+local NANPERCENTILE = options.declare("nanpercentile", QUANT_KEYS,
+  { example = "gpu.nanpercentile(gpu.ones(3), 50, %s)" })
+
+-- nanquantile / nanpercentile / nanmedian: the quantiles of each slice's non-NaN elements
+M.nanquantile = nan_quantiles("nanquantile", NANQUANTILE, 1)
+M.nanpercentile = nan_quantiles("nanpercentile", NANPERCENTILE, 100)
 function M.nanmedian(x, axis, opts)
-  local fname = "nanmedian"
   if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
   local o = NANMEDIAN:check(opts, axis == nil and 2 or 3)
   local orig = x
-  local xx, ax, flat = quantile_args(fname, NANMEDIAN, x, axis, nil, 3)
+  local xx, ax, flat = quantile_args("nanmedian", NANMEDIAN, x, axis, nil, 3)
   local s = xx:sort(ax)
-  local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })       -- int64 counts
-  local pos = (c - 1):astype(s.dtype) * 0.5
-  local lo = gpu.floor(pos):clip(0, nil):astype("int64")
-  local hi = gpu.minimum(lo + 1, (c - 1):clip(0, nil))
-  local t = pos - lo:astype(s.dtype)
-  local A = shape_part.take_along_axis(s, lo + 1, ax)
-  local B = shape_part.take_along_axis(s, hi + 1, ax)
-  local r = gpu.where(c:eq(0), 0 / 0, lerp(A, B, t, t:ge(0.5)))
-  return finish(front(r, ax), xx, ax, nil, flat, o.keepdims, orig)
+  local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })
+  return finish(front(nan_quantile(s, c, ax, 0.5, "linear"), ax), xx, ax, nil, flat, o.keepdims, orig)
 end
 
 -- ---- covariance -------------------------------------------------------------------------------
