@@ -7,7 +7,7 @@
 local gpu = require "gpu"
 
 -- the Lua parts declare their options when they load
-for _, m in ipairs { "nn", "optim", "data", "amp", "bench", "profile", "autograd", "plot", "image" } do
+for _, m in ipairs { "nn", "optim", "data", "amp", "bench", "profile", "autograd", "plot", "image", "routines" } do
   pcall(require, "gpu." .. m)
 end
 

@@ -211,6 +211,8 @@ void gl_open_nvtx(lua_State *L, int module, int methods);
 
 /* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
 void gl_open_fused(lua_State *L, int module, int methods);
+/* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */
+void gl_open_routines(lua_State *L, int module, int methods);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue: plain functions that
 ** are not ops (devices, events, metamethods that make no arrays). */

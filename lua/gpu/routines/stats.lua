@@ -1,0 +1,496 @@
+-- gpu.routines.stats — quantile, percentile, median, nanmedian, cov, corrcoef, diff,
+-- gradient, convolve, correlate, interp, trapz: over the existing sort, index/take,
+-- im2col + matmul and elementwise ops, so both devices run them and they are
+-- differentiable where NumPy's are smooth. Axes are 1-based.
+local gpu = require "gpu"
+local options = require "gpu.options"
+local basic = require "gpu.routines.basic"
+local bins = require "gpu.routines.bins"
+local shape_part = require "gpu.routines.shape"
+
+local M = {}
+
+local norm_axis, is_float = basic.norm_axis, basic.is_float
+local function floated(x) return is_float(x.dtype) and x or x:astype("float64") end
+
+-- x[..., lo..hi (on axis), ...]: a view, inclusive range
+local function slice(x, axis, lo, hi)
+  local key = {}
+  for d = 1, x.ndim do key[d] = ":" end
+  key[axis] = { lo, hi }
+  return x[key]
+end
+
+-- ---- quantiles ------------------------------------------------------------------------------
+
+local QUANT_KEYS = {
+  method = { type = "string", default = "linear", choices = { "linear", "lower", "higher", "midpoint", "nearest" } },
+  keepdims = { type = "boolean", default = false },
+}
+local QUANTILE = options.declare("quantile", QUANT_KEYS, { example = "gpu.quantile(gpu.ones(3), 0.5, %s)" })
+local PERCENTILE = options.declare("percentile", QUANT_KEYS, { example = "gpu.percentile(gpu.ones(3), 50, %s)" })
+local MEDIAN = options.declare("median", { keepdims = QUANT_KEYS.keepdims }, { example = "gpu.median(gpu.ones(3), %s)" })
+local NANMEDIAN = options.declare("nanmedian", { keepdims = QUANT_KEYS.keepdims },
+  { example = "gpu.nanmedian(gpu.ones(3), %s)" })
+
+-- q as a list of numbers in [0, scale] (divided by scale) and its shape (nil: a number)
+local function read_q(fname, q, scale)
+  local list, shape = {}, nil
+  if type(q) == "number" then
+    list[1] = q
+  elseif options.is_array(q) then
+    shape = q.shape
+    list = q:reshape(q.size):to("cpu"):astype("float64"):totable()
+  elseif type(q) == "table" then
+    shape = { #q }
+    for i, v in ipairs(q) do list[i] = v end
+  else
+    options.argerror(fname, 2, "q must be a number, a list or a gpu.array, got %s", options.type_name(q))
+  end
+  for i, v in ipairs(list) do
+    if type(v) ~= "number" or v ~= v or v < 0 or v > scale then
+      options.argerror(fname, 2, "q must be in [0, %s], got %s", tostring(scale), tostring(v))
+    end
+    list[i] = v / scale
+  end
+  return list, shape
+end
+
+-- For position pos (0-based, in [0, n - 1]) the 0-based lower and upper neighbours and the
+-- weight of the upper one, by method.
+local function neighbours(method, pos, n)
+  local lo = math.floor(pos)
+  local hi = math.min(lo + 1, n - 1)
+  local t = pos - lo
+  if method == "lower" then return lo, lo, 0
+  elseif method == "higher" then local c = math.min(math.ceil(pos), n - 1); return c, c, 0
+  elseif method == "midpoint" then return lo, hi, t > 0 and 0.5 or 0
+  elseif method == "nearest" then
+    local r = (t == 0.5) and (lo % 2 == 0 and lo or lo + 1) or math.floor(pos + 0.5)   -- half to even
+    return r, r, 0
+  end
+  return lo, hi, t
+end
+
+-- NumPy's lerp: a + (b - a) t, from b's side where t >= 1/2 (exact at both ends)
+local function lerp(a, b, t, tge)
+  local d = b - a
+  return gpu.where(tge, b - d * (1 - t), a + d * t)
+end
+
+-- The move of axis to the front and the shape of the result around it.
+local function front(x, axis)
+  local perm = { axis }
+  for d = 1, x.ndim do if d ~= axis then perm[#perm + 1] = d end end
+  return x:permute(perm)
+end
+
+-- quantiles of the sorted s along axis (its last elements NaN where the slice has any,
+-- as the sort puts them): (Q, other axes...) with q's list
+local function quantiles_sorted(s, axis, qs, method)
+  local n = s.shape[axis]
+  local lo, hi, t = {}, {}, {}
+  for i, q in ipairs(qs) do
+    local a, b, w = neighbours(method, q * (n - 1), n)
+    lo[i], hi[i], t[i] = a + 1, b + 1, w
+  end
+  local dev = s.device
+  local A = front(s:index(axis, gpu.array(lo, { dtype = "int64", device = dev })), axis)
+  local B = front(s:index(axis, gpu.array(hi, { dtype = "int64", device = dev })), axis)
+  local shape = { #qs }
+  for d = 2, A.ndim do shape[d] = 1 end
+  local T = gpu.array(t, { dtype = s.dtype, device = dev }):reshape(shape)
+  local r = lerp(A, B, T, T:ge(0.5))
+  local last = front(s:index(axis, gpu.array({ n }, { dtype = "int64", device = dev })), axis)
+  return gpu.where(gpu.isnan(last), 0 / 0, r)         -- any NaN in the slice: NaN, as NumPy
+end
+
+-- Arguments (x, q, [axis], [opts]) -> x floated, the axis (x flattened when nil), options
+local function quantile_args(fname, decl, x, axis, opts, argn)
+  options.check_array(x, fname, 1, "x")
+  if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
+  local o = decl:check(opts, argn)
+  x = floated(x)
+  local flat = axis == nil
+  if flat then x, axis = x:reshape(x.size), 1
+  else axis = norm_axis(fname, axis, x.ndim, argn - 1) end
+  if x.shape[axis] == 0 then options.raise("%s: the axis is empty (0 elements)", fname) end
+  return x, axis, flat, o
+end
+
+local function finish(r, x, axis, qshape, flat, keepdims, orig)
+  -- r: (Q, other axes...); keepdims puts a 1 at axis (every axis when flattened)
+  local shape = {}
+  for _, n in ipairs(qshape or {}) do shape[#shape + 1] = n end
+  if keepdims then
+    if flat then for _ = 1, orig.ndim do shape[#shape + 1] = 1 end
+    else
+      for d = 1, x.ndim do shape[#shape + 1] = d == axis and 1 or x.shape[d] end
+    end
+  else
+    for d = 1, x.ndim do if d ~= axis then shape[#shape + 1] = x.shape[d] end end
+  end
+  return r:reshape(shape)
+end
+
+local function quantile(fname, decl, scale)
+  return function(x, q, axis, opts)
+    local orig = x
+    local qs, qshape = read_q(fname, q, scale)
+    local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
+    local r = quantiles_sorted(xx:sort(ax), ax, qs, o.method)
+    return finish(r, xx, ax, qshape, flat, o.keepdims, orig)
+  end
+end
+
+-- quantile(x, q [, axis] [, {method = "linear", keepdims}]) (q in [0, 1], a number, list or
+-- array: its shape leads the result's), percentile (q in [0, 100]), median (q = 0.5)
+M.quantile = quantile("quantile", QUANTILE, 1)
+M.percentile = quantile("percentile", PERCENTILE, 100)
+function M.median(x, axis, opts)
+  if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
+  local o = MEDIAN:check(opts, axis == nil and 2 or 3)
+  local orig = x
+  local xx, ax, flat = quantile_args("median", MEDIAN, x, axis, nil, 3)
+  return finish(quantiles_sorted(xx:sort(ax), ax, { 0.5 }, "linear"), xx, ax, nil, flat, o.keepdims, orig)
+end
+
+-- The q-quantile of each slice's non-NaN elements along ax of the sorted s (NaNs last),
+-- c their counts (keepdims): the neighbours are picked at each slice's own count, so the
+-- positions are arrays; an all-NaN slice gives NaN.
+local function nan_quantile(s, c, ax, q, method)
+  local last = (c - 1):clip(0, nil)
+  local pos = last:astype(s.dtype) * q
+  local lo = gpu.floor(pos):astype("int64")
+  local frac = pos - lo:astype(s.dtype)
+  local hi, t
+  if method == "lower" then hi, t = lo, frac * 0
+  elseif method == "higher" then lo = gpu.ceil(pos):astype("int64"); hi, t = lo, frac * 0
+  elseif method == "nearest" then
+    local odd = gpu.mod(lo, 2):eq(1)
+    local up = gpu.logical_or(frac:gt(0.5), gpu.logical_and(frac:eq(0.5), odd))
+    lo = lo + up:astype("int64"); hi, t = lo, frac * 0
+  else
+    hi = gpu.minimum(lo + 1, last)
+    t = method == "midpoint" and gpu.where(frac:gt(0), 0.5, frac * 0) or frac
+  end
+  local A = shape_part.take_along_axis(s, lo + 1, ax)
+  local B = shape_part.take_along_axis(s, hi + 1, ax)
+  return gpu.where(c:eq(0), 0 / 0, lerp(A, B, t, t:ge(0.5)))
+end
+
+local function nan_quantiles(fname, decl, scale)
+  return function(x, q, axis, opts)
+    local orig = x
+    local qs, qshape = read_q(fname, q, scale)
+    local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
+    local s = xx:sort(ax)
+    local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })       -- int64 counts
+    local rs = {}
+    for i, qi in ipairs(qs) do rs[i] = front(nan_quantile(s, c, ax, qi, o.method), ax) end
+    return finish(#rs == 1 and rs[1] or gpu.concat(rs, 1), xx, ax, qshape, flat, o.keepdims, orig)
+  end
+end
+
+local NANQUANTILE = options.declare("nanquantile", QUANT_KEYS, { example = "gpu.nanquantile(gpu.ones(3), 0.5, %s)" })
+local NANPERCENTILE = options.declare("nanpercentile", QUANT_KEYS,
+  { example = "gpu.nanpercentile(gpu.ones(3), 50, %s)" })
+
+-- nanquantile / nanpercentile / nanmedian: the quantiles of each slice's non-NaN elements
+M.nanquantile = nan_quantiles("nanquantile", NANQUANTILE, 1)
+M.nanpercentile = nan_quantiles("nanpercentile", NANPERCENTILE, 100)
+function M.nanmedian(x, axis, opts)
+  if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
+  local o = NANMEDIAN:check(opts, axis == nil and 2 or 3)
+  local orig = x
+  local xx, ax, flat = quantile_args("nanmedian", NANMEDIAN, x, axis, nil, 3)
+  local s = xx:sort(ax)
+  local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })
+  return finish(front(nan_quantile(s, c, ax, 0.5, "linear"), ax), xx, ax, nil, flat, o.keepdims, orig)
+end
+
+-- ---- covariance -------------------------------------------------------------------------------
+
+local COV = options.declare("cov", {
+  rowvar = { type = "boolean", default = true },
+  bias = { type = "boolean", default = false },
+  ddof = { type = "integer" },
+}, { example = "gpu.cov(gpu.ones(2, 3), %s)" })
+local CORR = options.declare("corrcoef", { rowvar = { type = "boolean", default = true } },
+  { example = "gpu.corrcoef(gpu.ones(2, 3), %s)" })
+
+-- The observations as rows of variables (vars, n), x's float dtype (integers in float64)
+local function variables(fname, x, y, rowvar)
+  options.check_array(x, fname, 1, "x")
+  if x.ndim > 2 then options.argerror(fname, 1, "x must be 1-D or 2-D, got %d axes", x.ndim) end
+  x = floated(x)
+  if x.ndim < 2 then x = x:reshape(1, x.size) elseif not rowvar then x = x.T end
+  if y ~= nil then
+    options.check_array(y, fname, 2, "y")
+    y = floated(y)
+    if y.ndim < 2 then y = y:reshape(1, y.size) elseif not rowvar then y = y.T end
+    if y.shape[2] ~= x.shape[2] then
+      options.argerror(fname, 2, "y has %d observations, x %d", y.shape[2], x.shape[2])
+    end
+    x = gpu.concat({ x, y }, 1)
+  end
+  return x
+end
+
+local function covariance(x, ddof)
+  local n = x.shape[2]
+  local d = x - x:mean(2, { keepdims = true })
+  return gpu.matmul(d, d.T) / (n - ddof)
+end
+
+-- cov(x [, y] [, {rowvar = true, bias = false, ddof}]): NumPy's (rows are variables;
+-- ddof 1, 0 with bias); one variable gives a 0-d array. In x's float dtype (NumPy: float64).
+function M.cov(x, y, opts)
+  if type(y) == "table" and not options.is_array(y) and opts == nil then y, opts = nil, y end
+  local o = COV:check(opts, y == nil and 2 or 3)
+  local v = variables("cov", x, y, o.rowvar)
+  local c = covariance(v, o.ddof or (o.bias and 0 or 1))
+  if c.size == 1 then return c:reshape({}) end
+  return c
+end
+
+-- corrcoef(x [, y] [, {rowvar = true}]): the covariance over the products of the standard
+-- deviations, clipped to [-1, 1]
+function M.corrcoef(x, y, opts)
+  if type(y) == "table" and not options.is_array(y) and opts == nil then y, opts = nil, y end
+  local o = CORR:check(opts, y == nil and 2 or 3)
+  local c = covariance(variables("corrcoef", x, y, o.rowvar), 1)
+  local d = gpu.sqrt(basic.diagonal(c))
+  local r = (c / d:reshape(-1, 1) / d:reshape(1, -1)):clip(-1, 1)
+  if r.size == 1 then return r:reshape({}) end
+  return r
+end
+
+-- ---- differences ------------------------------------------------------------------------------
+
+local DIFF = options.declare("diff", { prepend = { type = "number|array" }, append = { type = "number|array" } },
+  { example = "gpu.diff(gpu.ones(3), 1, -1, %s)" })
+
+-- diff(x [, n = 1 [, axis = -1]] [, {prepend, append}]): the n-th differences along axis
+-- (bool: not-equal, as NumPy)
+function M.diff(x, n, axis, opts)
+  local fname = "diff"
+  options.check_array(x, fname, 1, "x")
+  if type(n) == "table" and axis == nil and opts == nil then n, opts = nil, n end
+  if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
+  n = basic.int_arg(fname, n, 2, "n", 1)
+  if n < 0 then options.argerror(fname, 2, "n must be >= 0, got %d", n) end
+  local o = DIFF:check(opts, 4)
+  if x.ndim == 0 then options.argerror(fname, 1, "x must have at least 1 axis") end
+  axis = norm_axis(fname, axis == nil and -1 or axis, x.ndim, 3)
+  local function side(v)
+    if type(v) == "number" then
+      local s = x.shape
+      s[axis] = 1
+      return gpu.full(s, v, { dtype = x.dtype, device = x.device })
+    end
+    if v.ndim == 0 then
+      local s = x.shape
+      s[axis] = 1
+      return v:reshape({}):expand(s)
+    end
+    return v
+  end
+  if o.prepend ~= nil or o.append ~= nil then
+    local parts = {}
+    if o.prepend ~= nil then parts[#parts + 1] = side(o.prepend) end
+    parts[#parts + 1] = x
+    if o.append ~= nil then parts[#parts + 1] = side(o.append) end
+    x = gpu.concat(parts, axis)
+  end
+  for _ = 1, n do
+    local m = x.shape[axis]
+    if m <= 1 then
+      local s = x.shape
+      s[axis] = 0
+      return gpu.zeros(s, { dtype = x.dtype, device = x.device })
+    end
+    local a, b = slice(x, axis, 2, m), slice(x, axis, 1, m - 1)
+    x = x.dtype == "bool" and gpu.ne(a, b) or a - b
+  end
+  return x
+end
+
+local GRADIENT = options.declare("gradient", {
+  axis = { type = "integer|table" },
+  edge_order = { type = "integer", default = 1, min = 1, max = 1 },
+}, { example = "gpu.gradient(gpu.ones(3), %s)" })
+
+-- gradient(f [, spacing ...] [, {axis, edge_order = 1}]): NumPy's second-order central
+-- differences inside, one-sided at the ends; spacing a number per axis (or one for all).
+-- One axis: one array; several: one array per axis (multiple results).
+function M.gradient(f, ...)
+  local fname = "gradient"
+  options.check_array(f, fname, 1, "f")
+  local args = table.pack(...)
+  while args.n > 0 and args[args.n] == nil do args.n = args.n - 1 end
+  local opts
+  if args.n > 0 and type(args[args.n]) == "table" then opts = args[args.n]; args.n = args.n - 1 end
+  local o = GRADIENT:check(opts, args.n + 2)
+  local axes = {}
+  if o.axis == nil then for d = 1, f.ndim do axes[d] = d end
+  elseif type(o.axis) == "table" then for i, a in ipairs(o.axis) do axes[i] = norm_axis(fname, a, f.ndim, args.n + 2) end
+  else axes[1] = norm_axis(fname, o.axis, f.ndim, args.n + 2) end
+  if args.n ~= 0 and args.n ~= 1 and args.n ~= #axes then
+    options.argerror(fname, 2, "give one spacing, or one per axis (%d), got %d", #axes, args.n)
+  end
+  f = floated(f)
+  local out = {}
+  for i, ax in ipairs(axes) do
+    local h = args.n == 0 and 1 or args[args.n == 1 and 1 or i]
+    if type(h) ~= "number" then
+      options.argerror(fname, i + 1, "spacing must be a number (coordinate arrays are not supported), got %s",
+        options.type_name(h))
+    end
+    local m = f.shape[ax]
+    if m < 2 then options.raise("%s: axis %d has %d elements; at least 2 are needed", fname, ax, m) end
+    local first = (slice(f, ax, 2, 2) - slice(f, ax, 1, 1)) / h
+    local last = (slice(f, ax, m, m) - slice(f, ax, m - 1, m - 1)) / h
+    local parts = { first }
+    if m > 2 then parts[2] = (slice(f, ax, 3, m) - slice(f, ax, 1, m - 2)) / (2 * h) end
+    parts[#parts + 1] = last
+    out[i] = gpu.concat(parts, ax)
+  end
+  return table.unpack(out, 1, #axes)
+end
+
+-- ---- convolution ------------------------------------------------------------------------------
+
+local MODES = { "full", "same", "valid" }
+
+local function mode_arg(fname, mode, default)
+  if mode == nil then return default end
+  if type(mode) ~= "string" then options.argerror(fname, 3, "mode must be a string, got %s", options.type_name(mode)) end
+  for _, m in ipairs(MODES) do if m == mode then return mode end end
+  local near = options.nearest(mode, MODES)
+  options.argerror(fname, 3, "mode must be one of full, same, valid, got '%s'%s", mode,
+    near and ("; did you mean '" .. near .. "'?") or "")
+end
+
+-- c[k] = sum_n a[n + k] v[n] for every overlap (k from -(m - 1) to n - 1): the windows of a
+-- padded with m - 1 zeros each side (im2col) times v, one matmul.
+local function full_correlation(a, v)
+  local n, m = a.size, v.size
+  local z = gpu.zeros(m - 1, { dtype = a.dtype, device = a.device })
+  local p = gpu.concat({ z, a, z }):reshape(1, 1, 1, n + 2 * (m - 1))
+  local cols = gpu.im2col(p, { kernel = { 1, m } })                       -- (1, m, n + m - 1)
+  return gpu.matmul(v:reshape(1, m), cols:reshape(m, n + m - 1)):reshape(n + m - 1)
+end
+
+-- The mode's part of the full result (length n + m - 1), NumPy's centring for "same".
+local function mode_slice(c, n, m, mode)
+  if mode == "full" then return c end
+  local long, short = math.max(n, m), math.min(n, m)
+  local start, len
+  if mode == "valid" then start, len = short - 1, long - short + 1
+  else start, len = (short - 1) // 2, long end
+  return c[{ { start + 1, start + len } }]
+end
+
+local function operands(fname, a, v)
+  options.check_array(a, fname, 1, "a")
+  options.check_array(v, fname, 2, "v")
+  if a.ndim ~= 1 or v.ndim ~= 1 then options.argerror(fname, a.ndim ~= 1 and 1 or 2, "a and v must be 1-D") end
+  if a.size == 0 or v.size == 0 then options.argerror(fname, a.size == 0 and 1 or 2, "a and v must not be empty") end
+  a, v = floated(a), floated(v)
+  if a.dtype ~= v.dtype then a, v = a:astype("float64"), v:astype("float64") end
+  return a, v
+end
+
+-- correlate(a, v [, mode = "valid"]): NumPy's (1-D; no conjugate: real dtypes)
+function M.correlate(a, v, mode)
+  mode = mode_arg("correlate", mode, "valid")
+  a, v = operands("correlate", a, v)
+  local n, m = a.size, v.size
+  if n >= m then return mode_slice(full_correlation(a, v), n, m, mode) end
+  return mode_slice(full_correlation(v, a), m, n, mode):flip(1):contiguous()   -- NumPy swaps and reverses
+end
+
+-- convolve(a, v [, mode = "full"]): NumPy's (1-D)
+function M.convolve(a, v, mode)
+  mode = mode_arg("convolve", mode, "full")
+  a, v = operands("convolve", a, v)
+  if v.size > a.size then a, v = v, a end
+  return mode_slice(full_correlation(a, v:flip(1)), a.size, v.size, mode)
+end
+
+-- ---- interp, trapz ------------------------------------------------------------------------------
+
+local INTERP = options.declare("interp", { left = { type = "number" }, right = { type = "number" },
+  period = { type = "number", unsupported = true } }, { example = "gpu.interp(gpu.ones(2), gpu.arange(3), gpu.arange(3), %s)" })
+
+-- interp(x, xp, fp [, {left, right}]): NumPy's piecewise-linear interpolation (xp increasing);
+-- fp[1] / fp[n] (or left / right) outside
+function M.interp(x, xp, fp, opts)
+  local fname = "interp"
+  options.check_array(x, fname, 1, "x")
+  options.check_array(xp, fname, 2, "xp")
+  options.check_array(fp, fname, 3, "fp")
+  local o = INTERP:check(opts, 4)
+  if xp.ndim ~= 1 or fp.ndim ~= 1 or xp.size ~= fp.size then
+    options.argerror(fname, 3, "xp and fp must be 1-D of one length, got %s and %s", options.shape_str(xp.shape),
+      options.shape_str(fp.shape))
+  end
+  if xp.size == 0 then options.argerror(fname, 2, "xp must not be empty") end
+  local n = xp.size
+  x, xp, fp = floated(x), floated(xp), floated(fp)
+  local flat = x:reshape(x.size)
+  local y
+  if n == 1 then
+    y = fp:expand(flat.size) * 1
+  else
+    local j = (bins.searchsorted(xp, flat, { side = "right" }) - 1):clip(1, n - 1)   -- left point, 1-based
+    local x0, x1 = gpu.take(xp, j), gpu.take(xp, j + 1)
+    local y0, y1 = gpu.take(fp, j), gpu.take(fp, j + 1)
+    y = y0 + (flat - x0) * ((y1 - y0) / (x1 - x0))
+    y = gpu.where(flat:eq(xp[n]), fp[n], y)
+  end
+  y = gpu.where(flat:lt(xp[1]), o.left or fp[1], y)
+  y = gpu.where(flat:gt(xp[n]), o.right or fp[n], y)
+  y = gpu.where(gpu.isnan(flat), 0 / 0, y)
+  return y:reshape(x.shape)
+end
+
+local TRAPZ = options.declare("trapz", { dx = { type = "number", default = 1 }, axis = { type = "integer", default = -1 } },
+  { example = "gpu.trapz(gpu.ones(3), %s)" })
+
+-- trapz(y [, x] [, {dx = 1, axis = -1}]): the trapezoidal rule along axis (x: the sample
+-- points, 1-D or y's shape)
+function M.trapz(y, x, opts)
+  local fname = "trapz"
+  options.check_array(y, fname, 1, "y")
+  if type(x) == "table" and not options.is_array(x) and opts == nil then x, opts = nil, x end
+  local o = TRAPZ:check(opts, x == nil and 2 or 3)
+  if y.ndim == 0 then options.argerror(fname, 1, "y must have at least 1 axis") end
+  local ax = norm_axis(fname, o.axis, y.ndim, x == nil and 2 or 3)
+  y = floated(y)
+  local m = y.shape[ax]
+  if m < 2 then
+    local s = y.shape
+    table.remove(s, ax)
+    return gpu.zeros(s, { dtype = y.dtype, device = y.device })
+  end
+  local d
+  if x ~= nil then
+    options.check_array(x, fname, 2, "x")
+    if x.ndim == 1 then
+      if x.size ~= m then options.argerror(fname, 2, "x has %d points, y %d along axis %d", x.size, m, ax) end
+      local s = {}
+      for k = 1, y.ndim do s[k] = 1 end
+      s[ax] = m - 1
+      d = M.diff(floated(x)):reshape(s)
+    else
+      d = M.diff(floated(x), 1, ax)
+    end
+  else
+    d = o.dx
+  end
+  return ((slice(y, ax, 2, m) + slice(y, ax, 1, m - 1)) * d / 2):sum(ax)
+end
+
+return M
