@@ -207,6 +207,17 @@ for _, dev in ipairs(h.devices()) do
       assert.same(before, x:totable())
     end)
 
+    it("fails an infinity in the iterative drivers as 'did not converge' instead of looping", function()
+      local x = gpu.array({ { 1, 2 }, { 3, math.huge } }, { dtype = "float64", device = dev })
+      h.fails({ "gpu.linalg.svd: SVD did not converge" }, L.svd, x)
+      h.fails({ "gpu.linalg.svdvals: SVD did not converge (batch 2)" }, L.svdvals, gpu.stack({ gpu.eye(2, { dtype = "float64" }), x }))
+      h.fails({ "gpu.linalg.eigh: eigenvalues did not converge" }, L.eigh, x)
+      h.fails({ "gpu.linalg.lstsq", "did not converge" }, L.lstsq, x, gpu.ones(2, { device = dev }))
+      local y = gpu.array({ { 1, math.huge }, { 0, 1 } }, { device = dev })     -- junk in the unread triangle
+      close(L.eigvalsh(y), { 1, 1 }, 1e-6)
+      assert.is_true(L.det(gpu.array({ { 0 / 0, 1 }, { 1, 1 } }, { device = dev })):item() ~= L.det(gpu.eye(2)):item())
+    end)
+
     it("refuses shapes NumPy refuses", function()
       local v = gpu.ones(3, { device = dev })
       h.fails({ "gpu.linalg.inv", "1-dimensional array given", "at least two-dimensional" }, L.inv, v)

@@ -100,7 +100,7 @@ static int l_la_slogdet(lua_State *L) {
 }
 
 static const gl_optkey chol_keys[] = { { "upper", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
-static const gl_optdecl chol_decl = { "gpu.linalg.cholesky", "gpu.linalg.cholesky(gpu.eye(2), %s)", chol_keys };
+static const gl_optdecl chol_decl = { "linalg.cholesky", "gpu.linalg.cholesky(gpu.eye(2), %s)", chol_keys };
 
 static int l_la_cholesky(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
@@ -112,7 +112,7 @@ static int l_la_cholesky(lua_State *L) {
 }
 
 static const gl_optkey qr_keys[] = { { "mode", GL_OPT_STRING, 0, 0, 0, "reduced complete r" }, { NULL } };
-static const gl_optdecl qr_decl = { "gpu.linalg.qr", "gpu.linalg.qr(gpu.eye(2), %s)", qr_keys };
+static const gl_optdecl qr_decl = { "linalg.qr", "gpu.linalg.qr(gpu.eye(2), %s)", qr_keys };
 
 /* qr(a [, {mode = "reduced" | "complete" | "r"}]) -> q, r (mode "r": r) */
 static int l_la_qr(lua_State *L) {
@@ -129,7 +129,7 @@ static int l_la_qr(lua_State *L) {
 static const gl_optkey svd_keys[] = {
   { "full_matrices", GL_OPT_BOOL, 0, 0, 0, NULL }, { "compute_uv", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL }
 };
-static const gl_optdecl svd_decl = { "gpu.linalg.svd", "gpu.linalg.svd(gpu.eye(2), %s)", svd_keys };
+static const gl_optdecl svd_decl = { "linalg.svd", "gpu.linalg.svd(gpu.eye(2), %s)", svd_keys };
 
 /* svd(a [, {full_matrices = true, compute_uv = true}]) -> u, s, vh (compute_uv false: s) */
 static int l_la_svd(lua_State *L) {
@@ -154,8 +154,8 @@ static int l_la_svdvals(lua_State *L) {
 }
 
 static const gl_optkey eigh_keys[] = { { "UPLO", GL_OPT_STRING, 0, 0, 0, "L U" }, { NULL } };
-static const gl_optdecl eigh_decl = { "gpu.linalg.eigh", "gpu.linalg.eigh(gpu.eye(2), %s)", eigh_keys };
-static const gl_optdecl eigvalsh_decl = { "gpu.linalg.eigvalsh", "gpu.linalg.eigvalsh(gpu.eye(2), %s)", eigh_keys };
+static const gl_optdecl eigh_decl = { "linalg.eigh", "gpu.linalg.eigh(gpu.eye(2), %s)", eigh_keys };
+static const gl_optdecl eigvalsh_decl = { "linalg.eigvalsh", "gpu.linalg.eigvalsh(gpu.eye(2), %s)", eigh_keys };
 
 /* eigh(a [, {UPLO = "L"}]) -> w (ascending), v; eigvalsh: w */
 static int eigh_common(lua_State *L, bool vectors) {
@@ -171,7 +171,7 @@ static int l_la_eigh(lua_State *L) { return eigh_common(L, true); }
 static int l_la_eigvalsh(lua_State *L) { return eigh_common(L, false); }
 
 static const gl_optkey lstsq_keys[] = { { "rcond", GL_OPT_NUMBER, 0, 0, 0, NULL }, { NULL } };
-static const gl_optdecl lstsq_decl = { "gpu.linalg.lstsq", "gpu.linalg.lstsq(gpu.eye(2), gpu.ones(2), %s)", lstsq_keys };
+static const gl_optdecl lstsq_decl = { "linalg.lstsq", "gpu.linalg.lstsq(gpu.eye(2), gpu.ones(2), %s)", lstsq_keys };
 
 /* lstsq(a, b [, {rcond =}]) -> x, residuals, rank (a Lua integer), s */
 static int l_la_lstsq(lua_State *L) {

@@ -49,6 +49,22 @@ static void P(transpose)(T *dst, const T *src, int64_t r, int64_t c) {
     for (int64_t j = 0; j < c; j++) dst[j * r + i] = src[i * c + j];
 }
 
+/* Whether the r x c matrix at x is all finite: the iterative drivers (gesdd, syevd,
+** gelsd) can loop for ever on an infinity, so a matrix that is not fails as "did not
+** converge" before LAPACK sees it (NumPy's LinAlgError for those). */
+static bool P(finite)(const T *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) if (!isfinite(x[i])) return false;
+  return true;
+}
+
+/* The same for the triangle of an n x n matrix (C order) that syevd reads. */
+static bool P(finite_tri)(const T *x, int64_t n, bool lower) {
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t c = lower ? 0 : r; c < (lower ? r + 1 : n); c++)
+      if (!isfinite(x[r * n + c])) return false;
+  return true;
+}
+
 /* The workspace size a LAPACK query (lwork = -1) reported. */
 static la_int P(lwork_of)(T w) { return w < 1 ? 1 : (la_int)w + 1; }
 
@@ -218,6 +234,8 @@ static gl_status P(svd)(const gl_la_args *g, int64_t *bad) {
     if (k == 0) {          /* nothing to factor: the full factors are identities */
       if (U) { for (int64_t e = 0; e < (int64_t)m * ku; e++) ui[e] = 0; for (int64_t d = 0; d < m && d < ku; d++) ui[d * ku + d] = 1; }
       if (V) { for (int64_t e = 0; e < (int64_t)kv * n; e++) vi[e] = 0; for (int64_t d = 0; d < n && d < kv; d++) vi[d * n + d] = 1; }
+    } else if (!P(finite)(A + i * an, an)) {
+      LA_BAD(i);
     } else {
       memcpy(cm, A + i * an, sizeof(T) * (size_t)an);
       P(lib).gesdd(jobz, &n, &m, cm, &ldn, Sv + i * k, vi, &ldv, ui, &ldu, work, &lwork, iwork, &inf, 1);
@@ -244,6 +262,7 @@ static gl_status P(eigh)(const gl_la_args *g, int64_t *bad) {
     T *cm = Vv ? Vv + i * an : (T *)ws, *work = (T *)ws + an;
     la_int *iwork = (la_int *)(work + lwork), inf = 0;
     memcpy(cm, A + i * an, sizeof(T) * (size_t)an);
+    if (!P(finite_tri)(cm, n, !(g->flags & GL_LA_UPPER))) { LA_BAD(i); continue; }
     if (n > 0) P(lib).syevd(jobz, uplo, &n, cm, &ld, W + i * n, work, &lwork, iwork, &liwork, &inf, 1, 1);
     if (inf != 0) LA_BAD(i);
     if (Vv)
@@ -264,6 +283,11 @@ static gl_status P(lstsq)(const gl_la_args *g, int64_t *bad) {
   if (ca == NULL) return gl_fail(GL_ENOMEM, "lstsq: out of memory for LAPACK's workspace");
   T *cb = ca + (size_t)lda * (size_t)(n > 0 ? n : 1), *sv = cb + (size_t)ldb * (size_t)(k > 0 ? k : 1);
   const T *A = (const T *)gl_array_data(a), *Bv = (const T *)gl_array_data(b);
+  if (!P(finite)(A, (int64_t)m * n) || !P(finite)(Bv, (int64_t)m * k)) {
+    free(ca);
+    *bad = 0;
+    return GL_OK;
+  }
   P(transpose)(ca, A, m, n);
   for (int64_t c = 0; c < k; c++)
     for (int64_t r = 0; r < ldb; r++) cb[c * ldb + r] = r < m ? Bv[r * k + c] : 0;
