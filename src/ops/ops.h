@@ -8,6 +8,7 @@
 #ifndef GL_OPS_H
 #define GL_OPS_H
 
+#include <float.h>
 #include "../backend/backend.h"
 
 /* ---- creation ------------------------------------------------------------------ */
@@ -196,7 +197,8 @@ gl_status gl_op_std(gl_array *out, const gl_array *x, const int *axes, int naxes
                     int dtype, double ddof);
 /* NumPy's linalg.norm: ord NaN is the default (2-norm of everything reduced, Frobenius
 ** for matrices); otherwise a vector norm over one axis (2, 1, inf, -inf, 0 or any p) or a
-** matrix norm over two (1, -1, inf, -inf). */
+** matrix norm over two (1, -1, inf, -inf; 2, -2 and GL_NORM_NUC from singular values). */
+#define GL_NORM_NUC (-DBL_MAX)     /* the nuclear norm's ord (no p-norm has this order) */
 gl_status gl_op_norm(gl_array *out, const gl_array *x, const int *axes, int naxes, bool keepdims,
                      double ord);
 /* Inclusive cumsum (op GL_R_SUM) or cumprod (GL_R_PROD) along 'axis' (< 0: over the
