@@ -159,6 +159,54 @@ for _, dev in ipairs(h.devices()) do
         assert.equal(1, rankd)
       end)
 
+      it("pinv, matrix_rank, matrix_power: NumPy's values, batched", function()
+        close(L.pinv(F("t53", dt, dev)), F("t53_pinv", dt, dev), tol * 10)
+        close(L.pinv(F("rb", dt, dev)), F("rb_pinv", dt, dev), tol * 10)
+        close(L.pinv(strided(F("t53", dt, dev))), F("t53_pinv", dt, dev), tol * 10)
+        local a = F("a4", dt, dev)
+        close(L.matrix_power(a, 3), F("a4_pow3", dt, dev), tol * 10)
+        close(L.matrix_power(a, -2), F("a4_powm2", dt, dev), tol * 10)
+        close(L.matrix_power(a, 0), F("a4_pow0", dt, dev), 0)
+        close(L.matrix_power(a, 1), a, 0)
+        local r = L.matrix_rank(F("ab", dt, dev))
+        assert.equal("int64", r.dtype)
+        close(r, F("ab_rank", "int64", dev), 0)
+        assert.equal(1, L.matrix_rank(F("lsd_a", dt, dev)):item())
+        assert.equal(0, L.matrix_rank(gpu.zeros(3, { dtype = dt, device = dev })):item())
+      end)
+
+      it("norm (and gpu.norm) with vector and matrix orders, cond", function()
+        local a, rb = F("t53", dt, dev), F("rb", dt, dev)
+        local ords = { ["2"] = 2, m2 = -2, nuc = "nuc", fro = "fro", ["1"] = 1, inf = math.huge }
+        for name, o in pairs(ords) do
+          close(L.norm(a, o), F("t53_norm_" .. name, dt, dev), tol)
+          close(L.norm(rb, o, { 2, 3 }), F("rb_norm_" .. name, dt, dev), tol)
+          close(gpu.norm(rb, { 2, 3 }, { ord = o }), F("rb_norm_" .. name, dt, dev), tol)
+        end
+        close(L.norm(rb, 2, { 3, 1 }), F("rb_norm_2_ax20", dt, dev), tol)
+        close(L.norm(rb, "nuc", { 3, 1 }), F("rb_norm_nuc_ax20", dt, dev), tol)
+        assert.equal("2,1,1", shape(L.norm(rb, 2, { 2, 3 }, { keepdims = true })))
+        close(L.norm(gpu.array({ 3, 4 }, { dtype = dt, device = dev })), 5, tol)
+        h.fails({ "gpu.linalg.norm", "improper number of dimensions" }, L.norm, rb, 2)
+        local c = F("a4", dt, dev)
+        local conds = { none = nil, m2 = -2, ["1"] = 1, fro = "fro", inf = math.huge }
+        for name, p in pairs(conds) do close(L.cond(c, p), F("a4_cond_" .. name, dt, dev), tol * 10) end
+        close(L.cond(c), F("a4_cond_none", dt, dev), tol * 10)
+        close(L.cond(F("ab", dt, dev)), F("ab_cond", dt, dev), tol * 10)
+      end)
+
+      it("cross and multi_dot: NumPy's values, broadcasting, an axis, vector ends", function()
+        close(L.cross(F("cr_u", dt, dev), F("cr_v", dt, dev)), F("cr_uv", dt, dev), tol)
+        local u0 = F("cr_u0", dt, dev)
+        close(L.cross(u0, u0:flip(1) * 2 + 1, 1), F("cr_u0v0", dt, dev), tol)
+        h.fails({ "gpu.linalg.cross", "dimension must be 3, got 2" }, L.cross, gpu.ones(2), gpu.ones(2))
+        local ms = {}
+        for i = 0, 3 do ms[#ms + 1] = F("md_" .. i, dt, dev) end
+        close(L.multi_dot(ms), F("md", dt, dev), tol * 10)
+        close(L.multi_dot({ ms[2], ms[3] }), ms[2]:matmul(ms[3]), tol)
+        h.fails({ "gpu.linalg.multi_dot", "do not align" }, L.multi_dot, { ms[2], ms[4] })
+      end)
+
       it("empty batches and empty matrices", function()
         local z = gpu.zeros(0, 3, 3, { dtype = dt, device = dev })
         assert.equal("0,3,3", shape(L.inv(z)))
@@ -216,6 +264,25 @@ for _, dev in ipairs(h.devices()) do
       local y = gpu.array({ { 1, math.huge }, { 0, 1 } }, { device = dev })     -- junk in the unread triangle
       close(L.eigvalsh(y), { 1, 1 }, 1e-6)
       assert.is_true(L.det(gpu.array({ { 0 / 0, 1 }, { 1, 1 } }, { device = dev })):item() ~= L.det(gpu.eye(2)):item())
+    end)
+
+    it("differentiates the composed functions through the factorizations' rules (float64)", function()
+      local ag = require "gpu.autograd"
+      local G = gpu.random.Generator(11)
+      local function R(...) return G:uniform(-1, 1, { ... }, { dtype = "float64", device = dev }) end
+      local sq = R(3, 3) + gpu.eye(3, { dtype = "float64", device = dev }) * 3
+      local cases = {
+        { function(x) return L.pinv(x) end, R(4, 3) },
+        { function(x) return L.matrix_power(x, -2) end, sq },
+        { function(x) return L.cond(x) end, sq },
+        { function(x) return L.norm(x, "nuc", { 2, 3 }) end, R(2, 3, 4) },
+        { function(x, y) return L.cross(x, y) end, R(2, 3), R(3) },
+        { function(x, y) return L.multi_dot({ x, y, x }) end, R(3, 3), R(3, 3) },
+      }
+      for i, c in ipairs(cases) do
+        local ok, msg = ag.gradcheck(c[1], { table.unpack(c, 2) })
+        assert(ok, ("case %d: %s"):format(i, tostring(msg)))
+      end
     end)
 
     it("refuses shapes NumPy refuses", function()

@@ -87,6 +87,35 @@ def main():
     xd, resd, rankd, sd = np.linalg.lstsq(d, np.array([1.0, 2.0, 3.5]), rcond=None)
     save("lsd_x", xd)
     assert rankd == 1 and resd.size == 0
+    # the functions made of the factorizations
+    save("t53_pinv", np.linalg.pinv(a))
+    rb = np.load(os.path.join(OUT, "rb.npy"))
+    save("rb_pinv", np.linalg.pinv(rb))
+    a4 = np.load(os.path.join(OUT, "a4.npy"))
+    for p in (3, -2, 0):
+        save("a4_pow%s" % ("m2" if p < 0 else p), np.linalg.matrix_power(a4, p))
+    save("ab_rank", np.linalg.matrix_rank(np.load(os.path.join(OUT, "ab.npy"))))
+    save("lsd_rank", np.array(np.linalg.matrix_rank(d)))
+    for name, o in (("2", 2), ("m2", -2), ("nuc", "nuc"), ("fro", "fro"), ("1", 1), ("inf", np.inf)):
+        save("t53_norm_" + name, np.linalg.norm(a, o))
+        save("rb_norm_" + name, np.linalg.norm(rb, o, axis=(1, 2)))
+        if name in ("2", "nuc"):
+            save("rb_norm_%s_ax20" % name, np.linalg.norm(rb, o, axis=(2, 0)))
+    for name, o in (("none", None), ("m2", -2), ("1", 1), ("fro", "fro"), ("inf", np.inf)):
+        save("a4_cond_" + name, np.linalg.cond(a4, o))
+    save("ab_cond", np.linalg.cond(np.load(os.path.join(OUT, "ab.npy"))))
+    u = rng.standard_normal((4, 3))
+    v = rng.standard_normal((2, 1, 3))
+    save("cr_u", u)
+    save("cr_v", v)
+    save("cr_uv", np.cross(u, v))
+    u0 = rng.standard_normal((3, 2))
+    save("cr_u0", u0)
+    save("cr_u0v0", np.cross(u0, u0[::-1] * 2 + 1, axis=0))
+    ms = [rng.standard_normal(s) for s in ((5,), (5, 2), (2, 6), (6, 3))]
+    for i, m in enumerate(ms):
+        save("md_%d" % i, m)
+    save("md", np.linalg.multi_dot(ms))
 
 
 if __name__ == "__main__":
