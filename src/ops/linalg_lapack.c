@@ -29,16 +29,13 @@ static void la_dtypes(gl_dtype dt, gl_dtype *ct, gl_dtype *rt) {
   }
 }
 
-static const char *const la_names[GL_NLA] = {
-  "solve", "inv", "slogdet", "cholesky", "qr", "svd", "eigh", "lstsq",
-};
-
-/* The backend of x's device when it has op in dtype ct, else "not supported ... yet". */
+/* The backend of x's device when it has op in dtype ct, else "not supported on cuda yet"
+** (the binding names the function). */
 static gl_status la_backend(const gl_array *x, gl_la_op op, gl_dtype ct, const gl_backend **be) {
   GL_TRY(gl_backend_for(gl_array_device(x), be));
   if ((*be)->linalg == NULL || !(*be)->supports(GL_OP_LINALG, (int)op, ct)) {
     char dn[16];
-    return gl_fail(GL_ENOTSUP, "%s is not supported on %s yet (compute on the cpu: x:cpu())", la_names[op],
+    return gl_fail(GL_ENOTSUP, "not supported on %s yet (cuSOLVER is to come; compute on the cpu: x:cpu())",
                    gl_device_name(gl_array_device(x), dn));
   }
   return GL_OK;
