@@ -107,6 +107,12 @@ samples.min = function(dev) return function(x) return x:min() end, { S(dev, 2, 3
 samples.var = function(dev) return function(x) return x:var(2, { ddof = 1 }) end, { S(dev, 2, 3) } end
 samples.std = function(dev) return function(x) return x:std(1) end, { S(dev, 2, 3) } end
 samples.norm = function(dev) return function(x) return x:norm(2) end, { S(dev, 2, 3) } end
+samples["norm (matrix 1, -1, inf, -inf)"] = function(dev)
+  return function(x)
+    return gpu.concat({ x:norm({ 1, 3 }, { ord = 1 }), x:norm({ 3, 1 }, { ord = -1, keepdims = true }):reshape(-1),
+                        x:norm({ 2, 3 }, { ord = math.huge }), x[1]:norm(nil, { ord = -math.huge }):reshape(1) })
+  end, { S(dev, 3, 2, 4) }
+end
 samples["norm (matrix 2, -2, nuclear)"] = function(dev)
   return function(x)
     return gpu.concat({ x:norm({ 1, 3 }, { ord = 2 }), x:norm({ 3, 1 }, { ord = -2, keepdims = true }):reshape(-1),

@@ -430,6 +430,20 @@ local function singular_norm_grad(g, x, red, ord)
   return (u * gs:unsqueeze(-2)):matmul(vh):permute(back)
 end
 
+-- The matrix 1/-1 (max/min column sum of |x|) and inf/-inf (max/min row sum) norms over
+-- (row, col) axes: sign(x) on the extreme columns (rows), shared among ties.
+local function abs_sum_norm_grad(g, x, red, list, keep, ord)
+  local nd = x.ndim
+  local r, c = list and norm_axis(list[1], nd) or 1, list and norm_axis(list[2], nd) or 2
+  local over, across = r, c
+  if ord == math.huge or ord == -math.huge then over, across = c, r end
+  local sums = x:abs():sum(over, { keepdims = true })
+  local ext = ord > 0 and sums:max(across, { keepdims = true }) or sums:min(across, { keepdims = true })
+  local mask = sums:eq(ext):astype(x.dtype)
+  mask = mask / mask:sum(across, { keepdims = true })
+  return unreduce(g, x, red, keep) * mask * x:sign()
+end
+
 R.norm = { uses_y = true, backward = function(g, node, y)
   local x = node[1]
   local red, keep, list, o = reduce_args(x, node[2], node[3])
@@ -437,6 +451,9 @@ R.norm = { uses_y = true, backward = function(g, node, y)
   local nred = 0
   for _ in pairs(red) do nred = nred + 1 end
   if nred == 2 and (ord == 2 or ord == -2 or ord == "nuc") then return singular_norm_grad(g, x, red, ord) end
+  if nred == 2 and (ord == 1 or ord == -1 or ord == math.huge or ord == -math.huge) then
+    return abs_sum_norm_grad(g, x, red, list, keep, ord)
+  end
   local gg, yy = unreduce(g, x, red, keep), unreduce(y, x, red, keep)
   if ord == nil or ord == "fro" or ord == 2 then
     return gg * gpu.where(yy:eq(0), 0, x / yy)
