@@ -42,6 +42,11 @@ static bool P(resolve)(void *h) {
 #undef LA_SYM
 }
 
+/* dst[0..n) = src[0..n); nothing for n = 0 (either may be NULL then: empty matrices). */
+static void P(copy)(T *dst, const T *src, int64_t n) {
+  if (n > 0) memcpy(dst, src, sizeof(T) * (size_t)n);
+}
+
 /* dst (c x r, C order) = the transpose of src (r x c, C order): between C order and
 ** column-major. */
 static void P(transpose)(T *dst, const T *src, int64_t r, int64_t c) {
@@ -72,7 +77,7 @@ static la_int P(lwork_of)(T w) { return w < 1 ? 1 : (la_int)w + 1; }
 ** b goes in and x comes out through a column-major scratch ---------------------------- */
 static la_int P(solve1)(const T *a, const T *b, T *x, la_int n, la_int k, T *lu, T *rhs, la_int *ipiv) {
   la_int info = 0, ld = n > 0 ? n : 1;
-  memcpy(lu, a, sizeof(T) * (size_t)n * (size_t)n);
+  P(copy)(lu, a, (int64_t)n * n);
   P(lib).getrf(&n, &n, lu, &ld, ipiv, &info);
   if (info != 0) return info;
   P(transpose)(rhs, b, n, k);
@@ -112,7 +117,7 @@ static gl_status P(inv)(const gl_la_args *g, int64_t *bad) {
   LA_BATCH(B, (double)n * n * n, scratch, {
     T *work = (T *)ws, *xi = X + i * an;
     la_int *ipiv = (la_int *)(work + lwork), inf = 0;
-    memcpy(xi, A + i * an, sizeof(T) * (size_t)an);
+    P(copy)(xi, A + i * an, an);
     P(lib).getrf(&n, &n, xi, &ld, ipiv, &inf);
     if (inf == 0) P(lib).getri(&n, xi, &ld, ipiv, work, &lwork, &inf);
     if (inf != 0) LA_BAD(i);
@@ -132,7 +137,7 @@ static gl_status P(slogdet)(const gl_la_args *g, int64_t *bad) {
   LA_BATCH(B, (double)n * n * n, scratch, {
     T *lu = (T *)ws;
     la_int *ipiv = (la_int *)(lu + an), inf = 0;
-    memcpy(lu, A + i * an, sizeof(T) * (size_t)an);
+    P(copy)(lu, A + i * an, an);
     if (n > 0) P(lib).getrf(&n, &n, lu, &ld, ipiv, &inf);
     T sign = 1, logabs = 0;
     if (inf > 0) { sign = 0; logabs = -(T)INFINITY; }
@@ -165,7 +170,7 @@ static gl_status P(cholesky)(const gl_la_args *g, int64_t *bad) {
     (void)ws;
     T *li = Lm + i * an;
     la_int inf = 0;
-    memcpy(li, A + i * an, sizeof(T) * (size_t)an);
+    P(copy)(li, A + i * an, an);
     P(lib).potrf(upper ? "L" : "U", &n, li, &ld, &inf, 1);
     if (inf != 0) LA_BAD(i);
     for (int64_t r = 0; r < n; r++)
@@ -237,7 +242,7 @@ static gl_status P(svd)(const gl_la_args *g, int64_t *bad) {
     } else if (!P(finite)(A + i * an, an)) {
       LA_BAD(i);
     } else {
-      memcpy(cm, A + i * an, sizeof(T) * (size_t)an);
+      P(copy)(cm, A + i * an, an);
       P(lib).gesdd(jobz, &n, &m, cm, &ldn, Sv + i * k, vi, &ldv, ui, &ldu, work, &lwork, iwork, &inf, 1);
       if (inf != 0) LA_BAD(i);
     }
@@ -261,7 +266,7 @@ static gl_status P(eigh)(const gl_la_args *g, int64_t *bad) {
   LA_BATCH(B, 9.0 * n * n * n, scratch, {
     T *cm = Vv ? Vv + i * an : (T *)ws, *work = (T *)ws + an;
     la_int *iwork = (la_int *)(work + lwork), inf = 0;
-    memcpy(cm, A + i * an, sizeof(T) * (size_t)an);
+    P(copy)(cm, A + i * an, an);
     if (!P(finite_tri)(cm, n, !(g->flags & GL_LA_UPPER))) { LA_BAD(i); continue; }
     if (n > 0) P(lib).syevd(jobz, uplo, &n, cm, &ld, W + i * n, work, &lwork, iwork, &liwork, &inf, 1, 1);
     if (inf != 0) LA_BAD(i);
