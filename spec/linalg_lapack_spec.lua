@@ -46,6 +46,18 @@ for _, dev in ipairs(h.devices()) do
         assert.equal(dt, xb.dtype)
       end)
 
+      it("solve: systems past the small-matrix path go through getrf/getrs (a x = b)", function()
+        local G = gpu.random.Generator(7)
+        for _, n in ipairs { 8, 9, 40 } do
+          local a = G:uniform(-1, 1, { 2, n, n }, { dtype = dt, device = dev }) + gpu.eye(n, { dtype = dt, device = dev }) * n
+          local b = G:uniform(-1, 1, { 2, n, 3 }, { dtype = dt, device = dev })
+          close(a:matmul(L.solve(a, b)), b, tol * 10)
+          close(a:matmul(L.solve(strided(a), b)), b, tol * 10)
+          local z = gpu.stack({ a[1], gpu.zeros(n, n, { dtype = dt, device = dev }) })
+          h.fails({ "gpu.linalg.solve: matrix is singular (batch 2)" }, L.solve, z, b)
+        end
+      end)
+
       it("inv: NumPy's values, a @ inv(a) = I, batched and through a view", function()
         for _, tag in ipairs { "a4", "ab" } do
           local a = F(tag, dt, dev)

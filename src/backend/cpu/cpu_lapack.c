@@ -36,10 +36,11 @@ static const gl_cpu_blas *la_blas;  /* set by la_load */
 
 /* The team for B matrices of about 'flops' each, and OpenBLAS's threads to go with it:
 ** above ~2e7 flops a matrix (n ~ 200) OpenBLAS's own threads pay, below them whole
-** matrices per thread do. */
+** matrices per thread do. The work is counted in gl_cpu_team_size's elements: 64 flops
+** each, plus 256 for a LAPACK call's fixed cost (~100 ns: a 3x3 solve is nearly all of it). */
 static int la_team(int64_t B, double flops) {
-  double total = (double)B * flops;
-  int nt = gl_cpu_team_size(total > 1e15 ? (int64_t)1e15 / 64 : (int64_t)(total / 64));
+  double total = (double)B * (flops / 64 + 256);
+  int nt = gl_cpu_team_size(total > 1e15 ? (int64_t)1e15 : (int64_t)total);
   if (B <= 1 || flops > 2e7) { gl_cpu_blas_threads(la_blas, nt); return 1; }
   if (nt > B) nt = (int)B;
   gl_cpu_blas_threads(la_blas, 1);

@@ -86,6 +86,37 @@ static la_int P(solve1)(const T *a, const T *b, T *x, la_int n, la_int k, T *lu,
   return info;
 }
 
+/* Small systems (n <= LA_SMALL) skip LAPACK, whose call and transposes cost more than
+** the arithmetic: getf2's algorithm (partial pivoting on the first largest |pivot|, a zero
+** pivot making the matrix singular) on the C-order copy, then the two triangular solves. */
+#define LA_SMALL 8
+static la_int P(solve_small)(const T *a, const T *b, T *x, int n, int k, T *lu) {
+  P(copy)(lu, a, (int64_t)n * n);
+  P(copy)(x, b, (int64_t)n * k);
+  for (int j = 0; j < n; j++) {
+    int p = j;
+    for (int r = j + 1; r < n; r++) if (fabs((double)lu[r * n + j]) > fabs((double)lu[p * n + j])) p = r;
+    if (lu[p * n + j] == 0) return j + 1;
+    if (p != j) {
+      for (int c = 0; c < n; c++) { T t = lu[j * n + c]; lu[j * n + c] = lu[p * n + c]; lu[p * n + c] = t; }
+      for (int c = 0; c < k; c++) { T t = x[j * k + c]; x[j * k + c] = x[p * k + c]; x[p * k + c] = t; }
+    }
+    T inv = 1 / lu[j * n + j];
+    for (int r = j + 1; r < n; r++) {
+      T l = lu[r * n + j] *= inv;
+      for (int c = j + 1; c < n; c++) lu[r * n + c] -= l * lu[j * n + c];
+      for (int c = 0; c < k; c++) x[r * k + c] -= l * x[j * k + c];
+    }
+  }
+  for (int r = n - 1; r >= 0; r--)
+    for (int c = 0; c < k; c++) {
+      T v = x[r * k + c];
+      for (int q = r + 1; q < n; q++) v -= lu[r * n + q] * x[q * k + c];
+      x[r * k + c] = v / lu[r * n + r];
+    }
+  return 0;
+}
+
 static gl_status P(solve)(const gl_la_args *g, int64_t *bad) {
   const gl_array *a = g->in[0], *b = g->in[1], *x = g->out[0];
   la_int n = (la_int)a->shape[a->ndim - 1], k = (la_int)b->shape[b->ndim - 1];
@@ -97,7 +128,9 @@ static gl_status P(solve)(const gl_la_args *g, int64_t *bad) {
   LA_BATCH(B, (double)n * n * n, scratch, {
     T *lu = (T *)ws, *rhs = lu + an;
     la_int *ipiv = (la_int *)(rhs + bn);
-    if (P(solve1)(A + i * an, Bv + i * bn, X + i * bn, n, k, lu, rhs, ipiv) != 0) LA_BAD(i);
+    la_int info = n <= LA_SMALL ? P(solve_small)(A + i * an, Bv + i * bn, X + i * bn, n, k, lu)
+                                : P(solve1)(A + i * an, Bv + i * bn, X + i * bn, n, k, lu, rhs, ipiv);
+    if (info != 0) LA_BAD(i);
   });
   return GL_OK;
 }
