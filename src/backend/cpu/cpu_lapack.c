@@ -56,18 +56,27 @@ static int la_team(int64_t B, double flops) {
     int64_t la_first_ = INT64_MAX, la_b_ = (B);                                            \
     size_t la_sz_ = (scratch);                                                             \
     int la_nt_ = la_team(la_b_, (flops)), la_nomem_ = 0;                                   \
-    _Pragma("omp parallel num_threads(la_nt_) if (la_nt_ > 1)")                             \
-    {                                                                                      \
+    if (la_nt_ > 1) {                                                                      \
+      _Pragma("omp parallel num_threads(la_nt_)")                                           \
+      {                                                                                    \
+        void *ws = la_sz_ ? malloc(la_sz_) : NULL;                                         \
+        if (la_sz_ && ws == NULL) __atomic_store_n(&la_nomem_, 1, __ATOMIC_RELAXED);       \
+        _Pragma("omp for schedule(static)")                                                 \
+        for (int64_t i = 0; i < la_b_; i++) {                                              \
+          if ((la_sz_ && ws == NULL) || gl_interrupted()) continue;                        \
+          __VA_ARGS__                                                                      \
+        }                                                                                  \
+        free(ws);                                                                          \
+      }                                                                                    \
+      gl_cpu_team_done(la_nt_);                                                            \
+    } else {        /* outside any parallel region, so OpenBLAS may thread each matrix */  \
       void *ws = la_sz_ ? malloc(la_sz_) : NULL;                                           \
-      if (la_sz_ && ws == NULL) __atomic_store_n(&la_nomem_, 1, __ATOMIC_RELAXED);         \
-      _Pragma("omp for schedule(static)")                                                   \
-      for (int64_t i = 0; i < la_b_; i++) {                                                \
-        if ((la_sz_ && ws == NULL) || gl_interrupted()) continue;                          \
+      if (la_sz_ && ws == NULL) la_nomem_ = 1;                                             \
+      for (int64_t i = 0; i < la_b_ && !la_nomem_ && !gl_interrupted(); i++) {             \
         __VA_ARGS__                                                                        \
       }                                                                                    \
       free(ws);                                                                            \
     }                                                                                      \
-    gl_cpu_team_done(la_nt_);                                                              \
     if (la_nomem_) return gl_fail(GL_ENOMEM, "linalg: out of memory for LAPACK's workspace (%zu bytes)", la_sz_); \
     *bad = la_first_ == INT64_MAX ? -1 : la_first_;                                        \
     GL_TRY(gl_interrupt_check());                                                          \
