@@ -252,6 +252,11 @@ for _, dev in ipairs(h.devices()) do
         close(x:astype("float64"), L.inv(i), 1e-2)
       end
       assert.equal("float64", L.solve(i, gpu.ones(2, { dtype = "float64", device = dev })).dtype)
+      local d = L.det(gpu.array({ { 30, 1 }, { 2, 40 } }, { dtype = "float16", device = dev }))
+      assert.equal("float16", d.dtype)
+      assert.equal(1198, d:item())            -- exact in float16; exp(log 1198) rounded first is not
+      local s, l = L.slogdet(gpu.eye(2, { dtype = "bfloat16", device = dev }) * 3)
+      assert.equal("bfloat16", s.dtype); assert.equal("bfloat16", l.dtype)
     end)
 
     it("names the function and the 1-based batch element of a failed matrix", function()

@@ -205,29 +205,40 @@ gl_status gl_op_la_inv(gl_array *out, const gl_array *a) {
   return st;
 }
 
-gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a) {
+/* slogdet in the compute dtype; *rt gets the dtype the results are to be given in. */
+static gl_status slogdet_ct(gl_array *sign, gl_array *logabs, const gl_array *a, gl_dtype *rt) {
   la_operand oa;
-  gl_dtype rt;
   const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_SLOGDET, true, &oa, &rt, &be));
+  GL_TRY(la_unary_prep(a, GL_LA_SLOGDET, true, &oa, rt, &be));
   la_call c = { .op = GL_LA_SLOGDET, .args = { .in = { oa.src } }, .outs = { sign, logabs },
                 .dts = { oa.src->dtype, oa.src->dtype }, .what = "slogdet failed", .x = a };
   c.nd[0] = c.nd[1] = la_shape(a, c.shapes[0], 0, 0, 0);
   memcpy(c.shapes[1], c.shapes[0], sizeof c.shapes[0]);
-  gl_status st = la_run(be, &c, rt);
+  gl_status st = la_run(be, &c, (gl_dtype)oa.src->dtype);
   gl_array_release(&oa.tmp);
   return st;
 }
 
-/* NumPy's det: sign * exp(logabsdet) of slogdet. */
+gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a) {
+  gl_dtype rt;
+  GL_TRY(slogdet_ct(sign, logabs, a, &rt));
+  gl_status st = la_give(sign, rt);
+  if (st == GL_OK) st = la_give(logabs, rt);
+  if (st != GL_OK) { gl_array_release(sign); gl_array_release(logabs); }
+  return st;
+}
+
+/* NumPy's det: sign * exp(logabsdet) of slogdet, computed before a half dtype rounds. */
 gl_status gl_op_la_det(gl_array *out, const gl_array *a) {
   gl_array sign = { 0 }, logabs = { 0 }, e = { 0 };
-  GL_TRY(gl_op_la_slogdet(&sign, &logabs, a));
+  gl_dtype rt;
+  GL_TRY(slogdet_ct(&sign, &logabs, a, &rt));
   gl_status st = gl_op_unary(&e, GL_U_exp, &logabs);
   if (st == GL_OK) {
     gl_operand os = { &sign, gl_scalar_int(0) }, oe = { &e, gl_scalar_int(0) };
     st = gl_op_binary(out, GL_B_mul, os, oe);
   }
+  if (st == GL_OK) st = la_give(out, rt);
   gl_array_release(&sign);
   gl_array_release(&logabs);
   gl_array_release(&e);
