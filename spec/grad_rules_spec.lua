@@ -17,7 +17,7 @@ local function dispatched()
       if n and not seen[n] then seen[n] = true; names[#names + 1] = n end
     end
   end
-  scan(gpu); scan(gpu.methods); scan(gpu.random); scan(gpu.dnn); scan(gpu.fused)
+  scan(gpu); scan(gpu.methods); scan(gpu.random); scan(gpu.dnn); scan(gpu.fused); scan(gpu.linalg)
   scan(getmetatable(gpu.ones(1, { device = "cpu" })))
   table.sort(names)
   return names
@@ -107,6 +107,18 @@ samples.min = function(dev) return function(x) return x:min() end, { S(dev, 2, 3
 samples.var = function(dev) return function(x) return x:var(2, { ddof = 1 }) end, { S(dev, 2, 3) } end
 samples.std = function(dev) return function(x) return x:std(1) end, { S(dev, 2, 3) } end
 samples.norm = function(dev) return function(x) return x:norm(2) end, { S(dev, 2, 3) } end
+samples["norm (matrix 1, -1, inf, -inf)"] = function(dev)
+  return function(x)
+    return gpu.concat({ x:norm({ 1, 3 }, { ord = 1 }), x:norm({ 3, 1 }, { ord = -1, keepdims = true }):reshape(-1),
+                        x:norm({ 2, 3 }, { ord = math.huge }), x[1]:norm(nil, { ord = -math.huge }):reshape(1) })
+  end, { S(dev, 3, 2, 4) }
+end
+samples["norm (matrix 2, -2, nuclear)"] = function(dev)
+  return function(x)
+    return gpu.concat({ x:norm({ 1, 3 }, { ord = 2 }), x:norm({ 3, 1 }, { ord = -2, keepdims = true }):reshape(-1),
+                        x:norm({ 2, 3 }, { ord = "nuc" }) })
+  end, { S(dev, 3, 2, 4) }
+end
 samples.cumsum = function(dev) return function(x) return x:cumsum(2) end, { S(dev, 2, 3) } end
 samples.cumprod = function(dev) return function(x) return x:cumprod(2) end, { S(dev, 2, 3) } end
 samples.sort = function(dev) return function(x) return x:sort(2, { descending = true }) end, { S(dev, 2, 4) } end
@@ -133,6 +145,37 @@ end
 samples.matmul = function(dev) return function(a, b) return a:matmul(b) end, { S(dev, 2, 2, 3), S(dev, 3, 2) } end
 samples.dot = function(dev) return function(a, b) return gpu.dot(a, b) end, { S(dev, 2, 3), S(dev, 3) } end
 samples.outer = function(dev) return function(a, b) return gpu.outer(a, b) end, { S(dev, 3), S(dev, 2) } end
+-- gpu.linalg: well-conditioned inputs (a diagonal shift), symmetric ones built as x x^T
+-- (cholesky and eigh read one triangle), sign-free functions of the factors (u vh, v * v)
+local function W(dev, ...) local x = S(dev, ...); local n = x.shape[x.ndim]; return x + gpu.eye(n, { dtype = "float64", device = dev }) * 2 end
+local function sym(x) return x:matmul(x:transpose(-1, -2)) + gpu.eye(x.shape[x.ndim], { dtype = "float64", device = x.device }) end
+local LA = gpu.linalg
+samples["linalg.solve"] = function(dev) return function(a, b) return LA.solve(a, b) end, { W(dev, 2, 3, 3), S(dev, 3, 2) } end
+samples["linalg.inv"] = function(dev) return function(a) return LA.inv(a) end, { W(dev, 2, 3, 3) } end
+samples["linalg.det"] = function(dev) return function(a) return LA.det(a) end, { W(dev, 2, 3, 3) } end
+samples["linalg.slogdet"] = function(dev) return function(a) return (select(2, LA.slogdet(a))) end, { S(dev, 2, 3, 3) } end
+samples["linalg.cholesky"] = function(dev)
+  return function(x) return LA.cholesky(sym(x)) + LA.cholesky(sym(x), { upper = true }) * 0.5 end, { S(dev, 2, 3, 3) }
+end
+samples["linalg.qr"] = function(dev)
+  return function(a) local q, r = LA.qr(a); return gpu.concat({ q:reshape(-1), r:reshape(-1), (LA.qr(a, { mode = "r" })):reshape(-1) }) end,
+    { S(dev, 4, 3) }
+end
+samples["linalg.svd"] = function(dev)
+  return function(a)
+    local u, s, vh = LA.svd(a, { full_matrices = false })
+    return gpu.concat({ u:matmul(vh):reshape(-1), s, (u[{ ":", 1 }]:reshape(4, 1) * vh[1]):reshape(-1),
+                        LA.svd(a, { compute_uv = false }) })
+  end, { S(dev, 4, 3) }
+end
+samples["linalg.svdvals"] = function(dev) return function(a) return LA.svdvals(a) end, { S(dev, 2, 3, 4) } end
+samples["linalg.eigh"] = function(dev)
+  return function(x) local w, v = LA.eigh(sym(x)); return gpu.concat({ w, (v * v):reshape(-1) }) end, { S(dev, 3, 3) }
+end
+samples["linalg.eigvalsh"] = function(dev) return function(x) return LA.eigvalsh(sym(x), { UPLO = "U" }) end, { S(dev, 2, 3, 3) } end
+samples["linalg.lstsq"] = function(dev)
+  return function(a, b) return (LA.lstsq(a, b)) end, { S(dev, 5, 3), S(dev, 5, 2) }
+end
 samples["fused.linear"] = function(dev)
   return function(x, w, b) return gpu.fused.linear(x, w, b) end, { S(dev, 2, 3), S(dev, 4, 3), S(dev, 4) }
 end

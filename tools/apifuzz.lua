@@ -245,6 +245,10 @@ tame.str = { "'tf32'", "'highest'", "'high'", "'cpu'" }
 tame._ = { "nil" }
 tame.Gen = { "gpu.random.Generator(7)", "gpu.random.Generator(math.mininteger)", "gpu.random.Generator(-1)" }
 tame.Fp = { "gpu.ones(3, 4)", "gpu.arange(12):reshape(3, 4):astype('float32')", "gpu.zeros(3, 4)" }
+-- matrices for gpu.linalg: square, batched, rectangular, singular, a view, empty
+tame.Q = { "gpu.eye(3) * 2 + gpu.ones(3, 3)", "gpu.eye(4):reshape(1, 4, 4):expand(2, 4, 4)", "gpu.ones(4, 3)",
+  "gpu.zeros(3, 3)", "(gpu.arange(9):reshape(3, 3):astype('float64') + gpu.eye(3, {dtype = 'float64'}) * 9).T",
+  "gpu.zeros(0, 2, 2)", "gpu.eye(2, {dtype = 'float16'})" }
 
 local wild = {}
 wild.A = array
@@ -288,6 +292,7 @@ wild.str = function() return pick { "'medium'", "'cuda'", "'cuda:9'", "'cuda:-1'
 wild._ = function() return wild.v() end
 wild.Gen = function() return math.random(2) == 1 and pick(tame.Gen) or wild.v() end
 wild.Fp = array
+wild.Q = array
 wild.v = function()                      -- anything
   local r = math.random(100)
   if r <= 35 then return array() elseif r <= 60 then return wild.n()
@@ -305,12 +310,12 @@ local skip = { bench = true, profile = true, range = true, save = true, savez = 
   save_safetensors = true, savetxt = true, load = true, loadz = true, load_safetensors = true, loadtxt = true,
   load_idx = true, _png_save = true, _png_load = true, clock = true, synchronize = true }
 
--- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn as "r:f"/"f:f"/"d:f",
+-- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn/linalg as "r:f"/"f:f"/"d:f"/"la:f",
 -- metamethods as "meta:__f".
 local meta = getmetatable(gpu.zeros(1))
 local spaces = {
   ["m:"] = { gpu.methods, "gpu.methods" }, ["r:"] = { gpu.random, "gpu.random" },
-  ["f:"] = { gpu.fused, "gpu.fused" }, ["d:"] = { gpu.dnn, "gpu.dnn" },
+  ["f:"] = { gpu.fused, "gpu.fused" }, ["d:"] = { gpu.dnn, "gpu.dnn" }, ["la:"] = { gpu.linalg, "gpu.linalg" },
   ["meta:"] = { meta, "getmetatable(gpu.zeros(1))" }, [""] = { gpu, "gpu" },
   ["g:"] = { getmetatable(gpu.random.Generator(1)).__index, "getmetatable(gpu.random.Generator(1)).__index" } }
 local keywords = {}
@@ -404,6 +409,8 @@ sigs("Fp Fp Fp _ _ o", "f:rmsprop_")
 sigs("Fp Y o", "f:cross_entropy")
 sigs("Fp Y R o", "f:cross_entropy_backward")
 sigs("Fp W R5", "f:linear")
+sigs("Q o", "la:inv la:det la:slogdet la:cholesky la:qr la:svd la:svdvals la:eigh la:eigvalsh")
+sigs("Q K o", "la:solve la:lstsq")
 sigs("S", "m:backward")
 sigs("S A", "m:backward")
 sigs("G F", "m:register_hook")
@@ -567,7 +574,7 @@ local function arguments(name)
     bare = name:gsub("^g:", "r:")
     kinds = "Gen " .. (sig[bare] and pick(sig[bare]) or "")
   end
-  local own = declared[bare:gsub("^r:", "random."):gsub("^f:", "fused."):gsub("^d:", "dnn.")]
+  local own = declared[bare:gsub("^r:", "random."):gsub("^f:", "fused."):gsub("^d:", "dnn."):gsub("^la:", "linalg.")]
   local srcs = {}
   if kinds and math.random(4) > 1 then
     local list = {}

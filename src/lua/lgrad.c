@@ -309,14 +309,18 @@ static bool is_argument(lua_State *L, int node, const gl_node *nd, const gl_argr
 static void record_results(lua_State *L, int node, gl_node *nd, int rule, int nres, const gl_argref *refs) {
   int top = lua_gettop(L), first = top - nres + 1;
   snapshot_versions(L, node, nd, refs);
-  if (lua_type(L, first) != LUA_TUSERDATA) {        /* not an array: a rule may place nodes */
-    if (lua_getfield(L, rule, "record") == LUA_TFUNCTION) {
-      lua_pushvalue(L, node);
-      for (int i = first; i <= top; i++) lua_pushvalue(L, i);
-      lua_call(L, nres + 1, 0);
-    }
+  /* a rule's record function places the nodes: for a result that is not an array (split's
+  ** list), or for several arrays each with a gradient of its own (slogdet, qr, svd, eigh) */
+  bool several = nres > 1 || lua_type(L, first) != LUA_TUSERDATA;
+  if (several && lua_getfield(L, rule, "record") == LUA_TFUNCTION) {
+    lua_pushvalue(L, node);
+    for (int i = first; i <= top; i++) lua_pushvalue(L, i);
+    lua_call(L, nres + 1, 0);
+    lua_settop(L, top);
     return;
   }
+  if (several) lua_settop(L, top);
+  if (lua_type(L, first) != LUA_TUSERDATA) return;
   if (is_argument(L, node, nd, refs, first)) return;
   if (nres > 1) {
     lua_createtable(L, nres - 1, 0);

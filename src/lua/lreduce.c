@@ -19,7 +19,7 @@ enum { R_PLAIN, R_STD, R_NORM, R_SCAN };
 static const gl_optkey keep_keys[] = { KEEPDIMS, { NULL } };
 static const gl_optkey keep_dtype_keys[] = { KEEPDIMS, DTYPE, { NULL } };
 static const gl_optkey var_keys[] = { KEEPDIMS, DTYPE, DDOF, { NULL } };
-static const gl_optkey norm_keys[] = { KEEPDIMS, { "ord", GL_OPT_NUMSTR, 0, 0, 0, "fro" }, { NULL } };
+static const gl_optkey norm_keys[] = { KEEPDIMS, { "ord", GL_OPT_NUMSTR, 0, 0, 0, "fro nuc" }, { NULL } };
 static const gl_optkey scan_keys[] = { DTYPE, { NULL } };
 #undef KEEPDIMS
 #undef DTYPE
@@ -73,7 +73,8 @@ static void read_opts(lua_State *L, int idx, const rfunc *f, ropts *o) {
     if (strcmp(k, "keepdims") == 0) o->keepdims = v[i].b;
     else if (strcmp(k, "dtype") == 0) o->dtype = (int)v[i].dtype;
     else if (strcmp(k, "ddof") == 0) o->ddof = v[i].n;
-    else if (strcmp(k, "ord") == 0) o->ord = v[i].s ? (double)NAN : v[i].n;     /* "fro": the default */
+    else if (strcmp(k, "ord") == 0)                  /* "fro": the default; "nuc": GL_NORM_NUC */
+      o->ord = v[i].s ? (v[i].choice == 1 ? GL_NORM_NUC : (double)NAN) : v[i].n;
   }
 }
 

@@ -13,7 +13,7 @@ static const char *const family_names[GL_NOP] = {
   [GL_OP_UNARY] = "elementwise math", [GL_OP_BINARY] = "elementwise math",
   [GL_OP_REDUCE] = "reduction", [GL_OP_MATMUL] = "matmul", [GL_OP_INDEX] = "indexing",
   [GL_OP_SORT] = "sort", [GL_OP_RANDOM] = "random numbers", [GL_OP_CONV] = "im2col",
-  [GL_OP_FUSED] = "fused ops",
+  [GL_OP_FUSED] = "fused ops", [GL_OP_LINALG] = "gpu.linalg",
 };
 
 static bool has_entry(const gl_backend *b, gl_op op) {
@@ -29,6 +29,7 @@ static bool has_entry(const gl_backend *b, gl_op op) {
     case GL_OP_SORT: return b->sort != NULL;
     case GL_OP_RANDOM: return b->random != NULL;
     case GL_OP_CONV: return b->im2col != NULL && b->col2im != NULL;
+    case GL_OP_LINALG: return b->linalg != NULL;
     default: return true;
   }
 }
@@ -40,6 +41,7 @@ static int family_size(gl_op op) {
     case GL_OP_BINARY: return GL_NBINOP;
     case GL_OP_REDUCE: return GL_NREDOP;
     case GL_OP_RANDOM: return GL_NRAND;
+    case GL_OP_LINALG: return GL_NLA;
     default: return 1;
   }
 }

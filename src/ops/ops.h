@@ -8,6 +8,7 @@
 #ifndef GL_OPS_H
 #define GL_OPS_H
 
+#include <float.h>
 #include "../backend/backend.h"
 
 /* ---- creation ------------------------------------------------------------------ */
@@ -93,6 +94,31 @@ gl_status gl_op_dot(gl_array *out, const gl_array *a, const gl_array *b);
 /* NumPy's outer: out (a.size, b.size) = flattened a times flattened b. */
 gl_status gl_op_outer(gl_array *out, const gl_array *a, const gl_array *b);
 
+/* ---- numpy.linalg over LAPACK (linalg_lapack.c): matrices in the last two axes, the
+** leading axes a batch; float32/float64 as they are, float16/bfloat16 computed in float32
+** and given back in their dtype, integers and bool as float64. A matrix that fails
+** (singular, not positive definite, no convergence) is an error naming its 1-based batch
+** element. */
+/* x = a^-1 b: b (..., n) when 1-D, else (..., n, k); batch axes broadcast. */
+gl_status gl_op_la_solve(gl_array *out, const gl_array *a, const gl_array *b);
+gl_status gl_op_la_inv(gl_array *out, const gl_array *a);
+/* sign and log|det| (...); a singular matrix gives 0 and -inf. det = sign * exp(log|det|). */
+gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a);
+gl_status gl_op_la_det(gl_array *out, const gl_array *a);
+/* L (lower, a = L L^T) from a's lower triangle, or with upper U (a = U^T U) from its upper. */
+gl_status gl_op_la_cholesky(gl_array *out, const gl_array *a, bool upper);
+/* q (..., m, kq) (q NULL: R only), r (..., kq, n); kq = min(m, n), or m when complete. */
+gl_status gl_op_la_qr(gl_array *q, gl_array *r, const gl_array *a, bool complete);
+/* u (..., m, ku), s (..., k) descending, vh (..., kv, n); u and vh NULL: values only;
+** k = min(m, n), ku = kv = k or (full) m and n. */
+gl_status gl_op_la_svd(gl_array *u, gl_array *s, gl_array *vh, const gl_array *a, bool full);
+/* w (..., n) ascending, v (..., n, n) (NULL: values only), from a's lower (or upper) triangle. */
+gl_status gl_op_la_eigh(gl_array *w, gl_array *v, const gl_array *a, bool upper);
+/* NumPy's lstsq of a (m, n), b (m) or (m, k): x, residuals, rank (0-d int64), s; rcond < 0:
+** NumPy's default (machine epsilon times max(m, n)). */
+gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s, const gl_array *a,
+                         const gl_array *b, double rcond);
+
 /* ---- convolution helpers (conv.c); NCHW, k/stride/pad/dil hold (h, w) --------------- */
 /* The output height and width of a convolution or pooling window; errors name fn. */
 gl_status gl_conv_out_size(const char *fn, int64_t H, int64_t W, const int *k, const int *stride,
@@ -171,7 +197,8 @@ gl_status gl_op_std(gl_array *out, const gl_array *x, const int *axes, int naxes
                     int dtype, double ddof);
 /* NumPy's linalg.norm: ord NaN is the default (2-norm of everything reduced, Frobenius
 ** for matrices); otherwise a vector norm over one axis (2, 1, inf, -inf, 0 or any p) or a
-** matrix norm over two (1, -1, inf, -inf). */
+** matrix norm over two (1, -1, inf, -inf; 2, -2 and GL_NORM_NUC from singular values). */
+#define GL_NORM_NUC (-DBL_MAX)     /* the nuclear norm's ord (no p-norm has this order) */
 gl_status gl_op_norm(gl_array *out, const gl_array *x, const int *axes, int naxes, bool keepdims,
                      double ord);
 /* Inclusive cumsum (op GL_R_SUM) or cumprod (GL_R_PROD) along 'axis' (< 0: over the

@@ -241,12 +241,35 @@ gl_status gl_op_std(gl_array *out, const gl_array *x, const int *axes, int naxes
 
 /* NumPy's matrix norms that need no SVD: ord 1/-1 (max/min column sum of |x|) and
 ** inf/-inf (max/min row sum), over (row, col) axes r and c. */
+/* The matrix 2-norm (largest singular value), -2 (smallest) and nuclear norm (their sum)
+** over (row, col) axes r and c: SVD values of x with r and c moved last. */
+static gl_status singular_norm(gl_array *out, const gl_array *x, int r, int c, bool keepdims, double ord) {
+  int perm[GL_MAXDIMS], nd = 0;
+  for (int d = 0; d < x->ndim; d++) if (d != r && d != c) perm[nd++] = d;
+  perm[nd] = r;
+  perm[nd + 1] = c;
+  gl_array v = *x, s = { 0 };
+  GL_TRY(gl_view_permute(&v, perm));
+  if (v.shape[nd] == 0 || v.shape[nd + 1] == 0)
+    return gl_fail(GL_EINVAL, "the matrix %s-norm of an empty matrix is undefined", ord == GL_NORM_NUC ? "nuclear" : ord > 0 ? "2" : "-2");
+  GL_TRY(gl_op_la_svd(NULL, &s, NULL, &v, false));
+  int last = nd;
+  gl_redop op = ord == GL_NORM_NUC ? GL_R_SUM : ord > 0 ? GL_R_MAX : GL_R_MIN;
+  gl_status st = gl_op_reduce(out, op, &s, &last, 1, false, -1, 0);
+  gl_array_release(&s);
+  if (st != GL_OK || !keepdims) return st;
+  int64_t shape[GL_MAXDIMS];
+  for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+  shape[r] = shape[c] = 1;
+  st = gl_view_reshape(out, x->ndim, shape);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
 static gl_status matrix_norm(gl_array *out, const gl_array *x, int r, int c, bool keepdims, double ord) {
-  if (fabs(ord) != 1 && !isinf(ord)) {
-    if (fabs(ord) == 2)
-      return gl_fail(GL_EINVAL, "the matrix %g-norm needs singular values (use gpu.linalg.svd)", ord);
-    return gl_fail(GL_EINVAL, "invalid norm order %g for matrices (1, -1, math.huge, -math.huge)", ord);
-  }
+  if (fabs(ord) == 2 || ord == GL_NORM_NUC) return singular_norm(out, x, r, c, keepdims, ord);
+  if (fabs(ord) != 1 && !isinf(ord))
+    return gl_fail(GL_EINVAL, "invalid norm order %g for matrices (1, -1, 2, -2, math.huge, -math.huge, 'fro', 'nuc')", ord);
   int sum_axis = isinf(ord) ? c : r, ext_axis = isinf(ord) ? r : c;
   gl_array sums = { 0 };
   GL_TRY(reduce_raw(&sums, GL_R_NORM, "norm", x, &sum_axis, 1, true, -1, 1.0));
@@ -267,6 +290,8 @@ gl_status gl_op_norm(gl_array *out, const gl_array *x, const int *axes, int naxe
   bool red[GL_MAXDIMS];
   int nred;
   GL_TRY(mark_axes(x, axes, naxes, red, &nred));
+  if ((nred == 1 || (naxes < 0 && x->ndim <= 1)) && ord == GL_NORM_NUC)
+    return gl_fail(GL_EINVAL, "the nuclear norm is a matrix norm: it needs two axes");
   if (nred == 1 || (naxes < 0 && x->ndim <= 1))
     return reduce_raw(out, GL_R_NORM, "norm", x, axes, naxes, keepdims, -1, ord);
   if (nred != 2)

@@ -416,10 +416,47 @@ R.std = { uses_y = true, backward = function(g, node, y)
   local mu = x:mean(list, { keepdims = true })
   return unreduce(g, x, red, keep) * (x - mu) / (unreduce(y, x, red, keep) * (count(x, red) - ddof))
 end }
+-- The matrix 2-norm, -2-norm and nuclear norm over axes (r, c) are the largest, the smallest
+-- and the sum of the singular values: d s_i = u_i^T dx v_i, so the gradient is u diag(w g) vh
+-- with w one-hot (2, -2) or ones (nuc), computed with the two axes moved last.
+local function singular_norm_grad(g, x, red, ord)
+  local perm, back, batch = {}, {}, {}
+  local xs = x.shape
+  for d = 1, x.ndim do if not red[d] then perm[#perm + 1] = d; batch[#batch + 1] = xs[d] end end
+  for d = 1, x.ndim do if red[d] then perm[#perm + 1] = d end end
+  for i, d in ipairs(perm) do back[d] = i end
+  local u, s, vh = gpu.linalg.svd(x:permute(perm), { full_matrices = false })
+  local k = s.shape[s.ndim]
+  local w = ord == "nuc" and gpu.ones(k, { dtype = s.dtype, device = s.device })
+    or gpu.arange(k, { device = s.device }):eq(ord == 2 and 0 or k - 1):astype(s.dtype)
+  local gs = w * (#batch > 0 and g:reshape(batch) or g:reshape({})):unsqueeze(-1)
+  return (u * gs:unsqueeze(-2)):matmul(vh):permute(back)
+end
+
+-- The matrix 1/-1 (max/min column sum of |x|) and inf/-inf (max/min row sum) norms over
+-- (row, col) axes: sign(x) on the extreme columns (rows), shared among ties.
+local function abs_sum_norm_grad(g, x, red, list, keep, ord)
+  local nd = x.ndim
+  local r, c = list and norm_axis(list[1], nd) or 1, list and norm_axis(list[2], nd) or 2
+  local over, across = r, c
+  if ord == math.huge or ord == -math.huge then over, across = c, r end
+  local sums = x:abs():sum(over, { keepdims = true })
+  local ext = ord > 0 and sums:max(across, { keepdims = true }) or sums:min(across, { keepdims = true })
+  local mask = sums:eq(ext):astype(x.dtype)
+  mask = mask / mask:sum(across, { keepdims = true })
+  return unreduce(g, x, red, keep) * mask * x:sign()
+end
+
 R.norm = { uses_y = true, backward = function(g, node, y)
   local x = node[1]
   local red, keep, list, o = reduce_args(x, node[2], node[3])
   local ord = o and o.ord
+  local nred = 0
+  for _ in pairs(red) do nred = nred + 1 end
+  if nred == 2 and (ord == 2 or ord == -2 or ord == "nuc") then return singular_norm_grad(g, x, red, ord) end
+  if nred == 2 and (ord == 1 or ord == -1 or ord == math.huge or ord == -math.huge) then
+    return abs_sum_norm_grad(g, x, red, list, keep, ord)
+  end
   local gg, yy = unreduce(g, x, red, keep), unreduce(y, x, red, keep)
   if ord == nil or ord == "fro" or ord == 2 then
     return gg * gpu.where(yy:eq(0), 0, x / yy)

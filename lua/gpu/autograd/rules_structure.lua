@@ -149,6 +149,162 @@ R.outer = { backward = function(g, node)
   return g:matmul(b:reshape(b.size)):reshape(a.shape), g:transpose():matmul(a:reshape(a.size)):reshape(b.shape)
 end }
 
+-- ---- gpu.linalg (numpy.linalg over LAPACK) ------------------------------------------------------------------
+-- The formulas are PyTorch's and TensorFlow's (real case), in dispatched ops. Ops with
+-- several results (slogdet, qr, svd, eigh) give each differentiable result a node of its
+-- own (per_result): the gradient of a is linear in the results' gradients, so the engine's
+-- sum over those nodes is the whole gradient. A symmetric input (cholesky, eigh) gets the
+-- symmetric gradient, which is the gradient of any function of a symmetric argument.
+local function mT(x) return x:transpose(-1, -2) end
+local function eye_of(n, x) return gpu.eye(n, { dtype = x.dtype, device = x.device }) end
+-- (n, n) masks: 1 on and below the diagonal (lower), the diagonal halved (phi)
+local function tril_mask(n, x, half_diag)
+  local i = gpu.arange(n, { device = x.device }):reshape(n, 1)
+  local m = i:ge(gpu.arange(n, { device = x.device })):astype(x.dtype)
+  return half_diag and m - eye_of(n, x) * 0.5 or m
+end
+local function ix(g) return g:unsqueeze(-1):unsqueeze(-1) end          -- (...) -> (..., 1, 1)
+local function rsolve(x, r) return mT(gpu.linalg.solve(r, mT(x))) end  -- x r^-T
+
+-- record: gives results[i] (for i in 'which') a node whose backward is
+-- grad(a, results, i, g, opts) -> the gradient of a
+local function per_result(grad, which)
+  return function(node, ...)
+    local args, res = R._node_args(node), table.pack(...)
+    for _, i in ipairs(which) do
+      if is_array(res[i]) then
+        local rule = { backward = function(g, nd) return grad(nd[1], res, i, g, nd[2]) end }
+        G.set_node(res[i], op_node(rule, res[i], args[1], args[2]))
+      end
+    end
+  end
+end
+
+-- solve(a, b): x = a^-1 b; gb = a^-T g, ga = -gb x^T (b a vector when 1-D)
+R["linalg.solve"] = { uses_y = true, backward = function(g, node, x)
+  local a, b = node[1], node[2]
+  local gb = gpu.linalg.solve(mT(a), b.ndim == 1 and g:unsqueeze(-1) or g)
+  local xm = b.ndim == 1 and x:unsqueeze(-1) or x
+  local ga = tracked(a) and -gb:matmul(mT(xm)) or nil
+  if b.ndim == 1 then gb = gb:squeeze(-1) end
+  return ga, tracked(b) and gb or nil
+end }
+R["linalg.inv"] = { uses_y = true, backward = function(g, node, y)
+  local yt = mT(y)
+  return -yt:matmul(g):matmul(yt)
+end }
+R["linalg.det"] = { uses_y = true, backward = function(g, node, y)
+  return ix(g * y) * mT(gpu.linalg.inv(node[1]))
+end }
+R["linalg.slogdet"] = { record = per_result(function(a, _, _, g) return ix(g) * mT(gpu.linalg.inv(a)) end, { 2 }) }
+
+-- cholesky: a = L L^T; ga = L^-T Phi(L^T gL) L^-1 symmetrized, Phi the lower triangle with
+-- the diagonal halved (upper: U = L^T)
+R["linalg.cholesky"] = { uses_y = true, backward = function(g, node, y)
+  local upper = type(node[2]) == "table" and node[2].upper
+  local l, gl = upper and mT(y) or y, upper and mT(g) or g
+  local n = l.shape[l.ndim]
+  local phi = mT(l):matmul(gl) * tril_mask(n, l, true)
+  local ga = mT(gpu.linalg.solve(mT(l), mT(gpu.linalg.solve(mT(l), phi))))
+  return (ga + mT(ga)) * 0.5
+end }
+
+-- qr (m >= n, reduced; TensorFlow's QrGrad): with M = q^T gq - (q^T gq)^T + r gr^T - (r gr^T)^T,
+-- ga = q (gr + tril(M) r^-T) + (gq - q q^T gq) r^-T
+local function qr_grad(a, q, r, gq, gr)
+  local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
+  if m < n or q.shape[q.ndim] ~= n then
+    error("gpu.linalg.qr: the gradient needs m >= n and mode 'reduced' (got a " .. m .. "x" .. n .. " matrix)", 0)
+  end
+  local M, inner = nil, nil
+  if gq then local qg = mT(q):matmul(gq); M = qg - mT(qg) end
+  if gr then local rg = r:matmul(mT(gr)); M = M and M + rg - mT(rg) or rg - mT(rg) end
+  inner = rsolve(M * tril_mask(n, a), r)
+  if gr then inner = inner + gr end
+  local ga = q:matmul(inner)
+  if gq then ga = ga + rsolve(gq - q:matmul(mT(q):matmul(gq)), r) end
+  return ga
+end
+R["linalg.qr"] = {
+  record = per_result(function(a, res, i, g) return qr_grad(a, res[1], res[2], i == 1 and g or nil, i == 2 and g or nil) end, { 1, 2 }),
+  backward = function(g, node)           -- mode "r": r alone (one result, no record)
+    local q, r = gpu.linalg.qr(node[1])
+    return qr_grad(node[1], q, r, nil, g)
+  end }
+
+-- svd (PyTorch's svd_backward, real case; distinct singular values for gu, gvh):
+-- ga = u [ (skew(u^T gu) S + S skew(v^T gv)) / E + diag(gs) ] vh
+--      + (I - u u^T) gu S^-1 vh + u S^-1 gv^T (I - v v^T),  E_ij = s_j^2 - s_i^2
+local function svd_grad(u, s, vh, gu, gs, gvh)
+  local k = s.shape[s.ndim]
+  local m, n = u.shape[u.ndim - 1], vh.shape[vh.ndim]
+  if (gu and u.shape[u.ndim] ~= k) or (gvh and vh.shape[vh.ndim - 1] ~= k) then
+    error("gpu.linalg.svd: the gradient of u or vh needs full_matrices = false", 0)
+  end
+  local inner = gs and gs:unsqueeze(-1) * eye_of(k, s) or nil
+  local function add(x) inner = inner and inner + x or x end
+  local v = mT(vh)
+  if gu or gvh then
+    local s2 = s * s
+    local E = s2:unsqueeze(-2) - s2:unsqueeze(-1) + eye_of(k, s)
+    local off = 1 - eye_of(k, s)
+    if gu then local x = mT(u):matmul(gu); add((x - mT(x)) * s:unsqueeze(-2) / E * off) end
+    if gvh then local x = mT(v):matmul(mT(gvh)); add(s:unsqueeze(-1) * (x - mT(x)) / E * off) end
+  end
+  local ga = u:matmul(inner):matmul(vh)
+  if gu and m > k then ga = ga + ((gu - u:matmul(mT(u):matmul(gu))) / s:unsqueeze(-2)):matmul(vh) end
+  if gvh and n > k then
+    local gv = mT(gvh)
+    ga = ga + u:matmul(mT((gv - v:matmul(mT(v):matmul(gv))) / s:unsqueeze(-2)))
+  end
+  return ga
+end
+R["linalg.svd"] = {
+  record = per_result(function(_, res, i, g)
+    return svd_grad(res[1], res[2], res[3], i == 1 and g or nil, i == 2 and g or nil, i == 3 and g or nil)
+  end, { 1, 2, 3 }),
+  backward = function(g, node)           -- compute_uv = false
+    local u, s, vh = gpu.linalg.svd(node[1], { full_matrices = false })
+    return svd_grad(u, s, vh, nil, g, nil)
+  end }
+R["linalg.svdvals"] = { backward = R["linalg.svd"].backward }
+
+-- eigh: ga = v (diag(gw) + (v^T gv) / E) v^T symmetrized, E_ij = w_j - w_i (distinct w)
+local function eigh_grad(w, v, gw, gv)
+  local n = w.shape[w.ndim]
+  local inner = gw and gw:unsqueeze(-1) * eye_of(n, w) or nil
+  if gv then
+    local E = w:unsqueeze(-2) - w:unsqueeze(-1) + eye_of(n, w)
+    local x = mT(v):matmul(gv) / E * (1 - eye_of(n, w))
+    inner = inner and inner + x or x
+  end
+  local ga = v:matmul(inner):matmul(mT(v))
+  return (ga + mT(ga)) * 0.5
+end
+R["linalg.eigh"] = { record = per_result(function(_, res, i, g)
+  return eigh_grad(res[1], res[2], i == 1 and g or nil, i == 2 and g or nil)
+end, { 1, 2 }) }
+R["linalg.eigvalsh"] = { backward = function(g, node)
+  local w, v = gpu.linalg.eigh(node[1], node[2])
+  return eigh_grad(w, v, g, nil)
+end }
+
+-- lstsq (full column rank, m >= n): x = (a^T a)^-1 a^T b; with z = (a^T a)^-1 gx and the
+-- residual r = b - a x: ga = r z^T - a z x^T, gb = a z
+R["linalg.lstsq"] = { record = per_result(function(a, res, _, g, b)
+  local m, n = a.shape[1], a.shape[2]
+  if m < n or res[3] < n then
+    error("gpu.linalg.lstsq: the gradient needs a of full column rank with m >= n", 0)
+  end
+  local x = res[1]
+  local vec = b.ndim == 1
+  local xm, gm, bm = vec and x:unsqueeze(-1) or x, vec and g:unsqueeze(-1) or g, vec and b:unsqueeze(-1) or b
+  local z = gpu.linalg.solve(mT(a):matmul(a), gm)
+  local r = bm - a:matmul(xm)
+  local gb = a:matmul(z)
+  return r:matmul(mT(z)) - gb:matmul(mT(xm)), vec and gb:squeeze(-1) or gb
+end, { 1 }) }
+
 -- ---- fused kernels ---------------------------------------------------------------------------------------------
 
 -- fused.linear(x (..., in), w (out, in) [, b (out)]) = x w^T + b

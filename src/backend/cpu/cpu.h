@@ -77,6 +77,7 @@ typedef struct gl_cpu_blas {
   int (*get_num_threads)(void);     /* OpenBLAS only, else NULL */
   void (*set_num_threads)(int);     /* OpenBLAS only, else NULL */
   const char *lib;                  /* the name that loaded */
+  void *handle;                     /* its dlopen handle (LAPACK's symbols: cpu_lapack.c) */
 } gl_cpu_blas;
 /* The loaded BLAS (loads it on the first call); GL_ENOTSUP naming the libraries tried. */
 gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
@@ -86,6 +87,8 @@ void gl_cpu_versions(gl_versions *v);
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
 /* Whether gl_cpu_matmul has a path for operands of dtype dt (BLAS or a row kernel). */
 bool gl_cpu_has_matmul(gl_dtype dt);
+/* Dense linear algebra over LAPACK (cpu_lapack.c): gl_backend.linalg. */
+gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad);
 /* im2col / col2im for convolutions (cpu_conv.c). */
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval);

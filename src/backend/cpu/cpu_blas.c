@@ -52,6 +52,7 @@ static void blas_load(void) {
     blas.get_num_threads = (int (*)(void))dlsym(h, "openblas_get_num_threads");
     blas.set_num_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
     blas.lib = name;
+    blas.handle = h;
     blas_ok = true;
     return;
   }

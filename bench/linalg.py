@@ -1,0 +1,44 @@
+"""bench/linalg.py — NumPy twin of bench/linalg.lua (same case names): solve, inv,
+cholesky, qr, svd, eigh of n x n float64 matrices and a batched solve of 10,000 3x3
+systems; wall-clock, best and median of repeats of >= MIN_TIME seconds."""
+import os, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench import emit, array_module, QUICK
+
+MIN_TIME = 0.05 if QUICK else 0.2
+REPEATS = 3 if QUICK else 5
+SIZES = [int(s) for s in os.environ.get("BENCH_LINALG_SIZES", "256 1024").replace(",", " ").split()]
+
+
+def run(impl, name, fn):
+    fn()
+    t0 = time.perf_counter(); fn()
+    iters = max(1, int(-(-MIN_TIME // max(time.perf_counter() - t0, 1e-9))))
+    ts = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        ts.append((time.perf_counter() - t) / iters)
+    ts.sort()
+    emit("result", "linalg", name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), "")
+
+
+xp, impl, _ = array_module()
+if xp is not None:
+    la = xp.linalg
+    rng = xp.random
+    for n in SIZES:
+        a = rng.rand(n, n) + n * xp.eye(n)
+        spd = a @ a.T + n * xp.eye(n)
+        b = rng.rand(n, 1)
+        tag = " n=%d float64" % n
+        run(impl, "solve" + tag, lambda: la.solve(a, b))
+        run(impl, "inv" + tag, lambda: la.inv(a))
+        run(impl, "cholesky" + tag, lambda: la.cholesky(spd))
+        run(impl, "qr" + tag, lambda: la.qr(a))
+        run(impl, "svd" + tag, lambda: la.svd(a))
+        run(impl, "eigh" + tag, lambda: la.eigh(spd))
+    a3 = rng.rand(10000, 3, 3) + 3 * xp.eye(3)
+    b3 = rng.rand(10000, 3, 1)
+    run(impl, "solve batch 10000x3x3 float64", lambda: la.solve(a3, b3))

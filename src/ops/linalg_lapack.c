@@ -1,0 +1,359 @@
+/*
+** linalg_lapack.c — gpu.linalg's factorizations with numpy.linalg's rules: matrices in
+** the last two axes, any leading axes a batch; float32 and float64 computed as they are,
+** float16/bfloat16 computed in float32 and given back in their dtype, integers and bool
+** promoted to float64 (NumPy's rule). Each op checks shapes, makes a contiguous operand
+** of the compute dtype (so views and strided inputs work), allocates the outputs on the
+** input's device and calls the backend's linalg entry (backend.h, gl_la_op), whose per
+** matrix failures come back as NumPy's LinAlgError messages naming the 1-based batch
+** element: "matrix is singular (batch 3)".
+*/
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+#include "ops.h"
+
+/* An operand made ready for the backend: src contiguous of dtype ct (maybe tmp). */
+typedef struct la_operand {
+  gl_array tmp;
+  const gl_array *src;
+} la_operand;
+
+/* The compute dtype for x's dtype, and the dtype results are given in. */
+static void la_dtypes(gl_dtype dt, gl_dtype *ct, gl_dtype *rt) {
+  switch (dt) {
+    case GL_FLOAT32: case GL_FLOAT64: *ct = *rt = dt; break;
+    case GL_FLOAT16: case GL_BFLOAT16: *ct = GL_FLOAT32; *rt = dt; break;
+    default: *ct = *rt = GL_FLOAT64; break;     /* integers and bool, as NumPy */
+  }
+}
+
+/* The backend of x's device when it has op in dtype ct, else "not supported on cuda yet"
+** (the binding names the function). */
+static gl_status la_backend(const gl_array *x, gl_la_op op, gl_dtype ct, const gl_backend **be) {
+  GL_TRY(gl_backend_for(gl_array_device(x), be));
+  if ((*be)->linalg == NULL || !(*be)->supports(GL_OP_LINALG, (int)op, ct)) {
+    char dn[16];
+    return gl_fail(GL_ENOTSUP, "not supported on %s yet (cuSOLVER is to come; compute on the cpu: x:cpu())",
+                   gl_device_name(gl_array_device(x), dn));
+  }
+  return GL_OK;
+}
+
+/* Checks that x holds matrices (square ones when asked), of extents LAPACK's 32-bit
+** integers index. */
+static gl_status la_check_matrix(const gl_array *x, bool square) {
+  if (x->ndim < 2)
+    return gl_fail(GL_EINVAL, "%d-dimensional array given; the array must be at least two-dimensional", x->ndim);
+  int64_t m = x->shape[x->ndim - 2], n = x->shape[x->ndim - 1];
+  if (square && m != n) {
+    char s[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "the last 2 dimensions of the array must be square, got %s",
+                   gl_shape_str(x->ndim, x->shape, s));
+  }
+  if (m > INT_MAX / 8 || n > INT_MAX / 8 || m * n > INT_MAX / 8)
+    return gl_fail(GL_ETOOBIG, "array is too big for LAPACK (matrices of %lld x %lld)", (long long)m, (long long)n);
+  return GL_OK;
+}
+
+/* op->src = x as a contiguous array of dtype ct. */
+static gl_status la_operand_of(const gl_array *x, gl_dtype ct, la_operand *op) {
+  memset(&op->tmp, 0, sizeof op->tmp);
+  return gl_op_as_contig(x, ct, &op->tmp, &op->src);
+}
+
+/* Replaces *out by its copy in dtype rt when they differ. */
+static gl_status la_give(gl_array *out, gl_dtype rt) {
+  if (out->storage == NULL || out->dtype == rt) return GL_OK;
+  gl_array c = { 0 };
+  gl_status st = gl_op_copy(&c, out, rt, gl_array_device(out));
+  gl_array_release(out);
+  if (st == GL_OK) *out = c;
+  return st;
+}
+
+/* A LinAlgError for batch element 'bad' (0-based) of x. */
+static gl_status la_bad(const gl_array *x, int64_t bad, const char *what) {
+  if (x->ndim > 2) return gl_fail(GL_EINVAL, "%s (batch %lld)", what, (long long)bad + 1);
+  return gl_fail(GL_EINVAL, "%s", what);
+}
+
+/* Shape = x's batch axes followed by the 'ntail' extents given. */
+static int la_shape(const gl_array *x, int64_t *shape, int ntail, int64_t t0, int64_t t1) {
+  int nb = x->ndim - 2;
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nb);
+  if (ntail > 0) shape[nb] = t0;
+  if (ntail > 1) shape[nb + 1] = t1;
+  return nb + ntail;
+}
+
+/* Releases the n outputs (after a failure). */
+static void la_release(gl_array **outs, int n) {
+  for (int i = 0; i < n; i++) if (outs[i]) gl_array_release(outs[i]);
+}
+
+/* Allocates outs[i] (NULL: skipped) of dtype dts[i] with shapes[i], calls the backend,
+** turns a failed matrix into 'what', gives float outputs back in rt, and releases
+** everything on failure. */
+typedef struct la_call {
+  gl_la_op op;
+  gl_la_args args;
+  gl_array *outs[4];
+  int nd[4];
+  int64_t shapes[4][GL_MAXDIMS];
+  gl_dtype dts[4];
+  const char *what;        /* the failure's message */
+  const gl_array *x;       /* the input the batch index refers to */
+} la_call;
+
+static gl_status la_run(const gl_backend *be, la_call *c, gl_dtype rt) {
+  gl_device dev = gl_array_device(c->x);
+  gl_status st = GL_OK;
+  for (int i = 0; i < 4 && st == GL_OK; i++) {
+    if (c->outs[i] == NULL) continue;
+    st = gl_array_alloc(c->outs[i], c->dts[i], c->nd[i], c->shapes[i], dev);
+    c->args.out[i] = st == GL_OK ? c->outs[i] : NULL;
+    if (st != GL_OK) c->outs[i] = NULL;
+  }
+  int64_t bad = -1;
+  if (st == GL_OK) st = be->linalg(c->op, &c->args, &bad);
+  if (st == GL_OK && bad >= 0) st = la_bad(c->x, bad, c->what);
+  for (int i = 0; i < 4 && st == GL_OK; i++)
+    if (c->outs[i] && c->dts[i] != GL_INT64) st = la_give(c->outs[i], rt);
+  if (st != GL_OK) la_release(c->outs, 4);
+  return st;
+}
+
+/* ---- solve --------------------------------------------------------------------------- */
+
+/* NumPy 2's solve: b is a vector (..., n) only when it is 1-D, else (..., n, k); the batch
+** axes of a and b broadcast. */
+gl_status gl_op_la_solve(gl_array *out, const gl_array *a, const gl_array *b) {
+  GL_TRY(gl_same_device(a, b));
+  GL_TRY(la_check_matrix(a, true));
+  int64_t n = a->shape[a->ndim - 1];
+  bool vec = b->ndim == 1;
+  if (b->ndim == 0) return gl_fail(GL_EINVAL, "b must be at least one-dimensional, got a 0-d array");
+  gl_array vb = *b;
+  if (vec) GL_TRY(gl_view_unsqueeze(&vb, 1));
+  if (vb.shape[vb.ndim - 2] != n) {
+    char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: b needs %lld rows",
+                   gl_shape_str(a->ndim, a->shape, s1), gl_shape_str(b->ndim, b->shape, s2), (long long)n);
+  }
+  int nb;
+  int64_t full[GL_MAXDIMS];
+  if (gl_broadcast_shapes(a->ndim - 2, a->shape, vb.ndim - 2, vb.shape, &nb, full) != GL_OK) {
+    char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: their batch dimensions cannot be broadcast",
+                   gl_shape_str(a->ndim, a->shape, s1), gl_shape_str(b->ndim, b->shape, s2));
+  }
+  int64_t k = vb.shape[vb.ndim - 1];
+  gl_dtype ct, rt;
+  la_dtypes(gl_promote((gl_dtype)a->dtype, (gl_dtype)b->dtype), &ct, &rt);
+  const gl_backend *be;
+  GL_TRY(la_backend(a, GL_LA_SOLVE, ct, &be));
+  gl_array va = *a;
+  int64_t ash[GL_MAXDIMS], bsh[GL_MAXDIMS];
+  memcpy(ash, full, sizeof ash);
+  memcpy(bsh, full, sizeof bsh);
+  ash[nb] = n; ash[nb + 1] = n;
+  bsh[nb] = n; bsh[nb + 1] = k;
+  GL_TRY(gl_view_expand(&va, nb + 2, ash));
+  GL_TRY(gl_view_expand(&vb, nb + 2, bsh));
+  la_operand oa, ob;
+  GL_TRY(la_operand_of(&va, ct, &oa));
+  gl_status st = la_operand_of(&vb, ct, &ob);
+  if (st != GL_OK) { gl_array_release(&oa.tmp); return st; }
+  la_call c = { .op = GL_LA_SOLVE, .args = { .in = { oa.src, ob.src } }, .outs = { out },
+                .nd = { nb + 2 }, .dts = { ct }, .what = "matrix is singular", .x = oa.src };
+  memcpy(c.shapes[0], bsh, sizeof bsh);
+  st = la_run(be, &c, rt);
+  if (st == GL_OK && vec) {
+    st = gl_view_squeeze(out, out->ndim - 1);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  gl_array_release(&oa.tmp);
+  gl_array_release(&ob.tmp);
+  return st;
+}
+
+/* ---- one square (or any) matrix operand in, outputs by shape --------------------------- */
+
+/* Prepares the single operand a for op: checks, dtypes, backend, contiguous copy. */
+static gl_status la_unary_prep(const gl_array *a, gl_la_op op, bool square, la_operand *oa, gl_dtype *rt,
+                               const gl_backend **be) {
+  GL_TRY(la_check_matrix(a, square));
+  gl_dtype ct;
+  la_dtypes((gl_dtype)a->dtype, &ct, rt);
+  GL_TRY(la_backend(a, op, ct, be));
+  return la_operand_of(a, ct, oa);
+}
+
+gl_status gl_op_la_inv(gl_array *out, const gl_array *a) {
+  la_operand oa;
+  gl_dtype rt;
+  const gl_backend *be;
+  GL_TRY(la_unary_prep(a, GL_LA_INV, true, &oa, &rt, &be));
+  int64_t n = a->shape[a->ndim - 1];
+  la_call c = { .op = GL_LA_INV, .args = { .in = { oa.src } }, .outs = { out }, .dts = { oa.src->dtype },
+                .what = "matrix is singular", .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 2, n, n);
+  gl_status st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  return st;
+}
+
+/* slogdet in the compute dtype; *rt gets the dtype the results are to be given in. */
+static gl_status slogdet_ct(gl_array *sign, gl_array *logabs, const gl_array *a, gl_dtype *rt) {
+  la_operand oa;
+  const gl_backend *be;
+  GL_TRY(la_unary_prep(a, GL_LA_SLOGDET, true, &oa, rt, &be));
+  la_call c = { .op = GL_LA_SLOGDET, .args = { .in = { oa.src } }, .outs = { sign, logabs },
+                .dts = { oa.src->dtype, oa.src->dtype }, .what = "slogdet failed", .x = a };
+  c.nd[0] = c.nd[1] = la_shape(a, c.shapes[0], 0, 0, 0);
+  memcpy(c.shapes[1], c.shapes[0], sizeof c.shapes[0]);
+  gl_status st = la_run(be, &c, (gl_dtype)oa.src->dtype);
+  gl_array_release(&oa.tmp);
+  return st;
+}
+
+gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a) {
+  gl_dtype rt;
+  GL_TRY(slogdet_ct(sign, logabs, a, &rt));
+  gl_status st = la_give(sign, rt);
+  if (st == GL_OK) st = la_give(logabs, rt);
+  if (st != GL_OK) { gl_array_release(sign); gl_array_release(logabs); }
+  return st;
+}
+
+/* NumPy's det: sign * exp(logabsdet) of slogdet, computed before a half dtype rounds. */
+gl_status gl_op_la_det(gl_array *out, const gl_array *a) {
+  gl_array sign = { 0 }, logabs = { 0 }, e = { 0 };
+  gl_dtype rt;
+  GL_TRY(slogdet_ct(&sign, &logabs, a, &rt));
+  gl_status st = gl_op_unary(&e, GL_U_exp, &logabs);
+  if (st == GL_OK) {
+    gl_operand os = { &sign, gl_scalar_int(0) }, oe = { &e, gl_scalar_int(0) };
+    st = gl_op_binary(out, GL_B_mul, os, oe);
+  }
+  if (st == GL_OK) st = la_give(out, rt);
+  gl_array_release(&sign);
+  gl_array_release(&logabs);
+  gl_array_release(&e);
+  return st;
+}
+
+gl_status gl_op_la_cholesky(gl_array *out, const gl_array *a, bool upper) {
+  la_operand oa;
+  gl_dtype rt;
+  const gl_backend *be;
+  GL_TRY(la_unary_prep(a, GL_LA_CHOLESKY, true, &oa, &rt, &be));
+  int64_t n = a->shape[a->ndim - 1];
+  la_call c = { .op = GL_LA_CHOLESKY, .args = { .in = { oa.src }, .flags = upper ? GL_LA_UPPER : 0 },
+                .outs = { out }, .dts = { oa.src->dtype }, .what = "matrix is not positive definite", .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 2, n, n);
+  gl_status st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  return st;
+}
+
+gl_status gl_op_la_qr(gl_array *q, gl_array *r, const gl_array *a, bool complete) {
+  la_operand oa;
+  gl_dtype rt;
+  const gl_backend *be;
+  GL_TRY(la_unary_prep(a, GL_LA_QR, false, &oa, &rt, &be));
+  int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], kq = complete ? m : (m < n ? m : n);
+  la_call c = { .op = GL_LA_QR, .args = { .in = { oa.src } }, .outs = { q, r },
+                .dts = { oa.src->dtype, oa.src->dtype }, .what = "QR failed", .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 2, m, kq);
+  c.nd[1] = la_shape(a, c.shapes[1], 2, kq, n);
+  gl_status st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  return st;
+}
+
+gl_status gl_op_la_svd(gl_array *u, gl_array *s, gl_array *vh, const gl_array *a, bool full) {
+  la_operand oa;
+  gl_dtype rt;
+  const gl_backend *be;
+  GL_TRY(la_unary_prep(a, GL_LA_SVD, false, &oa, &rt, &be));
+  int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
+  la_call c = { .op = GL_LA_SVD, .args = { .in = { oa.src }, .flags = full ? GL_LA_FULL : 0 },
+                .outs = { u, s, vh }, .dts = { oa.src->dtype, oa.src->dtype, oa.src->dtype },
+                .what = "SVD did not converge", .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 2, m, full ? m : k);
+  c.nd[1] = la_shape(a, c.shapes[1], 1, k, 0);
+  c.nd[2] = la_shape(a, c.shapes[2], 2, full ? n : k, n);
+  gl_status st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  return st;
+}
+
+gl_status gl_op_la_eigh(gl_array *w, gl_array *v, const gl_array *a, bool upper) {
+  la_operand oa;
+  gl_dtype rt;
+  const gl_backend *be;
+  GL_TRY(la_unary_prep(a, GL_LA_EIGH, true, &oa, &rt, &be));
+  int64_t n = a->shape[a->ndim - 1];
+  la_call c = { .op = GL_LA_EIGH, .args = { .in = { oa.src }, .flags = upper ? GL_LA_UPPER : 0 },
+                .outs = { w, v }, .dts = { oa.src->dtype, oa.src->dtype },
+                .what = "eigenvalues did not converge", .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 1, n, 0);
+  c.nd[1] = la_shape(a, c.shapes[1], 2, n, n);
+  gl_status st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  return st;
+}
+
+/* NumPy's lstsq: a (m, n), b (m) or (m, k); rcond < 0 (NumPy's None): machine epsilon
+** times max(m, n). residuals: (k) (or (1) for a 1-D b) when rank == n < m, else empty. */
+gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s, const gl_array *a,
+                         const gl_array *b, double rcond) {
+  GL_TRY(gl_same_device(a, b));
+  if (a->ndim != 2) return gl_fail(GL_EINVAL, "a must be two-dimensional, got %d dimensions", a->ndim);
+  GL_TRY(la_check_matrix(a, false));
+  if (b->ndim != 1 && b->ndim != 2)
+    return gl_fail(GL_EINVAL, "b must be one- or two-dimensional, got %d dimensions", b->ndim);
+  int64_t m = a->shape[0], n = a->shape[1];
+  if (b->shape[0] != m) {
+    char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: b needs %lld rows",
+                   gl_shape_str(a->ndim, a->shape, s1), gl_shape_str(b->ndim, b->shape, s2), (long long)m);
+  }
+  bool vec = b->ndim == 1;
+  gl_array vb = *b;
+  if (vec) GL_TRY(gl_view_unsqueeze(&vb, 1));
+  int64_t k = vb.shape[1];
+  gl_dtype ct, rt;
+  la_dtypes(gl_promote((gl_dtype)a->dtype, (gl_dtype)b->dtype), &ct, &rt);
+  const gl_backend *be;
+  GL_TRY(la_backend(a, GL_LA_LSTSQ, ct, &be));
+  if (rcond < 0) rcond = (ct == GL_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON) * (double)(m > n ? m : n);
+  la_operand oa, ob;
+  GL_TRY(la_operand_of(a, ct, &oa));
+  gl_status st = la_operand_of(&vb, ct, &ob);
+  if (st != GL_OK) { gl_array_release(&oa.tmp); return st; }
+  gl_array resk = { 0 };
+  la_call c = { .op = GL_LA_LSTSQ, .args = { .in = { oa.src, ob.src }, .rcond = rcond },
+                .outs = { x, rank, s, &resk }, .nd = { 2, 0, 1, 1 },
+                .dts = { ct, GL_INT64, ct, ct }, .what = "SVD did not converge in linear least squares", .x = a };
+  c.shapes[0][0] = n; c.shapes[0][1] = k;
+  c.shapes[2][0] = m < n ? m : n;
+  c.shapes[3][0] = k;
+  st = la_run(be, &c, rt);
+  if (st == GL_OK) {
+    int64_t r = 0;
+    st = gl_op_to_host(&r, rank);
+    int64_t rs[1] = { r == n && m > n ? k : 0 };
+    if (st == GL_OK && rs[0] == k) { *res = resk; resk.storage = NULL; }
+    else if (st == GL_OK) st = gl_array_alloc(res, (gl_dtype)x->dtype, 1, rs, gl_array_device(a));
+    if (st == GL_OK && vec) st = gl_view_squeeze(x, 1);
+    if (st != GL_OK) { gl_array *o[4] = { x, rank, s, res }; la_release(o, 4); }
+  }
+  gl_array_release(&resk);
+  gl_array_release(&oa.tmp);
+  gl_array_release(&ob.tmp);
+  return st;
+}
