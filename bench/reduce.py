@@ -8,33 +8,11 @@ single-threaded.
 """
 import os
 import sys
-import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, try_import, array_module, DEVICE, QUICK
+from bench import try_import, array_module, DEVICE, QUICK, once
 
-MIN_TIME = 0.05 if QUICK else 0.2
-REPEATS = 3 if QUICK else 7
-GROUP = "reduce"
 N = 4096
-
-
-def run(name, impl, fn, note, sync=lambda: None):
-    try:
-        fn(); sync()
-    except Exception as e:  # a case that cannot run says why
-        emit("result", GROUP, name, impl, "-", "-", "error: %s" % e)
-        return
-    t0 = time.perf_counter(); fn(); sync()
-    iters = max(1, int(-(-MIN_TIME // max(time.perf_counter() - t0, 1e-7))))
-    ts = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t) / iters)
-    ts.sort()
-    emit("result", GROUP, name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), note)
+run = once  # bench.py's once(): one call per fn(), wall time
 
 
 def numpy_cases(np):

@@ -1,34 +1,12 @@
 """bench/routines.py — NumPy (CuPy on cuda) twin of bench/routines.lua (same case names):
 einsum, unique, median and histogram, wall-clock, best and median of repeats of
->= MIN_TIME seconds."""
+>= 0.2 s (bench.py's once)."""
 import os
 import sys
-import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, array_module, QUICK
+from bench import array_module, QUICK, once
 
-MIN_TIME = 0.05 if QUICK else 0.2
-REPEATS = 3 if QUICK else 7
-GROUP = "routines"
-
-
-def run(name, impl, fn, note, sync=lambda: None):
-    try:
-        fn(); sync()
-    except Exception as e:  # a case that cannot run says why
-        emit("result", GROUP, name, impl, "-", "-", "error: %s" % e)
-        return
-    t0 = time.perf_counter(); fn(); sync()
-    iters = max(1, int(-(-MIN_TIME // max(time.perf_counter() - t0, 1e-7))))
-    ts = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t) / iters)
-    ts.sort()
-    emit("result", GROUP, name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), note)
+run = once  # bench.py's once(): one call per fn(), wall time
 
 
 def cases(np):

@@ -90,4 +90,30 @@ function B.case(name, loop, opts)
   io.flush()
 end
 
+-- B.once(name, fn [, {target_vs = "numpy", ratio = 1.0, note = "...", min_time = 0.2}]):
+-- for ops that take milliseconds to seconds a call: fn() runs the op once; each repeat
+-- runs it enough times to last min_time (0.05 s with BENCH_QUICK=1), wall time per call,
+-- no loop overhead subtracted. target_vs: gpulua's time / that baseline's must be <= ratio.
+function B.once(name, fn, opts)
+  opts = opts or {}
+  if opts.target_vs then B.target(name, opts.ratio or 1.0, opts.target_vs, opts.target_device) end
+  local ok, err = pcall(fn)
+  if not ok then
+    emit("result", B.group, name, B.impl, "-", "-", "error: " .. tostring(err))
+    return
+  end
+  local min_time = quick and 0.05 or (opts.min_time or 0.2)
+  local once = function(n) for _ = 1, n do fn() end end
+  local iters = math.max(1, math.ceil(min_time / math.max(time_once(once, 1), 1e-7)))
+  local ts = {}
+  for r = 1, REPEATS do
+    collectgarbage()
+    ts[r] = time_once(once, iters) / iters
+  end
+  table.sort(ts)
+  emit("result", B.group, name, B.impl, ("%.1f"):format(ts[1] * 1e9), ("%.1f"):format(ts[(REPEATS + 1) // 2] * 1e9),
+       opts.note or "")
+  io.flush()
+end
+
 return B

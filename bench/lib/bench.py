@@ -50,6 +50,30 @@ def case(name, impl, stmt, setup="pass", note=None, globals=None):
          note if note is not None else stmt)
 
 
+def once(name, impl, fn, note, sync=lambda: None, min_time=0.2):
+    """For ops of milliseconds to seconds a call (bench.lua's B.once): fn() runs the op
+    once; each repeat runs it enough times to last min_time (0.05 s with BENCH_QUICK=1);
+    wall time per call, best and median, no loop overhead subtracted."""
+    import time
+    min_time = 0.05 if QUICK else min_time
+    try:
+        fn(); sync()
+    except Exception as e:  # a case that cannot run says why
+        emit("result", GROUP, name, impl, "-", "-", "error: %s" % e)
+        return
+    t0 = time.perf_counter(); fn(); sync()
+    iters = max(1, int(-(-min_time // max(time.perf_counter() - t0, 1e-7))))
+    ts = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        ts.append((time.perf_counter() - t) / iters)
+    ts.sort()
+    emit("result", GROUP, name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), note)
+
+
 def try_import(name):
     try:
         return __import__(name)
