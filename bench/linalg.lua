@@ -2,19 +2,13 @@
 -- solve, inv, cholesky, qr, svd and eigh of n x n float64 matrices (n = 256, 1024), and a
 -- batched solve of 10,000 3x3 systems. Issue 13: >= 0.9x NumPy's speed for the former
 -- (time ratio <= 1/0.9: the rest is overhead), >= 2x for the batch (<= 0.5). Twin:
--- bench/linalg.py. Wall-clock (lua-system's monotonic clock), best and median of
--- repeats of >= MIN_TIME seconds, as bench/matmul.lua.
+-- bench/linalg.py. Wall-clock (gpu.clock), best and median of repeats of
+-- >= 0.2 s (bench/lib's B.once).
 package.path = "bench/lib/?.lua;" .. package.path
 local gpu = require "gpu"
 
-local ok, system = pcall(require, "system")
-local now = ok and system.monotime or os.clock
-local clock_note = ok and "" or " (CPU time: lua-system missing)"
+local B = require "bench"
 
-local impl = os.getenv("GPULUA_BENCH_IMPL") or (_G.gpu and "gpulua" or "lua5.4+gpu.so")
-local quick = os.getenv("BENCH_QUICK") == "1"
-local MIN_TIME = quick and 0.05 or 0.2
-local REPEATS = quick and 3 or 5
 local sizes = { 256, 1024 }
 if os.getenv("BENCH_LINALG_SIZES") then
   sizes = {}
@@ -22,24 +16,9 @@ if os.getenv("BENCH_LINALG_SIZES") then
 end
 local L = gpu.linalg
 
-local function emit(...) io.write(table.concat({ ... }, "\t"), "\n"); io.flush() end
-
+-- run(name, max_ratio, fn): fn() runs the op once (B.once: wall time per call, warmed up)
 local function run(name, max_ratio, fn)
-  emit("target", "linalg", name, "max_ratio", ("%.4f"):format(max_ratio), "numpy")
-  fn()                                                  -- warm-up: loads LAPACK
-  local t0 = now()
-  fn()
-  local iters = math.max(1, math.ceil(MIN_TIME / math.max(now() - t0, 1e-9)))
-  local ts = {}
-  for r = 1, REPEATS do
-    local t = now()
-    for _ = 1, iters do fn() end
-    ts[r] = (now() - t) / iters
-  end
-  table.sort(ts)
-  emit("result", "linalg", name, impl, ("%.1f"):format(ts[1] * 1e9), ("%.1f"):format(ts[(REPEATS + 1) // 2] * 1e9),
-       clock_note)
-  collectgarbage()
+  B.once(name, fn, { target_vs = "numpy", ratio = ("%.4f"):format(max_ratio) })
 end
 
 for _, n in ipairs(sizes) do

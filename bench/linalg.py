@@ -1,27 +1,15 @@
 """bench/linalg.py — NumPy twin of bench/linalg.lua (same case names): solve, inv,
 cholesky, qr, svd, eigh of n x n float64 matrices and a batched solve of 10,000 3x3
-systems; wall-clock, best and median of repeats of >= MIN_TIME seconds."""
-import os, sys, time
+systems; wall-clock, best and median of repeats of >= 0.2 s (bench.py's once)."""
+import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, array_module, QUICK
+from bench import array_module, once
 
-MIN_TIME = 0.05 if QUICK else 0.2
-REPEATS = 3 if QUICK else 5
 SIZES = [int(s) for s in os.environ.get("BENCH_LINALG_SIZES", "256 1024").replace(",", " ").split()]
 
 
 def run(impl, name, fn):
-    fn()
-    t0 = time.perf_counter(); fn()
-    iters = max(1, int(-(-MIN_TIME // max(time.perf_counter() - t0, 1e-9))))
-    ts = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        ts.append((time.perf_counter() - t) / iters)
-    ts.sort()
-    emit("result", "linalg", name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), "")
+    once(name, impl, fn, "")
 
 
 xp, impl, _ = array_module()

@@ -5,24 +5,14 @@
 -- them), plus the REPL fed from a pipe.  Then gpulua's own additions, which appear only
 -- where lua5.4 has nothing to say: -h/--help, --version, the banner line at a terminal.
 
+local h = require "spec.helper"
+local slurp = h.slurp
+local spit = h.spit
 local BIN = os.getenv("GPULUA_BIN") or "./gpulua"
 local LUA = os.getenv("BUSTED_LUA") or "lua5.4"
 
 local function q(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
 end
 
 local function abspath(p)

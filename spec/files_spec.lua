@@ -5,20 +5,12 @@
 -- file's mode but never replace what is not a regular file, and whatever a save writes
 -- its load reads back: every dtype, 0-d, empty and non-contiguous arrays.
 local h = require "spec.helper"
+local spit = h.spit
 local gpu = h.gpu
 
 local BIN = os.getenv("GPULUA_BIN") or "./gpulua"
 
-local tmpdir = os.tmpname()
-os.remove(tmpdir)
-os.execute("mkdir -p " .. tmpdir)
-local function tmp(name) return tmpdir .. "/" .. name end
-
-local function spit(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
+local tmpdir, tmp = h.tmpdir()
 
 local function sh(cmd)          -- the first line a shell command prints
   local p = io.popen(cmd .. " 2>&1")

@@ -89,12 +89,40 @@ function M.fails(pieces, fn, ...)
   return err
 end
 
+-- slurp(path): the file's bytes (an error if it cannot be read); spit(path, s) writes s.
+function M.slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+function M.spit(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
+-- tmpdir(): a new empty folder, and a function that names a file in it: name(s) given
+-- as is, or (with no name) "<prefix><n>.<ext>" numbered from 1.
+function M.tmpdir(prefix)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir))
+  local n = 0
+  return dir, function(name_or_ext, ext)
+    if prefix == nil then return dir .. "/" .. name_or_ext end
+    n = n + 1
+    return ("%s/%s%d.%s"):format(dir, prefix, n, name_or_ext or ext or "png")
+  end
+end
+
 -- Runs a shell command; returns its exit status, stdout and stderr.
 function M.run(cmd)
   local out, err = os.tmpname(), os.tmpname()
   local ok, _, code = os.execute(cmd .. " >" .. out .. " 2>" .. err)
-  local function slurp(p) local f = io.open(p); local s = f and f:read("a") or ""; if f then f:close() end; os.remove(p); return s end
-  return ok and 0 or code, slurp(out), slurp(err)
+  local function take(p) local s = M.slurp(p); os.remove(p); return s end
+  return ok and 0 or code, take(out), take(err)
 end
 
 return M

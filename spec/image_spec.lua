@@ -2,29 +2,11 @@
 -- pixel; fixtures written by another tool (spec/fixtures/png/make_fixtures.py, zlib by
 -- hand) load with known pixels; broken files are refused with clear errors.
 local h = require "spec.helper"
+local slurp = h.slurp
+local spit = h.spit
 local gpu = h.gpu
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. dir))
-local n = 0
-local function tmp(ext)
-  n = n + 1
-  return ("%s/img%d.%s"):format(dir, n, ext or "png")
-end
-
-local function slurp(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
+local dir, tmp = h.tmpdir("img")
 
 -- CRC-32 (zlib's), to forge chunks that pass libpng's CRC check.
 local function crc32(s)

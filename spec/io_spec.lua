@@ -2,28 +2,14 @@
 -- spec/fixtures/npy, made by tools/gen_npy_fixtures.py), safetensors, text; atomic
 -- saves; hostile files (truncated, lying, oversized) and the fuzzers' finds.
 local h = require "spec.helper"
+local slurp = h.slurp
+local spit = h.spit
 local gpu = h.gpu
 
 local FIX = "spec/fixtures/npy/"
 local expected = dofile(FIX .. "expected.lua")
 
-local function slurp(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local tmpdir = os.tmpname()
-os.remove(tmpdir)
-os.execute("mkdir -p " .. tmpdir)
-local function tmp(name) return tmpdir .. "/" .. name end
+local tmpdir, tmp = h.tmpdir()
 local function listdir(d)
   local p = io.popen("ls -A " .. d)
   local out = {}

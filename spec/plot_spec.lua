@@ -3,26 +3,13 @@
 -- holds the title and the legend; errors name the function and the fault, and a missing
 -- gnuplot names the Debian package. Specs that need gnuplot are pending without it.
 local h = require "spec.helper"
+local slurp = h.slurp
 local gpu = h.gpu
 
 local have_gnuplot = os.execute("command -v gnuplot >/dev/null 2>&1")
 local BIN = os.getenv("GPULUA_BIN") or "./gpulua"
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. dir))
-local n = 0
-local function tmp(ext)
-  n = n + 1
-  return ("%s/plot%d.%s"):format(dir, n, ext or "png")
-end
-
-local function slurp(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local dir, tmp = h.tmpdir("plot")
 
 -- What f() writes through io.write, as a string.
 local function captured(f)

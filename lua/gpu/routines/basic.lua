@@ -20,10 +20,11 @@ local function int_arg(fname, v, argn, what, default)
 end
 M.int_arg = int_arg
 
--- norm_axis(fname, axis, ndim, argn): a 1-based axis (negatives from the end), checked.
-local function norm_axis(fname, axis, ndim, argn)
+-- norm_axis(fname, axis, ndim, argn [, what]): a 1-based axis (negatives from the end),
+-- checked; what: the wording of the integer check ("axis must be an integer").
+local function norm_axis(fname, axis, ndim, argn, what)
   if math.type(axis) ~= "integer" then
-    options.argerror(fname, argn, "axis must be an integer, got %s", options.type_name(axis))
+    options.argerror(fname, argn, "%s, got %s", what or "axis must be an integer", options.type_name(axis))
   end
   local a = axis < 0 and ndim + axis + 1 or axis
   if a < 1 or a > ndim then

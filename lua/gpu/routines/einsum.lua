@@ -317,14 +317,7 @@ end
 -- ---- tensordot, kron, inner, vdot ------------------------------------------------------------
 
 local function norm_axis(fname, ax, ndim, argn)
-  if math.type(ax) ~= "integer" then
-    options.argerror(fname, argn, "axes must be integers, got %s", options.type_name(ax))
-  end
-  local a = ax < 0 and ndim + ax + 1 or ax
-  if a < 1 or a > ndim then
-    options.argerror(fname, argn, "axis %d is out of range for an array of %d axes", ax, ndim)
-  end
-  return a
+  return basic.norm_axis(fname, ax, ndim, argn, "axes must be integers")
 end
 
 function M.tensordot(a, b, axes)
