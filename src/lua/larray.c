@@ -43,12 +43,9 @@ gl_lctx *gl_lua_ctx(lua_State *L) {
 }
 
 gl_array *gl_lua_test(lua_State *L, int idx) {
-  void *p = lua_touserdata(L, idx);
-  if (p == NULL || !lua_getmetatable(L, idx)) return NULL;
+  if (lua_type(L, idx) != LUA_TUSERDATA) return NULL;
   gl_lctx *c = gl_lua_ctx(L);
-  bool same = c && lua_topointer(L, -1) == c->meta;
-  lua_pop(L, 1);
-  return same ? p : NULL;
+  return c ? gl_lua_test_in(L, c, idx) : NULL;
 }
 
 gl_array *gl_lua_checkany(lua_State *L, int idx) {

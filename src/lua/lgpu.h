@@ -53,6 +53,15 @@ gl_array *gl_lua_push(lua_State *L);
 gl_array *gl_lua_check(lua_State *L, int idx);
 /* The array at idx if it is one (open or closed), else NULL. */
 gl_array *gl_lua_test(lua_State *L, int idx);
+/* The same test against a context already in hand (the hot paths fetch it once per op:
+** finding the context costs as much as the test itself). */
+static inline gl_array *gl_lua_test_in(lua_State *L, const gl_lctx *c, int idx) {
+  void *p = lua_touserdata(L, idx);
+  if (p == NULL || !lua_getmetatable(L, idx)) return NULL;
+  bool same = lua_topointer(L, -1) == c->meta;
+  lua_pop(L, 1);
+  return same ? p : NULL;
+}
 /* The array at idx, open or closed; a type error otherwise. */
 gl_array *gl_lua_checkany(lua_State *L, int idx);
 

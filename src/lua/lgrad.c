@@ -249,7 +249,7 @@ typedef struct gl_argref {
 /* The node of a call with nargs arguments (slots 1..nargs), pushed; the versions are
 ** written after the op (record_results). refs: nargs entries, or NULL past
 ** GL_NODE_FASTARGS arguments. */
-static gl_node *push_node(lua_State *L, int nargs, int rule, gl_argref *refs) {
+static gl_node *push_node(lua_State *L, const gl_lctx *ctx, int nargs, int rule, gl_argref *refs) {
   gl_node *nd = lua_newuserdatauv(L, sizeof *nd + (size_t)(nargs + 1) * sizeof nd->v[0], nargs + 2);
   int node = lua_gettop(L);
   nd->n = nargs;
@@ -262,7 +262,7 @@ static gl_node *push_node(lua_State *L, int nargs, int rule, gl_argref *refs) {
     if (refs) {
       bool ud = lua_type(L, i) == LUA_TUSERDATA;
       refs[i - 1].ud = ud ? lua_touserdata(L, i) : NULL;
-      refs[i - 1].arr = ud ? gl_lua_test(L, i) : NULL;
+      refs[i - 1].arr = ud ? gl_lua_test_in(L, ctx, i) : NULL;
     }
     lua_pushvalue(L, i);
     lua_setiuservalue(L, node, i + 1);
@@ -306,7 +306,8 @@ static bool is_argument(lua_State *L, int node, const gl_node *nd, const gl_argr
 /* Gives the results (the top nres slots) their node (at 'node'): the rule's own record
 ** function when it has one, else the first result, unless it is one of the arguments
 ** (an op that returned its input). Results after the first are kept as node.extra. */
-static void record_results(lua_State *L, int node, gl_node *nd, int rule, int nres, const gl_argref *refs) {
+static void record_results(lua_State *L, const gl_lctx *ctx, int node, gl_node *nd, int rule, int nres,
+                           const gl_argref *refs) {
   int top = lua_gettop(L), first = top - nres + 1;
   snapshot_versions(L, node, nd, refs);
   /* a rule's record function places the nodes: for a result that is not an array (split's
@@ -330,7 +331,7 @@ static void record_results(lua_State *L, int node, gl_node *nd, int rule, int nr
     }
     lua_setfield(L, node, "extra");
   }
-  nd->v[0] = version_at(gl_lua_test(L, first));
+  nd->v[0] = version_at(gl_lua_test_in(L, ctx, first));
   lua_pushvalue(L, node);
   lua_setiuservalue(L, first, 1);
 }
@@ -389,7 +390,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
   }
   gl_argref refs[GL_NODE_FASTARGS];
   gl_argref *r = nargs <= GL_NODE_FASTARGS ? refs : NULL;
-  gl_node *nd = push_node(L, nargs, lua_gettop(L), r);
+  gl_node *nd = push_node(L, ctx, nargs, lua_gettop(L), r);
   int d = stash_push(L, ctx, &marker);
   lua_settop(L, nargs);                    /* the op sees exactly its arguments */
   int nres = e->fn(L);
@@ -399,7 +400,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
   lua_getiuservalue(L, node, 1);
   int rule = lua_gettop(L);
   for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
-  record_results(L, node, nd, rule, nres, r);
+  record_results(L, ctx, node, nd, rule, nres, r);
   lua_settop(L, top);
   return nres;
 }
@@ -431,7 +432,7 @@ static int dispatch(lua_State *L) {
   if (e->flags & GL_OP_INPLACE) {
     /* the receiver's storage remembers the op that last wrote it, for the message of a
     ** backward that finds a saved array changed (its version says that it changed) */
-    gl_array *x = lua_gettop(L) >= 1 && lua_type(L, 1) == LUA_TUSERDATA ? gl_lua_test(L, 1) : NULL;
+    gl_array *x = lua_gettop(L) >= 1 ? gl_lua_test_in(L, ctx, 1) : NULL;
     if (x && x->storage) x->storage->writer = e->name;
   }
   return n;

@@ -16,9 +16,9 @@ static int operand_error(lua_State *L, int idx, const char *name, const char *ms
 }
 
 /* An operand: an open array, a number or a boolean; 'name' is the op's, for errors. */
-static gl_operand to_operand(lua_State *L, int idx, const char *name) {
+static gl_operand to_operand(lua_State *L, const gl_lctx *c, int idx, const char *name) {
   gl_operand o = { NULL, gl_scalar_int(0) };
-  gl_array *a = gl_lua_test(L, idx);
+  gl_array *a = c ? gl_lua_test_in(L, c, idx) : NULL;
   if (a) {
     if (a->storage == NULL) operand_error(L, idx, name, "array is closed");
     o.arr = a;
@@ -32,7 +32,8 @@ static gl_operand to_operand(lua_State *L, int idx, const char *name) {
 }
 
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
-  gl_operand a = to_operand(L, ia, gl_binop_name[op]), b = to_operand(L, ib, gl_binop_name[op]);
+  const gl_lctx *c = gl_lua_ctx(L);
+  gl_operand a = to_operand(L, c, ia, gl_binop_name[op]), b = to_operand(L, c, ib, gl_binop_name[op]);
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_binary(out, op, a, b);
@@ -47,7 +48,7 @@ static int l_binary(lua_State *L) {
 static int l_binary_(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   gl_binop op = (gl_binop)lua_tointeger(L, lua_upvalueindex(2));
-  gl_operand b = to_operand(L, 2, gl_binop_name[op]);
+  gl_operand b = to_operand(L, gl_lua_ctx(L), 2, gl_binop_name[op]);
   gl_lua_check_status(L, gl_op_binary_(x, op, b), 0);
   lua_settop(L, 1);
   return 1;
@@ -96,7 +97,7 @@ static int mm_bnot(lua_State *L) { return unary_op(L, GL_U_bitwise_not); }
 /* gpu.where(cond, a, b) */
 static int l_where(lua_State *L) {
   gl_array *cond = gl_lua_check(L, 1);
-  gl_operand a = to_operand(L, 2, "where"), b = to_operand(L, 3, "where");
+  gl_operand a = to_operand(L, gl_lua_ctx(L), 2, "where"), b = to_operand(L, gl_lua_ctx(L), 3, "where");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_where(out, cond, a, b);
   return gl_lua_result(L, st, out, 0);
