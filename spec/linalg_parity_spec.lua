@@ -196,7 +196,12 @@ describe(("gpu.linalg parity, cpu and %s%s"):format(OTHER, SELF and " (self-test
         for _, a in ipairs({ R2, Rb, Rw, strided(Rb), A2, Tall }) do
           for _, mode in ipairs({ "reduced", "complete" }) do
             both(function(x) return L.qr(x, { mode = mode }) end, { a }, dt, {
-              post = abs_all,
+              -- complete: Q's columns past min(m, n) span the complement in the library's
+              -- own way, so only the first min(m, n) are compared across devices
+              post = function(r)
+                local k = math.min(a.shape[a.ndim - 1], a.shape[a.ndim])
+                return abs_all({ span(r[1], r[1].ndim, 1, k), r[2] })
+              end,
               check = function(_, args, r)
                 local x, q, rr = args[1]:to("cpu"), r[1], r[2]
                 props_close(q:matmul(rr), x, dt, "Q R = A")
@@ -235,13 +240,15 @@ describe(("gpu.linalg parity, cpu and %s%s"):format(OTHER, SELF and " (self-test
       it("lstsq (over- and underdetermined, rank-deficient, vector b), pinv, matrix_rank", function()
         local def = rnd({ 6, 3 }, dt, 21)
         def = gpu.concat({ def, def[{ ":", { 1, 1 } }] * 2 }, 2)           -- rank 3 of 4 columns
+        -- a rank-deficient matrix's tiny singular values are rounding noise, which differs
+        -- between libraries: there a cut-off well above the noise (rcond, rtol 1e-4)
         for _, a in ipairs({ R2, Rw, def, strided(R2) }) do
-          local m = a.shape[1]
-          both(L.lstsq, { a, rnd({ m, 2 }, dt, 22) }, dt)
-          both(L.lstsq, { a, rnd({ m }, dt, 23) }, dt)
+          local m, cut = a.shape[1], a == def and 1e-4 or nil
+          both(function(x, y) return L.lstsq(x, y, { rcond = cut }) end, { a, rnd({ m, 2 }, dt, 22) }, dt)
+          both(function(x, y) return L.lstsq(x, y, { rcond = cut }) end, { a, rnd({ m }, dt, 23) }, dt)
           both(function(x, y) return L.lstsq(x, y, { rcond = 1e-3 }) end, { a, rnd({ m, 1 }, dt, 24) }, dt)
-          both(L.pinv, { a }, dt)
-          both(L.matrix_rank, { a }, dt)
+          both(function(x) return L.pinv(x, { rcond = cut }) end, { a }, dt)
+          both(function(x) return L.matrix_rank(x, { rtol = cut }) end, { a }, dt)
         end
         both(L.pinv, { Rb }, dt)
         both(L.matrix_rank, { Rb }, dt)
