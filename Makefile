@@ -185,6 +185,14 @@ test: all $(PTY)
 test-gpu: all $(PTY)
 	@GPULUA_TEST_DEVICES=cuda sh tools/run-tests.sh ./$(BIN)
 
+# spec/linalg_parity_spec.lua with the cpu on both sides (it needs a GPU otherwise): the
+# harness loads, calls every gpu.linalg function and routine as the API has them, compares;
+# the last line is "N passed, N failed" (CI's suite format)
+.PHONY: test-parity-self
+test-parity-self: all
+	@GPULUA_PARITY_SELFTEST=1 ./$(BIN) $$(command -v busted || echo /usr/bin/busted) -o TAP spec/linalg_parity_spec.lua | \
+	  awk '{ print } /^ok / { p++ } /^not ok / { f++ } END { print p + 0 " passed, " f + 0 " failed"; exit (f > 0 || p == 0) }'
+
 # AddressSanitizer + UBSan (any UB is fatal): a separate build tree and binary. Leak
 # checking stays on (busted ends with os.exit(code, true), which closes the state);
 # tools/lsan.supp is where a leak that is not ours gets named (none so far).

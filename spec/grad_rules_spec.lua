@@ -158,8 +158,13 @@ samples["linalg.cholesky"] = function(dev)
   return function(x) return LA.cholesky(sym(x)) + LA.cholesky(sym(x), { upper = true }) * 0.5 end, { S(dev, 2, 3, 3) }
 end
 samples["linalg.qr"] = function(dev)
-  return function(a) local q, r = LA.qr(a); return gpu.concat({ q:reshape(-1), r:reshape(-1), (LA.qr(a, { mode = "r" })):reshape(-1) }) end,
-    { S(dev, 4, 3) }
+  return function(a, b)
+    local q, r = LA.qr(a)
+    local qw, rw = LA.qr(b)                                   -- m < n
+    local qc, rc = LA.qr(b, { mode = "complete" })            -- complete with m <= n
+    return gpu.concat({ q:reshape(-1), r:reshape(-1), (LA.qr(a, { mode = "r" })):reshape(-1), qw:reshape(-1),
+                        rw:reshape(-1), (qc * 0.5):reshape(-1), (rc * 0.25):reshape(-1), (LA.qr(b, { mode = "r" })):reshape(-1) })
+  end, { S(dev, 4, 3), S(dev, 3, 5) }
 end
 samples["linalg.svd"] = function(dev)
   return function(a)

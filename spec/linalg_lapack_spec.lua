@@ -22,14 +22,6 @@ local function shape(x) return table.concat(x.shape, ",") end
 local function amax(x) return x.size == 0 and 0 or x:abs():max():item() end
 
 for _, dev in ipairs(h.devices()) do
-  if dev ~= "cpu" then
-    describe("gpu.linalg on " .. dev, function()
-      it("is refused until cuSOLVER is wired in", function()
-        h.fails({ "gpu.linalg.inv", "not supported on " .. dev, "yet" }, L.inv, gpu.eye(2, { device = dev }))
-      end)
-    end)
-    goto continue
-  end
   for _, dt in ipairs(DTYPES) do
     local tol = TOL[dt]
     describe(("gpu.linalg on %s, %s"):format(dev, dt), function()
@@ -211,7 +203,7 @@ for _, dev in ipairs(h.devices()) do
         close(L.cross(F("cr_u", dt, dev), F("cr_v", dt, dev)), F("cr_uv", dt, dev), tol)
         local u0 = F("cr_u0", dt, dev)
         close(L.cross(u0, u0:flip(1) * 2 + 1, 1), F("cr_u0v0", dt, dev), tol)
-        h.fails({ "gpu.linalg.cross", "dimension must be 3, got 2" }, L.cross, gpu.ones(2), gpu.ones(2))
+        h.fails({ "gpu.linalg.cross", "dimension must be 2 or 3, got 4" }, L.cross, gpu.ones(4), gpu.ones(4))
         local ms = {}
         for i = 0, 3 do ms[#ms + 1] = F("md_" .. i, dt, dev) end
         close(L.multi_dot(ms), F("md", dt, dev), tol * 10)
@@ -275,7 +267,7 @@ for _, dev in ipairs(h.devices()) do
     it("fails an infinity in the iterative drivers as 'did not converge' instead of looping", function()
       local x = gpu.array({ { 1, 2 }, { 3, math.huge } }, { dtype = "float64", device = dev })
       h.fails({ "gpu.linalg.svd: SVD did not converge" }, L.svd, x)
-      h.fails({ "gpu.linalg.svdvals: SVD did not converge (batch 2)" }, L.svdvals, gpu.stack({ gpu.eye(2, { dtype = "float64" }), x }))
+      h.fails({ "gpu.linalg.svdvals: SVD did not converge (batch 2)" }, L.svdvals, gpu.stack({ gpu.eye(2, { dtype = "float64", device = dev }), x }))
       h.fails({ "gpu.linalg.eigh: eigenvalues did not converge" }, L.eigh, x)
       h.fails({ "gpu.linalg.lstsq", "did not converge" }, L.lstsq, x, gpu.ones(2, { device = dev }))
       local y = gpu.array({ { 1, math.huge }, { 0, 1 } }, { device = dev })     -- junk in the unread triangle
@@ -325,5 +317,4 @@ for _, dev in ipairs(h.devices()) do
       h.fails({ "upper" }, L.cholesky, a, { upper = 1 })
     end)
   end)
-  ::continue::
 end

@@ -8,8 +8,10 @@
 #      GB/s, and the wall time per op of a 1-element add in a loop (well under a minute);
 #   4. the spec suite on cuda, then compute-sanitizer (memcheck) over spec/cuda_spec.lua.
 # Logs go to $OUT (the device tool brings them back).
-# usage (device tool, carry [".devdeps"]):  bash tools/gpu-check.sh [targets]
-#   targets: steps 1-3 only.   GPU_TARGETS_MATMUL=1: matmul 8192 rows in the table too.
+# usage (device tool, carry [".devdeps"]):  bash tools/gpu-check.sh [targets|linalg]
+#   targets: steps 1-3 only.   linalg: steps 1-2, then gpu.linalg (cuSOLVER) beside
+#   torch.linalg (bench/gpu_linalg.lua/.py: solve inv cholesky qr svd eigh, n = 256/1024,
+#   float32/float64) and spec/linalg_parity_spec.lua; "all" runs that group after step 3.   GPU_TARGETS_MATMUL=1: matmul 8192 rows in the table too.
 #   BENCH=1: also bench/run.sh (BENCH_GROUPS, default elementwise) on cuda.
 # Prepare here first: ../shared/device/fetch-debs.sh (writes .devdeps/).
 set -u
@@ -41,6 +43,19 @@ grep -E 'warning|error' "$OUT/build.log" | head -20
 stamp check
 $BIN --check 2>&1 | tee "$OUT/check.txt" | tail -8
 
+linalg_group() {
+  stamp "gpu.linalg (cuSOLVER) beside torch.linalg"
+  timeout 120 $BIN bench/gpu_linalg.lua > "$OUT/linalg-gpulua.txt" 2>&1
+  grep -v '^RESULT' "$OUT/linalg-gpulua.txt" | tail -5
+  timeout 120 python3 bench/gpu_linalg.py "$OUT/linalg-gpulua.txt" > "$OUT/linalg.txt" 2>&1
+  grep -v '^RESULT' "$OUT/linalg.txt"
+  stamp "linalg cpu/cuda parity"
+  timeout 180 $BIN "$BUSTED" -o TAP spec/linalg_parity_spec.lua > "$OUT/linalg-parity.log" 2>&1
+  echo "linalg parity: $(grep -c '^ok ' "$OUT/linalg-parity.log") ok, $(grep -c '^not ok ' "$OUT/linalg-parity.log") not ok"
+  grep -A6 '^not ok' "$OUT/linalg-parity.log" | head -60
+}
+if [ "$MODE" = linalg ]; then linalg_group; stamp done; exit 0; fi
+
 stamp "issue-4/5 figures: gpulua, then PyTorch and CuPy"
 timeout 60 $BIN bench/gpu_targets.lua > "$OUT/targets-gpulua.txt" 2>&1
 grep -v '^RESULT' "$OUT/targets-gpulua.txt" | tail -5
@@ -48,6 +63,7 @@ timeout 90 python3 bench/gpu_targets.py "$OUT/targets-gpulua.txt" > "$OUT/target
 grep -v '^RESULT' "$OUT/targets.txt"
 
 if [ "$MODE" = targets ]; then stamp done; exit 0; fi
+linalg_group
 
 stamp "spec suite on cuda (gpulua host)"
 GPULUA_TEST_DEVICES=cuda GPULUA_ONLY_BIN=1 GPULUA_TEST_LOG_DIR="$OUT" timeout ${TEST_SECONDS:-120} \

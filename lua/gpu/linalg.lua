@@ -26,34 +26,79 @@ local function mT(x) return x:transpose(-1, -2) end
 local function floated(x) return x.dtype:match("float") and x or x:astype("float64") end
 local EPS = { float64 = 2.220446049250313e-16, float32 = 1.1920929e-07, float16 = 1.1920929e-07, bfloat16 = 1.1920929e-07 }
 
-local PINV = options.declare("linalg.pinv", { rcond = { type = "number", min = 0, default = 1e-15 } },
+-- NumPy's svd(a, hermitian = true): from eigh, the singular values |w| in descending order
+-- (NumPy's argsort reversed), u the eigenvectors in that order, vh = (u * sign(w))^T;
+-- values only: |eigvalsh| sorted descending
+local function svd_hermitian(a, uv)
+  if not uv then return M.eigvalsh(a):abs():sort(-1, { descending = true }) end
+  local w, u = M.eigh(a)
+  local s = w:abs()
+  local sidx = s:argsort(-1):flip(-1)
+  local sgn = gpu.take_along_axis(gpu.sign(w), sidx, -1)
+  s = gpu.take_along_axis(s, sidx, -1)
+  u = gpu.take_along_axis(u, sidx:unsqueeze(-2), -1)
+  return u, s, mT(u * sgn:unsqueeze(-2))
+end
+
+local svd_c = M.svd
+-- the C op's results, its errors raised at the caller's line under the public name
+local function call_svd(...)
+  local r = table.pack(pcall(svd_c, ...))
+  if r[1] then return table.unpack(r, 2, r.n) end
+  local msg = tostring(r[2]):gsub("^[^\n]-linalg%.lua:%d+: ", ""):gsub("^(bad argument #%d+ to )'[^']*'", "%1'gpu.linalg.svd'")
+  error(msg, 3)
+end
+-- svd(a [, {full_matrices, compute_uv, hermitian}]): the C op, or through eigh when
+-- hermitian (a square symmetric matrix; full_matrices then changes nothing, as NumPy)
+function M.svd(a, opts)
+  if type(opts) == "table" and opts.hermitian == true then
+    check_matrix("svd", a)
+    local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
+    if m ~= n then fail("svd", "the last 2 dimensions of the array must be square, got (%s)", table.concat(a.shape, ",")) end
+    call_svd(gpu.zeros(0, 0, { dtype = "float64" }), opts)      -- the other options' own checks
+    return svd_hermitian(floated(a), opts.compute_uv ~= false)
+  end
+  return call_svd(a, opts)
+end
+
+local PINV = options.declare("linalg.pinv", {
+  rcond = { type = "number", min = 0 }, rtol = { type = "number", min = 0 },
+  hermitian = { type = "boolean", default = false } },
   { example = "gpu.linalg.pinv(gpu.eye(2), %s)" })
--- pinv(a [, {rcond = 1e-15}]): the pseudo-inverse from the SVD, singular values at most
--- rcond times the largest counting as zero
+-- pinv(a [, {rcond = 1e-15, rtol, hermitian = false}]): the pseudo-inverse from the SVD,
+-- singular values at most rcond times the largest counting as zero; rtol is NumPy 2's
+-- name for rcond (only one of them); hermitian: the SVD through eigh
 function M.pinv(a, opts)
   check_matrix("pinv", a)
   local o = PINV:check(opts, 2, "gpu.linalg.pinv")
-  local u, s, vh = M.svd(a, { full_matrices = false })
+  if o.rcond ~= nil and o.rtol ~= nil then fail("pinv", "rtol and rcond can't be both set") end
+  local rcond = o.rcond or o.rtol or 1e-15
+  local u, s, vh = M.svd(a, { full_matrices = false, hermitian = o.hermitian })
   if s.size == 0 then return gpu.zeros(mT(a).shape, { dtype = s.dtype, device = a.device }) end
-  local keep = s:gt(s:max(-1, { keepdims = true }) * o.rcond)
+  local keep = s:gt(s:max(-1, { keepdims = true }) * rcond)
   local sinv = gpu.where(keep, 1 / gpu.where(keep, s, 1), 0)
   return (mT(vh) * sinv:unsqueeze(-2)):matmul(mT(u))
 end
 
-local RANK = options.declare("linalg.matrix_rank", { tol = { type = "number", min = 0 } },
+local RANK = options.declare("linalg.matrix_rank", {
+  tol = { type = "number", min = 0 }, rtol = { type = "number", min = 0 },
+  hermitian = { type = "boolean", default = false } },
   { example = "gpu.linalg.matrix_rank(gpu.eye(2), %s)" })
--- matrix_rank(a [, {tol =}]): how many singular values exceed tol (default: the largest
--- times max(m, n) times the dtype's epsilon), an int64 array of the batch's shape (0-d
--- for one matrix); a vector's rank is 1 unless it is all zeros
+-- matrix_rank(a [, {tol, rtol, hermitian = false}]): how many singular values exceed tol
+-- (absolute), else rtol times the largest (NumPy 2; default max(m, n) times the dtype's
+-- epsilon); tol wins when both are given, as NumPy. An int64 array of the batch's shape
+-- (0-d for one matrix); a vector's rank is 1 unless it is all zeros. hermitian: the
+-- singular values from eigvalsh
 function M.matrix_rank(a, opts)
   check_array("matrix_rank", a, 1)
   local o = RANK:check(opts, 2, "gpu.linalg.matrix_rank")
   if a.ndim < 2 then return a:ne(0):any():astype("int64") end
-  local s = M.svdvals(a)
+  local s = o.hermitian and M.svd(a, { hermitian = true, compute_uv = false }) or M.svdvals(a)
   local tol = o.tol
   if tol == nil then
     local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
-    tol = s.size == 0 and 0 or s:max(-1, { keepdims = true }) * (math.max(m, n) * EPS[s.dtype])
+    local rtol = o.rtol or math.max(m, n) * EPS[s.dtype]
+    tol = s.size == 0 and 0 or s:max(-1, { keepdims = true }) * rtol
   end
   return s:gt(tol):astype("int64"):sum(-1)
 end
@@ -101,32 +146,67 @@ function M.norm(x, ord, axis, opts)
 end
 
 -- cond(x [, p]): the condition number, from the singular values for p nil/2/-2, else
--- norm(x, p) * norm(inv(x), p) (p in 1, -1, math.huge, -math.huge, "fro", "nuc")
+-- norm(x, p) * norm(inv(x), p) (p in 1, -1, math.huge, -math.huge, "fro", "nuc"). As
+-- NumPy, a singular matrix gives inf, not an error (a NaN result becomes inf unless x
+-- holds a NaN)
 function M.cond(x, p)
   check_matrix("cond", x)
+  local r
   if p == nil or p == 2 or p == -2 then
     local s = M.svdvals(x)
-    if p == -2 then return s:min(-1) / s:max(-1) end
-    return s:max(-1) / s:min(-1)
+    if p == -2 then r = s:min(-1) / s:max(-1) else r = s:max(-1) / s:min(-1) end
+  else
+    local ok, inv = pcall(M.inv, x)
+    if not ok then
+      if not tostring(inv):find("matrix is singular", 1, true) then error(inv, 0) end
+      -- as NumPy's inv with errors ignored: NaN where a matrix is singular. slogdet's
+      -- sign is 0 exactly where inv's factorization finds a zero pivot; those matrices
+      -- are inverted as the identity and their inverse replaced by NaN
+      local bad = M.slogdet(x):eq(0):unsqueeze(-1):unsqueeze(-1)
+      local xf = floated(x)
+      local I = gpu.eye(x.shape[x.ndim], { dtype = xf.dtype, device = x.device })
+      inv = gpu.where(bad, 0 / 0, M.inv(gpu.where(bad, I, xf)))
+    end
+    local ok, nx = pcall(M.norm, x, p, { -2, -1 })
+    local ok2, ni = pcall(M.norm, inv, p, { -2, -1 })
+    if not (ok and ok2) then
+      local e = ok and ni or nx
+      if tostring(e):find("did not converge", 1, true) then fail("cond", "SVD did not converge") end
+      error(e, 0)
+    end
+    r = nx * ni
   end
-  return M.norm(x, p, { -2, -1 }) * M.norm(M.inv(x), p, { -2, -1 })
+  local xnan = floated(x):isnan():any(-1):any(-1)
+  return gpu.where(r:isnan():logical_and(xnan:logical_not()), math.huge, r)
 end
 
--- cross(a, b [, axis = -1]): the cross product of 3-vectors along axis (a and b broadcast)
+-- cross(a, b [, axis = -1]): the cross product of 3-vectors along axis (a and b
+-- broadcast); a 2-vector is one with a zero third component, and two 2-vectors give the
+-- z component alone, the axis removed (NumPy's result, deprecated in NumPy 2)
 function M.cross(a, b, axis)
   check_array("cross", a, 1)
   check_array("cross", b, 2)
   axis = axis or -1
-  local function comp(x, i)
+  local function dim(x)
     local ax = axis < 0 and x.ndim + axis + 1 or axis
     if ax < 1 or ax > x.ndim then fail("cross", "axis %d is out of range for a %d-dimensional array", axis, x.ndim) end
-    if x.shape[ax] ~= 3 then
-      fail("cross", "incompatible dimensions for cross product (dimension must be 3, got %d)", x.shape[ax])
+    if x.shape[ax] ~= 3 and x.shape[ax] ~= 2 then
+      fail("cross", "incompatible dimensions for cross product (dimension must be 2 or 3, got %d)", x.shape[ax])
     end
+    return ax, x.shape[ax]
+  end
+  local axa, da = dim(a)
+  local axb, db = dim(b)
+  local function comp(x, ax, d, i)
+    if i > d then return gpu.zeros_like(comp(x, ax, d, 1)) end
     return x:take(gpu.array({ i }, { dtype = "int64", device = x.device }), ax)
   end
-  local a1, a2, a3 = comp(a, 1), comp(a, 2), comp(a, 3)
-  local b1, b2, b3 = comp(b, 1), comp(b, 2), comp(b, 3)
+  local a1, a2, a3 = comp(a, axa, da, 1), comp(a, axa, da, 2), comp(a, axa, da, 3)
+  local b1, b2, b3 = comp(b, axb, db, 1), comp(b, axb, db, 2), comp(b, axb, db, 3)
+  if da == 2 and db == 2 then
+    local z = a1 * b2 - a2 * b1
+    return z:squeeze(axis < 0 and z.ndim + axis + 1 or axis)
+  end
   return gpu.concat({ a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1 }, axis)
 end
 

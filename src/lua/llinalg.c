@@ -127,14 +127,16 @@ static int l_la_qr(lua_State *L) {
 }
 
 static const gl_optkey svd_keys[] = {
-  { "full_matrices", GL_OPT_BOOL, 0, 0, 0, NULL }, { "compute_uv", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL }
+  { "full_matrices", GL_OPT_BOOL, 0, 0, 0, NULL }, { "compute_uv", GL_OPT_BOOL, 0, 0, 0, NULL },
+  { "hermitian", GL_OPT_BOOL, 0, 0, 0, NULL },    /* true: lua/gpu/linalg.lua's svd goes through eigh */
+  { NULL }
 };
 static const gl_optdecl svd_decl = { "linalg.svd", "gpu.linalg.svd(gpu.eye(2), %s)", svd_keys };
 
 /* svd(a [, {full_matrices = true, compute_uv = true}]) -> u, s, vh (compute_uv false: s) */
 static int l_la_svd(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
-  gl_optval v[2];
+  gl_optval v[3];
   gl_lua_readopts(L, 2, &svd_decl, v);
   bool full = !v[0].set || v[0].b, uv = !v[1].set || v[1].b;
   if (!uv) {

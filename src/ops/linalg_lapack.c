@@ -29,13 +29,13 @@ static void la_dtypes(gl_dtype dt, gl_dtype *ct, gl_dtype *rt) {
   }
 }
 
-/* The backend of x's device when it has op in dtype ct, else "not supported on cuda yet"
+/* The backend of x's device when it has op in dtype ct, else "not supported on <device>"
 ** (the binding names the function). */
 static gl_status la_backend(const gl_array *x, gl_la_op op, gl_dtype ct, const gl_backend **be) {
   GL_TRY(gl_backend_for(gl_array_device(x), be));
   if ((*be)->linalg == NULL || !(*be)->supports(GL_OP_LINALG, (int)op, ct)) {
     char dn[16];
-    return gl_fail(GL_ENOTSUP, "not supported on %s yet (cuSOLVER is to come; compute on the cpu: x:cpu())",
+    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (compute on the cpu: x:cpu())", gl_dtypes[ct].name,
                    gl_device_name(gl_array_device(x), dn));
   }
   return GL_OK;

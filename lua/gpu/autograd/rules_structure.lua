@@ -209,13 +209,9 @@ R["linalg.cholesky"] = { uses_y = true, backward = function(g, node, y)
   return (ga + mT(ga)) * 0.5
 end }
 
--- qr (m >= n, reduced; TensorFlow's QrGrad): with M = q^T gq - (q^T gq)^T + r gr^T - (r gr^T)^T,
--- ga = q (gr + tril(M) r^-T) + (gq - q q^T gq) r^-T
-local function qr_grad(a, q, r, gq, gr)
-  local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
-  if m < n or q.shape[q.ndim] ~= n then
-    error("gpu.linalg.qr: the gradient needs m >= n and mode 'reduced' (got a " .. m .. "x" .. n .. " matrix)", 0)
-  end
+-- the square and tall case (m >= n, reduced)
+local function qr_square_grad(a, q, r, gq, gr)
+  local n = a.shape[a.ndim]
   local M, inner = nil, nil
   if gq then local qg = mT(q):matmul(gq); M = qg - mT(qg) end
   if gr then local rg = r:matmul(mT(gr)); M = M and M + rg - mT(rg) or rg - mT(rg) end
@@ -224,6 +220,30 @@ local function qr_grad(a, q, r, gq, gr)
   local ga = q:matmul(inner)
   if gq then ga = ga + rsolve(gq - q:matmul(mT(q):matmul(gq)), r) end
   return ga
+end
+-- columns i..j (1-based) of x's last axis
+local function cols(x, i, j)
+  return x:take(gpu.arange(j - i + 1, { dtype = "int64", device = x.device }) + i, x.ndim)
+end
+-- qr (TensorFlow's QrGrad). m >= n, reduced: with M = q^T gq - (q^T gq)^T + r gr^T - (r gr^T)^T,
+-- ga = q (gr + tril(M) r^-T) + (gq - q q^T gq) r^-T. m < n (reduced and complete are one):
+-- a = [x | y], r = [u | v]: x's gradient is the square case's with gq + y gv^T and gu, y's
+-- is q gv. Mode "complete" with m > n has none (as PyTorch).
+local function qr_grad(a, q, r, gq, gr)
+  local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
+  if q.shape[q.ndim] ~= math.min(m, n) then
+    error("gpu.linalg.qr: the gradient of mode 'complete' needs m <= n (got a " .. m .. "x" .. n .. " matrix)", 0)
+  end
+  if m < n then
+    local y, u = cols(a, m + 1, n), cols(r, 1, m)
+    local gv = gr and cols(gr, m + 1, n)
+    local gq2 = gv and y:matmul(mT(gv)) or nil
+    if gq then gq2 = gq2 and gq2 + gq or gq end
+    local gx = qr_square_grad(cols(a, 1, m), q, u, gq2, gr and cols(gr, 1, m))
+    local gy = gv and q:matmul(gv) or gpu.zeros_like(cols(a, m + 1, n))
+    return gpu.concat({ gx, gy }, a.ndim)
+  end
+  return qr_square_grad(a, q, r, gq, gr)
 end
 R["linalg.qr"] = {
   record = per_result(function(a, res, i, g) return qr_grad(a, res[1], res[2], i == 1 and g or nil, i == 2 and g or nil) end, { 1, 2 }),

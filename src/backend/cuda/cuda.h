@@ -118,6 +118,13 @@ void gl_cuda_blas_release(int index);
 /* cuBLAS's version once loaded and a handle exists, else 0. */
 int gl_cuda_blas_version(void);
 
+/* cuda_solver.c: gpu.linalg through cuSOLVER (dlopen'ed on first use), backend.h's gl_la_op */
+gl_status gl_cuda_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad);
+/* Whether gl_cuda_linalg has gl_la_op 'which' in dtype dt (float32, float64). */
+bool gl_cuda_has_linalg(int which, gl_dtype dt);
+/* Destroys device 'index''s cuSOLVER handle (the device current, its stream synchronised). */
+void gl_cuda_solver_release(int index);
+
 /* cuda_fused.c (kernels/fused.cu): gpu.fused's optimizer steps and cross-entropy */
 gl_status gl_cuda_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g,
                              const gl_array *const st[3], const gl_optim_hp *hp);

@@ -212,7 +212,7 @@ static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_CONV: return GL_DTSET_HAS(GL_KCONV_DTYPES, dt);
     case GL_OP_FUSED: return GL_DTSET_HAS(GL_KFUSED_DTYPES, dt);
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
-    case GL_OP_LINALG: return false;   /* no .linalg yet: cuSOLVER is a later step */
+    case GL_OP_LINALG: return gl_cuda_has_linalg(which, dt);
     default: return false;
   }
 }
@@ -316,6 +316,7 @@ static void gl_cuda_shutdown(void) {
     if (!d->started) continue;
     if (!d->broken[0] && gl_cuda_set_device(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
       gl_cuda_blas_release(i);
+      gl_cuda_solver_release(i);
 #ifdef GL_WITH_CUDNN
       gl_cuda_dnn_release(i);
 #endif
@@ -369,6 +370,7 @@ const gl_backend gl_cuda_backend = {
   .xent_bwd = gl_cuda_xent_bwd,
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
+  .linalg = gl_cuda_linalg,
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
 #endif
