@@ -16,6 +16,7 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
+--   utils.lua        nn.utils (clip_grad_norm_, clip_grad_value_)
 
 local nn = {}
 
@@ -40,6 +41,7 @@ export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
 nn.init = require "gpu.nn.initializers"
+nn.utils = require "gpu.nn.utils"
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
 nn._progress = require("gpu.nn.training").progress
