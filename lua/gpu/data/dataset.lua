@@ -57,6 +57,9 @@ local function is_plain_table(v) return type(v) == "table" and not is_array(v) e
 
 -- default_collate(samples) -> the batch (as the samples are: an array, a list, a table by name)
 function M.default_collate(samples)
+  if type(samples) ~= "table" or is_array(samples) or samples[1] == nil then
+    argerror("data.default_collate", 1, "a non-empty list of samples expected, got %s", type_name(samples))
+  end
   local first = samples[1]
   if is_array(first) then
     for i, s in ipairs(samples) do
@@ -210,6 +213,7 @@ options.guard_methods(Subset, "Subset", "ds", is_subset)
 function M.Subset(ds, indices)
   local n = length("data.Subset", 1, ds)
   if is_array(indices) then
+    options.check_array(indices, "data.Subset", 2, "indices")
     if indices.ndim ~= 1 or (indices.dtype ~= "int64" and indices.dtype ~= "int32") then
       argerror("data.Subset", 2, "indices: a 1-D integer array or a list expected, got %s %s", indices.dtype,
         options.shape_str(indices.shape))
