@@ -482,6 +482,7 @@ local keras_defaults = {
   rmsprop = function(params) return RMSprop(params, { lr = 1e-3, alpha = 0.9, eps = 1e-7 }) end,
 }
 optim.names = { "adam", "adamw", "rmsprop", "sgd" }
+optim.keras_lr = { sgd = 0.01, adam = 1e-3, adamw = 1e-3, rmsprop = 1e-3 }     -- (the learning rates above)
 -- by_name(name): a function params -> the optimizer Keras's name stands for, or nil
 function optim.by_name(name)
   return type(name) == "string" and keras_defaults[string.lower(name)] or nil

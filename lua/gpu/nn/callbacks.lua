@@ -24,13 +24,14 @@ C.hooks = { "on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end", 
 
 -- ---- the learning rate of a fit ---------------------------------------------------------------
 
--- lr(model): the compiled optimizer's learning rate (its first group's), or the one set
--- before the optimizer exists (it is made at the first batch), or nil
+-- lr(model): the compiled optimizer's learning rate (its first group's), or before the
+-- optimizer exists (compile{optimizer = "adam"} makes it at the first batch, once the
+-- model is built) the one set for it or its Keras default
 function C.get_lr(model)
   local k = rawget(model, "_keras")
   if k == nil then return nil end
   if k.optimizer then return k.optimizer.lr end
-  return k.pending_lr
+  return k.pending_lr or require("gpu.optim").keras_lr[k.opt_spec]
 end
 function C.set_lr(model, lr)
   local k = rawget(model, "_keras")

@@ -466,7 +466,6 @@ function Module:fit(x, y, opts)
   local history = new_history(k, run)
   self:train()
   self.stop_training = false
-  if #self:parameters() > 0 then optimizer_of(self, k) end       -- for the callbacks' lr
   run.cbs:begin(self)
   run.cbs:call("on_train_begin", {})
   local logs = {}
