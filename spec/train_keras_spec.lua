@@ -121,6 +121,27 @@ describe("train keras: callbacks", function()
     os.remove(name("log.csv")); os.remove(dir)
   end)
 
+  it("ModelCheckpoint saves every epoch, or the best only, to a path with Keras's fields", function()
+    local m, x, y = model_xy()
+    local dir, name = h.tmpdir()
+    local ck = nn.ModelCheckpoint(dir .. "/m-{epoch:02d}-{score:.2f}.safetensors", { monitor = "score", save_best_only = true })
+    local weights = {}
+    local snap = { on_epoch_end = function(_, e) weights[e] = m[1].weight:copy() end }
+    m:fit(x, y, { epochs = 4, verbose = 0, callbacks = { snap, feeder("score", { 0.5, 0.25, 0.75, 0.125 }), ck } })
+    for _, e in ipairs { 1, 2, 4 } do
+      local f = io.open(("%s/m-%02d-%.2f.safetensors"):format(dir, e, ({ 0.5, 0.25, 0.75, 0.125 })[e]), "rb")
+      assert.is_not_nil(f, "epoch " .. e); f:close()
+    end
+    assert.is_nil(io.open(dir .. "/m-03-0.75.safetensors", "rb"))
+    assert.equal(dir .. "/m-04-0.12.safetensors", ck.last_path)      -- (as Python formats 0.125)
+    local back = nn.load_model(ck.last_path)
+    h.assert_close(back[1].weight, weights[4], 0)
+    local w = nn.ModelCheckpoint { path = name("w.safetensors"), save_weights_only = true }
+    m:fit(x, y, { epochs = 1, verbose = 0, validation_split = 0.25, callbacks = { w } })
+    h.fails({ "holds no model" }, nn.load_model, name("w.safetensors"))
+    h.fails({ "ModelCheckpoint", "{nope}" }, m.fit, m, x, y, { verbose = 0, callbacks = { nn.ModelCheckpoint(name("{nope}")) } })
+  end)
+
   it("refuses bad callbacks before training", function()
     local m, x, y = model_xy()
     local w = m[1].weight:copy()
