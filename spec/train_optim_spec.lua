@@ -278,6 +278,8 @@ describe("train schedules", function()
     h.fails({ "OneCycleLR:step", "past total_steps = 2" }, s.step, s)
     h.fails({ "optim.SequentialLR", "1 milestones for 1 schedules" }, optim.SequentialLR, o, { optim.ExponentialLR(o, 0.5) }, { 2 })
     h.fails({ "optim.MultiStepLR", "increasing" }, optim.MultiStepLR, o, { 3, 2 })
+    h.fails({ "optim.SequentialLR", "schedulers[1] belongs to another optimizer" }, optim.SequentialLR, o,
+      { optim.ExponentialLR(sched_opt("SGD"), 0.5) }, {})
     h.fails({ "optim.LambdaLR", "3 lr_lambda functions for 2 parameter groups" }, optim.LambdaLR, o,
       { function() return 1 end, function() return 1 end, function() return 1 end })
     h.fails({ "optim.ReduceLROnPlateau", "unknown option 'patiense'; did you mean 'patience'?" }, optim.ReduceLROnPlateau, o,

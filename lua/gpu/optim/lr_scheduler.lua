@@ -414,6 +414,9 @@ local SequentialLR = sched_class("SequentialLR", "schedulers", {
   if #s == 0 then raise("%s: no schedules given", fname) end
   for i, x in ipairs(s) do
     if not is_scheduler(x) then raise("%s: schedulers[%d] is %s, not a schedule", fname, i, type_name(x)) end
+    if x.optimizer ~= self.optimizer then
+      raise("%s: schedulers[%d] belongs to another optimizer (all must be made on this one)", fname, i)
+    end
   end
   if #m ~= #s - 1 then
     raise("%s: %d milestones for %d schedules (expected one fewer milestone than schedules)", fname, #m, #s)
