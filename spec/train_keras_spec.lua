@@ -219,6 +219,20 @@ describe("train keras: whole-model saving", function()
     h.assert_close(e2(ids), e(ids), 0)
   end)
 
+  it("an optimizer over some of the parameters, in another order, is saved by the model's positions", function()
+    local m = nn.Sequential { nn.Linear(2, 3), nn.Linear(3, 1) }
+    local opt = gpu.optim.Adam({ { params = { m[2].weight } }, { params = { m[1].bias, m[1].weight }, lr = 0.1 } })
+    m:compile { optimizer = opt, loss = "mse" }
+    m:fit(gpu.ones(4, 2), gpu.ones(4, 1), { verbose = 0 })
+    m:save(name("o.safetensors"))
+    local m2, opt2 = nn.load_model(name("o.safetensors"))
+    assert.equal(m2[2].weight, opt2.param_groups[1].params[1])
+    assert.equal(m2[1].bias, opt2.param_groups[2].params[1]); assert.equal(m2[1].weight, opt2.param_groups[2].params[2])
+    h.assert_close(opt2.state[3].exp_avg, opt.state[3].exp_avg, 0)
+    local stray = gpu.optim.SGD({ gpu.ones(1):requires_grad() })
+    h.fails({ "Module:save", "not a parameter of the model" }, m.save, m, name("x.safetensors"), { optimizer = stray })
+  end)
+
   it("refuses a weights-only file, a newer format and an unknown layer, naming them", function()
     local m = nn.Sequential { nn.Linear(2, 2) }
     m:save_weights(name("w.safetensors"))

@@ -284,15 +284,22 @@ end
 
 -- ---- the optimizer -------------------------------------------------------------------------------
 
-local function optimizer_entry(opt, tensors)
+local function optimizer_entry(opt, tensors, model)
   local cls = getmetatable(opt)
+  -- where each of the optimizer's parameters is in model:parameters()
+  local pos, where = {}, {}
+  for i, p in ipairs(model:parameters()) do pos[p] = i end
+  for i, p in ipairs(opt.params) do
+    where[i] = pos[p]
+    if where[i] == nil then raise("Module:save: the optimizer's parameter #%d is not a parameter of the model", i) end
+  end
   local ctx = { tensors = tensors, arrays = {}, ntensors = 0, prefix = "__optimizer__.",
                 module_id = function() raise("Module:save: a module in the optimizer's state") end }
   local sd = opt:state_dict()
   local state = {}
   for i, s in pairs(sd.state) do state[tostring(i)] = encode(s, ctx, "the optimizer's state") end
   return { class = cls.__name, step = sd.step, groups = encode(sd.param_groups, ctx, "the optimizer's groups"),
-           state = state }
+           state = state, model_params = setmetatable(where, M.list_mt) }
 end
 
 local function optimizer_from(entry, tensors, params)
@@ -307,8 +314,11 @@ local function optimizer_from(entry, tensors, params)
   for gi, g in ipairs(groups) do
     local spec = { params = {} }
     for _, i in ipairs(g.params or {}) do
-      if params[i] == nil then raise("nn.load_model: the optimizer names parameter #%d, the model has %d", i, #params) end
-      spec.params[#spec.params + 1] = params[i]
+      local j = entry.model_params and entry.model_params[i] or i
+      if math.type(j) ~= "integer" or params[j] == nil then
+        raise("nn.load_model: the optimizer names parameter #%s, the model has %d", tostring(j), #params)
+      end
+      spec.params[#spec.params + 1] = params[j]
     end
     for k, v in pairs(g) do if k ~= "params" and k ~= "initial_lr" then spec[k] = v end end
     specs[gi] = spec
@@ -349,7 +359,7 @@ function Module:save(path, opts)
   local k = rawget(self, "_keras")
   local opt = o.optimizer or (o.include_optimizer and k and k.optimizer) or nil
   if opt and o.include_optimizer ~= false then
-    meta.optimizer = json_encode(optimizer_entry(opt, tensors))
+    meta.optimizer = json_encode(optimizer_entry(opt, tensors, self))
   end
   if k then
     local names = {}
