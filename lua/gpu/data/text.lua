@@ -197,7 +197,35 @@ function CharVocab:encode(s, opts)
   else
     local _, bad = utf8.len(s)
     if bad then raise("%s: the string is not valid UTF-8 (byte %d) and the vocabulary's characters are", fname, bad) end
-    for p, c in utf8.codes(s) do put(utf8.char(c), p) end
+    -- bytes in chunks (a chunk ends at a character's end); ASCII by a table, the rest by
+    -- the character's bytes
+    local ascii = {}
+    for b = 0, 127 do ascii[b] = stoi[string.char(b)] or unk or false end
+    local n, i = #s, 1
+    while i <= n do
+      local j = math.min(n, i + 4095)
+      while j < n do
+        local nb = s:byte(j + 1)
+        if nb < 0x80 or nb >= 0xC0 then break end          -- the next byte starts a character
+        j = j + 1
+      end
+      local bytes = { s:byte(i, j) }
+      local k, m = 1, #bytes
+      while k <= m do
+        local b = bytes[k]
+        if b < 0x80 then
+          local id = ascii[b]
+          if id then ids[#ids + 1] = id else put(string.char(b), i + k - 1) end
+          k = k + 1
+        else
+          local len = b >= 0xF0 and 4 or b >= 0xE0 and 3 or 2
+          put(s:sub(i + k - 1, i + k + len - 2), i + k - 1)
+          k = k + len
+        end
+      end
+      if #ids >= 1 << 20 then flush() end
+      i = j + 1
+    end
   end
   flush()
   local out
