@@ -72,7 +72,7 @@ describe("PyTorch's forms", function()
       for i, p in ipairs(want) do assert.equal(p, o.params[i]) end
     end
     has(err_of(optim.SGD, { want[1], want[1] }), "parameter #2 appears twice in the list")
-    has(err_of(optim.SGD, { { params = want, lr = 0.1 } }), "parameter groups ({params = ..., lr = ...}) are not supported")
+    assert.equal(0.1, optim.SGD({ { params = want, lr = 0.1 } }).param_groups[1].lr)     -- a parameter group
     has(err_of(optim.SGD, m:state_dict()), "the optimizer was given no parameters (a table with no list part")
   end)
 

@@ -1,4 +1,5 @@
--- gpu.data: mini-batches and data sets.
+-- gpu.data: mini-batches and data sets; the Dataset protocol, TensorDataset, Subset and
+-- random_split (data/dataset.lua); text corpora and CharVocab (data/text.lua).
 --
 --   for xb, yb in gpu.data.batches(x, y, 128, {shuffle = true}) do ... end
 --   local loader = gpu.data.DataLoader(x, y, {batch_size = 128, shuffle = true, device = "cuda"})
@@ -39,7 +40,8 @@ end
 local function epoch(x, y, bs, o)
   local n = x.shape[1]
   -- the shuffle's indices live where x does (take needs them there), a copy where y does
-  local order = o.shuffle and gpu.random.permutation(n, { device = x.device }) or nil
+  local order = o.shuffle and (o.generator and o.generator:permutation(n, { device = x.device })
+    or gpu.random.permutation(n, { device = x.device })) or nil
   local order_y = order and y ~= nil and y.device ~= x.device and order:to(y.device) or order
   local last = o.drop_last and n - n % bs or n
   local device = o.device == "cuda" and "cuda:0" or o.device
@@ -87,7 +89,10 @@ local LOADER = options.declare("data.DataLoader", {
     return v == 0, "> 0 is not supported (batches are gathered on the device, in the calling thread)"
   end },
   pin_memory = { type = "boolean", check = function(v) return v == false, "is not supported" end },
-  collate_fn = { unsupported = "batches are slices of x and y" },
+  collate_fn = { type = "callable", what = "a function(samples) -> batch (with a dataset)" },
+  generator = { type = "any", what = "a gpu.random.Generator", check = function(v)
+    return type(v) == "userdata" or type(v) == "table", "must be a gpu.random.Generator"
+  end },
   sampler = { unsupported = "use shuffle" },
 }, { example = "gpu.data.DataLoader(gpu.ones(4, 2), nil, %s)" })
 
@@ -112,24 +117,43 @@ DataLoader.__call = function(self, ...)
   return xb, yb
 end
 DataLoader.__len = function(self)
-  local n = self.x.shape[1]
+  local n = self.dataset and #self.dataset or self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
 end
 options.guard_methods(DataLoader, "DataLoader", "loader", is_loader)
 
+-- DataLoader(dataset [, opts]): over a dataset (gpu.data.dataset's protocol); its
+-- batches are collated by collate_fn (default_collate) unless the dataset gathers them
+-- itself (get_batch); a batch that is a list is unpacked: for xb, yb in loader do
+local dataset = require "gpu.data.dataset"
+for _, k in ipairs { "TensorDataset", "Subset", "random_split", "default_collate" } do data[k] = dataset[k] end
+local text = require "gpu.data.text"
+for _, k in ipairs { "read_text", "list_text_files", "CharVocab" } do data[k] = text[k] end
+
 function data.DataLoader(x, y, opts)
+  if not options.is_array(x) and (type(x) == "table" or type(x) == "userdata") then
+    if y ~= nil and opts ~= nil then argerror("data.DataLoader", 3, "DataLoader(dataset [, opts]) takes two arguments") end
+    local o = LOADER:check(y, 2)
+    local n = dataset.length("data.DataLoader", 1, x)
+    options.value(o.batch_size, { type = "integer", min = 1 }, "data.DataLoader", 2, "batch_size")
+    return setmetatable({ dataset = x, n = n, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
+                          device = o.device, collate_fn = o.collate_fn, generator = o.generator,
+                          _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
+  end
   if type(y) == "table" and not options.is_array(y) and opts == nil then
     argerror("data.DataLoader", 2, "y: gpu.array or nil expected, got a table (DataLoader(x, y, opts): " ..
       "pass nil for y before the options)")
   end
   local o = LOADER:check(opts, 3)
+  if o.collate_fn ~= nil then argerror("data.DataLoader", 3, "collate_fn needs a dataset (x, y batches are slices)") end
   check_data("data.DataLoader", x, y, o.batch_size, 3)
   return setmetatable({ x = x, y = y, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
-                        device = o.device, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
+                        device = o.device, generator = o.generator, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
 end
 
 -- iter(): an iterator of one epoch (reshuffled when shuffle is set)
 function DataLoader:iter()
+  if self.dataset then return dataset.epoch(self.dataset, self) end
   return epoch(self.x, self.y, self.batch_size, self)
 end
 

@@ -16,6 +16,10 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
+--   utils.lua        nn.utils (clip_grad_norm_, clip_grad_value_)
+--   metrics.lua      compile's Keras metrics (mae, mse, binary/categorical/top-k accuracies)
+--   callbacks.lua    fit's callbacks (EarlyStopping, ModelCheckpoint, ...)
+--   saving.lua       model:save / nn.load_model (architecture, weights, optimizer in one file)
 
 local nn = {}
 
@@ -40,6 +44,12 @@ export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
 nn.init = require "gpu.nn.initializers"
+nn.utils = require "gpu.nn.utils"
+nn.metrics = require "gpu.nn.metrics"
+nn.callbacks = require "gpu.nn.callbacks"
+export(nn.callbacks, { "Callback", "EarlyStopping", "ModelCheckpoint", "LearningRateScheduler", "ReduceLROnPlateau",
+                       "CSVLogger", "TerminateOnNaN" })
+nn.load_model = require("gpu.nn.saving").load_model
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
 nn._progress = require("gpu.nn.training").progress

@@ -1,8 +1,10 @@
--- gpu.optim: SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop, and the
--- learning-rate schedules StepLR and CosineAnnealingLR.
+-- gpu.optim: SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop; Adagrad,
+-- Adadelta, Adamax, NAdam, RAdam (optim/more.lua), LBFGS (optim/lbfgs.lua); parameter
+-- groups in each; the learning-rate schedules (optim/lr_scheduler.lua).
 --
 --   local opt = gpu.optim.Adam(model:parameters(), {lr = 1e-3})
 --   opt:zero_grad(); loss:backward(); opt:step()
+--   local opt = gpu.optim.SGD({{params = body:parameters()}, {params = head:parameters(), lr = 0.1}}, {lr = 0.01})
 --
 -- The update rules are PyTorch's (torch.optim). A float32/float64 contiguous parameter
 -- is updated by one fused kernel (gpu.fused.sgd_/adam_/rmsprop_: one pass over p, its
@@ -34,30 +36,56 @@ local function is_optimizer(v) return type(v) == "table" and rawget(v, "params")
 optim.is_optimizer = is_optimizer
 options.guard_methods(Optimizer, "Optimizer", "opt", is_optimizer)
 
--- The parameter list of params: a list of arrays, a module (anything with :parameters()),
--- or the {name, array} pairs of named_parameters().
-local function param_list(fname, params)
+-- The parameters of one list: arrays, a module (anything with :parameters()), or the
+-- {name, array} pairs of named_parameters(); seen holds those of earlier groups.
+local function param_list(fname, params, seen, where)
   if type(params) == "table" and type(params.parameters) == "function" then params = params:parameters() end
-  if type(params) ~= "table" or is_array(params) then
-    argerror(fname, 1, "a list of parameters (or a module, or named_parameters()) expected, got %s",
+  if is_array(params) then params = { params } end                       -- PyTorch takes a lone tensor too
+  if type(params) ~= "table" then
+    argerror(fname, 1, "%sa list of parameters (or a module, or named_parameters()) expected, got %s", where,
       type_name(params))
   end
-  local list, seen = {}, {}
+  local list = {}
   for i, p in ipairs(params) do
-    if type(p) == "table" and p.params ~= nil then
-      argerror(fname, 1, "parameter groups ({params = ..., lr = ...}) are not supported: one list, one set of options")
+    if type(p) == "table" and not is_array(p) and p.params ~= nil then
+      argerror(fname, 1, "%sparameter #%d is a parameter group: give either groups or parameters, not both", where, i)
     end
     if type(p) == "table" and is_array(p[2]) then p = p[2] end           -- {name, p} from named_parameters()
-    if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
-    if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
-    if seen[p] then argerror(fname, 1, "parameter #%d appears twice in the list", i) end
+    if not is_array(p) then argerror(fname, 1, "%sparameter #%d is %s, expected gpu.array", where, i, type_name(p)) end
+    if p:is_closed() then argerror(fname, 1, "%sparameter #%d is a closed array", where, i) end
+    if seen[p] then argerror(fname, 1, "%sparameter #%d appears twice in the list", where, i) end
     seen[p], list[i] = true, p
   end
-  if #list == 0 then
-    raise("%s: the optimizer was given no parameters (%s; build or call the model first)", fname,
-      next(params) == nil and "an empty list" or "a table with no list part")
-  end
   return list
+end
+
+-- is_group(v): a parameter group {params = ..., <option> = ...}
+local function is_group(v) return type(v) == "table" and not is_array(v) and rawget(v, "params") ~= nil end
+
+-- The groups of params: {{params = list, opts = the group's own options}, ...}; one group
+-- (no options of its own) for a plain list.
+local function group_specs(fname, params)
+  local seen, specs = {}, {}
+  if type(params) == "table" and not is_array(params) and is_group(params[1]) then
+    for gi, g in ipairs(params) do
+      if not is_group(g) then
+        argerror(fname, 1, "entry #%d is %s, expected a parameter group {params = ..., <option> = ...} like entry #1",
+          gi, type_name(g))
+      end
+      local own = {}
+      for k, v in pairs(g) do if k ~= "params" then own[k] = v end end
+      specs[gi] = { params = param_list(fname, g.params, seen, ("parameter group #%d: "):format(gi)), opts = own }
+    end
+  else
+    specs[1] = { params = param_list(fname, params, seen, ""), opts = {} }
+  end
+  local n = 0
+  for _, s in ipairs(specs) do n = n + #s.params end
+  if n == 0 then
+    raise("%s: the optimizer was given no parameters (%s; build or call the model first)", fname,
+      type(params) == "table" and next(params) == nil and "an empty list" or "a table with no list part")
+  end
+  return specs
 end
 
 -- The options of a construction: PyTorch's positional learning rate Opt(params, 1e-3 [, opts])
@@ -76,16 +104,42 @@ end
 
 -- class -> function(fname, o): the rules between options (SGD's nesterov), raising
 local rules = {}
+-- class -> function(group, p, g, st): one parameter's step, the group's options as fields
+local update_fn = {}
+-- class -> function(group): options computed from others (LBFGS's max_eval)
+local fills = {}
+
+local function copy_value(v) return type(v) == "table" and { table.unpack(v) } or v end
+
+-- A group's options: the defaults o, overridden by the group's own (checked) options.
+local function group_options(cls, fname, o, own, gi)
+  local given = cls.decl:check(own, 1, gi and ("%s (parameter group #%d)"):format(fname, gi) or fname)
+  local group = {}
+  for _, k in ipairs(cls.hyper) do
+    if own[k] ~= nil then group[k] = copy_value(given[k]) else group[k] = copy_value(o[k]) end
+  end
+  if fills[cls] then fills[cls](group) end
+  if rules[cls] then rules[cls](gi and ("%s (parameter group #%d)"):format(fname, gi) or fname, group) end
+  return group
+end
 
 local function construct(cls, params, lr, opts)
   local fname = "optim." .. cls.__name
-  local list = param_list(fname, params)
+  local specs = group_specs(fname, params)
   local o = construction_options(cls, fname, lr, opts)
-  if rules[cls] then rules[cls](fname, o) end
-  local self = setmetatable({ params = list, state = {}, step_count = 0 }, cls)
-  for k, v in pairs(o) do self[k] = type(v) == "table" and { table.unpack(v) } or v end   -- (betas: a copy)
-  self.initial_lr = self.lr
-  return self
+  local groups, flat = {}, {}
+  for gi, s in ipairs(specs) do
+    local g = group_options(cls, fname, o, s.opts, #specs > 1 and gi or nil)
+    g.params = s.params
+    for _, p in ipairs(s.params) do flat[#flat + 1] = p end
+    groups[gi] = g
+  end
+  if cls.single_group and #groups > 1 then
+    raise("%s: parameter groups are not supported (PyTorch's %s takes one group too)", fname, cls.__name)
+  end
+  local defaults = {}
+  for _, k in ipairs(cls.hyper) do defaults[k] = copy_value(o[k]) end
+  return setmetatable({ params = flat, state = {}, step_count = 0, param_groups = groups, defaults = defaults }, cls)
 end
 
 -- The option keys every optimizer shares.
@@ -101,16 +155,34 @@ local function betas_ok(v)
   return ok, "must be a table of two numbers in [0, 1)"
 end
 
--- class(name, keys): an optimizer class, called as Opt(params [, lr] [, opts]); keys
--- declares its hyper-parameters with their defaults (what state_dict saves).
-local function class(name, keys)
+-- class(name, keys [, update]): an optimizer class, called as Opt(params [, lr] [, opts])
+-- or Opt({{params = ..., lr = ...}, {params = ...}} [, lr] [, opts]); keys declares its
+-- hyper-parameters with their defaults (each group's options, what state_dict saves).
+-- opt.<option> reads the first group's value, and setting it sets every group's.
+local function class(name, keys, update)
   local cls = { __name = name }
-  cls.__index = cls
   cls.decl = options.declare("optim." .. name, keys,
     { example = ("gpu.optim.%s({gpu.ones(2):requires_grad()}, %%s)"):format(name) })
-  cls.hyper = {}
-  for k, spec in pairs(keys) do if not spec.unsupported then cls.hyper[#cls.hyper + 1] = k end end
+  cls.hyper, cls.hyper_set = {}, {}
+  for k, spec in pairs(keys) do
+    if not spec.unsupported then cls.hyper[#cls.hyper + 1] = k; cls.hyper_set[k] = true end
+  end
   table.sort(cls.hyper)
+  cls.__index = function(t, k)
+    local v = cls[k]
+    if v ~= nil or not cls.hyper_set[k] then return v end
+    local groups = rawget(t, "param_groups")
+    return groups and groups[1] and groups[1][k]
+  end
+  cls.__newindex = function(t, k, v)
+    local groups = rawget(t, "param_groups")
+    if cls.hyper_set[k] and groups then
+      for _, g in ipairs(groups) do g[k] = copy_value(v) end
+    else
+      rawset(t, k, v)
+    end
+  end
+  update_fn[cls] = update
   setmetatable(cls, { __index = Optimizer, __call = construct })
   return options.guard_methods(cls, name, "opt", is_optimizer)
 end
@@ -119,48 +191,108 @@ function Optimizer:zero_grad()
   for _, p in ipairs(self.params) do p:set_grad(nil) end
 end
 
-function Optimizer:step()
+-- add_param_group{params = ..., <option> = ...}: one more group, the defaults for what it omits
+function Optimizer:add_param_group(group)
+  local cls = getmetatable(self)
+  local fname = cls.__name .. ":add_param_group"
+  if not is_group(group) then argerror(fname, 1, "a parameter group {params = ..., <option> = ...} expected, got %s",
+    type_name(group)) end
+  if cls.single_group then raise("%s: %s takes one parameter group", fname, cls.__name) end
+  local seen = {}
+  for _, p in ipairs(self.params) do seen[p] = true end
+  local own = {}
+  for k, v in pairs(group) do if k ~= "params" then own[k] = v end end
+  local list = param_list(fname, group.params, seen, "")
+  if #list == 0 then raise("%s: the group has no parameters", fname) end
+  local g = group_options(cls, fname, self.defaults, own, #self.param_groups + 1)
+  g.params = list
+  self.param_groups[#self.param_groups + 1] = g
+  for _, p in ipairs(list) do self.params[#self.params + 1] = p end
+  return self
+end
+
+-- run_closure(closure): the closure's loss, computed with the tape on
+local function run_closure(closure)
+  local was = autograd.set_grad_enabled(true)
+  local ok, loss = pcall(closure)
+  autograd.set_grad_enabled(was)
+  if not ok then error(loss, 0) end
+  return loss
+end
+
+-- step([closure]): one step of every parameter with a gradient; with a closure (which
+-- re-evaluates the model and returns the loss, as PyTorch's), it is called first (with
+-- the tape on) and its loss returned.
+function Optimizer:step(closure)
+  local loss
+  if closure ~= nil then
+    if type(closure) ~= "function" and not (getmetatable(closure) or {}).__call then
+      argerror(getmetatable(self).__name .. ":step", 1, "a closure (function) or nothing expected, got %s",
+        type_name(closure))
+    end
+    loss = run_closure(closure)
+  end
   self.step_count = self.step_count + 1
+  local update = update_fn[getmetatable(self)]
   local was = autograd.set_grad_enabled(false)
   local ok, err = pcall(function()
-    for i, p in ipairs(self.params) do
-      local g = p.grad
-      if g ~= nil then
-        local st = self.state[i]
-        if st == nil then st = {}; self.state[i] = st end
-        self:update(p, g, st)
+    local i = 0
+    for _, group in ipairs(self.param_groups) do
+      for _, p in ipairs(group.params) do
+        i = i + 1
+        local g = p.grad
+        if g ~= nil then
+          local st = self.state[i]
+          if st == nil then st = {}; self.state[i] = st end
+          update(group, p, g, st)
+        end
       end
     end
   end)
   autograd.set_grad_enabled(was)
   if not ok then error(err, 0) end
+  return loss
 end
 
--- state_dict(): hyper-parameters, the step count, and per-parameter state (arrays).
+-- state_dict(): PyTorch's layout: state keyed by parameter index (1-based, counted over the
+-- groups in order), param_groups with each group's options and its parameters' indices;
+-- and the step count. The arrays are the optimizer's own (copy them to keep a snapshot).
 function Optimizer:state_dict()
-  local hp = {}
-  for _, k in ipairs(getmetatable(self).hyper) do hp[k] = self[k] end
-  local st = {}
-  for i, s in pairs(self.state) do
-    local c = {}
-    for k, v in pairs(s) do c[k] = v end
-    st[i] = c
+  local cls = getmetatable(self)
+  local groups, i = {}, 0
+  for gi, g in ipairs(self.param_groups) do
+    local c = { params = {} }
+    for _, k in ipairs(cls.hyper) do c[k] = copy_value(g[k]) end
+    if g.initial_lr ~= nil then c.initial_lr = g.initial_lr end
+    for j = 1, #g.params do i = i + 1; c.params[j] = i end
+    groups[gi] = c
   end
-  return { step = self.step_count, param_groups = { hp }, state = st }
+  local st = {}
+  for k, s in pairs(self.state) do
+    local c = {}
+    for kk, v in pairs(s) do c[kk] = type(v) == "table" and not is_array(v) and { table.unpack(v) } or v end
+    st[k] = c
+  end
+  return { step = self.step_count, param_groups = groups, state = st }
 end
 
 -- The state of parameter i from a checkpoint, its arrays copied or moved where the
--- parameter is (nil and why when it does not fit).
-local function loaded_state(p, i, s)
+-- parameter is (nil and why when it does not fit). cls.flat_state: the state's arrays are
+-- flat (LBFGS), not of the parameter's shape.
+local function loaded_state(cls, p, i, s)
   if type(s) ~= "table" then return nil, ("the state of parameter #%d is %s, not a table"):format(i, type_name(s)) end
   local c = {}
   for k, v in pairs(s) do
     if is_array(v) then
-      if options.shape_str(v.shape) ~= options.shape_str(p.shape) then
+      if not cls.flat_state and options.shape_str(v.shape) ~= options.shape_str(p.shape) then
         return nil, ("%s of parameter #%d has shape %s, the parameter %s"):format(k, i, options.shape_str(v.shape),
           options.shape_str(p.shape))
       end
       c[k] = v.device == p.device and v:copy() or v:to(p.device)
+    elseif type(v) == "table" then
+      local list = {}
+      for j, a in ipairs(v) do list[j] = is_array(a) and (a.device == p.device and a:copy() or a:to(p.device)) or a end
+      c[k] = list
     else
       c[k] = v
     end
@@ -168,29 +300,46 @@ local function loaded_state(p, i, s)
   return c
 end
 
--- load_state_dict(sd): hyper-parameters, step count and state from state_dict(); all of it
--- is checked and copied before any is taken, so a bad one leaves the optimizer as it was.
+-- load_state_dict(sd): options, step count and state from state_dict(); all of it is
+-- checked and copied before any is taken, so a bad one leaves the optimizer as it was.
 function Optimizer:load_state_dict(sd)
   local cls = getmetatable(self)
   local fname = cls.__name .. ":load_state_dict"
   if type(sd) ~= "table" or type(sd.state) ~= "table" then
     argerror(fname, 1, "an optimizer state dict ({step =, param_groups =, state =}) expected, got %s", type_name(sd))
   end
-  local hp = sd.param_groups and sd.param_groups[1] or {}
-  local o = cls.decl:check(hp, 1, fname)
-  if rules[cls] then rules[cls](fname, o) end
+  local sgroups = sd.param_groups or { {} }
+  if type(sgroups) ~= "table" then argerror(fname, 1, "param_groups must be a list, got %s", type_name(sgroups)) end
+  if #sgroups ~= #self.param_groups then
+    raise("%s: the state dict has %d parameter groups, the optimizer %d", fname, #sgroups, #self.param_groups)
+  end
+  local new_groups = {}
+  for gi, hp in ipairs(sgroups) do
+    if type(hp) ~= "table" then raise("%s: parameter group #%d is %s, not a table", fname, gi, type_name(hp)) end
+    local own = {}
+    for k, v in pairs(hp) do if k ~= "params" and k ~= "initial_lr" then own[k] = v end end
+    if hp.params ~= nil and (type(hp.params) ~= "table" or #hp.params ~= #self.param_groups[gi].params) then
+      raise("%s: parameter group #%d has %s parameters, the optimizer's %d", fname, gi,
+        type(hp.params) == "table" and tostring(#hp.params) or "no list of", #self.param_groups[gi].params)
+    end
+    local g = group_options(cls, fname, self.param_groups[gi], own, #sgroups > 1 and gi or nil)
+    if hp.initial_lr ~= nil then
+      g.initial_lr = options.value(hp.initial_lr, { type = "number", min = 0 }, fname, 1, "initial_lr")
+    end
+    new_groups[gi] = g
+  end
   local step = options.value(sd.step, { type = "integer", min = 0, default = 0 }, fname, 1, "step")
   local state = {}
   for i, s in pairs(sd.state) do
-    local p = self.params[i]
+    local p = math.type(i) == "integer" and self.params[i] or nil
     if p == nil then raise("%s: state for parameter #%s, which does not exist", fname, tostring(i)) end
-    local c, why = loaded_state(p, i, s)
+    local c, why = loaded_state(cls, p, i, s)
     if c == nil then raise("%s: %s", fname, why) end
     state[i] = c
   end
-  for _, k in ipairs(cls.hyper) do
-    local v = o[k]
-    if hp[k] ~= nil then self[k] = type(v) == "table" and { table.unpack(v) } or v end
+  for gi, g in ipairs(new_groups) do
+    local old = self.param_groups[gi]
+    for k, v in pairs(g) do old[k] = v end
   end
   self.step_count, self.state = step, state
   return self
@@ -206,7 +355,7 @@ rules[SGD] = function(fname, o)
     raise("%s: nesterov momentum needs momentum > 0 and dampening = 0", fname)
   end
 end
-function SGD:update(p, g, st)
+update_fn[SGD] = function(self, p, g, st)
   if fusable(p, g) then
     local first = false
     if self.momentum ~= 0 and st.momentum_buffer == nil then
@@ -282,11 +431,11 @@ local function adam_keys(weight_decay)
 end
 local Adam = class("Adam", adam_keys(0))
 optim.Adam = Adam
-function Adam:update(p, g, st) adam_update(self, p, g, st, false) end
+update_fn[Adam] = function(self, p, g, st) adam_update(self, p, g, st, false) end
 
 local AdamW = class("AdamW", adam_keys(1e-2))
 optim.AdamW = AdamW
-function AdamW:update(p, g, st) adam_update(self, p, g, st, true) end
+update_fn[AdamW] = function(self, p, g, st) adam_update(self, p, g, st, true) end
 
 -- RMSprop(params, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false})
 local RMSprop = class("RMSprop", { lr = { type = "number", min = 0, default = 0.01 },
@@ -294,7 +443,7 @@ local RMSprop = class("RMSprop", { lr = { type = "number", min = 0, default = 0.
   weight_decay = nonneg, momentum = nonneg, centered = { type = "boolean", default = false },
   maximize = { unsupported = "RMSprop has no maximize here" } })
 optim.RMSprop = RMSprop
-function RMSprop:update(p, g, st)
+update_fn[RMSprop] = function(self, p, g, st)
   local sq = st.square_avg
   if sq == nil then
     sq = gpu.zeros_like(p)
@@ -333,15 +482,25 @@ local keras_defaults = {
   rmsprop = function(params) return RMSprop(params, { lr = 1e-3, alpha = 0.9, eps = 1e-7 }) end,
 }
 optim.names = { "adam", "adamw", "rmsprop", "sgd" }
+optim.keras_lr = { sgd = 0.01, adam = 1e-3, adamw = 1e-3, rmsprop = 1e-3 }     -- (the learning rates above)
 -- by_name(name): a function params -> the optimizer Keras's name stands for, or nil
 function optim.by_name(name)
   return type(name) == "string" and keras_defaults[string.lower(name)] or nil
 end
 
+-- ---- more optimizers (lua/gpu/optim/more.lua, lbfgs.lua) ------------------------------------------
+
+local def = { class = class, nonneg = nonneg, betas_ok = betas_ok, fills = fills, run_closure = run_closure }
+for _, part in ipairs { "gpu.optim.more", "gpu.optim.lbfgs" } do
+  for name, cls in pairs(require(part)(def)) do optim[name] = cls end
+end
+
 -- ---- schedules and loss scaling (lua/gpu/optim/) -------------------------------------------------
 
 optim.lr_scheduler = require "gpu.optim.lr_scheduler"
-optim.StepLR, optim.CosineAnnealingLR = optim.lr_scheduler.StepLR, optim.lr_scheduler.CosineAnnealingLR
+for name, cls in pairs(optim.lr_scheduler) do
+  if type(cls) == "table" then optim[name] = cls end
+end
 optim.GradScaler = require "gpu.optim.grad_scaler"
 function optim.is_grad_scaler(v) return getmetatable(v) == optim.GradScaler end
 

@@ -32,12 +32,26 @@ M.is_module = is_module
 options.guard_methods(Module, "Module", "model", is_module)
 
 -- A new instance of class c: the constructor every class shares.
+-- copy_args(v): plain tables copied (deeply), everything else (arrays, modules) as it is
+local function copy_args(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil or is_module(v) then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy_args(x) end
+  return out
+end
+
 local function construct(c, ...)
   local self = setmetatable({ _params = {}, _pnames = {}, _buffers = {}, _bnames = {}, _modules = {}, _mnames = {},
                               training = true }, c)
+  -- the constructor's arguments, for model:save (nn/saving.lua)
+  local args = table.pack(...)
+  for i = 1, args.n do args[i] = copy_args(args[i]) end
+  self._init_args = args
   if c.init then c.init(self, ...) end
   return self
 end
+
+M.registry = {}
 
 -- class(name [, parent]): a layer class; calling it constructs (cls.init(self, ...)), and
 -- calling an instance runs forward.
@@ -52,6 +66,8 @@ function M.class(name, parent)
   cls.__call = function(self, ...) return self:forward(...) end
   cls.__tostring = function(self) return self:repr() end
   setmetatable(cls, { __index = parent, __call = construct })
+  -- the registry nn.load_model finds classes in by name (false: a name two classes share)
+  if M.registry[name] == nil then M.registry[name] = cls else M.registry[name] = false end
   return options.guard_methods(cls, name, "model", is_module)
 end
 
@@ -340,19 +356,17 @@ function Module:load_state_dict(sd, opts, fname)
   return self
 end
 
-function Module:save(path)
-  options.value(path, { type = "string" }, "Module:save", 1, "path")
-  local sd = {}
-  for k, v in pairs(self:state_dict()) do sd[k] = v:detach() end
-  gpu.save_safetensors(path, sd)
-  return self
-end
+-- (save, save_weights and load_weights: nn/saving.lua)
 
 -- load(path [, {strict = true}]): load_state_dict from a safetensors file
 function Module:load(path, opts)
   options.value(path, { type = "string" }, "Module:load", 1, "path")
   LOAD:check(opts, 2, "Module:load")
-  return self:load_state_dict(options.call("Module:load", gpu.load_safetensors, path), opts, "Module:load")
+  local sd = {}
+  for k, v in pairs(options.call("Module:load", gpu.load_safetensors, path)) do
+    if k:sub(1, 2) ~= "__" then sd[k] = v end         -- not a whole-model file's optimizer or arguments
+  end
+  return self:load_state_dict(sd, opts, "Module:load")
 end
 
 -- ---- Sequential ------------------------------------------------------------------------------
@@ -368,6 +382,8 @@ function Sequential:init(first, ...)
     self:add(m)
   end
 end
+-- (model:save: the layers as they are now, also those added after construction)
+function Sequential:get_config() return { self.layers, n = 1 } end
 function Sequential:add(m)
   if not is_module(m) then argerror("Sequential:add", 1, "a module expected, got %s", type_name(m)) end
   self:add_module(tostring(#self.layers + 1), m)

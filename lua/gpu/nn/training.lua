@@ -13,6 +13,7 @@ local optim = require "gpu.optim"
 local data = require "gpu.data"
 local losses = require "gpu.nn.losses"
 local Module = require("gpu.nn.module").Module
+local callbacks = require "gpu.nn.callbacks"
 local options = require "gpu.options"
 local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
   options.type_name
@@ -37,9 +38,12 @@ local function accuracy(pred, y)
   local want = y.ndim == 2 and y:argmax(2) or y:astype(p.dtype)
   return p:eq(want):sum()
 end
-local metric_fns = { accuracy = accuracy, acc = accuracy, sparse_categorical_accuracy = accuracy,
-                     categorical_accuracy = accuracy }
-local metric_names = { "acc", "accuracy", "categorical_accuracy", "sparse_categorical_accuracy" }
+-- accuracy picks labels or one-hot targets by y's shape; the others are Keras's (nn/metrics.lua)
+local metrics = require "gpu.nn.metrics"
+local metric_fns = { accuracy = accuracy, acc = accuracy }
+local metric_names = { "acc", "accuracy" }
+for _, name in ipairs(metrics.names) do metric_fns[name] = metrics[name]; metric_names[#metric_names + 1] = name end
+table.sort(metric_names)
 
 local function sorted_keys(t)
   local out = {}
@@ -128,6 +132,7 @@ local function optimizer_of(self, k)
     raise("Module:fit: the model has no parameters yet (give the first layer input_shape =, or call the model once)")
   end
   k.optimizer = optim.by_name(k.opt_spec)(params)
+  if k.pending_lr then k.optimizer.lr, k.pending_lr = k.pending_lr, nil end   -- set by a callback before
   return k.optimizer
 end
 
@@ -299,7 +304,7 @@ local FIT = options.declare("Module:fit", {
   progress = { choices = { "bar", "plain" } },
   precision = { type = "string|boolean" },
   grad_scaler = { type = "table", check = function(v) return optim.is_grad_scaler(v), "must be a GradScaler" end },
-  callbacks = { unsupported = "callbacks are not implemented yet" },
+  callbacks = { type = "table", what = "a list of callbacks" },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
      "m:fit(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
@@ -367,7 +372,7 @@ local function train_step(self, k, run, xb, yb, step, epoch)
   if not options.is_array(loss) then raise("Module:fit: the loss function returned %s, not an array", type_name(loss)) end
   local opt = optimizer_of(self, k)
   local lv = loss:item()
-  if lv ~= lv and not run.scaler then
+  if lv ~= lv and not run.scaler and not run.cbs.nan_ok then
     raise("Module:fit: the loss is NaN at step %d of epoch %d (lower the learning rate, or check the inputs)",
       step, epoch)
   end
@@ -386,12 +391,14 @@ end
 -- One epoch of training: the mean loss and the metric counts (with fp16, the loss of the
 -- skipped steps, inf or NaN, is left out of the mean).
 local function train_epoch(self, k, run, epoch)
+  local cbs = run.cbs
   local t0, last_draw = gpu.clock(), 0
   local seen, loss_sum, loss_n, step, counts = 0, 0, 0, 0, new_counts(k)
   local draw = run.width ~= nil
   if draw then io.write(P.header(epoch, run.epochs) .. "\n") end
   for xb, yb in data.batches(run.x, run.y, run.bs, { shuffle = run.shuffle, device = model_device(self) }) do
     step = step + 1
+    if cbs.batch_begin then cbs:call("on_train_batch_begin", step, {}) end
     local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
     local nb = xb.shape[1]
     seen = seen + nb
@@ -399,6 +406,12 @@ local function train_epoch(self, k, run, epoch)
       loss_sum, loss_n = loss_sum + lv * nb, loss_n + nb
     end
     if #k.metrics > 0 then autograd.no_grad(add_counts, k, counts, pred, yb) end
+    if cbs.batch_end then
+      local logs = {}
+      for _, kv in ipairs(shown(k, loss_n > 0 and loss_sum / loss_n or lv, counts, seen)) do logs[kv[1]] = kv[2] end
+      cbs:call("on_train_batch_end", step, logs)
+    end
+    if self.stop_training then break end
     local now = draw and gpu.clock()
     if draw and now - last_draw > 0.1 and step < run.steps then     -- end_epoch draws the last
       last_draw = now
@@ -407,13 +420,13 @@ local function train_epoch(self, k, run, epoch)
       io.stdout:flush()
     end
   end
-  return loss_sum / math.max(loss_n, 1), counts, gpu.clock() - t0
+  return loss_sum / math.max(loss_n, 1), counts, gpu.clock() - t0, seen
 end
 
 -- Records epoch's results in history (validating first when there is validation data)
 -- and prints its line.
-local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped)
-  local vals = shown(k, loss, counts, run.n)
+local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen)
+  local vals = shown(k, loss, counts, seen)
   history.loss[epoch] = loss
   for i, m in ipairs(k.metrics) do history[m.name][epoch] = vals[i + 1][2] end
   if run.xv then
@@ -425,11 +438,15 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
       vals[#vals + 1] = { "val_" .. m.name, r[m.name] }
     end
   end
-  if run.verbose == 0 then return end
+  local logs = {}
+  for _, kv in ipairs(vals) do logs[kv[1]] = kv[2] end
+  logs.lr = callbacks.get_lr(self)
+  if run.verbose == 0 then return logs end
   if run.scaler then vals[#vals + 1] = ("skipped steps: %d (fp16 loss scale %g)"):format(skipped, run.scaler:get_scale()) end
   if run.width then io.write(P.redraw(P.line(run.steps, run.steps, elapsed, vals, run.width, true, true)) .. "\n")
   else io.write(P.plain_line(epoch, run.epochs, run.steps, elapsed, vals) .. "\n") end
   io.stdout:flush()
+  return logs
 end
 
 -- fit(x, y [, {epochs = 1, batch_size = 32, shuffle = true, validation_split =,
@@ -443,16 +460,26 @@ end
 function Module:fit(x, y, opts)
   local k = compiled(self, "Module:fit")
   check_xy("Module:fit", x, y)
-  local run = fit_plan(self, x, y, FIT:check(opts, 3))
+  local o = FIT:check(opts, 3)
+  local run = fit_plan(self, x, y, o)
+  run.cbs = callbacks.list(o.callbacks, self)
   local history = new_history(k, run)
   self:train()
+  self.stop_training = false
+  run.cbs:begin(self)
+  run.cbs:call("on_train_begin", {})
+  local logs = {}
   for epoch = 1, run.epochs do
+    run.cbs:call("on_epoch_begin", epoch, {})
     local skipped0 = run.scaler and run.scaler.skipped or 0
-    local loss, counts, elapsed = train_epoch(self, k, run, epoch)
+    local loss, counts, elapsed, seen = train_epoch(self, k, run, epoch)
     local skipped = run.scaler and run.scaler.skipped - skipped0 or 0
     if run.amp_dtype then history.skipped[epoch] = skipped end
-    end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped)
+    logs = end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen)
+    run.cbs:call("on_epoch_end", epoch, logs)
+    if self.stop_training then break end
   end
+  run.cbs:call("on_train_end", logs)
   if run.amp_dtype then
     local total = 0
     for _, s in ipairs(history.skipped) do total = total + s end

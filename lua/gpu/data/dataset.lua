@@ -1,0 +1,304 @@
+-- gpu.data.dataset: the Dataset protocol (torch.utils.data's map-style datasets),
+-- TensorDataset, Subset, random_split, default_collate, and the batches of a DataLoader
+-- over a dataset; gpu.data exports them.
+--
+-- A dataset is any table or object with a length (#ds: a list's length or __len) and
+-- items 1..#ds got by ds:get(i) when it has a get method, else by ds[i] (a plain list,
+-- or __index). An item (a sample) is an array, a number, a list of them ({x, y}, a tuple)
+-- or a table of them by name ({image = x, label = y}). default_collate stacks the samples
+-- of a batch field by field: arrays along a new first axis (gpu.stack), integers into an
+-- int64 array, other numbers into a float64 array, booleans into a bool array.
+--
+--   local ds = gpu.data.TensorDataset(x, y)             -- ds:get(i) -> {x[i], y[i]}
+--   local train, val = gpu.data.random_split(ds, {0.9, 0.1})
+--   for xb, yb in gpu.data.DataLoader(train, {batch_size = 64, shuffle = true}) do ... end
+--
+-- A dataset may also have get_batch(indices) (a list of positions) returning the
+-- collated batch at once: TensorDataset gathers its arrays with one take each, and a
+-- Subset of such a dataset passes its positions through.
+local gpu = require "gpu"
+local options = require "gpu.options"
+
+local is_array, raise, argerror, type_name = options.is_array, options.raise, options.argerror, options.type_name
+local M = {}
+
+-- ---- the protocol ----------------------------------------------------------------------------
+
+-- length(fname, argn, ds): #ds, checked
+local function length(fname, argn, ds)
+  local t = type(ds)
+  if t ~= "table" and t ~= "userdata" or is_array(ds) then
+    argerror(fname, argn, "a dataset (a table or object with # and get(i) or [i]) expected, got %s", type_name(ds))
+  end
+  local ok, n = pcall(function() return #ds end)
+  if not ok or math.type(n) ~= "integer" or n < 0 then
+    argerror(fname, argn, "the dataset has no length (#ds must be an integer >= 0, got %s)",
+      ok and type_name(n) or "an error: " .. tostring(n))
+  end
+  return n
+end
+M.length = length
+
+-- item(ds, i): the sample at i by ds:get(i), else ds[i]
+local function item(ds, i)
+  local get = type(ds) == "table" and ds.get or nil
+  if get == nil and type(ds) == "userdata" then
+    local mt = getmetatable(ds)
+    get = mt and type(mt.__index) == "table" and mt.__index.get or nil
+  end
+  local s
+  if type(get) == "function" then s = get(ds, i) else s = ds[i] end
+  if s == nil then raise("data: the dataset's item %d is nil (a dataset's items are 1..#ds)", i) end
+  return s
+end
+M.item = item
+
+local function is_plain_table(v) return type(v) == "table" and not is_array(v) end
+
+-- default_collate(samples) -> the batch (as the samples are: an array, a list, a table by name)
+function M.default_collate(samples)
+  if type(samples) ~= "table" or is_array(samples) or samples[1] == nil then
+    argerror("data.default_collate", 1, "a non-empty list of samples expected, got %s", type_name(samples))
+  end
+  local first = samples[1]
+  if is_array(first) then
+    for i, s in ipairs(samples) do
+      if not is_array(s) or options.shape_str(s.shape) ~= options.shape_str(first.shape) then
+        raise("data.default_collate: sample %d is %s, sample 1 an array of shape %s (a batch stacks equal shapes)", i,
+          is_array(s) and "of shape " .. options.shape_str(s.shape) or type_name(s), options.shape_str(first.shape))
+      end
+    end
+    return gpu.stack(samples, 1)
+  elseif type(first) == "number" or type(first) == "boolean" then
+    local all_int = true
+    for i, s in ipairs(samples) do
+      if type(s) ~= type(first) then
+        raise("data.default_collate: sample %d is %s, sample 1 a %s", i, type_name(s), type(first))
+      end
+      if type(s) == "number" and math.type(s) ~= "integer" then all_int = false end
+    end
+    local dtype = type(first) == "boolean" and "bool" or all_int and "int64" or "float64"
+    return gpu.array(samples, { dtype = dtype })
+  elseif is_plain_table(first) then
+    local out = {}
+    for k in pairs(first) do
+      local col = {}
+      for i, s in ipairs(samples) do
+        if not is_plain_table(s) or s[k] == nil then
+          raise("data.default_collate: sample %d has no field %s (sample 1 has)", i, tostring(k))
+        end
+        col[i] = s[k]
+      end
+      out[k] = M.default_collate(col)
+    end
+    return out
+  end
+  raise("data.default_collate: a sample is %s; samples are arrays, numbers, booleans or tables of them", type_name(first))
+end
+
+-- The values a loader's loop gets from a collated batch: a list's entries, else the batch.
+local function unpack_batch(b)
+  if is_plain_table(b) and b[1] ~= nil then return table.unpack(b) end
+  return b
+end
+
+local function to_device(b, device)
+  if is_array(b) then return b.device ~= device and b:to(device) or b end
+  if is_plain_table(b) then
+    local out = {}
+    for k, v in pairs(b) do out[k] = to_device(v, device) end
+    return out
+  end
+  return b
+end
+
+-- epoch(ds, o): the batches of one epoch over dataset ds, o the loader's checked options
+-- (batch_size, shuffle, drop_last, collate_fn, device, generator)
+function M.epoch(ds, o)
+  local n = length("DataLoader", 1, ds)
+  local order
+  if o.shuffle and n > 0 then
+    local perm = o.generator and o.generator:permutation(n) or gpu.random.permutation(n)
+    order = perm:totable()
+  end
+  local bs = o.batch_size
+  local last = o.drop_last and n - n % bs or n
+  local device = o.device == "cuda" and "cuda:0" or o.device
+  local s = 1
+  return function()
+    if s > last then return nil end
+    local e = math.min(last, s + bs - 1)
+    local idx = {}
+    for i = s, e do idx[#idx + 1] = order and order[i] or i end
+    s = e + 1
+    local b
+    if o.collate_fn == nil and type(ds) == "table" and type(ds.get_batch) == "function" then
+      b = ds:get_batch(idx)
+    else
+      local samples = {}
+      for j, i in ipairs(idx) do samples[j] = item(ds, i) end
+      b = (o.collate_fn or M.default_collate)(samples)
+    end
+    if device then b = to_device(b, device) end
+    return unpack_batch(b)
+  end
+end
+
+-- ---- TensorDataset ---------------------------------------------------------------------------
+
+local TensorDataset = {}
+TensorDataset.__index = TensorDataset
+TensorDataset.__name = "TensorDataset"
+local function is_tensor_dataset(v) return getmetatable(v) == TensorDataset end
+TensorDataset.__len = function(self) return self.n end
+options.guard_methods(TensorDataset, "TensorDataset", "ds", is_tensor_dataset)
+
+-- TensorDataset(a, b, ...): arrays with as many rows each; ds:get(i) -> {a[i], b[i], ...}
+-- (row views; a 1-D array's row is a 0-d array)
+function M.TensorDataset(...)
+  local arrays = table.pack(...)
+  if arrays.n == 0 then argerror("data.TensorDataset", 1, "at least one array expected") end
+  local n
+  for i = 1, arrays.n do
+    local a = options.check_array(arrays[i], "data.TensorDataset", i, "array #" .. i)
+    if a.ndim == 0 then argerror("data.TensorDataset", i, "array #%d is 0-d (each needs a first axis)", i) end
+    if n == nil then n = a.shape[1]
+    elseif a.shape[1] ~= n then
+      raise("data.TensorDataset: array #%d has %d rows, array #1 has %d (each must have as many)", i, a.shape[1], n)
+    end
+  end
+  arrays.n = nil
+  return setmetatable({ tensors = arrays, n = n }, TensorDataset)
+end
+
+function TensorDataset:get(i)
+  if math.type(i) ~= "integer" or i < 1 or i > self.n then
+    raise("TensorDataset:get: index %s is out of 1..%d", tostring(i), self.n)
+  end
+  local out = {}
+  for k, a in ipairs(self.tensors) do
+    local row = a[{ { i, i } }]
+    local shape = {}
+    for d = 2, a.ndim do shape[d - 1] = a.shape[d] end
+    out[k] = row:reshape(shape)
+  end
+  return out
+end
+
+-- get_batch(indices): {a:take(indices), b:take(indices), ...}, one gather per array
+function TensorDataset:get_batch(idx)
+  local out, cache = {}, {}
+  for k, a in ipairs(self.tensors) do
+    local ix = cache[a.device]
+    if ix == nil then
+      ix = gpu.array(idx, { dtype = "int64", device = a.device })
+      cache[a.device] = ix
+    end
+    out[k] = a:take(ix, 1)
+  end
+  return out
+end
+
+-- ---- Subset, random_split --------------------------------------------------------------------
+
+local Subset = {}
+Subset.__index = Subset
+Subset.__name = "Subset"
+local function is_subset(v) return getmetatable(v) == Subset end
+Subset.__len = function(self) return #self.indices end
+options.guard_methods(Subset, "Subset", "ds", is_subset)
+
+-- Subset(dataset, indices): the items of dataset at indices (a list of 1-based positions
+-- or an int64 array); subset:get(i) = dataset's item indices[i]
+function M.Subset(ds, indices)
+  local n = length("data.Subset", 1, ds)
+  if is_array(indices) then
+    options.check_array(indices, "data.Subset", 2, "indices")
+    if indices.ndim ~= 1 or (indices.dtype ~= "int64" and indices.dtype ~= "int32") then
+      argerror("data.Subset", 2, "indices: a 1-D integer array or a list expected, got %s %s", indices.dtype,
+        options.shape_str(indices.shape))
+    end
+    indices = indices:totable()
+  elseif type(indices) ~= "table" then
+    argerror("data.Subset", 2, "indices: a list of positions expected, got %s", type_name(indices))
+  end
+  local list = {}
+  for j, i in ipairs(indices) do
+    if math.type(i) ~= "integer" or i < 1 or i > n then
+      argerror("data.Subset", 2, "indices[%d] = %s is not a position in 1..%d", j, tostring(i), n)
+    end
+    list[j] = i
+  end
+  return setmetatable({ dataset = ds, indices = list }, Subset)
+end
+
+function Subset:get(i)
+  local j = self.indices[i]
+  if j == nil then raise("Subset:get: index %s is out of 1..%d", tostring(i), #self.indices) end
+  return item(self.dataset, j)
+end
+
+function Subset:get_batch(idx)
+  local base = {}
+  for k, i in ipairs(idx) do base[k] = self.indices[i] end
+  local ds = self.dataset
+  if type(ds) == "table" and type(ds.get_batch) == "function" then return ds:get_batch(base) end
+  local samples = {}
+  for k, i in ipairs(base) do samples[k] = item(ds, i) end
+  return M.default_collate(samples)
+end
+
+local SPLIT = options.declare("data.random_split", {
+  generator = { type = "any", what = "a gpu.random.Generator", check = function(v)
+    return type(v) == "userdata" or type(v) == "table", "must be a gpu.random.Generator"
+  end },
+}, { example = "gpu.data.random_split({1, 2, 3, 4}, {2, 2}, %s)" })
+
+-- random_split(dataset, lengths [, {generator =}]) -> Subset, Subset, ...: lengths are
+-- counts summing to #dataset, or fractions summing to 1 (each floor(n * f), the rest
+-- given one each to the first subsets, as PyTorch); positions from one permutation
+function M.random_split(ds, lengths, opts)
+  local fname = "data.random_split"
+  local n = length(fname, 1, ds)
+  if type(lengths) ~= "table" or #lengths == 0 then
+    argerror(fname, 2, "lengths: a list of counts or fractions expected, got %s", type_name(lengths))
+  end
+  local o = SPLIT:check(opts, 3)
+  local counts, total, fractions = {}, 0, true
+  for i, l in ipairs(lengths) do
+    if type(l) ~= "number" or l ~= l or l < 0 then argerror(fname, 2, "lengths[%d] must be a number >= 0, got %s", i, type_name(l)) end
+    if math.type(l) == "integer" and l > 1 then fractions = false end
+    total = total + l
+  end
+  if fractions and math.abs(total - 1) < 1e-9 and not (#lengths == 1 and n == 1) then
+    local sum = 0
+    for i, f in ipairs(lengths) do counts[i] = math.floor(n * f); sum = sum + counts[i] end
+    for i = 0, n - sum - 1 do
+      local k = i % #counts + 1
+      counts[k] = counts[k] + 1
+    end
+  else
+    for i, l in ipairs(lengths) do
+      if math.type(l) ~= "integer" then
+        argerror(fname, 2, "lengths must be counts summing to %d or fractions summing to 1, got %s at %d", n,
+          tostring(l), i)
+      end
+      counts[i] = l
+    end
+    if total ~= n then
+      argerror(fname, 2, "the lengths sum to %s but the dataset has %d items", tostring(total), n)
+    end
+  end
+  local perm = n > 0 and (o.generator and o.generator:permutation(n) or gpu.random.permutation(n)):totable() or {}
+  local out, s = {}, 0
+  for i, c in ipairs(counts) do
+    local idx = {}
+    for j = 1, c do idx[j] = perm[s + j] end
+    s = s + c
+    out[i] = setmetatable({ dataset = ds, indices = idx }, Subset)
+  end
+  return table.unpack(out)
+end
+
+M.TensorDataset_class, M.Subset_class = TensorDataset, Subset
+return M

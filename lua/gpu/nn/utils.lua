@@ -1,0 +1,98 @@
+-- gpu.nn.utils: gradient clipping (torch.nn.utils): clip_grad_norm_ and clip_grad_value_.
+--
+--   loss:backward()
+--   local total = gpu.nn.utils.clip_grad_norm_(model:parameters(), 1.0)   -- a 0-d array
+--   opt:step()
+--
+-- Both take a list of arrays, one array, a module, or named_parameters()'s pairs;
+-- parameters without a gradient are skipped. They scale the gradients in place and
+-- record nothing on the tape.
+local gpu = require "gpu"
+local autograd = require "gpu.autograd"
+local options = require "gpu.options"
+
+local is_array, argerror, raise, type_name = options.is_array, options.argerror, options.raise, options.type_name
+
+local utils = {}
+
+-- The gradients of params (checked): a list of arrays.
+local function grads_of(fname, params)
+  if type(params) == "table" and not is_array(params) and type(params.parameters) == "function" then
+    params = params:parameters()
+  end
+  if is_array(params) then params = { params } end
+  if type(params) ~= "table" then
+    argerror(fname, 1, "parameters (a list of arrays, an array or a module) expected, got %s", type_name(params))
+  end
+  local out = {}
+  for i, p in ipairs(params) do
+    if type(p) == "table" and is_array(p[2]) then p = p[2] end
+    if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
+    if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
+    local g = p.grad
+    if g ~= nil then out[#out + 1] = g end
+  end
+  return out
+end
+
+local CLIP_NORM = options.declare("nn.utils.clip_grad_norm_", {
+  error_if_nonfinite = { type = "boolean", default = false },
+  foreach = { type = "boolean" },
+}, { example = "gpu.nn.utils.clip_grad_norm_({gpu.ones(2):requires_grad()}, 1, 2, %s)" })
+
+-- clip_grad_norm_(params, max_norm [, norm_type = 2 [, {error_if_nonfinite = false}]]) -> the
+-- total norm of all the gradients (as one vector) before clipping, a 0-d array on the first
+-- gradient's device (0-d 0 when none has a gradient). Each gradient is multiplied by
+-- min(1, max_norm / (total + 1e-6)). norm_type: any p > 0, or math.huge ("inf").
+function utils.clip_grad_norm_(params, max_norm, norm_type, opts)
+  local fname = "nn.utils.clip_grad_norm_"
+  local grads = grads_of(fname, params)
+  max_norm = options.value(max_norm, { type = "number", min = 0 }, fname, 2, "max_norm")
+  if norm_type == "inf" then norm_type = math.huge end
+  norm_type = options.value(norm_type, { type = "number", min = 0, min_open = true, default = 2 }, fname, 3, "norm_type")
+  local o = CLIP_NORM:check(opts, 4)
+  if #grads == 0 then return gpu.array(0.0) end
+  local dev = grads[1].device
+  return autograd.no_grad(function()
+    local total
+    for _, g in ipairs(grads) do
+      local n
+      if norm_type == math.huge then n = g:abs():max()
+      elseif norm_type == 2 then n = g:square():sum()
+      elseif norm_type == 1 then n = g:abs():sum()
+      else n = (g:abs() ^ norm_type):sum() end
+      if g.dtype ~= "float64" then n = n:astype("float32") end
+      if n.device ~= dev then n = n:to(dev) end
+      if total == nil then total = n
+      elseif norm_type == math.huge then total = gpu.maximum(total, n)
+      else total = total + n end
+    end
+    if norm_type == 2 then total = total:sqrt()
+    elseif norm_type ~= 1 and norm_type ~= math.huge then total = total ^ (1 / norm_type) end
+    if o.error_if_nonfinite then
+      local t = total:item()
+      if t ~= t or t == math.huge then
+        raise("%s: the total norm of order %s of the gradients is non-finite (%s), so it cannot be clipped",
+          fname, tostring(norm_type), tostring(t))
+      end
+    end
+    local coef = (max_norm / (total + 1e-6)):clip(nil, 1.0)
+    for _, g in ipairs(grads) do
+      local c = coef.device == g.device and coef or coef:to(g.device)
+      g:mul_(c:astype(g.dtype))
+    end
+    return total
+  end)
+end
+
+-- clip_grad_value_(params, clip_value): each gradient clipped to [-clip_value, clip_value] in place
+function utils.clip_grad_value_(params, clip_value)
+  local fname = "nn.utils.clip_grad_value_"
+  local grads = grads_of(fname, params)
+  clip_value = options.value(clip_value, { type = "number", min = 0 }, fname, 2, "clip_value")
+  autograd.no_grad(function()
+    for _, g in ipairs(grads) do g[{}] = g:clip(-clip_value, clip_value) end
+  end)
+end
+
+return utils
