@@ -364,3 +364,137 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
   if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
   return gl_interrupt_check();
 }
+
+/* ---- partition -------------------------------------------------------------------------------- */
+
+/* Quickselect over (key, position) pairs: the range holding the wanted position is split
+** three ways around a median-of-three pivot (so runs of equal keys end it at once) until it
+** is short, then sorted by insertion; a range still long after 2 log2 n + 8 splits (a bad
+** pivot run) is radix-sorted instead. For several positions (ascending), each is selected
+** right of the one before. Returns false when stopped. */
+#define SELECT_DEF(K, PN, P)                                                                     \
+  static bool select_##K##_##PN(K *k, P *p, K *k2, P *p2, int64_t n, const int64_t *kth, int nk) { \
+    int64_t left = 0;                                                                          \
+    for (int w = 0; w < nk; w++) {                                                             \
+      int64_t want = kth[w], lo = left, hi = n;                                                \
+      int depth = 8;                                                                           \
+      for (int64_t m = n; m > 1; m >>= 1) depth += 2;                                          \
+      while (hi - lo > SORT_INSERTION) {                                                       \
+        if (gl_interrupted()) return false;                                                    \
+        if (depth-- == 0) {                                                                    \
+          int64_t counts[257];                                                                 \
+          bool stop = false, sw = false;                                                       \
+          _Pragma("omp parallel num_threads(1)")     /* a team of one for the barriers */       \
+          sw = radix_##K##_##PN(k + lo, p + lo, k2, p2, hi - lo, counts, &stop);               \
+          if (stop) return false;                                                              \
+          if (sw) {                                                                            \
+            memcpy(k + lo, k2, (size_t)(hi - lo) * sizeof *k);                                 \
+            memcpy(p + lo, p2, (size_t)(hi - lo) * sizeof *p);                                 \
+          }                                                                                    \
+          lo = hi;                                                                             \
+          break;                                                                               \
+        }                                                                                      \
+        K a = k[lo], b = k[lo + (hi - lo) / 2], c = k[hi - 1];                                 \
+        K pv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));          \
+        int64_t lt = lo, i = lo, gt = hi;                                                      \
+        while (i < gt) {                                                                       \
+          K ki = k[i];                                                                         \
+          if (ki < pv) {                                                                       \
+            if (i != lt) { K kt = k[lt]; k[lt] = ki; k[i] = kt; P pt = p[lt]; p[lt] = p[i]; p[i] = pt; } \
+            lt++; i++;                                                                         \
+          } else if (ki > pv) {                                                                \
+            gt--;                                                                              \
+            K kt = k[gt]; k[gt] = ki; k[i] = kt; P pt = p[gt]; p[gt] = p[i]; p[i] = pt;        \
+          } else i++;                                                                          \
+        }                                                                                      \
+        if (want < lt) hi = lt;                                                                \
+        else if (want >= gt) lo = gt;                                                          \
+        else { lo = hi; break; }                     /* in the run equal to the pivot */       \
+      }                                                                                        \
+      if (hi > lo) insertion_##K##_##PN(k + lo, p + lo, hi - lo);                              \
+      left = want + 1;                                                                         \
+    }                                                                                          \
+    return true;                                                                               \
+  }
+SELECT_DEF(uint8_t, u32, uint32_t)
+SELECT_DEF(uint8_t, u64, uint64_t)
+SELECT_DEF(uint32_t, u32, uint32_t)
+SELECT_DEF(uint32_t, u64, uint64_t)
+SELECT_DEF(uint64_t, u32, uint32_t)
+SELECT_DEF(uint64_t, u64, uint64_t)
+#undef SELECT_DEF
+
+/* One lane: keys and positions, the selection, then values gathered from the source by
+** position (payloads and signs kept) and the positions. 'buf' as a sort lane's with
+** positions. Returns false when stopped. */
+typedef bool (*part_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
+                             int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf);
+#define PART_LANE(E, id, S, kind, half, CT, ...) PART_LANE_X(id, S, CT, KEY_T_##CT, GL_DT_WIDEN_##half)
+#define PART_LANE_X(...) PART_LANE_(__VA_ARGS__)
+#define PART_LANE_(DN, S, CT, K, LOAD)                                                          \
+  static bool part_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src_, \
+                             int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf) {     \
+    const S *src = src_;                                                                        \
+    bool wide = n > (int64_t)UINT32_MAX;                                                        \
+    size_t psz = wide ? 8 : 4;                                                                  \
+    void *p = buf, *p2 = (char *)buf + (size_t)n * psz;                                         \
+    K *k = (K *)(void *)((char *)buf + 2 * (size_t)n * psz), *k2 = k + n;                        \
+    for (int64_t j = 0; j < n; j++) {                                                           \
+      k[j] = key_of_##CT((CT)LOAD(src[j * ss]));                                                \
+      if (wide) ((uint64_t *)p)[j] = (uint64_t)j;                                               \
+      else ((uint32_t *)p)[j] = (uint32_t)j;                                                    \
+    }                                                                                           \
+    if (!(wide ? select_##K##_u64(k, p, k2, p2, n, kth, nk) : select_##K##_u32(k, p, k2, p2, n, kth, nk))) \
+      return false;                                                                             \
+    for (int64_t j = 0; j < n; j++) {                                                           \
+      int64_t q = wide ? (int64_t)((const uint64_t *)p)[j] : ((const uint32_t *)p)[j];          \
+      if (vout) ((S *)vout)[j * vs] = src[q * ss];                                              \
+      if (iout) iout[j * is] = q;                                                               \
+    }                                                                                           \
+    return true;                                                                                \
+  }
+GL_DTYPE_LIST(PART_LANE)
+#undef PART_LANE
+#undef PART_LANE_X
+#undef PART_LANE_
+
+#define PART_ENTRY(E, id, ...) [GL_##E] = part_lane_##id,
+static const part_lane_fn part_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(PART_ENTRY) };
+#undef PART_ENTRY
+
+gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, const gl_array *src,
+                           int axis, const int64_t *kth, int nk) {
+  int64_t n = src->shape[axis];
+  if (src->size == 0 || n == 0) return GL_OK;
+  int64_t lanes = src->size / n;
+  size_t sz = gl_dtypes[src->dtype].size;
+  size_t bufsz = (size_t)n * 2 * (8 + 8);
+  part_lane_fn fn = part_lanes[src->dtype];
+  const char *s = gl_array_data(src);
+  char *v = values ? gl_array_data(values) : NULL;
+  int64_t *ip = indices ? gl_array_data(indices) : NULL;
+  int64_t ss = src->strides[axis];
+  int64_t vs = values ? values->strides[axis] : 1;
+  int64_t is = indices ? indices->strides[axis] : 1;
+  bool failed = false;
+  int nt = src->size >= GL_POLL_SPAN / 8 && lanes > 1 ? gl_cpu_team_size(src->size) : 1;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    void *buf = malloc(bufsz);
+    if (buf == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t r = 0; r < lanes; r++) {
+      if (buf == NULL || gl_interrupted()) continue;
+      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
+      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
+      fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, kth, nk, buf);
+    }
+    free(buf);
+  }
+  gl_cpu_team_done(nt);
+  if (failed) return gl_fail(GL_ENOMEM, "partition: out of host memory for a lane of %lld elements", (long long)n);
+  return gl_interrupt_check();
+}
