@@ -47,7 +47,7 @@ static inline uint32_t key_of_float(float f) {
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 static inline float float_of_key(uint32_t k) {
-  uint32_t b = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+  uint32_t b = k ^ (((k >> 31) - 1u) | 0x80000000u);
   float f;
   memcpy(&f, &b, 4);
   return f;
@@ -60,7 +60,7 @@ static inline uint64_t key_of_double(double f) {
   return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
 }
 static inline double double_of_key(uint64_t k) {
-  uint64_t b = (k & 0x8000000000000000ull) ? (k & 0x7fffffffffffffffull) : ~k;
+  uint64_t b = k ^ (((k >> 63) - 1u) | 0x8000000000000000ull);
   double f;
   memcpy(&f, &b, 8);
   return f;
@@ -367,11 +367,17 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
 
 /* ---- partition -------------------------------------------------------------------------------- */
 
-/* Quickselect over (key, position) pairs: the range holding the wanted position is split
-** three ways around a median-of-three pivot (so runs of equal keys end it at once) until it
-** is short, then sorted by insertion; a range still long after 2 log2 n + 8 splits (a bad
-** pivot run) is radix-sorted instead. For several positions (ascending), each is selected
-** right of the one before. Returns false when stopped. */
+/* Quickselect over keys and positions (p NULL: none): the range holding the wanted position
+** is split around the median of three (Hoare's two-pointer scan, the median first in the
+** range so the split always moves) until it is short, then sorted by insertion; the first
+** or last position of a range is a plain minimum or maximum scan; a range still long after
+** 2 log2 n + 8 splits (a bad pivot run) is radix-sorted instead. For several positions
+** (ascending), each is selected right of the one before. Returns false when stopped. */
+#define SELECT_SWAP(K, P, k, p, i, j)                  \
+  do {                                                 \
+    K kt_ = k[i]; k[i] = k[j]; k[j] = kt_;             \
+    if (p) { P pt_ = p[i]; p[i] = p[j]; p[j] = pt_; }  \
+  } while (0)
 #define SELECT_DEF(K, PN, P)                                                                     \
   static bool select_##K##_##PN(K *k, P *p, K *k2, P *p2, int64_t n, const int64_t *kth, int nk) { \
     int64_t left = 0;                                                                          \
@@ -381,37 +387,46 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
       for (int64_t m = n; m > 1; m >>= 1) depth += 2;                                          \
       while (hi - lo > SORT_INSERTION) {                                                       \
         if (gl_interrupted()) return false;                                                    \
+        if (want == lo || want == hi - 1) {          /* a minimum or a maximum */              \
+          int64_t best = lo;                                                                   \
+          if (want == lo) { for (int64_t i = lo + 1; i < hi; i++) if (k[i] < k[best]) best = i; } \
+          else { for (int64_t i = lo + 1; i < hi; i++) if (k[i] >= k[best]) best = i; }       \
+          SELECT_SWAP(K, P, k, p, want, best);                                                 \
+          lo = hi;                                                                             \
+          break;                                                                               \
+        }                                                                                      \
         if (depth-- == 0) {                                                                    \
           int64_t counts[257];                                                                 \
           bool stop = false, sw = false;                                                       \
           _Pragma("omp parallel num_threads(1)")     /* a team of one for the barriers */       \
-          sw = radix_##K##_##PN(k + lo, p + lo, k2, p2, hi - lo, counts, &stop);               \
+          sw = radix_##K##_##PN(k + lo, p ? p + lo : NULL, k2, p2, hi - lo, counts, &stop);    \
           if (stop) return false;                                                              \
           if (sw) {                                                                            \
             memcpy(k + lo, k2, (size_t)(hi - lo) * sizeof *k);                                 \
-            memcpy(p + lo, p2, (size_t)(hi - lo) * sizeof *p);                                 \
+            if (p) memcpy(p + lo, p2, (size_t)(hi - lo) * sizeof *p);                          \
           }                                                                                    \
           lo = hi;                                                                             \
           break;                                                                               \
         }                                                                                      \
-        K a = k[lo], b = k[lo + (hi - lo) / 2], c = k[hi - 1];                                 \
-        K pv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));          \
-        int64_t lt = lo, i = lo, gt = hi;                                                      \
-        while (i < gt) {                                                                       \
-          K ki = k[i];                                                                         \
-          if (ki < pv) {                                                                       \
-            if (i != lt) { K kt = k[lt]; k[lt] = ki; k[i] = kt; P pt = p[lt]; p[lt] = p[i]; p[i] = pt; } \
-            lt++; i++;                                                                         \
-          } else if (ki > pv) {                                                                \
-            gt--;                                                                              \
-            K kt = k[gt]; k[gt] = ki; k[i] = kt; P pt = p[gt]; p[gt] = p[i]; p[i] = pt;        \
-          } else i++;                                                                          \
+        int64_t mid = lo + (hi - lo) / 2, last = hi - 1;                                       \
+        if (k[mid] < k[lo]) SELECT_SWAP(K, P, k, p, mid, lo);                                  \
+        if (k[last] < k[mid]) {                                                                \
+          SELECT_SWAP(K, P, k, p, last, mid);                                                  \
+          if (k[mid] < k[lo]) SELECT_SWAP(K, P, k, p, mid, lo);                                \
         }                                                                                      \
-        if (want < lt) hi = lt;                                                                \
-        else if (want >= gt) lo = gt;                                                          \
-        else { lo = hi; break; }                     /* in the run equal to the pivot */       \
+        SELECT_SWAP(K, P, k, p, lo, mid);            /* the median to the front */             \
+        K pv = k[lo];                                                                          \
+        int64_t i = lo - 1, j = hi;                                                            \
+        for (;;) {                                                                             \
+          do i++; while (k[i] < pv);                                                           \
+          do j--; while (k[j] > pv);                                                           \
+          if (i >= j) break;                                                                   \
+          SELECT_SWAP(K, P, k, p, i, j);                                                       \
+        }                                                                                      \
+        if (want <= j) hi = j + 1;                   /* [lo, j] <= pv <= [j + 1, hi) */        \
+        else lo = j + 1;                                                                       \
       }                                                                                        \
-      if (hi > lo) insertion_##K##_##PN(k + lo, p + lo, hi - lo);                              \
+      if (hi > lo) insertion_##K##_##PN(k + lo, p ? p + lo : NULL, hi - lo);                   \
       left = want + 1;                                                                         \
     }                                                                                          \
     return true;                                                                               \
@@ -423,18 +438,58 @@ SELECT_DEF(uint32_t, u64, uint64_t)
 SELECT_DEF(uint64_t, u32, uint32_t)
 SELECT_DEF(uint64_t, u64, uint64_t)
 #undef SELECT_DEF
+#undef SELECT_SWAP
+
+/* Keys that rebuild their value exactly, for a partition of values alone (equal values
+** may land in any order there): -0.0 keys below +0.0 and a NaN above +inf by its payload;
+** a NaN with its sign bit set would key below -inf, so it is flagged (the lane then takes
+** the positions' path). The halves always take that path (their float32 keys). */
+static inline uint32_t exact_key_float(float f, bool *negnan) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  *negnan |= (f != f) & (b >> 31);
+  return b ^ ((0u - (b >> 31)) | 0x80000000u);
+}
+static inline uint64_t exact_key_double(double f, bool *negnan) {
+  uint64_t b;
+  memcpy(&b, &f, 8);
+  *negnan |= (f != f) & (b >> 63);
+  return b ^ ((0ull - (b >> 63)) | 0x8000000000000000ull);
+}
+static inline uint32_t exact_key_int32_t(int32_t v, bool *negnan) { (void)negnan; return key_of_int32_t(v); }
+static inline uint64_t exact_key_int64_t(int64_t v, bool *negnan) { (void)negnan; return key_of_int64_t(v); }
+static inline uint8_t exact_key_uint8_t(uint8_t v, bool *negnan) { (void)negnan; return v; }
+#define KEY_EXACT_none 1
+#define KEY_EXACT_f16 0
+#define KEY_EXACT_bf16 0
 
 /* One lane: keys and positions, the selection, then values gathered from the source by
 ** position (payloads and signs kept) and the positions. 'buf' as a sort lane's with
 ** positions. Returns false when stopped. */
 typedef bool (*part_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
                              int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf);
-#define PART_LANE(E, id, S, kind, half, CT, ...) PART_LANE_X(id, S, CT, KEY_T_##CT, GL_DT_WIDEN_##half)
+#define PART_LANE(E, id, S, kind, half, CT, ...) PART_LANE_X(id, S, CT, KEY_T_##CT, GL_DT_WIDEN_##half, half)
 #define PART_LANE_X(...) PART_LANE_(__VA_ARGS__)
-#define PART_LANE_(DN, S, CT, K, LOAD)                                                          \
+#define PART_LANE_(DN, S, CT, K, LOAD, half)                                                        \
   static bool part_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src_, \
                              int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf) {     \
     const S *src = src_;                                                                        \
+    if (!iout && KEY_EXACT_##half) {       /* values alone: exact keys, no positions */        \
+      /* the keys in vout itself where they fit; the scratch only for the radix fallback */  \
+      bool inplace = vs == 1 && sizeof(S) == sizeof(K);                                         \
+      K *k = inplace ? (K *)vout : (K *)buf, *k2 = (K *)buf + (inplace ? 0 : n);                \
+      bool negnan = false;                                                                      \
+      for (int64_t j = 0; j < n; j++) {                                                         \
+        CT v = (CT)LOAD(src[j * ss]);                                                           \
+        k[j] = exact_key_##CT(v, &negnan);                                                      \
+      }                                                                                         \
+      if (!negnan) {                                                                            \
+        if (!select_##K##_u32(k, NULL, k2, NULL, n, kth, nk)) return false;                     \
+        if (inplace) for (int64_t j = 0; j < n; j++) { CT v = CT##_of_key(k[j]); memcpy(k + j, &v, sizeof v); } \
+        else for (int64_t j = 0; j < n; j++) ((S *)vout)[j * vs] = (S)CT##_of_key(k[j]);        \
+        return true;                                                                            \
+      }                                                                                         \
+    }                                                                                           \
     bool wide = n > (int64_t)UINT32_MAX;                                                        \
     size_t psz = wide ? 8 : 4;                                                                  \
     void *p = buf, *p2 = (char *)buf + (size_t)n * psz;                                         \
