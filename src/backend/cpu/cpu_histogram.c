@@ -47,16 +47,27 @@ typedef void (*hist_fn)(const void *x, int64_t lo, int64_t hi, const double *w, 
   static void hist_##DN(const void *x_, int64_t lo, int64_t hi, const double *w, const double *e, \
                         int64_t nb, int mode, double scale, int64_t *ci, double *cw) {         \
     const S *x = x_;                                                                          \
-    for (int64_t i = lo; i < hi; i++) {                                                       \
-      int64_t k = bin_of((double)LOAD(x[i]), e, nb, mode, scale);                             \
-      if (k < 0) continue;                                                                    \
-      if (cw) cw[k] += w[i];                                                                  \
-      else ci[k]++;                                                                           \
-    }                                                                                         \
+    if (mode == BIN_UNIFORM) HIST_LOOP(LOAD, BIN_UNIFORM)   /* one loop per mode, inlined */  \
+    else if (mode == BIN_SEARCH) HIST_LOOP(LOAD, BIN_SEARCH)                                  \
+    else HIST_LOOP(LOAD, BIN_DIRECT)                                                          \
+  }
+#define HIST_LOOP(LOAD, MODE)                                                                 \
+  {                                                                                           \
+    if (cw)                                                                                   \
+      for (int64_t i = lo; i < hi; i++) {                                                     \
+        int64_t k = bin_of((double)LOAD(x[i]), e, nb, MODE, scale);                           \
+        if (k >= 0) cw[k] += w[i];                                                            \
+      }                                                                                       \
+    else                                                                                      \
+      for (int64_t i = lo; i < hi; i++) {                                                     \
+        int64_t k = bin_of((double)LOAD(x[i]), e, nb, MODE, scale);                           \
+        if (k >= 0) ci[k]++;                                                                  \
+      }                                                                                       \
   }
 GL_DTYPE_LIST(HIST_DEF)
 #undef HIST_DEF
 #undef HIST_DEF_
+#undef HIST_LOOP
 
 #define HIST_ENTRY(E, id, ...) [GL_##E] = hist_##id,
 static const hist_fn hist_fns[GL_NDTYPE] = { GL_DTYPE_LIST(HIST_ENTRY) };
