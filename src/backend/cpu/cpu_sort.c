@@ -464,7 +464,10 @@ static inline uint8_t exact_key_uint8_t(uint8_t v, bool *negnan) { (void)negnan;
 #define KEY_EXACT_bf16 0
 
 /* One lane: keys and positions, the selection, then values gathered from the source by
-** position (payloads and signs kept) and the positions. 'buf' as a sort lane's with
+** position (payloads and signs kept) and the positions. The keys are the exact ones (-0.0
+** below +0.0) with every NaN the largest, so that partition and argpartition of one array
+** make the same moves, and a gradient through argpartition reaches the elements partition
+** placed. 'buf' as a sort lane's with
 ** positions. Returns false when stopped. */
 typedef bool (*part_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
                              int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf);
@@ -495,7 +498,10 @@ typedef bool (*part_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, 
     void *p = buf, *p2 = (char *)buf + (size_t)n * psz;                                         \
     K *k = (K *)(void *)((char *)buf + 2 * (size_t)n * psz), *k2 = k + n;                        \
     for (int64_t j = 0; j < n; j++) {                                                           \
-      k[j] = key_of_##CT((CT)LOAD(src[j * ss]));                                                \
+      CT v = (CT)LOAD(src[j * ss]);                                                             \
+      bool nan_ = false;                                                                        \
+      K key = exact_key_##CT(v, &nan_);                                                         \
+      k[j] = v != v ? (K)~(K)0 : key;        /* the values' path order, every NaN last */       \
       if (wide) ((uint64_t *)p)[j] = (uint64_t)j;                                               \
       else ((uint32_t *)p)[j] = (uint32_t)j;                                                    \
     }                                                                                           \
