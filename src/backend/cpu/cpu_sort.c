@@ -1,6 +1,6 @@
 /*
 ** cpu_sort.c — sort and argsort along an axis on the CPU: an LSD radix sort on
-** order-preserving unsigned keys.
+** order-preserving unsigned keys; and partition (kth order statistics) on the same keys.
 **
 ** Each lane (all axes but the sorted one) is turned into keys whose unsigned order is the
 ** value order of the dtype: integers flip their sign bit, floats flip the sign bit of a
