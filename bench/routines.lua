@@ -1,7 +1,7 @@
 -- bench/routines.lua — einsum and the NumPy routines of lua/gpu/routines (issue 13, item
 -- 4): einsum("bij,bjk->bik") beside gpulua's own matmul of the same operands (target:
--- within 5%, compare the two gpulua rows), and unique, median and histogram of 1e7
--- float32 against NumPy (target: time ratio <= 1). Twin: bench/routines.py (same case
+-- within 5%, compare the two gpulua rows), and sort, argsort, unique, median and
+-- histogram of 1e7 float32 against NumPy (target: time ratio <= 1). Twin: bench/routines.py (same case
 -- names). Wall-clock (gpu.clock), best and median of repeats of >= 0.2 s (B.once).
 package.path = "bench/lib/?.lua;" .. package.path
 local gpu = require "gpu"
@@ -23,7 +23,10 @@ case("einsum bij,bjk->bik 64x128x128", function() return gpu.einsum("bij,bjk->bi
 case("einsum ij,jk,kl->il 128", function()
   return gpu.einsum("ij,jk,kl->il", a[1], a[2], a[3])
 end, { note = "greedy pairwise" })
+case(("sort %g f32"):format(n), function() return gpu.sort(x) end, { target_vs = "numpy", note = "radix sort" })
+case(("argsort %g f32"):format(n), function() return gpu.argsort(x) end,
+  { target_vs = "numpy", note = "stable radix sort (NumPy: kind='stable')" })
 case(("unique %g f32"):format(n), function() return gpu.unique(x) end, { target_vs = "numpy", note = "sort-based" })
-case(("median %g f32"):format(n), function() return gpu.median(x) end, { target_vs = "numpy", note = "full sort" })
+case(("median %g f32"):format(n), function() return gpu.median(x) end, { target_vs = "numpy", note = "partition" })
 case(("histogram %g f32"):format(n), function() return gpu.histogram(x, { bins = 100 }) end,
   { target_vs = "numpy", note = "100 equal bins" })

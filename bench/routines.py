@@ -1,5 +1,5 @@
 """bench/routines.py — NumPy (CuPy on cuda) twin of bench/routines.lua (same case names):
-einsum, unique, median and histogram, wall-clock, best and median of repeats of
+einsum, sort, argsort, unique, median and histogram, wall-clock, best and median of repeats of
 >= 0.2 s (bench.py's once)."""
 import os
 import sys
@@ -22,6 +22,8 @@ def cases(np):
         ("einsum bij,bjk->bik 64x128x128", lambda: np.einsum("bij,bjk->bik", a, b, optimize=True), "optimize=True"),
         ("einsum ij,jk,kl->il 128", lambda: np.einsum("ij,jk,kl->il", a[0], a[1], a[2], optimize="greedy"),
          "optimize='greedy'"),
+        ("sort %g f32" % n, lambda: np.sort(x), "np.sort"),
+        ("argsort %g f32" % n, lambda: np.argsort(x, kind="stable"), "np.argsort(kind='stable')"),
         ("unique %g f32" % n, lambda: np.unique(x), "np.unique"),
         ("median %g f32" % n, lambda: np.median(x), "np.median (partition)"),
         ("histogram %g f32" % n, lambda: np.histogram(x, bins=100), "bins=100"),

@@ -122,6 +122,7 @@ end
 samples.cumsum = function(dev) return function(x) return x:cumsum(2) end, { S(dev, 2, 3) } end
 samples.cumprod = function(dev) return function(x) return x:cumprod(2) end, { S(dev, 2, 3) } end
 samples.sort = function(dev) return function(x) return x:sort(2, { descending = true }) end, { S(dev, 2, 4) } end
+samples.partition = function(dev) return function(x) return x:partition({ 2, -1 }, 2) end, { S(dev, 2, 5) } end
 samples.topk = function(dev) return function(x) return (x:topk(2, 2)) end, { S(dev, 2, 4) } end
 samples.take = function(dev) return function(x) return x:take(I(dev, { 3, 1, 3 }), 2) end, { S(dev, 2, 3) } end
 samples.index = function(dev) return function(x) return x:index(1, I(dev, { 2, 2, 1 })) end, { S(dev, 2, 3) } end
@@ -209,7 +210,7 @@ local first_order_only = { ["dnn.conv2d"] = true, ["dnn.max_pool2d"] = true, ["d
                            ["dnn.softmax"] = true, ["dnn.batch_norm"] = true }
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
-                 sort = true, topk = true, mod = true }
+                 sort = true, topk = true, mod = true, partition = true }
 
 describe("gpu.autograd.rules", function()
   it("lists every dispatched op, as a rule or as not differentiable", function()

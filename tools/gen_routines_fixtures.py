@@ -364,4 +364,5 @@ def main():
     write("nan", "nan-reductions fn(x, axis, opts) (1-based axes and positions): out", nan_cases())
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -30,6 +30,8 @@ typedef enum gl_op {
   GL_OP_CONV,       /* im2col, col2im */
   GL_OP_FUSED,      /* optimizer steps, softmax cross-entropy */
   GL_OP_LINALG,     /* which: a gl_la_op; dt: the compute dtype (float32 or float64) */
+  GL_OP_SELECT,     /* partition (kth order statistics) */
+  GL_OP_HISTOGRAM,  /* bin counts; dt: the binned array's */
   GL_NOP
 } gl_op;
 
@@ -309,6 +311,21 @@ typedef struct gl_backend {
   ** false < true. (optional) */
   gl_status (*sort)(const gl_array *values, const gl_array *indices, const gl_array *src,
                     int axis, bool descending);
+  /* Along 0-based 'axis' of src (ndim >= 1), as sort's outputs (either may be NULL), each
+  ** lane rearranged so that at each of the nk 0-based positions kth[] (ascending,
+  ** distinct, in range) lies the element a sort would put there, none larger before it
+  ** and none smaller after it (NaN largest). (optional) */
+  gl_status (*partition)(const gl_array *values, const gl_array *indices, const gl_array *src,
+                         int axis, const int64_t *kth, int nk);
+  /* counts (contiguous 1-D of nb bins, int64, or float64 with weights) = the number (the
+  ** sum of the weights) of the elements of x (contiguous, any dtype) in each bin. edges
+  ** (contiguous float64, nb + 1, increasing): bin k holds edges[k] <= v < edges[k + 1],
+  ** the last bin its right edge too, values outside and NaN in none; 'uniform' says the
+  ** edges are equal steps, so the bin is found by arithmetic (as NumPy) rather than by a
+  ** search. edges NULL: x is an integer array and bin k holds the value k (the ops layer
+  ** has checked 0 <= v < nb). weights: NULL or contiguous float64 of x's size. (optional) */
+  gl_status (*histogram)(const gl_array *counts, const gl_array *x, const gl_array *weights,
+                         const gl_array *edges, bool uniform);
 
   /* dst (contiguous, on this device) = random numbers of 'dist' from the counter blocks
   ** req->offset, req->offset + 1, ... (kernels/philox.h); the ops layer has checked the

@@ -150,6 +150,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_math(L, module, methods, meta);
   gl_open_event(L, module, methods);
   gl_open_indexing(L, module, methods);
+  gl_open_select(L, module, methods);
   gl_open_linalg(L, module, methods);
   gl_open_conv(L, module, methods);
   gl_open_fused(L, module, methods);

@@ -200,6 +200,7 @@ void gl_open_device(lua_State *L, int module, int methods);
 void gl_open_math(lua_State *L, int module, int methods, int meta);
 void gl_open_event(lua_State *L, int module, int methods);
 void gl_open_indexing(lua_State *L, int module, int methods);
+void gl_open_select(lua_State *L, int module, int methods);
 /* x[key] and x[key] = v for a key that is an array (bool mask or int32/int64 indices
 ** along the first axis); lindexing.c. */
 int gl_lua_index_array(lua_State *L, const gl_array *x, int key);

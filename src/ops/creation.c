@@ -13,7 +13,8 @@ static const char *const family_names[GL_NOP] = {
   [GL_OP_UNARY] = "elementwise math", [GL_OP_BINARY] = "elementwise math",
   [GL_OP_REDUCE] = "reduction", [GL_OP_MATMUL] = "matmul", [GL_OP_INDEX] = "indexing",
   [GL_OP_SORT] = "sort", [GL_OP_RANDOM] = "random numbers", [GL_OP_CONV] = "im2col",
-  [GL_OP_FUSED] = "fused ops", [GL_OP_LINALG] = "gpu.linalg",
+  [GL_OP_FUSED] = "fused ops", [GL_OP_LINALG] = "gpu.linalg", [GL_OP_SELECT] = "partition",
+  [GL_OP_HISTOGRAM] = "histogram",
 };
 
 static bool has_entry(const gl_backend *b, gl_op op) {
@@ -30,6 +31,8 @@ static bool has_entry(const gl_backend *b, gl_op op) {
     case GL_OP_RANDOM: return b->random != NULL;
     case GL_OP_CONV: return b->im2col != NULL && b->col2im != NULL;
     case GL_OP_LINALG: return b->linalg != NULL;
+    case GL_OP_SELECT: return b->partition != NULL;
+    case GL_OP_HISTOGRAM: return b->histogram != NULL;
     default: return true;
   }
 }

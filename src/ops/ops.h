@@ -85,6 +85,21 @@ gl_status gl_op_sort(gl_array *values, gl_array *indices, const gl_array *x, int
 gl_status gl_op_topk(gl_array *values, gl_array *indices, const gl_array *x, int64_t k, int axis,
                      bool largest);
 
+/* ---- selection and bin counts (select.c) ------------------------------------------- */
+/* Along 'axis' (x at least 1-D), x rearranged so that each 0-based position of kth[] (nk
+** of them, any order, repeats allowed, each in range) holds the element a sort would put
+** there, no larger one before it and no smaller one after it (NaN largest): values and/or
+** int64 1-based positions (either may be NULL), NumPy's partition / argpartition. */
+gl_status gl_op_partition(gl_array *values, gl_array *indices, const gl_array *x, int axis,
+                          const int64_t *kth, int nk);
+/* counts (1-D: int64, float64 with weights) of the elements of x (any shape) per bin of
+** 'edges' (1-D, increasing, >= 2: edges[k] <= v < edges[k + 1], the last bin closed;
+** outside values and NaN left out; uniform: the edges are equal steps, binned by NumPy's
+** arithmetic), or, edges NULL, of the values 0 .. nbins - 1 of an integer x (others left
+** out). weights: NULL or of x's size, summed instead of counted (in float64). */
+gl_status gl_op_histcounts(gl_array *counts, const gl_array *x, const gl_array *weights,
+                           const gl_array *edges, bool uniform, int64_t nbins);
+
 /* ---- linear algebra (linalg.c) ----------------------------------------------------- */
 /* out = a @ b, NumPy's matmul: 1-D operands promoted then the added axis removed, batch
 ** axes broadcast, dtypes promoted (bool: or of ands; integers wrap). Neither may be 0-d. */

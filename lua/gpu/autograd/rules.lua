@@ -207,7 +207,9 @@ for _, name in ipairs {
   -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
   "sign", "floor", "ceil", "round", "trunc", "floordiv",
   -- positions
-  "argmax", "argmin", "argsort",
+  "argmax", "argmin", "argsort", "argpartition",
+  -- counts
+  "histcounts",
   -- results that do not depend on the values, or are not arrays
   "zeros_like", "ones_like", "empty_like", "full_like", "item", "totable", "is_contiguous",
   "empty", "zeros", "ones", "full", "arange", "linspace", "eye",

@@ -21,6 +21,11 @@ R.sort = { saves = {}, backward = function(g, node)
   if x.ndim == 0 then return g end
   return scatter_along(x, idx, g, axis)
 end }
+R.partition = { saves = {}, backward = function(g, node)       -- (x, kth [, axis])
+  local x, kth, axis = node[1], node[2], node[3] or -1
+  local idx = no_grad(function() return x:argpartition(kth, axis) end)   -- the same order
+  return scatter_along(x, idx, g, axis)
+end }
 R.topk = { saves = {}, backward = function(g, node)
   local x = node[1]
   local axis = type(node[3]) == "number" and node[3] or -1

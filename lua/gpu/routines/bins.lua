@@ -121,6 +121,9 @@ function M.bincount(x, opts)
     if x:min():item() < 0 then options.argerror(fname, 1, "x has negative values") end
     len = math.max(len, math.tointeger(x:max():item()) + 1)
   end
+  if x.device == "cpu" then                   -- one pass (cuda: no histcounts kernel yet)
+    return gpu.histcounts(x, len, { weights = w })
+  end
   local out = gpu.zeros(len, { dtype = w and "float64" or "int64", device = x.device })
   if x.shape[1] > 0 then
     local vals = w and w:astype("float64") or gpu.ones(x.shape[1], { dtype = "int64", device = x.device })
@@ -190,6 +193,18 @@ function M.histogram(x, opts)
   local flat = x:reshape(x.size)
   local w = o.weights
   if w and w.size ~= x.size then options.argerror(fname, 2, "option 'weights' must have x's %d elements", x.size) end
+  if options.is_array(o.bins) and gpu.lt(edges[{ { 2, nb + 1 } }], edges[{ { 1, nb } }]):any():item() then
+    options.argerror(fname, 2, "option 'bins' must increase monotonically")
+  end
+  if x.device == "cpu" then                   -- one pass (cuda: no histcounts kernel yet)
+    local counts = gpu.histcounts(flat, edges, { weights = w, uniform = not options.is_array(o.bins) })
+    if o.density then
+      local e64 = edges:astype("float64")
+      local widths = e64[{ { 2, nb + 1 } }] - e64[{ { 1, nb } }]
+      counts = counts:astype("float64") / widths / counts:sum():astype("float64")
+    end
+    return counts, edges
+  end
   -- bin k (0-based) of v: edges <= v, less one; v equal to the last edge is in the last bin
   local e64, f64 = edges:astype("float64"), flat:astype("float64")
   local inside = gpu.logical_and(f64:ge(e64[1]), f64:le(e64[nb + 1]))

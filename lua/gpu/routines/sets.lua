@@ -80,7 +80,10 @@ local function starts(sorted, rows)
   if n == 1 then return head end
   local a, b = sorted[{ { 2, n } }], sorted[{ { 1, n - 1 } }]
   local differ = gpu.ne(a, b)
-  if basic.is_float(sorted.dtype) then     -- NaNs are one value (NumPy's equal_nan)
+  -- NaNs are one value (NumPy's equal_nan); sorted, they are last, so a slice of values
+  -- has none when its last element is not NaN
+  local last = not rows and sorted[n]
+  if basic.is_float(sorted.dtype) and (rows or last ~= last) then
     differ = gpu.logical_and(differ, gpu.logical_not(gpu.logical_and(gpu.isnan(a), gpu.isnan(b))))
   end
   if rows then differ = differ:reshape(n - 1, -1):any(2) end
@@ -127,8 +130,11 @@ function M.unique(x, opts)
     local perm = need_perm and (rows and row_order(flat) or flat:argsort()) or nil
     local sorted = not need_perm and flat:sort() or (rows and flat:index(1, perm) or gpu.take(flat, perm))
     local first = starts(sorted, rows ~= nil)
-    local at = gpu.masked_select(arange(n, x.device), first)       -- 0-based starts
-    if rows then
+    local plain = not (rows or o.return_index or o.return_inverse or o.return_counts)
+    local at = not plain and gpu.masked_select(arange(n, x.device), first) or nil   -- 0-based starts
+    if plain then
+      values = gpu.masked_select(sorted, first)
+    elseif rows then
       local shape = moved.shape
       shape[1] = at.shape[1]
       values = moved:index(1, gpu.take(perm, at + 1)):reshape(shape)

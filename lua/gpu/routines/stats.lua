@@ -85,6 +85,24 @@ local function front(x, axis)
   return x:permute(perm)
 end
 
+-- x along axis with the order statistics at the 1-based positions of the list kth in
+-- place (each where a sort would put it, NaN largest): a partition on the cpu, where the
+-- selection kernel is, else a sort.
+local function select_sorted(x, axis, kth)
+  if x.device ~= "cpu" then return x:sort(axis) end
+  return x:partition(kth, axis)
+end
+
+-- The 1-based positions that quantiles_sorted reads for qs along an axis of n.
+local function quantile_positions(qs, method, n)
+  local kth = { n }                         -- the largest: NaN there means a NaN in the slice
+  for _, q in ipairs(qs) do
+    local a, b = neighbours(method, q * (n - 1), n)
+    kth[#kth + 1], kth[#kth + 2] = a + 1, b + 1
+  end
+  return kth
+end
+
 -- quantiles of the sorted s along axis (its last elements NaN where the slice has any,
 -- as the sort puts them): (Q, other axes...) with q's list
 local function quantiles_sorted(s, axis, qs, method)
@@ -138,7 +156,8 @@ local function quantile(fname, decl, scale)
     local orig = x
     local qs, qshape = read_q(fname, q, scale)
     local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
-    local r = quantiles_sorted(xx:sort(ax), ax, qs, o.method)
+    local s = select_sorted(xx, ax, quantile_positions(qs, o.method, xx.shape[ax]))
+    local r = quantiles_sorted(s, ax, qs, o.method)
     return finish(r, xx, ax, qshape, flat, o.keepdims, orig)
   end
 end
@@ -152,7 +171,8 @@ function M.median(x, axis, opts)
   local o = MEDIAN:check(opts, axis == nil and 2 or 3)
   local orig = x
   local xx, ax, flat = quantile_args("median", MEDIAN, x, axis, nil, 3)
-  return finish(quantiles_sorted(xx:sort(ax), ax, { 0.5 }, "linear"), xx, ax, nil, flat, o.keepdims, orig)
+  local s = select_sorted(xx, ax, quantile_positions({ 0.5 }, "linear", xx.shape[ax]))
+  return finish(quantiles_sorted(s, ax, { 0.5 }, "linear"), xx, ax, nil, flat, o.keepdims, orig)
 end
 
 -- The q-quantile of each slice's non-NaN elements along ax of the sorted s (NaNs last),
@@ -179,13 +199,28 @@ local function nan_quantile(s, c, ax, q, method)
   return gpu.where(c:eq(0), 0 / 0, lerp(A, B, t, t:ge(0.5)))
 end
 
+-- x along ax with what nan_quantile reads in place, c the counts of non-NaN elements: when
+-- every slice has the same count m, the positions around (m - 1) q (one more each way than
+-- the float arithmetic there can move them) are selected; else x is sorted.
+local function nan_sorted(x, ax, c, qs)
+  local m = c:min():item()
+  if c:max():item() ~= m then return x:sort(ax) end
+  if m == 0 then return x end                  -- every slice all NaN: nothing is read
+  local kth = {}
+  for _, q in ipairs(qs) do
+    local p = math.floor((m - 1) * q)
+    for k = p - 1, p + 2 do kth[#kth + 1] = math.max(1, math.min(m, k + 1)) end
+  end
+  return select_sorted(x, ax, kth)
+end
+
 local function nan_quantiles(fname, decl, scale)
   return function(x, q, axis, opts)
     local orig = x
     local qs, qshape = read_q(fname, q, scale)
     local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
-    local s = xx:sort(ax)
     local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })       -- int64 counts
+    local s = nan_sorted(xx, ax, c, qs)
     local rs = {}
     for i, qi in ipairs(qs) do rs[i] = front(nan_quantile(s, c, ax, qi, o.method), ax) end
     return finish(#rs == 1 and rs[1] or gpu.concat(rs, 1), xx, ax, qshape, flat, o.keepdims, orig)
@@ -204,8 +239,8 @@ function M.nanmedian(x, axis, opts)
   local o = NANMEDIAN:check(opts, axis == nil and 2 or 3)
   local orig = x
   local xx, ax, flat = quantile_args("nanmedian", NANMEDIAN, x, axis, nil, 3)
-  local s = xx:sort(ax)
   local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })
+  local s = nan_sorted(xx, ax, c, { 0.5 })
   return finish(front(nan_quantile(s, c, ax, 0.5, "linear"), ax), xx, ax, nil, flat, o.keepdims, orig)
 end
 

@@ -40,6 +40,10 @@ gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, con
 gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask);
 gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
                       int axis, bool descending);
+gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, const gl_array *src,
+                           int axis, const int64_t *kth, int nk);
+gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_array *weights,
+                           const gl_array *edges, bool uniform);
 
 /* Random fills from kernels/philox.h (cpu_random.c). */
 gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);

@@ -33,6 +33,7 @@ static bool cpu_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_CONV: case GL_OP_FUSED: return GL_DTSET_HAS(GL_DTSET_WIDE_FLOAT, dt);
     case GL_OP_LINALG: return (unsigned)which < GL_NLA && (dt == GL_FLOAT32 || dt == GL_FLOAT64);
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
+    case GL_OP_SELECT: case GL_OP_HISTOGRAM: return true;
     default: return false;
   }
 }
@@ -83,6 +84,8 @@ const gl_backend gl_cpu_backend = {
   .scatter = gl_cpu_scatter,
   .mask_select = gl_cpu_mask_select,
   .sort = gl_cpu_sort,
+  .partition = gl_cpu_partition,
+  .histogram = gl_cpu_histogram,
   .random = gl_cpu_random,
   .im2col = gl_cpu_im2col,
   .col2im = gl_cpu_col2im,

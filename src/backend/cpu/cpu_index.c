@@ -1,13 +1,9 @@
 /*
-** cpu_index.c — gather, scatter, boolean-mask selection and sort on the CPU.
+** cpu_index.c — gather, scatter and boolean-mask selection on the CPU.
 **
 ** Gather, scatter and mask selection only move elements, so their loops are stamped per
 ** element width (1, 2, 4, 8 bytes), not per dtype; only scatter with accumulate needs
-** the dtype's arithmetic. Sort is stamped per dtype: each lane (all axes but the sorted
-** one) is copied into a buffer of compute-type keys and 0-based positions, merge-sorted
-** there (stable), and written back. NaN is larger than every number (PyTorch's rule):
-** NaNs are set aside first, so the comparisons inside the sort never see one, and land
-** last in an ascending lane, first in a descending one, in their original order.
+** the dtype's arithmetic. Sort is in cpu_sort.c.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -187,140 +183,5 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
       }
     }
   }
-  return gl_interrupt_check();
-}
-
-/* ---- sort ---------------------------------------------------------------------------------- */
-
-/* Runs shorter than this are sorted by insertion before merging. */
-#define SORT_RUN 16
-
-/* Keys are of the dtype's compute type; per kind, the NaN test. */
-#define NO_NAN(v) ((void)(v), 0)
-#define IS_NAN(v) ((v) != (v))
-#define SORT_NAN_BOOL NO_NAN
-#define SORT_NAN_UINT NO_NAN
-#define SORT_NAN_INT NO_NAN
-#define SORT_NAN_FLOAT IS_NAN
-
-/* A stable merge sort of n (key, position) pairs, ascending or descending, ping-ponging
-** between (k, p) and the scratch (k2, p2); the result ends in (k, p). It polls for a stop
-** every GL_POLL_SPAN elements written and then returns at once, (k, p) unsorted. */
-#define GL_SORT_KEYS(DN, KT)                                                               \
-  static void sort_keys_##DN(KT *k, int64_t *p, KT *k2, int64_t *p2, int64_t n, bool desc) { \
-    for (int64_t lo = 0; lo < n; lo += SORT_RUN) {                                         \
-      if (lo % GL_POLL_SPAN == 0 && gl_interrupted()) return;                              \
-      int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;                                  \
-      for (int64_t i = lo + 1; i < hi; i++) {                                              \
-        KT kv = k[i];                                                                      \
-        int64_t pv = p[i], j = i;                                                          \
-        while (j > lo && (desc ? kv > k[j - 1] : kv < k[j - 1])) {                         \
-          k[j] = k[j - 1]; p[j] = p[j - 1]; j--;                                           \
-        }                                                                                  \
-        k[j] = kv; p[j] = pv;                                                              \
-      }                                                                                    \
-    }                                                                                      \
-    KT *ka = k, *kb = k2;                                                                  \
-    int64_t *pa = p, *pb = p2;                                                             \
-    for (int64_t w = SORT_RUN; w < n; w *= 2) {                                            \
-      for (int64_t lo = 0; lo < n; lo += 2 * w) {                                          \
-        int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;       \
-        int64_t i = lo, j = mid, o = lo;                                                   \
-        while (i < mid && j < hi) {                                                        \
-          if (o % GL_POLL_SPAN == 0 && gl_interrupted()) return;                           \
-          bool right = desc ? ka[j] > ka[i] : ka[j] < ka[i];                               \
-          if (right) { kb[o] = ka[j]; pb[o++] = pa[j++]; }                                 \
-          else { kb[o] = ka[i]; pb[o++] = pa[i++]; }                                       \
-        }                                                                                  \
-        while (i < mid) { kb[o] = ka[i]; pb[o++] = pa[i++]; }                              \
-        while (j < hi) { kb[o] = ka[j]; pb[o++] = pa[j++]; }                               \
-      }                                                                                    \
-      KT *kt = ka; ka = kb; kb = kt;                                                       \
-      int64_t *pt = pa; pa = pb; pb = pt;                                                  \
-    }                                                                                      \
-    if (ka != k) { memcpy(k, ka, (size_t)n * sizeof *k); memcpy(p, pa, (size_t)n * sizeof *p); } \
-  }
-
-/* One lane: non-NaN keys to the front, NaN positions to the tail (in order); sort the
-** front; write values (copied from the source, so NaN payloads survive) and positions,
-** the NaNs' first when descending (lane position j reads p[(j + m) % n]). */
-#define GL_SORT_LANE(E, id, S, kind, half, CT, ...) GL_SORT_LANE_(id, S, CT, SORT_NAN_##kind, GL_DT_WIDEN_##half)
-#define GL_SORT_LANE_(DN, DT, KT, ISNAN, LOAD)                                            \
-  GL_SORT_KEYS(DN, KT)                                                                     \
-  static void sort_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is,             \
-                             const void *src_, int64_t ss, int64_t n, bool desc, void *buf) { \
-    const DT *src = src_;                                                                  \
-    int64_t *p = buf, *p2 = p + n;          /* positions first: 8-byte aligned */          \
-    KT *k = (KT *)(void *)(p2 + n), *k2 = k + n;                                           \
-    int64_t m = 0, t = n;                                                                  \
-    for (int64_t j = 0; j < n; j++) {                                                      \
-      KT v = (KT)LOAD(src[j * ss]);                                                        \
-      if (ISNAN(v)) p[--t] = j;                                                            \
-      else { k[m] = v; p[m++] = j; }                                                       \
-    }                                                                                      \
-    for (int64_t a = t, b = n - 1; a < b; a++, b--) {                                      \
-      int64_t x = p[a]; p[a] = p[b]; p[b] = x;                                             \
-    }                                                                                      \
-    sort_keys_##DN(k, p, k2, p2, m, desc);                                                 \
-    if (gl_interrupted()) return;            /* stopped: p may not be a permutation */      \
-    int64_t rot = desc ? m : 0;                                                            \
-    for (int64_t j = 0; j < n; j++) {                                                      \
-      int64_t q = p[j + rot < n ? j + rot : j + rot - n];                                  \
-      if (vout) ((DT *)vout)[j * vs] = src[q * ss];                                        \
-      if (iout) iout[j * is] = q;                                                          \
-    }                                                                                      \
-  }
-GL_DTYPE_LIST(GL_SORT_LANE)
-
-typedef void (*sort_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
-                             int64_t ss, int64_t n, bool desc, void *buf);
-#define GL_SORT_ENTRY(E, id, ...) [GL_##E] = sort_lane_##id,
-static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_SORT_ENTRY) };
-
-/* Element offset of lane r of 'a': every axis but 'axis', in C order. */
-static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
-  int64_t off = 0;
-  for (int d = a->ndim - 1; d >= 0 && r > 0; d--) {
-    if (d == axis) continue;
-    off += (r % a->shape[d]) * a->strides[d];
-    r /= a->shape[d];
-  }
-  return off;
-}
-
-gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
-                      int axis, bool descending) {
-  int64_t n = src->ndim ? src->shape[axis] : 1;
-  if (src->size == 0 || n == 0) return GL_OK;
-  int64_t lanes = src->size / n;
-  size_t sz = gl_dtypes[src->dtype].size;
-  /* keys of at most 8 bytes, twice, and positions, twice */
-  size_t bufsz = (size_t)n * 2 * (8 + sizeof(int64_t));
-  sort_lane_fn fn = sort_lanes[src->dtype];
-  const char *s = gl_array_data(src);
-  char *v = values ? gl_array_data(values) : NULL;
-  int64_t *ip = indices ? gl_array_data(indices) : NULL;
-  int64_t ss = src->ndim ? src->strides[axis] : 1;
-  int64_t vs = values && values->ndim ? values->strides[axis] : 1;
-  int64_t is = indices && indices->ndim ? indices->strides[axis] : 1;
-  bool failed = false;
-  int nt = src->size >= PAR_MIN && lanes > 1 ? gl_cpu_team_size(src->size) : 1;
-  #pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    void *buf = malloc(bufsz);    /* per thread; every thread still meets the 'for' */
-    if (buf == NULL) {
-      #pragma omp atomic write
-      failed = true;
-    }
-    #pragma omp for schedule(static)
-    for (int64_t r = 0; r < lanes; r++) {
-      if (buf == NULL || gl_interrupted()) continue;
-      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-      fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf);
-    }
-    free(buf);
-  }
-  if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
   return gl_interrupt_check();
 }

@@ -213,6 +213,7 @@ static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_FUSED: return GL_DTSET_HAS(GL_KFUSED_DTYPES, dt);
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
     case GL_OP_LINALG: return gl_cuda_has_linalg(which, dt);
+    case GL_OP_SELECT: case GL_OP_HISTOGRAM: return false;   /* no .partition, .histogram yet */
     default: return false;
   }
 }

@@ -1,0 +1,124 @@
+/*
+** cpu_histogram.c — bin counts in one pass on the CPU (histogram, bincount).
+**
+** Each thread counts its share of the elements into bins of its own, and the shares are
+** summed at the end: no atomics, and the counts do not depend on the team's size (the
+** weighted sums do, by rounding, as any parallel sum). With equal bins the bin is found as
+** NumPy finds it: the scaled offset from the first edge, truncated, then moved by one where
+** rounding put it beside the edge it crosses; with other edges by a binary search.
+*/
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "cpu.h"
+#include "../../../kernels/convert.h"
+
+enum { BIN_DIRECT, BIN_UNIFORM, BIN_SEARCH };
+
+/* The bin of v among the nb bins of edges e (-1: none), by 'mode'. */
+static inline int64_t bin_of(double v, const double *e, int64_t nb, int mode, double scale) {
+  if (mode == BIN_DIRECT) return v >= 0 && v < (double)nb ? (int64_t)v : -1;
+  if (!(v >= e[0] && v <= e[nb])) return -1;                 /* outside, or NaN */
+  int64_t k;
+  if (mode == BIN_UNIFORM) {
+    k = (int64_t)((v - e[0]) * scale);
+    if (k >= nb) k = nb - 1;
+    if (v < e[k]) k--;
+    else if (k != nb - 1 && v >= e[k + 1]) k++;
+  } else {
+    int64_t a = 0, b = nb + 1;                               /* the first edge > v */
+    while (a < b) {
+      int64_t m = a + (b - a) / 2;
+      if (e[m] <= v) a = m + 1;
+      else b = m;
+    }
+    k = a - 1 < nb ? a - 1 : nb - 1;                         /* the last edge: last bin */
+  }
+  return k;
+}
+
+/* Elements [lo, hi) of x into ci (counts) or cw (weights w summed). */
+typedef void (*hist_fn)(const void *x, int64_t lo, int64_t hi, const double *w, const double *e,
+                        int64_t nb, int mode, double scale, int64_t *ci, double *cw);
+#define HIST_DEF(E, id, S, kind, half, CT, ...) HIST_DEF_(id, S, GL_DT_WIDEN_##half)
+#define HIST_DEF_(DN, S, LOAD)                                                                \
+  static void hist_##DN(const void *x_, int64_t lo, int64_t hi, const double *w, const double *e, \
+                        int64_t nb, int mode, double scale, int64_t *ci, double *cw) {         \
+    const S *x = x_;                                                                          \
+    if (mode == BIN_UNIFORM) HIST_LOOP(LOAD, BIN_UNIFORM)   /* one loop per mode, inlined */  \
+    else if (mode == BIN_SEARCH) HIST_LOOP(LOAD, BIN_SEARCH)                                  \
+    else HIST_LOOP(LOAD, BIN_DIRECT)                                                          \
+  }
+#define HIST_LOOP(LOAD, MODE)                                                                 \
+  {                                                                                           \
+    if (cw)                                                                                   \
+      for (int64_t i = lo; i < hi; i++) {                                                     \
+        int64_t k = bin_of((double)LOAD(x[i]), e, nb, MODE, scale);                           \
+        if (k >= 0) cw[k] += w[i];                                                            \
+      }                                                                                       \
+    else                                                                                      \
+      for (int64_t i = lo; i < hi; i++) {                                                     \
+        int64_t k = bin_of((double)LOAD(x[i]), e, nb, MODE, scale);                           \
+        if (k >= 0) ci[k]++;                                                                  \
+      }                                                                                       \
+  }
+GL_DTYPE_LIST(HIST_DEF)
+#undef HIST_DEF
+#undef HIST_DEF_
+#undef HIST_LOOP
+
+#define HIST_ENTRY(E, id, ...) [GL_##E] = hist_##id,
+static const hist_fn hist_fns[GL_NDTYPE] = { GL_DTYPE_LIST(HIST_ENTRY) };
+#undef HIST_ENTRY
+
+gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_array *weights,
+                           const gl_array *edges, bool uniform) {
+  int64_t nb = counts->size, n = x->size;
+  int64_t *ci = weights ? NULL : gl_array_data(counts);
+  double *cw = weights ? gl_array_data(counts) : NULL;
+  const double *w = weights ? gl_array_data(weights) : NULL;
+  const double *e = edges ? gl_array_data(edges) : NULL;
+  int mode = e == NULL ? BIN_DIRECT : uniform ? BIN_UNIFORM : BIN_SEARCH;
+  double scale = e ? (double)nb / (e[nb] - e[0]) : 1.0;
+  hist_fn fn = hist_fns[x->dtype];
+  const char *xd = gl_array_data(x);
+  size_t csz = weights ? sizeof(double) : sizeof(int64_t);
+  memset(gl_array_data(counts), 0, (size_t)nb * csz);
+  int64_t blocks = (n + GL_POLL_SPAN - 1) / GL_POLL_SPAN;
+  /* per-thread bins cost nb each: a team only where the elements outnumber them */
+  int nt = n >= 4 * nb ? gl_cpu_team_size(n) : 1;
+  if (blocks < nt) nt = (int)blocks;
+  if (nt < 1) nt = 1;
+  bool failed = false;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    void *mine = t == 0 ? gl_array_data(counts) : calloc((size_t)nb, csz);
+    if (mine == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+      if (mine == NULL || gl_interrupted()) continue;
+      int64_t lo = b * GL_POLL_SPAN, hi = lo + GL_POLL_SPAN < n ? lo + GL_POLL_SPAN : n;
+      fn(xd, lo, hi, w, e, nb, mode, scale, weights ? NULL : mine, weights ? mine : NULL);
+    }
+    if (t != 0 && mine != NULL) {
+      #pragma omp critical (gl_histogram_merge)
+      for (int64_t k = 0; k < nb; k++) {
+        if (weights) cw[k] += ((const double *)mine)[k];
+        else ci[k] += ((const int64_t *)mine)[k];
+      }
+      free(mine);
+    }
+  }
+  gl_cpu_team_done(nt);
+  if (failed) return gl_fail(GL_ENOMEM, "histogram: out of host memory for %lld bins", (long long)nb);
+  return gl_interrupt_check();
+}
