@@ -14,6 +14,7 @@
 #include "../core/array.h"
 #include "../../kernels/elem_ops.h"
 #include "../../kernels/nn.h"
+#include "../../kernels/jit_abi.h"
 
 /* Op families, for supports(); 'which' there names the op within the family. */
 typedef enum gl_op {
@@ -166,6 +167,21 @@ typedef struct gl_stats {
   uint64_t cache_hits;                /* ... served from the allocator's cache */
   uint64_t device_mallocs;            /* ... that needed fresh device memory (cudaMalloc) */
 } gl_stats;
+
+/* A launch of a kernel compiled at run time (src/ops/jit.c, gl_backend.jit_run): the
+** geometry and one pointer per parameter (an array's first element, a scalar's value),
+** and the module's entry points (kernels/jit_abi.h). A reduction when 'part' is set. */
+typedef struct gl_jit_launch {
+  gl_jit_geom geom;
+  int nargs;
+  char *ptr[GL_JIT_MAXARGS];
+  bool contiguous;             /* elementwise: every array parameter contiguous, C order */
+  gl_jit_contig_fn contig;     /* elementwise */
+  gl_jit_strided_fn strided;
+  gl_jit_init_fn init;         /* reduction */
+  gl_jit_part_fn part;
+  gl_jit_post_fn post;
+} gl_jit_launch;
 
 /* Library versions a backend reports (0 where unknown or not built in). */
 typedef struct gl_versions {
@@ -355,6 +371,9 @@ typedef struct gl_backend {
   /* (optional) library convolution, pooling and batch norm (see gl_dnn); NULL on the cpu,
   ** whose nn layers use im2col + GEMM. */
   const gl_dnn *dnn;
+  /* (optional) runs a kernel compiled at run time over l's geometry (NULL: the device has
+  ** no run-time compiled kernels of this kind). */
+  gl_status (*jit_run)(const gl_jit_launch *l);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;
