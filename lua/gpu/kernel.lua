@@ -650,6 +650,9 @@ function RawMod:get_function(name)
   return setmetatable({ code = self.code, name = name, fname = "RawModule function '" .. name .. "'" }, Raw)
 end
 
+-- fuse(fn): lua/gpu/fuse.lua
+function M.fuse(...) return require("gpu.fuse").fuse(...) end
+
 M._CT, M._convert, M._load, M._store, M._compile = CT, convert, load, store, compile
 M._broadcast, M._reduced_axes = broadcast, reduced_axes
 return M

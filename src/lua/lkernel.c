@@ -195,5 +195,14 @@ void gl_open_kernel(lua_State *L, int module) {
   lua_newtable(L);
   int t = lua_gettop(L);
   gl_lua_setfuncs(L, t, jit);
+  /* _jit.unary / _jit.binary: op name -> kind (elem_ops.h), what gpu.fuse can generate */
+  lua_newtable(L);
+#define GL_X(name, kind, F, D, I) lua_pushliteral(L, #kind); lua_setfield(L, -2, #name);
+  GL_UNARY_OPS(GL_X)
+  lua_setfield(L, t, "unary");
+  lua_newtable(L);
+  GL_BINARY_OPS(GL_X)
+#undef GL_X
+  lua_setfield(L, t, "binary");
   lua_setfield(L, module, "_jit");
 }
