@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define GL_JIT_MAXARGS 16
+#define GL_JIT_MAXARGS 32
 #define GL_JIT_MAXDIMS 8
 
 typedef struct gl_jit_geom {

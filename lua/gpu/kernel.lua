@@ -81,6 +81,7 @@ local function parse_params(fname, argn, s, seen, what)
     if not name:match("^[%a_][%w_]*$") or C_WORDS[name] or DTYPE_NAMES[name] or name:sub(1, 4) == "_gl_" then
       argerror(fname, argn, "%s: bad parameter name '%s'", what, name)
     end
+    if seen[name] == "reserved" then argerror(fname, argn, "%s: parameter name '%s' is reserved (a and b are the reduction's)", what, name) end
     if seen[name] then argerror(fname, argn, "%s: parameter '%s' named twice", what, name) end
     seen[name] = true
     list[#list + 1] = { name = name, type = ty, raw = raw, generic = not DTYPE_NAMES[ty] }
@@ -413,7 +414,7 @@ function Elementwise:__call(...)
     entry = { mod = compile(fname, src), src = src }
     self._mods[sig] = entry
   end
-  jit.launch(entry.mod, self.name, table.concat(roles), launch)
+  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch)
   return table.unpack(results)
 end
 
@@ -436,7 +437,7 @@ Reduction.__index = Reduction
 --                 name [, {reduce_type =, preamble =, reduce_dims =}])
 function M.ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, opts)
   local fname = "gpu.ReductionKernel"
-  local seen = { a = true, b = true }
+  local seen = { a = "reserved", b = "reserved" }
   local ins = parse_params(fname, 1, in_params, seen, "in_params")
   local outs = parse_params(fname, 2, out_params, seen, "out_params")
   if #ins == 0 then argerror(fname, 1, "in_params: at least one input expected") end
@@ -604,7 +605,7 @@ function Reduction:__call(...)
     entry = { mod = compile(fname, src), src = src }
     self._mods[sig] = entry
   end
-  jit.launch(entry.mod, self.name, table.concat(roles), launch, table.concat(mask))
+  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch, table.concat(mask))
   return table.unpack(results)
 end
 

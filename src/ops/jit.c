@@ -36,8 +36,9 @@ static const char jit_prelude[] =
   ;
 
 /* The issue's flags, and no contraction of a * b + c into one fma: a fused kernel rounds
-** each op as the unfused ops do. */
-#define JIT_FLAGS "-O3 -march=native -fopenmp -shared -fPIC -ffp-contract=off"
+** each op as the unfused ops do; a call of an undeclared function is an error here, not
+** an undefined symbol at load time. */
+#define JIT_FLAGS "-O3 -march=native -fopenmp -shared -fPIC -ffp-contract=off -Werror=implicit-function-declaration"
 
 struct gl_jit_module {
   struct gl_jit_module *next;
@@ -297,8 +298,9 @@ static gl_status compile_into(const char *dir, const char *hash, const char *ful
     path = final;
   }
   *handle = load_checked(path, key);
+  const char *why = *handle ? NULL : dlerror();
   if (!final) unlink(tmpo);
-  if (!*handle) return gl_fail(GL_EIO, "cannot load the compiled kernel: %s", dlerror() ? dlerror() : "key mismatch");
+  if (!*handle) return gl_fail(GL_EIO, "cannot load the compiled kernel: %s", why ? why : "key mismatch");
   return GL_OK;
 }
 
