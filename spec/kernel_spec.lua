@@ -91,6 +91,13 @@ describe("gpu.ElementwiseKernel on cpu", function()
     assert.same({ 2, 3, 4 }, s:totable())
   end)
 
+  it("is not differentiable: a tracked input is an error, gpu.no_grad runs it", function()
+    local x = gpu.ones(3):requires_grad()
+    h.fails({ "squared_diff", "is not differentiable" }, squared_diff, x, 1)
+    local z = gpu.no_grad(function() return squared_diff(x, 1) end)
+    assert.same({ 0, 0, 0 }, z:totable())
+  end)
+
   it("takes a preamble", function()
     local k = gpu.ElementwiseKernel("T x", "T y", "y = cube(x)", "use_cube",
       { preamble = "static inline double cube(double v) { return v * v * v; }" })

@@ -168,7 +168,20 @@ local function bind_types(fname, params, args, outs_given)
   return types, dts
 end
 
+-- A user kernel has no backward: a tracked input (grad mode on) is an error, never a
+-- result silently cut from the graph.
+local function check_untracked(fname, arrays)
+  local ag = gpu.autograd
+  if not ag.is_grad_enabled() then return end
+  for _, a in ipairs(arrays) do
+    if ag.requires_grad(a) then
+      options.raise("%s is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)", fname)
+    end
+  end
+end
+
 local function check_device(fname, arrays)
+  check_untracked(fname, arrays)
   local dev
   for _, a in ipairs(arrays) do
     if dev == nil then dev = a.device
