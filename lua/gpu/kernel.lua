@@ -635,18 +635,24 @@ function M.RawKernel(code, name, opts)
   return setmetatable({ code = code, name = name, fname = "RawKernel '" .. name .. "'" }, Raw)
 end
 
--- k({grid}, {block}, {args...} [, {shared_mem =}]): a CUDA kernel; the cpu has none
-function Raw:__call(grid, block, args)
+-- k({grid}, {block}, {args...} [, {shared_mem =}]): a CUDA kernel; the cpu has none.
+-- args: arrays (their device pointers) and scalars as {value, dtype} (the kernel's
+-- parameter type: C has no way to tell it from a Lua number).
+local RAW_CALL = options.declare("RawKernel.__call", { shared_mem = { type = "integer", min = 0, default = 0 } },
+  { example = [[gpu.RawKernel("", "f")({1}, {1}, {}, %s)]] })
+function Raw:__call(grid, block, args, opts)
   if type(grid) ~= "table" then argerror(self.fname, 1, "grid: table expected, got %s", options.type_name(grid)) end
   if type(block) ~= "table" then argerror(self.fname, 2, "block: table expected, got %s", options.type_name(block)) end
   if type(args) ~= "table" then argerror(self.fname, 3, "args: table expected, got %s", options.type_name(args)) end
+  local o = RAW_CALL:check(opts, 4, self.fname)
   local dev
   for _, a in ipairs(args) do if is_array(a) then dev = dev or a.device end end
   dev = dev or gpu.device()
   if dev == "cpu" then
     options.raise("%s: RawKernel is CUDA source and runs on a GPU only; on the cpu use gpu.ElementwiseKernel or gpu.ReductionKernel", self.fname)
   end
-  options.raise("%s: RawKernel on %s needs the NVRTC path, which is not written yet", self.fname, dev)
+  check_untracked(self.fname, args)
+  options.call(self.fname, jit.raw, self.code, self.name, grid, block, args, o.shared_mem)
 end
 
 local RawMod = {}

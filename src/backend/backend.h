@@ -183,6 +183,17 @@ typedef struct gl_jit_launch {
   gl_jit_post_fn post;
 } gl_jit_launch;
 
+/* A launch of CUDA source compiled at run time (gpu.RawKernel, gl_backend.raw_launch):
+** the source and its extern "C" kernel's name, the launch shape, and a pointer to each
+** argument's value (a device pointer, or a scalar of the kernel's parameter type). */
+typedef struct gl_raw_launch {
+  const char *source, *name;
+  unsigned grid[3], block[3], shared_mem;
+  int nargs;
+  void *args[GL_JIT_MAXARGS];
+  char *log;                   /* set (malloc'd) on a compile failure: NVRTC's log */
+} gl_raw_launch;
+
 /* Library versions a backend reports (0 where unknown or not built in). */
 typedef struct gl_versions {
   int runtime, driver, blas_loaded;   /* CUDA runtime/driver as 12040 etc. */
@@ -374,6 +385,8 @@ typedef struct gl_backend {
   /* (optional) runs a kernel compiled at run time over l's geometry (NULL: the device has
   ** no run-time compiled kernels of this kind). */
   gl_status (*jit_run)(const gl_jit_launch *l);
+  /* (optional) compiles (or finds compiled) and launches CUDA source on dev's stream. */
+  gl_status (*raw_launch)(gl_device dev, gl_raw_launch *l);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;

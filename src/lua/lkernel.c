@@ -167,6 +167,77 @@ static int jit_launch(lua_State *L) {
   return 0;
 }
 
+/* Up to three positive extents from the table at idx ({x [, y [, z]]}), the rest 1. */
+static void read_dim3(lua_State *L, int idx, const char *what, unsigned *out) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, idx);
+  if (n < 1 || n > 3) luaL_error(L, "%s: 1 to 3 extents expected, got %d", what, (int)n);
+  for (int d = 0; d < 3; d++) {
+    out[d] = 1;
+    if (d < n) {
+      lua_rawgeti(L, idx, d + 1);
+      int isint;
+      lua_Integer v = lua_tointegerx(L, -1, &isint);
+      if (!isint || v < 1 || v > 0x7fffffff) luaL_error(L, "%s: extent %d must be an integer in 1..2^31-1", what, d + 1);
+      out[d] = (unsigned)v;
+      lua_pop(L, 1);
+    }
+  }
+}
+
+/* _jit.raw(code, name, grid, block, args [, shared_mem]): args hold arrays (their device
+** pointers) and {value, dtype} scalars. */
+static int jit_raw(lua_State *L) {
+  gl_raw_launch l;
+  memset(&l, 0, sizeof l);
+  l.source = luaL_checkstring(L, 1);
+  l.name = luaL_checkstring(L, 2);
+  read_dim3(L, 3, "grid", l.grid);
+  read_dim3(L, 4, "block", l.block);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lua_Integer shmem = luaL_optinteger(L, 6, 0);
+  if (shmem < 0 || shmem > 0x7fffffff) return luaL_error(L, "shared_mem must be in 0..2^31-1");
+  l.shared_mem = (unsigned)shmem;
+  lua_Integer n = luaL_len(L, 5);
+  if (n > GL_JIT_MAXARGS) return luaL_error(L, "too many kernel arguments (at most %d)", GL_JIT_MAXARGS);
+  l.nargs = (int)n;
+  void *ptrs[GL_JIT_MAXARGS];
+  uint64_t scalars[GL_JIT_MAXARGS];
+  gl_device dev = gl_cpu();
+  bool have_dev = false;
+  for (int k = 0; k < l.nargs; k++) {
+    lua_rawgeti(L, 5, k + 1);
+    gl_array *a = gl_lua_test(L, -1);
+    if (a) {
+      a = gl_lua_check(L, -1);
+      if (have_dev && !gl_device_eq(dev, gl_array_device(a))) return luaL_error(L, "argument %d is on another device", k + 1);
+      dev = gl_array_device(a);
+      have_dev = true;
+      ptrs[k] = gl_array_data(a);
+      l.args[k] = &ptrs[k];
+    } else {
+      luaL_checktype(L, -1, LUA_TTABLE);
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      gl_dtype dt = gl_lua_dtype(L, -1);
+      scalars[k] = 0;
+      gl_scalar_store(dt, &scalars[k], gl_lua_scalar(L, -2, 0));
+      l.args[k] = &scalars[k];
+      lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+  }
+  if (!have_dev) dev = gl_lua_default_device(L);
+  gl_status st = gl_op_raw_launch(dev, &l);
+  if (st != GL_OK && l.log) {
+    lua_pushfstring(L, "%s:\n%s", gl_errmsg(), l.log);
+    free(l.log);
+    return lua_error(L);
+  }
+  gl_lua_check_status(L, st, 0);
+  return 0;
+}
+
 /* gpu.ElementwiseKernel & co. before the Lua part is loaded: require it, pass the call on
 ** (upvalue 1: the name). */
 static int kernel_stub(lua_State *L) {
@@ -191,7 +262,7 @@ void gl_open_kernel(lua_State *L, int module) {
     lua_pushcclosure(L, kernel_stub, 1);
     lua_setfield(L, module, names[i]);
   }
-  static const luaL_Reg jit[] = { { "compile", jit_compile }, { "launch", jit_launch }, { NULL, NULL } };
+  static const luaL_Reg jit[] = { { "compile", jit_compile }, { "launch", jit_launch }, { "raw", jit_raw }, { NULL, NULL } };
   lua_newtable(L);
   int t = lua_gettop(L);
   gl_lua_setfuncs(L, t, jit);

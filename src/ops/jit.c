@@ -398,3 +398,13 @@ gl_status gl_op_jit_run(gl_device dev, const gl_jit_launch *l) {
   }
   return b->jit_run(l);
 }
+
+gl_status gl_op_raw_launch(gl_device dev, gl_raw_launch *l) {
+  const gl_backend *b;
+  GL_TRY(gl_backend_for(dev, &b));
+  if (!b->raw_launch) {
+    char name[16];
+    return gl_fail(GL_ENOTSUP, "RawKernel is CUDA source and runs on a GPU only, not on %s", gl_device_name(dev, name));
+  }
+  return b->raw_launch(dev, l);
+}

@@ -38,6 +38,9 @@ gl_status gl_jit_cache_dir(char *buf, size_t len);
 /* Runs a launch on dev's backend (GL_ENOTSUP where it has no jit_run). */
 gl_status gl_op_jit_run(gl_device dev, const gl_jit_launch *l);
 
+/* Compiles and launches CUDA source on dev (GL_ENOTSUP where it has no raw_launch). */
+gl_status gl_op_raw_launch(gl_device dev, gl_raw_launch *l);
+
 /* The compiler command ($CC, else cc). */
 const char *gl_jit_compiler(void);
 
