@@ -174,7 +174,7 @@ local function check_untracked(fname, arrays)
   local ag = gpu.autograd
   if not ag.is_grad_enabled() then return end
   for _, a in ipairs(arrays) do
-    if ag.requires_grad(a) then
+    if is_array(a) and ag.requires_grad(a) then
       options.raise("%s is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)", fname)
     end
   end
