@@ -111,8 +111,6 @@ end
 
 local is_array = options.is_array
 
-local function shape_of(x) return x.shape end
-
 -- NumPy broadcasting of the shapes in list; nil and the two that clash on failure
 local function broadcast(shapes)
   local nd = 0
