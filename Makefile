@@ -112,6 +112,18 @@ $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS) -MMD -MP -c $< -o $@
 
+# The header the run-time compiled kernels start with (src/ops/jit.c): the element math
+# of kernels/ and jit_abi.h as one C string (their own includes of each other dropped, as
+# they come in order), since an installed gpulua has no source tree to include.
+JIT_PRELUDE := $(BUILD)/gen/jit_prelude.inc
+JIT_HEADERS := kernels/dtypes.h kernels/half.h kernels/convert.h kernels/vmath.h kernels/elem_ops.h kernels/elem.h \
+               kernels/jit_ops.h kernels/jit_abi.h
+$(JIT_PRELUDE): $(JIT_HEADERS)
+	@mkdir -p $(dir $@)
+	cat $^ | sed -e '/^#include "/d' -e 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' > $@
+$(BUILD)/src/ops/jit.o: $(JIT_PRELUDE)
+$(BUILD)/src/ops/jit.o: CPPFLAGS += -I$(BUILD)/gen
+
 # lua/gpu/*.lua and lua/gpu/*/*.lua compiled into the module (package.preload) by a small C generator
 $(BUILD)/tools/embed: tools/embed.c
 	@mkdir -p $(dir $@)

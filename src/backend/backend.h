@@ -14,6 +14,7 @@
 #include "../core/array.h"
 #include "../../kernels/elem_ops.h"
 #include "../../kernels/nn.h"
+#include "../../kernels/jit_abi.h"
 
 /* Op families, for supports(); 'which' there names the op within the family. */
 typedef enum gl_op {
@@ -168,6 +169,32 @@ typedef struct gl_stats {
   uint64_t cache_hits;                /* ... served from the allocator's cache */
   uint64_t device_mallocs;            /* ... that needed fresh device memory (cudaMalloc) */
 } gl_stats;
+
+/* A launch of a kernel compiled at run time (src/ops/jit.c, gl_backend.jit_run): the
+** geometry and one pointer per parameter (an array's first element, a scalar's value),
+** and the module's entry points (kernels/jit_abi.h). A reduction when 'part' is set. */
+typedef struct gl_jit_launch {
+  gl_jit_geom geom;
+  int nargs;
+  char *ptr[GL_JIT_MAXARGS];
+  bool contiguous;             /* elementwise: every array parameter contiguous, C order */
+  gl_jit_contig_fn contig;     /* elementwise */
+  gl_jit_strided_fn strided;
+  gl_jit_init_fn init;         /* reduction */
+  gl_jit_part_fn part;
+  gl_jit_post_fn post;
+} gl_jit_launch;
+
+/* A launch of CUDA source compiled at run time (gpu.RawKernel, gl_backend.raw_launch):
+** the source and its extern "C" kernel's name, the launch shape, and a pointer to each
+** argument's value (a device pointer, or a scalar of the kernel's parameter type). */
+typedef struct gl_raw_launch {
+  const char *source, *name;
+  unsigned grid[3], block[3], shared_mem;
+  int nargs;
+  void *args[GL_JIT_MAXARGS];
+  char *log;                   /* set (malloc'd) on a compile failure: NVRTC's log */
+} gl_raw_launch;
 
 /* Library versions a backend reports (0 where unknown or not built in). */
 typedef struct gl_versions {
@@ -372,6 +399,11 @@ typedef struct gl_backend {
   /* (optional) library convolution, pooling and batch norm (see gl_dnn); NULL on the cpu,
   ** whose nn layers use im2col + GEMM. */
   const gl_dnn *dnn;
+  /* (optional) runs a kernel compiled at run time over l's geometry (NULL: the device has
+  ** no run-time compiled kernels of this kind). */
+  gl_status (*jit_run)(const gl_jit_launch *l);
+  /* (optional) compiles (or finds compiled) and launches CUDA source on dev's stream. */
+  gl_status (*raw_launch)(gl_device dev, gl_raw_launch *l);
 } gl_backend;
 
 extern const gl_backend gl_cpu_backend;

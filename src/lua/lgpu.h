@@ -224,6 +224,10 @@ void gl_open_fused(lua_State *L, int module, int methods);
 /* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */
 void gl_open_routines(lua_State *L, int module, int methods);
 
+/* gpu.ElementwiseKernel, ReductionKernel, RawKernel, RawModule, fuse (stubs of the Lua
+** part gpu.kernel) and gpu._jit; lkernel.c. */
+void gl_open_kernel(lua_State *L, int module);
+
 /* Registers 'l' into the table at 'idx' with the context as upvalue: plain functions that
 ** are not ops (devices, events, metamethods that make no arrays). */
 void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);

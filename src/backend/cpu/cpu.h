@@ -57,6 +57,9 @@ void gl_cpu_team_done(int nt);
 int gl_cpu_max_threads(void);
 
 
+/* Kernels compiled at run time (cpu_jit.c). */
+gl_status gl_cpu_jit_run(const gl_jit_launch *l);
+
 /* Fused optimizer steps and softmax cross-entropy (cpu_fused.c). */
 gl_status gl_cpu_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g,
                             const gl_array *const st[3], const gl_optim_hp *hp);

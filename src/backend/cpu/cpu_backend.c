@@ -93,4 +93,5 @@ const gl_backend gl_cpu_backend = {
   .xent = gl_cpu_xent,
   .xent_bwd = gl_cpu_xent_bwd,
   .linalg = gl_cpu_linalg,
+  .jit_run = gl_cpu_jit_run,
 };

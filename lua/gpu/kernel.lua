@@ -1,0 +1,676 @@
+-- gpu.kernel — kernels written as strings (CuPy's ElementwiseKernel, ReductionKernel,
+-- RawKernel, RawModule) and gpu.fuse, compiled at run time: C by the system C compiler on
+-- the cpu (src/ops/jit.c compiles and caches, src/backend/cpu/cpu_jit.c launches). This
+-- file parses the parameter strings, binds the types, broadcasts, allocates the outputs
+-- and writes the C source; the C side never sees a parameter string.
+--
+-- The generated C: the prelude (kernels/half.h, elem.h, jit_ops.h, jit_abi.h, embedded in
+-- the binary), <tgmath.h> (so sqrt(x) of a float is sqrtf), then per kernel the typedefs
+-- of the bound type placeholders, the user's preamble and the loops. Elementwise kernels
+-- get a contiguous loop (vectorised by the compiler) and a strided one; reductions an
+-- init / part / post triple (cpu_jit.c shares outputs, or one output's elements, among
+-- the threads).
+local gpu = require "gpu"
+local options = require "gpu.options"
+local jit = gpu._jit
+
+local M = {}
+
+-- ---- dtypes in C ---------------------------------------------------------------------------
+
+-- c: the compute type (the type a parameter has in the body); s: the stored element;
+-- load / store: the conversions between them (halves widen to float); fn: the suffix of
+-- jit_ops.h's functions for the compute type.
+local CT = {
+  bool = { c = "bool", s = "uint8_t", load = "(%s != 0)", store = "(uint8_t)((%s) != 0)", fn = "u8" },
+  uint8 = { c = "uint8_t", s = "uint8_t", fn = "u8" },
+  int32 = { c = "int32_t", s = "int32_t", fn = "i32" },
+  int64 = { c = "int64_t", s = "int64_t", fn = "i64" },
+  float16 = { c = "float", s = "uint16_t", load = "gl_f16_to_f32(%s)", store = "gl_f32_to_f16((float)(%s))", fn = "f",
+              round = "gl_f16_to_f32(gl_f32_to_f16((float)(%s)))" },
+  bfloat16 = { c = "float", s = "uint16_t", load = "gl_bf16_to_f32(%s)", store = "gl_f32_to_bf16((float)(%s))", fn = "f",
+               round = "gl_bf16_to_f32(gl_f32_to_bf16((float)(%s)))" },
+  float32 = { c = "float", s = "float", fn = "f" },
+  float64 = { c = "double", s = "double", fn = "d" },
+}
+local FLOAT = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+local SAT = { uint8 = "gl_sat_uint8", int32 = "gl_sat_int32", int64 = "gl_sat_int64" }
+
+local function load(dt, e) return CT[dt].load and CT[dt].load:format(e) or e end
+local function store(dt, e) return CT[dt].store and CT[dt].store:format(e) or ("(" .. CT[dt].s .. ")(" .. e .. ")") end
+
+-- The value e of dtype 'from' as a value of dtype 'to', converted as gpulua's astype does
+-- (halves rounded, floats to integers saturated, NaN to 0; bool is != 0).
+local function convert(e, from, to)
+  if from == to then return e end
+  if to == "bool" then return "((" .. e .. ") != 0)" end
+  if CT[to].round then return CT[to].round:format(e) end
+  if FLOAT[to] then return "((" .. CT[to].c .. ")(" .. e .. "))" end
+  if FLOAT[from] then return SAT[to] .. "((double)(" .. e .. "))" end
+  return "((" .. CT[to].c .. ")(" .. e .. "))"
+end
+
+-- ---- parameter strings ---------------------------------------------------------------------
+
+local C_WORDS = {}
+for w in ([[auto break case char const continue default do double else enum extern float for goto if
+  inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
+  void volatile while bool true false i]]):gmatch("%S+") do C_WORDS[w] = true end
+
+local DTYPE_NAMES = {}
+for _, n in ipairs({ "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" }) do DTYPE_NAMES[n] = true end
+
+local function argerror(fname, argn, fmt, ...) options.argerror(fname, argn, fmt, ...) end
+
+-- "float32 x, raw T y" -> { {name = "x", type = "float32"}, {name = "y", type = "T", raw = true} }
+local function parse_params(fname, argn, s, seen, what)
+  if type(s) ~= "string" then argerror(fname, argn, "%s: string expected, got %s", what, options.type_name(s)) end
+  local list = {}
+  if s:match("^%s*$") then return list end
+  for item in (s .. ","):gmatch("([^,]*),") do
+    local words = {}
+    for w in item:gmatch("%S+") do words[#words + 1] = w end
+    local raw = words[1] == "raw"
+    if raw then table.remove(words, 1) end
+    if #words ~= 2 then
+      argerror(fname, argn, "%s: bad parameter '%s' (expected \"[raw] type name\", as \"float32 x\" or \"raw T y\")",
+        what, item:match("^%s*(.-)%s*$"))
+    end
+    local ty, name = words[1], words[2]
+    if not ty:match("^[%a_][%w_]*$") then argerror(fname, argn, "%s: bad type '%s'", what, ty) end
+    if not name:match("^[%a_][%w_]*$") or C_WORDS[name] or DTYPE_NAMES[name] or name:sub(1, 4) == "_gl_" then
+      argerror(fname, argn, "%s: bad parameter name '%s'", what, name)
+    end
+    if seen[name] == "reserved" then argerror(fname, argn, "%s: parameter name '%s' is reserved (a and b are the reduction's)", what, name) end
+    if seen[name] then argerror(fname, argn, "%s: parameter '%s' named twice", what, name) end
+    seen[name] = true
+    list[#list + 1] = { name = name, type = ty, raw = raw, generic = not DTYPE_NAMES[ty] }
+  end
+  return list
+end
+
+-- ---- compiling -----------------------------------------------------------------------------
+
+local modules = {}     -- source -> module (the C side also caches; this skips its hash)
+M._last = {}           -- what the last compile did: origin, ms, on_disk (for specs and bench)
+
+local function compile(fname, src)
+  local m = modules[src]
+  if m then
+    M._last.origin, M._last.ms = "memory", 0
+    return m
+  end
+  local mod, origin, ms, on_disk = jit.compile(src)
+  if not mod then options.raise("%s: %s", fname, origin) end
+  modules[src] = mod
+  M._last.origin, M._last.ms, M._last.on_disk = origin, ms, on_disk
+  return mod
+end
+
+-- ---- binding the arguments -----------------------------------------------------------------
+
+local is_array = options.is_array
+
+-- NumPy broadcasting of the shapes in list; nil and the two that clash on failure
+local function broadcast(shapes)
+  local nd = 0
+  for _, s in ipairs(shapes) do if #s > nd then nd = #s end end
+  local out = {}
+  for d = 1, nd do out[d] = 1 end
+  for _, s in ipairs(shapes) do
+    local off = nd - #s
+    for d = 1, #s do
+      local e = s[d]
+      if out[off + d] == 1 then out[off + d] = e
+      elseif e ~= 1 and e ~= out[off + d] then return nil, s end
+    end
+  end
+  return out
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for d = 1, #a do if a[d] ~= b[d] then return false end end
+  return true
+end
+
+-- The dtype a Lua number binds a generic parameter to (CuPy: int -> int64, float -> float64)
+local function number_dtype(v)
+  if type(v) == "boolean" then return "bool" end
+  return math.type(v) == "integer" and "int64" or "float64"
+end
+
+-- Binds the placeholder types of params from args (arrays first, then scalars); returns
+-- types (placeholder -> dtype) and each param's dtype.
+local function bind_types(fname, params, args, outs_given)
+  local types = {}
+  for pass = 1, 2 do
+    for k, p in ipairs(params) do
+      local v = args[k]
+      if p.generic and types[p.type] == nil and v ~= nil then
+        if is_array(v) and (pass == 1) then types[p.type] = v.dtype
+        elseif pass == 2 and not is_array(v) then types[p.type] = number_dtype(v) end
+      end
+    end
+  end
+  local dts = {}
+  for k, p in ipairs(params) do
+    local dt = p.generic and types[p.type] or (not p.generic and p.type) or nil
+    if dt == nil then
+      if k > #args and not outs_given then
+        options.raise("%s: cannot tell the type %s of output '%s' from the inputs (pass the output)", fname, p.type, p.name)
+      end
+    end
+    dts[k] = dt
+  end
+  return types, dts
+end
+
+-- A user kernel has no backward: a tracked input (grad mode on) is an error, never a
+-- result silently cut from the graph.
+local function check_untracked(fname, arrays)
+  local ag = gpu.autograd
+  if not ag.is_grad_enabled() then return end
+  for _, a in ipairs(arrays) do
+    if is_array(a) and ag.requires_grad(a) then
+      options.raise("%s is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)", fname)
+    end
+  end
+end
+
+local function check_device(fname, arrays)
+  check_untracked(fname, arrays)
+  local dev
+  for _, a in ipairs(arrays) do
+    if dev == nil then dev = a.device
+    elseif a.device ~= dev then
+      options.raise("%s: arrays on %s and %s (use :to() to move one)", fname, dev, a.device)
+    end
+  end
+  dev = dev or gpu.device()
+  if dev ~= "cpu" then
+    options.raise("%s: kernels compiled at run time run on the cpu only in this build (the NVRTC path for %s is not written yet)", fname, dev)
+  end
+  return dev
+end
+
+-- Reads the call's arguments against nin inputs and nout outputs: args (a list), the
+-- outputs given (or nil), the trailing options table (or nil).
+local function split_call(fname, nin, nout, ...)
+  local n = select("#", ...)
+  local args = { ... }
+  local opts
+  if n > 0 and type(args[n]) == "table" and not is_array(args[n]) then
+    opts = args[n]
+    args[n] = nil
+    n = n - 1
+  end
+  if n ~= nin and n ~= nin + nout then
+    options.raise("%s: %d arguments expected (%d inputs%s), got %d", fname, nin, nin,
+      nout > 0 and (", or the inputs and " .. nout .. " outputs") or "", n)
+  end
+  return args, n == nin + nout and nout > 0, opts, n
+end
+
+-- Checks one argument against its parameter; converts typed array inputs when their
+-- dtype differs (as CuPy casts them).
+local function check_arg(fname, k, p, v, dt, is_out)
+  if is_array(v) then
+    if v:is_closed() then argerror(fname, k, "the gpu.array is closed") end
+    if v.dtype ~= dt then
+      if is_out or p.raw then
+        argerror(fname, k, "'%s' is %s %s but the array is %s", p.name, p.raw and "raw" or "", dt, v.dtype)
+      end
+      return v:astype(dt)
+    end
+    return v
+  end
+  if is_out then argerror(fname, k, "output '%s': gpu.array expected, got %s", p.name, options.type_name(v)) end
+  if p.raw then argerror(fname, k, "raw parameter '%s': gpu.array expected, got %s", p.name, options.type_name(v)) end
+  if type(v) ~= "number" and type(v) ~= "boolean" then
+    argerror(fname, k, "'%s': gpu.array or number expected, got %s", p.name, options.type_name(v))
+  end
+  if type(v) == "number" and math.type(v) == "float" and not FLOAT[dt] and dt ~= "bool" then
+    if v ~= math.floor(v) or v ~= v then argerror(fname, k, "'%s': %s expected, got %s", p.name, dt, tostring(v)) end
+  end
+  return v
+end
+
+-- ---- the source of an elementwise kernel ---------------------------------------------------
+
+-- params: {name, dt, role} with role i (input array), o (output array), r/w (raw), s (scalar)
+local function typedefs(types)
+  local names = {}
+  for t in pairs(types) do names[#names + 1] = t end
+  table.sort(names)
+  local out = {}
+  for _, t in ipairs(names) do out[#out + 1] = ("typedef %s %s;"):format(CT[types[t]].c, t) end
+  return table.concat(out, "\n")
+end
+
+local function declare_pointers(ps)
+  local out = {}
+  for k, p in ipairs(ps) do
+    local c, s = CT[p.dt].c, CT[p.dt].s
+    if p.role == "s" then
+      out[#out + 1] = ("  const %s %s = %s;"):format(c, p.name, load(p.dt, ("*(const %s *)_gl_p[%d]"):format(s, k - 1)))
+    elseif p.role == "r" or p.role == "w" then
+      out[#out + 1] = ("  %s%s *const %s = (%s%s *)_gl_p[%d];"):format(p.role == "r" and "const " or "", s, p.name,
+        p.role == "r" and "const " or "", s, k - 1)
+    else
+      out[#out + 1] = ("  %s%s *const _gl_p_%s = (%s%s *)_gl_p[%d];"):format(p.role == "i" and "const " or "", s, p.name,
+        p.role == "i" and "const " or "", s, k - 1)
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+local function loads(ps, index)
+  local out = {}
+  for k, p in ipairs(ps) do
+    if p.role == "i" or p.role == "o" then
+      out[#out + 1] = ("    %s%s %s = %s;"):format(p.role == "i" and "const " or "", CT[p.dt].c, p.name,
+        load(p.dt, ("_gl_p_%s[%s]"):format(p.name, index(k))))
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+local function stores(ps, index)
+  local out = {}
+  for k, p in ipairs(ps) do
+    if p.role == "o" then
+      out[#out + 1] = ("    _gl_p_%s[%s] = %s;"):format(p.name, index(k), store(p.dt, p.name))
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+local function elementwise_source(name, ps, types, preamble, body)
+  local nargs = #ps
+  local L = {}
+  L[#L + 1] = typedefs(types)
+  L[#L + 1] = preamble or ""
+  L[#L + 1] = ("void %s_contig(int64_t _gl_lo, int64_t _gl_hi, char *const *_gl_p) {"):format(name)
+  L[#L + 1] = declare_pointers(ps)
+  L[#L + 1] = "  for (int64_t i = _gl_lo; i < _gl_hi; i++) {"
+  L[#L + 1] = loads(ps, function() return "i" end)
+  L[#L + 1] = "    {\n" .. body .. "\n;\n    }"
+  L[#L + 1] = stores(ps, function() return "i" end)
+  L[#L + 1] = "  }\n}"
+  L[#L + 1] = ("void %s_strided(int64_t _gl_lo, int64_t _gl_hi, const gl_jit_geom *_gl_g, char *const *_gl_p) {"):format(name)
+  L[#L + 1] = declare_pointers(ps)
+  L[#L + 1] = ("  int64_t _gl_idx[GL_JIT_MAXDIMS], _gl_off[%d];"):format(nargs)
+  L[#L + 1] = "  const int _gl_nd = _gl_g->nd;"
+  L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_idx, _gl_off, _gl_nd, _gl_g->shape, _gl_g->str);"):format(nargs)
+  L[#L + 1] = "  int64_t i = _gl_lo;"
+  L[#L + 1] = "  while (i < _gl_hi) {"
+  L[#L + 1] = "    int64_t _gl_n = _gl_g->shape[_gl_nd - 1] - _gl_idx[_gl_nd - 1];"
+  L[#L + 1] = "    if (_gl_n > _gl_hi - i) _gl_n = _gl_hi - i;"
+  for k = 1, nargs do
+    L[#L + 1] = ("    const int64_t _gl_s%d = _gl_g->str[%d][_gl_nd - 1], _gl_o%d = _gl_off[%d];"):format(k, k - 1, k, k - 1)
+  end
+  L[#L + 1] = "    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, i++) {"
+  local idx = function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end
+  L[#L + 1] = loads(ps, idx)
+  L[#L + 1] = "    {\n" .. body .. "\n;\n    }"
+  L[#L + 1] = stores(ps, idx)
+  L[#L + 1] = "    }"
+  L[#L + 1] = ("    gl_jit_advance(%d, _gl_idx, _gl_off, _gl_n, _gl_nd, _gl_g->shape, _gl_g->str);"):format(nargs)
+  L[#L + 1] = "  }\n}"
+  return table.concat(L, "\n")
+end
+
+-- ---- ElementwiseKernel ---------------------------------------------------------------------
+
+local EW = options.declare("ElementwiseKernel", {
+  preamble = { type = "string", default = "" },
+  reduce_dims = { type = "boolean", default = true },
+}, { example = [[gpu.ElementwiseKernel("T x", "T y", "y = x", "copy", %s)]] })
+local EW_CALL = options.declare("ElementwiseKernel.__call", {
+  size = { type = "integer", min = 0 },
+}, { example = [[gpu.ElementwiseKernel("T x", "T y", "y = x", "copy")(gpu.ones(2), %s)]] })
+
+local Elementwise = {}
+Elementwise.__index = Elementwise
+
+local function check_name(fname, argn, name)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") or C_WORDS[name] then
+    argerror(fname, argn, "kernel name: a C identifier expected, got %s",
+      type(name) == "string" and ("'" .. name .. "'") or options.type_name(name))
+  end
+end
+
+-- ElementwiseKernel(in_params, out_params, body, name [, {preamble =, reduce_dims =}])
+function M.ElementwiseKernel(in_params, out_params, body, name, opts)
+  local fname = "gpu.ElementwiseKernel"
+  local seen = {}
+  local ins = parse_params(fname, 1, in_params, seen, "in_params")
+  local outs = parse_params(fname, 2, out_params, seen, "out_params")
+  if #outs == 0 then argerror(fname, 2, "out_params: at least one output expected") end
+  if type(body) ~= "string" then argerror(fname, 3, "body: string expected, got %s", options.type_name(body)) end
+  if name == nil then name = "kernel" end
+  check_name(fname, 4, name)
+  local o = EW:check(opts, 5, fname)
+  return setmetatable({ name = name, ins = ins, outs = outs, body = body, preamble = o.preamble,
+    in_params = in_params, out_params = out_params, fname = "ElementwiseKernel '" .. name .. "'" }, Elementwise)
+end
+
+-- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
+function Elementwise:__call(...)
+  local fname = self.fname
+  local nin, nout = #self.ins, #self.outs
+  local args, outs_given, opts = split_call(fname, nin, nout, ...)
+  local o = EW_CALL:check(opts, select("#", ...), fname)
+  local params = {}
+  for _, p in ipairs(self.ins) do params[#params + 1] = p end
+  for _, p in ipairs(self.outs) do params[#params + 1] = p end
+  local types, dts = bind_types(fname, params, args, outs_given)
+  local vals, arrays, shapes = {}, {}, {}
+  for k, p in ipairs(params) do
+    local v = args[k]
+    if v ~= nil then
+      v = check_arg(fname, k, p, v, dts[k], k > nin)
+      vals[k] = v
+      if is_array(v) then
+        arrays[#arrays + 1] = v
+        if not p.raw then shapes[#shapes + 1] = v.shape end
+      end
+    end
+  end
+  local dev = check_device(fname, arrays)
+  local shape, clash = broadcast(shapes)
+  if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
+  if #shapes == 0 then
+    if o.size == nil then options.raise("%s: no array argument gives the size: pass {size = n}", fname) end
+    shape = { o.size }
+  elseif o.size ~= nil and o.size ~= gpu.zeros(shape).size then
+    options.raise("%s: size %d does not match the arguments' size", fname, o.size)
+  end
+  -- outputs: given ones must have the broadcast shape; the others are made
+  local roles, launch, results = {}, {}, {}
+  for k, p in ipairs(params) do
+    local v = vals[k]
+    if k > nin then
+      if v == nil then
+        v = gpu.empty(shape, { dtype = dts[k], device = dev })
+      elseif not p.raw and not same_shape(v.shape, shape) then
+        argerror(fname, k, "output '%s' has shape %s, the arguments broadcast to %s", p.name,
+          options.shape_str(v.shape), options.shape_str(shape))
+      end
+      results[#results + 1] = v
+    end
+    if p.raw then
+      roles[k] = k > nin and "w" or "r"
+      if not v:is_contiguous() then
+        if k > nin then argerror(fname, k, "raw output '%s' must be contiguous", p.name) end
+        v = v:contiguous()
+      end
+      launch[k] = v
+    elseif is_array(v) then
+      roles[k] = k > nin and "o" or "i"
+      launch[k] = same_shape(v.shape, shape) and v or v:expand(shape)
+    else
+      roles[k] = "s"
+      launch[k] = { v, dts[k] }
+    end
+  end
+  local ps = {}
+  for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
+  local sig = table.concat(roles) .. "|" .. table.concat(dts, ",")
+  self._mods = self._mods or {}
+  local entry = self._mods[sig]
+  if not entry then
+    local src = elementwise_source(self.name, ps, types, self.preamble, self.body)
+    entry = { mod = compile(fname, src), src = src }
+    self._mods[sig] = entry
+  end
+  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch)
+  return table.unpack(results)
+end
+
+-- ---- ReductionKernel -----------------------------------------------------------------------
+
+local RK = options.declare("ReductionKernel", {
+  reduce_type = { type = "string" },
+  preamble = { type = "string", default = "" },
+  reduce_dims = { type = "boolean", default = true },
+}, { example = [[gpu.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_", %s)]] })
+local RK_CALL = options.declare("ReductionKernel.__call", {
+  axis = { type = "integer|table" },
+  keepdims = { type = "boolean", default = false },
+}, { example = [[gpu.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_")(gpu.ones(2), %s)]] })
+
+local Reduction = {}
+Reduction.__index = Reduction
+
+-- ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity,
+--                 name [, {reduce_type =, preamble =, reduce_dims =}])
+function M.ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, opts)
+  local fname = "gpu.ReductionKernel"
+  local seen = { a = "reserved", b = "reserved" }
+  local ins = parse_params(fname, 1, in_params, seen, "in_params")
+  local outs = parse_params(fname, 2, out_params, seen, "out_params")
+  if #ins == 0 then argerror(fname, 1, "in_params: at least one input expected") end
+  if #outs == 0 then argerror(fname, 2, "out_params: at least one output expected") end
+  for argn, v in ipairs({ map_expr, reduce_expr, post_map_expr }) do
+    if type(v) ~= "string" then argerror(fname, argn + 2, "string expected, got %s", options.type_name(v)) end
+  end
+  if type(identity) == "number" then identity = tostring(identity) end
+  if identity ~= nil and type(identity) ~= "string" then
+    argerror(fname, 6, "identity: string or number expected, got %s", options.type_name(identity))
+  end
+  if name == nil then name = "reduce_kernel" end
+  check_name(fname, 7, name)
+  local o = RK:check(opts, 8, fname)
+  if o.reduce_type ~= nil and not DTYPE_NAMES[o.reduce_type] then
+    local placeholder = false
+    for _, p in ipairs(ins) do if p.type == o.reduce_type then placeholder = true end end
+    for _, p in ipairs(outs) do if p.type == o.reduce_type then placeholder = true end end
+    if not placeholder then argerror(fname, 8, "reduce_type: a dtype or a type of the parameters expected, got '%s'", o.reduce_type) end
+  end
+  for _, p in ipairs(outs) do
+    if p.raw then argerror(fname, 2, "out_params: a reduction's output cannot be raw ('%s')", p.name) end
+  end
+  return setmetatable({ name = name, ins = ins, outs = outs, map_expr = map_expr, reduce_expr = reduce_expr,
+    post_map_expr = post_map_expr, identity = identity, reduce_type = o.reduce_type, preamble = o.preamble,
+    fname = "ReductionKernel '" .. name .. "'" }, Reduction)
+end
+
+local function reduction_source(name, ps, types, rtype, preamble, identity, map_expr, reduce_expr, post_map)
+  local nargs = #ps
+  local L = {}
+  L[#L + 1] = typedefs(types)
+  L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c)
+  L[#L + 1] = preamble or ""
+  L[#L + 1] = ("void %s_init(void *_gl_acc) { *(_gl_rt *)_gl_acc = (_gl_rt)(%s); }"):format(name, identity)
+  L[#L + 1] = ("void %s_part(int64_t _gl_o, int64_t _gl_lo, int64_t _gl_hi, const gl_jit_geom *_gl_g, char *const *_gl_p, void *_gl_acc) {"):format(name)
+  L[#L + 1] = declare_pointers(ps)
+  L[#L + 1] = ("  int64_t _gl_idx[GL_JIT_MAXDIMS], _gl_ko[%d], _gl_ridx[GL_JIT_MAXDIMS], _gl_off[%d];"):format(nargs, nargs)
+  L[#L + 1] = ("  gl_jit_locate(_gl_o, %d, _gl_idx, _gl_ko, _gl_g->nd, _gl_g->shape, _gl_g->str);"):format(nargs)
+  L[#L + 1] = "  const int _gl_nr = _gl_g->nr;"
+  L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_ridx, _gl_off, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
+  L[#L + 1] = "  _gl_rt a = *(_gl_rt *)_gl_acc;"
+  L[#L + 1] = "  int64_t _gl_e = _gl_lo;"
+  L[#L + 1] = "  while (_gl_e < _gl_hi) {"
+  L[#L + 1] = "    int64_t _gl_n = _gl_g->rshape[_gl_nr - 1] - _gl_ridx[_gl_nr - 1];"
+  L[#L + 1] = "    if (_gl_n > _gl_hi - _gl_e) _gl_n = _gl_hi - _gl_e;"
+  for k = 1, nargs do
+    L[#L + 1] = ("    const int64_t _gl_s%d = _gl_g->rstr[%d][_gl_nr - 1], _gl_o%d = _gl_ko[%d] + _gl_off[%d];"):format(k, k - 1, k, k - 1, k - 1)
+  end
+  L[#L + 1] = "    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, _gl_e++) {"
+  local ins = {}
+  for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
+  L[#L + 1] = loads(ins, function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end)
+  L[#L + 1] = ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr)
+  L[#L + 1] = ("      a = (_gl_rt)(%s);"):format(reduce_expr)
+  L[#L + 1] = "    }"
+  L[#L + 1] = ("    gl_jit_advance(%d, _gl_ridx, _gl_off, _gl_n, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
+  L[#L + 1] = "  }"
+  L[#L + 1] = "  *(_gl_rt *)_gl_acc = a;\n}"
+  L[#L + 1] = ("void %s_post(int64_t _gl_o, const gl_jit_geom *_gl_g, char *const *_gl_p, const void *_gl_acc, int _gl_nacc) {"):format(name)
+  L[#L + 1] = declare_pointers(ps)
+  L[#L + 1] = ("  int64_t _gl_idx[GL_JIT_MAXDIMS], _gl_ko[%d];"):format(nargs)
+  L[#L + 1] = ("  gl_jit_locate(_gl_o, %d, _gl_idx, _gl_ko, _gl_g->nd, _gl_g->shape, _gl_g->str);"):format(nargs)
+  L[#L + 1] = "  _gl_rt a = *(const _gl_rt *)_gl_acc;"
+  L[#L + 1] = "  for (int _gl_t = 1; _gl_t < _gl_nacc; _gl_t++) {"
+  L[#L + 1] = "    const _gl_rt b = *(const _gl_rt *)((const char *)_gl_acc + 8 * _gl_t);"
+  L[#L + 1] = ("    a = (_gl_rt)(%s);"):format(reduce_expr)
+  L[#L + 1] = "  }"
+  local outs = {}
+  for k, p in ipairs(ps) do outs[k] = p.role == "o" and p or { role = "-" } end
+  L[#L + 1] = "  {"
+  L[#L + 1] = loads(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = "    {\n" .. post_map .. "\n;\n    }"
+  L[#L + 1] = stores(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = "  }\n}"
+  return table.concat(L, "\n")
+end
+
+-- The reduced axes (a set of 1-based axes) from axis (nil: all; a number; a table)
+local function reduced_axes(fname, argn, axis, nd)
+  local set, list = {}, {}
+  if axis == nil then
+    for d = 1, nd do set[d] = true end
+    return set
+  end
+  if type(axis) == "number" then list = { axis } else list = axis end
+  for _, a in ipairs(list) do
+    if math.type(a) ~= "integer" then argerror(fname, argn, "axis must be an integer, got %s", tostring(a)) end
+    local d = a < 0 and nd + 1 + a or a
+    if d < 1 or d > nd then argerror(fname, argn, "axis %d is out of range for an array of %d dimensions", a, nd) end
+    if set[d] then argerror(fname, argn, "axis %d repeated", a) end
+    set[d] = true
+  end
+  return set
+end
+
+-- The kernel's call: k(inputs... [, outputs...] [, {axis =, keepdims =}])
+function Reduction:__call(...)
+  local fname = self.fname
+  local nin, nout = #self.ins, #self.outs
+  local args, outs_given, opts = split_call(fname, nin, nout, ...)
+  local o = RK_CALL:check(opts, select("#", ...), fname)
+  local params = {}
+  for _, p in ipairs(self.ins) do params[#params + 1] = p end
+  for _, p in ipairs(self.outs) do params[#params + 1] = p end
+  local types, dts = bind_types(fname, params, args, outs_given)
+  local vals, arrays, shapes = {}, {}, {}
+  for k, p in ipairs(params) do
+    local v = args[k]
+    if v ~= nil then
+      v = check_arg(fname, k, p, v, dts[k], k > nin)
+      vals[k] = v
+      if is_array(v) then
+        arrays[#arrays + 1] = v
+        if k <= nin and not p.raw then shapes[#shapes + 1] = v.shape end
+      end
+    end
+  end
+  local dev = check_device(fname, arrays)
+  if #shapes == 0 then options.raise("%s: no input array to reduce", fname) end
+  local shape, clash = broadcast(shapes)
+  if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
+  local nd = #shape
+  local red = reduced_axes(fname, select("#", ...), o.axis, nd)
+  local kshape, oshape, mask = {}, {}, {}
+  for d = 1, nd do
+    mask[d] = red[d] and "1" or "0"
+    kshape[d] = red[d] and 1 or shape[d]
+    if not red[d] then oshape[#oshape + 1] = shape[d] elseif o.keepdims then oshape[#oshape + 1] = 1 end
+  end
+  local roles, launch, results = {}, {}, {}
+  for k, p in ipairs(params) do
+    local v = vals[k]
+    if k > nin then
+      if v == nil then v = gpu.empty(oshape, { dtype = dts[k], device = dev })
+      elseif not same_shape(v.shape, oshape) then
+        argerror(fname, k, "output '%s' has shape %s, the reduction gives %s", p.name, options.shape_str(v.shape),
+          options.shape_str(oshape))
+      end
+      results[#results + 1] = v
+      roles[k] = "o"
+      launch[k] = v:view(kshape)
+    elseif p.raw then
+      roles[k] = "r"
+      launch[k] = v:is_contiguous() and v or v:contiguous()
+    elseif is_array(v) then
+      roles[k] = "i"
+      launch[k] = same_shape(v.shape, shape) and v or v:expand(shape)
+    else
+      roles[k] = "s"
+      launch[k] = { v, dts[k] }
+    end
+  end
+  -- the reduction's type: reduce_type, else the first input's
+  local rtype = self.reduce_type and (DTYPE_NAMES[self.reduce_type] and self.reduce_type or types[self.reduce_type]) or dts[1]
+  if rtype == nil then options.raise("%s: cannot tell reduce_type %s from the arguments", fname, self.reduce_type) end
+  local ps = {}
+  for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
+  local sig = table.concat(roles) .. "|" .. table.concat(dts, ",") .. "|" .. rtype
+  self._mods = self._mods or {}
+  local entry = self._mods[sig]
+  if not entry then
+    local src = reduction_source(self.name, ps, types, rtype, self.preamble, self.identity or "0", self.map_expr,
+      self.reduce_expr, self.post_map_expr)
+    entry = { mod = compile(fname, src), src = src }
+    self._mods[sig] = entry
+  end
+  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch, table.concat(mask))
+  return table.unpack(results)
+end
+
+-- ---- RawKernel, RawModule ----------------------------------------------------------------------
+
+local Raw = {}
+Raw.__index = Raw
+
+function M.RawKernel(code, name, opts)
+  local fname = "gpu.RawKernel"
+  if type(code) ~= "string" then argerror(fname, 1, "code: string expected, got %s", options.type_name(code)) end
+  check_name(fname, 2, name)
+  if opts ~= nil and type(opts) ~= "table" then argerror(fname, 3, "options table expected, got %s", options.type_name(opts)) end
+  return setmetatable({ code = code, name = name, fname = "RawKernel '" .. name .. "'" }, Raw)
+end
+
+-- k({grid}, {block}, {args...} [, {shared_mem =}]): a CUDA kernel; the cpu has none.
+-- args: arrays (their device pointers) and scalars as {value, dtype} (the kernel's
+-- parameter type: C has no way to tell it from a Lua number).
+local RAW_CALL = options.declare("RawKernel.__call", { shared_mem = { type = "integer", min = 0, default = 0 } },
+  { example = [[gpu.RawKernel("", "f")({1}, {1}, {}, %s)]] })
+function Raw:__call(grid, block, args, opts)
+  if type(grid) ~= "table" then argerror(self.fname, 1, "grid: table expected, got %s", options.type_name(grid)) end
+  if type(block) ~= "table" then argerror(self.fname, 2, "block: table expected, got %s", options.type_name(block)) end
+  if type(args) ~= "table" then argerror(self.fname, 3, "args: table expected, got %s", options.type_name(args)) end
+  local o = RAW_CALL:check(opts, 4, self.fname)
+  local dev
+  for _, a in ipairs(args) do if is_array(a) then dev = dev or a.device end end
+  dev = dev or gpu.device()
+  if dev == "cpu" then
+    options.raise("%s: RawKernel is CUDA source and runs on a GPU only; on the cpu use gpu.ElementwiseKernel or gpu.ReductionKernel", self.fname)
+  end
+  check_untracked(self.fname, args)
+  options.call(self.fname, jit.raw, self.code, self.name, grid, block, args, o.shared_mem)
+end
+
+local RawMod = {}
+RawMod.__index = RawMod
+
+function M.RawModule(code, opts)
+  local fname = "gpu.RawModule"
+  if type(code) ~= "string" then argerror(fname, 1, "code: string expected, got %s", options.type_name(code)) end
+  if opts ~= nil and type(opts) ~= "table" then argerror(fname, 2, "options table expected, got %s", options.type_name(opts)) end
+  return setmetatable({ code = code }, RawMod)
+end
+
+function RawMod:get_function(name)
+  check_name("RawModule:get_function", 1, name)
+  return setmetatable({ code = self.code, name = name, fname = "RawModule function '" .. name .. "'" }, Raw)
+end
+
+-- fuse(fn): lua/gpu/fuse.lua
+function M.fuse(...) return require("gpu.fuse").fuse(...) end
+
+M._CT, M._convert, M._load, M._store, M._compile = CT, convert, load, store, compile
+M._broadcast, M._reduced_axes = broadcast, reduced_axes
+return M

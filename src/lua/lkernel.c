@@ -1,0 +1,279 @@
+/*
+** lkernel.c — the C half of gpu.ElementwiseKernel, gpu.ReductionKernel and gpu.fuse
+** (lua/gpu/kernel.lua makes the source and binds the types): gpu._jit.compile and
+** gpu._jit.launch, and the stubs gpu.ElementwiseKernel & co. that load the Lua part on
+** first use (so `gpulua -e ''` compiles nothing of it).
+**
+**   _jit.compile(src) -> module, origin ("compiled" | "disk" | "memory"), ms, on_disk
+**                     | nil, message (a compile error: the compiler's log, the numbered
+**                       source; no compiler: "no C compiler: ...")
+**   _jit.launch(module, name, roles, args [, reduced])
+**     roles: one letter per argument: i/o an input/output array of the loop's shape
+**     (elementwise) or, for a reduction, inputs of the full shape and outputs of the full
+**     shape with extent 1 on the reduced axes; r/w a raw input/output (contiguous, a
+**     pointer only); s a scalar ({value, dtype}). reduced: a string of '0'/'1' per axis of
+**     the full shape, for a reduction.
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "lgpu.h"
+#include "../ops/jit.h"
+
+static int jit_compile(lua_State *L) {
+  const char *src = luaL_checkstring(L, 1);
+  gl_jit_module *m;
+  gl_jit_result res;
+  gl_status st = gl_jit_c_module(src, &m, &res);
+  if (st != GL_OK) {
+    lua_pushnil(L);
+    if (res.log) {
+      lua_pushfstring(L, "%s:\n%s", gl_errmsg(), res.log);
+      free(res.log);
+    } else lua_pushstring(L, gl_errmsg());
+    return 2;
+  }
+  lua_pushlightuserdata(L, m);
+  static const char *const origin[] = { "compiled", "disk", "memory" };
+  lua_pushstring(L, origin[res.origin]);
+  lua_pushnumber(L, res.ms);
+  lua_pushboolean(L, res.cached_on_disk);
+  return 4;
+}
+
+static void *symbol(lua_State *L, gl_jit_module *m, const char *name, const char *suffix) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s%s", name, suffix);
+  void *f = gl_jit_symbol(m, buf);
+  if (!f) luaL_error(L, "gpu._jit.launch: the module has no '%s'", buf);
+  return f;
+}
+
+/* Drops extent-1 loop axes and merges neighbours that every parameter walks as one
+** (the flat index of each element stays the same: no axis moves). */
+static void merge_axes(gl_jit_geom *g, int nargs) {
+  int nd = 0;
+  for (int d = 0; d < g->nd; d++) {
+    if (g->shape[d] == 1) continue;
+    if (nd > 0) {
+      bool joins = true;
+      for (int k = 0; k < nargs && joins; k++) joins = g->str[k][nd - 1] == g->str[k][d] * g->shape[d];
+      if (joins) {
+        g->shape[nd - 1] *= g->shape[d];
+        for (int k = 0; k < nargs; k++) g->str[k][nd - 1] = g->str[k][d];
+        continue;
+      }
+    }
+    g->shape[nd] = g->shape[d];
+    for (int k = 0; k < nargs; k++) g->str[k][nd] = g->str[k][d];
+    nd++;
+  }
+  if (nd == 0) {
+    g->shape[0] = 1;
+    for (int k = 0; k < nargs; k++) g->str[k][0] = 0;
+    nd = 1;
+  }
+  g->nd = nd;
+}
+
+static int jit_launch(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
+  gl_jit_module *m = lua_touserdata(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  size_t nargs;
+  const char *roles = luaL_checklstring(L, 3, &nargs);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  const char *reduced = luaL_optstring(L, 5, NULL);
+  if (nargs > GL_JIT_MAXARGS) return luaL_error(L, "too many kernel parameters (at most %d)", GL_JIT_MAXARGS);
+
+  gl_jit_launch l;
+  memset(&l, 0, sizeof l);
+  l.nargs = (int)nargs;
+  uint64_t scalars[GL_JIT_MAXARGS];
+  const gl_array *shape_of = NULL;    /* the array that gives the loop's (or full) shape */
+  gl_device dev = gl_cpu();
+  bool have_dev = false;
+  const gl_array *arrays[GL_JIT_MAXARGS] = { 0 };
+  for (int k = 0; k < (int)nargs; k++) {
+    lua_rawgeti(L, 4, k + 1);
+    char r = roles[k];
+    if (r == 's') {
+      luaL_checktype(L, -1, LUA_TTABLE);
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      gl_dtype dt = gl_lua_dtype(L, -1);
+      gl_scalar v = gl_lua_scalar(L, -2, 0);
+      scalars[k] = 0;
+      gl_scalar_store(dt, &scalars[k], v);
+      l.ptr[k] = (char *)&scalars[k];
+      lua_pop(L, 3);
+      continue;
+    }
+    const gl_array *a = gl_lua_check(L, -1);
+    lua_pop(L, 1);                            /* args (argument 4) keeps it alive */
+    arrays[k] = a;
+    if (have_dev && !gl_device_eq(dev, gl_array_device(a))) {
+      char d1[16], d2[16];
+      return luaL_error(L, "arrays on %s and %s (use :to() to move one)", gl_device_name(dev, d1),
+                        gl_device_name(gl_array_device(a), d2));
+    }
+    dev = gl_array_device(a);
+    have_dev = true;
+    l.ptr[k] = gl_array_data(a);
+    if ((r == 'i' || r == 'o') && (shape_of == NULL || (reduced && r == 'i'))) shape_of = a;
+    if ((r == 'r' || r == 'w') && !gl_array_is_contiguous(a))
+      return luaL_error(L, "gpu._jit.launch: raw parameter %d is not contiguous", k + 1);
+    if (r == 'o' || r == 'w') gl_lua_check_status(L, gl_array_writable(a, "an output"), 0);
+  }
+  if (!shape_of) return luaL_error(L, "gpu._jit.launch: no array gives the loop's shape");
+
+  gl_jit_geom *g = &l.geom;
+  int nd = shape_of->ndim;
+  if (reduced && (int)strlen(reduced) != nd) return luaL_error(L, "gpu._jit.launch: bad reduced axes");
+  g->size = 1;
+  for (int d = 0; d < nd; d++) {
+    bool red = reduced && reduced[d] == '1';
+    int at = red ? g->nr++ : g->nd++;
+    (red ? g->rshape : g->shape)[at] = shape_of->shape[d];
+    if (!red) g->size *= shape_of->shape[d];
+    for (int k = 0; k < (int)nargs; k++) {
+      const gl_array *a = arrays[k];
+      int64_t s = 0;
+      if (a && (roles[k] == 'i' || roles[k] == 'o')) {
+        if (a->ndim != nd || (a->shape[d] != shape_of->shape[d] && !(red && a->shape[d] == 1 && roles[k] == 'o')))
+          return luaL_error(L, "gpu._jit.launch: parameter %d has the wrong shape", k + 1);
+        s = a->shape[d] == 1 ? 0 : a->strides[d];
+      }
+      (red ? g->rstr : g->str)[k][at] = s;
+    }
+  }
+  if (!reduced) {
+    merge_axes(g, (int)nargs);
+    l.contiguous = true;
+    for (int k = 0; k < (int)nargs; k++)
+      if (roles[k] == 'i' || roles[k] == 'o')
+        l.contiguous = l.contiguous && g->nd == 1 && g->str[k][0] == 1;
+    l.contig = (gl_jit_contig_fn)symbol(L, m, name, "_contig");
+    l.strided = (gl_jit_strided_fn)symbol(L, m, name, "_strided");
+  } else {
+    if (g->nd == 0) { g->nd = 1; g->shape[0] = 1; }
+    if (g->nr == 0) { g->nr = 1; g->rshape[0] = 1; }
+    l.init = (gl_jit_init_fn)symbol(L, m, name, "_init");
+    l.part = (gl_jit_part_fn)symbol(L, m, name, "_part");
+    l.post = (gl_jit_post_fn)symbol(L, m, name, "_post");
+  }
+  for (int k = 0; k < (int)nargs; k++)
+    if (roles[k] == 'o' || roles[k] == 'w') gl_lua_check_status(L, gl_array_begin_write(arrays[k]), 0);
+  gl_lua_check_status(L, gl_op_jit_run(dev, &l), 0);
+  return 0;
+}
+
+/* Up to three positive extents from the table at idx ({x [, y [, z]]}), the rest 1. */
+static void read_dim3(lua_State *L, int idx, const char *what, unsigned *out) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, idx);
+  if (n < 1 || n > 3) luaL_error(L, "%s: 1 to 3 extents expected, got %d", what, (int)n);
+  for (int d = 0; d < 3; d++) {
+    out[d] = 1;
+    if (d < n) {
+      lua_rawgeti(L, idx, d + 1);
+      int isint;
+      lua_Integer v = lua_tointegerx(L, -1, &isint);
+      if (!isint || v < 1 || v > 0x7fffffff) luaL_error(L, "%s: extent %d must be an integer in 1..2^31-1", what, d + 1);
+      out[d] = (unsigned)v;
+      lua_pop(L, 1);
+    }
+  }
+}
+
+/* _jit.raw(code, name, grid, block, args [, shared_mem]): args hold arrays (their device
+** pointers) and {value, dtype} scalars. */
+static int jit_raw(lua_State *L) {
+  gl_raw_launch l;
+  memset(&l, 0, sizeof l);
+  l.source = luaL_checkstring(L, 1);
+  l.name = luaL_checkstring(L, 2);
+  read_dim3(L, 3, "grid", l.grid);
+  read_dim3(L, 4, "block", l.block);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lua_Integer shmem = luaL_optinteger(L, 6, 0);
+  if (shmem < 0 || shmem > 0x7fffffff) return luaL_error(L, "shared_mem must be in 0..2^31-1");
+  l.shared_mem = (unsigned)shmem;
+  lua_Integer n = luaL_len(L, 5);
+  if (n > GL_JIT_MAXARGS) return luaL_error(L, "too many kernel arguments (at most %d)", GL_JIT_MAXARGS);
+  l.nargs = (int)n;
+  void *ptrs[GL_JIT_MAXARGS];
+  uint64_t scalars[GL_JIT_MAXARGS];
+  gl_device dev = gl_cpu();
+  bool have_dev = false;
+  for (int k = 0; k < l.nargs; k++) {
+    lua_rawgeti(L, 5, k + 1);
+    gl_array *a = gl_lua_test(L, -1);
+    if (a) {
+      a = gl_lua_check(L, -1);
+      if (have_dev && !gl_device_eq(dev, gl_array_device(a))) return luaL_error(L, "argument %d is on another device", k + 1);
+      dev = gl_array_device(a);
+      have_dev = true;
+      ptrs[k] = gl_array_data(a);
+      l.args[k] = &ptrs[k];
+    } else {
+      luaL_checktype(L, -1, LUA_TTABLE);
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      gl_dtype dt = gl_lua_dtype(L, -1);
+      scalars[k] = 0;
+      gl_scalar_store(dt, &scalars[k], gl_lua_scalar(L, -2, 0));
+      l.args[k] = &scalars[k];
+      lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+  }
+  if (!have_dev) dev = gl_lua_default_device(L);
+  gl_status st = gl_op_raw_launch(dev, &l);
+  if (st != GL_OK && l.log) {
+    lua_pushfstring(L, "%s:\n%s", gl_errmsg(), l.log);
+    free(l.log);
+    return lua_error(L);
+  }
+  gl_lua_check_status(L, st, 0);
+  return 0;
+}
+
+/* gpu.ElementwiseKernel & co. before the Lua part is loaded: require it, pass the call on
+** (upvalue 1: the name). */
+static int kernel_stub(lua_State *L) {
+  const char *name = lua_tostring(L, lua_upvalueindex(1));
+  int nargs = lua_gettop(L);
+  lua_getglobal(L, "require");
+  if (lua_isnil(L, -1)) return luaL_error(L, "gpu.%s: 'require' is not available", name);
+  lua_pushliteral(L, "gpu.kernel");
+  lua_call(L, 1, 1);
+  if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, name) != LUA_TFUNCTION)
+    return luaL_error(L, "gpu.%s: gpu.kernel does not define it", name);
+  lua_remove(L, -2);
+  lua_insert(L, 1);
+  lua_call(L, nargs, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+void gl_open_kernel(lua_State *L, int module) {
+  static const char *const names[] = { "ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule", "fuse", NULL };
+  for (int i = 0; names[i]; i++) {
+    lua_pushstring(L, names[i]);
+    lua_pushcclosure(L, kernel_stub, 1);
+    lua_setfield(L, module, names[i]);
+  }
+  static const luaL_Reg jit[] = { { "compile", jit_compile }, { "launch", jit_launch }, { "raw", jit_raw }, { NULL, NULL } };
+  lua_newtable(L);
+  int t = lua_gettop(L);
+  gl_lua_setfuncs(L, t, jit);
+  /* _jit.unary / _jit.binary: op name -> kind (elem_ops.h), what gpu.fuse can generate */
+  lua_newtable(L);
+#define GL_X(name, kind, F, D, I) lua_pushliteral(L, #kind); lua_setfield(L, -2, #name);
+  GL_UNARY_OPS(GL_X)
+  lua_setfield(L, t, "unary");
+  lua_newtable(L);
+  GL_BINARY_OPS(GL_X)
+#undef GL_X
+  lua_setfield(L, t, "binary");
+  lua_setfield(L, module, "_jit");
+}
