@@ -58,7 +58,7 @@ ifeq ($(CUDA),1)
 endif
 
 # ---- sources -------------------------------------------------------------------------
-LIB_C   := $(wildcard src/core/*.c src/backend/*.c src/backend/cpu/*.c src/ops/*.c src/lua/*.c)
+LIB_C   := $(wildcard src/core/*.c src/backend/*.c src/backend/cpu/*.c src/ops/*.c src/dist/*.c src/lua/*.c)
 ifeq ($(CUDA),1)
   LIB_C  += $(wildcard src/backend/cuda/*.c)
   LIB_CU := $(wildcard kernels/*.cu)

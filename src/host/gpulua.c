@@ -202,6 +202,9 @@ static int report (lua_State *L, int status) {
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
     l_message(progname, msg ? msg : "(error object is not a string)");
+    /* a script's error (not the REPL's): under gpu.distributed the other ranks are told
+    ** and the job ends (MPI_Abort); nothing happens when no job of several ranks runs */
+    if (progname) gpulua_dist_fail(msg ? msg : "(error object is not a string)");
     lua_pop(L, 1);
   }
   return status;
