@@ -16,6 +16,7 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
+--   ddp.lua          DistributedDataParallel (over gpu.distributed)
 
 local nn = {}
 
@@ -39,6 +40,7 @@ export(require "gpu.nn.module", { "Module", "class", "Sequential" })
 export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
+export((require "gpu.nn.ddp"))
 nn.init = require "gpu.nn.initializers"
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)

@@ -423,6 +423,8 @@ void gl_dist_fail(const char *msg) {
   int n = S.info.size, me = S.info.rank;
   char buf[1000];
   snprintf(buf, sizeof buf, "%s", msg ? msg : "(no message)");
+  char *tb = strstr(buf, "\nstack traceback:");   /* the others need the message, not our stack */
+  if (tb) *tb = 0;
   int len = (int)strlen(buf) + 1;
   mpi_h reqs[256];
   int nreq = 0;
