@@ -74,6 +74,7 @@ function DistributedDataParallel:init(model, opts)
     for _, e in ipairs(model:named_buffers()) do dist.broadcast(e[2], 1) end
   end)
   local params = model:parameters()
+  rawset(self, "_nparams", #params)
   local buckets, by_param = make_buckets(params, o.bucket_mb * 1024 * 1024)
   rawset(self, "_buckets", buckets)
   rawset(self, "_sync", true)
@@ -156,6 +157,10 @@ end
 
 function DistributedDataParallel:forward(...)
   local o = rawget(self, "_opts")
+  if #self.module:parameters() ~= rawget(self, "_nparams") then
+    raise("nn.DistributedDataParallel: the model has parameters made after it was wrapped (a layer built at its "
+      .. "first call?): call the model once before wrapping it")
+  end
   if o.broadcast_buffers and self.module.training then
     local bufs = self.module:named_buffers()
     if #bufs > 0 then gpu.no_grad(function() for _, e in ipairs(bufs) do dist.broadcast(e[2], 1) end end) end
