@@ -477,9 +477,9 @@ static int l_scatter(lua_State *L) {
 
 static int p2p(lua_State *L, bool sending) {
   gl_array *x = gl_lua_check(L, 1);
-  int peer = rank_arg(L, 2, sending ? "dst" : "src", true);
   gl_optval v[2];
   gl_lua_readopts(L, 3, sending ? &send_decl : &recv_decl, v);
+  int peer = rank_arg(L, 2, sending ? "dst" : "src", true);
   gl_call c;
   call_begin(L, &c, sending ? "send" : "recv");
   void *buf = buffer(L, &c, 1, !sending);

@@ -155,17 +155,23 @@ function DistributedDataParallel:_finish()
   st.ready, st.started, st.queued = {}, 0, false
 end
 
-function DistributedDataParallel:forward(...)
-  local o = rawget(self, "_opts")
+local function check_params(self)
   if #self.module:parameters() ~= rawget(self, "_nparams") then
     raise("nn.DistributedDataParallel: the model has parameters made after it was wrapped (a layer built at its "
       .. "first call?): call the model once before wrapping it")
   end
+end
+
+function DistributedDataParallel:forward(...)
+  local o = rawget(self, "_opts")
+  check_params(self)
   if o.broadcast_buffers and self.module.training then
     local bufs = self.module:named_buffers()
     if #bufs > 0 then gpu.no_grad(function() for _, e in ipairs(bufs) do dist.broadcast(e[2], 1) end end) end
   end
-  return self.module(...)
+  local out = table.pack(self.module(...))
+  check_params(self)
+  return table.unpack(out, 1, out.n)
 end
 
 -- no_sync(fn, ...): fn(...) with the gradients accumulated locally, not averaged (gradient
