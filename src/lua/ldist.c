@@ -330,9 +330,9 @@ static int l_all_reduce(lua_State *L) {
 /* broadcast(x, root [, {async}]): x of rank root into every rank's x */
 static int l_broadcast(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
-  int root = rank_arg(L, 2, "root", false);
   gl_optval v[1];
   gl_lua_readopts(L, 3, &broadcast_decl, v);
+  int root = rank_arg(L, 2, "root", false);
   char extra[32];
   snprintf(extra, sizeof extra, "root %d", root + 1);
   agree(L, "broadcast", x, extra);
@@ -413,9 +413,9 @@ static int l_reduce_scatter(lua_State *L) {
 /* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
 static int l_gather(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
-  int root = rank_arg(L, 2, "root", false);
   gl_optval v[1];
   gl_lua_readopts(L, 3, &gather_decl, v);
+  int root = rank_arg(L, 2, "root", false);
   const gl_dist_info *wd = world(L);
   char extra[32];
   snprintf(extra, sizeof extra, "root %d", root + 1);
@@ -442,9 +442,9 @@ static int l_gather(lua_State *L) {
 ** rank r receives parts[r] into out */
 static int l_scatter(lua_State *L) {
   gl_array *out = gl_lua_check(L, 1);
-  int root = rank_arg(L, 3, "root", false);
   gl_optval v[1];
   gl_lua_readopts(L, 4, &scatter_decl, v);
+  int root = rank_arg(L, 3, "root", false);
   const gl_dist_info *wd = world(L);
   gl_array *parts = NULL;
   if (wd->rank == root) {
