@@ -218,10 +218,13 @@ void gl_dist_set_timeout(double t) { if (t > 0) S.timeout = t; }
 double gl_dist_timeout(void) { return S.timeout; }
 bool gl_dist_failed_remotely(void) { return S.failed_remotely; }
 
+static struct { const gl_collectives *c; gl_device dev; bool on; } NC;
+
 gl_status gl_dist_finalize(void) {
   if (!S.initialized) return GL_OK;
   S.initialized = false;
   S.finalized = true;
+  if (NC.on) { NC.c->finalize(false); NC.on = false; }
   if (S.mpi) {
     int rc = M.Finalize();
     if (rc != 0) return gl_fail(GL_EDEVICE, "MPI_Finalize failed: %s", mpi_errstr(rc));
@@ -275,7 +278,7 @@ static gl_status poll_failure(void) {
 }
 
 gl_status gl_dist_test(gl_dist_req *req, bool *done) {
-  if (req->local) { *done = true; return GL_OK; }
+  if (req == NULL || req->local) { *done = true; return GL_OK; }
   int flag = 0;
   mpi_status st;
   int rc = M.Test(&req->r, &flag, &st);
@@ -288,6 +291,7 @@ gl_status gl_dist_test(gl_dist_req *req, bool *done) {
 ** 100 us between tests; every 64 tests it looks for another rank's failure and at the
 ** deadline. A request that timed out is left in flight (the job is ending). */
 gl_status gl_dist_wait(gl_dist_req *req, const char *what) {
+  if (req == NULL) return GL_OK;
   if (req->local) { free(req); return GL_OK; }
   double start = now(), deadline = start + S.timeout;
   for (unsigned long it = 1;; it++) {
@@ -389,6 +393,71 @@ gl_status gl_dist_barrier(gl_dist_req **req) {
   return started(M.Ibarrier(M.data, &(*req)->r), req, "MPI_Ibarrier");
 }
 
+/* ---- NCCL ------------------------------------------------------------------------------------- */
+
+/* Whether every rank says yes (an MPI all-reduce of min on the control communicator). */
+static gl_status all_agree(bool mine, bool *all) {
+  *all = mine;
+  if (!S.mpi) return GL_OK;
+  int32_t v = mine;
+  gl_dist_req *req = calloc(1, sizeof *req);
+  if (!req) return gl_fail(GL_ENOMEM, "out of memory");
+  int rc = M.Iallreduce(MPI_IN_PLACE_, &v, 1, M.type[GL_INT32], M.op[GL_DIST_MIN], M.ctl, &req->r);
+  if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "MPI_Iallreduce failed: %s", mpi_errstr(rc)); }
+  GL_TRY(gl_dist_wait(req, "init"));
+  *all = v != 0;
+  return GL_OK;
+}
+
+gl_status gl_dist_nccl_start(gl_device dev, bool required) {
+  GL_TRY(not_ready());
+  if (NC.on) return GL_OK;
+  const gl_backend *b = dev.type == GL_CUDA ? gl_backend_get(GL_CUDA) : NULL;
+  const gl_collectives *c = b ? b->collectives : NULL;
+  bool mine = c != NULL && c->load() == GL_OK, all;
+  char why[256];
+  snprintf(why, sizeof why, "%s", c == NULL ? (dev.type == GL_CUDA ? "this build has no NCCL" :
+           "this rank's default device is the cpu") : mine ? "" : gl_errmsg());
+  GL_TRY(all_agree(mine, &all));
+  if (!all) {
+    if (!required) return GL_OK;
+    return gl_fail(GL_ENOTSUP, "backend 'nccl' is not available %s%s", *why ? "on this rank: " : "on another rank",
+                   why);
+  }
+  unsigned char id[512] = { 0 };
+  if (c->id_bytes > sizeof id) return gl_fail(GL_ENOTSUP, "NCCL's unique id is larger than gpulua expects");
+  if (S.info.rank == 0) GL_TRY(c->unique_id(id));
+  if (S.mpi) {
+    gl_dist_req *req = calloc(1, sizeof *req);
+    if (!req) return gl_fail(GL_ENOMEM, "out of memory");
+    int rc = M.Ibcast(id, (int)c->id_bytes, M.char_type, 0, M.ctl, &req->r);
+    if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "MPI_Ibcast failed: %s", mpi_errstr(rc)); }
+    GL_TRY(gl_dist_wait(req, "init"));
+  }
+  GL_TRY(c->init(dev, id, S.info.size, S.info.rank));
+  NC.c = c;
+  NC.dev = dev;
+  NC.on = true;
+  return GL_OK;
+}
+
+bool gl_dist_nccl_on(gl_device dev) { return NC.on && gl_device_eq(dev, NC.dev); }
+
+gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
+                       int arg) {
+  GL_TRY(not_ready());
+  if (!gl_dist_nccl_on(dev)) return gl_fail(GL_EINVAL, "NCCL is not started on this device");
+  switch (kind) {
+  case GL_DIST_ALLREDUCE: return NC.c->all_reduce(dev, recv, count, dt, arg);
+  case GL_DIST_BCAST: return NC.c->broadcast(dev, recv, count, dt, arg);
+  case GL_DIST_ALLGATHER: return NC.c->all_gather(dev, send, recv, count, dt);
+  case GL_DIST_REDUCE_SCATTER: return NC.c->reduce_scatter(dev, send, recv, count, dt, arg);
+  case GL_DIST_SEND: return NC.c->send(dev, send, count, dt, arg);
+  case GL_DIST_RECV: return NC.c->recv(dev, recv, count, dt, arg);
+  }
+  return gl_fail(GL_EINVAL, "unknown collective");
+}
+
 /* ---- faults ------------------------------------------------------------------------------- */
 
 #define DESC_LEN 192
@@ -448,6 +517,7 @@ void gl_dist_fail(const char *msg) {
   nanosleep(&ts, NULL);
   fprintf(stderr, "gpu.distributed: rank %d of %d failed; aborting the job (MPI_Abort)\n", me + 1, n);
   fflush(stderr);
+  if (NC.on) NC.c->finalize(true);
   M.Abort(M.world, 1);
   _exit(1);
 }

@@ -4,7 +4,9 @@
 ** Plain C: no lua.h, no MPI or CUDA header. The engine is chosen once, at gl_dist_init:
 **   local  no launcher in the environment: a world of one process, collectives are copies
 **          (no library is loaded, so a script runs anywhere as before);
-**   mpi    started by mpirun/srun: Open MPI's libmpi.so.40, opened with dlopen at init.
+**   mpi    started by mpirun/srun: Open MPI's libmpi.so.40, opened with dlopen at init;
+**   nccl   beside either, for cuda arrays: the cuda backend's collectives (NCCL), its unique
+**          id sent from rank 0 over MPI.
 ** Buffers are contiguous host memory; counts are elements of one dtype. Every collective
 ** is started non-blocking and returns a request; gl_dist_wait then tests it until it
 ** completes, until the job's timeout passes (an error naming the collective), or until
@@ -18,6 +20,7 @@
 #include <stdint.h>
 #include "../core/dtype.h"
 #include "../core/status.h"
+#include "../backend/backend.h"
 
 typedef enum gl_dist_op { GL_DIST_SUM, GL_DIST_PROD, GL_DIST_MAX, GL_DIST_MIN } gl_dist_op;
 
@@ -57,7 +60,7 @@ gl_status gl_dist_send(const void *buf, int64_t count, gl_dtype dt, int dst, int
 gl_status gl_dist_recv(void *buf, int64_t count, gl_dtype dt, int src, int tag, gl_dist_req **req);
 gl_status gl_dist_barrier(gl_dist_req **req);
 
-/* Waits for req and frees it (also on failure). 'what' names the collective. */
+/* Waits for req and frees it (also on failure; NULL: done). 'what' names the collective. */
 gl_status gl_dist_wait(gl_dist_req *req, const char *what);
 /* Whether req completed (it stays valid until gl_dist_wait). */
 gl_status gl_dist_test(gl_dist_req *req, bool *done);
@@ -68,6 +71,22 @@ gl_status gl_dist_test(gl_dist_req *req, bool *done);
 void gl_dist_fail(const char *msg);
 /* Set when another rank's failure was received (this rank must not finalize, only exit). */
 bool gl_dist_failed_remotely(void);
+
+/* ---- NCCL: collectives on cuda arrays, queued on the device's stream --------------------- */
+
+/* Starts NCCL on dev for every rank, when every rank's device is a cuda device whose
+** backend has collectives (decided together: all or none). required: a failure is an
+** error (backend "nccl"), else (backend "auto") it leaves cuda arrays to be staged. */
+gl_status gl_dist_nccl_start(gl_device dev, bool required);
+/* Whether arrays of dev go through NCCL. */
+bool gl_dist_nccl_on(gl_device dev);
+typedef enum gl_dist_kind {
+  GL_DIST_ALLREDUCE, GL_DIST_BCAST, GL_DIST_ALLGATHER, GL_DIST_REDUCE_SCATTER, GL_DIST_SEND, GL_DIST_RECV
+} gl_dist_kind;
+/* One NCCL operation on device memory (arg: the op, 4 = mean, or the root or peer, 0-based);
+** queued on the stream: nothing to wait for. */
+gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
+                       int arg);
 
 /* Debug check (GPULUA_DIST_DEBUG=1): every rank passes its description of a collective
 ** (text); the first rank whose description differs from rank 0's is reported. */

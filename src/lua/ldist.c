@@ -10,7 +10,9 @@
 ** Arrays: contiguous cpu arrays are handed to the engine as they are; any other (a view
 ** with gaps, a cuda array) is staged through a contiguous cpu copy, copied back when the
 ** collective completes (cuda staging shows in gpu.stats()'s copies, and in
-** gpu.distributed.stats()). NCCL (cuda arrays without staging) is not built yet.
+** gpu.distributed.stats()). With NCCL started at init (backend "auto" or "nccl" and a GPU
+** as every rank's default device), arrays of that device go to NCCL instead, queued on
+** its stream; gather and scatter (which NCCL lacks) stay on MPI, staged.
 */
 #include <math.h>
 #include <stdio.h>
@@ -128,14 +130,19 @@ static void keep(lua_State *L, gl_call *c, int idx) {
   lua_rawseti(L, c->keep, (lua_Integer)lua_rawlen(L, c->keep) + 1);
 }
 
-/* The bytes the engine reads or writes for the array at idx: its own when it is a
-** contiguous cpu array, else a contiguous cpu copy (copied back at completion if 'write'). */
-static void *buffer(lua_State *L, gl_call *c, int idx, bool write) {
+/* Whether the collective on x goes through NCCL (x on the device NCCL was started on). */
+static bool use_nccl(const gl_array *x) { return gl_dist_nccl_on(gl_array_device(x)); }
+
+/* The bytes the engine reads or writes for the array at idx: its own when it is contiguous
+** and where the engine works (cpu memory for MPI, the device's for NCCL), else a
+** contiguous copy there (copied back at completion if 'write'). */
+static void *buffer(lua_State *L, gl_call *c, int idx, bool write, bool nccl) {
   gl_array *x = gl_lua_check(L, idx);
   keep(L, c, idx);
   if (write) gl_lua_check_status(L, gl_array_writable(x, NULL), idx);
-  if (gl_array_device(x).type == GL_CPU && gl_array_is_contiguous(x)) return gl_array_data(x);
-  gl_array *tmp = gl_lua_alloc(L, x->dtype, x->ndim, x->shape, gl_cpu());
+  gl_device where = nccl ? gl_array_device(x) : gl_cpu();
+  if (gl_device_eq(gl_array_device(x), where) && gl_array_is_contiguous(x)) return gl_array_data(x);
+  gl_array *tmp = gl_lua_alloc(L, x->dtype, x->ndim, x->shape, where);
   gl_lua_check_status(L, gl_op_assign(tmp, x), 0);
   D.staged++;
   D.staged_bytes += (uint64_t)tmp->size * gl_dtypes[x->dtype].size;
@@ -224,9 +231,8 @@ static const gl_optdecl init_decl = { "distributed.init", "gpu.distributed.init(
 static int l_init(lua_State *L) {
   gl_optval v[2];
   gl_lua_readopts(L, 1, &init_decl, v);
-  if (v[0].set && v[0].choice == 2)
-    return luaL_argerror(L, 1, "backend 'nccl' is not available: the NCCL engine is not built yet "
-                         "(use 'mpi' or 'auto': cuda arrays are staged through the host)");
+  int backend = v[0].set ? v[0].choice : 0;           /* auto mpi nccl */
+  bool first = !gl_dist_initialized();
   double timeout = 0;
   const char *env = getenv("GPULUA_DIST_TIMEOUT");
   if (v[1].set) timeout = v[1].n;
@@ -252,6 +258,12 @@ static int l_init(lua_State *L) {
       ctx->device.index = (uint8_t)(info.local_rank % n);
     }
   }
+  /* NCCL for cuda arrays: decided once, by every rank together, at the first init */
+  d = gl_lua_default_device(L);
+  if (first && backend != 1) gl_lua_check_status(L, gl_dist_nccl_start(d, backend == 2), 1);
+  if (backend == 2 && !gl_dist_nccl_on(d))
+    return luaL_argerror(L, 1, "backend 'nccl' is not available (NCCL was not started by the first init: "
+                         "its default device was not a GPU, or this build has no CUDA)");
   lua_pushinteger(L, info.rank + 1);
   lua_pushinteger(L, info.size);
   return 2;
@@ -317,11 +329,13 @@ static int l_all_reduce(lua_State *L) {
   agree(L, "all_reduce", x, op_names[v[0].set ? v[0].choice : 0]);
   gl_call c;
   call_begin(L, &c, "all_reduce");
-  if (mean) { lua_pushvalue(L, 1); lua_setfield(L, c.keep, "mean"); }
-  void *buf = buffer(L, &c, 1, true);
+  bool nc = use_nccl(x);
+  if (mean && !nc) { lua_pushvalue(L, 1); lua_setfield(L, c.keep, "mean"); }
+  void *buf = buffer(L, &c, 1, true, nc);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_allreduce(buf, x->size, x->dtype, op, &req);
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op)
+                    : gl_dist_allreduce(buf, x->size, x->dtype, op, &req);
   if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
   lua_settop(L, 1);
   return 1;
@@ -338,10 +352,12 @@ static int l_broadcast(lua_State *L) {
   agree(L, "broadcast", x, extra);
   gl_call c;
   call_begin(L, &c, "broadcast");
-  void *buf = buffer(L, &c, 1, true);
+  bool nc = use_nccl(x);
+  void *buf = buffer(L, &c, 1, true, nc);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_bcast(buf, x->size, x->dtype, root, &req);
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root)
+                    : gl_dist_bcast(buf, x->size, x->dtype, root, &req);
   if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
   lua_settop(L, 1);
   return 1;
@@ -372,9 +388,11 @@ static int l_all_gather(lua_State *L) {
   call_begin(L, &c, "all_gather");
   gl_array *out = new_like(L, x, wd->size, 1);
   int oi = lua_gettop(L);
-  void *send = buffer(L, &c, 1, false), *recv = buffer(L, &c, oi, true);
+  bool nc = use_nccl(x);
+  void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_allgather(send, recv, x->size, x->dtype, &req);
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
+                    : gl_dist_allgather(send, recv, x->size, x->dtype, &req);
   bool async = v[0].set && v[0].b;
   (void)out;
   int n = call_end(L, &c, st, req, async);
@@ -400,10 +418,13 @@ static int l_reduce_scatter(lua_State *L) {
   call_begin(L, &c, "reduce_scatter");
   new_like(L, x, -1, 1);
   int oi = lua_gettop(L);
-  if (mean) { lua_pushvalue(L, oi); lua_setfield(L, c.keep, "mean"); }
-  void *send = buffer(L, &c, 1, false), *recv = buffer(L, &c, oi, true);
+  bool nc = use_nccl(x);
+  if (mean && !nc) { lua_pushvalue(L, oi); lua_setfield(L, c.keep, "mean"); }
+  void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, &req);
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
+                                   x->dtype, mean ? 4 : (int)op)
+                    : gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, &req);
   int n = call_end(L, &c, st, req, v[1].set && v[1].b);
   lua_pushvalue(L, oi);
   if (n) lua_pushvalue(L, -2);
@@ -428,8 +449,8 @@ static int l_gather(lua_State *L) {
     new_like(L, x, wd->size, 1);
     oi = lua_gettop(L);
   }
-  void *send = buffer(L, &c, 1, false);
-  if (oi) recv = buffer(L, &c, oi, true);
+  void *send = buffer(L, &c, 1, false, false);          /* NCCL has no gather: MPI */
+  if (oi) recv = buffer(L, &c, oi, true, false);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, &req);
   int n = call_end(L, &c, st, req, v[0].set && v[0].b);
@@ -465,8 +486,8 @@ static int l_scatter(lua_State *L) {
   agree(L, "scatter", out, extra);
   gl_call c;
   call_begin(L, &c, "scatter");
-  void *send = parts ? buffer(L, &c, 2, false) : NULL;
-  void *recv = buffer(L, &c, 1, true);
+  void *send = parts ? buffer(L, &c, 2, false, false) : NULL;   /* NCCL has no scatter: MPI */
+  void *recv = buffer(L, &c, 1, true, false);
   gl_lua_check_status(L, gl_array_begin_write(out), 1);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, &req);
@@ -482,12 +503,15 @@ static int p2p(lua_State *L, bool sending) {
   int peer = rank_arg(L, 2, sending ? "dst" : "src", true);
   gl_call c;
   call_begin(L, &c, sending ? "send" : "recv");
-  void *buf = buffer(L, &c, 1, !sending);
+  bool nc = use_nccl(x);
+  void *buf = buffer(L, &c, 1, !sending, nc);
   if (!sending) gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
-  int tag = v[0].set ? (int)v[0].i : 0;
-  gl_status st = sending ? gl_dist_send(buf, x->size, x->dtype, peer, tag, &req)
-                         : gl_dist_recv(buf, x->size, x->dtype, peer, tag, &req);
+  int tag = v[0].set ? (int)v[0].i : 0;       /* NCCL has no tags: its messages between two ranks keep their order */
+  gl_status st;
+  if (nc) st = gl_dist_nccl(sending ? GL_DIST_SEND : GL_DIST_RECV, gl_array_device(x), buf, buf, x->size, x->dtype, peer);
+  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, &req);
+  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, &req);
   if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
   lua_settop(L, 1);
   return 1;

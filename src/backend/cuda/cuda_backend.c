@@ -369,6 +369,7 @@ const gl_backend gl_cuda_backend = {
   .xent_bwd = gl_cuda_xent_bwd,
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
+  .collectives = &gl_cuda_nccl,
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
 #endif
