@@ -288,6 +288,29 @@ describe("nn.DistributedDataParallel", function()
   end)
 end)
 
+describe("gpu.autograd: the hooks DDP is built on", function()
+  it("post-accumulate hooks see the accumulated .grad; queued callbacks run once after backward", function()
+    local ag = gpu.autograd
+    local p = gpu.array({ 1, 2 }, { dtype = "float64" }):requires_grad()
+    local seen, order = {}, {}
+    local hd = ag.register_post_accumulate_grad_hook(p, function(x)
+      seen[#seen + 1] = x.grad:totable()
+      order[#order + 1] = "hook"
+      if #seen == 1 then ag.queue_callback(function() order[#order + 1] = "callback" end) end
+    end)
+    local _ = (p * p):sum():backward()
+    _ = (p * 3):sum():backward()
+    assert.same({ { 2, 4 }, { 5, 7 } }, seen)                  -- after accumulation: 2p, then 2p + 3
+    assert.same({ "hook", "callback", "hook" }, order)
+    hd.remove()
+    _ = (p * p):sum():backward()
+    assert.equal(2, #seen)
+    h.fails({ "register_post_accumulate_grad_hook", "not a leaf" }, ag.register_post_accumulate_grad_hook,
+      p * 2, function() end)
+    h.fails({ "queue_callback", "a function expected" }, ag.queue_callback, 3)
+  end)
+end)
+
 describe("fit{distributed = true}", function()
   it("keeps every rank's weights identical, averages the loss, and evaluate/predict combine the ranks", function()
     gpu.random.seed(11)
