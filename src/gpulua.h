@@ -32,4 +32,9 @@ const char *gpulua_check_array(lua_State *L, int arg, int *ndim, int64_t *shape)
 ** the number of elements. Raises on error. */
 int64_t gpulua_read_array(lua_State *L, int arg, void *out);
 
+/* For hosts: a script that called gpu.distributed.init() ended with an error 'msg'. Tells
+** the other ranks (their next collective raises "rank N failed: msg") and aborts the job
+** (MPI_Abort); returns at once when no job of several processes runs. gpulua calls it. */
+void gpulua_dist_fail(const char *msg);
+
 #endif

@@ -35,6 +35,34 @@ run_busted() {
 
 run_busted gpulua "$BIN" "$BUSTED" "$@"
 
+# spec/dist_spec.lua again as jobs of 2 and 3 ranks when Open MPI's mpirun is there (each
+# rank's TAP lines count); not under ASan, whose leak check reports Open MPI's allocations
+# run_mpi NP : mpirun -np NP of the gpulua host over spec/dist_spec.lua
+run_mpi() {
+  np=$1
+  name=mpi-np$np
+  echo "== $name"
+  root=; [ "$(id -u)" = 0 ] && root=--allow-run-as-root
+  rm -f "$log/$name".*.out
+  timeout 300 mpirun --oversubscribe $root -np "$np" sh -c \
+    'exec "$0" "$1" -o TAP spec/dist_spec.lua > "$2.$OMPI_COMM_WORLD_RANK.out" 2>&1' \
+    "$BIN" "$BUSTED" "$log/$name" > "$log/$name.mpirun" 2>&1
+  status=$?
+  ok=$(cat "$log/$name".*.out 2>/dev/null | grep -c '^ok ')
+  nok=$(cat "$log/$name".*.out 2>/dev/null | grep -c '^not ok ')
+  cat "$log/$name".*.out 2>/dev/null | grep -A12 '^not ok ' | head -150
+  if [ "$status" -ne 0 ] && [ "$nok" -eq 0 ] || [ "$ok" -eq 0 ]; then
+    echo "$name: mpirun exited with status $status:"; tail -20 "$log/$name.mpirun"
+    nok=$((nok + 1))
+  fi
+  echo "$name: $ok passed, $nok failed"
+  passed=$((passed + ok)); failed=$((failed + nok))
+}
+if [ -z "$GPULUA_ASAN" ] && [ "$SPECS" = spec ] && command -v mpirun > /dev/null 2>&1; then
+  run_mpi 2
+  run_mpi 3
+fi
+
 if [ -z "$GPULUA_ASAN" ] && [ -z "$GPULUA_ONLY_BIN" ]; then
   # the stock interpreter loads gpu.so from the repository root
   LUA_CPATH="./?.so;${LUA_CPATH:-;;}" GPULUA_HOST=lua5.4 run_busted lua5.4 "$LUA" "$BUSTED" "$@"

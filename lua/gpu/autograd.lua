@@ -224,6 +224,8 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
           if accumulate then
             g = fit_to(g, x)
             node.grad = node.grad and node.grad + g or (create and g or g:copy())
+            local post = node.post_hooks
+            if post then for _, h in ipairs(post) do h(x) end end
           end
         else
           if node.freed then
@@ -280,7 +282,20 @@ function M.backward(root, grad, opts)
     raise("backward: the array does not require grad (call requires_grad() on an input first)")
   end
   local g = root_grad("backward", root, grad)
-  run({ root }, { g }, o.retain_graph or o.create_graph, o.create_graph or false, true, nil)
+  local ok, err = pcall(run, { root }, { g }, o.retain_graph or o.create_graph, o.create_graph or false, true, nil)
+  local queued = M._queued
+  M._queued = nil
+  if not ok then error(err, 0) end
+  if queued then for _, fn in ipairs(queued) do fn() end end
+end
+
+-- queue_callback(fn): fn() runs once when the backward in progress has filled every .grad
+-- (torch's engine callback; DistributedDataParallel waits for its all-reduces there).
+function M.queue_callback(fn)
+  if type(fn) ~= "function" then argerror("autograd.queue_callback", 1, "a function expected, got %s", type(fn)) end
+  M._queued = M._queued or {}
+  local q = M._queued
+  q[#q + 1] = fn
 end
 
 local GRAD = options.declare("autograd.grad", {
@@ -325,6 +340,24 @@ function M.grad(outputs, inputs, opts)
   end
   if is_array(inputs) then return res[1] end
   return res
+end
+
+-- register_post_accumulate_grad_hook(x, fn) -> handle: fn(x) runs when a leaf's .grad has
+-- been accumulated by backward (torch's Tensor.register_post_accumulate_grad_hook).
+function M.register_post_accumulate_grad_hook(x, fn)
+  if type(fn) ~= "function" then
+    argerror("register_post_accumulate_grad_hook", 1, "a function expected, got %s", type(fn))
+  end
+  local node = node_of(x)
+  if node == nil or not node.leaf then
+    raise("register_post_accumulate_grad_hook: the array is not a leaf that requires grad")
+  end
+  node.post_hooks = node.post_hooks or {}
+  local hooks = node.post_hooks
+  hooks[#hooks + 1] = fn
+  return { remove = function()
+    for i, h in ipairs(hooks) do if h == fn then table.remove(hooks, i) return end end
+  end }
 end
 
 -- x:register_hook(fn) -> handle: fn(grad) runs when x's gradient is computed and may

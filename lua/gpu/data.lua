@@ -36,12 +36,19 @@ local function check_data(fname, x, y, bs, bs_argn)
   end
 end
 
--- The batches of one epoch over checked arguments and options o.
+-- The batches of one epoch over checked arguments and options o (o.sampler: a
+-- DistributedSampler whose indices of this epoch are the samples, in its order).
 local function epoch(x, y, bs, o)
   local n = x.shape[1]
   -- the shuffle's indices live where x does (take needs them there), a copy where y does
-  local order = o.shuffle and (o.generator and o.generator:permutation(n, { device = x.device })
-    or gpu.random.permutation(n, { device = x.device })) or nil
+  local order
+  if o.sampler then
+    order = o.sampler:indices():to(x.device)
+    n = order.size
+  else
+    order = o.shuffle and (o.generator and o.generator:permutation(n, { device = x.device })
+      or gpu.random.permutation(n, { device = x.device })) or nil
+  end
   local order_y = order and y ~= nil and y.device ~= x.device and order:to(y.device) or order
   local last = o.drop_last and n - n % bs or n
   local device = o.device == "cuda" and "cuda:0" or o.device
@@ -93,7 +100,9 @@ local LOADER = options.declare("data.DataLoader", {
   generator = { type = "any", what = "a gpu.random.Generator", check = function(v)
     return type(v) == "userdata" or type(v) == "table", "must be a gpu.random.Generator"
   end },
-  sampler = { unsupported = "use shuffle" },
+  sampler = { unsupported = "use shuffle, or distributed = true" },
+  distributed = { type = "boolean", default = false },
+  seed = { type = "integer", default = 0 },
 }, { example = "gpu.data.DataLoader(gpu.ones(4, 2), nil, %s)" })
 
 -- Lua's generic for calls its iterator with two arguments (the state and the control
@@ -117,7 +126,7 @@ DataLoader.__call = function(self, ...)
   return xb, yb
 end
 DataLoader.__len = function(self)
-  local n = self.dataset and #self.dataset or self.x.shape[1]
+  local n = self.dataset and #self.dataset or self.sampler and #self.sampler or self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
 end
 options.guard_methods(DataLoader, "DataLoader", "loader", is_loader)
@@ -135,6 +144,7 @@ function data.DataLoader(x, y, opts)
     if y ~= nil and opts ~= nil then argerror("data.DataLoader", 3, "DataLoader(dataset [, opts]) takes two arguments") end
     local o = LOADER:check(y, 2)
     local n = dataset.length("data.DataLoader", 1, x)
+    if o.distributed then argerror("data.DataLoader", 2, "distributed = true takes arrays x, y (not a dataset) for now") end
     options.value(o.batch_size, { type = "integer", min = 1 }, "data.DataLoader", 2, "batch_size")
     return setmetatable({ dataset = x, n = n, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
                           device = o.device, collate_fn = o.collate_fn, generator = o.generator,
@@ -147,9 +157,88 @@ function data.DataLoader(x, y, opts)
   local o = LOADER:check(opts, 3)
   if o.collate_fn ~= nil then argerror("data.DataLoader", 3, "collate_fn needs a dataset (x, y batches are slices)") end
   check_data("data.DataLoader", x, y, o.batch_size, 3)
+  -- distributed: this rank's share of the samples (a DistributedSampler; the loader's
+  -- shuffle, seed and drop_last are the sampler's)
+  local sampler = o.distributed and data.DistributedSampler(x.shape[1],
+    { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or nil
   return setmetatable({ x = x, y = y, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
-                        device = o.device, generator = o.generator, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
+                        device = o.device, generator = o.generator, sampler = sampler,
+                        _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
 end
+
+-- set_epoch(e): the distributed sampler's epoch (a new shuffle, the same on every rank)
+function DataLoader:set_epoch(e)
+  if self.sampler then self.sampler:set_epoch(e) end
+  return self
+end
+
+-- ---- DistributedSampler ----------------------------------------------------------------------
+
+-- DistributedSampler(n [, {shuffle = true, seed = 0, drop_last = false, num_replicas =, rank =}]):
+-- torch.utils.data.DistributedSampler over n samples: every rank takes every world_size-th
+-- index of one order (a permutation of 1..n seeded by seed + epoch, the same on every rank,
+-- or 1..n), so the ranks' shares are disjoint. Without drop_last the order is padded with
+-- its first indices to a multiple of the world's size (some samples are seen twice); with
+-- it the tail is dropped. num_replicas and rank (1-based) default to gpu.distributed's.
+local Sampler = {}
+Sampler.__index = Sampler
+Sampler.__name = "DistributedSampler"
+local function is_sampler(v) return getmetatable(v) == Sampler end
+data.is_sampler = is_sampler
+
+local SAMPLER = options.declare("data.DistributedSampler", {
+  shuffle = { type = "boolean", default = true },
+  seed = { type = "integer", default = 0 },
+  drop_last = { type = "boolean", default = false },
+  num_replicas = { type = "integer", min = 1 },
+  rank = { type = "integer", min = 1 },
+}, { example = "gpu.data.DistributedSampler(4, %s)" })
+
+function data.DistributedSampler(n, opts)
+  options.value(n, { type = "integer", min = 0 }, "data.DistributedSampler", 1, "n")
+  local o = SAMPLER:check(opts, 2)
+  local dist = gpu.distributed
+  local W = o.num_replicas or (dist.is_initialized() and dist.world_size() or 1)
+  local r = o.rank or (dist.is_initialized() and dist.rank() or 1)
+  if r > W then argerror("data.DistributedSampler", 2, "rank %d out of range 1..%d", r, W) end
+  local per = o.drop_last and n // W or (n + W - 1) // W
+  return setmetatable({ n = n, shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last, num_replicas = W,
+                        rank = r, num_samples = per, epoch = 0 }, Sampler)
+end
+
+Sampler.__len = function(self) return self.num_samples end
+
+function Sampler:set_epoch(e)
+  options.value(e, { type = "integer" }, "DistributedSampler:set_epoch", 1, "epoch")
+  self.epoch = e
+  return self
+end
+
+-- indices(): this rank's samples of the current epoch, 1-based (int64, cpu)
+function Sampler:indices()
+  local n, W, per = self.n, self.num_replicas, self.num_samples
+  local total = per * W
+  if per == 0 then return gpu.zeros(0, { dtype = "int64", device = "cpu" }) end
+  local order = self.shuffle and gpu.random.Generator(self.seed + self.epoch):permutation(n, { device = "cpu" })
+    or gpu.arange(1, n + 1, { dtype = "int64", device = "cpu" })
+  if total > n then       -- pad with the first indices, as often as needed
+    local reps = (total + n - 1) // n
+    order = order:tile(reps)[{ { 1, total } }]
+  elseif total < n then
+    order = order[{ { 1, total } }]
+  end
+  return order[{ { self.rank, total, W } }]:copy()
+end
+
+-- iter(): the indices as Lua integers
+function Sampler:iter()
+  local idx, i = self:indices(), 0
+  return function()
+    i = i + 1
+    if i <= idx.size then return idx[i] end
+  end
+end
+options.guard_methods(Sampler, "DistributedSampler", "sampler", is_sampler)
 
 -- iter(): an iterator of one epoch (reshuffled when shuffle is set)
 function DataLoader:iter()

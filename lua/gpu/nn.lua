@@ -20,6 +20,7 @@
 --   metrics.lua      compile's Keras metrics (mae, mse, binary/categorical/top-k accuracies)
 --   callbacks.lua    fit's callbacks (EarlyStopping, ModelCheckpoint, ...)
 --   saving.lua       model:save / nn.load_model (architecture, weights, optimizer in one file)
+--   ddp.lua          DistributedDataParallel (over gpu.distributed)
 
 local nn = {}
 
@@ -43,6 +44,7 @@ export(require "gpu.nn.module", { "Module", "class", "Sequential" })
 export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
+export((require "gpu.nn.ddp"))
 nn.init = require "gpu.nn.initializers"
 nn.utils = require "gpu.nn.utils"
 nn.metrics = require "gpu.nn.metrics"

@@ -404,7 +404,29 @@ typedef struct gl_backend {
   gl_status (*jit_run)(const gl_jit_launch *l);
   /* (optional) compiles (or finds compiled) and launches CUDA source on dev's stream. */
   gl_status (*raw_launch)(gl_device dev, gl_raw_launch *l);
+  /* (optional) collectives between processes on this device's memory (NCCL on cuda), see
+  ** gl_collectives; NULL on the cpu, whose arrays src/dist hands to MPI. */
+  const struct gl_collectives *collectives;
 } gl_backend;
+
+/* Collectives on device memory between the processes of a job (src/dist's NCCL engine).
+** The library is opened at 'load' (never before gpu.distributed.init); the unique id made
+** by rank 0 reaches the others through MPI (src/dist); every operation is queued on the
+** device's stream, so the ops after it see its result without a wait. op: 0 sum, 1 prod,
+** 2 max, 3 min, 4 mean (float dtypes). Ranks are 0-based. */
+typedef struct gl_collectives {
+  size_t id_bytes;                                       /* bytes of a unique id */
+  gl_status (*load)(void);
+  gl_status (*unique_id)(void *id);
+  gl_status (*init)(gl_device dev, const void *id, int nranks, int rank);
+  gl_status (*all_reduce)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op);
+  gl_status (*broadcast)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root);
+  gl_status (*all_gather)(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt);
+  gl_status (*reduce_scatter)(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op);
+  gl_status (*send)(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer);
+  gl_status (*recv)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer);
+  void (*finalize)(bool abort);
+} gl_collectives;
 
 extern const gl_backend gl_cpu_backend;
 #ifdef GL_WITH_CUDA

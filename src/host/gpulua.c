@@ -179,6 +179,8 @@ static void print_help (void) {
     "  GPULUA_PLAIN          set: fit's progress is plain lines\n"
     "  GPULUA_GNUPLOT        the gnuplot program of gpu.plot (default: gnuplot)\n"
     "  GPULUA_SIXEL=1        gpu.plot draws sixel graphics on the terminal\n"
+    "  GPULUA_DIST_TIMEOUT   seconds a gpu.distributed collective may wait (1800)\n"
+    "  GPULUA_DIST_DEBUG=1   check that all processes call the same collective\n"
     "  FASHION_MNIST         folder of the Fashion-MNIST files (gpu.data)\n"
     "Documentation: ");
   if (docs == NULL)
@@ -202,6 +204,9 @@ static int report (lua_State *L, int status) {
   if (status != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
     l_message(progname, msg ? msg : "(error object is not a string)");
+    /* a script's error (not the REPL's): under gpu.distributed the other ranks are told
+    ** and the job ends (MPI_Abort); nothing happens when no job of several ranks runs */
+    if (progname) gpulua_dist_fail(msg ? msg : "(error object is not a string)");
     lua_pop(L, 1);
   }
   return status;

@@ -161,6 +161,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_nvtx(L, module, methods);
   gl_open_routines(L, module, methods);
   gl_open_kernel(L, module);
+  gl_open_dist(L, module);
 
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");

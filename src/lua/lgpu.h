@@ -219,6 +219,9 @@ void gl_open_data(lua_State *L, int module, int methods);
 /* gpu.range(name, fn, ...): an NVTX range around fn; lnvtx.c. */
 void gl_open_nvtx(lua_State *L, int module, int methods);
 
+/* gpu.distributed: collectives between processes (MPI at init); ldist.c. */
+void gl_open_dist(lua_State *L, int module);
+
 /* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
 void gl_open_fused(lua_State *L, int module, int methods);
 /* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */

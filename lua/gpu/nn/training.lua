@@ -166,17 +166,54 @@ local function add_counts(k, counts, pred, yb)
   for _, m in ipairs(k.metrics) do counts[m.name] = counts[m.name] + m.fn(pred, yb) end
 end
 
+-- ---- distributed (fit/evaluate/predict with distributed = true) ------------------------------
+
+local function dist()
+  local d = gpu.distributed
+  if not d.is_initialized() then d.init() end
+  return d
+end
+
+-- This rank's contiguous share of n samples: rows a..b (b < a: none), exactly n in all.
+local function share(n)
+  local d = dist()
+  local W, r = d.world_size(), d.rank()
+  return (r - 1) * n // W + 1, r * n // W
+end
+
+-- Sums of Lua numbers over the ranks (float64, one all-reduce).
+local function sum_over_ranks(values)
+  local t = gpu.array(values, { dtype = "float64", device = "cpu" })
+  dist().all_reduce(t)
+  return t:totable()
+end
+
 -- One pass over (x, y) without updates or tape: {loss =, <metric> = ...} as Lua numbers.
-local function run_eval(self, k, x, y, bs)
+-- distributed: each rank passes over its share and the sums are added over the ranks.
+local function run_eval(self, k, x, y, bs, distributed)
   local loss_sum, counts = 0, new_counts(k)
-  autograd.no_grad(function()
-    for xb, yb in data.batches(x, y, bs, { device = model_device(self) }) do
-      local pred = self(xb)
-      loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
-      add_counts(k, counts, pred, yb)
-    end
-  end)
   local n = x.shape[1]
+  local xs, ys = x, y
+  if distributed then
+    local a, b = share(n)
+    xs, ys = b >= a and x[{ { a, b } }] or nil, b >= a and y[{ { a, b } }] or nil
+  end
+  if xs then
+    autograd.no_grad(function()
+      for xb, yb in data.batches(xs, ys, bs, { device = model_device(self) }) do
+        local pred = self(xb)
+        loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
+        add_counts(k, counts, pred, yb)
+      end
+    end)
+  end
+  if distributed then
+    local v = { loss_sum }
+    for i, m in ipairs(k.metrics) do v[i + 1] = count_value(counts[m.name]) end
+    v = sum_over_ranks(v)
+    loss_sum = v[1]
+    for i, m in ipairs(k.metrics) do counts[m.name] = v[i + 1] end
+  end
   local out = { loss = loss_sum / n }
   for _, m in ipairs(k.metrics) do out[m.name] = count_value(counts[m.name]) / n end
   return out
@@ -305,6 +342,7 @@ local FIT = options.declare("Module:fit", {
   precision = { type = "string|boolean" },
   grad_scaler = { type = "table", check = function(v) return optim.is_grad_scaler(v), "must be a GradScaler" end },
   callbacks = { type = "table", what = "a list of callbacks" },
+  distributed = { type = "boolean", default = false },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
      "m:fit(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
@@ -333,6 +371,25 @@ local function fit_plan(self, x, y, o)
   end
   run.n = run.x.shape[1]
   run.steps = (run.n + run.bs - 1) // run.bs
+  if o.distributed then
+    -- DistributedDataParallel around the model (made once: its hooks stay on the parameters),
+    -- each rank on its DistributedSampler share, only rank 1 printing
+    local d = dist()
+    local ddp = rawget(self, "_ddp")
+    if ddp == nil then
+      -- layers that make their parameters at the first call (Dense without input_shape) are
+      -- built first, on one sample, so that the wrapper sees and broadcasts every parameter
+      in_eval(self, function() autograd.no_grad(function() self(run.x[{ { 1, 1 } }]:to(model_device(self) or run.x.device)) end) end)
+      ddp = require("gpu.nn.ddp").DistributedDataParallel(self)
+      rawset(self, "_ddp", ddp)
+    else
+      gpu.no_grad(function() for _, p in ipairs(self:parameters()) do d.broadcast(p, 1) end end)
+    end
+    run.net = ddp
+    run.sampler = data.DistributedSampler(run.n, { shuffle = run.shuffle })
+    run.steps = (#run.sampler + run.bs - 1) // run.bs
+    if d.rank() ~= 1 then run.verbose = 0 end
+  end
   -- the bar's width when fit draws one (verbose = 1 on a terminal, or progress = "bar")
   if run.verbose == 1 and o.progress ~= "plain" then
     run.width = o.progress == "bar" and (P.terminal_width() or P.width()) or P.terminal_width()
@@ -360,13 +417,14 @@ end
 -- One optimisation step on (xb, yb): the predictions and the loss as a Lua number.
 local function train_step(self, k, run, xb, yb, step, epoch)
   local pred, loss
+  local net = run.net or self
   if run.amp_dtype then
     pred, loss = require("gpu.amp").autocast(run.amp_dtype, function()
-      local p = self(xb)
+      local p = net(xb)
       return p, k.loss(p, yb)
     end)
   else
-    pred = self(xb)
+    pred = net(xb)
     loss = k.loss(pred, yb)
   end
   if not options.is_array(loss) then raise("Module:fit: the loss function returned %s, not an array", type_name(loss)) end
@@ -396,7 +454,13 @@ local function train_epoch(self, k, run, epoch)
   local seen, loss_sum, loss_n, step, counts = 0, 0, 0, 0, new_counts(k)
   local draw = run.width ~= nil
   if draw then io.write(P.header(epoch, run.epochs) .. "\n") end
-  for xb, yb in data.batches(run.x, run.y, run.bs, { shuffle = run.shuffle, device = model_device(self) }) do
+  local x, y, shuffle = run.x, run.y, run.shuffle
+  if run.sampler then          -- this rank's share of the epoch, in the sampler's order
+    run.sampler:set_epoch(epoch)
+    local idx = run.sampler:indices()
+    x, y, shuffle = x:take(idx:to(x.device), 1), y:take(idx:to(y.device), 1), false
+  end
+  for xb, yb in data.batches(x, y, run.bs, { shuffle = shuffle, device = model_device(self) }) do
     step = step + 1
     if cbs.batch_begin then cbs:call("on_train_batch_begin", step, {}) end
     local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
@@ -420,6 +484,14 @@ local function train_epoch(self, k, run, epoch)
       io.stdout:flush()
     end
   end
+  if run.sampler then          -- the epoch's loss and metrics over every rank's samples
+    local v = { loss_sum, loss_n }
+    for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
+    v = sum_over_ranks(v)
+    loss_sum, loss_n = v[1], v[2]
+    for i, m in ipairs(k.metrics) do counts[m.name] = v[i + 2] end
+    seen = loss_n
+  end
   return loss_sum / math.max(loss_n, 1), counts, gpu.clock() - t0, seen
 end
 
@@ -430,7 +502,7 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
   history.loss[epoch] = loss
   for i, m in ipairs(k.metrics) do history[m.name][epoch] = vals[i + 1][2] end
   if run.xv then
-    local r = in_eval(self, function() return run_eval(self, k, run.xv, run.yv, math.max(run.bs, 256)) end)
+    local r = in_eval(self, function() return run_eval(self, k, run.xv, run.yv, math.max(run.bs, 256), run.sampler ~= nil) end)
     history.val_loss[epoch] = r.loss
     vals[#vals + 1] = { "val_loss", r.loss }
     for _, m in ipairs(k.metrics) do
@@ -453,7 +525,11 @@ end
 -- validation_data = {xv, yv}, verbose = 1, progress = "bar"|"plain",
 -- (verbose: 0 silent, 1 a bar on a terminal and epoch lines elsewhere, 2 epoch lines;
 -- progress = "bar" draws the bar off a terminal too, "plain" never)
--- precision = "float32"|"bf16"|"fp16", grad_scaler =}]) -> history
+-- precision = "float32"|"bf16"|"fp16", grad_scaler =, distributed = false}]) -> history
+-- distributed = true: data-parallel over gpu.distributed's ranks (initialized if needed):
+-- the model in a DistributedDataParallel (rank 1's weights to all, gradients averaged),
+-- each rank on its DistributedSampler share, loss, metrics and validation summed over the
+-- ranks, only rank 1 printing.
 -- precision = "bf16"/"fp16" trains under gpu.autocast (float32 master weights); fp16 adds
 -- a GradScaler (self.grad_scaler, or opts.grad_scaler) whose skipped steps (inf/NaN
 -- gradients) are reported per epoch in history.skipped and in the progress line.
@@ -493,6 +569,7 @@ end
 
 local EVALUATE = options.declare("Module:evaluate", {
   batch_size = { type = "integer", min = 1, default = 256 },
+  distributed = { type = "boolean", default = false },
   verbose = { type = "integer|boolean", default = false, what = "0, 1, 2 or a boolean",
               check = function(v) return v == true or v == false or v == 0 or v == 1 or v == 2 end },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
@@ -503,8 +580,8 @@ function Module:evaluate(x, y, opts)
   local k = compiled(self, "Module:evaluate")
   check_xy("Module:evaluate", x, y)
   local o = EVALUATE:check(opts, 3)
-  local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size) end)
-  if o.verbose == true or (o.verbose ~= false and o.verbose > 0) then
+  local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size, o.distributed) end)
+  if (o.verbose == true or (o.verbose ~= false and o.verbose > 0)) and not (o.distributed and dist().rank() ~= 1) then
     local parts = { ("loss: %.4f"):format(r.loss) }
     for _, m in ipairs(k.metrics) do parts[#parts + 1] = ("%s: %.4f"):format(m.name, r[m.name]) end
     print(table.concat(parts, " - "))
@@ -514,21 +591,45 @@ end
 
 local PREDICT = options.declare("Module:predict", {
   batch_size = { type = "integer", min = 1, default = 256 },
+  distributed = { type = "boolean", default = false },
 }, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
 
--- predict(x [, {batch_size = 256}]) -> the outputs, one array
-function Module:predict(x, opts)
-  check_xy("Module:predict", x, nil, true)
-  local o = PREDICT:check(opts, 2)
+-- The outputs of x (one array), in batches.
+local function predict_rows(self, x, bs)
   local parts = in_eval(self, function()
     local out = {}
     autograd.no_grad(function()
-      for xb in data.batches(x, nil, o.batch_size, { device = model_device(self) }) do out[#out + 1] = self(xb) end
+      for xb in data.batches(x, nil, bs, { device = model_device(self) }) do out[#out + 1] = self(xb) end
     end)
     return out
   end)
   if #parts == 1 then return parts[1] end
   return gpu.concat(parts, 1)
+end
+
+-- predict(x [, {batch_size = 256, distributed = false}]) -> the outputs, one array
+-- distributed: each rank predicts its share, and every rank gets all the rows (all_gather).
+function Module:predict(x, opts)
+  check_xy("Module:predict", x, nil, true)
+  local o = PREDICT:check(opts, 2)
+  if not o.distributed then return predict_rows(self, x, o.batch_size) end
+  local d = dist()
+  local n, W = x.shape[1], d.world_size()
+  local a, b = share(n)
+  local most = (n + W - 1) // W                 -- the largest share: every part padded to it
+  local mine = predict_rows(self, x[{ { math.min(a, n), math.max(b, math.min(a, n)) } }], o.batch_size)
+  if b < a then mine = mine[{ { 1, 0 } }] end    -- no rows of its own: only the shape
+  local shape = mine.shape
+  shape[1] = most
+  local padded = gpu.zeros(shape, { dtype = mine.dtype, device = mine.device })
+  if mine.shape[1] > 0 then padded[{ { 1, mine.shape[1] } }] = mine end
+  local all = d.all_gather(padded)
+  local parts = {}
+  for r = 1, W do
+    local ra, rb = (r - 1) * n // W + 1, r * n // W
+    if rb >= ra then parts[#parts + 1] = all[r][{ { 1, rb - ra + 1 } }] end
+  end
+  return #parts == 1 and parts[1]:copy() or gpu.concat(parts, 1)
 end
 
 -- progress: the line formatting, for the specs (and progress.terminal_width to replace)

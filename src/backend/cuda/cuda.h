@@ -150,4 +150,7 @@ void gl_cuda_dnn_release(int index);
 void gl_cuda_dnn_precision(bool tf32);
 #endif
 
+/* cuda_nccl.c: gpu.distributed's collectives on device memory (NCCL, dlopen at load) */
+extern const gl_collectives gl_cuda_nccl;
+
 #endif

@@ -372,6 +372,7 @@ const gl_backend gl_cuda_backend = {
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,
+  .collectives = &gl_cuda_nccl,
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
 #endif

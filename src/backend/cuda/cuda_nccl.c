@@ -1,0 +1,178 @@
+/*
+** cuda_nccl.c — gpu.distributed's collectives on cuda arrays: NCCL (libnccl.so.2 of the
+** CUDA toolkit), opened with dlopen when gpu.distributed.init asks for it, never before.
+** One communicator per process, on the device the job gave this rank; every operation is
+** queued on that device's stream (the stream of every op of gpulua), so the ops queued
+** after it see its result in order, without a host wait. src/dist makes rank 0's unique id
+** reach the others over MPI and chooses this engine for cuda arrays.
+**
+** NEVER RUN: written and compiled on machines without a GPU (see doc/STATUS-dist.md).
+*/
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <nccl.h>
+#include "cuda.h"
+
+static struct {
+  void *lib;
+  __typeof__(ncclGetUniqueId) *get_unique_id;
+  __typeof__(ncclCommInitRank) *comm_init_rank;
+  __typeof__(ncclCommDestroy) *comm_destroy;
+  __typeof__(ncclCommAbort) *comm_abort;
+  __typeof__(ncclGetErrorString) *error_string;
+  __typeof__(ncclAllReduce) *all_reduce;
+  __typeof__(ncclBroadcast) *broadcast;
+  __typeof__(ncclAllGather) *all_gather;
+  __typeof__(ncclReduceScatter) *reduce_scatter;
+  __typeof__(ncclSend) *send;
+  __typeof__(ncclRecv) *recv;
+  ncclComm_t comm;
+  gl_device dev;
+} N;
+
+static gl_status nccl_check(ncclResult_t r, const char *what) {
+  if (r == ncclSuccess) return GL_OK;
+  return gl_fail(GL_EDEVICE, "%s failed: %s", what, N.error_string ? N.error_string(r) : "NCCL error");
+}
+
+static gl_status nccl_load(void) {
+  if (N.lib) return GL_OK;
+  void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
+    const char *e = dlerror();
+    return gl_fail(GL_ENOTSUP, "cannot load NCCL (libnccl.so.2): %s", e ? e : "not found");
+  }
+  bool ok = true;
+  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
+#define GL_SYM(field, name)                                                                \
+  do {                                                                                     \
+    void *p_ = dlsym(h, name);                                                             \
+    memcpy(&N.field, &p_, sizeof p_);                                                      \
+    ok = ok && p_ != NULL;                                                                 \
+  } while (0)
+  GL_SYM(get_unique_id, "ncclGetUniqueId");
+  GL_SYM(comm_init_rank, "ncclCommInitRank");
+  GL_SYM(comm_destroy, "ncclCommDestroy");
+  GL_SYM(comm_abort, "ncclCommAbort");
+  GL_SYM(error_string, "ncclGetErrorString");
+  GL_SYM(all_reduce, "ncclAllReduce");
+  GL_SYM(broadcast, "ncclBroadcast");
+  GL_SYM(all_gather, "ncclAllGather");
+  GL_SYM(reduce_scatter, "ncclReduceScatter");
+  GL_SYM(send, "ncclSend");
+  GL_SYM(recv, "ncclRecv");
+#undef GL_SYM
+  if (!ok) {
+    dlclose(h);
+    return gl_fail(GL_ENOTSUP, "libnccl.so.2 lacks a function gpulua needs (NCCL >= 2.7 required)");
+  }
+  N.lib = h;
+  return GL_OK;
+}
+
+static gl_status nccl_unique_id(void *id) {
+  GL_TRY(nccl_load());
+  ncclUniqueId u;
+  GL_TRY(nccl_check(N.get_unique_id(&u), "ncclGetUniqueId"));
+  memcpy(id, &u, sizeof u);
+  return GL_OK;
+}
+
+static gl_status nccl_init(gl_device dev, const void *id, int nranks, int rank) {
+  GL_TRY(nccl_load());
+  if (N.comm) return GL_OK;
+  GL_TRY(gl_cuda_enter(dev, NULL));
+  ncclUniqueId u;
+  memcpy(&u, id, sizeof u);
+  GL_TRY(nccl_check(N.comm_init_rank(&N.comm, nranks, u, rank), "ncclCommInitRank"));
+  N.dev = dev;
+  return GL_OK;
+}
+
+/* The stream of dev, which must be the communicator's device. */
+static gl_status stream_of(gl_device dev, cudaStream_t *s) {
+  if (!N.comm) return gl_fail(GL_EINVAL, "NCCL is not initialized");
+  if (dev.index != N.dev.index) {
+    char a[16], b[16];
+    return gl_fail(GL_EINVAL, "the array is on %s but this rank's NCCL communicator on %s (one device per rank)",
+                   gl_device_name(dev, a), gl_device_name(N.dev, b));
+  }
+  return gl_cuda_enter(dev, s);
+}
+
+static ncclDataType_t nccl_type(gl_dtype dt) {
+  switch (dt) {
+  case GL_BOOL: case GL_UINT8: return ncclUint8;
+  case GL_INT32: return ncclInt32;
+  case GL_INT64: return ncclInt64;
+  case GL_FLOAT16: return ncclFloat16;
+  case GL_BFLOAT16: return ncclBfloat16;
+  case GL_FLOAT32: return ncclFloat32;
+  default: return ncclFloat64;
+  }
+}
+
+/* bool reduces as or (sum, max) and and (prod, min), on its 0/1 bytes */
+static ncclRedOp_t nccl_op(gl_dtype dt, int op) {
+  if (dt == GL_BOOL) return (op == 0 || op == 2) ? ncclMax : ncclMin;
+  static const ncclRedOp_t ops[] = { ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg };
+  return ops[op];
+}
+
+static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  return nccl_check(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s), "ncclAllReduce");
+}
+
+static gl_status nccl_broadcast(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  return nccl_check(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), "ncclBroadcast");
+}
+
+static gl_status nccl_all_gather(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  return nccl_check(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), "ncclAllGather");
+}
+
+static gl_status nccl_reduce_scatter(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  return nccl_check(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
+                    "ncclReduceScatter");
+}
+
+static gl_status nccl_send(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  return nccl_check(N.send(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclSend");
+}
+
+static gl_status nccl_recv(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  return nccl_check(N.recv(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclRecv");
+}
+
+static void nccl_finalize(bool abort) {
+  if (!N.comm) return;
+  if (abort) N.comm_abort(N.comm); else N.comm_destroy(N.comm);
+  N.comm = NULL;
+}
+
+const gl_collectives gl_cuda_nccl = {
+  .id_bytes = sizeof(ncclUniqueId),
+  .load = nccl_load,
+  .unique_id = nccl_unique_id,
+  .init = nccl_init,
+  .all_reduce = nccl_all_reduce,
+  .broadcast = nccl_broadcast,
+  .all_gather = nccl_all_gather,
+  .reduce_scatter = nccl_reduce_scatter,
+  .send = nccl_send,
+  .recv = nccl_recv,
+  .finalize = nccl_finalize,
+};

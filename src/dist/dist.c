@@ -1,0 +1,523 @@
+/*
+** dist.c — the engines behind gpu.distributed: a world of one (no launcher) and Open MPI.
+**
+** Open MPI is opened with dlopen at gl_dist_init only, so gpulua starts and runs without
+** it. Its handles are not integers but the addresses of global objects (MPI_COMM_WORLD is
+** &ompi_mpi_comm_world, MPI_FLOAT &ompi_mpi_float, MPI_SUM &ompi_mpi_op_sum ...): they are
+** resolved here with dlsym, so this file depends on Open MPI's ABI (libmpi.so.40, Open MPI
+** 3.x to 5.x). MPICH and its derivatives use integer handles and another soname; they are
+** refused with a message that says so. The library is opened RTLD_GLOBAL: Open MPI's own
+** plugins (mca_*.so) resolve their symbols against it.
+*/
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "dist.h"
+#include "../../kernels/half.h"
+
+/* ---- Open MPI's C ABI, as much as we call ------------------------------------------------ */
+
+typedef void *mpi_h;   /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Info, MPI_Errhandler */
+/* struct ompi_status_public_t: four ints and a size_t; padded in case a later one grows */
+typedef struct mpi_status { int source, tag, error, cancelled; size_t ucount; char spare[32]; } mpi_status;
+typedef void mpi_user_fn(void *in, void *inout, int *len, mpi_h *dt);
+#define MPI_IN_PLACE_ ((void *)1)
+#define MPI_ANY_SOURCE_ (-1)
+#define MPI_THREAD_FUNNELED_ 1
+#define MPI_COMM_TYPE_SHARED_ 0
+#define TAG_FAIL 7001
+
+static struct {
+  void *lib;
+  int (*Init_thread)(int *, char ***, int, int *);
+  int (*Initialized)(int *);
+  int (*Finalized)(int *);
+  int (*Finalize)(void);
+  int (*Abort)(mpi_h, int);
+  int (*Comm_rank)(mpi_h, int *);
+  int (*Comm_size)(mpi_h, int *);
+  int (*Comm_dup)(mpi_h, mpi_h *);
+  int (*Comm_split_type)(mpi_h, int, int, mpi_h, mpi_h *);
+  int (*Comm_free)(mpi_h *);
+  int (*Comm_set_errhandler)(mpi_h, mpi_h);
+  int (*Iallreduce)(const void *, void *, int, mpi_h, mpi_h, mpi_h, mpi_h *);
+  int (*Ibcast)(void *, int, mpi_h, int, mpi_h, mpi_h *);
+  int (*Iallgather)(const void *, int, mpi_h, void *, int, mpi_h, mpi_h, mpi_h *);
+  int (*Ireduce_scatter_block)(const void *, void *, int, mpi_h, mpi_h, mpi_h, mpi_h *);
+  int (*Igather)(const void *, int, mpi_h, void *, int, mpi_h, int, mpi_h, mpi_h *);
+  int (*Iscatter)(const void *, int, mpi_h, void *, int, mpi_h, int, mpi_h, mpi_h *);
+  int (*Isend)(const void *, int, mpi_h, int, int, mpi_h, mpi_h *);
+  int (*Irecv)(void *, int, mpi_h, int, int, mpi_h, mpi_h *);
+  int (*Ibarrier)(mpi_h, mpi_h *);
+  int (*Test)(mpi_h *, int *, mpi_status *);
+  int (*Iprobe)(int, int, mpi_h, int *, mpi_status *);
+  int (*Recv)(void *, int, mpi_h, int, int, mpi_h, mpi_status *);
+  int (*Get_count)(const mpi_status *, mpi_h, int *);
+  int (*Op_create)(mpi_user_fn *, int, mpi_h *);
+  int (*Error_string)(int, char *, int *);
+  int (*Get_library_version)(char *, int *);
+  mpi_h world, info_null, errors_return, char_type;
+  mpi_h type[GL_NDTYPE];
+  mpi_h op[4];              /* sum prod max min */
+  mpi_h half_op[2][4];      /* float16, bfloat16: user ops computing in float */
+  mpi_h data, ctl, local;   /* duplicates of COMM_WORLD: user collectives, failure notes */
+} M;
+
+static struct {
+  bool initialized, finalized, failed_remotely, mpi, atexit_set;
+  double timeout;
+  gl_dist_info info;
+  char version[256];
+} S = { .timeout = 1800 };
+
+struct gl_dist_req { mpi_h r; bool local; };
+
+/* ---- float16 / bfloat16 reductions (MPI has no such types: uint16 with user ops) ------ */
+
+#define HALF_OP(name, to, from, EXPR)                                             \
+  static void name(void *in, void *inout, int *len, mpi_h *dt) {                  \
+    (void)dt;                                                                     \
+    const uint16_t *a = in; uint16_t *b = inout;                                  \
+    for (int i = 0; i < *len; i++) {                                              \
+      float x = to(a[i]), y = to(b[i]);                                           \
+      b[i] = from(EXPR);                                                          \
+    }                                                                             \
+  }
+HALF_OP(f16_sum, gl_f16_to_f32, gl_f32_to_f16, x + y)
+HALF_OP(f16_prod, gl_f16_to_f32, gl_f32_to_f16, x * y)
+HALF_OP(f16_max, gl_f16_to_f32, gl_f32_to_f16, (x > y || x != x) ? x : y)
+HALF_OP(f16_min, gl_f16_to_f32, gl_f32_to_f16, (x < y || x != x) ? x : y)
+HALF_OP(bf16_sum, gl_bf16_to_f32, gl_f32_to_bf16, x + y)
+HALF_OP(bf16_prod, gl_bf16_to_f32, gl_f32_to_bf16, x * y)
+HALF_OP(bf16_max, gl_bf16_to_f32, gl_f32_to_bf16, (x > y || x != x) ? x : y)
+HALF_OP(bf16_min, gl_bf16_to_f32, gl_f32_to_bf16, (x < y || x != x) ? x : y)
+static mpi_user_fn *const half_fns[2][4] = {
+  { f16_sum, f16_prod, f16_max, f16_min }, { bf16_sum, bf16_prod, bf16_max, bf16_min },
+};
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static const char *mpi_errstr(int rc) {
+  static char buf[256];
+  int n = 0;
+  if (!M.Error_string || M.Error_string(rc, buf, &n) != 0) snprintf(buf, sizeof buf, "MPI error %d", rc);
+  return buf;
+}
+
+static gl_status load_mpi(void) {
+  if (M.lib) return GL_OK;
+  void *lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib)
+    return gl_fail(GL_ENOTSUP, "started by a launcher but Open MPI's libmpi.so.40 cannot be opened (%s); "
+                   "install libopenmpi-dev (gpulua speaks Open MPI's ABI only: MPICH's integer handles are "
+                   "not supported)", dlerror());
+  if (!dlsym(lib, "ompi_mpi_comm_world")) {
+    dlclose(lib);
+    return gl_fail(GL_ENOTSUP, "libmpi.so.40 is not Open MPI (no ompi_mpi_comm_world); gpulua speaks "
+                   "Open MPI's ABI only");
+  }
+  bool ok = true;
+#define SYM(field, name) (*(void **)&M.field = dlsym(lib, name), ok = ok && M.field != NULL)
+  SYM(Init_thread, "MPI_Init_thread"); SYM(Initialized, "MPI_Initialized"); SYM(Finalized, "MPI_Finalized");
+  SYM(Finalize, "MPI_Finalize"); SYM(Abort, "MPI_Abort"); SYM(Comm_rank, "MPI_Comm_rank");
+  SYM(Comm_size, "MPI_Comm_size"); SYM(Comm_dup, "MPI_Comm_dup"); SYM(Comm_split_type, "MPI_Comm_split_type");
+  SYM(Comm_free, "MPI_Comm_free"); SYM(Comm_set_errhandler, "MPI_Comm_set_errhandler");
+  SYM(Iallreduce, "MPI_Iallreduce"); SYM(Ibcast, "MPI_Ibcast"); SYM(Iallgather, "MPI_Iallgather");
+  SYM(Ireduce_scatter_block, "MPI_Ireduce_scatter_block"); SYM(Igather, "MPI_Igather");
+  SYM(Iscatter, "MPI_Iscatter"); SYM(Isend, "MPI_Isend"); SYM(Irecv, "MPI_Irecv"); SYM(Ibarrier, "MPI_Ibarrier");
+  SYM(Test, "MPI_Test"); SYM(Iprobe, "MPI_Iprobe"); SYM(Recv, "MPI_Recv"); SYM(Get_count, "MPI_Get_count");
+  SYM(Op_create, "MPI_Op_create"); SYM(Error_string, "MPI_Error_string");
+  SYM(Get_library_version, "MPI_Get_library_version");
+#undef SYM
+#define OBJ(field, name) (M.field = dlsym(lib, name), ok = ok && M.field != NULL)
+  OBJ(world, "ompi_mpi_comm_world"); OBJ(info_null, "ompi_mpi_info_null");
+  OBJ(errors_return, "ompi_mpi_errors_return"); OBJ(char_type, "ompi_mpi_char");
+  OBJ(type[GL_BOOL], "ompi_mpi_uint8_t"); OBJ(type[GL_UINT8], "ompi_mpi_uint8_t");
+  OBJ(type[GL_INT32], "ompi_mpi_int32_t"); OBJ(type[GL_INT64], "ompi_mpi_int64_t");
+  OBJ(type[GL_FLOAT16], "ompi_mpi_uint16_t"); OBJ(type[GL_BFLOAT16], "ompi_mpi_uint16_t");
+  OBJ(type[GL_FLOAT32], "ompi_mpi_float"); OBJ(type[GL_FLOAT64], "ompi_mpi_double");
+  OBJ(op[GL_DIST_SUM], "ompi_mpi_op_sum"); OBJ(op[GL_DIST_PROD], "ompi_mpi_op_prod");
+  OBJ(op[GL_DIST_MAX], "ompi_mpi_op_max"); OBJ(op[GL_DIST_MIN], "ompi_mpi_op_min");
+#undef OBJ
+  if (!ok) {
+    dlclose(lib);
+    memset(&M, 0, sizeof M);
+    return gl_fail(GL_ENOTSUP, "libmpi.so.40 lacks an MPI-3 function or object gpulua needs (Open MPI >= 3 required)");
+  }
+  M.lib = lib;
+  return GL_OK;
+}
+
+/* At exit: MPI_Finalize if the script did not (torch.distributed's destroy_process_group
+** is optional too); never after another rank failed (finalize would wait for it). */
+static void dist_atexit(void) {
+  if (S.mpi && S.initialized && !S.finalized && !S.failed_remotely) {
+    int done = 0;
+    M.Finalized(&done);
+    if (!done) M.Finalize();
+  }
+}
+
+/* Was this process started by a launcher? Open MPI's mpirun, a PMIx or PMI server (srun,
+** hydra), or srun itself for more than one task. */
+static bool launched(void) {
+  const char *n = getenv("SLURM_NTASKS");
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") ||
+         (getenv("SLURM_PROCID") && n && atoi(n) > 1);
+}
+
+gl_status gl_dist_init(double timeout_s, gl_dist_info *out) {
+  if (timeout_s > 0) S.timeout = timeout_s;
+  if (S.finalized) return gl_fail(GL_EINVAL, "finalize was called: a process can initialize only once");
+  if (S.initialized) { *out = S.info; return GL_OK; }
+  gl_dist_info info = { 0, 1, 0, 1, "local", "" };
+  if (launched()) {
+    GL_TRY(load_mpi());
+    int already = 0, provided = 0, rc;
+    M.Initialized(&already);
+    if (!already && (rc = M.Init_thread(NULL, NULL, MPI_THREAD_FUNNELED_, &provided)) != 0)
+      return gl_fail(GL_EDEVICE, "MPI_Init_thread failed: %s", mpi_errstr(rc));
+    M.Comm_set_errhandler(M.world, M.errors_return);
+    if ((rc = M.Comm_dup(M.world, &M.data)) != 0 || (rc = M.Comm_dup(M.world, &M.ctl)) != 0 ||
+        (rc = M.Comm_split_type(M.world, MPI_COMM_TYPE_SHARED_, 0, M.info_null, &M.local)) != 0)
+      return gl_fail(GL_EDEVICE, "making the communicators failed: %s", mpi_errstr(rc));
+    M.Comm_set_errhandler(M.data, M.errors_return);
+    M.Comm_set_errhandler(M.ctl, M.errors_return);
+    M.Comm_rank(M.world, &info.rank);
+    M.Comm_size(M.world, &info.size);
+    M.Comm_rank(M.local, &info.local_rank);
+    M.Comm_size(M.local, &info.local_size);
+    for (int h = 0; h < 2; h++)
+      for (int o = 0; o < 4; o++)
+        if ((rc = M.Op_create(half_fns[h][o], 1, &M.half_op[h][o])) != 0)
+          return gl_fail(GL_EDEVICE, "MPI_Op_create failed: %s", mpi_errstr(rc));
+    int n = (int)sizeof S.version;
+    if (M.Get_library_version(S.version, &n) == 0) {
+      char *nl = strchr(S.version, ','); if (nl) *nl = 0;   /* "Open MPI v4.1.4" */
+    }
+    info.engine = "mpi";
+    info.library = S.version;
+    S.mpi = true;
+    if (!S.atexit_set) { atexit(dist_atexit); S.atexit_set = true; }
+  }
+  S.info = info;
+  S.initialized = true;
+  *out = info;
+  return GL_OK;
+}
+
+bool gl_dist_initialized(void) { return S.initialized; }
+bool gl_dist_library_loaded(void) { return M.lib != NULL; }
+void gl_dist_set_timeout(double t) { if (t > 0) S.timeout = t; }
+double gl_dist_timeout(void) { return S.timeout; }
+bool gl_dist_failed_remotely(void) { return S.failed_remotely; }
+
+static struct { const gl_collectives *c; gl_device dev; bool on; } NC;
+
+gl_status gl_dist_finalize(void) {
+  if (!S.initialized) return GL_OK;
+  S.initialized = false;
+  S.finalized = true;
+  if (NC.on) { NC.c->finalize(false); NC.on = false; }
+  if (S.mpi) {
+    int rc = M.Finalize();
+    if (rc != 0) return gl_fail(GL_EDEVICE, "MPI_Finalize failed: %s", mpi_errstr(rc));
+  }
+  return GL_OK;
+}
+
+/* ---- requests and the watchdog ----------------------------------------------------------- */
+
+static gl_status not_ready(void) {
+  if (!S.initialized) return gl_fail(GL_EINVAL, "gpu.distributed is not initialized (call gpu.distributed.init() first)");
+  return GL_OK;
+}
+
+static gl_status count_ok(int64_t count) {
+  if (count > INT_MAX) return gl_fail(GL_ETOOBIG, "%lld elements in one collective (at most %d)", (long long)count, INT_MAX);
+  return GL_OK;
+}
+
+static gl_status new_req(gl_dist_req **req, bool local) {
+  *req = calloc(1, sizeof **req);
+  if (!*req) return gl_fail(GL_ENOMEM, "out of memory");
+  (*req)->local = local;
+  return GL_OK;
+}
+
+static gl_status started(int rc, gl_dist_req **req, const char *what) {
+  if (rc != 0) { free(*req); *req = NULL; return gl_fail(GL_EDEVICE, "%s failed: %s", what, mpi_errstr(rc)); }
+  return GL_OK;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Another rank's note that it failed (sent by gl_dist_fail on the control communicator). */
+static gl_status poll_failure(void) {
+  int flag = 0;
+  mpi_status st;
+  if (M.Iprobe(MPI_ANY_SOURCE_, TAG_FAIL, M.ctl, &flag, &st) != 0 || !flag) return GL_OK;
+  int n = 0;
+  M.Get_count(&st, M.char_type, &n);
+  char buf[1024];
+  if (n < 0 || n >= (int)sizeof buf) n = (int)sizeof buf - 1;
+  M.Recv(buf, n, M.char_type, st.source, TAG_FAIL, M.ctl, &st);
+  buf[n] = 0;
+  S.failed_remotely = true;
+  return gl_fail(GL_EDEVICE, "rank %d failed: %s", st.source + 1, buf);
+}
+
+gl_status gl_dist_test(gl_dist_req *req, bool *done) {
+  if (req == NULL || req->local) { *done = true; return GL_OK; }
+  int flag = 0;
+  mpi_status st;
+  int rc = M.Test(&req->r, &flag, &st);
+  if (rc != 0) return gl_fail(GL_EDEVICE, "MPI_Test failed: %s", mpi_errstr(rc));
+  *done = flag != 0;
+  return poll_failure();
+}
+
+/* Tests until done: spinning (yielding the core) while the wait is young, then sleeping
+** 100 us between tests; every 64 tests it looks for another rank's failure and at the
+** deadline. A request that timed out is left in flight (the job is ending). */
+gl_status gl_dist_wait(gl_dist_req *req, const char *what) {
+  if (req == NULL) return GL_OK;
+  if (req->local) { free(req); return GL_OK; }
+  double start = now(), deadline = start + S.timeout;
+  for (unsigned long it = 1;; it++) {
+    int flag = 0;
+    mpi_status st;
+    int rc = M.Test(&req->r, &flag, &st);
+    if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "%s failed: %s", what, mpi_errstr(rc)); }
+    if (flag) { free(req); return GL_OK; }
+    if (it % 64 == 0) {
+      if (poll_failure() != GL_OK) return GL_EDEVICE;
+      double t = now();
+      if (t > deadline)
+        return gl_fail(GL_EDEVICE, "%s timed out after %g s on rank %d of %d (another rank failed, stopped or "
+                       "called a different collective; the timeout is init's 'timeout' or GPULUA_DIST_TIMEOUT)",
+                       what, S.timeout, S.info.rank + 1, S.info.size);
+      if (t - start > 1.0) {
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+      } else {
+        sched_yield();
+      }
+    }
+  }
+}
+
+/* ---- collectives ---------------------------------------------------------------------------- */
+
+static mpi_h reduce_op(gl_dtype dt, gl_dist_op op) {
+  if (dt == GL_BOOL) op = (op == GL_DIST_SUM || op == GL_DIST_MAX) ? GL_DIST_MAX : GL_DIST_MIN;  /* or / and */
+  if (dt == GL_FLOAT16) return M.half_op[0][op];
+  if (dt == GL_BFLOAT16) return M.half_op[1][op];
+  return M.op[op];
+}
+
+#define BEGIN(count)                                  \
+  GL_TRY(not_ready());                                \
+  GL_TRY(count_ok(count));                            \
+  GL_TRY(new_req(req, !S.mpi));                       \
+  size_t nbytes_ = (size_t)(count) * gl_dtypes[dt].size; (void)nbytes_;
+
+gl_status gl_dist_allreduce(void *buf, int64_t count, gl_dtype dt, gl_dist_op op, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) return GL_OK;
+  return started(M.Iallreduce(MPI_IN_PLACE_, buf, (int)count, M.type[dt], reduce_op(dt, op), M.data, &(*req)->r),
+                 req, "MPI_Iallreduce");
+}
+
+gl_status gl_dist_bcast(void *buf, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) return GL_OK;
+  return started(M.Ibcast(buf, (int)count, M.type[dt], root, M.data, &(*req)->r), req, "MPI_Ibcast");
+}
+
+gl_status gl_dist_allgather(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) { memcpy(recv, send, nbytes_); return GL_OK; }
+  return started(M.Iallgather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], M.data, &(*req)->r),
+                 req, "MPI_Iallgather");
+}
+
+gl_status gl_dist_reduce_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_op op,
+                                 gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) { memcpy(recv, send, nbytes_); return GL_OK; }
+  return started(M.Ireduce_scatter_block(send, recv, (int)count, M.type[dt], reduce_op(dt, op), M.data, &(*req)->r),
+                 req, "MPI_Ireduce_scatter_block");
+}
+
+gl_status gl_dist_gather(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) { if (recv) memcpy(recv, send, nbytes_); return GL_OK; }
+  return started(M.Igather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, &(*req)->r),
+                 req, "MPI_Igather");
+}
+
+gl_status gl_dist_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) { if (send) memcpy(recv, send, nbytes_); return GL_OK; }
+  return started(M.Iscatter(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, &(*req)->r),
+                 req, "MPI_Iscatter");
+}
+
+gl_status gl_dist_send(const void *buf, int64_t count, gl_dtype dt, int dst, int tag, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) { free(*req); *req = NULL; return gl_fail(GL_EINVAL, "no other rank in a world of 1"); }
+  return started(M.Isend(buf, (int)count, M.type[dt], dst, tag, M.data, &(*req)->r), req, "MPI_Isend");
+}
+
+gl_status gl_dist_recv(void *buf, int64_t count, gl_dtype dt, int src, int tag, gl_dist_req **req) {
+  BEGIN(count);
+  if (!S.mpi) { free(*req); *req = NULL; return gl_fail(GL_EINVAL, "no other rank in a world of 1"); }
+  return started(M.Irecv(buf, (int)count, M.type[dt], src, tag, M.data, &(*req)->r), req, "MPI_Irecv");
+}
+
+gl_status gl_dist_barrier(gl_dist_req **req) {
+  GL_TRY(not_ready());
+  GL_TRY(new_req(req, !S.mpi));
+  if (!S.mpi) return GL_OK;
+  return started(M.Ibarrier(M.data, &(*req)->r), req, "MPI_Ibarrier");
+}
+
+/* ---- NCCL ------------------------------------------------------------------------------------- */
+
+/* Whether every rank says yes (an MPI all-reduce of min on the control communicator). */
+static gl_status all_agree(bool mine, bool *all) {
+  *all = mine;
+  if (!S.mpi) return GL_OK;
+  int32_t v = mine;
+  gl_dist_req *req = calloc(1, sizeof *req);
+  if (!req) return gl_fail(GL_ENOMEM, "out of memory");
+  int rc = M.Iallreduce(MPI_IN_PLACE_, &v, 1, M.type[GL_INT32], M.op[GL_DIST_MIN], M.ctl, &req->r);
+  if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "MPI_Iallreduce failed: %s", mpi_errstr(rc)); }
+  GL_TRY(gl_dist_wait(req, "init"));
+  *all = v != 0;
+  return GL_OK;
+}
+
+gl_status gl_dist_nccl_start(gl_device dev, bool required) {
+  GL_TRY(not_ready());
+  if (NC.on) return GL_OK;
+  const gl_backend *b = dev.type == GL_CUDA ? gl_backend_get(GL_CUDA) : NULL;
+  const gl_collectives *c = b ? b->collectives : NULL;
+  bool mine = c != NULL && c->load() == GL_OK, all;
+  char why[256];
+  snprintf(why, sizeof why, "%s", c == NULL ? (dev.type == GL_CUDA ? "this build has no NCCL" :
+           "this rank's default device is the cpu") : mine ? "" : gl_errmsg());
+  GL_TRY(all_agree(mine, &all));
+  if (!all) {
+    if (!required) return GL_OK;
+    return gl_fail(GL_ENOTSUP, "backend 'nccl' is not available %s%s", *why ? "on this rank: " : "on another rank",
+                   why);
+  }
+  unsigned char id[512] = { 0 };
+  if (c->id_bytes > sizeof id) return gl_fail(GL_ENOTSUP, "NCCL's unique id is larger than gpulua expects");
+  if (S.info.rank == 0) GL_TRY(c->unique_id(id));
+  if (S.mpi) {
+    gl_dist_req *req = calloc(1, sizeof *req);
+    if (!req) return gl_fail(GL_ENOMEM, "out of memory");
+    int rc = M.Ibcast(id, (int)c->id_bytes, M.char_type, 0, M.ctl, &req->r);
+    if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "MPI_Ibcast failed: %s", mpi_errstr(rc)); }
+    GL_TRY(gl_dist_wait(req, "init"));
+  }
+  GL_TRY(c->init(dev, id, S.info.size, S.info.rank));
+  NC.c = c;
+  NC.dev = dev;
+  NC.on = true;
+  return GL_OK;
+}
+
+bool gl_dist_nccl_on(gl_device dev) { return NC.on && gl_device_eq(dev, NC.dev); }
+
+gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
+                       int arg) {
+  GL_TRY(not_ready());
+  if (!gl_dist_nccl_on(dev)) return gl_fail(GL_EINVAL, "NCCL is not started on this device");
+  switch (kind) {
+  case GL_DIST_ALLREDUCE: return NC.c->all_reduce(dev, recv, count, dt, arg);
+  case GL_DIST_BCAST: return NC.c->broadcast(dev, recv, count, dt, arg);
+  case GL_DIST_ALLGATHER: return NC.c->all_gather(dev, send, recv, count, dt);
+  case GL_DIST_REDUCE_SCATTER: return NC.c->reduce_scatter(dev, send, recv, count, dt, arg);
+  case GL_DIST_SEND: return NC.c->send(dev, send, count, dt, arg);
+  case GL_DIST_RECV: return NC.c->recv(dev, recv, count, dt, arg);
+  }
+  return gl_fail(GL_EINVAL, "unknown collective");
+}
+
+/* ---- faults ------------------------------------------------------------------------------- */
+
+#define DESC_LEN 192
+
+gl_status gl_dist_agree(const char *desc, const char *what) {
+  GL_TRY(not_ready());
+  if (!S.mpi) return GL_OK;
+  int n = S.info.size;
+  char mine[DESC_LEN] = { 0 };
+  snprintf(mine, sizeof mine, "%s", desc);
+  char *all = calloc((size_t)n, DESC_LEN);
+  if (!all) return gl_fail(GL_ENOMEM, "out of memory");
+  gl_dist_req *req = calloc(1, sizeof *req);
+  if (!req) { free(all); return gl_fail(GL_ENOMEM, "out of memory"); }
+  int rc = M.Iallgather(mine, DESC_LEN, M.char_type, all, DESC_LEN, M.char_type, M.ctl, &req->r);
+  if (rc != 0) { free(req); free(all); return gl_fail(GL_EDEVICE, "MPI_Iallgather failed: %s", mpi_errstr(rc)); }
+  gl_status st = gl_dist_wait(req, what);
+  if (st != GL_OK) { free(all); return st; }
+  for (int r = 1; r < n; r++)
+    if (memcmp(all, all + (size_t)r * DESC_LEN, DESC_LEN) != 0) {
+      st = gl_fail(GL_EINVAL, "GPULUA_DIST_DEBUG: rank %d calls %s but rank 1 calls %s", r + 1,
+                   all + (size_t)r * DESC_LEN, all);
+      break;
+    }
+  free(all);
+  return st;
+}
+
+void gl_dist_fail(const char *msg) {
+  if (!S.mpi || !S.initialized || S.finalized) return;
+  if (S.failed_remotely) return;       /* the failing rank aborts the job; say nothing more */
+  int n = S.info.size, me = S.info.rank;
+  char buf[1000];
+  snprintf(buf, sizeof buf, "%s", msg ? msg : "(no message)");
+  char *tb = strstr(buf, "\nstack traceback:");   /* the others need the message, not our stack */
+  if (tb) *tb = 0;
+  int len = (int)strlen(buf) + 1;
+  mpi_h reqs[256];
+  int nreq = 0;
+  for (int r = 0; r < n && nreq < 256; r++)
+    if (r != me && M.Isend(buf, len, M.char_type, r, TAG_FAIL, M.ctl, &reqs[nreq]) == 0) nreq++;
+  /* let the notes leave and the others print them, then end the job */
+  double until = now() + 2.0;
+  int pending = nreq;
+  while (pending > 0 && now() < until) {
+    pending = 0;
+    for (int i = 0; i < nreq; i++) {
+      if (!reqs[i]) continue;
+      int flag = 0;
+      mpi_status st;
+      if (M.Test(&reqs[i], &flag, &st) != 0 || flag) reqs[i] = NULL; else pending++;
+    }
+    struct timespec ts = { 0, 1000000 };
+    nanosleep(&ts, NULL);
+  }
+  struct timespec ts = { 0, 500000000 };
+  nanosleep(&ts, NULL);
+  fprintf(stderr, "gpu.distributed: rank %d of %d failed; aborting the job (MPI_Abort)\n", me + 1, n);
+  fflush(stderr);
+  if (NC.on) NC.c->finalize(true);
+  M.Abort(M.world, 1);
+  _exit(1);
+}

@@ -1,0 +1,95 @@
+/*
+** dist.h — collectives between processes (gpu.distributed), below the Lua binding.
+**
+** Plain C: no lua.h, no MPI or CUDA header. The engine is chosen once, at gl_dist_init:
+**   local  no launcher in the environment: a world of one process, collectives are copies
+**          (no library is loaded, so a script runs anywhere as before);
+**   mpi    started by mpirun/srun: Open MPI's libmpi.so.40, opened with dlopen at init;
+**   nccl   beside either, for cuda arrays: the cuda backend's collectives (NCCL), its unique
+**          id sent from rank 0 over MPI.
+** Buffers are contiguous host memory; counts are elements of one dtype. Every collective
+** is started non-blocking and returns a request; gl_dist_wait then tests it until it
+** completes, until the job's timeout passes (an error naming the collective), or until
+** another rank reports that it failed (an error naming that rank and its message), so a
+** job never hangs silently.
+*/
+#ifndef GL_DIST_H
+#define GL_DIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "../core/dtype.h"
+#include "../core/status.h"
+#include "../backend/backend.h"
+
+typedef enum gl_dist_op { GL_DIST_SUM, GL_DIST_PROD, GL_DIST_MAX, GL_DIST_MIN } gl_dist_op;
+
+typedef struct gl_dist_info {
+  int rank, size;               /* 0-based here; the Lua API adds one */
+  int local_rank, local_size;   /* among the processes of this machine */
+  const char *engine;           /* "local" or "mpi" */
+  const char *library;          /* the library's version string ("" for local) */
+} gl_dist_info;
+
+/* Starts the engine (idempotent while initialized; after gl_dist_finalize it refuses, as
+** MPI cannot start twice). timeout_s > 0 bounds every wait. */
+gl_status gl_dist_init(double timeout_s, gl_dist_info *out);
+bool gl_dist_initialized(void);
+/* Whether the MPI library is mapped into the process (for the specs: gpulua -e '' must not). */
+bool gl_dist_library_loaded(void);
+void gl_dist_set_timeout(double timeout_s);
+double gl_dist_timeout(void);
+/* Ends the engine (MPI_Finalize); later calls refuse. Also run at exit if still open. */
+gl_status gl_dist_finalize(void);
+
+/* An operation in flight. */
+typedef struct gl_dist_req gl_dist_req;
+
+/* The collectives (ranks 0-based, counts in elements, each at most INT_MAX). allreduce and
+** bcast work in place on buf; allgather writes size*count elements into recv; reduce_scatter
+** reduces size*count elements of send and leaves this rank's count in recv; gather/scatter
+** use recv/send only on root (NULL elsewhere). 'what' names the function in messages. */
+gl_status gl_dist_allreduce(void *buf, int64_t count, gl_dtype dt, gl_dist_op op, gl_dist_req **req);
+gl_status gl_dist_bcast(void *buf, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
+gl_status gl_dist_allgather(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_req **req);
+gl_status gl_dist_reduce_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_op op,
+                                 gl_dist_req **req);
+gl_status gl_dist_gather(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
+gl_status gl_dist_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
+gl_status gl_dist_send(const void *buf, int64_t count, gl_dtype dt, int dst, int tag, gl_dist_req **req);
+gl_status gl_dist_recv(void *buf, int64_t count, gl_dtype dt, int src, int tag, gl_dist_req **req);
+gl_status gl_dist_barrier(gl_dist_req **req);
+
+/* Waits for req and frees it (also on failure; NULL: done). 'what' names the collective. */
+gl_status gl_dist_wait(gl_dist_req *req, const char *what);
+/* Whether req completed (it stays valid until gl_dist_wait). */
+gl_status gl_dist_test(gl_dist_req *req, bool *done);
+
+/* A rank failed with msg: tells the other ranks (they raise "rank N failed: msg" in their
+** next wait), gives them a moment to print it, and aborts the job (MPI_Abort). Returns
+** only when no engine of several processes is running. */
+void gl_dist_fail(const char *msg);
+/* Set when another rank's failure was received (this rank must not finalize, only exit). */
+bool gl_dist_failed_remotely(void);
+
+/* ---- NCCL: collectives on cuda arrays, queued on the device's stream --------------------- */
+
+/* Starts NCCL on dev for every rank, when every rank's device is a cuda device whose
+** backend has collectives (decided together: all or none). required: a failure is an
+** error (backend "nccl"), else (backend "auto") it leaves cuda arrays to be staged. */
+gl_status gl_dist_nccl_start(gl_device dev, bool required);
+/* Whether arrays of dev go through NCCL. */
+bool gl_dist_nccl_on(gl_device dev);
+typedef enum gl_dist_kind {
+  GL_DIST_ALLREDUCE, GL_DIST_BCAST, GL_DIST_ALLGATHER, GL_DIST_REDUCE_SCATTER, GL_DIST_SEND, GL_DIST_RECV
+} gl_dist_kind;
+/* One NCCL operation on device memory (arg: the op, 4 = mean, or the root or peer, 0-based);
+** queued on the stream: nothing to wait for. */
+gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
+                       int arg);
+
+/* Debug check (GPULUA_DIST_DEBUG=1): every rank passes its description of a collective
+** (text); the first rank whose description differs from rank 0's is reported. */
+gl_status gl_dist_agree(const char *desc, const char *what);
+
+#endif

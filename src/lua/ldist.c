@@ -1,0 +1,573 @@
+/*
+** ldist.c — gpu.distributed: torch.distributed's functions over src/dist (a world of one,
+** or Open MPI opened at init). Ranks and roots are 1-based, as everything in Lua.
+**
+** The collectives are plain functions, not dispatched ops: they exchange bytes between
+** processes and write in place, so no rule could differentiate them (torch's are not
+** differentiable either), and a plain function cannot be recorded by mistake. DDP calls
+** all_reduce on gradients, outside the tape.
+**
+** Arrays: contiguous cpu arrays are handed to the engine as they are; any other (a view
+** with gaps, a cuda array) is staged through a contiguous cpu copy, copied back when the
+** collective completes (cuda staging shows in gpu.stats()'s copies, and in
+** gpu.distributed.stats()). With NCCL started at init (backend "auto" or "nccl" and a GPU
+** as every rank's default device), arrays of that device go to NCCL instead, queued on
+** its stream; gather and scatter (which NCCL lacks) stay on MPI, staged.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lgpu.h"
+#include "../dist/dist.h"
+
+#define GL_WORK "gpu.distributed.Work"
+
+static struct { bool debug; uint64_t collectives, staged, staged_bytes; } D;
+
+/* ---- the handle of an operation in flight -------------------------------------------- */
+
+/* user value 1: a table of the arrays the operation uses (kept alive while it flies) and
+** 'back', pairs {dst, tmp} to copy back at completion; 'mean': an array to divide by
+** the world's size at completion */
+typedef struct gl_work { gl_dist_req *req; const char *what; bool done; } gl_work;
+
+static gl_work *check_work(lua_State *L, int idx) { return luaL_checkudata(L, idx, GL_WORK); }
+
+static const gl_dist_info *world(lua_State *L) {
+  static gl_dist_info info;
+  if (!gl_dist_initialized()) luaL_error(L, "gpu.distributed is not initialized (call gpu.distributed.init() first)");
+  gl_dist_init(0, &info);
+  return &info;
+}
+
+/* Finishes a completed operation: copies staged results back, divides a mean. */
+static void finish(lua_State *L, int work) {
+  gl_work *w = check_work(L, work);
+  w->done = true;
+  lua_getiuservalue(L, work, 1);
+  int t = lua_gettop(L);
+  if (lua_getfield(L, t, "back") == LUA_TTABLE) {
+    for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i += 2) {
+      lua_rawgeti(L, -2, i + 1);
+      gl_array *dst = gl_lua_check(L, -2), *tmp = gl_lua_check(L, -1);
+      gl_lua_check_status(L, gl_op_assign(dst, tmp), 0);
+      lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "mean") != LUA_TNIL) {
+    gl_array *x = gl_lua_check(L, -1);
+    gl_operand n = { NULL, gl_scalar_int(world(L)->size) };
+    gl_lua_check_status(L, gl_op_binary_(x, GL_B_div, n), 0);
+  }
+  lua_settop(L, t - 1);
+}
+
+static int work_wait(lua_State *L) {
+  gl_work *w = check_work(L, 1);
+  if (w->req) {
+    gl_dist_req *r = w->req;
+    w->req = NULL;
+    gl_lua_check_status(L, gl_dist_wait(r, w->what), 0);
+    finish(L, 1);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int work_is_completed(lua_State *L) {
+  gl_work *w = check_work(L, 1);
+  if (w->req) {
+    bool done = false;
+    gl_lua_check_status(L, gl_dist_test(w->req, &done), 0);
+    if (done) return work_wait(L);
+  }
+  lua_pushboolean(L, w->done);
+  return 1;
+}
+
+/* An unwaited handle that is collected: wait for it (a buffer must not be freed under
+** MPI), quietly; the failure, if any, surfaces in the next collective. */
+static int work_gc(lua_State *L) {
+  gl_work *w = check_work(L, 1);
+  if (w->req) { gl_dist_req *r = w->req; w->req = NULL; (void)gl_dist_wait(r, w->what); }
+  return 0;
+}
+
+static int work_tostring(lua_State *L) {
+  gl_work *w = check_work(L, 1);
+  lua_pushfstring(L, "gpu.distributed.Work(%s, %s)", w->what, w->req ? "in flight" : "completed");
+  return 1;
+}
+
+/* ---- arguments ------------------------------------------------------------------------ */
+
+typedef struct gl_call {
+  const char *what;
+  int work;       /* stack index of the work userdata */
+  int keep;       /* its table of arrays */
+} gl_call;
+
+/* The work userdata and its table, made before anything starts (liolib's safe state). */
+static void call_begin(lua_State *L, gl_call *c, const char *what) {
+  c->what = what;
+  gl_work *w = lua_newuserdatauv(L, sizeof *w, 1);
+  memset(w, 0, sizeof *w);
+  w->what = what;
+  luaL_setmetatable(L, GL_WORK);
+  c->work = lua_gettop(L);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, c->work, 1);
+  c->keep = lua_gettop(L);
+  D.collectives++;
+}
+
+static void keep(lua_State *L, gl_call *c, int idx) {
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, c->keep, (lua_Integer)lua_rawlen(L, c->keep) + 1);
+}
+
+/* Whether the collective on x goes through NCCL (x on the device NCCL was started on). */
+static bool use_nccl(const gl_array *x) { return gl_dist_nccl_on(gl_array_device(x)); }
+
+/* The bytes the engine reads or writes for the array at idx: its own when it is contiguous
+** and where the engine works (cpu memory for MPI, the device's for NCCL), else a
+** contiguous copy there (copied back at completion if 'write'). */
+static void *buffer(lua_State *L, gl_call *c, int idx, bool write, bool nccl) {
+  gl_array *x = gl_lua_check(L, idx);
+  keep(L, c, idx);
+  if (write) gl_lua_check_status(L, gl_array_writable(x, NULL), idx);
+  gl_device where = nccl ? gl_array_device(x) : gl_cpu();
+  if (gl_device_eq(gl_array_device(x), where) && gl_array_is_contiguous(x)) return gl_array_data(x);
+  gl_array *tmp = gl_lua_alloc(L, x->dtype, x->ndim, x->shape, where);
+  gl_lua_check_status(L, gl_op_assign(tmp, x), 0);
+  D.staged++;
+  D.staged_bytes += (uint64_t)tmp->size * gl_dtypes[x->dtype].size;
+  int t = lua_gettop(L);
+  keep(L, c, t);
+  if (write) {
+    if (lua_getfield(L, c->keep, "back") != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, c->keep, "back");
+    }
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    lua_pushvalue(L, idx);
+    lua_rawseti(L, -2, n + 1);
+    lua_pushvalue(L, t);
+    lua_rawseti(L, -2, n + 2);
+    lua_pop(L, 1);
+  }
+  void *p = gl_array_data(tmp);
+  lua_pop(L, 1);   /* tmp stays alive in the keep table */
+  return p;
+}
+
+/* Starts (st, req) and either returns the handle (async) or waits and finishes. Returns
+** the number of results pushed: the handle, or none. */
+static int call_end(lua_State *L, gl_call *c, gl_status st, gl_dist_req *req, bool async) {
+  gl_lua_check_status(L, st, 0);
+  gl_work *w = check_work(L, c->work);
+  w->req = req;
+  if (async) { lua_pushvalue(L, c->work); return 1; }
+  w->req = NULL;
+  gl_lua_check_status(L, gl_dist_wait(req, c->what), 0);
+  finish(L, c->work);
+  return 0;
+}
+
+/* A root, source or destination rank at idx (1-based) -> 0-based, checked against the world. */
+static int rank_arg(lua_State *L, int idx, const char *what, bool not_self) {
+  const gl_dist_info *wd = world(L);
+  lua_Integer r = gl_lua_int(L, idx, what);
+  if (r < 1 || r > wd->size)
+    return luaL_argerror(L, idx, lua_pushfstring(L, "%s %I out of range 1..%d", what, r, wd->size));
+  if (not_self && r == wd->rank + 1)
+    return luaL_argerror(L, idx, lua_pushfstring(L, "%s %I is this rank itself", what, r));
+  return (int)r - 1;
+}
+
+static const char *const op_names[] = { "sum", "prod", "max", "min", "mean", NULL };
+
+static gl_dist_op op_arg(lua_State *L, gl_optval *v, const gl_array *x, int optidx, bool *mean) {
+  *mean = false;
+  if (!v->set) return GL_DIST_SUM;
+  if (v->choice == 4) {
+    if (gl_dtypes[x->dtype].kind != GL_KIND_FLOAT)
+      luaL_argerror(L, optidx, lua_pushfstring(L, "op 'mean' needs a float dtype, got %s", gl_dtypes[x->dtype].name));
+    *mean = true;
+    return GL_DIST_SUM;
+  }
+  return (gl_dist_op)v->choice;
+}
+
+/* GPULUA_DIST_DEBUG=1: all ranks must describe the same call, or every rank raises. */
+static void agree(lua_State *L, const char *what, const gl_array *x, const char *extra) {
+  if (!D.debug) return;
+  char shape[GL_SHAPE_BUFSZ], desc[192];
+  if (x) snprintf(desc, sizeof desc, "%s(%s %s%s%s)", what, gl_dtypes[x->dtype].name,
+                  gl_shape_str(x->ndim, x->shape, shape), extra ? ", " : "", extra ? extra : "");
+  else snprintf(desc, sizeof desc, "%s()", what);
+  gl_lua_check_status(L, gl_dist_agree(desc, what), 0);
+}
+
+#define ASYNC_KEY { "async", GL_OPT_BOOL, 0, 0, 0, NULL }
+#define OP_KEY { "op", GL_OPT_STRING, 0, 0, 0, "sum prod max min mean" }
+
+/* ---- init and the world ------------------------------------------------------------------ */
+
+static const gl_optkey init_keys[] = {
+  { "backend", GL_OPT_STRING, 0, 0, 0, "auto mpi nccl" },
+  { "timeout", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MIN_OPEN, 0, 0, NULL },
+  { NULL }
+};
+static const gl_optdecl init_decl = { "distributed.init", "gpu.distributed.init(%s)", init_keys };
+
+/* init([{backend = "auto" | "mpi" | "nccl", timeout = seconds}]) -> rank, world_size */
+static int l_init(lua_State *L) {
+  gl_optval v[2];
+  gl_lua_readopts(L, 1, &init_decl, v);
+  int backend = v[0].set ? v[0].choice : 0;           /* auto mpi nccl */
+  bool first = !gl_dist_initialized();
+  double timeout = 0;
+  const char *env = getenv("GPULUA_DIST_TIMEOUT");
+  if (v[1].set) timeout = v[1].n;
+  else if (env && *env) {
+    char *end;
+    timeout = strtod(env, &end);
+    if (*end || !(timeout > 0)) return luaL_error(L, "GPULUA_DIST_TIMEOUT: '%s' is not a number of seconds > 0", env);
+  }
+  env = getenv("GPULUA_DIST_DEBUG");
+  D.debug = env && *env && strcmp(env, "0") != 0;
+  gl_dist_info info;
+  gl_lua_check_status(L, gl_dist_init(timeout, &info), 0);
+  if (timeout > 0) gl_dist_set_timeout(timeout);
+  /* each rank's default device: cuda:local_rank when there are GPUs (GPULUA_DEVICE wins) */
+  gl_device d = gl_lua_default_device(L);
+  const char *denv = getenv("GPULUA_DEVICE");
+  if (d.type == GL_CUDA && !(denv && *denv)) {
+    const gl_backend *b = gl_backend_get(GL_CUDA);
+    const char *why;
+    int n = b && b->count ? b->count(&why) : 0;
+    if (n > 0) {
+      gl_lctx *ctx = gl_lua_ctx(L);
+      ctx->device.index = (uint8_t)(info.local_rank % n);
+    }
+  }
+  /* NCCL for cuda arrays: decided once, by every rank together, at the first init */
+  d = gl_lua_default_device(L);
+  if (first && backend != 1) gl_lua_check_status(L, gl_dist_nccl_start(d, backend == 2), 1);
+  if (backend == 2 && !gl_dist_nccl_on(d))
+    return luaL_argerror(L, 1, "backend 'nccl' is not available (NCCL was not started by the first init: "
+                         "its default device was not a GPU, or this build has no CUDA)");
+  lua_pushinteger(L, info.rank + 1);
+  lua_pushinteger(L, info.size);
+  return 2;
+}
+
+static int l_is_initialized(lua_State *L) { lua_pushboolean(L, gl_dist_initialized()); return 1; }
+static int l_rank(lua_State *L) { lua_pushinteger(L, world(L)->rank + 1); return 1; }
+static int l_world_size(lua_State *L) { lua_pushinteger(L, world(L)->size); return 1; }
+static int l_local_rank(lua_State *L) { lua_pushinteger(L, world(L)->local_rank + 1); return 1; }
+static int l_local_world_size(lua_State *L) { lua_pushinteger(L, world(L)->local_size); return 1; }
+
+/* get_backend() -> "mpi" (started by a launcher) or "local" (a world of 1), and the library */
+static int l_get_backend(lua_State *L) {
+  const gl_dist_info *wd = world(L);
+  lua_pushstring(L, wd->engine);
+  lua_pushstring(L, wd->library);
+  return 2;
+}
+
+static int l_finalize(lua_State *L) {
+  gl_lua_check_status(L, gl_dist_finalize(), 0);
+  return 0;
+}
+
+/* stats() -> {collectives, staged, staged_bytes, library_loaded} */
+static int l_stats(lua_State *L) {
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, (lua_Integer)D.collectives); lua_setfield(L, -2, "collectives");
+  lua_pushinteger(L, (lua_Integer)D.staged); lua_setfield(L, -2, "staged");
+  lua_pushinteger(L, (lua_Integer)D.staged_bytes); lua_setfield(L, -2, "staged_bytes");
+  lua_pushboolean(L, gl_dist_library_loaded()); lua_setfield(L, -2, "library_loaded");
+  return 1;
+}
+
+/* ---- collectives --------------------------------------------------------------------------- */
+
+static const gl_optkey reduce_keys[] = { OP_KEY, ASYNC_KEY, { NULL } };
+static const gl_optkey async_keys[] = { ASYNC_KEY, { NULL } };
+static const gl_optkey p2p_keys[] = { { "tag", GL_OPT_INT, GL_RANGE_MIN | GL_RANGE_MAX, 0, 32767, NULL }, ASYNC_KEY, { NULL } };
+static const gl_optdecl all_reduce_decl = { "distributed.all_reduce", "gpu.distributed.all_reduce(gpu.zeros(2), %s)", reduce_keys };
+static const gl_optdecl reduce_scatter_decl = { "distributed.reduce_scatter", "gpu.distributed.reduce_scatter(gpu.zeros(1, 2), %s)", reduce_keys };
+static const gl_optdecl broadcast_decl = { "distributed.broadcast", "gpu.distributed.broadcast(gpu.zeros(2), 1, %s)", async_keys };
+static const gl_optdecl all_gather_decl = { "distributed.all_gather", "gpu.distributed.all_gather(gpu.zeros(2), %s)", async_keys };
+static const gl_optdecl gather_decl = { "distributed.gather", "gpu.distributed.gather(gpu.zeros(2), 1, %s)", async_keys };
+static const gl_optdecl scatter_decl = { "distributed.scatter", "gpu.distributed.scatter(gpu.zeros(2), gpu.zeros(1, 2), 1, %s)", async_keys };
+static const gl_optdecl send_decl = { "distributed.send", "gpu.distributed.send(gpu.zeros(2), 2, %s)", p2p_keys };
+static const gl_optdecl recv_decl = { "distributed.recv", "gpu.distributed.recv(gpu.zeros(2), 2, %s)", p2p_keys };
+static const gl_optdecl barrier_decl = { "distributed.barrier", "gpu.distributed.barrier(%s)", async_keys };
+static const gl_optdecl *const dist_decls[] = {
+  &init_decl, &all_reduce_decl, &reduce_scatter_decl, &broadcast_decl, &all_gather_decl, &gather_decl,
+  &scatter_decl, &send_decl, &recv_decl, &barrier_decl, NULL
+};
+
+/* all_reduce(x [, {op = "sum" | "mean" | "max" | "min" | "prod", async}]): in place; returns
+** x, or the handle when async */
+static int l_all_reduce(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_optval v[2];
+  gl_lua_readopts(L, 2, &all_reduce_decl, v);
+  world(L);
+  bool mean;
+  gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
+  agree(L, "all_reduce", x, op_names[v[0].set ? v[0].choice : 0]);
+  gl_call c;
+  call_begin(L, &c, "all_reduce");
+  bool nc = use_nccl(x);
+  if (mean && !nc) { lua_pushvalue(L, 1); lua_setfield(L, c.keep, "mean"); }
+  void *buf = buffer(L, &c, 1, true, nc);
+  gl_lua_check_status(L, gl_array_begin_write(x), 1);
+  gl_dist_req *req = NULL;
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op)
+                    : gl_dist_allreduce(buf, x->size, x->dtype, op, &req);
+  if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* broadcast(x, root [, {async}]): x of rank root into every rank's x */
+static int l_broadcast(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_optval v[1];
+  gl_lua_readopts(L, 3, &broadcast_decl, v);
+  int root = rank_arg(L, 2, "root", false);
+  char extra[32];
+  snprintf(extra, sizeof extra, "root %d", root + 1);
+  agree(L, "broadcast", x, extra);
+  gl_call c;
+  call_begin(L, &c, "broadcast");
+  bool nc = use_nccl(x);
+  void *buf = buffer(L, &c, 1, true, nc);
+  gl_lua_check_status(L, gl_array_begin_write(x), 1);
+  gl_dist_req *req = NULL;
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root)
+                    : gl_dist_bcast(buf, x->size, x->dtype, root, &req);
+  if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* A new array on x's device of shape (lead, x.shape...) (lead < 0: x.shape less its first axis). */
+static gl_array *new_like(lua_State *L, const gl_array *x, int64_t lead, int idx) {
+  int64_t shape[GL_MAXDIMS];
+  int nd = 0;
+  if (lead >= 0) {
+    if (x->ndim >= GL_MAXDIMS) luaL_argerror(L, idx, "array has the most axes already: no room for the ranks' axis");
+    shape[nd++] = lead;
+    for (int i = 0; i < x->ndim; i++) shape[nd++] = x->shape[i];
+  } else {
+    for (int i = 1; i < x->ndim; i++) shape[nd++] = x->shape[i];
+  }
+  return gl_lua_alloc(L, x->dtype, nd, shape, gl_array_device(x));
+}
+
+/* all_gather(x [, {async}]) -> (world, x.shape...) in rank order [, handle] */
+static int l_all_gather(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_optval v[1];
+  gl_lua_readopts(L, 2, &all_gather_decl, v);
+  const gl_dist_info *wd = world(L);
+  agree(L, "all_gather", x, NULL);
+  gl_call c;
+  call_begin(L, &c, "all_gather");
+  gl_array *out = new_like(L, x, wd->size, 1);
+  int oi = lua_gettop(L);
+  bool nc = use_nccl(x);
+  void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
+  gl_dist_req *req = NULL;
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
+                    : gl_dist_allgather(send, recv, x->size, x->dtype, &req);
+  bool async = v[0].set && v[0].b;
+  (void)out;
+  int n = call_end(L, &c, st, req, async);
+  lua_pushvalue(L, oi);
+  if (n) lua_pushvalue(L, -2);
+  return 1 + n;
+}
+
+/* reduce_scatter(x [, {op, async}]): x is (world, ...); rank r gets the reduction of every
+** rank's x[r] -> (...) [, handle] */
+static int l_reduce_scatter(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_optval v[2];
+  gl_lua_readopts(L, 2, &reduce_scatter_decl, v);
+  const gl_dist_info *wd = world(L);
+  if (x->ndim < 1 || x->shape[0] != wd->size)
+    return luaL_argerror(L, 1, lua_pushfstring(L, "the first axis must hold one part per rank (%d), got shape %s",
+                                               wd->size, gl_shape_str(x->ndim, x->shape, (char[GL_SHAPE_BUFSZ]){0})));
+  bool mean;
+  gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
+  agree(L, "reduce_scatter", x, op_names[v[0].set ? v[0].choice : 0]);
+  gl_call c;
+  call_begin(L, &c, "reduce_scatter");
+  new_like(L, x, -1, 1);
+  int oi = lua_gettop(L);
+  bool nc = use_nccl(x);
+  if (mean && !nc) { lua_pushvalue(L, oi); lua_setfield(L, c.keep, "mean"); }
+  void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
+  gl_dist_req *req = NULL;
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
+                                   x->dtype, mean ? 4 : (int)op)
+                    : gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, &req);
+  int n = call_end(L, &c, st, req, v[1].set && v[1].b);
+  lua_pushvalue(L, oi);
+  if (n) lua_pushvalue(L, -2);
+  return 1 + n;
+}
+
+/* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
+static int l_gather(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_optval v[1];
+  gl_lua_readopts(L, 3, &gather_decl, v);
+  int root = rank_arg(L, 2, "root", false);
+  const gl_dist_info *wd = world(L);
+  char extra[32];
+  snprintf(extra, sizeof extra, "root %d", root + 1);
+  agree(L, "gather", x, extra);
+  gl_call c;
+  call_begin(L, &c, "gather");
+  void *recv = NULL;
+  int oi = 0;
+  if (wd->rank == root) {
+    new_like(L, x, wd->size, 1);
+    oi = lua_gettop(L);
+  }
+  void *send = buffer(L, &c, 1, false, false);          /* NCCL has no gather: MPI */
+  if (oi) recv = buffer(L, &c, oi, true, false);
+  gl_dist_req *req = NULL;
+  gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, &req);
+  int n = call_end(L, &c, st, req, v[0].set && v[0].b);
+  if (oi) lua_pushvalue(L, oi); else lua_pushnil(L);
+  if (n) lua_pushvalue(L, -2);
+  return 1 + n;
+}
+
+/* scatter(out, parts, root [, {async}]): parts (world, out.shape...) on root (nil elsewhere);
+** rank r receives parts[r] into out */
+static int l_scatter(lua_State *L) {
+  gl_array *out = gl_lua_check(L, 1);
+  gl_optval v[1];
+  gl_lua_readopts(L, 4, &scatter_decl, v);
+  int root = rank_arg(L, 3, "root", false);
+  const gl_dist_info *wd = world(L);
+  gl_array *parts = NULL;
+  if (wd->rank == root) {
+    parts = gl_lua_check(L, 2);
+    bool ok = parts->ndim == out->ndim + 1 && parts->shape[0] == wd->size && parts->dtype == out->dtype;
+    for (int i = 0; ok && i < out->ndim; i++) ok = parts->shape[i + 1] == out->shape[i];
+    if (!ok) {
+      char a[GL_SHAPE_BUFSZ], b[GL_SHAPE_BUFSZ];
+      return luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s (%d, %s), got %s %s", gl_dtypes[out->dtype].name,
+                                                 wd->size, gl_shape_str(out->ndim, out->shape, a),
+                                                 gl_dtypes[parts->dtype].name, gl_shape_str(parts->ndim, parts->shape, b)));
+    }
+  } else if (!lua_isnoneornil(L, 2)) {
+    gl_lua_check(L, 2);      /* an array is accepted and ignored, as torch's scatter_list */
+  }
+  char extra[32];
+  snprintf(extra, sizeof extra, "root %d", root + 1);
+  agree(L, "scatter", out, extra);
+  gl_call c;
+  call_begin(L, &c, "scatter");
+  void *send = parts ? buffer(L, &c, 2, false, false) : NULL;   /* NCCL has no scatter: MPI */
+  void *recv = buffer(L, &c, 1, true, false);
+  gl_lua_check_status(L, gl_array_begin_write(out), 1);
+  gl_dist_req *req = NULL;
+  gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, &req);
+  if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int p2p(lua_State *L, bool sending) {
+  gl_array *x = gl_lua_check(L, 1);
+  gl_optval v[2];
+  gl_lua_readopts(L, 3, sending ? &send_decl : &recv_decl, v);
+  int peer = rank_arg(L, 2, sending ? "dst" : "src", true);
+  gl_call c;
+  call_begin(L, &c, sending ? "send" : "recv");
+  bool nc = use_nccl(x);
+  void *buf = buffer(L, &c, 1, !sending, nc);
+  if (!sending) gl_lua_check_status(L, gl_array_begin_write(x), 1);
+  gl_dist_req *req = NULL;
+  int tag = v[0].set ? (int)v[0].i : 0;       /* NCCL has no tags: its messages between two ranks keep their order */
+  gl_status st;
+  if (nc) st = gl_dist_nccl(sending ? GL_DIST_SEND : GL_DIST_RECV, gl_array_device(x), buf, buf, x->size, x->dtype, peer);
+  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, &req);
+  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, &req);
+  if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* send(x, dst [, {tag, async}]), recv(x, src [, {tag, async}]) (recv fills x in place) */
+static int l_send(lua_State *L) { return p2p(L, true); }
+static int l_recv(lua_State *L) { return p2p(L, false); }
+
+static int l_barrier(lua_State *L) {
+  gl_optval v[1];
+  gl_lua_readopts(L, 1, &barrier_decl, v);
+  world(L);
+  agree(L, "barrier", NULL, NULL);
+  gl_call c;
+  call_begin(L, &c, "barrier");
+  gl_dist_req *req = NULL;
+  gl_status st = gl_dist_barrier(&req);
+  return call_end(L, &c, st, req, v[0].set && v[0].b);
+}
+
+/* ---- faults -------------------------------------------------------------------------------- */
+
+/* The host's end of a failed script (gpulua.c; other hosts: the job's timeout). */
+void gpulua_dist_fail(const char *msg) { gl_dist_fail(msg); }
+
+/* _fail(msg): for the specs and for hosts that catch errors themselves: tells the other
+** ranks and aborts the job (returns in a world of 1). */
+static int l_fail(lua_State *L) {
+  gl_dist_fail(luaL_checkstring(L, 1));
+  return 0;
+}
+
+static const luaL_Reg dist_funcs[] = {
+  { "init", l_init }, { "is_initialized", l_is_initialized }, { "finalize", l_finalize },
+  { "rank", l_rank }, { "world_size", l_world_size }, { "local_rank", l_local_rank },
+  { "local_world_size", l_local_world_size }, { "get_backend", l_get_backend }, { "stats", l_stats },
+  { "all_reduce", l_all_reduce }, { "broadcast", l_broadcast }, { "all_gather", l_all_gather },
+  { "reduce_scatter", l_reduce_scatter }, { "gather", l_gather }, { "scatter", l_scatter },
+  { "send", l_send }, { "recv", l_recv }, { "barrier", l_barrier }, { "_fail", l_fail },
+  { NULL, NULL }
+};
+
+static const luaL_Reg work_methods[] = { { "wait", work_wait }, { "is_completed", work_is_completed }, { NULL, NULL } };
+static const luaL_Reg work_meta[] = { { "__gc", work_gc }, { "__tostring", work_tostring }, { NULL, NULL } };
+
+void gl_open_dist(lua_State *L, int module) {
+  luaL_newmetatable(L, GL_WORK);
+  gl_lua_setfuncs(L, -1, work_meta);
+  lua_newtable(L);
+  gl_lua_setfuncs(L, -1, work_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  gl_lua_setfuncs(L, lua_gettop(L), dist_funcs);
+  gl_lua_setloaded(L, "gpu.distributed");
+  lua_setfield(L, module, "distributed");
+  gl_lua_declare_all(L, dist_decls);
+}
