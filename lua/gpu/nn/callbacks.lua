@@ -14,6 +14,7 @@
 -- loss, the metrics, val_loss and val_<metric> (with validation data) and lr; batch logs
 -- the epoch's running loss and metrics. Setting model.stop_training = true ends fit after
 -- the current batch. Hooks run in the list's order, after the progress line is printed.
+local gpu = require "gpu"
 local options = require "gpu.options"
 
 local raise, argerror, type_name = options.raise, options.argerror, options.type_name
@@ -222,6 +223,13 @@ function ModelCheckpoint.new(path, opts)
   self.best = self.initial_value_threshold or (self.mode == "min" and math.huge or -math.huge)
   return self
 end
+-- Under gpu.distributed (fit{distributed = true}) only rank 1 writes files: every rank sees
+-- the same averaged logs, so the others keep the same state and write nothing.
+local function writes_files()
+  local dist = gpu.distributed
+  return not (dist.is_initialized() and dist.rank() ~= 1)
+end
+
 function ModelCheckpoint:on_epoch_end(epoch, logs)
   local path = C.format_path(self.path, epoch, logs)
   if self.save_best_only then
@@ -236,7 +244,9 @@ function ModelCheckpoint:on_epoch_end(epoch, logs)
   elseif loud(self.verbose) then
     print(("Epoch %d: saving model to %s"):format(epoch, path))
   end
-  if self.save_weights_only then self.model:save_weights(path) else self.model:save(path) end
+  if writes_files() then
+    if self.save_weights_only then self.model:save_weights(path) else self.model:save(path) end
+  end
   self.last_path = path
 end
 
@@ -330,6 +340,7 @@ function CSV.new(path, opts)
   return self
 end
 function CSV:on_train_begin()
+  if not writes_files() then return end
   local existed = false
   if self.append then
     local f = io.open(self.path, "rb")
@@ -341,6 +352,7 @@ function CSV:on_train_begin()
   self.header_done = existed
 end
 function CSV:on_epoch_end(epoch, logs)
+  if self.file == nil then return end     -- not the writing rank
   if self.keys == nil then
     local keys = {}
     for k in pairs(logs) do keys[#keys + 1] = k end
