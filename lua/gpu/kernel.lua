@@ -166,20 +166,7 @@ local function bind_types(fname, params, args, outs_given)
   return types, dts
 end
 
--- A user kernel has no backward: a tracked input (grad mode on) is an error, never a
--- result silently cut from the graph.
-local function check_untracked(fname, arrays)
-  local ag = gpu.autograd
-  if not ag.is_grad_enabled() then return end
-  for _, a in ipairs(arrays) do
-    if is_array(a) and ag.requires_grad(a) then
-      options.raise("%s is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)", fname)
-    end
-  end
-end
-
 local function check_device(fname, arrays)
-  check_untracked(fname, arrays)
   local dev
   for _, a in ipairs(arrays) do
     if dev == nil then dev = a.device
@@ -649,7 +636,6 @@ function Raw:__call(grid, block, args, opts)
   if dev == "cpu" then
     options.raise("%s: RawKernel is CUDA source and runs on a GPU only; on the cpu use gpu.ElementwiseKernel or gpu.ReductionKernel", self.fname)
   end
-  check_untracked(self.fname, args)
   options.call(self.fname, jit.raw, self.code, self.name, grid, block, args, o.shared_mem)
 end
 

@@ -109,6 +109,9 @@ static int jit_launch(lua_State *L) {
       continue;
     }
     const gl_array *a = gl_lua_check(L, -1);
+    /* a user kernel has no backward: a tracked input is refused, never cut from the graph */
+    if (gl_lua_tracked_call(L, lua_gettop(L)))
+      return luaL_error(L, "the kernel is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)");
     lua_pop(L, 1);                            /* args (argument 4) keeps it alive */
     arrays[k] = a;
     if (have_dev && !gl_device_eq(dev, gl_array_device(a))) {
@@ -210,6 +213,8 @@ static int jit_raw(lua_State *L) {
     gl_array *a = gl_lua_test(L, -1);
     if (a) {
       a = gl_lua_check(L, -1);
+      if (gl_lua_tracked_call(L, lua_gettop(L)))
+        return luaL_error(L, "the kernel is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)");
       if (have_dev && !gl_device_eq(dev, gl_array_device(a))) return luaL_error(L, "argument %d is on another device", k + 1);
       dev = gl_array_device(a);
       have_dev = true;
