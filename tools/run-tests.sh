@@ -7,6 +7,10 @@ BIN=${1:-./gpulua}
 # specs that start the CLI as a subprocess (spec/cli_spec.lua) run the binary under test
 GPULUA_BIN=$BIN
 export GPULUA_BIN
+# kernels the specs compile (gpu.ElementwiseKernel, gpu.fuse) are cached in the build tree,
+# not in the user's ~/.cache: a rerun finds them, and removing build/ removes them
+XDG_CACHE_HOME=${GPULUA_TEST_CACHE:-$(pwd)/build/test-cache}
+export XDG_CACHE_HOME
 BUSTED=${BUSTED:-$(command -v busted || echo /usr/bin/busted)}
 LUA=${BUSTED_LUA:-$(command -v lua5.4 || echo lua5.4)}
 SPECS=${SPECS:-spec}
