@@ -8,8 +8,8 @@ BIN=${1:-./gpulua}
 GPULUA_BIN=$BIN
 export GPULUA_BIN
 # kernels the specs compile (gpu.ElementwiseKernel, gpu.fuse) are cached in the build tree,
-# not in the user's ~/.cache: a rerun finds them, and removing build/ removes them
-XDG_CACHE_HOME=${GPULUA_TEST_CACHE:-$(pwd)/build/test-cache}
+# not in the user's ~/.cache: a rerun (and the next build flavour: make clean keeps it) finds them
+XDG_CACHE_HOME=${GPULUA_TEST_CACHE:-$(pwd)/.test-cache}
 export XDG_CACHE_HOME
 BUSTED=${BUSTED:-$(command -v busted || echo /usr/bin/busted)}
 LUA=${BUSTED_LUA:-$(command -v lua5.4 || echo lua5.4)}
