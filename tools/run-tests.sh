@@ -7,7 +7,7 @@ BIN=${1:-./gpulua}
 # specs that start the CLI as a subprocess (spec/cli_spec.lua) run the binary under test
 GPULUA_BIN=$BIN
 export GPULUA_BIN
-# kernels the specs compile (gpu.ElementwiseKernel, gpu.fuse) are cached in the build tree,
+# kernels the specs compile (gpu.ElementwiseKernel, gpu.fuse) are cached in .test-cache,
 # not in the user's ~/.cache: a rerun (and the next build flavour: make clean keeps it) finds them
 XDG_CACHE_HOME=${GPULUA_TEST_CACHE:-$(pwd)/.test-cache}
 export XDG_CACHE_HOME
