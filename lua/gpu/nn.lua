@@ -16,6 +16,8 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
+--   resample.lua     conv1d, conv_transpose1d/2d, 1-D and adaptive pooling, interpolate, pixel_shuffle
+--   resample_layers.lua  Conv1d, ConvTranspose1d/2d, MaxPool1d, AvgPool1d, Adaptive*Pool*, Upsample, PixelShuffle
 
 local nn = {}
 
@@ -39,6 +41,12 @@ export(require "gpu.nn.module", { "Module", "class", "Sequential" })
 export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
+-- seq's part: 1-D and transposed convolutions, 1-D and adaptive pooling, resampling
+for k, f in pairs(require("gpu.nn.resample").functional) do
+  assert(F[k] == nil, "gpu.nn: two parts define functional." .. k)
+  F[k] = f
+end
+export((require "gpu.nn.resample_layers"))
 nn.init = require "gpu.nn.initializers"
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
