@@ -17,6 +17,7 @@
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
 --   resample.lua     conv1d, conv_transpose1d/2d, 1-D and adaptive pooling, interpolate, pixel_shuffle
+--   recurrent.lua    RNN, LSTM, GRU
 --   resample_layers.lua  Conv1d, ConvTranspose1d/2d, MaxPool1d, AvgPool1d, Adaptive*Pool*, Upsample, PixelShuffle
 
 local nn = {}
@@ -47,6 +48,7 @@ for k, f in pairs(require("gpu.nn.resample").functional) do
   F[k] = f
 end
 export((require "gpu.nn.resample_layers"))
+export((require "gpu.nn.recurrent"))
 nn.init = require "gpu.nn.initializers"
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
