@@ -9,9 +9,11 @@
 --   local out, h_n = nn.GRU(10, 20)(x, h0)
 --
 -- The input projections of all time steps are one GEMM per layer and direction
--- (gpu.fused.linear over (L, N, in)); each step then adds one GEMM of the hidden state
--- and the gate math. Every piece is a dispatched op, so autograd (backpropagation through
--- time), both devices and autocast come from those ops. Packed sequences
+-- (gpu.fused.linear over (L, N, in)). An LSTM layer then runs its time loop in C
+-- (gpu.fused.lstm: per step one GEMM of the hidden state and one fused cell kernel;
+-- backward through time as one op, src/ops/rnn.c); GRU and RNN (and an LSTM in a dtype the
+-- fused loop does not take) step through dispatched ops (one GEMM of the hidden state and
+-- the gate math per step). Autograd, both devices and autocast come from those ops. Packed sequences
 -- (pack_padded_sequence) and proj_size are not implemented.
 
 local gpu = require "gpu"
@@ -44,6 +46,17 @@ end
 
 -- ---- one layer, one direction ------------------------------------------------------------------
 
+-- Whether the fused LSTM loop (gpu.fused.lstm) takes these operands: float32/float64 of one
+-- dtype on a device whose backend has the cell kernel (the cpu, and cuda).
+local FUSED_DTYPES = { float32 = true, float64 = true }
+local FUSED_DEVICES = { cpu = true }
+local REVERSE = { reverse = true }
+local function fused_lstm_ok(xp, w, h, c)
+  local dt = xp.dtype
+  return FUSED_DTYPES[dt] and w.dtype == dt and h.dtype == dt and c.dtype == dt
+    and FUSED_DEVICES[(xp.device:gsub(":%d+$", ""))] == true
+end
+
 local function cols(a, g, H) return a[{ ":", { (g - 1) * H + 1, g * H } }] end
 
 -- Runs a layer direction over xs (L, N, in) from h (N, H) [and c (N, H)]: returns the
@@ -54,6 +67,12 @@ local function run_direction(self, xs, p, h, c, reverse)
   local bias_in = p.b_ih
   if kind ~= "GRU" and p.b_ih ~= nil then bias_in = p.b_ih + p.b_hh end
   local xp = fused.linear(xs, p.w_ih, bias_in)                     -- (L, N, G H)
+  if kind == "LSTM" and fused_lstm_ok(xp, p.w_hh, h, c) then
+    -- the time loop and backpropagation through time in C: one tape node per layer and direction
+    local hc = fused.lstm(xp, p.w_hh, h, c, reverse and REVERSE or nil)  -- (L, N, 2, H): h_t, c_t
+    local last = reverse and 1 or L
+    return hc[{ ":", ":", 1 }], hc[{ last, ":", 1 }], hc[{ last, ":", 2 }]
+  end
   local outs = {}
   for step = 1, L do
     local t = reverse and L - step + 1 or step
