@@ -161,6 +161,34 @@ for _, dev in ipairs(h.devices()) do
       assert.same({ 2, 7, 2 }, y4.shape)
       assert.same(y3.shape, y4.shape)
     end)
+    it("the fused LSTM loop agrees with the LSTM stepped through dispatched ops, gradients too", function()
+      for _, dt in ipairs { "float64", "float32" } do
+        local m = nn.LSTM(3, 4, { num_layers = 2, bidirectional = true, batch_first = true, dtype = dt, device = dev })
+        local x = gpu.random.randn({ 2, 6, 3 }, { dtype = dt, device = dev }):requires_grad()
+        local function run(fused)
+          m.fused = fused
+          m:zero_grad()
+          x.grad = nil
+          local y, s = m(x)
+          local loss = (y * y):sum() + (s[1] * s[2]):sum()
+          loss:backward()
+          local g = { y, s[1], s[2], x.grad }
+          for _, p in ipairs(m:parameters()) do g[#g + 1] = p.grad end
+          return g
+        end
+        local a, b = run(true), run(false)
+        for i = 1, #a do h.assert_close(a[i], b[i], dt == "float64" and 1e-12 or 1e-5) end
+      end
+    end)
+    it("runs in bfloat16 (the stepped path) and under autocast", function()
+      local m = nn.LSTM(3, 4, { dtype = "bfloat16", device = dev })
+      local y = m(gpu.ones(2, 1, 3, { dtype = "bfloat16", device = dev }))
+      assert.equal("bfloat16", y.dtype)
+      local m32 = nn.LSTM(3, 4, { device = dev })
+      local ya = gpu.autocast("bfloat16", function() return m32(gpu.ones(2, 1, 3, { device = dev })) end)
+      assert.equal("float32", ya.dtype)
+      h.assert_close(ya, m32(gpu.ones(2, 1, 3, { device = dev })), 3e-2)
+    end)
     it("drops out between layers in training only", function()
       local m = nn.LSTM(3, 4, { num_layers = 2, dropout = 0.5, device = dev })
       local x = gpu.random.randn(5, 2, 3, { device = dev })

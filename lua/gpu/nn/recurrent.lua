@@ -49,7 +49,7 @@ end
 -- Whether the fused LSTM loop (gpu.fused.lstm) takes these operands: float32/float64 of one
 -- dtype on a device whose backend has the cell kernel (the cpu, and cuda).
 local FUSED_DTYPES = { float32 = true, float64 = true }
-local FUSED_DEVICES = { cpu = true }
+local FUSED_DEVICES = { cpu = true, cuda = true }
 local REVERSE = { reverse = true }
 local function fused_lstm_ok(xp, w, h, c)
   local dt = xp.dtype
@@ -67,7 +67,7 @@ local function run_direction(self, xs, p, h, c, reverse)
   local bias_in = p.b_ih
   if kind ~= "GRU" and p.b_ih ~= nil then bias_in = p.b_ih + p.b_hh end
   local xp = fused.linear(xs, p.w_ih, bias_in)                     -- (L, N, G H)
-  if kind == "LSTM" and fused_lstm_ok(xp, p.w_hh, h, c) then
+  if kind == "LSTM" and self.fused ~= false and fused_lstm_ok(xp, p.w_hh, h, c) then
     -- the time loop and backpropagation through time in C: one tape node per layer and direction
     local hc = fused.lstm(xp, p.w_hh, h, c, reverse and REVERSE or nil)  -- (L, N, 2, H): h_t, c_t
     local last = reverse and 1 or L
@@ -244,6 +244,9 @@ end
 
 rnn_class("RNN")
 rnn_class("LSTM")
+-- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm
+-- (the reference the fused loop is checked against)
+Rec.LSTM.fused = true
 rnn_class("GRU")
 
 return Rec
