@@ -3,7 +3,7 @@
 ** nvcc: one step of PyTorch's LSTM for one (row, unit) and its backward. The gate layout is
 ** PyTorch's (i, f, g, o blocks of H along the last axis). src/ops/rnn.c runs the time loop
 ** (one GEMM of the hidden state per step through the backend's matmul), the backends loop
-** over (N, H) with these; backend.h takes gl_lstm_cell from here.
+** over (N, H) with these (cpu_rnn.c, kernels/rnn.cu); backend.h takes gl_lstm_cell from here.
 */
 #ifndef GL_KERNELS_RNN_H
 #define GL_KERNELS_RNN_H
@@ -65,5 +65,16 @@ typedef struct gl_lstm_cell {
 GL_RNN_STAMP(float, gl_vsigmoidf, gl_vtanhf, f32)
 GL_RNN_STAMP(double, gl_sigmoid, tanh, f64)
 #undef GL_RNN_STAMP
+
+/* The plain C face of kernels/rnn.cu (src/backend/cuda/cuda_rnn.c calls it): one step of
+** the cell on the GPU, s's pointers on the device; dt a GL_KD_* code (float32 or float64).
+** 0, GL_KERR_NOTSUP or a cudaError_t, as launch.h's launchers. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int gl_klaunch_lstm_cell(void *stream, int dt, int backward, const gl_lstm_cell *s);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

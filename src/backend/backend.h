@@ -336,7 +336,7 @@ typedef struct gl_backend {
   /* (optional) One time step of the fused LSTM cell over (N, H) rows and units (the
   ** pointers of kernels/rnn.h's gl_lstm_cell on this device, of dtype dt: float32 or
   ** float64), forward or backward; src/ops/rnn.c runs the time loop and the GEMMs. */
-  gl_status (*lstm_cell)(bool backward, gl_dtype dt, const gl_lstm_cell *s);
+  gl_status (*lstm_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
   /* (optional) Dense linear algebra, see gl_la_op. */
   gl_status (*linalg)(gl_la_op op, const gl_la_args *args, int64_t *bad);
   /* Counters since start (or the last reset): copies, launches, allocations; with

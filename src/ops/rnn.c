@@ -132,7 +132,7 @@ gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl
       cell.h = gl_array_data(&ht);
       cell.c = gl_array_data(&ct);
       cell.hc_ld = 2 * H;
-      st = be->lstm_cell(false, dt, &cell);
+      st = be->lstm_cell(dev, false, dt, &cell);
     }
   } else if (st == GL_OK && hc->size > 0) {
     st = gl_op_fill(hc, gl_scalar_float(0));
@@ -200,7 +200,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
       cell.dh_next = gl_array_data(dh0);
       cell.dc_next = gl_array_data(dc0);
       cell.dgates = gl_array_data(&dgt);
-      st = be->lstm_cell(true, dt, &cell);
+      st = be->lstm_cell(dev, true, dt, &cell);
       if (st == GL_OK) st = be->matmul(dh0, &dgt, g.a[3]);         /* dh_prev = dgates W_hh */
     }
     if (st == GL_OK) {                                              /* dW_hh = sum_t dgates_t^T h_prev_t */

@@ -120,8 +120,8 @@ function MaxPool1d:forward(x)
     dilation = self.dilation, return_indices = self.return_indices })
 end
 function MaxPool1d:repr()
-  return ("MaxPool1d(kernel_size=%d, stride=%s, padding=%s)"):format(self.kernel_size, options.type_name(self.stride),
-    options.type_name(self.padding))
+  local function n(v) return tostring(type(v) == "table" and v[1] or v) end
+  return ("MaxPool1d(kernel_size=%d, stride=%s, padding=%s)"):format(self.kernel_size, n(self.stride), n(self.padding))
 end
 
 -- AvgPool1d(kernel [, {stride = kernel, padding = 0}]): padding counts as zeros

@@ -6,7 +6,8 @@
 #include <omp.h>
 #include "cpu.h"
 
-gl_status gl_cpu_lstm_cell(bool backward, gl_dtype dt, const gl_lstm_cell *s) {
+gl_status gl_cpu_lstm_cell(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s) {
+  (void)dev;
   int64_t N = s->N, H = s->H;
   int nt = gl_cpu_team_size(N * H * 8);
   if (dt == GL_FLOAT32) {
