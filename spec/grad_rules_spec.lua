@@ -207,7 +207,15 @@ for _, n in ipairs { "dnn.conv2d", "dnn.max_pool2d", "dnn.avg_pool2d", "dnn.soft
 end
 -- second derivatives: the rules whose backward is first-order only (library kernels)
 local first_order_only = { ["dnn.conv2d"] = true, ["dnn.max_pool2d"] = true, ["dnn.avg_pool2d"] = true,
-                           ["dnn.softmax"] = true, ["dnn.batch_norm"] = true }
+                           ["dnn.softmax"] = true, ["dnn.batch_norm"] = true, ["fused.lstm"] = true }
+-- the fused LSTM layer: L = 3 steps, N = 2, H = 2, both directions, every input tracked
+samples["fused.lstm"] = function(dev)
+  return function(xp, w, h0, c0)
+    local a = gpu.fused.lstm(xp, w, h0, c0)
+    local b = gpu.fused.lstm(xp, w, h0, c0, { reverse = true })
+    return a * a + b
+  end, { S(dev, 3, 2, 8), U(dev, -0.8, 0.8, 8, 2), S(dev, 2, 2), S(dev, 2, 2) }
+end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
                  sort = true, topk = true, mod = true, partition = true }
@@ -226,7 +234,7 @@ describe("gpu.autograd.rules", function()
       ["random.permutation"] = true, ["random.choice"] = true, ["fused.cross_entropy_backward"] = true,
       ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
-      ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true,
+      ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,
     }
     local unexpected = {}
     for _, n in ipairs(missing) do if not refused[n] then unexpected[#unexpected + 1] = n end end

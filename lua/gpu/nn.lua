@@ -21,6 +21,9 @@
 --   callbacks.lua    fit's callbacks (EarlyStopping, ModelCheckpoint, ...)
 --   saving.lua       model:save / nn.load_model (architecture, weights, optimizer in one file)
 --   ddp.lua          DistributedDataParallel (over gpu.distributed)
+--   resample.lua     conv1d, conv_transpose1d/2d, 1-D and adaptive pooling, interpolate, pixel_shuffle
+--   recurrent.lua    RNN, LSTM, GRU
+--   resample_layers.lua  Conv1d, ConvTranspose1d/2d, MaxPool1d, AvgPool1d, Adaptive*Pool*, Upsample, PixelShuffle
 
 local nn = {}
 
@@ -45,6 +48,13 @@ export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
 export((require "gpu.nn.ddp"))
+-- seq's part: 1-D and transposed convolutions, 1-D and adaptive pooling, resampling
+for k, f in pairs(require("gpu.nn.resample").functional) do
+  assert(F[k] == nil, "gpu.nn: two parts define functional." .. k)
+  F[k] = f
+end
+export((require "gpu.nn.resample_layers"))
+export((require "gpu.nn.recurrent"))
 nn.init = require "gpu.nn.initializers"
 nn.utils = require "gpu.nn.utils"
 nn.metrics = require "gpu.nn.metrics"

@@ -15,6 +15,7 @@
 #include "../../kernels/elem_ops.h"
 #include "../../kernels/nn.h"
 #include "../../kernels/jit_abi.h"
+#include "../../kernels/rnn.h"
 
 /* Op families, for supports(); 'which' there names the op within the family. */
 typedef enum gl_op {
@@ -376,6 +377,10 @@ typedef struct gl_backend {
                     const gl_array *labels, const gl_array *target, double smoothing);
   gl_status (*xent_bwd)(const gl_array *dst, const gl_array *probs, const gl_array *labels,
                         const gl_array *target, double smoothing, const gl_array *gout, double scale);
+  /* (optional) One time step of the fused LSTM cell over (N, H) rows and units (the
+  ** pointers of kernels/rnn.h's gl_lstm_cell on this device, of dtype dt: float32 or
+  ** float64), forward or backward; src/ops/rnn.c runs the time loop and the GEMMs. */
+  gl_status (*lstm_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
   /* (optional) Dense linear algebra, see gl_la_op. */
   gl_status (*linalg)(gl_la_op op, const gl_la_args *args, int64_t *bad);
   /* Counters since start (or the last reset): copies, launches, allocations; with

@@ -154,6 +154,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_linalg(L, module, methods);
   gl_open_conv(L, module, methods);
   gl_open_fused(L, module, methods);
+  gl_open_rnn(L, module, methods);          /* after fused: adds to gpu.fused */
   gl_open_reduce(L, module, methods);
   gl_open_io(L, module, methods);
   gl_open_random(L, module, methods);

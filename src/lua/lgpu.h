@@ -224,6 +224,8 @@ void gl_open_dist(lua_State *L, int module);
 
 /* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
 void gl_open_fused(lua_State *L, int module, int methods);
+/* gpu.fused.lstm, gpu.fused.lstm_backward (the time loop under nn.LSTM); lrnn.c. */
+void gl_open_rnn(lua_State *L, int module, int methods);
 /* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */
 void gl_open_routines(lua_State *L, int module, int methods);
 

@@ -197,6 +197,18 @@ gl_status gl_op_xent_bwd(gl_array *out, const gl_array *probs, const gl_array *l
 gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],
                            const gl_optim_hp *hp);
 
+/* ---- the fused LSTM layer (rnn.c) --------------------------------------------------- */
+/* One layer and direction of an LSTM over the input projections xp (L, N, 4H) (x W_ih^T +
+** biases, PyTorch's gate order i, f, g, o) from h0, c0 (N, H), float32/float64: hc (L, N,
+** 2, H) the h and c of every step, gates (L, N, 4H) the activations the backward reads;
+** reverse runs from step L to 1. */
+gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *h0,
+                     const gl_array *c0, bool reverse);
+/* Backpropagation through time from the gradient of hc: dxp (L, N, 4H), dw (4H, H), dh0, dc0. */
+gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
+                         const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
+                         const gl_array *c0, bool reverse);
+
 /* ---- reductions and scans (reduce.c); axes are 0-based ------------------------- */
 /* out = op over 'axes' (naxes of them; naxes < 0: all, 0: none), the reduced axes dropped
 ** or, with keepdims, kept as 1. dtype: the result dtype where NumPy takes one (sum, prod:

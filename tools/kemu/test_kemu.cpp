@@ -10,6 +10,7 @@
 #include "elem.h"
 #include "conv.h"
 #include "fused.h"
+#include "rnn.h"
 #include "philox.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -951,6 +952,59 @@ static void test_random(void) {
       }
 }
 
+/* ---- rnn: the fused LSTM cell (one time step, forward and backward) ------------------------- */
+
+static double sigm(double x) { return 1 / (1 + exp(-x)); }
+
+template <class T> static void test_lstm_t(int dt) {
+  struct lc { int64_t N, H; };
+  for (lc c : { lc{ 1, 1 }, lc{ 2, 3 }, lc{ 5, 17 }, lc{ 32, 64 }, lc{ 3, 300 } }) {
+    int64_t N = c.N, H = c.H, ld = 2 * H;                 /* h and c interleaved as in hc (L, N, 2, H) */
+    begin("lstm %s N=%lld H=%lld", dtn[dt], (long long)N, (long long)H);
+    T *xp = (T *)alloc(N * 4 * H * sizeof(T)), *hw = (T *)alloc(N * 4 * H * sizeof(T));
+    T *gates = (T *)alloc(N * 4 * H * sizeof(T)), *cp = (T *)alloc(N * H * sizeof(T));
+    T *hc = (T *)alloc(N * ld * sizeof(T)), *dout = (T *)alloc(N * ld * sizeof(T));
+    T *dhn = (T *)alloc(N * H * sizeof(T)), *dcn = (T *)alloc(N * H * sizeof(T)), *dg = (T *)alloc(N * 4 * H * sizeof(T));
+    for (int64_t i = 0; i < N * 4 * H; i++) { xp[i] = (T)(urand() * 4 - 2); hw[i] = (T)(urand() * 2 - 1); }
+    for (int64_t i = 0; i < N * H; i++) { cp[i] = (T)(urand() * 2 - 1); dhn[i] = (T)(urand() - 0.5); dcn[i] = (T)(urand() - 0.5); }
+    for (int64_t i = 0; i < N * ld; i++) dout[i] = (T)(urand() - 0.5);
+    gl_lstm_cell s = {};
+    s.N = N; s.H = H; s.xp = xp; s.hw = hw; s.gates = gates; s.c_prev = cp; s.c_prev_ld = H;
+    s.h = hc; s.c = hc + H; s.hc_ld = ld;
+    int rc = gl_klaunch_lstm_cell(NULL, dt, 0, &s);
+    if (rc) bad("rc %d", rc);
+    double tol = sizeof(T) == 4 ? 2e-6 : 1e-13;
+    std::vector<double> dcn0(dcn, dcn + N * H);
+    for (int64_t r = 0; r < N; r++)
+      for (int64_t j = 0; j < H; j++) {
+        int64_t g0 = r * 4 * H + j;
+        double i = sigm((double)xp[g0] + hw[g0]), f = sigm((double)xp[g0 + H] + hw[g0 + H]);
+        double g = tanh((double)xp[g0 + 2 * H] + hw[g0 + 2 * H]), o = sigm((double)xp[g0 + 3 * H] + hw[g0 + 3 * H]);
+        double cc = f * cp[r * H + j] + i * g, hh = o * tanh(cc);
+        if (!close_to(hc[r * ld + H + j], cc, tol, tol)) bad("c[%lld,%lld]: got %.9g want %.9g", (long long)r, (long long)j, (double)hc[r * ld + H + j], cc);
+        if (!close_to(hc[r * ld + j], hh, tol, tol)) bad("h[%lld,%lld]: got %.9g want %.9g", (long long)r, (long long)j, (double)hc[r * ld + j], hh);
+        if (!close_to(gates[g0 + 3 * H], o, tol, tol)) bad("o[%lld,%lld]", (long long)r, (long long)j);
+      }
+    s.dh_out = dout; s.dc_out = dout + H; s.dh_next = dhn; s.dc_next = dcn; s.dgates = dg;
+    rc = gl_klaunch_lstm_cell(NULL, dt, 1, &s);
+    if (rc) bad("bwd rc %d", rc);
+    for (int64_t r = 0; r < N; r++)
+      for (int64_t j = 0; j < H; j++) {
+        int64_t g0 = r * 4 * H + j, k = r * H + j;
+        double i = gates[g0], f = gates[g0 + H], g = gates[g0 + 2 * H], o = gates[g0 + 3 * H];
+        double tc = tanh((double)hc[r * ld + H + j]);
+        double dh = (double)dout[r * ld + j] + dhn[k];
+        double dc = (double)dout[r * ld + H + j] + dcn0[k] + dh * o * (1 - tc * tc);
+        double want[4] = { dc * g * i * (1 - i), dc * cp[k] * f * (1 - f), dc * i * (1 - g * g), dh * tc * o * (1 - o) };
+        for (int q = 0; q < 4; q++)
+          if (!close_to(dg[g0 + q * H], want[q], tol * 10, tol * 10)) bad("dgate %d [%lld,%lld]: got %.9g want %.9g", q, (long long)r, (long long)j, (double)dg[g0 + q * H], want[q]);
+        if (!close_to(dcn[k], dc * f, tol * 10, tol * 10)) bad("dc_prev[%lld,%lld]", (long long)r, (long long)j);
+      }
+    end();
+    free_all();
+  }
+}
+
 /* ---- fused: optimizer steps, softmax cross-entropy --------------------------------------------- */
 
 template <class T> static void optim_ref(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, T *s2, const gl_optim_hp *hp);
@@ -1412,6 +1466,7 @@ int main(int argc, char **argv) {
     { "optim", [] { test_optim_t<float>(GL_KD_FLOAT32); test_optim_t<double>(GL_KD_FLOAT64); } },
     { "xent", [] { test_xent_t<float>(GL_KD_FLOAT32); test_xent_t<double>(GL_KD_FLOAT64); } },
     { "conv", [] { test_conv_t<float>(GL_KD_FLOAT32); test_conv_t<double>(GL_KD_FLOAT64); } },
+    { "rnn", [] { test_lstm_t<float>(GL_KD_FLOAT32); test_lstm_t<double>(GL_KD_FLOAT64); } },
     { "index", test_index },
     { "sort", test_sort },
     { "launch", test_launch_errors },

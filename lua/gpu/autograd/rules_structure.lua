@@ -349,6 +349,14 @@ end }
 -- fused.cross_entropy(z (N, C), labels (N) | target (N, C) [, opts]) -> loss (N), probs
 -- (N, C): d loss_i / d z = probs_i - t_i. The fused backward when grad is off; with
 -- create_graph the same formula in array ops, so it is differentiable again.
+-- fused.lstm(xp, w_hh, h0, c0 [, {reverse}]) -> hc (L, N, 2, H), gates (node.extra): one
+-- layer's time loop (nn.LSTM); backward through time in one C op (first order only)
+R["fused.lstm"] = { saves = { 2, 3, 4, 5 }, uses_y = true, backward = function(g, node, y)
+  local w, h0, c0, o = node[2], node[3], node[4], node[5]
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.fused.lstm_backward(g, node.extra[1], y, w, h0, c0, o)
+end }
+
 R["fused.cross_entropy"] = { saves = { 2 }, backward = function(g, node)
   local z, lt, o = node[1], node[2], node[3]
   local eps = o and o.label_smoothing or 0

@@ -67,6 +67,7 @@ gl_status gl_cpu_xent(const gl_array *loss, const gl_array *probs, const gl_arra
                       const gl_array *labels, const gl_array *target, double smoothing);
 gl_status gl_cpu_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_array *labels,
                           const gl_array *target, double smoothing, const gl_array *gout, double scale);
+gl_status gl_cpu_lstm_cell(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
 
 /* BLAS, loaded lazily (cpu_blas.c). CBLAS enums travel as int: RowMajor 101,
 ** NoTrans 111, Trans 112. */

@@ -92,6 +92,7 @@ const gl_backend gl_cpu_backend = {
   .optim_step = gl_cpu_optim_step,
   .xent = gl_cpu_xent,
   .xent_bwd = gl_cpu_xent_bwd,
+  .lstm_cell = gl_cpu_lstm_cell,
   .linalg = gl_cpu_linalg,
   .jit_run = gl_cpu_jit_run,
 };

@@ -369,6 +369,7 @@ const gl_backend gl_cuda_backend = {
   .optim_step = gl_cuda_optim_step,
   .xent = gl_cuda_xent,
   .xent_bwd = gl_cuda_xent_bwd,
+  .lstm_cell = gl_cuda_lstm_cell,
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,
