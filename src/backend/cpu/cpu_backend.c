@@ -90,4 +90,5 @@ const gl_backend gl_cpu_backend = {
   .xent = gl_cpu_xent,
   .xent_bwd = gl_cpu_xent_bwd,
   .linalg = gl_cpu_linalg,
+  .dnn = &gl_cpu_dnn,
 };
