@@ -570,8 +570,55 @@ static entry *pool_entry(int op, bool max, int nt, const int64_t *xs, const int6
   return NULL;
 }
 
+/* Whether x (n floats) holds a NaN: oneDNN's max pooling lets a NaN lose to a number (its
+** max is a comparison), where PyTorch's and nn's own path propagate it. */
+static bool has_nan(const float *x, int64_t n) {
+  int nt = gl_cpu_team_size(n);
+  int found = 0;
+  _Pragma("omp parallel for num_threads(nt) schedule(static) reduction(|:found) if (nt > 1)")
+  for (int64_t i = 0; i < n; i++) found |= x[i] != x[i];
+  gl_cpu_team_done(nt);
+  return found != 0;
+}
+
+/* Max pooling of planes holding a NaN, NaN-propagating as nn's own path: each window's
+** first NaN, else its first maximum (padding never wins); bwd: dx gets dy at that spot. */
+static void max_pool_nan(bool bwd, float *out, const float *x, const float *dy, int64_t planes, int64_t H, int64_t W,
+                         int64_t OH, int64_t OW, const int *k, const int *s, const int *p) {
+  int nt = gl_cpu_team_size(planes * OH * OW * k[0] * k[1]);
+  _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+  for (int64_t pc = 0; pc < planes; pc++) {
+    const float *in = x + pc * H * W;
+    if (bwd) memset(out + pc * H * W, 0, sizeof(float) * (size_t)(H * W));
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t best = -1;
+        float m = 0;
+        for (int ki = 0; ki < k[0] && (best < 0 || m == m); ki++) {
+          int64_t ih = oh * s[0] - p[0] + ki;
+          if (ih < 0 || ih >= H) continue;
+          for (int kj = 0; kj < k[1]; kj++) {
+            int64_t iw = ow * s[1] - p[1] + kj;
+            if (iw < 0 || iw >= W) continue;
+            float v = in[ih * W + iw];
+            if (best < 0 || v > m || v != v) { m = v; best = ih * W + iw; }
+            if (v != v) break;
+          }
+        }
+        if (!bwd) out[(pc * OH + oh) * OW + ow] = m;
+        else if (best >= 0) out[pc * H * W + best] += dy[(pc * OH + oh) * OW + ow];
+      }
+  }
+  gl_cpu_team_done(nt);
+}
+
 static gl_status dnnl_pool2d(bool max, const gl_array *y, const gl_array *x, const int *k, const int *stride,
                              const int *pad) {
+  if (max && has_nan(gl_array_data(x), x->size)) {
+    max_pool_nan(false, gl_array_data(y), gl_array_data(x), NULL, x->shape[0] * x->shape[1], x->shape[2],
+                 x->shape[3], y->shape[2], y->shape[3], k, stride, pad);
+    return gl_interrupt_check();
+  }
   int saved, nt = thread_begin(y->size * k[0] * k[1], &saved);
   gl_status st = GL_OK;
   pthread_mutex_lock(&cache.lock);
@@ -588,6 +635,11 @@ static gl_status dnnl_pool2d(bool max, const gl_array *y, const gl_array *x, con
 static gl_status dnnl_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x, const gl_array *y,
                                  const gl_array *dy, const int *k, const int *stride, const int *pad) {
   (void)y;
+  if (max && has_nan(gl_array_data(x), x->size)) {
+    max_pool_nan(true, gl_array_data(dx), gl_array_data(x), gl_array_data(dy), x->shape[0] * x->shape[1],
+                 x->shape[2], x->shape[3], dy->shape[2], dy->shape[3], k, stride, pad);
+    return gl_interrupt_check();
+  }
   int saved, nt = thread_begin(dy->size * k[0] * k[1], &saved);
   gl_status st = GL_OK;
   pthread_mutex_lock(&cache.lock);
