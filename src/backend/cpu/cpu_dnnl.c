@@ -76,6 +76,7 @@ static char load_msg[256];
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static bool plain_only;                 /* GPULUA_DNNL_PLAIN=1 */
+static bool pool_onednn;              /* GPULUA_DNNL_POOL=1 */
 
 static void dnnl_load(void) {
   const char *env = getenv("GPULUA_DNNL");
@@ -85,6 +86,8 @@ static void dnnl_load(void) {
   }
   const char *pl = getenv("GPULUA_DNNL_PLAIN");
   plain_only = pl && strcmp(pl, "1") == 0;
+  const char *po = getenv("GPULUA_DNNL_POOL");
+  pool_onednn = po && strcmp(po, "1") == 0;
   void *h = dlopen(GL_DNNL_LIB, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     snprintf(load_msg, sizeof load_msg, "oneDNN could not be loaded (%s; install libdnnl2)", GL_DNNL_LIB);
@@ -495,14 +498,167 @@ static gl_status dnnl_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, c
 
 /* ---- pooling ------------------------------------------------------------------------------- */
 
-/* oneDNN's pooling on plain NCHW: forward (inference: no workspace), and for backward the
-** forward again in training mode, whose workspace (where each maximum was) the backward
-** pass reads: the dnn interface hands backward x, y and dy, not a workspace. */
+/* Pooling runs in direct loops over the plain NCHW planes: measured on the 2-core EPYC
+** (float32, the bench CNN's 128x32x28x28 max pool, 1 thread, CPU time), oneDNN's pooling on
+** plain layouts (its simple_nchw kernel) took 43 ms forward where nn's im2col path took 13
+** and these loops take a few; its blocked kernel needs a reorder in and out and was no faster
+** than im2col. GPULUA_DNNL_POOL=1 takes oneDNN's blocked pooling instead (to measure it
+** again on another machine). Max pooling propagates NaN (oneDNN's lets a NaN lose) and
+** its backward sends each window's gradient to the first position holding the maximum
+** (the first NaN), as nn's own path does. */
+
+/* The output columns [lo, hi) whose tap kj reads inside a row of W: 0 <= ow*s - p + kj < W. */
+static void tap_range(int64_t OW, int64_t W, int s, int p, int kj, int64_t *lo, int64_t *hi) {
+  int64_t a = (int64_t)p - kj, b = W - 1 + p - kj;
+  *lo = a <= 0 ? 0 : (a + s - 1) / s;
+  *hi = b < 0 ? 0 : b / s + 1;
+  if (*hi > OW) *hi = OW;
+  if (*lo > *hi) *lo = *hi;
+}
+
+/* Whether x (n floats) holds a NaN. */
+static bool has_nan(const float *x, int64_t n) {
+  int nt = gl_cpu_team_size(n);
+  int found = 0;
+  _Pragma("omp parallel for num_threads(nt) schedule(static) reduction(|:found) if (nt > 1)")
+  for (int64_t i = 0; i < n; i++) found |= x[i] != x[i];
+  gl_cpu_team_done(nt);
+  return found != 0;
+}
+
+typedef struct pool_geom {
+  int64_t planes, H, W, OH, OW;
+  const int *k, *s, *p;
+} pool_geom;
+
+/* y = the maxima (x without NaN) or the means (padding counted as zeros) of each window. */
+static void pool_fwd_direct(bool max, float *y, const float *x, const pool_geom *g) {
+  const int *k = g->k, *s = g->s, *p = g->p;
+  float scale = 1.0f / (float)(k[0] * k[1]);
+  int nt = gl_cpu_team_size(g->planes * g->OH * g->OW * k[0] * k[1]);
+  _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+  for (int64_t pc = 0; pc < g->planes; pc++) {
+    const float *in = x + pc * g->H * g->W;
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+      float *yr = y + (pc * g->OH + oh) * g->OW;
+      for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] = max ? -INFINITY : 0.0f;
+      for (int ki = 0; ki < k[0]; ki++) {
+        int64_t ih = oh * s[0] - p[0] + ki;
+        if (ih < 0 || ih >= g->H) continue;
+        const float *r = in + ih * g->W;
+        for (int kj = 0; kj < k[1]; kj++) {
+          int64_t lo, hi, off = (int64_t)kj - p[1];
+          tap_range(g->OW, g->W, s[1], p[1], kj, &lo, &hi);
+          if (max)
+            for (int64_t ow = lo; ow < hi; ow++) {
+              float v = r[ow * s[1] + off];
+              yr[ow] = v > yr[ow] ? v : yr[ow];
+            }
+          else
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += r[ow * s[1] + off];
+        }
+      }
+      if (!max)
+        for (int64_t ow = 0; ow < g->OW; ow++) yr[ow] *= scale;
+    }
+  }
+  gl_cpu_team_done(nt);
+}
+
+/* Max pooling of planes holding a NaN: each window's first NaN, else its maximum. */
+static void max_pool_nan(float *y, const float *x, const pool_geom *g) {
+  const int *k = g->k, *s = g->s, *p = g->p;
+  int nt = gl_cpu_team_size(g->planes * g->OH * g->OW * k[0] * k[1]);
+  _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+  for (int64_t pc = 0; pc < g->planes; pc++) {
+    const float *in = x + pc * g->H * g->W;
+    for (int64_t oh = 0; oh < g->OH; oh++)
+      for (int64_t ow = 0; ow < g->OW; ow++) {
+        float m = -INFINITY;
+        for (int ki = 0; ki < k[0] && m == m; ki++) {
+          int64_t ih = oh * s[0] - p[0] + ki;
+          for (int kj = 0; kj < k[1] && ih >= 0 && ih < g->H && m == m; kj++) {
+            int64_t iw = ow * s[1] - p[1] + kj;
+            if (iw < 0 || iw >= g->W) continue;
+            float v = in[ih * g->W + iw];
+            if (v > m || v != v) m = v;
+          }
+        }
+        y[(pc * g->OH + oh) * g->OW + ow] = m;
+      }
+  }
+  gl_cpu_team_done(nt);
+}
+
+/* dx from dy: max sends each window's gradient to the first position equal to its output
+** y (the first NaN where y is NaN); avg spreads it evenly over the window. */
+static void pool_bwd_direct(bool max, float *dx, const float *x, const float *y, const float *dy,
+                            const pool_geom *g) {
+  const int *k = g->k, *s = g->s, *p = g->p;
+  float scale = 1.0f / (float)(k[0] * k[1]);
+  int nt = gl_cpu_team_size(g->planes * g->OH * g->OW * k[0] * k[1]);
+  _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+  for (int64_t pc = 0; pc < g->planes; pc++) {
+    const float *in = x + pc * g->H * g->W;
+    float *d = dx + pc * g->H * g->W;
+    memset(d, 0, sizeof(float) * (size_t)(g->H * g->W));
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+      const float *yr = y ? y + (pc * g->OH + oh) * g->OW : NULL, *gr = dy + (pc * g->OH + oh) * g->OW;
+      if (!max) {
+        for (int ki = 0; ki < k[0]; ki++) {
+          int64_t ih = oh * s[0] - p[0] + ki;
+          if (ih < 0 || ih >= g->H) continue;
+          float *r = d + ih * g->W;
+          for (int kj = 0; kj < k[1]; kj++) {
+            int64_t lo, hi, off = (int64_t)kj - p[1];
+            tap_range(g->OW, g->W, s[1], p[1], kj, &lo, &hi);
+            for (int64_t ow = lo; ow < hi; ow++) r[ow * s[1] + off] += gr[ow] * scale;
+          }
+        }
+        continue;
+      }
+      /* tap by tap over a chunk of outputs: each output's first maximum in window order
+      ** (ki, kj), as the forward met it, then its gradient to that spot; where y is NaN, the
+      ** first NaN */
+      for (int64_t c0 = 0; c0 < g->OW; c0 += 256) {
+        int64_t c1 = g->OW - c0 < 256 ? g->OW : c0 + 256;
+        float best[256];
+        int64_t at[256];
+        for (int64_t i = 0; i < c1 - c0; i++) at[i] = -1;
+        for (int ki = 0; ki < k[0]; ki++) {
+          int64_t ih = oh * s[0] - p[0] + ki;
+          if (ih < 0 || ih >= g->H) continue;
+          const float *r = in + ih * g->W;
+          for (int kj = 0; kj < k[1]; kj++) {
+            int64_t lo, hi, off = (int64_t)kj - p[1];
+            tap_range(g->OW, g->W, s[1], p[1], kj, &lo, &hi);
+            if (lo < c0) lo = c0;
+            if (hi > c1) hi = c1;
+            for (int64_t ow = lo; ow < hi; ow++) {
+              int64_t i = ow - c0, pos = ih * g->W + ow * s[1] + off;
+              float v = r[ow * s[1] + off], m = yr[ow];
+              bool take = at[i] < 0 || (m == m ? v > best[i] : (v != v && best[i] == best[i]));
+              best[i] = take ? v : best[i];
+              at[i] = take ? pos : at[i];
+            }
+          }
+        }
+        for (int64_t ow = c0; ow < c1; ow++)
+          if (at[ow - c0] >= 0) d[at[ow - c0]] += gr[ow];
+      }
+    }
+  }
+  gl_cpu_team_done(nt);
+}
+
+/* oneDNN's pooling (GPULUA_DNNL_POOL=1): blocked nChw8c, reordered in and out; its backward
+** reads the forward's workspace (where each maximum was), so the forward runs again in
+** training mode: the dnn interface hands backward x, y and dy. */
 static dnnl_status_t pool_desc(dnnl_pooling_v2_desc_t *pd, int op, bool max, const int64_t *xs, const int64_t *ys,
                                const int *k, const int *stride, const int *pad) {
   dnnl_memory_desc_t x, y;
-  md4(&x, xs, dnnl_nchw);
-  md4(&y, ys, dnnl_nchw);
+  md4(&x, xs, dnnl_nChw8c);
+  md4(&y, ys, dnnl_nChw8c);
   dnnl_dims_t st = { stride[0], stride[1] }, kk = { k[0], k[1] }, dil = { 0, 0 }, pl = { pad[0], pad[1] }, pr;
   for (int i = 0; i < 2; i++) pr[i] = (ys[2 + i] - 1) * stride[i] + k[i] - xs[2 + i] - pad[i];
   dnnl_alg_kind_t alg = max ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
@@ -570,53 +726,20 @@ static entry *pool_entry(int op, bool max, int nt, const int64_t *xs, const int6
   return NULL;
 }
 
-/* Whether x (n floats) holds a NaN: oneDNN's max pooling lets a NaN lose to a number (its
-** max is a comparison), where PyTorch's and nn's own path propagate it. */
-static bool has_nan(const float *x, int64_t n) {
-  int nt = gl_cpu_team_size(n);
-  int found = 0;
-  _Pragma("omp parallel for num_threads(nt) schedule(static) reduction(|:found) if (nt > 1)")
-  for (int64_t i = 0; i < n; i++) found |= x[i] != x[i];
-  gl_cpu_team_done(nt);
-  return found != 0;
-}
-
-/* Max pooling of planes holding a NaN, NaN-propagating as nn's own path: each window's
-** first NaN, else its first maximum (padding never wins); bwd: dx gets dy at that spot. */
-static void max_pool_nan(bool bwd, float *out, const float *x, const float *dy, int64_t planes, int64_t H, int64_t W,
-                         int64_t OH, int64_t OW, const int *k, const int *s, const int *p) {
-  int nt = gl_cpu_team_size(planes * OH * OW * k[0] * k[1]);
-  _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
-  for (int64_t pc = 0; pc < planes; pc++) {
-    const float *in = x + pc * H * W;
-    if (bwd) memset(out + pc * H * W, 0, sizeof(float) * (size_t)(H * W));
-    for (int64_t oh = 0; oh < OH; oh++)
-      for (int64_t ow = 0; ow < OW; ow++) {
-        int64_t best = -1;
-        float m = 0;
-        for (int ki = 0; ki < k[0] && (best < 0 || m == m); ki++) {
-          int64_t ih = oh * s[0] - p[0] + ki;
-          if (ih < 0 || ih >= H) continue;
-          for (int kj = 0; kj < k[1]; kj++) {
-            int64_t iw = ow * s[1] - p[1] + kj;
-            if (iw < 0 || iw >= W) continue;
-            float v = in[ih * W + iw];
-            if (best < 0 || v > m || v != v) { m = v; best = ih * W + iw; }
-            if (v != v) break;
-          }
-        }
-        if (!bwd) out[(pc * OH + oh) * OW + ow] = m;
-        else if (best >= 0) out[pc * H * W + best] += dy[(pc * OH + oh) * OW + ow];
-      }
-  }
-  gl_cpu_team_done(nt);
+static pool_geom pool_geom_of(const gl_array *x, const gl_array *y, const int *k, const int *stride, const int *pad) {
+  pool_geom g = { x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3], k, stride, pad };
+  return g;
 }
 
 static gl_status dnnl_pool2d(bool max, const gl_array *y, const gl_array *x, const int *k, const int *stride,
                              const int *pad) {
+  pool_geom g = pool_geom_of(x, y, k, stride, pad);
   if (max && has_nan(gl_array_data(x), x->size)) {
-    max_pool_nan(false, gl_array_data(y), gl_array_data(x), NULL, x->shape[0] * x->shape[1], x->shape[2],
-                 x->shape[3], y->shape[2], y->shape[3], k, stride, pad);
+    max_pool_nan(gl_array_data(y), gl_array_data(x), &g);
+    return gl_interrupt_check();
+  }
+  if (!pool_onednn) {
+    pool_fwd_direct(max, gl_array_data(y), gl_array_data(x), &g);
     return gl_interrupt_check();
   }
   int saved, nt = thread_begin(y->size * k[0] * k[1], &saved);
@@ -634,10 +757,9 @@ static gl_status dnnl_pool2d(bool max, const gl_array *y, const gl_array *x, con
 
 static gl_status dnnl_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x, const gl_array *y,
                                  const gl_array *dy, const int *k, const int *stride, const int *pad) {
-  (void)y;
-  if (max && has_nan(gl_array_data(x), x->size)) {
-    max_pool_nan(true, gl_array_data(dx), gl_array_data(x), gl_array_data(dy), x->shape[0] * x->shape[1],
-                 x->shape[2], x->shape[3], dy->shape[2], dy->shape[3], k, stride, pad);
+  pool_geom g = pool_geom_of(x, dy, k, stride, pad);
+  if (!pool_onednn || (max && has_nan(gl_array_data(x), x->size))) {
+    pool_bwd_direct(max, gl_array_data(dx), gl_array_data(x), gl_array_data(y), gl_array_data(dy), &g);
     return gl_interrupt_check();
   }
   int saved, nt = thread_begin(dy->size * k[0] * k[1], &saved);
