@@ -215,7 +215,9 @@ end
 local function conv_core(x, w, b, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW)
   local kh, kw = k[1], k[2]
   local y
-  if x.dtype == w.dtype and floats[x.dtype] and use_dnn(x.device, x.dtype, "conv") then
+  -- (under gpu.autocast the dispatch hands dnn.conv2d float32/float64 operands in the half dtype)
+  local dt = wide[x.dtype] and autograd.autocast_dtype() or x.dtype
+  if x.dtype == w.dtype and floats[x.dtype] and use_dnn(x.device, dt, "conv") then
     y = dnn.conv2d(x, w, { stride = s, padding = p, dilation = d, groups = G })
   else
     local L, K, Og = OH * OW, Cg * kh * kw, O // G
