@@ -156,7 +156,7 @@ $(SO): $(LIB_O) Makefile
 # DEPS are required; OPT_DEPS only add columns to `make bench` (NumPy), so failing to
 # install them is a warning.
 DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libopenblas0-openmp libreadline-dev zlib1g-dev \
-            dataset-fashion-mnist clang libclang-rt-dev gnuplot-nox libpng-dev luarocks
+            dataset-fashion-mnist clang libclang-rt-dev gnuplot-nox libpng-dev luarocks libdnnl-dev
 OPT_DEPS := python3-numpy
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
