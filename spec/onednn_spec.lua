@@ -238,6 +238,25 @@ describe("oneDNN's loading and GPULUA_DNNL", function()
     if onednn then assert.matches("^onednn true ", on) end
   end)
 
+  it("GPULUA_DNNL_REFUSE=1: a convolution oneDNN refuses runs im2col + GEMM inside its path", function()
+    if not onednn then return pending("no oneDNN here") end
+    local code = "gpu.random.seed(5); local x, w = gpu.randn(3, 4, 11, 10):requires_grad(), gpu.randn(6, 2, 3, 2):requires_grad(); "
+      .. "local y = gpu.nn.conv2d(x, w, nil, {stride = {2, 3}, padding = {1, 2}, dilation = {1, 2}, groups = 2}); "
+      .. "local n = 0; for _, r in ipairs(gpu.profile(function() end, {quiet = true}).rows) do n = n + 1 end; "
+      .. "(y * y):sum():backward(); io.write(gpu.config().conv, ' ', ('%.4f %.4f %.4f'):format((y * y):sum():item(), "
+      .. "(x.grad * x.grad):sum():item(), (w.grad * w.grad):sum():item()))"
+    local st, a = lua(code, "GPULUA_DNNL_REFUSE=1")
+    local st2, b = lua(code, "GPULUA_DNNL=0")
+    assert.equal(0, st)
+    assert.equal(0, st2)
+    assert.matches("^onednn ", a)
+    local na, nb = {}, {}
+    for v in a:gmatch("%d+%.%d+") do na[#na + 1] = tonumber(v) end
+    for v in b:gmatch("%d+%.%d+") do nb[#nb + 1] = tonumber(v) end
+    assert.equal(3, #na)
+    assert.is_true(h.close(na, nb, 1e-5), a .. " vs " .. b)
+  end)
+
   it("GPULUA_DNNL_POOL=1 takes oneDNN's own pooling, with nn's numbers", function()
     if not onednn then return pending("no oneDNN here") end
     local code = "gpu.random.seed(4); local x = gpu.randn(2, 3, 9, 8):requires_grad(); "

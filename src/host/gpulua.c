@@ -179,6 +179,8 @@ static void print_help (void) {
     "  GPULUA_DNNL=0         no oneDNN on the CPU: convolutions, pooling and batch\n"
     "                        norm take im2col + GEMM and array ops\n"
     "  GPULUA_DNNL_POOL=1    CPU pooling through oneDNN (else gpulua's own loops)\n"
+    "  GPULUA_DNNL_REFUSE=1  (testing) oneDNN refuses every convolution: the\n"
+    "                        im2col + GEMM fallback inside its path runs\n"
     "  GPULUA_PLAIN          set: fit's progress is plain lines\n"
     "  GPULUA_GNUPLOT        the gnuplot program of gpu.plot (default: gnuplot)\n"
     "  GPULUA_SIXEL=1        gpu.plot draws sixel graphics on the terminal\n"
