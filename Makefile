@@ -168,8 +168,9 @@ $(SO): $(LIB_O) Makefile
 # DEPS are required; OPT_DEPS only add columns to `make bench` (NumPy), so failing to
 # install them is a warning.
 DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libopenblas0-openmp libreadline-dev zlib1g-dev \
-            dataset-fashion-mnist clang libclang-rt-dev gnuplot-nox libpng-dev luarocks libopenmpi-dev openmpi-bin
-OPT_DEPS := python3-numpy
+            dataset-fashion-mnist clang libclang-rt-dev gnuplot-nox libpng-dev luarocks libopenmpi-dev openmpi-bin \
+            libdnnl-dev fortunes
+OPT_DEPS := python3-numpy python3-numexpr
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	optional=$$(for p in $(OPT_DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

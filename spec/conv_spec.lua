@@ -255,15 +255,31 @@ for _, dev in ipairs(h.devices()) do
   end)
 end
 
-describe("gpu.dnn (the cuDNN entry points nn uses on cuda)", function()
+describe("gpu.dnn (the library entry points nn uses: cuDNN on cuda, oneDNN on the cpu)", function()
   local cpu = { device = "cpu" }
   local function Z(...) return gpu.zeros({ ... }, cpu) end
   local function O(...) return gpu.ones({ ... }, cpu) end
+  local onednn = gpu.dnn.available("cpu") == true
 
-  it("says whether a device has cuDNN, and gpu.config() which path convolutions take", function()
+  it("says whether a device has its library, and gpu.config() which path convolutions take", function()
     local ok, why = gpu.dnn.available("cpu")
-    assert.is_false(ok)
-    assert.matches("cpu has no cuDNN", why)
+    if os.getenv("GPULUA_DNNL") == "0" then
+      assert.is_false(ok)
+      assert.matches("GPULUA_DNNL=0 turns oneDNN off", why)
+    elseif ok then
+      -- oneDNN computes float32 only, and nn's softmax stays on array ops
+      assert.is_true(gpu.dnn.available("cpu", "float32"))
+      assert.is_true(gpu.dnn.available("cpu", "float32", "batch_norm"))
+      local ok64, why64 = gpu.dnn.available("cpu", "float64", "pool")
+      assert.is_false(ok64)
+      assert.matches("does not take this dtype", why64)
+      assert.is_false(gpu.dnn.available("cpu", "float32", "softmax"))
+      assert.matches("^%d+%.%d+%.%d+$", gpu.config().versions.onednn)
+    else
+      assert.matches("oneDNN", why)
+    end
+    assert.matches("bad argument #3 to 'gpu.dnn.available' %(invalid option 'lstm'%)", errs(gpu.dnn.available, "cpu", "float32", "lstm"))
+    assert.matches("bad argument #2 to 'gpu.dnn.available'", errs(gpu.dnn.available, "cpu", "float8"))
     local ok2, why2 = gpu.dnn.available("cuda:63")
     assert.is_false(ok2)
     assert.is_string(why2)
@@ -271,15 +287,23 @@ describe("gpu.dnn (the cuDNN entry points nn uses on cuda)", function()
     assert.is_true(gpu.dnn.enabled)
     local conv = gpu.config().conv
     assert.is_string(conv)
-    assert.is_truthy(conv == "cudnn" or conv:match("^im2col %+ ") or conv:match("^none %("), conv)
+    assert.is_truthy(conv == "cudnn" or conv == "onednn" or conv:match("^im2col %+ ") or conv:match("^none %("), conv)
   end)
 
   it("gpu.config().conv names the path a convolution on the default device takes", function()
     local conv = gpu.config().conv
     local dev = gpu.device()
     if dev == "cpu" then
-      -- no usable GPU (or GPULUA_DEVICE=cpu): never "cudnn", even where libcudnn loads
-      assert.matches("^im2col %+ BLAS %(cpu", conv)
+      -- never "cudnn" on the cpu, even where libcudnn loads: oneDNN, else im2col + BLAS
+      if onednn then
+        assert.equal("onednn", conv)
+        gpu.dnn.enabled = false
+        local off = gpu.config().conv
+        gpu.dnn.enabled = true
+        assert.equal("im2col + BLAS (cpu; gpu.dnn.enabled is false)", off)
+      else
+        assert.matches("^im2col %+ BLAS %(cpu; ", conv)
+      end
     elseif gpu.dnn.available(dev) == true then
       assert.equal("cudnn", conv)
       gpu.dnn.enabled = false
@@ -337,17 +361,28 @@ describe("gpu.dnn (the cuDNN entry points nn uses on cuda)", function()
     assert.matches("unknown option 'mom'", errs(gpu.dnn.batch_norm, x, O(4), Z(4), nil, nil, { mom = 1 }))
     assert.matches("batch_norm_backward: grad_output has shape %(2, ?4%), expected %(2, ?4, ?6, ?6%)",
       errs(gpu.dnn.batch_norm_backward, x, Z(2, 4), O(4), Z(4), O(4)))
-    -- well-formed calls on the cpu: not supported, saying what nn does there instead
+    -- well-formed calls the cpu's library does not take: float64 (oneDNN computes in float32),
+    -- or every call without oneDNN; the message says what nn does there instead
+    local D = onednn and function(...) return gpu.zeros({ ... }, { dtype = "float64", device = "cpu" }) end or Z
+    local x64 = D(2, 4, 6, 6)
     for _, call in ipairs {
-      function() return gpu.dnn.conv2d(x, Z(6, 4, 3, 3)) end,
-      function() return gpu.dnn.conv2d_backward_data(Z(2, 6, 4, 4), Z(6, 4, 3, 3), { 2, 4, 6, 6 }) end,
-      function() return gpu.dnn.conv2d_backward_filter(x, Z(2, 6, 4, 4), { 6, 4, 3, 3 }) end,
-      function() return gpu.dnn.max_pool2d(x, { kernel = 2 }) end,
-      function() return gpu.dnn.avg_pool2d_backward(x, Z(2, 4, 3, 3), Z(2, 4, 3, 3), { kernel = 2 }) end,
-      function() return gpu.dnn.batch_norm(x, O(4), Z(4), Z(4), O(4)) end,
-      function() return gpu.dnn.batch_norm_backward(x, x, O(4), Z(4), O(4)) end,
+      function() return gpu.dnn.conv2d(x64, D(6, 4, 3, 3)) end,
+      function() return gpu.dnn.conv2d_backward_data(D(2, 6, 4, 4), D(6, 4, 3, 3), { 2, 4, 6, 6 }) end,
+      function() return gpu.dnn.conv2d_backward_filter(x64, D(2, 6, 4, 4), { 6, 4, 3, 3 }) end,
+      function() return gpu.dnn.max_pool2d(x64, { kernel = 2 }) end,
+      function() return gpu.dnn.avg_pool2d_backward(x64, D(2, 4, 3, 3), D(2, 4, 3, 3), { kernel = 2 }) end,
+      function() return gpu.dnn.batch_norm(x64, D(4) + 1, D(4), D(4), D(4) + 1) end,
+      function() return gpu.dnn.batch_norm_backward(x64, x64, D(4) + 1, D(4), D(4) + 1) end,
     } do
-      assert.matches("not supported on cpu %(no cuDNN there; nn uses im2col %+ GEMM%)", errs(call))
+      if onednn then
+        assert.matches("not supported on cpu for float64 %(onednn has no float64 [a-z ]+; nn uses its own path%)", errs(call))
+      else
+        assert.matches("not supported on cpu %(", errs(call))
+      end
+    end
+    if onednn then
+      assert.matches("softmax: softmax is not supported on cpu for float32 %(onednn has no float32 softmax",
+        errs(gpu.dnn.softmax, Z(2, 3)))
     end
   end)
 

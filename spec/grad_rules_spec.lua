@@ -193,10 +193,13 @@ samples.im2col = function(dev) return function(x) return gpu.im2col(x, { kernel 
 samples.col2im = function(dev)
   return function(c) return gpu.col2im(c, { 1, 1, 3, 3 }, { kernel = 2 }) end, { S(dev, 1, 4, 4) }
 end
--- cuDNN's entry points run only where a GPU has cuDNN
+-- the library entry points run only where the device's library takes float64 (cuDNN; oneDNN
+-- on the cpu computes in float32: spec/onednn_spec.lua checks its gradients against im2col's)
+local dnn_family = { ["dnn.conv2d"] = "conv", ["dnn.max_pool2d"] = "pool", ["dnn.avg_pool2d"] = "pool",
+                     ["dnn.softmax"] = "softmax", ["dnn.batch_norm"] = "batch_norm" }
 for _, n in ipairs { "dnn.conv2d", "dnn.max_pool2d", "dnn.avg_pool2d", "dnn.softmax", "dnn.batch_norm" } do
   samples[n] = function(dev)
-    if gpu.dnn.available(dev) ~= true then return nil end
+    if gpu.dnn.available(dev, "float64", dnn_family[n]) ~= true then return nil end
     if n == "dnn.conv2d" then return function(x, w) return gpu.dnn.conv2d(x, w, { padding = 1 }) end, { S(dev, 1, 2, 4, 4), S(dev, 3, 2, 3, 3) } end
     if n == "dnn.max_pool2d" then return function(x) return gpu.dnn.max_pool2d(x, { kernel = 2 }) end, { S(dev, 1, 2, 4, 4) } end
     if n == "dnn.avg_pool2d" then return function(x) return gpu.dnn.avg_pool2d(x, { kernel = 2 }) end, { S(dev, 1, 2, 4, 4) } end

@@ -67,6 +67,13 @@ if [ -z "$GPULUA_ASAN" ] && [ "$SPECS" = spec ] && command -v mpirun > /dev/null
   run_mpi 3
 fi
 
+# the layers' specs again on the cpu's fallback: GPULUA_DNNL=0 keeps oneDNN unloaded, so
+# convolutions, pooling and batch norm take im2col + GEMM and array ops
+if [ "$SPECS" = spec ]; then
+  GPULUA_DNNL=0 run_busted gpulua-no-onednn "$BIN" "$BUSTED" -p '^conv_spec' -p '^nn_spec' -p '^nn_forms_spec' \
+    -p '^onednn_spec' "$@"
+fi
+
 if [ -z "$GPULUA_ASAN" ] && [ -z "$GPULUA_ONLY_BIN" ]; then
   # the stock interpreter loads gpu.so from the repository root
   LUA_CPATH="./?.so;${LUA_CPATH:-;;}" GPULUA_HOST=lua5.4 run_busted lua5.4 "$LUA" "$BUSTED" "$@"

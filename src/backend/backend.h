@@ -202,6 +202,7 @@ typedef struct gl_versions {
   int runtime, driver, blas_loaded;   /* CUDA runtime/driver as 12040 etc. */
   int cublas, cudnn, cudnn_header;
   char blas[128];                     /* BLAS configuration string, if loaded */
+  char onednn[32];                    /* oneDNN's version ("2.6.3"), if it loads (cpu) */
 } gl_versions;
 
 /* Library kernels for NCHW networks (cuDNN on cuda), gl_backend.dnn. The ops layer has
@@ -212,10 +213,17 @@ typedef struct gl_dnn_conv {
   int stride[2], pad[2], dil[2], groups;   /* (h, w); groups divides both channel counts */
 } gl_dnn_conv;
 
+/* The families of gl_dnn's entries, for takes(). */
+typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_NDNN_FAMILY } gl_dnn_family;
+
 typedef struct gl_dnn {
+  const char *name;                   /* the library: "cudnn", "onednn" */
   /* NULL when the library can be used, else why not (the loader's message). Loads it on
   ** the first call; never needs a device. */
   const char *(*unavailable)(void);
+  /* (optional) Whether the library takes a family's operands of dtype dt (oneDNN: float32
+  ** only, no softmax); NULL: every float dtype the ops layer lets through. */
+  bool (*takes)(gl_dnn_family family, gl_dtype dt);
   /* y (N, O, OH, OW) = x (N, C, H, W) cross-correlated with w (O, C/groups, kh, kw); no bias.
   ** bwd_data: dx (x's shape) from dy and w; bwd_filter: dw (w's shape) from x and dy. */
   gl_status (*conv2d)(const gl_array *y, const gl_array *x, const gl_array *w, const gl_dnn_conv *c);
@@ -401,8 +409,8 @@ typedef struct gl_backend {
                       const int *pad, const int *dil, double padval);
   gl_status (*col2im)(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
                       const int *pad, const int *dil);
-  /* (optional) library convolution, pooling and batch norm (see gl_dnn); NULL on the cpu,
-  ** whose nn layers use im2col + GEMM. */
+  /* (optional) library convolution, pooling and batch norm (see gl_dnn): cuDNN on cuda,
+  ** oneDNN on the cpu; where it is missing or refuses, nn's layers use im2col + GEMM. */
   const gl_dnn *dnn;
   /* (optional) runs a kernel compiled at run time over l's geometry (NULL: the device has
   ** no run-time compiled kernels of this kind). */

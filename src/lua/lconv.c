@@ -145,9 +145,14 @@ static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
 }
 
 
-/* gpu.dnn.available([device]) -> true | false, reason (a device that is not there is
-** an answer, not an error; a malformed name is an error) */
+/* gpu.dnn.available([device [, dtype [, family]]]) -> true | false, reason (a device that
+** is not there is an answer, not an error; a malformed name is an error). With a dtype:
+** whether the library takes data of it for family "conv" (default), "pool", "batch_norm"
+** or "softmax" (oneDNN on the cpu: float32 and no softmax). */
 static int l_dnn_available(lua_State *L) {
+  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", NULL };
+  int dt = lua_isnoneornil(L, 2) ? -1 : (int)gl_lua_dtype(L, 2);
+  int family = luaL_checkoption(L, 3, "conv", families);
   gl_device d;
   if (lua_isnoneornil(L, 1)) d = gl_lua_default_device(L);
   else {
@@ -159,7 +164,7 @@ static int l_dnn_available(lua_State *L) {
       return 2;
     }
   }
-  const char *why = gl_op_dnn_unavailable(d);
+  const char *why = gl_op_dnn_unavailable(d, dt, family);
   lua_pushboolean(L, why == NULL);
   if (why == NULL) return 1;
   lua_pushstring(L, why);

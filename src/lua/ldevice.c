@@ -252,12 +252,25 @@ static void set_cuda_version(lua_State *L, const char *k, int v) {
 }
 
 /* Pushes which path nn's convolutions, pooling and batch norm take on the default device
-** (lua/gpu/conv.lua's use_dnn: gpu.dnn.enabled and the device's cuDNN). */
+** (lua/gpu/nn/functional.lua's use_dnn: gpu.dnn.enabled and the device's library: cuDNN on
+** cuda, oneDNN on the cpu for float32). */
 static int default_device(lua_State *L) {
   gl_device d = gl_lua_default_device(L);
   lua_pushinteger(L, d.type);
   lua_pushinteger(L, d.index);
   return 2;
+}
+
+/* package.loaded.gpu.dnn.enabled (true unless a script set it false) */
+static bool dnn_enabled(lua_State *L) {
+  int top = lua_gettop(L);
+  bool enabled = true;
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "gpu") == LUA_TTABLE && lua_getfield(L, -1, "dnn") == LUA_TTABLE &&
+      lua_getfield(L, -1, "enabled") == LUA_TBOOLEAN)
+    enabled = lua_toboolean(L, -1);
+  lua_settop(L, top);
+  return enabled;
 }
 
 static void conv_path(lua_State *L) {
@@ -273,7 +286,11 @@ static void conv_path(lua_State *L) {
   lua_pop(L, 2);
   const gl_backend *cb = gl_backend_get(GL_CUDA);
   if (d.type != GL_CUDA) {
-    lua_pushstring(L, cb == NULL ? "im2col + BLAS (cpu; no CUDA in this build)" : "im2col + BLAS (cpu)");
+    const gl_dnn *dn = gl_cpu_backend.dnn;
+    const char *why = dn ? dn->unavailable() : "built without oneDNN";
+    if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
+    if (why == NULL) lua_pushstring(L, "onednn");
+    else lua_pushfstring(L, "im2col + BLAS (cpu; %s)", why);
     return;
   }
   const char *nodev = NULL;
@@ -290,14 +307,7 @@ static void conv_path(lua_State *L) {
     lua_pushfstring(L, "im2col + cublas (%s)", why);
     return;
   }
-  int top = lua_gettop(L);
-  bool enabled = true;                       /* package.loaded.gpu.dnn.enabled */
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  if (lua_getfield(L, -1, "gpu") == LUA_TTABLE && lua_getfield(L, -1, "dnn") == LUA_TTABLE &&
-      lua_getfield(L, -1, "enabled") == LUA_TBOOLEAN)
-    enabled = lua_toboolean(L, -1);
-  lua_settop(L, top);
-  lua_pushstring(L, enabled ? "cudnn" : "im2col + cublas (gpu.dnn.enabled is false)");
+  lua_pushstring(L, dnn_enabled(L) ? "cudnn" : "im2col + cublas (gpu.dnn.enabled is false)");
 }
 
 static int l_config(lua_State *L) {
@@ -333,6 +343,7 @@ static int l_config(lua_State *L) {
   memset(&v, 0, sizeof v);
   if (gl_cpu_backend.versions) gl_cpu_backend.versions(&v);
   if (v.blas[0]) set_str(L, "blas", v.blas);
+  if (v.onednn[0]) set_str(L, "onednn", v.onednn);
   const gl_backend *cb = gl_backend_get(GL_CUDA);
   if (cb && cb->versions) {
     gl_versions cv;

@@ -156,8 +156,10 @@ static gl_status dnn_shape(const char *fn, const gl_array *x, const char *what, 
                  gl_shape_str(nd, want, s2));
 }
 
-/* The device's dnn table, or why there is none. */
-static gl_status dnn_table(const char *fn, gl_device dev, const gl_dnn **out) {
+static const char *const family_name[GL_NDNN_FAMILY] = { "convolution", "pooling", "batch norm", "softmax" };
+
+/* The device's dnn table, or why there is none (or why it does not take 'family' in dt). */
+static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out) {
   const gl_backend *be;
   GL_TRY(gl_backend_for(dev, &be));
   char dn[16];
@@ -166,15 +168,24 @@ static gl_status dnn_table(const char *fn, gl_device dev, const gl_dnn **out) {
                    gl_device_name(dev, dn));
   const char *why = be->dnn->unavailable();
   if (why) return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s)", fn, gl_device_name(dev, dn), why);
+  if (be->dnn->takes && !be->dnn->takes(family, dt))
+    return gl_fail(GL_ENOTSUP, "%s is not supported on %s for %s (%s has no %s %s; nn uses its own path)", fn,
+                   gl_device_name(dev, dn), gl_dtypes[dt].name, be->dnn->name, gl_dtypes[dt].name,
+                   family_name[family]);
   *out = be->dnn;
   return GL_OK;
 }
 
-const char *gl_op_dnn_unavailable(gl_device dev) {
+const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
   const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
   if (be == NULL) return "this device type is not built in";
   if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
-  return be->dnn->unavailable();
+  const char *why = be->dnn->unavailable();
+  if (why || dt < 0 || be->dnn->takes == NULL) return why;
+  if ((family >= 0 && !be->dnn->takes((gl_dnn_family)family, (gl_dtype)dt)) ||
+      (family < 0 && !be->dnn->takes(GL_DNN_CONV, (gl_dtype)dt)))
+    return "the library does not take this dtype";
+  return NULL;
 }
 
 /* Up to 5 operands made contiguous (copies in tmp[], released by dnn_release). */
@@ -246,7 +257,7 @@ gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, 
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, x->shape, w->shape, c, ys));
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_CONV, &dnn));
   return dnn_conv_run(dnn, CONV_FWD, out, x, w, ys, c);
 }
 
@@ -266,7 +277,7 @@ gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_
   GL_TRY(dnn_conv_geom(fn, xshape, w->shape, c, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(dy), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(dy), (gl_dtype)dy->dtype, GL_DNN_CONV, &dnn));
   return dnn_conv_run(dnn, CONV_BWD_DATA, out, dy, w, xshape, c);
 }
 
@@ -285,7 +296,7 @@ gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl
   GL_TRY(dnn_conv_geom(fn, x->shape, wshape, c, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_CONV, &dnn));
   return dnn_conv_run(dnn, CONV_BWD_FILTER, out, x, dy, wshape, c);
 }
 
@@ -313,7 +324,7 @@ gl_status gl_op_dnn_pool2d(gl_array *out, bool max, const gl_array *x, const int
   int64_t ys[4];
   GL_TRY(dnn_pool_geom(fn, x, k, stride, pad, ys));
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_POOL, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_status st = dnn_contig(&g, 0, x);
@@ -337,7 +348,7 @@ gl_status gl_op_dnn_pool2d_bwd(gl_array *out, bool max, const gl_array *x, const
   GL_TRY(dnn_shape(fn, y, "output", 4, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_POOL, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_status st = dnn_contig(&g, 0, x);
@@ -409,7 +420,7 @@ gl_status gl_op_dnn_batch_norm(gl_array *y, gl_array *save_mean, gl_array *save_
   if (training && n < 2)
     return gl_fail(GL_EINVAL, "%s: training needs more than one value per channel, got %lld", fn, (long long)n);
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_BATCH_NORM, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_device dev = gl_array_device(x);
@@ -448,7 +459,7 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
   GL_TRY(dnn_shape(fn, dy, "grad_output", x->ndim, x->shape));
   if (!(eps > 0)) return gl_fail(GL_EINVAL, "%s: eps must be positive, got %g", fn, eps);
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_BATCH_NORM, &dnn));
   int64_t C = x->shape[1];
   dnn_args g;
   memset(&g, 0, sizeof g);
@@ -490,7 +501,7 @@ gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x) {
   GL_TRY(dnn_float(fn, x, "input", true));
   if (x->ndim < 1) return gl_fail(GL_EINVAL, "%s: the input must have at least 1 dimension", fn);
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_SOFTMAX, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_array xv, ov;
@@ -514,7 +525,7 @@ gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, cons
   if (y->ndim < 1) return gl_fail(GL_EINVAL, "%s: the output must have at least 1 dimension", fn);
   GL_TRY(dnn_shape(fn, dy, "grad_output", y->ndim, y->shape));
   const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(y), &dnn));
+  GL_TRY(dnn_table(fn, gl_array_device(y), (gl_dtype)y->dtype, GL_DNN_SOFTMAX, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_array yv, gv, ov;

@@ -145,12 +145,13 @@ gl_status gl_op_im2col(gl_array *out, const gl_array *x, const int *k, const int
 gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshape, const int *k,
                        const int *stride, const int *pad, const int *dil);
 
-/* Library kernels (gl_backend.dnn: cuDNN on cuda), NCHW. Each checks devices, dtypes
+/* Library kernels (gl_backend.dnn: cuDNN on cuda, oneDNN on the cpu), NCHW. Each checks devices, dtypes
 ** (data of one float dtype; batch norm float32/float64 only, its per-channel operands of
 ** x's dtype) and geometry before it asks whether x's device has the library (an error
 ** naming the reason when not). Outputs are new contiguous arrays of x's dtype. */
-/* NULL when dev can run them, else why not. */
-const char *gl_op_dnn_unavailable(gl_device dev);
+/* NULL when dev can run them (for data of dtype dt in 'family', a gl_dnn_family; -1: any
+** dtype, the convolutions'), else why not. */
+const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family);
 /* out (N, O, OH, OW) = x (N, C, H, W) cross-correlated with w (O, C/groups, kh, kw), no bias. */
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c);
 /* out (xshape) = conv2d's gradient with respect to x, given dy (its output's shape). */

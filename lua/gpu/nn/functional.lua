@@ -82,7 +82,7 @@ local dnn = gpu.dnn
 local dnn_floats = { float16 = true, float32 = true, float64 = true }
 local function dnn_softmax(x, axis, log)
   if dnn == nil or dnn.enabled == false or (axis ~= -1 and axis ~= x.ndim)
-    or not dnn_floats[x.dtype] or x.ndim < 1 or dnn.available(x.device) ~= true then
+    or not dnn_floats[x.dtype] or x.ndim < 1 or dnn.available(x.device, x.dtype, "softmax") ~= true then
     return nil
   end
   return dnn.softmax(x, { log = log })
@@ -156,10 +156,11 @@ F.ce_from_logits = ce_from_logits
 
 -- ---- convolution, pooling, batch norm (NCHW) ---------------------------------------------------
 
--- Whether the layers take the cuDNN path for arrays on 'device' (a cheap C call: the
--- library is loaded once).
-local function use_dnn(device)
-  return dnn ~= nil and dnn.enabled ~= false and dnn.available(device) == true
+-- Whether the layers take the library path (cuDNN on cuda, oneDNN on the cpu) for data of
+-- 'dtype' on 'device' in 'family' ("conv", "pool", "batch_norm"): a cheap C call, the
+-- library is loaded once.
+local function use_dnn(device, dtype, family)
+  return dnn ~= nil and dnn.enabled ~= false and dnn.available(device, dtype, family) == true
 end
 -- dtypes the cuDNN path takes (bfloat16 goes through im2col + cuBLAS until cuDNN's legacy
 -- calls have been seen taking it on a device)
@@ -214,7 +215,9 @@ end
 local function conv_core(x, w, b, N, C, H, W, O, Cg, G, k, s, p, d, OH, OW)
   local kh, kw = k[1], k[2]
   local y
-  if use_dnn(x.device) and x.dtype == w.dtype and floats[x.dtype] then
+  -- (under gpu.autocast the dispatch hands dnn.conv2d float32/float64 operands in the half dtype)
+  local dt = wide[x.dtype] and autograd.autocast_dtype() or x.dtype
+  if x.dtype == w.dtype and floats[x.dtype] and use_dnn(x.device, dt, "conv") then
     y = dnn.conv2d(x, w, { stride = s, padding = p, dilation = d, groups = G })
   else
     local L, K, Og = OH * OW, Cg * kh * kw, O // G
@@ -296,7 +299,7 @@ end
 -- cuDNN): one tape node; nil otherwise.
 local function dnn_pool(x, copts, max)
   local dl = copts.dilation
-  if dl[1] ~= 1 or dl[2] ~= 1 or not floats[x.dtype] or not use_dnn(x.device) then return nil end
+  if dl[1] ~= 1 or dl[2] ~= 1 or not floats[x.dtype] or not use_dnn(x.device, x.dtype, "pool") then return nil end
   local o = { kernel = copts.kernel, stride = copts.stride, padding = copts.padding }
   return (max and dnn.max_pool2d or dnn.avg_pool2d)(x, o)
 end
@@ -353,7 +356,7 @@ function F.avg_pool2d(x, k, opts) return avg_pool2d_as("nn.avg_pool2d", x, k, AV
 -- Whether batch norm takes the cuDNN path: float32/float64 input of 2 to 4 axes on a device
 -- with cuDNN, every per-channel operand of x's dtype and device, contiguous running stats.
 local function dnn_bn_ok(x, rm, rv, w, b, training)
-  if not wide[x.dtype] or x.ndim < 2 or x.ndim > 4 or not use_dnn(x.device) then return false end
+  if not wide[x.dtype] or x.ndim < 2 or x.ndim > 4 or not use_dnn(x.device, x.dtype, "batch_norm") then return false end
   if not training and rm == nil then return false end
   for _, v in ipairs { rm or x, rv or x, w or x, b or x } do
     if v.dtype ~= x.dtype or v.device ~= x.device then return false end

@@ -102,5 +102,9 @@ gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, 
                         const int *pad, const int *dil, double padval);
 gl_status gl_cpu_col2im(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
                         const int *pad, const int *dil);
+/* oneDNN's convolution, pooling and batch norm (cpu_dnnl.c): gl_backend.dnn; its version
+** ("2.6.3", empty when it does not load) for gpu.config(). */
+extern const gl_dnn gl_cpu_dnn;
+void gl_cpu_dnnl_version(char *buf, size_t n);
 
 #endif

@@ -95,4 +95,5 @@ const gl_backend gl_cpu_backend = {
   .lstm_cell = gl_cpu_lstm_cell,
   .linalg = gl_cpu_linalg,
   .jit_run = gl_cpu_jit_run,
+  .dnn = &gl_cpu_dnn,
 };

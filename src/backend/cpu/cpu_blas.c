@@ -72,6 +72,7 @@ gl_status gl_cpu_blas_get(const gl_cpu_blas **out) {
 ** DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64"), plus the thread count, or the
 ** library's name for another BLAS. Loads BLAS if it is not loaded yet. */
 void gl_cpu_versions(gl_versions *v) {
+  gl_cpu_dnnl_version(v->onednn, sizeof v->onednn);
   const gl_cpu_blas *b;
   if (gl_cpu_blas_get(&b) != GL_OK) return;
   v->blas_loaded = 1;

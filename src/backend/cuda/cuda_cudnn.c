@@ -631,6 +631,7 @@ static gl_status dnn_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_arr
 }
 
 const gl_dnn gl_cuda_dnn = {
+  .name = "cudnn",
   .unavailable = dnn_unavailable,
   .conv2d = dnn_conv2d,
   .conv2d_bwd_data = dnn_conv2d_bwd_data,
