@@ -184,6 +184,10 @@ for _, dev in ipairs(h.devices()) do
         h.fails({ "histcounts", "unifrom" }, gpu.histcounts, gpu.ones(3), gpu.ones(3), { unifrom = true })
         h.fails({ "histcounts", ">= 0" }, gpu.histcounts, gpu.ones(3, { dtype = "int64" }), -1)
         h.fails({ "histcounts" }, gpu.histcounts, gpu.ones(3), "x")
+        local closed = gpu.ones(3)
+        closed:close()
+        h.fails({ "histcounts", "closed" }, gpu.histcounts, gpu.ones(3), closed)
+        h.fails({ "histcounts", "closed" }, gpu.histcounts, gpu.ones(3), gpu.ones(3), { weights = closed })
         h.fails({ "histogram", "monotonically" }, gpu.histogram, gpu.ones(3), { bins = gpu.array({ 0, 2, 1 }) })
       end)
     end

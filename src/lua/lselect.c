@@ -68,8 +68,8 @@ static int l_histcounts(lua_State *L) {
     nbins = gl_lua_int(L, 2, "nbins");
     if (nbins < 0) luaL_argerror(L, 2, "the bin count must be >= 0");
   } else {
-    edges = gl_lua_test(L, 2);
-    if (edges == NULL) luaL_typeerror(L, 2, "gpu.array (edges) or integer (bins)");
+    if (gl_lua_test(L, 2) == NULL) luaL_typeerror(L, 2, "gpu.array (edges) or integer (bins)");
+    edges = gl_lua_check(L, 2);                  /* open, or an error */
   }
   gl_optval v[2];
   gl_lua_readopts(L, 3, &histcounts_decl, v);
@@ -78,6 +78,7 @@ static int l_histcounts(lua_State *L) {
     lua_getfield(L, 3, "weights");
     w = gl_lua_test(L, -1);
     lua_pop(L, 1);               /* still referenced by the options table */
+    if (w == NULL || w->storage == NULL) luaL_argerror(L, 3, "option 'weights': the array is closed");
   }
   gl_array *out = gl_lua_push(L);
   return gl_lua_result(L, gl_op_histcounts(out, x, w, edges, v[1].set && v[1].b, nbins), out, 0);
