@@ -16,6 +16,10 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
+--   activations.lua  SiLU, ELU, SELU, PReLU, Mish, Hard*, ... ; ModuleList, ModuleDict, Unflatten
+--   norm.lua         LayerNorm, GroupNorm, RMSNorm
+--   attention.lua    scaled_dot_product_attention, MultiheadAttention
+--   transformer.lua  TransformerEncoderLayer / DecoderLayer, TransformerEncoder / Decoder
 
 local nn = {}
 
@@ -39,6 +43,26 @@ export(require "gpu.nn.module", { "Module", "class", "Sequential" })
 export((require "gpu.nn.layers"))
 export((require "gpu.nn.conv"))
 export((require "gpu.nn.losses"))
+-- the layers part (issue 14): modules into nn, functional forms into nn and nn.functional
+-- (nn.F), the losses' functional forms into nn.functional too
+for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer" } do
+  local part = require(name)
+  local fns = part.functional or {}
+  for k, v in pairs(fns) do
+    assert(F[k] == nil, "gpu.nn.functional: two parts define " .. k)
+    F[k] = v
+  end
+  export(fns)
+  local mods = {}
+  for k in pairs(part) do if k ~= "functional" then mods[#mods + 1] = k end end
+  export(part, mods)
+end
+for _, k in ipairs { "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+                     "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",
+                     "margin_ranking_loss", "triplet_margin_loss", "one_hot" } do
+  if F[k] == nil then F[k] = nn[k] end
+end
+nn.F = F
 nn.init = require "gpu.nn.initializers"
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
