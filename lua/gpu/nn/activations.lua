@@ -129,7 +129,11 @@ local PRELU = options.declare("nn.PReLU", module.with_placement {
 local PReLU = class("PReLU")
 function PReLU:init(n, init)
   local opts = n
-  if type(n) ~= "table" then opts = { num_parameters = n, init = init } end
+  if type(init) == "table" then      -- PReLU(n, {init =, dtype =, device =})
+    opts = {}
+    for k, v in pairs(init) do opts[k] = v end
+    opts.num_parameters = n
+  elseif type(n) ~= "table" then opts = { num_parameters = n, init = init } end
   local o = PRELU:check(opts, 1)
   self.num_parameters = o.num_parameters
   self:register_parameter("weight", gpu.full({ o.num_parameters }, o.init, module.placement(o)))
