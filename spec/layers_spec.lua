@@ -24,9 +24,21 @@ local function backward(y, gy, ...)
   for i, x in ipairs { ... } do out[i] = x.grad end
   return table.unpack(out)
 end
+-- gradcheck of fn, then of its first derivative in the first input (create_graph): the
+-- layers are compositions of ops whose rules are written in ops, so both must hold
 local function check(fn, inputs, opts)
   local ok, msg = ag.gradcheck(fn, inputs, opts)
   assert(ok, msg)
+  local rest = { table.unpack(inputs, 2) }
+  local w = gpu.random.Generator(3):uniform(0.5, 1.5, fn(table.unpack(inputs)).shape,
+    { dtype = "float64", device = inputs[1].device })
+  local function first(xx)
+    return ag.enable_grad(function()
+      return ag.grad((fn(xx, table.unpack(rest)) * w):sum(), xx, { create_graph = true })
+    end)
+  end
+  ok, msg = ag.gradcheck(first, { inputs[1] }, opts)
+  assert(ok, "second derivative: " .. tostring(msg))
 end
 local function r(dev, seed, ...)
   return gpu.random.Generator(seed):uniform(-1, 1, { ... }, { dtype = "float64", device = dev })

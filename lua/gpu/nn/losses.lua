@@ -136,9 +136,10 @@ end
 
 -- The negative log-likelihood family (nll_loss, cross_entropy) with class weights, an
 -- ignored label and label smoothing, as PyTorch computes it: the mean divides by the
--- summed weights of the labels taken part (their count without weights); the smoothing
--- term's mean, without weights, is over every row (PyTorch's).
+-- summed weights of the labels taken part (their count without weights), the smoothing
+-- term's mean too (PyTorch 1.13's).
 local function nll_family(fname, z, labels, o, from_logits, what)
+  if is_array(labels) then check_array(labels, fname, 2, "labels") end
   local rows, lab, out_shape = class_rows(fname, z, labels, what)
   local M, C = rows.shape[1], rows.shape[2]
   local w = class_weight(fname, o.weight, C, z)
@@ -180,7 +181,7 @@ local function nll_family(fname, z, labels, o, from_logits, what)
   local denom = wy and (vm and wy * vm or wy):sum() or (vm and vm:sum() or M)
   per = nll:sum() / denom
   if smooth then
-    per = per * (1 - eps) + smooth:sum() / (w and denom or M) * (eps / C)
+    per = per * (1 - eps) + smooth:sum() / denom * (eps / C)
   end
   return per
 end
@@ -299,6 +300,9 @@ function defs.kl_divergence(pred, target, o)
 end
 function defs.categorical_hinge(pred, target, o)
   same_shape("nn.categorical_hinge", pred, target)
+  if pred.ndim == 0 or pred.shape[pred.ndim] == 0 then
+    raise("nn.categorical_hinge: predictions must have classes on their last axis, got shape %s", shape_str(pred.shape))
+  end
   local t = target:astype(pred.dtype)
   local pos = (t * pred):sum(-1)
   local neg = ((1 - t) * pred):max(-1)
