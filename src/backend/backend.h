@@ -332,6 +332,14 @@ typedef struct gl_backend {
                     const gl_array *labels, const gl_array *target, double smoothing);
   gl_status (*xent_bwd)(const gl_array *dst, const gl_array *probs, const gl_array *labels,
                         const gl_array *target, double smoothing, const gl_array *gout, double scale);
+  /* (optional) Layer norm over the last axis of x (R, D) contiguous float32/float64, w and b
+  ** (D) of x's dtype or NULL: y (R, D) = (x - mean) * rstd * w + b, mean (R), rstd (R) =
+  ** 1 / sqrt(biased variance + eps). Backward (bwd): from g (R, D) and the saved mean and
+  ** rstd, gx (R, D) and, where not NULL, gw and gb (D) (gw needs w's values only for gx). */
+  gl_status (*layer_norm)(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                          const gl_array *w, const gl_array *b, double eps);
+  gl_status (*layer_norm_bwd)(const gl_array *gx, const gl_array *gw, const gl_array *gb, const gl_array *g,
+                              const gl_array *x, const gl_array *mean, const gl_array *rstd, const gl_array *w);
   /* (optional) Dense linear algebra, see gl_la_op. */
   gl_status (*linalg)(gl_la_op op, const gl_la_args *args, int64_t *bad);
   /* Counters since start (or the last reset): copies, launches, allocations; with

@@ -348,6 +348,27 @@ R["fused.cross_entropy"] = { saves = { 2 }, backward = function(g, node)
   return (p - t) * gg, (not labels) and (-(z - lse) * gg) or nil
 end }
 
+-- fused.layer_norm(x (..., D), w (D) | nil, b (D) | nil [, {eps}]) -> y, mean, rstd: the
+-- fused backward (from the saved mean and rstd) when grad is off; with create_graph the
+-- same formulas in array ops, the statistics recomputed from x so they differentiate too.
+R["fused.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
+  local x, w, b, o = node[1], node[2], node[3], node[4]
+  w, b = is_array(w) and w or nil, is_array(b) and b or nil
+  if not G.grad_enabled() then
+    local gx, gw, gb = gpu.fused.layer_norm_backward(g, x, node.extra[1], node.extra[2], w)
+    return gx, w and gw or nil, b and gb or nil
+  end
+  local eps = type(o) == "table" and o.eps or 1e-5
+  local D = x.shape[x.ndim]
+  local keep = { keepdims = true }
+  local xc = x - x:mean(-1, keep)
+  local rstd = ((xc * xc):mean(-1, keep) + eps):rsqrt()
+  local xh = xc * rstd
+  local gh = w and g * w or g
+  local gx = (gh - gh:mean(-1, keep) - xh * (gh * xh):mean(-1, keep)) * rstd
+  return gx, w and (g * xh):reshape(-1, D):sum(1) or nil, b and g:reshape(-1, D):sum(1) or nil
+end }
+
 -- ---- convolution, pooling, batch norm, softmax -----------------------------------------------------------------
 
 local function window_opts(o)

@@ -1,7 +1,9 @@
 -- gpu.nn.norm: LayerNorm, GroupNorm and RMSNorm (PyTorch's constructors, parameter names
 -- and numbers) with their functional forms layer_norm, group_norm and rms_norm.
 --
--- Each is composed of dispatched ops (mean, subtract, rsqrt, multiply), so autograd,
+-- LayerNorm of float32/float64 goes through the fused op gpu.fused.layer_norm (one pass per
+-- row on the CPU, one warp per row on the GPU; its rule in autograd.rules_structure); the
+-- rest is composed of dispatched ops (mean, subtract, rsqrt, multiply), so autograd,
 -- create_graph and both devices come from the ops' rules. The statistics are taken in
 -- float32 for a half-precision input (PyTorch's autocast runs the norms in float32) and the
 -- result is cast back to the input's dtype.
@@ -60,6 +62,18 @@ local function standardise(x, axes, eps)
   return xc * (var + eps):rsqrt()
 end
 
+-- LayerNorm through gpu.fused.layer_norm (one pass per row, a fused backward) for a
+-- float32/float64 x with parameters of its dtype: the trailing axes flattened into one.
+local fused_dtypes = { float32 = true, float64 = true }
+local function fused_layer_norm(x, k, w, b, eps)
+  if not fused_dtypes[x.dtype] or (w and w.dtype ~= x.dtype) or (b and b.dtype ~= x.dtype) then return nil end
+  local D = 1
+  for i = x.ndim - k + 1, x.ndim do D = D * x.shape[i] end
+  if k == 1 then return (gpu.fused.layer_norm(x, w, b, { eps = eps })) end
+  local y = gpu.fused.layer_norm(x:reshape(-1, D), w and w:reshape(D), b and b:reshape(D), { eps = eps })
+  return y:reshape(x.shape)
+end
+
 local function affine(y, w, b, dtype)
   if w ~= nil then y = y * w end
   if b ~= nil then y = y + b end
@@ -79,7 +93,8 @@ function Fn.layer_norm(x, s, w, b, opts)
   local o = LN_F:check(opts, 5)
   check_param(fname, 3, w, s, "weight", x)
   check_param(fname, 4, b, s, "bias", x)
-  return affine(standardise(x, trailing_axes(fname, x, s), o.eps), w, b, x.dtype)
+  local axes = trailing_axes(fname, x, s)
+  return fused_layer_norm(x, #s, w, b, o.eps) or affine(standardise(x, axes, o.eps), w, b, x.dtype)
 end
 
 local RMS_F = options.declare("nn.rms_norm", { eps = { type = "number", min = 0 } },
@@ -152,8 +167,10 @@ end
 function LayerNorm:forward(x)
   local fname = "nn.LayerNorm"
   check_array(x, fname, 1, "input")
-  return affine(standardise(x, trailing_axes(fname, x, self.normalized_shape), self.eps), self.weight, self.bias,
-    x.dtype)
+  local s = self.normalized_shape
+  local axes = trailing_axes(fname, x, s)
+  return fused_layer_norm(x, #s, self.weight, self.bias, self.eps)
+    or affine(standardise(x, axes, self.eps), self.weight, self.bias, x.dtype)
 end
 function LayerNorm:repr() return ("LayerNorm(%s, eps=%g)"):format(shape_str(self.normalized_shape), self.eps) end
 N.LayerNorm = LayerNorm

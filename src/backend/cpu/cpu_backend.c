@@ -89,5 +89,7 @@ const gl_backend gl_cpu_backend = {
   .optim_step = gl_cpu_optim_step,
   .xent = gl_cpu_xent,
   .xent_bwd = gl_cpu_xent_bwd,
+  .layer_norm = gl_cpu_layer_norm,
+  .layer_norm_bwd = gl_cpu_layer_norm_bwd,
   .linalg = gl_cpu_linalg,
 };

@@ -367,6 +367,8 @@ const gl_backend gl_cuda_backend = {
   .optim_step = gl_cuda_optim_step,
   .xent = gl_cuda_xent,
   .xent_bwd = gl_cuda_xent_bwd,
+  .layer_norm = gl_cuda_layer_norm,
+  .layer_norm_bwd = gl_cuda_layer_norm_bwd,
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
 #ifdef GL_WITH_CUDNN
