@@ -179,6 +179,10 @@ end
 samples["fused.linear"] = function(dev)
   return function(x, w, b) return gpu.fused.linear(x, w, b) end, { S(dev, 2, 3), S(dev, 4, 3), S(dev, 4) }
 end
+samples["fused.attention"] = function(dev)
+  return function(q, k, v) return (gpu.fused.attention(q, k, v, { is_causal = true })) end,
+    { S(dev, 2, 3, 4), S(dev, 2, 3, 4), S(dev, 2, 3, 2) }
+end
 samples["fused.layer_norm"] = function(dev)
   return function(x, w, b) return (gpu.fused.layer_norm(x, w, b, { eps = 1e-3 })) end, { S(dev, 2, 3), S(dev, 3), S(dev, 3) }
 end

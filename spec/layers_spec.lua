@@ -213,6 +213,38 @@ for _, dev in ipairs(h.devices()) do
         local want = nn.softmax(s, -1):matmul(v)
         h.assert_close(y, want, 1e-10)
       end)
+      it("gpu.fused.attention (online softmax, no score matrix): values, logsumexp and gradients", function()
+        for _, causal in ipairs { false, true } do
+          local q, k, v = r(dev, 21, 2, 7, 5), r(dev, 22, 2, 9, 5), r(dev, 23, 2, 9, 3)
+          local out, lse = gpu.fused.attention(q, k, v, { is_causal = causal, scale = 0.7 })
+          local s = q:matmul(k:swapaxes(-1, -2)) * 0.7
+          if causal then s = gpu.where(gpu.tril(gpu.ones({ 7, 9 }, o64)):gt(0), s, -math.huge) end
+          h.assert_close(out, nn.softmax(s, -1):matmul(v), 1e-12)
+          h.assert_close(lse, s:logsumexp(-1), 1e-12)
+          check(function(qq, kk, vv) return (gpu.fused.attention(qq, kk, vv, { is_causal = causal })) end,
+            { r(dev, 24, 2, 4, 3), r(dev, 25, 2, 5, 3), r(dev, 26, 2, 5, 2) })
+        end
+        local y32 = gpu.fused.attention(gpu.ones({ 1, 3, 4 }, { device = dev }), gpu.ones({ 1, 3, 4 }, { device = dev }),
+          gpu.ones({ 1, 3, 2 }, { device = dev }))
+        assert.equal("float32", y32.dtype)
+        h.fails({ "attention", "same leading axes" }, gpu.fused.attention, r(dev, 1, 2, 3, 4), r(dev, 1, 3, 3, 4),
+          r(dev, 1, 3, 3, 4))
+        h.fails({ "attention", "int64" }, gpu.fused.attention, gpu.ones({ 2, 2 }, { dtype = "int64", device = dev }),
+          gpu.ones({ 2, 2 }, { dtype = "int64", device = dev }), gpu.ones({ 2, 2 }, { dtype = "int64", device = dev }))
+      end)
+      it("long sequences through the fused op train as the composite does (gradients agree)", function()
+        local g = gpu.random.Generator(9)
+        local q = g:normal(0, 1, { 1, 300, 4 }, o64):requires_grad()
+        local k = g:normal(0, 1, { 1, 300, 4 }, o64):requires_grad()
+        local v = g:normal(0, 1, { 1, 300, 4 }, o64):requires_grad()
+        local gy = g:normal(0, 1, { 1, 300, 4 }, o64)
+        local gq, gk, gv = backward(nn.scaled_dot_product_attention(q, k, v, { is_causal = true }), gy, q, k, v)
+        local q2, k2, v2 = q:detach():requires_grad(), k:detach():requires_grad(), v:detach():requires_grad()
+        local keep = gpu.tril(gpu.ones({ 300, 300 }, o64)):gt(0)
+        local s = gpu.where(keep, q2:matmul(k2:swapaxes(-1, -2)) * 0.5, -math.huge)
+        local wq, wk, wv = backward(nn.softmax(s, -1):matmul(v2), gy, q2, k2, v2)
+        h.assert_close(gq, wq, 1e-10); h.assert_close(gk, wk, 1e-10); h.assert_close(gv, wv, 1e-10)
+      end)
       it("gradcheck (first and second derivatives)", function()
         check(function(q, k, v) return nn.scaled_dot_product_attention(q, k, v, { is_causal = true }) end,
           { r(dev, 1, 2, 3, 4), r(dev, 2, 2, 3, 4), r(dev, 3, 2, 3, 2) })

@@ -307,3 +307,48 @@ gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const g
   for (int i = 0; i < 5; i++) gl_array_release(&t[i]);
   return st;
 }
+
+/* ---- attention ------------------------------------------------------------------------------- */
+
+gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const gl_array *k, const gl_array *v,
+                          double scale, bool causal) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ], s3[GL_SHAPE_BUFSZ];
+  int nd = q->ndim;
+  bool ok = nd >= 2 && k->ndim == nd && v->ndim == nd && q->shape[nd - 1] == k->shape[nd - 1] &&
+            k->shape[nd - 2] == v->shape[nd - 2];
+  for (int i = 0; ok && i < nd - 2; i++) ok = q->shape[i] == k->shape[i] && q->shape[i] == v->shape[i];
+  if (!ok)
+    return gl_fail(GL_EINVAL, "query %s, key %s and value %s must be (..., L, E), (..., S, E), (..., S, Ev) with the "
+                   "same leading axes", gl_shape_str(q->ndim, q->shape, s1), gl_shape_str(k->ndim, k->shape, s2),
+                   gl_shape_str(v->ndim, v->shape, s3));
+  GL_TRY(need_float("query", q));
+  GL_TRY(need_same("key", q, k, false));
+  GL_TRY(need_same("value", q, v, false));
+  if (!isfinite(scale)) return gl_fail(GL_EINVAL, "scale must be finite, got %g", scale);
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(q), &be));
+  GL_TRY(need_entry("attention", q, (const void *)be->attention));
+  gl_dtype dt = (gl_dtype)q->dtype;
+  gl_device dev = gl_array_device(q);
+  int64_t os[GL_MAXDIMS];
+  memcpy(os, q->shape, (size_t)nd * sizeof os[0]);
+  os[nd - 1] = v->shape[nd - 1];
+  gl_array t[3] = { { 0 } };
+  const gl_array *c[3] = { NULL };
+  const gl_array *src[3] = { q, k, v };
+  gl_status st = GL_OK;
+  for (int i = 0; i < 3 && st == GL_OK; i++) st = gl_op_as_contig(src[i], dt, &t[i], &c[i]);
+  bool have_out = false;
+  if (st == GL_OK) { st = gl_array_alloc(out, dt, nd, os, dev); have_out = st == GL_OK; }
+  if (st == GL_OK) st = gl_array_alloc(lse, dt, nd - 1, q->shape, dev);
+  if (st == GL_OK && out->size > 0) {
+    st = be->attention(out, lse, c[0], c[1], c[2], scale, causal);
+    if (st != GL_OK) gl_array_release(lse);
+  } else if (st == GL_OK && lse->size > 0) {
+    st = gl_op_fill(lse, gl_scalar_float(-INFINITY));   /* no value columns: the rows' lse still */
+    if (st != GL_OK) gl_array_release(lse);
+  }
+  if (st != GL_OK && have_out) gl_array_release(out);
+  for (int i = 0; i < 3; i++) gl_array_release(&t[i]);
+  return st;
+}

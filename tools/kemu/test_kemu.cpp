@@ -10,6 +10,7 @@
 #include "elem.h"
 #include "conv.h"
 #include "fused.h"
+#include "attention.h"
 #include "philox.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -1132,6 +1133,54 @@ template <class T> static void test_layer_norm_t(int dt) {
   }
 }
 
+/* ---- attention ------------------------------------------------------------------------------- */
+
+template <class T> static void test_attention_t(int dt) {
+  struct ac { int64_t B, L, S, E, Ev; int causal; };
+  for (ac c : { ac{ 1, 1, 1, 1, 1, 0 }, ac{ 2, 3, 5, 4, 3, 0 }, ac{ 3, 9, 9, 33, 40, 1 }, ac{ 2, 17, 70, 8, 64, 0 },
+                ac{ 1, 5, 3, 16, 256, 1 }, ac{ 2, 40, 40, 32, 32, 1 } }) {
+    begin("attention %s B=%lld L=%lld S=%lld E=%lld Ev=%lld causal %d", dtn[dt], (long long)c.B, (long long)c.L,
+          (long long)c.S, (long long)c.E, (long long)c.Ev, c.causal);
+    int64_t B = c.B, L = c.L, S = c.S, E = c.E, Ev = c.Ev;
+    T *q = (T *)alloc(B * L * E * sizeof(T)), *k = (T *)alloc(B * S * E * sizeof(T)), *v = (T *)alloc(B * S * Ev * sizeof(T));
+    T *out = (T *)alloc(B * L * Ev * sizeof(T)), *lse = (T *)alloc(B * L * sizeof(T));
+    for (int64_t i = 0; i < B * L * E; i++) q[i] = (T)(urand() * 4 - 2);
+    for (int64_t i = 0; i < B * S * E; i++) k[i] = (T)(urand() * 4 - 2);
+    for (int64_t i = 0; i < B * S * Ev; i++) v[i] = (T)(urand() * 2 - 1);
+    double scale = 1 / sqrt((double)E);
+    int rc = gl_klaunch_attention(NULL, dt, B, L, S, E, Ev, out, lse, q, k, v, scale, c.causal);
+    if (rc) bad("rc %d", rc);
+    double tol = sizeof(T) == 4 ? 2e-5 : 1e-12;
+    std::vector<long double> sc(S);
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t i = 0; i < L; i++) {
+        int64_t send = c.causal ? (i + 1 < S ? i + 1 : S) : S;
+        long double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < send; j++) {
+          long double d = 0;
+          for (int64_t e = 0; e < E; e++) d += (long double)q[(b * L + i) * E + e] * k[(b * S + j) * E + e];
+          sc[j] = d * scale;
+          if (sc[j] > m) m = sc[j];
+        }
+        for (int64_t j = 0; j < send; j++) sum += expl(sc[j] - m);
+        double want_lse = (double)(m + logl(sum));
+        if (!close_to(lse[b * L + i], want_lse, tol, tol)) bad("lse[%lld,%lld]: got %.9g want %.9g", (long long)b, (long long)i, (double)lse[b * L + i], want_lse);
+        for (int64_t col = 0; col < Ev; col++) {
+          long double o = 0;
+          for (int64_t j = 0; j < send; j++) o += expl(sc[j] - m) / sum * v[(b * S + j) * Ev + col];
+          T got = out[(b * L + i) * Ev + col];
+          if (!close_to(got, (double)o, tol * 10, tol * 10)) bad("out[%lld,%lld,%lld]: got %.9g want %.9g", (long long)b, (long long)i, (long long)col, (double)got, (double)o);
+        }
+      }
+    end();
+    free_all();
+  }
+  begin("attention %s refuses Ev > %d", dtn[dt], GL_KATT_MAX_EV);
+  if (gl_klaunch_attention(NULL, dt, 1, 1, 1, 1, GL_KATT_MAX_EV + 1, NULL, NULL, NULL, NULL, NULL, 1, 0) != GL_KERR_NOTSUP)
+    bad("a row wider than GL_KATT_MAX_EV was launched");
+  end();
+}
+
 /* ---- conv: im2col / col2im ------------------------------------------------------------------ */
 
 template <class T> static void test_conv_t(int dt) {
@@ -1464,6 +1513,7 @@ int main(int argc, char **argv) {
     { "random", test_random },
     { "optim", [] { test_optim_t<float>(GL_KD_FLOAT32); test_optim_t<double>(GL_KD_FLOAT64); } },
     { "xent", [] { test_xent_t<float>(GL_KD_FLOAT32); test_xent_t<double>(GL_KD_FLOAT64); } },
+    { "attention", [] { test_attention_t<float>(GL_KD_FLOAT32); test_attention_t<double>(GL_KD_FLOAT64); } },
     { "layer_norm", [] { test_layer_norm_t<float>(GL_KD_FLOAT32); test_layer_norm_t<double>(GL_KD_FLOAT64); } },
     { "conv", [] { test_conv_t<float>(GL_KD_FLOAT32); test_conv_t<double>(GL_KD_FLOAT64); } },
     { "index", test_index },

@@ -4,10 +4,10 @@
 --
 -- Attention is composed of dispatched ops (matmul, softmax's logsumexp, where), so the
 -- gradients, both devices and autocast (matmul in the half dtype) come from their rules.
--- Long sequences are cut into tiles of query rows: without a tape no more than a
--- (TILE, S) block of the (L, S) scores exists at a time. (A fused single-op kernel with
--- an online softmax over key tiles, on the CPU and in kernels/attention.cu, is not
--- written yet: see doc/STATUS-layers.md.)
+-- Long sequences go through gpu.fused.attention (FlashAttention's forward: an online
+-- softmax over the keys, no (L, S) scores; its backward recomputes them); with a mask or
+-- dropout they are cut into tiles of query rows: without a tape no more than a (TILE, S)
+-- block of the scores exists at a time.
 
 local gpu = require "gpu"
 local options = require "gpu.options"
@@ -91,11 +91,32 @@ local function check_sdpa(fname, q, k, v, o)
   if o.is_causal and m ~= nil then raise("%s: give attn_mask or is_causal, not both", fname) end
 end
 
+-- Whether gpu.fused.attention (online softmax, no (L, S) scores; the CPU's blocked loop or
+-- the GPU's warp-per-row kernel, value rows of at most 256) takes the call: no mask, no
+-- dropout, float32/float64 operands of one dtype and the same leading axes, keys and
+-- values, and long enough that the scores would be big (below that, the composite's
+-- GEMMs are faster).
+local fused_dtypes = { float32 = true, float64 = true }
+local function fused_ok(q, k, v, mask, p)
+  if (q.device ~= "cpu" and v.shape[v.ndim] > 256) or mask ~= nil or p > 0 or not fused_dtypes[q.dtype]
+    or k.dtype ~= q.dtype or v.dtype ~= q.dtype or k.ndim ~= q.ndim or v.ndim ~= q.ndim then
+    return false
+  end
+  local nd = q.ndim
+  for i = 1, nd - 2 do
+    if k.shape[i] ~= q.shape[i] or v.shape[i] ~= q.shape[i] then return false end
+  end
+  return k.shape[nd - 1] >= 1 and v.shape[nd] >= 1 and q.shape[nd] >= 1 and q.shape[nd - 1] * k.shape[nd - 1] > TILE * TILE
+end
+
 -- The attention proper, query rows in tiles of TILE (arguments checked); returns out and,
 -- when want_weights, the weights (the whole (L, S) of them: not tiled).
 local function sdpa(q, k, v, mask, causal, scale, p, want_weights)
   scale = scale or 1 / math.sqrt(q.shape[q.ndim])
   local L = q.shape[q.ndim - 1]
+  if not want_weights and fused_ok(q, k, v, mask, p) then
+    return (gpu.fused.attention(q, k, v, { scale = scale, is_causal = causal }))
+  end
   if want_weights or L <= TILE then return attend(q, k, v, mask, causal, scale, p, 0) end
   local outs = {}
   for a = 1, L, TILE do

@@ -91,5 +91,6 @@ const gl_backend gl_cpu_backend = {
   .xent_bwd = gl_cpu_xent_bwd,
   .layer_norm = gl_cpu_layer_norm,
   .layer_norm_bwd = gl_cpu_layer_norm_bwd,
+  .attention = gl_cpu_attention,
   .linalg = gl_cpu_linalg,
 };

@@ -297,3 +297,79 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
   gl_cpu_team_done(nt);
   return GL_OK;
 }
+
+/* ---- attention ------------------------------------------------------------------------------- */
+
+/* FlashAttention's forward on the CPU: each query row walks the keys in blocks of GL_ATT_KB,
+** scores of one block at a time (never the (L, S) matrix), with an online softmax: the running
+** maximum m, the running sum l of exp(s - m) and the running output acc, rescaled by
+** exp(m_old - m_new) whenever the maximum grows. Rows (batch x heads x queries) are split
+** across the free cores. */
+#define GL_ATT_KB 64
+#define GL_ATT_STAMP(T, EXP, LOG, SFX)                                                            \
+  static void att_##SFX(int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev, T *restrict out,  \
+                        T *restrict lse, const T *restrict q, const T *restrict k,                \
+                        const T *restrict v, T scale, bool causal, int nt) {                      \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
+    for (int64_t r = 0; r < B * L; r++) {                                                         \
+      const int64_t b = r / L, i = r - b * L;                                                     \
+      const T *qi = q + r * E, *kb = k + b * S * E, *vb = v + b * S * Ev;                         \
+      T *oi = out + r * Ev;                                                                       \
+      T s[GL_ATT_KB];                                                                             \
+      T m = -(T)INFINITY, l = 0;                                                                  \
+      for (int64_t c = 0; c < Ev; c++) oi[c] = 0;                                                 \
+      const int64_t send = causal ? (i + 1 < S ? i + 1 : S) : S;                                  \
+      for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_KB) {                                          \
+        const int64_t nb = send - j0 < GL_ATT_KB ? send - j0 : GL_ATT_KB;                         \
+        T bm = -(T)INFINITY;                                                                      \
+        for (int64_t j = 0; j < nb; j++) {                                                        \
+          const T *kj = kb + (j0 + j) * E;                                                        \
+          T d = 0;                                                                                \
+          _Pragma("omp simd reduction(+:d)")                                                      \
+          for (int64_t e = 0; e < E; e++) d += qi[e] * kj[e];                                     \
+          s[j] = d * scale;                                                                       \
+          bm = s[j] > bm ? s[j] : bm;                                                             \
+        }                                                                                         \
+        if (bm > m) {                     /* rescale what was summed under the old maximum */     \
+          const T f = m == -(T)INFINITY ? 0 : EXP(m - bm);                                        \
+          l *= f;                                                                                 \
+          _Pragma("omp simd")                                                                     \
+          for (int64_t c = 0; c < Ev; c++) oi[c] *= f;                                            \
+          m = bm;                                                                                 \
+        }                                                                                         \
+        if (m == -(T)INFINITY) continue;                                                          \
+        for (int64_t j = 0; j < nb; j++) {                                                        \
+          const T p = EXP(s[j] - m);                                                              \
+          const T *vj = vb + (j0 + j) * Ev;                                                       \
+          l += p;                                                                                 \
+          _Pragma("omp simd")                                                                     \
+          for (int64_t c = 0; c < Ev; c++) oi[c] += p * vj[c];                                    \
+        }                                                                                         \
+      }                                                                                           \
+      const T rl = 1 / l;              /* no key (l = 0): NaN, as softmax over nothing */         \
+      _Pragma("omp simd")                                                                         \
+      for (int64_t c = 0; c < Ev; c++) oi[c] *= rl;                                               \
+      lse[r] = m + LOG(l);                                                                        \
+    }                                                                                             \
+  }
+
+GL_ATT_STAMP(float, expf, logf, f32)
+GL_ATT_STAMP(double, exp, log, f64)
+#undef GL_ATT_STAMP
+
+gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
+                           const gl_array *v, double scale, bool causal) {
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
+  int64_t B = L > 0 ? q->size / (L * (E > 0 ? E : 1)) : 0;
+  if (E == 0) B = lse->size / (L > 0 ? L : 1);
+  int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 2);
+  if (q->dtype == GL_FLOAT32)
+    att_f32(B, L, S, E, Ev, DATA(float, out), DATA(float, lse), DATA(const float, q), DATA(const float, k),
+            DATA(const float, v), (float)scale, causal, nt);
+  else
+    att_f64(B, L, S, E, Ev, DATA(double, out), DATA(double, lse), DATA(const double, q), DATA(const double, k),
+            DATA(const double, v), scale, causal, nt);
+  gl_cpu_team_done(nt);
+  return GL_OK;
+}

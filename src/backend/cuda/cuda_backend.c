@@ -369,6 +369,7 @@ const gl_backend gl_cuda_backend = {
   .xent_bwd = gl_cuda_xent_bwd,
   .layer_norm = gl_cuda_layer_norm,
   .layer_norm_bwd = gl_cuda_layer_norm_bwd,
+  .attention = gl_cuda_attention,
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
 #ifdef GL_WITH_CUDNN

@@ -5,6 +5,7 @@
 */
 #include "cuda.h"
 #include "../../../kernels/fused.h"
+#include "../../../kernels/attention.h"
 
 #define DATA(a) ((a) ? gl_array_data(a) : NULL)
 
@@ -72,4 +73,20 @@ gl_status gl_cuda_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const g
   if (rc == GL_KERR_NOTSUP)
     return gl_fail(GL_ENOTSUP, "layer_norm_backward of %s is not supported on cuda", gl_dtypes[x->dtype].name);
   return gl_cuda_launched(dev, s, rc, "layer_norm_backward");
+}
+
+gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
+                            const gl_array *v, double scale, bool causal) {
+  gl_device dev = gl_array_device(q);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
+  int64_t B = lse->size / (L > 0 ? L : 1);
+  int rc = gl_klaunch_attention(s, q->dtype, B, L, S, E, Ev, gl_array_data(out), gl_array_data(lse), gl_array_data(q),
+                                gl_array_data(k), gl_array_data(v), scale, causal);
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "attention of %s with %lld value columns is not supported on cuda (at most %d)",
+                   gl_dtypes[q->dtype].name, (long long)Ev, GL_KATT_MAX_EV);
+  return gl_cuda_launched(dev, s, rc, "attention");
 }
