@@ -182,3 +182,116 @@ extern "C" int gl_klaunch_xent_bwd(void *stream, int dt, int64_t N, int64_t C, v
   return GL_DISPATCH_DTYPE(dt, DT, xent_bwd_dt<DT>(s, N, C, dst, probs, labels, target, smoothing, gout, gstride,
                                                    scale));
 }
+
+/* ---- layer norm ----------------------------------------------------------------------------- */
+
+__device__ __forceinline__ float gl_sqrtt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double gl_sqrtt(double x) { return sqrt(x); }
+
+/* One warp per row, as the cross-entropy: the mean, then the variance of the centred values
+** (two reads of the row, as the CPU does), then y. */
+template <class T>
+__global__ void gl_k_layer_norm(int64_t R, int64_t D, T *y, T *mean, T *rstd, const T *x, const T *w, const T *b,
+                                T eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < R; i += warps) {
+    const T *xi = x + i * D;
+    T *yi = y + i * D;
+    T s = 0;
+    for (int64_t j = lane; j < D; j += 32) s += xi[j];
+    const T m = warp_sum(s) / (T)D;
+    T v = 0;
+    for (int64_t j = lane; j < D; j += 32) v += (xi[j] - m) * (xi[j] - m);
+    const T r = (T)1 / gl_sqrtt(warp_sum(v) / (T)D + eps);
+    for (int64_t j = lane; j < D; j += 32) yi[j] = (xi[j] - m) * r * (w ? w[j] : (T)1) + (b ? b[j] : (T)0);
+    if (lane == 0) { mean[i] = m; rstd[i] = r; }
+  }
+}
+
+/* gx: one warp per row; gx = rstd (g w - mean(g w) - xhat mean(g w xhat)). */
+template <class T>
+__global__ void gl_k_layer_norm_bwd(int64_t R, int64_t D, T *gx, const T *g, const T *x, const T *mean, const T *rstd,
+                                    const T *w) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < R; i += warps) {
+    const T *xi = x + i * D, *gi = g + i * D;
+    const T m = mean[i], r = rstd[i];
+    T a = 0, c = 0;
+    for (int64_t j = lane; j < D; j += 32) {
+      T gh = gi[j] * (w ? w[j] : (T)1);
+      a += gh;
+      c += gh * (xi[j] - m) * r;
+    }
+    a = warp_sum(a) / (T)D;
+    c = warp_sum(c) / (T)D;
+    for (int64_t j = lane; j < D; j += 32)
+      gx[i * D + j] = r * (gi[j] * (w ? w[j] : (T)1) - a - (xi[j] - m) * r * c);
+  }
+}
+
+/* gw, gb: one thread per column, down the rows (coalesced across the threads of a block). */
+template <class T>
+__global__ void gl_k_layer_norm_bwd_wb(int64_t R, int64_t D, T *gw, T *gb, const T *g, const T *x, const T *mean,
+                                       const T *rstd) {
+  GL_KLOOP(j, D) {
+    T sw = 0, sb = 0;
+    for (int64_t i = 0; i < R; i++) {
+      T gv = g[i * D + j];
+      sw += gv * (x[i * D + j] - mean[i]) * rstd[i];
+      sb += gv;
+    }
+    gw[j] = sw;
+    gb[j] = sb;
+  }
+}
+
+template <int DT>
+static int layer_norm_dt(cudaStream_t s, int64_t R, int64_t D, void *y, void *mean, void *rstd, const void *x,
+                         const void *w, const void *b, double eps) {
+  if constexpr (!GL_DT_IN(GL_KFUSED_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    int64_t blocks = (R + 7) / 8;
+    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    gl_k_layer_norm<T><<<nb, 256, 0, s>>>(R, D, (T *)y, (T *)mean, (T *)rstd, (const T *)x, (const T *)w,
+                                          (const T *)b, (T)eps);
+    return (int)cudaGetLastError();
+  }
+}
+
+extern "C" int gl_klaunch_layer_norm(void *stream, int dt, int64_t R, int64_t D, void *y, void *mean, void *rstd,
+                                     const void *x, const void *w, const void *b, double eps) {
+  if (R <= 0 || D <= 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  return GL_DISPATCH_DTYPE(dt, DT, layer_norm_dt<DT>(s, R, D, y, mean, rstd, x, w, b, eps));
+}
+
+template <int DT>
+static int layer_norm_bwd_dt(cudaStream_t s, int64_t R, int64_t D, void *gx, void *gw, void *gb, const void *g,
+                             const void *x, const void *mean, const void *rstd, const void *w) {
+  if constexpr (!GL_DT_IN(GL_KFUSED_DTYPES, DT)) {
+    return GL_KERR_NOTSUP;
+  } else {
+    typedef typename gl_dt<DT>::S T;
+    int64_t blocks = (R + 7) / 8;
+    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    gl_k_layer_norm_bwd<T><<<nb, 256, 0, s>>>(R, D, (T *)gx, (const T *)g, (const T *)x, (const T *)mean,
+                                              (const T *)rstd, (const T *)w);
+    int rc = (int)cudaGetLastError();
+    if (rc != 0 || gw == NULL) return rc;
+    gl_k_layer_norm_bwd_wb<T><<<gl_kblocks(D), GL_KTHREADS, 0, s>>>(R, D, (T *)gw, (T *)gb, (const T *)g,
+                                                                     (const T *)x, (const T *)mean, (const T *)rstd);
+    return (int)cudaGetLastError();
+  }
+}
+
+extern "C" int gl_klaunch_layer_norm_bwd(void *stream, int dt, int64_t R, int64_t D, void *gx, void *gw, void *gb,
+                                         const void *g, const void *x, const void *mean, const void *rstd,
+                                         const void *w) {
+  if (R <= 0 || D <= 0) return 0;
+  cudaStream_t s = (cudaStream_t)stream;
+  return GL_DISPATCH_DTYPE(dt, DT, layer_norm_bwd_dt<DT>(s, R, D, gx, gw, gb, g, x, mean, rstd, w));
+}

@@ -1,6 +1,6 @@
 /*
-** fused.h — the plain C face of kernels/fused.cu: optimizer steps and softmax
-** cross-entropy (gpu.fused), called by src/backend/cuda/cuda_fused.c. Same conventions as
+** fused.h — the plain C face of kernels/fused.cu: optimizer steps, softmax
+** cross-entropy and layer norm (gpu.fused), called by src/backend/cuda/cuda_fused.c. Same conventions as
 ** launch.h: a stream travels as void *, the result is 0, GL_KERR_NOTSUP or a cudaError_t.
 */
 #ifndef GL_KERNELS_FUSED_H
@@ -28,6 +28,13 @@ int gl_klaunch_xent(void *stream, int dt, int64_t N, int64_t C, void *loss, void
 int gl_klaunch_xent_bwd(void *stream, int dt, int64_t N, int64_t C, void *dst, const void *probs,
                         const int64_t *labels, const void *target, double smoothing, const void *gout,
                         int64_t gstride, double scale);
+
+/* Layer norm over rows of x (R, D): y (R, D), mean (R), rstd (R); w, b (D) or NULL. */
+int gl_klaunch_layer_norm(void *stream, int dt, int64_t R, int64_t D, void *y, void *mean, void *rstd, const void *x,
+                          const void *w, const void *b, double eps);
+/* Its backward: gx (R, D) and, where not NULL, gw and gb (D). */
+int gl_klaunch_layer_norm_bwd(void *stream, int dt, int64_t R, int64_t D, void *gx, void *gw, void *gb, const void *g,
+                              const void *x, const void *mean, const void *rstd, const void *w);
 
 #ifdef __cplusplus
 }

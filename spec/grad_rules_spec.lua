@@ -185,6 +185,13 @@ end
 samples["fused.linear"] = function(dev)
   return function(x, w, b) return gpu.fused.linear(x, w, b) end, { S(dev, 2, 3), S(dev, 4, 3), S(dev, 4) }
 end
+samples["fused.attention"] = function(dev)
+  return function(q, k, v) return (gpu.fused.attention(q, k, v, { is_causal = true })) end,
+    { S(dev, 2, 3, 4), S(dev, 2, 3, 4), S(dev, 2, 3, 2) }
+end
+samples["fused.layer_norm"] = function(dev)
+  return function(x, w, b) return (gpu.fused.layer_norm(x, w, b, { eps = 1e-3 })) end, { S(dev, 2, 3), S(dev, 3), S(dev, 3) }
+end
 samples["fused.cross_entropy"] = function(dev)
   local lab = I(dev, { 2, 1 })
   return function(z) return (gpu.fused.cross_entropy(z, lab, { label_smoothing = 0.1 })) end, { S(dev, 2, 3) }
@@ -235,6 +242,7 @@ describe("gpu.autograd.rules", function()
     -- are listed as errors on purpose: they have no entry
     local refused = {
       ["random.permutation"] = true, ["random.choice"] = true, ["fused.cross_entropy_backward"] = true,
+      ["fused.layer_norm_backward"] = true,
       ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
       ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,

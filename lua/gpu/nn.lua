@@ -24,6 +24,10 @@
 --   resample.lua     conv1d, conv_transpose1d/2d, 1-D and adaptive pooling, interpolate, pixel_shuffle
 --   recurrent.lua    RNN, LSTM, GRU
 --   resample_layers.lua  Conv1d, ConvTranspose1d/2d, MaxPool1d, AvgPool1d, Adaptive*Pool*, Upsample, PixelShuffle
+--   activations.lua  SiLU, ELU, SELU, PReLU, Mish, Hard*, ... ; ModuleList, ModuleDict, Unflatten
+--   norm.lua         LayerNorm, GroupNorm, RMSNorm
+--   attention.lua    scaled_dot_product_attention, MultiheadAttention
+--   transformer.lua  TransformerEncoderLayer / DecoderLayer, TransformerEncoder / Decoder
 
 local nn = {}
 
@@ -55,6 +59,26 @@ for k, f in pairs(require("gpu.nn.resample").functional) do
 end
 export((require "gpu.nn.resample_layers"))
 export((require "gpu.nn.recurrent"))
+-- the layers part (issue 14): modules into nn, functional forms into nn and nn.functional
+-- (nn.F), the losses' functional forms into nn.functional too
+for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer" } do
+  local part = require(name)
+  local fns = part.functional or {}
+  for k, v in pairs(fns) do
+    assert(F[k] == nil, "gpu.nn.functional: two parts define " .. k)
+    F[k] = v
+  end
+  export(fns)
+  local mods = {}
+  for k in pairs(part) do if k ~= "functional" then mods[#mods + 1] = k end end
+  export(part, mods)
+end
+for _, k in ipairs { "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+                     "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",
+                     "margin_ranking_loss", "triplet_margin_loss", "one_hot" } do
+  if F[k] == nil then F[k] = nn[k] end
+end
+nn.F = F
 nn.init = require "gpu.nn.initializers"
 nn.utils = require "gpu.nn.utils"
 nn.metrics = require "gpu.nn.metrics"

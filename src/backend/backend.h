@@ -389,6 +389,20 @@ typedef struct gl_backend {
   ** pointers of kernels/rnn.h's gl_lstm_cell on this device, of dtype dt: float32 or
   ** float64), forward or backward; src/ops/rnn.c runs the time loop and the GEMMs. */
   gl_status (*lstm_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
+  /* (optional) Layer norm over the last axis of x (R, D) contiguous float32/float64, w and b
+  ** (D) of x's dtype or NULL: y (R, D) = (x - mean) * rstd * w + b, mean (R), rstd (R) =
+  ** 1 / sqrt(biased variance + eps). Backward (bwd): from g (R, D) and the saved mean and
+  ** rstd, gx (R, D) and, where not NULL, gw and gb (D) (gw needs w's values only for gx). */
+  gl_status (*layer_norm)(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                          const gl_array *w, const gl_array *b, double eps);
+  gl_status (*layer_norm_bwd)(const gl_array *gx, const gl_array *gw, const gl_array *gb, const gl_array *g,
+                              const gl_array *x, const gl_array *mean, const gl_array *rstd, const gl_array *w);
+  /* (optional) Attention rows without a (L, S) score matrix: q (B, L, E), k (B, S, E), v (B,
+  ** S, Ev) contiguous float32/float64 -> out (B, L, Ev) = softmax(q k^T * scale) v, row by row
+  ** with an online softmax (causal: key j <= query i only), and lse (B, L) the logsumexp of
+  ** each row's scaled scores (-inf for a row with no key). */
+  gl_status (*attention)(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
+                         const gl_array *v, double scale, bool causal);
   /* (optional) Dense linear algebra, see gl_la_op. */
   gl_status (*linalg)(gl_la_op op, const gl_la_args *args, int64_t *bad);
   /* Counters since start (or the last reset): copies, launches, allocations; with

@@ -4,6 +4,9 @@
 **   fused.linear(x, w [, b])                      x @ w^T + b in one call
 **   fused.cross_entropy(z, labels|target [, {label_smoothing =}])  -> loss (N), probs (N, C)
 **   fused.cross_entropy_backward(probs, labels|target, gout [, {label_smoothing =, scale =}])
+**   fused.layer_norm(x, w, b [, {eps = 1e-5}])   -> y, mean, rstd over the last axis of x
+**   fused.layer_norm_backward(g, x, mean, rstd, w) -> gx, gw (D), gb (D)
+**   fused.attention(q, k, v [, {scale, is_causal}]) -> out, lse (softmax(q k^T scale) v, no (L, S) scores)
 **   fused.sgd_(p, g, buf, {lr =, momentum =, ...})  one optimizer step in place (returns p)
 **   fused.adam_(p, g, m, v, vmax, {lr =, beta1 =, beta2 =, eps =, step =, ...})
 **   fused.rmsprop_(p, g, sq, buf, gavg, {lr =, alpha =, eps =, ...})
@@ -37,6 +40,10 @@ static const gl_optkey xent_bwd_keys[] = {
   { NULL }
 };
 static const double xent_def[] = { 0 }, xent_bwd_def[] = { 0, 1 };
+static const gl_optkey ln_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
+static const double ln_def[] = { 1e-5 };
+static const gl_optkey att_keys[] = { { "scale", GL_OPT_NUMBER, 0, 0, 0, NULL }, { "is_causal", GL_OPT_BOOL, 0, 0, 0, NULL },
+                                      { NULL } };
 enum { SGD_LR, SGD_MOM, SGD_DAMP, SGD_WD, SGD_NEST, SGD_MAX, SGD_FIRST };
 static const gl_optkey sgd_keys[] = {
   NONNEG("lr"), NONNEG("momentum"), NONNEG("dampening"), NONNEG("weight_decay"), FLAG("nesterov"), FLAG("maximize"),
@@ -64,13 +71,17 @@ static const gl_optdecl xent_decl = { "fused.cross_entropy", "gpu.fused.cross_en
 static const gl_optdecl xent_bwd_decl = {
   "fused.cross_entropy_backward",
   "gpu.fused.cross_entropy_backward(gpu.ones(2, 3), gpu.array({1, 2}, {dtype = 'int64'}), gpu.ones(2), %s)", xent_bwd_keys };
+static const gl_optdecl ln_decl = { "fused.layer_norm", "gpu.fused.layer_norm(gpu.ones(2, 3), gpu.ones(3), nil, %s)",
+                                    ln_keys };
+static const gl_optdecl att_decl = { "fused.attention",
+                                     "gpu.fused.attention(gpu.ones(2, 3), gpu.ones(4, 3), gpu.ones(4, 5), %s)", att_keys };
 static const gl_optdecl sgd_decl = { "fused.sgd_", "gpu.fused.sgd_(" P ", " P ", nil, %s)", sgd_keys };
 static const gl_optdecl adam_decl = { "fused.adam_", "gpu.fused.adam_(" P ", " P ", gpu.zeros(3), gpu.zeros(3), nil, %s)",
                                       adam_keys };
 static const gl_optdecl rms_decl = { "fused.rmsprop_", "gpu.fused.rmsprop_(" P ", " P ", gpu.zeros(3), nil, nil, %s)",
                                      rms_keys };
 #undef P
-static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &sgd_decl, &adam_decl, &rms_decl, NULL };
+static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &ln_decl, &att_decl, &sgd_decl, &adam_decl, &rms_decl, NULL };
 
 /* ---- linear ------------------------------------------------------------------------------- */
 
@@ -124,6 +135,44 @@ static int l_cross_entropy_backward(lua_State *L) {
   return gl_lua_result(L, st, out, 0);
 }
 
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+static int l_layer_norm(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  const gl_array *w = gl_lua_optarray(L, 2), *b = gl_lua_optarray(L, 3);
+  double o[1];
+  read_opts(L, 4, &ln_decl, ln_def, o);
+  gl_array *y = gl_lua_push(L), *mean = gl_lua_push(L), *rstd = gl_lua_push(L);
+  gl_status st = gl_op_layer_norm(y, mean, rstd, x, w, b, o[0]);
+  gl_lua_check_status(L, st, 0);
+  gl_lua_account_array(L, y);
+  return 3;
+}
+
+static int l_layer_norm_backward(lua_State *L) {
+  gl_array *g = gl_lua_check(L, 1), *x = gl_lua_check(L, 2), *mean = gl_lua_check(L, 3), *rstd = gl_lua_check(L, 4);
+  const gl_array *w = gl_lua_optarray(L, 5);
+  gl_array *gx = gl_lua_push(L), *gw = gl_lua_push(L), *gb = gl_lua_push(L);
+  gl_status st = gl_op_layer_norm_bwd(gx, gw, gb, g, x, mean, rstd, w, true);
+  gl_lua_check_status(L, st, 0);
+  gl_lua_account_array(L, gx);
+  return 3;
+}
+
+/* ---- attention ------------------------------------------------------------------------------ */
+
+static int l_attention(lua_State *L) {
+  gl_array *q = gl_lua_check(L, 1), *k = gl_lua_check(L, 2), *v = gl_lua_check(L, 3);
+  double def[2] = { q->ndim > 0 && q->shape[q->ndim - 1] > 0 ? 1 / sqrt((double)q->shape[q->ndim - 1]) : 1, 0 };
+  double o[2];
+  read_opts(L, 4, &att_decl, def, o);
+  gl_array *out = gl_lua_push(L), *lse = gl_lua_push(L);
+  gl_status st = gl_op_attention(out, lse, q, k, v, o[0], o[1] != 0);
+  gl_lua_check_status(L, st, 0);
+  gl_lua_account_array(L, out);
+  return 2;
+}
+
 /* ---- optimizer steps ------------------------------------------------------------------------ */
 
 static int step_result(lua_State *L, gl_status st) {
@@ -172,6 +221,9 @@ static const luaL_Reg fused_funcs[] = {
   { "linear", l_linear },
   { "cross_entropy", l_cross_entropy },
   { "cross_entropy_backward", l_cross_entropy_backward },
+  { "layer_norm", l_layer_norm },
+  { "layer_norm_backward", l_layer_norm_backward },
+  { "attention", l_attention },
   { "sgd_", l_sgd_ },
   { "adam_", l_adam_ },
   { "rmsprop_", l_rmsprop_ },

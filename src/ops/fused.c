@@ -1,11 +1,12 @@
 /*
 ** fused.c — the fused kernels under gpu.nn and gpu.optim (gpu.fused in Lua): linear
-** (x @ w^T + b in one call), softmax cross-entropy forward and backward, and optimizer
-** steps that make one pass over each parameter instead of a dozen array ops. Checks
+** (x @ w^T + b in one call), softmax cross-entropy and layer norm forward and backward, and
+** optimizer steps that make one pass over each parameter instead of a dozen array ops. Checks
 ** everything here, then calls the backend's optional entries (xent, xent_bwd,
 ** optim_step); a device without them gets a "not supported" error and the Lua layer
 ** keeps its composite path.
 */
+#include <math.h>
 #include <string.h>
 #include "ops.h"
 
@@ -203,4 +204,151 @@ gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array
   if (s == GL_OK && p->size > 0) s = be->optim_step(kind, p, gc, sts, hp);
   gl_array_release(&tg);
   return s;
+}
+
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+/* x (..., D) float with D >= 1; p (D) of x's dtype and device, or NULL. */
+static gl_status ln_param(const char *what, const gl_array *x, const gl_array *p) {
+  char s1[GL_SHAPE_BUFSZ];
+  if (p == NULL) return GL_OK;
+  int64_t D = x->shape[x->ndim - 1];
+  if (p->ndim != 1 || p->shape[0] != D)
+    return gl_fail(GL_EINVAL, "%s must be (%lld), got shape %s", what, (long long)D, gl_shape_str(p->ndim, p->shape, s1));
+  return need_same(what, x, p, false);
+}
+
+static gl_status ln_input(const gl_array *x) {
+  char s1[GL_SHAPE_BUFSZ];
+  if (x->ndim < 1 || x->shape[x->ndim - 1] < 1)
+    return gl_fail(GL_EINVAL, "input must have a last axis of at least 1 element, got shape %s",
+                   gl_shape_str(x->ndim, x->shape, s1));
+  return need_float("input", x);
+}
+
+gl_status gl_op_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, const gl_array *x, const gl_array *w,
+                           const gl_array *b, double eps) {
+  GL_TRY(ln_input(x));
+  GL_TRY(ln_param("weight", x, w));
+  GL_TRY(ln_param("bias", x, b));
+  if (!(eps >= 0) || !isfinite(eps)) return gl_fail(GL_EINVAL, "eps must be finite and >= 0, got %g", eps);
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(x), &be));
+  GL_TRY(need_entry("layer_norm", x, (const void *)be->layer_norm));
+  gl_device dev = gl_array_device(x);
+  gl_dtype dt = (gl_dtype)x->dtype;
+  gl_array tx = { 0 }, tw = { 0 }, tb = { 0 };
+  const gl_array *xc = NULL, *wc = NULL, *bc = NULL;
+  gl_status st = gl_op_as_contig(x, dt, &tx, &xc);
+  if (st == GL_OK && w) st = gl_op_as_contig(w, dt, &tw, &wc);
+  if (st == GL_OK && b) st = gl_op_as_contig(b, dt, &tb, &bc);
+  bool have_y = false, have_m = false;
+  if (st == GL_OK) st = gl_array_alloc(y, dt, x->ndim, x->shape, dev);
+  if (st == GL_OK) { have_y = true; st = gl_array_alloc(mean, dt, x->ndim - 1, x->shape, dev); }
+  if (st == GL_OK) { have_m = true; st = gl_array_alloc(rstd, dt, x->ndim - 1, x->shape, dev); }
+  if (st == GL_OK && x->size > 0) {
+    st = be->layer_norm(y, mean, rstd, xc, wc, bc, eps);
+    if (st != GL_OK) gl_array_release(rstd);
+  }
+  if (st != GL_OK) {
+    if (have_y) gl_array_release(y);
+    if (have_m) gl_array_release(mean);
+  }
+  gl_array_release(&tx);
+  gl_array_release(&tw);
+  gl_array_release(&tb);
+  return st;
+}
+
+gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const gl_array *g, const gl_array *x,
+                               const gl_array *mean, const gl_array *rstd, const gl_array *w, bool want_wb) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  GL_TRY(ln_input(x));
+  GL_TRY(need_same("the incoming gradient", x, g, true));
+  GL_TRY(ln_param("weight", x, w));
+  int64_t R = x->size / x->shape[x->ndim - 1];
+  const gl_array *saved[2] = { mean, rstd };
+  for (int i = 0; i < 2; i++) {
+    const gl_array *s = saved[i];
+    if (s->ndim != x->ndim - 1 || s->size != R ||
+        (x->ndim > 1 && memcmp(s->shape, x->shape, (size_t)s->ndim * sizeof s->shape[0]) != 0))
+      return gl_fail(GL_EINVAL, "%s must have shape %s (the input's less its last axis), got %s", i ? "rstd" : "mean",
+                     gl_shape_str(x->ndim - 1, x->shape, s1), gl_shape_str(s->ndim, s->shape, s2));
+    GL_TRY(need_same(i ? "rstd" : "mean", x, s, false));
+  }
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(x), &be));
+  GL_TRY(need_entry("layer_norm_backward", x, (const void *)be->layer_norm_bwd));
+  gl_device dev = gl_array_device(x);
+  gl_dtype dt = (gl_dtype)x->dtype;
+  int64_t D = x->shape[x->ndim - 1];
+  gl_array t[5] = { { 0 } };
+  const gl_array *c[5] = { NULL };
+  const gl_array *src[5] = { g, x, mean, rstd, w };
+  gl_status st = GL_OK;
+  for (int i = 0; i < 5 && st == GL_OK; i++)
+    if (src[i] != NULL) st = gl_op_as_contig(src[i], dt, &t[i], &c[i]);
+  int made = 0;
+  if (st == GL_OK) { st = gl_array_alloc(gx, dt, x->ndim, x->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK && want_wb) { st = gl_array_alloc(gw, dt, 1, &D, dev); made += st == GL_OK; }
+  if (st == GL_OK && want_wb) { st = gl_array_alloc(gb, dt, 1, &D, dev); made += st == GL_OK; }
+  if (st == GL_OK && x->size > 0)
+    st = be->layer_norm_bwd(gx, want_wb ? gw : NULL, want_wb ? gb : NULL, c[0], c[1], c[2], c[3], c[4]);
+  if (st == GL_OK && x->size == 0 && want_wb) {
+    /* no rows: the parameter gradients are zeros */
+    st = gl_op_fill(gw, gl_scalar_int(0));
+    if (st == GL_OK) st = gl_op_fill(gb, gl_scalar_int(0));
+  }
+  if (st != GL_OK) {
+    if (made > 0) gl_array_release(gx);
+    if (made > 1) gl_array_release(gw);
+    if (made > 2) gl_array_release(gb);
+  }
+  for (int i = 0; i < 5; i++) gl_array_release(&t[i]);
+  return st;
+}
+
+/* ---- attention ------------------------------------------------------------------------------- */
+
+gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const gl_array *k, const gl_array *v,
+                          double scale, bool causal) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ], s3[GL_SHAPE_BUFSZ];
+  int nd = q->ndim;
+  bool ok = nd >= 2 && k->ndim == nd && v->ndim == nd && q->shape[nd - 1] == k->shape[nd - 1] &&
+            k->shape[nd - 2] == v->shape[nd - 2];
+  for (int i = 0; ok && i < nd - 2; i++) ok = q->shape[i] == k->shape[i] && q->shape[i] == v->shape[i];
+  if (!ok)
+    return gl_fail(GL_EINVAL, "query %s, key %s and value %s must be (..., L, E), (..., S, E), (..., S, Ev) with the "
+                   "same leading axes", gl_shape_str(q->ndim, q->shape, s1), gl_shape_str(k->ndim, k->shape, s2),
+                   gl_shape_str(v->ndim, v->shape, s3));
+  GL_TRY(need_float("query", q));
+  GL_TRY(need_same("key", q, k, false));
+  GL_TRY(need_same("value", q, v, false));
+  if (!isfinite(scale)) return gl_fail(GL_EINVAL, "scale must be finite, got %g", scale);
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(q), &be));
+  GL_TRY(need_entry("attention", q, (const void *)be->attention));
+  gl_dtype dt = (gl_dtype)q->dtype;
+  gl_device dev = gl_array_device(q);
+  int64_t os[GL_MAXDIMS];
+  memcpy(os, q->shape, (size_t)nd * sizeof os[0]);
+  os[nd - 1] = v->shape[nd - 1];
+  gl_array t[3] = { { 0 } };
+  const gl_array *c[3] = { NULL };
+  const gl_array *src[3] = { q, k, v };
+  gl_status st = GL_OK;
+  for (int i = 0; i < 3 && st == GL_OK; i++) st = gl_op_as_contig(src[i], dt, &t[i], &c[i]);
+  bool have_out = false;
+  if (st == GL_OK) { st = gl_array_alloc(out, dt, nd, os, dev); have_out = st == GL_OK; }
+  if (st == GL_OK) st = gl_array_alloc(lse, dt, nd - 1, q->shape, dev);
+  if (st == GL_OK && out->size > 0) {
+    st = be->attention(out, lse, c[0], c[1], c[2], scale, causal);
+    if (st != GL_OK) gl_array_release(lse);
+  } else if (st == GL_OK && lse->size > 0) {
+    st = gl_op_fill(lse, gl_scalar_float(-INFINITY));   /* no value columns: the rows' lse still */
+    if (st != GL_OK) gl_array_release(lse);
+  }
+  if (st != GL_OK && have_out) gl_array_release(out);
+  for (int i = 0; i < 3; i++) gl_array_release(&t[i]);
+  return st;
 }

@@ -193,6 +193,18 @@ gl_status gl_op_xent(gl_array *loss, gl_array *probs, const gl_array *logits, co
 /* out (N, C) = (probs - t) * gout * scale, gout 0-d or (N). */
 gl_status gl_op_xent_bwd(gl_array *out, const gl_array *probs, const gl_array *labels, const gl_array *target,
                          double smoothing, const gl_array *gout, double scale);
+/* Layer norm over the last axis of x (..., D) float32/float64 with w, b (D) or NULL:
+** y (x's shape), mean and rstd (x's shape less the last axis), rstd = 1 / sqrt(var + eps). */
+gl_status gl_op_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, const gl_array *x, const gl_array *w,
+                           const gl_array *b, double eps);
+/* Its backward: gx from g (x's shape), the saved mean and rstd and w (or NULL); with
+** want_wb, gw and gb (D) too. */
+gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const gl_array *g, const gl_array *x,
+                               const gl_array *mean, const gl_array *rstd, const gl_array *w, bool want_wb);
+/* softmax(q k^T * scale) v of q (..., L, E), k (..., S, E), v (..., S, Ev) (the same leading
+** axes; float32/float64) without the (L, S) scores: out (..., L, Ev), lse (..., L). */
+gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const gl_array *k, const gl_array *v,
+                          double scale, bool causal);
 /* One optimizer step in place over p (contiguous float32/float64) with gradient g and the
 ** rule's state arrays (backend.h's optim_step says which; NULL where unused). */
 gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],

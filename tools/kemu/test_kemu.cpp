@@ -11,6 +11,7 @@
 #include "conv.h"
 #include "fused.h"
 #include "rnn.h"
+#include "attention.h"
 #include "philox.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -1133,6 +1134,107 @@ template <class T> static void test_xent_t(int dt) {
     }
 }
 
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+template <class T> static void test_layer_norm_t(int dt) {
+  struct lc { int64_t R, D; int affine; };
+  for (lc c : { lc{ 1, 1, 1 }, lc{ 3, 5, 1 }, lc{ 9, 31, 0 }, lc{ 17, 32, 1 }, lc{ 8, 33, 1 }, lc{ 70, 128, 1 },
+                lc{ 3, 1025, 0 }, lc{ 2, 2000, 1 } }) {
+    int64_t R = c.R, D = c.D;
+    begin("layer_norm %s R=%lld D=%lld affine %d", dtn[dt], (long long)R, (long long)D, c.affine);
+    T *x = (T *)alloc(R * D * sizeof(T)), *y = (T *)alloc(R * D * sizeof(T));
+    T *mean = (T *)alloc(R * sizeof(T)), *rstd = (T *)alloc(R * sizeof(T));
+    T *w = c.affine ? (T *)alloc(D * sizeof(T)) : NULL, *b = c.affine ? (T *)alloc(D * sizeof(T)) : NULL;
+    T *g = (T *)alloc(R * D * sizeof(T)), *gx = (T *)alloc(R * D * sizeof(T));
+    T *gw = (T *)alloc(D * sizeof(T)), *gb = (T *)alloc(D * sizeof(T));
+    for (int64_t i = 0; i < R * D; i++) { x[i] = (T)(urand() * 8 - 3); g[i] = (T)(urand() * 2 - 1); }
+    for (int64_t j = 0; c.affine && j < D; j++) { w[j] = (T)(urand() * 2 - 1); b[j] = (T)(urand() - 0.5); }
+    const double eps = 1e-5;
+    int rc = gl_klaunch_layer_norm(NULL, dt, R, D, y, mean, rstd, x, w, b, eps);
+    if (rc) bad("rc %d", rc);
+    rc = gl_klaunch_layer_norm_bwd(NULL, dt, R, D, gx, gw, gb, g, x, mean, rstd, w);
+    if (rc) bad("bwd rc %d", rc);
+    double tol = sizeof(T) == 4 ? 2e-4 : 1e-10;
+    std::vector<long double> sw(D, 0), sb(D, 0);
+    for (int64_t i = 0; i < R; i++) {
+      long double m = 0, v = 0, a = 0, cc = 0;
+      for (int64_t j = 0; j < D; j++) m += x[i * D + j];
+      m /= D;
+      for (int64_t j = 0; j < D; j++) v += (x[i * D + j] - m) * (x[i * D + j] - m);
+      long double r = 1 / sqrtl(v / D + eps);
+      if (!close_to(mean[i], (double)m, tol, tol)) bad("mean[%lld]: got %.9g want %.9g", (long long)i, (double)mean[i], (double)m);
+      if (!close_to(rstd[i], (double)r, tol, tol)) bad("rstd[%lld]: got %.9g want %.9g", (long long)i, (double)rstd[i], (double)r);
+      for (int64_t j = 0; j < D; j++) {
+        long double xh = (x[i * D + j] - m) * r, gh = g[i * D + j] * (w ? (long double)w[j] : 1.0L);
+        long double want = xh * (w ? w[j] : 1) + (b ? b[j] : 0);
+        if (!close_to(y[i * D + j], (double)want, tol, tol)) bad("y[%lld,%lld]: got %.9g want %.9g", (long long)i, (long long)j, (double)y[i * D + j], (double)want);
+        a += gh; cc += gh * xh;
+        sw[j] += g[i * D + j] * xh; sb[j] += g[i * D + j];
+      }
+      a /= D; cc /= D;
+      for (int64_t j = 0; j < D; j++) {
+        long double xh = (x[i * D + j] - m) * r, gh = g[i * D + j] * (w ? (long double)w[j] : 1.0L);
+        double want = (double)(r * (gh - a - xh * cc));
+        if (!close_to(gx[i * D + j], want, tol * 10, tol * 10)) bad("gx[%lld,%lld]: got %.9g want %.9g", (long long)i, (long long)j, (double)gx[i * D + j], want);
+      }
+    }
+    for (int64_t j = 0; j < D; j++) {
+      if (!close_to(gw[j], (double)sw[j], tol * 10, tol * 10 * (double)R)) bad("gw[%lld]: got %.9g want %.9g", (long long)j, (double)gw[j], (double)sw[j]);
+      if (!close_to(gb[j], (double)sb[j], tol * 10, tol * 10 * (double)R)) bad("gb[%lld]: got %.9g want %.9g", (long long)j, (double)gb[j], (double)sb[j]);
+    }
+    end();
+    free_all();
+  }
+}
+
+/* ---- attention ------------------------------------------------------------------------------- */
+
+template <class T> static void test_attention_t(int dt) {
+  struct ac { int64_t B, L, S, E, Ev; int causal; };
+  for (ac c : { ac{ 1, 1, 1, 1, 1, 0 }, ac{ 2, 3, 5, 4, 3, 0 }, ac{ 3, 9, 9, 33, 40, 1 }, ac{ 2, 17, 70, 8, 64, 0 },
+                ac{ 1, 5, 3, 16, 256, 1 }, ac{ 2, 40, 40, 32, 32, 1 } }) {
+    begin("attention %s B=%lld L=%lld S=%lld E=%lld Ev=%lld causal %d", dtn[dt], (long long)c.B, (long long)c.L,
+          (long long)c.S, (long long)c.E, (long long)c.Ev, c.causal);
+    int64_t B = c.B, L = c.L, S = c.S, E = c.E, Ev = c.Ev;
+    T *q = (T *)alloc(B * L * E * sizeof(T)), *k = (T *)alloc(B * S * E * sizeof(T)), *v = (T *)alloc(B * S * Ev * sizeof(T));
+    T *out = (T *)alloc(B * L * Ev * sizeof(T)), *lse = (T *)alloc(B * L * sizeof(T));
+    for (int64_t i = 0; i < B * L * E; i++) q[i] = (T)(urand() * 4 - 2);
+    for (int64_t i = 0; i < B * S * E; i++) k[i] = (T)(urand() * 4 - 2);
+    for (int64_t i = 0; i < B * S * Ev; i++) v[i] = (T)(urand() * 2 - 1);
+    double scale = 1 / sqrt((double)E);
+    int rc = gl_klaunch_attention(NULL, dt, B, L, S, E, Ev, out, lse, q, k, v, scale, c.causal);
+    if (rc) bad("rc %d", rc);
+    double tol = sizeof(T) == 4 ? 2e-5 : 1e-12;
+    std::vector<long double> sc(S);
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t i = 0; i < L; i++) {
+        int64_t send = c.causal ? (i + 1 < S ? i + 1 : S) : S;
+        long double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < send; j++) {
+          long double d = 0;
+          for (int64_t e = 0; e < E; e++) d += (long double)q[(b * L + i) * E + e] * k[(b * S + j) * E + e];
+          sc[j] = d * scale;
+          if (sc[j] > m) m = sc[j];
+        }
+        for (int64_t j = 0; j < send; j++) sum += expl(sc[j] - m);
+        double want_lse = (double)(m + logl(sum));
+        if (!close_to(lse[b * L + i], want_lse, tol, tol)) bad("lse[%lld,%lld]: got %.9g want %.9g", (long long)b, (long long)i, (double)lse[b * L + i], want_lse);
+        for (int64_t col = 0; col < Ev; col++) {
+          long double o = 0;
+          for (int64_t j = 0; j < send; j++) o += expl(sc[j] - m) / sum * v[(b * S + j) * Ev + col];
+          T got = out[(b * L + i) * Ev + col];
+          if (!close_to(got, (double)o, tol * 10, tol * 10)) bad("out[%lld,%lld,%lld]: got %.9g want %.9g", (long long)b, (long long)i, (long long)col, (double)got, (double)o);
+        }
+      }
+    end();
+    free_all();
+  }
+  begin("attention %s refuses Ev > %d", dtn[dt], GL_KATT_MAX_EV);
+  if (gl_klaunch_attention(NULL, dt, 1, 1, 1, 1, GL_KATT_MAX_EV + 1, NULL, NULL, NULL, NULL, NULL, 1, 0) != GL_KERR_NOTSUP)
+    bad("a row wider than GL_KATT_MAX_EV was launched");
+  end();
+}
+
 /* ---- conv: im2col / col2im ------------------------------------------------------------------ */
 
 template <class T> static void test_conv_t(int dt) {
@@ -1465,6 +1567,8 @@ int main(int argc, char **argv) {
     { "random", test_random },
     { "optim", [] { test_optim_t<float>(GL_KD_FLOAT32); test_optim_t<double>(GL_KD_FLOAT64); } },
     { "xent", [] { test_xent_t<float>(GL_KD_FLOAT32); test_xent_t<double>(GL_KD_FLOAT64); } },
+    { "attention", [] { test_attention_t<float>(GL_KD_FLOAT32); test_attention_t<double>(GL_KD_FLOAT64); } },
+    { "layer_norm", [] { test_layer_norm_t<float>(GL_KD_FLOAT32); test_layer_norm_t<double>(GL_KD_FLOAT64); } },
     { "conv", [] { test_conv_t<float>(GL_KD_FLOAT32); test_conv_t<double>(GL_KD_FLOAT64); } },
     { "rnn", [] { test_lstm_t<float>(GL_KD_FLOAT32); test_lstm_t<double>(GL_KD_FLOAT64); } },
     { "index", test_index },

@@ -381,6 +381,50 @@ R["fused.cross_entropy"] = { saves = { 2 }, backward = function(g, node)
   return (p - t) * gg, (not labels) and (-(z - lse) * gg) or nil
 end }
 
+-- fused.layer_norm(x (..., D), w (D) | nil, b (D) | nil [, {eps}]) -> y, mean, rstd: the
+-- fused backward (from the saved mean and rstd) when grad is off; with create_graph the
+-- same formulas in array ops, the statistics recomputed from x so they differentiate too.
+R["fused.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
+  local x, w, b, o = node[1], node[2], node[3], node[4]
+  w, b = is_array(w) and w or nil, is_array(b) and b or nil
+  if not G.grad_enabled() then
+    local gx, gw, gb = gpu.fused.layer_norm_backward(g, x, node.extra[1], node.extra[2], w)
+    return gx, w and gw or nil, b and gb or nil
+  end
+  local eps = type(o) == "table" and o.eps or 1e-5
+  local D = x.shape[x.ndim]
+  local keep = { keepdims = true }
+  local xc = x - x:mean(-1, keep)
+  local rstd = ((xc * xc):mean(-1, keep) + eps):rsqrt()
+  local xh = xc * rstd
+  local gh = w and g * w or g
+  local gx = (gh - gh:mean(-1, keep) - xh * (gh * xh):mean(-1, keep)) * rstd
+  return gx, w and (g * xh):reshape(-1, D):sum(1) or nil, b and g:reshape(-1, D):sum(1) or nil
+end }
+
+-- fused.attention(q (..., L, E), k (..., S, E), v (..., S, Ev) [, {scale, is_causal}]) ->
+-- out, lse: the backward recomputes the probabilities from the scores, as FlashAttention
+-- does (from the saved logsumexp when grad is off; with create_graph from a logsumexp in
+-- array ops, so it differentiates again): gv = p^T g, gs = p (g v^T - rowsum(p g v^T)),
+-- gq = gs k scale, gk = gs^T q scale.
+R["fused.attention"] = { backward = function(g, node)
+  local q, k, v, o = node[1], node[2], node[3], node[4]
+  local E = q.shape[q.ndim]
+  local scale = type(o) == "table" and o.scale or 1 / math.sqrt(E)
+  local s = q:matmul(k:swapaxes(-1, -2)) * scale
+  if type(o) == "table" and o.is_causal then
+    local L, S = q.shape[q.ndim - 1], k.shape[k.ndim - 1]
+    local i64 = { dtype = "int64", device = q.device }
+    local keep = gpu.arange(0, S, i64):reshape(1, S):le(gpu.arange(0, L, i64):reshape(L, 1))
+    s = gpu.where(keep, s, -math.huge)
+  end
+  local lse = G.grad_enabled() and s:logsumexp(-1, { keepdims = true }) or node.extra[1]:unsqueeze(-1)
+  local p = (s - lse):exp()
+  local gp = g:matmul(v:swapaxes(-1, -2))
+  local gs = p * (gp - (gp * p):sum(-1, { keepdims = true }))
+  return gs:matmul(k) * scale, gs:swapaxes(-1, -2):matmul(q) * scale, p:swapaxes(-1, -2):matmul(g)
+end }
+
 -- ---- convolution, pooling, batch norm, softmax -----------------------------------------------------------------
 
 local function window_opts(o)

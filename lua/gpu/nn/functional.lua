@@ -63,7 +63,16 @@ end
 function F.relu(x) return check_array(x, "nn.relu", 1, "x"):relu() end
 function F.sigmoid(x) return check_array(x, "nn.sigmoid", 1, "x"):sigmoid() end
 function F.tanh(x) return check_array(x, "nn.tanh", 1, "x"):tanh() end
-function F.gelu(x) return check_array(x, "nn.gelu", 1, "x"):gelu() end
+-- gelu(x [, approximate = "none" | "tanh"]): the exact form (erf) or PyTorch's tanh form
+local SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+function F.gelu(x, approximate)
+  check_array(x, "nn.gelu", 1, "x")
+  if type(approximate) == "table" then approximate = approximate.approximate end
+  approximate = options.value(approximate, { choices = { "none", "tanh" }, default = "none" }, "nn.gelu", 2,
+    "approximate")
+  if approximate == "none" then return x:gelu() end
+  return x * (((x + x * x * x * 0.044715) * SQRT_2_OVER_PI):tanh() + 1) * 0.5
+end
 function F.softplus(x) return check_array(x, "nn.softplus", 1, "x"):softplus() end
 function F.leaky_relu(x, slope)
   check_array(x, "nn.leaky_relu", 1, "x")

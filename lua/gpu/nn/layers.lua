@@ -166,7 +166,8 @@ end
 simple("ReLU", function(x) return x:relu() end)
 simple("Sigmoid", function(x) return x:sigmoid() end)
 simple("Tanh", function(x) return x:tanh() end)
-simple("GELU", function(x) return x:gelu() end)
+simple("GELU", function(x, self) return F.gelu(x, self.approximate) end, "approximate",
+  { choices = { "none", "tanh" }, default = "none" })
 simple("Softplus", function(x) return x:softplus() end)
 simple("Identity", function(x) return x end)
 simple("LeakyReLU", function(x, self) return F.leaky_relu(x, self.negative_slope) end,

@@ -102,11 +102,99 @@ end
 -- The loss functions, by name: fn(a, b, o) with o the checked options.
 local defs = {}
 
--- cross_entropy(logits (N, C), labels (N) in 1..C [, {label_smoothing =, reduction =}])
+-- Class scores (N, C) or (N, C, d1, ...) with labels (N) or (N, d1, ...) as rows (M, C)
+-- and labels (M): PyTorch's K-dimensional form, the class axis second. Returns the rows,
+-- the labels and the shape of a reduction = "none" result.
+local function class_rows(fname, z, labels, what)
+  check_array(z, fname, 1, what)
+  if z.ndim < 2 or z.shape[2] < 1 then
+    raise("%s: %s must be (N, C) or (N, C, d1, ...), got shape %s", fname, what, shape_str(z.shape))
+  end
+  if z.shape[1] == 0 then raise("%s: the batch is empty (%s of shape %s)", fname, what, shape_str(z.shape)) end
+  if z.ndim == 2 then return z, labels, { z.shape[1] } end
+  local s = z.shape
+  local C = s[2]
+  local out_shape, perm = { s[1] }, { 1 }
+  for i = 3, #s do out_shape[#out_shape + 1] = s[i]; perm[#perm + 1] = i end
+  perm[#perm + 1] = 2
+  if is_array(labels) and shape_str(labels.shape) ~= shape_str(out_shape) then
+    raise("%s: %s of shape %s need labels of shape %s, got %s", fname, what, shape_str(s), shape_str(out_shape),
+      shape_str(labels.shape))
+  end
+  return z:permute(perm):reshape(-1, C), is_array(labels) and labels:reshape(-1) or labels, out_shape
+end
+
+-- The class weight option (C) of x's device, or nil.
+local function class_weight(fname, w, C, x)
+  if w == nil then return nil end
+  if w.ndim ~= 1 or w.shape[1] ~= C then
+    raise("%s: weight must hold one value per class (%d), got shape %s", fname, C, shape_str(w.shape))
+  end
+  if w.device ~= x.device then raise("%s: weight is on %s but the input on %s (use :to())", fname, w.device, x.device) end
+  return w:astype(x.dtype)
+end
+
+-- The negative log-likelihood family (nll_loss, cross_entropy) with class weights, an
+-- ignored label and label smoothing, as PyTorch computes it: the mean divides by the
+-- summed weights of the labels taken part (their count without weights), the smoothing
+-- term's mean too (PyTorch 1.13's).
+local function nll_family(fname, z, labels, o, from_logits, what)
+  if is_array(labels) then check_array(labels, fname, 2, "labels") end
+  local rows, lab, out_shape = class_rows(fname, z, labels, what)
+  local M, C = rows.shape[1], rows.shape[2]
+  local w = class_weight(fname, o.weight, C, z)
+  local eps, reduction, ii = o.label_smoothing or 0, o.reduction, o.ignore_index
+  -- an ignored label can only be there if it lies between the smallest and largest label
+  local hits = false
+  if is_array(lab) and lab.size > 0 and lab.dtype ~= "bool" then
+    local lo, hi = bounds(lab)
+    hits = ii >= lo and ii <= hi
+  end
+  local valid = hits and lab:ne(ii) or nil
+  local safe = hits and gpu.where(valid, lab, 1) or lab
+  check_labels(fname, safe, C, { n = M })
+  local per
+  if from_logits and w == nil and not hits then
+    return F.ce_from_logits(fname, rows, safe, nil, eps, reduction == "none" and "none" or reduction), out_shape
+  end
+  local logp = from_logits and F.log_softmax(rows, -1) or rows
+  local oh = F.onehot(safe, C, rows.dtype, rows.device)
+  local nll = -(logp * oh):sum(2)
+  local wy = w and (oh * w):sum(2) or nil
+  if wy then nll = nll * wy end
+  local smooth
+  if eps > 0 then smooth = -(w and logp * w or logp):sum(2) end
+  local vm = valid and valid:astype(rows.dtype) or nil
+  if vm then
+    nll = nll * vm
+    if smooth then smooth = smooth * vm end
+  end
+  if reduction == "none" then
+    per = smooth and nll * (1 - eps) + smooth * (eps / C) or nll
+    return per, out_shape
+  end
+  if reduction == "sum" then
+    per = nll:sum()
+    if smooth then per = per * (1 - eps) + smooth:sum() * (eps / C) end
+    return per
+  end
+  local denom = wy and (vm and wy * vm or wy):sum() or (vm and vm:sum() or M)
+  per = nll:sum() / denom
+  if smooth then
+    per = per * (1 - eps) + smooth:sum() / denom * (eps / C)
+  end
+  return per
+end
+
+local function shaped(per, out_shape)
+  if out_shape and per.ndim == 1 and #out_shape > 1 then return per:reshape(out_shape) end
+  return per
+end
+
+-- cross_entropy(logits (N, C) or (N, C, d...), labels (N) or (N, d...) in 1..C [,
+-- {weight, ignore_index = -100, label_smoothing, reduction}])
 function defs.cross_entropy(logits, labels, o)
-  local N, C = check_pred("nn.cross_entropy", logits, "logits")
-  check_labels("nn.cross_entropy", labels, C, { n = N })
-  return F.ce_from_logits("nn.cross_entropy", logits, labels, nil, o.label_smoothing, o.reduction)
+  return shaped(nll_family("nn.cross_entropy", logits, labels, o, true, "logits"))
 end
 
 -- Keras: sparse_categorical_crossentropy(y_pred, labels): y_pred are probabilities (a
@@ -136,11 +224,10 @@ function defs.categorical_crossentropy(pred, target, o)
   return nll_of_probs(pred, t, o.reduction)
 end
 
--- nll_loss(log_probs (N, C), labels (N) in 1..C): -log_probs[label], PyTorch's
+-- nll_loss(log_probs (N, C) or (N, C, d...), labels in 1..C [, {weight, ignore_index =
+-- -100, reduction}]): -weight[label] * log_probs[label], PyTorch's
 function defs.nll_loss(logp, labels, o)
-  local N, C = check_pred("nn.nll_loss", logp, "log-probabilities")
-  check_labels("nn.nll_loss", labels, C, { n = N })
-  return reduce_loss(-(logp * F.onehot(labels, C, logp.dtype, logp.device)):sum(2), o.reduction)
+  return shaped(nll_family("nn.nll_loss", logp, labels, o, false, "log-probabilities"))
 end
 
 function defs.mse_loss(a, b, o)
@@ -161,24 +248,100 @@ function defs.binary_cross_entropy_with_logits(z, y, o)
   return reduce_loss(z:softplus() - y * z, o.reduction)
 end
 
+function defs.l1_loss(a, b, o)
+  same_shape("nn.l1_loss", a, b)
+  return reduce_loss((a - b):abs(), o.reduction)
+end
+
+-- smooth_l1_loss: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: L1)
+function defs.smooth_l1_loss(a, b, o)
+  same_shape("nn.smooth_l1_loss", a, b)
+  local d = (a - b):abs()
+  if o.beta == 0 then return reduce_loss(d, o.reduction) end
+  local q = d:minimum(o.beta)                 -- the quadratic part, finite on both branches
+  return reduce_loss(gpu.where(d:lt(o.beta), q * q * (0.5 / o.beta), d - 0.5 * o.beta), o.reduction)
+end
+
+-- huber_loss: 0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta)
+function defs.huber_loss(a, b, o)
+  same_shape("nn.huber_loss", a, b)
+  local d = (a - b):abs()
+  local q = d:minimum(o.delta)
+  return reduce_loss(gpu.where(d:le(o.delta), q * q * 0.5, (d - 0.5 * o.delta) * o.delta), o.reduction)
+end
+
+-- kl_div(input = log q, target = p [, {reduction = "mean", log_target = false}]): p (log p -
+-- log q) pointwise, 0 where p is 0; "batchmean" divides the sum by the batch size.
+function defs.kl_div(lq, p, o)
+  same_shape("nn.kl_div", lq, p)
+  local per
+  if o.log_target then per = p:exp() * (p - lq)
+  else
+    local pos = p:gt(0)
+    per = gpu.where(pos, p * (gpu.where(pos, p, 1):log() - lq), 0)
+  end
+  if o.reduction == "batchmean" then return per:sum() / (lq.ndim > 0 and lq.shape[1] or 1) end
+  return reduce_loss(per, o.reduction)
+end
+
+-- Keras's mean absolute error, Huber (delta 1) and categorical hinge, y_pred first
+function defs.mae(pred, target, o) return defs.l1_loss(pred, target, o) end
+function defs.huber(pred, target, o)
+  same_shape("nn.huber", pred, target)
+  return defs.huber_loss(pred, target, { delta = o.delta, reduction = o.reduction })
+end
+-- Keras's kl_divergence(y_pred, y_true): sum over the last axis of t log(t / p), both
+-- clipped to [1e-7, 1], averaged over the rest
+function defs.kl_divergence(pred, target, o)
+  same_shape("nn.kl_divergence", pred, target)
+  local t, q = target:astype(pred.dtype):clip(1e-7, 1), pred:clip(1e-7, 1)
+  local per = (t * (t / q):log()):sum(-1)
+  return reduce_loss(per, o.reduction)
+end
+function defs.categorical_hinge(pred, target, o)
+  same_shape("nn.categorical_hinge", pred, target)
+  if pred.ndim == 0 or pred.shape[pred.ndim] == 0 then
+    raise("nn.categorical_hinge: predictions must have classes on their last axis, got shape %s", shape_str(pred.shape))
+  end
+  local t = target:astype(pred.dtype)
+  local pos = (t * pred):sum(-1)
+  local neg = ((1 - t) * pred):max(-1)
+  return reduce_loss((neg - pos + 1):maximum(0), o.reduction)
+end
+
 -- ---- declarations: each loss as a function and (some) as a module ----------------------------------
 
 local reduction = { choices = { "mean", "sum", "none" }, default = "mean" }
 local no_weights = { unsupported = "class weights are not implemented" }
 local smoothing = { type = "number", min = 0, max = 1, default = 0 }
 local logits_flag = { type = "boolean", default = false }
+-- class weights: a 1-D float array, one per class; ignore_index: a label value as written
+-- (1-based labels: PyTorch's default -100 never is one)
+local class_weights = { type = "array", check = function(v)
+  return v.dtype:match("float") ~= nil, "must be a float array (one weight per class)" end }
+local ignore = { type = "integer", default = -100 }
 local labels3 = "gpu.zeros(2, 3), gpu.array({1, 3}, {dtype = 'int64'})"
 local same2 = "gpu.full({2}, 0.5), gpu.ones(2)"
 
 local decls = {
   { "cross_entropy", "CrossEntropyLoss", labels3, { label_smoothing = smoothing, reduction = reduction,
-    weight = no_weights, ignore_index = { unsupported = true } } },
+    weight = class_weights, ignore_index = ignore } },
   { "sparse_categorical_crossentropy", nil, labels3, { from_logits = logits_flag, reduction = reduction } },
   { "categorical_crossentropy", nil, "gpu.full({2, 2}, 0.5), gpu.eye(2)", { from_logits = logits_flag,
     label_smoothing = smoothing, reduction = reduction } },
-  { "nll_loss", "NLLLoss", labels3, { reduction = reduction, weight = no_weights, ignore_index = { unsupported = true } } },
+  { "nll_loss", "NLLLoss", labels3, { reduction = reduction, weight = class_weights, ignore_index = ignore } },
   { "mse_loss", "MSELoss", same2, { reduction = reduction } },
   { "binary_cross_entropy", "BCELoss", same2, { reduction = reduction, weight = no_weights } },
+  { "l1_loss", "L1Loss", same2, { reduction = reduction } },
+  { "smooth_l1_loss", "SmoothL1Loss", same2, { reduction = reduction, beta = { type = "number", min = 0, default = 1 } } },
+  { "huber_loss", "HuberLoss", same2, { reduction = reduction, delta = { type = "number", min = 0, min_open = true,
+    default = 1 } } },
+  { "kl_div", "KLDivLoss", same2, { reduction = { choices = { "mean", "batchmean", "sum", "none" }, default = "mean" },
+    log_target = { type = "boolean", default = false } } },
+  { "mae", nil, same2, { reduction = reduction } },
+  { "huber", nil, same2, { reduction = reduction, delta = { type = "number", min = 0, min_open = true, default = 1 } } },
+  { "kl_divergence", nil, same2, { reduction = reduction } },
+  { "categorical_hinge", nil, "gpu.full({2, 2}, 0.5), gpu.eye(2)", { reduction = reduction } },
   { "binary_cross_entropy_with_logits", "BCEWithLogitsLoss", same2, { reduction = reduction, weight = no_weights,
     pos_weight = no_weights } },
 }
@@ -202,6 +365,90 @@ end
 
 L.cross_entropy_loss = L.cross_entropy
 L.mse = L.mse_loss
+L.mean_absolute_error = L.mae
+
+-- ---- losses of three arrays ----------------------------------------------------------------
+
+-- x1, x2 and y (or anchor, positive, negative) of one shape; y (N) for cosine_embedding.
+local function three(fname, a, b, c, names)
+  check_array(a, fname, 1, names[1]); check_array(b, fname, 2, names[2]); check_array(c, fname, 3, names[3])
+  if shape_str(a.shape) ~= shape_str(b.shape) then
+    raise("%s: %s %s and %s %s differ in shape", fname, names[1], shape_str(a.shape), names[2], shape_str(b.shape))
+  end
+end
+
+local defs3 = {}
+
+-- cosine_embedding_loss(x1 (N, D) or (D), x2, y (N) of 1 / -1 [, {margin = 0, reduction}]):
+-- 1 - cos where y = 1, max(0, cos - margin) where y = -1 (PyTorch's eps 1e-12 in the norms)
+function defs3.cosine_embedding_loss(x1, x2, y, o)
+  local fname = "nn.cosine_embedding_loss"
+  three(fname, x1, x2, y, { "input1", "input2", "target" })
+  if x1.ndim < 1 or x1.ndim > 2 then raise("%s: inputs must be (N, D) or (D), got %s", fname, shape_str(x1.shape)) end
+  local want = x1.ndim == 2 and { x1.shape[1] } or {}
+  if shape_str(y.shape) ~= shape_str(want) then
+    raise("%s: target must have shape %s, got %s", fname, shape_str(want), shape_str(y.shape))
+  end
+  local prod = (x1 * x2):sum(-1)
+  local cos = prod / ((x1 * x1):sum(-1) + 1e-12):sqrt() / ((x2 * x2):sum(-1) + 1e-12):sqrt()
+  local yd = y:astype(cos.dtype)
+  local per = gpu.where(yd:eq(1), 1 - cos, 0) + gpu.where(yd:eq(-1), (cos - o.margin):maximum(0), 0)
+  return reduce_loss(per, o.reduction)
+end
+
+-- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0, -y (x1 - x2) + margin)
+function defs3.margin_ranking_loss(x1, x2, y, o)
+  local fname = "nn.margin_ranking_loss"
+  three(fname, x1, x2, y, { "input1", "input2", "target" })
+  if shape_str(y.shape) ~= shape_str(x1.shape) then
+    raise("%s: target %s and inputs %s differ in shape", fname, shape_str(y.shape), shape_str(x1.shape))
+  end
+  return reduce_loss((-y:astype(x1.dtype) * (x1 - x2) + o.margin):maximum(0), o.reduction)
+end
+
+-- || a - b + eps ||_p over the last axis (PyTorch's pairwise_distance)
+local function pairwise(a, b, p, eps)
+  local d = (a - b + eps):abs()
+  if p == 1 then return d:sum(-1) end
+  if p == 2 then return (d * d):sum(-1):sqrt() end
+  return (d ^ p):sum(-1) ^ (1 / p)
+end
+
+-- triplet_margin_loss(anchor, positive, negative [, {margin = 1, p = 2, eps = 1e-6, swap =
+-- false, reduction}]): max(d(a, p) - d(a, n) + margin, 0)
+function defs3.triplet_margin_loss(a, pos, neg, o)
+  local fname = "nn.triplet_margin_loss"
+  three(fname, a, pos, neg, { "anchor", "positive", "negative" })
+  if shape_str(neg.shape) ~= shape_str(a.shape) then
+    raise("%s: negative %s and anchor %s differ in shape", fname, shape_str(neg.shape), shape_str(a.shape))
+  end
+  local dp, dn = pairwise(a, pos, o.p, o.eps), pairwise(a, neg, o.p, o.eps)
+  if o.swap then dn = dn:minimum(pairwise(pos, neg, o.p, o.eps)) end
+  return reduce_loss((dp - dn + o.margin):maximum(0), o.reduction)
+end
+
+local three2 = "gpu.ones(2, 3), gpu.full({2, 3}, 0.5), gpu.array({1, -1})"
+for _, d in ipairs {
+  { "cosine_embedding_loss", "CosineEmbeddingLoss", three2, { margin = { type = "number", default = 0 },
+    reduction = reduction } },
+  { "margin_ranking_loss", "MarginRankingLoss", "gpu.ones(2), gpu.zeros(2), gpu.array({1, -1})",
+    { margin = { type = "number", default = 0 }, reduction = reduction } },
+  { "triplet_margin_loss", "TripletMarginLoss", "gpu.ones(2, 3), gpu.zeros(2, 3), gpu.full({2, 3}, 2)",
+    { margin = { type = "number", default = 1 }, p = { type = "number", min = 0, min_open = true, default = 2 },
+      eps = { type = "number", min = 0, default = 1e-6 }, swap = { type = "boolean", default = false },
+      reduction = reduction } },
+} do
+  local name, module_name, args, keys = d[1], d[2], d[3], d[4]
+  local fn = defs3[name]
+  local decl = options.declare("nn." .. name, keys, { example = ("gpu.nn.%s(%s, %%s)"):format(name, args) })
+  L[name] = function(a, b, c, opts) return fn(a, b, c, decl:check(opts, 4)) end
+  local mdecl = options.declare("nn." .. module_name, keys,
+    { example = ("gpu.nn.%s(%%s)(%s)"):format(module_name, args) })
+  local cls = module.class(module_name)
+  function cls:init(opts) self.opts = mdecl:check(opts, 1) end
+  function cls:forward(a, b, c) return fn(a, b, c, self.opts) end
+  L[module_name] = cls
+end
 
 -- losses by Keras name (compile{loss = "..."})
 L.losses = {
@@ -209,6 +456,8 @@ L.losses = {
   categorical_crossentropy = L.categorical_crossentropy,
   cross_entropy = L.cross_entropy,
   mse = L.mse_loss, mean_squared_error = L.mse_loss,
+  mae = L.mae, mean_absolute_error = L.mae, huber = L.huber, kl_divergence = L.kl_divergence,
+  kld = L.kl_divergence, categorical_hinge = L.categorical_hinge,
   binary_crossentropy = L.binary_cross_entropy,
   binary_crossentropy_from_logits = L.binary_cross_entropy_with_logits,
 }

@@ -63,7 +63,10 @@ function M.class(name, parent)
   end
   local cls = { __name = name }
   cls.__index = cls
-  cls.__call = function(self, ...) return self:forward(...) end
+  cls.__call = function(self, ...)
+    if rawget(self, "_hooks") == nil then return self:forward(...) end
+    return M.call_hooked(self, ...)
+  end
   cls.__tostring = function(self) return self:repr() end
   setmetatable(cls, { __index = parent, __call = construct })
   -- the registry nn.load_model finds classes in by name (false: a name two classes share)
@@ -112,14 +115,16 @@ local function walk(m, fn, prefix, seen)
   end
 end
 
--- {name, array} of every parameter (kind "_params") or buffer ("_buffers"), each array once.
-local function named(self, kind)
+-- {name, array} of every parameter (kind "_params") or buffer ("_buffers"), each array once
+-- (all_names: an array under two names, a tied weight, is listed under each, as PyTorch's
+-- state_dict lists it).
+local function named(self, kind, all_names)
   local out, seen = {}, {}
   local names = kind == "_params" and "_pnames" or "_bnames"
   walk(self, function(m, prefix)
     for _, n in ipairs(m[names]) do
       local v = m[kind][n]
-      if v ~= nil and not seen[v] then
+      if v ~= nil and (all_names or not seen[v]) then
         seen[v] = true
         out[#out + 1] = { prefix .. n, v }
       end
@@ -268,13 +273,14 @@ M.device_arg = device_arg
 -- is swapped in, so a failed copy leaves the module as it was.
 function Module:to(device)
   device = device_arg("Module:to", device)
-  local moves = {}
+  local moves, moved = {}, {}       -- moved: one copy per array, so tied weights stay tied
   autograd.no_grad(function()
     walk(self, function(m)
       for _, kind in ipairs { "_params", "_buffers" } do
         for n, v in pairs(m[kind]) do
           if v.device ~= device then
-            moves[#moves + 1] = { m, kind, n, options.call("Module:to", v.to, v, device) }
+            moved[v] = moved[v] or options.call("Module:to", v.to, v, device)
+            moves[#moves + 1] = { m, kind, n, moved[v] }
           end
         end
       end
@@ -295,8 +301,8 @@ function Module:cpu() return self:to("cpu") end
 -- state_dict(): name -> array for every parameter and buffer
 function Module:state_dict()
   local sd = {}
-  for _, e in ipairs(named(self, "_params")) do sd[e[1]] = e[2] end
-  for _, e in ipairs(named(self, "_buffers")) do sd[e[1]] = e[2] end
+  for _, e in ipairs(named(self, "_params", true)) do sd[e[1]] = e[2] end
+  for _, e in ipairs(named(self, "_buffers", true)) do sd[e[1]] = e[2] end
   return sd
 end
 
@@ -337,8 +343,8 @@ function Module:load_state_dict(sd, opts, fname)
     argerror(fname, 1, "a state dict (name -> gpu.array) expected, got %s", type_name(sd))
   end
   local o = LOAD:check(opts, 2, fname)
-  local own = named(self, "_params")
-  for _, e in ipairs(named(self, "_buffers")) do own[#own + 1] = e end
+  local own = named(self, "_params", true)
+  for _, e in ipairs(named(self, "_buffers", true)) do own[#own + 1] = e end
   local faults = state_faults(own, sd, o.strict)
   if faults then raise("%s: %s", fname, faults) end
   local values = {}
@@ -367,6 +373,56 @@ function Module:load(path, opts)
     if k:sub(1, 2) ~= "__" then sd[k] = v end         -- not a whole-model file's optimizer or arguments
   end
   return self:load_state_dict(sd, opts, "Module:load")
+end
+
+-- ---- forward hooks ---------------------------------------------------------------------------
+
+-- The hooks of a module live in self._hooks = {pre = {...}, post = {...}} (absent until the
+-- first one is registered, so a module without hooks is called as before).
+local function add_hook(self, fname, kind, fn)
+  options.value(fn, { type = "callable", what = "a function" }, fname, 1, "hook")
+  local hooks = rawget(self, "_hooks")
+  if hooks == nil then
+    hooks = { pre = {}, post = {} }
+    rawset(self, "_hooks", hooks)
+  end
+  local entry = { fn = fn }
+  table.insert(hooks[kind], entry)
+  return { remove = function()
+    for i, e in ipairs(hooks[kind]) do if e == entry then table.remove(hooks[kind], i) break end end
+  end }
+end
+
+-- register_forward_pre_hook(fn(module, inputs)): runs before forward with the list of its
+-- arguments; a non-nil result (a list, or one value) replaces them. Returns a handle whose
+-- remove() takes the hook off.
+function Module:register_forward_pre_hook(fn)
+  return add_hook(self, "Module:register_forward_pre_hook", "pre", fn)
+end
+
+-- register_forward_hook(fn(module, inputs, output)): runs after forward; a non-nil result
+-- replaces the output. Returns a handle with remove().
+function Module:register_forward_hook(fn)
+  return add_hook(self, "Module:register_forward_hook", "post", fn)
+end
+
+-- A call of a module with hooks: the pre-hooks, forward, the hooks, in registration order.
+function M.call_hooked(self, ...)
+  local hooks = rawget(self, "_hooks")
+  local args = table.pack(...)
+  for _, e in ipairs({ table.unpack(hooks.pre) }) do
+    local r = e.fn(self, args)
+    if r ~= nil then
+      if type(r) == "table" and not options.is_array(r) and not is_module(r) then args = table.pack(table.unpack(r))
+      else args = table.pack(r) end
+    end
+  end
+  local out = table.pack(self:forward(table.unpack(args, 1, args.n)))
+  for _, e in ipairs({ table.unpack(hooks.post) }) do
+    local r = e.fn(self, args, table.unpack(out, 1, out.n))
+    if r ~= nil then out = table.pack(r) end
+  end
+  return table.unpack(out, 1, out.n)
 end
 
 -- ---- Sequential ------------------------------------------------------------------------------

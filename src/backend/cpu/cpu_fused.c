@@ -1,11 +1,13 @@
 /*
 ** cpu_fused.c — the fused kernels of gpu.fused on the CPU: optimizer steps in one pass over
-** each parameter (kernels/nn.h's element steps, in the parameter's precision), and softmax
-** cross-entropy forward (loss and probabilities per row, max-shifted) and backward.
+** each parameter (kernels/nn.h's element steps, in the parameter's precision), softmax
+** cross-entropy forward (loss and probabilities per row, max-shifted) and backward, and
+** layer norm over the last axis forward and backward.
 ** Rows and elements are split across the free cores above 32768 elements.
 */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <omp.h>
 #include "cpu.h"
 #include "../../../kernels/vmath.h"
@@ -170,6 +172,204 @@ gl_status gl_cpu_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_a
   else
     xent_bwd_f64(N, C, DATA(double, dst), DATA(const double, probs), lab, DATA(const double, target), smoothing,
                  DATA(const double, gout), gs, scale, nt);
+  gl_cpu_team_done(nt);
+  return GL_OK;
+}
+
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+/* One pass per row (the row stays in cache between its loops): mean, biased variance of
+** the centred values, rstd, then y; rows split across the free cores. The backward per row:
+** with xhat = (x - mean) rstd and gh = g w, gx = rstd (gh - mean(gh) - xhat mean(gh xhat));
+** gw = sum over rows of g xhat and gb = sum of g, accumulated per thread in blocks of rows
+** and added up at the end (a fixed order: the same numbers at any thread count for a
+** given team size). */
+#define GL_LN_STAMP(T, SQRT, SFX)                                                                 \
+  static void ln_##SFX(int64_t R, int64_t D, T *restrict y, T *restrict mean, T *restrict rstd,   \
+                       const T *restrict x, const T *restrict w, const T *restrict b, double eps, \
+                       int nt) {                                                                  \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
+    for (int64_t i = 0; i < R; i++) {                                                             \
+      const T *xi = x + i * D;                                                                    \
+      T *yi = y + i * D;                                                                          \
+      T s = 0;                                                                                    \
+      _Pragma("omp simd reduction(+:s)")                                                          \
+      for (int64_t j = 0; j < D; j++) s += xi[j];                                                 \
+      const T m = s / (T)D;                                                                       \
+      T v = 0;                                                                                    \
+      _Pragma("omp simd reduction(+:v)")                                                          \
+      for (int64_t j = 0; j < D; j++) v += (xi[j] - m) * (xi[j] - m);                             \
+      const T r = (T)1 / SQRT(v / (T)D + (T)eps);                                                 \
+      mean[i] = m;                                                                                \
+      rstd[i] = r;                                                                                \
+      if (w && b) {                                                                               \
+        _Pragma("omp simd")                                                                       \
+        for (int64_t j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * w[j] + b[j];                    \
+      } else {                                                                                    \
+        _Pragma("omp simd")                                                                       \
+        for (int64_t j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * (w ? w[j] : (T)1) + (b ? b[j] : (T)0); \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  static void ln_bwd_##SFX(int64_t R, int64_t D, T *restrict gx, T *restrict gw, T *restrict gb,  \
+                           const T *restrict g, const T *restrict x, const T *restrict mean,      \
+                           const T *restrict rstd, const T *restrict w, T *restrict part, int nt) { \
+    _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                            \
+    {                                                                                             \
+      const int t = omp_get_thread_num();                                                         \
+      T *pw = part ? part + (int64_t)t * 2 * D : NULL, *pb = pw ? pw + D : NULL;                  \
+      _Pragma("omp for schedule(static)")                                                         \
+      for (int64_t i = 0; i < R; i++) {                                                           \
+        const T *xi = x + i * D, *gi = g + i * D;                                                 \
+        T *dxi = gx + i * D;                                                                      \
+        const T m = mean[i], r = rstd[i];                                                         \
+        T a = 0, c = 0;                                                                           \
+        _Pragma("omp simd reduction(+:a, c)")                                                     \
+        for (int64_t j = 0; j < D; j++) {                                                         \
+          T gh = gi[j] * (w ? w[j] : (T)1);                                                       \
+          a += gh;                                                                                \
+          c += gh * (xi[j] - m) * r;                                                              \
+        }                                                                                         \
+        a /= (T)D;                                                                                \
+        c /= (T)D;                                                                                \
+        _Pragma("omp simd")                                                                       \
+        for (int64_t j = 0; j < D; j++) {                                                         \
+          T xh = (xi[j] - m) * r;                                                                 \
+          dxi[j] = r * (gi[j] * (w ? w[j] : (T)1) - a - xh * c);                                  \
+        }                                                                                         \
+        if (pw) {                                                                                 \
+          _Pragma("omp simd")                                                                     \
+          for (int64_t j = 0; j < D; j++) {                                                       \
+            pw[j] += gi[j] * (xi[j] - m) * r;                                                     \
+            pb[j] += gi[j];                                                                       \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    if (part) {                                                                                   \
+      for (int64_t j = 0; j < D; j++) { gw[j] = 0; gb[j] = 0; }                                   \
+      for (int t = 0; t < nt; t++)                                                                \
+        for (int64_t j = 0; j < D; j++) {                                                         \
+          gw[j] += part[(int64_t)t * 2 * D + j];                                                  \
+          gb[j] += part[(int64_t)t * 2 * D + D + j];                                              \
+        }                                                                                         \
+    }                                                                                             \
+  }
+
+GL_LN_STAMP(float, sqrtf, f32)
+GL_LN_STAMP(double, sqrt, f64)
+#undef GL_LN_STAMP
+
+gl_status gl_cpu_layer_norm(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                            const gl_array *w, const gl_array *b, double eps) {
+  int64_t D = x->shape[x->ndim - 1], R = x->size / D;
+  int nt = gl_cpu_team_size(x->size * 4);
+  if (x->dtype == GL_FLOAT32)
+    ln_f32(R, D, DATA(float, y), DATA(float, mean), DATA(float, rstd), DATA(const float, x), DATA(const float, w),
+           DATA(const float, b), eps, nt);
+  else
+    ln_f64(R, D, DATA(double, y), DATA(double, mean), DATA(double, rstd), DATA(const double, x),
+           DATA(const double, w), DATA(const double, b), eps, nt);
+  gl_cpu_team_done(nt);
+  return GL_OK;
+}
+
+gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl_array *gb, const gl_array *g,
+                                const gl_array *x, const gl_array *mean, const gl_array *rstd, const gl_array *w) {
+  int64_t D = x->shape[x->ndim - 1], R = x->size / D;
+  int nt = gl_cpu_team_size(x->size * 4);
+  void *part = NULL;
+  if (gw != NULL) {
+    part = calloc((size_t)nt * 2 * (size_t)D, gl_dtypes[x->dtype].size);   /* zeros: a thread the team lacks adds none */
+    if (part == NULL) {
+      gl_cpu_team_done(nt);
+      return gl_fail(GL_ENOMEM, "layer_norm_backward: out of host memory for %d x %lld partial sums", nt, (long long)D);
+    }
+  }
+  if (x->dtype == GL_FLOAT32)
+    ln_bwd_f32(R, D, DATA(float, gx), DATA(float, gw), DATA(float, gb), DATA(const float, g), DATA(const float, x),
+               DATA(const float, mean), DATA(const float, rstd), DATA(const float, w), (float *)part, nt);
+  else
+    ln_bwd_f64(R, D, DATA(double, gx), DATA(double, gw), DATA(double, gb), DATA(const double, g),
+               DATA(const double, x), DATA(const double, mean), DATA(const double, rstd), DATA(const double, w),
+               (double *)part, nt);
+  free(part);
+  gl_cpu_team_done(nt);
+  return GL_OK;
+}
+
+/* ---- attention ------------------------------------------------------------------------------- */
+
+/* FlashAttention's forward on the CPU: each query row walks the keys in blocks of GL_ATT_KB,
+** scores of one block at a time (never the (L, S) matrix), with an online softmax: the running
+** maximum m, the running sum l of exp(s - m) and the running output acc, rescaled by
+** exp(m_old - m_new) whenever the maximum grows. Rows (batch x heads x queries) are split
+** across the free cores. */
+#define GL_ATT_KB 64
+#define GL_ATT_STAMP(T, EXP, LOG, SFX)                                                            \
+  static void att_##SFX(int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev, T *restrict out,  \
+                        T *restrict lse, const T *restrict q, const T *restrict k,                \
+                        const T *restrict v, T scale, bool causal, int nt) {                      \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
+    for (int64_t r = 0; r < B * L; r++) {                                                         \
+      const int64_t b = r / L, i = r - b * L;                                                     \
+      const T *qi = q + r * E, *kb = k + b * S * E, *vb = v + b * S * Ev;                         \
+      T *oi = out + r * Ev;                                                                       \
+      T s[GL_ATT_KB];                                                                             \
+      T m = -(T)INFINITY, l = 0;                                                                  \
+      for (int64_t c = 0; c < Ev; c++) oi[c] = 0;                                                 \
+      const int64_t send = causal ? (i + 1 < S ? i + 1 : S) : S;                                  \
+      for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_KB) {                                          \
+        const int64_t nb = send - j0 < GL_ATT_KB ? send - j0 : GL_ATT_KB;                         \
+        T bm = -(T)INFINITY;                                                                      \
+        for (int64_t j = 0; j < nb; j++) {                                                        \
+          const T *kj = kb + (j0 + j) * E;                                                        \
+          T d = 0;                                                                                \
+          _Pragma("omp simd reduction(+:d)")                                                      \
+          for (int64_t e = 0; e < E; e++) d += qi[e] * kj[e];                                     \
+          s[j] = d * scale;                                                                       \
+          bm = s[j] > bm ? s[j] : bm;                                                             \
+        }                                                                                         \
+        if (bm > m) {                     /* rescale what was summed under the old maximum */     \
+          const T f = m == -(T)INFINITY ? 0 : EXP(m - bm);                                        \
+          l *= f;                                                                                 \
+          _Pragma("omp simd")                                                                     \
+          for (int64_t c = 0; c < Ev; c++) oi[c] *= f;                                            \
+          m = bm;                                                                                 \
+        }                                                                                         \
+        if (m == -(T)INFINITY) continue;                                                          \
+        for (int64_t j = 0; j < nb; j++) {                                                        \
+          const T p = EXP(s[j] - m);                                                              \
+          const T *vj = vb + (j0 + j) * Ev;                                                       \
+          l += p;                                                                                 \
+          _Pragma("omp simd")                                                                     \
+          for (int64_t c = 0; c < Ev; c++) oi[c] += p * vj[c];                                    \
+        }                                                                                         \
+      }                                                                                           \
+      const T rl = 1 / l;              /* no key (l = 0): NaN, as softmax over nothing */         \
+      _Pragma("omp simd")                                                                         \
+      for (int64_t c = 0; c < Ev; c++) oi[c] *= rl;                                               \
+      lse[r] = m + LOG(l);                                                                        \
+    }                                                                                             \
+  }
+
+GL_ATT_STAMP(float, expf, logf, f32)
+GL_ATT_STAMP(double, exp, log, f64)
+#undef GL_ATT_STAMP
+
+gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
+                           const gl_array *v, double scale, bool causal) {
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
+  int64_t B = L > 0 ? q->size / (L * (E > 0 ? E : 1)) : 0;
+  if (E == 0) B = lse->size / (L > 0 ? L : 1);
+  int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 2);
+  if (q->dtype == GL_FLOAT32)
+    att_f32(B, L, S, E, Ev, DATA(float, out), DATA(float, lse), DATA(const float, q), DATA(const float, k),
+            DATA(const float, v), (float)scale, causal, nt);
+  else
+    att_f64(B, L, S, E, Ev, DATA(double, out), DATA(double, lse), DATA(const double, q), DATA(const double, k),
+            DATA(const double, v), scale, causal, nt);
   gl_cpu_team_done(nt);
   return GL_OK;
 }

@@ -1,10 +1,11 @@
 /*
-** cuda_fused.c — gpu.fused on the GPU (kernels/fused.cu): optimizer steps and softmax
-** cross-entropy, backend.h's optim_step / xent / xent_bwd contracts (operands checked and
+** cuda_fused.c — gpu.fused on the GPU (kernels/fused.cu): optimizer steps, layer norm and softmax
+** cross-entropy, backend.h's optim_step / xent / xent_bwd / layer_norm(_bwd) contracts (operands checked and
 ** made contiguous by src/ops/fused.c).
 */
 #include "cuda.h"
 #include "../../../kernels/fused.h"
+#include "../../../kernels/attention.h"
 
 #define DATA(a) ((a) ? gl_array_data(a) : NULL)
 
@@ -45,4 +46,47 @@ gl_status gl_cuda_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_
   if (rc == GL_KERR_NOTSUP)
     return gl_fail(GL_ENOTSUP, "cross_entropy_backward of %s is not supported on cuda", gl_dtypes[probs->dtype].name);
   return gl_cuda_launched(dev, s, rc, "cross_entropy_backward");
+}
+
+gl_status gl_cuda_layer_norm(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                             const gl_array *w, const gl_array *b, double eps) {
+  gl_device dev = gl_array_device(x);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int64_t D = x->shape[x->ndim - 1];
+  int rc = gl_klaunch_layer_norm(s, x->dtype, x->size / D, D, gl_array_data(y), gl_array_data(mean),
+                                 gl_array_data(rstd), gl_array_data(x), DATA(w), DATA(b), eps);
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "layer_norm of %s is not supported on cuda", gl_dtypes[x->dtype].name);
+  return gl_cuda_launched(dev, s, rc, "layer_norm");
+}
+
+gl_status gl_cuda_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl_array *gb, const gl_array *g,
+                                 const gl_array *x, const gl_array *mean, const gl_array *rstd, const gl_array *w) {
+  gl_device dev = gl_array_device(x);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int64_t D = x->shape[x->ndim - 1];
+  int rc = gl_klaunch_layer_norm_bwd(s, x->dtype, x->size / D, D, gl_array_data(gx), DATA(gw), DATA(gb),
+                                     gl_array_data(g), gl_array_data(x), gl_array_data(mean), gl_array_data(rstd),
+                                     DATA(w));
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "layer_norm_backward of %s is not supported on cuda", gl_dtypes[x->dtype].name);
+  return gl_cuda_launched(dev, s, rc, "layer_norm_backward");
+}
+
+gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
+                            const gl_array *v, double scale, bool causal) {
+  gl_device dev = gl_array_device(q);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
+  int64_t B = lse->size / (L > 0 ? L : 1);
+  int rc = gl_klaunch_attention(s, q->dtype, B, L, S, E, Ev, gl_array_data(out), gl_array_data(lse), gl_array_data(q),
+                                gl_array_data(k), gl_array_data(v), scale, causal);
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "attention of %s with %lld value columns is not supported on cuda (at most %d)",
+                   gl_dtypes[q->dtype].name, (long long)Ev, GL_KATT_MAX_EV);
+  return gl_cuda_launched(dev, s, rc, "attention");
 }

@@ -1,0 +1,41 @@
+-- bench/layers.lua — issue 14's layers on the char-LM transformer's sizes (width 128, 4
+-- heads, context 128, batch 32): LayerNorm, causal attention and one pre-norm GELU encoder
+-- layer, forward + backward, float32. Twin: bench/layers.py (PyTorch eager, 2 threads).
+package.path = "bench/lib/?.lua;" .. package.path
+local B = require "bench"
+local gpu = require "gpu"
+local nn = gpu.nn
+local opts = { device = B.device }
+
+gpu.random.seed(1)
+local x = gpu.random.normal(0, 1, { 32 * 128, 128 }, opts):requires_grad()
+local ln = nn.LayerNorm(128, opts)
+local g = gpu.random.normal(0, 1, { 32 * 128, 128 }, opts)
+B.case("LayerNorm (4096, 128): forward + backward", function(n)
+  for _ = 1, n do
+    x.grad = nil; ln:zero_grad()
+    (ln(x) * g):sum():backward()
+  end
+end)
+
+local q = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts):requires_grad()
+local k = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts):requires_grad()
+local v = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts):requires_grad()
+local ga = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts)
+B.case("attention (32, 4, 128, 32) causal: forward + backward", function(n)
+  for _ = 1, n do
+    q.grad, k.grad, v.grad = nil, nil, nil
+    (nn.scaled_dot_product_attention(q, k, v, { is_causal = true }) * ga):sum():backward()
+  end
+end)
+
+local layer = nn.TransformerEncoderLayer(128, 4, { dim_feedforward = 512, dropout = 0, activation = "gelu",
+  norm_first = true, batch_first = true, device = B.device })
+local xs = gpu.random.normal(0, 1, { 32, 128, 128 }, opts):requires_grad()
+local gs = gpu.random.normal(0, 1, { 32, 128, 128 }, opts)
+B.case("encoder layer E=128 h=4 ff=512, (32, 128): forward + backward", function(n)
+  for _ = 1, n do
+    xs.grad = nil; layer:zero_grad()
+    (layer(xs, { is_causal = true }) * gs):sum():backward()
+  end
+end)
