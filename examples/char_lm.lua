@@ -106,7 +106,7 @@ function GPT:init(v, width, layers, heads, context)
 end
 function GPT:forward(x)
   local t = x.shape[2]
-  local h = self.tok(x) + self.pos(gpu.arange(1, t, { dtype = "int64", device = x.device }))
+  local h = self.tok(x) + self.pos(gpu.arange(1, t + 1, { dtype = "int64", device = x.device }))
   h = self.blocks(h, { mask = self.mask[{ { 1, t }, { 1, t } }] })
   return self.head(self.norm(h))
 end
@@ -150,12 +150,13 @@ local function save(path)
   local osd = opt:state_dict()
   for pi, st in pairs(osd.state) do
     for k, v in pairs(st) do
-      t[("opt.%d.%s"):format(pi, k)] = gpu.options.is_array(v) and v or gpu.array(v, { dtype = "float64" })
+      t[("opt.%d.%s"):format(pi, k)] = gpu.options.is_array(v) and v
+        or gpu.array(v, { dtype = math.type(v) == "integer" and "int64" or "float64" })
     end
   end
   t["meta.step"] = gpu.array(step, { dtype = "int64" })
   t["meta.gen"] = gpu.array({ gen.s >> 32, gen.s & 0xffffffff }, { dtype = "int64" })
-  gpu.save(path, t)
+  gpu.savez(path, t)
 end
 
 local function resume(path)
@@ -172,7 +173,9 @@ local function resume(path)
     if pi then
       pi = tonumber(pi)
       osd.state[pi] = osd.state[pi] or {}
-      osd.state[pi][key] = v.ndim == 0 and v.dtype == "float64" and v:item() or v
+      -- numbers were saved as 0-d arrays (int64 for integers, float64 else); arrays as they are
+      local number = v.ndim == 0 and (v.dtype == "float64" or v.dtype == "int64")
+      osd.state[pi][key] = number and v:item() or v
     end
   end
   opt:load_state_dict(osd)

@@ -68,6 +68,15 @@ function M.class(name, parent)
     return M.call_hooked(self, ...)
   end
   cls.__tostring = function(self) return self:repr() end
+  -- self.name = module registers it as a sub-module, as PyTorch's Module.__setattr__ does
+  -- (parameters() finds its parameters, state_dict names them "name.weight" ...); a field
+  -- set a second time is a plain field again (use add_module to replace a sub-module)
+  cls.__newindex = function(self, k, v)
+    if type(k) == "string" and is_module(v) and rawget(self, "_modules") ~= nil and v ~= self then
+      Module.add_module(self, k, v)
+    end
+    rawset(self, k, v)
+  end
   setmetatable(cls, { __index = parent, __call = construct })
   -- the registry nn.load_model finds classes in by name (false: a name two classes share)
   if M.registry[name] == nil then M.registry[name] = cls else M.registry[name] = false end
