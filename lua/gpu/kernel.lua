@@ -624,7 +624,9 @@ end
 -- args: arrays (their device pointers) and scalars as {value, dtype} (the kernel's
 -- parameter type: C has no way to tell it from a Lua number).
 local RAW_CALL = options.declare("RawKernel.__call", { shared_mem = { type = "integer", min = 0, default = 0 } },
-  { example = [[gpu.RawKernel("", "f")({1}, {1}, {}, %s)]] })
+  -- (the example runs everywhere: on a machine without a GPU the call's own refusal is expected)
+  { example = [[local ok, e = pcall(gpu.RawKernel('extern "C" __global__ void f() {}', "f"), {1}, {1}, {}, %s) ]] ..
+    [[if not ok and not tostring(e):find("on a GPU only", 1, true) then error(e, 0) end]] })
 function Raw:__call(grid, block, args, opts)
   if type(grid) ~= "table" then argerror(self.fname, 1, "grid: table expected, got %s", options.type_name(grid)) end
   if type(block) ~= "table" then argerror(self.fname, 2, "block: table expected, got %s", options.type_name(block)) end

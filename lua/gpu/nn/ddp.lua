@@ -88,7 +88,7 @@ function DistributedDataParallel:init(model, opts)
       self:_ready(where[1], where[2], x)
     end)
   end
-  rawset(self, "_hooks", hooks)
+  rawset(self, "_grad_hooks", hooks)
 end
 
 -- Starts buckets in order while the next one is full.

@@ -55,10 +55,11 @@ end
 
 local function unbatch(y, was) if was then return y:reshape(table.unpack(y.shape, 2)) end return y end
 
--- Whether the cuDNN path applies to arrays on 'device'.
-local function use_dnn(device)
+-- Whether the library path (cuDNN on cuda, oneDNN on the cpu) takes this family of ops in
+-- this dtype on 'device' (oneDNN has no float64 convolution: nn's own path runs it).
+local function use_dnn(device, dtype, family)
   local dnn = gpu.dnn
-  return dnn ~= nil and dnn.enabled ~= false and dnn.available(device) == true
+  return dnn ~= nil and dnn.enabled ~= false and dnn.available(device, dtype, family) == true
 end
 local dnn_floats = { float16 = true, float32 = true, float64 = true }
 
@@ -136,7 +137,7 @@ function R.conv_transpose2d_as(name, x, w, b, o)
   end
   local copts = { kernel = { kh, kw }, stride = s, padding = p, dilation = d }
   local y
-  if use_dnn(xb.device) and dnn_floats[xb.dtype] and w.dtype == xb.dtype then
+  if dnn_floats[xb.dtype] and w.dtype == xb.dtype and use_dnn(xb.device, xb.dtype, "conv") then
     local dnn = gpu.dnn
     local o4 = { stride = s, padding = p, dilation = d, groups = G }
     y = autograd.no_grad(dnn.conv2d_backward_data, xb:detach(), w:detach(), { N, Cout, OH, OW }, o4)
