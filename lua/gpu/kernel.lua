@@ -343,15 +343,15 @@ function M.ElementwiseKernel(in_params, out_params, body, name, opts)
     in_params = in_params, out_params = out_params, fname = "ElementwiseKernel '" .. name .. "'" }, Elementwise)
 end
 
--- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
-function Elementwise:__call(...)
-  local fname = self.fname
-  local nin, nout = #self.ins, #self.outs
-  local args, outs_given, opts = split_call(fname, nin, nout, ...)
-  local o = EW_CALL:check(opts, select("#", ...), fname)
+-- bind_call(kernel, fname, args, outs_given, outputs_shape) -> params, types, dts, vals,
+-- shapes, dev: a call's parameters (inputs then outputs), their bound types, the checked
+-- values, the shapes that broadcast (the non-raw arrays; outputs' too when outputs_shape)
+-- and the one device of the arrays
+local function bind_call(kernel, fname, args, outs_given, outputs_shape)
+  local nin = #kernel.ins
   local params = {}
-  for _, p in ipairs(self.ins) do params[#params + 1] = p end
-  for _, p in ipairs(self.outs) do params[#params + 1] = p end
+  for _, p in ipairs(kernel.ins) do params[#params + 1] = p end
+  for _, p in ipairs(kernel.outs) do params[#params + 1] = p end
   local types, dts = bind_types(fname, params, args, outs_given)
   local vals, arrays, shapes = {}, {}, {}
   for k, p in ipairs(params) do
@@ -361,11 +361,20 @@ function Elementwise:__call(...)
       vals[k] = v
       if is_array(v) then
         arrays[#arrays + 1] = v
-        if not p.raw then shapes[#shapes + 1] = v.shape end
+        if (outputs_shape or k <= nin) and not p.raw then shapes[#shapes + 1] = v.shape end
       end
     end
   end
-  local dev = check_device(fname, arrays)
+  return params, types, dts, vals, shapes, check_device(fname, arrays)
+end
+
+-- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
+function Elementwise:__call(...)
+  local fname = self.fname
+  local nin, nout = #self.ins, #self.outs
+  local args, outs_given, opts = split_call(fname, nin, nout, ...)
+  local o = EW_CALL:check(opts, select("#", ...), fname)
+  local params, types, dts, vals, shapes, dev = bind_call(self, fname, args, outs_given, true)
   local shape, clash = broadcast(shapes)
   if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
   if #shapes == 0 then
@@ -538,23 +547,7 @@ function Reduction:__call(...)
   local nin, nout = #self.ins, #self.outs
   local args, outs_given, opts = split_call(fname, nin, nout, ...)
   local o = RK_CALL:check(opts, select("#", ...), fname)
-  local params = {}
-  for _, p in ipairs(self.ins) do params[#params + 1] = p end
-  for _, p in ipairs(self.outs) do params[#params + 1] = p end
-  local types, dts = bind_types(fname, params, args, outs_given)
-  local vals, arrays, shapes = {}, {}, {}
-  for k, p in ipairs(params) do
-    local v = args[k]
-    if v ~= nil then
-      v = check_arg(fname, k, p, v, dts[k], k > nin)
-      vals[k] = v
-      if is_array(v) then
-        arrays[#arrays + 1] = v
-        if k <= nin and not p.raw then shapes[#shapes + 1] = v.shape end
-      end
-    end
-  end
-  local dev = check_device(fname, arrays)
+  local params, types, dts, vals, shapes, dev = bind_call(self, fname, args, outs_given, false)
   if #shapes == 0 then options.raise("%s: no input array to reduce", fname) end
   local shape, clash = broadcast(shapes)
   if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
