@@ -31,7 +31,7 @@ local DDP = options.declare("nn.DistributedDataParallel", {
   broadcast_buffers = { type = "boolean", default = true },
   find_unused_parameters = { type = "boolean", default = false },
   device_ids = { unsupported = "one process drives one device: the rank's default device (cuda:local_rank)" },
-}, { example = "gpu.nn.DistributedDataParallel(gpu.nn.Linear(2, 2), %s)" })
+}, { example = "gpu.distributed.init(); gpu.nn.DistributedDataParallel(gpu.nn.Linear(2, 2), %s)" })
 
 local DistributedDataParallel = module.class("DistributedDataParallel")
 M.DistributedDataParallel = DistributedDataParallel
