@@ -332,6 +332,22 @@ describe("fit{distributed = true}", function()
     h.assert_close(m:predict(X, { distributed = true }), m:predict(X), 1e-6)
     h.fails({ "Module:fit", "unknown option 'distributd'" }, m.fit, m, X, Y, { distributd = true })
   end)
+
+  it("writes checkpoints and CSV logs on rank 1 only", function()
+    gpu.random.seed(12)
+    local X = gpu.random.randn(16, 4)
+    local Y = gpu.random.randint(1, 3, { 16 }, { dtype = "int64" })
+    local m = nn.Sequential { nn.Dense(3, { activation = "softmax", input_shape = { 4 } }) }
+    m:compile { optimizer = "sgd", loss = "sparse_categorical_crossentropy" }
+    local dir = h.tmpdir()
+    local ck, csv = dir .. "/model.safetensors", dir .. "/log.csv"
+    m:fit(X, Y, { epochs = 1, batch_size = 4, distributed = true, verbose = 0,
+                  callbacks = { nn.ModelCheckpoint(ck, { monitor = "loss" }), nn.CSVLogger(csv) } })
+    local function exists(p) local f = io.open(p, "rb"); if f then f:close() end return f ~= nil end
+    assert.equal(R == 1, exists(ck), "rank " .. R .. ": checkpoint")
+    assert.equal(R == 1, exists(csv), "rank " .. R .. ": csv log")
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
 end)
 
 -- ---- whole jobs, started from a world of 1 -----------------------------------------------------
