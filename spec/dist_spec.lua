@@ -52,6 +52,8 @@ describe("gpu.distributed: the world", function()
     local engine = d.get_backend()
     assert.equal(W > 1 and "mpi" or (os.getenv("OMPI_COMM_WORLD_SIZE") and "mpi" or "local"), engine)
     assert.same({ R, W }, { d.init() })                -- again: the same world
+    -- under Open MPI the synchronous calls are blocking ones under the watchdog thread
+    assert.equal(engine == "mpi", d.stats().watchdog)
   end)
 
   it("refuses the nccl backend, unknown options and bad timeouts before anything", function()
@@ -404,6 +406,28 @@ describe("gpu.distributed: processes", function()
     assert.is_true(os.time() - t0 < 8)
     assert.are_not.equal(0, code)
     assert.is_truthy(err:find("all_reduce timed out after 1 s on rank 1 of 2", 1, true), err)
+  end)
+
+  job("an async handle's wait past the timeout is a Lua error the script can catch", function()
+    local dir, name = h.tmpdir()
+    local script = name("async.lua")
+    h.spit(script, [[
+      local d = gpu.distributed
+      d.init { timeout = 1 }
+      if d.rank() == 1 then
+        local ok, e = pcall(function() d.all_reduce(gpu.ones(3), { async = true }):wait() end)
+        io.stderr:write("caught: ", tostring(ok), " ", tostring(e), "\n")
+        io.stderr:flush()
+        error("ending the job")
+      else
+        local t = os.time() while os.time() - t < 8 do end
+      end]])
+    local t0 = os.time()
+    local code, _, err = h.run(MPIRUN .. bin .. " " .. script)
+    os.execute("rm -rf " .. dir)
+    assert.is_true(os.time() - t0 < 8)
+    assert.are_not.equal(0, code)
+    assert.is_truthy(err:find("caught: false .-async.lua:4: wait: all_reduce timed out after 1 s on rank 1 of 2"), err)
   end)
 
   job("GPULUA_DIST_DEBUG=1 names the first rank whose call differs", function()

@@ -39,8 +39,9 @@ run_busted() {
 
 run_busted gpulua "$BIN" "$BUSTED" "$@"
 
-# spec/dist_spec.lua again as jobs of 2 and 3 ranks when Open MPI's mpirun is there (each
-# rank's TAP lines count); not under ASan, whose leak check reports Open MPI's allocations
+# spec/dist_spec.lua again as jobs of 1, 2 and 3 ranks when Open MPI's mpirun is there (each
+# rank's TAP lines count; -np 1 is a launched world of one: Open MPI loaded, the blocking
+# calls under their watchdog); not under ASan, whose leak check reports Open MPI's allocations
 # run_mpi NP : mpirun -np NP of the gpulua host over spec/dist_spec.lua
 run_mpi() {
   np=$1
@@ -63,6 +64,7 @@ run_mpi() {
   passed=$((passed + ok)); failed=$((failed + nok))
 }
 if [ -z "$GPULUA_ASAN" ] && [ "$SPECS" = spec ] && command -v mpirun > /dev/null 2>&1; then
+  run_mpi 1
   run_mpi 2
   run_mpi 3
 fi

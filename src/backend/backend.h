@@ -453,6 +453,11 @@ typedef struct gl_collectives {
   gl_status (*send)(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer);
   gl_status (*recv)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer);
   void (*finalize)(bool abort);
+  /* The watchdog's look at the queued operations, from another thread (src/dist's, every
+  ** 20 ms while any is queued): 0 when all are done, 1 while some run within 'timeout'
+  ** seconds of being queued, -1 with a message in msg when the oldest has run longer or
+  ** the communicator reports an asynchronous error. */
+  int (*poll)(double timeout, char *msg, size_t size);
 } gl_collectives;
 
 extern const gl_backend gl_cpu_backend;

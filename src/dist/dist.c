@@ -12,8 +12,10 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +32,7 @@ typedef void mpi_user_fn(void *in, void *inout, int *len, mpi_h *dt);
 #define MPI_IN_PLACE_ ((void *)1)
 #define MPI_ANY_SOURCE_ (-1)
 #define MPI_THREAD_FUNNELED_ 1
+#define MPI_THREAD_MULTIPLE_ 3
 #define MPI_COMM_TYPE_SHARED_ 0
 #define TAG_FAIL 7001
 
@@ -55,6 +58,14 @@ static struct {
   int (*Isend)(const void *, int, mpi_h, int, int, mpi_h, mpi_h *);
   int (*Irecv)(void *, int, mpi_h, int, int, mpi_h, mpi_h *);
   int (*Ibarrier)(mpi_h, mpi_h *);
+  int (*Allreduce)(const void *, void *, int, mpi_h, mpi_h, mpi_h);
+  int (*Bcast)(void *, int, mpi_h, int, mpi_h);
+  int (*Allgather)(const void *, int, mpi_h, void *, int, mpi_h, mpi_h);
+  int (*Reduce_scatter_block)(const void *, void *, int, mpi_h, mpi_h, mpi_h);
+  int (*Gather)(const void *, int, mpi_h, void *, int, mpi_h, int, mpi_h);
+  int (*Scatter)(const void *, int, mpi_h, void *, int, mpi_h, int, mpi_h);
+  int (*Send)(const void *, int, mpi_h, int, int, mpi_h);
+  int (*Barrier)(mpi_h);
   int (*Test)(mpi_h *, int *, mpi_status *);
   int (*Iprobe)(int, int, mpi_h, int *, mpi_status *);
   int (*Recv)(void *, int, mpi_h, int, int, mpi_h, mpi_status *);
@@ -71,12 +82,15 @@ static struct {
 
 static struct {
   bool initialized, finalized, failed_remotely, mpi, atexit_set;
+  bool watched;     /* MPI_THREAD_MULTIPLE: synchronous calls are blocking ones under the watchdog */
   double timeout;
   gl_dist_info info;
   char version[256];
 } S = { .timeout = 1800 };
 
 struct gl_dist_req { mpi_h r; bool local; };
+
+static struct { const gl_collectives *c; gl_device dev; bool on; } NC;   /* NCCL, when started */
 
 /* ---- float16 / bfloat16 reductions (MPI has no such types: uint16 with user ops) ------ */
 
@@ -134,6 +148,9 @@ static gl_status load_mpi(void) {
   SYM(Test, "MPI_Test"); SYM(Iprobe, "MPI_Iprobe"); SYM(Recv, "MPI_Recv"); SYM(Get_count, "MPI_Get_count");
   SYM(Op_create, "MPI_Op_create"); SYM(Error_string, "MPI_Error_string");
   SYM(Get_library_version, "MPI_Get_library_version");
+  SYM(Allreduce, "MPI_Allreduce"); SYM(Bcast, "MPI_Bcast"); SYM(Allgather, "MPI_Allgather");
+  SYM(Reduce_scatter_block, "MPI_Reduce_scatter_block"); SYM(Gather, "MPI_Gather"); SYM(Scatter, "MPI_Scatter");
+  SYM(Send, "MPI_Send"); SYM(Barrier, "MPI_Barrier");
 #undef SYM
 #define OBJ(field, name) (M.field = dlsym(lib, name), ok = ok && M.field != NULL)
   OBJ(world, "ompi_mpi_comm_world"); OBJ(info_null, "ompi_mpi_info_null");
@@ -172,6 +189,8 @@ static bool launched(void) {
          (getenv("SLURM_PROCID") && n && atoi(n) > 1);
 }
 
+static bool start_watchdog(void);
+
 gl_status gl_dist_init(double timeout_s, gl_dist_info *out) {
   if (timeout_s > 0) S.timeout = timeout_s;
   if (S.finalized) return gl_fail(GL_EINVAL, "finalize was called: a process can initialize only once");
@@ -181,7 +200,7 @@ gl_status gl_dist_init(double timeout_s, gl_dist_info *out) {
     GL_TRY(load_mpi());
     int already = 0, provided = 0, rc;
     M.Initialized(&already);
-    if (!already && (rc = M.Init_thread(NULL, NULL, MPI_THREAD_FUNNELED_, &provided)) != 0)
+    if (!already && (rc = M.Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE_, &provided)) != 0)
       return gl_fail(GL_EDEVICE, "MPI_Init_thread failed: %s", mpi_errstr(rc));
     M.Comm_set_errhandler(M.world, M.errors_return);
     if ((rc = M.Comm_dup(M.world, &M.data)) != 0 || (rc = M.Comm_dup(M.world, &M.ctl)) != 0 ||
@@ -201,6 +220,9 @@ gl_status gl_dist_init(double timeout_s, gl_dist_info *out) {
     if (M.Get_library_version(S.version, &n) == 0) {
       char *nl = strchr(S.version, ','); if (nl) *nl = 0;   /* "Open MPI v4.1.4" */
     }
+    /* the watchdog thread of the blocking calls (without it, synchronous calls are the
+    ** non-blocking ones tested in a loop, as async handles are) */
+    S.watched = !already && provided >= MPI_THREAD_MULTIPLE_ && start_watchdog();
     info.engine = "mpi";
     info.library = S.version;
     S.mpi = true;
@@ -214,11 +236,11 @@ gl_status gl_dist_init(double timeout_s, gl_dist_info *out) {
 
 bool gl_dist_initialized(void) { return S.initialized; }
 bool gl_dist_library_loaded(void) { return M.lib != NULL; }
+bool gl_dist_watched(void) { return S.watched; }
 void gl_dist_set_timeout(double t) { if (t > 0) S.timeout = t; }
 double gl_dist_timeout(void) { return S.timeout; }
 bool gl_dist_failed_remotely(void) { return S.failed_remotely; }
 
-static struct { const gl_collectives *c; gl_device dev; bool on; } NC;
 
 gl_status gl_dist_finalize(void) {
   if (!S.initialized) return GL_OK;
@@ -262,19 +284,116 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Another rank's note that it failed (sent by gl_dist_fail on the control communicator). */
-static gl_status poll_failure(void) {
+/* The watchdog of the blocking calls. A synchronous collective is one blocking MPI call
+** (MPI_Allreduce, ...): Open MPI's tuned algorithms and its own progress loop make it
+** 1.5-2x faster than a non-blocking one tested in a loop from 1 MB up, and 10-100x below
+** 64 KB on a loaded machine. It cannot be interrupted, so while it runs a thread (MPI is
+** initialized with MPI_THREAD_MULTIPLE) looks every 20 ms for another rank's failure note
+** and at the deadline; either ends the job: the message on stderr, then MPI_Abort. The
+** thread touches MPI only while a call is armed and under the lock, so its probes never
+** race with the main thread's. */
+static struct {
+  pthread_mutex_t mu;       /* also serialises every take_note */
+  pthread_cond_t cv;
+  bool started, armed, nccl_busy;
+  double deadline;
+  const char *what;
+} W = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false, 0, NULL };
+
+/* Takes another rank's note that it failed (sent by gl_dist_fail on the control
+** communicator), if one has come: its text into buf, the sender's 1-based rank into *from. */
+static bool take_note(char *buf, int size, int *from) {
   int flag = 0;
   mpi_status st;
-  if (M.Iprobe(MPI_ANY_SOURCE_, TAG_FAIL, M.ctl, &flag, &st) != 0 || !flag) return GL_OK;
+  if (M.Iprobe(MPI_ANY_SOURCE_, TAG_FAIL, M.ctl, &flag, &st) != 0 || !flag) return false;
   int n = 0;
   M.Get_count(&st, M.char_type, &n);
-  char buf[1024];
-  if (n < 0 || n >= (int)sizeof buf) n = (int)sizeof buf - 1;
+  if (n < 0 || n >= size) n = size - 1;
   M.Recv(buf, n, M.char_type, st.source, TAG_FAIL, M.ctl, &st);
   buf[n] = 0;
+  *from = st.source + 1;
+  return true;
+}
+
+static gl_status poll_failure(void) {
+  char buf[1024];
+  int from;
+  pthread_mutex_lock(&W.mu);
+  bool got = take_note(buf, (int)sizeof buf, &from);
+  pthread_mutex_unlock(&W.mu);
+  if (!got) return GL_OK;
   S.failed_remotely = true;
-  return gl_fail(GL_EDEVICE, "rank %d failed: %s", st.source + 1, buf);
+  return gl_fail(GL_EDEVICE, "rank %d failed: %s", from, buf);
+}
+
+#define TIMEOUT_FMT "%s timed out after %g s on rank %d of %d (another rank failed, stopped or called a " \
+                    "different collective; the timeout is init's 'timeout' or GPULUA_DIST_TIMEOUT)"
+
+static void end_job(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void end_job(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "gpu.distributed: rank %d of %d: ", S.info.rank + 1, S.info.size);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs("; aborting the job (MPI_Abort)\n", stderr);
+  fflush(stderr);
+  if (NC.on) NC.c->finalize(true);
+  M.Abort(M.world, 1);
+  _exit(1);
+}
+
+static void *watchdog(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&W.mu);
+  for (;;) {
+    while (!W.armed && !W.nccl_busy) pthread_cond_wait(&W.cv, &W.mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20000000;
+    if (until.tv_nsec >= 1000000000) { until.tv_sec++; until.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(&W.cv, &W.mu, &until);
+    char buf[1024];
+    int from;
+    if (W.nccl_busy) {
+      int st = NC.on && NC.c->poll ? NC.c->poll(S.timeout, buf, sizeof buf) : 0;
+      if (st < 0) end_job("%s", buf);
+      if (st == 0) W.nccl_busy = false;
+    }
+    if (!W.armed && !W.nccl_busy) continue;
+    if (take_note(buf, (int)sizeof buf, &from)) {
+      S.failed_remotely = true;
+      end_job("rank %d failed: %s", from, buf);
+    }
+    if (W.armed && now() > W.deadline) end_job(TIMEOUT_FMT, W.what, S.timeout, S.info.rank + 1, S.info.size);
+  }
+  return NULL;
+}
+
+static bool start_watchdog(void) {
+  pthread_t t;
+  if (W.started) return true;
+  if (pthread_create(&t, NULL, watchdog, NULL) != 0) return false;
+  pthread_detach(t);
+  return W.started = true;
+}
+
+static void watch_begin(const char *what) {
+  pthread_mutex_lock(&W.mu);
+  W.what = what;
+  W.deadline = now() + S.timeout;
+  W.armed = true;
+  pthread_cond_signal(&W.cv);
+  pthread_mutex_unlock(&W.mu);
+}
+
+/* Ends the watch of a blocking call whose result is rc. */
+static gl_status watch_end(int rc, const char *fn) {
+  pthread_mutex_lock(&W.mu);
+  W.armed = false;
+  pthread_mutex_unlock(&W.mu);
+  if (rc != 0) return gl_fail(GL_EDEVICE, "%s failed: %s", fn, mpi_errstr(rc));
+  return poll_failure();
 }
 
 gl_status gl_dist_test(gl_dist_req *req, bool *done) {
@@ -304,9 +423,7 @@ gl_status gl_dist_wait(gl_dist_req *req, const char *what) {
       if (poll_failure() != GL_OK) return GL_EDEVICE;
       double t = now();
       if (t > deadline)
-        return gl_fail(GL_EDEVICE, "%s timed out after %g s on rank %d of %d (another rank failed, stopped or "
-                       "called a different collective; the timeout is init's 'timeout' or GPULUA_DIST_TIMEOUT)",
-                       what, S.timeout, S.info.rank + 1, S.info.size);
+        return gl_fail(GL_EDEVICE, TIMEOUT_FMT, what, S.timeout, S.info.rank + 1, S.info.size);
       if (t - start > 1.0) {
         struct timespec ts = { 0, 100000 };
         nanosleep(&ts, NULL);
@@ -326,71 +443,108 @@ static mpi_h reduce_op(gl_dtype dt, gl_dist_op op) {
   return M.op[op];
 }
 
+/* Each collective: with req == NULL a synchronous call (the blocking MPI function under
+** the watchdog when it runs, else the non-blocking one waited for here); else a started
+** request for gl_dist_wait / gl_dist_test. */
 #define BEGIN(count)                                  \
   GL_TRY(not_ready());                                \
   GL_TRY(count_ok(count));                            \
-  GL_TRY(new_req(req, !S.mpi));                       \
+  if (req) GL_TRY(new_req(req, !S.mpi));              \
   size_t nbytes_ = (size_t)(count) * gl_dtypes[dt].size; (void)nbytes_;
+
+#define RUN(what, BLOCKING, NONBLOCKING, fn, ifn)                                          \
+  do {                                                                                 \
+    if (req) return started(NONBLOCKING(&(*req)->r), req, ifn);         \
+    if (S.watched) { watch_begin(what); return watch_end(BLOCKING, fn); }      \
+    gl_dist_req *r_;                                                                   \
+    GL_TRY(new_req(&r_, false));                                                       \
+    GL_TRY(started(NONBLOCKING(&r_->r), &r_, ifn));                            \
+    return gl_dist_wait(r_, what);                                                     \
+  } while (0)
 
 gl_status gl_dist_allreduce(void *buf, int64_t count, gl_dtype dt, gl_dist_op op, gl_dist_req **req) {
   BEGIN(count);
   if (!S.mpi) return GL_OK;
-  return started(M.Iallreduce(MPI_IN_PLACE_, buf, (int)count, M.type[dt], reduce_op(dt, op), M.data, &(*req)->r),
-                 req, "MPI_Iallreduce");
+  mpi_h mop = reduce_op(dt, op);
+#define NB(r) M.Iallreduce(MPI_IN_PLACE_, buf, (int)count, M.type[dt], mop, M.data, r)
+  RUN("all_reduce", M.Allreduce(MPI_IN_PLACE_, buf, (int)count, M.type[dt], mop, M.data), NB, "MPI_Allreduce", "MPI_Iallreduce");
+#undef NB
 }
 
 gl_status gl_dist_bcast(void *buf, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
   BEGIN(count);
   if (!S.mpi) return GL_OK;
-  return started(M.Ibcast(buf, (int)count, M.type[dt], root, M.data, &(*req)->r), req, "MPI_Ibcast");
+#define NB(r) M.Ibcast(buf, (int)count, M.type[dt], root, M.data, r)
+  RUN("broadcast", M.Bcast(buf, (int)count, M.type[dt], root, M.data), NB, "MPI_Bcast", "MPI_Ibcast");
+#undef NB
 }
 
 gl_status gl_dist_allgather(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_req **req) {
   BEGIN(count);
   if (!S.mpi) { memcpy(recv, send, nbytes_); return GL_OK; }
-  return started(M.Iallgather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], M.data, &(*req)->r),
-                 req, "MPI_Iallgather");
+#define NB(r) M.Iallgather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], M.data, r)
+  RUN("all_gather", M.Allgather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], M.data), NB,
+      "MPI_Allgather", "MPI_Iallgather");
+#undef NB
 }
 
 gl_status gl_dist_reduce_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_op op,
                                  gl_dist_req **req) {
   BEGIN(count);
   if (!S.mpi) { memcpy(recv, send, nbytes_); return GL_OK; }
-  return started(M.Ireduce_scatter_block(send, recv, (int)count, M.type[dt], reduce_op(dt, op), M.data, &(*req)->r),
-                 req, "MPI_Ireduce_scatter_block");
+  mpi_h mop = reduce_op(dt, op);
+#define NB(r) M.Ireduce_scatter_block(send, recv, (int)count, M.type[dt], mop, M.data, r)
+  RUN("reduce_scatter", M.Reduce_scatter_block(send, recv, (int)count, M.type[dt], mop, M.data), NB,
+      "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block");
+#undef NB
 }
 
 gl_status gl_dist_gather(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
   BEGIN(count);
   if (!S.mpi) { if (recv) memcpy(recv, send, nbytes_); return GL_OK; }
-  return started(M.Igather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, &(*req)->r),
-                 req, "MPI_Igather");
+#define NB(r) M.Igather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, r)
+  RUN("gather", M.Gather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data), NB, "MPI_Gather", "MPI_Igather");
+#undef NB
 }
 
 gl_status gl_dist_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
   BEGIN(count);
   if (!S.mpi) { if (send) memcpy(recv, send, nbytes_); return GL_OK; }
-  return started(M.Iscatter(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, &(*req)->r),
-                 req, "MPI_Iscatter");
+#define NB(r) M.Iscatter(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, r)
+  RUN("scatter", M.Scatter(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data), NB,
+      "MPI_Scatter", "MPI_Iscatter");
+#undef NB
+}
+
+static gl_status alone(gl_dist_req **req) {
+  if (req) { free(*req); *req = NULL; }
+  return gl_fail(GL_EINVAL, "no other rank in a world of 1");
 }
 
 gl_status gl_dist_send(const void *buf, int64_t count, gl_dtype dt, int dst, int tag, gl_dist_req **req) {
   BEGIN(count);
-  if (!S.mpi) { free(*req); *req = NULL; return gl_fail(GL_EINVAL, "no other rank in a world of 1"); }
-  return started(M.Isend(buf, (int)count, M.type[dt], dst, tag, M.data, &(*req)->r), req, "MPI_Isend");
+  if (!S.mpi) return alone(req);
+#define NB(r) M.Isend(buf, (int)count, M.type[dt], dst, tag, M.data, r)
+  RUN("send", M.Send(buf, (int)count, M.type[dt], dst, tag, M.data), NB, "MPI_Send", "MPI_Isend");
+#undef NB
 }
 
 gl_status gl_dist_recv(void *buf, int64_t count, gl_dtype dt, int src, int tag, gl_dist_req **req) {
   BEGIN(count);
-  if (!S.mpi) { free(*req); *req = NULL; return gl_fail(GL_EINVAL, "no other rank in a world of 1"); }
-  return started(M.Irecv(buf, (int)count, M.type[dt], src, tag, M.data, &(*req)->r), req, "MPI_Irecv");
+  if (!S.mpi) return alone(req);
+  mpi_status st;
+#define NB(r) M.Irecv(buf, (int)count, M.type[dt], src, tag, M.data, r)
+  RUN("recv", M.Recv(buf, (int)count, M.type[dt], src, tag, M.data, &st), NB, "MPI_Recv", "MPI_Irecv");
+#undef NB
 }
 
 gl_status gl_dist_barrier(gl_dist_req **req) {
   GL_TRY(not_ready());
-  GL_TRY(new_req(req, !S.mpi));
+  if (req) GL_TRY(new_req(req, !S.mpi));
   if (!S.mpi) return GL_OK;
-  return started(M.Ibarrier(M.data, &(*req)->r), req, "MPI_Ibarrier");
+#define NB(r) M.Ibarrier(M.data, r)
+  RUN("barrier", M.Barrier(M.data), NB, "MPI_Barrier", "MPI_Ibarrier");
+#undef NB
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------------- */
@@ -447,15 +601,23 @@ gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void 
                        int arg) {
   GL_TRY(not_ready());
   if (!gl_dist_nccl_on(dev)) return gl_fail(GL_EINVAL, "NCCL is not started on this device");
+  gl_status st;
   switch (kind) {
-  case GL_DIST_ALLREDUCE: return NC.c->all_reduce(dev, recv, count, dt, arg);
-  case GL_DIST_BCAST: return NC.c->broadcast(dev, recv, count, dt, arg);
-  case GL_DIST_ALLGATHER: return NC.c->all_gather(dev, send, recv, count, dt);
-  case GL_DIST_REDUCE_SCATTER: return NC.c->reduce_scatter(dev, send, recv, count, dt, arg);
-  case GL_DIST_SEND: return NC.c->send(dev, send, count, dt, arg);
-  case GL_DIST_RECV: return NC.c->recv(dev, recv, count, dt, arg);
+  case GL_DIST_ALLREDUCE: st = NC.c->all_reduce(dev, recv, count, dt, arg); break;
+  case GL_DIST_BCAST: st = NC.c->broadcast(dev, recv, count, dt, arg); break;
+  case GL_DIST_ALLGATHER: st = NC.c->all_gather(dev, send, recv, count, dt); break;
+  case GL_DIST_REDUCE_SCATTER: st = NC.c->reduce_scatter(dev, send, recv, count, dt, arg); break;
+  case GL_DIST_SEND: st = NC.c->send(dev, send, count, dt, arg); break;
+  case GL_DIST_RECV: st = NC.c->recv(dev, recv, count, dt, arg); break;
+  default: return gl_fail(GL_EINVAL, "unknown collective");
   }
-  return gl_fail(GL_EINVAL, "unknown collective");
+  if (st == GL_OK && W.started) {   /* the watchdog follows the queued operation */
+    pthread_mutex_lock(&W.mu);
+    W.nccl_busy = true;
+    pthread_cond_signal(&W.cv);
+    pthread_mutex_unlock(&W.mu);
+  }
+  return st;
 }
 
 /* ---- faults ------------------------------------------------------------------------------- */

@@ -37,6 +37,8 @@ gl_status gl_dist_init(double timeout_s, gl_dist_info *out);
 bool gl_dist_initialized(void);
 /* Whether the MPI library is mapped into the process (for the specs: gpulua -e '' must not). */
 bool gl_dist_library_loaded(void);
+/* Whether synchronous collectives are blocking MPI calls under the watchdog thread. */
+bool gl_dist_watched(void);
 void gl_dist_set_timeout(double timeout_s);
 double gl_dist_timeout(void);
 /* Ends the engine (MPI_Finalize); later calls refuse. Also run at exit if still open. */
@@ -48,7 +50,10 @@ typedef struct gl_dist_req gl_dist_req;
 /* The collectives (ranks 0-based, counts in elements, each at most INT_MAX). allreduce and
 ** bcast work in place on buf; allgather writes size*count elements into recv; reduce_scatter
 ** reduces size*count elements of send and leaves this rank's count in recv; gather/scatter
-** use recv/send only on root (NULL elsewhere). 'what' names the function in messages. */
+** use recv/send only on root (NULL elsewhere). With req NULL a call is synchronous: done
+** when it returns (under Open MPI the blocking MPI function, watched by a thread that ends
+** the job at the timeout or at another rank's failure note); else *req is a request in
+** flight for gl_dist_wait / gl_dist_test. */
 gl_status gl_dist_allreduce(void *buf, int64_t count, gl_dtype dt, gl_dist_op op, gl_dist_req **req);
 gl_status gl_dist_bcast(void *buf, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
 gl_status gl_dist_allgather(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_req **req);

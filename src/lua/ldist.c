@@ -290,8 +290,9 @@ static int l_finalize(lua_State *L) {
 
 /* stats() -> {collectives, staged, staged_bytes, library_loaded} */
 static int l_stats(lua_State *L) {
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   lua_pushinteger(L, (lua_Integer)D.collectives); lua_setfield(L, -2, "collectives");
+  lua_pushboolean(L, gl_dist_watched()); lua_setfield(L, -2, "watchdog");
   lua_pushinteger(L, (lua_Integer)D.staged); lua_setfield(L, -2, "staged");
   lua_pushinteger(L, (lua_Integer)D.staged_bytes); lua_setfield(L, -2, "staged_bytes");
   lua_pushboolean(L, gl_dist_library_loaded()); lua_setfield(L, -2, "library_loaded");
@@ -335,7 +336,7 @@ static int l_all_reduce(lua_State *L) {
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op)
-                    : gl_dist_allreduce(buf, x->size, x->dtype, op, &req);
+                    : gl_dist_allreduce(buf, x->size, x->dtype, op, (v[1].set && v[1].b) ? &req : NULL);
   if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
   lua_settop(L, 1);
   return 1;
@@ -357,7 +358,7 @@ static int l_broadcast(lua_State *L) {
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root)
-                    : gl_dist_bcast(buf, x->size, x->dtype, root, &req);
+                    : gl_dist_bcast(buf, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
   if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
   lua_settop(L, 1);
   return 1;
@@ -391,9 +392,9 @@ static int l_all_gather(lua_State *L) {
   bool nc = use_nccl(x);
   void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
   gl_dist_req *req = NULL;
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
-                    : gl_dist_allgather(send, recv, x->size, x->dtype, &req);
   bool async = v[0].set && v[0].b;
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
+                    : gl_dist_allgather(send, recv, x->size, x->dtype, async ? &req : NULL);
   (void)out;
   int n = call_end(L, &c, st, req, async);
   lua_pushvalue(L, oi);
@@ -424,7 +425,7 @@ static int l_reduce_scatter(lua_State *L) {
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
                                    x->dtype, mean ? 4 : (int)op)
-                    : gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, &req);
+                    : gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, (v[1].set && v[1].b) ? &req : NULL);
   int n = call_end(L, &c, st, req, v[1].set && v[1].b);
   lua_pushvalue(L, oi);
   if (n) lua_pushvalue(L, -2);
@@ -452,7 +453,7 @@ static int l_gather(lua_State *L) {
   void *send = buffer(L, &c, 1, false, false);          /* NCCL has no gather: MPI */
   if (oi) recv = buffer(L, &c, oi, true, false);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, &req);
+  gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
   int n = call_end(L, &c, st, req, v[0].set && v[0].b);
   if (oi) lua_pushvalue(L, oi); else lua_pushnil(L);
   if (n) lua_pushvalue(L, -2);
@@ -490,7 +491,7 @@ static int l_scatter(lua_State *L) {
   void *recv = buffer(L, &c, 1, true, false);
   gl_lua_check_status(L, gl_array_begin_write(out), 1);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, &req);
+  gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
   if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
   lua_settop(L, 1);
   return 1;
@@ -510,8 +511,8 @@ static int p2p(lua_State *L, bool sending) {
   int tag = v[0].set ? (int)v[0].i : 0;       /* NCCL has no tags: its messages between two ranks keep their order */
   gl_status st;
   if (nc) st = gl_dist_nccl(sending ? GL_DIST_SEND : GL_DIST_RECV, gl_array_device(x), buf, buf, x->size, x->dtype, peer);
-  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, &req);
-  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, &req);
+  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, (v[1].set && v[1].b) ? &req : NULL);
+  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, (v[1].set && v[1].b) ? &req : NULL);
   if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
   lua_settop(L, 1);
   return 1;
@@ -529,7 +530,7 @@ static int l_barrier(lua_State *L) {
   gl_call c;
   call_begin(L, &c, "barrier");
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_barrier(&req);
+  gl_status st = gl_dist_barrier((v[0].set && v[0].b) ? &req : NULL);
   return call_end(L, &c, st, req, v[0].set && v[0].b);
 }
 

@@ -9,8 +9,10 @@
 ** NEVER RUN: written and compiled on machines without a GPU (see doc/STATUS-dist.md).
 */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <nccl.h>
 #include "cuda.h"
 
@@ -21,6 +23,7 @@ static struct {
   __typeof__(ncclCommDestroy) *comm_destroy;
   __typeof__(ncclCommAbort) *comm_abort;
   __typeof__(ncclGetErrorString) *error_string;
+  __typeof__(ncclCommGetAsyncError) *async_error;
   __typeof__(ncclAllReduce) *all_reduce;
   __typeof__(ncclBroadcast) *broadcast;
   __typeof__(ncclAllGather) *all_gather;
@@ -30,6 +33,80 @@ static struct {
   ncclComm_t comm;
   gl_device dev;
 } N;
+
+/* The operations in flight, for the watchdog (nccl_poll): an event recorded after each,
+** oldest first, in a ring. The enqueuing thread and the watchdog share it under Q.mu. */
+#define QCAP 256
+static struct {
+  pthread_mutex_t mu;
+  struct { cudaEvent_t ev; double t; const char *what; } op[QCAP];
+  int head, n;
+} Q = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static double mono_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Frees the finished operations at the front; the state of the oldest still running. */
+static cudaError_t reap(void) {
+  while (Q.n > 0) {
+    cudaError_t r = cudaEventQuery(Q.op[Q.head].ev);
+    if (r != cudaSuccess) return r;
+    cudaEventDestroy(Q.op[Q.head].ev);
+    Q.head = (Q.head + 1) % QCAP;
+    Q.n--;
+  }
+  return cudaSuccess;
+}
+
+/* After an operation was queued on s: its event joins the ring. A full ring first waits for
+** its oldest (the watchdog still watches that wait's deadline). */
+static gl_status track(cudaStream_t s, const char *what) {
+  cudaEvent_t ev;
+  if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventRecord(ev, s) != cudaSuccess)
+    return gl_fail(GL_EDEVICE, "%s: recording its event failed", what);
+  pthread_mutex_lock(&Q.mu);
+  reap();
+  while (Q.n == QCAP) {
+    cudaEvent_t oldest = Q.op[Q.head].ev;
+    pthread_mutex_unlock(&Q.mu);
+    cudaEventSynchronize(oldest);
+    pthread_mutex_lock(&Q.mu);
+    reap();
+  }
+  int i = (Q.head + Q.n) % QCAP;
+  Q.op[i].ev = ev;
+  Q.op[i].t = mono_now();
+  Q.op[i].what = what;
+  Q.n++;
+  pthread_mutex_unlock(&Q.mu);
+  return GL_OK;
+}
+
+static int nccl_poll(double timeout, char *msg, size_t size) {
+  if (!N.comm) return 0;
+  ncclResult_t ae = ncclSuccess;
+  if (N.async_error(N.comm, &ae) == ncclSuccess && ae != ncclSuccess && ae != ncclInProgress) {
+    snprintf(msg, size, "NCCL reports an asynchronous error: %s", N.error_string(ae));
+    return -1;
+  }
+  pthread_mutex_lock(&Q.mu);
+  cudaError_t r = reap();
+  int state = Q.n == 0 ? 0 : 1;
+  if (r != cudaSuccess && r != cudaErrorNotReady) {
+    snprintf(msg, size, "NCCL %s failed on the device: %s", Q.op[Q.head].what, cudaGetErrorString(r));
+    state = -1;
+  } else if (state && mono_now() - Q.op[Q.head].t > timeout) {
+    snprintf(msg, size, "NCCL %s timed out after %g s (another rank failed, stopped or called a different "
+             "collective; the timeout is init's 'timeout' or GPULUA_DIST_TIMEOUT)", Q.op[Q.head].what, timeout);
+    state = -1;
+  }
+  pthread_mutex_unlock(&Q.mu);
+  return state;
+}
 
 static gl_status nccl_check(ncclResult_t r, const char *what) {
   if (r == ncclSuccess) return GL_OK;
@@ -56,6 +133,7 @@ static gl_status nccl_load(void) {
   GL_SYM(comm_destroy, "ncclCommDestroy");
   GL_SYM(comm_abort, "ncclCommAbort");
   GL_SYM(error_string, "ncclGetErrorString");
+  GL_SYM(async_error, "ncclCommGetAsyncError");
   GL_SYM(all_reduce, "ncclAllReduce");
   GL_SYM(broadcast, "ncclBroadcast");
   GL_SYM(all_gather, "ncclAllGather");
@@ -123,42 +201,54 @@ static ncclRedOp_t nccl_op(gl_dtype dt, int op) {
 static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op) {
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
-  return nccl_check(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s), "ncclAllReduce");
+  GL_TRY(nccl_check(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
+                    "ncclAllReduce"));
+  return track(s, "all_reduce");
 }
 
 static gl_status nccl_broadcast(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root) {
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
-  return nccl_check(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), "ncclBroadcast");
+  GL_TRY(nccl_check(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), "ncclBroadcast"));
+  return track(s, "broadcast");
 }
 
 static gl_status nccl_all_gather(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt) {
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
-  return nccl_check(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), "ncclAllGather");
+  GL_TRY(nccl_check(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), "ncclAllGather"));
+  return track(s, "all_gather");
 }
 
 static gl_status nccl_reduce_scatter(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op) {
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
-  return nccl_check(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
-                    "ncclReduceScatter");
+  GL_TRY(nccl_check(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
+                    "ncclReduceScatter"));
+  return track(s, "reduce_scatter");
 }
 
 static gl_status nccl_send(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer) {
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
-  return nccl_check(N.send(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclSend");
+  GL_TRY(nccl_check(N.send(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclSend"));
+  return track(s, "send");
 }
 
 static gl_status nccl_recv(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer) {
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
-  return nccl_check(N.recv(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclRecv");
+  GL_TRY(nccl_check(N.recv(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclRecv"));
+  return track(s, "recv");
 }
 
 static void nccl_finalize(bool abort) {
   if (!N.comm) return;
+  if (!abort) {                 /* the queued operations end before the communicator */
+    pthread_mutex_lock(&Q.mu);
+    while (Q.n > 0) { cudaEventSynchronize(Q.op[Q.head].ev); reap(); }
+    pthread_mutex_unlock(&Q.mu);
+  }
   if (abort) N.comm_abort(N.comm); else N.comm_destroy(N.comm);
   N.comm = NULL;
 }
@@ -175,4 +265,5 @@ const gl_collectives gl_cuda_nccl = {
   .send = nccl_send,
   .recv = nccl_recv,
   .finalize = nccl_finalize,
+  .poll = nccl_poll,
 };
