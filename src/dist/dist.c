@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -287,18 +288,20 @@ static double now(void) {
 /* The watchdog of the blocking calls. A synchronous collective is one blocking MPI call
 ** (MPI_Allreduce, ...): Open MPI's tuned algorithms and its own progress loop make it
 ** 1.5-2x faster than a non-blocking one tested in a loop from 1 MB up, and 10-100x below
-** 64 KB on a loaded machine. It cannot be interrupted, so while it runs a thread (MPI is
-** initialized with MPI_THREAD_MULTIPLE) looks every 20 ms for another rank's failure note
-** and at the deadline; either ends the job: the message on stderr, then MPI_Abort. The
-** thread touches MPI only while a call is armed and under the lock, so its probes never
-** race with the main thread's. */
+** 64 KB on a loaded machine. It cannot be interrupted, so a thread (MPI is initialized
+** with MPI_THREAD_MULTIPLE) wakes every 20 ms (100 ms while nothing is watched) and, while
+** a call is armed or NCCL has operations queued, looks for another rank's failure note
+** and at the deadline; either ends the job: the message on stderr, then MPI_Abort.
+** Arming is two atomic stores (no lock, no wake-up: a signal per call put the thread on
+** a core the ranks were spinning on); take_note runs under the lock on either thread, so
+** two probes never race for one note. */
 static struct {
-  pthread_mutex_t mu;       /* also serialises every take_note */
-  pthread_cond_t cv;
-  bool started, armed, nccl_busy;
-  double deadline;
-  const char *what;
-} W = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false, 0, NULL };
+  pthread_mutex_t mu;                 /* serialises take_note */
+  bool started;
+  atomic_bool armed, nccl_busy;
+  _Atomic double deadline;
+  const char *_Atomic what;
+} W = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* Takes another rank's note that it failed (sent by gl_dist_fail on the control
 ** communicator), if one has come: its text into buf, the sender's 1-based rank into *from. */
@@ -345,27 +348,31 @@ static void end_job(const char *fmt, ...) {
 
 static void *watchdog(void *unused) {
   (void)unused;
-  pthread_mutex_lock(&W.mu);
   for (;;) {
-    while (!W.armed && !W.nccl_busy) pthread_cond_wait(&W.cv, &W.mu);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 20000000;
-    if (until.tv_nsec >= 1000000000) { until.tv_sec++; until.tv_nsec -= 1000000000; }
-    pthread_cond_timedwait(&W.cv, &W.mu, &until);
+    bool busy = atomic_load(&W.armed) || atomic_load(&W.nccl_busy);
+    struct timespec ts = { 0, busy ? 20000000 : 100000000 };
+    nanosleep(&ts, NULL);
     char buf[1024];
     int from;
-    if (W.nccl_busy) {
+    if (atomic_load(&W.nccl_busy)) {
       int st = NC.on && NC.c->poll ? NC.c->poll(S.timeout, buf, sizeof buf) : 0;
       if (st < 0) end_job("%s", buf);
-      if (st == 0) W.nccl_busy = false;
+      if (st == 0) {
+        /* cleared, then looked at again: an operation queued meanwhile sets it itself */
+        atomic_store(&W.nccl_busy, false);
+        if (NC.c->poll(S.timeout, buf, sizeof buf) != 0) atomic_store(&W.nccl_busy, true);
+      }
     }
-    if (!W.armed && !W.nccl_busy) continue;
-    if (take_note(buf, (int)sizeof buf, &from)) {
+    if (!atomic_load(&W.armed) && !atomic_load(&W.nccl_busy)) continue;
+    pthread_mutex_lock(&W.mu);
+    bool got = take_note(buf, (int)sizeof buf, &from);
+    pthread_mutex_unlock(&W.mu);
+    if (got) {
       S.failed_remotely = true;
       end_job("rank %d failed: %s", from, buf);
     }
-    if (W.armed && now() > W.deadline) end_job(TIMEOUT_FMT, W.what, S.timeout, S.info.rank + 1, S.info.size);
+    if (atomic_load(&W.armed) && now() > atomic_load(&W.deadline))
+      end_job(TIMEOUT_FMT, atomic_load(&W.what), S.timeout, S.info.rank + 1, S.info.size);
   }
   return NULL;
 }
@@ -379,19 +386,14 @@ static bool start_watchdog(void) {
 }
 
 static void watch_begin(const char *what) {
-  pthread_mutex_lock(&W.mu);
-  W.what = what;
-  W.deadline = now() + S.timeout;
-  W.armed = true;
-  pthread_cond_signal(&W.cv);
-  pthread_mutex_unlock(&W.mu);
+  atomic_store(&W.what, what);
+  atomic_store(&W.deadline, now() + S.timeout);
+  atomic_store(&W.armed, true);
 }
 
 /* Ends the watch of a blocking call whose result is rc. */
 static gl_status watch_end(int rc, const char *fn) {
-  pthread_mutex_lock(&W.mu);
-  W.armed = false;
-  pthread_mutex_unlock(&W.mu);
+  atomic_store(&W.armed, false);
   if (rc != 0) return gl_fail(GL_EDEVICE, "%s failed: %s", fn, mpi_errstr(rc));
   return poll_failure();
 }
@@ -611,12 +613,7 @@ gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void 
   case GL_DIST_RECV: st = NC.c->recv(dev, recv, count, dt, arg); break;
   default: return gl_fail(GL_EINVAL, "unknown collective");
   }
-  if (st == GL_OK && W.started) {   /* the watchdog follows the queued operation */
-    pthread_mutex_lock(&W.mu);
-    W.nccl_busy = true;
-    pthread_cond_signal(&W.cv);
-    pthread_mutex_unlock(&W.mu);
-  }
+  if (st == GL_OK && W.started) atomic_store(&W.nccl_busy, true);   /* the watchdog follows it */
   return st;
 }
 
