@@ -180,6 +180,57 @@ for _, dev in ipairs(h.devices()) do
         for i = 1, #a do h.assert_close(a[i], b[i], dt == "float64" and 1e-12 or 1e-5) end
       end
     end)
+    it("the fused GRU and RNN loops agree with the stepped ones (float64), gradients and states too", function()
+      local o64 = { dtype = "float64", device = dev }
+      local configs = {
+        { "GRU", {} }, { "GRU", { num_layers = 2, bidirectional = true } },
+        { "GRU", { batch_first = true, bias = false }, true }, { "GRU", { num_layers = 3, batch_first = true }, true },
+        { "RNN", {} }, { "RNN", { num_layers = 2, bidirectional = true, nonlinearity = "relu" }, true },
+        { "RNN", { batch_first = true, bias = false } }, { "RNN", { num_layers = 2, nonlinearity = "relu" }, true },
+      }
+      for ci, cf in ipairs(configs) do
+        local kind, o, with_h0 = cf[1], cf[2], cf[3]
+        o.dtype, o.device = "float64", dev
+        local m = nn[kind](3, 4, o)
+        local D, Lr = o.bidirectional and 2 or 1, o.num_layers or 1
+        local g = gpu.random.Generator(ci)
+        local x = g:normal(0, 1, o.batch_first and { 2, 5, 3 } or { 5, 2, 3 }, o64):requires_grad()
+        local h0 = with_h0 and g:normal(0, 1, { Lr * D, 2, 4 }, o64):requires_grad() or nil
+        local gy = g:normal(0, 1, o.batch_first and { 2, 5, D * 4 } or { 5, 2, D * 4 }, o64)
+        local function run(fused)
+          m.fused = fused
+          m:zero_grad()
+          x.grad = nil
+          if h0 then h0.grad = nil end
+          local y, hn = m(x, h0)
+          local loss = (y * gy):sum() + (hn * hn):sum()
+          loss:backward()
+          local r = { y, hn, x.grad, h0 and h0.grad or nil }
+          for _, p in ipairs(m:parameters()) do r[#r + 1] = p.grad end
+          return r
+        end
+        local a, b = run(true), run(false)
+        assert.equal(#b, #a)
+        assert.equal(with_h0 and 4 + 2 * Lr * D * (o.bias == false and 1 or 2) or 3 + 2 * Lr * D * (o.bias == false and 1 or 2), #a)
+        for i = 1, #a do h.assert_close(a[i], b[i], 1e-12) end
+      end
+    end)
+    it("takes the fused GRU and RNN loops for float32 and float64, not for bfloat16 or with fused = false", function()
+      local function ops_of(m, dt)
+        local x = gpu.ones(4, 2, 3, { dtype = dt, device = dev })
+        local report = gpu.profile(function() return m(x) end, { quiet = true })
+        return report.ops
+      end
+      for _, kind in ipairs { "GRU", "RNN" } do
+        local name = "fused." .. kind:lower()
+        for _, dt in ipairs { "float32", "float64", "bfloat16" } do
+          local m = nn[kind](3, 4, { num_layers = 2, dtype = dt, device = dev })
+          assert.equal(dt ~= "bfloat16", ops_of(m, dt)[name] ~= nil, kind .. " " .. dt)
+          m.fused = false
+          assert.is_nil(ops_of(m, dt)[name])
+        end
+      end
+    end)
     it("runs in bfloat16 (the stepped path) and under autocast", function()
       local m = nn.LSTM(3, 4, { dtype = "bfloat16", device = dev })
       local y = m(gpu.ones(2, 1, 3, { dtype = "bfloat16", device = dev }))

@@ -389,6 +389,9 @@ typedef struct gl_backend {
   ** pointers of kernels/rnn.h's gl_lstm_cell on this device, of dtype dt: float32 or
   ** float64), forward or backward; src/ops/rnn.c runs the time loop and the GEMMs. */
   gl_status (*lstm_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
+  /* (optional) The same for the GRU cell and the Elman RNN cell (gl_gru_cell, gl_rnn_cell). */
+  gl_status (*gru_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_gru_cell *s);
+  gl_status (*rnn_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_rnn_cell *s);
   /* (optional) Layer norm over the last axis of x (R, D) contiguous float32/float64, w and b
   ** (D) of x's dtype or NULL: y (R, D) = (x - mean) * rstd * w + b, mean (R), rstd (R) =
   ** 1 / sqrt(biased variance + eps). Backward (bwd): from g (R, D) and the saved mean and

@@ -1,26 +1,54 @@
 /*
-** lrnn.c — the fused LSTM layer in gpu.fused (what nn.LSTM runs on for float32/float64):
+** lrnn.c — the fused recurrent layers in gpu.fused (what nn.LSTM, nn.GRU and nn.RNN run on
+** for float32/float64):
 **   fused.lstm(xp, w_hh, h0, c0 [, {reverse = false}]) -> hc (L, N, 2, H), gates (L, N, 4H)
 **   fused.lstm_backward(ghc, gates, hc, w_hh, h0, c0 [, {reverse}]) -> dxp, dw_hh, dh0, dc0
-** xp (L, N, 4H) is the input projection of every step (x W_ih^T + b_ih + b_hh), hc[t] holds
-** h_t (hc[{t, ":", 1}]) and c_t; gates are the activations the backward reads. The rule
-** "fused.lstm" (lua/gpu/autograd/rules_structure.lua) calls lstm_backward.
+**   fused.gru(xp, w_hh, b_hh | nil, h0 [, {reverse}]) -> hs (L, N, H), gates (L, N, 4H)
+**   fused.gru_backward(ghs, gates, hs, w_hh, h0 [, {reverse}]) -> dxp, dw_hh, db_hh, dh0
+**   fused.rnn(xp, w_hh, h0 [, {reverse, nonlinearity = "tanh"}]) -> hs (L, N, H)
+**   fused.rnn_backward(ghs, hs, w_hh, h0 [, {reverse, nonlinearity}]) -> dxp, dw_hh, dh0
+** xp is the input projection of every step: LSTM (L, N, 4H) x W_ih^T + b_ih + b_hh; GRU
+** (L, N, 3H) x W_ih^T + b_ih (b_hh apart: b_hn sits inside r * (...)); RNN (L, N, H) x W_ih^T
+** + b_ih + b_hh. hc[t] holds h_t (hc[{t, ":", 1}]) and c_t; gates are what the backward
+** reads. The rules "fused.lstm", "fused.gru", "fused.rnn" (lua/gpu/autograd/rules_structure.lua)
+** call the backward ops.
 */
 #include "lgpu.h"
 
 static const gl_optkey lstm_keys[] = { { "reverse", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+static const gl_optkey rnn_keys[] = { { "reverse", GL_OPT_BOOL, 0, 0, 0, NULL },
+                                      { "nonlinearity", GL_OPT_STRING, 0, 0, 0, "tanh relu" }, { NULL } };
 #define Z "gpu.zeros(2, 1)"
 static const gl_optdecl lstm_decl = { "fused.lstm", "gpu.fused.lstm(gpu.zeros(3, 2, 4), gpu.zeros(4, 1), " Z ", " Z
                                       ", %s)", lstm_keys };
 static const gl_optdecl lstm_bwd_decl = {
   "fused.lstm_backward", "gpu.fused.lstm_backward(gpu.zeros(3, 2, 2, 1), gpu.zeros(3, 2, 4), gpu.zeros(3, 2, 2, 1), "
   "gpu.zeros(4, 1), " Z ", " Z ", %s)", lstm_keys };
+static const gl_optdecl gru_decl = { "fused.gru", "gpu.fused.gru(gpu.zeros(3, 2, 3), gpu.zeros(3, 1), gpu.zeros(3), "
+                                     Z ", %s)", lstm_keys };
+static const gl_optdecl gru_bwd_decl = {
+  "fused.gru_backward", "gpu.fused.gru_backward(gpu.zeros(3, 2, 1), gpu.zeros(3, 2, 4), gpu.zeros(3, 2, 1), "
+  "gpu.zeros(3, 1), " Z ", %s)", lstm_keys };
+static const gl_optdecl rnn_decl = { "fused.rnn", "gpu.fused.rnn(gpu.zeros(3, 2, 1), gpu.zeros(1, 1), " Z ", %s)",
+                                     rnn_keys };
+static const gl_optdecl rnn_bwd_decl = {
+  "fused.rnn_backward", "gpu.fused.rnn_backward(gpu.zeros(3, 2, 1), gpu.zeros(3, 2, 1), gpu.zeros(1, 1), " Z
+  ", %s)", rnn_keys };
 #undef Z
-static const gl_optdecl *const rnn_decls[] = { &lstm_decl, &lstm_bwd_decl, NULL };
+static const gl_optdecl *const rnn_decls[] = { &lstm_decl, &lstm_bwd_decl, &gru_decl, &gru_bwd_decl,
+                                               &rnn_decl, &rnn_bwd_decl, NULL };
 
 static bool reverse_opt(lua_State *L, int idx, const gl_optdecl *d) {
   gl_optval v[1];
   gl_lua_readopts(L, idx, d, v);
+  return v[0].set && v[0].b;
+}
+
+/* {reverse, nonlinearity}: *relu set when nonlinearity is "relu" (default "tanh"). */
+static bool rnn_opts(lua_State *L, int idx, const gl_optdecl *d, bool *relu) {
+  gl_optval v[2];
+  gl_lua_readopts(L, idx, d, v);
+  *relu = v[1].set && v[1].choice == 1;
   return v[0].set && v[0].b;
 }
 
@@ -46,9 +74,57 @@ static int l_lstm_backward(lua_State *L) {
   return 4;
 }
 
+static int l_gru(lua_State *L) {
+  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *b = gl_lua_optarray(L, 3), *h0 = gl_lua_check(L, 4);
+  bool reverse = reverse_opt(L, 5, &gru_decl);
+  lua_settop(L, 5);
+  gl_array *hs = gl_lua_push(L), *gates = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_gru(hs, gates, xp, w, b, h0, reverse), 0);
+  gl_lua_account_array(L, hs);
+  gl_lua_account_array(L, gates);
+  return 2;
+}
+
+static int l_gru_backward(lua_State *L) {
+  gl_array *ghs = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *hs = gl_lua_check(L, 3);
+  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5);
+  bool reverse = reverse_opt(L, 6, &gru_bwd_decl);
+  lua_settop(L, 6);
+  gl_array *dxp = gl_lua_push(L), *dw = gl_lua_push(L), *db = gl_lua_push(L), *dh0 = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_gru_bwd(dxp, dw, db, dh0, ghs, gates, hs, w, h0, reverse), 0);
+  gl_lua_account_array(L, dxp);
+  return 4;
+}
+
+static int l_rnn(lua_State *L) {
+  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *h0 = gl_lua_check(L, 3);
+  bool relu;
+  bool reverse = rnn_opts(L, 4, &rnn_decl, &relu);
+  lua_settop(L, 4);
+  gl_array *hs = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_rnn(hs, xp, w, h0, reverse, relu), 0);
+  gl_lua_account_array(L, hs);
+  return 1;
+}
+
+static int l_rnn_backward(lua_State *L) {
+  gl_array *ghs = gl_lua_check(L, 1), *hs = gl_lua_check(L, 2), *w = gl_lua_check(L, 3), *h0 = gl_lua_check(L, 4);
+  bool relu;
+  bool reverse = rnn_opts(L, 5, &rnn_bwd_decl, &relu);
+  lua_settop(L, 5);
+  gl_array *dxp = gl_lua_push(L), *dw = gl_lua_push(L), *dh0 = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_rnn_bwd(dxp, dw, dh0, ghs, hs, w, h0, reverse, relu), 0);
+  gl_lua_account_array(L, dxp);
+  return 3;
+}
+
 static const luaL_Reg rnn_funcs[] = {
   { "lstm", l_lstm },
   { "lstm_backward", l_lstm_backward },
+  { "gru", l_gru },
+  { "gru_backward", l_gru_backward },
+  { "rnn", l_rnn },
+  { "rnn_backward", l_rnn_backward },
   { NULL, NULL }
 };
 

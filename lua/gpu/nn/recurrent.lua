@@ -9,11 +9,11 @@
 --   local out, h_n = nn.GRU(10, 20)(x, h0)
 --
 -- The input projections of all time steps are one GEMM per layer and direction
--- (gpu.fused.linear over (L, N, in)). An LSTM layer then runs its time loop in C
--- (gpu.fused.lstm: per step one GEMM of the hidden state and one fused cell kernel;
--- backward through time as one op, src/ops/rnn.c); GRU and RNN (and an LSTM in a dtype the
--- fused loop does not take) step through dispatched ops (one GEMM of the hidden state and
--- the gate math per step). Autograd, both devices and autocast come from those ops. Packed sequences
+-- (gpu.fused.linear over (L, N, in)). Each layer then runs its time loop in C
+-- (gpu.fused.lstm, gru, rnn: per step one GEMM of the hidden state and one fused cell kernel;
+-- backward through time as one op, src/ops/rnn.c); a layer in a dtype the fused loops do not
+-- take, or with m.fused = false, steps through dispatched ops (one GEMM of the hidden state
+-- and the gate math per step). Autograd, both devices and autocast come from those ops. Packed sequences
 -- (pack_padded_sequence) and proj_size are not implemented.
 
 local gpu = require "gpu"
@@ -46,14 +46,15 @@ end
 
 -- ---- one layer, one direction ------------------------------------------------------------------
 
--- Whether the fused LSTM loop (gpu.fused.lstm) takes these operands: float32/float64 of one
--- dtype on a device whose backend has the cell kernel (the cpu, and cuda).
+-- Whether the fused loops (gpu.fused.lstm, gru, rnn) take these operands: float32/float64 of
+-- one dtype on a device whose backend has the cell kernels (the cpu, and cuda). c is the LSTM's
+-- cell state or the GRU's b_hh (either may be nil).
 local FUSED_DTYPES = { float32 = true, float64 = true }
 local FUSED_DEVICES = { cpu = true, cuda = true }
 local REVERSE = { reverse = true }
-local function fused_lstm_ok(xp, w, h, c)
+local function fused_ok(xp, w, h, c)
   local dt = xp.dtype
-  return FUSED_DTYPES[dt] and w.dtype == dt and h.dtype == dt and c.dtype == dt
+  return FUSED_DTYPES[dt] and w.dtype == dt and h.dtype == dt and (c == nil or c.dtype == dt)
     and FUSED_DEVICES[(xp.device:gsub(":%d+$", ""))] == true
 end
 
@@ -67,11 +68,17 @@ local function run_direction(self, xs, p, h, c, reverse)
   local bias_in = p.b_ih
   if kind ~= "GRU" and p.b_ih ~= nil then bias_in = p.b_ih + p.b_hh end
   local xp = fused.linear(xs, p.w_ih, bias_in)                     -- (L, N, G H)
-  if kind == "LSTM" and self.fused ~= false and fused_lstm_ok(xp, p.w_hh, h, c) then
+  local last = reverse and 1 or L
+  if self.fused ~= false and fused_ok(xp, p.w_hh, h, kind == "LSTM" and c or p.b_hh) then
     -- the time loop and backpropagation through time in C: one tape node per layer and direction
-    local hc = fused.lstm(xp, p.w_hh, h, c, reverse and REVERSE or nil)  -- (L, N, 2, H): h_t, c_t
-    local last = reverse and 1 or L
-    return hc[{ ":", ":", 1 }], hc[{ last, ":", 1 }], hc[{ last, ":", 2 }]
+    if kind == "LSTM" then
+      local hc = fused.lstm(xp, p.w_hh, h, c, reverse and REVERSE or nil)  -- (L, N, 2, H): h_t, c_t
+      return hc[{ ":", ":", 1 }], hc[{ last, ":", 1 }], hc[{ last, ":", 2 }]
+    end
+    local hs
+    if kind == "GRU" then hs = fused.gru(xp, p.w_hh, p.b_hh, h, reverse and REVERSE or nil)  -- (L, N, H)
+    else hs = fused.rnn(xp, p.w_hh, h, { reverse = reverse, nonlinearity = self.nonlinearity }) end
+    return hs, hs[last]
   end
   local outs = {}
   for step = 1, L do
@@ -244,9 +251,9 @@ end
 
 rnn_class("RNN")
 rnn_class("LSTM")
--- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm
--- (the reference the fused loop is checked against)
-Rec.LSTM.fused = true
 rnn_class("GRU")
+-- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm,
+-- gru, rnn (the reference the fused loops are checked against)
+Rec.RNN.fused, Rec.LSTM.fused, Rec.GRU.fused = true, true, true
 
 return Rec
