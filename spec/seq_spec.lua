@@ -278,6 +278,33 @@ for _, dev in ipairs(h.devices()) do
       h.fails({ "nn.LSTM", "hidden_size" }, nn.LSTM, 3, 0)
       assert.same({ 2, 5, 3 }, x3.shape)
     end)
+    it("of gpu.fused.gru and gpu.fused.rnn and their backward ops name the function and the fault", function()
+      local o = { device = dev }
+      local xp, w, b, h0 = gpu.ones(3, 2, 6, o), gpu.ones(6, 2, o), gpu.ones(6, o), gpu.zeros(2, 2, o)
+      local before = { xp:clone(), w:clone(), b:clone(), h0:clone() }
+      local F = gpu.fused
+      h.fails({ "gru", "weight_hh must be (3 hidden, hidden), got shape (8,2)" }, F.gru, xp, gpu.ones(8, 2, o), b, h0)
+      h.fails({ "gru", "the input projection has shape (3,2,6), expected (3,2,9)" }, F.gru, xp, gpu.ones(9, 3, o), b,
+        gpu.zeros(2, 3, o))
+      h.fails({ "gru", "bias_hh has shape (5,), expected (6,)" }, F.gru, xp, w, gpu.ones(5, o), h0)
+      h.fails({ "gru", "bias_hh is float64, expected float32" }, F.gru, xp, w, gpu.ones(6, { dtype = "float64", device = dev }), h0)
+      h.fails({ "gru", "h0 has shape (3,2), expected (2,2)" }, F.gru, xp, w, b, gpu.zeros(3, 2, o))
+      h.fails({ "gru", "must be float32 or float64, got int32" }, F.gru, xp:astype("int32"), w, b, h0)
+      h.fails({ "gru", "L >= 1" }, F.gru, gpu.ones(0, 2, 6, o), w, b, h0)
+      h.fails({ "fused.gru", "unknown option 'revers'" }, F.gru, xp, w, b, h0, { revers = true })
+      h.fails({ "gru", "gpu.array expected" }, F.gru, xp, w, 5, h0)
+      h.fails({ "rnn", "weight_hh must be (hidden, hidden), got shape (6,2)" }, F.rnn, gpu.ones(3, 2, 2, o), w, h0)
+      h.fails({ "fused.rnn", "nonlinearity", "tanh relu" }, F.rnn, gpu.ones(3, 2, 2, o), gpu.ones(2, 2, o), h0,
+        { nonlinearity = "sigmoid" })
+      h.fails({ "rnn", "bfloat16" }, F.rnn, gpu.ones(3, 2, 2, { dtype = "bfloat16", device = dev }),
+        gpu.ones(2, 2, { dtype = "bfloat16", device = dev }), gpu.zeros(2, 2, { dtype = "bfloat16", device = dev }))
+      local hs, gates = F.gru(xp, w, b, h0)
+      h.fails({ "gru_backward", "gates has shape (3,2,2), expected (3,2,8)" }, F.gru_backward, hs, hs, hs, w, h0)
+      h.fails({ "gru_backward", "grad_output has shape (2,2), expected (3,2,2)" }, F.gru_backward, hs[1], gates, hs, w, h0)
+      h.fails({ "rnn_backward", "grad_output has shape (3,2,3), expected (3,2,2)" }, F.rnn_backward,
+        gpu.ones(3, 2, 3, o), hs, gpu.ones(2, 2, o), h0)
+      for i, a in ipairs { xp, w, b, h0 } do h.assert_close(a, before[i], 0) end
+    end)
     it("for the convolutions and pooling", function()
       local F = nn.functional
       h.fails({ "ConvTranspose2d(4, 6)", "expected 4 input channels" }, nn.ConvTranspose2d(4, 6, 3, { device = dev }),
