@@ -12,6 +12,12 @@
 ** + b_ih + b_hh. hc[t] holds h_t (hc[{t, ":", 1}]) and c_t; gates are what the backward
 ** reads. The rules "fused.lstm", "fused.gru", "fused.rnn" (lua/gpu/autograd/rules_structure.lua)
 ** call the backward ops.
+**   dnn.lstm(x, w_ih, w_hh, b, h0, c0 [, {reverse}]) -> y (L + 1, N, H), ws
+**   dnn.gru(x, w_ih, w_hh, b, h0 [, {reverse}]) -> y (L, N, H), ws
+**   dnn.lstm_backward(gy, y, ws, x, w_ih, w_hh, b, h0, c0 [, opts]) -> dx, dw_ih, dw_hh, db, dh0, dc0
+**   dnn.gru_backward(gy, y, ws, x, w_ih, w_hh, b, h0 [, opts]) -> dx, dw_ih, dw_hh, db, dh0
+** are a whole layer and direction through the device's library (oneDNN on the cpu, float32):
+** src/ops/rnn.c says what the operands hold; nn.LSTM/GRU take them where they are faster.
 */
 #include "lgpu.h"
 
@@ -34,9 +40,22 @@ static const gl_optdecl rnn_decl = { "fused.rnn", "gpu.fused.rnn(gpu.zeros(3, 2,
 static const gl_optdecl rnn_bwd_decl = {
   "fused.rnn_backward", "gpu.fused.rnn_backward(gpu.zeros(3, 2, 1), gpu.zeros(3, 2, 1), gpu.zeros(1, 1), " Z
   ", %s)", rnn_keys };
+#define X3 "gpu.ones(3, 2, 1)"
+static const gl_optdecl dnn_lstm_decl = { "dnn.lstm", "gpu.dnn.lstm(" X3 ", gpu.zeros(4, 1), gpu.zeros(4, 1), "
+                                          "gpu.zeros(4), " Z ", " Z ", %s)", lstm_keys };
+static const gl_optdecl dnn_gru_decl = { "dnn.gru", "gpu.dnn.gru(" X3 ", gpu.zeros(3, 1), gpu.zeros(3, 1), "
+                                         "gpu.zeros(4), " Z ", %s)", lstm_keys };
+static const gl_optdecl dnn_lstm_bwd_decl = {
+  "dnn.lstm_backward", "gpu.dnn.lstm_backward(gpu.ones(4, 2, 1), gpu.ones(4, 2, 1), gpu.zeros(1, {dtype = 'uint8'}), "
+  X3 ", gpu.zeros(4, 1), gpu.zeros(4, 1), gpu.zeros(4), " Z ", " Z ", %s)", lstm_keys };
+static const gl_optdecl dnn_gru_bwd_decl = {
+  "dnn.gru_backward", "gpu.dnn.gru_backward(" X3 ", " X3 ", gpu.zeros(1, {dtype = 'uint8'}), " X3
+  ", gpu.zeros(3, 1), gpu.zeros(3, 1), gpu.zeros(4), " Z ", %s)", lstm_keys };
+#undef X3
 #undef Z
 static const gl_optdecl *const rnn_decls[] = { &lstm_decl, &lstm_bwd_decl, &gru_decl, &gru_bwd_decl,
-                                               &rnn_decl, &rnn_bwd_decl, NULL };
+                                               &rnn_decl, &rnn_bwd_decl, &dnn_lstm_decl, &dnn_gru_decl,
+                                               &dnn_lstm_bwd_decl, &dnn_gru_bwd_decl, NULL };
 
 static bool reverse_opt(lua_State *L, int idx, const gl_optdecl *d) {
   gl_optval v[1];
@@ -118,6 +137,52 @@ static int l_rnn_backward(lua_State *L) {
   return 3;
 }
 
+/* gpu.dnn.lstm(x, w_ih, w_hh, b, h0, c0 [, {reverse}]) -> y (L + 1, N, H), ws
+** gpu.dnn.gru(x, w_ih, w_hh, b, h0 [, {reverse}]) -> y (L, N, H), ws */
+static int dnn_rnn(lua_State *L, int kind, const gl_optdecl *d) {
+  bool lstm = kind == GL_DNN_LSTM;
+  gl_array *x = gl_lua_check(L, 1), *wi = gl_lua_check(L, 2), *wh = gl_lua_check(L, 3), *b = gl_lua_check(L, 4);
+  gl_array *h0 = gl_lua_check(L, 5), *c0 = lstm ? gl_lua_check(L, 6) : NULL;
+  int o = lstm ? 7 : 6;
+  bool reverse = reverse_opt(L, o, d);
+  lua_settop(L, o);
+  gl_array *y = gl_lua_push(L), *ws = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_rnn(y, ws, kind, x, wi, wh, b, h0, c0, reverse), 0);
+  gl_lua_account_array(L, y);
+  gl_lua_account_array(L, ws);
+  return 2;
+}
+
+/* gpu.dnn.lstm_backward(gy, y, ws, x, w_ih, w_hh, b, h0, c0 [, opts]) -> dx, dw_ih, dw_hh, db, dh0, dc0
+** gpu.dnn.gru_backward(gy, y, ws, x, w_ih, w_hh, b, h0 [, opts]) -> dx, dw_ih, dw_hh, db, dh0 */
+static int dnn_rnn_backward(lua_State *L, int kind, const gl_optdecl *d) {
+  bool lstm = kind == GL_DNN_LSTM;
+  gl_array *gy = gl_lua_check(L, 1), *y = gl_lua_check(L, 2), *ws = gl_lua_check(L, 3), *x = gl_lua_check(L, 4);
+  gl_array *wi = gl_lua_check(L, 5), *wh = gl_lua_check(L, 6), *b = gl_lua_check(L, 7), *h0 = gl_lua_check(L, 8);
+  gl_array *c0 = lstm ? gl_lua_check(L, 9) : NULL;
+  int o = lstm ? 10 : 9;
+  bool reverse = reverse_opt(L, o, d);
+  lua_settop(L, o);
+  gl_array *dx = gl_lua_push(L), *dwi = gl_lua_push(L), *dwh = gl_lua_push(L), *db = gl_lua_push(L);
+  gl_array *dh0 = gl_lua_push(L), *dc0 = lstm ? gl_lua_push(L) : NULL;
+  gl_lua_check_status(L, gl_op_dnn_rnn_bwd(dx, dwi, dwh, db, dh0, dc0, kind, gy, y, ws, x, wi, wh, b, h0, c0, reverse), 0);
+  gl_lua_account_array(L, dx);
+  return lstm ? 6 : 5;
+}
+
+static int l_dnn_lstm(lua_State *L) { return dnn_rnn(L, GL_DNN_LSTM, &dnn_lstm_decl); }
+static int l_dnn_gru(lua_State *L) { return dnn_rnn(L, GL_DNN_GRU, &dnn_gru_decl); }
+static int l_dnn_lstm_backward(lua_State *L) { return dnn_rnn_backward(L, GL_DNN_LSTM, &dnn_lstm_bwd_decl); }
+static int l_dnn_gru_backward(lua_State *L) { return dnn_rnn_backward(L, GL_DNN_GRU, &dnn_gru_bwd_decl); }
+
+static const luaL_Reg dnn_rnn_funcs[] = {
+  { "lstm", l_dnn_lstm },
+  { "lstm_backward", l_dnn_lstm_backward },
+  { "gru", l_dnn_gru },
+  { "gru_backward", l_dnn_gru_backward },
+  { NULL, NULL }
+};
+
 static const luaL_Reg rnn_funcs[] = {
   { "lstm", l_lstm },
   { "lstm_backward", l_lstm_backward },
@@ -132,6 +197,9 @@ void gl_open_rnn(lua_State *L, int module, int methods) {
   (void)methods;
   lua_getfield(L, module, "fused");
   gl_lua_setops(L, lua_gettop(L), "fused.", rnn_funcs);
+  lua_pop(L, 1);
+  lua_getfield(L, module, "dnn");
+  gl_lua_setops(L, lua_gettop(L), "dnn.", dnn_rnn_funcs);
   lua_pop(L, 1);
   gl_lua_declare_all(L, rnn_decls);
 }

@@ -152,6 +152,8 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
 /* NULL when dev can run them (for data of dtype dt in 'family', a gl_dnn_family; -1: any
 ** dtype, the convolutions'), else why not. */
 const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family);
+/* The device's dnn table for 'family' in dt, or a failure saying why not (naming fn). */
+gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out);
 /* out (N, O, OH, OW) = x (N, C, H, W) cross-correlated with w (O, C/groups, kh, kw), no bias. */
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c);
 /* out (xshape) = conv2d's gradient with respect to x, given dy (its output's shape). */
@@ -235,6 +237,17 @@ gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const g
                     bool relu);
 gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_array *ghs, const gl_array *hs,
                         const gl_array *w, const gl_array *h0, bool reverse, bool relu);
+/* The library's LSTM or GRU (kind GL_DNN_LSTM / GL_DNN_GRU; gl_backend.dnn, oneDNN on the
+** cpu, float32): one layer and direction from x (L, N, I), w_ih (G H, I), w_hh (G H, H) in the
+** library's gate order, b (4H), h0, c0 (N, H; LSTM only, else NULL). y: LSTM (L + 1, N, H), the
+** steps' h and then the last c; GRU (L, N, H). ws: the workspace (uint8) for the backward,
+** which from the gradient of y gives dx, dw_ih, dw_hh, db, dh0 and dc0 (LSTM). */
+gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
+                        const gl_array *b, const gl_array *h0, const gl_array *c0, bool reverse);
+gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array *db, gl_array *dh0, gl_array *dc0,
+                            int kind, const gl_array *gy, const gl_array *y, const gl_array *ws, const gl_array *x,
+                            const gl_array *wi, const gl_array *wh, const gl_array *b, const gl_array *h0,
+                            const gl_array *c0, bool reverse);
 
 /* ---- reductions and scans (reduce.c); axes are 0-based ------------------------- */
 /* out = op over 'axes' (naxes of them; naxes < 0: all, 0: none), the reduced axes dropped

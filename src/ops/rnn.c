@@ -492,3 +492,145 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   if (st != GL_OK) { gl_array_release(dxp); gl_array_release(dw); gl_array_release(dh0); }
   return st;
 }
+
+/* ---- the library's LSTM and GRU (gl_backend.dnn: oneDNN on the cpu) ---------------------------
+** A whole layer and direction from x itself (the input projection inside the library), float32
+** only. LSTM: y (L + 1, N, H), the steps' h then, as row L + 1, the last c (one array, so one
+** tape node carries every gradient); GRU: y (L, N, H). ws (bytes, uint8) the workspace the
+** backward reads. Weights in the library's gate order (backend.h's gl_dnn_rnn). */
+
+static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
+                               const gl_array *b, const gl_array *h0, const gl_array *c0, gl_dnn_rnn *r,
+                               const gl_dnn **dnn) {
+  char s[GL_SHAPE_BUFSZ];
+  int G = kind == GL_DNN_LSTM ? 4 : 3;
+  if (x->ndim != 3 || x->shape[0] < 1)
+    return gl_fail(GL_EINVAL, "%s: the input must be (L, N, input_size) with L >= 1, got shape %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s));
+  GL_TRY(same_place(fn, x, wi, "weight_ih"));
+  GL_TRY(same_place(fn, x, wh, "weight_hh"));
+  GL_TRY(same_place(fn, x, b, "bias"));
+  GL_TRY(same_place(fn, x, h0, "h0"));
+  if (c0) GL_TRY(same_place(fn, x, c0, "c0"));
+  if (wh->ndim != 2 || wh->shape[0] != G * wh->shape[1])
+    return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
+                   gl_shape_str(wh->ndim, wh->shape, s));
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  r->L = x->shape[0];
+  r->N = x->shape[1];
+  r->I = x->shape[2];
+  r->H = wh->shape[1];
+  int64_t ws[2] = { G * r->H, r->I }, bs[1] = { 4 * r->H }, ss[2] = { r->N, r->H };
+  GL_TRY(want_shape(fn, wi, "weight_ih", 2, ws));
+  GL_TRY(want_shape(fn, b, "bias", 1, bs));
+  GL_TRY(want_shape(fn, h0, "h0", 2, ss));
+  if (c0) GL_TRY(want_shape(fn, c0, "c0", 2, ss));
+  if (r->N < 1 || r->I < 1 || r->H < 1)
+    return gl_fail(GL_EINVAL, "%s: the library's recurrent layers need N, input_size and hidden >= 1, got %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s));
+  return gl_op_dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_RNN, dnn);
+}
+
+gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
+                        const gl_array *b, const gl_array *h0, const gl_array *c0, bool reverse) {
+  const char *fn = kind == GL_DNN_LSTM ? "dnn.lstm" : "dnn.gru";
+  gl_dnn_rnn r;
+  const gl_dnn *dnn;
+  GL_TRY(dnn_rnn_check(fn, kind, x, wi, wh, b, h0, kind == GL_DNN_LSTM ? c0 : NULL, &r, &dnn));
+  r.reverse = reverse;
+  size_t nbytes = 0;
+  GL_TRY(dnn->rnn_workspace(&r, &nbytes));
+  gl_device dev = gl_array_device(x);
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  const gl_array *in[6] = { x, wi, wh, b, h0, c0 };
+  gl_status st = GL_OK;
+  for (int i = 0; i < 6 && st == GL_OK; i++)
+    if (in[i] != NULL && (i < 5 || kind == GL_DNN_LSTM)) st = contig(&g, i, in[i]);
+  int64_t ys[3] = { r.L + (kind == GL_DNN_LSTM), r.N, r.H }, wss[1] = { (int64_t)nbytes };
+  if (st == GL_OK) st = gl_array_alloc(y, GL_FLOAT32, 3, ys, dev);
+  if (st == GL_OK) st = gl_array_alloc(ws, GL_UINT8, 1, wss, dev);
+  if (st == GL_OK) {
+    r.x = gl_array_data(g.a[0]);
+    r.w_ih = gl_array_data(g.a[1]);
+    r.w_hh = gl_array_data(g.a[2]);
+    r.b = gl_array_data(g.a[3]);
+    r.h0 = gl_array_data(g.a[4]);
+    r.c0 = kind == GL_DNN_LSTM ? gl_array_data(g.a[5]) : NULL;
+    r.y = gl_array_data(y);
+    r.cn = kind == GL_DNN_LSTM ? (float *)r.y + r.L * r.N * r.H : NULL;
+    r.ws = gl_array_data(ws);
+    st = dnn->rnn_fwd(&r);
+  }
+  args_release(&g);
+  if (st != GL_OK) { gl_array_release(y); gl_array_release(ws); }
+  return st;
+}
+
+gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array *db, gl_array *dh0, gl_array *dc0,
+                            int kind, const gl_array *gy, const gl_array *y, const gl_array *ws, const gl_array *x,
+                            const gl_array *wi, const gl_array *wh, const gl_array *b, const gl_array *h0,
+                            const gl_array *c0, bool reverse) {
+  const char *fn = kind == GL_DNN_LSTM ? "dnn.lstm_backward" : "dnn.gru_backward";
+  bool lstm = kind == GL_DNN_LSTM;
+  gl_dnn_rnn r;
+  const gl_dnn *dnn;
+  GL_TRY(dnn_rnn_check(fn, kind, x, wi, wh, b, h0, lstm ? c0 : NULL, &r, &dnn));
+  r.reverse = reverse;
+  GL_TRY(same_place(fn, x, y, "the forward's output"));
+  GL_TRY(same_place(fn, x, gy, "grad_output"));
+  int64_t ys[3] = { r.L + lstm, r.N, r.H };
+  GL_TRY(want_shape(fn, y, "the forward's output", 3, ys));
+  GL_TRY(want_shape(fn, gy, "grad_output", 3, ys));
+  size_t nbytes = 0;
+  GL_TRY(dnn->rnn_workspace(&r, &nbytes));
+  int64_t wss[1] = { (int64_t)nbytes };
+  if (ws->dtype != GL_UINT8 || !gl_device_eq(gl_array_device(ws), gl_array_device(x)))
+    return gl_fail(GL_EINVAL, "%s: the workspace must be the forward's (uint8 on the input's device)", fn);
+  GL_TRY(want_shape(fn, ws, "the workspace", 1, wss));
+  gl_device dev = gl_array_device(x);
+  seq_args g, g2;
+  memset(&g, 0, sizeof g);
+  memset(&g2, 0, sizeof g2);
+  const gl_array *in[6] = { x, wi, wh, b, h0, c0 }, *in2[3] = { gy, y, ws };
+  gl_status st = GL_OK;
+  for (int i = 0; i < 6 && st == GL_OK; i++)
+    if (i < 5 || lstm) st = contig(&g, i, in[i]);
+  for (int i = 0; i < 3 && st == GL_OK; i++) st = contig(&g2, i, in2[i]);
+  int64_t xs[3] = { r.L, r.N, r.I }, wis[2] = { (lstm ? 4 : 3) * r.H, r.I }, whs[2] = { (lstm ? 4 : 3) * r.H, r.H };
+  int64_t bs[1] = { 4 * r.H }, ss[2] = { r.N, r.H };
+  if (st == GL_OK) st = gl_array_alloc(dx, GL_FLOAT32, 3, xs, dev);
+  if (st == GL_OK) st = gl_array_alloc(dwi, GL_FLOAT32, 2, wis, dev);
+  if (st == GL_OK) st = gl_array_alloc(dwh, GL_FLOAT32, 2, whs, dev);
+  if (st == GL_OK) st = gl_array_alloc(db, GL_FLOAT32, 1, bs, dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, GL_FLOAT32, 2, ss, dev);
+  if (st == GL_OK && lstm) st = gl_array_alloc(dc0, GL_FLOAT32, 2, ss, dev);
+  if (st == GL_OK) {
+    r.x = gl_array_data(g.a[0]);
+    r.w_ih = gl_array_data(g.a[1]);
+    r.w_hh = gl_array_data(g.a[2]);
+    r.b = gl_array_data(g.a[3]);
+    r.h0 = gl_array_data(g.a[4]);
+    r.c0 = lstm ? gl_array_data(g.a[5]) : NULL;
+    r.y = gl_array_data(g2.a[1]);
+    r.cn = lstm ? (float *)r.y + r.L * r.N * r.H : NULL;
+    r.ws = gl_array_data(g2.a[2]);
+    r.dy = gl_array_data(g2.a[0]);
+    r.dcn = lstm ? (const float *)r.dy + r.L * r.N * r.H : NULL;
+    r.dx = gl_array_data(dx);
+    r.dw_ih = gl_array_data(dwi);
+    r.dw_hh = gl_array_data(dwh);
+    r.db = gl_array_data(db);
+    r.dh0 = gl_array_data(dh0);
+    r.dc0 = lstm ? gl_array_data(dc0) : NULL;
+    st = dnn->rnn_bwd(&r);
+  }
+  args_release(&g);
+  args_release(&g2);
+  if (st != GL_OK) {
+    gl_array_release(dx); gl_array_release(dwi); gl_array_release(dwh); gl_array_release(db);
+    gl_array_release(dh0); gl_array_release(dc0);
+  }
+  return st;
+}

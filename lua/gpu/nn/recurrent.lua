@@ -60,11 +60,59 @@ end
 
 local function cols(a, g, H) return a[{ ":", { (g - 1) * H + 1, g * H } }] end
 
+-- Whether a layer direction runs through the device's library (gpu.dnn.lstm / gru: oneDNN on
+-- the cpu, float32): m.dnn = true / false forces it; nil takes it where it was measured
+-- faster than the fused loop (DNN_DEFAULT, doc/STATUS-seq.md). GPULUA_DNNL=0 (no library)
+-- always leaves the fused loop.
+local DNN_DEFAULT = { LSTM = false, GRU = false }
+local dnn_ok_cache = {}
+local function dnn_ok(self, x, h)
+  local want = self.dnn
+  if want == nil then want = DNN_DEFAULT[self.mode] end
+  if not want or x.dtype ~= "float32" or h.dtype ~= "float32" or x.shape[2] == 0 then return false end
+  local dev = x.device
+  local ok = dnn_ok_cache[dev]
+  if ok == nil then
+    ok = gpu.dnn.available(dev, "float32", "rnn") == true
+    dnn_ok_cache[dev] = ok
+  end
+  return ok
+end
+
+-- PyTorch's GRU blocks (r, z, n) of a (3H, ...) array in the library's order (z, r, n).
+local function zrn(a, H)
+  return gpu.concat({ a[{ { H + 1, 2 * H } }], a[{ { 1, H } }], a[{ { 2 * H + 1, 3 * H } }] }, 1)
+end
+
+-- The layer direction through gpu.dnn.lstm / gru: outputs (L, N, H), h_n [, c_n].
+local function run_dnn(self, xs, p, h, c, reverse)
+  local kind, H, L = self.mode, self.hidden_size, xs.shape[1]
+  local o = reverse and REVERSE or nil
+  local last = reverse and 1 or L
+  local b
+  if kind == "LSTM" then
+    b = p.b_ih and p.b_ih + p.b_hh or gpu.zeros(4 * H, { dtype = xs.dtype, device = xs.device })
+    local y = gpu.dnn.lstm(xs, p.w_ih, p.w_hh, b, h, c, o)          -- (L + 1, N, H): h_t, then c_n
+    local out = y[{ { 1, L } }]
+    return out, out[last], y[L + 1]
+  end
+  if p.b_ih then
+    local bi, bh = p.b_ih, p.b_hh
+    local zr = bi[{ { 1, 2 * H } }] + bh[{ { 1, 2 * H } }]
+    b = gpu.concat({ zr[{ { H + 1, 2 * H } }], zr[{ { 1, H } }], bi[{ { 2 * H + 1, 3 * H } }], bh[{ { 2 * H + 1, 3 * H } }] }, 1)
+  else
+    b = gpu.zeros(4 * H, { dtype = xs.dtype, device = xs.device })
+  end
+  local y = gpu.dnn.gru(xs, zrn(p.w_ih, H), zrn(p.w_hh, H), b, h, o)   -- (L, N, H)
+  return y, y[last]
+end
+
 -- Runs a layer direction over xs (L, N, in) from h (N, H) [and c (N, H)]: returns the
 -- outputs (L, N, H) in time order and the final h [, c].
 local function run_direction(self, xs, p, h, c, reverse)
   local kind, H = self.mode, self.hidden_size
   local L = xs.shape[1]
+  if kind ~= "RNN" and self.fused ~= false and dnn_ok(self, xs, h) then return run_dnn(self, xs, p, h, c, reverse) end
   local bias_in = p.b_ih
   if kind ~= "GRU" and p.b_ih ~= nil then bias_in = p.b_ih + p.b_hh end
   local xp = fused.linear(xs, p.w_ih, bias_in)                     -- (L, N, G H)
@@ -255,5 +303,7 @@ rnn_class("GRU")
 -- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm,
 -- gru, rnn (the reference the fused loops are checked against)
 Rec.RNN.fused, Rec.LSTM.fused, Rec.GRU.fused = true, true, true
+-- nn.LSTM.dnn / nn.GRU.dnn (or m.dnn) = true / false: through the device's library
+-- (gpu.dnn.lstm / gru) or not; nil: where measured faster (see dnn_ok)
 
 return Rec
