@@ -227,6 +227,21 @@ samples["fused.lstm"] = function(dev)
     return a * a + b
   end, { S(dev, 3, 2, 8), U(dev, -0.8, 0.8, 8, 2), S(dev, 2, 2), S(dev, 2, 2) }
 end
+-- the library's LSTM and GRU run only where it takes float64 (oneDNN: float32 only; the cpu's
+-- gradients are checked against the fused loops' in spec/seq_spec.lua)
+for _, n in ipairs { "dnn.lstm", "dnn.gru" } do
+  samples[n] = function(dev)
+    if gpu.dnn.available(dev, "float64", "rnn") ~= true then return nil end
+    local G = n == "dnn.lstm" and 4 or 3
+    if n == "dnn.lstm" then
+      return function(x, wi, wh, b, h0, c0) return (gpu.dnn.lstm(x, wi, wh, b, h0, c0)) end,
+        { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, 8, 2), U(dev, -0.8, 0.8, 8, 2), S(dev, 8), S(dev, 2, 2), S(dev, 2, 2) }
+    end
+    return function(x, wi, wh, b, h0) return (gpu.dnn.gru(x, wi, wh, b, h0)) end,
+      { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, G * 2, 2), U(dev, -0.8, 0.8, G * 2, 2), S(dev, 8), S(dev, 2, 2) }
+  end
+  first_order_only[n] = true
+end
 -- the fused GRU and RNN layers likewise (GRU with and without b_hh; RNN tanh and relu)
 samples["fused.gru"] = function(dev)
   return function(xp, w, b, h0)
@@ -263,6 +278,7 @@ describe("gpu.autograd.rules", function()
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
       ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,
       ["fused.gru_backward"] = true, ["fused.rnn_backward"] = true,
+      ["dnn.lstm_backward"] = true, ["dnn.gru_backward"] = true,
     }
     local unexpected = {}
     for _, n in ipairs(missing) do if not refused[n] then unexpected[#unexpected + 1] = n end end

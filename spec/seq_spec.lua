@@ -225,6 +225,7 @@ for _, dev in ipairs(h.devices()) do
         local name = "fused." .. kind:lower()
         for _, dt in ipairs { "float32", "float64", "bfloat16" } do
           local m = nn[kind](3, 4, { num_layers = 2, dtype = dt, device = dev })
+          m.dnn = false                        -- (float32 GRU: the library's where it has one)
           assert.equal(dt ~= "bfloat16", ops_of(m, dt)[name] ~= nil, kind .. " " .. dt)
           m.fused = false
           assert.is_nil(ops_of(m, dt)[name])
@@ -333,6 +334,140 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 end
+
+-- oneDNN's LSTM and GRU (gpu.dnn.lstm / gru, the cpu's default for float32 where the library
+-- loads) against the fused loops (m.dnn = false) on the same float32 inputs: outputs, states and
+-- every gradient. Without oneDNN (GPULUA_DNNL=0) both sides are the fused loop.
+describe("oneDNN's LSTM and GRU on the cpu", function()
+  local onednn = gpu.dnn.available("cpu", "float32", "rnn") == true
+  local o32 = { dtype = "float32", device = "cpu" }
+  -- runs m on x [, state] with dnn on or off: {y, h_n [, c_n], x.grad, state grads, parameter grads}
+  local function run(m, x, st, gy, dnn)
+    m.dnn = dnn
+    m:zero_grad()
+    x.grad = nil
+    local y, s = m(x, st)
+    local hn = m.mode == "LSTM" and s[1] or s
+    local loss = (y * gy):sum() + (hn * hn):sum()
+    if m.mode == "LSTM" then loss = loss + (s[2] * s[2] * 3):sum() end
+    loss:backward()
+    local r = { y, hn, x.grad }
+    if m.mode == "LSTM" then r[#r + 1] = s[2] end
+    if st then
+      for _, a in ipairs(m.mode == "LSTM" and st or { st }) do r[#r + 1] = a.grad; a.grad = nil end
+    end
+    for _, p in ipairs(m:parameters()) do r[#r + 1] = p.grad end
+    return r
+  end
+  local shapes = {
+    { L = 1, N = 1, I = 1, H = 1 }, { L = 7, N = 3, I = 5, H = 4 }, { L = 4, N = 2, I = 8, H = 16 },
+    { L = 12, N = 5, I = 3, H = 33 },
+  }
+  local configs = {
+    {}, { bidirectional = true }, { num_layers = 2 }, { num_layers = 2, bidirectional = true, batch_first = true },
+    { bias = false }, { num_layers = 3, batch_first = true },
+  }
+  for _, kind in ipairs { "LSTM", "GRU" } do
+    it(kind .. " agrees with the fused loop: shapes x layers, directions, batch_first, bias, initial state", function()
+      local seed = 0
+      for si, sh in ipairs(shapes) do
+        for ci, cf in ipairs(configs) do
+          seed = seed + 1
+          local o = { dtype = "float32", device = "cpu" }
+          for k, v in pairs(cf) do o[k] = v end
+          local m = nn[kind](sh.I, sh.H, o)
+          local g = gpu.random.Generator(seed)
+          local D, Lr = cf.bidirectional and 2 or 1, cf.num_layers or 1
+          local xs = cf.batch_first and { sh.N, sh.L, sh.I } or { sh.L, sh.N, sh.I }
+          local x = g:normal(0, 1, xs, o32):requires_grad()
+          local ys = cf.batch_first and { sh.N, sh.L, D * sh.H } or { sh.L, sh.N, D * sh.H }
+          local gy = g:normal(0, 1, ys, o32)
+          local st
+          if (si + ci) % 2 == 0 then             -- an initial state every other case
+            local function s0() return g:normal(0, 1, { Lr * D, sh.N, sh.H }, o32):requires_grad() end
+            st = kind == "LSTM" and { s0(), s0() } or s0()
+          end
+          local a, b = run(m, x, st, gy, true), run(m, x, st, gy, false)
+          assert.equal(#b, #a)
+          for i = 1, #a do
+            assert(h.close(a[i], b[i], 2e-4), ("%s shape %d config %d: result %d differs"):format(kind, si, ci, i))
+          end
+        end
+      end
+    end)
+  end
+  it("is taken for float32 LSTM and GRU where the library loads, and not for float64, RNN or m.dnn = false", function()
+    local function ops_of(m, dt)
+      local x = gpu.ones(4, 2, 3, { dtype = dt })
+      return gpu.profile(function() return m(x) end, { quiet = true }).ops
+    end
+    for _, kind in ipairs { "LSTM", "GRU" } do
+      local name, fname = "dnn." .. kind:lower(), "fused." .. kind:lower()
+      local m = nn[kind](3, 4, { num_layers = 2, bidirectional = true })
+      local ops = ops_of(m, "float32")
+      assert.equal(onednn, ops[name] ~= nil, kind)
+      assert.equal(not onednn, ops[fname] ~= nil, kind)
+      m.dnn = false
+      ops = ops_of(m, "float32")
+      assert.is_nil(ops[name])
+      assert.is_not_nil(ops[fname])
+      local m64 = nn[kind](3, 4, { dtype = "float64" })
+      ops = ops_of(m64, "float64")
+      assert.is_nil(ops[name])
+      assert.is_not_nil(ops[fname])
+      gpu.dnn.enabled = false
+      local ok, err = pcall(ops_of, nn[kind](3, 4), "float32")
+      gpu.dnn.enabled = true
+      assert(ok, err)
+      assert.is_nil(err[name])
+    end
+    assert.is_nil(ops_of(nn.RNN(3, 4), "float32")["dnn.rnn"])
+    assert.equal(onednn and "onednn" or "fused loop", (gpu.config().rnn:gsub(" %(.*", "")))
+  end)
+  it("GPULUA_DNNL=0 leaves the fused loop, with the same numbers; gpulua -e '' loads nothing", function()
+    local BIN = os.getenv("GPULUA_BIN") or "./gpulua"
+    local code = "gpu.random.seed(5); local g = gpu.random.Generator(5); local m = gpu.nn.LSTM(3, 4, {num_layers = 2}); "
+      .. "local y, s = m(g:normal(0, 1, {6, 2, 3})); local r = gpu.nn.GRU(3, 4)(g:normal(0, 1, {6, 2, 3})); "
+      .. "io.write(gpu.config().rnn, '|', ('%.5f %.5f %.5f'):format(y:sum():item(), s[2]:sum():item(), r:sum():item()))"
+    local function lua(env) return h.run(env .. " " .. BIN .. " -e '" .. code:gsub("'", "'\\''") .. "'") end
+    local st, off = lua("GPULUA_DNNL=0")
+    assert.equal(0, st)
+    assert.matches("^fused loop %(cpu; GPULUA_DNNL=0 turns oneDNN off%)|", off)
+    local st2, on = lua("")
+    assert.equal(0, st2)
+    if onednn then assert.matches("^onednn|", on) end
+    local a, b = {}, {}
+    for v in off:match("|(.*)"):gmatch("%S+") do a[#a + 1] = tonumber(v) end
+    for v in on:match("|(.*)"):gmatch("%S+") do b[#b + 1] = tonumber(v) end
+    assert.equal(3, #a)
+    for i = 1, 3 do assert(math.abs(a[i] - b[i]) < 1e-4, off .. " vs " .. on) end
+    local st3, maps = h.run(BIN .. " -e 'local n = 0; for l in io.lines(\"/proc/self/maps\") do "
+      .. "if l:find(\"libdnnl\", 1, true) then n = n + 1 end end; io.write(n)'")
+    assert.equal(0, st3)
+    assert.equal("0", maps)
+  end)
+  it("gpu.dnn.lstm and gru name the function and the fault, arguments unchanged", function()
+    local x, wi, wh, b, h0 = gpu.ones(3, 2, 1), gpu.zeros(4, 1), gpu.zeros(4, 1), gpu.zeros(4), gpu.zeros(2, 1)
+    h.fails({ "dnn.lstm", "bias has shape (3,), expected (4,)" }, gpu.dnn.lstm, x, wi, wh, gpu.zeros(3), h0, h0)
+    h.fails({ "dnn.lstm", "weight_ih has shape (4,2), expected (4,1)" }, gpu.dnn.lstm, x, gpu.zeros(4, 2), wh, b, h0, h0)
+    h.fails({ "dnn.gru", "weight_hh must be (3 hidden, hidden), got shape (4,1)" }, gpu.dnn.gru, x, wi, wh, b, h0)
+    h.fails({ "dnn.lstm", "h0 is float64, expected float32" }, gpu.dnn.lstm, x, wi, wh, b, h0:astype("float64"), h0)
+    h.fails({ "dnn.lstm", "c0 has shape (3,1), expected (2,1)" }, gpu.dnn.lstm, x, wi, wh, b, h0, gpu.zeros(3, 1))
+    h.fails({ "dnn.lstm", "L >= 1" }, gpu.dnn.lstm, gpu.ones(0, 2, 1), wi, wh, b, h0, h0)
+    h.fails({ "dnn.gru", "unknown option 'reversed'" }, gpu.dnn.gru, x, gpu.zeros(3, 1), gpu.zeros(3, 1), b, h0,
+      { reversed = true })
+    if onednn then
+      h.fails({ "dnn.lstm", "float64", "recurrent layers" }, gpu.dnn.lstm, x:astype("float64"), wi:astype("float64"),
+        wh:astype("float64"), b:astype("float64"), h0:astype("float64"), h0:astype("float64"))
+      local y, ws = gpu.dnn.lstm(x, wi, wh, b, h0, h0)
+      h.fails({ "dnn.lstm_backward", "workspace" }, gpu.dnn.lstm_backward, y, y, gpu.zeros(3), x, wi, wh, b, h0, h0)
+      h.fails({ "dnn.lstm_backward", "grad_output has shape (3,2,1), expected (4,2,1)" }, gpu.dnn.lstm_backward, x, y, ws,
+        x, wi, wh, b, h0, h0)
+    end
+    assert.same({ 3, 2, 1 }, x.shape)
+    assert.equal(0, wi:abs():sum():item())
+  end)
+end)
 
 describe("seq layers: cpu/cuda parity", function()
   local have_cuda = false

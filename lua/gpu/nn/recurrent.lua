@@ -61,15 +61,13 @@ end
 local function cols(a, g, H) return a[{ ":", { (g - 1) * H + 1, g * H } }] end
 
 -- Whether a layer direction runs through the device's library (gpu.dnn.lstm / gru: oneDNN on
--- the cpu, float32): m.dnn = true / false forces it; nil takes it where it was measured
--- faster than the fused loop (DNN_DEFAULT, doc/STATUS-seq.md). GPULUA_DNNL=0 (no library)
--- always leaves the fused loop.
-local DNN_DEFAULT = { LSTM = false, GRU = false }
+-- the cpu, float32): where it has one, as it was measured faster than the fused loop at 1 and
+-- 2 threads (doc/STATUS-seq.md); m.dnn = false, gpu.dnn.enabled = false or GPULUA_DNNL=0
+-- leave the fused loop (gpu.config().rnn says which).
 local dnn_ok_cache = {}
 local function dnn_ok(self, x, h)
-  local want = self.dnn
-  if want == nil then want = DNN_DEFAULT[self.mode] end
-  if not want or x.dtype ~= "float32" or h.dtype ~= "float32" or x.shape[2] == 0 then return false end
+  if self.dnn == false or gpu.dnn.enabled == false then return false end
+  if x.dtype ~= "float32" or h.dtype ~= "float32" or x.shape[2] == 0 then return false end
   local dev = x.device
   local ok = dnn_ok_cache[dev]
   if ok == nil then
@@ -303,7 +301,7 @@ rnn_class("GRU")
 -- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm,
 -- gru, rnn (the reference the fused loops are checked against)
 Rec.RNN.fused, Rec.LSTM.fused, Rec.GRU.fused = true, true, true
--- nn.LSTM.dnn / nn.GRU.dnn (or m.dnn) = true / false: through the device's library
--- (gpu.dnn.lstm / gru) or not; nil: where measured faster (see dnn_ok)
+-- m.dnn = false (nn.LSTM.dnn, nn.GRU.dnn for all): never through the device's library
+-- (gpu.dnn.lstm / gru), the fused loop instead
 
 return Rec
