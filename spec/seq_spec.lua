@@ -446,6 +446,27 @@ describe("oneDNN's LSTM and GRU on the cpu", function()
     assert.equal(0, st3)
     assert.equal("0", maps)
   end)
+  it("GPULUA_DNNL_REFUSE=1: a case oneDNN refuses falls back to the fused loop, same numbers", function()
+    local BIN = os.getenv("GPULUA_BIN") or "./gpulua"
+    local code = "gpu.random.seed(7); local g = gpu.random.Generator(7); local x = g:normal(0, 1, {5, 2, 3}); "
+      .. "local m, r = gpu.nn.LSTM(3, 4, {bidirectional = true}), gpu.nn.GRU(3, 4); local y, s, y2; "
+      .. "local rep = gpu.profile(function() y, s = m(x); y2 = r(x) end, {quiet = true}); "
+      .. "io.write(tostring(rep.ops['dnn.lstm'] ~= nil), ' ', tostring(rep.ops['fused.lstm'] ~= nil), ' ', "
+      .. "tostring(rep.ops['fused.gru'] ~= nil), ' ', ('%.5f %.5f %.5f'):format(y:sum():item(), s[2]:sum():item(), "
+      .. "y2:sum():item()))"
+    local function lua(env) return h.run(env .. " " .. BIN .. " -e '" .. code:gsub("'", "'\\''") .. "'") end
+    local st, refused = lua("GPULUA_DNNL_REFUSE=1")
+    assert.equal(0, st, refused)
+    assert.matches("^false true true ", refused)
+    local st2, normal = lua("")
+    assert.equal(0, st2, normal)
+    if onednn then assert.matches("^true false false ", normal) end
+    local a, b = {}, {}
+    for v in refused:gmatch("%-?%d+%.%d+") do a[#a + 1] = tonumber(v) end
+    for v in normal:gmatch("%-?%d+%.%d+") do b[#b + 1] = tonumber(v) end
+    assert.equal(3, #a)
+    for i = 1, 3 do assert(math.abs(a[i] - b[i]) < 1e-4, refused .. " vs " .. normal) end
+  end)
   it("gpu.dnn.lstm and gru name the function and the fault, arguments unchanged", function()
     local x, wi, wh, b, h0 = gpu.ones(3, 2, 1), gpu.zeros(4, 1), gpu.zeros(4, 1), gpu.zeros(4), gpu.zeros(2, 1)
     h.fails({ "dnn.lstm", "bias has shape (3,), expected (4,)" }, gpu.dnn.lstm, x, wi, wh, gpu.zeros(3), h0, h0)

@@ -63,7 +63,7 @@ local function cols(a, g, H) return a[{ ":", { (g - 1) * H + 1, g * H } }] end
 -- Whether a layer direction runs through the device's library (gpu.dnn.lstm / gru: oneDNN on
 -- the cpu, float32): where it has one, as it was measured faster than the fused loop at 1 and
 -- 2 threads (doc/STATUS-seq.md); m.dnn = false, gpu.dnn.enabled = false or GPULUA_DNNL=0
--- leave the fused loop (gpu.config().rnn says which).
+-- leave the fused loop (gpu.config().rnn says which), and so does a case the library refuses.
 local dnn_ok_cache = {}
 local function dnn_ok(self, x, h)
   if self.dnn == false or gpu.dnn.enabled == false then return false end
@@ -82,7 +82,17 @@ local function zrn(a, H)
   return gpu.concat({ a[{ { H + 1, 2 * H } }], a[{ { 1, H } }], a[{ { 2 * H + 1, 3 * H } }] }, 1)
 end
 
--- The layer direction through gpu.dnn.lstm / gru: outputs (L, N, H), h_n [, c_n].
+-- A call of gpu.dnn.lstm / gru, or nil where the library refuses the case (the caller then
+-- takes the fused loop); other errors go on.
+local function dnn_call(f, ...)
+  local ok, y = pcall(f, ...)
+  if ok then return y end
+  if tostring(y):find("oneDNN has no", 1, true) then return nil end
+  error(y, 0)
+end
+
+-- The layer direction through gpu.dnn.lstm / gru: outputs (L, N, H), h_n [, c_n]; nil where
+-- the library refuses it.
 local function run_dnn(self, xs, p, h, c, reverse)
   local kind, H, L = self.mode, self.hidden_size, xs.shape[1]
   local o = reverse and REVERSE or nil
@@ -90,7 +100,8 @@ local function run_dnn(self, xs, p, h, c, reverse)
   local b
   if kind == "LSTM" then
     b = p.b_ih and p.b_ih + p.b_hh or gpu.zeros(4 * H, { dtype = xs.dtype, device = xs.device })
-    local y = gpu.dnn.lstm(xs, p.w_ih, p.w_hh, b, h, c, o)          -- (L + 1, N, H): h_t, then c_n
+    local y = dnn_call(gpu.dnn.lstm, xs, p.w_ih, p.w_hh, b, h, c, o)  -- (L + 1, N, H): h_t, then c_n
+    if y == nil then return nil end
     local out = y[{ { 1, L } }]
     return out, out[last], y[L + 1]
   end
@@ -101,7 +112,8 @@ local function run_dnn(self, xs, p, h, c, reverse)
   else
     b = gpu.zeros(4 * H, { dtype = xs.dtype, device = xs.device })
   end
-  local y = gpu.dnn.gru(xs, zrn(p.w_ih, H), zrn(p.w_hh, H), b, h, o)   -- (L, N, H)
+  local y = dnn_call(gpu.dnn.gru, xs, zrn(p.w_ih, H), zrn(p.w_hh, H), b, h, o)   -- (L, N, H)
+  if y == nil then return nil end
   return y, y[last]
 end
 
@@ -110,7 +122,10 @@ end
 local function run_direction(self, xs, p, h, c, reverse)
   local kind, H = self.mode, self.hidden_size
   local L = xs.shape[1]
-  if kind ~= "RNN" and self.fused ~= false and dnn_ok(self, xs, h) then return run_dnn(self, xs, p, h, c, reverse) end
+  if kind ~= "RNN" and self.fused ~= false and dnn_ok(self, xs, h) then
+    local out, hl, cl = run_dnn(self, xs, p, h, c, reverse)
+    if out ~= nil then return out, hl, cl end
+  end
   local bias_in = p.b_ih
   if kind ~= "GRU" and p.b_ih ~= nil then bias_in = p.b_ih + p.b_hh end
   local xp = fused.linear(xs, p.w_ih, bias_in)                     -- (L, N, G H)

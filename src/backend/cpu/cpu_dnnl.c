@@ -79,7 +79,7 @@ static char load_msg[256];
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static bool pool_onednn;              /* GPULUA_DNNL_POOL=1 */
-static bool refuse_conv;              /* GPULUA_DNNL_REFUSE=1: every convolution refused (testing) */
+static bool refuse_conv;              /* GPULUA_DNNL_REFUSE=1: every convolution and LSTM/GRU refused (testing) */
 
 static void dnnl_load(void) {
   const char *env = getenv("GPULUA_DNNL");
@@ -1023,7 +1023,8 @@ static gl_status rnn_entry(bool backward, const gl_dnn_rnn *r, int nt, entry **o
   rnn_key(key, op, r, nt);
   entry *e = cache_find(key);
   if (e->stamp == 0) {
-    dnnl_status_t s = rnn_build(e, backward, r);
+    /* GPULUA_DNNL_REFUSE=1 reaches nn's fallback (the fused loop) in the specs */
+    dnnl_status_t s = refuse_conv ? dnnl_unimplemented : rnn_build(e, backward, r);
     if (s != dnnl_success) {
       entry_clear(e);
       *out = NULL;
