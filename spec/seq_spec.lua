@@ -454,12 +454,15 @@ describe("oneDNN's LSTM and GRU on the cpu", function()
       .. "io.write(tostring(rep.ops['dnn.lstm'] ~= nil), ' ', tostring(rep.ops['fused.lstm'] ~= nil), ' ', "
       .. "tostring(rep.ops['fused.gru'] ~= nil), ' ', ('%.5f %.5f %.5f'):format(y:sum():item(), s[2]:sum():item(), "
       .. "y2:sum():item()))"
-    local function lua(env) return h.run(env .. " " .. BIN .. " -e '" .. code:gsub("'", "'\\''") .. "'") end
-    local st, refused = lua("GPULUA_DNNL_REFUSE=1")
-    assert.equal(0, st, refused)
+    -- (under `make test-asan` LeakSanitizer's tracer crashed at this child's exit, only when
+    -- started from busted: leaks of these paths are checked in this process instead)
+    local san = os.getenv("GPULUA_ASAN") and (" ASAN_OPTIONS=%s:detect_leaks=0"):format(os.getenv("ASAN_OPTIONS") or "") or ""
+    local function lua(env) return h.run(env .. san .. " " .. BIN .. " -e '" .. code:gsub("'", "'\\''") .. "'") end
+    local st, refused, err = lua("GPULUA_DNNL_REFUSE=1")
+    assert.equal(0, st, refused .. err)
     assert.matches("^false true true ", refused)
-    local st2, normal = lua("")
-    assert.equal(0, st2, normal)
+    local st2, normal, err2 = lua("")
+    assert.equal(0, st2, normal .. err2)
     if onednn then assert.matches("^true false false ", normal) end
     local a, b = {}, {}
     for v in refused:gmatch("%-?%d+%.%d+") do a[#a + 1] = tonumber(v) end
