@@ -81,6 +81,14 @@ static gl_status contig(seq_args *g, int i, const gl_array *x) {
   return gl_op_as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
 }
 
+/* Operands x[0..n) made contiguous into g->a[0..n) (a NULL stays NULL). */
+static gl_status contig_all(seq_args *g, int n, const gl_array *const *x) {
+  gl_status st = GL_OK;
+  for (int i = 0; i < n && st == GL_OK; i++)
+    if (x[i] != NULL) st = contig(g, i, x[i]);
+  return st;
+}
+
 static void args_release(seq_args *g) {
   for (int i = 0; i < 6; i++) gl_array_release(&g->tmp[i]);
 }
@@ -127,10 +135,8 @@ gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl
   memset(&g, 0, sizeof g);
   gl_array hw = { 0 };
   int64_t hcs[4] = { L, N, 2, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 4 * H };
-  gl_status st = contig(&g, 0, xp);
-  if (st == GL_OK) st = contig(&g, 1, w);
-  if (st == GL_OK) st = contig(&g, 2, h0);
-  if (st == GL_OK) st = contig(&g, 3, c0);
+  const gl_array *in[4] = { xp, w, h0, c0 };
+  gl_status st = contig_all(&g, 4, in);
   if (st == GL_OK) st = gl_array_alloc(hc, dt, 4, hcs, dev);
   if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
@@ -186,12 +192,8 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
   int64_t gs[3] = { L, N, 4 * H }, ws[2] = { 4 * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
-  gl_status st = contig(&g, 0, ghc);
-  if (st == GL_OK) st = contig(&g, 1, gates);
-  if (st == GL_OK) st = contig(&g, 2, hc);
-  if (st == GL_OK) st = contig(&g, 3, w);
-  if (st == GL_OK) st = contig(&g, 4, h0);
-  if (st == GL_OK) st = contig(&g, 5, c0);
+  const gl_array *in[6] = { ghc, gates, hc, w, h0, c0 };
+  gl_status st = contig_all(&g, 6, in);
   if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
   if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
@@ -267,10 +269,8 @@ gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_
   memset(&g, 0, sizeof g);
   gl_array hw = { 0 };
   int64_t hss[3] = { L, N, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 3 * H };
-  gl_status st = contig(&g, 0, xp);
-  if (st == GL_OK) st = contig(&g, 1, w);
-  if (st == GL_OK) st = contig(&g, 2, h0);
-  if (st == GL_OK && b != NULL) st = contig(&g, 3, b);
+  const gl_array *in[4] = { xp, w, h0, b };
+  gl_status st = contig_all(&g, 4, in);
   if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
   if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
@@ -335,11 +335,8 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
   int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, bs[1] = { 3 * H }, ss[2] = { N, H };
-  gl_status st = contig(&g, 0, ghs);
-  if (st == GL_OK) st = contig(&g, 1, gates);
-  if (st == GL_OK) st = contig(&g, 2, hs);
-  if (st == GL_OK) st = contig(&g, 3, w);
-  if (st == GL_OK) st = contig(&g, 4, h0);
+  const gl_array *in[5] = { ghs, gates, hs, w, h0 };
+  gl_status st = contig_all(&g, 5, in);
   if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, xs, dev);
   if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
   if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
@@ -409,9 +406,8 @@ gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const g
   memset(&g, 0, sizeof g);
   gl_array hw = { 0 };
   int64_t hss[3] = { L, N, H }, hws[2] = { N, H };
-  gl_status st = contig(&g, 0, xp);
-  if (st == GL_OK) st = contig(&g, 1, w);
-  if (st == GL_OK) st = contig(&g, 2, h0);
+  const gl_array *in[3] = { xp, w, h0 };
+  gl_status st = contig_all(&g, 3, in);
   if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
   if (st == GL_OK && N > 0 && H > 0) {
@@ -456,10 +452,8 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
   int64_t ws[2] = { H, H }, ss[2] = { N, H };
-  gl_status st = contig(&g, 0, ghs);
-  if (st == GL_OK) st = contig(&g, 1, hs);
-  if (st == GL_OK) st = contig(&g, 2, w);
-  if (st == GL_OK) st = contig(&g, 3, h0);
+  const gl_array *in[4] = { ghs, hs, w, h0 };
+  gl_status st = contig_all(&g, 4, in);
   if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, hss, dev);
   if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
   if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
@@ -544,10 +538,8 @@ gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, 
   gl_device dev = gl_array_device(x);
   seq_args g;
   memset(&g, 0, sizeof g);
-  const gl_array *in[6] = { x, wi, wh, b, h0, c0 };
-  gl_status st = GL_OK;
-  for (int i = 0; i < 6 && st == GL_OK; i++)
-    if (in[i] != NULL && (i < 5 || kind == GL_DNN_LSTM)) st = contig(&g, i, in[i]);
+  const gl_array *in[6] = { x, wi, wh, b, h0, kind == GL_DNN_LSTM ? c0 : NULL };
+  gl_status st = contig_all(&g, 6, in);
   int64_t ys[3] = { r.L + (kind == GL_DNN_LSTM), r.N, r.H }, wss[1] = { (int64_t)nbytes };
   if (st == GL_OK) st = gl_array_alloc(y, GL_FLOAT32, 3, ys, dev);
   if (st == GL_OK) st = gl_array_alloc(ws, GL_UINT8, 1, wss, dev);
@@ -593,11 +585,9 @@ gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array
   seq_args g, g2;
   memset(&g, 0, sizeof g);
   memset(&g2, 0, sizeof g2);
-  const gl_array *in[6] = { x, wi, wh, b, h0, c0 }, *in2[3] = { gy, y, ws };
-  gl_status st = GL_OK;
-  for (int i = 0; i < 6 && st == GL_OK; i++)
-    if (i < 5 || lstm) st = contig(&g, i, in[i]);
-  for (int i = 0; i < 3 && st == GL_OK; i++) st = contig(&g2, i, in2[i]);
+  const gl_array *in[6] = { x, wi, wh, b, h0, lstm ? c0 : NULL }, *in2[3] = { gy, y, ws };
+  gl_status st = contig_all(&g, 6, in);
+  if (st == GL_OK) st = contig_all(&g2, 3, in2);
   int64_t xs[3] = { r.L, r.N, r.I }, wis[2] = { (lstm ? 4 : 3) * r.H, r.I }, whs[2] = { (lstm ? 4 : 3) * r.H, r.H };
   int64_t bs[1] = { 4 * r.H }, ss[2] = { r.N, r.H };
   if (st == GL_OK) st = gl_array_alloc(dx, GL_FLOAT32, 3, xs, dev);
