@@ -478,6 +478,8 @@ describe("oneDNN's LSTM and GRU on the cpu", function()
     h.fails({ "dnn.lstm", "h0 is float64, expected float32" }, gpu.dnn.lstm, x, wi, wh, b, h0:astype("float64"), h0)
     h.fails({ "dnn.lstm", "c0 has shape (3,1), expected (2,1)" }, gpu.dnn.lstm, x, wi, wh, b, h0, gpu.zeros(3, 1))
     h.fails({ "dnn.lstm", "L >= 1" }, gpu.dnn.lstm, gpu.ones(0, 2, 1), wi, wh, b, h0, h0)
+    h.fails({ "dnn.lstm", "too big" }, gpu.dnn.lstm, gpu.ones(1, 1, 1):expand(2 ^ 30, 2 ^ 12, 1), wi, wh, b,
+      gpu.zeros(2 ^ 12, 1), gpu.zeros(2 ^ 12, 1))
     h.fails({ "dnn.gru", "unknown option 'reversed'" }, gpu.dnn.gru, x, gpu.zeros(3, 1), gpu.zeros(3, 1), b, h0,
       { reversed = true })
     if onednn then

@@ -523,6 +523,11 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
   if (r->N < 1 || r->I < 1 || r->H < 1)
     return gl_fail(GL_EINVAL, "%s: the library's recurrent layers need N, input_size and hidden >= 1, got %s", fn,
                    gl_shape_str(x->ndim, x->shape, s));
+  /* (an expanded view can claim more than memory holds: refused before the library plans it) */
+  const int64_t lim = (int64_t)1 << 40;
+  if (r->L > lim / r->N || r->I > lim / 4 || r->H > lim / 8 || r->L * r->N > lim / (r->I + 4 * r->H))
+    return gl_fail(GL_ETOOBIG, "input %s with hidden %lld is too big", gl_shape_str(x->ndim, x->shape, s),
+                   (long long)r->H);
   return gl_op_dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_RNN, dnn);
 }
 
