@@ -1,25 +1,35 @@
 /*
-** rnn.cu — the fused LSTM cell on the GPU: one time step over (N, H), one thread per
-** (row, unit) in a grid-stride loop through kernels/rnn.h's element math (the CPU's), forward
-** or backward. src/ops/rnn.c runs the time loop; the GEMMs of each step are cuBLAS's.
+** rnn.cu — the fused recurrent cells on the GPU (LSTM, GRU, Elman RNN): one time step over
+** (N, H), one thread per (row, unit) in a grid-stride loop through kernels/rnn.h's element
+** math (the CPU's), forward or backward. src/ops/rnn.c runs the time loop; the GEMMs of each
+** step are cuBLAS's.
 */
 #include "cuda_common.cuh"
 #include "rnn.h"
 
+/* The element functions of each cell by value type. */
 template <class T> struct gl_rnn;
 template <> struct gl_rnn<float> {
   static __device__ __forceinline__ void fwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_fwd_f32(s, r, j); }
   static __device__ __forceinline__ void bwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_bwd_f32(s, r, j); }
+  static __device__ __forceinline__ void fwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_fwd_f32(s, r, j); }
+  static __device__ __forceinline__ void bwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_bwd_f32(s, r, j); }
+  static __device__ __forceinline__ void fwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_fwd_f32(s, r, j); }
+  static __device__ __forceinline__ void bwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_bwd_f32(s, r, j); }
 };
 template <> struct gl_rnn<double> {
   static __device__ __forceinline__ void fwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_fwd_f64(s, r, j); }
   static __device__ __forceinline__ void bwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_bwd_f64(s, r, j); }
+  static __device__ __forceinline__ void fwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_fwd_f64(s, r, j); }
+  static __device__ __forceinline__ void bwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_bwd_f64(s, r, j); }
+  static __device__ __forceinline__ void fwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_fwd_f64(s, r, j); }
+  static __device__ __forceinline__ void bwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_bwd_f64(s, r, j); }
 };
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-template <class T>
-__global__ void gl_k_lstm_cell(gl_lstm_cell s, int backward) {
+template <class T, class C>
+__global__ void gl_k_rnn_cell(C s, int backward) {
   GL_KLOOP(k, s.N * s.H) {
     int64_t r = k / s.H, j = k - r * s.H;
     if (backward) gl_rnn<T>::bwd(&s, r, j);
@@ -29,12 +39,25 @@ __global__ void gl_k_lstm_cell(gl_lstm_cell s, int backward) {
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
-extern "C" int gl_klaunch_lstm_cell(void *stream, int dt, int backward, const gl_lstm_cell *s) {
+template <class C>
+static int launch_cell(void *stream, int dt, int backward, const C *s) {
   int64_t n = s->N * s->H;
   if (n <= 0) return 0;
   cudaStream_t st = (cudaStream_t)stream;
-  if (dt == GL_KD_FLOAT32) gl_k_lstm_cell<float><<<gl_kblocks(n), GL_KTHREADS, 0, st>>>(*s, backward);
-  else if (dt == GL_KD_FLOAT64) gl_k_lstm_cell<double><<<gl_kblocks(n), GL_KTHREADS, 0, st>>>(*s, backward);
+  if (dt == GL_KD_FLOAT32) gl_k_rnn_cell<float, C><<<gl_kblocks(n), GL_KTHREADS, 0, st>>>(*s, backward);
+  else if (dt == GL_KD_FLOAT64) gl_k_rnn_cell<double, C><<<gl_kblocks(n), GL_KTHREADS, 0, st>>>(*s, backward);
   else return GL_KERR_NOTSUP;
   return (int)cudaGetLastError();
+}
+
+extern "C" int gl_klaunch_lstm_cell(void *stream, int dt, int backward, const gl_lstm_cell *s) {
+  return launch_cell(stream, dt, backward, s);
+}
+
+extern "C" int gl_klaunch_gru_cell(void *stream, int dt, int backward, const gl_gru_cell *s) {
+  return launch_cell(stream, dt, backward, s);
+}
+
+extern "C" int gl_klaunch_rnn_cell(void *stream, int dt, int backward, const gl_rnn_cell *s) {
+  return launch_cell(stream, dt, backward, s);
 }

@@ -1,9 +1,10 @@
 /*
-** rnn.h — the element math of the fused LSTM cell (gpu.fused.lstm), written once for gcc and
-** nvcc: one step of PyTorch's LSTM for one (row, unit) and its backward. The gate layout is
-** PyTorch's (i, f, g, o blocks of H along the last axis). src/ops/rnn.c runs the time loop
-** (one GEMM of the hidden state per step through the backend's matmul), the backends loop
-** over (N, H) with these (cpu_rnn.c, kernels/rnn.cu); backend.h takes gl_lstm_cell from here.
+** rnn.h — the element math of the fused recurrent cells (gpu.fused.lstm, gru, rnn), written
+** once for gcc and nvcc: one step of PyTorch's LSTM, GRU or Elman RNN for one (row, unit) and
+** its backward. Gate layouts are PyTorch's (LSTM i, f, g, o; GRU r, z, n: blocks of H along
+** the last axis). src/ops/rnn.c runs the time loop (one GEMM of the hidden state per step
+** through the backend's matmul), the backends loop over (N, H) with these (cpu_rnn.c,
+** kernels/rnn.cu); backend.h takes the cell structs from here.
 */
 #ifndef GL_KERNELS_RNN_H
 #define GL_KERNELS_RNN_H
@@ -66,13 +67,86 @@ GL_RNN_STAMP(float, gl_vsigmoidf, gl_vtanhf, f32)
 GL_RNN_STAMP(double, gl_sigmoid, tanh, f64)
 #undef GL_RNN_STAMP
 
+/* One time step of PyTorch's GRU cell (gpu.fused.gru) over N rows of H units, every array
+** contiguous with rows of its width. Gates r, z, n are blocks of H along the last axis:
+**   r = sigmoid(xp_r + hw_r + b_r), z = sigmoid(xp_z + hw_z + b_z),
+**   hn = hw_n + b_n, n = tanh(xp_n + r hn), h = n + z (h_prev - n) (= (1 - z) n + z h_prev),
+** xp the input projection (x W_ih^T + b_ih), hw = h_prev W_hh^T, b = b_hh (NULL: none);
+** gates (N, 4H) keeps r, z, n, hn for the backward.
+** Backward: dh = dh_out + dh_carry + dh_mm (dh_mm the previous pass's dhw W_hh, dh_carry its
+** dh z); writes dxp (N, 3H) the pre-activation gradients (dr, dz, dn), dhw (N, 3H) those
+** of h_prev W_hh^T + b_hh (dr, dz, dn r), and dh_carry := dh z (in place). */
+typedef struct gl_gru_cell {
+  int64_t N, H;
+  const void *xp, *hw, *b;       /* forward: (N, 3H), (N, 3H), (3H) or NULL */
+  void *gates;                   /* forward: out (N, 4H); backward: in */
+  const void *h_prev;            /* (N, H) */
+  void *h;                       /* forward: out (N, H) */
+  const void *dh_out, *dh_mm;    /* backward: (N, H) */
+  void *dh_carry;                /* backward: (N, H), in and out */
+  void *dxp, *dhw;               /* backward: out (N, 3H) */
+} gl_gru_cell;
+
+/* One time step of the Elman RNN (gpu.fused.rnn): h = act(xp + hw), act tanh or relu (relu
+** set), the biases inside xp. Backward: dxp = (dh_out + dh_next) act'(h), from h itself
+** (1 - h^2, or h > 0 as PyTorch's relu at 0). */
+typedef struct gl_rnn_cell {
+  int64_t N, H;
+  int relu;
+  const void *xp, *hw;           /* forward: (N, H) each */
+  void *h;                       /* forward: out; backward: in (N, H) */
+  const void *dh_out, *dh_next;  /* backward: (N, H) */
+  void *dxp;                     /* backward: out (N, H) */
+} gl_rnn_cell;
+
+#define GL_GRU_STAMP(T, SIG, TANH, SFX)                                                           \
+  GL_HD void gl_gru_fwd_##SFX(const gl_gru_cell *s, int64_t r, int64_t j) {                       \
+    int64_t H = s->H, g0 = r * 3 * H + j, q0 = r * 4 * H + j, k = r * H + j;                      \
+    const T *xp = (const T *)s->xp, *hw = (const T *)s->hw, *b = (const T *)s->b;                 \
+    T *gt = (T *)s->gates;                                                                        \
+    T br = b ? b[j] : (T)0, bz = b ? b[j + H] : (T)0, bn = b ? b[j + 2 * H] : (T)0;               \
+    T rg = SIG(xp[g0] + hw[g0] + br), z = SIG(xp[g0 + H] + hw[g0 + H] + bz);                      \
+    T hn = hw[g0 + 2 * H] + bn, n = TANH(xp[g0 + 2 * H] + rg * hn);                               \
+    gt[q0] = rg; gt[q0 + H] = z; gt[q0 + 2 * H] = n; gt[q0 + 3 * H] = hn;                         \
+    ((T *)s->h)[k] = n + z * (((const T *)s->h_prev)[k] - n);                                     \
+  }                                                                                               \
+  GL_HD void gl_gru_bwd_##SFX(const gl_gru_cell *s, int64_t r, int64_t j) {                       \
+    int64_t H = s->H, g0 = r * 3 * H + j, q0 = r * 4 * H + j, k = r * H + j;                      \
+    const T *gt = (const T *)s->gates;                                                            \
+    T rg = gt[q0], z = gt[q0 + H], n = gt[q0 + 2 * H], hn = gt[q0 + 3 * H];                       \
+    T *dcar = (T *)s->dh_carry, *dx = (T *)s->dxp, *dw = (T *)s->dhw;                             \
+    T dh = ((const T *)s->dh_out)[k] + dcar[k] + ((const T *)s->dh_mm)[k];                        \
+    T dn = dh * (1 - z) * (1 - n * n);                                                            \
+    T dz = dh * (((const T *)s->h_prev)[k] - n) * z * (1 - z);                                    \
+    T dr = dn * hn * rg * (1 - rg);                                                               \
+    dx[g0] = dr; dx[g0 + H] = dz; dx[g0 + 2 * H] = dn;                                            \
+    dw[g0] = dr; dw[g0 + H] = dz; dw[g0 + 2 * H] = dn * rg;                                       \
+    dcar[k] = dh * z;                                                                             \
+  }                                                                                               \
+  GL_HD void gl_rnn_fwd_##SFX(const gl_rnn_cell *s, int64_t r, int64_t j) {                       \
+    int64_t k = r * s->H + j;                                                                     \
+    T a = ((const T *)s->xp)[k] + ((const T *)s->hw)[k];                                          \
+    ((T *)s->h)[k] = s->relu ? (a > 0 ? a : (T)0) : TANH(a);                                      \
+  }                                                                                               \
+  GL_HD void gl_rnn_bwd_##SFX(const gl_rnn_cell *s, int64_t r, int64_t j) {                       \
+    int64_t k = r * s->H + j;                                                                     \
+    T h = ((const T *)s->h)[k], dh = ((const T *)s->dh_out)[k] + ((const T *)s->dh_next)[k];      \
+    ((T *)s->dxp)[k] = s->relu ? (h > 0 ? dh : (T)0) : dh * (1 - h * h);                          \
+  }
+
+GL_GRU_STAMP(float, gl_vsigmoidf, gl_vtanhf, f32)
+GL_GRU_STAMP(double, gl_sigmoid, tanh, f64)
+#undef GL_GRU_STAMP
+
 /* The plain C face of kernels/rnn.cu (src/backend/cuda/cuda_rnn.c calls it): one step of
-** the cell on the GPU, s's pointers on the device; dt a GL_KD_* code (float32 or float64).
+** a cell (LSTM, GRU, Elman RNN) on the GPU, s's pointers on the device; dt a GL_KD_* code (float32 or float64).
 ** 0, GL_KERR_NOTSUP or a cudaError_t, as launch.h's launchers. */
 #ifdef __cplusplus
 extern "C" {
 #endif
 int gl_klaunch_lstm_cell(void *stream, int dt, int backward, const gl_lstm_cell *s);
+int gl_klaunch_gru_cell(void *stream, int dt, int backward, const gl_gru_cell *s);
+int gl_klaunch_rnn_cell(void *stream, int dt, int backward, const gl_rnn_cell *s);
 #ifdef __cplusplus
 }
 #endif

@@ -217,7 +217,8 @@ for _, n in ipairs { "dnn.conv2d", "dnn.max_pool2d", "dnn.avg_pool2d", "dnn.soft
 end
 -- second derivatives: the rules whose backward is first-order only (library kernels)
 local first_order_only = { ["dnn.conv2d"] = true, ["dnn.max_pool2d"] = true, ["dnn.avg_pool2d"] = true,
-                           ["dnn.softmax"] = true, ["dnn.batch_norm"] = true, ["fused.lstm"] = true }
+                           ["dnn.softmax"] = true, ["dnn.batch_norm"] = true, ["fused.lstm"] = true,
+                           ["fused.gru"] = true, ["fused.rnn"] = true }
 -- the fused LSTM layer: L = 3 steps, N = 2, H = 2, both directions, every input tracked
 samples["fused.lstm"] = function(dev)
   return function(xp, w, h0, c0)
@@ -225,6 +226,36 @@ samples["fused.lstm"] = function(dev)
     local b = gpu.fused.lstm(xp, w, h0, c0, { reverse = true })
     return a * a + b
   end, { S(dev, 3, 2, 8), U(dev, -0.8, 0.8, 8, 2), S(dev, 2, 2), S(dev, 2, 2) }
+end
+-- the library's LSTM and GRU run only where it takes float64 (oneDNN: float32 only; the cpu's
+-- gradients are checked against the fused loops' in spec/seq_spec.lua)
+for _, n in ipairs { "dnn.lstm", "dnn.gru" } do
+  samples[n] = function(dev)
+    if gpu.dnn.available(dev, "float64", "rnn") ~= true then return nil end
+    local G = n == "dnn.lstm" and 4 or 3
+    if n == "dnn.lstm" then
+      return function(x, wi, wh, b, h0, c0) return (gpu.dnn.lstm(x, wi, wh, b, h0, c0)) end,
+        { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, 8, 2), U(dev, -0.8, 0.8, 8, 2), S(dev, 8), S(dev, 2, 2), S(dev, 2, 2) }
+    end
+    return function(x, wi, wh, b, h0) return (gpu.dnn.gru(x, wi, wh, b, h0)) end,
+      { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, G * 2, 2), U(dev, -0.8, 0.8, G * 2, 2), S(dev, 8), S(dev, 2, 2) }
+  end
+  first_order_only[n] = true
+end
+-- the fused GRU and RNN layers likewise (GRU with and without b_hh; RNN tanh and relu)
+samples["fused.gru"] = function(dev)
+  return function(xp, w, b, h0)
+    local a = gpu.fused.gru(xp, w, b, h0)
+    local c = gpu.fused.gru(xp, w, nil, h0, { reverse = true })
+    return a * a + c
+  end, { S(dev, 3, 2, 6), U(dev, -0.8, 0.8, 6, 2), S(dev, 6), S(dev, 2, 2) }
+end
+samples["fused.rnn"] = function(dev)
+  return function(xp, w, h0)
+    local a = gpu.fused.rnn(xp, w, h0)
+    local c = gpu.fused.rnn(xp, w, h0, { reverse = true, nonlinearity = "relu" })
+    return a * a + c
+  end, { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, 2, 2), S(dev, 2, 2) }
 end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
@@ -246,6 +277,8 @@ describe("gpu.autograd.rules", function()
       ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
       ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,
+      ["fused.gru_backward"] = true, ["fused.rnn_backward"] = true,
+      ["dnn.lstm_backward"] = true, ["dnn.gru_backward"] = true,
     }
     local unexpected = {}
     for _, n in ipairs(missing) do if not refused[n] then unexpected[#unexpected + 1] = n end end

@@ -214,7 +214,27 @@ typedef struct gl_dnn_conv {
 } gl_dnn_conv;
 
 /* The families of gl_dnn's entries, for takes(). */
-typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_NDNN_FAMILY } gl_dnn_family;
+typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_DNN_RNN, GL_NDNN_FAMILY } gl_dnn_family;
+
+/* One recurrent layer and direction for gl_dnn's rnn entries (oneDNN's LSTM and
+** linear-before-reset GRU, which is PyTorch's GRU): kind GL_DNN_LSTM or GL_DNN_GRU, L steps
+** of N rows, I inputs, H units, reverse: from step L to 1. Every pointer is of a contiguous
+** float32 buffer on the device: x (L, N, I); w_ih (G, H, I) and w_hh (G, H, H) in the
+** library's gate order (LSTM i, f, g, o as PyTorch's; GRU z, r, n: PyTorch's r and z
+** swapped); b (4, H) (LSTM b_ih + b_hh; GRU b_iz + b_hz, b_ir + b_hr, b_in, b_hn); h0, c0
+** (N, H) (c0 LSTM only); y (L, N, H) every step's h, cn (N, H) the last c (LSTM), ws the
+** workspace (rnn_workspace's bytes) the forward keeps for the backward. The backward reads
+** dy (L, N, H) and dcn (LSTM) and writes dx, dw_ih, dw_hh, db, dh0, dc0 (LSTM). */
+enum { GL_DNN_LSTM, GL_DNN_GRU };
+typedef struct gl_dnn_rnn {
+  int kind;
+  bool reverse;
+  int64_t L, N, I, H;
+  const void *x, *w_ih, *w_hh, *b, *h0, *c0;
+  void *y, *cn, *ws;
+  const void *dy, *dcn;
+  void *dx, *dw_ih, *dw_hh, *db, *dh0, *dc0;
+} gl_dnn_rnn;
 
 typedef struct gl_dnn {
   const char *name;                   /* the library: "cudnn", "onednn" */
@@ -251,6 +271,11 @@ typedef struct gl_dnn {
   ** from the forward's output y and dy. */
   gl_status (*softmax)(bool log, const gl_array *y, const gl_array *x);
   gl_status (*softmax_bwd)(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy);
+  /* (optional) A recurrent layer and direction (gl_dnn_rnn above): the workspace's bytes,
+  ** the forward (training: y, cn, ws) and the backward (from ws). */
+  gl_status (*rnn_workspace)(const gl_dnn_rnn *r, size_t *bytes);
+  gl_status (*rnn_fwd)(const gl_dnn_rnn *r);
+  gl_status (*rnn_bwd)(const gl_dnn_rnn *r);
 } gl_dnn;
 
 typedef struct gl_backend {
@@ -389,6 +414,9 @@ typedef struct gl_backend {
   ** pointers of kernels/rnn.h's gl_lstm_cell on this device, of dtype dt: float32 or
   ** float64), forward or backward; src/ops/rnn.c runs the time loop and the GEMMs. */
   gl_status (*lstm_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
+  /* (optional) The same for the GRU cell and the Elman RNN cell (gl_gru_cell, gl_rnn_cell). */
+  gl_status (*gru_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_gru_cell *s);
+  gl_status (*rnn_cell)(gl_device dev, bool backward, gl_dtype dt, const gl_rnn_cell *s);
   /* (optional) Layer norm over the last axis of x (R, D) contiguous float32/float64, w and b
   ** (D) of x's dtype or NULL: y (R, D) = (x - mean) * rstd * w + b, mean (R), rstd (R) =
   ** 1 / sqrt(biased variance + eps). Backward (bwd): from g (R, D) and the saved mean and

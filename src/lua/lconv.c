@@ -148,9 +148,9 @@ static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
 /* gpu.dnn.available([device [, dtype [, family]]]) -> true | false, reason (a device that
 ** is not there is an answer, not an error; a malformed name is an error). With a dtype:
 ** whether the library takes data of it for family "conv" (default), "pool", "batch_norm"
-** or "softmax" (oneDNN on the cpu: float32 and no softmax). */
+** "softmax" or "rnn" (oneDNN on the cpu: float32 and no softmax; rnn: LSTM and GRU). */
 static int l_dnn_available(lua_State *L) {
-  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", NULL };
+  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", "rnn", NULL };
   int dt = lua_isnoneornil(L, 2) ? -1 : (int)gl_lua_dtype(L, 2);
   int family = luaL_checkoption(L, 3, "conv", families);
   gl_device d;

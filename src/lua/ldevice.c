@@ -273,17 +273,25 @@ static bool dnn_enabled(lua_State *L) {
   return enabled;
 }
 
-static void conv_path(lua_State *L) {
-  lua_pushcfunction(L, default_device);        /* a bad GPULUA_DEVICE is an answer here */
+/* *d = the default device, or false with "none (<why>)" pushed: a bad GPULUA_DEVICE is an
+** answer for gpu.config(), not an error. */
+static bool config_device(lua_State *L, gl_device *d) {
+  lua_pushcfunction(L, default_device);
   if (lua_pcall(L, 0, 2, 0) != LUA_OK) {
     lua_pushfstring(L, "none (%s)", lua_tostring(L, -1));
     lua_remove(L, -2);
-    return;
+    return false;
   }
-  gl_device d = gl_cpu();
-  d.type = (uint8_t)lua_tointeger(L, -2);
-  d.index = (uint8_t)lua_tointeger(L, -1);
+  *d = gl_cpu();
+  d->type = (uint8_t)lua_tointeger(L, -2);
+  d->index = (uint8_t)lua_tointeger(L, -1);
   lua_pop(L, 2);
+  return true;
+}
+
+static void conv_path(lua_State *L) {
+  gl_device d;
+  if (!config_device(L, &d)) return;
   const gl_backend *cb = gl_backend_get(GL_CUDA);
   if (d.type != GL_CUDA) {
     const gl_dnn *dn = gl_cpu_backend.dnn;
@@ -308,6 +316,21 @@ static void conv_path(lua_State *L) {
     return;
   }
   lua_pushstring(L, dnn_enabled(L) ? "cudnn" : "im2col + cublas (gpu.dnn.enabled is false)");
+}
+
+/* gpu.config().rnn: what nn.LSTM / nn.GRU run on for float32 on the default device (nn.RNN
+** and other dtypes always take the fused loops; lua/gpu/nn/recurrent.lua's dnn_ok). */
+static void rnn_path(lua_State *L) {
+  gl_device d;
+  if (!config_device(L, &d)) return;
+  if (d.type == GL_CUDA) {
+    lua_pushstring(L, "fused loop (cublas + kernels/rnn.cu)");
+    return;
+  }
+  const char *why = gl_op_dnn_unavailable(d, GL_FLOAT32, GL_DNN_RNN);
+  if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
+  if (why == NULL) lua_pushstring(L, "onednn");
+  else lua_pushfstring(L, "fused loop (cpu; %s)", why);
 }
 
 static int l_config(lua_State *L) {
@@ -358,6 +381,8 @@ static int l_config(lua_State *L) {
   lua_setfield(L, -2, "versions");
   conv_path(L);
   lua_setfield(L, -2, "conv");
+  rnn_path(L);
+  lua_setfield(L, -2, "rnn");
   return 1;
 }
 

@@ -224,7 +224,7 @@ void gl_open_dist(lua_State *L, int module);
 
 /* gpu.fused: linear, cross-entropy, optimizer steps (the kernels under nn/optim); lfused.c. */
 void gl_open_fused(lua_State *L, int module, int methods);
-/* gpu.fused.lstm, gpu.fused.lstm_backward (the time loop under nn.LSTM); lrnn.c. */
+/* gpu.fused.lstm, gru, rnn and their backward ops (the time loops under nn.LSTM/GRU/RNN); lrnn.c. */
 void gl_open_rnn(lua_State *L, int module, int methods);
 /* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */
 void gl_open_routines(lua_State *L, int module, int methods);

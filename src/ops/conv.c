@@ -156,7 +156,8 @@ static gl_status dnn_shape(const char *fn, const gl_array *x, const char *what, 
                  gl_shape_str(nd, want, s2));
 }
 
-static const char *const family_name[GL_NDNN_FAMILY] = { "convolution", "pooling", "batch norm", "softmax" };
+static const char *const family_name[GL_NDNN_FAMILY] = { "convolution", "pooling", "batch norm", "softmax",
+                                                          "recurrent layers" };
 
 /* The device's dnn table, or why there is none (or why it does not take 'family' in dt). */
 static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out) {
@@ -172,8 +173,15 @@ static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_fa
     return gl_fail(GL_ENOTSUP, "%s is not supported on %s for %s (%s has no %s %s; nn uses its own path)", fn,
                    gl_device_name(dev, dn), gl_dtypes[dt].name, be->dnn->name, gl_dtypes[dt].name,
                    family_name[family]);
+  if (family == GL_DNN_RNN && be->dnn->rnn_fwd == NULL)
+    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s's recurrent layers are not wired in)", fn,
+                   gl_device_name(dev, dn), be->dnn->name);
   *out = be->dnn;
   return GL_OK;
+}
+
+gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out) {
+  return dnn_table(fn, dev, dt, family, out);
 }
 
 const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
@@ -181,6 +189,7 @@ const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
   if (be == NULL) return "this device type is not built in";
   if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
   const char *why = be->dnn->unavailable();
+  if (why == NULL && family == GL_DNN_RNN && be->dnn->rnn_fwd == NULL) return "the library's recurrent layers are not wired in";
   if (why || dt < 0 || be->dnn->takes == NULL) return why;
   if ((family >= 0 && !be->dnn->takes((gl_dnn_family)family, (gl_dtype)dt)) ||
       (family < 0 && !be->dnn->takes(GL_DNN_CONV, (gl_dtype)dt)))

@@ -152,6 +152,8 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
 /* NULL when dev can run them (for data of dtype dt in 'family', a gl_dnn_family; -1: any
 ** dtype, the convolutions'), else why not. */
 const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family);
+/* The device's dnn table for 'family' in dt, or a failure saying why not (naming fn). */
+gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out);
 /* out (N, O, OH, OW) = x (N, C, H, W) cross-correlated with w (O, C/groups, kh, kw), no bias. */
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c);
 /* out (xshape) = conv2d's gradient with respect to x, given dy (its output's shape). */
@@ -210,7 +212,7 @@ gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const
 gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],
                            const gl_optim_hp *hp);
 
-/* ---- the fused LSTM layer (rnn.c) --------------------------------------------------- */
+/* ---- the fused recurrent layers (rnn.c) --------------------------------------------------- */
 /* One layer and direction of an LSTM over the input projections xp (L, N, 4H) (x W_ih^T +
 ** biases, PyTorch's gate order i, f, g, o) from h0, c0 (N, H), float32/float64: hc (L, N,
 ** 2, H) the h and c of every step, gates (L, N, 4H) the activations the backward reads;
@@ -221,6 +223,31 @@ gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl
 gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
                          const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
                          const gl_array *c0, bool reverse);
+/* The same for PyTorch's GRU: xp (L, N, 3H) = x W_ih^T + b_ih (gates r, z, n), w (3H, H), b =
+** b_hh (3H) or NULL, h0 (N, H): hs (L, N, H) the hidden states, gates (L, N, 4H) r, z, n and
+** W_hn h + b_hn of every step. Backward from the gradient of hs: dxp, dw, db (3H), dh0. */
+gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *b,
+                    const gl_array *h0, bool reverse);
+gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0, const gl_array *ghs,
+                        const gl_array *gates, const gl_array *hs, const gl_array *w, const gl_array *h0,
+                        bool reverse);
+/* The Elman RNN: xp (L, N, H) = x W_ih^T + b_ih + b_hh, hs (L, N, H) = act(xp_t + h_{t-1} W_hh^T),
+** act tanh or relu. Backward from the gradient of hs: dxp, dw (H, H), dh0. */
+gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const gl_array *h0, bool reverse,
+                    bool relu);
+gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_array *ghs, const gl_array *hs,
+                        const gl_array *w, const gl_array *h0, bool reverse, bool relu);
+/* The library's LSTM or GRU (kind GL_DNN_LSTM / GL_DNN_GRU; gl_backend.dnn, oneDNN on the
+** cpu, float32): one layer and direction from x (L, N, I), w_ih (G H, I), w_hh (G H, H) in the
+** library's gate order, b (4H), h0, c0 (N, H; LSTM only, else NULL). y: LSTM (L + 1, N, H), the
+** steps' h and then the last c; GRU (L, N, H). ws: the workspace (uint8) for the backward,
+** which from the gradient of y gives dx, dw_ih, dw_hh, db, dh0 and dc0 (LSTM). */
+gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
+                        const gl_array *b, const gl_array *h0, const gl_array *c0, bool reverse);
+gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array *db, gl_array *dh0, gl_array *dc0,
+                            int kind, const gl_array *gy, const gl_array *y, const gl_array *ws, const gl_array *x,
+                            const gl_array *wi, const gl_array *wh, const gl_array *b, const gl_array *h0,
+                            const gl_array *c0, bool reverse);
 
 /* ---- reductions and scans (reduce.c); axes are 0-based ------------------------- */
 /* out = op over 'axes' (naxes of them; naxes < 0: all, 0: none), the reduced axes dropped

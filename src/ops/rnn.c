@@ -1,6 +1,6 @@
 /*
-** rnn.c — the fused LSTM layer under gpu.nn.LSTM (gpu.fused.lstm in Lua): the time loop of
-** one layer and direction, given the input projections of every step (one GEMM, done by
+** rnn.c — the fused recurrent layers under gpu.nn.LSTM, GRU and RNN (gpu.fused.lstm, gru, rnn
+** in Lua): the time loop of one layer and direction, given the input projections of every step (one GEMM, done by
 ** the caller). Each step is one GEMM of the previous hidden state by W_hh^T (the backend's
 ** matmul, BLAS or cuBLAS) and one pass of the backend's cell kernel (kernels/rnn.h); the
 ** backward pass through time is the same loop reversed, and the weight gradient one GEMM
@@ -30,47 +30,66 @@ static gl_status want_shape(const char *fn, const gl_array *x, const char *what,
                  gl_shape_str(nd, want, s2));
 }
 
-/* The geometry (L, N, H) from xp (L, N, 4H) and w (4H, H), every operand checked, and
-** the backend (with the cell kernel and matmul for the dtype). */
-static gl_status lstm_check(const char *fn, const gl_array *xp, const gl_array *w, const gl_array *h0,
-                            const gl_array *c0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
+static const char *gate_cols(int G) { return G == 4 ? "4 hidden" : G == 3 ? "3 hidden" : "hidden"; }
+
+/* The geometry (L, N, H) of a recurrent layer from x (L, N, XG H) (the input projection, or
+** what the backward reads: 'what' names it) and w (G H, H), G the gate count (LSTM 4, GRU 3,
+** RNN 1), with h0 (N, H) checked, and the backend (with matmul for the dtype; the caller
+** checks its cell entry). */
+static gl_status seq_check(const char *fn, const gl_array *x, const char *what, int XG, const gl_array *w, int G,
+                           const gl_array *h0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
   char s[GL_SHAPE_BUFSZ];
-  if (xp->dtype != GL_FLOAT32 && xp->dtype != GL_FLOAT64)
-    return gl_fail(GL_EINVAL, "%s: the input projection must be float32 or float64, got %s", fn,
-                   gl_dtypes[xp->dtype].name);
-  if (xp->ndim != 3 || xp->shape[0] < 1)
-    return gl_fail(GL_EINVAL, "%s: the input projection must be (L, N, 4 hidden) with L >= 1, got shape %s", fn,
-                   gl_shape_str(xp->ndim, xp->shape, s));
-  GL_TRY(same_place(fn, xp, w, "weight_hh"));
-  GL_TRY(same_place(fn, xp, h0, "h0"));
-  GL_TRY(same_place(fn, xp, c0, "c0"));
-  if (w->ndim != 2 || w->shape[0] != 4 * w->shape[1])
-    return gl_fail(GL_EINVAL, "%s: weight_hh must be (4 hidden, hidden), got shape %s", fn,
+  if (x->dtype != GL_FLOAT32 && x->dtype != GL_FLOAT64)
+    return gl_fail(GL_EINVAL, "%s: %s must be float32 or float64, got %s", fn, what, gl_dtypes[x->dtype].name);
+  if (x->ndim != 3 || x->shape[0] < 1)
+    return gl_fail(GL_EINVAL, "%s: %s must be (L, N, %s) with L >= 1, got shape %s", fn, what, gate_cols(XG),
+                   gl_shape_str(x->ndim, x->shape, s));
+  GL_TRY(same_place(fn, x, w, "weight_hh"));
+  GL_TRY(same_place(fn, x, h0, "h0"));
+  if (w->ndim != 2 || w->shape[0] != G * w->shape[1])
+    return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(w->ndim, w->shape, s));
-  *L = xp->shape[0];
-  *N = xp->shape[1];
+  *L = x->shape[0];
+  *N = x->shape[1];
   *H = w->shape[1];
-  int64_t want[3] = { *L, *N, 4 * *H };
-  GL_TRY(want_shape(fn, xp, "the input projection", 3, want));
+  int64_t want[3] = { *L, *N, XG * *H };
+  GL_TRY(want_shape(fn, x, what, 3, want));
   int64_t st[2] = { *N, *H };
   GL_TRY(want_shape(fn, h0, "h0", 2, st));
+  return gl_backend_supporting(gl_array_device(x), GL_OP_MATMUL, 0, (gl_dtype)x->dtype, fn, be);
+}
+
+static gl_status no_cell(const char *fn, const gl_array *x) {
+  char dn[16];
+  return gl_fail(GL_ENOTSUP, "%s is not supported on %s", fn, gl_device_name(gl_array_device(x), dn));
+}
+
+static gl_status lstm_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
+                            const gl_array *h0, const gl_array *c0, int64_t *L, int64_t *N, int64_t *H,
+                            const gl_backend **be) {
+  GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, L, N, H, be));
+  GL_TRY(same_place(fn, xp, c0, "c0"));
+  int64_t st[2] = { *N, *H };
   GL_TRY(want_shape(fn, c0, "c0", 2, st));
-  GL_TRY(gl_backend_supporting(gl_array_device(xp), GL_OP_MATMUL, 0, (gl_dtype)xp->dtype, fn, be));
-  if ((*be)->lstm_cell == NULL) {
-    char dn[16];
-    return gl_fail(GL_ENOTSUP, "%s is not supported on %s", fn, gl_device_name(gl_array_device(xp), dn));
-  }
-  return GL_OK;
+  return (*be)->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
 
 /* Operands made contiguous (copies in tmp[], released by args_release). */
-typedef struct lstm_args { gl_array tmp[6]; const gl_array *a[6]; } lstm_args;
+typedef struct seq_args { gl_array tmp[6]; const gl_array *a[6]; } seq_args;
 
-static gl_status contig(lstm_args *g, int i, const gl_array *x) {
+static gl_status contig(seq_args *g, int i, const gl_array *x) {
   return gl_op_as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
 }
 
-static void args_release(lstm_args *g) {
+/* Operands x[0..n) made contiguous into g->a[0..n) (a NULL stays NULL). */
+static gl_status contig_all(seq_args *g, int n, const gl_array *const *x) {
+  gl_status st = GL_OK;
+  for (int i = 0; i < n && st == GL_OK; i++)
+    if (x[i] != NULL) st = contig(g, i, x[i]);
+  return st;
+}
+
+static void args_release(seq_args *g) {
   for (int i = 0; i < 6; i++) gl_array_release(&g->tmp[i]);
 }
 
@@ -91,24 +110,33 @@ static gl_array state_of(const gl_array *hc, int64_t t, int part) {
 /* The time step processed at position s (0-based) and the one before it (-1: the initial state). */
 static int64_t time_at(int64_t s, int64_t L, bool reverse) { return reverse ? L - 1 - s : s; }
 
-/* ---- forward -------------------------------------------------------------------------------- */
+/* dw (G H, H) = sum_t dg_t^T hprev_t, dg (L, N, G H) and hprev (L, N, H): one GEMM. */
+static gl_status weight_grad(const gl_backend *be, gl_array *dw, const gl_array *dg, const gl_array *hprev) {
+  gl_array a = *dg, b = *hprev;
+  int64_t as[2] = { dg->shape[0] * dg->shape[1], dg->shape[2] }, bs[2] = { as[0], hprev->shape[2] };
+  gl_status st = gl_view_reshape(&a, 2, as);
+  if (st == GL_OK) st = gl_view_reshape(&b, 2, bs);
+  if (st == GL_OK) st = gl_view_transpose(&a, 0, 1);
+  if (st == GL_OK) st = be->matmul(dw, &a, &b);
+  return st;
+}
+
+/* ---- LSTM forward ----------------------------------------------------------------------------- */
 
 gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *h0,
                      const gl_array *c0, bool reverse) {
   const char *fn = "lstm";
   int64_t L = 0, N = 0, H = 0;
   const gl_backend *be;
-  GL_TRY(lstm_check(fn, xp, w, h0, c0, &L, &N, &H, &be));
+  GL_TRY(lstm_check(fn, xp, "the input projection", w, h0, c0, &L, &N, &H, &be));
   gl_device dev = gl_array_device(xp);
   gl_dtype dt = (gl_dtype)xp->dtype;
-  lstm_args g;
+  seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hw = { 0 };
   int64_t hcs[4] = { L, N, 2, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 4 * H };
-  gl_status st = contig(&g, 0, xp);
-  if (st == GL_OK) st = contig(&g, 1, w);
-  if (st == GL_OK) st = contig(&g, 2, h0);
-  if (st == GL_OK) st = contig(&g, 3, c0);
+  const gl_array *in[4] = { xp, w, h0, c0 };
+  gl_status st = contig_all(&g, 4, in);
   if (st == GL_OK) st = gl_array_alloc(hc, dt, 4, hcs, dev);
   if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
@@ -144,7 +172,7 @@ gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl
   return st;
 }
 
-/* ---- backward through time ---------------------------------------------------------------- */
+/* ---- LSTM backward through time ----------------------------------------------------------- */
 
 gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
                          const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
@@ -152,7 +180,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   const char *fn = "lstm_backward";
   int64_t L = 0, N = 0, H = 0;
   const gl_backend *be;
-  GL_TRY(lstm_check(fn, gates, w, h0, c0, &L, &N, &H, &be));
+  GL_TRY(lstm_check(fn, gates, "gates", w, h0, c0, &L, &N, &H, &be));
   GL_TRY(same_place(fn, gates, hc, "hc"));
   GL_TRY(same_place(fn, gates, ghc, "grad_output"));
   int64_t hcs[4] = { L, N, 2, H };
@@ -160,16 +188,12 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   GL_TRY(want_shape(fn, ghc, "grad_output", 4, hcs));
   gl_device dev = gl_array_device(gates);
   gl_dtype dt = (gl_dtype)gates->dtype;
-  lstm_args g;
+  seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
   int64_t gs[3] = { L, N, 4 * H }, ws[2] = { 4 * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
-  gl_status st = contig(&g, 0, ghc);
-  if (st == GL_OK) st = contig(&g, 1, gates);
-  if (st == GL_OK) st = contig(&g, 2, hc);
-  if (st == GL_OK) st = contig(&g, 3, w);
-  if (st == GL_OK) st = contig(&g, 4, h0);
-  if (st == GL_OK) st = contig(&g, 5, c0);
+  const gl_array *in[6] = { ghc, gates, hc, w, h0, c0 };
+  gl_status st = contig_all(&g, 6, in);
   if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
   if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
@@ -203,14 +227,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
       st = be->lstm_cell(dev, true, dt, &cell);
       if (st == GL_OK) st = be->matmul(dh0, &dgt, g.a[3]);         /* dh_prev = dgates W_hh */
     }
-    if (st == GL_OK) {                                              /* dW_hh = sum_t dgates_t^T h_prev_t */
-      gl_array a = *dxp, b = hprev;
-      int64_t as[2] = { L * N, 4 * H }, bs[2] = { L * N, H };
-      st = gl_view_reshape(&a, 2, as);
-      if (st == GL_OK) st = gl_view_reshape(&b, 2, bs);
-      if (st == GL_OK) st = gl_view_transpose(&a, 0, 1);
-      if (st == GL_OK) st = be->matmul(dw, &a, &b);
-    }
+    if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);        /* dW_hh = sum_t dgates_t^T h_prev_t */
   } else if (st == GL_OK) {
     if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
     if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
@@ -219,6 +236,396 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   args_release(&g);
   if (st != GL_OK) {
     gl_array_release(dxp); gl_array_release(dw); gl_array_release(dh0); gl_array_release(dc0);
+  }
+  return st;
+}
+
+/* ---- GRU --------------------------------------------------------------------------------------
+** The same loop for PyTorch's GRU: xp (L, N, 3H) = x W_ih^T + b_ih, b = b_hh (3H) or NULL (kept
+** apart: b_hn sits inside r * (W_hn h + b_hn)); hs (L, N, H) the hidden states, gates (L, N, 4H)
+** r, z, n and W_hn h + b_hn of every step. */
+
+static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_what, int XG, const gl_array *w,
+                           const gl_array *b, const gl_array *h0, int64_t *L, int64_t *N, int64_t *H,
+                           const gl_backend **be) {
+  GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, L, N, H, be));
+  if (b != NULL) {
+    GL_TRY(same_place(fn, xp, b, "bias_hh"));
+    int64_t bs[1] = { 3 * *H };
+    GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
+  }
+  return (*be)->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
+}
+
+gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *b,
+                    const gl_array *h0, bool reverse) {
+  const char *fn = "gru";
+  int64_t L = 0, N = 0, H = 0;
+  const gl_backend *be;
+  GL_TRY(gru_check(fn, xp, "the input projection", 3, w, b, h0, &L, &N, &H, &be));
+  gl_device dev = gl_array_device(xp);
+  gl_dtype dt = (gl_dtype)xp->dtype;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hw = { 0 };
+  int64_t hss[3] = { L, N, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 3 * H };
+  const gl_array *in[4] = { xp, w, h0, b };
+  gl_status st = contig_all(&g, 4, in);
+  if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
+  if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
+  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
+  if (st == GL_OK && N > 0 && H > 0) {
+    gl_array wt = *g.a[1];
+    gl_view_transpose(&wt, 0, 1);                                   /* (H, 3H), BLAS reads it in place */
+    for (int64_t s = 0; s < L && st == GL_OK; s++) {
+      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
+      gl_array hp = tp < 0 ? *g.a[2] : step_of(hs, tp);
+      st = be->matmul(&hw, &hp, &wt);
+      if (st != GL_OK) break;
+      gl_array xt = step_of(g.a[0], t), gt = step_of(gates, t), ht = step_of(hs, t);
+      gl_gru_cell cell = { 0 };
+      cell.N = N;
+      cell.H = H;
+      cell.xp = gl_array_data(&xt);
+      cell.hw = gl_array_data(&hw);
+      cell.b = b != NULL ? gl_array_data(g.a[3]) : NULL;
+      cell.gates = gl_array_data(&gt);
+      cell.h_prev = gl_array_data(&hp);
+      cell.h = gl_array_data(&ht);
+      st = be->gru_cell(dev, false, dt, &cell);
+    }
+  } else if (st == GL_OK) {
+    if (hs->size > 0) st = gl_op_fill(hs, gl_scalar_float(0));
+    if (st == GL_OK && gates->size > 0) st = gl_op_fill(gates, gl_scalar_float(0));
+  }
+  gl_array_release(&hw);
+  args_release(&g);
+  if (st != GL_OK) { gl_array_release(hs); gl_array_release(gates); }
+  return st;
+}
+
+/* h_prev of every step (L, N, H) in time order: h0 at the first step processed, else hs of
+** the step before it (so dW_hh is one GEMM over all steps). */
+static gl_status prev_states(const gl_backend *be, gl_array *hprev, const gl_array *hs, const gl_array *h0,
+                             int64_t L, bool reverse) {
+  gl_status st = GL_OK;
+  for (int64_t s = 0; s < L && st == GL_OK; s++) {
+    int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
+    gl_array dst = step_of(hprev, t), src = tp < 0 ? *h0 : step_of(hs, tp);
+    st = be->copy(&dst, &src);
+  }
+  return st;
+}
+
+gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0, const gl_array *ghs,
+                        const gl_array *gates, const gl_array *hs, const gl_array *w, const gl_array *h0,
+                        bool reverse) {
+  const char *fn = "gru_backward";
+  int64_t L = 0, N = 0, H = 0;
+  const gl_backend *be;
+  GL_TRY(gru_check(fn, gates, "gates", 4, w, NULL, h0, &L, &N, &H, &be));
+  GL_TRY(same_place(fn, gates, hs, "hs"));
+  GL_TRY(same_place(fn, gates, ghs, "grad_output"));
+  int64_t hss[3] = { L, N, H };
+  GL_TRY(want_shape(fn, hs, "hs", 3, hss));
+  GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
+  gl_device dev = gl_array_device(gates);
+  gl_dtype dt = (gl_dtype)gates->dtype;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
+  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, bs[1] = { 3 * H }, ss[2] = { N, H };
+  const gl_array *in[5] = { ghs, gates, hs, w, h0 };
+  gl_status st = contig_all(&g, 5, in);
+  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, xs, dev);
+  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
+  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
+  if (st == GL_OK) st = gl_array_alloc(&dhw, dt, 3, xs, dev);
+  if (st == GL_OK) st = gl_array_alloc(&dmm, dt, 2, ss, dev);
+  /* dh0 carries dh z from step to step, dmm the GEMM dhw W_hh of the step after */
+  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
+  if (st == GL_OK && N > 0 && H > 0) {
+    st = prev_states(be, &hprev, g.a[2], g.a[4], L, reverse);
+    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
+      int64_t t = time_at(s, L, reverse);
+      gl_array gt = step_of(g.a[1], t), hpt = step_of(&hprev, t), dht = step_of(g.a[0], t);
+      gl_array dxt = step_of(dxp, t), dwt = step_of(&dhw, t);
+      gl_gru_cell cell = { 0 };
+      cell.N = N;
+      cell.H = H;
+      cell.gates = gl_array_data(&gt);
+      cell.h_prev = gl_array_data(&hpt);
+      cell.dh_out = gl_array_data(&dht);
+      cell.dh_mm = gl_array_data(&dmm);
+      cell.dh_carry = gl_array_data(dh0);
+      cell.dxp = gl_array_data(&dxt);
+      cell.dhw = gl_array_data(&dwt);
+      st = be->gru_cell(dev, true, dt, &cell);
+      if (st == GL_OK) st = be->matmul(&dmm, &dwt, g.a[3]);        /* dh_prev's GEMM part: dhw W_hh */
+    }
+    if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
+    if (st == GL_OK) st = weight_grad(be, dw, &dhw, &hprev);        /* dW_hh = sum_t dhw_t^T h_prev_t */
+    int axes[2] = { 0, 1 };
+    if (st == GL_OK) st = gl_op_reduce(db, GL_R_SUM, &dhw, axes, 2, false, -1, 0);
+  } else if (st == GL_OK) {
+    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
+    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
+    if (st == GL_OK) st = gl_op_full(db, dt, 1, bs, dev, gl_scalar_float(0));
+  }
+  gl_array_release(&hprev);
+  gl_array_release(&dhw);
+  gl_array_release(&dmm);
+  args_release(&g);
+  if (st != GL_OK) {
+    gl_array_release(dxp); gl_array_release(dw); gl_array_release(db); gl_array_release(dh0);
+  }
+  return st;
+}
+
+/* ---- Elman RNN ---------------------------------------------------------------------------------
+** xp (L, N, H) = x W_ih^T + b_ih + b_hh; hs (L, N, H) the hidden states, h = act(xp + h_prev
+** W_hh^T), act tanh or (relu) max(0, .); the backward reads act' from hs itself. */
+
+static gl_status rnn_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
+                           const gl_array *h0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
+  GL_TRY(seq_check(fn, xp, xp_what, 1, w, 1, h0, L, N, H, be));
+  return (*be)->rnn_cell == NULL ? no_cell(fn, xp) : GL_OK;
+}
+
+gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const gl_array *h0, bool reverse,
+                    bool relu) {
+  const char *fn = "rnn";
+  int64_t L = 0, N = 0, H = 0;
+  const gl_backend *be;
+  GL_TRY(rnn_check(fn, xp, "the input projection", w, h0, &L, &N, &H, &be));
+  gl_device dev = gl_array_device(xp);
+  gl_dtype dt = (gl_dtype)xp->dtype;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hw = { 0 };
+  int64_t hss[3] = { L, N, H }, hws[2] = { N, H };
+  const gl_array *in[3] = { xp, w, h0 };
+  gl_status st = contig_all(&g, 3, in);
+  if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
+  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
+  if (st == GL_OK && N > 0 && H > 0) {
+    gl_array wt = *g.a[1];
+    gl_view_transpose(&wt, 0, 1);
+    for (int64_t s = 0; s < L && st == GL_OK; s++) {
+      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
+      gl_array hp = tp < 0 ? *g.a[2] : step_of(hs, tp);
+      st = be->matmul(&hw, &hp, &wt);
+      if (st != GL_OK) break;
+      gl_array xt = step_of(g.a[0], t), ht = step_of(hs, t);
+      gl_rnn_cell cell = { 0 };
+      cell.N = N;
+      cell.H = H;
+      cell.relu = relu;
+      cell.xp = gl_array_data(&xt);
+      cell.hw = gl_array_data(&hw);
+      cell.h = gl_array_data(&ht);
+      st = be->rnn_cell(dev, false, dt, &cell);
+    }
+  } else if (st == GL_OK && hs->size > 0) {
+    st = gl_op_fill(hs, gl_scalar_float(0));
+  }
+  gl_array_release(&hw);
+  args_release(&g);
+  if (st != GL_OK) gl_array_release(hs);
+  return st;
+}
+
+gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_array *ghs, const gl_array *hs,
+                        const gl_array *w, const gl_array *h0, bool reverse, bool relu) {
+  const char *fn = "rnn_backward";
+  int64_t L = 0, N = 0, H = 0;
+  const gl_backend *be;
+  GL_TRY(rnn_check(fn, hs, "hs", w, h0, &L, &N, &H, &be));
+  GL_TRY(same_place(fn, hs, ghs, "grad_output"));
+  int64_t hss[3] = { L, N, H };
+  GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
+  gl_device dev = gl_array_device(hs);
+  gl_dtype dt = (gl_dtype)hs->dtype;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hprev = { 0 };
+  int64_t ws[2] = { H, H }, ss[2] = { N, H };
+  const gl_array *in[4] = { ghs, hs, w, h0 };
+  gl_status st = contig_all(&g, 4, in);
+  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, hss, dev);
+  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
+  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
+  /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
+  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  if (st == GL_OK && N > 0 && H > 0) {
+    st = prev_states(be, &hprev, g.a[1], g.a[3], L, reverse);
+    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
+      int64_t t = time_at(s, L, reverse);
+      gl_array ht = step_of(g.a[1], t), dht = step_of(g.a[0], t), dxt = step_of(dxp, t);
+      gl_rnn_cell cell = { 0 };
+      cell.N = N;
+      cell.H = H;
+      cell.relu = relu;
+      cell.h = gl_array_data(&ht);
+      cell.dh_out = gl_array_data(&dht);
+      cell.dh_next = gl_array_data(dh0);
+      cell.dxp = gl_array_data(&dxt);
+      st = be->rnn_cell(dev, true, dt, &cell);
+      if (st == GL_OK) st = be->matmul(dh0, &dxt, g.a[2]);         /* dh_prev = da W_hh */
+    }
+    if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);
+  } else if (st == GL_OK) {
+    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
+    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
+  }
+  gl_array_release(&hprev);
+  args_release(&g);
+  if (st != GL_OK) { gl_array_release(dxp); gl_array_release(dw); gl_array_release(dh0); }
+  return st;
+}
+
+/* ---- the library's LSTM and GRU (gl_backend.dnn: oneDNN on the cpu) ---------------------------
+** A whole layer and direction from x itself (the input projection inside the library), float32
+** only. LSTM: y (L + 1, N, H), the steps' h then, as row L + 1, the last c (one array, so one
+** tape node carries every gradient); GRU: y (L, N, H). ws (bytes, uint8) the workspace the
+** backward reads. Weights in the library's gate order (backend.h's gl_dnn_rnn). */
+
+static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
+                               const gl_array *b, const gl_array *h0, const gl_array *c0, gl_dnn_rnn *r,
+                               const gl_dnn **dnn) {
+  char s[GL_SHAPE_BUFSZ];
+  int G = kind == GL_DNN_LSTM ? 4 : 3;
+  if (x->ndim != 3 || x->shape[0] < 1)
+    return gl_fail(GL_EINVAL, "%s: the input must be (L, N, input_size) with L >= 1, got shape %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s));
+  GL_TRY(same_place(fn, x, wi, "weight_ih"));
+  GL_TRY(same_place(fn, x, wh, "weight_hh"));
+  GL_TRY(same_place(fn, x, b, "bias"));
+  GL_TRY(same_place(fn, x, h0, "h0"));
+  if (c0) GL_TRY(same_place(fn, x, c0, "c0"));
+  if (wh->ndim != 2 || wh->shape[0] != G * wh->shape[1])
+    return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
+                   gl_shape_str(wh->ndim, wh->shape, s));
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  r->L = x->shape[0];
+  r->N = x->shape[1];
+  r->I = x->shape[2];
+  r->H = wh->shape[1];
+  int64_t ws[2] = { G * r->H, r->I }, bs[1] = { 4 * r->H }, ss[2] = { r->N, r->H };
+  GL_TRY(want_shape(fn, wi, "weight_ih", 2, ws));
+  GL_TRY(want_shape(fn, b, "bias", 1, bs));
+  GL_TRY(want_shape(fn, h0, "h0", 2, ss));
+  if (c0) GL_TRY(want_shape(fn, c0, "c0", 2, ss));
+  if (r->N < 1 || r->I < 1 || r->H < 1)
+    return gl_fail(GL_EINVAL, "%s: the library's recurrent layers need N, input_size and hidden >= 1, got %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s));
+  /* (an expanded view can claim more than memory holds: refused before the library plans it) */
+  const int64_t lim = (int64_t)1 << 40;
+  if (r->L > lim / r->N || r->I > lim / 4 || r->H > lim / 8 || r->L * r->N > lim / (r->I + 4 * r->H))
+    return gl_fail(GL_ETOOBIG, "input %s with hidden %lld is too big", gl_shape_str(x->ndim, x->shape, s),
+                   (long long)r->H);
+  return gl_op_dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_RNN, dnn);
+}
+
+gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
+                        const gl_array *b, const gl_array *h0, const gl_array *c0, bool reverse) {
+  const char *fn = kind == GL_DNN_LSTM ? "dnn.lstm" : "dnn.gru";
+  gl_dnn_rnn r;
+  const gl_dnn *dnn;
+  GL_TRY(dnn_rnn_check(fn, kind, x, wi, wh, b, h0, kind == GL_DNN_LSTM ? c0 : NULL, &r, &dnn));
+  r.reverse = reverse;
+  size_t nbytes = 0;
+  GL_TRY(dnn->rnn_workspace(&r, &nbytes));
+  gl_device dev = gl_array_device(x);
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  const gl_array *in[6] = { x, wi, wh, b, h0, kind == GL_DNN_LSTM ? c0 : NULL };
+  gl_status st = contig_all(&g, 6, in);
+  int64_t ys[3] = { r.L + (kind == GL_DNN_LSTM), r.N, r.H }, wss[1] = { (int64_t)nbytes };
+  if (st == GL_OK) st = gl_array_alloc(y, GL_FLOAT32, 3, ys, dev);
+  if (st == GL_OK) st = gl_array_alloc(ws, GL_UINT8, 1, wss, dev);
+  if (st == GL_OK) {
+    r.x = gl_array_data(g.a[0]);
+    r.w_ih = gl_array_data(g.a[1]);
+    r.w_hh = gl_array_data(g.a[2]);
+    r.b = gl_array_data(g.a[3]);
+    r.h0 = gl_array_data(g.a[4]);
+    r.c0 = kind == GL_DNN_LSTM ? gl_array_data(g.a[5]) : NULL;
+    r.y = gl_array_data(y);
+    r.cn = kind == GL_DNN_LSTM ? (float *)r.y + r.L * r.N * r.H : NULL;
+    r.ws = gl_array_data(ws);
+    st = dnn->rnn_fwd(&r);
+  }
+  args_release(&g);
+  if (st != GL_OK) { gl_array_release(y); gl_array_release(ws); }
+  return st;
+}
+
+gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array *db, gl_array *dh0, gl_array *dc0,
+                            int kind, const gl_array *gy, const gl_array *y, const gl_array *ws, const gl_array *x,
+                            const gl_array *wi, const gl_array *wh, const gl_array *b, const gl_array *h0,
+                            const gl_array *c0, bool reverse) {
+  const char *fn = kind == GL_DNN_LSTM ? "dnn.lstm_backward" : "dnn.gru_backward";
+  bool lstm = kind == GL_DNN_LSTM;
+  gl_dnn_rnn r;
+  const gl_dnn *dnn;
+  GL_TRY(dnn_rnn_check(fn, kind, x, wi, wh, b, h0, lstm ? c0 : NULL, &r, &dnn));
+  r.reverse = reverse;
+  GL_TRY(same_place(fn, x, y, "the forward's output"));
+  GL_TRY(same_place(fn, x, gy, "grad_output"));
+  int64_t ys[3] = { r.L + lstm, r.N, r.H };
+  GL_TRY(want_shape(fn, y, "the forward's output", 3, ys));
+  GL_TRY(want_shape(fn, gy, "grad_output", 3, ys));
+  size_t nbytes = 0;
+  GL_TRY(dnn->rnn_workspace(&r, &nbytes));
+  int64_t wss[1] = { (int64_t)nbytes };
+  if (ws->dtype != GL_UINT8 || !gl_device_eq(gl_array_device(ws), gl_array_device(x)))
+    return gl_fail(GL_EINVAL, "%s: the workspace must be the forward's (uint8 on the input's device)", fn);
+  GL_TRY(want_shape(fn, ws, "the workspace", 1, wss));
+  gl_device dev = gl_array_device(x);
+  seq_args g, g2;
+  memset(&g, 0, sizeof g);
+  memset(&g2, 0, sizeof g2);
+  const gl_array *in[6] = { x, wi, wh, b, h0, lstm ? c0 : NULL }, *in2[3] = { gy, y, ws };
+  gl_status st = contig_all(&g, 6, in);
+  if (st == GL_OK) st = contig_all(&g2, 3, in2);
+  int64_t xs[3] = { r.L, r.N, r.I }, wis[2] = { (lstm ? 4 : 3) * r.H, r.I }, whs[2] = { (lstm ? 4 : 3) * r.H, r.H };
+  int64_t bs[1] = { 4 * r.H }, ss[2] = { r.N, r.H };
+  if (st == GL_OK) st = gl_array_alloc(dx, GL_FLOAT32, 3, xs, dev);
+  if (st == GL_OK) st = gl_array_alloc(dwi, GL_FLOAT32, 2, wis, dev);
+  if (st == GL_OK) st = gl_array_alloc(dwh, GL_FLOAT32, 2, whs, dev);
+  if (st == GL_OK) st = gl_array_alloc(db, GL_FLOAT32, 1, bs, dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, GL_FLOAT32, 2, ss, dev);
+  if (st == GL_OK && lstm) st = gl_array_alloc(dc0, GL_FLOAT32, 2, ss, dev);
+  if (st == GL_OK) {
+    r.x = gl_array_data(g.a[0]);
+    r.w_ih = gl_array_data(g.a[1]);
+    r.w_hh = gl_array_data(g.a[2]);
+    r.b = gl_array_data(g.a[3]);
+    r.h0 = gl_array_data(g.a[4]);
+    r.c0 = lstm ? gl_array_data(g.a[5]) : NULL;
+    r.y = gl_array_data(g2.a[1]);
+    r.cn = lstm ? (float *)r.y + r.L * r.N * r.H : NULL;
+    r.ws = gl_array_data(g2.a[2]);
+    r.dy = gl_array_data(g2.a[0]);
+    r.dcn = lstm ? (const float *)r.dy + r.L * r.N * r.H : NULL;
+    r.dx = gl_array_data(dx);
+    r.dw_ih = gl_array_data(dwi);
+    r.dw_hh = gl_array_data(dwh);
+    r.db = gl_array_data(db);
+    r.dh0 = gl_array_data(dh0);
+    r.dc0 = lstm ? gl_array_data(dc0) : NULL;
+    st = dnn->rnn_bwd(&r);
+  }
+  args_release(&g);
+  args_release(&g2);
+  if (st != GL_OK) {
+    gl_array_release(dx); gl_array_release(dwi); gl_array_release(dwh); gl_array_release(db);
+    gl_array_release(dh0); gl_array_release(dc0);
   }
   return st;
 }

@@ -1006,6 +1006,80 @@ template <class T> static void test_lstm_t(int dt) {
   }
 }
 
+/* The fused GRU cell (PyTorch's r, z, n with b_hn inside r * (...)) and the Elman RNN cell,
+** one step forward and backward, against plain double loops. */
+template <class T> static void test_gru_t(int dt) {
+  struct lc { int64_t N, H; int bias; };
+  for (lc c : { lc{ 1, 1, 1 }, lc{ 2, 3, 0 }, lc{ 5, 17, 1 }, lc{ 32, 64, 1 }, lc{ 3, 300, 0 } }) {
+    int64_t N = c.N, H = c.H;
+    begin("gru %s N=%lld H=%lld bias=%d", dtn[dt], (long long)N, (long long)H, c.bias);
+    T *xp = (T *)alloc(N * 3 * H * sizeof(T)), *hw = (T *)alloc(N * 3 * H * sizeof(T)), *b = (T *)alloc(3 * H * sizeof(T));
+    T *gates = (T *)alloc(N * 4 * H * sizeof(T)), *hp = (T *)alloc(N * H * sizeof(T)), *h = (T *)alloc(N * H * sizeof(T));
+    T *dout = (T *)alloc(N * H * sizeof(T)), *dmm = (T *)alloc(N * H * sizeof(T)), *dcar = (T *)alloc(N * H * sizeof(T));
+    T *dx = (T *)alloc(N * 3 * H * sizeof(T)), *dw = (T *)alloc(N * 3 * H * sizeof(T));
+    for (int64_t i = 0; i < N * 3 * H; i++) { xp[i] = (T)(urand() * 4 - 2); hw[i] = (T)(urand() * 2 - 1); }
+    for (int64_t i = 0; i < 3 * H; i++) b[i] = (T)(urand() - 0.5);
+    for (int64_t i = 0; i < N * H; i++) {
+      hp[i] = (T)(urand() * 2 - 1); dout[i] = (T)(urand() - 0.5); dmm[i] = (T)(urand() - 0.5); dcar[i] = (T)(urand() - 0.5);
+    }
+    gl_gru_cell s = {};
+    s.N = N; s.H = H; s.xp = xp; s.hw = hw; s.b = c.bias ? b : NULL; s.gates = gates; s.h_prev = hp; s.h = h;
+    int rc = gl_klaunch_gru_cell(NULL, dt, 0, &s);
+    if (rc) bad("rc %d", rc);
+    double tol = sizeof(T) == 4 ? 2e-6 : 1e-13;
+    std::vector<double> dcar0(dcar, dcar + N * H);
+    s.dh_out = dout; s.dh_mm = dmm; s.dh_carry = dcar; s.dxp = dx; s.dhw = dw;
+    rc = gl_klaunch_gru_cell(NULL, dt, 1, &s);
+    if (rc) bad("bwd rc %d", rc);
+    for (int64_t r = 0; r < N; r++)
+      for (int64_t j = 0; j < H; j++) {
+        int64_t g0 = r * 3 * H + j, k = r * H + j;
+        double br = c.bias ? b[j] : 0, bz = c.bias ? b[j + H] : 0, bn = c.bias ? b[j + 2 * H] : 0;
+        double rg = sigm((double)xp[g0] + hw[g0] + br), z = sigm((double)xp[g0 + H] + hw[g0 + H] + bz);
+        double hn = (double)hw[g0 + 2 * H] + bn, n = tanh((double)xp[g0 + 2 * H] + rg * hn);
+        double hh = (1 - z) * n + z * hp[k];
+        if (!close_to(h[k], hh, tol, tol)) bad("h[%lld,%lld]: got %.9g want %.9g", (long long)r, (long long)j, (double)h[k], hh);
+        double dh = (double)dout[k] + dcar0[k] + dmm[k];
+        double dn = dh * (1 - z) * (1 - n * n), dz = dh * (hp[k] - n) * z * (1 - z), dr = dn * hn * rg * (1 - rg);
+        double wx[3] = { dr, dz, dn }, ww[3] = { dr, dz, dn * rg };
+        for (int q = 0; q < 3; q++) {
+          if (!close_to(dx[g0 + q * H], wx[q], tol * 10, tol * 10)) bad("dxp %d [%lld,%lld]: got %.9g want %.9g", q, (long long)r, (long long)j, (double)dx[g0 + q * H], wx[q]);
+          if (!close_to(dw[g0 + q * H], ww[q], tol * 10, tol * 10)) bad("dhw %d [%lld,%lld]: got %.9g want %.9g", q, (long long)r, (long long)j, (double)dw[g0 + q * H], ww[q]);
+        }
+        if (!close_to(dcar[k], dh * z, tol * 10, tol * 10)) bad("dh_carry[%lld,%lld]", (long long)r, (long long)j);
+      }
+    end();
+    free_all();
+  }
+}
+
+template <class T> static void test_rnn_cell_t(int dt) {
+  struct lc { int64_t N, H; int relu; };
+  for (lc c : { lc{ 1, 1, 0 }, lc{ 2, 3, 1 }, lc{ 5, 17, 0 }, lc{ 32, 64, 1 }, lc{ 3, 300, 0 } }) {
+    int64_t N = c.N, H = c.H, n = N * H;
+    begin("rnn cell %s N=%lld H=%lld relu=%d", dtn[dt], (long long)N, (long long)H, c.relu);
+    T *xp = (T *)alloc(n * sizeof(T)), *hw = (T *)alloc(n * sizeof(T)), *h = (T *)alloc(n * sizeof(T));
+    T *dout = (T *)alloc(n * sizeof(T)), *dnext = (T *)alloc(n * sizeof(T)), *dx = (T *)alloc(n * sizeof(T));
+    for (int64_t i = 0; i < n; i++) {
+      xp[i] = (T)(urand() * 4 - 2); hw[i] = (T)(urand() * 2 - 1); dout[i] = (T)(urand() - 0.5); dnext[i] = (T)(urand() - 0.5);
+    }
+    gl_rnn_cell s = {};
+    s.N = N; s.H = H; s.relu = c.relu; s.xp = xp; s.hw = hw; s.h = h; s.dh_out = dout; s.dh_next = dnext; s.dxp = dx;
+    int rc = gl_klaunch_rnn_cell(NULL, dt, 0, &s);
+    if (!rc) rc = gl_klaunch_rnn_cell(NULL, dt, 1, &s);
+    if (rc) bad("rc %d", rc);
+    double tol = sizeof(T) == 4 ? 2e-6 : 1e-13;
+    for (int64_t k = 0; k < n; k++) {
+      double a = (double)xp[k] + hw[k], hh = c.relu ? (a > 0 ? a : 0) : tanh(a);
+      double dh = (double)dout[k] + dnext[k], da = c.relu ? (hh > 0 ? dh : 0) : dh * (1 - hh * hh);
+      if (!close_to(h[k], hh, tol, tol)) bad("h[%lld]: got %.9g want %.9g", (long long)k, (double)h[k], hh);
+      if (!close_to(dx[k], da, tol * 10, tol * 10)) bad("dxp[%lld]: got %.9g want %.9g", (long long)k, (double)dx[k], da);
+    }
+    end();
+    free_all();
+  }
+}
+
 /* ---- fused: optimizer steps, softmax cross-entropy --------------------------------------------- */
 
 template <class T> static void optim_ref(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, T *s2, const gl_optim_hp *hp);
@@ -1570,7 +1644,11 @@ int main(int argc, char **argv) {
     { "attention", [] { test_attention_t<float>(GL_KD_FLOAT32); test_attention_t<double>(GL_KD_FLOAT64); } },
     { "layer_norm", [] { test_layer_norm_t<float>(GL_KD_FLOAT32); test_layer_norm_t<double>(GL_KD_FLOAT64); } },
     { "conv", [] { test_conv_t<float>(GL_KD_FLOAT32); test_conv_t<double>(GL_KD_FLOAT64); } },
-    { "rnn", [] { test_lstm_t<float>(GL_KD_FLOAT32); test_lstm_t<double>(GL_KD_FLOAT64); } },
+    { "rnn", [] {
+        test_lstm_t<float>(GL_KD_FLOAT32); test_lstm_t<double>(GL_KD_FLOAT64);
+        test_gru_t<float>(GL_KD_FLOAT32); test_gru_t<double>(GL_KD_FLOAT64);
+        test_rnn_cell_t<float>(GL_KD_FLOAT32); test_rnn_cell_t<double>(GL_KD_FLOAT64);
+      } },
     { "index", test_index },
     { "sort", test_sort },
     { "launch", test_launch_errors },

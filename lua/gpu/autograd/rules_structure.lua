@@ -356,6 +356,31 @@ R["fused.lstm"] = { saves = { 2, 3, 4, 5 }, uses_y = true, backward = function(g
   if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
   return gpu.fused.lstm_backward(g, node.extra[1], y, w, h0, c0, o)
 end }
+-- fused.gru(xp, w_hh, b_hh | nil, h0 [, {reverse}]) -> hs (L, N, H), gates (node.extra) and
+-- fused.rnn(xp, w_hh, h0 [, {reverse, nonlinearity}]) -> hs: nn.GRU's and nn.RNN's loops, the
+-- same way (first order only)
+R["fused.gru"] = { saves = { 2, 4, 5 }, uses_y = true, backward = function(g, node, y)
+  local w, b, h0, o = node[2], node[3], node[4], node[5]
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  local dxp, dw, db, dh0 = gpu.fused.gru_backward(g, node.extra[1], y, w, h0, o)
+  return dxp, dw, b ~= nil and db or nil, dh0
+end }
+-- dnn.lstm(x, w_ih, w_hh, b, h0, c0 [, {reverse}]) -> y (L + 1, N, H) (the steps' h, then the
+-- last c), ws (node.extra) and dnn.gru(x, w_ih, w_hh, b, h0 [, opts]) -> y (L, N, H), ws: a
+-- layer and direction through the device's library (oneDNN on the cpu), first order only
+R["dnn.lstm"] = { uses_y = true, backward = function(g, node, y)
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.dnn.lstm_backward(g, y, node.extra[1], node[1], node[2], node[3], node[4], node[5], node[6], node[7])
+end }
+R["dnn.gru"] = { uses_y = true, backward = function(g, node, y)
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.dnn.gru_backward(g, y, node.extra[1], node[1], node[2], node[3], node[4], node[5], node[6])
+end }
+R["fused.rnn"] = { saves = { 2, 3, 4 }, uses_y = true, backward = function(g, node, y)
+  local w, h0, o = node[2], node[3], node[4]
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.fused.rnn_backward(g, y, w, h0, o)
+end }
 
 R["fused.cross_entropy"] = { saves = { 2 }, backward = function(g, node)
   local z, lt, o = node[1], node[2], node[3]

@@ -4,8 +4,9 @@
 --
 -- Attention is composed of dispatched ops (matmul, softmax's logsumexp, where), so the
 -- gradients, both devices and autocast (matmul in the half dtype) come from their rules.
--- Long sequences go through gpu.fused.attention (FlashAttention's forward: an online
--- softmax over the keys, no (L, S) scores; its backward recomputes them); with a mask or
+-- Unmasked, dropout-free calls go through gpu.fused.attention (on the cpu at every length, on
+-- the GPU for long sequences; FlashAttention's forward: an online softmax over the keys, no (L, S)
+-- scores; its backward recomputes them); with a mask or
 -- dropout they are cut into tiles of query rows: without a tape no more than a (TILE, S)
 -- block of the scores exists at a time.
 
@@ -91,11 +92,13 @@ local function check_sdpa(fname, q, k, v, o)
   if o.is_causal and m ~= nil then raise("%s: give attn_mask or is_causal, not both", fname) end
 end
 
--- Whether gpu.fused.attention (online softmax, no (L, S) scores; the CPU's blocked loop or
+-- Whether gpu.fused.attention (online softmax, no (L, S) scores; the CPU's GEMM tiles or
 -- the GPU's warp-per-row kernel, value rows of at most 256) takes the call: no mask, no
 -- dropout, float32/float64 operands of one dtype and the same leading axes, keys and
--- values, and long enough that the scores would be big (below that, the composite's
--- GEMMs are faster).
+-- values; on the GPU only when long enough that the scores would be big (below that, the
+-- composite's GEMMs are faster there), on the cpu at every length (its GEMM tiles were
+-- faster than the composite from L = S = 64 up, forward and training step, 1 thread:
+-- doc/STATUS-seq.md).
 local fused_dtypes = { float32 = true, float64 = true }
 local function fused_ok(q, k, v, mask, p)
   if (q.device ~= "cpu" and v.shape[v.ndim] > 256) or mask ~= nil or p > 0 or not fused_dtypes[q.dtype]
@@ -106,7 +109,8 @@ local function fused_ok(q, k, v, mask, p)
   for i = 1, nd - 2 do
     if k.shape[i] ~= q.shape[i] or v.shape[i] ~= q.shape[i] then return false end
   end
-  return k.shape[nd - 1] >= 1 and v.shape[nd] >= 1 and q.shape[nd] >= 1 and q.shape[nd - 1] * k.shape[nd - 1] > TILE * TILE
+  return k.shape[nd - 1] >= 1 and v.shape[nd] >= 1 and q.shape[nd] >= 1
+    and (q.device == "cpu" or q.shape[nd - 1] * k.shape[nd - 1] > TILE * TILE)
 end
 
 -- The attention proper, query rows in tiles of TILE (arguments checked); returns out and,

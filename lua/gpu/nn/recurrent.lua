@@ -9,11 +9,11 @@
 --   local out, h_n = nn.GRU(10, 20)(x, h0)
 --
 -- The input projections of all time steps are one GEMM per layer and direction
--- (gpu.fused.linear over (L, N, in)). An LSTM layer then runs its time loop in C
--- (gpu.fused.lstm: per step one GEMM of the hidden state and one fused cell kernel;
--- backward through time as one op, src/ops/rnn.c); GRU and RNN (and an LSTM in a dtype the
--- fused loop does not take) step through dispatched ops (one GEMM of the hidden state and
--- the gate math per step). Autograd, both devices and autocast come from those ops. Packed sequences
+-- (gpu.fused.linear over (L, N, in)). Each layer then runs its time loop in C
+-- (gpu.fused.lstm, gru, rnn: per step one GEMM of the hidden state and one fused cell kernel;
+-- backward through time as one op, src/ops/rnn.c); a layer in a dtype the fused loops do not
+-- take, or with m.fused = false, steps through dispatched ops (one GEMM of the hidden state
+-- and the gate math per step). Autograd, both devices and autocast come from those ops. Packed sequences
 -- (pack_padded_sequence) and proj_size are not implemented.
 
 local gpu = require "gpu"
@@ -46,32 +46,100 @@ end
 
 -- ---- one layer, one direction ------------------------------------------------------------------
 
--- Whether the fused LSTM loop (gpu.fused.lstm) takes these operands: float32/float64 of one
--- dtype on a device whose backend has the cell kernel (the cpu, and cuda).
+-- Whether the fused loops (gpu.fused.lstm, gru, rnn) take these operands: float32/float64 of
+-- one dtype on a device whose backend has the cell kernels (the cpu, and cuda). c is the LSTM's
+-- cell state or the GRU's b_hh (either may be nil).
 local FUSED_DTYPES = { float32 = true, float64 = true }
 local FUSED_DEVICES = { cpu = true, cuda = true }
 local REVERSE = { reverse = true }
-local function fused_lstm_ok(xp, w, h, c)
+local function fused_ok(xp, w, h, c)
   local dt = xp.dtype
-  return FUSED_DTYPES[dt] and w.dtype == dt and h.dtype == dt and c.dtype == dt
+  return FUSED_DTYPES[dt] and w.dtype == dt and h.dtype == dt and (c == nil or c.dtype == dt)
     and FUSED_DEVICES[(xp.device:gsub(":%d+$", ""))] == true
 end
 
 local function cols(a, g, H) return a[{ ":", { (g - 1) * H + 1, g * H } }] end
+
+-- Whether a layer direction runs through the device's library (gpu.dnn.lstm / gru: oneDNN on
+-- the cpu, float32): where it has one, as it was measured faster than the fused loop at 1 and
+-- 2 threads (doc/STATUS-seq.md); m.dnn = false, gpu.dnn.enabled = false or GPULUA_DNNL=0
+-- leave the fused loop (gpu.config().rnn says which), and so does a case the library refuses.
+local dnn_ok_cache = {}
+local function dnn_ok(self, x, h)
+  if self.dnn == false or gpu.dnn.enabled == false then return false end
+  if x.dtype ~= "float32" or h.dtype ~= "float32" or x.shape[2] == 0 then return false end
+  local dev = x.device
+  local ok = dnn_ok_cache[dev]
+  if ok == nil then
+    ok = gpu.dnn.available(dev, "float32", "rnn") == true
+    dnn_ok_cache[dev] = ok
+  end
+  return ok
+end
+
+-- PyTorch's GRU blocks (r, z, n) of a (3H, ...) array in the library's order (z, r, n).
+local function zrn(a, H)
+  return gpu.concat({ a[{ { H + 1, 2 * H } }], a[{ { 1, H } }], a[{ { 2 * H + 1, 3 * H } }] }, 1)
+end
+
+-- A call of gpu.dnn.lstm / gru, or nil where the library refuses the case (the caller then
+-- takes the fused loop); other errors go on.
+local function dnn_call(f, ...)
+  local ok, y = pcall(f, ...)
+  if ok then return y end
+  if tostring(y):find("oneDNN has no", 1, true) then return nil end
+  error(y, 0)
+end
+
+-- The layer direction through gpu.dnn.lstm / gru: outputs (L, N, H), h_n [, c_n]; nil where
+-- the library refuses it.
+local function run_dnn(self, xs, p, h, c, reverse)
+  local kind, H, L = self.mode, self.hidden_size, xs.shape[1]
+  local o = reverse and REVERSE or nil
+  local last = reverse and 1 or L
+  local b
+  if kind == "LSTM" then
+    b = p.b_ih and p.b_ih + p.b_hh or gpu.zeros(4 * H, { dtype = xs.dtype, device = xs.device })
+    local y = dnn_call(gpu.dnn.lstm, xs, p.w_ih, p.w_hh, b, h, c, o)  -- (L + 1, N, H): h_t, then c_n
+    if y == nil then return nil end
+    local out = y[{ { 1, L } }]
+    return out, out[last], y[L + 1]
+  end
+  if p.b_ih then
+    local bi, bh = p.b_ih, p.b_hh
+    local zr = bi[{ { 1, 2 * H } }] + bh[{ { 1, 2 * H } }]
+    b = gpu.concat({ zr[{ { H + 1, 2 * H } }], zr[{ { 1, H } }], bi[{ { 2 * H + 1, 3 * H } }], bh[{ { 2 * H + 1, 3 * H } }] }, 1)
+  else
+    b = gpu.zeros(4 * H, { dtype = xs.dtype, device = xs.device })
+  end
+  local y = dnn_call(gpu.dnn.gru, xs, zrn(p.w_ih, H), zrn(p.w_hh, H), b, h, o)   -- (L, N, H)
+  if y == nil then return nil end
+  return y, y[last]
+end
 
 -- Runs a layer direction over xs (L, N, in) from h (N, H) [and c (N, H)]: returns the
 -- outputs (L, N, H) in time order and the final h [, c].
 local function run_direction(self, xs, p, h, c, reverse)
   local kind, H = self.mode, self.hidden_size
   local L = xs.shape[1]
+  if kind ~= "RNN" and self.fused ~= false and dnn_ok(self, xs, h) then
+    local out, hl, cl = run_dnn(self, xs, p, h, c, reverse)
+    if out ~= nil then return out, hl, cl end
+  end
   local bias_in = p.b_ih
   if kind ~= "GRU" and p.b_ih ~= nil then bias_in = p.b_ih + p.b_hh end
   local xp = fused.linear(xs, p.w_ih, bias_in)                     -- (L, N, G H)
-  if kind == "LSTM" and self.fused ~= false and fused_lstm_ok(xp, p.w_hh, h, c) then
+  local last = reverse and 1 or L
+  if self.fused ~= false and fused_ok(xp, p.w_hh, h, kind == "LSTM" and c or p.b_hh) then
     -- the time loop and backpropagation through time in C: one tape node per layer and direction
-    local hc = fused.lstm(xp, p.w_hh, h, c, reverse and REVERSE or nil)  -- (L, N, 2, H): h_t, c_t
-    local last = reverse and 1 or L
-    return hc[{ ":", ":", 1 }], hc[{ last, ":", 1 }], hc[{ last, ":", 2 }]
+    if kind == "LSTM" then
+      local hc = fused.lstm(xp, p.w_hh, h, c, reverse and REVERSE or nil)  -- (L, N, 2, H): h_t, c_t
+      return hc[{ ":", ":", 1 }], hc[{ last, ":", 1 }], hc[{ last, ":", 2 }]
+    end
+    local hs
+    if kind == "GRU" then hs = fused.gru(xp, p.w_hh, p.b_hh, h, reverse and REVERSE or nil)  -- (L, N, H)
+    else hs = fused.rnn(xp, p.w_hh, h, { reverse = reverse, nonlinearity = self.nonlinearity }) end
+    return hs, hs[last]
   end
   local outs = {}
   for step = 1, L do
@@ -244,9 +312,11 @@ end
 
 rnn_class("RNN")
 rnn_class("LSTM")
--- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm
--- (the reference the fused loop is checked against)
-Rec.LSTM.fused = true
 rnn_class("GRU")
+-- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm,
+-- gru, rnn (the reference the fused loops are checked against)
+Rec.RNN.fused, Rec.LSTM.fused, Rec.GRU.fused = true, true, true
+-- m.dnn = false (nn.LSTM.dnn, nn.GRU.dnn for all): never through the device's library
+-- (gpu.dnn.lstm / gru), the fused loop instead
 
 return Rec

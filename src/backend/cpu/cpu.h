@@ -68,6 +68,8 @@ gl_status gl_cpu_xent(const gl_array *loss, const gl_array *probs, const gl_arra
 gl_status gl_cpu_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_array *labels,
                           const gl_array *target, double smoothing, const gl_array *gout, double scale);
 gl_status gl_cpu_lstm_cell(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
+gl_status gl_cpu_gru_cell(gl_device dev, bool backward, gl_dtype dt, const gl_gru_cell *s);
+gl_status gl_cpu_rnn_cell(gl_device dev, bool backward, gl_dtype dt, const gl_rnn_cell *s);
 gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                            const gl_array *v, double scale, bool causal);
 gl_status gl_cpu_layer_norm(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,

@@ -63,6 +63,8 @@ void gl_cpu_dnnl_version(char *buf, size_t n) { if (n) buf[0] = 0; }
   X(dnnl_dilated_convolution_backward_weights_desc_init)                                           \
   X(dnnl_pooling_v2_forward_desc_init) X(dnnl_pooling_v2_backward_desc_init)                       \
   X(dnnl_batch_normalization_forward_desc_init) X(dnnl_batch_normalization_backward_desc_init)     \
+  X(dnnl_lstm_forward_desc_init) X(dnnl_lstm_backward_desc_init)                                   \
+  X(dnnl_lbr_gru_forward_desc_init) X(dnnl_lbr_gru_backward_desc_init)                             \
   X(dnnl_version)
 
 static struct {
@@ -77,7 +79,7 @@ static char load_msg[256];
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static bool pool_onednn;              /* GPULUA_DNNL_POOL=1 */
-static bool refuse_conv;              /* GPULUA_DNNL_REFUSE=1: every convolution refused (testing) */
+static bool refuse_conv;              /* GPULUA_DNNL_REFUSE=1: every convolution and LSTM/GRU refused (testing) */
 
 static void dnnl_load(void) {
   const char *env = getenv("GPULUA_DNNL");
@@ -132,7 +134,7 @@ static bool dnnl_takes(gl_dnn_family f, gl_dtype dt) {
 /* ---- the primitive cache ------------------------------------------------------------------ */
 
 #define KEYLEN 24
-#define NSLOT 9
+#define NSLOT 20                      /* an LSTM's backward takes 19 arguments */
 #define CACHE_SIZE 64
 
 /* One argument of a primitive as the caller holds it: a plain-layout memory whose handle
@@ -141,6 +143,8 @@ static bool dnnl_takes(gl_dnn_family f, gl_dtype dt) {
 typedef struct slot {
   int arg;                      /* DNNL_ARG_* */
   bool out;
+  bool zero;                    /* an output the primitive accumulates into: zeroed first */
+  size_t user_bytes;
   dnnl_memory_t user;
   dnnl_memory_t inner;          /* NULL: the primitive takes the user layout */
   dnnl_primitive_t reorder;     /* user -> inner (inputs) or inner -> user (outputs) */
@@ -227,6 +231,7 @@ static dnnl_status_t slot_add(entry *e, int arg, bool out, const dnnl_memory_des
   const dnnl_memory_desc_t *want = D.dnnl_primitive_desc_query_md(e->pd, dnnl_query_exec_arg_md, arg);
   if (want == NULL) return dnnl_runtime_error;
   if (user == NULL) user = want;
+  s->user_bytes = D.dnnl_memory_desc_get_size(user);
   dnnl_status_t st = D.dnnl_memory_create(&s->user, user, engine, NULL);
   if (st != dnnl_success || D.dnnl_memory_desc_equal(user, want)) return st;
   s->inner_bytes = D.dnnl_memory_desc_get_size(want);
@@ -262,6 +267,7 @@ static gl_status entry_run(entry *e, void *const *data) {
       D.dnnl_memory_set_data_handle(s->inner, tmp[i]);
       if (!s->out) reorder_run(s);
     }
+    if (s->zero) memset(s->inner ? tmp[i] : data[i], 0, s->inner ? s->inner_bytes : s->user_bytes);
     args[n].arg = s->arg;
     args[n++].memory = s->inner ? s->inner : s->user;
   }
@@ -907,6 +913,194 @@ static gl_status dnnl_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_ar
   return st;
 }
 
+/* ---- recurrent layers: LSTM and GRU --------------------------------------------------------
+** One layer and direction per primitive (nn's loop over layers and directions stays in Lua),
+** forward training (the workspace kept for the backward) and backward. Weights arrive in
+** PyTorch's (G, H, in) order, oneDNN's ldgoi; the primitive picks its own layout (any) and
+** the call reorders. The backward accumulates into its weight and bias gradients: those
+** outputs are zeroed first (slot.zero). The last h (dst_iter) goes to a scratch buffer
+** forward and is read from y's last step backward (the same values); its gradient is zero
+** (nn reads h_n from y). */
+
+enum { OP_LSTM_FWD = 20, OP_LSTM_BWD, OP_GRU_FWD, OP_GRU_BWD };
+
+static void rnn_key(int64_t *key, int op, const gl_dnn_rnn *r, int nt) {
+  memset(key, 0, KEYLEN * sizeof key[0]);
+  int64_t k[] = { op, nt, r->L, r->N, r->I, r->H, r->reverse };
+  memcpy(key, k, sizeof k);
+}
+
+/* The memory descriptors of one layer and direction in the caller's layouts. */
+typedef struct rnn_mds {
+  dnnl_memory_desc_t x, st, wi, wh, b, y;
+} rnn_mds;
+
+static void rnn_mds_of(rnn_mds *m, const gl_dnn_rnn *r, bool any) {
+  int G = r->kind == GL_DNN_LSTM ? 4 : 3;
+  dnnl_dims_t x = { r->L, r->N, r->I }, st = { 1, 1, r->N, r->H }, wi = { 1, 1, r->I, G, r->H };
+  dnnl_dims_t wh = { 1, 1, r->H, G, r->H }, b = { 1, 1, 4, r->H }, y = { r->L, r->N, r->H };
+  D.dnnl_memory_desc_init_by_tag(&m->x, 3, x, dnnl_f32, dnnl_tnc);
+  D.dnnl_memory_desc_init_by_tag(&m->st, 4, st, dnnl_f32, dnnl_ldnc);
+  D.dnnl_memory_desc_init_by_tag(&m->wi, 5, wi, dnnl_f32, any ? dnnl_format_tag_any : dnnl_ldgoi);
+  D.dnnl_memory_desc_init_by_tag(&m->wh, 5, wh, dnnl_f32, any ? dnnl_format_tag_any : dnnl_ldgoi);
+  D.dnnl_memory_desc_init_by_tag(&m->b, 4, b, dnnl_f32, dnnl_ldgo);
+  D.dnnl_memory_desc_init_by_tag(&m->y, 3, y, dnnl_f32, dnnl_tnc);
+}
+
+static dnnl_status_t rnn_fwd_desc(dnnl_rnn_desc_t *d, const gl_dnn_rnn *r, const rnn_mds *a) {
+  dnnl_rnn_direction_t dir = r->reverse ? dnnl_unidirectional_right2left : dnnl_unidirectional_left2right;
+  if (r->kind == GL_DNN_LSTM)
+    return D.dnnl_lstm_forward_desc_init(d, dnnl_forward_training, dir, &a->x, &a->st, &a->st, &a->wi, &a->wh, &a->b,
+                                         &a->y, &a->st, &a->st, 0);
+  return D.dnnl_lbr_gru_forward_desc_init(d, dnnl_forward_training, dir, &a->x, &a->st, &a->wi, &a->wh, &a->b, &a->y,
+                                          &a->st, 0);
+}
+
+/* Builds the entry of a forward (slots x, h0, [c0,] w_ih, w_hh, b, y, hn, [cn,] ws) or a
+** backward (the forward's inputs and outputs, then dy, dhn, [dcn,] dx, dh0, [dc0,] dw_ih,
+** dw_hh, db). */
+static dnnl_status_t rnn_build(entry *e, bool backward, const gl_dnn_rnn *r) {
+  bool lstm = r->kind == GL_DNN_LSTM;
+  rnn_mds u, a;
+  rnn_mds_of(&u, r, false);
+  rnn_mds_of(&a, r, true);
+  dnnl_rnn_desc_t fd, bd;
+  dnnl_status_t s = rnn_fwd_desc(&fd, r, &a);
+  if (s != dnnl_success) return s;
+  dnnl_primitive_desc_t hint = NULL;
+  if (!backward) {
+    if ((s = entry_make(e, &fd, NULL)) != dnnl_success) return s;
+  } else {
+    dnnl_primitive_attr_t attr;
+    if ((s = D.dnnl_primitive_attr_create(&attr)) != dnnl_success) return s;
+    s = D.dnnl_primitive_desc_create(&hint, &fd, attr, engine, NULL);
+    D.dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success) return s;
+    dnnl_rnn_direction_t dir = r->reverse ? dnnl_unidirectional_right2left : dnnl_unidirectional_left2right;
+    if (lstm)
+      s = D.dnnl_lstm_backward_desc_init(&bd, dnnl_backward, dir, &a.x, &a.st, &a.st, &a.wi, &a.wh, &a.b, &a.y, &a.st,
+                                         &a.st, &a.x, &a.st, &a.st, &a.wi, &a.wh, &a.b, &a.y, &a.st, &a.st, 0);
+    else
+      s = D.dnnl_lbr_gru_backward_desc_init(&bd, dnnl_backward, dir, &a.x, &a.st, &a.wi, &a.wh, &a.b, &a.y, &a.st,
+                                            &a.x, &a.st, &a.wi, &a.wh, &a.b, &a.y, &a.st, 0);
+    if (s != dnnl_success) {
+      D.dnnl_primitive_desc_destroy(hint);
+      return s;
+    }
+    if ((s = entry_make(e, &bd, hint)) != dnnl_success) return s;
+  }
+  struct { int arg; bool out; const dnnl_memory_desc_t *md; bool lstm_only; } f[] = {
+    { DNNL_ARG_SRC_LAYER, false, &u.x, false }, { DNNL_ARG_SRC_ITER, false, &u.st, false },
+    { DNNL_ARG_SRC_ITER_C, false, &u.st, true }, { DNNL_ARG_WEIGHTS_LAYER, false, &u.wi, false },
+    { DNNL_ARG_WEIGHTS_ITER, false, &u.wh, false }, { DNNL_ARG_BIAS, false, &u.b, false },
+    { DNNL_ARG_DST_LAYER, !backward, &u.y, false }, { DNNL_ARG_DST_ITER, !backward, &u.st, false },
+    { DNNL_ARG_DST_ITER_C, !backward, &u.st, true }, { DNNL_ARG_WORKSPACE, !backward, NULL, false },
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if ((!f[i].lstm_only || lstm) && (s = slot_add(e, f[i].arg, f[i].out, f[i].md)) != dnnl_success) return s;
+  if (!backward) return dnnl_success;
+  struct { int arg; bool out; const dnnl_memory_desc_t *md; bool lstm_only; } b[] = {
+    { DNNL_ARG_DIFF_DST_LAYER, false, &u.y, false }, { DNNL_ARG_DIFF_DST_ITER, false, &u.st, false },
+    { DNNL_ARG_DIFF_DST_ITER_C, false, &u.st, true }, { DNNL_ARG_DIFF_SRC_LAYER, true, &u.x, false },
+    { DNNL_ARG_DIFF_SRC_ITER, true, &u.st, false }, { DNNL_ARG_DIFF_SRC_ITER_C, true, &u.st, true },
+    { DNNL_ARG_DIFF_WEIGHTS_LAYER, true, &u.wi, false }, { DNNL_ARG_DIFF_WEIGHTS_ITER, true, &u.wh, false },
+    { DNNL_ARG_DIFF_BIAS, true, &u.b, false },
+  };
+  for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+    if (b[i].lstm_only && !lstm) continue;
+    if ((s = slot_add(e, b[i].arg, b[i].out, b[i].md)) != dnnl_success) return s;
+    if (b[i].arg == DNNL_ARG_DIFF_WEIGHTS_LAYER || b[i].arg == DNNL_ARG_DIFF_WEIGHTS_ITER ||
+        b[i].arg == DNNL_ARG_DIFF_BIAS)
+      e->s[e->nslot - 1].zero = true;
+  }
+  return dnnl_success;
+}
+
+/* The entry of op for r (lock held), built on a miss; *e NULL with the status on failure. */
+static gl_status rnn_entry(bool backward, const gl_dnn_rnn *r, int nt, entry **out) {
+  int op = r->kind == GL_DNN_LSTM ? (backward ? OP_LSTM_BWD : OP_LSTM_FWD) : (backward ? OP_GRU_BWD : OP_GRU_FWD);
+  int64_t key[KEYLEN];
+  rnn_key(key, op, r, nt);
+  entry *e = cache_find(key);
+  if (e->stamp == 0) {
+    /* GPULUA_DNNL_REFUSE=1 reaches nn's fallback (the fused loop) in the specs */
+    dnnl_status_t s = refuse_conv ? dnnl_unimplemented : rnn_build(e, backward, r);
+    if (s != dnnl_success) {
+      entry_clear(e);
+      *out = NULL;
+      return s == dnnl_unimplemented ? gl_fail(GL_ENOTSUP, "oneDNN has no %s %s for this shape",
+                                               r->kind == GL_DNN_LSTM ? "LSTM" : "GRU", backward ? "backward" : "forward")
+                                     : dnnl_fail("recurrent layer setup", s);
+    }
+    e->stamp = ++cache.clock;
+  }
+  *out = e;
+  return GL_OK;
+}
+
+static int64_t rnn_work(const gl_dnn_rnn *r) { return r->L * r->N * r->H * (r->I + r->H) * 4; }
+
+static gl_status dnnl_rnn_workspace(const gl_dnn_rnn *r, size_t *bytes) {
+  int saved, nt = thread_begin(rnn_work(r), &saved);
+  pthread_mutex_lock(&cache.lock);
+  entry *e;
+  gl_status st = rnn_entry(false, r, nt, &e);
+  if (st == GL_OK) {
+    *bytes = 0;
+    for (int i = 0; i < e->nslot; i++)
+      if (e->s[i].arg == DNNL_ARG_WORKSPACE) *bytes = e->s[i].user_bytes;
+  }
+  pthread_mutex_unlock(&cache.lock);
+  thread_end(nt, saved);
+  return st;
+}
+
+/* Runs the forward or backward of r: the slots' buffers in rnn_build's order, with a
+** scratch (N, H) for the last h forward (and its zero gradient backward). */
+static gl_status rnn_run(bool backward, const gl_dnn_rnn *r) {
+  bool lstm = r->kind == GL_DNN_LSTM;
+  size_t sb = (size_t)(r->N * r->H) * sizeof(float);
+  void *hbuf;
+  GL_TRY(gl_cpu_alloc(gl_cpu(), sb ? sb : 1, &hbuf));
+  if (backward) memset(hbuf, 0, sb);
+  void *last = (float *)r->y + (r->reverse ? 0 : (r->L - 1) * r->N * r->H);   /* h_n: y's last step */
+  void *data[NSLOT];
+  int n = 0;
+  data[n++] = (void *)r->x;
+  data[n++] = (void *)r->h0;
+  if (lstm) data[n++] = (void *)r->c0;
+  data[n++] = (void *)r->w_ih;
+  data[n++] = (void *)r->w_hh;
+  data[n++] = (void *)r->b;
+  data[n++] = r->y;
+  data[n++] = backward ? last : hbuf;
+  if (lstm) data[n++] = r->cn;
+  data[n++] = r->ws;
+  if (backward) {
+    data[n++] = (void *)r->dy;
+    data[n++] = hbuf;
+    if (lstm) data[n++] = (void *)r->dcn;
+    data[n++] = r->dx;
+    data[n++] = r->dh0;
+    if (lstm) data[n++] = r->dc0;
+    data[n++] = r->dw_ih;
+    data[n++] = r->dw_hh;
+    data[n++] = r->db;
+  }
+  int saved, nt = thread_begin(rnn_work(r), &saved);
+  pthread_mutex_lock(&cache.lock);
+  entry *e;
+  gl_status st = rnn_entry(backward, r, nt, &e);
+  if (st == GL_OK) st = entry_run(e, data);
+  pthread_mutex_unlock(&cache.lock);
+  thread_end(nt, saved);
+  gl_cpu_free(gl_cpu(), hbuf, sb ? sb : 1);
+  return st == GL_OK ? gl_interrupt_check() : st;
+}
+
+static gl_status dnnl_rnn_fwd(const gl_dnn_rnn *r) { return rnn_run(false, r); }
+static gl_status dnnl_rnn_bwd(const gl_dnn_rnn *r) { return rnn_run(true, r); }
+
 const gl_dnn gl_cpu_dnn = {
   .name = "onednn",
   .unavailable = dnnl_unavailable,
@@ -919,6 +1113,9 @@ const gl_dnn gl_cpu_dnn = {
   .batch_norm_train = dnnl_bn_train,
   .batch_norm_infer = dnnl_bn_infer,
   .batch_norm_bwd = dnnl_bn_bwd,
+  .rnn_workspace = dnnl_rnn_workspace,
+  .rnn_fwd = dnnl_rnn_fwd,
+  .rnn_bwd = dnnl_rnn_bwd,
 };
 
 #endif

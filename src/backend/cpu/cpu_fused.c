@@ -5,6 +5,7 @@
 ** layer norm over the last axis forward and backward.
 ** Rows and elements are split across the free cores above 32768 elements.
 */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -300,61 +301,78 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
 
 /* ---- attention ------------------------------------------------------------------------------- */
 
-/* FlashAttention's forward on the CPU: each query row walks the keys in blocks of GL_ATT_KB,
-** scores of one block at a time (never the (L, S) matrix), with an online softmax: the running
-** maximum m, the running sum l of exp(s - m) and the running output acc, rescaled by
-** exp(m_old - m_new) whenever the maximum grows. Rows (batch x heads x queries) are split
-** across the free cores. */
-#define GL_ATT_KB 64
-#define GL_ATT_STAMP(T, EXP, LOG, SFX)                                                            \
-  static void att_##SFX(int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev, T *restrict out,  \
-                        T *restrict lse, const T *restrict q, const T *restrict k,                \
-                        const T *restrict v, T scale, bool causal, int nt) {                      \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
-    for (int64_t r = 0; r < B * L; r++) {                                                         \
-      const int64_t b = r / L, i = r - b * L;                                                     \
-      const T *qi = q + r * E, *kb = k + b * S * E, *vb = v + b * S * Ev;                         \
-      T *oi = out + r * Ev;                                                                       \
-      T s[GL_ATT_KB];                                                                             \
-      T m = -(T)INFINITY, l = 0;                                                                  \
-      for (int64_t c = 0; c < Ev; c++) oi[c] = 0;                                                 \
-      const int64_t send = causal ? (i + 1 < S ? i + 1 : S) : S;                                  \
-      for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_KB) {                                          \
-        const int64_t nb = send - j0 < GL_ATT_KB ? send - j0 : GL_ATT_KB;                         \
-        T bm = -(T)INFINITY;                                                                      \
-        for (int64_t j = 0; j < nb; j++) {                                                        \
-          const T *kj = kb + (j0 + j) * E;                                                        \
-          T d = 0;                                                                                \
-          _Pragma("omp simd reduction(+:d)")                                                      \
-          for (int64_t e = 0; e < E; e++) d += qi[e] * kj[e];                                     \
-          s[j] = d * scale;                                                                       \
-          bm = s[j] > bm ? s[j] : bm;                                                             \
+/* FlashAttention's forward on the CPU in GEMM tiles: each tile of GL_ATT_TQ query rows walks
+** the keys in blocks of GL_ATT_TK, the block's scores one BLAS GEMM (Q_t K_b^T, never the
+** (L, S) matrix), an online softmax per row (the running maximum m, the running sum l of
+** exp(s - m), the output tile rescaled by exp(m_old - m_new) whenever the maximum grows),
+** then the output tile += P V_b, a second GEMM. Causal: keys past a row's position are
+** masked, blocks past the tile's last row skipped. Tiles (batch x heads x query tiles) are
+** split across the free cores, each GEMM on one thread. */
+#define GL_ATT_TQ 64
+#define GL_ATT_TK 64
+#define GL_ATT_STAMP(T, GEMM, EXP, LOG, SFX)                                                      \
+  static void att_##SFX(const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,        \
+                        int64_t Ev, T *restrict out, T *restrict lse, const T *q, const T *k,     \
+                        const T *v, T scale, bool causal, int nt) {                               \
+    const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ;                                           \
+    const int lde = E > 0 ? (int)E : 1, ldv = Ev > 0 ? (int)Ev : 1;                               \
+    _Pragma("omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)")                      \
+    for (int64_t t = 0; t < B * nq; t++) {                                                        \
+      const int64_t b = t / nq, i0 = (t - b * nq) * GL_ATT_TQ;                                    \
+      const int64_t mq = L - i0 < GL_ATT_TQ ? L - i0 : GL_ATT_TQ;                                 \
+      const T *qt = q + (b * L + i0) * E, *kb = k + b * S * E, *vb = v + b * S * Ev;              \
+      T *ot = out + (b * L + i0) * Ev, *lt = lse + b * L + i0;                                    \
+      T s[GL_ATT_TQ * GL_ATT_TK], m[GL_ATT_TQ], l[GL_ATT_TQ];                                     \
+      for (int64_t r = 0; r < mq; r++) { m[r] = -(T)INFINITY; l[r] = 0; }                         \
+      for (int64_t c = 0; c < mq * Ev; c++) ot[c] = 0;                                            \
+      const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                              \
+      for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                          \
+        const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                         \
+        if (E > 0)                                                                                \
+          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E, \
+                   scale, qt, lde, kb + j0 * E, lde, 0, s, GL_ATT_TK);                            \
+        else                                                                                      \
+          for (int64_t c = 0; c < mq * GL_ATT_TK; c++) s[c] = 0;                                  \
+        for (int64_t r = 0; r < mq; r++) {                                                        \
+          T *sr = s + r * GL_ATT_TK, *orow = ot + r * Ev;                                         \
+          int64_t lim = nk;                        /* keys j0 + j, j < lim, take part */          \
+          if (causal && i0 + r + 1 - j0 < lim) lim = i0 + r + 1 - j0;                             \
+          if (lim < 0) lim = 0;                                                                   \
+          T bm = -(T)INFINITY;                                                                    \
+          for (int64_t j = 0; j < lim; j++) bm = sr[j] > bm ? sr[j] : bm;                         \
+          if (bm > m[r]) {                 /* rescale what was summed under the old maximum */    \
+            const T f = m[r] == -(T)INFINITY ? 0 : EXP(m[r] - bm);                                \
+            l[r] *= f;                                                                            \
+            _Pragma("omp simd")                                                                   \
+            for (int64_t c = 0; c < Ev; c++) orow[c] *= f;                                        \
+            m[r] = bm;                                                                            \
+          }                                                                                       \
+          T sum = 0;                                                                              \
+          if (m[r] == -(T)INFINITY) lim = 0;                                                      \
+          for (int64_t j = 0; j < lim; j++) {                                                     \
+            const T p = EXP(sr[j] - m[r]);                                                        \
+            sr[j] = p;                                                                            \
+            sum += p;                                                                             \
+          }                                                                                       \
+          for (int64_t j = lim; j < nk; j++) sr[j] = 0;                                           \
+          l[r] += sum;                                                                            \
         }                                                                                         \
-        if (bm > m) {                     /* rescale what was summed under the old maximum */     \
-          const T f = m == -(T)INFINITY ? 0 : EXP(m - bm);                                        \
-          l *= f;                                                                                 \
-          _Pragma("omp simd")                                                                     \
-          for (int64_t c = 0; c < Ev; c++) oi[c] *= f;                                            \
-          m = bm;                                                                                 \
-        }                                                                                         \
-        if (m == -(T)INFINITY) continue;                                                          \
-        for (int64_t j = 0; j < nb; j++) {                                                        \
-          const T p = EXP(s[j] - m);                                                              \
-          const T *vj = vb + (j0 + j) * Ev;                                                       \
-          l += p;                                                                                 \
-          _Pragma("omp simd")                                                                     \
-          for (int64_t c = 0; c < Ev; c++) oi[c] += p * vj[c];                                    \
-        }                                                                                         \
+        if (Ev > 0)                                                                               \
+          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_NO_TRANS, (int)mq, (int)Ev, (int)nk, \
+                   1, s, GL_ATT_TK, vb + j0 * Ev, ldv, 1, ot, ldv);                               \
       }                                                                                           \
-      const T rl = 1 / l;              /* no key (l = 0): NaN, as softmax over nothing */         \
-      _Pragma("omp simd")                                                                         \
-      for (int64_t c = 0; c < Ev; c++) oi[c] *= rl;                                               \
-      lse[r] = m + LOG(l);                                                                        \
+      for (int64_t r = 0; r < mq; r++) {                                                          \
+        const T rl = 1 / l[r];             /* no key (l = 0): NaN, as softmax over nothing */     \
+        T *orow = ot + r * Ev;                                                                    \
+        _Pragma("omp simd")                                                                       \
+        for (int64_t c = 0; c < Ev; c++) orow[c] *= rl;                                           \
+        lt[r] = m[r] + LOG(l[r]);                                                                 \
+      }                                                                                           \
     }                                                                                             \
   }
 
-GL_ATT_STAMP(float, expf, logf, f32)
-GL_ATT_STAMP(double, exp, log, f64)
+GL_ATT_STAMP(float, sgemm, expf, logf, f32)
+GL_ATT_STAMP(double, dgemm, exp, log, f64)
 #undef GL_ATT_STAMP
 
 gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
@@ -363,12 +381,18 @@ gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_ar
   int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
   int64_t B = L > 0 ? q->size / (L * (E > 0 ? E : 1)) : 0;
   if (E == 0) B = lse->size / (L > 0 ? L : 1);
+  if (E > INT_MAX || Ev > INT_MAX)
+    return gl_fail(GL_ETOOBIG, "attention: rows of %lld and %lld elements are more than BLAS takes",
+                   (long long)E, (long long)Ev);
+  const gl_cpu_blas *bl;
+  GL_TRY(gl_cpu_blas_get(&bl));
   int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 2);
+  gl_cpu_blas_threads(bl, 1);                            /* each tile's GEMMs on its own thread */
   if (q->dtype == GL_FLOAT32)
-    att_f32(B, L, S, E, Ev, DATA(float, out), DATA(float, lse), DATA(const float, q), DATA(const float, k),
+    att_f32(bl, B, L, S, E, Ev, DATA(float, out), DATA(float, lse), DATA(const float, q), DATA(const float, k),
             DATA(const float, v), (float)scale, causal, nt);
   else
-    att_f64(B, L, S, E, Ev, DATA(double, out), DATA(double, lse), DATA(const double, q), DATA(const double, k),
+    att_f64(bl, B, L, S, E, Ev, DATA(double, out), DATA(double, lse), DATA(const double, q), DATA(const double, k),
             DATA(const double, v), scale, causal, nt);
   gl_cpu_team_done(nt);
   return GL_OK;

@@ -130,6 +130,8 @@ void gl_cuda_solver_release(int index);
 
 /* cuda_rnn.c (kernels/rnn.cu): the fused LSTM cell of one time step */
 gl_status gl_cuda_lstm_cell(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
+gl_status gl_cuda_gru_cell(gl_device dev, bool backward, gl_dtype dt, const gl_gru_cell *s);
+gl_status gl_cuda_rnn_cell(gl_device dev, bool backward, gl_dtype dt, const gl_rnn_cell *s);
 /* cuda_fused.c (kernels/fused.cu): gpu.fused's optimizer steps and cross-entropy */
 gl_status gl_cuda_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g,
                              const gl_array *const st[3], const gl_optim_hp *hp);
