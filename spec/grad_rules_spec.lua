@@ -215,6 +215,12 @@ for _, n in ipairs { "dnn.conv2d", "dnn.max_pool2d", "dnn.avg_pool2d", "dnn.soft
     return function(x, w, b) return (gpu.dnn.batch_norm(x, w, b, rm, rv)) end, { S(dev, 3, 2), P(dev, 2), S(dev, 2) }
   end
 end
+-- oneDNN's layer norm takes float32 only: the sample runs where a library takes float64
+-- (spec/onednn_layer_norm_spec.lua checks its float32 gradients against the fused op's)
+samples["dnn.layer_norm"] = function(dev)
+  if gpu.dnn.available(dev, "float64", "layer_norm") ~= true then return nil end
+  return function(x, w, b) return (gpu.dnn.layer_norm(x, w, b, { eps = 1e-3 })) end, { S(dev, 2, 3), S(dev, 3), S(dev, 3) }
+end
 -- second derivatives: the rules whose backward is first-order only (library kernels)
 local first_order_only = { ["dnn.conv2d"] = true, ["dnn.max_pool2d"] = true, ["dnn.avg_pool2d"] = true,
                            ["dnn.softmax"] = true, ["dnn.batch_norm"] = true, ["fused.lstm"] = true }
@@ -246,6 +252,7 @@ describe("gpu.autograd.rules", function()
       ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
       ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,
+      ["dnn.layer_norm_backward"] = true,
     }
     local unexpected = {}
     for _, n in ipairs(missing) do if not refused[n] then unexpected[#unexpected + 1] = n end end

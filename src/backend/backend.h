@@ -214,7 +214,8 @@ typedef struct gl_dnn_conv {
 } gl_dnn_conv;
 
 /* The families of gl_dnn's entries, for takes(). */
-typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_NDNN_FAMILY } gl_dnn_family;
+typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_DNN_LAYER_NORM,
+                             GL_NDNN_FAMILY } gl_dnn_family;
 
 typedef struct gl_dnn {
   const char *name;                   /* the library: "cudnn", "onednn" */
@@ -251,6 +252,14 @@ typedef struct gl_dnn {
   ** from the forward's output y and dy. */
   gl_status (*softmax)(bool log, const gl_array *y, const gl_array *x);
   gl_status (*softmax_bwd)(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy);
+  /* (optional: oneDNN only) Layer norm of each row of x (R, D): y, and mean, rstd (R) =
+  ** 1/sqrt(biased variance + eps), the fused op's form; w, b (D) or NULL. bwd: dx, and dw,
+  ** db (D) when not NULL, from x, dy, w and the saved statistics. */
+  gl_status (*layer_norm)(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                          const gl_array *w, const gl_array *b, double eps);
+  gl_status (*layer_norm_bwd)(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
+                              const gl_array *dy, const gl_array *w, const gl_array *mean, const gl_array *rstd,
+                              double eps);
 } gl_dnn;
 
 typedef struct gl_backend {

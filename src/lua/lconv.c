@@ -65,11 +65,17 @@ static const gl_optdecl bn_bwd_decl = {
 static const gl_optdecl softmax_decl = { "dnn.softmax", "gpu.dnn.softmax(gpu.ones(2, 3), %s)", softmax_keys };
 static const gl_optdecl softmax_bwd_decl = { "dnn.softmax_backward", "gpu.dnn.softmax_backward(gpu.ones(2, 3), gpu.ones(2, 3), %s)",
                                              softmax_keys };
+static const gl_optdecl ln_decl = { "dnn.layer_norm", "gpu.dnn.layer_norm(gpu.ones(2, 3), gpu.ones(3), gpu.zeros(3), %s)",
+                                    bn_bwd_keys };
+static const gl_optdecl ln_bwd_decl = {
+  "dnn.layer_norm_backward",
+  "gpu.dnn.layer_norm_backward(gpu.ones(2, 3), gpu.ones(2, 3), gpu.ones(3), gpu.zeros(2), gpu.ones(2), %s)", bn_bwd_keys };
 #undef X4
 #undef KERNEL2
 static const gl_optdecl *const conv_decls[] = {
   &im2col_decl, &col2im_decl, &conv2d_decl, &conv2d_bd_decl, &conv2d_bf_decl, &max_pool_decl, &avg_pool_decl,
-  &max_pool_bwd_decl, &avg_pool_bwd_decl, &bn_decl, &bn_bwd_decl, &softmax_decl, &softmax_bwd_decl, NULL
+  &max_pool_bwd_decl, &avg_pool_bwd_decl, &bn_decl, &bn_bwd_decl, &softmax_decl, &softmax_bwd_decl,
+  &ln_decl, &ln_bwd_decl, NULL
 };
 
 /* A size option (vals[i]): its pair, or 'def' when absent. */
@@ -150,7 +156,7 @@ static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
 ** whether the library takes data of it for family "conv" (default), "pool", "batch_norm"
 ** or "softmax" (oneDNN on the cpu: float32 and no softmax). */
 static int l_dnn_available(lua_State *L) {
-  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", NULL };
+  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", "layer_norm", NULL };
   int dt = lua_isnoneornil(L, 2) ? -1 : (int)gl_lua_dtype(L, 2);
   int family = luaL_checkoption(L, 3, "conv", families);
   gl_device d;
@@ -279,6 +285,40 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
   return 3;
 }
 
+/* gpu.dnn.layer_norm(x, weight | nil, bias | nil [, {eps = 1e-5}]) -> y, mean, rstd over the
+** last axis (gpu.fused.layer_norm's results, through oneDNN on the cpu) */
+static int l_dnn_layer_norm(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1), *w = gl_lua_optarray(L, 2), *b = gl_lua_optarray(L, 3);
+  double eps = 1e-5;
+  gl_optval v[1];
+  gl_lua_readopts(L, 4, &ln_decl, v);
+  if (v[0].set) eps = v[0].n;
+  lua_settop(L, 4);
+  gl_array *y = gl_lua_push(L);
+  gl_array *mean = gl_lua_push(L);
+  gl_array *rstd = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_layer_norm(y, mean, rstd, x, w, b, eps), 0);
+  gl_lua_account_array(L, y);
+  return 3;
+}
+
+/* gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
+static int l_dnn_layer_norm_bwd(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_optarray(L, 3);
+  gl_array *mean = gl_lua_check(L, 4), *rstd = gl_lua_check(L, 5);
+  double eps = 1e-5;
+  gl_optval v[1];
+  gl_lua_readopts(L, 6, &ln_bwd_decl, v);
+  if (v[0].set) eps = v[0].n;
+  lua_settop(L, 6);
+  gl_array *dx = gl_lua_push(L);
+  gl_array *dw = gl_lua_push(L);
+  gl_array *db = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_layer_norm_bwd(dx, dw, db, x, dy, w, mean, rstd, eps), 0);
+  gl_lua_account_array(L, dx);
+  return 3;
+}
+
 /* gpu.dnn.softmax(x [, {log = false}]) over the last axis; softmax_backward(y, dy [, {log}]) */
 static bool softmax_log(lua_State *L, int t, const gl_optdecl *d) {
   gl_optval v[1];
@@ -319,6 +359,8 @@ static const luaL_Reg dnn_funcs[] = {
   { "batch_norm_backward", l_dnn_batch_norm_bwd },
   { "softmax", l_dnn_softmax },
   { "softmax_backward", l_dnn_softmax_bwd },
+  { "layer_norm", l_dnn_layer_norm },
+  { "layer_norm_backward", l_dnn_layer_norm_bwd },
   { NULL, NULL }
 };
 

@@ -273,17 +273,40 @@ static bool dnn_enabled(lua_State *L) {
   return enabled;
 }
 
-static void conv_path(lua_State *L) {
+/* The default device into *d, or false with "none (<why>)" pushed. */
+static bool config_device(lua_State *L, gl_device *d) {
   lua_pushcfunction(L, default_device);        /* a bad GPULUA_DEVICE is an answer here */
   if (lua_pcall(L, 0, 2, 0) != LUA_OK) {
     lua_pushfstring(L, "none (%s)", lua_tostring(L, -1));
     lua_remove(L, -2);
-    return;
+    return false;
   }
-  gl_device d = gl_cpu();
-  d.type = (uint8_t)lua_tointeger(L, -2);
-  d.index = (uint8_t)lua_tointeger(L, -1);
+  *d = gl_cpu();
+  d->type = (uint8_t)lua_tointeger(L, -2);
+  d->index = (uint8_t)lua_tointeger(L, -1);
   lua_pop(L, 2);
+  return true;
+}
+
+/* gpu.config().layer_norm: nn's float32 LayerNorm path on the default device (lua/gpu/nn/norm.lua
+** takes oneDNN's forward where gpu.dnn.available says so; its backward stays the own kernel,
+** measured faster: doc/STATUS-cudnn.md). */
+static void layer_norm_path(lua_State *L) {
+  gl_device d;
+  if (!config_device(L, &d)) return;
+  const gl_backend *be = gl_backend_get((gl_devtype)d.type);
+  const char *why = be == NULL ? "this device type is not built in" : NULL;
+  if (why == NULL && (be->dnn == NULL || be->dnn->layer_norm == NULL))
+    why = d.type == GL_CPU ? "built without oneDNN" : "cuDNN has no layer norm entry here";
+  if (why == NULL) why = be->dnn->unavailable();
+  if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
+  if (why == NULL) lua_pushstring(L, "onednn forward, own backward");
+  else lua_pushfstring(L, "own fused kernel (%s)", why);
+}
+
+static void conv_path(lua_State *L) {
+  gl_device d;
+  if (!config_device(L, &d)) return;
   const gl_backend *cb = gl_backend_get(GL_CUDA);
   if (d.type != GL_CUDA) {
     const gl_dnn *dn = gl_cpu_backend.dnn;
@@ -358,6 +381,8 @@ static int l_config(lua_State *L) {
   lua_setfield(L, -2, "versions");
   conv_path(L);
   lua_setfield(L, -2, "conv");
+  layer_norm_path(L);
+  lua_setfield(L, -2, "layer_norm");
   return 1;
 }
 

@@ -180,6 +180,13 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
 ** from the forward's output y and dy (both of y's shape). */
 gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x);
 gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, const gl_array *dy);
+/* Layer norm over the last axis of x (..., D): y, and mean, rstd (x's shape less its last
+** axis; rstd = 1/sqrt(biased variance + eps)), the form of gl_op_layer_norm; w, b (D) or NULL.
+** bwd: dx, dw, db (D) from x, dy and the saved statistics. */
+gl_status gl_op_dnn_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, const gl_array *x, const gl_array *w,
+                               const gl_array *b, double eps);
+gl_status gl_op_dnn_layer_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, const gl_array *x, const gl_array *dy,
+                                   const gl_array *w, const gl_array *mean, const gl_array *rstd, double eps);
 
 /* ---- fused kernels for nn and optim (fused.c) -------------------------------------- */
 /* out = x (..., K) @ w (N, K)^T + b (N) (b may be NULL), in one call. */

@@ -402,6 +402,11 @@ R["fused.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
   return gx, w and (g * xh):reshape(-1, D):sum(1) or nil, b and g:reshape(-1, D):sum(1) or nil
 end }
 
+-- dnn.layer_norm: the same results and saved statistics (oneDNN on the cpu), so the same
+-- rule: the own fused backward (measured as fast as oneDNN's or faster, doc/STATUS-cudnn.md;
+-- gpu.dnn.layer_norm_backward is oneDNN's), array ops under create_graph
+R["dnn.layer_norm"] = R["fused.layer_norm"]
+
 -- fused.attention(q (..., L, E), k (..., S, E), v (..., S, Ev) [, {scale, is_causal}]) ->
 -- out, lse: the backward recomputes the probabilities from the scores, as FlashAttention
 -- does (from the saved logsumexp when grad is off; with create_graph from a logsumexp in
