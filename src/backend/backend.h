@@ -215,7 +215,17 @@ typedef struct gl_dnn_conv {
 
 /* The families of gl_dnn's entries, for takes(). */
 typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_DNN_LAYER_NORM,
-                             GL_NDNN_FAMILY } gl_dnn_family;
+                             GL_DNN_RNN, GL_NDNN_FAMILY } gl_dnn_family;
+
+/* A multi-layer recurrent network for gl_dnn.rnn (cuDNN's RNN): PyTorch's RNN (tanh or relu),
+** LSTM (gates i, f, g, o) or GRU (r, z, n); dirs 1 or 2; x (seq, batch, input) time-major. */
+typedef enum gl_rnn_mode { GL_RNN_TANH, GL_RNN_RELU, GL_RNN_LSTM, GL_RNN_GRU } gl_rnn_mode;
+typedef struct gl_dnn_rnn {
+  gl_rnn_mode mode;
+  int layers, dirs;
+  bool bias;
+  int64_t seq, batch, input, hidden;
+} gl_dnn_rnn;
 
 typedef struct gl_dnn {
   const char *name;                   /* the library: "cudnn", "onednn" */
@@ -260,6 +270,19 @@ typedef struct gl_dnn {
   gl_status (*layer_norm_bwd)(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
                               const gl_array *dy, const gl_array *w, const gl_array *mean, const gl_array *rstd,
                               double eps);
+  /* (optional: cuDNN only) The RNN r over x (seq, batch, input) with w, the flat parameters in
+  ** PyTorch's order (per layer, per direction: weight_ih, weight_hh [, bias_ih, bias_hh]), hx
+  ** (and cx for LSTM, else NULL) (layers * dirs, batch, hidden): out, flat, holds y (seq, batch,
+  ** dirs * hidden), then hy, then cy (LSTM). reserve (uint8, rnn_reserve's bytes) is kept for
+  ** the backward; NULL: inference. rnn_bwd: dx, dw (w's shape), dhx, dcx (LSTM, else NULL)
+  ** from g (out's shape: dy, dhy, dcy) and the forward's out and reserve (consumed). */
+  const char *(*rnn_unavailable)(void);
+  gl_status (*rnn_reserve)(gl_device dev, const gl_dnn_rnn *r, gl_dtype dt, size_t *bytes);
+  gl_status (*rnn)(const gl_dnn_rnn *r, const gl_array *out, const gl_array *reserve, const gl_array *x,
+                   const gl_array *w, const gl_array *hx, const gl_array *cx);
+  gl_status (*rnn_bwd)(const gl_dnn_rnn *r, const gl_array *dx, const gl_array *dw, const gl_array *dhx,
+                       const gl_array *dcx, const gl_array *g, const gl_array *out, const gl_array *reserve,
+                       const gl_array *x, const gl_array *w, const gl_array *hx, const gl_array *cx);
 } gl_dnn;
 
 typedef struct gl_backend {

@@ -158,11 +158,20 @@ static gl_status dnn_shape(const char *fn, const gl_array *x, const char *what, 
 }
 
 static const char *const family_name[GL_NDNN_FAMILY] = { "convolution", "pooling", "batch norm", "softmax",
-                                                         "layer norm" };
+                                                         "layer norm", "RNN" };
 
-/* Whether table d has the entries of 'family' (layer norm is optional: oneDNN only). */
+/* Whether table d has the entries of 'family' (layer norm is optional: oneDNN only; the RNN
+** cuDNN only, and its library part may be missing: rnn_unavailable says why). */
 static bool dnn_has(const gl_dnn *d, gl_dnn_family family) {
+  if (family == GL_DNN_RNN) return d->rnn != NULL && d->rnn_bwd != NULL && d->rnn_reserve != NULL;
   return family != GL_DNN_LAYER_NORM || (d->layer_norm != NULL && d->layer_norm_bwd != NULL);
+}
+
+/* Why d cannot run 'family' though the library loaded (NULL: it can). */
+static const char *dnn_lacks(const gl_dnn *d, gl_dnn_family family) {
+  if (!dnn_has(d, family)) return family == GL_DNN_RNN ? "the library has no RNN here" : "the library has no layer norm here";
+  if (family == GL_DNN_RNN && d->rnn_unavailable) return d->rnn_unavailable();
+  return NULL;
 }
 
 /* The device's dnn table, or why there is none (or why it does not take 'family' in dt). */
@@ -178,6 +187,8 @@ static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_fa
   if (!dnn_has(be->dnn, family))
     return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s has no %s here)", fn, gl_device_name(dev, dn),
                    be->dnn->name, family_name[family]);
+  const char *lacks = dnn_lacks(be->dnn, family);
+  if (lacks) return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s)", fn, gl_device_name(dev, dn), lacks);
   if (be->dnn->takes && !be->dnn->takes(family, dt))
     return gl_fail(GL_ENOTSUP, "%s is not supported on %s for %s (%s has no %s %s; nn uses its own path)", fn,
                    gl_device_name(dev, dn), gl_dtypes[dt].name, be->dnn->name, gl_dtypes[dt].name,
@@ -191,8 +202,7 @@ const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
   if (be == NULL) return "this device type is not built in";
   if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
   const char *why = be->dnn->unavailable();
-  if (why == NULL && family >= 0 && family < GL_NDNN_FAMILY && !dnn_has(be->dnn, (gl_dnn_family)family))
-    return "the library has no layer norm here";
+  if (why == NULL && family >= 0 && family < GL_NDNN_FAMILY) why = dnn_lacks(be->dnn, (gl_dnn_family)family);
   if (why || dt < 0 || be->dnn->takes == NULL) return why;
   if ((family >= 0 && !be->dnn->takes((gl_dnn_family)family, (gl_dtype)dt)) ||
       (family < 0 && !be->dnn->takes(GL_DNN_CONV, (gl_dtype)dt)))
@@ -554,6 +564,10 @@ gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, cons
   return st;
 }
 
+
+gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, int family, const gl_dnn **out) {
+  return dnn_table(fn, dev, dt, (gl_dnn_family)family, out);
+}
 
 /* ---- layer norm over the last axis (oneDNN on the cpu) ---------------------------------------- */
 

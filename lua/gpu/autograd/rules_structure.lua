@@ -407,6 +407,14 @@ end }
 -- gpu.dnn.layer_norm_backward is oneDNN's), array ops under create_graph
 R["dnn.layer_norm"] = R["fused.layer_norm"]
 
+-- dnn.rnn(x, w, h0, c0 | nil [, opts]) -> out (flat: y, h_n [, c_n]), reserve (node.extra):
+-- cuDNN's backward (data, then weights) from the forward's out and reserve; first order only
+R["dnn.rnn"] = { saves = { 1, 2, 3, 4 }, uses_y = true, backward = function(g, node, y)
+  local x, w, h0, c0, o = node[1], node[2], node[3], node[4], node[5]
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.dnn.rnn_backward(g, y, node.extra[1], x, w, h0, c0, o)
+end }
+
 -- fused.attention(q (..., L, E), k (..., S, E), v (..., S, Ev) [, {scale, is_causal}]) ->
 -- out, lse: the backward recomputes the probabilities from the scores, as FlashAttention
 -- does (from the saved logsumexp when grad is off; with create_graph from a logsumexp in
