@@ -19,7 +19,8 @@ local function normal(shape, mean, sd) return G:normal(mean or 0, sd or 1, shape
 -- how many times nn called each layer-norm entry point during fn (nn looks them up at each call)
 local function calls(fn)
   local counts = {}
-  local saved = { dnn = gpu.dnn.layer_norm, fused = gpu.fused.layer_norm }
+  local saved = { dnn = gpu.dnn.layer_norm, fused = gpu.fused.layer_norm, dnn_b = gpu.dnn.layer_norm_backward,
+                  fused_b = gpu.fused.layer_norm_backward }
   local function counting(name, f)
     return function(...)
       counts[name] = (counts[name] or 0) + 1
@@ -28,8 +29,11 @@ local function calls(fn)
   end
   gpu.dnn.layer_norm = counting("dnn.layer_norm", saved.dnn)
   gpu.fused.layer_norm = counting("fused.layer_norm", saved.fused)
+  gpu.dnn.layer_norm_backward = counting("dnn.layer_norm_backward", saved.dnn_b)
+  gpu.fused.layer_norm_backward = counting("fused.layer_norm_backward", saved.fused_b)
   local ok, err = pcall(fn)
   gpu.dnn.layer_norm, gpu.fused.layer_norm = saved.dnn, saved.fused
+  gpu.dnn.layer_norm_backward, gpu.fused.layer_norm_backward = saved.dnn_b, saved.fused_b
   assert(ok, err)
   return counts
 end
@@ -44,7 +48,7 @@ describe("gpu.dnn.layer_norm (oneDNN) against the own fused kernel (float32)", f
   end
 
   it("says which path nn's LayerNorm takes", function()
-    assert.equal("onednn forward, own backward", gpu.config().layer_norm)
+    assert.equal("onednn", gpu.config().layer_norm)
     gpu.dnn.enabled = false
     local s = gpu.config().layer_norm
     gpu.dnn.enabled = true
@@ -114,7 +118,10 @@ describe("gpu.dnn.layer_norm (oneDNN) against the own fused kernel (float32)", f
     local a, o = step(true), step(false)
     assert.equal(1, a[5]["dnn.layer_norm"])
     assert.is_nil(a[5]["fused.layer_norm"])
+    assert.equal(1, a[5]["dnn.layer_norm_backward"])       -- oneDNN's backward too (measured faster)
+    assert.is_nil(a[5]["fused.layer_norm_backward"])
     assert.equal(1, o[5]["fused.layer_norm"])
+    assert.equal(1, o[5]["fused.layer_norm_backward"])
     assert.is_nil(o[5]["dnn.layer_norm"])
     for i = 1, 4 do h.assert_close(a[i], o[i], 1e-4) end
     local c64 = calls(function() nn.LayerNorm(8, { dtype = "float64" })(gpu.ones({ 2, 8 }, { dtype = "float64" })) end)
@@ -181,7 +188,7 @@ describe("GPULUA_DNNL=0 and LayerNorm", function()
     local st2, on = run()
     assert.equal(0, st2)
     local path2, _, v2 = on:match("^(.-)|(.-)|(.*)$")
-    if onednn then assert.equal("onednn forward, own backward", path2) end
+    if onednn then assert.equal("onednn", path2) end
     assert.is_true(h.close(tonumber(v2), tonumber(v), 1e-5), on .. " vs " .. off)
   end)
 end)

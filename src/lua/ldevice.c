@@ -289,8 +289,7 @@ static bool config_device(lua_State *L, gl_device *d) {
 }
 
 /* gpu.config().layer_norm: nn's float32 LayerNorm path on the default device (lua/gpu/nn/norm.lua
-** takes oneDNN's forward where gpu.dnn.available says so; its backward stays the own kernel,
-** measured faster: doc/STATUS-cudnn.md). */
+** takes oneDNN's forward and backward where gpu.dnn.available says so). */
 static void layer_norm_path(lua_State *L) {
   gl_device d;
   if (!config_device(L, &d)) return;
@@ -300,7 +299,7 @@ static void layer_norm_path(lua_State *L) {
     why = d.type == GL_CPU ? "built without oneDNN" : "cuDNN has no layer norm entry here";
   if (why == NULL) why = be->dnn->unavailable();
   if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
-  if (why == NULL) lua_pushstring(L, "onednn forward, own backward");
+  if (why == NULL) lua_pushstring(L, "onednn");
   else lua_pushfstring(L, "own fused kernel (%s)", why);
 }
 

@@ -65,8 +65,8 @@ end
 -- LayerNorm through gpu.fused.layer_norm (one pass per row, a fused backward) for a
 -- float32/float64 x with parameters of its dtype: the trailing axes flattened into one.
 -- A float32 x on a device whose gpu.dnn has layer norm (oneDNN on the cpu) takes
--- gpu.dnn.layer_norm: its forward measured faster than the own kernel at 1 and 2 threads
--- (doc/STATUS-cudnn.md); its rule runs the own backward, which was as fast or faster.
+-- gpu.dnn.layer_norm: forward and backward measured faster than the own kernels, or as fast
+-- (doc/STATUS-cudnn.md).
 local fused_dtypes = { float32 = true, float64 = true }
 local function ln_op(x)
   if x.dtype == "float32" and gpu.dnn.enabled and gpu.dnn.available(x.device, "float32", "layer_norm") == true then
