@@ -57,7 +57,7 @@ describe("cuDNN's RNN on the cpu", function()
       gpu.random.seed(3)
       local m = nn[c[1]](c[2], c[3], c[4])
       local x = gpu.random.normal(0, 1, c[4].batch_first and { 2, 5, c[2] } or { 5, 2, c[2] })
-      assert.is_false(Rec._cudnn_ok(m, x))
+      assert.is_false(Rec._cudnn.ok(m, x))
       assert.equal(0, dnn_rnn_calls(function() run(m, x, 1) end))
     end
     h.fails({ "gpu.dnn.rnn", "rnn is not supported on cpu" }, gpu.dnn.rnn, gpu.ones(1, 1, 2), gpu.ones(12),
@@ -113,7 +113,7 @@ describe("cuDNN's RNN against the cpu and the own loop (needs a GPU)", function(
         local ref = run(m, x, 9)
         m:to("cuda")
         local xc = x:to("cuda")
-        assert.is_true(Rec._cudnn_ok(m, c[4].batch_first and xc:transpose(1, 2) or xc))
+        assert.is_true(Rec._cudnn.ok(m, c[4].batch_first and xc:transpose(1, 2) or xc))
         local got
         assert.equal(1, dnn_rnn_calls(function() got = run(m, xc, 9) end))
         m.cudnn = false

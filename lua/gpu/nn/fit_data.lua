@@ -17,6 +17,14 @@ local options = require "gpu.options"
 local raise, type_name, is_array = options.raise, options.type_name, options.is_array
 local M = {}
 
+-- is_loader(v): a gpu.data.DataLoader, known by its metatable's name: the specs' runner may
+-- load gpu.data again (a fresh module table per spec file), so identity with this file's
+-- gpu.data would miss loaders made through another instance.
+function M.is_loader(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__name") == "DataLoader" and type(v.iter) == "function"
+end
+
 -- is_source(v): a loader or something that may be a dataset (a table or userdata, not an
 -- array and not a plain {x, y} pair of arrays); dataset.length checks the protocol.
 function M.is_source(v)
@@ -36,7 +44,7 @@ end
 -- dataset in a DataLoader of batch size bs (shuffled or not).
 function M.loader_of(fname, argn, v, bs, shuffle)
   local loader = v
-  if not data.is_loader(v) then
+  if not M.is_loader(v) then
     dataset.length(fname, argn, v)               -- a clear error for what is no dataset
     loader = data.DataLoader(v, { batch_size = bs, shuffle = shuffle })
   end

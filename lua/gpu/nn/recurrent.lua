@@ -110,9 +110,10 @@ local CUDNN_MODE = { LSTM = "lstm", GRU = "gru" }
 local amp_active = function() return require("gpu.amp").is_autocast_enabled() end
 
 local function cudnn_ok(self, xs)
+  if type(self) ~= "table" or not is_array(xs) then return false end
   if self.cudnn == false or not gpu.dnn.enabled or not CUDNN_DTYPES[xs.dtype] then return false end
   if xs.device:sub(1, 4) ~= "cuda" then return false end       -- the cpu has no cuDNN: its own loop
-  if self.dropout > 0 and self.training and self.num_layers > 1 then return false end
+  if (self.dropout or 0) > 0 and self.training and (self.num_layers or 1) > 1 then return false end
   if amp_active() then return false end
   return gpu.dnn.available(xs.device, xs.dtype, "rnn") == true
 end
@@ -147,7 +148,7 @@ local function cudnn_run(self, xs, h0, c0)
   local cn = kind == "LSTM" and out[{ { ny + nh + 1, ny + 2 * nh } }]:reshape(Lyr * D, N, H) or nil
   return y, hn, cn
 end
-Rec._cudnn_ok = cudnn_ok                  -- for the specs: which path a layer takes
+Rec._cudnn = { ok = cudnn_ok }            -- for the specs: which path a layer takes (m, xs time-major)
 
 -- ---- the module --------------------------------------------------------------------------------
 

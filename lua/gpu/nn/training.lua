@@ -195,7 +195,7 @@ end
 -- when distributed (padded to equal shares, as torch's: a few samples may count twice).
 local function run_eval(self, k, x, y, bs, distributed, fname)
   local loss_sum, counts = 0, new_counts(k)
-  if data.is_loader(x) then
+  if fit_data.is_loader(x) then
     fname = fname or "Module:evaluate"
     local loader = distributed and fit_data.distributed(fname, x) or x
     local n = 0
@@ -670,7 +670,7 @@ local function predict_rows(self, x, bs)
   local parts = in_eval(self, function()
     local out = {}
     autograd.no_grad(function()
-      local batches = data.is_loader(x) and fit_data.batches("Module:predict", x, model_device(self), false)
+      local batches = fit_data.is_loader(x) and fit_data.batches("Module:predict", x, model_device(self), false)
         or data.batches(x, nil, bs, { device = model_device(self) })
       for xb in batches do out[#out + 1] = self(xb) end
     end)
