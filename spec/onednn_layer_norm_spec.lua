@@ -80,6 +80,20 @@ describe("gpu.dnn.layer_norm (oneDNN) against the own fused kernel (float32)", f
     end)
   end
 
+  it("keeps its primitives in the shared cache: 80 shapes twice (past its 64 entries) agree every time", function()
+    for pass = 1, 2 do
+      for D = 1, 80 do
+        local x = normal({ 3, D }, 0, 1)
+        local y1 = gpu.fused.layer_norm(x)
+        local y2, m2, r2 = gpu.dnn.layer_norm(x)
+        assert(h.close(y2, y1, 1e-5), ("pass %d, D = %d"):format(pass, D))
+        local gx = gpu.dnn.layer_norm_backward(x, x, nil, m2, r2)
+        local gx1 = gpu.fused.layer_norm_backward(x, x, m2, r2, nil)
+        assert(h.close(gx, gx1, 1e-4), ("backward: pass %d, D = %d"):format(pass, D))
+      end
+    end
+  end)
+
   it("takes strided inputs and empty batches", function()
     local x = normal({ 16, 9 })
     local xt = x.T                                        -- (9, 16), not contiguous
