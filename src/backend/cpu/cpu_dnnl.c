@@ -910,6 +910,16 @@ static gl_status dnnl_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_ar
 
 /* ---- layer norm ------------------------------------------------------------------------------ */
 
+/* The forward primitive descriptor of op desc fd, the hint a backward one is made from. */
+static dnnl_status_t forward_hint(dnnl_primitive_desc_t *hint, const void *fd) {
+  dnnl_primitive_attr_t attr;
+  dnnl_status_t s = D.dnnl_primitive_attr_create(&attr);
+  if (s != dnnl_success) return s;
+  s = D.dnnl_primitive_desc_create(hint, fd, attr, engine, NULL);
+  D.dnnl_primitive_attr_destroy(attr);
+  return s;
+}
+
 /* oneDNN's layer normalization over the last axis of x (R, D), plain layouts, scale and
 ** shift each optional (flags). Training writes the mean and the biased variance, from which
 ** rstd is made here (the fused op's form, so either backward takes either forward's
@@ -933,11 +943,7 @@ static dnnl_status_t ln_build(entry *e, int op, int64_t R, int64_t Dn, float eps
     return slot_add(e, DNNL_ARG_DST, true, &x);
   }
   dnnl_primitive_desc_t hint;
-  dnnl_primitive_attr_t attr;
-  if ((s = D.dnnl_primitive_attr_create(&attr)) != dnnl_success) return s;
-  s = D.dnnl_primitive_desc_create(&hint, &fd, attr, engine, NULL);
-  D.dnnl_primitive_attr_destroy(attr);
-  if (s != dnnl_success) return s;
+  if ((s = forward_hint(&hint, &fd)) != dnnl_success) return s;
   s = D.dnnl_layer_normalization_backward_desc_init(&bd, dnnl_backward, &x, &x, &st, eps, flags);
   if (s != dnnl_success) {
     D.dnnl_primitive_desc_destroy(hint);
