@@ -1014,6 +1014,11 @@ static gl_status dnnl_ln(const gl_array *y, const gl_array *mean, const gl_array
 static gl_status dnnl_ln_bwd(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
                              const gl_array *dy, const gl_array *w, const gl_array *mean, const gl_array *rstd,
                              double eps) {
+  /* On one thread the own kernel: oneDNN's backward measured 0.99-1.19x its time there, and
+  ** about 0.55x at 2 threads (doc/STATUS-cudnn.md), as the own pooling loops replace oneDNN's. */
+  int nt = gl_cpu_team_size(x->size * 4);
+  gl_cpu_team_done(nt);
+  if (nt == 1) return gl_cpu_layer_norm_bwd(dx, dw, db, dy, x, mean, rstd, w);
   int64_t Dn = x->shape[x->ndim - 1], R = x->size / Dn;
   size_t bytes = (size_t)R * sizeof(float);
   float *var;
