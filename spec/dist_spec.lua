@@ -335,6 +335,35 @@ describe("fit{distributed = true}", function()
     h.fails({ "Module:fit", "unknown option 'distributd'" }, m.fit, m, X, Y, { distributd = true })
   end)
 
+  it("over a TensorDataset or a DataLoader gives the arrays' numbers (the loader's sampler made distributed)", function()
+    gpu.random.seed(13)
+    local X = gpu.random.randn(30, 4)
+    local Y = gpu.random.randint(1, 3, { 30 }, { dtype = "int64" })
+    local function model()
+      gpu.random.seed(21)
+      local m = nn.Sequential { nn.Dense(3, { activation = "softmax", input_shape = { 4 } }) }
+      m:compile { optimizer = "sgd", loss = "sparse_categorical_crossentropy", metrics = { "accuracy" } }
+      return m
+    end
+    local o = { epochs = 2, batch_size = 4, distributed = true, verbose = 0 }
+    local a, b, c = model(), model(), model()
+    local ha = a:fit(X, Y, o)
+    local hb = b:fit(gpu.data.TensorDataset(X, Y), nil, o)
+    local hc = c:fit(gpu.data.DataLoader(gpu.data.TensorDataset(X, Y), { batch_size = 4, shuffle = true }), nil,
+      { epochs = 2, distributed = true, verbose = 0 })
+    for e = 1, 2 do
+      assert.is_true(math.abs(ha.loss[e] - hb.loss[e]) < 1e-6, "dataset, epoch " .. e)
+      assert.is_true(math.abs(ha.loss[e] - hc.loss[e]) < 1e-6, "loader, epoch " .. e)
+      assert.is_true(math.abs(ha.accuracy[e] - hb.accuracy[e]) < 1e-9)
+    end
+    for i, p in ipairs(a:parameters()) do
+      h.assert_close(b:parameters()[i], p, 1e-6)
+      h.assert_close(c:parameters()[i], p, 1e-6)
+    end
+    local e1, e2 = a:evaluate(X, Y, { distributed = true }), a:evaluate(gpu.data.TensorDataset(X, Y), nil, { distributed = true })
+    assert.is_true(math.abs(e1.loss - e2.loss) < 1e-5)
+  end)
+
   it("writes checkpoints and CSV logs on rank 1 only", function()
     gpu.random.seed(12)
     local X = gpu.random.randn(16, 4)

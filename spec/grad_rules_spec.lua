@@ -215,10 +215,25 @@ for _, n in ipairs { "dnn.conv2d", "dnn.max_pool2d", "dnn.avg_pool2d", "dnn.soft
     return function(x, w, b) return (gpu.dnn.batch_norm(x, w, b, rm, rv)) end, { S(dev, 3, 2), P(dev, 2), S(dev, 2) }
   end
 end
+-- oneDNN's layer norm takes float32 only: the sample runs where a library takes float64
+-- (spec/onednn_layer_norm_spec.lua checks its float32 gradients against the fused op's)
+samples["dnn.layer_norm"] = function(dev)
+  if gpu.dnn.available(dev, "float64", "layer_norm") ~= true then return nil end
+  return function(x, w, b) return (gpu.dnn.layer_norm(x, w, b, { eps = 1e-3 })) end, { S(dev, 2, 3), S(dev, 3), S(dev, 3) }
+end
+-- cuDNN's RNN (cuda only; float64 is one of its dtypes): a 2-layer bidirectional LSTM of L = 3,
+-- N = 2, I = 2, H = 2 (w: 2 * (8*2 + 8*2 + 16) + 2 * (8*4 + 8*2 + 16) = 224 parameters)
+samples["dnn.rnn"] = function(dev)
+  if gpu.dnn.available(dev, "float64", "rnn") ~= true then return nil end
+  return function(x, w, h0, c0)
+    return (gpu.dnn.rnn(x, w, h0, c0, { mode = "lstm", num_layers = 2, bidirectional = true }))
+  end, { S(dev, 3, 2, 2), U(dev, -0.5, 0.5, 224), S(dev, 4, 2, 2), S(dev, 4, 2, 2) }
+end
 -- second derivatives: the rules whose backward is first-order only (library kernels)
 local first_order_only = { ["dnn.conv2d"] = true, ["dnn.max_pool2d"] = true, ["dnn.avg_pool2d"] = true,
                            ["dnn.softmax"] = true, ["dnn.batch_norm"] = true, ["fused.lstm"] = true,
-                           ["fused.gru"] = true, ["fused.rnn"] = true }
+                           ["fused.gru"] = true, ["fused.rnn"] = true,
+                           ["dnn.rnn"] = true }
 -- the fused LSTM layer: L = 3 steps, N = 2, H = 2, both directions, every input tracked
 samples["fused.lstm"] = function(dev)
   return function(xp, w, h0, c0)
@@ -279,6 +294,7 @@ describe("gpu.autograd.rules", function()
       ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,
       ["fused.gru_backward"] = true, ["fused.rnn_backward"] = true,
       ["dnn.lstm_backward"] = true, ["dnn.gru_backward"] = true,
+      ["dnn.layer_norm_backward"] = true, ["dnn.rnn_backward"] = true,
     }
     local unexpected = {}
     for _, n in ipairs(missing) do if not refused[n] then unexpected[#unexpected + 1] = n end end

@@ -70,10 +70,10 @@ if [ -z "$GPULUA_ASAN" ] && [ "$SPECS" = spec ] && command -v mpirun > /dev/null
 fi
 
 # the layers' specs again on the cpu's fallback: GPULUA_DNNL=0 keeps oneDNN unloaded, so
-# convolutions, pooling and batch norm take im2col + GEMM and array ops
+# convolutions, pooling and batch norm take im2col + GEMM and array ops, LayerNorm its own kernel
 if [ "$SPECS" = spec ]; then
   GPULUA_DNNL=0 run_busted gpulua-no-onednn "$BIN" "$BUSTED" -p '^conv_spec' -p '^nn_spec' -p '^nn_forms_spec' \
-    -p '^onednn_spec' "$@"
+    -p '^onednn_spec' -p '^onednn_layer_norm_spec' -p '^layers_spec' "$@"
 fi
 
 if [ -z "$GPULUA_ASAN" ] && [ -z "$GPULUA_ONLY_BIN" ]; then

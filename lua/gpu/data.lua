@@ -126,7 +126,7 @@ DataLoader.__call = function(self, ...)
   return xb, yb
 end
 DataLoader.__len = function(self)
-  local n = self.dataset and #self.dataset or self.sampler and #self.sampler or self.x.shape[1]
+  local n = self.sampler and #self.sampler or self.dataset and #self.dataset or self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
 end
 options.guard_methods(DataLoader, "DataLoader", "loader", is_loader)
@@ -144,10 +144,12 @@ function data.DataLoader(x, y, opts)
     if y ~= nil and opts ~= nil then argerror("data.DataLoader", 3, "DataLoader(dataset [, opts]) takes two arguments") end
     local o = LOADER:check(y, 2)
     local n = dataset.length("data.DataLoader", 1, x)
-    if o.distributed then argerror("data.DataLoader", 2, "distributed = true takes arrays x, y (not a dataset) for now") end
     options.value(o.batch_size, { type = "integer", min = 1 }, "data.DataLoader", 2, "batch_size")
+    -- distributed: this rank's share of the items, as for arrays (dataset.epoch reads the sampler)
+    local sampler = o.distributed and data.DistributedSampler(n,
+      { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or nil
     return setmetatable({ dataset = x, n = n, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
-                          device = o.device, collate_fn = o.collate_fn, generator = o.generator,
+                          device = o.device, collate_fn = o.collate_fn, generator = o.generator, sampler = sampler,
                           _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
   end
   if type(y) == "table" and not options.is_array(y) and opts == nil then

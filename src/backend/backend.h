@@ -214,7 +214,8 @@ typedef struct gl_dnn_conv {
 } gl_dnn_conv;
 
 /* The families of gl_dnn's entries, for takes(). */
-typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_DNN_RNN, GL_NDNN_FAMILY } gl_dnn_family;
+typedef enum gl_dnn_family { GL_DNN_CONV, GL_DNN_POOL, GL_DNN_BATCH_NORM, GL_DNN_SOFTMAX, GL_DNN_LAYER_NORM,
+                             GL_DNN_RNN, GL_NDNN_FAMILY } gl_dnn_family;
 
 /* One recurrent layer and direction for gl_dnn's rnn entries (oneDNN's LSTM and
 ** linear-before-reset GRU, which is PyTorch's GRU): kind GL_DNN_LSTM or GL_DNN_GRU, L steps
@@ -235,6 +236,16 @@ typedef struct gl_dnn_rnn {
   const void *dy, *dcn;
   void *dx, *dw_ih, *dw_hh, *db, *dh0, *dc0;
 } gl_dnn_rnn;
+
+/* A multi-layer recurrent network for gl_dnn.rnn_net (cuDNN's RNN): PyTorch's RNN (tanh or relu),
+** LSTM (gates i, f, g, o) or GRU (r, z, n); dirs 1 or 2; x (seq, batch, input) time-major. */
+typedef enum gl_rnn_mode { GL_RNN_TANH, GL_RNN_RELU, GL_RNN_LSTM, GL_RNN_GRU } gl_rnn_mode;
+typedef struct gl_dnn_rnn_net {
+  gl_rnn_mode mode;
+  int layers, dirs;
+  bool bias;
+  int64_t seq, batch, input, hidden;
+} gl_dnn_rnn_net;
 
 typedef struct gl_dnn {
   const char *name;                   /* the library: "cudnn", "onednn" */
@@ -276,6 +287,27 @@ typedef struct gl_dnn {
   gl_status (*rnn_workspace)(const gl_dnn_rnn *r, size_t *bytes);
   gl_status (*rnn_fwd)(const gl_dnn_rnn *r);
   gl_status (*rnn_bwd)(const gl_dnn_rnn *r);
+  /* (optional: oneDNN only) Layer norm of each row of x (R, D): y, and mean, rstd (R) =
+  ** 1/sqrt(biased variance + eps), the fused op's form; w, b (D) or NULL. bwd: dx, and dw,
+  ** db (D) when not NULL, from x, dy, w and the saved statistics. */
+  gl_status (*layer_norm)(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                          const gl_array *w, const gl_array *b, double eps);
+  gl_status (*layer_norm_bwd)(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
+                              const gl_array *dy, const gl_array *w, const gl_array *mean, const gl_array *rstd,
+                              double eps);
+  /* (optional: cuDNN only) The RNN r over x (seq, batch, input) with w, the flat parameters in
+  ** PyTorch's order (per layer, per direction: weight_ih, weight_hh [, bias_ih, bias_hh]), hx
+  ** (and cx for LSTM, else NULL) (layers * dirs, batch, hidden): out, flat, holds y (seq, batch,
+  ** dirs * hidden), then hy, then cy (LSTM). reserve (uint8, rnn_net_reserve's bytes) is kept for
+  ** the backward; NULL: inference. rnn_net_bwd: dx, dw (w's shape), dhx, dcx (LSTM, else NULL)
+  ** from g (out's shape: dy, dhy, dcy) and the forward's out and reserve (consumed). */
+  const char *(*rnn_net_unavailable)(void);
+  gl_status (*rnn_net_reserve)(gl_device dev, const gl_dnn_rnn_net *r, gl_dtype dt, size_t *bytes);
+  gl_status (*rnn_net)(const gl_dnn_rnn_net *r, const gl_array *out, const gl_array *reserve, const gl_array *x,
+                   const gl_array *w, const gl_array *hx, const gl_array *cx);
+  gl_status (*rnn_net_bwd)(const gl_dnn_rnn_net *r, const gl_array *dx, const gl_array *dw, const gl_array *dhx,
+                       const gl_array *dcx, const gl_array *g, const gl_array *out, const gl_array *reserve,
+                       const gl_array *x, const gl_array *w, const gl_array *hx, const gl_array *cx);
 } gl_dnn;
 
 typedef struct gl_backend {

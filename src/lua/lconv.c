@@ -33,6 +33,13 @@ static const gl_optkey bn_keys[] = {
 };
 static const gl_optkey bn_bwd_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
 static const gl_optkey softmax_keys[] = { { "log", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+/* cuDNN's RNN: mode as choices in gl_rnn_mode's order */
+static const gl_optkey rnn_keys[] = {
+  { "mode", GL_OPT_STRING, 0, 0, 0, "rnn_tanh rnn_relu lstm gru" },
+  { "num_layers", GL_OPT_INT, GL_RANGE_MIN | GL_RANGE_MAX, 1, 65536, NULL },
+  { "bidirectional", GL_OPT_BOOL, 0, 0, 0, NULL }, { "bias", GL_OPT_BOOL, 0, 0, 0, NULL },
+  { "training", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL }
+};
 #undef SIZE_KEY
 
 #define X4 "gpu.ones(1, 1, 4, 4)"
@@ -65,11 +72,23 @@ static const gl_optdecl bn_bwd_decl = {
 static const gl_optdecl softmax_decl = { "dnn.softmax", "gpu.dnn.softmax(gpu.ones(2, 3), %s)", softmax_keys };
 static const gl_optdecl softmax_bwd_decl = { "dnn.softmax_backward", "gpu.dnn.softmax_backward(gpu.ones(2, 3), gpu.ones(2, 3), %s)",
                                              softmax_keys };
+static const gl_optdecl ln_decl = { "dnn.layer_norm", "gpu.dnn.layer_norm(gpu.ones(2, 3), gpu.ones(3), gpu.zeros(3), %s)",
+                                    bn_bwd_keys };
+static const gl_optdecl ln_bwd_decl = {
+  "dnn.layer_norm_backward",
+  "gpu.dnn.layer_norm_backward(gpu.ones(2, 3), gpu.ones(2, 3), gpu.ones(3), gpu.zeros(2), gpu.ones(2), %s)", bn_bwd_keys };
+static const gl_optdecl rnn_decl = {
+  "dnn.rnn", "gpu.dnn.rnn(gpu.ones(1, 1, 2), gpu.ones(12), gpu.zeros(1, 1, 2), nil, %s)", rnn_keys };
+static const gl_optdecl rnn_bwd_decl = {
+  "dnn.rnn_backward",
+  "gpu.dnn.rnn_backward(gpu.ones(4), gpu.ones(4), gpu.zeros(0, {dtype = 'uint8'}), gpu.ones(1, 1, 2), "
+  "gpu.ones(12), gpu.zeros(1, 1, 2), nil, %s)", rnn_keys };
 #undef X4
 #undef KERNEL2
 static const gl_optdecl *const conv_decls[] = {
   &im2col_decl, &col2im_decl, &conv2d_decl, &conv2d_bd_decl, &conv2d_bf_decl, &max_pool_decl, &avg_pool_decl,
-  &max_pool_bwd_decl, &avg_pool_bwd_decl, &bn_decl, &bn_bwd_decl, &softmax_decl, &softmax_bwd_decl, NULL
+  &max_pool_bwd_decl, &avg_pool_bwd_decl, &bn_decl, &bn_bwd_decl, &softmax_decl, &softmax_bwd_decl,
+  &ln_decl, &ln_bwd_decl, &rnn_decl, &rnn_bwd_decl, NULL
 };
 
 /* A size option (vals[i]): its pair, or 'def' when absent. */
@@ -148,9 +167,10 @@ static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
 /* gpu.dnn.available([device [, dtype [, family]]]) -> true | false, reason (a device that
 ** is not there is an answer, not an error; a malformed name is an error). With a dtype:
 ** whether the library takes data of it for family "conv" (default), "pool", "batch_norm"
-** "softmax" or "rnn" (oneDNN on the cpu: float32 and no softmax; rnn: LSTM and GRU). */
+** "softmax", "layer_norm" or "rnn" (oneDNN on the cpu: float32, no softmax, rnn: LSTM and
+** GRU layer by layer; cuDNN on cuda: rnn is the whole network). */
 static int l_dnn_available(lua_State *L) {
-  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", "rnn", NULL };
+  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", "layer_norm", "rnn", NULL };
   int dt = lua_isnoneornil(L, 2) ? -1 : (int)gl_lua_dtype(L, 2);
   int family = luaL_checkoption(L, 3, "conv", families);
   gl_device d;
@@ -279,6 +299,86 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
   return 3;
 }
 
+/* gpu.dnn.layer_norm(x, weight | nil, bias | nil [, {eps = 1e-5}]) -> y, mean, rstd over the
+** last axis (gpu.fused.layer_norm's results, through oneDNN on the cpu) */
+static int l_dnn_layer_norm(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1), *w = gl_lua_optarray(L, 2), *b = gl_lua_optarray(L, 3);
+  double eps = 1e-5;
+  gl_optval v[1];
+  gl_lua_readopts(L, 4, &ln_decl, v);
+  if (v[0].set) eps = v[0].n;
+  lua_settop(L, 4);
+  gl_array *y = gl_lua_push(L);
+  gl_array *mean = gl_lua_push(L);
+  gl_array *rstd = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_layer_norm(y, mean, rstd, x, w, b, eps), 0);
+  gl_lua_account_array(L, y);
+  return 3;
+}
+
+/* gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
+static int l_dnn_layer_norm_bwd(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_optarray(L, 3);
+  gl_array *mean = gl_lua_check(L, 4), *rstd = gl_lua_check(L, 5);
+  double eps = 1e-5;
+  gl_optval v[1];
+  gl_lua_readopts(L, 6, &ln_bwd_decl, v);
+  if (v[0].set) eps = v[0].n;
+  lua_settop(L, 6);
+  gl_array *dx = gl_lua_push(L);
+  gl_array *dw = gl_lua_push(L);
+  gl_array *db = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_layer_norm_bwd(dx, dw, db, x, dy, w, mean, rstd, eps), 0);
+  gl_lua_account_array(L, dx);
+  return 3;
+}
+
+/* The RNN of an options table at t (mode default "lstm", 1 layer, one direction, biases);
+** *training: the forward keeps a reserve for the backward (default true). */
+static void rnn_opts(lua_State *L, int t, const gl_optdecl *d, gl_dnn_rnn_net *r, bool *training) {
+  gl_optval v[5];
+  gl_lua_readopts(L, t, d, v);
+  memset(r, 0, sizeof *r);
+  r->mode = v[0].set ? (gl_rnn_mode)v[0].choice : GL_RNN_LSTM;
+  r->layers = v[1].set ? (int)v[1].i : 1;
+  r->dirs = v[2].set && v[2].b ? 2 : 1;
+  r->bias = v[3].set ? v[3].b : true;
+  if (training) *training = v[4].set ? v[4].b : true;
+}
+
+/* gpu.dnn.rnn(x (L, N, I), w (flat, PyTorch's order), h0 (layers * D, N, H), c0 | nil
+** [, {mode = "lstm", num_layers = 1, bidirectional = false, bias = true, training = true}])
+** -> out (flat: y, h_n [, c_n]), reserve (uint8, for the backward) */
+static int l_dnn_rnn(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *hx = gl_lua_check(L, 3), *cx = gl_lua_optarray(L, 4);
+  gl_dnn_rnn_net r;
+  bool training;
+  rnn_opts(L, 5, &rnn_decl, &r, &training);
+  lua_settop(L, 5);
+  gl_array *out = gl_lua_push(L);
+  gl_array *reserve = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_rnn_net(out, reserve, x, w, hx, cx, &r, training), 0);
+  gl_lua_account_array(L, out);
+  return 2;
+}
+
+/* gpu.dnn.rnn_backward(g, out, reserve, x, w, h0, c0 | nil [, opts]) -> dx, dw, dh0 [, dc0] */
+static int l_dnn_rnn_bwd(lua_State *L) {
+  gl_array *g = gl_lua_check(L, 1), *out = gl_lua_check(L, 2), *reserve = gl_lua_check(L, 3);
+  gl_array *x = gl_lua_check(L, 4), *w = gl_lua_check(L, 5), *hx = gl_lua_check(L, 6), *cx = gl_lua_optarray(L, 7);
+  gl_dnn_rnn_net r;
+  rnn_opts(L, 8, &rnn_bwd_decl, &r, NULL);
+  lua_settop(L, 8);
+  gl_array *dx = gl_lua_push(L);
+  gl_array *dw = gl_lua_push(L);
+  gl_array *dhx = gl_lua_push(L);
+  gl_array *dcx = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_dnn_rnn_net_bwd(dx, dw, dhx, dcx, g, out, reserve, x, w, hx, cx, &r), 0);
+  gl_lua_account_array(L, dx);
+  if (cx == NULL) { lua_settop(L, 11); return 3; }
+  return 4;
+}
+
 /* gpu.dnn.softmax(x [, {log = false}]) over the last axis; softmax_backward(y, dy [, {log}]) */
 static bool softmax_log(lua_State *L, int t, const gl_optdecl *d) {
   gl_optval v[1];
@@ -319,6 +419,10 @@ static const luaL_Reg dnn_funcs[] = {
   { "batch_norm_backward", l_dnn_batch_norm_bwd },
   { "softmax", l_dnn_softmax },
   { "softmax_backward", l_dnn_softmax_bwd },
+  { "layer_norm", l_dnn_layer_norm },
+  { "layer_norm_backward", l_dnn_layer_norm_bwd },
+  { "rnn", l_dnn_rnn },
+  { "rnn_backward", l_dnn_rnn_bwd },
   { NULL, NULL }
 };
 

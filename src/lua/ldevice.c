@@ -289,6 +289,21 @@ static bool config_device(lua_State *L, gl_device *d) {
   return true;
 }
 
+/* gpu.config().layer_norm: nn's float32 LayerNorm path on the default device (lua/gpu/nn/norm.lua
+** takes oneDNN's forward and backward where gpu.dnn.available says so). */
+static void layer_norm_path(lua_State *L) {
+  gl_device d;
+  if (!config_device(L, &d)) return;
+  const gl_backend *be = gl_backend_get((gl_devtype)d.type);
+  const char *why = be == NULL ? "this device type is not built in" : NULL;
+  if (why == NULL && (be->dnn == NULL || be->dnn->layer_norm == NULL))
+    why = d.type == GL_CPU ? "built without oneDNN" : "cuDNN has no layer norm entry here";
+  if (why == NULL) why = be->dnn->unavailable();
+  if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
+  if (why == NULL) lua_pushstring(L, "onednn");
+  else lua_pushfstring(L, "own fused kernel (%s)", why);
+}
+
 static void conv_path(lua_State *L) {
   gl_device d;
   if (!config_device(L, &d)) return;
@@ -323,12 +338,13 @@ static void conv_path(lua_State *L) {
 static void rnn_path(lua_State *L) {
   gl_device d;
   if (!config_device(L, &d)) return;
-  if (d.type == GL_CUDA) {
-    lua_pushstring(L, "fused loop (cublas + kernels/rnn.cu)");
-    return;
-  }
   const char *why = gl_op_dnn_unavailable(d, GL_FLOAT32, GL_DNN_RNN);
   if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
+  if (d.type == GL_CUDA) {        /* lua/gpu/nn/recurrent.lua's cudnn_ok: the whole network in one call */
+    if (why == NULL) lua_pushstring(L, "cudnn");
+    else lua_pushfstring(L, "fused loop (cublas + kernels/rnn.cu; %s)", why);
+    return;
+  }
   if (why == NULL) lua_pushstring(L, "onednn");
   else lua_pushfstring(L, "fused loop (cpu; %s)", why);
 }
@@ -383,6 +399,8 @@ static int l_config(lua_State *L) {
   lua_setfield(L, -2, "conv");
   rnn_path(L);
   lua_setfield(L, -2, "rnn");
+  layer_norm_path(L);
+  lua_setfield(L, -2, "layer_norm");
   return 1;
 }
 

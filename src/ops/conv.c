@@ -4,6 +4,7 @@
 ** calls the backend's optional entries. Below them, the library path (gl_backend.dnn:
 ** cuDNN on cuda) that lua/gpu/conv.lua prefers where the device has it.
 */
+#include <math.h>
 #include <string.h>
 #include "ops.h"
 
@@ -157,7 +158,25 @@ static gl_status dnn_shape(const char *fn, const gl_array *x, const char *what, 
 }
 
 static const char *const family_name[GL_NDNN_FAMILY] = { "convolution", "pooling", "batch norm", "softmax",
-                                                          "recurrent layers" };
+                                                         "layer norm", "recurrent layers" };
+
+/* Whether table d has the entries of 'family' (layer norm is optional: oneDNN only; the
+** recurrent layers are oneDNN's per layer and direction (rnn_fwd...) or cuDNN's whole
+** network (rnn_net...), whose library part may be missing: rnn_net_unavailable says why). */
+static bool dnn_has(const gl_dnn *d, gl_dnn_family family) {
+  if (family == GL_DNN_RNN)
+    return (d->rnn_fwd != NULL && d->rnn_bwd != NULL && d->rnn_workspace != NULL) ||
+           (d->rnn_net != NULL && d->rnn_net_bwd != NULL && d->rnn_net_reserve != NULL);
+  return family != GL_DNN_LAYER_NORM || (d->layer_norm != NULL && d->layer_norm_bwd != NULL);
+}
+
+/* Why d cannot run 'family' though the library loaded (NULL: it can). */
+static const char *dnn_lacks(const gl_dnn *d, gl_dnn_family family) {
+  if (!dnn_has(d, family))
+    return family == GL_DNN_RNN ? "the library's recurrent layers are not wired in" : "the library has no layer norm here";
+  if (family == GL_DNN_RNN && d->rnn_net && d->rnn_net_unavailable) return d->rnn_net_unavailable();
+  return NULL;
+}
 
 /* The device's dnn table, or why there is none (or why it does not take 'family' in dt). */
 static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out) {
@@ -169,13 +188,15 @@ static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_fa
                    gl_device_name(dev, dn));
   const char *why = be->dnn->unavailable();
   if (why) return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s)", fn, gl_device_name(dev, dn), why);
+  if (!dnn_has(be->dnn, family))
+    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s has no %s here)", fn, gl_device_name(dev, dn),
+                   be->dnn->name, family_name[family]);
+  const char *lacks = dnn_lacks(be->dnn, family);
+  if (lacks) return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s)", fn, gl_device_name(dev, dn), lacks);
   if (be->dnn->takes && !be->dnn->takes(family, dt))
     return gl_fail(GL_ENOTSUP, "%s is not supported on %s for %s (%s has no %s %s; nn uses its own path)", fn,
                    gl_device_name(dev, dn), gl_dtypes[dt].name, be->dnn->name, gl_dtypes[dt].name,
                    family_name[family]);
-  if (family == GL_DNN_RNN && be->dnn->rnn_fwd == NULL)
-    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s's recurrent layers are not wired in)", fn,
-                   gl_device_name(dev, dn), be->dnn->name);
   *out = be->dnn;
   return GL_OK;
 }
@@ -189,7 +210,7 @@ const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
   if (be == NULL) return "this device type is not built in";
   if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
   const char *why = be->dnn->unavailable();
-  if (why == NULL && family == GL_DNN_RNN && be->dnn->rnn_fwd == NULL) return "the library's recurrent layers are not wired in";
+  if (why == NULL && family >= 0 && family < GL_NDNN_FAMILY) why = dnn_lacks(be->dnn, (gl_dnn_family)family);
   if (why || dt < 0 || be->dnn->takes == NULL) return why;
   if ((family >= 0 && !be->dnn->takes((gl_dnn_family)family, (gl_dtype)dt)) ||
       (family < 0 && !be->dnn->takes(GL_DNN_CONV, (gl_dtype)dt)))
@@ -548,5 +569,121 @@ gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, cons
     if (st != GL_OK) gl_array_release(out);
   }
   dnn_release(&g);
+  return st;
+}
+
+
+/* ---- layer norm over the last axis (oneDNN on the cpu) ---------------------------------------- */
+
+/* x (..., D) with D >= 1 of float32/float64; the optional per-feature operands (D) of x's dtype and device. */
+static gl_status ln_check(const char *fn, const gl_array *x, const gl_array *const *per, const char *const *names,
+                          int n) {
+  GL_TRY(dnn_float(fn, x, "input", false));
+  if (x->ndim < 1 || x->shape[x->ndim - 1] < 1) {
+    char s[GL_SHAPE_BUFSZ];
+    return gl_fail(GL_EINVAL, "%s: input must have a last axis of at least 1 element, got shape %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s));
+  }
+  int64_t D = x->shape[x->ndim - 1];
+  for (int i = 0; i < n; i++) {
+    if (per[i] == NULL) continue;
+    GL_TRY(dnn_same_device(fn, x, per[i], names[i]));
+    GL_TRY(dnn_same_dtype(fn, x, per[i], names[i], (gl_dtype)x->dtype));
+    GL_TRY(dnn_shape(fn, per[i], names[i], 1, &D));
+  }
+  return GL_OK;
+}
+
+/* x as (R, D) for the backend (x contiguous). */
+static gl_array ln_view2(const gl_array *x) {
+  gl_array v = *x;
+  int64_t D = x->shape[x->ndim - 1];
+  v.ndim = 2;
+  v.shape[0] = x->size / D;
+  v.shape[1] = D;
+  v.strides[1] = 1;
+  v.strides[0] = D;
+  return v;
+}
+
+gl_status gl_op_dnn_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, const gl_array *x, const gl_array *w,
+                               const gl_array *b, double eps) {
+  const char *fn = "layer_norm";
+  const gl_array *per[2] = { w, b };
+  static const char *const names[2] = { "weight", "bias" };
+  GL_TRY(ln_check(fn, x, per, names, 2));
+  if (!(eps >= 0) || !isfinite(eps)) return gl_fail(GL_EINVAL, "%s: eps must be finite and >= 0, got %g", fn, eps);
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_LAYER_NORM, &dnn));
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_device dev = gl_array_device(x);
+  gl_dtype dt = (gl_dtype)x->dtype;
+  int made = 0;
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, w);
+  if (st == GL_OK) st = dnn_contig(&g, 2, b);
+  if (st == GL_OK) { st = gl_array_alloc(y, dt, x->ndim, x->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(mean, dt, x->ndim - 1, x->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(rstd, dt, x->ndim - 1, x->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK && x->size > 0) {
+    gl_array x2 = ln_view2(g.a[0]), y2 = ln_view2(y);
+    st = dnn->layer_norm(&y2, mean, rstd, &x2, g.a[1], g.a[2], eps);
+  }
+  dnn_release(&g);
+  if (st != GL_OK) {
+    if (made > 0) gl_array_release(y);
+    if (made > 1) gl_array_release(mean);
+    if (made > 2) gl_array_release(rstd);
+  }
+  return st;
+}
+
+gl_status gl_op_dnn_layer_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, const gl_array *x, const gl_array *dy,
+                                   const gl_array *w, const gl_array *mean, const gl_array *rstd, double eps) {
+  const char *fn = "layer_norm_backward";
+  const gl_array *per[1] = { w };
+  static const char *const names[1] = { "weight" };
+  GL_TRY(ln_check(fn, x, per, names, 1));
+  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
+  GL_TRY(dnn_shape(fn, dy, "grad_output", x->ndim, x->shape));
+  const gl_array *saved[2] = { mean, rstd };
+  static const char *const snames[2] = { "mean", "rstd" };
+  for (int i = 0; i < 2; i++) {
+    GL_TRY(dnn_same_device(fn, x, saved[i], snames[i]));
+    GL_TRY(dnn_same_dtype(fn, x, saved[i], snames[i], (gl_dtype)x->dtype));
+    GL_TRY(dnn_shape(fn, saved[i], snames[i], x->ndim - 1, x->shape));
+  }
+  if (!(eps >= 0) || !isfinite(eps)) return gl_fail(GL_EINVAL, "%s: eps must be finite and >= 0, got %g", fn, eps);
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_LAYER_NORM, &dnn));
+  int64_t D = x->shape[x->ndim - 1];
+  dnn_args g;
+  memset(&g, 0, sizeof g);
+  gl_device dev = gl_array_device(x);
+  gl_dtype dt = (gl_dtype)x->dtype;
+  int made = 0;
+  gl_status st = dnn_contig(&g, 0, x);
+  if (st == GL_OK) st = dnn_contig(&g, 1, dy);
+  if (st == GL_OK) st = dnn_contig(&g, 2, w);
+  if (st == GL_OK) st = dnn_contig(&g, 3, mean);
+  if (st == GL_OK) st = dnn_contig(&g, 4, rstd);
+  if (st == GL_OK) { st = gl_array_alloc(dx, dt, x->ndim, x->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(dw, dt, 1, &D, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(db, dt, 1, &D, dev); made += st == GL_OK; }
+  if (st == GL_OK && x->size > 0) {
+    gl_array x2 = ln_view2(g.a[0]), dy2 = ln_view2(g.a[1]), dx2 = ln_view2(dx);
+    st = dnn->layer_norm_bwd(&dx2, dw, db, &x2, &dy2, g.a[2], g.a[3], g.a[4], eps);
+  } else if (st == GL_OK) {                  /* no rows: no gradient reaches w, b */
+    st = gl_op_fill(dw, gl_scalar_float(0));
+    if (st == GL_OK) st = gl_op_fill(db, gl_scalar_float(0));
+  }
+  dnn_release(&g);
+  if (st != GL_OK) {
+    if (made > 0) gl_array_release(dx);
+    if (made > 1) gl_array_release(dw);
+    if (made > 2) gl_array_release(db);
+  }
   return st;
 }

@@ -182,6 +182,22 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
 ** from the forward's output y and dy (both of y's shape). */
 gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x);
 gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, const gl_array *dy);
+/* cuDNN's RNN (dnn_rnn.c): r's mode, layers, dirs and bias given; the sizes are read from x (seq,
+** batch, input) and hx (layers * dirs, batch, hidden). out (flat: y, hy [, cy]) and reserve
+** (uint8; empty unless training) are new arrays; w is the flat parameters in PyTorch's order. */
+gl_status gl_op_dnn_rnn_net(gl_array *out, gl_array *reserve, const gl_array *x, const gl_array *w, const gl_array *hx,
+                            const gl_array *cx, gl_dnn_rnn_net *r, bool training);
+/* dx, dw, dhx [, dcx (LSTM)] of gl_op_dnn_rnn_net from g (out's shape), out and reserve. */
+gl_status gl_op_dnn_rnn_net_bwd(gl_array *dx, gl_array *dw, gl_array *dhx, gl_array *dcx, const gl_array *g,
+                                const gl_array *out, const gl_array *reserve, const gl_array *x, const gl_array *w,
+                                const gl_array *hx, const gl_array *cx, gl_dnn_rnn_net *r);
+/* Layer norm over the last axis of x (..., D): y, and mean, rstd (x's shape less its last
+** axis; rstd = 1/sqrt(biased variance + eps)), the form of gl_op_layer_norm; w, b (D) or NULL.
+** bwd: dx, dw, db (D) from x, dy and the saved statistics. */
+gl_status gl_op_dnn_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, const gl_array *x, const gl_array *w,
+                               const gl_array *b, double eps);
+gl_status gl_op_dnn_layer_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, const gl_array *x, const gl_array *dy,
+                                   const gl_array *w, const gl_array *mean, const gl_array *rstd, double eps);
 
 /* ---- fused kernels for nn and optim (fused.c) -------------------------------------- */
 /* out = x (..., K) @ w (N, K)^T + b (N) (b may be NULL), in one call. */

@@ -528,7 +528,11 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
   if (r->L > lim / r->N || r->I > lim / 4 || r->H > lim / 8 || r->L * r->N > lim / (r->I + 4 * r->H))
     return gl_fail(GL_ETOOBIG, "input %s with hidden %lld is too big", gl_shape_str(x->ndim, x->shape, s),
                    (long long)r->H);
-  return gl_op_dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_RNN, dnn);
+  GL_TRY(gl_op_dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_RNN, dnn));
+  if ((*dnn)->rnn_fwd != NULL) return GL_OK;
+  char dn[16];
+  return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s runs whole networks: gpu.dnn.rnn)", fn,
+                 gl_device_name(gl_array_device(x), dn), (*dnn)->name);
 }
 
 gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,

@@ -427,6 +427,28 @@ R["fused.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
   return gx, w and (g * xh):reshape(-1, D):sum(1) or nil, b and g:reshape(-1, D):sum(1) or nil
 end }
 
+-- dnn.layer_norm: the same results and saved statistics as fused.layer_norm (oneDNN on the
+-- cpu): gpu.dnn.layer_norm_backward (oneDNN's, about 2x the own kernel at 2 threads; on one
+-- thread it runs the own kernel: doc/STATUS-cudnn.md), or the fused rule's array-op formulas
+-- under create_graph
+R["dnn.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
+  if G.grad_enabled() then return R["fused.layer_norm"].backward(g, node) end
+  local x, w, b, o = node[1], node[2], node[3], node[4]
+  w, b = is_array(w) and w or nil, is_array(b) and b or nil
+  local eps = type(o) == "table" and o.eps or 1e-5
+  if g.dtype ~= x.dtype then g = g:astype(x.dtype) end
+  local gx, gw, gb = gpu.dnn.layer_norm_backward(x, g, w, node.extra[1], node.extra[2], { eps = eps })
+  return gx, w and gw or nil, b and gb or nil
+end }
+
+-- dnn.rnn(x, w, h0, c0 | nil [, opts]) -> out (flat: y, h_n [, c_n]), reserve (node.extra):
+-- cuDNN's backward (data, then weights) from the forward's out and reserve; first order only
+R["dnn.rnn"] = { saves = { 1, 2, 3, 4 }, uses_y = true, backward = function(g, node, y)
+  local x, w, h0, c0, o = node[1], node[2], node[3], node[4], node[5]
+  if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+  return gpu.dnn.rnn_backward(g, y, node.extra[1], x, w, h0, c0, o)
+end }
+
 -- fused.attention(q (..., L, E), k (..., S, E), v (..., S, Ev) [, {scale, is_causal}]) ->
 -- out, lse: the backward recomputes the probabilities from the scores, as FlashAttention
 -- does (from the saved logsumexp when grad is off; with create_graph from a logsumexp in

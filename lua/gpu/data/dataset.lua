@@ -113,11 +113,15 @@ local function to_device(b, device)
 end
 
 -- epoch(ds, o): the batches of one epoch over dataset ds, o the loader's checked options
--- (batch_size, shuffle, drop_last, collate_fn, device, generator)
+-- (batch_size, shuffle, drop_last, collate_fn, device, generator; sampler: a
+-- DistributedSampler whose indices of this epoch are the items, in its order)
 function M.epoch(ds, o)
   local n = length("DataLoader", 1, ds)
   local order
-  if o.shuffle and n > 0 then
+  if o.sampler then
+    order = o.sampler:indices():totable()
+    n = #order
+  elseif o.shuffle and n > 0 then
     local perm = o.generator and o.generator:permutation(n) or gpu.random.permutation(n)
     order = perm:totable()
   end

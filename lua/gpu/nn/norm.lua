@@ -64,13 +64,23 @@ end
 
 -- LayerNorm through gpu.fused.layer_norm (one pass per row, a fused backward) for a
 -- float32/float64 x with parameters of its dtype: the trailing axes flattened into one.
+-- A float32 x on a device whose gpu.dnn has layer norm (oneDNN on the cpu) takes
+-- gpu.dnn.layer_norm: forward and backward measured faster than the own kernels, or as fast
+-- (doc/STATUS-cudnn.md).
 local fused_dtypes = { float32 = true, float64 = true }
+local function ln_op(x)
+  if x.dtype == "float32" and gpu.dnn.enabled and gpu.dnn.available(x.device, "float32", "layer_norm") == true then
+    return gpu.dnn.layer_norm
+  end
+  return gpu.fused.layer_norm
+end
 local function fused_layer_norm(x, k, w, b, eps)
   if not fused_dtypes[x.dtype] or (w and w.dtype ~= x.dtype) or (b and b.dtype ~= x.dtype) then return nil end
   local D = 1
   for i = x.ndim - k + 1, x.ndim do D = D * x.shape[i] end
-  if k == 1 then return (gpu.fused.layer_norm(x, w, b, { eps = eps })) end
-  local y = gpu.fused.layer_norm(x:reshape(-1, D), w and w:reshape(D), b and b:reshape(D), { eps = eps })
+  local op = ln_op(x)
+  if k == 1 then return (op(x, w, b, { eps = eps })) end
+  local y = op(x:reshape(-1, D), w and w:reshape(D), b and b:reshape(D), { eps = eps })
   return y:reshape(x.shape)
 end
 

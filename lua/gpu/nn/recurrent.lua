@@ -69,6 +69,7 @@ local function dnn_ok(self, x, h)
   if self.dnn == false or gpu.dnn.enabled == false then return false end
   if x.dtype ~= "float32" or h.dtype ~= "float32" or x.shape[2] == 0 then return false end
   local dev = x.device
+  if dev ~= "cpu" then return false end     -- cuDNN takes whole networks (cudnn_ok below), not layers
   local ok = dnn_ok_cache[dev]
   if ok == nil then
     ok = gpu.dnn.available(dev, "float32", "rnn") == true
@@ -165,6 +166,58 @@ local function run_direction(self, xs, p, h, c, reverse)
   end
   return gpu.stack(outs, 1), h, c
 end
+
+-- ---- cuDNN's RNN on cuda ---------------------------------------------------------------------------
+
+-- The whole network in one gpu.dnn.rnn call (cuDNN's RNN: every layer and direction, forward
+-- and backward) where cuDNN has it: a cuda input of float16/32/64, the same dtype everywhere,
+-- no dropout between layers in training, no autocast, gpu.dnn.enabled and m.cudnn ~= false.
+-- The parameters go in as one flat array in PyTorch's order (a concat, so their gradients
+-- flow back through it). Returns output (L, N, D H), h_n, c_n (layers D, N, H), or nil.
+local CUDNN_DTYPES = { float16 = true, float32 = true, float64 = true }
+local CUDNN_MODE = { LSTM = "lstm", GRU = "gru" }
+local amp_active = function() return require("gpu.amp").is_autocast_enabled() end
+
+local function cudnn_ok(self, xs)
+  if type(self) ~= "table" or not is_array(xs) then return false end
+  if self.cudnn == false or not gpu.dnn.enabled or not CUDNN_DTYPES[xs.dtype] then return false end
+  if xs.device:sub(1, 4) ~= "cuda" then return false end       -- the cpu has no cuDNN: its own loop
+  if (self.dropout or 0) > 0 and self.training and (self.num_layers or 1) > 1 then return false end
+  if amp_active() then return false end
+  return gpu.dnn.available(xs.device, xs.dtype, "rnn") == true
+end
+
+local function cudnn_run(self, xs, h0, c0)
+  local kind, H, Lyr = self.mode, self.hidden_size, self.num_layers
+  local D = self.bidirectional and 2 or 1
+  local L, N = xs.shape[1], xs.shape[2]
+  local flat = {}
+  for l = 0, Lyr - 1 do
+    for d = 1, D do
+      local sfx = ("_l%d%s"):format(l, d == 2 and "_reverse" or "")
+      for _, n in ipairs { "weight_ih", "weight_hh", "bias_ih", "bias_hh" } do
+        local p = self[n .. sfx]
+        if p ~= nil then
+          if p.dtype ~= xs.dtype or p.device ~= xs.device then return nil end
+          flat[#flat + 1] = p:reshape(-1)
+        end
+      end
+    end
+  end
+  local opts = { mode = CUDNN_MODE[kind] or (self.nonlinearity == "relu" and "rnn_relu" or "rnn_tanh"),
+                 num_layers = Lyr, bidirectional = self.bidirectional, bias = self.bias,
+                 training = require("gpu.autograd").is_grad_enabled() }
+  local zeros = { dtype = xs.dtype, device = xs.device }
+  h0 = h0 or gpu.zeros({ Lyr * D, N, H }, zeros)
+  if kind == "LSTM" then c0 = c0 or gpu.zeros({ Lyr * D, N, H }, zeros) else c0 = nil end
+  local out = gpu.dnn.rnn(xs, gpu.concat(flat, 1), h0, c0, opts)
+  local ny, nh = L * N * D * H, Lyr * D * N * H
+  local y = out[{ { 1, ny } }]:reshape(L, N, D * H)
+  local hn = out[{ { ny + 1, ny + nh } }]:reshape(Lyr * D, N, H)
+  local cn = kind == "LSTM" and out[{ { ny + nh + 1, ny + 2 * nh } }]:reshape(Lyr * D, N, H) or nil
+  return y, hn, cn
+end
+Rec._cudnn = { ok = cudnn_ok }            -- for the specs: which path a layer takes (m, xs time-major)
 
 -- ---- the module --------------------------------------------------------------------------------
 
@@ -269,6 +322,15 @@ local function rnn_class(kind)
       h0 = check_state(self, hx, 2, "h0", N, unbatched, x)
     end
     if L == 0 then raise("%s: the input has no time steps (shape %s)", fname, shape_str(x.shape)) end
+    if cudnn_ok(self, xs) then         -- cuDNN's RNN: the whole network in one op
+      local y, hN, cN = cudnn_run(self, xs, h0, c0)
+      if y ~= nil then
+        if unbatched then y, hN, cN = y:reshape(L, D * H), hN:reshape(-1, H), cN and cN:reshape(-1, H)
+        elseif self.batch_first then y = y:transpose(1, 2) end
+        if kind == "LSTM" then return y, { hN, cN } end
+        return y, hN
+      end
+    end
     local zeros
     if h0 == nil or (kind == "LSTM" and c0 == nil) then
       zeros = gpu.zeros({ N, H }, { dtype = x.dtype, device = x.device })

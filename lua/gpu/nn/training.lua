@@ -14,6 +14,7 @@ local data = require "gpu.data"
 local losses = require "gpu.nn.losses"
 local Module = require("gpu.nn.module").Module
 local callbacks = require "gpu.nn.callbacks"
+local fit_data = require "gpu.nn.fit_data"
 local options = require "gpu.options"
 local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
   options.type_name
@@ -190,8 +191,30 @@ end
 
 -- One pass over (x, y) without updates or tape: {loss =, <metric> = ...} as Lua numbers.
 -- distributed: each rank passes over its share and the sums are added over the ranks.
-local function run_eval(self, k, x, y, bs, distributed)
+-- x may be a DataLoader (y nil): its batches, each rank on its DistributedSampler share
+-- when distributed (padded to equal shares, as torch's: a few samples may count twice).
+local function run_eval(self, k, x, y, bs, distributed, fname)
   local loss_sum, counts = 0, new_counts(k)
+  if fit_data.is_loader(x) then
+    fname = fname or "Module:evaluate"
+    local loader = distributed and fit_data.distributed(fname, x) or x
+    local n = 0
+    autograd.no_grad(function()
+      for xb, yb in fit_data.batches(fname, loader, model_device(self), true) do
+        local pred = self(xb)
+        loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
+        add_counts(k, counts, pred, yb)
+        n = n + xb.shape[1]
+      end
+    end)
+    local v = { loss_sum, n }
+    for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
+    if distributed then v = sum_over_ranks(v) end
+    if v[2] == 0 then raise("%s: the loader gave no samples", fname) end
+    local out = { loss = v[1] / v[2] }
+    for i, m in ipairs(k.metrics) do out[m.name] = v[i + 2] / v[2] end
+    return out
+  end
   local n = x.shape[1]
   local xs, ys = x, y
   if distributed then
@@ -335,7 +358,9 @@ local FIT = options.declare("Module:fit", {
   batch_size = { type = "integer", min = 1, default = 32 },
   shuffle = { type = "boolean", default = true },
   validation_split = { type = "number", min = 0, max = 1, min_open = true, max_open = true },
-  validation_data = { type = "table", check = function(v) return #v == 2, "must be {x_val, y_val}" end },
+  validation_data = { type = "table", check = function(v)
+    return fit_data.is_source(v) or #v == 2, "must be {x_val, y_val}, a DataLoader or a Dataset"
+  end },
   verbose = { type = "integer|boolean|string", default = 1, what = "0, 1, 2, a boolean or 'auto'",
               check = function(v) return v == true or v == false or v == "auto" or v == 0 or v == 1 or v == 2 end },
   progress = { choices = { "bar", "plain" } },
@@ -347,8 +372,9 @@ local FIT = options.declare("Module:fit", {
      "m:fit(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
 -- The plan of a fit from its checked options: data split, verbosity, precision.
-local function fit_plan(self, x, y, o)
-  local run = { x = x, y = y, epochs = o.epochs, bs = o.batch_size, shuffle = o.shuffle }
+local function fit_plan(self, x, y, o, loader)
+  local run = { x = (not loader) and x or nil, y = y, loader = loader, epochs = o.epochs, bs = o.batch_size,
+                shuffle = o.shuffle }
   local v = o.verbose
   run.verbose = (v == true or v == "auto") and 1 or v == false and 0 or v
   if o.precision ~= nil then
@@ -358,9 +384,13 @@ local function fit_plan(self, x, y, o)
       self.grad_scaler = run.scaler
     end
   end
-  if o.validation_data then
+  if o.validation_data and fit_data.is_source(o.validation_data) then
+    run.vloader = fit_data.loader_of("Module:fit (validation_data)", 3, o.validation_data, math.max(run.bs, 256), false)
+  elseif o.validation_data then
     run.xv, run.yv = o.validation_data[1], o.validation_data[2]
     check_xy("Module:fit (validation_data)", run.xv, run.yv)
+  elseif o.validation_split and run.loader then
+    raise("Module:fit: validation_split needs arrays x, y (give validation_data = a DataLoader or Dataset)")
   elseif o.validation_split then
     local n = x.shape[1]
     local nv = math.floor(n * o.validation_split)
@@ -369,8 +399,12 @@ local function fit_plan(self, x, y, o)
     run.xv, run.yv = x[{ { n - nv + 1, n } }], y[{ { n - nv + 1, n } }]
     run.x, run.y = x[{ { 1, n - nv } }], y[{ { 1, n - nv } }]
   end
-  run.n = run.x.shape[1]
-  run.steps = (run.n + run.bs - 1) // run.bs
+  if run.loader then
+    run.n, run.steps = fit_data.samples(run.loader), #run.loader
+  else
+    run.n = run.x.shape[1]
+    run.steps = (run.n + run.bs - 1) // run.bs
+  end
   if o.distributed then
     -- DistributedDataParallel around the model (made once: its hooks stay on the parameters),
     -- each rank on its DistributedSampler share, only rank 1 printing
@@ -379,15 +413,23 @@ local function fit_plan(self, x, y, o)
     if ddp == nil then
       -- layers that make their parameters at the first call (Dense without input_shape) are
       -- built first, on one sample, so that the wrapper sees and broadcasts every parameter
-      in_eval(self, function() autograd.no_grad(function() self(run.x[{ { 1, 1 } }]:to(model_device(self) or run.x.device)) end) end)
+      local x1 = run.x
+      if run.loader then x1 = fit_data.batches("Module:fit", run.loader, nil, true)() end
+      if x1 == nil then raise("Module:fit: the loader gave no batches") end
+      in_eval(self, function() autograd.no_grad(function() self(x1[{ { 1, 1 } }]:to(model_device(self) or x1.device)) end) end)
       ddp = require("gpu.nn.ddp").DistributedDataParallel(self)
       rawset(self, "_ddp", ddp)
     else
       gpu.no_grad(function() for _, p in ipairs(self:parameters()) do d.broadcast(p, 1) end end)
     end
     run.net = ddp
-    run.sampler = data.DistributedSampler(run.n, { shuffle = run.shuffle })
-    run.steps = (#run.sampler + run.bs - 1) // run.bs
+    if run.loader then        -- the loader's own sampler, made distributed
+      run.loader, run.dist_loader = fit_data.distributed("Module:fit", run.loader), true
+      run.steps = #run.loader
+    else
+      run.sampler = data.DistributedSampler(run.n, { shuffle = run.shuffle })
+      run.steps = (#run.sampler + run.bs - 1) // run.bs
+    end
     if d.rank() ~= 1 then run.verbose = 0 end
   end
   -- the bar's width when fit draws one (verbose = 1 on a terminal, or progress = "bar")
@@ -401,7 +443,7 @@ local function new_history(k, run)
   local history = { loss = {} }
   if run.amp_dtype then history.skipped = {}; history.precision = run.amp_dtype end
   for _, m in ipairs(k.metrics) do history[m.name] = {} end
-  if run.xv then
+  if run.xv or run.vloader then
     history.val_loss = {}
     for _, m in ipairs(k.metrics) do history["val_" .. m.name] = {} end
   end
@@ -454,13 +496,20 @@ local function train_epoch(self, k, run, epoch)
   local seen, loss_sum, loss_n, step, counts = 0, 0, 0, 0, new_counts(k)
   local draw = run.width ~= nil
   if draw then io.write(P.header(epoch, run.epochs) .. "\n") end
-  local x, y, shuffle = run.x, run.y, run.shuffle
-  if run.sampler then          -- this rank's share of the epoch, in the sampler's order
-    run.sampler:set_epoch(epoch)
-    local idx = run.sampler:indices()
-    x, y, shuffle = x:take(idx:to(x.device), 1), y:take(idx:to(y.device), 1), false
+  local batches
+  if run.loader then           -- a DataLoader's batches (this rank's share when distributed)
+    if run.dist_loader then run.loader:set_epoch(epoch) end
+    batches = fit_data.batches("Module:fit", run.loader, model_device(self), true)
+  else
+    local x, y, shuffle = run.x, run.y, run.shuffle
+    if run.sampler then          -- this rank's share of the epoch, in the sampler's order
+      run.sampler:set_epoch(epoch)
+      local idx = run.sampler:indices()
+      x, y, shuffle = x:take(idx:to(x.device), 1), y:take(idx:to(y.device), 1), false
+    end
+    batches = data.batches(x, y, run.bs, { shuffle = shuffle, device = model_device(self) })
   end
-  for xb, yb in data.batches(x, y, run.bs, { shuffle = shuffle, device = model_device(self) }) do
+  for xb, yb in batches do
     step = step + 1
     if cbs.batch_begin then cbs:call("on_train_batch_begin", step, {}) end
     local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
@@ -484,7 +533,7 @@ local function train_epoch(self, k, run, epoch)
       io.stdout:flush()
     end
   end
-  if run.sampler then          -- the epoch's loss and metrics over every rank's samples
+  if run.sampler or run.dist_loader then   -- the epoch's loss and metrics over every rank's samples
     local v = { loss_sum, loss_n }
     for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
     v = sum_over_ranks(v)
@@ -501,8 +550,11 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
   local vals = shown(k, loss, counts, seen)
   history.loss[epoch] = loss
   for i, m in ipairs(k.metrics) do history[m.name][epoch] = vals[i + 1][2] end
-  if run.xv then
-    local r = in_eval(self, function() return run_eval(self, k, run.xv, run.yv, math.max(run.bs, 256), run.sampler ~= nil) end)
+  if run.xv or run.vloader then
+    local r = in_eval(self, function()
+      return run_eval(self, k, run.vloader or run.xv, run.yv, math.max(run.bs, 256), run.sampler ~= nil or run.dist_loader,
+        "Module:fit (validation_data)")
+    end)
     history.val_loss[epoch] = r.loss
     vals[#vals + 1] = { "val_loss", r.loss }
     for _, m in ipairs(k.metrics) do
@@ -533,11 +585,22 @@ end
 -- precision = "bf16"/"fp16" trains under gpu.autocast (float32 master weights); fp16 adds
 -- a GradScaler (self.grad_scaler, or opts.grad_scaler) whose skipped steps (inf/NaN
 -- gradients) are reported per epoch in history.skipped and in the progress line.
+-- x may be a gpu.data.DataLoader or a Dataset of (x, y) samples, y then nil: a dataset is
+-- batched with batch_size and shuffle, a loader as it was made; validation_data the same.
 function Module:fit(x, y, opts)
   local k = compiled(self, "Module:fit")
-  check_xy("Module:fit", x, y)
+  local loader
+  if fit_data.is_source(x) then
+    if y ~= nil then
+      argerror("Module:fit", 2, "y must be nil when x is a DataLoader or a Dataset (its samples hold the targets), got %s",
+        type_name(y))
+    end
+  else
+    check_xy("Module:fit", x, y)
+  end
   local o = FIT:check(opts, 3)
-  local run = fit_plan(self, x, y, o)
+  if y == nil then loader = fit_data.loader_of("Module:fit", 1, x, o.batch_size, o.shuffle) end
+  local run = fit_plan(self, x, y, o, loader)
   run.cbs = callbacks.list(o.callbacks, self)
   local history = new_history(k, run)
   self:train()
@@ -576,10 +639,18 @@ local EVALUATE = options.declare("Module:evaluate", {
      "m:evaluate(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
 -- evaluate(x, y [, {batch_size = 256, verbose = false}]) -> {loss =, <metric> =}
+-- x may be a DataLoader or a Dataset of (x, y) samples (y nil), as in fit.
 function Module:evaluate(x, y, opts)
   local k = compiled(self, "Module:evaluate")
-  check_xy("Module:evaluate", x, y)
+  local source = fit_data.is_source(x)
+  if source and y ~= nil then
+    argerror("Module:evaluate", 2, "y must be nil when x is a DataLoader or a Dataset (its samples hold the targets), got %s",
+      type_name(y))
+  elseif not source then
+    check_xy("Module:evaluate", x, y)
+  end
   local o = EVALUATE:check(opts, 3)
+  if source then x = fit_data.loader_of("Module:evaluate", 1, x, o.batch_size, false) end
   local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size, o.distributed) end)
   if (o.verbose == true or (o.verbose ~= false and o.verbose > 0)) and not (o.distributed and dist().rank() ~= 1) then
     local parts = { ("loss: %.4f"):format(r.loss) }
@@ -594,24 +665,36 @@ local PREDICT = options.declare("Module:predict", {
   distributed = { type = "boolean", default = false },
 }, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
 
--- The outputs of x (one array), in batches.
+-- The outputs of x (one array), in batches; x may be a DataLoader (its batches' inputs).
 local function predict_rows(self, x, bs)
   local parts = in_eval(self, function()
     local out = {}
     autograd.no_grad(function()
-      for xb in data.batches(x, nil, bs, { device = model_device(self) }) do out[#out + 1] = self(xb) end
+      local batches = fit_data.is_loader(x) and fit_data.batches("Module:predict", x, model_device(self), false)
+        or data.batches(x, nil, bs, { device = model_device(self) })
+      for xb in batches do out[#out + 1] = self(xb) end
     end)
     return out
   end)
+  if #parts == 0 then raise("Module:predict: the loader gave no batches") end
   if #parts == 1 then return parts[1] end
   return gpu.concat(parts, 1)
 end
 
 -- predict(x [, {batch_size = 256, distributed = false}]) -> the outputs, one array
 -- distributed: each rank predicts its share, and every rank gets all the rows (all_gather).
+-- x may be a DataLoader or a Dataset (the inputs of its samples; the outputs in its order).
 function Module:predict(x, opts)
-  check_xy("Module:predict", x, nil, true)
+  local source = fit_data.is_source(x)
+  if not source then check_xy("Module:predict", x, nil, true) end
   local o = PREDICT:check(opts, 2)
+  if source then
+    if o.distributed then
+      raise("Module:predict: distributed = true takes an array x (the rows of every rank are gathered in order), "
+        .. "not a DataLoader or a Dataset")
+    end
+    return predict_rows(self, fit_data.loader_of("Module:predict", 1, x, o.batch_size, false), o.batch_size)
+  end
   if not o.distributed then return predict_rows(self, x, o.batch_size) end
   local d = dist()
   local n, W = x.shape[1], d.world_size()

@@ -65,6 +65,7 @@ void gl_cpu_dnnl_version(char *buf, size_t n) { if (n) buf[0] = 0; }
   X(dnnl_batch_normalization_forward_desc_init) X(dnnl_batch_normalization_backward_desc_init)     \
   X(dnnl_lstm_forward_desc_init) X(dnnl_lstm_backward_desc_init)                                   \
   X(dnnl_lbr_gru_forward_desc_init) X(dnnl_lbr_gru_backward_desc_init)                             \
+  X(dnnl_layer_normalization_forward_desc_init) X(dnnl_layer_normalization_backward_desc_init)     \
   X(dnnl_version)
 
 static struct {
@@ -317,7 +318,7 @@ static void md1(dnnl_memory_desc_t *md, int64_t n) {
 /* ---- convolution -------------------------------------------------------------------------- */
 
 enum { OP_CONV_FWD = 1, OP_CONV_BWD_DATA, OP_CONV_BWD_WEIGHTS, OP_POOL_FWD, OP_POOL_FWD_TRAIN, OP_POOL_BWD,
-       OP_BN_TRAIN, OP_BN_INFER, OP_BN_BWD };
+       OP_BN_TRAIN, OP_BN_INFER, OP_BN_BWD, OP_LN_FWD, OP_LN_BWD };
 
 /* The geometry of a convolution of x (N, C, H, W) by w (O, C/G, kh, kw) giving y (N, O, OH,
 ** OW), in oneDNN's terms: dilation counted from 0, the right/bottom padding whatever makes
@@ -1101,6 +1102,158 @@ static gl_status rnn_run(bool backward, const gl_dnn_rnn *r) {
 static gl_status dnnl_rnn_fwd(const gl_dnn_rnn *r) { return rnn_run(false, r); }
 static gl_status dnnl_rnn_bwd(const gl_dnn_rnn *r) { return rnn_run(true, r); }
 
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+/* The forward primitive descriptor of op desc fd, the hint a backward one is made from. */
+static dnnl_status_t forward_hint(dnnl_primitive_desc_t *hint, const void *fd) {
+  dnnl_primitive_attr_t attr;
+  dnnl_status_t s = D.dnnl_primitive_attr_create(&attr);
+  if (s != dnnl_success) return s;
+  s = D.dnnl_primitive_desc_create(hint, fd, attr, engine, NULL);
+  D.dnnl_primitive_attr_destroy(attr);
+  return s;
+}
+
+/* oneDNN's layer normalization over the last axis of x (R, D), plain layouts, scale and
+** shift each optional (flags). Training writes the mean and the biased variance, from which
+** rstd is made here (the fused op's form, so either backward takes either forward's
+** statistics); backward rebuilds the variance from rstd. */
+static dnnl_status_t ln_build(entry *e, int op, int64_t R, int64_t Dn, float eps, unsigned flags) {
+  dnnl_memory_desc_t x, st, c;
+  dnnl_dims_t dx = { R, Dn }, ds = { R }, dc = { Dn };
+  D.dnnl_memory_desc_init_by_tag(&x, 2, dx, dnnl_f32, dnnl_ab);
+  D.dnnl_memory_desc_init_by_tag(&st, 1, ds, dnnl_f32, dnnl_a);
+  D.dnnl_memory_desc_init_by_tag(&c, 1, dc, dnnl_f32, dnnl_a);
+  dnnl_layer_normalization_desc_t fd, bd;
+  dnnl_status_t s = D.dnnl_layer_normalization_forward_desc_init(&fd, dnnl_forward_training, &x, &st, eps, flags);
+  if (s != dnnl_success) return s;
+  if (op == OP_LN_FWD) {
+    if ((s = entry_make(e, &fd, NULL)) != dnnl_success) return s;
+    if ((s = slot_add(e, DNNL_ARG_SRC, false, &x)) != dnnl_success) return s;
+    if ((flags & dnnl_use_scale) && (s = slot_add(e, DNNL_ARG_SCALE, false, &c)) != dnnl_success) return s;
+    if ((flags & dnnl_use_shift) && (s = slot_add(e, DNNL_ARG_SHIFT, false, &c)) != dnnl_success) return s;
+    if ((s = slot_add(e, DNNL_ARG_MEAN, true, &st)) != dnnl_success) return s;
+    if ((s = slot_add(e, DNNL_ARG_VARIANCE, true, &st)) != dnnl_success) return s;
+    return slot_add(e, DNNL_ARG_DST, true, &x);
+  }
+  dnnl_primitive_desc_t hint;
+  if ((s = forward_hint(&hint, &fd)) != dnnl_success) return s;
+  s = D.dnnl_layer_normalization_backward_desc_init(&bd, dnnl_backward, &x, &x, &st, eps, flags);
+  if (s != dnnl_success) {
+    D.dnnl_primitive_desc_destroy(hint);
+    return s;
+  }
+  if ((s = entry_make(e, &bd, hint)) != dnnl_success) return s;
+  if ((s = slot_add(e, DNNL_ARG_SRC, false, &x)) != dnnl_success) return s;
+  if ((s = slot_add(e, DNNL_ARG_DIFF_DST, false, &x)) != dnnl_success) return s;
+  if ((s = slot_add(e, DNNL_ARG_MEAN, false, &st)) != dnnl_success) return s;
+  if ((s = slot_add(e, DNNL_ARG_VARIANCE, false, &st)) != dnnl_success) return s;
+  if ((flags & dnnl_use_scale) && (s = slot_add(e, DNNL_ARG_SCALE, false, &c)) != dnnl_success) return s;
+  if ((flags & dnnl_use_shift) && (s = slot_add(e, DNNL_ARG_SHIFT, false, &c)) != dnnl_success) return s;
+  if ((s = slot_add(e, DNNL_ARG_DIFF_SRC, true, &x)) != dnnl_success) return s;
+  if ((flags & dnnl_use_scale) && (s = slot_add(e, DNNL_ARG_DIFF_SCALE, true, &c)) != dnnl_success) return s;
+  if (flags & dnnl_use_shift) s = slot_add(e, DNNL_ARG_DIFF_SHIFT, true, &c);
+  return s;
+}
+
+/* Runs layer-norm op on data[] (the non-NULL buffers in ln_build's slot order). */
+static gl_status ln_run(int op, int64_t R, int64_t Dn, double eps, unsigned flags, void *const *data) {
+  int saved, nt = thread_begin(R * Dn * 4, &saved);
+  int64_t key[KEYLEN];
+  memset(key, 0, sizeof key);
+  key[0] = op;
+  key[1] = nt;
+  key[2] = R;
+  key[3] = Dn;
+  key[4] = flags;
+  float feps = (float)eps;
+  memcpy(&key[5], &feps, sizeof feps);
+  gl_status st = GL_OK;
+  pthread_mutex_lock(&cache.lock);
+  entry *e = cache_find(key);
+  if (e->stamp == 0) {
+    dnnl_status_t s = ln_build(e, op, R, Dn, feps, flags);
+    if (s == dnnl_success) e->stamp = ++cache.clock;
+    else { entry_clear(e); st = dnnl_fail("layer norm setup", s); }
+  }
+  if (st == GL_OK) st = entry_run(e, data);
+  pthread_mutex_unlock(&cache.lock);
+  thread_end(nt, saved);
+  return st == GL_OK ? gl_interrupt_check() : st;
+}
+
+/* Moves the non-NULL pointers of p[0..n) to the front (the slots ln_build made). */
+static void ln_pack(void **p, int n) {
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (p[i]) p[k++] = p[i];
+}
+
+static unsigned ln_flags(const gl_array *w, const gl_array *b) {
+  return (w ? (unsigned)dnnl_use_scale : 0u) | (b ? (unsigned)dnnl_use_shift : 0u);
+}
+
+static gl_status dnnl_ln(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
+                         const gl_array *w, const gl_array *b, double eps) {
+  int64_t Dn = x->shape[x->ndim - 1], R = x->size / Dn;
+  float *var = gl_array_data(rstd);             /* the variance first, then 1/sqrt(var + eps) */
+  void *data[6] = { gl_array_data(x), w ? gl_array_data(w) : NULL, b ? gl_array_data(b) : NULL,
+                    gl_array_data(mean), var, gl_array_data(y) };
+  ln_pack(data, 6);
+  GL_TRY(ln_run(OP_LN_FWD, R, Dn, eps, ln_flags(w, b), data));
+  for (int64_t r = 0; r < R; r++) var[r] = (float)(1.0 / sqrt((double)var[r] + eps));
+  return GL_OK;
+}
+
+static gl_status dnnl_ln_bwd(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
+                             const gl_array *dy, const gl_array *w, const gl_array *mean, const gl_array *rstd,
+                             double eps) {
+  /* On one thread the own kernel: oneDNN's backward measured 0.99-1.19x its time there, and
+  ** about 0.55x at 2 threads (doc/STATUS-cudnn.md), as the own pooling loops replace oneDNN's. */
+  int nt = gl_cpu_team_size(x->size * 4);
+  gl_cpu_team_done(nt);
+  if (nt == 1) return gl_cpu_layer_norm_bwd(dx, dw, db, dy, x, mean, rstd, w);
+  int64_t Dn = x->shape[x->ndim - 1], R = x->size / Dn;
+  size_t bytes = (size_t)R * sizeof(float);
+  float *var;
+  GL_TRY(gl_cpu_alloc(gl_cpu(), bytes ? bytes : 1, (void **)&var));
+  const float *inv = gl_array_data(rstd);
+  for (int64_t r = 0; r < R; r++) var[r] = (float)(1.0 / ((double)inv[r] * (double)inv[r]) - eps);
+  /* oneDNN computes diff_scale/diff_shift whenever the flags ask: the flags follow the
+  ** gradients wanted (dw without w: the scale taken as ones) */
+  float *ones = NULL;
+  size_t obytes = (size_t)Dn * sizeof(float);
+  gl_status st = GL_OK;
+  if (dw && !w) {
+    st = gl_cpu_alloc(gl_cpu(), obytes, (void **)&ones);
+    if (st == GL_OK) for (int64_t i = 0; i < Dn; i++) ones[i] = 1.0f;
+  }
+  unsigned flags = (dw ? (unsigned)dnnl_use_scale : 0u) | (db ? (unsigned)dnnl_use_shift : 0u);
+  void *scale = w ? gl_array_data(w) : ones;
+  if (!dw && w) {
+    /* no parameter gradients wanted but a scale: oneDNN needs use_scale to apply it */
+    flags |= dnnl_use_scale;
+  }
+  float *gw_tmp = NULL;
+  if (st == GL_OK && (flags & dnnl_use_scale) && !dw) st = gl_cpu_alloc(gl_cpu(), obytes, (void **)&gw_tmp);
+  float *gb_tmp = NULL;
+  if (st == GL_OK && (flags & dnnl_use_shift) && !db) st = gl_cpu_alloc(gl_cpu(), obytes, (void **)&gb_tmp);
+  if (st == GL_OK) {
+    void *dshift = (flags & dnnl_use_shift) ? (db ? gl_array_data(db) : (void *)gb_tmp) : NULL;
+    /* (oneDNN checks a shift is given when use_shift is set, and does not read it) */
+    void *data[9] = { gl_array_data(x), gl_array_data(dy), gl_array_data(mean), var,
+                      (flags & dnnl_use_scale) ? scale : NULL, dshift, gl_array_data(dx),
+                      (flags & dnnl_use_scale) ? (dw ? gl_array_data(dw) : (void *)gw_tmp) : NULL, dshift };
+    ln_pack(data, 9);
+    st = ln_run(OP_LN_BWD, R, Dn, eps, flags, data);
+  }
+  if (gw_tmp) gl_cpu_free(gl_cpu(), gw_tmp, obytes);
+  if (gb_tmp) gl_cpu_free(gl_cpu(), gb_tmp, obytes);
+  if (ones) gl_cpu_free(gl_cpu(), ones, obytes);
+  gl_cpu_free(gl_cpu(), var, bytes ? bytes : 1);
+  return st;
+}
+
 const gl_dnn gl_cpu_dnn = {
   .name = "onednn",
   .unavailable = dnnl_unavailable,
@@ -1116,6 +1269,8 @@ const gl_dnn gl_cpu_dnn = {
   .rnn_workspace = dnnl_rnn_workspace,
   .rnn_fwd = dnnl_rnn_fwd,
   .rnn_bwd = dnnl_rnn_bwd,
+  .layer_norm = dnnl_ln,
+  .layer_norm_bwd = dnnl_ln_bwd,
 };
 
 #endif

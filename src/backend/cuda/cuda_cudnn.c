@@ -28,6 +28,7 @@
 #include <string.h>
 #include <cudnn.h>
 #include "cuda.h"
+#include "cuda_cudnn.h"
 
 /* ---- cuDNN, loaded on first use ------------------------------------------------------------ */
 
@@ -52,6 +53,7 @@
 static struct {
   pthread_once_t once;
   bool ok;
+  void *lib;                    /* the dlopen handle, for gl_cuda_cudnn_sym */
   char why[256];
 #define GL_FIELD(name) __typeof__(name) *name;
   GL_DNN_SYMS(GL_FIELD)
@@ -88,6 +90,7 @@ static void dnn_load(void) {
              CUDNN_MAJOR);
     return;
   }
+  dnn.lib = h;
   dnn.ok = true;
 }
 
@@ -108,6 +111,15 @@ static gl_status dnn_check(cudnnStatus_t st, const char *op, const char *call) {
 }
 #define GL_DNN(op, fn, ...) dnn_check(dnn.fn(__VA_ARGS__), op, #fn)
 
+const char *gl_cuda_cudnn_unavailable(void) { return dnn_unavailable(); }
+
+void *gl_cuda_cudnn_sym(const char *name) {
+  if (dnn_unavailable()) return NULL;
+  return dlsym(dnn.lib, name);
+}
+
+gl_status gl_cuda_cudnn_check(cudnnStatus_t st, const char *op, const char *call) { return dnn_check(st, op, call); }
+
 /* The device's stream and handle (made on first use, on that stream). */
 static gl_status dnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnnHandle_t *out) {
   GL_TRY(gl_cuda_enter(dev, s));
@@ -126,6 +138,10 @@ static gl_status dnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnn
   *out = handles[dev.index];
   pthread_mutex_unlock(&gl_cuda_lock);
   return st;
+}
+
+gl_status gl_cuda_cudnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnnHandle_t *h) {
+  return dnn_enter(dev, op, s, h);
 }
 
 static void algo_cache_free(int index);
@@ -643,6 +659,10 @@ const gl_dnn gl_cuda_dnn = {
   .batch_norm_train = dnn_bn_train,
   .batch_norm_infer = dnn_bn_infer,
   .batch_norm_bwd = dnn_bn_bwd,
+  .rnn_net_unavailable = gl_cuda_rnn_unavailable,
+  .rnn_net_reserve = gl_cuda_rnn_reserve,
+  .rnn_net = gl_cuda_rnn,
+  .rnn_net_bwd = gl_cuda_rnn_bwd,
 };
 
 #endif /* GL_WITH_CUDNN */

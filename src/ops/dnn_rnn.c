@@ -1,0 +1,187 @@
+/*
+** dnn_rnn.c — cuDNN's multi-layer RNN (gl_dnn.rnn) under nn.RNN, nn.LSTM and nn.GRU on cuda:
+** checks devices, dtypes and shapes, then asks whether x's device has the library's RNN (the
+** cpu has none: nn runs its own loop there), makes every operand contiguous and allocates the
+** results. The parameters come as one flat array in PyTorch's order (the layer concatenates
+** them, so autograd sees one input); the backend places them in cuDNN's weight space.
+*/
+#include <limits.h>
+#include <string.h>
+#include "ops.h"
+
+static const int gates_of[] = { [GL_RNN_TANH] = 1, [GL_RNN_RELU] = 1, [GL_RNN_LSTM] = 4, [GL_RNN_GRU] = 3 };
+
+/* How many parameters PyTorch's layer has (the flat w's size). */
+static int64_t rnn_params(const gl_dnn_rnn_net *r) {
+  int64_t G = gates_of[r->mode], H = r->hidden, n = 0;
+  for (int l = 0; l < r->layers; l++) {
+    int64_t in = l == 0 ? r->input : r->dirs * H;
+    n += r->dirs * (G * H * in + G * H * H + (r->bias ? 2 * G * H : 0));
+  }
+  return n;
+}
+
+static gl_status rnn_same(const char *fn, const gl_array *x, const gl_array *a, const char *what) {
+  char d1[16], d2[16];
+  if (!gl_device_eq(gl_array_device(x), gl_array_device(a)))
+    return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
+                   gl_device_name(gl_array_device(a), d1), gl_device_name(gl_array_device(x), d2));
+  if (a->dtype != x->dtype)
+    return gl_fail(GL_EINVAL, "%s: %s is %s, expected %s like the input", fn, what, gl_dtypes[a->dtype].name,
+                   gl_dtypes[x->dtype].name);
+  return GL_OK;
+}
+
+static gl_status rnn_shape(const char *fn, const gl_array *a, const char *what, int nd, const int64_t *want) {
+  if (a->ndim == nd && memcmp(a->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(a->ndim, a->shape, s1),
+                 gl_shape_str(nd, want, s2));
+}
+
+/* Checks the operands of a forward (and of a backward: the same inputs) and fills r's sizes. */
+static gl_status rnn_check(const char *fn, const gl_array *x, const gl_array *w, const gl_array *hx,
+                           const gl_array *cx, gl_dnn_rnn_net *r) {
+  char s1[GL_SHAPE_BUFSZ];
+  if (!GL_DTSET_HAS(GL_DTSET_FLOAT, x->dtype))
+    return gl_fail(GL_EINVAL, "%s: input must be a float array, got %s", fn, gl_dtypes[x->dtype].name);
+  if ((int)r->mode < GL_RNN_TANH || r->mode > GL_RNN_GRU || r->layers < 1 || (r->dirs != 1 && r->dirs != 2))
+    return gl_fail(GL_EINVAL, "%s: bad mode, num_layers or directions", fn);
+  if (x->ndim != 3 || x->shape[0] < 1 || x->shape[1] < 1 || x->shape[2] < 1)
+    return gl_fail(GL_EINVAL, "%s: input must be (seq, batch, input_size) with every extent >= 1, got shape %s", fn,
+                   gl_shape_str(x->ndim, x->shape, s1));
+  GL_TRY(rnn_same(fn, x, hx, "h0"));
+  GL_TRY(rnn_same(fn, x, w, "the weights"));
+  if (hx->ndim != 3 || hx->shape[2] < 1)
+    return gl_fail(GL_EINVAL, "%s: h0 must be (num_layers * directions, batch, hidden_size), got shape %s", fn,
+                   gl_shape_str(hx->ndim, hx->shape, s1));
+  r->seq = x->shape[0];
+  r->batch = x->shape[1];
+  r->input = x->shape[2];
+  r->hidden = hx->shape[2];
+  int64_t hs[3] = { (int64_t)r->layers * r->dirs, r->batch, r->hidden };
+  GL_TRY(rnn_shape(fn, hx, "h0", 3, hs));
+  if (r->mode == GL_RNN_LSTM) {
+    if (cx == NULL) return gl_fail(GL_EINVAL, "%s: an LSTM needs c0", fn);
+    GL_TRY(rnn_same(fn, x, cx, "c0"));
+    GL_TRY(rnn_shape(fn, cx, "c0", 3, hs));
+  } else if (cx != NULL) {
+    return gl_fail(GL_EINVAL, "%s: c0 is for an LSTM only (mode is not lstm)", fn);
+  }
+  int64_t np = rnn_params(r);
+  GL_TRY(rnn_shape(fn, w, "the flat weights", 1, &np));
+  if (r->seq > INT_MAX || r->batch > INT_MAX || r->input > INT_MAX || r->hidden > INT_MAX ||
+      r->seq * r->batch * r->dirs * r->hidden > INT_MAX || x->size > INT_MAX)
+    return gl_fail(GL_ENOTSUP, "%s: extents past 2^31 are more than cuDNN's RNN takes", fn);
+  return GL_OK;
+}
+
+/* out's size: y (seq, batch, dirs * hidden), hy [, cy] (layers * dirs, batch, hidden). */
+static int64_t rnn_out_size(const gl_dnn_rnn_net *r) {
+  int64_t ny = r->seq * r->batch * r->dirs * r->hidden, nh = (int64_t)r->layers * r->dirs * r->batch * r->hidden;
+  return ny + nh * (r->mode == GL_RNN_LSTM ? 2 : 1);
+}
+
+/* Up to 6 operands made contiguous (copies in tmp[]). */
+typedef struct rnn_args { gl_array tmp[6]; const gl_array *a[6]; } rnn_args;
+
+static gl_status rnn_contig(rnn_args *g, int i, const gl_array *x) {
+  if (x == NULL) { g->a[i] = NULL; return GL_OK; }
+  return gl_op_as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
+}
+
+static void rnn_release(rnn_args *g) {
+  for (int i = 0; i < 6; i++) gl_array_release(&g->tmp[i]);
+}
+
+/* The device's table when it runs whole networks (cuDNN; oneDNN's recurrent entries are per
+** layer and direction: gl_op_dnn_rnn in rnn.c). */
+static gl_status net_table(const char *fn, gl_device dev, gl_dtype dt, const gl_dnn **dnn) {
+  GL_TRY(gl_op_dnn_table(fn, dev, dt, GL_DNN_RNN, dnn));
+  if ((*dnn)->rnn_net != NULL) return GL_OK;
+  char dn[16];
+  return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s runs recurrent layers one at a time: gpu.dnn.lstm, "
+                 "gpu.dnn.gru)", fn, gl_device_name(dev, dn), (*dnn)->name);
+}
+
+gl_status gl_op_dnn_rnn_net(gl_array *out, gl_array *reserve, const gl_array *x, const gl_array *w, const gl_array *hx,
+                        const gl_array *cx, gl_dnn_rnn_net *r, bool training) {
+  const char *fn = "rnn";
+  GL_TRY(rnn_check(fn, x, w, hx, cx, r));
+  const gl_dnn *dnn;
+  gl_device dev = gl_array_device(x);
+  gl_dtype dt = (gl_dtype)x->dtype;
+  GL_TRY(net_table(fn, dev, dt, &dnn));
+  size_t rbytes = 0;
+  if (training) GL_TRY(dnn->rnn_net_reserve(dev, r, dt, &rbytes));
+  rnn_args g;
+  memset(&g, 0, sizeof g);
+  int made = 0;
+  gl_status st = rnn_contig(&g, 0, x);
+  if (st == GL_OK) st = rnn_contig(&g, 1, w);
+  if (st == GL_OK) st = rnn_contig(&g, 2, hx);
+  if (st == GL_OK) st = rnn_contig(&g, 3, cx);
+  int64_t n = rnn_out_size(r), nb = (int64_t)rbytes;
+  if (st == GL_OK) { st = gl_array_alloc(out, dt, 1, &n, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(reserve, GL_UINT8, 1, &nb, dev); made += st == GL_OK; }
+  if (st == GL_OK) st = dnn->rnn_net(r, out, training ? reserve : NULL, g.a[0], g.a[1], g.a[2], g.a[3]);
+  rnn_release(&g);
+  if (st != GL_OK) {
+    if (made > 0) gl_array_release(out);
+    if (made > 1) gl_array_release(reserve);
+  }
+  return st;
+}
+
+gl_status gl_op_dnn_rnn_net_bwd(gl_array *dx, gl_array *dw, gl_array *dhx, gl_array *dcx, const gl_array *g,
+                            const gl_array *out, const gl_array *reserve, const gl_array *x, const gl_array *w,
+                            const gl_array *hx, const gl_array *cx, gl_dnn_rnn_net *r) {
+  const char *fn = "rnn_backward";
+  GL_TRY(rnn_check(fn, x, w, hx, cx, r));
+  int64_t n = rnn_out_size(r);
+  GL_TRY(rnn_same(fn, x, g, "the incoming gradient"));
+  GL_TRY(rnn_shape(fn, g, "the incoming gradient", 1, &n));
+  GL_TRY(rnn_same(fn, x, out, "the forward's result"));
+  GL_TRY(rnn_shape(fn, out, "the forward's result", 1, &n));
+  if (!gl_device_eq(gl_array_device(x), gl_array_device(reserve)) || reserve->dtype != GL_UINT8 || reserve->ndim != 1)
+    return gl_fail(GL_EINVAL, "%s: reserve must be the forward's uint8 reserve on the input's device", fn);
+  if (reserve->size == 0)
+    return gl_fail(GL_EINVAL, "%s: the forward ran without training = true (no reserve to go back through)", fn);
+  const gl_dnn *dnn;
+  gl_device dev = gl_array_device(x);
+  gl_dtype dt = (gl_dtype)x->dtype;
+  GL_TRY(net_table(fn, dev, dt, &dnn));
+  size_t rbytes = 0;
+  GL_TRY(dnn->rnn_net_reserve(dev, r, dt, &rbytes));
+  if ((int64_t)rbytes != reserve->size)
+    return gl_fail(GL_EINVAL, "%s: reserve has %lld bytes, this network needs %zu (not the forward of these operands)",
+                   fn, (long long)reserve->size, rbytes);
+  rnn_args a;
+  memset(&a, 0, sizeof a);
+  int made = 0;
+  gl_status st = rnn_contig(&a, 0, x);
+  if (st == GL_OK) st = rnn_contig(&a, 1, w);
+  if (st == GL_OK) st = rnn_contig(&a, 2, hx);
+  if (st == GL_OK) st = rnn_contig(&a, 3, cx);
+  if (st == GL_OK) st = rnn_contig(&a, 4, g);
+  if (st == GL_OK) st = rnn_contig(&a, 5, out);
+  /* cuDNN's backward writes into the reserve: a copy, so that the saved one serves a second
+  ** backward (retain_graph) and the caller's array is left as it was */
+  gl_array rcopy = { 0 };
+  if (st == GL_OK) st = gl_op_copy(&rcopy, reserve, GL_UINT8, dev);
+  if (st == GL_OK) { st = gl_array_alloc(dx, dt, 3, x->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(dw, dt, 1, w->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK) { st = gl_array_alloc(dhx, dt, 3, hx->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK && cx) { st = gl_array_alloc(dcx, dt, 3, cx->shape, dev); made += st == GL_OK; }
+  if (st == GL_OK)
+    st = dnn->rnn_net_bwd(r, dx, dw, dhx, cx ? dcx : NULL, a.a[4], a.a[5], &rcopy, a.a[0], a.a[1], a.a[2], a.a[3]);
+  rnn_release(&a);
+  gl_array_release(&rcopy);
+  if (st != GL_OK) {
+    if (made > 0) gl_array_release(dx);
+    if (made > 1) gl_array_release(dw);
+    if (made > 2) gl_array_release(dhx);
+    if (made > 3) gl_array_release(dcx);
+  }
+  return st;
+}
