@@ -123,6 +123,16 @@ $(JIT_PRELUDE): $(JIT_HEADERS)
 	cat $^ | sed -e '/^#include "/d' -e 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' > $@
 $(BUILD)/src/ops/jit.o: $(JIT_PRELUDE)
 $(BUILD)/src/ops/jit.o: CPPFLAGS += -I$(BUILD)/gen
+# The CUDA kernels' prelude (src/ops/jit_cuda.c, compiled by NVRTC, which has no system
+# headers): kernels/jit_cuda.h (the <stdint.h> types NVRTC lacks), then the same headers
+# with every #include dropped.
+JIT_CUDA_PRELUDE := $(BUILD)/gen/jit_cuda_prelude.inc
+JIT_CUDA_HEADERS := kernels/jit_cuda.h $(JIT_HEADERS)
+$(JIT_CUDA_PRELUDE): $(JIT_CUDA_HEADERS)
+	@mkdir -p $(dir $@)
+	cat $^ | sed -e '/^#include [<"]/d' -e 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' > $@
+$(BUILD)/src/ops/jit_cuda.o: $(JIT_CUDA_PRELUDE)
+$(BUILD)/src/ops/jit_cuda.o: CPPFLAGS += -I$(BUILD)/gen
 
 # lua/gpu/*.lua and lua/gpu/*/*.lua compiled into the module (package.preload) by a small C generator
 $(BUILD)/tools/embed: tools/embed.c
