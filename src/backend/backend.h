@@ -202,6 +202,9 @@ typedef struct gl_raw_launch {
 ** cuda_nvrtc.c). src/ops/jit_cuda.c keys, caches and launches through it; only
 ** 'version' and 'compile' work without a GPU (and without libcuda). */
 typedef struct gl_rtc {
+  /* The NVRTC library that would be loaded, without loading it: "path size mtime" of the
+  ** file (GL_ENOTSUP when it is not found by that search: then only 'version' tells) */
+  gl_status (*identity)(char *buf, size_t len);
   /* NVRTC's version (loads libnvrtc the first time; GL_ENOTSUP when it cannot) */
   gl_status (*version)(int *major, int *minor);
   /* Compiles src for sm_<arch> with opts: a cubin, or PTX for the newest architecture

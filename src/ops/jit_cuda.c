@@ -137,6 +137,43 @@ static void write_image(const char *dir, const char *path, const char *key, cons
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
+/* NVRTC's version for the key. Loading NVRTC to ask costs ~20 ms, more than a whole cache
+** hit may; so the answer is remembered in the cache directory per library file (its
+** identity: path, size, time): <cache>/nvrtc-<hash>.version holds "<identity>\n<major>.<minor>",
+** read under the same rules as the images. Without a usable cache or identity, NVRTC is
+** loaded and asked. */
+static gl_status nvrtc_version_for_key(const gl_rtc *rtc, bool cache, const char *dir, int *major, int *minor) {
+  char ident[4200], path[4300], hash[33];
+  if (!cache || rtc->identity(ident, sizeof ident) != GL_OK) return rtc->version(major, minor);
+  gl_jit_hash(ident, strlen(ident), "", 0, hash);
+  snprintf(path, sizeof path, "%s/nvrtc-%s.version", dir, hash);
+  if (gl_jit_private_file(path)) {
+    FILE *f = fopen(path, "r");
+    char line[4300];
+    bool ok = false;
+    if (f) {
+      size_t n = strlen(ident);
+      ok = fgets(line, sizeof line, f) && strncmp(line, ident, n) == 0 && line[n] == '\n' &&
+           fscanf(f, "%d.%d", major, minor) == 2;
+      fclose(f);
+    }
+    if (ok) return GL_OK;
+  }
+  GL_TRY(rtc->version(major, minor));
+  static unsigned counter;
+  char tmp[4400];
+  snprintf(tmp, sizeof tmp, "%s/tmp-nvrtc-%ld-%u", dir, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    char text[4400];
+    int n = snprintf(text, sizeof text, "%s\n%d.%d\n", ident, *major, *minor);
+    bool ok = n > 0 && (size_t)n < sizeof text && write_all(fd, text, (size_t)n);
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  }
+  return GL_OK;
+}
+
 /* ---- compiling --------------------------------------------------------------------------- */
 
 static void free_module(gl_jit_cuda_module *m) {
@@ -153,9 +190,11 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
   res->cached_on_disk = false;
   const gl_rtc *rtc = NULL;
   GL_TRY(get_rtc(&rtc));
-  int major, minor;
-  GL_TRY(rtc->version(&major, &minor));
   if (arch < 10 || arch > 10000) return gl_fail(GL_EINVAL, "bad CUDA architecture sm_%d", arch);
+  char dir[4096], path[4200];
+  bool cache = gl_jit_open_cache(dir, sizeof dir);
+  int major, minor;
+  GL_TRY(nvrtc_version_for_key(rtc, cache, dir, &major, &minor));
   const char *pre = prelude ? cuda_prelude : "";
   size_t plen = prelude ? sizeof cuda_prelude - 1 : 0, slen = strlen(src);
   char srchash[33], hash[33], key[512];
@@ -182,8 +221,6 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
     return gl_fail(GL_ENOMEM, "out of memory");
   }
   memcpy(m->hash, hash, sizeof hash);
-  char dir[4096], path[4200];
-  bool cache = gl_jit_open_cache(dir, sizeof dir);
   if (cache) snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
   res->cached_on_disk = cache;
   gl_status st = GL_OK;
