@@ -312,6 +312,14 @@ io.write(origin, " ", tostring(on_disk), " ", string.format("%%.3f", ms))]]
     os.execute("cp " .. dir .. "/other.cubin " .. mine)   -- another kernel's image under its name
     assert.equal("compiled true", (child()))
     assert.equal("disk true", (child()))                  -- and rewrote it
+    -- NVRTC's version, remembered per library file: a record of another file is not believed
+    local p = io.popen("ls " .. dir .. "/gpulua/kernels/nvrtc-*.version")
+    local vf = p:read("l")
+    p:close()
+    assert.truthy(vf)
+    h.spit(vf, "/elsewhere/libnvrtc.so.13 1 1\n9.9\n")
+    assert.equal("disk true", (child()))                  -- NVRTC asked again: the same key
+    assert.falsy(h.slurp(vf):find("/elsewhere", 1, true))
   end)
 
   it("never loads an image others can write, nor uses a directory others can write", function()
