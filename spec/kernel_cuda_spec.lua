@@ -252,6 +252,26 @@ void my_add(const float* x1, const float* x2, float* y) {
     assert.truthy(err:find('"x3" is undefined', 1, true), err)
     h.fails({ "gpu._jit.cuda_compile", "bad architecture 'sm_x'" }, gpu._jit.cuda_compile, src, "sm_x")
   end)
+
+  it("falls back to PTX for an architecture newer than NVRTC knows (the driver compiles it at load)", function()
+    local src = 'extern "C" __global__ void newer(float *y) { y[threadIdx.x] = 2; }'
+    local mod, origin, _, _, bytes, key, ptx = gpu._jit.cuda_compile(src, "sm_990", true)
+    assert(mod, origin)
+    assert.is_true(ptx)
+    assert.truthy(key:find("arch=sm_990", 1, true))
+    assert.truthy(bytes > 100)
+    local _, again = gpu._jit.cuda_compile(src, "sm_990", true)
+    assert.equal("memory", again)
+  end)
+
+  it("refuses a device target that is not there, and a launch of cpu arrays", function()
+    local src = 'extern "C" __global__ void k(float *y) {}'
+    local ok, err = pcall(gpu._jit.cuda_compile, src, "cuda:7")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("cuda:7 is not available", 1, true), tostring(err))
+    local mod = assert(gpu._jit.cuda_compile('extern "C" __global__ void k_contig(long long n, float *y) {}', ARCH, true))
+    h.fails({ "gpu._jit.cuda_launch", "on the cpu" }, gpu._jit.cuda_launch, mod, "k", "o", { gpu.zeros(2) })
+  end)
 end)
 
 -- ---- the disk cache, in child processes with their own XDG_CACHE_HOME --------------------

@@ -83,8 +83,9 @@ typedef struct launch_args {
 } launch_args;
 
 /* Reads (module, name, roles, args [, reduced]) at 1..5 into a: the pointers and the
-** geometry; raises on a misuse. Returns whether it is a reduction. */
-static bool read_launch(lua_State *L, launch_args *a) {
+** geometry; raises on a misuse (cuda: the arrays must be on a cuda device). Returns
+** whether it is a reduction. */
+static bool read_launch(lua_State *L, launch_args *a, bool cuda) {
   size_t nargs;
   const char *roles = luaL_checklstring(L, 3, &nargs);
   luaL_checktype(L, 4, LUA_TTABLE);
@@ -133,6 +134,7 @@ static bool read_launch(lua_State *L, launch_args *a) {
     if (r == 'o' || r == 'w') gl_lua_check_status(L, gl_array_writable(x, "an output"), 0);
   }
   if (!shape_of) luaL_error(L, "gpu._jit.launch: no array gives the loop's shape");
+  if (cuda && a->dev.type == GL_CPU) luaL_error(L, "gpu._jit.cuda_launch: the arrays are on the cpu");
 
   gl_jit_geom *g = &lp->geom;
   int nd = shape_of->ndim;
@@ -175,7 +177,7 @@ static int jit_launch(lua_State *L) {
   const char *name = luaL_checkstring(L, 2);
   launch_args a;
   gl_jit_launch *l = &a.l;
-  if (!read_launch(L, &a)) {
+  if (!read_launch(L, &a, false)) {
     l->contig = (gl_jit_contig_fn)symbol(L, m, name, "_contig");
     l->strided = (gl_jit_strided_fn)symbol(L, m, name, "_strided");
   } else {
@@ -256,8 +258,7 @@ static int jit_cuda_launch(lua_State *L) {
   gl_jit_cuda_module *m = lua_touserdata(L, 1);
   const char *name = luaL_checkstring(L, 2);
   launch_args a;
-  bool reduction = read_launch(L, &a);
-  if (a.dev.type == GL_CPU) return luaL_error(L, "gpu._jit.cuda_launch: the arrays are on the cpu");
+  bool reduction = read_launch(L, &a, true);
   gl_jit_launch *l = &a.l;
   const char *roles = lua_tostring(L, 3);
   void *ptrs[GL_JIT_MAXARGS];
