@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+/* A function of the generated code (and of a user's preamble, on both devices): static
+** inline in C, a device function under nvcc and NVRTC. */
 #ifndef GL_JIT_FN
 #ifdef __CUDACC__
 #define GL_JIT_FN __device__ __forceinline__

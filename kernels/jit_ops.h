@@ -10,15 +10,7 @@
 #define GL_KERNELS_JIT_OPS_H
 
 #include "elem.h"
-
-/* a function of the generated code: static inline in C, a device function under nvcc/NVRTC */
-#ifndef GL_JIT_FN
-#ifdef __CUDACC__
-#define GL_JIT_FN __device__ __forceinline__
-#else
-#define GL_JIT_FN static inline
-#endif
-#endif
+#include "jit_abi.h"   /* GL_JIT_FN */
 
 #define GL_JIT_INT1_(name, I, TT, UUT, sfx) \
   GL_JIT_FN TT gl_j##sfx##_##name(TT x) { typedef TT T; typedef UUT UT; (void)sizeof(UT); return (T)(I); }

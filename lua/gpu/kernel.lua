@@ -438,6 +438,26 @@ end
 -- compiles those sources with NVRTC on a machine without a GPU.
 M._capture = nil
 
+-- Compiles (once per signature and device) and launches a kernel object's call: C on the
+-- cpu, CUDA elsewhere (and under _capture, which only collects the CUDA source).
+-- source(cuda) writes the source; mask: the reduced axes of a reduction.
+local function run(self, fname, sig, dev, source, roles, args, mask)
+  local cuda = dev ~= "cpu" or M._capture ~= nil
+  local key = cuda and (sig .. "|" .. dev) or sig
+  self._mods = self._mods or {}
+  local entry = self._mods[key]
+  if not entry then
+    local src = source(cuda)
+    if M._capture then
+      M._capture[#M._capture + 1] = src
+      return
+    end
+    entry = { mod = cuda and compile_cuda(fname, src, dev) or compile(fname, src), src = src }
+    self._mods[key] = entry
+  end
+  options.call(fname, cuda and jit.cuda_launch or jit.launch, entry.mod, self.name, roles, args, mask)
+end
+
 -- ---- ElementwiseKernel ---------------------------------------------------------------------
 
 local EW = options.declare("ElementwiseKernel", {
@@ -544,29 +564,9 @@ function Elementwise:__call(...)
   local ps = {}
   for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
   local sig = table.concat(roles) .. "|" .. table.concat(dts, ",")
-  self._mods = self._mods or {}
-  if dev ~= "cpu" or M._capture then
-    local csig = sig .. "|" .. dev
-    local entry = self._mods[csig]
-    if not entry then
-      local src = elementwise_source_cuda(self.name, ps, types, self.preamble, self.body)
-      if M._capture then
-        M._capture[#M._capture + 1] = src
-        return table.unpack(results)
-      end
-      entry = { mod = compile_cuda(fname, src, dev), src = src }
-      self._mods[csig] = entry
-    end
-    options.call(fname, jit.cuda_launch, entry.mod, self.name, table.concat(roles), launch)
-    return table.unpack(results)
-  end
-  local entry = self._mods[sig]
-  if not entry then
-    local src = elementwise_source(self.name, ps, types, self.preamble, self.body)
-    entry = { mod = compile(fname, src), src = src }
-    self._mods[sig] = entry
-  end
-  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch)
+  run(self, fname, sig, dev, function(cuda)
+    return (cuda and elementwise_source_cuda or elementwise_source)(self.name, ps, types, self.preamble, self.body)
+  end, table.concat(roles), launch)
   return table.unpack(results)
 end
 
@@ -733,31 +733,10 @@ function Reduction:__call(...)
   local ps = {}
   for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
   local sig = table.concat(roles) .. "|" .. table.concat(dts, ",") .. "|" .. rtype
-  self._mods = self._mods or {}
-  if dev ~= "cpu" or M._capture then
-    local csig = sig .. "|" .. dev
-    local entry = self._mods[csig]
-    if not entry then
-      local src = reduction_source_cuda(self.name, ps, types, rtype, self.preamble, self.identity or "0", self.map_expr,
-        self.reduce_expr, self.post_map_expr)
-      if M._capture then
-        M._capture[#M._capture + 1] = src
-        return table.unpack(results)
-      end
-      entry = { mod = compile_cuda(fname, src, dev), src = src }
-      self._mods[csig] = entry
-    end
-    options.call(fname, jit.cuda_launch, entry.mod, self.name, table.concat(roles), launch, table.concat(mask))
-    return table.unpack(results)
-  end
-  local entry = self._mods[sig]
-  if not entry then
-    local src = reduction_source(self.name, ps, types, rtype, self.preamble, self.identity or "0", self.map_expr,
-      self.reduce_expr, self.post_map_expr)
-    entry = { mod = compile(fname, src), src = src }
-    self._mods[sig] = entry
-  end
-  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch, table.concat(mask))
+  run(self, fname, sig, dev, function(cuda)
+    return (cuda and reduction_source_cuda or reduction_source)(self.name, ps, types, rtype, self.preamble,
+      self.identity or "0", self.map_expr, self.reduce_expr, self.post_map_expr)
+  end, table.concat(roles), launch, table.concat(mask))
   return table.unpack(results)
 end
 

@@ -19,19 +19,22 @@
 #include "lgpu.h"
 #include "../ops/jit.h"
 
+/* nil and the failure's message (with the compiler's log and the numbered source) */
+static int push_failure(lua_State *L, gl_jit_result *res) {
+  lua_pushnil(L);
+  if (res->log) {
+    lua_pushfstring(L, "%s:\n%s", gl_errmsg(), res->log);
+    free(res->log);
+  } else lua_pushstring(L, gl_errmsg());
+  return 2;
+}
+
 static int jit_compile(lua_State *L) {
   const char *src = luaL_checkstring(L, 1);
   gl_jit_module *m;
   gl_jit_result res;
   gl_status st = gl_jit_c_module(src, &m, &res);
-  if (st != GL_OK) {
-    lua_pushnil(L);
-    if (res.log) {
-      lua_pushfstring(L, "%s:\n%s", gl_errmsg(), res.log);
-      free(res.log);
-    } else lua_pushstring(L, gl_errmsg());
-    return 2;
-  }
+  if (st != GL_OK) return push_failure(L, &res);
   lua_pushlightuserdata(L, m);
   static const char *const origin[] = { "compiled", "disk", "memory" };
   lua_pushstring(L, origin[res.origin]);
@@ -222,14 +225,7 @@ static int jit_cuda_compile(lua_State *L) {
   gl_jit_cuda_module *m;
   gl_jit_result res;
   gl_status st = gl_jit_cuda_module_get(src, !raw, arch, &m, &res);
-  if (st != GL_OK) {
-    lua_pushnil(L);
-    if (res.log) {
-      lua_pushfstring(L, "%s:\n%s", gl_errmsg(), res.log);
-      free(res.log);
-    } else lua_pushstring(L, gl_errmsg());
-    return 2;
-  }
+  if (st != GL_OK) return push_failure(L, &res);
   bool ptx;
   const char *key;
   size_t bytes = gl_jit_cuda_image(m, &ptx, &key);

@@ -263,31 +263,35 @@ size_t gl_jit_cuda_image(const gl_jit_cuda_module *m, bool *ptx, const char **ke
 
 /* ---- launching (NEVER RUN: no GPU) ---------------------------------------------------------- */
 
-gl_status gl_jit_cuda_arch(gl_device dev, int *arch) {
+/* dev's run-time compiler; 'what' names the refusal where it has none (the cpu) */
+static gl_status device_rtc(gl_device dev, const gl_rtc **rtc, const char *what) {
   const gl_backend *b;
   GL_TRY(gl_backend_for(dev, &b));
   if (b->rtc == NULL) {
     char name[16];
-    return gl_fail(GL_ENOTSUP, "%s has no run-time CUDA compiler", gl_device_name(dev, name));
+    return gl_fail(GL_ENOTSUP, "%s, not on %s", what, gl_device_name(dev, name));
   }
-  return b->rtc->arch(dev, arch);
+  *rtc = b->rtc;
+  return GL_OK;
+}
+
+gl_status gl_jit_cuda_arch(gl_device dev, int *arch) {
+  const gl_rtc *rtc = NULL;
+  GL_TRY(device_rtc(dev, &rtc, "CUDA kernels run on a GPU only"));
+  return rtc->arch(dev, arch);
 }
 
 gl_status gl_jit_cuda_launch(gl_device dev, gl_jit_cuda_module *m, const char *name, const unsigned grid[3],
                              const unsigned block[3], unsigned shared_mem, void **args) {
-  const gl_backend *b;
-  GL_TRY(gl_backend_for(dev, &b));
-  if (b->rtc == NULL) {
-    char dname[16];
-    return gl_fail(GL_ENOTSUP, "%s has no run-time CUDA compiler", gl_device_name(dev, dname));
-  }
+  const gl_rtc *rtc = NULL;
+  GL_TRY(device_rtc(dev, &rtc, "CUDA kernels run on a GPU only"));
   void *fn = NULL;
   pthread_mutex_lock(&cuda_lock);
   for (loaded_fn *f = m->fns; f; f = f->next)
     if (f->device == dev.index && strcmp(f->name, name) == 0) fn = f->fn;
   pthread_mutex_unlock(&cuda_lock);
   if (fn == NULL) {
-    GL_TRY(b->rtc->load(dev, m->image, name, &fn));
+    GL_TRY(rtc->load(dev, m->image, name, &fn));
     loaded_fn *f = calloc(1, sizeof *f);
     if (f && (f->name = strdup(name)) != NULL) {
       f->device = dev.index;
@@ -298,18 +302,14 @@ gl_status gl_jit_cuda_launch(gl_device dev, gl_jit_cuda_module *m, const char *n
       pthread_mutex_unlock(&cuda_lock);
     } else free(f);      /* not remembered: loaded again next time */
   }
-  return b->rtc->launch(dev, fn, grid, block, shared_mem, args, name);
+  return rtc->launch(dev, fn, grid, block, shared_mem, args, name);
 }
 
 gl_status gl_op_raw_launch(gl_device dev, gl_raw_launch *l) {
-  const gl_backend *b;
-  GL_TRY(gl_backend_for(dev, &b));
-  if (b->rtc == NULL) {
-    char name[16];
-    return gl_fail(GL_ENOTSUP, "RawKernel is CUDA source and runs on a GPU only, not on %s", gl_device_name(dev, name));
-  }
+  const gl_rtc *rtc = NULL;
+  GL_TRY(device_rtc(dev, &rtc, "RawKernel is CUDA source and runs on a GPU only"));
   int arch;
-  GL_TRY(b->rtc->arch(dev, &arch));
+  GL_TRY(rtc->arch(dev, &arch));
   gl_jit_cuda_module *m;
   gl_jit_result res;
   gl_status st = gl_jit_cuda_module_get(l->source, false, arch, &m, &res);
