@@ -117,12 +117,22 @@ $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 # they come in order), since an installed gpulua has no source tree to include.
 JIT_PRELUDE := $(BUILD)/gen/jit_prelude.inc
 JIT_HEADERS := kernels/dtypes.h kernels/half.h kernels/convert.h kernels/vmath.h kernels/elem_ops.h kernels/elem.h \
-               kernels/jit_ops.h kernels/jit_abi.h
+               kernels/jit_abi.h kernels/jit_ops.h
 $(JIT_PRELUDE): $(JIT_HEADERS)
 	@mkdir -p $(dir $@)
 	cat $^ | sed -e '/^#include "/d' -e 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' > $@
 $(BUILD)/src/ops/jit.o: $(JIT_PRELUDE)
 $(BUILD)/src/ops/jit.o: CPPFLAGS += -I$(BUILD)/gen
+# The CUDA kernels' prelude (src/ops/jit_cuda.c, compiled by NVRTC, which has no system
+# headers): kernels/jit_cuda.h (the <stdint.h> types NVRTC lacks), then the same headers
+# with every #include dropped.
+JIT_CUDA_PRELUDE := $(BUILD)/gen/jit_cuda_prelude.inc
+JIT_CUDA_HEADERS := kernels/jit_cuda.h $(JIT_HEADERS)
+$(JIT_CUDA_PRELUDE): $(JIT_CUDA_HEADERS)
+	@mkdir -p $(dir $@)
+	cat $^ | sed -e '/^#include [<"]/d' -e 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' > $@
+$(BUILD)/src/ops/jit_cuda.o: $(JIT_CUDA_PRELUDE)
+$(BUILD)/src/ops/jit_cuda.o: CPPFLAGS += -I$(BUILD)/gen
 
 # lua/gpu/*.lua and lua/gpu/*/*.lua compiled into the module (package.preload) by a small C generator
 $(BUILD)/tools/embed: tools/embed.c

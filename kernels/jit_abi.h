@@ -15,6 +15,16 @@
 
 #include <stdint.h>
 
+/* A function of the generated code (and of a user's preamble, on both devices): static
+** inline in C, a device function under nvcc and NVRTC. */
+#ifndef GL_JIT_FN
+#ifdef __CUDACC__
+#define GL_JIT_FN __device__ __forceinline__
+#else
+#define GL_JIT_FN static inline
+#endif
+#endif
+
 #define GL_JIT_MAXARGS 32
 #define GL_JIT_MAXDIMS 8
 
@@ -43,7 +53,7 @@ typedef void (*gl_jit_post_fn)(int64_t o, const gl_jit_geom *g, char *const *p, 
 
 /* Moves the loop position (idx over nd axes, off one per parameter) n elements on along
 ** the innermost axis, carrying into the outer ones. n never passes the row's end. */
-static inline void gl_jit_advance(int nargs, int64_t *idx, int64_t *off, int64_t n,
+GL_JIT_FN void gl_jit_advance(int nargs, int64_t *idx, int64_t *off, int64_t n,
                                   int nd, const int64_t *shape, const int64_t (*str)[GL_JIT_MAXDIMS]) {
   int d = nd - 1;
   idx[d] += n;
@@ -58,7 +68,7 @@ static inline void gl_jit_advance(int nargs, int64_t *idx, int64_t *off, int64_t
 }
 
 /* The position of flat element e: its index per axis and each parameter's offset. */
-static inline void gl_jit_locate(int64_t e, int nargs, int64_t *idx, int64_t *off, int nd, const int64_t *shape,
+GL_JIT_FN void gl_jit_locate(int64_t e, int nargs, int64_t *idx, int64_t *off, int nd, const int64_t *shape,
                                  const int64_t (*str)[GL_JIT_MAXDIMS]) {
   for (int k = 0; k < nargs; k++) off[k] = 0;
   for (int d = nd - 1; d >= 0; d--) {

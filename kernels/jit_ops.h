@@ -10,21 +10,22 @@
 #define GL_KERNELS_JIT_OPS_H
 
 #include "elem.h"
+#include "jit_abi.h"   /* GL_JIT_FN */
 
 #define GL_JIT_INT1_(name, I, TT, UUT, sfx) \
-  static inline TT gl_j##sfx##_##name(TT x) { typedef TT T; typedef UUT UT; (void)sizeof(UT); return (T)(I); }
+  GL_JIT_FN TT gl_j##sfx##_##name(TT x) { typedef TT T; typedef UUT UT; (void)sizeof(UT); return (T)(I); }
 #define GL_JIT_UNARY_(name, kind, F, D, I)                     \
-  static inline float gl_jf_##name(float x) { return (float)(F); } \
-  static inline double gl_jd_##name(double x) { return (double)(D); } \
+  GL_JIT_FN float gl_jf_##name(float x) { return (float)(F); } \
+  GL_JIT_FN double gl_jd_##name(double x) { return (double)(D); } \
   GL_JIT_INT1_(name, I, int32_t, uint32_t, i32) GL_JIT_INT1_(name, I, int64_t, uint64_t, i64) \
   GL_JIT_INT1_(name, I, uint8_t, uint32_t, u8)
 GL_UNARY_OPS(GL_JIT_UNARY_)
 
 #define GL_JIT_INT2_(name, I, TT, UUT, sfx) \
-  static inline TT gl_j##sfx##_##name(TT a, TT b) { typedef TT T; typedef UUT UT; (void)sizeof(UT); return (T)(I); }
+  GL_JIT_FN TT gl_j##sfx##_##name(TT a, TT b) { typedef TT T; typedef UUT UT; (void)sizeof(UT); return (T)(I); }
 #define GL_JIT_BINARY_(name, kind, F, D, I)                               \
-  static inline float gl_jf_##name(float a, float b) { return (float)(F); }    \
-  static inline double gl_jd_##name(double a, double b) { return (double)(D); } \
+  GL_JIT_FN float gl_jf_##name(float a, float b) { return (float)(F); }    \
+  GL_JIT_FN double gl_jd_##name(double a, double b) { return (double)(D); } \
   GL_JIT_INT2_(name, I, int32_t, uint32_t, i32) GL_JIT_INT2_(name, I, int64_t, uint64_t, i64) \
   GL_JIT_INT2_(name, I, uint8_t, uint32_t, u8)
 GL_BINARY_OPS(GL_JIT_BINARY_)

@@ -222,8 +222,4 @@ describe("gpu.fuse on cpu", function()
     h.fails({ "gpu.fuse", "function expected, got integer" }, gpu.fuse, 3)
     h.fails({ "gpu.fuse", "options table expected" }, gpu.fuse, function() end, 3)
   end)
-
-  for _, dev in ipairs(h.devices()) do
-    if dev ~= "cpu" then pending("gpu.fuse on " .. dev .. ": runs unfused until the NVRTC path is written") end
-  end
 end)

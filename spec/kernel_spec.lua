@@ -4,7 +4,7 @@
 -- compile errors, the misuse errors, and (in child processes with their own
 -- XDG_CACHE_HOME) the fallback without a compiler and the disk cache: hit, stale key,
 -- refused owner and modes. Kernels compile with the system C compiler on the cpu; the
--- cuda paths (NVRTC) are not written yet and are pending.
+-- cuda paths (NVRTC) are spec/kernel_cuda_spec.lua's.
 local h = require "spec.helper"
 local gpu = h.gpu
 
@@ -194,11 +194,6 @@ describe("gpu.RawKernel and gpu.RawModule", function()
     h.fails({ "RawModule function 'g'", "GPU only" }, m:get_function("g"), { 1 }, { 1 }, { gpu.zeros(1) })
     h.fails({ "gpu.RawKernel", "code: string expected" }, gpu.RawKernel, 1, "f")
   end)
-  for _, dev in ipairs(h.devices()) do
-    if dev ~= "cpu" then
-      pending("RawKernel on " .. dev .. ": the NVRTC path is not written yet")
-    end
-  end
 end)
 
 -- ---- child processes: the compiler and the disk cache --------------------------------------

@@ -15,7 +15,9 @@
 -- the last op, outputs of different shapes, an op the probe refuses) ends the trace, and
 -- fn runs unfused: slower, never wrong. So does a call with an input that requires grad
 -- (with grad mode on): the unfused ops record the backward per op. Without a C compiler
--- every call runs unfused, after a notice on stderr (once per process).
+-- every call runs unfused, after a notice on stderr (once per process). Inputs on cuda run
+-- the same kernel compiled by NVRTC (kernel.lua); without NVRTC they run unfused, after a
+-- notice.
 local gpu = require "gpu"
 local options = require "gpu.options"
 local kernel = require "gpu.kernel"
@@ -53,7 +55,7 @@ local function new_node(dt, shape, expr)
   local var = "t" .. trace.nvar
   trace.lines[#trace.lines + 1] = ("const %s %s = %s;"):format(CT[dt].c, var, expr)
   return setmetatable({ dtype = dt, shape = shape, var = var, probe = gpu.ones({}, { dtype = dt }),
-    ndim = #shape, device = "cpu" }, Tracer)
+    ndim = #shape, device = trace.device }, Tracer)
 end
 
 -- A Lua number as a kernel parameter: its C name, dtype and the probe value (itself)
@@ -227,12 +229,13 @@ local REDUCE_C = {
 }
 
 local notice_given = false
+local nvrtc_notice_given = false
 
 local function run_unfused(fn, ...) return fn(...) end
 -- Traces fn on the call's arguments; returns a runner, or nil (and the reason) when fn
 -- must run unfused.
 local function build(args, n)
-  trace = { lines = {}, nvar = 0, scalars = {}, inputs = {} }
+  trace = { lines = {}, nvar = 0, scalars = {}, inputs = {}, device = "cpu" }
   local tr = {}
   for i = 1, n do
     local v = args[i]
@@ -240,7 +243,8 @@ local function build(args, n)
       if v:is_closed() then return nil, "a closed array" end
       local k = #trace.inputs + 1
       local t = setmetatable({ dtype = v.dtype, shape = v.shape, var = "x" .. k, probe = gpu.ones({}, { dtype = v.dtype }),
-        ndim = v.ndim, device = "cpu", input = k }, Tracer)
+        ndim = v.ndim, device = v.device, input = k }, Tracer)
+      trace.device = v.device
       trace.inputs[k] = v
       tr[i] = t
     else
@@ -292,15 +296,27 @@ local function generate(results, nres)
     for _, e in ipairs(x.shape) do total = total * e end
     if (r1.op == "max" or r1.op == "min") and total == 0 then return nil, "max/min of an empty array" end
     local map = ("({ %s\n %s; })"):format(body, convert(x.var, x.dtype, acc))
+    local preamble = ""
+    if trace.device ~= "cpu" or kernel._capture then
+      -- NVRTC has no statement expressions: the map is a device function of the preamble
+      -- (GL_JIT_FN: kernels/jit_ops.h), called with the inputs and the scalars
+      local formals, actuals = {}, {}
+      for k, v in ipairs(trace.inputs) do formals[#formals + 1] = CT[v.dtype].c .. " x" .. k; actuals[#actuals + 1] = "x" .. k end
+      for k, sc in ipairs(trace.scalars) do formals[#formals + 1] = CT[sc.dtype].c .. " c" .. k; actuals[#actuals + 1] = "c" .. k end
+      preamble = ("GL_JIT_FN %s _gl_fused_map(%s) {\n%s\nreturn %s;\n}"):format(CT[acc].c, table.concat(formals, ", "), body,
+        convert(x.var, x.dtype, acc))
+      map = ("_gl_fused_map(%s)"):format(table.concat(actuals, ", "))
+    end
     local post = r1.op == "mean" and ("y1 = %s;"):format(convert("(double)a / cnt", "float64", r1.dtype))
       or ("y1 = %s;"):format(convert("a", acc, r1.dtype))
     local rexpr = op.expr or (isfloat and op.float or op.int)
     local ident = op.identity or (isfloat and op.ifloat or op.iint)
-    local key = "R|" .. table.concat(ins, ",") .. "|" .. map .. "|" .. rexpr .. "|" .. post .. "|" .. acc .. "|" .. r1.dtype
+    local key = "R|" .. table.concat(ins, ",") .. "|" .. map .. "|" .. rexpr .. "|" .. post .. "|" .. acc .. "|" .. r1.dtype ..
+      "|" .. preamble
     local k = kernels[key]
     if not k then
       k = kernel.ReductionKernel(table.concat(ins, ", "), r1.dtype .. " y1", map, rexpr, post, ident, "fused_reduce",
-        { reduce_type = acc })
+        { reduce_type = acc, preamble = preamble })
       kernels[key] = k
     end
     local axis, keepdims = rawget(r1, "axis"), r1.keepdims
@@ -364,9 +380,9 @@ function M.fuse(fn, opts)
     local args = { ... }
     local devs = {}
     for i = 1, n do if is_array(args[i]) then devs[args[i].device] = true end end
-    if devs.cpu == nil or next(devs, next(devs)) ~= nil or tracked(args, n) then
+    if next(devs) == nil or next(devs, next(devs)) ~= nil or tracked(args, n) then
       stats.unfused = stats.unfused + 1
-      f.why = "inputs on a device other than the cpu, on two devices, none, or tracked by autograd"
+      f.why = "inputs on two devices, none, or tracked by autograd"
       return run_unfused(fn, ...)
     end
     local tr = build(args, n)
@@ -395,6 +411,12 @@ function M.fuse(fn, opts)
           io.stderr:write("gpu.fuse: ", (msg:gsub("^.-(no C compiler)", "%1")), "; fused functions run unfused\n")
         end
         why = "no C compiler"
+      elseif type(msg) == "string" and msg:find("cannot load NVRTC", 1, true) then
+        if not nvrtc_notice_given then
+          nvrtc_notice_given = true
+          io.stderr:write("gpu.fuse: ", (msg:gsub("^.-(cannot load NVRTC)", "%1")), "; fused functions on cuda run unfused\n")
+        end
+        why = "no NVRTC"
       else
         error(msg, 0)
       end

@@ -10,6 +10,11 @@
 -- get a contiguous loop (vectorised by the compiler) and a strided one; reductions an
 -- init / part / post triple (cpu_jit.c shares outputs, or one output's elements, among
 -- the threads).
+--
+-- On cuda the same parsed kernel is written as CUDA (elementwise_source_cuda,
+-- reduction_source_cuda), compiled by NVRTC for the device's architecture and cached
+-- (src/ops/jit_cuda.c) and launched by gpu._jit.cuda_launch (src/lua/lkernel.c). The cuda
+-- launches have never run on a GPU.
 local gpu = require "gpu"
 local options = require "gpu.options"
 local jit = gpu._jit
@@ -107,6 +112,22 @@ local function compile(fname, src)
   return mod
 end
 
+-- CUDA source compiled by NVRTC for target: a device ("cuda:0", its own architecture) or
+-- "sm_XY" (compile only, for specs: no GPU needed). raw: RawKernel's source (no prelude).
+local function compile_cuda(fname, src, target, raw)
+  local key = target .. "\0" .. src
+  local m = modules[key]
+  if m then
+    M._last.origin, M._last.ms = "memory", 0
+    return m
+  end
+  local mod, origin, ms, on_disk, bytes, ckey = jit.cuda_compile(src, target, raw)
+  if not mod then options.raise("%s: %s", fname, origin) end
+  modules[key] = mod
+  M._last.origin, M._last.ms, M._last.on_disk, M._last.bytes, M._last.key = origin, ms, on_disk, bytes, ckey
+  return mod
+end
+
 -- ---- binding the arguments -----------------------------------------------------------------
 
 local is_array = options.is_array
@@ -174,11 +195,7 @@ local function check_device(fname, arrays)
       options.raise("%s: arrays on %s and %s (use :to() to move one)", fname, dev, a.device)
     end
   end
-  dev = dev or gpu.device()
-  if dev ~= "cpu" then
-    options.raise("%s: kernels compiled at run time run on the cpu only in this build (the NVRTC path for %s is not written yet)", fname, dev)
-  end
-  return dev
+  return dev or gpu.device()
 end
 
 -- Reads the call's arguments against nin inputs and nout outputs: args (a list), the
@@ -308,6 +325,139 @@ local function elementwise_source(name, ps, types, preamble, body)
   return table.concat(L, "\n")
 end
 
+-- ---- the CUDA source (NVRTC) ---------------------------------------------------------------
+-- The same parsed kernel as a __global__ function: arrays are typed pointers, scalars are
+-- passed by value (their stored type), the geometry struct (kernels/jit_abi.h) by value.
+-- Elementwise: name_contig(n, ...) walks i = 0..n-1 of contiguous arrays, name_strided(g,
+-- ...) locates each i through g's strides; both grid-stride loops, i the same 0-based flat
+-- C-order index as on the cpu. Reduction: name_reduce(g, ...) gives each output to a block
+-- of CUDA_BLOCK threads (src/lua/lkernel.c launches that many), which map and reduce a
+-- share of the reduced elements each, then combine the partials in shared memory with
+-- reduce_expr; thread 0 applies post_map.
+local CUDA_BLOCK = 256
+
+local function cuda_params(ps)
+  local out = {}
+  for k, p in ipairs(ps) do
+    local s = CT[p.dt].s
+    if p.role == "s" then out[k] = ("const %s _gl_s_%s"):format(s, p.name)
+    elseif p.role == "r" then out[k] = ("const %s *const %s"):format(s, p.name)
+    elseif p.role == "w" then out[k] = ("%s *const %s"):format(s, p.name)
+    elseif p.role == "i" then out[k] = ("const %s *const _gl_p_%s"):format(s, p.name)
+    else out[k] = ("%s *const _gl_p_%s"):format(s, p.name) end
+  end
+  return table.concat(out, ", ")
+end
+
+local function cuda_scalars(ps)
+  local out = {}
+  for _, p in ipairs(ps) do
+    if p.role == "s" then
+      out[#out + 1] = ("  const %s %s = %s;"):format(CT[p.dt].c, p.name, load(p.dt, "_gl_s_" .. p.name))
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+local GRID_LOOP = "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; %s < %s; %s += (int64_t)gridDim.x * blockDim.x) {"
+
+local function elementwise_source_cuda(name, ps, types, preamble, body)
+  local nargs = #ps
+  local params = cuda_params(ps)
+  local L = {}
+  L[#L + 1] = typedefs(types)
+  L[#L + 1] = preamble or ""
+  L[#L + 1] = ('extern "C" __global__ void %s_contig(const int64_t _gl_n%s%s) {'):format(name, nargs > 0 and ", " or "", params)
+  L[#L + 1] = cuda_scalars(ps)
+  L[#L + 1] = "  " .. GRID_LOOP:format("i", "i", "_gl_n", "i")
+  L[#L + 1] = loads(ps, function() return "i" end)
+  L[#L + 1] = "    {\n" .. body .. "\n;\n    }"
+  L[#L + 1] = stores(ps, function() return "i" end)
+  L[#L + 1] = "  }\n}"
+  L[#L + 1] = ('extern "C" __global__ void %s_strided(const gl_jit_geom _gl_g%s%s) {'):format(name, nargs > 0 and ", " or "", params)
+  L[#L + 1] = cuda_scalars(ps)
+  L[#L + 1] = ("  int64_t _gl_idx[GL_JIT_MAXDIMS], _gl_off[%d];"):format(math.max(nargs, 1))
+  L[#L + 1] = "  " .. GRID_LOOP:format("i", "i", "_gl_g.size", "i")
+  L[#L + 1] = ("    gl_jit_locate(i, %d, _gl_idx, _gl_off, _gl_g.nd, _gl_g.shape, _gl_g.str);"):format(nargs)
+  local idx = function(k) return ("_gl_off[%d]"):format(k - 1) end
+  L[#L + 1] = loads(ps, idx)
+  L[#L + 1] = "    {\n" .. body .. "\n;\n    }"
+  L[#L + 1] = stores(ps, idx)
+  L[#L + 1] = "  }\n}"
+  return table.concat(L, "\n")
+end
+
+local function reduction_source_cuda(name, ps, types, rtype, preamble, identity, map_expr, reduce_expr, post_map)
+  local nargs = #ps
+  local L = {}
+  L[#L + 1] = typedefs(types)
+  L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c)
+  L[#L + 1] = preamble or ""
+  L[#L + 1] = ('extern "C" __global__ void %s_reduce(const gl_jit_geom _gl_g, %s) {'):format(name, cuda_params(ps))
+  L[#L + 1] = ("  __shared__ _gl_rt _gl_sh[%d];"):format(CUDA_BLOCK)
+  L[#L + 1] = cuda_scalars(ps)
+  L[#L + 1] = ("  int64_t _gl_idx[GL_JIT_MAXDIMS], _gl_ko[%d], _gl_ridx[GL_JIT_MAXDIMS], _gl_off[%d];"):format(nargs, nargs)
+  L[#L + 1] = "  int64_t _gl_m = 1;"
+  L[#L + 1] = "  for (int _gl_d = 0; _gl_d < _gl_g.nr; _gl_d++) _gl_m *= _gl_g.rshape[_gl_d];"
+  L[#L + 1] = "  for (int64_t _gl_o = blockIdx.x; _gl_o < _gl_g.size; _gl_o += gridDim.x) {"
+  L[#L + 1] = ("    gl_jit_locate(_gl_o, %d, _gl_idx, _gl_ko, _gl_g.nd, _gl_g.shape, _gl_g.str);"):format(nargs)
+  L[#L + 1] = ("    _gl_rt a = (_gl_rt)(%s);"):format(identity)
+  L[#L + 1] = "    for (int64_t _gl_e = threadIdx.x; _gl_e < _gl_m; _gl_e += blockDim.x) {"
+  L[#L + 1] = ("      gl_jit_locate(_gl_e, %d, _gl_ridx, _gl_off, _gl_g.nr, _gl_g.rshape, _gl_g.rstr);"):format(nargs)
+  local ins = {}
+  for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
+  L[#L + 1] = loads(ins, function(k) return ("_gl_ko[%d] + _gl_off[%d]"):format(k - 1, k - 1) end)
+  L[#L + 1] = ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr)
+  L[#L + 1] = ("      a = (_gl_rt)(%s);"):format(reduce_expr)
+  L[#L + 1] = "    }"
+  L[#L + 1] = "    _gl_sh[threadIdx.x] = a;"
+  L[#L + 1] = "    __syncthreads();"
+  L[#L + 1] = "    for (unsigned _gl_h = blockDim.x / 2; _gl_h > 0; _gl_h >>= 1) {"
+  L[#L + 1] = "      if (threadIdx.x < _gl_h) {"
+  L[#L + 1] = "        _gl_rt a = _gl_sh[threadIdx.x];"
+  L[#L + 1] = "        const _gl_rt b = _gl_sh[threadIdx.x + _gl_h];"
+  L[#L + 1] = ("        _gl_sh[threadIdx.x] = (_gl_rt)(%s);"):format(reduce_expr)
+  L[#L + 1] = "      }"
+  L[#L + 1] = "      __syncthreads();"
+  L[#L + 1] = "    }"
+  L[#L + 1] = "    if (threadIdx.x == 0) {"
+  L[#L + 1] = "      a = _gl_sh[0];"
+  local outs = {}
+  for k, p in ipairs(ps) do outs[k] = p.role == "o" and p or { role = "-" } end
+  L[#L + 1] = loads(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = "    {\n" .. post_map .. "\n;\n    }"
+  L[#L + 1] = stores(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = "    }"
+  L[#L + 1] = "    __syncthreads();"
+  L[#L + 1] = "  }\n}"
+  return table.concat(L, "\n")
+end
+
+-- When a table, kernel calls do not compile or launch: they append the CUDA source they
+-- would compile and return their (unwritten) outputs. For spec/kernel_cuda_spec.lua, which
+-- compiles those sources with NVRTC on a machine without a GPU.
+M._capture = nil
+
+-- Compiles (once per signature and device) and launches a kernel object's call: C on the
+-- cpu, CUDA elsewhere (and under _capture, which only collects the CUDA source).
+-- source(cuda) writes the source; mask: the reduced axes of a reduction.
+local function run(self, fname, sig, dev, source, roles, args, mask)
+  local cuda = dev ~= "cpu" or M._capture ~= nil
+  local key = cuda and (sig .. "|" .. dev) or sig
+  self._mods = self._mods or {}
+  local entry = self._mods[key]
+  if not entry then
+    local src = source(cuda)
+    if M._capture then
+      M._capture[#M._capture + 1] = src
+      return
+    end
+    entry = { mod = cuda and compile_cuda(fname, src, dev) or compile(fname, src), src = src }
+    self._mods[key] = entry
+  end
+  options.call(fname, cuda and jit.cuda_launch or jit.launch, entry.mod, self.name, roles, args, mask)
+end
+
 -- ---- ElementwiseKernel ---------------------------------------------------------------------
 
 local EW = options.declare("ElementwiseKernel", {
@@ -414,14 +564,9 @@ function Elementwise:__call(...)
   local ps = {}
   for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
   local sig = table.concat(roles) .. "|" .. table.concat(dts, ",")
-  self._mods = self._mods or {}
-  local entry = self._mods[sig]
-  if not entry then
-    local src = elementwise_source(self.name, ps, types, self.preamble, self.body)
-    entry = { mod = compile(fname, src), src = src }
-    self._mods[sig] = entry
-  end
-  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch)
+  run(self, fname, sig, dev, function(cuda)
+    return (cuda and elementwise_source_cuda or elementwise_source)(self.name, ps, types, self.preamble, self.body)
+  end, table.concat(roles), launch)
   return table.unpack(results)
 end
 
@@ -588,15 +733,10 @@ function Reduction:__call(...)
   local ps = {}
   for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
   local sig = table.concat(roles) .. "|" .. table.concat(dts, ",") .. "|" .. rtype
-  self._mods = self._mods or {}
-  local entry = self._mods[sig]
-  if not entry then
-    local src = reduction_source(self.name, ps, types, rtype, self.preamble, self.identity or "0", self.map_expr,
-      self.reduce_expr, self.post_map_expr)
-    entry = { mod = compile(fname, src), src = src }
-    self._mods[sig] = entry
-  end
-  options.call(fname, jit.launch, entry.mod, self.name, table.concat(roles), launch, table.concat(mask))
+  run(self, fname, sig, dev, function(cuda)
+    return (cuda and reduction_source_cuda or reduction_source)(self.name, ps, types, rtype, self.preamble,
+      self.identity or "0", self.map_expr, self.reduce_expr, self.post_map_expr)
+  end, table.concat(roles), launch, table.concat(mask))
   return table.unpack(results)
 end
 
@@ -652,6 +792,6 @@ end
 -- fuse(fn): lua/gpu/fuse.lua
 function M.fuse(...) return require("gpu.fuse").fuse(...) end
 
-M._CT, M._convert, M._load, M._store, M._compile = CT, convert, load, store, compile
+M._CT, M._convert, M._load, M._store, M._compile, M._compile_cuda = CT, convert, load, store, compile, compile_cuda
 M._broadcast, M._reduced_axes = broadcast, reduced_axes
 return M

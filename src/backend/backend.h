@@ -186,7 +186,7 @@ typedef struct gl_jit_launch {
   gl_jit_post_fn post;
 } gl_jit_launch;
 
-/* A launch of CUDA source compiled at run time (gpu.RawKernel, gl_backend.raw_launch):
+/* A launch of CUDA source compiled at run time (gpu.RawKernel, through gl_backend.rtc):
 ** the source and its extern "C" kernel's name, the launch shape, and a pointer to each
 ** argument's value (a device pointer, or a scalar of the kernel's parameter type). */
 typedef struct gl_raw_launch {
@@ -196,6 +196,30 @@ typedef struct gl_raw_launch {
   void *args[GL_JIT_MAXARGS];
   char *log;                   /* set (malloc'd) on a compile failure: NVRTC's log */
 } gl_raw_launch;
+
+/* The run-time compiler of CUDA source and the driver calls that load and launch what it
+** makes (NVRTC and libcuda, opened with dlopen at first use: src/backend/cuda/
+** cuda_nvrtc.c). src/ops/jit_cuda.c keys, caches and launches through it; only
+** 'version' and 'compile' work without a GPU (and without libcuda). */
+typedef struct gl_rtc {
+  /* The NVRTC library that would be loaded, without loading it: "path size mtime" of the
+  ** file (GL_ENOTSUP when it is not found by that search: then only 'version' tells) */
+  gl_status (*identity)(char *buf, size_t len);
+  /* NVRTC's version (loads libnvrtc the first time; GL_ENOTSUP when it cannot) */
+  gl_status (*version)(int *major, int *minor);
+  /* Compiles src for sm_<arch> with opts: a cubin, or PTX for the newest architecture
+  ** NVRTC knows when it does not know arch (*ptx set; the driver compiles it at load).
+  ** On success *image is malloc'd; on a compile error (GL_EINVAL) *log may be. */
+  gl_status (*compile)(const char *src, const char *const *opts, int nopts, int arch, char **image, size_t *size,
+                       bool *ptx, char **log);
+  /* The device's compute capability as major * 10 + minor. */
+  gl_status (*arch)(gl_device dev, int *arch);
+  /* Loads image into dev's context and looks up the function 'name' (*fn). */
+  gl_status (*load)(gl_device dev, const void *image, const char *name, void **fn);
+  /* Launches fn on dev's stream: grid x block threads, args[k] points at parameter k. */
+  gl_status (*launch)(gl_device dev, void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
+                      void **args, const char *name);
+} gl_rtc;
 
 /* Library versions a backend reports (0 where unknown or not built in). */
 typedef struct gl_versions {
@@ -489,8 +513,8 @@ typedef struct gl_backend {
   /* (optional) runs a kernel compiled at run time over l's geometry (NULL: the device has
   ** no run-time compiled kernels of this kind). */
   gl_status (*jit_run)(const gl_jit_launch *l);
-  /* (optional) compiles (or finds compiled) and launches CUDA source on dev's stream. */
-  gl_status (*raw_launch)(gl_device dev, gl_raw_launch *l);
+  /* (optional) the run-time compiler of CUDA source and its launches (cuda: NVRTC). */
+  const gl_rtc *rtc;
   /* (optional) collectives between processes on this device's memory (NCCL on cuda), see
   ** gl_collectives; NULL on the cpu, whose arrays src/dist hands to MPI. */
   const struct gl_collectives *collectives;

@@ -49,7 +49,7 @@ struct gl_jit_module {
 static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER;
 static gl_jit_module *jit_modules;    /* the memory cache: every module loaded so far */
 
-static double now_ms(void) {
+double gl_jit_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
@@ -62,6 +62,12 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+void gl_jit_hash(const char *a, size_t na, const char *b, size_t nb, char hex[33]) {
+  uint64_t h1 = fnv1a(fnv1a(14695981039346656037ull, a, na), b, nb);
+  uint64_t h2 = fnv1a(fnv1a(0x9e3779b97f4a7c15ull, a, na), b, nb);
+  snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
 }
 
 const char *gl_jit_compiler(void) {
@@ -152,7 +158,7 @@ gl_status gl_jit_cache_dir(char *buf, size_t len) { return cache_path(buf, len);
 
 /* The cache directory, made if missing, when it and its parent 'gpulua' are private;
 ** false otherwise (then the kernels go to a temporary directory). */
-static bool open_cache(char *dir, size_t len) {
+bool gl_jit_open_cache(char *dir, size_t len) {
   if (cache_path(dir, len) != GL_OK) return false;
   if (make_dirs(dir) != 0) return false;
   char parent[4096];
@@ -163,7 +169,7 @@ static bool open_cache(char *dir, size_t len) {
 }
 
 /* An object we may load: a regular file of ours that no one else may write. */
-static bool private_file(const char *path) {
+bool gl_jit_private_file(const char *path) {
   struct stat st;
   return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
 }
@@ -192,7 +198,7 @@ static char *slurp(const char *path) {
 
 /* The compiler's log, then the kernel's source with line numbers (those the log cites:
 ** the prelude is before a #line 1). */
-static char *error_log(const char *log, const char *src) {
+char *gl_jit_error_log(const char *log, const char *src) {
   size_t lines = 1;
   for (const char *p = src; *p; p++) lines += *p == '\n';
   size_t cap = strlen(log) + strlen(src) + lines * 8 + 64;
@@ -248,7 +254,7 @@ static gl_status run_compiler(const char *dir, const char *base, const char *src
     return gl_fail(GL_ENOTSUP, "no C compiler: '%s' was not found (set CC to a C compiler)", argv[0]);
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *log = error_log(text ? text : "", src);
+    *log = gl_jit_error_log(text ? text : "", src);
     free(text);
     unlink(opath);
     return gl_fail(GL_EINVAL, "the C compiler ('%s') failed", cc);
@@ -305,7 +311,7 @@ static gl_status compile_into(const char *dir, const char *hash, const char *ful
 }
 
 gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *res) {
-  double t0 = now_ms();
+  double t0 = gl_jit_now_ms();
   res->log = NULL;
   res->cached_on_disk = false;
   const char *cc = gl_jit_compiler();
@@ -319,16 +325,15 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
   }
   /* the key text: what the object depends on (the source by its hash) */
   size_t slen = strlen(src);
-  uint64_t s1 = fnv1a(fnv1a(14695981039346656037ull, jit_prelude, sizeof jit_prelude - 1), src, slen);
-  uint64_t s2 = fnv1a(fnv1a(0x9e3779b97f4a7c15ull, jit_prelude, sizeof jit_prelude - 1), src, slen);
+  char srchash[33];
+  gl_jit_hash(jit_prelude, sizeof jit_prelude - 1, src, slen, srchash);
   char key[8192];
-  snprintf(key, sizeof key, "gpulua-jit/1 %s cc=[%s|%s] flags=[" JIT_FLAGS "] cpu=%016llx src=%016llx%016llx",
-           GPULUA_VERSION, cc, compiler_id, (unsigned long long)cpu, (unsigned long long)s1, (unsigned long long)s2);
+  snprintf(key, sizeof key, "gpulua-jit/1 %s cc=[%s|%s] flags=[" JIT_FLAGS "] cpu=%016llx src=%s",
+           GPULUA_VERSION, cc, compiler_id, (unsigned long long)cpu, srchash);
   for (char *c = key; *c; c++)      /* the key becomes a C string literal */
     if (*c == '"' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-  uint64_t k1 = fnv1a(14695981039346656037ull, key, strlen(key)), k2 = fnv1a(0x9e3779b97f4a7c15ull, key, strlen(key));
   char hash[33];
-  snprintf(hash, sizeof hash, "%016llx%016llx", (unsigned long long)k1, (unsigned long long)k2);
+  gl_jit_hash(key, strlen(key), "", 0, hash);
 
   for (gl_jit_module *m = jit_modules; m; m = m->next)
     if (strcmp(m->hash, hash) == 0) {
@@ -336,7 +341,7 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
       *out = m;
       res->origin = GL_JIT_MEMORY;
       res->cached_on_disk = true;
-      res->ms = now_ms() - t0;
+      res->ms = gl_jit_now_ms() - t0;
       return GL_OK;
     }
 
@@ -354,10 +359,10 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
 
   gl_status st = GL_OK;
   char dir[4096], obj[4200];
-  if (open_cache(dir, sizeof dir)) {
+  if (gl_jit_open_cache(dir, sizeof dir)) {
     res->cached_on_disk = true;
     snprintf(obj, sizeof obj, "%s/%s.so", dir, hash);
-    if (private_file(obj) && (m->handle = load_checked(obj, key)) != NULL) res->origin = GL_JIT_DISK;
+    if (gl_jit_private_file(obj) && (m->handle = load_checked(obj, key)) != NULL) res->origin = GL_JIT_DISK;
     else {
       res->origin = GL_JIT_COMPILED;
       st = compile_into(dir, hash, full, src, key, obj, &m->handle, &res->log);
@@ -383,7 +388,7 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
   jit_modules = m;
   pthread_mutex_unlock(&jit_lock);
   *out = m;
-  res->ms = now_ms() - t0;
+  res->ms = gl_jit_now_ms() - t0;
   return GL_OK;
 }
 
@@ -397,14 +402,4 @@ gl_status gl_op_jit_run(gl_device dev, const gl_jit_launch *l) {
     return gl_fail(GL_ENOTSUP, "kernels compiled at run time are not supported on %s yet", gl_device_name(dev, name));
   }
   return b->jit_run(l);
-}
-
-gl_status gl_op_raw_launch(gl_device dev, gl_raw_launch *l) {
-  const gl_backend *b;
-  GL_TRY(gl_backend_for(dev, &b));
-  if (!b->raw_launch) {
-    char name[16];
-    return gl_fail(GL_ENOTSUP, "RawKernel is CUDA source and runs on a GPU only, not on %s", gl_device_name(dev, name));
-  }
-  return b->raw_launch(dev, l);
 }

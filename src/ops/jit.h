@@ -38,8 +38,36 @@ gl_status gl_jit_cache_dir(char *buf, size_t len);
 /* Runs a launch on dev's backend (GL_ENOTSUP where it has no jit_run). */
 gl_status gl_op_jit_run(gl_device dev, const gl_jit_launch *l);
 
-/* Compiles and launches CUDA source on dev (GL_ENOTSUP where it has no raw_launch). */
+/* Compiles (cached as gl_jit_cuda_module_get) and launches CUDA source on dev
+** (GL_ENOTSUP where the device has no run-time compiler: the cpu). jit_cuda.c. */
 gl_status gl_op_raw_launch(gl_device dev, gl_raw_launch *l);
+
+/* CUDA source (after the embedded CUDA prelude: kernels/jit_cuda.h and the headers of
+** the C prelude) compiled by the device backend's run-time compiler (NVRTC) for sm_<arch>,
+** or found in the memory or disk cache; without 'prelude' (RawKernel) src alone, (<cache>/<key>.cubin, the key text stored in the
+** file and compared). Failures as gl_jit_c_module; GL_ENOTSUP when NVRTC cannot be loaded
+** or the build has no CUDA. jit_cuda.c. */
+typedef struct gl_jit_cuda_module gl_jit_cuda_module;   /* lives as long as the process */
+gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit_cuda_module **out, gl_jit_result *res);
+/* The image's size in bytes, whether it is PTX, and the key text (for specs). */
+size_t gl_jit_cuda_image(const gl_jit_cuda_module *m, bool *ptx, const char **key);
+/* The architecture of dev (major * 10 + minor). */
+gl_status gl_jit_cuda_arch(gl_device dev, int *arch);
+/* Launches the function 'name' of m on dev: grid x block threads, args[k] points at the
+** value of parameter k (the module is loaded on dev at its first launch there). */
+gl_status gl_jit_cuda_launch(gl_device dev, gl_jit_cuda_module *m, const char *name, const unsigned grid[3],
+                             const unsigned block[3], unsigned shared_mem, void **args);
+/* NVRTC's version, "major.minor" (loads NVRTC) */
+gl_status gl_jit_nvrtc_version(int *major, int *minor);
+
+/* Shared by jit.c and jit_cuda.c: the cache directory (made 0700; false when it is not
+** private to the user), a file we may load (ours, written by no one else), the 128-bit
+** key hash of a then b as 32 hex digits, the numbered-source error log, a clock. */
+bool gl_jit_open_cache(char *dir, size_t len);
+bool gl_jit_private_file(const char *path);
+void gl_jit_hash(const char *a, size_t na, const char *b, size_t nb, char hex[33]);
+char *gl_jit_error_log(const char *log, const char *src);
+double gl_jit_now_ms(void);
 
 /* The compiler command ($CC, else cc). */
 const char *gl_jit_compiler(void);

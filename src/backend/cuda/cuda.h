@@ -74,8 +74,9 @@ void gl_cuda_memory(gl_device dev, gl_meminfo *m);
 ** device current, its stream synchronised). */
 void gl_cuda_pool_trim(int index);
 
-/* cuda_nvrtc.c: gpu.RawKernel (NVRTC and the driver API, opened at the first use) */
-gl_status gl_cuda_raw_launch(gl_device dev, gl_raw_launch *l);
+/* cuda_nvrtc.c: NVRTC and the driver API (opened at the first use), for the kernels
+** compiled at run time (src/ops/jit_cuda.c) */
+extern const gl_rtc gl_cuda_rtc;
 
 /* cuda_copy.c */
 gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n);

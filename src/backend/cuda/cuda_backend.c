@@ -382,5 +382,5 @@ const gl_backend gl_cuda_backend = {
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
 #endif
-  .raw_launch = gl_cuda_raw_launch,
+  .rtc = &gl_cuda_rtc,
 };

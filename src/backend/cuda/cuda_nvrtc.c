@@ -1,13 +1,16 @@
 /*
-** cuda_nvrtc.c — CUDA source compiled at run time (gpu.RawKernel, gpu.RawModule): NVRTC
-** (libnvrtc) compiles it for the device's own architecture into a cubin, the driver API
-** (libcuda) loads it as a module and launches the kernel on the device's stream.
+** cuda_nvrtc.c — CUDA source compiled at run time (gpu.RawKernel, gpu.RawModule, and
+** gpu.ElementwiseKernel, ReductionKernel and gpu.fuse on cuda): NVRTC (libnvrtc) compiles
+** it for the device's own architecture, the driver API (libcuda) loads the image as a
+** module and launches a function of it on the device's stream. src/ops/jit_cuda.c makes
+** the keys and keeps the caches (memory and disk); this file is the thin layer over the
+** two libraries (gl_cuda_rtc).
 **
-** Both libraries are opened with dlopen at the first RawKernel launch, like cuBLAS: a
-** build with CUDA starts without them, and `gpulua -e ''` loads nothing. Compiled modules
-** are cached in memory for the process, keyed by the source, the kernel's name, the
-** device's architecture and NVRTC's version (the disk cache of the cpu's kernels is not
-** used here yet). NOT RUN ON A GPU YET: no GPU was lent while this was written.
+** Both libraries are opened with dlopen at their first use, like cuBLAS: a build with
+** CUDA starts without them, and `gpulua -e ''` loads nothing. NVRTC alone is enough to
+** compile (gpu._jit.cuda_compile, which runs on a machine without a GPU); libcuda is opened
+** at the first load. The load and launch paths have NOT RUN ON A GPU YET: no GPU was lent
+** while they were written.
 */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cuda.h"
 
 static struct {
@@ -27,15 +31,26 @@ static struct {
   __typeof__(nvrtcGetProgramLog) *log;
   __typeof__(nvrtcGetCUBINSize) *cubin_size;
   __typeof__(nvrtcGetCUBIN) *cubin;
+  __typeof__(nvrtcGetPTXSize) *ptx_size;
+  __typeof__(nvrtcGetPTX) *ptx;
   __typeof__(nvrtcDestroyProgram) *destroy;
   __typeof__(nvrtcGetErrorString) *error_string;
   __typeof__(nvrtcVersion) *version;
+  __typeof__(nvrtcGetNumSupportedArchs) *num_archs;
+  __typeof__(nvrtcGetSupportedArchs) *archs;
+  int major, minor;
+  int max_arch;                 /* the newest sm_XY NVRTC compiles for */
+} nv = { .once = PTHREAD_ONCE_INIT };
+
+static struct {
+  pthread_once_t once;
+  bool ok;
+  char why[256];
   __typeof__(cuModuleLoadData) *module_load;
   __typeof__(cuModuleGetFunction) *get_function;
   __typeof__(cuLaunchKernel) *launch;
   __typeof__(cuGetErrorName) *error_name;
-  int major, minor;
-} rt = { .once = PTHREAD_ONCE_INIT };
+} drv = { .once = PTHREAD_ONCE_INIT };
 
 /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
 static void sym(void *h, void *field, const char *name) {
@@ -43,136 +58,207 @@ static void sym(void *h, void *field, const char *name) {
   memcpy(field, &p, sizeof p);
 }
 
-static void rt_load(void) {
-  void *nv = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (nv == NULL) nv = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
-  if (nv == NULL) {
+/* Where libnvrtc.so.13 is, searched as the dynamic loader would in the usual places
+** (LD_LIBRARY_PATH, the toolkit, the system's directories), so a process that finds its
+** kernels in the disk cache can key them without loading NVRTC (~20 ms): its real path,
+** size and time identify it. Empty when not found (NVRTC is then loaded by name). */
+static pthread_once_t nv_found_once = PTHREAD_ONCE_INIT;
+static char nv_path[4096], nv_ident[4200];
+
+static void nv_find(void) {
+  char dirs[8192];
+  const char *ld = getenv("LD_LIBRARY_PATH");
+  snprintf(dirs, sizeof dirs, "%s%s/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/lib",
+           ld && *ld ? ld : "", ld && *ld ? ":" : "");
+  for (char *d = strtok(dirs, ":"); d; d = strtok(NULL, ":")) {
+    if (d[0] != '/') continue;
+    char path[4200], real[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/libnvrtc.so.13", d);
+    if (realpath(path, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
+      snprintf(nv_path, sizeof nv_path, "%s", real);
+      snprintf(nv_ident, sizeof nv_ident, "%s %lld %lld", real, (long long)st.st_size, (long long)st.st_mtime);
+      return;
+    }
+  }
+}
+
+static gl_status rtc_identity(char *buf, size_t len) {
+  pthread_once(&nv_found_once, nv_find);
+  if (!nv_ident[0]) return gl_fail(GL_ENOTSUP, "libnvrtc.so.13 not found in the usual directories");
+  snprintf(buf, len, "%s", nv_ident);
+  return GL_OK;
+}
+
+static void nv_load(void) {
+  pthread_once(&nv_found_once, nv_find);
+  void *h = nv_path[0] ? dlopen(nv_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (h == NULL) h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) h = dlopen("libnvrtc.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) h = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
     const char *e = dlerror();
-    snprintf(rt.why, sizeof rt.why, "cannot load NVRTC (libnvrtc.so.13): %s", e ? e : "not found");
+    snprintf(nv.why, sizeof nv.why, "cannot load NVRTC (libnvrtc.so.13): %s", e ? e : "not found");
     return;
   }
-  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (cu == NULL) {
+  sym(h, &nv.create, "nvrtcCreateProgram");
+  sym(h, &nv.compile, "nvrtcCompileProgram");
+  sym(h, &nv.log_size, "nvrtcGetProgramLogSize");
+  sym(h, &nv.log, "nvrtcGetProgramLog");
+  sym(h, &nv.cubin_size, "nvrtcGetCUBINSize");
+  sym(h, &nv.cubin, "nvrtcGetCUBIN");
+  sym(h, &nv.ptx_size, "nvrtcGetPTXSize");
+  sym(h, &nv.ptx, "nvrtcGetPTX");
+  sym(h, &nv.destroy, "nvrtcDestroyProgram");
+  sym(h, &nv.error_string, "nvrtcGetErrorString");
+  sym(h, &nv.version, "nvrtcVersion");
+  sym(h, &nv.num_archs, "nvrtcGetNumSupportedArchs");
+  sym(h, &nv.archs, "nvrtcGetSupportedArchs");
+  if (!nv.create || !nv.compile || !nv.log_size || !nv.log || !nv.cubin_size || !nv.cubin || !nv.ptx_size || !nv.ptx ||
+      !nv.destroy || !nv.error_string || !nv.version || !nv.num_archs || !nv.archs) {
+    snprintf(nv.why, sizeof nv.why, "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)");
+    return;
+  }
+  if (nv.version(&nv.major, &nv.minor) != NVRTC_SUCCESS) {
+    snprintf(nv.why, sizeof nv.why, "nvrtcVersion failed");
+    return;
+  }
+  int n = 0, archs[128];
+  if (nv.num_archs(&n) != NVRTC_SUCCESS || n < 1 || n > 128 || nv.archs(archs) != NVRTC_SUCCESS) {
+    snprintf(nv.why, sizeof nv.why, "nvrtcGetSupportedArchs failed");
+    return;
+  }
+  for (int k = 0; k < n; k++)
+    if (archs[k] > nv.max_arch) nv.max_arch = archs[k];
+  nv.ok = true;
+}
+
+static void drv_load(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
     const char *e = dlerror();
-    snprintf(rt.why, sizeof rt.why, "cannot load the CUDA driver (libcuda.so.1): %s", e ? e : "not found");
+    snprintf(drv.why, sizeof drv.why, "cannot load the CUDA driver (libcuda.so.1): %s", e ? e : "not found");
     return;
   }
-  sym(nv, &rt.create, "nvrtcCreateProgram");
-  sym(nv, &rt.compile, "nvrtcCompileProgram");
-  sym(nv, &rt.log_size, "nvrtcGetProgramLogSize");
-  sym(nv, &rt.log, "nvrtcGetProgramLog");
-  sym(nv, &rt.cubin_size, "nvrtcGetCUBINSize");
-  sym(nv, &rt.cubin, "nvrtcGetCUBIN");
-  sym(nv, &rt.destroy, "nvrtcDestroyProgram");
-  sym(nv, &rt.error_string, "nvrtcGetErrorString");
-  sym(nv, &rt.version, "nvrtcVersion");
-  sym(cu, &rt.module_load, "cuModuleLoadData");
-  sym(cu, &rt.get_function, "cuModuleGetFunction");
-  sym(cu, &rt.launch, "cuLaunchKernel");
-  sym(cu, &rt.error_name, "cuGetErrorName");
-  if (!rt.create || !rt.compile || !rt.log_size || !rt.log || !rt.cubin_size || !rt.cubin || !rt.destroy ||
-      !rt.error_string || !rt.version || !rt.module_load || !rt.get_function || !rt.launch || !rt.error_name) {
-    snprintf(rt.why, sizeof rt.why, "NVRTC or the CUDA driver lacks an entry point gpulua needs");
+  sym(h, &drv.module_load, "cuModuleLoadData");
+  sym(h, &drv.get_function, "cuModuleGetFunction");
+  sym(h, &drv.launch, "cuLaunchKernel");
+  sym(h, &drv.error_name, "cuGetErrorName");
+  if (!drv.module_load || !drv.get_function || !drv.launch || !drv.error_name) {
+    snprintf(drv.why, sizeof drv.why, "the CUDA driver lacks an entry point gpulua needs");
     return;
   }
-  if (rt.version(&rt.major, &rt.minor) != NVRTC_SUCCESS) rt.major = rt.minor = 0;
-  rt.ok = true;
+  drv.ok = true;
+}
+
+static gl_status nv_ready(void) {
+  pthread_once(&nv.once, nv_load);
+  return nv.ok ? GL_OK : gl_fail(GL_ENOTSUP, "%s", nv.why);
+}
+
+static gl_status drv_ready(void) {
+  pthread_once(&drv.once, drv_load);
+  return drv.ok ? GL_OK : gl_fail(GL_ENOTSUP, "%s", drv.why);
 }
 
 static gl_status cu_check(CUresult r, const char *what) {
   if (r == CUDA_SUCCESS) return GL_OK;
   const char *name = NULL;
-  if (rt.error_name(r, &name) != CUDA_SUCCESS) name = NULL;
+  if (drv.error_name(r, &name) != CUDA_SUCCESS) name = NULL;
   return gl_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? GL_ENOMEM : GL_EDEVICE, "%s: %s", what, name ? name : "CUDA driver error");
 }
 
-/* ---- the memory cache ------------------------------------------------------------------------ */
+static gl_status rtc_version(int *major, int *minor) {
+  GL_TRY(nv_ready());
+  *major = nv.major;
+  *minor = nv.minor;
+  return GL_OK;
+}
 
-typedef struct raw_module {
-  struct raw_module *next;
-  char *source, *name;
-  int device, arch;
-  CUfunction fn;
-} raw_module;
-
-static raw_module *modules;
-
-/* Compiles source for sm_<arch>; on success a malloc'd cubin, else the status (and *log). */
-static gl_status compile(const char *source, int arch, char **cubin, size_t *size, char **log) {
-  nvrtcProgram prog;
-  nvrtcResult r = rt.create(&prog, source, "kernel.cu", 0, NULL, NULL);
-  if (r != NVRTC_SUCCESS) return gl_fail(GL_EDEVICE, "nvrtcCreateProgram: %s", rt.error_string(r));
+/* Compiles src for sm_<arch> (or compute_<newest> PTX when NVRTC is older than arch). */
+static gl_status rtc_compile(const char *src, const char *const *opts, int nopts, int arch, char **image, size_t *size,
+                             bool *ptx, char **log) {
+  GL_TRY(nv_ready());
+  *image = NULL;
+  *size = 0;
+  *ptx = arch > nv.max_arch;
+  if (nopts > 30) return gl_fail(GL_EINVAL, "too many NVRTC options");
+  const char *all[32];
   char archopt[64];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
-  const char *opts[] = { archopt, "--std=c++17" };
-  r = rt.compile(prog, 2, opts);
+  if (*ptx) snprintf(archopt, sizeof archopt, "--gpu-architecture=compute_%d", nv.max_arch);
+  else snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+  all[0] = archopt;
+  for (int k = 0; k < nopts; k++) all[k + 1] = opts[k];
+  nvrtcProgram prog;
+  nvrtcResult r = nv.create(&prog, src, "kernel.cu", 0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) return gl_fail(GL_EDEVICE, "nvrtcCreateProgram: %s", nv.error_string(r));
+  r = nv.compile(prog, nopts + 1, all);
   gl_status st = GL_OK;
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
-    if (rt.log_size(prog, &n) == NVRTC_SUCCESS && n > 0 && (*log = malloc(n + 1)) != NULL) {
-      if (rt.log(prog, *log) != NVRTC_SUCCESS) (*log)[0] = 0;
+    if (log && nv.log_size(prog, &n) == NVRTC_SUCCESS && n > 0 && (*log = malloc(n + 1)) != NULL) {
+      if (nv.log(prog, *log) != NVRTC_SUCCESS) (*log)[0] = 0;
       (*log)[n] = 0;
     }
-    st = gl_fail(GL_EINVAL, "NVRTC failed to compile the kernel (%s)", rt.error_string(r));
-  } else if ((r = rt.cubin_size(prog, size)) != NVRTC_SUCCESS || (*cubin = malloc(*size)) == NULL) {
-    st = r != NVRTC_SUCCESS ? gl_fail(GL_EDEVICE, "nvrtcGetCUBINSize: %s", rt.error_string(r))
-                            : gl_fail(GL_ENOMEM, "out of memory");
-  } else if ((r = rt.cubin(prog, *cubin)) != NVRTC_SUCCESS) {
-    free(*cubin);
-    st = gl_fail(GL_EDEVICE, "nvrtcGetCUBIN: %s", rt.error_string(r));
+    st = r == NVRTC_ERROR_COMPILATION ? gl_fail(GL_EINVAL, "NVRTC failed to compile the kernel")
+                                      : gl_fail(GL_EDEVICE, "nvrtcCompileProgram: %s", nv.error_string(r));
+  } else if ((r = *ptx ? nv.ptx_size(prog, size) : nv.cubin_size(prog, size)) != NVRTC_SUCCESS) {
+    st = gl_fail(GL_EDEVICE, "nvrtcGet%sSize: %s", *ptx ? "PTX" : "CUBIN", nv.error_string(r));
+  } else if ((*image = malloc(*size + 1)) == NULL) {
+    st = gl_fail(GL_ENOMEM, "out of memory");
+  } else if ((r = *ptx ? nv.ptx(prog, *image) : nv.cubin(prog, *image)) != NVRTC_SUCCESS) {
+    free(*image);
+    *image = NULL;
+    st = gl_fail(GL_EDEVICE, "nvrtcGet%s: %s", *ptx ? "PTX" : "CUBIN", nv.error_string(r));
+  } else {
+    (*image)[*size] = 0;     /* PTX is loaded as a C string */
   }
-  rt.destroy(&prog);
+  nv.destroy(&prog);
   return st;
 }
 
-static gl_status find_function(gl_device dev, gl_raw_launch *l, CUfunction *fn) {
+static gl_status rtc_arch(gl_device dev, int *arch) {
+  GL_TRY(gl_cuda_enter(dev, NULL));
   int major = 0, minor = 0;
   GL_TRY(gl_cuda_check(dev.index, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev.index),
                        "cudaDeviceGetAttribute"));
   GL_TRY(gl_cuda_check(dev.index, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev.index),
                        "cudaDeviceGetAttribute"));
-  int arch = major * 10 + minor;
-  pthread_mutex_lock(&gl_cuda_lock);
-  for (raw_module *m = modules; m; m = m->next)
-    if (m->device == dev.index && m->arch == arch && strcmp(m->name, l->name) == 0 && strcmp(m->source, l->source) == 0) {
-      *fn = m->fn;
-      pthread_mutex_unlock(&gl_cuda_lock);
-      return GL_OK;
-    }
-  pthread_mutex_unlock(&gl_cuda_lock);
-  char *cubin = NULL;
-  size_t size = 0;
-  GL_TRY(compile(l->source, arch, &cubin, &size, &l->log));
-  CUmodule mod;
-  gl_status st = cu_check(rt.module_load(&mod, cubin), "cuModuleLoadData");
-  free(cubin);
-  GL_TRY(st);
-  GL_TRY(cu_check(rt.get_function(fn, mod, l->name), "cuModuleGetFunction"));
-  raw_module *m = calloc(1, sizeof *m);
-  if (m && (m->source = strdup(l->source)) != NULL && (m->name = strdup(l->name)) != NULL) {
-    m->device = dev.index;
-    m->arch = arch;
-    m->fn = *fn;
-    pthread_mutex_lock(&gl_cuda_lock);
-    m->next = modules;
-    modules = m;
-    pthread_mutex_unlock(&gl_cuda_lock);
-  } else if (m) {
-    free(m->source);
-    free(m);
-  }
+  *arch = major * 10 + minor;
   return GL_OK;
 }
 
-gl_status gl_cuda_raw_launch(gl_device dev, gl_raw_launch *l) {
-  pthread_once(&rt.once, rt_load);
-  if (!rt.ok) return gl_fail(GL_ENOTSUP, "%s", rt.why);
+/* The module goes into the device's primary context, which gl_cuda_enter makes current
+** (cudart's cudaSetDevice); it is never unloaded (the caller caches the function). */
+static gl_status rtc_load(gl_device dev, const void *image, const char *name, void **fn) {
+  GL_TRY(drv_ready());
+  GL_TRY(gl_cuda_enter(dev, NULL));
+  CUmodule mod;
+  GL_TRY(cu_check(drv.module_load(&mod, image), "cuModuleLoadData"));
+  CUfunction f;
+  char what[300];
+  snprintf(what, sizeof what, "cuModuleGetFunction('%.200s')", name);
+  GL_TRY(cu_check(drv.get_function(&f, mod, name), what));
+  *fn = f;
+  return GL_OK;
+}
+
+static gl_status rtc_launch(gl_device dev, void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
+                            void **args, const char *name) {
+  GL_TRY(drv_ready());
   cudaStream_t stream;
   GL_TRY(gl_cuda_enter(dev, &stream));
-  CUfunction fn;
-  GL_TRY(find_function(dev, l, &fn));
-  CUresult r = rt.launch(fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->shared_mem,
-                         (CUstream)stream, l->args, NULL);
+  CUresult r = drv.launch((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                          (CUstream)stream, args, NULL);
   GL_TRY(cu_check(r, "cuLaunchKernel"));
-  return gl_cuda_launched(dev, stream, 0, l->name);
+  return gl_cuda_launched(dev, stream, 0, name);
 }
+
+const gl_rtc gl_cuda_rtc = {
+  .identity = rtc_identity,
+  .version = rtc_version,
+  .compile = rtc_compile,
+  .arch = rtc_arch,
+  .load = rtc_load,
+  .launch = rtc_launch,
+};
