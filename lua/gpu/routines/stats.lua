@@ -338,6 +338,11 @@ function M.diff(x, n, axis, opts)
     if o.append ~= nil then parts[#parts + 1] = side(o.append) end
     x = gpu.concat(parts, axis)
   end
+  if x.size == 0 or n >= x.shape[axis] then      -- nothing to subtract: the empty result at once
+    local s = x.shape
+    s[axis] = math.max(0, s[axis] - n)
+    return gpu.zeros(s, { dtype = x.dtype, device = x.device })
+  end
   for _ = 1, n do
     local m = x.shape[axis]
     if m <= 1 then
