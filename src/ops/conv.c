@@ -606,6 +606,20 @@ static gl_array ln_view2(const gl_array *x) {
   return v;
 }
 
+/* Three outputs of dt on dev: out[i] of rank nd[i] and shape sh[i]; none is left made
+** on failure. */
+static gl_status alloc3(gl_array *const out[3], const int nd[3], const int64_t *const sh[3], gl_dtype dt,
+                        gl_device dev) {
+  for (int i = 0; i < 3; i++) {
+    gl_status st = gl_array_alloc(out[i], dt, nd[i], sh[i], dev);
+    if (st != GL_OK) {
+      while (i-- > 0) gl_array_release(out[i]);
+      return st;
+    }
+  }
+  return GL_OK;
+}
+
 gl_status gl_op_dnn_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, const gl_array *x, const gl_array *w,
                                const gl_array *b, double eps) {
   const char *fn = "layer_norm";
@@ -619,23 +633,20 @@ gl_status gl_op_dnn_layer_norm(gl_array *y, gl_array *mean, gl_array *rstd, cons
   memset(&g, 0, sizeof g);
   gl_device dev = gl_array_device(x);
   gl_dtype dt = (gl_dtype)x->dtype;
-  int made = 0;
+  gl_array *const out[3] = { y, mean, rstd };
+  const int nd[3] = { x->ndim, x->ndim - 1, x->ndim - 1 };
+  const int64_t *const sh[3] = { x->shape, x->shape, x->shape };
   gl_status st = dnn_contig(&g, 0, x);
   if (st == GL_OK) st = dnn_contig(&g, 1, w);
   if (st == GL_OK) st = dnn_contig(&g, 2, b);
-  if (st == GL_OK) { st = gl_array_alloc(y, dt, x->ndim, x->shape, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(mean, dt, x->ndim - 1, x->shape, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(rstd, dt, x->ndim - 1, x->shape, dev); made += st == GL_OK; }
+  bool made = st == GL_OK && (st = alloc3(out, nd, sh, dt, dev)) == GL_OK;
   if (st == GL_OK && x->size > 0) {
     gl_array x2 = ln_view2(g.a[0]), y2 = ln_view2(y);
     st = dnn->layer_norm(&y2, mean, rstd, &x2, g.a[1], g.a[2], eps);
   }
   dnn_release(&g);
-  if (st != GL_OK) {
-    if (made > 0) gl_array_release(y);
-    if (made > 1) gl_array_release(mean);
-    if (made > 2) gl_array_release(rstd);
-  }
+  if (st != GL_OK && made)
+    for (int i = 0; i < 3; i++) gl_array_release(out[i]);
   return st;
 }
 
@@ -663,15 +674,15 @@ gl_status gl_op_dnn_layer_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
   memset(&g, 0, sizeof g);
   gl_device dev = gl_array_device(x);
   gl_dtype dt = (gl_dtype)x->dtype;
-  int made = 0;
+  gl_array *const out[3] = { dx, dw, db };
+  const int nd[3] = { x->ndim, 1, 1 };
+  const int64_t *const sh[3] = { x->shape, &D, &D };
   gl_status st = dnn_contig(&g, 0, x);
   if (st == GL_OK) st = dnn_contig(&g, 1, dy);
   if (st == GL_OK) st = dnn_contig(&g, 2, w);
   if (st == GL_OK) st = dnn_contig(&g, 3, mean);
   if (st == GL_OK) st = dnn_contig(&g, 4, rstd);
-  if (st == GL_OK) { st = gl_array_alloc(dx, dt, x->ndim, x->shape, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(dw, dt, 1, &D, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(db, dt, 1, &D, dev); made += st == GL_OK; }
+  bool made = st == GL_OK && (st = alloc3(out, nd, sh, dt, dev)) == GL_OK;
   if (st == GL_OK && x->size > 0) {
     gl_array x2 = ln_view2(g.a[0]), dy2 = ln_view2(g.a[1]), dx2 = ln_view2(dx);
     st = dnn->layer_norm_bwd(&dx2, dw, db, &x2, &dy2, g.a[2], g.a[3], g.a[4], eps);
@@ -680,10 +691,7 @@ gl_status gl_op_dnn_layer_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
     if (st == GL_OK) st = gl_op_fill(db, gl_scalar_float(0));
   }
   dnn_release(&g);
-  if (st != GL_OK) {
-    if (made > 0) gl_array_release(dx);
-    if (made > 1) gl_array_release(dw);
-    if (made > 2) gl_array_release(db);
-  }
+  if (st != GL_OK && made)
+    for (int i = 0; i < 3; i++) gl_array_release(out[i]);
   return st;
 }
