@@ -10,7 +10,10 @@
 #include <stdint.h>
 #include <lua.h>
 
-#define GPULUA_ARRAY "gpu.array"    /* metatable name (luaL_checkudata) */
+/* The __name of an array's metatable (in messages). An array has one of two metatables
+** (small cpu results are "light": no finalizer), so test and read arrays with
+** gpulua_check_array / gpulua_read_array, not luaL_checkudata. */
+#define GPULUA_ARRAY "gpu.array"
 
 /* Opens the module: returns the `gpu` table (use with luaL_requiref). */
 int luaopen_gpu(lua_State *L);

@@ -68,10 +68,16 @@ end
 
 -- ---- types ------------------------------------------------------------------------------------
 
-local array_meta = getmetatable(gpu.zeros(1, { device = "cpu" }))   -- (starts no device)
+-- an array's metatable is one of two: small cpu results are light arrays (their bytes
+-- inside the userdata, no finalizer; src/lua/larray.c), the rest have a __gc
+local array_meta, light_meta = gpu._metatables[1], gpu._metatables[2]
 
 -- is_array(v): v is a gpu array (open or closed); the one test the Lua parts use.
-local function is_array(v) return type(v) == "userdata" and getmetatable(v) == array_meta end
+local function is_array(v)
+  if type(v) ~= "userdata" then return false end
+  local mt = getmetatable(v)
+  return mt == array_meta or mt == light_meta
+end
 M.is_array = is_array
 
 local dtype_names = {}

@@ -149,7 +149,6 @@ return function(fn, opts)
   end
 
   -- swap in the wrappers, remembering what to put back
-  local meta = getmetatable(gpu.empty(0))
   local saved = {}
   local function wrap(t, key, label)
     local orig = rawget(t, key)
@@ -187,7 +186,9 @@ return function(fn, opts)
   for _, k in ipairs(mnames) do
     if type(k) == "string" and not SKIP[k] then wrap(methods, k, k) end
   end
-  for _, k in ipairs(META) do wrap(meta, k, META_LABEL[k]) end
+  for _, mt in ipairs(gpu._metatables) do      -- both kinds of array (larray.c's light ones)
+    for _, k in ipairs(META) do wrap(mt, k, META_LABEL[k]) end
+  end
 
   local function restore()
     for i = #saved, 1, -1 do

@@ -100,6 +100,7 @@ static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out
     s->nbytes = nbytes;
     s->device = dev;
     s->inline_data = true;
+    s->lua_owned = false;
     s->version = 0;
     s->writer = NULL;
     *out = s;
@@ -115,14 +116,17 @@ static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out
   s->nbytes = nbytes;
   s->device = dev;
   s->inline_data = false;
+  s->lua_owned = false;
   s->version = 0;
   s->writer = NULL;
   *out = s;
   return GL_OK;
 }
 
+_Thread_local unsigned long gl_lua_owned_retains;
+
 void gl_storage_release(gl_storage *s) {
-  if (s == NULL || --s->refcount > 0) return;
+  if (s == NULL || --s->refcount > 0 || s->lua_owned) return;
   if (s->inline_data) { gl_cpu_backend.free(s->device, s, INLINE_HEAD + s->nbytes); return; }
   const gl_backend *b = gl_backend_get((gl_devtype)s->device.type);
   if (b) b->free(s->device, s->data, s->nbytes);

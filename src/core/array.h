@@ -43,6 +43,9 @@ typedef struct gl_storage {
   size_t nbytes;
   gl_device device;
   bool inline_data;    /* cpu: header and bytes are one block (small arrays) */
+  bool lua_owned;      /* header and bytes live inside a Lua userdata (the binding's light
+                       ** arrays): Lua frees them; release only counts down, and whoever
+                       ** retains it must keep that userdata alive (gl_lua_owned_retains) */
   uint64_t version;    /* counts writes into the storage (autograd's check of saved arrays) */
   const char *writer;  /* the op that wrote it last (a name that lives as long as the op), or NULL */
 } gl_storage;
@@ -59,7 +62,14 @@ typedef struct gl_array {
 
 /* Storage is made and freed by the device's backend (gl_storage_new/release in
 ** backend.h); the core only counts references. */
-static inline void gl_storage_retain(gl_storage *s) { s->refcount++; }
+/* Retains of lua_owned storage on this thread, ever: the binding compares it around an op
+** to learn, for one load, whether the op made a view of such an array (which must then
+** anchor the userdata that holds the bytes; see src/lua/larray.c). */
+extern _Thread_local unsigned long gl_lua_owned_retains;
+static inline void gl_storage_retain(gl_storage *s) {
+  s->refcount++;
+  if (s->lua_owned) gl_lua_owned_retains++;
+}
 
 /* ---- descriptors --------------------------------------------------------------- */
 

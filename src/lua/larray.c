@@ -17,20 +17,168 @@
 
 #define GC_STEP_BYTES ((size_t)1 << 20)     /* debt paid in steps of at least this */
 
-gl_array *gl_lua_push(lua_State *L) {
+/* The context for a new array: the running function's upvalue when it is ours (*fast),
+** else the registry's; pays the collector's debt first. */
+static gl_lctx *push_ctx(lua_State *L, bool *fast) {
   gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
-  bool fast = c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC;
-  if (!fast) c = gl_lua_ctx(L);
+  *fast = c && lua_rawlen(L, lua_upvalueindex(1)) == sizeof *c && c->magic == GL_CTX_MAGIC;
+  if (!*fast) c = gl_lua_ctx(L);
   if (c && c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
-  gl_lua_set_current(L);
-  gl_array *a = lua_newuserdatauv(L, sizeof(gl_array), 1);    /* user value: the tape node */
-  memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
-  if (fast)
-    lua_getiuservalue(L, lua_upvalueindex(1), 1);        /* fast: the context holds it */
-  else
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &gl_meta_key);
+  return c;
+}
+
+/* A new array userdata of 'size' bytes under the array metatable or the light one. While
+** the dispatch records a tracked call (c->node_slots > 0), the first array the op makes
+** takes the node's slots: user values for the rule and the arguments, and a tail of
+** versions (lgrad.c, GL_UV_RULE; the result is almost always that array). */
+static void *new_array_ud(lua_State *L, gl_lctx *c, bool fast, size_t size, bool light) {
+  int k = c ? c->node_slots : 0;
+  void *ud;
+  if (k > 0) {
+    size = (size + 7) & ~(size_t)7;
+    ud = lua_newuserdatauv(L, size + GL_NODE_TAIL(k), GL_UV_ARG0 + k);
+    lua_Integer *tail = (lua_Integer *)((char *)ud + size + GL_NODE_TAIL(k)) - 1;
+    *tail = k;
+    c->node_slots = 0;
+    c->node_ud = ud;
+  } else {
+    ud = lua_newuserdatauv(L, size, GL_ARRAY_UVALUES);
+  }
+  int uv = light ? GL_CTX_UV_LIGHTMETA : 1;
+  if (fast) {
+    lua_getiuservalue(L, lua_upvalueindex(1), uv);        /* fast: the context holds it */
+  } else {
+    GL_PUSH_CTX(L);
+    lua_getiuservalue(L, -1, uv);
+    lua_remove(L, -2);
+  }
   lua_setmetatable(L, -2);
+  return ud;
+}
+
+gl_array *gl_lua_push(lua_State *L) {
+  bool fast;
+  gl_lctx *c = push_ctx(L, &fast);
+  gl_lua_set_current(L);
+  gl_array *a = new_array_ud(L, c, fast, sizeof(gl_array), false);
+  memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
   return a;
+}
+
+/* ---- light arrays ---------------------------------------------------------------------
+**
+** A small cpu result (GL_LIGHT_MAX bytes at most) is one Lua allocation: the descriptor,
+** the storage header and the bytes inside the userdata, under a metatable without __gc.
+** Creating and collecting it then costs what any small userdata does: no finalizer to
+** queue and call, no allocator block, no header malloc (a finalizer alone costs more than
+** NumPy's whole a + b on 100 floats). Lua frees the bytes with the userdata, so the
+** storage is lua_owned: releasing it only counts down. Whatever else uses those bytes must
+** keep the userdata alive: a view holds it as its anchor (user value GL_UV_ANCHOR), set by
+** gl_lua_anchor_views after every op that retained such a storage. The C side never keeps
+** an array past a call (the tape, loaders and async collectives hold Lua references).
+*/
+
+typedef struct gl_light {
+  gl_array a;
+  gl_storage s;
+} gl_light;
+
+#define LIGHT_DATA_OFFSET ((sizeof(gl_light) + 15) & ~(size_t)15)   /* 16-byte aligned bytes */
+
+static bool is_light_owner(const void *ud, const gl_array *a) {
+  return a->storage == &((const gl_light *)ud)->s;
+}
+
+gl_array *gl_lua_push_result(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  gl_array d;
+  gl_lua_check_status(L, gl_array_init(&d, dt, ndim, shape), 0);   /* within the limits: no overflow */
+  size_t nbytes = (size_t)d.size * gl_dtypes[dt].size;
+  if (dev.type != GL_CPU || nbytes > GL_LIGHT_MAX) return gl_lua_alloc(L, dt, ndim, shape, dev);
+  bool fast;
+  gl_lctx *c = push_ctx(L, &fast);
+  gl_light *l = new_array_ud(L, c, fast, LIGHT_DATA_OFFSET + nbytes, true);
+  l->a = d;
+  l->s.refcount = 1;
+  l->s.data = (char *)l + LIGHT_DATA_OFFSET;
+  l->s.nbytes = nbytes;
+  l->s.device = dev;
+  l->s.inline_data = false;
+  l->s.lua_owned = true;
+  l->s.version = 0;
+  l->s.writer = NULL;
+  l->a.storage = &l->s;
+  return &l->a;
+}
+
+/* The anchor for a view of the array at 'arg' (its own anchor, or itself when it holds
+** the bytes), pushed; false (nothing pushed) when arg is not an array on storage s. */
+static bool push_anchor_of(lua_State *L, const gl_lctx *c, int arg, const gl_storage *s) {
+  const gl_array *b = gl_lua_test_in(L, c, arg);
+  if (b == NULL || b->storage != s) return false;
+  if (is_light_owner(lua_touserdata(L, arg), b)) { lua_pushvalue(L, arg); return true; }
+  if (lua_getiuservalue(L, arg, GL_UV_ANCHOR) == LUA_TUSERDATA) return true;
+  lua_pop(L, 1);
+  return false;
+}
+
+static void anchor_one(lua_State *L, const gl_lctx *c, int nargs, int r) {
+  gl_array *a = gl_lua_test_in(L, c, r);
+  if (a == NULL || a->storage == NULL || !a->storage->lua_owned) return;
+  void *ud = lua_touserdata(L, r);
+  if (is_light_owner(ud, a)) return;
+  if (lua_getiuservalue(L, r, GL_UV_ANCHOR) != LUA_TNIL) { lua_pop(L, 1); return; }
+  lua_pop(L, 1);
+  for (int i = 1; i <= nargs; i++) {
+    if (lua_rawequal(L, i, r)) continue;
+    if (push_anchor_of(L, c, i, a->storage)) { lua_setiuservalue(L, r, GL_UV_ANCHOR); return; }
+  }
+  /* no argument holds the bytes: drop the view now, while they still exist */
+  gl_array_release(a);
+  luaL_error(L, "internal error: a view of a small array lost its base (please report)");
+}
+
+void gl_lua_anchor_views(lua_State *L, int nargs, int first, int last) {
+  const gl_lctx *c = gl_lua_ctx(L);
+  if (nargs > first - 1) nargs = first - 1;     /* the slots below the results (an op may pop) */
+  for (int r = first; r <= last; r++) {
+    int t = lua_type(L, r);
+    if (t == LUA_TUSERDATA) {
+      anchor_one(L, c, nargs, r);
+    } else if (t == LUA_TTABLE) {                       /* split, unbind: a list of views */
+      lua_Integer n = (lua_Integer)lua_rawlen(L, r);
+      for (lua_Integer i = 1; i <= n; i++) {
+        if (lua_rawgeti(L, r, i) == LUA_TUSERDATA) anchor_one(L, c, nargs, lua_gettop(L));
+        lua_pop(L, 1);
+      }
+    }
+  }
+}
+
+/* The light arrays' metatable: the array metatable's fields but __gc, made once every
+** part has added its metamethods (luaopen_gpu's end). */
+void gl_lua_make_light_meta(lua_State *L, int meta) {
+  meta = lua_absindex(L, meta);
+  /* one per state, as the array metatable is (luaL_newmetatable's): a module opened again
+  ** in the same state (a host's fresh require) takes the arrays of the first one */
+  if (lua_getfield(L, LUA_REGISTRYINDEX, GPULUA_ARRAY ".light") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, GPULUA_ARRAY ".light");
+  }
+  lua_pushnil(L);
+  while (lua_next(L, meta)) {
+    if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "__gc") == 0) { lua_pop(L, 1); continue; }
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -4);
+  }
+  gl_lctx *c = gl_lua_ctx(L);
+  c->meta_light = lua_topointer(L, -1);
+  GL_PUSH_CTX(L);
+  lua_insert(L, -2);
+  lua_setiuservalue(L, -2, GL_CTX_UV_LIGHTMETA);
+  lua_pop(L, 1);
 }
 
 gl_lctx *gl_lua_ctx(lua_State *L) {
@@ -274,6 +422,7 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
         int perm[GL_MAXDIMS];
         for (int i = 0; i < a->ndim; i++) perm[i] = a->ndim - 1 - i;
         gl_view_permute(t, perm);
+        if (a->storage->lua_owned) gl_lua_anchor_views(L, 1, lua_gettop(L), lua_gettop(L));
         return true;
       }
       break;
@@ -315,6 +464,7 @@ static int array_index(lua_State *L) {
     gl_array *r = gl_lua_push(L);
     *r = v;
     gl_storage_retain(r->storage);
+    if (r->storage->lua_owned) gl_lua_anchor_views(L, 1, lua_gettop(L), lua_gettop(L));
   }
   if (gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
   return 1;

@@ -163,6 +163,15 @@ int luaopen_gpu(lua_State *L) {
   gl_open_routines(L, module, methods);
   gl_open_kernel(L, module);
   gl_open_dist(L, module);
+  gl_lua_make_light_meta(L, meta);                   /* every metamethod is in place */
+  lua_createtable(L, 2, 0);                          /* gpu._metatables: both kinds of array */
+  lua_pushvalue(L, meta);
+  lua_rawseti(L, -2, 1);
+  GL_PUSH_CTX(L);
+  lua_getiuservalue(L, -1, GL_CTX_UV_LIGHTMETA);
+  lua_remove(L, -2);
+  lua_rawseti(L, -2, 2);
+  lua_setfield(L, module, "_metatables");
 
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");

@@ -11,9 +11,13 @@
 #include "../ops/ops.h"
 
 /* Per-state context, upvalue 1 of every function of the module (lmathlib's pattern). */
+#define GL_STASH_DEPTH 32        /* tracked calls nested in one another, at most */
+#define GL_NODE_INLINE_MAX 4      /* arguments of a call whose node the result holds inline */
+
 typedef struct gl_lctx {
   uint32_t magic;            /* GL_CTX_MAGIC: tells our context from another upvalue */
   const void *meta;          /* the array metatable (lua_topointer), for fast type tests */
+  const void *meta_light;    /* the light arrays' (the same without __gc; larray.c) */
   gl_device device;          /* where new arrays go */
   bool device_known;         /* false until decided (probing CUDA is lazy) */
   size_t gc_debt;            /* bytes allocated since the last GC step we asked for */
@@ -22,16 +26,34 @@ typedef struct gl_lctx {
   bool grad_live;            /* an array has required grad: dispatch looks for tracked inputs */
   bool autocast_live;        /* gpu.autocast has been used: dispatch asks for its dtype */
   int main_mode;             /* grad mode and autocast dtype of the main thread (lgrad.c) */
+  const lua_State *main_thread;   /* the state's main thread, once seen */
   int stash_depth;           /* tracked calls in progress (lgrad.c) */
-  const void *stash_marker[32];
+  int node_slots;            /* > 0: the next new array takes a node of that many arguments */
+  const void *node_ud;       /* ... and this is the userdata that took them */
+  unsigned rules_gen;        /* counts gpu.autograd's rules registrations (lgrad.c) */
+  const void *stash_marker[GL_STASH_DEPTH];
 } gl_lctx;
 
 /* The context's user values: 1 the array metatable, 2 the autograd rules, 3 the tape
-** nodes' metatable, 4.. the nodes of the tracked calls in progress (lgrad.c). */
+** nodes' metatable, 4.. the nodes of the tracked calls in progress (lgrad.c), then the
+** light arrays' metatable. */
 #define GL_CTX_UV_RULES 2
 #define GL_CTX_UV_NODEMETA 3
 #define GL_CTX_UV_STASH 4
-#define GL_CTX_UVALUES (GL_CTX_UV_STASH + 32)
+#define GL_CTX_UV_LIGHTMETA (GL_CTX_UV_STASH + GL_STASH_DEPTH * (GL_NODE_INLINE_MAX + 1))
+#define GL_CTX_UVALUES GL_CTX_UV_LIGHTMETA
+
+/* An array userdata's user values: the tape node (lgrad.c), and for a view of a light
+** array the userdata that holds its bytes (the anchor). */
+#define GL_UV_NODE 1
+#define GL_UV_ANCHOR 2
+#define GL_ARRAY_UVALUES 2
+/* A tracked op's result holds its node inline (lgrad.c): user value 1 is true, 3 the
+** rule, 3 + i argument i; the block ends with the versions v[0..k] and then k. Made into
+** a node userdata when something asks for it (backward, node(x)). */
+#define GL_UV_RULE 3
+#define GL_UV_ARG0 3
+#define GL_NODE_TAIL(k) ((size_t)((k) + 2) * sizeof(lua_Integer))
 
 #define GL_CTX(L) ((gl_lctx *)lua_touserdata(L, lua_upvalueindex(1)))
 
@@ -49,6 +71,17 @@ gl_lctx *gl_lua_ctx(lua_State *L);
 
 /* Pushes a new userdata holding a closed array (storage NULL) and returns it. */
 gl_array *gl_lua_push(lua_State *L);
+/* Pushes a new open array of that dtype, shape and device, for an op to fill: a cpu
+** result of at most GL_LIGHT_MAX bytes is a light array, its bytes inside the userdata
+** (one Lua allocation, no finalizer; larray.c), others come from the device as through
+** gl_lua_alloc. */
+#define GL_LIGHT_MAX 512
+gl_array *gl_lua_push_result(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
+/* Views of light arrays: a call that made one (gl_lua_owned_retains moved) gives each of
+** its results that is such a view, or a table of them, an anchor (GL_UV_ANCHOR): the
+** userdata holding the bytes, found among the arguments 1..nargs (their own anchors
+** first). The dispatch runs it after every op; larray.c's __index for x[key] and x.T. */
+void gl_lua_anchor_views(lua_State *L, int nargs, int first, int last);
 /* The open array at idx, or a Lua error ("gpu.array expected" / "closed array"). */
 gl_array *gl_lua_check(lua_State *L, int idx);
 /* The array at idx if it is one (open or closed), else NULL. */
@@ -58,7 +91,8 @@ gl_array *gl_lua_test(lua_State *L, int idx);
 static inline gl_array *gl_lua_test_in(lua_State *L, const gl_lctx *c, int idx) {
   void *p = lua_touserdata(L, idx);
   if (p == NULL || !lua_getmetatable(L, idx)) return NULL;
-  bool same = lua_topointer(L, -1) == c->meta;
+  const void *m = lua_topointer(L, -1);
+  bool same = m == c->meta || m == c->meta_light;
   lua_pop(L, 1);
   return same ? p : NULL;
 }
@@ -194,6 +228,7 @@ extern const char gl_options_key;
 
 /* Each file adds its functions: 'module' to gpu.*, 'methods' to both gpu.* and x:*. */
 void gl_open_array(lua_State *L, int module, int methods, int meta);
+void gl_lua_make_light_meta(lua_State *L, int meta);   /* pushes nothing; see larray.c */
 void gl_open_create(lua_State *L, int module, int methods);
 void gl_open_shape(lua_State *L, int module, int methods);
 void gl_open_device(lua_State *L, int module, int methods);
@@ -240,10 +275,16 @@ void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
 /* ---- ops: the dispatch every op goes through (lgrad.c) ------------------------------------- */
 
 #define GL_OP_UPVALUES 3         /* an op's own upvalues, at most (the first is the context) */
-enum { GL_OP_LIST = 1, GL_OP_AUTOCAST = 2, GL_OP_INPLACE = 4 };
+/* GL_OP_KEEPS_ARGS: the op leaves its argument slots as they were (it only reads them and
+** pushes its result): a tracked call then finds its arguments there after the op and
+** stashes nothing (the elementwise ops; the dispatch checks that the result is the op's
+** first new array, right above the arguments). */
+enum { GL_OP_LIST = 1, GL_OP_AUTOCAST = 2, GL_OP_INPLACE = 4, GL_OP_KEEPS_ARGS = 8 };
 /* Pops the top nup values (the op's upvalues, the context first) and pushes the op 'fn'
 ** wrapped in the dispatch closure, under its rules name (e.g. "add", "dnn.conv2d"). */
 void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup);
+/* The same with flags of its own (GL_OP_KEEPS_ARGS) besides those the name implies. */
+void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nup, unsigned flags);
 /* Registers 'l' as ops into the table at idx, their rules names prefixed by 'prefix'. */
 void gl_lua_setops(lua_State *L, int idx, const char *prefix, const luaL_Reg *l);
 /* Grad mode and the autocast dtype (-1: none) of the running coroutine. */

@@ -37,6 +37,7 @@ typedef struct gl_opentry {
   lua_CFunction fn;
   unsigned flags;
   const char *name;      /* the rules key (upvalue UPV_NAME keeps the string alive) */
+  unsigned rule_gen;     /* the rules' generation (ctx->rules_gen) in which this op had a rule */
 } gl_opentry;
 
 /* ---- per-coroutine modes ------------------------------------------------------------------ */
@@ -46,7 +47,8 @@ typedef struct gl_opentry {
 #define MODE_CAST(m) (((m) >> 1) - 1)
 
 static int thread_mode(lua_State *L, gl_lctx *ctx) {
-  if (lua_pushthread(L)) { lua_pop(L, 1); return ctx->main_mode; }
+  if (L == ctx->main_thread) return ctx->main_mode;
+  if (lua_pushthread(L)) { lua_pop(L, 1); ctx->main_thread = L; return ctx->main_mode; }
   lua_rawgetp(L, LUA_REGISTRYINDEX, &modes_key);
   lua_insert(L, -2);
   int m = lua_rawget(L, -2) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : ctx->main_mode;
@@ -79,7 +81,8 @@ static bool is_node_type(int t) { return t == LUA_TTABLE || t == LUA_TUSERDATA; 
 ** take the slow path, and then fail the op's own type check). */
 static bool is_tracked(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA) return false;
-  bool t = is_node_type(lua_getiuservalue(L, idx, 1));
+  int k = lua_getiuservalue(L, idx, GL_UV_NODE);
+  bool t = is_node_type(k) || (k == LUA_TBOOLEAN && lua_toboolean(L, -1));   /* a node, or one inline */
   lua_pop(L, 1);
   return t;
 }
@@ -149,6 +152,49 @@ typedef struct gl_node {
   lua_Integer n;
   lua_Integer v[];            /* v[0] the result's version, v[i] argument i's */
 } gl_node;
+
+/* Pushes the nodes' metatable (from any function: the context's user value). */
+static void push_nodemeta(lua_State *L) {
+  GL_PUSH_CTX(L);
+  lua_getiuservalue(L, -1, GL_CTX_UV_NODEMETA);
+  lua_remove(L, -2);
+}
+
+/* Pushes the tape node of the array at idx and returns its type (nil: untracked). An
+** inline node (user value 1 true: the rule, the arguments and the versions sit in the
+** result itself, see dispatch_tracked) becomes a node userdata here, the first time
+** anything asks for it. */
+static void push_rules(lua_State *L);
+
+static int push_node_of(lua_State *L, int idx) {
+  int t = lua_getiuservalue(L, idx, GL_UV_NODE);
+  if (t != LUA_TBOOLEAN || !lua_toboolean(L, -1)) return t;
+  lua_pop(L, 1);
+  idx = lua_absindex(L, idx);
+  lua_Integer *tail = (lua_Integer *)((char *)lua_touserdata(L, idx) + lua_rawlen(L, idx)) - 1;
+  int n = (int)*tail;
+  const lua_Integer *v = tail - 1 - n;
+  gl_node *nd = lua_newuserdatauv(L, sizeof *nd + (size_t)(n + 1) * sizeof nd->v[0], n + 2);
+  int node = lua_gettop(L);
+  nd->n = n;
+  memcpy(nd->v, v, (size_t)(n + 1) * sizeof *v);
+  push_nodemeta(L);
+  lua_setmetatable(L, node);
+  for (int j = 0; j <= n; j++) {             /* the rule, then the arguments */
+    if (lua_getiuservalue(L, idx, GL_UV_RULE + j) == LUA_TSTRING && j == 0) {   /* the op's name */
+      push_rules(L);
+      lua_insert(L, -2);
+      lua_rawget(L, -2);
+      lua_remove(L, -2);
+    }
+    lua_setiuservalue(L, node, j + 1);
+    lua_pushnil(L);
+    lua_setiuservalue(L, idx, GL_UV_RULE + j);
+  }
+  lua_pushvalue(L, node);
+  lua_setiuservalue(L, idx, GL_UV_NODE);
+  return LUA_TUSERDATA;
+}
 
 static gl_node *check_node(lua_State *L) {
   gl_node *nd = lua_touserdata(L, 1);
@@ -246,25 +292,26 @@ typedef struct gl_argref {
   const gl_array *arr;
 } gl_argref;
 
-/* The node of a call with nargs arguments (slots 1..nargs), pushed; the versions are
-** written after the op (record_results). refs: nargs entries, or NULL past
-** GL_NODE_FASTARGS arguments. */
-static gl_node *push_node(lua_State *L, const gl_lctx *ctx, int nargs, int rule, gl_argref *refs) {
+/* The node of a call with nargs arguments (in slots argbase..argbase + nargs - 1), pushed;
+** the versions are written after the op (record_results). refs: nargs entries, or NULL
+** past GL_NODE_FASTARGS arguments. */
+static gl_node *push_node(lua_State *L, const gl_lctx *ctx, int nargs, int rule, int argbase, gl_argref *refs) {
   gl_node *nd = lua_newuserdatauv(L, sizeof *nd + (size_t)(nargs + 1) * sizeof nd->v[0], nargs + 2);
   int node = lua_gettop(L);
   nd->n = nargs;
   memset(nd->v, 0, (size_t)(nargs + 1) * sizeof nd->v[0]);
-  lua_getiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_NODEMETA);
+  push_nodemeta(L);
   lua_setmetatable(L, node);
   lua_pushvalue(L, rule);
   lua_setiuservalue(L, node, 1);
   for (int i = 1; i <= nargs; i++) {
+    int a = argbase + i - 1;
     if (refs) {
-      bool ud = lua_type(L, i) == LUA_TUSERDATA;
-      refs[i - 1].ud = ud ? lua_touserdata(L, i) : NULL;
-      refs[i - 1].arr = ud ? gl_lua_test_in(L, ctx, i) : NULL;
+      bool ud = lua_type(L, a) == LUA_TUSERDATA;
+      refs[i - 1].ud = ud ? lua_touserdata(L, a) : NULL;
+      refs[i - 1].arr = ud ? gl_lua_test_in(L, ctx, a) : NULL;
     }
-    lua_pushvalue(L, i);
+    lua_pushvalue(L, a);
     lua_setiuservalue(L, node, i + 1);
   }
   return nd;
@@ -358,28 +405,91 @@ static int not_differentiable(lua_State *L, const gl_opentry *e) {
                     e->name);
 }
 
-/* The stash: the node of each tracked call in progress, in the context's user values (a
-** slot per depth), with the address of a local of its C frame. A call that raised never
-** took its node back: its entry is stale, which shows as an address at or below the
-** running frame's (the C stack grows down, and a live caller is above). */
-static int stash_push(lua_State *L, gl_lctx *ctx, const void *marker) {
+/* The stash: what each tracked call in progress keeps across its op, in the context's
+** user values (STASH_W slots per depth: the rule and the arguments, or the node), with the
+** address of a local of its C frame. A call that raised never took its entry back: it is
+** stale, which shows as an address at or below the running frame's (the C stack grows
+** down, and a live caller is above). */
+#define STASH_W (GL_NODE_INLINE_MAX + 1)
+#define STASH_SLOT(d, j) (GL_CTX_UV_STASH + (d) * STASH_W + (j))
+
+static int stash_enter(lua_State *L, gl_lctx *ctx, const void *marker) {
   while (ctx->stash_depth > 0 && ctx->stash_marker[ctx->stash_depth - 1] <= marker) ctx->stash_depth--;
-  if (ctx->stash_depth == 32) luaL_error(L, "autograd: tracked ops nested too deeply");
+  if (ctx->stash_depth == GL_STASH_DEPTH) luaL_error(L, "autograd: tracked ops nested too deeply");
   int d = ctx->stash_depth++;
   ctx->stash_marker[d] = marker;
-  lua_setiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_STASH + d);
   return d;
 }
 
-static void stash_pop(lua_State *L, gl_lctx *ctx, int d) {
-  lua_getiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_STASH + d);
-  lua_pushnil(L);
-  lua_setiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_STASH + d);
+/* slot j of depth d = the value on top (popped) */
+static void stash_set(lua_State *L, int d, int j) { lua_setiuservalue(L, lua_upvalueindex(1), STASH_SLOT(d, j)); }
+static void stash_get(lua_State *L, int d, int j) { lua_getiuservalue(L, lua_upvalueindex(1), STASH_SLOT(d, j)); }
+
+/* Empties slots 0..n of depth d (they must not keep arrays alive) and leaves the depth. */
+static void stash_leave(lua_State *L, gl_lctx *ctx, int d, int n) {
+  for (int j = 0; j <= n; j++) {
+    lua_pushnil(L);
+    stash_set(L, d, j);
+  }
   ctx->stash_depth = d;
 }
 
-static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int nargs) {
+/* Whether the userdata at idx is one of the arguments (refs: n entries). */
+static bool is_argref(lua_State *L, const gl_argref *refs, int n, int idx) {
+  const void *p = lua_touserdata(L, idx);
+  for (int i = 0; i < n; i++) if (refs[i].ud == p) return true;
+  return false;
+}
+
+/* The inline node: the result at 'res' took the node's slots when the op made it
+** (larray.c's new_array_ud); the rule and the arguments come from stash depth d. */
+static void record_inline(lua_State *L, int d, int nargs, int res, const gl_argref *refs) {
+  for (int j = 0; j <= nargs; j++) {
+    stash_get(L, d, j);
+    lua_setiuservalue(L, res, GL_UV_RULE + j);
+  }
+  lua_Integer *tail = (lua_Integer *)((char *)lua_touserdata(L, res) + lua_rawlen(L, res)) - 1;
+  lua_Integer *v = tail - 1 - nargs;
+  v[0] = version_at(gl_lua_test(L, res));
+  for (int i = 1; i <= nargs; i++) v[i] = version_at(refs[i - 1].arr);
+  lua_pushboolean(L, 1);
+  lua_setiuservalue(L, res, GL_UV_NODE);
+}
+
+/* A tracked call of an op that leaves its arguments in their slots (GL_OP_KEEPS_ARGS):
+** nothing waits in the stash; the result takes the node inline, with the op's name for
+** its rule (looked up when the node is made: push_node_of). */
+static int tracked_keeps_args(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int nargs) {
+  lua_settop(L, nargs);                    /* the op sees exactly its arguments */
+  ctx->node_slots = nargs;
+  ctx->node_ud = NULL;
+  int nres = e->fn(L);
+  ctx->node_slots = 0;
+  int first = lua_gettop(L);
+  void *res = lua_touserdata(L, first);
+  if (nres != 1 || first != nargs + 1 || res == NULL || res != ctx->node_ud)
+    luaL_error(L, "internal error: %s is flagged as leaving its arguments, but did not", e->name);
+  ctx->node_ud = NULL;
+  lua_pushvalue(L, lua_upvalueindex(UPV_NAME));   /* the rule is looked up again when needed */
+  lua_setiuservalue(L, first, GL_UV_RULE);
+  lua_Integer *tail = (lua_Integer *)((char *)res + lua_rawlen(L, first)) - 1;
+  lua_Integer *v = tail - 1 - nargs;
+  v[0] = version_at(res);
+  for (int i = 1; i <= nargs; i++) {
+    v[i] = lua_type(L, i) == LUA_TUSERDATA ? version_at(gl_lua_test_in(L, ctx, i)) : 0;
+    lua_pushvalue(L, i);
+    lua_setiuservalue(L, first, GL_UV_ARG0 + i);
+  }
+  lua_pushboolean(L, 1);
+  lua_setiuservalue(L, first, GL_UV_NODE);
+  return 1;
+}
+
+static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs) {
   char marker;                             /* its address tells a live stash entry */
+  /* an op known to have a rule that keeps its arguments: nothing to look up */
+  bool keeps = (e->flags & GL_OP_KEEPS_ARGS) && nargs <= GL_NODE_INLINE_MAX;
+  if (keeps && e->rule_gen == ctx->rules_gen && ctx->rules_gen != 0) return tracked_keeps_args(L, ctx, e, nargs);
   push_rules(L);
   lua_pushvalue(L, lua_upvalueindex(UPV_NAME));   /* the name, already a Lua string */
   int kind = lua_rawget(L, -2);
@@ -388,24 +498,68 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int
     lua_settop(L, nargs);
     return e->fn(L);
   }
-  gl_argref refs[GL_NODE_FASTARGS];
-  gl_argref *r = nargs <= GL_NODE_FASTARGS ? refs : NULL;
-  gl_node *nd = push_node(L, ctx, nargs, lua_gettop(L), r);
-  int d = stash_push(L, ctx, &marker);
-  lua_settop(L, nargs);                    /* the op sees exactly its arguments */
-  int nres = e->fn(L);
-  int top = lua_gettop(L);
-  stash_pop(L, ctx, d);                    /* node */
-  int node = lua_gettop(L);
-  lua_getiuservalue(L, node, 1);
   int rule = lua_gettop(L);
-  for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
-  record_results(L, ctx, node, nd, rule, nres, r);
+  if (keeps) {
+    e->rule_gen = ctx->rules_gen;
+    return tracked_keeps_args(L, ctx, e, nargs);
+  }
+  int d = stash_enter(L, ctx, &marker);
+  if (nargs > GL_NODE_INLINE_MAX) {
+    /* many arguments: the node is made before the op and waits in the stash */
+    gl_argref refs[GL_NODE_FASTARGS];
+    gl_argref *r = nargs <= GL_NODE_FASTARGS ? refs : NULL;
+    gl_node *nd = push_node(L, ctx, nargs, rule, 1, r);
+    stash_set(L, d, 0);
+    lua_settop(L, nargs);                  /* the op sees exactly its arguments */
+    int nres = e->fn(L);
+    int top = lua_gettop(L);
+    stash_get(L, d, 0);
+    stash_leave(L, ctx, d, 0);
+    int node = lua_gettop(L);
+    lua_getiuservalue(L, node, 1);
+    for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
+    record_results(L, ctx, node, nd, node + 1, nres, r);
+    lua_settop(L, top);
+    return nres;
+  }
+  /* a few arguments: they wait in the stash, and the node goes into the result itself
+  ** when the op's first new array is its result (one allocation less a call) */
+  gl_argref refs[GL_NODE_INLINE_MAX];
+  for (int i = 1; i <= nargs; i++) {
+    bool ud = lua_type(L, i) == LUA_TUSERDATA;
+    refs[i - 1].ud = ud ? lua_touserdata(L, i) : NULL;
+    refs[i - 1].arr = ud ? gl_lua_test_in(L, ctx, i) : NULL;
+  }
+  lua_pushvalue(L, rule);
+  stash_set(L, d, 0);
+  for (int i = 1; i <= nargs; i++) {
+    lua_pushvalue(L, i);
+    stash_set(L, d, i);
+  }
+  lua_settop(L, nargs);                    /* the op sees exactly its arguments */
+  ctx->node_slots = nargs;
+  ctx->node_ud = NULL;
+  int nres = e->fn(L);
+  ctx->node_slots = 0;
+  int top = lua_gettop(L), first = top - nres + 1;
+  if (nres == 1 && ctx->node_ud != NULL && lua_touserdata(L, first) == ctx->node_ud && !is_argref(L, refs, nargs, first)) {
+    record_inline(L, d, nargs, first, refs);
+  } else {
+    /* another shape of call (several results, a result made after a temporary): a node */
+    for (int j = 0; j <= nargs; j++) stash_get(L, d, j);     /* rule, arguments */
+    gl_node *nd = push_node(L, ctx, nargs, top + 1, top + 2, NULL);
+    int node = lua_gettop(L);
+    lua_pushvalue(L, top + 1);
+    for (int i = first; i <= top; i++) lua_pushvalue(L, i);
+    record_results(L, ctx, node, nd, node + 1, nres, refs);
+  }
+  ctx->node_ud = NULL;
+  stash_leave(L, ctx, d, nargs);
   lua_settop(L, top);
   return nres;
 }
 
-static int dispatch_slow(lua_State *L, gl_lctx *ctx, const gl_opentry *e) {
+static int dispatch_slow(lua_State *L, gl_lctx *ctx, gl_opentry *e) {
   int nargs = lua_gettop(L);
   int cast = (e->flags & GL_OP_AUTOCAST) && ctx->autocast_live ? MODE_CAST(thread_mode(L, ctx)) : -1;
   bool casted = cast >= 0 && autocast_args(L, nargs, cast);
@@ -421,14 +575,13 @@ static int dispatch_slow(lua_State *L, gl_lctx *ctx, const gl_opentry *e) {
 /* The closure every op is registered as (upvalues: the op's own, then its entry and name). */
 static int dispatch(lua_State *L) {
   gl_lctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
-  const gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
-  int n;
-  if (!ctx->grad_live && !ctx->autocast_live) {
-    if (!(e->flags & GL_OP_INPLACE)) return e->fn(L);
-    n = e->fn(L);
-  } else {
-    n = dispatch_slow(L, ctx, e);
-  }
+  gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
+  unsigned long retains = gl_lua_owned_retains;
+  int nargs = lua_gettop(L), n;
+  if (!ctx->grad_live && !ctx->autocast_live) n = e->fn(L);
+  else n = dispatch_slow(L, ctx, e);
+  /* a view of a light array among the results: it must keep the bytes' userdata alive */
+  if (gl_lua_owned_retains != retains) gl_lua_anchor_views(L, nargs, lua_gettop(L) - n + 1, lua_gettop(L));
   if (e->flags & GL_OP_INPLACE) {
     /* the receiver's storage remembers the op that last wrote it, for the message of a
     ** backward that finds a saved array changed (its version says that it changed) */
@@ -485,11 +638,16 @@ static unsigned op_flags(const char *name) {
 }
 
 void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup) {
+  gl_lua_pushop_flags(L, name, fn, nup, 0);
+}
+
+void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nup, unsigned flags) {
   if (nup > GL_OP_UPVALUES) luaL_error(L, "gl_lua_pushop: %s has %d upvalues (at most %d)", name, nup, GL_OP_UPVALUES);
   for (int i = nup; i < GL_OP_UPVALUES; i++) lua_pushnil(L);
   gl_opentry *e = lua_newuserdatauv(L, sizeof *e, 0);
   e->fn = fn;
-  e->flags = op_flags(name);
+  e->flags = op_flags(name) | flags;
+  e->rule_gen = 0;
   e->name = lua_pushstring(L, name);                /* upvalue UPV_NAME: keeps it alive */
   lua_pushcclosure(L, dispatch, UPV_NAME);
 }
@@ -520,7 +678,7 @@ static bool is_floating(const gl_array *a) { return gl_dtype_is_float((gl_dtype)
 static int l_requires_grad(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   bool on = lua_isnoneornil(L, 2) ? true : (luaL_checktype(L, 2, LUA_TBOOLEAN), lua_toboolean(L, 2));
-  int t = lua_getiuservalue(L, 1, 1);
+  int t = push_node_of(L, 1);
   if (!on) {
     if (is_node_type(t) && lua_getfield(L, -1, "leaf") != LUA_TBOOLEAN)
       return luaL_error(L, "requires_grad: only a leaf can stop requiring grad (use detach())");
@@ -549,26 +707,27 @@ static int l_detach(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   gl_array *v = gl_lua_push(L);
   gl_array_view_of(v, x);
+  if (v->storage->lua_owned) gl_lua_anchor_views(L, 1, lua_gettop(L), lua_gettop(L));   /* not dispatched */
   return 1;
 }
 
 static int l_is_leaf(lua_State *L) {
   gl_lua_check(L, 1);
-  bool leaf = !is_node_type(lua_getiuservalue(L, 1, 1)) || lua_getfield(L, -1, "leaf") == LUA_TBOOLEAN;
+  bool leaf = !is_node_type(push_node_of(L, 1)) || lua_getfield(L, -1, "leaf") == LUA_TBOOLEAN;
   lua_pushboolean(L, leaf);
   return 1;
 }
 
 static int l_is_tracked(lua_State *L) {
   gl_lua_check(L, 1);
-  lua_pushboolean(L, is_node_type(lua_getiuservalue(L, 1, 1)));
+  lua_pushboolean(L, is_tracked(L, 1));
   return 1;
 }
 
 /* x:retain_grad(): an op result keeps its gradient in .grad too (a leaf always does). */
 static int l_retain_grad(lua_State *L) {
   gl_lua_check(L, 1);
-  if (!is_node_type(lua_getiuservalue(L, 1, 1)))
+  if (!is_node_type(push_node_of(L, 1)))
     return luaL_error(L, "retain_grad: the array does not require grad");
   lua_pushboolean(L, 1);
   lua_setfield(L, -2, "retain");
@@ -577,7 +736,7 @@ static int l_retain_grad(lua_State *L) {
 }
 
 int gl_lua_push_grad(lua_State *L, int idx) {
-  if (!is_node_type(lua_getiuservalue(L, idx, 1))) return 1;     /* nil */
+  if (!is_node_type(push_node_of(L, idx))) return 1;     /* nil */
   lua_getfield(L, -1, "grad");
   lua_remove(L, -2);
   return 1;
@@ -587,7 +746,7 @@ int gl_lua_push_grad(lua_State *L, int idx) {
 ** optimizer step cannot later update some parameters and not others. */
 void gl_lua_set_grad(lua_State *L, int x_idx, int g_idx, const char *fname) {
   gl_array *x = gl_lua_check(L, x_idx);
-  if (!is_node_type(lua_getiuservalue(L, x_idx, 1)))
+  if (!is_node_type(push_node_of(L, x_idx)))
     luaL_error(L, "%s: the array does not require grad (call x:requires_grad() first)", fname);
   int node = lua_gettop(L);
   if (!lua_isnil(L, g_idx)) {
@@ -672,13 +831,14 @@ static int g_register(lua_State *L) {
   lua_setiuservalue(L, lua_upvalueindex(1), GL_CTX_UV_RULES);
   lua_pushvalue(L, 2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &engine_key);
+  GL_CTX(L)->rules_gen++;                   /* the ops' cached "has a rule" lapse */
   return 0;
 }
 
 /* node(x) -> x's tape node or nil; set_node(x, node) */
 static int g_node(lua_State *L) {
   if (!gl_lua_test(L, 1)) { lua_pushnil(L); return 1; }
-  lua_getiuservalue(L, 1, 1);
+  push_node_of(L, 1);
   return 1;
 }
 

@@ -31,13 +31,21 @@ static gl_operand to_operand(lua_State *L, const gl_lctx *c, int idx, const char
   return o;
 }
 
+/* How a planned op ends: a failed run leaves its result closed (a light one's bytes go
+** with its userdata), and the error names the function. */
+static int run_planned(lua_State *L, gl_array *out, gl_status st) {
+  if (st != GL_OK) gl_array_release(out);
+  return gl_lua_result(L, st, out, 0);
+}
+
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
   const gl_lctx *c = gl_lua_ctx(L);
   gl_operand a = to_operand(L, c, ia, gl_binop_name[op]), b = to_operand(L, c, ib, gl_binop_name[op]);
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
-  gl_array *out = gl_lua_push(L);
-  gl_status st = gl_op_binary(out, op, a, b);
-  return gl_lua_result(L, st, out, 0);
+  gl_plan p;
+  gl_lua_check_status(L, gl_op_binary_plan(&p, op, a, b), 0);      /* refused before any allocation */
+  gl_array *out = gl_lua_push_result(L, p.dtype, p.ndim, p.shape, p.device);
+  return run_planned(L, out, gl_op_binary_run(out, &p, a, b));
 }
 
 /* upvalue 2: the op */
@@ -54,13 +62,15 @@ static int l_binary_(lua_State *L) {
   return 1;
 }
 
-static int l_unary(lua_State *L) {
+static int unary_op(lua_State *L, gl_unop op) {
   gl_array *x = gl_lua_check(L, 1);
-  gl_unop op = (gl_unop)lua_tointeger(L, lua_upvalueindex(2));
-  gl_array *out = gl_lua_push(L);
-  gl_status st = gl_op_unary(out, op, x);
-  return gl_lua_result(L, st, out, 0);
+  gl_plan p;
+  gl_lua_check_status(L, gl_op_unary_plan(&p, op, x), 0);
+  gl_array *out = gl_lua_push_result(L, p.dtype, p.ndim, p.shape, p.device);
+  return run_planned(L, out, gl_op_unary_run(out, &p, x));
 }
+
+static int l_unary(lua_State *L) { return unary_op(L, (gl_unop)lua_tointeger(L, lua_upvalueindex(2))); }
 
 static int l_unary_(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
@@ -84,11 +94,7 @@ static int mm_bxor(lua_State *L) { return push_binary(L, GL_B_bitwise_xor, 1, 2)
 static int mm_shl(lua_State *L) { return push_binary(L, GL_B_left_shift, 1, 2); }
 static int mm_shr(lua_State *L) { return push_binary(L, GL_B_right_shift, 1, 2); }
 
-static int unary_op(lua_State *L, gl_unop op) {
-  gl_array *x = gl_lua_check(L, 1);
-  gl_array *out = gl_lua_push(L);
-  return gl_lua_result(L, gl_op_unary(out, op, x), out, 0);
-}
+
 static int mm_unm(lua_State *L) { return unary_op(L, GL_U_neg); }
 static int mm_bnot(lua_State *L) { return unary_op(L, GL_U_bitwise_not); }
 
@@ -154,7 +160,7 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
     const char *key = k ? lua_pushfstring(L, "%s_", name) : lua_pushstring(L, name);
     GL_PUSH_CTX(L);
     lua_pushinteger(L, op);
-    gl_lua_pushop(L, key, fn, 2);
+    gl_lua_pushop_flags(L, key, fn, 2, k ? 0 : GL_OP_KEEPS_ARGS);
     lua_insert(L, -2);                                /* op, key */
     lua_pushvalue(L, -2);
     lua_setfield(L, module, key);
@@ -168,7 +174,7 @@ void gl_open_math(lua_State *L, int module, int methods, int meta) {
   /* the operators dispatch under the names of their functions (x + y is "add") */
   for (int i = 0; math_meta[i].name; i++) {
     GL_PUSH_CTX(L);
-    gl_lua_pushop(L, math_meta_op[i], math_meta[i].func, 1);
+    gl_lua_pushop_flags(L, math_meta_op[i], math_meta[i].func, 1, GL_OP_KEEPS_ARGS);
     lua_setfield(L, meta, math_meta[i].name);
   }
   gl_lua_setboth(L, module, methods, math_funcs);

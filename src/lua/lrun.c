@@ -92,7 +92,8 @@ void gl_lua_account(lua_State *L, size_t nbytes) {
 }
 
 void gl_lua_account_array(lua_State *L, const gl_array *a) {
-  if (a->storage && a->size >= 256) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
+  /* a light array's bytes are in the Lua heap already */
+  if (a->storage && a->size >= 256 && !a->storage->lua_owned) gl_lua_account(L, (size_t)a->size * gl_array_itemsize(a));
 }
 
 gl_array *gl_lua_optarray(lua_State *L, int idx) {

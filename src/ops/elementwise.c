@@ -164,18 +164,25 @@ static gl_status result_shape(gl_operand a, gl_operand b, int *ndim, int64_t *sh
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
-gl_status gl_op_binary(gl_array *out, gl_binop op, gl_operand a, gl_operand b) {
+gl_status gl_op_binary_plan(gl_plan *p, gl_binop op, gl_operand a, gl_operand b) {
   if (a.arr && b.arr) GL_TRY(gl_same_device(a.arr, b.arr));
-  gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
-  GL_TRY(binary_types(&op, a, b, &ct, &ot));
-  int ndim;
-  int64_t shape[GL_MAXDIMS];
-  GL_TRY(result_shape(a, b, &ndim, shape));
-  gl_device dev = gl_array_device(a.arr ? a.arr : b.arr);
-  const gl_backend *be;
-  GL_TRY(gl_backend_supporting(dev, GL_OP_BINARY, op, ct, gl_binop_name[op], &be));
-  GL_TRY(gl_array_alloc(out, ot, ndim, shape, dev));
-  gl_status st = run_binary(be, op, ct, out, a, b, false);
+  p->ct = p->dtype = GL_FLOAT32;
+  GL_TRY(binary_types(&op, a, b, &p->ct, &p->dtype));
+  p->op = (int)op;
+  GL_TRY(result_shape(a, b, &p->ndim, p->shape));
+  p->device = gl_array_device(a.arr ? a.arr : b.arr);
+  return gl_backend_supporting(p->device, GL_OP_BINARY, op, p->ct, gl_binop_name[op], &p->be);
+}
+
+gl_status gl_op_binary_run(const gl_array *out, const gl_plan *p, gl_operand a, gl_operand b) {
+  return run_binary(p->be, (gl_binop)p->op, p->ct, out, a, b, false);
+}
+
+gl_status gl_op_binary(gl_array *out, gl_binop op, gl_operand a, gl_operand b) {
+  gl_plan p;
+  GL_TRY(gl_op_binary_plan(&p, op, a, b));
+  GL_TRY(gl_array_alloc(out, p.dtype, p.ndim, p.shape, p.device));
+  gl_status st = gl_op_binary_run(out, &p, a, b);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }
@@ -226,13 +233,25 @@ static gl_status run_unary(const gl_backend *be, gl_unop op, gl_dtype ct, const 
   return st;
 }
 
+gl_status gl_op_unary_plan(gl_plan *p, gl_unop op, const gl_array *x) {
+  p->ct = p->dtype = GL_FLOAT32;
+  GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &p->ct, &p->dtype));
+  p->op = (int)op;
+  p->ndim = x->ndim;
+  memcpy(p->shape, x->shape, (size_t)x->ndim * sizeof *x->shape);
+  p->device = gl_array_device(x);
+  return gl_backend_supporting(p->device, GL_OP_UNARY, op, p->ct, gl_unop_name[op], &p->be);
+}
+
+gl_status gl_op_unary_run(const gl_array *out, const gl_plan *p, const gl_array *x) {
+  return run_unary(p->be, (gl_unop)p->op, p->ct, out, x, false);
+}
+
 gl_status gl_op_unary(gl_array *out, gl_unop op, const gl_array *x) {
-  gl_dtype ct = GL_FLOAT32, ot = GL_FLOAT32;
-  GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &ct, &ot));
-  const gl_backend *be;
-  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_UNARY, op, ct, gl_unop_name[op], &be));
-  GL_TRY(gl_array_alloc(out, ot, x->ndim, x->shape, gl_array_device(x)));
-  gl_status st = run_unary(be, op, ct, out, x, false);
+  gl_plan p;
+  GL_TRY(gl_op_unary_plan(&p, op, x));
+  GL_TRY(gl_array_alloc(out, p.dtype, p.ndim, p.shape, p.device));
+  gl_status st = gl_op_unary_run(out, &p, x);
   if (st != GL_OK) gl_array_release(out);
   return st;
 }

@@ -44,6 +44,25 @@ gl_status gl_op_to_host(void *host, const gl_array *src);
 gl_status gl_op_get(const gl_array *a, int64_t offset, gl_scalar *out);
 
 /* ---- elementwise (elementwise.c) ------------------------------------------------------ */
+/* An elementwise op in two steps, for a caller that allocates the result itself (the Lua
+** binding keeps small cpu results inside their userdata): _plan decides, and refuses,
+** everything before any allocation (the result's dtype, shape and device, the compute
+** dtype and the backend that has the kernel); _run fills 'out', an array allocated with
+** the plan's dtype, shape and device, and leaves it as it was on failure. gl_op_unary and
+** gl_op_binary are the two steps with gl_array_alloc between them. */
+typedef struct gl_plan {
+  gl_dtype dtype;            /* the result's */
+  gl_device device;
+  int ndim;
+  int64_t shape[GL_MAXDIMS];
+  gl_dtype ct;               /* the kernel's (operands are cast to it) */
+  int op;                    /* the op as run (bool arithmetic becomes logic, as in NumPy) */
+  const gl_backend *be;
+} gl_plan;
+gl_status gl_op_unary_plan(gl_plan *p, gl_unop op, const gl_array *x);
+gl_status gl_op_unary_run(const gl_array *out, const gl_plan *p, const gl_array *x);
+gl_status gl_op_binary_plan(gl_plan *p, gl_binop op, gl_operand a, gl_operand b);
+gl_status gl_op_binary_run(const gl_array *out, const gl_plan *p, gl_operand a, gl_operand b);
 /* out = op(x); dtype by the op's kind (float math on ints gives float, as NumPy). */
 gl_status gl_op_unary(gl_array *out, gl_unop op, const gl_array *x);
 /* x = op(x) in place; an error if the result dtype would differ. */

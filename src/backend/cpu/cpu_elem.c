@@ -184,10 +184,23 @@ static void run_job(const rowjob *j) {
   for (int64_t r = 0; r < rows && !gl_interrupted(); r++) run_span(j, r, 0, inner);
 }
 
+#define SMALL_ROW 4096          /* elements: well under a team's worth and a poll span */
+
+/* Small, C-ordered operands of one size (no broadcast, no scalar): one row, no iterator and
+** no team (a 100-element op costs its row and little else). */
+static bool one_small_row(const gl_array *dst, const gl_array *a, const gl_array *b) {
+  return dst->size <= SMALL_ROW && a->size == dst->size && (b == NULL || b->size == dst->size) &&
+         gl_array_is_contiguous(dst) && gl_array_is_contiguous(a) && (b == NULL || gl_array_is_contiguous(b));
+}
+
 gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
   urow_fn fn = unary_table[op][src->dtype];
   if (fn == NULL)
     return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_unop_name[op], gl_dtypes[src->dtype].name);
+  if (one_small_row(dst, src, NULL)) {
+    fn(gl_array_data(dst), 1, gl_array_data(src), 1, dst->size);
+    return GL_OK;
+  }
   rowjob j;
   const gl_array *ops[2] = { dst, src };
   gl_iter_init(&j.it, 2, ops);
@@ -232,6 +245,10 @@ gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operan
   brow_fn fn = binary_table[op][ct];
   if (fn == NULL)
     return gl_fail(GL_ENOTSUP, "%s is not defined for %s arrays", gl_binop_name[op], gl_dtypes[ct].name);
+  if (a.arr && b.arr && one_small_row(dst, a.arr, b.arr)) {
+    fn(gl_array_data(dst), 1, gl_array_data(a.arr), 1, gl_array_data(b.arr), 1, dst->size);
+    return GL_OK;
+  }
   scalar_slots sl;
   scalar_operand(&sl, 0, &a, ct, dst);
   scalar_operand(&sl, 1, &b, ct, dst);
