@@ -143,5 +143,6 @@ gl_status gl_array_alloc(gl_array *a, gl_dtype dt, int ndim, const int64_t *shap
 void gl_array_release(gl_array *a) {
   gl_storage *s = a->storage;
   a->storage = NULL;
+  if (a->lua_ref) return;           /* bytes in a Lua userdata: its collector frees them */
   gl_storage_release(s);
 }

@@ -125,6 +125,7 @@ gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape
   GL_TRY(gl_shape_nbytes(ndim, shape, dt, &nbytes));
   a->ndim = (uint8_t)ndim;
   a->dtype = (uint8_t)dt;
+  a->lua_ref = 0;                    /* storage to come is the allocator's */
   a->offset = 0;
   a->size = (int64_t)(nbytes / gl_dtypes[dt].size);       /* exact: size times the item size */
   memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);

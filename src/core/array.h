@@ -58,6 +58,9 @@ typedef struct gl_array {
   int64_t strides[GL_MAXDIMS];       /* elements; 0 on broadcast axes */
   uint8_t ndim;
   uint8_t dtype;                     /* gl_dtype */
+  uint8_t lua_ref;                   /* the storage is lua_owned (a light array's, or a view of
+                                     ** one): releasing the descriptor never touches it, so a
+                                     ** view finalised after the bytes' userdata is safe */
 } gl_array;
 
 /* Storage is made and freed by the device's backend (gl_storage_new/release in

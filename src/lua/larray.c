@@ -62,6 +62,7 @@ gl_array *gl_lua_push(lua_State *L) {
   gl_lua_set_current(L);
   gl_array *a = new_array_ud(L, c, fast, sizeof(gl_array), false);
   memset(a, 0, offsetof(gl_array, shape));   /* storage NULL: closed until filled */
+  a->lua_ref = 0;
   return a;
 }
 
@@ -72,7 +73,9 @@ gl_array *gl_lua_push(lua_State *L) {
 ** Creating and collecting it then costs what any small userdata does: no finalizer to
 ** queue and call, no allocator block, no header malloc (a finalizer alone costs more than
 ** NumPy's whole a + b on 100 floats). Lua frees the bytes with the userdata, so the
-** storage is lua_owned: releasing it only counts down. Whatever else uses those bytes must
+** storage is lua_owned, and every descriptor of it (the array's and its views', copied from
+** it) says so (lua_ref): releasing one never touches the storage, so a temporary view an op
+** dropped may be finalised after the bytes are gone. Whatever still uses those bytes must
 ** keep the userdata alive: a view holds it as its anchor (user value GL_UV_ANCHOR), set by
 ** gl_lua_anchor_views after every op that retained such a storage. The C side never keeps
 ** an array past a call (the tape, loaders and async collectives hold Lua references).
@@ -98,6 +101,7 @@ gl_array *gl_lua_push_result(lua_State *L, gl_dtype dt, int ndim, const int64_t 
   gl_lctx *c = push_ctx(L, &fast);
   gl_light *l = new_array_ud(L, c, fast, LIGHT_DATA_OFFSET + nbytes, true);
   l->a = d;
+  l->a.lua_ref = 1;
   l->s.refcount = 1;
   l->s.data = (char *)l + LIGHT_DATA_OFFSET;
   l->s.nbytes = nbytes;
