@@ -1,6 +1,7 @@
 /*
 ** fused.cu — gpu.fused on the GPU: optimizer steps (one grid-stride pass over a parameter,
-** its gradient and state through kernels/nn.h's element steps, as on the CPU) and softmax
+** its gradient and state through kernels/nn.h's element steps, as on the CPU: SGD, Adam,
+** RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam) and softmax
 ** cross-entropy, one warp per row forward (max, sum of exponentials, loss and
 ** probabilities by warp shuffles) and one thread per element backward.
 */
@@ -16,6 +17,11 @@ template <class T> struct gl_nn;
     static __device__ __forceinline__ T sgd(T p, T g, T *b, int f, int n, K k) { return gl_sgd_##SFX(p, g, b, f, n, k); } \
     static __device__ __forceinline__ T adam(T p, T g, T *m, T *v, T *vm, K k) { return gl_adam_##SFX(p, g, m, v, vm, k); } \
     static __device__ __forceinline__ T rmsprop(T p, T g, T *s, T *b, T *ga, K k) { return gl_rmsprop_##SFX(p, g, s, b, ga, k); } \
+    static __device__ __forceinline__ T adagrad(T p, T g, T *s, K k) { return gl_adagrad_##SFX(p, g, s, k); } \
+    static __device__ __forceinline__ T adadelta(T p, T g, T *s, T *a, K k) { return gl_adadelta_##SFX(p, g, s, a, k); } \
+    static __device__ __forceinline__ T adamax(T p, T g, T *m, T *u, K k) { return gl_adamax_##SFX(p, g, m, u, k); } \
+    static __device__ __forceinline__ T nadam(T p, T g, T *m, T *v, K k) { return gl_nadam_##SFX(p, g, m, v, k); } \
+    static __device__ __forceinline__ T radam(T p, T g, T *m, T *v, int r, K k) { return gl_radam_##SFX(p, g, m, v, r, k); } \
     static __device__ __forceinline__ T xent_grad(T p, int hit, T on, T off, T k) { return gl_xent_grad_##SFX(p, hit, on, off, k); } \
   };
 GL_NN_TRAITS(float, f32)
@@ -40,6 +46,25 @@ __global__ void gl_k_rmsprop(int64_t n, T *p, const T *g, T *sq, T *buf, T *ga, 
   GL_KLOOP(i, n) p[i] = gl_nn<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
 }
 
+template <class T>
+__global__ void gl_k_adagrad(int64_t n, T *p, const T *g, T *sum, gl_optim_hp hp) {
+  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  GL_KLOOP(i, n) p[i] = gl_nn<T>::adagrad(p[i], g[i], sum + i, k);
+}
+
+/* Adadelta (square_avg, acc_delta), Adamax (exp_avg, exp_inf), NAdam and RAdam (exp_avg,
+** exp_avg_sq): two state arrays each; kind picks the element step. */
+template <class T>
+__global__ void gl_k_optim2(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, gl_optim_hp hp) {
+  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  switch (kind) {
+    case GL_OPTIM_ADADELTA: GL_KLOOP(i, n) p[i] = gl_nn<T>::adadelta(p[i], g[i], s0 + i, s1 + i, k); break;
+    case GL_OPTIM_ADAMAX: GL_KLOOP(i, n) p[i] = gl_nn<T>::adamax(p[i], g[i], s0 + i, s1 + i, k); break;
+    case GL_OPTIM_NADAM: GL_KLOOP(i, n) p[i] = gl_nn<T>::nadam(p[i], g[i], s0 + i, s1 + i, k); break;
+    default: GL_KLOOP(i, n) p[i] = gl_nn<T>::radam(p[i], g[i], s0 + i, s1 + i, hp.rectify, k); break;
+  }
+}
+
 /* The launchers of one dtype: GL_KERR_NOTSUP outside GL_KFUSED_DTYPES (nn.h's element steps
 ** are float and double). */
 template <int DT>
@@ -51,9 +76,13 @@ static int optim_dt(cudaStream_t s, int kind, int64_t n, void *p, const void *g,
     typedef typename gl_dt<DT>::S T;
     unsigned nb = gl_kblocks(n);
     switch (kind) {
-      case 0: gl_k_sgd<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, *hp); break;
-      case 1: gl_k_adam<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
-      case 2: gl_k_rmsprop<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
+      case GL_OPTIM_SGD: gl_k_sgd<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, *hp); break;
+      case GL_OPTIM_ADAM: gl_k_adam<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
+      case GL_OPTIM_RMSPROP: gl_k_rmsprop<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, (T *)s1, (T *)s2, *hp); break;
+      case GL_OPTIM_ADAGRAD: gl_k_adagrad<T><<<nb, GL_KTHREADS, 0, s>>>(n, (T *)p, (const T *)g, (T *)s0, *hp); break;
+      case GL_OPTIM_ADADELTA: case GL_OPTIM_ADAMAX: case GL_OPTIM_NADAM: case GL_OPTIM_RADAM:
+        gl_k_optim2<T><<<nb, GL_KTHREADS, 0, s>>>(kind, n, (T *)p, (const T *)g, (T *)s0, (T *)s1, *hp);
+        break;
       default: return GL_KERR_NOTSUP;
     }
     return (int)cudaGetLastError();

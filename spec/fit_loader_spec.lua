@@ -150,10 +150,10 @@ describe("fit over a Dataset or a DataLoader", function()
     local m = model()
     local ds = data.TensorDataset(x, y)
     local w0 = m:parameters()[1]:copy()
-    h.fails({ "bad argument #2 to 'Module:fit'", "y must be nil when x is a DataLoader or a Dataset" }, m.fit, m, ds, y)
+    h.fails({ "bad argument #2 to 'Module:fit'", "y must be nil when x is a DataLoader, a Dataset or a generator" }, m.fit, m, ds, y)
     h.fails({ "bad argument #2 to 'Module:evaluate'", "y must be nil" }, m.evaluate, m, ds, y)
     h.fails({ "Module:fit", "validation_split needs arrays x, y" }, m.fit, m, ds, nil, { validation_split = 0.2, verbose = 0 })
-    h.fails({ "Module:fit", "validation_data", "must be {x_val, y_val}, a DataLoader or a Dataset" }, m.fit, m, x, y,
+    h.fails({ "Module:fit", "validation_data", "must be {x_val, y_val}, a DataLoader, a Dataset or a generator" }, m.fit, m, x, y,
       { validation_data = { xv }, verbose = 0 })
     h.fails({ "bad argument #1 to 'Module:fit'", "the dataset has no samples" }, m.fit, m, { a = 1 }, nil, { verbose = 0 })
     h.fails({ "bad argument #1 to 'Module:fit'", "the dataset has no length" }, m.fit, m,

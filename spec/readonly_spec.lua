@@ -44,6 +44,11 @@ local function writes(dev)
     { "fused.sgd_", function(x) F.sgd_(x, full(4, 3), nil, { lr = 0.1 }) end },
     { "fused.adam_", function(x) F.adam_(x, full(4, 3), full(4, 3), full(4, 3), nil, { lr = 0.1, step = 1 }) end },
     { "fused.rmsprop_", function(x) F.rmsprop_(x, full(4, 3), full(4, 3), nil, nil, { lr = 0.1 }) end },
+    { "fused.adagrad_", function(x) F.adagrad_(x, full(4, 3), full(4, 3), { lr = 0.1 }) end },
+    { "fused.adadelta_", function(x) F.adadelta_(x, full(4, 3), full(4, 3), full(4, 3), { lr = 0.1 }) end },
+    { "fused.adamax_", function(x) F.adamax_(x, full(4, 3), full(4, 3), full(4, 3), { lr = 0.1 }) end },
+    { "fused.nadam_", function(x) F.nadam_(x, full(4, 3), full(4, 3), full(4, 3), { lr = 0.1 }) end },
+    { "fused.radam_", function(x) F.radam_(x, full(4, 3), full(4, 3), full(4, 3), { lr = 0.1, step = 7 }) end },
   }
 end
 
@@ -99,6 +104,11 @@ for _, dev in ipairs(h.devices()) do
       assert.matches("adam_: exp_avg_sq " .. READONLY,
         err(function() F.adam_(p, g, gpu.zeros(3, o), st, nil, { lr = 0.1, step = 1 }) end))
       assert.matches("rmsprop_: square_avg " .. READONLY, err(function() F.rmsprop_(p, g, st, nil, nil, { lr = 0.1 }) end))
+      assert.matches("adagrad_: sum " .. READONLY, err(function() F.adagrad_(p, g, st) end))
+      assert.matches("adadelta_: acc_delta " .. READONLY, err(function() F.adadelta_(p, g, gpu.zeros(3, o), st) end))
+      assert.matches("adamax_: exp_inf " .. READONLY, err(function() F.adamax_(p, g, gpu.zeros(3, o), st) end))
+      assert.matches("nadam_: exp_avg " .. READONLY, err(function() F.nadam_(p, g, st, gpu.zeros(3, o)) end))
+      assert.matches("radam_: exp_avg_sq " .. READONLY, err(function() F.radam_(p, g, gpu.zeros(3, o), st) end))
       assert.same({ 1, 1, 1 }, p:totable())
       local x = gpu.ones(2, 3, 4, 4, o)
       assert.matches("batch_norm: running_mean " .. READONLY,

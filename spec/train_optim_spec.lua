@@ -16,9 +16,10 @@ local function two_params(dev, dtype)
 end
 local function loss_of(a, b, ca, cb) return (ca * a ^ 3 / 3 + a ^ 2):sum() + (cb * b ^ 3 / 3 + b ^ 2):sum() end
 
-local function make_opt(case, a, b)
+local function make_opt(case, a, b, extra)
   local opts = {}
   for k, v in pairs(case.opts) do opts[k] = v end
+  for k, v in pairs(extra or {}) do opts[k] = v end
   if case.groups then
     local g1, g2 = { params = { a } }, { params = { b } }
     for k, v in pairs(case.groups[1]) do g1[k] = v end
@@ -29,23 +30,29 @@ local function make_opt(case, a, b)
 end
 
 local names = { "adagrad", "adagrad_all", "adadelta", "adadelta_wd", "adamax", "adamax_wd", "nadam", "nadam_wd",
-                "radam", "radam_wd", "sgd_groups", "adam_groups", "rmsprop_groups", "adagrad_groups" }
+                "radam", "radam_wd", "sgd_groups", "adam_groups", "rmsprop_groups", "adagrad_groups", "adadelta_max",
+                "adagrad_all_f32", "adadelta_max_f32", "adamax_wd_f32", "nadam_wd_f32", "radam_f32", "radam_wd_f32" }
 
 for _, dev in ipairs(h.devices()) do
   describe("train optimizers on " .. dev, function()
     for _, name in ipairs(names) do
-      it(name .. " matches torch.optim over 8 steps (two parameters)", function()
-        local case = fx[name]
-        local a, b, ca, cb = two_params(dev)
-        local opt = make_opt(case, a, b)
-        for _ = 1, fx.steps do
-          opt:zero_grad()
-          loss_of(a, b, ca, cb):backward()
-          opt:step()
-        end
-        h.assert_close(a, case.a, 1e-9)
-        h.assert_close(b, case.b, 1e-9)
-      end)
+      -- (float32 cases against torch's float32 steps; every case in both the fused kernel and the array ops)
+      for _, fused in ipairs { true, false } do
+        it(name .. " matches torch.optim over 8 steps (two parameters" .. (fused and "" or ", fused = false") .. ")",
+          function()
+          local case = fx[name]
+          local a, b, ca, cb = two_params(dev, case.dtype)
+          local opt = make_opt(case, a, b, not fused and { fused = false } or nil)
+          for _ = 1, fx.steps do
+            opt:zero_grad()
+            loss_of(a, b, ca, cb):backward()
+            opt:step()
+          end
+          local tol = case.dtype == "float32" and 2e-5 or 1e-9
+          h.assert_close(a, case.a, tol)
+          h.assert_close(b, case.b, tol)
+        end)
+      end
     end
 
     it("float32 parameters take the same steps (to float32's precision)", function()

@@ -82,13 +82,26 @@ cases = [
     ("adam_groups", "Adam", dict(lr=0.1, groups=[dict(weight_decay=0.1), dict(lr=0.01, betas=(0.5, 0.9))]), None),
     ("rmsprop_groups", "RMSprop", dict(lr=0.01, groups=[dict(centered=True), dict(lr=0.05, momentum=0.5)]), None),
     ("adagrad_groups", "Adagrad", dict(lr=0.1, groups=[{}, dict(lr=0.3, lr_decay=0.1)]), None),
+    # the fused kernels' options: Adadelta's maximize; every rule again in float32 (torch's float32 steps)
+    ("adadelta_max", "Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1, maximize=True), None),
+    ("adagrad_all_f32", "Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1,
+                                        eps=1e-8, maximize=True, dtype="float32"), None),
+    ("adadelta_max_f32", "Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1, maximize=True, dtype="float32"),
+     None),
+    ("adamax_wd_f32", "Adamax", dict(lr=0.05, betas=(0.8, 0.99), weight_decay=0.1, maximize=True, dtype="float32"), None),
+    ("nadam_wd_f32", "NAdam", dict(lr=0.05, betas=(0.8, 0.99), weight_decay=0.1, momentum_decay=0.01, dtype="float32"),
+     nadam_fixed),
+    ("radam_f32", "RAdam", dict(lr=0.1, dtype="float32"), None),
+    ("radam_wd_f32", "RAdam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1, dtype="float32"), None),
 ]
 out = [header, "return {", "  p0a = %s, p0b = %s, ca = %s, cb = %s, steps = 8," % (lua(p0a), lua(p0b), lua(ca), lua(cb))]
 for name, cls, kw, ref in cases:
     kw = dict(kw)
     groups = kw.pop("groups", None)
-    pa = torch.tensor(p0a, dtype=torch.float64, requires_grad=True)
-    pb = torch.tensor(p0b, dtype=torch.float64, requires_grad=True)
+    dtype = kw.pop("dtype", "float64")
+    tdt = getattr(torch, dtype)
+    pa = torch.tensor(p0a, dtype=tdt, requires_grad=True)
+    pb = torch.tensor(p0b, dtype=tdt, requires_grad=True)
     if ref is not None:
         opt = ref([pa, pb], **kw)
     elif groups:
@@ -97,15 +110,13 @@ for name, cls, kw, ref in cases:
         opt = getattr(torch.optim, cls)([pa, pb], **kw)
     for _ in range(8):
         opt.zero_grad()
-        loss = (torch.tensor(ca, dtype=torch.float64) * pa ** 3 / 3 + pa ** 2).sum() + \
-               (torch.tensor(cb, dtype=torch.float64) * pb ** 3 / 3 + pb ** 2).sum()
+        loss = (torch.tensor(ca, dtype=tdt) * pa ** 3 / 3 + pa ** 2).sum() + \
+               (torch.tensor(cb, dtype=tdt) * pb ** 3 / 3 + pb ** 2).sum()
         loss.backward()
         opt.step()
-    entry = dict(cls=cls, opts=kw)
-    if groups:
-        entry["groups"] = groups
-    out.append("  %s = { cls = %s, opts = %s,%s a = %s, b = %s }," % (
-        name, lua(cls), lua(kw), (" groups = %s," % lua(groups)) if groups else "", lua(pa.tolist()), lua(pb.tolist())))
+    out.append("  %s = { cls = %s, opts = %s,%s%s a = %s, b = %s }," % (
+        name, lua(cls), lua(kw), (" groups = %s," % lua(groups)) if groups else "",
+        (" dtype = %s," % lua(dtype)) if dtype != "float64" else "", lua(pa.tolist()), lua(pb.tolist())))
 
 # LBFGS on Rosenbrock from (-1.5, 2): the parameters after each of 3 steps
 for name, kw in [("lbfgs", dict(lr=1, max_iter=5)), ("lbfgs_wolfe", dict(lr=1, max_iter=5, line_search_fn="strong_wolfe")),

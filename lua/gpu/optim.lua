@@ -7,10 +7,12 @@
 --   local opt = gpu.optim.SGD({{params = body:parameters()}, {params = head:parameters(), lr = 0.1}}, {lr = 0.01})
 --
 -- The update rules are PyTorch's (torch.optim). A float32/float64 contiguous parameter
--- is updated by one fused kernel (gpu.fused.sgd_/adam_/rmsprop_: one pass over p, its
--- gradient and state); any other goes through in-place array ops (p:sub_, m:mul_ ...),
--- which compute the same rule. A parameter without a .grad is skipped. Steps record
--- nothing on the autograd tape.
+-- is updated by one fused kernel (gpu.fused.sgd_/adam_/rmsprop_/adagrad_/adadelta_/
+-- adamax_/nadam_/radam_: one pass over p, its gradient and state); any other goes through
+-- in-place array ops (p:sub_, m:mul_ ...), which compute the same rule. The option
+-- fused = false takes the array ops always; fused = true makes a parameter that cannot
+-- take the kernel an error (default: the kernel where it can). A parameter without a
+-- .grad is skipped. Steps record nothing on the autograd tape.
 
 local gpu = require "gpu"
 local autograd = require "gpu.autograd"
@@ -21,10 +23,30 @@ local is_array, raise, argerror, type_name = options.is_array, options.raise, op
 local optim = {}
 local fused = gpu.fused
 local fusable_dtype = { float32 = true, float64 = true }
--- p can take the fused step: a float contiguous array whose gradient matches it.
+-- p can take the fused step: a float contiguous array whose gradient matches it (nil and
+-- why when not).
 local function fusable(p, g)
-  return fusable_dtype[p.dtype] and g.dtype == p.dtype and g.device == p.device and p:is_contiguous()
+  if not fusable_dtype[p.dtype] then return nil, ("the parameter is %s"):format(p.dtype) end
+  if g.dtype ~= p.dtype then return nil, ("the gradient is %s, the parameter %s"):format(g.dtype, p.dtype) end
+  if g.device ~= p.device then return nil, ("the gradient is on %s, the parameter on %s"):format(g.device, p.device) end
+  if not p:is_contiguous() then return nil, "the parameter is not contiguous" end
+  return true
 end
+
+-- use_fused(name, group, p, g): whether p's step goes through the fused kernel: where it
+-- can, unless the group says fused = false; fused = true where it cannot is an error.
+local function use_fused(name, group, p, g)
+  if group.fused == false then return false end
+  local ok, why = fusable(p, g)
+  if ok then return true end
+  if group.fused then
+    raise("optim.%s:step: fused = true takes float32 or float64 contiguous parameters whose gradient has their "
+      .. "dtype and device, but %s (shape %s)", name, why, options.shape_str(p.shape))
+  end
+  return false
+end
+-- the option every fusable optimizer declares: nil (the kernel where it can), true, false
+local fused_key = { type = "boolean" }
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -348,7 +370,8 @@ end
 -- SGD(params, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false})
 local SGD = class("SGD", { lr = { type = "number", min = 0, default = 0.01 }, momentum = nonneg,
   dampening = { type = "number", default = 0 }, weight_decay = nonneg,
-  nesterov = { type = "boolean", default = false }, maximize = { type = "boolean", default = false } })
+  nesterov = { type = "boolean", default = false }, maximize = { type = "boolean", default = false },
+  fused = fused_key })
 optim.SGD = SGD
 rules[SGD] = function(fname, o)
   if o.nesterov and (o.momentum <= 0 or o.dampening ~= 0) then
@@ -356,7 +379,7 @@ rules[SGD] = function(fname, o)
   end
 end
 update_fn[SGD] = function(self, p, g, st)
-  if fusable(p, g) then
+  if use_fused("SGD", self, p, g) then
     local first = false
     if self.momentum ~= 0 and st.momentum_buffer == nil then
       st.momentum_buffer = gpu.zeros_like(p)
@@ -384,7 +407,7 @@ end
 -- Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0, amsgrad = false})
 local function adam_update(self, p, g, st, decoupled)
   local b1, b2 = self.betas[1], self.betas[2]
-  if fusable(p, g) then
+  if use_fused(decoupled and "AdamW" or "Adam", self, p, g) then
     if st.exp_avg == nil then
       st.exp_avg, st.exp_avg_sq, st.step = gpu.zeros_like(p), gpu.zeros_like(p), 0
     end
@@ -427,7 +450,8 @@ local function adam_keys(weight_decay)
            betas = { type = "table", default = { 0.9, 0.999 }, check = betas_ok },
            eps = { type = "number", min = 0, default = 1e-8 },
            weight_decay = { type = "number", min = 0, default = weight_decay },
-           amsgrad = { type = "boolean", default = false }, maximize = { type = "boolean", default = false } }
+           amsgrad = { type = "boolean", default = false }, maximize = { type = "boolean", default = false },
+           fused = fused_key }
 end
 local Adam = class("Adam", adam_keys(0))
 optim.Adam = Adam
@@ -441,7 +465,7 @@ update_fn[AdamW] = function(self, p, g, st) adam_update(self, p, g, st, true) en
 local RMSprop = class("RMSprop", { lr = { type = "number", min = 0, default = 0.01 },
   alpha = { type = "number", min = 0, default = 0.99 }, eps = { type = "number", min = 0, default = 1e-8 },
   weight_decay = nonneg, momentum = nonneg, centered = { type = "boolean", default = false },
-  maximize = { unsupported = "RMSprop has no maximize here" } })
+  maximize = { unsupported = "RMSprop has no maximize here" }, fused = fused_key })
 optim.RMSprop = RMSprop
 update_fn[RMSprop] = function(self, p, g, st)
   local sq = st.square_avg
@@ -451,7 +475,7 @@ update_fn[RMSprop] = function(self, p, g, st)
     if self.momentum > 0 then st.momentum_buffer = gpu.zeros_like(p) end
     if self.centered then st.grad_avg = gpu.zeros_like(p) end
   end
-  if fusable(p, g) then
+  if use_fused("RMSprop", self, p, g) then
     fused.rmsprop_(p, g, sq, st.momentum_buffer, st.grad_avg, { lr = self.lr, alpha = self.alpha, eps = self.eps,
       weight_decay = self.weight_decay, momentum = self.momentum, centered = self.centered })
     return
@@ -490,7 +514,8 @@ end
 
 -- ---- more optimizers (lua/gpu/optim/more.lua, lbfgs.lua) ------------------------------------------
 
-local def = { class = class, nonneg = nonneg, betas_ok = betas_ok, fills = fills, run_closure = run_closure }
+local def = { class = class, nonneg = nonneg, betas_ok = betas_ok, fills = fills, run_closure = run_closure,
+              use_fused = use_fused, fused_key = fused_key }
 for _, part in ipairs { "gpu.optim.more", "gpu.optim.lbfgs" } do
   for name, cls in pairs(require(part)(def)) do optim[name] = cls end
 end

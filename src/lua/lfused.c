@@ -10,6 +10,11 @@
 **   fused.sgd_(p, g, buf, {lr =, momentum =, ...})  one optimizer step in place (returns p)
 **   fused.adam_(p, g, m, v, vmax, {lr =, beta1 =, beta2 =, eps =, step =, ...})
 **   fused.rmsprop_(p, g, sq, buf, gavg, {lr =, alpha =, eps =, ...})
+**   fused.adagrad_(p, g, sum, {lr =, lr_decay =, eps =, step =, ...})
+**   fused.adadelta_(p, g, square_avg, acc_delta, {lr =, rho =, eps =, ...})
+**   fused.adamax_(p, g, exp_avg, exp_inf, {lr =, beta1 =, beta2 =, eps =, step =, ...})
+**   fused.nadam_(p, g, exp_avg, exp_avg_sq, {lr =, beta1 =, beta2 =, momentum_decay =, step =, mu_product =, ...})
+**   fused.radam_(p, g, exp_avg, exp_avg_sq, {lr =, beta1 =, beta2 =, eps =, step =, ...})
 ** Labels are int64 class numbers 1..C; state arrays not used by the options may be nil.
 */
 #include <math.h>
@@ -61,6 +66,35 @@ static const gl_optkey rms_keys[] = {
   NONNEG("lr"), NONNEG("alpha"), NONNEG("eps"), NONNEG("weight_decay"), NONNEG("momentum"), FLAG("centered"), { NULL }
 };
 static const double rms_def[] = { 0.01, 0.99, 1e-8, 0, 0, 0 };
+#define STEP { "step", GL_OPT_INT, GL_RANGE_MIN, 1, 0, NULL }
+enum { AG_LR, AG_DECAY, AG_WD, AG_EPS, AG_STEP, AG_MAX };
+static const gl_optkey adagrad_keys[] = {
+  NONNEG("lr"), NONNEG("lr_decay"), NONNEG("weight_decay"), NONNEG("eps"), STEP, FLAG("maximize"), { NULL }
+};
+static const double adagrad_def[] = { 0.01, 0, 0, 1e-10, 1, 0 };
+enum { AD2_LR, AD2_RHO, AD2_EPS, AD2_WD, AD2_MAX };
+static const gl_optkey adadelta_keys[] = {
+  NONNEG("lr"), { "rho", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL }, NONNEG("eps"), NONNEG("weight_decay"),
+  FLAG("maximize"), { NULL }
+};
+static const double adadelta_def[] = { 1.0, 0.9, 1e-6, 0, 0 };
+enum { AX_LR, AX_B1, AX_B2, AX_EPS, AX_WD, AX_STEP, AX_MAX };
+static const gl_optkey adamax_keys[] = {
+  NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), STEP, FLAG("maximize"), { NULL }
+};
+static const double adamax_def[] = { 2e-3, 0.9, 0.999, 1e-8, 0, 1, 0 };
+enum { NA_LR, NA_B1, NA_B2, NA_EPS, NA_WD, NA_MD, NA_STEP, NA_MUP };
+static const gl_optkey nadam_keys[] = {
+  NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), NONNEG("momentum_decay"), STEP,
+  UNIT("mu_product"), { NULL }
+};
+static const double nadam_def[] = { 2e-3, 0.9, 0.999, 1e-8, 0, 4e-3, 1, -1 };   /* mu_product: -1 = from step */
+enum { RA_LR, RA_B1, RA_B2, RA_EPS, RA_WD, RA_STEP };
+static const gl_optkey radam_keys[] = {
+  NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), STEP, { NULL }
+};
+static const double radam_def[] = { 1e-3, 0.9, 0.999, 1e-8, 0, 1 };
+#undef STEP
 #undef NONNEG
 #undef UNIT
 #undef FLAG
@@ -80,8 +114,18 @@ static const gl_optdecl adam_decl = { "fused.adam_", "gpu.fused.adam_(" P ", " P
                                       adam_keys };
 static const gl_optdecl rms_decl = { "fused.rmsprop_", "gpu.fused.rmsprop_(" P ", " P ", gpu.zeros(3), nil, nil, %s)",
                                      rms_keys };
+#define Z "gpu.zeros(3)"
+static const gl_optdecl adagrad_decl = { "fused.adagrad_", "gpu.fused.adagrad_(" P ", " P ", " Z ", %s)", adagrad_keys };
+static const gl_optdecl adadelta_decl = { "fused.adadelta_", "gpu.fused.adadelta_(" P ", " P ", " Z ", " Z ", %s)",
+                                          adadelta_keys };
+static const gl_optdecl adamax_decl = { "fused.adamax_", "gpu.fused.adamax_(" P ", " P ", " Z ", " Z ", %s)", adamax_keys };
+static const gl_optdecl nadam_decl = { "fused.nadam_", "gpu.fused.nadam_(" P ", " P ", " Z ", " Z ", %s)", nadam_keys };
+static const gl_optdecl radam_decl = { "fused.radam_", "gpu.fused.radam_(" P ", " P ", " Z ", " Z ", %s)", radam_keys };
+#undef Z
 #undef P
-static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &ln_decl, &att_decl, &sgd_decl, &adam_decl, &rms_decl, NULL };
+static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &ln_decl, &att_decl, &sgd_decl, &adam_decl,
+                                                 &rms_decl, &adagrad_decl, &adadelta_decl, &adamax_decl, &nadam_decl,
+                                                 &radam_decl, NULL };
 
 /* ---- linear ------------------------------------------------------------------------------- */
 
@@ -217,6 +261,96 @@ static int l_rmsprop_(lua_State *L) {
   return step_result(L, gl_op_optim_step(GL_OPTIM_RMSPROP, p, g, st, &hp));
 }
 
+/* Adagrad: the step's rate decays as lr / (1 + (step - 1) lr_decay). The sum starts at
+** PyTorch's initial_accumulator_value: the caller fills it (gpu.full_like). */
+static int l_adagrad_(lua_State *L) {
+  gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
+  const gl_array *st[3] = { gl_lua_check(L, 3), NULL, NULL };
+  double o[6];
+  read_opts(L, 4, &adagrad_decl, adagrad_def, o);
+  gl_optim_hp hp = { 0 };
+  hp.lr = o[AG_LR] / (1 + (o[AG_STEP] - 1) * o[AG_DECAY]);
+  hp.weight_decay = o[AG_WD]; hp.eps = o[AG_EPS]; hp.maximize = o[AG_MAX] != 0;
+  return step_result(L, gl_op_optim_step(GL_OPTIM_ADAGRAD, p, g, st, &hp));
+}
+
+static int l_adadelta_(lua_State *L) {
+  gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
+  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), NULL };
+  double o[5];
+  read_opts(L, 5, &adadelta_decl, adadelta_def, o);
+  gl_optim_hp hp = { 0 };
+  hp.lr = o[AD2_LR]; hp.rho = o[AD2_RHO]; hp.eps = o[AD2_EPS]; hp.weight_decay = o[AD2_WD];
+  hp.maximize = o[AD2_MAX] != 0;
+  return step_result(L, gl_op_optim_step(GL_OPTIM_ADADELTA, p, g, st, &hp));
+}
+
+static int l_adamax_(lua_State *L) {
+  gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
+  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), NULL };
+  double o[7];
+  read_opts(L, 5, &adamax_decl, adamax_def, o);
+  gl_optim_hp hp = { 0 };
+  hp.lr = o[AX_LR]; hp.beta1 = o[AX_B1]; hp.beta2 = o[AX_B2]; hp.eps = o[AX_EPS]; hp.weight_decay = o[AX_WD];
+  hp.maximize = o[AX_MAX] != 0;
+  hp.bc1 = 1 - pow(hp.beta1, o[AX_STEP]);
+  return step_result(L, gl_op_optim_step(GL_OPTIM_ADAMAX, p, g, st, &hp));
+}
+
+/* mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2), Dozat's momentum schedule. */
+static double nadam_mu(double beta1, double momentum_decay, double t) {
+  return beta1 * (1 - 0.5 * pow(0.96, t * momentum_decay));
+}
+
+/* NAdam as PyTorch 2 computes it. mu_product is the product of mu_1..mu_step (the
+** optimizer's running state, this step's factor included); without it, it is multiplied
+** out here, up to a million steps (a product past that is the caller's to keep). */
+#define NADAM_MAX_STEPS 1000000
+static int l_nadam_(lua_State *L) {
+  gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
+  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), NULL };
+  double o[8];
+  read_opts(L, 5, &nadam_decl, nadam_def, o);
+  double t = o[NA_STEP], b1 = o[NA_B1], md = o[NA_MD], lr = o[NA_LR];
+  double mu = nadam_mu(b1, md, t), mu_next = nadam_mu(b1, md, t + 1);
+  double prod = o[NA_MUP];
+  if (prod < 0) {
+    if (t > NADAM_MAX_STEPS)
+      luaL_argerror(L, 5, lua_pushfstring(L, "option 'mu_product' is needed past step %d (the optimizer keeps it)",
+                                          NADAM_MAX_STEPS));
+    prod = 1;
+    for (double s = 1; s <= t && prod != 0; s++) prod *= nadam_mu(b1, md, s);
+  }
+  gl_optim_hp hp = { 0 };
+  hp.beta1 = b1; hp.beta2 = o[NA_B2]; hp.eps = o[NA_EPS]; hp.weight_decay = o[NA_WD];
+  hp.bc2 = 1 - pow(hp.beta2, t);
+  hp.grad_step = lr * (1 - mu) / (1 - prod);          /* the optimizer's (array ops') order of operations */
+  hp.avg_step = lr * mu_next / (1 - prod * mu_next);
+  return step_result(L, gl_op_optim_step(GL_OPTIM_NADAM, p, g, st, &hp));
+}
+
+/* RAdam: rho_t, the length of the approximated SMA, decides between the rectified adaptive
+** step (rho_t > 5) and plain momentum SGD. */
+static int l_radam_(lua_State *L) {
+  gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
+  const gl_array *st[3] = { gl_lua_check(L, 3), gl_lua_check(L, 4), NULL };
+  double o[6];
+  read_opts(L, 5, &radam_decl, radam_def, o);
+  double t = o[RA_STEP], lr = o[RA_LR];
+  gl_optim_hp hp = { 0 };
+  hp.lr = lr; hp.beta1 = o[RA_B1]; hp.beta2 = o[RA_B2]; hp.eps = o[RA_EPS]; hp.weight_decay = o[RA_WD];
+  hp.bc1 = 1 - pow(hp.beta1, t);
+  hp.bc2 = 1 - pow(hp.beta2, t);
+  double rho_inf = 2 / (1 - hp.beta2) - 1;
+  double rho_t = rho_inf - 2 * t * pow(hp.beta2, t) / hp.bc2;
+  hp.rectify = rho_t > 5;
+  if (hp.rectify) {
+    double rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+    hp.avg_step = lr * rect * sqrt(hp.bc2) / hp.bc1;
+  }
+  return step_result(L, gl_op_optim_step(GL_OPTIM_RADAM, p, g, st, &hp));
+}
+
 static const luaL_Reg fused_funcs[] = {
   { "linear", l_linear },
   { "cross_entropy", l_cross_entropy },
@@ -227,6 +361,11 @@ static const luaL_Reg fused_funcs[] = {
   { "sgd_", l_sgd_ },
   { "adam_", l_adam_ },
   { "rmsprop_", l_rmsprop_ },
+  { "adagrad_", l_adagrad_ },
+  { "adadelta_", l_adadelta_ },
+  { "adamax_", l_adamax_ },
+  { "nadam_", l_nadam_ },
+  { "radam_", l_radam_ },
   { NULL, NULL }
 };
 

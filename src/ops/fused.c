@@ -159,11 +159,17 @@ gl_status gl_op_xent_bwd(gl_array *out, const gl_array *probs, const gl_array *l
 
 /* ---- optimizer steps ----------------------------------------------------------------------- */
 
-static const char *const optim_fn[] = { "sgd_", "adam_", "rmsprop_" };
-static const char *const state_name[3][3] = {
+static const char *const optim_fn[GL_OPTIM_KINDS] = { "sgd_", "adam_", "rmsprop_", "adagrad_", "adadelta_", "adamax_",
+                                                      "nadam_", "radam_" };
+static const char *const state_name[GL_OPTIM_KINDS][3] = {
   { "momentum_buffer", "-", "-" },
   { "exp_avg", "exp_avg_sq", "max_exp_avg_sq" },
   { "square_avg", "momentum_buffer", "grad_avg" },
+  { "sum", "-", "-" },
+  { "square_avg", "acc_delta", "-" },
+  { "exp_avg", "exp_inf", "-" },
+  { "exp_avg", "exp_avg_sq", "-" },
+  { "exp_avg", "exp_avg_sq", "-" },
 };
 
 gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],
@@ -186,10 +192,17 @@ gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array
     case GL_OPTIM_SGD: need[0] = hp->momentum != 0; break;
     case GL_OPTIM_ADAM: need[0] = need[1] = true; need[2] = hp->amsgrad != 0; break;
     case GL_OPTIM_RMSPROP: need[0] = true; need[1] = hp->momentum > 0; need[2] = hp->centered != 0; break;
+    case GL_OPTIM_ADAGRAD: need[0] = true; break;
+    case GL_OPTIM_ADADELTA: case GL_OPTIM_ADAMAX: case GL_OPTIM_NADAM: case GL_OPTIM_RADAM:
+      need[0] = need[1] = true;
+      break;
   }
   for (int i = 0; i < 3; i++)
     if (need[i] && st[i] == NULL) return gl_fail(GL_EINVAL, "the state array %s is missing", state_name[kind][i]);
-  if (kind == GL_OPTIM_ADAM && !(hp->bc1 > 0 && hp->bc2 > 0))
+  /* the bias corrections the rule divides by (the binding makes them from step >= 1) */
+  bool bc1 = kind == GL_OPTIM_ADAM || kind == GL_OPTIM_ADAMAX || kind == GL_OPTIM_RADAM;
+  bool bc2 = kind == GL_OPTIM_ADAM || kind == GL_OPTIM_NADAM || kind == GL_OPTIM_RADAM;
+  if ((bc1 && !(hp->bc1 > 0)) || (bc2 && !(hp->bc2 > 0)))
     return gl_fail(GL_EINVAL, "step must be a positive integer");
   const gl_backend *be;
   GL_TRY(gl_backend_for(gl_array_device(p), &be));

@@ -1082,24 +1082,39 @@ template <class T> static void test_rnn_cell_t(int dt) {
 
 /* ---- fused: optimizer steps, softmax cross-entropy --------------------------------------------- */
 
-template <class T> static void optim_ref(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, T *s2, const gl_optim_hp *hp);
-template <> void optim_ref<float>(int kind, int64_t n, float *p, const float *g, float *s0, float *s1, float *s2, const gl_optim_hp *hp) {
-  gl_optim_k_f32 k = gl_optim_consts_f32(hp);
-  for (int64_t i = 0; i < n; i++)
-    p[i] = kind == 0 ? gl_sgd_f32(p[i], g[i], s0 ? s0 + i : NULL, hp->first, hp->nesterov, k)
-         : kind == 1 ? gl_adam_f32(p[i], g[i], s0 + i, s1 + i, s2 ? s2 + i : NULL, k)
-         : gl_rmsprop_f32(p[i], g[i], s0 + i, s1 ? s1 + i : NULL, s2 ? s2 + i : NULL, k);
-}
-template <> void optim_ref<double>(int kind, int64_t n, double *p, const double *g, double *s0, double *s1, double *s2, const gl_optim_hp *hp) {
-  gl_optim_k_f64 k = gl_optim_consts_f64(hp);
-  for (int64_t i = 0; i < n; i++)
-    p[i] = kind == 0 ? gl_sgd_f64(p[i], g[i], s0 ? s0 + i : NULL, hp->first, hp->nesterov, k)
-         : kind == 1 ? gl_adam_f64(p[i], g[i], s0 + i, s1 + i, s2 ? s2 + i : NULL, k)
-         : gl_rmsprop_f64(p[i], g[i], s0 + i, s1 ? s1 + i : NULL, s2 ? s2 + i : NULL, k);
+/* The element steps of kernels/nn.h by type, for the plain-loop reference. */
+template <class T> struct optim_steps;
+#define OPTIM_STEPS(T, SFX)                                                                                   \
+  template <> struct optim_steps<T> {                                                                        \
+    static void run(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, T *s2, const gl_optim_hp *hp) {      \
+      gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                                          \
+      for (int64_t i = 0; i < n; i++) {                                                                      \
+        switch (kind) {                                                                                      \
+          case GL_OPTIM_SGD: p[i] = gl_sgd_##SFX(p[i], g[i], s0 ? s0 + i : NULL, hp->first, hp->nesterov, k); break; \
+          case GL_OPTIM_ADAM: p[i] = gl_adam_##SFX(p[i], g[i], s0 + i, s1 + i, s2 ? s2 + i : NULL, k); break;  \
+          case GL_OPTIM_RMSPROP: p[i] = gl_rmsprop_##SFX(p[i], g[i], s0 + i, s1 ? s1 + i : NULL, s2 ? s2 + i : NULL, k); break; \
+          case GL_OPTIM_ADAGRAD: p[i] = gl_adagrad_##SFX(p[i], g[i], s0 + i, k); break;                      \
+          case GL_OPTIM_ADADELTA: p[i] = gl_adadelta_##SFX(p[i], g[i], s0 + i, s1 + i, k); break;            \
+          case GL_OPTIM_ADAMAX: p[i] = gl_adamax_##SFX(p[i], g[i], s0 + i, s1 + i, k); break;                \
+          case GL_OPTIM_NADAM: p[i] = gl_nadam_##SFX(p[i], g[i], s0 + i, s1 + i, k); break;                  \
+          case GL_OPTIM_RADAM: p[i] = gl_radam_##SFX(p[i], g[i], s0 + i, s1 + i, hp->rectify, k); break;     \
+        }                                                                                                    \
+      }                                                                                                      \
+    }                                                                                                        \
+  };
+OPTIM_STEPS(float, f32)
+OPTIM_STEPS(double, f64)
+#undef OPTIM_STEPS
+
+/* Which of the three state arrays a kind takes under variant var's options. */
+static void optim_uses(int kind, const gl_optim_hp *hp, bool use[3]) {
+  use[0] = kind != GL_OPTIM_SGD || hp->momentum != 0;
+  use[1] = kind == GL_OPTIM_ADAM || (kind == GL_OPTIM_RMSPROP && hp->momentum > 0) || kind >= GL_OPTIM_ADADELTA;
+  use[2] = (kind == GL_OPTIM_ADAM && hp->amsgrad) || (kind == GL_OPTIM_RMSPROP && hp->centered);
 }
 
 template <class T> static void test_optim_t(int dt) {
-  for (int kind = 0; kind < 3; kind++)
+  for (int kind = 0; kind < GL_OPTIM_KINDS; kind++)
     for (int var = 0; var < 3; var++)
       for (int64_t n : { 1, 17, 1000, 4099 }) {
         gl_optim_hp hp;
@@ -1108,12 +1123,14 @@ template <class T> static void test_optim_t(int dt) {
         hp.bc1 = 0.19; hp.bc2 = 0.002; hp.momentum = var ? 0.9 : 0; hp.dampening = var == 2 ? 0.1 : 0;
         hp.alpha = 0.99; hp.decoupled = var == 2; hp.amsgrad = var == 1; hp.nesterov = var == 1;
         hp.maximize = var == 2; hp.first = var == 2; hp.centered = var == 2;
+        hp.rho = 0.9; hp.grad_step = 0.003; hp.avg_step = 0.02; hp.rectify = var != 0;
+        if (kind == GL_OPTIM_NADAM || kind == GL_OPTIM_RADAM) hp.maximize = 0;   /* neither rule has it */
         begin("optim kind %d variant %d %s n=%lld", kind, var, dtn[dt], (long long)n);
-        bool u0 = kind != 0 || var != 0, u1 = kind == 1 || (kind == 2 && var != 0), u2 = (kind == 1 && hp.amsgrad) || (kind == 2 && hp.centered);
+        bool use[3];
+        optim_uses(kind, &hp, use);
         T *p = (T *)alloc(n * sizeof(T)), *g = (T *)alloc(n * sizeof(T));
         T *s[3], *rs[3];
         T *rp = (T *)alloc(n * sizeof(T));
-        bool use[3] = { u0, u1, u2 };
         for (int k = 0; k < 3; k++) {
           s[k] = use[k] ? (T *)alloc(n * sizeof(T)) : NULL;
           rs[k] = use[k] ? (T *)alloc(n * sizeof(T)) : NULL;
@@ -1125,7 +1142,7 @@ template <class T> static void test_optim_t(int dt) {
         }
         int rc = gl_klaunch_optim(NULL, kind, dt, n, p, g, s[0], s[1], s[2], &hp);
         if (rc) bad("rc %d", rc);
-        optim_ref<T>(kind, n, rp, g, rs[0], rs[1], rs[2], &hp);
+        optim_steps<T>::run(kind, n, rp, g, rs[0], rs[1], rs[2], &hp);
         for (int64_t i = 0; i < n; i++) {
           if (memcmp(&p[i], &rp[i], sizeof(T))) bad("p[%lld]: got %.9g want %.9g", (long long)i, (double)p[i], (double)rp[i]);
           for (int k = 0; k < 3; k++)

@@ -10,7 +10,8 @@
 -- on_train_begin(logs), on_train_end(logs), on_epoch_begin(epoch, logs), on_epoch_end(epoch,
 -- logs), on_train_batch_begin / on_batch_begin(batch, logs), on_train_batch_end /
 -- on_batch_end(batch, logs). Epochs and batches count from 1 (fit's "Epoch 1/3"; Keras
--- counts from 0). Before on_train_begin, fit sets cb.model to the model. Epoch logs hold
+-- counts from 0). Before on_train_begin, fit sets cb.model to the model and cb.params to
+-- {epochs =, steps = (an epoch's batches; nil when not known), verbose =}. Epoch logs hold
 -- loss, the metrics, val_loss and val_<metric> (with validation data) and lr; batch logs
 -- the epoch's running loss and metrics. Setting model.stop_training = true ends fit after
 -- the current batch. Hooks run in the list's order, after the progress line is printed.
@@ -87,8 +88,10 @@ function List:call(hook, ...)
   end
 end
 
-function List:begin(model)
-  for _, cb in ipairs(self.cbs) do cb.model = model end
+-- begin(model, params): cb.model and Keras's cb.params ({epochs =, steps =, verbose =};
+-- steps: the batches of an epoch, nil when not known: a generator without steps_per_epoch)
+function List:begin(model, params)
+  for _, cb in ipairs(self.cbs) do cb.model, cb.params = model, params end
 end
 
 -- ---- helpers -----------------------------------------------------------------------------------

@@ -1,14 +1,29 @@
--- gpu.nn.fit_data: the data of Keras's fit, evaluate and predict when it is not (x, y)
--- arrays but a gpu.data.DataLoader or a Dataset (the protocol of gpu.data.dataset: #ds and
--- ds:get(i) or ds[i] giving an (x, y) sample). A dataset is wrapped in a DataLoader with
--- fit's batch_size and shuffle; a loader is used as it is (its own batch size, shuffle and
--- collate_fn). With distributed = true the loader gets a DistributedSampler (this rank's
--- share of the samples, a new shuffle each epoch), or the call is refused when the loader
--- cannot take one.
+-- gpu.nn.fit_data: the data of Keras's fit, evaluate and predict: (x, y) arrays, a
+-- gpu.data.DataLoader, a Dataset (the protocol of gpu.data.dataset: #ds and ds:get(i) or
+-- ds[i] giving an (x, y) sample) or a generator (a function, a callable table or a
+-- coroutine.wrap'ed function returning x, y per call and nil at the end). A dataset is
+-- wrapped in a DataLoader with fit's batch_size and shuffle; a loader is used as it is
+-- (its own batch size, shuffle and collate_fn). With distributed = true the loader gets a
+-- DistributedSampler (this rank's share of the samples, a new shuffle each epoch), or the
+-- call is refused when the loader cannot take one.
 --
 --   model:fit(gpu.data.TensorDataset(x, y), nil, {epochs = 3, batch_size = 64})
 --   model:fit(loader, nil, {epochs = 3, validation_data = val_loader})
---   model:evaluate(val_ds), model:predict(loader)
+--   model:fit(gen, {epochs = 3, steps_per_epoch = 100, validation_data = val_gen, validation_steps = 10})
+--   model:evaluate(val_ds), model:predict(loader), model:evaluate(gen, {steps = 10})
+--
+-- The feeds (array_feed, loader_feed, generator_feed) give each epoch's batches with
+-- Keras 2's (tf.keras 2.x DataHandler's) rules for steps_per_epoch:
+--   arrays      one stream of `epochs` passes, each newly shuffled; an epoch takes the
+--               next steps_per_epoch batches of it (so passes run across epochs), and
+--               fit stops, with a warning, when the stream ends first;
+--   loader, dataset   restarted each epoch (Keras's Sequence): its first steps_per_epoch
+--               batches; one that ends first ends the epoch and fit, with a warning;
+--   generator   never restarted: an epoch takes the next steps_per_epoch batches, and a
+--               generator that returns nil first ends the epoch and fit, with a warning.
+--               Without steps_per_epoch, an epoch runs until it returns nil: a generator
+--               that starts again after nil gives one pass per epoch; one that gives no
+--               batch at the start of a later epoch is an error naming steps_per_epoch.
 
 local data = require "gpu.data"
 local dataset = require "gpu.data.dataset"
@@ -23,6 +38,15 @@ local M = {}
 function M.is_loader(v)
   local mt = getmetatable(v)
   return type(mt) == "table" and rawget(mt, "__name") == "DataLoader" and type(v.iter) == "function"
+end
+
+-- is_generator(v): a generator of batches: a function, or a callable table or userdata
+-- that is no DataLoader and no array (a coroutine.wrap'ed function is a function).
+function M.is_generator(v)
+  if type(v) == "function" then return true end
+  if (type(v) ~= "table" and type(v) ~= "userdata") or is_array(v) or M.is_loader(v) then return false end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__call") ~= nil
 end
 
 -- is_source(v): a loader or something that may be a dataset (a table or userdata, not an
@@ -68,6 +92,28 @@ function M.distributed(fname, loader)
   return data.DataLoader(loader.x, loader.y, o)
 end
 
+-- check_batch(fname, what, k, xb, yb, need_y [, hint]): a batch's inputs (and targets when
+-- need_y) as fit takes them, else an error naming the batch (what: "the loader", "the
+-- generator"; hint: what its items must be, added to the errors about their form).
+local function check_batch(fname, what, k, xb, yb, need_y, hint)
+  hint = hint and " (" .. hint .. ")" or ""
+  if not is_array(xb) then
+    raise("%s: %s's batch %d holds %s as its inputs, not an array%s", fname, what, k, type_name(xb), hint)
+  end
+  if need_y then
+    if yb == nil then
+      raise("%s: %s's batch %d has no targets%s", fname, what, k, hint)
+    elseif not is_array(yb) then
+      raise("%s: %s's batch %d holds %s as its targets, not an array", fname, what, k, type_name(yb))
+    elseif xb.ndim == 0 or yb.ndim == 0 or xb.shape[1] ~= yb.shape[1] then
+      raise("%s: %s's batch %d has %s inputs and %s targets (one target per sample)", fname, what, k,
+        options.shape_str(xb.shape), options.shape_str(yb.shape))
+    end
+  elseif xb.ndim == 0 then
+    raise("%s: %s's batch %d is a 0-d array (batches have samples along the first axis)", fname, what, k)
+  end
+end
+
 -- batches(fname, loader, device, need_y): one epoch's (xb, yb), checked (arrays with as
 -- many rows each; yb only when need_y) and moved to device when one is given.
 function M.batches(fname, loader, device, need_y)
@@ -79,27 +125,164 @@ function M.batches(fname, loader, device, need_y)
     if not ok then raise("%s: the loader's batch %d failed: %s", fname, step + 1, tostring(xb)) end
     if xb == nil then return nil end
     step = step + 1
-    if not is_array(xb) then
-      raise("%s: the loader's batch %d holds %s as its inputs, not an array (a dataset's samples must be "
-        .. "(x, y) pairs of arrays or numbers: {x, y})", fname, step, type_name(xb))
-    end
-    if need_y then
-      if yb == nil then
-        raise("%s: the loader's batch %d has no targets (a dataset's samples must be (x, y) pairs: {x, y})", fname,
-          step)
-      elseif not is_array(yb) then
-        raise("%s: the loader's batch %d holds %s as its targets, not an array", fname, step, type_name(yb))
-      elseif xb.ndim == 0 or yb.ndim == 0 or xb.shape[1] ~= yb.shape[1] then
-        raise("%s: the loader's batch %d has %s inputs and %s targets (one target per sample)", fname, step,
-          options.shape_str(xb.shape), options.shape_str(yb.shape))
-      end
-    elseif xb.ndim == 0 then
-      raise("%s: the loader's batch %d is a 0-d array (batches have samples along the first axis)", fname, step)
-    end
+    check_batch(fname, "the loader", step, xb, yb, need_y,
+      "a dataset's samples must be (x, y) pairs of arrays or numbers: {x, y}")
     if device and xb.device ~= device then xb = xb:to(device) end
     if device and yb and is_array(yb) and yb.device ~= device then yb = yb:to(device) end
     return xb, need_y and yb or nil
   end
+end
+
+-- ---- generators ----------------------------------------------------------------------------------
+
+local DEAD = "cannot resume dead coroutine"
+
+-- reader(fname, gen, need_y): r.next() -> the generator's next (xb, yb), checked, or nil
+-- at its end. A batch is x, y returned (or {x, y}); a third value (sample weights) is refused,
+-- as fit takes none. A coroutine.wrap'ed generator that ended raises when called again:
+-- that reads as its end too. reader.batches counts the batches it gave.
+function M.reader(fname, gen, need_y)
+  local r = { batches = 0, ended = false, is_reader = true }
+  function r.next()
+    local res = table.pack(pcall(gen))
+    if not res[1] then
+      local msg = tostring(res[2])
+      if r.ended and msg:find(DEAD, 1, true) then return nil end
+      raise("%s: the generator failed at its batch %d: %s", fname, r.batches + 1, msg)
+    end
+    local xb, yb, sw = res[2], res[3], res[4]
+    if xb == nil then r.ended = true return nil end
+    r.ended = false
+    local k = r.batches + 1
+    if type(xb) == "table" and getmetatable(xb) == nil and is_array(xb[1]) and res.n == 2 then
+      xb, yb, sw = xb[1], xb[2], xb[3]                  -- a {x, y} pair
+    end
+    if sw ~= nil and need_y then
+      raise("%s: the generator's batch %d holds a third value (%s): sample weights are not supported", fname, k,
+        type_name(sw))
+    end
+    check_batch(fname, "the generator", k, xb, yb, need_y, "a generator returns x, y per call and nil at the end")
+    r.batches = k
+    return xb, need_y and yb or nil
+  end
+  return r
+end
+
+-- ---- the batches of each epoch (fit) --------------------------------------------------------------
+-- A feed: feed:exhausted(epoch) answers, before the epoch begins, whether it has no batch
+-- left (Keras's "input ran out of data"); feed:epoch(epoch) -> next() giving the epoch's
+-- (xb, yb), then nil; feed.steps, the batches of an epoch when known (nil: until the
+-- generator returns nil); feed.taken, the batches the (last) epoch gave; feed.short, set
+-- when the data ended before feed.steps. device_of() says where batches go (the model's
+-- device, known once it is built).
+
+local function move(xb, yb, device)
+  if device and xb.device ~= device then xb = xb:to(device) end
+  if device and yb and yb.device ~= device then yb = yb:to(device) end
+  return xb, yb
+end
+
+-- array_feed(x, y, o): o = {bs, shuffle, device_of, sampler, passes, steps}: the stream of
+-- o.passes passes over (x, y) (a new shuffle each; with a sampler, its share of pass k,
+-- set_epoch(k)); o.steps batches per epoch (default one pass).
+function M.array_feed(x, y, o)
+  local rows = o.sampler and #o.sampler or x.shape[1]
+  local per_pass = (rows + o.bs - 1) // o.bs
+  local feed = { steps = o.steps or per_pass }
+  local pass, left, it = 0, 0, nil
+  local function next_batch()
+    if left == 0 then
+      if pass >= o.passes then return nil end
+      pass, left = pass + 1, per_pass
+      local xs, ys, shuffle = x, y, o.shuffle
+      if o.sampler then                -- this rank's share of the pass, in the sampler's order
+        o.sampler:set_epoch(pass)
+        local idx = o.sampler:indices()
+        xs, ys, shuffle = x:take(idx:to(x.device), 1), y:take(idx:to(y.device), 1), false
+      end
+      it = data.batches(xs, ys, o.bs, { shuffle = shuffle, device = o.device_of() })
+    end
+    left = left - 1
+    return it()
+  end
+  function feed.exhausted() return left == 0 and pass >= o.passes end
+  function feed.epoch() return (M.limit(next_batch, feed.steps, feed)) end
+  return feed
+end
+
+-- loader_feed(fname, loader, o): o = {steps, device_of, set_epoch}: the loader from its
+-- start each epoch (set_epoch(e) first when distributed), at most o.steps batches.
+function M.loader_feed(fname, loader, o)
+  local feed = { steps = o.steps or #loader }
+  function feed.exhausted() return false end             -- (a loader with no samples is refused first)
+  function feed.epoch(_, epoch)
+    if o.set_epoch then loader:set_epoch(epoch) end
+    return (M.limit(M.batches(fname, loader, o.device_of(), true), feed.steps, feed))
+  end
+  return feed
+end
+
+-- generator_feed(fname, gen, o): o = {steps, device_of}: the generator's batches, o.steps
+-- per epoch, or until it returns nil.
+function M.generator_feed(fname, gen, o)
+  local r = M.reader(fname, gen, true)
+  local feed = { steps = o.steps }
+  local held                                        -- {xb, yb} peeked by exhausted()
+  local function next_batch()
+    if held then
+      local b = held
+      held = nil
+      return move(b[1], b[2], o.device_of())
+    end
+    local xb, yb = r.next()
+    if xb == nil then return nil end
+    return move(xb, yb, o.device_of())
+  end
+  -- before an epoch: peek at its first batch (kept for it)
+  function feed.exhausted(_, epoch)
+    local xb, yb = r.next()
+    if xb ~= nil then held = { xb, yb } return false end
+    if r.batches == 0 then raise("%s: the generator gave no batches (it returned nil at its first call)", fname) end
+    if not o.steps then
+      raise("%s: the generator gave no batch for epoch %d (it returned nil at once: it does not start again after "
+        .. "epoch %d's %d batches); give steps_per_epoch = n with a generator of epochs x n batches (an endless "
+        .. "one), or a generator that starts a new pass after returning nil", fname, epoch, epoch - 1, feed.taken or 0)
+    end
+    return true
+  end
+  function feed.epoch() return (M.limit(next_batch, feed.steps, feed)) end
+  return feed
+end
+
+-- from_reader(r, device) -> next(): a reader's batches, moved to device
+function M.from_reader(r, device)
+  return function()
+    local xb, yb = r.next()
+    if xb == nil then return nil end
+    return move(xb, yb, device)
+  end
+end
+
+-- limit(nxt, steps [, state]) -> next, state: nxt's batches, at most steps of them (all
+-- when nil); state.taken counts them (from 0 at each call), state.short is set when steps
+-- were asked and nxt ended first.
+function M.limit(nxt, steps, state)
+  state = state or {}
+  state.taken, state.short = 0, state.short or false
+  return function()
+    if steps and state.taken >= steps then return nil end
+    local xb, yb = nxt()
+    if xb == nil then state.short = state.short or steps ~= nil return nil end
+    state.taken = state.taken + 1
+    return xb, yb
+  end, state
+end
+
+-- ran_out(fname, doing, need): Keras's warning when the data ended before the steps asked
+-- ("training", "at least steps_per_epoch x epochs = 12 batches")
+function M.ran_out(fname, doing, need)
+  io.stderr:write(("%s: the input ran out of data; interrupting %s (make sure that it can give %s)\n")
+    :format(fname, doing, need))
 end
 
 return M

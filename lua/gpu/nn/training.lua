@@ -189,56 +189,53 @@ local function sum_over_ranks(values)
   return t:totable()
 end
 
--- One pass over (x, y) without updates or tape: {loss =, <metric> = ...} as Lua numbers.
--- distributed: each rank passes over its share and the sums are added over the ranks.
--- x may be a DataLoader (y nil): its batches, each rank on its DistributedSampler share
--- when distributed (padded to equal shares, as torch's: a few samples may count twice).
-local function run_eval(self, k, x, y, bs, distributed, fname)
-  local loss_sum, counts = 0, new_counts(k)
+-- One pass over the data without updates or tape: {loss =, <metric> = ...} as Lua numbers.
+-- x: arrays (with y), a DataLoader, or a generator's reader (fit_data.reader; its next
+-- batches). e = {fname, steps, steps_key, hint}: at most e.steps batches (arrays and a
+-- loader from their start), Keras's warning when the data ends first (naming the option
+-- e.steps_key), e.hint added to the error of a generator that gives no batch.
+-- distributed: each rank passes over its share and the sums are added over the ranks (a
+-- loader on its DistributedSampler share, padded to equal shares as torch's: a few
+-- samples may count twice).
+local function run_eval(self, k, x, y, bs, distributed, e)
+  e = e or {}
+  local fname = e.fname or "Module:evaluate"
+  local device = model_device(self)
+  local nxt
   if fit_data.is_loader(x) then
-    fname = fname or "Module:evaluate"
-    local loader = distributed and fit_data.distributed(fname, x) or x
-    local n = 0
-    autograd.no_grad(function()
-      for xb, yb in fit_data.batches(fname, loader, model_device(self), true) do
-        local pred = self(xb)
-        loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
-        add_counts(k, counts, pred, yb)
-        n = n + xb.shape[1]
-      end
-    end)
-    local v = { loss_sum, n }
-    for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
-    if distributed then v = sum_over_ranks(v) end
-    if v[2] == 0 then raise("%s: the loader gave no samples", fname) end
-    local out = { loss = v[1] / v[2] }
-    for i, m in ipairs(k.metrics) do out[m.name] = v[i + 2] / v[2] end
-    return out
+    nxt = fit_data.batches(fname, distributed and fit_data.distributed(fname, x) or x, device, true)
+  elseif type(x) == "table" and x.is_reader then
+    nxt = fit_data.from_reader(x, device)
+  else
+    local xs, ys = x, y
+    if distributed then
+      local a, b = share(x.shape[1])
+      xs, ys = b >= a and x[{ { a, b } }] or nil, b >= a and y[{ { a, b } }] or nil
+    end
+    nxt = xs and data.batches(xs, ys, bs, { device = device }) or function() end
   end
-  local n = x.shape[1]
-  local xs, ys = x, y
-  if distributed then
-    local a, b = share(n)
-    xs, ys = b >= a and x[{ { a, b } }] or nil, b >= a and y[{ { a, b } }] or nil
+  local batches, state = fit_data.limit(nxt, e.steps)
+  local loss_sum, n, counts = 0, 0, new_counts(k)
+  autograd.no_grad(function()
+    for xb, yb in batches do
+      local pred = self(xb)
+      loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
+      add_counts(k, counts, pred, yb)
+      n = n + xb.shape[1]
+    end
+  end)
+  local v = { loss_sum, n }
+  for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
+  if distributed then v = sum_over_ranks(v) end
+  if v[2] == 0 then
+    if type(x) == "table" and x.is_reader then raise("%s: the generator gave no batches%s", fname, e.hint or "") end
+    raise("%s: the %s gave no samples", fname, fit_data.is_loader(x) and "loader" or "data")
   end
-  if xs then
-    autograd.no_grad(function()
-      for xb, yb in data.batches(xs, ys, bs, { device = model_device(self) }) do
-        local pred = self(xb)
-        loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
-        add_counts(k, counts, pred, yb)
-      end
-    end)
+  if state.short then
+    fit_data.ran_out(fname, "the evaluation", ("%s = %d batches"):format(e.steps_key or "steps", e.steps))
   end
-  if distributed then
-    local v = { loss_sum }
-    for i, m in ipairs(k.metrics) do v[i + 1] = count_value(counts[m.name]) end
-    v = sum_over_ranks(v)
-    loss_sum = v[1]
-    for i, m in ipairs(k.metrics) do counts[m.name] = v[i + 1] end
-  end
-  local out = { loss = loss_sum / n }
-  for _, m in ipairs(k.metrics) do out[m.name] = count_value(counts[m.name]) / n end
+  local out = { loss = v[1] / v[2] }
+  for i, m in ipairs(k.metrics) do out[m.name] = v[i + 2] / v[2] end
   return out
 end
 
@@ -246,10 +243,10 @@ end
 local function in_eval(self, fn)
   local was = self.training
   self:eval()
-  local ok, r = pcall(fn)
+  local res = table.pack(pcall(fn))
   self:train(was)
-  if not ok then error(r, 0) end
-  return r
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
 end
 
 -- ---- progress --------------------------------------------------------------------------------
@@ -295,11 +292,15 @@ end
 -- done of total steps, at most width characters (no limit when nil): with bar, a bar of
 -- up to 30 columns, shortened to fit, dropped below 10; then the last fields are dropped,
 -- and at last the line is cut. With keep (an epoch's last line, never redrawn: it may
--- wrap), the bar is fitted but every field stays.
+-- wrap), the bar is fitted but every field stays, and the time is the epoch's (also when
+-- it ended before total: the data ran out). total nil (or below done): not known (a
+-- generator's first epoch): "12/Unknown", no bar, the time so far, as Keras shows it.
 function P.line(done, total, elapsed, vals, width, bar, keep)
-  local head = ("%" .. #tostring(total) .. "d/%d"):format(done, total)
-  local time = done < total and "ETA: " .. fmt_time(done > 0 and elapsed / done * (total - done) or 0)
-    or fmt_time(elapsed) .. " " .. per_step(elapsed, total)
+  if total ~= nil and total < done then total = nil end
+  if total == nil then bar = false end
+  local head = total and ("%" .. #tostring(total) .. "d/%d"):format(done, total) or ("%d/Unknown"):format(done)
+  local time = total and done < total and not keep and "ETA: " .. fmt_time(done > 0 and elapsed / done * (total - done) or 0)
+    or fmt_time(elapsed) .. " " .. per_step(elapsed, done)
   local fields = field_texts(vals)
   width = width or math.huge
   local function build(barw, nf)
@@ -325,9 +326,10 @@ function P.redraw(line) return "\r" .. line .. "\27[K" end
 
 function P.header(epoch, epochs) return ("Epoch %d/%d"):format(epoch, epochs) end
 
--- plain_line(epoch, epochs, steps, elapsed, vals): the one line of an epoch off a terminal.
-function P.plain_line(epoch, epochs, steps, elapsed, vals)
-  return P.header(epoch, epochs) .. " - " .. P.line(steps, steps, elapsed, vals)
+-- plain_line(epoch, epochs, steps, elapsed, vals [, total]): the one line of an epoch off a
+-- terminal (total: the steps it was to take, when the data ran out first).
+function P.plain_line(epoch, epochs, steps, elapsed, vals, total)
+  return P.header(epoch, epochs) .. " - " .. P.line(steps, total or steps, elapsed, vals, nil, false, true)
 end
 
 -- terminal_width(): the columns a bar may use on io.stdout, nil when it is not a terminal
@@ -355,12 +357,15 @@ end
 
 local FIT = options.declare("Module:fit", {
   epochs = { type = "integer", min = 0, default = 1 },
-  batch_size = { type = "integer", min = 1, default = 32 },
+  batch_size = { type = "integer", min = 1 },          -- 32, or with steps_per_epoch over arrays ceil(n / steps)
   shuffle = { type = "boolean", default = true },
+  steps_per_epoch = { type = "integer", min = 1 },
   validation_split = { type = "number", min = 0, max = 1, min_open = true, max_open = true },
-  validation_data = { type = "table", check = function(v)
-    return fit_data.is_source(v) or #v == 2, "must be {x_val, y_val}, a DataLoader or a Dataset"
+  validation_data = { type = "table|function", check = function(v)
+    return fit_data.is_generator(v) or fit_data.is_source(v) or #v == 2,
+      "must be {x_val, y_val}, a DataLoader, a Dataset or a generator"
   end },
+  validation_steps = { type = "integer", min = 1 },
   verbose = { type = "integer|boolean|string", default = 1, what = "0, 1, 2, a boolean or 'auto'",
               check = function(v) return v == true or v == false or v == "auto" or v == 0 or v == 1 or v == 2 end },
   progress = { choices = { "bar", "plain" } },
@@ -371,10 +376,12 @@ local FIT = options.declare("Module:fit", {
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
      "m:fit(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
--- The plan of a fit from its checked options: data split, verbosity, precision.
-local function fit_plan(self, x, y, o, loader)
-  local run = { x = (not loader) and x or nil, y = y, loader = loader, epochs = o.epochs, bs = o.batch_size,
-                shuffle = o.shuffle }
+-- The plan of a fit from its checked options: data split, verbosity, precision, and the
+-- feed of each epoch's batches (fit_data's array_feed, loader_feed or generator_feed).
+-- source: "arrays", "loader" (a DataLoader, or a Dataset in one) or "generator".
+local function fit_plan(self, x, y, o, loader, source)
+  local run = { x = source == "arrays" and x or nil, y = y, loader = loader, epochs = o.epochs,
+                shuffle = o.shuffle, gen = source == "generator" and x or nil, vsteps = o.validation_steps }
   local v = o.verbose
   run.verbose = (v == true or v == "auto") and 1 or v == false and 0 or v
   if o.precision ~= nil then
@@ -384,13 +391,17 @@ local function fit_plan(self, x, y, o, loader)
       self.grad_scaler = run.scaler
     end
   end
-  if o.validation_data and fit_data.is_source(o.validation_data) then
-    run.vloader = fit_data.loader_of("Module:fit (validation_data)", 3, o.validation_data, math.max(run.bs, 256), false)
-  elseif o.validation_data then
-    run.xv, run.yv = o.validation_data[1], o.validation_data[2]
+  local vd = o.validation_data
+  if vd and fit_data.is_generator(vd) then
+    run.vgen = fit_data.reader("Module:fit (validation_data)", vd, true)
+  elseif vd and fit_data.is_source(vd) then
+    run.vloader = fit_data.loader_of("Module:fit (validation_data)", 3, vd, math.max(o.batch_size or 32, 256), false)
+  elseif vd then
+    run.xv, run.yv = vd[1], vd[2]
     check_xy("Module:fit (validation_data)", run.xv, run.yv)
-  elseif o.validation_split and run.loader then
-    raise("Module:fit: validation_split needs arrays x, y (give validation_data = a DataLoader or Dataset)")
+  elseif o.validation_split and source ~= "arrays" then
+    raise("Module:fit: validation_split needs arrays x, y (give validation_data = a DataLoader, a Dataset or a "
+      .. "generator)")
   elseif o.validation_split then
     local n = x.shape[1]
     local nv = math.floor(n * o.validation_split)
@@ -399,13 +410,18 @@ local function fit_plan(self, x, y, o, loader)
     run.xv, run.yv = x[{ { n - nv + 1, n } }], y[{ { n - nv + 1, n } }]
     run.x, run.y = x[{ { 1, n - nv } }], y[{ { 1, n - nv } }]
   end
-  if run.loader then
-    run.n, run.steps = fit_data.samples(run.loader), #run.loader
-  else
-    run.n = run.x.shape[1]
-    run.steps = (run.n + run.bs - 1) // run.bs
+  if o.validation_steps and not (run.vgen or run.vloader or run.xv) then
+    raise("Module:fit: validation_steps needs validation_data (or validation_split)")
   end
+  -- Keras's batch size: 32, or over arrays with steps_per_epoch the one that makes one pass
+  -- of steps_per_epoch batches
+  run.bs = o.batch_size or (source == "arrays" and o.steps_per_epoch and
+    (run.x.shape[1] + o.steps_per_epoch - 1) // o.steps_per_epoch) or 32
   if o.distributed then
+    if run.gen or run.vgen then
+      raise("Module:fit: distributed = true takes arrays, a DataLoader or a Dataset, not a generator (each rank "
+        .. "would need its own share of its batches)")
+    end
     -- DistributedDataParallel around the model (made once: its hooks stay on the parameters),
     -- each rank on its DistributedSampler share, only rank 1 printing
     local d = dist()
@@ -425,13 +441,22 @@ local function fit_plan(self, x, y, o, loader)
     run.net = ddp
     if run.loader then        -- the loader's own sampler, made distributed
       run.loader, run.dist_loader = fit_data.distributed("Module:fit", run.loader), true
-      run.steps = #run.loader
     else
-      run.sampler = data.DistributedSampler(run.n, { shuffle = run.shuffle })
-      run.steps = (#run.sampler + run.bs - 1) // run.bs
+      run.sampler = data.DistributedSampler(run.x.shape[1], { shuffle = run.shuffle })
     end
     if d.rank() ~= 1 then run.verbose = 0 end
   end
+  local function device_of() return model_device(self) end
+  if run.gen then
+    run.feed = fit_data.generator_feed("Module:fit", run.gen, { steps = o.steps_per_epoch, device_of = device_of })
+  elseif run.loader then
+    run.feed = fit_data.loader_feed("Module:fit", run.loader, { steps = o.steps_per_epoch, device_of = device_of,
+      set_epoch = run.dist_loader })
+  else
+    run.feed = fit_data.array_feed(run.x, run.y, { bs = run.bs, shuffle = run.shuffle, device_of = device_of,
+      sampler = run.sampler, passes = run.epochs, steps = o.steps_per_epoch })
+  end
+  run.steps = run.feed.steps
   -- the bar's width when fit draws one (verbose = 1 on a terminal, or progress = "bar")
   if run.verbose == 1 and o.progress ~= "plain" then
     run.width = o.progress == "bar" and (P.terminal_width() or P.width()) or P.terminal_width()
@@ -443,7 +468,7 @@ local function new_history(k, run)
   local history = { loss = {} }
   if run.amp_dtype then history.skipped = {}; history.precision = run.amp_dtype end
   for _, m in ipairs(k.metrics) do history[m.name] = {} end
-  if run.xv or run.vloader then
+  if run.xv or run.vloader or run.vgen then
     history.val_loss = {}
     for _, m in ipairs(k.metrics) do history["val_" .. m.name] = {} end
   end
@@ -488,28 +513,18 @@ local function train_step(self, k, run, xb, yb, step, epoch)
   return pred, lv
 end
 
--- One epoch of training: the mean loss and the metric counts (with fp16, the loss of the
--- skipped steps, inf or NaN, is left out of the mean).
+-- One epoch of training: the mean loss, the metric counts, the time, the samples and the
+-- steps (with fp16, the loss of the skipped steps, inf or NaN, is left out of the mean).
 local function train_epoch(self, k, run, epoch)
   local cbs = run.cbs
   local t0, last_draw = gpu.clock(), 0
   local seen, loss_sum, loss_n, step, counts = 0, 0, 0, 0, new_counts(k)
   local draw = run.width ~= nil
+  -- the bar's total: the epoch's steps, or (a generator without steps_per_epoch) the last
+  -- epoch's count, nil in the first
+  local total = run.feed.steps or run.feed.taken
   if draw then io.write(P.header(epoch, run.epochs) .. "\n") end
-  local batches
-  if run.loader then           -- a DataLoader's batches (this rank's share when distributed)
-    if run.dist_loader then run.loader:set_epoch(epoch) end
-    batches = fit_data.batches("Module:fit", run.loader, model_device(self), true)
-  else
-    local x, y, shuffle = run.x, run.y, run.shuffle
-    if run.sampler then          -- this rank's share of the epoch, in the sampler's order
-      run.sampler:set_epoch(epoch)
-      local idx = run.sampler:indices()
-      x, y, shuffle = x:take(idx:to(x.device), 1), y:take(idx:to(y.device), 1), false
-    end
-    batches = data.batches(x, y, run.bs, { shuffle = shuffle, device = model_device(self) })
-  end
-  for xb, yb in batches do
+  for xb, yb in run.feed:epoch(epoch) do
     step = step + 1
     if cbs.batch_begin then cbs:call("on_train_batch_begin", step, {}) end
     local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
@@ -526,10 +541,10 @@ local function train_epoch(self, k, run, epoch)
     end
     if self.stop_training then break end
     local now = draw and gpu.clock()
-    if draw and now - last_draw > 0.1 and step < run.steps then     -- end_epoch draws the last
+    if draw and now - last_draw > 0.1 and (total == nil or step < total) then     -- end_epoch draws the last
       last_draw = now
       local vals = shown(k, loss_sum / math.max(loss_n, 1), counts, seen)
-      io.write(P.redraw(P.line(step, run.steps, now - t0, vals, run.width, true)))
+      io.write(P.redraw(P.line(step, total, now - t0, vals, run.width, true)))
       io.stdout:flush()
     end
   end
@@ -541,19 +556,24 @@ local function train_epoch(self, k, run, epoch)
     for i, m in ipairs(k.metrics) do counts[m.name] = v[i + 2] end
     seen = loss_n
   end
-  return loss_sum / math.max(loss_n, 1), counts, gpu.clock() - t0, seen
+  return loss_sum / math.max(loss_n, 1), counts, gpu.clock() - t0, seen, step
 end
 
 -- Records epoch's results in history (validating first when there is validation data)
 -- and prints its line.
-local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen)
+local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen, steps)
   local vals = shown(k, loss, counts, seen)
   history.loss[epoch] = loss
   for i, m in ipairs(k.metrics) do history[m.name][epoch] = vals[i + 1][2] end
-  if run.xv or run.vloader then
+  if run.xv or run.vloader or run.vgen then
     local r = in_eval(self, function()
-      return run_eval(self, k, run.vloader or run.xv, run.yv, math.max(run.bs, 256), run.sampler ~= nil or run.dist_loader,
-        "Module:fit (validation_data)")
+      return run_eval(self, k, run.vgen or run.vloader or run.xv, run.yv, math.max(run.bs, 256),
+        run.sampler ~= nil or run.dist_loader, { fname = "Module:fit (validation_data)", steps = run.vsteps,
+          steps_key = "validation_steps", hint = run.vsteps
+            and (" for epoch %d's validation (it is not restarted: give a generator of epochs x validation_steps "
+              .. "batches)"):format(epoch)
+            or (" for epoch %d's validation (it is not restarted: give validation_steps = n with a generator of "
+              .. "epochs x n batches, or one that starts again after returning nil)"):format(epoch) })
     end)
     history.val_loss[epoch] = r.loss
     vals[#vals + 1] = { "val_loss", r.loss }
@@ -567,14 +587,35 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
   logs.lr = callbacks.get_lr(self)
   if run.verbose == 0 then return logs end
   if run.scaler then vals[#vals + 1] = ("skipped steps: %d (fp16 loss scale %g)"):format(skipped, run.scaler:get_scale()) end
-  if run.width then io.write(P.redraw(P.line(run.steps, run.steps, elapsed, vals, run.width, true, true)) .. "\n")
-  else io.write(P.plain_line(epoch, run.epochs, run.steps, elapsed, vals) .. "\n") end
+  local total = run.feed.steps or steps       -- more than steps: the data ran out in this epoch
+  if run.width then io.write(P.redraw(P.line(steps, total, elapsed, vals, run.width, true, true)) .. "\n")
+  else io.write(P.plain_line(epoch, run.epochs, steps, elapsed, vals, total) .. "\n") end
   io.stdout:flush()
   return logs
 end
 
--- fit(x, y [, {epochs = 1, batch_size = 32, shuffle = true, validation_split =,
--- validation_data = {xv, yv}, verbose = 1, progress = "bar"|"plain",
+-- x's form for fit, evaluate and predict: "arrays", "generator" or "loader" (a DataLoader
+-- or a Dataset); with a generator, a loader or a dataset, y must be nil, and an options
+-- table in y's place is taken as the options (fit(gen, {epochs = 3})): y, opts, opts' argument.
+local function data_form(fname, x, y, opts, y_optional)
+  local form = fit_data.is_generator(x) and "generator" or fit_data.is_source(x) and "loader" or "arrays"
+  local argn = 3
+  if form ~= "arrays" then
+    if opts == nil and type(y) == "table" and not options.is_array(y) and getmetatable(y) == nil then
+      y, opts, argn = nil, y, 2
+    end
+    if y ~= nil then
+      argerror(fname, 2, "y must be nil when x is a DataLoader, a Dataset or a generator (its batches hold the "
+        .. "targets), got %s", type_name(y))
+    end
+  elseif not y_optional then
+    check_xy(fname, x, y)
+  end
+  return form, y, opts, argn
+end
+
+-- fit(x, y [, {epochs = 1, batch_size = 32, shuffle = true, steps_per_epoch =, validation_split =,
+-- validation_data = {xv, yv}, validation_steps =, verbose = 1, progress = "bar"|"plain",
 -- (verbose: 0 silent, 1 a bar on a terminal and epoch lines elsewhere, 2 epoch lines;
 -- progress = "bar" draws the bar off a terminal too, "plain" never)
 -- precision = "float32"|"bf16"|"fp16", grad_scaler =, distributed = false}]) -> history
@@ -587,36 +628,39 @@ end
 -- gradients) are reported per epoch in history.skipped and in the progress line.
 -- x may be a gpu.data.DataLoader or a Dataset of (x, y) samples, y then nil: a dataset is
 -- batched with batch_size and shuffle, a loader as it was made; validation_data the same.
+-- x may be a generator (a function or callable returning x, y per call, nil at the end):
+-- steps_per_epoch batches per epoch, or until it returns nil (fit_data.lua says how each
+-- form takes steps_per_epoch: Keras 2's rules); validation_data may be one too.
 function Module:fit(x, y, opts)
   local k = compiled(self, "Module:fit")
+  local form, argn
+  form, y, opts, argn = data_form("Module:fit", x, y, opts)
+  local o = FIT:check(opts, argn)
   local loader
-  if fit_data.is_source(x) then
-    if y ~= nil then
-      argerror("Module:fit", 2, "y must be nil when x is a DataLoader or a Dataset (its samples hold the targets), got %s",
-        type_name(y))
-    end
-  else
-    check_xy("Module:fit", x, y)
-  end
-  local o = FIT:check(opts, 3)
-  if y == nil then loader = fit_data.loader_of("Module:fit", 1, x, o.batch_size, o.shuffle) end
-  local run = fit_plan(self, x, y, o, loader)
+  if form == "loader" then loader = fit_data.loader_of("Module:fit", 1, x, o.batch_size or 32, o.shuffle) end
+  local run = fit_plan(self, x, y, o, loader, form)
   run.cbs = callbacks.list(o.callbacks, self)
   local history = new_history(k, run)
   self:train()
   self.stop_training = false
-  run.cbs:begin(self)
+  run.cbs:begin(self, { epochs = run.epochs, steps = run.steps, verbose = run.verbose })
   run.cbs:call("on_train_begin", {})
   local logs = {}
+  local function ran_out()
+    fit_data.ran_out("Module:fit", "training", run.steps and ("steps_per_epoch x epochs = %d x %d = %d batches")
+      :format(run.steps, run.epochs, run.steps * run.epochs) or "a batch per epoch")
+  end
   for epoch = 1, run.epochs do
+    if run.feed:exhausted(epoch) then ran_out() break end
     run.cbs:call("on_epoch_begin", epoch, {})
     local skipped0 = run.scaler and run.scaler.skipped or 0
-    local loss, counts, elapsed, seen = train_epoch(self, k, run, epoch)
+    local loss, counts, elapsed, seen, steps = train_epoch(self, k, run, epoch)
     local skipped = run.scaler and run.scaler.skipped - skipped0 or 0
     if run.amp_dtype then history.skipped[epoch] = skipped end
-    logs = end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen)
+    logs = end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen, steps)
     run.cbs:call("on_epoch_end", epoch, logs)
     if self.stop_training then break end
+    if run.feed.short then ran_out() break end
   end
   run.cbs:call("on_train_end", logs)
   if run.amp_dtype then
@@ -632,26 +676,31 @@ end
 
 local EVALUATE = options.declare("Module:evaluate", {
   batch_size = { type = "integer", min = 1, default = 256 },
+  steps = { type = "integer", min = 1 },
   distributed = { type = "boolean", default = false },
   verbose = { type = "integer|boolean", default = false, what = "0, 1, 2 or a boolean",
               check = function(v) return v == true or v == false or v == 0 or v == 1 or v == 2 end },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
      "m:evaluate(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
--- evaluate(x, y [, {batch_size = 256, verbose = false}]) -> {loss =, <metric> =}
--- x may be a DataLoader or a Dataset of (x, y) samples (y nil), as in fit.
+-- evaluate(x, y [, {batch_size = 256, steps =, verbose = false}]) -> {loss =, <metric> =}
+-- x may be a DataLoader, a Dataset of (x, y) samples or a generator (y nil), as in fit;
+-- steps: at most that many batches (arrays and loaders from their start, a generator its
+-- next ones; without steps, until it returns nil).
 function Module:evaluate(x, y, opts)
   local k = compiled(self, "Module:evaluate")
-  local source = fit_data.is_source(x)
-  if source and y ~= nil then
-    argerror("Module:evaluate", 2, "y must be nil when x is a DataLoader or a Dataset (its samples hold the targets), got %s",
-      type_name(y))
-  elseif not source then
-    check_xy("Module:evaluate", x, y)
+  local form, argn
+  form, y, opts, argn = data_form("Module:evaluate", x, y, opts)
+  local o = EVALUATE:check(opts, argn)
+  if form == "generator" then
+    if o.distributed then
+      raise("Module:evaluate: distributed = true takes arrays, a DataLoader or a Dataset, not a generator")
+    end
+    x = fit_data.reader("Module:evaluate", x, true)
+  elseif form == "loader" then
+    x = fit_data.loader_of("Module:evaluate", 1, x, o.batch_size, false)
   end
-  local o = EVALUATE:check(opts, 3)
-  if source then x = fit_data.loader_of("Module:evaluate", 1, x, o.batch_size, false) end
-  local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size, o.distributed) end)
+  local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size, o.distributed, { steps = o.steps }) end)
   if (o.verbose == true or (o.verbose ~= false and o.verbose > 0)) and not (o.distributed and dist().rank() ~= 1) then
     local parts = { ("loss: %.4f"):format(r.loss) }
     for _, m in ipairs(k.metrics) do parts[#parts + 1] = ("%s: %.4f"):format(m.name, r[m.name]) end
@@ -662,40 +711,52 @@ end
 
 local PREDICT = options.declare("Module:predict", {
   batch_size = { type = "integer", min = 1, default = 256 },
+  steps = { type = "integer", min = 1 },
   distributed = { type = "boolean", default = false },
 }, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
 
--- The outputs of x (one array), in batches; x may be a DataLoader (its batches' inputs).
-local function predict_rows(self, x, bs)
-  local parts = in_eval(self, function()
+-- The outputs of x (one array), in batches of bs, at most steps of them; x may be a
+-- DataLoader (its batches' inputs) or a generator's reader (its next batches' inputs).
+local function predict_rows(self, x, bs, steps)
+  local fname = "Module:predict"
+  local parts, state = in_eval(self, function()
     local out = {}
+    local nxt
+    if fit_data.is_loader(x) then nxt = fit_data.batches(fname, x, model_device(self), false)
+    elseif type(x) == "table" and x.is_reader then nxt = fit_data.from_reader(x, model_device(self))
+    else nxt = data.batches(x, nil, bs, { device = model_device(self) }) end
+    local batches, st = fit_data.limit(nxt, steps)
     autograd.no_grad(function()
-      local batches = fit_data.is_loader(x) and fit_data.batches("Module:predict", x, model_device(self), false)
-        or data.batches(x, nil, bs, { device = model_device(self) })
       for xb in batches do out[#out + 1] = self(xb) end
     end)
-    return out
+    return out, st
   end)
-  if #parts == 0 then raise("Module:predict: the loader gave no batches") end
+  if #parts == 0 then raise("%s: the %s gave no batches", fname, fit_data.is_loader(x) and "loader" or "generator") end
+  if state.short then fit_data.ran_out(fname, "the prediction", ("steps = %d batches"):format(steps)) end
   if #parts == 1 then return parts[1] end
   return gpu.concat(parts, 1)
 end
 
--- predict(x [, {batch_size = 256, distributed = false}]) -> the outputs, one array
+-- predict(x [, {batch_size = 256, steps =, distributed = false}]) -> the outputs, one array
 -- distributed: each rank predicts its share, and every rank gets all the rows (all_gather).
--- x may be a DataLoader or a Dataset (the inputs of its samples; the outputs in its order).
+-- x may be a DataLoader or a Dataset (the inputs of its samples; the outputs in its order),
+-- or a generator (x, or x, y, per call: its inputs; nil at the end); steps: at most that
+-- many batches.
 function Module:predict(x, opts)
-  local source = fit_data.is_source(x)
-  if not source then check_xy("Module:predict", x, nil, true) end
+  local gen = fit_data.is_generator(x)
+  local source = not gen and fit_data.is_source(x)
+  if not (gen or source) then check_xy("Module:predict", x, nil, true) end
   local o = PREDICT:check(opts, 2)
-  if source then
-    if o.distributed then
-      raise("Module:predict: distributed = true takes an array x (the rows of every rank are gathered in order), "
-        .. "not a DataLoader or a Dataset")
-    end
-    return predict_rows(self, fit_data.loader_of("Module:predict", 1, x, o.batch_size, false), o.batch_size)
+  if (gen or source) and o.distributed then
+    raise("Module:predict: distributed = true takes an array x (the rows of every rank are gathered in order), "
+      .. "not a DataLoader, a Dataset or a generator")
   end
-  if not o.distributed then return predict_rows(self, x, o.batch_size) end
+  if gen then return predict_rows(self, fit_data.reader("Module:predict", x, false), o.batch_size, o.steps) end
+  if source then
+    return predict_rows(self, fit_data.loader_of("Module:predict", 1, x, o.batch_size, false), o.batch_size, o.steps)
+  end
+  if not o.distributed then return predict_rows(self, x, o.batch_size, o.steps) end
+  if o.steps then raise("Module:predict: steps is not supported with distributed = true") end
   local d = dist()
   local n, W = x.shape[1], d.world_size()
   local a, b = share(n)

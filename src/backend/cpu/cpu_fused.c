@@ -1,6 +1,7 @@
 /*
 ** cpu_fused.c — the fused kernels of gpu.fused on the CPU: optimizer steps in one pass over
-** each parameter (kernels/nn.h's element steps, in the parameter's precision), softmax
+** each parameter (kernels/nn.h's element steps, in the parameter's precision: SGD, Adam,
+** RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam), softmax
 ** cross-entropy forward (loss and probabilities per row, max-shifted) and backward, and
 ** layer norm over the last axis forward and backward.
 ** Rows and elements are split across the free cores above 32768 elements.
@@ -40,6 +41,47 @@
     _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
     for (int64_t i = 0; i < n; i++)                                                                \
       p[i] = gl_rmsprop_##SFX(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);   \
+  }                                                                                                \
+  static void adagrad_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict sum,        \
+                            const gl_optim_hp *hp, int nt) {                                       \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_adagrad_##SFX(p[i], g[i], sum + i, k);                                             \
+  }                                                                                                \
+  /* Adadelta, Adamax, NAdam: two state arrays each. */                                           \
+  static void adadelta_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict sq,        \
+                             T *restrict acc, const gl_optim_hp *hp, int nt) {                     \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_adadelta_##SFX(p[i], g[i], sq + i, acc + i, k);                                    \
+  }                                                                                                \
+  static void adamax_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,           \
+                           T *restrict u, const gl_optim_hp *hp, int nt) {                         \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_adamax_##SFX(p[i], g[i], m + i, u + i, k);                                         \
+  }                                                                                                \
+  static void nadam_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,            \
+                          T *restrict v, const gl_optim_hp *hp, int nt) {                          \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      p[i] = gl_nadam_##SFX(p[i], g[i], m + i, v + i, k);                                          \
+  }                                                                                                \
+  /* RAdam: one loop per branch (the branch is the step's, not the element's). */                 \
+  static void radam_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,            \
+                          T *restrict v, const gl_optim_hp *hp, int nt) {                          \
+    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
+    if (hp->rectify) {                                                                             \
+      _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)") \
+      for (int64_t i = 0; i < n; i++) p[i] = gl_radam_##SFX(p[i], g[i], m + i, v + i, 1, k);       \
+    } else {                                                                                       \
+      _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)") \
+      for (int64_t i = 0; i < n; i++) p[i] = gl_radam_##SFX(p[i], g[i], m + i, v + i, 0, k);       \
+    }                                                                                              \
   }
 
 GL_OPTIM_STAMP(float, f32)
@@ -53,20 +95,30 @@ gl_status gl_cpu_optim_step(gl_optim_kind kind, const gl_array *p, const gl_arra
   int64_t n = p->size;
   int nt = gl_cpu_team_size(n);
   if (p->dtype == GL_FLOAT32) {
-    float *pp = DATA(float, p);
+    float *pp = DATA(float, p), *s0 = DATA(float, st[0]), *s1 = DATA(float, st[1]), *s2 = DATA(float, st[2]);
     const float *gg = DATA(float, g);
     switch (kind) {
-      case GL_OPTIM_SGD: sgd_f32(n, pp, gg, DATA(float, st[0]), hp, nt); break;
-      case GL_OPTIM_ADAM: adam_f32(n, pp, gg, DATA(float, st[0]), DATA(float, st[1]), DATA(float, st[2]), hp, nt); break;
-      case GL_OPTIM_RMSPROP: rmsprop_f32(n, pp, gg, DATA(float, st[0]), DATA(float, st[1]), DATA(float, st[2]), hp, nt); break;
+      case GL_OPTIM_SGD: sgd_f32(n, pp, gg, s0, hp, nt); break;
+      case GL_OPTIM_ADAM: adam_f32(n, pp, gg, s0, s1, s2, hp, nt); break;
+      case GL_OPTIM_RMSPROP: rmsprop_f32(n, pp, gg, s0, s1, s2, hp, nt); break;
+      case GL_OPTIM_ADAGRAD: adagrad_f32(n, pp, gg, s0, hp, nt); break;
+      case GL_OPTIM_ADADELTA: adadelta_f32(n, pp, gg, s0, s1, hp, nt); break;
+      case GL_OPTIM_ADAMAX: adamax_f32(n, pp, gg, s0, s1, hp, nt); break;
+      case GL_OPTIM_NADAM: nadam_f32(n, pp, gg, s0, s1, hp, nt); break;
+      case GL_OPTIM_RADAM: radam_f32(n, pp, gg, s0, s1, hp, nt); break;
     }
   } else {
-    double *pp = DATA(double, p);
+    double *pp = DATA(double, p), *s0 = DATA(double, st[0]), *s1 = DATA(double, st[1]), *s2 = DATA(double, st[2]);
     const double *gg = DATA(double, g);
     switch (kind) {
-      case GL_OPTIM_SGD: sgd_f64(n, pp, gg, DATA(double, st[0]), hp, nt); break;
-      case GL_OPTIM_ADAM: adam_f64(n, pp, gg, DATA(double, st[0]), DATA(double, st[1]), DATA(double, st[2]), hp, nt); break;
-      case GL_OPTIM_RMSPROP: rmsprop_f64(n, pp, gg, DATA(double, st[0]), DATA(double, st[1]), DATA(double, st[2]), hp, nt); break;
+      case GL_OPTIM_SGD: sgd_f64(n, pp, gg, s0, hp, nt); break;
+      case GL_OPTIM_ADAM: adam_f64(n, pp, gg, s0, s1, s2, hp, nt); break;
+      case GL_OPTIM_RMSPROP: rmsprop_f64(n, pp, gg, s0, s1, s2, hp, nt); break;
+      case GL_OPTIM_ADAGRAD: adagrad_f64(n, pp, gg, s0, hp, nt); break;
+      case GL_OPTIM_ADADELTA: adadelta_f64(n, pp, gg, s0, s1, hp, nt); break;
+      case GL_OPTIM_ADAMAX: adamax_f64(n, pp, gg, s0, s1, hp, nt); break;
+      case GL_OPTIM_NADAM: nadam_f64(n, pp, gg, s0, s1, hp, nt); break;
+      case GL_OPTIM_RADAM: radam_f64(n, pp, gg, s0, s1, hp, nt); break;
     }
   }
   gl_cpu_team_done(nt);

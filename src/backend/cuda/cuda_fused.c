@@ -14,7 +14,8 @@ gl_status gl_cuda_optim_step(gl_optim_kind kind, const gl_array *p, const gl_arr
   gl_device dev = gl_array_device(p);
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
-  static const char *const names[] = { "sgd_", "adam_", "rmsprop_" };
+  static const char *const names[GL_OPTIM_KINDS] = { "sgd_", "adam_", "rmsprop_", "adagrad_", "adadelta_", "adamax_",
+                                                      "nadam_", "radam_" };
   int rc = gl_klaunch_optim(s, (int)kind, p->dtype, p->size, gl_array_data(p), gl_array_data(g), DATA(st[0]),
                             DATA(st[1]), DATA(st[2]), hp);
   if (rc == GL_KERR_NOTSUP)
