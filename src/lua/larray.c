@@ -38,7 +38,8 @@ static void *new_array_ud(lua_State *L, gl_lctx *c, bool fast, size_t size, bool
     size = (size + 7) & ~(size_t)7;
     ud = lua_newuserdatauv(L, size + GL_NODE_TAIL(k), GL_UV_ARG0 + k);
     lua_Integer *tail = (lua_Integer *)((char *)ud + size + GL_NODE_TAIL(k)) - 1;
-    *tail = k;
+    tail[0] = k;
+    memcpy(&tail[-1], &c->node_op, sizeof c->node_op);
     c->node_slots = 0;
     c->node_ud = ud;
   } else {

@@ -30,6 +30,9 @@ typedef struct gl_lctx {
   int stash_depth;           /* tracked calls in progress (lgrad.c) */
   int node_slots;            /* > 0: the next new array takes a node of that many arguments */
   const void *node_ud;       /* ... and this is the userdata that took them */
+  const void *node_op;       /* ... and the op's entry (lgrad.c), written to the node's tail */
+  const struct gl_array *operand[2];   /* the arrays a GL_OP_KEEPS_ARGS op read in slots 1, 2 */
+  unsigned operand_seen;     /* ... which of them it reported (bit i: slot i + 1) */
   unsigned rules_gen;        /* counts gpu.autograd's rules registrations (lgrad.c) */
   const void *stash_marker[GL_STASH_DEPTH];
 } gl_lctx;
@@ -49,11 +52,21 @@ typedef struct gl_lctx {
 #define GL_UV_ANCHOR 2
 #define GL_ARRAY_UVALUES 2
 /* A tracked op's result holds its node inline (lgrad.c): user value 1 is true, 3 the
-** rule, 3 + i argument i; the block ends with the versions v[0..k] and then k. Made into
-** a node userdata when something asks for it (backward, node(x)). */
+** rule (or nil: the op's entry in the tail names it), 3 + i argument i; the block ends with
+** the versions v[0..k], the op's entry, then k. Made into a node userdata when something
+** asks for it (backward, node(x)). */
 #define GL_UV_RULE 3
 #define GL_UV_ARG0 3
-#define GL_NODE_TAIL(k) ((size_t)((k) + 2) * sizeof(lua_Integer))
+#define GL_NODE_TAIL(k) ((size_t)((k) + 3) * sizeof(lua_Integer))
+
+/* A GL_OP_KEEPS_ARGS op tells the recorder which array it read in slot idx (1 or 2): the
+** recorder then reads that argument's version without testing it again. */
+static inline void gl_lua_operand(gl_lctx *c, int idx, const struct gl_array *a) {
+  if (c->node_slots > 0 && idx >= 1 && idx <= 2) {
+    c->operand[idx - 1] = a;
+    c->operand_seen |= 1u << (idx - 1);
+  }
+}
 
 #define GL_CTX(L) ((gl_lctx *)lua_touserdata(L, lua_upvalueindex(1)))
 

@@ -173,7 +173,9 @@ static int push_node_of(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
   lua_Integer *tail = (lua_Integer *)((char *)lua_touserdata(L, idx) + lua_rawlen(L, idx)) - 1;
   int n = (int)*tail;
-  const lua_Integer *v = tail - 1 - n;
+  const gl_opentry *e;
+  memcpy(&e, &tail[-1], sizeof e);
+  const lua_Integer *v = tail - 2 - n;
   gl_node *nd = lua_newuserdatauv(L, sizeof *nd + (size_t)(n + 1) * sizeof nd->v[0], n + 2);
   int node = lua_gettop(L);
   nd->n = n;
@@ -181,10 +183,10 @@ static int push_node_of(lua_State *L, int idx) {
   push_nodemeta(L);
   lua_setmetatable(L, node);
   for (int j = 0; j <= n; j++) {             /* the rule, then the arguments */
-    if (lua_getiuservalue(L, idx, GL_UV_RULE + j) == LUA_TSTRING && j == 0) {   /* the op's name */
+    if (lua_getiuservalue(L, idx, GL_UV_RULE + j) == LUA_TNIL && j == 0) {   /* the rule by the op's name */
+      lua_pop(L, 1);
       push_rules(L);
-      lua_insert(L, -2);
-      lua_rawget(L, -2);
+      lua_getfield(L, -1, e->name);
       lua_remove(L, -2);
     }
     lua_setiuservalue(L, node, j + 1);
@@ -449,7 +451,7 @@ static void record_inline(lua_State *L, int d, int nargs, int res, const gl_argr
     lua_setiuservalue(L, res, GL_UV_RULE + j);
   }
   lua_Integer *tail = (lua_Integer *)((char *)lua_touserdata(L, res) + lua_rawlen(L, res)) - 1;
-  lua_Integer *v = tail - 1 - nargs;
+  lua_Integer *v = tail - 2 - nargs;
   v[0] = version_at(gl_lua_test(L, res));
   for (int i = 1; i <= nargs; i++) v[i] = version_at(refs[i - 1].arr);
   lua_pushboolean(L, 1);
@@ -457,12 +459,15 @@ static void record_inline(lua_State *L, int d, int nargs, int res, const gl_argr
 }
 
 /* A tracked call of an op that leaves its arguments in their slots (GL_OP_KEEPS_ARGS):
-** nothing waits in the stash; the result takes the node inline, with the op's name for
-** its rule (looked up when the node is made: push_node_of). */
+** nothing waits in the stash; the result takes the node inline, with the op's entry for
+** its rule (looked up by name when the node is made: push_node_of), and the versions of
+** the arrays the op reported reading (gl_lua_operand). */
 static int tracked_keeps_args(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int nargs) {
   lua_settop(L, nargs);                    /* the op sees exactly its arguments */
   ctx->node_slots = nargs;
   ctx->node_ud = NULL;
+  ctx->node_op = e;
+  ctx->operand_seen = 0;
   int nres = e->fn(L);
   ctx->node_slots = 0;
   int first = lua_gettop(L);
@@ -470,13 +475,12 @@ static int tracked_keeps_args(lua_State *L, gl_lctx *ctx, const gl_opentry *e, i
   if (nres != 1 || first != nargs + 1 || res == NULL || res != ctx->node_ud)
     luaL_error(L, "internal error: %s is flagged as leaving its arguments, but did not", e->name);
   ctx->node_ud = NULL;
-  lua_pushvalue(L, lua_upvalueindex(UPV_NAME));   /* the rule is looked up again when needed */
-  lua_setiuservalue(L, first, GL_UV_RULE);
   lua_Integer *tail = (lua_Integer *)((char *)res + lua_rawlen(L, first)) - 1;
-  lua_Integer *v = tail - 1 - nargs;
+  lua_Integer *v = tail - 2 - nargs;
   v[0] = version_at(res);
   for (int i = 1; i <= nargs; i++) {
-    v[i] = lua_type(L, i) == LUA_TUSERDATA ? version_at(gl_lua_test_in(L, ctx, i)) : 0;
+    if (i <= 2 && (ctx->operand_seen >> (i - 1) & 1)) v[i] = version_at(ctx->operand[i - 1]);
+    else v[i] = lua_type(L, i) == LUA_TUSERDATA ? version_at(gl_lua_test_in(L, ctx, i)) : 0;
     lua_pushvalue(L, i);
     lua_setiuservalue(L, first, GL_UV_ARG0 + i);
   }
@@ -539,6 +543,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs
   lua_settop(L, nargs);                    /* the op sees exactly its arguments */
   ctx->node_slots = nargs;
   ctx->node_ud = NULL;
+  ctx->node_op = e;
   int nres = e->fn(L);
   ctx->node_slots = 0;
   int top = lua_gettop(L), first = top - nres + 1;

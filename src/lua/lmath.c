@@ -16,12 +16,13 @@ static int operand_error(lua_State *L, int idx, const char *name, const char *ms
 }
 
 /* An operand: an open array, a number or a boolean; 'name' is the op's, for errors. */
-static gl_operand to_operand(lua_State *L, const gl_lctx *c, int idx, const char *name) {
+static gl_operand to_operand(lua_State *L, gl_lctx *c, int idx, const char *name) {
   gl_operand o = { NULL, gl_scalar_int(0) };
   gl_array *a = c ? gl_lua_test_in(L, c, idx) : NULL;
   if (a) {
     if (a->storage == NULL) operand_error(L, idx, name, "array is closed");
     o.arr = a;
+    gl_lua_operand(c, idx, a);               /* for the recorder of a tracked call */
     return o;
   }
   int t = lua_type(L, idx);
@@ -39,7 +40,7 @@ static int run_planned(lua_State *L, gl_array *out, gl_status st) {
 }
 
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
-  const gl_lctx *c = gl_lua_ctx(L);
+  gl_lctx *c = gl_lua_ctx(L);
   gl_operand a = to_operand(L, c, ia, gl_binop_name[op]), b = to_operand(L, c, ib, gl_binop_name[op]);
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_plan p;
@@ -62,8 +63,10 @@ static int l_binary_(lua_State *L) {
   return 1;
 }
 
+/* (only ever a dispatched op's body: upvalue 1 is the context) */
 static int unary_op(lua_State *L, gl_unop op) {
   gl_array *x = gl_lua_check(L, 1);
+  gl_lua_operand(GL_CTX(L), 1, x);
   gl_plan p;
   gl_lua_check_status(L, gl_op_unary_plan(&p, op, x), 0);
   gl_array *out = gl_lua_push_result(L, p.dtype, p.ndim, p.shape, p.device);
