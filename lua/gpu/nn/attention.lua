@@ -248,7 +248,14 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   q, k, v = proj(self, q, 1), proj(self, k, 2), proj(self, v, 3)
   local am, kpm = o.attn_mask, o.key_padding_mask
-  if o.is_causal and am == nil then am = causal_rows(0, L, S, q.device):logical_not() end
+  -- is_causal alone stays a flag, so that sdpa can hand it to the fused op (no mask array:
+  -- forward and backward without (L, S) scores); with other masks or bias_k's extra key it
+  -- becomes one more mask
+  local causal = false
+  if o.is_causal and am == nil then
+    if kpm == nil and not self.bias_k then causal = true
+    else am = causal_rows(0, L, S, q.device):logical_not() end
+  end
   if self.bias_k then
     k = gpu.concatenate({ k, self.bias_k:expand(n, 1, E) }, 2)
     v = gpu.concatenate({ v, self.bias_v:expand(n, 1, E) }, 2)
@@ -281,7 +288,7 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   local heads = function(x, len) return x:reshape(n, len, H, hd):swapaxes(2, 3) end      -- (N, H, len, hd)
   local p = self.training and self.dropout or 0
-  local out, w = sdpa(heads(q, L), heads(k, S), heads(v, S), mask, false, nil, p, o.need_weights)
+  local out, w = sdpa(heads(q, L), heads(k, S), heads(v, S), mask, causal, nil, p, o.need_weights)
   out = self.out_proj(out:swapaxes(2, 3):reshape(n, L, E))
   if not batched then out = out:reshape(L, E)
   elseif not self.batch_first then out = out:swapaxes(1, 2) end
