@@ -142,12 +142,13 @@ for _, dev in ipairs(h.devices()) do
         q, k, v, out, lse)
       h.fails({ FN, "out must have the output's shape (2,3,6), got (3,6)" }, bwd, g, q, k, v, gpu.ones({ 3, 6 }, o), lse)
       h.fails({ FN, "lse must have shape (2,3)", "got (2,3,1)" }, bwd, g, q, k, v, out, lse:unsqueeze(-1))
-      h.fails({ FN, "query must be", "got int64" }, bwd, g:astype("int64"), q:astype("int64"),
+      h.fails({ FN, "query must be float16, bfloat16, ", "got int64" }, bwd, g:astype("int64"), q:astype("int64"),
         k:astype("int64"), v:astype("int64"), out:astype("int64"), lse:astype("int64"))
       h.fails({ FN, "key is float64, expected float32 like query" }, bwd, g, q, k:astype("float64"), v, out, lse)
       h.fails({ FN, "the gradient is float64, expected float32 like query" }, bwd, g:astype("float64"), q, k, v, out,
         lse)
-      h.fails({ FN, "lse is float64, expected float32 like query" }, bwd, g, q, k, v, out, lse:astype("float64"))
+      h.fails({ FN, "lse is float64, expected float32 (the forward's, for a float32 query)" }, bwd, g, q, k, v, out,
+        lse:astype("float64"))
       h.fails({ FN, "unknown option 'causal'" }, bwd, g, q, k, v, out, lse, { causal = true })
       h.fails({ FN, "is_causal" }, bwd, g, q, k, v, out, lse, { is_causal = 1 })
       h.fails({ FN, "'scale' must be finite" }, bwd, g, q, k, v, out, lse, { scale = math.huge })
@@ -159,6 +160,37 @@ for _, dev in ipairs(h.devices()) do
         h.fails({ FN, "is on", "(move it with :to())" }, bwd, g, q, k, v, out, lse:to(other))
       end
     end)
+
+    it("float16 and bfloat16: lse in float32, values and gradients the float32 ones rounded (PyTorch's inputs)",
+      function()
+        local c = fx.cases[3]                         -- causal_L_gt_S: float32 inputs, causal, L > S
+        assert.equal("causal_L_gt_S", c.name)
+        for _, dt in ipairs { "float16", "bfloat16" } do
+          -- the float32 reference from the half-rounded inputs (what the kernels compute from)
+          local qh, kh, vh, gh = T(c.q, dt, dev), T(c.k, dt, dev), T(c.v, dt, dev), T(c.gy, dt, dev)
+          local q32, k32, v32, g32 = qh:astype("float32"), kh:astype("float32"), vh:astype("float32"),
+            gh:astype("float32")
+          local o32, l32 = gpu.fused.attention(q32, k32, v32, opts_of(c))
+          local out, lse = gpu.fused.attention(qh, kh, vh, opts_of(c))
+          assert.equal(dt, out.dtype); assert.equal("float32", lse.dtype)
+          local tol = dt == "float16" and 2e-3 or 1e-2
+          h.assert_close(out:astype("float32"), o32, tol)
+          h.assert_close(lse, l32, 1e-5)
+          local w = { gpu.fused.attention_backward(g32, q32, k32, v32, o32, l32, opts_of(c)) }
+          local got = { gpu.fused.attention_backward(gh, qh, kh, vh, out, lse, opts_of(c)) }
+          for i = 1, 3 do
+            assert.equal(dt, got[i].dtype)
+            h.assert_close(got[i]:astype("float32"), w[i], tol * 4)
+          end
+          h.fails({ FN, "lse is float16, expected float32 (the forward's, for a float16 query)" },
+            gpu.fused.attention_backward, gh:astype("float16"), qh:astype("float16"), kh:astype("float16"),
+            vh:astype("float16"), out:astype("float16"), lse:astype("float16"), opts_of(c))
+          -- through autograd: the rule hands the float32 lse back
+          local q, k, v = qh:requires_grad(), kh:requires_grad(), vh:requires_grad()
+          ;(gpu.fused.attention(q, k, v, opts_of(c)) * gh):sum():backward()
+          for i, x in ipairs { q, k, v } do h.assert_close(x.grad, got[i], 0) end
+        end
+      end)
 
     it("MultiheadAttention and TransformerEncoderLayer without masks (the fused path) give PyTorch's gradients",
       function()

@@ -98,10 +98,13 @@ end
 -- values; on the GPU only when long enough that the scores would be big (below that, the
 -- composite's GEMMs are faster there), on the cpu at every length (its GEMM tiles were
 -- faster than the composite from L = S = 64 up, forward and training step, 1 thread:
--- doc/STATUS-seq.md).
+-- doc/STATUS-seq.md). float16/bfloat16 on the GPU too (cuDNN's fused SDPA where it builds a
+-- plan, else the own kernels in float32); on the cpu they stay composite (half matmuls).
 local fused_dtypes = { float32 = true, float64 = true }
+local gpu_half = { float16 = true, bfloat16 = true }
 local function fused_ok(q, k, v, mask, p)
-  if (q.device ~= "cpu" and v.shape[v.ndim] > 256) or mask ~= nil or p > 0 or not fused_dtypes[q.dtype]
+  local dtype_ok = fused_dtypes[q.dtype] or (q.device ~= "cpu" and gpu_half[q.dtype])
+  if (q.device ~= "cpu" and v.shape[v.ndim] > 256) or mask ~= nil or p > 0 or not dtype_ok
     or k.dtype ~= q.dtype or v.dtype ~= q.dtype or k.ndim ~= q.ndim or v.ndim ~= q.ndim then
     return false
   end

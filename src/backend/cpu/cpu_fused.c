@@ -377,6 +377,8 @@ GL_ATT_STAMP(double, dgemm, exp, log, f64)
 
 gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                            const gl_array *v, double scale, bool causal) {
+  if (q->dtype != GL_FLOAT32 && q->dtype != GL_FLOAT64)       /* the ops layer runs half dtypes in float32 */
+    return gl_fail(GL_ENOTSUP, "attention of %s is not supported on the cpu", gl_dtypes[q->dtype].name);
   int nd = q->ndim;
   int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
   int64_t B = L > 0 ? q->size / (L * (E > 0 ? E : 1)) : 0;
@@ -493,6 +495,8 @@ GL_ATT_BWD_STAMP(double, dgemm, exp, f64)
 gl_status gl_cpu_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
                                const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
                                const gl_array *lse, double scale, bool causal) {
+  if (q->dtype != GL_FLOAT32 && q->dtype != GL_FLOAT64)
+    return gl_fail(GL_ENOTSUP, "attention_backward of %s is not supported on the cpu", gl_dtypes[q->dtype].name);
   int nd = q->ndim;
   int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
   int64_t B = lse->size / L;                   /* the ops layer calls with L, S, Ev > 0 */
