@@ -78,6 +78,13 @@ gl_status gl_cuda_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const g
 
 gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                             const gl_array *v, double scale, bool causal) {
+  if (q->dtype == GL_FLOAT16 || q->dtype == GL_BFLOAT16) {
+#ifdef GL_WITH_CUDNN
+    return gl_cuda_cudnn_attention(out, lse, q, k, v, scale, causal);   /* GL_ENOTSUP: the ops layer's float32 */
+#else
+    return gl_fail(GL_ENOTSUP, "attention of %s needs cuDNN on cuda (built without it)", gl_dtypes[q->dtype].name);
+#endif
+  }
   gl_device dev = gl_array_device(q);
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
