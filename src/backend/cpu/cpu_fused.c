@@ -310,12 +310,34 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
 ** split across the free cores, each GEMM on one thread. */
 #define GL_ATT_TQ 64
 #define GL_ATT_TK 64
+
+/* Keys j0 + j with j < att_keys(...) take part in query row i0 + r (causal: key <= row). */
+static inline int64_t att_keys(bool causal, int64_t i0, int64_t r, int64_t j0, int64_t nk) {
+  int64_t lim = nk;
+  if (causal && i0 + r + 1 - j0 < lim) lim = i0 + r + 1 - j0;
+  return lim < 0 ? 0 : lim;
+}
+
+/* A tile's scores: s (mq, nk), rows GL_ATT_TK apart, = scale q_t k_b^T (zeros when E = 0). */
+#define GL_ATT_SCORES_STAMP(T, GEMM, SFX)                                                         \
+  static inline void att_scores_##SFX(const gl_cpu_blas *bl, int64_t mq, int64_t nk, int64_t E,  \
+                                      T scale, const T *qt, const T *kb, T *s) {                  \
+    if (E > 0)                                                                                    \
+      bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E,   \
+               scale, qt, (int)E, kb, (int)E, 0, s, GL_ATT_TK);                                   \
+    else                                                                                          \
+      for (int64_t c = 0; c < mq * GL_ATT_TK; c++) s[c] = 0;                                      \
+  }
+GL_ATT_SCORES_STAMP(float, sgemm, f32)
+GL_ATT_SCORES_STAMP(double, dgemm, f64)
+#undef GL_ATT_SCORES_STAMP
+
 #define GL_ATT_STAMP(T, GEMM, EXP, LOG, SFX)                                                      \
   static void att_##SFX(const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,        \
                         int64_t Ev, T *restrict out, T *restrict lse, const T *q, const T *k,     \
                         const T *v, T scale, bool causal, int nt) {                               \
     const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ;                                           \
-    const int lde = E > 0 ? (int)E : 1, ldv = Ev > 0 ? (int)Ev : 1;                               \
+    const int ldv = Ev > 0 ? (int)Ev : 1;                                                         \
     _Pragma("omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)")                      \
     for (int64_t t = 0; t < B * nq; t++) {                                                        \
       const int64_t b = t / nq, i0 = (t - b * nq) * GL_ATT_TQ;                                    \
@@ -328,16 +350,10 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
       const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                              \
       for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                          \
         const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                         \
-        if (E > 0)                                                                                \
-          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E, \
-                   scale, qt, lde, kb + j0 * E, lde, 0, s, GL_ATT_TK);                            \
-        else                                                                                      \
-          for (int64_t c = 0; c < mq * GL_ATT_TK; c++) s[c] = 0;                                  \
+        att_scores_##SFX(bl, mq, nk, E, scale, qt, kb + j0 * E, s);                               \
         for (int64_t r = 0; r < mq; r++) {                                                        \
           T *sr = s + r * GL_ATT_TK, *orow = ot + r * Ev;                                         \
-          int64_t lim = nk;                        /* keys j0 + j, j < lim, take part */          \
-          if (causal && i0 + r + 1 - j0 < lim) lim = i0 + r + 1 - j0;                             \
-          if (lim < 0) lim = 0;                                                                   \
+          int64_t lim = att_keys(causal, i0, r, j0, nk);                                          \
           T bm = -(T)INFINITY;                                                                    \
           for (int64_t j = 0; j < lim; j++) bm = sr[j] > bm ? sr[j] : bm;                         \
           if (bm > m[r]) {                 /* rescale what was summed under the old maximum */    \
@@ -375,19 +391,25 @@ GL_ATT_STAMP(float, sgemm, expf, logf, f32)
 GL_ATT_STAMP(double, dgemm, exp, log, f64)
 #undef GL_ATT_STAMP
 
+/* What both directions check first: a dtype the kernels have (the ops layer runs half dtypes
+** in float32 when told GL_ENOTSUP), rows BLAS can take; the BLAS itself. */
+static gl_status att_prepare(const char *op, const gl_array *q, int64_t E, int64_t Ev, const gl_cpu_blas **bl) {
+  if (q->dtype != GL_FLOAT32 && q->dtype != GL_FLOAT64)
+    return gl_fail(GL_ENOTSUP, "%s of %s is not supported on the cpu", op, gl_dtypes[q->dtype].name);
+  if (E > INT_MAX || Ev > INT_MAX)
+    return gl_fail(GL_ETOOBIG, "%s: rows of %lld and %lld elements are more than BLAS takes", op, (long long)E,
+                   (long long)Ev);
+  return gl_cpu_blas_get(bl);
+}
+
 gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                            const gl_array *v, double scale, bool causal) {
-  if (q->dtype != GL_FLOAT32 && q->dtype != GL_FLOAT64)       /* the ops layer runs half dtypes in float32 */
-    return gl_fail(GL_ENOTSUP, "attention of %s is not supported on the cpu", gl_dtypes[q->dtype].name);
   int nd = q->ndim;
   int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
   int64_t B = L > 0 ? q->size / (L * (E > 0 ? E : 1)) : 0;
   if (E == 0) B = lse->size / (L > 0 ? L : 1);
-  if (E > INT_MAX || Ev > INT_MAX)
-    return gl_fail(GL_ETOOBIG, "attention: rows of %lld and %lld elements are more than BLAS takes",
-                   (long long)E, (long long)Ev);
   const gl_cpu_blas *bl;
-  GL_TRY(gl_cpu_blas_get(&bl));
+  GL_TRY(att_prepare("attention", q, E, Ev, &bl));
   int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 2);
   gl_cpu_blas_threads(bl, 1);                            /* each tile's GEMMs on its own thread */
   if (q->dtype == GL_FLOAT32)
@@ -445,18 +467,12 @@ gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_ar
         const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                            \
         for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                        \
           const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                       \
-          if (E > 0)                                                                              \
-            bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E, \
-                     scale, qt, lde, kb + j0 * E, lde, 0, s, GL_ATT_TK);                          \
-          else                                                                                    \
-            for (int64_t x = 0; x < mq * GL_ATT_TK; x++) s[x] = 0;                                \
+          att_scores_##SFX(bl, mq, nk, E, scale, qt, kb + j0 * E, s);                             \
           bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)Ev, \
                    1, gt, ldv, vb + j0 * Ev, ldv, 0, dp, GL_ATT_TK);                              \
           for (int64_t r = 0; r < mq; r++) {                                                      \
             T *sr = s + r * GL_ATT_TK, *dr = dp + r * GL_ATT_TK;                                  \
-            int64_t lim = nk;                      /* keys j0 + j, j < lim, take part */          \
-            if (causal && i0 + r + 1 - j0 < lim) lim = i0 + r + 1 - j0;                           \
-            if (lim < 0 || lt[r] == -(T)INFINITY) lim = 0;                                        \
+            const int64_t lim = lt[r] == -(T)INFINITY ? 0 : att_keys(causal, i0, r, j0, nk);      \
             const T m = lt[r], dr0 = d[r];                                                        \
             for (int64_t j = 0; j < lim; j++) {                                                   \
               const T p = EXP(sr[j] - m);                                                         \
@@ -495,16 +511,11 @@ GL_ATT_BWD_STAMP(double, dgemm, exp, f64)
 gl_status gl_cpu_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
                                const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
                                const gl_array *lse, double scale, bool causal) {
-  if (q->dtype != GL_FLOAT32 && q->dtype != GL_FLOAT64)
-    return gl_fail(GL_ENOTSUP, "attention_backward of %s is not supported on the cpu", gl_dtypes[q->dtype].name);
   int nd = q->ndim;
   int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
   int64_t B = lse->size / L;                   /* the ops layer calls with L, S, Ev > 0 */
-  if (E > INT_MAX || Ev > INT_MAX)
-    return gl_fail(GL_ETOOBIG, "attention_backward: rows of %lld and %lld elements are more than BLAS takes",
-                   (long long)E, (long long)Ev);
   const gl_cpu_blas *bl;
-  GL_TRY(gl_cpu_blas_get(&bl));
+  GL_TRY(att_prepare("attention_backward", q, E, Ev, &bl));
   int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 4);
   /* query chunks per head: enough units for two rounds of the team, at most one per tile */
   int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ, nc = 1;

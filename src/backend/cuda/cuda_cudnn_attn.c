@@ -123,10 +123,9 @@ static void graph_free(att_graph *g) {
 
 enum { T_VIRTUAL = 1, T_BY_VALUE = 2, T_F16X16 = 4 };
 
-/* A 4-D tensor; uid 0 takes the next virtual uid. */
-static cudnnBackendDescriptor_t tensor(att_graph *g, int64_t uid, cudnnDataType_t type, int64_t d0, int64_t d1,
-                                       int64_t d2, int64_t d3, int flags) {
-  int64_t dim[4] = { d0, d1, d2, d3 }, str[4] = { d1 * d2 * d3, d2 * d3, d3, 1 };
+/* A 4-D tensor of extents dim and strides str; uid 0 takes the next virtual uid. */
+static cudnnBackendDescriptor_t tensor_strided(att_graph *g, int64_t uid, cudnnDataType_t type, const int64_t dim[4],
+                                               const int64_t str[4], int flags) {
   int64_t align = 16;
   bool is_virtual = (flags & T_VIRTUAL) != 0, by_value = (flags & T_BY_VALUE) != 0;
   if (uid == 0) uid = g->next_uid++;
@@ -146,19 +145,11 @@ static cudnnBackendDescriptor_t tensor(att_graph *g, int64_t uid, cudnnDataType_
   return t;
 }
 
-/* K^T (B, 1, E, S) over k's (B, S, E) rows: strides (S E, S E, 1, E). */
-static cudnnBackendDescriptor_t key_transposed(att_graph *g, cudnnDataType_t type, int64_t B, int64_t S, int64_t E) {
-  int64_t dim[4] = { B, 1, E, S }, str[4] = { S * E, S * E, 1, E }, uid = UID_KT, align = 16;
-  bool no = false;
-  cudnnBackendDescriptor_t t = make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  set(g, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  set(g, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dim);
-  set(g, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, str);
-  set(g, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-  set(g, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-  set(g, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &no);
-  finalize(g, t);
-  return t;
+/* A contiguous (d0, d1, d2, d3) tensor. */
+static cudnnBackendDescriptor_t tensor(att_graph *g, int64_t uid, cudnnDataType_t type, int64_t d0, int64_t d1,
+                                       int64_t d2, int64_t d3, int flags) {
+  const int64_t dim[4] = { d0, d1, d2, d3 }, str[4] = { d1 * d2 * d3, d2 * d3, d3, 1 };
+  return tensor_strided(g, uid, type, dim, str, flags);
 }
 
 /* y = mode(x [, b [, t]]) computed in 'prec'; axis >= 0 for GEN_INDEX. */
@@ -217,7 +208,8 @@ static void forward_ops(att_graph *g, cudnnDataType_t io, int64_t B, int64_t L, 
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32, b8 = CUDNN_DATA_BOOLEAN;
   g->next_uid = UID_VIRTUAL;
   cudnnBackendDescriptor_t q = tensor(g, UID_Q, io, B, 1, L, E, 0);
-  cudnnBackendDescriptor_t kt = key_transposed(g, io, B, S, E);
+  const int64_t kt_dim[4] = { B, 1, E, S }, kt_str[4] = { S * E, S * E, 1, E };   /* K^T over k's (B, S, E) rows */
+  cudnnBackendDescriptor_t kt = tensor_strided(g, UID_KT, io, kt_dim, kt_str, 0);
   cudnnBackendDescriptor_t v = tensor(g, UID_V, io, B, 1, S, Ev, 0);
   cudnnBackendDescriptor_t o = tensor(g, UID_O, io, B, 1, L, Ev, 0);
   cudnnBackendDescriptor_t stats = tensor(g, UID_STATS, f32, B, 1, L, 1, 0);
