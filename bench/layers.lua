@@ -29,6 +29,32 @@ B.case("attention (32, 4, 128, 32) causal: forward + backward", function(n)
   end
 end)
 
+-- a longer sequence: FlashAttention's forward and its tiled backward (gpu.fused.attention_backward);
+-- the second case runs the backward the rule ran before it, the (L, S) probabilities in array
+-- ops from the saved logsumexp (a gpulua-only row, for the before/after figure)
+local ql = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts):requires_grad()
+local kl = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts):requires_grad()
+local vl = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts):requires_grad()
+local gl = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts)
+B.case("attention (8, 4, 512, 64) causal: forward + backward", function(n)
+  for _ = 1, n do
+    ql.grad, kl.grad, vl.grad = nil, nil, nil
+    (nn.scaled_dot_product_attention(ql, kl, vl, { is_causal = true }) * gl):sum():backward()
+  end
+end)
+local keep = gpu.tril(gpu.ones({ 512, 512 }, { dtype = "bool", device = B.device }))
+B.case("attention (8, 4, 512, 64) causal: forward + array-op backward (before the fused backward)", function(n)
+  local q, k, v = ql:detach(), kl:detach(), vl:detach()
+  for _ = 1, n do
+    local out, lse = gpu.fused.attention(q, k, v, { is_causal = true })
+    local s = gpu.where(keep, q:matmul(k:swapaxes(-1, -2)) * 0.125, -math.huge)
+    local p = (s - lse:unsqueeze(-1)):exp()
+    local gp = gl:matmul(v:swapaxes(-1, -2))
+    local gs = p * (gp - (gp * p):sum(-1, { keepdims = true }))
+    local _ = { out, gs:matmul(k) * 0.125, gs:swapaxes(-1, -2):matmul(q) * 0.125, p:swapaxes(-1, -2):matmul(gl) }
+  end
+end)
+
 local layer = nn.TransformerEncoderLayer(128, 4, { dim_feedforward = 512, dropout = 0, activation = "gelu",
   norm_first = true, batch_first = true, device = B.device })
 local xs = gpu.random.normal(0, 1, { 32, 128, 128 }, opts):requires_grad()

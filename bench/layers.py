@@ -25,6 +25,16 @@ if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
          "q.grad = k.grad = v.grad = None\n"
          "s = (q @ k.transpose(-1, -2) / 32 ** 0.5).masked_fill(~mask, float('-inf'))\n"
          "((torch.softmax(s, -1) @ v) * ga).sum().backward()", globals=g2)
+    L2 = 512
+    g4 = {"torch": torch, "mask": torch.ones(L2, L2, dtype=torch.bool, device=dev).tril(),
+          "ga": torch.randn(8, 4, L2, 64, device=dev),
+          "q": torch.randn(8, 4, L2, 64, device=dev, requires_grad=True),
+          "k": torch.randn(8, 4, L2, 64, device=dev, requires_grad=True),
+          "v": torch.randn(8, 4, L2, 64, device=dev, requires_grad=True)}
+    case("attention (8, 4, 512, 64) causal: forward + backward", "torch",
+         "q.grad = k.grad = v.grad = None\n"
+         "s = (q @ k.transpose(-1, -2) / 64 ** 0.5).masked_fill(~mask, float('-inf'))\n"
+         "((torch.softmax(s, -1) @ v) * ga).sum().backward()", globals=g4)
     layer = nn.TransformerEncoderLayer(128, 4, dim_feedforward=512, dropout=0.0, activation="gelu",
                                        norm_first=True, batch_first=True).to(dev)
     causal = torch.ones(L, L, dtype=torch.bool, device=dev).triu(1)

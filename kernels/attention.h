@@ -24,6 +24,15 @@ extern "C" {
 int gl_klaunch_attention(void *stream, int dt, int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev, void *out,
                          void *lse, const void *q, const void *k, const void *v, double scale, int causal);
 
+/* The backward from g (B, L, Ev) = d loss / d out and the forward's out and lse: gq (B, L, E),
+** gk (B, S, E), gv (B, S, Ev), overwritten; dsum is scratch of B * L elements of the dtype
+** (the rows' sum of g * out). Rows with lse = -inf (no key) add nothing and get zero gq.
+** Any widths; nothing is launched when B, L, S or Ev is 0 (the caller fills zeros).
+** GL_KERR_NOTSUP for another dtype. */
+int gl_klaunch_attention_bwd(void *stream, int dt, int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev, void *gq,
+                             void *gk, void *gv, void *dsum, const void *g, const void *q, const void *k,
+                             const void *v, const void *out, const void *lse, double scale, int causal);
+
 #ifdef __cplusplus
 }
 #endif

@@ -288,7 +288,7 @@ describe("gpu.autograd.rules", function()
     -- are listed as errors on purpose: they have no entry
     local refused = {
       ["random.permutation"] = true, ["random.choice"] = true, ["fused.cross_entropy_backward"] = true,
-      ["fused.layer_norm_backward"] = true,
+      ["fused.layer_norm_backward"] = true, ["fused.attention_backward"] = true,
       ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,
       ["dnn.batch_norm_backward"] = true, ["dnn.softmax_backward"] = true, ["fused.lstm_backward"] = true,

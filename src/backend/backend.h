@@ -487,6 +487,15 @@ typedef struct gl_backend {
   ** each row's scaled scores (-inf for a row with no key). */
   gl_status (*attention)(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                          const gl_array *v, double scale, bool causal);
+  /* (optional) Its backward, FlashAttention-2's, without a (L, S) matrix either: from g (B, L, Ev)
+  ** (the gradient of out), out and lse of the forward and q, k, v (all contiguous, of one
+  ** dtype), the probabilities recomputed tile by tile as exp(q k^T * scale - lse), D =
+  ** rowsum(g * out): gv = P^T g, gS = P * (g v^T - D), gq = gS k * scale, gk = gS^T q *
+  ** scale, overwriting gq (B, L, E), gk (B, S, E), gv (B, S, Ev). A row whose lse is -inf
+  ** (no key) adds nothing and gets a zero gq row, whatever its out holds. */
+  gl_status (*attention_bwd)(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
+                             const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
+                             const gl_array *lse, double scale, bool causal);
   /* (optional) Dense linear algebra, see gl_la_op. */
   gl_status (*linalg)(gl_la_op op, const gl_la_args *args, int64_t *bad);
   /* Counters since start (or the last reset): copies, launches, allocations; with

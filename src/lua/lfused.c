@@ -7,6 +7,7 @@
 **   fused.layer_norm(x, w, b [, {eps = 1e-5}])   -> y, mean, rstd over the last axis of x
 **   fused.layer_norm_backward(g, x, mean, rstd, w) -> gx, gw (D), gb (D)
 **   fused.attention(q, k, v [, {scale, is_causal}]) -> out, lse (softmax(q k^T scale) v, no (L, S) scores)
+**   fused.attention_backward(g, q, k, v, out, lse [, {scale, is_causal}]) -> gq, gk, gv (FlashAttention-2's)
 **   fused.sgd_(p, g, buf, {lr =, momentum =, ...})  one optimizer step in place (returns p)
 **   fused.adam_(p, g, m, v, vmax, {lr =, beta1 =, beta2 =, eps =, step =, ...})
 **   fused.rmsprop_(p, g, sq, buf, gavg, {lr =, alpha =, eps =, ...})
@@ -109,6 +110,10 @@ static const gl_optdecl ln_decl = { "fused.layer_norm", "gpu.fused.layer_norm(gp
                                     ln_keys };
 static const gl_optdecl att_decl = { "fused.attention",
                                      "gpu.fused.attention(gpu.ones(2, 3), gpu.ones(4, 3), gpu.ones(4, 5), %s)", att_keys };
+static const gl_optdecl att_bwd_decl = {
+  "fused.attention_backward",
+  "local q, k, v = gpu.ones(2, 3), gpu.ones(4, 3), gpu.ones(4, 5); local o, lse = gpu.fused.attention(q, k, v); "
+  "gpu.fused.attention_backward(gpu.ones(2, 5), q, k, v, o, lse, %s)", att_keys };
 static const gl_optdecl sgd_decl = { "fused.sgd_", "gpu.fused.sgd_(" P ", " P ", nil, %s)", sgd_keys };
 static const gl_optdecl adam_decl = { "fused.adam_", "gpu.fused.adam_(" P ", " P ", gpu.zeros(3), gpu.zeros(3), nil, %s)",
                                       adam_keys };
@@ -123,9 +128,9 @@ static const gl_optdecl nadam_decl = { "fused.nadam_", "gpu.fused.nadam_(" P ", 
 static const gl_optdecl radam_decl = { "fused.radam_", "gpu.fused.radam_(" P ", " P ", " Z ", " Z ", %s)", radam_keys };
 #undef Z
 #undef P
-static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &ln_decl, &att_decl, &sgd_decl, &adam_decl,
-                                                 &rms_decl, &adagrad_decl, &adadelta_decl, &adamax_decl, &nadam_decl,
-                                                 &radam_decl, NULL };
+static const gl_optdecl *const fused_decls[] = { &xent_decl, &xent_bwd_decl, &ln_decl, &att_decl, &att_bwd_decl,
+                                                 &sgd_decl, &adam_decl, &rms_decl, &adagrad_decl, &adadelta_decl,
+                                                 &adamax_decl, &nadam_decl, &radam_decl, NULL };
 
 /* ---- linear ------------------------------------------------------------------------------- */
 
@@ -205,16 +210,35 @@ static int l_layer_norm_backward(lua_State *L) {
 
 /* ---- attention ------------------------------------------------------------------------------ */
 
+/* The options of both directions: scale (default 1 / sqrt(E), 1 when E = 0) and is_causal. */
+static void attention_opts(lua_State *L, int idx, const gl_optdecl *d, const gl_array *q, double o[2]) {
+  double def[2] = { q->ndim > 0 && q->shape[q->ndim - 1] > 0 ? 1 / sqrt((double)q->shape[q->ndim - 1]) : 1, 0 };
+  read_opts(L, idx, d, def, o);
+}
+
 static int l_attention(lua_State *L) {
   gl_array *q = gl_lua_check(L, 1), *k = gl_lua_check(L, 2), *v = gl_lua_check(L, 3);
-  double def[2] = { q->ndim > 0 && q->shape[q->ndim - 1] > 0 ? 1 / sqrt((double)q->shape[q->ndim - 1]) : 1, 0 };
   double o[2];
-  read_opts(L, 4, &att_decl, def, o);
+  attention_opts(L, 4, &att_decl, q, o);
   gl_array *out = gl_lua_push(L), *lse = gl_lua_push(L);
   gl_status st = gl_op_attention(out, lse, q, k, v, o[0], o[1] != 0);
   gl_lua_check_status(L, st, 0);
   gl_lua_account_array(L, out);
   return 2;
+}
+
+static int l_attention_backward(lua_State *L) {
+  gl_array *g = gl_lua_check(L, 1), *q = gl_lua_check(L, 2), *k = gl_lua_check(L, 3), *v = gl_lua_check(L, 4);
+  gl_array *out = gl_lua_check(L, 5), *lse = gl_lua_check(L, 6);
+  double o[2];
+  attention_opts(L, 7, &att_bwd_decl, q, o);
+  gl_array *gq = gl_lua_push(L), *gk = gl_lua_push(L), *gv = gl_lua_push(L);
+  gl_status st = gl_op_attention_bwd(gq, gk, gv, g, q, k, v, out, lse, o[0], o[1] != 0);
+  gl_lua_check_status(L, st, 0);
+  gl_lua_account_array(L, gq);
+  gl_lua_account_array(L, gk);
+  gl_lua_account_array(L, gv);
+  return 3;
 }
 
 /* ---- optimizer steps ------------------------------------------------------------------------ */
@@ -358,6 +382,7 @@ static const luaL_Reg fused_funcs[] = {
   { "layer_norm", l_layer_norm },
   { "layer_norm_backward", l_layer_norm_backward },
   { "attention", l_attention },
+  { "attention_backward", l_attention_backward },
   { "sgd_", l_sgd_ },
   { "adam_", l_adam_ },
   { "rmsprop_", l_rmsprop_ },

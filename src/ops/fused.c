@@ -26,17 +26,23 @@ static gl_status need_float(const char *what, const gl_array *x) {
                  gl_dtypes[x->dtype].name);
 }
 
-static gl_status need_same(const char *what, const gl_array *ref, const gl_array *x,
+/* x is on ref's device; refname names ref in the message ("the parameter", "query"). */
+static gl_status need_device(const char *what, const char *refname, const gl_array *ref, const gl_array *x) {
+  if (gl_array_device(x).type == gl_array_device(ref).type && gl_array_device(x).index == gl_array_device(ref).index)
+    return GL_OK;
+  char d1[16], d2[16];
+  return gl_fail(GL_EDEVICE, "%s is on %s but %s is on %s (move it with :to())", what,
+                 gl_device_name(gl_array_device(x), d1), refname, gl_device_name(gl_array_device(ref), d2));
+}
+
+/* x is on ref's device, of its dtype and (same_shape) of its shape. */
+static gl_status need_same(const char *what, const char *refname, const gl_array *ref, const gl_array *x,
                            bool same_shape) {
   char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
-  if (gl_array_device(x).type != gl_array_device(ref).type || gl_array_device(x).index != gl_array_device(ref).index) {
-    char d1[16], d2[16];
-    return gl_fail(GL_EDEVICE, "%s is on %s but the parameter is on %s (move it with :to())", what,
-                   gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
-  }
+  GL_TRY(need_device(what, refname, ref, x));
   if (x->dtype != ref->dtype)
-    return gl_fail(GL_EINVAL, "%s is %s, expected %s like the parameter", what, gl_dtypes[x->dtype].name,
-                   gl_dtypes[ref->dtype].name);
+    return gl_fail(GL_EINVAL, "%s is %s, expected %s like %s", what, gl_dtypes[x->dtype].name,
+                   gl_dtypes[ref->dtype].name, refname);
   if (same_shape && (x->ndim != ref->ndim || x->size != ref->size ||
                      memcmp(x->shape, ref->shape, (size_t)x->ndim * sizeof x->shape[0]) != 0))
     return gl_fail(GL_EINVAL, "%s has shape %s, expected %s", what, gl_shape_str(x->ndim, x->shape, s1),
@@ -181,10 +187,10 @@ gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array
   if (!gl_array_is_contiguous(p))
     return gl_fail(GL_EINVAL, "the parameter must be contiguous (it is updated in place)");
   GL_TRY(need_float("the parameter", p));
-  GL_TRY(need_same("the gradient", p, g, true));
+  GL_TRY(need_same("the gradient", "the parameter", p, g, true));
   for (int i = 0; i < 3; i++) {
     if (st[i] == NULL) continue;
-    GL_TRY(need_same(state_name[kind][i], p, st[i], true));
+    GL_TRY(need_same(state_name[kind][i], "the parameter", p, st[i], true));
     if (!gl_array_is_contiguous(st[i])) return gl_fail(GL_EINVAL, "%s must be contiguous", state_name[kind][i]);
   }
   bool need[3] = { false, false, false };
@@ -228,7 +234,7 @@ static gl_status ln_param(const char *what, const gl_array *x, const gl_array *p
   int64_t D = x->shape[x->ndim - 1];
   if (p->ndim != 1 || p->shape[0] != D)
     return gl_fail(GL_EINVAL, "%s must be (%lld), got shape %s", what, (long long)D, gl_shape_str(p->ndim, p->shape, s1));
-  return need_same(what, x, p, false);
+  return need_same(what, "the input", x, p, false);
 }
 
 static gl_status ln_input(const gl_array *x) {
@@ -277,7 +283,7 @@ gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const g
                                const gl_array *mean, const gl_array *rstd, const gl_array *w, bool want_wb) {
   char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
   GL_TRY(ln_input(x));
-  GL_TRY(need_same("the incoming gradient", x, g, true));
+  GL_TRY(need_same("the incoming gradient", "the input", x, g, true));
   GL_TRY(ln_param("weight", x, w));
   int64_t R = x->size / x->shape[x->ndim - 1];
   const gl_array *saved[2] = { mean, rstd };
@@ -287,7 +293,7 @@ gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const g
         (x->ndim > 1 && memcmp(s->shape, x->shape, (size_t)s->ndim * sizeof s->shape[0]) != 0))
       return gl_fail(GL_EINVAL, "%s must have shape %s (the input's less its last axis), got %s", i ? "rstd" : "mean",
                      gl_shape_str(x->ndim - 1, x->shape, s1), gl_shape_str(s->ndim, s->shape, s2));
-    GL_TRY(need_same(i ? "rstd" : "mean", x, s, false));
+    GL_TRY(need_same(i ? "rstd" : "mean", "the input", x, s, false));
   }
   const gl_backend *be;
   GL_TRY(gl_backend_for(gl_array_device(x), &be));
@@ -323,8 +329,15 @@ gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const g
 
 /* ---- attention ------------------------------------------------------------------------------- */
 
-gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const gl_array *k, const gl_array *v,
-                          double scale, bool causal) {
+/* float16 and bfloat16 attention: the statistics (lse) are float32, and what no backend
+** computes in the half dtype (cuDNN's fused SDPA, where it builds a plan, is the only one)
+** is computed in float32 from float32 copies and rounded back, on every device. */
+static bool attention_half(int dt) { return dt == GL_FLOAT16 || dt == GL_BFLOAT16; }
+static gl_dtype attention_lse_dtype(int dt) { return attention_half(dt) ? GL_FLOAT32 : (gl_dtype)dt; }
+
+/* q (..., L, E), k (..., S, E), v (..., S, Ev) with the same leading axes, one float dtype
+** (the fused kernels' or a half one), one device; a finite scale. */
+static gl_status attention_check(const gl_array *q, const gl_array *k, const gl_array *v, double scale) {
   char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ], s3[GL_SHAPE_BUFSZ];
   int nd = q->ndim;
   bool ok = nd >= 2 && k->ndim == nd && v->ndim == nd && q->shape[nd - 1] == k->shape[nd - 1] &&
@@ -334,10 +347,53 @@ gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const
     return gl_fail(GL_EINVAL, "query %s, key %s and value %s must be (..., L, E), (..., S, E), (..., S, Ev) with the "
                    "same leading axes", gl_shape_str(q->ndim, q->shape, s1), gl_shape_str(k->ndim, k->shape, s2),
                    gl_shape_str(v->ndim, v->shape, s3));
-  GL_TRY(need_float("query", q));
-  GL_TRY(need_same("key", q, k, false));
-  GL_TRY(need_same("value", q, v, false));
+  if (!attention_half(q->dtype) && need_float("query", q) != GL_OK) {
+    char list[96];
+    return gl_fail(GL_EINVAL, "query must be float16, bfloat16, %s, got %s",
+                   gl_supported_dtypes(gl_array_device(q), GL_OP_FUSED, 0, list, sizeof list), gl_dtypes[q->dtype].name);
+  }
+  GL_TRY(need_same("key", "query", q, k, false));
+  GL_TRY(need_same("value", "query", q, v, false));
   if (!isfinite(scale)) return gl_fail(GL_EINVAL, "scale must be finite, got %g", scale);
+  return GL_OK;
+}
+
+/* Contiguous copies of n operands in dtype dt (t[i] holds a copy where one was made). */
+static gl_status attention_operands(int n, const gl_array *const *src, gl_dtype dt, gl_array *t, const gl_array **c) {
+  gl_status st = GL_OK;
+  for (int i = 0; i < n && st == GL_OK; i++) st = gl_op_as_contig(src[i], dt, &t[i], &c[i]);
+  return st;
+}
+
+static void attention_release(int n, gl_array *t) {
+  for (int i = 0; i < n; i++) gl_array_release(&t[i]);
+}
+
+/* The backend's forward into out (q's dtype) and lse; a half dtype the backend refuses
+** (GL_ENOTSUP) runs in float32 and is rounded into out. */
+static gl_status attention_forward(const gl_backend *be, gl_array *out, gl_array *lse, const gl_array *q,
+                                   const gl_array *k, const gl_array *v, double scale, bool causal) {
+  const gl_array *src[3] = { q, k, v };
+  gl_array t[3] = { { 0 } };
+  const gl_array *c[3] = { NULL };
+  gl_status st = attention_operands(3, src, (gl_dtype)q->dtype, t, c);
+  if (st == GL_OK) st = be->attention(out, lse, c[0], c[1], c[2], scale, causal);
+  attention_release(3, t);
+  if (st != GL_ENOTSUP || !attention_half(q->dtype)) return st;
+  gl_array out32 = { 0 };
+  st = attention_operands(3, src, GL_FLOAT32, t, c);
+  if (st == GL_OK) st = gl_array_alloc(&out32, GL_FLOAT32, out->ndim, out->shape, gl_array_device(q));
+  if (st == GL_OK) st = be->attention(&out32, lse, c[0], c[1], c[2], scale, causal);
+  if (st == GL_OK) st = gl_op_assign(out, &out32);
+  gl_array_release(&out32);
+  attention_release(3, t);
+  return st;
+}
+
+gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const gl_array *k, const gl_array *v,
+                          double scale, bool causal) {
+  GL_TRY(attention_check(q, k, v, scale));
+  int nd = q->ndim;
   const gl_backend *be;
   GL_TRY(gl_backend_for(gl_array_device(q), &be));
   GL_TRY(need_entry("attention", q, (const void *)be->attention));
@@ -346,22 +402,77 @@ gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const
   int64_t os[GL_MAXDIMS];
   memcpy(os, q->shape, (size_t)nd * sizeof os[0]);
   os[nd - 1] = v->shape[nd - 1];
-  gl_array t[3] = { { 0 } };
-  const gl_array *c[3] = { NULL };
-  const gl_array *src[3] = { q, k, v };
-  gl_status st = GL_OK;
-  for (int i = 0; i < 3 && st == GL_OK; i++) st = gl_op_as_contig(src[i], dt, &t[i], &c[i]);
-  bool have_out = false;
-  if (st == GL_OK) { st = gl_array_alloc(out, dt, nd, os, dev); have_out = st == GL_OK; }
-  if (st == GL_OK) st = gl_array_alloc(lse, dt, nd - 1, q->shape, dev);
+  gl_status st = gl_array_alloc(out, dt, nd, os, dev);
+  if (st != GL_OK) return st;
+  st = gl_array_alloc(lse, attention_lse_dtype(dt), nd - 1, q->shape, dev);
   if (st == GL_OK && out->size > 0) {
-    st = be->attention(out, lse, c[0], c[1], c[2], scale, causal);
+    st = attention_forward(be, out, lse, q, k, v, scale, causal);
     if (st != GL_OK) gl_array_release(lse);
   } else if (st == GL_OK && lse->size > 0) {
     st = gl_op_fill(lse, gl_scalar_float(-INFINITY));   /* no value columns: the rows' lse still */
     if (st != GL_OK) gl_array_release(lse);
   }
-  if (st != GL_OK && have_out) gl_array_release(out);
-  for (int i = 0; i < 3; i++) gl_array_release(&t[i]);
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}
+
+/* The backward reads what the forward made: g and out (..., L, Ev), lse (..., L) (float32
+** for a half dtype); the gradients are allocated like q, k and v. Half dtypes run in
+** float32 (no backend has a half backward: cuDNN's is not done). */
+gl_status gl_op_attention_bwd(gl_array *gq, gl_array *gk, gl_array *gv, const gl_array *g, const gl_array *q,
+                              const gl_array *k, const gl_array *v, const gl_array *out, const gl_array *lse,
+                              double scale, bool causal) {
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  GL_TRY(attention_check(q, k, v, scale));
+  int nd = q->ndim;
+  int64_t os[GL_MAXDIMS];
+  memcpy(os, q->shape, (size_t)nd * sizeof os[0]);
+  os[nd - 1] = v->shape[nd - 1];
+  const gl_array *like_out[2] = { g, out };
+  static const char *const like_out_name[2] = { "the gradient", "out" };
+  for (int i = 0; i < 2; i++) {
+    const gl_array *a = like_out[i];
+    if (a->ndim != nd || memcmp(a->shape, os, (size_t)nd * sizeof os[0]) != 0)
+      return gl_fail(GL_EINVAL, "%s must have the output's shape %s, got %s", like_out_name[i], gl_shape_str(nd, os, s1),
+                     gl_shape_str(a->ndim, a->shape, s2));
+    GL_TRY(need_same(like_out_name[i], "query", q, a, false));
+  }
+  if (lse->ndim != nd - 1 || memcmp(lse->shape, q->shape, (size_t)(nd - 1) * sizeof os[0]) != 0)
+    return gl_fail(GL_EINVAL, "lse must have shape %s (the query's less its last axis), got %s",
+                   gl_shape_str(nd - 1, q->shape, s1), gl_shape_str(lse->ndim, lse->shape, s2));
+  gl_dtype dt = (gl_dtype)q->dtype, ct = attention_lse_dtype(dt);    /* ct: the dtype it computes in */
+  GL_TRY(need_device("lse", "query", q, lse));
+  if (lse->dtype != ct)
+    return gl_fail(GL_EINVAL, "lse is %s, expected %s (the forward's, for a %s query)", gl_dtypes[lse->dtype].name,
+                   gl_dtypes[ct].name, gl_dtypes[dt].name);
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(gl_array_device(q), &be));
+  GL_TRY(need_entry("attention_backward", q, (const void *)be->attention_bwd));
+  gl_device dev = gl_array_device(q);
+  gl_array t[6] = { { 0 } }, w[3] = { { 0 } };
+  const gl_array *c[6] = { NULL };
+  const gl_array *src[6] = { g, q, k, v, out, lse };
+  gl_status st = attention_operands(6, src, ct, t, c);
+  gl_array *res[3] = { gq, gk, gv };
+  int made = 0;
+  for (int i = 0; i < 3 && st == GL_OK; i++) {
+    st = gl_array_alloc(res[i], dt, nd, src[i + 1]->shape, dev);
+    made += st == GL_OK;
+  }
+  /* no query row, no key or no value column: nothing flows (E = 0 still has gv = P^T g) */
+  bool flows = lse->size > 0 && k->shape[nd - 2] > 0 && v->shape[nd - 1] > 0;
+  gl_array *r[3] = { gq, gk, gv };                  /* where the backend writes: float32 temporaries for half */
+  for (int i = 0; i < 3 && st == GL_OK && flows && ct != dt; i++) {
+    st = gl_array_alloc(&w[i], ct, nd, src[i + 1]->shape, dev);
+    r[i] = &w[i];
+  }
+  if (st == GL_OK && flows) st = be->attention_bwd(r[0], r[1], r[2], c[0], c[1], c[2], c[3], c[4], c[5], scale, causal);
+  for (int i = 0; i < 3 && st == GL_OK && flows && ct != dt; i++) st = gl_op_assign(res[i], r[i]);
+  for (int i = 0; i < 3 && st == GL_OK && !flows; i++)
+    if (res[i]->size > 0) st = gl_op_fill(res[i], gl_scalar_int(0));
+  if (st != GL_OK)
+    for (int i = 0; i < made; i++) gl_array_release(res[i]);
+  attention_release(3, w);
+  attention_release(6, t);
   return st;
 }

@@ -242,6 +242,11 @@ gl_status gl_op_layer_norm_bwd(gl_array *gx, gl_array *gw, gl_array *gb, const g
 ** axes; float32/float64) without the (L, S) scores: out (..., L, Ev), lse (..., L). */
 gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const gl_array *k, const gl_array *v,
                           double scale, bool causal);
+/* Its backward from g = d loss / d out, the forward's out and lse (FlashAttention-2's: the
+** probabilities recomputed in tiles, never all at once): gq, gk, gv shaped as q, k, v. */
+gl_status gl_op_attention_bwd(gl_array *gq, gl_array *gk, gl_array *gv, const gl_array *g, const gl_array *q,
+                              const gl_array *k, const gl_array *v, const gl_array *out, const gl_array *lse,
+                              double scale, bool causal);
 /* One optimizer step in place over p (contiguous float32/float64) with gradient g and the
 ** rule's state arrays (backend.h's optim_step says which; NULL where unused). */
 gl_status gl_op_optim_step(gl_optim_kind kind, const gl_array *p, const gl_array *g, const gl_array *const st[3],

@@ -1326,6 +1326,83 @@ template <class T> static void test_attention_t(int dt) {
   end();
 }
 
+/* The backward against long-double loops from q, k, v and g alone (its own logsumexp); out and
+** lse come from the forward launcher. A row given lse = -inf and out = NaN (a row without keys)
+** must get a zero gq row and add nothing to gk, gv. */
+template <class T> static void test_attention_bwd_t(int dt) {
+  struct ac { int64_t B, L, S, E, Ev; int causal, dead_row; };
+  for (ac c : { ac{ 1, 1, 1, 1, 1, 0, -1 }, ac{ 2, 3, 5, 4, 3, 0, -1 }, ac{ 2, 17, 33, 5, 7, 1, -1 },
+                ac{ 1, 40, 20, 33, 40, 1, 3 }, ac{ 3, 9, 40, 8, 64, 0, 8 }, ac{ 1, 20, 7, 3, 2, 1, -1 },
+                ac{ 2, 16, 16, 16, 16, 1, 0 }, ac{ 1, 5, 6, 0, 3, 0, -1 } }) {
+    begin("attention_bwd %s B=%lld L=%lld S=%lld E=%lld Ev=%lld causal %d dead row %d", dtn[dt], (long long)c.B,
+          (long long)c.L, (long long)c.S, (long long)c.E, (long long)c.Ev, c.causal, c.dead_row);
+    int64_t B = c.B, L = c.L, S = c.S, E = c.E, Ev = c.Ev;
+    T *q = (T *)alloc(B * L * E * sizeof(T)), *k = (T *)alloc(B * S * E * sizeof(T)), *v = (T *)alloc(B * S * Ev * sizeof(T));
+    T *out = (T *)alloc(B * L * Ev * sizeof(T)), *lse = (T *)alloc(B * L * sizeof(T)), *g = (T *)alloc(B * L * Ev * sizeof(T));
+    T *gq = (T *)alloc(B * L * E * sizeof(T)), *gk = (T *)alloc(B * S * E * sizeof(T)), *gv = (T *)alloc(B * S * Ev * sizeof(T));
+    T *dsum = (T *)alloc(B * L * sizeof(T));
+    for (int64_t i = 0; i < B * L * E; i++) q[i] = (T)(urand() * 4 - 2);
+    for (int64_t i = 0; i < B * S * E; i++) k[i] = (T)(urand() * 4 - 2);
+    for (int64_t i = 0; i < B * S * Ev; i++) v[i] = (T)(urand() * 2 - 1);
+    for (int64_t i = 0; i < B * L * Ev; i++) g[i] = (T)(urand() * 2 - 1);
+    double scale = E > 0 ? 1 / sqrt((double)E) : 1;
+    int rc = gl_klaunch_attention(NULL, dt, B, L, S, E, Ev, out, lse, q, k, v, scale, c.causal);
+    if (rc) bad("forward rc %d", rc);
+    std::vector<bool> dead(B * L, false);
+    if (c.dead_row >= 0)
+      for (int64_t b = 0; b < B; b++) {
+        int64_t r = b * L + c.dead_row;
+        dead[r] = true;
+        lse[r] = -(T)INFINITY;
+        for (int64_t col = 0; col < Ev; col++) out[r * Ev + col] = (T)NAN;
+      }
+    rc = gl_klaunch_attention_bwd(NULL, dt, B, L, S, E, Ev, gq, gk, gv, dsum, g, q, k, v, out, lse, scale, c.causal);
+    if (rc) bad("rc %d", rc);
+    double tol = sizeof(T) == 4 ? 1e-4 : 1e-11;
+    std::vector<long double> wq(B * L * E, 0), wk(B * S * E, 0), wv(B * S * Ev, 0), p(S), dp(S);
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t i = 0; i < L; i++) {
+        if (dead[b * L + i]) continue;
+        int64_t send = c.causal ? (i + 1 < S ? i + 1 : S) : S;
+        long double m = -INFINITY, sum = 0, dd = 0;
+        for (int64_t j = 0; j < send; j++) {
+          long double d = 0;
+          for (int64_t e = 0; e < E; e++) d += (long double)q[(b * L + i) * E + e] * k[(b * S + j) * E + e];
+          p[j] = d * scale;
+          if (p[j] > m) m = p[j];
+        }
+        for (int64_t j = 0; j < send; j++) sum += expl(p[j] - m);
+        for (int64_t j = 0; j < send; j++) p[j] = expl(p[j] - m) / sum;
+        for (int64_t j = 0; j < send; j++) {
+          dp[j] = 0;
+          for (int64_t col = 0; col < Ev; col++) dp[j] += (long double)g[(b * L + i) * Ev + col] * v[(b * S + j) * Ev + col];
+          dd += p[j] * dp[j];
+        }
+        for (int64_t j = 0; j < send; j++) {
+          long double gs = p[j] * (dp[j] - dd) * scale;
+          for (int64_t col = 0; col < Ev; col++) wv[(b * S + j) * Ev + col] += p[j] * g[(b * L + i) * Ev + col];
+          for (int64_t e = 0; e < E; e++) {
+            wq[(b * L + i) * E + e] += gs * k[(b * S + j) * E + e];
+            wk[(b * S + j) * E + e] += gs * q[(b * L + i) * E + e];
+          }
+        }
+      }
+    struct { const char *name; const T *got; const std::vector<long double> *want; } outs[3] = {
+      { "gq", gq, &wq }, { "gk", gk, &wk }, { "gv", gv, &wv } };
+    for (auto &o : outs)
+      for (size_t x = 0; x < o.want->size(); x++) {
+        double want = (double)(*o.want)[x], got = (double)o.got[x];
+        if (!close_to(got, want, tol, tol)) bad("%s[%zu]: got %.9g want %.9g", o.name, x, got, want);
+      }
+    end();
+    free_all();
+  }
+  begin("attention_bwd %s launches nothing without keys", dtn[dt]);
+  if (gl_klaunch_attention_bwd(NULL, dt, 1, 3, 0, 2, 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, 0))
+    bad("S = 0 was launched");
+  end();
+}
+
 /* ---- conv: im2col / col2im ------------------------------------------------------------------ */
 
 template <class T> static void test_conv_t(int dt) {
@@ -1658,7 +1735,10 @@ int main(int argc, char **argv) {
     { "random", test_random },
     { "optim", [] { test_optim_t<float>(GL_KD_FLOAT32); test_optim_t<double>(GL_KD_FLOAT64); } },
     { "xent", [] { test_xent_t<float>(GL_KD_FLOAT32); test_xent_t<double>(GL_KD_FLOAT64); } },
-    { "attention", [] { test_attention_t<float>(GL_KD_FLOAT32); test_attention_t<double>(GL_KD_FLOAT64); } },
+    { "attention", [] {
+        test_attention_t<float>(GL_KD_FLOAT32); test_attention_t<double>(GL_KD_FLOAT64);
+        test_attention_bwd_t<float>(GL_KD_FLOAT32); test_attention_bwd_t<double>(GL_KD_FLOAT64);
+      } },
     { "layer_norm", [] { test_layer_norm_t<float>(GL_KD_FLOAT32); test_layer_norm_t<double>(GL_KD_FLOAT64); } },
     { "conv", [] { test_conv_t<float>(GL_KD_FLOAT32); test_conv_t<double>(GL_KD_FLOAT64); } },
     { "rnn", [] {

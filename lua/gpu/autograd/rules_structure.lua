@@ -450,12 +450,18 @@ R["dnn.rnn"] = { saves = { 1, 2, 3, 4 }, uses_y = true, backward = function(g, n
 end }
 
 -- fused.attention(q (..., L, E), k (..., S, E), v (..., S, Ev) [, {scale, is_causal}]) ->
--- out, lse: the backward recomputes the probabilities from the scores, as FlashAttention
--- does (from the saved logsumexp when grad is off; with create_graph from a logsumexp in
--- array ops, so it differentiates again): gv = p^T g, gs = p (g v^T - rowsum(p g v^T)),
--- gq = gs k scale, gk = gs^T q scale.
-R["fused.attention"] = { backward = function(g, node)
+-- out, lse. First order (grad off during the backward): gpu.fused.attention_backward,
+-- FlashAttention-2's tiled backward from the saved out and logsumexp (no (L, S) matrix; the
+-- same options table, so the same scale and mask). Under create_graph the same formulas in
+-- array ops, the probabilities recomputed from a logsumexp in array ops so that they
+-- differentiate again: gv = p^T g, gs = p (g v^T - rowsum(p g v^T)), gq = gs k scale,
+-- gk = gs^T q scale.
+R["fused.attention"] = { uses_y = true, backward = function(g, node, y)
   local q, k, v, o = node[1], node[2], node[3], node[4]
+  if not G.grad_enabled() then
+    if g.dtype ~= y.dtype then g = g:astype(y.dtype) end
+    return gpu.fused.attention_backward(g, q, k, v, y, node.extra[1], o)
+  end
   local E = q.shape[q.ndim]
   local scale = type(o) == "table" and o.scale or 1 / math.sqrt(E)
   local s = q:matmul(k:swapaxes(-1, -2)) * scale
@@ -465,7 +471,7 @@ R["fused.attention"] = { backward = function(g, node)
     local keep = gpu.arange(0, S, i64):reshape(1, S):le(gpu.arange(0, L, i64):reshape(L, 1))
     s = gpu.where(keep, s, -math.huge)
   end
-  local lse = G.grad_enabled() and s:logsumexp(-1, { keepdims = true }) or node.extra[1]:unsqueeze(-1)
+  local lse = s:logsumexp(-1, { keepdims = true })
   local p = (s - lse):exp()
   local gp = g:matmul(v:swapaxes(-1, -2))
   local gs = p * (gp - (gp * p):sum(-1, { keepdims = true }))

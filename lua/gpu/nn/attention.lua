@@ -98,10 +98,13 @@ end
 -- values; on the GPU only when long enough that the scores would be big (below that, the
 -- composite's GEMMs are faster there), on the cpu at every length (its GEMM tiles were
 -- faster than the composite from L = S = 64 up, forward and training step, 1 thread:
--- doc/STATUS-seq.md).
+-- doc/STATUS-seq.md). float16/bfloat16 on the GPU too (cuDNN's fused SDPA where it builds a
+-- plan, else the own kernels in float32); on the cpu they stay composite (half matmuls).
 local fused_dtypes = { float32 = true, float64 = true }
+local gpu_half = { float16 = true, bfloat16 = true }
 local function fused_ok(q, k, v, mask, p)
-  if (q.device ~= "cpu" and v.shape[v.ndim] > 256) or mask ~= nil or p > 0 or not fused_dtypes[q.dtype]
+  local dtype_ok = fused_dtypes[q.dtype] or (q.device ~= "cpu" and gpu_half[q.dtype])
+  if (q.device ~= "cpu" and v.shape[v.ndim] > 256) or mask ~= nil or p > 0 or not dtype_ok
     or k.dtype ~= q.dtype or v.dtype ~= q.dtype or k.ndim ~= q.ndim or v.ndim ~= q.ndim then
     return false
   end
@@ -248,7 +251,14 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   q, k, v = proj(self, q, 1), proj(self, k, 2), proj(self, v, 3)
   local am, kpm = o.attn_mask, o.key_padding_mask
-  if o.is_causal and am == nil then am = causal_rows(0, L, S, q.device):logical_not() end
+  -- is_causal alone stays a flag, so that sdpa can hand it to the fused op (no mask array:
+  -- forward and backward without (L, S) scores); with other masks or bias_k's extra key it
+  -- becomes one more mask
+  local causal = false
+  if o.is_causal and am == nil then
+    if kpm == nil and not self.bias_k then causal = true
+    else am = causal_rows(0, L, S, q.device):logical_not() end
+  end
   if self.bias_k then
     k = gpu.concatenate({ k, self.bias_k:expand(n, 1, E) }, 2)
     v = gpu.concatenate({ v, self.bias_v:expand(n, 1, E) }, 2)
@@ -281,7 +291,7 @@ function MultiheadAttention:forward(query, key, value, opts)
   end
   local heads = function(x, len) return x:reshape(n, len, H, hd):swapaxes(2, 3) end      -- (N, H, len, hd)
   local p = self.training and self.dropout or 0
-  local out, w = sdpa(heads(q, L), heads(k, S), heads(v, S), mask, false, nil, p, o.need_weights)
+  local out, w = sdpa(heads(q, L), heads(k, S), heads(v, S), mask, causal, nil, p, o.need_weights)
   out = self.out_proj(out:swapaxes(2, 3):reshape(n, L, E))
   if not batched then out = out:reshape(L, E)
   elseif not self.batch_first then out = out:swapaxes(1, 2) end

@@ -315,13 +315,17 @@ M.atleast_3d = atleast("atleast_3d", 3, function(s)
   return { s[1], s[2], 1 }
 end)
 
+-- A plain copy of the sizes (a table's own __len is not trusted: #shape of a table whose
+-- __len says math.maxinteger made broadcast_to loop for ever; apifuzz seed 13).
 local function read_shape(fname, shape, argn)
   if math.type(shape) == "integer" then return { shape } end
   if type(shape) ~= "table" then options.argerror(fname, argn, "shape must be a table of sizes, got %s", options.type_name(shape)) end
+  local out = {}
   for i, n in ipairs(shape) do
     if math.type(n) ~= "integer" or n < 0 then options.argerror(fname, argn, "shape entry %d must be a size >= 0", i) end
+    out[i] = n
   end
-  return shape
+  return out
 end
 
 -- The broadcast shape of the shapes, or an error naming fname.

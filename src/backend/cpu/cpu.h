@@ -72,6 +72,9 @@ gl_status gl_cpu_gru_cell(gl_device dev, bool backward, gl_dtype dt, const gl_gr
 gl_status gl_cpu_rnn_cell(gl_device dev, bool backward, gl_dtype dt, const gl_rnn_cell *s);
 gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                            const gl_array *v, double scale, bool causal);
+gl_status gl_cpu_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
+                               const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
+                               const gl_array *lse, double scale, bool causal);
 gl_status gl_cpu_layer_norm(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
                             const gl_array *w, const gl_array *b, double eps);
 gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl_array *gb, const gl_array *g,

@@ -98,6 +98,7 @@ const gl_backend gl_cpu_backend = {
   .layer_norm = gl_cpu_layer_norm,
   .layer_norm_bwd = gl_cpu_layer_norm_bwd,
   .attention = gl_cpu_attention,
+  .attention_bwd = gl_cpu_attention_bwd,
   .linalg = gl_cpu_linalg,
   .jit_run = gl_cpu_jit_run,
   .dnn = &gl_cpu_dnn,

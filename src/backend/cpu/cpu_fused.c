@@ -362,12 +362,34 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
 ** split across the free cores, each GEMM on one thread. */
 #define GL_ATT_TQ 64
 #define GL_ATT_TK 64
+
+/* Keys j0 + j with j < att_keys(...) take part in query row i0 + r (causal: key <= row). */
+static inline int64_t att_keys(bool causal, int64_t i0, int64_t r, int64_t j0, int64_t nk) {
+  int64_t lim = nk;
+  if (causal && i0 + r + 1 - j0 < lim) lim = i0 + r + 1 - j0;
+  return lim < 0 ? 0 : lim;
+}
+
+/* A tile's scores: s (mq, nk), rows GL_ATT_TK apart, = scale q_t k_b^T (zeros when E = 0). */
+#define GL_ATT_SCORES_STAMP(T, GEMM, SFX)                                                         \
+  static inline void att_scores_##SFX(const gl_cpu_blas *bl, int64_t mq, int64_t nk, int64_t E,  \
+                                      T scale, const T *qt, const T *kb, T *s) {                  \
+    if (E > 0)                                                                                    \
+      bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E,   \
+               scale, qt, (int)E, kb, (int)E, 0, s, GL_ATT_TK);                                   \
+    else                                                                                          \
+      for (int64_t c = 0; c < mq * GL_ATT_TK; c++) s[c] = 0;                                      \
+  }
+GL_ATT_SCORES_STAMP(float, sgemm, f32)
+GL_ATT_SCORES_STAMP(double, dgemm, f64)
+#undef GL_ATT_SCORES_STAMP
+
 #define GL_ATT_STAMP(T, GEMM, EXP, LOG, SFX)                                                      \
   static void att_##SFX(const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,        \
                         int64_t Ev, T *restrict out, T *restrict lse, const T *q, const T *k,     \
                         const T *v, T scale, bool causal, int nt) {                               \
     const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ;                                           \
-    const int lde = E > 0 ? (int)E : 1, ldv = Ev > 0 ? (int)Ev : 1;                               \
+    const int ldv = Ev > 0 ? (int)Ev : 1;                                                         \
     _Pragma("omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)")                      \
     for (int64_t t = 0; t < B * nq; t++) {                                                        \
       const int64_t b = t / nq, i0 = (t - b * nq) * GL_ATT_TQ;                                    \
@@ -380,16 +402,10 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
       const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                              \
       for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                          \
         const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                         \
-        if (E > 0)                                                                                \
-          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E, \
-                   scale, qt, lde, kb + j0 * E, lde, 0, s, GL_ATT_TK);                            \
-        else                                                                                      \
-          for (int64_t c = 0; c < mq * GL_ATT_TK; c++) s[c] = 0;                                  \
+        att_scores_##SFX(bl, mq, nk, E, scale, qt, kb + j0 * E, s);                               \
         for (int64_t r = 0; r < mq; r++) {                                                        \
           T *sr = s + r * GL_ATT_TK, *orow = ot + r * Ev;                                         \
-          int64_t lim = nk;                        /* keys j0 + j, j < lim, take part */          \
-          if (causal && i0 + r + 1 - j0 < lim) lim = i0 + r + 1 - j0;                             \
-          if (lim < 0) lim = 0;                                                                   \
+          int64_t lim = att_keys(causal, i0, r, j0, nk);                                          \
           T bm = -(T)INFINITY;                                                                    \
           for (int64_t j = 0; j < lim; j++) bm = sr[j] > bm ? sr[j] : bm;                         \
           if (bm > m[r]) {                 /* rescale what was summed under the old maximum */    \
@@ -427,17 +443,25 @@ GL_ATT_STAMP(float, sgemm, expf, logf, f32)
 GL_ATT_STAMP(double, dgemm, exp, log, f64)
 #undef GL_ATT_STAMP
 
+/* What both directions check first: a dtype the kernels have (the ops layer runs half dtypes
+** in float32 when told GL_ENOTSUP), rows BLAS can take; the BLAS itself. */
+static gl_status att_prepare(const char *op, const gl_array *q, int64_t E, int64_t Ev, const gl_cpu_blas **bl) {
+  if (q->dtype != GL_FLOAT32 && q->dtype != GL_FLOAT64)
+    return gl_fail(GL_ENOTSUP, "%s of %s is not supported on the cpu", op, gl_dtypes[q->dtype].name);
+  if (E > INT_MAX || Ev > INT_MAX)
+    return gl_fail(GL_ETOOBIG, "%s: rows of %lld and %lld elements are more than BLAS takes", op, (long long)E,
+                   (long long)Ev);
+  return gl_cpu_blas_get(bl);
+}
+
 gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                            const gl_array *v, double scale, bool causal) {
   int nd = q->ndim;
   int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
   int64_t B = L > 0 ? q->size / (L * (E > 0 ? E : 1)) : 0;
   if (E == 0) B = lse->size / (L > 0 ? L : 1);
-  if (E > INT_MAX || Ev > INT_MAX)
-    return gl_fail(GL_ETOOBIG, "attention: rows of %lld and %lld elements are more than BLAS takes",
-                   (long long)E, (long long)Ev);
   const gl_cpu_blas *bl;
-  GL_TRY(gl_cpu_blas_get(&bl));
+  GL_TRY(att_prepare("attention", q, E, Ev, &bl));
   int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 2);
   gl_cpu_blas_threads(bl, 1);                            /* each tile's GEMMs on its own thread */
   if (q->dtype == GL_FLOAT32)
@@ -448,4 +472,133 @@ gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_ar
             DATA(const double, v), scale, causal, nt);
   gl_cpu_team_done(nt);
   return GL_OK;
+}
+
+/* FlashAttention-2's backward in the same GEMM tiles. Per query tile (rows i) and key block
+** (keys j): S = Q_i K_j^T * scale (GEMM), P = exp(S - lse) (the forward's logsumexp: no
+** softmax pass), gv_j += P^T G_i (GEMM), dP = G_i V_j^T (GEMM), dS = scale * P * (dP - D)
+** with D = rowsum(G * out) per row, gq_i += dS K_j (GEMM), gk_j += dS^T Q_i (GEMM). Only
+** one (64, 64) block of P and one of dS exist at a time.
+**
+** Work units are (head b, query chunk c): chunk c of a head takes its query tiles c, c +
+** nc, c + 2 nc, ... (interleaved, so causal chunks get equal work). A unit writes its rows
+** of gq alone; gk and gv of a head get contributions from every chunk, so with nc > 1 each
+** unit sums into its own slab of 'part' ((S, E) then (S, Ev)), added up after the parallel
+** region; with nc = 1 (heads enough for the team) straight into gk and gv. A row whose lse
+** is -inf (no key) has P = dS = 0 and D = 0, so a NaN in its out cannot leak in. 'work'
+** holds each thread's two blocks and D. */
+#define GL_ATT_BWD_STAMP(T, GEMM, EXP, SFX)                                                       \
+  static void att_bwd_##SFX(const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,    \
+                            int64_t Ev, T *gq, T *gk, T *gv, const T *g, const T *q, const T *k,  \
+                            const T *v, const T *out, const T *lse, T scale, bool causal,         \
+                            int64_t nc, T *part, T *work, int nt) {                               \
+    const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ, slab = S * (E + Ev);                      \
+    const int lde = E > 0 ? (int)E : 1, ldv = (int)Ev;                                            \
+    _Pragma("omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)")                      \
+    for (int64_t u = 0; u < B * nc; u++) {                                                        \
+      const int64_t b = u / nc, c = u - b * nc;                                                   \
+      T *s = work + (int64_t)omp_get_thread_num() * (2 * GL_ATT_TQ * GL_ATT_TK + GL_ATT_TQ);      \
+      T *dp = s + GL_ATT_TQ * GL_ATT_TK, *d = dp + GL_ATT_TQ * GL_ATT_TK;                         \
+      const T *kb = k + b * S * E, *vb = v + b * S * Ev;                                          \
+      T *gkb = nc > 1 ? part + u * slab : gk + b * S * E;                                         \
+      T *gvb = nc > 1 ? part + u * slab + S * E : gv + b * S * Ev;                                \
+      for (int64_t x = 0; x < S * E; x++) gkb[x] = 0;                                             \
+      for (int64_t x = 0; x < S * Ev; x++) gvb[x] = 0;                                            \
+      for (int64_t it = c; it < nq && !gl_interrupted(); it += nc) {                              \
+        const int64_t i0 = it * GL_ATT_TQ, mq = L - i0 < GL_ATT_TQ ? L - i0 : GL_ATT_TQ;          \
+        const T *qt = q + (b * L + i0) * E, *gt = g + (b * L + i0) * Ev;                          \
+        const T *ot = out + (b * L + i0) * Ev, *lt = lse + b * L + i0;                            \
+        T *gqt = gq + (b * L + i0) * E;                                                           \
+        for (int64_t x = 0; x < mq * E; x++) gqt[x] = 0;                                          \
+        for (int64_t r = 0; r < mq; r++) {                                                        \
+          T sum = 0;                                                                              \
+          if (lt[r] != -(T)INFINITY)                                                              \
+            for (int64_t x = 0; x < Ev; x++) sum += gt[r * Ev + x] * ot[r * Ev + x];              \
+          d[r] = sum;                                                                             \
+        }                                                                                         \
+        const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                            \
+        for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                        \
+          const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                       \
+          att_scores_##SFX(bl, mq, nk, E, scale, qt, kb + j0 * E, s);                             \
+          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)Ev, \
+                   1, gt, ldv, vb + j0 * Ev, ldv, 0, dp, GL_ATT_TK);                              \
+          for (int64_t r = 0; r < mq; r++) {                                                      \
+            T *sr = s + r * GL_ATT_TK, *dr = dp + r * GL_ATT_TK;                                  \
+            const int64_t lim = lt[r] == -(T)INFINITY ? 0 : att_keys(causal, i0, r, j0, nk);      \
+            const T m = lt[r], dr0 = d[r];                                                        \
+            for (int64_t j = 0; j < lim; j++) {                                                   \
+              const T p = EXP(sr[j] - m);                                                         \
+              sr[j] = p;                                                                          \
+              dr[j] = scale * p * (dr[j] - dr0);                                                  \
+            }                                                                                     \
+            for (int64_t j = lim; j < nk; j++) sr[j] = dr[j] = 0;                                 \
+          }                                                                                       \
+          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_TRANS, GL_CBLAS_NO_TRANS, (int)nk, (int)Ev, (int)mq, \
+                   1, s, GL_ATT_TK, gt, ldv, 1, gvb + j0 * Ev, ldv);                              \
+          if (E > 0) {                                                                            \
+            bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_NO_TRANS, (int)mq, (int)E, (int)nk, \
+                     1, dp, GL_ATT_TK, kb + j0 * E, lde, 1, gqt, lde);                            \
+            bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_TRANS, GL_CBLAS_NO_TRANS, (int)nk, (int)E, (int)mq, \
+                     1, dp, GL_ATT_TK, qt, lde, 1, gkb + j0 * E, lde);                            \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    if (nc == 1) return;                                                                          \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
+    for (int64_t x = 0; x < B * slab; x++) {                                                      \
+      const int64_t b = x / slab, y = x - b * slab;                                               \
+      const T *src = part + b * nc * slab + y;                                                    \
+      T sum = 0;                                                                                  \
+      for (int64_t c = 0; c < nc; c++) sum += src[c * slab];                                      \
+      if (y < S * E) gk[b * S * E + y] = sum;                                                     \
+      else gv[b * S * Ev + (y - S * E)] = sum;                                                    \
+    }                                                                                             \
+  }
+
+GL_ATT_BWD_STAMP(float, sgemm, expf, f32)
+GL_ATT_BWD_STAMP(double, dgemm, exp, f64)
+#undef GL_ATT_BWD_STAMP
+
+gl_status gl_cpu_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
+                               const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
+                               const gl_array *lse, double scale, bool causal) {
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
+  int64_t B = lse->size / L;                   /* the ops layer calls with L, S, Ev > 0 */
+  const gl_cpu_blas *bl;
+  GL_TRY(att_prepare("attention_backward", q, E, Ev, &bl));
+  int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 4);
+  /* query chunks per head: enough units for two rounds of the team, at most one per tile */
+  int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ, nc = 1;
+  if (B < 2 * (int64_t)nt) nc = (2 * (int64_t)nt + B - 1) / B;
+  if (nc > nq) nc = nq;
+  if (nt == 1) nc = 1;
+  /* scratch from the caching allocator: the slabs can be megabytes, fresh pages are slow */
+  gl_device dev = gl_array_device(q);
+  size_t isz = gl_array_itemsize(q);
+  size_t wbytes = (size_t)nt * (2 * GL_ATT_TQ * GL_ATT_TK + GL_ATT_TQ) * isz;
+  size_t pbytes = nc > 1 ? (size_t)(B * nc) * (size_t)(S * (E + Ev)) * isz : 0;
+  void *work = NULL, *part = NULL;
+  GL_TRY(gl_cpu_alloc(dev, wbytes, &work));
+  if (pbytes > 0) {
+    gl_status st = gl_cpu_alloc(dev, pbytes, &part);
+    if (st != GL_OK) {
+      gl_cpu_free(dev, work, wbytes);
+      return st;
+    }
+  }
+  gl_cpu_blas_threads(bl, 1);                            /* each unit's GEMMs on its own thread */
+  if (q->dtype == GL_FLOAT32)
+    att_bwd_f32(bl, B, L, S, E, Ev, DATA(float, gq), DATA(float, gk), DATA(float, gv), DATA(const float, g),
+                DATA(const float, q), DATA(const float, k), DATA(const float, v), DATA(const float, out),
+                DATA(const float, lse), (float)scale, causal, nc, part, work, nt);
+  else
+    att_bwd_f64(bl, B, L, S, E, Ev, DATA(double, gq), DATA(double, gk), DATA(double, gv), DATA(const double, g),
+                DATA(const double, q), DATA(const double, k), DATA(const double, v), DATA(const double, out),
+                DATA(const double, lse), scale, causal, nc, part, work, nt);
+  gl_cpu_free(dev, work, wbytes);
+  if (part != NULL) gl_cpu_free(dev, part, pbytes);
+  gl_cpu_team_done(nt);
+  return gl_interrupt_check();
 }

@@ -142,6 +142,9 @@ gl_status gl_cuda_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_
                            const gl_array *target, double smoothing, const gl_array *gout, double scale);
 gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                             const gl_array *v, double scale, bool causal);
+gl_status gl_cuda_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
+                                const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
+                                const gl_array *lse, double scale, bool causal);
 gl_status gl_cuda_layer_norm(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
                              const gl_array *w, const gl_array *b, double eps);
 gl_status gl_cuda_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl_array *gb, const gl_array *g,
@@ -159,6 +162,10 @@ extern const gl_dnn gl_cuda_dnn;
 void gl_cuda_dnn_release(int index);
 /* Whether float32 convolutions may use TF32 tensor cores (gpu.set_matmul_precision). */
 void gl_cuda_dnn_precision(bool tf32);
+/* cuda_cudnn_attn.c: backend.h's attention for float16/bfloat16 through cuDNN's fused SDPA
+** graph; GL_ENOTSUP whenever cuDNN cannot (the ops layer then computes in float32). */
+gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
+                                  const gl_array *v, double scale, bool causal);
 #endif
 
 /* cuda_nccl.c: gpu.distributed's collectives on device memory (NCCL, dlopen at load) */

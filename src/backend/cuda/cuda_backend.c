@@ -375,6 +375,7 @@ const gl_backend gl_cuda_backend = {
   .layer_norm = gl_cuda_layer_norm,
   .layer_norm_bwd = gl_cuda_layer_norm_bwd,
   .attention = gl_cuda_attention,
+  .attention_bwd = gl_cuda_attention_bwd,
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,

@@ -149,6 +149,7 @@ static void algo_cache_free(int index);
 void gl_cuda_dnn_release(int index) {
   if (index < 0 || index >= GL_CUDA_MAXDEV) return;
   algo_cache_free(index);
+  gl_cuda_cudnn_attn_release(index);      /* its plans were made with the handle */
   if (handles[index] == NULL) return;
   if (dnn.cudnnDestroy) dnn.cudnnDestroy(handles[index]);
   handles[index] = NULL;

@@ -1,6 +1,6 @@
 /*
 ** cuda_cudnn.h — what cuda_cudnn.c (the cuDNN loader, handles and gl_dnn table) shares with the
-** other files that call cuDNN (cuda_cudnn_rnn.c): its entry points by name, the device's handle,
+** other files that call cuDNN (cuda_cudnn_rnn.c, cuda_cudnn_attn.c): its entry points by name, the device's handle,
 ** and the error text. Includes cudnn.h: only files built with GL_WITH_CUDNN include it.
 */
 #ifndef GL_CUDA_CUDNN_H
@@ -18,6 +18,9 @@ void *gl_cuda_cudnn_sym(const char *name);
 gl_status gl_cuda_cudnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnnHandle_t *h);
 /* GL_OK, or "op: call: CUDNN_STATUS_...: message" for a failed call. */
 gl_status gl_cuda_cudnn_check(cudnnStatus_t st, const char *op, const char *call);
+
+/* cuda_cudnn_attn.c: frees device 'index''s cached attention plans (gl_cuda_lock held). */
+void gl_cuda_cudnn_attn_release(int index);
 
 /* cuda_cudnn_rnn.c: gl_dnn's RNN entries */
 const char *gl_cuda_rnn_unavailable(void);

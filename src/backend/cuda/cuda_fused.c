@@ -1,7 +1,8 @@
 /*
-** cuda_fused.c — gpu.fused on the GPU (kernels/fused.cu): optimizer steps, layer norm and softmax
-** cross-entropy, backend.h's optim_step / xent / xent_bwd / layer_norm(_bwd) contracts (operands checked and
-** made contiguous by src/ops/fused.c).
+** cuda_fused.c — gpu.fused on the GPU (kernels/fused.cu, kernels/attention.cu): optimizer steps, layer
+** norm, softmax cross-entropy and attention forward and backward, backend.h's optim_step / xent /
+** xent_bwd / layer_norm(_bwd) / attention(_bwd) contracts (operands checked and made contiguous by
+** src/ops/fused.c).
 */
 #include "cuda.h"
 #include "../../../kernels/fused.h"
@@ -78,6 +79,13 @@ gl_status gl_cuda_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const g
 
 gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                             const gl_array *v, double scale, bool causal) {
+  if (q->dtype == GL_FLOAT16 || q->dtype == GL_BFLOAT16) {
+#ifdef GL_WITH_CUDNN
+    return gl_cuda_cudnn_attention(out, lse, q, k, v, scale, causal);   /* GL_ENOTSUP: the ops layer's float32 */
+#else
+    return gl_fail(GL_ENOTSUP, "attention of %s needs cuDNN on cuda (built without it)", gl_dtypes[q->dtype].name);
+#endif
+  }
   gl_device dev = gl_array_device(q);
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
@@ -90,4 +98,25 @@ gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_a
     return gl_fail(GL_ENOTSUP, "attention of %s with %lld value columns is not supported on cuda (at most %d)",
                    gl_dtypes[q->dtype].name, (long long)Ev, GL_KATT_MAX_EV);
   return gl_cuda_launched(dev, s, rc, "attention");
+}
+
+gl_status gl_cuda_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
+                                const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
+                                const gl_array *lse, double scale, bool causal) {
+  gl_device dev = gl_array_device(q);
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  int nd = q->ndim;
+  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
+  int64_t B = lse->size / (L > 0 ? L : 1);
+  size_t nbytes = (size_t)lse->size * gl_array_itemsize(q);   /* D = rowsum(g * out) per row */
+  void *dsum = NULL;
+  GL_TRY(gl_cuda_alloc(dev, nbytes, &dsum));
+  int rc = gl_klaunch_attention_bwd(s, q->dtype, B, L, S, E, Ev, gl_array_data(gq), gl_array_data(gk),
+                                    gl_array_data(gv), dsum, gl_array_data(g), gl_array_data(q), gl_array_data(k),
+                                    gl_array_data(v), gl_array_data(out), gl_array_data(lse), scale, causal);
+  gl_cuda_free(dev, dsum, nbytes);                   /* stream order: later users wait for us */
+  if (rc == GL_KERR_NOTSUP)
+    return gl_fail(GL_ENOTSUP, "attention_backward of %s is not supported on cuda", gl_dtypes[q->dtype].name);
+  return gl_cuda_launched(dev, s, rc, "attention_backward");
 }
