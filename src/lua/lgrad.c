@@ -38,6 +38,7 @@ typedef struct gl_opentry {
   unsigned flags;
   const char *name;      /* the rules key (upvalue UPV_NAME keeps the string alive) */
   unsigned rule_gen;     /* the rules' generation (ctx->rules_gen) in which this op had a rule */
+  gl_lctx *ctx;          /* the context (also upvalue 1: this saves the dispatch a look-up) */
 } gl_opentry;
 
 /* ---- per-coroutine modes ------------------------------------------------------------------ */
@@ -579,8 +580,8 @@ static int dispatch_slow(lua_State *L, gl_lctx *ctx, gl_opentry *e) {
 
 /* The closure every op is registered as (upvalues: the op's own, then its entry and name). */
 static int dispatch(lua_State *L) {
-  gl_lctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
   gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
+  gl_lctx *ctx = e->ctx;
   unsigned long retains = gl_lua_owned_retains;
   int nargs = lua_gettop(L), n;
   if (!ctx->grad_live && !ctx->autocast_live) n = e->fn(L);
@@ -648,11 +649,15 @@ void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup) {
 
 void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nup, unsigned flags) {
   if (nup > GL_OP_UPVALUES) luaL_error(L, "gl_lua_pushop: %s has %d upvalues (at most %d)", name, nup, GL_OP_UPVALUES);
+  gl_lctx *c = nup >= 1 ? lua_touserdata(L, -nup) : NULL;
+  if (c == NULL || lua_rawlen(L, -nup) != sizeof *c || c->magic != GL_CTX_MAGIC)
+    luaL_error(L, "gl_lua_pushop: %s: upvalue 1 must be the context", name);
   for (int i = nup; i < GL_OP_UPVALUES; i++) lua_pushnil(L);
   gl_opentry *e = lua_newuserdatauv(L, sizeof *e, 0);
   e->fn = fn;
   e->flags = op_flags(name) | flags;
   e->rule_gen = 0;
+  e->ctx = c;
   e->name = lua_pushstring(L, name);                /* upvalue UPV_NAME: keeps it alive */
   lua_pushcclosure(L, dispatch, UPV_NAME);
 }

@@ -40,12 +40,12 @@ static int run_planned(lua_State *L, gl_array *out, gl_status st) {
 }
 
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
-  gl_lctx *c = gl_lua_ctx(L);
+  gl_lctx *c = GL_CTX(L);                     /* a dispatched op's body: upvalue 1 is the context */
   gl_operand a = to_operand(L, c, ia, gl_binop_name[op]), b = to_operand(L, c, ib, gl_binop_name[op]);
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_plan p;
   gl_lua_check_status(L, gl_op_binary_plan(&p, op, a, b), 0);      /* refused before any allocation */
-  gl_array *out = gl_lua_push_result(L, p.dtype, p.ndim, p.shape, p.device);
+  gl_array *out = gl_lua_push_result_in(L, c, true, p.dtype, p.ndim, p.shape, p.device);
   return run_planned(L, out, gl_op_binary_run(out, &p, a, b));
 }
 
@@ -65,11 +65,12 @@ static int l_binary_(lua_State *L) {
 
 /* (only ever a dispatched op's body: upvalue 1 is the context) */
 static int unary_op(lua_State *L, gl_unop op) {
+  gl_lctx *c = GL_CTX(L);
   gl_array *x = gl_lua_check(L, 1);
-  gl_lua_operand(GL_CTX(L), 1, x);
+  gl_lua_operand(c, 1, x);
   gl_plan p;
   gl_lua_check_status(L, gl_op_unary_plan(&p, op, x), 0);
-  gl_array *out = gl_lua_push_result(L, p.dtype, p.ndim, p.shape, p.device);
+  gl_array *out = gl_lua_push_result_in(L, c, true, p.dtype, p.ndim, p.shape, p.device);
   return run_planned(L, out, gl_op_unary_run(out, &p, x));
 }
 
