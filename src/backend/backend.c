@@ -123,8 +123,6 @@ static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out
   return GL_OK;
 }
 
-_Thread_local unsigned long gl_lua_owned_retains;
-
 void gl_storage_release(gl_storage *s) {
   if (s == NULL || --s->refcount > 0 || s->lua_owned) return;
   if (s->inline_data) { gl_cpu_backend.free(s->device, s, INLINE_HEAD + s->nbytes); return; }

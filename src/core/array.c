@@ -133,6 +133,8 @@ gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape
   return GL_OK;
 }
 
+_Thread_local unsigned long gl_lua_owned_retains;     /* array.h's counter */
+
 void gl_array_view_of(gl_array *dst, const gl_array *src) {
   *dst = *src;
   gl_storage_retain(dst->storage);
