@@ -93,20 +93,13 @@ static bool is_light_owner(const void *ud, const gl_array *a) {
   return a->storage == &((const gl_light *)ud)->s;
 }
 
-gl_array *gl_lua_push_result(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
-  bool fast;
-  gl_lctx *c = push_ctx(L, &fast);
-  return gl_lua_push_result_in(L, c, fast, dt, ndim, shape, dev);
-}
-
-gl_array *gl_lua_push_result_in(lua_State *L, gl_lctx *c, bool fast, gl_dtype dt, int ndim, const int64_t *shape,
-                                gl_device dev) {
+gl_array *gl_lua_push_result(lua_State *L, gl_lctx *c, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
   gl_array d;
   gl_lua_check_status(L, gl_array_init(&d, dt, ndim, shape), 0);   /* within the limits: no overflow */
   size_t nbytes = (size_t)d.size * gl_dtypes[dt].size;
   if (dev.type != GL_CPU || nbytes > GL_LIGHT_MAX) return gl_lua_alloc(L, dt, ndim, shape, dev);
   if (c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
-  gl_light *l = new_array_ud(L, c, fast, LIGHT_DATA_OFFSET + nbytes, true);
+  gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + nbytes, true);
   l->a = d;
   l->a.lua_ref = 1;
   l->s.refcount = 1;

@@ -87,13 +87,10 @@ gl_array *gl_lua_push(lua_State *L);
 /* Pushes a new open array of that dtype, shape and device, for an op to fill: a cpu
 ** result of at most GL_LIGHT_MAX bytes is a light array, its bytes inside the userdata
 ** (one Lua allocation, no finalizer; larray.c), others come from the device as through
-** gl_lua_alloc. */
+** gl_lua_alloc. c: the context, upvalue 1 of the running function (any dispatched op's
+** body). */
 #define GL_LIGHT_MAX 512
-gl_array *gl_lua_push_result(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
-/* The same with the context in hand (fast: it is the running function's upvalue 1, as in
-** every dispatched op's body). */
-gl_array *gl_lua_push_result_in(lua_State *L, gl_lctx *c, bool fast, gl_dtype dt, int ndim, const int64_t *shape,
-                                gl_device dev);
+gl_array *gl_lua_push_result(lua_State *L, gl_lctx *c, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
 /* Views of light arrays: a call that made one (gl_lua_owned_retains moved) gives each of
 ** its results that is such a view, or a table of them, an anchor (GL_UV_ANCHOR): the
 ** userdata holding the bytes, found among the arguments 1..nargs (their own anchors

@@ -453,7 +453,7 @@ static void record_inline(lua_State *L, int d, int nargs, int res, const gl_argr
   }
   lua_Integer *tail = (lua_Integer *)((char *)lua_touserdata(L, res) + lua_rawlen(L, res)) - 1;
   lua_Integer *v = tail - 2 - nargs;
-  v[0] = version_at(gl_lua_test(L, res));
+  v[0] = version_at(lua_touserdata(L, res));     /* the op's new array */
   for (int i = 1; i <= nargs; i++) v[i] = version_at(refs[i - 1].arr);
   lua_pushboolean(L, 1);
   lua_setiuservalue(L, res, GL_UV_NODE);

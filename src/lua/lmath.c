@@ -45,7 +45,7 @@ static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
   if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
   gl_plan p;
   gl_lua_check_status(L, gl_op_binary_plan(&p, op, a, b), 0);      /* refused before any allocation */
-  gl_array *out = gl_lua_push_result_in(L, c, true, p.dtype, p.ndim, p.shape, p.device);
+  gl_array *out = gl_lua_push_result(L, c, p.dtype, p.ndim, p.shape, p.device);
   return run_planned(L, out, gl_op_binary_run(out, &p, a, b));
 }
 
@@ -70,7 +70,7 @@ static int unary_op(lua_State *L, gl_unop op) {
   gl_lua_operand(c, 1, x);
   gl_plan p;
   gl_lua_check_status(L, gl_op_unary_plan(&p, op, x), 0);
-  gl_array *out = gl_lua_push_result_in(L, c, true, p.dtype, p.ndim, p.shape, p.device);
+  gl_array *out = gl_lua_push_result(L, c, p.dtype, p.ndim, p.shape, p.device);
   return run_planned(L, out, gl_op_unary_run(out, &p, x));
 }
 

@@ -77,6 +77,14 @@ gl_status gl_cuda_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const g
   return gl_cuda_launched(dev, s, rc, "layer_norm_backward");
 }
 
+/* Attention's sizes: B rows of heads (lse's), L queries, S keys, E and Ev widths. */
+static void att_dims(const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *lse, int64_t *B,
+                     int64_t *L, int64_t *S, int64_t *E, int64_t *Ev) {
+  int nd = q->ndim;
+  *L = q->shape[nd - 2], *E = q->shape[nd - 1], *S = k->shape[nd - 2], *Ev = v->shape[nd - 1];
+  *B = lse->size / (*L > 0 ? *L : 1);
+}
+
 gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                             const gl_array *v, double scale, bool causal) {
   if (q->dtype == GL_FLOAT16 || q->dtype == GL_BFLOAT16) {
@@ -89,9 +97,8 @@ gl_status gl_cuda_attention(const gl_array *out, const gl_array *lse, const gl_a
   gl_device dev = gl_array_device(q);
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
-  int nd = q->ndim;
-  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
-  int64_t B = lse->size / (L > 0 ? L : 1);
+  int64_t B, L, S, E, Ev;
+  att_dims(q, k, v, lse, &B, &L, &S, &E, &Ev);
   int rc = gl_klaunch_attention(s, q->dtype, B, L, S, E, Ev, gl_array_data(out), gl_array_data(lse), gl_array_data(q),
                                 gl_array_data(k), gl_array_data(v), scale, causal);
   if (rc == GL_KERR_NOTSUP)
@@ -106,9 +113,8 @@ gl_status gl_cuda_attention_bwd(const gl_array *gq, const gl_array *gk, const gl
   gl_device dev = gl_array_device(q);
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
-  int nd = q->ndim;
-  int64_t L = q->shape[nd - 2], E = q->shape[nd - 1], S = k->shape[nd - 2], Ev = v->shape[nd - 1];
-  int64_t B = lse->size / (L > 0 ? L : 1);
+  int64_t B, L, S, E, Ev;
+  att_dims(q, k, v, lse, &B, &L, &S, &E, &Ev);
   size_t nbytes = (size_t)lse->size * gl_array_itemsize(q);   /* D = rowsum(g * out) per row */
   void *dsum = NULL;
   GL_TRY(gl_cuda_alloc(dev, nbytes, &dsum));
