@@ -67,6 +67,10 @@ extern const char *const gl_binop_name[GL_NBINOP];
 ** every device: elem_ops.h's GL_DTYPES_<kind>, indexed by gl_opkind. */
 extern const uint32_t gl_opkind_dtypes[GL_NOPKIND];
 
+/* The most elements a flat elementwise call (gl_backend's unary_flat, binary_flat) takes:
+** one row on one thread, where the walk over shapes costs more than the elements. */
+#define GL_FLAT_MAX 4096
+
 /* An elementwise operand: an array (a view already broadcast to the output's shape),
 ** or, when arr is NULL, a scalar the backend converts to the compute dtype. */
 typedef struct gl_operand {
@@ -382,6 +386,13 @@ typedef struct gl_backend {
   ** dst's shape; scalars are converted to ct. dst is of ct, or bool for BC/BL ops. dst
   ** may be an operand itself (same layout). */
   gl_status (*binary)(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
+  /* (optional) The flat forms of unary and binary: n <= GL_FLAT_MAX elements, every operand
+  ** C-contiguous and of one shape, no scalar, dst a new array (no overlap); dtypes as above
+  ** (src/a/b of ct, dst of ct or bool). The ops layer takes them for small same-shape
+  ** calls, where the general walk over shapes and strides costs more than the elements;
+  ** the results are bit for bit those of unary/binary. The kernel exists (supports said so). */
+  void (*unary_flat)(gl_unop op, gl_dtype ct, void *dst, const void *src, int64_t n);
+  void (*binary_flat)(gl_binop op, gl_dtype ct, void *dst, const void *a, const void *b, int64_t n);
   /* dst = cond ? a : b; cond bool, a and b of dst's dtype (or scalars), all broadcast. */
   gl_status (*where)(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
 

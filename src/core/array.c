@@ -133,6 +133,16 @@ gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape
   return GL_OK;
 }
 
+void gl_array_init_like(gl_array *a, gl_dtype dt, const gl_array *like) {
+  a->ndim = like->ndim;
+  a->dtype = (uint8_t)dt;
+  a->lua_ref = 0;
+  a->offset = 0;
+  a->size = like->size;
+  memcpy(a->shape, like->shape, (size_t)like->ndim * sizeof *like->shape);
+  gl_contiguous_strides(like->ndim, like->shape, a->strides);
+}
+
 _Thread_local unsigned long gl_lua_owned_retains;     /* array.h's counter */
 
 void gl_array_view_of(gl_array *dst, const gl_array *src) {

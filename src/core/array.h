@@ -85,6 +85,10 @@ gl_status gl_shape_check(int ndim, const int64_t *shape, int64_t *size);
 ** of that shape and dtype could exist: count and bytes within checked.h's limits. */
 gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape);
 
+/* gl_array_init for the shape of an existing array 'like', without the checks: dt must
+** be no wider than like's dtype (then the bytes are within the limits like's are). */
+void gl_array_init_like(gl_array *a, gl_dtype dt, const gl_array *like);
+
 /* Makes 'dst' a view sharing src's storage (retains it). dst must be closed. */
 void gl_array_view_of(gl_array *dst, const gl_array *src);
 

@@ -93,15 +93,11 @@ static bool is_light_owner(const void *ud, const gl_array *a) {
   return a->storage == &((const gl_light *)ud)->s;
 }
 
-gl_array *gl_lua_push_result(lua_State *L, gl_lctx *c, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
-  gl_array d;
-  gl_lua_check_status(L, gl_array_init(&d, dt, ndim, shape), 0);   /* within the limits: no overflow */
-  size_t nbytes = (size_t)d.size * gl_dtypes[dt].size;
-  if (dev.type != GL_CPU || nbytes > GL_LIGHT_MAX) return gl_lua_alloc(L, dt, ndim, shape, dev);
+/* A new light array's userdata, its storage header made; the caller fills the descriptor
+** (shape, strides, size, dtype; offset 0) and then calls light_open. */
+static gl_light *push_light(lua_State *L, gl_lctx *c, size_t nbytes, gl_device dev) {
   if (c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
   gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + nbytes, true);
-  l->a = d;
-  l->a.lua_ref = 1;
   l->s.refcount = 1;
   l->s.data = (char *)l + LIGHT_DATA_OFFSET;
   l->s.nbytes = nbytes;
@@ -110,8 +106,33 @@ gl_array *gl_lua_push_result(lua_State *L, gl_lctx *c, gl_dtype dt, int ndim, co
   l->s.lua_owned = true;
   l->s.version = 0;
   l->s.writer = NULL;
+  return l;
+}
+
+static gl_array *light_open(gl_light *l) {
+  l->a.lua_ref = 1;
   l->a.storage = &l->s;
   return &l->a;
+}
+
+gl_array *gl_lua_push_result(lua_State *L, gl_lctx *c, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  gl_array d;
+  gl_lua_check_status(L, gl_array_init(&d, dt, ndim, shape), 0);   /* within the limits: no overflow */
+  size_t nbytes = (size_t)d.size * gl_dtypes[dt].size;
+  if (dev.type != GL_CPU || nbytes > GL_LIGHT_MAX) return gl_lua_alloc(L, dt, ndim, shape, dev);
+  gl_light *l = push_light(L, c, nbytes, dev);
+  l->a = d;
+  return light_open(l);
+}
+
+gl_array *gl_lua_push_planned(lua_State *L, gl_lctx *c, const gl_plan *p) {
+  if (p->like == NULL) return gl_lua_push_result(L, c, p->dtype, p->ndim, p->shape, p->device);
+  /* a flat plan: the result has an operand's shape, and a dtype no wider */
+  size_t nbytes = (size_t)p->like->size * gl_dtypes[p->dtype].size;
+  if (p->device.type != GL_CPU || nbytes > GL_LIGHT_MAX) return gl_lua_alloc(L, p->dtype, p->ndim, p->shape, p->device);
+  gl_light *l = push_light(L, c, nbytes, p->device);
+  gl_array_init_like(&l->a, p->dtype, p->like);
+  return light_open(l);
 }
 
 /* The anchor for a view of the array at 'arg' (its own anchor, or itself when it holds

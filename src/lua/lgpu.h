@@ -91,6 +91,9 @@ gl_array *gl_lua_push(lua_State *L);
 ** body). */
 #define GL_LIGHT_MAX 512
 gl_array *gl_lua_push_result(lua_State *L, gl_lctx *c, gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
+/* The same for an elementwise plan (ops.h): a flat one's result copies its operand's
+** shape without checking it again. */
+gl_array *gl_lua_push_planned(lua_State *L, gl_lctx *c, const gl_plan *p);
 /* Views of light arrays: a call that made one (gl_lua_owned_retains moved) gives each of
 ** its results that is such a view, or a table of them, an anchor (GL_UV_ANCHOR): the
 ** userdata holding the bytes, found among the arguments 1..nargs (their own anchors

@@ -15,10 +15,10 @@ static int operand_error(lua_State *L, int idx, const char *name, const char *ms
   return luaL_error(L, "bad argument #%d to '%s' (%s)", idx, name, msg);
 }
 
-/* An operand: an open array, a number or a boolean; 'name' is the op's, for errors. */
-static gl_operand to_operand(lua_State *L, gl_lctx *c, int idx, const char *name) {
+/* An operand: an open array, a number or a boolean; 'name' is the op's, for errors. 'a':
+** the argument as gl_lua_test_in found it (NULL: not an array). */
+static gl_operand to_operand(lua_State *L, gl_lctx *c, int idx, gl_array *a, const char *name) {
   gl_operand o = { NULL, gl_scalar_int(0) };
-  gl_array *a = c ? gl_lua_test_in(L, c, idx) : NULL;
   if (a) {
     if (a->storage == NULL) operand_error(L, idx, name, "array is closed");
     o.arr = a;
@@ -41,11 +41,21 @@ static int run_planned(lua_State *L, gl_array *out, gl_status st) {
 
 static int push_binary(lua_State *L, gl_binop op, int ia, int ib) {
   gl_lctx *c = GL_CTX(L);                     /* a dispatched op's body: upvalue 1 is the context */
-  gl_operand a = to_operand(L, c, ia, gl_binop_name[op]), b = to_operand(L, c, ib, gl_binop_name[op]);
-  if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
+  gl_array *x = gl_lua_test_in(L, c, ia), *y = gl_lua_test_in(L, c, ib);
+  gl_operand a, b;
+  if (x && y && x->storage && y->storage) {   /* two open arrays: the common case, inline */
+    a.arr = x;
+    b.arr = y;
+    gl_lua_operand(c, ia, x);
+    gl_lua_operand(c, ib, y);
+  } else {
+    a = to_operand(L, c, ia, x, gl_binop_name[op]);
+    b = to_operand(L, c, ib, y, gl_binop_name[op]);
+    if (!a.arr && !b.arr) return luaL_argerror(L, ia, "at least one operand must be an array");
+  }
   gl_plan p;
   gl_lua_check_status(L, gl_op_binary_plan(&p, op, a, b), 0);      /* refused before any allocation */
-  gl_array *out = gl_lua_push_result(L, c, p.dtype, p.ndim, p.shape, p.device);
+  gl_array *out = gl_lua_push_planned(L, c, &p);
   return run_planned(L, out, gl_op_binary_run(out, &p, a, b));
 }
 
@@ -57,7 +67,8 @@ static int l_binary(lua_State *L) {
 static int l_binary_(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   gl_binop op = (gl_binop)lua_tointeger(L, lua_upvalueindex(2));
-  gl_operand b = to_operand(L, gl_lua_ctx(L), 2, gl_binop_name[op]);
+  gl_lctx *c = gl_lua_ctx(L);
+  gl_operand b = to_operand(L, c, 2, gl_lua_test_in(L, c, 2), gl_binop_name[op]);
   gl_lua_check_status(L, gl_op_binary_(x, op, b), 0);
   lua_settop(L, 1);
   return 1;
@@ -70,7 +81,7 @@ static int unary_op(lua_State *L, gl_unop op) {
   gl_lua_operand(c, 1, x);
   gl_plan p;
   gl_lua_check_status(L, gl_op_unary_plan(&p, op, x), 0);
-  gl_array *out = gl_lua_push_result(L, c, p.dtype, p.ndim, p.shape, p.device);
+  gl_array *out = gl_lua_push_planned(L, c, &p);
   return run_planned(L, out, gl_op_unary_run(out, &p, x));
 }
 
@@ -107,7 +118,9 @@ static int mm_bnot(lua_State *L) { return unary_op(L, GL_U_bitwise_not); }
 /* gpu.where(cond, a, b) */
 static int l_where(lua_State *L) {
   gl_array *cond = gl_lua_check(L, 1);
-  gl_operand a = to_operand(L, gl_lua_ctx(L), 2, "where"), b = to_operand(L, gl_lua_ctx(L), 3, "where");
+  gl_lctx *c = gl_lua_ctx(L);
+  gl_operand a = to_operand(L, c, 2, gl_lua_test_in(L, c, 2), "where");
+  gl_operand b = to_operand(L, c, 3, gl_lua_test_in(L, c, 3), "where");
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_where(out, cond, a, b);
   return gl_lua_result(L, st, out, 0);

@@ -164,7 +164,46 @@ static gl_status result_shape(gl_operand a, gl_operand b, int *ndim, int64_t *sh
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
+/* ---- flat plans ----------------------------------------------------------------------
+**
+** The common small call, x + y on two arrays of one shape and dtype, settled in a few
+** tests: the general rules (promotion, broadcasting, the backend look-up) and the walk
+** (prepare, the strided iterator) cost several times a 100-element kernel. A flat plan
+** is exactly what the general one would be (same dtype, shape and kernel, the row kernel
+** that the backend's small-row path runs), so the results are the same bits. */
+
+/* Is x a small, C-contiguous array on a backend with flat kernels? (its backend) */
+static const gl_backend *flat_backend(const gl_array *x) {
+  if (x->size > GL_FLAT_MAX || !gl_array_is_contiguous(x)) return NULL;
+  const gl_backend *be = gl_backend_get((gl_devtype)x->storage->device.type);
+  return be != NULL && be->binary_flat != NULL && be->unary_flat != NULL ? be : NULL;
+}
+
+static bool binary_flat_plan(gl_plan *p, gl_binop op, const gl_array *a, const gl_array *b) {
+  gl_dtype dt = (gl_dtype)a->dtype;
+  if (b->dtype != dt || b->ndim != a->ndim || b->size != a->size || !gl_device_eq(a->storage->device, b->storage->device))
+    return false;
+  gl_kind k = gl_dtypes[dt].kind;
+  gl_opkind kind = (gl_opkind)gl_binop_kind[op];
+  /* the ops whose compute and result dtype are the operands' own (binary_types) */
+  if (!((kind == GL_K_BA && k != GL_KIND_BOOL) || (kind == GL_K_BD && k == GL_KIND_FLOAT))) return false;
+  for (int i = 0; i < a->ndim; i++)            /* (a loop: ndim is small, a libc call costs more) */
+    if (a->shape[i] != b->shape[i]) return false;
+  const gl_backend *be = flat_backend(a);
+  if (be == NULL || !gl_array_is_contiguous(b) || !be->supports(GL_OP_BINARY, op, dt)) return false;
+  p->dtype = p->ct = dt;
+  p->device = a->storage->device;
+  p->ndim = a->ndim;
+  for (int i = 0; i < a->ndim; i++) p->shape[i] = a->shape[i];
+  p->op = (int)op;
+  p->be = be;
+  p->like = a;
+  return true;
+}
+
 gl_status gl_op_binary_plan(gl_plan *p, gl_binop op, gl_operand a, gl_operand b) {
+  if (a.arr && b.arr && binary_flat_plan(p, op, a.arr, b.arr)) return GL_OK;
+  p->like = NULL;
   if (a.arr && b.arr) GL_TRY(gl_same_device(a.arr, b.arr));
   p->ct = p->dtype = GL_FLOAT32;
   GL_TRY(binary_types(&op, a, b, &p->ct, &p->dtype));
@@ -175,6 +214,11 @@ gl_status gl_op_binary_plan(gl_plan *p, gl_binop op, gl_operand a, gl_operand b)
 }
 
 gl_status gl_op_binary_run(const gl_array *out, const gl_plan *p, gl_operand a, gl_operand b) {
+  if (p->like != NULL) {
+    if (out->size > 0)
+      p->be->binary_flat((gl_binop)p->op, p->ct, gl_array_data(out), gl_array_data(a.arr), gl_array_data(b.arr), out->size);
+    return GL_OK;
+  }
   return run_binary(p->be, (gl_binop)p->op, p->ct, out, a, b, false);
 }
 
@@ -235,15 +279,28 @@ static gl_status run_unary(const gl_backend *be, gl_unop op, gl_dtype ct, const 
 
 gl_status gl_op_unary_plan(gl_plan *p, gl_unop op, const gl_array *x) {
   p->ct = p->dtype = GL_FLOAT32;
+  gl_unop asked = op;
   GL_TRY(unary_types(&op, (gl_dtype)x->dtype, &p->ct, &p->dtype));
   p->op = (int)op;
   p->ndim = x->ndim;
   memcpy(p->shape, x->shape, (size_t)x->ndim * sizeof *x->shape);
   p->device = gl_array_device(x);
+  p->like = NULL;
+  /* flat: x already of the compute dtype (no cast), the op as asked */
+  const gl_backend *be = op == asked && p->ct == x->dtype ? flat_backend(x) : NULL;
+  if (be != NULL && be->supports(GL_OP_UNARY, op, p->ct)) {
+    p->be = be;
+    p->like = x;
+    return GL_OK;
+  }
   return gl_backend_supporting(p->device, GL_OP_UNARY, op, p->ct, gl_unop_name[op], &p->be);
 }
 
 gl_status gl_op_unary_run(const gl_array *out, const gl_plan *p, const gl_array *x) {
+  if (p->like != NULL) {
+    if (out->size > 0) p->be->unary_flat((gl_unop)p->op, p->ct, gl_array_data(out), gl_array_data(x), out->size);
+    return GL_OK;
+  }
   return run_unary(p->be, (gl_unop)p->op, p->ct, out, x, false);
 }
 

@@ -58,6 +58,10 @@ typedef struct gl_plan {
   gl_dtype ct;               /* the kernel's (operands are cast to it) */
   int op;                    /* the op as run (bool arithmetic becomes logic, as in NumPy) */
   const gl_backend *be;
+  /* A flat plan's (small, one shape, C-contiguous operands of the compute dtype, no
+  ** scalar, on a backend with flat kernels): the operand whose shape the result has, so the
+  ** result's descriptor is made without checks; NULL for the general walk. */
+  const gl_array *like;
 } gl_plan;
 gl_status gl_op_unary_plan(gl_plan *p, gl_unop op, const gl_array *x);
 gl_status gl_op_unary_run(const gl_array *out, const gl_plan *p, const gl_array *x);

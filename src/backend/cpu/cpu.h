@@ -23,6 +23,8 @@ gl_status gl_cpu_arange(const gl_array *dst, double start, double step);
 
 gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src);
 gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operand a, gl_operand b);
+void gl_cpu_unary_flat(gl_unop op, gl_dtype ct, void *dst, const void *src, int64_t n);
+void gl_cpu_binary_flat(gl_binop op, gl_dtype ct, void *dst, const void *a, const void *b, int64_t n);
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b);
 /* Whether cpu_elem.c's tables have a row kernel for (op, dtype). */
 bool gl_cpu_has_unary(gl_unop op, gl_dtype dt);

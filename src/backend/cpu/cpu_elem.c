@@ -184,7 +184,7 @@ static void run_job(const rowjob *j) {
   for (int64_t r = 0; r < rows && !gl_interrupted(); r++) run_span(j, r, 0, inner);
 }
 
-#define SMALL_ROW 4096          /* elements: well under a team's worth and a poll span */
+#define SMALL_ROW GL_FLAT_MAX   /* elements: well under a team's worth and a poll span */
 
 /* Small, C-ordered operands of one size (no broadcast, no scalar): one row, no iterator and
 ** no team (a 100-element op costs its row and little else). */
@@ -212,6 +212,16 @@ gl_status gl_cpu_unary(gl_unop op, const gl_array *dst, const gl_array *src) {
   j.b = NULL;
   if (j.it.rows > 0 && j.it.inner > 0) run_job(&j);
   return gl_interrupt_check();
+}
+
+/* The flat forms: the row kernel, as one_small_row runs it. UP/UL ops read src in its own
+** dtype (ct) and write bool, as gl_cpu_unary does. */
+void gl_cpu_unary_flat(gl_unop op, gl_dtype ct, void *dst, const void *src, int64_t n) {
+  unary_table[op][ct](dst, 1, src, 1, n);
+}
+
+void gl_cpu_binary_flat(gl_binop op, gl_dtype ct, void *dst, const void *a, const void *b, int64_t n) {
+  binary_table[op][ct](dst, 1, a, 1, b, 1, n);
 }
 
 /* A scalar operand becomes a one-element "array" of stride 0 in the compute dtype, held in
