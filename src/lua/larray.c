@@ -42,6 +42,7 @@ static void *new_array_ud(lua_State *L, gl_lctx *c, bool fast, size_t size, bool
     memcpy(&tail[-1], &c->node_op, sizeof c->node_op);
     c->node_slots = 0;
     c->node_ud = ud;
+    c->node_tail = tail;
   } else {
     ud = lua_newuserdatauv(L, size, GL_ARRAY_UVALUES);
   }

@@ -30,6 +30,7 @@ typedef struct gl_lctx {
   int stash_depth;           /* tracked calls in progress (lgrad.c) */
   int node_slots;            /* > 0: the next new array takes a node of that many arguments */
   const void *node_ud;       /* ... and this is the userdata that took them */
+  lua_Integer *node_tail;    /* ... and the last word of its tail (k) */
   const void *node_op;       /* ... and the op's entry (lgrad.c), written to the node's tail */
   const struct gl_array *operand[2];   /* the arrays a GL_OP_KEEPS_ARGS op read in slots 1, 2 */
   unsigned operand_seen;     /* ... which of them it reported (bit i: slot i + 1) */

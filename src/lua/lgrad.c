@@ -464,7 +464,7 @@ static void record_inline(lua_State *L, int d, int nargs, int res, const gl_argr
 ** its rule (looked up by name when the node is made: push_node_of), and the versions of
 ** the arrays the op reported reading (gl_lua_operand). */
 static int tracked_keeps_args(lua_State *L, gl_lctx *ctx, const gl_opentry *e, int nargs) {
-  lua_settop(L, nargs);                    /* the op sees exactly its arguments */
+  if (lua_gettop(L) != nargs) lua_settop(L, nargs);   /* the op sees exactly its arguments */
   ctx->node_slots = nargs;
   ctx->node_ud = NULL;
   ctx->node_op = e;
@@ -476,8 +476,7 @@ static int tracked_keeps_args(lua_State *L, gl_lctx *ctx, const gl_opentry *e, i
   if (nres != 1 || first != nargs + 1 || res == NULL || res != ctx->node_ud)
     luaL_error(L, "internal error: %s is flagged as leaving its arguments, but did not", e->name);
   ctx->node_ud = NULL;
-  lua_Integer *tail = (lua_Integer *)((char *)res + lua_rawlen(L, first)) - 1;
-  lua_Integer *v = tail - 2 - nargs;
+  lua_Integer *v = ctx->node_tail - 2 - nargs;
   v[0] = version_at(res);
   for (int i = 1; i <= nargs; i++) {
     if (i <= 2 && (ctx->operand_seen >> (i - 1) & 1)) v[i] = version_at(ctx->operand[i - 1]);
