@@ -16,15 +16,7 @@ end
 
 local tol = { float32 = 1e-5, float64 = 1e-12, float16 = 2e-3, bfloat16 = 1.6e-2 }
 
--- n values of dtype dt in a few magnitudes, made on the cpu (deterministic)
-local function values(dt, n, seed)
-  local x = gpu.arange(n, { device = "cpu", dtype = "float64" })
-  x = ((x * 0.7548776662 + seed * 0.1) % 1.0 - 0.5) * 8      -- in [-4, 4)
-  if dt == "bool" then return x:gt(0) end
-  if dt == "uint8" then return (x * 30 + 128):astype("uint8") end
-  if dt:match("int") then return (x * 5):astype(dt) end
-  return x:astype(dt)
-end
+local values = h.values
 
 -- fn on the cpu operands and on their cuda copies: both fail, or agree within tol[dtype]
 local function same(what, fn, args, t)

@@ -7,14 +7,7 @@
 local h = require "spec.helper"
 local gpu = h.gpu
 
-local function values(dt, n, seed)
-  local x = gpu.arange(n, { dtype = "float64" })
-  x = ((x * 0.7548776662 + seed * 0.1) % 1.0 - 0.5) * 8      -- in [-4, 4)
-  if dt == "bool" then return x:gt(0) end
-  if dt == "uint8" then return (x * 30 + 128):astype("uint8") end
-  if dt:match("int") then return (x * 5):astype(dt) end
-  return x:astype(dt)
-end
+local values = h.values
 
 -- the same values as a strided (non-contiguous) view: the general path's operand
 local function strided(x)
@@ -58,19 +51,21 @@ local unops = { "neg", "abs", "square", "floor", "exp", "log1p", "sqrt", "tanh",
                 "logical_not", "bitwise_not" }
 
 describe("flat elementwise path", function()
+  -- fn(...) by the flat path and by the general one: both fail alike, or agree bit for bit
+  local function check(w, fn, ...)
+    local ok1, flat = pcall(fn, ...)
+    local ok2, gen = pcall(general, fn, ...)
+    assert(ok1 == ok2, w .. ": " .. tostring(flat) .. " / " .. tostring(gen))
+    if ok1 then same_bits(w, flat, gen)
+    else assert.equal(tostring(gen):match("([^:]*)$"), tostring(flat):match("([^:]*)$"), w) end
+  end
+
   it("binary ops: the same bits, dtype and shape as the general path, or the same refusal", function()
     for _, dt in ipairs(dtypes) do
       for _, n in ipairs{ 1, 7, 100, 4096 } do
         local a, b = values(dt, n, 1), values(dt, n, 2)
         if dt:match("int") and dt ~= "uint8" then b = b + (b:eq(0)):astype(dt) end   -- no 0 divisors
-        for _, op in ipairs(binops) do
-          local w = op .. " " .. dt .. " n=" .. n
-          local ok1, flat = pcall(gpu[op], a, b)
-          local ok2, general = pcall(general, gpu[op], a, b)
-          assert(ok1 == ok2, w .. ": " .. tostring(flat) .. " / " .. tostring(general))
-          if ok1 then same_bits(w, flat, general)
-          else assert.equal(tostring(general):match("([^:]*)$"), tostring(flat):match("([^:]*)$"), w) end
-        end
+        for _, op in ipairs(binops) do check(op .. " " .. dt .. " n=" .. n, gpu[op], a, b) end
       end
     end
   end)
@@ -79,14 +74,7 @@ describe("flat elementwise path", function()
     for _, dt in ipairs(dtypes) do
       for _, n in ipairs{ 1, 100, 4096 } do
         local x = values(dt, n, 3)
-        for _, op in ipairs(unops) do
-          local w = op .. " " .. dt .. " n=" .. n
-          local ok1, flat = pcall(gpu[op], x)
-          local ok2, general = pcall(general, gpu[op], x)
-          assert(ok1 == ok2, w .. ": " .. tostring(flat) .. " / " .. tostring(general))
-          if ok1 then same_bits(w, flat, general)
-          else assert.equal(tostring(general):match("([^:]*)$"), tostring(flat):match("([^:]*)$"), w) end
-        end
+        for _, op in ipairs(unops) do check(op .. " " .. dt .. " n=" .. n, gpu[op], x) end
       end
     end
   end)

@@ -103,6 +103,17 @@ function M.spit(path, s)
   f:close()
 end
 
+-- values(dt, n, seed): n deterministic values of dtype dt on the cpu, in a few magnitudes
+-- (floats in [-4, 4), integers in [-20, 20), uint8 around 128, bools about half true).
+function M.values(dt, n, seed)
+  local x = gpu.arange(n, { device = "cpu", dtype = "float64" })
+  x = ((x * 0.7548776662 + seed * 0.1) % 1.0 - 0.5) * 8      -- in [-4, 4)
+  if dt == "bool" then return x:gt(0) end
+  if dt == "uint8" then return (x * 30 + 128):astype("uint8") end
+  if dt:match("int") then return (x * 5):astype(dt) end
+  return x:astype(dt)
+end
+
 -- tmpdir(): a new empty folder, and a function that names a file in it: name(s) given
 -- as is, or (with no name) "<prefix><n>.<ext>" numbered from 1.
 function M.tmpdir(prefix)
