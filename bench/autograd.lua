@@ -14,15 +14,18 @@ B.case("x + b: 100 float32", function(n) local c for _ = 1, n do c = a + b end r
 B.case("x:add(b): 100 float32", function(n) local c for _ = 1, n do c = a:add(b) end return c end,
        { impl = "before any requires_grad" })
 local w = gpu.ones(100, opts):requires_grad()
+-- tracked and untracked in alternating repeats (B.pair): their ratio is the target
 B.target("x + b: 100 float32", 1.3, "untracked")
-B.case("x + b: 100 float32", function(n) local c for _ = 1, n do c = w + b end return c end,
-       { note = "x requires grad: a node per result" })
-B.case("x + b: 100 float32", function(n) local c for _ = 1, n do c = a + b end return c end, { impl = "untracked" })
+B.pair("x + b: 100 float32",
+       { function(n) local c for _ = 1, n do c = w + b end return c end, note = "x requires grad: a node per result" },
+       { function(n) local c for _ = 1, n do c = a + b end return c end, impl = "untracked" })
 B.target("x:add(b): 100 float32", 1.3, "untracked")
-B.case("x:add(b): 100 float32", function(n) local c for _ = 1, n do c = w:add(b) end return c end)
-B.case("x:add(b): 100 float32", function(n) local c for _ = 1, n do c = a:add(b) end return c end, { impl = "untracked" })
-B.case("x:exp(): 100 float32", function(n) local c for _ = 1, n do c = w:exp() end return c end)
-B.case("x:exp(): 100 float32", function(n) local c for _ = 1, n do c = a:exp() end return c end, { impl = "untracked" })
+B.pair("x:add(b): 100 float32",
+       { function(n) local c for _ = 1, n do c = w:add(b) end return c end },
+       { function(n) local c for _ = 1, n do c = a:add(b) end return c end, impl = "untracked" })
+B.pair("x:exp(): 100 float32",
+       { function(n) local c for _ = 1, n do c = w:exp() end return c end },
+       { function(n) local c for _ = 1, n do c = a:exp() end return c end, impl = "untracked" })
 B.case("x.shape", function(n) local s for _ = 1, n do s = w.shape end return s end)
 B.case("x.shape", function(n) local s for _ = 1, n do s = a.shape end return s end, { impl = "untracked" })
 

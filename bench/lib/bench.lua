@@ -90,6 +90,35 @@ function B.case(name, loop, opts)
   io.flush()
 end
 
+-- B.pair(name, a, b): two loops of one case whose ratio is the point (a tracked op and the
+-- same op untracked), each given as {loop, impl = ..., note = ...} as for B.case. Their
+-- repeats alternate (a, b, a, b, ...), so a change of the machine's load during the run
+-- reaches both alike instead of one: on a shared VM, cases timed a second apart differed
+-- by more than the effect measured.
+function B.pair(name, a, b)
+  local cases = { a, b }
+  for _, c in ipairs(cases) do
+    local ok, err = pcall(c[1], 1)
+    if not ok then
+      emit("result", B.group, name, c.impl or B.impl, "-", "-", "error: " .. tostring(err))
+      return
+    end
+  end
+  collectgarbage()
+  local ns, ts = {}, { {}, {} }
+  for i, c in ipairs(cases) do ns[i] = calibrate(c[1]) end
+  for r = 1, REPEATS do
+    for i, c in ipairs(cases) do ts[i][r] = time_once(c[1], ns[i]) / ns[i] * 1e9 end
+  end
+  for i, c in ipairs(cases) do
+    table.sort(ts[i])
+    local impl = c.impl and (B.impl == "gpulua" and c.impl or B.impl .. " " .. c.impl) or B.impl
+    emit("result", B.group, name, impl, string.format("%.1f", ts[i][1] - overhead),
+         string.format("%.1f", ts[i][(REPEATS + 1) // 2] - overhead), c.note or "")
+  end
+  io.flush()
+end
+
 -- B.once(name, fn [, {target_vs = "numpy", ratio = 1.0, note = "...", min_time = 0.2}]):
 -- for ops that take milliseconds to seconds a call: fn() runs the op once; each repeat
 -- runs it enough times to last min_time (0.05 s with BENCH_QUICK=1), wall time per call,
