@@ -18,24 +18,11 @@ import os
 import torch
 import torch.nn as nn
 
+from luafix import num, tensor
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec", "fixtures", "attention")
 torch.manual_seed(1413)
 D = torch.float64
-
-
-def num(v):
-    v = float(v)
-    if math.isnan(v):
-        return "0/0"
-    if math.isinf(v):
-        return "1/0" if v > 0 else "-1/0"
-    return repr(v)
-
-
-def tensor(t):
-    t = t.detach().to(D).contiguous()
-    return "{shape = {%s}, data = {%s}}" % (", ".join(str(s) for s in t.shape),
-                                            ", ".join(num(v) for v in t.reshape(-1).tolist()))
 
 
 def draw(shape, dtype):

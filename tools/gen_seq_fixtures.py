@@ -11,30 +11,16 @@ Each case: 'ctor' (Lua that builds the gpu layer, float64), the inputs, the laye
 parameters by PyTorch's names, its outputs (flattened: LSTM's (out, (h, c)) is out, h, c;
 indices as float64, 1-based), the weights 'gy' of the loss sum_i sum(out_i * gy_i), and
 the gradients of that loss for the inputs ('gin') and the parameters ('gparams')."""
-import math
 import os
 import numpy as np
 import torch
 import torch.nn as nn
 
+from luafix import tensor
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec", "fixtures", "seq")
 torch.manual_seed(14)
 D = torch.float64
-
-
-def num(v):
-    v = float(v)
-    if math.isnan(v):
-        return "0/0"
-    if math.isinf(v):
-        return "1/0" if v > 0 else "-1/0"
-    return repr(v)
-
-
-def tensor(t):
-    t = t.detach().to(D).contiguous()
-    return "{shape = {%s}, data = {%s}}" % (", ".join(str(s) for s in t.shape),
-                                            ", ".join(num(v) for v in t.reshape(-1).tolist()))
 
 
 def tlist(ts):

@@ -14,6 +14,20 @@
 const char *gl_cuda_cudnn_unavailable(void);
 /* The loaded library's entry point 'name' (NULL when cuDNN did not load or lacks it). */
 void *gl_cuda_cudnn_sym(const char *name);
+/* For a loader of a cuDNN part's entry points into a table 'tbl' (fields why, msg[] and
+** one per entry point): loads entry point 'name' into tbl.name, or says which one the
+** library lacks ("cuDNN's <what> not usable: ...") in tbl.why and returns from the loader. */
+#define GL_CUDNN_LOAD_SYM(tbl, what, name)                                                          \
+  {                                                                                                 \
+    void *p_ = gl_cuda_cudnn_sym(#name);                                                            \
+    if (p_ == NULL) {                                                                               \
+      snprintf((tbl).msg, sizeof (tbl).msg, "cuDNN's " what " not usable: libcudnn.so.9 lacks %s", #name); \
+      (tbl).why = (tbl).msg;                                                                        \
+      return;                                                                                       \
+    }                                                                                               \
+    memcpy(&(tbl).name, &p_, sizeof p_);  /* dlsym's void *: memcpy keeps the conversion defined */ \
+  }
+
 /* The device's stream and cuDNN handle (made on first use, bound to that stream). */
 gl_status gl_cuda_cudnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnnHandle_t *h);
 /* GL_OK, or "op: call: CUDNN_STATUS_...: message" for a failed call. */

@@ -49,17 +49,7 @@ static void att_load(void) {
     att.why = why;
     return;
   }
-  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-#define GL_SYM(name)                                                                                 \
-  {                                                                                                  \
-    void *p_ = gl_cuda_cudnn_sym(#name);                                                             \
-    if (p_ == NULL) {                                                                                \
-      snprintf(att.msg, sizeof att.msg, "cuDNN's graph API not usable: libcudnn.so.9 lacks %s", #name); \
-      att.why = att.msg;                                                                             \
-      return;                                                                                        \
-    }                                                                                                \
-    memcpy(&att.name, &p_, sizeof p_);                                                               \
-  }
+#define GL_SYM(name) GL_CUDNN_LOAD_SYM(att, "graph API", name)
   GL_ATT_SYMS(GL_SYM)
 #undef GL_SYM
 }

@@ -52,17 +52,7 @@ static void rnn_load(void) {
     rnn.why = why;
     return;
   }
-  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-#define GL_SYM(name)                                                                           \
-  {                                                                                            \
-    void *p_ = gl_cuda_cudnn_sym(#name);                                                       \
-    if (p_ == NULL) {                                                                          \
-      snprintf(rnn.msg, sizeof rnn.msg, "cuDNN's RNN not usable: libcudnn.so.9 lacks %s", #name); \
-      rnn.why = rnn.msg;                                                                       \
-      return;                                                                                  \
-    }                                                                                          \
-    memcpy(&rnn.name, &p_, sizeof p_);                                                         \
-  }
+#define GL_SYM(name) GL_CUDNN_LOAD_SYM(rnn, "RNN", name)
   GL_RNN_SYMS(GL_SYM)
 #undef GL_SYM
 }
