@@ -43,11 +43,16 @@ local function calibrate(loop)
   end
 end
 
+-- the best and the median of REPEATS times
+local function best_median(ts)
+  table.sort(ts)
+  return ts[1], ts[(REPEATS + 1) // 2]
+end
+
 local function per_iter(loop, n)
   local ts = {}
   for r = 1, REPEATS do ts[r] = time_once(loop, n) / n * 1e9 end
-  table.sort(ts)
-  return ts[1], ts[(REPEATS + 1) // 2]
+  return best_median(ts)
 end
 
 local function empty_loop(n) for _ = 1, n do end end
@@ -70,6 +75,15 @@ function B.target(name, ratio, baseline, device)
   if on(device) then emit("target", B.group, name, "max_ratio", ratio, baseline) end
 end
 
+-- one result line: best and median ns per iteration less the empty loop's; opts.impl names
+-- another column than this host's own, opts.note is printed beside it
+local function report(name, opts, best, med)
+  local impl = opts.impl and (B.impl == "gpulua" and opts.impl or B.impl .. " " .. opts.impl) or B.impl
+  emit("result", B.group, name, impl, string.format("%.1f", best - overhead),
+       string.format("%.1f", med - overhead), opts.note or "")
+  io.flush()
+end
+
 -- B.case(name, loop [, {target_ns = N, target_device = "cpu", note = "...", impl = "..."}])
 -- (impl: report this loop under another column than gpulua's own, e.g. "untracked" for
 -- a baseline of gpulua against itself)
@@ -83,11 +97,7 @@ function B.case(name, loop, opts)
   end
   collectgarbage()
   local n = calibrate(loop)
-  local best, med = per_iter(loop, n)
-  local impl = opts.impl and (B.impl == "gpulua" and opts.impl or B.impl .. " " .. opts.impl) or B.impl
-  emit("result", B.group, name, impl, string.format("%.1f", best - overhead),
-       string.format("%.1f", med - overhead), opts.note or "")
-  io.flush()
+  report(name, opts, per_iter(loop, n))
 end
 
 -- B.pair(name, a, b): two loops of one case whose ratio is the point (a tracked op and the
@@ -110,13 +120,7 @@ function B.pair(name, a, b)
   for r = 1, REPEATS do
     for i, c in ipairs(cases) do ts[i][r] = time_once(c[1], ns[i]) / ns[i] * 1e9 end
   end
-  for i, c in ipairs(cases) do
-    table.sort(ts[i])
-    local impl = c.impl and (B.impl == "gpulua" and c.impl or B.impl .. " " .. c.impl) or B.impl
-    emit("result", B.group, name, impl, string.format("%.1f", ts[i][1] - overhead),
-         string.format("%.1f", ts[i][(REPEATS + 1) // 2] - overhead), c.note or "")
-  end
-  io.flush()
+  for i, c in ipairs(cases) do report(name, c, best_median(ts[i])) end
 end
 
 -- B.once(name, fn [, {target_vs = "numpy", ratio = 1.0, note = "...", min_time = 0.2}]):

@@ -120,28 +120,28 @@ void gl_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
   }
 }
 
-gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape) {
-  size_t nbytes;
-  GL_TRY(gl_shape_nbytes(ndim, shape, dt, &nbytes));
+/* The descriptor of a contiguous array of a checked shape (no storage yet). */
+static void init_checked(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape, int64_t size) {
   a->ndim = (uint8_t)ndim;
   a->dtype = (uint8_t)dt;
   a->lua_ref = 0;                    /* storage to come is the allocator's */
   a->offset = 0;
-  a->size = (int64_t)(nbytes / gl_dtypes[dt].size);       /* exact: size times the item size */
+  a->size = size;
   memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
   gl_contiguous_strides(ndim, shape, a->strides);
+}
+
+gl_status gl_array_init(gl_array *a, gl_dtype dt, int ndim, const int64_t *shape) {
+  size_t nbytes;
+  GL_TRY(gl_shape_nbytes(ndim, shape, dt, &nbytes));
+  init_checked(a, dt, ndim, shape, (int64_t)(nbytes / gl_dtypes[dt].size));   /* exact */
   return GL_OK;
 }
 
 void gl_array_init_like(gl_array *a, gl_dtype dt, const gl_array *like) {
-  a->ndim = like->ndim;
-  a->dtype = (uint8_t)dt;
-  a->lua_ref = 0;
-  a->offset = 0;
-  a->size = like->size;
-  memcpy(a->shape, like->shape, (size_t)like->ndim * sizeof *like->shape);
-  gl_contiguous_strides(like->ndim, like->shape, a->strides);
+  init_checked(a, dt, like->ndim, like->shape, like->size);
 }
+
 
 _Thread_local unsigned long gl_lua_owned_retains;     /* array.h's counter */
 

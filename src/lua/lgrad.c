@@ -446,13 +446,12 @@ static bool is_argref(lua_State *L, const gl_argref *refs, int n, int idx) {
 
 /* The inline node: the result at 'res' took the node's slots when the op made it
 ** (larray.c's new_array_ud); the rule and the arguments come from stash depth d. */
-static void record_inline(lua_State *L, int d, int nargs, int res, const gl_argref *refs) {
+static void record_inline(lua_State *L, const gl_lctx *ctx, int d, int nargs, int res, const gl_argref *refs) {
   for (int j = 0; j <= nargs; j++) {
     stash_get(L, d, j);
     lua_setiuservalue(L, res, GL_UV_RULE + j);
   }
-  lua_Integer *tail = (lua_Integer *)((char *)lua_touserdata(L, res) + lua_rawlen(L, res)) - 1;
-  lua_Integer *v = tail - 2 - nargs;
+  lua_Integer *v = ctx->node_tail - 2 - nargs;   /* (new_array_ud's record of the tail) */
   v[0] = version_at(lua_touserdata(L, res));     /* the op's new array */
   for (int i = 1; i <= nargs; i++) v[i] = version_at(refs[i - 1].arr);
   lua_pushboolean(L, 1);
@@ -548,7 +547,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs
   ctx->node_slots = 0;
   int top = lua_gettop(L), first = top - nres + 1;
   if (nres == 1 && ctx->node_ud != NULL && lua_touserdata(L, first) == ctx->node_ud && !is_argref(L, refs, nargs, first)) {
-    record_inline(L, d, nargs, first, refs);
+    record_inline(L, ctx, d, nargs, first, refs);
   } else {
     /* another shape of call (several results, a result made after a temporary): a node */
     for (int j = 0; j <= nargs; j++) stash_get(L, d, j);     /* rule, arguments */

@@ -172,11 +172,13 @@ static gl_status result_shape(gl_operand a, gl_operand b, int *ndim, int64_t *sh
 ** is exactly what the general one would be (same dtype, shape and kernel, the row kernel
 ** that the backend's small-row path runs), so the results are the same bits. */
 
-/* Is x a small, C-contiguous array on a backend with flat kernels? (its backend) */
-static const gl_backend *flat_backend(const gl_array *x) {
+/* x's backend when x is a small, C-contiguous array and the backend has a flat kernel for
+** (family, op, ct); else NULL. */
+static const gl_backend *flat_backend(const gl_array *x, gl_op family, int op, gl_dtype ct) {
   if (x->size > GL_FLAT_MAX || !gl_array_is_contiguous(x)) return NULL;
   const gl_backend *be = gl_backend_get((gl_devtype)x->storage->device.type);
-  return be != NULL && be->binary_flat != NULL && be->unary_flat != NULL ? be : NULL;
+  if (be == NULL || (family == GL_OP_BINARY ? be->binary_flat == NULL : be->unary_flat == NULL)) return NULL;
+  return be->supports(family, op, ct) ? be : NULL;
 }
 
 static bool binary_flat_plan(gl_plan *p, gl_binop op, const gl_array *a, const gl_array *b) {
@@ -189,8 +191,8 @@ static bool binary_flat_plan(gl_plan *p, gl_binop op, const gl_array *a, const g
   if (!((kind == GL_K_BA && k != GL_KIND_BOOL) || (kind == GL_K_BD && k == GL_KIND_FLOAT))) return false;
   for (int i = 0; i < a->ndim; i++)            /* (a loop: ndim is small, a libc call costs more) */
     if (a->shape[i] != b->shape[i]) return false;
-  const gl_backend *be = flat_backend(a);
-  if (be == NULL || !gl_array_is_contiguous(b) || !be->supports(GL_OP_BINARY, op, dt)) return false;
+  const gl_backend *be = gl_array_is_contiguous(b) ? flat_backend(a, GL_OP_BINARY, op, dt) : NULL;
+  if (be == NULL) return false;
   p->dtype = p->ct = dt;
   p->device = a->storage->device;
   p->ndim = a->ndim;
@@ -287,8 +289,8 @@ gl_status gl_op_unary_plan(gl_plan *p, gl_unop op, const gl_array *x) {
   p->device = gl_array_device(x);
   p->like = NULL;
   /* flat: x already of the compute dtype (no cast), the op as asked */
-  const gl_backend *be = op == asked && p->ct == x->dtype ? flat_backend(x) : NULL;
-  if (be != NULL && be->supports(GL_OP_UNARY, op, p->ct)) {
+  const gl_backend *be = op == asked && p->ct == x->dtype ? flat_backend(x, GL_OP_UNARY, op, p->ct) : NULL;
+  if (be != NULL) {
     p->be = be;
     p->like = x;
     return GL_OK;

@@ -28,8 +28,7 @@ static gl_status need_float(const char *what, const gl_array *x) {
 
 /* x is on ref's device; refname names ref in the message ("the parameter", "query"). */
 static gl_status need_device(const char *what, const char *refname, const gl_array *ref, const gl_array *x) {
-  if (gl_array_device(x).type == gl_array_device(ref).type && gl_array_device(x).index == gl_array_device(ref).index)
-    return GL_OK;
+  if (gl_device_eq(gl_array_device(x), gl_array_device(ref))) return GL_OK;
   char d1[16], d2[16];
   return gl_fail(GL_EDEVICE, "%s is on %s but %s is on %s (move it with :to())", what,
                  gl_device_name(gl_array_device(x), d1), refname, gl_device_name(gl_array_device(ref), d2));
@@ -358,6 +357,12 @@ static gl_status attention_check(const gl_array *q, const gl_array *k, const gl_
   return GL_OK;
 }
 
+/* The output's shape: the query's (..., L, E) with the value's last axis Ev. */
+static void attention_out_shape(const gl_array *q, const gl_array *v, int64_t *os) {
+  memcpy(os, q->shape, (size_t)q->ndim * sizeof os[0]);
+  os[q->ndim - 1] = v->shape[q->ndim - 1];
+}
+
 /* Contiguous copies of n operands in dtype dt (t[i] holds a copy where one was made). */
 static gl_status attention_operands(int n, const gl_array *const *src, gl_dtype dt, gl_array *t, const gl_array **c) {
   gl_status st = GL_OK;
@@ -400,8 +405,7 @@ gl_status gl_op_attention(gl_array *out, gl_array *lse, const gl_array *q, const
   gl_dtype dt = (gl_dtype)q->dtype;
   gl_device dev = gl_array_device(q);
   int64_t os[GL_MAXDIMS];
-  memcpy(os, q->shape, (size_t)nd * sizeof os[0]);
-  os[nd - 1] = v->shape[nd - 1];
+  attention_out_shape(q, v, os);
   gl_status st = gl_array_alloc(out, dt, nd, os, dev);
   if (st != GL_OK) return st;
   st = gl_array_alloc(lse, attention_lse_dtype(dt), nd - 1, q->shape, dev);
@@ -426,8 +430,7 @@ gl_status gl_op_attention_bwd(gl_array *gq, gl_array *gk, gl_array *gv, const gl
   GL_TRY(attention_check(q, k, v, scale));
   int nd = q->ndim;
   int64_t os[GL_MAXDIMS];
-  memcpy(os, q->shape, (size_t)nd * sizeof os[0]);
-  os[nd - 1] = v->shape[nd - 1];
+  attention_out_shape(q, v, os);
   const gl_array *like_out[2] = { g, out };
   static const char *const like_out_name[2] = { "the gradient", "out" };
   for (int i = 0; i < 2; i++) {
