@@ -578,12 +578,15 @@ static int dispatch_slow(lua_State *L, gl_lctx *ctx, gl_opentry *e) {
 
 /* The closure every op is registered as (upvalues: the op's own, then its entry and name). */
 static int dispatch(lua_State *L) {
+  char marker;                             /* its address keys the op's level (lhold.c) */
   gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
   gl_lctx *ctx = e->ctx;
   unsigned long retains = gl_lua_owned_retains;
   int nargs = lua_gettop(L), n;
+  int level = gl_lua_op_enter(ctx, &marker);
   if (!ctx->grad_live && !ctx->autocast_live) n = e->fn(L);
   else n = dispatch_slow(L, ctx, e);
+  gl_lua_op_leave(L, ctx, level);
   /* a view of a light array among the results: it must keep the bytes' userdata alive */
   if (gl_lua_owned_retains != retains) gl_lua_anchor_views(L, nargs, lua_gettop(L) - n + 1, lua_gettop(L));
   if (e->flags & GL_OP_INPLACE) {
