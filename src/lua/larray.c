@@ -472,9 +472,6 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
 static int array_index_in(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0) {   /* x[":"]: a key */
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;   /* a method */
-    lua_pop(L, 1);
     if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
     if (push_property(L, a, lua_tostring(L, 2))) {
       if (lua_tostring(L, 2)[0] == 'T' && gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
@@ -506,9 +503,18 @@ static int array_index_in(lua_State *L) {
   return 1;
 }
 
-/* x[key] runs as an op level (lhold.c): a key table's metamethods may run Lua code. */
+/* x:method finds the method (no array read); any other x[key] runs as an op level
+** (lhold.c): a key table's metamethods may run Lua code. */
 static int array_index(lua_State *L) {
   char marker;
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) {   /* a method */
+      gl_lua_checkany(L, 1);
+      return 1;
+    }
+    lua_pop(L, 1);
+  }
   gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
   int level = gl_lua_op_enter(c, &marker);
   int n = array_index_in(L);
