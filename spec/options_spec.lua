@@ -111,3 +111,27 @@ describe("dtype constants", function()
     assert.is_true(gpu.zeros(2, { dtype = gpu.double }).dtype == gpu.float64)
   end)
 end)
+
+describe("the nearest-name hint", function()
+  local options = require "gpu.options"
+
+  it("is one capped edit distance: words of 32 bytes or more count as far apart, as in the C reader", function()
+    assert.equal(1, options.distance("keepdim", "keepdims"))
+    assert.equal(1, options.distance("rcnod", "rcond"))
+    assert.equal(math.huge, options.distance(string.rep("a", 32), "a"))
+    assert.equal(math.huge, options.distance("a", string.rep("a", 100000)))
+  end)
+
+  it("answers at once for a long unknown name, in help and in the Lua options reader", function()
+    local t = os.clock()
+    local text, err = gpu.help.text(string.rep("x", 100000))
+    assert.is_nil(text)
+    assert.matches("^help: no entry for", err)
+    local ok, e = pcall(gpu.linalg.pinv, gpu.eye(2), { [string.rep("r", 20000)] = 1 })     -- read in Lua
+    assert.is_false(ok)
+    assert.matches("unknown option", e)
+    assert.is_true(os.clock() - t < 0.5, "took " .. (os.clock() - t) .. " s")
+    assert.matches("nearest: matmul", select(2, gpu.help.text("matmull")))
+    assert.matches("did you mean 'rcond'", select(2, pcall(gpu.linalg.pinv, gpu.eye(2), { rcnod = 1 })))
+  end)
+end)

@@ -11,6 +11,8 @@
 -- the Lua parts already loaded) for the same value; rawget only, nothing is called.
 -- An unknown name is answered with the nearest names the reference has.
 -- At gpulua's prompt `help` is a global for gpu.help.
+local distance = require("gpu.options").distance
+
 local M = {}
 
 local WIDTH = 78
@@ -116,28 +118,13 @@ local function show(e)
   return out .. "  (doc/API.md: " .. e.section .. ")\n"
 end
 
--- edit distance, for the nearest names
-local function distance(a, b)
-  local prev = {}
-  for j = 0, #b do prev[j] = j end
-  for i = 1, #a do
-    local cur = { [0] = i }
-    for j = 1, #b do
-      local cost = a:byte(i) == b:byte(j) and 0 or 1
-      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-    end
-    prev = cur
-  end
-  return prev[#b]
-end
-
 local function nearest(k, n)
   local all = {}
   for name in pairs(index) do all[#all + 1] = name end
   local lk = k:lower()
   local function score(name)
     local ln = name:lower()
-    return (ln:find(lk, 1, true) and 0 or 100) + distance(lk, ln)
+    return (ln:find(lk, 1, true) and 0 or 100) + math.min(distance(lk, ln), 1000)
   end
   local scores = {}
   for _, name in ipairs(all) do scores[name] = score(name) end

@@ -125,9 +125,13 @@ end
 
 -- ---- nearest key -----------------------------------------------------------------------------
 
--- Damerau-Levenshtein distance (adjacent swaps count one), for "did you mean".
+-- distance(a, b): Damerau-Levenshtein distance (adjacent swaps count one), for "did you
+-- mean"; words of MAX_WORD bytes or more count as far apart (math.huge), as in the C
+-- reader (src/lua/largs.c), so a long unknown name costs nothing to compare.
+local MAX_WORD = 32
 local function distance(a, b)
   local la, lb = #a, #b
+  if la >= MAX_WORD or lb >= MAX_WORD then return math.huge end
   local d = {}
   for i = 0, la do d[i] = { [0] = i } end
   for j = 0, lb do d[0][j] = j end
@@ -143,6 +147,8 @@ local function distance(a, b)
   end
   return d[la][lb]
 end
+
+M.distance = distance
 
 -- nearest(word, candidates): the closest candidate, when close enough to be a typo.
 function M.nearest(word, candidates)
