@@ -173,6 +173,8 @@ int luaopen_gpu(lua_State *L) {
   lua_rawseti(L, -2, 2);
   lua_setfield(L, module, "_metatables");
 
+  lua_pushinteger(L, GL_MAXDIMS);                    /* for the Lua parts' shape checks */
+  lua_setfield(L, module, "_max_dims");
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");
   push_dtype_constants(L, module);
