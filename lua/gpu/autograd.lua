@@ -71,7 +71,8 @@ M.unbroadcast = rules._unbroadcast
 -- record(out, inputs, backward) -> out: a custom differentiable function (as
 -- torch.autograd.Function): when grad mode is on and an input is tracked, out gets a node
 -- whose backward(g) returns one gradient per input (nil where none). Compute out with
--- grad off (gpu.no_grad) so its own ops are not recorded as well.
+-- grad off (gpu.no_grad) so its own ops are not recorded as well; out must be a new
+-- array (a view of an input returned as is), as a node of its own input is a cycle.
 local HEAD, op_node, node_args = rules._HEAD, rules._op_node, rules._node_args
 
 function M.record(out, inputs, backward)
