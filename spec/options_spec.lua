@@ -115,11 +115,13 @@ end)
 describe("the nearest-name hint", function()
   local options = require "gpu.options"
 
-  it("is one capped edit distance: words of 32 bytes or more count as far apart, as in the C reader", function()
+  it("is the C reader's capped edit distance: words of 32 bytes or more count as far apart", function()
+    assert.equal(gpu._word_distance, options.distance)
     assert.equal(1, options.distance("keepdim", "keepdims"))
     assert.equal(1, options.distance("rcnod", "rcond"))
-    assert.equal(math.huge, options.distance(string.rep("a", 32), "a"))
-    assert.equal(math.huge, options.distance("a", string.rep("a", 100000)))
+    assert.equal(31, options.distance(string.rep("a", 31), ""))
+    assert.equal(1000, options.distance(string.rep("a", 32), "a"))
+    assert.equal(1000, options.distance("a", string.rep("a", 100000)))
   end)
 
   it("answers at once for a long unknown name, in help and in the Lua options reader", function()

@@ -124,7 +124,7 @@ local function nearest(k, n)
   local lk = k:lower()
   local function score(name)
     local ln = name:lower()
-    return (ln:find(lk, 1, true) and 0 or 100) + math.min(distance(lk, ln), 1000)
+    return (ln:find(lk, 1, true) and 0 or 100) + distance(lk, ln)
   end
   local scores = {}
   for _, name in ipairs(all) do scores[name] = score(name) end

@@ -141,6 +141,8 @@ int luaopen_gpu(lua_State *L) {
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_options_key);
   lua_setfield(L, module, "_options");
+  lua_pushcfunction(L, gl_lua_word_distance);
+  lua_setfield(L, module, "_word_distance");
 
   gl_open_array(L, module, methods, meta);
   gl_open_create(L, module, methods);
