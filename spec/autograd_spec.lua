@@ -189,3 +189,53 @@ describe("x.grad assignment", function()
     assert.is_false(pcall(function() x.other = 1 end))        -- other fields stay errors
   end)
 end)
+
+describe("custom functions, hooks and gradcheck: misuse named in the user's terms", function()
+  local function tracked() return gpu.ones(2, { dtype = "float64", device = "cpu" }):requires_grad() end
+  local function doubled(x) return gpu.no_grad(function() return x * 2 end) end
+
+  it("record refuses an output that is one of its inputs (a cycle that left .grad nil)", function()
+    local x = tracked()
+    h.fails({ "bad argument #1 to 'autograd.record'", "the output is input #1" },
+      ag.record, x, { x }, function(g) return g end)
+    local y = ag.record(x:view(x.shape), { x }, function(g) return g * 3 end)
+    y:sum():backward()
+    assert.same({ 3, 3 }, x.grad:totable())
+  end)
+
+  it("record refuses an output that is not an array, inputs that are not a list, a backward that is not a function", function()
+    local x = tracked()
+    h.fails({ "bad argument #1 to 'autograd.record' (a gpu.array expected, got number)" }, ag.record, 5, { x }, function() end)
+    h.fails({ "bad argument #2 to 'autograd.record'" }, ag.record, doubled(x), x, function() end)
+    h.fails({ "bad argument #3 to 'autograd.record' (a function expected, got nil)" }, ag.record, doubled(x), { x })
+  end)
+
+  it("a custom backward returning a number or a wrong shape names the input", function()
+    local x = tracked()
+    local y = ag.record(doubled(x), { x }, function() return 5 end)
+    h.fails({ "backward: the backward function of autograd.record returned number for input #1" },
+      function() y:sum():backward() end)
+    local z = ag.record(doubled(x), { x }, function() return gpu.ones(3, { dtype = "float64" }) end)
+    h.fails({ "returned shape (3) for input #1 of shape (2)" }, function() z:sum():backward() end)
+    local w = ag.record(doubled(x), { x }, function(g) return g:unsqueeze(1):expand(4, 2) end)   -- summed back
+    w:sum():backward()
+    assert.same({ 4, 4 }, x.grad:totable())
+  end)
+
+  it("a hook returning a wrong shape says so, on a leaf and inside the graph", function()
+    local x = tracked()
+    x:register_hook(function() return gpu.ones(3, { dtype = "float64" }) end)
+    h.fails({ "backward: a hook returned an array of shape (3) for a gradient of shape (2)" },
+      function() (x * 2):sum():backward() end)
+    local y = tracked() * 1
+    y:register_hook(function() return gpu.ones(3, { dtype = "float64" }) end)
+    h.fails({ "a hook returned an array of shape (3) for a gradient of shape (2)" }, function() (y * 2):sum():backward() end)
+  end)
+
+  it("gradcheck checks its function, its inputs and what the function returns", function()
+    h.fails({ "bad argument #1 to 'autograd.gradcheck' (a function expected, got number)" }, ag.gradcheck, 5, {})
+    h.fails({ "bad argument #2 to 'autograd.gradcheck'" }, ag.gradcheck, function(x) return x end, 5)
+    h.fails({ "autograd.gradcheck: the function returned number, expected a gpu.array" },
+      ag.gradcheck, function() return 1 end, { tracked() })
+  end)
+end)

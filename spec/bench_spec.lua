@@ -44,6 +44,14 @@ describe("gpu.bench", function()
     assert.matches("CPU:", tostring(r))
   end)
 
+  it("gives the statistics README reads, (r.device or r.host).min, on every device", function()
+    for _, dev in ipairs(h.devices()) do
+      local r = gpu.bench(function() end, { n = 3, warmup = 0, quiet = true, device = dev })
+      assert.is_number((r.device or r.host).min)
+      assert.equal(dev == "cpu", r.device == nil)
+    end
+  end)
+
   it("passes args and reports the name", function()
     local seen
     local r = gpu.bench(function(a, b) seen = a + b end, { n = 1, warmup = 0, quiet = true, args = { 2, 3 }, name = "sum" })

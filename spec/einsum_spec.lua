@@ -97,6 +97,11 @@ for _, dev in ipairs(h.devices()) do
       h.fails({ "bad argument #1 to 'einsum'", "subscripts string" }, gpu.einsum, x, x)
       h.fails({ "bad argument #3 to 'einsum'", "gpu.array expected" }, gpu.einsum, "ij,jk", x, "3")
       h.fails({ "bad argument #2 to 'einsum'", "gpu.array expected" }, gpu.einsum, ",", 2, 3)
+      local w = gpu.ones(1, 2, 1, 2, 1, { device = dev })
+      h.fails({ "einsum: the output would have 10 axes, more than the 8 an array can have" },
+        gpu.einsum, "abcde,fghij->abcdefghij", w, w)
+      h.fails({ "einsum: the output would have 10 axes" }, gpu.einsum, "abcde,fghij", w, w)
+      h.fails({ "einsum: the output would have 9 axes" }, gpu.einsum, "...,fghij", gpu.ones(1, 1, 1, 1), w)
     end)
   end)
 

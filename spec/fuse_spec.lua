@@ -205,6 +205,28 @@ describe("gpu.fuse on cpu", function()
     assert.equal(before, gpu.exp)
   end)
 
+  it("runs unfused a function needing more kernel parameters than a kernel takes", function()
+    local max = gpu._jit.max_args
+    local x = sample("float64", { 3 }):nan_to_num()
+    local function adds(n, tail)
+      return function(a)
+        local y = a
+        for i = 1, n do y = y + i * 0.5 end
+        return tail and y[tail](y) or y
+      end
+    end
+    -- parameters: x, the Lua numbers, the result, and a mean's element count
+    for tail, extra in pairs({ [false] = 2, sum = 2, mean = 3 }) do
+      local over, fits = adds(max - extra + 1, tail), adds(max - extra, tail)
+      local f, g = gpu.fuse(over), gpu.fuse(fits)
+      same(f(x), over(x), "over " .. tostring(tail))
+      assert.equal(0, f.stats.fused)
+      assert.matches("more than " .. max .. " kernel parameters", f.why)
+      same(g(x), fits(x), "fits " .. tostring(tail), 1e-15)
+      assert.equal(1, g.stats.fused, g.why)
+    end
+  end)
+
   it("runs tracked inputs unfused, so autograd records each op", function()
     local x = gpu.array({ 1, 2, 3 }, { dtype = "float64" }):requires_grad()
     local f = gpu.fuse(function(a) return (a * a + a):sum() end)

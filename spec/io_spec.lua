@@ -120,6 +120,16 @@ describe("gpu.save writes what np.save writes", function()
       h.assert_close(y, x, 0)
     end
   end)
+
+  it("round-trips an empty array whose other extent is 2^62, the largest one; refuses one more", function()
+    local x = gpu.empty({ 0, 2 ^ 62 })
+    gpu.save(tmp("wide.npy"), x)
+    local y = gpu.load(tmp("wide.npy"))
+    assert.same({ 0, 2 ^ 62 }, y.shape)
+    local bytes = slurp(tmp("wide.npy")):gsub("4611686018427387904", "4611686018427387905")
+    spit(tmp("wider.npy"), bytes)
+    h.fails({ "gpu.load", "dimension too large" }, gpu.load, tmp("wider.npy"))
+  end)
 end)
 
 describe("npz", function()

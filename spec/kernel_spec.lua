@@ -115,6 +115,13 @@ describe("gpu.ElementwiseKernel on cpu", function()
     h.fails({ "gpu.ElementwiseKernel", "bad parameter 'float32'" }, gpu.ElementwiseKernel, "float32", "T y", "y = 1", "k")
     h.fails({ "gpu.ElementwiseKernel", "named twice" }, gpu.ElementwiseKernel, "T x, T x", "T y", "y = x", "k")
     h.fails({ "gpu.ElementwiseKernel", "bad parameter name 'for'" }, gpu.ElementwiseKernel, "T for", "T y", "y = 1", "k")
+    h.fails({ "bad argument #1 to 'gpu.ElementwiseKernel' (in_params: 'int x': 'int' is a C name, not a dtype or a type placeholder (use the dtype int32))" },
+      gpu.ElementwiseKernel, "int x", "int y", "y = x + 1", "k")
+    h.fails({ "bad argument #2 to 'gpu.ElementwiseKernel'", "'double' is a C name", "float64" },
+      gpu.ElementwiseKernel, "T x", "double y", "y = x", "k")
+    h.fails({ "'size_t' is a C name" }, gpu.ElementwiseKernel, "size_t x", "T y", "y = x", "k")
+    h.fails({ "bad argument #2 to 'gpu.ReductionKernel'", "'float' is a C name", "float32" },
+      gpu.ReductionKernel, "T x", "float y", "x", "a + b", "y = a", "0", "r")
     h.fails({ "gpu.ElementwiseKernel", "at least one output" }, gpu.ElementwiseKernel, "T x", "", "x", "k")
     h.fails({ "gpu.ElementwiseKernel", "kernel name" }, gpu.ElementwiseKernel, "T x", "T y", "y = x", "not a name")
     h.fails({ "gpu.ElementwiseKernel", "body: string expected" }, gpu.ElementwiseKernel, "T x", "T y", 3, "k")

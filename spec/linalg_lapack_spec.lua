@@ -275,6 +275,37 @@ for _, dev in ipairs(h.devices()) do
       assert.is_true(L.det(gpu.array({ { 0 / 0, 1 }, { 1, 1 } }, { device = dev })):item() ~= L.det(gpu.eye(2)):item())
     end)
 
+    it("cholesky of a matrix holding NaN: a factor of NaN in every float dtype, the other triangle 0", function()
+      for _, dt in ipairs({ "float64", "float32", "float16", "bfloat16" }) do
+        for _, pos in ipairs({ { 1, 1 }, { 2, 1 }, { 2, 2 } }) do
+          local a = gpu.array({ { 4, 1 }, { 1, 3 } }, { dtype = dt, device = dev })
+          a[pos] = 0 / 0
+          for _, upper in ipairs({ false, true }) do
+            local b = upper and mT(a):contiguous() or a
+            local l = L.cholesky(gpu.stack({ gpu.eye(2, { dtype = dt, device = dev }), b }), { upper = upper })
+            assert.equal(dt, l.dtype)
+            close(l[1], gpu.eye(2), 0)
+            for r = 1, 2 do
+              for c = 1, 2 do
+                local v = l[{ 2, r, c }]
+                if (upper and r > c) or (not upper and r < c) then assert.equal(0, v)
+                else assert.is_true(v ~= v, ("%s %s (%d,%d) at (%d,%d): %s"):format(dt, upper, pos[1], pos[2], r, c, v)) end
+              end
+            end
+          end
+        end
+      end
+      local junk = gpu.array({ { 4, 0 / 0 }, { 2, 5 } }, { device = dev })    -- NaN in the unread triangle
+      close(L.cholesky(junk), { { 2, 0 }, { 1, 2 } }, 1e-6)
+    end)
+
+    it("matrix_power with math.mininteger: the inverse's power 2^63, not nil", function()
+      local r = gpu.array({ { 0, 1 }, { -1, 0 } }, { dtype = "float64", device = dev })    -- r^4 = I
+      close(L.matrix_power(r, math.mininteger), gpu.eye(2, { dtype = "float64" }), 0)
+      close(L.matrix_power(r, math.mininteger + 1), r, 0)
+      close(L.matrix_power(gpu.eye(3, { device = dev }) * 2, math.mininteger), gpu.zeros(3, 3), 0)
+    end)
+
     it("differentiates the composed functions through the factorizations' rules (float64)", function()
       local ag = require "gpu.autograd"
       local G = gpu.random.Generator(11)

@@ -213,6 +213,18 @@ for _, dev in ipairs(h.devices()) do
       assert.are_not.equal(r[1][1], r[2][1])
       assert.are.equal(r[1][1], r[1][2])
     end)
+
+    it("choice of no samples from an empty population is empty, as NumPy's", function()
+      for _, replace in ipairs({ true, false }) do
+        local c = R.choice(0, 0, { replace = replace, device = dev })
+        assert.are.same({ 0 }, c.shape)
+        assert.are.equal("int64", c.dtype)
+        assert.are.same({ 0, 3 }, R.choice(gpu.zeros(0, 3):to(dev), 0, { replace = replace }).shape)
+      end
+      local ok, err = pcall(R.choice, 0, 1, { device = dev })
+      assert.is_false(ok)
+      assert.matches("choice: cannot choose from an empty population", err)
+    end)
   end)
 
   describe("random reproducibility on " .. dev, function()

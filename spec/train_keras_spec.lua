@@ -142,6 +142,20 @@ describe("train keras: callbacks", function()
     h.fails({ "ModelCheckpoint", "{nope}" }, m.fit, m, x, y, { verbose = 0, callbacks = { nn.ModelCheckpoint(name("{nope}")) } })
   end)
 
+  it("ModelCheckpoint's path fields: Python's nan and inf, clear errors for a width over 99 or NaN as an integer", function()
+    local fmt = require("gpu.nn.callbacks").format_path
+    assert.equal("m-007-nan-  -inf-1.234e+04", fmt("m-{epoch:03d}-{loss:.2f}-{acc:6.2f}-{n:.3e}", 7,
+      { loss = 0 / 0, acc = -math.huge, n = 12345 }))
+    h.fails({ "ModelCheckpoint: format {epoch:999d}: width and precision must be at most 99" }, fmt, "{epoch:999d}", 1, {})
+    h.fails({ "ModelCheckpoint: format {loss:.100f}" }, fmt, "{loss:.100f}", 1, { loss = 1 })
+    h.fails({ "ModelCheckpoint: the path's field {loss:d} needs an integer, got nan" }, fmt, "{loss:d}", 1, { loss = 0 / 0 })
+    h.fails({ "ModelCheckpoint: unsupported format {loss:1.2.3f}" }, fmt, "{loss:1.2.3f}", 1, { loss = 1 })
+    local m, x, y = model_xy()
+    local dir = h.tmpdir()
+    h.fails({ "ModelCheckpoint: format {epoch:999d}" }, m.fit, m, x, y,
+      { verbose = 0, callbacks = { nn.ModelCheckpoint(dir .. "/m-{epoch:999d}.safetensors") } })
+  end)
+
   it("refuses bad callbacks before training", function()
     local m, x, y = model_xy()
     local w = m[1].weight:copy()

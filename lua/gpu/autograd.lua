@@ -71,10 +71,21 @@ M.unbroadcast = rules._unbroadcast
 -- record(out, inputs, backward) -> out: a custom differentiable function (as
 -- torch.autograd.Function): when grad mode is on and an input is tracked, out gets a node
 -- whose backward(g) returns one gradient per input (nil where none). Compute out with
--- grad off (gpu.no_grad) so its own ops are not recorded as well.
+-- grad off (gpu.no_grad) so its own ops are not recorded as well; out must be a new
+-- array (a view of an input returned as is), as a node of its own input is a cycle.
 local HEAD, op_node, node_args = rules._HEAD, rules._op_node, rules._node_args
 
 function M.record(out, inputs, backward)
+  if not is_array(out) then argerror("autograd.record", 1, "a gpu.array expected, got %s", type(out)) end
+  if type(inputs) ~= "table" or is_array(inputs) then
+    argerror("autograd.record", 2, "a list of inputs expected, got %s", is_array(inputs) and "a gpu.array" or type(inputs))
+  end
+  if type(backward) ~= "function" then argerror("autograd.record", 3, "a function expected, got %s", type(backward)) end
+  for i = 1, #inputs do
+    if rawequal(inputs[i], out) then       -- its node would be its own input: a cycle backward cannot walk
+      argerror("autograd.record", 1, "the output is input #%d; record a new array (x:view(x.shape) or x:copy())", i)
+    end
+  end
   if not G.grad_enabled() then return out end
   for i = 1, #inputs do
     if tracked(inputs[i]) then
@@ -187,6 +198,8 @@ local function check_saved(node, y)
   if rule.uses_y then stale(node, y, node[3]) end
 end
 
+local function shape_str(x) return "(" .. table.concat(x.shape, ",") .. ")" end
+
 local function run_hooks(node, g)
   local hooks = node.hooks
   if hooks then
@@ -194,11 +207,37 @@ local function run_hooks(node, g)
       local r = h(g)
       if r ~= nil then
         if not is_array(r) then raise("backward: a hook returned %s, expected a gpu.array or nil", type(r)) end
+        local gs, rs = g.shape, r.shape
+        local same = #gs == #rs
+        for d = 1, #gs do same = same and gs[d] == rs[d] end
+        if not same then
+          raise("backward: a hook returned an array of shape %s for a gradient of shape %s", shape_str(r), shape_str(g))
+        end
         g = r
       end
     end
   end
   return g
+end
+
+-- Checks what a custom function's backward gave for input #pos (x): nil, or an array
+-- that x's shape broadcasts to (the gradient is summed back to it).
+local function check_custom_grad(gy, x, pos)
+  if gy == nil then return end
+  if not is_array(gy) then
+    raise("backward: the backward function of autograd.record returned %s for input #%d, expected a gpu.array or nil",
+      type(gy), pos)
+  end
+  local gs, xs = gy.shape, x.shape
+  local ok = #gs >= #xs
+  for d = 1, #xs do
+    local gd = gs[#gs - #xs + d]
+    ok = ok and (gd == xs[d] or xs[d] == 1)
+  end
+  if not ok then
+    raise("backward: the backward function of autograd.record returned shape %s for input #%d of shape %s",
+      shape_str(gy), pos, shape_str(x))
+  end
 end
 
 -- Walks back from roots (with their gradients). accumulate: add into the leaves' .grad
@@ -234,9 +273,11 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
           if accumulate and node.retain then node.grad = node.grad and node.grad + g or g:copy() end
           check_saved(node, x)
           local gs = table.pack(node[1].backward(g, node_args(node), x))
+          local custom = node[1].custom
           each_input(node, function(y, pos, k)
             local gy = gs[pos]
             if k ~= nil then gy = type(gy) == "table" and gy[k] or nil end
+            if custom then check_custom_grad(gy, y, pos) end
             if gy ~= nil then
               gy = fit_to(gy, y)
               local old = grads[y]
@@ -385,12 +426,17 @@ local GRADCHECK = options.declare("autograd.gradcheck", {
 -- counts) with central differences. Inputs should be float64. Returns true, or false
 -- and a message naming the input and element.
 function M.gradcheck(fn, inputs, opts)
+  if type(fn) ~= "function" then argerror("autograd.gradcheck", 1, "a function expected, got %s", type(fn)) end
+  if type(inputs) ~= "table" or is_array(inputs) then
+    argerror("autograd.gradcheck", 2, "a list of inputs expected, got %s", is_array(inputs) and "a gpu.array" or type(inputs))
+  end
   local o = GRADCHECK:check(opts, 3, "autograd.gradcheck")
   local eps, tol = o.eps or 1e-6, o.tol or 1e-5
   for _, x in ipairs(inputs) do
     if is_array(x) then x:requires_grad(); x.grad = nil end
   end
   local out = fn(table.unpack(inputs))
+  if not is_array(out) then raise("autograd.gradcheck: the function returned %s, expected a gpu.array", type(out)) end
   local w = gpu.random.Generator(7):uniform(0.5, 1.5, out.shape, { dtype = out.dtype, device = out.device })
   local function value()
     return M.no_grad(function() return (fn(table.unpack(inputs)) * w):sum():item() end)

@@ -12,7 +12,8 @@
 -- changes between calls is seen: tracing runs at every call, a few microseconds an op).
 --
 -- Anything the tracer does not know (another function, x:item(), a reduction that is not
--- the last op, outputs of different shapes, an op the probe refuses) ends the trace, and
+-- the last op, outputs of different shapes, an op the probe refuses, more parameters than
+-- a kernel takes: gpu._jit.max_args) ends the trace, and
 -- fn runs unfused: slower, never wrong. So does a call with an input that requires grad
 -- (with grad mode on): the unfused ops record the backward per op. Without a C compiler
 -- every call runs unfused, after a notice on stderr (once per process). Inputs on cuda run
@@ -26,7 +27,7 @@ local M = {}
 
 local CT, convert = kernel._CT, kernel._convert
 local is_array = options.is_array
-local UNARY, BINARY = gpu._jit.unary, gpu._jit.binary
+local UNARY, BINARY, MAX_ARGS = gpu._jit.unary, gpu._jit.binary, gpu._jit.max_args
 local ALIAS = {
   negative = "neg", subtract = "sub", multiply = "mul", divide = "div", true_divide = "div",
   floor_divide = "floordiv", remainder = "mod", power = "pow", less = "lt", less_equal = "le",
@@ -275,6 +276,16 @@ local function generate(results, nres)
   local vals = {}
   for k, v in ipairs(trace.inputs) do vals[#vals + 1] = v end
   for _, s in ipairs(trace.scalars) do vals[#vals + 1] = s.value end
+  -- a kernel takes at most MAX_ARGS parameters: more (inputs, Lua numbers, outputs, the
+  -- count of a mean) run unfused
+  local nparams = #ins + 1
+  if not rawget(results[1], "reduced") then
+    nparams = #ins
+    for i = 1, nres do if not rawget(results[i], "input") then nparams = nparams + 1 end end
+  elseif results[1].op == "mean" then
+    nparams = nparams + 1
+  end
+  if nparams > MAX_ARGS then return nil, ("more than %d kernel parameters (%d)"):format(MAX_ARGS, nparams) end
   local r1 = results[1]
   if rawget(r1, "reduced") then
     local x, op = r1.of, REDUCE_C[r1.op]

@@ -11,6 +11,8 @@
 -- the Lua parts already loaded) for the same value; rawget only, nothing is called.
 -- An unknown name is answered with the nearest names the reference has.
 -- At gpulua's prompt `help` is a global for gpu.help.
+local distance = require("gpu.options").distance
+
 local M = {}
 
 local WIDTH = 78
@@ -114,21 +116,6 @@ local function show(e)
   local out = e.head:gsub("`", "") .. "\n"
   if e.text ~= "" then out = out .. wrap(e.text:gsub("`", ""), "  ") .. "\n" end
   return out .. "  (doc/API.md: " .. e.section .. ")\n"
-end
-
--- edit distance, for the nearest names
-local function distance(a, b)
-  local prev = {}
-  for j = 0, #b do prev[j] = j end
-  for i = 1, #a do
-    local cur = { [0] = i }
-    for j = 1, #b do
-      local cost = a:byte(i) == b:byte(j) and 0 or 1
-      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-    end
-    prev = cur
-  end
-  return prev[#b]
 end
 
 local function nearest(k, n)

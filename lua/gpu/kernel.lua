@@ -83,6 +83,12 @@ local function parse_params(fname, argn, s, seen, what)
     end
     local ty, name = words[1], words[2]
     if not ty:match("^[%a_][%w_]*$") then argerror(fname, argn, "%s: bad type '%s'", what, ty) end
+    if not DTYPE_NAMES[ty] and (C_WORDS[ty] or ty:match("_t$") or ty:sub(1, 4) == "_gl_") then
+      -- a placeholder becomes a typedef: a C word there fails only in the compiler's log
+      local dt = rawget(gpu, ty)
+      argerror(fname, argn, "%s: '%s %s': '%s' is a C name, not a dtype or a type placeholder (%s)", what, ty, name, ty,
+        type(dt) == "string" and DTYPE_NAMES[dt] and ("use the dtype " .. dt) or "use a dtype such as float32, or T")
+    end
     if not name:match("^[%a_][%w_]*$") or C_WORDS[name] or DTYPE_NAMES[name] or name:sub(1, 4) == "_gl_" then
       argerror(fname, argn, "%s: bad parameter name '%s'", what, name)
     end

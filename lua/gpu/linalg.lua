@@ -104,7 +104,8 @@ function M.matrix_rank(a, opts)
 end
 
 -- matrix_power(a, n): a^n by repeated squaring (n an integer; 0: the identity, negative:
--- the inverse's power)
+-- the inverse's power). The exponent's bits are read as unsigned, so |math.mininteger|
+-- (2^63, which -n cannot hold) is squared up to like any other.
 function M.matrix_power(a, n)
   check_matrix("matrix_power", a)
   if math.type(n) ~= "integer" then
@@ -119,10 +120,10 @@ function M.matrix_power(a, n)
   local base = n < 0 and M.inv(a) or a
   local e = n < 0 and -n or n
   local result
-  while e > 0 do
-    if e % 2 == 1 then result = result and result:matmul(base) or base end
-    e = e // 2
-    if e > 0 then base = base:matmul(base) end
+  while e ~= 0 do
+    if e & 1 == 1 then result = result and result:matmul(base) or base end
+    e = e >> 1
+    if e ~= 0 then base = base:matmul(base) end
   end
   return result == a and a:copy() or result
 end

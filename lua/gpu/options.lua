@@ -125,24 +125,12 @@ end
 
 -- ---- nearest key -----------------------------------------------------------------------------
 
--- Damerau-Levenshtein distance (adjacent swaps count one), for "did you mean".
-local function distance(a, b)
-  local la, lb = #a, #b
-  local d = {}
-  for i = 0, la do d[i] = { [0] = i } end
-  for j = 0, lb do d[0][j] = j end
-  for i = 1, la do
-    for j = 1, lb do
-      local cost = a:byte(i) == b:byte(j) and 0 or 1
-      local v = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
-      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
-        v = math.min(v, d[i - 2][j - 2] + 1)
-      end
-      d[i][j] = v
-    end
-  end
-  return d[la][lb]
-end
+-- distance(a, b): the C reader's edit distance (Damerau-Levenshtein, adjacent swaps
+-- count one; src/lua/largs.c), one measure for every "did you mean"; words of 32 bytes
+-- or more count as far apart (1000), so a long unknown name costs nothing to compare.
+local distance = rawget(gpu, "_word_distance")
+
+M.distance = distance
 
 -- nearest(word, candidates): the closest candidate, when close enough to be a typo.
 function M.nearest(word, candidates)

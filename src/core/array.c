@@ -199,6 +199,9 @@ gl_status gl_array_begin_write(const gl_array *a) {
 
 gl_status gl_axis_norm(int64_t axis, int ndim, int *out) {
   int64_t a = axis < 0 ? axis + ndim : axis - 1;
+  if (ndim == 0) return gl_fail(GL_EINVAL, "axis %lld is out of range: a 0-d array has no axes", (long long)axis);
+  if (ndim == 1 && (axis == 0 || a < 0 || a >= ndim))
+    return gl_fail(GL_EINVAL, "axis %lld is out of range for a 1-d array (its axis is 1 or -1)", (long long)axis);
   if (axis == 0 || a < 0 || a >= ndim)
     return gl_fail(GL_EINVAL, "axis %lld is out of range for %d-d array (axes are 1..%d or -%d..-1)",
                    (long long)axis, ndim, ndim, ndim);

@@ -51,8 +51,9 @@ static gl_status read_int(lex *x, int64_t *v) {
     return gl_fail(GL_EIO, "bad header (shape: expected a non-negative integer)");
   int64_t n = 0;
   while (x->p < x->end && *x->p >= '0' && *x->p <= '9') {
-    if (n > (GL_MAXSIZE - 9) / 10) return gl_fail(GL_EIO, "bad header (shape: dimension too large)");
-    n = n * 10 + (*x->p++ - '0');
+    int d = *x->p++ - '0';
+    if (n > (GL_MAXSIZE - d) / 10) return gl_fail(GL_EIO, "bad header (shape: dimension too large)");
+    n = n * 10 + d;     /* up to GL_MAXSIZE itself: an extent of an empty array gpulua saves */
   }
   if (x->p < x->end && (*x->p == 'L' || *x->p == 'l')) x->p++;     /* Python 2 longs */
   *v = n;

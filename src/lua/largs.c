@@ -43,6 +43,13 @@ static int word_distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+/* gpu._word_distance(a, b): the same distance for the Lua parts (options.lua's reader,
+** help's nearest names), so every "did you mean" measures alike. */
+int gl_lua_word_distance(lua_State *L) {
+  lua_pushinteger(L, word_distance(luaL_checkstring(L, 1), luaL_checkstring(L, 2)));
+  return 1;
+}
+
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n) {
   const char *best = NULL;
   int bestd = 1000;

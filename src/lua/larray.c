@@ -560,25 +560,27 @@ static int array_len(lua_State *L) {
 }
 
 /* 0-d arrays compare with Lua numbers through < and <= (Lua does not call __eq for
-** mixed types, so == stays identity). */
-static double compare_operand(lua_State *L, int idx) {
+** mixed types, so == stays identity). Lua runs a > b as b < a and a >= b as b <= a, so
+** the hint names both methods of the metamethod. */
+static double compare_operand(lua_State *L, int idx, bool le) {
   if (lua_type(L, idx) == LUA_TNUMBER) return lua_tonumber(L, idx);
   gl_array *a = gl_lua_check(L, idx);
   if (a->size != 1)
-    luaL_argerror(L, idx, lua_pushfstring(L, "only a one-element array compares with <; got %I elements (use :lt())",
-                                          (lua_Integer)a->size));
+    luaL_argerror(L, idx, lua_pushfstring(L, "only a one-element array compares with %s; got %I elements (use %s)",
+                                          le ? "<= or >=" : "< or >", (lua_Integer)a->size,
+                                          le ? ":le() or :ge()" : ":lt() or :gt()"));
   gl_scalar s;
   gl_lua_check_status(L, gl_op_get(a, 0, &s), 0);
   return s.isint ? (double)s.i : s.f;
 }
 
 static int array_lt(lua_State *L) {
-  lua_pushboolean(L, compare_operand(L, 1) < compare_operand(L, 2));
+  lua_pushboolean(L, compare_operand(L, 1, false) < compare_operand(L, 2, false));
   return 1;
 }
 
 static int array_le(lua_State *L) {
-  lua_pushboolean(L, compare_operand(L, 1) <= compare_operand(L, 2));
+  lua_pushboolean(L, compare_operand(L, 1, true) <= compare_operand(L, 2, true));
   return 1;
 }
 

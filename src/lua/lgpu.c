@@ -141,6 +141,8 @@ int luaopen_gpu(lua_State *L) {
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_options_key);
   lua_setfield(L, module, "_options");
+  lua_pushcfunction(L, gl_lua_word_distance);
+  lua_setfield(L, module, "_word_distance");
 
   gl_open_array(L, module, methods, meta);
   gl_open_create(L, module, methods);
@@ -174,6 +176,8 @@ int luaopen_gpu(lua_State *L) {
   lua_rawseti(L, -2, 2);
   lua_setfield(L, module, "_metatables");
 
+  lua_pushinteger(L, GL_MAXDIMS);                    /* for the Lua parts' shape checks */
+  lua_setfield(L, module, "_max_dims");
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");
   push_dtype_constants(L, module);

@@ -392,5 +392,7 @@ void gl_open_kernel(lua_State *L, int module) {
   GL_BINARY_OPS(GL_X)
 #undef GL_X
   lua_setfield(L, t, "binary");
+  lua_pushinteger(L, GL_JIT_MAXARGS);      /* a kernel's parameters, arrays and scalars together */
+  lua_setfield(L, t, "max_args");
   lua_setfield(L, module, "_jit");
 }

@@ -240,7 +240,8 @@ static int l_choice(lua_State *L) {
   gl_rng *rng = pick(L, g, dev);
   gl_rng before = *rng;
   gl_array *idx = gl_lua_push(L);
-  if (replace) done(L, gl_op_randint(idx, rng, 1, n, GL_INT64, 1, &k, dev), 0, idx);
+  /* k = 0 draws nothing, from an empty population too (NumPy's empty result) */
+  if (replace) done(L, gl_op_randint(idx, rng, 1, n > 0 ? n : 1, GL_INT64, 1, &k, dev), 0, idx);
   else done(L, gl_op_permutation(idx, rng, n, k, dev), first + 1, idx);
   if (!x) return 1;
   gl_array *out = gl_lua_push(L);

@@ -193,15 +193,26 @@ end
 -- ---- ModelCheckpoint ---------------------------------------------------------------------------
 
 -- format_path(path, epoch, logs): "{epoch}", "{epoch:02d}", "{val_loss:.2f}" filled in
--- (Python's format fields, as Keras's file paths)
+-- (Python's format fields, as Keras's file paths: [0][width][.precision] then d, f, e, g
+-- or s, width and precision up to 99); NaN and infinities read "nan", "inf", "-inf" as in
+-- Python, and a field that must be an integer (d) refuses them.
 function C.format_path(path, epoch, logs)
   return (path:gsub("{([%w_]+):?([^}]*)}", function(name, spec)
     local v = name == "epoch" and epoch or logs[name]
     if v == nil then raise("ModelCheckpoint: the path's field {%s} is neither epoch nor in the logs", name) end
     if spec == "" then return tostring(v) end
-    if not spec:match("^[%d%.]*[dfegs]$") then raise("ModelCheckpoint: unsupported format {%s:%s}", name, spec) end
-    if spec:sub(-1) == "d" then v = math.floor(v) end
-    return ("%" .. spec):format(v)
+    local zero, width, prec, conv = spec:match("^(0?)(%d*)(%.?%d*)([dfegs])$")
+    if not conv or prec == "." then raise("ModelCheckpoint: unsupported format {%s:%s}", name, spec) end
+    if tonumber(width ~= "" and width or "0") > 99 or tonumber(prec:sub(2) ~= "" and prec:sub(2) or "0") > 99 then
+      raise("ModelCheckpoint: format {%s:%s}: width and precision must be at most 99", name, spec)
+    end
+    if type(v) == "number" and conv ~= "s" and (v ~= v or v == math.huge or v == -math.huge) then
+      local word = v ~= v and "nan" or v > 0 and "inf" or "-inf"
+      if conv == "d" then raise("ModelCheckpoint: the path's field {%s:%s} needs an integer, got %s", name, spec, word) end
+      return ("%" .. width .. "s"):format(word)
+    end
+    if conv == "d" then v = math.floor(v) end
+    return ("%" .. zero .. width .. prec .. conv):format(v)
   end))
 end
 

@@ -114,6 +114,9 @@ local function parse(subs, ops, fname)
     table.sort(once)
     for _, l in ipairs(once) do output[#output + 1] = l end
   end
+  if #output > gpu._max_dims then
+    options.raise("%s: the output would have %d axes, more than the %d an array can have", fname, #output, gpu._max_dims)
+  end
   return inputs, output
 end
 

@@ -70,6 +70,14 @@ static bool P(finite_tri)(const T *x, int64_t n, bool lower) {
   return true;
 }
 
+/* Whether that triangle holds a NaN. */
+static bool P(nan_tri)(const T *x, int64_t n, bool lower) {
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t c = lower ? 0 : r; c < (lower ? r + 1 : n); c++)
+      if (isnan(x[r * n + c])) return true;
+  return false;
+}
+
 /* The workspace size a LAPACK query (lwork = -1) reported. */
 static la_int P(lwork_of)(T w) { return w < 1 ? 1 : (la_int)w + 1; }
 
@@ -191,7 +199,9 @@ static gl_status P(slogdet)(const gl_la_args *g, int64_t *bad) {
 /* ---- CHOLESKY: a in C order is a^T column-major, so its lower triangle is LAPACK's
 ** upper: potrf('U') gives U with a^T = U^T U, which read in C order is L = U^T in the lower
 ** triangle (and potrf('L') gives the upper factor the same way); the other triangle still
-** holds the input and is zeroed ------------------------------------------------------- */
+** holds the input and is zeroed. A NaN in the triangle read gives a factor of NaN (in its
+** triangle), whatever potrf's blocking or scaling would make of it, so every dtype and
+** device agree --------------------------------------------------------------------------- */
 static gl_status P(cholesky)(const gl_la_args *g, int64_t *bad) {
   const gl_array *a = g->in[0];
   la_int n = (la_int)a->shape[a->ndim - 1], ld = n > 0 ? n : 1;
@@ -203,12 +213,14 @@ static gl_status P(cholesky)(const gl_la_args *g, int64_t *bad) {
     (void)ws;
     T *li = Lm + i * an;
     la_int inf = 0;
+    bool nan = P(nan_tri)(A + i * an, n, !upper);
     P(copy)(li, A + i * an, an);
-    P(lib).potrf(upper ? "L" : "U", &n, li, &ld, &inf, 1);
+    if (!nan) P(lib).potrf(upper ? "L" : "U", &n, li, &ld, &inf, 1);
     if (inf != 0) LA_BAD(i);
     for (int64_t r = 0; r < n; r++)
       for (int64_t c = 0; c < n; c++)
         if (upper ? r > c : r < c) li[r * n + c] = 0;
+        else if (nan) li[r * n + c] = (T)NAN;
   });
   return GL_OK;
 }

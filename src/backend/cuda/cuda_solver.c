@@ -231,33 +231,65 @@ static gl_status sv_keep_tri(sv_ctx *c, gl_dtype dt, int64_t B, int64_t r, int64
   return gl_cuda_where(&vx, &vm, a, z);
 }
 
-/* flags[i] (bool, device) = whether every element of matrix i of the contiguous (B, r, k)
-** at p is finite; with tri (0 none, 1 lower, 2 upper) only that triangle counts. The
-** iterative drivers then refuse a matrix that is not, as the CPU's do ("did not
-** converge"), so both devices raise the same LinAlgError. */
-static gl_status sv_finite(sv_ctx *c, gl_dtype dt, int64_t B, int64_t r, int64_t k, const void *p, int tri,
-                           void *flags) {
+/* flags[i] (bool, device) = red (all or any) of the predicate op over matrix i of the
+** contiguous (B, r, k) at p; with tri (0 none, 1 lower, 2 upper) only that triangle
+** counts, the rest reading 'outside'. */
+static gl_status sv_tri_flags(sv_ctx *c, gl_dtype dt, int64_t B, int64_t r, int64_t k, const void *p, int tri,
+                              gl_unop op, gl_redop red, bool outside, void *flags) {
   if (B == 0) return GL_OK;
   const int64_t one[3] = { 1, 0, 0 };
-  if (r * k == 0) return sv_fill(c, GL_BOOL, B, 1, 1, flags, one, 1);
+  if (r * k == 0) return sv_fill(c, GL_BOOL, B, 1, 1, flags, one, outside ? 1 : 0);
   void *fin;
   GL_TRY(sv_scratch(c, (size_t)(B * r * k), &fin));
   gl_array vx, vf, vd;
   gl_storage sx, sf, sd;
   sv_view(&vx, &sx, c, p, dt, B, r, k, r * k, k, 1);
   sv_view(&vf, &sf, c, fin, GL_BOOL, B, r, k, r * k, k, 1);
-  GL_TRY(gl_cuda_unary(GL_U_isfinite, &vf, &vx));
+  GL_TRY(gl_cuda_unary(op, &vf, &vx));
   if (tri) {
     void *mask;
     GL_TRY(sv_trimask(c, r, k, tri == 2, &mask));
     gl_array vm;
     gl_storage sm;
     sv_view(&vm, &sm, c, mask, GL_BOOL, B, r, k, 0, k, 1);
-    gl_operand a = { &vf, gl_scalar_int(0) }, t = { NULL, gl_scalar_bool(true) };
+    gl_operand a = { &vf, gl_scalar_int(0) }, t = { NULL, gl_scalar_bool(outside) };
     GL_TRY(gl_cuda_where(&vf, &vm, a, t));
   }
   sv_view(&vd, &sd, c, flags, GL_BOOL, B, 1, 1, 1, 1, 1);
-  return gl_cuda_reduce(GL_R_ALL, &vd, &vf, 0);
+  return gl_cuda_reduce(red, &vd, &vf, 0);
+}
+
+/* flags[i] = whether matrix i (or its triangle) is all finite. The iterative drivers then
+** refuse a matrix that is not, as the CPU's do ("did not converge"), so both devices
+** raise the same LinAlgError. */
+static gl_status sv_finite(sv_ctx *c, gl_dtype dt, int64_t B, int64_t r, int64_t k, const void *p, int tri,
+                           void *flags) {
+  return sv_tri_flags(c, dt, B, r, k, p, tri, GL_U_isfinite, GL_R_ALL, true, flags);
+}
+
+/* flags[i] = whether matrix i (or its triangle) holds a NaN. */
+static gl_status sv_has_nan(sv_ctx *c, gl_dtype dt, int64_t B, int64_t r, int64_t k, const void *p, int tri,
+                            void *flags) {
+  return sv_tri_flags(c, dt, B, r, k, p, tri, GL_U_isnan, GL_R_ANY, false, flags);
+}
+
+/* The matrices i of the contiguous (B, r, k) at p with flags[i] become all NaN, and their
+** int32 info codes 0: a NaN input's answer, not a failure. */
+static gl_status sv_nan_where(sv_ctx *c, gl_dtype dt, int64_t B, int64_t r, int64_t k, void *p, const void *flags,
+                              int *info) {
+  if (B == 0) return GL_OK;
+  gl_array vx, vf, vi, vfi;
+  gl_storage sx, sf, si, sfi;
+  sv_view(&vf, &sf, c, flags, GL_BOOL, B, r, k, 1, 0, 0);
+  if (r * k > 0) {
+    sv_view(&vx, &sx, c, p, dt, B, r, k, r * k, k, 1);
+    gl_operand nan = { NULL, gl_scalar_float((double)NAN) }, x = { &vx, gl_scalar_int(0) };
+    GL_TRY(gl_cuda_where(&vx, &vf, nan, x));
+  }
+  sv_view(&vi, &si, c, info, GL_INT32, B, 1, 1, 1, 1, 1);
+  sv_view(&vfi, &sfi, c, flags, GL_BOOL, B, 1, 1, 1, 1, 1);
+  gl_operand zero = { NULL, gl_scalar_int(0) }, in = { &vi, gl_scalar_int(0) };
+  return gl_cuda_where(&vi, &vfi, zero, in);
 }
 
 /* The status block: B int32 info codes then (when fin) B bool finiteness flags, in one

@@ -133,7 +133,8 @@ static gl_status P(slogdet)(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
 ** upper: potrf(UPPER) gives U with a^T = U^T U, which read in C order is L in the lower
 ** triangle (LOWER gives the upper factor the same way). Factored in the output; the
 ** other triangle, still the input's, is zeroed. Several matrices: potrfBatched, which
-** takes an array of device pointers and one info code per matrix. */
+** takes an array of device pointers and one info code per matrix. A NaN in the triangle
+** read gives a factor of NaN, as on the cpu, whatever potrf made of it. */
 static gl_status P(cholesky)(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
   const gl_array *a = g->in[0];
   int n = (int)a->shape[a->ndim - 1], lwork = 0;
@@ -144,7 +145,10 @@ static gl_status P(cholesky)(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
   if (B == 0 || n == 0) return GL_OK;
   if (B > INT_MAX) return gl_fail(GL_ETOOBIG, "cholesky: a batch of more than 2^31 - 1 matrices");
   sv_status st;
+  void *nan;
   GL_TRY(sv_status_new(c, B, false, &st));
+  GL_TRY(sv_scratch(c, (size_t)B, &nan));
+  GL_TRY(sv_has_nan(c, SV_DT, B, n, n, sv_data(a), upper ? 2 : 1, nan));
   GL_TRY(sv_d2d(c, L, sv_data(a), SV_ESZ * (size_t)(B * an)));
   if (B == 1) {
     T *work;
@@ -161,6 +165,7 @@ static gl_status P(cholesky)(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
     GL_TRY(rc);
     GL_TRY(sv_check(SV_FN(potrfBatched)(c->h, uplo, n, dp, n, st.info, (int)B), "potrfBatched"));
   }
+  GL_TRY(sv_nan_where(c, SV_DT, B, n, n, L, nan, st.info));
   GL_TRY(sv_keep_tri(c, SV_DT, B, n, n, L, upper));
   return sv_first_bad(c, &st, bad);
 }
