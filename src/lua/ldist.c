@@ -23,7 +23,9 @@
 
 #define GL_WORK "gpu.distributed.Work"
 
-static struct { bool debug; uint64_t collectives, staged, staged_bytes; } D;
+/* entering: the guard of the call guarded() is about to make (taken by that call) */
+typedef struct gl_guard gl_guard;
+static struct { gl_guard *entering; uint64_t collectives, staged, staged_bytes; } D;
 
 /* ---- the handle of an operation in flight -------------------------------------------- */
 
@@ -205,14 +207,108 @@ static gl_dist_op op_arg(lua_State *L, gl_optval *v, const gl_array *x, int opti
   return (gl_dist_op)v->choice;
 }
 
-/* GPULUA_DIST_DEBUG=1: all ranks must describe the same call, or every rank raises. */
-static void agree(lua_State *L, const char *what, const gl_array *x, const char *extra) {
-  if (!D.debug) return;
-  char shape[GL_SHAPE_BUFSZ], desc[192];
-  if (x) snprintf(desc, sizeof desc, "%s(%s %s%s%s)", what, gl_dtypes[x->dtype].name,
-                  gl_shape_str(x->ndim, x->shape, shape), extra ? ", " : "", extra ? extra : "");
-  else snprintf(desc, sizeof desc, "%s()", what);
-  gl_lua_check_status(L, gl_dist_agree(desc, what), 0);
+/* ---- every rank's call, compared before the data moves ------------------------------------ */
+
+/* Ranks that disagree on a collective (which one, its dtype, shape, root or op, or whether
+** it goes through NCCL) would leave a receiver half written, hand back local values, read
+** garbage or hang. So every collective, once its arguments are checked and its buffers
+** staged, and before anything is written, describes itself (gl_dist_call), and the ranks
+** compare their descriptions (gl_dist_compare: one small all-reduce, always on); on a
+** difference every rank raises the same fault, its arrays as they were.
+**
+** An error raised on one rank before that point (a bad root, a closed array, a scatter's
+** parts) must reach the others too, or they would wait for that rank in the comparison. So
+** each collective runs under lua_pcall: guarded() calls the running function again (so
+** lauxlib's messages still name it), and an error its body raises before the comparison
+** goes into the comparison as this rank's failure, which every other rank then raises. */
+struct gl_guard { bool compared; };
+
+static const char *const kind_names[] = {
+  "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv", "gather", "scatter", "barrier"
+};
+
+/* The guard of this call when guarded() made it, else NULL: the caller then returns
+** guarded(L, its kind), which calls it again with one. */
+static gl_guard *guard_take(void) {
+  gl_guard *g = D.entering;
+  D.entering = NULL;
+  return g;
+}
+
+static int guarded(lua_State *L, gl_dist_kind kind) {
+  int n = lua_gettop(L);
+  lua_Debug ar;
+  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar))
+    return luaL_error(L, "%s: no running function", kind_names[kind]);
+  lua_insert(L, 1);
+  gl_guard g = { false };
+  D.entering = &g;
+  if (lua_pcall(L, n, LUA_MULTRET, 0) == LUA_OK) return lua_gettop(L);
+  D.entering = NULL;
+  if (!g.compared && gl_dist_initialized()) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(an error object that is not a string)";
+    gl_dist_call call;
+    memset(&call, 0, sizeof call);
+    call.kind = kind;
+    gl_dist_verdict v;
+    (void)gl_dist_compare(&call, msg, kind_names[kind], &v);   /* this rank's own error wins */
+  }
+  /* the body's level 1 was this function, so its message has no place yet: the caller's */
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+
+/* The call of array x (NULL for none) as the ranks compare it. */
+static void describe(gl_dist_call *call, gl_dist_kind kind, const gl_array *x, bool nccl, int root, int op,
+                     bool async) {
+  memset(call, 0, sizeof *call);
+  call->kind = kind;
+  call->nccl = nccl;
+  call->root = root;
+  call->op = op;
+  call->async = async;
+  if (!x) return;
+  call->dtype = x->dtype;
+  call->ndim = x->ndim;
+  for (int i = 0; i < x->ndim; i++) call->shape[i] = x->shape[i];
+}
+
+/* Compares this rank's call with every rank's, and raises the same fault on every rank when
+** they differ, naming the argument at xarg (the array), rootarg or optarg (0: none). */
+static void compare(lua_State *L, gl_guard *g, const gl_dist_call *call, int xarg, int rootarg, int optarg) {
+  gl_dist_verdict v;
+  g->compared = true;
+  gl_lua_check_status(L, gl_dist_compare(call, NULL, kind_names[call->kind], &v), 0);
+  if (v.rank < 0) return;
+  const gl_dist_call *a = &v.theirs, *b = &v.first;
+  int r = v.rank + 1;
+  char sa[GL_SHAPE_BUFSZ], sb[GL_SHAPE_BUFSZ];
+  if (v.failed) gl_lua_error(L, "rank %d raised in this call: %s", r, v.msg);
+  if (a->kind != b->kind)
+    gl_lua_error(L, "rank %d calls %s, rank 1 calls %s", r, kind_names[a->kind], kind_names[b->kind]);
+  if (a->nccl != b->nccl)
+    luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d's array goes through %s, rank 1's through %s (arrays on the "
+                  "device NCCL was started on go through NCCL)", r, a->nccl ? "NCCL" : "MPI", b->nccl ? "NCCL" : "MPI"));
+  if (a->dtype != b->dtype)
+    luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d has %s, rank 1 has %s", r, gl_dtypes[a->dtype].name,
+                                           gl_dtypes[b->dtype].name));
+  if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof a->shape) != 0)
+    luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d has shape %s, rank 1 has %s", r,
+                                           gl_shape_str((int)a->ndim, a->shape, sa), gl_shape_str((int)b->ndim, b->shape, sb)));
+  if (a->root != b->root)
+    luaL_argerror(L, rootarg, lua_pushfstring(L, "rank %d has root %d, rank 1 has root %d", r, (int)a->root + 1,
+                                              (int)b->root + 1));
+  if (a->op != b->op)
+    luaL_argerror(L, optarg, lua_pushfstring(L, "rank %d has op '%s', rank 1 has op '%s'", r, op_names[a->op],
+                                             op_names[b->op]));
+  if (a->async != b->async)
+    luaL_argerror(L, optarg, lua_pushfstring(L, "rank %d's call is %s, rank 1's is %s (every rank must make the "
+                  "same kind of call)", r, a->async ? "async" : "synchronous", b->async ? "async" : "synchronous"));
+  gl_lua_error(L, "rank %d's call differs from rank 1's", r);
 }
 
 #define ASYNC_KEY { "async", GL_OPT_BOOL, 0, 0, 0, NULL }
@@ -241,8 +337,6 @@ static int l_init(lua_State *L) {
     timeout = strtod(env, &end);
     if (*end || !(timeout > 0)) return luaL_error(L, "GPULUA_DIST_TIMEOUT: '%s' is not a number of seconds > 0", env);
   }
-  env = getenv("GPULUA_DIST_DEBUG");
-  D.debug = env && *env && strcmp(env, "0") != 0;
   gl_dist_info info;
   gl_lua_check_status(L, gl_dist_init(timeout, &info), 0);
   if (timeout > 0) gl_dist_set_timeout(timeout);
@@ -321,18 +415,22 @@ static const gl_optdecl *const dist_decls[] = {
 /* all_reduce(x [, {op = "sum" | "mean" | "max" | "min" | "prod", async}]): in place; returns
 ** x, or the handle when async */
 static int l_all_reduce(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_ALLREDUCE);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[2];
   gl_lua_readopts(L, 2, &all_reduce_decl, v);
   world(L);
   bool mean;
   gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
-  agree(L, "all_reduce", x, op_names[v[0].set ? v[0].choice : 0]);
   gl_call c;
   call_begin(L, &c, "all_reduce");
   bool nc = use_nccl(x);
   if (mean && !nc) { lua_pushvalue(L, 1); lua_setfield(L, c.keep, "mean"); }
   void *buf = buffer(L, &c, 1, true, nc);
+  gl_dist_call call;
+  describe(&call, GL_DIST_ALLREDUCE, x, nc, 0, v[0].set ? v[0].choice : 0, v[1].set && v[1].b);
+  compare(L, g, &call, 1, 0, 2);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op)
@@ -344,17 +442,19 @@ static int l_all_reduce(lua_State *L) {
 
 /* broadcast(x, root [, {async}]): x of rank root into every rank's x */
 static int l_broadcast(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_BCAST);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 3, &broadcast_decl, v);
   int root = rank_arg(L, 2, "root", false);
-  char extra[32];
-  snprintf(extra, sizeof extra, "root %d", root + 1);
-  agree(L, "broadcast", x, extra);
   gl_call c;
   call_begin(L, &c, "broadcast");
   bool nc = use_nccl(x);
   void *buf = buffer(L, &c, 1, true, nc);
+  gl_dist_call call;
+  describe(&call, GL_DIST_BCAST, x, nc, root, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 1, 2, 3);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root)
@@ -380,11 +480,12 @@ static gl_array *new_like(lua_State *L, const gl_array *x, int64_t lead, int idx
 
 /* all_gather(x [, {async}]) -> (world, x.shape...) in rank order [, handle] */
 static int l_all_gather(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_ALLGATHER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 2, &all_gather_decl, v);
   const gl_dist_info *wd = world(L);
-  agree(L, "all_gather", x, NULL);
   gl_call c;
   call_begin(L, &c, "all_gather");
   gl_array *out = new_like(L, x, wd->size, 1);
@@ -393,6 +494,9 @@ static int l_all_gather(lua_State *L) {
   void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
   gl_dist_req *req = NULL;
   bool async = v[0].set && v[0].b;
+  gl_dist_call call;
+  describe(&call, GL_DIST_ALLGATHER, x, nc, 0, 0, async);
+  compare(L, g, &call, 1, 0, 2);
   gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
                     : gl_dist_allgather(send, recv, x->size, x->dtype, async ? &req : NULL);
   (void)out;
@@ -405,6 +509,8 @@ static int l_all_gather(lua_State *L) {
 /* reduce_scatter(x [, {op, async}]): x is (world, ...); rank r gets the reduction of every
 ** rank's x[r] -> (...) [, handle] */
 static int l_reduce_scatter(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_REDUCE_SCATTER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[2];
   gl_lua_readopts(L, 2, &reduce_scatter_decl, v);
@@ -414,7 +520,6 @@ static int l_reduce_scatter(lua_State *L) {
                                                wd->size, gl_shape_str(x->ndim, x->shape, (char[GL_SHAPE_BUFSZ]){0})));
   bool mean;
   gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
-  agree(L, "reduce_scatter", x, op_names[v[0].set ? v[0].choice : 0]);
   gl_call c;
   call_begin(L, &c, "reduce_scatter");
   new_like(L, x, -1, 1);
@@ -422,6 +527,9 @@ static int l_reduce_scatter(lua_State *L) {
   bool nc = use_nccl(x);
   if (mean && !nc) { lua_pushvalue(L, oi); lua_setfield(L, c.keep, "mean"); }
   void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
+  gl_dist_call call;
+  describe(&call, GL_DIST_REDUCE_SCATTER, x, nc, 0, v[0].set ? v[0].choice : 0, v[1].set && v[1].b);
+  compare(L, g, &call, 1, 0, 2);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
                                    x->dtype, mean ? 4 : (int)op)
@@ -434,14 +542,13 @@ static int l_reduce_scatter(lua_State *L) {
 
 /* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
 static int l_gather(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_GATHER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 3, &gather_decl, v);
   int root = rank_arg(L, 2, "root", false);
   const gl_dist_info *wd = world(L);
-  char extra[32];
-  snprintf(extra, sizeof extra, "root %d", root + 1);
-  agree(L, "gather", x, extra);
   gl_call c;
   call_begin(L, &c, "gather");
   void *recv = NULL;
@@ -452,6 +559,9 @@ static int l_gather(lua_State *L) {
   }
   void *send = buffer(L, &c, 1, false, false);          /* NCCL has no gather: MPI */
   if (oi) recv = buffer(L, &c, oi, true, false);
+  gl_dist_call call;
+  describe(&call, GL_DIST_GATHER, x, false, root, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 1, 2, 3);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
   int n = call_end(L, &c, st, req, v[0].set && v[0].b);
@@ -463,6 +573,8 @@ static int l_gather(lua_State *L) {
 /* scatter(out, parts, root [, {async}]): parts (world, out.shape...) on root (nil elsewhere);
 ** rank r receives parts[r] into out */
 static int l_scatter(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_SCATTER);
   gl_array *out = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 4, &scatter_decl, v);
@@ -482,13 +594,13 @@ static int l_scatter(lua_State *L) {
   } else if (!lua_isnoneornil(L, 2)) {
     gl_lua_check(L, 2);      /* an array is accepted and ignored, as torch's scatter_list */
   }
-  char extra[32];
-  snprintf(extra, sizeof extra, "root %d", root + 1);
-  agree(L, "scatter", out, extra);
   gl_call c;
   call_begin(L, &c, "scatter");
   void *send = parts ? buffer(L, &c, 2, false, false) : NULL;   /* NCCL has no scatter: MPI */
   void *recv = buffer(L, &c, 1, true, false);
+  gl_dist_call call;
+  describe(&call, GL_DIST_SCATTER, out, false, root, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 1, 3, 4);
   gl_lua_check_status(L, gl_array_begin_write(out), 1);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
@@ -523,12 +635,16 @@ static int l_send(lua_State *L) { return p2p(L, true); }
 static int l_recv(lua_State *L) { return p2p(L, false); }
 
 static int l_barrier(lua_State *L) {
+  gl_guard *g = guard_take();
+  if (!g) return guarded(L, GL_DIST_BARRIER);
   gl_optval v[1];
   gl_lua_readopts(L, 1, &barrier_decl, v);
   world(L);
-  agree(L, "barrier", NULL, NULL);
   gl_call c;
   call_begin(L, &c, "barrier");
+  gl_dist_call call;
+  describe(&call, GL_DIST_BARRIER, NULL, false, 0, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 0, 0, 1);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_barrier((v[0].set && v[0].b) ? &req : NULL);
   return call_end(L, &c, st, req, v[0].set && v[0].b);
