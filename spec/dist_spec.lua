@@ -229,7 +229,7 @@ describe("gpu.distributed: ranks that disagree", function()
     end
     local out = gpu.full({ 2 }, -1)
     local parts = R == W and gpu.ones(W, 3) or nil
-    local err = h.fails({ "scatter", "parts must be float32" },
+    local err = h.fails({ "scatter", "parts must be float32 (" .. W .. ",2), got float32 (" .. W .. ",3)" },
       d.scatter, out, parts, W)
     if R ~= W then assert.is_truthy(err:find("rank " .. W .. " raised in this call", 1, true), err) end
     assert.same({ -1, -1 }, out:totable())

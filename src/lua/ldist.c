@@ -588,9 +588,13 @@ static int l_scatter(lua_State *L) {
     bool ok = parts->ndim == out->ndim + 1 && parts->shape[0] == wd->size && parts->dtype == out->dtype;
     for (int i = 0; ok && i < out->ndim; i++) ok = parts->shape[i + 1] == out->shape[i];
     if (!ok) {
+      if (out->ndim >= GL_MAXDIMS) return luaL_argerror(L, 1, "array has the most axes already: no room for the ranks' axis");
       char a[GL_SHAPE_BUFSZ], b[GL_SHAPE_BUFSZ];
-      return luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s (%d, %s), got %s %s", gl_dtypes[out->dtype].name,
-                                                 wd->size, gl_shape_str(out->ndim, out->shape, a),
+      int64_t want[GL_MAXDIMS];
+      want[0] = wd->size;
+      for (int i = 0; i < out->ndim; i++) want[i + 1] = out->shape[i];
+      return luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s %s, got %s %s", gl_dtypes[out->dtype].name,
+                                                 gl_shape_str(out->ndim + 1, want, a),
                                                  gl_dtypes[parts->dtype].name, gl_shape_str(parts->ndim, parts->shape, b)));
     }
   } else if (!lua_isnoneornil(L, 2)) {
