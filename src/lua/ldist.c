@@ -252,7 +252,10 @@ static int guarded(lua_State *L, gl_dist_kind kind) {
     memset(&call, 0, sizeof call);
     call.kind = kind;
     gl_dist_verdict v;
-    (void)gl_dist_compare(&call, msg, kind_names[kind], &v);   /* this rank's own error wins */
+    /* a timeout here (no other rank makes the call) names the error, which is then not raised */
+    static char what[GL_DIST_MSG + 64];
+    snprintf(what, sizeof what, "%s (after this rank's error: %s)", kind_names[kind], msg);
+    (void)gl_dist_compare(&call, msg, what, &v);   /* this rank's own error wins */
   }
   /* the body's level 1 was this function, so its message has no place yet: the caller's */
   if (lua_type(L, -1) == LUA_TSTRING) {
