@@ -217,6 +217,9 @@ describe("gpu.distributed: ranks that disagree", function()
       h.fails({ "broadcast", "rank 2 has shape (6,), rank 1 has (2,)" }, d.broadcast, x, 1, { async = true })
       assert.same(want, x:totable())
     end
+    local y = gpu.full({ 2 }, R)
+    d.broadcast(y, W, { async = true }):wait()
+    assert.same({ W, W }, y:totable())
     then_ok()
   end)
 
@@ -573,6 +576,22 @@ describe("gpu.distributed: processes", function()
     -- the ranks compare their calls at the call, as a synchronous one: the job ends there
     assert.is_falsy(err:find("caught:", 1, true), err)
     assert.is_truthy(err:find("all_reduce timed out after 1 s on rank 1 of 2", 1, true), err)
+  end)
+
+  job("a rank that calls a collective alone with a bad argument ends the job at the timeout, naming its error", function()
+    local dir, name = h.tmpdir()
+    local script = name("alone.lua")
+    h.spit(script, [[
+      local d = gpu.distributed
+      d.init { timeout = 1 }
+      if d.rank() == 1 then pcall(d.broadcast, gpu.zeros(2), 0) else local t = os.time() while os.time() - t < 8 do end end]])
+    local t0 = os.time()
+    local code, _, err = h.run(MPIRUN .. bin .. " " .. script)
+    os.execute("rm -rf " .. dir)
+    assert.is_true(os.time() - t0 < 8)
+    assert.are_not.equal(0, code)
+    assert.is_truthy(err:find("broadcast (after this rank's error: bad argument #2 to 'gpu.distributed.broadcast' " ..
+      "(root 0 out of range 1..2)) timed out after 1 s on rank 1 of 2", 1, true), err)
   end)
 
   job("ranks that disagree raise on every rank, and the job goes on", function()
