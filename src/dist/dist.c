@@ -617,8 +617,6 @@ gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void 
   return st;
 }
 
-/* ---- faults ------------------------------------------------------------------------------- */
-
 /* ---- the ranks compare their calls ----------------------------------------------------- */
 
 /* A small exchange on the control communicator, made as a synchronous collective is: a
@@ -689,6 +687,8 @@ gl_status gl_dist_compare(const gl_dist_call *mine, const char *failure, const c
   free(all);
   return GL_OK;
 }
+
+/* ---- faults ------------------------------------------------------------------------------- */
 
 void gl_dist_fail(const char *msg) {
   if (!S.mpi || !S.initialized || S.finalized) return;
