@@ -176,6 +176,25 @@ describe("gpu.distributed: collectives", function()
     d.barrier({ async = true }):wait()
   end)
 
+  it("async handles hold their arrays: a close while the operation flies frees nothing under it", function()
+    local n = 1 << 18                                   -- 1 MB of float32, from the caching allocator
+    for _, staged in ipairs { false, true } do
+      local x = gpu.full({ n }, R)
+      local arg = staged and x:reshape(n / 2, 2)[{ ":", 1 }] or x    -- a view with gaps is staged
+      local w = d.all_reduce(arg, { async = true })
+      arg:close()
+      if not x:is_closed() then x:close() end
+      local others = {}
+      for i = 1, 4 do others[i] = gpu.full({ n }, 7 + i) end   -- would reuse the freed block
+      local ok, err = pcall(w.wait, w)
+      if not ok then assert.is_truthy(tostring(err):find("array is closed", 1, true), tostring(err)) end
+      for i = 1, 4 do
+        assert.equal(7 + i, others[i]:min():item())
+        assert.equal(7 + i, others[i]:max():item())
+      end
+    end
+  end)
+
   it("refuses bad roots, ranks, ops and arguments on the calling rank, leaving them unchanged", function()
     local x = gpu.array({ 1, 2 })
     h.fails({ "bad argument #2 to 'gpu.distributed.broadcast'", "root 0 out of range 1.." .. W }, d.broadcast, x, 0)

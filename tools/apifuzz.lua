@@ -19,6 +19,9 @@
 -- ordinary ones. Each call is printed as Lua source that rebuilds it, so a report can be
 -- pasted into `gpulua -e`.
 --
+--   * Lua code that runs inside a call (a finalizer, a table argument's metamethods) and
+--     closes or collects its arrays, raises or yields, never crashes it (1 call in 8); an
+--     array closed while an async collective on it flies frees nothing under it.
 -- usage: gpulua tools/apifuzz.lua [seed] [calls] [slow_seconds]
 --   prints "apifuzz ok <seed>" when nothing was found, else one line per problem and
 --   "apifuzz: N problems (seed S)", exit status 1.
@@ -627,12 +630,59 @@ local function keep_live(v, desc)
   if #live < 16 then live[#live + 1] = entry else live[math.random(#live)] = entry end
 end
 
+-- An async collective (a world of one) on a live array that is closed while it flies.
+local function async_close(x)
+  local d = gpu.distributed
+  if not d.is_initialized() then d.init() end
+  local n = x.size > 0 and x.size < 1 << 20 and x.size or 1
+  local ok, w = pcall(d.all_reduce, x, { async = true })
+  if not ok then return end
+  pcall(x.close, x)
+  local y = gpu.zeros(n)
+  local done, err = pcall(w.wait, w)
+  if not done and not tostring(err):find("closed", 1, true) then problem("async wait after a close", tostring(err)) end
+  if y:max():item() ~= 0 then problem("an async collective wrote into a new array", "") end
+end
+
 local function stir_live()
   if #live == 0 then return end
   local r, k = math.random(100), math.random(#live)
   if r == 1 then pcall(live[k][1].close, live[k][1])      -- closed under its views and graphs
   elseif r == 2 then table.remove(live, k)                -- left to the collector
-  elseif r == 3 then collectgarbage("step") end
+  elseif r == 3 then collectgarbage("step")
+  elseif r == 4 and not live[k][1]:is_closed() then async_close(live[k][1]) end
+end
+
+-- Hostile callbacks: Lua code that runs in the middle of the call (src/lua/lhold.c). A
+-- finalizer that the op's first allocation runs (gpu._hold.collect_next) closes the call's
+-- arrays or collects; or every table argument becomes a proxy whose __index and __len close
+-- the arrays, collect, raise or yield before they answer. The call must survive and return
+-- consistent arrays; what it raises, and what it leaves in arrays the callback closed, is the
+-- callback's doing and not held against it.
+local hostilities = { "gc-close", "gc-collect", "proxy-close", "proxy-collect", "proxy-error", "proxy-yield" }
+
+local function make_hostile(how, args, n)
+  local targets = {}
+  for j = 1, n do if is_array(args[j]) then targets[#targets + 1] = args[j] end end
+  local function act()
+    if how:find("close") then for _, a in ipairs(targets) do pcall(a.close, a) end
+    elseif how:find("collect") then collectgarbage()
+    elseif how == "proxy-error" then error("apifuzz: hostile callback")
+    elseif how == "proxy-yield" then coroutine.yield() end
+  end
+  if how:find("^gc") then
+    setmetatable({}, { __gc = act })
+    gpu._hold.collect_next()
+  else
+    for j = 1, n do
+      local t = args[j]
+      if type(t) == "table" and not is_array(t) then
+        args[j] = setmetatable({}, { __index = function(_, k) act() return t[k] end,
+                                     __len = function() act() return #t end })
+      end
+    end
+  end
+  return targets
 end
 
 local function call(name)
@@ -644,6 +694,7 @@ local function call(name)
     if srcs[j]:sub(1, 1) ~= "@" then args[j] = eval(srcs[j]) end
   end
   local origins = take_live(srcs, args)
+  local hostile = math.random(8) == 1 and pick(hostilities) or nil
   local desc = fsrc .. "(" .. table.concat(srcs, ", ") .. ")"
   if desc:find("@") then                  -- aliases of the first argument
     local inner = {}
@@ -653,8 +704,23 @@ local function call(name)
     end
     desc = ("(function() local a1 = %s return %s(%s) end)()"):format(srcs[1], fsrc, table.concat(inner, ", "))
   end
-  desc = desc .. origins
+  desc = desc .. origins .. (hostile and ("  -- hostile: " .. hostile) or "")
   if trace then io.stderr:write("apifuzz call: ", desc, "\n") io.stderr:flush() end
+  if hostile then
+    local targets = make_hostile(hostile, args, n)
+    local res = table.pack(coroutine.wrap(function() return pcall(f, table.unpack(args, 1, n)) end)())
+    if res[1] then
+      for i = 2, res.n do
+        local r = res[i]
+        local own = false
+        for _, a in ipairs(targets) do own = own or rawequal(a, r) end
+        if not own then check_result(r, desc) end
+      end
+    elseif res.n > 0 and type(res[2]) ~= "string" then
+      problem("error value is not a string", desc, type(res[2]))
+    end
+    return
+  end
   local before = snapshots(args, n)
   local g0 = globals()
   local t0 = gpu.clock()

@@ -234,22 +234,32 @@ gl_array *gl_lua_check(lua_State *L, int idx) {
   return a;
 }
 
-/* __gc and __close: one idempotent release (liolib's pattern). */
+/* __gc: an idempotent release (liolib's pattern). A collected array is unreachable, so no
+** op in progress reads it (lhold.c): it goes at once. */
 static int array_release(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
   gl_array_release(a);
   return 0;
 }
 
-/* x:close(): frees now; the array is unusable afterwards. */
+/* __close, and x:close(): frees now, or when the ops in progress end when Lua code inside
+** one closes it (lhold.c); the array is unusable afterwards. */
+static int array_close_tbc(lua_State *L) {
+  gl_lua_checkany(L, 1);
+  gl_lua_close(L, 1);
+  return 0;
+}
+
 static int array_close(lua_State *L) {
   gl_lua_check(L, 1);
-  return array_release(L);
+  if (gl_lua_closing(L, 1)) return luaL_argerror(L, 1, "array is closed");
+  gl_lua_close(L, 1);
+  return 0;
 }
 
 static int array_is_closed(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
-  lua_pushboolean(L, a->storage == NULL);
+  lua_pushboolean(L, a->storage == NULL || gl_lua_closing(L, 1));
   return 1;
 }
 
@@ -459,7 +469,7 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
 /* ---- __index / __newindex --------------------------------------------------------------- */
 
 /* upvalue 2: the methods table */
-static int array_index(lua_State *L) {
+static int array_index_in(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0) {   /* x[":"]: a key */
     lua_pushvalue(L, 2);
@@ -494,6 +504,16 @@ static int array_index(lua_State *L) {
   }
   if (gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
   return 1;
+}
+
+/* x[key] runs as an op level (lhold.c): a key table's metamethods may run Lua code. */
+static int array_index(lua_State *L) {
+  char marker;
+  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
+  int level = gl_lua_op_enter(c, &marker);
+  int n = array_index_in(L);
+  gl_lua_op_leave(L, c, level);
+  return n;
 }
 
 static int array_newindex(lua_State *L) {
@@ -558,7 +578,12 @@ static int array_le(lua_State *L) {
 
 static const luaL_Reg array_meta[] = {
   { "__gc", array_release },
-  { "__close", array_release },
+  { "__close", array_close_tbc },
+  { NULL, NULL }
+};
+
+/* the metamethods that read an array run as op levels (lhold.c) */
+static const luaL_Reg array_meta_held[] = {
   { "__len", array_len },
   { "__lt", array_lt },
   { "__le", array_le },
@@ -575,6 +600,7 @@ static const luaL_Reg array_methods[] = {
 
 void gl_open_array(lua_State *L, int module, int methods, int meta) {
   gl_lua_setfuncs(L, meta, array_meta);
+  gl_lua_setfuncs_held(L, meta, array_meta_held);
   gl_lua_setfuncs(L, methods, array_methods);
   (void)module;
   /* __index needs the methods table as its second upvalue */

@@ -31,7 +31,9 @@ static struct { gl_guard *entering; bool uncompared; uint64_t collectives, stage
 
 /* user value 1: a table of the arrays the operation uses (kept alive while it flies) and
 ** 'back', pairs {dst, tmp} to copy back at completion; 'mean': an array to divide by
-** the world's size at completion */
+** the world's size at completion; 'storages': their storages (light userdata), retained
+** until the engine is done with them, so that closing an array while the operation flies
+** frees nothing the engine still reads or writes (lhold.c) */
 typedef struct gl_work { gl_dist_req *req; const char *what; bool done; } gl_work;
 
 static gl_work *check_work(lua_State *L, int idx) { return luaL_checkudata(L, idx, GL_WORK); }
@@ -43,10 +45,27 @@ static const gl_dist_info *world(lua_State *L) {
   return &info;
 }
 
-/* Finishes a completed operation: copies staged results back, divides a mean. */
+/* Lets go of the storages the engine used (once: the list goes with it). */
+static void let_go(lua_State *L, int work) {
+  if (lua_getiuservalue(L, work, 1) != LUA_TTABLE) { lua_pop(L, 1); return; }
+  if (lua_getfield(L, -1, "storages") == LUA_TTABLE) {
+    for (lua_Integer i = 1; lua_rawgeti(L, -1, i) == LUA_TLIGHTUSERDATA; i++) {
+      gl_storage_release(lua_touserdata(L, -1));
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_setfield(L, -3, "storages");
+  }
+  lua_pop(L, 2);
+}
+
+/* Finishes a completed operation: copies staged results back, divides a mean. A
+** destination closed while the operation flew is an error here, at completion. */
 static void finish(lua_State *L, int work) {
   gl_work *w = check_work(L, work);
   w->done = true;
+  let_go(L, work);
   lua_getiuservalue(L, work, 1);
   int t = lua_gettop(L);
   if (lua_getfield(L, t, "back") == LUA_TTABLE) {
@@ -95,6 +114,7 @@ static int work_is_completed(lua_State *L) {
 static int work_gc(lua_State *L) {
   gl_work *w = check_work(L, 1);
   if (w->req) { gl_dist_req *r = w->req; w->req = NULL; (void)gl_dist_wait(r, w->what); }
+  let_go(L, 1);
   return 0;
 }
 
@@ -130,6 +150,18 @@ static void call_begin(lua_State *L, gl_call *c, const char *what) {
 static void keep(lua_State *L, gl_call *c, int idx) {
   lua_pushvalue(L, idx);
   lua_rawseti(L, c->keep, (lua_Integer)lua_rawlen(L, c->keep) + 1);
+  gl_array *x = gl_lua_test(L, idx);
+  if (x == NULL || x->storage == NULL || x->storage->lua_owned) return;   /* light: the userdata kept is enough */
+  if (lua_getfield(L, c->keep, "storages") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, c->keep, "storages");
+  }
+  lua_pushlightuserdata(L, x->storage);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -1) + 1);
+  gl_storage_retain(x->storage);         /* after the table grew: an allocation error leaks nothing */
+  lua_pop(L, 1);
 }
 
 /* Whether the collective on x goes through NCCL (x on the device NCCL was started on). */
@@ -698,11 +730,11 @@ void gl_open_dist(lua_State *L, int module) {
   luaL_newmetatable(L, GL_WORK);
   gl_lua_setfuncs(L, -1, work_meta);
   lua_newtable(L);
-  gl_lua_setfuncs(L, -1, work_methods);
+  gl_lua_setfuncs_held(L, -1, work_methods);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   lua_newtable(L);
-  gl_lua_setfuncs(L, lua_gettop(L), dist_funcs);
+  gl_lua_setfuncs_held(L, lua_gettop(L), dist_funcs);   /* collectives read arrays: op levels */
   gl_lua_setloaded(L, "gpu.distributed");
   lua_setfield(L, module, "distributed");
   gl_lua_declare_all(L, dist_decls);

@@ -13,6 +13,7 @@
 /* Per-state context, upvalue 1 of every function of the module (lmathlib's pattern). */
 #define GL_STASH_DEPTH 32        /* tracked calls nested in one another, at most */
 #define GL_NODE_INLINE_MAX 4      /* arguments of a call whose node the result holds inline */
+#define GL_OP_DEPTH 64            /* ops running inside one another whose levels are recorded */
 
 typedef struct gl_lctx {
   uint32_t magic;            /* GL_CTX_MAGIC: tells our context from another upvalue */
@@ -36,16 +37,21 @@ typedef struct gl_lctx {
   unsigned operand_seen;     /* ... which of them it reported (bit i: slot i + 1) */
   unsigned rules_gen;        /* counts gpu.autograd's rules registrations (lgrad.c) */
   const void *stash_marker[GL_STASH_DEPTH];
+  int op_depth;              /* ops in progress (lhold.c) */
+  int held_n, closing_n;     /* ... the values they hold, the closes waiting for them to end */
+  const void *op_marker[GL_OP_DEPTH];
 } gl_lctx;
 
 /* The context's user values: 1 the array metatable, 2 the autograd rules, 3 the tape
 ** nodes' metatable, 4.. the nodes of the tracked calls in progress (lgrad.c), then the
-** light arrays' metatable. */
+** light arrays' metatable, then what the ops in progress hold (lhold.c). */
 #define GL_CTX_UV_RULES 2
 #define GL_CTX_UV_NODEMETA 3
 #define GL_CTX_UV_STASH 4
 #define GL_CTX_UV_LIGHTMETA (GL_CTX_UV_STASH + GL_STASH_DEPTH * (GL_NODE_INLINE_MAX + 1))
-#define GL_CTX_UVALUES GL_CTX_UV_LIGHTMETA
+#define GL_CTX_UV_HELD (GL_CTX_UV_LIGHTMETA + 1)
+#define GL_CTX_UV_CLOSING (GL_CTX_UV_LIGHTMETA + 2)
+#define GL_CTX_UVALUES GL_CTX_UV_CLOSING
 
 /* An array userdata's user values: the tape node (lgrad.c), and for a view of a light
 ** array the userdata that holds its bytes (the anchor). */
@@ -80,6 +86,41 @@ extern const char gl_ctx_key, gl_meta_key;
 /* The context: upvalue 1 of the running function when it is one of ours (fast), else
 ** from the registry (C hosts calling the public API). */
 gl_lctx *gl_lua_ctx(lua_State *L);
+
+/* ---- what an op holds while Lua code runs inside it (lhold.c) ---------------------- */
+
+/* An op runs as a level: gl_lua_op_enter(c, &local) before it reads its arguments,
+** gl_lua_op_leave after. While a level is open, closing an array only marks it (the close
+** takes effect when the outermost level ends) and gl_lua_hold keeps a value from being
+** collected. A level an error skipped is dropped by the next level entered from a frame
+** that is not below it: marker is the address of a local of the op's C frame. */
+static inline void gl_lua_op_prune(gl_lctx *c, const void *marker) {
+  while (c->op_depth > 0 && c->op_marker[c->op_depth - 1] <= marker) c->op_depth--;
+}
+static inline int gl_lua_op_enter(gl_lctx *c, const void *marker) {
+  gl_lua_op_prune(c, marker);
+  if (c->op_depth == GL_OP_DEPTH) return -1;      /* not recorded: the levels below stay open */
+  c->op_marker[c->op_depth] = marker;
+  return c->op_depth++;
+}
+void gl_lua_op_flush(lua_State *L, gl_lctx *c);
+static inline void gl_lua_op_leave(lua_State *L, gl_lctx *c, int level) {
+  if (level < 0) return;
+  c->op_depth = level;
+  if (level == 0 && (c->held_n | c->closing_n)) gl_lua_op_flush(L, c);
+}
+/* Keeps the value at idx alive until the outermost op in progress ends (an array an op
+** found in a table, which Lua code inside the op could drop and collect). */
+void gl_lua_hold(lua_State *L, int idx);
+/* x:close() and __close of the array at idx: now, or when the ops in progress end. */
+void gl_lua_close(lua_State *L, int idx);
+/* Whether the array at idx was closed during the ops in progress (it still reads). */
+bool gl_lua_closing(lua_State *L, int idx);
+/* Registers 'l' into the table at idx like gl_lua_setfuncs, each function running as an
+** op level (the metamethods and collectives that read arrays outside the dispatch). */
+void gl_lua_setfuncs_held(lua_State *L, int idx, const luaL_Reg *l);
+/* gpu._hold (collect_next, state): the specs' handles on this file. */
+void gl_open_hold(lua_State *L, int module);
 
 /* ---- arrays as userdata ---------------------------------------------------------- */
 

@@ -578,12 +578,15 @@ static int dispatch_slow(lua_State *L, gl_lctx *ctx, gl_opentry *e) {
 
 /* The closure every op is registered as (upvalues: the op's own, then its entry and name). */
 static int dispatch(lua_State *L) {
+  char marker;                             /* its address keys the op's level (lhold.c) */
   gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
   gl_lctx *ctx = e->ctx;
   unsigned long retains = gl_lua_owned_retains;
   int nargs = lua_gettop(L), n;
+  int level = gl_lua_op_enter(ctx, &marker);
   if (!ctx->grad_live && !ctx->autocast_live) n = e->fn(L);
   else n = dispatch_slow(L, ctx, e);
+  gl_lua_op_leave(L, ctx, level);
   /* a view of a light array among the results: it must keep the bytes' userdata alive */
   if (gl_lua_owned_retains != retains) gl_lua_anchor_views(L, nargs, lua_gettop(L) - n + 1, lua_gettop(L));
   if (e->flags & GL_OP_INPLACE) {
@@ -822,8 +825,14 @@ static const luaL_Reg grad_methods[] = {
   { "is_leaf", l_is_leaf },
   { "retain_grad", l_retain_grad },
   { "set_grad", l_set_grad },
-  { "backward", l_backward },
   { "register_hook", l_register_hook },
+  { NULL, NULL }
+};
+
+/* backward runs the engine (Lua code, the user's hooks): not an op level, or every close
+** inside it would wait for it to end */
+static const luaL_Reg grad_engine_methods[] = {
+  { "backward", l_backward },
   { NULL, NULL }
 };
 
@@ -938,7 +947,8 @@ void gl_open_grad(lua_State *L, int module, int methods) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &module_key);
   lua_getfield(L, methods, "astype");               /* autocast casts through it */
   lua_rawsetp(L, LUA_REGISTRYINDEX, &astype_key);
-  gl_lua_setfuncs(L, methods, grad_methods);
+  gl_lua_setfuncs_held(L, methods, grad_methods);   /* they read arrays: op levels (lhold.c) */
+  gl_lua_setfuncs(L, methods, grad_engine_methods);
   GL_PUSH_CTX(L);                                   /* the tape nodes' metatable */
   lua_newtable(L);
   lua_pushcfunction(L, node_index);
@@ -954,6 +964,6 @@ void gl_open_grad(lua_State *L, int module, int methods) {
   lua_setiuservalue(L, -2, GL_CTX_UV_NODEMETA);
   lua_pop(L, 1);
   lua_newtable(L);
-  gl_lua_setfuncs(L, lua_gettop(L), grad_funcs);
+  gl_lua_setfuncs_held(L, lua_gettop(L), grad_funcs);
   lua_setfield(L, module, "_grad");
 }

@@ -54,7 +54,8 @@ static const gl_array **check_list(lua_State *L, int idx, int *n) {
       luaL_argerror(L, idx, lua_pushfstring(L, "element #%I is a %s, expected gpu.array", i, luaL_typename(L, -1)));
     if (a->storage == NULL) luaL_argerror(L, idx, lua_pushfstring(L, "element #%I is a closed array", i));
     xs[i - 1] = a;
-    lua_pop(L, 1);       /* the list keeps it alive */
+    gl_lua_hold(L, -1);  /* Lua code inside the op may empty the list (lhold.c) */
+    lua_pop(L, 1);
   }
   *n = (int)len;
   return xs;

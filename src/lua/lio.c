@@ -252,6 +252,8 @@ static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size
     if (x == NULL)
       luaL_argerror(L, idx, lua_pushfstring(L, "'%s' is not a gpu.array (got %s)", name, luaL_typename(L, -1)));
     if (x->storage == NULL) luaL_argerror(L, idx, lua_pushfstring(L, "'%s' is a closed array", name));
+    gl_lua_hold(L, -2);          /* Lua code inside the save may empty the table (lhold.c) */
+    gl_lua_hold(L, -1);
     e[*n].name = name;
     e[*n].x = x;
     size_t len = strlen(name);

@@ -121,7 +121,8 @@ static bool read_launch(lua_State *L, launch_args *a, bool cuda) {
     /* a user kernel has no backward: a tracked input is refused, never cut from the graph */
     if (gl_lua_tracked_call(L, lua_gettop(L)))
       luaL_error(L, "the kernel is not differentiable (an input requires grad; run it in gpu.no_grad or detach the input)");
-    lua_pop(L, 1);                            /* args (argument 4) keeps it alive */
+    gl_lua_hold(L, -1);                       /* args may drop it while the call runs (lhold.c) */
+    lua_pop(L, 1);
     arrays[k] = x;
     if (have_dev && !gl_device_eq(a->dev, gl_array_device(x))) {
       char d1[16], d2[16];
@@ -326,6 +327,7 @@ static int jit_raw(lua_State *L) {
       if (have_dev && !gl_device_eq(dev, gl_array_device(a))) return luaL_error(L, "argument %d is on another device", k + 1);
       dev = gl_array_device(a);
       have_dev = true;
+      gl_lua_hold(L, -1);
       ptrs[k] = gl_array_data(a);
       l.args[k] = &ptrs[k];
     } else {
@@ -380,7 +382,7 @@ void gl_open_kernel(lua_State *L, int module) {
                                   { "nvrtc_version", jit_nvrtc_version }, { NULL, NULL } };
   lua_newtable(L);
   int t = lua_gettop(L);
-  gl_lua_setfuncs(L, t, jit);
+  gl_lua_setfuncs_held(L, t, jit);           /* they read arrays: op levels (lhold.c) */
   /* _jit.unary / _jit.binary: op name -> kind (elem_ops.h), what gpu.fuse can generate */
   lua_newtable(L);
 #define GL_X(name, kind, F, D, I) lua_pushliteral(L, #kind); lua_setfield(L, -2, #name);

@@ -77,7 +77,8 @@ static int l_histcounts(lua_State *L) {
   if (v[0].set) {
     lua_getfield(L, 3, "weights");
     w = gl_lua_test(L, -1);
-    lua_pop(L, 1);               /* still referenced by the options table */
+    gl_lua_hold(L, -1);          /* the options table may drop it while the op runs */
+    lua_pop(L, 1);
     if (w == NULL || w->storage == NULL) luaL_argerror(L, 3, "option 'weights': the array is closed");
   }
   gl_array *out = gl_lua_push(L);
