@@ -316,6 +316,27 @@ describe("gpu.distributed: ranks that disagree", function()
     then_ok()
   end)
 
+  it("a collective that a call hook makes between a collective's call and its body keeps both right", function()
+    local x, y = gpu.full({ 2 }, R), gpu.full({ 3 }, R)
+    local fired = 0
+    debug.sethook(function()
+      -- level 2: the function being called; the protected call of a collective calls itself
+      local f, caller = debug.getinfo(2, "f"), debug.getinfo(3, "f")
+      if f and caller and f.func == d.all_reduce and caller.func == d.all_reduce and fired == 0 then
+        fired = fired + 1
+        d.broadcast(y, W)
+      end
+    end, "c")
+    local ok, err = pcall(d.all_reduce, x)
+    debug.sethook()
+    assert.is_true(ok, err)
+    assert.equal(1, fired)
+    assert.same({ W, W, W }, y:totable())
+    local s = W * (W + 1) / 2
+    assert.same({ s, s }, x:totable())
+    then_ok()
+  end)
+
   it("an argument error on one rank raises on every rank, naming that rank and its fault", function()
     if many then
       local x = gpu.full({ 2 }, R)

@@ -260,12 +260,25 @@ static const char *const kind_names[] = {
 };
 
 /* The guard of this call when guarded() made it, else NULL: the caller then returns
-** guarded(L, its kind), which calls it again with one. */
-static gl_guard *guard_take(void) {
+** guarded(L, its kind), which calls it again with one. Lua code can run between the two (a
+** call hook, a finalizer the call's stack growth runs) and make a collective call of its
+** own: only a call whose caller is the same function (guarded's, through lua_pcall) takes
+** the guard. */
+static gl_guard *guard_take(lua_State *L) {
   static gl_guard unguarded;
+  if (D.uncompared) return &unguarded;
+  if (!D.entering) return NULL;
+  lua_Debug ar;
+  if (!lua_getstack(L, 1, &ar)) return NULL;
+  lua_getinfo(L, "f", &ar);
+  lua_getstack(L, 0, &ar);
+  lua_getinfo(L, "f", &ar);
+  bool again = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  if (!again) return NULL;
   gl_guard *g = D.entering;
   D.entering = NULL;
-  return g ? g : D.uncompared ? &unguarded : NULL;
+  return g;
 }
 
 static int guarded(lua_State *L, gl_dist_kind kind) {
@@ -274,10 +287,11 @@ static int guarded(lua_State *L, gl_dist_kind kind) {
   if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar))
     return luaL_error(L, "%s: no running function", kind_names[kind]);
   lua_insert(L, 1);
-  gl_guard g = { false };
+  gl_guard g = { false }, *outer = D.entering;      /* outer: a guard not yet taken */
   D.entering = &g;
-  if (lua_pcall(L, n, LUA_MULTRET, 0) == LUA_OK) return lua_gettop(L);
-  D.entering = NULL;
+  int rc = lua_pcall(L, n, LUA_MULTRET, 0);
+  D.entering = outer;
+  if (rc == LUA_OK) return lua_gettop(L);
   if (!g.compared && gl_dist_initialized()) {
     const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(an error object that is not a string)";
     gl_dist_call call;
@@ -452,7 +466,7 @@ static const gl_optdecl *const dist_decls[] = {
 /* all_reduce(x [, {op = "sum" | "mean" | "max" | "min" | "prod", async}]): in place; returns
 ** x, or the handle when async */
 static int l_all_reduce(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_ALLREDUCE);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[2];
@@ -479,7 +493,7 @@ static int l_all_reduce(lua_State *L) {
 
 /* broadcast(x, root [, {async}]): x of rank root into every rank's x */
 static int l_broadcast(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_BCAST);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
@@ -517,7 +531,7 @@ static gl_array *new_like(lua_State *L, const gl_array *x, int64_t lead, int idx
 
 /* all_gather(x [, {async}]) -> (world, x.shape...) in rank order [, handle] */
 static int l_all_gather(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_ALLGATHER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
@@ -546,7 +560,7 @@ static int l_all_gather(lua_State *L) {
 /* reduce_scatter(x [, {op, async}]): x is (world, ...); rank r gets the reduction of every
 ** rank's x[r] -> (...) [, handle] */
 static int l_reduce_scatter(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_REDUCE_SCATTER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[2];
@@ -579,7 +593,7 @@ static int l_reduce_scatter(lua_State *L) {
 
 /* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
 static int l_gather(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_GATHER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
@@ -610,7 +624,7 @@ static int l_gather(lua_State *L) {
 /* scatter(out, parts, root [, {async}]): parts (world, out.shape...) on root (nil elsewhere);
 ** rank r receives parts[r] into out */
 static int l_scatter(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_SCATTER);
   gl_array *out = gl_lua_check(L, 1);
   gl_optval v[1];
@@ -676,7 +690,7 @@ static int l_send(lua_State *L) { return p2p(L, true); }
 static int l_recv(lua_State *L) { return p2p(L, false); }
 
 static int l_barrier(lua_State *L) {
-  gl_guard *g = guard_take();
+  gl_guard *g = guard_take(L);
   if (!g) return guarded(L, GL_DIST_BARRIER);
   gl_optval v[1];
   gl_lua_readopts(L, 1, &barrier_decl, v);
