@@ -339,6 +339,13 @@ static void compare(lua_State *L, gl_guard *g, const gl_dist_call *call, int xar
   int r = v.rank + 1;
   char sa[GL_SHAPE_BUFSZ], sb[GL_SHAPE_BUFSZ];
   if (v.failed) gl_lua_error(L, "rank %d raised in this call: %s", r, v.msg);
+  for (int i = 0; i < 2; i++) {
+    const gl_dist_call *c = i ? b : a;
+    if (c->kind < 0 || c->kind > GL_DIST_BARRIER || c->dtype < 0 || c->dtype >= GL_NDTYPE || c->ndim < 0 ||
+        c->ndim > GL_MAXDIMS || c->op < 0 || c->op > 4)
+      gl_lua_error(L, "rank %d describes its call in a way this build does not know (another gpulua version?)",
+                   i ? 1 : r);
+  }
   if (a->kind != b->kind)
     gl_lua_error(L, "rank %d calls %s, rank 1 calls %s", r, kind_names[a->kind], kind_names[b->kind]);
   if (a->nccl != b->nccl)
