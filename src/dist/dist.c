@@ -617,33 +617,78 @@ gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void 
   return st;
 }
 
-/* ---- faults ------------------------------------------------------------------------------- */
+/* ---- the ranks compare their calls ----------------------------------------------------- */
 
-#define DESC_LEN 192
-
-gl_status gl_dist_agree(const char *desc, const char *what) {
-  GL_TRY(not_ready());
-  if (!S.mpi) return GL_OK;
-  int n = S.info.size;
-  char mine[DESC_LEN] = { 0 };
-  snprintf(mine, sizeof mine, "%s", desc);
-  char *all = calloc((size_t)n, DESC_LEN);
-  if (!all) return gl_fail(GL_ENOMEM, "out of memory");
-  gl_dist_req *req = calloc(1, sizeof *req);
-  if (!req) { free(all); return gl_fail(GL_ENOMEM, "out of memory"); }
-  int rc = M.Iallgather(mine, DESC_LEN, M.char_type, all, DESC_LEN, M.char_type, M.ctl, &req->r);
-  if (rc != 0) { free(req); free(all); return gl_fail(GL_EDEVICE, "MPI_Iallgather failed: %s", mpi_errstr(rc)); }
-  gl_status st = gl_dist_wait(req, what);
-  if (st != GL_OK) { free(all); return st; }
-  for (int r = 1; r < n; r++)
-    if (memcmp(all, all + (size_t)r * DESC_LEN, DESC_LEN) != 0) {
-      st = gl_fail(GL_EINVAL, "GPULUA_DIST_DEBUG: rank %d calls %s but rank 1 calls %s", r + 1,
-                   all + (size_t)r * DESC_LEN, all);
-      break;
-    }
-  free(all);
-  return st;
+/* A small exchange on the control communicator, made as a synchronous collective is: a
+** blocking call under the watchdog when it runs, else a request tested here. */
+static gl_status ctl_max(int64_t *v, int n, const char *what) {
+  if (S.watched) {
+    watch_begin(what);
+    return watch_end(M.Allreduce(MPI_IN_PLACE_, v, n, M.type[GL_INT64], M.op[GL_DIST_MAX], M.ctl), "MPI_Allreduce");
+  }
+  gl_dist_req *req;
+  GL_TRY(new_req(&req, false));
+  GL_TRY(started(M.Iallreduce(MPI_IN_PLACE_, v, n, M.type[GL_INT64], M.op[GL_DIST_MAX], M.ctl, &req->r), &req,
+                 "MPI_Iallreduce"));
+  return gl_dist_wait(req, what);
 }
+
+static gl_status ctl_allgather(const void *send, void *recv, int bytes, const char *what) {
+  if (S.watched) {
+    watch_begin(what);
+    return watch_end(M.Allgather(send, bytes, M.char_type, recv, bytes, M.char_type, M.ctl), "MPI_Allgather");
+  }
+  gl_dist_req *req;
+  GL_TRY(new_req(&req, false));
+  GL_TRY(started(M.Iallgather(send, bytes, M.char_type, recv, bytes, M.char_type, M.ctl, &req->r), &req,
+                 "MPI_Iallgather"));
+  return gl_dist_wait(req, what);
+}
+
+typedef struct call_note { int64_t failed; gl_dist_call call; char msg[GL_DIST_MSG]; } call_note;
+
+#define CALL_FIELDS ((int)(sizeof(gl_dist_call) / sizeof(int64_t)))
+
+gl_status gl_dist_compare(const gl_dist_call *mine, const char *failure, const char *what, gl_dist_verdict *out) {
+  GL_TRY(not_ready());
+  memset(out, 0, sizeof *out);
+  out->rank = -1;
+  if (!S.mpi) return GL_OK;
+  /* each field and its negation: one MAX gives every field's largest and smallest value */
+  int64_t v[2 * (CALL_FIELDS + 1)];
+  v[0] = failure != NULL;
+  memcpy(v + 1, mine, sizeof *mine);
+  for (int i = 0; i <= CALL_FIELDS; i++) v[CALL_FIELDS + 1 + i] = -v[i];
+  GL_TRY(ctl_max(v, 2 * (CALL_FIELDS + 1), what));
+  bool same = v[0] == 0;
+  for (int i = 1; same && i <= CALL_FIELDS; i++) same = v[i] == -v[CALL_FIELDS + 1 + i];
+  if (same) return GL_OK;
+  /* they differ: every rank's note, so that every rank names the same one */
+  int n = S.info.size;
+  call_note note;
+  memset(&note, 0, sizeof note);
+  note.failed = failure != NULL;
+  note.call = *mine;
+  if (failure) snprintf(note.msg, sizeof note.msg, "%s", failure);
+  call_note *all = calloc((size_t)n, sizeof *all);
+  if (!all) return gl_fail(GL_ENOMEM, "out of memory");
+  gl_status st = ctl_allgather(&note, all, (int)sizeof note, what);
+  if (st != GL_OK) { free(all); return st; }
+  int r = 0;
+  while (r < n && !all[r].failed) r++;
+  if (r == n)
+    for (r = 1; r < n - 1 && memcmp(&all[r].call, &all[0].call, sizeof all[0].call) == 0; r++) {}
+  out->rank = r;
+  out->failed = all[r].failed != 0;
+  out->first = all[0].call;
+  out->theirs = all[r].call;
+  memcpy(out->msg, all[r].msg, sizeof out->msg);
+  out->msg[sizeof out->msg - 1] = 0;
+  free(all);
+  return GL_OK;
+}
+
+/* ---- faults ------------------------------------------------------------------------------- */
 
 void gl_dist_fail(const char *msg) {
   if (!S.mpi || !S.initialized || S.finalized) return;

@@ -86,15 +86,45 @@ gl_status gl_dist_nccl_start(gl_device dev, bool required);
 /* Whether arrays of dev go through NCCL. */
 bool gl_dist_nccl_on(gl_device dev);
 typedef enum gl_dist_kind {
-  GL_DIST_ALLREDUCE, GL_DIST_BCAST, GL_DIST_ALLGATHER, GL_DIST_REDUCE_SCATTER, GL_DIST_SEND, GL_DIST_RECV
+  GL_DIST_ALLREDUCE, GL_DIST_BCAST, GL_DIST_ALLGATHER, GL_DIST_REDUCE_SCATTER, GL_DIST_SEND, GL_DIST_RECV,
+  GL_DIST_GATHER, GL_DIST_SCATTER, GL_DIST_BARRIER
 } gl_dist_kind;
 /* One NCCL operation on device memory (arg: the op, 4 = mean, or the root or peer, 0-based);
 ** queued on the stream: nothing to wait for. */
 gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
                        int arg);
 
-/* Debug check (GPULUA_DIST_DEBUG=1): every rank passes its description of a collective
-** (text); the first rank whose description differs from rank 0's is reported. */
-gl_status gl_dist_agree(const char *desc, const char *what);
+/* ---- the ranks compare their calls before the data moves --------------------------------- */
+
+/* What a rank says it is starting. Every field is an int64 and the unused ones are 0, so
+** the ranks compare it as a vector; a field a collective has no use for stays 0. */
+typedef struct gl_dist_call {
+  int64_t kind;                  /* gl_dist_kind */
+  int64_t nccl;                  /* 1: the data goes through NCCL, 0: through MPI */
+  int64_t dtype;
+  int64_t ndim;
+  int64_t shape[GL_MAXDIMS];
+  int64_t root;                  /* 0-based */
+  int64_t op;                    /* gl_dist_op, 4 = mean */
+  int64_t async;                 /* a blocking and a non-blocking MPI collective do not match */
+} gl_dist_call;
+
+#define GL_DIST_MSG 512
+
+typedef struct gl_dist_verdict {
+  int rank;                      /* 0-based; -1: every rank agrees */
+  bool failed;                   /* that rank raised before it could describe its call: msg */
+  gl_dist_call first, theirs;    /* rank 0's call and that rank's */
+  char msg[GL_DIST_MSG];
+} gl_dist_verdict;
+
+/* Every rank passes its call (failure: the message of the error this rank raised before it
+** could describe it, else NULL); every rank gets the same verdict: the lowest rank that
+** failed, else the lowest whose call differs from rank 0's. One all-reduce of the fields'
+** largest and smallest values when they agree; a second exchange, of every rank's call and
+** message, only when they do not. Both are blocking calls under the watchdog when it runs
+** (the job ends at the timeout), whether the collective is async or not: each rank must
+** make the same kind of call. A world of one agrees with itself. */
+gl_status gl_dist_compare(const gl_dist_call *mine, const char *failure, const char *what, gl_dist_verdict *out);
 
 #endif

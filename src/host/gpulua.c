@@ -186,7 +186,6 @@ static void print_help (void) {
     "  GPULUA_GNUPLOT        the gnuplot program of gpu.plot (default: gnuplot)\n"
     "  GPULUA_SIXEL=1        gpu.plot draws sixel graphics on the terminal\n"
     "  GPULUA_DIST_TIMEOUT   seconds a gpu.distributed collective may wait (1800)\n"
-    "  GPULUA_DIST_DEBUG=1   check that all processes call the same collective\n"
     "  FASHION_MNIST         folder of the Fashion-MNIST files (gpu.data)\n"
     "Documentation: ");
   if (docs == NULL)

@@ -23,7 +23,9 @@
 
 #define GL_WORK "gpu.distributed.Work"
 
-static struct { bool debug; uint64_t collectives, staged, staged_bytes; } D;
+/* entering: the guard of the call guarded() is about to make (taken by that call) */
+typedef struct gl_guard gl_guard;
+static struct { gl_guard *entering; bool uncompared; uint64_t collectives, staged, staged_bytes; } D;
 
 /* ---- the handle of an operation in flight -------------------------------------------- */
 
@@ -237,14 +239,134 @@ static gl_dist_op op_arg(lua_State *L, gl_optval *v, const gl_array *x, int opti
   return (gl_dist_op)v->choice;
 }
 
-/* GPULUA_DIST_DEBUG=1: all ranks must describe the same call, or every rank raises. */
-static void agree(lua_State *L, const char *what, const gl_array *x, const char *extra) {
-  if (!D.debug) return;
-  char shape[GL_SHAPE_BUFSZ], desc[192];
-  if (x) snprintf(desc, sizeof desc, "%s(%s %s%s%s)", what, gl_dtypes[x->dtype].name,
-                  gl_shape_str(x->ndim, x->shape, shape), extra ? ", " : "", extra ? extra : "");
-  else snprintf(desc, sizeof desc, "%s()", what);
-  gl_lua_check_status(L, gl_dist_agree(desc, what), 0);
+/* ---- every rank's call, compared before the data moves ------------------------------------ */
+
+/* Ranks that disagree on a collective (which one, its dtype, shape, root or op, or whether
+** it goes through NCCL) would leave a receiver half written, hand back local values, read
+** garbage or hang. So every collective, once its arguments are checked and its buffers
+** staged, and before anything is written, describes itself (gl_dist_call), and the ranks
+** compare their descriptions (gl_dist_compare: one small all-reduce, always on); on a
+** difference every rank raises the same fault, its arrays as they were.
+**
+** An error raised on one rank before that point (a bad root, a closed array, a scatter's
+** parts) must reach the others too, or they would wait for that rank in the comparison. So
+** each collective runs under lua_pcall: guarded() calls the running function again (so
+** lauxlib's messages still name it), and an error its body raises before the comparison
+** goes into the comparison as this rank's failure, which every other rank then raises. */
+struct gl_guard { bool compared; };
+
+static const char *const kind_names[] = {
+  "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv", "gather", "scatter", "barrier"
+};
+
+/* The guard of this call when guarded() made it, else NULL: the caller then returns
+** guarded(L, its kind), which calls it again with one. Lua code can run between the two (a
+** call hook, a finalizer the call's stack growth runs) and make a collective call of its
+** own: only a call whose caller is the same function (guarded's, through lua_pcall) takes
+** the guard. */
+static gl_guard *guard_take(lua_State *L) {
+  static gl_guard unguarded;
+  if (D.uncompared) return &unguarded;
+  if (!D.entering) return NULL;
+  lua_Debug ar;
+  if (!lua_getstack(L, 1, &ar)) return NULL;
+  lua_getinfo(L, "f", &ar);
+  lua_getstack(L, 0, &ar);
+  lua_getinfo(L, "f", &ar);
+  bool again = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  if (!again) return NULL;
+  gl_guard *g = D.entering;
+  D.entering = NULL;
+  return g;
+}
+
+static int guarded(lua_State *L, gl_dist_kind kind) {
+  int n = lua_gettop(L);
+  lua_Debug ar;
+  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar))
+    return luaL_error(L, "%s: no running function", kind_names[kind]);
+  lua_insert(L, 1);
+  gl_guard g = { false }, *outer = D.entering;      /* outer: a guard not yet taken */
+  D.entering = &g;
+  int rc = lua_pcall(L, n, LUA_MULTRET, 0);
+  D.entering = outer;
+  if (rc == LUA_OK) return lua_gettop(L);
+  if (!g.compared && gl_dist_initialized()) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(an error object that is not a string)";
+    gl_dist_call call;
+    memset(&call, 0, sizeof call);
+    call.kind = kind;
+    gl_dist_verdict v;
+    /* a timeout here (no other rank makes the call) names the error, which is then not raised */
+    static char what[GL_DIST_MSG + 64];
+    snprintf(what, sizeof what, "%s (after this rank's error: %s)", kind_names[kind], msg);
+    (void)gl_dist_compare(&call, msg, what, &v);   /* this rank's own error wins */
+  }
+  /* the body's level 1 was this function, so its message has no place yet: the caller's */
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+
+/* The call of array x (NULL for none) as the ranks compare it. */
+static void describe(gl_dist_call *call, gl_dist_kind kind, const gl_array *x, bool nccl, int root, int op,
+                     bool async) {
+  memset(call, 0, sizeof *call);
+  call->kind = kind;
+  call->nccl = nccl;
+  call->root = root;
+  call->op = op;
+  call->async = async;
+  if (!x) return;
+  call->dtype = x->dtype;
+  call->ndim = x->ndim;
+  for (int i = 0; i < x->ndim; i++) call->shape[i] = x->shape[i];
+}
+
+/* Compares this rank's call with every rank's, and raises the same fault on every rank when
+** they differ, naming the argument at xarg (the array), rootarg or optarg (0: none). */
+static void compare(lua_State *L, gl_guard *g, const gl_dist_call *call, int xarg, int rootarg, int optarg) {
+  gl_dist_verdict v;
+  g->compared = true;
+  if (D.uncompared) return;
+  gl_lua_check_status(L, gl_dist_compare(call, NULL, kind_names[call->kind], &v), 0);
+  if (v.rank < 0) return;
+  const gl_dist_call *a = &v.theirs, *b = &v.first;
+  int r = v.rank + 1;
+  char sa[GL_SHAPE_BUFSZ], sb[GL_SHAPE_BUFSZ];
+  if (v.failed) gl_lua_error(L, "rank %d raised in this call: %s", r, v.msg);
+  for (int i = 0; i < 2; i++) {
+    const gl_dist_call *c = i ? b : a;
+    if (c->kind < 0 || c->kind > GL_DIST_BARRIER || c->dtype < 0 || c->dtype >= GL_NDTYPE || c->ndim < 0 ||
+        c->ndim > GL_MAXDIMS || c->op < 0 || c->op > 4)
+      gl_lua_error(L, "rank %d describes its call in a way this build does not know (another gpulua version?)",
+                   i ? 1 : r);
+  }
+  if (a->kind != b->kind)
+    gl_lua_error(L, "rank %d calls %s, rank 1 calls %s", r, kind_names[a->kind], kind_names[b->kind]);
+  if (a->nccl != b->nccl)
+    luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d's array goes through %s, rank 1's through %s (arrays on the "
+                  "device NCCL was started on go through NCCL)", r, a->nccl ? "NCCL" : "MPI", b->nccl ? "NCCL" : "MPI"));
+  if (a->dtype != b->dtype)
+    luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d has %s, rank 1 has %s", r, gl_dtypes[a->dtype].name,
+                                           gl_dtypes[b->dtype].name));
+  if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof a->shape) != 0)
+    luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d has shape %s, rank 1 has %s", r,
+                                           gl_shape_str((int)a->ndim, a->shape, sa), gl_shape_str((int)b->ndim, b->shape, sb)));
+  if (a->root != b->root)
+    luaL_argerror(L, rootarg, lua_pushfstring(L, "rank %d has root %d, rank 1 has root %d", r, (int)a->root + 1,
+                                              (int)b->root + 1));
+  if (a->op != b->op)
+    luaL_argerror(L, optarg, lua_pushfstring(L, "rank %d has op '%s', rank 1 has op '%s'", r, op_names[a->op],
+                                             op_names[b->op]));
+  if (a->async != b->async)
+    luaL_argerror(L, optarg, lua_pushfstring(L, "rank %d's call is %s, rank 1's is %s (every rank must make the "
+                  "same kind of call)", r, a->async ? "async" : "synchronous", b->async ? "async" : "synchronous"));
+  gl_lua_error(L, "rank %d's call differs from rank 1's", r);
 }
 
 #define ASYNC_KEY { "async", GL_OPT_BOOL, 0, 0, 0, NULL }
@@ -273,8 +395,6 @@ static int l_init(lua_State *L) {
     timeout = strtod(env, &end);
     if (*end || !(timeout > 0)) return luaL_error(L, "GPULUA_DIST_TIMEOUT: '%s' is not a number of seconds > 0", env);
   }
-  env = getenv("GPULUA_DIST_DEBUG");
-  D.debug = env && *env && strcmp(env, "0") != 0;
   gl_dist_info info;
   gl_lua_check_status(L, gl_dist_init(timeout, &info), 0);
   if (timeout > 0) gl_dist_set_timeout(timeout);
@@ -353,18 +473,22 @@ static const gl_optdecl *const dist_decls[] = {
 /* all_reduce(x [, {op = "sum" | "mean" | "max" | "min" | "prod", async}]): in place; returns
 ** x, or the handle when async */
 static int l_all_reduce(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_ALLREDUCE);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[2];
   gl_lua_readopts(L, 2, &all_reduce_decl, v);
   world(L);
   bool mean;
   gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
-  agree(L, "all_reduce", x, op_names[v[0].set ? v[0].choice : 0]);
   gl_call c;
   call_begin(L, &c, "all_reduce");
   bool nc = use_nccl(x);
   if (mean && !nc) { lua_pushvalue(L, 1); lua_setfield(L, c.keep, "mean"); }
   void *buf = buffer(L, &c, 1, true, nc);
+  gl_dist_call call;
+  describe(&call, GL_DIST_ALLREDUCE, x, nc, 0, v[0].set ? v[0].choice : 0, v[1].set && v[1].b);
+  compare(L, g, &call, 1, 0, 2);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op)
@@ -376,17 +500,19 @@ static int l_all_reduce(lua_State *L) {
 
 /* broadcast(x, root [, {async}]): x of rank root into every rank's x */
 static int l_broadcast(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_BCAST);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 3, &broadcast_decl, v);
   int root = rank_arg(L, 2, "root", false);
-  char extra[32];
-  snprintf(extra, sizeof extra, "root %d", root + 1);
-  agree(L, "broadcast", x, extra);
   gl_call c;
   call_begin(L, &c, "broadcast");
   bool nc = use_nccl(x);
   void *buf = buffer(L, &c, 1, true, nc);
+  gl_dist_call call;
+  describe(&call, GL_DIST_BCAST, x, nc, root, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 1, 2, 3);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root)
@@ -412,11 +538,12 @@ static gl_array *new_like(lua_State *L, const gl_array *x, int64_t lead, int idx
 
 /* all_gather(x [, {async}]) -> (world, x.shape...) in rank order [, handle] */
 static int l_all_gather(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_ALLGATHER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 2, &all_gather_decl, v);
   const gl_dist_info *wd = world(L);
-  agree(L, "all_gather", x, NULL);
   gl_call c;
   call_begin(L, &c, "all_gather");
   gl_array *out = new_like(L, x, wd->size, 1);
@@ -425,6 +552,9 @@ static int l_all_gather(lua_State *L) {
   void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
   gl_dist_req *req = NULL;
   bool async = v[0].set && v[0].b;
+  gl_dist_call call;
+  describe(&call, GL_DIST_ALLGATHER, x, nc, 0, 0, async);
+  compare(L, g, &call, 1, 0, 2);
   gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
                     : gl_dist_allgather(send, recv, x->size, x->dtype, async ? &req : NULL);
   (void)out;
@@ -437,6 +567,8 @@ static int l_all_gather(lua_State *L) {
 /* reduce_scatter(x [, {op, async}]): x is (world, ...); rank r gets the reduction of every
 ** rank's x[r] -> (...) [, handle] */
 static int l_reduce_scatter(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_REDUCE_SCATTER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[2];
   gl_lua_readopts(L, 2, &reduce_scatter_decl, v);
@@ -446,7 +578,6 @@ static int l_reduce_scatter(lua_State *L) {
                                                wd->size, gl_shape_str(x->ndim, x->shape, (char[GL_SHAPE_BUFSZ]){0})));
   bool mean;
   gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
-  agree(L, "reduce_scatter", x, op_names[v[0].set ? v[0].choice : 0]);
   gl_call c;
   call_begin(L, &c, "reduce_scatter");
   new_like(L, x, -1, 1);
@@ -454,6 +585,9 @@ static int l_reduce_scatter(lua_State *L) {
   bool nc = use_nccl(x);
   if (mean && !nc) { lua_pushvalue(L, oi); lua_setfield(L, c.keep, "mean"); }
   void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
+  gl_dist_call call;
+  describe(&call, GL_DIST_REDUCE_SCATTER, x, nc, 0, v[0].set ? v[0].choice : 0, v[1].set && v[1].b);
+  compare(L, g, &call, 1, 0, 2);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
                                    x->dtype, mean ? 4 : (int)op)
@@ -466,14 +600,13 @@ static int l_reduce_scatter(lua_State *L) {
 
 /* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
 static int l_gather(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_GATHER);
   gl_array *x = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 3, &gather_decl, v);
   int root = rank_arg(L, 2, "root", false);
   const gl_dist_info *wd = world(L);
-  char extra[32];
-  snprintf(extra, sizeof extra, "root %d", root + 1);
-  agree(L, "gather", x, extra);
   gl_call c;
   call_begin(L, &c, "gather");
   void *recv = NULL;
@@ -484,6 +617,9 @@ static int l_gather(lua_State *L) {
   }
   void *send = buffer(L, &c, 1, false, false);          /* NCCL has no gather: MPI */
   if (oi) recv = buffer(L, &c, oi, true, false);
+  gl_dist_call call;
+  describe(&call, GL_DIST_GATHER, x, false, root, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 1, 2, 3);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
   int n = call_end(L, &c, st, req, v[0].set && v[0].b);
@@ -495,6 +631,8 @@ static int l_gather(lua_State *L) {
 /* scatter(out, parts, root [, {async}]): parts (world, out.shape...) on root (nil elsewhere);
 ** rank r receives parts[r] into out */
 static int l_scatter(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_SCATTER);
   gl_array *out = gl_lua_check(L, 1);
   gl_optval v[1];
   gl_lua_readopts(L, 4, &scatter_decl, v);
@@ -506,21 +644,25 @@ static int l_scatter(lua_State *L) {
     bool ok = parts->ndim == out->ndim + 1 && parts->shape[0] == wd->size && parts->dtype == out->dtype;
     for (int i = 0; ok && i < out->ndim; i++) ok = parts->shape[i + 1] == out->shape[i];
     if (!ok) {
+      if (out->ndim >= GL_MAXDIMS) return luaL_argerror(L, 1, "array has the most axes already: no room for the ranks' axis");
       char a[GL_SHAPE_BUFSZ], b[GL_SHAPE_BUFSZ];
-      return luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s (%d, %s), got %s %s", gl_dtypes[out->dtype].name,
-                                                 wd->size, gl_shape_str(out->ndim, out->shape, a),
+      int64_t want[GL_MAXDIMS];
+      want[0] = wd->size;
+      for (int i = 0; i < out->ndim; i++) want[i + 1] = out->shape[i];
+      return luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s %s, got %s %s", gl_dtypes[out->dtype].name,
+                                                 gl_shape_str(out->ndim + 1, want, a),
                                                  gl_dtypes[parts->dtype].name, gl_shape_str(parts->ndim, parts->shape, b)));
     }
   } else if (!lua_isnoneornil(L, 2)) {
     gl_lua_check(L, 2);      /* an array is accepted and ignored, as torch's scatter_list */
   }
-  char extra[32];
-  snprintf(extra, sizeof extra, "root %d", root + 1);
-  agree(L, "scatter", out, extra);
   gl_call c;
   call_begin(L, &c, "scatter");
   void *send = parts ? buffer(L, &c, 2, false, false) : NULL;   /* NCCL has no scatter: MPI */
   void *recv = buffer(L, &c, 1, true, false);
+  gl_dist_call call;
+  describe(&call, GL_DIST_SCATTER, out, false, root, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 1, 3, 4);
   gl_lua_check_status(L, gl_array_begin_write(out), 1);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
@@ -555,12 +697,16 @@ static int l_send(lua_State *L) { return p2p(L, true); }
 static int l_recv(lua_State *L) { return p2p(L, false); }
 
 static int l_barrier(lua_State *L) {
+  gl_guard *g = guard_take(L);
+  if (!g) return guarded(L, GL_DIST_BARRIER);
   gl_optval v[1];
   gl_lua_readopts(L, 1, &barrier_decl, v);
   world(L);
-  agree(L, "barrier", NULL, NULL);
   gl_call c;
   call_begin(L, &c, "barrier");
+  gl_dist_call call;
+  describe(&call, GL_DIST_BARRIER, NULL, false, 0, 0, v[0].set && v[0].b);
+  compare(L, g, &call, 0, 0, 1);
   gl_dist_req *req = NULL;
   gl_status st = gl_dist_barrier((v[0].set && v[0].b) ? &req : NULL);
   return call_end(L, &c, st, req, v[0].set && v[0].b);
@@ -578,6 +724,15 @@ static int l_fail(lua_State *L) {
   return 0;
 }
 
+/* _compare(on) -> whether it was on: for bench/dist/check.lua, which measures what the
+** comparison costs; every rank must make the same calls. */
+static int l_compare(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  lua_pushboolean(L, !D.uncompared);
+  D.uncompared = !lua_toboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg dist_funcs[] = {
   { "init", l_init }, { "is_initialized", l_is_initialized }, { "finalize", l_finalize },
   { "rank", l_rank }, { "world_size", l_world_size }, { "local_rank", l_local_rank },
@@ -585,6 +740,7 @@ static const luaL_Reg dist_funcs[] = {
   { "all_reduce", l_all_reduce }, { "broadcast", l_broadcast }, { "all_gather", l_all_gather },
   { "reduce_scatter", l_reduce_scatter }, { "gather", l_gather }, { "scatter", l_scatter },
   { "send", l_send }, { "recv", l_recv }, { "barrier", l_barrier }, { "_fail", l_fail },
+  { "_compare", l_compare },
   { NULL, NULL }
 };
 
