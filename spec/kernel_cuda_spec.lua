@@ -9,7 +9,7 @@
 -- axis: the reduced axes are the launch's geometry), fused expressions of every fusable op
 -- on every dtype (as fuse_spec's ops; Lua-number operands on float32 and int32 only, to
 -- keep the run short), a compile error (NVRTC's log with the user's line), and the disk
--- cache in child processes (hit, stale key, refused modes and owner).
+-- cache in child processes (hit, stale key, an image cut short, refused modes and owner).
 -- Pending where NVRTC cannot be loaded (a CPU-only build, the lua5.4 host with a CPU
 -- gpu.so). The launches on a device run in the last block only where a cuda device is
 -- present (never run while this was written).
@@ -340,6 +340,20 @@ io.write(origin, " ", tostring(on_disk), " ", string.format("%%.3f", ms))]]
     h.spit(vf, "/elsewhere/libnvrtc.so.13 1 1\n9.9\n")
     assert.equal("disk true", (child()))                  -- NVRTC asked again: the same key
     assert.falsy(h.slurp(vf):find("/elsewhere", 1, true))
+  end)
+
+  it("compiles again when the image was cut short or changed (its seal does not hold)", function()
+    if not usable then return pending(BIN .. " cannot load NVRTC") end
+    child()
+    local img = images()[1]
+    local _, size = h.run("stat -c %s " .. img)
+    for _, n in ipairs({ 100, math.floor(tonumber(size) / 2), tonumber(size) - 1 }) do
+      assert(os.execute(("truncate -s %d %s"):format(n, img)))
+      assert.equal("compiled true", (child()))
+      assert.equal("disk true", (child()))
+    end
+    assert(os.execute(("printf 'X' | dd of=%s bs=1 seek=%d conv=notrunc 2>/dev/null"):format(img, tonumber(size) // 2)))
+    assert.equal("compiled true", (child()))
   end)
 
   it("never loads an image others can write, nor uses a directory others can write", function()
