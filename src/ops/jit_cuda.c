@@ -141,6 +141,40 @@ static gl_status nvrtc_version_for_key(const gl_rtc *rtc, bool cache, const char
 
 /* ---- compiling --------------------------------------------------------------------------- */
 
+/* Whether NVRTC may read files for src: an #include (or %:include) or #embed directive,
+** or __has_include / __has_embed, can name a file on disk, and NVRTC does not say which
+** files it read, so such an image cannot be keyed on them and is not cached on disk (a
+** changed header would otherwise be missed). Line splices are removed first and blanks
+** and comments between the '#' and the name skipped; a false alarm (a '#' in a string)
+** only costs a compile per process. */
+static bool may_read_files(const char *src) {
+  char *t = malloc(strlen(src) + 1);
+  if (!t) return true;
+  size_t n = 0;
+  for (const char *p = src; *p; p++) {
+    if (p[0] == '\\' && p[1] == '\n') p++;
+    else if (p[0] == '\\' && p[1] == '\r' && p[2] == '\n') p += 2;
+    else t[n++] = *p;
+  }
+  t[n] = 0;
+  bool reads = strstr(t, "__has_include") || strstr(t, "__has_embed");
+  for (const char *p = t; *p && !reads; p++) {
+    const char *q;
+    if (*p == '#') q = p + 1;
+    else if (p[0] == '%' && p[1] == ':') q = p + 2;
+    else continue;
+    for (;;) {
+      const char *e;
+      if (*q == ' ' || *q == '\t') q++;
+      else if (q[0] == '/' && q[1] == '*' && (e = strstr(q + 2, "*/")) != NULL) q = e + 2;
+      else break;
+    }
+    reads = strncmp(q, "include", 7) == 0 || strncmp(q, "embed", 5) == 0;
+  }
+  free(t);
+  return reads;
+}
+
 static void free_module(gl_jit_cuda_module *m) {
   if (!m) return;
   free(m->key);
@@ -186,10 +220,11 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
     return gl_fail(GL_ENOMEM, "out of memory");
   }
   memcpy(m->hash, hash, sizeof hash);
-  if (cache) snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
-  res->cached_on_disk = cache;
+  bool disk = cache && !may_read_files(src);
+  if (disk) snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
+  res->cached_on_disk = disk;
   gl_status st = GL_OK;
-  if (cache && read_image(path, key, m)) res->origin = GL_JIT_DISK;
+  if (disk && read_image(path, key, m)) res->origin = GL_JIT_DISK;
   else {
     res->origin = GL_JIT_COMPILED;
     m->ptx = false;
@@ -204,7 +239,7 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
       free(full);
       if (st != GL_OK && log) res->log = gl_jit_error_log(log, src);
       free(log);
-      if (st == GL_OK && cache) write_image(dir, path, key, m);
+      if (st == GL_OK && disk) write_image(dir, path, key, m);
     }
   }
   if (st != GL_OK) {
