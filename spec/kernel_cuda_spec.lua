@@ -9,7 +9,8 @@
 -- axis: the reduced axes are the launch's geometry), fused expressions of every fusable op
 -- on every dtype (as fuse_spec's ops; Lua-number operands on float32 and int32 only, to
 -- keep the run short), a compile error (NVRTC's log with the user's line), and the disk
--- cache in child processes (hit, stale key, refused modes and owner).
+-- cache in child processes (hit, stale key, an image cut short, a source that includes
+-- files, refused modes and owner).
 -- Pending where NVRTC cannot be loaded (a CPU-only build, the lua5.4 host with a CPU
 -- gpu.so). The launches on a device run in the last block only where a cuda device is
 -- present (never run while this was written).
@@ -340,6 +341,40 @@ io.write(origin, " ", tostring(on_disk), " ", string.format("%%.3f", ms))]]
     h.spit(vf, "/elsewhere/libnvrtc.so.13 1 1\n9.9\n")
     assert.equal("disk true", (child()))                  -- NVRTC asked again: the same key
     assert.falsy(h.slurp(vf):find("/elsewhere", 1, true))
+  end)
+
+  it("compiles again when the image was cut short or changed (its seal does not hold)", function()
+    if not usable then return pending(BIN .. " cannot load NVRTC") end
+    child()
+    local img = images()[1]
+    local _, size = h.run("stat -c %s " .. img)
+    for _, n in ipairs({ 100, math.floor(tonumber(size) / 2), tonumber(size) - 1 }) do
+      assert(os.execute(("truncate -s %d %s"):format(n, img)))
+      assert.equal("compiled true", (child()))
+      assert.equal("disk true", (child()))
+    end
+    assert(os.execute(("printf 'X' | dd of=%s bs=1 seek=%d conv=notrunc 2>/dev/null"):format(img, tonumber(size) // 2)))
+    assert.equal("compiled true", (child()))
+  end)
+
+  it("keeps a source that includes files out of the disk cache (a changed header is read again)", function()
+    if not usable then return pending(BIN .. " cannot load NVRTC") end
+    local hdr = dir .. "/k.h"
+    h.spit(hdr, "#define K 8.0f\n")
+    local prog = dir .. "/inc.lua"
+    h.spit(prog, ([[local gpu = require "gpu"
+local src = '# /* a comment */ include "%s"\nextern "C" __global__ void k(float *y) { y[threadIdx.x] = K; }'
+local mod, origin, _, on_disk = gpu._jit.cuda_compile(src, "sm_90", true)
+if not mod then error(origin) end
+io.write(origin, " ", tostring(on_disk))]]):format(hdr))
+    for _ = 1, 2 do
+      local st, out, err = h.run(("env XDG_CACHE_HOME=%s %s %s"):format(dir, BIN, prog))
+      assert.equal(0, st, err)
+      assert.equal("compiled false", out)
+    end
+    assert.equal(0, #images())
+    assert.equal("compiled true", (child()))             -- a source without one is cached
+    assert.equal("disk true", (child()))
   end)
 
   it("never loads an image others can write, nor uses a directory others can write", function()

@@ -3,8 +3,9 @@
 -- parameters, outputs passed in, the loop index i, reductions over all and one axis,
 -- compile errors, the misuse errors, and (in child processes with their own
 -- XDG_CACHE_HOME) the fallback without a compiler and the disk cache: hit, stale key,
--- refused owner and modes. Kernels compile with the system C compiler on the cpu; the
--- cuda paths (NVRTC) are spec/kernel_cuda_spec.lua's.
+-- refused owner and modes, objects cut short, changed headers, stale temporaries.
+-- Kernels compile with the system C compiler on the cpu; the cuda paths (NVRTC) are
+-- spec/kernel_cuda_spec.lua's.
 local h = require "spec.helper"
 local gpu = h.gpu
 
@@ -259,6 +260,61 @@ io.write(gpu.kernel._last.origin, " ", tostring(gpu.kernel._last.on_disk), " ", 
     os.execute("chmod 777 " .. dir .. "/gpulua/kernels")
     _, out = child()
     assert.equal("compiled false 0,3,6,9", out)      -- compiled in a private temporary directory
+  end)
+
+  it("recompiles an object cut short or changed, never loading it (no SIGBUS)", function()
+    child()
+    local obj = objects()[1]
+    local _, size = h.run("stat -c %s " .. obj)
+    for _, n in ipairs({ 1000, 6000, 12000, tonumber(size) - 1 }) do
+      assert(os.execute(("truncate -s %d %s"):format(n, obj)))
+      local st, out, err = child()
+      assert.equal(0, st, err)
+      assert.equal("compiled true 0,3,6,9", out)
+      st, out = child()
+      assert.equal("disk true 0,3,6,9", out)
+    end
+    -- one byte changed inside the code: the seal's hash no longer matches
+    assert(os.execute(("printf 'X' | dd of=%s bs=1 seek=4000 conv=notrunc 2>/dev/null"):format(obj)))
+    local st, out = child()
+    assert.equal(0, st)
+    assert.equal("compiled true 0,3,6,9", out)
+  end)
+
+  it("keys on the headers a kernel includes: a changed header is compiled again", function()
+    local hdr = dir .. "/k.h"
+    local src = dir .. "/hdr.lua"
+    h.spit(src, ([[local gpu = require "gpu"
+local k = gpu.ElementwiseKernel("float64 x", "float64 y", "y = x * K", "scaled", { preamble = '#include "%s"\n' })
+local y = k(gpu.ones(1, { dtype = "float64" }))
+io.write(gpu.kernel._last.origin, " ", y[1])]]):format(hdr))
+    local function run() return h.run(("env XDG_CACHE_HOME=%s %s %s"):format(dir, BIN, src)) end
+    h.spit(hdr, "#define K 8.0\n")
+    local st, out, err = run()
+    assert.equal(0, st, err)
+    assert.equal("compiled 8", out)
+    _, out = run()
+    assert.equal("disk 8", out)
+    h.spit(hdr, "#define K 12.0\n")
+    _, out = run()
+    assert.equal("compiled 12", out)
+    _, out = run()
+    assert.equal("disk 12", out)
+  end)
+
+  it("removes the temporaries a killed process left once they are an hour old", function()
+    child()
+    local kdir = dir .. "/gpulua/kernels/"
+    for _, name in ipairs({ "tmp-old-1-0.c", "tmp-old-1-0.log", "tmp-old-1-0.so", "tmp-new-1-0.c" }) do
+      h.spit(kdir .. name, "x")
+    end
+    assert(os.execute(("touch -d '-2 hours' %stmp-old-1-0.*"):format(kdir)))
+    local st, out = child(nil, 2)
+    assert.equal(0, st)
+    assert.equal("compiled true 2,5,8,11", out)
+    local left = io.popen("ls " .. kdir):read("a")
+    assert.is_nil(left:find("tmp-old", 1, true), left)
+    assert.truthy(left:find("tmp-new-1-0.c", 1, true), left)
   end)
 
   it("never loads an object of another owner", function()

@@ -157,11 +157,27 @@ describe("gpu.plot errors", function()
     p:close()
     assert.matches("gnuplot not found %(/no/gp;", out)
   end)
-  needs_gnuplot("gnuplot's own failure is reported with its stderr", function()
+  it("gnuplot's own failure is reported with its stderr", function()
+    local fake = tmp("sh")
+    h.spit(fake, "#!/bin/sh\necho 'line 3: cannot open file' >&2\nexit 1\n")
+    assert(os.execute("chmod +x " .. fake))
+    local ok, err = pcall(gpu.plot.plot, gpu.arange(3), { file = tmp(), gnuplot = fake })
+    assert.is_false(ok)
+    assert.matches("gpu.plot.plot: gnuplot failed %(exit 1%): line 3: cannot open file", err)
+  end)
+  needs_gnuplot("a file in a missing directory names the file and the fault", function()
     local ok, err = pcall(gpu.plot.plot, gpu.arange(3), { file = dir .. "/no/such/dir/x.png" })
     assert.is_false(ok)
-    assert.matches("gpu.plot.plot: gnuplot failed %(exit 1%):", err)
-    assert.matches("cannot open file", err)
+    assert.matches("gpu.plot.plot: '.-/no/such/dir/x.png': cannot create %(No such file or directory%)", err)
+  end)
+  it("a NUL byte in a string is refused, naming the option", function()
+    assert.has_error(function() gpu.plot.plot(gpu.arange(3), { title = "a\0b" }) end,
+      "bad argument #2 to 'plot.plot' (option 'title' contains a NUL byte, which gnuplot cannot show)")
+    assert.has_error(function() gpu.plot.plot({ { "a\0b", gpu.arange(3) } }) end,
+      "bad argument #1 to 'plot.plot' (series name 'a\\0b': contains a NUL byte, which gnuplot cannot show)")
+    assert.has_error(function() gpu.plot.history({ ["l\0ss"] = { 1, 2 } }) end,
+      "bad argument #1 to 'plot.history' (metric 'l\\0ss': contains a NUL byte, which gnuplot cannot show)")
+    assert.has_error(function() gpu.plot.plot(gpu.arange(3), { file = "a\0b.png" }) end)
   end)
 end)
 
@@ -204,5 +220,114 @@ describe("gpu.plot files are saved as every save", function()
     gpu.plot.plot({ 1, 2 }, { file = p, width = 100, height = 80 })
     assert_png(p, 100, 80)
     assert.is_nil(io.popen("ls " .. dir):read("a"):find("tmp%-"))
+  end)
+end)
+
+-- Strings that would end a gnuplot command or start a substitution if passed as they are:
+-- each tries to touch a marker file. None may run; the plot is drawn with the text as is.
+describe("gpu.plot passes the caller's strings as text, never as commands", function()
+  local marks = dir .. "/marks"
+  local function attacks(m)
+    return {
+      "a\n!touch " .. m .. "1\n",
+      "a\nsystem(\"touch " .. m .. "2\")\n",
+      "a'\n!touch " .. m .. "3\n'",
+      'a"\n!touch ' .. m .. '4\n"',
+      "a`touch " .. m .. "5`b",
+      "a\\\n!touch " .. m .. "6",
+      "a\r!touch " .. m .. "7\r",
+      "a\n print system('touch " .. m .. "8')",
+      "@a $b \\0101 \t \195\169",
+    }
+  end
+  before_each(function() assert(os.execute("rm -rf " .. marks .. " && mkdir -p " .. marks)) end)
+  local function no_marks()
+    local left = io.popen("ls -A " .. marks):read("a")
+    assert.are.equal("", left, "a command ran: " .. left)
+  end
+
+  needs_gnuplot("title, xlabel, ylabel and series names (plot, scatter, hist, imagesc)", function()
+    for i, a in ipairs(attacks(marks .. "/t")) do
+      local p = tmp()
+      gpu.plot.plot({ { a, gpu.arange(4) }, { a .. "2", gpu.arange(4) * 2 } },
+        { file = p, title = a, xlabel = a, ylabel = a, legend = true, width = 200, height = 150 })
+      assert_png(p, 200, 150)
+      gpu.plot.scatter({ 1, 2, 3 }, { 3, 1, 2 }, { file = p, title = a, xlabel = a, ylabel = a, width = 160, height = 120 })
+      assert_png(p, 160, 120)
+      gpu.plot.hist({ 1, 2, 2, 3 }, { file = p, title = a, xlabel = a, ylabel = a, legend = true, width = 160, height = 120 })
+      assert_png(p, 160, 120)
+      gpu.plot.imagesc(gpu.eye(3), { file = p, title = a, xlabel = a, ylabel = a, width = 160, height = 120 })
+      assert_png(p, 160, 120)
+      local out = captured(function()
+        gpu.plot.plot({ { a, gpu.arange(4) } }, { terminal = "dumb", title = a, width = 120, height = 30 })
+      end)
+      assert.truthy(out:find("a", 1, true), "attack " .. i)
+    end
+    no_marks()
+  end)
+  needs_gnuplot("history's metric names, title and xlabel", function()
+    for _, a in ipairs(attacks(marks .. "/h")) do
+      local p = tmp()
+      gpu.plot.history({ loss = { 1, 0.5 }, [a] = { 0.1, 0.2 }, ["val_" .. a] = { 0.2, 0.3 } },
+        { file = p, title = a, xlabel = a, width = 200, height = 300 })
+      assert_png(p, 200, 300)
+      captured(function() gpu.plot.history({ [a] = { 1, 2 } }, { terminal = "dumb", title = a, ylabel = a }) end)
+    end
+    no_marks()
+  end)
+  needs_gnuplot("file names: written as named, never read by gnuplot", function()
+    -- a file name holds no "/" but its directories': the markers are in the current directory
+    local m = "gpulua-plot-mark-" .. dir:gsub("%W", "")
+    for i, a in ipairs(attacks(m)) do
+      local p = dir .. "/" .. a .. i .. ".png"
+      gpu.plot.plot({ 1, 3, 2 }, { file = p, width = 120, height = 90 })
+      assert_png(p, 120, 90)
+      os.remove(p)
+    end
+    local left = io.popen("ls -A | grep -F " .. m):read("a")
+    os.execute("rm -f ./" .. m .. "*")
+    assert.are.equal("", left, "a command ran: " .. left)
+  end)
+  needs_gnuplot("the text is drawn as given: quotes, backslashes, backquotes, a newline as a line break", function()
+    local title = [[it's "q" \n `x` @y $z #w]]
+    local out = captured(function()
+      gpu.plot.plot({ 1, 2, 3 }, { terminal = "dumb", title = title .. "\nsecond line", width = 100, height = 24 })
+    end)
+    assert.truthy(out:find(title, 1, true), out)
+    assert.truthy(out:find("\n%s*second line"), out)
+  end)
+end)
+
+describe("gpu.plot writes no file through a planted link", function()
+  needs_gnuplot("links at the names a temporary once had leave their targets alone", function()
+    local p = tmp()
+    local victim = tmp("txt")
+    h.spit(victim, "victim")
+    -- the old temporary was <file>.tmp-<6 hex digits of math.random>: plant those names
+    math.randomseed(26)
+    local planted = {}
+    for i = 1, 8 do
+      planted[i] = ("%s.tmp-%06x"):format(p, math.random(0, 0xffffff))
+      assert(os.execute(("ln -sf %s '%s'"):format(victim, planted[i])))
+    end
+    math.randomseed(26)
+    gpu.plot.plot({ 1, 3, 2 }, { file = p, width = 120, height = 90 })
+    assert_png(p, 120, 90)
+    assert.are.equal("victim", slurp(victim))
+    for _, l in ipairs(planted) do os.remove(l) end
+  end)
+  needs_gnuplot("a save to a path that is a link writes the file it points to and keeps the link", function()
+    local target, link = tmp(), tmp()
+    h.spit(target, "old")
+    assert(os.execute(("ln -s %s %s"):format(target, link)))
+    gpu.plot.plot({ 1, 3, 2 }, { file = link, width = 120, height = 90 })
+    assert_png(target, 120, 90)
+    assert.is_true(os.execute("test -L " .. link))
+    local dangling = tmp()
+    assert(os.execute(("ln -s %s/missing.png %s"):format(dir, dangling)))
+    local ok, err = pcall(gpu.plot.plot, { 1, 3, 2 }, { file = dangling })
+    assert.is_false(ok)
+    assert.matches("gpu.plot.plot: '.-': a symbolic link to a missing file", err)
+    assert.is_nil(io.open(dir .. "/missing.png"))
   end)
 end)

@@ -17,6 +17,12 @@
 -- A script with the data inline ($data << EOD blocks) goes to gnuplot through a temporary
 -- file; what gnuplot draws on the screen is written to io.output(). gnuplot missing is an
 -- error naming the Debian package, and a gnuplot failure is an error with its stderr.
+-- Every string of the caller's (titles, labels, series names, history's metric names)
+-- reaches gnuplot as a string literal in which every byte but letters, digits, spaces and
+-- inert punctuation is an octal escape, so no character can end the command or start a
+-- substitution (a newline is drawn as a line break); a NUL byte is refused. gnuplot
+-- draws a file's picture on its standard output and gpulua saves it as every save
+-- (gpu._save_bytes): gnuplot never opens a path.
 -- imagesc on the dumb terminal (which has no pixels) is drawn here as a character ramp.
 
 local gpu = require "gpu"
@@ -24,9 +30,17 @@ local options = require "gpu.options"
 
 local M = {}
 
+-- gnuplot's strings end at a NUL byte: a title cut short would be a silent wrong answer
+local function no_nul(v)
+  if v:find("\0", 1, true) then return false, "contains a NUL byte, which gnuplot cannot show" end
+  return true
+end
+local TEXT = { type = "string", check = no_nul }
+
 local COMMON = {
-  title = "string", xlabel = "string", ylabel = "string", legend = "boolean",
+  title = TEXT, xlabel = TEXT, ylabel = TEXT, legend = "boolean",
   file = { type = "string", check = function(v)
+    if not no_nul(v) then return false, "contains a NUL byte" end
     local ext = v:lower():match("%.(%w+)$")
     if ext == "png" or ext == "svg" then return true end
     return false, "must end in .png or .svg, got '" .. v .. "'"
@@ -82,8 +96,18 @@ local function num(v)
   return ("%.17g"):format(v)
 end
 
--- A gnuplot string literal: single quotes, a quote doubled.
-local function quote(s) return "'" .. tostring(s):gsub("'", "''") .. "'" end
+-- A gnuplot string literal: double quotes (where gnuplot reads octal escapes), every byte
+-- outside the inert set escaped. gnuplot reads up to four digits after "\0" and three
+-- after "\1".."\3", so bytes below 0100 take four digits: a digit after one is a digit.
+local function escape(c)
+  local b = c:byte()
+  return b < 64 and ("\\0%03o"):format(b) or ("\\%03o"):format(b)
+end
+local function quote(s)
+  s = tostring(s)
+  assert(not s:find("\0", 1, true), "a NUL byte reached gnuplot")
+  return '"' .. s:gsub("[^%w %-_.,:;+*/=()<>!?%%&|~^{}%[%]]", escape) .. '"'
+end
 
 -- A shell word.
 local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
@@ -156,7 +180,7 @@ end
 
 -- Where the plot goes: the terminal line and the output line of the script, and whether
 -- gnuplot's stdout is the picture (drawn on the screen). panels stacks plots (history).
-local function target(o, bin, panels, out)
+local function target(o, bin, panels)
   panels = panels or 1
   if o.file then
     local ext = o.file:lower():match("%.(%w+)$")
@@ -165,7 +189,7 @@ local function target(o, bin, panels, out)
     if ext == "svg" then term = ("svg size %d,%d noenhanced"):format(w, h)
     elseif has_terminal(bin, "pngcairo") then term = ("pngcairo size %d,%d noenhanced"):format(w, h)
     else term = ("png size %d,%d noenhanced"):format(w, h) end
-    return "set terminal " .. term .. "\nset output " .. quote(out) .. "\n", false
+    return "set terminal " .. term .. "\nset output\n", false
   end
   local kind = o.terminal or (wants_sixel() and "sixel" or "dumb")
   if kind == "sixel" then
@@ -205,31 +229,20 @@ local function range(n)
 end
 
 -- Draws: runs the script and writes what comes back for the screen.
--- A file is written as every save is: to a temporary beside it, renamed over it once
--- gnuplot succeeded (a failed plot leaves an existing file as it was), and a target that
--- exists but is not a regular file (a directory, a FIFO) is refused, never replaced.
+-- A file's picture comes back on gnuplot's standard output and is saved as every save
+-- (a temporary made with mkstemp, fsync, rename; through a link, the file it points to):
+-- a failed plot leaves an existing file as it was, and a target that exists but is not a
+-- regular file (a directory, a FIFO) is refused, never replaced, before gnuplot runs.
 local function draw(fname, o, bin, body, panels)
-  local tmp
+  if o.file and os.execute("test -e " .. shq(o.file) .. " && test ! -f " .. shq(o.file)) then
+    options.raise("gpu.plot.%s: '%s': not a regular file: refusing to replace it", fname, o.file)
+  end
+  local term, screen = target(o, bin, panels)
+  local out = run(bin, term .. body, fname)
   if o.file then
-    if os.execute("test -e " .. shq(o.file) .. " && test ! -f " .. shq(o.file)) then
-      options.raise("gpu.plot.%s: '%s': not a regular file: refusing to replace it", fname, o.file)
-    end
-    tmp = ("%s.tmp-%06x"):format(o.file, math.random(0, 0xffffff))
+    local ok, err = pcall(gpu._save_bytes, o.file, out, "plot." .. fname)
+    if not ok then options.raise("%s", tostring(err)) end
   end
-  local term, screen = target(o, bin, panels, tmp)
-  local ok, out = pcall(run, bin, term .. body, fname)
-  if tmp then
-    if ok then
-      local renamed, err = os.rename(tmp, o.file)
-      if not renamed then
-        os.remove(tmp)
-        options.raise("gpu.plot.%s: '%s': %s", fname, o.file, tostring(err))
-      end
-    else
-      os.remove(tmp)
-    end
-  end
-  if not ok then error(out, 0) end
   if screen then
     if term:find("terminal dumb", 1, true) then out = out:gsub("\f", "") end   -- a form feed starts each page
     io.write(out)
@@ -257,6 +270,10 @@ end
 
 -- One series from y (and x): lengths checked.
 local function make_series(fname, argn, y, x, name)
+  if name and name:find("\0", 1, true) then
+    options.argerror(fname, argn, "series name '%s': contains a NUL byte, which gnuplot cannot show",
+      (name:gsub("\0", "\\0")))
+  end
   local ys = numbers(y, fname, argn, "y")
   local xs = x ~= nil and numbers(x, fname, argn, "x") or range(#ys)
   if #xs ~= #ys then
@@ -417,6 +434,12 @@ function M.history(h, opts)
     return a < b
   end)
   if #names == 0 then options.argerror("plot.history", 1, "no metric in the history (expected lists such as loss = {...})") end
+  for _, k in ipairs(names) do
+    if k:find("\0", 1, true) then
+      options.argerror("plot.history", 1, "metric '%s': contains a NUL byte, which gnuplot cannot show",
+        (k:gsub("\0", "\\0")))
+    end
+  end
   local bin = gnuplot_path(o, "history")
   local body = { ("set multiplot layout %d,1%s\n"):format(#names, o.title and (" title " .. quote(o.title)) or "") }
   body[#body + 1] = "set key below\n"

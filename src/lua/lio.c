@@ -516,6 +516,24 @@ static int l_png_load(lua_State *L) {
   return 1;
 }
 
+/* ---- bytes made elsewhere ------------------------------------------------------------------ */
+
+/* gpu._save_bytes(path, bytes, fname): 'bytes' saved to path as every save (a temporary
+** made with mkstemp beside the target, fsync, rename; links resolved, a non-regular target
+** refused); errors read "gpu.<fname>: 'path': ...". For lua/gpu/plot.lua, whose pictures
+** gnuplot writes on a pipe, so no program opens a file by a name someone could plant. */
+static int l_save_bytes(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  const char *bytes = luaL_checklstring(L, 2, &n);
+  const char *fname = luaL_checkstring(L, 3);
+  io_box *b = push_box(L);
+  check_file(L, gl_out_open(&b->out, path), fname, path);
+  check_file(L, gl_out_write(&b->out, bytes, n), fname, path);
+  check_file(L, gl_out_commit(&b->out), fname, path);
+  return 0;
+}
+
 /* ---- registration ----------------------------------------------------------------------- */
 
 /* gpu.isatty(file): whether a Lua file (io.stdout, ...) is a terminal; fit draws its
@@ -538,6 +556,7 @@ static const luaL_Reg io_funcs[] = {
   { "loadtxt", l_loadtxt },
   { "_png_save", l_png_save },
   { "_png_load", l_png_load },
+  { "_save_bytes", l_save_bytes },
   { NULL, NULL }
 };
 

@@ -2,22 +2,32 @@
 ** jit.c — compiling, caching and loading the C kernels of gpu.ElementwiseKernel,
 ** ReductionKernel and gpu.fuse (see jit.h).
 **
-** A kernel's key is a hash of everything its object depends on: the full source (prelude
-** included), the flags, the compiler (its command, and the resolved program's path, size
-** and time, so an upgraded gcc recompiles) and the CPU (-march=native). The object is
-** <cache>/<key>.so and it also holds the whole key text as the symbol gl_jit_key, so an
-** object is used only when the text inside it matches: a file left by another gpulua, or
-** replaced, is compiled again. The cache directory is made 0700 and is used only when it
-** and the object are owned by the user and writable by no one else: a kernel is code that
-** runs in this process, so it must never come from a place others can write. When the
-** directory cannot be used, kernels compile into a private temporary directory each run.
-** Objects are written under a temporary name and renamed, so a second process never loads
-** half a file.
+** A kernel's key is a hash of everything its object depends on: the preprocessed source
+** (the prelude, the kernel, and every header either includes, as the compiler read them:
+** a changed header is a new key), the flags, the compiler (its command, and the resolved
+** program's path, size and time, so an upgraded gcc recompiles) and the CPU
+** (-march=native). The source is preprocessed first and that very text is what gets
+** compiled, so the key describes the object exactly. The object is <cache>/<key>.so and it
+** also holds the whole key text as the symbol gl_jit_key, so an object is used only when
+** the text inside it matches: a file left by another gpulua, or replaced, is compiled
+** again. The cache directory is made 0700 and is used only when it and the object are
+** owned by the user and writable by no one else: a kernel is code that runs in this
+** process, so it must never come from a place others can write.
+**
+** A cached file is sealed: written under a temporary name with a trailer holding its size
+** and content hash, fsynced, renamed, and the directory fsynced. Nothing is loaded before
+** its seal, and for an object its ELF headers, are checked: a file cut short by a crash
+** or a full disk (which dlopen would map, and the first call die of SIGBUS) is compiled
+** again. Temporaries a killed process left behind are removed once they are an hour old.
+** When the directory cannot be used, kernels compile into a private temporary directory
+** each run.
 */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -156,8 +166,29 @@ static gl_status cache_path(char *buf, size_t len) {
 
 gl_status gl_jit_cache_dir(char *buf, size_t len) { return cache_path(buf, len); }
 
+/* A compile takes seconds; a temporary this old belongs to a process that is gone. */
+#define STALE_TEMPORARY_S 3600
+
+/* Removes the "tmp-*" files of ours in dir older than STALE_TEMPORARY_S: what a process
+** killed mid-compile or mid-write left (a live one's files are younger). */
+static void remove_stale_temporaries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, "tmp-", 4) != 0) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
+        st.st_uid == geteuid() && now - st.st_mtime > STALE_TEMPORARY_S)
+      unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+}
+
 /* The cache directory, made if missing, when it and its parent 'gpulua' are private;
-** false otherwise (then the kernels go to a temporary directory). */
+** false otherwise (then the kernels go to a temporary directory). The first use in a
+** process clears stale temporaries. */
 bool gl_jit_open_cache(char *dir, size_t len) {
   if (cache_path(dir, len) != GL_OK) return false;
   if (make_dirs(dir) != 0) return false;
@@ -165,7 +196,10 @@ bool gl_jit_open_cache(char *dir, size_t len) {
   snprintf(parent, sizeof parent, "%s", dir);
   char *slash = strrchr(parent, '/');
   if (slash) *slash = 0;
-  return private_dir(dir) && private_dir(parent);
+  if (!private_dir(dir) || !private_dir(parent)) return false;
+  static int swept;
+  if (!__atomic_exchange_n(&swept, 1, __ATOMIC_ACQ_REL)) remove_stale_temporaries(dir);
+  return true;
 }
 
 /* An object we may load: a regular file of ours that no one else may write. */
@@ -174,10 +208,115 @@ bool gl_jit_private_file(const char *path) {
   return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
 }
 
+/* ---- sealed files ------------------------------------------------------------------------ */
+
+/* The seal after a cached file's body: "\n" SEAL_TAG " <size> <hash>\n", the size in 16
+** hex digits and the hash (gl_jit_hash) in 32, both of the body. */
+#define SEAL_TAG "gpulua-sealed"
+#define SEAL_LEN (sizeof SEAL_TAG - 1 + 52)
+
+static bool write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t r = write(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= (size_t)r;
+  }
+  return true;
+}
+
+static void sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+gl_status gl_jit_store(const char *dir, const char *path, const void *body, size_t n) {
+  static unsigned counter;
+  char tmp[4300], hex[33], seal[SEAL_LEN + 1];
+  snprintf(tmp, sizeof tmp, "%s/tmp-store-%ld-%u", dir, (long)getpid(),
+           __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+  gl_jit_hash(body, n, "", 0, hex);
+  snprintf(seal, sizeof seal, "\n" SEAL_TAG " %016llx %s\n", (unsigned long long)n, hex);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return gl_fail(GL_EIO, "cannot write in %s: %s", dir, strerror(errno));
+  bool ok = write_all(fd, body, n) && write_all(fd, seal, SEAL_LEN) && fsync(fd) == 0;
+  int e = errno;
+  if (close(fd) != 0 && ok) { ok = false; e = errno; }
+  if (ok && rename(tmp, path) != 0) { ok = false; e = errno; }
+  if (!ok) {
+    unlink(tmp);
+    return gl_fail(GL_EIO, "cannot write %s: %s", path, strerror(e));
+  }
+  sync_dir(dir);
+  return GL_OK;
+}
+
+bool gl_jit_read_sealed(const char *path, char **body, size_t *n) {
+  *body = NULL;
+  *n = 0;
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  char *buf = NULL;
+  bool ok = false;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
+      (size_t)st.st_size >= SEAL_LEN && (size_t)st.st_size < ((size_t)1 << 31) &&
+      (buf = malloc((size_t)st.st_size + 1)) != NULL) {
+    size_t got = 0, size = (size_t)st.st_size;
+    while (got < size) {
+      ssize_t r = read(fd, buf + got, size - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += (size_t)r;
+    }
+    size_t len = size - SEAL_LEN;
+    char hex[33], seal[SEAL_LEN + 1];
+    if (got == size) {
+      gl_jit_hash(buf, len, "", 0, hex);
+      snprintf(seal, sizeof seal, "\n" SEAL_TAG " %016llx %s\n", (unsigned long long)len, hex);
+      ok = memcmp(buf + len, seal, SEAL_LEN) == 0;
+    }
+    if (ok) {
+      buf[len] = 0;
+      *body = buf;
+      *n = len;
+    }
+  }
+  if (!ok) free(buf);
+  close(fd);
+  return ok;
+}
+
+/* A shared object of this machine's class and byte order whose program headers, and the
+** bytes every loaded segment maps, lie inside the n bytes at p. */
+static bool elf_object(const char *p, size_t n) {
+  ElfW(Ehdr) eh;
+  if (n < sizeof eh) return false;
+  memcpy(&eh, p, sizeof eh);
+  const unsigned char cls = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+  const unsigned char order = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != cls || eh.e_ident[EI_DATA] != order ||
+      eh.e_type != ET_DYN || eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 || eh.e_phoff > n ||
+      eh.e_phnum > (n - eh.e_phoff) / sizeof(ElfW(Phdr)))
+    return false;
+  for (size_t i = 0; i < eh.e_phnum; i++) {
+    ElfW(Phdr) ph;
+    memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && (ph.p_offset > n || ph.p_filesz > n - ph.p_offset)) return false;
+  }
+  return true;
+}
+
 /* ---- compiling --------------------------------------------------------------------------- */
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
+/* A file's bytes, NUL-terminated; *n their count (without the NUL) when n is not NULL. */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   size_t cap = 4096, n = 0;
   char *s = malloc(cap);
@@ -193,6 +332,7 @@ static char *slurp(const char *path) {
   }
   fclose(f);
   if (s) s[n] = 0;
+  if (len) *len = n;
   return s;
 }
 
@@ -214,11 +354,13 @@ char *gl_jit_error_log(const char *log, const char *src) {
   return out;
 }
 
-/* Runs the compiler on dir/base.c into dir/base.so; its output goes to dir/base.log. */
-static gl_status run_compiler(const char *dir, const char *base, const char *src, char **log) {
-  char cpath[4200], opath[4200], lpath[4200];
-  snprintf(cpath, sizeof cpath, "%s/%s.c", dir, base);
-  snprintf(opath, sizeof opath, "%s/%s.so", dir, base);
+/* Runs the compiler in dir: with 'preprocess' on base.c into base.i (-E), else on base.i
+** into base.so; its output goes to base.log, read into *log (with src numbered) on a
+** failure. */
+static gl_status run_compiler(const char *dir, const char *base, bool preprocess, const char *src, char **log) {
+  char inpath[4200], outpath[4200], lpath[4200];
+  snprintf(inpath, sizeof inpath, "%s/%s.%s", dir, base, preprocess ? "c" : "i");
+  snprintf(outpath, sizeof outpath, "%s/%s.%s", dir, base, preprocess ? "i" : "so");
   snprintf(lpath, sizeof lpath, "%s/%s.log", dir, base);
   const char *cc = gl_jit_compiler();
   char ccbuf[1024];
@@ -226,9 +368,10 @@ static gl_status run_compiler(const char *dir, const char *base, const char *src
   char *argv[64];
   int argc = 0;
   for (char *t = strtok(ccbuf, " \t"); t && argc < 58; t = strtok(NULL, " \t")) argv[argc++] = t;
+  if (preprocess) argv[argc++] = "-E";
   argv[argc++] = "-o";
-  argv[argc++] = opath;
-  argv[argc++] = cpath;
+  argv[argc++] = outpath;
+  argv[argc++] = inpath;
   argv[argc] = NULL;
 
   posix_spawn_file_actions_t fa;
@@ -245,18 +388,17 @@ static gl_status run_compiler(const char *dir, const char *base, const char *src
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  char *text = slurp(lpath);
+  char *text = slurp(lpath, NULL);
   unlink(lpath);
-  unlink(cpath);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {   /* a shell wrapper that found nothing */
     free(text);
-    unlink(opath);
+    unlink(outpath);
     return gl_fail(GL_ENOTSUP, "no C compiler: '%s' was not found (set CC to a C compiler)", argv[0]);
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     *log = gl_jit_error_log(text ? text : "", src);
     free(text);
-    unlink(opath);
+    unlink(outpath);
     return gl_fail(GL_EINVAL, "the C compiler ('%s') failed", cc);
   }
   free(text);
@@ -264,7 +406,7 @@ static gl_status run_compiler(const char *dir, const char *base, const char *src
 }
 
 static gl_status write_file(const char *path, const char *a, const char *b) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_EXCL, 0600);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return gl_fail(GL_EIO, "cannot write %s: %s", path, strerror(errno));
   FILE *f = fdopen(fd, "w");
   if (!f) { close(fd); return gl_fail(GL_EIO, "cannot write %s", path); }
@@ -283,31 +425,84 @@ static void *load_checked(const char *path, const char *key) {
   return NULL;
 }
 
-/* Compiles in 'dir' and renames the object to 'final' (or, when final is NULL, loads it
-** from the temporary name and removes the file). */
-static gl_status compile_into(const char *dir, const char *hash, const char *full, const char *src, const char *key,
-                              const char *final, void **handle, char **log) {
-  static unsigned counter;
-  char base[128], tmpc[4200], tmpo[4200];
-  snprintf(base, sizeof base, "tmp-%s-%ld-%u", hash, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-  snprintf(tmpc, sizeof tmpc, "%s/%s.c", dir, base);
-  snprintf(tmpo, sizeof tmpo, "%s/%s.so", dir, base);
-  GL_TRY(write_file(tmpc, full, ""));
-  gl_status st = run_compiler(dir, base, src, log);
-  if (st != GL_OK) { unlink(tmpc); return st; }
-  const char *path = tmpo;
-  if (final) {
-    if (rename(tmpo, final) != 0) {
-      unlink(tmpo);
-      return gl_fail(GL_EIO, "cannot rename the kernel into %s: %s", final, strerror(errno));
-    }
-    path = final;
+/* A cached object, loaded only when its seal holds (its size and content are those
+** written), it is a whole shared object of this machine, and its key is 'key'. */
+static void *load_sealed(const char *path, const char *key) {
+  char *body;
+  size_t n;
+  if (!gl_jit_read_sealed(path, &body, &n)) return NULL;
+  bool ok = elf_object(body, n);
+  free(body);
+  return ok ? load_checked(path, key) : NULL;
+}
+
+/* The hash of the n bytes at s less every occurrence of 'skip' (the temporary file's
+** name, which the preprocessor's line markers cite and which differs each run). */
+static void hash_skipping(const char *s, size_t n, const char *skip, char hex[33]) {
+  uint64_t h1 = 14695981039346656037ull, h2 = 0x9e3779b97f4a7c15ull;
+  size_t k = strlen(skip);
+  const char *p = s, *end = s + n;
+  while (p < end) {
+    const char *q = memmem(p, (size_t)(end - p), skip, k);
+    const char *stop = q ? q : end;
+    h1 = fnv1a(h1, p, (size_t)(stop - p));
+    h2 = fnv1a(h2, p, (size_t)(stop - p));
+    p = q ? q + k : end;
   }
-  *handle = load_checked(path, key);
-  const char *why = *handle ? NULL : dlerror();
-  if (!final) unlink(tmpo);
-  if (!*handle) return gl_fail(GL_EIO, "cannot load the compiled kernel: %s", why ? why : "key mismatch");
-  return GL_OK;
+  snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+}
+
+/* Preprocesses 'full' in dir, then loads the object its key names from the cache (when
+** 'cache'), or compiles the preprocessed text, seals the object into the cache and loads
+** it (without a cache, loads it from its temporary name). 'ident' is the key's text but
+** the source (version, compiler, flags, CPU); 'tag' names the temporaries. */
+static gl_status build(const char *dir, bool cache, const char *tag, const char *full, const char *src,
+                       const char *ident, void **handle, gl_jit_result *res) {
+  static unsigned counter;
+  char base[128], cpath[4200], ipath[4200], opath[4200];
+  snprintf(base, sizeof base, "tmp-%s-%ld-%u", tag, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+  snprintf(cpath, sizeof cpath, "%s/%s.c", dir, base);
+  snprintf(ipath, sizeof ipath, "%s/%s.i", dir, base);
+  snprintf(opath, sizeof opath, "%s/%s.so", dir, base);
+  *handle = NULL;
+  GL_TRY(write_file(cpath, full, ""));
+  gl_status st = run_compiler(dir, base, true, src, &res->log);
+  size_t plen = 0;
+  char *pp = st == GL_OK ? slurp(ipath, &plen) : NULL;
+  if (st == GL_OK && !pp) st = gl_fail(GL_EIO, "cannot read the preprocessed kernel %s", ipath);
+  if (st == GL_OK) {
+    char pphash[33], key[8192], hash[33], obj[4200];
+    hash_skipping(pp, plen, base, pphash);
+    snprintf(key, sizeof key, "gpulua-jit/2 %s pp=%s", ident, pphash);
+    for (char *c = key; *c; c++)      /* the key becomes a C string literal */
+      if (*c == '"' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+    gl_jit_hash(key, strlen(key), "", 0, hash);
+    snprintf(obj, sizeof obj, "%s/%s.so", dir, hash);
+    if (cache && (*handle = load_sealed(obj, key)) != NULL) res->origin = GL_JIT_DISK;
+    else {
+      res->origin = GL_JIT_COMPILED;
+      unlink(ipath);
+      char line[8300];
+      snprintf(line, sizeof line, "const char gl_jit_key[] = \"%s\";\n", key);
+      st = write_file(ipath, pp, line);
+      if (st == GL_OK) st = run_compiler(dir, base, false, src, &res->log);
+      size_t olen = 0;
+      char *bytes = st == GL_OK && cache ? slurp(opath, &olen) : NULL;
+      /* a cache that cannot take the object (a full disk) only costs a compile next time */
+      if (bytes && gl_jit_store(dir, obj, bytes, olen) == GL_OK) *handle = load_sealed(obj, key);
+      free(bytes);
+      if (st == GL_OK && !*handle) *handle = load_checked(opath, key);
+      if (st == GL_OK && !*handle) {
+        const char *why = dlerror();
+        st = gl_fail(GL_EIO, "cannot load the compiled kernel: %s", why ? why : "key mismatch");
+      }
+    }
+  }
+  free(pp);
+  unlink(cpath);
+  unlink(ipath);
+  unlink(opath);
+  return st;
 }
 
 gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *res) {
@@ -323,17 +518,15 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
     snprintf(cc_seen, sizeof cc_seen, "%s", cc);
     cpu = cpu_hash();
   }
-  /* the key text: what the object depends on (the source by its hash) */
+  /* what the object depends on but its source; the memory cache is by the source as
+  ** given (a process reads the headers once), the disk cache by the preprocessed text */
+  char ident[8192];
+  snprintf(ident, sizeof ident, "%s cc=[%s|%s] flags=[" JIT_FLAGS "] cpu=%016llx", GPULUA_VERSION, cc, compiler_id,
+           (unsigned long long)cpu);
   size_t slen = strlen(src);
-  char srchash[33];
+  char srchash[33], hash[33];
   gl_jit_hash(jit_prelude, sizeof jit_prelude - 1, src, slen, srchash);
-  char key[8192];
-  snprintf(key, sizeof key, "gpulua-jit/1 %s cc=[%s|%s] flags=[" JIT_FLAGS "] cpu=%016llx src=%s",
-           GPULUA_VERSION, cc, compiler_id, (unsigned long long)cpu, srchash);
-  for (char *c = key; *c; c++)      /* the key becomes a C string literal */
-    if (*c == '"' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-  char hash[33];
-  gl_jit_hash(key, strlen(key), "", 0, hash);
+  gl_jit_hash(ident, strlen(ident), srchash, sizeof srchash - 1, hash);
 
   for (gl_jit_module *m = jit_modules; m; m = m->next)
     if (strcmp(m->hash, hash) == 0) {
@@ -346,7 +539,7 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
     }
 
   gl_jit_module *m = calloc(1, sizeof *m);
-  size_t flen = sizeof jit_prelude + slen + strlen(key) + 128;
+  size_t flen = sizeof jit_prelude + slen + 128;
   char *full = malloc(flen);
   if (!m || !full) {
     pthread_mutex_unlock(&jit_lock);
@@ -354,19 +547,14 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
     free(full);
     return gl_fail(GL_ENOMEM, "out of memory");
   }
-  snprintf(full, flen, "%s#include <stdbool.h>\n#include <tgmath.h>\n#line 1 \"kernel.c\"\n%s\nconst char gl_jit_key[] = \"%s\";\n", jit_prelude, src, key);
+  snprintf(full, flen, "%s#include <stdbool.h>\n#include <tgmath.h>\n#line 1 \"kernel.c\"\n%s\n", jit_prelude, src);
   memcpy(m->hash, hash, sizeof hash);
 
   gl_status st = GL_OK;
-  char dir[4096], obj[4200];
+  char dir[4096];
   if (gl_jit_open_cache(dir, sizeof dir)) {
     res->cached_on_disk = true;
-    snprintf(obj, sizeof obj, "%s/%s.so", dir, hash);
-    if (gl_jit_private_file(obj) && (m->handle = load_checked(obj, key)) != NULL) res->origin = GL_JIT_DISK;
-    else {
-      res->origin = GL_JIT_COMPILED;
-      st = compile_into(dir, hash, full, src, key, obj, &m->handle, &res->log);
-    }
+    st = build(dir, true, hash, full, src, ident, &m->handle, res);
   } else {
     /* no usable cache: a private temporary directory, removed once the object is loaded */
     const char *tmp = getenv("TMPDIR");
@@ -374,7 +562,7 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
     res->origin = GL_JIT_COMPILED;
     if (!mkdtemp(dir)) st = gl_fail(GL_EIO, "cannot make a temporary directory: %s", strerror(errno));
     else {
-      st = compile_into(dir, hash, full, src, key, NULL, &m->handle, &res->log);
+      st = build(dir, false, hash, full, src, ident, &m->handle, res);
       rmdir(dir);
     }
   }

@@ -2,7 +2,8 @@
 ** jit.h — kernels compiled at run time (gpu.ElementwiseKernel, ReductionKernel, gpu.fuse):
 ** C source compiled by the system C compiler into a shared object, loaded with dlopen,
 ** and cached in memory and on disk under $XDG_CACHE_HOME/gpulua/kernels (default
-** ~/.cache/gpulua/kernels), keyed by the source, the flags, the compiler and the CPU.
+** ~/.cache/gpulua/kernels), keyed by the preprocessed source (every header it includes),
+** the flags, the compiler and the CPU.
 ** The source is made by lua/gpu/kernel.lua; the launch is the backend's (jit_run).
 */
 #ifndef GL_OPS_JIT_H
@@ -68,6 +69,14 @@ bool gl_jit_private_file(const char *path);
 void gl_jit_hash(const char *a, size_t na, const char *b, size_t nb, char hex[33]);
 char *gl_jit_error_log(const char *log, const char *src);
 double gl_jit_now_ms(void);
+
+/* Sealed cache files (jit.c), one mechanism for the objects and the CUDA images: store
+** writes 'body' then a seal (its size and content hash) under a temporary name in dir,
+** fsyncs it, renames it to path and fsyncs dir; read_sealed gives the body (malloc'd,
+** NUL-terminated, *n bytes) of a regular file of ours that no one else may write, only
+** when its seal holds (a file cut short or changed gives false). */
+gl_status gl_jit_store(const char *dir, const char *path, const void *body, size_t n);
+bool gl_jit_read_sealed(const char *path, char **body, size_t *n);
 
 /* The compiler command ($CC, else cc). */
 const char *gl_jit_compiler(void);

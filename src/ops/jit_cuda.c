@@ -9,8 +9,9 @@
 ** NVRTC's version, the architecture, the options and a hash of the full source (the
 ** prelude included); the file <cache>/<hash>.cubin starts with that text on its own line
 ** and is used only when it matches. The cache directory and the files obey jit.c's rules
-** (made 0700; used only when they are the user's and no one else can write them; written
-** under a temporary name and renamed).
+** (made 0700; used only when they are the user's and no one else can write them; sealed
+** with their size and content hash, fsynced and renamed, and read only when the seal
+** holds).
 **
 ** The load and launch paths (gl_jit_cuda_launch, gl_op_raw_launch) have NOT RUN ON A GPU.
 */
@@ -70,111 +71,109 @@ gl_status gl_jit_nvrtc_version(int *major, int *minor) {
 
 /* ---- the disk cache ------------------------------------------------------------------------ */
 
-/* The image in path when the file is ours and private and its first line is key. */
+/* The image in path when the file is ours and private, its seal holds (jit.c) and its
+** first line is key. */
 static bool read_image(const char *path, const char *key, gl_jit_cuda_module *m) {
-  if (!gl_jit_private_file(path)) return false;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  char *buf = NULL;
+  char *buf;
+  size_t n;
+  if (!gl_jit_read_sealed(path, &buf, &n)) return false;
   bool ok = false;
   size_t klen = strlen(key);
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size < ((size_t)1 << 31) &&
-      (buf = malloc((size_t)st.st_size + 1)) != NULL) {
-    size_t n = 0;
-    while (n < (size_t)st.st_size) {
-      ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      n += (size_t)r;
-    }
-    /* "<key>\n" then "cubin\n" or "ptx\n", then the image */
-    if (n == (size_t)st.st_size && n > klen + 1 && memcmp(buf, key, klen) == 0 && buf[klen] == '\n') {
-      const char *kind = buf + klen + 1;
-      size_t head = 0;
-      if (n - klen - 1 > 6 && memcmp(kind, "cubin\n", 6) == 0) head = klen + 7;
-      else if (n - klen - 1 > 4 && memcmp(kind, "ptx\n", 4) == 0) { head = klen + 5; m->ptx = true; }
-      if (head) {
-        m->size = n - head;
-        m->image = malloc(m->size + 1);
-        if (m->image) {
-          memcpy(m->image, buf + head, m->size);
-          m->image[m->size] = 0;
-          ok = true;
-        }
+  /* "<key>\n" then "cubin\n" or "ptx\n", then the image */
+  if (n > klen + 1 && memcmp(buf, key, klen) == 0 && buf[klen] == '\n') {
+    const char *kind = buf + klen + 1;
+    size_t head = 0;
+    if (n - klen - 1 > 6 && memcmp(kind, "cubin\n", 6) == 0) head = klen + 7;
+    else if (n - klen - 1 > 4 && memcmp(kind, "ptx\n", 4) == 0) { head = klen + 5; m->ptx = true; }
+    if (head) {
+      m->size = n - head;
+      m->image = malloc(m->size + 1);
+      if (m->image) {
+        memcpy(m->image, buf + head, m->size);
+        m->image[m->size] = 0;
+        ok = true;
       }
     }
   }
   free(buf);
-  close(fd);
   return ok;
 }
 
-static bool write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = write(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
-
-/* Writes the image under a temporary name in dir and renames it to path; a failure only
-** leaves the image uncached. */
+/* Seals the image into path (jit.c's gl_jit_store); a failure only leaves it uncached. */
 static void write_image(const char *dir, const char *path, const char *key, const gl_jit_cuda_module *m) {
-  static unsigned counter;
-  char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%s/tmp-%s-%ld-%u.cubin", dir, m->hash, (long)getpid(),
-           __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
   const char *kind = m->ptx ? "ptx\n" : "cubin\n";
-  bool ok = write_all(fd, key, strlen(key)) && write_all(fd, "\n", 1) && write_all(fd, kind, strlen(kind)) &&
-            write_all(fd, m->image, m->size);
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  size_t klen = strlen(key), kdlen = strlen(kind), n = klen + 1 + kdlen + m->size;
+  char *body = malloc(n);
+  if (!body) return;
+  memcpy(body, key, klen);
+  body[klen] = '\n';
+  memcpy(body + klen + 1, kind, kdlen);
+  memcpy(body + klen + 1 + kdlen, m->image, m->size);
+  (void)gl_jit_store(dir, path, body, n);
+  free(body);
 }
 
 /* NVRTC's version for the key. Loading NVRTC to ask costs ~20 ms, more than a whole cache
 ** hit may; so the answer is remembered in the cache directory per library file (its
 ** identity: path, size, time): <cache>/nvrtc-<hash>.version holds "<identity>\n<major>.<minor>",
-** read under the same rules as the images. Without a usable cache or identity, NVRTC is
+** sealed and read under the same rules as the images. Without a usable cache or identity, NVRTC is
 ** loaded and asked. */
 static gl_status nvrtc_version_for_key(const gl_rtc *rtc, bool cache, const char *dir, int *major, int *minor) {
   char ident[4200], path[4300], hash[33];
   if (!cache || rtc->identity(ident, sizeof ident) != GL_OK) return rtc->version(major, minor);
   gl_jit_hash(ident, strlen(ident), "", 0, hash);
   snprintf(path, sizeof path, "%s/nvrtc-%s.version", dir, hash);
-  if (gl_jit_private_file(path)) {
-    FILE *f = fopen(path, "r");
-    char line[4300];
-    bool ok = false;
-    if (f) {
-      size_t n = strlen(ident);
-      ok = fgets(line, sizeof line, f) && strncmp(line, ident, n) == 0 && line[n] == '\n' &&
-           fscanf(f, "%d.%d", major, minor) == 2;
-      fclose(f);
-    }
+  char *body;
+  size_t len;
+  if (gl_jit_read_sealed(path, &body, &len)) {
+    size_t n = strlen(ident);
+    bool ok = len > n && strncmp(body, ident, n) == 0 && body[n] == '\n' &&
+              sscanf(body + n + 1, "%d.%d", major, minor) == 2;
+    free(body);
     if (ok) return GL_OK;
   }
   GL_TRY(rtc->version(major, minor));
-  static unsigned counter;
-  char tmp[4400];
-  snprintf(tmp, sizeof tmp, "%s/tmp-nvrtc-%ld-%u", dir, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    char text[4400];
-    int n = snprintf(text, sizeof text, "%s\n%d.%d\n", ident, *major, *minor);
-    bool ok = n > 0 && (size_t)n < sizeof text && write_all(fd, text, (size_t)n);
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) unlink(tmp);
-  }
+  char text[4400];
+  int n = snprintf(text, sizeof text, "%s\n%d.%d\n", ident, *major, *minor);
+  if (n > 0 && (size_t)n < sizeof text) (void)gl_jit_store(dir, path, text, (size_t)n);
   return GL_OK;
 }
 
 /* ---- compiling --------------------------------------------------------------------------- */
+
+/* Whether NVRTC may read files for src: an #include (or %:include) or #embed directive,
+** or __has_include / __has_embed, can name a file on disk, and NVRTC does not say which
+** files it read, so such an image cannot be keyed on them and is not cached on disk (a
+** changed header would otherwise be missed). Line splices are removed first and blanks
+** and comments between the '#' and the name skipped; a false alarm (a '#' in a string)
+** only costs a compile per process. */
+static bool may_read_files(const char *src) {
+  char *t = malloc(strlen(src) + 1);
+  if (!t) return true;
+  size_t n = 0;
+  for (const char *p = src; *p; p++) {
+    if (p[0] == '\\' && p[1] == '\n') p++;
+    else if (p[0] == '\\' && p[1] == '\r' && p[2] == '\n') p += 2;
+    else t[n++] = *p;
+  }
+  t[n] = 0;
+  bool reads = strstr(t, "__has_include") || strstr(t, "__has_embed");
+  for (const char *p = t; *p && !reads; p++) {
+    const char *q;
+    if (*p == '#') q = p + 1;
+    else if (p[0] == '%' && p[1] == ':') q = p + 2;
+    else continue;
+    for (;;) {
+      const char *e;
+      if (*q == ' ' || *q == '\t') q++;
+      else if (q[0] == '/' && q[1] == '*' && (e = strstr(q + 2, "*/")) != NULL) q = e + 2;
+      else break;
+    }
+    reads = strncmp(q, "include", 7) == 0 || strncmp(q, "embed", 5) == 0;
+  }
+  free(t);
+  return reads;
+}
 
 static void free_module(gl_jit_cuda_module *m) {
   if (!m) return;
@@ -221,10 +220,11 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
     return gl_fail(GL_ENOMEM, "out of memory");
   }
   memcpy(m->hash, hash, sizeof hash);
-  if (cache) snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
-  res->cached_on_disk = cache;
+  bool disk = cache && !may_read_files(src);
+  if (disk) snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
+  res->cached_on_disk = disk;
   gl_status st = GL_OK;
-  if (cache && read_image(path, key, m)) res->origin = GL_JIT_DISK;
+  if (disk && read_image(path, key, m)) res->origin = GL_JIT_DISK;
   else {
     res->origin = GL_JIT_COMPILED;
     m->ptx = false;
@@ -239,7 +239,7 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
       free(full);
       if (st != GL_OK && log) res->log = gl_jit_error_log(log, src);
       free(log);
-      if (st == GL_OK && cache) write_image(dir, path, key, m);
+      if (st == GL_OK && disk) write_image(dir, path, key, m);
     }
   }
   if (st != GL_OK) {
