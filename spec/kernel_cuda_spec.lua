@@ -75,11 +75,12 @@ local function working(names, args)
   return list
 end
 
--- One fused kernel per batch of at most 24 ops (each op one output); returns the sources.
+-- One fused kernel per batch of at most 8 ops (each op one output, its numbers parameters
+-- too: gpu._jit.max_args bounds them); returns the sources.
 local function fused_sources(names, call, args)
   local list = {}
-  for first = 1, #names, 24 do
-    local batch = { table.unpack(names, first, math.min(first + 23, #names)) }
+  for first = 1, #names, 8 do
+    local batch = { table.unpack(names, first, math.min(first + 7, #names)) }
     local f = gpu.fuse(function(...)
       local out = {}
       for i, name in ipairs(batch) do out[i] = call(name, ...) end

@@ -126,7 +126,7 @@ end
 -- ---- nearest key -----------------------------------------------------------------------------
 
 -- distance(a, b): the C reader's edit distance (Damerau-Levenshtein, adjacent swaps
--- count one; src/lua/largs.c), one measure for every "did you mean"; words of 32 bytes
+-- count one; src/lua/largs.c), one measure for every "did you mean"; words of 64 bytes
 -- or more count as far apart (1000), so a long unknown name costs nothing to compare.
 local distance = rawget(gpu, "_word_distance")
 

@@ -22,9 +22,9 @@ const char gl_options_key = 'o';
 /* ---- nearest key ------------------------------------------------------------------------ */
 
 /* Damerau-Levenshtein distance of two short words (adjacent swaps count one); words of
-** 32 bytes or more count as far apart. */
+** 64 bytes or more count as far apart. */
 static int word_distance(const char *a, const char *b) {
-  enum { N = 32 };
+  enum { N = 64 };   /* the longest names compared (keras's loss names reach 33 bytes) */
   size_t la = strlen(a), lb = strlen(b);
   if (la >= N || lb >= N) return 1000;
   int d[N + 1][N + 1];
