@@ -481,11 +481,6 @@ static int array_index_in(lua_State *L) {
     return 1;
   }
   if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
-  if (lua_isinteger(L, 2) && a->ndim == 1) {          /* fast path: x[i] of a vector */
-    int64_t i = norm_index(L, 2, 2, a->shape[0], 0);
-    gl_lua_push_element(L, a, i * a->strides[0]);
-    return 1;
-  }
   if (gl_lua_test(L, 2)) {                               /* x[mask], x[idx] */
     gl_lua_index_array(L, a, 2);
   } else {
@@ -503,17 +498,28 @@ static int array_index_in(lua_State *L) {
   return 1;
 }
 
-/* x:method finds the method (no array read); any other x[key] runs as an op level
-** (lhold.c): a key table's metamethods may run Lua code. */
+/* x:method, x.property and x[i] of a vector read the array before anything that could run
+** Lua code; any other x[key] (x.T included) runs as an op level (lhold.c): an allocation or
+** a key table's metamethods may run Lua code in the middle. */
 static int array_index(lua_State *L) {
   char marker;
-  if (lua_type(L, 2) == LUA_TSTRING) {
+  int kt = lua_type(L, 2);
+  if (kt == LUA_TSTRING) {
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) {   /* a method */
       gl_lua_checkany(L, 1);
       return 1;
     }
     lua_pop(L, 1);
+    /* a property reads the descriptor before it allocates anything; x.T makes a view */
+    if (strcmp(lua_tostring(L, 2), "T") != 0) return array_index_in(L);
+  } else if (kt == LUA_TNUMBER && lua_isinteger(L, 2)) {
+    gl_array *a = gl_lua_checkany(L, 1);
+    if (a->storage != NULL && a->ndim == 1) {
+      int64_t i = norm_index(L, 2, 2, a->shape[0], 0);
+      gl_lua_push_element(L, a, i * a->strides[0]);
+      return 1;
+    }
   }
   gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
   int level = gl_lua_op_enter(c, &marker);
@@ -522,7 +528,7 @@ static int array_index(lua_State *L) {
   return n;
 }
 
-static int array_newindex(lua_State *L) {
+static int array_newindex_in(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") == 0) {
     /* x[":"] = v: falls through to the whole-axis key below */
@@ -550,6 +556,26 @@ static int array_newindex(lua_State *L) {
     gl_lua_check_status(L, gl_op_fill(&v, gl_lua_scalar_for(L, 3, 3, (gl_dtype)v.dtype)), 3);
   }
   return 0;
+}
+
+/* x[i] = number on a vector runs no Lua code while it writes; any other assignment runs as
+** an op level (lhold.c). */
+static int array_newindex(lua_State *L) {
+  char marker;
+  gl_array *a = gl_lua_check(L, 1);
+  if (lua_isinteger(L, 2) && a->ndim == 1 && lua_type(L, 3) == LUA_TNUMBER && !gl_lua_ctx(L)->grad_live) {
+    a->storage->writer = "index assignment";        /* the general path's steps, in its order */
+    gl_lua_check_status(L, gl_array_writable(a, NULL), 0);
+    gl_array v = *a;
+    gl_view_select(&v, 0, norm_index(L, 2, 2, a->shape[0], 0));
+    gl_lua_check_status(L, gl_op_fill(&v, gl_lua_scalar_for(L, 3, 3, (gl_dtype)v.dtype)), 3);
+    return 0;
+  }
+  gl_lctx *c = gl_lua_ctx(L);
+  int level = gl_lua_op_enter(c, &marker);
+  int n = array_newindex_in(L);
+  gl_lua_op_leave(L, c, level);
+  return n;
 }
 
 static int array_len(lua_State *L) {
@@ -587,6 +613,7 @@ static int array_le(lua_State *L) {
 static const luaL_Reg array_meta[] = {
   { "__gc", array_release },
   { "__close", array_close_tbc },
+  { "__newindex", array_newindex },
   { NULL, NULL }
 };
 
@@ -595,7 +622,6 @@ static const luaL_Reg array_meta_held[] = {
   { "__len", array_len },
   { "__lt", array_lt },
   { "__le", array_le },
-  { "__newindex", array_newindex },
   { "__tostring", gl_lua_tostring },
   { NULL, NULL }
 };
