@@ -2,7 +2,7 @@
 --   RESULT gpulua <figure> <value>
 -- figures: copy, add, sum, uniform, normal (GB/s over 2^28 float32, device time from CUDA
 -- events, best of 10) and add1 (us per op, wall time of a 20000-op Lua loop of a
--- 1-element add). GPU_TARGETS_MATMUL=1 adds matmul_f32 / matmul_bf16 (TFLOP/s at 8192).
+-- 1-element add). GPU_TARGETS_LOG2N sets the size (default 28). GPU_TARGETS_MATMUL=1 adds matmul_f32 / matmul_bf16 (TFLOP/s at 8192).
 -- Twin: bench/gpu_targets.py (PyTorch, CuPy), which also prints the table of all three.
 local gpu = require "gpu"
 local dev = os.getenv("GPULUA_BENCH_DEVICE") or "cuda"
@@ -22,7 +22,7 @@ local function result(figure, value)
   io.stdout:flush()
 end
 
-local N = 2 ^ 28
+local N = 2 ^ (tonumber(os.getenv("GPU_TARGETS_LOG2N")) or 28)   -- smaller for a dry run on the cpu
 local GB = 4 * N / 1e9    -- one pass over 2^28 float32, in GB
 local a, b = gpu.ones(N, { device = dev }), gpu.ones(N, { device = dev })
 local c

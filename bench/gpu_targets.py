@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-N = 2 ** 28
+N = 2 ** int(os.environ.get("GPU_TARGETS_LOG2N", "28"))
 GB = 4 * N / 1e9
 MATMUL = os.environ.get("GPU_TARGETS_MATMUL") == "1"
 results = {}

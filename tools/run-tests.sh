@@ -22,15 +22,18 @@ trap 'rm -rf "$log"' EXIT
 run_busted() {
   name=$1; shift
   echo "== $name"
-  "$@" -o TAP "$SPECS" > "$log/$name.out" 2>&1
+  # GPULUA_TEST_LOG_DIR: the TAP goes there as busted writes it (flushed per test), so a
+  # run killed at a time limit keeps every line written before
+  tap="$log/$name.out"
+  [ -n "${GPULUA_TEST_LOG_DIR:-}" ] && tap="$GPULUA_TEST_LOG_DIR/tap-$name.txt"
+  "$@" -o TAP "$SPECS" > "$tap" 2>&1
   status=$?
-  [ -n "${GPULUA_TEST_LOG_DIR:-}" ] && cp "$log/$name.out" "$GPULUA_TEST_LOG_DIR/tap-$name.txt"
-  ok=$(grep -c '^ok ' "$log/$name.out")
-  nok=$(grep -c '^not ok ' "$log/$name.out")
-  grep -A12 '^not ok ' "$log/$name.out" | head -150
+  ok=$(grep -c '^ok ' "$tap")
+  nok=$(grep -c '^not ok ' "$tap")
+  grep -A12 '^not ok ' "$tap" | head -150
   if [ "$ok" -eq 0 ] && [ "$nok" -eq 0 ] || { [ "$status" -ne 0 ] && [ "$nok" -eq 0 ]; }; then
     echo "$name: busted exited with status $status and no failing test line:"
-    tail -20 "$log/$name.out"
+    tail -20 "$tap"
     nok=$((nok + 1))
   fi
   echo "$name: $ok passed, $nok failed"
