@@ -29,10 +29,15 @@ ifneq ($(CUDA),0)
     CUDA := 0
   endif
 endif
+# cuDNN and NCCL are used when their headers are found (their libraries are opened at run
+# time); NCCL_INC names another folder that holds nccl.h (a Python wheel's, say)
 ifeq ($(CUDA),1)
   CUDNN := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/*-linux-gnu/cudnn.h),1,0)
+  NCCL_INC ?= $(patsubst %/nccl.h,%,$(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h /usr/include/*-linux-gnu/nccl.h)))
+  NCCL := $(if $(wildcard $(NCCL_INC)/nccl.h),1,0)
 else
   CUDNN := 0
+  NCCL := 0
 endif
 
 BUILD    ?= build/release
@@ -52,6 +57,10 @@ ifeq ($(CUDA),1)
   ifeq ($(CUDNN),1)
     CPPFLAGS += -DGL_WITH_CUDNN
   endif
+  ifeq ($(NCCL),1)
+    NCCL_IFLAG := $(if $(filter $(CUDA_HOME)/include,$(NCCL_INC)),,-I$(NCCL_INC))
+    CPPFLAGS += -DGL_WITH_NCCL $(NCCL_IFLAG)
+  endif
   # libstdc++ (needed by the CUDA runtime and the kernels' host code) is linked statically:
   # loading the shared one cost 0.3 ms of every start, a third of lua5.4's whole start-up
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic
@@ -60,7 +69,7 @@ endif
 # ---- sources -------------------------------------------------------------------------
 LIB_C   := $(wildcard src/core/*.c src/backend/*.c src/backend/cpu/*.c src/ops/*.c src/dist/*.c src/lua/*.c)
 ifeq ($(CUDA),1)
-  LIB_C  += $(wildcard src/backend/cuda/*.c)
+  LIB_C  += $(filter-out $(if $(filter 1,$(NCCL)),,src/backend/cuda/cuda_nccl.c),$(wildcard src/backend/cuda/*.c))
   LIB_CU := $(wildcard kernels/*.cu)
 endif
 LUA_SRC := $(sort $(wildcard lua/gpu/*.lua lua/gpu/*/*.lua))
@@ -80,16 +89,18 @@ LIB     ?= libgpulua.a
 all: info $(BIN) $(SO) $(LIB)
 
 info:
-	@printf 'gpulua %s: CUDA %s  cuDNN %s  OpenMP ✓  BLAS %s (loaded on first use)\n' \
+	@printf 'gpulua %s: CUDA %s  cuDNN %s  NCCL %s  OpenMP ✓  BLAS %s (loaded on first use)\n' \
 	  '$(VERSION)' '$(if $(filter 1,$(CUDA)),✓ ($(CUDA_HOME)),✗)' \
-	  '$(if $(filter 1,$(CUDNN)),✓,✗)' '$(BLAS_LIBDIR)'
+	  '$(if $(filter 1,$(CUDNN)),✓,✗)' '$(if $(filter 1,$(NCCL)),✓,✗)' '$(BLAS_LIBDIR)'
 
 # Objects depend on the flags they were built with (the BLAS path is one of them), so
 # switching CUDA, BLAS_LIBDIR, OPT or SAN rebuilds what they change.
 FLAGS_FILE  := $(BUILD)/.flags
 BUILD_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS) | $(CUDA_LIBS)
 KFLAGS_FILE := $(KBUILD)/.kflags
-KBUILD_FLAGS := $(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS)
+# the kernels include neither the version nor NCCL: those flags do not rebuild them
+KCPPFLAGS := $(filter-out -DGPULUA_VERSION% -DGL_WITH_NCCL $(NCCL_IFLAG),$(CPPFLAGS))
+KBUILD_FLAGS := $(NVCC) $(KCPPFLAGS) $(NVFLAGS)
 ifneq ($(MAKECMDGOALS),clean)
 ifneq ($(file < $(FLAGS_FILE)),$(BUILD_FLAGS))
   $(shell mkdir -p $(BUILD))
@@ -114,7 +125,7 @@ $(BUILD)/src/backend/cpu/cpu_fused.o: CFLAGS += -fno-math-errno
 
 $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(filter-out -DGPULUA_VERSION%,$(CPPFLAGS)) $(NVFLAGS) -MMD -MP -c $< -o $@
+	$(NVCC) $(KCPPFLAGS) $(NVFLAGS) -MMD -MP -c $< -o $@
 
 # The header the run-time compiled kernels start with (src/ops/jit.c): the element math
 # of kernels/ and jit_abi.h as one C string (their own includes of each other dropped, as

@@ -445,6 +445,23 @@ for _, dev in ipairs(h.devices()) do
         add({ 5 }, { 5 }, { a, b, out })
         assert.same((gpu.arange(25) + 1):totable(), out:to("cpu"):totable())
       end)
+      it("runs RawKernel with more than 48 KiB of dynamic shared memory (opted into per function)", function()
+        -- 96 KiB of floats: each block stages its slice, sums it from shared memory
+        local n = 96 * 1024 // 4
+        local k = gpu.RawKernel([[extern "C" __global__ void big_shared(const float* x, float* y, int n) {
+  extern __shared__ float buf[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) buf[i] = x[i];
+  __syncthreads();
+  if (threadIdx.x == 0) { float s = 0; for (int i = 0; i < n; i++) s += buf[i]; y[blockIdx.x] = s; }
+}]], "big_shared")
+        local x = gpu.ones(n, { dtype = "float32", device = dev })
+        local y = gpu.zeros(2, { dtype = "float32", device = dev })
+        k({ 2 }, { 256 }, { x, y, { n, "int32" } }, { shared_mem = n * 4 })
+        assert.same({ n, n }, y:to("cpu"):totable())
+        -- past the device's opt-in limit: a clear error, not a failed launch
+        h.fails({ "shared_mem", "more than this device allows" }, k, { 1 }, { 32 }, { x, y, { n, "int32" } },
+          { shared_mem = 4 * 1024 * 1024 })
+      end)
     end)
   end
 end

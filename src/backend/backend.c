@@ -90,6 +90,19 @@ gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out) {
   return st;
 }
 
+/* A library's workspace (cuBLAS, cuDNN, cuSOLVER, oneDNN) goes through the same ritual:
+** under memory pressure the cache and Lua's garbage hold what it needs. */
+gl_status gl_workspace_alloc(gl_device dev, size_t nbytes, void **out) {
+  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  if (b == NULL) return gl_fail(GL_EDEVICE, "no backend for this device");
+  gl_status st = b->alloc(dev, nbytes, out);
+  if (st == GL_ENOMEM && reclaim_hook) {
+    reclaim_hook(dev);
+    st = b->alloc(dev, nbytes, out);
+  }
+  return st;
+}
+
 static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out) {
   if (dev.type == GL_CPU && nbytes <= INLINE_MAX) {
     void *block;

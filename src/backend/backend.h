@@ -554,8 +554,13 @@ typedef struct gl_collectives {
   gl_status (*broadcast)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root);
   gl_status (*all_gather)(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt);
   gl_status (*reduce_scatter)(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op);
-  gl_status (*send)(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer);
-  gl_status (*recv)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer);
+  /* Point-to-point calls join one group that the engine queues as a whole (NCCL requires
+  ** the sends and receives that must progress together to be grouped): 'async' leaves the
+  ** group open for more calls, anything else (a call that is not async, a collective,
+  ** 'flush', 'finalize') closes it. */
+  gl_status (*send)(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer, bool async);
+  gl_status (*recv)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer, bool async);
+  gl_status (*flush)(void);     /* queues the open group of point-to-point calls, if any */
   void (*finalize)(bool abort);
   /* The watchdog's look at the queued operations, from another thread (src/dist's, every
   ** 20 ms while any is queued): 0 when all are done, 1 while some run within 'timeout'
@@ -583,6 +588,11 @@ gl_status gl_storage_new(gl_device dev, size_t nbytes, gl_storage **out);
 ** memory (the Lua binding frees what it can); NULL: no retry. */
 typedef void (*gl_reclaim_fn)(gl_device dev);
 void gl_set_reclaim(gl_reclaim_fn fn);
+/* Device memory for a library's workspace or an op's scratch, from the device's allocator
+** (freed with its 'free'), retried after the reclaim hook as gl_storage_new is. Not to be
+** called with the device's allocator lock held or inside a parallel region: the hook may
+** run a Lua collection. */
+gl_status gl_workspace_alloc(gl_device dev, size_t nbytes, void **out);
 /* Drops one reference; frees at zero. NULL is fine. */
 void gl_storage_release(gl_storage *s);
 

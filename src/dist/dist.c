@@ -599,8 +599,15 @@ gl_status gl_dist_nccl_start(gl_device dev, bool required) {
 
 bool gl_dist_nccl_on(gl_device dev) { return NC.on && gl_device_eq(dev, NC.dev); }
 
+gl_status gl_dist_nccl_flush(void) {
+  if (!NC.on || !NC.c->flush) return GL_OK;
+  gl_status st = NC.c->flush();
+  if (st == GL_OK && W.started) atomic_store(&W.nccl_busy, true);
+  return st;
+}
+
 gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
-                       int arg) {
+                       int arg, bool async) {
   GL_TRY(not_ready());
   if (!gl_dist_nccl_on(dev)) return gl_fail(GL_EINVAL, "NCCL is not started on this device");
   gl_status st;
@@ -609,8 +616,8 @@ gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void 
   case GL_DIST_BCAST: st = NC.c->broadcast(dev, recv, count, dt, arg); break;
   case GL_DIST_ALLGATHER: st = NC.c->all_gather(dev, send, recv, count, dt); break;
   case GL_DIST_REDUCE_SCATTER: st = NC.c->reduce_scatter(dev, send, recv, count, dt, arg); break;
-  case GL_DIST_SEND: st = NC.c->send(dev, send, count, dt, arg); break;
-  case GL_DIST_RECV: st = NC.c->recv(dev, recv, count, dt, arg); break;
+  case GL_DIST_SEND: st = NC.c->send(dev, send, count, dt, arg, async); break;
+  case GL_DIST_RECV: st = NC.c->recv(dev, recv, count, dt, arg, async); break;
   default: return gl_fail(GL_EINVAL, "unknown collective");
   }
   if (st == GL_OK && W.started) atomic_store(&W.nccl_busy, true);   /* the watchdog follows it */

@@ -90,9 +90,12 @@ typedef enum gl_dist_kind {
   GL_DIST_GATHER, GL_DIST_SCATTER, GL_DIST_BARRIER
 } gl_dist_kind;
 /* One NCCL operation on device memory (arg: the op, 4 = mean, or the root or peer, 0-based);
-** queued on the stream: nothing to wait for. */
+** queued on the stream: nothing to wait for. An async send or recv may wait in the open
+** group of point-to-point calls until gl_dist_nccl_flush (the wait on its handle). */
 gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
-                       int arg);
+                       int arg, bool async);
+/* Queues the open group of NCCL point-to-point calls (nothing when NCCL is not started). */
+gl_status gl_dist_nccl_flush(void);
 
 /* ---- the ranks compare their calls before the data moves --------------------------------- */
 

@@ -33,8 +33,10 @@ static struct { gl_guard *entering; bool uncompared; uint64_t collectives, stage
 ** 'back', pairs {dst, tmp} to copy back at completion; 'mean': an array to divide by
 ** the world's size at completion; 'storages': their storages (light userdata), retained
 ** until the engine is done with them, so that closing an array while the operation flies
-** frees nothing the engine still reads or writes (lhold.c) */
-typedef struct gl_work { gl_dist_req *req; const char *what; bool done; } gl_work;
+** frees nothing the engine still reads or writes (lhold.c). nccl_group: an async NCCL send
+** or recv that may still wait in the open group of point-to-point calls (queued by the
+** wait, is_completed or collection, before the storages are let go) */
+typedef struct gl_work { gl_dist_req *req; const char *what; bool done, nccl_group; } gl_work;
 
 static gl_work *check_work(lua_State *L, int idx) { return luaL_checkudata(L, idx, GL_WORK); }
 
@@ -88,6 +90,11 @@ static void finish(lua_State *L, int work) {
 
 static int work_wait(lua_State *L) {
   gl_work *w = check_work(L, 1);
+  if (w->nccl_group) {
+    w->nccl_group = false;
+    gl_lua_check_status(L, gl_dist_nccl_flush(), 0);
+    finish(L, 1);
+  }
   if (w->req) {
     gl_dist_req *r = w->req;
     w->req = NULL;
@@ -100,6 +107,7 @@ static int work_wait(lua_State *L) {
 
 static int work_is_completed(lua_State *L) {
   gl_work *w = check_work(L, 1);
+  if (w->nccl_group) return work_wait(L);     /* queued on the stream: done in its order */
   if (w->req) {
     bool done = false;
     gl_lua_check_status(L, gl_dist_test(w->req, &done), 0);
@@ -114,6 +122,7 @@ static int work_is_completed(lua_State *L) {
 static int work_gc(lua_State *L) {
   gl_work *w = check_work(L, 1);
   if (w->req) { gl_dist_req *r = w->req; w->req = NULL; (void)gl_dist_wait(r, w->what); }
+  if (w->nccl_group) { w->nccl_group = false; (void)gl_dist_nccl_flush(); }
   let_go(L, 1);
   return 0;
 }
@@ -491,7 +500,7 @@ static int l_all_reduce(lua_State *L) {
   compare(L, g, &call, 1, 0, 2);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op)
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op, false)
                     : gl_dist_allreduce(buf, x->size, x->dtype, op, (v[1].set && v[1].b) ? &req : NULL);
   if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
   lua_settop(L, 1);
@@ -515,7 +524,7 @@ static int l_broadcast(lua_State *L) {
   compare(L, g, &call, 1, 2, 3);
   gl_lua_check_status(L, gl_array_begin_write(x), 1);
   gl_dist_req *req = NULL;
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root)
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root, false)
                     : gl_dist_bcast(buf, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
   if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
   lua_settop(L, 1);
@@ -555,7 +564,7 @@ static int l_all_gather(lua_State *L) {
   gl_dist_call call;
   describe(&call, GL_DIST_ALLGATHER, x, nc, 0, 0, async);
   compare(L, g, &call, 1, 0, 2);
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0)
+  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0, false)
                     : gl_dist_allgather(send, recv, x->size, x->dtype, async ? &req : NULL);
   (void)out;
   int n = call_end(L, &c, st, req, async);
@@ -590,7 +599,7 @@ static int l_reduce_scatter(lua_State *L) {
   compare(L, g, &call, 1, 0, 2);
   gl_dist_req *req = NULL;
   gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
-                                   x->dtype, mean ? 4 : (int)op)
+                                   x->dtype, mean ? 4 : (int)op, false)
                     : gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, (v[1].set && v[1].b) ? &req : NULL);
   int n = call_end(L, &c, st, req, v[1].set && v[1].b);
   lua_pushvalue(L, oi);
@@ -684,10 +693,15 @@ static int p2p(lua_State *L, bool sending) {
   gl_dist_req *req = NULL;
   int tag = v[0].set ? (int)v[0].i : 0;       /* NCCL has no tags: its messages between two ranks keep their order */
   gl_status st;
-  if (nc) st = gl_dist_nccl(sending ? GL_DIST_SEND : GL_DIST_RECV, gl_array_device(x), buf, buf, x->size, x->dtype, peer);
-  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, (v[1].set && v[1].b) ? &req : NULL);
-  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, (v[1].set && v[1].b) ? &req : NULL);
-  if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
+  bool async = v[1].set && v[1].b;
+  if (nc) {
+    st = gl_dist_nccl(sending ? GL_DIST_SEND : GL_DIST_RECV, gl_array_device(x), buf, buf, x->size, x->dtype, peer,
+                      async);
+    check_work(L, c.work)->nccl_group = st == GL_OK && async;
+  }
+  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, async ? &req : NULL);
+  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, async ? &req : NULL);
+  if (call_end(L, &c, st, req, async)) return 1;
   lua_settop(L, 1);
   return 1;
 }

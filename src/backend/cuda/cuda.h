@@ -162,13 +162,18 @@ extern const gl_dnn gl_cuda_dnn;
 void gl_cuda_dnn_release(int index);
 /* Whether float32 convolutions may use TF32 tensor cores (gpu.set_matmul_precision). */
 void gl_cuda_dnn_precision(bool tf32);
+/* Whether float32 cuDNN work may use TF32 tensor cores (else CUDNN_FMA_MATH, IEEE float32). */
+bool gl_cuda_dnn_tf32(void);
 /* cuda_cudnn_attn.c: backend.h's attention for float16/bfloat16 through cuDNN's fused SDPA
 ** graph; GL_ENOTSUP whenever cuDNN cannot (the ops layer then computes in float32). */
 gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, const gl_array *q, const gl_array *k,
                                   const gl_array *v, double scale, bool causal);
 #endif
 
-/* cuda_nccl.c: gpu.distributed's collectives on device memory (NCCL, dlopen at load) */
+/* cuda_nccl.c: gpu.distributed's collectives on device memory (NCCL, dlopen at load);
+** built only where <nccl.h> is found (GL_WITH_NCCL) */
+#ifdef GL_WITH_NCCL
 extern const gl_collectives gl_cuda_nccl;
+#endif
 
 #endif

@@ -379,7 +379,9 @@ const gl_backend gl_cuda_backend = {
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,
+#ifdef GL_WITH_NCCL
   .collectives = &gl_cuda_nccl,
+#endif
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
 #endif

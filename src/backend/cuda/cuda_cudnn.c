@@ -156,6 +156,7 @@ void gl_cuda_dnn_release(int index) {
 }
 
 void gl_cuda_dnn_precision(bool tf32) { tf32_allowed = tf32; }
+bool gl_cuda_dnn_tf32(void) { return tf32_allowed != 0; }
 
 /* ---- descriptors ------------------------------------------------------------------------------ */
 
@@ -354,7 +355,7 @@ enum { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
     if (dnn.cudnnSetConvolutionMathType(d.c, (MATH_V)) != CUDNN_STATUS_SUCCESS) break;          \
     if ((WS) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) break;                           \
     if (bytes > 0) {                                                                            \
-      gl_status a_ = gl_cuda_alloc(dev, bytes, &ws);                                            \
+      gl_status a_ = gl_workspace_alloc(dev, bytes, &ws);                                        \
       if (a_ != GL_OK) { st = a_; break; }                                                      \
     }                                                                                           \
     cudnnStatus_t r_ = (RUN);                                                                   \

@@ -431,7 +431,7 @@ gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, cons
     if (g == NULL) return gl_fail(GL_ENOTSUP, "%s: %s", op, why);
   }
   void *work = NULL;
-  if (ws > 0) GL_TRY(gl_cuda_alloc(dev, (size_t)ws, &work));
+  if (ws > 0) GL_TRY(gl_workspace_alloc(dev, (size_t)ws, &work));
   float fscale = (float)scale, maskval = -FLT_MAX;
   int64_t uids[7] = { UID_Q, UID_KT, UID_V, UID_O, UID_STATS, UID_SCALE, UID_MASKVAL };
   void *ptrs[7] = { gl_array_data(q), gl_array_data(k), gl_array_data(v), gl_array_data(out), gl_array_data(lse),

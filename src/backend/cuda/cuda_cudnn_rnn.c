@@ -93,11 +93,16 @@ static void rnn_free(rnn_descs *d) {
 }
 
 /* The data type, compute precision and math of dtype dt (float16 computes in float32 on
-** tensor cores, as PyTorch's); bfloat16 is refused. */
+** tensor cores, as PyTorch's); bfloat16 is refused. float32 takes CUDNN_FMA_MATH unless TF32
+** is allowed: CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores on sm_80 and later (about
+** 1e-3 relative error), as the convolutions and PyTorch's RNNs do not. */
 static gl_status rnn_types(gl_dtype dt, const char *op, cudnnDataType_t *data, cudnnDataType_t *math,
                            cudnnMathType_t *mt) {
   switch (dt) {
-    case GL_FLOAT32: *data = *math = CUDNN_DATA_FLOAT; *mt = CUDNN_DEFAULT_MATH; return GL_OK;
+    case GL_FLOAT32:
+      *data = *math = CUDNN_DATA_FLOAT;
+      *mt = gl_cuda_dnn_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+      return GL_OK;
     case GL_FLOAT64: *data = *math = CUDNN_DATA_DOUBLE; *mt = CUDNN_DEFAULT_MATH; return GL_OK;
     case GL_FLOAT16: *data = CUDNN_DATA_HALF; *math = CUDNN_DATA_FLOAT; *mt = CUDNN_TENSOR_OP_MATH; return GL_OK;
     default: return gl_fail(GL_ENOTSUP, "%s: cuDNN's RNN takes float16, float32 or float64, not %s", op, gl_dtypes[dt].name);
@@ -213,7 +218,7 @@ gl_status gl_cuda_rnn_reserve(gl_device dev, const gl_dnn_rnn_net *r, gl_dtype d
 /* A temporary of n bytes (NULL for none) from the caching allocator. */
 static gl_status temp(gl_device dev, size_t n, void **p) {
   *p = NULL;
-  return n ? gl_cuda_alloc(dev, n, p) : GL_OK;
+  return n ? gl_workspace_alloc(dev, n, p) : GL_OK;
 }
 
 gl_status gl_cuda_rnn(const gl_dnn_rnn_net *r, const gl_array *out, const gl_array *reserve, const gl_array *x,

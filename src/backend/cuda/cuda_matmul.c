@@ -162,7 +162,7 @@ static gl_status temp_like(gl_device dev, const gl_array *x, gl_array *t, gl_sto
   ts->refcount = 1;
   ts->nbytes = (size_t)t->size * gl_dtypes[x->dtype].size;
   ts->device = dev;
-  GL_TRY(gl_cuda_alloc(dev, ts->nbytes ? ts->nbytes : 1, &ts->data));
+  GL_TRY(gl_workspace_alloc(dev, ts->nbytes ? ts->nbytes : 1, &ts->data));
   t->storage = ts;
   return GL_OK;
 }

@@ -6,7 +6,13 @@
 ** after it see its result in order, without a host wait. src/dist makes rank 0's unique id
 ** reach the others over MPI and chooses this engine for cuda arrays.
 **
-** NEVER RUN: written and compiled on machines without a GPU (see doc/STATUS-dist.md).
+** Point-to-point calls are grouped: NCCL queues an ungrouped ncclSend or ncclRecv on the
+** stream alone, so a ring whose ranks all receive before they send (an async recv, then a
+** send) waits forever on every rank. An async send or recv opens a group
+** (ncclGroupStart) or joins the open one; the next call that is not async, a collective,
+** a wait on a handle or finalize closes it (ncclGroupEnd), and NCCL then queues its
+** operations together, progressing them at once. Compiled only where <nccl.h> is found
+** (the Makefile's NCCL check); without it cuda arrays have no NCCL engine.
 */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -30,8 +36,12 @@ static struct {
   __typeof__(ncclReduceScatter) *reduce_scatter;
   __typeof__(ncclSend) *send;
   __typeof__(ncclRecv) *recv;
+  __typeof__(ncclGroupStart) *group_start;
+  __typeof__(ncclGroupEnd) *group_end;
   ncclComm_t comm;
   gl_device dev;
+  bool grouped;                 /* between ncclGroupStart and ncclGroupEnd */
+  cudaStream_t group_stream;    /* the stream of the open group's operations */
 } N;
 
 /* The operations in flight, for the watchdog (nccl_poll): an event recorded after each,
@@ -140,6 +150,8 @@ static gl_status nccl_load(void) {
   GL_SYM(reduce_scatter, "ncclReduceScatter");
   GL_SYM(send, "ncclSend");
   GL_SYM(recv, "ncclRecv");
+  GL_SYM(group_start, "ncclGroupStart");
+  GL_SYM(group_end, "ncclGroupEnd");
 #undef GL_SYM
   if (!ok) {
     dlclose(h);
@@ -198,7 +210,38 @@ static ncclRedOp_t nccl_op(gl_dtype dt, int op) {
   return ops[op];
 }
 
+/* Ends the open group of point-to-point calls: NCCL queues them now, together; their event
+** goes to the watchdog's ring. Nothing to do without one. */
+static gl_status nccl_flush(void) {
+  if (!N.grouped) return GL_OK;
+  N.grouped = false;
+  GL_TRY(nccl_check(N.group_end(), "ncclGroupEnd"));
+  return track(N.group_stream, "send/recv");
+}
+
+/* One point-to-point call: inside the open group (opened here if none), closed at once
+** unless 'async' (the caller promises a wait, or another call, before the result is used). */
+static gl_status nccl_p2p(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer, bool sending, bool async) {
+  cudaStream_t s;
+  GL_TRY(stream_of(dev, &s));
+  if (!N.grouped) {
+    GL_TRY(nccl_check(N.group_start(), "ncclGroupStart"));
+    N.grouped = true;
+    N.group_stream = s;
+  }
+  ncclResult_t r = sending ? N.send(buf, (size_t)count, nccl_type(dt), peer, N.comm, s)
+                           : N.recv(buf, (size_t)count, nccl_type(dt), peer, N.comm, s);
+  gl_status st = nccl_check(r, sending ? "ncclSend" : "ncclRecv");
+  if (st != GL_OK) {
+    N.grouped = false;         /* the group ends without the failed call */
+    N.group_end();
+    return st;
+  }
+  return async ? GL_OK : nccl_flush();
+}
+
 static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op) {
+  GL_TRY(nccl_flush());
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
   GL_TRY(nccl_check(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
@@ -207,6 +250,7 @@ static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dty
 }
 
 static gl_status nccl_broadcast(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root) {
+  GL_TRY(nccl_flush());
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
   GL_TRY(nccl_check(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), "ncclBroadcast"));
@@ -214,6 +258,7 @@ static gl_status nccl_broadcast(gl_device dev, void *buf, int64_t count, gl_dtyp
 }
 
 static gl_status nccl_all_gather(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt) {
+  GL_TRY(nccl_flush());
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
   GL_TRY(nccl_check(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), "ncclAllGather"));
@@ -221,6 +266,7 @@ static gl_status nccl_all_gather(gl_device dev, const void *send, void *recv, in
 }
 
 static gl_status nccl_reduce_scatter(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op) {
+  GL_TRY(nccl_flush());
   cudaStream_t s;
   GL_TRY(stream_of(dev, &s));
   GL_TRY(nccl_check(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
@@ -228,22 +274,18 @@ static gl_status nccl_reduce_scatter(gl_device dev, const void *send, void *recv
   return track(s, "reduce_scatter");
 }
 
-static gl_status nccl_send(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer) {
-  cudaStream_t s;
-  GL_TRY(stream_of(dev, &s));
-  GL_TRY(nccl_check(N.send(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclSend"));
-  return track(s, "send");
+static gl_status nccl_send(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer, bool async) {
+  return nccl_p2p(dev, (void *)buf, count, dt, peer, true, async);
 }
 
-static gl_status nccl_recv(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer) {
-  cudaStream_t s;
-  GL_TRY(stream_of(dev, &s));
-  GL_TRY(nccl_check(N.recv(buf, (size_t)count, nccl_type(dt), peer, N.comm, s), "ncclRecv"));
-  return track(s, "recv");
+static gl_status nccl_recv(gl_device dev, void *buf, int64_t count, gl_dtype dt, int peer, bool async) {
+  return nccl_p2p(dev, buf, count, dt, peer, false, async);
 }
 
 static void nccl_finalize(bool abort) {
   if (!N.comm) return;
+  if (abort) { if (N.grouped) N.group_end(); N.grouped = false; }
+  else nccl_flush();
   if (!abort) {                 /* the queued operations end before the communicator */
     pthread_mutex_lock(&Q.mu);
     while (Q.n > 0) { cudaEventSynchronize(Q.op[Q.head].ev); reap(); }
@@ -264,6 +306,7 @@ const gl_collectives gl_cuda_nccl = {
   .reduce_scatter = nccl_reduce_scatter,
   .send = nccl_send,
   .recv = nccl_recv,
+  .flush = nccl_flush,
   .finalize = nccl_finalize,
   .poll = nccl_poll,
 };

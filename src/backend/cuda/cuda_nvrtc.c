@@ -49,6 +49,8 @@ static struct {
   __typeof__(cuModuleLoadData) *module_load;
   __typeof__(cuModuleGetFunction) *get_function;
   __typeof__(cuLaunchKernel) *launch;
+  __typeof__(cuFuncSetAttribute) *set_attribute;
+  __typeof__(cuFuncGetAttribute) *get_attribute;
   __typeof__(cuGetErrorName) *error_name;
 } drv = { .once = PTHREAD_ONCE_INIT };
 
@@ -143,8 +145,11 @@ static void drv_load(void) {
   sym(h, &drv.module_load, "cuModuleLoadData");
   sym(h, &drv.get_function, "cuModuleGetFunction");
   sym(h, &drv.launch, "cuLaunchKernel");
+  sym(h, &drv.set_attribute, "cuFuncSetAttribute");
+  sym(h, &drv.get_attribute, "cuFuncGetAttribute");
   sym(h, &drv.error_name, "cuGetErrorName");
-  if (!drv.module_load || !drv.get_function || !drv.launch || !drv.error_name) {
+  if (!drv.module_load || !drv.get_function || !drv.launch || !drv.set_attribute || !drv.get_attribute ||
+      !drv.error_name) {
     snprintf(drv.why, sizeof drv.why, "the CUDA driver lacks an entry point gpulua needs");
     return;
   }
@@ -243,11 +248,29 @@ static gl_status rtc_load(gl_device dev, const void *image, const char *name, vo
   return GL_OK;
 }
 
+/* Dynamic shared memory above 48 KiB must be opted into per function
+** (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) before the launch, up to the device's
+** opt-in maximum less the function's static shared memory; without it the launch fails. */
+static gl_status opt_in_shared(gl_device dev, CUfunction f, unsigned bytes, const char *name) {
+  if (bytes <= 48u * 1024u) return GL_OK;
+  int current = 0;
+  if (drv.get_attribute(&current, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS &&
+      current >= 0 && (unsigned)current >= bytes)
+    return GL_OK;
+  if (drv.set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes) == CUDA_SUCCESS) return GL_OK;
+  int optin = 0, fixed = 0;
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev.index);
+  drv.get_attribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  return gl_fail(GL_EINVAL, "%s: shared_mem %u bytes is more than this device allows a block (%d bytes, less the "
+                 "kernel's %d bytes of static shared memory)", name, bytes, optin, fixed);
+}
+
 static gl_status rtc_launch(gl_device dev, void *fn, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
                             void **args, const char *name) {
   GL_TRY(drv_ready());
   cudaStream_t stream;
   GL_TRY(gl_cuda_enter(dev, &stream));
+  GL_TRY(opt_in_shared(dev, (CUfunction)fn, shared_mem, name));
   CUresult r = drv.launch((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
                           (CUstream)stream, args, NULL);
   GL_TRY(cu_check(r, "cuLaunchKernel"));

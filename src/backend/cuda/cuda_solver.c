@@ -142,7 +142,7 @@ static gl_status sv_scratch(sv_ctx *c, size_t n, void **p) {
   if (c->nblk == SV_MAXSCRATCH) return gl_fail(GL_EINVAL, "linalg: internal: too many scratch blocks");
   if (n == 0) n = 1;
   n = (n + 255) & ~(size_t)255;
-  GL_TRY(gl_cuda_alloc(c->dev, n, p));
+  GL_TRY(gl_workspace_alloc(c->dev, n, p));
   c->blk[c->nblk] = *p;
   c->blkn[c->nblk++] = n;
   return GL_OK;
