@@ -7,7 +7,10 @@
 # The cap (2 GiB; ASan: 1 GiB a request) makes a legitimate but huge allocation (gpu.zeros(2^31)
 # is 8 GiB, a reduction of a 2^62-element view along one axis 2^31 elements) fail with
 # "out of memory" instead of taking the machine: ulimit -v for a plain build; ASan reserves
-# terabytes of address space, so there its allocator refuses big requests instead.
+# terabytes of address space, so there its allocator refuses big requests instead. Where a
+# GPU answers, the CUDA driver reserves address space of the device's size and more at
+# initialisation and fails under ulimit -v: the cap is then on data (ulimit -d, which
+# counts writable private memory and not the driver's reservations), 8 GiB by default.
 BIN=${1:?usage: tools/apifuzz.sh BIN [first_seed] [seeds] [calls]}
 FIRST=${2:-1}
 SEEDS=${3:-20}
@@ -18,7 +21,11 @@ case $BIN in
     export ASAN_OPTIONS
     SLOW=${APIFUZZ_SLOW:-10}; LIMIT=${APIFUZZ_LIMIT:-1200} ;;
   *)
-    ulimit -v "${APIFUZZ_VMEM_KB:-2097152}" 2>/dev/null || echo "apifuzz.sh: warning: no memory cap (ulimit -v)"
+    if "$BIN" -e 'os.exit(gpu.is_available() and 0 or 1)' 2>/dev/null; then
+      ulimit -d "${APIFUZZ_DATA_KB:-8388608}" 2>/dev/null || echo "apifuzz.sh: warning: no memory cap (ulimit -d)"
+    else
+      ulimit -v "${APIFUZZ_VMEM_KB:-2097152}" 2>/dev/null || echo "apifuzz.sh: warning: no memory cap (ulimit -v)"
+    fi
     SLOW=${APIFUZZ_SLOW:-3}; LIMIT=${APIFUZZ_LIMIT:-120} ;;
 esac
 log=$(mktemp -d)
