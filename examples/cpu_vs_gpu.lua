@@ -3,7 +3,9 @@
 -- made once per device from the same seed; only the op is timed (no copies).
 --
 -- Expect the GPU to lose on tiny arrays (a launch costs microseconds) and win by one or
--- two orders of magnitude on big matmuls and elementwise math.
+-- two orders of magnitude on big matmuls and elementwise math. Speed is half of it: where
+-- the machine has an energy counter (NVML on an NVIDIA GPU, RAPL on the CPU) the joules per
+-- call are printed too, and where it has none the script says so.
 --
 -- Run: ./gpulua examples/cpu_vs_gpu.lua [--small]
 local gpu = require "gpu"
@@ -39,10 +41,11 @@ local cases = {
     end },
 }
 
--- the time of one call in ms: device time on a GPU (events), host time on the CPU
+-- the time of one call in ms: device time on a GPU (events), host time on the CPU; and
+-- gpu.bench's energy (nil and why where the device has no counter)
 local function time(fn, d)
   local r = gpu.bench(fn, {n = reps, warmup = 1, device = d, quiet = true})
-  return (r.device or r.host).median / 1e3
+  return (r.device or r.host).median / 1e3, r.energy, r.energy_why
 end
 
 if ok then
@@ -51,13 +54,20 @@ else
   print(("%-26s %12s"):format("op", "cpu ms"))
 end
 local missing = {}
+local joules, no_energy = {}, {}
 for _, c in ipairs(cases) do
   local name, make = c[1], c[2]
   local t = {}
+  joules[#joules + 1] = { name = name }
   for i, d in ipairs(devices) do
     gpu.random.seed(0)
-    local fine, ms = pcall(function() return time(make(d), d) end)
-    if fine then t[i] = ms else missing[#missing + 1] = ("%s on %s: %s"):format(name, d, tostring(ms)) end
+    local fine, ms, energy, why = pcall(function() return time(make(d), d) end)
+    if fine then
+      t[i] = ms
+      if energy then joules[#joules][i] = energy.joules_per_call else no_energy[d] = why end
+    else
+      missing[#missing + 1] = ("%s on %s: %s"):format(name, d, tostring(ms))
+    end
   end
   local function col(v) return v and ("%12.3f"):format(v) or ("%12s"):format("-") end
   if ok then
@@ -68,6 +78,21 @@ for _, c in ipairs(cases) do
   end
 end
 for _, m in ipairs(missing) do print("  - " .. m) end
+
+-- energy per call where a device has a counter; a plain word where it has none
+local measured = false
+for i in ipairs(devices) do for _, j in ipairs(joules) do measured = measured or j[i] ~= nil end end
+if measured then
+  print(("\n%-26s %s"):format("energy per call (J)", table.concat(devices, "     ")))
+  for _, j in ipairs(joules) do
+    local cols = {}
+    for i in ipairs(devices) do cols[i] = j[i] and ("%10.3g"):format(j[i]) or ("%10s"):format("-") end
+    print(("%-26s %s"):format(j.name, table.concat(cols, " ")))
+  end
+end
+for _, d in ipairs(devices) do
+  if no_energy[d] then print(("energy on %s: cannot measure (%s)"):format(d, no_energy[d])) end
+end
 if not ok then
   print("one column: there is no usable GPU here (" .. tostring(why) .. ").")
   print("Run this on a machine where `gpulua --check` lists a cuda device to see the speed-up.")

@@ -52,6 +52,31 @@ describe("gpu.bench", function()
     end
   end)
 
+  it("reports joules per call from the device's counter, or says plainly that it cannot measure", function()
+    for _, d in ipairs(h.devices()) do
+      local e, why = gpu._energy(d)
+      local r = gpu.bench(function() end, { n = 3, warmup = 0, quiet = true, device = d })
+      if e then
+        -- a counter (RAPL for the cpu, NVML on a GPU): it only grows
+        assert.is_number(e)
+        assert.is_string(why)
+        assert.is_true(r.energy.joules_per_call >= 0)
+        assert.equal(why, r.energy.source)
+        assert.matches("energy: [%d.e+-]+ J per call %(", tostring(r))
+      else
+        assert.is_nil(r.energy)
+        assert.equal(why, r.energy_why)
+        assert.matches(d == "cpu" and "RAPL" or "NVML", why)
+        assert.matches("energy: cannot measure (" .. why .. ")", tostring(r), 1, true)
+      end
+    end
+    -- this machine's cpu, as the powercap files show it
+    local readable = io.open((io.popen("ls /sys/class/powercap/intel-rapl:*/energy_uj 2>/dev/null"):read("l")) or "/nonexistent")
+    if readable then readable:close() end
+    local e, why = gpu._energy("cpu")
+    assert.equal(readable ~= nil, e ~= nil, why)
+  end)
+
   it("passes args and reports the name", function()
     local seen
     local r = gpu.bench(function(a, b) seen = a + b end, { n = 1, warmup = 0, quiet = true, args = { 2, 3 }, name = "sum" })

@@ -47,6 +47,26 @@ describe("devices", function()
     for i = 2, #d do assert.equal("cuda:" .. (i - 2), d[i].device); assert.truthy(d[i].capability) end
   end)
 
+  it("devices() gives a GPU's utilisation, temperature, power and memory in use where NVML answers", function()
+    for _, info in ipairs(gpu.devices()) do
+      if info.type == "cpu" then
+        assert.is_nil(info.utilization); assert.is_nil(info.power)
+      else
+        local e, why = gpu._energy(info.device)
+        if info.power then                       -- NVML answered for this GPU
+          assert.is_true(info.power > 0 and info.power < 5000)
+          assert.is_true(info.utilization >= 0 and info.utilization <= 100)
+          assert.is_true(info.temperature > 0 and info.temperature < 150)
+          assert.equal("integer", math.type(info.memory_used))
+          assert.is_true(info.memory_used > 0 and info.memory_used <= info.total_memory)
+          if e then assert.equal("NVML", why) end
+        else
+          assert.is_nil(e); assert.matches("NVML", why)
+        end
+      end
+    end
+  end)
+
   it("memory() reports allocated/reserved/peak/free/total; allocated grows with a live array", function()
     collectgarbage(); collectgarbage()             -- no garbage left for an allocation to free
     local m0 = gpu.memory()

@@ -176,8 +176,10 @@ stage_bench() {
   if [ "$DRY" = 0 ]; then
     GPU_TARGETS_LOG2N=$TARGETS_LOG2N python3 bench/gpu_targets.py "$LOGS/targets-gpulua.txt" >> "$OUT/bench.txt" 2>&1
   fi
-  "$BIN" -e 'local r = gpu.bench(function() end, { device = os.getenv("GPULUA_BENCH_DEVICE"), repeat_ = nil })
-    print("gpu.bench energy: " .. (r.energy_source or ("cannot measure: " .. tostring(r.energy_why))))' >> "$OUT/bench.txt" 2>&1
+  # gpu.bench's own energy reading (NVML's counter on a GPU, RAPL on the cpu): 2^24-element adds
+  "$BIN" -e 'local d = os.getenv("GPULUA_BENCH_DEVICE") local a = gpu.ones(2^24, { device = d })
+    local r = gpu.bench(function() return a + a end, { device = d, n = 200, quiet = true, name = "add 2^24" })
+    print("gpu.bench: " .. tostring(r))' >> "$OUT/bench.txt" 2>&1
   return $rc
 }
 stage_sanitizer() {

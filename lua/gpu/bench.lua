@@ -4,6 +4,12 @@
 --   local r = gpu.bench(function() return a:matmul(b) end, {n = 100, warmup = 5})
 --   -- prints:  fn : CPU:  812.4 us +/- 12.1 (min:  800.2 / max:  860.0) us  GPU-0: ...
 --   r.host.median, r.device.min          -- microseconds; r.device is nil on the cpu
+--   r.energy.joules_per_call, r.energy.source   -- where the machine has a counter, else
+--   r.energy_why says why nothing was measured
+--
+-- Energy: the device's counter read before and after the timed calls (NVML's total energy
+-- on an NVIDIA GPU, RAPL's package counters for the cpu), divided by n. The counters
+-- update every 20-100 ms, so a loop shorter than that gives a coarse figure (r.energy.coarse).
 --
 -- opts: n (timed calls, default 100; also n_repeat), warmup (default 3; also n_warmup),
 -- name (default "fn"), device (default gpu.device()), quiet (no printing), args (a
@@ -26,11 +32,19 @@ local function fmt(label, s)
   return ("%s: %9.3f us +/- %.3f (min: %9.3f / max: %9.3f) us"):format(label, s.mean, s.std, s.min, s.max)
 end
 
+local function energy_text(r)
+  if r.energy then
+    return ("energy: %.4g J per call (%s%s)"):format(r.energy.joules_per_call, r.energy.source,
+                                                     r.energy.coarse and ", under 0.2 s: coarse" or "")
+  end
+  return "energy: cannot measure (" .. r.energy_why .. ")"
+end
+
 local result_mt = {
   __tostring = function(r)
     local line = ("%-12s: %s"):format(r.name, fmt("CPU", r.host))
     if r.device then line = line .. "    " .. fmt(r.device_label, r.device) end
-    return line
+    return line .. "    " .. energy_text(r)
   end,
 }
 
@@ -57,6 +71,8 @@ return function(fn, opts)
   local e0, e1 = gpu.event(device), gpu.event(device)
   local clock = gpu.clock
   local host, dev = {}, {}
+  local e_start, why = gpu._energy(device)
+  local t_start = clock()
   for i = 1, n do
     if on_gpu then e0:record() end
     local t0 = clock()
@@ -68,12 +84,26 @@ return function(fn, opts)
       dev[i] = e0:elapsed(e1) * 1e3
     end
   end
+  local energy
+  if e_start then
+    gpu.synchronize(device)
+    local e_end, source = gpu._energy(device)
+    local seconds = clock() - t_start
+    if e_end then
+      energy = { joules_per_call = (e_end - e_start) / n, joules = e_end - e_start, seconds = seconds,
+                 source = source, coarse = seconds < 0.2 }
+    else
+      why = source
+    end
+  end
   local r = setmetatable({
     name = opts.name,
     n = n,
     host = stats(host),
     device = on_gpu and stats(dev) or nil,
     device_label = on_gpu and ("GPU-" .. (device:match(":(%d+)$") or "0")) or nil,
+    energy = energy,
+    energy_why = not energy and why or nil,
   }, result_mt)
   if not opts.quiet then print(tostring(r)) require("gpu.repl").printed(r) end
   return r

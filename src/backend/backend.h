@@ -156,6 +156,18 @@ typedef struct gl_devinfo {
   int multiprocessors;
 } gl_devinfo;
 
+/* What a device says of its power and use (NVML on cuda, RAPL on the cpu). A reading the
+** machine does not give is negative; 'why' says why there is no energy counter. */
+typedef struct gl_telemetry {
+  double energy_j;           /* a counter that only grows: joules since some fixed point */
+  double power_w;            /* the power drawn now */
+  double temperature_c;
+  double utilization;        /* percent of the last sample period with work running */
+  int64_t memory_used;       /* bytes in use by every process on the device */
+  char source[48];           /* where the readings come from ("NVML", "RAPL") */
+  char why[200];
+} gl_telemetry;
+
 /* Memory figures of one device, as gpu.memory() reports them. */
 typedef struct gl_meminfo {
   size_t allocated;     /* bytes held by live arrays */
@@ -538,6 +550,10 @@ typedef struct gl_backend {
   /* (optional) collectives between processes on this device's memory (NCCL on cuda), see
   ** gl_collectives; NULL on the cpu, whose arrays src/dist hands to MPI. */
   const struct gl_collectives *collectives;
+  /* (optional) the device's power, energy, temperature and use (gl_telemetry; NULL: the
+  ** backend reads none, and gpu.bench says it cannot measure energy). Cheap enough to call
+  ** around a timed loop; never fails, filling 'why' instead. */
+  void (*telemetry)(int index, gl_telemetry *out);
 } gl_backend;
 
 /* Collectives on device memory between the processes of a job (src/dist's NCCL engine).

@@ -118,6 +118,40 @@ static void push_devinfo(lua_State *L, gl_device d, const gl_devinfo *info) {
   }
   lua_pushinteger(L, info->multiprocessors);
   lua_setfield(L, -2, d.type == GL_CPU ? "cores" : "multiprocessors");
+  /* a GPU's readings from NVML where it answers: utilisation (percent), temperature
+  ** (degrees C), power (watts) and the memory every process on it uses (bytes) */
+  const gl_backend *b = d.type == GL_CPU ? NULL : gl_backend_get((gl_devtype)d.type);
+  if (b && b->telemetry) {
+    gl_telemetry t;
+    b->telemetry(d.index, &t);
+    if (t.utilization >= 0) { lua_pushnumber(L, t.utilization); lua_setfield(L, -2, "utilization"); }
+    if (t.temperature_c >= 0) { lua_pushnumber(L, t.temperature_c); lua_setfield(L, -2, "temperature"); }
+    if (t.power_w >= 0) { lua_pushnumber(L, t.power_w); lua_setfield(L, -2, "power"); }
+    if (t.memory_used >= 0) { lua_pushinteger(L, (lua_Integer)t.memory_used); lua_setfield(L, -2, "memory_used"); }
+  }
+}
+
+/* gpu._energy([device]) -> joules, source | nil, why: the device's energy counter (NVML on
+** a GPU, RAPL for the cpu), a number that only grows; gpu.bench reads it around its loop. */
+static int l_energy(lua_State *L) {
+  gl_device d = gl_lua_optdevice(L, 1);
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), 1);
+  if (b->telemetry == NULL) {
+    lua_pushnil(L);
+    lua_pushstring(L, "this device has no energy counter gpulua can read");
+    return 2;
+  }
+  gl_telemetry t;
+  b->telemetry(d.index, &t);
+  if (t.energy_j < 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, t.why);
+    return 2;
+  }
+  lua_pushnumber(L, t.energy_j);
+  lua_pushstring(L, t.source);
+  return 2;
 }
 
 /* The device types gpu.devices(type) filters by: 'cpu', or 'cuda' / 'gpu' (any case, as
@@ -459,6 +493,7 @@ static const luaL_Reg device_funcs[] = {
   { "is_available", l_is_available },
   { "device_count", l_device_count },
   { "devices", l_devices },
+  { "_energy", l_energy },
   { "memory", l_memory },
   { "memory_allocated", l_memory_allocated },
   { "max_memory_allocated", l_max_memory_allocated },

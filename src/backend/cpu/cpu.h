@@ -13,6 +13,8 @@ gl_status gl_cpu_alloc(gl_device dev, size_t nbytes, void **out);
 void gl_cpu_free(gl_device dev, void *p, size_t nbytes);
 void gl_cpu_empty_cache(gl_device dev);
 void gl_cpu_memory(gl_device dev, gl_meminfo *m);
+/* cpu_energy.c: the host's RAPL energy counter (backend.h's telemetry) */
+void gl_cpu_telemetry(int index, gl_telemetry *t);
 void gl_cpu_alloc_counts(uint64_t *allocs, uint64_t *hits);
 
 gl_status gl_cpu_copy(const gl_array *dst, const gl_array *src);

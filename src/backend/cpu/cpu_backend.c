@@ -104,4 +104,5 @@ const gl_backend gl_cpu_backend = {
   .linalg = gl_cpu_linalg,
   .jit_run = gl_cpu_jit_run,
   .dnn = &gl_cpu_dnn,
+  .telemetry = gl_cpu_telemetry,
 };

@@ -175,5 +175,7 @@ gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, cons
 #ifdef GL_WITH_NCCL
 extern const gl_collectives gl_cuda_nccl;
 #endif
+/* cuda_nvml.c: power, energy, temperature and use of a device from NVML (backend.h's telemetry) */
+void gl_cuda_telemetry(int index, gl_telemetry *t);
 
 #endif

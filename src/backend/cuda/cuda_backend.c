@@ -386,4 +386,5 @@ const gl_backend gl_cuda_backend = {
   .dnn = &gl_cuda_dnn,
 #endif
   .rtc = &gl_cuda_rtc,
+  .telemetry = gl_cuda_telemetry,
 };
