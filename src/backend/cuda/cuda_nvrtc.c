@@ -273,7 +273,13 @@ static gl_status rtc_launch(gl_device dev, void *fn, const unsigned grid[3], con
   GL_TRY(opt_in_shared(dev, (CUfunction)fn, shared_mem, name));
   CUresult r = drv.launch((CUfunction)fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
                           (CUstream)stream, args, NULL);
-  GL_TRY(cu_check(r, "cuLaunchKernel"));
+  if (r != CUDA_SUCCESS) {
+    /* an error of an earlier kernel may surface here; if it is sticky, the context is lost
+    ** and the runtime reports it on the stream too, which marks the device unusable */
+    cudaError_t q = cudaStreamQuery(stream);
+    if (q != cudaSuccess && q != cudaErrorNotReady) return gl_cuda_check(dev.index, q, name);
+    return cu_check(r, "cuLaunchKernel");
+  }
   return gl_cuda_launched(dev, stream, 0, name);
 }
 
