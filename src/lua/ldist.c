@@ -93,21 +93,22 @@ static int work_wait(lua_State *L) {
   if (w->nccl_group) {
     w->nccl_group = false;
     gl_lua_check_status(L, gl_dist_nccl_flush(), 0);
-    finish(L, 1);
   }
   if (w->req) {
     gl_dist_req *r = w->req;
     w->req = NULL;
     gl_lua_check_status(L, gl_dist_wait(r, w->what), 0);
-    finish(L, 1);
   }
+  /* NCCL's operations have no request: queued on the stream, they are done in its order,
+  ** and what is left is the copy back of a staged result (a view's) */
+  if (!w->done) finish(L, 1);
   lua_pushboolean(L, 1);
   return 1;
 }
 
 static int work_is_completed(lua_State *L) {
   gl_work *w = check_work(L, 1);
-  if (w->nccl_group) return work_wait(L);     /* queued on the stream: done in its order */
+  if (!w->req && !w->done) return work_wait(L);     /* NCCL's: done in the stream's order */
   if (w->req) {
     bool done = false;
     gl_lua_check_status(L, gl_dist_test(w->req, &done), 0);
