@@ -126,6 +126,29 @@ describe("cuda backend", function()
     assert.truthy(gpu.memory("cuda").reserved <= before + 64 * 1024 * 1024)
   end)
 
+  it("a library's workspace that only garbage stands in the way of is had after the reclaim hook", function()
+    -- under a 512 MiB pool: a (64 MiB) and big (128 MiB) live, 192 MiB of uncollected
+    -- garbage, the result (64 MiB) fits; the copy of the strided operand cuBLAS cannot
+    -- read (64 MiB more) does not until the hook empties the cache and collects
+    local bin = os.getenv("GPULUA_BIN") or "./gpulua"
+    local script = [[
+      collectgarbage("stop")
+      local a = gpu.random.rand(4096, 4096, { device = "cuda" })
+      local big = gpu.random.rand(4096, 8192, { device = "cuda" })
+      local b = big[{ ":", { 1, 8192, 2 } }]
+      local junk = {}
+      for i = 1, 3 do junk[i] = gpu.zeros(4096, 4096, { device = "cuda" }) end
+      junk = nil
+      local c = a:matmul(b)
+      local want = a:matmul(b:contiguous())
+      assert(((c - want):abs():max() / want:abs():max()):item() < 1e-5)
+      print("reclaimed ok")
+    ]]
+    local code, out, err = h.run("GPULUA_MEMORY_LIMIT=512M " .. bin .. " -e '" .. script:gsub("'", "'\\''") .. "'")
+    assert.equal(0, code, out .. err)
+    assert.matches("reclaimed ok", out)
+  end)
+
   it("an impossible allocation fails with 'out of memory' and the sizes, and leaves the device usable", function()
     local ok, err = pcall(gpu.zeros, 2 ^ 46, { dtype = "uint8", device = "cuda" })   -- 64 TiB
     assert.is_false(ok)

@@ -68,6 +68,8 @@ const char *gl_cuda_bytes(size_t n, char *buf);
 /* cuda_alloc.c */
 gl_status gl_cuda_alloc(gl_device dev, size_t nbytes, void **out);
 void gl_cuda_free(gl_device dev, void *p, size_t nbytes);
+/* The same with gl_cuda_lock held (a handle released at shutdown gives back its workspace). */
+void gl_cuda_free_locked(int index, void *p);
 void gl_cuda_empty_cache(gl_device dev);
 void gl_cuda_memory(gl_device dev, gl_meminfo *m);
 /* cudaFree of every wholly cached segment of device 'index' (gl_cuda_lock held, the

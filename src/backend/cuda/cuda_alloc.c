@@ -329,7 +329,13 @@ void gl_cuda_free(gl_device dev, void *ptr, size_t nbytes) {
   (void)nbytes;
   if (ptr == NULL || dev.type != GL_CUDA || dev.index >= GL_CUDA_MAXDEV) return;
   pthread_mutex_lock(&gl_cuda_lock);
-  gl_cuda_pool *p = gl_cuda_devs[dev.index].pool;
+  gl_cuda_free_locked(dev.index, ptr);
+  pthread_mutex_unlock(&gl_cuda_lock);
+}
+
+void gl_cuda_free_locked(int index, void *ptr) {
+  if (ptr == NULL || index < 0 || index >= GL_CUDA_MAXDEV) return;
+  gl_cuda_pool *p = gl_cuda_devs[index].pool;
   blk *x = p ? hash_remove(p, ptr) : NULL;
   if (x) {
     p->allocated -= x->size;
@@ -352,7 +358,6 @@ void gl_cuda_free(gl_device dev, void *ptr, size_t nbytes) {
     }
     free_insert(p, x);
   }
-  pthread_mutex_unlock(&gl_cuda_lock);
 }
 
 void gl_cuda_empty_cache(gl_device dev) {

@@ -35,12 +35,14 @@ static struct {
   __typeof__(cublasCreate_v2) *create;
   __typeof__(cublasDestroy_v2) *destroy;
   __typeof__(cublasSetStream_v2) *set_stream;
+  __typeof__(cublasSetWorkspace_v2) *set_workspace;  /* optional */
   __typeof__(cublasGemmStridedBatchedEx) *gemm;
   __typeof__(cublasGetStatusName) *status_name;       /* optional */
   __typeof__(cublasGetVersion_v2) *version;           /* optional */
-} blas = { PTHREAD_ONCE_INIT, false, "", NULL, NULL, NULL, NULL, NULL, NULL };
+} blas = { .once = PTHREAD_ONCE_INIT };
 
 static cublasHandle_t handles[GL_CUDA_MAXDEV];
+static void *workspaces[GL_CUDA_MAXDEV];
 static volatile int tf32_allowed;
 
 static void blas_load(void) {
@@ -60,6 +62,7 @@ static void blas_load(void) {
   GL_SYM(create, "cublasCreate_v2");
   GL_SYM(destroy, "cublasDestroy_v2");
   GL_SYM(set_stream, "cublasSetStream_v2");
+  GL_SYM(set_workspace, "cublasSetWorkspace_v2");
   GL_SYM(gemm, "cublasGemmStridedBatchedEx");
   GL_SYM(status_name, "cublasGetStatusName");
   GL_SYM(version, "cublasGetVersion_v2");
@@ -78,30 +81,57 @@ static gl_status blas_check(cublasStatus_t st, const char *what) {
                  name ? name : "cuBLAS error", (int)st);
 }
 
-/* The device's handle (made on first use, on the device's stream). */
+/* cuBLAS's workspace comes from the caching pool, so memory pressure reaches it through the
+** reclaim hook and gpu.memory() counts it; without one, cuBLAS cudaMallocs its own at a
+** handle's first call on a stream. The size cuBLAS's documentation recommends: 32 MiB from
+** Hopper (sm_90) on, 4 MiB before. */
+static size_t blas_workspace_bytes(int index) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) cudaGetLastError();
+  return (size_t)(major >= 9 ? 32 : 4) << 20;
+}
+
+/* The device's handle (made on first use, on the device's stream, with its workspace). The
+** workspace is allocated outside gl_cuda_lock (the reclaim hook takes it); a thread that
+** made the handle first wins, and the other's workspace goes back to the pool. */
 static gl_status blas_handle(gl_device dev, cudaStream_t s, cublasHandle_t *out) {
   pthread_once(&blas.once, blas_load);
   if (!blas.ok) return gl_fail(GL_ENOTSUP, "matmul: %s", blas.why);
+  pthread_mutex_lock(&gl_cuda_lock);
+  *out = handles[dev.index];
+  pthread_mutex_unlock(&gl_cuda_lock);
+  if (*out) return GL_OK;
+  size_t wsb = blas_workspace_bytes(dev.index);
+  void *ws = NULL;
+  if (blas.set_workspace && gl_workspace_alloc(dev, wsb, &ws) != GL_OK) ws = NULL;   /* cuBLAS's own then */
   gl_status st = GL_OK;
   pthread_mutex_lock(&gl_cuda_lock);
   if (handles[dev.index] == NULL) {
     cublasHandle_t h = NULL;
     st = blas_check(blas.create(&h), "matmul: cublasCreate");
+    if (st == GL_OK) st = blas_check(blas.set_stream(h, s), "matmul: cublasSetStream");
+    if (st == GL_OK && ws) st = blas_check(blas.set_workspace(h, ws, wsb), "matmul: cublasSetWorkspace");
     if (st == GL_OK) {
-      st = blas_check(blas.set_stream(h, s), "matmul: cublasSetStream");
-      if (st == GL_OK) handles[dev.index] = h;
-      else blas.destroy(h);
+      handles[dev.index] = h;
+      workspaces[dev.index] = ws;
+      ws = NULL;
+    } else if (h) {
+      blas.destroy(h);
     }
   }
   *out = handles[dev.index];
   pthread_mutex_unlock(&gl_cuda_lock);
+  if (ws) gl_cuda_free(dev, ws, wsb);
   return st;
 }
 
+/* (gl_cuda_lock held, the device current and its stream synchronised) */
 void gl_cuda_blas_release(int index) {
   if (index < 0 || index >= GL_CUDA_MAXDEV || handles[index] == NULL) return;
   if (blas.destroy) blas.destroy(handles[index]);
   handles[index] = NULL;
+  gl_cuda_free_locked(index, workspaces[index]);
+  workspaces[index] = NULL;
 }
 
 int gl_cuda_blas_version(void) {
