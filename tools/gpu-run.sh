@@ -93,13 +93,15 @@ fi
 export GPULUA_BIN=$BIN GPULUA_TEST_DEVICES=$DEVICE GPULUA_BENCH_DEVICE=$DEVICE
 export XDG_CACHE_HOME=$PWD/.test-cache
 
-# Each stage's limit in seconds (on an H100/H200 with 16 cores; they sum to under 420 with
-# the pack reserve, and a stage that ends early leaves its time to the next ones)
-declare -A BUDGET=([build]=170 [check]=15 [specs]=90 [bench]=45 [sanitizer]=30 [specs_more]=60 [examples]=40
+# Each stage's limit in seconds (on an H100/H200 with 16 cores): the default stages sum to
+# 405, within 420 less the pack reserve; a stage that ends early leaves its time to the
+# next ones, and a build cut short goes on where it stopped in a second call
+declare -A BUDGET=([build]=150 [check]=10 [specs]=80 [bench]=45 [sanitizer]=30 [specs_more]=55 [examples]=35
                    [linalg]=90 [nn]=90)
 
-# run_stage NAME CMD...: runs CMD in its own session under the stage's limit, its output
-# into $LOGS/NAME.log; says ok, failed or timed out, and packs the logs
+# run_stage NAME CMD...: runs CMD under the stage's limit (timeout signals its whole process
+# group, so busted's children and the power sampler end with it), its output into
+# $LOGS/NAME.log; says ok, failed or timed out, and packs the logs
 STAGE_RESULTS=()
 run_stage() {
   local name=$1; shift
@@ -115,7 +117,6 @@ run_stage() {
   fi
   stamp "$name (limit $limit s)"
   local t=$SECONDS rc=0
-  # timeout signals its whole process group: busted's children and the sampler go too
   timeout -k 5 "$limit" "$@" > "$LOGS/$name.log" 2>&1 || rc=$?
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     stamp "$name: TIMED OUT after $((SECONDS - t)) s (limit $limit s)"
