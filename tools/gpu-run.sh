@@ -97,7 +97,7 @@ export XDG_CACHE_HOME=$PWD/.test-cache
 # 405, within 420 less the pack reserve; a stage that ends early leaves its time to the
 # next ones, and a build cut short goes on where it stopped in a second call
 declare -A BUDGET=([build]=150 [check]=10 [specs]=80 [bench]=45 [sanitizer]=30 [specs_more]=55 [examples]=35
-                   [linalg]=90 [nn]=90)
+                   [linalg]=90 [nn]=90 [apifuzz]=120)
 
 # run_stage NAME CMD...: runs CMD under the stage's limit (timeout signals its whole process
 # group, so busted's children and the power sampler end with it), its output into
@@ -188,8 +188,9 @@ stage_sanitizer() {
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$cs" --tool memcheck --leak-check no --error-exitcode 9 "$BIN" "$BUSTED" -o TAP spec/cuda_spec.lua spec/kernel_cuda_spec.lua
 }
-# not in the default list (GPU_RUN_STAGES="linalg" or "nn" after a build, in a second call):
-# gpu.linalg beside torch.linalg, and MLP/CNN epochs beside PyTorch
+# not in the default list (GPU_RUN_STAGES="linalg", "nn" or "apifuzz" after a build, in a
+# second call): gpu.linalg beside torch.linalg, MLP/CNN epochs beside PyTorch, and the API
+# fuzzer with cuda arrays (apifuzz.sh caps data, not address space, where a GPU answers)
 stage_linalg() {
   "$BIN" bench/gpu_linalg.lua > "$LOGS/linalg-gpulua.txt" 2>&1 || return 1
   [ "$DRY" = 1 ] || python3 bench/gpu_linalg.py "$LOGS/linalg-gpulua.txt" >> "$OUT/bench.txt" 2>&1
@@ -198,6 +199,7 @@ stage_nn() {
   "$BIN" bench/nn.lua 2>&1 | tee -a "$OUT/bench.txt"
   [ "$DRY" = 1 ] || python3 bench/nn.py >> "$OUT/bench.txt" 2>&1
 }
+stage_apifuzz() { sh tools/apifuzz.sh "$BIN" 1 2 20000; }
 stage_examples() {
   local ex rc=0 st
   for ex in $EXAMPLES; do
@@ -217,7 +219,7 @@ stage_examples() {
 }
 
 export -f stage_build stage_check stage_specs stage_specs_more stage_bench stage_sanitizer stage_examples \
-  stage_linalg stage_nn \
+  stage_linalg stage_nn stage_apifuzz \
   busted_stage power_start power_stop
 export BIN BUSTED DEVICE DRY OUT LOGS SPECS SPECS_MORE EXAMPLES TARGETS_LOG2N
 for s in $STAGES; do
