@@ -131,6 +131,26 @@ static void push_devinfo(lua_State *L, gl_device d, const gl_devinfo *info) {
   }
 }
 
+/* gpu._workspace(device, bytes) -> true | nil, message: takes and gives back a library's
+** workspace of that size the way the backends do (gl_workspace_alloc: on "out of memory"
+** the reclaim hook, then once more), for the specs of that path. */
+static int l_workspace(lua_State *L) {
+  gl_device d = gl_lua_optdevice(L, 1);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0 && n <= ((lua_Integer)1 << 40), 2, "bytes must be in 0..2^40");
+  const gl_backend *b;
+  gl_lua_check_status(L, gl_backend_for(d, &b), 1);
+  void *p = NULL;
+  if (gl_workspace_alloc(d, (size_t)n, &p) != GL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, gl_errmsg());
+    return 2;
+  }
+  b->free(d, p, (size_t)n);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* gpu._energy([device]) -> joules, source | nil, why: the device's energy counter (NVML on
 ** a GPU, RAPL for the cpu), a number that only grows; gpu.bench reads it around its loop. */
 static int l_energy(lua_State *L) {
@@ -494,6 +514,7 @@ static const luaL_Reg device_funcs[] = {
   { "device_count", l_device_count },
   { "devices", l_devices },
   { "_energy", l_energy },
+  { "_workspace", l_workspace },
   { "memory", l_memory },
   { "memory_allocated", l_memory_allocated },
   { "max_memory_allocated", l_max_memory_allocated },
