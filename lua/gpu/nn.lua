@@ -59,7 +59,7 @@ for k, f in pairs(require("gpu.nn.resample").functional) do
 end
 export((require "gpu.nn.resample_layers"))
 export((require "gpu.nn.recurrent"))
--- the layers part (issue 14): modules into nn, functional forms into nn and nn.functional
+-- the layers: modules into nn, functional forms into nn and nn.functional
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer" } do
   local part = require(name)

@@ -261,7 +261,7 @@ size_t gl_jit_cuda_image(const gl_jit_cuda_module *m, bool *ptx, const char **ke
   return m->size;
 }
 
-/* ---- launching (NEVER RUN: no GPU) ---------------------------------------------------------- */
+/* ---- launching ------------------------------------------------------------------------------ */
 
 /* dev's run-time compiler; 'what' names the refusal where it has none (the cpu) */
 static gl_status device_rtc(gl_device dev, const gl_rtc **rtc, const char *what) {

@@ -1,8 +1,6 @@
 /*
 ** cuda_cudnn_attn.c — cuDNN's fused scaled dot-product attention (its flash-attention engines,
 ** reached through the backend graph API) for float16/bfloat16 gpu.fused.attention on cuda.
-** NEVER RUN on a GPU (written and compiled on a machine without one): doc/STATUS-attention.md
-** says what a GPU run must check.
 **
 ** The graph, one head per batch entry (q as (B, 1, L, E), k^T as (B, 1, E, S), ...):
 **   S = Q K^T (matmul, float32) -> S * scale (by value) -> causal: row = GEN_INDEX(S, axis 2),

@@ -1,7 +1,6 @@
 /*
 ** cuda_cudnn_rnn.c — cuDNN 9's RNN API (cudnnRNNForward, cudnnRNNBackwardData_v8,
 ** cudnnRNNBackwardWeights_v8) under nn.RNN, nn.LSTM and nn.GRU on cuda: gl_dnn's rnn entries.
-** NEVER RUN on a GPU yet (written and compiled on machines without one): see doc/STATUS-cudnn.md.
 **
 ** The entry points come from the library cuda_cudnn.c opened (libcudnn.so.9 forwards them to
 ** libcudnn_adv), resolved on the first RNN call; one missing says so through rnn_net_unavailable and
