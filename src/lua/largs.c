@@ -454,3 +454,26 @@ int gl_lua_axes(lua_State *L, int idx, int ndim, int *axes, unsigned flags) {
   }
   return n;
 }
+
+/* ---- argument counts ----------------------------------------------------------------------- */
+
+int gl_lua_too_many(lua_State *L, int nargs) {
+  int got = lua_gettop(L), shown = nargs;
+  lua_Debug ar;
+  /* x:f(a) counts x as argument 1, as luaL_argerror does: say what the method takes */
+  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && strcmp(ar.namewhat, "method") == 0 && nargs > 0) {
+    shown--;
+    got--;
+  }
+  return luaL_argerror(L, nargs + 1, lua_pushfstring(L, "at most %d argument%s expected, got %d", shown,
+                                                     shown == 1 ? "" : "s", got));
+}
+
+int gl_lua_optsarg(lua_State *L, int first, int last, const char *what) {
+  int top = lua_gettop(L), o = first;
+  while (o < last && o < top && lua_isnil(L, o)) o++;
+  if (!lua_isnoneornil(L, o) && !lua_istable(L, o))
+    luaL_argerror(L, o, lua_pushfstring(L, "%s expected, got %s", what, luaL_typename(L, o)));
+  if (top > o) luaL_argerror(L, o + 1, "no argument expected after the options table");
+  return o;
+}

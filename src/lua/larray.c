@@ -610,26 +610,26 @@ static int array_le(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg array_meta[] = {
-  { "__gc", array_release },
-  { "__close", array_close_tbc },
-  { "__newindex", array_newindex },
-  { NULL, NULL }
+static const gl_reg array_meta[] = {
+  { "__gc", array_release, 1 },
+  { "__close", array_close_tbc, 2 },
+  { "__newindex", array_newindex, 3 },
+  { NULL, NULL, 0 }
 };
 
 /* the metamethods that read an array run as op levels (lhold.c) */
-static const luaL_Reg array_meta_held[] = {
-  { "__len", array_len },
-  { "__lt", array_lt },
-  { "__le", array_le },
-  { "__tostring", gl_lua_tostring },
-  { NULL, NULL }
+static const gl_reg array_meta_held[] = {
+  { "__len", array_len, 2 },
+  { "__lt", array_lt, 2 },
+  { "__le", array_le, 2 },
+  { "__tostring", gl_lua_tostring, 1 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg array_methods[] = {
-  { "close", array_close },
-  { "is_closed", array_is_closed },
-  { NULL, NULL }
+static const gl_reg array_methods[] = {
+  { "close", array_close, 1 },
+  { "is_closed", array_is_closed, 1 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_array(lua_State *L, int module, int methods, int meta) {

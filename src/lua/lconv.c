@@ -400,30 +400,30 @@ static int l_dnn_softmax_bwd(lua_State *L) {
   return gl_lua_result(L, gl_op_dnn_softmax_bwd(out, log, y, dy), out, 0);
 }
 
-static const luaL_Reg conv_funcs[] = {
-  { "im2col", l_im2col },
-  { "col2im", l_col2im },
-  { NULL, NULL }
+static const gl_reg conv_funcs[] = {
+  { "im2col", l_im2col, 2 },
+  { "col2im", l_col2im, 3 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg dnn_funcs[] = {
-  { "available", l_dnn_available },
-  { "conv2d", l_dnn_conv2d },
-  { "conv2d_backward_data", l_dnn_conv2d_bwd_data },
-  { "conv2d_backward_filter", l_dnn_conv2d_bwd_filter },
-  { "max_pool2d", l_dnn_max_pool2d },
-  { "avg_pool2d", l_dnn_avg_pool2d },
-  { "max_pool2d_backward", l_dnn_max_pool2d_bwd },
-  { "avg_pool2d_backward", l_dnn_avg_pool2d_bwd },
-  { "batch_norm", l_dnn_batch_norm },
-  { "batch_norm_backward", l_dnn_batch_norm_bwd },
-  { "softmax", l_dnn_softmax },
-  { "softmax_backward", l_dnn_softmax_bwd },
-  { "layer_norm", l_dnn_layer_norm },
-  { "layer_norm_backward", l_dnn_layer_norm_bwd },
-  { "rnn", l_dnn_rnn },
-  { "rnn_backward", l_dnn_rnn_bwd },
-  { NULL, NULL }
+static const gl_reg dnn_funcs[] = {
+  { "available", l_dnn_available, 3 },
+  { "conv2d", l_dnn_conv2d, 3 },
+  { "conv2d_backward_data", l_dnn_conv2d_bwd_data, 4 },
+  { "conv2d_backward_filter", l_dnn_conv2d_bwd_filter, 4 },
+  { "max_pool2d", l_dnn_max_pool2d, 2 },
+  { "avg_pool2d", l_dnn_avg_pool2d, 2 },
+  { "max_pool2d_backward", l_dnn_max_pool2d_bwd, 4 },
+  { "avg_pool2d_backward", l_dnn_avg_pool2d_bwd, 4 },
+  { "batch_norm", l_dnn_batch_norm, 6 },
+  { "batch_norm_backward", l_dnn_batch_norm_bwd, 6 },
+  { "softmax", l_dnn_softmax, 2 },
+  { "softmax_backward", l_dnn_softmax_bwd, 3 },
+  { "layer_norm", l_dnn_layer_norm, 4 },
+  { "layer_norm_backward", l_dnn_layer_norm_bwd, 6 },
+  { "rnn", l_dnn_rnn, 5 },
+  { "rnn_backward", l_dnn_rnn_bwd, 8 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_conv(lua_State *L, int module, int methods) {

@@ -45,8 +45,7 @@ static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones *
   gl_dtype dt;
   gl_device dev;
   opt_defaults(&dt, &dev);
-  if (next <= lua_gettop(L) && !lua_istable(L, next) && !lua_isnil(L, next))
-    luaL_argerror(L, next, lua_pushfstring(L, "dimension or options table expected, got %s", luaL_typename(L, next)));
+  next = gl_lua_optsarg(L, next, lua_gettop(L), "dimension or options table");
   gl_lua_opts(L, next, decl[kind], &dt, &dev, NULL);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   if (kind > 0) gl_lua_check_status(L, gl_op_fill(a, gl_scalar_int(kind == 2)), 0);
@@ -136,7 +135,8 @@ static bool int_arange(lua_State *L, int n, gl_dtype dt, gl_device dev) {
   return true;
 }
 
-/* gpu.arange([start,] stop [, step] [, opts]): NumPy's half-open range. Integer
+/* gpu.arange([start,] stop [, step] [, opts]): NumPy's half-open range; positionals left
+** out may be given as nil before the options (arange(0, 5, nil, opts)). Integer
 ** arguments give int64 (as NumPy and PyTorch do); any float gives float32. */
 static int l_arange(lua_State *L) {
   int n = 0;
@@ -148,15 +148,14 @@ static int l_arange(lua_State *L) {
     n++;
   }
   if (n == 0) luaL_argerror(L, 1, lua_pushfstring(L, "number expected, got %s", luaL_typename(L, 1)));
-  if (!lua_isnoneornil(L, n + 1) && !lua_istable(L, n + 1))
-    luaL_argerror(L, n + 1, lua_pushfstring(L, "number or options table expected, got %s", luaL_typename(L, n + 1)));
+  int o = gl_lua_optsarg(L, n + 1, 4, "number or options table");
   double start = n >= 2 ? v[0] : 0, stop = n >= 2 ? v[1] : v[0], step = n == 3 ? v[2] : 1;
   if (step == 0) luaL_argerror(L, 3, "step must not be zero");
   gl_dtype dt;
   gl_device dev;
   opt_defaults(&dt, &dev);
   if (all_int) dt = GL_INT64;
-  gl_lua_opts(L, n + 1, &arange_decl, &dt, &dev, NULL);
+  gl_lua_opts(L, o, &arange_decl, &dt, &dev, NULL);
   if (all_int && int_arange(L, n, dt, dev)) return 1;
   gl_array *a = gl_lua_push(L);
   gl_lua_check_status(L, gl_op_arange(a, start, stop, step, dt, dev), 0);
@@ -164,13 +163,14 @@ static int l_arange(lua_State *L) {
   return 1;
 }
 
-/* gpu.linspace(start, stop [, num=50] [, opts]) */
+/* gpu.linspace(start, stop [, num=50] [, opts]); num may be nil before the options */
 static int l_linspace(lua_State *L) {
   double start = luaL_checknumber(L, 1), stop = luaL_checknumber(L, 2);
   int o = 3;
   int64_t num = 50;
   if (lua_type(L, 3) == LUA_TNUMBER) { num = gl_lua_int(L, 3, "number of samples"); o = 4; }
   if (num < 0) luaL_argerror(L, 3, "number of samples must be non-negative");
+  o = gl_lua_optsarg(L, o, 4, "number of samples or options table");
   gl_dtype dt;
   gl_device dev;
   opt_defaults(&dt, &dev);
@@ -181,13 +181,15 @@ static int l_linspace(lua_State *L) {
   return 1;
 }
 
-/* gpu.eye(n [, m] [, {k=, dtype=, device=}]) */
+/* gpu.eye(n [, m] [, {k=, dtype=, device=}]); m may be nil before the options, as NumPy's
+** eye(N, M=None, k=0) */
 static int l_eye(lua_State *L) {
   int64_t n = gl_lua_int(L, 1, "n"), m = n, k = 0;
   int o = 2;
   if (lua_type(L, 2) == LUA_TNUMBER) { m = gl_lua_int(L, 2, "m"); o = 3; }
   if (n < 0) luaL_argerror(L, 1, "negative dimension");
   if (m < 0) luaL_argerror(L, 2, "negative dimension");
+  o = gl_lua_optsarg(L, o, 3, "number of columns or options table");
   gl_dtype dt;
   gl_device dev;
   opt_defaults(&dt, &dev);
@@ -333,20 +335,20 @@ static int l_array(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg create_funcs[] = {
-  { "array", l_array },
-  { "empty", l_empty },
-  { "zeros", l_zeros },
-  { "ones", l_ones },
-  { "full", l_full },
-  { "empty_like", l_empty_like },
-  { "zeros_like", l_zeros_like },
-  { "ones_like", l_ones_like },
-  { "full_like", l_full_like },
-  { "arange", l_arange },
-  { "linspace", l_linspace },
-  { "eye", l_eye },
-  { NULL, NULL }
+static const gl_reg create_funcs[] = {
+  { "array", l_array, 2 },
+  { "empty", l_empty, GL_SHAPE_ARGS },
+  { "zeros", l_zeros, GL_SHAPE_ARGS },
+  { "ones", l_ones, GL_SHAPE_ARGS },
+  { "full", l_full, 3 },
+  { "empty_like", l_empty_like, 2 },
+  { "zeros_like", l_zeros_like, 2 },
+  { "ones_like", l_ones_like, 2 },
+  { "full_like", l_full_like, 3 },
+  { "arange", l_arange, 4 },
+  { "linspace", l_linspace, 4 },
+  { "eye", l_eye, 3 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_create(lua_State *L, int module, int methods) {

@@ -24,9 +24,9 @@ static int l_load_idx(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg data_funcs[] = {
-  { "load_idx", l_load_idx },
-  { NULL, NULL }
+static const gl_reg data_funcs[] = {
+  { "load_idx", l_load_idx, 1 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_data(lua_State *L, int module, int methods) {

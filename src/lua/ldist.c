@@ -748,19 +748,19 @@ static int l_compare(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg dist_funcs[] = {
-  { "init", l_init }, { "is_initialized", l_is_initialized }, { "finalize", l_finalize },
-  { "rank", l_rank }, { "world_size", l_world_size }, { "local_rank", l_local_rank },
-  { "local_world_size", l_local_world_size }, { "get_backend", l_get_backend }, { "stats", l_stats },
-  { "all_reduce", l_all_reduce }, { "broadcast", l_broadcast }, { "all_gather", l_all_gather },
-  { "reduce_scatter", l_reduce_scatter }, { "gather", l_gather }, { "scatter", l_scatter },
-  { "send", l_send }, { "recv", l_recv }, { "barrier", l_barrier }, { "_fail", l_fail },
-  { "_compare", l_compare },
-  { NULL, NULL }
+static const gl_reg dist_funcs[] = {
+  { "init", l_init, 1 }, { "is_initialized", l_is_initialized, 0 }, { "finalize", l_finalize, 0 },
+  { "rank", l_rank, 0 }, { "world_size", l_world_size, 0 }, { "local_rank", l_local_rank, 0 },
+  { "local_world_size", l_local_world_size, 0 }, { "get_backend", l_get_backend, 0 }, { "stats", l_stats, 0 },
+  { "all_reduce", l_all_reduce, 2 }, { "broadcast", l_broadcast, 3 }, { "all_gather", l_all_gather, 2 },
+  { "reduce_scatter", l_reduce_scatter, 2 }, { "gather", l_gather, 3 }, { "scatter", l_scatter, 4 },
+  { "send", l_send, 3 }, { "recv", l_recv, 3 }, { "barrier", l_barrier, 1 }, { "_fail", l_fail, 1 },
+  { "_compare", l_compare, 1 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg work_methods[] = { { "wait", work_wait }, { "is_completed", work_is_completed }, { NULL, NULL } };
-static const luaL_Reg work_meta[] = { { "__gc", work_gc }, { "__tostring", work_tostring }, { NULL, NULL } };
+static const gl_reg work_methods[] = { { "wait", work_wait, 1 }, { "is_completed", work_is_completed, 1 }, { NULL, NULL, 0 } };
+static const gl_reg work_meta[] = { { "__gc", work_gc, 1 }, { "__tostring", work_tostring, 1 }, { NULL, NULL, 0 } };
 
 void gl_open_dist(lua_State *L, int module) {
   luaL_newmetatable(L, GL_WORK);

@@ -98,24 +98,24 @@ static int ev_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg event_methods[] = {
-  { "record", ev_record },
-  { "elapsed", ev_elapsed },
-  { "elapsed_time", ev_elapsed },
-  { "synchronize", ev_synchronize },
-  { NULL, NULL }
+static const gl_reg event_methods[] = {
+  { "record", ev_record, 1 },
+  { "elapsed", ev_elapsed, 2 },
+  { "elapsed_time", ev_elapsed, 2 },
+  { "synchronize", ev_synchronize, 1 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg event_meta[] = {
-  { "__gc", ev_gc },
-  { "__close", ev_gc },
-  { "__tostring", ev_tostring },
-  { NULL, NULL }
+static const gl_reg event_meta[] = {
+  { "__gc", ev_gc, 1 },
+  { "__close", ev_gc, 2 },
+  { "__tostring", ev_tostring, 1 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg event_funcs[] = {
-  { "event", l_event },
-  { NULL, NULL }
+static const gl_reg event_funcs[] = {
+  { "event", l_event, 1 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_event(lua_State *L, int module, int methods) {

@@ -2,6 +2,8 @@
 ** lgpu.c — luaopen_gpu: the module table, the array metatable, the per-state context,
 ** and the Lua parts (the files under lua/gpu) preloaded from the sources compiled in.
 */
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lgpu.h"
@@ -11,11 +13,56 @@ const char gl_ctx_key = 'c', gl_meta_key = 'm';
 typedef struct gl_luasrc { const char *name, *chunkname, *src; size_t len; } gl_luasrc;
 extern const gl_luasrc gl_luasrcs[];
 
-void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l) {
-  lua_pushvalue(L, idx);
-  GL_PUSH_CTX(L);
-  luaL_setfuncs(L, l, 1);
-  lua_pop(L, 1);
+static const char arity_key = 'n';
+
+/* A plain function with its count (upvalues: 1 the context, as the function expects, 2 the
+** function, 3 the count): it runs in this frame, so its errors keep their names. */
+static int counted_call(lua_State *L) {
+  lua_Integer nargs = lua_tointeger(L, lua_upvalueindex(3));
+  if (lua_gettop(L) > nargs) return gl_lua_too_many(L, (int)nargs);
+  return lua_tocfunction(L, lua_upvalueindex(2))(L);
+}
+
+void gl_lua_setfuncs(lua_State *L, int idx, const gl_reg *l) {
+  idx = lua_absindex(L, idx);
+  for (; l->name; l++) {
+    GL_PUSH_CTX(L);
+    if (l->name[0] == '_' && l->name[1] == '_') {
+      lua_pushcclosure(L, l->func, 1);
+    } else {
+      lua_pushcfunction(L, l->func);
+      lua_pushinteger(L, l->nargs == GL_VARARGS ? INT_MAX : l->nargs);
+      lua_pushcclosure(L, counted_call, 3);
+    }
+    lua_setfield(L, idx, l->name);
+  }
+}
+
+/* gpu._arity(f) -> the most arguments f takes (math.huge: any number), or nil when f
+** declared none; gpu._arity(f, n) declares a Lua function (lua/gpu/options.lua's takes). */
+static int l_arity(lua_State *L) {
+  int nargs;
+  luaL_checkany(L, 1);
+  lua_settop(L, 2);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &arity_key);
+  if (!lua_isnil(L, 2)) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, luaL_checkinteger(L, 2));
+    lua_rawset(L, -3);
+    return 0;
+  }
+  if (lua_tocfunction(L, 1) == counted_call) {
+    lua_getupvalue(L, 1, 3);
+    nargs = (int)lua_tointeger(L, -1);
+  } else if (!gl_lua_op_nargs(L, 1, &nargs) && !gl_lua_held_nargs(L, 1, &nargs)) {
+    lua_pushvalue(L, 1);
+    lua_rawget(L, -2);
+    return 1;
+  }
+  if (nargs == INT_MAX) lua_pushnumber(L, HUGE_VAL);
+  else lua_pushinteger(L, nargs);
+  return 1;
 }
 
 void gl_lua_setloaded(lua_State *L, const char *name) {
@@ -25,7 +72,7 @@ void gl_lua_setloaded(lua_State *L, const char *name) {
   lua_pop(L, 1);
 }
 
-void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l) {
+void gl_lua_setboth(lua_State *L, int module, int methods, const gl_reg *l) {
   gl_lua_setops(L, module, "", l);
   gl_lua_setops(L, methods, "", l);
 }
@@ -136,6 +183,15 @@ int luaopen_gpu(lua_State *L) {
   lua_pushvalue(L, meta);
   lua_setiuservalue(L, -2, 1);
   lua_pop(L, 1);
+
+  lua_newtable(L);                    /* Lua functions' declared counts (gpu._arity), weak keys */
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &arity_key);
+  static const gl_reg arity_funcs[] = { { "_arity", l_arity, 2 }, { NULL, NULL, 0 } };
+  gl_lua_setfuncs(L, module, arity_funcs);
 
   lua_newtable(L);                    /* gpu._options: every options declaration (largs.c, options.lua) */
   lua_pushvalue(L, -1);

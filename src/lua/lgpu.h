@@ -87,6 +87,32 @@ extern const char gl_ctx_key, gl_meta_key;
 ** from the registry (C hosts calling the public API). */
 gl_lctx *gl_lua_ctx(lua_State *L);
 
+/* ---- what each function takes ------------------------------------------------------------- */
+
+/* Every function of the module is registered with the most arguments it takes: a call with
+** more raises "bad argument #3 to 'exp' (at most 2 arguments expected, got 3)" before the
+** function runs, so nothing a caller passes is silently ignored. A shape given as numbers
+** counts GL_SHAPE_ARGS (GL_MAXDIMS extents and an options table); GL_VARARGS is for the
+** few that pass their arguments on (gpu.range(name, fn, ...)). gpu._arity(f) answers the
+** count of any function so registered (spec/arity_spec.lua calls each with one more). */
+typedef struct gl_reg {
+  const char *name;
+  lua_CFunction func;
+  int nargs;
+} gl_reg;
+#define GL_VARARGS (-1)
+#define GL_SHAPE_ARGS (GL_MAXDIMS + 1)
+/* Raises the error of a call with more than nargs arguments. */
+int gl_lua_too_many(lua_State *L, int nargs);
+/* Where the options table of a call is: at 'first' or, past optional positionals given as
+** nil, at the first argument that is not nil, up to 'last' (its place when every
+** positional is given): gpu.eye(3, nil, {k = 1}). Anything but a table or nil there is an
+** error ("<what> expected, got string"), and so is any argument after it. */
+int gl_lua_optsarg(lua_State *L, int first, int last, const char *what);
+/* Whether the function at idx was registered with a count, and the count (INT_MAX for
+** GL_VARARGS): dispatched ops (lgrad.c). */
+bool gl_lua_op_nargs(lua_State *L, int idx, int *nargs);
+
 /* ---- what an op holds while Lua code runs inside it (lhold.c) ---------------------- */
 
 /* An op runs as a level: gl_lua_op_enter(c, &local) before it reads its arguments,
@@ -118,7 +144,9 @@ void gl_lua_close(lua_State *L, int idx);
 bool gl_lua_closing(lua_State *L, int idx);
 /* Registers 'l' into the table at idx like gl_lua_setfuncs, each function running as an
 ** op level (the metamethods and collectives that read arrays outside the dispatch). */
-void gl_lua_setfuncs_held(lua_State *L, int idx, const luaL_Reg *l);
+void gl_lua_setfuncs_held(lua_State *L, int idx, const gl_reg *l);
+/* Whether the function at idx was registered by it, and its count (INT_MAX: any number). */
+bool gl_lua_held_nargs(lua_State *L, int idx, int *nargs);
 /* gpu._hold (collect_next, state): the specs' handles on this file. */
 void gl_open_hold(lua_State *L, int module);
 
@@ -331,8 +359,9 @@ void gl_open_routines(lua_State *L, int module, int methods);
 void gl_open_kernel(lua_State *L, int module);
 
 /* Registers 'l' into the table at 'idx' with the context as upvalue: plain functions that
-** are not ops (devices, events, metamethods that make no arrays). */
-void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
+** are not ops (devices, events, metamethods that make no arrays). Metamethods ("__" names)
+** are registered as they are: Lua calls them with their operands only. */
+void gl_lua_setfuncs(lua_State *L, int idx, const gl_reg *l);
 
 /* ---- ops: the dispatch every op goes through (lgrad.c) ------------------------------------- */
 
@@ -343,12 +372,13 @@ void gl_lua_setfuncs(lua_State *L, int idx, const luaL_Reg *l);
 ** first new array, right above the arguments). */
 enum { GL_OP_LIST = 1, GL_OP_AUTOCAST = 2, GL_OP_INPLACE = 4, GL_OP_KEEPS_ARGS = 8 };
 /* Pops the top nup values (the op's upvalues, the context first) and pushes the op 'fn'
-** wrapped in the dispatch closure, under its rules name (e.g. "add", "dnn.conv2d"). */
-void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup);
+** wrapped in the dispatch closure, under its rules name (e.g. "add", "dnn.conv2d"); it
+** takes at most nargs arguments (GL_VARARGS: any number). */
+void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nargs, int nup);
 /* The same with flags of its own (GL_OP_KEEPS_ARGS) besides those the name implies. */
-void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nup, unsigned flags);
+void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nargs, int nup, unsigned flags);
 /* Registers 'l' as ops into the table at idx, their rules names prefixed by 'prefix'. */
-void gl_lua_setops(lua_State *L, int idx, const char *prefix, const luaL_Reg *l);
+void gl_lua_setops(lua_State *L, int idx, const char *prefix, const gl_reg *l);
 /* Grad mode and the autocast dtype (-1: none) of the running coroutine. */
 bool gl_lua_grad_enabled(lua_State *L);
 int gl_lua_autocast_dtype(lua_State *L);
@@ -365,6 +395,6 @@ void gl_open_grad(lua_State *L, int module, int methods);
 ** lauxlib names its functions 'gpu.fused.f' in errors even when called through pcall. */
 void gl_lua_setloaded(lua_State *L, const char *name);
 /* Registers 'l' as gpu.f(x, ...) and as the method x:f(...). */
-void gl_lua_setboth(lua_State *L, int module, int methods, const luaL_Reg *l);
+void gl_lua_setboth(lua_State *L, int module, int methods, const gl_reg *l);
 
 #endif

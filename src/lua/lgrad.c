@@ -26,6 +26,7 @@
 ** coroutine that never set them follows the main thread, and one abandoned inside
 ** no_grad or autocast takes its state with it instead of leaking it.
 */
+#include <limits.h>
 #include <string.h>
 #include "lgpu.h"
 
@@ -36,6 +37,7 @@ enum { UPV_ENTRY = GL_OP_UPVALUES + 1, UPV_NAME = GL_OP_UPVALUES + 2 };
 typedef struct gl_opentry {
   lua_CFunction fn;
   unsigned flags;
+  int nargs;             /* the most arguments it takes (INT_MAX: any number) */
   const char *name;      /* the rules key (upvalue UPV_NAME keeps the string alive) */
   unsigned rule_gen;     /* the rules' generation (ctx->rules_gen) in which this op had a rule */
   gl_lctx *ctx;          /* the context (also upvalue 1: this saves the dispatch a look-up) */
@@ -583,6 +585,7 @@ static int dispatch(lua_State *L) {
   gl_lctx *ctx = e->ctx;
   unsigned long retains = gl_lua_owned_retains;
   int nargs = lua_gettop(L), n;
+  if (nargs > e->nargs) return gl_lua_too_many(L, e->nargs);
   int level = gl_lua_op_enter(ctx, &marker);
   if (!ctx->grad_live && !ctx->autocast_live) n = e->fn(L);
   else n = dispatch_slow(L, ctx, e);
@@ -644,11 +647,11 @@ static unsigned op_flags(const char *name) {
   return f;
 }
 
-void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nup) {
-  gl_lua_pushop_flags(L, name, fn, nup, 0);
+void gl_lua_pushop(lua_State *L, const char *name, lua_CFunction fn, int nargs, int nup) {
+  gl_lua_pushop_flags(L, name, fn, nargs, nup, 0);
 }
 
-void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nup, unsigned flags) {
+void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int nargs, int nup, unsigned flags) {
   if (nup > GL_OP_UPVALUES) luaL_error(L, "gl_lua_pushop: %s has %d upvalues (at most %d)", name, nup, GL_OP_UPVALUES);
   gl_lctx *c = nup >= 1 ? lua_touserdata(L, -nup) : NULL;
   if (c == NULL || lua_rawlen(L, -nup) != sizeof *c || c->magic != GL_CTX_MAGIC)
@@ -657,13 +660,22 @@ void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int n
   gl_opentry *e = lua_newuserdatauv(L, sizeof *e, 0);
   e->fn = fn;
   e->flags = op_flags(name) | flags;
+  e->nargs = nargs == GL_VARARGS ? INT_MAX : nargs;
   e->rule_gen = 0;
   e->ctx = c;
   e->name = lua_pushstring(L, name);                /* upvalue UPV_NAME: keeps it alive */
   lua_pushcclosure(L, dispatch, UPV_NAME);
 }
 
-void gl_lua_setops(lua_State *L, int idx, const char *prefix, const luaL_Reg *l) {
+bool gl_lua_op_nargs(lua_State *L, int idx, int *nargs) {
+  if (lua_tocfunction(L, idx) != dispatch) return false;
+  lua_getupvalue(L, idx, UPV_ENTRY);
+  *nargs = ((const gl_opentry *)lua_touserdata(L, -1))->nargs;
+  lua_pop(L, 1);
+  return true;
+}
+
+void gl_lua_setops(lua_State *L, int idx, const char *prefix, const gl_reg *l) {
   idx = lua_absindex(L, idx);
   for (; l->name; l++) {
     GL_PUSH_CTX(L);
@@ -671,10 +683,10 @@ void gl_lua_setops(lua_State *L, int idx, const char *prefix, const luaL_Reg *l)
       lua_pushfstring(L, "%s%s", prefix, l->name);
       const char *full = lua_tostring(L, -1);
       lua_insert(L, -2);
-      gl_lua_pushop(L, full, l->func, 1);
+      gl_lua_pushop(L, full, l->func, l->nargs, 1);
       lua_remove(L, -2);
     } else {
-      gl_lua_pushop(L, l->name, l->func, 1);
+      gl_lua_pushop(L, l->name, l->func, l->nargs, 1);
     }
     lua_setfield(L, idx, l->name);
   }
@@ -818,22 +830,22 @@ static int l_register_hook(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg grad_methods[] = {
-  { "requires_grad", l_requires_grad },
-  { "requires_grad_", l_requires_grad },
-  { "detach", l_detach },
-  { "is_leaf", l_is_leaf },
-  { "retain_grad", l_retain_grad },
-  { "set_grad", l_set_grad },
-  { "register_hook", l_register_hook },
-  { NULL, NULL }
+static const gl_reg grad_methods[] = {
+  { "requires_grad", l_requires_grad, 2 },
+  { "requires_grad_", l_requires_grad, 2 },
+  { "detach", l_detach, 1 },
+  { "is_leaf", l_is_leaf, 1 },
+  { "retain_grad", l_retain_grad, 1 },
+  { "set_grad", l_set_grad, 2 },
+  { "register_hook", l_register_hook, 2 },
+  { NULL, NULL, 0 }
 };
 
 /* backward runs the engine (Lua code, the user's hooks): not an op level, or every close
 ** inside it would wait for it to end */
-static const luaL_Reg grad_engine_methods[] = {
-  { "backward", l_backward },
-  { NULL, NULL }
+static const gl_reg grad_engine_methods[] = {
+  { "backward", l_backward, 3 },
+  { NULL, NULL, 0 }
 };
 
 /* ---- gpu._grad: what lua/gpu/autograd.lua builds on ------------------------------------------ */
@@ -921,19 +933,19 @@ static int g_opname(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg grad_funcs[] = {
-  { "opname", g_opname },
-  { "node_args", g_node_args },
-  { "register", g_register },
-  { "node", g_node },
-  { "set_node", g_set_node },
-  { "version", g_version },
-  { "grad_enabled", g_grad_enabled },
-  { "set_grad_enabled", g_set_grad_enabled },
-  { "autocast_dtype", g_autocast_dtype },
-  { "set_autocast", g_set_autocast },
-  { "is_tracked", l_is_tracked },
-  { NULL, NULL }
+static const gl_reg grad_funcs[] = {
+  { "opname", g_opname, 1 },
+  { "node_args", g_node_args, 1 },
+  { "register", g_register, 2 },
+  { "node", g_node, 1 },
+  { "set_node", g_set_node, 2 },
+  { "version", g_version, 1 },
+  { "grad_enabled", g_grad_enabled, 0 },
+  { "set_grad_enabled", g_set_grad_enabled, 1 },
+  { "autocast_dtype", g_autocast_dtype, 0 },
+  { "set_autocast", g_set_autocast, 1 },
+  { "is_tracked", l_is_tracked, 1 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_grad(lua_State *L, int module, int methods) {

@@ -24,6 +24,7 @@
 ** whose marker is not above the running frame has ended. The next level entered, and every
 ** close, drop such levels first (lgrad.c's stash of tracked calls does the same).
 */
+#include <limits.h>
 #include "lgpu.h"
 
 /* The list at user value uv of the context (made on first use), pushed. */
@@ -107,9 +108,11 @@ void gl_lua_close(lua_State *L, int idx) {
   lua_pop(L, 1);
 }
 
-/* A function of gl_lua_setfuncs_held: upvalue 1 the context, 2 the function. */
+/* A function of gl_lua_setfuncs_held: upvalue 1 the context, 2 the function, 3 its count. */
 static int held_call(lua_State *L) {
   char marker;
+  lua_Integer nargs = lua_tointeger(L, lua_upvalueindex(3));
+  if (lua_gettop(L) > nargs) return gl_lua_too_many(L, (int)nargs);
   gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
   lua_CFunction f = lua_tocfunction(L, lua_upvalueindex(2));
   int level = gl_lua_op_enter(c, &marker);
@@ -118,14 +121,24 @@ static int held_call(lua_State *L) {
   return n;
 }
 
-void gl_lua_setfuncs_held(lua_State *L, int idx, const luaL_Reg *l) {
+void gl_lua_setfuncs_held(lua_State *L, int idx, const gl_reg *l) {
   idx = lua_absindex(L, idx);
   for (; l->name; l++) {
+    bool meta = l->name[0] == '_' && l->name[1] == '_';   /* Lua passes the operands only */
     GL_PUSH_CTX(L);
     lua_pushcfunction(L, l->func);
-    lua_pushcclosure(L, held_call, 2);
+    lua_pushinteger(L, meta || l->nargs == GL_VARARGS ? INT_MAX : l->nargs);
+    lua_pushcclosure(L, held_call, 3);
     lua_setfield(L, idx, l->name);
   }
+}
+
+bool gl_lua_held_nargs(lua_State *L, int idx, int *nargs) {
+  if (lua_tocfunction(L, idx) != held_call) return false;
+  lua_getupvalue(L, idx, 3);
+  *nargs = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return true;
 }
 
 /* ---- gpu._hold: for the specs ------------------------------------------------------------ */
@@ -152,7 +165,7 @@ static int h_state(lua_State *L) {
 }
 
 void gl_open_hold(lua_State *L, int module) {
-  static const luaL_Reg funcs[] = { { "collect_next", h_collect_next }, { "state", h_state }, { NULL, NULL } };
+  static const gl_reg funcs[] = { { "collect_next", h_collect_next, 0 }, { "state", h_state, 0 }, { NULL, NULL, 0 } };
   lua_newtable(L);
   gl_lua_setfuncs(L, lua_gettop(L), funcs);
   lua_setfield(L, module, "_hold");

@@ -389,28 +389,28 @@ static int l_topk(lua_State *L) {
 
 /* ---- registration ------------------------------------------------------------------------------ */
 
-static const luaL_Reg index_funcs[] = {      /* gpu.f only: the first argument is a list */
-  { "concat", l_concat },
-  { "concatenate", l_concat },
-  { "stack", l_stack },
-  { NULL, NULL }
+static const gl_reg index_funcs[] = {      /* gpu.f only: the first argument is a list */
+  { "concat", l_concat, 2 },
+  { "concatenate", l_concat, 2 },
+  { "stack", l_stack, 2 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg index_both[] = {
-  { "take", l_take },
-  { "index", l_index },
-  { "index_put_", l_index_put_ },
-  { "masked_select", l_masked_select },
-  { "split", l_split },
-  { "tile", l_tile },
-  { "repeat", l_repeat },
-  { "repeat_interleave", l_repeat },
-  { "flip", l_flip },
-  { "roll", l_roll },
-  { "sort", l_sort },
-  { "argsort", l_argsort },
-  { "topk", l_topk },
-  { NULL, NULL }
+static const gl_reg index_both[] = {
+  { "take", l_take, 3 },
+  { "index", l_index, 3 },
+  { "index_put_", l_index_put_, 5 },
+  { "masked_select", l_masked_select, 2 },
+  { "split", l_split, 3 },
+  { "tile", l_tile, 1 + GL_MAXDIMS },
+  { "repeat", l_repeat, 3 },
+  { "repeat_interleave", l_repeat, 3 },
+  { "flip", l_flip, 2 },
+  { "roll", l_roll, 3 },
+  { "sort", l_sort, 3 },
+  { "argsort", l_argsort, 3 },
+  { "topk", l_topk, 4 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_indexing(lua_State *L, int module, int methods) {

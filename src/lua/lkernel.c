@@ -377,9 +377,9 @@ void gl_open_kernel(lua_State *L, int module) {
     lua_pushcclosure(L, kernel_stub, 1);
     lua_setfield(L, module, names[i]);
   }
-  static const luaL_Reg jit[] = { { "compile", jit_compile }, { "launch", jit_launch }, { "raw", jit_raw },
-                                  { "cuda_compile", jit_cuda_compile }, { "cuda_launch", jit_cuda_launch },
-                                  { "nvrtc_version", jit_nvrtc_version }, { NULL, NULL } };
+  static const gl_reg jit[] = { { "compile", jit_compile, 1 }, { "launch", jit_launch, 5 }, { "raw", jit_raw, 6 },
+                                  { "cuda_compile", jit_cuda_compile, 3 }, { "cuda_launch", jit_cuda_launch, 5 },
+                                  { "nvrtc_version", jit_nvrtc_version, 0 }, { NULL, NULL, 0 } };
   lua_newtable(L);
   int t = lua_gettop(L);
   gl_lua_setfuncs_held(L, t, jit);           /* they read arrays: op levels (lhold.c) */

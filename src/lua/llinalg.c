@@ -195,11 +195,11 @@ static int l_la_lstsq(lua_State *L) {
   return 4;
 }
 
-static const luaL_Reg la_funcs[] = {
-  { "solve", l_la_solve }, { "inv", l_la_inv }, { "det", l_la_det }, { "slogdet", l_la_slogdet },
-  { "cholesky", l_la_cholesky }, { "qr", l_la_qr }, { "svd", l_la_svd }, { "svdvals", l_la_svdvals },
-  { "eigh", l_la_eigh }, { "eigvalsh", l_la_eigvalsh }, { "lstsq", l_la_lstsq },
-  { NULL, NULL }
+static const gl_reg la_funcs[] = {
+  { "solve", l_la_solve, 2 }, { "inv", l_la_inv, 1 }, { "det", l_la_det, 1 }, { "slogdet", l_la_slogdet, 1 },
+  { "cholesky", l_la_cholesky, 2 }, { "qr", l_la_qr, 2 }, { "svd", l_la_svd, 2 }, { "svdvals", l_la_svdvals, 1 },
+  { "eigh", l_la_eigh, 2 }, { "eigvalsh", l_la_eigvalsh, 2 }, { "lstsq", l_la_lstsq, 3 },
+  { NULL, NULL, 0 }
 };
 static const gl_optdecl *const la_decls[] = { &chol_decl, &qr_decl, &svd_decl, &eigh_decl, &eigvalsh_decl,
                                               &lstsq_decl, NULL };
@@ -230,17 +230,17 @@ static int l_get_matmul_precision(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg precision_funcs[] = {
-  { "set_matmul_precision", l_set_matmul_precision },
-  { "get_matmul_precision", l_get_matmul_precision },
-  { NULL, NULL }
+static const gl_reg precision_funcs[] = {
+  { "set_matmul_precision", l_set_matmul_precision, 1 },
+  { "get_matmul_precision", l_get_matmul_precision, 0 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg linalg_funcs[] = {
-  { "matmul", l_matmul },
-  { "dot", l_dot },
-  { "outer", l_outer },
-  { NULL, NULL }
+static const gl_reg linalg_funcs[] = {
+  { "matmul", l_matmul, 2 },
+  { "dot", l_dot, 2 },
+  { "outer", l_outer, 2 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_linalg(lua_State *L, int module, int methods) {

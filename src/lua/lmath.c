@@ -147,12 +147,12 @@ static int l_lerp(lua_State *L) {
   return push_binary(L, GL_B_add, 1, 5);
 }
 
-static const luaL_Reg math_meta[] = {
-  { "__add", mm_add }, { "__sub", mm_sub }, { "__mul", mm_mul }, { "__div", mm_div },
-  { "__idiv", mm_idiv }, { "__mod", mm_mod }, { "__pow", mm_pow }, { "__unm", mm_unm },
-  { "__band", mm_band }, { "__bor", mm_bor }, { "__bxor", mm_bxor }, { "__shl", mm_shl },
-  { "__shr", mm_shr }, { "__bnot", mm_bnot },
-  { NULL, NULL }
+static const gl_reg math_meta[] = {
+  { "__add", mm_add, 2 }, { "__sub", mm_sub, 2 }, { "__mul", mm_mul, 2 }, { "__div", mm_div, 2 },
+  { "__idiv", mm_idiv, 2 }, { "__mod", mm_mod, 2 }, { "__pow", mm_pow, 2 }, { "__unm", mm_unm, 2 },
+  { "__band", mm_band, 2 }, { "__bor", mm_bor, 2 }, { "__bxor", mm_bxor, 2 }, { "__shl", mm_shl, 2 },
+  { "__shr", mm_shr, 2 }, { "__bnot", mm_bnot, 2 },
+  { NULL, NULL, 0 }
 };
 
 static const char *const math_meta_op[] = {
@@ -160,16 +160,16 @@ static const char *const math_meta_op[] = {
   "left_shift", "right_shift", "bitwise_not"
 };
 
-static const luaL_Reg math_funcs[] = {
-  { "where", l_where },
-  { "clip", l_clip },
-  { "lerp", l_lerp },
-  { NULL, NULL }
+static const gl_reg math_funcs[] = {
+  { "where", l_where, 3 },
+  { "clip", l_clip, 3 },
+  { "lerp", l_lerp, 3 },
+  { NULL, NULL, 0 }
 };
 
 /* Registers one closure per op under 'name' (and name_ for the in-place form) in both
 ** the module and the methods table. */
-static void add_op(lua_State *L, int module, int methods, const char *name, int op,
+static void add_op(lua_State *L, int module, int methods, const char *name, int op, int nargs,
                    lua_CFunction f, lua_CFunction f_) {
   for (int k = 0; k < 2; k++) {
     lua_CFunction fn = k ? f_ : f;
@@ -177,7 +177,7 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
     const char *key = k ? lua_pushfstring(L, "%s_", name) : lua_pushstring(L, name);
     GL_PUSH_CTX(L);
     lua_pushinteger(L, op);
-    gl_lua_pushop_flags(L, key, fn, 2, k ? 0 : GL_OP_KEEPS_ARGS);
+    gl_lua_pushop_flags(L, key, fn, nargs, 2, k ? 0 : GL_OP_KEEPS_ARGS);
     lua_insert(L, -2);                                /* op, key */
     lua_pushvalue(L, -2);
     lua_setfield(L, module, key);
@@ -191,19 +191,19 @@ void gl_open_math(lua_State *L, int module, int methods, int meta) {
   /* the operators dispatch under the names of their functions (x + y is "add") */
   for (int i = 0; math_meta[i].name; i++) {
     GL_PUSH_CTX(L);
-    gl_lua_pushop_flags(L, math_meta_op[i], math_meta[i].func, 1, GL_OP_KEEPS_ARGS);
+    gl_lua_pushop_flags(L, math_meta_op[i], math_meta[i].func, math_meta[i].nargs, 1, GL_OP_KEEPS_ARGS);
     lua_setfield(L, meta, math_meta[i].name);
   }
   gl_lua_setboth(L, module, methods, math_funcs);
   for (int op = 0; op < GL_NUNOP; op++) {
     gl_opkind k = (gl_opkind)gl_unop_kind[op];
     bool inplace = k == GL_K_US || k == GL_K_UF || k == GL_K_UB;
-    add_op(L, module, methods, gl_unop_name[op], op, l_unary, inplace ? l_unary_ : NULL);
+    add_op(L, module, methods, gl_unop_name[op], op, 1, l_unary, inplace ? l_unary_ : NULL);
   }
   for (int op = 0; op < GL_NBINOP; op++) {
     gl_opkind k = (gl_opkind)gl_binop_kind[op];
     bool inplace = k != GL_K_BC && k != GL_K_BL;
-    add_op(L, module, methods, gl_binop_name[op], op, l_binary, inplace ? l_binary_ : NULL);
+    add_op(L, module, methods, gl_binop_name[op], op, 2, l_binary, inplace ? l_binary_ : NULL);
   }
   /* familiar aliases */
   static const char *const alias[][2] = {

@@ -37,9 +37,9 @@ static int l_range(lua_State *L) {
   return lua_gettop(L) - 1;                              /* everything above the name */
 }
 
-static const luaL_Reg nvtx_funcs[] = {
-  { "range", l_range },
-  { NULL, NULL }
+static const gl_reg nvtx_funcs[] = {
+  { "range", l_range, GL_VARARGS },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_nvtx(lua_State *L, int module, int methods) {

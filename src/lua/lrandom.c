@@ -77,8 +77,7 @@ static const gl_optdecl *const random_decls[] = {
 static void shape_opts(lua_State *L, int first, int *ndim, int64_t *shape, gl_dtype *dt, gl_device *dev,
                        const gl_optdecl *d) {
   int next = gl_lua_shape(L, first, ndim, shape);
-  if (next <= lua_gettop(L) && !lua_istable(L, next) && !lua_isnil(L, next))
-    luaL_argerror(L, next, lua_pushfstring(L, "dimension or options table expected, got %s", luaL_typename(L, next)));
+  next = gl_lua_optsarg(L, next, lua_gettop(L), "dimension or options table");
   dev->type = 255;
   dev->index = 0;
   gl_lua_opts(L, next, d, dt, dev, NULL);
@@ -227,6 +226,7 @@ static int l_choice(lua_State *L) {
     if (k < 0) return luaL_argerror(L, o, lua_pushfstring(L, "sample size must be >= 0 (got %I)", (lua_Integer)k));
     o++;
   }
+  o = gl_lua_optsarg(L, o, first + 2, "sample size or options table");
   gl_dtype dt = GL_INT64;
   gl_device dev = { 255, 0 };
   if (x) dev = gl_array_device(x);
@@ -332,30 +332,34 @@ static int gen_tostring(lua_State *L) {
 
 /* ---- registration ------------------------------------------------------------------------ */
 
-static const luaL_Reg random_funcs[] = {
-  { "rand", l_rand }, { "randn", l_randn }, { "uniform", l_uniform }, { "normal", l_normal },
-  { "randint", l_randint }, { "bernoulli", l_bernoulli }, { "permutation", l_permutation },
-  { "shuffle", l_shuffle }, { "choice", l_choice }, { "seed", l_seed },
-  { "get_state", l_get_state }, { "set_state", l_set_state },
-  { NULL, NULL }
+/* The counts leave out a Generator method's receiver. */
+static const gl_reg random_funcs[] = {
+  { "rand", l_rand, GL_SHAPE_ARGS }, { "randn", l_randn, GL_SHAPE_ARGS },
+  { "uniform", l_uniform, 2 + GL_SHAPE_ARGS }, { "normal", l_normal, 2 + GL_SHAPE_ARGS },
+  { "randint", l_randint, 2 + GL_SHAPE_ARGS }, { "bernoulli", l_bernoulli, 1 + GL_SHAPE_ARGS },
+  { "permutation", l_permutation, 2 }, { "shuffle", l_shuffle, 1 }, { "choice", l_choice, 3 },
+  { "seed", l_seed, 1 }, { "get_state", l_get_state, 1 }, { "set_state", l_set_state, 2 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg array_methods[] = {
-  { "shuffle", l_shuffle }, { "permutation", l_permutation }, { "bernoulli", l_bernoulli },
-  { "choice", l_choice },
-  { NULL, NULL }
+static const gl_reg array_methods[] = {
+  { "shuffle", l_shuffle, 1 }, { "permutation", l_permutation, 2 }, { "bernoulli", l_bernoulli, 1 + GL_SHAPE_ARGS },
+  { "choice", l_choice, 3 },
+  { NULL, NULL, 0 }
 };
+
+static const gl_reg generator_funcs[] = { { "Generator", l_generator, 1 }, { NULL, NULL, 0 } };
 
 /* Registers l into the table at idx as ops "random.f" with upvalues (context, defaults,
 ** is_method). */
-static void setfuncs3(lua_State *L, int idx, const luaL_Reg *l, int defaults, bool method) {
+static void setfuncs3(lua_State *L, int idx, const gl_reg *l, int defaults, bool method) {
   idx = lua_absindex(L, idx);
   for (; l->name; l++) {
     const char *name = lua_pushfstring(L, "random.%s", l->name);
     GL_PUSH_CTX(L);
     lua_pushvalue(L, defaults);
     lua_pushboolean(L, method);
-    gl_lua_pushop(L, name, l->func, 3);
+    gl_lua_pushop(L, name, l->func, method ? l->nargs + 1 : l->nargs, 3);
     lua_setfield(L, idx, l->name);
     lua_pop(L, 1);
   }
@@ -387,8 +391,7 @@ void gl_open_random(lua_State *L, int module, int methods) {
     lua_setfield(L, meta, "__tostring");
   }
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_generator);
-  lua_setfield(L, random, "Generator");
+  gl_lua_setfuncs(L, random, generator_funcs);
 
   gl_lua_setloaded(L, "gpu.random");
   lua_setfield(L, module, "random");

@@ -101,7 +101,6 @@ static int l_reduce(lua_State *L) {
   } else {
     naxes = gl_lua_axes(L, 2, x->ndim, axes, f->one_axis ? GL_AXES_ONE : 0);
   }
-  if (lua_gettop(L) > 3) luaL_argerror(L, 4, "unexpected argument (axis and options come first)");
   ropts o;
   read_opts(L, optidx, f, &o);
   gl_array *out = gl_lua_push(L);
@@ -114,7 +113,7 @@ void gl_open_reduce(lua_State *L, int module, int methods) {
   for (size_t i = 0; i < sizeof rfuncs / sizeof rfuncs[0]; i++) {
     GL_PUSH_CTX(L);
     lua_pushinteger(L, (lua_Integer)i);
-    gl_lua_pushop(L, rfuncs[i].decl.name, l_reduce, 2);
+    gl_lua_pushop(L, rfuncs[i].decl.name, l_reduce, 3, 2);
     lua_pushvalue(L, -1);
     lua_setfield(L, module, rfuncs[i].decl.name);
     lua_setfield(L, methods, rfuncs[i].decl.name);

@@ -85,15 +85,15 @@ static int l_histcounts(lua_State *L) {
   return gl_lua_result(L, gl_op_histcounts(out, x, w, edges, v[1].set && v[1].b, nbins), out, 0);
 }
 
-static const luaL_Reg select_both[] = {
-  { "partition", l_partition },
-  { "argpartition", l_argpartition },
-  { NULL, NULL }
+static const gl_reg select_both[] = {
+  { "partition", l_partition, 3 },
+  { "argpartition", l_argpartition, 3 },
+  { NULL, NULL, 0 }
 };
 
-static const luaL_Reg select_funcs[] = {
-  { "histcounts", l_histcounts },
-  { NULL, NULL }
+static const gl_reg select_funcs[] = {
+  { "histcounts", l_histcounts, 3 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_select(lua_State *L, int module, int methods) {

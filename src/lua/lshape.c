@@ -118,11 +118,24 @@ static int l_expand(lua_State *L) {
   return 1;
 }
 
-/* x:flatten(): 1-D, a view when possible (like reshape(-1)). */
+/* x:flatten([start_dim [, end_dim]]): axes start_dim..end_dim (1-based, inclusive,
+** negatives from the end; every axis by default) merged into one, a view when possible
+** (as reshape): PyTorch's flatten(x, start_dim - 1, end_dim - 1). A 0-d array gives 1-D. */
 static int l_flatten(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
+  int nd = a->ndim > 0 ? a->ndim : 1, first = 0, last = nd - 1;
+  if (!lua_isnoneornil(L, 2)) gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, 2, "start_dim"), nd, &first), 2);
+  if (!lua_isnoneornil(L, 3)) gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, 3, "end_dim"), nd, &last), 3);
+  if (first > last)
+    luaL_argerror(L, 3, lua_pushfstring(L, "end_dim (axis %d) comes before start_dim (axis %d)", last + 1, first + 1));
   lua_settop(L, 1);
-  lua_pushinteger(L, a->size);
+  int64_t merged = 1;                      /* (an empty array's other extents may be huge) */
+  for (int i = first; i <= last && a->ndim > 0; i++)
+    if (gl_mul_overflow(merged, a->shape[i], &merged))
+      luaL_argerror(L, 1, "the merged axis would have more than 2^63 elements");
+  for (int i = 0; i < first; i++) lua_pushinteger(L, a->shape[i]);
+  lua_pushinteger(L, merged);
+  for (int i = last + 1; i < a->ndim; i++) lua_pushinteger(L, a->shape[i]);
   return l_reshape(L);
 }
 
@@ -157,7 +170,6 @@ static int l_astype(lua_State *L) {
 ** autograd and the profiler name it), always a new array as astype. */
 static int cast_to(lua_State *L, gl_dtype dt) {
   gl_array *a = gl_lua_check(L, 1);
-  if (lua_gettop(L) > 1) luaL_argerror(L, 2, "no arguments expected (use astype to name a dtype)");
   return push_copy(L, a, dt, gl_array_device(a));
 }
 static int l_half(lua_State *L) { return cast_to(L, GL_FLOAT16); }
@@ -288,39 +300,39 @@ static int l_item(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg shape_funcs[] = {
-  { "reshape", l_reshape },
-  { "view", l_view },
-  { "transpose", l_transpose },
-  { "permute", l_permute },
-  { "squeeze", l_squeeze },
-  { "unsqueeze", l_unsqueeze },
-  { "expand", l_expand },
-  { "flatten", l_flatten },
-  { "contiguous", l_contiguous },
-  { "copy", l_copy },
-  { "clone", l_copy },
-  { "astype", l_astype },
-  { "to", l_to },
-  { "cpu", l_cpu },
-  { "cuda", l_cuda },
-  { "fill_", l_fill_ },
-  { "is_contiguous", l_is_contiguous },
-  { "totable", l_totable },
-  { "item", l_item },
-  { NULL, NULL }
+static const gl_reg shape_funcs[] = {
+  { "reshape", l_reshape, 1 + GL_MAXDIMS },
+  { "view", l_view, 1 + GL_MAXDIMS },
+  { "transpose", l_transpose, 3 },
+  { "permute", l_permute, 1 + GL_MAXDIMS },
+  { "squeeze", l_squeeze, 2 },
+  { "unsqueeze", l_unsqueeze, 2 },
+  { "expand", l_expand, 1 + GL_MAXDIMS },
+  { "flatten", l_flatten, 3 },
+  { "contiguous", l_contiguous, 1 },
+  { "copy", l_copy, 1 },
+  { "clone", l_copy, 1 },
+  { "astype", l_astype, 2 },
+  { "to", l_to, 2 },
+  { "cpu", l_cpu, 1 },
+  { "cuda", l_cuda, 2 },
+  { "fill_", l_fill_, 2 },
+  { "is_contiguous", l_is_contiguous, 1 },
+  { "totable", l_totable, 1 },
+  { "item", l_item, 1 },
+  { NULL, NULL, 0 }
 };
 
 /* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */
-static const luaL_Reg cast_methods[] = {
-  { "half", l_half },
-  { "bfloat16", l_bfloat16 },
-  { "float", l_float },
-  { "double", l_double },
-  { "int", l_int },
-  { "long", l_long },
-  { "bool", l_bool },
-  { NULL, NULL }
+static const gl_reg cast_methods[] = {
+  { "half", l_half, 1 },
+  { "bfloat16", l_bfloat16, 1 },
+  { "float", l_float, 1 },
+  { "double", l_double, 1 },
+  { "int", l_int, 1 },
+  { "long", l_long, 1 },
+  { "bool", l_bool, 1 },
+  { NULL, NULL, 0 }
 };
 
 void gl_open_shape(lua_State *L, int module, int methods) {
