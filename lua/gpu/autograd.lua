@@ -467,6 +467,8 @@ function M.gradcheck(fn, inputs, opts)
 end
 
 G.register(rules, { backward = M.backward, register_hook = M.register_hook })
+options.counted("no_grad", M.no_grad)             -- (fn, ...): any number, passed on to fn
+options.counted("enable_grad", M.enable_grad)
 gpu.no_grad = M.no_grad
 gpu.enable_grad = M.enable_grad
 rawset(gpu, "autograd", M)

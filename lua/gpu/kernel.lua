@@ -796,7 +796,12 @@ function RawMod:get_function(name)
 end
 
 -- fuse(fn): lua/gpu/fuse.lua
-function M.fuse(...) return require("gpu.fuse").fuse(...) end
+function M.fuse(fn, opts) return require("gpu.fuse").fuse(fn, opts) end
+
+-- what each takes (gpu.ElementwiseKernel & co., lkernel.c's stubs, pass their calls on here)
+for _, k in ipairs { "ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule", "fuse" } do
+  M[k] = options.counted(k, M[k])
+end
 
 M._CT, M._convert, M._load, M._store, M._compile, M._compile_cuda = CT, convert, load, store, compile, compile_cuda
 M._broadcast, M._reduced_axes = broadcast, reduced_axes

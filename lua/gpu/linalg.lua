@@ -261,4 +261,9 @@ function M.multi_dot(list)
   return r
 end
 
+-- the functions written here refuse arguments they do not take, as the C ops do
+for k, f in pairs(M) do
+  if gpu._arity(f) == nil then M[k] = options.counted("gpu.linalg." .. k, f) end
+end
+
 return M

@@ -29,6 +29,8 @@
 --   attention.lua    scaled_dot_product_attention, MultiheadAttention
 --   transformer.lua  TransformerEncoderLayer / DecoderLayer, TransformerEncoder / Decoder
 
+local options = require "gpu.options"
+
 local nn = {}
 
 -- Copies the named (or all) entries of a part into nn; one name, one definition.
@@ -77,6 +79,14 @@ for _, k in ipairs { "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entr
                      "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",
                      "margin_ranking_loss", "triplet_margin_loss", "one_hot" } do
   if F[k] == nil then F[k] = nn[k] end
+end
+-- every functional form refuses arguments it does not take (nn.softmax(x, 2, "junk"))
+for k, f in pairs(F) do
+  if type(f) == "function" then
+    local counted = options.counted("nn." .. k, f)
+    if nn[k] == f then nn[k] = counted end
+    F[k] = counted
+  end
 end
 nn.F = F
 nn.init = require "gpu.nn.initializers"

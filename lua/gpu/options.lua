@@ -66,6 +66,35 @@ function M.argerror(fname, argn, fmt, ...)
   error(("bad argument #%d to '%s' (%s)"):format(argn, fname, msg), user_level())
 end
 
+-- ---- what a function takes ------------------------------------------------------------------
+
+-- nparams(f): how many arguments the Lua function f takes: its parameters, or math.huge
+-- when it takes '...'.
+function M.nparams(f)
+  local info = debug.getinfo(f, "u")
+  return info.isvararg and math.huge or info.nparams
+end
+
+-- counted(name, f [, n]): f, refusing a call with more than n arguments (f's parameters
+-- by default) as the C functions do, "bad argument #3 to 'nn.relu' (at most 2 arguments
+-- expected, got 3)" at the user's line, and declared in gpu._arity (spec/arity_spec.lua
+-- calls it with one more). A function that takes any number is declared and returned as
+-- it is.
+function M.counted(name, f, n)
+  n = n or M.nparams(f)
+  if n == math.huge then
+    gpu._arity(f, n)
+    return f
+  end
+  local function counted(...)
+    local got = select("#", ...)
+    if got > n then M.argerror(name, n + 1, "at most %d argument%s expected, got %d", n, n == 1 and "" or "s", got) end
+    return f(...)
+  end
+  gpu._arity(counted, n)
+  return counted
+end
+
 -- ---- types ------------------------------------------------------------------------------------
 
 -- an array's metatable is one of two: small cpu results are light arrays (their bytes

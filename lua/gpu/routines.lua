@@ -28,7 +28,9 @@ end
 local M = {}
 for _, part in ipairs({ "basic", "einsum", "nan", "sets", "bins", "shape", "stats" }) do
   for name, f in pairs(require("gpu.routines." .. part)) do
-    if type(f) == "function" and gpu._routines[name] ~= nil then M[name] = guarded(name, f) end
+    if type(f) == "function" and gpu._routines[name] ~= nil then
+      M[name] = options.counted(name, guarded(name, f), options.nparams(f))
+    end
   end
 end
 

@@ -39,7 +39,7 @@ void gl_lua_setfuncs(lua_State *L, int idx, const gl_reg *l) {
 }
 
 /* gpu._arity(f) -> the most arguments f takes (math.huge: any number), or nil when f
-** declared none; gpu._arity(f, n) declares a Lua function (lua/gpu/options.lua's takes). */
+** declared none; gpu._arity(f, n) declares a Lua function (lua/gpu/options.lua's counted). */
 static int l_arity(lua_State *L) {
   int nargs;
   luaL_checkany(L, 1);
@@ -47,8 +47,9 @@ static int l_arity(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &arity_key);
   if (!lua_isnil(L, 2)) {
     luaL_checktype(L, 1, LUA_TFUNCTION);
+    luaL_checknumber(L, 2);
     lua_pushvalue(L, 1);
-    lua_pushinteger(L, luaL_checkinteger(L, 2));
+    lua_pushvalue(L, 2);
     lua_rawset(L, -3);
     return 0;
   }

@@ -60,7 +60,13 @@ function F.dense(x, k, b)
   return affine(x, k, b, true)
 end
 
-function F.relu(x) return check_array(x, "nn.relu", 1, "x"):relu() end
+-- relu(x [, inplace = false]): inplace writes x (PyTorch's relu(x, inplace=True)), an
+-- in-place op, refused on an array that requires grad
+function F.relu(x, inplace)
+  check_array(x, "nn.relu", 1, "x")
+  if options.value(inplace, { type = "boolean", default = false }, "nn.relu", 2, "inplace") then return x:relu_() end
+  return x:relu()
+end
 function F.sigmoid(x) return check_array(x, "nn.sigmoid", 1, "x"):sigmoid() end
 function F.tanh(x) return check_array(x, "nn.tanh", 1, "x"):tanh() end
 -- gelu(x [, approximate = "none" | "tanh"]): the exact form (erf) or PyTorch's tanh form
