@@ -139,7 +139,7 @@ describe("a nil positional before the options table", function()
     fails("bad argument #4 to 'gpu.linspace' %(no argument expected after the options table%)", gpu.linspace, 0, 1, {}, 5)
     fails("bad argument #3 to 'gpu.arange' %(number or options table expected, got string%)", gpu.arange, 0, 5, "a")
     fails("bad argument #4 to 'gpu.arange' %(no argument expected after the options table%)", gpu.arange, 0, 5, {}, 1)
-    fails("bad argument #3 to 'gpu.random.rand' %(no argument expected after the options table%)",
+    fails("bad argument #3 to 'gpu[%.%w]*%.rand' %(no argument expected after the options table%)",
       gpu.random.rand, 2, {}, 3)
     fails("bad argument #3 to 'gpu.random.choice' %(sample size or options table expected, got string%)",
       gpu.random.choice, 5, nil, "a")
