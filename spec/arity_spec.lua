@@ -8,6 +8,10 @@
 -- inplace).
 local gpu = require "gpu"
 require "gpu.routines"                 -- puts the routines in place of lroutines.c's stubs
+for name in pairs(package.preload) do  -- the Lua parts that are functions (gpu.bench, gpu.autocast)
+  local k = name:match("^gpu%.([%w_]+)$")
+  if k then local _ = gpu[k] end
+end
 local kernel = require "gpu.kernel"
 local nn = gpu.nn
 

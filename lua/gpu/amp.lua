@@ -48,6 +48,7 @@ function amp.autocast(dtype, fn, ...)
   if not res[1] then error(res[2], 0) end
   return table.unpack(res, 2, res.n)
 end
+require("gpu.options").counted("autocast", amp.autocast)   -- declares it: fn takes the rest
 
 -- the autocast dtype in effect ("float16", "bfloat16"), or nil
 function amp.get_autocast_dtype() return autograd.autocast_dtype() end

@@ -55,7 +55,7 @@ local BENCH = options.declare("bench", {
   args = { type = "table", default = {} },
 }, { example = "gpu.bench(function() end, %s)" })
 
-return function(fn, opts)
+local function bench(fn, opts)
   if type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
     error(("bad argument #1 to 'bench' (function expected, got %s)"):format(type(fn)), 2)
   end
@@ -108,3 +108,5 @@ return function(fn, opts)
   if not opts.quiet then print(tostring(r)) require("gpu.repl").printed(r) end
   return r
 end
+
+return options.counted("bench", bench)

@@ -75,7 +75,7 @@ local function report_config()
   return width
 end
 
-return function()
+local function check()
   print(string.format("gpulua %s (%s)", tostring(gpu.version), _VERSION))
   local width = report_config()
 
@@ -106,3 +106,5 @@ return function()
   end
   return all_passed
 end
+
+return require("gpu.options").counted("check", check)

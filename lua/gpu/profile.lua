@@ -111,7 +111,7 @@ local PROFILE = options.declare("profile", {
   quiet = { type = "boolean", default = false }, args = { type = "table", default = {} }, device = "device",
 }, { example = "gpu.profile(function() end, %s)" })
 
-return function(fn, opts)
+local function profile(fn, opts)
   if not is_callable(fn) then
     error(("bad argument #1 to 'profile' (function expected, got %s)"):format(type(fn)), 2)
   end
@@ -221,3 +221,5 @@ return function(fn, opts)
   if not opts.quiet then print(tostring(report)) require("gpu.repl").printed(report) end
   return report, table.unpack(res, 2, res.n)
 end
+
+return options.counted("profile", profile)
