@@ -3,9 +3,8 @@
 -- gpu._arity(f) answers it: the first part of this spec is generated from those
 -- declarations and calls every function with one argument more, which must raise
 -- "bad argument #n+1 to 'f' (at most n arguments expected, got n+1)" before anything runs.
--- The rest checks what used to be silently ignored (issue: options after a nil
--- positional, extra arguments) and the forms that replaced it (flatten's dims, relu's
--- inplace).
+-- The rest checks what used to be silently ignored (options after a nil positional,
+-- extra arguments) and the forms that replaced it (flatten's dims, relu's inplace).
 local gpu = require "gpu"
 require "gpu.routines"                 -- puts the routines in place of lroutines.c's stubs
 for name in pairs(package.preload) do  -- the Lua parts that are functions (gpu.bench, gpu.autocast)
