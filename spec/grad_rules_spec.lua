@@ -89,7 +89,7 @@ end
 samples.array = function(dev) return function(x) return gpu.array(x) * x end, { S(dev, 3) } end
 samples.reshape = function(dev) return function(x) return x:reshape(3, 2) * gpu.arange(1, 3, { dtype = "float64", device = dev }) end, { S(dev, 2, 3) } end
 samples.view = function(dev) return function(x) return x:view(6) end, { S(dev, 2, 3) } end
-samples.flatten = function(dev) return function(x) return x:flatten() end, { S(dev, 2, 3) } end
+samples.flatten = function(dev) return function(x) return x:flatten(2) end, { S(dev, 2, 3, 2) } end
 samples.squeeze = function(dev) return function(x) return x:squeeze() end, { S(dev, 2, 1, 3) } end
 samples.unsqueeze = function(dev) return function(x) return x:unsqueeze(1) end, { S(dev, 2, 3) } end
 samples.expand = function(dev) return function(x) return x:expand(4, 3) end, { S(dev, 1, 3) } end
