@@ -90,7 +90,7 @@ gl_lctx *gl_lua_ctx(lua_State *L);
 /* ---- what each function takes ------------------------------------------------------------- */
 
 /* Every function of the module is registered with the most arguments it takes: a call with
-** more raises "bad argument #3 to 'exp' (at most 2 arguments expected, got 3)" before the
+** more raises "bad argument #3 to 'add' (at most 2 arguments expected, got 3)" before the
 ** function runs, so nothing a caller passes is silently ignored. A shape given as numbers
 ** counts GL_SHAPE_ARGS (GL_MAXDIMS extents and an options table); GL_VARARGS is for the
 ** few that pass their arguments on (gpu.range(name, fn, ...)). gpu._arity(f) answers the
