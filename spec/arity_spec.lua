@@ -28,6 +28,9 @@ local tables = {
   { "gpu", gpu }, { "gpu.methods", gpu.methods }, { "gpu.random", gpu.random }, { "gpu.linalg", gpu.linalg },
   { "gpu._linalg", gpu._linalg }, { "gpu.fused", gpu.fused }, { "gpu.dnn", gpu.dnn }, { "gpu._jit", gpu._jit }, { "gpu._grad", gpu._grad },
   { "gpu.distributed", gpu.distributed }, { "gpu.nn.functional", nn.functional }, { "gpu (Lua parts)", parts },
+  { "gpu.nn", nn }, { "gpu.nn.init", nn.init }, { "gpu.nn.metrics", nn.metrics }, { "gpu.nn.utils", nn.utils },
+  { "gpu.autograd", require "gpu.autograd" }, { "gpu.data", require "gpu.data" }, { "gpu.plot", require "gpu.plot" },
+  { "gpu.image", require "gpu.image" }, { "gpu.amp", require "gpu.amp" },
   { "gpu.kernel", kernel, { "ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule", "fuse" } },
 }
 -- lkernel.c's stubs pass their calls on to gpu.kernel's functions, which count them

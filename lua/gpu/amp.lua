@@ -63,4 +63,4 @@ setmetatable(amp, { __index = function(t, k)
   end
 end })
 
-return amp
+return require("gpu.options").count_all("amp.", amp)

@@ -471,5 +471,6 @@ options.counted("no_grad", M.no_grad)             -- (fn, ...): any number, pass
 options.counted("enable_grad", M.enable_grad)
 gpu.no_grad = M.no_grad
 gpu.enable_grad = M.enable_grad
+options.count_all("autograd.", M)
 rawset(gpu, "autograd", M)
 return M

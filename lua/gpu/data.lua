@@ -301,4 +301,4 @@ end
 
 data.load_idx = gpu.load_idx
 
-return data
+return options.count_all("data.", data)

@@ -121,4 +121,4 @@ function M.load(path, opts)
   return x
 end
 
-return M
+return options.count_all("image.", M)

@@ -100,4 +100,4 @@ nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
 nn._progress = require("gpu.nn.training").progress
 
-return nn
+return options.count_all("nn.", nn)

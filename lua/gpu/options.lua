@@ -95,6 +95,18 @@ function M.counted(name, f, n)
   return counted
 end
 
+-- count_all(prefix, t) -> t: every public function of the table t (a name not starting with
+-- '_') that declares no count yet counted as counted(prefix .. name, f): a Lua part's
+-- functions, in one line at its end.
+function M.count_all(prefix, t)
+  for k, f in pairs(t) do
+    if type(k) == "string" and type(f) == "function" and k:sub(1, 1) ~= "_" and gpu._arity(f) == nil then
+      t[k] = M.counted(prefix .. k, f)
+    end
+  end
+  return t
+end
+
 -- ---- types ------------------------------------------------------------------------------------
 
 -- an array's metatable is one of two: small cpu results are light arrays (their bytes

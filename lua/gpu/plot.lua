@@ -462,4 +462,4 @@ function M.history(h, opts)
   draw("history", o, bin, table.concat(body), #names)
 end
 
-return M
+return options.count_all("plot.", M)

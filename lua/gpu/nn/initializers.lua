@@ -40,4 +40,4 @@ function init.he_uniform(fan_in, shape, opts)
   return init.uniform(shape, math.sqrt(6 / fan_in), opts)
 end
 
-return init
+return options.count_all("nn.init.", init)

@@ -104,4 +104,4 @@ M.mean_absolute_error, M.mean_squared_error = M.mae, M.mse
 
 M.names = { "binary_accuracy", "categorical_accuracy", "mae", "mean_absolute_error", "mean_squared_error", "mse",
             "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy", "top_k_categorical_accuracy" }
-return M
+return options.count_all("nn.metrics.", M)

@@ -95,4 +95,4 @@ function utils.clip_grad_value_(params, clip_value)
   end)
 end
 
-return utils
+return options.count_all("nn.utils.", utils)
