@@ -337,16 +337,23 @@ end
 -- so that a call whose first argument is not an instance (is_self(v) false) -- the usual
 -- slip `model.parameters()` for `model:parameters()` -- raises
 --   Module:parameters: use model:parameters() (a method: call it with ':')
--- instead of "attempt to index a nil value" from inside the method. The wrapper costs one
--- test and a tail call per method call (a tail call: errors raised inside the method still
--- point where they did).
+-- instead of "attempt to index a nil value" from inside the method. It also counts the
+-- arguments as counted does (the method's parameters after self; init is the constructor):
+--   bad argument #2 to 'Linear:forward' (at most 1 argument expected, got 2)
+-- The wrapper costs two tests and a tail call per method call (a tail call: errors raised
+-- inside the method still point where they did).
 function M.guard_methods(cls, kind, noun, is_self)
   local function guarded(name, f)
     local hint = ("%s:%s: use %s:%s() (a method: call it with ':')"):format(kind, name, noun, name)
-    return function(self, ...)
+    local n, fname = math.max(M.nparams(f) - 1, 0), kind .. ":" .. name
+    local function method(self, ...)
       if not is_self(self) then M.raise(hint) end
+      local got = select("#", ...)
+      if got > n then M.argerror(fname, n + 1, "at most %d argument%s expected, got %d", n, n == 1 and "" or "s", got) end
       return f(self, ...)
     end
+    gpu._arity(method, n + 1)
+    return method
   end
   local function wrapped(k, v)
     if type(v) == "function" and type(k) == "string" and k:sub(1, 2) ~= "__" then return guarded(k, v) end

@@ -181,7 +181,7 @@ function ModuleList.__index(self, k)
 end
 function ModuleList.__len(self) return #rawget(self, "_list") end
 function ModuleList.__pairs(self) return ipairs(rawget(self, "_list")) end
-function ModuleList:forward() raise("nn.ModuleList is not callable (iterate it: for i = 1, #list do ... end)") end
+function ModuleList:forward(...) raise("nn.ModuleList is not callable (iterate it: for i = 1, #list do ... end)") end
 function ModuleList:repr()
   local parts = {}
   for i, m in ipairs(rawget(self, "_list")) do parts[i] = "  (" .. (i - 1) .. "): " .. m:repr() end
@@ -236,7 +236,7 @@ function ModuleDict:keys()
   for i, n in ipairs(self._mnames) do out[i] = n end
   return out
 end
-function ModuleDict:forward() raise("nn.ModuleDict is not callable (call its modules: d.name(x))") end
+function ModuleDict:forward(...) raise("nn.ModuleDict is not callable (call its modules: d.name(x))") end
 A.ModuleDict = ModuleDict
 
 -- Unflatten(dim, sizes): axis dim (1-based, negative from the end) -> sizes (one may be -1)

@@ -196,7 +196,7 @@ end
 
 function Module:repr() return getmetatable(self).__name .. "()" end
 
-function Module:forward()
+function Module:forward(...)                -- whatever it is given: it refuses the call
   raise("%s: forward is not implemented (define %s:forward(x))", getmetatable(self).__name, getmetatable(self).__name)
 end
 
