@@ -191,15 +191,15 @@ int luaopen_gpu(lua_State *L) {
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &arity_key);
-  static const gl_reg arity_funcs[] = { { "_arity", l_arity, 2 }, { NULL, NULL, 0 } };
-  gl_lua_setfuncs(L, module, arity_funcs);
+  static const gl_reg introspection[] = {
+    { "_arity", l_arity, 2 }, { "_word_distance", gl_lua_word_distance, 2 }, { NULL, NULL, 0 }
+  };
+  gl_lua_setfuncs(L, module, introspection);
 
   lua_newtable(L);                    /* gpu._options: every options declaration (largs.c, options.lua) */
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_options_key);
   lua_setfield(L, module, "_options");
-  lua_pushcfunction(L, gl_lua_word_distance);
-  lua_setfield(L, module, "_word_distance");
 
   gl_open_array(L, module, methods, meta);
   gl_open_create(L, module, methods);
