@@ -185,6 +185,7 @@ function M.names()
   return out
 end
 
+require("gpu.options").count_all("help.", M)
 return setmetatable(M, {
   __call = function(_, q)
     local text, err = M.text(q)

@@ -529,4 +529,4 @@ end
 optim.GradScaler = require "gpu.optim.grad_scaler"
 function optim.is_grad_scaler(v) return getmetatable(v) == optim.GradScaler end
 
-return optim
+return options.count_all("optim.", optim)
