@@ -68,6 +68,7 @@ typedef struct att_graph {
   cudnnBackendDescriptor_t d[GL_ATT_NDESC];    /* everything made, destroyed together */
   cudnnBackendDescriptor_t ops[GL_ATT_NOPS];
   int64_t next_uid;
+  int refs;                                /* holders of a cached graph: its entry, running calls */
 } att_graph;
 
 static void fail(att_graph *g, cudnnStatus_t st, const char *call) {
@@ -296,12 +297,24 @@ typedef struct att_cache { att_entry e[GL_ATT_CACHE]; unsigned next; } att_cache
 
 static att_cache *caches[GL_CUDA_MAXDEV];
 
-static void entry_free(att_entry *e) {
-  if (e->g) {
-    graph_free(e->g);
-    free(e->g);
+/* Drops one holder of g; the last one destroys its descriptors (gl_cuda_lock held). */
+static void graph_unref(att_graph *g) {
+  if (g && --g->refs == 0) {
+    graph_free(g);
+    free(g);
   }
+}
+
+static void entry_free(att_entry *e) {
+  graph_unref(e->g);
   memset(e, 0, sizeof *e);
+}
+
+/* A call done with the plan it took from the cache or built. */
+static void graph_release(att_graph *g) {
+  pthread_mutex_lock(&gl_cuda_lock);
+  graph_unref(g);
+  pthread_mutex_unlock(&gl_cuda_lock);
 }
 
 /* (gl_cuda_lock held, as gl_cuda_dnn_release is called) */
@@ -313,8 +326,10 @@ void gl_cuda_cudnn_attn_release(int index) {
   caches[index] = NULL;
 }
 
-/* The cached entry of k: 1 a plan, 0 refused, -1 none (*plan and *ws set on 1). */
-static int cache_find(int dev, const att_key *k, cudnnBackendDescriptor_t *plan, int64_t *ws) {
+/* The cached entry of k: 1 a plan, 0 refused, -1 none. On 1, *g holds a reference to the
+** graph (graph_release gives it back), so an eviction by another thread while the plan runs
+** cannot destroy it. */
+static int cache_find(int dev, const att_key *k, att_graph **g, cudnnBackendDescriptor_t *plan, int64_t *ws) {
   int r = -1;
   pthread_mutex_lock(&gl_cuda_lock);
   att_cache *c = caches[dev];
@@ -322,6 +337,8 @@ static int cache_find(int dev, const att_key *k, cudnnBackendDescriptor_t *plan,
     att_entry *e = &c->e[i];
     if (e->used && memcmp(&e->key, k, sizeof *k) == 0) {
       r = e->g != NULL;
+      if (e->g) e->g->refs++;
+      *g = e->g;
       *plan = e->plan;
       *ws = e->workspace;
     }
@@ -331,7 +348,7 @@ static int cache_find(int dev, const att_key *k, cudnnBackendDescriptor_t *plan,
 }
 
 /* Keeps g (its plan) or, with g NULL, the refusal; best effort (without memory nothing is
-** kept and g is freed). */
+** kept). The caller's reference to g stays the caller's. */
 static void cache_put(int dev, const att_key *k, att_graph *g, cudnnBackendDescriptor_t plan, int64_t ws) {
   pthread_mutex_lock(&gl_cuda_lock);
   att_cache *c = caches[dev];
@@ -343,14 +360,11 @@ static void cache_put(int dev, const att_key *k, att_graph *g, cudnnBackendDescr
     e->key = *k;
     e->used = true;
     e->g = g;
+    if (g) g->refs++;
     e->plan = plan;
     e->workspace = ws;
   }
   pthread_mutex_unlock(&gl_cuda_lock);
-  if (c == NULL && g) {
-    graph_free(g);
-    free(g);
-  }
 }
 
 /* A plan that failed to run: its shape is refused from now on. */
@@ -368,7 +382,8 @@ static void cache_refuse(int dev, const att_key *k) {
   pthread_mutex_unlock(&gl_cuda_lock);
 }
 
-/* Builds the plan of k, trying P's types (see the top); NULL with a refusal. */
+/* Builds the plan of k, trying P's types (see the top); NULL with a refusal. The graph comes
+** with one reference, the caller's. */
 static att_graph *build(cudnnHandle_t h, const att_key *k, cudnnBackendDescriptor_t *plan, int64_t *ws,
                         char *why, size_t whylen) {
   static const bool p_io[4] = { true, false, true, false }, p_f16x16[4] = { true, true, false, false };
@@ -381,7 +396,10 @@ static att_graph *build(cudnnHandle_t h, const att_key *k, cudnnBackendDescripto
     }
     forward_ops(g, io, k->B, k->L, k->S, k->E, k->Ev, k->causal != 0, p_io[variant], p_f16x16[variant]);
     make_plan(g, h, plan, ws);
-    if (g->st == CUDNN_STATUS_SUCCESS) return g;
+    if (g->st == CUDNN_STATUS_SUCCESS) {
+      g->refs = 1;                         /* the caller's */
+      return g;
+    }
     const char *name = att.cudnnGetErrorString ? att.cudnnGetErrorString(g->st) : NULL;
     snprintf(why, whylen, "%s: %s (cuDNN status %d)", g->call, name ? name : "cuDNN error", (int)g->st);
     graph_free(g);
@@ -411,7 +429,7 @@ gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, cons
   key.B = lse->size / key.L;
   /* what cuDNN's flash engines take: head sizes multiples of 8 up to 256, 16-byte aligned rows */
   if (key.E % 8 || key.Ev % 8 || key.E > 256 || key.Ev > 256 || !aligned16(q) || !aligned16(k) || !aligned16(v) ||
-      !aligned16(out))
+      !aligned16(out) || !aligned16(lse))
     return gl_fail(GL_ENOTSUP, "%s: head sizes %lld and %lld (or an unaligned operand) are not cuDNN's", op,
                    (long long)key.E, (long long)key.Ev);
   gl_device dev = gl_array_device(q);
@@ -420,16 +438,23 @@ gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, cons
   GL_TRY(gl_cuda_cudnn_enter(dev, op, &s, &h));
   cudnnBackendDescriptor_t plan = NULL;
   int64_t ws = 0;
-  int found = cache_find(dev.index, &key, &plan, &ws);
+  att_graph *g = NULL;
+  int found = cache_find(dev.index, &key, &g, &plan, &ws);
   if (found == 0) return gl_fail(GL_ENOTSUP, "%s: cuDNN refused this shape before", op);
   if (found < 0) {
     char why[200];
-    att_graph *g = build(h, &key, &plan, &ws, why, sizeof why);
+    g = build(h, &key, &plan, &ws, why, sizeof why);
     cache_put(dev.index, &key, g, plan, ws);
     if (g == NULL) return gl_fail(GL_ENOTSUP, "%s: %s", op, why);
   }
   void *work = NULL;
-  if (ws > 0) GL_TRY(gl_workspace_alloc(dev, (size_t)ws, &work));
+  if (ws > 0) {
+    gl_status wst = gl_workspace_alloc(dev, (size_t)ws, &work);
+    if (wst != GL_OK) {
+      graph_release(g);
+      return wst;
+    }
+  }
   float fscale = (float)scale, maskval = -FLT_MAX;
   int64_t uids[7] = { UID_Q, UID_KT, UID_V, UID_O, UID_STATS, UID_SCALE, UID_MASKVAL };
   void *ptrs[7] = { gl_array_data(q), gl_array_data(k), gl_array_data(v), gl_array_data(out), gl_array_data(lse),
@@ -443,6 +468,7 @@ gl_status gl_cuda_cudnn_attention(const gl_array *out, const gl_array *lse, cons
   finalize(&pack, vp);
   if (pack.st == CUDNN_STATUS_SUCCESS) fail(&pack, att.cudnnBackendExecute(h, plan, vp), "cudnnBackendExecute");
   graph_free(&pack);
+  graph_release(g);
   if (work) gl_cuda_free(dev, work, (size_t)ws);     /* stream order: later users wait for us */
   if (pack.st != CUDNN_STATUS_SUCCESS) {
     cache_refuse(dev.index, &key);
