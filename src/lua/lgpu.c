@@ -142,13 +142,14 @@ static void push_dtype_constants(lua_State *L, int module) {
 }
 
 /* States with the module open: the CUDA backend is shut down (streams, handles, the
-** pool) when the last one closes, before the CUDA runtime unloads at exit. */
+** pool) when the last one closes, before the CUDA runtime unloads at exit. States may live
+** in different threads, so the count is atomic. */
 static int open_states;
 
 /* __gc of the context: created first, so Lua finalises it after every array. */
 static int ctx_gc(lua_State *L) {
   gl_lua_forget_current(L);
-  if (--open_states > 0) return 0;
+  if (__atomic_sub_fetch(&open_states, 1, __ATOMIC_ACQ_REL) > 0) return 0;
   for (int t = 0; t <= GL_CUDA; t++) {
     const gl_backend *b = gl_backend_get((gl_devtype)t);
     if (b && b->shutdown) b->shutdown();
@@ -166,7 +167,7 @@ int luaopen_gpu(lua_State *L) {
   lua_pushcfunction(L, ctx_gc);
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
-  open_states++;
+  __atomic_add_fetch(&open_states, 1, __ATOMIC_ACQ_REL);
   gl_lua_install_reclaim();
   ctx->device = gl_cpu();
   lua_rawsetp(L, LUA_REGISTRYINDEX, &gl_ctx_key);
