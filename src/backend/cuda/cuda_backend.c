@@ -167,12 +167,14 @@ gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream) {
   gl_cuda_dev *d = &gl_cuda_devs[dev.index];
   if (d->broken[0]) return gl_fail(GL_EDEVICE, "%s", d->broken);
   GL_TRY(gl_cuda_check(dev.index, gl_cuda_set_device(dev.index), "cudaSetDevice"));
-  if (!d->started) {
+  /* checked without the lock: the acquire pairs with the release below, so a thread that
+  ** sees the device started also sees its stream (weakly ordered hosts, aarch64, included) */
+  if (!__atomic_load_n(&d->started, __ATOMIC_ACQUIRE)) {
     gl_status st = GL_OK;
     pthread_mutex_lock(&gl_cuda_lock);
     if (!d->started) {
       cudaError_t e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
-      if (e == cudaSuccess) d->started = true;
+      if (e == cudaSuccess) __atomic_store_n(&d->started, true, __ATOMIC_RELEASE);
       else st = gl_cuda_check(dev.index, e, "cudaStreamCreate");
     }
     pthread_mutex_unlock(&gl_cuda_lock);
@@ -326,8 +328,8 @@ static void gl_cuda_shutdown(void) {
       cudaStreamDestroy(d->stream);
     }
     cudaGetLastError();
+    __atomic_store_n(&d->started, false, __ATOMIC_RELEASE);
     d->stream = NULL;
-    d->started = false;
   }
   pthread_mutex_unlock(&gl_cuda_lock);
 }
