@@ -54,9 +54,13 @@ static void att_load(void) {
 
 /* ---- building a graph: descriptors with a sticky failure ------------------------------------ */
 
-#define GL_ATT_NDESC 48                    /* descriptors of one graph and its plan */
-#define GL_ATT_NOPS 20
 #define GL_ATT_TRIES 8                     /* engine configurations tried per graph */
+/* Descriptors of one graph and its plan: the forward's tensors and operations (47 with the
+** causal mask: 19 tensors, 14 operations of two descriptors each), then the operation
+** graph, the heuristics, GL_ATT_TRIES engine configurations and up to as many plans. */
+#define GL_ATT_NGRAPH 48
+#define GL_ATT_NDESC (GL_ATT_NGRAPH + 2 + 2 * GL_ATT_TRIES)
+#define GL_ATT_NOPS 20
 
 /* Tensor uids: the variant pack's; 100 and up are virtual. */
 enum { UID_Q = 1, UID_KT, UID_V, UID_O, UID_STATS, UID_SCALE, UID_MASKVAL, UID_VIRTUAL = 100 };
