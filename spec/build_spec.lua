@@ -5,8 +5,9 @@ local h = require "spec.helper"
 
 local function make_n(args)
   local dir = "build/spec-make-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e6))
-  -- the make running the specs passes its own variables (CUDA=0) down in MAKEFLAGS: not here
-  local code, out, err = h.run(("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n BUILD=%s BIN=%s/gpulua SO=%s/gpu.so LIB=%s/libgpulua.a %s"):format(
+  -- the make running the specs passes its own variables (CUDA=0) down, in MAKEFLAGS and the
+  -- environment (command-line variables are exported): not here
+  local code, out, err = h.run(("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u CUDA make -n BUILD=%s BIN=%s/gpulua SO=%s/gpu.so LIB=%s/libgpulua.a %s"):format(
     dir, dir, dir, dir, args))
   os.execute("rm -rf " .. dir)
   return code, out, err
