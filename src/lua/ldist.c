@@ -73,7 +73,9 @@ static void finish(lua_State *L, int work) {
   if (lua_getfield(L, t, "back") == LUA_TTABLE) {
     for (lua_Integer i = 1; lua_rawgeti(L, -1, i) != LUA_TNIL; i += 2) {
       lua_rawgeti(L, -2, i + 1);
-      gl_array *dst = gl_lua_check(L, -2), *tmp = gl_lua_check(L, -1);
+      gl_array *dst = gl_lua_test(L, -2), *tmp = gl_lua_test(L, -1);
+      if (dst == NULL || dst->storage == NULL || tmp == NULL || tmp->storage == NULL)
+        gl_lua_error(L, "%s: an array it writes was closed while it ran (array is closed)", w->what);
       gl_lua_check_status(L, gl_op_assign(dst, tmp), 0);
       lua_pop(L, 2);
     }
@@ -81,7 +83,9 @@ static void finish(lua_State *L, int work) {
   }
   lua_pop(L, 1);
   if (lua_getfield(L, t, "mean") != LUA_TNIL) {
-    gl_array *x = gl_lua_check(L, -1);
+    gl_array *x = gl_lua_test(L, -1);
+    if (x == NULL || x->storage == NULL)
+      gl_lua_error(L, "%s: an array it writes was closed while it ran (array is closed)", w->what);
     gl_operand n = { NULL, gl_scalar_int(world(L)->size) };
     gl_lua_check_status(L, gl_op_binary_(x, GL_B_div, n), 0);
   }
@@ -168,8 +172,9 @@ static void keep(lua_State *L, gl_call *c, int idx) {
     lua_pushvalue(L, -1);
     lua_setfield(L, c->keep, "storages");
   }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
   lua_pushlightuserdata(L, x->storage);
-  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -1) + 1);
+  lua_rawseti(L, -2, n + 1);
   gl_storage_retain(x->storage);         /* after the table grew: an allocation error leaks nothing */
   lua_pop(L, 1);
 }
