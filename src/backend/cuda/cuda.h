@@ -6,7 +6,9 @@
 #define GL_CUDA_H
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
 #include "../backend.h"
 #include "../../core/interrupt.h"
 #include "../../core/iter.h"
@@ -179,5 +181,12 @@ extern const gl_collectives gl_cuda_nccl;
 #endif
 /* cuda_nvml.c: power, energy, temperature and use of a device from NVML (backend.h's telemetry) */
 void gl_cuda_telemetry(int index, gl_telemetry *t);
+
+/* *field = the entry point 'name' of the library h, or NULL (dlsym returns void *; memcpy keeps
+** the conversion to a function pointer defined). The loaders of NVRTC and NVML use it. */
+static inline void gl_cuda_sym(void *h, void *field, const char *name) {
+  void *p = dlsym(h, name);
+  memcpy(field, &p, sizeof p);
+}
 
 #endif

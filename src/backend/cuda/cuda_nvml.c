@@ -34,25 +34,20 @@ static struct {
   bool tried[GL_CUDA_MAXDEV];
 } nv = { .once = PTHREAD_ONCE_INIT };
 
-static void sym(void *h, void *field, const char *name) {
-  void *p = dlsym(h, name);
-  memcpy(field, &p, sizeof p);     /* dlsym returns void *: memcpy keeps the conversion defined */
-}
-
 static void nvml_load(void) {
   void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     snprintf(nv.why, sizeof nv.why, "NVML cannot be loaded: libnvidia-ml.so.1 comes with the NVIDIA driver");
     return;
   }
-  sym(h, &nv.init, "nvmlInit_v2");
-  sym(h, &nv.by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
-  sym(h, &nv.energy, "nvmlDeviceGetTotalEnergyConsumption");
-  sym(h, &nv.power, "nvmlDeviceGetPowerUsage");
-  sym(h, &nv.temperature, "nvmlDeviceGetTemperature");
-  sym(h, &nv.utilization, "nvmlDeviceGetUtilizationRates");
-  sym(h, &nv.memory, "nvmlDeviceGetMemoryInfo");
-  sym(h, &nv.error_string, "nvmlErrorString");
+  gl_cuda_sym(h, &nv.init, "nvmlInit_v2");
+  gl_cuda_sym(h, &nv.by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+  gl_cuda_sym(h, &nv.energy, "nvmlDeviceGetTotalEnergyConsumption");
+  gl_cuda_sym(h, &nv.power, "nvmlDeviceGetPowerUsage");
+  gl_cuda_sym(h, &nv.temperature, "nvmlDeviceGetTemperature");
+  gl_cuda_sym(h, &nv.utilization, "nvmlDeviceGetUtilizationRates");
+  gl_cuda_sym(h, &nv.memory, "nvmlDeviceGetMemoryInfo");
+  gl_cuda_sym(h, &nv.error_string, "nvmlErrorString");
   if (!nv.init || !nv.by_pci || !nv.error_string) {
     snprintf(nv.why, sizeof nv.why, "NVML lacks nvmlInit_v2 or nvmlDeviceGetHandleByPciBusId_v2");
     return;

@@ -54,12 +54,6 @@ static struct {
   __typeof__(cuGetErrorName) *error_name;
 } drv = { .once = PTHREAD_ONCE_INIT };
 
-/* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-static void sym(void *h, void *field, const char *name) {
-  void *p = dlsym(h, name);
-  memcpy(field, &p, sizeof p);
-}
-
 /* Where libnvrtc.so.13 is, searched as the dynamic loader would in the usual places
 ** (LD_LIBRARY_PATH, the toolkit, the system's directories), so a process that finds its
 ** kernels in the disk cache can key them without loading NVRTC (~20 ms): its real path,
@@ -103,19 +97,19 @@ static void nv_load(void) {
     snprintf(nv.why, sizeof nv.why, "cannot load NVRTC (libnvrtc.so.13): %s", e ? e : "not found");
     return;
   }
-  sym(h, &nv.create, "nvrtcCreateProgram");
-  sym(h, &nv.compile, "nvrtcCompileProgram");
-  sym(h, &nv.log_size, "nvrtcGetProgramLogSize");
-  sym(h, &nv.log, "nvrtcGetProgramLog");
-  sym(h, &nv.cubin_size, "nvrtcGetCUBINSize");
-  sym(h, &nv.cubin, "nvrtcGetCUBIN");
-  sym(h, &nv.ptx_size, "nvrtcGetPTXSize");
-  sym(h, &nv.ptx, "nvrtcGetPTX");
-  sym(h, &nv.destroy, "nvrtcDestroyProgram");
-  sym(h, &nv.error_string, "nvrtcGetErrorString");
-  sym(h, &nv.version, "nvrtcVersion");
-  sym(h, &nv.num_archs, "nvrtcGetNumSupportedArchs");
-  sym(h, &nv.archs, "nvrtcGetSupportedArchs");
+  gl_cuda_sym(h, &nv.create, "nvrtcCreateProgram");
+  gl_cuda_sym(h, &nv.compile, "nvrtcCompileProgram");
+  gl_cuda_sym(h, &nv.log_size, "nvrtcGetProgramLogSize");
+  gl_cuda_sym(h, &nv.log, "nvrtcGetProgramLog");
+  gl_cuda_sym(h, &nv.cubin_size, "nvrtcGetCUBINSize");
+  gl_cuda_sym(h, &nv.cubin, "nvrtcGetCUBIN");
+  gl_cuda_sym(h, &nv.ptx_size, "nvrtcGetPTXSize");
+  gl_cuda_sym(h, &nv.ptx, "nvrtcGetPTX");
+  gl_cuda_sym(h, &nv.destroy, "nvrtcDestroyProgram");
+  gl_cuda_sym(h, &nv.error_string, "nvrtcGetErrorString");
+  gl_cuda_sym(h, &nv.version, "nvrtcVersion");
+  gl_cuda_sym(h, &nv.num_archs, "nvrtcGetNumSupportedArchs");
+  gl_cuda_sym(h, &nv.archs, "nvrtcGetSupportedArchs");
   if (!nv.create || !nv.compile || !nv.log_size || !nv.log || !nv.cubin_size || !nv.cubin || !nv.ptx_size || !nv.ptx ||
       !nv.destroy || !nv.error_string || !nv.version || !nv.num_archs || !nv.archs) {
     snprintf(nv.why, sizeof nv.why, "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)");
@@ -142,12 +136,12 @@ static void drv_load(void) {
     snprintf(drv.why, sizeof drv.why, "cannot load the CUDA driver (libcuda.so.1): %s", e ? e : "not found");
     return;
   }
-  sym(h, &drv.module_load, "cuModuleLoadData");
-  sym(h, &drv.get_function, "cuModuleGetFunction");
-  sym(h, &drv.launch, "cuLaunchKernel");
-  sym(h, &drv.set_attribute, "cuFuncSetAttribute");
-  sym(h, &drv.get_attribute, "cuFuncGetAttribute");
-  sym(h, &drv.error_name, "cuGetErrorName");
+  gl_cuda_sym(h, &drv.module_load, "cuModuleLoadData");
+  gl_cuda_sym(h, &drv.get_function, "cuModuleGetFunction");
+  gl_cuda_sym(h, &drv.launch, "cuLaunchKernel");
+  gl_cuda_sym(h, &drv.set_attribute, "cuFuncSetAttribute");
+  gl_cuda_sym(h, &drv.get_attribute, "cuFuncGetAttribute");
+  gl_cuda_sym(h, &drv.error_name, "cuGetErrorName");
   if (!drv.module_load || !drv.get_function || !drv.launch || !drv.set_attribute || !drv.get_attribute ||
       !drv.error_name) {
     snprintf(drv.why, sizeof drv.why, "the CUDA driver lacks an entry point gpulua needs");
