@@ -261,7 +261,7 @@ bench: all
 	@sh bench/run.sh ./$(BIN)
 
 # On a GPU: every group on cuda beside CuPy and PyTorch (bench/RESULTS-gpu.md), then the
-# issue-4/5 figures (bandwidth of add, sum and random fills; the 1-element add's latency).
+# GPU target figures (bandwidth of add, sum and random fills; the 1-element add's latency).
 bench-gpu: all
 	@./$(BIN) -e 'local ok, why = gpu.is_available() if not ok then io.stderr:write("bench-gpu: no GPU: ", tostring(why), "\n") os.exit(1) end'
 	@GPULUA_BENCH_DEVICE=cuda BENCH_OUT=$${BENCH_OUT:-bench/RESULTS-gpu.md} sh bench/run.sh ./$(BIN)

@@ -1,4 +1,4 @@
--- bench/autograd.lua — what recording costs (issue 9): an elementwise op on a tracked
+-- bench/autograd.lua — what recording costs: an elementwise op on a tracked
 -- array (the dispatch stores a tape node in the result) against the same op untracked,
 -- the untracked op once autograd is in use (the dispatch then looks for tracked inputs),
 -- and a small MLP's forward + backward. Twin: bench/autograd.py (PyTorch's autograd).

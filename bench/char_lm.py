@@ -1,4 +1,4 @@
-# bench/char_lm.py — the PyTorch twin of examples/char_lm.lua (issue 14 item 7): the same
+# bench/char_lm.py — the PyTorch twin of examples/char_lm.lua: the same
 # corpus, split, vocabulary, batch order, architectures, initialisation scheme (PyTorch's
 # defaults, which gpulua's layers copy) and optimizer, so that per-step times and validation
 # losses can be compared. Run by bench/char_lm.sh beside the Lua example; alone:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/char_lm.sh — issue 14's char-LM comparison: examples/char_lm.lua under gpulua and its
+# bench/char_lm.sh — char-LM comparison: examples/char_lm.lua under gpulua and its
 # PyTorch twin bench/char_lm.py, the same steps of the same batches from the same corpus, at
 # 2 threads each, one after the other (a quiet machine matters: each side takes minutes).
 # usage: sh bench/char_lm.sh [./gpulua] ; env: STEPS (500), MODELS ("transformer lstm"),

@@ -1,5 +1,5 @@
 -- bench/create.lua — the cost of the smallest arrays: making and dropping one, and
--- reading its element (issue 2: each <= 300 ns).  Twin: bench/create.py.
+-- reading its element (each <= 300 ns).  Twin: bench/create.py.
 package.path = "bench/lib/?.lua;" .. package.path
 local B = require "bench"
 local gpu = require "gpu"

@@ -1,4 +1,4 @@
--- bench/elementwise.lua — elementwise ops (issue 3): per-op overhead on tiny arrays,
+-- bench/elementwise.lua — elementwise ops: per-op overhead on tiny arrays,
 -- memory-bound adds against the machine's STREAM bandwidth, vectorised exp, and a
 -- blocked transpose copy.  Twin: bench/elementwise.py; STREAM: bench/stream.c.
 package.path = "bench/lib/?.lua;" .. package.path
@@ -10,7 +10,7 @@ local opts = { device = dev }
 local a1, b1 = gpu.ones(1, opts), gpu.ones(1, opts)
 local a100, b100 = gpu.ones(100, opts), gpu.ones(100, opts)
 B.target("a + b: 1 float32", 0.5, "numpy")
-B.target("a + b: 1 float32", 0.5, "cupy", "cuda")     -- issue 4: <= 0.5x CuPy, <= PyTorch
+B.target("a + b: 1 float32", 0.5, "cupy", "cuda")     -- <= 0.5x CuPy, <= PyTorch
 B.target("a + b: 1 float32", 1.0, "torch", "cuda")
 B.case("a + b: 1 float32", function(n) local c for _ = 1, n do c = a1 + b1 end return c end)
 B.target("a + b: 100 float32", 0.5, "numpy")

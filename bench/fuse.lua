@@ -1,4 +1,4 @@
--- bench/fuse.lua — gpu.fuse and the kernels compiled at run time (issue 16): a fused
+-- bench/fuse.lua — gpu.fuse and the kernels compiled at run time: a fused
 -- (a * b + c) * a - b and a 6-op expression over 1e7 float32 against the same ops unfused
 -- (column "unfused") and numexpr (bench/fuse.py, the anchor of fused CPU expressions);
 -- then the first call's compile time (cc) and what a second process pays when it finds

@@ -1,4 +1,4 @@
--- bench/gpu_linalg.lua — gpu.linalg on a GPU (cuSOLVER) for the issue-13 target (">= 0.9x
+-- bench/gpu_linalg.lua — gpu.linalg on a GPU (cuSOLVER) for the target (">= 0.9x
 -- torch.linalg's" speed), one line each:  RESULT gpulua <op>_<dtype>_<n> <seconds>
 -- ops: solve (b n x n), inv, cholesky, qr, svd, eigh; n = 256 and 1024; float32 and
 -- float64; wall time (the drivers read their info codes back, so each call ends

@@ -1,6 +1,6 @@
 """bench/gpu_linalg.py — PyTorch twin of bench/gpu_linalg.lua (torch.linalg on the GPU,
 the same cases, "RESULT torch <op>_<dtype>_<n> <seconds>"), then the table of both with
-the issue-13 target: gpulua at least 0.9x torch's speed (time ratio gpulua / torch <= 1.11).
+the target: gpulua at least 0.9x torch's speed (time ratio gpulua / torch <= 1.11).
     python3 bench/gpu_linalg.py [gpulua-results-file]"""
 import sys
 import time

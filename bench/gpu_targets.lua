@@ -1,4 +1,4 @@
--- bench/gpu_targets.lua — the issue-4/5 figures on a GPU, one line each,
+-- bench/gpu_targets.lua — the GPU target figures on a GPU, one line each,
 --   RESULT gpulua <figure> <value>
 -- figures: copy, add, sum, uniform, normal (GB/s over 2^28 float32, device time from CUDA
 -- events, best of 10) and add1 (us per op, wall time of a 20000-op Lua loop of a

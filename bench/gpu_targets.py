@@ -1,5 +1,5 @@
 """bench/gpu_targets.py — PyTorch/CuPy twin of bench/gpu_targets.lua (the same figures as
-"RESULT <lib> <figure> <value>" lines), then the table of all three against the issue-4/5
+"RESULT <lib> <figure> <value>" lines), then the table of all three against the GPU
 targets:  python3 bench/gpu_targets.py [gpulua-results-file]
 (the file holds gpu_targets.lua's RESULT lines; without it only torch and cupy are shown).
 GB/s figures are device time from CUDA events, best of 10, over 2^28 float32; add1 is the

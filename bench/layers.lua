@@ -1,4 +1,4 @@
--- bench/layers.lua — issue 14's layers on the char-LM transformer's sizes (width 128, 4
+-- bench/layers.lua — layers on the char-LM transformer's sizes (width 128, 4
 -- heads, context 128, batch 32): LayerNorm, causal attention and one pre-norm GELU encoder
 -- layer, forward + backward, float32. Twin: bench/layers.py (PyTorch eager, 2 threads).
 package.path = "bench/lib/?.lua;" .. package.path

@@ -1,6 +1,6 @@
 -- bench/linalg.lua — gpu.linalg (OpenBLAS's LAPACK) beside NumPy (the same LAPACK):
 -- solve, inv, cholesky, qr, svd and eigh of n x n float64 matrices (n = 256, 1024), and a
--- batched solve of 10,000 3x3 systems. Issue 13: >= 0.9x NumPy's speed for the former
+-- batched solve of 10,000 3x3 systems. Target: >= 0.9x NumPy's speed for the former
 -- (time ratio <= 1/0.9: the rest is overhead), >= 2x for the batch (<= 0.5). Twin:
 -- bench/linalg.py. Wall-clock (gpu.clock), best and median of repeats of
 -- >= 0.2 s (bench/lib's B.once).

@@ -1,5 +1,5 @@
 -- bench/matmul.lua — float32 matmul throughput for n x n matrices, n = 256 .. 4096.
--- Issue 3: gpulua's GFLOP/s >= 0.95x NumPy's in the same run (both call OpenBLAS's
+-- Target: gpulua's GFLOP/s >= 0.95x NumPy's in the same run (both call OpenBLAS's
 -- sgemm here), i.e. time ratio <= 1/0.95. Twin: bench/matmul.py.
 --
 -- Times are wall-clock: OpenBLAS runs on all cores, and bench/lib/bench.lua's os.clock

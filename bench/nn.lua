@@ -1,6 +1,6 @@
 -- bench/nn.lua — one training epoch (Adam, cross-entropy, batch 128, shuffled) of:
 --   mlp: 784-256-10 ReLU on 60000 images of 784 float32 (Fashion-MNIST's shape; random
---        data, so the benchmark needs no data set). Issue 6: on the CPU >= 1.2x faster
+--        data, so the benchmark needs no data set). Target: on the CPU >= 1.2x faster
 --        than PyTorch's CPU eager with 1 thread (its best setting on this 2-core machine),
 --        i.e. time ratio <= 1/1.2; on a GPU at least PyTorch eager's throughput.
 --   cnn: conv3x3(32) ReLU maxpool2 conv3x3(64) ReLU maxpool2 linear(3136, 10) on 1x28x28

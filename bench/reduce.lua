@@ -1,5 +1,5 @@
 -- bench/reduce.lua — reductions and scans on a 4096 x 4096 float32 array (64 MiB).
--- Issue 3: sum over everything and along each axis must be at least as fast as
+-- Target: sum over everything and along each axis must be at least as fast as
 -- PyTorch's CPU sum in the same run (target: time ratio <= 1 against torch).
 -- Twin: bench/reduce.py (NumPy, PyTorch; same case names).
 --

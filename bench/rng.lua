@@ -1,4 +1,4 @@
--- bench/rng.lua — filling 1e7 float32 with uniforms and normals (issue 5: uniforms at
+-- bench/rng.lua — filling 1e7 float32 with uniforms and normals (uniforms at
 -- least as fast as NumPy's default_rng().random, normals at least 2x its standard_normal).
 -- Twin: bench/rng.py (NumPy's Generator/PCG64 in the same run).
 package.path = "bench/lib/?.lua;" .. package.path

@@ -1,5 +1,5 @@
--- bench/routines.lua — einsum and the NumPy routines of lua/gpu/routines (issue 13, item
--- 4): einsum("bij,bjk->bik") beside gpulua's own matmul of the same operands (target:
+-- bench/routines.lua — einsum and the NumPy routines of lua/gpu/routines:
+-- einsum("bij,bjk->bik") beside gpulua's own matmul of the same operands (target:
 -- within 5%, compare the two gpulua rows), and sort, argsort, unique, median and
 -- histogram of 1e7 float32 against NumPy (target: time ratio <= 1). Twin: bench/routines.py (same case
 -- names). Wall-clock (gpu.clock), best and median of repeats of >= 0.2 s (B.once).

@@ -1,4 +1,4 @@
--- bench/seq.lua — issue 14's recurrent layers, one training step (forward, backward of the
+-- bench/seq.lua — recurrent layers, one training step (forward, backward of the
 -- sum of the outputs) of: the char-rnn LSTM (2 x 256, batch 32, 128 steps, input 64, the
 -- examples/char_lm.lua --model lstm shape), a GRU and an Elman RNN (tanh) of the same shape,
 -- and a ConvTranspose2d (64 -> 32, 4x4, stride 2) on 16 x 64 x 32 x 32. The recurrent cases
@@ -7,7 +7,7 @@
 -- names carry the thread count (OMP_NUM_THREADS, else the cores): bench/seq.py runs PyTorch
 -- eager at the same count, so `OMP_NUM_THREADS=1 BENCH_GROUPS=seq sh bench/run.sh` gives the
 -- 1-thread figures.
--- Target (issue 14): the LSTM step <= 0.8x PyTorch's CPU eager time at the same threads.
+-- Target: the LSTM step <= 0.8x PyTorch's CPU eager time at the same threads.
 local gpu = require "gpu"
 local B = dofile("bench/lib/bench.lua")
 local nn = gpu.nn

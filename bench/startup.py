@@ -1,4 +1,4 @@
-"""bench/startup.py — process start-up: `gpulua -e ''` against `lua5.4 -e ''` (issue 2:
+"""bench/startup.py — process start-up: `gpulua -e ''` against `lua5.4 -e ''` (target:
 within 2x), and what loading gpu.so into lua5.4 costs. No Lua twin: this group times
 whole processes, spawned from here (posix_spawn + waitpid), interleaved so that both
 commands see the same machine state. Env: GPULUA_BENCH_BIN (the gpulua under test),

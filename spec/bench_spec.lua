@@ -1,4 +1,4 @@
--- gpu.bench and gpu.event: timing helpers (issue 4, item 7).
+-- gpu.bench and gpu.event: timing helpers.
 local h = require "spec.helper"
 local gpu = h.gpu
 

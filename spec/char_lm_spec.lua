@@ -1,4 +1,4 @@
--- spec/char_lm_spec.lua — examples/char_lm.lua (issue 14 item 7) as a user runs it, on tiny
+-- spec/char_lm_spec.lua — examples/char_lm.lua as a user runs it, on tiny
 -- settings: both models train and print bits per character, sample text, a checkpoint
 -- resumed continues exactly as the uninterrupted run, bad options are refused.
 local BIN = os.getenv("GPULUA_BIN") or "./gpulua"

@@ -1,4 +1,4 @@
--- spec/files_spec.lua — what a path may be (issue 11, "Files"): every loader reads only
+-- spec/files_spec.lua — what a path may be: every loader reads only
 -- a regular file (a FIFO, a directory or a device is refused, naming the path, before a
 -- read could block), /proc files are read to their end, loadtxt takes decimal numbers
 -- only and locates every bad field, saves write through symbolic links and keep the

@@ -1,4 +1,4 @@
--- spec/fit_generator_spec.lua — issue 14: Keras's fit, evaluate and predict over a generator (a
+-- spec/fit_generator_spec.lua — Keras's fit, evaluate and predict over a generator (a
 -- function, a callable table or a coroutine.wrap'ed function giving x, y per call and nil at the
 -- end), steps_per_epoch over generators, arrays and loaders (Keras 2's rules: arrays one stream
 -- of passes, loaders restarted each epoch, generators never restarted), validation_data as a

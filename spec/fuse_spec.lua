@@ -1,4 +1,4 @@
--- spec/fuse_spec.lua — gpu.fuse (issue 16): for every dtype, every fusable elementwise op
+-- spec/fuse_spec.lua — gpu.fuse: for every dtype, every fusable elementwise op
 -- (elem_ops.h's list, as gpu._jit.unary / binary name them), with arrays, broadcasting and
 -- Lua numbers, the fused function's results equal the unfused ops' bit for bit (dtype,
 -- values, NaN in the same places); the final reductions; and what runs unfused (never

@@ -1,4 +1,4 @@
--- spec/fused_optim_spec.lua — issue 14: the fused steps of Adagrad, Adadelta, Adamax, NAdam and
+-- spec/fused_optim_spec.lua — the fused steps of Adagrad, Adadelta, Adamax, NAdam and
 -- RAdam (gpu.fused.adagrad_, adadelta_, adamax_, nadam_, radam_ and the optimizers that take
 -- them). The fused kernel and the optimizers' array ops (fused = false) from the same inputs
 -- over ten steps, every option that changes the rule, float32 and float64, a small and a large

@@ -1,4 +1,4 @@
--- Ctrl-C stops one long op (issue 11, item 3): the gpulua binary runs an op that would
+-- Ctrl-C stops one long op: the gpulua binary runs an op that would
 -- take seconds or hours, gets SIGINT ~0.3 s into it, and must end within a second with
 -- "<op>: interrupted"; in the REPL the next line still runs. Every case starts
 -- $GPULUA_BIN (./gpulua-asan under make test-asan) as a subprocess on the cpu, so the

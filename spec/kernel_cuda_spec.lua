@@ -1,4 +1,4 @@
--- spec/kernel_cuda_spec.lua — the CUDA half of issue 16 without a GPU: the CUDA source that
+-- spec/kernel_cuda_spec.lua — the CUDA side of the run-time kernels without a GPU: the CUDA source that
 -- gpu.ElementwiseKernel, ReductionKernel and gpu.fuse generate for cuda arrays, compiled by
 -- NVRTC for sm_90 (the H200's architecture) through the internal gpu._jit.cuda_compile,
 -- which needs libnvrtc only (no driver, no device). The sources come from the kernels'
@@ -408,7 +408,7 @@ describe("NVRTC compile time", function()
   end)
 end)
 
--- ---- on a device (NEVER RUN: no GPU while this was written) -------------------------------
+-- ---- on a device -------------------------------
 
 for _, dev in ipairs(h.devices()) do
   if dev ~= "cpu" then

@@ -1,5 +1,5 @@
 -- spec/kernel_spec.lua — gpu.ElementwiseKernel, gpu.ReductionKernel, gpu.RawKernel /
--- RawModule (issue 16): every parameter form, broadcasting, generic types, raw
+-- RawModule: every parameter form, broadcasting, generic types, raw
 -- parameters, outputs passed in, the loop index i, reductions over all and one axis,
 -- compile errors, the misuse errors, and (in child processes with their own
 -- XDG_CACHE_HOME) the fallback without a compiler and the disk cache: hit, stale key,

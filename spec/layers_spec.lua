@@ -1,4 +1,4 @@
--- spec/layers_spec.lua — issue 14's layers (lua/gpu/nn/activations.lua, norm.lua,
+-- spec/layers_spec.lua — layers (lua/gpu/nn/activations.lua, norm.lua,
 -- attention.lua, transformer.lua): outputs and gradients against PyTorch 1.13 on the same
 -- inputs and weights (spec/fixtures/layers/, made by tools/gen_layers_fixtures.py; the
 -- weights load through load_state_dict under PyTorch's names), float64 gradchecks,

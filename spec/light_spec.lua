@@ -1,4 +1,4 @@
--- spec/light_spec.lua — light arrays (issue 12's per-op speed): small cpu results of the
+-- spec/light_spec.lua — light arrays: small cpu results of the
 -- elementwise ops keep their bytes inside their userdata, under a metatable without __gc
 -- (src/lua/larray.c). What must hold: they are arrays like any other (type tests, methods,
 -- options, every host), a view of one keeps its bytes alive after the base is dropped and

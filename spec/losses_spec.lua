@@ -1,4 +1,4 @@
--- spec/losses_spec.lua — issue 14's losses (lua/gpu/nn/losses.lua): class weights and
+-- spec/losses_spec.lua — losses (lua/gpu/nn/losses.lua): class weights and
 -- ignore_index of nll_loss / cross_entropy (with label smoothing and the K-dimensional
 -- form), L1, SmoothL1, Huber, KLDiv, cosine embedding, margin ranking and triplet
 -- losses, each reduction, values and gradients against PyTorch 1.13

@@ -1,5 +1,5 @@
--- spec/newcomer_spec.lua — the familiar names a newcomer from PyTorch or Keras reaches for
--- (issue 17): gpu.devices(type), manual_seed, memory_allocated & co, the cast shorthands
+-- spec/newcomer_spec.lua — the familiar names a newcomer from PyTorch or Keras reaches for:
+-- gpu.devices(type), manual_seed, memory_allocated & co, the cast shorthands
 -- x:half() ..., model[i] of a Sequential, and their errors.
 local h = require "spec.helper"
 local gpu = h.gpu

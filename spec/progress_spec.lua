@@ -1,4 +1,4 @@
--- spec/progress_spec.lua — fit's progress lines (issue 17): the bar fits a given width,
+-- spec/progress_spec.lua — fit's progress lines: the bar fits a given width,
 -- each redraw clears the rest of the line, an epoch ends in one Keras line, and off a
 -- terminal (or with verbose = 2) only epoch lines are written; verbose = 0 writes nothing.
 local h = require "spec.helper"

@@ -1,4 +1,4 @@
--- spec/seq_spec.lua — issue 14's recurrent, 1-D, transposed, adaptive and resampling layers:
+-- spec/seq_spec.lua — recurrent, 1-D, transposed, adaptive and resampling layers:
 -- outputs and gradients against PyTorch's on the same inputs and weights
 -- (spec/fixtures/seq/layers.lua, written by tools/gen_seq_fixtures.py), PyTorch's
 -- parameter names (a PyTorch state_dict saved as npz loads), float64 gradient checks,

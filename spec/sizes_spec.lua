@@ -1,4 +1,4 @@
--- sizes_spec.lua — sizes that overflow (issue 11, item 1). Element counts, byte sizes,
+-- sizes_spec.lua — sizes that overflow. Element counts, byte sizes,
 -- sums of extents and counts from ranges are formed with checked arithmetic
 -- (src/core/checked.h): anything past the limits (2^62 elements, 2^62 bytes) raises
 -- "<function>: array is too big (<n> elements of <dtype>)" before anything is allocated,

@@ -1,4 +1,4 @@
--- spec/train_data_spec.lua — issue 14 "train": the Dataset protocol, DataLoader over
+-- spec/train_data_spec.lua — the Dataset protocol, DataLoader over
 -- datasets, TensorDataset, Subset, random_split, default_collate, read_text, CharVocab.
 local h = require "spec.helper"
 local gpu = h.gpu

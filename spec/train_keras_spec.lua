@@ -1,4 +1,4 @@
--- spec/train_keras_spec.lua — issue 14 "train": fit's callbacks (order and effects, as
+-- spec/train_keras_spec.lua — fit's callbacks (order and effects, as
 -- Keras's documentation describes them), model.stop_training, the Keras metrics (the
 -- examples of Keras's metric docs), whole-model saving and nn.load_model.
 local h = require "spec.helper"

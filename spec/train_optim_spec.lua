@@ -1,4 +1,4 @@
--- spec/train_optim_spec.lua — issue 14 "train": the new optimizers, parameter groups,
+-- spec/train_optim_spec.lua — the new optimizers, parameter groups,
 -- LBFGS, gradient clipping and the schedules against torch.optim (fixtures made once by
 -- tools/gen_train_fixtures.py under spec/fixtures/train/), state dicts and errors.
 local h = require "spec.helper"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes spec/fixtures/seq/layers.lua: PyTorch's outputs and gradients of the recurrent,
-1-D, transposed, adaptive and resampling layers (issue 14, seq's part) on fixed inputs
+1-D, transposed, adaptive and resampling layers on fixed inputs
 and weights; spec/seq_spec.lua reads them (the specs need no Python). Also writes
 spec/fixtures/seq/lstm_state.npz, a PyTorch LSTM's state_dict, for load_state_dict.
 Run with Debian's /usr/bin/python3 (PyTorch 1.13, CPU):

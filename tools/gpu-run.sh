@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu-run.sh — the one command of a lent-GPU run (../shared/device/README.md):
 #   build for this GPU's architecture only, `gpulua --check`, the GPU-focused specs on cuda,
-#   the issue-4/5 targets beside CuPy and PyTorch with NVML's power read around them,
+#   the GPU targets beside CuPy and PyTorch with NVML's power read around them,
 #   compute-sanitizer memcheck on a short list, the remaining specs that run on cuda, and
 #   the examples on cuda.
 #

@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/dist/run.sh — issue 15's figures on this machine's CPU, 2 ranks (Open MPI):
+# bench/dist/run.sh — figures on this machine's CPU, 2 ranks (Open MPI):
 #   1. all_reduce bus bandwidth, 1 KB .. 256 MB (float32 sum), gpulua's all_reduce beside a
 #      C loop of plain MPI_Allreduce on the same sizes; busbw as nccl-tests defines it for
 #      all-reduce: algbw * 2 (n - 1) / n, algbw = bytes / time;
