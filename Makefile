@@ -284,7 +284,7 @@ MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/gpulua
 INSTALL    ?= install
 PC         := $(BUILD)/gpulua.pc
-DOCS       := $(wildcard doc/*.md)
+DOCS       := $(filter-out doc/UNVERIFIED.md,$(wildcard doc/*.md))
 
 # gpulua.pc, made at each install (PREFIX and LIBDIR may differ from the last one); Libs is
 # what a program linking libgpulua.a needs besides Lua: the link line of $(BIN), less readline
@@ -364,3 +364,9 @@ fuzz-api-asan:
 
 clean:
 	rm -rf build $(BIN) gpulua-asan $(SO) $(LIB)
+
+# doc/UNVERIFIED.md, the ledger of GPU code not run on a GPU as it is, made from the sources
+# and bench/gpu-ran.tsv (spec/unverified_spec.lua fails when it is stale)
+.PHONY: unverified
+unverified: $(BIN)
+	./$(BIN) tools/unverified.lua > doc/UNVERIFIED.md.part && mv doc/UNVERIFIED.md.part doc/UNVERIFIED.md

@@ -231,7 +231,14 @@ for s in $STAGES; do
   esac
   case $s in
     build) grep -E 'warning|error' "$LOGS/build.log" | head -20
-           [ "${STAGE_RESULTS[-1]}" = "build ok" ] || break ;;
+           [ "${STAGE_RESULTS[-1]}" = "build ok" ] || break
+           # the fingerprints of this build's GPU functions: appended to bench/gpu-ran.tsv
+           # when the cuda specs pass (doc/HACKING.md), then `make unverified`
+           gpu_name=$( [ "$DRY" = 1 ] && echo "cpu (dry run)" ||
+                       nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1)
+           "$BIN" tools/unverified.lua --record "$(date -u +%F)" "${gpu_name:-unknown GPU}" > "$LOGS/gpu-ran.tsv" &&
+             echo "gpu-ran.tsv: $(wc -l < "$LOGS/gpu-ran.tsv") functions (in logs.tgz)"
+           pack ;;
     check) tail -8 "$LOGS/check.log" ;;
     specs) tap_count tap-specs.txt ;;
     specs_more) tap_count tap-specs-more.txt ;;
