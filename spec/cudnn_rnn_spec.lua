@@ -97,7 +97,7 @@ end)
 
 describe("cuDNN's RNN against the cpu and the own loop (needs a GPU)", function()
   if not have_cuda then
-    pending("needs a cuda device (cuDNN's RNN has never run: doc/STATUS-cudnn.md)")
+    pending("needs a cuda device (cuDNN's RNN has never run on a GPU: doc/UNVERIFIED.md)")
     return
   end
   for _, c in ipairs(CASES) do

@@ -1,6 +1,6 @@
 -- tools/bench_layer_norm.lua: LayerNorm on the cpu, the own fused kernels against oneDNN (gpu.dnn.layer_norm),
 -- forward, backward and nn.LayerNorm through autograd, median ms; OMP_NUM_THREADS=n ./gpulua tools/bench_layer_norm.lua
--- beside /usr/bin/python3 tools/bench_layer_norm.py n (torch). doc/STATUS-cudnn.md has the figures.
+-- beside /usr/bin/python3 tools/bench_layer_norm.py n (torch). bench/RESULTS.md has the figures.
 local gpu = require("gpu")
 local g = gpu.random.Generator(1)
 local function t(f) local r = gpu.bench(f, {n = 300, warmup = 10, quiet = true}); return r.host.median / 1e3 end
