@@ -343,136 +343,195 @@ static void algo_remember(int dev, const dnn_key *k, int algo, cudnnMathType_t m
 
 enum { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
 
-/* One attempt with algorithm ALGO_V and math type MATH_V: WS (filling 'bytes') asks its
-** workspace, RUN (using algo, ws, bytes) runs it. Sets 'st' (unchanged when skipped) and
-** again_ (false once the algorithm ran, or failed other than "not supported"). */
-#define GL_CONV_ONE(ALGO_T, ALGO_V, MATH_V, WS, RUN, RUN_NAME)                                   \
-  do {                                                                                          \
-    ALGO_T algo = (ALGO_T)(ALGO_V);                                                             \
-    size_t bytes = 0;                                                                           \
-    void *ws = NULL;                                                                            \
-    again_ = true;                                                                              \
-    if (dnn.cudnnSetConvolutionMathType(d.c, (MATH_V)) != CUDNN_STATUS_SUCCESS) break;          \
-    if ((WS) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) break;                           \
-    if (bytes > 0) {                                                                            \
-      gl_status a_ = gl_workspace_alloc(dev, bytes, &ws);                                        \
-      if (a_ != GL_OK) { st = a_; break; }                                                      \
-    }                                                                                           \
-    cudnnStatus_t r_ = (RUN);                                                                   \
-    if (ws) gl_cuda_free(dev, ws, bytes);                                                       \
-    st = dnn_check(r_, op, "cudnn" RUN_NAME);                                                   \
-    if ((int)r_ / 1000 == 3) break;               /* not supported: the next algorithm */      \
-    again_ = false;                                                                             \
-    if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);                                      \
-  } while (0)
+/* The operands of a convolution by role, whatever the direction computes: x (or dx), w (or
+** dw), y (or dy). conv_descs made t[0] for X, f for W and t[1] for Y. */
+enum { ROLE_X, ROLE_W, ROLE_Y };
 
-/* The remembered algorithm of this key if any, else the heuristics' algorithms in order,
-** then algorithm 0 with the first math type: ALGOS (a cudnnGet...Algorithm_v7 call filling
-** perf and n_) lists them. 'st' holds the result; the one that ran is remembered. Written
-** once for the three directions, whose types differ only in name. */
-#define GL_CONV_TRY(PERF_T, ALGO_T, ALGOS, WS, RUN, RUN_NAME)                                   \
-  do {                                                                                          \
-    bool again_ = true;                                                                         \
-    int ca_ = 0;                                                                                \
-    cudnnMathType_t cm_ = CUDNN_DEFAULT_MATH;                                                   \
-    if (algo_lookup(dev.index, &key, &ca_, &cm_)) {                                             \
-      st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);          \
-      GL_CONV_ONE(ALGO_T, ca_, cm_, WS, RUN, RUN_NAME);                                         \
-      if (!again_) break;                                                                       \
-      algo_forget(dev.index, &key);                                                             \
-    }                                                                                           \
-    PERF_T perf[GL_NALGO];                                                                      \
-    int n_ = 0;                                                                                 \
-    cudnnMathType_t m0 = first_math(dt);                                                        \
-    st = GL_DNN(op, cudnnSetConvolutionMathType, d.c, m0);                                      \
-    if (st == GL_OK) st = dnn_check(ALGOS, op, "cudnnGet" RUN_NAME "Algorithm_v7");             \
-    if (st != GL_OK) break;                                                                     \
-    if (n_ < 0 || n_ > GL_NALGO - 1) n_ = 0;                                                    \
-    memset(&perf[n_], 0, sizeof perf[n_]);                                                      \
-    perf[n_].algo = (ALGO_T)0;                                                                  \
-    perf[n_].status = CUDNN_STATUS_SUCCESS;                                                     \
-    perf[n_].mathType = m0;                                                                     \
-    n_++;                                                                                       \
-    st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);            \
-    for (int i_ = 0; i_ < n_; i_++) {                                                           \
-      if (perf[i_].status != CUDNN_STATUS_SUCCESS || !math_ok(dt, perf[i_].mathType)) continue; \
-      GL_CONV_ONE(ALGO_T, perf[i_].algo, perf[i_].mathType, WS, RUN, RUN_NAME);                 \
-      if (!again_) {                                                                            \
-        if (st == GL_OK) algo_remember(dev.index, &key, (int)perf[i_].algo, perf[i_].mathType); \
-        break;                                                                                  \
-      }                                                                                         \
-    }                                                                                           \
-  } while (0)
+/* One convolution call: what conv_direction made and the operands' data by role. */
+typedef struct conv_call {
+  const char *op;
+  gl_device dev;
+  int dt;
+  cudaStream_t s;
+  cudnnHandle_t h;
+  dnn_descs d;
+  dnn_key key;
+  void *data[3];
+} conv_call;
 
-/* What every direction does first: the device's handle and stream, the descriptors of x
-** (or dx), w (or dw) and y (or dy), and the algorithm cache's key. d is zeroed first, so
-** dnn_free(d) is right whatever this returns. */
-static gl_status conv_enter(const char *op, int dir, const gl_array *x, const gl_array *w,
-                            const gl_array *y, const gl_dnn_conv *c, cudaStream_t *s,
-                            cudnnHandle_t *h, dnn_descs *d, dnn_key *key) {
-  memset(d, 0, sizeof *d);
-  algo_key(key, dir, x->dtype, x, w, c);
-  GL_TRY(dnn_enter(gl_array_device(x), op, s, h));
-  return conv_descs(d, x, w, y, c, op);
+/* One of cuDNN's heuristic answers, whatever the direction's perf type (they differ only in
+** the algorithm's enum). */
+typedef struct conv_choice {
+  int algo;
+  cudnnStatus_t status;
+  cudnnMathType_t math;
+} conv_choice;
+
+/* A direction: its cudnnGet...Algorithm_v7 (at most 'want' choices into ch, *n set),
+** cudnnGet...WorkspaceSize and run call, each with the direction's descriptor and operand
+** order, and the run call's name for messages. */
+typedef struct conv_dir {
+  int dir;
+  const char *algos_name, *run_name;
+  cudnnStatus_t (*algos)(const conv_call *c, int want, int *n, conv_choice *ch);
+  cudnnStatus_t (*workspace)(const conv_call *c, int algo, size_t *bytes);
+  cudnnStatus_t (*run)(const conv_call *c, int algo, void *ws, size_t bytes);
+} conv_dir;
+
+static cudnnStatus_t fwd_algos(const conv_call *c, int want, int *n, conv_choice *ch) {
+  cudnnConvolutionFwdAlgoPerf_t p[GL_NALGO];
+  cudnnStatus_t st = dnn.cudnnGetConvolutionForwardAlgorithm_v7(c->h, c->d.t[0], c->d.f, c->d.c, c->d.t[1], want, n, p);
+  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
+    ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
+  return st;
+}
+static cudnnStatus_t fwd_workspace(const conv_call *c, int algo, size_t *bytes) {
+  return dnn.cudnnGetConvolutionForwardWorkspaceSize(c->h, c->d.t[0], c->d.f, c->d.c, c->d.t[1],
+                                                     (cudnnConvolutionFwdAlgo_t)algo, bytes);
+}
+static cudnnStatus_t fwd_run(const conv_call *c, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionForward(c->h, GL_ONE(c->dt), c->d.t[0], c->data[ROLE_X], c->d.f, c->data[ROLE_W], c->d.c,
+                                     (cudnnConvolutionFwdAlgo_t)algo, ws, bytes, GL_ZERO(c->dt), c->d.t[1],
+                                     c->data[ROLE_Y]);
+}
+
+static cudnnStatus_t bwd_data_algos(const conv_call *c, int want, int *n, conv_choice *ch) {
+  cudnnConvolutionBwdDataAlgoPerf_t p[GL_NALGO];
+  cudnnStatus_t st =
+      dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(c->h, c->d.f, c->d.t[1], c->d.c, c->d.t[0], want, n, p);
+  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
+    ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
+  return st;
+}
+static cudnnStatus_t bwd_data_workspace(const conv_call *c, int algo, size_t *bytes) {
+  return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(c->h, c->d.f, c->d.t[1], c->d.c, c->d.t[0],
+                                                          (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
+}
+static cudnnStatus_t bwd_data_run(const conv_call *c, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionBackwardData(c->h, GL_ONE(c->dt), c->d.f, c->data[ROLE_W], c->d.t[1], c->data[ROLE_Y],
+                                          c->d.c, (cudnnConvolutionBwdDataAlgo_t)algo, ws, bytes, GL_ZERO(c->dt),
+                                          c->d.t[0], c->data[ROLE_X]);
+}
+
+static cudnnStatus_t bwd_filter_algos(const conv_call *c, int want, int *n, conv_choice *ch) {
+  cudnnConvolutionBwdFilterAlgoPerf_t p[GL_NALGO];
+  cudnnStatus_t st =
+      dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->h, c->d.t[0], c->d.t[1], c->d.c, c->d.f, want, n, p);
+  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
+    ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
+  return st;
+}
+static cudnnStatus_t bwd_filter_workspace(const conv_call *c, int algo, size_t *bytes) {
+  return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(c->h, c->d.t[0], c->d.t[1], c->d.c, c->d.f,
+                                                            (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+}
+static cudnnStatus_t bwd_filter_run(const conv_call *c, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionBackwardFilter(c->h, GL_ONE(c->dt), c->d.t[0], c->data[ROLE_X], c->d.t[1],
+                                            c->data[ROLE_Y], c->d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, ws, bytes,
+                                            GL_ZERO(c->dt), c->d.f, c->data[ROLE_W]);
+}
+
+static const conv_dir conv_fwd = { DIR_FWD, "cudnnGetConvolutionForwardAlgorithm_v7", "cudnnConvolutionForward",
+                                   fwd_algos, fwd_workspace, fwd_run };
+static const conv_dir conv_bwd_data = { DIR_BWD_DATA, "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                                        "cudnnConvolutionBackwardData", bwd_data_algos, bwd_data_workspace,
+                                        bwd_data_run };
+static const conv_dir conv_bwd_filter = { DIR_BWD_FILTER, "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+                                          "cudnnConvolutionBackwardFilter", bwd_filter_algos, bwd_filter_workspace,
+                                          bwd_filter_run };
+
+/* One attempt with algorithm 'algo' in math type 'math'. Returns false to go on to the next
+** algorithm (the math type or workspace size refused, the workspace too big or not
+** allocated, or cuDNN saying "not supported"), true once it ran or failed otherwise. *st is
+** set by an attempt that allocated or ran, else left as it was. */
+static bool conv_attempt(const conv_dir *dir, const conv_call *c, int algo, cudnnMathType_t math, gl_status *st) {
+  size_t bytes = 0;
+  void *ws = NULL;
+  if (dnn.cudnnSetConvolutionMathType(c->d.c, math) != CUDNN_STATUS_SUCCESS) return false;
+  if (dir->workspace(c, algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) return false;
+  if (bytes > 0) {
+    gl_status a = gl_workspace_alloc(c->dev, bytes, &ws);
+    if (a != GL_OK) {
+      *st = a;
+      return false;
+    }
+  }
+  cudnnStatus_t r = dir->run(c, algo, ws, bytes);
+  if (ws) gl_cuda_free(c->dev, ws, bytes);
+  *st = dnn_check(r, c->op, dir->run_name);
+  if ((int)r / 1000 == 3) return false;           /* not supported: the next algorithm */
+  if (*st == GL_OK) *st = gl_cuda_launched(c->dev, c->s, 0, c->op);
+  return true;
+}
+
+static gl_status no_algo(const char *op) {
+  return gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);
+}
+
+/* Runs the convolution with the remembered algorithm of its key if any, else with the
+** heuristics' algorithms in order, then algorithm 0 in the first math type; the one that
+** ran is remembered. */
+static gl_status conv_try(const conv_dir *dir, const conv_call *c) {
+  gl_status st;
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  if (algo_lookup(c->dev.index, &c->key, &algo, &math)) {
+    st = no_algo(c->op);
+    if (conv_attempt(dir, c, algo, math, &st)) return st;
+    algo_forget(c->dev.index, &c->key);
+  }
+  conv_choice ch[GL_NALGO];
+  int n = 0;
+  cudnnMathType_t m0 = first_math(c->dt);
+  st = GL_DNN(c->op, cudnnSetConvolutionMathType, c->d.c, m0);
+  if (st == GL_OK) st = dnn_check(dir->algos(c, GL_NALGO - 1, &n, ch), c->op, dir->algos_name);
+  if (st != GL_OK) return st;
+  if (n < 0 || n > GL_NALGO - 1) n = 0;
+  ch[n++] = (conv_choice){ 0, CUDNN_STATUS_SUCCESS, m0 };
+  st = no_algo(c->op);
+  for (int i = 0; i < n; i++) {
+    if (ch[i].status != CUDNN_STATUS_SUCCESS || !math_ok(c->dt, ch[i].math)) continue;
+    if (conv_attempt(dir, c, ch[i].algo, ch[i].math, &st)) {
+      if (st == GL_OK) algo_remember(c->dev.index, &c->key, ch[i].algo, ch[i].math);
+      break;
+    }
+  }
+  return st;
+}
+
+/* A convolution in direction 'dir' over x (or dx), w (or dw) and y (or dy), which share a
+** device and a dtype: the device's handle and stream, the descriptors, the algorithm cache's
+** key, then conv_try. */
+static gl_status conv_direction(const conv_dir *dir, const char *op, const gl_array *x, const gl_array *w,
+                                const gl_array *y, const gl_dnn_conv *cv) {
+  conv_call c;
+  memset(&c, 0, sizeof c);
+  c.op = op;
+  c.dev = gl_array_device(x);
+  c.dt = x->dtype;
+  c.data[ROLE_X] = gl_array_data(x);
+  c.data[ROLE_W] = gl_array_data(w);
+  c.data[ROLE_Y] = gl_array_data(y);
+  algo_key(&c.key, dir->dir, c.dt, x, w, cv);
+  gl_status st = dnn_enter(c.dev, op, &c.s, &c.h);
+  if (st == GL_OK) st = conv_descs(&c.d, x, w, y, cv, op);
+  if (st == GL_OK) st = conv_try(dir, &c);
+  dnn_free(&c.d);
+  return st;
 }
 
 static gl_status dnn_conv2d(const gl_array *y, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
-  const char *op = "conv2d";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  dnn_descs d;
-  dnn_key key;
-  gl_status st = conv_enter(op, DIR_FWD, x, w, y, c, &s, &h, &d, &key);
-  if (st == GL_OK)
-    GL_CONV_TRY(cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t,
-                dnn.cudnnGetConvolutionForwardAlgorithm_v7(h, d.t[0], d.f, d.c, d.t[1], GL_NALGO - 1, &n_, perf),
-                dnn.cudnnGetConvolutionForwardWorkspaceSize(h, d.t[0], d.f, d.c, d.t[1], algo, &bytes),
-                dnn.cudnnConvolutionForward(h, GL_ONE(dt), d.t[0], gl_array_data(x), d.f, gl_array_data(w), d.c, algo, ws, bytes,
-                        GL_ZERO(dt), d.t[1], gl_array_data(y)), "ConvolutionForward");
-  dnn_free(&d);
-  return st;
+  return conv_direction(&conv_fwd, "conv2d", x, w, y, c);
 }
 
 static gl_status dnn_conv2d_bwd_data(const gl_array *dx, const gl_array *dy, const gl_array *w,
                                      const gl_dnn_conv *c) {
-  const char *op = "conv2d_backward_data";
-  gl_device dev = gl_array_device(dx);
-  int dt = dx->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  dnn_descs d;
-  dnn_key key;
-  gl_status st = conv_enter(op, DIR_BWD_DATA, dx, w, dy, c, &s, &h, &d, &key);
-  if (st == GL_OK)
-    GL_CONV_TRY(cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t,
-                dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.f, d.t[1], d.c, d.t[0], GL_NALGO - 1, &n_, perf),
-                dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.f, d.t[1], d.c, d.t[0], algo, &bytes),
-                dnn.cudnnConvolutionBackwardData(h, GL_ONE(dt), d.f, gl_array_data(w), d.t[1], gl_array_data(dy), d.c, algo, ws, bytes,
-                         GL_ZERO(dt), d.t[0], gl_array_data(dx)), "ConvolutionBackwardData");
-  dnn_free(&d);
-  return st;
+  return conv_direction(&conv_bwd_data, "conv2d_backward_data", dx, w, dy, c);
 }
 
 static gl_status dnn_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, const gl_array *dy,
                                        const gl_dnn_conv *c) {
-  const char *op = "conv2d_backward_filter";
-  gl_device dev = gl_array_device(dw);
-  int dt = dw->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  dnn_descs d;
-  dnn_key key;
-  gl_status st = conv_enter(op, DIR_BWD_FILTER, x, dw, dy, c, &s, &h, &d, &key);
-  if (st == GL_OK)
-    GL_CONV_TRY(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t,
-                dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.t[0], d.t[1], d.c, d.f, GL_NALGO - 1, &n_, perf),
-                dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.t[0], d.t[1], d.c, d.f, algo, &bytes),
-                dnn.cudnnConvolutionBackwardFilter(h, GL_ONE(dt), d.t[0], gl_array_data(x), d.t[1], gl_array_data(dy), d.c, algo, ws, bytes,
-                         GL_ZERO(dt), d.f, gl_array_data(dw)), "ConvolutionBackwardFilter");
-  dnn_free(&d);
-  return st;
+  return conv_direction(&conv_bwd_filter, "conv2d_backward_filter", x, dw, dy, c);
 }
 
 /* ---- pooling ------------------------------------------------------------------------------- */
