@@ -103,7 +103,15 @@ static void finalize(att_graph *g, cudnnBackendDescriptor_t x) {
   if (g->st == CUDNN_STATUS_SUCCESS) fail(g, att.cudnnBackendFinalize(x), "cudnnBackendFinalize");
 }
 
+/* Sets attribute 'name' of x to descriptor d. */
+static void set_desc(att_graph *g, cudnnBackendDescriptor_t x, cudnnBackendAttributeName_t name,
+                     cudnnBackendDescriptor_t d) {
+  set(g, x, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d);
+}
+
+/* Finalizes operation op and adds it to the graph's operations. */
 static void add_op(att_graph *g, cudnnBackendDescriptor_t op) {
+  finalize(g, op);
   if (g->st != CUDNN_STATUS_SUCCESS) return;
   if (g->nops == GL_ATT_NOPS) fail(g, CUDNN_STATUS_NOT_SUPPORTED, "(too many operations)");
   else g->ops[g->nops++] = op;
@@ -155,12 +163,11 @@ static void pointwise(att_graph *g, cudnnPointwiseMode_t mode, cudnnDataType_t p
   if (axis >= 0) set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
   finalize(g, pw);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-  set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-  if (b) set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-  if (t) set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
-  set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  finalize(g, op);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+  if (b) set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b);
+  if (t) set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
   add_op(g, op);
 }
 
@@ -173,10 +180,9 @@ static void reduction(att_graph *g, cudnnReduceTensorOp_t how, cudnnBackendDescr
   set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
   finalize(g, rd);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-  set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-  set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
-  finalize(g, op);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, rd);
   add_op(g, op);
 }
 
@@ -187,11 +193,10 @@ static void matmul(att_graph *g, cudnnBackendDescriptor_t a, cudnnBackendDescrip
   set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
   finalize(g, mm);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
-  finalize(g, op);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
   add_op(g, op);
 }
 
@@ -258,7 +263,7 @@ static void make_plan(att_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t *p
   finalize(g, graph);
   cudnnBackendDescriptor_t heur = make(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  set(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  set_desc(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
   set(g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   finalize(g, heur);
   cudnnBackendDescriptor_t cfg[GL_ATT_TRIES];
@@ -271,7 +276,7 @@ static void make_plan(att_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t *p
   for (int64_t i = 0; i < n && i < GL_ATT_TRIES && g->st == CUDNN_STATUS_SUCCESS; i++) {
     cudnnBackendDescriptor_t p = make(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     set_handle(g, p, true, h);
-    set(g, p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]);
+    set_desc(g, p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg[i]);
     if (g->st != CUDNN_STATUS_SUCCESS) return;
     if (att.cudnnBackendFinalize(p) != CUDNN_STATUS_SUCCESS) continue;   /* this engine cannot: the next */
     int64_t got = 0;
