@@ -207,6 +207,35 @@ static const dnn_scale scale = { 1.0f, 0.0f, 1.0, 0.0 };
 #define GL_ONE(dt) ((dt) == GL_FLOAT64 ? (const void *)&scale.d1 : (const void *)&scale.f1)
 #define GL_ZERO(dt) ((dt) == GL_FLOAT64 ? (const void *)&scale.d0 : (const void *)&scale.f0)
 
+/* ---- one call ------------------------------------------------------------------------------- */
+
+/* What a call holds: its name, device and dtype, the device's stream and handle, and the
+** descriptors it makes. */
+typedef struct dnn_call {
+  const char *op;
+  gl_device dev;
+  int dt;
+  cudaStream_t s;
+  cudnnHandle_t h;
+  dnn_descs d;
+} dnn_call;
+
+/* Starts call 'op' on a's device in a's dtype; call_end(c, ...) is right whatever this returns. */
+static gl_status call_begin(dnn_call *c, const char *op, const gl_array *a) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->dev = gl_array_device(a);
+  c->dt = a->dtype;
+  return dnn_enter(c->dev, op, &c->s, &c->h);
+}
+
+/* Ends c with status st: the launch checked when st is GL_OK, the descriptors destroyed. */
+static gl_status call_end(dnn_call *c, gl_status st) {
+  if (st == GL_OK) st = gl_cuda_launched(c->dev, c->s, 0, c->op);
+  dnn_free(&c->d);
+  return st;
+}
+
 /* ---- convolution -------------------------------------------------------------------------- */
 
 /* Descriptors of x (t[0]), y (t[1]), the filter and the convolution. */
@@ -347,18 +376,6 @@ enum { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
 ** dw), y (or dy). conv_descs made t[0] for X, f for W and t[1] for Y. */
 enum { ROLE_X, ROLE_W, ROLE_Y };
 
-/* One convolution call: what conv_direction made and the operands' data by role. */
-typedef struct conv_call {
-  const char *op;
-  gl_device dev;
-  int dt;
-  cudaStream_t s;
-  cudnnHandle_t h;
-  dnn_descs d;
-  dnn_key key;
-  void *data[3];
-} conv_call;
-
 /* One of cuDNN's heuristic answers, whatever the direction's perf type (they differ only in
 ** the algorithm's enum). */
 typedef struct conv_choice {
@@ -368,34 +385,34 @@ typedef struct conv_choice {
 } conv_choice;
 
 /* A direction: its cudnnGet...Algorithm_v7 (at most 'want' choices into ch, *n set),
-** cudnnGet...WorkspaceSize and run call, each with the direction's descriptor and operand
-** order, and the run call's name for messages. */
+** cudnnGet...WorkspaceSize and run call (on the operands' data by role), each with the
+** direction's descriptor and operand order, and the calls' names for messages. */
 typedef struct conv_dir {
   int dir;
   const char *algos_name, *run_name;
-  cudnnStatus_t (*algos)(const conv_call *c, int want, int *n, conv_choice *ch);
-  cudnnStatus_t (*workspace)(const conv_call *c, int algo, size_t *bytes);
-  cudnnStatus_t (*run)(const conv_call *c, int algo, void *ws, size_t bytes);
+  cudnnStatus_t (*algos)(const dnn_call *c, int want, int *n, conv_choice *ch);
+  cudnnStatus_t (*workspace)(const dnn_call *c, int algo, size_t *bytes);
+  cudnnStatus_t (*run)(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes);
 } conv_dir;
 
-static cudnnStatus_t fwd_algos(const conv_call *c, int want, int *n, conv_choice *ch) {
+static cudnnStatus_t fwd_algos(const dnn_call *c, int want, int *n, conv_choice *ch) {
   cudnnConvolutionFwdAlgoPerf_t p[GL_NALGO];
   cudnnStatus_t st = dnn.cudnnGetConvolutionForwardAlgorithm_v7(c->h, c->d.t[0], c->d.f, c->d.c, c->d.t[1], want, n, p);
   for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
     ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
   return st;
 }
-static cudnnStatus_t fwd_workspace(const conv_call *c, int algo, size_t *bytes) {
+static cudnnStatus_t fwd_workspace(const dnn_call *c, int algo, size_t *bytes) {
   return dnn.cudnnGetConvolutionForwardWorkspaceSize(c->h, c->d.t[0], c->d.f, c->d.c, c->d.t[1],
                                                      (cudnnConvolutionFwdAlgo_t)algo, bytes);
 }
-static cudnnStatus_t fwd_run(const conv_call *c, int algo, void *ws, size_t bytes) {
-  return dnn.cudnnConvolutionForward(c->h, GL_ONE(c->dt), c->d.t[0], c->data[ROLE_X], c->d.f, c->data[ROLE_W], c->d.c,
+static cudnnStatus_t fwd_run(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionForward(c->h, GL_ONE(c->dt), c->d.t[0], data[ROLE_X], c->d.f, data[ROLE_W], c->d.c,
                                      (cudnnConvolutionFwdAlgo_t)algo, ws, bytes, GL_ZERO(c->dt), c->d.t[1],
-                                     c->data[ROLE_Y]);
+                                     data[ROLE_Y]);
 }
 
-static cudnnStatus_t bwd_data_algos(const conv_call *c, int want, int *n, conv_choice *ch) {
+static cudnnStatus_t bwd_data_algos(const dnn_call *c, int want, int *n, conv_choice *ch) {
   cudnnConvolutionBwdDataAlgoPerf_t p[GL_NALGO];
   cudnnStatus_t st =
       dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(c->h, c->d.f, c->d.t[1], c->d.c, c->d.t[0], want, n, p);
@@ -403,17 +420,17 @@ static cudnnStatus_t bwd_data_algos(const conv_call *c, int want, int *n, conv_c
     ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
   return st;
 }
-static cudnnStatus_t bwd_data_workspace(const conv_call *c, int algo, size_t *bytes) {
+static cudnnStatus_t bwd_data_workspace(const dnn_call *c, int algo, size_t *bytes) {
   return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(c->h, c->d.f, c->d.t[1], c->d.c, c->d.t[0],
                                                           (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
 }
-static cudnnStatus_t bwd_data_run(const conv_call *c, int algo, void *ws, size_t bytes) {
-  return dnn.cudnnConvolutionBackwardData(c->h, GL_ONE(c->dt), c->d.f, c->data[ROLE_W], c->d.t[1], c->data[ROLE_Y],
+static cudnnStatus_t bwd_data_run(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionBackwardData(c->h, GL_ONE(c->dt), c->d.f, data[ROLE_W], c->d.t[1], data[ROLE_Y],
                                           c->d.c, (cudnnConvolutionBwdDataAlgo_t)algo, ws, bytes, GL_ZERO(c->dt),
-                                          c->d.t[0], c->data[ROLE_X]);
+                                          c->d.t[0], data[ROLE_X]);
 }
 
-static cudnnStatus_t bwd_filter_algos(const conv_call *c, int want, int *n, conv_choice *ch) {
+static cudnnStatus_t bwd_filter_algos(const dnn_call *c, int want, int *n, conv_choice *ch) {
   cudnnConvolutionBwdFilterAlgoPerf_t p[GL_NALGO];
   cudnnStatus_t st =
       dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->h, c->d.t[0], c->d.t[1], c->d.c, c->d.f, want, n, p);
@@ -421,14 +438,14 @@ static cudnnStatus_t bwd_filter_algos(const conv_call *c, int want, int *n, conv
     ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
   return st;
 }
-static cudnnStatus_t bwd_filter_workspace(const conv_call *c, int algo, size_t *bytes) {
+static cudnnStatus_t bwd_filter_workspace(const dnn_call *c, int algo, size_t *bytes) {
   return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(c->h, c->d.t[0], c->d.t[1], c->d.c, c->d.f,
                                                             (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
 }
-static cudnnStatus_t bwd_filter_run(const conv_call *c, int algo, void *ws, size_t bytes) {
-  return dnn.cudnnConvolutionBackwardFilter(c->h, GL_ONE(c->dt), c->d.t[0], c->data[ROLE_X], c->d.t[1],
-                                            c->data[ROLE_Y], c->d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, ws, bytes,
-                                            GL_ZERO(c->dt), c->d.f, c->data[ROLE_W]);
+static cudnnStatus_t bwd_filter_run(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionBackwardFilter(c->h, GL_ONE(c->dt), c->d.t[0], data[ROLE_X], c->d.t[1],
+                                            data[ROLE_Y], c->d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, ws, bytes,
+                                            GL_ZERO(c->dt), c->d.f, data[ROLE_W]);
 }
 
 static const conv_dir conv_fwd = { DIR_FWD, "cudnnGetConvolutionForwardAlgorithm_v7", "cudnnConvolutionForward",
@@ -444,7 +461,8 @@ static const conv_dir conv_bwd_filter = { DIR_BWD_FILTER, "cudnnGetConvolutionBa
 ** algorithm (the math type or workspace size refused, the workspace too big or not
 ** allocated, or cuDNN saying "not supported"), true once it ran or failed otherwise. *st is
 ** set by an attempt that allocated or ran, else left as it was. */
-static bool conv_attempt(const conv_dir *dir, const conv_call *c, int algo, cudnnMathType_t math, gl_status *st) {
+static bool conv_attempt(const conv_dir *dir, const dnn_call *c, void *const *data, int algo, cudnnMathType_t math,
+                         gl_status *st) {
   size_t bytes = 0;
   void *ws = NULL;
   if (dnn.cudnnSetConvolutionMathType(c->d.c, math) != CUDNN_STATUS_SUCCESS) return false;
@@ -456,7 +474,7 @@ static bool conv_attempt(const conv_dir *dir, const conv_call *c, int algo, cudn
       return false;
     }
   }
-  cudnnStatus_t r = dir->run(c, algo, ws, bytes);
+  cudnnStatus_t r = dir->run(c, data, algo, ws, bytes);
   if (ws) gl_cuda_free(c->dev, ws, bytes);
   *st = dnn_check(r, c->op, dir->run_name);
   if ((int)r / 1000 == 3) return false;           /* not supported: the next algorithm */
@@ -471,14 +489,14 @@ static gl_status no_algo(const char *op) {
 /* Runs the convolution with the remembered algorithm of its key if any, else with the
 ** heuristics' algorithms in order, then algorithm 0 in the first math type; the one that
 ** ran is remembered. */
-static gl_status conv_try(const conv_dir *dir, const conv_call *c) {
+static gl_status conv_try(const conv_dir *dir, const dnn_call *c, const dnn_key *key, void *const *data) {
   gl_status st;
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  if (algo_lookup(c->dev.index, &c->key, &algo, &math)) {
+  if (algo_lookup(c->dev.index, key, &algo, &math)) {
     st = no_algo(c->op);
-    if (conv_attempt(dir, c, algo, math, &st)) return st;
-    algo_forget(c->dev.index, &c->key);
+    if (conv_attempt(dir, c, data, algo, math, &st)) return st;
+    algo_forget(c->dev.index, key);
   }
   conv_choice ch[GL_NALGO];
   int n = 0;
@@ -491,8 +509,8 @@ static gl_status conv_try(const conv_dir *dir, const conv_call *c) {
   st = no_algo(c->op);
   for (int i = 0; i < n; i++) {
     if (ch[i].status != CUDNN_STATUS_SUCCESS || !math_ok(c->dt, ch[i].math)) continue;
-    if (conv_attempt(dir, c, ch[i].algo, ch[i].math, &st)) {
-      if (st == GL_OK) algo_remember(c->dev.index, &c->key, ch[i].algo, ch[i].math);
+    if (conv_attempt(dir, c, data, ch[i].algo, ch[i].math, &st)) {
+      if (st == GL_OK) algo_remember(c->dev.index, key, ch[i].algo, ch[i].math);
       break;
     }
   }
@@ -501,21 +519,16 @@ static gl_status conv_try(const conv_dir *dir, const conv_call *c) {
 
 /* A convolution in direction 'dir' over x (or dx), w (or dw) and y (or dy), which share a
 ** device and a dtype: the device's handle and stream, the descriptors, the algorithm cache's
-** key, then conv_try. */
+** key, then conv_try (which checks the launch of what ran). */
 static gl_status conv_direction(const conv_dir *dir, const char *op, const gl_array *x, const gl_array *w,
                                 const gl_array *y, const gl_dnn_conv *cv) {
-  conv_call c;
-  memset(&c, 0, sizeof c);
-  c.op = op;
-  c.dev = gl_array_device(x);
-  c.dt = x->dtype;
-  c.data[ROLE_X] = gl_array_data(x);
-  c.data[ROLE_W] = gl_array_data(w);
-  c.data[ROLE_Y] = gl_array_data(y);
-  algo_key(&c.key, dir->dir, c.dt, x, w, cv);
-  gl_status st = dnn_enter(c.dev, op, &c.s, &c.h);
+  void *data[3] = { [ROLE_X] = gl_array_data(x), [ROLE_W] = gl_array_data(w), [ROLE_Y] = gl_array_data(y) };
+  dnn_key key;
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  algo_key(&key, dir->dir, c.dt, x, w, cv);
   if (st == GL_OK) st = conv_descs(&c.d, x, w, y, cv, op);
-  if (st == GL_OK) st = conv_try(dir, &c);
+  if (st == GL_OK) st = conv_try(dir, &c, &key, data);
   dnn_free(&c.d);
   return st;
 }
@@ -549,39 +562,25 @@ static gl_status pool_descs(dnn_descs *d, bool max, const gl_array *x, const gl_
 static gl_status dnn_pool2d(bool max, const gl_array *y, const gl_array *x, const int *k, const int *stride,
                             const int *pad) {
   const char *op = max ? "max_pool2d" : "avg_pool2d";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = pool_descs(&d, max, x, y, k, stride, pad, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  if (st == GL_OK) st = pool_descs(&c.d, max, x, y, k, stride, pad, op);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnPoolingForward, h, d.p, GL_ONE(dt), d.t[0], gl_array_data(x), GL_ZERO(dt), d.t[1],
-                                 gl_array_data(y));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnPoolingForward, c.h, c.d.p, GL_ONE(c.dt), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt),
+                c.d.t[1], gl_array_data(y));
+  return call_end(&c, st);
 }
 
 static gl_status dnn_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x, const gl_array *y,
                                 const gl_array *dy, const int *k, const int *stride, const int *pad) {
   const char *op = max ? "max_pool2d_backward" : "avg_pool2d_backward";
-  gl_device dev = gl_array_device(dx);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = pool_descs(&d, max, x, y, k, stride, pad, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  if (st == GL_OK) st = pool_descs(&c.d, max, x, y, k, stride, pad, op);
   if (st == GL_OK)          /* y, dy share t[1]; x, dx share t[0] */
-    st = GL_DNN(op, cudnnPoolingBackward, h, d.p, GL_ONE(dt), d.t[1], gl_array_data(y), d.t[1], gl_array_data(dy), d.t[0],
-                                 gl_array_data(x), GL_ZERO(dt), d.t[0], gl_array_data(dx));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnPoolingBackward, c.h, c.d.p, GL_ONE(c.dt), c.d.t[1], gl_array_data(y), c.d.t[1],
+                gl_array_data(dy), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt), c.d.t[0], gl_array_data(dx));
+  return call_end(&c, st);
 }
 
 /* ---- softmax ------------------------------------------------------------------------------- */
@@ -596,40 +595,26 @@ static gl_status softmax_desc(dnn_descs *d, const gl_array *x, const char *op) {
 
 static gl_status dnn_softmax(bool log, const gl_array *y, const gl_array *x) {
   const char *op = log ? "log_softmax" : "softmax";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = softmax_desc(&d, x, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  if (st == GL_OK) st = softmax_desc(&c.d, x, op);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnSoftmaxForward, h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(dt), d.t[0], gl_array_data(x), GL_ZERO(dt), d.t[0],
+    st = GL_DNN(op, cudnnSoftmaxForward, c.h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(c.dt), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt), c.d.t[0],
                 gl_array_data(y));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+  return call_end(&c, st);
 }
 
 static gl_status dnn_softmax_bwd(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy) {
   const char *op = log ? "log_softmax_backward" : "softmax_backward";
-  gl_device dev = gl_array_device(dx);
-  int dt = y->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = softmax_desc(&d, y, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, y);
+  if (st == GL_OK) st = softmax_desc(&c.d, y, op);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnSoftmaxBackward, h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(dt), d.t[0], gl_array_data(y), d.t[0], gl_array_data(dy),
-                GL_ZERO(dt), d.t[0], gl_array_data(dx));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnSoftmaxBackward, c.h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(c.dt), c.d.t[0], gl_array_data(y), c.d.t[0], gl_array_data(dy),
+                GL_ZERO(c.dt), c.d.t[0], gl_array_data(dx));
+  return call_end(&c, st);
 }
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
@@ -647,64 +632,43 @@ static gl_status dnn_bn_train(const gl_array *y, const gl_array *save_mean, cons
                               const gl_array *x, const gl_array *w, const gl_array *b, const gl_array *rmean,
                               const gl_array *rvar, double momentum, double eps) {
   const char *op = "batch_norm";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = bn_descs(&d, x, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  if (st == GL_OK) st = bn_descs(&c.d, x, op);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnBatchNormalizationForwardTraining, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), d.t[0], gl_array_data(x),
-                                 d.t[0], gl_array_data(y), d.t[1], gl_array_data(w), gl_array_data(b), momentum,
-                                 data_or_null(rmean), data_or_null(rvar), eps, gl_array_data(save_mean),
-                                 gl_array_data(save_invstd));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnBatchNormalizationForwardTraining, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
+                c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(y), c.d.t[1], gl_array_data(w), gl_array_data(b),
+                momentum, data_or_null(rmean), data_or_null(rvar), eps, gl_array_data(save_mean),
+                gl_array_data(save_invstd));
+  return call_end(&c, st);
 }
 
 static gl_status dnn_bn_infer(const gl_array *y, const gl_array *x, const gl_array *w, const gl_array *b,
                               const gl_array *rmean, const gl_array *rvar, double eps) {
   const char *op = "batch_norm";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = bn_descs(&d, x, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  if (st == GL_OK) st = bn_descs(&c.d, x, op);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnBatchNormalizationForwardInference, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), d.t[0], gl_array_data(x),
-                                 d.t[0], gl_array_data(y), d.t[1], gl_array_data(w), gl_array_data(b),
-                                 gl_array_data(rmean), gl_array_data(rvar), eps);
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnBatchNormalizationForwardInference, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
+                c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(y), c.d.t[1], gl_array_data(w), gl_array_data(b),
+                gl_array_data(rmean), gl_array_data(rvar), eps);
+  return call_end(&c, st);
 }
 
 static gl_status dnn_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
                             const gl_array *dy, const gl_array *w, const gl_array *save_mean,
                             const gl_array *save_invstd, double eps) {
   const char *op = "batch_norm_backward";
-  gl_device dev = gl_array_device(dx);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = bn_descs(&d, x, op);
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  if (st == GL_OK) st = bn_descs(&c.d, x, op);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnBatchNormalizationBackward, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), GL_ONE(dt), GL_ZERO(dt),
-                               d.t[0], gl_array_data(x), d.t[0], gl_array_data(dy), d.t[0], gl_array_data(dx),
-                               d.t[1], gl_array_data(w), gl_array_data(dw), gl_array_data(db), eps,
-                               gl_array_data(save_mean), gl_array_data(save_invstd));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnBatchNormalizationBackward, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
+                GL_ONE(c.dt), GL_ZERO(c.dt), c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(dy), c.d.t[0],
+                gl_array_data(dx), c.d.t[1], gl_array_data(w), gl_array_data(dw), gl_array_data(db), eps,
+                gl_array_data(save_mean), gl_array_data(save_invstd));
+  return call_end(&c, st);
 }
 
 const gl_dnn gl_cuda_dnn = {
