@@ -549,9 +549,11 @@ static gl_status dnn_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, co
 
 /* ---- pooling ------------------------------------------------------------------------------- */
 
-/* Descriptors of x (t[0]), y (t[1]) and the window. */
-static gl_status pool_descs(dnn_descs *d, bool max, const gl_array *x, const gl_array *y, const int *k,
-                            const int *stride, const int *pad, const char *op) {
+/* Starts pooling call op with the descriptors of x (t[0]), y (t[1]) and the window. */
+static gl_status pool_begin(dnn_call *c, const char *op, bool max, const gl_array *x, const gl_array *y, const int *k,
+                            const int *stride, const int *pad) {
+  dnn_descs *d = &c->d;
+  GL_TRY(call_begin(c, op, x));
   GL_TRY(tensor_desc(&d->t[0], x, op));
   GL_TRY(tensor_desc(&d->t[1], y, op));
   GL_TRY(GL_DNN(op, cudnnCreatePoolingDescriptor, &d->p));
@@ -563,8 +565,7 @@ static gl_status dnn_pool2d(bool max, const gl_array *y, const gl_array *x, cons
                             const int *pad) {
   const char *op = max ? "max_pool2d" : "avg_pool2d";
   dnn_call c;
-  gl_status st = call_begin(&c, op, x);
-  if (st == GL_OK) st = pool_descs(&c.d, max, x, y, k, stride, pad, op);
+  gl_status st = pool_begin(&c, op, max, x, y, k, stride, pad);
   if (st == GL_OK)
     st = GL_DNN(op, cudnnPoolingForward, c.h, c.d.p, GL_ONE(c.dt), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt),
                 c.d.t[1], gl_array_data(y));
@@ -575,8 +576,7 @@ static gl_status dnn_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x,
                                 const gl_array *dy, const int *k, const int *stride, const int *pad) {
   const char *op = max ? "max_pool2d_backward" : "avg_pool2d_backward";
   dnn_call c;
-  gl_status st = call_begin(&c, op, x);
-  if (st == GL_OK) st = pool_descs(&c.d, max, x, y, k, stride, pad, op);
+  gl_status st = pool_begin(&c, op, max, x, y, k, stride, pad);
   if (st == GL_OK)          /* y, dy share t[1]; x, dx share t[0] */
     st = GL_DNN(op, cudnnPoolingBackward, c.h, c.d.p, GL_ONE(c.dt), c.d.t[1], gl_array_data(y), c.d.t[1],
                 gl_array_data(dy), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt), c.d.t[0], gl_array_data(dx));
@@ -585,19 +585,20 @@ static gl_status dnn_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x,
 
 /* ---- softmax ------------------------------------------------------------------------------- */
 
-/* x, y, dx, dy (rows, C) as (rows, C, 1, 1): CUDNN_SOFTMAX_MODE_INSTANCE normalises over C. */
-static gl_status softmax_desc(dnn_descs *d, const gl_array *x, const char *op) {
+/* Starts softmax call op with one descriptor (t[0]) for x, y, dx and dy (rows, C) as (rows, C,
+** 1, 1): CUDNN_SOFTMAX_MODE_INSTANCE normalises over C. */
+static gl_status softmax_begin(dnn_call *c, const char *op, const gl_array *x) {
+  GL_TRY(call_begin(c, op, x));
   GL_TRY(fits(x, op));
-  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &d->t[0]));
-  return GL_DNN(op, cudnnSetTensor4dDescriptor, d->t[0], CUDNN_TENSOR_NCHW, dnn_type(x->dtype), (int)x->shape[0],
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &c->d.t[0]));
+  return GL_DNN(op, cudnnSetTensor4dDescriptor, c->d.t[0], CUDNN_TENSOR_NCHW, dnn_type(x->dtype), (int)x->shape[0],
                 (int)x->shape[1], 1, 1);
 }
 
 static gl_status dnn_softmax(bool log, const gl_array *y, const gl_array *x) {
   const char *op = log ? "log_softmax" : "softmax";
   dnn_call c;
-  gl_status st = call_begin(&c, op, x);
-  if (st == GL_OK) st = softmax_desc(&c.d, x, op);
+  gl_status st = softmax_begin(&c, op, x);
   if (st == GL_OK)
     st = GL_DNN(op, cudnnSoftmaxForward, c.h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
                 CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(c.dt), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt), c.d.t[0],
@@ -608,8 +609,7 @@ static gl_status dnn_softmax(bool log, const gl_array *y, const gl_array *x) {
 static gl_status dnn_softmax_bwd(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy) {
   const char *op = log ? "log_softmax_backward" : "softmax_backward";
   dnn_call c;
-  gl_status st = call_begin(&c, op, y);
-  if (st == GL_OK) st = softmax_desc(&c.d, y, op);
+  gl_status st = softmax_begin(&c, op, y);
   if (st == GL_OK)
     st = GL_DNN(op, cudnnSoftmaxBackward, c.h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
                 CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(c.dt), c.d.t[0], gl_array_data(y), c.d.t[0], gl_array_data(dy),
@@ -619,11 +619,13 @@ static gl_status dnn_softmax_bwd(bool log, const gl_array *dx, const gl_array *y
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
 
-/* Descriptors of x (t[0], 4-D) and of the per-channel operands (t[1], derived). */
-static gl_status bn_descs(dnn_descs *d, const gl_array *x, const char *op) {
-  GL_TRY(tensor_desc(&d->t[0], x, op));
-  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &d->t[1]));
-  return GL_DNN(op, cudnnDeriveBNTensorDescriptor, d->t[1], d->t[0], CUDNN_BATCHNORM_SPATIAL);
+/* Starts batch-norm call op with the descriptors of x (t[0], 4-D) and of the per-channel
+** operands (t[1], derived). */
+static gl_status bn_begin(dnn_call *c, const char *op, const gl_array *x) {
+  GL_TRY(call_begin(c, op, x));
+  GL_TRY(tensor_desc(&c->d.t[0], x, op));
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &c->d.t[1]));
+  return GL_DNN(op, cudnnDeriveBNTensorDescriptor, c->d.t[1], c->d.t[0], CUDNN_BATCHNORM_SPATIAL);
 }
 
 static void *data_or_null(const gl_array *a) { return a ? gl_array_data(a) : NULL; }
@@ -633,8 +635,7 @@ static gl_status dnn_bn_train(const gl_array *y, const gl_array *save_mean, cons
                               const gl_array *rvar, double momentum, double eps) {
   const char *op = "batch_norm";
   dnn_call c;
-  gl_status st = call_begin(&c, op, x);
-  if (st == GL_OK) st = bn_descs(&c.d, x, op);
+  gl_status st = bn_begin(&c, op, x);
   if (st == GL_OK)
     st = GL_DNN(op, cudnnBatchNormalizationForwardTraining, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
                 c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(y), c.d.t[1], gl_array_data(w), gl_array_data(b),
@@ -647,8 +648,7 @@ static gl_status dnn_bn_infer(const gl_array *y, const gl_array *x, const gl_arr
                               const gl_array *rmean, const gl_array *rvar, double eps) {
   const char *op = "batch_norm";
   dnn_call c;
-  gl_status st = call_begin(&c, op, x);
-  if (st == GL_OK) st = bn_descs(&c.d, x, op);
+  gl_status st = bn_begin(&c, op, x);
   if (st == GL_OK)
     st = GL_DNN(op, cudnnBatchNormalizationForwardInference, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
                 c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(y), c.d.t[1], gl_array_data(w), gl_array_data(b),
@@ -661,8 +661,7 @@ static gl_status dnn_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_arr
                             const gl_array *save_invstd, double eps) {
   const char *op = "batch_norm_backward";
   dnn_call c;
-  gl_status st = call_begin(&c, op, x);
-  if (st == GL_OK) st = bn_descs(&c.d, x, op);
+  gl_status st = bn_begin(&c, op, x);
   if (st == GL_OK)
     st = GL_DNN(op, cudnnBatchNormalizationBackward, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
                 GL_ONE(c.dt), GL_ZERO(c.dt), c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(dy), c.d.t[0],

@@ -171,14 +171,19 @@ static void pointwise(att_graph *g, cudnnPointwiseMode_t mode, cudnnDataType_t p
   add_op(g, op);
 }
 
+/* Sets x's compute type (attribute 'comp') to float32 and finalizes it. */
+static void finalize_f32(att_graph *g, cudnnBackendDescriptor_t x, cudnnBackendAttributeName_t comp) {
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  set(g, x, comp, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+  finalize(g, x);
+}
+
 /* y (B, 1, L, 1) = reduce_j x (B, 1, L, S) in float32. */
 static void reduction(att_graph *g, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
                       cudnnBackendDescriptor_t y) {
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t rd = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
   set(g, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how);
-  set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
-  finalize(g, rd);
+  finalize_f32(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
   set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
   set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
@@ -188,10 +193,8 @@ static void reduction(att_graph *g, cudnnReduceTensorOp_t how, cudnnBackendDescr
 
 /* c = a b, batched over the leading axes, float32 accumulation. */
 static void matmul(att_graph *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) {
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t mm = make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-  set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
-  finalize(g, mm);
+  finalize_f32(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
   set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
   set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
