@@ -69,15 +69,22 @@ static void dnnl_load(void) {
     load_error = load_msg;
     return;
   }
-#define RESOLVE(f)                                                                                 \
-  if ((*(void **)&gl_dnnl.f = dlsym(h, #f)) == NULL) {                                             \
-    snprintf(load_msg, sizeof load_msg, "%s lacks %s (oneDNN 2.6 or later is needed)", GL_DNNL_LIB, #f); \
-    load_error = load_msg;                                                                         \
-    dlclose(h);                                                                                    \
-    return;                                                                                        \
+#define GL_DNNL_NAME(f) #f,
+#define GL_DNNL_SLOT(f) (void *)&gl_dnnl.f,
+  static const char *const names[] = { DNNL_FUNCS(GL_DNNL_NAME) };
+  void *const slots[] = { DNNL_FUNCS(GL_DNNL_SLOT) };
+#undef GL_DNNL_NAME
+#undef GL_DNNL_SLOT
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    void *p = dlsym(h, names[i]);      /* void *: memcpy keeps the conversion defined */
+    if (p == NULL) {
+      snprintf(load_msg, sizeof load_msg, "%s lacks %s (oneDNN 2.6 or later is needed)", GL_DNNL_LIB, names[i]);
+      load_error = load_msg;
+      dlclose(h);
+      return;
+    }
+    memcpy(slots[i], &p, sizeof p);
   }
-  DNNL_FUNCS(RESOLVE)
-#undef RESOLVE
   if (gl_dnnl.dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success ||
       gl_dnnl.dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success) {
     load_error = "oneDNN could not create its cpu engine";

@@ -53,7 +53,7 @@
 static struct {
   pthread_once_t once;
   bool ok;
-  void *lib;                    /* the dlopen handle, for gl_cuda_cudnn_sym */
+  void *lib;                    /* the dlopen handle, for gl_cuda_cudnn_load */
   char why[256];
 #define GL_FIELD(name) __typeof__(name) *name;
   GL_DNN_SYMS(GL_FIELD)
@@ -63,6 +63,18 @@ static struct {
 static cudnnHandle_t handles[GL_CUDA_MAXDEV];
 static volatile int tf32_allowed;
 
+/* Sets the function-pointer fields at slots[0..n) to the entry points names[0..n) of h:
+** NULL, or the first name h lacks. */
+static const char *resolve(void *h, const char *const *names, void *const *slots, int n) {
+  for (int i = 0; i < n; i++) {
+    gl_cuda_sym(h, slots[i], names[i]);
+    void *p;
+    memcpy(&p, slots[i], sizeof p);
+    if (p == NULL) return names[i];
+  }
+  return NULL;
+}
+
 static void dnn_load(void) {
   void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
@@ -71,18 +83,15 @@ static void dnn_load(void) {
     snprintf(dnn.why, sizeof dnn.why, "cuDNN not found: %s", e ? e : "cannot load libcudnn.so.9");
     return;
   }
-  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-#define GL_SYM(name)                                                                     \
-  {                                                                                             \
-    void *p_ = dlsym(h, #name);                                                                 \
-    if (p_ == NULL) {                                                                           \
-      snprintf(dnn.why, sizeof dnn.why, "cuDNN not usable: libcudnn.so.9 lacks %s", #name);     \
-      return;                                                                                   \
-    }                                                                                           \
-    memcpy(&dnn.name, &p_, sizeof p_);                                                         \
+  static const char *const names[] = { GL_DNN_SYMS(GL_CUDNN_NAME) };
+#define GL_SLOT(name) (void *)&dnn.name,
+  void *const slots[] = { GL_DNN_SYMS(GL_SLOT) };
+#undef GL_SLOT
+  const char *lacks = resolve(h, names, slots, (int)(sizeof names / sizeof names[0]));
+  if (lacks) {
+    snprintf(dnn.why, sizeof dnn.why, "cuDNN not usable: libcudnn.so.9 lacks %s", lacks);
+    return;
   }
-  GL_DNN_SYMS(GL_SYM)
-#undef GL_SYM
   /* the enums and status codes used here are cuDNN 9's (a plain libcudnn.so may be 8's) */
   size_t v = dnn.cudnnGetVersion();
   if (v / 10000 != CUDNN_MAJOR) {
@@ -113,9 +122,14 @@ static gl_status dnn_check(cudnnStatus_t st, const char *op, const char *call) {
 
 const char *gl_cuda_cudnn_unavailable(void) { return dnn_unavailable(); }
 
-void *gl_cuda_cudnn_sym(const char *name) {
-  if (dnn_unavailable()) return NULL;
-  return dlsym(dnn.lib, name);
+const char *gl_cuda_cudnn_load(const char *what, const char *const *names, void *const *slots, int n, char *msg,
+                               size_t size) {
+  const char *why = dnn_unavailable();
+  if (why) return why;
+  const char *lacks = resolve(dnn.lib, names, slots, n);
+  if (lacks == NULL) return NULL;
+  snprintf(msg, size, "cuDNN's %s not usable: libcudnn.so.9 lacks %s", what, lacks);
+  return msg;
 }
 
 gl_status gl_cuda_cudnn_check(cudnnStatus_t st, const char *op, const char *call) { return dnn_check(st, op, call); }

@@ -42,14 +42,12 @@ static struct {
 } att = { .once = PTHREAD_ONCE_INIT };
 
 static void att_load(void) {
-  const char *why = gl_cuda_cudnn_unavailable();
-  if (why) {
-    att.why = why;
-    return;
-  }
-#define GL_SYM(name) GL_CUDNN_LOAD_SYM(att, "graph API", name)
-  GL_ATT_SYMS(GL_SYM)
-#undef GL_SYM
+  static const char *const names[] = { GL_ATT_SYMS(GL_CUDNN_NAME) };
+#define GL_SLOT(name) (void *)&att.name,
+  void *const slots[] = { GL_ATT_SYMS(GL_SLOT) };
+#undef GL_SLOT
+  int n = (int)(sizeof names / sizeof names[0]);
+  att.why = gl_cuda_cudnn_load("graph API", names, slots, n, att.msg, sizeof att.msg);
 }
 
 /* ---- building a graph: descriptors with a sticky failure ------------------------------------ */

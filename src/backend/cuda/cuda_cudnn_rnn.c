@@ -47,14 +47,12 @@ static struct {
 } rnn = { .once = PTHREAD_ONCE_INIT };
 
 static void rnn_load(void) {
-  const char *why = gl_cuda_cudnn_unavailable();
-  if (why) {
-    rnn.why = why;
-    return;
-  }
-#define GL_SYM(name) GL_CUDNN_LOAD_SYM(rnn, "RNN", name)
-  GL_RNN_SYMS(GL_SYM)
-#undef GL_SYM
+  static const char *const names[] = { GL_RNN_SYMS(GL_CUDNN_NAME) };
+#define GL_SLOT(name) (void *)&rnn.name,
+  void *const slots[] = { GL_RNN_SYMS(GL_SLOT) };
+#undef GL_SLOT
+  int n = (int)(sizeof names / sizeof names[0]);
+  rnn.why = gl_cuda_cudnn_load("RNN", names, slots, n, rnn.msg, sizeof rnn.msg);
 }
 
 const char *gl_cuda_rnn_unavailable(void) {
