@@ -1,5 +1,5 @@
 -- spec/onednn_layer_norm_spec.lua — LayerNorm through oneDNN on the cpu (gpu.dnn.layer_norm,
--- layer_norm_backward; src/backend/cpu/cpu_dnnl.c) against the own fused kernel
+-- layer_norm_backward; src/backend/cpu/cpu_dnnl_norm.c) against the own fused kernel
 -- (gpu.fused.layer_norm) on the same float32 inputs, outputs, statistics and gradients; nn's
 -- LayerNorm choosing it for float32 only (gpu.profile); PyTorch's numbers (the layers
 -- fixtures); the misuse errors; GPULUA_DNNL=0. Without oneDNN (GPULUA_DNNL=0, no libdnnl2)

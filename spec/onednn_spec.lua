@@ -1,5 +1,5 @@
 -- spec/onednn_spec.lua — the cpu's library path under nn's layers (oneDNN: convolution in
--- its three directions, pooling, batch norm; src/backend/cpu/cpu_dnnl.c) against nn's own
+-- its three directions, pooling, batch norm; src/backend/cpu/cpu_dnnl_*.c) against nn's own
 -- path (im2col + GEMM, array ops) on the same float32 inputs: values and gradients, the
 -- geometry oneDNN pads asymmetrically, groups, NaN, ties, the running statistics, the
 -- primitive cache past its size; float64 staying on im2col; GPULUA_DNNL=0 and the lazy load.

@@ -1,11 +1,12 @@
 /*
-** dnn_rnn.c — cuDNN's multi-layer RNN (gl_dnn.rnn) under nn.RNN, nn.LSTM and nn.GRU on cuda:
-** checks devices, dtypes and shapes, then asks whether x's device has the library's RNN (the
-** cpu has none: nn runs its own loop there), makes every operand contiguous and allocates the
-** results. The parameters come as one flat array in PyTorch's order (the layer concatenates
-** them, so autograd sees one input); the backend places them in cuDNN's weight space.
+** dnn_rnn.c — a whole multi-layer recurrent network in one library call (gl_dnn.rnn_net) under
+** nn.RNN, nn.LSTM and nn.GRU, on a device whose backend table has it: checks devices, dtypes
+** and shapes, then asks x's backend for the entries (a backend without them makes nn run its
+** own loop), makes every operand contiguous and allocates the results. The parameters come as
+** one flat array in PyTorch's order (the layer concatenates them, so autograd sees one input);
+** the backend places them in its library's weight layout and checks the extents its library
+** takes.
 */
-#include <limits.h>
 #include <string.h>
 #include "ops.h"
 
@@ -69,11 +70,7 @@ static gl_status rnn_check(const char *fn, const gl_array *x, const gl_array *w,
     return gl_fail(GL_EINVAL, "%s: c0 is for an LSTM only (mode is not lstm)", fn);
   }
   int64_t np = rnn_params(r);
-  GL_TRY(rnn_shape(fn, w, "the flat weights", 1, &np));
-  if (r->seq > INT_MAX || r->batch > INT_MAX || r->input > INT_MAX || r->hidden > INT_MAX ||
-      r->seq * r->batch * r->dirs * r->hidden > INT_MAX || x->size > INT_MAX)
-    return gl_fail(GL_ENOTSUP, "%s: extents past 2^31 are more than cuDNN's RNN takes", fn);
-  return GL_OK;
+  return rnn_shape(fn, w, "the flat weights", 1, &np);
 }
 
 /* out's size: y (seq, batch, dirs * hidden), hy [, cy] (layers * dirs, batch, hidden). */
@@ -85,17 +82,32 @@ static int64_t rnn_out_size(const gl_dnn_rnn_net *r) {
 /* Up to 6 operands made contiguous (copies in tmp[]). */
 typedef struct rnn_args { gl_array tmp[6]; const gl_array *a[6]; } rnn_args;
 
-static gl_status rnn_contig(rnn_args *g, int i, const gl_array *x) {
-  if (x == NULL) { g->a[i] = NULL; return GL_OK; }
-  return gl_op_as_contig(x, (gl_dtype)x->dtype, &g->tmp[i], &g->a[i]);
+/* Operands src[0..n) (NULL ones stay NULL) into g->a[0..n). */
+static gl_status rnn_contig(rnn_args *g, int n, const gl_array *const *src) {
+  gl_status st = GL_OK;
+  for (int i = 0; i < n && st == GL_OK; i++)
+    st = src[i] ? gl_op_as_contig(src[i], (gl_dtype)src[i]->dtype, &g->tmp[i], &g->a[i]) : GL_OK;
+  return st;
 }
 
 static void rnn_release(rnn_args *g) {
   for (int i = 0; i < 6; i++) gl_array_release(&g->tmp[i]);
 }
 
-/* The device's table when it runs whole networks (cuDNN; oneDNN's recurrent entries are per
-** layer and direction: gl_op_dnn_rnn in rnn.c). */
+/* Allocates the next result res[*made] and counts it made. */
+static gl_status rnn_alloc(gl_array *const *res, int *made, gl_dtype dt, int nd, const int64_t *shape, gl_device dev) {
+  gl_status st = gl_array_alloc(res[*made], dt, nd, shape, dev);
+  *made += st == GL_OK;
+  return st;
+}
+
+/* Releases the results made so far (after a failure). */
+static void rnn_unmake(gl_array *const *res, int made) {
+  for (int i = 0; i < made; i++) gl_array_release(res[i]);
+}
+
+/* The device's table when it runs whole networks (a table whose recurrent entries are per
+** layer and direction runs under gl_op_dnn_rnn in rnn.c instead). */
 static gl_status net_table(const char *fn, gl_device dev, gl_dtype dt, const gl_dnn **dnn) {
   GL_TRY(gl_op_dnn_table(fn, dev, dt, GL_DNN_RNN, dnn));
   if ((*dnn)->rnn_net != NULL) return GL_OK;
@@ -116,20 +128,16 @@ gl_status gl_op_dnn_rnn_net(gl_array *out, gl_array *reserve, const gl_array *x,
   if (training) GL_TRY(dnn->rnn_net_reserve(dev, r, dt, &rbytes));
   rnn_args g;
   memset(&g, 0, sizeof g);
-  int made = 0;
-  gl_status st = rnn_contig(&g, 0, x);
-  if (st == GL_OK) st = rnn_contig(&g, 1, w);
-  if (st == GL_OK) st = rnn_contig(&g, 2, hx);
-  if (st == GL_OK) st = rnn_contig(&g, 3, cx);
+  const gl_array *in[4] = { x, w, hx, cx };
+  gl_status st = rnn_contig(&g, 4, in);
   int64_t n = rnn_out_size(r), nb = (int64_t)rbytes;
-  if (st == GL_OK) { st = gl_array_alloc(out, dt, 1, &n, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(reserve, GL_UINT8, 1, &nb, dev); made += st == GL_OK; }
+  gl_array *res[2] = { out, reserve };
+  int made = 0;
+  if (st == GL_OK) st = rnn_alloc(res, &made, dt, 1, &n, dev);
+  if (st == GL_OK) st = rnn_alloc(res, &made, GL_UINT8, 1, &nb, dev);
   if (st == GL_OK) st = dnn->rnn_net(r, out, training ? reserve : NULL, g.a[0], g.a[1], g.a[2], g.a[3]);
   rnn_release(&g);
-  if (st != GL_OK) {
-    if (made > 0) gl_array_release(out);
-    if (made > 1) gl_array_release(reserve);
-  }
+  if (st != GL_OK) rnn_unmake(res, made);
   return st;
 }
 
@@ -158,30 +166,23 @@ gl_status gl_op_dnn_rnn_net_bwd(gl_array *dx, gl_array *dw, gl_array *dhx, gl_ar
                    fn, (long long)reserve->size, rbytes);
   rnn_args a;
   memset(&a, 0, sizeof a);
-  int made = 0;
-  gl_status st = rnn_contig(&a, 0, x);
-  if (st == GL_OK) st = rnn_contig(&a, 1, w);
-  if (st == GL_OK) st = rnn_contig(&a, 2, hx);
-  if (st == GL_OK) st = rnn_contig(&a, 3, cx);
-  if (st == GL_OK) st = rnn_contig(&a, 4, g);
-  if (st == GL_OK) st = rnn_contig(&a, 5, out);
-  /* cuDNN's backward writes into the reserve: a copy, so that the saved one serves a second
-  ** backward (retain_graph) and the caller's array is left as it was */
+  const gl_array *in[6] = { x, w, hx, cx, g, out };
+  gl_status st = rnn_contig(&a, 6, in);
+  /* a backend's backward may write into the reserve: it gets a copy, so that
+  ** the saved one serves a second backward (retain_graph) and the caller's array is left as
+  ** it was */
   gl_array rcopy = { 0 };
   if (st == GL_OK) st = gl_op_copy(&rcopy, reserve, GL_UINT8, dev);
-  if (st == GL_OK) { st = gl_array_alloc(dx, dt, 3, x->shape, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(dw, dt, 1, w->shape, dev); made += st == GL_OK; }
-  if (st == GL_OK) { st = gl_array_alloc(dhx, dt, 3, hx->shape, dev); made += st == GL_OK; }
-  if (st == GL_OK && cx) { st = gl_array_alloc(dcx, dt, 3, cx->shape, dev); made += st == GL_OK; }
+  gl_array *res[4] = { dx, dw, dhx, dcx };
+  int made = 0;
+  if (st == GL_OK) st = rnn_alloc(res, &made, dt, 3, x->shape, dev);
+  if (st == GL_OK) st = rnn_alloc(res, &made, dt, 1, w->shape, dev);
+  if (st == GL_OK) st = rnn_alloc(res, &made, dt, 3, hx->shape, dev);
+  if (st == GL_OK && cx) st = rnn_alloc(res, &made, dt, 3, cx->shape, dev);
   if (st == GL_OK)
     st = dnn->rnn_net_bwd(r, dx, dw, dhx, cx ? dcx : NULL, a.a[4], a.a[5], &rcopy, a.a[0], a.a[1], a.a[2], a.a[3]);
   rnn_release(&a);
   gl_array_release(&rcopy);
-  if (st != GL_OK) {
-    if (made > 0) gl_array_release(dx);
-    if (made > 1) gl_array_release(dw);
-    if (made > 2) gl_array_release(dhx);
-    if (made > 3) gl_array_release(dcx);
-  }
+  if (st != GL_OK) rnn_unmake(res, made);
   return st;
 }

@@ -205,9 +205,10 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
 ** from the forward's output y and dy (both of y's shape). */
 gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x);
 gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, const gl_array *dy);
-/* cuDNN's RNN (dnn_rnn.c): r's mode, layers, dirs and bias given; the sizes are read from x (seq,
-** batch, input) and hx (layers * dirs, batch, hidden). out (flat: y, hy [, cy]) and reserve
-** (uint8; empty unless training) are new arrays; w is the flat parameters in PyTorch's order. */
+/* A library's whole-network RNN (dnn_rnn.c): r's mode, layers, dirs and bias given; the sizes
+** are read from x (seq, batch, input) and hx (layers * dirs, batch, hidden). out (flat: y, hy
+** [, cy]) and reserve (uint8; empty unless training) are new arrays; w is the flat parameters
+** in PyTorch's order. */
 gl_status gl_op_dnn_rnn_net(gl_array *out, gl_array *reserve, const gl_array *x, const gl_array *w, const gl_array *hx,
                             const gl_array *cx, gl_dnn_rnn_net *r, bool training);
 /* dx, dw, dhx [, dcx (LSTM)] of gl_op_dnn_rnn_net from g (out's shape), out and reserve. */

@@ -53,7 +53,7 @@
 static struct {
   pthread_once_t once;
   bool ok;
-  void *lib;                    /* the dlopen handle, for gl_cuda_cudnn_sym */
+  void *lib;                    /* the dlopen handle, for gl_cuda_cudnn_load */
   char why[256];
 #define GL_FIELD(name) __typeof__(name) *name;
   GL_DNN_SYMS(GL_FIELD)
@@ -63,6 +63,18 @@ static struct {
 static cudnnHandle_t handles[GL_CUDA_MAXDEV];
 static volatile int tf32_allowed;
 
+/* Sets the function-pointer fields at slots[0..n) to the entry points names[0..n) of h:
+** NULL, or the first name h lacks. */
+static const char *resolve(void *h, const char *const *names, void *const *slots, int n) {
+  for (int i = 0; i < n; i++) {
+    gl_cuda_sym(h, slots[i], names[i]);
+    void *p;
+    memcpy(&p, slots[i], sizeof p);
+    if (p == NULL) return names[i];
+  }
+  return NULL;
+}
+
 static void dnn_load(void) {
   void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
@@ -71,18 +83,15 @@ static void dnn_load(void) {
     snprintf(dnn.why, sizeof dnn.why, "cuDNN not found: %s", e ? e : "cannot load libcudnn.so.9");
     return;
   }
-  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-#define GL_SYM(name)                                                                     \
-  {                                                                                             \
-    void *p_ = dlsym(h, #name);                                                                 \
-    if (p_ == NULL) {                                                                           \
-      snprintf(dnn.why, sizeof dnn.why, "cuDNN not usable: libcudnn.so.9 lacks %s", #name);     \
-      return;                                                                                   \
-    }                                                                                           \
-    memcpy(&dnn.name, &p_, sizeof p_);                                                         \
+  static const char *const names[] = { GL_DNN_SYMS(GL_CUDNN_NAME) };
+#define GL_SLOT(name) (void *)&dnn.name,
+  void *const slots[] = { GL_DNN_SYMS(GL_SLOT) };
+#undef GL_SLOT
+  const char *lacks = resolve(h, names, slots, (int)(sizeof names / sizeof names[0]));
+  if (lacks) {
+    snprintf(dnn.why, sizeof dnn.why, "cuDNN not usable: libcudnn.so.9 lacks %s", lacks);
+    return;
   }
-  GL_DNN_SYMS(GL_SYM)
-#undef GL_SYM
   /* the enums and status codes used here are cuDNN 9's (a plain libcudnn.so may be 8's) */
   size_t v = dnn.cudnnGetVersion();
   if (v / 10000 != CUDNN_MAJOR) {
@@ -113,9 +122,14 @@ static gl_status dnn_check(cudnnStatus_t st, const char *op, const char *call) {
 
 const char *gl_cuda_cudnn_unavailable(void) { return dnn_unavailable(); }
 
-void *gl_cuda_cudnn_sym(const char *name) {
-  if (dnn_unavailable()) return NULL;
-  return dlsym(dnn.lib, name);
+const char *gl_cuda_cudnn_load(const char *what, const char *const *names, void *const *slots, int n, char *msg,
+                               size_t size) {
+  const char *why = dnn_unavailable();
+  if (why) return why;
+  const char *lacks = resolve(dnn.lib, names, slots, n);
+  if (lacks == NULL) return NULL;
+  snprintf(msg, size, "cuDNN's %s not usable: libcudnn.so.9 lacks %s", what, lacks);
+  return msg;
 }
 
 gl_status gl_cuda_cudnn_check(cudnnStatus_t st, const char *op, const char *call) { return dnn_check(st, op, call); }
@@ -206,6 +220,35 @@ typedef struct dnn_scale { float f1, f0; double d1, d0; } dnn_scale;
 static const dnn_scale scale = { 1.0f, 0.0f, 1.0, 0.0 };
 #define GL_ONE(dt) ((dt) == GL_FLOAT64 ? (const void *)&scale.d1 : (const void *)&scale.f1)
 #define GL_ZERO(dt) ((dt) == GL_FLOAT64 ? (const void *)&scale.d0 : (const void *)&scale.f0)
+
+/* ---- one call ------------------------------------------------------------------------------- */
+
+/* What a call holds: its name, device and dtype, the device's stream and handle, and the
+** descriptors it makes. */
+typedef struct dnn_call {
+  const char *op;
+  gl_device dev;
+  int dt;
+  cudaStream_t s;
+  cudnnHandle_t h;
+  dnn_descs d;
+} dnn_call;
+
+/* Starts call 'op' on a's device in a's dtype; call_end(c, ...) is right whatever this returns. */
+static gl_status call_begin(dnn_call *c, const char *op, const gl_array *a) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->dev = gl_array_device(a);
+  c->dt = a->dtype;
+  return dnn_enter(c->dev, op, &c->s, &c->h);
+}
+
+/* Ends c with status st: the launch checked when st is GL_OK, the descriptors destroyed. */
+static gl_status call_end(dnn_call *c, gl_status st) {
+  if (st == GL_OK) st = gl_cuda_launched(c->dev, c->s, 0, c->op);
+  dnn_free(&c->d);
+  return st;
+}
 
 /* ---- convolution -------------------------------------------------------------------------- */
 
@@ -343,143 +386,188 @@ static void algo_remember(int dev, const dnn_key *k, int algo, cudnnMathType_t m
 
 enum { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
 
-/* One attempt with algorithm ALGO_V and math type MATH_V: WS (filling 'bytes') asks its
-** workspace, RUN (using algo, ws, bytes) runs it. Sets 'st' (unchanged when skipped) and
-** again_ (false once the algorithm ran, or failed other than "not supported"). */
-#define GL_CONV_ONE(ALGO_T, ALGO_V, MATH_V, WS, RUN, RUN_NAME)                                   \
-  do {                                                                                          \
-    ALGO_T algo = (ALGO_T)(ALGO_V);                                                             \
-    size_t bytes = 0;                                                                           \
-    void *ws = NULL;                                                                            \
-    again_ = true;                                                                              \
-    if (dnn.cudnnSetConvolutionMathType(d.c, (MATH_V)) != CUDNN_STATUS_SUCCESS) break;          \
-    if ((WS) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) break;                           \
-    if (bytes > 0) {                                                                            \
-      gl_status a_ = gl_workspace_alloc(dev, bytes, &ws);                                        \
-      if (a_ != GL_OK) { st = a_; break; }                                                      \
-    }                                                                                           \
-    cudnnStatus_t r_ = (RUN);                                                                   \
-    if (ws) gl_cuda_free(dev, ws, bytes);                                                       \
-    st = dnn_check(r_, op, "cudnn" RUN_NAME);                                                   \
-    if ((int)r_ / 1000 == 3) break;               /* not supported: the next algorithm */      \
-    again_ = false;                                                                             \
-    if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);                                      \
-  } while (0)
+/* The operands of a convolution by role, whatever the direction computes: x (or dx), w (or
+** dw), y (or dy). conv_descs made t[0] for X, f for W and t[1] for Y. */
+enum { ROLE_X, ROLE_W, ROLE_Y };
 
-/* The remembered algorithm of this key if any, else the heuristics' algorithms in order,
-** then algorithm 0 with the first math type: ALGOS (a cudnnGet...Algorithm_v7 call filling
-** perf and n_) lists them. 'st' holds the result; the one that ran is remembered. Written
-** once for the three directions, whose types differ only in name. */
-#define GL_CONV_TRY(PERF_T, ALGO_T, ALGOS, WS, RUN, RUN_NAME)                                   \
-  do {                                                                                          \
-    bool again_ = true;                                                                         \
-    int ca_ = 0;                                                                                \
-    cudnnMathType_t cm_ = CUDNN_DEFAULT_MATH;                                                   \
-    if (algo_lookup(dev.index, &key, &ca_, &cm_)) {                                             \
-      st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);          \
-      GL_CONV_ONE(ALGO_T, ca_, cm_, WS, RUN, RUN_NAME);                                         \
-      if (!again_) break;                                                                       \
-      algo_forget(dev.index, &key);                                                             \
-    }                                                                                           \
-    PERF_T perf[GL_NALGO];                                                                      \
-    int n_ = 0;                                                                                 \
-    cudnnMathType_t m0 = first_math(dt);                                                        \
-    st = GL_DNN(op, cudnnSetConvolutionMathType, d.c, m0);                                      \
-    if (st == GL_OK) st = dnn_check(ALGOS, op, "cudnnGet" RUN_NAME "Algorithm_v7");             \
-    if (st != GL_OK) break;                                                                     \
-    if (n_ < 0 || n_ > GL_NALGO - 1) n_ = 0;                                                    \
-    memset(&perf[n_], 0, sizeof perf[n_]);                                                      \
-    perf[n_].algo = (ALGO_T)0;                                                                  \
-    perf[n_].status = CUDNN_STATUS_SUCCESS;                                                     \
-    perf[n_].mathType = m0;                                                                     \
-    n_++;                                                                                       \
-    st = gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);            \
-    for (int i_ = 0; i_ < n_; i_++) {                                                           \
-      if (perf[i_].status != CUDNN_STATUS_SUCCESS || !math_ok(dt, perf[i_].mathType)) continue; \
-      GL_CONV_ONE(ALGO_T, perf[i_].algo, perf[i_].mathType, WS, RUN, RUN_NAME);                 \
-      if (!again_) {                                                                            \
-        if (st == GL_OK) algo_remember(dev.index, &key, (int)perf[i_].algo, perf[i_].mathType); \
-        break;                                                                                  \
-      }                                                                                         \
-    }                                                                                           \
-  } while (0)
+/* One of cuDNN's heuristic answers, whatever the direction's perf type (they differ only in
+** the algorithm's enum). */
+typedef struct conv_choice {
+  int algo;
+  cudnnStatus_t status;
+  cudnnMathType_t math;
+} conv_choice;
 
-/* What every direction does first: the device's handle and stream, the descriptors of x
-** (or dx), w (or dw) and y (or dy), and the algorithm cache's key. d is zeroed first, so
-** dnn_free(d) is right whatever this returns. */
-static gl_status conv_enter(const char *op, int dir, const gl_array *x, const gl_array *w,
-                            const gl_array *y, const gl_dnn_conv *c, cudaStream_t *s,
-                            cudnnHandle_t *h, dnn_descs *d, dnn_key *key) {
-  memset(d, 0, sizeof *d);
-  algo_key(key, dir, x->dtype, x, w, c);
-  GL_TRY(dnn_enter(gl_array_device(x), op, s, h));
-  return conv_descs(d, x, w, y, c, op);
+/* A direction: its cudnnGet...Algorithm_v7 (at most 'want' choices into ch, *n set),
+** cudnnGet...WorkspaceSize and run call (on the operands' data by role), each with the
+** direction's descriptor and operand order, and the calls' names for messages. */
+typedef struct conv_dir {
+  int dir;
+  const char *algos_name, *run_name;
+  cudnnStatus_t (*algos)(const dnn_call *c, int want, int *n, conv_choice *ch);
+  cudnnStatus_t (*workspace)(const dnn_call *c, int algo, size_t *bytes);
+  cudnnStatus_t (*run)(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes);
+} conv_dir;
+
+static cudnnStatus_t fwd_algos(const dnn_call *c, int want, int *n, conv_choice *ch) {
+  cudnnConvolutionFwdAlgoPerf_t p[GL_NALGO];
+  cudnnStatus_t st = dnn.cudnnGetConvolutionForwardAlgorithm_v7(c->h, c->d.t[0], c->d.f, c->d.c, c->d.t[1], want, n, p);
+  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
+    ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
+  return st;
+}
+static cudnnStatus_t fwd_workspace(const dnn_call *c, int algo, size_t *bytes) {
+  return dnn.cudnnGetConvolutionForwardWorkspaceSize(c->h, c->d.t[0], c->d.f, c->d.c, c->d.t[1],
+                                                     (cudnnConvolutionFwdAlgo_t)algo, bytes);
+}
+static cudnnStatus_t fwd_run(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionForward(c->h, GL_ONE(c->dt), c->d.t[0], data[ROLE_X], c->d.f, data[ROLE_W], c->d.c,
+                                     (cudnnConvolutionFwdAlgo_t)algo, ws, bytes, GL_ZERO(c->dt), c->d.t[1],
+                                     data[ROLE_Y]);
+}
+
+static cudnnStatus_t bwd_data_algos(const dnn_call *c, int want, int *n, conv_choice *ch) {
+  cudnnConvolutionBwdDataAlgoPerf_t p[GL_NALGO];
+  cudnnStatus_t st =
+      dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(c->h, c->d.f, c->d.t[1], c->d.c, c->d.t[0], want, n, p);
+  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
+    ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
+  return st;
+}
+static cudnnStatus_t bwd_data_workspace(const dnn_call *c, int algo, size_t *bytes) {
+  return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(c->h, c->d.f, c->d.t[1], c->d.c, c->d.t[0],
+                                                          (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
+}
+static cudnnStatus_t bwd_data_run(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionBackwardData(c->h, GL_ONE(c->dt), c->d.f, data[ROLE_W], c->d.t[1], data[ROLE_Y],
+                                          c->d.c, (cudnnConvolutionBwdDataAlgo_t)algo, ws, bytes, GL_ZERO(c->dt),
+                                          c->d.t[0], data[ROLE_X]);
+}
+
+static cudnnStatus_t bwd_filter_algos(const dnn_call *c, int want, int *n, conv_choice *ch) {
+  cudnnConvolutionBwdFilterAlgoPerf_t p[GL_NALGO];
+  cudnnStatus_t st =
+      dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->h, c->d.t[0], c->d.t[1], c->d.c, c->d.f, want, n, p);
+  for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < *n && i < want; i++)
+    ch[i] = (conv_choice){ (int)p[i].algo, p[i].status, p[i].mathType };
+  return st;
+}
+static cudnnStatus_t bwd_filter_workspace(const dnn_call *c, int algo, size_t *bytes) {
+  return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(c->h, c->d.t[0], c->d.t[1], c->d.c, c->d.f,
+                                                            (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+}
+static cudnnStatus_t bwd_filter_run(const dnn_call *c, void *const *data, int algo, void *ws, size_t bytes) {
+  return dnn.cudnnConvolutionBackwardFilter(c->h, GL_ONE(c->dt), c->d.t[0], data[ROLE_X], c->d.t[1],
+                                            data[ROLE_Y], c->d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, ws, bytes,
+                                            GL_ZERO(c->dt), c->d.f, data[ROLE_W]);
+}
+
+static const conv_dir conv_fwd = { DIR_FWD, "cudnnGetConvolutionForwardAlgorithm_v7", "cudnnConvolutionForward",
+                                   fwd_algos, fwd_workspace, fwd_run };
+static const conv_dir conv_bwd_data = { DIR_BWD_DATA, "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                                        "cudnnConvolutionBackwardData", bwd_data_algos, bwd_data_workspace,
+                                        bwd_data_run };
+static const conv_dir conv_bwd_filter = { DIR_BWD_FILTER, "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+                                          "cudnnConvolutionBackwardFilter", bwd_filter_algos, bwd_filter_workspace,
+                                          bwd_filter_run };
+
+/* One attempt with algorithm 'algo' in math type 'math'. Returns false to go on to the next
+** algorithm (the math type or workspace size refused, the workspace too big or not
+** allocated, or cuDNN saying "not supported"), true once it ran or failed otherwise. *st is
+** set by an attempt that allocated or ran, else left as it was. */
+static bool conv_attempt(const conv_dir *dir, const dnn_call *c, void *const *data, int algo, cudnnMathType_t math,
+                         gl_status *st) {
+  size_t bytes = 0;
+  void *ws = NULL;
+  if (dnn.cudnnSetConvolutionMathType(c->d.c, math) != CUDNN_STATUS_SUCCESS) return false;
+  if (dir->workspace(c, algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > GL_DNN_MAX_WS) return false;
+  if (bytes > 0) {
+    gl_status a = gl_workspace_alloc(c->dev, bytes, &ws);
+    if (a != GL_OK) {
+      *st = a;
+      return false;
+    }
+  }
+  cudnnStatus_t r = dir->run(c, data, algo, ws, bytes);
+  if (ws) gl_cuda_free(c->dev, ws, bytes);
+  *st = dnn_check(r, c->op, dir->run_name);
+  if ((int)r / 1000 == 3) return false;           /* not supported: the next algorithm */
+  if (*st == GL_OK) *st = gl_cuda_launched(c->dev, c->s, 0, c->op);
+  return true;
+}
+
+static gl_status no_algo(const char *op) {
+  return gl_fail(GL_ENOTSUP, "%s: cuDNN has no algorithm for this convolution", op);
+}
+
+/* Runs the convolution with the remembered algorithm of its key if any, else with the
+** heuristics' algorithms in order, then algorithm 0 in the first math type; the one that
+** ran is remembered. */
+static gl_status conv_try(const conv_dir *dir, const dnn_call *c, const dnn_key *key, void *const *data) {
+  gl_status st;
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  if (algo_lookup(c->dev.index, key, &algo, &math)) {
+    st = no_algo(c->op);
+    if (conv_attempt(dir, c, data, algo, math, &st)) return st;
+    algo_forget(c->dev.index, key);
+  }
+  conv_choice ch[GL_NALGO];
+  int n = 0;
+  cudnnMathType_t m0 = first_math(c->dt);
+  st = GL_DNN(c->op, cudnnSetConvolutionMathType, c->d.c, m0);
+  if (st == GL_OK) st = dnn_check(dir->algos(c, GL_NALGO - 1, &n, ch), c->op, dir->algos_name);
+  if (st != GL_OK) return st;
+  if (n < 0 || n > GL_NALGO - 1) n = 0;
+  ch[n++] = (conv_choice){ 0, CUDNN_STATUS_SUCCESS, m0 };
+  st = no_algo(c->op);
+  for (int i = 0; i < n; i++) {
+    if (ch[i].status != CUDNN_STATUS_SUCCESS || !math_ok(c->dt, ch[i].math)) continue;
+    if (conv_attempt(dir, c, data, ch[i].algo, ch[i].math, &st)) {
+      if (st == GL_OK) algo_remember(c->dev.index, key, ch[i].algo, ch[i].math);
+      break;
+    }
+  }
+  return st;
+}
+
+/* A convolution in direction 'dir' over x (or dx), w (or dw) and y (or dy), which share a
+** device and a dtype: the device's handle and stream, the descriptors, the algorithm cache's
+** key, then conv_try (which checks the launch of what ran). */
+static gl_status conv_direction(const conv_dir *dir, const char *op, const gl_array *x, const gl_array *w,
+                                const gl_array *y, const gl_dnn_conv *cv) {
+  void *data[3] = { [ROLE_X] = gl_array_data(x), [ROLE_W] = gl_array_data(w), [ROLE_Y] = gl_array_data(y) };
+  dnn_key key;
+  dnn_call c;
+  gl_status st = call_begin(&c, op, x);
+  algo_key(&key, dir->dir, c.dt, x, w, cv);
+  if (st == GL_OK) st = conv_descs(&c.d, x, w, y, cv, op);
+  if (st == GL_OK) st = conv_try(dir, &c, &key, data);
+  dnn_free(&c.d);
+  return st;
 }
 
 static gl_status dnn_conv2d(const gl_array *y, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
-  const char *op = "conv2d";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  dnn_descs d;
-  dnn_key key;
-  gl_status st = conv_enter(op, DIR_FWD, x, w, y, c, &s, &h, &d, &key);
-  if (st == GL_OK)
-    GL_CONV_TRY(cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t,
-                dnn.cudnnGetConvolutionForwardAlgorithm_v7(h, d.t[0], d.f, d.c, d.t[1], GL_NALGO - 1, &n_, perf),
-                dnn.cudnnGetConvolutionForwardWorkspaceSize(h, d.t[0], d.f, d.c, d.t[1], algo, &bytes),
-                dnn.cudnnConvolutionForward(h, GL_ONE(dt), d.t[0], gl_array_data(x), d.f, gl_array_data(w), d.c, algo, ws, bytes,
-                        GL_ZERO(dt), d.t[1], gl_array_data(y)), "ConvolutionForward");
-  dnn_free(&d);
-  return st;
+  return conv_direction(&conv_fwd, "conv2d", x, w, y, c);
 }
 
 static gl_status dnn_conv2d_bwd_data(const gl_array *dx, const gl_array *dy, const gl_array *w,
                                      const gl_dnn_conv *c) {
-  const char *op = "conv2d_backward_data";
-  gl_device dev = gl_array_device(dx);
-  int dt = dx->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  dnn_descs d;
-  dnn_key key;
-  gl_status st = conv_enter(op, DIR_BWD_DATA, dx, w, dy, c, &s, &h, &d, &key);
-  if (st == GL_OK)
-    GL_CONV_TRY(cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t,
-                dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.f, d.t[1], d.c, d.t[0], GL_NALGO - 1, &n_, perf),
-                dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.f, d.t[1], d.c, d.t[0], algo, &bytes),
-                dnn.cudnnConvolutionBackwardData(h, GL_ONE(dt), d.f, gl_array_data(w), d.t[1], gl_array_data(dy), d.c, algo, ws, bytes,
-                         GL_ZERO(dt), d.t[0], gl_array_data(dx)), "ConvolutionBackwardData");
-  dnn_free(&d);
-  return st;
+  return conv_direction(&conv_bwd_data, "conv2d_backward_data", dx, w, dy, c);
 }
 
 static gl_status dnn_conv2d_bwd_filter(const gl_array *dw, const gl_array *x, const gl_array *dy,
                                        const gl_dnn_conv *c) {
-  const char *op = "conv2d_backward_filter";
-  gl_device dev = gl_array_device(dw);
-  int dt = dw->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  dnn_descs d;
-  dnn_key key;
-  gl_status st = conv_enter(op, DIR_BWD_FILTER, x, dw, dy, c, &s, &h, &d, &key);
-  if (st == GL_OK)
-    GL_CONV_TRY(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t,
-                dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.t[0], d.t[1], d.c, d.f, GL_NALGO - 1, &n_, perf),
-                dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.t[0], d.t[1], d.c, d.f, algo, &bytes),
-                dnn.cudnnConvolutionBackwardFilter(h, GL_ONE(dt), d.t[0], gl_array_data(x), d.t[1], gl_array_data(dy), d.c, algo, ws, bytes,
-                         GL_ZERO(dt), d.f, gl_array_data(dw)), "ConvolutionBackwardFilter");
-  dnn_free(&d);
-  return st;
+  return conv_direction(&conv_bwd_filter, "conv2d_backward_filter", x, dw, dy, c);
 }
 
 /* ---- pooling ------------------------------------------------------------------------------- */
 
-/* Descriptors of x (t[0]), y (t[1]) and the window. */
-static gl_status pool_descs(dnn_descs *d, bool max, const gl_array *x, const gl_array *y, const int *k,
-                            const int *stride, const int *pad, const char *op) {
+/* Starts pooling call op with the descriptors of x (t[0]), y (t[1]) and the window. */
+static gl_status pool_begin(dnn_call *c, const char *op, bool max, const gl_array *x, const gl_array *y, const int *k,
+                            const int *stride, const int *pad) {
+  dnn_descs *d = &c->d;
+  GL_TRY(call_begin(c, op, x));
   GL_TRY(tensor_desc(&d->t[0], x, op));
   GL_TRY(tensor_desc(&d->t[1], y, op));
   GL_TRY(GL_DNN(op, cudnnCreatePoolingDescriptor, &d->p));
@@ -490,96 +578,68 @@ static gl_status pool_descs(dnn_descs *d, bool max, const gl_array *x, const gl_
 static gl_status dnn_pool2d(bool max, const gl_array *y, const gl_array *x, const int *k, const int *stride,
                             const int *pad) {
   const char *op = max ? "max_pool2d" : "avg_pool2d";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = pool_descs(&d, max, x, y, k, stride, pad, op);
+  dnn_call c;
+  gl_status st = pool_begin(&c, op, max, x, y, k, stride, pad);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnPoolingForward, h, d.p, GL_ONE(dt), d.t[0], gl_array_data(x), GL_ZERO(dt), d.t[1],
-                                 gl_array_data(y));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnPoolingForward, c.h, c.d.p, GL_ONE(c.dt), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt),
+                c.d.t[1], gl_array_data(y));
+  return call_end(&c, st);
 }
 
 static gl_status dnn_pool2d_bwd(bool max, const gl_array *dx, const gl_array *x, const gl_array *y,
                                 const gl_array *dy, const int *k, const int *stride, const int *pad) {
   const char *op = max ? "max_pool2d_backward" : "avg_pool2d_backward";
-  gl_device dev = gl_array_device(dx);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = pool_descs(&d, max, x, y, k, stride, pad, op);
+  dnn_call c;
+  gl_status st = pool_begin(&c, op, max, x, y, k, stride, pad);
   if (st == GL_OK)          /* y, dy share t[1]; x, dx share t[0] */
-    st = GL_DNN(op, cudnnPoolingBackward, h, d.p, GL_ONE(dt), d.t[1], gl_array_data(y), d.t[1], gl_array_data(dy), d.t[0],
-                                 gl_array_data(x), GL_ZERO(dt), d.t[0], gl_array_data(dx));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnPoolingBackward, c.h, c.d.p, GL_ONE(c.dt), c.d.t[1], gl_array_data(y), c.d.t[1],
+                gl_array_data(dy), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt), c.d.t[0], gl_array_data(dx));
+  return call_end(&c, st);
 }
 
 /* ---- softmax ------------------------------------------------------------------------------- */
 
-/* x, y, dx, dy (rows, C) as (rows, C, 1, 1): CUDNN_SOFTMAX_MODE_INSTANCE normalises over C. */
-static gl_status softmax_desc(dnn_descs *d, const gl_array *x, const char *op) {
+/* Starts softmax call op with one descriptor (t[0]) for x, y, dx and dy (rows, C) as (rows, C,
+** 1, 1): CUDNN_SOFTMAX_MODE_INSTANCE normalises over C. */
+static gl_status softmax_begin(dnn_call *c, const char *op, const gl_array *x) {
+  GL_TRY(call_begin(c, op, x));
   GL_TRY(fits(x, op));
-  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &d->t[0]));
-  return GL_DNN(op, cudnnSetTensor4dDescriptor, d->t[0], CUDNN_TENSOR_NCHW, dnn_type(x->dtype), (int)x->shape[0],
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &c->d.t[0]));
+  return GL_DNN(op, cudnnSetTensor4dDescriptor, c->d.t[0], CUDNN_TENSOR_NCHW, dnn_type(x->dtype), (int)x->shape[0],
                 (int)x->shape[1], 1, 1);
 }
 
 static gl_status dnn_softmax(bool log, const gl_array *y, const gl_array *x) {
   const char *op = log ? "log_softmax" : "softmax";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = softmax_desc(&d, x, op);
+  dnn_call c;
+  gl_status st = softmax_begin(&c, op, x);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnSoftmaxForward, h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(dt), d.t[0], gl_array_data(x), GL_ZERO(dt), d.t[0],
+    st = GL_DNN(op, cudnnSoftmaxForward, c.h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(c.dt), c.d.t[0], gl_array_data(x), GL_ZERO(c.dt), c.d.t[0],
                 gl_array_data(y));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+  return call_end(&c, st);
 }
 
 static gl_status dnn_softmax_bwd(bool log, const gl_array *dx, const gl_array *y, const gl_array *dy) {
   const char *op = log ? "log_softmax_backward" : "softmax_backward";
-  gl_device dev = gl_array_device(dx);
-  int dt = y->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = softmax_desc(&d, y, op);
+  dnn_call c;
+  gl_status st = softmax_begin(&c, op, y);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnSoftmaxBackward, h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(dt), d.t[0], gl_array_data(y), d.t[0], gl_array_data(dy),
-                GL_ZERO(dt), d.t[0], gl_array_data(dx));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnSoftmaxBackward, c.h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                CUDNN_SOFTMAX_MODE_INSTANCE, GL_ONE(c.dt), c.d.t[0], gl_array_data(y), c.d.t[0], gl_array_data(dy),
+                GL_ZERO(c.dt), c.d.t[0], gl_array_data(dx));
+  return call_end(&c, st);
 }
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
 
-/* Descriptors of x (t[0], 4-D) and of the per-channel operands (t[1], derived). */
-static gl_status bn_descs(dnn_descs *d, const gl_array *x, const char *op) {
-  GL_TRY(tensor_desc(&d->t[0], x, op));
-  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &d->t[1]));
-  return GL_DNN(op, cudnnDeriveBNTensorDescriptor, d->t[1], d->t[0], CUDNN_BATCHNORM_SPATIAL);
+/* Starts batch-norm call op with the descriptors of x (t[0], 4-D) and of the per-channel
+** operands (t[1], derived). */
+static gl_status bn_begin(dnn_call *c, const char *op, const gl_array *x) {
+  GL_TRY(call_begin(c, op, x));
+  GL_TRY(tensor_desc(&c->d.t[0], x, op));
+  GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &c->d.t[1]));
+  return GL_DNN(op, cudnnDeriveBNTensorDescriptor, c->d.t[1], c->d.t[0], CUDNN_BATCHNORM_SPATIAL);
 }
 
 static void *data_or_null(const gl_array *a) { return a ? gl_array_data(a) : NULL; }
@@ -588,64 +648,40 @@ static gl_status dnn_bn_train(const gl_array *y, const gl_array *save_mean, cons
                               const gl_array *x, const gl_array *w, const gl_array *b, const gl_array *rmean,
                               const gl_array *rvar, double momentum, double eps) {
   const char *op = "batch_norm";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = bn_descs(&d, x, op);
+  dnn_call c;
+  gl_status st = bn_begin(&c, op, x);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnBatchNormalizationForwardTraining, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), d.t[0], gl_array_data(x),
-                                 d.t[0], gl_array_data(y), d.t[1], gl_array_data(w), gl_array_data(b), momentum,
-                                 data_or_null(rmean), data_or_null(rvar), eps, gl_array_data(save_mean),
-                                 gl_array_data(save_invstd));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnBatchNormalizationForwardTraining, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
+                c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(y), c.d.t[1], gl_array_data(w), gl_array_data(b),
+                momentum, data_or_null(rmean), data_or_null(rvar), eps, gl_array_data(save_mean),
+                gl_array_data(save_invstd));
+  return call_end(&c, st);
 }
 
 static gl_status dnn_bn_infer(const gl_array *y, const gl_array *x, const gl_array *w, const gl_array *b,
                               const gl_array *rmean, const gl_array *rvar, double eps) {
   const char *op = "batch_norm";
-  gl_device dev = gl_array_device(y);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = bn_descs(&d, x, op);
+  dnn_call c;
+  gl_status st = bn_begin(&c, op, x);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnBatchNormalizationForwardInference, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), d.t[0], gl_array_data(x),
-                                 d.t[0], gl_array_data(y), d.t[1], gl_array_data(w), gl_array_data(b),
-                                 gl_array_data(rmean), gl_array_data(rvar), eps);
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnBatchNormalizationForwardInference, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
+                c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(y), c.d.t[1], gl_array_data(w), gl_array_data(b),
+                gl_array_data(rmean), gl_array_data(rvar), eps);
+  return call_end(&c, st);
 }
 
 static gl_status dnn_bn_bwd(const gl_array *dx, const gl_array *dw, const gl_array *db, const gl_array *x,
                             const gl_array *dy, const gl_array *w, const gl_array *save_mean,
                             const gl_array *save_invstd, double eps) {
   const char *op = "batch_norm_backward";
-  gl_device dev = gl_array_device(dx);
-  int dt = x->dtype;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(dnn_enter(dev, op, &s, &h));
-  dnn_descs d;
-  memset(&d, 0, sizeof d);
-  gl_status st = bn_descs(&d, x, op);
+  dnn_call c;
+  gl_status st = bn_begin(&c, op, x);
   if (st == GL_OK)
-    st = GL_DNN(op, cudnnBatchNormalizationBackward, h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(dt), GL_ZERO(dt), GL_ONE(dt), GL_ZERO(dt),
-                               d.t[0], gl_array_data(x), d.t[0], gl_array_data(dy), d.t[0], gl_array_data(dx),
-                               d.t[1], gl_array_data(w), gl_array_data(dw), gl_array_data(db), eps,
-                               gl_array_data(save_mean), gl_array_data(save_invstd));
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  dnn_free(&d);
-  return st;
+    st = GL_DNN(op, cudnnBatchNormalizationBackward, c.h, CUDNN_BATCHNORM_SPATIAL, GL_ONE(c.dt), GL_ZERO(c.dt),
+                GL_ONE(c.dt), GL_ZERO(c.dt), c.d.t[0], gl_array_data(x), c.d.t[0], gl_array_data(dy), c.d.t[0],
+                gl_array_data(dx), c.d.t[1], gl_array_data(w), gl_array_data(dw), gl_array_data(db), eps,
+                gl_array_data(save_mean), gl_array_data(save_invstd));
+  return call_end(&c, st);
 }
 
 const gl_dnn gl_cuda_dnn = {

@@ -12,21 +12,13 @@
 
 /* NULL when cuDNN loaded (loading it on the first call), else why not. */
 const char *gl_cuda_cudnn_unavailable(void);
-/* The loaded library's entry point 'name' (NULL when cuDNN did not load or lacks it). */
-void *gl_cuda_cudnn_sym(const char *name);
-/* For a loader of a cuDNN part's entry points into a table 'tbl' (fields why, msg[] and
-** one per entry point): loads entry point 'name' into tbl.name, or says which one the
-** library lacks ("cuDNN's <what> not usable: ...") in tbl.why and returns from the loader. */
-#define GL_CUDNN_LOAD_SYM(tbl, what, name)                                                          \
-  {                                                                                                 \
-    void *p_ = gl_cuda_cudnn_sym(#name);                                                            \
-    if (p_ == NULL) {                                                                               \
-      snprintf((tbl).msg, sizeof (tbl).msg, "cuDNN's " what " not usable: libcudnn.so.9 lacks %s", #name); \
-      (tbl).why = (tbl).msg;                                                                        \
-      return;                                                                                       \
-    }                                                                                               \
-    memcpy(&(tbl).name, &p_, sizeof p_);  /* dlsym's void *: memcpy keeps the conversion defined */ \
-  }
+/* Loads the entry points names[0..n) of the library (loading it on the first call) into
+** the function-pointer fields whose addresses are slots[0..n): NULL, or why not (cuDNN's own
+** reason, or "cuDNN's <what> not usable: libcudnn.so.9 lacks ..." written into msg). */
+const char *gl_cuda_cudnn_load(const char *what, const char *const *names, void *const *slots, int n, char *msg,
+                               size_t size);
+/* For the names[] of an X-macro list of entry points: X(GL_CUDNN_NAME). */
+#define GL_CUDNN_NAME(name) #name,
 
 /* The device's stream and cuDNN handle (made on first use, bound to that stream). */
 gl_status gl_cuda_cudnn_enter(gl_device dev, const char *op, cudaStream_t *s, cudnnHandle_t *h);

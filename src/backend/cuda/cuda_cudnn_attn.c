@@ -42,14 +42,12 @@ static struct {
 } att = { .once = PTHREAD_ONCE_INIT };
 
 static void att_load(void) {
-  const char *why = gl_cuda_cudnn_unavailable();
-  if (why) {
-    att.why = why;
-    return;
-  }
-#define GL_SYM(name) GL_CUDNN_LOAD_SYM(att, "graph API", name)
-  GL_ATT_SYMS(GL_SYM)
-#undef GL_SYM
+  static const char *const names[] = { GL_ATT_SYMS(GL_CUDNN_NAME) };
+#define GL_SLOT(name) (void *)&att.name,
+  void *const slots[] = { GL_ATT_SYMS(GL_SLOT) };
+#undef GL_SLOT
+  int n = (int)(sizeof names / sizeof names[0]);
+  att.why = gl_cuda_cudnn_load("graph API", names, slots, n, att.msg, sizeof att.msg);
 }
 
 /* ---- building a graph: descriptors with a sticky failure ------------------------------------ */
@@ -103,7 +101,15 @@ static void finalize(att_graph *g, cudnnBackendDescriptor_t x) {
   if (g->st == CUDNN_STATUS_SUCCESS) fail(g, att.cudnnBackendFinalize(x), "cudnnBackendFinalize");
 }
 
+/* Sets attribute 'name' of x to descriptor d. */
+static void set_desc(att_graph *g, cudnnBackendDescriptor_t x, cudnnBackendAttributeName_t name,
+                     cudnnBackendDescriptor_t d) {
+  set(g, x, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d);
+}
+
+/* Finalizes operation op and adds it to the graph's operations. */
 static void add_op(att_graph *g, cudnnBackendDescriptor_t op) {
+  finalize(g, op);
   if (g->st != CUDNN_STATUS_SUCCESS) return;
   if (g->nops == GL_ATT_NOPS) fail(g, CUDNN_STATUS_NOT_SUPPORTED, "(too many operations)");
   else g->ops[g->nops++] = op;
@@ -155,43 +161,43 @@ static void pointwise(att_graph *g, cudnnPointwiseMode_t mode, cudnnDataType_t p
   if (axis >= 0) set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
   finalize(g, pw);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-  set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-  if (b) set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-  if (t) set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
-  set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  finalize(g, op);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+  if (b) set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b);
+  if (t) set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
   add_op(g, op);
+}
+
+/* Sets x's compute type (attribute 'comp') to float32 and finalizes it. */
+static void finalize_f32(att_graph *g, cudnnBackendDescriptor_t x, cudnnBackendAttributeName_t comp) {
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  set(g, x, comp, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+  finalize(g, x);
 }
 
 /* y (B, 1, L, 1) = reduce_j x (B, 1, L, S) in float32. */
 static void reduction(att_graph *g, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
                       cudnnBackendDescriptor_t y) {
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t rd = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
   set(g, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how);
-  set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
-  finalize(g, rd);
+  finalize_f32(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-  set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-  set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
-  finalize(g, op);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, rd);
   add_op(g, op);
 }
 
 /* c = a b, batched over the leading axes, float32 accumulation. */
 static void matmul(att_graph *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) {
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t mm = make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-  set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
-  finalize(g, mm);
+  finalize_f32(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE);
   cudnnBackendDescriptor_t op = make(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-  set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
-  finalize(g, op);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+  set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
   add_op(g, op);
 }
 
@@ -258,7 +264,7 @@ static void make_plan(att_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t *p
   finalize(g, graph);
   cudnnBackendDescriptor_t heur = make(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  set(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  set_desc(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
   set(g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   finalize(g, heur);
   cudnnBackendDescriptor_t cfg[GL_ATT_TRIES];
@@ -271,7 +277,7 @@ static void make_plan(att_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t *p
   for (int64_t i = 0; i < n && i < GL_ATT_TRIES && g->st == CUDNN_STATUS_SUCCESS; i++) {
     cudnnBackendDescriptor_t p = make(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     set_handle(g, p, true, h);
-    set(g, p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]);
+    set_desc(g, p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg[i]);
     if (g->st != CUDNN_STATUS_SUCCESS) return;
     if (att.cudnnBackendFinalize(p) != CUDNN_STATUS_SUCCESS) continue;   /* this engine cannot: the next */
     int64_t got = 0;

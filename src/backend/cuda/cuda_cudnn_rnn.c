@@ -21,6 +21,7 @@
 */
 #ifdef GL_WITH_CUDNN
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,14 +47,12 @@ static struct {
 } rnn = { .once = PTHREAD_ONCE_INIT };
 
 static void rnn_load(void) {
-  const char *why = gl_cuda_cudnn_unavailable();
-  if (why) {
-    rnn.why = why;
-    return;
-  }
-#define GL_SYM(name) GL_CUDNN_LOAD_SYM(rnn, "RNN", name)
-  GL_RNN_SYMS(GL_SYM)
-#undef GL_SYM
+  static const char *const names[] = { GL_RNN_SYMS(GL_CUDNN_NAME) };
+#define GL_SLOT(name) (void *)&rnn.name,
+  void *const slots[] = { GL_RNN_SYMS(GL_SLOT) };
+#undef GL_SLOT
+  int n = (int)(sizeof names / sizeof names[0]);
+  rnn.why = gl_cuda_cudnn_load("RNN", names, slots, n, rnn.msg, sizeof rnn.msg);
 }
 
 const char *gl_cuda_rnn_unavailable(void) {
@@ -114,6 +113,9 @@ static gl_status rnn_make(rnn_descs *d, cudnnHandle_t h, const gl_dnn_rnn_net *r
                           cudnnForwardMode_t mode, bool with_seq, gl_device dev) {
   memset(d, 0, sizeof *d);
   d->dev = dev;
+  if (r->seq > INT_MAX || r->batch > INT_MAX || r->input > INT_MAX || r->hidden > INT_MAX ||
+      r->seq * r->batch * r->dirs * r->hidden > INT_MAX || r->seq * r->batch * r->input > INT_MAX)
+    return gl_fail(GL_ENOTSUP, "%s: extents past 2^31 are more than cuDNN's RNN takes", op);
   cudnnDataType_t data = CUDNN_DATA_FLOAT, math = CUDNN_DATA_FLOAT;
   cudnnMathType_t mt = CUDNN_DEFAULT_MATH;
   GL_TRY(rnn_types(dt, op, &data, &math, &mt));
@@ -220,82 +222,89 @@ static gl_status temp(gl_device dev, size_t n, void **p) {
   return n ? gl_workspace_alloc(dev, n, p) : GL_OK;
 }
 
-gl_status gl_cuda_rnn(const gl_dnn_rnn_net *r, const gl_array *out, const gl_array *reserve, const gl_array *x,
-                      const gl_array *w, const gl_array *hx, const gl_array *cx) {
-  const char *op = "rnn";
+/* What a forward or backward call holds: the device's stream and handle, the descriptors,
+** and the weight space (the flat weights placed in it) and work space from the allocator. */
+typedef struct rnn_call {
+  const char *op;
+  gl_device dev;
+  size_t esz;
+  cudaStream_t s;
+  cudnnHandle_t h;
+  rnn_descs d;
+  void *ws, *work;
+} rnn_call;
+
+/* Sets up c for r in w's dtype in 'mode' (reserve, when given, checked against cuDNN's size).
+** rnn_end(c, ...) is right whatever this returns. */
+static gl_status rnn_begin(rnn_call *c, const char *op, const gl_dnn_rnn_net *r, cudnnForwardMode_t mode,
+                           const gl_array *w, const gl_array *reserve) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->dev = gl_array_device(w);
+  gl_dtype dt = (gl_dtype)w->dtype;
+  c->esz = gl_dtypes[dt].size;
   const char *why = gl_cuda_rnn_unavailable();
   if (why) return gl_fail(GL_ENOTSUP, "%s: %s", op, why);
-  gl_device dev = gl_array_device(out);
-  gl_dtype dt = (gl_dtype)x->dtype;
-  size_t esz = gl_dtypes[dt].size;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(gl_cuda_cudnn_enter(dev, op, &s, &h));
+  GL_TRY(gl_cuda_cudnn_enter(c->dev, op, &c->s, &c->h));
+  GL_TRY(rnn_make(&c->d, c->h, r, dt, op, mode, true, c->dev));
+  if (reserve && (size_t)reserve->size != c->d.reserve)
+    return gl_fail(GL_EINVAL, "%s: reserve has %lld bytes, cuDNN asks for %zu", op, (long long)reserve->size,
+                   c->d.reserve);
+  GL_TRY(temp(c->dev, c->d.wbytes, &c->ws));
+  GL_TRY(temp(c->dev, c->d.work, &c->work));
+  return rnn_weights(&c->d, c->h, c->s, r, c->esz, gl_array_data(w), c->ws, false, op);
+}
+
+/* Ends c's call with status st: the launch checked, the temporaries back to the cache once
+** queued (the stream orders their reuse), the descriptors destroyed. */
+static gl_status rnn_end(rnn_call *c, gl_status st) {
+  if (st == GL_OK) st = gl_cuda_launched(c->dev, c->s, 0, c->op);
+  if (c->ws) gl_cuda_free(c->dev, c->ws, c->d.wbytes);
+  if (c->work) gl_cuda_free(c->dev, c->work, c->d.work);
+  rnn_free(&c->d);
+  return st;
+}
+
+gl_status gl_cuda_rnn(const gl_dnn_rnn_net *r, const gl_array *out, const gl_array *reserve, const gl_array *x,
+                      const gl_array *w, const gl_array *hx, const gl_array *cx) {
   cudnnForwardMode_t mode = reserve ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
-  rnn_descs d;
-  void *ws = NULL, *work = NULL;
-  gl_status st = rnn_make(&d, h, r, dt, op, mode, true, dev);
-  if (st == GL_OK && reserve && (size_t)reserve->size != d.reserve)
-    st = gl_fail(GL_EINVAL, "%s: reserve has %lld bytes, cuDNN asks for %zu", op, (long long)reserve->size, d.reserve);
-  if (st == GL_OK) st = temp(dev, d.wbytes, &ws);
-  if (st == GL_OK) st = temp(dev, d.work, &work);
-  if (st == GL_OK) st = rnn_weights(&d, h, s, r, esz, gl_array_data(w), ws, false, op);
+  rnn_call c;
+  gl_status st = rnn_begin(&c, "rnn", r, mode, w, reserve);
   if (st == GL_OK) {
     char *y = gl_array_data(out);
     size_t ny = (size_t)(r->seq * r->batch * r->dirs * r->hidden), nh = (size_t)(r->layers * r->dirs * r->batch * r->hidden);
-    char *hy = y + ny * esz, *cy = r->mode == GL_RNN_LSTM ? hy + nh * esz : NULL;
-    st = GL_RNN(op, cudnnRNNForward, h, d.net, mode, d.seq_dev, d.x, gl_array_data(x), d.y, y, d.h, gl_array_data(hx),
-                hy, d.h, cx ? gl_array_data(cx) : NULL, cy, d.wbytes, ws, d.work, work, reserve ? d.reserve : 0,
-                reserve ? gl_array_data(reserve) : NULL);
+    char *hy = y + ny * c.esz, *cy = r->mode == GL_RNN_LSTM ? hy + nh * c.esz : NULL;
+    st = GL_RNN(c.op, cudnnRNNForward, c.h, c.d.net, mode, c.d.seq_dev, c.d.x, gl_array_data(x), c.d.y, y, c.d.h,
+                gl_array_data(hx), hy, c.d.h, cx ? gl_array_data(cx) : NULL, cy, c.d.wbytes, c.ws, c.d.work, c.work,
+                reserve ? c.d.reserve : 0, reserve ? gl_array_data(reserve) : NULL);
   }
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  /* back to the cache once queued: the stream orders their reuse */
-  if (ws) gl_cuda_free(dev, ws, d.wbytes);
-  if (work) gl_cuda_free(dev, work, d.work);
-  rnn_free(&d);
-  return st;
+  return rnn_end(&c, st);
 }
 
 gl_status gl_cuda_rnn_bwd(const gl_dnn_rnn_net *r, const gl_array *dx, const gl_array *dw, const gl_array *dhx,
                           const gl_array *dcx, const gl_array *g, const gl_array *out, const gl_array *reserve,
                           const gl_array *x, const gl_array *w, const gl_array *hx, const gl_array *cx) {
-  const char *op = "rnn_backward";
-  const char *why = gl_cuda_rnn_unavailable();
-  if (why) return gl_fail(GL_ENOTSUP, "%s: %s", op, why);
-  gl_device dev = gl_array_device(dx);
-  gl_dtype dt = (gl_dtype)x->dtype;
-  size_t esz = gl_dtypes[dt].size;
-  cudaStream_t s;
-  cudnnHandle_t h = NULL;
-  GL_TRY(gl_cuda_cudnn_enter(dev, op, &s, &h));
-  rnn_descs d;
-  void *ws = NULL, *dws = NULL, *work = NULL;
-  gl_status st = rnn_make(&d, h, r, dt, op, CUDNN_FWD_MODE_TRAINING, true, dev);
-  if (st == GL_OK && (size_t)reserve->size != d.reserve)
-    st = gl_fail(GL_EINVAL, "%s: reserve has %lld bytes, cuDNN asks for %zu", op, (long long)reserve->size, d.reserve);
-  if (st == GL_OK) st = temp(dev, d.wbytes, &ws);
-  if (st == GL_OK) st = temp(dev, d.wbytes, &dws);
-  if (st == GL_OK) st = temp(dev, d.work, &work);
-  if (st == GL_OK) st = rnn_weights(&d, h, s, r, esz, gl_array_data(w), ws, false, op);
-  if (st == GL_OK && dws) st = gl_cuda_check(dev.index, cudaMemsetAsync(dws, 0, d.wbytes, s), "cudaMemsetAsync");
-  size_t ny = (size_t)(r->seq * r->batch * r->dirs * r->hidden), nh = (size_t)(r->layers * r->dirs * r->batch * r->hidden);
+  rnn_call c;
+  void *dws = NULL;
+  gl_status st = rnn_begin(&c, "rnn_backward", r, CUDNN_FWD_MODE_TRAINING, w, reserve);
+  if (st == GL_OK) st = temp(c.dev, c.d.wbytes, &dws);
+  if (st == GL_OK && dws) st = gl_cuda_check(c.dev.index, cudaMemsetAsync(dws, 0, c.d.wbytes, c.s), "cudaMemsetAsync");
+  size_t esz = c.esz, ny = (size_t)(r->seq * r->batch * r->dirs * r->hidden),
+         nh = (size_t)(r->layers * r->dirs * r->batch * r->hidden);
   const char *y = gl_array_data(out), *dy = gl_array_data(g);
   bool lstm = r->mode == GL_RNN_LSTM;
   if (st == GL_OK)          /* data first: it reads the reserve as the forward left it */
-    st = GL_RNN(op, cudnnRNNBackwardData_v8, h, d.net, d.seq_dev, d.y, y, dy, d.x, gl_array_data(dx), d.h,
-                gl_array_data(hx), dy + ny * esz, gl_array_data(dhx), d.h, lstm ? gl_array_data(cx) : NULL,
-                lstm ? dy + (ny + nh) * esz : NULL, lstm ? gl_array_data(dcx) : NULL, d.wbytes, ws, d.work, work,
-                d.reserve, gl_array_data(reserve));
+    st = GL_RNN(c.op, cudnnRNNBackwardData_v8, c.h, c.d.net, c.d.seq_dev, c.d.y, y, dy, c.d.x, gl_array_data(dx), c.d.h,
+                gl_array_data(hx), dy + ny * esz, gl_array_data(dhx), c.d.h, lstm ? gl_array_data(cx) : NULL,
+                lstm ? dy + (ny + nh) * esz : NULL, lstm ? gl_array_data(dcx) : NULL, c.d.wbytes, c.ws, c.d.work,
+                c.work, c.d.reserve, gl_array_data(reserve));
   if (st == GL_OK)
-    st = GL_RNN(op, cudnnRNNBackwardWeights_v8, h, d.net, CUDNN_WGRAD_MODE_ADD, d.seq_dev, d.x, gl_array_data(x), d.h,
-                gl_array_data(hx), d.y, y, d.wbytes, dws, d.work, work, d.reserve, gl_array_data(reserve));
-  if (st == GL_OK) st = rnn_weights(&d, h, s, r, esz, gl_array_data(dw), dws, true, op);
-  if (st == GL_OK) st = gl_cuda_launched(dev, s, 0, op);
-  if (ws) gl_cuda_free(dev, ws, d.wbytes);
-  if (dws) gl_cuda_free(dev, dws, d.wbytes);
-  if (work) gl_cuda_free(dev, work, d.work);
-  rnn_free(&d);
-  return st;
+    st = GL_RNN(c.op, cudnnRNNBackwardWeights_v8, c.h, c.d.net, CUDNN_WGRAD_MODE_ADD, c.d.seq_dev, c.d.x,
+                gl_array_data(x), c.d.h, gl_array_data(hx), c.d.y, y, c.d.wbytes, dws, c.d.work, c.work, c.d.reserve,
+                gl_array_data(reserve));
+  if (st == GL_OK) st = rnn_weights(&c.d, c.h, c.s, r, esz, gl_array_data(dw), dws, true, c.op);
+  if (dws) gl_cuda_free(c.dev, dws, c.d.wbytes);
+  return rnn_end(&c, st);
 }
 
 #endif /* GL_WITH_CUDNN */
