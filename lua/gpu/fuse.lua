@@ -28,12 +28,7 @@ local M = {}
 local CT, convert = kernel._CT, kernel._convert
 local is_array = options.is_array
 local UNARY, BINARY, MAX_ARGS = gpu._jit.unary, gpu._jit.binary, gpu._jit.max_args
-local ALIAS = {
-  negative = "neg", subtract = "sub", multiply = "mul", divide = "div", true_divide = "div",
-  floor_divide = "floordiv", remainder = "mod", power = "pow", less = "lt", less_equal = "le",
-  greater = "gt", greater_equal = "ge", equal = "eq", not_equal = "ne", arctan2 = "atan2",
-  arcsin = "asin", arccos = "acos", arctan = "atan",
-}
+local ALIAS = gpu._aliases                  -- NumPy names of ops (src/lua/lmath.c)
 local REDUCE = { sum = true, prod = true, mean = true, max = true, min = true }
 local CASTS = { half = "float16", bfloat16 = "bfloat16", float = "float32", double = "float64", int = "int32",
   long = "int64", bool = "bool" }

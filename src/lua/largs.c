@@ -13,6 +13,8 @@
 ** The other argument readers of the binding live here too: shapes, axes, dtypes and
 ** devices, so that each is read (and refused) one way everywhere.
 */
+#include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include "lgpu.h"
@@ -45,21 +47,49 @@ static int word_distance(const char *a, const char *b) {
 
 /* gpu._word_distance(a, b): the same distance for the Lua parts (options.lua's reader,
 ** help's nearest names), so every "did you mean" measures alike. */
-int gl_lua_word_distance(lua_State *L) {
+static int l_word_distance(lua_State *L) {
   lua_pushinteger(L, word_distance(luaL_checkstring(L, 1), luaL_checkstring(L, 2)));
   return 1;
 }
 
+/* The nearest of the candidates, compared without regard to case; the first of the
+** nearest on a tie. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n) {
+  enum { N = 64 };   /* as word_distance: longer words are far from everything */
+  char lw[N], lc[N];
+  size_t len = strlen(word);
+  if (len >= N) return NULL;
+  for (size_t i = 0; i <= len; i++) lw[i] = (char)tolower((unsigned char)word[i]);
   const char *best = NULL;
   int bestd = 1000;
   for (int i = 0; i < n; i++) {
-    int dd = word_distance(word, candidates[i]);
+    size_t m = strlen(candidates[i]);
+    if (m >= N) continue;
+    for (size_t j = 0; j <= m; j++) lc[j] = (char)tolower((unsigned char)candidates[i][j]);
+    int dd = word_distance(lw, lc);
     if (dd < bestd) { best = candidates[i]; bestd = dd; }
   }
-  int len = (int)strlen(word);
-  int limit = len / 3 > 2 ? len / 3 : 2;
-  return best && bestd <= limit && bestd < len ? best : NULL;
+  int limit = (int)len / 3 > 2 ? (int)len / 3 : 2;
+  return best && bestd <= limit && bestd < (int)len ? best : NULL;
+}
+
+/* gpu._nearest(word, candidates) -> the candidate gl_lua_nearest picks, or nil: the Lua
+** parts' "did you mean" (options.nearest) is the C reader's. */
+static int l_nearest(lua_State *L) {
+  const char *word = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Unsigned n = lua_rawlen(L, 2);
+  luaL_argcheck(L, n < INT_MAX / sizeof(char *), 2, "too many candidates");
+  const char **names = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *names, 0);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, 2, (lua_Integer)i) != LUA_TSTRING) luaL_argerror(L, 2, "a list of strings expected");
+    names[i - 1] = lua_tostring(L, -1);        /* the table keeps the string */
+    lua_pop(L, 1);
+  }
+  const char *near = gl_lua_nearest(word, names, (int)n);
+  if (near) lua_pushstring(L, near);
+  else lua_pushnil(L);
+  return 1;
 }
 
 /* ---- declarations ------------------------------------------------------------------------ */
@@ -343,6 +373,56 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
   gl_array *a = gl_lua_test(L, idx);
   if (a) return gl_array_device(gl_lua_check(L, idx));
   return gl_lua_device(L, idx);
+}
+
+/* gpu._dtypes: the dtype table (src/core/dtype.h) for the Lua parts, specs and tools, so
+** no list of dtypes is written twice. Rows in dtype order, each
+**   { name = "float32", size = 4, kind = "float", storage_only = false, aliases = {"float", "fp32"} }
+** and every row also under its name and each of its aliases (gpu._dtypes.half is the
+** float16 row): iterate with ipairs. */
+static void push_dtypes(lua_State *L) {
+  static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
+                                       [GL_KIND_FLOAT] = "float" };
+  lua_createtable(L, GL_NDTYPE, 0);
+  int t = lua_gettop(L);
+  for (int d = 0; d < GL_NDTYPE; d++) {
+    const gl_dtype_info *info = &gl_dtypes[d];
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, info->name);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, info->size);
+    lua_setfield(L, -2, "size");
+    lua_pushstring(L, kinds[info->kind]);
+    lua_setfield(L, -2, "kind");
+    lua_pushboolean(L, info->storage_only);
+    lua_setfield(L, -2, "storage_only");
+    lua_newtable(L);                                       /* aliases, split at spaces */
+    int k = 0;
+    for (const char *p = info->aliases; *p; ) {
+      size_t w = strcspn(p, " ");
+      if (w > 0) {
+        lua_pushlstring(L, p, w);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, ++k);
+        lua_pushvalue(L, -3);                              /* the row, under the alias */
+        lua_rawset(L, t);
+      }
+      p += w;
+      p += strspn(p, " ");
+    }
+    lua_setfield(L, -2, "aliases");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, t, info->name);
+    lua_rawseti(L, t, d + 1);
+  }
+}
+
+void gl_open_args(lua_State *L, int module) {
+  static const gl_reg funcs[] = { { "_word_distance", l_word_distance, 2 }, { "_nearest", l_nearest, 2 },
+                                  { NULL, NULL, 0 } };
+  gl_lua_setfuncs(L, module, funcs);
+  push_dtypes(L);
+  lua_setfield(L, module, "_dtypes");
 }
 
 /* ---- shapes --------------------------------------------------------------------------------- */

@@ -299,9 +299,9 @@ void gl_lua_declare(lua_State *L, const gl_optdecl *d);
 void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list);
 /* The candidate nearest to word when close enough to be a typo, else NULL. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n);
-/* gpu._word_distance(a, b): the edit distance gl_lua_nearest uses (1000: a word of 32
-** bytes or more). */
-int gl_lua_word_distance(lua_State *L);
+/* gpu._word_distance(a, b) (the edit distance gl_lua_nearest uses), gpu._nearest(word,
+** candidates) and gpu._dtypes (the dtype table). */
+void gl_open_args(lua_State *L, int module);
 /* A table with a string key (an options table, as opposed to a shape or axis list). */
 bool gl_lua_is_options(lua_State *L, int idx);
 /* The options of a function that makes arrays: d's first two keys are dtype and device

@@ -205,7 +205,8 @@ void gl_open_math(lua_State *L, int module, int methods, int meta) {
     bool inplace = k != GL_K_BC && k != GL_K_BL;
     add_op(L, module, methods, gl_binop_name[op], op, 2, l_binary, inplace ? l_binary_ : NULL);
   }
-  /* familiar aliases */
+  /* NumPy's names for some ops, as gpu.f and x:f; gpu._aliases (alias -> op) is the table
+  ** gpu.fuse and the specs read */
   static const char *const alias[][2] = {
     { "negative", "neg" }, { "subtract", "sub" }, { "multiply", "mul" }, { "divide", "div" },
     { "true_divide", "div" }, { "floor_divide", "floordiv" }, { "remainder", "mod" },
@@ -213,10 +214,15 @@ void gl_open_math(lua_State *L, int module, int methods, int meta) {
     { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
     { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" },
   };
-  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
+  size_t nalias = sizeof alias / sizeof alias[0];
+  lua_createtable(L, 0, (int)nalias);
+  for (size_t i = 0; i < nalias; i++) {
     lua_getfield(L, module, alias[i][1]);
     lua_setfield(L, module, alias[i][0]);
     lua_getfield(L, methods, alias[i][1]);
     lua_setfield(L, methods, alias[i][0]);
+    lua_pushstring(L, alias[i][1]);
+    lua_setfield(L, -2, alias[i][0]);
   }
+  lua_setfield(L, module, "_aliases");
 }
