@@ -7,25 +7,13 @@ Python). Run with Debian's /usr/bin/python3 (it has NumPy):
 
 Each case: the inputs as {shape = {...}, data = {flat, row-major}} (float64 values), the
 arguments as they are given to gpu (1-based axes) and NumPy's result likewise."""
-import math
 import os
 import numpy as np
 
+from luafix import num
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec", "fixtures", "routines")
 rng = np.random.default_rng(13)
-
-
-def num(v):
-    if isinstance(v, (bool, np.bool_)):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    v = float(v)
-    if math.isnan(v):
-        return "0/0"
-    if math.isinf(v):
-        return "1/0" if v > 0 else "-1/0"
-    return repr(v)
 
 
 def lua(v):
