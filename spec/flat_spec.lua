@@ -45,13 +45,7 @@ local function same_bits(what, got, want)
 end
 
 -- every elementwise op and dtype C has (kernels/elem_ops.h, kernels/dtypes.h)
-local function names(t)
-  local out = {}
-  for name in pairs(t) do out[#out + 1] = name end
-  table.sort(out)
-  return out
-end
-local binops, unops = names(gpu._jit.binary), names(gpu._jit.unary)
+local unops, binops = gpu._ops.unary, gpu._ops.binary
 local dtypes = {}
 for _, d in ipairs(gpu._dtypes) do dtypes[#dtypes + 1] = d.name end
 

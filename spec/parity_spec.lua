@@ -14,13 +14,7 @@ if not gpu.is_available() then
 end
 
 -- every elementwise op and dtype C has (kernels/elem_ops.h, kernels/dtypes.h)
-local function names(t)
-  local out = {}
-  for name in pairs(t) do out[#out + 1] = name end
-  table.sort(out)
-  return out
-end
-local unary, binary = names(gpu._jit.unary), names(gpu._jit.binary)
+local unary, binary = gpu._ops.unary, gpu._ops.binary
 local dtypes = {}
 for _, d in ipairs(gpu._dtypes) do dtypes[#dtypes + 1] = d.name end
 

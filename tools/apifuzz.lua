@@ -438,7 +438,7 @@ sigs("str", "set_matmul_precision set_device")
 sigs("n n n n n n n n n", "zeros ones empty rand randn")
 sigs("A n n n n n n n n n", "reshape view expand tile")
 
-for alias, op in pairs(gpu._aliases) do sig[alias] = sig[op] end    -- NumPy's names take the same
+for _, alias in ipairs(gpu._ops.aliases) do sig[alias] = sig[gpu._ops.aliases[alias]] end   -- NumPy's names
 
 -- Calls allowed to change their arguments when they succeed.
 local inplace = { ["meta:__newindex"] = true, ["meta:__close"] = true, ["meta:__gc"] = true, ["m:close"] = true,

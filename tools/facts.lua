@@ -1,7 +1,7 @@
--- facts.lua — prints, as JSON, the lists C states once and tools outside Lua need: the
+-- facts.lua — prints, as JSON, the lists C states once that tools outside Lua need: the
 -- dtypes (gpu._dtypes: name, size, kind, aliases, in dtype order), the elementwise ops
 -- with their kinds (gpu._jit.unary / gpu._jit.binary, from kernels/elem_ops.h) and
--- NumPy's aliases of ops (gpu._aliases). The Python fixture generators read it:
+-- NumPy's aliases of ops (gpu._ops.aliases). The Python fixture generators read it:
 --
 --   ./gpulua tools/facts.lua
 local gpu = require "gpu"
@@ -36,4 +36,7 @@ for i, d in ipairs(gpu._dtypes) do
   dtypes[i] = { name = d.name, size = d.size, kind = d.kind, storage_only = d.storage_only, aliases = aliases }
 end
 
-io.write(json({ dtypes = dtypes, unary = gpu._jit.unary, binary = gpu._jit.binary, aliases = gpu._aliases }), "\n")
+local aliases = {}
+for _, alias in ipairs(gpu._ops.aliases) do aliases[alias] = gpu._ops.aliases[alias] end
+
+io.write(json({ dtypes = dtypes, unary = gpu._jit.unary, binary = gpu._jit.binary, aliases = aliases }), "\n")

@@ -28,7 +28,7 @@ local M = {}
 local CT, convert = kernel._CT, kernel._convert
 local is_array = options.is_array
 local UNARY, BINARY, MAX_ARGS = gpu._jit.unary, gpu._jit.binary, gpu._jit.max_args
-local ALIAS = gpu._aliases                  -- NumPy names of ops (src/lua/lmath.c)
+local ALIAS = gpu._ops.aliases            -- NumPy names of ops, in order and name -> op
 local REDUCE = { sum = true, prod = true, mean = true, max = true, min = true }
 local CASTS = { half = "float16", bfloat16 = "bfloat16", float = "float32", double = "float64", int = "int32",
   long = "int64", bool = "bool" }
@@ -192,7 +192,8 @@ local function wrappers()
   end
   for name in pairs(UNARY) do wrap(name, function(x) return unary(name, x) end) end
   for name in pairs(BINARY) do wrap(name, function(a, b) return binary(name, a, b) end) end
-  for alias, name in pairs(ALIAS) do
+  for _, alias in ipairs(ALIAS) do
+    local name = ALIAS[alias]
     if UNARY[name] then wrap(alias, function(x) return unary(name, x) end)
     else wrap(alias, function(a, b) return binary(name, a, b) end) end
   end
