@@ -221,7 +221,6 @@ int luaopen_gpu(lua_State *L) {
   gl_open_random(L, module, methods);
   gl_open_data(L, module, methods);
   gl_open_nvtx(L, module, methods);
-  gl_open_routines(L, module, methods);
   gl_open_kernel(L, module);
   gl_open_dist(L, module);
   gl_open_hold(L, module);
@@ -249,6 +248,7 @@ int luaopen_gpu(lua_State *L) {
   lua_setmetatable(L, module);
 
   preload_lua_parts(L);
+  gl_open_routines(L, module);                       /* reads a preloaded part */
 
   return 1;
 }

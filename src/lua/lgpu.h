@@ -351,8 +351,9 @@ void gl_open_dist(lua_State *L, int module);
 void gl_open_fused(lua_State *L, int module, int methods);
 /* gpu.fused.lstm, gru, rnn and their backward ops (the time loops under nn.LSTM/GRU/RNN); lrnn.c. */
 void gl_open_rnn(lua_State *L, int module, int methods);
-/* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */
-void gl_open_routines(lua_State *L, int module, int methods);
+/* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ...; after the
+** Lua parts are preloaded and gpu.methods is set. */
+void gl_open_routines(lua_State *L, int module);
 
 /* gpu.ElementwiseKernel, ReductionKernel, RawKernel, RawModule, fuse (stubs of the Lua
 ** part gpu.kernel) and gpu._jit; lkernel.c. */
