@@ -253,18 +253,7 @@ function Decl:check(opts, argn, fname)
     end
     for key, v in pairs(opts) do
       local k = type(key) == "string" and self.keys[key] or nil
-      if k == nil then
-        local near = type(key) == "string" and M.nearest(key, self.list) or nil
-        if type(key) ~= "string" then
-          M.argerror(fname, argn, "unexpected entry [%s] in the options table (options are named: %s)",
-            tostring(key), table.concat(self.list, ", "))
-        elseif near then
-          M.argerror(fname, argn, "unknown option '%s'; did you mean '%s'?", key, near)
-        else
-          M.argerror(fname, argn, "unknown option '%s' (%s takes: %s)", key, fname,
-            #self.list > 0 and table.concat(self.list, ", ") or "no options")
-        end
-      end
+      if k == nil then M.argerror(fname, argn, "%s", gpu._unknown_option(fname, key, self.list)) end
       if k.unsupported then
         M.argerror(fname, argn, "option '%s' is not supported%s", key,
           k.unsupported == true and "" or " (" .. k.unsupported .. ")")

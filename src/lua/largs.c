@@ -100,16 +100,46 @@ static int nkeys(const gl_optdecl *d) {
   return n;
 }
 
-/* "a, b, c": the declared keys, pushed on the stack. */
-static const char *push_key_list(lua_State *L, const gl_optdecl *d) {
+/* Why the key at slot k is refused by a declaration of fname with these names: the
+** nearest of them when close, else all of them; pushed. One message for both readers
+** (options.lua's through gpu._unknown_option). */
+static const char *push_unknown_key(lua_State *L, int k, const char *fname, const char *const *names, int n) {
   luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  for (int i = 0; d->keys[i].name; i++) {
-    if (i) luaL_addstring(&b, ", ");
-    luaL_addstring(&b, d->keys[i].name);
+  const char *key = NULL;
+  if (lua_type(L, k) == LUA_TSTRING) {
+    key = lua_tostring(L, k);
+    const char *near = gl_lua_nearest(key, names, n);
+    if (near) return lua_pushfstring(L, "unknown option '%s'; did you mean '%s'?", key, near);
   }
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < n; i++) {
+    if (i) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, names[i]);
+  }
+  if (n == 0) luaL_addstring(&b, "no options");
   luaL_pushresult(&b);
-  return lua_tostring(L, -1);
+  const char *list = lua_tostring(L, -1);
+  if (key) return lua_pushfstring(L, "unknown option '%s' (%s takes: %s)", key, fname, list);
+  lua_pushvalue(L, k);
+  return lua_pushfstring(L, "unexpected entry [%s] in the options table (%s takes: %s)", luaL_tolstring(L, -1, NULL),
+                         fname, list);
+}
+
+/* gpu._unknown_option(fname, key, names) -> the message push_unknown_key makes. */
+static int l_unknown_option(lua_State *L) {
+  const char *fname = luaL_checkstring(L, 1);
+  luaL_checkany(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 3);
+  luaL_argcheck(L, n <= 256, 3, "too many names");
+  const char *names[256];
+  for (int i = 0; i < n; i++) {
+    if (lua_rawgeti(L, 3, i + 1) != LUA_TSTRING) luaL_argerror(L, 3, "a list of strings expected");
+    names[i] = lua_tostring(L, -1);          /* the table keeps the string */
+    lua_pop(L, 1);
+  }
+  push_unknown_key(L, 2, fname, names, n);
+  return 1;
 }
 
 void gl_lua_declare(lua_State *L, const gl_optdecl *d) {
@@ -163,11 +193,6 @@ static const char *push_value_desc(lua_State *L, int v) {
     case LUA_TSTRING: return lua_pushfstring(L, "'%s'", lua_tostring(L, v));
     default: return lua_pushstring(L, gl_lua_test(L, v) ? "gpu.array" : luaL_typename(L, v));
   }
-}
-
-static int option_error(lua_State *L, int idx, const char *key, const char *fmt, const char *detail) {
-  const char *what = lua_pushfstring(L, fmt, key, detail);
-  return luaL_argerror(L, idx, what);
 }
 
 /* A number against the key's range: NaN is always out. */
@@ -304,21 +329,12 @@ void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals
       const char *key = lua_tostring(L, v - 1);
       for (int i = 0; i < n; i++)
         if (strcmp(d->keys[i].name, key) == 0) { found = i; break; }
-      if (found < 0) {
-        const char *names[64];
-        int m = n < 64 ? n : 64;
-        for (int i = 0; i < m; i++) names[i] = d->keys[i].name;
-        const char *near = gl_lua_nearest(key, names, m);
-        if (near) option_error(L, idx, key, "unknown option '%s'; did you mean '%s'?", near);
-        const char *list = n ? push_key_list(L, d) : "no options";
-        luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (%s takes: %s)", key, d->name, list));
-      }
-    } else {
-      lua_pushvalue(L, v - 1);
-      const char *key = luaL_tolstring(L, -1, NULL);
-      const char *list = n ? push_key_list(L, d) : "no options";
-      luaL_argerror(L, idx, lua_pushfstring(L, "unexpected entry [%s] in the options table (%s takes: %s)", key,
-                                            d->name, list));
+    }
+    if (found < 0) {
+      const char *names[64];
+      int m = n < 64 ? n : 64;
+      for (int i = 0; i < m; i++) names[i] = d->keys[i].name;
+      luaL_argerror(L, idx, push_unknown_key(L, v - 1, d->name, names, m));
     }
     read_value(L, idx, &d->keys[found], v, &vals[found]);
     lua_settop(L, v - 1);
@@ -419,7 +435,7 @@ static void push_dtypes(lua_State *L) {
 
 void gl_open_args(lua_State *L, int module) {
   static const gl_reg funcs[] = { { "_word_distance", l_word_distance, 2 }, { "_nearest", l_nearest, 2 },
-                                  { NULL, NULL, 0 } };
+                                  { "_unknown_option", l_unknown_option, 3 }, { NULL, NULL, 0 } };
   gl_lua_setfuncs(L, module, funcs);
   push_dtypes(L);
   lua_setfield(L, module, "_dtypes");
