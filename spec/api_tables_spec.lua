@@ -7,12 +7,7 @@ local gpu = h.gpu
 
 local tables = assert(loadfile("tools/gen_api_tables.lua"))("module")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = tables.read
 
 -- the first line where two texts differ, for the message
 local function first_difference(a, b)

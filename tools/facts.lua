@@ -6,13 +6,6 @@
 --   ./gpulua tools/facts.lua
 local gpu = require "gpu"
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
-end
-
 -- JSON of strings, numbers, booleans, lists (a table with [1], or one marked LIST) and
 -- objects (keys sorted): enough for the tables below
 local LIST = {}
@@ -25,9 +18,11 @@ local function json(v)
     for i, x in ipairs(v) do out[i] = json(x) end
     return "[" .. table.concat(out, ", ") .. "]"
   end
-  local out = {}
-  for _, k in ipairs(sorted_keys(v)) do out[#out + 1] = json(k) .. ": " .. json(v[k]) end
-  return "{" .. table.concat(out, ", ") .. "}"
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for i, k in ipairs(keys) do keys[i] = json(k) .. ": " .. json(v[k]) end
+  return "{" .. table.concat(keys, ", ") .. "}"
 end
 
 local dtypes = {}

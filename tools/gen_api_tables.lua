@@ -99,7 +99,8 @@ function M.generate(text)
   return table.concat(out)
 end
 
-local function read(path)
+-- the bytes of a file
+function M.read(path)
   local f = assert(io.open(path, "rb"))
   local s = f:read("a")
   f:close()
@@ -111,7 +112,7 @@ if ... == "module" then return M end
 local check = ... == "--check"
 local stale = 0
 for _, path in ipairs(M.files) do
-  local text = read(path)
+  local text = M.read(path)
   local new = assert(M.generate(text))
   if new ~= text then
     if check then
