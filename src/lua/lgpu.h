@@ -354,6 +354,9 @@ void gl_open_rnn(lua_State *L, int module, int methods);
 /* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ...; after the
 ** Lua parts are preloaded and gpu.methods is set. */
 void gl_open_routines(lua_State *L, int module);
+/* Pushes a stub of the function 'name' of the Lua part 'part' ("gpu.routines"): its first
+** call requires the part and every call is passed on to part.name (lroutines.c). */
+void gl_lua_push_part_stub(lua_State *L, const char *part, const char *name);
 
 /* gpu.ElementwiseKernel, ReductionKernel, RawKernel, RawModule, fuse (stubs of the Lua
 ** part gpu.kernel) and gpu._jit; lkernel.c. */
