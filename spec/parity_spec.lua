@@ -137,8 +137,8 @@ end)
 -- kernel), gather/scatter/mask selection, sort/argsort/topk, from the same host inputs.
 describe("cpu/cuda parity: reductions, scans, matmul, indexing, sort", function()
   local axes = { { "all" }, { "axis 1", 1 }, { "axis -1 keepdims", -1, { keepdims = true } }, { "axes {1,2}", { 1, 2 } } }
-  local reductions = { "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "mean", "var",
-    "std", "norm", "logsumexp" }
+  local reductions = { "std" }                 -- var's square root, and every reduction C has
+  table.move(gpu._ops.reductions, 1, #gpu._ops.reductions, 2, reductions)
   for _, op in ipairs(reductions) do
     it("reduction " .. op, function()
       for _, dt in ipairs(dtypes) do

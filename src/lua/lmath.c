@@ -199,11 +199,12 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
   }
 }
 
-/* gpu._ops: the elementwise ops as kernels/elem_ops.h lists them, for the specs, tools and
-** the generated tables of doc/API.md and README.md:
-**   unary, binary   the names, in elem_ops.h's order
-**   inplace         name -> true for an op with an in-place form f_
+/* gpu._ops: the ops as C lists them, for the specs, tools and the generated tables of
+** doc/API.md and README.md:
+**   unary, binary   the elementwise ops, in kernels/elem_ops.h's order
+**   inplace         name -> true for an elementwise op with an in-place form f_
 **   aliases         NumPy's names in order, and each also as a key to the op it names
+**   reductions      the reductions of the backend interface (gl_redop), in its order
 ** Called with the ops registered: a NumPy name takes its op's functions. */
 static void open_ops_table(lua_State *L, int module, int methods) {
   static const char *const alias[][2] = {
@@ -214,7 +215,7 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" },
   };
   int nalias = (int)(sizeof alias / sizeof alias[0]);
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   lua_createtable(L, GL_NUNOP, 0);
   for (int op = 0; op < GL_NUNOP; op++) {
     lua_pushstring(L, gl_unop_name[op]);
@@ -227,6 +228,12 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     lua_rawseti(L, -2, op + 1);
   }
   lua_setfield(L, -2, "binary");
+  lua_createtable(L, GL_NREDOP, 0);
+  for (int op = 0; op < GL_NREDOP; op++) {
+    lua_pushstring(L, gl_redop_name[op]);
+    lua_rawseti(L, -2, op + 1);
+  }
+  lua_setfield(L, -2, "reductions");
   lua_newtable(L);
   for (int op = 0; op < GL_NUNOP; op++)
     if (unary_inplace(op)) { lua_pushboolean(L, 1); lua_setfield(L, -2, gl_unop_name[op]); }
