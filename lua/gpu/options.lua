@@ -16,7 +16,8 @@
 -- unsupported (true or why: a key PyTorch or Keras has that is not implemented here, an
 -- error rather than silently ignored). check(opts, argn) returns a new table holding every declared key (the given
 -- value, or the default) and raises, before the caller has changed anything, on an
--- unknown key (naming the nearest known one), a wrong type or an out-of-range value:
+-- unknown key (naming the nearest known one, in the C reader's words: gpu._unknown_option),
+-- a wrong type or an out-of-range value:
 --   bad argument #2 to 'nn.Dense' (unknown option 'activaton'; did you mean 'activation'?)
 -- Every declaration, C's included, is listed in gpu._options (name -> {keys =, example =}):
 -- spec/options_spec.lua calls each example with an unknown key, so no option goes unchecked.

@@ -10,8 +10,13 @@
 ** opens (gl_lua_declare), where spec/options_spec.lua finds them: every declared
 ** function is called with an unknown key through its example.
 **
+** options.lua's reader, for the Lua parts, refuses an unknown key with the same message
+** and the same nearest-name rule: gpu._unknown_option, gpu._nearest and gpu._word_distance
+** are this file's.
+**
 ** The other argument readers of the binding live here too: shapes, axes, dtypes and
-** devices, so that each is read (and refused) one way everywhere.
+** devices, so that each is read (and refused) one way everywhere; and gpu._dtypes, the
+** dtype table for the Lua parts and the tools.
 */
 #include <ctype.h>
 #include <limits.h>
