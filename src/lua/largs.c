@@ -404,7 +404,7 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
 static void push_dtypes(lua_State *L) {
   static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
                                        [GL_KIND_FLOAT] = "float" };
-  lua_createtable(L, GL_NDTYPE, 0);
+  lua_createtable(L, GL_NDTYPE, 3 * GL_NDTYPE);         /* the names, about two aliases each */
   int t = lua_gettop(L);
   for (int d = 0; d < GL_NDTYPE; d++) {
     const gl_dtype_info *info = &gl_dtypes[d];
@@ -417,7 +417,7 @@ static void push_dtypes(lua_State *L) {
     lua_setfield(L, -2, "kind");
     lua_pushboolean(L, info->storage_only);
     lua_setfield(L, -2, "storage_only");
-    lua_newtable(L);                                       /* aliases, split at spaces */
+    lua_createtable(L, 2, 0);                              /* aliases, split at spaces */
     int k = 0;
     for (const char *p = info->aliases; *p; ) {
       size_t w = strcspn(p, " ");

@@ -234,7 +234,7 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     lua_rawseti(L, -2, op + 1);
   }
   lua_setfield(L, -2, "reductions");
-  lua_newtable(L);
+  lua_createtable(L, 0, GL_NUNOP + GL_NBINOP);
   for (int op = 0; op < GL_NUNOP; op++)
     if (unary_inplace(op)) { lua_pushboolean(L, 1); lua_setfield(L, -2, gl_unop_name[op]); }
   for (int op = 0; op < GL_NBINOP; op++)
