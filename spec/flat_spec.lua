@@ -44,11 +44,10 @@ local function same_bits(what, got, want)
   end
 end
 
-local dtypes = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
-local binops = { "add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum", "atan2", "hypot",
-                 "lt", "eq", "logical_and", "bitwise_and", "left_shift" }
-local unops = { "neg", "abs", "square", "floor", "exp", "log1p", "sqrt", "tanh", "sigmoid", "isnan", "isfinite",
-                "logical_not", "bitwise_not" }
+-- every elementwise op and dtype C has (kernels/elem_ops.h, kernels/dtypes.h)
+local unops, binops = gpu._ops.unary, gpu._ops.binary
+local dtypes = {}
+for _, d in ipairs(gpu._dtypes) do dtypes[#dtypes + 1] = d.name end
 
 describe("flat elementwise path", function()
   -- fn(...) by the flat path and by the general one: both fail alike, or agree bit for bit

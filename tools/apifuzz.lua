@@ -42,7 +42,8 @@ local function pick(t) return t[math.random(#t)] end
 -- Pools of expressions, by kind
 ---------------------------------------------------------------------------------------------
 
-local dtypes = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+local dtypes = {}                       -- every dtype C has (gpu._dtypes)
+for _, d in ipairs(gpu._dtypes) do dtypes[#dtypes + 1] = d.name end
 
 local ints = { "0", "1", "-1", "2", "3", "4", "255", "256", "-129", "1 << 31", "-(1 << 31)",
   "(1 << 31) - 1", "1 << 32", "1 << 53", "(1 << 53) + 1", "1 << 62", "-(1 << 62)", "1 << 40",
@@ -350,23 +351,33 @@ local function sigs(kinds, list)
     table.insert(sig[f], kinds)
   end
 end
-local unary = "abs neg sign square relu floor ceil round trunc exp expm1 log log1p log2 log10 sqrt rsqrt " ..
-  "reciprocal sin cos tan asin acos atan sinh cosh tanh sigmoid softplus gelu erf bitwise_not"
-local binary = "add sub mul div floordiv mod pow maximum minimum atan2 hypot"
-local bitwise = "bitwise_and bitwise_or bitwise_xor left_shift right_shift"
-sigs("A", unary .. " isnan isinf isfinite logical_not contiguous copy clone flatten m:totable detach " ..
+-- The elementwise ops by kind (kernels/elem_ops.h, as gpu._jit lists them): "name name ..."
+local function ops_of(kind_of, ...)
+  local want, out = {}, {}
+  for _, k in ipairs { ... } do want[k] = true end
+  for name, k in pairs(kind_of) do if want[k] then out[#out + 1] = name end end
+  table.sort(out)
+  return table.concat(out, " ")
+end
+local unary = ops_of(gpu._jit.unary, "US", "UF", "UB")           -- those with an in-place form
+local predicates = ops_of(gpu._jit.unary, "UP", "UL")
+local binary = ops_of(gpu._jit.binary, "BA", "BD")
+local bitwise = ops_of(gpu._jit.binary, "BB", "BS")
+local compare = ops_of(gpu._jit.binary, "BC", "BL")
+sigs("A", unary .. " " .. predicates .. " contiguous copy clone flatten m:totable detach " ..
   "meta:__unm meta:__tostring m:shuffle m:permutation r:shuffle r:permutation m:close meta:__close " ..
   unary:gsub("([%w_]+)", "%1_"))
-sigs("Z", "bitwise_not bitwise_not_ meta:__bnot")
-sigs("A B", binary .. " " .. binary:gsub("([%w_]+)", "%1_") .. " lt le gt ge eq ne logical_and logical_or " ..
-  "logical_xor meta:__add meta:__sub meta:__mul meta:__div meta:__idiv meta:__mod meta:__pow")
+local ub = ops_of(gpu._jit.unary, "UB")
+sigs("Z", ub .. " " .. ub:gsub("([%w_]+)", "%1_") .. " meta:__bnot")
+sigs("A B", binary .. " " .. binary:gsub("([%w_]+)", "%1_") .. " " .. compare .. " " ..
+  "meta:__add meta:__sub meta:__mul meta:__div meta:__idiv meta:__mod meta:__pow")
 sigs("Z Zb", bitwise .. " " .. bitwise:gsub("([%w_]+)", "%1_") .. " meta:__band meta:__bor meta:__bxor " ..
   "meta:__shl meta:__shr")
 sigs("A K", "matmul dot outer")
 sigs("one B", "meta:__lt meta:__le")
 sigs("one", "m:item")
 sigs("A", "meta:__len m:item")
-sigs("A ax o", "sum prod mean var std max min argmax argmin all any norm logsumexp sort argsort")
+sigs("A ax o", table.concat(gpu._ops.reductions, " ") .. " std sort argsort")
 sigs("A ax1 o", "cumsum cumprod sort argsort")
 sigs("A n ax1 o", "topk")
 sigs("M B B", "where")
@@ -426,6 +437,8 @@ sigs("G", "m:retain_grad m:requires_grad m:is_leaf")
 sigs("str", "set_matmul_precision set_device")
 sigs("n n n n n n n n n", "zeros ones empty rand randn")
 sigs("A n n n n n n n n n", "reshape view expand tile")
+
+for _, alias in ipairs(gpu._ops.aliases) do sig[alias] = sig[gpu._ops.aliases[alias]] end   -- NumPy's names
 
 -- Calls allowed to change their arguments when they succeed.
 local inplace = { ["meta:__newindex"] = true, ["meta:__close"] = true, ["meta:__gc"] = true, ["m:close"] = true,

@@ -3,48 +3,48 @@
 
     python3 tools/gen_fixtures.py          # rewrites spec/fixtures/*.lua
 
-The specs read only the generated .lua files, so running the tests never needs Python.
+The dtypes and the elementwise ops come from C (./gpulua tools/facts.lua, or $GPULUA); an
+op C has with no NumPy reference below stops the generator. The specs read only the
+generated .lua files, so running the tests never needs Python.
 NumPy 1.24+ is enough: NEP 50 ("weak" Python scalars, the NumPy 2 rule) is switched on
 with np._set_promotion_state where the NumPy at hand predates 2.0. bfloat16 is not a
 NumPy dtype; its rules are written out below (the same as src/core/dtype.c's table and
 ml_dtypes/PyTorch: bf16 with f16 -> f32, with bool/uint8 -> bf16, with int32/int64 ->
 f64 as NumPy does for f16).
 """
+import json
 import math
 import os
+import subprocess
 import warnings
 
 import numpy as np
+
+from luafix import num
 
 if hasattr(np, "_set_promotion_state"):
     np._set_promotion_state("weak")
 warnings.simplefilter("ignore")
 np.seterr(all="ignore")
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec", "fixtures")
-DTYPES = ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(REPO, "spec", "fixtures")
+
+
+def c_facts():
+    """The dtype and op lists as C states them (tools/facts.lua)."""
+    gpulua = os.environ.get("GPULUA", os.path.join(REPO, "gpulua"))
+    out = subprocess.run([gpulua, os.path.join(REPO, "tools", "facts.lua")], check=True, capture_output=True,
+                         text=True, cwd=REPO).stdout
+    return json.loads(out)
+
+
+FACTS = c_facts()
+DTYPES = [d["name"] for d in FACTS["dtypes"]]
 NP = {d: np.dtype(d) for d in DTYPES if d != "bfloat16"}
 
 
 # ---- Lua literals ---------------------------------------------------------------------
-
-def lua_num(v):
-    if isinstance(v, (bool, np.bool_)):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        v = int(v)
-        if v == -2**63:
-            return "math.mininteger"
-        return str(v)
-    v = float(v)
-    if math.isnan(v):
-        return "0/0"
-    if math.isinf(v):
-        return "1/0" if v > 0 else "-1/0"
-    if v == 0:
-        return "-0.0" if math.copysign(1, v) < 0 else "0.0"
-    return repr(v) if "e" in repr(v) or "." in repr(v) else repr(v) + ".0"
-
 
 def lua(v, ind=""):
     if isinstance(v, dict) and all(isinstance(x, str) for x in v.values()):
@@ -60,7 +60,7 @@ def lua(v, ind=""):
         return "{ " + ", ".join(lua(x, ind) for x in v) + " }"
     if isinstance(v, str):
         return '"%s"' % v
-    return lua_num(v)
+    return num(v)
 
 
 def write(name, comment, value):
@@ -156,7 +156,19 @@ UNARY = {
 }
 
 
+def ops_of(table, *kinds):
+    return {name for name, kind in FACTS[table].items() if kind in kinds}
+
+
+def same_ops(what, have, want):
+    """Stops the generator when C's ops and this file's references differ."""
+    if set(have) != want:
+        raise SystemExit("gen_fixtures.py: %s: C has %s without a reference here, %s are not C's"
+                         % (what, sorted(want - set(have)), sorted(set(have) - want)))
+
+
 def unary():
+    same_ops("unary math (kinds UF, US)", UNARY, ops_of("unary", "UF", "US"))
     out = {"x": INPUTS, "x32": [float(np.float32(x)) for x in INPUTS]}
     for name, f in UNARY.items():
         out[name] = {
@@ -187,6 +199,8 @@ def binary():
             "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot}
     iops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
             "floordiv": np.floor_divide, "mod": np.mod, "maximum": np.maximum, "minimum": np.minimum}
+    same_ops("binary math (kinds BA, BD)", fops, ops_of("binary", "BA", "BD"))
+    same_ops("integer binary math (kind BA less pow, which ipow covers)", iops, ops_of("binary", "BA") - {"pow"})
     pa = np.array([2, -2, 3, 0, 0, 1, -1, -1, 7, 2, 10], np.int64)
     pb = np.array([10, 3, 0, 0, 5, 100, 3, 4, 22, 63, 19], np.int64)
     out = {

@@ -28,15 +28,14 @@ local M = {}
 local CT, convert = kernel._CT, kernel._convert
 local is_array = options.is_array
 local UNARY, BINARY, MAX_ARGS = gpu._jit.unary, gpu._jit.binary, gpu._jit.max_args
-local ALIAS = {
-  negative = "neg", subtract = "sub", multiply = "mul", divide = "div", true_divide = "div",
-  floor_divide = "floordiv", remainder = "mod", power = "pow", less = "lt", less_equal = "le",
-  greater = "gt", greater_equal = "ge", equal = "eq", not_equal = "ne", arctan2 = "atan2",
-  arcsin = "asin", arccos = "acos", arctan = "atan",
-}
+local ALIAS = gpu._ops.aliases            -- NumPy names of ops, in order and name -> op
 local REDUCE = { sum = true, prod = true, mean = true, max = true, min = true }
-local CASTS = { half = "float16", bfloat16 = "bfloat16", float = "float32", double = "float64", int = "int32",
-  long = "int64", bool = "bool" }
+-- the dtype a cast method converts to (x:half(), x:float(): a method named by a dtype or an
+-- alias of one, src/lua/lshape.c), or nil
+local function cast_of(name)
+  local row = gpu._dtypes[name]
+  return type(row) == "table" and type(rawget(gpu.methods, name)) == "function" and row.name or nil
+end
 
 -- ---- the trace -----------------------------------------------------------------------------
 
@@ -176,7 +175,8 @@ Tracer.__index = function(t, key)
   if BINARY[name] then return function(a, b) return binary(name, a, b) end end
   if REDUCE[name] then return function(x, axis, opts) return reduction(name, x, axis, opts) end end
   if name == "astype" then return astype end
-  if CASTS[name] then return function(x) return astype(x, CASTS[name]) end end
+  local cast = cast_of(name)
+  if cast then return function(x) return astype(x, cast) end end
   stop("x." .. tostring(key))
 end
 Tracer.__newindex = function() stop("an assignment into an array") end
@@ -197,7 +197,8 @@ local function wrappers()
   end
   for name in pairs(UNARY) do wrap(name, function(x) return unary(name, x) end) end
   for name in pairs(BINARY) do wrap(name, function(a, b) return binary(name, a, b) end) end
-  for alias, name in pairs(ALIAS) do
+  for _, alias in ipairs(ALIAS) do
+    local name = ALIAS[alias]
     if UNARY[name] then wrap(alias, function(x) return unary(name, x) end)
     else wrap(alias, function(a, b) return binary(name, a, b) end) end
   end

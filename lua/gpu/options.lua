@@ -16,7 +16,8 @@
 -- unsupported (true or why: a key PyTorch or Keras has that is not implemented here, an
 -- error rather than silently ignored). check(opts, argn) returns a new table holding every declared key (the given
 -- value, or the default) and raises, before the caller has changed anything, on an
--- unknown key (naming the nearest known one), a wrong type or an out-of-range value:
+-- unknown key (naming the nearest known one, in the C reader's words: gpu._unknown_option),
+-- a wrong type or an out-of-range value:
 --   bad argument #2 to 'nn.Dense' (unknown option 'activaton'; did you mean 'activation'?)
 -- Every declaration, C's included, is listed in gpu._options (name -> {keys =, example =}):
 -- spec/options_spec.lua calls each example with an unknown key, so no option goes unchecked.
@@ -121,16 +122,13 @@ local function is_array(v)
 end
 M.is_array = is_array
 
-local dtype_names = {}
-for _, d in ipairs { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" } do
-  dtype_names[d] = d
-end
-for alias, d in pairs { float = "float32", double = "float64", half = "float16", long = "int64", int = "int32",
-                        byte = "uint8", bf16 = "bfloat16", fp16 = "float16", fp32 = "float32", fp64 = "float64" } do
-  dtype_names[alias] = d
-end
+-- the dtype table of C (src/core/dtype.h): each row under its name and its aliases
+local dtype_rows = gpu._dtypes
 -- dtype(v): the canonical dtype name of a name or alias ("float" -> "float32"), or nil
-function M.dtype(v) return type(v) == "string" and dtype_names[v] or nil end
+function M.dtype(v)
+  local row = type(v) == "string" and dtype_rows[v] or nil
+  return type(row) == "table" and row.name or nil
+end
 
 local function valid_device(v)
   if type(v) ~= "string" then return false end
@@ -169,20 +167,14 @@ end
 -- distance(a, b): the C reader's edit distance (Damerau-Levenshtein, adjacent swaps
 -- count one; src/lua/largs.c), one measure for every "did you mean"; words of 64 bytes
 -- or more count as far apart (1000), so a long unknown name costs nothing to compare.
-local distance = rawget(gpu, "_word_distance")
+M.distance = rawget(gpu, "_word_distance")
 
-M.distance = distance
-
--- nearest(word, candidates): the closest candidate, when close enough to be a typo.
+-- nearest(word, candidates): the closest candidate, when close enough to be a typo, as the
+-- C reader picks it (case aside); on a tie the first in sorted order.
 function M.nearest(word, candidates)
-  local best, bestd = nil, math.huge
-  local lw = word:lower()
-  for _, c in ipairs(candidates) do
-    local dd = distance(lw, c:lower())
-    if dd < bestd or (dd == bestd and best and c < best) then best, bestd = c, dd end
-  end
-  if best and bestd <= math.max(2, #word // 3) and bestd < #word then return best end
-  return nil
+  local sorted = table.move(candidates, 1, #candidates, 1, {})
+  table.sort(sorted)
+  return gpu._nearest(word, sorted)
 end
 
 -- ---- declarations ----------------------------------------------------------------------------
@@ -262,18 +254,7 @@ function Decl:check(opts, argn, fname)
     end
     for key, v in pairs(opts) do
       local k = type(key) == "string" and self.keys[key] or nil
-      if k == nil then
-        local near = type(key) == "string" and M.nearest(key, self.list) or nil
-        if type(key) ~= "string" then
-          M.argerror(fname, argn, "unexpected entry [%s] in the options table (options are named: %s)",
-            tostring(key), table.concat(self.list, ", "))
-        elseif near then
-          M.argerror(fname, argn, "unknown option '%s'; did you mean '%s'?", key, near)
-        else
-          M.argerror(fname, argn, "unknown option '%s' (%s takes: %s)", key, fname,
-            #self.list > 0 and table.concat(self.list, ", ") or "no options")
-        end
-      end
+      if k == nil then M.argerror(fname, argn, "%s", gpu._unknown_option(fname, key, self.list)) end
       if k.unsupported then
         M.argerror(fname, argn, "option '%s' is not supported%s", key,
           k.unsupported == true and "" or " (" .. k.unsupported .. ")")

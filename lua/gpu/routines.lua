@@ -3,9 +3,9 @@
 -- diagonals, triangles and comparisons (gpu.routines.basic), the NaN-ignoring reductions
 -- (gpu.routines.nan).
 --
--- src/lua/lroutines.c lists the names (gpu._routines: name -> whether x:f is a method too)
--- and installs stubs that require this part at the first call; loading it replaces the
--- stubs with the functions below.
+-- gpu.routines.names lists the names (gpu._routines: name -> whether x:f is a method too);
+-- src/lua/lroutines.c installs stubs that require this part at the first call; loading it
+-- replaces the stubs with the functions below.
 local gpu = require "gpu"
 local options = require "gpu.options"
 

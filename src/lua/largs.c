@@ -10,9 +10,16 @@
 ** opens (gl_lua_declare), where spec/options_spec.lua finds them: every declared
 ** function is called with an unknown key through its example.
 **
+** options.lua's reader, for the Lua parts, refuses an unknown key with the same message
+** and the same nearest-name rule: gpu._unknown_option, gpu._nearest and gpu._word_distance
+** are this file's.
+**
 ** The other argument readers of the binding live here too: shapes, axes, dtypes and
-** devices, so that each is read (and refused) one way everywhere.
+** devices, so that each is read (and refused) one way everywhere; and gpu._dtypes, the
+** dtype table for the Lua parts and the tools.
 */
+#include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include "lgpu.h"
@@ -45,21 +52,49 @@ static int word_distance(const char *a, const char *b) {
 
 /* gpu._word_distance(a, b): the same distance for the Lua parts (options.lua's reader,
 ** help's nearest names), so every "did you mean" measures alike. */
-int gl_lua_word_distance(lua_State *L) {
+static int l_word_distance(lua_State *L) {
   lua_pushinteger(L, word_distance(luaL_checkstring(L, 1), luaL_checkstring(L, 2)));
   return 1;
 }
 
+/* The nearest of the candidates, compared without regard to case; the first of the
+** nearest on a tie. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n) {
+  enum { N = 64 };   /* as word_distance: longer words are far from everything */
+  char lw[N], lc[N];
+  size_t len = strlen(word);
+  if (len >= N) return NULL;
+  for (size_t i = 0; i <= len; i++) lw[i] = (char)tolower((unsigned char)word[i]);
   const char *best = NULL;
   int bestd = 1000;
   for (int i = 0; i < n; i++) {
-    int dd = word_distance(word, candidates[i]);
+    size_t m = strlen(candidates[i]);
+    if (m >= N) continue;
+    for (size_t j = 0; j <= m; j++) lc[j] = (char)tolower((unsigned char)candidates[i][j]);
+    int dd = word_distance(lw, lc);
     if (dd < bestd) { best = candidates[i]; bestd = dd; }
   }
-  int len = (int)strlen(word);
-  int limit = len / 3 > 2 ? len / 3 : 2;
-  return best && bestd <= limit && bestd < len ? best : NULL;
+  int limit = (int)len / 3 > 2 ? (int)len / 3 : 2;
+  return best && bestd <= limit && bestd < (int)len ? best : NULL;
+}
+
+/* gpu._nearest(word, candidates) -> the candidate gl_lua_nearest picks, or nil: the Lua
+** parts' "did you mean" (options.nearest) is the C reader's. */
+static int l_nearest(lua_State *L) {
+  const char *word = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Unsigned n = lua_rawlen(L, 2);
+  luaL_argcheck(L, n < INT_MAX / sizeof(char *), 2, "too many candidates");
+  const char **names = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *names, 0);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, 2, (lua_Integer)i) != LUA_TSTRING) luaL_argerror(L, 2, "a list of strings expected");
+    names[i - 1] = lua_tostring(L, -1);        /* the table keeps the string */
+    lua_pop(L, 1);
+  }
+  const char *near = gl_lua_nearest(word, names, (int)n);
+  if (near) lua_pushstring(L, near);
+  else lua_pushnil(L);
+  return 1;
 }
 
 /* ---- declarations ------------------------------------------------------------------------ */
@@ -70,16 +105,46 @@ static int nkeys(const gl_optdecl *d) {
   return n;
 }
 
-/* "a, b, c": the declared keys, pushed on the stack. */
-static const char *push_key_list(lua_State *L, const gl_optdecl *d) {
+/* Why the key at slot k is refused by a declaration of fname with these names: the
+** nearest of them when close, else all of them; pushed. One message for both readers
+** (options.lua's through gpu._unknown_option). */
+static const char *push_unknown_key(lua_State *L, int k, const char *fname, const char *const *names, int n) {
   luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  for (int i = 0; d->keys[i].name; i++) {
-    if (i) luaL_addstring(&b, ", ");
-    luaL_addstring(&b, d->keys[i].name);
+  const char *key = NULL;
+  if (lua_type(L, k) == LUA_TSTRING) {
+    key = lua_tostring(L, k);
+    const char *near = gl_lua_nearest(key, names, n);
+    if (near) return lua_pushfstring(L, "unknown option '%s'; did you mean '%s'?", key, near);
   }
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < n; i++) {
+    if (i) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, names[i]);
+  }
+  if (n == 0) luaL_addstring(&b, "no options");
   luaL_pushresult(&b);
-  return lua_tostring(L, -1);
+  const char *list = lua_tostring(L, -1);
+  if (key) return lua_pushfstring(L, "unknown option '%s' (%s takes: %s)", key, fname, list);
+  lua_pushvalue(L, k);
+  return lua_pushfstring(L, "unexpected entry [%s] in the options table (%s takes: %s)", luaL_tolstring(L, -1, NULL),
+                         fname, list);
+}
+
+/* gpu._unknown_option(fname, key, names) -> the message push_unknown_key makes. */
+static int l_unknown_option(lua_State *L) {
+  const char *fname = luaL_checkstring(L, 1);
+  luaL_checkany(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 3);
+  luaL_argcheck(L, n <= 256, 3, "too many names");
+  const char *names[256];
+  for (int i = 0; i < n; i++) {
+    if (lua_rawgeti(L, 3, i + 1) != LUA_TSTRING) luaL_argerror(L, 3, "a list of strings expected");
+    names[i] = lua_tostring(L, -1);          /* the table keeps the string */
+    lua_pop(L, 1);
+  }
+  push_unknown_key(L, 2, fname, names, n);
+  return 1;
 }
 
 void gl_lua_declare(lua_State *L, const gl_optdecl *d) {
@@ -133,11 +198,6 @@ static const char *push_value_desc(lua_State *L, int v) {
     case LUA_TSTRING: return lua_pushfstring(L, "'%s'", lua_tostring(L, v));
     default: return lua_pushstring(L, gl_lua_test(L, v) ? "gpu.array" : luaL_typename(L, v));
   }
-}
-
-static int option_error(lua_State *L, int idx, const char *key, const char *fmt, const char *detail) {
-  const char *what = lua_pushfstring(L, fmt, key, detail);
-  return luaL_argerror(L, idx, what);
 }
 
 /* A number against the key's range: NaN is always out. */
@@ -274,21 +334,12 @@ void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals
       const char *key = lua_tostring(L, v - 1);
       for (int i = 0; i < n; i++)
         if (strcmp(d->keys[i].name, key) == 0) { found = i; break; }
-      if (found < 0) {
-        const char *names[64];
-        int m = n < 64 ? n : 64;
-        for (int i = 0; i < m; i++) names[i] = d->keys[i].name;
-        const char *near = gl_lua_nearest(key, names, m);
-        if (near) option_error(L, idx, key, "unknown option '%s'; did you mean '%s'?", near);
-        const char *list = n ? push_key_list(L, d) : "no options";
-        luaL_argerror(L, idx, lua_pushfstring(L, "unknown option '%s' (%s takes: %s)", key, d->name, list));
-      }
-    } else {
-      lua_pushvalue(L, v - 1);
-      const char *key = luaL_tolstring(L, -1, NULL);
-      const char *list = n ? push_key_list(L, d) : "no options";
-      luaL_argerror(L, idx, lua_pushfstring(L, "unexpected entry [%s] in the options table (%s takes: %s)", key,
-                                            d->name, list));
+    }
+    if (found < 0) {
+      const char *names[64];
+      int m = n < 64 ? n : 64;
+      for (int i = 0; i < m; i++) names[i] = d->keys[i].name;
+      luaL_argerror(L, idx, push_unknown_key(L, v - 1, d->name, names, m));
     }
     read_value(L, idx, &d->keys[found], v, &vals[found]);
     lua_settop(L, v - 1);
@@ -343,6 +394,56 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
   gl_array *a = gl_lua_test(L, idx);
   if (a) return gl_array_device(gl_lua_check(L, idx));
   return gl_lua_device(L, idx);
+}
+
+/* gpu._dtypes: the dtype table (src/core/dtype.h) for the Lua parts, specs and tools, so
+** no list of dtypes is written twice. Rows in dtype order, each
+**   { name = "float32", size = 4, kind = "float", storage_only = false, aliases = {"float", "fp32"} }
+** and every row also under its name and each of its aliases (gpu._dtypes.half is the
+** float16 row): iterate with ipairs. */
+static void push_dtypes(lua_State *L) {
+  static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
+                                       [GL_KIND_FLOAT] = "float" };
+  lua_createtable(L, GL_NDTYPE, 3 * GL_NDTYPE);         /* the names, about two aliases each */
+  int t = lua_gettop(L);
+  for (int d = 0; d < GL_NDTYPE; d++) {
+    const gl_dtype_info *info = &gl_dtypes[d];
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, info->name);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, info->size);
+    lua_setfield(L, -2, "size");
+    lua_pushstring(L, kinds[info->kind]);
+    lua_setfield(L, -2, "kind");
+    lua_pushboolean(L, info->storage_only);
+    lua_setfield(L, -2, "storage_only");
+    lua_createtable(L, 2, 0);                              /* aliases, split at spaces */
+    int k = 0;
+    for (const char *p = info->aliases; *p; ) {
+      size_t w = strcspn(p, " ");
+      if (w > 0) {
+        lua_pushlstring(L, p, w);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, ++k);
+        lua_pushvalue(L, -3);                              /* the row, under the alias */
+        lua_rawset(L, t);
+      }
+      p += w;
+      p += strspn(p, " ");
+    }
+    lua_setfield(L, -2, "aliases");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, t, info->name);
+    lua_rawseti(L, t, d + 1);
+  }
+}
+
+void gl_open_args(lua_State *L, int module) {
+  static const gl_reg funcs[] = { { "_word_distance", l_word_distance, 2 }, { "_nearest", l_nearest, 2 },
+                                  { "_unknown_option", l_unknown_option, 3 }, { NULL, NULL, 0 } };
+  gl_lua_setfuncs(L, module, funcs);
+  push_dtypes(L);
+  lua_setfield(L, module, "_dtypes");
 }
 
 /* ---- shapes --------------------------------------------------------------------------------- */

@@ -193,9 +193,10 @@ int luaopen_gpu(lua_State *L) {
   lua_setmetatable(L, -2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &arity_key);
   static const gl_reg introspection[] = {
-    { "_arity", l_arity, 2 }, { "_word_distance", gl_lua_word_distance, 2 }, { NULL, NULL, 0 }
+    { "_arity", l_arity, 2 }, { NULL, NULL, 0 }
   };
   gl_lua_setfuncs(L, module, introspection);
+  gl_open_args(L, module);
 
   lua_newtable(L);                    /* gpu._options: every options declaration (largs.c, options.lua) */
   lua_pushvalue(L, -1);
@@ -220,7 +221,6 @@ int luaopen_gpu(lua_State *L) {
   gl_open_random(L, module, methods);
   gl_open_data(L, module, methods);
   gl_open_nvtx(L, module, methods);
-  gl_open_routines(L, module, methods);
   gl_open_kernel(L, module);
   gl_open_dist(L, module);
   gl_open_hold(L, module);
@@ -248,6 +248,7 @@ int luaopen_gpu(lua_State *L) {
   lua_setmetatable(L, module);
 
   preload_lua_parts(L);
+  gl_open_routines(L, module);                       /* reads a preloaded part */
 
   return 1;
 }

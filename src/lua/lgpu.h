@@ -299,9 +299,9 @@ void gl_lua_declare(lua_State *L, const gl_optdecl *d);
 void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list);
 /* The candidate nearest to word when close enough to be a typo, else NULL. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n);
-/* gpu._word_distance(a, b): the edit distance gl_lua_nearest uses (1000: a word of 32
-** bytes or more). */
-int gl_lua_word_distance(lua_State *L);
+/* gpu._word_distance(a, b) (the edit distance gl_lua_nearest uses), gpu._nearest(word,
+** candidates) and gpu._dtypes (the dtype table). */
+void gl_open_args(lua_State *L, int module);
 /* A table with a string key (an options table, as opposed to a shape or axis list). */
 bool gl_lua_is_options(lua_State *L, int idx);
 /* The options of a function that makes arrays: d's first two keys are dtype and device
@@ -351,8 +351,12 @@ void gl_open_dist(lua_State *L, int module);
 void gl_open_fused(lua_State *L, int module, int methods);
 /* gpu.fused.lstm, gru, rnn and their backward ops (the time loops under nn.LSTM/GRU/RNN); lrnn.c. */
 void gl_open_rnn(lua_State *L, int module, int methods);
-/* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ... */
-void gl_open_routines(lua_State *L, int module, int methods);
+/* Stubs of the routines written in Lua (lroutines.c): gpu.einsum, x:trace ...; after the
+** Lua parts are preloaded and gpu.methods is set. */
+void gl_open_routines(lua_State *L, int module);
+/* Pushes a stub of the function 'name' of the Lua part 'part' ("gpu.routines"): its first
+** call requires the part and every call is passed on to part.name (lroutines.c). */
+void gl_lua_push_part_stub(lua_State *L, const char *part, const char *name);
 
 /* gpu.ElementwiseKernel, ReductionKernel, RawKernel, RawModule, fuse (stubs of the Lua
 ** part gpu.kernel) and gpu._jit; lkernel.c. */

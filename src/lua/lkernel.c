@@ -353,28 +353,10 @@ static int jit_raw(lua_State *L) {
   return 0;
 }
 
-/* gpu.ElementwiseKernel & co. before the Lua part is loaded: require it, pass the call on
-** (upvalue 1: the name). */
-static int kernel_stub(lua_State *L) {
-  const char *name = lua_tostring(L, lua_upvalueindex(1));
-  int nargs = lua_gettop(L);
-  lua_getglobal(L, "require");
-  if (lua_isnil(L, -1)) return luaL_error(L, "gpu.%s: 'require' is not available", name);
-  lua_pushliteral(L, "gpu.kernel");
-  lua_call(L, 1, 1);
-  if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, name) != LUA_TFUNCTION)
-    return luaL_error(L, "gpu.%s: gpu.kernel does not define it", name);
-  lua_remove(L, -2);
-  lua_insert(L, 1);
-  lua_call(L, nargs, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
 void gl_open_kernel(lua_State *L, int module) {
   static const char *const names[] = { "ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule", "fuse", NULL };
-  for (int i = 0; names[i]; i++) {
-    lua_pushstring(L, names[i]);
-    lua_pushcclosure(L, kernel_stub, 1);
+  for (int i = 0; names[i]; i++) {          /* until gpu.kernel is loaded: stubs that load it */
+    gl_lua_push_part_stub(L, "gpu.kernel", names[i]);
     lua_setfield(L, module, names[i]);
   }
   static const gl_reg jit[] = { { "compile", jit_compile, 1 }, { "launch", jit_launch, 5 }, { "raw", jit_raw, 6 },

@@ -167,6 +167,18 @@ static const gl_reg math_funcs[] = {
   { NULL, NULL, 0 }
 };
 
+/* Which ops have an in-place form: not those whose result is bool (predicates, comparisons,
+** logic), which could not be stored back into most inputs. */
+static bool unary_inplace(int op) {
+  gl_opkind k = (gl_opkind)gl_unop_kind[op];
+  return k == GL_K_US || k == GL_K_UF || k == GL_K_UB;
+}
+
+static bool binary_inplace(int op) {
+  gl_opkind k = (gl_opkind)gl_binop_kind[op];
+  return k != GL_K_BC && k != GL_K_BL;
+}
+
 /* Registers one closure per op under 'name' (and name_ for the in-place form) in both
 ** the module and the methods table. */
 static void add_op(lua_State *L, int module, int methods, const char *name, int op, int nargs,
@@ -187,6 +199,62 @@ static void add_op(lua_State *L, int module, int methods, const char *name, int 
   }
 }
 
+/* gpu._ops: the ops as C lists them, for the specs, tools and the generated tables of
+** doc/API.md and README.md:
+**   unary, binary   the elementwise ops, in kernels/elem_ops.h's order
+**   inplace         name -> true for an elementwise op with an in-place form f_
+**   aliases         NumPy's names in order, and each also as a key to the op it names
+**   reductions      the reductions of the backend interface (gl_redop), in its order
+** Called with the ops registered: a NumPy name takes its op's functions. */
+static void open_ops_table(lua_State *L, int module, int methods) {
+  static const char *const alias[][2] = {
+    { "negative", "neg" }, { "subtract", "sub" }, { "multiply", "mul" }, { "divide", "div" },
+    { "true_divide", "div" }, { "floor_divide", "floordiv" }, { "remainder", "mod" },
+    { "power", "pow" }, { "less", "lt" }, { "less_equal", "le" }, { "greater", "gt" },
+    { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
+    { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" },
+  };
+  int nalias = (int)(sizeof alias / sizeof alias[0]);
+  lua_createtable(L, 0, 5);
+  lua_createtable(L, GL_NUNOP, 0);
+  for (int op = 0; op < GL_NUNOP; op++) {
+    lua_pushstring(L, gl_unop_name[op]);
+    lua_rawseti(L, -2, op + 1);
+  }
+  lua_setfield(L, -2, "unary");
+  lua_createtable(L, GL_NBINOP, 0);
+  for (int op = 0; op < GL_NBINOP; op++) {
+    lua_pushstring(L, gl_binop_name[op]);
+    lua_rawseti(L, -2, op + 1);
+  }
+  lua_setfield(L, -2, "binary");
+  lua_createtable(L, GL_NREDOP, 0);
+  for (int op = 0; op < GL_NREDOP; op++) {
+    lua_pushstring(L, gl_redop_name[op]);
+    lua_rawseti(L, -2, op + 1);
+  }
+  lua_setfield(L, -2, "reductions");
+  lua_createtable(L, 0, GL_NUNOP + GL_NBINOP);
+  for (int op = 0; op < GL_NUNOP; op++)
+    if (unary_inplace(op)) { lua_pushboolean(L, 1); lua_setfield(L, -2, gl_unop_name[op]); }
+  for (int op = 0; op < GL_NBINOP; op++)
+    if (binary_inplace(op)) { lua_pushboolean(L, 1); lua_setfield(L, -2, gl_binop_name[op]); }
+  lua_setfield(L, -2, "inplace");
+  lua_createtable(L, nalias, nalias);
+  for (int i = 0; i < nalias; i++) {
+    lua_getfield(L, module, alias[i][1]);
+    lua_setfield(L, module, alias[i][0]);
+    lua_getfield(L, methods, alias[i][1]);
+    lua_setfield(L, methods, alias[i][0]);
+    lua_pushstring(L, alias[i][0]);
+    lua_rawseti(L, -2, i + 1);
+    lua_pushstring(L, alias[i][1]);
+    lua_setfield(L, -2, alias[i][0]);
+  }
+  lua_setfield(L, -2, "aliases");
+  lua_setfield(L, module, "_ops");
+}
+
 void gl_open_math(lua_State *L, int module, int methods, int meta) {
   /* the operators dispatch under the names of their functions (x + y is "add") */
   for (int i = 0; math_meta[i].name; i++) {
@@ -195,28 +263,9 @@ void gl_open_math(lua_State *L, int module, int methods, int meta) {
     lua_setfield(L, meta, math_meta[i].name);
   }
   gl_lua_setboth(L, module, methods, math_funcs);
-  for (int op = 0; op < GL_NUNOP; op++) {
-    gl_opkind k = (gl_opkind)gl_unop_kind[op];
-    bool inplace = k == GL_K_US || k == GL_K_UF || k == GL_K_UB;
-    add_op(L, module, methods, gl_unop_name[op], op, 1, l_unary, inplace ? l_unary_ : NULL);
-  }
-  for (int op = 0; op < GL_NBINOP; op++) {
-    gl_opkind k = (gl_opkind)gl_binop_kind[op];
-    bool inplace = k != GL_K_BC && k != GL_K_BL;
-    add_op(L, module, methods, gl_binop_name[op], op, 2, l_binary, inplace ? l_binary_ : NULL);
-  }
-  /* familiar aliases */
-  static const char *const alias[][2] = {
-    { "negative", "neg" }, { "subtract", "sub" }, { "multiply", "mul" }, { "divide", "div" },
-    { "true_divide", "div" }, { "floor_divide", "floordiv" }, { "remainder", "mod" },
-    { "power", "pow" }, { "less", "lt" }, { "less_equal", "le" }, { "greater", "gt" },
-    { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
-    { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" },
-  };
-  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
-    lua_getfield(L, module, alias[i][1]);
-    lua_setfield(L, module, alias[i][0]);
-    lua_getfield(L, methods, alias[i][1]);
-    lua_setfield(L, methods, alias[i][0]);
-  }
+  for (int op = 0; op < GL_NUNOP; op++)
+    add_op(L, module, methods, gl_unop_name[op], op, 1, l_unary, unary_inplace(op) ? l_unary_ : NULL);
+  for (int op = 0; op < GL_NBINOP; op++)
+    add_op(L, module, methods, gl_binop_name[op], op, 2, l_binary, binary_inplace(op) ? l_binary_ : NULL);
+  open_ops_table(L, module, methods);
 }
