@@ -36,10 +36,9 @@ end
 
 for name, method in pairs(gpu._routines) do
   local f = M[name]
-  if f then
-    gpu[name] = f
-    if method then gpu.methods[name] = f end
-  end
+  assert(f, "gpu.routines.names lists " .. name .. ", which no part of gpu.routines defines")
+  gpu[name] = f
+  if method then gpu.methods[name] = f end
 end
 
 return M
