@@ -502,33 +502,45 @@ static double sv_round(const sv_ctx *c, double v) { return sv_single(c) ? (doubl
 ** matrices (SV_JACOBI_MAX), potrfBatched, else one call per matrix, each writing its own
 ** info code; the codes are read back once per call (sv_first_bad). */
 
-/* ---- SOLVE: getrf of a as is (cuSOLVER factors a^T), getrs with OP_T solves
-** (a^T)^T x = a x = b; b goes in and x comes out through a column-major scratch. One
-** pivot vector and one workspace serve the whole batch: the stream orders the calls. */
-static gl_status sv_solve(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
-  const gl_array *a = g->in[0], *b = g->in[1], *x = g->out[0];
-  int n = (int)a->shape[a->ndim - 1], k = (int)b->shape[b->ndim - 1], lwork = 0;
-  int64_t B = sv_batch(a), an = (int64_t)n * n, bn = (int64_t)n * k;
-  if (B == 0 || n == 0) return GL_OK;
-  void *lu, *rhs, *work;
-  int *ipiv, *info2;
-  sv_status st;
+/* For each of the B n x n matrices of a (C order, so cuSOLVER reads a^T): getrf into
+** scratch, then getrs with op on that matrix's n x k right-hand sides in rhs (column-major,
+** ld n, one block after another), which become the solutions; getrf's info codes go to
+** st. One pivot vector and one workspace serve the whole batch: the stream orders the
+** calls. */
+static gl_status sv_lu_solve(sv_ctx *c, const gl_array *a, int64_t B, int n, int k, cublasOperation_t op,
+                             void *rhs, sv_status *st) {
+  int64_t an = (int64_t)n * n, bn = (int64_t)n * k;
+  int lwork = 0, *ipiv, *info2;
+  void *lu, *work;
   GL_TRY(sv_elems(c, B * an, &lu));
-  GL_TRY(sv_elems(c, B * bn, &rhs));
   GL_TRY(sv_scratch(c, sizeof(int) * (size_t)(n + 1), (void **)&ipiv));
   info2 = ipiv + n;
-  GL_TRY(sv_status_new(c, B, false, &st));
   GL_TRY(sv_getrf_bufferSize(c, n, n, lu, n, &lwork));
   GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
   GL_TRY(sv_d2d(c, lu, sv_data(a), c->esz * (size_t)(B * an)));
-  const int64_t cmaj[3] = { bn, 1, n }, rmaj[3] = { bn, k, 1 };
-  GL_TRY(sv_copy(c, c->dt, B, n, k, rhs, cmaj, sv_data(b), rmaj));
   for (int64_t i = 0; i < B; i++) {
     GL_TRY(gl_interrupt_check());
-    GL_TRY(sv_getrf(c, n, n, sv_at(c, lu, i * an), n, work, ipiv, st.info + i));
-    if (k > 0) GL_TRY(sv_getrs(c, CUBLAS_OP_T, n, k, sv_at(c, lu, i * an), n, ipiv, sv_at(c, rhs, i * bn), n, info2));
+    GL_TRY(sv_getrf(c, n, n, sv_at(c, lu, i * an), n, work, ipiv, st->info + i));
+    if (k > 0) GL_TRY(sv_getrs(c, op, n, k, sv_at(c, lu, i * an), n, ipiv, sv_at(c, rhs, i * bn), n, info2));
   }
-  GL_TRY(sv_copy(c, c->dt, B, n, k, sv_data(x), rmaj, rhs, cmaj));
+  return GL_OK;
+}
+
+/* ---- SOLVE: getrf of a as is (cuSOLVER factors a^T), getrs with OP_T solves
+** (a^T)^T x = a x = b; b goes in and x comes out through a column-major scratch. */
+static gl_status sv_solve(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0], *b = g->in[1];
+  int n = (int)a->shape[a->ndim - 1], k = (int)b->shape[b->ndim - 1];
+  int64_t B = sv_batch(a), bn = (int64_t)n * k;
+  if (B == 0 || n == 0) return GL_OK;
+  void *rhs;
+  sv_status st;
+  GL_TRY(sv_elems(c, B * bn, &rhs));
+  GL_TRY(sv_status_new(c, B, false, &st));
+  const int64_t cmaj[3] = { bn, 1, n }, rmaj[3] = { bn, k, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, n, k, rhs, cmaj, sv_data(b), rmaj));
+  GL_TRY(sv_lu_solve(c, a, B, n, k, CUBLAS_OP_T, rhs, &st));
+  GL_TRY(sv_copy(c, c->dt, B, n, k, sv_data(g->out[0]), rmaj, rhs, cmaj));
   return sv_first_bad(c, &st, bad);
 }
 
@@ -536,25 +548,14 @@ static gl_status sv_solve(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
 ** a^T Y = I into the output, which read in C order is Y^T = a^-1. */
 static gl_status sv_inv(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
   const gl_array *a = g->in[0];
-  int n = (int)a->shape[a->ndim - 1], lwork = 0;
-  int64_t B = sv_batch(a), an = (int64_t)n * n;
+  int n = (int)a->shape[a->ndim - 1];
+  int64_t B = sv_batch(a);
   if (B == 0 || n == 0) return GL_OK;
-  void *lu, *work, *X = sv_data(g->out[0]);
-  int *ipiv, *info2;
+  void *X = sv_data(g->out[0]);
   sv_status st;
-  GL_TRY(sv_elems(c, B * an, &lu));
-  GL_TRY(sv_scratch(c, sizeof(int) * (size_t)(n + 1), (void **)&ipiv));
-  info2 = ipiv + n;
   GL_TRY(sv_status_new(c, B, false, &st));
-  GL_TRY(sv_getrf_bufferSize(c, n, n, lu, n, &lwork));
-  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
-  GL_TRY(sv_d2d(c, lu, sv_data(a), c->esz * (size_t)(B * an)));
   GL_TRY(sv_eye(c, c->dt, B, n, n, X));
-  for (int64_t i = 0; i < B; i++) {
-    GL_TRY(gl_interrupt_check());
-    GL_TRY(sv_getrf(c, n, n, sv_at(c, lu, i * an), n, work, ipiv, st.info + i));
-    GL_TRY(sv_getrs(c, CUBLAS_OP_N, n, n, sv_at(c, lu, i * an), n, ipiv, sv_at(c, X, i * an), n, info2));
-  }
+  GL_TRY(sv_lu_solve(c, a, B, n, n, CUBLAS_OP_N, X, &st));
   return sv_first_bad(c, &st, bad);
 }
 
