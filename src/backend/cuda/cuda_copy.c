@@ -116,47 +116,51 @@ static gl_status staged_to_host(int index, cudaStream_t s, char *dst, const char
   return k > 0 ? drain_slot(index, k - 1, dst + prev_off, prev_c) : GL_OK;
 }
 
+/* A large copy through the pinned slots, when they can be had; *used says whether they were. */
+static gl_status staged_copy(int index, cudaStream_t s, char *dst, const char *src, size_t n, bool to_device,
+                             bool *used) {
+  gl_status st = GL_OK;
+  pthread_mutex_lock(&staging_lock);
+  *used = staging_ready(index);
+  if (*used) st = to_device ? staged_to_device(index, s, dst, src, n) : staged_to_host(index, s, dst, src, n);
+  pthread_mutex_unlock(&staging_lock);
+  return st;
+}
+
+/* A copy straight from or into pageable host memory, after the stream's queued work. */
+static gl_status direct_copy(int index, cudaStream_t s, void *dst, const void *src, size_t n,
+                             enum cudaMemcpyKind kind, const char *what) {
+  GL_TRY(gl_cuda_wait(index, s, NULL, what));
+  GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, kind, s), what));
+  return gl_cuda_check(index, cudaStreamSynchronize(s), what);
+}
+
 gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n) {
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
   if (n == 0) return GL_OK;
-  int index = dev.index;
   GL_CUDA_COUNT(d2h_copies, 1);
   GL_CUDA_COUNT(d2h_bytes, n);
   if (n > DIRECT_MAX) {
-    pthread_mutex_lock(&staging_lock);
-    gl_status st = GL_EINVAL;
-    bool staged = staging_ready(index);
-    if (staged) st = staged_to_host(index, s, dst, src, n);
-    pthread_mutex_unlock(&staging_lock);
-    if (staged) return st;
+    bool used;
+    gl_status st = staged_copy(dev.index, s, dst, src, n, false, &used);
+    if (used) return st;
   }
-  GL_TRY(gl_cuda_wait(index, s, NULL, "to host"));
-  GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s), "to host"));
-  return gl_cuda_check(index, cudaStreamSynchronize(s), "to host");
+  return direct_copy(dev.index, s, dst, src, n, cudaMemcpyDeviceToHost, "to host");
 }
 
 gl_status gl_cuda_from_host(gl_device dev, void *dst, const void *src, size_t n) {
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
   if (n == 0) return GL_OK;
-  int index = dev.index;
   GL_CUDA_COUNT(h2d_copies, 1);
   GL_CUDA_COUNT(h2d_bytes, n);
   if (n > DIRECT_MAX) {
-    pthread_mutex_lock(&staging_lock);
-    gl_status st = GL_EINVAL;
-    bool staged = staging_ready(index);
-    if (staged) st = staged_to_device(index, s, dst, src, n);
-    pthread_mutex_unlock(&staging_lock);
-    if (staged) {
-      if (st == GL_OK && gl_cuda_sync_each()) st = gl_cuda_wait(index, s, NULL, "to device");
-      return st;
-    }
+    bool used;
+    gl_status st = staged_copy(dev.index, s, dst, src, n, true, &used);
+    if (used) return st == GL_OK && gl_cuda_sync_each() ? gl_cuda_wait(dev.index, s, NULL, "to device") : st;
   }
-  GL_TRY(gl_cuda_wait(index, s, NULL, "to device"));
-  GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s), "to device"));
-  return gl_cuda_check(index, cudaStreamSynchronize(s), "to device");
+  return direct_copy(dev.index, s, dst, src, n, cudaMemcpyHostToDevice, "to device");
 }
 
 /* ---- copy, fill, arange -------------------------------------------------------------------- */
