@@ -54,6 +54,21 @@ static struct {
   __typeof__(cuGetErrorName) *error_name;
 } drv = { .once = PTHREAD_ONCE_INIT };
 
+static const gl_cuda_entry nv_entries[] = {
+  { "nvrtcCreateProgram", &nv.create }, { "nvrtcCompileProgram", &nv.compile },
+  { "nvrtcGetProgramLogSize", &nv.log_size }, { "nvrtcGetProgramLog", &nv.log },
+  { "nvrtcGetCUBINSize", &nv.cubin_size }, { "nvrtcGetCUBIN", &nv.cubin },
+  { "nvrtcGetPTXSize", &nv.ptx_size }, { "nvrtcGetPTX", &nv.ptx }, { "nvrtcDestroyProgram", &nv.destroy },
+  { "nvrtcGetErrorString", &nv.error_string }, { "nvrtcVersion", &nv.version },
+  { "nvrtcGetNumSupportedArchs", &nv.num_archs }, { "nvrtcGetSupportedArchs", &nv.archs },
+};
+
+static const gl_cuda_entry drv_entries[] = {
+  { "cuModuleLoadData", &drv.module_load }, { "cuModuleGetFunction", &drv.get_function },
+  { "cuLaunchKernel", &drv.launch }, { "cuFuncSetAttribute", &drv.set_attribute },
+  { "cuFuncGetAttribute", &drv.get_attribute }, { "cuGetErrorName", &drv.error_name },
+};
+
 /* Where libnvrtc.so.13 is, searched as the dynamic loader would in the usual places
 ** (LD_LIBRARY_PATH, the toolkit, the system's directories), so a process that finds its
 ** kernels in the disk cache can key them without loading NVRTC (~20 ms): its real path,
@@ -97,21 +112,7 @@ static void nv_load(void) {
     snprintf(nv.why, sizeof nv.why, "cannot load NVRTC (libnvrtc.so.13): %s", e ? e : "not found");
     return;
   }
-  gl_cuda_sym(h, &nv.create, "nvrtcCreateProgram");
-  gl_cuda_sym(h, &nv.compile, "nvrtcCompileProgram");
-  gl_cuda_sym(h, &nv.log_size, "nvrtcGetProgramLogSize");
-  gl_cuda_sym(h, &nv.log, "nvrtcGetProgramLog");
-  gl_cuda_sym(h, &nv.cubin_size, "nvrtcGetCUBINSize");
-  gl_cuda_sym(h, &nv.cubin, "nvrtcGetCUBIN");
-  gl_cuda_sym(h, &nv.ptx_size, "nvrtcGetPTXSize");
-  gl_cuda_sym(h, &nv.ptx, "nvrtcGetPTX");
-  gl_cuda_sym(h, &nv.destroy, "nvrtcDestroyProgram");
-  gl_cuda_sym(h, &nv.error_string, "nvrtcGetErrorString");
-  gl_cuda_sym(h, &nv.version, "nvrtcVersion");
-  gl_cuda_sym(h, &nv.num_archs, "nvrtcGetNumSupportedArchs");
-  gl_cuda_sym(h, &nv.archs, "nvrtcGetSupportedArchs");
-  if (!nv.create || !nv.compile || !nv.log_size || !nv.log || !nv.cubin_size || !nv.cubin || !nv.ptx_size || !nv.ptx ||
-      !nv.destroy || !nv.error_string || !nv.version || !nv.num_archs || !nv.archs) {
+  if (gl_cuda_syms(h, nv_entries, sizeof nv_entries / sizeof nv_entries[0]) != NULL) {
     snprintf(nv.why, sizeof nv.why, "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)");
     return;
   }
@@ -136,14 +137,7 @@ static void drv_load(void) {
     snprintf(drv.why, sizeof drv.why, "cannot load the CUDA driver (libcuda.so.1): %s", e ? e : "not found");
     return;
   }
-  gl_cuda_sym(h, &drv.module_load, "cuModuleLoadData");
-  gl_cuda_sym(h, &drv.get_function, "cuModuleGetFunction");
-  gl_cuda_sym(h, &drv.launch, "cuLaunchKernel");
-  gl_cuda_sym(h, &drv.set_attribute, "cuFuncSetAttribute");
-  gl_cuda_sym(h, &drv.get_attribute, "cuFuncGetAttribute");
-  gl_cuda_sym(h, &drv.error_name, "cuGetErrorName");
-  if (!drv.module_load || !drv.get_function || !drv.launch || !drv.set_attribute || !drv.get_attribute ||
-      !drv.error_name) {
+  if (gl_cuda_syms(h, drv_entries, sizeof drv_entries / sizeof drv_entries[0]) != NULL) {
     snprintf(drv.why, sizeof drv.why, "the CUDA driver lacks an entry point gpulua needs");
     return;
   }

@@ -52,11 +52,9 @@ static struct {
 
 static cusolverDnHandle_t sv_handles[GL_CUDA_MAXDEV];
 
-/* Each entry point: its name in libcusolver and the function-pointer field it fills. */
-typedef struct sv_entry { const char *name; void *field; } sv_entry;
 #define SV_ENTRY_S(P, f) { "cusolverDn" #P #f, &sv.s.f },
 #define SV_ENTRY_D(P, f) { "cusolverDn" #P #f, &sv.d.f },
-static const sv_entry sv_entries[] = {
+static const gl_cuda_entry sv_entries[] = {
   { "cusolverDnCreate", &sv.create }, { "cusolverDnDestroy", &sv.destroy },
   { "cusolverDnSetStream", &sv.set_stream },
   { "cusolverDnCreateGesvdjInfo", &sv.gesvdj_new }, { "cusolverDnDestroyGesvdjInfo", &sv.gesvdj_free },
@@ -74,13 +72,10 @@ static void sv_load(void) {
              e ? e : "not found");
     return;
   }
-  for (size_t i = 0; i < sizeof sv_entries / sizeof sv_entries[0]; i++) {
-    void *p = dlsym(h, sv_entries[i].name);
-    if (p == NULL) {
-      snprintf(sv.why, sizeof sv.why, "cuSOLVER (libcusolver.so.12) lacks %s", sv_entries[i].name);
-      return;
-    }
-    memcpy(sv_entries[i].field, &p, sizeof p);   /* a defined void * to function pointer */
+  const char *missing = gl_cuda_syms(h, sv_entries, sizeof sv_entries / sizeof sv_entries[0]);
+  if (missing != NULL) {
+    snprintf(sv.why, sizeof sv.why, "cuSOLVER (libcusolver.so.12) lacks %s", missing);
+    return;
   }
   sv.ok = true;
 }
