@@ -253,11 +253,21 @@ static gl_status dnn_conv_geom(const char *fn, const int64_t *xs, const int64_t 
 
 typedef enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER } conv_dir;
 
+/* The two operands of a convolution direction: on one device, a float a, b of a's dtype. */
+static gl_status dnn_conv_operands(const char *fn, const gl_array *a, const char *aname, const gl_array *b,
+                                   const char *bname) {
+  GL_TRY(dnn_same_device(fn, a, b, bname));
+  GL_TRY(dnn_float(fn, a, aname, true));
+  return dnn_same_dtype(fn, a, b, bname, (gl_dtype)a->dtype);
+}
+
 /* The checked operands a, b of a convolution direction (fwd: x, w; bwd_data: dy, w;
 ** bwd_filter: x, dy) made contiguous, out (oshape, a's dtype and device) allocated and
-** computed; an empty operand gives zeros. */
-static gl_status dnn_conv_run(const gl_dnn *dnn, conv_dir dir, gl_array *out, const gl_array *a, const gl_array *b,
+** computed by the device's library; an empty operand gives zeros. */
+static gl_status dnn_conv_run(const char *fn, conv_dir dir, gl_array *out, const gl_array *a, const gl_array *b,
                               const int64_t *oshape, const gl_dnn_conv *c) {
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(a), (gl_dtype)a->dtype, GL_DNN_CONV, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_status st = dnn_contig(&g, 0, a);
@@ -279,24 +289,18 @@ static gl_status dnn_conv_run(const gl_dnn *dnn, conv_dir dir, gl_array *out, co
 
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
   const char *fn = "conv2d";
-  GL_TRY(dnn_same_device(fn, x, w, "weight"));
-  GL_TRY(dnn_float(fn, x, "input", true));
-  GL_TRY(dnn_same_dtype(fn, x, w, "weight", (gl_dtype)x->dtype));
+  GL_TRY(dnn_conv_operands(fn, x, "input", w, "weight"));
   GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
   GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, x->shape, w->shape, c, ys));
-  const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_CONV, &dnn));
-  return dnn_conv_run(dnn, CONV_FWD, out, x, w, ys, c);
+  return dnn_conv_run(fn, CONV_FWD, out, x, w, ys, c);
 }
 
 gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_array *w, const int64_t *xshape,
                                     const gl_dnn_conv *c) {
   const char *fn = "conv2d_backward_data";
-  GL_TRY(dnn_same_device(fn, dy, w, "weight"));
-  GL_TRY(dnn_float(fn, dy, "grad_output", true));
-  GL_TRY(dnn_same_dtype(fn, dy, w, "weight", (gl_dtype)dy->dtype));
+  GL_TRY(dnn_conv_operands(fn, dy, "grad_output", w, "weight"));
   GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
   for (int i = 0; i < 4; i++)
     if (xshape[i] < (i < 2 ? 0 : 1))
@@ -306,17 +310,13 @@ gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, xshape, w->shape, c, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
-  const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(dy), (gl_dtype)dy->dtype, GL_DNN_CONV, &dnn));
-  return dnn_conv_run(dnn, CONV_BWD_DATA, out, dy, w, xshape, c);
+  return dnn_conv_run(fn, CONV_BWD_DATA, out, dy, w, xshape, c);
 }
 
 gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl_array *dy, const int64_t *wshape,
                                       const gl_dnn_conv *c) {
   const char *fn = "conv2d_backward_filter";
-  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
-  GL_TRY(dnn_float(fn, x, "input", true));
-  GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
+  GL_TRY(dnn_conv_operands(fn, x, "input", dy, "grad_output"));
   GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
   for (int i = 0; i < 4; i++)
     if (wshape[i] < 1) return gl_fail(GL_EINVAL, "%s: weight_shape must be {out, in/groups, kh, kw} of positive sizes", fn);
@@ -325,9 +325,7 @@ gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, x->shape, wshape, c, ys));
   GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
-  const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_CONV, &dnn));
-  return dnn_conv_run(dnn, CONV_BWD_FILTER, out, x, dy, wshape, c);
+  return dnn_conv_run(fn, CONV_BWD_FILTER, out, x, dy, wshape, c);
 }
 
 /* Pooling geometry: no dilation, padding at most half the window (so no window is all
