@@ -101,21 +101,31 @@ static gl_status rtc_identity(char *buf, size_t len) {
   return GL_OK;
 }
 
+/* The entries of library h (NULL: it did not open, dlerror says why), resolved; false,
+** with 'why' saying what failed, when it did not open or lacks an entry. */
+static bool resolve(void *h, const char *lib, const gl_cuda_entry *e, size_t n, const char *lacks, char *why,
+                    size_t whylen) {
+  if (h == NULL) {
+    const char *err = dlerror();
+    snprintf(why, whylen, "cannot load %s: %s", lib, err ? err : "not found");
+    return false;
+  }
+  if (gl_cuda_syms(h, e, n) != NULL) {
+    snprintf(why, whylen, "%s", lacks);
+    return false;
+  }
+  return true;
+}
+
 static void nv_load(void) {
   pthread_once(&nv_found_once, nv_find);
   void *h = nv_path[0] ? dlopen(nv_path, RTLD_NOW | RTLD_LOCAL) : NULL;
   if (h == NULL) h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libnvrtc.so.12", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    const char *e = dlerror();
-    snprintf(nv.why, sizeof nv.why, "cannot load NVRTC (libnvrtc.so.13): %s", e ? e : "not found");
+  if (!resolve(h, "NVRTC (libnvrtc.so.13)", nv_entries, sizeof nv_entries / sizeof nv_entries[0],
+               "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)", nv.why, sizeof nv.why))
     return;
-  }
-  if (gl_cuda_syms(h, nv_entries, sizeof nv_entries / sizeof nv_entries[0]) != NULL) {
-    snprintf(nv.why, sizeof nv.why, "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)");
-    return;
-  }
   if (nv.version(&nv.major, &nv.minor) != NVRTC_SUCCESS) {
     snprintf(nv.why, sizeof nv.why, "nvrtcVersion failed");
     return;
@@ -132,16 +142,8 @@ static void nv_load(void) {
 
 static void drv_load(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    const char *e = dlerror();
-    snprintf(drv.why, sizeof drv.why, "cannot load the CUDA driver (libcuda.so.1): %s", e ? e : "not found");
-    return;
-  }
-  if (gl_cuda_syms(h, drv_entries, sizeof drv_entries / sizeof drv_entries[0]) != NULL) {
-    snprintf(drv.why, sizeof drv.why, "the CUDA driver lacks an entry point gpulua needs");
-    return;
-  }
-  drv.ok = true;
+  drv.ok = resolve(h, "the CUDA driver (libcuda.so.1)", drv_entries, sizeof drv_entries / sizeof drv_entries[0],
+                   "the CUDA driver lacks an entry point gpulua needs", drv.why, sizeof drv.why);
 }
 
 static gl_status nv_ready(void) {
