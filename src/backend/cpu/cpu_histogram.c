@@ -42,7 +42,7 @@ static inline int64_t bin_of(double v, const double *e, int64_t nb, int mode, do
 /* Elements [lo, hi) of x into ci (counts) or cw (weights w summed). */
 typedef void (*hist_fn)(const void *x, int64_t lo, int64_t hi, const double *w, const double *e,
                         int64_t nb, int mode, double scale, int64_t *ci, double *cw);
-/* Element i, of value v, into its bin: counted (ci) or weighted (cw). */
+/* Element i, of value v, into its bin: counted (cw NULL) or weighted. */
 static inline void hist_add(double v, int64_t i, const double *w, const double *e, int64_t nb, int mode,
                             double scale, int64_t *ci, double *cw) {
   int64_t k = bin_of(v, e, nb, mode, scale);
@@ -51,18 +51,19 @@ static inline void hist_add(double v, int64_t i, const double *w, const double *
   else ci[k]++;
 }
 
-/* One function per dtype row, with a loop per mode (the mode a constant in each). */
+/* One function per dtype row, with a loop for each mode, counted or weighted (the mode and
+** the choice constants in each, so each loop is its own). */
 #define HIST_DEF(E, id, S, kind, half, CT, ...) HIST_DEF_(id, S, GL_DT_WIDEN_##half)
 #define HIST_DEF_(DN, S, LOAD)                                                                    \
   static void hist_##DN(const void *x_, int64_t lo, int64_t hi, const double *w, const double *e,    \
                         int64_t nb, int mode, double scale, int64_t *ci, double *cw) {             \
     const S *x = x_;                                                                              \
-    if (mode == BIN_UNIFORM)                                                                      \
-      for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_UNIFORM, scale, ci, cw); \
-    else if (mode == BIN_SEARCH)                                                                  \
-      for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_SEARCH, scale, ci, cw); \
-    else                                                                                          \
-      for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, ci, cw); \
+    if (mode == BIN_UNIFORM && cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_UNIFORM, scale, NULL, cw); \
+    else if (mode == BIN_UNIFORM) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_UNIFORM, scale, ci, NULL); \
+    else if (mode == BIN_SEARCH && cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_SEARCH, scale, NULL, cw); \
+    else if (mode == BIN_SEARCH) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_SEARCH, scale, ci, NULL); \
+    else if (cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, NULL, cw); \
+    else for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, ci, NULL); \
   }
 GL_DTYPE_LIST(HIST_DEF)
 #undef HIST_DEF
