@@ -287,6 +287,25 @@ static gl_status dnn_conv_run(const char *fn, conv_dir dir, gl_array *out, const
   return st;
 }
 
+/* A backward direction's given shape (the input's or the weight's): each extent at least
+** least[i], and its bytes countable, before the geometry's arithmetic (H + 2 * pad,
+** in/groups x groups) can overflow on it. */
+static gl_status dnn_given_shape(const char *fn, const int64_t *shape, const int64_t least[4], const char *rule,
+                                 gl_dtype dt) {
+  for (int i = 0; i < 4; i++)
+    if (shape[i] < least[i]) return gl_fail(GL_EINVAL, "%s: %s", fn, rule);
+  size_t nbytes;
+  return gl_shape_nbytes(4, shape, dt, &nbytes);
+}
+
+/* dy must have the forward output's shape for input xshape and weight wshape. */
+static gl_status dnn_dy_shape(const char *fn, const gl_array *dy, const int64_t *xshape, const int64_t *wshape,
+                              const gl_dnn_conv *c) {
+  int64_t ys[4];
+  GL_TRY(dnn_conv_geom(fn, xshape, wshape, c, ys));
+  return dnn_shape(fn, dy, "grad_output", 4, ys);
+}
+
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
   const char *fn = "conv2d";
   GL_TRY(dnn_conv_operands(fn, x, "input", w, "weight"));
@@ -302,14 +321,10 @@ gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_
   const char *fn = "conv2d_backward_data";
   GL_TRY(dnn_conv_operands(fn, dy, "grad_output", w, "weight"));
   GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
-  for (int i = 0; i < 4; i++)
-    if (xshape[i] < (i < 2 ? 0 : 1))
-      return gl_fail(GL_EINVAL, "%s: input_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0", fn);
-  size_t nbytes;                         /* first: H + 2 * pad must not overflow below */
-  GL_TRY(gl_shape_nbytes(4, xshape, (gl_dtype)dy->dtype, &nbytes));
-  int64_t ys[4];
-  GL_TRY(dnn_conv_geom(fn, xshape, w->shape, c, ys));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
+  static const int64_t least[4] = { 0, 0, 1, 1 };
+  GL_TRY(dnn_given_shape(fn, xshape, least, "input_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0",
+                         (gl_dtype)dy->dtype));
+  GL_TRY(dnn_dy_shape(fn, dy, xshape, w->shape, c));
   return dnn_conv_run(fn, CONV_BWD_DATA, out, dy, w, xshape, c);
 }
 
@@ -318,13 +333,10 @@ gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl
   const char *fn = "conv2d_backward_filter";
   GL_TRY(dnn_conv_operands(fn, x, "input", dy, "grad_output"));
   GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
-  for (int i = 0; i < 4; i++)
-    if (wshape[i] < 1) return gl_fail(GL_EINVAL, "%s: weight_shape must be {out, in/groups, kh, kw} of positive sizes", fn);
-  size_t nbytes;                         /* first: in/groups x groups must not overflow below */
-  GL_TRY(gl_shape_nbytes(4, wshape, (gl_dtype)x->dtype, &nbytes));
-  int64_t ys[4];
-  GL_TRY(dnn_conv_geom(fn, x->shape, wshape, c, ys));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
+  static const int64_t least[4] = { 1, 1, 1, 1 };
+  GL_TRY(dnn_given_shape(fn, wshape, least, "weight_shape must be {out, in/groups, kh, kw} of positive sizes",
+                         (gl_dtype)x->dtype));
+  GL_TRY(dnn_dy_shape(fn, dy, x->shape, wshape, c));
   return dnn_conv_run(fn, CONV_BWD_FILTER, out, x, dy, wshape, c);
 }
 
