@@ -127,40 +127,38 @@ static gl_status staged_copy(int index, cudaStream_t s, char *dst, const char *s
   return st;
 }
 
-/* A copy straight from or into pageable host memory, after the stream's queued work. */
-static gl_status direct_copy(int index, cudaStream_t s, void *dst, const void *src, size_t n,
-                             enum cudaMemcpyKind kind, const char *what) {
-  GL_TRY(gl_cuda_wait(index, s, NULL, what));
-  GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, kind, s), what));
-  return gl_cuda_check(index, cudaStreamSynchronize(s), what);
+/* n bytes between host memory and the device (to_device: host to device), after the work
+** queued on the device's stream: large ones through the pinned slots when they can be had,
+** the rest straight from or into pageable memory, synchronously. */
+static gl_status host_copy(gl_device dev, void *dst, const void *src, size_t n, bool to_device) {
+  cudaStream_t s;
+  GL_TRY(gl_cuda_enter(dev, &s));
+  if (n == 0) return GL_OK;
+  if (to_device) {
+    GL_CUDA_COUNT(h2d_copies, 1);
+    GL_CUDA_COUNT(h2d_bytes, n);
+  } else {
+    GL_CUDA_COUNT(d2h_copies, 1);
+    GL_CUDA_COUNT(d2h_bytes, n);
+  }
+  const char *what = to_device ? "to device" : "to host";
+  if (n > DIRECT_MAX) {
+    bool used;
+    gl_status st = staged_copy(dev.index, s, dst, src, n, to_device, &used);
+    if (used) return st == GL_OK && to_device && gl_cuda_sync_each() ? gl_cuda_wait(dev.index, s, NULL, what) : st;
+  }
+  GL_TRY(gl_cuda_wait(dev.index, s, NULL, what));
+  GL_TRY(gl_cuda_check(dev.index, cudaMemcpyAsync(dst, src, n, to_device ? cudaMemcpyHostToDevice
+                                                                        : cudaMemcpyDeviceToHost, s), what));
+  return gl_cuda_check(dev.index, cudaStreamSynchronize(s), what);
 }
 
 gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n) {
-  cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
-  if (n == 0) return GL_OK;
-  GL_CUDA_COUNT(d2h_copies, 1);
-  GL_CUDA_COUNT(d2h_bytes, n);
-  if (n > DIRECT_MAX) {
-    bool used;
-    gl_status st = staged_copy(dev.index, s, dst, src, n, false, &used);
-    if (used) return st;
-  }
-  return direct_copy(dev.index, s, dst, src, n, cudaMemcpyDeviceToHost, "to host");
+  return host_copy(dev, dst, src, n, false);
 }
 
 gl_status gl_cuda_from_host(gl_device dev, void *dst, const void *src, size_t n) {
-  cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
-  if (n == 0) return GL_OK;
-  GL_CUDA_COUNT(h2d_copies, 1);
-  GL_CUDA_COUNT(h2d_bytes, n);
-  if (n > DIRECT_MAX) {
-    bool used;
-    gl_status st = staged_copy(dev.index, s, dst, src, n, true, &used);
-    if (used) return st == GL_OK && gl_cuda_sync_each() ? gl_cuda_wait(dev.index, s, NULL, "to device") : st;
-  }
-  return direct_copy(dev.index, s, dst, src, n, cudaMemcpyHostToDevice, "to device");
+  return host_copy(dev, dst, src, n, true);
 }
 
 /* ---- copy, fill, arange -------------------------------------------------------------------- */
