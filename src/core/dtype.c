@@ -55,30 +55,24 @@ gl_scalar gl_scalar_load(gl_dtype t, const void *p) {
   return (unsigned)t < GL_NDTYPE && loads[t] ? loads[t](p) : gl_scalar_int(0);
 }
 
-/* Element stores by kind. A float stored into an integer dtype saturates to int64 first
-** (NaN to 0, as the CUDA conversion instructions do; C leaves it undefined), then wraps
-** to the width like an integer. */
-#define STORE_BOOL(S, half, id, p, v, i, f) (*(S *)(p) = (S)((v).isint ? (v).i != 0 : (v).f != 0))
-#define STORE_UINT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, i))
-#define STORE_INT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, i))
-#define STORE_FLOAT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, f))
+/* Element stores by kind, one function per dtype row. A float stored into an integer dtype
+** saturates to int64 first (NaN to 0, as the CUDA conversion instructions do; C leaves it
+** undefined), then wraps to the width like an integer. */
+static inline int64_t as_int(const gl_scalar *v) { return v->isint ? v->i : gl_sat_int64(v->f); }
+static inline double as_double(const gl_scalar *v) { return v->isint ? (double)v->i : v->f; }
+#define STORE_BOOL(S, half, id, p, v) (*(S *)(p) = (S)((v)->isint ? (v)->i != 0 : (v)->f != 0))
+#define STORE_UINT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, as_int(v)))
+#define STORE_INT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, as_int(v)))
+#define STORE_FLOAT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, as_double(v)))
 
-#define GL_DT_STORER_(E, id, S, kind, half, ...)                              \
-  static void store_##id(void *p, gl_scalar v, int64_t i, double f) {        \
-    (void)v; (void)i; (void)f;                                              \
-    STORE_##kind(S, half, id, p, v, i, f);                                  \
-  }
+#define GL_DT_STORER_(E, id, S, kind, half, ...) \
+  static void store_##id(void *p, const gl_scalar *v) { STORE_##kind(S, half, id, p, v); }
 GL_DTYPE_LIST(GL_DT_STORER_)
 #define GL_DT_STORE_ENTRY_(E, id, ...) [GL_##E] = store_##id,
-static void (*const stores[GL_NDTYPE])(void *p, gl_scalar v, int64_t i, double f) = {
-  GL_DTYPE_LIST(GL_DT_STORE_ENTRY_)
-};
+static void (*const stores[GL_NDTYPE])(void *p, const gl_scalar *v) = { GL_DTYPE_LIST(GL_DT_STORE_ENTRY_) };
 
-/* v into the element of dtype t at p (each store reads v as the integer i or the double f). */
 void gl_scalar_store(gl_dtype t, void *p, gl_scalar v) {
-  int64_t i = v.isint ? v.i : gl_sat_int64(v.f);
-  double f = v.isint ? (double)v.i : v.f;
-  if ((unsigned)t < GL_NDTYPE && stores[t]) stores[t](p, v, i, f);
+  if ((unsigned)t < GL_NDTYPE && stores[t]) stores[t](p, &v);
 }
 
 /* ---- promotion ------------------------------------------------------------------------- */
