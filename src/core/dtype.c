@@ -45,32 +45,34 @@ const char *gl_dtype_names(void) {
 #define LOAD_INT LOAD_UINT
 #define LOAD_FLOAT(S, half, p) gl_scalar_float((double)GL_DT_LOAD(half, *(const S *)(p)))
 
+#define GL_DT_LOADER_(E, id, S, kind, half, ...) \
+  static gl_scalar load_##id(const void *p) { return LOAD_##kind(S, half, p); }
+GL_DTYPE_LIST(GL_DT_LOADER_)
+#define GL_DT_LOAD_ENTRY_(E, id, ...) [GL_##E] = load_##id,
+static gl_scalar (*const loads[GL_NDTYPE])(const void *p) = { GL_DTYPE_LIST(GL_DT_LOAD_ENTRY_) };
+
 gl_scalar gl_scalar_load(gl_dtype t, const void *p) {
-  switch (t) {
-#define GL_DT_LOAD_CASE_(E, id, S, kind, half, ...) case GL_##E: return LOAD_##kind(S, half, p);
-    GL_DTYPE_LIST(GL_DT_LOAD_CASE_)
-#undef GL_DT_LOAD_CASE_
-    default: return gl_scalar_int(0);
-  }
+  return (unsigned)t < GL_NDTYPE && loads[t] ? loads[t](p) : gl_scalar_int(0);
 }
 
-/* Element stores by kind. A float stored into an integer dtype saturates to int64 first
-** (NaN to 0, as the CUDA conversion instructions do; C leaves it undefined), then wraps
-** to the width like an integer. */
-#define STORE_BOOL(S, half, id, p, v, i, f) (*(S *)(p) = (S)((v).isint ? (v).i != 0 : (v).f != 0))
-#define STORE_UINT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, i))
-#define STORE_INT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, i))
-#define STORE_FLOAT(S, half, id, p, v, i, f) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, f))
+/* Element stores by kind, one function per dtype row. A float stored into an integer dtype
+** saturates to int64 first (NaN to 0, as the CUDA conversion instructions do; C leaves it
+** undefined), then wraps to the width like an integer. */
+static inline int64_t as_int(const gl_scalar *v) { return v->isint ? v->i : gl_sat_int64(v->f); }
+static inline double as_double(const gl_scalar *v) { return v->isint ? (double)v->i : v->f; }
+#define STORE_BOOL(S, half, id, p, v) (*(S *)(p) = (S)((v)->isint ? (v)->i != 0 : (v)->f != 0))
+#define STORE_UINT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, as_int(v)))
+#define STORE_INT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, as_int(v)))
+#define STORE_FLOAT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, as_double(v)))
+
+#define GL_DT_STORER_(E, id, S, kind, half, ...) \
+  static void store_##id(void *p, const gl_scalar *v) { STORE_##kind(S, half, id, p, v); }
+GL_DTYPE_LIST(GL_DT_STORER_)
+#define GL_DT_STORE_ENTRY_(E, id, ...) [GL_##E] = store_##id,
+static void (*const stores[GL_NDTYPE])(void *p, const gl_scalar *v) = { GL_DTYPE_LIST(GL_DT_STORE_ENTRY_) };
 
 void gl_scalar_store(gl_dtype t, void *p, gl_scalar v) {
-  int64_t i = v.isint ? v.i : gl_sat_int64(v.f);
-  double f = v.isint ? (double)v.i : v.f;
-  switch (t) {
-#define GL_DT_STORE_CASE_(E, id, S, kind, half, ...) case GL_##E: STORE_##kind(S, half, id, p, v, i, f); break;
-    GL_DTYPE_LIST(GL_DT_STORE_CASE_)
-#undef GL_DT_STORE_CASE_
-    default: break;
-  }
+  if ((unsigned)t < GL_NDTYPE && stores[t]) stores[t](p, &v);
 }
 
 /* ---- promotion ------------------------------------------------------------------------- */

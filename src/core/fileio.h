@@ -71,4 +71,16 @@ static inline void gl_wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (
 static inline void gl_wr32(uint8_t *p, uint32_t v) { gl_wr16(p, (uint16_t)v); gl_wr16(p + 2, (uint16_t)(v >> 16)); }
 static inline void gl_wr64(uint8_t *p, uint64_t v) { gl_wr32(p, (uint32_t)v); gl_wr32(p + 4, (uint32_t)(v >> 32)); }
 
+/* A cursor over a text header in memory (.npy's dict, .safetensors' JSON): p up to end. */
+typedef struct gl_cursor { const char *p, *end; } gl_cursor;
+static inline void gl_cursor_ws(gl_cursor *c) {
+  while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+/* Past white space, the character ch: consumed (true) or not there (false). */
+static inline bool gl_cursor_eat(gl_cursor *c, char ch) {
+  gl_cursor_ws(c);
+  if (c->p < c->end && *c->p == ch) { c->p++; return true; }
+  return false;
+}
+
 #endif

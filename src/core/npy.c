@@ -16,21 +16,11 @@ const char *gl_npy_descr(gl_dtype dt) {
 
 /* ---- the header dict -------------------------------------------------------------------- */
 
-typedef struct lex { const char *p, *end; } lex;
-
-static void skip_ws(lex *x) {
-  while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\n' || *x->p == '\r')) x->p++;
-}
-
-static bool eat(lex *x, char c) {
-  skip_ws(x);
-  if (x->p < x->end && *x->p == c) { x->p++; return true; }
-  return false;
-}
+typedef gl_cursor lex;
 
 /* A quoted string without escapes (NumPy's keys and descrs have none). */
 static gl_status read_str(lex *x, char *buf, size_t cap, const char *what) {
-  skip_ws(x);
+  gl_cursor_ws(x);
   if (x->p >= x->end || (*x->p != '\'' && *x->p != '"'))
     return gl_fail(GL_EIO, "bad header (%s: expected a quoted string)", what);
   char q = *x->p++;
@@ -46,7 +36,7 @@ static gl_status read_str(lex *x, char *buf, size_t cap, const char *what) {
 }
 
 static gl_status read_int(lex *x, int64_t *v) {
-  skip_ws(x);
+  gl_cursor_ws(x);
   if (x->p >= x->end || *x->p < '0' || *x->p > '9')
     return gl_fail(GL_EIO, "bad header (shape: expected a non-negative integer)");
   int64_t n = 0;
@@ -61,16 +51,16 @@ static gl_status read_int(lex *x, int64_t *v) {
 }
 
 static gl_status read_shape(lex *x, gl_npy_info *out) {
-  if (!eat(x, '(')) return gl_fail(GL_EIO, "bad header (shape: expected a tuple)");
+  if (!gl_cursor_eat(x, '(')) return gl_fail(GL_EIO, "bad header (shape: expected a tuple)");
   out->ndim = 0;
-  if (eat(x, ')')) return GL_OK;
+  if (gl_cursor_eat(x, ')')) return GL_OK;
   for (;;) {
     if (out->ndim == GL_MAXDIMS)
       return gl_fail(GL_EIO, "bad header (shape: more than %d dimensions)", GL_MAXDIMS);
     GL_TRY(read_int(x, &out->shape[out->ndim]));
     out->ndim++;
-    bool comma = eat(x, ',');
-    if (eat(x, ')')) {
+    bool comma = gl_cursor_eat(x, ',');
+    if (gl_cursor_eat(x, ')')) {
       if (out->ndim == 1 && !comma) return gl_fail(GL_EIO, "bad header (shape: expected a tuple)");
       return GL_OK;
     }
@@ -79,7 +69,7 @@ static gl_status read_shape(lex *x, gl_npy_info *out) {
 }
 
 static gl_status read_bool(lex *x, bool *v) {
-  skip_ws(x);
+  gl_cursor_ws(x);
   size_t left = (size_t)(x->end - x->p);
   if (left >= 4 && memcmp(x->p, "True", 4) == 0) { x->p += 4; *v = true; return GL_OK; }
   if (left >= 5 && memcmp(x->p, "False", 5) == 0) { x->p += 5; *v = false; return GL_OK; }
@@ -135,14 +125,14 @@ gl_status gl_npy_parse_header(const uint8_t *buf, size_t len, gl_npy_info *out) 
   lex x = { (const char *)buf + prefix, (const char *)buf + prefix + hlen };
   bool have_descr = false, have_fortran = false, have_shape = false;
   char key[32], descr[32];
-  if (!eat(&x, '{')) return gl_fail(GL_EIO, "bad header (expected a dict)");
-  while (!eat(&x, '}')) {
+  if (!gl_cursor_eat(&x, '{')) return gl_fail(GL_EIO, "bad header (expected a dict)");
+  while (!gl_cursor_eat(&x, '}')) {
     GL_TRY(read_str(&x, key, sizeof key, "key"));
-    if (!eat(&x, ':')) return gl_fail(GL_EIO, "bad header (expected ':' after '%s')", key);
+    if (!gl_cursor_eat(&x, ':')) return gl_fail(GL_EIO, "bad header (expected ':' after '%s')", key);
     bool *seen;
     if (strcmp(key, "descr") == 0) {
       seen = &have_descr;
-      skip_ws(&x);
+      gl_cursor_ws(&x);
       if (x.p < x.end && *x.p == '[') return gl_fail(GL_EIO, "unsupported dtype (structured arrays)");
       GL_TRY(read_str(&x, descr, sizeof descr, "descr"));
       GL_TRY(parse_descr(descr, out));
@@ -157,12 +147,12 @@ gl_status gl_npy_parse_header(const uint8_t *buf, size_t len, gl_npy_info *out) 
     }
     if (*seen) return gl_fail(GL_EIO, "bad header (key '%s' twice)", key);
     *seen = true;
-    if (!eat(&x, ',')) {
-      if (!eat(&x, '}')) return gl_fail(GL_EIO, "bad header (expected ',' or '}')");
+    if (!gl_cursor_eat(&x, ',')) {
+      if (!gl_cursor_eat(&x, '}')) return gl_fail(GL_EIO, "bad header (expected ',' or '}')");
       break;
     }
   }
-  skip_ws(&x);
+  gl_cursor_ws(&x);
   if (x.p != x.end) return gl_fail(GL_EIO, "bad header (text after the dict)");
   if (!have_descr || !have_fortran || !have_shape)
     return gl_fail(GL_EIO, "bad header (missing '%s')", !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");

@@ -221,18 +221,26 @@ void gl_zipw_free(gl_zipw *w) {
 
 /* Local header with a zip64 extra field always present (as NumPy's force_zip64 does),
 ** so sizes can be patched in after deflating without moving any byte. */
+/* The 26 bytes the local and the central header share, from "version needed" to the
+** extra field's length: zip 4.5, no flags, the method, the fixed time, the CRC, the sizes
+** (U32_MAX: in the zip64 field), the lengths of the name and the extra field. */
+static void shared_fields(uint8_t *p, const gl_zipw_entry *e, uint32_t csize, uint32_t usize, size_t nlen,
+                          size_t xlen) {
+  gl_wr16(p, 45);
+  gl_wr16(p + 2, 0);
+  gl_wr16(p + 4, e->method);
+  gl_wr16(p + 6, DOS_TIME);
+  gl_wr16(p + 8, DOS_DATE);
+  gl_wr32(p + 10, e->crc);
+  gl_wr32(p + 14, csize);
+  gl_wr32(p + 18, usize);
+  gl_wr16(p + 22, (uint16_t)nlen);
+  gl_wr16(p + 24, (uint16_t)xlen);
+}
+
 static void local_header(uint8_t *h, const gl_zipw_entry *e, size_t nlen) {
   gl_wr32(h, SIG_LOCAL);
-  gl_wr16(h + 4, 45);
-  gl_wr16(h + 6, 0);
-  gl_wr16(h + 8, e->method);
-  gl_wr16(h + 10, DOS_TIME);
-  gl_wr16(h + 12, DOS_DATE);
-  gl_wr32(h + 14, e->crc);
-  gl_wr32(h + 18, U32_MAX);
-  gl_wr32(h + 22, U32_MAX);
-  gl_wr16(h + 26, (uint16_t)nlen);
-  gl_wr16(h + 28, 20);
+  shared_fields(h + 4, e, U32_MAX, U32_MAX, nlen, 20);
 }
 
 static void local_extra(uint8_t *x, const gl_zipw_entry *e) {
@@ -332,16 +340,7 @@ gl_status gl_zipw_finish(gl_zipw *w) {
     uint8_t h[46];
     gl_wr32(h, SIG_CENTRAL);
     gl_wr16(h + 4, 45 | (3 << 8));          /* made by: unix, zip 4.5 */
-    gl_wr16(h + 6, 45);
-    gl_wr16(h + 8, 0);
-    gl_wr16(h + 10, e->method);
-    gl_wr16(h + 12, DOS_TIME);
-    gl_wr16(h + 14, DOS_DATE);
-    gl_wr32(h + 16, e->crc);
-    gl_wr32(h + 20, bc ? U32_MAX : (uint32_t)e->csize);
-    gl_wr32(h + 24, bu ? U32_MAX : (uint32_t)e->usize);
-    gl_wr16(h + 28, (uint16_t)nlen);
-    gl_wr16(h + 30, (uint16_t)xl);
+    shared_fields(h + 6, e, bc ? U32_MAX : (uint32_t)e->csize, bu ? U32_MAX : (uint32_t)e->usize, nlen, xl);
     gl_wr16(h + 32, 0);
     gl_wr16(h + 34, 0);
     gl_wr16(h + 36, 0);

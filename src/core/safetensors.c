@@ -20,17 +20,7 @@ const char *gl_st_dtype_name(gl_dtype dt) { return st_names[dt]; }
 
 #define JSON_MAX_DEPTH 64
 
-typedef struct json { const char *p, *end; } json;
-
-static void ws(json *j) {
-  while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
-}
-
-static bool eat(json *j, char c) {
-  ws(j);
-  if (j->p < j->end && *j->p == c) { j->p++; return true; }
-  return false;
-}
+typedef gl_cursor json;
 
 static gl_status bad(const char *what) { return gl_fail(GL_EIO, "bad JSON header (%s)", what); }
 
@@ -56,7 +46,7 @@ static bool hex4(json *j, unsigned *v) {
 /* A string, decoded into a malloc'd NUL-terminated block (out may be NULL: skip). The
 ** decoded text is never longer than the source, which bounds the allocation. */
 static gl_status str(json *j, char **out) {
-  ws(j);
+  gl_cursor_ws(j);
   if (j->p >= j->end || *j->p != '"') return bad("expected a string");
   j->p++;
   const char *q = j->p;
@@ -111,7 +101,7 @@ static gl_status str(json *j, char **out) {
 }
 
 static gl_status uint_(json *j, uint64_t *v, const char *what) {
-  ws(j);
+  gl_cursor_ws(j);
   if (j->p >= j->end || *j->p < '0' || *j->p > '9')
     return gl_fail(GL_EIO, "bad JSON header (%s: expected a non-negative integer)", what);
   uint64_t n = 0;
@@ -128,22 +118,22 @@ static gl_status uint_(json *j, uint64_t *v, const char *what) {
 /* Skips any value: used for keys the format does not know. */
 static gl_status skip(json *j, int depth) {
   if (depth > JSON_MAX_DEPTH) return bad("nested too deeply");
-  ws(j);
+  gl_cursor_ws(j);
   if (j->p >= j->end) return bad("unexpected end");
   char c = *j->p;
   if (c == '"') return str(j, NULL);
   if (c == '{' || c == '[') {
     char close = c == '{' ? '}' : ']';
     j->p++;
-    if (eat(j, close)) return GL_OK;
+    if (gl_cursor_eat(j, close)) return GL_OK;
     for (;;) {
       if (c == '{') {
         GL_TRY(str(j, NULL));
-        if (!eat(j, ':')) return bad("expected ':'");
+        if (!gl_cursor_eat(j, ':')) return bad("expected ':'");
       }
       GL_TRY(skip(j, depth + 1));
-      if (eat(j, close)) return GL_OK;
-      if (!eat(j, ',')) return bad("expected ',' or a closing bracket");
+      if (gl_cursor_eat(j, close)) return GL_OK;
+      if (!gl_cursor_eat(j, ',')) return bad("expected ',' or a closing bracket");
     }
   }
   static const char *const words[] = { "true", "false", "null" };
@@ -174,12 +164,12 @@ void gl_st_free(gl_safetensors *s) {
 
 static gl_status read_tensor(json *j, gl_st_tensor *t) {
   bool have_dtype = false, have_shape = false, have_off = false;
-  if (!eat(j, '{')) return gl_fail(GL_EIO, "tensor '%s': bad JSON header (expected an object)", t->name);
-  if (!eat(j, '}')) for (;;) {
+  if (!gl_cursor_eat(j, '{')) return gl_fail(GL_EIO, "tensor '%s': bad JSON header (expected an object)", t->name);
+  if (!gl_cursor_eat(j, '}')) for (;;) {
     char *key = NULL;
     GL_TRY(str(j, &key));
     gl_status st = GL_OK;
-    if (!eat(j, ':')) st = bad("expected ':'");
+    if (!gl_cursor_eat(j, ':')) st = bad("expected ':'");
     else if (strcmp(key, "dtype") == 0 && !have_dtype) {
       char *d = NULL;
       st = str(j, &d);
@@ -193,20 +183,20 @@ static gl_status read_tensor(json *j, gl_st_tensor *t) {
       have_dtype = true;
     } else if (strcmp(key, "shape") == 0 && !have_shape) {
       have_shape = true;
-      if (!eat(j, '[')) st = bad("shape: expected an array");
-      else if (!eat(j, ']')) for (;;) {
+      if (!gl_cursor_eat(j, '[')) st = bad("shape: expected an array");
+      else if (!gl_cursor_eat(j, ']')) for (;;) {
         uint64_t v;
         if (t->ndim == GL_MAXDIMS) { st = gl_fail(GL_EIO, "tensor '%s': more than %d dimensions", t->name, GL_MAXDIMS); break; }
         if ((st = uint_(j, &v, "shape")) != GL_OK) break;
         if (v > (uint64_t)GL_MAXSIZE) { st = gl_fail(GL_EIO, "tensor '%s': dimension too large", t->name); break; }
         t->shape[t->ndim++] = (int64_t)v;
-        if (eat(j, ']')) break;
-        if (!eat(j, ',')) { st = bad("shape: expected ',' or ']'"); break; }
+        if (gl_cursor_eat(j, ']')) break;
+        if (!gl_cursor_eat(j, ',')) { st = bad("shape: expected ',' or ']'"); break; }
       }
     } else if (strcmp(key, "data_offsets") == 0 && !have_off) {
       have_off = true;
-      if (!eat(j, '[') || (st = uint_(j, &t->begin, "data_offsets")) != GL_OK || !eat(j, ',') ||
-          (st = uint_(j, &t->end, "data_offsets")) != GL_OK || !eat(j, ']'))
+      if (!gl_cursor_eat(j, '[') || (st = uint_(j, &t->begin, "data_offsets")) != GL_OK || !gl_cursor_eat(j, ',') ||
+          (st = uint_(j, &t->end, "data_offsets")) != GL_OK || !gl_cursor_eat(j, ']'))
         if (st == GL_OK) st = bad("data_offsets: expected [begin, end]");
     } else if (strcmp(key, "dtype") == 0 || strcmp(key, "shape") == 0 || strcmp(key, "data_offsets") == 0) {
       st = gl_fail(GL_EIO, "tensor '%s': bad JSON header ('%s' twice)", t->name, key);
@@ -215,8 +205,8 @@ static gl_status read_tensor(json *j, gl_st_tensor *t) {
     }
     free(key);
     GL_TRY(st);
-    if (eat(j, '}')) break;
-    if (!eat(j, ',')) return bad("expected ',' or '}'");
+    if (gl_cursor_eat(j, '}')) break;
+    if (!gl_cursor_eat(j, ',')) return bad("expected ',' or '}'");
   }
   if (!have_dtype || !have_shape || !have_off)
     return gl_fail(GL_EIO, "tensor '%s': missing '%s'", t->name, !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
@@ -224,21 +214,21 @@ static gl_status read_tensor(json *j, gl_st_tensor *t) {
 }
 
 static gl_status read_meta(json *j, gl_safetensors *s, size_t cap) {
-  if (!eat(j, '{')) return bad("__metadata__: expected an object");
-  if (eat(j, '}')) return GL_OK;
+  if (!gl_cursor_eat(j, '{')) return bad("__metadata__: expected an object");
+  if (gl_cursor_eat(j, '}')) return GL_OK;
   for (;;) {
     if (s->nmeta == cap) return bad("__metadata__: too many entries");
     gl_st_meta *m = &s->meta[s->nmeta];
     GL_TRY(str(j, &m->key));
     s->nmeta++;                                   /* owns key from here */
-    if (!eat(j, ':')) return bad("expected ':'");
-    ws(j);
+    if (!gl_cursor_eat(j, ':')) return bad("expected ':'");
+    gl_cursor_ws(j);
     if (j->p >= j->end || *j->p != '"') return gl_fail(GL_EIO, "bad JSON header (__metadata__ value of '%s' is not a string)", m->key);
     GL_TRY(str(j, &m->value));
     for (size_t i = 0; i + 1 < s->nmeta; i++)
       if (strcmp(s->meta[i].key, m->key) == 0) return gl_fail(GL_EIO, "bad JSON header (__metadata__ key '%s' twice)", m->key);
-    if (eat(j, '}')) return GL_OK;
-    if (!eat(j, ',')) return bad("expected ',' or '}'");
+    if (gl_cursor_eat(j, '}')) return GL_OK;
+    if (!gl_cursor_eat(j, ',')) return bad("expected ',' or '}'");
   }
 }
 
@@ -263,10 +253,10 @@ static gl_status parse(const uint8_t *buf, size_t len, gl_safetensors *s) {
   if (!s->t || !s->meta) return gl_fail(GL_ENOMEM, "out of memory");
   bool have_meta = false;
   j.p++;
-  if (!eat(&j, '}')) for (;;) {
+  if (!gl_cursor_eat(&j, '}')) for (;;) {
     char *name = NULL;
     GL_TRY(str(&j, &name));
-    if (!eat(&j, ':')) { free(name); return bad("expected ':'"); }
+    if (!gl_cursor_eat(&j, ':')) { free(name); return bad("expected ':'"); }
     if (strcmp(name, "__metadata__") == 0) {
       free(name);
       if (have_meta) return bad("'__metadata__' twice");
@@ -280,10 +270,10 @@ static gl_status parse(const uint8_t *buf, size_t len, gl_safetensors *s) {
         if (strcmp(s->t[i].name, name) == 0) return gl_fail(GL_EIO, "bad JSON header (tensor '%s' twice)", name);
       GL_TRY(read_tensor(&j, t));
     }
-    if (eat(&j, '}')) break;
-    if (!eat(&j, ',')) return bad("expected ',' or '}'");
+    if (gl_cursor_eat(&j, '}')) break;
+    if (!gl_cursor_eat(&j, ',')) return bad("expected ',' or '}'");
   }
-  ws(&j);
+  gl_cursor_ws(&j);
   if (j.p != j.end) return bad("text after the object");
   s->data = buf + 8 + n;
   s->data_len = len - 8 - (size_t)n;

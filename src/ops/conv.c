@@ -253,11 +253,21 @@ static gl_status dnn_conv_geom(const char *fn, const int64_t *xs, const int64_t 
 
 typedef enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER } conv_dir;
 
+/* The two operands of a convolution direction: on one device, a float a, b of a's dtype. */
+static gl_status dnn_conv_operands(const char *fn, const gl_array *a, const char *aname, const gl_array *b,
+                                   const char *bname) {
+  GL_TRY(dnn_same_device(fn, a, b, bname));
+  GL_TRY(dnn_float(fn, a, aname, true));
+  return dnn_same_dtype(fn, a, b, bname, (gl_dtype)a->dtype);
+}
+
 /* The checked operands a, b of a convolution direction (fwd: x, w; bwd_data: dy, w;
 ** bwd_filter: x, dy) made contiguous, out (oshape, a's dtype and device) allocated and
-** computed; an empty operand gives zeros. */
-static gl_status dnn_conv_run(const gl_dnn *dnn, conv_dir dir, gl_array *out, const gl_array *a, const gl_array *b,
+** computed by the device's library; an empty operand gives zeros. */
+static gl_status dnn_conv_run(const char *fn, conv_dir dir, gl_array *out, const gl_array *a, const gl_array *b,
                               const int64_t *oshape, const gl_dnn_conv *c) {
+  const gl_dnn *dnn;
+  GL_TRY(dnn_table(fn, gl_array_device(a), (gl_dtype)a->dtype, GL_DNN_CONV, &dnn));
   dnn_args g;
   memset(&g, 0, sizeof g);
   gl_status st = dnn_contig(&g, 0, a);
@@ -277,57 +287,57 @@ static gl_status dnn_conv_run(const gl_dnn *dnn, conv_dir dir, gl_array *out, co
   return st;
 }
 
+/* A backward direction's given shape (the input's or the weight's): each extent at least
+** least[i], and its bytes countable, before the geometry's arithmetic (H + 2 * pad,
+** in/groups x groups) can overflow on it. */
+static gl_status dnn_given_shape(const char *fn, const int64_t *shape, const int64_t least[4], const char *rule,
+                                 gl_dtype dt) {
+  for (int i = 0; i < 4; i++)
+    if (shape[i] < least[i]) return gl_fail(GL_EINVAL, "%s: %s", fn, rule);
+  size_t nbytes;
+  return gl_shape_nbytes(4, shape, dt, &nbytes);
+}
+
+/* dy must have the forward output's shape for input xshape and weight wshape. */
+static gl_status dnn_dy_shape(const char *fn, const gl_array *dy, const int64_t *xshape, const int64_t *wshape,
+                              const gl_dnn_conv *c) {
+  int64_t ys[4];
+  GL_TRY(dnn_conv_geom(fn, xshape, wshape, c, ys));
+  return dnn_shape(fn, dy, "grad_output", 4, ys);
+}
+
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
   const char *fn = "conv2d";
-  GL_TRY(dnn_same_device(fn, x, w, "weight"));
-  GL_TRY(dnn_float(fn, x, "input", true));
-  GL_TRY(dnn_same_dtype(fn, x, w, "weight", (gl_dtype)x->dtype));
+  GL_TRY(dnn_conv_operands(fn, x, "input", w, "weight"));
   GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
   GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, x->shape, w->shape, c, ys));
-  const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_CONV, &dnn));
-  return dnn_conv_run(dnn, CONV_FWD, out, x, w, ys, c);
+  return dnn_conv_run(fn, CONV_FWD, out, x, w, ys, c);
 }
 
 gl_status gl_op_dnn_conv2d_bwd_data(gl_array *out, const gl_array *dy, const gl_array *w, const int64_t *xshape,
                                     const gl_dnn_conv *c) {
   const char *fn = "conv2d_backward_data";
-  GL_TRY(dnn_same_device(fn, dy, w, "weight"));
-  GL_TRY(dnn_float(fn, dy, "grad_output", true));
-  GL_TRY(dnn_same_dtype(fn, dy, w, "weight", (gl_dtype)dy->dtype));
+  GL_TRY(dnn_conv_operands(fn, dy, "grad_output", w, "weight"));
   GL_TRY(dnn_ndim(fn, w, "weight", 4, "(out, in/groups, kh, kw)"));
-  for (int i = 0; i < 4; i++)
-    if (xshape[i] < (i < 2 ? 0 : 1))
-      return gl_fail(GL_EINVAL, "%s: input_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0", fn);
-  size_t nbytes;                         /* first: H + 2 * pad must not overflow below */
-  GL_TRY(gl_shape_nbytes(4, xshape, (gl_dtype)dy->dtype, &nbytes));
-  int64_t ys[4];
-  GL_TRY(dnn_conv_geom(fn, xshape, w->shape, c, ys));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
-  const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(dy), (gl_dtype)dy->dtype, GL_DNN_CONV, &dnn));
-  return dnn_conv_run(dnn, CONV_BWD_DATA, out, dy, w, xshape, c);
+  static const int64_t least[4] = { 0, 0, 1, 1 };
+  GL_TRY(dnn_given_shape(fn, xshape, least, "input_shape must be {N, C, H, W} with N, C >= 0 and H, W > 0",
+                         (gl_dtype)dy->dtype));
+  GL_TRY(dnn_dy_shape(fn, dy, xshape, w->shape, c));
+  return dnn_conv_run(fn, CONV_BWD_DATA, out, dy, w, xshape, c);
 }
 
 gl_status gl_op_dnn_conv2d_bwd_filter(gl_array *out, const gl_array *x, const gl_array *dy, const int64_t *wshape,
                                       const gl_dnn_conv *c) {
   const char *fn = "conv2d_backward_filter";
-  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
-  GL_TRY(dnn_float(fn, x, "input", true));
-  GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
+  GL_TRY(dnn_conv_operands(fn, x, "input", dy, "grad_output"));
   GL_TRY(dnn_ndim(fn, x, "input", 4, "(N, C, H, W)"));
-  for (int i = 0; i < 4; i++)
-    if (wshape[i] < 1) return gl_fail(GL_EINVAL, "%s: weight_shape must be {out, in/groups, kh, kw} of positive sizes", fn);
-  size_t nbytes;                         /* first: in/groups x groups must not overflow below */
-  GL_TRY(gl_shape_nbytes(4, wshape, (gl_dtype)x->dtype, &nbytes));
-  int64_t ys[4];
-  GL_TRY(dnn_conv_geom(fn, x->shape, wshape, c, ys));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
-  const gl_dnn *dnn;
-  GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_CONV, &dnn));
-  return dnn_conv_run(dnn, CONV_BWD_FILTER, out, x, dy, wshape, c);
+  static const int64_t least[4] = { 1, 1, 1, 1 };
+  GL_TRY(dnn_given_shape(fn, wshape, least, "weight_shape must be {out, in/groups, kh, kw} of positive sizes",
+                         (gl_dtype)x->dtype));
+  GL_TRY(dnn_dy_shape(fn, dy, x->shape, wshape, c));
+  return dnn_conv_run(fn, CONV_BWD_FILTER, out, x, dy, wshape, c);
 }
 
 /* Pooling geometry: no dilation, padding at most half the window (so no window is all

@@ -83,6 +83,18 @@ static void set_size(gl_array *a) {
 
 /* ---- take / index_put ---------------------------------------------------------------------- */
 
+/* x's shape with the axis's extent replaced by idx->size (flat) and the axis replaced by
+** idx's axes (full, whose length is returned; only its first GL_MAXDIMS are written). */
+static int axis_shapes(const gl_array *x, int axis, const gl_array *idx, int64_t *flat, int64_t *full) {
+  int nf = 0;
+  for (int i = 0; i < x->ndim; i++) {
+    flat[i] = i == axis ? idx->size : x->shape[i];
+    for (int k = 0; k < (i == axis ? idx->ndim : 1); k++, nf++)
+      if (nf < GL_MAXDIMS) full[nf] = i == axis ? idx->shape[k] : x->shape[i];
+  }
+  return nf;
+}
+
 gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array *idx) {
   GL_TRY(gl_same_device(x, idx));
   GL_TRY(check_index_dtype(idx, "indices"));
@@ -93,12 +105,7 @@ gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array 
   gl_array pos = { 0 };
   GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
   int64_t shape[GL_MAXDIMS], fin[GL_MAXDIMS];
-  int nf = 0;
-  for (int i = 0; i < x->ndim; i++) {
-    shape[i] = i == axis ? idx->size : x->shape[i];
-    if (i == axis) for (int k = 0; k < idx->ndim; k++) fin[nf++] = idx->shape[k];
-    else fin[nf++] = x->shape[i];
-  }
+  int nf = axis_shapes(x, axis, idx, shape, fin);
   gl_status st = gl_array_alloc(out, (gl_dtype)x->dtype, x->ndim, shape, gl_array_device(x));
   if (st == GL_OK && out->size > 0) st = be->gather(out, x, axis, &pos);
   if (st == GL_OK) st = gl_view_reshape(out, nf, fin);
@@ -153,12 +160,7 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
     /* values broadcast against x.shape[:axis] + idx.shape + x.shape[axis+1:], then the
     ** idx axes are merged into one */
     int64_t full[GL_MAXDIMS], flat[GL_MAXDIMS];
-    int nf = 0;
-    for (int i = 0; i < x->ndim; i++) {
-      flat[i] = i == axis ? idx->size : x->shape[i];
-      if (i == axis) for (int k = 0; k < idx->ndim; k++) full[nf++] = idx->shape[k];
-      else full[nf++] = x->shape[i];
-    }
+    int nf = axis_shapes(x, axis, idx, flat, full);
     if (nf > GL_MAXDIMS) st = gl_fail(GL_EINVAL, "too many dimensions (at most %d)", GL_MAXDIMS);
     gl_array tmp = { 0 };
     if (st == GL_OK) st = gl_array_alloc(&tmp, (gl_dtype)x->dtype, nf, full, gl_array_device(x));

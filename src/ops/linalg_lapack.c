@@ -181,42 +181,40 @@ gl_status gl_op_la_solve(gl_array *out, const gl_array *a, const gl_array *b) {
 
 /* ---- one square (or any) matrix operand in, outputs by shape --------------------------- */
 
-/* Prepares the single operand a for op: checks, dtypes, backend, contiguous copy. */
-static gl_status la_unary_prep(const gl_array *a, gl_la_op op, bool square, la_operand *oa, gl_dtype *rt,
-                               const gl_backend **be) {
-  GL_TRY(la_check_matrix(a, square));
-  gl_dtype ct;
-  la_dtypes((gl_dtype)a->dtype, &ct, rt);
-  GL_TRY(la_backend(a, op, ct, be));
-  return la_operand_of(a, ct, oa);
+/* Runs the one-matrix call c on c->x (checked, its outputs' shapes set): x made contiguous
+** in its compute dtype, in which every output is made; the results are given back in the
+** dtype NumPy answers in (give_back), else left in the compute dtype. *rt (may be NULL):
+** that answer dtype. */
+static gl_status la_unary(la_call *c, bool give_back, gl_dtype *rt) {
+  gl_dtype ct, answer;
+  la_dtypes((gl_dtype)c->x->dtype, &ct, &answer);
+  if (rt) *rt = answer;
+  const gl_backend *be;
+  GL_TRY(la_backend(c->x, c->op, ct, &be));
+  la_operand oa;
+  GL_TRY(la_operand_of(c->x, ct, &oa));
+  c->args.in[0] = oa.src;
+  for (int i = 0; i < 4; i++) c->dts[i] = ct;
+  gl_status st = la_run(be, c, give_back ? answer : ct);
+  gl_array_release(&oa.tmp);
+  return st;
 }
 
 gl_status gl_op_la_inv(gl_array *out, const gl_array *a) {
-  la_operand oa;
-  gl_dtype rt;
-  const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_INV, true, &oa, &rt, &be));
+  GL_TRY(la_check_matrix(a, true));
   int64_t n = a->shape[a->ndim - 1];
-  la_call c = { .op = GL_LA_INV, .args = { .in = { oa.src } }, .outs = { out }, .dts = { oa.src->dtype },
-                .what = "matrix is singular", .x = a };
+  la_call c = { .op = GL_LA_INV, .outs = { out }, .what = "matrix is singular", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 2, n, n);
-  gl_status st = la_run(be, &c, rt);
-  gl_array_release(&oa.tmp);
-  return st;
+  return la_unary(&c, true, NULL);
 }
 
 /* slogdet in the compute dtype; *rt gets the dtype the results are to be given in. */
 static gl_status slogdet_ct(gl_array *sign, gl_array *logabs, const gl_array *a, gl_dtype *rt) {
-  la_operand oa;
-  const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_SLOGDET, true, &oa, rt, &be));
-  la_call c = { .op = GL_LA_SLOGDET, .args = { .in = { oa.src } }, .outs = { sign, logabs },
-                .dts = { oa.src->dtype, oa.src->dtype }, .what = "slogdet failed", .x = a };
+  GL_TRY(la_check_matrix(a, true));
+  la_call c = { .op = GL_LA_SLOGDET, .outs = { sign, logabs }, .what = "slogdet failed", .x = a };
   c.nd[0] = c.nd[1] = la_shape(a, c.shapes[0], 0, 0, 0);
   memcpy(c.shapes[1], c.shapes[0], sizeof c.shapes[0]);
-  gl_status st = la_run(be, &c, (gl_dtype)oa.src->dtype);
-  gl_array_release(&oa.tmp);
-  return st;
+  return la_unary(&c, false, rt);
 }
 
 gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a) {
@@ -246,65 +244,42 @@ gl_status gl_op_la_det(gl_array *out, const gl_array *a) {
 }
 
 gl_status gl_op_la_cholesky(gl_array *out, const gl_array *a, bool upper) {
-  la_operand oa;
-  gl_dtype rt;
-  const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_CHOLESKY, true, &oa, &rt, &be));
+  GL_TRY(la_check_matrix(a, true));
   int64_t n = a->shape[a->ndim - 1];
-  la_call c = { .op = GL_LA_CHOLESKY, .args = { .in = { oa.src }, .flags = upper ? GL_LA_UPPER : 0 },
-                .outs = { out }, .dts = { oa.src->dtype }, .what = "matrix is not positive definite", .x = a };
+  la_call c = { .op = GL_LA_CHOLESKY, .args = { .flags = upper ? GL_LA_UPPER : 0 }, .outs = { out },
+                .what = "matrix is not positive definite", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 2, n, n);
-  gl_status st = la_run(be, &c, rt);
-  gl_array_release(&oa.tmp);
-  return st;
+  return la_unary(&c, true, NULL);
 }
 
 gl_status gl_op_la_qr(gl_array *q, gl_array *r, const gl_array *a, bool complete) {
-  la_operand oa;
-  gl_dtype rt;
-  const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_QR, false, &oa, &rt, &be));
+  GL_TRY(la_check_matrix(a, false));
   int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], kq = complete ? m : (m < n ? m : n);
-  la_call c = { .op = GL_LA_QR, .args = { .in = { oa.src } }, .outs = { q, r },
-                .dts = { oa.src->dtype, oa.src->dtype }, .what = "QR failed", .x = a };
+  la_call c = { .op = GL_LA_QR, .outs = { q, r }, .what = "QR failed", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 2, m, kq);
   c.nd[1] = la_shape(a, c.shapes[1], 2, kq, n);
-  gl_status st = la_run(be, &c, rt);
-  gl_array_release(&oa.tmp);
-  return st;
+  return la_unary(&c, true, NULL);
 }
 
 gl_status gl_op_la_svd(gl_array *u, gl_array *s, gl_array *vh, const gl_array *a, bool full) {
-  la_operand oa;
-  gl_dtype rt;
-  const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_SVD, false, &oa, &rt, &be));
+  GL_TRY(la_check_matrix(a, false));
   int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
-  la_call c = { .op = GL_LA_SVD, .args = { .in = { oa.src }, .flags = full ? GL_LA_FULL : 0 },
-                .outs = { u, s, vh }, .dts = { oa.src->dtype, oa.src->dtype, oa.src->dtype },
+  la_call c = { .op = GL_LA_SVD, .args = { .flags = full ? GL_LA_FULL : 0 }, .outs = { u, s, vh },
                 .what = "SVD did not converge", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 2, m, full ? m : k);
   c.nd[1] = la_shape(a, c.shapes[1], 1, k, 0);
   c.nd[2] = la_shape(a, c.shapes[2], 2, full ? n : k, n);
-  gl_status st = la_run(be, &c, rt);
-  gl_array_release(&oa.tmp);
-  return st;
+  return la_unary(&c, true, NULL);
 }
 
 gl_status gl_op_la_eigh(gl_array *w, gl_array *v, const gl_array *a, bool upper) {
-  la_operand oa;
-  gl_dtype rt;
-  const gl_backend *be;
-  GL_TRY(la_unary_prep(a, GL_LA_EIGH, true, &oa, &rt, &be));
+  GL_TRY(la_check_matrix(a, true));
   int64_t n = a->shape[a->ndim - 1];
-  la_call c = { .op = GL_LA_EIGH, .args = { .in = { oa.src }, .flags = upper ? GL_LA_UPPER : 0 },
-                .outs = { w, v }, .dts = { oa.src->dtype, oa.src->dtype },
+  la_call c = { .op = GL_LA_EIGH, .args = { .flags = upper ? GL_LA_UPPER : 0 }, .outs = { w, v },
                 .what = "eigenvalues did not converge", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 1, n, 0);
   c.nd[1] = la_shape(a, c.shapes[1], 2, n, n);
-  gl_status st = la_run(be, &c, rt);
-  gl_array_release(&oa.tmp);
-  return st;
+  return la_unary(&c, true, NULL);
 }
 
 /* NumPy's lstsq: a (m, n), b (m) or (m, k); rcond < 0 (NumPy's None): machine epsilon

@@ -33,6 +33,13 @@ static gl_status result_dtype(gl_redop op, const char *name, gl_dtype in, int wa
   }
 }
 
+/* The result dtype of op over x (result_dtype) and a backend of x's device that makes it. */
+static gl_status reduce_plan(gl_redop op, const char *name, const gl_array *x, int want, gl_dtype *ot,
+                             const gl_backend **be) {
+  GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, want, ot));
+  return gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, *ot, name, be);
+}
+
 /* Marks the reduced axes (all when naxes < 0); errors name the axis 1-based. */
 static gl_status mark_axes(const gl_array *x, const int *axes, int naxes, bool *red, int *nred) {
   memset(red, 0, GL_MAXDIMS * sizeof *red);
@@ -171,9 +178,8 @@ static gl_status reduce_raw(gl_array *out, gl_redop op, const char *name, const 
   int nred;
   GL_TRY(mark_axes(x, axes, naxes, red, &nred));
   gl_dtype ot = GL_FLOAT32;
-  GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, want, &ot));
   const gl_backend *be;
-  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, ot, name, &be));
+  GL_TRY(reduce_plan(op, name, x, want, &ot, &be));
 
   const gl_array *src = x;
   gl_array flat, tmp = { 0 };
@@ -304,9 +310,8 @@ gl_status gl_op_scan(gl_array *out, gl_redop op, const gl_array *x, int axis, in
   if (op != GL_R_SUM && op != GL_R_PROD) return gl_fail(GL_EINVAL, "a scan is a sum or a prod, not op %d", (int)op);
   const char *name = op == GL_R_SUM ? "cumsum" : "cumprod";
   gl_dtype ot = GL_FLOAT32;
-  GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, dtype, &ot));
   const gl_backend *be;
-  GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, ot, name, &be));
+  GL_TRY(reduce_plan(op, name, x, dtype, &ot, &be));
   const gl_array *src = x;
   gl_array flat, tmp = { 0 };
   if (axis < 0) {

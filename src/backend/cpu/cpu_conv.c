@@ -9,98 +9,111 @@
 
 #define PAR_MIN 32768
 
-#define IM2COL(T)                                                                                  \
-  static void im2col_##T(T *dst, const T *src, int64_t N, int64_t C, int64_t H, int64_t W,         \
-                         int64_t OH, int64_t OW, const int *k, const int *s, const int *p,         \
-                         const int *d, T padv) {                                                   \
-    int64_t planes = N * C, L = OH * OW, KK = (int64_t)k[0] * k[1];                                \
-    int nt = gl_cpu_team_size(planes * KK * L);                                                    \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                       \
-    for (int64_t pc = 0; pc < planes; pc++) {                                                      \
-      const T *in = src + pc * H * W;                                                              \
-      T *out = dst + pc * KK * L;                                                                  \
-      for (int ki = 0; ki < k[0] && !gl_interrupted(); ki++)                                      \
-        for (int kj = 0; kj < k[1]; kj++) {                                                        \
-          T *row = out + ((int64_t)ki * k[1] + kj) * L;                                            \
-          for (int64_t oh = 0; oh < OH; oh++) {                                                    \
-            int64_t ih = oh * s[0] - p[0] + (int64_t)ki * d[0];                                    \
-            T *r = row + oh * OW;                                                                  \
-            if (ih < 0 || ih >= H) {                                                               \
-              for (int64_t ow = 0; ow < OW; ow++) r[ow] = padv;                                    \
-              continue;                                                                            \
-            }                                                                                      \
-            const T *irow = in + ih * W;                                                           \
-            for (int64_t ow = 0; ow < OW; ow++) {                                                  \
-              int64_t iw = ow * s[1] - p[1] + (int64_t)kj * d[1];                                  \
-              r[ow] = (iw < 0 || iw >= W) ? padv : irow[iw];                                       \
-            }                                                                                      \
-          }                                                                                        \
-        }                                                                                          \
-    }                                                                                              \
-  }
+/* A convolution's geometry: planes (N * C) of H x W, OH x OW outputs (L of them), a
+** k[0] x k[1] kernel (KK taps) with stride s, padding p and dilation d. */
+typedef struct conv_geom {
+  int64_t planes, H, W, OH, OW, L, KK;
+  const int *k, *s, *p, *d;
+} conv_geom;
 
-#define COL2IM(T)                                                                                  \
-  static void col2im_##T(T *dst, const T *cols, int64_t N, int64_t C, int64_t H, int64_t W,        \
-                         int64_t OH, int64_t OW, const int *k, const int *s, const int *p,         \
-                         const int *d) {                                                           \
-    int64_t planes = N * C, L = OH * OW, KK = (int64_t)k[0] * k[1];                                \
-    int nt = gl_cpu_team_size(planes * KK * L);                                                    \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")                       \
-    for (int64_t pc = 0; pc < planes; pc++) {                                                      \
-      T *img = dst + pc * H * W;                                                                   \
-      const T *in = cols + pc * KK * L;                                                            \
-      if (gl_interrupted()) continue;                                                              \
-      memset(img, 0, sizeof(T) * (size_t)(H * W));                                                 \
-      for (int ki = 0; ki < k[0] && !gl_interrupted(); ki++)                                      \
-        for (int kj = 0; kj < k[1]; kj++) {                                                        \
-          const T *row = in + ((int64_t)ki * k[1] + kj) * L;                                       \
-          for (int64_t oh = 0; oh < OH; oh++) {                                                    \
-            int64_t ih = oh * s[0] - p[0] + (int64_t)ki * d[0];                                    \
-            if (ih < 0 || ih >= H) continue;                                                       \
-            const T *r = row + oh * OW;                                                            \
-            T *irow = img + ih * W;                                                                \
-            for (int64_t ow = 0; ow < OW; ow++) {                                                  \
-              int64_t iw = ow * s[1] - p[1] + (int64_t)kj * d[1];                                  \
-              if (iw >= 0 && iw < W) irow[iw] += r[ow];                                            \
-            }                                                                                      \
-          }                                                                                        \
-        }                                                                                          \
-    }                                                                                              \
-  }
+static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t L, const int *k,
+                               const int *stride, const int *pad, const int *dil) {
+  int64_t OW = (W + 2 * pad[1] - (int64_t)dil[1] * (k[1] - 1) - 1) / stride[1] + 1;
+  return (conv_geom){ .planes = N * C, .H = H, .W = W, .OH = L / OW, .OW = OW, .L = L,
+                      .KK = (int64_t)k[0] * k[1], .k = k, .s = stride, .p = pad, .d = dil };
+}
 
-IM2COL(float)
-IM2COL(double)
-COL2IM(float)
-COL2IM(double)
+/* One im2col row: r[ow] = irow[ow * s + w0], padv where that column lies outside the
+** image or the whole row does (irow NULL). */
+static inline void im2col_row(gl_dtype dt, void *r, const void *irow, int64_t OW, int64_t W, int64_t s,
+                              int64_t w0, double padv) {
+  if (dt == GL_FLOAT32) {
+    float *o = r, pv = (float)padv;
+    const float *in = irow;
+    for (int64_t ow = 0; ow < OW; ow++) o[ow] = in == NULL || ow * s + w0 < 0 || ow * s + w0 >= W ? pv : in[ow * s + w0];
+  } else {
+    double *o = r;
+    const double *in = irow;
+    for (int64_t ow = 0; ow < OW; ow++) o[ow] = in == NULL || ow * s + w0 < 0 || ow * s + w0 >= W ? padv : in[ow * s + w0];
+  }
+}
+
+/* One col2im row: irow[ow * s + w0] += r[ow] where that column lies inside the image. */
+static inline void col2im_row(gl_dtype dt, void *irow, const void *r, int64_t OW, int64_t W, int64_t s, int64_t w0) {
+  if (dt == GL_FLOAT32) {
+    float *o = irow;
+    const float *in = r;
+    for (int64_t ow = 0; ow < OW; ow++) if (ow * s + w0 >= 0 && ow * s + w0 < W) o[ow * s + w0] += in[ow];
+  } else {
+    double *o = irow;
+    const double *in = r;
+    for (int64_t ow = 0; ow < OW; ow++) if (ow * s + w0 >= 0 && ow * s + w0 < W) o[ow * s + w0] += in[ow];
+  }
+}
+
+/* dst (planes, KK, L) = the kernel taps of src (planes, H, W): row (ki, kj, oh) of a
+** plane's columns holds input row oh * s[0] - p[0] + ki * d[0]. */
+static void im2col(gl_dtype dt, char *dst, const char *src, const conv_geom *g, double padv) {
+  int64_t esz = (int64_t)gl_dtypes[dt].size;
+  int nt = gl_cpu_team_size(g->planes * g->KK * g->L);
+  #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t pc = 0; pc < g->planes; pc++) {
+    const char *in = src + pc * g->H * g->W * esz;
+    char *out = dst + pc * g->KK * g->L * esz;
+    for (int ki = 0; ki < g->k[0] && !gl_interrupted(); ki++)
+      for (int kj = 0; kj < g->k[1]; kj++) {
+        char *row = out + ((int64_t)ki * g->k[1] + kj) * g->L * esz;
+        int64_t w0 = (int64_t)kj * g->d[1] - g->p[1];
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+          int64_t ih = oh * g->s[0] - g->p[0] + (int64_t)ki * g->d[0];
+          const char *irow = ih < 0 || ih >= g->H ? NULL : in + ih * g->W * esz;
+          im2col_row(dt, row + oh * g->OW * esz, irow, g->OW, g->W, g->s[1], w0, padv);
+        }
+      }
+  }
+}
+
+/* dst (planes, H, W) = the sum of each column of cols (planes, KK, L) into the input
+** position im2col read it from. */
+static void col2im(gl_dtype dt, char *dst, const char *cols, const conv_geom *g) {
+  int64_t esz = (int64_t)gl_dtypes[dt].size;
+  int nt = gl_cpu_team_size(g->planes * g->KK * g->L);
+  #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t pc = 0; pc < g->planes; pc++) {
+    char *img = dst + pc * g->H * g->W * esz;
+    const char *in = cols + pc * g->KK * g->L * esz;
+    if (gl_interrupted()) continue;
+    memset(img, 0, (size_t)(g->H * g->W * esz));
+    for (int ki = 0; ki < g->k[0] && !gl_interrupted(); ki++)
+      for (int kj = 0; kj < g->k[1]; kj++) {
+        const char *row = in + ((int64_t)ki * g->k[1] + kj) * g->L * esz;
+        int64_t w0 = (int64_t)kj * g->d[1] - g->p[1];
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+          int64_t ih = oh * g->s[0] - g->p[0] + (int64_t)ki * g->d[0];
+          if (ih >= 0 && ih < g->H) col2im_row(dt, img + ih * g->W * esz, row + oh * g->OW * esz, g->OW, g->W, g->s[1], w0);
+        }
+      }
+  }
+}
 
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval) {
-  int64_t N = src->shape[0], C = src->shape[1], H = src->shape[2], W = src->shape[3];
-  int64_t L = dst->shape[2];
-  int64_t OW = (W + 2 * pad[1] - (int64_t)dil[1] * (k[1] - 1) - 1) / stride[1] + 1;
-  int64_t OH = L / OW;
-  if (src->dtype == GL_FLOAT32)
-    im2col_float(gl_array_data(dst), gl_array_data(src), N, C, H, W, OH, OW, k, stride, pad, dil,
-                 (float)padval);
-  else if (src->dtype == GL_FLOAT64)
-    im2col_double(gl_array_data(dst), gl_array_data(src), N, C, H, W, OH, OW, k, stride, pad, dil,
-                  padval);
-  else
-    return gl_fail(GL_ENOTSUP, "im2col of %s arrays is not supported on cpu", gl_dtypes[src->dtype].name);
+  gl_dtype dt = (gl_dtype)src->dtype;
+  if (dt != GL_FLOAT32 && dt != GL_FLOAT64)
+    return gl_fail(GL_ENOTSUP, "im2col of %s arrays is not supported on cpu", gl_dtypes[dt].name);
+  conv_geom g = conv_geometry(src->shape[0], src->shape[1], src->shape[2], src->shape[3], dst->shape[2], k,
+                              stride, pad, dil);
+  im2col(dt, gl_array_data(dst), gl_array_data(src), &g, padval);
   return gl_interrupt_check();
 }
 
 gl_status gl_cpu_col2im(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
                         const int *pad, const int *dil) {
-  int64_t N = dst->shape[0], C = dst->shape[1], H = dst->shape[2], W = dst->shape[3];
-  int64_t L = cols->shape[2];
-  int64_t OW = (W + 2 * pad[1] - (int64_t)dil[1] * (k[1] - 1) - 1) / stride[1] + 1;
-  int64_t OH = L / OW;
-  if (dst->dtype == GL_FLOAT32)
-    col2im_float(gl_array_data(dst), gl_array_data(cols), N, C, H, W, OH, OW, k, stride, pad, dil);
-  else if (dst->dtype == GL_FLOAT64)
-    col2im_double(gl_array_data(dst), gl_array_data(cols), N, C, H, W, OH, OW, k, stride, pad, dil);
-  else
-    return gl_fail(GL_ENOTSUP, "col2im of %s arrays is not supported on cpu", gl_dtypes[dst->dtype].name);
+  gl_dtype dt = (gl_dtype)dst->dtype;
+  if (dt != GL_FLOAT32 && dt != GL_FLOAT64)
+    return gl_fail(GL_ENOTSUP, "col2im of %s arrays is not supported on cpu", gl_dtypes[dt].name);
+  conv_geom g = conv_geometry(dst->shape[0], dst->shape[1], dst->shape[2], dst->shape[3], cols->shape[2], k,
+                              stride, pad, dil);
+  col2im(dt, gl_array_data(dst), gl_array_data(cols), &g);
   return gl_interrupt_check();
 }

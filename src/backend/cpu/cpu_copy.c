@@ -182,7 +182,8 @@ gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
 #pragma GCC optimize("fp-contract=off")
 #endif
 #define GL_ARANGE(E, id, S, kind, half, ...)                                                \
-  static void arange_##id(S *d, int64_t lo, int64_t hi, double start, double step) {        \
+  static void arange_##id(void *d_, int64_t lo, int64_t hi, double start, double step) {    \
+    S *d = d_;                                                                             \
     for (int64_t i = lo; i < hi; i++) d[i] = GL_DT_STORE(kind, half, S, id, FLOAT, start + (double)i * step); \
   }
 GL_DTYPE_LIST(GL_ARANGE)
@@ -192,16 +193,17 @@ GL_DTYPE_LIST(GL_ARANGE)
 #pragma GCC pop_options
 #endif
 
+typedef void (*arange_fn)(void *d, int64_t lo, int64_t hi, double start, double step);
+#define GL_ARANGE_ENTRY(E, id, ...) [GL_##E] = arange_##id,
+static const arange_fn aranges[GL_NDTYPE] = { GL_DTYPE_LIST(GL_ARANGE_ENTRY) };
+
 gl_status gl_cpu_arange(const gl_array *dst, double start, double step) {
   void *d = gl_array_data(dst);
   int64_t n = dst->size;
-  for (int64_t lo = 0; lo < n && !gl_interrupted(); lo += GL_POLL_SPAN) {
+  arange_fn fn = aranges[dst->dtype];
+  for (int64_t lo = 0; fn != NULL && lo < n && !gl_interrupted(); lo += GL_POLL_SPAN) {
     int64_t hi = n - lo < GL_POLL_SPAN ? n : lo + GL_POLL_SPAN;
-    switch ((gl_dtype)dst->dtype) {
-#define GL_ARANGE_CASE(E, id, ...) case GL_##E: arange_##id(d, lo, hi, start, step); break;
-      GL_DTYPE_LIST(GL_ARANGE_CASE)
-      default: break;
-    }
+    fn(d, lo, hi, start, step);
   }
   return gl_interrupt_check();
 }

@@ -42,26 +42,21 @@ typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const vo
     }                                                                              \
   }
 
-/* A binary row with fast paths for contiguous and stride-0 (scalar/broadcast) operands. */
-#define BROW(fn, IT, CT, OT, TT, UTT, LD, ST, EXPR)                                \
-  static void fn(void *d_, int64_t ds, const void *a_, int64_t as, const void *b_,  \
-                 int64_t bs, int64_t n) {                                           \
-    typedef TT T; typedef UTT UT; (void)sizeof(T); (void)sizeof(UT);                \
-    OT *d = d_;                                                                     \
-    const IT *pa = a_, *pb = b_;                                                    \
-    if (ds == 1 && as == 1 && bs == 1) {                                            \
-      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); CT b = LD(pb[i]); d[i] = ST(OT, EXPR); } \
-    } else if (ds == 1 && as == 1 && bs == 0) {                                     \
-      const CT b = LD(pb[0]);                                                       \
-      for (int64_t i = 0; i < n; i++) { CT a = LD(pa[i]); d[i] = ST(OT, EXPR); }    \
-    } else if (ds == 1 && as == 0 && bs == 1) {                                     \
-      const CT a = LD(pa[0]);                                                       \
-      for (int64_t i = 0; i < n; i++) { CT b = LD(pb[i]); d[i] = ST(OT, EXPR); }    \
-    } else {                                                                        \
-      for (int64_t i = 0; i < n; i++) {                                             \
-        CT a = LD(pa[i * as]); CT b = LD(pb[i * bs]); d[i * ds] = ST(OT, EXPR);     \
-      }                                                                             \
-    }                                                                               \
+/* A binary row with fast paths for contiguous and stride-0 (scalar/broadcast) operands;
+** the op's expression is fn##_at, inlined into each loop. */
+#define BROW(fn, IT, CT, OT, TT, UTT, LD, ST, EXPR)                                          \
+  static inline OT fn##_at(CT a, CT b) { typedef TT T; typedef UTT UT; (void)sizeof(T); (void)sizeof(UT); return ST(OT, EXPR); } \
+  static void fn(void *d_, int64_t ds, const void *a_, int64_t as, const void *b_, int64_t bs, int64_t n) { \
+    OT *d = d_;                                                                               \
+    const IT *pa = a_, *pb = b_;                                                              \
+    if (ds == 1 && as == 1 && bs == 1)                                                        \
+      for (int64_t i = 0; i < n; i++) d[i] = fn##_at(LD(pa[i]), LD(pb[i]));                  \
+    else if (ds == 1 && as == 1 && bs == 0)                                                   \
+      { const CT b = LD(pb[0]); for (int64_t i = 0; i < n; i++) d[i] = fn##_at(LD(pa[i]), b); } \
+    else if (ds == 1 && as == 0 && bs == 1)                                                   \
+      { const CT a = LD(pa[0]); for (int64_t i = 0; i < n; i++) d[i] = fn##_at(a, LD(pb[i])); } \
+    else                                                                                      \
+      for (int64_t i = 0; i < n; i++) d[i * ds] = fn##_at(LD(pa[i * as]), LD(pb[i * bs]));  \
   }
 
 /* What an op kind writes: the input dtype (SAME) or bool (comparisons, logic, predicates). */
@@ -278,37 +273,28 @@ gl_status gl_cpu_binary(gl_binop op, gl_dtype ct, const gl_array *dst, gl_operan
 
 /* ---- where: a select of bit patterns, by element width ----------------------------------- */
 
-/* One row of where by element width. Rows whose dst and cond are contiguous and whose
-** operands are contiguous or scalars (stride 0) get loops the compiler vectorises (a
-** blend per vector; same-index reads and writes, so dst may be an operand). */
-#define WHERE_ROWS(T)                                                                    \
-  static void where_##T(T *d, int64_t ds, const uint8_t *c, int64_t cs, const T *a,     \
-                        int64_t as, const T *b, int64_t bs, int64_t n) {                 \
-    if (ds == 1 && cs == 1 && (as == 0 || as == 1) && (bs == 0 || bs == 1)) {           \
-      if (as == 1 && bs == 1) {                                                          \
-        _Pragma("omp simd")                                                              \
-        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : b[i];                       \
-      } else if (as == 1) {                                                              \
-        const T bv = *b;                                                                 \
-        _Pragma("omp simd")                                                              \
-        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : bv;                         \
-      } else if (bs == 1) {                                                              \
-        const T av = *a;                                                                 \
-        _Pragma("omp simd")                                                              \
-        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? av : b[i];                         \
-      } else {                                                                           \
-        const T av = *a, bv = *b;                                                        \
-        _Pragma("omp simd")                                                              \
-        for (int64_t i = 0; i < n; i++) d[i] = c[i] ? av : bv;                           \
-      }                                                                                  \
-      return;                                                                            \
-    }                                                                                    \
-    for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? a[i * as] : b[i * bs];      \
+/* One row of where for elements of type T (the widths 1, 2, 4, 8). Rows whose dst and cond
+** are contiguous and whose operands are contiguous or scalars (stride 0) get loops the
+** compiler vectorises (a blend per vector; same-index reads and writes, so dst may be an
+** operand); a scalar operand is read once. */
+#define WHERE_ROW(T)                                                                             \
+  static void where_##T(T *d, int64_t ds, const uint8_t *c, int64_t cs, const T *a, int64_t as,  \
+                        const T *b, int64_t bs, int64_t n) {                                     \
+    if (ds != 1 || cs != 1 || as < 0 || as > 1 || bs < 0 || bs > 1)                              \
+      for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? a[i * as] : b[i * bs];            \
+    else if (as == 1 && bs == 1)                                                                 \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : b[i];            \
+    else if (as == 1)                                                                            \
+      { const T bv = *b; _Pragma("omp simd") for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : bv; } \
+    else if (bs == 1)                                                                            \
+      { const T av = *a; _Pragma("omp simd") for (int64_t i = 0; i < n; i++) d[i] = c[i] ? av : b[i]; } \
+    else                                                                                         \
+      { const T av = *a, bv = *b; _Pragma("omp simd") for (int64_t i = 0; i < n; i++) d[i] = c[i] ? av : bv; } \
   }
-WHERE_ROWS(uint8_t)
-WHERE_ROWS(uint16_t)
-WHERE_ROWS(uint32_t)
-WHERE_ROWS(uint64_t)
+WHERE_ROW(uint8_t)
+WHERE_ROW(uint16_t)
+WHERE_ROW(uint32_t)
+WHERE_ROW(uint64_t)
 
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b) {
   gl_dtype dt = (gl_dtype)dst->dtype;

@@ -42,32 +42,32 @@ static inline int64_t bin_of(double v, const double *e, int64_t nb, int mode, do
 /* Elements [lo, hi) of x into ci (counts) or cw (weights w summed). */
 typedef void (*hist_fn)(const void *x, int64_t lo, int64_t hi, const double *w, const double *e,
                         int64_t nb, int mode, double scale, int64_t *ci, double *cw);
+/* Element i, of value v, into its bin: counted (cw NULL) or weighted. */
+static inline void hist_add(double v, int64_t i, const double *w, const double *e, int64_t nb, int mode,
+                            double scale, int64_t *ci, double *cw) {
+  int64_t k = bin_of(v, e, nb, mode, scale);
+  if (k < 0) return;
+  if (cw) cw[k] += w[i];
+  else ci[k]++;
+}
+
+/* One function per dtype row, with a loop for each mode, counted or weighted (the mode and
+** the choice constants in each, so each loop is its own). */
 #define HIST_DEF(E, id, S, kind, half, CT, ...) HIST_DEF_(id, S, GL_DT_WIDEN_##half)
-#define HIST_DEF_(DN, S, LOAD)                                                                \
-  static void hist_##DN(const void *x_, int64_t lo, int64_t hi, const double *w, const double *e, \
-                        int64_t nb, int mode, double scale, int64_t *ci, double *cw) {         \
-    const S *x = x_;                                                                          \
-    if (mode == BIN_UNIFORM) HIST_LOOP(LOAD, BIN_UNIFORM)   /* one loop per mode, inlined */  \
-    else if (mode == BIN_SEARCH) HIST_LOOP(LOAD, BIN_SEARCH)                                  \
-    else HIST_LOOP(LOAD, BIN_DIRECT)                                                          \
-  }
-#define HIST_LOOP(LOAD, MODE)                                                                 \
-  {                                                                                           \
-    if (cw)                                                                                   \
-      for (int64_t i = lo; i < hi; i++) {                                                     \
-        int64_t k = bin_of((double)LOAD(x[i]), e, nb, MODE, scale);                           \
-        if (k >= 0) cw[k] += w[i];                                                            \
-      }                                                                                       \
-    else                                                                                      \
-      for (int64_t i = lo; i < hi; i++) {                                                     \
-        int64_t k = bin_of((double)LOAD(x[i]), e, nb, MODE, scale);                           \
-        if (k >= 0) ci[k]++;                                                                  \
-      }                                                                                       \
+#define HIST_DEF_(DN, S, LOAD)                                                                    \
+  static void hist_##DN(const void *x_, int64_t lo, int64_t hi, const double *w, const double *e,    \
+                        int64_t nb, int mode, double scale, int64_t *ci, double *cw) {             \
+    const S *x = x_;                                                                              \
+    if (mode == BIN_UNIFORM && cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_UNIFORM, scale, NULL, cw); \
+    else if (mode == BIN_UNIFORM) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_UNIFORM, scale, ci, NULL); \
+    else if (mode == BIN_SEARCH && cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_SEARCH, scale, NULL, cw); \
+    else if (mode == BIN_SEARCH) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_SEARCH, scale, ci, NULL); \
+    else if (cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, NULL, cw); \
+    else for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, ci, NULL); \
   }
 GL_DTYPE_LIST(HIST_DEF)
 #undef HIST_DEF
 #undef HIST_DEF_
-#undef HIST_LOOP
 
 #define HIST_ENTRY(E, id, ...) [GL_##E] = hist_##id,
 static const hist_fn hist_fns[GL_NDTYPE] = { GL_DTYPE_LIST(HIST_ENTRY) };

@@ -42,55 +42,48 @@ static void philox_words(uint64_t seed, uint64_t b0, int nb, uint32_t *restrict 
 
 /* ---- one chunk: words w (for elements e0 .. e0+ne-1) into dst ------------------------ */
 
-/* Stores of ne finished values into dst from element e0, one case per dtype row: floats
-** (float32 and the halves; float64 fills keep their doubles), integers (wrapped to the
-** width), flags (0 or 1 of the dtype). Same-width values are copied as they are. */
-#define STORE_FLOATS_CASE(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (0, 0, 0, 1),               \
-    case GL_##E: {                                                                             \
-      S *d = (S *)base + e0;                                                                   \
-      if (GL_DT_IS_HALF_##half || sizeof(S) != sizeof *f)                                      \
-        for (int64_t i = 0; i < ne; i++) d[i] = GL_DT_STORE(kind, half, S, id, FLOAT, f[i]);  \
-      else memcpy(d, f, (size_t)ne * sizeof *f);                                               \
-      break;                                                                                   \
-    })
-#define STORE_INTS_CASE(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (0, 1, 1, 0),                 \
-    case GL_##E: {                                                                             \
-      S *d = (S *)base + e0;                                                                   \
-      if (sizeof(S) != sizeof *v) for (int64_t i = 0; i < ne; i++) d[i] = (S)v[i];             \
-      else memcpy(d, v, (size_t)ne * sizeof *v);                                               \
-      break;                                                                                   \
-    })
-#define STORE_FLAGS_CASE(E, id, S, kind, half, ...)                                            \
-    case GL_##E: {                                                                             \
-      S *d = (S *)base + e0;                                                                   \
-      const S one = GL_DT_STORE(kind, half, S, id, INT, 1);                                    \
-      if (sizeof(S) != 1 || one != 1) for (int64_t i = 0; i < ne; i++) d[i] = v[i] ? one : (S)0; \
-      else memcpy(d, v, (size_t)ne);                                                           \
-      break;                                                                                   \
-    }
-
-static void store_floats(const gl_array *dst, int64_t e0, const float *f, int64_t ne) {
-  char *base = gl_array_data(dst);
-  switch ((gl_dtype)dst->dtype) {
-    GL_DTYPE_LIST(STORE_FLOATS_CASE)
-    default: break;
+/* Stores of ne finished values at d, one function per dtype row: floats (float32 and the
+** halves; float64 fills keep their doubles), integers (wrapped to the width), flags (0 or
+** 1 of the dtype). Same-width values are copied as they are. */
+typedef void (*store_fn)(void *d, const void *values, int64_t ne);
+#define STORE_FLOATS_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (0, 0, 0, 1),                 \
+  static void store_floats_##id(void *d_, const void *f_, int64_t ne) {                          \
+    S *d = d_;                                                                                   \
+    const float *f = f_;                                                                         \
+    if (GL_DT_IS_HALF_##half || sizeof(S) != sizeof *f)                                          \
+      for (int64_t i = 0; i < ne; i++) d[i] = GL_DT_STORE(kind, half, S, id, FLOAT, f[i]);      \
+    else memcpy(d, f, (size_t)ne * sizeof *f);                                                   \
+  })
+#define STORE_INTS_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (0, 1, 1, 0),                   \
+  static void store_ints_##id(void *d_, const void *v_, int64_t ne) {                            \
+    S *d = d_;                                                                                   \
+    const uint64_t *v = v_;                                                                      \
+    if (sizeof(S) != sizeof *v) for (int64_t i = 0; i < ne; i++) d[i] = (S)v[i];                 \
+    else memcpy(d, v, (size_t)ne * sizeof *v);                                                   \
+  })
+#define STORE_FLAGS_FN(E, id, S, kind, half, ...)                                                \
+  static void store_flags_##id(void *d_, const void *v_, int64_t ne) {                           \
+    S *d = d_;                                                                                   \
+    const uint8_t *v = v_;                                                                       \
+    const S one = GL_DT_STORE(kind, half, S, id, INT, 1);                                        \
+    if (sizeof(S) != 1 || one != 1) for (int64_t i = 0; i < ne; i++) d[i] = v[i] ? one : (S)0;   \
+    else memcpy(d, v, (size_t)ne);                                                               \
   }
-}
+GL_DTYPE_LIST(STORE_FLOATS_FN)
+GL_DTYPE_LIST(STORE_INTS_FN)
+GL_DTYPE_LIST(STORE_FLAGS_FN)
 
-static void store_ints(const gl_array *dst, int64_t e0, const uint64_t *v, int64_t ne) {
-  char *base = gl_array_data(dst);
-  switch ((gl_dtype)dst->dtype) {
-    GL_DTYPE_LIST(STORE_INTS_CASE)
-    default: break;
-  }
-}
+#define STORE_FLOATS_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (0, 0, 0, 1), [GL_##E] = store_floats_##id,)
+#define STORE_INTS_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (0, 1, 1, 0), [GL_##E] = store_ints_##id,)
+#define STORE_FLAGS_ENTRY(E, id, ...) [GL_##E] = store_flags_##id,
+static const store_fn store_floats[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_FLOATS_ENTRY) };
+static const store_fn store_ints[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_INTS_ENTRY) };
+static const store_fn store_flags[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_FLAGS_ENTRY) };
 
-static void store_flags(const gl_array *dst, int64_t e0, const uint8_t *v, int64_t ne) {
-  char *base = gl_array_data(dst);
-  switch ((gl_dtype)dst->dtype) {
-    GL_DTYPE_LIST(STORE_FLAGS_CASE)
-    default: break;
-  }
+/* ne values into dst from element e0 by the dtype's store in table (none: nothing). */
+static void store(const store_fn *table, const gl_array *dst, int64_t e0, const void *values, int64_t ne) {
+  store_fn fn = table[dst->dtype];
+  if (fn) fn((char *)gl_array_data(dst) + e0 * (int64_t)gl_dtypes[dst->dtype].size, values, ne);
 }
 
 /* Scratch for one chunk: words, then numbers (4 per block at most). */
@@ -120,7 +113,7 @@ static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req 
         float *restrict f = buf->v.f, lo = (float)rq->a, span = (float)(rq->b - rq->a);
         int bits = gl_dtypes[dt].prec;
         for (int64_t i = 0; i < nw; i++) f[i] = GL_VM_FMA(span, gl_rand_u01f(w[i], bits), lo);
-        store_floats(dst, e0, f, ne);
+        store(store_floats, dst, e0, f, ne);
       }
       break;
     case GL_RAND_NORMAL:
@@ -141,7 +134,7 @@ static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req 
           f[2 * i] = GL_VM_FMA(sd, z0, mean);
           f[2 * i + 1] = GL_VM_FMA(sd, z1, mean);
         }
-        store_floats(dst, e0, f, ne);
+        store(store_floats, dst, e0, f, ne);
       }
       break;
     case GL_RAND_INTEGERS: {
@@ -153,7 +146,7 @@ static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req 
         for (int64_t i = 0; i < nb; i++)
           u[i] = lo + gl_rand_mulhi128(gl_rand_u64(w[4 * i], w[4 * i + 1]),
                                        gl_rand_u64(w[4 * i + 2], w[4 * i + 3]), m);
-      store_ints(dst, e0, u, ne);
+      store(store_ints, dst, e0, u, ne);
       break;
     }
     case GL_RAND_BERNOULLI: {
@@ -165,7 +158,7 @@ static void run_chunk(gl_rand_dist dist, const gl_array *dst, const gl_rand_req 
         double p = rq->a;
         for (int64_t i = 0; i < nw; i++) b[i] = (double)w[i] * 0x1p-32 < p;
       }
-      store_flags(dst, e0, b, ne);
+      store(store_flags, dst, e0, b, ne);
       break;
     }
     default: break;

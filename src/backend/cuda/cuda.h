@@ -189,4 +189,16 @@ static inline void gl_cuda_sym(void *h, void *field, const char *name) {
   memcpy(field, &p, sizeof p);
 }
 
+/* A table of entry points: gl_cuda_syms fills each field and answers the name of the first
+** one h lacks (NULL: none). */
+typedef struct gl_cuda_entry { const char *name; void *field; } gl_cuda_entry;
+static inline const char *gl_cuda_syms(void *h, const gl_cuda_entry *e, size_t n) {
+  const char *missing = NULL;
+  for (size_t i = 0; i < n; i++) {
+    gl_cuda_sym(h, e[i].field, e[i].name);
+    if (missing == NULL && dlsym(h, e[i].name) == NULL) missing = e[i].name;
+  }
+  return missing;
+}
+
 #endif

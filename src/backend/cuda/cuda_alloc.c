@@ -333,6 +333,15 @@ void gl_cuda_free(gl_device dev, void *ptr, size_t nbytes) {
   pthread_mutex_unlock(&gl_cuda_lock);
 }
 
+/* Block a takes in the block after it (their bytes are adjacent), whose record goes. */
+static void absorb_next(blk *a) {
+  blk *b = a->next;
+  a->size += b->size;
+  a->next = b->next;
+  if (b->next) b->next->prev = a;
+  free(b);
+}
+
 void gl_cuda_free_locked(int index, void *ptr) {
   if (ptr == NULL || index < 0 || index >= GL_CUDA_MAXDEV) return;
   gl_cuda_pool *p = gl_cuda_devs[index].pool;
@@ -340,21 +349,13 @@ void gl_cuda_free_locked(int index, void *ptr) {
   if (x) {
     p->allocated -= x->size;
     if (x->prev && x->prev->is_free) {         /* merge with the free block before */
-      blk *pv = x->prev;
-      free_remove(p, pv);
-      pv->size += x->size;
-      pv->next = x->next;
-      if (x->next) x->next->prev = pv;
-      free(x);
-      x = pv;
+      x = x->prev;
+      free_remove(p, x);
+      absorb_next(x);
     }
     if (x->next && x->next->is_free) {         /* and the one after */
-      blk *nx = x->next;
-      free_remove(p, nx);
-      x->size += nx->size;
-      x->next = nx->next;
-      if (nx->next) nx->next->prev = x;
-      free(nx);
+      free_remove(p, x->next);
+      absorb_next(x);
     }
     free_insert(p, x);
   }

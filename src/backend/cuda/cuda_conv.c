@@ -7,10 +7,10 @@
 #include "cuda.h"
 #include "../../../kernels/conv.h"
 
-/* The kernels' geometry from the image shape and the window; OH, OW by the formula the
-** ops layer used to shape the columns. */
-static void geometry(gl_kconv *g, const gl_array *img, const int *k, const int *stride, const int *pad,
-                     const int *dil) {
+/* The kernels' geometry from the image (N, C, H, W) and the window; OH, OW by the formula
+** the ops layer used to shape the columns, which must match it. */
+static gl_status geometry(gl_kconv *g, const gl_array *img, const gl_array *cols, const int *k, const int *stride,
+                          const int *pad, const int *dil, const char *op) {
   g->N = img->shape[0];
   g->C = img->shape[1];
   g->H = img->shape[2];
@@ -23,34 +23,35 @@ static void geometry(gl_kconv *g, const gl_array *img, const int *k, const int *
     g->p[i] = pad[i];
     g->d[i] = dil[i];
   }
+  if (cols->shape[2] != g->OH * g->OW || cols->dtype != img->dtype)
+    return gl_fail(GL_EINVAL, "%s: internal: columns do not match the geometry", op);
+  return GL_OK;
+}
+
+/* What a launcher's rc means for op on dt arrays. */
+static gl_status launched(gl_device dev, cudaStream_t s, int rc, gl_dtype dt, const char *op) {
+  if (rc == GL_KERR_NOTSUP) return gl_fail(GL_ENOTSUP, "%s of %s arrays is not supported on cuda", op, gl_dtypes[dt].name);
+  return gl_cuda_launched(dev, s, rc, op);
 }
 
 gl_status gl_cuda_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                          const int *pad, const int *dil, double padval) {
   gl_device dev = gl_array_device(dst);
   cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
   gl_kconv g;
-  geometry(&g, src, k, stride, pad, dil);
-  if (dst->shape[2] != g.OH * g.OW || dst->dtype != src->dtype)
-    return gl_fail(GL_EINVAL, "im2col: internal: columns do not match the geometry");
+  GL_TRY(gl_cuda_enter(dev, &s));
+  GL_TRY(geometry(&g, src, dst, k, stride, pad, dil, "im2col"));
   int rc = gl_klaunch_im2col(s, &g, gl_array_data(dst), gl_array_data(src), src->dtype, padval);
-  if (rc == GL_KERR_NOTSUP)
-    return gl_fail(GL_ENOTSUP, "im2col of %s arrays is not supported on cuda", gl_dtypes[src->dtype].name);
-  return gl_cuda_launched(dev, s, rc, "im2col");
+  return launched(dev, s, rc, (gl_dtype)src->dtype, "im2col");
 }
 
 gl_status gl_cuda_col2im(const gl_array *dst, const gl_array *cols, const int *k, const int *stride,
                          const int *pad, const int *dil) {
   gl_device dev = gl_array_device(dst);
   cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
   gl_kconv g;
-  geometry(&g, dst, k, stride, pad, dil);
-  if (cols->shape[2] != g.OH * g.OW || dst->dtype != cols->dtype)
-    return gl_fail(GL_EINVAL, "col2im: internal: columns do not match the geometry");
-  int rc = gl_klaunch_col2im(s, &g, gl_array_data(dst), gl_array_data(cols), dst->dtype);
-  if (rc == GL_KERR_NOTSUP)
-    return gl_fail(GL_ENOTSUP, "col2im of %s arrays is not supported on cuda", gl_dtypes[dst->dtype].name);
-  return gl_cuda_launched(dev, s, rc, "col2im");
+  GL_TRY(gl_cuda_enter(dev, &s));
+  GL_TRY(geometry(&g, dst, cols, k, stride, pad, dil, "col2im"));
+  return launched(dev, s, gl_klaunch_col2im(s, &g, gl_array_data(dst), gl_array_data(cols), dst->dtype),
+                  (gl_dtype)dst->dtype, "col2im");
 }

@@ -77,89 +77,88 @@ void gl_cuda_staging_release(gl_cuda_dev *d) {
   pthread_mutex_unlock(&staging_lock);
 }
 
-#define CK(e, what) do { st = gl_cuda_check(index, (e), (what)); if (st != GL_OK) goto done; } while (0)
-#define WAIT(ev, what) do { st = gl_cuda_wait(index, NULL, (ev), (what)); if (st != GL_OK) goto done; } while (0)
-
+/* Host to device through the two pinned slots: chunk k waits for the slot's previous copy,
+** is staged, and is queued on the stream. */
 static gl_status staged_to_device(int index, cudaStream_t s, char *dst, const char *src, size_t n) {
   gl_cuda_dev *d = &gl_cuda_devs[index];
-  gl_status st = GL_OK;
   for (size_t off = 0, k = 0; off < n; off += CHUNK, k++) {
     size_t c = n - off < CHUNK ? n - off : CHUNK;
     char *slot = (char *)d->pinned + (k & 1) * CHUNK;
-    WAIT(d->slot_done[k & 1], "to device");     /* slot's last copy done */
+    GL_TRY(gl_cuda_wait(index, NULL, d->slot_done[k & 1], "to device"));     /* slot's last copy done */
     memcpy(slot, src + off, c);
-    CK(cudaMemcpyAsync(dst + off, slot, c, cudaMemcpyHostToDevice, s), "to device");
-    CK(cudaEventRecord(d->slot_done[k & 1], s), "to device");
+    GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst + off, slot, c, cudaMemcpyHostToDevice, s), "to device"));
+    GL_TRY(gl_cuda_check(index, cudaEventRecord(d->slot_done[k & 1], s), "to device"));
   }
-done:
-  return st;
+  return GL_OK;
 }
 
+/* Waits for the copy into slot k's chunk and moves its c bytes to dst. */
+static gl_status drain_slot(int index, size_t k, char *dst, size_t c) {
+  gl_cuda_dev *d = &gl_cuda_devs[index];
+  GL_TRY(gl_cuda_wait(index, NULL, d->slot_done[k & 1], "to host"));
+  memcpy(dst, (char *)d->pinned + (k & 1) * CHUNK, c);
+  return GL_OK;
+}
+
+/* Device to host: chunk k is queued into its slot while chunk k - 1 is drained. */
 static gl_status staged_to_host(int index, cudaStream_t s, char *dst, const char *src, size_t n) {
   gl_cuda_dev *d = &gl_cuda_devs[index];
-  gl_status st = GL_OK;
   size_t prev_off = 0, prev_c = 0, k = 0;
   for (size_t off = 0; off < n; off += CHUNK, k++) {
     size_t c = n - off < CHUNK ? n - off : CHUNK;
     char *slot = (char *)d->pinned + (k & 1) * CHUNK;
-    CK(cudaMemcpyAsync(slot, src + off, c, cudaMemcpyDeviceToHost, s), "to host");
-    CK(cudaEventRecord(d->slot_done[k & 1], s), "to host");
-    if (k > 0) {                    /* drain the previous chunk while this one is in flight */
-      WAIT(d->slot_done[(k - 1) & 1], "to host");
-      memcpy(dst + prev_off, (char *)d->pinned + ((k - 1) & 1) * CHUNK, prev_c);
-    }
+    GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(slot, src + off, c, cudaMemcpyDeviceToHost, s), "to host"));
+    GL_TRY(gl_cuda_check(index, cudaEventRecord(d->slot_done[k & 1], s), "to host"));
+    if (k > 0) GL_TRY(drain_slot(index, k - 1, dst + prev_off, prev_c));   /* while this one is in flight */
     prev_off = off;
     prev_c = c;
   }
-  if (k > 0) {
-    WAIT(d->slot_done[(k - 1) & 1], "to host");
-    memcpy(dst + prev_off, (char *)d->pinned + ((k - 1) & 1) * CHUNK, prev_c);
-  }
-done:
+  return k > 0 ? drain_slot(index, k - 1, dst + prev_off, prev_c) : GL_OK;
+}
+
+/* A large copy through the pinned slots, when they can be had; *used says whether they were. */
+static gl_status staged_copy(int index, cudaStream_t s, char *dst, const char *src, size_t n, bool to_device,
+                             bool *used) {
+  gl_status st = GL_OK;
+  pthread_mutex_lock(&staging_lock);
+  *used = staging_ready(index);
+  if (*used) st = to_device ? staged_to_device(index, s, dst, src, n) : staged_to_host(index, s, dst, src, n);
+  pthread_mutex_unlock(&staging_lock);
   return st;
 }
 
-gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n) {
+/* n bytes between host memory and the device (to_device: host to device), after the work
+** queued on the device's stream: large ones through the pinned slots when they can be had,
+** the rest straight from or into pageable memory, synchronously. */
+static gl_status host_copy(gl_device dev, void *dst, const void *src, size_t n, bool to_device) {
   cudaStream_t s;
   GL_TRY(gl_cuda_enter(dev, &s));
   if (n == 0) return GL_OK;
-  int index = dev.index;
-  GL_CUDA_COUNT(d2h_copies, 1);
-  GL_CUDA_COUNT(d2h_bytes, n);
-  if (n > DIRECT_MAX) {
-    pthread_mutex_lock(&staging_lock);
-    gl_status st = GL_EINVAL;
-    bool staged = staging_ready(index);
-    if (staged) st = staged_to_host(index, s, dst, src, n);
-    pthread_mutex_unlock(&staging_lock);
-    if (staged) return st;
+  if (to_device) {
+    GL_CUDA_COUNT(h2d_copies, 1);
+    GL_CUDA_COUNT(h2d_bytes, n);
+  } else {
+    GL_CUDA_COUNT(d2h_copies, 1);
+    GL_CUDA_COUNT(d2h_bytes, n);
   }
-  GL_TRY(gl_cuda_wait(index, s, NULL, "to host"));
-  GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s), "to host"));
-  return gl_cuda_check(index, cudaStreamSynchronize(s), "to host");
+  const char *what = to_device ? "to device" : "to host";
+  if (n > DIRECT_MAX) {
+    bool used;
+    gl_status st = staged_copy(dev.index, s, dst, src, n, to_device, &used);
+    if (used) return st == GL_OK && to_device && gl_cuda_sync_each() ? gl_cuda_wait(dev.index, s, NULL, what) : st;
+  }
+  GL_TRY(gl_cuda_wait(dev.index, s, NULL, what));
+  GL_TRY(gl_cuda_check(dev.index, cudaMemcpyAsync(dst, src, n, to_device ? cudaMemcpyHostToDevice
+                                                                        : cudaMemcpyDeviceToHost, s), what));
+  return gl_cuda_check(dev.index, cudaStreamSynchronize(s), what);
+}
+
+gl_status gl_cuda_to_host(void *dst, gl_device dev, const void *src, size_t n) {
+  return host_copy(dev, dst, src, n, false);
 }
 
 gl_status gl_cuda_from_host(gl_device dev, void *dst, const void *src, size_t n) {
-  cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
-  if (n == 0) return GL_OK;
-  int index = dev.index;
-  GL_CUDA_COUNT(h2d_copies, 1);
-  GL_CUDA_COUNT(h2d_bytes, n);
-  if (n > DIRECT_MAX) {
-    pthread_mutex_lock(&staging_lock);
-    gl_status st = GL_EINVAL;
-    bool staged = staging_ready(index);
-    if (staged) st = staged_to_device(index, s, dst, src, n);
-    pthread_mutex_unlock(&staging_lock);
-    if (staged) {
-      if (st == GL_OK && gl_cuda_sync_each()) st = gl_cuda_wait(index, s, NULL, "to device");
-      return st;
-    }
-  }
-  GL_TRY(gl_cuda_wait(index, s, NULL, "to device"));
-  GL_TRY(gl_cuda_check(index, cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s), "to device"));
-  return gl_cuda_check(index, cudaStreamSynchronize(s), "to device");
+  return host_copy(dev, dst, src, n, true);
 }
 
 /* ---- copy, fill, arange -------------------------------------------------------------------- */

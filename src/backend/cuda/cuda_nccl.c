@@ -123,6 +123,15 @@ static gl_status nccl_check(ncclResult_t r, const char *what) {
   return gl_fail(GL_EDEVICE, "%s failed: %s", what, N.error_string ? N.error_string(r) : "NCCL error");
 }
 
+static const gl_cuda_entry nccl_entries[] = {
+  { "ncclGetUniqueId", &N.get_unique_id }, { "ncclCommInitRank", &N.comm_init_rank },
+  { "ncclCommDestroy", &N.comm_destroy }, { "ncclCommAbort", &N.comm_abort },
+  { "ncclGetErrorString", &N.error_string }, { "ncclCommGetAsyncError", &N.async_error },
+  { "ncclAllReduce", &N.all_reduce }, { "ncclBroadcast", &N.broadcast }, { "ncclAllGather", &N.all_gather },
+  { "ncclReduceScatter", &N.reduce_scatter }, { "ncclSend", &N.send }, { "ncclRecv", &N.recv },
+  { "ncclGroupStart", &N.group_start }, { "ncclGroupEnd", &N.group_end },
+};
+
 static gl_status nccl_load(void) {
   if (N.lib) return GL_OK;
   void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
@@ -130,30 +139,7 @@ static gl_status nccl_load(void) {
     const char *e = dlerror();
     return gl_fail(GL_ENOTSUP, "cannot load NCCL (libnccl.so.2): %s", e ? e : "not found");
   }
-  bool ok = true;
-  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-#define GL_SYM(field, name)                                                                \
-  do {                                                                                     \
-    void *p_ = dlsym(h, name);                                                             \
-    memcpy(&N.field, &p_, sizeof p_);                                                      \
-    ok = ok && p_ != NULL;                                                                 \
-  } while (0)
-  GL_SYM(get_unique_id, "ncclGetUniqueId");
-  GL_SYM(comm_init_rank, "ncclCommInitRank");
-  GL_SYM(comm_destroy, "ncclCommDestroy");
-  GL_SYM(comm_abort, "ncclCommAbort");
-  GL_SYM(error_string, "ncclGetErrorString");
-  GL_SYM(async_error, "ncclCommGetAsyncError");
-  GL_SYM(all_reduce, "ncclAllReduce");
-  GL_SYM(broadcast, "ncclBroadcast");
-  GL_SYM(all_gather, "ncclAllGather");
-  GL_SYM(reduce_scatter, "ncclReduceScatter");
-  GL_SYM(send, "ncclSend");
-  GL_SYM(recv, "ncclRecv");
-  GL_SYM(group_start, "ncclGroupStart");
-  GL_SYM(group_end, "ncclGroupEnd");
-#undef GL_SYM
-  if (!ok) {
+  if (gl_cuda_syms(h, nccl_entries, sizeof nccl_entries / sizeof nccl_entries[0]) != NULL) {
     dlclose(h);
     return gl_fail(GL_ENOTSUP, "libnccl.so.2 lacks a function gpulua needs (NCCL >= 2.7 required)");
   }
@@ -240,38 +226,44 @@ static gl_status nccl_p2p(gl_device dev, void *buf, int64_t count, gl_dtype dt, 
   return async ? GL_OK : nccl_flush();
 }
 
-static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op) {
+/* A collective's way in (grouped point-to-point calls flushed first; the communicator's
+** stream) and out (NCCL's answer, and the stream's event to the watchdog's ring). */
+static gl_status collective_enter(gl_device dev, cudaStream_t *s) {
   GL_TRY(nccl_flush());
+  return stream_of(dev, s);
+}
+
+static gl_status collective_done(ncclResult_t r, cudaStream_t s, const char *call, const char *what) {
+  GL_TRY(nccl_check(r, call));
+  return track(s, what);
+}
+
+static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op) {
   cudaStream_t s;
-  GL_TRY(stream_of(dev, &s));
-  GL_TRY(nccl_check(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
-                    "ncclAllReduce"));
-  return track(s, "all_reduce");
+  GL_TRY(collective_enter(dev, &s));
+  return collective_done(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s), s,
+                         "ncclAllReduce", "all_reduce");
 }
 
 static gl_status nccl_broadcast(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root) {
-  GL_TRY(nccl_flush());
   cudaStream_t s;
-  GL_TRY(stream_of(dev, &s));
-  GL_TRY(nccl_check(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), "ncclBroadcast"));
-  return track(s, "broadcast");
+  GL_TRY(collective_enter(dev, &s));
+  return collective_done(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), s, "ncclBroadcast",
+                         "broadcast");
 }
 
 static gl_status nccl_all_gather(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt) {
-  GL_TRY(nccl_flush());
   cudaStream_t s;
-  GL_TRY(stream_of(dev, &s));
-  GL_TRY(nccl_check(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), "ncclAllGather"));
-  return track(s, "all_gather");
+  GL_TRY(collective_enter(dev, &s));
+  return collective_done(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), s, "ncclAllGather",
+                         "all_gather");
 }
 
 static gl_status nccl_reduce_scatter(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op) {
-  GL_TRY(nccl_flush());
   cudaStream_t s;
-  GL_TRY(stream_of(dev, &s));
-  GL_TRY(nccl_check(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s),
-                    "ncclReduceScatter"));
-  return track(s, "reduce_scatter");
+  GL_TRY(collective_enter(dev, &s));
+  return collective_done(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s), s,
+                         "ncclReduceScatter", "reduce_scatter");
 }
 
 static gl_status nccl_send(gl_device dev, const void *buf, int64_t count, gl_dtype dt, int peer, bool async) {

@@ -54,6 +54,21 @@ static struct {
   __typeof__(cuGetErrorName) *error_name;
 } drv = { .once = PTHREAD_ONCE_INIT };
 
+static const gl_cuda_entry nv_entries[] = {
+  { "nvrtcCreateProgram", &nv.create }, { "nvrtcCompileProgram", &nv.compile },
+  { "nvrtcGetProgramLogSize", &nv.log_size }, { "nvrtcGetProgramLog", &nv.log },
+  { "nvrtcGetCUBINSize", &nv.cubin_size }, { "nvrtcGetCUBIN", &nv.cubin },
+  { "nvrtcGetPTXSize", &nv.ptx_size }, { "nvrtcGetPTX", &nv.ptx }, { "nvrtcDestroyProgram", &nv.destroy },
+  { "nvrtcGetErrorString", &nv.error_string }, { "nvrtcVersion", &nv.version },
+  { "nvrtcGetNumSupportedArchs", &nv.num_archs }, { "nvrtcGetSupportedArchs", &nv.archs },
+};
+
+static const gl_cuda_entry drv_entries[] = {
+  { "cuModuleLoadData", &drv.module_load }, { "cuModuleGetFunction", &drv.get_function },
+  { "cuLaunchKernel", &drv.launch }, { "cuFuncSetAttribute", &drv.set_attribute },
+  { "cuFuncGetAttribute", &drv.get_attribute }, { "cuGetErrorName", &drv.error_name },
+};
+
 /* Where libnvrtc.so.13 is, searched as the dynamic loader would in the usual places
 ** (LD_LIBRARY_PATH, the toolkit, the system's directories), so a process that finds its
 ** kernels in the disk cache can key them without loading NVRTC (~20 ms): its real path,
@@ -86,35 +101,31 @@ static gl_status rtc_identity(char *buf, size_t len) {
   return GL_OK;
 }
 
+/* The entries of library h (NULL: it did not open, dlerror says why), resolved; false,
+** with 'why' saying what failed, when it did not open or lacks an entry. */
+static bool resolve(void *h, const char *lib, const gl_cuda_entry *e, size_t n, const char *lacks, char *why,
+                    size_t whylen) {
+  if (h == NULL) {
+    const char *err = dlerror();
+    snprintf(why, whylen, "cannot load %s: %s", lib, err ? err : "not found");
+    return false;
+  }
+  if (gl_cuda_syms(h, e, n) != NULL) {
+    snprintf(why, whylen, "%s", lacks);
+    return false;
+  }
+  return true;
+}
+
 static void nv_load(void) {
   pthread_once(&nv_found_once, nv_find);
   void *h = nv_path[0] ? dlopen(nv_path, RTLD_NOW | RTLD_LOCAL) : NULL;
   if (h == NULL) h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libnvrtc.so.12", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    const char *e = dlerror();
-    snprintf(nv.why, sizeof nv.why, "cannot load NVRTC (libnvrtc.so.13): %s", e ? e : "not found");
+  if (!resolve(h, "NVRTC (libnvrtc.so.13)", nv_entries, sizeof nv_entries / sizeof nv_entries[0],
+               "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)", nv.why, sizeof nv.why))
     return;
-  }
-  gl_cuda_sym(h, &nv.create, "nvrtcCreateProgram");
-  gl_cuda_sym(h, &nv.compile, "nvrtcCompileProgram");
-  gl_cuda_sym(h, &nv.log_size, "nvrtcGetProgramLogSize");
-  gl_cuda_sym(h, &nv.log, "nvrtcGetProgramLog");
-  gl_cuda_sym(h, &nv.cubin_size, "nvrtcGetCUBINSize");
-  gl_cuda_sym(h, &nv.cubin, "nvrtcGetCUBIN");
-  gl_cuda_sym(h, &nv.ptx_size, "nvrtcGetPTXSize");
-  gl_cuda_sym(h, &nv.ptx, "nvrtcGetPTX");
-  gl_cuda_sym(h, &nv.destroy, "nvrtcDestroyProgram");
-  gl_cuda_sym(h, &nv.error_string, "nvrtcGetErrorString");
-  gl_cuda_sym(h, &nv.version, "nvrtcVersion");
-  gl_cuda_sym(h, &nv.num_archs, "nvrtcGetNumSupportedArchs");
-  gl_cuda_sym(h, &nv.archs, "nvrtcGetSupportedArchs");
-  if (!nv.create || !nv.compile || !nv.log_size || !nv.log || !nv.cubin_size || !nv.cubin || !nv.ptx_size || !nv.ptx ||
-      !nv.destroy || !nv.error_string || !nv.version || !nv.num_archs || !nv.archs) {
-    snprintf(nv.why, sizeof nv.why, "NVRTC lacks an entry point gpulua needs (it is older than CUDA 11.2)");
-    return;
-  }
   if (nv.version(&nv.major, &nv.minor) != NVRTC_SUCCESS) {
     snprintf(nv.why, sizeof nv.why, "nvrtcVersion failed");
     return;
@@ -131,23 +142,8 @@ static void nv_load(void) {
 
 static void drv_load(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    const char *e = dlerror();
-    snprintf(drv.why, sizeof drv.why, "cannot load the CUDA driver (libcuda.so.1): %s", e ? e : "not found");
-    return;
-  }
-  gl_cuda_sym(h, &drv.module_load, "cuModuleLoadData");
-  gl_cuda_sym(h, &drv.get_function, "cuModuleGetFunction");
-  gl_cuda_sym(h, &drv.launch, "cuLaunchKernel");
-  gl_cuda_sym(h, &drv.set_attribute, "cuFuncSetAttribute");
-  gl_cuda_sym(h, &drv.get_attribute, "cuFuncGetAttribute");
-  gl_cuda_sym(h, &drv.error_name, "cuGetErrorName");
-  if (!drv.module_load || !drv.get_function || !drv.launch || !drv.set_attribute || !drv.get_attribute ||
-      !drv.error_name) {
-    snprintf(drv.why, sizeof drv.why, "the CUDA driver lacks an entry point gpulua needs");
-    return;
-  }
-  drv.ok = true;
+  drv.ok = resolve(h, "the CUDA driver (libcuda.so.1)", drv_entries, sizeof drv_entries / sizeof drv_entries[0],
+                   "the CUDA driver lacks an entry point gpulua needs", drv.why, sizeof drv.why);
 }
 
 static gl_status nv_ready(void) {

@@ -6,14 +6,12 @@
 ** would cost every process start, and a CUDA build must run where the library is
 ** missing); only the entry points used are resolved, with their types taken from
 ** cusolverDn.h. One handle per device, made lazily, bound to the device's stream,
-** destroyed by gl_cuda_solver_release at shutdown. The drivers, written once for float
-** and double, are cuda_solver_t.h's; this file has what they share: the handle,
-** scratch from the caching allocator, views over scratch for the backend's own copy,
-** fill, where and reduce (transposes, triangles, diagonals: no kernel of our own), and
-** the one read-back of the per-matrix info codes.
-**
-** cusolverDn is column-major: a C-order m x n matrix is, read column-major with leading
-** dimension n, its transpose. Each driver says how it uses that (as cpu_lapack_t.h).
+** destroyed by gl_cuda_solver_release at shutdown. Each driver is written once for float
+** and double: the call's context carries the element type, and each cuSOLVER routine is
+** reached through a function (sv_getrf, ...) that calls its S or D entry point. Beside
+** them: the handle, scratch from the caching allocator, views over scratch for the
+** backend's own copy, fill, where and reduce (transposes, triangles, diagonals: no kernel
+** of our own), and the one read-back of the per-matrix info codes.
 */
 #include <dlfcn.h>
 #include <limits.h>
@@ -54,6 +52,17 @@ static struct {
 
 static cusolverDnHandle_t sv_handles[GL_CUDA_MAXDEV];
 
+#define SV_ENTRY_S(P, f) { "cusolverDn" #P #f, &sv.s.f },
+#define SV_ENTRY_D(P, f) { "cusolverDn" #P #f, &sv.d.f },
+static const gl_cuda_entry sv_entries[] = {
+  { "cusolverDnCreate", &sv.create }, { "cusolverDnDestroy", &sv.destroy },
+  { "cusolverDnSetStream", &sv.set_stream },
+  { "cusolverDnCreateGesvdjInfo", &sv.gesvdj_new }, { "cusolverDnDestroyGesvdjInfo", &sv.gesvdj_free },
+  { "cusolverDnCreateSyevjInfo", &sv.syevj_new }, { "cusolverDnDestroySyevjInfo", &sv.syevj_free },
+  SV_PER_TYPE(SV_ENTRY_S, S)
+  SV_PER_TYPE(SV_ENTRY_D, D)
+};
+
 static void sv_load(void) {
   void *h = dlopen("libcusolver.so.12", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libcusolver.so", RTLD_NOW | RTLD_LOCAL);
@@ -63,32 +72,12 @@ static void sv_load(void) {
              e ? e : "not found");
     return;
   }
-  bool all = true;
-  /* dlsym returns void *; memcpy keeps the conversion to a function pointer defined */
-#define SV_SYM(field, name)                                                                \
-  do {                                                                                     \
-    void *p_ = dlsym(h, name);                                                             \
-    memcpy(&(field), &p_, sizeof p_);                                                      \
-    if (p_ == NULL && all) {                                                               \
-      all = false;                                                                         \
-      snprintf(sv.why, sizeof sv.why, "cuSOLVER (libcusolver.so.12) lacks %s", name);      \
-    }                                                                                      \
-  } while (0);
-  SV_SYM(sv.create, "cusolverDnCreate")
-  SV_SYM(sv.destroy, "cusolverDnDestroy")
-  SV_SYM(sv.set_stream, "cusolverDnSetStream")
-  SV_SYM(sv.gesvdj_new, "cusolverDnCreateGesvdjInfo")
-  SV_SYM(sv.gesvdj_free, "cusolverDnDestroyGesvdjInfo")
-  SV_SYM(sv.syevj_new, "cusolverDnCreateSyevjInfo")
-  SV_SYM(sv.syevj_free, "cusolverDnDestroySyevjInfo")
-#define SV_RESOLVE_S(P, f) SV_SYM(sv.s.f, "cusolverDn" #P #f)
-#define SV_RESOLVE_D(P, f) SV_SYM(sv.d.f, "cusolverDn" #P #f)
-  SV_PER_TYPE(SV_RESOLVE_S, S)
-  SV_PER_TYPE(SV_RESOLVE_D, D)
-#undef SV_RESOLVE_S
-#undef SV_RESOLVE_D
-#undef SV_SYM
-  sv.ok = all;
+  const char *missing = gl_cuda_syms(h, sv_entries, sizeof sv_entries / sizeof sv_entries[0]);
+  if (missing != NULL) {
+    snprintf(sv.why, sizeof sv.why, "cuSOLVER (libcusolver.so.12) lacks %s", missing);
+    return;
+  }
+  sv.ok = true;
 }
 
 static gl_status sv_check(cusolverStatus_t st, const char *what) {
@@ -131,6 +120,8 @@ typedef struct sv_ctx {
   gl_device dev;
   cudaStream_t s;
   cusolverDnHandle_t h;
+  gl_dtype dt;             /* the element type: float32 or float64 */
+  size_t esz;              /* its size */
   void *blk[SV_MAXSCRATCH];
   size_t blkn[SV_MAXSCRATCH];
   int nblk;
@@ -352,25 +343,608 @@ static gl_status sv_d2d(sv_ctx *c, void *d, const void *s, size_t n) {
 ** syevjBatched: cuSOLVER's limit is 32) when there are several. */
 #define SV_JACOBI_MAX 32
 
-#define T float
-#define P(x) s_##x
-#define SV_DT GL_FLOAT32
-#define SV_FN(f) sv.s.f
-#include "cuda_solver_t.h"
-#undef T
-#undef P
-#undef SV_DT
-#undef SV_FN
+/* ---- cuSOLVER's routines for the call's element type ------------------------------------------ */
 
-#define T double
-#define P(x) d_##x
-#define SV_DT GL_FLOAT64
-#define SV_FN(f) sv.d.f
-#include "cuda_solver_t.h"
-#undef T
-#undef P
-#undef SV_DT
-#undef SV_FN
+/* Each runs the float or the double routine (c->dt) on the call's handle and names the
+** routine in the error of a failed status. Every 'void *' is the type's float * or
+** double * on the device. */
+static bool sv_single(const sv_ctx *c) { return c->dt == GL_FLOAT32; }
+
+static gl_status sv_getrf_bufferSize(const sv_ctx *c, int m, int n, void *A, int lda, int *lwork) {
+  return sv_check(sv_single(c) ? sv.s.getrf_bufferSize(c->h, m, n, A, lda, lwork)
+                               : sv.d.getrf_bufferSize(c->h, m, n, A, lda, lwork), "getrf_bufferSize");
+}
+
+static gl_status sv_getrf(const sv_ctx *c, int m, int n, void *A, int lda, void *work, int *ipiv, int *info) {
+  return sv_check(sv_single(c) ? sv.s.getrf(c->h, m, n, A, lda, work, ipiv, info)
+                               : sv.d.getrf(c->h, m, n, A, lda, work, ipiv, info), "getrf");
+}
+
+static gl_status sv_getrs(const sv_ctx *c, cublasOperation_t op, int n, int nrhs, const void *A, int lda,
+                          const int *ipiv, void *B, int ldb, int *info) {
+  return sv_check(sv_single(c) ? sv.s.getrs(c->h, op, n, nrhs, A, lda, ipiv, B, ldb, info)
+                               : sv.d.getrs(c->h, op, n, nrhs, A, lda, ipiv, B, ldb, info), "getrs");
+}
+
+static gl_status sv_potrf_bufferSize(const sv_ctx *c, cublasFillMode_t uplo, int n, void *A, int lda, int *lwork) {
+  return sv_check(sv_single(c) ? sv.s.potrf_bufferSize(c->h, uplo, n, A, lda, lwork)
+                               : sv.d.potrf_bufferSize(c->h, uplo, n, A, lda, lwork), "potrf_bufferSize");
+}
+
+static gl_status sv_potrf(const sv_ctx *c, cublasFillMode_t uplo, int n, void *A, int lda, void *work, int lwork,
+                          int *info) {
+  return sv_check(sv_single(c) ? sv.s.potrf(c->h, uplo, n, A, lda, work, lwork, info)
+                               : sv.d.potrf(c->h, uplo, n, A, lda, work, lwork, info), "potrf");
+}
+
+/* A: a device array of 'batch' device pointers to the matrices. */
+static gl_status sv_potrfBatched(const sv_ctx *c, cublasFillMode_t uplo, int n, void **A, int lda, int *info,
+                                 int batch) {
+  return sv_check(sv_single(c) ? sv.s.potrfBatched(c->h, uplo, n, (float **)A, lda, info, batch)
+                               : sv.d.potrfBatched(c->h, uplo, n, (double **)A, lda, info, batch), "potrfBatched");
+}
+
+static gl_status sv_geqrf_bufferSize(const sv_ctx *c, int m, int n, void *A, int lda, int *lwork) {
+  return sv_check(sv_single(c) ? sv.s.geqrf_bufferSize(c->h, m, n, A, lda, lwork)
+                               : sv.d.geqrf_bufferSize(c->h, m, n, A, lda, lwork), "geqrf_bufferSize");
+}
+
+static gl_status sv_geqrf(const sv_ctx *c, int m, int n, void *A, int lda, void *tau, void *work, int lwork,
+                          int *info) {
+  return sv_check(sv_single(c) ? sv.s.geqrf(c->h, m, n, A, lda, tau, work, lwork, info)
+                               : sv.d.geqrf(c->h, m, n, A, lda, tau, work, lwork, info), "geqrf");
+}
+
+static gl_status sv_orgqr_bufferSize(const sv_ctx *c, int m, int n, int k, const void *A, int lda,
+                                     const void *tau, int *lwork) {
+  return sv_check(sv_single(c) ? sv.s.orgqr_bufferSize(c->h, m, n, k, A, lda, tau, lwork)
+                               : sv.d.orgqr_bufferSize(c->h, m, n, k, A, lda, tau, lwork), "orgqr_bufferSize");
+}
+
+static gl_status sv_orgqr(const sv_ctx *c, int m, int n, int k, void *A, int lda, const void *tau, void *work,
+                          int lwork, int *info) {
+  return sv_check(sv_single(c) ? sv.s.orgqr(c->h, m, n, k, A, lda, tau, work, lwork, info)
+                               : sv.d.orgqr(c->h, m, n, k, A, lda, tau, work, lwork, info), "orgqr");
+}
+
+static gl_status sv_gesvd_bufferSize(const sv_ctx *c, int m, int n, int *lwork) {
+  return sv_check(sv_single(c) ? sv.s.gesvd_bufferSize(c->h, m, n, lwork) : sv.d.gesvd_bufferSize(c->h, m, n, lwork),
+                  "gesvd_bufferSize");
+}
+
+static gl_status sv_gesvd(const sv_ctx *c, signed char jobu, signed char jobvt, int m, int n, void *A, int lda,
+                          void *S, void *U, int ldu, void *VT, int ldvt, void *work, int lwork, void *rwork,
+                          int *info) {
+  return sv_check(sv_single(c) ? sv.s.gesvd(c->h, jobu, jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work, lwork,
+                                            rwork, info)
+                               : sv.d.gesvd(c->h, jobu, jobvt, m, n, A, lda, S, U, ldu, VT, ldvt, work, lwork,
+                                            rwork, info), "gesvd");
+}
+
+static gl_status sv_gesvdjBatched_bufferSize(const sv_ctx *c, cusolverEigMode_t jobz, int m, int n, const void *A,
+                                             int lda, const void *S, const void *U, int ldu, const void *V, int ldv,
+                                             int *lwork, gesvdjInfo_t params, int batch) {
+  return sv_check(sv_single(c) ? sv.s.gesvdjBatched_bufferSize(c->h, jobz, m, n, A, lda, S, U, ldu, V, ldv, lwork,
+                                                               params, batch)
+                               : sv.d.gesvdjBatched_bufferSize(c->h, jobz, m, n, A, lda, S, U, ldu, V, ldv, lwork,
+                                                               params, batch), "gesvdjBatched_bufferSize");
+}
+
+static gl_status sv_gesvdjBatched(const sv_ctx *c, cusolverEigMode_t jobz, int m, int n, void *A, int lda, void *S,
+                                  void *U, int ldu, void *V, int ldv, void *work, int lwork, int *info,
+                                  gesvdjInfo_t params, int batch) {
+  return sv_check(sv_single(c) ? sv.s.gesvdjBatched(c->h, jobz, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info,
+                                                    params, batch)
+                               : sv.d.gesvdjBatched(c->h, jobz, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info,
+                                                    params, batch), "gesvdjBatched");
+}
+
+static gl_status sv_syevd_bufferSize(const sv_ctx *c, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,
+                                     const void *A, int lda, const void *W, int *lwork) {
+  return sv_check(sv_single(c) ? sv.s.syevd_bufferSize(c->h, jobz, uplo, n, A, lda, W, lwork)
+                               : sv.d.syevd_bufferSize(c->h, jobz, uplo, n, A, lda, W, lwork), "syevd_bufferSize");
+}
+
+static gl_status sv_syevd(const sv_ctx *c, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, void *A, int lda,
+                          void *W, void *work, int lwork, int *info) {
+  return sv_check(sv_single(c) ? sv.s.syevd(c->h, jobz, uplo, n, A, lda, W, work, lwork, info)
+                               : sv.d.syevd(c->h, jobz, uplo, n, A, lda, W, work, lwork, info), "syevd");
+}
+
+static gl_status sv_syevjBatched_bufferSize(const sv_ctx *c, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,
+                                            const void *A, int lda, const void *W, int *lwork, syevjInfo_t params,
+                                            int batch) {
+  return sv_check(sv_single(c) ? sv.s.syevjBatched_bufferSize(c->h, jobz, uplo, n, A, lda, W, lwork, params, batch)
+                               : sv.d.syevjBatched_bufferSize(c->h, jobz, uplo, n, A, lda, W, lwork, params, batch),
+                  "syevjBatched_bufferSize");
+}
+
+static gl_status sv_syevjBatched(const sv_ctx *c, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, void *A,
+                                 int lda, void *W, void *work, int lwork, int *info, syevjInfo_t params, int batch) {
+  return sv_check(sv_single(c) ? sv.s.syevjBatched(c->h, jobz, uplo, n, A, lda, W, work, lwork, info, params, batch)
+                               : sv.d.syevjBatched(c->h, jobz, uplo, n, A, lda, W, work, lwork, info, params, batch),
+                  "syevjBatched");
+}
+
+/* ---- elements ------------------------------------------------------------------------------ */
+
+/* Element i of the device or host buffer p. */
+static void *sv_at(const sv_ctx *c, const void *p, int64_t i) {
+  return (char *)(uintptr_t)p + i * (int64_t)c->esz;
+}
+
+/* n elements of device scratch. */
+static gl_status sv_elems(sv_ctx *c, int64_t n, void **p) { return sv_scratch(c, c->esz * (size_t)n, p); }
+
+/* The value of element i of a host buffer, and a new one (rounded to the type). */
+static double sv_host_get(const sv_ctx *c, const void *p, int64_t i) {
+  return sv_single(c) ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static void sv_host_set(const sv_ctx *c, void *p, int64_t i, double v) {
+  if (sv_single(c)) ((float *)p)[i] = (float)v;
+  else ((double *)p)[i] = v;
+}
+
+/* v rounded to the type: a float operation made in double and rounded so gives the float's
+** own answer. */
+static double sv_round(const sv_ctx *c, double v) { return sv_single(c) ? (double)(float)v : v; }
+
+/* ---- the drivers ---------------------------------------------------------------------------- */
+/* C order and cuSOLVER's column-major: a C-order m x n matrix read column-major with
+** leading dimension n is its transpose (n x m), as in cpu_lapack.c; each driver says how
+** it uses that. Transposes that cannot be avoided are the backend's strided copies
+** (gl_cuda_copy over sv_view's views). Batches: the Jacobi batched drivers for small
+** matrices (SV_JACOBI_MAX), potrfBatched, else one call per matrix, each writing its own
+** info code; the codes are read back once per call (sv_first_bad). */
+
+/* For each of the B n x n matrices of a (C order, so cuSOLVER reads a^T): getrf into
+** scratch, then getrs with op on that matrix's n x k right-hand sides in rhs (column-major,
+** ld n, one block after another), which become the solutions; getrf's info codes go to
+** st. One pivot vector and one workspace serve the whole batch: the stream orders the
+** calls. */
+static gl_status sv_lu_solve(sv_ctx *c, const gl_array *a, int64_t B, int n, int k, cublasOperation_t op,
+                             void *rhs, sv_status *st) {
+  int64_t an = (int64_t)n * n, bn = (int64_t)n * k;
+  int lwork = 0, *ipiv, *info2;
+  void *lu, *work;
+  GL_TRY(sv_elems(c, B * an, &lu));
+  GL_TRY(sv_scratch(c, sizeof(int) * (size_t)(n + 1), (void **)&ipiv));
+  info2 = ipiv + n;
+  GL_TRY(sv_getrf_bufferSize(c, n, n, lu, n, &lwork));
+  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+  GL_TRY(sv_d2d(c, lu, sv_data(a), c->esz * (size_t)(B * an)));
+  for (int64_t i = 0; i < B; i++) {
+    GL_TRY(gl_interrupt_check());
+    GL_TRY(sv_getrf(c, n, n, sv_at(c, lu, i * an), n, work, ipiv, st->info + i));
+    if (k > 0) GL_TRY(sv_getrs(c, op, n, k, sv_at(c, lu, i * an), n, ipiv, sv_at(c, rhs, i * bn), n, info2));
+  }
+  return GL_OK;
+}
+
+/* ---- SOLVE: getrf of a as is (cuSOLVER factors a^T), getrs with OP_T solves
+** (a^T)^T x = a x = b; b goes in and x comes out through a column-major scratch. */
+static gl_status sv_solve(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0], *b = g->in[1];
+  int n = (int)a->shape[a->ndim - 1], k = (int)b->shape[b->ndim - 1];
+  int64_t B = sv_batch(a), bn = (int64_t)n * k;
+  if (B == 0 || n == 0) return GL_OK;
+  void *rhs;
+  sv_status st;
+  GL_TRY(sv_elems(c, B * bn, &rhs));
+  GL_TRY(sv_status_new(c, B, false, &st));
+  const int64_t cmaj[3] = { bn, 1, n }, rmaj[3] = { bn, k, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, n, k, rhs, cmaj, sv_data(b), rmaj));
+  GL_TRY(sv_lu_solve(c, a, B, n, k, CUBLAS_OP_T, rhs, &st));
+  GL_TRY(sv_copy(c, c->dt, B, n, k, sv_data(g->out[0]), rmaj, rhs, cmaj));
+  return sv_first_bad(c, &st, bad);
+}
+
+/* ---- INV: cuSOLVER has no getri: getrf of a as is (a^T), then getrs with OP_N solves
+** a^T Y = I into the output, which read in C order is Y^T = a^-1. */
+static gl_status sv_inv(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  int n = (int)a->shape[a->ndim - 1];
+  int64_t B = sv_batch(a);
+  if (B == 0 || n == 0) return GL_OK;
+  void *X = sv_data(g->out[0]);
+  sv_status st;
+  GL_TRY(sv_status_new(c, B, false, &st));
+  GL_TRY(sv_eye(c, c->dt, B, n, n, X));
+  GL_TRY(sv_lu_solve(c, a, B, n, n, CUBLAS_OP_N, X, &st));
+  return sv_first_bad(c, &st, bad);
+}
+
+/* ---- SLOGDET: det(a^T) = det(a), so getrf of a as is; the info codes, pivots and U's
+** diagonals come back in one copy and the sign and log|det| are made on the host as the
+** CPU makes them (the log summed in the type; a zero pivot: sign 0, -inf), then copied to
+** the outputs. */
+static gl_status sv_slogdet(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  int n = (int)a->shape[a->ndim - 1], lwork = 0;
+  int64_t B = sv_batch(a), an = (int64_t)n * n;
+  void *S = sv_data(g->out[0]), *Lg = sv_data(g->out[1]);
+  (void)bad;
+  if (B == 0) return GL_OK;
+  const int64_t flat[3] = { 1, 0, 0 };
+  if (n == 0) {
+    GL_TRY(sv_fill(c, c->dt, B, 1, 1, S, flat, 1));
+    return sv_fill(c, c->dt, B, 1, 1, Lg, flat, 0);
+  }
+  size_t oi = sizeof(int) * (size_t)B, od = (oi + sizeof(int) * (size_t)(B * n) + 15) & ~(size_t)15;
+  size_t total = od + c->esz * (size_t)(B * n);
+  char *blk;
+  void *lu, *work;
+  GL_TRY(sv_scratch(c, total, (void **)&blk));
+  GL_TRY(sv_elems(c, B * an, &lu));
+  GL_TRY(sv_getrf_bufferSize(c, n, n, lu, n, &lwork));
+  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+  GL_TRY(sv_d2d(c, lu, sv_data(a), c->esz * (size_t)(B * an)));
+  int *info = (int *)(void *)blk, *ipiv = (int *)(void *)(blk + oi);
+  for (int64_t i = 0; i < B; i++) {
+    GL_TRY(gl_interrupt_check());
+    GL_TRY(sv_getrf(c, n, n, sv_at(c, lu, i * an), n, work, ipiv + i * n, info + i));
+  }
+  const int64_t dd[3] = { n, 0, 1 }, ds[3] = { an, 0, n + 1 };
+  GL_TRY(sv_copy(c, c->dt, B, 1, n, blk + od, dd, lu, ds));
+  char *h = malloc(total + 2 * c->esz * (size_t)B);
+  if (h == NULL) return gl_fail(GL_ENOMEM, "slogdet: out of memory for the pivots");
+  gl_status rc = gl_cuda_to_host(h, c->dev, blk, total);
+  void *hs = h + total, *hl = sv_at(c, hs, B);
+  for (int64_t i = 0; rc == GL_OK && i < B; i++) {
+    int inf, p;
+    memcpy(&inf, h + sizeof(int) * (size_t)i, sizeof inf);
+    double sign = 1, logabs = 0;
+    if (inf > 0) { sign = 0; logabs = -INFINITY; }
+    else {
+      for (int j = 0; j < n; j++) {
+        memcpy(&p, h + oi + sizeof(int) * (size_t)(i * n + j), sizeof p);
+        double d = sv_host_get(c, h + od, i * n + j);
+        if (p != j + 1) sign = -sign;
+        if (d < 0) sign = -sign;
+        logabs = sv_round(c, logabs + sv_round(c, log(fabs(d))));
+      }
+    }
+    sv_host_set(c, hs, i, sign);
+    sv_host_set(c, hl, i, logabs);
+  }
+  if (rc == GL_OK) rc = gl_cuda_from_host(c->dev, S, hs, c->esz * (size_t)B);
+  if (rc == GL_OK) rc = gl_cuda_from_host(c->dev, Lg, hl, c->esz * (size_t)B);
+  free(h);
+  return rc;     /* a singular matrix is an answer here (sign 0), not a failure */
+}
+
+/* ---- CHOLESKY: a in C order is a^T column-major, so its lower triangle is cuSOLVER's
+** upper: potrf(UPPER) gives U with a^T = U^T U, which read in C order is L in the lower
+** triangle (LOWER gives the upper factor the same way). Factored in the output; the
+** other triangle, still the input's, is zeroed. Several matrices: potrfBatched, which
+** takes an array of device pointers and one info code per matrix. A NaN in the triangle
+** read gives a factor of NaN, as on the cpu, whatever potrf made of it. */
+static gl_status sv_cholesky(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  int n = (int)a->shape[a->ndim - 1], lwork = 0;
+  int64_t B = sv_batch(a), an = (int64_t)n * n;
+  void *L = sv_data(g->out[0]);
+  bool upper = (g->flags & GL_LA_UPPER) != 0;
+  cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+  if (B == 0 || n == 0) return GL_OK;
+  if (B > INT_MAX) return gl_fail(GL_ETOOBIG, "cholesky: a batch of more than 2^31 - 1 matrices");
+  sv_status st;
+  void *nan;
+  GL_TRY(sv_status_new(c, B, false, &st));
+  GL_TRY(sv_scratch(c, (size_t)B, &nan));
+  GL_TRY(sv_has_nan(c, c->dt, B, n, n, sv_data(a), upper ? 2 : 1, nan));
+  GL_TRY(sv_d2d(c, L, sv_data(a), c->esz * (size_t)(B * an)));
+  if (B == 1) {
+    void *work;
+    GL_TRY(sv_potrf_bufferSize(c, uplo, n, L, n, &lwork));
+    GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+    GL_TRY(sv_potrf(c, uplo, n, L, n, work, lwork, st.info));
+  } else {
+    void **hp = malloc(sizeof(void *) * (size_t)B), **dp;
+    if (hp == NULL) return gl_fail(GL_ENOMEM, "cholesky: out of memory for the batch's pointers");
+    for (int64_t i = 0; i < B; i++) hp[i] = sv_at(c, L, i * an);
+    gl_status rc = sv_scratch(c, sizeof(void *) * (size_t)B, (void **)&dp);
+    if (rc == GL_OK) rc = gl_cuda_from_host(c->dev, dp, hp, sizeof(void *) * (size_t)B);
+    free(hp);
+    GL_TRY(rc);
+    GL_TRY(sv_potrfBatched(c, uplo, n, dp, n, st.info, (int)B));
+  }
+  GL_TRY(sv_nan_where(c, c->dt, B, n, n, L, nan, st.info));
+  GL_TRY(sv_keep_tri(c, c->dt, B, n, n, L, upper));
+  return sv_first_bad(c, &st, bad);
+}
+
+/* ---- QR: geqrf on a column-major copy (ld m, max(n, kq) columns); R is the upper
+** triangle of its first kq rows, read back to C order; Q from orgqr over kq columns. The
+** columns past a's (mode "complete", m > n) start as the identity's, as LAPACK's orgqr
+** makes them, whatever cuSOLVER does with them. */
+static gl_status sv_qr(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0], *q = g->out[0], *r = g->out[1];
+  int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = m < n ? m : n;
+  int kq = (int)r->shape[r->ndim - 2], cols = n > kq ? n : kq, lw1 = 0, lw2 = 0;
+  int64_t B = sv_batch(a), mc = (int64_t)m * cols;
+  if (B == 0) return GL_OK;
+  void *cm, *tau, *work;
+  int *info2;
+  sv_status st;
+  GL_TRY(sv_elems(c, B * mc, &cm));
+  GL_TRY(sv_elems(c, B * (k > 0 ? k : 1), &tau));
+  GL_TRY(sv_scratch(c, sizeof(int), (void **)&info2));
+  GL_TRY(sv_status_new(c, B, false, &st));
+  if (mc > 0) GL_TRY(gl_cuda_check(c->dev.index, cudaMemsetAsync(cm, 0, c->esz * (size_t)(B * mc), c->s), "qr: scratch"));
+  const int64_t cmaj[3] = { mc, 1, m }, rmaj[3] = { (int64_t)m * n, n, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, m, n, cm, cmaj, sv_data(a), rmaj));
+  if (cols > n) {
+    const int64_t diag[3] = { mc, 0, m + 1 };
+    GL_TRY(sv_fill(c, c->dt, B, 1, cols - n, sv_at(c, cm, (int64_t)n * m + n), diag, 1));
+  }
+  if (m > 0 && n > 0) GL_TRY(sv_geqrf_bufferSize(c, m, n, cm, m, &lw1));
+  if (q && m > 0 && kq > 0 && k > 0) GL_TRY(sv_orgqr_bufferSize(c, m, kq, k, cm, m, tau, &lw2));
+  int lwork = lw1 > lw2 ? lw1 : lw2;
+  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+  for (int64_t i = 0; i < B && m > 0 && n > 0; i++) {
+    GL_TRY(gl_interrupt_check());
+    GL_TRY(sv_geqrf(c, m, n, sv_at(c, cm, i * mc), m, sv_at(c, tau, i * k), work, lwork, st.info + i));
+  }
+  const int64_t rout[3] = { (int64_t)kq * n, n, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, kq, n, sv_data(r), rout, cm, cmaj));
+  GL_TRY(sv_keep_tri(c, c->dt, B, kq, n, sv_data(r), true));
+  if (q) {
+    for (int64_t i = 0; i < B && m > 0 && kq > 0 && k > 0; i++) {
+      GL_TRY(gl_interrupt_check());
+      GL_TRY(sv_orgqr(c, m, kq, k, sv_at(c, cm, i * mc), m, sv_at(c, tau, i * k), work, lwork, info2));
+    }
+    const int64_t qout[3] = { (int64_t)m * kq, kq, 1 };
+    GL_TRY(sv_copy(c, c->dt, B, m, kq, sv_data(q), qout, cm, cmaj));
+  }
+  return sv_first_bad(c, &st, bad);
+}
+
+/* SVD of B small matrices (order <= SV_JACOBI_MAX) with gesvdjBatched on a as is (X = a^T,
+** n x m, = U_x S V_x^T, so a = V_x S U_x^T: u is V_x read back to C order, vh the first kv
+** columns of U_x as they lie); it always makes the full U_x, V_x. X: the batch's copy. */
+static gl_status sv_svd_jacobi(sv_ctx *c, const gl_la_args *g, void *X, sv_status *st) {
+  const gl_array *a = g->in[0], *u = g->out[0], *vh = g->out[2];
+  int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], lwork = 0;
+  int ku = u ? (int)u->shape[u->ndim - 1] : 0, kv = vh ? (int)vh->shape[vh->ndim - 2] : 0;
+  int64_t B = sv_batch(a);
+  void *S = sv_data(g->out[1]), *Ux, *Vx, *work;
+  GL_TRY(sv_elems(c, B * n * n, &Ux));
+  GL_TRY(sv_elems(c, B * m * m, &Vx));
+  GL_TRY(sv_d2d(c, X, sv_data(a), c->esz * (size_t)(B * m * n)));
+  cusolverEigMode_t jobz = u ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  gesvdjInfo_t params = NULL;
+  GL_TRY(sv_check(sv.gesvdj_new(&params), "cusolverDnCreateGesvdjInfo"));
+  gl_status rc = sv_gesvdjBatched_bufferSize(c, jobz, n, m, X, n, S, Ux, n, Vx, m, &lwork, params, (int)B);
+  if (rc == GL_OK) rc = sv_elems(c, lwork > 0 ? lwork : 1, &work);
+  if (rc == GL_OK) rc = sv_gesvdjBatched(c, jobz, n, m, X, n, S, Ux, n, Vx, m, work, lwork, st->info, params, (int)B);
+  sv.gesvdj_free(params);
+  GL_TRY(rc);
+  if (u) {
+    const int64_t uo[3] = { (int64_t)m * ku, ku, 1 }, ui[3] = { (int64_t)m * m, 1, m };
+    const int64_t vo[3] = { (int64_t)kv * n, n, 1 }, vi[3] = { (int64_t)n * n, n, 1 };
+    GL_TRY(sv_copy(c, c->dt, B, m, ku, sv_data(u), uo, Vx, ui));
+    GL_TRY(sv_copy(c, c->dt, B, kv, n, sv_data(vh), vo, Ux, vi));
+  }
+  return GL_OK;
+}
+
+/* SVD with gesvd, one call per matrix, which wants rows >= columns: for n >= m on a as is
+** (X = a^T), where its U_x (n x kv) read in C order is vh and its VT_x (m x m) read in C
+** order is u, both written in place; for m > n on a column-major copy (X = a), U_x and
+** VT_x then read back to C order. X: the batch's copy. */
+static gl_status sv_svd_gesvd(sv_ctx *c, const gl_la_args *g, void *X, sv_status *st) {
+  const gl_array *a = g->in[0], *u = g->out[0], *vh = g->out[2];
+  int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = m < n ? m : n, lwork = 0;
+  int ku = u ? (int)u->shape[u->ndim - 1] : 0, kv = vh ? (int)vh->shape[vh->ndim - 2] : 0;
+  bool vec = u != NULL, full = (g->flags & GL_LA_FULL) != 0;
+  int64_t B = sv_batch(a), an = (int64_t)m * n;
+  void *A = sv_data(a), *U = sv_data(u), *S = sv_data(g->out[1]), *V = sv_data(vh), *work, *rwork, *dummy;
+  GL_TRY(sv_elems(c, k, &rwork));
+  GL_TRY(sv_elems(c, 1, &dummy));
+  signed char jobu = (signed char)(vec ? (full ? 'A' : 'S') : 'N'), jobvt = (signed char)(vec ? 'A' : 'N');
+  bool wide = n >= m;        /* gesvd on a as is */
+  int rows = wide ? n : m, cols = wide ? m : n;
+  void *Ux = dummy, *VTx = dummy;
+  if (wide) GL_TRY(sv_d2d(c, X, A, c->esz * (size_t)(B * an)));
+  else {
+    const int64_t cmaj[3] = { an, 1, m }, rmaj[3] = { an, n, 1 };
+    if (vec) {
+      GL_TRY(sv_elems(c, B * m * ku, &Ux));
+      GL_TRY(sv_elems(c, B * n * n, &VTx));
+    }
+    GL_TRY(sv_copy(c, c->dt, B, m, n, X, cmaj, A, rmaj));
+  }
+  GL_TRY(sv_gesvd_bufferSize(c, rows, cols, &lwork));
+  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+  for (int64_t i = 0; i < B; i++) {
+    GL_TRY(gl_interrupt_check());
+    /* the left and right factors gesvd writes, with their leading dimensions */
+    void *lf = !vec ? dummy : wide ? sv_at(c, V, i * kv * n) : sv_at(c, Ux, i * m * ku);
+    void *rf = !vec ? dummy : wide ? sv_at(c, U, i * m * ku) : sv_at(c, VTx, i * n * n);
+    GL_TRY(sv_gesvd(c, jobu, jobvt, rows, cols, sv_at(c, X, i * an), rows, sv_at(c, S, i * k), lf, rows, rf, cols,
+                    work, lwork, rwork, st->info + i));
+  }
+  if (vec && !wide) {
+    const int64_t uo[3] = { (int64_t)m * ku, ku, 1 }, ui[3] = { (int64_t)m * ku, 1, m };
+    const int64_t vo[3] = { (int64_t)n * n, n, 1 }, vi[3] = { (int64_t)n * n, 1, n };
+    GL_TRY(sv_copy(c, c->dt, B, m, ku, U, uo, Ux, ui));
+    GL_TRY(sv_copy(c, c->dt, B, n, n, V, vo, VTx, vi));
+  }
+  return GL_OK;
+}
+
+/* ---- SVD: several matrices of order <= 32 with the batched Jacobi driver, else gesvd per
+** matrix (above). A matrix with an infinity or NaN fails as the CPU's does. */
+static gl_status sv_svd(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0], *u = g->out[0], *vh = g->out[2];
+  int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = m < n ? m : n;
+  int ku = u ? (int)u->shape[u->ndim - 1] : 0, kv = vh ? (int)vh->shape[vh->ndim - 2] : 0;
+  int64_t B = sv_batch(a);
+  if (B == 0) return GL_OK;
+  if (k == 0) {      /* nothing to factor: the full factors are identities */
+    if (u) GL_TRY(sv_eye(c, c->dt, B, m, ku, sv_data(u)));
+    if (u) GL_TRY(sv_eye(c, c->dt, B, kv, n, sv_data(vh)));
+    return GL_OK;
+  }
+  sv_status st;
+  void *X;
+  GL_TRY(sv_status_new(c, B, true, &st));
+  GL_TRY(sv_finite(c, c->dt, B, m, n, sv_data(a), 0, st.fin));
+  GL_TRY(sv_elems(c, B * m * n, &X));
+  if (B > 1 && B <= INT_MAX && m <= SV_JACOBI_MAX && n <= SV_JACOBI_MAX) GL_TRY(sv_svd_jacobi(c, g, X, &st));
+  else GL_TRY(sv_svd_gesvd(c, g, X, &st));
+  return sv_first_bad(c, &st, bad);
+}
+
+/* ---- EIGH: a as is is a^T, so the lower triangle of a is cuSOLVER's upper. Several
+** matrices of order <= 32: syevjBatched; else syevd per matrix. Eigenvalues come out
+** ascending into w as they are; the eigenvectors, columns of a column-major matrix, are
+** read back to C order. A read triangle with an infinity or NaN fails as on the CPU. */
+static gl_status sv_eigh(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0], *v = g->out[1];
+  int n = (int)a->shape[a->ndim - 1], lwork = 0;
+  int64_t B = sv_batch(a), an = (int64_t)n * n;
+  bool upper = (g->flags & GL_LA_UPPER) != 0;
+  cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+  cusolverEigMode_t jobz = v ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  void *A = sv_data(a), *W = sv_data(g->out[0]), *cm, *work;
+  if (B == 0 || n == 0) return GL_OK;
+  sv_status st;
+  GL_TRY(sv_status_new(c, B, true, &st));
+  GL_TRY(sv_finite(c, c->dt, B, n, n, A, upper ? 2 : 1, st.fin));
+  GL_TRY(sv_elems(c, B * an, &cm));
+  GL_TRY(sv_d2d(c, cm, A, c->esz * (size_t)(B * an)));
+  if (B > 1 && B <= INT_MAX && n <= SV_JACOBI_MAX) {
+    syevjInfo_t params = NULL;
+    GL_TRY(sv_check(sv.syevj_new(&params), "cusolverDnCreateSyevjInfo"));
+    gl_status rc = sv_syevjBatched_bufferSize(c, jobz, uplo, n, cm, n, W, &lwork, params, (int)B);
+    if (rc == GL_OK) rc = sv_elems(c, lwork > 0 ? lwork : 1, &work);
+    if (rc == GL_OK) rc = sv_syevjBatched(c, jobz, uplo, n, cm, n, W, work, lwork, st.info, params, (int)B);
+    sv.syevj_free(params);
+    GL_TRY(rc);
+  } else {
+    GL_TRY(sv_syevd_bufferSize(c, jobz, uplo, n, cm, n, W, &lwork));
+    GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+    for (int64_t i = 0; i < B; i++) {
+      GL_TRY(gl_interrupt_check());
+      GL_TRY(sv_syevd(c, jobz, uplo, n, sv_at(c, cm, i * an), n, sv_at(c, W, i * n), work, lwork, st.info + i));
+    }
+  }
+  if (v) {
+    const int64_t vo[3] = { an, n, 1 }, vi[3] = { an, 1, n };
+    GL_TRY(sv_copy(c, c->dt, B, n, n, sv_data(v), vo, cm, vi));
+  }
+  return sv_first_bad(c, &st, bad);
+}
+
+/* ---- LSTSQ through the SVD, as gelsd on the CPU: a = u diag(s) vh (reduced), singular
+** values at or below rcond * s[0] count as zero (rank = the others), x = vh^T diag(1/s)
+** u^T b (the minimum-norm solution), products by cuBLAS (gl_cuda_matmul). The residuals
+** (|a x - b|^2 per column) only when rank == n < m, else NaN. s comes back to the host
+** to count the rank (the ops layer reads the rank back anyway). */
+static gl_status sv_lstsq(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0], *b = g->in[1];
+  int64_t m = a->shape[0], n = a->shape[1], kr = b->shape[1], mn = m < n ? m : n;
+  void *X = sv_data(g->out[0]), *Res = sv_data(g->out[3]);
+  gl_dtype dt = c->dt;
+  const int64_t flat[3] = { 0, 0, 1 };
+  sv_status st;
+  GL_TRY(sv_status_new(c, 2, true, &st));
+  GL_TRY(sv_finite(c, dt, 1, m, n, sv_data(a), 0, st.fin));
+  GL_TRY(sv_finite(c, dt, 1, m, kr, sv_data(b), 0, st.fin + 1));
+  GL_TRY(sv_first_bad(c, &st, bad));
+  if (*bad >= 0) { *bad = 0; return GL_OK; }
+  int64_t rank = 0;
+  gl_array vb, vx;
+  gl_storage sb, sx;
+  sv_view(&vb, &sb, c, sv_data(b), dt, 1, m, kr, m * kr, kr, 1);
+  sv_view(&vx, &sx, c, X, dt, 1, n, kr, n * kr, kr, 1);
+  if (mn == 0 || kr == 0) GL_TRY(sv_fill(c, dt, 1, 1, n * kr, X, flat, 0));
+  if (mn > 0) {
+    void *u, *sinv, *vh, *cb, *S = sv_data(g->out[2]);
+    GL_TRY(sv_elems(c, m * mn, &u));
+    GL_TRY(sv_elems(c, mn, &sinv));
+    GL_TRY(sv_elems(c, mn * n, &vh));
+    GL_TRY(sv_elems(c, mn * (kr > 0 ? kr : 1), &cb));
+    gl_array vu, vs, vv;
+    gl_storage su, ss, svv;
+    sv_view(&vu, &su, c, u, dt, 1, m, mn, m * mn, mn, 1);
+    sv_view(&vs, &ss, c, S, dt, 1, 1, mn, mn, mn, 1);
+    sv_view(&vv, &svv, c, vh, dt, 1, mn, n, mn * n, n, 1);
+    gl_la_args sa;
+    memset(&sa, 0, sizeof sa);
+    sa.in[0] = a;
+    sa.out[0] = &vu; sa.out[1] = &vs; sa.out[2] = &vv;
+    GL_TRY(sv_svd(c, &sa, bad));
+    if (*bad >= 0) { *bad = 0; return GL_OK; }
+    void *hs = malloc(2 * c->esz * (size_t)mn);
+    if (hs == NULL) return gl_fail(GL_ENOMEM, "lstsq: out of memory");
+    gl_status rc = gl_cuda_to_host(hs, c->dev, S, c->esz * (size_t)mn);
+    void *hinv = sv_at(c, hs, mn);
+    double thr = sv_round(c, sv_round(c, g->rcond) * sv_host_get(c, hs, 0));
+    for (int64_t j = 0; j < mn; j++) {
+      double sj = sv_host_get(c, hs, j);
+      bool keep = sj > thr;
+      rank += keep;
+      sv_host_set(c, hinv, j, keep ? 1 / sj : 0);
+    }
+    if (rc == GL_OK) rc = gl_cuda_from_host(c->dev, sinv, hinv, c->esz * (size_t)mn);
+    free(hs);
+    GL_TRY(rc);
+    if (kr > 0) {
+      gl_array vut, vc, vsi, vvt;
+      gl_storage sut, sc, ssi, svt;
+      sv_view(&vut, &sut, c, u, dt, 1, mn, m, m * mn, 1, mn);        /* u^T */
+      sv_view(&vc, &sc, c, cb, dt, 1, mn, kr, mn * kr, kr, 1);
+      sv_view(&vsi, &ssi, c, sinv, dt, 1, mn, kr, 0, 1, 0);          /* 1/s down the rows */
+      sv_view(&vvt, &svt, c, vh, dt, 1, n, mn, mn * n, 1, n);         /* vh^T */
+      GL_TRY(gl_cuda_matmul(&vc, &vut, &vb));
+      gl_operand oc = { &vc, gl_scalar_int(0) }, os = { &vsi, gl_scalar_int(0) };
+      GL_TRY(gl_cuda_binary(GL_B_mul, dt, &vc, oc, os));
+      GL_TRY(gl_cuda_matmul(&vx, &vvt, &vc));
+    }
+  }
+  GL_TRY(gl_cuda_from_host(c->dev, sv_data(g->out[1]), &rank, sizeof rank));
+  if (kr == 0) return GL_OK;
+  if (!(rank == n && m > n)) return sv_fill(c, dt, 1, 1, kr, Res, flat, (double)NAN);
+  /* residuals: ones(1, m) @ (a x - b)^2 */
+  void *r, *ones;
+  GL_TRY(sv_elems(c, m * kr, &r));
+  GL_TRY(sv_elems(c, m, &ones));
+  gl_array vr, vo, vres;
+  gl_storage sr, so, sres;
+  sv_view(&vr, &sr, c, r, dt, 1, m, kr, m * kr, kr, 1);
+  sv_view(&vo, &so, c, ones, dt, 1, 1, m, m, m, 1);
+  sv_view(&vres, &sres, c, Res, dt, 1, 1, kr, kr, kr, 1);
+  GL_TRY(sv_fill(c, dt, 1, 1, m, ones, flat, 1));
+  gl_operand orr = { &vr, gl_scalar_int(0) }, ob = { &vb, gl_scalar_int(0) };
+  if (n > 0) {
+    gl_array va;
+    gl_storage sa2;
+    sv_view(&va, &sa2, c, sv_data(a), dt, 1, m, n, m * n, n, 1);
+    GL_TRY(gl_cuda_matmul(&vr, &va, &vx));
+    GL_TRY(gl_cuda_binary(GL_B_sub, dt, &vr, orr, ob));
+  } else {
+    GL_TRY(sv_d2d(c, r, sv_data(b), c->esz * (size_t)(m * kr)));
+  }
+  GL_TRY(gl_cuda_binary(GL_B_mul, dt, &vr, orr, orr));
+  return gl_cuda_matmul(&vres, &vo, &vr);
+}
+
+static gl_status sv_run(sv_ctx *c, gl_la_op op, const gl_la_args *g, int64_t *bad) {
+  switch (op) {
+    case GL_LA_SOLVE: return sv_solve(c, g, bad);
+    case GL_LA_INV: return sv_inv(c, g, bad);
+    case GL_LA_SLOGDET: return sv_slogdet(c, g, bad);
+    case GL_LA_CHOLESKY: return sv_cholesky(c, g, bad);
+    case GL_LA_QR: return sv_qr(c, g, bad);
+    case GL_LA_SVD: return sv_svd(c, g, bad);
+    case GL_LA_EIGH: return sv_eigh(c, g, bad);
+    case GL_LA_LSTSQ: return sv_lstsq(c, g, bad);
+    default: return gl_fail(GL_ENOTSUP, "linear algebra op %d is not supported on cuda", (int)op);
+  }
+}
 
 bool gl_cuda_has_linalg(int which, gl_dtype dt) {
   return (unsigned)which < GL_NLA && (dt == GL_FLOAT32 || dt == GL_FLOAT64);
@@ -384,10 +958,11 @@ gl_status gl_cuda_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad) {
   c.dev = gl_array_device(a);
   GL_TRY(gl_cuda_enter(c.dev, &c.s));
   GL_TRY(sv_handle(c.dev, c.s, &c.h));
+  c.dt = (gl_dtype)a->dtype;
+  c.esz = gl_dtypes[c.dt].size;
   gl_status st;
-  if (a->dtype == GL_FLOAT32) st = s_run(&c, op, args, bad);
-  else if (a->dtype == GL_FLOAT64) st = d_run(&c, op, args, bad);
-  else st = gl_fail(GL_ENOTSUP, "linear algebra in %s is not supported on cuda", gl_dtypes[a->dtype].name);
+  if (c.dt == GL_FLOAT32 || c.dt == GL_FLOAT64) st = sv_run(&c, op, args, bad);
+  else st = gl_fail(GL_ENOTSUP, "linear algebra in %s is not supported on cuda", gl_dtypes[c.dt].name);
   if (st == GL_OK) st = gl_cuda_launched(c.dev, c.s, 0, "linalg");
   sv_done(&c);
   return st;
