@@ -1,5 +1,6 @@
 /*
-** creation.c — new arrays, copies between dtypes and devices, element reads.
+** dispatch.c — the backend an op runs on, then new arrays, copies between dtypes and
+** devices, element reads.
 */
 #include <math.h>
 #include <stdio.h>
