@@ -145,6 +145,7 @@ gl_status gl_backend_for(gl_device d, const gl_backend **out) {
   const gl_backend *b = gl_backend_get(d.type);
   char dn[GL_DEVNAME_SIZE];
   if (b == NULL) return gl_fail(GL_EDEVICE, "no backend for device type %d", d.type);
+  if (d.type == GL_CPU) { *out = b; return GL_OK; }        /* the host is always there */
   const char *why;
   int n = gl_backend_devices(b, &why);
   if (d.index >= n) {
