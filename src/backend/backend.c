@@ -161,21 +161,27 @@ gl_status gl_backend_for(gl_device d, const gl_backend **out) {
   return GL_OK;
 }
 
+/* The next pair of v, named and zeroed; NULL when v is full. */
+static gl_version *add_version(gl_versions *v, const char *name) {
+  if (v->n >= GL_MAXVERSIONS) return NULL;
+  gl_version *it = &v->item[v->n++];
+  memset(it, 0, sizeof *it);
+  it->name = name;
+  return it;
+}
+
 void gl_versions_text(gl_versions *v, const char *name, const char *fmt, ...) {
-  if (v->n >= GL_MAXVERSIONS) return;
+  gl_version *it = add_version(v, name);
+  if (it == NULL) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(v->item[v->n].text, sizeof v->item[v->n].text, fmt, ap);
+  vsnprintf(it->text, sizeof it->text, fmt, ap);
   va_end(ap);
-  v->item[v->n].name = name;
-  v->item[v->n++].number = 0;
 }
 
 void gl_versions_number(gl_versions *v, const char *name, long long x) {
-  if (v->n >= GL_MAXVERSIONS) return;
-  v->item[v->n].name = name;
-  v->item[v->n].text[0] = '\0';
-  v->item[v->n++].number = x;
+  gl_version *it = add_version(v, name);
+  if (it) it->number = x;
 }
 
 /* Small CPU arrays get their header and bytes in one block of the caching allocator:

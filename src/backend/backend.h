@@ -241,14 +241,12 @@ typedef struct gl_rtc {
 ** pairs, a value being text or, where text is empty, a number. A backend adds only what it
 ** knows (gl_versions_text, gl_versions_number below). */
 #define GL_MAXVERSIONS 12
-typedef struct gl_versions {
-  int n;
-  struct {
-    const char *name;                 /* a literal: "blas", "cuda_runtime" */
-    char text[128];
-    long long number;
-  } item[GL_MAXVERSIONS];
-} gl_versions;
+typedef struct gl_version {
+  const char *name;                 /* a literal: "blas", "cuda_runtime" */
+  char text[128];
+  long long number;
+} gl_version;
+typedef struct gl_versions { int n; gl_version item[GL_MAXVERSIONS]; } gl_versions;
 
 /* Library kernels for NCHW networks (cuDNN on cuda), gl_backend.dnn. The ops layer has
 ** checked shapes, dtypes and devices: every operand is contiguous and on the backend's
