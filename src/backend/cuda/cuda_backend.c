@@ -244,7 +244,8 @@ static void cuda_versions(gl_versions *v) {
   if (h == NULL) h = dlopen("libcudnn.so", RTLD_LAZY | RTLD_LOCAL);
   if (h) {
     size_t (*get)(void) = (size_t (*)(void))dlsym(h, "cudnnGetVersion");
-    if (get && get() > 0) gl_versions_number(v, "cudnn", (long long)get());
+    size_t version = get ? get() : 0;
+    if (version > 0) gl_versions_number(v, "cudnn", (long long)version);
   }
   gl_versions_number(v, "cudnn_header", CUDNN_VERSION);
 #endif
