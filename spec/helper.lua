@@ -3,12 +3,16 @@
 local gpu = require "gpu"
 local M = { gpu = gpu }
 
--- Devices the op specs run on: the cpu, plus cuda when one answers. GPULUA_TEST_DEVICES
--- (comma-separated, e.g. "cuda") restricts the list (make test-gpu sets it).
+-- Devices the op specs run on: each backend of the registry that has a device here (the
+-- cpu, cuda when one answers, testcpu where GPULUA_TEST_BACKEND registers it: see
+-- spec/registry_spec.lua). GPULUA_TEST_DEVICES (comma-separated, e.g. "cuda") restricts the
+-- list (make test-gpu sets it).
 function M.devices()
   local want = os.getenv("GPULUA_TEST_DEVICES")
-  local list = { "cpu" }
-  if gpu.is_available() then list[#list + 1] = "cuda" end
+  local list = {}
+  for _, b in ipairs(gpu._devices()) do
+    if b.count > 0 then list[#list + 1] = b.name end
+  end
   if want and want ~= "" then
     local out = {}
     for d in want:gmatch("[^,]+") do

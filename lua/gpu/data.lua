@@ -19,7 +19,7 @@ local raise, argerror, check_array, type_name = options.raise, options.argerror,
 local batch_keys = {
   shuffle = { type = "boolean", default = false },
   drop_last = { type = "boolean", default = false },
-  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+  device = { type = "device", what = "a device name (" .. gpu._device_syntax .. ")" },
 }
 local BATCHES = options.declare("data.batches", batch_keys,
   { example = "for _ in gpu.data.batches(gpu.ones(4, 2), nil, 2, %s) do end" })
@@ -51,7 +51,7 @@ local function epoch(x, y, bs, o)
   end
   local order_y = order and y ~= nil and y.device ~= x.device and order:to(y.device) or order
   local last = o.drop_last and n - n % bs or n
-  local device = o.device == "cuda" and "cuda:0" or o.device
+  local device = o.device and gpu._device_name(o.device)      -- "cuda" is "cuda:0", as arrays name it
   local s = 1
   return function()
     if s > last then return nil end

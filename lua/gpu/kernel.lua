@@ -193,6 +193,10 @@ local function bind_types(fname, params, args, outs_given)
   return types, dts
 end
 
+-- Whether device dev's kernels are C compiled here (the cpu's) rather than CUDA source: the
+-- language its backend compiles at run time.
+local function compiles_c(dev) return select(3, gpu._device_name(dev)) == "c" end
+
 local function check_device(fname, arrays)
   local dev
   for _, a in ipairs(arrays) do
@@ -448,7 +452,7 @@ M._capture = nil
 -- cpu, CUDA elsewhere (and under _capture, which only collects the CUDA source).
 -- source(cuda) writes the source; mask: the reduced axes of a reduction.
 local function run(self, fname, sig, dev, source, roles, args, mask)
-  local cuda = dev ~= "cpu" or M._capture ~= nil
+  local cuda = not compiles_c(dev) or M._capture ~= nil
   local key = cuda and (sig .. "|" .. dev) or sig
   self._mods = self._mods or {}
   local entry = self._mods[key]
@@ -774,8 +778,9 @@ function Raw:__call(grid, block, args, opts)
   local dev
   for _, a in ipairs(args) do if is_array(a) then dev = dev or a.device end end
   dev = dev or gpu.device()
-  if dev == "cpu" then
-    options.raise("%s: RawKernel is CUDA source and runs on a GPU only; on the cpu use gpu.ElementwiseKernel or gpu.ReductionKernel", self.fname)
+  if compiles_c(dev) then
+    options.raise("%s: RawKernel is CUDA source and runs on a GPU only; on the %s use gpu.ElementwiseKernel or " ..
+      "gpu.ReductionKernel", self.fname, dev)
   end
   options.call(self.fname, jit.raw, self.code, self.name, grid, block, args, o.shared_mem)
 end

@@ -130,9 +130,9 @@ function M.dtype(v)
   return type(row) == "table" and row.name or nil
 end
 
+-- a name of a device of the registry (src/backend/backend.c), usable here or not
 local function valid_device(v)
-  if type(v) ~= "string" then return false end
-  return v == "cpu" or v == "cuda" or v:match("^cuda:%d+$") ~= nil
+  return type(v) == "string" and gpu._device_name(v) ~= nil
 end
 
 -- one test per type name; "array" is a gpu array, "dtype" a dtype name, "device" a name

@@ -152,8 +152,8 @@ typedef struct gl_la_args {
 typedef struct gl_devinfo {
   char name[128];
   size_t total_memory;
-  int major, minor;     /* compute capability; 0.0 for cpu */
-  int multiprocessors;
+  int major, minor;     /* compute capability; 0.0 where the device has none (the cpu) */
+  int units;            /* its compute units, what gl_backend.units names (cores, multiprocessors) */
 } gl_devinfo;
 
 /* What a device says of its power and use (NVML on cuda, RAPL on the cpu). A reading the
@@ -237,13 +237,16 @@ typedef struct gl_rtc {
                       void **args, const char *name);
 } gl_rtc;
 
-/* Library versions a backend reports (0 where unknown or not built in). */
-typedef struct gl_versions {
-  int runtime, driver, blas_loaded;   /* CUDA runtime/driver as 12040 etc. */
-  int cublas, cudnn, cudnn_header;
-  char blas[128];                     /* BLAS configuration string, if loaded */
-  char onednn[32];                    /* oneDNN's version ("2.6.3"), if it loads (cpu) */
-} gl_versions;
+/* Library versions a backend reports, as gpu.config().versions shows them: name/value
+** pairs, a value being text or, where text is empty, a number. A backend adds only what it
+** knows (gl_versions_text, gl_versions_number below). */
+#define GL_MAXVERSIONS 12
+typedef struct gl_version {
+  const char *name;                 /* a literal: "blas", "cuda_runtime" */
+  char text[128];
+  long long number;
+} gl_version;
+typedef struct gl_versions { int n; gl_version item[GL_MAXVERSIONS]; } gl_versions;
 
 /* Library kernels for NCHW networks (cuDNN on cuda), gl_backend.dnn. The ops layer has
 ** checked shapes, dtypes and devices: every operand is contiguous and on the backend's
@@ -350,9 +353,30 @@ typedef struct gl_dnn {
                        const gl_array *x, const gl_array *w, const gl_array *hx, const gl_array *cx);
 } gl_dnn;
 
+/* How gpu.config() words the path nn's layers take on a backend's devices when its library
+** kernels (gl_backend.dnn) are missing or refuse; the fallbacks are formats of one %s, the
+** reason. */
+typedef struct gl_dnn_paths {
+  const char *missing;          /* dnn is NULL: "built without oneDNN" */
+  const char *no_layer_norm;    /* dnn is NULL or has no layer_norm */
+  const char *conv_fallback;    /* "im2col + BLAS (cpu; %s)" */
+  const char *rnn_fallback;     /* "fused loop (cpu; %s)" */
+} gl_dnn_paths;
+
 typedef struct gl_backend {
-  const char *name;                                   /* "cpu", "cuda" */
-  void (*versions)(gl_versions *out);                 /* (optional) */
+  /* Devices are named after the backend: "cpu"; with 'numbered', "cuda:N" (and "cuda" for
+  ** cuda:0). Names must be short enough that "name:255" fits GL_DEVNAME_SIZE. */
+  const char *name;
+  bool numbered;
+  /* "cpu" or "gpu": gpu.devices(kind) lists the backends of that kind, gpu.is_available()
+  ** and the default device ask the "gpu" ones. */
+  const char *kind;
+  /* Set in an entry for a backend this build lacks: why its devices are missing (its name
+  ** still parses, so that asking for it says why). Such an entry has no functions. */
+  const char *absent;
+  const char *units;                                  /* what gl_devinfo.units counts */
+  gl_dnn_paths dnn_paths;
+  void (*versions)(gl_versions *out);                 /* (optional) adds to out */
 
   /* Devices. count() returns how many usable devices there are (0 with a reason). */
   int (*count)(const char **reason);
@@ -585,16 +609,42 @@ typedef struct gl_collectives {
   int (*poll)(double timeout, char *msg, size_t size);
 } gl_collectives;
 
-extern const gl_backend gl_cpu_backend;
-#ifdef GL_WITH_CUDA
-extern const gl_backend gl_cuda_backend;
-#endif
+/* ---- the registry: every backend of the build, in one array (backend.c) ------------ */
 
-/* The backend for a device type; NULL when it is not built in. */
-const gl_backend *gl_backend_get(gl_devtype t);
+#define GL_MAX_BACKENDS 4
+#define GL_DEVNAME_SIZE 16       /* bytes a device's name needs, NUL included */
+
+extern const gl_backend *gl_backends[GL_MAX_BACKENDS];
+extern int gl_nbackends;         /* entries in gl_backends: the cpu (GL_CPU) first */
+
+/* The backend of a device type; NULL past the registry. */
+static inline const gl_backend *gl_backend_get(int type) {
+  return (unsigned)type < (unsigned)gl_nbackends ? gl_backends[type] : NULL;
+}
+
+/* How many devices b has now (0 with *why set where why is not NULL). */
+int gl_backend_devices(const gl_backend *b, const char **why);
 
 /* Backend of d, or a GL_EDEVICE failure naming why the device is unusable. */
 gl_status gl_backend_for(gl_device d, const gl_backend **out);
+
+/* "cpu", "cuda", "cuda:1" -> device (of any backend in the registry, usable or not).
+** Returns GL_EINVAL with a message on names no backend has. */
+gl_status gl_device_parse(const char *name, gl_device *out);
+/* Writes the device's name ("cpu", "cuda:0") into buf (GL_DEVNAME_SIZE bytes); returns buf. */
+const char *gl_device_name(gl_device d, char *buf);
+/* The names gl_device_parse takes, for messages: "'cpu', 'cuda' or 'cuda:N'". */
+const char *gl_device_syntax(void);
+
+/* A dense numbering of every device the registry can name (0 .. gl_device_slots()-1), for
+** tables kept per device. */
+int gl_device_slots(void);
+int gl_device_slot(gl_device d);
+
+/* Adds a text (printf format) or a number to a backend's versions; past GL_MAXVERSIONS
+** the pair is dropped. */
+void gl_versions_text(gl_versions *v, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void gl_versions_number(gl_versions *v, const char *name, long long x);
 
 /* ---- storage: made and freed by the device's allocator ----------------------- */
 

@@ -6,33 +6,6 @@
 #include <string.h>
 #include "array.h"
 
-/* ---- devices ----------------------------------------------------------------- */
-
-gl_status gl_device_parse(const char *name, gl_device *out) {
-  if (strcmp(name, "cpu") == 0) { *out = gl_cpu(); return GL_OK; }
-  if (strncmp(name, "cuda", 4) == 0) {
-    const char *p = name + 4;
-    long idx = 0;
-    if (*p == ':') {
-      char *end;
-      if (p[1] < '0' || p[1] > '9') goto bad;
-      idx = strtol(p + 1, &end, 10);
-      if (*end != '\0' || idx > 255) goto bad;
-    } else if (*p != '\0') goto bad;
-    out->type = GL_CUDA;
-    out->index = (uint8_t)idx;
-    return GL_OK;
-  }
-bad:
-  return gl_fail(GL_EINVAL, "unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", name);
-}
-
-const char *gl_device_name(gl_device d, char *buf) {
-  if (d.type == GL_CPU) strcpy(buf, "cpu");
-  else snprintf(buf, 16, "cuda:%d", d.index);
-  return buf;
-}
-
 /* ---- sizes (checked.h) ------------------------------------------------------- */
 
 /* "array is too big (N elements of DT)"; dtname NULL leaves the dtype out. */

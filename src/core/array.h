@@ -18,20 +18,18 @@
 
 #define GL_MAXDIMS 8
 
-typedef enum gl_devtype { GL_CPU = 0, GL_CUDA = 1 } gl_devtype;
-
+/* A device: a backend of the registry (src/backend/backend.c numbers them; its names,
+** counts and versions come from the backend's table) and a device of that backend. */
 typedef struct gl_device {
-  uint8_t type;    /* gl_devtype */
-  uint8_t index;   /* ordinal within the type (cuda:N); 0 for cpu */
+  uint8_t type;    /* the backend's place in the registry */
+  uint8_t index;   /* ordinal within the backend (cuda:N); 0 where it has one device */
 } gl_device;
+
+/* The host: the registry's first backend, whose arrays are host memory. */
+#define GL_CPU 0
 
 static inline gl_device gl_cpu(void) { gl_device d = { GL_CPU, 0 }; return d; }
 static inline bool gl_device_eq(gl_device a, gl_device b) { return a.type == b.type && a.index == b.index; }
-
-/* "cpu", "cuda", "cuda:1" -> device. Returns GL_EINVAL with a message on bad names. */
-gl_status gl_device_parse(const char *name, gl_device *out);
-/* Writes "cpu" / "cuda:0" into buf (at least 16 bytes); returns buf. */
-const char *gl_device_name(gl_device d, char *buf);
 
 /* Memory shared by an array and its views. The bytes belong to the device's
 ** allocator; 'refcount' counts descriptors (arrays, views) that use it. 'version' counts

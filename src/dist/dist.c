@@ -568,12 +568,12 @@ static gl_status all_agree(bool mine, bool *all) {
 gl_status gl_dist_nccl_start(gl_device dev, bool required) {
   GL_TRY(not_ready());
   if (NC.on) return GL_OK;
-  const gl_backend *b = dev.type == GL_CUDA ? gl_backend_get(GL_CUDA) : NULL;
+  const gl_backend *b = gl_backend_get(dev.type);
   const gl_collectives *c = b ? b->collectives : NULL;
   bool mine = c != NULL && c->load() == GL_OK, all;
-  char why[256];
-  snprintf(why, sizeof why, "%s", c == NULL ? (dev.type == GL_CUDA ? "this build has no NCCL" :
-           "this rank's default device is the cpu") : mine ? "" : gl_errmsg());
+  char why[256], dn[GL_DEVNAME_SIZE];
+  if (c == NULL) snprintf(why, sizeof why, "this rank's default device is the %s", gl_device_name(dev, dn));
+  else snprintf(why, sizeof why, "%s", mine ? "" : gl_errmsg());
   GL_TRY(all_agree(mine, &all));
   if (!all) {
     if (!required) return GL_OK;

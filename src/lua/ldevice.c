@@ -3,8 +3,9 @@
 ** device_count, devices, memory (and memory_allocated, max_memory_allocated,
 ** memory_reserved), empty_cache, synchronize, config, terminal_size.
 **
-** CUDA is probed lazily: nothing here runs at luaopen, so `gpulua -e ''` and scripts
-** that name the cpu make no CUDA call.
+** Everything comes from the registry of backends (src/backend/backend.c): names, counts,
+** descriptions, versions. GPUs are probed lazily: nothing here runs at luaopen, so
+** `gpulua -e ''` and scripts that name the cpu make no call into a GPU's runtime.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +23,24 @@ static gl_lctx *get_ctx(lua_State *L) {
   return ctx;
 }
 
-/* Number of usable CUDA devices (0 with a reason when CUDA is missing). */
-static int cuda_count(const char **why) {
-  const gl_backend *b = gl_backend_get(GL_CUDA);
-  if (b == NULL) { *why = "gpulua was built without CUDA"; return 0; }
+static bool is_gpu(const gl_backend *b) { return strcmp(b->kind, "gpu") == 0; }
+
+/* Number of usable GPUs, of every GPU backend (0 with the first one's reason); *first: the
+** first GPU, where there is one and first is not NULL. */
+static int gpu_count(const char **why, gl_device *first) {
+  int n = 0;
   *why = NULL;
-  int n = b->count(why);
-  if (n == 0 && *why == NULL) *why = "no CUDA device found";
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    if (!is_gpu(b)) continue;
+    const char *reason;
+    int k = gl_backend_devices(b, &reason);
+    if (k > 0 && n == 0 && first) { first->type = (uint8_t)t; first->index = 0; }
+    if (*why == NULL) *why = reason;
+    n += k;
+  }
+  if (n > 0) *why = NULL;
+  else if (*why == NULL) *why = "no GPU backend is built in";
   return n;
 }
 
@@ -42,9 +54,8 @@ gl_device gl_lua_default_device(lua_State *L) {
       const gl_backend *b;
       if (st == GL_OK) st = gl_backend_for(d, &b);
       if (st != GL_OK) luaL_error(L, "GPULUA_DEVICE: %s", gl_errmsg());
-    } else if (cuda_count(&why) > 0) {
-      d.type = GL_CUDA;
-      d.index = 0;
+    } else {
+      gpu_count(&why, &d);                    /* the first GPU, if any */
     }
     ctx->device = d;
     ctx->device_known = true;
@@ -53,7 +64,7 @@ gl_device gl_lua_default_device(lua_State *L) {
 }
 
 static int l_device(lua_State *L) {
-  char buf[16];
+  char buf[GL_DEVNAME_SIZE];
   lua_pushstring(L, gl_device_name(gl_lua_default_device(L), buf));
   return 1;
 }
@@ -68,7 +79,7 @@ static int l_set_device(lua_State *L) {
 
 static int l_is_available(lua_State *L) {
   const char *why;
-  int n = cuda_count(&why);
+  int n = gpu_count(&why, NULL);
   lua_pushboolean(L, n > 0);
   if (n > 0) return 1;
   lua_pushstring(L, why);
@@ -77,51 +88,32 @@ static int l_is_available(lua_State *L) {
 
 static int l_device_count(lua_State *L) {
   const char *why;
-  lua_pushinteger(L, cuda_count(&why));
+  lua_pushinteger(L, gpu_count(&why, NULL));
   return 1;
 }
 
-static void cpu_model(char *out, size_t n) {
-  snprintf(out, n, "cpu");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f == NULL) return;
-  char line[256];
-  while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10) == 0) {
-      char *p = strchr(line, ':');
-      if (p) {
-        p++;
-        while (*p == ' ') p++;
-        p[strcspn(p, "\n")] = '\0';
-        snprintf(out, n, "%s", p);
-      }
-      break;
-    }
-  }
-  fclose(f);
-}
-
 static void push_devinfo(lua_State *L, gl_device d, const gl_devinfo *info) {
-  char buf[16];
+  const gl_backend *b = gl_backend_get(d.type);
+  char buf[GL_DEVNAME_SIZE];
   lua_createtable(L, 0, 6);
   lua_pushstring(L, gl_device_name(d, buf));
   lua_setfield(L, -2, "device");
-  lua_pushstring(L, d.type == GL_CPU ? "cpu" : "cuda");
+  lua_pushstring(L, b->name);
   lua_setfield(L, -2, "type");
   lua_pushstring(L, info->name);
   lua_setfield(L, -2, "name");
   lua_pushinteger(L, (lua_Integer)info->total_memory);
   lua_setfield(L, -2, "total_memory");
-  if (d.type != GL_CPU) {
+  if (info->major > 0) {
     lua_pushfstring(L, "%d.%d", info->major, info->minor);
     lua_setfield(L, -2, "capability");
   }
-  lua_pushinteger(L, info->multiprocessors);
-  lua_setfield(L, -2, d.type == GL_CPU ? "cores" : "multiprocessors");
-  /* a GPU's readings from NVML where it answers: utilisation (percent), temperature
-  ** (degrees C), power (watts) and the memory every process on it uses (bytes) */
-  const gl_backend *b = d.type == GL_CPU ? NULL : gl_backend_get((gl_devtype)d.type);
-  if (b && b->telemetry) {
+  lua_pushinteger(L, info->units);
+  lua_setfield(L, -2, b->units);
+  /* what the device reads of itself where it answers (NVML on a GPU): utilisation
+  ** (percent), temperature (degrees C), power (watts) and the memory every process on it
+  ** uses (bytes) */
+  if (b->telemetry) {
     gl_telemetry t;
     b->telemetry(d.index, &t);
     if (t.utilization >= 0) { lua_pushnumber(L, t.utilization); lua_setfield(L, -2, "utilization"); }
@@ -174,41 +166,60 @@ static int l_energy(lua_State *L) {
   return 2;
 }
 
-/* The device types gpu.devices(type) filters by: 'cpu', or 'cuda' / 'gpu' (any case, as
-** PyTorch's "cuda" and TensorFlow's "GPU"); nil lists every type. */
-enum { WANT_CPU = 1, WANT_CUDA = 2 };
-static int devices_wanted(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) return WANT_CPU | WANT_CUDA;
-  if (lua_type(L, 1) != LUA_TSTRING)
-    return luaL_argerror(L, 1, lua_pushfstring(L, "device type 'cpu', 'cuda' or 'gpu' expected, got %s",
-                                               luaL_typename(L, 1)));
-  const char *t = lua_tostring(L, 1);
-  if (strcasecmp(t, "cpu") == 0) return WANT_CPU;
-  if (strcasecmp(t, "cuda") == 0 || strcasecmp(t, "gpu") == 0) return WANT_CUDA;
-  return luaL_argerror(L, 1, lua_pushfstring(L, "unknown device type '%s' (expected 'cpu', 'cuda' or 'gpu')", t));
+/* The backends gpu.devices(type) lists: those whose name or kind (any case) is type, so
+** 'cuda' or 'gpu' (as PyTorch's "cuda" and TensorFlow's "GPU"); nil lists every one. Sets
+** want[t] for each backend t. */
+static void devices_wanted(lua_State *L, bool *want) {
+  bool any = lua_isnoneornil(L, 1);
+  lua_settop(L, 1);
+  const char *names[2 * GL_MAX_BACKENDS];         /* every name, then the kinds not yet named */
+  int k = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int t = 0; t < gl_nbackends; t++) {
+      const char *n = pass == 0 ? gl_backend_get(t)->name : gl_backend_get(t)->kind;
+      bool dup = false;
+      for (int i = 0; i < k; i++) dup = dup || strcmp(names[i], n) == 0;
+      if (!dup) names[k++] = n;
+    }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < k; i++) {
+    luaL_addstring(&b, i == 0 ? "'" : i == k - 1 ? " or '" : ", '");
+    luaL_addstring(&b, names[i]);
+    luaL_addchar(&b, '\'');
+  }
+  luaL_pushresult(&b);
+  const char *expected = lua_tostring(L, -1);
+  if (!any && lua_type(L, 1) != LUA_TSTRING)
+    luaL_argerror(L, 1, lua_pushfstring(L, "device type %s expected, got %s", expected, luaL_typename(L, 1)));
+  const char *type = any ? NULL : lua_tostring(L, 1);
+  bool found = false;
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *be = gl_backend_get(t);
+    want[t] = any || strcasecmp(type, be->name) == 0 || strcasecmp(type, be->kind) == 0;
+    found = found || want[t];
+  }
+  if (!found) luaL_argerror(L, 1, lua_pushfstring(L, "unknown device type '%s' (expected %s)", type, expected));
+  lua_pop(L, 1);
 }
 
-/* gpu.devices([type]): the cpu first, then each CUDA device; with a type, only those. */
+/* gpu.devices([type]): every device of every backend, in the registry's order (the cpu
+** first); with a type, only those. */
 static int l_devices(lua_State *L) {
-  int want = devices_wanted(L);
+  bool want[GL_MAX_BACKENDS];
+  devices_wanted(L, want);
   gl_devinfo info;
   int k = 0;
   lua_newtable(L);
-  if (want & WANT_CPU) {
-    gl_cpu_backend.info(0, &info);
-    cpu_model(info.name, sizeof info.name);
-    push_devinfo(L, gl_cpu(), &info);
-    lua_rawseti(L, -2, ++k);
-  }
-  if (!(want & WANT_CUDA)) return 1;
-  const char *why;
-  int n = cuda_count(&why);
-  const gl_backend *b = gl_backend_get(GL_CUDA);
-  for (int i = 0; i < n; i++) {
-    gl_device d = { GL_CUDA, (uint8_t)i };
-    gl_lua_check_status(L, b->info(i, &info), 0);
-    push_devinfo(L, d, &info);
-    lua_rawseti(L, -2, ++k);
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    int n = want[t] ? gl_backend_devices(b, NULL) : 0;
+    for (int i = 0; i < n; i++) {
+      gl_device d = { (uint8_t)t, (uint8_t)i };
+      gl_lua_check_status(L, b->info(i, &info), 0);
+      push_devinfo(L, d, &info);
+      lua_rawseti(L, -2, ++k);
+    }
   }
   return 1;
 }
@@ -274,12 +285,9 @@ static int l_terminal_size(lua_State *L) {
 
 static int l_empty_cache(lua_State *L) {
   if (lua_isnoneornil(L, 1)) {              /* every device type that is initialised */
-    gl_cpu_backend.empty_cache(gl_cpu());
+    gl_backend_get(GL_CPU)->empty_cache(gl_cpu());
     gl_lctx *ctx = get_ctx(L);
-    if (ctx->device_known && ctx->device.type != GL_CPU) {
-      const gl_backend *b = gl_backend_get((gl_devtype)ctx->device.type);
-      if (b) b->empty_cache(ctx->device);
-    }
+    if (ctx->device_known && ctx->device.type != GL_CPU) gl_backend_get(ctx->device.type)->empty_cache(ctx->device);
     return 0;
   }
   gl_device d = gl_lua_optdevice(L, 1);
@@ -299,15 +307,7 @@ static int l_synchronize(lua_State *L) {
 
 static void set_bool(lua_State *L, const char *k, bool v) { lua_pushboolean(L, v); lua_setfield(L, -2, k); }
 static void set_str(lua_State *L, const char *k, const char *v) { lua_pushstring(L, v); lua_setfield(L, -2, k); }
-static void set_cuda_version(lua_State *L, const char *k, int v) {
-  if (v <= 0) return;
-  lua_pushfstring(L, "%d.%d", v / 1000, (v % 1000) / 10);
-  lua_setfield(L, -2, k);
-}
-
-/* Pushes which path nn's convolutions, pooling and batch norm take on the default device
-** (lua/gpu/nn/functional.lua's use_dnn: gpu.dnn.enabled and the device's library: cuDNN on
-** cuda, oneDNN on the cpu for float32). */
+/* The default device as two integers (run protected by config_device). */
 static int default_device(lua_State *L) {
   gl_device d = gl_lua_default_device(L);
   lua_pushinteger(L, d.type);
@@ -344,63 +344,48 @@ static bool config_device(lua_State *L, gl_device *d) {
 }
 
 /* gpu.config().layer_norm: nn's float32 LayerNorm path on the default device (lua/gpu/nn/norm.lua
-** takes oneDNN's forward and backward where gpu.dnn.available says so). */
+** takes the library's forward and backward where gpu.dnn.available says so). */
 static void layer_norm_path(lua_State *L) {
   gl_device d;
   if (!config_device(L, &d)) return;
-  const gl_backend *be = gl_backend_get((gl_devtype)d.type);
-  const char *why = be == NULL ? "this device type is not built in" : NULL;
-  if (why == NULL && (be->dnn == NULL || be->dnn->layer_norm == NULL))
-    why = d.type == GL_CPU ? "built without oneDNN" : "cuDNN has no layer norm entry here";
+  const gl_backend *be = gl_backend_get(d.type);
+  const char *why = be->dnn == NULL || be->dnn->layer_norm == NULL ? be->dnn_paths.no_layer_norm : NULL;
   if (why == NULL) why = be->dnn->unavailable();
   if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
-  if (why == NULL) lua_pushstring(L, "onednn");
+  if (why == NULL) lua_pushstring(L, be->dnn->name);
   else lua_pushfstring(L, "own fused kernel (%s)", why);
 }
 
+/* gpu.config().conv: which path nn's convolutions, pooling and batch norm take on the
+** default device (lua/gpu/nn/functional.lua's use_dnn: gpu.dnn.enabled and the device's
+** library, cuDNN on cuda, oneDNN on the cpu for float32), or im2col + GEMM. */
 static void conv_path(lua_State *L) {
   gl_device d;
   if (!config_device(L, &d)) return;
-  const gl_backend *cb = gl_backend_get(GL_CUDA);
-  if (d.type != GL_CUDA) {
-    const gl_dnn *dn = gl_cpu_backend.dnn;
-    const char *why = dn ? dn->unavailable() : "built without oneDNN";
-    if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
-    if (why == NULL) lua_pushstring(L, "onednn");
-    else lua_pushfstring(L, "im2col + BLAS (cpu; %s)", why);
+  const gl_backend *be = gl_backend_get(d.type);
+  const char *nodev;
+  if (gl_backend_devices(be, &nodev) <= d.index) {
+    char dn[GL_DEVNAME_SIZE];
+    lua_pushfstring(L, "none (%s is not usable: %s)", gl_device_name(d, dn), nodev ? nodev : "no such device");
     return;
   }
-  const char *nodev = NULL;
-  if (cb == NULL || cb->count(&nodev) <= d.index) {
-    lua_pushfstring(L, "none (cuda:%d is not usable: %s)", d.index, nodev ? nodev : "no such device");
-    return;
-  }
-  if (cb->dnn == NULL) {
-    lua_pushstring(L, "im2col + cublas (built without cuDNN)");
-    return;
-  }
-  const char *why = cb->dnn->unavailable();
-  if (why) {
-    lua_pushfstring(L, "im2col + cublas (%s)", why);
-    return;
-  }
-  lua_pushstring(L, dnn_enabled(L) ? "cudnn" : "im2col + cublas (gpu.dnn.enabled is false)");
+  const char *why = be->dnn ? be->dnn->unavailable() : be->dnn_paths.missing;
+  if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
+  if (why == NULL) lua_pushstring(L, be->dnn->name);
+  else lua_pushfstring(L, be->dnn_paths.conv_fallback, why);
 }
 
 /* gpu.config().rnn: what nn.LSTM / nn.GRU run on for float32 on the default device (nn.RNN
-** and other dtypes always take the fused loops; lua/gpu/nn/recurrent.lua's dnn_ok). */
+** and other dtypes always take the fused loops; lua/gpu/nn/recurrent.lua's dnn_ok): the
+** library, the whole network in one call, or the fused loop. */
 static void rnn_path(lua_State *L) {
   gl_device d;
   if (!config_device(L, &d)) return;
   const char *why = gl_op_dnn_unavailable(d, GL_FLOAT32, GL_DNN_RNN);
   if (why == NULL && !dnn_enabled(L)) why = "gpu.dnn.enabled is false";
-  if (d.type == GL_CUDA) {        /* lua/gpu/nn/recurrent.lua's cudnn_ok: the whole network in one call */
-    if (why == NULL) lua_pushstring(L, "cudnn");
-    else lua_pushfstring(L, "fused loop (cublas + kernels/rnn.cu; %s)", why);
-    return;
-  }
-  if (why == NULL) lua_pushstring(L, "onednn");
-  else lua_pushfstring(L, "fused loop (cpu; %s)", why);
+  const gl_backend *be = gl_backend_get(d.type);
+  if (why == NULL) lua_pushstring(L, be->dnn->name);
+  else lua_pushfstring(L, be->dnn_paths.rnn_fallback, why);
 }
 
 static int l_config(lua_State *L) {
@@ -409,11 +394,8 @@ static int l_config(lua_State *L) {
   set_str(L, "lua", LUA_RELEASE);
   set_str(L, "default_dtype", gl_dtypes[GL_DEFAULT_DTYPE].name);
   lua_createtable(L, 0, 6);                    /* build */
-#ifdef GL_WITH_CUDA
-  set_bool(L, "cuda", true);
-#else
-  set_bool(L, "cuda", false);
-#endif
+  for (int t = 0; t < gl_nbackends; t++)      /* a GPU backend: whether this build has it */
+    if (is_gpu(gl_backend_get(t))) set_bool(L, gl_backend_get(t)->name, gl_backend_get(t)->absent == NULL);
 #ifdef GL_WITH_CUDNN
   set_bool(L, "cudnn", true);
 #else
@@ -431,22 +413,17 @@ static int l_config(lua_State *L) {
 #endif
   set_str(L, "compiler", "gcc " __VERSION__);
   lua_setfield(L, -2, "build");
-  lua_createtable(L, 0, 6);                    /* versions */
-  gl_versions v;
-  memset(&v, 0, sizeof v);
-  if (gl_cpu_backend.versions) gl_cpu_backend.versions(&v);
-  if (v.blas[0]) set_str(L, "blas", v.blas);
-  if (v.onednn[0]) set_str(L, "onednn", v.onednn);
-  const gl_backend *cb = gl_backend_get(GL_CUDA);
-  if (cb && cb->versions) {
-    gl_versions cv;
-    memset(&cv, 0, sizeof cv);
-    cb->versions(&cv);
-    set_cuda_version(L, "cuda_runtime", cv.runtime);
-    set_cuda_version(L, "cuda_driver", cv.driver);
-    if (cv.cublas > 0) { lua_pushinteger(L, cv.cublas); lua_setfield(L, -2, "cublas"); }
-    if (cv.cudnn > 0) { lua_pushinteger(L, cv.cudnn); lua_setfield(L, -2, "cudnn"); }
-    if (cv.cudnn_header > 0) { lua_pushinteger(L, cv.cudnn_header); lua_setfield(L, -2, "cudnn_header"); }
+  lua_createtable(L, 0, 6);                    /* versions: each backend's */
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    gl_versions v;
+    v.n = 0;
+    if (b->versions) b->versions(&v);
+    for (int i = 0; i < v.n; i++) {
+      if (v.item[i].text[0]) lua_pushstring(L, v.item[i].text);
+      else lua_pushinteger(L, (lua_Integer)v.item[i].number);
+      lua_setfield(L, -2, v.item[i].name);
+    }
   }
   lua_setfield(L, -2, "versions");
   conv_path(L);
@@ -468,17 +445,31 @@ static int l_clock(lua_State *L) {
 }
 
 /* gpu.stats(): transfer, kernel and allocation counters since the start or the last
-** gpu.reset_stats(), summed over the built-in backends. */
+** gpu.reset_stats(): the devices' summed over the backends, the host's (the cpu's
+** allocator) apart. */
 static void set_u64(lua_State *L, const char *k, uint64_t v) { lua_pushinteger(L, (lua_Integer)v); lua_setfield(L, -2, k); }
 
+/* Reads (and with reset, zeroes) every backend's counters: the devices' summed into *dev. */
+static void read_stats(gl_stats *dev, gl_stats *host, bool reset) {
+  memset(dev, 0, sizeof *dev);
+  memset(host, 0, sizeof *host);
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    if (b->stats == NULL) continue;
+    if (t == GL_CPU) { b->stats(host, reset); continue; }
+    gl_stats s;
+    b->stats(&s, reset);
+    dev->h2d_bytes += s.h2d_bytes; dev->h2d_copies += s.h2d_copies;
+    dev->d2h_bytes += s.d2h_bytes; dev->d2h_copies += s.d2h_copies;
+    dev->d2d_bytes += s.d2d_bytes; dev->d2d_copies += s.d2d_copies;
+    dev->kernels += s.kernels; dev->allocs += s.allocs;
+    dev->cache_hits += s.cache_hits; dev->device_mallocs += s.device_mallocs;
+  }
+}
+
 static int l_stats(lua_State *L) {
-  gl_stats s;
-  memset(&s, 0, sizeof s);
-  const gl_backend *b = gl_backend_get(GL_CUDA);
-  if (b && b->stats) b->stats(&s, false);
-  gl_stats h;
-  memset(&h, 0, sizeof h);
-  gl_cpu_backend.stats(&h, false);
+  gl_stats s, h;
+  read_stats(&s, &h, false);
   lua_createtable(L, 0, 12);
   set_u64(L, "h2d_bytes", s.h2d_bytes);
   set_u64(L, "h2d_copies", s.h2d_copies);
@@ -496,12 +487,53 @@ static int l_stats(lua_State *L) {
 }
 
 static int l_reset_stats(lua_State *L) {
-  gl_stats s;
-  const gl_backend *b = gl_backend_get(GL_CUDA);
-  if (b && b->stats) b->stats(&s, true);
-  gl_cpu_backend.stats(&s, true);
+  gl_stats s, h;
+  read_stats(&s, &h, true);
   (void)L;
   return 0;
+}
+
+/* gpu._devices() -> {{name =, kind =, numbered =, count =, why =}, ...}: the registry's
+** backends in order, each with its device count now (and why there is none). */
+static int l_backends(lua_State *L) {
+  lua_createtable(L, gl_nbackends, 0);
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    const char *why;
+    int n = gl_backend_devices(b, &why);
+    lua_createtable(L, 0, 5);
+    set_str(L, "name", b->name);
+    set_str(L, "kind", b->kind);
+    set_bool(L, "numbered", b->numbered);
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, "count");
+    if (why) set_str(L, "why", why);
+    lua_rawseti(L, -2, t + 1);
+  }
+  return 1;
+}
+
+/* gpu._device_name(name [, usable]) -> the canonical name ("cuda" -> "cuda:0"), its backend's
+** name and the language of the kernels that backend compiles at run time ("c", "cuda";
+** gpu.ElementwiseKernel and friends) or nil | nil, message: gl_device_parse's, and with
+** usable, gl_backend_for's when the device is not there. */
+static int l_device_name(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  gl_device d;
+  const gl_backend *b;
+  gl_status st = gl_device_parse(name, &d);
+  if (st == GL_OK && lua_toboolean(L, 2)) st = gl_backend_for(d, &b);
+  if (st != GL_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, gl_errmsg());
+    return 2;
+  }
+  char buf[GL_DEVNAME_SIZE];
+  lua_pushstring(L, gl_device_name(d, buf));
+  b = gl_backend_get(d.type);
+  lua_pushstring(L, b->name);
+  lua_pushstring(L, b->jit_run ? "c" : b->rtc ? "cuda" : NULL);
+  return 3;
 }
 
 static const gl_reg device_funcs[] = {
@@ -513,6 +545,8 @@ static const gl_reg device_funcs[] = {
   { "is_available", l_is_available, 0 },
   { "device_count", l_device_count, 0 },
   { "devices", l_devices, 1 },
+  { "_devices", l_backends, 0 },
+  { "_device_name", l_device_name, 2 },
   { "_energy", l_energy, 1 },
   { "_workspace", l_workspace, 2 },
   { "memory", l_memory, 1 },
@@ -529,4 +563,6 @@ static const gl_reg device_funcs[] = {
 void gl_open_device(lua_State *L, int module, int methods) {
   (void)methods;
   gl_lua_setfuncs(L, module, device_funcs);
+  lua_pushstring(L, gl_device_syntax());    /* the device names, for messages */
+  lua_setfield(L, module, "_device_syntax");
 }

@@ -413,13 +413,13 @@ static int l_init(lua_State *L) {
   gl_dist_info info;
   gl_lua_check_status(L, gl_dist_init(timeout, &info), 0);
   if (timeout > 0) gl_dist_set_timeout(timeout);
-  /* each rank's default device: cuda:local_rank when there are GPUs (GPULUA_DEVICE wins) */
+  /* each rank's default device: GPU number local_rank (of those there are) when the default
+  ** is a GPU (GPULUA_DEVICE wins) */
   gl_device d = gl_lua_default_device(L);
   const char *denv = getenv("GPULUA_DEVICE");
-  if (d.type == GL_CUDA && !(denv && *denv)) {
-    const gl_backend *b = gl_backend_get(GL_CUDA);
-    const char *why;
-    int n = b && b->count ? b->count(&why) : 0;
+  const gl_backend *b = gl_backend_get(d.type);
+  if (d.type != GL_CPU && b->numbered && !(denv && *denv)) {
+    int n = gl_backend_devices(b, NULL);
     if (n > 0) {
       gl_lctx *ctx = gl_lua_ctx(L);
       ctx->device.index = (uint8_t)(info.local_rank % n);

@@ -141,8 +141,8 @@ static void push_dtype_constants(lua_State *L, int module) {
   }
 }
 
-/* States with the module open: the CUDA backend is shut down (streams, handles, the
-** pool) when the last one closes, before the CUDA runtime unloads at exit. States may live
+/* States with the module open: the backends are shut down (a GPU's streams, handles, the
+** pool) when the last one closes, before a GPU runtime unloads at exit. States may live
 ** in different threads, so the count is atomic. */
 static int open_states;
 
@@ -150,9 +150,9 @@ static int open_states;
 static int ctx_gc(lua_State *L) {
   gl_lua_forget_current(L);
   if (__atomic_sub_fetch(&open_states, 1, __ATOMIC_ACQ_REL) > 0) return 0;
-  for (int t = 0; t <= GL_CUDA; t++) {
-    const gl_backend *b = gl_backend_get((gl_devtype)t);
-    if (b && b->shutdown) b->shutdown();
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    if (b->shutdown) b->shutdown();
   }
   return 0;
 }

@@ -217,9 +217,9 @@ static int l_set_matmul_precision(lua_State *L) {
   static const char *const names[] = { "highest", "high", "tf32", NULL };
   int which = luaL_checkoption(L, 1, NULL, names);
   bool tf32 = which != 0;
-  for (int t = GL_CPU; t <= GL_CUDA; t++) {
-    const gl_backend *b = gl_backend_get((gl_devtype)t);
-    if (b && b->matmul_precision) b->matmul_precision(tf32);
+  for (int t = 0; t < gl_nbackends; t++) {
+    const gl_backend *b = gl_backend_get(t);
+    if (b->matmul_precision) b->matmul_precision(tf32);
   }
   tf32_on = tf32;
   return 0;

@@ -14,13 +14,17 @@
 #include "lgpu.h"
 
 #define GENERATOR "gpu.Generator"
-#define NDEFAULT 257                       /* cpu, cuda:0 .. cuda:255 */
 
-typedef struct gl_rdefaults { gl_rng gen[NDEFAULT]; } gl_rdefaults;
+/* One default generator per device the registry can name (gl_device_slot). */
+typedef struct gl_rdefaults { int n; gl_rng gen[]; } gl_rdefaults;
 
 static gl_rng *default_for(lua_State *L, gl_device dev) {
   gl_rdefaults *d = lua_touserdata(L, lua_upvalueindex(2));
-  return &d->gen[dev.type == GL_CPU ? 0 : 1 + dev.index];
+  return &d->gen[gl_device_slot(dev)];
+}
+
+static void seed_defaults(gl_rdefaults *d, uint64_t s) {
+  for (int i = 0; i < d->n; i++) { d->gen[i].seed = s; d->gen[i].offset = 0; }
 }
 
 /* The generator of this call: argument 1 for Generator methods (and *first = 2), else
@@ -290,8 +294,7 @@ static int l_seed(lua_State *L) {
   uint64_t s = lua_isnoneornil(L, first) ? fresh_seed(L) : check_seed(L, first);
   if (g) { g->seed = s; g->offset = 0; }
   else {
-    gl_rdefaults *d = lua_touserdata(L, lua_upvalueindex(2));
-    for (int i = 0; i < NDEFAULT; i++) { d->gen[i].seed = s; d->gen[i].offset = 0; }
+    seed_defaults(lua_touserdata(L, lua_upvalueindex(2)), s);
   }
   lua_pushinteger(L, (lua_Integer)s);
   return 1;
@@ -366,10 +369,11 @@ static void setfuncs3(lua_State *L, int idx, const gl_reg *l, int defaults, bool
 }
 
 void gl_open_random(lua_State *L, int module, int methods) {
-  gl_rdefaults *d = lua_newuserdatauv(L, sizeof *d, 0);
+  int n = gl_device_slots();
+  gl_rdefaults *d = lua_newuserdatauv(L, sizeof *d + (size_t)n * sizeof d->gen[0], 0);
   int defaults = lua_gettop(L);
-  uint64_t s = fresh_seed(L);
-  for (int i = 0; i < NDEFAULT; i++) { d->gen[i].seed = s; d->gen[i].offset = 0; }
+  d->n = n;
+  seed_defaults(d, fresh_seed(L));
 
   lua_newtable(L);                                    /* gpu.random */
   int random = lua_gettop(L);

@@ -108,7 +108,7 @@ void gl_lua_pay_gc_debt(lua_State *L, gl_lctx *ctx) {
     ctx->gc_debt = 0;
     lua_gc(L, LUA_GCCOLLECT);
     gl_meminfo m;
-    gl_cpu_backend.memory(gl_cpu(), &m);
+    gl_backend_get(GL_CPU)->memory(gl_cpu(), &m);
     ctx->full_threshold = m.allocated;
     return;
   }
@@ -130,7 +130,7 @@ void gl_lua_forget_current(lua_State *L) {
 
 /* gl_storage_new's hook: empty the device's cache, collect, and let it try again. */
 static void reclaim(gl_device dev) {
-  const gl_backend *b = gl_backend_get((gl_devtype)dev.type);
+  const gl_backend *b = gl_backend_get(dev.type);
   if (b) b->empty_cache(dev);
   if (current_state) lua_gc(current_state, LUA_GCCOLLECT);
 }

@@ -206,7 +206,7 @@ gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_fam
 }
 
 const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
-  const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
+  const gl_backend *be = gl_backend_get(dev.type);
   if (be == NULL) return "this device type is not built in";
   if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
   const char *why = be->dnn->unavailable();

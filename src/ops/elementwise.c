@@ -176,7 +176,7 @@ static gl_status result_shape(gl_operand a, gl_operand b, int *ndim, int64_t *sh
 ** (family, op, ct); else NULL. */
 static const gl_backend *flat_backend(const gl_array *x, gl_op family, int op, gl_dtype ct) {
   if (x->size > GL_FLAT_MAX || !gl_array_is_contiguous(x)) return NULL;
-  const gl_backend *be = gl_backend_get((gl_devtype)x->storage->device.type);
+  const gl_backend *be = gl_backend_get(x->storage->device.type);
   if (be == NULL || (family == GL_OP_BINARY ? be->binary_flat == NULL : be->unary_flat == NULL)) return NULL;
   return be->supports(family, op, ct) ? be : NULL;
 }

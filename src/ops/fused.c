@@ -19,7 +19,7 @@ static gl_status need_entry(const char *fn, const gl_array *x, const void *entry
 /* x's dtype is one the fused kernels of its device take (a device not built in fails later). */
 static gl_status need_float(const char *what, const gl_array *x) {
   gl_device dev = gl_array_device(x);
-  const gl_backend *be = gl_backend_get((gl_devtype)dev.type);
+  const gl_backend *be = gl_backend_get(dev.type);
   if (be == NULL || be->supports(GL_OP_FUSED, 0, (gl_dtype)x->dtype)) return GL_OK;
   char list[96];
   return gl_fail(GL_EINVAL, "%s must be %s, got %s", what, gl_supported_dtypes(dev, GL_OP_FUSED, 0, list, sizeof list),

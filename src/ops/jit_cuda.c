@@ -55,12 +55,14 @@ struct gl_jit_cuda_module {
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
 static gl_jit_cuda_module *cuda_modules;
 
+/* The run-time compiler of CUDA source: the first backend of the registry that has one. */
 static gl_status get_rtc(const gl_rtc **out) {
-  const gl_backend *b = gl_backend_get(GL_CUDA);
-  if (b == NULL || b->rtc == NULL)
-    return gl_fail(GL_ENOTSUP, "CUDA kernels cannot be compiled: gpulua was built without CUDA (no NVRTC)");
-  *out = b->rtc;
-  return GL_OK;
+  for (int t = 0; t < gl_nbackends; t++)
+    if (gl_backend_get(t)->rtc) {
+      *out = gl_backend_get(t)->rtc;
+      return GL_OK;
+    }
+  return gl_fail(GL_ENOTSUP, "CUDA kernels cannot be compiled: gpulua was built without CUDA (no NVRTC)");
 }
 
 gl_status gl_jit_nvrtc_version(int *major, int *minor) {

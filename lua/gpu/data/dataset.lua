@@ -127,7 +127,7 @@ function M.epoch(ds, o)
   end
   local bs = o.batch_size
   local last = o.drop_last and n - n % bs or n
-  local device = o.device == "cuda" and "cuda:0" or o.device
+  local device = o.device and gpu._device_name(o.device)      -- "cuda" is "cuda:0", as arrays name it
   local s = 1
   return function()
     if s > last then return nil end

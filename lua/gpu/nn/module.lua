@@ -16,6 +16,8 @@ local options = require "gpu.options"
 
 local is_array, raise, argerror, type_name = options.is_array, options.raise, options.argerror, options.type_name
 local shape_str = options.shape_str
+-- the device names as messages give them: "'cpu', 'cuda' or 'cuda:N'"
+local DEVICE_WHAT = "a device name (" .. gpu._device_syntax .. ")"
 
 local M = {}
 
@@ -95,7 +97,7 @@ M.placement_keys = {
               return floating[options.dtype(v)] == true,
                 "must be a floating-point dtype (parameters require grad), got '" .. v .. "'"
             end },
-  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+  device = { type = "device", what = DEVICE_WHAT },
 }
 
 -- with_placement(keys): keys plus dtype and device (a new table)
@@ -260,20 +262,13 @@ function Module:eval() return self:train(false) end
 -- refused with the reason when it is not a device this build and machine have.
 local function device_arg(fname, device)
   if options.dtype(device) then
-    argerror(fname, 1, "a device name expected ('cpu', 'cuda' or 'cuda:N'), got the dtype '%s' (converting a " ..
-      "module's dtype is not supported)", device)
+    argerror(fname, 1, "a device name expected (%s), got the dtype '%s' (converting a module's dtype is not supported)",
+      gpu._device_syntax, device)
   end
-  options.value(device, { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" }, fname, 1, "device")
-  if device == "cuda" then device = "cuda:0" end
-  if device ~= "cpu" then
-    local ok, why = gpu.is_available()
-    if not ok then argerror(fname, 1, "device %s is not available (%s)", device, tostring(why)) end
-    local index = tonumber(device:match(":(%d+)$"))
-    if index >= gpu.device_count() then
-      argerror(fname, 1, "device %s is not available (%d CUDA device(s))", device, gpu.device_count())
-    end
-  end
-  return device
+  options.value(device, { type = "device", what = DEVICE_WHAT }, fname, 1, "device")
+  local name, why = gpu._device_name(device, true)
+  if not name then argerror(fname, 1, "%s", why) end
+  return name
 end
 M.device_arg = device_arg
 

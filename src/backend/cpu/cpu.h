@@ -106,7 +106,6 @@ typedef struct gl_cpu_blas {
 gl_status gl_cpu_blas_get(const gl_cpu_blas **out);
 /* Sets OpenBLAS's thread count for the next gemm (a call only when it changes). */
 void gl_cpu_blas_threads(const gl_cpu_blas *bl, int nt);
-void gl_cpu_versions(gl_versions *v);
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
 /* Whether gl_cpu_matmul has a path for operands of dtype dt (BLAS or a row kernel). */
 bool gl_cpu_has_matmul(gl_dtype dt);

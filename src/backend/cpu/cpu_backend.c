@@ -2,6 +2,7 @@
 ** cpu_backend.c — the CPU backend's table: the reference every other backend must agree
 ** with.
 */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "cpu.h"
@@ -9,14 +10,56 @@
 
 static int cpu_count(const char **reason) { (void)reason; return 1; }
 
+/* The processor's model from /proc/cpuinfo, or "cpu". */
+static void cpu_model(char *out, size_t n) {
+  snprintf(out, n, "cpu");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) return;
+  char line[256];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *p = strchr(line, ':');
+      if (p) {
+        p++;
+        while (*p == ' ') p++;
+        p[strcspn(p, "\n")] = '\0';
+        snprintf(out, n, "%s", p);
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
 static gl_status cpu_info(int index, gl_devinfo *out) {
   (void)index;
   memset(out, 0, sizeof *out);
-  strcpy(out->name, "cpu");
+  cpu_model(out->name, sizeof out->name);
   long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
   out->total_memory = pages > 0 ? (size_t)pages * (size_t)psz : 0;
-  out->multiprocessors = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  out->units = (int)sysconf(_SC_NPROCESSORS_ONLN);
   return GL_OK;
+}
+
+/* gpu.config().versions: oneDNN's version when it loads, and BLAS: the OpenBLAS
+** configuration string ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64")
+** plus the thread count, or the library's name for another BLAS. Loads BLAS if it is not
+** loaded yet. */
+static void cpu_versions(gl_versions *v) {
+  char onednn[32];
+  gl_cpu_dnnl_version(onednn, sizeof onednn);
+  if (onednn[0]) gl_versions_text(v, "onednn", "%s", onednn);
+  const gl_cpu_blas *b;
+  if (gl_cpu_blas_get(&b) != GL_OK) return;
+  if (b->get_config) {
+    const char *cfg = b->get_config();
+    if (b->get_num_threads)
+      gl_versions_text(v, "blas", "%s threads=%d", cfg ? cfg : "OpenBLAS", b->get_num_threads());
+    else
+      gl_versions_text(v, "blas", "%s", cfg ? cfg : "OpenBLAS");
+  } else {
+    gl_versions_text(v, "blas", "%s", b->lib);
+  }
 }
 
 /* What this backend's tables and loops hold: the row kernels of cpu_elem.c, the reduction
@@ -59,7 +102,11 @@ static void cpu_stats(gl_stats *out, bool reset) {
 
 const gl_backend gl_cpu_backend = {
   .name = "cpu",
-  .versions = gl_cpu_versions,
+  .kind = "cpu",
+  .units = "cores",
+  .dnn_paths = { .missing = "built without oneDNN", .no_layer_norm = "built without oneDNN",
+                 .conv_fallback = "im2col + BLAS (cpu; %s)", .rnn_fallback = "fused loop (cpu; %s)" },
+  .versions = cpu_versions,
   .count = cpu_count,
   .info = cpu_info,
   .supports = cpu_supports,
@@ -106,3 +153,17 @@ const gl_backend gl_cpu_backend = {
   .dnn = &gl_cpu_dnn,
   .telemetry = gl_cpu_telemetry,
 };
+
+/* The registry's test backend (GPULUA_TEST_BACKEND=1, src/backend/backend.c): this table
+** under the name "testcpu", without the counters and versions the cpu already reports. Its
+** arrays are host memory that the layers above reach only through the table, as they
+** reach an accelerator's. */
+const gl_backend *gl_cpu_test_backend(void);
+const gl_backend *gl_cpu_test_backend(void) {
+  static gl_backend test;
+  test = gl_cpu_backend;
+  test.name = "testcpu";
+  test.versions = NULL;
+  test.stats = NULL;
+  return &test;
+}

@@ -68,25 +68,6 @@ gl_status gl_cpu_blas_get(const gl_cpu_blas **out) {
   return GL_OK;
 }
 
-/* gpu.config().versions.blas: the OpenBLAS configuration string ("OpenBLAS 0.3.21
-** DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64"), plus the thread count, or the
-** library's name for another BLAS. Loads BLAS if it is not loaded yet. */
-void gl_cpu_versions(gl_versions *v) {
-  gl_cpu_dnnl_version(v->onednn, sizeof v->onednn);
-  const gl_cpu_blas *b;
-  if (gl_cpu_blas_get(&b) != GL_OK) return;
-  v->blas_loaded = 1;
-  if (b->get_config) {
-    const char *cfg = b->get_config();
-    if (b->get_num_threads)
-      snprintf(v->blas, sizeof v->blas, "%s threads=%d", cfg ? cfg : "OpenBLAS", b->get_num_threads());
-    else
-      snprintf(v->blas, sizeof v->blas, "%s", cfg ? cfg : "OpenBLAS");
-  } else {
-    snprintf(v->blas, sizeof v->blas, "%s", b->lib);
-  }
-}
-
 /* The team a gemm gets follows the load like every other parallel region (a team that
 ** waits at its barrier for a thread the scheduler does not run costs more than the
 ** gemm); OpenBLAS is told only when the count changes. */

@@ -33,6 +33,11 @@ typedef struct gl_cuda_dev {
 extern pthread_mutex_t gl_cuda_lock;
 extern gl_cuda_dev gl_cuda_devs[GL_CUDA_MAXDEV];
 
+/* This backend's table (cuda_backend.c), and whether d is one of its devices (the registry
+** in src/backend/backend.c numbers the backends). */
+extern const gl_backend gl_cuda_backend;
+static inline bool gl_cuda_owns(gl_device d) { return gl_backend_get(d.type) == &gl_cuda_backend; }
+
 /* Makes dev current and started (stream created on first use), or says why it cannot
 ** be used. The stream may be NULL. */
 gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream);

@@ -327,7 +327,7 @@ gl_status gl_cuda_alloc(gl_device dev, size_t nbytes, void **out) {
 
 void gl_cuda_free(gl_device dev, void *ptr, size_t nbytes) {
   (void)nbytes;
-  if (ptr == NULL || dev.type != GL_CUDA || dev.index >= GL_CUDA_MAXDEV) return;
+  if (ptr == NULL || !gl_cuda_owns(dev) || dev.index >= GL_CUDA_MAXDEV) return;
   pthread_mutex_lock(&gl_cuda_lock);
   gl_cuda_free_locked(dev.index, ptr);
   pthread_mutex_unlock(&gl_cuda_lock);
@@ -362,7 +362,7 @@ void gl_cuda_free_locked(int index, void *ptr) {
 }
 
 void gl_cuda_empty_cache(gl_device dev) {
-  if (dev.type != GL_CUDA || dev.index >= GL_CUDA_MAXDEV) return;
+  if (!gl_cuda_owns(dev) || dev.index >= GL_CUDA_MAXDEV) return;
   pthread_mutex_lock(&gl_cuda_lock);
   gl_cuda_dev *d = &gl_cuda_devs[dev.index];
   if (d->pool && d->started && !d->broken[0] && gl_cuda_set_device(dev.index) == cudaSuccess)
@@ -373,7 +373,7 @@ void gl_cuda_empty_cache(gl_device dev) {
 
 void gl_cuda_memory(gl_device dev, gl_meminfo *m) {
   memset(m, 0, sizeof *m);
-  if (dev.type != GL_CUDA || dev.index >= GL_CUDA_MAXDEV) return;
+  if (!gl_cuda_owns(dev) || dev.index >= GL_CUDA_MAXDEV) return;
   pthread_mutex_lock(&gl_cuda_lock);
   gl_cuda_pool *p = gl_cuda_devs[dev.index].pool;
   if (p) {

@@ -158,11 +158,12 @@ cudaError_t gl_cuda_set_device(int index) {
 }
 
 gl_status gl_cuda_enter(gl_device dev, cudaStream_t *stream) {
-  const char *why = NULL;
-  int n = cuda_count(&why);
-  if (dev.type != GL_CUDA || dev.index >= n) {
-    if (n == 0) return gl_fail(GL_EDEVICE, "device cuda:%d is not available (%s)", dev.index, why ? why : "no device");
-    return gl_fail(GL_EDEVICE, "device cuda:%d is not available (%d CUDA device%s found)", dev.index, n, n == 1 ? "" : "s");
+  int n = cuda_count(NULL);
+  if (!gl_cuda_owns(dev) || dev.index >= n) {
+    const gl_backend *b;
+    GL_TRY(gl_backend_for(dev, &b));            /* says why the device is unusable */
+    char dn[GL_DEVNAME_SIZE];
+    return gl_fail(GL_EDEVICE, "%s is not a CUDA device", gl_device_name(dev, dn));
   }
   gl_cuda_dev *d = &gl_cuda_devs[dev.index];
   if (d->broken[0]) return gl_fail(GL_EDEVICE, "%s", d->broken);
@@ -192,7 +193,7 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
   out->total_memory = p.totalGlobalMem;
   out->major = p.major;
   out->minor = p.minor;
-  out->multiprocessors = p.multiProcessorCount;
+  out->units = p.multiProcessorCount;
   return GL_OK;
 }
 
@@ -226,27 +227,34 @@ static gl_status cuda_synchronize(gl_device dev) {
   return gl_cuda_wait(dev.index, s, NULL, "synchronize");
 }
 
+/* "12.4" from CUDA's 12040 */
+static void add_cuda_version(gl_versions *v, const char *name, int x) {
+  if (x > 0) gl_versions_text(v, name, "%d.%d", x / 1000, (x % 1000) / 10);
+}
+
+/* gpu.config().versions: the CUDA runtime and driver, and cuDNN's library and header. */
 static void cuda_versions(gl_versions *v) {
   int x = 0;
-  if (cudaRuntimeGetVersion(&x) == cudaSuccess) v->runtime = x;
+  if (cudaRuntimeGetVersion(&x) == cudaSuccess) add_cuda_version(v, "cuda_runtime", x);
   x = 0;
-  if (cudaDriverGetVersion(&x) == cudaSuccess) v->driver = x;
+  if (cudaDriverGetVersion(&x) == cudaSuccess) add_cuda_version(v, "cuda_driver", x);
   cudaGetLastError();          /* a failed question must not become a later launch's error */
 #ifdef GL_WITH_CUDNN
-  v->cudnn_header = CUDNN_VERSION;
   void *h = dlopen("libcudnn.so.9", RTLD_LAZY | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libcudnn.so", RTLD_LAZY | RTLD_LOCAL);
   if (h) {
     size_t (*get)(void) = (size_t (*)(void))dlsym(h, "cudnnGetVersion");
-    if (get) v->cudnn = (int)get();
+    size_t version = get ? get() : 0;
+    if (version > 0) gl_versions_number(v, "cudnn", (long long)version);
   }
+  gl_versions_number(v, "cudnn_header", CUDNN_VERSION);
 #endif
 }
 
 /* ---- timing: CUDA events on the device's stream ---------------------------------------------- */
 
 /* An event remembers its device so elapsed() can make it current. */
-typedef struct gl_cuda_event { cudaEvent_t e; int index; } gl_cuda_event;
+typedef struct gl_cuda_event { cudaEvent_t e; gl_device dev; } gl_cuda_event;
 
 static gl_status cuda_event_new(gl_device dev, void **out) {
   GL_TRY(gl_cuda_enter(dev, NULL));
@@ -254,7 +262,7 @@ static gl_status cuda_event_new(gl_device dev, void **out) {
   if (ev == NULL) return gl_fail(GL_ENOMEM, "event: out of host memory");
   gl_status st = gl_cuda_check(dev.index, cudaEventCreate(&ev->e), "event: cudaEventCreate");
   if (st != GL_OK) { free(ev); return st; }
-  ev->index = dev.index;
+  ev->dev = dev;
   *out = ev;
   return GL_OK;
 }
@@ -268,11 +276,10 @@ static gl_status cuda_event_record(gl_device dev, void *p) {
 
 static gl_status cuda_event_elapsed(void *start, void *end, double *ms) {
   gl_cuda_event *a = start, *b = end;
-  gl_device dev = { GL_CUDA, (uint8_t)b->index };
-  GL_TRY(gl_cuda_enter(dev, NULL));
-  GL_TRY(gl_cuda_wait(b->index, NULL, b->e, "event: cudaEventSynchronize"));
+  GL_TRY(gl_cuda_enter(b->dev, NULL));
+  GL_TRY(gl_cuda_wait(b->dev.index, NULL, b->e, "event: cudaEventSynchronize"));
   float t = 0;
-  GL_TRY(gl_cuda_check(b->index, cudaEventElapsedTime(&t, a->e, b->e), "event: cudaEventElapsedTime"));
+  GL_TRY(gl_cuda_check(b->dev.index, cudaEventElapsedTime(&t, a->e, b->e), "event: cudaEventElapsedTime"));
   *ms = (double)t;
   return GL_OK;
 }
@@ -281,8 +288,8 @@ static gl_status cuda_event_elapsed(void *start, void *end, double *ms) {
 static void cuda_event_free(void *p) {
   gl_cuda_event *ev = p;
   if (ev == NULL) return;
-  gl_cuda_dev *d = &gl_cuda_devs[ev->index];
-  if (d->started && !d->broken[0] && gl_cuda_set_device(ev->index) == cudaSuccess) cudaEventDestroy(ev->e);
+  gl_cuda_dev *d = &gl_cuda_devs[ev->dev.index];
+  if (d->started && !d->broken[0] && gl_cuda_set_device(ev->dev.index) == cudaSuccess) cudaEventDestroy(ev->e);
   cudaGetLastError();
   free(ev);
 }
@@ -334,8 +341,19 @@ static void gl_cuda_shutdown(void) {
   pthread_mutex_unlock(&gl_cuda_lock);
 }
 
+#ifndef GL_WITH_NCCL
+/* Without NCCL the collectives only say so, when src/dist asks for them. */
+static gl_status no_nccl(void) { return gl_fail(GL_ENOTSUP, "this build has no NCCL"); }
+static const gl_collectives gl_cuda_nccl = { .load = no_nccl };
+#endif
+
 const gl_backend gl_cuda_backend = {
   .name = "cuda",
+  .numbered = true,
+  .kind = "gpu",
+  .units = "multiprocessors",
+  .dnn_paths = { .missing = "built without cuDNN", .no_layer_norm = "cuDNN has no layer norm entry here",
+                 .conv_fallback = "im2col + cublas (%s)", .rnn_fallback = "fused loop (cublas + kernels/rnn.cu; %s)" },
   .versions = cuda_versions,
   .count = cuda_count,
   .info = cuda_info,
@@ -381,9 +399,7 @@ const gl_backend gl_cuda_backend = {
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,
-#ifdef GL_WITH_NCCL
   .collectives = &gl_cuda_nccl,
-#endif
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
 #endif
