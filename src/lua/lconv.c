@@ -6,7 +6,7 @@
 ** lua/gpu/conv.lua prefers on devices that have them.
 */
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 typedef struct conv_opts { int k[2], stride[2], pad[2], dil[2]; double padval; } conv_opts;
 
@@ -28,17 +28,17 @@ static const gl_optkey conv_keys[] = {
 };
 static const gl_optkey pool_keys[] = { SIZE_KEY("kernel"), SIZE_KEY("stride"), SIZE_KEY("padding"), { NULL } };
 static const gl_optkey bn_keys[] = {
-  { "training", GL_OPT_BOOL, 0, 0, 0, NULL }, { "momentum", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL },
+  GL_KEY_FLAG("training"), { "momentum", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL },
   { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL }
 };
 static const gl_optkey bn_bwd_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
-static const gl_optkey softmax_keys[] = { { "log", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+static const gl_optkey softmax_keys[] = { GL_KEY_FLAG("log"), { NULL } };
 /* cuDNN's RNN: mode as choices in gl_rnn_mode's order */
 static const gl_optkey rnn_keys[] = {
   { "mode", GL_OPT_STRING, 0, 0, 0, "rnn_tanh rnn_relu lstm gru" },
   { "num_layers", GL_OPT_INT, GL_RANGE_MIN | GL_RANGE_MAX, 1, 65536, NULL },
-  { "bidirectional", GL_OPT_BOOL, 0, 0, 0, NULL }, { "bias", GL_OPT_BOOL, 0, 0, 0, NULL },
-  { "training", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL }
+  GL_KEY_FLAG("bidirectional"), GL_KEY_FLAG("bias"),
+  GL_KEY_FLAG("training"), { NULL }
 };
 #undef SIZE_KEY
 
@@ -258,25 +258,26 @@ static int l_dnn_max_pool2d_bwd(lua_State *L) { return pool_bwd(L, true); }
 static int l_dnn_avg_pool2d_bwd(lua_State *L) { return pool_bwd(L, false); }
 
 
+/* The option eps (default 1e-5) of the normalizations, in the options table at t. */
+static double eps_opt(lua_State *L, int t, const gl_optdecl *d) {
+  gl_optval v[1];
+  gl_lua_readopts(L, t, d, v);
+  return v[0].set ? v[0].n : 1e-5;
+}
+
 /* gpu.dnn.batch_norm(x, weight, bias, running_mean, running_var [, {training, momentum, eps}])
 ** -> y, save_mean, save_invstd (training) or y */
 static int l_dnn_batch_norm(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *b = gl_lua_check(L, 3);
-  gl_array *rm = gl_lua_optarray(L, 4), *rv = gl_lua_optarray(L, 5);
-  bool training = true;
-  double momentum = 0.1, eps = 1e-5;
+  gl_array *running_mean = gl_lua_optarray(L, 4), *running_var = gl_lua_optarray(L, 5);
   gl_optval v[3];
   gl_lua_readopts(L, 6, &bn_decl, v);
-  if (v[0].set) training = v[0].b;
-  if (v[1].set) momentum = v[1].n;
-  if (v[2].set) eps = v[2].n;
-  lua_settop(L, 6);
-  gl_array *y = gl_lua_push(L);
-  gl_array *sm = gl_lua_push(L);
-  gl_array *si = gl_lua_push(L);
-  gl_status st = gl_op_dnn_batch_norm(y, sm, si, x, w, b, rm, rv, training, momentum, eps);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, y);
+  bool training = v[0].set ? v[0].b : true;
+  double momentum = v[1].set ? v[1].n : 0.1, eps = v[2].set ? v[2].n : 1e-5;
+  gl_array *r[3];                                     /* y, save_mean, save_invstd */
+  gl_lua_push_results(L, 6, r, 3);
+  gl_lua_results(L, gl_op_dnn_batch_norm(r[0], r[1], r[2], x, w, b, running_mean, running_var, training, momentum, eps),
+                 r, 3);
   if (!training) { lua_settop(L, 7); return 1; }
   return 3;
 }
@@ -284,53 +285,31 @@ static int l_dnn_batch_norm(lua_State *L) {
 /* gpu.dnn.batch_norm_backward(x, dy, weight, save_mean, save_invstd [, {eps}]) -> dx, dweight, dbias */
 static int l_dnn_batch_norm_bwd(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_check(L, 3);
-  gl_array *sm = gl_lua_check(L, 4), *si = gl_lua_check(L, 5);
-  double eps = 1e-5;
-  gl_optval v[1];
-  gl_lua_readopts(L, 6, &bn_bwd_decl, v);
-  if (v[0].set) eps = v[0].n;
-  lua_settop(L, 6);
-  gl_array *dx = gl_lua_push(L);
-  gl_array *dw = gl_lua_push(L);
-  gl_array *db = gl_lua_push(L);
-  gl_status st = gl_op_dnn_batch_norm_bwd(dx, dw, db, x, dy, w, sm, si, eps);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, dx);
-  return 3;
+  gl_array *save_mean = gl_lua_check(L, 4), *save_invstd = gl_lua_check(L, 5);
+  double eps = eps_opt(L, 6, &bn_bwd_decl);
+  gl_array *r[3];                                     /* dx, dweight, dbias */
+  gl_lua_push_results(L, 6, r, 3);
+  return gl_lua_results(L, gl_op_dnn_batch_norm_bwd(r[0], r[1], r[2], x, dy, w, save_mean, save_invstd, eps), r, 3);
 }
 
 /* gpu.dnn.layer_norm(x, weight | nil, bias | nil [, {eps = 1e-5}]) -> y, mean, rstd over the
 ** last axis (gpu.fused.layer_norm's results, through oneDNN on the cpu) */
 static int l_dnn_layer_norm(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_optarray(L, 2), *b = gl_lua_optarray(L, 3);
-  double eps = 1e-5;
-  gl_optval v[1];
-  gl_lua_readopts(L, 4, &ln_decl, v);
-  if (v[0].set) eps = v[0].n;
-  lua_settop(L, 4);
-  gl_array *y = gl_lua_push(L);
-  gl_array *mean = gl_lua_push(L);
-  gl_array *rstd = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_layer_norm(y, mean, rstd, x, w, b, eps), 0);
-  gl_lua_account_array(L, y);
-  return 3;
+  double eps = eps_opt(L, 4, &ln_decl);
+  gl_array *r[3];                                     /* y, mean, rstd */
+  gl_lua_push_results(L, 4, r, 3);
+  return gl_lua_results(L, gl_op_dnn_layer_norm(r[0], r[1], r[2], x, w, b, eps), r, 3);
 }
 
 /* gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
 static int l_dnn_layer_norm_bwd(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_optarray(L, 3);
   gl_array *mean = gl_lua_check(L, 4), *rstd = gl_lua_check(L, 5);
-  double eps = 1e-5;
-  gl_optval v[1];
-  gl_lua_readopts(L, 6, &ln_bwd_decl, v);
-  if (v[0].set) eps = v[0].n;
-  lua_settop(L, 6);
-  gl_array *dx = gl_lua_push(L);
-  gl_array *dw = gl_lua_push(L);
-  gl_array *db = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_layer_norm_bwd(dx, dw, db, x, dy, w, mean, rstd, eps), 0);
-  gl_lua_account_array(L, dx);
-  return 3;
+  double eps = eps_opt(L, 6, &ln_bwd_decl);
+  gl_array *r[3];                                     /* dx, dweight, dbias */
+  gl_lua_push_results(L, 6, r, 3);
+  return gl_lua_results(L, gl_op_dnn_layer_norm_bwd(r[0], r[1], r[2], x, dy, w, mean, rstd, eps), r, 3);
 }
 
 /* The RNN of an options table at t (mode default "lstm", 1 layer, one direction, biases);
@@ -351,30 +330,23 @@ static void rnn_opts(lua_State *L, int t, const gl_optdecl *d, gl_dnn_rnn_net *r
 ** -> out (flat: y, h_n [, c_n]), reserve (uint8, for the backward) */
 static int l_dnn_rnn(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *hx = gl_lua_check(L, 3), *cx = gl_lua_optarray(L, 4);
-  gl_dnn_rnn_net r;
+  gl_dnn_rnn_net net;
   bool training;
-  rnn_opts(L, 5, &rnn_decl, &r, &training);
-  lua_settop(L, 5);
-  gl_array *out = gl_lua_push(L);
-  gl_array *reserve = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_rnn_net(out, reserve, x, w, hx, cx, &r, training), 0);
-  gl_lua_account_array(L, out);
-  return 2;
+  rnn_opts(L, 5, &rnn_decl, &net, &training);
+  gl_array *r[2];                                     /* out, reserve */
+  gl_lua_push_results(L, 5, r, 2);
+  return gl_lua_results(L, gl_op_dnn_rnn_net(r[0], r[1], x, w, hx, cx, &net, training), r, 2);
 }
 
 /* gpu.dnn.rnn_backward(g, out, reserve, x, w, h0, c0 | nil [, opts]) -> dx, dw, dh0 [, dc0] */
 static int l_dnn_rnn_bwd(lua_State *L) {
   gl_array *g = gl_lua_check(L, 1), *out = gl_lua_check(L, 2), *reserve = gl_lua_check(L, 3);
   gl_array *x = gl_lua_check(L, 4), *w = gl_lua_check(L, 5), *hx = gl_lua_check(L, 6), *cx = gl_lua_optarray(L, 7);
-  gl_dnn_rnn_net r;
-  rnn_opts(L, 8, &rnn_bwd_decl, &r, NULL);
-  lua_settop(L, 8);
-  gl_array *dx = gl_lua_push(L);
-  gl_array *dw = gl_lua_push(L);
-  gl_array *dhx = gl_lua_push(L);
-  gl_array *dcx = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_rnn_net_bwd(dx, dw, dhx, dcx, g, out, reserve, x, w, hx, cx, &r), 0);
-  gl_lua_account_array(L, dx);
+  gl_dnn_rnn_net net;
+  rnn_opts(L, 8, &rnn_bwd_decl, &net, NULL);
+  gl_array *r[4];                                     /* dx, dw, dhx, dcx */
+  gl_lua_push_results(L, 8, r, 4);
+  gl_lua_results(L, gl_op_dnn_rnn_net_bwd(r[0], r[1], r[2], r[3], g, out, reserve, x, w, hx, cx, &net), r, 4);
   if (cx == NULL) { lua_settop(L, 11); return 3; }
   return 4;
 }

@@ -5,7 +5,7 @@
 */
 #include <limits.h>
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
@@ -20,11 +20,9 @@ static int opt_axis(lua_State *L, int idx, int ndim, int64_t def, bool *given) {
 
 /* ---- options ------------------------------------------------------------------------------ */
 
-#define FLAG(name) { name, GL_OPT_BOOL, 0, 0, 0, NULL }
-static const gl_optkey put_keys[] = { FLAG("accumulate"), { NULL } };
-static const gl_optkey sort_keys[] = { FLAG("descending"), { NULL } };
-static const gl_optkey topk_keys[] = { FLAG("largest"), FLAG("sorted"), { NULL } };
-#undef FLAG
+static const gl_optkey put_keys[] = { GL_KEY_FLAG("accumulate"), { NULL } };
+static const gl_optkey sort_keys[] = { GL_KEY_FLAG("descending"), { NULL } };
+static const gl_optkey topk_keys[] = { GL_KEY_FLAG("largest"), GL_KEY_FLAG("sorted"), { NULL } };
 static const gl_optdecl put_decl = {
   "index_put_", "gpu.zeros(3):index_put_(1, gpu.array({1, 1}, {dtype = 'int64'}), 1, %s)", put_keys };
 static const gl_optdecl sort_decl = { "sort", "gpu.sort(gpu.array({3, 1, 2}), %s)", sort_keys };

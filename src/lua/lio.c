@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "lgpu.h"
+#include "lbody.h"
 #include "../core/fileio.h"
 #include "../core/npy.h"
 #include "../core/npz.h"
@@ -80,7 +80,7 @@ static const gl_optkey loadtxt_keys[] = {
   GL_KEYS_DTYPE_DEVICE, { "delimiter", GL_OPT_ANY, 0, 0, 0, NULL }, { "skip", GL_OPT_INT, GL_RANGE_MIN, 0, 0, NULL },
   { "comments", GL_OPT_ANY, 0, 0, 0, NULL }, { NULL }
 };
-static const gl_optkey savez_keys[] = { { "compressed", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+static const gl_optkey savez_keys[] = { GL_KEY_FLAG("compressed"), { NULL } };
 static const gl_optkey savetxt_keys[] = {
   { "delimiter", GL_OPT_STRING, 0, 0, 0, NULL }, { "fmt", GL_OPT_STRING, 0, 0, 0, NULL }, { NULL }
 };

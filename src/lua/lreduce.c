@@ -8,12 +8,12 @@
 */
 #include <math.h>
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 enum { R_PLAIN, R_STD, R_NORM, R_SCAN };
 
 /* The options each reduction takes (gpu._options lists them under the function's name). */
-#define KEEPDIMS { "keepdims", GL_OPT_BOOL, 0, 0, 0, NULL }
+#define KEEPDIMS GL_KEY_FLAG("keepdims")
 #define DTYPE { "dtype", GL_OPT_DTYPE, 0, 0, 0, NULL }
 #define DDOF { "ddof", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }
 static const gl_optkey keep_keys[] = { KEEPDIMS, { NULL } };

@@ -19,10 +19,10 @@
 ** are a whole layer and direction through the device's library (oneDNN on the cpu, float32):
 ** src/ops/rnn.c says what the operands hold; nn.LSTM/GRU take them where they are faster.
 */
-#include "lgpu.h"
+#include "lbody.h"
 
-static const gl_optkey lstm_keys[] = { { "reverse", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
-static const gl_optkey rnn_keys[] = { { "reverse", GL_OPT_BOOL, 0, 0, 0, NULL },
+static const gl_optkey lstm_keys[] = { GL_KEY_FLAG("reverse"), { NULL } };
+static const gl_optkey rnn_keys[] = { GL_KEY_FLAG("reverse"),
                                       { "nonlinearity", GL_OPT_STRING, 0, 0, 0, "tanh relu" }, { NULL } };
 #define Z "gpu.zeros(2, 1)"
 static const gl_optdecl lstm_decl = { "fused.lstm", "gpu.fused.lstm(gpu.zeros(3, 2, 4), gpu.zeros(4, 1), " Z ", " Z

@@ -1,0 +1,20 @@
+/*
+** lbody.h — pieces the bodies of the module's functions share: option keys written the same
+** way in several files, and the ending of a function that gives several arrays back.
+*/
+#ifndef GL_LBODY_H
+#define GL_LBODY_H
+
+#include "lgpu.h"
+
+/* A boolean option: { "name", GL_OPT_BOOL } with nothing to check but its type. */
+#define GL_KEY_FLAG(name) { name, GL_OPT_BOOL, 0, 0, 0, NULL }
+
+/* Sets the stack to top, then pushes n new closed arrays (slots top + 1 .. top + n) into
+** res[0..n-1], for an op to fill. */
+void gl_lua_push_results(lua_State *L, int top, gl_array **res, int n);
+/* How an op with n results ends: raises if st failed (naming the function), else accounts
+** each result's bytes to the collector; returns n. */
+int gl_lua_results(lua_State *L, gl_status st, gl_array *const *res, int n);
+
+#endif
