@@ -44,16 +44,16 @@ static void read_opts(lua_State *L, int idx, const gl_optdecl *d, const double *
 static const gl_optkey cross_entropy_keys[] = { LABEL_SMOOTHING, { NULL } };
 static const gl_optkey cross_entropy_bwd_keys[] = { LABEL_SMOOTHING, { "scale", GL_OPT_NUMBER, 0, 0, 0, NULL }, { NULL } };
 #undef LABEL_SMOOTHING
-static const double cross_entropy_def[] = { 0 }, cross_entropy_bwd_def[] = { 0, 1 };
+static const double cross_entropy_defaults[] = { 0 }, cross_entropy_bwd_defaults[] = { 0, 1 };
 static const gl_optkey layer_norm_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
-static const double layer_norm_def[] = { 1e-5 };
+static const double layer_norm_defaults[] = { 1e-5 };
 static const gl_optkey attention_keys[] = { { "scale", GL_OPT_NUMBER, 0, 0, 0, NULL }, GL_KEY_FLAG("is_causal"), { NULL } };
 enum { SGD_LR, SGD_MOMENTUM, SGD_DAMPENING, SGD_WEIGHT_DECAY, SGD_NESTEROV, SGD_MAXIMIZE, SGD_FIRST };
 static const gl_optkey sgd_keys[] = {
   NONNEG("lr"), NONNEG("momentum"), NONNEG("dampening"), NONNEG("weight_decay"), GL_KEY_FLAG("nesterov"),
   GL_KEY_FLAG("maximize"), GL_KEY_FLAG("first"), { NULL }
 };
-static const double sgd_def[] = { 0.01, 0, 0, 0, 0, 0, 0 };
+static const double sgd_defaults[] = { 0.01, 0, 0, 0, 0, 0, 0 };
 enum {
   ADAM_LR, ADAM_BETA1, ADAM_BETA2, ADAM_EPS, ADAM_WEIGHT_DECAY, ADAM_STEP, ADAM_DECOUPLED, ADAM_AMSGRAD, ADAM_MAXIMIZE
 };
@@ -61,30 +61,30 @@ static const gl_optkey adam_keys[] = {
   NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), STEP, GL_KEY_FLAG("decoupled"),
   GL_KEY_FLAG("amsgrad"), GL_KEY_FLAG("maximize"), { NULL }
 };
-static const double adam_def[] = { 1e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0, 0 };
+static const double adam_defaults[] = { 1e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0, 0 };
 enum { RMSPROP_LR, RMSPROP_ALPHA, RMSPROP_EPS, RMSPROP_WEIGHT_DECAY, RMSPROP_MOMENTUM, RMSPROP_CENTERED };
 static const gl_optkey rmsprop_keys[] = {
   NONNEG("lr"), NONNEG("alpha"), NONNEG("eps"), NONNEG("weight_decay"), NONNEG("momentum"), GL_KEY_FLAG("centered"),
   { NULL }
 };
-static const double rmsprop_def[] = { 0.01, 0.99, 1e-8, 0, 0, 0 };
+static const double rmsprop_defaults[] = { 0.01, 0.99, 1e-8, 0, 0, 0 };
 enum { ADAGRAD_LR, ADAGRAD_LR_DECAY, ADAGRAD_WEIGHT_DECAY, ADAGRAD_EPS, ADAGRAD_STEP, ADAGRAD_MAXIMIZE };
 static const gl_optkey adagrad_keys[] = {
   NONNEG("lr"), NONNEG("lr_decay"), NONNEG("weight_decay"), NONNEG("eps"), STEP, GL_KEY_FLAG("maximize"), { NULL }
 };
-static const double adagrad_def[] = { 0.01, 0, 0, 1e-10, 1, 0 };
+static const double adagrad_defaults[] = { 0.01, 0, 0, 1e-10, 1, 0 };
 enum { ADADELTA_LR, ADADELTA_RHO, ADADELTA_EPS, ADADELTA_WEIGHT_DECAY, ADADELTA_MAXIMIZE };
 static const gl_optkey adadelta_keys[] = {
   NONNEG("lr"), { "rho", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL }, NONNEG("eps"), NONNEG("weight_decay"),
   GL_KEY_FLAG("maximize"), { NULL }
 };
-static const double adadelta_def[] = { 1.0, 0.9, 1e-6, 0, 0 };
+static const double adadelta_defaults[] = { 1.0, 0.9, 1e-6, 0, 0 };
 enum { ADAMAX_LR, ADAMAX_BETA1, ADAMAX_BETA2, ADAMAX_EPS, ADAMAX_WEIGHT_DECAY, ADAMAX_STEP, ADAMAX_MAXIMIZE };
 static const gl_optkey adamax_keys[] = {
   NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), STEP, GL_KEY_FLAG("maximize"),
   { NULL }
 };
-static const double adamax_def[] = { 2e-3, 0.9, 0.999, 1e-8, 0, 1, 0 };
+static const double adamax_defaults[] = { 2e-3, 0.9, 0.999, 1e-8, 0, 1, 0 };
 enum {
   NADAM_LR, NADAM_BETA1, NADAM_BETA2, NADAM_EPS, NADAM_WEIGHT_DECAY, NADAM_MOMENTUM_DECAY, NADAM_STEP, NADAM_MU_PRODUCT
 };
@@ -92,12 +92,12 @@ static const gl_optkey nadam_keys[] = {
   NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), NONNEG("momentum_decay"), STEP,
   UNIT("mu_product"), { NULL }
 };
-static const double nadam_def[] = { 2e-3, 0.9, 0.999, 1e-8, 0, 4e-3, 1, -1 };   /* mu_product: -1 = from step */
+static const double nadam_defaults[] = { 2e-3, 0.9, 0.999, 1e-8, 0, 4e-3, 1, -1 };   /* mu_product: -1 = from step */
 enum { RADAM_LR, RADAM_BETA1, RADAM_BETA2, RADAM_EPS, RADAM_WEIGHT_DECAY, RADAM_STEP };
 static const gl_optkey radam_keys[] = {
   NONNEG("lr"), UNIT("beta1"), UNIT("beta2"), NONNEG("eps"), NONNEG("weight_decay"), STEP, { NULL }
 };
-static const double radam_def[] = { 1e-3, 0.9, 0.999, 1e-8, 0, 1 };
+static const double radam_defaults[] = { 1e-3, 0.9, 0.999, 1e-8, 0, 1 };
 #undef STEP
 #undef NONNEG
 #undef UNIT
@@ -169,7 +169,7 @@ static int l_cross_entropy(lua_State *L) {
   const gl_array *labels, *target;
   labels_or_target(L, 2, &labels, &target);
   double o[1];
-  read_opts(L, 3, &cross_entropy_decl, cross_entropy_def, o);
+  read_opts(L, 3, &cross_entropy_decl, cross_entropy_defaults, o);
   gl_array *r[2];                                     /* loss, probs */
   gl_lua_push_results(L, lua_gettop(L), r, 2);
   return gl_lua_results(L, gl_op_xent(r[0], r[1], z, labels, target, o[0]), r, 2);
@@ -181,7 +181,7 @@ static int l_cross_entropy_backward(lua_State *L) {
   labels_or_target(L, 2, &labels, &target);
   gl_array *g = gl_lua_check(L, 3);
   double o[2];
-  read_opts(L, 4, &cross_entropy_bwd_decl, cross_entropy_bwd_def, o);
+  read_opts(L, 4, &cross_entropy_bwd_decl, cross_entropy_bwd_defaults, o);
   gl_array *out = gl_lua_push(L);
   gl_status st = gl_op_xent_bwd(out, p, labels, target, o[0], g, o[1]);
   return gl_lua_result(L, st, out, 0);
@@ -193,7 +193,7 @@ static int l_layer_norm(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   const gl_array *w = gl_lua_optarray(L, 2), *b = gl_lua_optarray(L, 3);
   double o[1];
-  read_opts(L, 4, &layer_norm_decl, layer_norm_def, o);
+  read_opts(L, 4, &layer_norm_decl, layer_norm_defaults, o);
   gl_array *r[3];                                     /* y, mean, rstd */
   gl_lua_push_results(L, lua_gettop(L), r, 3);
   return gl_lua_results(L, gl_op_layer_norm(r[0], r[1], r[2], x, w, b, o[0]), r, 3);
@@ -236,94 +236,95 @@ static int l_attention_backward(lua_State *L) {
 
 /* ---- optimizer steps ------------------------------------------------------------------------ */
 
-/* What every step reads: p and g (arguments 1, 2), then its state arrays from argument 3 on,
-** 'required' of them and then 'optional' ones that may be nil, then its options table. */
-typedef struct step_args {
-  gl_array *p, *g;
-  const gl_array *state[3];
-  double opt[12];
-} step_args;
-
-static void read_step(lua_State *L, int required, int optional, const gl_optdecl *d, const double *def, step_args *a) {
-  a->p = gl_lua_check(L, 1);
-  a->g = gl_lua_check(L, 2);
-  for (int i = 0; i < 3; i++)
-    a->state[i] = i < required ? gl_lua_check(L, 3 + i) : i < required + optional ? gl_lua_optarray(L, 3 + i) : NULL;
-  read_opts(L, 3 + required + optional, d, def, a->opt);
-}
+/* An optimizer's step, fused.<name>_(p, g, state..., opts): its state arrays come from
+** argument 3 on, 'required' of them, then 'optional' ones that may be nil; then its options
+** table, from which 'hyper' computes the step's hyperparameters. */
+typedef struct optim_def {
+  gl_optim_kind kind;
+  int required, optional;
+  const gl_optdecl *decl;
+  const double *def;
+  void (*hyper)(lua_State *L, const double *o, gl_optim_hp *hp);
+} optim_def;
 
 /* Runs the step in place; returns p. */
-static int run_step(lua_State *L, gl_optim_kind kind, const step_args *a, const gl_optim_hp *hp) {
-  gl_lua_check_status(L, gl_op_optim_step(kind, a->p, a->g, a->state, hp), 0);
+static int optim_step(lua_State *L, const optim_def *d) {
+  gl_array *p = gl_lua_check(L, 1), *g = gl_lua_check(L, 2);
+  const gl_array *state[3] = { NULL, NULL, NULL };
+  for (int i = 0; i < d->required + d->optional; i++)
+    state[i] = i < d->required ? gl_lua_check(L, 3 + i) : gl_lua_optarray(L, 3 + i);
+  double o[12];
+  read_opts(L, 3 + d->required + d->optional, d->decl, d->def, o);
+  gl_optim_hp hp = { 0 };
+  d->hyper(L, o, &hp);
+  gl_lua_check_status(L, gl_op_optim_step(d->kind, p, g, state, &hp), 0);
   lua_settop(L, 1);
   return 1;
 }
 
-static int l_sgd_(lua_State *L) {
-  step_args a;
-  read_step(L, 0, 1, &sgd_decl, sgd_def, &a);
-  const double *o = a.opt;
-  gl_optim_hp hp = { 0 };
-  hp.lr = o[SGD_LR]; hp.momentum = o[SGD_MOMENTUM]; hp.dampening = o[SGD_DAMPENING]; hp.weight_decay = o[SGD_WEIGHT_DECAY];
-  hp.nesterov = o[SGD_NESTEROV] != 0; hp.maximize = o[SGD_MAXIMIZE] != 0; hp.first = o[SGD_FIRST] != 0;
-  return run_step(L, GL_OPTIM_SGD, &a, &hp);
+static void sgd_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
+  hp->lr = o[SGD_LR];
+  hp->momentum = o[SGD_MOMENTUM];
+  hp->dampening = o[SGD_DAMPENING];
+  hp->weight_decay = o[SGD_WEIGHT_DECAY];
+  hp->nesterov = o[SGD_NESTEROV] != 0;
+  hp->maximize = o[SGD_MAXIMIZE] != 0;
+  hp->first = o[SGD_FIRST] != 0;
 }
 
-static int l_adam_(lua_State *L) {
-  step_args a;
-  read_step(L, 2, 1, &adam_decl, adam_def, &a);
-  const double *o = a.opt;
-  double t = o[ADAM_STEP];
-  gl_optim_hp hp = { 0 };
-  hp.lr = o[ADAM_LR]; hp.beta1 = o[ADAM_BETA1]; hp.beta2 = o[ADAM_BETA2]; hp.eps = o[ADAM_EPS];
-  hp.weight_decay = o[ADAM_WEIGHT_DECAY];
-  hp.decoupled = o[ADAM_DECOUPLED] != 0; hp.amsgrad = o[ADAM_AMSGRAD] != 0; hp.maximize = o[ADAM_MAXIMIZE] != 0;
-  hp.bc1 = 1 - pow(hp.beta1, t);
-  hp.bc2 = 1 - pow(hp.beta2, t);
-  return run_step(L, GL_OPTIM_ADAM, &a, &hp);
+static void adam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
+  hp->lr = o[ADAM_LR];
+  hp->beta1 = o[ADAM_BETA1];
+  hp->beta2 = o[ADAM_BETA2];
+  hp->eps = o[ADAM_EPS];
+  hp->weight_decay = o[ADAM_WEIGHT_DECAY];
+  hp->decoupled = o[ADAM_DECOUPLED] != 0;
+  hp->amsgrad = o[ADAM_AMSGRAD] != 0;
+  hp->maximize = o[ADAM_MAXIMIZE] != 0;
+  hp->bc1 = 1 - pow(hp->beta1, o[ADAM_STEP]);
+  hp->bc2 = 1 - pow(hp->beta2, o[ADAM_STEP]);
 }
 
-static int l_rmsprop_(lua_State *L) {
-  step_args a;
-  read_step(L, 1, 2, &rmsprop_decl, rmsprop_def, &a);
-  const double *o = a.opt;
-  gl_optim_hp hp = { 0 };
-  hp.lr = o[RMSPROP_LR]; hp.alpha = o[RMSPROP_ALPHA]; hp.eps = o[RMSPROP_EPS]; hp.weight_decay = o[RMSPROP_WEIGHT_DECAY];
-  hp.momentum = o[RMSPROP_MOMENTUM]; hp.centered = o[RMSPROP_CENTERED] != 0;
-  return run_step(L, GL_OPTIM_RMSPROP, &a, &hp);
+static void rmsprop_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
+  hp->lr = o[RMSPROP_LR];
+  hp->alpha = o[RMSPROP_ALPHA];
+  hp->eps = o[RMSPROP_EPS];
+  hp->weight_decay = o[RMSPROP_WEIGHT_DECAY];
+  hp->momentum = o[RMSPROP_MOMENTUM];
+  hp->centered = o[RMSPROP_CENTERED] != 0;
 }
 
 /* Adagrad: the step's rate decays as lr / (1 + (step - 1) lr_decay). The sum starts at
 ** PyTorch's initial_accumulator_value: the caller fills it (gpu.full_like). */
-static int l_adagrad_(lua_State *L) {
-  step_args a;
-  read_step(L, 1, 0, &adagrad_decl, adagrad_def, &a);
-  const double *o = a.opt;
-  gl_optim_hp hp = { 0 };
-  hp.lr = o[ADAGRAD_LR] / (1 + (o[ADAGRAD_STEP] - 1) * o[ADAGRAD_LR_DECAY]);
-  hp.weight_decay = o[ADAGRAD_WEIGHT_DECAY]; hp.eps = o[ADAGRAD_EPS]; hp.maximize = o[ADAGRAD_MAXIMIZE] != 0;
-  return run_step(L, GL_OPTIM_ADAGRAD, &a, &hp);
+static void adagrad_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
+  hp->lr = o[ADAGRAD_LR] / (1 + (o[ADAGRAD_STEP] - 1) * o[ADAGRAD_LR_DECAY]);
+  hp->weight_decay = o[ADAGRAD_WEIGHT_DECAY];
+  hp->eps = o[ADAGRAD_EPS];
+  hp->maximize = o[ADAGRAD_MAXIMIZE] != 0;
 }
 
-static int l_adadelta_(lua_State *L) {
-  step_args a;
-  read_step(L, 2, 0, &adadelta_decl, adadelta_def, &a);
-  const double *o = a.opt;
-  gl_optim_hp hp = { 0 };
-  hp.lr = o[ADADELTA_LR]; hp.rho = o[ADADELTA_RHO]; hp.eps = o[ADADELTA_EPS]; hp.weight_decay = o[ADADELTA_WEIGHT_DECAY];
-  hp.maximize = o[ADADELTA_MAXIMIZE] != 0;
-  return run_step(L, GL_OPTIM_ADADELTA, &a, &hp);
+static void adadelta_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
+  hp->lr = o[ADADELTA_LR];
+  hp->rho = o[ADADELTA_RHO];
+  hp->eps = o[ADADELTA_EPS];
+  hp->weight_decay = o[ADADELTA_WEIGHT_DECAY];
+  hp->maximize = o[ADADELTA_MAXIMIZE] != 0;
 }
 
-static int l_adamax_(lua_State *L) {
-  step_args a;
-  read_step(L, 2, 0, &adamax_decl, adamax_def, &a);
-  const double *o = a.opt;
-  gl_optim_hp hp = { 0 };
-  hp.lr = o[ADAMAX_LR]; hp.beta1 = o[ADAMAX_BETA1]; hp.beta2 = o[ADAMAX_BETA2]; hp.eps = o[ADAMAX_EPS];
-  hp.weight_decay = o[ADAMAX_WEIGHT_DECAY]; hp.maximize = o[ADAMAX_MAXIMIZE] != 0;
-  hp.bc1 = 1 - pow(hp.beta1, o[ADAMAX_STEP]);
-  return run_step(L, GL_OPTIM_ADAMAX, &a, &hp);
+static void adamax_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
+  hp->lr = o[ADAMAX_LR];
+  hp->beta1 = o[ADAMAX_BETA1];
+  hp->beta2 = o[ADAMAX_BETA2];
+  hp->eps = o[ADAMAX_EPS];
+  hp->weight_decay = o[ADAMAX_WEIGHT_DECAY];
+  hp->maximize = o[ADAMAX_MAXIMIZE] != 0;
+  hp->bc1 = 1 - pow(hp->beta1, o[ADAMAX_STEP]);
 }
 
 /* mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2), Dozat's momentum schedule. */
@@ -335,10 +336,7 @@ static double nadam_mu(double beta1, double momentum_decay, double t) {
 ** optimizer's running state, this step's factor included); without it, it is multiplied
 ** out here, up to a million steps (a product past that is the caller's to keep). */
 #define NADAM_MAX_STEPS 1000000
-static int l_nadam_(lua_State *L) {
-  step_args a;
-  read_step(L, 2, 0, &nadam_decl, nadam_def, &a);
-  const double *o = a.opt;
+static void nadam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   double t = o[NADAM_STEP], b1 = o[NADAM_BETA1], md = o[NADAM_MOMENTUM_DECAY], lr = o[NADAM_LR];
   double mu = nadam_mu(b1, md, t), mu_next = nadam_mu(b1, md, t + 1);
   double prod = o[NADAM_MU_PRODUCT];
@@ -349,35 +347,52 @@ static int l_nadam_(lua_State *L) {
     prod = 1;
     for (double s = 1; s <= t && prod != 0; s++) prod *= nadam_mu(b1, md, s);
   }
-  gl_optim_hp hp = { 0 };
-  hp.beta1 = b1; hp.beta2 = o[NADAM_BETA2]; hp.eps = o[NADAM_EPS]; hp.weight_decay = o[NADAM_WEIGHT_DECAY];
-  hp.bc2 = 1 - pow(hp.beta2, t);
-  hp.grad_step = lr * (1 - mu) / (1 - prod);          /* the optimizer's (array ops') order of operations */
-  hp.avg_step = lr * mu_next / (1 - prod * mu_next);
-  return run_step(L, GL_OPTIM_NADAM, &a, &hp);
+  hp->beta1 = b1;
+  hp->beta2 = o[NADAM_BETA2];
+  hp->eps = o[NADAM_EPS];
+  hp->weight_decay = o[NADAM_WEIGHT_DECAY];
+  hp->bc2 = 1 - pow(hp->beta2, t);
+  hp->grad_step = lr * (1 - mu) / (1 - prod);          /* the optimizer's (array ops') order of operations */
+  hp->avg_step = lr * mu_next / (1 - prod * mu_next);
 }
 
 /* RAdam: rho_t, the length of the approximated SMA, decides between the rectified adaptive
 ** step (rho_t > 5) and plain momentum SGD. */
-static int l_radam_(lua_State *L) {
-  step_args a;
-  read_step(L, 2, 0, &radam_decl, radam_def, &a);
-  const double *o = a.opt;
+static void radam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
+  (void)L;
   double t = o[RADAM_STEP], lr = o[RADAM_LR];
-  gl_optim_hp hp = { 0 };
-  hp.lr = lr; hp.beta1 = o[RADAM_BETA1]; hp.beta2 = o[RADAM_BETA2]; hp.eps = o[RADAM_EPS]; hp.weight_decay = o[RADAM_WEIGHT_DECAY];
-  hp.bc1 = 1 - pow(hp.beta1, t);
-  hp.bc2 = 1 - pow(hp.beta2, t);
-  double rho_inf = 2 / (1 - hp.beta2) - 1;
-  double rho_t = rho_inf - 2 * t * pow(hp.beta2, t) / hp.bc2;
-  hp.rectify = rho_t > 5;
-  if (hp.rectify) {
+  hp->lr = lr;
+  hp->beta1 = o[RADAM_BETA1];
+  hp->beta2 = o[RADAM_BETA2];
+  hp->eps = o[RADAM_EPS];
+  hp->weight_decay = o[RADAM_WEIGHT_DECAY];
+  hp->bc1 = 1 - pow(hp->beta1, t);
+  hp->bc2 = 1 - pow(hp->beta2, t);
+  double rho_inf = 2 / (1 - hp->beta2) - 1;
+  double rho_t = rho_inf - 2 * t * pow(hp->beta2, t) / hp->bc2;
+  hp->rectify = rho_t > 5;
+  if (hp->rectify) {
     double rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
-    hp.avg_step = lr * rect * sqrt(hp.bc2) / hp.bc1;
+    hp->avg_step = lr * rect * sqrt(hp->bc2) / hp->bc1;
   }
-  return run_step(L, GL_OPTIM_RADAM, &a, &hp);
 }
 
+static const optim_def sgd = { GL_OPTIM_SGD, 0, 1, &sgd_decl, sgd_defaults, sgd_hyper };
+static const optim_def adam = { GL_OPTIM_ADAM, 2, 1, &adam_decl, adam_defaults, adam_hyper };
+static const optim_def rmsprop = { GL_OPTIM_RMSPROP, 1, 2, &rmsprop_decl, rmsprop_defaults, rmsprop_hyper };
+static const optim_def adagrad = { GL_OPTIM_ADAGRAD, 1, 0, &adagrad_decl, adagrad_defaults, adagrad_hyper };
+static const optim_def adadelta = { GL_OPTIM_ADADELTA, 2, 0, &adadelta_decl, adadelta_defaults, adadelta_hyper };
+static const optim_def adamax = { GL_OPTIM_ADAMAX, 2, 0, &adamax_decl, adamax_defaults, adamax_hyper };
+static const optim_def nadam = { GL_OPTIM_NADAM, 2, 0, &nadam_decl, nadam_defaults, nadam_hyper };
+static const optim_def radam = { GL_OPTIM_RADAM, 2, 0, &radam_decl, radam_defaults, radam_hyper };
+static int l_sgd_(lua_State *L) { return optim_step(L, &sgd); }
+static int l_adam_(lua_State *L) { return optim_step(L, &adam); }
+static int l_rmsprop_(lua_State *L) { return optim_step(L, &rmsprop); }
+static int l_adagrad_(lua_State *L) { return optim_step(L, &adagrad); }
+static int l_adadelta_(lua_State *L) { return optim_step(L, &adadelta); }
+static int l_adamax_(lua_State *L) { return optim_step(L, &adamax); }
+static int l_nadam_(lua_State *L) { return optim_step(L, &nadam); }
+static int l_radam_(lua_State *L) { return optim_step(L, &radam); }
 static const gl_reg fused_funcs[] = {
   { "linear", l_linear, 3 },
   { "cross_entropy", l_cross_entropy, 3 },
