@@ -1,6 +1,7 @@
 /*
 ** lbody.h — pieces the bodies of the module's functions share: option keys written the same
-** way in several files, and the ending of a function that gives several arrays back.
+** way in several files, the ending of a function that gives several arrays back, and the
+** metatable of a userdata type.
 */
 #ifndef GL_LBODY_H
 #define GL_LBODY_H
@@ -16,5 +17,10 @@ void gl_lua_push_results(lua_State *L, int top, gl_array **res, int n);
 /* How an op with n results ends: raises if st failed (naming the function), else accounts
 ** each result's bytes to the collector; returns n. */
 int gl_lua_results(lua_State *L, gl_status st, gl_array *const *res, int n);
+
+/* Makes the metatable of the userdata type tname (liolib's createmeta) and pops it: the
+** metamethods 'meta' and an __index table of 'methods', these run as op levels when held
+** (lhold.c: methods that read arrays). */
+void gl_lua_newclass(lua_State *L, const char *tname, const gl_reg *meta, const gl_reg *methods, bool held);
 
 #endif
