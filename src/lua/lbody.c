@@ -1,8 +1,16 @@
 /*
-** lbody.c — the shared endings of the module's functions and the metatables of its
-** userdata types (lbody.h).
+** lbody.c — what the module's functions share: the options of those that make arrays,
+** the ending of those with several results, the metatables of userdata types (lbody.h).
 */
 #include "lbody.h"
+
+void gl_lua_create_opts(lua_State *L, int idx, const gl_optdecl *d, gl_dtype dt_default, gl_dtype *dt, gl_device *dev,
+                        gl_optval *vals) {
+  *dt = dt_default;
+  dev->type = 255;                       /* unset: gl_lua_opts gives the default device */
+  dev->index = 0;
+  gl_lua_opts(L, idx, d, dt, dev, vals);
+}
 
 void gl_lua_push_results(lua_State *L, int top, gl_array **res, int n) {
   lua_settop(L, top);

@@ -1,6 +1,6 @@
 /*
 ** lbody.h — pieces the bodies of the module's functions share: option keys written the same
-** way in several files, the ending of a function that gives several arrays back, and the
+** way in several files, the options of the functions that make arrays, the ending of a function that gives several arrays back, and the
 ** metatable of a userdata type.
 */
 #ifndef GL_LBODY_H
@@ -10,6 +10,11 @@
 
 /* A boolean option: { "name", GL_OPT_BOOL } with nothing to check but its type. */
 #define GL_KEY_FLAG(name) { name, GL_OPT_BOOL, 0, 0, 0, NULL }
+
+/* The dtype and device options of a function that makes arrays (gl_lua_opts): the dtype
+** 'dt_default' unless given, the default device unless given; vals gets d's other keys. */
+void gl_lua_create_opts(lua_State *L, int idx, const gl_optdecl *d, gl_dtype dt_default, gl_dtype *dt, gl_device *dev,
+                        gl_optval *vals);
 
 /* Sets the stack to top, then pushes n new closed arrays (slots top + 1 .. top + n) into
 ** res[0..n-1], for an op to fill. */

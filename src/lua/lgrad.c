@@ -810,25 +810,20 @@ static void push_engine(lua_State *L, const char *name) {
   lua_remove(L, -2);
 }
 
-/* x:backward([grad] [, {retain_graph =, create_graph =, inputs =}]): the engine's */
-static int l_backward(lua_State *L) {
+/* Calls the engine's function 'name' with the method's arguments (x first). */
+static int call_engine(lua_State *L, const char *name, int nresults) {
   gl_lua_check(L, 1);
   int n = lua_gettop(L);
-  push_engine(L, "backward");
+  push_engine(L, name);
   lua_insert(L, 1);
-  lua_call(L, n, 0);
-  return 0;
+  lua_call(L, n, nresults);
+  return nresults;
 }
 
-/* x:register_hook(fn) -> handle: the engine's */
-static int l_register_hook(lua_State *L) {
-  gl_lua_check(L, 1);
-  int n = lua_gettop(L);
-  push_engine(L, "register_hook");
-  lua_insert(L, 1);
-  lua_call(L, n, 1);
-  return 1;
-}
+/* x:backward([grad] [, {retain_graph =, create_graph =, inputs =}]) */
+static int l_backward(lua_State *L) { return call_engine(L, "backward", 0); }
+/* x:register_hook(fn) -> handle */
+static int l_register_hook(lua_State *L) { return call_engine(L, "register_hook", 1); }
 
 static const gl_reg grad_methods[] = {
   { "requires_grad", l_requires_grad, 2 },

@@ -130,12 +130,10 @@ static const gl_optdecl *const io_decls[] = {
 /* The device (and dtype, -1 for "as in the file") a load puts its arrays on; vals gets
 ** d's other keys. */
 static void load_opts(lua_State *L, int idx, const gl_optdecl *d, int *dtype, gl_device *dev, gl_optval *vals) {
-  gl_dtype dt = GL_DEFAULT_DTYPE;
+  gl_dtype dt;
   gl_optval own[2];
   if (vals == NULL) vals = own;
-  dev->type = 255;
-  dev->index = 0;
-  gl_lua_opts(L, idx, d, &dt, dev, vals);
+  gl_lua_create_opts(L, idx, d, GL_DEFAULT_DTYPE, &dt, dev, vals);
   *dtype = vals[0].set ? (int)dt : -1;
 }
 
