@@ -1,7 +1,7 @@
 /*
 ** lbody.h — pieces the bodies of the module's functions share: option keys written the same
-** way in several files, the options of the functions that make arrays, the ending of a function that gives several arrays back, and the
-** metatable of a userdata type.
+** way in several files, the options of the functions that make arrays, the ending of a function that gives several arrays back, the
+** metatable of a userdata type, and running a function as an op level (lhold.c).
 */
 #ifndef GL_LBODY_H
 #define GL_LBODY_H
@@ -27,5 +27,9 @@ int gl_lua_results(lua_State *L, gl_status st, gl_array *const *res, int n);
 ** metamethods 'meta' and an __index table of 'methods', these run as op levels when held
 ** (lhold.c: methods that read arrays). */
 void gl_lua_newclass(lua_State *L, const char *tname, const gl_reg *meta, const gl_reg *methods, bool held);
+
+/* Runs f(L) as an op level (lhold.c): what gl_lua_setfuncs_held does for each function, for
+** the metamethods that take the level only on their slow paths (larray.c). */
+int gl_lua_run_held(lua_State *L, gl_lctx *c, lua_CFunction f);
 
 #endif
