@@ -270,16 +270,6 @@ static int l_dnn_batch_norm(lua_State *L) {
   return 3;
 }
 
-/* gpu.dnn.batch_norm_backward(x, dy, weight, save_mean, save_invstd [, {eps}]) -> dx, dweight, dbias */
-static int l_dnn_batch_norm_bwd(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_check(L, 3);
-  gl_array *save_mean = gl_lua_check(L, 4), *save_invstd = gl_lua_check(L, 5);
-  double eps = eps_opt(L, 6, &batch_norm_bwd_decl);
-  gl_array *r[3];                                     /* dx, dweight, dbias */
-  gl_lua_push_results(L, 6, r, 3);
-  return gl_lua_results(L, gl_op_dnn_batch_norm_bwd(r[0], r[1], r[2], x, dy, w, save_mean, save_invstd, eps), r, 3);
-}
-
 /* gpu.dnn.layer_norm(x, weight | nil, bias | nil [, {eps = 1e-5}]) -> y, mean, rstd over the
 ** last axis (gpu.fused.layer_norm's results, through oneDNN on the cpu) */
 static int l_dnn_layer_norm(lua_State *L) {
@@ -290,15 +280,20 @@ static int l_dnn_layer_norm(lua_State *L) {
   return gl_lua_results(L, gl_op_dnn_layer_norm(r[0], r[1], r[2], x, w, b, eps), r, 3);
 }
 
-/* gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
-static int l_dnn_layer_norm_bwd(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_optarray(L, 3);
-  gl_array *mean = gl_lua_check(L, 4), *rstd = gl_lua_check(L, 5);
-  double eps = eps_opt(L, 6, &layer_norm_bwd_decl);
+/* gpu.dnn.batch_norm_backward(x, dy, weight, save_mean, save_invstd [, {eps}]) -> dx, dweight, dbias
+** gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
+static int norm_bwd(lua_State *L, bool batch) {
+  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = batch ? gl_lua_check(L, 3) : gl_lua_optarray(L, 3);
+  gl_array *mean = gl_lua_check(L, 4), *invstd = gl_lua_check(L, 5);
+  double eps = eps_opt(L, 6, batch ? &batch_norm_bwd_decl : &layer_norm_bwd_decl);
   gl_array *r[3];                                     /* dx, dweight, dbias */
   gl_lua_push_results(L, 6, r, 3);
-  return gl_lua_results(L, gl_op_dnn_layer_norm_bwd(r[0], r[1], r[2], x, dy, w, mean, rstd, eps), r, 3);
+  gl_status st = batch ? gl_op_dnn_batch_norm_bwd(r[0], r[1], r[2], x, dy, w, mean, invstd, eps)
+                       : gl_op_dnn_layer_norm_bwd(r[0], r[1], r[2], x, dy, w, mean, invstd, eps);
+  return gl_lua_results(L, st, r, 3);
 }
+static int l_dnn_batch_norm_bwd(lua_State *L) { return norm_bwd(L, true); }
+static int l_dnn_layer_norm_bwd(lua_State *L) { return norm_bwd(L, false); }
 
 /* The RNN of an options table at t (mode default "lstm", 1 layer, one direction, biases);
 ** *training: the forward keeps a reserve for the backward (default true). */
