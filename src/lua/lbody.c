@@ -1,6 +1,6 @@
 /*
-** lbody.c — what the module's functions share: the options of those that make arrays,
-** the ending of those with several results, the metatables of userdata types (lbody.h).
+** lbody.c — what the module's functions share (lbody.h): the options of those that make
+** arrays, the ending of those with several results, the metatables of userdata types.
 */
 #include "lbody.h"
 

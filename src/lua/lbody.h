@@ -1,7 +1,8 @@
 /*
-** lbody.h — pieces the bodies of the module's functions share: option keys written the same
-** way in several files, the options of the functions that make arrays, the ending of a function that gives several arrays back, the
-** metatable of a userdata type, and running a function as an op level (lhold.c).
+** lbody.h — what the bodies of the module's functions share beyond lgpu.h: an option key
+** written alike in several files, the options of the functions that make arrays, the
+** ending of an op with several results, the metatable of a userdata type, and running a
+** function as an op level (lhold.c).
 */
 #ifndef GL_LBODY_H
 #define GL_LBODY_H
