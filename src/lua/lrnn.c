@@ -71,39 +71,37 @@ static bool rnn_opts(lua_State *L, int idx, const gl_optdecl *d, bool *relu) {
   return v[0].set && v[0].b;
 }
 
-static int l_lstm(lua_State *L) {
-  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *h0 = gl_lua_check(L, 3), *c0 = gl_lua_check(L, 4);
-  bool reverse = reverse_opt(L, 5, &lstm_decl);
-  gl_array *r[2];                                     /* hc, gates */
+/* fused.lstm(xp, w_hh, h0, c0 [, {reverse}]) -> hc, gates
+** fused.gru(xp, w_hh, b_hh | nil, h0 [, {reverse}]) -> hs, gates */
+static int fused_gated(lua_State *L, bool lstm) {
+  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2);
+  gl_array *b = lstm ? NULL : gl_lua_optarray(L, 3), *h0 = gl_lua_check(L, lstm ? 3 : 4);
+  gl_array *c0 = lstm ? gl_lua_check(L, 4) : NULL;
+  bool reverse = reverse_opt(L, 5, lstm ? &lstm_decl : &gru_decl);
+  gl_array *r[2];                                     /* hc (LSTM) or hs (GRU), gates */
   gl_lua_push_results(L, 5, r, 2);
-  return gl_lua_results(L, gl_op_lstm(r[0], r[1], xp, w, h0, c0, reverse), r, 2);
+  gl_status st = lstm ? gl_op_lstm(r[0], r[1], xp, w, h0, c0, reverse) : gl_op_gru(r[0], r[1], xp, w, b, h0, reverse);
+  return gl_lua_results(L, st, r, 2);
 }
 
-static int l_lstm_backward(lua_State *L) {
-  gl_array *ghc = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *hc = gl_lua_check(L, 3);
-  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5), *c0 = gl_lua_check(L, 6);
-  bool reverse = reverse_opt(L, 7, &lstm_bwd_decl);
-  gl_array *r[4];                                     /* dxp, dw, dh0, dc0 */
-  gl_lua_push_results(L, 7, r, 4);
-  return gl_lua_results(L, gl_op_lstm_bwd(r[0], r[1], r[2], r[3], ghc, gates, hc, w, h0, c0, reverse), r, 4);
+/* fused.lstm_backward(ghc, gates, hc, w_hh, h0, c0 [, {reverse}]) -> dxp, dw_hh, dh0, dc0
+** fused.gru_backward(ghs, gates, hs, w_hh, h0 [, {reverse}]) -> dxp, dw_hh, db_hh, dh0 */
+static int fused_gated_backward(lua_State *L, bool lstm) {
+  gl_array *g = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *h = gl_lua_check(L, 3);
+  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5), *c0 = lstm ? gl_lua_check(L, 6) : NULL;
+  int o = lstm ? 7 : 6;
+  bool reverse = reverse_opt(L, o, lstm ? &lstm_bwd_decl : &gru_bwd_decl);
+  gl_array *r[4];
+  gl_lua_push_results(L, o, r, 4);
+  gl_status st = lstm ? gl_op_lstm_bwd(r[0], r[1], r[2], r[3], g, gates, h, w, h0, c0, reverse)
+                      : gl_op_gru_bwd(r[0], r[1], r[2], r[3], g, gates, h, w, h0, reverse);
+  return gl_lua_results(L, st, r, 4);
 }
 
-static int l_gru(lua_State *L) {
-  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *b = gl_lua_optarray(L, 3), *h0 = gl_lua_check(L, 4);
-  bool reverse = reverse_opt(L, 5, &gru_decl);
-  gl_array *r[2];                                     /* hs, gates */
-  gl_lua_push_results(L, 5, r, 2);
-  return gl_lua_results(L, gl_op_gru(r[0], r[1], xp, w, b, h0, reverse), r, 2);
-}
-
-static int l_gru_backward(lua_State *L) {
-  gl_array *ghs = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *hs = gl_lua_check(L, 3);
-  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5);
-  bool reverse = reverse_opt(L, 6, &gru_bwd_decl);
-  gl_array *r[4];                                     /* dxp, dw, db, dh0 */
-  gl_lua_push_results(L, 6, r, 4);
-  return gl_lua_results(L, gl_op_gru_bwd(r[0], r[1], r[2], r[3], ghs, gates, hs, w, h0, reverse), r, 4);
-}
+static int l_lstm(lua_State *L) { return fused_gated(L, true); }
+static int l_gru(lua_State *L) { return fused_gated(L, false); }
+static int l_lstm_backward(lua_State *L) { return fused_gated_backward(L, true); }
+static int l_gru_backward(lua_State *L) { return fused_gated_backward(L, false); }
 
 static int l_rnn(lua_State *L) {
   gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *h0 = gl_lua_check(L, 3);
