@@ -28,7 +28,7 @@
 /* ---- the box ------------------------------------------------------------------------------ */
 
 /* An array a save writes, by name (an .npz member, a safetensors tensor). */
-typedef struct npz_entry { const char *name; gl_array *x; const void *bytes; } npz_entry;
+typedef struct named_array { const char *name; gl_array *x; const void *bytes; } named_array;
 
 typedef struct io_box {
   const char *fname, *path;   /* what errors name: "gpu.<fname>: '<path>': ..." */
@@ -37,8 +37,9 @@ typedef struct io_box {
   gl_zip zip;
   gl_zipw zw;
   gl_safetensors st;
-  void *owned;                /* an inflated member, parsed text, pixels, a member's name, tensor descriptors */
-  npz_entry *entries;         /* the arrays a save writes (read_entries) */
+  void *owned;                /* an inflated member, parsed text, pixels, a member's name or
+                              ** the tensors' descriptors */
+  named_array *entries;         /* the arrays a save writes (read_entries) */
   uint8_t *st_header;         /* the header a safetensors save writes */
 } io_box;
 
@@ -251,16 +252,16 @@ static int l_load(lua_State *L) {
 /* ---- .npz ----------------------------------------------------------------------------------- */
 
 static int by_name(const void *a, const void *b) {
-  return strcmp(((const npz_entry *)a)->name, ((const npz_entry *)b)->name);
+  return strcmp(((const named_array *)a)->name, ((const named_array *)b)->name);
 }
 
 /* Reads {name = array, ...} at idx into a sorted malloc'd list held by the box. */
-static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size_t *maxname) {
+static named_array *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size_t *maxname) {
   luaL_checktype(L, idx, LUA_TTABLE);
   size_t cap = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) { cap++; lua_pop(L, 1); }
-  npz_entry *e = b->entries = calloc(cap ? cap : 1, sizeof *e);
+  named_array *e = b->entries = calloc(cap ? cap : 1, sizeof *e);
   if (e == NULL) luaL_error(L, "out of memory");
   *n = 0;
   *maxname = 0;
@@ -289,7 +290,7 @@ static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size
 }
 
 /* The bytes of each entry on the host (host_bytes: copies stay on the stack). */
-static void entry_bytes(lua_State *L, npz_entry *e, size_t n) {
+static void entry_bytes(lua_State *L, named_array *e, size_t n) {
   luaL_checkstack(L, (int)(n > 10000 ? 10000 : n) + 4, "too many arrays");
   for (size_t i = 0; i < n; i++) {
     if (i >= 10000) luaL_checkstack(L, 2, "too many arrays");
@@ -305,7 +306,7 @@ static int savez(lua_State *L, const char *fname, bool compress) {
   lua_settop(L, 3);
   io_box *b = push_box(L, fname, path);
   size_t n, maxname;
-  npz_entry *e = read_entries(L, 2, b, &n, &maxname);
+  named_array *e = read_entries(L, 2, b, &n, &maxname);
   entry_bytes(L, e, n);
   char *member = b->owned = malloc(maxname + 5);
   if (member == NULL) return luaL_error(L, "out of memory");
@@ -373,7 +374,7 @@ static int l_save_safetensors(lua_State *L) {
   if (!lua_isnil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   io_box *b = push_box(L, "save_safetensors", path);
   size_t n, maxname, nm = 0;
-  npz_entry *e = read_entries(L, 2, b, &n, &maxname);
+  named_array *e = read_entries(L, 2, b, &n, &maxname);
   for (size_t i = 0; i < n; i++)
     if (strcmp(e[i].name, "__metadata__") == 0) luaL_argerror(L, 2, "'__metadata__' is not a tensor name");
   if (!lua_isnil(L, 3)) {
