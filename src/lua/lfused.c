@@ -243,7 +243,7 @@ typedef struct optim_def {
   gl_optim_kind kind;
   int required, optional;
   const gl_optdecl *decl;
-  const double *def;
+  const double *defaults;   /* one per key of decl */
   void (*hyper)(lua_State *L, const double *o, gl_optim_hp *hp);
 } optim_def;
 
@@ -254,7 +254,7 @@ static int optim_step(lua_State *L, const optim_def *d) {
   for (int i = 0; i < d->required + d->optional; i++)
     state[i] = i < d->required ? gl_lua_check(L, 3 + i) : gl_lua_optarray(L, 3 + i);
   double o[12];
-  read_opts(L, 3 + d->required + d->optional, d->decl, d->def, o);
+  read_opts(L, 3 + d->required + d->optional, d->decl, d->defaults, o);
   gl_optim_hp hp = { 0 };
   d->hyper(L, o, &hp);
   gl_lua_check_status(L, gl_op_optim_step(d->kind, p, g, state, &hp), 0);
@@ -393,6 +393,7 @@ static int l_adadelta_(lua_State *L) { return optim_step(L, &adadelta); }
 static int l_adamax_(lua_State *L) { return optim_step(L, &adamax); }
 static int l_nadam_(lua_State *L) { return optim_step(L, &nadam); }
 static int l_radam_(lua_State *L) { return optim_step(L, &radam); }
+
 static const gl_reg fused_funcs[] = {
   { "linear", l_linear, 3 },
   { "cross_entropy", l_cross_entropy, 3 },
