@@ -264,37 +264,25 @@ static int optim_step(lua_State *L, const optim_def *d) {
 
 static void sgd_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
-  hp->lr = o[SGD_LR];
-  hp->momentum = o[SGD_MOMENTUM];
-  hp->dampening = o[SGD_DAMPENING];
+  hp->lr = o[SGD_LR]; hp->momentum = o[SGD_MOMENTUM]; hp->dampening = o[SGD_DAMPENING];
   hp->weight_decay = o[SGD_WEIGHT_DECAY];
-  hp->nesterov = o[SGD_NESTEROV] != 0;
-  hp->maximize = o[SGD_MAXIMIZE] != 0;
-  hp->first = o[SGD_FIRST] != 0;
+  hp->nesterov = o[SGD_NESTEROV] != 0; hp->maximize = o[SGD_MAXIMIZE] != 0; hp->first = o[SGD_FIRST] != 0;
 }
 
 static void adam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
-  hp->lr = o[ADAM_LR];
-  hp->beta1 = o[ADAM_BETA1];
-  hp->beta2 = o[ADAM_BETA2];
-  hp->eps = o[ADAM_EPS];
+  double t = o[ADAM_STEP];
+  hp->lr = o[ADAM_LR]; hp->beta1 = o[ADAM_BETA1]; hp->beta2 = o[ADAM_BETA2]; hp->eps = o[ADAM_EPS];
   hp->weight_decay = o[ADAM_WEIGHT_DECAY];
-  hp->decoupled = o[ADAM_DECOUPLED] != 0;
-  hp->amsgrad = o[ADAM_AMSGRAD] != 0;
-  hp->maximize = o[ADAM_MAXIMIZE] != 0;
-  hp->bc1 = 1 - pow(hp->beta1, o[ADAM_STEP]);
-  hp->bc2 = 1 - pow(hp->beta2, o[ADAM_STEP]);
+  hp->decoupled = o[ADAM_DECOUPLED] != 0; hp->amsgrad = o[ADAM_AMSGRAD] != 0; hp->maximize = o[ADAM_MAXIMIZE] != 0;
+  hp->bc1 = 1 - pow(hp->beta1, t);
+  hp->bc2 = 1 - pow(hp->beta2, t);
 }
 
 static void rmsprop_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
-  hp->lr = o[RMSPROP_LR];
-  hp->alpha = o[RMSPROP_ALPHA];
-  hp->eps = o[RMSPROP_EPS];
-  hp->weight_decay = o[RMSPROP_WEIGHT_DECAY];
-  hp->momentum = o[RMSPROP_MOMENTUM];
-  hp->centered = o[RMSPROP_CENTERED] != 0;
+  hp->lr = o[RMSPROP_LR]; hp->alpha = o[RMSPROP_ALPHA]; hp->eps = o[RMSPROP_EPS];
+  hp->weight_decay = o[RMSPROP_WEIGHT_DECAY]; hp->momentum = o[RMSPROP_MOMENTUM]; hp->centered = o[RMSPROP_CENTERED] != 0;
 }
 
 /* Adagrad: the step's rate decays as lr / (1 + (step - 1) lr_decay). The sum starts at
@@ -302,28 +290,19 @@ static void rmsprop_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
 static void adagrad_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
   hp->lr = o[ADAGRAD_LR] / (1 + (o[ADAGRAD_STEP] - 1) * o[ADAGRAD_LR_DECAY]);
-  hp->weight_decay = o[ADAGRAD_WEIGHT_DECAY];
-  hp->eps = o[ADAGRAD_EPS];
-  hp->maximize = o[ADAGRAD_MAXIMIZE] != 0;
+  hp->weight_decay = o[ADAGRAD_WEIGHT_DECAY]; hp->eps = o[ADAGRAD_EPS]; hp->maximize = o[ADAGRAD_MAXIMIZE] != 0;
 }
 
 static void adadelta_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
-  hp->lr = o[ADADELTA_LR];
-  hp->rho = o[ADADELTA_RHO];
-  hp->eps = o[ADADELTA_EPS];
-  hp->weight_decay = o[ADADELTA_WEIGHT_DECAY];
-  hp->maximize = o[ADADELTA_MAXIMIZE] != 0;
+  hp->lr = o[ADADELTA_LR]; hp->rho = o[ADADELTA_RHO]; hp->eps = o[ADADELTA_EPS];
+  hp->weight_decay = o[ADADELTA_WEIGHT_DECAY]; hp->maximize = o[ADADELTA_MAXIMIZE] != 0;
 }
 
 static void adamax_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
-  hp->lr = o[ADAMAX_LR];
-  hp->beta1 = o[ADAMAX_BETA1];
-  hp->beta2 = o[ADAMAX_BETA2];
-  hp->eps = o[ADAMAX_EPS];
-  hp->weight_decay = o[ADAMAX_WEIGHT_DECAY];
-  hp->maximize = o[ADAMAX_MAXIMIZE] != 0;
+  hp->lr = o[ADAMAX_LR]; hp->beta1 = o[ADAMAX_BETA1]; hp->beta2 = o[ADAMAX_BETA2]; hp->eps = o[ADAMAX_EPS];
+  hp->weight_decay = o[ADAMAX_WEIGHT_DECAY]; hp->maximize = o[ADAMAX_MAXIMIZE] != 0;
   hp->bc1 = 1 - pow(hp->beta1, o[ADAMAX_STEP]);
 }
 
@@ -347,10 +326,7 @@ static void nadam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
     prod = 1;
     for (double s = 1; s <= t && prod != 0; s++) prod *= nadam_mu(b1, md, s);
   }
-  hp->beta1 = b1;
-  hp->beta2 = o[NADAM_BETA2];
-  hp->eps = o[NADAM_EPS];
-  hp->weight_decay = o[NADAM_WEIGHT_DECAY];
+  hp->beta1 = b1; hp->beta2 = o[NADAM_BETA2]; hp->eps = o[NADAM_EPS]; hp->weight_decay = o[NADAM_WEIGHT_DECAY];
   hp->bc2 = 1 - pow(hp->beta2, t);
   hp->grad_step = lr * (1 - mu) / (1 - prod);          /* the optimizer's (array ops') order of operations */
   hp->avg_step = lr * mu_next / (1 - prod * mu_next);
@@ -361,10 +337,7 @@ static void nadam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
 static void radam_hyper(lua_State *L, const double *o, gl_optim_hp *hp) {
   (void)L;
   double t = o[RADAM_STEP], lr = o[RADAM_LR];
-  hp->lr = lr;
-  hp->beta1 = o[RADAM_BETA1];
-  hp->beta2 = o[RADAM_BETA2];
-  hp->eps = o[RADAM_EPS];
+  hp->lr = lr; hp->beta1 = o[RADAM_BETA1]; hp->beta2 = o[RADAM_BETA2]; hp->eps = o[RADAM_EPS];
   hp->weight_decay = o[RADAM_WEIGHT_DECAY];
   hp->bc1 = 1 - pow(hp->beta1, t);
   hp->bc2 = 1 - pow(hp->beta2, t);
