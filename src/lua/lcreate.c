@@ -287,8 +287,8 @@ static int l_array(lua_State *L) {
     luaL_argerror(L, 1, lua_pushfstring(L, "table, number or array expected, got %s", luaL_typename(L, 1)));
   int64_t shape[GL_MAXDIMS], path[GL_MAXDIMS];
   int ndim = ty == LUA_TTABLE ? nested_shape(L, 1, shape) : 0;
-  gl_lua_create_opts(L, 2, &array_decl, ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE,
-                     &dt, &dev, NULL);
+  gl_dtype inferred = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
+  gl_lua_create_opts(L, 2, &array_decl, inferred, &dt, &dev, NULL);
   size_t nbytes;
   gl_lua_check_status(L, gl_shape_nbytes(ndim, shape, dt, &nbytes), 1);
   lua_settop(L, 2);
