@@ -108,7 +108,8 @@ void gl_lua_close(lua_State *L, int idx) {
   lua_pop(L, 1);
 }
 
-int gl_lua_run_held(lua_State *L, gl_lctx *c, lua_CFunction f) {
+/* Inlined into held_call, which runs on every call of a held function (#x, x:detach()). */
+static inline int run_held(lua_State *L, gl_lctx *c, lua_CFunction f) {
   char marker;
   int level = gl_lua_op_enter(c, &marker);
   int n = f(L);
@@ -116,11 +117,15 @@ int gl_lua_run_held(lua_State *L, gl_lctx *c, lua_CFunction f) {
   return n;
 }
 
+int gl_lua_run_held(lua_State *L, gl_lctx *c, lua_CFunction f) {
+  return run_held(L, c, f);
+}
+
 /* A function of gl_lua_setfuncs_held: upvalue 1 the context, 2 the function, 3 its count. */
 static int held_call(lua_State *L) {
   lua_Integer nargs = lua_tointeger(L, lua_upvalueindex(3));
   if (lua_gettop(L) > nargs) return gl_lua_too_many(L, (int)nargs);
-  return gl_lua_run_held(L, lua_touserdata(L, lua_upvalueindex(1)), lua_tocfunction(L, lua_upvalueindex(2)));
+  return run_held(L, lua_touserdata(L, lua_upvalueindex(1)), lua_tocfunction(L, lua_upvalueindex(2)));
 }
 
 void gl_lua_setfuncs_held(lua_State *L, int idx, const gl_reg *l) {
