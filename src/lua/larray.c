@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 /* ---- userdata --------------------------------------------------------------------- */
 
@@ -502,7 +502,6 @@ static int array_index_in(lua_State *L) {
 ** Lua code; any other x[key] (x.T included) runs as an op level (lhold.c): an allocation or
 ** a key table's metamethods may run Lua code in the middle. */
 static int array_index(lua_State *L) {
-  char marker;
   int kt = lua_type(L, 2);
   if (kt == LUA_TSTRING) {
     lua_pushvalue(L, 2);
@@ -521,11 +520,7 @@ static int array_index(lua_State *L) {
       return 1;
     }
   }
-  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
-  int level = gl_lua_op_enter(c, &marker);
-  int n = array_index_in(L);
-  gl_lua_op_leave(L, c, level);
-  return n;
+  return gl_lua_run_held(L, lua_touserdata(L, lua_upvalueindex(1)), array_index_in);
 }
 
 static int array_newindex_in(lua_State *L) {
@@ -561,7 +556,6 @@ static int array_newindex_in(lua_State *L) {
 /* x[i] = number on a vector runs no Lua code while it writes; any other assignment runs as
 ** an op level (lhold.c). */
 static int array_newindex(lua_State *L) {
-  char marker;
   gl_array *a = gl_lua_check(L, 1);
   if (lua_isinteger(L, 2) && a->ndim == 1 && lua_type(L, 3) == LUA_TNUMBER && !gl_lua_ctx(L)->grad_live) {
     a->storage->writer = "index assignment";        /* the general path's steps, in its order */
@@ -571,11 +565,7 @@ static int array_newindex(lua_State *L) {
     gl_lua_check_status(L, gl_op_fill(&v, gl_lua_scalar_for(L, 3, 3, (gl_dtype)v.dtype)), 3);
     return 0;
   }
-  gl_lctx *c = gl_lua_ctx(L);
-  int level = gl_lua_op_enter(c, &marker);
-  int n = array_newindex_in(L);
-  gl_lua_op_leave(L, c, level);
-  return n;
+  return gl_lua_run_held(L, gl_lua_ctx(L), array_newindex_in);
 }
 
 static int array_len(lua_State *L) {

@@ -6,7 +6,7 @@
 ** lua/gpu/conv.lua prefers on devices that have them.
 */
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 typedef struct conv_opts { int k[2], stride[2], pad[2], dil[2]; double padval; } conv_opts;
 
@@ -27,18 +27,17 @@ static const gl_optkey conv_keys[] = {
   { "groups", GL_OPT_INT, GL_RANGE_MIN | GL_RANGE_MAX, 1, 65536, NULL }, { NULL }
 };
 static const gl_optkey pool_keys[] = { SIZE_KEY("kernel"), SIZE_KEY("stride"), SIZE_KEY("padding"), { NULL } };
-static const gl_optkey bn_keys[] = {
-  { "training", GL_OPT_BOOL, 0, 0, 0, NULL }, { "momentum", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL },
+static const gl_optkey batch_norm_keys[] = {
+  GL_KEY_FLAG("training"), { "momentum", GL_OPT_NUMBER, GL_RANGE_MIN | GL_RANGE_MAX, 0, 1, NULL },
   { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL }
 };
-static const gl_optkey bn_bwd_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
-static const gl_optkey softmax_keys[] = { { "log", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+static const gl_optkey eps_keys[] = { { "eps", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }, { NULL } };
+static const gl_optkey softmax_keys[] = { GL_KEY_FLAG("log"), { NULL } };
 /* cuDNN's RNN: mode as choices in gl_rnn_mode's order */
 static const gl_optkey rnn_keys[] = {
   { "mode", GL_OPT_STRING, 0, 0, 0, "rnn_tanh rnn_relu lstm gru" },
   { "num_layers", GL_OPT_INT, GL_RANGE_MIN | GL_RANGE_MAX, 1, 65536, NULL },
-  { "bidirectional", GL_OPT_BOOL, 0, 0, 0, NULL }, { "bias", GL_OPT_BOOL, 0, 0, 0, NULL },
-  { "training", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL }
+  GL_KEY_FLAG("bidirectional"), GL_KEY_FLAG("bias"), GL_KEY_FLAG("training"), { NULL }
 };
 #undef SIZE_KEY
 
@@ -49,10 +48,10 @@ static const gl_optdecl col2im_decl = {
   "col2im", "gpu.col2im(gpu.ones(1, 4, 9), {1, 1, 4, 4}, (function(o) o.kernel = o.kernel or 2 return o end)(%s))",
   col2im_keys };
 static const gl_optdecl conv2d_decl = { "dnn.conv2d", "gpu.dnn.conv2d(" X4 ", gpu.ones(1, 1, 3, 3), %s)", conv_keys };
-static const gl_optdecl conv2d_bd_decl = {
+static const gl_optdecl conv2d_bwd_data_decl = {
   "dnn.conv2d_backward_data", "gpu.dnn.conv2d_backward_data(gpu.ones(1, 1, 2, 2), gpu.ones(1, 1, 3, 3), {1, 1, 4, 4}, %s)",
   conv_keys };
-static const gl_optdecl conv2d_bf_decl = {
+static const gl_optdecl conv2d_bwd_filter_decl = {
   "dnn.conv2d_backward_filter", "gpu.dnn.conv2d_backward_filter(" X4 ", gpu.ones(1, 1, 2, 2), {1, 1, 3, 3}, %s)",
   conv_keys };
 #define KERNEL2 "(function(o) o.kernel = o.kernel or 2 return o end)(%s)"
@@ -64,19 +63,20 @@ static const gl_optdecl max_pool_bwd_decl = {
 static const gl_optdecl avg_pool_bwd_decl = {
   "dnn.avg_pool2d_backward", "gpu.dnn.avg_pool2d_backward(" X4 ", gpu.ones(1, 1, 2, 2), gpu.ones(1, 1, 2, 2), " KERNEL2 ")",
   pool_keys };
-static const gl_optdecl bn_decl = {
-  "dnn.batch_norm", "gpu.dnn.batch_norm(" X4 ", gpu.ones(1), gpu.zeros(1), gpu.zeros(1), gpu.ones(1), %s)", bn_keys };
-static const gl_optdecl bn_bwd_decl = {
+static const gl_optdecl batch_norm_decl = {
+  "dnn.batch_norm", "gpu.dnn.batch_norm(" X4 ", gpu.ones(1), gpu.zeros(1), gpu.zeros(1), gpu.ones(1), %s)",
+  batch_norm_keys };
+static const gl_optdecl batch_norm_bwd_decl = {
   "dnn.batch_norm_backward", "gpu.dnn.batch_norm_backward(" X4 ", " X4 ", gpu.ones(1), gpu.zeros(1), gpu.ones(1), %s)",
-  bn_bwd_keys };
+  eps_keys };
 static const gl_optdecl softmax_decl = { "dnn.softmax", "gpu.dnn.softmax(gpu.ones(2, 3), %s)", softmax_keys };
-static const gl_optdecl softmax_bwd_decl = { "dnn.softmax_backward", "gpu.dnn.softmax_backward(gpu.ones(2, 3), gpu.ones(2, 3), %s)",
-                                             softmax_keys };
-static const gl_optdecl ln_decl = { "dnn.layer_norm", "gpu.dnn.layer_norm(gpu.ones(2, 3), gpu.ones(3), gpu.zeros(3), %s)",
-                                    bn_bwd_keys };
-static const gl_optdecl ln_bwd_decl = {
+static const gl_optdecl softmax_bwd_decl = {
+  "dnn.softmax_backward", "gpu.dnn.softmax_backward(gpu.ones(2, 3), gpu.ones(2, 3), %s)", softmax_keys };
+static const gl_optdecl layer_norm_decl = {
+  "dnn.layer_norm", "gpu.dnn.layer_norm(gpu.ones(2, 3), gpu.ones(3), gpu.zeros(3), %s)", eps_keys };
+static const gl_optdecl layer_norm_bwd_decl = {
   "dnn.layer_norm_backward",
-  "gpu.dnn.layer_norm_backward(gpu.ones(2, 3), gpu.ones(2, 3), gpu.ones(3), gpu.zeros(2), gpu.ones(2), %s)", bn_bwd_keys };
+  "gpu.dnn.layer_norm_backward(gpu.ones(2, 3), gpu.ones(2, 3), gpu.ones(3), gpu.zeros(2), gpu.ones(2), %s)", eps_keys };
 static const gl_optdecl rnn_decl = {
   "dnn.rnn", "gpu.dnn.rnn(gpu.ones(1, 1, 2), gpu.ones(12), gpu.zeros(1, 1, 2), nil, %s)", rnn_keys };
 static const gl_optdecl rnn_bwd_decl = {
@@ -86,9 +86,9 @@ static const gl_optdecl rnn_bwd_decl = {
 #undef X4
 #undef KERNEL2
 static const gl_optdecl *const conv_decls[] = {
-  &im2col_decl, &col2im_decl, &conv2d_decl, &conv2d_bd_decl, &conv2d_bf_decl, &max_pool_decl, &avg_pool_decl,
-  &max_pool_bwd_decl, &avg_pool_bwd_decl, &bn_decl, &bn_bwd_decl, &softmax_decl, &softmax_bwd_decl,
-  &ln_decl, &ln_bwd_decl, &rnn_decl, &rnn_bwd_decl, NULL
+  &im2col_decl, &col2im_decl, &conv2d_decl, &conv2d_bwd_data_decl, &conv2d_bwd_filter_decl, &max_pool_decl, &avg_pool_decl,
+  &max_pool_bwd_decl, &avg_pool_bwd_decl, &batch_norm_decl, &batch_norm_bwd_decl, &softmax_decl, &softmax_bwd_decl,
+  &layer_norm_decl, &layer_norm_bwd_decl, &rnn_decl, &rnn_bwd_decl, NULL
 };
 
 /* A size option (vals[i]): its pair, or 'def' when absent. */
@@ -110,6 +110,18 @@ static void read_opts(lua_State *L, int t, conv_opts *o, bool im2col) {
   o->padval = im2col && v[4].set ? v[4].n : 0;
 }
 
+/* A 4-integer shape table at idx. */
+static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  if (luaL_len(L, idx) != 4) luaL_argerror(L, idx, lua_pushfstring(L, "%s must hold 4 integers", what));
+  for (int i = 0; i < 4; i++) {
+    lua_geti(L, idx, i + 1);
+    if (!lua_isinteger(L, -1)) luaL_argerror(L, idx, lua_pushfstring(L, "%s must hold 4 integers", what));
+    shape[i] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+}
+
 static int l_im2col(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   conv_opts o;
@@ -124,12 +136,7 @@ static int l_col2im(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   if (luaL_len(L, 2) != 4) luaL_argerror(L, 2, "output_shape must be {N, C, H, W}");
   int64_t shape[4];
-  for (int i = 0; i < 4; i++) {
-    lua_geti(L, 2, i + 1);
-    if (!lua_isinteger(L, -1)) luaL_argerror(L, 2, "output_shape must hold 4 integers");
-    shape[i] = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-  }
+  shape4(L, 2, "output_shape", shape);
   conv_opts o;
   read_opts(L, 3, &o, false);
   gl_array *out = gl_lua_push(L);
@@ -149,18 +156,6 @@ static void conv_geom(lua_State *L, int t, const gl_optdecl *d, gl_dnn_conv *c) 
   size_opt(&v[1], c->pad, 0);
   size_opt(&v[2], c->dil, 1);
   c->groups = v[3].set ? (int)v[3].i : 1;
-}
-
-/* A 4-integer shape table at idx. */
-static void shape4(lua_State *L, int idx, const char *what, int64_t *shape) {
-  luaL_checktype(L, idx, LUA_TTABLE);
-  if (luaL_len(L, idx) != 4) luaL_argerror(L, idx, lua_pushfstring(L, "%s must hold 4 integers", what));
-  for (int i = 0; i < 4; i++) {
-    lua_geti(L, idx, i + 1);
-    if (!lua_isinteger(L, -1)) luaL_argerror(L, idx, lua_pushfstring(L, "%s must hold 4 integers", what));
-    shape[i] = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-  }
 }
 
 
@@ -201,27 +196,20 @@ static int l_dnn_conv2d(lua_State *L) {
   return gl_lua_result(L, gl_op_dnn_conv2d(out, x, w, &c), out, 0);
 }
 
-/* gpu.dnn.conv2d_backward_data(dy, w, input_shape [, opts]) */
-static int l_dnn_conv2d_bwd_data(lua_State *L) {
-  gl_array *dy = gl_lua_check(L, 1), *w = gl_lua_check(L, 2);
-  int64_t xs[4];
-  shape4(L, 3, "input_shape", xs);
+/* gpu.dnn.conv2d_backward_data(dy, w, input_shape [, opts]) -> dx
+** gpu.dnn.conv2d_backward_filter(x, dy, weight_shape [, opts]) -> dw */
+static int conv2d_bwd(lua_State *L, bool data) {
+  gl_array *a = gl_lua_check(L, 1), *b = gl_lua_check(L, 2);
+  int64_t shape[4];
+  shape4(L, 3, data ? "input_shape" : "weight_shape", shape);
   gl_dnn_conv c;
-  conv_geom(L, 4, &conv2d_bd_decl, &c);
+  conv_geom(L, 4, data ? &conv2d_bwd_data_decl : &conv2d_bwd_filter_decl, &c);
   gl_array *out = gl_lua_push(L);
-  return gl_lua_result(L, gl_op_dnn_conv2d_bwd_data(out, dy, w, xs, &c), out, 0);
+  gl_status st = data ? gl_op_dnn_conv2d_bwd_data(out, a, b, shape, &c) : gl_op_dnn_conv2d_bwd_filter(out, a, b, shape, &c);
+  return gl_lua_result(L, st, out, 0);
 }
-
-/* gpu.dnn.conv2d_backward_filter(x, dy, weight_shape [, opts]) */
-static int l_dnn_conv2d_bwd_filter(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2);
-  int64_t ws[4];
-  shape4(L, 3, "weight_shape", ws);
-  gl_dnn_conv c;
-  conv_geom(L, 4, &conv2d_bf_decl, &c);
-  gl_array *out = gl_lua_push(L);
-  return gl_lua_result(L, gl_op_dnn_conv2d_bwd_filter(out, x, dy, ws, &c), out, 0);
-}
+static int l_dnn_conv2d_bwd_data(lua_State *L) { return conv2d_bwd(L, true); }
+static int l_dnn_conv2d_bwd_filter(lua_State *L) { return conv2d_bwd(L, false); }
 
 /* {kernel =, stride = kernel, padding = 0} of a pooling call at t. */
 static void pool_geom(lua_State *L, int t, const gl_optdecl *d, int *k, int *stride, int *pad) {
@@ -258,44 +246,27 @@ static int l_dnn_max_pool2d_bwd(lua_State *L) { return pool_bwd(L, true); }
 static int l_dnn_avg_pool2d_bwd(lua_State *L) { return pool_bwd(L, false); }
 
 
+/* The option eps (default 1e-5) of the normalizations, in the options table at t. */
+static double eps_opt(lua_State *L, int t, const gl_optdecl *d) {
+  gl_optval v[1];
+  gl_lua_readopts(L, t, d, v);
+  return v[0].set ? v[0].n : 1e-5;
+}
+
 /* gpu.dnn.batch_norm(x, weight, bias, running_mean, running_var [, {training, momentum, eps}])
 ** -> y, save_mean, save_invstd (training) or y */
 static int l_dnn_batch_norm(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *b = gl_lua_check(L, 3);
-  gl_array *rm = gl_lua_optarray(L, 4), *rv = gl_lua_optarray(L, 5);
-  bool training = true;
-  double momentum = 0.1, eps = 1e-5;
+  gl_array *running_mean = gl_lua_optarray(L, 4), *running_var = gl_lua_optarray(L, 5);
   gl_optval v[3];
-  gl_lua_readopts(L, 6, &bn_decl, v);
-  if (v[0].set) training = v[0].b;
-  if (v[1].set) momentum = v[1].n;
-  if (v[2].set) eps = v[2].n;
-  lua_settop(L, 6);
-  gl_array *y = gl_lua_push(L);
-  gl_array *sm = gl_lua_push(L);
-  gl_array *si = gl_lua_push(L);
-  gl_status st = gl_op_dnn_batch_norm(y, sm, si, x, w, b, rm, rv, training, momentum, eps);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, y);
+  gl_lua_readopts(L, 6, &batch_norm_decl, v);
+  bool training = v[0].set ? v[0].b : true;
+  double momentum = v[1].set ? v[1].n : 0.1, eps = v[2].set ? v[2].n : 1e-5;
+  gl_array *r[3];                                     /* y, save_mean, save_invstd */
+  gl_lua_push_results(L, 6, r, 3);
+  gl_lua_results(L, gl_op_dnn_batch_norm(r[0], r[1], r[2], x, w, b, running_mean, running_var, training, momentum, eps),
+                 r, 3);
   if (!training) { lua_settop(L, 7); return 1; }
-  return 3;
-}
-
-/* gpu.dnn.batch_norm_backward(x, dy, weight, save_mean, save_invstd [, {eps}]) -> dx, dweight, dbias */
-static int l_dnn_batch_norm_bwd(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_check(L, 3);
-  gl_array *sm = gl_lua_check(L, 4), *si = gl_lua_check(L, 5);
-  double eps = 1e-5;
-  gl_optval v[1];
-  gl_lua_readopts(L, 6, &bn_bwd_decl, v);
-  if (v[0].set) eps = v[0].n;
-  lua_settop(L, 6);
-  gl_array *dx = gl_lua_push(L);
-  gl_array *dw = gl_lua_push(L);
-  gl_array *db = gl_lua_push(L);
-  gl_status st = gl_op_dnn_batch_norm_bwd(dx, dw, db, x, dy, w, sm, si, eps);
-  gl_lua_check_status(L, st, 0);
-  gl_lua_account_array(L, dx);
   return 3;
 }
 
@@ -303,35 +274,26 @@ static int l_dnn_batch_norm_bwd(lua_State *L) {
 ** last axis (gpu.fused.layer_norm's results, through oneDNN on the cpu) */
 static int l_dnn_layer_norm(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_optarray(L, 2), *b = gl_lua_optarray(L, 3);
-  double eps = 1e-5;
-  gl_optval v[1];
-  gl_lua_readopts(L, 4, &ln_decl, v);
-  if (v[0].set) eps = v[0].n;
-  lua_settop(L, 4);
-  gl_array *y = gl_lua_push(L);
-  gl_array *mean = gl_lua_push(L);
-  gl_array *rstd = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_layer_norm(y, mean, rstd, x, w, b, eps), 0);
-  gl_lua_account_array(L, y);
-  return 3;
+  double eps = eps_opt(L, 4, &layer_norm_decl);
+  gl_array *r[3];                                     /* y, mean, rstd */
+  gl_lua_push_results(L, 4, r, 3);
+  return gl_lua_results(L, gl_op_dnn_layer_norm(r[0], r[1], r[2], x, w, b, eps), r, 3);
 }
 
-/* gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
-static int l_dnn_layer_norm_bwd(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = gl_lua_optarray(L, 3);
-  gl_array *mean = gl_lua_check(L, 4), *rstd = gl_lua_check(L, 5);
-  double eps = 1e-5;
-  gl_optval v[1];
-  gl_lua_readopts(L, 6, &ln_bwd_decl, v);
-  if (v[0].set) eps = v[0].n;
-  lua_settop(L, 6);
-  gl_array *dx = gl_lua_push(L);
-  gl_array *dw = gl_lua_push(L);
-  gl_array *db = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_layer_norm_bwd(dx, dw, db, x, dy, w, mean, rstd, eps), 0);
-  gl_lua_account_array(L, dx);
-  return 3;
+/* gpu.dnn.batch_norm_backward(x, dy, weight, save_mean, save_invstd [, {eps}]) -> dx, dweight, dbias
+** gpu.dnn.layer_norm_backward(x, dy, weight | nil, mean, rstd [, {eps}]) -> dx, dweight, dbias */
+static int norm_bwd(lua_State *L, bool batch) {
+  gl_array *x = gl_lua_check(L, 1), *dy = gl_lua_check(L, 2), *w = batch ? gl_lua_check(L, 3) : gl_lua_optarray(L, 3);
+  gl_array *mean = gl_lua_check(L, 4), *invstd = gl_lua_check(L, 5);
+  double eps = eps_opt(L, 6, batch ? &batch_norm_bwd_decl : &layer_norm_bwd_decl);
+  gl_array *r[3];                                     /* dx, dweight, dbias */
+  gl_lua_push_results(L, 6, r, 3);
+  gl_status st = batch ? gl_op_dnn_batch_norm_bwd(r[0], r[1], r[2], x, dy, w, mean, invstd, eps)
+                       : gl_op_dnn_layer_norm_bwd(r[0], r[1], r[2], x, dy, w, mean, invstd, eps);
+  return gl_lua_results(L, st, r, 3);
 }
+static int l_dnn_batch_norm_bwd(lua_State *L) { return norm_bwd(L, true); }
+static int l_dnn_layer_norm_bwd(lua_State *L) { return norm_bwd(L, false); }
 
 /* The RNN of an options table at t (mode default "lstm", 1 layer, one direction, biases);
 ** *training: the forward keeps a reserve for the backward (default true). */
@@ -351,30 +313,23 @@ static void rnn_opts(lua_State *L, int t, const gl_optdecl *d, gl_dnn_rnn_net *r
 ** -> out (flat: y, h_n [, c_n]), reserve (uint8, for the backward) */
 static int l_dnn_rnn(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *hx = gl_lua_check(L, 3), *cx = gl_lua_optarray(L, 4);
-  gl_dnn_rnn_net r;
+  gl_dnn_rnn_net net;
   bool training;
-  rnn_opts(L, 5, &rnn_decl, &r, &training);
-  lua_settop(L, 5);
-  gl_array *out = gl_lua_push(L);
-  gl_array *reserve = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_rnn_net(out, reserve, x, w, hx, cx, &r, training), 0);
-  gl_lua_account_array(L, out);
-  return 2;
+  rnn_opts(L, 5, &rnn_decl, &net, &training);
+  gl_array *r[2];                                     /* out, reserve */
+  gl_lua_push_results(L, 5, r, 2);
+  return gl_lua_results(L, gl_op_dnn_rnn_net(r[0], r[1], x, w, hx, cx, &net, training), r, 2);
 }
 
 /* gpu.dnn.rnn_backward(g, out, reserve, x, w, h0, c0 | nil [, opts]) -> dx, dw, dh0 [, dc0] */
 static int l_dnn_rnn_bwd(lua_State *L) {
   gl_array *g = gl_lua_check(L, 1), *out = gl_lua_check(L, 2), *reserve = gl_lua_check(L, 3);
   gl_array *x = gl_lua_check(L, 4), *w = gl_lua_check(L, 5), *hx = gl_lua_check(L, 6), *cx = gl_lua_optarray(L, 7);
-  gl_dnn_rnn_net r;
-  rnn_opts(L, 8, &rnn_bwd_decl, &r, NULL);
-  lua_settop(L, 8);
-  gl_array *dx = gl_lua_push(L);
-  gl_array *dw = gl_lua_push(L);
-  gl_array *dhx = gl_lua_push(L);
-  gl_array *dcx = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_rnn_net_bwd(dx, dw, dhx, dcx, g, out, reserve, x, w, hx, cx, &r), 0);
-  gl_lua_account_array(L, dx);
+  gl_dnn_rnn_net net;
+  rnn_opts(L, 8, &rnn_bwd_decl, &net, NULL);
+  gl_array *r[4];                                     /* dx, dw, dhx, dcx */
+  gl_lua_push_results(L, 8, r, 4);
+  gl_lua_results(L, gl_op_dnn_rnn_net_bwd(r[0], r[1], r[2], r[3], g, out, reserve, x, w, hx, cx, &net), r, 4);
   if (cx == NULL) { lua_settop(L, 11); return 3; }
   return 4;
 }

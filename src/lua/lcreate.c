@@ -4,7 +4,7 @@
 */
 #include <math.h>
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 /* ---- options ---------------------------------------------------------------------------- */
 
@@ -28,13 +28,6 @@ static const gl_optdecl *const create_decls[] = {
   &full_like_decl, &arange_decl, &linspace_decl, &array_decl, &eye_decl, NULL
 };
 
-/* Defaults before reading options: dtype float32, device "to be decided". */
-static void opt_defaults(gl_dtype *dt, gl_device *dev) {
-  *dt = GL_DEFAULT_DTYPE;
-  dev->type = 255;
-  dev->index = 0;
-}
-
 /* ---- zeros, ones, empty, full -------------------------------------------------------- */
 
 static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones */
@@ -42,11 +35,10 @@ static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones *
   int ndim;
   int64_t shape[GL_MAXDIMS];
   int next = gl_lua_shape(L, 1, &ndim, shape);
+  next = gl_lua_optsarg(L, next, lua_gettop(L), "dimension or options table");
   gl_dtype dt;
   gl_device dev;
-  opt_defaults(&dt, &dev);
-  next = gl_lua_optsarg(L, next, lua_gettop(L), "dimension or options table");
-  gl_lua_opts(L, next, decl[kind], &dt, &dev, NULL);
+  gl_lua_create_opts(L, next, decl[kind], GL_DEFAULT_DTYPE, &dt, &dev, NULL);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   if (kind > 0) gl_lua_check_status(L, gl_op_fill(a, gl_scalar_int(kind == 2)), 0);
   return 1;
@@ -70,9 +62,7 @@ static int l_full(lua_State *L) {
   gl_scalar v = gl_lua_scalar(L, 2, 2);
   gl_dtype dt;
   gl_device dev;
-  opt_defaults(&dt, &dev);
-  if (lua_isboolean(L, 2)) dt = GL_BOOL;
-  gl_lua_opts(L, 3, &full_decl, &dt, &dev, NULL);
+  gl_lua_create_opts(L, 3, &full_decl, lua_isboolean(L, 2) ? GL_BOOL : GL_DEFAULT_DTYPE, &dt, &dev, NULL);
   gl_lua_check_status(L, gl_scalar_check(dt, v), 2);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   gl_lua_check_status(L, gl_op_fill(a, v), 0);
@@ -153,14 +143,10 @@ static int l_arange(lua_State *L) {
   if (step == 0) luaL_argerror(L, 3, "step must not be zero");
   gl_dtype dt;
   gl_device dev;
-  opt_defaults(&dt, &dev);
-  if (all_int) dt = GL_INT64;
-  gl_lua_opts(L, o, &arange_decl, &dt, &dev, NULL);
+  gl_lua_create_opts(L, o, &arange_decl, all_int ? GL_INT64 : GL_DEFAULT_DTYPE, &dt, &dev, NULL);
   if (all_int && int_arange(L, n, dt, dev)) return 1;
   gl_array *a = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_arange(a, start, stop, step, dt, dev), 0);
-  gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
-  return 1;
+  return gl_lua_result(L, gl_op_arange(a, start, stop, step, dt, dev), a, 0);
 }
 
 /* gpu.linspace(start, stop [, num=50] [, opts]); num may be nil before the options */
@@ -173,12 +159,9 @@ static int l_linspace(lua_State *L) {
   o = gl_lua_optsarg(L, o, 4, "number of samples or options table");
   gl_dtype dt;
   gl_device dev;
-  opt_defaults(&dt, &dev);
-  gl_lua_opts(L, o, &linspace_decl, &dt, &dev, NULL);
+  gl_lua_create_opts(L, o, &linspace_decl, GL_DEFAULT_DTYPE, &dt, &dev, NULL);
   gl_array *a = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_linspace(a, start, stop, num, dt, dev), 0);
-  gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
-  return 1;
+  return gl_lua_result(L, gl_op_linspace(a, start, stop, num, dt, dev), a, 0);
 }
 
 /* gpu.eye(n [, m] [, {k=, dtype=, device=}]); m may be nil before the options, as NumPy's
@@ -192,14 +175,11 @@ static int l_eye(lua_State *L) {
   o = gl_lua_optsarg(L, o, 3, "number of columns or options table");
   gl_dtype dt;
   gl_device dev;
-  opt_defaults(&dt, &dev);
   gl_optval ov[3];
-  gl_lua_opts(L, o, &eye_decl, &dt, &dev, ov);
+  gl_lua_create_opts(L, o, &eye_decl, GL_DEFAULT_DTYPE, &dt, &dev, ov);
   if (ov[2].set) k = ov[2].i;
   gl_array *a = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_eye(a, n, m, k, dt, dev), 0);
-  gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
-  return 1;
+  return gl_lua_result(L, gl_op_eye(a, n, m, k, dt, dev), a, 0);
 }
 
 /* ---- gpu.array ------------------------------------------------------------------------- */
@@ -293,7 +273,6 @@ static gl_dtype infer_dtype(lua_State *L, int idx) {
 static int l_array(lua_State *L) {
   gl_dtype dt;
   gl_device dev;
-  opt_defaults(&dt, &dev);
   gl_array *src = gl_lua_test(L, 1);
   if (src) {                                    /* gpu.array(x): a copy, like np.array */
     gl_lua_check(L, 1);
@@ -301,17 +280,15 @@ static int l_array(lua_State *L) {
     dev = gl_array_device(src);
     gl_lua_opts(L, 2, &array_decl, &dt, &dev, NULL);
     gl_array *a = gl_lua_push(L);
-    gl_lua_check_status(L, gl_op_copy(a, src, dt, dev), 0);
-    gl_lua_account(L, (size_t)a->size * gl_dtypes[dt].size);
-    return 1;
+    return gl_lua_result(L, gl_op_copy(a, src, dt, dev), a, 0);
   }
   int ty = lua_type(L, 1);
   if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
     luaL_argerror(L, 1, lua_pushfstring(L, "table, number or array expected, got %s", luaL_typename(L, 1)));
   int64_t shape[GL_MAXDIMS], path[GL_MAXDIMS];
   int ndim = ty == LUA_TTABLE ? nested_shape(L, 1, shape) : 0;
-  dt = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
-  gl_lua_opts(L, 2, &array_decl, &dt, &dev, NULL);
+  gl_dtype inferred = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
+  gl_lua_create_opts(L, 2, &array_decl, inferred, &dt, &dev, NULL);
   size_t nbytes;
   gl_lua_check_status(L, gl_shape_nbytes(ndim, shape, dt, &nbytes), 1);
   lua_settop(L, 2);

@@ -9,14 +9,14 @@
 */
 #include <string.h>
 #include <time.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 #define GL_EVENT "gpu.event"
 
 typedef struct gl_event {
   gl_device device;
   const gl_backend *backend;   /* NULL: host clock */
-  void *ev;                    /* backend event; NULL when closed or host */
+  void *handle;                /* the backend's event; NULL when closed or host */
   double host_t;               /* seconds, when recorded on the host */
   bool recorded;
 } gl_event;
@@ -40,17 +40,17 @@ static int l_event(lua_State *L) {
   const gl_backend *b;
   gl_lua_check_status(L, gl_backend_for(d, &b), 1);
   if (b->event_new) {
-    gl_lua_check_status(L, b->event_new(d, &e->ev), 0);
+    gl_lua_check_status(L, b->event_new(d, &e->handle), 0);
     e->backend = b;
   }
   return 1;
 }
 
-static int ev_record(lua_State *L) {
+static int event_record(lua_State *L) {
   gl_event *e = check_event(L, 1);
   if (e->backend) {
-    if (e->ev == NULL) return luaL_argerror(L, 1, "event is closed");
-    gl_lua_check_status(L, e->backend->event_record(e->device, e->ev), 0);
+    if (e->handle == NULL) return luaL_argerror(L, 1, "event is closed");
+    gl_lua_check_status(L, e->backend->event_record(e->device, e->handle), 0);
   } else {
     e->host_t = now();
   }
@@ -60,14 +60,14 @@ static int ev_record(lua_State *L) {
 }
 
 /* e0:elapsed(e1): milliseconds from e0 to e1 (both recorded, same device). */
-static int ev_elapsed(lua_State *L) {
+static int event_elapsed(lua_State *L) {
   gl_event *a = check_event(L, 1), *b = check_event(L, 2);
   if (!a->recorded || !b->recorded) return luaL_error(L, "elapsed: both events must be recorded first");
   if (!gl_device_eq(a->device, b->device)) return luaL_argerror(L, 2, "events are on different devices");
   double ms;
   if (a->backend) {
-    if (a->ev == NULL || b->ev == NULL) return luaL_error(L, "elapsed: event is closed");
-    gl_lua_check_status(L, a->backend->event_elapsed(a->ev, b->ev, &ms), 0);
+    if (a->handle == NULL || b->handle == NULL) return luaL_error(L, "elapsed: event is closed");
+    gl_lua_check_status(L, a->backend->event_elapsed(a->handle, b->handle, &ms), 0);
   } else {
     ms = (b->host_t - a->host_t) * 1e3;
   }
@@ -75,23 +75,23 @@ static int ev_elapsed(lua_State *L) {
   return 1;
 }
 
-static int ev_synchronize(lua_State *L) {
+static int event_synchronize(lua_State *L) {
   gl_event *e = check_event(L, 1);
-  if (e->backend && e->ev) {
+  if (e->backend && e->handle) {
     double ms;
-    gl_lua_check_status(L, e->backend->event_elapsed(e->ev, e->ev, &ms), 0);
+    gl_lua_check_status(L, e->backend->event_elapsed(e->handle, e->handle, &ms), 0);
   }
   return 0;
 }
 
-static int ev_gc(lua_State *L) {
+static int event_gc(lua_State *L) {
   gl_event *e = check_event(L, 1);
-  if (e->backend && e->ev) e->backend->event_free(e->ev);
-  e->ev = NULL;
+  if (e->backend && e->handle) e->backend->event_free(e->handle);
+  e->handle = NULL;
   return 0;
 }
 
-static int ev_tostring(lua_State *L) {
+static int event_tostring(lua_State *L) {
   gl_event *e = check_event(L, 1);
   char buf[16];
   lua_pushfstring(L, "gpu.event(%s%s)", gl_device_name(e->device, buf), e->recorded ? ", recorded" : "");
@@ -99,17 +99,17 @@ static int ev_tostring(lua_State *L) {
 }
 
 static const gl_reg event_methods[] = {
-  { "record", ev_record, 1 },
-  { "elapsed", ev_elapsed, 2 },
-  { "elapsed_time", ev_elapsed, 2 },
-  { "synchronize", ev_synchronize, 1 },
+  { "record", event_record, 1 },
+  { "elapsed", event_elapsed, 2 },
+  { "elapsed_time", event_elapsed, 2 },
+  { "synchronize", event_synchronize, 1 },
   { NULL, NULL, 0 }
 };
 
 static const gl_reg event_meta[] = {
-  { "__gc", ev_gc, 1 },
-  { "__close", ev_gc, 2 },
-  { "__tostring", ev_tostring, 1 },
+  { "__gc", event_gc, 1 },
+  { "__close", event_gc, 2 },
+  { "__tostring", event_tostring, 1 },
   { NULL, NULL, 0 }
 };
 
@@ -120,11 +120,6 @@ static const gl_reg event_funcs[] = {
 
 void gl_open_event(lua_State *L, int module, int methods) {
   (void)methods;
-  luaL_newmetatable(L, GL_EVENT);
-  gl_lua_setfuncs(L, -1, event_meta);
-  lua_newtable(L);
-  gl_lua_setfuncs(L, -1, event_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  gl_lua_newclass(L, GL_EVENT, event_meta, event_methods, false);
   gl_lua_setfuncs(L, module, event_funcs);
 }

@@ -32,13 +32,13 @@
 
 static const char modes_key = 'm', rules_key = 'r', engine_key = 'e', astype_key = 'a', module_key = 'g';
 
-enum { UPV_ENTRY = GL_OP_UPVALUES + 1, UPV_NAME = GL_OP_UPVALUES + 2 };
+enum { UPVALUE_ENTRY = GL_OP_UPVALUES + 1, UPVALUE_NAME = GL_OP_UPVALUES + 2 };
 
 typedef struct gl_opentry {
   lua_CFunction fn;
   unsigned flags;
   int nargs;             /* the most arguments it takes (INT_MAX: any number) */
-  const char *name;      /* the rules key (upvalue UPV_NAME keeps the string alive) */
+  const char *name;      /* the rules key (upvalue UPVALUE_NAME keeps the string alive) */
   unsigned rule_gen;     /* the rules' generation (ctx->rules_gen) in which this op had a rule */
   gl_lctx *ctx;          /* the context (also upvalue 1: this saves the dispatch a look-up) */
 } gl_opentry;
@@ -147,7 +147,7 @@ static void autocast_results(lua_State *L, int nres, int dt) {
 ** userdata read through a metatable as if they were that table (one allocation, the
 ** versions as C integers: a tracked op costs a third less than with a table); the nodes
 ** Lua makes (leaves, custom functions, gpu.autograd.record_op) are plain tables. */
-enum { GL_NODE_RULE = 1, GL_NODE_N = 2, GL_NODE_YV = 3, GL_NODE_HEAD = 3 };
+enum { GL_NODE_RULE = 1, GL_NODE_NARGS = 2, GL_NODE_RESULT_VERSION = 3, GL_NODE_HEAD = 3 };
 
 /* The userdata's block; its user values: 1 the rule, 1 + i argument i, n + 2 the table
 ** of string-keyed fields (made on the first write). */
@@ -214,8 +214,8 @@ static int node_index(lua_State *L) {
   if (lua_isinteger(L, 2)) {
     lua_Integer k = lua_tointeger(L, 2);
     if (k == GL_NODE_RULE) lua_getiuservalue(L, 1, 1);
-    else if (k == GL_NODE_N) lua_pushinteger(L, n);
-    else if (k >= GL_NODE_YV && k <= GL_NODE_HEAD + n) lua_pushinteger(L, nd->v[k - GL_NODE_YV]);
+    else if (k == GL_NODE_NARGS) lua_pushinteger(L, n);
+    else if (k >= GL_NODE_RESULT_VERSION && k <= GL_NODE_HEAD + n) lua_pushinteger(L, nd->v[k - GL_NODE_RESULT_VERSION]);
     else if (k > GL_NODE_HEAD + n && k <= GL_NODE_HEAD + 2 * n) lua_getiuservalue(L, 1, (int)(k - GL_NODE_HEAD - n) + 1);
     else lua_pushnil(L);
     return 1;
@@ -235,12 +235,15 @@ static int node_newindex(lua_State *L) {
   if (lua_isinteger(L, 2)) {
     lua_Integer k = lua_tointeger(L, 2);
     if (k == GL_NODE_RULE) { lua_setiuservalue(L, 1, 1); return 0; }
-    if (k >= GL_NODE_YV && k <= GL_NODE_HEAD + n) { nd->v[k - GL_NODE_YV] = luaL_checkinteger(L, 3); return 0; }
+    if (k >= GL_NODE_RESULT_VERSION && k <= GL_NODE_HEAD + n) {
+      nd->v[k - GL_NODE_RESULT_VERSION] = luaL_checkinteger(L, 3);
+      return 0;
+    }
     if (k > GL_NODE_HEAD + n && k <= GL_NODE_HEAD + 2 * n) {
       lua_setiuservalue(L, 1, (int)(k - GL_NODE_HEAD - n) + 1);
       return 0;
     }
-    if (k == GL_NODE_N) return luaL_error(L, "autograd: a node's argument count cannot change");
+    if (k == GL_NODE_NARGS) return luaL_error(L, "autograd: a node's argument count cannot change");
   }
   if (lua_getiuservalue(L, 1, (int)n + 2) != LUA_TTABLE) {
     lua_pop(L, 1);
@@ -496,7 +499,7 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs
   bool keeps = (e->flags & GL_OP_KEEPS_ARGS) && nargs <= GL_NODE_INLINE_MAX;
   if (keeps && e->rule_gen == ctx->rules_gen && ctx->rules_gen != 0) return tracked_keeps_args(L, ctx, e, nargs);
   push_rules(L);
-  lua_pushvalue(L, lua_upvalueindex(UPV_NAME));   /* the name, already a Lua string */
+  lua_pushvalue(L, lua_upvalueindex(UPVALUE_NAME));   /* the name, already a Lua string */
   int kind = lua_rawget(L, -2);
   if (kind == LUA_TNIL) return not_differentiable(L, e);
   if (kind == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
@@ -581,7 +584,7 @@ static int dispatch_slow(lua_State *L, gl_lctx *ctx, gl_opentry *e) {
 /* The closure every op is registered as (upvalues: the op's own, then its entry and name). */
 static int dispatch(lua_State *L) {
   char marker;                             /* its address keys the op's level (lhold.c) */
-  gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPV_ENTRY));
+  gl_opentry *e = lua_touserdata(L, lua_upvalueindex(UPVALUE_ENTRY));
   gl_lctx *ctx = e->ctx;
   unsigned long retains = gl_lua_owned_retains;
   int nargs = lua_gettop(L), n;
@@ -620,9 +623,9 @@ void gl_lua_record_view(lua_State *L, const char *name, int x_idx, int key_idx, 
   lua_pushvalue(L, rule);
   lua_rawseti(L, node, GL_NODE_RULE);
   lua_pushinteger(L, 2);
-  lua_rawseti(L, node, GL_NODE_N);
+  lua_rawseti(L, node, GL_NODE_NARGS);
   lua_pushinteger(L, (lua_Integer)version_of(L, res_idx));
-  lua_rawseti(L, node, GL_NODE_YV);
+  lua_rawseti(L, node, GL_NODE_RESULT_VERSION);
   for (int i = 0; i < 2; i++) {
     lua_pushinteger(L, (lua_Integer)version_of(L, args[i]));
     lua_rawseti(L, node, GL_NODE_HEAD + 1 + i);
@@ -663,13 +666,13 @@ void gl_lua_pushop_flags(lua_State *L, const char *name, lua_CFunction fn, int n
   e->nargs = nargs == GL_VARARGS ? INT_MAX : nargs;
   e->rule_gen = 0;
   e->ctx = c;
-  e->name = lua_pushstring(L, name);                /* upvalue UPV_NAME: keeps it alive */
-  lua_pushcclosure(L, dispatch, UPV_NAME);
+  e->name = lua_pushstring(L, name);                /* upvalue UPVALUE_NAME: keeps it alive */
+  lua_pushcclosure(L, dispatch, UPVALUE_NAME);
 }
 
 bool gl_lua_op_nargs(lua_State *L, int idx, int *nargs) {
   if (lua_tocfunction(L, idx) != dispatch) return false;
-  lua_getupvalue(L, idx, UPV_ENTRY);
+  lua_getupvalue(L, idx, UPVALUE_ENTRY);
   *nargs = ((const gl_opentry *)lua_touserdata(L, -1))->nargs;
   lua_pop(L, 1);
   return true;
@@ -810,25 +813,20 @@ static void push_engine(lua_State *L, const char *name) {
   lua_remove(L, -2);
 }
 
-/* x:backward([grad] [, {retain_graph =, create_graph =, inputs =}]): the engine's */
-static int l_backward(lua_State *L) {
+/* Calls the engine's function 'name' with the method's arguments (x first). */
+static int call_engine(lua_State *L, const char *name, int nresults) {
   gl_lua_check(L, 1);
   int n = lua_gettop(L);
-  push_engine(L, "backward");
+  push_engine(L, name);
   lua_insert(L, 1);
-  lua_call(L, n, 0);
-  return 0;
+  lua_call(L, n, nresults);
+  return nresults;
 }
 
-/* x:register_hook(fn) -> handle: the engine's */
-static int l_register_hook(lua_State *L) {
-  gl_lua_check(L, 1);
-  int n = lua_gettop(L);
-  push_engine(L, "register_hook");
-  lua_insert(L, 1);
-  lua_call(L, n, 1);
-  return 1;
-}
+/* x:backward([grad] [, {retain_graph =, create_graph =, inputs =}]) */
+static int l_backward(lua_State *L) { return call_engine(L, "backward", 0); }
+/* x:register_hook(fn) -> handle */
+static int l_register_hook(lua_State *L) { return call_engine(L, "register_hook", 1); }
 
 static const gl_reg grad_methods[] = {
   { "requires_grad", l_requires_grad, 2 },
@@ -929,7 +927,7 @@ static int g_set_autocast(lua_State *L) {
 /* opname(f) -> the name function f dispatches under (its rules key), or nil */
 static int g_opname(lua_State *L) {
   if (lua_tocfunction(L, 1) != dispatch) { lua_pushnil(L); return 1; }
-  lua_getupvalue(L, 1, UPV_NAME);
+  lua_getupvalue(L, 1, UPVALUE_NAME);
   return 1;
 }
 

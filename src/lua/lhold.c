@@ -25,7 +25,7 @@
 ** close, drop such levels first (lgrad.c's stash of tracked calls does the same).
 */
 #include <limits.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 /* The list at user value uv of the context (made on first use), pushed. */
 static void push_list(lua_State *L, int uv) {
@@ -108,17 +108,24 @@ void gl_lua_close(lua_State *L, int idx) {
   lua_pop(L, 1);
 }
 
-/* A function of gl_lua_setfuncs_held: upvalue 1 the context, 2 the function, 3 its count. */
-static int held_call(lua_State *L) {
+/* Inlined into held_call, which runs on every call of a held function (#x, x:detach()). */
+static inline int run_held(lua_State *L, gl_lctx *c, lua_CFunction f) {
   char marker;
-  lua_Integer nargs = lua_tointeger(L, lua_upvalueindex(3));
-  if (lua_gettop(L) > nargs) return gl_lua_too_many(L, (int)nargs);
-  gl_lctx *c = lua_touserdata(L, lua_upvalueindex(1));
-  lua_CFunction f = lua_tocfunction(L, lua_upvalueindex(2));
   int level = gl_lua_op_enter(c, &marker);
   int n = f(L);
   gl_lua_op_leave(L, c, level);
   return n;
+}
+
+int gl_lua_run_held(lua_State *L, gl_lctx *c, lua_CFunction f) {
+  return run_held(L, c, f);
+}
+
+/* A function of gl_lua_setfuncs_held: upvalue 1 the context, 2 the function, 3 its count. */
+static int held_call(lua_State *L) {
+  lua_Integer nargs = lua_tointeger(L, lua_upvalueindex(3));
+  if (lua_gettop(L) > nargs) return gl_lua_too_many(L, (int)nargs);
+  return run_held(L, lua_touserdata(L, lua_upvalueindex(1)), lua_tocfunction(L, lua_upvalueindex(2)));
 }
 
 void gl_lua_setfuncs_held(lua_State *L, int idx, const gl_reg *l) {

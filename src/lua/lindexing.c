@@ -5,26 +5,29 @@
 */
 #include <limits.h>
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-/* An optional axis argument (nil: 'def', which may be INT_MIN for "none"); 0-based result. */
-static int opt_axis(lua_State *L, int idx, int ndim, int64_t def, bool *given) {
+/* An optional axis argument (nil: 'def'); 0-based result. */
+static int opt_axis(lua_State *L, int idx, int ndim, int64_t def) {
   int ax = 0;
-  *given = !lua_isnoneornil(L, idx);
-  int64_t a = *given ? gl_lua_int(L, idx, "axis") : def;
+  int64_t a = lua_isnoneornil(L, idx) ? def : gl_lua_int(L, idx, "axis");
   gl_lua_check_status(L, gl_axis_norm(a, ndim, &ax), idx);
   return ax;
 }
 
+/* The axis at idx of an op along one axis of x (default the first); a 0-d array has none. */
+static int axis_of(lua_State *L, int idx, const gl_array *x) {
+  if (x->ndim == 0) luaL_argerror(L, idx, "a 0-d array has no axes");
+  return opt_axis(L, idx, x->ndim, 1);
+}
+
 /* ---- options ------------------------------------------------------------------------------ */
 
-#define FLAG(name) { name, GL_OPT_BOOL, 0, 0, 0, NULL }
-static const gl_optkey put_keys[] = { FLAG("accumulate"), { NULL } };
-static const gl_optkey sort_keys[] = { FLAG("descending"), { NULL } };
-static const gl_optkey topk_keys[] = { FLAG("largest"), FLAG("sorted"), { NULL } };
-#undef FLAG
+static const gl_optkey put_keys[] = { GL_KEY_FLAG("accumulate"), { NULL } };
+static const gl_optkey sort_keys[] = { GL_KEY_FLAG("descending"), { NULL } };
+static const gl_optkey topk_keys[] = { GL_KEY_FLAG("largest"), GL_KEY_FLAG("sorted"), { NULL } };
 static const gl_optdecl put_decl = {
   "index_put_", "gpu.zeros(3):index_put_(1, gpu.array({1, 1}, {dtype = 'int64'}), 1, %s)", put_keys };
 static const gl_optdecl sort_decl = { "sort", "gpu.sort(gpu.array({3, 1, 2}), %s)", sort_keys };
@@ -82,6 +85,15 @@ static gl_array *push_flat(lua_State *L, const gl_array *x) {
   return f;
 }
 
+/* take and repeat: along the axis at argument 3, or with none over x flattened (*x becomes
+** that, pushed above the arguments). */
+static int axis_or_flat(lua_State *L, const gl_array **x) {
+  lua_settop(L, 3);
+  if (!lua_isnil(L, 3)) return axis_of(L, 3, *x);
+  *x = push_flat(L, *x);
+  return 0;
+}
+
 /* ---- x[array] and x[array] = v (called from larray.c) ----------------------------------------- */
 
 static void check_key_dtype(lua_State *L, const gl_array *k, int arg) {
@@ -118,16 +130,9 @@ void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val) {
 
 /* gpu.take(x, idx [, axis]): NumPy's take; no axis: over x flattened. */
 static int l_take(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1);
+  const gl_array *x = gl_lua_check(L, 1);
   gl_array *idx = gl_lua_check(L, 2);
-  int axis = 0;
-  lua_settop(L, 3);
-  if (lua_isnil(L, 3)) x = push_flat(L, x);
-  else {
-    bool given;
-    if (x->ndim == 0) luaL_argerror(L, 3, "a 0-d array has no axes");
-    axis = opt_axis(L, 3, x->ndim, 1, &given);
-  }
+  int axis = axis_or_flat(L, &x);
   gl_array *out = gl_lua_push(L);
   return gl_lua_result(L, gl_op_take(out, x, axis, idx), out, 2);
 }
@@ -136,9 +141,7 @@ static int l_take(lua_State *L) {
 static int l_index(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   gl_array *idx = gl_lua_check(L, 3);
-  bool given;
-  if (x->ndim == 0) luaL_argerror(L, 2, "a 0-d array has no axes");
-  int axis = opt_axis(L, 2, x->ndim, 1, &given);
+  int axis = axis_of(L, 2, x);
   gl_array *out = gl_lua_push(L);
   return gl_lua_result(L, gl_op_take(out, x, axis, idx), out, 3);
 }
@@ -146,9 +149,7 @@ static int l_index(lua_State *L) {
 /* x:index_put_(axis, idx, values [, {accumulate = true}]): scatter in place; returns x. */
 static int l_index_put_(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
-  bool given;
-  if (x->ndim == 0) luaL_argerror(L, 2, "a 0-d array has no axes");
-  int axis = opt_axis(L, 2, x->ndim, 1, &given);
+  int axis = axis_of(L, 2, x);
   gl_array *idx = gl_lua_check(L, 3);
   gl_operand v = value_operand(L, 4, x);
   bool acc = false;
@@ -175,8 +176,7 @@ static int join(lua_State *L, bool stack) {
   const gl_array **xs = check_list(L, 1, &n);
   int ndim = xs[0]->ndim + (stack ? 1 : 0), axis = 0;
   if (ndim == 0) luaL_argerror(L, 1, "array #1 is 0-d; 0-d arrays cannot be concatenated");
-  bool given;
-  axis = opt_axis(L, 2, ndim, 1, &given);
+  axis = opt_axis(L, 2, ndim, 1);
   gl_array *out = gl_lua_push(L);
   gl_lua_check_status(L, stack ? gl_op_stack(out, n, xs, axis) : gl_op_concat(out, n, xs, axis), 1);
   gl_lua_account_array(L, out);
@@ -189,8 +189,7 @@ static int l_stack(lua_State *L) { return join(L, true); }
 static int l_split(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
   if (x->ndim == 0) luaL_argerror(L, 1, "cannot split a 0-d array");
-  bool given;
-  int axis = opt_axis(L, 3, x->ndim, 1, &given);
+  int axis = opt_axis(L, 3, x->ndim, 1);
   int64_t len = x->shape[axis];
   int64_t nparts, part = 0;
   if (lua_istable(L, 2)) {
@@ -260,15 +259,8 @@ static int l_tile(lua_State *L) {
 /* x:repeat(n_or_counts [, axis]): NumPy's repeat (each element n times); no axis:
 ** flattened. 'repeat' is a Lua keyword, hence also repeat_interleave (torch's name). */
 static int l_repeat(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1);
-  int axis = 0;
-  lua_settop(L, 3);
-  if (lua_isnil(L, 3)) x = push_flat(L, x);
-  else {
-    bool given;
-    if (x->ndim == 0) luaL_argerror(L, 3, "a 0-d array has no axes");
-    axis = opt_axis(L, 3, x->ndim, 1, &given);
-  }
+  const gl_array *x = gl_lua_check(L, 1);
+  int axis = axis_or_flat(L, &x);
   gl_array *counts = gl_lua_test(L, 2);
   gl_array *out = gl_lua_push(L);
   if (counts) return gl_lua_result(L, gl_op_repeat_counts(out, x, gl_lua_check(L, 2), axis), out, 2);
@@ -346,7 +338,7 @@ static int l_roll(lua_State *L) {
 static int sort_args(lua_State *L, const gl_array *x, const gl_optdecl *d, bool *desc) {
   int opts = 3, axis = 0;
   if (lua_istable(L, 2)) opts = 2;
-  else if (x->ndim > 0) { bool given; axis = opt_axis(L, 2, x->ndim, -1, &given); }
+  else if (x->ndim > 0) axis = opt_axis(L, 2, x->ndim, -1);
   else if (!lua_isnoneornil(L, 2)) luaL_argerror(L, 2, "a 0-d array has no axes");
   *desc = false;
   read_flags(L, opts, d, desc);
@@ -371,20 +363,16 @@ static int l_topk(lua_State *L) {
   int64_t k = gl_lua_int(L, 2, "k");
   if (x->ndim == 0) luaL_argerror(L, 1, "topk needs an array of at least 1 dimension");
   int opts = 4, axis;
-  bool given;
   if (lua_istable(L, 3)) { opts = 3; axis = x->ndim - 1; }
-  else axis = opt_axis(L, 3, x->ndim, -1, &given);
+  else axis = opt_axis(L, 3, x->ndim, -1);
   bool flags[2] = { true, true };
   read_flags(L, opts, &topk_decl, flags);
   if (k < 0 || k > x->shape[axis])
     luaL_argerror(L, 2, lua_pushfstring(L, "k = %I is out of range for axis %d of size %I",
                                         (lua_Integer)k, axis + 1, (lua_Integer)x->shape[axis]));
-  gl_array *v = gl_lua_push(L);
-  gl_array *i = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_topk(v, i, x, k, axis, flags[0]), 0);
-  gl_lua_account_array(L, v);
-  gl_lua_account_array(L, i);
-  return 2;
+  gl_array *r[2];                                     /* values, indices */
+  gl_lua_push_results(L, lua_gettop(L), r, 2);
+  return gl_lua_results(L, gl_op_topk(r[0], r[1], x, k, axis, flags[0]), r, 2);
 }
 
 /* ---- registration ------------------------------------------------------------------------------ */

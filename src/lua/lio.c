@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "lgpu.h"
+#include "lbody.h"
 #include "../core/fileio.h"
 #include "../core/npy.h"
 #include "../core/npz.h"
@@ -27,15 +27,20 @@
 
 /* ---- the box ------------------------------------------------------------------------------ */
 
+/* An array a save writes, by name (an .npz member, a safetensors tensor). */
+typedef struct named_array { const char *name; gl_array *x; const void *bytes; } named_array;
+
 typedef struct io_box {
+  const char *fname, *path;   /* what errors name: "gpu.<fname>: '<path>': ..." */
   gl_mapfile map;
   gl_outfile out;
   gl_zip zip;
   gl_zipw zw;
   gl_safetensors st;
-  void *owned;                /* an inflated member, parsed text, a table of entries */
-  void *owned2;
-  void *owned3;
+  void *owned;                /* an inflated member, parsed text, pixels, a member's name or
+                              ** the tensors' descriptors */
+  named_array *entries;         /* the arrays a save writes (read_entries) */
+  uint8_t *st_header;         /* the header a safetensors save writes */
 } io_box;
 
 static const char box_key = 'b';
@@ -49,15 +54,20 @@ static int box_close(lua_State *L) {
   gl_zipw_free(&b->zw);
   gl_st_free(&b->st);
   free(b->owned);
-  free(b->owned2);
-  free(b->owned3);
-  b->owned = b->owned2 = b->owned3 = NULL;
+  free(b->entries);
+  free(b->st_header);
+  b->owned = NULL;
+  b->entries = NULL;
+  b->st_header = NULL;
   return 0;
 }
 
-static io_box *push_box(lua_State *L) {
+/* A new box for a call of gpu.<fname> on the file at path. */
+static io_box *push_box(lua_State *L, const char *fname, const char *path) {
   io_box *b = lua_newuserdatauv(L, sizeof *b, 0);
   memset(b, 0, sizeof *b);
+  b->fname = fname;
+  b->path = path;
   lua_rawgetp(L, LUA_REGISTRYINDEX, &box_key);
   lua_setmetatable(L, -2);
   lua_toclose(L, -1);
@@ -65,12 +75,25 @@ static io_box *push_box(lua_State *L) {
 }
 
 /* "gpu.load: 'x.npy': <the core's message>" */
-static int file_error(lua_State *L, const char *fname, const char *path) {
-  return luaL_error(L, "gpu.%s: '%s': %s", fname, path, gl_errmsg());
+static int file_error(lua_State *L, const io_box *b) {
+  return luaL_error(L, "gpu.%s: '%s': %s", b->fname, b->path, gl_errmsg());
 }
 
-static void check_file(lua_State *L, gl_status st, const char *fname, const char *path) {
-  if (st != GL_OK) file_error(L, fname, path);
+static void check_file(lua_State *L, const io_box *b, gl_status st) {
+  if (st != GL_OK) file_error(L, b);
+}
+
+/* A save's file: opened (a temporary beside the target until commit_file) with its first
+** n bytes at p written. */
+static void open_file(lua_State *L, io_box *b, const void *p, size_t n) {
+  check_file(L, b, gl_out_open(&b->out, b->path));
+  check_file(L, b, gl_out_write(&b->out, p, n));
+}
+
+/* Puts the written file in place (fsync, rename); the call's end. */
+static int commit_file(lua_State *L, io_box *b) {
+  check_file(L, b, gl_out_commit(&b->out));
+  return 0;
 }
 
 /* ---- options ------------------------------------------------------------------------------ */
@@ -80,7 +103,7 @@ static const gl_optkey loadtxt_keys[] = {
   GL_KEYS_DTYPE_DEVICE, { "delimiter", GL_OPT_ANY, 0, 0, 0, NULL }, { "skip", GL_OPT_INT, GL_RANGE_MIN, 0, 0, NULL },
   { "comments", GL_OPT_ANY, 0, 0, 0, NULL }, { NULL }
 };
-static const gl_optkey savez_keys[] = { { "compressed", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
+static const gl_optkey savez_keys[] = { GL_KEY_FLAG("compressed"), { NULL } };
 static const gl_optkey savetxt_keys[] = {
   { "delimiter", GL_OPT_STRING, 0, 0, 0, NULL }, { "fmt", GL_OPT_STRING, 0, 0, 0, NULL }, { NULL }
 };
@@ -108,13 +131,21 @@ static const gl_optdecl *const io_decls[] = {
 /* The device (and dtype, -1 for "as in the file") a load puts its arrays on; vals gets
 ** d's other keys. */
 static void load_opts(lua_State *L, int idx, const gl_optdecl *d, int *dtype, gl_device *dev, gl_optval *vals) {
-  gl_dtype dt = GL_DEFAULT_DTYPE;
+  gl_dtype dt;
   gl_optval own[2];
   if (vals == NULL) vals = own;
-  dev->type = 255;
-  dev->index = 0;
-  gl_lua_opts(L, idx, d, &dt, dev, vals);
+  gl_lua_create_opts(L, idx, d, GL_DEFAULT_DTYPE, &dt, dev, vals);
   *dtype = vals[0].set ? (int)dt : -1;
+}
+
+/* What a load begins with: the path (argument 1), the options (argument 2: the device and
+** dtype of the arrays) and the file mapped into a new box. */
+static io_box *open_load(lua_State *L, const char *fname, const gl_optdecl *d, int *dtype, gl_device *dev) {
+  const char *path = luaL_checkstring(L, 1);
+  load_opts(L, 2, d, dtype, dev, NULL);
+  io_box *b = push_box(L, fname, path);
+  check_file(L, b, gl_map_file(path, &b->map));
+  return b;
 }
 
 /* ---- arrays from bytes ------------------------------------------------------------------ */
@@ -186,7 +217,7 @@ static void path_and_array(lua_State *L, const char **path, gl_array **x) {
 
 /* ---- .npy ----------------------------------------------------------------------------------- */
 
-static int loadz_from(lua_State *L, io_box *b, const char *fname, const char *path, int dtype, gl_device dev);
+static int loadz_from(lua_State *L, io_box *b, int dtype, gl_device dev);
 
 /* gpu.save(path, x): .npy, byte-identical to np.save of the same array */
 static int l_save(lua_State *L) {
@@ -197,47 +228,40 @@ static int l_save(lua_State *L) {
   char hdr[GL_NPY_HEADER_BUFSZ];
   size_t hlen;
   gl_lua_check_status(L, gl_npy_header(hdr, &hlen, (gl_dtype)x->dtype, x->ndim, x->shape), 0);
-  io_box *b = push_box(L);
-  check_file(L, gl_out_open(&b->out, path), "save", path);
-  check_file(L, gl_out_write(&b->out, hdr, hlen), "save", path);
-  check_file(L, gl_out_write(&b->out, bytes, (size_t)x->size * gl_array_itemsize(x)), "save", path);
-  check_file(L, gl_out_commit(&b->out), "save", path);
-  return 0;
+  io_box *b = push_box(L, "save", path);
+  open_file(L, b, hdr, hlen);
+  check_file(L, b, gl_out_write(&b->out, bytes, (size_t)x->size * gl_array_itemsize(x)));
+  return commit_file(L, b);
 }
 
 /* gpu.load(path [, {device=, dtype=}]): an .npy gives an array, an .npz a table */
 static int l_load(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, &load_decl, &dtype, &dev, NULL);
-  io_box *b = push_box(L);
-  check_file(L, gl_map_file(path, &b->map), "load", path);
+  io_box *b = open_load(L, "load", &load_decl, &dtype, &dev);
   /* a zip starts with a member's local header, or (no members: savez of {}) with the
   ** end record, as NumPy's np.load tells them */
   if (b->map.len >= 4 && (memcmp(b->map.data, "PK\3\4", 4) == 0 || memcmp(b->map.data, "PK\5\6", 4) == 0))
-    return loadz_from(L, b, "load", path, dtype, dev);
+    return loadz_from(L, b, dtype, dev);
   gl_npy_info info;
-  check_file(L, gl_npy_parse(b->map.data, b->map.len, &info), "load", path);
+  check_file(L, b, gl_npy_parse(b->map.data, b->map.len, &info));
   push_npy(L, &info, dtype, dev);
   return 1;
 }
 
 /* ---- .npz ----------------------------------------------------------------------------------- */
 
-typedef struct npz_entry { const char *name; gl_array *x; const void *bytes; } npz_entry;
-
 static int by_name(const void *a, const void *b) {
-  return strcmp(((const npz_entry *)a)->name, ((const npz_entry *)b)->name);
+  return strcmp(((const named_array *)a)->name, ((const named_array *)b)->name);
 }
 
 /* Reads {name = array, ...} at idx into a sorted malloc'd list held by the box. */
-static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size_t *maxname) {
+static named_array *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size_t *maxname) {
   luaL_checktype(L, idx, LUA_TTABLE);
   size_t cap = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) { cap++; lua_pop(L, 1); }
-  npz_entry *e = b->owned2 = calloc(cap ? cap : 1, sizeof *e);
+  named_array *e = b->entries = calloc(cap ? cap : 1, sizeof *e);
   if (e == NULL) luaL_error(L, "out of memory");
   *n = 0;
   *maxname = 0;
@@ -265,35 +289,38 @@ static npz_entry *read_entries(lua_State *L, int idx, io_box *b, size_t *n, size
   return e;
 }
 
-static int savez(lua_State *L, const char *fname, bool compress) {
-  const char *path = luaL_checkstring(L, 1);
-  gl_optval ov[1];
-  gl_lua_readopts(L, 3, compress ? &savez_c_decl : &savez_decl, ov);
-  if (ov[0].set) compress = ov[0].b;
-  (void)fname;
-  lua_settop(L, 3);
-  io_box *b = push_box(L);
-  size_t n, maxname;
-  npz_entry *e = read_entries(L, 2, b, &n, &maxname);
+/* The bytes of each entry on the host (host_bytes: copies stay on the stack). */
+static void entry_bytes(lua_State *L, named_array *e, size_t n) {
   luaL_checkstack(L, (int)(n > 10000 ? 10000 : n) + 4, "too many arrays");
   for (size_t i = 0; i < n; i++) {
     if (i >= 10000) luaL_checkstack(L, 2, "too many arrays");
     e[i].bytes = host_bytes(L, e[i].x);
   }
+}
+
+static int savez(lua_State *L, const char *fname, bool compress) {
+  const char *path = luaL_checkstring(L, 1);
+  gl_optval ov[1];
+  gl_lua_readopts(L, 3, compress ? &savez_c_decl : &savez_decl, ov);
+  if (ov[0].set) compress = ov[0].b;
+  lua_settop(L, 3);
+  io_box *b = push_box(L, fname, path);
+  size_t n, maxname;
+  named_array *e = read_entries(L, 2, b, &n, &maxname);
+  entry_bytes(L, e, n);
   char *member = b->owned = malloc(maxname + 5);
   if (member == NULL) return luaL_error(L, "out of memory");
-  check_file(L, gl_out_open(&b->out, path), fname, path);
+  check_file(L, b, gl_out_open(&b->out, path));
   gl_zipw_init(&b->zw, &b->out);
   for (size_t i = 0; i < n; i++) {
     char hdr[GL_NPY_HEADER_BUFSZ];
     size_t hlen;
     gl_array *x = e[i].x;
-    check_file(L, gl_npy_header(hdr, &hlen, (gl_dtype)x->dtype, x->ndim, x->shape), fname, path);
+    check_file(L, b, gl_npy_header(hdr, &hlen, (gl_dtype)x->dtype, x->ndim, x->shape));
     snprintf(member, maxname + 5, "%s.npy", e[i].name);
-    check_file(L, gl_zipw_add(&b->zw, member, compress, hdr, hlen, e[i].bytes,
-                              (size_t)x->size * gl_array_itemsize(x)), fname, path);
+    check_file(L, b, gl_zipw_add(&b->zw, member, compress, hdr, hlen, e[i].bytes, (size_t)x->size * gl_array_itemsize(x)));
   }
-  check_file(L, gl_zipw_finish(&b->zw), fname, path);
+  check_file(L, b, gl_zipw_finish(&b->zw));
   return 0;
 }
 
@@ -303,21 +330,21 @@ static int l_savez(lua_State *L) { return savez(L, "savez", false); }
 static int l_savez_compressed(lua_State *L) { return savez(L, "savez_compressed", true); }
 
 /* The members of the mapped archive as a table name -> array ("x.npy" is named "x"). */
-static int loadz_from(lua_State *L, io_box *b, const char *fname, const char *path, int dtype, gl_device dev) {
-  check_file(L, gl_zip_open(b->map.data, b->map.len, &b->zip), fname, path);
+static int loadz_from(lua_State *L, io_box *b, int dtype, gl_device dev) {
+  check_file(L, b, gl_zip_open(b->map.data, b->map.len, &b->zip));
   lua_createtable(L, 0, (int)(b->zip.n > 1000 ? 1000 : b->zip.n));
   for (size_t i = 0; i < b->zip.n; i++) {
     const gl_zip_member *m = &b->zip.m[i];
     const uint8_t *data;
     size_t len;
     void *owned;
-    check_file(L, gl_zip_extract(b->map.data, b->map.len, m, &data, &len, &owned), fname, path);
+    check_file(L, b, gl_zip_extract(b->map.data, b->map.len, m, &data, &len, &owned));
     b->owned = owned;
     gl_npy_info info;
     gl_status st = gl_npy_parse(data, len, &info);
     if (st != GL_OK) {
       gl_fail(GL_EIO, "member '%s': %s", m->name, gl_errmsg());
-      file_error(L, fname, path);
+      file_error(L, b);
     }
     size_t nl = strlen(m->name);
     if (nl > 4 && strcmp(m->name + nl - 4, ".npy") == 0) lua_pushlstring(L, m->name, nl - 4);
@@ -332,13 +359,10 @@ static int loadz_from(lua_State *L, io_box *b, const char *fname, const char *pa
 
 /* gpu.loadz(path [, {device=, dtype=}]) -> {name = array, ...} */
 static int l_loadz(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, &loadz_decl, &dtype, &dev, NULL);
-  io_box *b = push_box(L);
-  check_file(L, gl_map_file(path, &b->map), "loadz", path);
-  return loadz_from(L, b, "loadz", path, dtype, dev);
+  io_box *b = open_load(L, "loadz", &loadz_decl, &dtype, &dev);
+  return loadz_from(L, b, dtype, dev);
 }
 
 /* ---- safetensors ---------------------------------------------------------------------------- */
@@ -348,9 +372,9 @@ static int l_save_safetensors(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   lua_settop(L, 3);
   if (!lua_isnil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
-  io_box *b = push_box(L);
+  io_box *b = push_box(L, "save_safetensors", path);
   size_t n, maxname, nm = 0;
-  npz_entry *e = read_entries(L, 2, b, &n, &maxname);
+  named_array *e = read_entries(L, 2, b, &n, &maxname);
   for (size_t i = 0; i < n; i++)
     if (strcmp(e[i].name, "__metadata__") == 0) luaL_argerror(L, 2, "'__metadata__' is not a tensor name");
   if (!lua_isnil(L, 3)) {
@@ -377,10 +401,8 @@ static int l_save_safetensors(lua_State *L) {
       lua_pop(L, 1);
     }
   }
-  luaL_checkstack(L, (int)(n > 10000 ? 10000 : n) + 4, "too many arrays");
+  entry_bytes(L, e, n);
   for (size_t i = 0; i < n; i++) {
-    if (i >= 10000) luaL_checkstack(L, 2, "too many arrays");
-    e[i].bytes = host_bytes(L, e[i].x);
     t[i].name = (char *)e[i].name;
     t[i].dtype = (gl_dtype)e[i].x->dtype;
     t[i].ndim = e[i].x->ndim;
@@ -390,24 +412,18 @@ static int l_save_safetensors(lua_State *L) {
   uint8_t *hdr;
   size_t hlen;
   gl_lua_check_status(L, gl_st_header(&hdr, &hlen, t, n, m, k), 0);
-  b->owned3 = hdr;
-  check_file(L, gl_out_open(&b->out, path), "save_safetensors", path);
-  check_file(L, gl_out_write(&b->out, hdr, hlen), "save_safetensors", path);
-  for (size_t i = 0; i < n; i++)
-    check_file(L, gl_out_write(&b->out, e[i].bytes, (size_t)(t[i].end - t[i].begin)), "save_safetensors", path);
-  check_file(L, gl_out_commit(&b->out), "save_safetensors", path);
-  return 0;
+  b->st_header = hdr;
+  open_file(L, b, hdr, hlen);
+  for (size_t i = 0; i < n; i++) check_file(L, b, gl_out_write(&b->out, e[i].bytes, (size_t)(t[i].end - t[i].begin)));
+  return commit_file(L, b);
 }
 
 /* gpu.load_safetensors(path [, {device=, dtype=}]) -> {name = array, ...}, {key = value, ...} */
 static int l_load_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   int dtype;
   gl_device dev;
-  load_opts(L, 2, &load_st_decl, &dtype, &dev, NULL);
-  io_box *b = push_box(L);
-  check_file(L, gl_map_file(path, &b->map), "load_safetensors", path);
-  check_file(L, gl_st_parse(b->map.data, b->map.len, &b->st), "load_safetensors", path);
+  io_box *b = open_load(L, "load_safetensors", &load_st_decl, &dtype, &dev);
+  check_file(L, b, gl_st_parse(b->map.data, b->map.len, &b->st));
   lua_createtable(L, 0, (int)(b->st.nt > 1000 ? 1000 : b->st.nt));
   for (size_t i = 0; i < b->st.nt; i++) {
     const gl_st_tensor *t = &b->st.t[i];
@@ -453,11 +469,11 @@ static int l_loadtxt(lua_State *L) {
   o.comment = char_opt(L, 2, "comments", '#', false);
   if (ov[3].set) o.skip = ov[3].i;
   gl_dtype dt = dtype < 0 ? GL_DEFAULT_DTYPE : (gl_dtype)dtype;
-  io_box *b = push_box(L);
-  check_file(L, gl_map_file(path, &b->map), "loadtxt", path);
+  io_box *b = push_box(L, "loadtxt", path);
+  check_file(L, b, gl_map_file(path, &b->map));
   int ndim;
   int64_t shape[2];
-  check_file(L, gl_text_parse(b->map.data, b->map.len, &o, dt, &b->owned, &ndim, shape), "loadtxt", path);
+  check_file(L, b, gl_text_parse(b->map.data, b->map.len, &o, dt, &b->owned, &ndim, shape));
   push_from_bytes(L, dt, ndim, shape, false, false, b->owned, -1, dev);
   return 1;
 }
@@ -476,12 +492,10 @@ static int l_savetxt(lua_State *L) {
   bool is_int = false;
   gl_lua_check_status(L, gl_text_fmt(fmt, cfmt, sizeof cfmt, &is_int), 3);
   const void *bytes = host_bytes(L, x);
-  io_box *b = push_box(L);
-  check_file(L, gl_out_open(&b->out, path), "savetxt", path);
-  check_file(L, gl_text_write(&b->out, bytes, (gl_dtype)x->dtype, x->ndim, x->shape, cfmt, is_int, delim),
-             "savetxt", path);
-  check_file(L, gl_out_commit(&b->out), "savetxt", path);
-  return 0;
+  io_box *b = push_box(L, "savetxt", path);
+  check_file(L, b, gl_out_open(&b->out, path));
+  check_file(L, b, gl_text_write(&b->out, bytes, (gl_dtype)x->dtype, x->ndim, x->shape, cfmt, is_int, delim));
+  return commit_file(L, b);
 }
 
 /* ---- PNG (for lua/gpu/image.lua) --------------------------------------------------------- */
@@ -495,20 +509,19 @@ static int l_png_save(lua_State *L) {
     luaL_argerror(L, 2, lua_pushfstring(L, "a uint8 (H, W, C) array expected, got %s with %d dims",
                                         gl_dtypes[x->dtype].name, x->ndim));
   const void *bytes = host_bytes(L, x);
-  io_box *b = push_box(L);
-  check_file(L, gl_out_open(&b->out, path), "image.save", path);
-  check_file(L, gl_png_encode(&b->out, bytes, x->shape[0], x->shape[1], (int)x->shape[2]), "image.save", path);
-  check_file(L, gl_out_commit(&b->out), "image.save", path);
-  return 0;
+  io_box *b = push_box(L, "image.save", path);
+  check_file(L, b, gl_out_open(&b->out, path));
+  check_file(L, b, gl_png_encode(&b->out, bytes, x->shape[0], x->shape[1], (int)x->shape[2]));
+  return commit_file(L, b);
 }
 
 /* gpu._png_load(path): the image as a uint8 (H, W, C) CPU array */
 static int l_png_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  io_box *b = push_box(L);
-  check_file(L, gl_map_file(path, &b->map), "image.load", path);
+  io_box *b = push_box(L, "image.load", path);
+  check_file(L, b, gl_map_file(path, &b->map));
   gl_png_image img;
-  check_file(L, gl_png_decode(b->map.data, b->map.len, &img), "image.load", path);
+  check_file(L, b, gl_png_decode(b->map.data, b->map.len, &img));
   b->owned = img.pixels;
   int64_t shape[3] = { img.h, img.w, img.channels };
   gl_array *a = gl_lua_alloc(L, GL_UINT8, 3, shape, gl_cpu());
@@ -527,11 +540,9 @@ static int l_save_bytes(lua_State *L) {
   size_t n;
   const char *bytes = luaL_checklstring(L, 2, &n);
   const char *fname = luaL_checkstring(L, 3);
-  io_box *b = push_box(L);
-  check_file(L, gl_out_open(&b->out, path), fname, path);
-  check_file(L, gl_out_write(&b->out, bytes, n), fname, path);
-  check_file(L, gl_out_commit(&b->out), fname, path);
-  return 0;
+  io_box *b = push_box(L, fname, path);
+  open_file(L, b, bytes, n);
+  return commit_file(L, b);
 }
 
 /* ---- registration ----------------------------------------------------------------------- */

@@ -8,12 +8,12 @@
 */
 #include <math.h>
 #include <string.h>
-#include "lgpu.h"
+#include "lbody.h"
 
-enum { R_PLAIN, R_STD, R_NORM, R_SCAN };
+enum { REDUCE_PLAIN, REDUCE_STD, REDUCE_NORM, REDUCE_SCAN };
 
 /* The options each reduction takes (gpu._options lists them under the function's name). */
-#define KEEPDIMS { "keepdims", GL_OPT_BOOL, 0, 0, 0, NULL }
+#define KEEPDIMS GL_KEY_FLAG("keepdims")
 #define DTYPE { "dtype", GL_OPT_DTYPE, 0, 0, 0, NULL }
 #define DDOF { "ddof", GL_OPT_NUMBER, GL_RANGE_MIN, 0, 0, NULL }
 static const gl_optkey keep_keys[] = { KEEPDIMS, { NULL } };
@@ -25,42 +25,42 @@ static const gl_optkey scan_keys[] = { DTYPE, { NULL } };
 #undef DTYPE
 #undef DDOF
 
-typedef struct rfunc {
+typedef struct reduction {
   gl_optdecl decl;     /* its name and options */
   int op;              /* gl_redop */
   int kind;            /* R_* */
   bool one_axis;       /* argmax, argmin, cumsum, cumprod: a number, never a table */
-} rfunc;
+} reduction;
 
 #define X "gpu.ones(2, 3)"
-static const rfunc rfuncs[] = {
-  { { "sum", "gpu.sum(" X ", 1, %s)", keep_dtype_keys }, GL_R_SUM, R_PLAIN, false },
-  { { "prod", "gpu.prod(" X ", nil, %s)", keep_dtype_keys }, GL_R_PROD, R_PLAIN, false },
-  { { "mean", "gpu.mean(" X ", 2, %s)", keep_dtype_keys }, GL_R_MEAN, R_PLAIN, false },
-  { { "var", "gpu.var(" X ", 1, %s)", var_keys }, GL_R_VAR, R_PLAIN, false },
-  { { "std", "gpu.std(" X ", 1, %s)", var_keys }, GL_R_VAR, R_STD, false },
-  { { "max", "gpu.max(" X ", 1, %s)", keep_keys }, GL_R_MAX, R_PLAIN, false },
-  { { "min", "gpu.min(" X ", 1, %s)", keep_keys }, GL_R_MIN, R_PLAIN, false },
-  { { "argmax", "gpu.argmax(" X ", 1, %s)", keep_keys }, GL_R_ARGMAX, R_PLAIN, true },
-  { { "argmin", "gpu.argmin(" X ", 1, %s)", keep_keys }, GL_R_ARGMIN, R_PLAIN, true },
-  { { "all", "gpu.all(" X ", 1, %s)", keep_keys }, GL_R_ALL, R_PLAIN, false },
-  { { "any", "gpu.any(" X ", 1, %s)", keep_keys }, GL_R_ANY, R_PLAIN, false },
-  { { "norm", "gpu.norm(" X ", nil, %s)", norm_keys }, GL_R_NORM, R_NORM, false },
-  { { "logsumexp", "gpu.logsumexp(" X ", 1, %s)", keep_keys }, GL_R_LOGSUMEXP, R_PLAIN, false },
-  { { "cumsum", "gpu.cumsum(" X ", 1, %s)", scan_keys }, GL_R_SUM, R_SCAN, true },
-  { { "cumprod", "gpu.cumprod(" X ", 1, %s)", scan_keys }, GL_R_PROD, R_SCAN, true },
+static const reduction reductions[] = {
+  { { "sum", "gpu.sum(" X ", 1, %s)", keep_dtype_keys }, GL_R_SUM, REDUCE_PLAIN, false },
+  { { "prod", "gpu.prod(" X ", nil, %s)", keep_dtype_keys }, GL_R_PROD, REDUCE_PLAIN, false },
+  { { "mean", "gpu.mean(" X ", 2, %s)", keep_dtype_keys }, GL_R_MEAN, REDUCE_PLAIN, false },
+  { { "var", "gpu.var(" X ", 1, %s)", var_keys }, GL_R_VAR, REDUCE_PLAIN, false },
+  { { "std", "gpu.std(" X ", 1, %s)", var_keys }, GL_R_VAR, REDUCE_STD, false },
+  { { "max", "gpu.max(" X ", 1, %s)", keep_keys }, GL_R_MAX, REDUCE_PLAIN, false },
+  { { "min", "gpu.min(" X ", 1, %s)", keep_keys }, GL_R_MIN, REDUCE_PLAIN, false },
+  { { "argmax", "gpu.argmax(" X ", 1, %s)", keep_keys }, GL_R_ARGMAX, REDUCE_PLAIN, true },
+  { { "argmin", "gpu.argmin(" X ", 1, %s)", keep_keys }, GL_R_ARGMIN, REDUCE_PLAIN, true },
+  { { "all", "gpu.all(" X ", 1, %s)", keep_keys }, GL_R_ALL, REDUCE_PLAIN, false },
+  { { "any", "gpu.any(" X ", 1, %s)", keep_keys }, GL_R_ANY, REDUCE_PLAIN, false },
+  { { "norm", "gpu.norm(" X ", nil, %s)", norm_keys }, GL_R_NORM, REDUCE_NORM, false },
+  { { "logsumexp", "gpu.logsumexp(" X ", 1, %s)", keep_keys }, GL_R_LOGSUMEXP, REDUCE_PLAIN, false },
+  { { "cumsum", "gpu.cumsum(" X ", 1, %s)", scan_keys }, GL_R_SUM, REDUCE_SCAN, true },
+  { { "cumprod", "gpu.cumprod(" X ", 1, %s)", scan_keys }, GL_R_PROD, REDUCE_SCAN, true },
 };
 #undef X
 
-typedef struct ropts {
+typedef struct reduction_opts {
   bool keepdims;
   int dtype;           /* -1: NumPy's default */
   double ddof;
   double ord;          /* NaN: the default norm */
-} ropts;
+} reduction_opts;
 
 /* Reads the options at idx by name (each function declares a subset of these). */
-static void read_opts(lua_State *L, int idx, const rfunc *f, ropts *o) {
+static void read_opts(lua_State *L, int idx, const reduction *f, reduction_opts *o) {
   o->keepdims = false;
   o->dtype = -1;
   o->ddof = 0;
@@ -78,21 +78,21 @@ static void read_opts(lua_State *L, int idx, const rfunc *f, ropts *o) {
   }
 }
 
-static gl_status run(const rfunc *f, gl_array *out, const gl_array *x, const int *axes, int naxes,
-                     const ropts *o) {
+static gl_status run(const reduction *f, gl_array *out, const gl_array *x, const int *axes, int naxes,
+                     const reduction_opts *o) {
   switch (f->kind) {
-    case R_STD: return gl_op_std(out, x, axes, naxes, o->keepdims, o->dtype, o->ddof);
-    case R_NORM: return gl_op_norm(out, x, axes, naxes, o->keepdims, o->ord);
-    case R_SCAN: return gl_op_scan(out, (gl_redop)f->op, x, naxes < 0 ? -1 : axes[0], o->dtype);
+    case REDUCE_STD: return gl_op_std(out, x, axes, naxes, o->keepdims, o->dtype, o->ddof);
+    case REDUCE_NORM: return gl_op_norm(out, x, axes, naxes, o->keepdims, o->ord);
+    case REDUCE_SCAN: return gl_op_scan(out, (gl_redop)f->op, x, naxes < 0 ? -1 : axes[0], o->dtype);
     default:
       return gl_op_reduce(out, (gl_redop)f->op, x, axes, naxes, o->keepdims, o->dtype,
                           f->op == GL_R_VAR ? o->ddof : 0);
   }
 }
 
-/* upvalue 2: index into rfuncs */
+/* upvalue 2: index into reductions */
 static int l_reduce(lua_State *L) {
-  const rfunc *f = &rfuncs[lua_tointeger(L, lua_upvalueindex(2))];
+  const reduction *f = &reductions[lua_tointeger(L, lua_upvalueindex(2))];
   gl_array *x = gl_lua_check(L, 1);
   int axes[GL_MAXDIMS], naxes = -1, optidx = 3;
   if (gl_lua_is_options(L, 2)) {
@@ -101,7 +101,7 @@ static int l_reduce(lua_State *L) {
   } else {
     naxes = gl_lua_axes(L, 2, x->ndim, axes, f->one_axis ? GL_AXES_ONE : 0);
   }
-  ropts o;
+  reduction_opts o;
   read_opts(L, optidx, f, &o);
   gl_array *out = gl_lua_push(L);
   gl_status st = run(f, out, x, axes, naxes, &o);
@@ -110,13 +110,13 @@ static int l_reduce(lua_State *L) {
 }
 
 void gl_open_reduce(lua_State *L, int module, int methods) {
-  for (size_t i = 0; i < sizeof rfuncs / sizeof rfuncs[0]; i++) {
+  for (size_t i = 0; i < sizeof reductions / sizeof reductions[0]; i++) {
     GL_PUSH_CTX(L);
     lua_pushinteger(L, (lua_Integer)i);
-    gl_lua_pushop(L, rfuncs[i].decl.name, l_reduce, 3, 2);
+    gl_lua_pushop(L, reductions[i].decl.name, l_reduce, 3, 2);
     lua_pushvalue(L, -1);
-    lua_setfield(L, module, rfuncs[i].decl.name);
-    lua_setfield(L, methods, rfuncs[i].decl.name);
-    gl_lua_declare(L, &rfuncs[i].decl);
+    lua_setfield(L, module, reductions[i].decl.name);
+    lua_setfield(L, methods, reductions[i].decl.name);
+    gl_lua_declare(L, &reductions[i].decl);
   }
 }

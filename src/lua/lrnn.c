@@ -19,10 +19,10 @@
 ** are a whole layer and direction through the device's library (oneDNN on the cpu, float32):
 ** src/ops/rnn.c says what the operands hold; nn.LSTM/GRU take them where they are faster.
 */
-#include "lgpu.h"
+#include "lbody.h"
 
-static const gl_optkey lstm_keys[] = { { "reverse", GL_OPT_BOOL, 0, 0, 0, NULL }, { NULL } };
-static const gl_optkey rnn_keys[] = { { "reverse", GL_OPT_BOOL, 0, 0, 0, NULL },
+static const gl_optkey lstm_keys[] = { GL_KEY_FLAG("reverse"), { NULL } };
+static const gl_optkey rnn_keys[] = { GL_KEY_FLAG("reverse"),
                                       { "nonlinearity", GL_OPT_STRING, 0, 0, 0, "tanh relu" }, { NULL } };
 #define Z "gpu.zeros(2, 1)"
 static const gl_optdecl lstm_decl = { "fused.lstm", "gpu.fused.lstm(gpu.zeros(3, 2, 4), gpu.zeros(4, 1), " Z ", " Z
@@ -71,70 +71,54 @@ static bool rnn_opts(lua_State *L, int idx, const gl_optdecl *d, bool *relu) {
   return v[0].set && v[0].b;
 }
 
-static int l_lstm(lua_State *L) {
-  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *h0 = gl_lua_check(L, 3), *c0 = gl_lua_check(L, 4);
-  bool reverse = reverse_opt(L, 5, &lstm_decl);
-  lua_settop(L, 5);
-  gl_array *hc = gl_lua_push(L), *gates = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_lstm(hc, gates, xp, w, h0, c0, reverse), 0);
-  gl_lua_account_array(L, hc);
-  gl_lua_account_array(L, gates);
-  return 2;
+/* fused.lstm(xp, w_hh, h0, c0 [, {reverse}]) -> hc, gates
+** fused.gru(xp, w_hh, b_hh | nil, h0 [, {reverse}]) -> hs, gates */
+static int fused_gated(lua_State *L, bool lstm) {
+  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2);
+  gl_array *b = lstm ? NULL : gl_lua_optarray(L, 3), *h0 = gl_lua_check(L, lstm ? 3 : 4);
+  gl_array *c0 = lstm ? gl_lua_check(L, 4) : NULL;
+  bool reverse = reverse_opt(L, 5, lstm ? &lstm_decl : &gru_decl);
+  gl_array *r[2];                                     /* hc (LSTM) or hs (GRU), gates */
+  gl_lua_push_results(L, 5, r, 2);
+  gl_status st = lstm ? gl_op_lstm(r[0], r[1], xp, w, h0, c0, reverse) : gl_op_gru(r[0], r[1], xp, w, b, h0, reverse);
+  return gl_lua_results(L, st, r, 2);
 }
 
-static int l_lstm_backward(lua_State *L) {
-  gl_array *ghc = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *hc = gl_lua_check(L, 3);
-  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5), *c0 = gl_lua_check(L, 6);
-  bool reverse = reverse_opt(L, 7, &lstm_bwd_decl);
-  lua_settop(L, 7);
-  gl_array *dxp = gl_lua_push(L), *dw = gl_lua_push(L), *dh0 = gl_lua_push(L), *dc0 = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_lstm_bwd(dxp, dw, dh0, dc0, ghc, gates, hc, w, h0, c0, reverse), 0);
-  gl_lua_account_array(L, dxp);
-  return 4;
+/* fused.lstm_backward(ghc, gates, hc, w_hh, h0, c0 [, {reverse}]) -> dxp, dw_hh, dh0, dc0
+** fused.gru_backward(ghs, gates, hs, w_hh, h0 [, {reverse}]) -> dxp, dw_hh, db_hh, dh0 */
+static int fused_gated_backward(lua_State *L, bool lstm) {
+  gl_array *g = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *h = gl_lua_check(L, 3);
+  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5), *c0 = lstm ? gl_lua_check(L, 6) : NULL;
+  int o = lstm ? 7 : 6;
+  bool reverse = reverse_opt(L, o, lstm ? &lstm_bwd_decl : &gru_bwd_decl);
+  gl_array *r[4];
+  gl_lua_push_results(L, o, r, 4);
+  gl_status st = lstm ? gl_op_lstm_bwd(r[0], r[1], r[2], r[3], g, gates, h, w, h0, c0, reverse)
+                      : gl_op_gru_bwd(r[0], r[1], r[2], r[3], g, gates, h, w, h0, reverse);
+  return gl_lua_results(L, st, r, 4);
 }
 
-static int l_gru(lua_State *L) {
-  gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *b = gl_lua_optarray(L, 3), *h0 = gl_lua_check(L, 4);
-  bool reverse = reverse_opt(L, 5, &gru_decl);
-  lua_settop(L, 5);
-  gl_array *hs = gl_lua_push(L), *gates = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_gru(hs, gates, xp, w, b, h0, reverse), 0);
-  gl_lua_account_array(L, hs);
-  gl_lua_account_array(L, gates);
-  return 2;
-}
-
-static int l_gru_backward(lua_State *L) {
-  gl_array *ghs = gl_lua_check(L, 1), *gates = gl_lua_check(L, 2), *hs = gl_lua_check(L, 3);
-  gl_array *w = gl_lua_check(L, 4), *h0 = gl_lua_check(L, 5);
-  bool reverse = reverse_opt(L, 6, &gru_bwd_decl);
-  lua_settop(L, 6);
-  gl_array *dxp = gl_lua_push(L), *dw = gl_lua_push(L), *db = gl_lua_push(L), *dh0 = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_gru_bwd(dxp, dw, db, dh0, ghs, gates, hs, w, h0, reverse), 0);
-  gl_lua_account_array(L, dxp);
-  return 4;
-}
+static int l_lstm(lua_State *L) { return fused_gated(L, true); }
+static int l_gru(lua_State *L) { return fused_gated(L, false); }
+static int l_lstm_backward(lua_State *L) { return fused_gated_backward(L, true); }
+static int l_gru_backward(lua_State *L) { return fused_gated_backward(L, false); }
 
 static int l_rnn(lua_State *L) {
   gl_array *xp = gl_lua_check(L, 1), *w = gl_lua_check(L, 2), *h0 = gl_lua_check(L, 3);
   bool relu;
   bool reverse = rnn_opts(L, 4, &rnn_decl, &relu);
-  lua_settop(L, 4);
-  gl_array *hs = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_rnn(hs, xp, w, h0, reverse, relu), 0);
-  gl_lua_account_array(L, hs);
-  return 1;
+  gl_array *hs;
+  gl_lua_push_results(L, 4, &hs, 1);
+  return gl_lua_results(L, gl_op_rnn(hs, xp, w, h0, reverse, relu), &hs, 1);
 }
 
 static int l_rnn_backward(lua_State *L) {
   gl_array *ghs = gl_lua_check(L, 1), *hs = gl_lua_check(L, 2), *w = gl_lua_check(L, 3), *h0 = gl_lua_check(L, 4);
   bool relu;
   bool reverse = rnn_opts(L, 5, &rnn_bwd_decl, &relu);
-  lua_settop(L, 5);
-  gl_array *dxp = gl_lua_push(L), *dw = gl_lua_push(L), *dh0 = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_rnn_bwd(dxp, dw, dh0, ghs, hs, w, h0, reverse, relu), 0);
-  gl_lua_account_array(L, dxp);
-  return 3;
+  gl_array *r[3];                                     /* dxp, dw, dh0 */
+  gl_lua_push_results(L, 5, r, 3);
+  return gl_lua_results(L, gl_op_rnn_bwd(r[0], r[1], r[2], ghs, hs, w, h0, reverse, relu), r, 3);
 }
 
 /* gpu.dnn.lstm(x, w_ih, w_hh, b, h0, c0 [, {reverse}]) -> y (L + 1, N, H), ws
@@ -145,12 +129,9 @@ static int dnn_rnn(lua_State *L, int kind, const gl_optdecl *d) {
   gl_array *h0 = gl_lua_check(L, 5), *c0 = lstm ? gl_lua_check(L, 6) : NULL;
   int o = lstm ? 7 : 6;
   bool reverse = reverse_opt(L, o, d);
-  lua_settop(L, o);
-  gl_array *y = gl_lua_push(L), *ws = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_dnn_rnn(y, ws, kind, x, wi, wh, b, h0, c0, reverse), 0);
-  gl_lua_account_array(L, y);
-  gl_lua_account_array(L, ws);
-  return 2;
+  gl_array *r[2];                                     /* y, ws */
+  gl_lua_push_results(L, o, r, 2);
+  return gl_lua_results(L, gl_op_dnn_rnn(r[0], r[1], kind, x, wi, wh, b, h0, c0, reverse), r, 2);
 }
 
 /* gpu.dnn.lstm_backward(gy, y, ws, x, w_ih, w_hh, b, h0, c0 [, opts]) -> dx, dw_ih, dw_hh, db, dh0, dc0
@@ -160,14 +141,12 @@ static int dnn_rnn_backward(lua_State *L, int kind, const gl_optdecl *d) {
   gl_array *gy = gl_lua_check(L, 1), *y = gl_lua_check(L, 2), *ws = gl_lua_check(L, 3), *x = gl_lua_check(L, 4);
   gl_array *wi = gl_lua_check(L, 5), *wh = gl_lua_check(L, 6), *b = gl_lua_check(L, 7), *h0 = gl_lua_check(L, 8);
   gl_array *c0 = lstm ? gl_lua_check(L, 9) : NULL;
-  int o = lstm ? 10 : 9;
+  int o = lstm ? 10 : 9, n = lstm ? 6 : 5;
   bool reverse = reverse_opt(L, o, d);
-  lua_settop(L, o);
-  gl_array *dx = gl_lua_push(L), *dwi = gl_lua_push(L), *dwh = gl_lua_push(L), *db = gl_lua_push(L);
-  gl_array *dh0 = gl_lua_push(L), *dc0 = lstm ? gl_lua_push(L) : NULL;
-  gl_lua_check_status(L, gl_op_dnn_rnn_bwd(dx, dwi, dwh, db, dh0, dc0, kind, gy, y, ws, x, wi, wh, b, h0, c0, reverse), 0);
-  gl_lua_account_array(L, dx);
-  return lstm ? 6 : 5;
+  gl_array *r[6] = { NULL };                          /* dx, dw_ih, dw_hh, db, dh0 [, dc0] */
+  gl_lua_push_results(L, o, r, n);
+  return gl_lua_results(L, gl_op_dnn_rnn_bwd(r[0], r[1], r[2], r[3], r[4], r[5], kind, gy, y, ws, x, wi, wh, b, h0, c0,
+                                             reverse), r, n);
 }
 
 static int l_dnn_lstm(lua_State *L) { return dnn_rnn(L, GL_DNN_LSTM, &dnn_lstm_decl); }

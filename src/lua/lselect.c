@@ -3,14 +3,14 @@
 ** from Lua: the kernels under the NumPy routines median/quantile, histogram and bincount.
 ** kth and axes are 1-based, negatives from the end.
 */
-#include "lgpu.h"
+#include "lbody.h"
 #include "../ops/ops.h"
 
 #define KTH_MAX 4096          /* positions in one call (NumPy has no limit; a sort is cheaper) */
 
 static const gl_optkey histcounts_keys[] = {
   { "weights", GL_OPT_ARRAY, 0, 0, 0, NULL },
-  { "uniform", GL_OPT_BOOL, 0, 0, 0, NULL },
+  GL_KEY_FLAG("uniform"),
   { NULL }
 };
 static const gl_optdecl histcounts_decl = {

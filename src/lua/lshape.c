@@ -6,11 +6,27 @@
 #include <string.h>
 #include "lgpu.h"
 
-/* Pushes a new view of a (same storage). */
+/* Pushes a new view of a (same storage), the result of x:permute(...) and the like: the
+** stack is first set to x alone. */
 static gl_array *push_view(lua_State *L, const gl_array *a) {
+  lua_settop(L, 1);
   gl_array *v = gl_lua_push(L);
   gl_array_view_of(v, a);
   return v;
+}
+
+/* The end of a view op: st is what reshaping the view gave, an error of argument 2. */
+static int view_result(lua_State *L, gl_status st) {
+  gl_lua_check_status(L, st, 2);
+  return 1;
+}
+
+/* Pushes v, a descriptor made from another array's, as a view of that array's storage. */
+static int push_descriptor(lua_State *L, const gl_array *v) {
+  gl_array *r = gl_lua_push(L);
+  *r = *v;
+  gl_storage_retain(r->storage);
+  return 1;
 }
 
 /* ---- views ------------------------------------------------------------------------------ */
@@ -24,12 +40,7 @@ static int l_reshape(lua_State *L) {
   lua_settop(L, 1);
   gl_array v = *a;
   gl_status st = gl_view_reshape(&v, n, shape);
-  if (st == GL_OK) {
-    gl_array *r = gl_lua_push(L);
-    *r = v;
-    gl_storage_retain(r->storage);
-    return 1;
-  }
+  if (st == GL_OK) return push_descriptor(L, &v);
   if (st != GL_ENOTSUP) gl_lua_check_status(L, st, 2);
   /* needs a copy: contiguous first, then view that */
   gl_array *c = gl_lua_alloc(L, (gl_dtype)a->dtype, a->ndim, a->shape, gl_array_device(a));
@@ -45,10 +56,7 @@ static int l_view(lua_State *L) {
   int n = gl_lua_dims(L, 2, shape);
   gl_array v = *a;
   gl_lua_check_status(L, gl_view_reshape(&v, n, shape), 2);
-  gl_array *r = gl_lua_push(L);
-  *r = v;
-  gl_storage_retain(r->storage);
-  return 1;
+  return push_descriptor(L, &v);
 }
 
 /* x:transpose(): all axes reversed; x:transpose(a, b): swap two axes; a table: permute */
@@ -69,10 +77,7 @@ static int l_transpose(lua_State *L) {
     perm[ax[0]] = ax[1];
     perm[ax[1]] = ax[0];
   }
-  lua_settop(L, 1);
-  gl_array *v = push_view(L, a);
-  gl_lua_check_status(L, gl_view_permute(v, perm), 2);
-  return 1;
+  return view_result(L, gl_view_permute(push_view(L, a), perm));
 }
 
 static int l_permute(lua_State *L) {
@@ -80,20 +85,14 @@ static int l_permute(lua_State *L) {
   int perm[GL_MAXDIMS];
   int n = gl_lua_axes(L, 2, a->ndim, perm, GL_AXES_VARARGS);
   if (n != a->ndim) luaL_argerror(L, 2, lua_pushfstring(L, "%d axes given for a %d-d array", n, a->ndim));
-  lua_settop(L, 1);
-  gl_array *v = push_view(L, a);
-  gl_lua_check_status(L, gl_view_permute(v, perm), 2);
-  return 1;
+  return view_result(L, gl_view_permute(push_view(L, a), perm));
 }
 
 static int l_squeeze(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int axis = -1;
   if (!lua_isnoneornil(L, 2)) gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, 2, "axis"), a->ndim, &axis), 2);
-  lua_settop(L, 1);
-  gl_array *v = push_view(L, a);
-  gl_lua_check_status(L, gl_view_squeeze(v, axis), 2);
-  return 1;
+  return view_result(L, gl_view_squeeze(push_view(L, a), axis));
 }
 
 /* x:unsqueeze(axis): the new axis lands at position 'axis' of the result (1..ndim+1,
@@ -102,20 +101,14 @@ static int l_unsqueeze(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int axis;
   gl_lua_check_status(L, gl_axis_norm(gl_lua_int(L, 2, "axis"), a->ndim + 1, &axis), 2);
-  lua_settop(L, 1);
-  gl_array *v = push_view(L, a);
-  gl_lua_check_status(L, gl_view_unsqueeze(v, axis), 2);
-  return 1;
+  return view_result(L, gl_view_unsqueeze(push_view(L, a), axis));
 }
 
 static int l_expand(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
   int64_t shape[GL_MAXDIMS];
   int n = gl_lua_dims(L, 2, shape);
-  lua_settop(L, 1);
-  gl_array *v = push_view(L, a);
-  gl_lua_check_status(L, gl_view_expand(v, n, shape), 2);
-  return 1;
+  return view_result(L, gl_view_expand(push_view(L, a), n, shape));
 }
 
 /* x:flatten([start_dim [, end_dim]]): axes start_dim..end_dim (1-based, inclusive,
