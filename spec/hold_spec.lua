@@ -285,7 +285,8 @@ describe("Lua code inside an op", function()
   it("runs the operators and methods with a finalizer that closes their operands", function()
     local cases = {
       function(x, y) return x + y end, function(x, y) return x * 2 - y end, function(x) return -x end,
-      function(x) return x.T end, function(x) return #x end, function(x) return tostring(x) end,
+      function(x) return x.T end, function(x) return x[":"] end, function(x) return x[{ ":", 2 }] end,
+      function(x) return #x end, function(x) return tostring(x) end,
       function(x, y) return x:lt(y) end, function(x) return x:max() end, function(x) return x:sum():item() end,
       function(x, y) return gpu.where(x:gt(0.5), x, y) end, function(x) return x:cumsum(1) end,
       function(x) return x:totable() end,

@@ -510,8 +510,10 @@ static int array_index(lua_State *L) {
       return 1;
     }
     lua_pop(L, 1);
-    /* a property reads the descriptor before it allocates anything; x.T makes a view */
-    if (strcmp(lua_tostring(L, 2), "T") != 0) return array_index_in(L);
+    /* a property reads the descriptor before it allocates anything; x.T and x[":"] make
+    ** a view, so they run as an op level like the other keys */
+    const char *k = lua_tostring(L, 2);
+    if (strcmp(k, "T") != 0 && strcmp(k, ":") != 0) return array_index_in(L);
   } else if (kt == LUA_TNUMBER && lua_isinteger(L, 2)) {
     gl_array *a = gl_lua_checkany(L, 1);
     if (a->storage != NULL && a->ndim == 1) {
