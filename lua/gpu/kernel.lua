@@ -13,8 +13,7 @@
 --
 -- On cuda the same parsed kernel is written as CUDA (elementwise_source_cuda,
 -- reduction_source_cuda), compiled by NVRTC for the device's architecture and cached
--- (src/ops/jit_cuda.c) and launched by gpu._jit.cuda_launch (src/lua/lkernel.c). The cuda
--- launches have never run on a GPU.
+-- (src/ops/jit_cuda.c) and launched by gpu._jit.cuda_launch (src/lua/lkernel.c).
 local gpu = require "gpu"
 local options = require "gpu.options"
 local jit = gpu._jit
@@ -499,12 +498,15 @@ function M.ElementwiseKernel(in_params, out_params, body, name, opts)
     in_params = in_params, out_params = out_params, fname = "ElementwiseKernel '" .. name .. "'" }, Elementwise)
 end
 
--- bind_call(kernel, fname, args, outs_given, outputs_shape) -> params, types, dts, vals,
--- shapes, dev: a call's parameters (inputs then outputs), their bound types, the checked
--- values, the shapes that broadcast (the non-raw arrays; outputs' too when outputs_shape)
--- and the one device of the arrays
-local function bind_call(kernel, fname, args, outs_given, outputs_shape)
+-- bind_call(kernel, decl, outputs_shape, ...) -> o, params, types, dts, vals, shapes, shape,
+-- dev: a call's options (checked against decl), its parameters (inputs then outputs), their
+-- bound types, the checked values, the shapes that broadcast (the non-raw arrays; outputs'
+-- too when outputs_shape), the shape they broadcast to and the one device of the arrays
+local function bind_call(kernel, decl, outputs_shape, ...)
+  local fname = kernel.fname
   local nin = #kernel.ins
+  local args, outs_given, opts = split_call(fname, nin, #kernel.outs, ...)
+  local o = decl:check(opts, select("#", ...), fname)
   local params = {}
   for _, p in ipairs(kernel.ins) do params[#params + 1] = p end
   for _, p in ipairs(kernel.outs) do params[#params + 1] = p end
@@ -521,46 +523,32 @@ local function bind_call(kernel, fname, args, outs_given, outputs_shape)
       end
     end
   end
-  return params, types, dts, vals, shapes, check_device(fname, arrays)
-end
-
--- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
-function Elementwise:__call(...)
-  local fname = self.fname
-  local nin, nout = #self.ins, #self.outs
-  local args, outs_given, opts = split_call(fname, nin, nout, ...)
-  local o = EW_CALL:check(opts, select("#", ...), fname)
-  local params, types, dts, vals, shapes, dev = bind_call(self, fname, args, outs_given, true)
+  local dev = check_device(fname, arrays)
   local shape, clash = broadcast(shapes)
   if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
-  if #shapes == 0 then
-    if o.size == nil then options.raise("%s: no array argument gives the size: pass {size = n}", fname) end
-    shape = { o.size }
-  elseif o.size ~= nil and o.size ~= gpu.zeros(shape).size then
-    options.raise("%s: size %d does not match the arguments' size", fname, o.size)
-  end
-  -- outputs: given ones must have the broadcast shape; the others are made
+  return o, params, types, dts, vals, shapes, shape, dev
+end
+
+-- launch_call(kernel, params, dts, vals, dev, shape, output, sig, source, mask): launches
+-- a bound call and answers its outputs. The inputs are broadcast to shape (raw ones made
+-- contiguous); output(k, p, v) makes output k (v nil) or checks the one given and answers
+-- it and the array to launch; sig extends the signature the compiled kernel is cached
+-- under; source(name, ps, cuda) writes the kernel for ps, the parameters with their dtypes
+-- and roles: i input, o output, r / w raw read / written, s scalar.
+local function launch_call(kernel, params, dts, vals, dev, shape, output, sig, source, mask)
+  local nin = #kernel.ins
   local roles, launch, results = {}, {}, {}
   for k, p in ipairs(params) do
     local v = vals[k]
     if k > nin then
-      if v == nil then
-        v = gpu.empty(shape, { dtype = dts[k], device = dev })
-      elseif not p.raw and not same_shape(v.shape, shape) then
-        argerror(fname, k, "output '%s' has shape %s, the arguments broadcast to %s", p.name,
-          options.shape_str(v.shape), options.shape_str(shape))
-      end
+      v, launch[k] = output(k, p, v)
       results[#results + 1] = v
-    end
-    if p.raw then
-      roles[k] = k > nin and "w" or "r"
-      if not v:is_contiguous() then
-        if k > nin then argerror(fname, k, "raw output '%s' must be contiguous", p.name) end
-        v = v:contiguous()
-      end
-      launch[k] = v
+      roles[k] = p.raw and "w" or "o"
+    elseif p.raw then
+      roles[k] = "r"
+      launch[k] = v:is_contiguous() and v or v:contiguous()
     elseif is_array(v) then
-      roles[k] = k > nin and "o" or "i"
+      roles[k] = "i"
       launch[k] = same_shape(v.shape, shape) and v or v:expand(shape)
     else
       roles[k] = "s"
@@ -569,11 +557,36 @@ function Elementwise:__call(...)
   end
   local ps = {}
   for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
-  local sig = table.concat(roles) .. "|" .. table.concat(dts, ",")
-  run(self, fname, sig, dev, function(cuda)
-    return (cuda and elementwise_source_cuda or elementwise_source)(self.name, ps, types, self.preamble, self.body)
-  end, table.concat(roles), launch)
+  roles = table.concat(roles)
+  run(kernel, kernel.fname, roles .. "|" .. table.concat(dts, ",") .. sig, dev,
+    function(cuda) return source(kernel.name, ps, cuda) end, roles, launch, mask)
   return table.unpack(results)
+end
+
+-- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
+function Elementwise:__call(...)
+  local fname = self.fname
+  local o, params, types, dts, vals, shapes, shape, dev = bind_call(self, EW_CALL, true, ...)
+  if #shapes == 0 then
+    if o.size == nil then options.raise("%s: no array argument gives the size: pass {size = n}", fname) end
+    shape = { o.size }
+  elseif o.size ~= nil and o.size ~= gpu.zeros(shape).size then
+    options.raise("%s: size %d does not match the arguments' size", fname, o.size)
+  end
+  -- outputs: given ones must have the broadcast shape; the others are made
+  local function output(k, p, v)
+    if v == nil then
+      v = gpu.empty(shape, { dtype = dts[k], device = dev })
+    elseif not p.raw and not same_shape(v.shape, shape) then
+      argerror(fname, k, "output '%s' has shape %s, the arguments broadcast to %s", p.name,
+        options.shape_str(v.shape), options.shape_str(shape))
+    end
+    if p.raw and not v:is_contiguous() then argerror(fname, k, "raw output '%s' must be contiguous", p.name) end
+    return v, v
+  end
+  return launch_call(self, params, dts, vals, dev, shape, output, "", function(name, ps, cuda)
+    return (cuda and elementwise_source_cuda or elementwise_source)(name, ps, types, self.preamble, self.body)
+  end)
 end
 
 -- ---- ReductionKernel -----------------------------------------------------------------------
@@ -695,13 +708,8 @@ end
 -- The kernel's call: k(inputs... [, outputs...] [, {axis =, keepdims =}])
 function Reduction:__call(...)
   local fname = self.fname
-  local nin, nout = #self.ins, #self.outs
-  local args, outs_given, opts = split_call(fname, nin, nout, ...)
-  local o = RK_CALL:check(opts, select("#", ...), fname)
-  local params, types, dts, vals, shapes, dev = bind_call(self, fname, args, outs_given, false)
+  local o, params, types, dts, vals, shapes, shape, dev = bind_call(self, RK_CALL, false, ...)
   if #shapes == 0 then options.raise("%s: no input array to reduce", fname) end
-  local shape, clash = broadcast(shapes)
-  if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
   local nd = #shape
   local red = reduced_axes(fname, select("#", ...), o.axis, nd)
   local kshape, oshape, mask = {}, {}, {}
@@ -710,40 +718,21 @@ function Reduction:__call(...)
     kshape[d] = red[d] and 1 or shape[d]
     if not red[d] then oshape[#oshape + 1] = shape[d] elseif o.keepdims then oshape[#oshape + 1] = 1 end
   end
-  local roles, launch, results = {}, {}, {}
-  for k, p in ipairs(params) do
-    local v = vals[k]
-    if k > nin then
-      if v == nil then v = gpu.empty(oshape, { dtype = dts[k], device = dev })
-      elseif not same_shape(v.shape, oshape) then
-        argerror(fname, k, "output '%s' has shape %s, the reduction gives %s", p.name, options.shape_str(v.shape),
-          options.shape_str(oshape))
-      end
-      results[#results + 1] = v
-      roles[k] = "o"
-      launch[k] = v:view(kshape)
-    elseif p.raw then
-      roles[k] = "r"
-      launch[k] = v:is_contiguous() and v or v:contiguous()
-    elseif is_array(v) then
-      roles[k] = "i"
-      launch[k] = same_shape(v.shape, shape) and v or v:expand(shape)
-    else
-      roles[k] = "s"
-      launch[k] = { v, dts[k] }
+  local function output(k, p, v)
+    if v == nil then v = gpu.empty(oshape, { dtype = dts[k], device = dev })
+    elseif not same_shape(v.shape, oshape) then
+      argerror(fname, k, "output '%s' has shape %s, the reduction gives %s", p.name, options.shape_str(v.shape),
+        options.shape_str(oshape))
     end
+    return v, v:view(kshape)
   end
   -- the reduction's type: reduce_type, else the first input's
   local rtype = self.reduce_type and (DTYPE_NAMES[self.reduce_type] and self.reduce_type or types[self.reduce_type]) or dts[1]
   if rtype == nil then options.raise("%s: cannot tell reduce_type %s from the arguments", fname, self.reduce_type) end
-  local ps = {}
-  for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
-  local sig = table.concat(roles) .. "|" .. table.concat(dts, ",") .. "|" .. rtype
-  run(self, fname, sig, dev, function(cuda)
-    return (cuda and reduction_source_cuda or reduction_source)(self.name, ps, types, rtype, self.preamble,
+  return launch_call(self, params, dts, vals, dev, shape, output, "|" .. rtype, function(name, ps, cuda)
+    return (cuda and reduction_source_cuda or reduction_source)(name, ps, types, rtype, self.preamble,
       self.identity or "0", self.map_expr, self.reduce_expr, self.post_map_expr)
-  end, table.concat(roles), launch, table.concat(mask))
-  return table.unpack(results)
+  end, table.concat(mask))
 end
 
 -- ---- RawKernel, RawModule ----------------------------------------------------------------------
