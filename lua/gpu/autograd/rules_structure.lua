@@ -429,7 +429,7 @@ end }
 
 -- dnn.layer_norm: the same results and saved statistics as fused.layer_norm (oneDNN on the
 -- cpu): gpu.dnn.layer_norm_backward (oneDNN's, about 2x the own kernel at 2 threads; on one
--- thread it runs the own kernel: doc/STATUS-cudnn.md), or the fused rule's array-op formulas
+-- thread it runs the own kernel), or the fused rule's array-op formulas
 -- under create_graph
 R["dnn.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
   if G.grad_enabled() then return R["fused.layer_norm"].backward(g, node) end

@@ -65,8 +65,7 @@ end
 -- LayerNorm through gpu.fused.layer_norm (one pass per row, a fused backward) for a
 -- float32/float64 x with parameters of its dtype: the trailing axes flattened into one.
 -- A float32 x on a device whose gpu.dnn has layer norm (oneDNN on the cpu) takes
--- gpu.dnn.layer_norm: forward and backward measured faster than the own kernels, or as fast
--- (doc/STATUS-cudnn.md).
+-- gpu.dnn.layer_norm: forward and backward measured faster than the own kernels, or as fast.
 local fused_dtypes = { float32 = true, float64 = true }
 local function ln_op(x)
   if x.dtype == "float32" and gpu.dnn.enabled and gpu.dnn.available(x.device, "float32", "layer_norm") == true then
