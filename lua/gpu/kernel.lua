@@ -274,25 +274,27 @@ local function declare_pointers(ps)
   return table.concat(out, "\n")
 end
 
-local function loads(ps, index)
+-- The lines f(k, p) writes for each parameter p (k-th) whose role is in roles.
+local function per_param(ps, roles, f)
   local out = {}
   for k, p in ipairs(ps) do
-    if p.role == "i" or p.role == "o" then
-      out[#out + 1] = ("    %s%s %s = %s;"):format(p.role == "i" and "const " or "", CT[p.dt].c, p.name,
-        load(p.dt, ("_gl_p_%s[%s]"):format(p.name, index(k))))
-    end
+    if roles[p.role] then out[#out + 1] = f(k, p) end
   end
   return table.concat(out, "\n")
 end
 
+-- the array parameters' element k-th at index(k) read into locals, and written back
+local function loads(ps, index)
+  return per_param(ps, { i = true, o = true }, function(k, p)
+    return ("    %s%s %s = %s;"):format(p.role == "i" and "const " or "", CT[p.dt].c, p.name,
+      load(p.dt, ("_gl_p_%s[%s]"):format(p.name, index(k))))
+  end)
+end
+
 local function stores(ps, index)
-  local out = {}
-  for k, p in ipairs(ps) do
-    if p.role == "o" then
-      out[#out + 1] = ("    _gl_p_%s[%s] = %s;"):format(p.name, index(k), store(p.dt, p.name))
-    end
-  end
-  return table.concat(out, "\n")
+  return per_param(ps, { o = true }, function(k, p)
+    return ("    _gl_p_%s[%s] = %s;"):format(p.name, index(k), store(p.dt, p.name))
+  end)
 end
 
 local function elementwise_source(name, ps, types, preamble, body)
@@ -355,13 +357,9 @@ local function cuda_params(ps)
 end
 
 local function cuda_scalars(ps)
-  local out = {}
-  for _, p in ipairs(ps) do
-    if p.role == "s" then
-      out[#out + 1] = ("  const %s %s = %s;"):format(CT[p.dt].c, p.name, load(p.dt, "_gl_s_" .. p.name))
-    end
-  end
-  return table.concat(out, "\n")
+  return per_param(ps, { s = true }, function(_, p)
+    return ("  const %s %s = %s;"):format(CT[p.dt].c, p.name, load(p.dt, "_gl_s_" .. p.name))
+  end)
 end
 
 local GRID_LOOP = "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; %s < %s; %s += (int64_t)gridDim.x * blockDim.x) {"
