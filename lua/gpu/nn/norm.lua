@@ -157,6 +157,18 @@ end
 
 -- ---- modules ---------------------------------------------------------------------------------
 
+-- A LayerNorm's or RMSNorm's normalized_shape and eps, and with elementwise_affine its
+-- weight (ones); the checked options
+local function init_norm(self, fname, decl, s, opts)
+  self.normalized_shape = norm_shape(fname, 1, s)
+  local o = decl:check(opts, 2)
+  self.eps = o.eps
+  if o.elementwise_affine then
+    self:register_parameter("weight", gpu.ones(self.normalized_shape, module.placement(o)))
+  end
+  return o
+end
+
 local LAYER_NORM = options.declare("nn.LayerNorm", module.with_placement {
   eps = EPS, elementwise_affine = { type = "boolean", default = true }, bias = { type = "boolean", default = true },
 }, { example = "gpu.nn.LayerNorm(3, %s)(gpu.ones(2, 3))" })
@@ -164,13 +176,9 @@ local LAYER_NORM = options.declare("nn.LayerNorm", module.with_placement {
 -- LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype, device}])
 local LayerNorm = class("LayerNorm")
 function LayerNorm:init(s, opts)
-  self.normalized_shape = norm_shape("nn.LayerNorm", 1, s)
-  local o = LAYER_NORM:check(opts, 2)
-  self.eps = o.eps
-  local p = module.placement(o)
-  if o.elementwise_affine then
-    self:register_parameter("weight", gpu.ones(self.normalized_shape, p))
-    if o.bias then self:register_parameter("bias", gpu.zeros(self.normalized_shape, p)) end
+  local o = init_norm(self, "nn.LayerNorm", LAYER_NORM, s, opts)
+  if o.elementwise_affine and o.bias then
+    self:register_parameter("bias", gpu.zeros(self.normalized_shape, module.placement(o)))
   end
 end
 function LayerNorm:forward(x)
@@ -191,12 +199,7 @@ local RMS_NORM = options.declare("nn.RMSNorm", module.with_placement {
 -- RMSNorm(normalized_shape [, {eps = machine epsilon of the input dtype, elementwise_affine = true}])
 local RMSNorm = class("RMSNorm")
 function RMSNorm:init(s, opts)
-  self.normalized_shape = norm_shape("nn.RMSNorm", 1, s)
-  local o = RMS_NORM:check(opts, 2)
-  self.eps = o.eps
-  if o.elementwise_affine then
-    self:register_parameter("weight", gpu.ones(self.normalized_shape, module.placement(o)))
-  end
+  init_norm(self, "nn.RMSNorm", RMS_NORM, s, opts)
 end
 function RMSNorm:forward(x)
   local fname = "nn.RMSNorm"

@@ -305,51 +305,47 @@ function R.interpolate(x, opts) return R.interpolate_as("nn.interpolate", x, INT
 
 -- ---- pixel shuffle ---------------------------------------------------------------------------
 
+-- The checked x (..., C, H, W) and factor r of a pixel (un)shuffle ('what' names r), and
+-- x's leading axes, C, H and W.
+local function shuffle_args(name, x, r, what)
+  check_array(x, name, 1, "input")
+  r = options.value(r, { type = "integer", min = 1 }, name, 2, what)
+  if x.ndim < 3 then raise("%s: expected at least 3 axes (..., C, H, W), got shape %s", name, shape_str(x.shape)) end
+  local s, nd = x.shape, x.ndim
+  return r, { table.unpack(s, 1, nd - 3) }, s[nd - 2], s[nd - 1], s[nd]
+end
+
+-- x viewed as lead..., split (the channel and spatial axes split by r), permuted by the
+-- 5 axes' order after the leading ones, reshaped to lead..., out
+local function shuffle(x, lead, split, order, out)
+  local n = #lead
+  local v, perm, shape = { table.unpack(lead) }, {}, { table.unpack(lead) }
+  for _, d in ipairs(split) do v[#v + 1] = d end
+  for i = 1, n do perm[i] = i end
+  for _, a in ipairs(order) do perm[#perm + 1] = n + a end
+  for _, d in ipairs(out) do shape[#shape + 1] = d end
+  return x:reshape(v):permute(perm):reshape(shape)
+end
+
 -- pixel_shuffle(x (..., C r^2, H, W), r) -> (..., C, H r, W r)
 function R.pixel_shuffle_as(name, x, r)
-  check_array(x, name, 1, "input")
-  r = options.value(r, { type = "integer", min = 1 }, name, 2, "upscale_factor")
-  if x.ndim < 3 then raise("%s: expected at least 3 axes (..., C, H, W), got shape %s", name, shape_str(x.shape)) end
-  local s = x.shape
-  local nd = x.ndim
-  local C, H, W = s[nd - 2], s[nd - 1], s[nd]
+  local lead, C, H, W
+  r, lead, C, H, W = shuffle_args(name, x, r, "upscale_factor")
   if C % (r * r) ~= 0 then
     raise("%s: the %d channels are not divisible by upscale_factor^2 = %d", name, C, r * r)
   end
-  local lead = { table.unpack(s, 1, nd - 3) }
-  local n = #lead
-  local v = { table.unpack(lead) }
-  for _, d in ipairs { C // (r * r), r, r, H, W } do v[#v + 1] = d end
-  local perm = {}
-  for i = 1, n do perm[i] = i end
-  for _, a in ipairs { 1, 4, 2, 5, 3 } do perm[#perm + 1] = n + a end
-  local out = { table.unpack(lead) }
-  for _, d in ipairs { C // (r * r), H * r, W * r } do out[#out + 1] = d end
-  return x:reshape(v):permute(perm):reshape(out)
+  return shuffle(x, lead, { C // (r * r), r, r, H, W }, { 1, 4, 2, 5, 3 }, { C // (r * r), H * r, W * r })
 end
 function R.pixel_shuffle(x, r) return R.pixel_shuffle_as("nn.pixel_shuffle", x, r) end
 
 -- pixel_unshuffle(x (..., C, H r, W r), r) -> (..., C r^2, H, W)
 function R.pixel_unshuffle_as(name, x, r)
-  check_array(x, name, 1, "input")
-  r = options.value(r, { type = "integer", min = 1 }, name, 2, "downscale_factor")
-  if x.ndim < 3 then raise("%s: expected at least 3 axes (..., C, H, W), got shape %s", name, shape_str(x.shape)) end
-  local s = x.shape
-  local nd = x.ndim
-  local C, H, W = s[nd - 2], s[nd - 1], s[nd]
+  local lead, C, H, W
+  r, lead, C, H, W = shuffle_args(name, x, r, "downscale_factor")
   if H % r ~= 0 or W % r ~= 0 then
     raise("%s: the spatial size %dx%d is not divisible by downscale_factor %d", name, H, W, r)
   end
-  local lead = { table.unpack(s, 1, nd - 3) }
-  local n = #lead
-  local v = { table.unpack(lead) }
-  for _, d in ipairs { C, H // r, r, W // r, r } do v[#v + 1] = d end
-  local perm = {}
-  for i = 1, n do perm[i] = i end
-  for _, a in ipairs { 1, 3, 5, 2, 4 } do perm[#perm + 1] = n + a end
-  local out = { table.unpack(lead) }
-  for _, d in ipairs { C * r * r, H // r, W // r } do out[#out + 1] = d end
-  return x:reshape(v):permute(perm):reshape(out)
+  return shuffle(x, lead, { C, H // r, r, W // r, r }, { 1, 3, 5, 2, 4 }, { C * r * r, H // r, W // r })
 end
 function R.pixel_unshuffle(x, r) return R.pixel_unshuffle_as("nn.pixel_unshuffle", x, r) end
 
