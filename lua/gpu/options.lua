@@ -369,4 +369,14 @@ function M.guard_methods(cls, kind, noun, is_self)
   return cls
 end
 
+-- class(name, noun) -> cls, is_cls: a class table (its own __index, __name = name) whose
+-- methods guard_methods guards (noun: what the hint calls an instance), and the test of
+-- an instance
+function M.class(name, noun)
+  local cls = { __name = name }
+  cls.__index = cls
+  local function is_cls(v) return getmetatable(v) == cls end
+  return M.guard_methods(cls, name, noun, is_cls), is_cls
+end
+
 return M

@@ -674,10 +674,18 @@ end
 
 -- ---- evaluate, predict -----------------------------------------------------------------------
 
-local EVALUATE = options.declare("Module:evaluate", {
-  batch_size = { type = "integer", min = 1, default = 256 },
-  steps = { type = "integer", min = 1 },
-  distributed = { type = "boolean", default = false },
+-- the options of evaluate and predict, with 'more'
+local function eval_keys(more)
+  local keys = {
+    batch_size = { type = "integer", min = 1, default = 256 },
+    steps = { type = "integer", min = 1 },
+    distributed = { type = "boolean", default = false },
+  }
+  for k, v in pairs(more) do keys[k] = v end
+  return keys
+end
+
+local EVALUATE = options.declare("Module:evaluate", eval_keys {
   verbose = { type = "integer|boolean", default = false, what = "0, 1, 2 or a boolean",
               check = function(v) return v == true or v == false or v == 0 or v == 1 or v == 2 end },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
@@ -709,11 +717,7 @@ function Module:evaluate(x, y, opts)
   return r
 end
 
-local PREDICT = options.declare("Module:predict", {
-  batch_size = { type = "integer", min = 1, default = 256 },
-  steps = { type = "integer", min = 1 },
-  distributed = { type = "boolean", default = false },
-}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
+local PREDICT = options.declare("Module:predict", eval_keys {}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
 
 -- The outputs of x (one array), in batches of bs, at most steps of them; x may be a
 -- DataLoader (its batches' inputs) or a generator's reader (its next batches' inputs).
