@@ -257,6 +257,15 @@ local function typedefs(types)
   return table.concat(out, "\n")
 end
 
+-- The source's first lines, as a list to append to: the typedefs of the bound type
+-- placeholders, a reduction's accumulator type _gl_rt (rtype), the user's preamble.
+local function source_head(types, preamble, rtype)
+  local L = { typedefs(types) }
+  if rtype then L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c) end
+  L[#L + 1] = preamble or ""
+  return L
+end
+
 local function declare_pointers(ps)
   local out = {}
   for k, p in ipairs(ps) do
@@ -299,9 +308,7 @@ end
 
 local function elementwise_source(name, ps, types, preamble, body)
   local nargs = #ps
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble)
   L[#L + 1] = ("void %s_contig(int64_t _gl_lo, int64_t _gl_hi, char *const *_gl_p) {"):format(name)
   L[#L + 1] = declare_pointers(ps)
   L[#L + 1] = "  for (int64_t i = _gl_lo; i < _gl_hi; i++) {"
@@ -367,9 +374,7 @@ local GRID_LOOP = "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadId
 local function elementwise_source_cuda(name, ps, types, preamble, body)
   local nargs = #ps
   local params = cuda_params(ps)
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble)
   L[#L + 1] = ('extern "C" __global__ void %s_contig(const int64_t _gl_n%s%s) {'):format(name, nargs > 0 and ", " or "", params)
   L[#L + 1] = cuda_scalars(ps)
   L[#L + 1] = "  " .. GRID_LOOP:format("i", "i", "_gl_n", "i")
@@ -392,10 +397,7 @@ end
 
 local function reduction_source_cuda(name, ps, types, rtype, preamble, identity, map_expr, reduce_expr, post_map)
   local nargs = #ps
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble, rtype)
   L[#L + 1] = ('extern "C" __global__ void %s_reduce(const gl_jit_geom _gl_g, %s) {'):format(name, cuda_params(ps))
   L[#L + 1] = ("  __shared__ _gl_rt _gl_sh[%d];"):format(CUDA_BLOCK)
   L[#L + 1] = cuda_scalars(ps)
@@ -637,10 +639,7 @@ end
 
 local function reduction_source(name, ps, types, rtype, preamble, identity, map_expr, reduce_expr, post_map)
   local nargs = #ps
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble, rtype)
   L[#L + 1] = ("void %s_init(void *_gl_acc) { *(_gl_rt *)_gl_acc = (_gl_rt)(%s); }"):format(name, identity)
   L[#L + 1] = ("void %s_part(int64_t _gl_o, int64_t _gl_lo, int64_t _gl_hi, const gl_jit_geom *_gl_g, char *const *_gl_p, void *_gl_acc) {"):format(name)
   L[#L + 1] = declare_pointers(ps)

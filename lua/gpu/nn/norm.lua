@@ -93,13 +93,20 @@ local EPS = { type = "number", min = 0, default = 1e-5 }
 local LN_F = options.declare("nn.layer_norm", { eps = EPS },
   { example = "gpu.nn.layer_norm(gpu.ones(2, 3), 3, nil, nil, %s)" })
 
--- layer_norm(x, normalized_shape, weight, bias [, {eps = 1e-5}] or [, eps])
-function Fn.layer_norm(x, s, w, b, opts)
-  local fname = "nn.layer_norm"
+-- A functional norm's checked x (argument 1), normalized_shape (argument 2) and options
+-- (a table or the number eps, argument argn): the shape and the options.
+local function norm_args(fname, decl, x, s, opts, argn)
   check_array(x, fname, 1, "input")
   s = norm_shape(fname, 2, s)
   if type(opts) == "number" then opts = { eps = opts } end
-  local o = LN_F:check(opts, 5)
+  return s, decl:check(opts, argn)
+end
+
+-- layer_norm(x, normalized_shape, weight, bias [, {eps = 1e-5}] or [, eps])
+function Fn.layer_norm(x, s, w, b, opts)
+  local fname = "nn.layer_norm"
+  local o
+  s, o = norm_args(fname, LN_F, x, s, opts, 5)
   check_param(fname, 3, w, s, "weight", x)
   check_param(fname, 4, b, s, "bias", x)
   local axes = trailing_axes(fname, x, s)
@@ -121,10 +128,8 @@ local function rms(x, axes, eps, w)
 end
 function Fn.rms_norm(x, s, w, opts)
   local fname = "nn.rms_norm"
-  check_array(x, fname, 1, "input")
-  s = norm_shape(fname, 2, s)
-  if type(opts) == "number" then opts = { eps = opts } end
-  local o = RMS_F:check(opts, 4)
+  local o
+  s, o = norm_args(fname, RMS_F, x, s, opts, 4)
   check_param(fname, 3, w, s, "weight", x)
   return rms(x, trailing_axes(fname, x, s), o.eps, w)
 end
