@@ -306,6 +306,27 @@ local function stores(ps, index)
   end)
 end
 
+-- The C loop over elements lo..hi-1 in runs along the innermost axis: w.count counts the
+-- elements, w.nd axes of shape w.shape with per-argument strides w.str, located at w.idx
+-- (and the arguments' offsets at _gl_off); w.base formats argument k's first offset from
+-- k - 1 (twice where it has two %d). body(idx) gives the lines of one element, idx(k) the
+-- index expression of argument k.
+local function inner_runs(L, nargs, w, body)
+  local last = w.nd .. " - 1"
+  L[#L + 1] = ("  while (%s < _gl_hi) {"):format(w.count)
+  L[#L + 1] = ("    int64_t _gl_n = %s[%s] - %s[%s];"):format(w.shape, last, w.idx, last)
+  L[#L + 1] = ("    if (_gl_n > _gl_hi - %s) _gl_n = _gl_hi - %s;"):format(w.count, w.count)
+  for k = 1, nargs do
+    L[#L + 1] = ("    const int64_t _gl_s%d = %s[%d][%s], _gl_o%d = %s;"):format(k, w.str, k - 1, last, k,
+      w.base:format(k - 1, k - 1))
+  end
+  L[#L + 1] = ("    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, %s++) {"):format(w.count)
+  for _, line in ipairs(body(function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end)) do L[#L + 1] = line end
+  L[#L + 1] = "    }"
+  L[#L + 1] = ("    gl_jit_advance(%d, %s, _gl_off, _gl_n, %s, %s, %s);"):format(nargs, w.idx, w.nd, w.shape, w.str)
+  L[#L + 1] = "  }"
+end
+
 local function elementwise_source(name, ps, types, preamble, body)
   local nargs = #ps
   local L = source_head(types, preamble)
@@ -322,20 +343,11 @@ local function elementwise_source(name, ps, types, preamble, body)
   L[#L + 1] = "  const int _gl_nd = _gl_g->nd;"
   L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_idx, _gl_off, _gl_nd, _gl_g->shape, _gl_g->str);"):format(nargs)
   L[#L + 1] = "  int64_t i = _gl_lo;"
-  L[#L + 1] = "  while (i < _gl_hi) {"
-  L[#L + 1] = "    int64_t _gl_n = _gl_g->shape[_gl_nd - 1] - _gl_idx[_gl_nd - 1];"
-  L[#L + 1] = "    if (_gl_n > _gl_hi - i) _gl_n = _gl_hi - i;"
-  for k = 1, nargs do
-    L[#L + 1] = ("    const int64_t _gl_s%d = _gl_g->str[%d][_gl_nd - 1], _gl_o%d = _gl_off[%d];"):format(k, k - 1, k, k - 1)
-  end
-  L[#L + 1] = "    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, i++) {"
-  local idx = function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end
-  L[#L + 1] = loads(ps, idx)
-  L[#L + 1] = "    {\n" .. body .. "\n;\n    }"
-  L[#L + 1] = stores(ps, idx)
-  L[#L + 1] = "    }"
-  L[#L + 1] = ("    gl_jit_advance(%d, _gl_idx, _gl_off, _gl_n, _gl_nd, _gl_g->shape, _gl_g->str);"):format(nargs)
-  L[#L + 1] = "  }\n}"
+  inner_runs(L, nargs, { count = "i", nd = "_gl_nd", idx = "_gl_idx", shape = "_gl_g->shape", str = "_gl_g->str",
+    base = "_gl_off[%d]" }, function(idx)
+    return { loads(ps, idx), "    {\n" .. body .. "\n;\n    }", stores(ps, idx) }
+  end)
+  L[#L + 1] = "}"
   return table.concat(L, "\n")
 end
 
@@ -649,21 +661,13 @@ local function reduction_source(name, ps, types, rtype, preamble, identity, map_
   L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_ridx, _gl_off, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
   L[#L + 1] = "  _gl_rt a = *(_gl_rt *)_gl_acc;"
   L[#L + 1] = "  int64_t _gl_e = _gl_lo;"
-  L[#L + 1] = "  while (_gl_e < _gl_hi) {"
-  L[#L + 1] = "    int64_t _gl_n = _gl_g->rshape[_gl_nr - 1] - _gl_ridx[_gl_nr - 1];"
-  L[#L + 1] = "    if (_gl_n > _gl_hi - _gl_e) _gl_n = _gl_hi - _gl_e;"
-  for k = 1, nargs do
-    L[#L + 1] = ("    const int64_t _gl_s%d = _gl_g->rstr[%d][_gl_nr - 1], _gl_o%d = _gl_ko[%d] + _gl_off[%d];"):format(k, k - 1, k, k - 1, k - 1)
-  end
-  L[#L + 1] = "    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, _gl_e++) {"
   local ins = {}
   for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
-  L[#L + 1] = loads(ins, function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end)
-  L[#L + 1] = ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr)
-  L[#L + 1] = ("      a = (_gl_rt)(%s);"):format(reduce_expr)
-  L[#L + 1] = "    }"
-  L[#L + 1] = ("    gl_jit_advance(%d, _gl_ridx, _gl_off, _gl_n, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
-  L[#L + 1] = "  }"
+  inner_runs(L, nargs, { count = "_gl_e", nd = "_gl_nr", idx = "_gl_ridx", shape = "_gl_g->rshape", str = "_gl_g->rstr",
+    base = "_gl_ko[%d] + _gl_off[%d]" }, function(idx)
+    return { loads(ins, idx), ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr),
+             ("      a = (_gl_rt)(%s);"):format(reduce_expr) }
+  end)
   L[#L + 1] = "  *(_gl_rt *)_gl_acc = a;\n}"
   L[#L + 1] = ("void %s_post(int64_t _gl_o, const gl_jit_geom *_gl_g, char *const *_gl_p, const void *_gl_acc, int _gl_nacc) {"):format(name)
   L[#L + 1] = declare_pointers(ps)
