@@ -249,11 +249,8 @@ end
 
 -- params: {name, dt, role} with role i (input array), o (output array), r/w (raw), s (scalar)
 local function typedefs(types)
-  local names = {}
-  for t in pairs(types) do names[#names + 1] = t end
-  table.sort(names)
   local out = {}
-  for _, t in ipairs(names) do out[#out + 1] = ("typedef %s %s;"):format(CT[types[t]].c, t) end
+  for _, t in ipairs(options.sorted_keys(types)) do out[#out + 1] = ("typedef %s %s;"):format(CT[types[t]].c, t) end
   return table.concat(out, "\n")
 end
 

@@ -320,6 +320,14 @@ M.type_name = type_name
 -- shape_str(shape): "(2, 3)", as errors show a shape
 function M.shape_str(shape) return "(" .. table.concat(shape, ", ") .. ")" end
 
+-- The keys of t, sorted.
+function M.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
 -- check_array(v, fname, argn, what): v is an open gpu array, else "bad argument #argn to
 -- 'fname' (what: gpu.array expected, got ...)".
 function M.check_array(v, fname, argn, what)

@@ -46,12 +46,6 @@ local metric_names = { "acc", "accuracy" }
 for _, name in ipairs(metrics.names) do metric_fns[name] = metrics[name]; metric_names[#metric_names + 1] = name end
 table.sort(metric_names)
 
-local function sorted_keys(t)
-  local out = {}
-  for k in pairs(t) do out[#out + 1] = k end
-  table.sort(out)
-  return out
-end
 
 -- name, choices -> "unknown <what> 'x'; did you mean 'y'? (expected one of ...)"
 local function unknown(what, name, choices)
@@ -63,7 +57,7 @@ end
 local function resolve_loss(loss)
   if type(loss) == "string" then
     local f = losses.losses[loss]
-    if f == nil then unknown("loss", loss, sorted_keys(losses.losses)) end
+    if f == nil then unknown("loss", loss, options.sorted_keys(losses.losses)) end
     return loss, f
   end
   return "custom", function(p, y) return loss(p, y) end
