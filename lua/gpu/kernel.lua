@@ -303,6 +303,21 @@ local function stores(ps, index)
   end)
 end
 
+-- ps with the parameters of other roles than role masked (role "-": no load, no store)
+local function only(ps, role)
+  local out = {}
+  for k, p in ipairs(ps) do out[k] = p.role == role and p or { role = "-" } end
+  return out
+end
+
+-- A reduction's last step for the output element at _gl_ko: its outputs loaded, post_map,
+-- the outputs stored (the accumulator is a).
+local function post_map_lines(ps, post_map)
+  local outs = only(ps, "o")
+  local at = function(k) return ("_gl_ko[%d]"):format(k - 1) end
+  return table.concat({ loads(outs, at), "    {\n" .. post_map .. "\n;\n    }", stores(outs, at) }, "\n")
+end
+
 -- The C loop over elements lo..hi-1 in runs along the innermost axis: w.count counts the
 -- elements, w.nd axes of shape w.shape with per-argument strides w.str, located at w.idx
 -- (and the arguments' offsets at _gl_off); w.base formats argument k's first offset from
@@ -418,8 +433,7 @@ local function reduction_source_cuda(name, ps, types, rtype, preamble, identity,
   L[#L + 1] = ("    _gl_rt a = (_gl_rt)(%s);"):format(identity)
   L[#L + 1] = "    for (int64_t _gl_e = threadIdx.x; _gl_e < _gl_m; _gl_e += blockDim.x) {"
   L[#L + 1] = ("      gl_jit_locate(_gl_e, %d, _gl_ridx, _gl_off, _gl_g.nr, _gl_g.rshape, _gl_g.rstr);"):format(nargs)
-  local ins = {}
-  for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
+  local ins = only(ps, "i")
   L[#L + 1] = loads(ins, function(k) return ("_gl_ko[%d] + _gl_off[%d]"):format(k - 1, k - 1) end)
   L[#L + 1] = ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr)
   L[#L + 1] = ("      a = (_gl_rt)(%s);"):format(reduce_expr)
@@ -436,11 +450,7 @@ local function reduction_source_cuda(name, ps, types, rtype, preamble, identity,
   L[#L + 1] = "    }"
   L[#L + 1] = "    if (threadIdx.x == 0) {"
   L[#L + 1] = "      a = _gl_sh[0];"
-  local outs = {}
-  for k, p in ipairs(ps) do outs[k] = p.role == "o" and p or { role = "-" } end
-  L[#L + 1] = loads(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
-  L[#L + 1] = "    {\n" .. post_map .. "\n;\n    }"
-  L[#L + 1] = stores(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = post_map_lines(ps, post_map)
   L[#L + 1] = "    }"
   L[#L + 1] = "    __syncthreads();"
   L[#L + 1] = "  }\n}"
@@ -658,8 +668,7 @@ local function reduction_source(name, ps, types, rtype, preamble, identity, map_
   L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_ridx, _gl_off, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
   L[#L + 1] = "  _gl_rt a = *(_gl_rt *)_gl_acc;"
   L[#L + 1] = "  int64_t _gl_e = _gl_lo;"
-  local ins = {}
-  for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
+  local ins = only(ps, "i")
   inner_runs(L, nargs, { count = "_gl_e", nd = "_gl_nr", idx = "_gl_ridx", shape = "_gl_g->rshape", str = "_gl_g->rstr",
     base = "_gl_ko[%d] + _gl_off[%d]" }, function(idx)
     return { loads(ins, idx), ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr),
@@ -675,12 +684,8 @@ local function reduction_source(name, ps, types, rtype, preamble, identity, map_
   L[#L + 1] = "    const _gl_rt b = *(const _gl_rt *)((const char *)_gl_acc + 8 * _gl_t);"
   L[#L + 1] = ("    a = (_gl_rt)(%s);"):format(reduce_expr)
   L[#L + 1] = "  }"
-  local outs = {}
-  for k, p in ipairs(ps) do outs[k] = p.role == "o" and p or { role = "-" } end
   L[#L + 1] = "  {"
-  L[#L + 1] = loads(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
-  L[#L + 1] = "    {\n" .. post_map .. "\n;\n    }"
-  L[#L + 1] = stores(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = post_map_lines(ps, post_map)
   L[#L + 1] = "  }\n}"
   return table.concat(L, "\n")
 end
