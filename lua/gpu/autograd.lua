@@ -383,6 +383,17 @@ function M.grad(outputs, inputs, opts)
   return res
 end
 
+-- fn appended to the list node[field] (made on first use); the handle whose remove() takes
+-- it off
+local function add_hook(node, field, fn)
+  local hooks = node[field] or {}
+  node[field] = hooks
+  hooks[#hooks + 1] = fn
+  return { remove = function()
+    for i, h in ipairs(hooks) do if h == fn then table.remove(hooks, i) return end end
+  end }
+end
+
 -- register_post_accumulate_grad_hook(x, fn) -> handle: fn(x) runs when a leaf's .grad has
 -- been accumulated by backward (torch's Tensor.register_post_accumulate_grad_hook).
 function M.register_post_accumulate_grad_hook(x, fn)
@@ -393,12 +404,7 @@ function M.register_post_accumulate_grad_hook(x, fn)
   if node == nil or not node.leaf then
     raise("register_post_accumulate_grad_hook: the array is not a leaf that requires grad")
   end
-  node.post_hooks = node.post_hooks or {}
-  local hooks = node.post_hooks
-  hooks[#hooks + 1] = fn
-  return { remove = function()
-    for i, h in ipairs(hooks) do if h == fn then table.remove(hooks, i) return end end
-  end }
+  return add_hook(node, "post_hooks", fn)
 end
 
 -- x:register_hook(fn) -> handle: fn(grad) runs when x's gradient is computed and may
@@ -407,12 +413,7 @@ function M.register_hook(x, fn)
   if type(fn) ~= "function" then argerror("register_hook", 1, "a function expected, got %s", type(fn)) end
   local node = node_of(x)
   if node == nil then raise("register_hook: the array does not require grad") end
-  node.hooks = node.hooks or {}
-  local hooks = node.hooks
-  hooks[#hooks + 1] = fn
-  return { remove = function()
-    for i, h in ipairs(hooks) do if h == fn then table.remove(hooks, i) return end end
-  end }
+  return add_hook(node, "hooks", fn)
 end
 
 -- ---- checking -------------------------------------------------------------------------------

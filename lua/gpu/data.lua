@@ -83,10 +83,7 @@ end
 --   for xb, yb in loader do          -- the loader itself: each loop is a new epoch
 --   for xb, yb in loader:iter() do   -- or loader(): an iterator of one epoch
 -- #loader is the number of batches.
-local DataLoader = {}
-DataLoader.__index = DataLoader
-DataLoader.__name = "DataLoader"
-local function is_loader(v) return getmetatable(v) == DataLoader end
+local DataLoader, is_loader = options.class("DataLoader", "loader")
 data.is_loader = is_loader
 
 local LOADER = options.declare("data.DataLoader", {
@@ -129,7 +126,6 @@ DataLoader.__len = function(self)
   local n = self.sampler and #self.sampler or self.dataset and #self.dataset or self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
 end
-options.guard_methods(DataLoader, "DataLoader", "loader", is_loader)
 
 -- DataLoader(dataset [, opts]): over a dataset (gpu.data.dataset's protocol); its
 -- batches are collated by collate_fn (default_collate) unless the dataset gathers them

@@ -230,8 +230,12 @@ local REDUCE_C = {
   min = { float = "gl_min(a, b)", int = "(a < b ? a : b)", ifloat = "INFINITY", iint = "INT64_MAX" },
 }
 
-local notice_given = false
-local nvrtc_notice_given = false
+-- The compilers a fused call can find missing: the error's words, what f.why says, and the
+-- notice printed once (given: whether it was)
+local missing_compilers = {
+  { words = "no C compiler", why = "no C compiler", notice = "; fused functions run unfused\n" },
+  { words = "cannot load NVRTC", why = "no NVRTC", notice = "; fused functions on cuda run unfused\n" },
+}
 
 local function run_unfused(fn, ...) return fn(...) end
 -- Traces fn on the call's arguments; returns a runner, or nil (and the reason) when fn
@@ -417,21 +421,16 @@ function M.fuse(fn, opts)
         return table.unpack(res, 2, res.n)
       end
       local msg = res[2]
-      if type(msg) == "string" and msg:find("no C compiler", 1, true) then
-        if not notice_given then
-          notice_given = true
-          io.stderr:write("gpu.fuse: ", (msg:gsub("^.-(no C compiler)", "%1")), "; fused functions run unfused\n")
-        end
-        why = "no C compiler"
-      elseif type(msg) == "string" and msg:find("cannot load NVRTC", 1, true) then
-        if not nvrtc_notice_given then
-          nvrtc_notice_given = true
-          io.stderr:write("gpu.fuse: ", (msg:gsub("^.-(cannot load NVRTC)", "%1")), "; fused functions on cuda run unfused\n")
-        end
-        why = "no NVRTC"
-      else
-        error(msg, 0)
+      local m
+      for _, c in ipairs(missing_compilers) do
+        if type(msg) == "string" and msg:find(c.words, 1, true) then m = c break end
       end
+      if not m then error(msg, 0) end
+      if not m.given then
+        m.given = true
+        io.stderr:write("gpu.fuse: ", (msg:gsub("^.-(" .. m.words .. ")", "%1")), m.notice)
+      end
+      why = m.why
     end
     stats.unfused = stats.unfused + 1
     f.why = why

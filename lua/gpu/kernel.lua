@@ -13,8 +13,7 @@
 --
 -- On cuda the same parsed kernel is written as CUDA (elementwise_source_cuda,
 -- reduction_source_cuda), compiled by NVRTC for the device's architecture and cached
--- (src/ops/jit_cuda.c) and launched by gpu._jit.cuda_launch (src/lua/lkernel.c). The cuda
--- launches have never run on a GPU.
+-- (src/ops/jit_cuda.c) and launched by gpu._jit.cuda_launch (src/lua/lkernel.c).
 local gpu = require "gpu"
 local options = require "gpu.options"
 local jit = gpu._jit
@@ -254,12 +253,18 @@ end
 
 -- params: {name, dt, role} with role i (input array), o (output array), r/w (raw), s (scalar)
 local function typedefs(types)
-  local names = {}
-  for t in pairs(types) do names[#names + 1] = t end
-  table.sort(names)
   local out = {}
-  for _, t in ipairs(names) do out[#out + 1] = ("typedef %s %s;"):format(CT[types[t]].c, t) end
+  for _, t in ipairs(options.sorted_keys(types)) do out[#out + 1] = ("typedef %s %s;"):format(CT[types[t]].c, t) end
   return table.concat(out, "\n")
+end
+
+-- The source's first lines, as a list to append to: the typedefs of the bound type
+-- placeholders, a reduction's accumulator type _gl_rt (rtype), the user's preamble.
+local function source_head(types, preamble, rtype)
+  local L = { typedefs(types) }
+  if rtype then L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c) end
+  L[#L + 1] = preamble or ""
+  return L
 end
 
 local function declare_pointers(ps)
@@ -279,32 +284,68 @@ local function declare_pointers(ps)
   return table.concat(out, "\n")
 end
 
-local function loads(ps, index)
+-- The lines f(k, p) writes for each parameter p (k-th) whose role is in roles.
+local function per_param(ps, roles, f)
   local out = {}
   for k, p in ipairs(ps) do
-    if p.role == "i" or p.role == "o" then
-      out[#out + 1] = ("    %s%s %s = %s;"):format(p.role == "i" and "const " or "", CT[p.dt].c, p.name,
-        load(p.dt, ("_gl_p_%s[%s]"):format(p.name, index(k))))
-    end
+    if roles[p.role] then out[#out + 1] = f(k, p) end
   end
   return table.concat(out, "\n")
 end
 
+-- the array parameters' element k-th at index(k) read into locals, and written back
+local function loads(ps, index)
+  return per_param(ps, { i = true, o = true }, function(k, p)
+    return ("    %s%s %s = %s;"):format(p.role == "i" and "const " or "", CT[p.dt].c, p.name,
+      load(p.dt, ("_gl_p_%s[%s]"):format(p.name, index(k))))
+  end)
+end
+
 local function stores(ps, index)
+  return per_param(ps, { o = true }, function(k, p)
+    return ("    _gl_p_%s[%s] = %s;"):format(p.name, index(k), store(p.dt, p.name))
+  end)
+end
+
+-- ps with the parameters of other roles than role masked (role "-": no load, no store)
+local function only(ps, role)
   local out = {}
-  for k, p in ipairs(ps) do
-    if p.role == "o" then
-      out[#out + 1] = ("    _gl_p_%s[%s] = %s;"):format(p.name, index(k), store(p.dt, p.name))
-    end
+  for k, p in ipairs(ps) do out[k] = p.role == role and p or { role = "-" } end
+  return out
+end
+
+-- A reduction's last step for the output element at _gl_ko: its outputs loaded, post_map,
+-- the outputs stored (the accumulator is a).
+local function post_map_lines(ps, post_map)
+  local outs = only(ps, "o")
+  local at = function(k) return ("_gl_ko[%d]"):format(k - 1) end
+  return table.concat({ loads(outs, at), "    {\n" .. post_map .. "\n;\n    }", stores(outs, at) }, "\n")
+end
+
+-- The C loop over elements lo..hi-1 in runs along the innermost axis: w.count counts the
+-- elements, w.nd axes of shape w.shape with per-argument strides w.str, located at w.idx
+-- (and the arguments' offsets at _gl_off); w.base formats argument k's first offset from
+-- k - 1 (twice where it has two %d). body(idx) gives the lines of one element, idx(k) the
+-- index expression of argument k.
+local function inner_runs(L, nargs, w, body)
+  local last = w.nd .. " - 1"
+  L[#L + 1] = ("  while (%s < _gl_hi) {"):format(w.count)
+  L[#L + 1] = ("    int64_t _gl_n = %s[%s] - %s[%s];"):format(w.shape, last, w.idx, last)
+  L[#L + 1] = ("    if (_gl_n > _gl_hi - %s) _gl_n = _gl_hi - %s;"):format(w.count, w.count)
+  for k = 1, nargs do
+    L[#L + 1] = ("    const int64_t _gl_s%d = %s[%d][%s], _gl_o%d = %s;"):format(k, w.str, k - 1, last, k,
+      w.base:format(k - 1, k - 1))
   end
-  return table.concat(out, "\n")
+  L[#L + 1] = ("    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, %s++) {"):format(w.count)
+  for _, line in ipairs(body(function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end)) do L[#L + 1] = line end
+  L[#L + 1] = "    }"
+  L[#L + 1] = ("    gl_jit_advance(%d, %s, _gl_off, _gl_n, %s, %s, %s);"):format(nargs, w.idx, w.nd, w.shape, w.str)
+  L[#L + 1] = "  }"
 end
 
 local function elementwise_source(name, ps, types, preamble, body)
   local nargs = #ps
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble)
   L[#L + 1] = ("void %s_contig(int64_t _gl_lo, int64_t _gl_hi, char *const *_gl_p) {"):format(name)
   L[#L + 1] = declare_pointers(ps)
   L[#L + 1] = "  for (int64_t i = _gl_lo; i < _gl_hi; i++) {"
@@ -318,20 +359,11 @@ local function elementwise_source(name, ps, types, preamble, body)
   L[#L + 1] = "  const int _gl_nd = _gl_g->nd;"
   L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_idx, _gl_off, _gl_nd, _gl_g->shape, _gl_g->str);"):format(nargs)
   L[#L + 1] = "  int64_t i = _gl_lo;"
-  L[#L + 1] = "  while (i < _gl_hi) {"
-  L[#L + 1] = "    int64_t _gl_n = _gl_g->shape[_gl_nd - 1] - _gl_idx[_gl_nd - 1];"
-  L[#L + 1] = "    if (_gl_n > _gl_hi - i) _gl_n = _gl_hi - i;"
-  for k = 1, nargs do
-    L[#L + 1] = ("    const int64_t _gl_s%d = _gl_g->str[%d][_gl_nd - 1], _gl_o%d = _gl_off[%d];"):format(k, k - 1, k, k - 1)
-  end
-  L[#L + 1] = "    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, i++) {"
-  local idx = function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end
-  L[#L + 1] = loads(ps, idx)
-  L[#L + 1] = "    {\n" .. body .. "\n;\n    }"
-  L[#L + 1] = stores(ps, idx)
-  L[#L + 1] = "    }"
-  L[#L + 1] = ("    gl_jit_advance(%d, _gl_idx, _gl_off, _gl_n, _gl_nd, _gl_g->shape, _gl_g->str);"):format(nargs)
-  L[#L + 1] = "  }\n}"
+  inner_runs(L, nargs, { count = "i", nd = "_gl_nd", idx = "_gl_idx", shape = "_gl_g->shape", str = "_gl_g->str",
+    base = "_gl_off[%d]" }, function(idx)
+    return { loads(ps, idx), "    {\n" .. body .. "\n;\n    }", stores(ps, idx) }
+  end)
+  L[#L + 1] = "}"
   return table.concat(L, "\n")
 end
 
@@ -360,13 +392,9 @@ local function cuda_params(ps)
 end
 
 local function cuda_scalars(ps)
-  local out = {}
-  for _, p in ipairs(ps) do
-    if p.role == "s" then
-      out[#out + 1] = ("  const %s %s = %s;"):format(CT[p.dt].c, p.name, load(p.dt, "_gl_s_" .. p.name))
-    end
-  end
-  return table.concat(out, "\n")
+  return per_param(ps, { s = true }, function(_, p)
+    return ("  const %s %s = %s;"):format(CT[p.dt].c, p.name, load(p.dt, "_gl_s_" .. p.name))
+  end)
 end
 
 local GRID_LOOP = "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; %s < %s; %s += (int64_t)gridDim.x * blockDim.x) {"
@@ -374,9 +402,7 @@ local GRID_LOOP = "for (int64_t %s = (int64_t)blockIdx.x * blockDim.x + threadId
 local function elementwise_source_cuda(name, ps, types, preamble, body)
   local nargs = #ps
   local params = cuda_params(ps)
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble)
   L[#L + 1] = ('extern "C" __global__ void %s_contig(const int64_t _gl_n%s%s) {'):format(name, nargs > 0 and ", " or "", params)
   L[#L + 1] = cuda_scalars(ps)
   L[#L + 1] = "  " .. GRID_LOOP:format("i", "i", "_gl_n", "i")
@@ -399,10 +425,7 @@ end
 
 local function reduction_source_cuda(name, ps, types, rtype, preamble, identity, map_expr, reduce_expr, post_map)
   local nargs = #ps
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble, rtype)
   L[#L + 1] = ('extern "C" __global__ void %s_reduce(const gl_jit_geom _gl_g, %s) {'):format(name, cuda_params(ps))
   L[#L + 1] = ("  __shared__ _gl_rt _gl_sh[%d];"):format(CUDA_BLOCK)
   L[#L + 1] = cuda_scalars(ps)
@@ -414,8 +437,7 @@ local function reduction_source_cuda(name, ps, types, rtype, preamble, identity,
   L[#L + 1] = ("    _gl_rt a = (_gl_rt)(%s);"):format(identity)
   L[#L + 1] = "    for (int64_t _gl_e = threadIdx.x; _gl_e < _gl_m; _gl_e += blockDim.x) {"
   L[#L + 1] = ("      gl_jit_locate(_gl_e, %d, _gl_ridx, _gl_off, _gl_g.nr, _gl_g.rshape, _gl_g.rstr);"):format(nargs)
-  local ins = {}
-  for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
+  local ins = only(ps, "i")
   L[#L + 1] = loads(ins, function(k) return ("_gl_ko[%d] + _gl_off[%d]"):format(k - 1, k - 1) end)
   L[#L + 1] = ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr)
   L[#L + 1] = ("      a = (_gl_rt)(%s);"):format(reduce_expr)
@@ -432,11 +454,7 @@ local function reduction_source_cuda(name, ps, types, rtype, preamble, identity,
   L[#L + 1] = "    }"
   L[#L + 1] = "    if (threadIdx.x == 0) {"
   L[#L + 1] = "      a = _gl_sh[0];"
-  local outs = {}
-  for k, p in ipairs(ps) do outs[k] = p.role == "o" and p or { role = "-" } end
-  L[#L + 1] = loads(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
-  L[#L + 1] = "    {\n" .. post_map .. "\n;\n    }"
-  L[#L + 1] = stores(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = post_map_lines(ps, post_map)
   L[#L + 1] = "    }"
   L[#L + 1] = "    __syncthreads();"
   L[#L + 1] = "  }\n}"
@@ -503,12 +521,15 @@ function M.ElementwiseKernel(in_params, out_params, body, name, opts)
     in_params = in_params, out_params = out_params, fname = "ElementwiseKernel '" .. name .. "'" }, Elementwise)
 end
 
--- bind_call(kernel, fname, args, outs_given, outputs_shape) -> params, types, dts, vals,
--- shapes, dev: a call's parameters (inputs then outputs), their bound types, the checked
--- values, the shapes that broadcast (the non-raw arrays; outputs' too when outputs_shape)
--- and the one device of the arrays
-local function bind_call(kernel, fname, args, outs_given, outputs_shape)
+-- bind_call(kernel, decl, outputs_shape, ...) -> o, params, types, dts, vals, shapes, shape,
+-- dev: a call's options (checked against decl), its parameters (inputs then outputs), their
+-- bound types, the checked values, the shapes that broadcast (the non-raw arrays; outputs'
+-- too when outputs_shape), the shape they broadcast to and the one device of the arrays
+local function bind_call(kernel, decl, outputs_shape, ...)
+  local fname = kernel.fname
   local nin = #kernel.ins
+  local args, outs_given, opts = split_call(fname, nin, #kernel.outs, ...)
+  local o = decl:check(opts, select("#", ...), fname)
   local params = {}
   for _, p in ipairs(kernel.ins) do params[#params + 1] = p end
   for _, p in ipairs(kernel.outs) do params[#params + 1] = p end
@@ -525,46 +546,32 @@ local function bind_call(kernel, fname, args, outs_given, outputs_shape)
       end
     end
   end
-  return params, types, dts, vals, shapes, check_device(fname, arrays)
-end
-
--- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
-function Elementwise:__call(...)
-  local fname = self.fname
-  local nin, nout = #self.ins, #self.outs
-  local args, outs_given, opts = split_call(fname, nin, nout, ...)
-  local o = EW_CALL:check(opts, select("#", ...), fname)
-  local params, types, dts, vals, shapes, dev = bind_call(self, fname, args, outs_given, true)
+  local dev = check_device(fname, arrays)
   local shape, clash = broadcast(shapes)
   if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
-  if #shapes == 0 then
-    if o.size == nil then options.raise("%s: no array argument gives the size: pass {size = n}", fname) end
-    shape = { o.size }
-  elseif o.size ~= nil and o.size ~= gpu.zeros(shape).size then
-    options.raise("%s: size %d does not match the arguments' size", fname, o.size)
-  end
-  -- outputs: given ones must have the broadcast shape; the others are made
+  return o, params, types, dts, vals, shapes, shape, dev
+end
+
+-- launch_call(kernel, params, dts, vals, dev, shape, output, sig, source, mask): launches
+-- a bound call and answers its outputs. The inputs are broadcast to shape (raw ones made
+-- contiguous); output(k, p, v) makes output k (v nil) or checks the one given and answers
+-- it and the array to launch; sig extends the signature the compiled kernel is cached
+-- under; source(name, ps, cuda) writes the kernel for ps, the parameters with their dtypes
+-- and roles: i input, o output, r / w raw read / written, s scalar.
+local function launch_call(kernel, params, dts, vals, dev, shape, output, sig, source, mask)
+  local nin = #kernel.ins
   local roles, launch, results = {}, {}, {}
   for k, p in ipairs(params) do
     local v = vals[k]
     if k > nin then
-      if v == nil then
-        v = gpu.empty(shape, { dtype = dts[k], device = dev })
-      elseif not p.raw and not same_shape(v.shape, shape) then
-        argerror(fname, k, "output '%s' has shape %s, the arguments broadcast to %s", p.name,
-          options.shape_str(v.shape), options.shape_str(shape))
-      end
+      v, launch[k] = output(k, p, v)
       results[#results + 1] = v
-    end
-    if p.raw then
-      roles[k] = k > nin and "w" or "r"
-      if not v:is_contiguous() then
-        if k > nin then argerror(fname, k, "raw output '%s' must be contiguous", p.name) end
-        v = v:contiguous()
-      end
-      launch[k] = v
+      roles[k] = p.raw and "w" or "o"
+    elseif p.raw then
+      roles[k] = "r"
+      launch[k] = v:is_contiguous() and v or v:contiguous()
     elseif is_array(v) then
-      roles[k] = k > nin and "o" or "i"
+      roles[k] = "i"
       launch[k] = same_shape(v.shape, shape) and v or v:expand(shape)
     else
       roles[k] = "s"
@@ -573,11 +580,36 @@ function Elementwise:__call(...)
   end
   local ps = {}
   for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
-  local sig = table.concat(roles) .. "|" .. table.concat(dts, ",")
-  run(self, fname, sig, dev, function(cuda)
-    return (cuda and elementwise_source_cuda or elementwise_source)(self.name, ps, types, self.preamble, self.body)
-  end, table.concat(roles), launch)
+  roles = table.concat(roles)
+  run(kernel, kernel.fname, roles .. "|" .. table.concat(dts, ",") .. sig, dev,
+    function(cuda) return source(kernel.name, ps, cuda) end, roles, launch, mask)
   return table.unpack(results)
+end
+
+-- k(inputs... [, outputs...] [, {size =}]): the outputs (one value, or several)
+function Elementwise:__call(...)
+  local fname = self.fname
+  local o, params, types, dts, vals, shapes, shape, dev = bind_call(self, EW_CALL, true, ...)
+  if #shapes == 0 then
+    if o.size == nil then options.raise("%s: no array argument gives the size: pass {size = n}", fname) end
+    shape = { o.size }
+  elseif o.size ~= nil and o.size ~= gpu.zeros(shape).size then
+    options.raise("%s: size %d does not match the arguments' size", fname, o.size)
+  end
+  -- outputs: given ones must have the broadcast shape; the others are made
+  local function output(k, p, v)
+    if v == nil then
+      v = gpu.empty(shape, { dtype = dts[k], device = dev })
+    elseif not p.raw and not same_shape(v.shape, shape) then
+      argerror(fname, k, "output '%s' has shape %s, the arguments broadcast to %s", p.name,
+        options.shape_str(v.shape), options.shape_str(shape))
+    end
+    if p.raw and not v:is_contiguous() then argerror(fname, k, "raw output '%s' must be contiguous", p.name) end
+    return v, v
+  end
+  return launch_call(self, params, dts, vals, dev, shape, output, "", function(name, ps, cuda)
+    return (cuda and elementwise_source_cuda or elementwise_source)(name, ps, types, self.preamble, self.body)
+  end)
 end
 
 -- ---- ReductionKernel -----------------------------------------------------------------------
@@ -630,10 +662,7 @@ end
 
 local function reduction_source(name, ps, types, rtype, preamble, identity, map_expr, reduce_expr, post_map)
   local nargs = #ps
-  local L = {}
-  L[#L + 1] = typedefs(types)
-  L[#L + 1] = ("typedef %s _gl_rt;"):format(CT[rtype].c)
-  L[#L + 1] = preamble or ""
+  local L = source_head(types, preamble, rtype)
   L[#L + 1] = ("void %s_init(void *_gl_acc) { *(_gl_rt *)_gl_acc = (_gl_rt)(%s); }"):format(name, identity)
   L[#L + 1] = ("void %s_part(int64_t _gl_o, int64_t _gl_lo, int64_t _gl_hi, const gl_jit_geom *_gl_g, char *const *_gl_p, void *_gl_acc) {"):format(name)
   L[#L + 1] = declare_pointers(ps)
@@ -643,21 +672,12 @@ local function reduction_source(name, ps, types, rtype, preamble, identity, map_
   L[#L + 1] = ("  gl_jit_locate(_gl_lo, %d, _gl_ridx, _gl_off, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
   L[#L + 1] = "  _gl_rt a = *(_gl_rt *)_gl_acc;"
   L[#L + 1] = "  int64_t _gl_e = _gl_lo;"
-  L[#L + 1] = "  while (_gl_e < _gl_hi) {"
-  L[#L + 1] = "    int64_t _gl_n = _gl_g->rshape[_gl_nr - 1] - _gl_ridx[_gl_nr - 1];"
-  L[#L + 1] = "    if (_gl_n > _gl_hi - _gl_e) _gl_n = _gl_hi - _gl_e;"
-  for k = 1, nargs do
-    L[#L + 1] = ("    const int64_t _gl_s%d = _gl_g->rstr[%d][_gl_nr - 1], _gl_o%d = _gl_ko[%d] + _gl_off[%d];"):format(k, k - 1, k, k - 1, k - 1)
-  end
-  L[#L + 1] = "    for (int64_t _gl_j = 0; _gl_j < _gl_n; _gl_j++, _gl_e++) {"
-  local ins = {}
-  for k, p in ipairs(ps) do ins[k] = p.role == "i" and p or { role = "-" } end
-  L[#L + 1] = loads(ins, function(k) return ("_gl_o%d + _gl_j * _gl_s%d"):format(k, k) end)
-  L[#L + 1] = ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr)
-  L[#L + 1] = ("      a = (_gl_rt)(%s);"):format(reduce_expr)
-  L[#L + 1] = "    }"
-  L[#L + 1] = ("    gl_jit_advance(%d, _gl_ridx, _gl_off, _gl_n, _gl_nr, _gl_g->rshape, _gl_g->rstr);"):format(nargs)
-  L[#L + 1] = "  }"
+  local ins = only(ps, "i")
+  inner_runs(L, nargs, { count = "_gl_e", nd = "_gl_nr", idx = "_gl_ridx", shape = "_gl_g->rshape", str = "_gl_g->rstr",
+    base = "_gl_ko[%d] + _gl_off[%d]" }, function(idx)
+    return { loads(ins, idx), ("      const _gl_rt b = (_gl_rt)(%s);"):format(map_expr),
+             ("      a = (_gl_rt)(%s);"):format(reduce_expr) }
+  end)
   L[#L + 1] = "  *(_gl_rt *)_gl_acc = a;\n}"
   L[#L + 1] = ("void %s_post(int64_t _gl_o, const gl_jit_geom *_gl_g, char *const *_gl_p, const void *_gl_acc, int _gl_nacc) {"):format(name)
   L[#L + 1] = declare_pointers(ps)
@@ -668,12 +688,8 @@ local function reduction_source(name, ps, types, rtype, preamble, identity, map_
   L[#L + 1] = "    const _gl_rt b = *(const _gl_rt *)((const char *)_gl_acc + 8 * _gl_t);"
   L[#L + 1] = ("    a = (_gl_rt)(%s);"):format(reduce_expr)
   L[#L + 1] = "  }"
-  local outs = {}
-  for k, p in ipairs(ps) do outs[k] = p.role == "o" and p or { role = "-" } end
   L[#L + 1] = "  {"
-  L[#L + 1] = loads(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
-  L[#L + 1] = "    {\n" .. post_map .. "\n;\n    }"
-  L[#L + 1] = stores(outs, function(k) return ("_gl_ko[%d]"):format(k - 1) end)
+  L[#L + 1] = post_map_lines(ps, post_map)
   L[#L + 1] = "  }\n}"
   return table.concat(L, "\n")
 end
@@ -699,13 +715,8 @@ end
 -- The kernel's call: k(inputs... [, outputs...] [, {axis =, keepdims =}])
 function Reduction:__call(...)
   local fname = self.fname
-  local nin, nout = #self.ins, #self.outs
-  local args, outs_given, opts = split_call(fname, nin, nout, ...)
-  local o = RK_CALL:check(opts, select("#", ...), fname)
-  local params, types, dts, vals, shapes, dev = bind_call(self, fname, args, outs_given, false)
+  local o, params, types, dts, vals, shapes, shape, dev = bind_call(self, RK_CALL, false, ...)
   if #shapes == 0 then options.raise("%s: no input array to reduce", fname) end
-  local shape, clash = broadcast(shapes)
-  if not shape then options.raise("%s: shapes do not broadcast (%s)", fname, options.shape_str(clash)) end
   local nd = #shape
   local red = reduced_axes(fname, select("#", ...), o.axis, nd)
   local kshape, oshape, mask = {}, {}, {}
@@ -714,40 +725,21 @@ function Reduction:__call(...)
     kshape[d] = red[d] and 1 or shape[d]
     if not red[d] then oshape[#oshape + 1] = shape[d] elseif o.keepdims then oshape[#oshape + 1] = 1 end
   end
-  local roles, launch, results = {}, {}, {}
-  for k, p in ipairs(params) do
-    local v = vals[k]
-    if k > nin then
-      if v == nil then v = gpu.empty(oshape, { dtype = dts[k], device = dev })
-      elseif not same_shape(v.shape, oshape) then
-        argerror(fname, k, "output '%s' has shape %s, the reduction gives %s", p.name, options.shape_str(v.shape),
-          options.shape_str(oshape))
-      end
-      results[#results + 1] = v
-      roles[k] = "o"
-      launch[k] = v:view(kshape)
-    elseif p.raw then
-      roles[k] = "r"
-      launch[k] = v:is_contiguous() and v or v:contiguous()
-    elseif is_array(v) then
-      roles[k] = "i"
-      launch[k] = same_shape(v.shape, shape) and v or v:expand(shape)
-    else
-      roles[k] = "s"
-      launch[k] = { v, dts[k] }
+  local function output(k, p, v)
+    if v == nil then v = gpu.empty(oshape, { dtype = dts[k], device = dev })
+    elseif not same_shape(v.shape, oshape) then
+      argerror(fname, k, "output '%s' has shape %s, the reduction gives %s", p.name, options.shape_str(v.shape),
+        options.shape_str(oshape))
     end
+    return v, v:view(kshape)
   end
   -- the reduction's type: reduce_type, else the first input's
   local rtype = self.reduce_type and (DTYPE_NAMES[self.reduce_type] and self.reduce_type or types[self.reduce_type]) or dts[1]
   if rtype == nil then options.raise("%s: cannot tell reduce_type %s from the arguments", fname, self.reduce_type) end
-  local ps = {}
-  for k, p in ipairs(params) do ps[k] = { name = p.name, dt = dts[k], role = roles[k] } end
-  local sig = table.concat(roles) .. "|" .. table.concat(dts, ",") .. "|" .. rtype
-  run(self, fname, sig, dev, function(cuda)
-    return (cuda and reduction_source_cuda or reduction_source)(self.name, ps, types, rtype, self.preamble,
+  return launch_call(self, params, dts, vals, dev, shape, output, "|" .. rtype, function(name, ps, cuda)
+    return (cuda and reduction_source_cuda or reduction_source)(name, ps, types, rtype, self.preamble,
       self.identity or "0", self.map_expr, self.reduce_expr, self.post_map_expr)
-  end, table.concat(roles), launch, table.concat(mask))
-  return table.unpack(results)
+  end, table.concat(mask))
 end
 
 -- ---- RawKernel, RawModule ----------------------------------------------------------------------

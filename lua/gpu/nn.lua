@@ -12,7 +12,8 @@
 --   module.lua       Module (parameters, buffers, state_dict, to, ...), class(), Sequential, summary
 --   functional.lua   the differentiable functional forms (nn.linear, nn.softmax, nn.conv2d, ...)
 --   layers.lua       Linear, Dense, activation layers, Flatten, Dropout, Embedding
---   conv.lua         Conv2d, MaxPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d
+--   conv.lua         Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool2d, AvgPool2d, BatchNorm1d/2d;
+--                    conv1d, conv_transpose1d/2d
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
@@ -21,9 +22,9 @@
 --   callbacks.lua    fit's callbacks (EarlyStopping, ModelCheckpoint, ...)
 --   saving.lua       model:save / nn.load_model (architecture, weights, optimizer in one file)
 --   ddp.lua          DistributedDataParallel (over gpu.distributed)
---   resample.lua     conv1d, conv_transpose1d/2d, 1-D and adaptive pooling, interpolate, pixel_shuffle
+--   resample.lua     1-D and adaptive pooling, interpolate, pixel_shuffle
 --   recurrent.lua    RNN, LSTM, GRU
---   resample_layers.lua  Conv1d, ConvTranspose1d/2d, MaxPool1d, AvgPool1d, Adaptive*Pool*, Upsample, PixelShuffle
+--   resample_layers.lua  MaxPool1d, AvgPool1d, Adaptive*Pool*, Upsample, PixelShuffle
 --   activations.lua  SiLU, ELU, SELU, PReLU, Mish, Hard*, ... ; ModuleList, ModuleDict, Unflatten
 --   norm.lua         LayerNorm, GroupNorm, RMSNorm
 --   attention.lua    scaled_dot_product_attention, MultiheadAttention
@@ -47,33 +48,41 @@ end
 
 local F = require "gpu.nn.functional"
 nn.functional = F
+
+-- A part's functional forms into nn.functional (and, with also_nn, into nn).
+local function add_functional(fns, also_nn)
+  for k, f in pairs(fns) do
+    assert(F[k] == nil, "gpu.nn.functional: two parts define " .. k)
+    F[k] = f
+  end
+  if also_nn then export(fns) end
+end
+
+-- A part's layers (all it holds but its functional forms) into nn.
+local function export_layers(part)
+  local mods = {}
+  for k in pairs(part) do if k ~= "functional" then mods[#mods + 1] = k end end
+  export(part, mods)
+end
+
 export(F, { "linear", "dense", "relu", "sigmoid", "tanh", "gelu", "softplus", "leaky_relu", "softmax",
             "log_softmax", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm" })
 export(require "gpu.nn.module", { "Module", "class", "Sequential" })
 export((require "gpu.nn.layers"))
-export((require "gpu.nn.conv"))
+local conv = require "gpu.nn.conv"
+add_functional(conv.functional)
+export_layers(conv)
 export((require "gpu.nn.losses"))
 export((require "gpu.nn.ddp"))
--- seq's part: 1-D and transposed convolutions, 1-D and adaptive pooling, resampling
-for k, f in pairs(require("gpu.nn.resample").functional) do
-  assert(F[k] == nil, "gpu.nn: two parts define functional." .. k)
-  F[k] = f
-end
+add_functional(require("gpu.nn.resample").functional)
 export((require "gpu.nn.resample_layers"))
 export((require "gpu.nn.recurrent"))
 -- the layers: modules into nn, functional forms into nn and nn.functional
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer" } do
   local part = require(name)
-  local fns = part.functional or {}
-  for k, v in pairs(fns) do
-    assert(F[k] == nil, "gpu.nn.functional: two parts define " .. k)
-    F[k] = v
-  end
-  export(fns)
-  local mods = {}
-  for k in pairs(part) do if k ~= "functional" then mods[#mods + 1] = k end end
-  export(part, mods)
+  add_functional(part.functional or {}, true)
+  export_layers(part)
 end
 for _, k in ipairs { "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                      "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",

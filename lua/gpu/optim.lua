@@ -1,5 +1,5 @@
 -- gpu.optim: SGD (momentum, Nesterov, weight decay), Adam, AdamW, RMSprop; Adagrad,
--- Adadelta, Adamax, NAdam, RAdam (optim/more.lua), LBFGS (optim/lbfgs.lua); parameter
+-- Adadelta, Adamax, NAdam, RAdam (optim/adaptive.lua), LBFGS (optim/lbfgs.lua); parameter
 -- groups in each; the learning-rate schedules (optim/lr_scheduler.lua).
 --
 --   local opt = gpu.optim.Adam(model:parameters(), {lr = 1e-3})
@@ -512,11 +512,11 @@ function optim.by_name(name)
   return type(name) == "string" and keras_defaults[string.lower(name)] or nil
 end
 
--- ---- more optimizers (lua/gpu/optim/more.lua, lbfgs.lua) ------------------------------------------
+-- ---- more optimizers (lua/gpu/optim/adaptive.lua, lbfgs.lua) --------------------------------------
 
 local def = { class = class, nonneg = nonneg, betas_ok = betas_ok, fills = fills, run_closure = run_closure,
               use_fused = use_fused, fused_key = fused_key }
-for _, part in ipairs { "gpu.optim.more", "gpu.optim.lbfgs" } do
+for _, part in ipairs { "gpu.optim.adaptive", "gpu.optim.lbfgs" } do
   for name, cls in pairs(require(part)(def)) do optim[name] = cls end
 end
 

@@ -301,6 +301,14 @@ M.type_name = type_name
 -- shape_str(shape): "(2, 3)", as errors show a shape
 function M.shape_str(shape) return "(" .. table.concat(shape, ", ") .. ")" end
 
+-- The keys of t, sorted.
+function M.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
 -- check_array(v, fname, argn, what): v is an open gpu array, else "bad argument #argn to
 -- 'fname' (what: gpu.array expected, got ...)".
 function M.check_array(v, fname, argn, what)
@@ -348,6 +356,16 @@ function M.guard_methods(cls, kind, noun, is_self)
   end
   mt.__newindex = function(t, k, v) rawset(t, k, wrapped(k, v)) end
   return cls
+end
+
+-- class(name, noun) -> cls, is_cls: a class table (its own __index, __name = name) whose
+-- methods guard_methods guards (noun: what the hint calls an instance), and the test of
+-- an instance
+function M.class(name, noun)
+  local cls = { __name = name }
+  cls.__index = cls
+  local function is_cls(v) return getmetatable(v) == cls end
+  return M.guard_methods(cls, name, noun, is_cls), is_cls
 end
 
 return M

@@ -57,15 +57,25 @@ local function lazy_parts(t, out)
   end
 end
 
--- The string keys of a table, and of the tables its metatables' __index chain reaches.
-local function table_keys(t, out, seen)
-  seen = seen or {}
-  while type(t) == "table" and not seen[t] do
-    seen[t] = true
-    for k in next, t do if is_identifier(k) then out[k] = true end end
-    lazy_parts(t, out)
-    local mt = getmetatable(t)
+-- The tables of t's __index chain: t, its metatable's __index table if a table, and so
+-- on, each once.
+local function index_chain(t)
+  local seen = {}
+  return function()
+    if type(t) ~= "table" or seen[t] then return nil end
+    local here = t
+    seen[here] = true
+    local mt = getmetatable(here)
     t = type(mt) == "table" and rawget(mt, "__index") or nil
+    return here
+  end
+end
+
+-- The string keys of a table, and of the tables its metatables' __index chain reaches.
+local function table_keys(t, out)
+  for here in index_chain(t) do
+    for k in next, here do if is_identifier(k) then out[k] = true end end
+    lazy_parts(here, out)
   end
   return out
 end
@@ -97,18 +107,13 @@ end
 -- t[k] without calling anything: rawget along the __index chain of tables; a gpu Lua
 -- part that is not loaded yet is required (gpulua's own code, nothing the user wrote).
 function M.field(t, k)
-  if type(t) ~= "table" then return nil end
-  local seen = {}
-  while type(t) == "table" and not seen[t] do
-    seen[t] = true
-    local v = rawget(t, k)
+  for here in index_chain(t) do
+    local v = rawget(here, k)
     if v ~= nil then return v end
-    if t == package.loaded.gpu and package.preload["gpu." .. k] then
+    if here == package.loaded.gpu and package.preload["gpu." .. k] then
       local ok, part = pcall(require, "gpu." .. k)
       return ok and part or nil
     end
-    local mt = getmetatable(t)
-    t = type(mt) == "table" and rawget(mt, "__index") or nil
   end
   return nil
 end

@@ -6,7 +6,7 @@
 ** read-eval-print loop, always over GNU readline.  The `gpu` module is opened
 ** with the standard libraries, so scripts find a global `gpu` and
 ** `require "gpu"` returns the same table.  Extras, read with the standard
-** options: `--device NAME`, `--check`, `--version`, `-h`/`--help`;
+** options: `--device NAME`, `--check`, `--version`, `--help`;
 ** the banner adds gpulua's line only at a terminal, so that every
 ** redirected output is byte for byte lua5.4's.
 **
@@ -155,7 +155,7 @@ static const char *doc_dir (char *buf, size_t size, int *installed) {
   return buf;
 }
 
-/* -h, --help: lua's options, gpulua's, the environment and the docs (stdout, status 0) */
+/* --help: lua's options, gpulua's, the environment and the docs (stdout, status 0) */
 static void print_help (void) {
   char buf[4096];
   int installed;
@@ -166,7 +166,7 @@ static void print_help (void) {
     "  --device d  make 'd' (cpu, cuda, cuda:N) the default device\n"
     "  --check     report the build and devices, self-test each device\n"
     "  --version   show gpulua's version\n"
-    "  -h, --help  show this help\n"
+    "  --help      show this help\n"
     "Environment:\n"
     "  LUA_INIT_5_4, LUA_INIT  code (or @file) run before the options\n"
     "  LUA_PATH_5_4, LUA_PATH, LUA_CPATH_5_4, LUA_CPATH  where require looks\n"
@@ -330,7 +330,7 @@ static int handle_luainit (lua_State *L) {
 #define has_E      16   /* -E */
 #define has_check  32   /* --check */
 #define has_ver    64   /* --version */
-#define has_help  128   /* -h, --help */
+#define has_help  128   /* --help */
 
 /* the argument of --device, if given (the last one wins) */
 static const char *device_name = NULL;
@@ -382,10 +382,6 @@ static int collectargs (char **argv, int *first) {
       case 'E':
         if (argv[i][2] != '\0') return has_error;
         args |= has_E;
-        break;
-      case 'h':                       /* gpulua's: lua5.4 rejects -h */
-        if (argv[i][2] != '\0') return has_error;
-        args |= has_help;
         break;
       case 'W':
         if (argv[i][2] != '\0') return has_error;

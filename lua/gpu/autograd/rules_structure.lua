@@ -1,15 +1,16 @@
--- gpu.autograd.rules, second part: the rules of the ops that move, pick, join and
--- combine elements (sorting, indexing and joining, linear algebra, fused kernels,
--- convolution, pooling, batch norm). rules.lua calls this with its table and the shared
--- helpers; the conventions are rules.lua's header.
+-- gpu.autograd.rules_structure: the rules of the ops that move, pick, join and combine
+-- elements (sorting, indexing and joining, linear algebra, fused kernels, convolution,
+-- pooling, batch norm), a table by op name that gpu.autograd.rules takes into its own; the
+-- conventions are rules.lua's header.
 
 local gpu = require "gpu"
 local G = gpu._grad
 local is_array = require("gpu.options").is_array
-
-return function(R, H)
+local H = require "gpu.autograd.rule_helpers"
 local tracked, unbroadcast, norm_axis, no_grad = H.tracked, H.unbroadcast, H.norm_axis, H.no_grad
 local op_node, scatter_add, put_key, scatter_along = H.op_node, H.scatter_add, H.put_key, H.scatter_along
+
+local R = {}
 
 -- ---- sorting --------------------------------------------------------------------------------------------
 
@@ -85,7 +86,7 @@ R.stack = join(true)
 
 -- split: each piece is its own node, whose gradient lands in its slice of x
 R.split = { saves = {}, record = function(node, pieces)
-  local a = R._node_args(node)
+  local a = H.node_args(node)
   local x, axis = a[1], a[3] or 1
   axis = norm_axis(axis, x.ndim)
   local start = 1
@@ -175,7 +176,7 @@ local function rsolve(x, r) return mT(gpu.linalg.solve(r, mT(x))) end  -- x r^-T
 -- grad(a, results, i, g, opts) -> the gradient of a
 local function per_result(grad, which)
   return function(node, ...)
-    local args, res = R._node_args(node), table.pack(...)
+    local args, res = H.node_args(node), table.pack(...)
     for _, i in ipairs(which) do
       if is_array(res[i]) then
         local rule = { backward = function(g, nd) return grad(nd[1], res, i, g, nd[2]) end }
@@ -429,7 +430,7 @@ end }
 
 -- dnn.layer_norm: the same results and saved statistics as fused.layer_norm (oneDNN on the
 -- cpu): gpu.dnn.layer_norm_backward (oneDNN's, about 2x the own kernel at 2 threads; on one
--- thread it runs the own kernel: doc/STATUS-cudnn.md), or the fused rule's array-op formulas
+-- thread it runs the own kernel), or the fused rule's array-op formulas
 -- under create_graph
 R["dnn.layer_norm"] = { saves = { 1, 2 }, backward = function(g, node)
   if G.grad_enabled() then return R["fused.layer_norm"].backward(g, node) end
@@ -528,4 +529,5 @@ R["dnn.batch_norm"] = { saves = { 1, 2, 4, 5 }, backward = function(g, node)
   return g * (invstd * w):reshape(shape), (g * xhat):sum(axes), g:sum(axes)
 end }
 
-end
+
+return R

@@ -150,12 +150,8 @@ end
 
 -- ---- TensorDataset ---------------------------------------------------------------------------
 
-local TensorDataset = {}
-TensorDataset.__index = TensorDataset
-TensorDataset.__name = "TensorDataset"
-local function is_tensor_dataset(v) return getmetatable(v) == TensorDataset end
+local TensorDataset, is_tensor_dataset = options.class("TensorDataset", "ds")
 TensorDataset.__len = function(self) return self.n end
-options.guard_methods(TensorDataset, "TensorDataset", "ds", is_tensor_dataset)
 
 -- TensorDataset(a, b, ...): arrays with as many rows each; ds:get(i) -> {a[i], b[i], ...}
 -- (row views; a 1-D array's row is a 0-d array)
@@ -205,12 +201,8 @@ end
 
 -- ---- Subset, random_split --------------------------------------------------------------------
 
-local Subset = {}
-Subset.__index = Subset
-Subset.__name = "Subset"
-local function is_subset(v) return getmetatable(v) == Subset end
+local Subset, is_subset = options.class("Subset", "ds")
 Subset.__len = function(self) return #self.indices end
-options.guard_methods(Subset, "Subset", "ds", is_subset)
 
 -- Subset(dataset, indices): the items of dataset at indices (a list of 1-based positions
 -- or an int64 array); subset:get(i) = dataset's item indices[i]

@@ -88,13 +88,9 @@ end
 
 -- ---- CharVocab ---------------------------------------------------------------------------------
 
-local CharVocab = {}
-CharVocab.__index = CharVocab
-CharVocab.__name = "CharVocab"
-local function is_vocab(v) return getmetatable(v) == CharVocab end
+local CharVocab, is_vocab = options.class("CharVocab", "vocab")
 CharVocab.__len = function(self) return #self.itos end
 CharVocab.__tostring = function(self) return ("CharVocab(%d characters, %s)"):format(#self.itos, self.mode) end
-options.guard_methods(CharVocab, "CharVocab", "vocab", is_vocab)
 
 -- the characters of s: UTF-8 code points when s is UTF-8 (and mode is not "bytes"), else bytes
 local function chars_of(s, mode)

@@ -97,9 +97,9 @@ end
 -- dropout, float32/float64 operands of one dtype and the same leading axes, keys and
 -- values; on the GPU only when long enough that the scores would be big (below that, the
 -- composite's GEMMs are faster there), on the cpu at every length (its GEMM tiles were
--- faster than the composite from L = S = 64 up, forward and training step, 1 thread:
--- doc/STATUS-seq.md). float16/bfloat16 on the GPU too (cuDNN's fused SDPA where it builds a
--- plan, else the own kernels in float32); on the cpu they stay composite (half matmuls).
+-- faster than the composite from L = S = 64 up, forward and training step, 1 thread).
+-- float16/bfloat16 on the GPU too (cuDNN's fused SDPA where it builds a plan, else the own
+-- kernels in float32); on the cpu they stay composite (half matmuls).
 local fused_dtypes = { float32 = true, float64 = true }
 local gpu_half = { float16 = true, bfloat16 = true }
 local function fused_ok(q, k, v, mask, p)

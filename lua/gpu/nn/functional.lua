@@ -211,7 +211,28 @@ local function check_input(layer, x, ndims, channels)
   end
 end
 
-F.pair, F.check_input = pair, check_input
+-- A 1-D size argument: a positive (zero_ok: non-negative) integer or a one-element table.
+local function single(v, what, name, zero_ok)
+  if type(v) == "table" and #v == 1 then v = v[1] end
+  if math.type(v) ~= "integer" or v < (zero_ok and 0 or 1) then
+    raise("%s: %s must be a %s integer (or {n}), got %s", name, what, zero_ok and "non-negative" or "positive",
+      options.type_name(v))
+  end
+  return v
+end
+
+-- x with a batch axis: x itself when it has 'batched' axes, x:unsqueeze(1) when it has one
+-- fewer (PyTorch's unbatched input); the second result says which. Other ranks raise.
+local function batched(name, x, nd)
+  check_array(x, name, 1, "input")
+  if x.ndim == nd then return x, false end
+  if x.ndim == nd - 1 then return x:reshape(1, table.unpack(x.shape)), true end
+  raise("%s: expected a %d-D or %d-D (unbatched) input, got shape %s", name, nd, nd - 1, shape_str(x.shape))
+end
+
+local function unbatch(y, was) if was then return y:reshape(table.unpack(y.shape, 2)) end return y end
+
+F.pair, F.check_input, F.single, F.batched, F.unbatch = pair, check_input, single, batched, unbatch
 
 local function out_size(layer, H, W, k, s, p, d)
   local oh = (H + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1

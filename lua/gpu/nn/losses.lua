@@ -85,13 +85,18 @@ local function check_pred(fname, pred, what)
   return pred.shape[1], pred.shape[2]
 end
 
+-- a and b (named what_a, what_b in the message) of one shape
+local function shapes_match(fname, a, what_a, b, what_b)
+  if shape_str(a.shape) ~= shape_str(b.shape) then
+    raise("%s: %s %s and %s %s differ in shape", fname, what_a, shape_str(a.shape), what_b, shape_str(b.shape))
+  end
+end
+
 -- Two arrays of one shape.
 local function same_shape(fname, a, b)
   check_array(a, fname, 1, "input")
   check_array(b, fname, 2, "target")
-  if shape_str(a.shape) ~= shape_str(b.shape) then
-    raise("%s: input %s and target %s differ in shape", fname, shape_str(a.shape), shape_str(b.shape))
-  end
+  shapes_match(fname, a, "input", b, "target")
 end
 
 -- -log p of the target classes t (N, C), probabilities clipped as Keras does.
@@ -372,9 +377,7 @@ L.mean_absolute_error = L.mae
 -- x1, x2 and y (or anchor, positive, negative) of one shape; y (N) for cosine_embedding.
 local function three(fname, a, b, c, names)
   check_array(a, fname, 1, names[1]); check_array(b, fname, 2, names[2]); check_array(c, fname, 3, names[3])
-  if shape_str(a.shape) ~= shape_str(b.shape) then
-    raise("%s: %s %s and %s %s differ in shape", fname, names[1], shape_str(a.shape), names[2], shape_str(b.shape))
-  end
+  shapes_match(fname, a, names[1], b, names[2])
 end
 
 local defs3 = {}
@@ -400,9 +403,7 @@ end
 function defs3.margin_ranking_loss(x1, x2, y, o)
   local fname = "nn.margin_ranking_loss"
   three(fname, x1, x2, y, { "input1", "input2", "target" })
-  if shape_str(y.shape) ~= shape_str(x1.shape) then
-    raise("%s: target %s and inputs %s differ in shape", fname, shape_str(y.shape), shape_str(x1.shape))
-  end
+  shapes_match(fname, y, "target", x1, "inputs")
   return reduce_loss((-y:astype(x1.dtype) * (x1 - x2) + o.margin):maximum(0), o.reduction)
 end
 
@@ -419,9 +420,7 @@ end
 function defs3.triplet_margin_loss(a, pos, neg, o)
   local fname = "nn.triplet_margin_loss"
   three(fname, a, pos, neg, { "anchor", "positive", "negative" })
-  if shape_str(neg.shape) ~= shape_str(a.shape) then
-    raise("%s: negative %s and anchor %s differ in shape", fname, shape_str(neg.shape), shape_str(a.shape))
-  end
+  shapes_match(fname, neg, "negative", a, "anchor")
   local dp, dn = pairwise(a, pos, o.p, o.eps), pairwise(a, neg, o.p, o.eps)
   if o.swap then dn = dn:minimum(pairwise(pos, neg, o.p, o.eps)) end
   return reduce_loss((dp - dn + o.margin):maximum(0), o.reduction)

@@ -86,18 +86,17 @@ local function in_top_k(pred, t, k)
   local above = pred:gt(pt):astype("int64"):sum(2)
   return above:lt(k):sum()
 end
-function M.top_k(k)
-  return function(pred, y)
-    two_d("top_k_categorical_accuracy", pred)
-    return in_top_k(pred, onehot_targets("top_k_categorical_accuracy", pred, y) , k)
+-- the metric maker of k: pred's rows whose class targets(name, pred, y) is in its top k
+local function top_k_metric(name, targets)
+  return function(k)
+    return function(pred, y)
+      two_d(name, pred)
+      return in_top_k(pred, targets(name, pred, y), k)
+    end
   end
 end
-function M.sparse_top_k(k)
-  return function(pred, y)
-    two_d("sparse_top_k_categorical_accuracy", pred)
-    return in_top_k(pred, labels("sparse_top_k_categorical_accuracy", pred, y), k)
-  end
-end
+M.top_k = top_k_metric("top_k_categorical_accuracy", onehot_targets)
+M.sparse_top_k = top_k_metric("sparse_top_k_categorical_accuracy", labels)
 M.top_k_categorical_accuracy = M.top_k(5)
 M.sparse_top_k_categorical_accuracy = M.sparse_top_k(5)
 M.mean_absolute_error, M.mean_squared_error = M.mae, M.mse

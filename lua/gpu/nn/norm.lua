@@ -65,8 +65,7 @@ end
 -- LayerNorm through gpu.fused.layer_norm (one pass per row, a fused backward) for a
 -- float32/float64 x with parameters of its dtype: the trailing axes flattened into one.
 -- A float32 x on a device whose gpu.dnn has layer norm (oneDNN on the cpu) takes
--- gpu.dnn.layer_norm: forward and backward measured faster than the own kernels, or as fast
--- (doc/STATUS-cudnn.md).
+-- gpu.dnn.layer_norm: forward and backward measured faster than the own kernels, or as fast.
 local fused_dtypes = { float32 = true, float64 = true }
 local function ln_op(x)
   if x.dtype == "float32" and gpu.dnn.enabled and gpu.dnn.available(x.device, "float32", "layer_norm") == true then
@@ -94,13 +93,20 @@ local EPS = { type = "number", min = 0, default = 1e-5 }
 local LN_F = options.declare("nn.layer_norm", { eps = EPS },
   { example = "gpu.nn.layer_norm(gpu.ones(2, 3), 3, nil, nil, %s)" })
 
--- layer_norm(x, normalized_shape, weight, bias [, {eps = 1e-5}] or [, eps])
-function Fn.layer_norm(x, s, w, b, opts)
-  local fname = "nn.layer_norm"
+-- A functional norm's checked x (argument 1), normalized_shape (argument 2) and options
+-- (a table or the number eps, argument argn): the shape and the options.
+local function norm_args(fname, decl, x, s, opts, argn)
   check_array(x, fname, 1, "input")
   s = norm_shape(fname, 2, s)
   if type(opts) == "number" then opts = { eps = opts } end
-  local o = LN_F:check(opts, 5)
+  return s, decl:check(opts, argn)
+end
+
+-- layer_norm(x, normalized_shape, weight, bias [, {eps = 1e-5}] or [, eps])
+function Fn.layer_norm(x, s, w, b, opts)
+  local fname = "nn.layer_norm"
+  local o
+  s, o = norm_args(fname, LN_F, x, s, opts, 5)
   check_param(fname, 3, w, s, "weight", x)
   check_param(fname, 4, b, s, "bias", x)
   local axes = trailing_axes(fname, x, s)
@@ -122,10 +128,8 @@ local function rms(x, axes, eps, w)
 end
 function Fn.rms_norm(x, s, w, opts)
   local fname = "nn.rms_norm"
-  check_array(x, fname, 1, "input")
-  s = norm_shape(fname, 2, s)
-  if type(opts) == "number" then opts = { eps = opts } end
-  local o = RMS_F:check(opts, 4)
+  local o
+  s, o = norm_args(fname, RMS_F, x, s, opts, 4)
   check_param(fname, 3, w, s, "weight", x)
   return rms(x, trailing_axes(fname, x, s), o.eps, w)
 end
@@ -158,6 +162,18 @@ end
 
 -- ---- modules ---------------------------------------------------------------------------------
 
+-- A LayerNorm's or RMSNorm's normalized_shape and eps, and with elementwise_affine its
+-- weight (ones); the checked options
+local function init_norm(self, fname, decl, s, opts)
+  self.normalized_shape = norm_shape(fname, 1, s)
+  local o = decl:check(opts, 2)
+  self.eps = o.eps
+  if o.elementwise_affine then
+    self:register_parameter("weight", gpu.ones(self.normalized_shape, module.placement(o)))
+  end
+  return o
+end
+
 local LAYER_NORM = options.declare("nn.LayerNorm", module.with_placement {
   eps = EPS, elementwise_affine = { type = "boolean", default = true }, bias = { type = "boolean", default = true },
 }, { example = "gpu.nn.LayerNorm(3, %s)(gpu.ones(2, 3))" })
@@ -165,13 +181,9 @@ local LAYER_NORM = options.declare("nn.LayerNorm", module.with_placement {
 -- LayerNorm(normalized_shape [, {eps = 1e-5, elementwise_affine = true, bias = true, dtype, device}])
 local LayerNorm = class("LayerNorm")
 function LayerNorm:init(s, opts)
-  self.normalized_shape = norm_shape("nn.LayerNorm", 1, s)
-  local o = LAYER_NORM:check(opts, 2)
-  self.eps = o.eps
-  local p = module.placement(o)
-  if o.elementwise_affine then
-    self:register_parameter("weight", gpu.ones(self.normalized_shape, p))
-    if o.bias then self:register_parameter("bias", gpu.zeros(self.normalized_shape, p)) end
+  local o = init_norm(self, "nn.LayerNorm", LAYER_NORM, s, opts)
+  if o.elementwise_affine and o.bias then
+    self:register_parameter("bias", gpu.zeros(self.normalized_shape, module.placement(o)))
   end
 end
 function LayerNorm:forward(x)
@@ -192,12 +204,7 @@ local RMS_NORM = options.declare("nn.RMSNorm", module.with_placement {
 -- RMSNorm(normalized_shape [, {eps = machine epsilon of the input dtype, elementwise_affine = true}])
 local RMSNorm = class("RMSNorm")
 function RMSNorm:init(s, opts)
-  self.normalized_shape = norm_shape("nn.RMSNorm", 1, s)
-  local o = RMS_NORM:check(opts, 2)
-  self.eps = o.eps
-  if o.elementwise_affine then
-    self:register_parameter("weight", gpu.ones(self.normalized_shape, module.placement(o)))
-  end
+  init_norm(self, "nn.RMSNorm", RMS_NORM, s, opts)
 end
 function RMSNorm:forward(x)
   local fname = "nn.RMSNorm"

@@ -62,7 +62,7 @@ local function cols(a, g, H) return a[{ ":", { (g - 1) * H + 1, g * H } }] end
 
 -- Whether a layer direction runs through the device's library (gpu.dnn.lstm / gru: oneDNN on
 -- the cpu, float32): where it has one, as it was measured faster than the fused loop at 1 and
--- 2 threads (doc/STATUS-seq.md); m.dnn = false, gpu.dnn.enabled = false or GPULUA_DNNL=0
+-- 2 threads; m.dnn = false, gpu.dnn.enabled = false or GPULUA_DNNL=0
 -- leave the fused loop (gpu.config().rnn says which), and so does a case the library refuses.
 local dnn_ok_cache = {}
 local function dnn_ok(self, x, h)

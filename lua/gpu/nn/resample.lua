@@ -1,14 +1,10 @@
--- gpu.nn.resample: the functional forms of the 1-D and transposed convolutions, the 1-D and
--- adaptive pooling, interpolation and pixel shuffling (PyTorch's torch.nn.functional
--- names and numbers). gpu.nn puts them into nn.functional; resample_layers.lua builds the
--- layers on them.
+-- gpu.nn.resample: the functional forms of the 1-D and adaptive pooling, interpolation and
+-- pixel shuffling (PyTorch's torch.nn.functional names and numbers). gpu.nn puts them into
+-- nn.functional; resample_layers.lua builds the layers on them.
 --
 -- Everything is a composition of dispatched ops, so autograd, autocast and both devices
 -- come from those ops:
---   conv1d, pooling 1-D      the 2-D forms on a (N, C, 1, L) view
---   conv_transpose2d         col2im of w^T x (the convolution's backward-data; its own
---                            backward is then im2col + GEMM) or, on a device with cuDNN,
---                            cuDNN's backward-data, recorded as one node
+--   pooling 1-D              the 2-D forms on a (N, C, 1, L) view
 --   adaptive_avg_pool        avg_pool2d when the sizes divide, else per-axis averaging
 --                            matrices (out, in): y = P_h x P_w^T
 --   adaptive_max_pool        a gather of every window padded to the widest one (the
@@ -28,150 +24,16 @@ local F = require "gpu.nn.functional"
 
 local raise, argerror = options.raise, options.argerror
 local check_array, shape_str = options.check_array, options.shape_str
-local pair = F.pair
+local single, batched, unbatch = F.single, F.batched, F.unbatch
 
 local R = {}
-
--- ---- helpers -----------------------------------------------------------------------------------
-
--- A 1-D size argument: a positive (zero_ok: non-negative) integer or a one-element table.
-local function single(v, what, name, zero_ok)
-  if type(v) == "table" and #v == 1 then v = v[1] end
-  if math.type(v) ~= "integer" or v < (zero_ok and 0 or 1) then
-    raise("%s: %s must be a %s integer (or {n}), got %s", name, what, zero_ok and "non-negative" or "positive",
-      options.type_name(v))
-  end
-  return v
-end
-
--- x with a batch axis: x itself when it has 'batched' axes, x:unsqueeze(1) when it has one
--- fewer (PyTorch's unbatched input); the second result says which. Other ranks raise.
-local function batched(name, x, nd)
-  check_array(x, name, 1, "input")
-  if x.ndim == nd then return x, false end
-  if x.ndim == nd - 1 then return x:reshape(1, table.unpack(x.shape)), true end
-  raise("%s: expected a %d-D or %d-D (unbatched) input, got shape %s", name, nd, nd - 1, shape_str(x.shape))
-end
-
-local function unbatch(y, was) if was then return y:reshape(table.unpack(y.shape, 2)) end return y end
-
--- Whether the library path (cuDNN on cuda, oneDNN on the cpu) takes this family of ops in
--- this dtype on 'device' (oneDNN has no float64 convolution: nn's own path runs it).
-local function use_dnn(device, dtype, family)
-  local dnn = gpu.dnn
-  return dnn ~= nil and dnn.enabled ~= false and dnn.available(device, dtype, family) == true
-end
-local dnn_floats = { float16 = true, float32 = true, float64 = true }
 
 local size = "integer|table"
 local function decl(fname, keys, example) return options.declare(fname, keys, { example = example }) end
 
--- ---- conv1d ----------------------------------------------------------------------------------
-
-R.keys = {
-  conv = { stride = size, padding = size, dilation = size, groups = { type = "integer", min = 1 } },
-  conv_transpose = { stride = size, padding = size, output_padding = size, dilation = size,
-                     groups = { type = "integer", min = 1 } },
-}
-local CONV1D = decl("nn.conv1d", R.keys.conv, "gpu.nn.functional.conv1d(gpu.ones(1, 1, 4), gpu.ones(1, 1, 2), nil, %s)")
-
--- conv1d_as(name, x, w, b, opts): x (N, C, L) or (C, L), w (O, C/groups, k), b (O) or nil.
-function R.conv1d_as(name, x, w, b, o)
-  local xb, was = batched(name, x, 3)
-  check_array(w, name, 2, "weight")
-  if w.ndim ~= 3 then raise("%s: weight must be a 3-D array (out, in/groups, k), got %s", name, shape_str(w.shape)) end
-  local s = single(o.stride or 1, "stride", name)
-  local p = single(o.padding or 0, "padding", name, true)
-  local d = single(o.dilation or 1, "dilation", name)
-  local N, C, L = xb.shape[1], xb.shape[2], xb.shape[3]
-  local y = F.conv2d_as(name, xb:reshape(N, C, 1, L), w:reshape(w.shape[1], w.shape[2], 1, w.shape[3]), b,
-    { stride = { 1, s }, padding = { 0, p }, dilation = { 1, d }, groups = o.groups or 1 })
-  return unbatch(y:reshape(N, y.shape[2], y.shape[4]), was)
-end
-function R.conv1d(x, w, b, opts) return R.conv1d_as("nn.conv1d", x, w, b, CONV1D:check(opts, 4)) end
-
--- ---- transposed convolutions -------------------------------------------------------------------
-
-local CONVT1D = decl("nn.conv_transpose1d", R.keys.conv_transpose,
-  "gpu.nn.functional.conv_transpose1d(gpu.ones(1, 1, 4), gpu.ones(1, 1, 2), nil, %s)")
-local CONVT2D = decl("nn.conv_transpose2d", R.keys.conv_transpose,
-  "gpu.nn.functional.conv_transpose2d(gpu.ones(1, 1, 4, 4), gpu.ones(1, 1, 2, 2), nil, %s)")
-
--- conv_transpose2d_as(name, x, w, b, opts): x (N, Cin, H, W) or unbatched, w (Cin, Cout/groups,
--- kh, kw), b (Cout) or nil -> (N, Cout, OH, OW), OH = (H - 1) s - 2 p + d (kh - 1) + op + 1.
--- The gradient of conv2d with respect to its input, as PyTorch defines it.
-function R.conv_transpose2d_as(name, x, w, b, o)
-  local xb, was = batched(name, x, 4)
-  check_array(w, name, 2, "weight")
-  if b ~= nil then check_array(b, name, 3, "bias") end
-  if w.ndim ~= 4 then
-    raise("%s: weight must be a 4-D array (in, out/groups, kh, kw), got %s", name, shape_str(w.shape))
-  end
-  local s = pair(o.stride or 1, "stride", name)
-  local p = pair(o.padding or 0, "padding", name, true)
-  local op = pair(o.output_padding or 0, "output_padding", name, true)
-  local d = pair(o.dilation or 1, "dilation", name)
-  local G = o.groups or 1
-  local N, Cin, H, W = xb.shape[1], xb.shape[2], xb.shape[3], xb.shape[4]
-  local Ci, Cog, kh, kw = w.shape[1], w.shape[2], w.shape[3], w.shape[4]
-  if math.type(G) ~= "integer" or G < 1 or Ci % G ~= 0 then
-    raise("%s: groups (%s) must be a positive integer dividing the %d input channels", name, tostring(G), Ci)
-  end
-  if Cin ~= Ci then
-    raise("%s: expected %d input channels (weight %s), got %d (input shape %s)", name, Ci, shape_str(w.shape), Cin,
-      shape_str(xb.shape))
-  end
-  local Cout = Cog * G
-  if b ~= nil and (b.ndim ~= 1 or b.size ~= Cout) then
-    raise("%s: bias must hold %d values (one per output channel), got %s", name, Cout, shape_str(b.shape))
-  end
-  for i = 1, 2 do
-    if op[i] >= s[i] then
-      raise("%s: output_padding (%d, %d) must be smaller than stride (%d, %d)", name, op[1], op[2], s[1], s[2])
-    end
-  end
-  local OH = (H - 1) * s[1] - 2 * p[1] + d[1] * (kh - 1) + op[1] + 1
-  local OW = (W - 1) * s[2] - 2 * p[2] + d[2] * (kw - 1) + op[2] + 1
-  if OH < 1 or OW < 1 then
-    raise("%s: the output would be %dx%d (input %dx%d, padding (%d, %d)): too small", name, OH, OW, H, W, p[1], p[2])
-  end
-  local copts = { kernel = { kh, kw }, stride = s, padding = p, dilation = d }
-  local y
-  if dnn_floats[xb.dtype] and w.dtype == xb.dtype and use_dnn(xb.device, xb.dtype, "conv") then
-    local dnn = gpu.dnn
-    local o4 = { stride = s, padding = p, dilation = d, groups = G }
-    y = autograd.no_grad(dnn.conv2d_backward_data, xb:detach(), w:detach(), { N, Cout, OH, OW }, o4)
-    autograd.record(y, { xb, w }, function(g)
-      return dnn.conv2d(g, w, o4), dnn.conv2d_backward_filter(g, xb, w.shape, o4)
-    end)
-  else
-    local Cig, kk = Ci // G, kh * kw
-    local wt = w:reshape(G, Cig, Cog * kk):transpose(2, 3)                  -- (G, Cout/G * kk, Cin/G)
-    local cols = wt:matmul(xb:reshape(N, G, Cig, H * W))                   -- (N, G, Cout/G * kk, H W)
-    y = gpu.col2im(cols:reshape(N, Cout * kk, H * W), { N, Cout, OH, OW }, copts)
-  end
-  if b ~= nil then y = y + b:reshape(1, Cout, 1, 1) end
-  return unbatch(y, was)
-end
-function R.conv_transpose2d(x, w, b, opts) return R.conv_transpose2d_as("nn.conv_transpose2d", x, w, b, CONVT2D:check(opts, 4)) end
-
--- conv_transpose1d_as(name, x, w, b, opts): x (N, Cin, L) or (Cin, L), w (Cin, Cout/groups, k).
-function R.conv_transpose1d_as(name, x, w, b, o)
-  local xb, was = batched(name, x, 3)
-  check_array(w, name, 2, "weight")
-  if w.ndim ~= 3 then raise("%s: weight must be a 3-D array (in, out/groups, k), got %s", name, shape_str(w.shape)) end
-  local function one(v, what, zero_ok, def) return { zero_ok and 0 or 1, single(v or def, what, name, zero_ok) } end
-  local N, C, L = xb.shape[1], xb.shape[2], xb.shape[3]
-  local y = R.conv_transpose2d_as(name, xb:reshape(N, C, 1, L), w:reshape(w.shape[1], w.shape[2], 1, w.shape[3]), b, {
-    stride = one(o.stride, "stride", false, 1), padding = one(o.padding, "padding", true, 0),
-    output_padding = one(o.output_padding, "output_padding", true, 0), dilation = one(o.dilation, "dilation", false, 1),
-    groups = o.groups })
-  return unbatch(y:reshape(N, y.shape[2], y.shape[4]), was)
-end
-function R.conv_transpose1d(x, w, b, opts) return R.conv_transpose1d_as("nn.conv_transpose1d", x, w, b, CONVT1D:check(opts, 4)) end
-
 -- ---- 1-D pooling ------------------------------------------------------------------------------
 
+R.keys = {}
 R.keys.max_pool1d = { stride = size, padding = size, dilation = size, return_indices = "boolean" }
 R.keys.avg_pool1d = { stride = size, padding = size }
 local MAX_POOL1D = decl("nn.max_pool1d", R.keys.max_pool1d, "gpu.nn.functional.max_pool1d(gpu.ones(1, 1, 4), 2, %s)")
@@ -443,57 +305,52 @@ function R.interpolate(x, opts) return R.interpolate_as("nn.interpolate", x, INT
 
 -- ---- pixel shuffle ---------------------------------------------------------------------------
 
+-- The checked x (..., C, H, W) and factor r of a pixel (un)shuffle ('what' names r), and
+-- x's leading axes, C, H and W.
+local function shuffle_args(name, x, r, what)
+  check_array(x, name, 1, "input")
+  r = options.value(r, { type = "integer", min = 1 }, name, 2, what)
+  if x.ndim < 3 then raise("%s: expected at least 3 axes (..., C, H, W), got shape %s", name, shape_str(x.shape)) end
+  local s, nd = x.shape, x.ndim
+  return r, { table.unpack(s, 1, nd - 3) }, s[nd - 2], s[nd - 1], s[nd]
+end
+
+-- x viewed as lead..., split (the channel and spatial axes split by r), permuted by the
+-- 5 axes' order after the leading ones, reshaped to lead..., out
+local function shuffle(x, lead, split, order, out)
+  local n = #lead
+  local v, perm, shape = { table.unpack(lead) }, {}, { table.unpack(lead) }
+  for _, d in ipairs(split) do v[#v + 1] = d end
+  for i = 1, n do perm[i] = i end
+  for _, a in ipairs(order) do perm[#perm + 1] = n + a end
+  for _, d in ipairs(out) do shape[#shape + 1] = d end
+  return x:reshape(v):permute(perm):reshape(shape)
+end
+
 -- pixel_shuffle(x (..., C r^2, H, W), r) -> (..., C, H r, W r)
 function R.pixel_shuffle_as(name, x, r)
-  check_array(x, name, 1, "input")
-  r = options.value(r, { type = "integer", min = 1 }, name, 2, "upscale_factor")
-  if x.ndim < 3 then raise("%s: expected at least 3 axes (..., C, H, W), got shape %s", name, shape_str(x.shape)) end
-  local s = x.shape
-  local nd = x.ndim
-  local C, H, W = s[nd - 2], s[nd - 1], s[nd]
+  local lead, C, H, W
+  r, lead, C, H, W = shuffle_args(name, x, r, "upscale_factor")
   if C % (r * r) ~= 0 then
     raise("%s: the %d channels are not divisible by upscale_factor^2 = %d", name, C, r * r)
   end
-  local lead = { table.unpack(s, 1, nd - 3) }
-  local n = #lead
-  local v = { table.unpack(lead) }
-  for _, d in ipairs { C // (r * r), r, r, H, W } do v[#v + 1] = d end
-  local perm = {}
-  for i = 1, n do perm[i] = i end
-  for _, a in ipairs { 1, 4, 2, 5, 3 } do perm[#perm + 1] = n + a end
-  local out = { table.unpack(lead) }
-  for _, d in ipairs { C // (r * r), H * r, W * r } do out[#out + 1] = d end
-  return x:reshape(v):permute(perm):reshape(out)
+  return shuffle(x, lead, { C // (r * r), r, r, H, W }, { 1, 4, 2, 5, 3 }, { C // (r * r), H * r, W * r })
 end
 function R.pixel_shuffle(x, r) return R.pixel_shuffle_as("nn.pixel_shuffle", x, r) end
 
 -- pixel_unshuffle(x (..., C, H r, W r), r) -> (..., C r^2, H, W)
 function R.pixel_unshuffle_as(name, x, r)
-  check_array(x, name, 1, "input")
-  r = options.value(r, { type = "integer", min = 1 }, name, 2, "downscale_factor")
-  if x.ndim < 3 then raise("%s: expected at least 3 axes (..., C, H, W), got shape %s", name, shape_str(x.shape)) end
-  local s = x.shape
-  local nd = x.ndim
-  local C, H, W = s[nd - 2], s[nd - 1], s[nd]
+  local lead, C, H, W
+  r, lead, C, H, W = shuffle_args(name, x, r, "downscale_factor")
   if H % r ~= 0 or W % r ~= 0 then
     raise("%s: the spatial size %dx%d is not divisible by downscale_factor %d", name, H, W, r)
   end
-  local lead = { table.unpack(s, 1, nd - 3) }
-  local n = #lead
-  local v = { table.unpack(lead) }
-  for _, d in ipairs { C, H // r, r, W // r, r } do v[#v + 1] = d end
-  local perm = {}
-  for i = 1, n do perm[i] = i end
-  for _, a in ipairs { 1, 3, 5, 2, 4 } do perm[#perm + 1] = n + a end
-  local out = { table.unpack(lead) }
-  for _, d in ipairs { C * r * r, H // r, W // r } do out[#out + 1] = d end
-  return x:reshape(v):permute(perm):reshape(out)
+  return shuffle(x, lead, { C, H // r, r, W // r, r }, { 1, 3, 5, 2, 4 }, { C * r * r, H // r, W // r })
 end
 function R.pixel_unshuffle(x, r) return R.pixel_unshuffle_as("nn.pixel_unshuffle", x, r) end
 
 -- the functional forms gpu.nn puts into nn.functional
 R.functional = {
-  conv1d = R.conv1d, conv_transpose1d = R.conv_transpose1d, conv_transpose2d = R.conv_transpose2d,
   max_pool1d = R.max_pool1d, avg_pool1d = R.avg_pool1d,
   adaptive_avg_pool1d = R.adaptive_avg_pool1d, adaptive_avg_pool2d = R.adaptive_avg_pool2d,
   adaptive_max_pool1d = R.adaptive_max_pool1d, adaptive_max_pool2d = R.adaptive_max_pool2d,

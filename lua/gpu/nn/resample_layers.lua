@@ -1,7 +1,6 @@
--- gpu.nn.resample_layers: Conv1d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, AvgPool1d,
--- AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample, PixelShuffle, PixelUnshuffle, with
--- PyTorch's constructor arguments, defaults, parameter names and initialisation, on the
--- functional forms of gpu.nn.resample.
+-- gpu.nn.resample_layers: MaxPool1d, AvgPool1d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d,
+-- Upsample, PixelShuffle, PixelUnshuffle, with PyTorch's constructor arguments and defaults,
+-- on the functional forms of gpu.nn.resample.
 --
 --   local up = nn.Sequential{ nn.ConvTranspose2d(16, 8, 4, {stride = 2, padding = 1}), nn.ReLU(),
 --                             nn.Upsample{scale_factor = 2, mode = "bilinear"} }
@@ -10,94 +9,12 @@ local argerror = options.argerror
 local R = require "gpu.nn.resample"
 local module = require "gpu.nn.module"
 local class = module.class
-local init = require "gpu.nn.initializers"
 
 local L = {}
 
 local function positive(fname, argn, v, what)
   return options.value(v, { type = "integer", min = 1 }, fname, argn, what)
 end
-
-local unsupported_padding_mode = { type = "string", default = "zeros", check = function(v)
-  return v == "zeros", "must be 'zeros' (reflect, replicate and circular padding are not implemented)"
-end }
-
--- A size given as a number or a table: the table of nd entries (a 1-D layer keeps {k}).
-local function sizes(v, nd, what, name)
-  if type(v) == "table" then
-    if #v ~= nd then argerror(name, 3, "%s must be an integer or a table of %d, got %d entries", what, nd, #v) end
-    return { table.unpack(v) }
-  end
-  local r = {}
-  for i = 1, nd do r[i] = v end
-  return r
-end
-
--- ---- convolutions ---------------------------------------------------------------------------
-
--- Conv1d(in, out, kernel [, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
--- padding_mode = "zeros", dtype =, device =}]): weight (out, in/groups, k), bias (out).
--- ConvTranspose1d/2d(in, out, kernel [, {..., output_padding = 0}]): weight (in, out/groups, k...)
--- PyTorch's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = weight.shape[2] * prod(kernel).
-local function conv_class(name, nd, transposed)
-  local cls = class(name)
-  L[name] = cls
-  local keys = module.with_placement {
-    stride = "integer|table", padding = "integer|table", dilation = "integer|table",
-    groups = { type = "integer", min = 1, default = 1 }, bias = { type = "boolean", default = true },
-    padding_mode = unsupported_padding_mode,
-  }
-  if transposed then keys.output_padding = "integer|table" end
-  local decl = options.declare("nn." .. name, keys, { example = ("gpu.nn.%s(1, 2, 3, %%s)"):format(name) })
-  local fname = "nn." .. name
-  function cls:init(cin, cout, k, opts)
-    positive(fname, 1, cin, "in_channels")
-    positive(fname, 2, cout, "out_channels")
-    local o = decl:check(opts, 4)
-    local G = o.groups
-    if cin % G ~= 0 or cout % G ~= 0 then
-      argerror(fname, 4, "option 'groups' (%d) must divide in_channels %d and out_channels %d", G, cin, cout)
-    end
-    local ks = sizes(k, nd, "kernel_size", fname)
-    for _, v in ipairs(ks) do positive(fname, 3, v, "kernel_size") end
-    self.in_channels, self.out_channels, self.groups, self.kernel_size = cin, cout, G, ks
-    self.stride = sizes(o.stride or 1, nd, "stride", fname)
-    self.padding = sizes(o.padding or 0, nd, "padding", fname)
-    self.dilation = sizes(o.dilation or 1, nd, "dilation", fname)
-    self.output_padding = transposed and sizes(o.output_padding or 0, nd, "output_padding", fname) or nil
-    local shape = transposed and { cin, cout // G } or { cout, cin // G }
-    local fan_in = shape[2]
-    for _, v in ipairs(ks) do shape[#shape + 1] = v; fan_in = fan_in * v end
-    local lim = 1 / math.sqrt(fan_in)
-    local p = module.placement(o)
-    self:register_parameter("weight", init.uniform(shape, lim, p))
-    if o.bias then self:register_parameter("bias", init.uniform({ cout }, lim, p)) end
-  end
-  local function tuple(t) return "(" .. table.concat(t, ", ") .. (#t == 1 and ",)" or ")") end
-  function cls:repr()
-    local r = ("%s(%d, %d, kernel_size=%s, stride=%s"):format(name, self.in_channels, self.out_channels,
-      tuple(self.kernel_size), tuple(self.stride))
-    for _, k in ipairs { "padding", "output_padding" } do
-      local v = self[k]
-      if v and (v[1] ~= 0 or v[nd] ~= 0) then r = r .. (", %s=%s"):format(k, tuple(v)) end
-    end
-    if self.groups ~= 1 then r = r .. ", groups=" .. self.groups end
-    return r .. ")"
-  end
-  local fn = ({ [1] = transposed and R.conv_transpose1d_as or R.conv1d_as,
-                [2] = transposed and R.conv_transpose2d_as })[nd]
-  function cls:forward(x)
-    local lname = ("%s(%d, %d)"):format(name, self.in_channels, self.out_channels)
-    local function arg(v) return nd == 1 and v[1] or v end
-    return fn(lname, x, self.weight, self.bias, { stride = arg(self.stride), padding = arg(self.padding),
-      dilation = arg(self.dilation), groups = self.groups,
-      output_padding = self.output_padding and arg(self.output_padding) or nil })
-  end
-  return cls
-end
-conv_class("Conv1d", 1, false)
-conv_class("ConvTranspose1d", 1, true)
-conv_class("ConvTranspose2d", 2, true)
 
 -- ---- 1-D pooling ------------------------------------------------------------------------------
 

@@ -46,12 +46,6 @@ local metric_names = { "acc", "accuracy" }
 for _, name in ipairs(metrics.names) do metric_fns[name] = metrics[name]; metric_names[#metric_names + 1] = name end
 table.sort(metric_names)
 
-local function sorted_keys(t)
-  local out = {}
-  for k in pairs(t) do out[#out + 1] = k end
-  table.sort(out)
-  return out
-end
 
 -- name, choices -> "unknown <what> 'x'; did you mean 'y'? (expected one of ...)"
 local function unknown(what, name, choices)
@@ -63,7 +57,7 @@ end
 local function resolve_loss(loss)
   if type(loss) == "string" then
     local f = losses.losses[loss]
-    if f == nil then unknown("loss", loss, sorted_keys(losses.losses)) end
+    if f == nil then unknown("loss", loss, options.sorted_keys(losses.losses)) end
     return loss, f
   end
   return "custom", function(p, y) return loss(p, y) end
@@ -674,10 +668,18 @@ end
 
 -- ---- evaluate, predict -----------------------------------------------------------------------
 
-local EVALUATE = options.declare("Module:evaluate", {
-  batch_size = { type = "integer", min = 1, default = 256 },
-  steps = { type = "integer", min = 1 },
-  distributed = { type = "boolean", default = false },
+-- the options of evaluate and predict, with 'more'
+local function eval_keys(more)
+  local keys = {
+    batch_size = { type = "integer", min = 1, default = 256 },
+    steps = { type = "integer", min = 1 },
+    distributed = { type = "boolean", default = false },
+  }
+  for k, v in pairs(more) do keys[k] = v end
+  return keys
+end
+
+local EVALUATE = options.declare("Module:evaluate", eval_keys {
   verbose = { type = "integer|boolean", default = false, what = "0, 1, 2 or a boolean",
               check = function(v) return v == true or v == false or v == 0 or v == 1 or v == 2 end },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
@@ -709,11 +711,7 @@ function Module:evaluate(x, y, opts)
   return r
 end
 
-local PREDICT = options.declare("Module:predict", {
-  batch_size = { type = "integer", min = 1, default = 256 },
-  steps = { type = "integer", min = 1 },
-  distributed = { type = "boolean", default = false },
-}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
+local PREDICT = options.declare("Module:predict", eval_keys {}, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:predict(gpu.ones(4, 2), %s)" })
 
 -- The outputs of x (one array), in batches of bs, at most steps of them; x may be a
 -- DataLoader (its batches' inputs) or a generator's reader (its next batches' inputs).

@@ -151,29 +151,38 @@ local function finish(r, x, axis, qshape, flat, keepdims, orig)
   return r:reshape(shape)
 end
 
-local function quantile(fname, decl, scale)
+-- A quantile function of x, q [, axis] [, opts]: compute(xx, ax, qs, method) gives the
+-- quantiles qs (read from q and divided by scale) along ax of the x that quantile_args
+-- prepared, (Q, other axes...), which finish shapes.
+local function quantile_fn(fname, decl, scale, compute)
   return function(x, q, axis, opts)
-    local orig = x
     local qs, qshape = read_q(fname, q, scale)
     local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
-    local s = select_sorted(xx, ax, quantile_positions(qs, o.method, xx.shape[ax]))
-    local r = quantiles_sorted(s, ax, qs, o.method)
-    return finish(r, xx, ax, qshape, flat, o.keepdims, orig)
+    return finish(compute(xx, ax, qs, o.method), xx, ax, qshape, flat, o.keepdims, x)
   end
+end
+
+-- The median function of x [, axis] [, {keepdims}] over the same compute.
+local function median_fn(fname, decl, compute)
+  return function(x, axis, opts)
+    if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
+    local o = decl:check(opts, axis == nil and 2 or 3)
+    local xx, ax, flat = quantile_args(fname, decl, x, axis, nil, 3)
+    return finish(compute(xx, ax, { 0.5 }, "linear"), xx, ax, nil, flat, o.keepdims, x)
+  end
+end
+
+-- the quantiles qs along ax of xx: the elements they read selected, then interpolated
+local function sorted_quantiles(xx, ax, qs, method)
+  local s = select_sorted(xx, ax, quantile_positions(qs, method, xx.shape[ax]))
+  return quantiles_sorted(s, ax, qs, method)
 end
 
 -- quantile(x, q [, axis] [, {method = "linear", keepdims}]) (q in [0, 1], a number, list or
 -- array: its shape leads the result's), percentile (q in [0, 100]), median (q = 0.5)
-M.quantile = quantile("quantile", QUANTILE, 1)
-M.percentile = quantile("percentile", PERCENTILE, 100)
-function M.median(x, axis, opts)
-  if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
-  local o = MEDIAN:check(opts, axis == nil and 2 or 3)
-  local orig = x
-  local xx, ax, flat = quantile_args("median", MEDIAN, x, axis, nil, 3)
-  local s = select_sorted(xx, ax, quantile_positions({ 0.5 }, "linear", xx.shape[ax]))
-  return finish(quantiles_sorted(s, ax, { 0.5 }, "linear"), xx, ax, nil, flat, o.keepdims, orig)
-end
+M.quantile = quantile_fn("quantile", QUANTILE, 1, sorted_quantiles)
+M.percentile = quantile_fn("percentile", PERCENTILE, 100, sorted_quantiles)
+M.median = median_fn("median", MEDIAN, sorted_quantiles)
 
 -- The q-quantile of each slice's non-NaN elements along ax of the sorted s (NaNs last),
 -- c their counts (keepdims): the neighbours are picked at each slice's own count, so the
@@ -214,17 +223,13 @@ local function nan_sorted(x, ax, c, qs)
   return select_sorted(x, ax, kth)
 end
 
-local function nan_quantiles(fname, decl, scale)
-  return function(x, q, axis, opts)
-    local orig = x
-    local qs, qshape = read_q(fname, q, scale)
-    local xx, ax, flat, o = quantile_args(fname, decl, x, axis, opts, 4)
-    local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })       -- int64 counts
-    local s = nan_sorted(xx, ax, c, qs)
-    local rs = {}
-    for i, qi in ipairs(qs) do rs[i] = front(nan_quantile(s, c, ax, qi, o.method), ax) end
-    return finish(#rs == 1 and rs[1] or gpu.concat(rs, 1), xx, ax, qshape, flat, o.keepdims, orig)
-  end
+-- the quantiles qs of the non-NaN elements along ax of xx
+local function nan_quantiles(xx, ax, qs, method)
+  local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })       -- int64 counts
+  local s = nan_sorted(xx, ax, c, qs)
+  local rs = {}
+  for i, qi in ipairs(qs) do rs[i] = front(nan_quantile(s, c, ax, qi, method), ax) end
+  return #rs == 1 and rs[1] or gpu.concat(rs, 1)
 end
 
 local NANQUANTILE = options.declare("nanquantile", QUANT_KEYS, { example = "gpu.nanquantile(gpu.ones(3), 0.5, %s)" })
@@ -232,17 +237,9 @@ local NANPERCENTILE = options.declare("nanpercentile", QUANT_KEYS,
   { example = "gpu.nanpercentile(gpu.ones(3), 50, %s)" })
 
 -- nanquantile / nanpercentile / nanmedian: the quantiles of each slice's non-NaN elements
-M.nanquantile = nan_quantiles("nanquantile", NANQUANTILE, 1)
-M.nanpercentile = nan_quantiles("nanpercentile", NANPERCENTILE, 100)
-function M.nanmedian(x, axis, opts)
-  if type(axis) == "table" and opts == nil then axis, opts = nil, axis end
-  local o = NANMEDIAN:check(opts, axis == nil and 2 or 3)
-  local orig = x
-  local xx, ax, flat = quantile_args("nanmedian", NANMEDIAN, x, axis, nil, 3)
-  local c = gpu.logical_not(gpu.isnan(xx)):sum(ax, { keepdims = true })
-  local s = nan_sorted(xx, ax, c, { 0.5 })
-  return finish(front(nan_quantile(s, c, ax, 0.5, "linear"), ax), xx, ax, nil, flat, o.keepdims, orig)
-end
+M.nanquantile = quantile_fn("nanquantile", NANQUANTILE, 1, nan_quantiles)
+M.nanpercentile = quantile_fn("nanpercentile", NANPERCENTILE, 100, nan_quantiles)
+M.nanmedian = median_fn("nanmedian", NANMEDIAN, nan_quantiles)
 
 -- ---- covariance -------------------------------------------------------------------------------
 

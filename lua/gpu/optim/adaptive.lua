@@ -1,5 +1,5 @@
--- gpu.optim.more: Adagrad, Adadelta, Adamax, NAdam and RAdam (torch.optim's rules);
--- gpu.optim loads it and exports each class.
+-- gpu.optim.adaptive: the adaptive-rate optimizers Adagrad, Adadelta, Adamax, NAdam and
+-- RAdam (torch.optim's rules); gpu.optim loads it and exports each class.
 --
 --   local opt = gpu.optim.Adagrad(model:parameters(), {lr = 0.01})
 --   local opt = gpu.optim.NAdam({{params = enc:parameters()}, {params = head:parameters(), lr = 1e-2}})
