@@ -52,6 +52,9 @@ describe("cuDNN's RNN on the cpu", function()
   it("is not there: the layers keep their own loop and never call gpu.dnn.rnn", function()
     -- "rnn" on the cpu is oneDNN's layer-by-layer LSTM/GRU (gpu.dnn.lstm / gru), not a whole network
     local ok = gpu.dnn.available("cpu", "float32", "rnn")
+    local whole, why = gpu.dnn.available("cpu", "float32", "rnn_net")
+    assert.is_false(whole)
+    assert.is_string(why)
     if ok then
       h.fails({ "gpu.dnn.rnn", "rnn is not supported on cpu", "one at a time" }, gpu.dnn.rnn, gpu.ones(1, 1, 2),
         gpu.ones(12), gpu.zeros(1, 1, 2), nil, { mode = "rnn_tanh" })

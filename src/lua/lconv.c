@@ -162,12 +162,15 @@ static void conv_geom(lua_State *L, int t, const gl_optdecl *d, gl_dnn_conv *c) 
 /* gpu.dnn.available([device [, dtype [, family]]]) -> true | false, reason (a device that
 ** is not there is an answer, not an error; a malformed name is an error). With a dtype:
 ** whether the library takes data of it for family "conv" (default), "pool", "batch_norm"
-** "softmax", "layer_norm" or "rnn" (oneDNN on the cpu: float32, no softmax, rnn: LSTM and
-** GRU layer by layer; cuDNN on cuda: rnn is the whole network). */
+** "softmax", "layer_norm", "rnn" (oneDNN on the cpu: float32, no softmax, rnn: LSTM and
+** GRU layer by layer; cuDNN on cuda: rnn is the whole network) or "rnn_net" (the whole
+** network in one call, gpu.dnn.rnn). */
 static int l_dnn_available(lua_State *L) {
-  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", "layer_norm", "rnn", NULL };
+  static const char *const families[] = { "conv", "pool", "batch_norm", "softmax", "layer_norm", "rnn", "rnn_net",
+                                          NULL };
   int dt = lua_isnoneornil(L, 2) ? -1 : (int)gl_lua_dtype(L, 2);
   int family = luaL_checkoption(L, 3, "conv", families);
+  if (family == GL_DNN_RNN + 1) family = GL_DNN_WHOLE_RNN;
   gl_device d;
   if (lua_isnoneornil(L, 1)) d = gl_lua_default_device(L);
   else {

@@ -210,6 +210,10 @@ const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
   if (be == NULL) return "this device type is not built in";
   if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
   const char *why = be->dnn->unavailable();
+  if (why == NULL && family == GL_DNN_WHOLE_RNN) {
+    if (be->dnn->rnn_net == NULL) return "the library runs recurrent layers one layer and direction at a time";
+    family = GL_DNN_RNN;
+  }
   if (why == NULL && family >= 0 && family < GL_NDNN_FAMILY) why = dnn_lacks(be->dnn, (gl_dnn_family)family);
   if (why || dt < 0 || be->dnn->takes == NULL) return why;
   if ((family >= 0 && !be->dnn->takes((gl_dnn_family)family, (gl_dtype)dt)) ||

@@ -172,8 +172,11 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
 ** (data of one float dtype; batch norm float32/float64 only, its per-channel operands of
 ** x's dtype) and geometry before it asks whether x's device has the library (an error
 ** naming the reason when not). Outputs are new contiguous arrays of x's dtype. */
-/* NULL when dev can run them (for data of dtype dt in 'family', a gl_dnn_family; -1: any
-** dtype, the convolutions'), else why not. */
+/* The family gl_op_dnn_unavailable takes for a whole recurrent network in one call
+** (rnn_net...), beside the gl_dnn_family values, whose GL_DNN_RNN is either form. */
+#define GL_DNN_WHOLE_RNN GL_NDNN_FAMILY
+/* NULL when dev can run them (for data of dtype dt in 'family', a gl_dnn_family or
+** GL_DNN_WHOLE_RNN; -1: any dtype, the convolutions'), else why not. */
 const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family);
 /* The device's dnn table for 'family' in dt, or a failure saying why not (naming fn). */
 gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_family family, const gl_dnn **out);

@@ -157,7 +157,7 @@ function M.CharVocab(text, opts)
 end
 
 local ENCODE = options.declare("CharVocab:encode", {
-  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+  device = { type = "device", what = "a device name (" .. gpu._device_syntax .. ")" },
 }, { example = "gpu.data.CharVocab('abc'):encode('cab', %s)" })
 
 -- encode(s [, {device =}]) -> int64 (#chars) of ids 1..#vocab

@@ -69,10 +69,9 @@ local function dnn_ok(self, x, h)
   if self.dnn == false or gpu.dnn.enabled == false then return false end
   if x.dtype ~= "float32" or h.dtype ~= "float32" or x.shape[2] == 0 then return false end
   local dev = x.device
-  if dev ~= "cpu" then return false end     -- cuDNN takes whole networks (cudnn_ok below), not layers
   local ok = dnn_ok_cache[dev]
-  if ok == nil then
-    ok = gpu.dnn.available(dev, "float32", "rnn") == true
+  if ok == nil then      -- a library that takes whole networks (cudnn_ok below) has no layer ops
+    ok = gpu.dnn.available(dev, "float32", "rnn") == true and gpu.dnn.available(dev, "float32", "rnn_net") ~= true
     dnn_ok_cache[dev] = ok
   end
   return ok
@@ -181,10 +180,9 @@ local amp_active = function() return require("gpu.amp").is_autocast_enabled() en
 local function cudnn_ok(self, xs)
   if type(self) ~= "table" or not is_array(xs) then return false end
   if self.cudnn == false or not gpu.dnn.enabled or not CUDNN_DTYPES[xs.dtype] then return false end
-  if xs.device:sub(1, 4) ~= "cuda" then return false end       -- the cpu has no cuDNN: its own loop
   if (self.dropout or 0) > 0 and self.training and (self.num_layers or 1) > 1 then return false end
   if amp_active() then return false end
-  return gpu.dnn.available(xs.device, xs.dtype, "rnn") == true
+  return gpu.dnn.available(xs.device, xs.dtype, "rnn_net") == true    -- else the layer's own loop
 end
 
 local function cudnn_run(self, xs, h0, c0)

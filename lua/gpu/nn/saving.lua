@@ -385,7 +385,7 @@ function Module:load_weights(path, opts) return self:load(path, opts) end
 
 local LOAD = options.declare("nn.load_model", {
   compile = { type = "boolean", default = true },
-  device = { type = "device", what = "a device name ('cpu', 'cuda' or 'cuda:N')" },
+  device = { type = "device", what = "a device name (" .. gpu._device_syntax .. ")" },
 }, { example = "local ok, err = pcall(gpu.nn.load_model, '/nonexistent', %s); assert(ok or not err:find('option'), err)" })
 
 -- load_model(path [, {compile = true, device =}]) -> model, optimizer (nil when the file
