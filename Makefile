@@ -370,3 +370,10 @@ clean:
 .PHONY: unverified
 unverified: $(BIN)
 	./$(BIN) tools/unverified.lua > doc/UNVERIFIED.md.part && mv doc/UNVERIFIED.md.part doc/UNVERIFIED.md
+
+# Lua 5.4.4's own test suite (tools/lua-testes.sh: fetched, never kept: LUA_TESTES_SRC names
+# a local Lua repository or testes folder, else it is cloned) file by file and whole under
+# ./gpulua; the last line is "N passed, N failed"
+.PHONY: test-lua
+test-lua: $(BIN)
+	@sh tools/lua-testes.sh --host ./$(BIN) $(LUA_TESTES_SRC)
