@@ -603,19 +603,14 @@ static int array_le(lua_State *L) {
 }
 
 static const gl_reg array_meta[] = {
-  { "__gc", array_release, 1 },
-  { "__close", array_close_tbc, 2 },
-  { "__newindex", array_newindex, 3 },
-  { NULL, NULL, 0 }
+  { "__gc", array_release, 1 }, { "__close", array_close_tbc, 2 }, { "__newindex", array_newindex, 3 },
+  { NULL, NULL, 0 },
 };
 
 /* the metamethods that read an array run as op levels (lhold.c) */
 static const gl_reg array_meta_held[] = {
-  { "__len", array_len, 2 },
-  { "__lt", array_lt, 2 },
-  { "__le", array_le, 2 },
-  { "__tostring", gl_lua_tostring, 1 },
-  { NULL, NULL, 0 }
+  { "__len", array_len, 2 }, { "__lt", array_lt, 2 }, { "__le", array_le, 2 },
+  { "__tostring", gl_lua_tostring, 1 }, { NULL, NULL, 0 },
 };
 
 static const gl_reg array_methods[] = {

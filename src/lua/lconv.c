@@ -365,23 +365,15 @@ static const gl_reg conv_funcs[] = {
 };
 
 static const gl_reg dnn_funcs[] = {
-  { "available", l_dnn_available, 3 },
-  { "conv2d", l_dnn_conv2d, 3 },
+  { "available", l_dnn_available, 3 }, { "conv2d", l_dnn_conv2d, 3 },
   { "conv2d_backward_data", l_dnn_conv2d_bwd_data, 4 },
-  { "conv2d_backward_filter", l_dnn_conv2d_bwd_filter, 4 },
-  { "max_pool2d", l_dnn_max_pool2d, 2 },
-  { "avg_pool2d", l_dnn_avg_pool2d, 2 },
-  { "max_pool2d_backward", l_dnn_max_pool2d_bwd, 4 },
-  { "avg_pool2d_backward", l_dnn_avg_pool2d_bwd, 4 },
-  { "batch_norm", l_dnn_batch_norm, 6 },
-  { "batch_norm_backward", l_dnn_batch_norm_bwd, 6 },
-  { "softmax", l_dnn_softmax, 2 },
-  { "softmax_backward", l_dnn_softmax_bwd, 3 },
-  { "layer_norm", l_dnn_layer_norm, 4 },
-  { "layer_norm_backward", l_dnn_layer_norm_bwd, 6 },
-  { "rnn", l_dnn_rnn, 5 },
-  { "rnn_backward", l_dnn_rnn_bwd, 8 },
-  { NULL, NULL, 0 }
+  { "conv2d_backward_filter", l_dnn_conv2d_bwd_filter, 4 }, { "max_pool2d", l_dnn_max_pool2d, 2 },
+  { "avg_pool2d", l_dnn_avg_pool2d, 2 }, { "max_pool2d_backward", l_dnn_max_pool2d_bwd, 4 },
+  { "avg_pool2d_backward", l_dnn_avg_pool2d_bwd, 4 }, { "batch_norm", l_dnn_batch_norm, 6 },
+  { "batch_norm_backward", l_dnn_batch_norm_bwd, 6 }, { "softmax", l_dnn_softmax, 2 },
+  { "softmax_backward", l_dnn_softmax_bwd, 3 }, { "layer_norm", l_dnn_layer_norm, 4 },
+  { "layer_norm_backward", l_dnn_layer_norm_bwd, 6 }, { "rnn", l_dnn_rnn, 5 },
+  { "rnn_backward", l_dnn_rnn_bwd, 8 }, { NULL, NULL, 0 },
 };
 
 void gl_open_conv(lua_State *L, int module, int methods) {

@@ -313,19 +313,10 @@ static int l_array(lua_State *L) {
 }
 
 static const gl_reg create_funcs[] = {
-  { "array", l_array, 2 },
-  { "empty", l_empty, GL_SHAPE_ARGS },
-  { "zeros", l_zeros, GL_SHAPE_ARGS },
-  { "ones", l_ones, GL_SHAPE_ARGS },
-  { "full", l_full, 3 },
-  { "empty_like", l_empty_like, 2 },
-  { "zeros_like", l_zeros_like, 2 },
-  { "ones_like", l_ones_like, 2 },
-  { "full_like", l_full_like, 3 },
-  { "arange", l_arange, 4 },
-  { "linspace", l_linspace, 4 },
-  { "eye", l_eye, 3 },
-  { NULL, NULL, 0 }
+  { "array", l_array, 2 }, { "empty", l_empty, GL_SHAPE_ARGS }, { "zeros", l_zeros, GL_SHAPE_ARGS },
+  { "ones", l_ones, GL_SHAPE_ARGS }, { "full", l_full, 3 }, { "empty_like", l_empty_like, 2 },
+  { "zeros_like", l_zeros_like, 2 }, { "ones_like", l_ones_like, 2 }, { "full_like", l_full_like, 3 },
+  { "arange", l_arange, 4 }, { "linspace", l_linspace, 4 }, { "eye", l_eye, 3 }, { NULL, NULL, 0 },
 };
 
 void gl_open_create(lua_State *L, int module, int methods) {

@@ -537,27 +537,14 @@ static int l_device_name(lua_State *L) {
 }
 
 static const gl_reg device_funcs[] = {
-  { "stats", l_stats, 0 },
-  { "reset_stats", l_reset_stats, 0 },
-  { "clock", l_clock, 0 },
-  { "device", l_device, 0 },
-  { "set_device", l_set_device, 1 },
-  { "is_available", l_is_available, 0 },
-  { "device_count", l_device_count, 0 },
-  { "devices", l_devices, 1 },
-  { "_devices", l_backends, 0 },
-  { "_device_name", l_device_name, 2 },
-  { "_energy", l_energy, 1 },
-  { "_workspace", l_workspace, 2 },
-  { "memory", l_memory, 1 },
-  { "memory_allocated", l_memory_allocated, 1 },
-  { "max_memory_allocated", l_max_memory_allocated, 1 },
-  { "memory_reserved", l_memory_reserved, 1 },
-  { "terminal_size", l_terminal_size, 1 },
-  { "empty_cache", l_empty_cache, 1 },
-  { "synchronize", l_synchronize, 1 },
-  { "config", l_config, 0 },
-  { NULL, NULL, 0 }
+  { "stats", l_stats, 0 }, { "reset_stats", l_reset_stats, 0 }, { "clock", l_clock, 0 },
+  { "device", l_device, 0 }, { "set_device", l_set_device, 1 }, { "is_available", l_is_available, 0 },
+  { "device_count", l_device_count, 0 }, { "devices", l_devices, 1 }, { "_devices", l_backends, 0 },
+  { "_device_name", l_device_name, 2 }, { "_energy", l_energy, 1 }, { "_workspace", l_workspace, 2 },
+  { "memory", l_memory, 1 }, { "memory_allocated", l_memory_allocated, 1 },
+  { "max_memory_allocated", l_max_memory_allocated, 1 }, { "memory_reserved", l_memory_reserved, 1 },
+  { "terminal_size", l_terminal_size, 1 }, { "empty_cache", l_empty_cache, 1 },
+  { "synchronize", l_synchronize, 1 }, { "config", l_config, 0 }, { NULL, NULL, 0 },
 };
 
 void gl_open_device(lua_State *L, int module, int methods) {

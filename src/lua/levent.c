@@ -99,18 +99,12 @@ static int event_tostring(lua_State *L) {
 }
 
 static const gl_reg event_methods[] = {
-  { "record", event_record, 1 },
-  { "elapsed", event_elapsed, 2 },
-  { "elapsed_time", event_elapsed, 2 },
-  { "synchronize", event_synchronize, 1 },
-  { NULL, NULL, 0 }
+  { "record", event_record, 1 }, { "elapsed", event_elapsed, 2 }, { "elapsed_time", event_elapsed, 2 },
+  { "synchronize", event_synchronize, 1 }, { NULL, NULL, 0 },
 };
 
 static const gl_reg event_meta[] = {
-  { "__gc", event_gc, 1 },
-  { "__close", event_gc, 2 },
-  { "__tostring", event_tostring, 1 },
-  { NULL, NULL, 0 }
+  { "__gc", event_gc, 1 }, { "__close", event_gc, 2 }, { "__tostring", event_tostring, 1 }, { NULL, NULL, 0 },
 };
 
 static const gl_reg event_funcs[] = {

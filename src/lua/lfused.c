@@ -368,22 +368,12 @@ static int l_nadam_(lua_State *L) { return optim_step(L, &nadam); }
 static int l_radam_(lua_State *L) { return optim_step(L, &radam); }
 
 static const gl_reg fused_funcs[] = {
-  { "linear", l_linear, 3 },
-  { "cross_entropy", l_cross_entropy, 3 },
-  { "cross_entropy_backward", l_cross_entropy_backward, 4 },
-  { "layer_norm", l_layer_norm, 4 },
-  { "layer_norm_backward", l_layer_norm_backward, 5 },
-  { "attention", l_attention, 4 },
-  { "attention_backward", l_attention_backward, 7 },
-  { "sgd_", l_sgd_, 4 },
-  { "adam_", l_adam_, 6 },
-  { "rmsprop_", l_rmsprop_, 6 },
-  { "adagrad_", l_adagrad_, 4 },
-  { "adadelta_", l_adadelta_, 5 },
-  { "adamax_", l_adamax_, 5 },
-  { "nadam_", l_nadam_, 5 },
-  { "radam_", l_radam_, 5 },
-  { NULL, NULL, 0 }
+  { "linear", l_linear, 3 }, { "cross_entropy", l_cross_entropy, 3 },
+  { "cross_entropy_backward", l_cross_entropy_backward, 4 }, { "layer_norm", l_layer_norm, 4 },
+  { "layer_norm_backward", l_layer_norm_backward, 5 }, { "attention", l_attention, 4 },
+  { "attention_backward", l_attention_backward, 7 }, { "sgd_", l_sgd_, 4 }, { "adam_", l_adam_, 6 },
+  { "rmsprop_", l_rmsprop_, 6 }, { "adagrad_", l_adagrad_, 4 }, { "adadelta_", l_adadelta_, 5 },
+  { "adamax_", l_adamax_, 5 }, { "nadam_", l_nadam_, 5 }, { "radam_", l_radam_, 5 }, { NULL, NULL, 0 },
 };
 
 void gl_open_fused(lua_State *L, int module, int methods) {

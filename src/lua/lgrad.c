@@ -829,14 +829,9 @@ static int l_backward(lua_State *L) { return call_engine(L, "backward", 0); }
 static int l_register_hook(lua_State *L) { return call_engine(L, "register_hook", 1); }
 
 static const gl_reg grad_methods[] = {
-  { "requires_grad", l_requires_grad, 2 },
-  { "requires_grad_", l_requires_grad, 2 },
-  { "detach", l_detach, 1 },
-  { "is_leaf", l_is_leaf, 1 },
-  { "retain_grad", l_retain_grad, 1 },
-  { "set_grad", l_set_grad, 2 },
-  { "register_hook", l_register_hook, 2 },
-  { NULL, NULL, 0 }
+  { "requires_grad", l_requires_grad, 2 }, { "requires_grad_", l_requires_grad, 2 }, { "detach", l_detach, 1 },
+  { "is_leaf", l_is_leaf, 1 }, { "retain_grad", l_retain_grad, 1 }, { "set_grad", l_set_grad, 2 },
+  { "register_hook", l_register_hook, 2 }, { NULL, NULL, 0 },
 };
 
 /* backward runs the engine (Lua code, the user's hooks): not an op level, or every close
@@ -932,18 +927,11 @@ static int g_opname(lua_State *L) {
 }
 
 static const gl_reg grad_funcs[] = {
-  { "opname", g_opname, 1 },
-  { "node_args", g_node_args, 1 },
-  { "register", g_register, 2 },
-  { "node", g_node, 1 },
-  { "set_node", g_set_node, 2 },
-  { "version", g_version, 1 },
-  { "grad_enabled", g_grad_enabled, 0 },
-  { "set_grad_enabled", g_set_grad_enabled, 1 },
-  { "autocast_dtype", g_autocast_dtype, 0 },
-  { "set_autocast", g_set_autocast, 1 },
-  { "is_tracked", l_is_tracked, 1 },
-  { NULL, NULL, 0 }
+  { "opname", g_opname, 1 }, { "node_args", g_node_args, 1 }, { "register", g_register, 2 },
+  { "node", g_node, 1 }, { "set_node", g_set_node, 2 }, { "version", g_version, 1 },
+  { "grad_enabled", g_grad_enabled, 0 }, { "set_grad_enabled", g_set_grad_enabled, 1 },
+  { "autocast_dtype", g_autocast_dtype, 0 }, { "set_autocast", g_set_autocast, 1 },
+  { "is_tracked", l_is_tracked, 1 }, { NULL, NULL, 0 },
 };
 
 void gl_open_grad(lua_State *L, int module, int methods) {

@@ -385,20 +385,11 @@ static const gl_reg index_funcs[] = {      /* gpu.f only: the first argument is 
 };
 
 static const gl_reg index_both[] = {
-  { "take", l_take, 3 },
-  { "index", l_index, 3 },
-  { "index_put_", l_index_put_, 5 },
-  { "masked_select", l_masked_select, 2 },
-  { "split", l_split, 3 },
-  { "tile", l_tile, 1 + GL_MAXDIMS },
-  { "repeat", l_repeat, 3 },
-  { "repeat_interleave", l_repeat, 3 },
-  { "flip", l_flip, 2 },
-  { "roll", l_roll, 3 },
-  { "sort", l_sort, 3 },
-  { "argsort", l_argsort, 3 },
-  { "topk", l_topk, 4 },
-  { NULL, NULL, 0 }
+  { "take", l_take, 3 }, { "index", l_index, 3 }, { "index_put_", l_index_put_, 5 },
+  { "masked_select", l_masked_select, 2 }, { "split", l_split, 3 }, { "tile", l_tile, 1 + GL_MAXDIMS },
+  { "repeat", l_repeat, 3 }, { "repeat_interleave", l_repeat, 3 }, { "flip", l_flip, 2 },
+  { "roll", l_roll, 3 }, { "sort", l_sort, 3 }, { "argsort", l_argsort, 3 }, { "topk", l_topk, 4 },
+  { NULL, NULL, 0 },
 };
 
 void gl_open_indexing(lua_State *L, int module, int methods) {

@@ -557,18 +557,11 @@ static int l_isatty(lua_State *L) {
 }
 
 static const gl_reg io_funcs[] = {
-  { "isatty", l_isatty, 1 },
-  { "load", l_load, 2 },
-  { "savez", l_savez, 3 },
-  { "savez_compressed", l_savez_compressed, 3 },
-  { "loadz", l_loadz, 2 },
-  { "save_safetensors", l_save_safetensors, 3 },
-  { "load_safetensors", l_load_safetensors, 2 },
-  { "loadtxt", l_loadtxt, 2 },
-  { "_png_save", l_png_save, 2 },
-  { "_png_load", l_png_load, 1 },
-  { "_save_bytes", l_save_bytes, 3 },
-  { NULL, NULL, 0 }
+  { "isatty", l_isatty, 1 }, { "load", l_load, 2 }, { "savez", l_savez, 3 },
+  { "savez_compressed", l_savez_compressed, 3 }, { "loadz", l_loadz, 2 },
+  { "save_safetensors", l_save_safetensors, 3 }, { "load_safetensors", l_load_safetensors, 2 },
+  { "loadtxt", l_loadtxt, 2 }, { "_png_save", l_png_save, 2 }, { "_png_load", l_png_load, 1 },
+  { "_save_bytes", l_save_bytes, 3 }, { NULL, NULL, 0 },
 };
 
 /* x:save(path) and x:savetxt(path [, opts]) as well as gpu.save(path, x) */

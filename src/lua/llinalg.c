@@ -197,9 +197,9 @@ static int l_la_lstsq(lua_State *L) {
 
 static const gl_reg la_funcs[] = {
   { "solve", l_la_solve, 2 }, { "inv", l_la_inv, 1 }, { "det", l_la_det, 1 }, { "slogdet", l_la_slogdet, 1 },
-  { "cholesky", l_la_cholesky, 2 }, { "qr", l_la_qr, 2 }, { "svd", l_la_svd, 2 }, { "svdvals", l_la_svdvals, 1 },
-  { "eigh", l_la_eigh, 2 }, { "eigvalsh", l_la_eigvalsh, 2 }, { "lstsq", l_la_lstsq, 3 },
-  { NULL, NULL, 0 }
+  { "cholesky", l_la_cholesky, 2 }, { "qr", l_la_qr, 2 }, { "svd", l_la_svd, 2 },
+  { "svdvals", l_la_svdvals, 1 }, { "eigh", l_la_eigh, 2 }, { "eigvalsh", l_la_eigvalsh, 2 },
+  { "lstsq", l_la_lstsq, 3 }, { NULL, NULL, 0 },
 };
 static const gl_optdecl *const la_decls[] = { &chol_decl, &qr_decl, &svd_decl, &eigh_decl, &eigvalsh_decl,
                                               &lstsq_decl, NULL };
@@ -237,10 +237,7 @@ static const gl_reg precision_funcs[] = {
 };
 
 static const gl_reg linalg_funcs[] = {
-  { "matmul", l_matmul, 2 },
-  { "dot", l_dot, 2 },
-  { "outer", l_outer, 2 },
-  { NULL, NULL, 0 }
+  { "matmul", l_matmul, 2 }, { "dot", l_dot, 2 }, { "outer", l_outer, 2 }, { NULL, NULL, 0 },
 };
 
 void gl_open_linalg(lua_State *L, int module, int methods) {

@@ -151,8 +151,7 @@ static const gl_reg math_meta[] = {
   { "__add", mm_add, 2 }, { "__sub", mm_sub, 2 }, { "__mul", mm_mul, 2 }, { "__div", mm_div, 2 },
   { "__idiv", mm_idiv, 2 }, { "__mod", mm_mod, 2 }, { "__pow", mm_pow, 2 }, { "__unm", mm_unm, 2 },
   { "__band", mm_band, 2 }, { "__bor", mm_bor, 2 }, { "__bxor", mm_bxor, 2 }, { "__shl", mm_shl, 2 },
-  { "__shr", mm_shr, 2 }, { "__bnot", mm_bnot, 2 },
-  { NULL, NULL, 0 }
+  { "__shr", mm_shr, 2 }, { "__bnot", mm_bnot, 2 }, { NULL, NULL, 0 },
 };
 
 static const char *const math_meta_op[] = {
@@ -161,10 +160,7 @@ static const char *const math_meta_op[] = {
 };
 
 static const gl_reg math_funcs[] = {
-  { "where", l_where, 3 },
-  { "clip", l_clip, 3 },
-  { "lerp", l_lerp, 3 },
-  { NULL, NULL, 0 }
+  { "where", l_where, 3 }, { "clip", l_clip, 3 }, { "lerp", l_lerp, 3 }, { NULL, NULL, 0 },
 };
 
 /* Which ops have an in-place form: not those whose result is bool (predicates, comparisons,

@@ -341,14 +341,12 @@ static const gl_reg random_funcs[] = {
   { "uniform", l_uniform, 2 + GL_SHAPE_ARGS }, { "normal", l_normal, 2 + GL_SHAPE_ARGS },
   { "randint", l_randint, 2 + GL_SHAPE_ARGS }, { "bernoulli", l_bernoulli, 1 + GL_SHAPE_ARGS },
   { "permutation", l_permutation, 2 }, { "shuffle", l_shuffle, 1 }, { "choice", l_choice, 3 },
-  { "seed", l_seed, 1 }, { "get_state", l_get_state, 1 }, { "set_state", l_set_state, 2 },
-  { NULL, NULL, 0 }
+  { "seed", l_seed, 1 }, { "get_state", l_get_state, 1 }, { "set_state", l_set_state, 2 }, { NULL, NULL, 0 },
 };
 
 static const gl_reg array_methods[] = {
-  { "shuffle", l_shuffle, 1 }, { "permutation", l_permutation, 2 }, { "bernoulli", l_bernoulli, 1 + GL_SHAPE_ARGS },
-  { "choice", l_choice, 3 },
-  { NULL, NULL, 0 }
+  { "shuffle", l_shuffle, 1 }, { "permutation", l_permutation, 2 },
+  { "bernoulli", l_bernoulli, 1 + GL_SHAPE_ARGS }, { "choice", l_choice, 3 }, { NULL, NULL, 0 },
 };
 
 static const gl_reg generator_funcs[] = { { "Generator", l_generator, 1 }, { NULL, NULL, 0 } };

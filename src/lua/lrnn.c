@@ -155,21 +155,14 @@ static int l_dnn_lstm_backward(lua_State *L) { return dnn_rnn_backward(L, GL_DNN
 static int l_dnn_gru_backward(lua_State *L) { return dnn_rnn_backward(L, GL_DNN_GRU, &dnn_gru_bwd_decl); }
 
 static const gl_reg dnn_rnn_funcs[] = {
-  { "lstm", l_dnn_lstm, 7 },
-  { "lstm_backward", l_dnn_lstm_backward, 10 },
-  { "gru", l_dnn_gru, 6 },
-  { "gru_backward", l_dnn_gru_backward, 9 },
-  { NULL, NULL, 0 }
+  { "lstm", l_dnn_lstm, 7 }, { "lstm_backward", l_dnn_lstm_backward, 10 }, { "gru", l_dnn_gru, 6 },
+  { "gru_backward", l_dnn_gru_backward, 9 }, { NULL, NULL, 0 },
 };
 
 static const gl_reg rnn_funcs[] = {
-  { "lstm", l_lstm, 5 },
-  { "lstm_backward", l_lstm_backward, 7 },
-  { "gru", l_gru, 5 },
-  { "gru_backward", l_gru_backward, 6 },
-  { "rnn", l_rnn, 4 },
-  { "rnn_backward", l_rnn_backward, 5 },
-  { NULL, NULL, 0 }
+  { "lstm", l_lstm, 5 }, { "lstm_backward", l_lstm_backward, 7 }, { "gru", l_gru, 5 },
+  { "gru_backward", l_gru_backward, 6 }, { "rnn", l_rnn, 4 }, { "rnn_backward", l_rnn_backward, 5 },
+  { NULL, NULL, 0 },
 };
 
 void gl_open_rnn(lua_State *L, int module, int methods) {

@@ -292,38 +292,19 @@ static int l_item(lua_State *L) {
 }
 
 static const gl_reg shape_funcs[] = {
-  { "reshape", l_reshape, 1 + GL_MAXDIMS },
-  { "view", l_view, 1 + GL_MAXDIMS },
-  { "transpose", l_transpose, 3 },
-  { "permute", l_permute, 1 + GL_MAXDIMS },
-  { "squeeze", l_squeeze, 2 },
-  { "unsqueeze", l_unsqueeze, 2 },
-  { "expand", l_expand, 1 + GL_MAXDIMS },
-  { "flatten", l_flatten, 3 },
-  { "contiguous", l_contiguous, 1 },
-  { "copy", l_copy, 1 },
-  { "clone", l_copy, 1 },
-  { "astype", l_astype, 2 },
-  { "to", l_to, 2 },
-  { "cpu", l_cpu, 1 },
-  { "cuda", l_cuda, 2 },
-  { "fill_", l_fill_, 2 },
-  { "is_contiguous", l_is_contiguous, 1 },
-  { "totable", l_totable, 1 },
-  { "item", l_item, 1 },
-  { NULL, NULL, 0 }
+  { "reshape", l_reshape, 1 + GL_MAXDIMS }, { "view", l_view, 1 + GL_MAXDIMS },
+  { "transpose", l_transpose, 3 }, { "permute", l_permute, 1 + GL_MAXDIMS }, { "squeeze", l_squeeze, 2 },
+  { "unsqueeze", l_unsqueeze, 2 }, { "expand", l_expand, 1 + GL_MAXDIMS }, { "flatten", l_flatten, 3 },
+  { "contiguous", l_contiguous, 1 }, { "copy", l_copy, 1 }, { "clone", l_copy, 1 }, { "astype", l_astype, 2 },
+  { "to", l_to, 2 }, { "cpu", l_cpu, 1 }, { "cuda", l_cuda, 2 }, { "fill_", l_fill_, 2 },
+  { "is_contiguous", l_is_contiguous, 1 }, { "totable", l_totable, 1 }, { "item", l_item, 1 },
+  { NULL, NULL, 0 },
 };
 
 /* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */
 static const gl_reg cast_methods[] = {
-  { "half", l_half, 1 },
-  { "bfloat16", l_bfloat16, 1 },
-  { "float", l_float, 1 },
-  { "double", l_double, 1 },
-  { "int", l_int, 1 },
-  { "long", l_long, 1 },
-  { "bool", l_bool, 1 },
-  { NULL, NULL, 0 }
+  { "half", l_half, 1 }, { "bfloat16", l_bfloat16, 1 }, { "float", l_float, 1 }, { "double", l_double, 1 },
+  { "int", l_int, 1 }, { "long", l_long, 1 }, { "bool", l_bool, 1 }, { NULL, NULL, 0 },
 };
 
 void gl_open_shape(lua_State *L, int module, int methods) {
