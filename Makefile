@@ -367,9 +367,14 @@ clean:
 
 # doc/UNVERIFIED.md, the ledger of GPU code not run on a GPU as it is, made from the sources
 # and bench/gpu-ran.tsv (spec/unverified_spec.lua fails when it is stale)
-.PHONY: unverified
+.PHONY: unverified docs
 unverified: $(BIN)
 	./$(BIN) tools/unverified.lua > doc/UNVERIFIED.md.part && mv doc/UNVERIFIED.md.part doc/UNVERIFIED.md
+
+# what the docs state of C, made from C: the op, alias, dtype and promotion tables of
+# doc/API.md and README.md (spec/api_tables_spec.lua), and doc/UNVERIFIED.md
+docs: $(BIN) unverified
+	./$(BIN) tools/gen_api_tables.lua
 
 # Lua 5.4.4's own test suite (tools/lua-testes.sh: fetched, never kept: LUA_TESTES_SRC names
 # a local Lua repository or testes folder, else it is cloned) file by file and whole under
