@@ -1,71 +1,79 @@
 /*
 ** fused.cu — gpu.fused on the GPU: optimizer steps (one grid-stride pass over a parameter,
-** its gradient and state through kernels/nn.h's element steps, as on the CPU: SGD, Adam,
+** its gradient and state through kernels/optim.h's element steps, as on the CPU: SGD, Adam,
 ** RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam) and softmax
 ** cross-entropy, one warp per row forward (max, sum of exponentials, loss and
 ** probabilities by warp shuffles) and one thread per element backward.
 */
 #include "cuda_common.cuh"
 #include "fused.h"
+#include "xent.h"
 
-/* kernels/nn.h's element steps by type. */
-template <class T> struct gl_nn;
-#define GL_NN_TRAITS(T, SFX)                                                                      \
-  template <> struct gl_nn<T> {                                                                   \
-    typedef gl_optim_k_##SFX K;                                                                   \
-    static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_##SFX(hp); } \
-    static __device__ __forceinline__ T sgd(T p, T g, T *b, int f, int n, K k) { return gl_sgd_##SFX(p, g, b, f, n, k); } \
-    static __device__ __forceinline__ T adam(T p, T g, T *m, T *v, T *vm, K k) { return gl_adam_##SFX(p, g, m, v, vm, k); } \
-    static __device__ __forceinline__ T rmsprop(T p, T g, T *s, T *b, T *ga, K k) { return gl_rmsprop_##SFX(p, g, s, b, ga, k); } \
-    static __device__ __forceinline__ T adagrad(T p, T g, T *s, K k) { return gl_adagrad_##SFX(p, g, s, k); } \
-    static __device__ __forceinline__ T adadelta(T p, T g, T *s, T *a, K k) { return gl_adadelta_##SFX(p, g, s, a, k); } \
-    static __device__ __forceinline__ T adamax(T p, T g, T *m, T *u, K k) { return gl_adamax_##SFX(p, g, m, u, k); } \
-    static __device__ __forceinline__ T nadam(T p, T g, T *m, T *v, K k) { return gl_nadam_##SFX(p, g, m, v, k); } \
-    static __device__ __forceinline__ T radam(T p, T g, T *m, T *v, int r, K k) { return gl_radam_##SFX(p, g, m, v, r, k); } \
-    static __device__ __forceinline__ T xent_grad(T p, int hit, T on, T off, T k) { return gl_xent_grad_##SFX(p, hit, on, off, k); } \
+/* optim.h's element steps by type. */
+template <class T> struct gl_optim_steps;
+#define GL_OPTIM_STEPS(T, SFX)                                                                    \
+  template <> struct gl_optim_steps<T> {                                                          \
+    typedef gl_optim_args_##SFX args;                                                             \
+    static __device__ __forceinline__ args of(const gl_optim_hp *hp) { return gl_optim_args_##SFX##_of(hp); } \
+    static __device__ __forceinline__ T sgd(T p, T g, T *b, int f, int n, args k) { return gl_sgd_##SFX(p, g, b, f, n, k); } \
+    static __device__ __forceinline__ T adam(T p, T g, T *m, T *v, T *vm, args k) { return gl_adam_##SFX(p, g, m, v, vm, k); } \
+    static __device__ __forceinline__ T rmsprop(T p, T g, T *s, T *b, T *ga, args k) { return gl_rmsprop_##SFX(p, g, s, b, ga, k); } \
+    static __device__ __forceinline__ T adagrad(T p, T g, T *s, args k) { return gl_adagrad_##SFX(p, g, s, k); } \
+    static __device__ __forceinline__ T adadelta(T p, T g, T *s, T *a, args k) { return gl_adadelta_##SFX(p, g, s, a, k); } \
+    static __device__ __forceinline__ T adamax(T p, T g, T *m, T *u, args k) { return gl_adamax_##SFX(p, g, m, u, k); } \
+    static __device__ __forceinline__ T nadam(T p, T g, T *m, T *v, args k) { return gl_nadam_##SFX(p, g, m, v, k); } \
+    static __device__ __forceinline__ T radam(T p, T g, T *m, T *v, int r, args k) { return gl_radam_##SFX(p, g, m, v, r, k); } \
   };
-GL_NN_TRAITS(float, f32)
-GL_NN_TRAITS(double, f64)
-#undef GL_NN_TRAITS
+GL_OPTIM_STEPS(float, f32)
+GL_OPTIM_STEPS(double, f64)
+#undef GL_OPTIM_STEPS
+
+/* xent.h's gradient of one logit by type. */
+__device__ __forceinline__ float xent_grad(float p, int hit, float on, float off, float k) {
+  return gl_xent_grad_f32(p, hit, on, off, k);
+}
+__device__ __forceinline__ double xent_grad(double p, int hit, double on, double off, double k) {
+  return gl_xent_grad_f64(p, hit, on, off, k);
+}
 
 template <class T>
 __global__ void gl_k_sgd(int64_t n, T *p, const T *g, T *buf, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::sgd(p[i], g[i], buf ? buf + i : NULL, hp.first, hp.nesterov, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::sgd(p[i], g[i], buf ? buf + i : NULL, hp.first, hp.nesterov, k);
 }
 
 template <class T>
 __global__ void gl_k_adam(int64_t n, T *p, const T *g, T *m, T *v, T *vmax, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::adam(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adam(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);
 }
 
 template <class T>
 __global__ void gl_k_rmsprop(int64_t n, T *p, const T *g, T *sq, T *buf, T *ga, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
 }
 
 template <class T>
 __global__ void gl_k_adagrad(int64_t n, T *p, const T *g, T *sum, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::adagrad(p[i], g[i], sum + i, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adagrad(p[i], g[i], sum + i, k);
 }
 
 /* Adadelta (square_avg, acc_delta), Adamax (exp_avg, exp_inf), NAdam and RAdam (exp_avg,
 ** exp_avg_sq): two state arrays each; kind picks the element step. */
 template <class T>
 __global__ void gl_k_optim2(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
   switch (kind) {
-    case GL_OPTIM_ADADELTA: GL_KLOOP(i, n) p[i] = gl_nn<T>::adadelta(p[i], g[i], s0 + i, s1 + i, k); break;
-    case GL_OPTIM_ADAMAX: GL_KLOOP(i, n) p[i] = gl_nn<T>::adamax(p[i], g[i], s0 + i, s1 + i, k); break;
-    case GL_OPTIM_NADAM: GL_KLOOP(i, n) p[i] = gl_nn<T>::nadam(p[i], g[i], s0 + i, s1 + i, k); break;
-    default: GL_KLOOP(i, n) p[i] = gl_nn<T>::radam(p[i], g[i], s0 + i, s1 + i, hp.rectify, k); break;
+    case GL_OPTIM_ADADELTA: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adadelta(p[i], g[i], s0 + i, s1 + i, k); break;
+    case GL_OPTIM_ADAMAX: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adamax(p[i], g[i], s0 + i, s1 + i, k); break;
+    case GL_OPTIM_NADAM: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::nadam(p[i], g[i], s0 + i, s1 + i, k); break;
+    default: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::radam(p[i], g[i], s0 + i, s1 + i, hp.rectify, k); break;
   }
 }
 
-/* The launchers of one dtype: GL_KERR_NOTSUP outside GL_KFUSED_DTYPES (nn.h's element steps
+/* The launchers of one dtype: GL_KERR_NOTSUP outside GL_KFUSED_DTYPES (optim.h's element steps
 ** are float and double). */
 template <int DT>
 static int optim_dt(cudaStream_t s, int kind, int64_t n, void *p, const void *g, void *s0, void *s1, void *s2,
@@ -159,7 +167,7 @@ __global__ void gl_k_xent_bwd(int64_t N, int64_t C, T *dst, const T *probs, cons
     T k = gout[i * gstride] * scale;
     if (labels) {
       int64_t l = labels[i];
-      dst[j] = l >= 1 && l <= C ? gl_nn<T>::xent_grad(probs[j], c == l - 1, on, off, k) : (T)NAN;
+      dst[j] = l >= 1 && l <= C ? xent_grad(probs[j], c == l - 1, on, off, k) : (T)NAN;
     } else {
       dst[j] = (probs[j] - target[j]) * k;
     }
