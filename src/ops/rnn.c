@@ -100,15 +100,28 @@ static gl_array step_of(const gl_array *a, int64_t t) {
   return v;
 }
 
-static gl_array state_of(const gl_array *hc, int64_t t, int part) {
+/* Part 'part' (0: h, 1: c) of every step of hc (L, N, 2, H), as an (L, N, H) view. */
+static gl_array states_of(const gl_array *hc, int part) {
   gl_array v = *hc;
-  gl_view_select(&v, 0, t);
-  gl_view_select(&v, 1, part);
+  gl_view_select(&v, 2, part);
   return v;
 }
 
 /* The time step processed at position s (0-based) and the one before it (-1: the initial state). */
 static int64_t time_at(int64_t s, int64_t L, bool reverse) { return reverse ? L - 1 - s : s; }
+
+/* h_prev of every step (L, N, H) in time order: h0 at the first step processed, else hs of
+** the step before it (so dW_hh is one GEMM over all steps). */
+static gl_status prev_states(const gl_backend *be, gl_array *hprev, const gl_array *hs, const gl_array *h0,
+                             int64_t L, bool reverse) {
+  gl_status st = GL_OK;
+  for (int64_t s = 0; s < L && st == GL_OK; s++) {
+    int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
+    gl_array dst = step_of(hprev, t), src = tp < 0 ? *h0 : step_of(hs, tp);
+    st = be->copy(&dst, &src);
+  }
+  return st;
+}
 
 /* dw (G H, H) = sum_t dg_t^T hprev_t, dg (L, N, G H) and hprev (L, N, H): one GEMM. */
 static gl_status weight_grad(const gl_backend *be, gl_array *dw, const gl_array *dg, const gl_array *hprev) {
@@ -121,7 +134,110 @@ static gl_status weight_grad(const gl_backend *be, gl_array *dw, const gl_array 
   return st;
 }
 
-/* ---- LSTM forward ----------------------------------------------------------------------------- */
+/* ---- the time loop ------------------------------------------------------------------------------
+** One loop serves the three cells, forward and backward: the cell's part of a step is a function
+** (lstm_step, gru_step, rnn_step) that fills the backend's cell struct from the arrays below
+** (each cell uses its own; (L, N, ...) arrays are sliced at step t) and runs the backend's
+** kernel. */
+
+typedef struct seq_loop seq_loop;
+struct seq_loop {
+  const gl_backend *be;
+  gl_device dev;
+  gl_dtype dt;
+  int64_t L, N, H;
+  bool reverse, backward, relu;
+  /* The cell's kernel at step t; tp is the step before (-1: none, the initial state), hp its h. */
+  gl_status (*step)(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+  const gl_array *w;              /* W_hh (G H, H) */
+  const gl_array *h0, *c0;        /* (N, H) */
+  gl_array hs, cs;                /* (L, N, H): h and (LSTM) c of every step */
+  const gl_array *xp, *b;         /* forward: (L, N, XG H); GRU's b_hh (3H) or NULL */
+  const gl_array *gates;          /* (L, N, 4H) (the RNN keeps none): forward out, backward in */
+  gl_array *hw;                   /* forward: (N, G H) h_prev W_hh^T of the step */
+  gl_array dhs, dcs;              /* backward: (L, N, H) the gradients of h and c from outside */
+  gl_array *dh, *dc;              /* backward: (N, H) the gradients carried to the step before */
+  gl_array *dxp, *dhw, *hprev;    /* backward: (L, N, XG H) out, GRU's (L, N, 3H), (L, N, H) */
+  gl_array *dmm;                  /* backward: (N, H) the carried gradient's GEMM (dmm_src W_hh) */
+  gl_array *dmm_src;              /* backward: (L, N, G H) what that GEMM reads, at step t */
+};
+
+/* Forward: each step, h_prev W_hh^T (one GEMM) then the cell. */
+static gl_status time_loop(const seq_loop *q) {
+  gl_array wt = *q->w;
+  gl_view_transpose(&wt, 0, 1);                                     /* (H, G H), BLAS reads it in place */
+  gl_status st = GL_OK;
+  for (int64_t s = 0; s < q->L && st == GL_OK; s++) {
+    int64_t t = time_at(s, q->L, q->reverse), tp = s > 0 ? time_at(s - 1, q->L, q->reverse) : -1;
+    gl_array hp = tp < 0 ? *q->h0 : step_of(&q->hs, tp);
+    st = q->be->matmul(q->hw, &hp, &wt);
+    if (st == GL_OK) st = q->step(q, t, tp, &hp);
+  }
+  return st;
+}
+
+/* Backward through time: h_prev of every step gathered (for dW_hh), then from the last step
+** to the first the cell's backward and the GEMM that carries dh to the step before. */
+static gl_status time_loop_bwd(const seq_loop *q) {
+  gl_status st = prev_states(q->be, q->hprev, &q->hs, q->h0, q->L, q->reverse);
+  for (int64_t s = q->L - 1; s >= 0 && st == GL_OK; s--) {
+    int64_t t = time_at(s, q->L, q->reverse), tp = s > 0 ? time_at(s - 1, q->L, q->reverse) : -1;
+    gl_array hp = step_of(q->hprev, t), src = step_of(q->dmm_src, t);
+    st = q->step(q, t, tp, &hp);
+    if (st == GL_OK) st = q->be->matmul(q->dmm, &src, q->w);
+  }
+  return st;
+}
+
+/* A seq_loop with what every cell shares. */
+static seq_loop loop_of(const gl_backend *be, const gl_array *x, int64_t L, int64_t N, int64_t H, bool reverse,
+                        bool backward) {
+  seq_loop q;
+  memset(&q, 0, sizeof q);
+  q.be = be;
+  q.dev = gl_array_device(x);
+  q.dt = (gl_dtype)x->dtype;
+  q.L = L;
+  q.N = N;
+  q.H = H;
+  q.reverse = reverse;
+  q.backward = backward;
+  return q;
+}
+
+static void *data_at(const gl_array *a, int64_t t) {
+  gl_array v = step_of(a, t);
+  return gl_array_data(&v);
+}
+
+/* ---- LSTM ---------------------------------------------------------------------------------------
+** xp (L, N, 4H) = x W_ih^T + b_ih + b_hh; hc (L, N, 2, H) h and c of every step, gates (L, N,
+** 4H) the activations i, f, g, o. */
+
+static gl_status lstm_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
+  (void)hp;
+  gl_array cp = tp < 0 ? *q->c0 : step_of(&q->cs, tp);
+  gl_lstm_cell cell = { 0 };
+  cell.N = q->N;
+  cell.H = q->H;
+  cell.gates = data_at(q->gates, t);
+  cell.c_prev = gl_array_data(&cp);
+  cell.c_prev_ld = cp.strides[0];
+  cell.c = data_at(&q->cs, t);
+  cell.hc_ld = 2 * q->H;
+  if (q->backward) {
+    cell.dh_out = data_at(&q->dhs, t);
+    cell.dc_out = data_at(&q->dcs, t);
+    cell.dh_next = gl_array_data(q->dh);
+    cell.dc_next = gl_array_data(q->dc);
+    cell.dgates = data_at(q->dxp, t);
+  } else {
+    cell.xp = data_at(q->xp, t);
+    cell.hw = gl_array_data(q->hw);
+    cell.h = data_at(&q->hs, t);
+  }
+  return q->be->lstm_cell(q->dev, q->backward, q->dt, &cell);
+}
 
 gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *h0,
                      const gl_array *c0, bool reverse) {
@@ -141,27 +257,17 @@ gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl
   if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
   if (st == GL_OK && N > 0 && H > 0) {
-    gl_array wt = *g.a[1];
-    gl_view_transpose(&wt, 0, 1);                                   /* (H, 4H), BLAS reads it in place */
-    for (int64_t s = 0; s < L && st == GL_OK; s++) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[2] : state_of(hc, tp, 0), cp = tp < 0 ? *g.a[3] : state_of(hc, tp, 1);
-      st = be->matmul(&hw, &hp, &wt);
-      if (st != GL_OK) break;
-      gl_array xt = step_of(g.a[0], t), gt = step_of(gates, t), ht = state_of(hc, t, 0), ct = state_of(hc, t, 1);
-      gl_lstm_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.xp = gl_array_data(&xt);
-      cell.hw = gl_array_data(&hw);
-      cell.gates = gl_array_data(&gt);
-      cell.c_prev = gl_array_data(&cp);
-      cell.c_prev_ld = cp.strides[0];
-      cell.h = gl_array_data(&ht);
-      cell.c = gl_array_data(&ct);
-      cell.hc_ld = 2 * H;
-      st = be->lstm_cell(dev, false, dt, &cell);
-    }
+    seq_loop q = loop_of(be, xp, L, N, H, reverse, false);
+    q.step = lstm_step;
+    q.xp = g.a[0];
+    q.w = g.a[1];
+    q.h0 = g.a[2];
+    q.c0 = g.a[3];
+    q.hs = states_of(hc, 0);
+    q.cs = states_of(hc, 1);
+    q.gates = gates;
+    q.hw = &hw;
+    st = time_loop(&q);
   } else if (st == GL_OK && hc->size > 0) {
     st = gl_op_fill(hc, gl_scalar_float(0));
     if (st == GL_OK) st = gl_op_fill(gates, gl_scalar_float(0));
@@ -171,8 +277,6 @@ gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl
   if (st != GL_OK) { gl_array_release(hc); gl_array_release(gates); }
   return st;
 }
-
-/* ---- LSTM backward through time ----------------------------------------------------------- */
 
 gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
                          const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
@@ -203,30 +307,23 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
   if (st == GL_OK && N > 0 && H > 0) {
-    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[4] : state_of(g.a[2], tp, 0), cp = tp < 0 ? *g.a[5] : state_of(g.a[2], tp, 1);
-      gl_array hpt = step_of(&hprev, t);
-      st = be->copy(&hpt, &hp);                                     /* h_prev of step t, for dW */
-      if (st != GL_OK) break;
-      gl_array gt = step_of(g.a[1], t), ct = state_of(g.a[2], t, 1), dht = state_of(g.a[0], t, 0);
-      gl_array dct = state_of(g.a[0], t, 1), dgt = step_of(dxp, t);
-      gl_lstm_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.gates = gl_array_data(&gt);
-      cell.c_prev = gl_array_data(&cp);
-      cell.c_prev_ld = cp.strides[0];
-      cell.c = gl_array_data(&ct);
-      cell.hc_ld = 2 * H;
-      cell.dh_out = gl_array_data(&dht);
-      cell.dc_out = gl_array_data(&dct);
-      cell.dh_next = gl_array_data(dh0);
-      cell.dc_next = gl_array_data(dc0);
-      cell.dgates = gl_array_data(&dgt);
-      st = be->lstm_cell(dev, true, dt, &cell);
-      if (st == GL_OK) st = be->matmul(dh0, &dgt, g.a[3]);         /* dh_prev = dgates W_hh */
-    }
+    seq_loop q = loop_of(be, gates, L, N, H, reverse, true);
+    q.step = lstm_step;
+    q.dhs = states_of(g.a[0], 0);
+    q.dcs = states_of(g.a[0], 1);
+    q.gates = g.a[1];
+    q.hs = states_of(g.a[2], 0);
+    q.cs = states_of(g.a[2], 1);
+    q.w = g.a[3];
+    q.h0 = g.a[4];
+    q.c0 = g.a[5];
+    q.dh = dh0;
+    q.dc = dc0;
+    q.dxp = dxp;
+    q.hprev = &hprev;
+    q.dmm = dh0;                                                     /* dh_prev = dgates W_hh */
+    q.dmm_src = dxp;
+    st = time_loop_bwd(&q);
     if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);        /* dW_hh = sum_t dgates_t^T h_prev_t */
   } else if (st == GL_OK) {
     if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
@@ -241,9 +338,9 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
 }
 
 /* ---- GRU --------------------------------------------------------------------------------------
-** The same loop for PyTorch's GRU: xp (L, N, 3H) = x W_ih^T + b_ih, b = b_hh (3H) or NULL (kept
-** apart: b_hn sits inside r * (W_hn h + b_hn)); hs (L, N, H) the hidden states, gates (L, N, 4H)
-** r, z, n and W_hn h + b_hn of every step. */
+** PyTorch's GRU: xp (L, N, 3H) = x W_ih^T + b_ih, b = b_hh (3H) or NULL (kept apart: b_hn sits
+** inside r * (W_hn h + b_hn)); hs (L, N, H) the hidden states, gates (L, N, 4H) r, z, n and
+** W_hn h + b_hn of every step. */
 
 static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_what, int XG, const gl_array *w,
                            const gl_array *b, const gl_array *h0, int64_t *L, int64_t *N, int64_t *H,
@@ -255,6 +352,28 @@ static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_wh
     GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
   }
   return (*be)->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
+}
+
+static gl_status gru_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
+  (void)tp;
+  gl_gru_cell cell = { 0 };
+  cell.N = q->N;
+  cell.H = q->H;
+  cell.gates = data_at(q->gates, t);
+  cell.h_prev = gl_array_data(hp);
+  if (q->backward) {
+    cell.dh_out = data_at(&q->dhs, t);
+    cell.dh_mm = gl_array_data(q->dmm);
+    cell.dh_carry = gl_array_data(q->dh);
+    cell.dxp = data_at(q->dxp, t);
+    cell.dhw = data_at(q->dhw, t);
+  } else {
+    cell.xp = data_at(q->xp, t);
+    cell.hw = gl_array_data(q->hw);
+    cell.b = q->b != NULL ? gl_array_data(q->b) : NULL;
+    cell.h = data_at(&q->hs, t);
+  }
+  return q->be->gru_cell(q->dev, q->backward, q->dt, &cell);
 }
 
 gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *b,
@@ -275,25 +394,16 @@ gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_
   if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
   if (st == GL_OK && N > 0 && H > 0) {
-    gl_array wt = *g.a[1];
-    gl_view_transpose(&wt, 0, 1);                                   /* (H, 3H), BLAS reads it in place */
-    for (int64_t s = 0; s < L && st == GL_OK; s++) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[2] : step_of(hs, tp);
-      st = be->matmul(&hw, &hp, &wt);
-      if (st != GL_OK) break;
-      gl_array xt = step_of(g.a[0], t), gt = step_of(gates, t), ht = step_of(hs, t);
-      gl_gru_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.xp = gl_array_data(&xt);
-      cell.hw = gl_array_data(&hw);
-      cell.b = b != NULL ? gl_array_data(g.a[3]) : NULL;
-      cell.gates = gl_array_data(&gt);
-      cell.h_prev = gl_array_data(&hp);
-      cell.h = gl_array_data(&ht);
-      st = be->gru_cell(dev, false, dt, &cell);
-    }
+    seq_loop q = loop_of(be, xp, L, N, H, reverse, false);
+    q.step = gru_step;
+    q.xp = g.a[0];
+    q.w = g.a[1];
+    q.h0 = g.a[2];
+    q.b = b != NULL ? g.a[3] : NULL;
+    q.hs = *hs;
+    q.gates = gates;
+    q.hw = &hw;
+    st = time_loop(&q);
   } else if (st == GL_OK) {
     if (hs->size > 0) st = gl_op_fill(hs, gl_scalar_float(0));
     if (st == GL_OK && gates->size > 0) st = gl_op_fill(gates, gl_scalar_float(0));
@@ -301,19 +411,6 @@ gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_
   gl_array_release(&hw);
   args_release(&g);
   if (st != GL_OK) { gl_array_release(hs); gl_array_release(gates); }
-  return st;
-}
-
-/* h_prev of every step (L, N, H) in time order: h0 at the first step processed, else hs of
-** the step before it (so dW_hh is one GEMM over all steps). */
-static gl_status prev_states(const gl_backend *be, gl_array *hprev, const gl_array *hs, const gl_array *h0,
-                             int64_t L, bool reverse) {
-  gl_status st = GL_OK;
-  for (int64_t s = 0; s < L && st == GL_OK; s++) {
-    int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-    gl_array dst = step_of(hprev, t), src = tp < 0 ? *h0 : step_of(hs, tp);
-    st = be->copy(&dst, &src);
-  }
   return st;
 }
 
@@ -347,24 +444,20 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
   if (st == GL_OK && N > 0 && H > 0) {
-    st = prev_states(be, &hprev, g.a[2], g.a[4], L, reverse);
-    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
-      int64_t t = time_at(s, L, reverse);
-      gl_array gt = step_of(g.a[1], t), hpt = step_of(&hprev, t), dht = step_of(g.a[0], t);
-      gl_array dxt = step_of(dxp, t), dwt = step_of(&dhw, t);
-      gl_gru_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.gates = gl_array_data(&gt);
-      cell.h_prev = gl_array_data(&hpt);
-      cell.dh_out = gl_array_data(&dht);
-      cell.dh_mm = gl_array_data(&dmm);
-      cell.dh_carry = gl_array_data(dh0);
-      cell.dxp = gl_array_data(&dxt);
-      cell.dhw = gl_array_data(&dwt);
-      st = be->gru_cell(dev, true, dt, &cell);
-      if (st == GL_OK) st = be->matmul(&dmm, &dwt, g.a[3]);        /* dh_prev's GEMM part: dhw W_hh */
-    }
+    seq_loop q = loop_of(be, gates, L, N, H, reverse, true);
+    q.step = gru_step;
+    q.dhs = *g.a[0];
+    q.gates = g.a[1];
+    q.hs = *g.a[2];
+    q.w = g.a[3];
+    q.h0 = g.a[4];
+    q.dh = dh0;
+    q.dxp = dxp;
+    q.dhw = &dhw;
+    q.hprev = &hprev;
+    q.dmm = &dmm;                                                    /* dh_prev's GEMM part: dhw W_hh */
+    q.dmm_src = &dhw;
+    st = time_loop_bwd(&q);
     if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
     if (st == GL_OK) st = weight_grad(be, dw, &dhw, &hprev);        /* dW_hh = sum_t dhw_t^T h_prev_t */
     int axes[2] = { 0, 1 };
@@ -394,6 +487,25 @@ static gl_status rnn_check(const char *fn, const gl_array *xp, const char *xp_wh
   return (*be)->rnn_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
 
+static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
+  (void)tp;
+  (void)hp;
+  gl_rnn_cell cell = { 0 };
+  cell.N = q->N;
+  cell.H = q->H;
+  cell.relu = q->relu;
+  cell.h = data_at(&q->hs, t);
+  if (q->backward) {
+    cell.dh_out = data_at(&q->dhs, t);
+    cell.dh_next = gl_array_data(q->dh);
+    cell.dxp = data_at(q->dxp, t);
+  } else {
+    cell.xp = data_at(q->xp, t);
+    cell.hw = gl_array_data(q->hw);
+  }
+  return q->be->rnn_cell(q->dev, q->backward, q->dt, &cell);
+}
+
 gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const gl_array *h0, bool reverse,
                     bool relu) {
   const char *fn = "rnn";
@@ -411,23 +523,15 @@ gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const g
   if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
   if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
   if (st == GL_OK && N > 0 && H > 0) {
-    gl_array wt = *g.a[1];
-    gl_view_transpose(&wt, 0, 1);
-    for (int64_t s = 0; s < L && st == GL_OK; s++) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[2] : step_of(hs, tp);
-      st = be->matmul(&hw, &hp, &wt);
-      if (st != GL_OK) break;
-      gl_array xt = step_of(g.a[0], t), ht = step_of(hs, t);
-      gl_rnn_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.relu = relu;
-      cell.xp = gl_array_data(&xt);
-      cell.hw = gl_array_data(&hw);
-      cell.h = gl_array_data(&ht);
-      st = be->rnn_cell(dev, false, dt, &cell);
-    }
+    seq_loop q = loop_of(be, xp, L, N, H, reverse, false);
+    q.step = rnn_step;
+    q.relu = relu;
+    q.xp = g.a[0];
+    q.w = g.a[1];
+    q.h0 = g.a[2];
+    q.hs = *hs;
+    q.hw = &hw;
+    st = time_loop(&q);
   } else if (st == GL_OK && hs->size > 0) {
     st = gl_op_fill(hs, gl_scalar_float(0));
   }
@@ -461,21 +565,19 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && N > 0 && H > 0) {
-    st = prev_states(be, &hprev, g.a[1], g.a[3], L, reverse);
-    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
-      int64_t t = time_at(s, L, reverse);
-      gl_array ht = step_of(g.a[1], t), dht = step_of(g.a[0], t), dxt = step_of(dxp, t);
-      gl_rnn_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.relu = relu;
-      cell.h = gl_array_data(&ht);
-      cell.dh_out = gl_array_data(&dht);
-      cell.dh_next = gl_array_data(dh0);
-      cell.dxp = gl_array_data(&dxt);
-      st = be->rnn_cell(dev, true, dt, &cell);
-      if (st == GL_OK) st = be->matmul(dh0, &dxt, g.a[2]);         /* dh_prev = da W_hh */
-    }
+    seq_loop q = loop_of(be, hs, L, N, H, reverse, true);
+    q.step = rnn_step;
+    q.relu = relu;
+    q.dhs = *g.a[0];
+    q.hs = *g.a[1];
+    q.w = g.a[2];
+    q.h0 = g.a[3];
+    q.dh = dh0;
+    q.dxp = dxp;
+    q.hprev = &hprev;
+    q.dmm = dh0;                                                     /* dh_prev = da W_hh */
+    q.dmm_src = dxp;
+    st = time_loop_bwd(&q);
     if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);
   } else if (st == GL_OK) {
     if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
