@@ -5,7 +5,7 @@
 ** cross-entropy, one warp per row forward (max, sum of exponentials, loss and
 ** probabilities by warp shuffles) and one thread per element backward.
 */
-#include "cuda_common.cuh"
+#include "warp.cuh"
 #include "fused.h"
 #include "xent.h"
 
@@ -106,21 +106,6 @@ extern "C" int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void 
 
 /* ---- softmax cross-entropy ---------------------------------------------------------------- */
 
-__device__ __forceinline__ float gl_expt(float x) { return expf(x); }
-__device__ __forceinline__ double gl_expt(double x) { return exp(x); }
-__device__ __forceinline__ float gl_logt(float x) { return logf(x); }
-__device__ __forceinline__ double gl_logt(double x) { return log(x); }
-
-template <class T> __device__ __forceinline__ T warp_max(T v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) { T w = __shfl_xor_sync(0xffffffffu, v, o); v = w > v ? w : v; }
-  return v;
-}
-template <class T> __device__ __forceinline__ T warp_sum(T v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 /* One warp per row; 8 rows per block of 256 threads. */
 template <class T>
@@ -133,7 +118,7 @@ __global__ void gl_k_xent(int64_t N, int64_t C, T *loss, T *probs, const T *z, c
     T *pi = probs + i * C;
     T m = -INFINITY;
     for (int64_t c = lane; c < C; c += 32) m = zi[c] > m ? zi[c] : m;
-    m = warp_max(m);
+    m = gl_warp_max(m);
     if (!isfinite(m)) m = 0;
     T sum = 0, zsum = 0, tz = 0;
     for (int64_t c = lane; c < C; c += 32) {
@@ -143,9 +128,9 @@ __global__ void gl_k_xent(int64_t N, int64_t C, T *loss, T *probs, const T *z, c
       zsum += zi[c];
       if (target) tz += target[i * C + c] * zi[c];
     }
-    sum = warp_sum(sum);
-    zsum = warp_sum(zsum);
-    tz = warp_sum(tz);
+    sum = gl_warp_sum(sum);
+    zsum = gl_warp_sum(zsum);
+    tz = gl_warp_sum(tz);
     const T r = 1 / sum;
     for (int64_t c = lane; c < C; c += 32) pi[c] *= r;
     if (lane == 0) {
@@ -181,8 +166,7 @@ static int xent_dt(cudaStream_t s, int64_t N, int64_t C, void *loss, void *probs
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (N + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(N);
     gl_k_xent<T><<<nb, 256, 0, s>>>(N, C, (T *)loss, (T *)probs, (const T *)z, labels, (const T *)target,
                                     (T)(1 - smoothing), (T)(smoothing / (double)C));
     return (int)cudaGetLastError();
@@ -222,8 +206,6 @@ extern "C" int gl_klaunch_xent_bwd(void *stream, int dt, int64_t N, int64_t C, v
 
 /* ---- layer norm ----------------------------------------------------------------------------- */
 
-__device__ __forceinline__ float gl_sqrtt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double gl_sqrtt(double x) { return sqrt(x); }
 
 /* One warp per row, as the cross-entropy: the mean, then the variance of the centred values
 ** (two reads of the row, as the CPU does), then y. */
@@ -237,10 +219,10 @@ __global__ void gl_k_layer_norm(int64_t R, int64_t D, T *y, T *mean, T *rstd, co
     T *yi = y + i * D;
     T s = 0;
     for (int64_t j = lane; j < D; j += 32) s += xi[j];
-    const T m = warp_sum(s) / (T)D;
+    const T m = gl_warp_sum(s) / (T)D;
     T v = 0;
     for (int64_t j = lane; j < D; j += 32) v += (xi[j] - m) * (xi[j] - m);
-    const T r = (T)1 / gl_sqrtt(warp_sum(v) / (T)D + eps);
+    const T r = (T)1 / gl_sqrtt(gl_warp_sum(v) / (T)D + eps);
     for (int64_t j = lane; j < D; j += 32) yi[j] = (xi[j] - m) * r * (w ? w[j] : (T)1) + (b ? b[j] : (T)0);
     if (lane == 0) { mean[i] = m; rstd[i] = r; }
   }
@@ -261,8 +243,8 @@ __global__ void gl_k_layer_norm_bwd(int64_t R, int64_t D, T *gx, const T *g, con
       a += gh;
       c += gh * (xi[j] - m) * r;
     }
-    a = warp_sum(a) / (T)D;
-    c = warp_sum(c) / (T)D;
+    a = gl_warp_sum(a) / (T)D;
+    c = gl_warp_sum(c) / (T)D;
     for (int64_t j = lane; j < D; j += 32)
       gx[i * D + j] = r * (gi[j] * (w ? w[j] : (T)1) - a - (xi[j] - m) * r * c);
   }
@@ -291,8 +273,7 @@ static int layer_norm_dt(cudaStream_t s, int64_t R, int64_t D, void *y, void *me
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (R + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(R);
     gl_k_layer_norm<T><<<nb, 256, 0, s>>>(R, D, (T *)y, (T *)mean, (T *)rstd, (const T *)x, (const T *)w,
                                           (const T *)b, (T)eps);
     return (int)cudaGetLastError();
@@ -313,8 +294,7 @@ static int layer_norm_bwd_dt(cudaStream_t s, int64_t R, int64_t D, void *gx, voi
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (R + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(R);
     gl_k_layer_norm_bwd<T><<<nb, 256, 0, s>>>(R, D, (T *)gx, (const T *)g, (const T *)x, (const T *)mean,
                                               (const T *)rstd, (const T *)w);
     int rc = (int)cudaGetLastError();
