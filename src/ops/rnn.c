@@ -10,6 +10,34 @@
 #include <string.h>
 #include "ops.h"
 
+/* One layer and direction of a cell: its geometry, backend and arrays, and the cell's part of
+** a time step (see "the time loop" below); the checks fill the first part. */
+typedef struct seq_loop seq_loop;
+struct seq_loop {
+  const gl_backend *be;
+  gl_device dev;
+  gl_dtype dt;
+  int64_t L, N, H;
+  bool reverse, backward, relu;
+  /* The cell's kernel at step t; tp is the step before (-1: none, the initial state), hp its h. */
+  gl_status (*step)(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+  const gl_array *w;              /* W_hh (G H, H) */
+  const gl_array *h0, *c0;        /* (N, H) */
+  gl_array hs, cs;                /* (L, N, H): h and (LSTM) c of every step */
+  const gl_array *xp, *b;         /* forward: (L, N, XG H); GRU's b_hh (3H) or NULL */
+  const gl_array *gates;          /* (L, N, 4H) (the RNN keeps none): forward out, backward in */
+  gl_array *hw;                   /* forward: (N, G H) h_prev W_hh^T of the step */
+  gl_array dhs, dcs;              /* backward: (L, N, H) the gradients of h and c from outside */
+  gl_array *dh, *dc;              /* backward: (N, H) the gradients carried to the step before */
+  gl_array *dxp, *dhw, *hprev;    /* backward: (L, N, XG H) out, GRU's (L, N, 3H), (L, N, H) */
+  gl_array *dmm;                  /* backward: (N, H) the carried gradient's GEMM (dmm_src W_hh) */
+  gl_array *dmm_src;              /* backward: (L, N, G H) what that GEMM reads, at step t */
+};
+
+static gl_status lstm_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+static gl_status gru_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+
 /* ---- checks ------------------------------------------------------------------------------- */
 
 static gl_status same_place(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
@@ -37,7 +65,7 @@ static const char *gate_cols(int G) { return G == 4 ? "4 hidden" : G == 3 ? "3 h
 ** RNN 1), with h0 (N, H) checked, and the backend (with matmul for the dtype; the caller
 ** checks its cell entry). */
 static gl_status seq_check(const char *fn, const gl_array *x, const char *what, int XG, const gl_array *w, int G,
-                           const gl_array *h0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
+                           const gl_array *h0, seq_loop *q) {
   char s[GL_SHAPE_BUFSZ];
   if (x->dtype != GL_FLOAT32 && x->dtype != GL_FLOAT64)
     return gl_fail(GL_EINVAL, "%s: %s must be float32 or float64, got %s", fn, what, gl_dtypes[x->dtype].name);
@@ -49,14 +77,27 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
   if (w->ndim != 2 || w->shape[0] != G * w->shape[1])
     return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(w->ndim, w->shape, s));
-  *L = x->shape[0];
-  *N = x->shape[1];
-  *H = w->shape[1];
-  int64_t want[3] = { *L, *N, XG * *H };
+  memset(q, 0, sizeof *q);
+  q->dev = gl_array_device(x);
+  q->dt = (gl_dtype)x->dtype;
+  q->L = x->shape[0];
+  q->N = x->shape[1];
+  q->H = w->shape[1];
+  int64_t want[3] = { q->L, q->N, XG * q->H };
   GL_TRY(want_shape(fn, x, what, 3, want));
-  int64_t st[2] = { *N, *H };
+  int64_t st[2] = { q->N, q->H };
   GL_TRY(want_shape(fn, h0, "h0", 2, st));
-  return gl_backend_supporting(gl_array_device(x), GL_OP_MATMUL, 0, (gl_dtype)x->dtype, fn, be);
+  return gl_backend_supporting(q->dev, GL_OP_MATMUL, 0, q->dt, fn, &q->be);
+}
+
+/* What a backward reads besides x: the forward's states ('what') and their gradient, on x's
+** device and of its dtype, both of shape (nd, shape). */
+static gl_status saved_check(const char *fn, const gl_array *x, const gl_array *states, const char *what,
+                             const gl_array *grad, int nd, const int64_t *shape) {
+  GL_TRY(same_place(fn, x, states, what));
+  GL_TRY(same_place(fn, x, grad, "grad_output"));
+  GL_TRY(want_shape(fn, states, what, nd, shape));
+  return want_shape(fn, grad, "grad_output", nd, shape);
 }
 
 static gl_status no_cell(const char *fn, const gl_array *x) {
@@ -65,13 +106,13 @@ static gl_status no_cell(const char *fn, const gl_array *x) {
 }
 
 static gl_status lstm_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
-                            const gl_array *h0, const gl_array *c0, int64_t *L, int64_t *N, int64_t *H,
-                            const gl_backend **be) {
-  GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, L, N, H, be));
+                            const gl_array *h0, const gl_array *c0, seq_loop *q) {
+  GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, q));
   GL_TRY(same_place(fn, xp, c0, "c0"));
-  int64_t st[2] = { *N, *H };
+  int64_t st[2] = { q->N, q->H };
   GL_TRY(want_shape(fn, c0, "c0", 2, st));
-  return (*be)->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
+  q->step = lstm_step;
+  return q->be->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
 
 /* Operands made contiguous (copies in tmp[], released by args_release). */
@@ -136,31 +177,9 @@ static gl_status weight_grad(const gl_backend *be, gl_array *dw, const gl_array 
 
 /* ---- the time loop ------------------------------------------------------------------------------
 ** One loop serves the three cells, forward and backward: the cell's part of a step is a function
-** (lstm_step, gru_step, rnn_step) that fills the backend's cell struct from the arrays below
-** (each cell uses its own; (L, N, ...) arrays are sliced at step t) and runs the backend's
-** kernel. */
-
-typedef struct seq_loop seq_loop;
-struct seq_loop {
-  const gl_backend *be;
-  gl_device dev;
-  gl_dtype dt;
-  int64_t L, N, H;
-  bool reverse, backward, relu;
-  /* The cell's kernel at step t; tp is the step before (-1: none, the initial state), hp its h. */
-  gl_status (*step)(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
-  const gl_array *w;              /* W_hh (G H, H) */
-  const gl_array *h0, *c0;        /* (N, H) */
-  gl_array hs, cs;                /* (L, N, H): h and (LSTM) c of every step */
-  const gl_array *xp, *b;         /* forward: (L, N, XG H); GRU's b_hh (3H) or NULL */
-  const gl_array *gates;          /* (L, N, 4H) (the RNN keeps none): forward out, backward in */
-  gl_array *hw;                   /* forward: (N, G H) h_prev W_hh^T of the step */
-  gl_array dhs, dcs;              /* backward: (L, N, H) the gradients of h and c from outside */
-  gl_array *dh, *dc;              /* backward: (N, H) the gradients carried to the step before */
-  gl_array *dxp, *dhw, *hprev;    /* backward: (L, N, XG H) out, GRU's (L, N, 3H), (L, N, H) */
-  gl_array *dmm;                  /* backward: (N, H) the carried gradient's GEMM (dmm_src W_hh) */
-  gl_array *dmm_src;              /* backward: (L, N, G H) what that GEMM reads, at step t */
-};
+** (lstm_step, gru_step, rnn_step) that fills the backend's cell struct from the seq_loop's
+** arrays (each cell uses its own; (L, N, ...) arrays are sliced at step t) and runs the
+** backend's kernel. */
 
 /* Forward: each step, h_prev W_hh^T (one GEMM) then the cell. */
 static gl_status time_loop(const seq_loop *q) {
@@ -176,9 +195,10 @@ static gl_status time_loop(const seq_loop *q) {
   return st;
 }
 
-/* Backward through time: h_prev of every step gathered (for dW_hh), then from the last step
-** to the first the cell's backward and the GEMM that carries dh to the step before. */
-static gl_status time_loop_bwd(const seq_loop *q) {
+/* Backward through time: h_prev of every step gathered, then from the last step to the first
+** the cell's backward and the GEMM that carries dh to the step before; last dw (G H, H) =
+** dW_hh = sum_t dg_t^T h_prev_t, dg the gradients that GEMM reads (dmm_src), one GEMM. */
+static gl_status time_loop_bwd(const seq_loop *q, gl_array *dw) {
   gl_status st = prev_states(q->be, q->hprev, &q->hs, q->h0, q->L, q->reverse);
   for (int64_t s = q->L - 1; s >= 0 && st == GL_OK; s--) {
     int64_t t = time_at(s, q->L, q->reverse), tp = s > 0 ? time_at(s - 1, q->L, q->reverse) : -1;
@@ -186,28 +206,51 @@ static gl_status time_loop_bwd(const seq_loop *q) {
     st = q->step(q, t, tp, &hp);
     if (st == GL_OK) st = q->be->matmul(q->dmm, &src, q->w);
   }
-  return st;
-}
-
-/* A seq_loop with what every cell shares. */
-static seq_loop loop_of(const gl_backend *be, const gl_array *x, int64_t L, int64_t N, int64_t H, bool reverse,
-                        bool backward) {
-  seq_loop q;
-  memset(&q, 0, sizeof q);
-  q.be = be;
-  q.dev = gl_array_device(x);
-  q.dt = (gl_dtype)x->dtype;
-  q.L = L;
-  q.N = N;
-  q.H = H;
-  q.reverse = reverse;
-  q.backward = backward;
-  return q;
+  return st == GL_OK ? weight_grad(q->be, dw, q->dmm_src, q->hprev) : st;
 }
 
 static void *data_at(const gl_array *a, int64_t t) {
   gl_array v = step_of(a, t);
   return gl_array_data(&v);
+}
+
+/* A layer's forward: its operands in[0..n) (xp, w, h0, then the LSTM's c0 or the GRU's b_hh)
+** made contiguous; the states (the LSTM's hc (L, N, 2, H) when 'hc', else hs (L, N, H)) and
+** the gates ((L, N, 4H); NULL: none) allocated; the loop run over q, G H the width of W_hh,
+** or zeros where N or H is 0. */
+static gl_status seq_forward(seq_loop *q, bool reverse, const gl_array *const *in, int n, bool hc, gl_array *states,
+                             gl_array *gates, int G) {
+  int64_t L = q->L, N = q->N, H = q->H;
+  q->reverse = reverse;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hw = { 0 };
+  int64_t hcs[4] = { L, N, 2, H }, hss[3] = { L, N, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, G * H };
+  gl_status st = contig_all(&g, n, in);
+  if (st == GL_OK) st = gl_array_alloc(states, q->dt, hc ? 4 : 3, hc ? hcs : hss, q->dev);
+  if (st == GL_OK && gates != NULL) st = gl_array_alloc(gates, q->dt, 3, gs, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(&hw, q->dt, 2, hws, q->dev);
+  if (st == GL_OK && N > 0 && H > 0) {
+    q->xp = g.a[0];
+    q->w = g.a[1];
+    q->h0 = g.a[2];
+    q->c0 = q->b = g.a[3];                                          /* the LSTM's c0 or the GRU's b_hh */
+    q->hs = hc ? states_of(states, 0) : *states;
+    if (hc) q->cs = states_of(states, 1);
+    q->gates = gates;
+    q->hw = &hw;
+    st = time_loop(q);
+  } else if (st == GL_OK) {
+    if (states->size > 0) st = gl_op_fill(states, gl_scalar_float(0));
+    if (st == GL_OK && gates != NULL && gates->size > 0) st = gl_op_fill(gates, gl_scalar_float(0));
+  }
+  gl_array_release(&hw);
+  args_release(&g);
+  if (st != GL_OK) {
+    gl_array_release(states);
+    if (gates != NULL) gl_array_release(gates);
+  }
+  return st;
 }
 
 /* ---- LSTM ---------------------------------------------------------------------------------------
@@ -241,57 +284,22 @@ static gl_status lstm_step(const seq_loop *q, int64_t t, int64_t tp, const gl_ar
 
 gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *h0,
                      const gl_array *c0, bool reverse) {
-  const char *fn = "lstm";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(lstm_check(fn, xp, "the input projection", w, h0, c0, &L, &N, &H, &be));
-  gl_device dev = gl_array_device(xp);
-  gl_dtype dt = (gl_dtype)xp->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hw = { 0 };
-  int64_t hcs[4] = { L, N, 2, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 4 * H };
-  const gl_array *in[4] = { xp, w, h0, c0 };
-  gl_status st = contig_all(&g, 4, in);
-  if (st == GL_OK) st = gl_array_alloc(hc, dt, 4, hcs, dev);
-  if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
-  if (st == GL_OK && N > 0 && H > 0) {
-    seq_loop q = loop_of(be, xp, L, N, H, reverse, false);
-    q.step = lstm_step;
-    q.xp = g.a[0];
-    q.w = g.a[1];
-    q.h0 = g.a[2];
-    q.c0 = g.a[3];
-    q.hs = states_of(hc, 0);
-    q.cs = states_of(hc, 1);
-    q.gates = gates;
-    q.hw = &hw;
-    st = time_loop(&q);
-  } else if (st == GL_OK && hc->size > 0) {
-    st = gl_op_fill(hc, gl_scalar_float(0));
-    if (st == GL_OK) st = gl_op_fill(gates, gl_scalar_float(0));
-  }
-  gl_array_release(&hw);
-  args_release(&g);
-  if (st != GL_OK) { gl_array_release(hc); gl_array_release(gates); }
-  return st;
+  seq_loop q;
+  GL_TRY(lstm_check("lstm", xp, "the input projection", w, h0, c0, &q));
+  return seq_forward(&q, reverse, (const gl_array *[]){ xp, w, h0, c0 }, 4, true, hc, gates, 4);
 }
 
 gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
                          const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
                          const gl_array *c0, bool reverse) {
   const char *fn = "lstm_backward";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(lstm_check(fn, gates, "gates", w, h0, c0, &L, &N, &H, &be));
-  GL_TRY(same_place(fn, gates, hc, "hc"));
-  GL_TRY(same_place(fn, gates, ghc, "grad_output"));
+  seq_loop q;
+  GL_TRY(lstm_check(fn, gates, "gates", w, h0, c0, &q));
+  const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hcs[4] = { L, N, 2, H };
-  GL_TRY(want_shape(fn, hc, "hc", 4, hcs));
-  GL_TRY(want_shape(fn, ghc, "grad_output", 4, hcs));
-  gl_device dev = gl_array_device(gates);
-  gl_dtype dt = (gl_dtype)gates->dtype;
+  GL_TRY(saved_check(fn, gates, hc, "hc", ghc, 4, hcs));
+  gl_device dev = q.dev;
+  gl_dtype dt = q.dt;
   seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
@@ -307,8 +315,8 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
   if (st == GL_OK && N > 0 && H > 0) {
-    seq_loop q = loop_of(be, gates, L, N, H, reverse, true);
-    q.step = lstm_step;
+    q.reverse = reverse;
+    q.backward = true;
     q.dhs = states_of(g.a[0], 0);
     q.dcs = states_of(g.a[0], 1);
     q.gates = g.a[1];
@@ -323,8 +331,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
     q.hprev = &hprev;
     q.dmm = dh0;                                                     /* dh_prev = dgates W_hh */
     q.dmm_src = dxp;
-    st = time_loop_bwd(&q);
-    if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);        /* dW_hh = sum_t dgates_t^T h_prev_t */
+    st = time_loop_bwd(&q, dw);
   } else if (st == GL_OK) {
     if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
     if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
@@ -343,15 +350,15 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
 ** W_hn h + b_hn of every step. */
 
 static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_what, int XG, const gl_array *w,
-                           const gl_array *b, const gl_array *h0, int64_t *L, int64_t *N, int64_t *H,
-                           const gl_backend **be) {
-  GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, L, N, H, be));
+                           const gl_array *b, const gl_array *h0, seq_loop *q) {
+  GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, q));
   if (b != NULL) {
     GL_TRY(same_place(fn, xp, b, "bias_hh"));
-    int64_t bs[1] = { 3 * *H };
+    int64_t bs[1] = { 3 * q->H };
     GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
   }
-  return (*be)->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
+  q->step = gru_step;
+  return q->be->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
 
 static gl_status gru_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
@@ -378,56 +385,22 @@ static gl_status gru_step(const seq_loop *q, int64_t t, int64_t tp, const gl_arr
 
 gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *b,
                     const gl_array *h0, bool reverse) {
-  const char *fn = "gru";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(gru_check(fn, xp, "the input projection", 3, w, b, h0, &L, &N, &H, &be));
-  gl_device dev = gl_array_device(xp);
-  gl_dtype dt = (gl_dtype)xp->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hw = { 0 };
-  int64_t hss[3] = { L, N, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 3 * H };
-  const gl_array *in[4] = { xp, w, h0, b };
-  gl_status st = contig_all(&g, 4, in);
-  if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
-  if (st == GL_OK && N > 0 && H > 0) {
-    seq_loop q = loop_of(be, xp, L, N, H, reverse, false);
-    q.step = gru_step;
-    q.xp = g.a[0];
-    q.w = g.a[1];
-    q.h0 = g.a[2];
-    q.b = b != NULL ? g.a[3] : NULL;
-    q.hs = *hs;
-    q.gates = gates;
-    q.hw = &hw;
-    st = time_loop(&q);
-  } else if (st == GL_OK) {
-    if (hs->size > 0) st = gl_op_fill(hs, gl_scalar_float(0));
-    if (st == GL_OK && gates->size > 0) st = gl_op_fill(gates, gl_scalar_float(0));
-  }
-  gl_array_release(&hw);
-  args_release(&g);
-  if (st != GL_OK) { gl_array_release(hs); gl_array_release(gates); }
-  return st;
+  seq_loop q;
+  GL_TRY(gru_check("gru", xp, "the input projection", 3, w, b, h0, &q));
+  return seq_forward(&q, reverse, (const gl_array *[]){ xp, w, h0, b }, 4, false, hs, gates, 3);
 }
 
 gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0, const gl_array *ghs,
                         const gl_array *gates, const gl_array *hs, const gl_array *w, const gl_array *h0,
                         bool reverse) {
   const char *fn = "gru_backward";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(gru_check(fn, gates, "gates", 4, w, NULL, h0, &L, &N, &H, &be));
-  GL_TRY(same_place(fn, gates, hs, "hs"));
-  GL_TRY(same_place(fn, gates, ghs, "grad_output"));
+  seq_loop q;
+  GL_TRY(gru_check(fn, gates, "gates", 4, w, NULL, h0, &q));
+  const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hss[3] = { L, N, H };
-  GL_TRY(want_shape(fn, hs, "hs", 3, hss));
-  GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
-  gl_device dev = gl_array_device(gates);
-  gl_dtype dt = (gl_dtype)gates->dtype;
+  GL_TRY(saved_check(fn, gates, hs, "hs", ghs, 3, hss));
+  gl_device dev = q.dev;
+  gl_dtype dt = q.dt;
   seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
@@ -444,8 +417,8 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
   if (st == GL_OK && N > 0 && H > 0) {
-    seq_loop q = loop_of(be, gates, L, N, H, reverse, true);
-    q.step = gru_step;
+    q.reverse = reverse;
+    q.backward = true;
     q.dhs = *g.a[0];
     q.gates = g.a[1];
     q.hs = *g.a[2];
@@ -457,9 +430,8 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
     q.hprev = &hprev;
     q.dmm = &dmm;                                                    /* dh_prev's GEMM part: dhw W_hh */
     q.dmm_src = &dhw;
-    st = time_loop_bwd(&q);
+    st = time_loop_bwd(&q, dw);
     if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
-    if (st == GL_OK) st = weight_grad(be, dw, &dhw, &hprev);        /* dW_hh = sum_t dhw_t^T h_prev_t */
     int axes[2] = { 0, 1 };
     if (st == GL_OK) st = gl_op_reduce(db, GL_R_SUM, &dhw, axes, 2, false, -1, 0);
   } else if (st == GL_OK) {
@@ -482,9 +454,10 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
 ** W_hh^T), act tanh or (relu) max(0, .); the backward reads act' from hs itself. */
 
 static gl_status rnn_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
-                           const gl_array *h0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
-  GL_TRY(seq_check(fn, xp, xp_what, 1, w, 1, h0, L, N, H, be));
-  return (*be)->rnn_cell == NULL ? no_cell(fn, xp) : GL_OK;
+                           const gl_array *h0, seq_loop *q) {
+  GL_TRY(seq_check(fn, xp, xp_what, 1, w, 1, h0, q));
+  q->step = rnn_step;
+  return q->be->rnn_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
 
 static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
@@ -508,50 +481,23 @@ static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_arr
 
 gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const gl_array *h0, bool reverse,
                     bool relu) {
-  const char *fn = "rnn";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(rnn_check(fn, xp, "the input projection", w, h0, &L, &N, &H, &be));
-  gl_device dev = gl_array_device(xp);
-  gl_dtype dt = (gl_dtype)xp->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hw = { 0 };
-  int64_t hss[3] = { L, N, H }, hws[2] = { N, H };
-  const gl_array *in[3] = { xp, w, h0 };
-  gl_status st = contig_all(&g, 3, in);
-  if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
-  if (st == GL_OK && N > 0 && H > 0) {
-    seq_loop q = loop_of(be, xp, L, N, H, reverse, false);
-    q.step = rnn_step;
-    q.relu = relu;
-    q.xp = g.a[0];
-    q.w = g.a[1];
-    q.h0 = g.a[2];
-    q.hs = *hs;
-    q.hw = &hw;
-    st = time_loop(&q);
-  } else if (st == GL_OK && hs->size > 0) {
-    st = gl_op_fill(hs, gl_scalar_float(0));
-  }
-  gl_array_release(&hw);
-  args_release(&g);
-  if (st != GL_OK) gl_array_release(hs);
-  return st;
+  seq_loop q;
+  GL_TRY(rnn_check("rnn", xp, "the input projection", w, h0, &q));
+  q.relu = relu;
+  return seq_forward(&q, reverse, (const gl_array *[]){ xp, w, h0 }, 3, false, hs, NULL, 1);
 }
 
 gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_array *ghs, const gl_array *hs,
                         const gl_array *w, const gl_array *h0, bool reverse, bool relu) {
   const char *fn = "rnn_backward";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(rnn_check(fn, hs, "hs", w, h0, &L, &N, &H, &be));
+  seq_loop q;
+  GL_TRY(rnn_check(fn, hs, "hs", w, h0, &q));
+  const int64_t L = q.L, N = q.N, H = q.H;
   GL_TRY(same_place(fn, hs, ghs, "grad_output"));
   int64_t hss[3] = { L, N, H };
   GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
-  gl_device dev = gl_array_device(hs);
-  gl_dtype dt = (gl_dtype)hs->dtype;
+  gl_device dev = q.dev;
+  gl_dtype dt = q.dt;
   seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
@@ -565,8 +511,8 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && N > 0 && H > 0) {
-    seq_loop q = loop_of(be, hs, L, N, H, reverse, true);
-    q.step = rnn_step;
+    q.reverse = reverse;
+    q.backward = true;
     q.relu = relu;
     q.dhs = *g.a[0];
     q.hs = *g.a[1];
@@ -577,8 +523,7 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
     q.hprev = &hprev;
     q.dmm = dh0;                                                     /* dh_prev = da W_hh */
     q.dmm_src = dxp;
-    st = time_loop_bwd(&q);
-    if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);
+    st = time_loop_bwd(&q, dw);
   } else if (st == GL_OK) {
     if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
     if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
