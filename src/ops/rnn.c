@@ -197,8 +197,13 @@ static gl_status time_loop(const seq_loop *q) {
 
 /* Backward through time: h_prev of every step gathered, then from the last step to the first
 ** the cell's backward and the GEMM that carries dh to the step before; last dw (G H, H) =
-** dW_hh = sum_t dg_t^T h_prev_t, dg the gradients that GEMM reads (dmm_src), one GEMM. */
+** dW_hh = sum_t dg_t^T h_prev_t, dg the gradients that GEMM reads (dmm_src), one GEMM. A
+** layer without units (N or H 0) has zero gradients. */
 static gl_status time_loop_bwd(const seq_loop *q, gl_array *dw) {
+  if (q->N == 0 || q->H == 0) {
+    gl_status st = q->dxp->size > 0 ? gl_op_fill(q->dxp, gl_scalar_float(0)) : GL_OK;
+    return st == GL_OK && dw->size > 0 ? gl_op_fill(dw, gl_scalar_float(0)) : st;
+  }
   gl_status st = prev_states(q->be, q->hprev, &q->hs, q->h0, q->L, q->reverse);
   for (int64_t s = q->L - 1; s >= 0 && st == GL_OK; s--) {
     int64_t t = time_at(s, q->L, q->reverse), tp = s > 0 ? time_at(s - 1, q->L, q->reverse) : -1;
@@ -314,7 +319,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   /* dh0 and dc0 carry the gradients of the state from step to step */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
-  if (st == GL_OK && N > 0 && H > 0) {
+  if (st == GL_OK) {
     q.reverse = reverse;
     q.backward = true;
     q.dhs = states_of(g.a[0], 0);
@@ -332,9 +337,6 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
     q.dmm = dh0;                                                     /* dh_prev = dgates W_hh */
     q.dmm_src = dxp;
     st = time_loop_bwd(&q, dw);
-  } else if (st == GL_OK) {
-    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
-    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
   }
   gl_array_release(&hprev);
   args_release(&g);
@@ -404,7 +406,7 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
-  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, bs[1] = { 3 * H }, ss[2] = { N, H };
+  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, ss[2] = { N, H };
   const gl_array *in[5] = { ghs, gates, hs, w, h0 };
   gl_status st = contig_all(&g, 5, in);
   if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, xs, dev);
@@ -416,7 +418,7 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   /* dh0 carries dh z from step to step, dmm the GEMM dhw W_hh of the step after */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
-  if (st == GL_OK && N > 0 && H > 0) {
+  if (st == GL_OK) {
     q.reverse = reverse;
     q.backward = true;
     q.dhs = *g.a[0];
@@ -431,14 +433,10 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
     q.dmm = &dmm;                                                    /* dh_prev's GEMM part: dhw W_hh */
     q.dmm_src = &dhw;
     st = time_loop_bwd(&q, dw);
-    if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
-    int axes[2] = { 0, 1 };
-    if (st == GL_OK) st = gl_op_reduce(db, GL_R_SUM, &dhw, axes, 2, false, -1, 0);
-  } else if (st == GL_OK) {
-    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
-    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
-    if (st == GL_OK) st = gl_op_full(db, dt, 1, bs, dev, gl_scalar_float(0));
   }
+  int axes[2] = { 0, 1 };
+  if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
+  if (st == GL_OK) st = gl_op_reduce(db, GL_R_SUM, &dhw, axes, 2, false, -1, 0);
   gl_array_release(&hprev);
   gl_array_release(&dhw);
   gl_array_release(&dmm);
@@ -510,7 +508,7 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
   /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
-  if (st == GL_OK && N > 0 && H > 0) {
+  if (st == GL_OK) {
     q.reverse = reverse;
     q.backward = true;
     q.relu = relu;
@@ -524,9 +522,6 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
     q.dmm = dh0;                                                     /* dh_prev = da W_hh */
     q.dmm_src = dxp;
     st = time_loop_bwd(&q, dw);
-  } else if (st == GL_OK) {
-    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
-    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
   }
   gl_array_release(&hprev);
   args_release(&g);
