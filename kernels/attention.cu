@@ -14,19 +14,9 @@
 ** of a deterministic result). Correctness first: the accumulations read their operands
 ** from global memory, not from staged tiles.
 */
-#include "cuda_common.cuh"
+#include "warp.cuh"
 #include "attention.h"
 
-__device__ __forceinline__ float gl_att_exp(float x) { return expf(x); }
-__device__ __forceinline__ double gl_att_exp(double x) { return exp(x); }
-__device__ __forceinline__ float gl_att_log(float x) { return logf(x); }
-__device__ __forceinline__ double gl_att_log(double x) { return log(x); }
-
-template <class T> __device__ __forceinline__ T gl_att_warp_sum(T v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 /* ---- kernels --------------------------------------------------------------------------------- */
 
@@ -50,16 +40,16 @@ __global__ void gl_k_attention(int64_t B, int64_t L, int64_t S, int64_t E, int64
       const T *kj = kb + j * E;
       T d = 0;
       for (int64_t e = lane; e < E; e += 32) d += qi[e] * kj[e];
-      const T s = gl_att_warp_sum(d) * scale;
+      const T s = gl_warp_sum(d) * scale;
       if (s > m) {
-        const T f = m == -(T)INFINITY ? (T)0 : gl_att_exp(m - s);
+        const T f = m == -(T)INFINITY ? (T)0 : gl_expt(m - s);
         l *= f;
 #pragma unroll
         for (int c = 0; c < GL_ATT_PER_LANE; c++) acc[c] *= f;
         m = s;
       }
       if (m == -(T)INFINITY) continue;
-      const T p = gl_att_exp(s - m);
+      const T p = gl_expt(s - m);
       l += p;
       const T *vj = vb + j * Ev;
 #pragma unroll
@@ -74,7 +64,7 @@ __global__ void gl_k_attention(int64_t B, int64_t L, int64_t S, int64_t E, int64
       const int64_t col = lane + 32 * (int64_t)c;
       if (col < Ev) out[r * Ev + col] = acc[c] * rl;
     }
-    if (lane == 0) lse[r] = m + gl_att_log(l);
+    if (lane == 0) lse[r] = m + gl_logt(l);
   }
 }
 
@@ -93,7 +83,7 @@ __global__ void gl_k_attention_dsum(int64_t rows, int64_t Ev, T *dsum, const T *
   for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += warps) {
     T d = 0;
     for (int64_t c = lane; c < Ev; c += 32) d += g[r * Ev + c] * out[r * Ev + c];
-    d = gl_att_warp_sum(d);
+    d = gl_warp_sum(d);
     if (lane == 0) dsum[r] = lse[r] == -(T)INFINITY ? (T)0 : d;
   }
 }
@@ -134,7 +124,7 @@ __device__ void gl_att_tile_pds(int64_t b, int64_t i0, int64_t mq, int64_t j0, i
   if (r < mq && j < nk && !(causal && j0 + j > i0 + r)) {
     const T m = lse[b * L + i0 + r];
     if (m != -(T)INFINITY) {
-      pv = gl_att_exp(s * scale - m);
+      pv = gl_expt(s * scale - m);
       dsv = scale * pv * (dp - dsum[b * L + i0 + r]);
     }
   }
@@ -218,8 +208,7 @@ static int attention_dt(cudaStream_t s, int64_t B, int64_t L, int64_t S, int64_t
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (B * L + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(B * L);
     gl_k_attention<T><<<nb, 256, 0, s>>>(B, L, S, E, Ev, (T *)out, (T *)lse, (const T *)q, (const T *)k,
                                          (const T *)v, (T)scale, causal);
     return (int)cudaGetLastError();
@@ -245,19 +234,17 @@ static int attention_bwd_dt(cudaStream_t s, int64_t B, int64_t L, int64_t S, int
     typedef typename gl_dt<DT>::S T;
     const T *tg = (const T *)g, *tq = (const T *)q, *tk = (const T *)k, *tv = (const T *)v;
     const T *tlse = (const T *)lse;
-    int64_t rows = B * L, blocks = (rows + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    int64_t rows = B * L;
+    unsigned nb = gl_warp_row_blocks(rows);
     gl_k_attention_dsum<T><<<nb, 256, 0, s>>>(rows, Ev, (T *)dsum, tg, (const T *)out, tlse);
     int rc = (int)cudaGetLastError();
     if (rc) return rc;
-    blocks = B * ((S + GL_ATT_BT - 1) / GL_ATT_BT);
-    nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    nb = gl_kcap(B * ((S + GL_ATT_BT - 1) / GL_ATT_BT));
     gl_k_attention_bwd_kv<T><<<nb, GL_ATT_BWD_THREADS, 0, s>>>(B, L, S, E, Ev, (T *)gk, (T *)gv, tg, tq, tk, tv, tlse,
                                                                (const T *)dsum, (T)scale, causal);
     rc = (int)cudaGetLastError();
     if (rc) return rc;
-    blocks = B * ((L + GL_ATT_BT - 1) / GL_ATT_BT);
-    nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    nb = gl_kcap(B * ((L + GL_ATT_BT - 1) / GL_ATT_BT));
     gl_k_attention_bwd_q<T><<<nb, GL_ATT_BWD_THREADS, 0, s>>>(B, L, S, E, Ev, (T *)gq, tg, tq, tk, tv, tlse,
                                                               (const T *)dsum, (T)scale, causal);
     return (int)cudaGetLastError();

@@ -1,71 +1,79 @@
 /*
 ** fused.cu — gpu.fused on the GPU: optimizer steps (one grid-stride pass over a parameter,
-** its gradient and state through kernels/nn.h's element steps, as on the CPU: SGD, Adam,
+** its gradient and state through kernels/optim.h's element steps, as on the CPU: SGD, Adam,
 ** RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam) and softmax
 ** cross-entropy, one warp per row forward (max, sum of exponentials, loss and
 ** probabilities by warp shuffles) and one thread per element backward.
 */
-#include "cuda_common.cuh"
+#include "warp.cuh"
 #include "fused.h"
+#include "xent.h"
 
-/* kernels/nn.h's element steps by type. */
-template <class T> struct gl_nn;
-#define GL_NN_TRAITS(T, SFX)                                                                      \
-  template <> struct gl_nn<T> {                                                                   \
-    typedef gl_optim_k_##SFX K;                                                                   \
-    static __device__ __forceinline__ K consts(const gl_optim_hp *hp) { return gl_optim_consts_##SFX(hp); } \
-    static __device__ __forceinline__ T sgd(T p, T g, T *b, int f, int n, K k) { return gl_sgd_##SFX(p, g, b, f, n, k); } \
-    static __device__ __forceinline__ T adam(T p, T g, T *m, T *v, T *vm, K k) { return gl_adam_##SFX(p, g, m, v, vm, k); } \
-    static __device__ __forceinline__ T rmsprop(T p, T g, T *s, T *b, T *ga, K k) { return gl_rmsprop_##SFX(p, g, s, b, ga, k); } \
-    static __device__ __forceinline__ T adagrad(T p, T g, T *s, K k) { return gl_adagrad_##SFX(p, g, s, k); } \
-    static __device__ __forceinline__ T adadelta(T p, T g, T *s, T *a, K k) { return gl_adadelta_##SFX(p, g, s, a, k); } \
-    static __device__ __forceinline__ T adamax(T p, T g, T *m, T *u, K k) { return gl_adamax_##SFX(p, g, m, u, k); } \
-    static __device__ __forceinline__ T nadam(T p, T g, T *m, T *v, K k) { return gl_nadam_##SFX(p, g, m, v, k); } \
-    static __device__ __forceinline__ T radam(T p, T g, T *m, T *v, int r, K k) { return gl_radam_##SFX(p, g, m, v, r, k); } \
-    static __device__ __forceinline__ T xent_grad(T p, int hit, T on, T off, T k) { return gl_xent_grad_##SFX(p, hit, on, off, k); } \
+/* optim.h's element steps by type. */
+template <class T> struct gl_optim_steps;
+#define GL_OPTIM_STEPS(T, SFX)                                                                    \
+  template <> struct gl_optim_steps<T> {                                                          \
+    typedef gl_optim_args_##SFX args;                                                             \
+    static __device__ __forceinline__ args of(const gl_optim_hp *hp) { return gl_optim_args_##SFX##_of(hp); } \
+    static __device__ __forceinline__ T sgd(T p, T g, T *b, int f, int n, args k) { return gl_sgd_##SFX(p, g, b, f, n, k); } \
+    static __device__ __forceinline__ T adam(T p, T g, T *m, T *v, T *vm, args k) { return gl_adam_##SFX(p, g, m, v, vm, k); } \
+    static __device__ __forceinline__ T rmsprop(T p, T g, T *s, T *b, T *ga, args k) { return gl_rmsprop_##SFX(p, g, s, b, ga, k); } \
+    static __device__ __forceinline__ T adagrad(T p, T g, T *s, args k) { return gl_adagrad_##SFX(p, g, s, k); } \
+    static __device__ __forceinline__ T adadelta(T p, T g, T *s, T *a, args k) { return gl_adadelta_##SFX(p, g, s, a, k); } \
+    static __device__ __forceinline__ T adamax(T p, T g, T *m, T *u, args k) { return gl_adamax_##SFX(p, g, m, u, k); } \
+    static __device__ __forceinline__ T nadam(T p, T g, T *m, T *v, args k) { return gl_nadam_##SFX(p, g, m, v, k); } \
+    static __device__ __forceinline__ T radam(T p, T g, T *m, T *v, int r, args k) { return gl_radam_##SFX(p, g, m, v, r, k); } \
   };
-GL_NN_TRAITS(float, f32)
-GL_NN_TRAITS(double, f64)
-#undef GL_NN_TRAITS
+GL_OPTIM_STEPS(float, f32)
+GL_OPTIM_STEPS(double, f64)
+#undef GL_OPTIM_STEPS
+
+/* xent.h's gradient of one logit by type. */
+__device__ __forceinline__ float xent_grad(float p, int hit, float on, float off, float k) {
+  return gl_xent_grad_f32(p, hit, on, off, k);
+}
+__device__ __forceinline__ double xent_grad(double p, int hit, double on, double off, double k) {
+  return gl_xent_grad_f64(p, hit, on, off, k);
+}
 
 template <class T>
 __global__ void gl_k_sgd(int64_t n, T *p, const T *g, T *buf, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::sgd(p[i], g[i], buf ? buf + i : NULL, hp.first, hp.nesterov, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::sgd(p[i], g[i], buf ? buf + i : NULL, hp.first, hp.nesterov, k);
 }
 
 template <class T>
 __global__ void gl_k_adam(int64_t n, T *p, const T *g, T *m, T *v, T *vmax, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::adam(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adam(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);
 }
 
 template <class T>
 __global__ void gl_k_rmsprop(int64_t n, T *p, const T *g, T *sq, T *buf, T *ga, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::rmsprop(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);
 }
 
 template <class T>
 __global__ void gl_k_adagrad(int64_t n, T *p, const T *g, T *sum, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
-  GL_KLOOP(i, n) p[i] = gl_nn<T>::adagrad(p[i], g[i], sum + i, k);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
+  GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adagrad(p[i], g[i], sum + i, k);
 }
 
 /* Adadelta (square_avg, acc_delta), Adamax (exp_avg, exp_inf), NAdam and RAdam (exp_avg,
 ** exp_avg_sq): two state arrays each; kind picks the element step. */
 template <class T>
 __global__ void gl_k_optim2(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, gl_optim_hp hp) {
-  const typename gl_nn<T>::K k = gl_nn<T>::consts(&hp);
+  const typename gl_optim_steps<T>::args k = gl_optim_steps<T>::of(&hp);
   switch (kind) {
-    case GL_OPTIM_ADADELTA: GL_KLOOP(i, n) p[i] = gl_nn<T>::adadelta(p[i], g[i], s0 + i, s1 + i, k); break;
-    case GL_OPTIM_ADAMAX: GL_KLOOP(i, n) p[i] = gl_nn<T>::adamax(p[i], g[i], s0 + i, s1 + i, k); break;
-    case GL_OPTIM_NADAM: GL_KLOOP(i, n) p[i] = gl_nn<T>::nadam(p[i], g[i], s0 + i, s1 + i, k); break;
-    default: GL_KLOOP(i, n) p[i] = gl_nn<T>::radam(p[i], g[i], s0 + i, s1 + i, hp.rectify, k); break;
+    case GL_OPTIM_ADADELTA: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adadelta(p[i], g[i], s0 + i, s1 + i, k); break;
+    case GL_OPTIM_ADAMAX: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::adamax(p[i], g[i], s0 + i, s1 + i, k); break;
+    case GL_OPTIM_NADAM: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::nadam(p[i], g[i], s0 + i, s1 + i, k); break;
+    default: GL_KLOOP(i, n) p[i] = gl_optim_steps<T>::radam(p[i], g[i], s0 + i, s1 + i, hp.rectify, k); break;
   }
 }
 
-/* The launchers of one dtype: GL_KERR_NOTSUP outside GL_KFUSED_DTYPES (nn.h's element steps
+/* The launchers of one dtype: GL_KERR_NOTSUP outside GL_KFUSED_DTYPES (optim.h's element steps
 ** are float and double). */
 template <int DT>
 static int optim_dt(cudaStream_t s, int kind, int64_t n, void *p, const void *g, void *s0, void *s1, void *s2,
@@ -98,21 +106,6 @@ extern "C" int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void 
 
 /* ---- softmax cross-entropy ---------------------------------------------------------------- */
 
-__device__ __forceinline__ float gl_expt(float x) { return expf(x); }
-__device__ __forceinline__ double gl_expt(double x) { return exp(x); }
-__device__ __forceinline__ float gl_logt(float x) { return logf(x); }
-__device__ __forceinline__ double gl_logt(double x) { return log(x); }
-
-template <class T> __device__ __forceinline__ T warp_max(T v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) { T w = __shfl_xor_sync(0xffffffffu, v, o); v = w > v ? w : v; }
-  return v;
-}
-template <class T> __device__ __forceinline__ T warp_sum(T v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 /* One warp per row; 8 rows per block of 256 threads. */
 template <class T>
@@ -125,7 +118,7 @@ __global__ void gl_k_xent(int64_t N, int64_t C, T *loss, T *probs, const T *z, c
     T *pi = probs + i * C;
     T m = -INFINITY;
     for (int64_t c = lane; c < C; c += 32) m = zi[c] > m ? zi[c] : m;
-    m = warp_max(m);
+    m = gl_warp_max(m);
     if (!isfinite(m)) m = 0;
     T sum = 0, zsum = 0, tz = 0;
     for (int64_t c = lane; c < C; c += 32) {
@@ -135,9 +128,9 @@ __global__ void gl_k_xent(int64_t N, int64_t C, T *loss, T *probs, const T *z, c
       zsum += zi[c];
       if (target) tz += target[i * C + c] * zi[c];
     }
-    sum = warp_sum(sum);
-    zsum = warp_sum(zsum);
-    tz = warp_sum(tz);
+    sum = gl_warp_sum(sum);
+    zsum = gl_warp_sum(zsum);
+    tz = gl_warp_sum(tz);
     const T r = 1 / sum;
     for (int64_t c = lane; c < C; c += 32) pi[c] *= r;
     if (lane == 0) {
@@ -159,7 +152,7 @@ __global__ void gl_k_xent_bwd(int64_t N, int64_t C, T *dst, const T *probs, cons
     T k = gout[i * gstride] * scale;
     if (labels) {
       int64_t l = labels[i];
-      dst[j] = l >= 1 && l <= C ? gl_nn<T>::xent_grad(probs[j], c == l - 1, on, off, k) : (T)NAN;
+      dst[j] = l >= 1 && l <= C ? xent_grad(probs[j], c == l - 1, on, off, k) : (T)NAN;
     } else {
       dst[j] = (probs[j] - target[j]) * k;
     }
@@ -173,8 +166,7 @@ static int xent_dt(cudaStream_t s, int64_t N, int64_t C, void *loss, void *probs
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (N + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(N);
     gl_k_xent<T><<<nb, 256, 0, s>>>(N, C, (T *)loss, (T *)probs, (const T *)z, labels, (const T *)target,
                                     (T)(1 - smoothing), (T)(smoothing / (double)C));
     return (int)cudaGetLastError();
@@ -214,8 +206,6 @@ extern "C" int gl_klaunch_xent_bwd(void *stream, int dt, int64_t N, int64_t C, v
 
 /* ---- layer norm ----------------------------------------------------------------------------- */
 
-__device__ __forceinline__ float gl_sqrtt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double gl_sqrtt(double x) { return sqrt(x); }
 
 /* One warp per row, as the cross-entropy: the mean, then the variance of the centred values
 ** (two reads of the row, as the CPU does), then y. */
@@ -229,10 +219,10 @@ __global__ void gl_k_layer_norm(int64_t R, int64_t D, T *y, T *mean, T *rstd, co
     T *yi = y + i * D;
     T s = 0;
     for (int64_t j = lane; j < D; j += 32) s += xi[j];
-    const T m = warp_sum(s) / (T)D;
+    const T m = gl_warp_sum(s) / (T)D;
     T v = 0;
     for (int64_t j = lane; j < D; j += 32) v += (xi[j] - m) * (xi[j] - m);
-    const T r = (T)1 / gl_sqrtt(warp_sum(v) / (T)D + eps);
+    const T r = (T)1 / gl_sqrtt(gl_warp_sum(v) / (T)D + eps);
     for (int64_t j = lane; j < D; j += 32) yi[j] = (xi[j] - m) * r * (w ? w[j] : (T)1) + (b ? b[j] : (T)0);
     if (lane == 0) { mean[i] = m; rstd[i] = r; }
   }
@@ -253,8 +243,8 @@ __global__ void gl_k_layer_norm_bwd(int64_t R, int64_t D, T *gx, const T *g, con
       a += gh;
       c += gh * (xi[j] - m) * r;
     }
-    a = warp_sum(a) / (T)D;
-    c = warp_sum(c) / (T)D;
+    a = gl_warp_sum(a) / (T)D;
+    c = gl_warp_sum(c) / (T)D;
     for (int64_t j = lane; j < D; j += 32)
       gx[i * D + j] = r * (gi[j] * (w ? w[j] : (T)1) - a - (xi[j] - m) * r * c);
   }
@@ -283,8 +273,7 @@ static int layer_norm_dt(cudaStream_t s, int64_t R, int64_t D, void *y, void *me
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (R + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(R);
     gl_k_layer_norm<T><<<nb, 256, 0, s>>>(R, D, (T *)y, (T *)mean, (T *)rstd, (const T *)x, (const T *)w,
                                           (const T *)b, (T)eps);
     return (int)cudaGetLastError();
@@ -305,8 +294,7 @@ static int layer_norm_bwd_dt(cudaStream_t s, int64_t R, int64_t D, void *gx, voi
     return GL_KERR_NOTSUP;
   } else {
     typedef typename gl_dt<DT>::S T;
-    int64_t blocks = (R + 7) / 8;
-    unsigned nb = (unsigned)(blocks > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : blocks);
+    unsigned nb = gl_warp_row_blocks(R);
     gl_k_layer_norm_bwd<T><<<nb, 256, 0, s>>>(R, D, (T *)gx, (const T *)g, (const T *)x, (const T *)mean,
                                               (const T *)rstd, (const T *)w);
     int rc = (int)cudaGetLastError();

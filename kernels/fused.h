@@ -7,7 +7,7 @@
 #define GL_KERNELS_FUSED_H
 
 #include <stdint.h>
-#include "nn.h"
+#include "optim.h"
 #include "dtypes.h"
 
 #ifdef __cplusplus
@@ -17,7 +17,7 @@ extern "C" {
 /* The dtypes of the parameters, gradients, states and logits the fused kernels take. */
 #define GL_KFUSED_DTYPES GL_DTSET_WIDE_FLOAT
 
-/* kind: a gl_optim_kind (kernels/nn.h); p, g and the state arrays s0..s2 (NULL where unused)
+/* kind: a gl_optim_kind (kernels/optim.h); p, g and the state arrays s0..s2 (NULL where unused)
 ** contiguous of dtype dt (one of GL_KFUSED_DTYPES), n elements each. */
 int gl_klaunch_optim(void *stream, int kind, int dt, int64_t n, void *p, const void *g, void *s0, void *s1,
                      void *s2, const gl_optim_hp *hp);

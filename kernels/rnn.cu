@@ -9,22 +9,18 @@
 
 /* The element functions of each cell by value type. */
 template <class T> struct gl_rnn;
-template <> struct gl_rnn<float> {
-  static __device__ __forceinline__ void fwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_fwd_f32(s, r, j); }
-  static __device__ __forceinline__ void bwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_bwd_f32(s, r, j); }
-  static __device__ __forceinline__ void fwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_fwd_f32(s, r, j); }
-  static __device__ __forceinline__ void bwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_bwd_f32(s, r, j); }
-  static __device__ __forceinline__ void fwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_fwd_f32(s, r, j); }
-  static __device__ __forceinline__ void bwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_bwd_f32(s, r, j); }
-};
-template <> struct gl_rnn<double> {
-  static __device__ __forceinline__ void fwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_fwd_f64(s, r, j); }
-  static __device__ __forceinline__ void bwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_bwd_f64(s, r, j); }
-  static __device__ __forceinline__ void fwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_fwd_f64(s, r, j); }
-  static __device__ __forceinline__ void bwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_bwd_f64(s, r, j); }
-  static __device__ __forceinline__ void fwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_fwd_f64(s, r, j); }
-  static __device__ __forceinline__ void bwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_bwd_f64(s, r, j); }
-};
+#define GL_RNN_TRAITS(T, SFX)                                                                     \
+  template <> struct gl_rnn<T> {                                                                  \
+    static __device__ __forceinline__ void fwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_fwd_##SFX(s, r, j); } \
+    static __device__ __forceinline__ void bwd(const gl_lstm_cell *s, int64_t r, int64_t j) { gl_lstm_bwd_##SFX(s, r, j); } \
+    static __device__ __forceinline__ void fwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_fwd_##SFX(s, r, j); } \
+    static __device__ __forceinline__ void bwd(const gl_gru_cell *s, int64_t r, int64_t j) { gl_gru_bwd_##SFX(s, r, j); } \
+    static __device__ __forceinline__ void fwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_fwd_##SFX(s, r, j); } \
+    static __device__ __forceinline__ void bwd(const gl_rnn_cell *s, int64_t r, int64_t j) { gl_rnn_bwd_##SFX(s, r, j); } \
+  };
+GL_RNN_TRAITS(float, f32)
+GL_RNN_TRAITS(double, f64)
+#undef GL_RNN_TRAITS
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 

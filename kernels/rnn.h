@@ -35,7 +35,10 @@ typedef struct gl_lstm_cell {
   int64_t c_prev_ld, hc_ld;
 } gl_lstm_cell;
 
-#define GL_RNN_STAMP(T, SIG, TANH, SFX)                                                           \
+/* Each cell function exists for float (suffix _f32, the vectorisable sigmoid and tanh of
+** vmath.h) and double (_f64), stamped per type by a small macro of its own (C has no
+** templates); kernels/rnn.cu reaches them by type through its gl_rnn<T>. */
+#define GL_LSTM_FWD(T, SIG, TANH, SFX)                                                            \
   GL_HD void gl_lstm_fwd_##SFX(const gl_lstm_cell *s, int64_t r, int64_t j) {                     \
     int64_t H = s->H, g0 = r * 4 * H + j;                                                         \
     const T *xp = (const T *)s->xp, *hw = (const T *)s->hw;                                       \
@@ -46,14 +49,14 @@ typedef struct gl_lstm_cell {
     gt[g0] = i; gt[g0 + H] = f; gt[g0 + 2 * H] = g; gt[g0 + 3 * H] = o;                           \
     ((T *)s->c)[r * s->hc_ld + j] = c;                                                            \
     ((T *)s->h)[r * s->hc_ld + j] = o * TANH(c);                                                  \
-  }                                                                                               \
+  }
+#define GL_LSTM_BWD(T, SIG, TANH, SFX)                                                            \
   GL_HD void gl_lstm_bwd_##SFX(const gl_lstm_cell *s, int64_t r, int64_t j) {                     \
     int64_t H = s->H, g0 = r * 4 * H + j, k = r * H + j, hk = r * s->hc_ld + j;                   \
     const T *gt = (const T *)s->gates;                                                            \
     T i = gt[g0], f = gt[g0 + H], g = gt[g0 + 2 * H], o = gt[g0 + 3 * H];                         \
     T *dhn = (T *)s->dh_next, *dcn = (T *)s->dc_next, *dg = (T *)s->dgates;                       \
-    T tc = TANH(((const T *)s->c)[hk]);                                                           \
-    T dh = ((const T *)s->dh_out)[hk] + dhn[k];                                                   \
+    T tc = TANH(((const T *)s->c)[hk]), dh = ((const T *)s->dh_out)[hk] + dhn[k];                 \
     T dc = ((const T *)s->dc_out)[hk] + dcn[k] + dh * o * (1 - tc * tc);                          \
     T cp = ((const T *)s->c_prev)[r * s->c_prev_ld + j];                                          \
     dg[g0] = dc * g * i * (1 - i);                                                                \
@@ -62,10 +65,6 @@ typedef struct gl_lstm_cell {
     dg[g0 + 3 * H] = dh * tc * o * (1 - o);                                                       \
     dcn[k] = dc * f;                                                                              \
   }
-
-GL_RNN_STAMP(float, gl_vsigmoidf, gl_vtanhf, f32)
-GL_RNN_STAMP(double, gl_sigmoid, tanh, f64)
-#undef GL_RNN_STAMP
 
 /* One time step of PyTorch's GRU cell (gpu.fused.gru) over N rows of H units, every array
 ** contiguous with rows of its width. Gates r, z, n are blocks of H along the last axis:
@@ -99,7 +98,7 @@ typedef struct gl_rnn_cell {
   void *dxp;                     /* backward: out (N, H) */
 } gl_rnn_cell;
 
-#define GL_GRU_STAMP(T, SIG, TANH, SFX)                                                           \
+#define GL_GRU_FWD(T, SIG, TANH, SFX)                                                             \
   GL_HD void gl_gru_fwd_##SFX(const gl_gru_cell *s, int64_t r, int64_t j) {                       \
     int64_t H = s->H, g0 = r * 3 * H + j, q0 = r * 4 * H + j, k = r * H + j;                      \
     const T *xp = (const T *)s->xp, *hw = (const T *)s->hw, *b = (const T *)s->b;                 \
@@ -109,7 +108,8 @@ typedef struct gl_rnn_cell {
     T hn = hw[g0 + 2 * H] + bn, n = TANH(xp[g0 + 2 * H] + rg * hn);                               \
     gt[q0] = rg; gt[q0 + H] = z; gt[q0 + 2 * H] = n; gt[q0 + 3 * H] = hn;                         \
     ((T *)s->h)[k] = n + z * (((const T *)s->h_prev)[k] - n);                                     \
-  }                                                                                               \
+  }
+#define GL_GRU_BWD(T, SIG, TANH, SFX)                                                             \
   GL_HD void gl_gru_bwd_##SFX(const gl_gru_cell *s, int64_t r, int64_t j) {                       \
     int64_t H = s->H, g0 = r * 3 * H + j, q0 = r * 4 * H + j, k = r * H + j;                      \
     const T *gt = (const T *)s->gates;                                                            \
@@ -122,21 +122,26 @@ typedef struct gl_rnn_cell {
     dx[g0] = dr; dx[g0 + H] = dz; dx[g0 + 2 * H] = dn;                                            \
     dw[g0] = dr; dw[g0 + H] = dz; dw[g0 + 2 * H] = dn * rg;                                       \
     dcar[k] = dh * z;                                                                             \
-  }                                                                                               \
+  }
+#define GL_RNN_FWD(T, SIG, TANH, SFX)                                                             \
   GL_HD void gl_rnn_fwd_##SFX(const gl_rnn_cell *s, int64_t r, int64_t j) {                       \
     int64_t k = r * s->H + j;                                                                     \
     T a = ((const T *)s->xp)[k] + ((const T *)s->hw)[k];                                          \
     ((T *)s->h)[k] = s->relu ? (a > 0 ? a : (T)0) : TANH(a);                                      \
-  }                                                                                               \
+  }
+#define GL_RNN_BWD(T, SIG, TANH, SFX)                                                             \
   GL_HD void gl_rnn_bwd_##SFX(const gl_rnn_cell *s, int64_t r, int64_t j) {                       \
     int64_t k = r * s->H + j;                                                                     \
     T h = ((const T *)s->h)[k], dh = ((const T *)s->dh_out)[k] + ((const T *)s->dh_next)[k];      \
     ((T *)s->dxp)[k] = s->relu ? (h > 0 ? dh : (T)0) : dh * (1 - h * h);                          \
   }
 
-GL_GRU_STAMP(float, gl_vsigmoidf, gl_vtanhf, f32)
-GL_GRU_STAMP(double, gl_sigmoid, tanh, f64)
-#undef GL_GRU_STAMP
+/* Every cell function of one type. */
+#define GL_CELL_FUNCTIONS(T, SIG, TANH, SFX)                                                      \
+  GL_LSTM_FWD(T, SIG, TANH, SFX) GL_LSTM_BWD(T, SIG, TANH, SFX) GL_GRU_FWD(T, SIG, TANH, SFX)     \
+  GL_GRU_BWD(T, SIG, TANH, SFX) GL_RNN_FWD(T, SIG, TANH, SFX) GL_RNN_BWD(T, SIG, TANH, SFX)
+GL_CELL_FUNCTIONS(float, gl_vsigmoidf, gl_vtanhf, f32)
+GL_CELL_FUNCTIONS(double, gl_sigmoid, tanh, f64)
 
 /* The plain C face of kernels/rnn.cu (src/backend/cuda/cuda_rnn.c calls it): one step of
 ** a cell (LSTM, GRU, Elman RNN) on the GPU, s's pointers on the device; dt a GL_KD_* code (float32 or float64).

@@ -13,7 +13,7 @@
 
 #include "../core/array.h"
 #include "../../kernels/elem_ops.h"
-#include "../../kernels/nn.h"
+#include "../../kernels/optim.h"
 #include "../../kernels/jit_abi.h"
 #include "../../kernels/rnn.h"
 
@@ -147,7 +147,7 @@ typedef struct gl_la_args {
   double rcond;          /* LSTSQ */
 } gl_la_args;
 
-/* gl_optim_kind and gl_optim_hp (fused optimizer steps) come from kernels/nn.h. */
+/* gl_optim_kind and gl_optim_hp (fused optimizer steps) come from kernels/optim.h. */
 
 typedef struct gl_devinfo {
   char name[128];

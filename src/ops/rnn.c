@@ -10,6 +10,34 @@
 #include <string.h>
 #include "ops.h"
 
+/* One layer and direction of a cell: its geometry, backend and arrays, and the cell's part of
+** a time step (see "the time loop" below); the checks fill the first part. */
+typedef struct seq_loop seq_loop;
+struct seq_loop {
+  const gl_backend *be;
+  gl_device dev;
+  gl_dtype dt;
+  int64_t L, N, H;
+  bool reverse, backward, relu;
+  /* The cell's kernel at step t; tp is the step before (-1: none, the initial state), hp its h. */
+  gl_status (*step)(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+  const gl_array *w;              /* W_hh (G H, H) */
+  const gl_array *h0, *c0;        /* (N, H) */
+  gl_array hs, cs;                /* (L, N, H): h and (LSTM) c of every step */
+  const gl_array *xp, *b;         /* forward: (L, N, XG H); GRU's b_hh (3H) or NULL */
+  const gl_array *gates;          /* (L, N, 4H) (the RNN keeps none): forward out, backward in */
+  gl_array *hw;                   /* forward: (N, G H) h_prev W_hh^T of the step */
+  gl_array dhs, dcs;              /* backward: (L, N, H) the gradients of h and c from outside */
+  gl_array *dh, *dc;              /* backward: (N, H) the gradients carried to the step before */
+  gl_array *dxp, *dhw, *hprev;    /* backward: (L, N, XG H) out, GRU's (L, N, 3H), (L, N, H) */
+  gl_array *dmm;                  /* backward: (N, H) the carried gradient's GEMM (dmm_src W_hh) */
+  gl_array *dmm_src;              /* backward: (L, N, G H) what that GEMM reads, at step t */
+};
+
+static gl_status lstm_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+static gl_status gru_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp);
+
 /* ---- checks ------------------------------------------------------------------------------- */
 
 static gl_status same_place(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
@@ -37,7 +65,7 @@ static const char *gate_cols(int G) { return G == 4 ? "4 hidden" : G == 3 ? "3 h
 ** RNN 1), with h0 (N, H) checked, and the backend (with matmul for the dtype; the caller
 ** checks its cell entry). */
 static gl_status seq_check(const char *fn, const gl_array *x, const char *what, int XG, const gl_array *w, int G,
-                           const gl_array *h0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
+                           const gl_array *h0, seq_loop *q) {
   char s[GL_SHAPE_BUFSZ];
   if (x->dtype != GL_FLOAT32 && x->dtype != GL_FLOAT64)
     return gl_fail(GL_EINVAL, "%s: %s must be float32 or float64, got %s", fn, what, gl_dtypes[x->dtype].name);
@@ -49,14 +77,27 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
   if (w->ndim != 2 || w->shape[0] != G * w->shape[1])
     return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(w->ndim, w->shape, s));
-  *L = x->shape[0];
-  *N = x->shape[1];
-  *H = w->shape[1];
-  int64_t want[3] = { *L, *N, XG * *H };
+  memset(q, 0, sizeof *q);
+  q->dev = gl_array_device(x);
+  q->dt = (gl_dtype)x->dtype;
+  q->L = x->shape[0];
+  q->N = x->shape[1];
+  q->H = w->shape[1];
+  int64_t want[3] = { q->L, q->N, XG * q->H };
   GL_TRY(want_shape(fn, x, what, 3, want));
-  int64_t st[2] = { *N, *H };
+  int64_t st[2] = { q->N, q->H };
   GL_TRY(want_shape(fn, h0, "h0", 2, st));
-  return gl_backend_supporting(gl_array_device(x), GL_OP_MATMUL, 0, (gl_dtype)x->dtype, fn, be);
+  return gl_backend_supporting(q->dev, GL_OP_MATMUL, 0, q->dt, fn, &q->be);
+}
+
+/* What a backward reads besides x: the forward's states ('what') and their gradient, on x's
+** device and of its dtype, both of shape (nd, shape). */
+static gl_status saved_check(const char *fn, const gl_array *x, const gl_array *states, const char *what,
+                             const gl_array *grad, int nd, const int64_t *shape) {
+  GL_TRY(same_place(fn, x, states, what));
+  GL_TRY(same_place(fn, x, grad, "grad_output"));
+  GL_TRY(want_shape(fn, states, what, nd, shape));
+  return want_shape(fn, grad, "grad_output", nd, shape);
 }
 
 static gl_status no_cell(const char *fn, const gl_array *x) {
@@ -65,13 +106,13 @@ static gl_status no_cell(const char *fn, const gl_array *x) {
 }
 
 static gl_status lstm_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
-                            const gl_array *h0, const gl_array *c0, int64_t *L, int64_t *N, int64_t *H,
-                            const gl_backend **be) {
-  GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, L, N, H, be));
+                            const gl_array *h0, const gl_array *c0, seq_loop *q) {
+  GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, q));
   GL_TRY(same_place(fn, xp, c0, "c0"));
-  int64_t st[2] = { *N, *H };
+  int64_t st[2] = { q->N, q->H };
   GL_TRY(want_shape(fn, c0, "c0", 2, st));
-  return (*be)->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
+  q->step = lstm_step;
+  return q->be->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
 
 /* Operands made contiguous (copies in tmp[], released by args_release). */
@@ -100,209 +141,15 @@ static gl_array step_of(const gl_array *a, int64_t t) {
   return v;
 }
 
-static gl_array state_of(const gl_array *hc, int64_t t, int part) {
+/* Part 'part' (0: h, 1: c) of every step of hc (L, N, 2, H), as an (L, N, H) view. */
+static gl_array states_of(const gl_array *hc, int part) {
   gl_array v = *hc;
-  gl_view_select(&v, 0, t);
-  gl_view_select(&v, 1, part);
+  gl_view_select(&v, 2, part);
   return v;
 }
 
 /* The time step processed at position s (0-based) and the one before it (-1: the initial state). */
 static int64_t time_at(int64_t s, int64_t L, bool reverse) { return reverse ? L - 1 - s : s; }
-
-/* dw (G H, H) = sum_t dg_t^T hprev_t, dg (L, N, G H) and hprev (L, N, H): one GEMM. */
-static gl_status weight_grad(const gl_backend *be, gl_array *dw, const gl_array *dg, const gl_array *hprev) {
-  gl_array a = *dg, b = *hprev;
-  int64_t as[2] = { dg->shape[0] * dg->shape[1], dg->shape[2] }, bs[2] = { as[0], hprev->shape[2] };
-  gl_status st = gl_view_reshape(&a, 2, as);
-  if (st == GL_OK) st = gl_view_reshape(&b, 2, bs);
-  if (st == GL_OK) st = gl_view_transpose(&a, 0, 1);
-  if (st == GL_OK) st = be->matmul(dw, &a, &b);
-  return st;
-}
-
-/* ---- LSTM forward ----------------------------------------------------------------------------- */
-
-gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *h0,
-                     const gl_array *c0, bool reverse) {
-  const char *fn = "lstm";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(lstm_check(fn, xp, "the input projection", w, h0, c0, &L, &N, &H, &be));
-  gl_device dev = gl_array_device(xp);
-  gl_dtype dt = (gl_dtype)xp->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hw = { 0 };
-  int64_t hcs[4] = { L, N, 2, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 4 * H };
-  const gl_array *in[4] = { xp, w, h0, c0 };
-  gl_status st = contig_all(&g, 4, in);
-  if (st == GL_OK) st = gl_array_alloc(hc, dt, 4, hcs, dev);
-  if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
-  if (st == GL_OK && N > 0 && H > 0) {
-    gl_array wt = *g.a[1];
-    gl_view_transpose(&wt, 0, 1);                                   /* (H, 4H), BLAS reads it in place */
-    for (int64_t s = 0; s < L && st == GL_OK; s++) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[2] : state_of(hc, tp, 0), cp = tp < 0 ? *g.a[3] : state_of(hc, tp, 1);
-      st = be->matmul(&hw, &hp, &wt);
-      if (st != GL_OK) break;
-      gl_array xt = step_of(g.a[0], t), gt = step_of(gates, t), ht = state_of(hc, t, 0), ct = state_of(hc, t, 1);
-      gl_lstm_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.xp = gl_array_data(&xt);
-      cell.hw = gl_array_data(&hw);
-      cell.gates = gl_array_data(&gt);
-      cell.c_prev = gl_array_data(&cp);
-      cell.c_prev_ld = cp.strides[0];
-      cell.h = gl_array_data(&ht);
-      cell.c = gl_array_data(&ct);
-      cell.hc_ld = 2 * H;
-      st = be->lstm_cell(dev, false, dt, &cell);
-    }
-  } else if (st == GL_OK && hc->size > 0) {
-    st = gl_op_fill(hc, gl_scalar_float(0));
-    if (st == GL_OK) st = gl_op_fill(gates, gl_scalar_float(0));
-  }
-  gl_array_release(&hw);
-  args_release(&g);
-  if (st != GL_OK) { gl_array_release(hc); gl_array_release(gates); }
-  return st;
-}
-
-/* ---- LSTM backward through time ----------------------------------------------------------- */
-
-gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
-                         const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
-                         const gl_array *c0, bool reverse) {
-  const char *fn = "lstm_backward";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(lstm_check(fn, gates, "gates", w, h0, c0, &L, &N, &H, &be));
-  GL_TRY(same_place(fn, gates, hc, "hc"));
-  GL_TRY(same_place(fn, gates, ghc, "grad_output"));
-  int64_t hcs[4] = { L, N, 2, H };
-  GL_TRY(want_shape(fn, hc, "hc", 4, hcs));
-  GL_TRY(want_shape(fn, ghc, "grad_output", 4, hcs));
-  gl_device dev = gl_array_device(gates);
-  gl_dtype dt = (gl_dtype)gates->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hprev = { 0 };
-  int64_t gs[3] = { L, N, 4 * H }, ws[2] = { 4 * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
-  const gl_array *in[6] = { ghc, gates, hc, w, h0, c0 };
-  gl_status st = contig_all(&g, 6, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(dc0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, ps, dev);
-  /* dh0 and dc0 carry the gradients of the state from step to step */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
-  if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
-  if (st == GL_OK && N > 0 && H > 0) {
-    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[4] : state_of(g.a[2], tp, 0), cp = tp < 0 ? *g.a[5] : state_of(g.a[2], tp, 1);
-      gl_array hpt = step_of(&hprev, t);
-      st = be->copy(&hpt, &hp);                                     /* h_prev of step t, for dW */
-      if (st != GL_OK) break;
-      gl_array gt = step_of(g.a[1], t), ct = state_of(g.a[2], t, 1), dht = state_of(g.a[0], t, 0);
-      gl_array dct = state_of(g.a[0], t, 1), dgt = step_of(dxp, t);
-      gl_lstm_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.gates = gl_array_data(&gt);
-      cell.c_prev = gl_array_data(&cp);
-      cell.c_prev_ld = cp.strides[0];
-      cell.c = gl_array_data(&ct);
-      cell.hc_ld = 2 * H;
-      cell.dh_out = gl_array_data(&dht);
-      cell.dc_out = gl_array_data(&dct);
-      cell.dh_next = gl_array_data(dh0);
-      cell.dc_next = gl_array_data(dc0);
-      cell.dgates = gl_array_data(&dgt);
-      st = be->lstm_cell(dev, true, dt, &cell);
-      if (st == GL_OK) st = be->matmul(dh0, &dgt, g.a[3]);         /* dh_prev = dgates W_hh */
-    }
-    if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);        /* dW_hh = sum_t dgates_t^T h_prev_t */
-  } else if (st == GL_OK) {
-    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
-    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
-  }
-  gl_array_release(&hprev);
-  args_release(&g);
-  if (st != GL_OK) {
-    gl_array_release(dxp); gl_array_release(dw); gl_array_release(dh0); gl_array_release(dc0);
-  }
-  return st;
-}
-
-/* ---- GRU --------------------------------------------------------------------------------------
-** The same loop for PyTorch's GRU: xp (L, N, 3H) = x W_ih^T + b_ih, b = b_hh (3H) or NULL (kept
-** apart: b_hn sits inside r * (W_hn h + b_hn)); hs (L, N, H) the hidden states, gates (L, N, 4H)
-** r, z, n and W_hn h + b_hn of every step. */
-
-static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_what, int XG, const gl_array *w,
-                           const gl_array *b, const gl_array *h0, int64_t *L, int64_t *N, int64_t *H,
-                           const gl_backend **be) {
-  GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, L, N, H, be));
-  if (b != NULL) {
-    GL_TRY(same_place(fn, xp, b, "bias_hh"));
-    int64_t bs[1] = { 3 * *H };
-    GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
-  }
-  return (*be)->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
-}
-
-gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *b,
-                    const gl_array *h0, bool reverse) {
-  const char *fn = "gru";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(gru_check(fn, xp, "the input projection", 3, w, b, h0, &L, &N, &H, &be));
-  gl_device dev = gl_array_device(xp);
-  gl_dtype dt = (gl_dtype)xp->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hw = { 0 };
-  int64_t hss[3] = { L, N, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, 3 * H };
-  const gl_array *in[4] = { xp, w, h0, b };
-  gl_status st = contig_all(&g, 4, in);
-  if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(gates, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
-  if (st == GL_OK && N > 0 && H > 0) {
-    gl_array wt = *g.a[1];
-    gl_view_transpose(&wt, 0, 1);                                   /* (H, 3H), BLAS reads it in place */
-    for (int64_t s = 0; s < L && st == GL_OK; s++) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[2] : step_of(hs, tp);
-      st = be->matmul(&hw, &hp, &wt);
-      if (st != GL_OK) break;
-      gl_array xt = step_of(g.a[0], t), gt = step_of(gates, t), ht = step_of(hs, t);
-      gl_gru_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.xp = gl_array_data(&xt);
-      cell.hw = gl_array_data(&hw);
-      cell.b = b != NULL ? gl_array_data(g.a[3]) : NULL;
-      cell.gates = gl_array_data(&gt);
-      cell.h_prev = gl_array_data(&hp);
-      cell.h = gl_array_data(&ht);
-      st = be->gru_cell(dev, false, dt, &cell);
-    }
-  } else if (st == GL_OK) {
-    if (hs->size > 0) st = gl_op_fill(hs, gl_scalar_float(0));
-    if (st == GL_OK && gates->size > 0) st = gl_op_fill(gates, gl_scalar_float(0));
-  }
-  gl_array_release(&hw);
-  args_release(&g);
-  if (st != GL_OK) { gl_array_release(hs); gl_array_release(gates); }
-  return st;
-}
 
 /* h_prev of every step (L, N, H) in time order: h0 at the first step processed, else hs of
 ** the step before it (so dW_hh is one GEMM over all steps). */
@@ -317,24 +164,249 @@ static gl_status prev_states(const gl_backend *be, gl_array *hprev, const gl_arr
   return st;
 }
 
+/* dw (G H, H) = sum_t dg_t^T hprev_t, dg (L, N, G H) and hprev (L, N, H): one GEMM. */
+static gl_status weight_grad(const gl_backend *be, gl_array *dw, const gl_array *dg, const gl_array *hprev) {
+  gl_array a = *dg, b = *hprev;
+  int64_t as[2] = { dg->shape[0] * dg->shape[1], dg->shape[2] }, bs[2] = { as[0], hprev->shape[2] };
+  gl_status st = gl_view_reshape(&a, 2, as);
+  if (st == GL_OK) st = gl_view_reshape(&b, 2, bs);
+  if (st == GL_OK) st = gl_view_transpose(&a, 0, 1);
+  if (st == GL_OK) st = be->matmul(dw, &a, &b);
+  return st;
+}
+
+/* ---- the time loop ------------------------------------------------------------------------------
+** One loop serves the three cells, forward and backward: the cell's part of a step is a function
+** (lstm_step, gru_step, rnn_step) that fills the backend's cell struct from the seq_loop's
+** arrays (each cell uses its own; (L, N, ...) arrays are sliced at step t) and runs the
+** backend's kernel. */
+
+/* Forward: each step, h_prev W_hh^T (one GEMM) then the cell. */
+static gl_status time_loop(const seq_loop *q) {
+  gl_array wt = *q->w;
+  gl_view_transpose(&wt, 0, 1);                                     /* (H, G H), BLAS reads it in place */
+  gl_status st = GL_OK;
+  for (int64_t s = 0; s < q->L && st == GL_OK; s++) {
+    int64_t t = time_at(s, q->L, q->reverse), tp = s > 0 ? time_at(s - 1, q->L, q->reverse) : -1;
+    gl_array hp = tp < 0 ? *q->h0 : step_of(&q->hs, tp);
+    st = q->be->matmul(q->hw, &hp, &wt);
+    if (st == GL_OK) st = q->step(q, t, tp, &hp);
+  }
+  return st;
+}
+
+/* Backward through time: h_prev of every step gathered, then from the last step to the first
+** the cell's backward and the GEMM that carries dh to the step before; last dw (G H, H) =
+** dW_hh = sum_t dg_t^T h_prev_t, dg the gradients that GEMM reads (dmm_src), one GEMM. A
+** layer without units (N or H 0) has zero gradients. */
+static gl_status time_loop_bwd(const seq_loop *q, gl_array *dw) {
+  if (q->N == 0 || q->H == 0) {
+    gl_status st = q->dxp->size > 0 ? gl_op_fill(q->dxp, gl_scalar_float(0)) : GL_OK;
+    return st == GL_OK && dw->size > 0 ? gl_op_fill(dw, gl_scalar_float(0)) : st;
+  }
+  gl_status st = prev_states(q->be, q->hprev, &q->hs, q->h0, q->L, q->reverse);
+  for (int64_t s = q->L - 1; s >= 0 && st == GL_OK; s--) {
+    int64_t t = time_at(s, q->L, q->reverse), tp = s > 0 ? time_at(s - 1, q->L, q->reverse) : -1;
+    gl_array hp = step_of(q->hprev, t), src = step_of(q->dmm_src, t);
+    st = q->step(q, t, tp, &hp);
+    if (st == GL_OK) st = q->be->matmul(q->dmm, &src, q->w);
+  }
+  return st == GL_OK ? weight_grad(q->be, dw, q->dmm_src, q->hprev) : st;
+}
+
+static void *data_at(const gl_array *a, int64_t t) {
+  gl_array v = step_of(a, t);
+  return gl_array_data(&v);
+}
+
+/* A layer's forward: its operands in[0..n) (xp, w, h0, then the LSTM's c0 or the GRU's b_hh)
+** made contiguous; the states (the LSTM's hc (L, N, 2, H) when 'hc', else hs (L, N, H)) and
+** the gates ((L, N, 4H); NULL: none) allocated; the loop run over q, G H the width of W_hh,
+** or zeros where N or H is 0. */
+static gl_status seq_forward(seq_loop *q, bool reverse, const gl_array *const *in, int n, bool hc, gl_array *states,
+                             gl_array *gates, int G) {
+  int64_t L = q->L, N = q->N, H = q->H;
+  q->reverse = reverse;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hw = { 0 };
+  int64_t hcs[4] = { L, N, 2, H }, hss[3] = { L, N, H }, gs[3] = { L, N, 4 * H }, hws[2] = { N, G * H };
+  gl_status st = contig_all(&g, n, in);
+  if (st == GL_OK) st = gl_array_alloc(states, q->dt, hc ? 4 : 3, hc ? hcs : hss, q->dev);
+  if (st == GL_OK && gates != NULL) st = gl_array_alloc(gates, q->dt, 3, gs, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(&hw, q->dt, 2, hws, q->dev);
+  if (st == GL_OK && N > 0 && H > 0) {
+    q->xp = g.a[0];
+    q->w = g.a[1];
+    q->h0 = g.a[2];
+    q->c0 = q->b = g.a[3];                                          /* the LSTM's c0 or the GRU's b_hh */
+    q->hs = hc ? states_of(states, 0) : *states;
+    if (hc) q->cs = states_of(states, 1);
+    q->gates = gates;
+    q->hw = &hw;
+    st = time_loop(q);
+  } else if (st == GL_OK) {
+    if (states->size > 0) st = gl_op_fill(states, gl_scalar_float(0));
+    if (st == GL_OK && gates != NULL && gates->size > 0) st = gl_op_fill(gates, gl_scalar_float(0));
+  }
+  gl_array_release(&hw);
+  args_release(&g);
+  if (st != GL_OK) {
+    gl_array_release(states);
+    if (gates != NULL) gl_array_release(gates);
+  }
+  return st;
+}
+
+/* ---- LSTM ---------------------------------------------------------------------------------------
+** xp (L, N, 4H) = x W_ih^T + b_ih + b_hh; hc (L, N, 2, H) h and c of every step, gates (L, N,
+** 4H) the activations i, f, g, o. */
+
+static gl_status lstm_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
+  (void)hp;
+  gl_array cp = tp < 0 ? *q->c0 : step_of(&q->cs, tp);
+  gl_lstm_cell cell = { 0 };
+  cell.N = q->N;
+  cell.H = q->H;
+  cell.gates = data_at(q->gates, t);
+  cell.c_prev = gl_array_data(&cp);
+  cell.c_prev_ld = cp.strides[0];
+  cell.c = data_at(&q->cs, t);
+  cell.hc_ld = 2 * q->H;
+  if (q->backward) {
+    cell.dh_out = data_at(&q->dhs, t);
+    cell.dc_out = data_at(&q->dcs, t);
+    cell.dh_next = gl_array_data(q->dh);
+    cell.dc_next = gl_array_data(q->dc);
+    cell.dgates = data_at(q->dxp, t);
+  } else {
+    cell.xp = data_at(q->xp, t);
+    cell.hw = gl_array_data(q->hw);
+    cell.h = data_at(&q->hs, t);
+  }
+  return q->be->lstm_cell(q->dev, q->backward, q->dt, &cell);
+}
+
+gl_status gl_op_lstm(gl_array *hc, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *h0,
+                     const gl_array *c0, bool reverse) {
+  seq_loop q;
+  GL_TRY(lstm_check("lstm", xp, "the input projection", w, h0, c0, &q));
+  return seq_forward(&q, reverse, (const gl_array *[]){ xp, w, h0, c0 }, 4, true, hc, gates, 4);
+}
+
+gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *dc0, const gl_array *ghc,
+                         const gl_array *gates, const gl_array *hc, const gl_array *w, const gl_array *h0,
+                         const gl_array *c0, bool reverse) {
+  const char *fn = "lstm_backward";
+  seq_loop q;
+  GL_TRY(lstm_check(fn, gates, "gates", w, h0, c0, &q));
+  const int64_t L = q.L, N = q.N, H = q.H;
+  int64_t hcs[4] = { L, N, 2, H };
+  GL_TRY(saved_check(fn, gates, hc, "hc", ghc, 4, hcs));
+  gl_device dev = q.dev;
+  gl_dtype dt = q.dt;
+  seq_args g;
+  memset(&g, 0, sizeof g);
+  gl_array hprev = { 0 };
+  int64_t gs[3] = { L, N, 4 * H }, ws[2] = { 4 * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
+  const gl_array *in[6] = { ghc, gates, hc, w, h0, c0 };
+  gl_status st = contig_all(&g, 6, in);
+  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, gs, dev);
+  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
+  if (st == GL_OK) st = gl_array_alloc(dc0, dt, 2, ss, dev);
+  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, ps, dev);
+  /* dh0 and dc0 carry the gradients of the state from step to step */
+  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
+  if (st == GL_OK) {
+    q.reverse = reverse;
+    q.backward = true;
+    q.dhs = states_of(g.a[0], 0);
+    q.dcs = states_of(g.a[0], 1);
+    q.gates = g.a[1];
+    q.hs = states_of(g.a[2], 0);
+    q.cs = states_of(g.a[2], 1);
+    q.w = g.a[3];
+    q.h0 = g.a[4];
+    q.c0 = g.a[5];
+    q.dh = dh0;
+    q.dc = dc0;
+    q.dxp = dxp;
+    q.hprev = &hprev;
+    q.dmm = dh0;                                                     /* dh_prev = dgates W_hh */
+    q.dmm_src = dxp;
+    st = time_loop_bwd(&q, dw);
+  }
+  gl_array_release(&hprev);
+  args_release(&g);
+  if (st != GL_OK) {
+    gl_array_release(dxp); gl_array_release(dw); gl_array_release(dh0); gl_array_release(dc0);
+  }
+  return st;
+}
+
+/* ---- GRU --------------------------------------------------------------------------------------
+** PyTorch's GRU: xp (L, N, 3H) = x W_ih^T + b_ih, b = b_hh (3H) or NULL (kept apart: b_hn sits
+** inside r * (W_hn h + b_hn)); hs (L, N, H) the hidden states, gates (L, N, 4H) r, z, n and
+** W_hn h + b_hn of every step. */
+
+static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_what, int XG, const gl_array *w,
+                           const gl_array *b, const gl_array *h0, seq_loop *q) {
+  GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, q));
+  if (b != NULL) {
+    GL_TRY(same_place(fn, xp, b, "bias_hh"));
+    int64_t bs[1] = { 3 * q->H };
+    GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
+  }
+  q->step = gru_step;
+  return q->be->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
+}
+
+static gl_status gru_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
+  (void)tp;
+  gl_gru_cell cell = { 0 };
+  cell.N = q->N;
+  cell.H = q->H;
+  cell.gates = data_at(q->gates, t);
+  cell.h_prev = gl_array_data(hp);
+  if (q->backward) {
+    cell.dh_out = data_at(&q->dhs, t);
+    cell.dh_mm = gl_array_data(q->dmm);
+    cell.dh_carry = gl_array_data(q->dh);
+    cell.dxp = data_at(q->dxp, t);
+    cell.dhw = data_at(q->dhw, t);
+  } else {
+    cell.xp = data_at(q->xp, t);
+    cell.hw = gl_array_data(q->hw);
+    cell.b = q->b != NULL ? gl_array_data(q->b) : NULL;
+    cell.h = data_at(&q->hs, t);
+  }
+  return q->be->gru_cell(q->dev, q->backward, q->dt, &cell);
+}
+
+gl_status gl_op_gru(gl_array *hs, gl_array *gates, const gl_array *xp, const gl_array *w, const gl_array *b,
+                    const gl_array *h0, bool reverse) {
+  seq_loop q;
+  GL_TRY(gru_check("gru", xp, "the input projection", 3, w, b, h0, &q));
+  return seq_forward(&q, reverse, (const gl_array *[]){ xp, w, h0, b }, 4, false, hs, gates, 3);
+}
+
 gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0, const gl_array *ghs,
                         const gl_array *gates, const gl_array *hs, const gl_array *w, const gl_array *h0,
                         bool reverse) {
   const char *fn = "gru_backward";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(gru_check(fn, gates, "gates", 4, w, NULL, h0, &L, &N, &H, &be));
-  GL_TRY(same_place(fn, gates, hs, "hs"));
-  GL_TRY(same_place(fn, gates, ghs, "grad_output"));
+  seq_loop q;
+  GL_TRY(gru_check(fn, gates, "gates", 4, w, NULL, h0, &q));
+  const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hss[3] = { L, N, H };
-  GL_TRY(want_shape(fn, hs, "hs", 3, hss));
-  GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
-  gl_device dev = gl_array_device(gates);
-  gl_dtype dt = (gl_dtype)gates->dtype;
+  GL_TRY(saved_check(fn, gates, hs, "hs", ghs, 3, hss));
+  gl_device dev = q.dev;
+  gl_dtype dt = q.dt;
   seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
-  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, bs[1] = { 3 * H }, ss[2] = { N, H };
+  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, ss[2] = { N, H };
   const gl_array *in[5] = { ghs, gates, hs, w, h0 };
   gl_status st = contig_all(&g, 5, in);
   if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, xs, dev);
@@ -346,34 +418,25 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   /* dh0 carries dh z from step to step, dmm the GEMM dhw W_hh of the step after */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
   if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
-  if (st == GL_OK && N > 0 && H > 0) {
-    st = prev_states(be, &hprev, g.a[2], g.a[4], L, reverse);
-    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
-      int64_t t = time_at(s, L, reverse);
-      gl_array gt = step_of(g.a[1], t), hpt = step_of(&hprev, t), dht = step_of(g.a[0], t);
-      gl_array dxt = step_of(dxp, t), dwt = step_of(&dhw, t);
-      gl_gru_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.gates = gl_array_data(&gt);
-      cell.h_prev = gl_array_data(&hpt);
-      cell.dh_out = gl_array_data(&dht);
-      cell.dh_mm = gl_array_data(&dmm);
-      cell.dh_carry = gl_array_data(dh0);
-      cell.dxp = gl_array_data(&dxt);
-      cell.dhw = gl_array_data(&dwt);
-      st = be->gru_cell(dev, true, dt, &cell);
-      if (st == GL_OK) st = be->matmul(&dmm, &dwt, g.a[3]);        /* dh_prev's GEMM part: dhw W_hh */
-    }
-    if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
-    if (st == GL_OK) st = weight_grad(be, dw, &dhw, &hprev);        /* dW_hh = sum_t dhw_t^T h_prev_t */
-    int axes[2] = { 0, 1 };
-    if (st == GL_OK) st = gl_op_reduce(db, GL_R_SUM, &dhw, axes, 2, false, -1, 0);
-  } else if (st == GL_OK) {
-    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
-    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
-    if (st == GL_OK) st = gl_op_full(db, dt, 1, bs, dev, gl_scalar_float(0));
+  if (st == GL_OK) {
+    q.reverse = reverse;
+    q.backward = true;
+    q.dhs = *g.a[0];
+    q.gates = g.a[1];
+    q.hs = *g.a[2];
+    q.w = g.a[3];
+    q.h0 = g.a[4];
+    q.dh = dh0;
+    q.dxp = dxp;
+    q.dhw = &dhw;
+    q.hprev = &hprev;
+    q.dmm = &dmm;                                                    /* dh_prev's GEMM part: dhw W_hh */
+    q.dmm_src = &dhw;
+    st = time_loop_bwd(&q, dw);
   }
+  int axes[2] = { 0, 1 };
+  if (st == GL_OK) st = gl_op_binary_(dh0, GL_B_add, (gl_operand){ .arr = &dmm });
+  if (st == GL_OK) st = gl_op_reduce(db, GL_R_SUM, &dhw, axes, 2, false, -1, 0);
   gl_array_release(&hprev);
   gl_array_release(&dhw);
   gl_array_release(&dmm);
@@ -389,65 +452,50 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
 ** W_hh^T), act tanh or (relu) max(0, .); the backward reads act' from hs itself. */
 
 static gl_status rnn_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
-                           const gl_array *h0, int64_t *L, int64_t *N, int64_t *H, const gl_backend **be) {
-  GL_TRY(seq_check(fn, xp, xp_what, 1, w, 1, h0, L, N, H, be));
-  return (*be)->rnn_cell == NULL ? no_cell(fn, xp) : GL_OK;
+                           const gl_array *h0, seq_loop *q) {
+  GL_TRY(seq_check(fn, xp, xp_what, 1, w, 1, h0, q));
+  q->step = rnn_step;
+  return q->be->rnn_cell == NULL ? no_cell(fn, xp) : GL_OK;
+}
+
+static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_array *hp) {
+  (void)tp;
+  (void)hp;
+  gl_rnn_cell cell = { 0 };
+  cell.N = q->N;
+  cell.H = q->H;
+  cell.relu = q->relu;
+  cell.h = data_at(&q->hs, t);
+  if (q->backward) {
+    cell.dh_out = data_at(&q->dhs, t);
+    cell.dh_next = gl_array_data(q->dh);
+    cell.dxp = data_at(q->dxp, t);
+  } else {
+    cell.xp = data_at(q->xp, t);
+    cell.hw = gl_array_data(q->hw);
+  }
+  return q->be->rnn_cell(q->dev, q->backward, q->dt, &cell);
 }
 
 gl_status gl_op_rnn(gl_array *hs, const gl_array *xp, const gl_array *w, const gl_array *h0, bool reverse,
                     bool relu) {
-  const char *fn = "rnn";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(rnn_check(fn, xp, "the input projection", w, h0, &L, &N, &H, &be));
-  gl_device dev = gl_array_device(xp);
-  gl_dtype dt = (gl_dtype)xp->dtype;
-  seq_args g;
-  memset(&g, 0, sizeof g);
-  gl_array hw = { 0 };
-  int64_t hss[3] = { L, N, H }, hws[2] = { N, H };
-  const gl_array *in[3] = { xp, w, h0 };
-  gl_status st = contig_all(&g, 3, in);
-  if (st == GL_OK) st = gl_array_alloc(hs, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hw, dt, 2, hws, dev);
-  if (st == GL_OK && N > 0 && H > 0) {
-    gl_array wt = *g.a[1];
-    gl_view_transpose(&wt, 0, 1);
-    for (int64_t s = 0; s < L && st == GL_OK; s++) {
-      int64_t t = time_at(s, L, reverse), tp = s > 0 ? time_at(s - 1, L, reverse) : -1;
-      gl_array hp = tp < 0 ? *g.a[2] : step_of(hs, tp);
-      st = be->matmul(&hw, &hp, &wt);
-      if (st != GL_OK) break;
-      gl_array xt = step_of(g.a[0], t), ht = step_of(hs, t);
-      gl_rnn_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.relu = relu;
-      cell.xp = gl_array_data(&xt);
-      cell.hw = gl_array_data(&hw);
-      cell.h = gl_array_data(&ht);
-      st = be->rnn_cell(dev, false, dt, &cell);
-    }
-  } else if (st == GL_OK && hs->size > 0) {
-    st = gl_op_fill(hs, gl_scalar_float(0));
-  }
-  gl_array_release(&hw);
-  args_release(&g);
-  if (st != GL_OK) gl_array_release(hs);
-  return st;
+  seq_loop q;
+  GL_TRY(rnn_check("rnn", xp, "the input projection", w, h0, &q));
+  q.relu = relu;
+  return seq_forward(&q, reverse, (const gl_array *[]){ xp, w, h0 }, 3, false, hs, NULL, 1);
 }
 
 gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_array *ghs, const gl_array *hs,
                         const gl_array *w, const gl_array *h0, bool reverse, bool relu) {
   const char *fn = "rnn_backward";
-  int64_t L = 0, N = 0, H = 0;
-  const gl_backend *be;
-  GL_TRY(rnn_check(fn, hs, "hs", w, h0, &L, &N, &H, &be));
+  seq_loop q;
+  GL_TRY(rnn_check(fn, hs, "hs", w, h0, &q));
+  const int64_t L = q.L, N = q.N, H = q.H;
   GL_TRY(same_place(fn, hs, ghs, "grad_output"));
   int64_t hss[3] = { L, N, H };
   GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
-  gl_device dev = gl_array_device(hs);
-  gl_dtype dt = (gl_dtype)hs->dtype;
+  gl_device dev = q.dev;
+  gl_dtype dt = q.dt;
   seq_args g;
   memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
@@ -460,26 +508,20 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
   /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
   if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
-  if (st == GL_OK && N > 0 && H > 0) {
-    st = prev_states(be, &hprev, g.a[1], g.a[3], L, reverse);
-    for (int64_t s = L - 1; s >= 0 && st == GL_OK; s--) {
-      int64_t t = time_at(s, L, reverse);
-      gl_array ht = step_of(g.a[1], t), dht = step_of(g.a[0], t), dxt = step_of(dxp, t);
-      gl_rnn_cell cell = { 0 };
-      cell.N = N;
-      cell.H = H;
-      cell.relu = relu;
-      cell.h = gl_array_data(&ht);
-      cell.dh_out = gl_array_data(&dht);
-      cell.dh_next = gl_array_data(dh0);
-      cell.dxp = gl_array_data(&dxt);
-      st = be->rnn_cell(dev, true, dt, &cell);
-      if (st == GL_OK) st = be->matmul(dh0, &dxt, g.a[2]);         /* dh_prev = da W_hh */
-    }
-    if (st == GL_OK) st = weight_grad(be, dw, dxp, &hprev);
-  } else if (st == GL_OK) {
-    if (dxp->size > 0) st = gl_op_fill(dxp, gl_scalar_float(0));
-    if (st == GL_OK && dw->size > 0) st = gl_op_fill(dw, gl_scalar_float(0));
+  if (st == GL_OK) {
+    q.reverse = reverse;
+    q.backward = true;
+    q.relu = relu;
+    q.dhs = *g.a[0];
+    q.hs = *g.a[1];
+    q.w = g.a[2];
+    q.h0 = g.a[3];
+    q.dh = dh0;
+    q.dxp = dxp;
+    q.hprev = &hprev;
+    q.dmm = dh0;                                                     /* dh_prev = da W_hh */
+    q.dmm_src = dxp;
+    st = time_loop_bwd(&q, dw);
   }
   gl_array_release(&hprev);
   args_release(&g);

@@ -7,12 +7,14 @@ KERNEL is an identifier (with `::` and a balanced template argument list) or a p
 expression; macro bodies are rewritten the same way. Lines are kept, and a #line directive
 points diagnostics at the original file.
 
-SYNC is 1 when the kernel's body, or a function of the same file it calls (transitively),
+SYNC is 1 when the kernel's body, or a function of the same file or of a kernels/*.cuh header
+it includes that it calls (transitively),
 names a block or warp synchronisation (__syncthreads, shuffles, votes, cub::BlockScan): its
 threads then run as fibers or pthreads that can wait for each other. Kernels without (most elementwise ones) run their
 threads one after another, which is much faster; kemu fails loudly if such a kernel calls a
 synchronisation after all (KEMU_THREADS=1 runs every kernel's threads as the synchronising ones).
 """
+import os
 import re
 import sys
 
@@ -99,7 +101,8 @@ def kernel_start(src, end):
 def main():
     path, out = sys.argv[1], sys.argv[2]
     src = open(path).read()
-    sync = syncing(src)
+    headers = [os.path.join(os.path.dirname(path), h) for h in re.findall(r'#include "(\w+\.cuh)"', src)]
+    sync = syncing('\n'.join([open(h).read() for h in headers if os.path.exists(h)] + [src]))
     res, pos = [], 0
     while True:
         k = src.find('<<<', pos)

@@ -1082,12 +1082,12 @@ template <class T> static void test_rnn_cell_t(int dt) {
 
 /* ---- fused: optimizer steps, softmax cross-entropy --------------------------------------------- */
 
-/* The element steps of kernels/nn.h by type, for the plain-loop reference. */
+/* The element steps of kernels/optim.h by type, for the plain-loop reference. */
 template <class T> struct optim_steps;
 #define OPTIM_STEPS(T, SFX)                                                                                   \
   template <> struct optim_steps<T> {                                                                        \
     static void run(int kind, int64_t n, T *p, const T *g, T *s0, T *s1, T *s2, const gl_optim_hp *hp) {      \
-      gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                                          \
+      gl_optim_args_##SFX k = gl_optim_args_##SFX##_of(hp);                                                          \
       for (int64_t i = 0; i < n; i++) {                                                                      \
         switch (kind) {                                                                                      \
           case GL_OPTIM_SGD: p[i] = gl_sgd_##SFX(p[i], g[i], s0 ? s0 + i : NULL, hp->first, hp->nesterov, k); break; \

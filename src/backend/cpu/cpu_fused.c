@@ -1,92 +1,69 @@
 /*
 ** cpu_fused.c — the fused kernels of gpu.fused on the CPU: optimizer steps in one pass over
-** each parameter (kernels/nn.h's element steps, in the parameter's precision: SGD, Adam,
+** each parameter (kernels/optim.h's element steps, in the parameter's precision: SGD, Adam,
 ** RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam), softmax
 ** cross-entropy forward (loss and probabilities per row, max-shifted) and backward, and
-** layer norm over the last axis forward and backward.
-** Rows and elements are split across the free cores above 32768 elements.
+** layer norm over the last axis forward and backward, and attention in FlashAttention's GEMM
+** tiles forward and backward. Rows and elements are split across the free cores above 32768
+** elements.
 */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <omp.h>
 #include "cpu.h"
 #include "../../../kernels/vmath.h"
-#include "../../../kernels/nn.h"
+#include "../../../kernels/optim.h"
+#include "../../../kernels/xent.h"
 
 /* ---- optimizer steps ------------------------------------------------------------------------ */
 
-/* One loop per (rule, type) over kernels/nn.h's element step; the constants are private to
-** each thread (shared, they are read through a pointer that the stores may alias). */
-#define GL_OPTIM_STAMP(T, SFX)                                                                    \
-  static void sgd_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict buf,            \
-                        const gl_optim_hp *hp, int nt) {                                           \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    const int first = hp->first, nesterov = hp->nesterov;                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_sgd_##SFX(p[i], g[i], buf ? buf + i : NULL, first, nesterov, k);                   \
-  }                                                                                                \
-  static void adam_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,             \
-                         T *restrict v, T *restrict vmax, const gl_optim_hp *hp, int nt) {         \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_adam_##SFX(p[i], g[i], m + i, v + i, vmax ? vmax + i : NULL, k);                   \
-  }                                                                                                \
-  static void rmsprop_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict sq,         \
-                            T *restrict buf, T *restrict ga, const gl_optim_hp *hp, int nt) {      \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_rmsprop_##SFX(p[i], g[i], sq + i, buf ? buf + i : NULL, ga ? ga + i : NULL, k);   \
-  }                                                                                                \
-  static void adagrad_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict sum,        \
-                            const gl_optim_hp *hp, int nt) {                                       \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_adagrad_##SFX(p[i], g[i], sum + i, k);                                             \
-  }                                                                                                \
-  /* Adadelta, Adamax, NAdam: two state arrays each. */                                           \
-  static void adadelta_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict sq,        \
-                             T *restrict acc, const gl_optim_hp *hp, int nt) {                     \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_adadelta_##SFX(p[i], g[i], sq + i, acc + i, k);                                    \
-  }                                                                                                \
-  static void adamax_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,           \
-                           T *restrict u, const gl_optim_hp *hp, int nt) {                         \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_adamax_##SFX(p[i], g[i], m + i, u + i, k);                                         \
-  }                                                                                                \
-  static void nadam_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,            \
-                          T *restrict v, const gl_optim_hp *hp, int nt) {                          \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")   \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      p[i] = gl_nadam_##SFX(p[i], g[i], m + i, v + i, k);                                          \
-  }                                                                                                \
-  /* RAdam: one loop per branch (the branch is the step's, not the element's). */                 \
-  static void radam_##SFX(int64_t n, T *restrict p, const T *restrict g, T *restrict m,            \
-                          T *restrict v, const gl_optim_hp *hp, int nt) {                          \
-    const gl_optim_k_##SFX k = gl_optim_consts_##SFX(hp);                                          \
-    if (hp->rectify) {                                                                             \
-      _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)") \
-      for (int64_t i = 0; i < n; i++) p[i] = gl_radam_##SFX(p[i], g[i], m + i, v + i, 1, k);       \
-    } else {                                                                                       \
-      _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)") \
-      for (int64_t i = 0; i < n; i++) p[i] = gl_radam_##SFX(p[i], g[i], m + i, v + i, 0, k);       \
-    }                                                                                              \
+/* The loop of one (rule, type) over kernels/optim.h's element step STEP, an expression of
+** element i; every loop has gl_cpu_optim_step's signature (state arrays s0..s2, NULL where
+** unused), so one table holds them. The constants are private to each thread (shared, they
+** are read through a pointer that the stores may alias). */
+typedef void optim_loop(int64_t n, void *p, const void *g, void *s0, void *s1, void *s2, const gl_optim_hp *hp,
+                        int nt);
+#define GL_OPTIM_LOOP(T, SFX, NAME, STEP)                                                           \
+  static void NAME##_##SFX(int64_t n, void *pv, const void *gv, void *s0v, void *s1v, void *s2v,     \
+                           const gl_optim_hp *hp, int nt) {                                         \
+    T *p = pv, *s0 = s0v, *s1 = s1v, *s2 = s2v;                                                     \
+    const T *g = gv;                                                                                \
+    const gl_optim_args_##SFX k = gl_optim_args_##SFX##_of(hp);                                     \
+    const int first = hp->first, nesterov = hp->nesterov;                                           \
+    (void)s1; (void)s2; (void)first; (void)nesterov;                                                \
+    _Pragma("omp parallel for simd num_threads(nt) schedule(static) if(nt > 1) firstprivate(k)")    \
+    for (int64_t i = 0; i < n; i++) p[i] = STEP;                                                    \
   }
+/* RAdam has one loop per branch (the branch is the step's, not the element's). */
+#define GL_OPTIM_LOOPS(T, SFX)                                                                      \
+  GL_OPTIM_LOOP(T, SFX, sgd, gl_sgd_##SFX(p[i], g[i], s0 ? s0 + i : NULL, first, nesterov, k))       \
+  GL_OPTIM_LOOP(T, SFX, adam, gl_adam_##SFX(p[i], g[i], s0 + i, s1 + i, s2 ? s2 + i : NULL, k))      \
+  GL_OPTIM_LOOP(T, SFX, rmsprop, gl_rmsprop_##SFX(p[i], g[i], s0 + i, s1 ? s1 + i : NULL, s2 ? s2 + i : NULL, k)) \
+  GL_OPTIM_LOOP(T, SFX, adagrad, gl_adagrad_##SFX(p[i], g[i], s0 + i, k))                           \
+  GL_OPTIM_LOOP(T, SFX, adadelta, gl_adadelta_##SFX(p[i], g[i], s0 + i, s1 + i, k))                 \
+  GL_OPTIM_LOOP(T, SFX, adamax, gl_adamax_##SFX(p[i], g[i], s0 + i, s1 + i, k))                     \
+  GL_OPTIM_LOOP(T, SFX, nadam, gl_nadam_##SFX(p[i], g[i], s0 + i, s1 + i, k))                       \
+  GL_OPTIM_LOOP(T, SFX, radam, gl_radam_##SFX(p[i], g[i], s0 + i, s1 + i, 1, k))                    \
+  GL_OPTIM_LOOP(T, SFX, radam_momentum, gl_radam_##SFX(p[i], g[i], s0 + i, s1 + i, 0, k))
+GL_OPTIM_LOOPS(float, f32)
+GL_OPTIM_LOOPS(double, f64)
 
-GL_OPTIM_STAMP(float, f32)
-GL_OPTIM_STAMP(double, f64)
-#undef GL_OPTIM_STAMP
+/* The loops by rule and type (float32, float64); RAdam before its variance is tractable
+** sits after the rules. */
+static optim_loop *const optim_loops[GL_OPTIM_KINDS + 1][2] = {
+  [GL_OPTIM_SGD] = { sgd_f32, sgd_f64 },
+  [GL_OPTIM_ADAM] = { adam_f32, adam_f64 },
+  [GL_OPTIM_RMSPROP] = { rmsprop_f32, rmsprop_f64 },
+  [GL_OPTIM_ADAGRAD] = { adagrad_f32, adagrad_f64 },
+  [GL_OPTIM_ADADELTA] = { adadelta_f32, adadelta_f64 },
+  [GL_OPTIM_ADAMAX] = { adamax_f32, adamax_f64 },
+  [GL_OPTIM_NADAM] = { nadam_f32, nadam_f64 },
+  [GL_OPTIM_RADAM] = { radam_f32, radam_f64 },
+  [GL_OPTIM_KINDS] = { radam_momentum_f32, radam_momentum_f64 },
+};
 
 #define DATA(T, a) ((a) ? (T *)gl_array_data(a) : NULL)
 
@@ -94,33 +71,9 @@ gl_status gl_cpu_optim_step(gl_optim_kind kind, const gl_array *p, const gl_arra
                             const gl_array *const st[3], const gl_optim_hp *hp) {
   int64_t n = p->size;
   int nt = gl_cpu_team_size(n);
-  if (p->dtype == GL_FLOAT32) {
-    float *pp = DATA(float, p), *s0 = DATA(float, st[0]), *s1 = DATA(float, st[1]), *s2 = DATA(float, st[2]);
-    const float *gg = DATA(float, g);
-    switch (kind) {
-      case GL_OPTIM_SGD: sgd_f32(n, pp, gg, s0, hp, nt); break;
-      case GL_OPTIM_ADAM: adam_f32(n, pp, gg, s0, s1, s2, hp, nt); break;
-      case GL_OPTIM_RMSPROP: rmsprop_f32(n, pp, gg, s0, s1, s2, hp, nt); break;
-      case GL_OPTIM_ADAGRAD: adagrad_f32(n, pp, gg, s0, hp, nt); break;
-      case GL_OPTIM_ADADELTA: adadelta_f32(n, pp, gg, s0, s1, hp, nt); break;
-      case GL_OPTIM_ADAMAX: adamax_f32(n, pp, gg, s0, s1, hp, nt); break;
-      case GL_OPTIM_NADAM: nadam_f32(n, pp, gg, s0, s1, hp, nt); break;
-      case GL_OPTIM_RADAM: radam_f32(n, pp, gg, s0, s1, hp, nt); break;
-    }
-  } else {
-    double *pp = DATA(double, p), *s0 = DATA(double, st[0]), *s1 = DATA(double, st[1]), *s2 = DATA(double, st[2]);
-    const double *gg = DATA(double, g);
-    switch (kind) {
-      case GL_OPTIM_SGD: sgd_f64(n, pp, gg, s0, hp, nt); break;
-      case GL_OPTIM_ADAM: adam_f64(n, pp, gg, s0, s1, s2, hp, nt); break;
-      case GL_OPTIM_RMSPROP: rmsprop_f64(n, pp, gg, s0, s1, s2, hp, nt); break;
-      case GL_OPTIM_ADAGRAD: adagrad_f64(n, pp, gg, s0, hp, nt); break;
-      case GL_OPTIM_ADADELTA: adadelta_f64(n, pp, gg, s0, s1, hp, nt); break;
-      case GL_OPTIM_ADAMAX: adamax_f64(n, pp, gg, s0, s1, hp, nt); break;
-      case GL_OPTIM_NADAM: nadam_f64(n, pp, gg, s0, s1, hp, nt); break;
-      case GL_OPTIM_RADAM: radam_f64(n, pp, gg, s0, s1, hp, nt); break;
-    }
-  }
+  int row = kind == GL_OPTIM_RADAM && !hp->rectify ? GL_OPTIM_KINDS : (int)kind;
+  optim_loops[row][p->dtype == GL_FLOAT32 ? 0 : 1](n, DATA(void, p), DATA(const void, g), DATA(void, st[0]),
+                                                   DATA(void, st[1]), DATA(void, st[2]), hp, nt);
   gl_cpu_team_done(nt);
   return GL_OK;
 }
@@ -128,87 +81,77 @@ gl_status gl_cpu_optim_step(gl_optim_kind kind, const gl_array *p, const gl_arra
 /* ---- softmax cross-entropy ------------------------------------------------------------------ */
 
 /* Per row i of z (C wide): m = max, s = sum exp(z - m), lse = m + log s; probs = exp(z - lse);
-** loss = lse - sum t z with t = (1 - eps) onehot(label) + eps / C, or the target row (a
-** distribution: its gradient is probs - t). A label outside 1..C (the Lua layer refuses
-** them first) gives a NaN row, never a read outside the row.
-** float32 rows use the vectorised expf of kernels/vmath.h (<= 2 ULP). */
-#define GL_XENT_STAMP(T, EXP, LOG, SFX)                                                           \
-  static void xent_##SFX(int64_t N, int64_t C, T *restrict loss, T *restrict probs,               \
-                         const T *restrict z, const int64_t *restrict lab, const T *restrict tg,  \
-                         double smoothing, int nt) {                                              \
-    const T on = (T)(1 - smoothing), off = (T)(smoothing / (double)C);                            \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
-    for (int64_t i = 0; i < N; i++) {                                                             \
-      const T *zi = z + i * C;                                                                    \
-      T *pi = probs + i * C;                                                                      \
-      T m = zi[0];                                                                                \
-      for (int64_t c = 1; c < C; c++) m = zi[c] > m ? zi[c] : m;                                  \
-      if (!isfinite(m)) m = 0; /* all -inf rows, or NaN: let the arithmetic say so */             \
-      T s = 0, zsum = 0;                                                                          \
-      _Pragma("omp simd reduction(+:s, zsum)")                                                    \
-      for (int64_t c = 0; c < C; c++) {                                                           \
-        T e = EXP(zi[c] - m);                                                                     \
-        pi[c] = e;                                                                                \
-        s += e;                                                                                   \
-        zsum += zi[c];                                                                            \
-      }                                                                                           \
-      T lse = m + LOG(s), r = 1 / s;                                                              \
+** loss = lse - sum t z with t = (1 - eps) onehot(label) + eps / C (on = 1 - eps, off = eps / C),
+** or the target row (a distribution: its gradient is probs - t). A label outside 1..C (the
+** Lua layer refuses them first) gives a NaN row, never a read outside the row.
+** float32 rows use the vectorised expf of kernels/vmath.h (<= 2 ULP).
+**
+** A row of a type is a function over void * arrays and the row index i; the one loop over the
+** rows calls the row of the arrays' type, both inlined into it (a call per row would cost up to
+** 3% on rows of a few hundred elements). */
+#define GL_ROW static inline __attribute__((always_inline)) void
+#define GL_XENT_ROW(T, EXP, LOG, SFX)                                                             \
+  GL_ROW xent_row_##SFX(int64_t i, int64_t C, void *loss, void *probs, const void *z,        \
+                             const int64_t *lab, const void *tg, double on, double off) {         \
+    const T *restrict zi = (const T *)z + i * C;                                                  \
+    T *restrict pi = (T *)probs + i * C, m = zi[0], s = 0, zsum = 0;                              \
+    for (int64_t c = 1; c < C; c++) m = zi[c] > m ? zi[c] : m;                                    \
+    if (!isfinite(m)) m = 0; /* all -inf rows, or NaN: let the arithmetic say so */               \
+    _Pragma("omp simd reduction(+:s, zsum)")                                                      \
+    for (int64_t c = 0; c < C; c++) { T e = EXP(zi[c] - m); pi[c] = e; s += e; zsum += zi[c]; }   \
+    const T lse = m + LOG(s), r = 1 / s;                                                          \
+    _Pragma("omp simd")                                                                           \
+    for (int64_t c = 0; c < C; c++) pi[c] *= r;                                                   \
+    ((T *)loss)[i] = lse - xent_tz_##SFX(i, C, zi, zsum, lab, tg, on, off);                       \
+  }
+/* sum t z of row i: from its label (bad label: NaN) or its target row. */
+#define GL_XENT_TZ(T, SFX)                                                                        \
+  static inline T xent_tz_##SFX(int64_t i, int64_t C, const T *restrict zi, T zsum, const int64_t *lab, \
+                                const void *tg, double on, double off) {                          \
+    if (lab) return lab[i] >= 1 && lab[i] <= C ? (T)on * zi[lab[i] - 1] + (T)off * zsum : (T)NAN; \
+    const T *restrict ti = (const T *)tg + i * C;                                                 \
+    T acc = 0;                                                                                    \
+    _Pragma("omp simd reduction(+:acc)")                                                          \
+    for (int64_t c = 0; c < C; c++) acc += ti[c] * zi[c];                                         \
+    return acc;                                                                                   \
+  }
+/* Row i of the backward: dst = (probs - t) gout[i * gstride] scale. */
+#define GL_XENT_BWD_ROW(T, SFX)                                                                   \
+  GL_ROW xent_bwd_row_##SFX(int64_t i, int64_t C, void *dst, const void *probs, const int64_t *lab, \
+                                 const void *tg, double on, double off, const void *gout, int64_t gstride, double scale) { \
+    const T k = ((const T *)gout)[i * gstride] * (T)scale, von = (T)on, voff = (T)off;            \
+    const T *pi = (const T *)probs + i * C, *restrict ti = lab ? NULL : (const T *)tg + i * C;    \
+    T *di = (T *)dst + i * C;                                                                     \
+    const int64_t l = lab ? lab[i] : 0;                                                           \
+    if (!lab) { _Pragma("omp simd") for (int64_t c = 0; c < C; c++) di[c] = (pi[c] - ti[c]) * k; } \
+    else if (l >= 1 && l <= C) {                                                                  \
       _Pragma("omp simd")                                                                         \
-      for (int64_t c = 0; c < C; c++) pi[c] *= r;                                                 \
-      T tz;                                                                                       \
-      if (lab) {                                                                                  \
-        int64_t l = lab[i];                                                                       \
-        tz = l >= 1 && l <= C ? on * zi[l - 1] + off * zsum : (T)NAN; /* bad label: NaN */        \
-      } else {                                                                                    \
-        const T *ti = tg + i * C;                                                                 \
-        T acc = 0;                                                                                \
-        _Pragma("omp simd reduction(+:acc)")                                                      \
-        for (int64_t c = 0; c < C; c++) acc += ti[c] * zi[c];                                     \
-        tz = acc;                                                                                 \
-      }                                                                                           \
-      loss[i] = lse - tz;                                                                         \
-    }                                                                                             \
-  }                                                                                               \
-  static void xent_bwd_##SFX(int64_t N, int64_t C, T *dst, const T *p, const int64_t *restrict lab, \
-                             const T *restrict tg, double smoothing, const T *restrict gout,      \
-                             int64_t gstride, double scale, int nt) {                             \
-    const T on = (T)(1 - smoothing), off = (T)(smoothing / (double)C);                            \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
-    for (int64_t i = 0; i < N; i++) {                                                             \
-      const T k = gout[i * gstride] * (T)scale;                                                   \
-      const T *pi = p + i * C;                                                                    \
-      T *di = dst + i * C;                                                                        \
-      if (lab) {                                                                                  \
-        int64_t l = lab[i];                                                                       \
-        if (l >= 1 && l <= C) {                                                                   \
-          _Pragma("omp simd")                                                                     \
-          for (int64_t c = 0; c < C; c++) di[c] = gl_xent_grad_##SFX(pi[c], c == l - 1, on, off, k); \
-        } else {                                                                                  \
-          for (int64_t c = 0; c < C; c++) di[c] = (T)NAN;                                         \
-        }                                                                                         \
-      } else {                                                                                    \
-        const T *ti = tg + i * C;                                                                 \
-        _Pragma("omp simd")                                                                       \
-        for (int64_t c = 0; c < C; c++) di[c] = (pi[c] - ti[c]) * k;                              \
-      }                                                                                           \
+      for (int64_t c = 0; c < C; c++) di[c] = gl_xent_grad_##SFX(pi[c], c == l - 1, von, voff, k); \
+    } else {                                                                                      \
+      for (int64_t c = 0; c < C; c++) di[c] = (T)NAN; /* bad label */                            \
     }                                                                                             \
   }
-
-GL_XENT_STAMP(float, gl_vexpf, logf, f32)
-GL_XENT_STAMP(double, exp, log, f64)
-#undef GL_XENT_STAMP
+GL_XENT_TZ(float, f32)
+GL_XENT_TZ(double, f64)
+GL_XENT_ROW(float, gl_vexpf, logf, f32)
+GL_XENT_ROW(double, exp, log, f64)
+GL_XENT_BWD_ROW(float, f32)
+GL_XENT_BWD_ROW(double, f64)
 
 gl_status gl_cpu_xent(const gl_array *loss, const gl_array *probs, const gl_array *logits,
                       const gl_array *labels, const gl_array *target, double smoothing) {
   int64_t N = logits->shape[0], C = logits->shape[1];
   int nt = gl_cpu_team_size(N * C * 4);
+  const bool f32 = logits->dtype == GL_FLOAT32;
   const int64_t *lab = DATA(const int64_t, labels);
-  if (logits->dtype == GL_FLOAT32)
-    xent_f32(N, C, DATA(float, loss), DATA(float, probs), DATA(const float, logits), lab,
-             DATA(const float, target), smoothing, nt);
-  else
-    xent_f64(N, C, DATA(double, loss), DATA(double, probs), DATA(const double, logits), lab,
-             DATA(const double, target), smoothing, nt);
+  void *ls = DATA(void, loss), *pr = DATA(void, probs);
+  const void *z = DATA(const void, logits), *tg = DATA(const void, target);
+  const double on = 1 - smoothing, off = smoothing / (double)C;
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
+  for (int64_t i = 0; i < N; i++) {
+    if (f32) xent_row_f32(i, C, ls, pr, z, lab, tg, on, off);
+    else xent_row_f64(i, C, ls, pr, z, lab, tg, on, off);
+  }
   gl_cpu_team_done(nt);
   return GL_OK;
 }
@@ -218,13 +161,16 @@ gl_status gl_cpu_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_a
   int64_t N = probs->shape[0], C = probs->shape[1];
   int64_t gs = gout->ndim == 0 ? 0 : 1;
   int nt = gl_cpu_team_size(N * C);
+  const bool f32 = probs->dtype == GL_FLOAT32;
   const int64_t *lab = DATA(const int64_t, labels);
-  if (probs->dtype == GL_FLOAT32)
-    xent_bwd_f32(N, C, DATA(float, dst), DATA(const float, probs), lab, DATA(const float, target), smoothing,
-                 DATA(const float, gout), gs, scale, nt);
-  else
-    xent_bwd_f64(N, C, DATA(double, dst), DATA(const double, probs), lab, DATA(const double, target), smoothing,
-                 DATA(const double, gout), gs, scale, nt);
+  void *d = DATA(void, dst);
+  const void *pr = DATA(const void, probs), *tg = DATA(const void, target), *go = DATA(const void, gout);
+  const double on = 1 - smoothing, off = smoothing / (double)C;
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
+  for (int64_t i = 0; i < N; i++) {
+    if (f32) xent_bwd_row_f32(i, C, d, pr, lab, tg, on, off, go, gs, scale);
+    else xent_bwd_row_f64(i, C, d, pr, lab, tg, on, off, go, gs, scale);
+  }
   gl_cpu_team_done(nt);
   return GL_OK;
 }
@@ -234,95 +180,82 @@ gl_status gl_cpu_xent_bwd(const gl_array *dst, const gl_array *probs, const gl_a
 /* One pass per row (the row stays in cache between its loops): mean, biased variance of
 ** the centred values, rstd, then y; rows split across the free cores. The backward per row:
 ** with xhat = (x - mean) rstd and gh = g w, gx = rstd (gh - mean(gh) - xhat mean(gh xhat));
-** gw = sum over rows of g xhat and gb = sum of g, accumulated per thread in blocks of rows
-** and added up at the end (a fixed order: the same numbers at any thread count for a
-** given team size). */
-#define GL_LN_STAMP(T, SQRT, SFX)                                                                 \
-  static void ln_##SFX(int64_t R, int64_t D, T *restrict y, T *restrict mean, T *restrict rstd,   \
-                       const T *restrict x, const T *restrict w, const T *restrict b, double eps, \
-                       int nt) {                                                                  \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
-    for (int64_t i = 0; i < R; i++) {                                                             \
-      const T *xi = x + i * D;                                                                    \
-      T *yi = y + i * D;                                                                          \
-      T s = 0;                                                                                    \
-      _Pragma("omp simd reduction(+:s)")                                                          \
-      for (int64_t j = 0; j < D; j++) s += xi[j];                                                 \
-      const T m = s / (T)D;                                                                       \
-      T v = 0;                                                                                    \
-      _Pragma("omp simd reduction(+:v)")                                                          \
-      for (int64_t j = 0; j < D; j++) v += (xi[j] - m) * (xi[j] - m);                             \
-      const T r = (T)1 / SQRT(v / (T)D + (T)eps);                                                 \
-      mean[i] = m;                                                                                \
-      rstd[i] = r;                                                                                \
-      if (w && b) {                                                                               \
-        _Pragma("omp simd")                                                                       \
-        for (int64_t j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * w[j] + b[j];                    \
-      } else {                                                                                    \
-        _Pragma("omp simd")                                                                       \
-        for (int64_t j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * (w ? w[j] : (T)1) + (b ? b[j] : (T)0); \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-  static void ln_bwd_##SFX(int64_t R, int64_t D, T *restrict gx, T *restrict gw, T *restrict gb,  \
-                           const T *restrict g, const T *restrict x, const T *restrict mean,      \
-                           const T *restrict rstd, const T *restrict w, T *restrict part, int nt) { \
-    _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                            \
-    {                                                                                             \
-      const int t = omp_get_thread_num();                                                         \
-      T *pw = part ? part + (int64_t)t * 2 * D : NULL, *pb = pw ? pw + D : NULL;                  \
-      _Pragma("omp for schedule(static)")                                                         \
-      for (int64_t i = 0; i < R; i++) {                                                           \
-        const T *xi = x + i * D, *gi = g + i * D;                                                 \
-        T *dxi = gx + i * D;                                                                      \
-        const T m = mean[i], r = rstd[i];                                                         \
-        T a = 0, c = 0;                                                                           \
-        _Pragma("omp simd reduction(+:a, c)")                                                     \
-        for (int64_t j = 0; j < D; j++) {                                                         \
-          T gh = gi[j] * (w ? w[j] : (T)1);                                                       \
-          a += gh;                                                                                \
-          c += gh * (xi[j] - m) * r;                                                              \
-        }                                                                                         \
-        a /= (T)D;                                                                                \
-        c /= (T)D;                                                                                \
-        _Pragma("omp simd")                                                                       \
-        for (int64_t j = 0; j < D; j++) {                                                         \
-          T xh = (xi[j] - m) * r;                                                                 \
-          dxi[j] = r * (gi[j] * (w ? w[j] : (T)1) - a - xh * c);                                  \
-        }                                                                                         \
-        if (pw) {                                                                                 \
-          _Pragma("omp simd")                                                                     \
-          for (int64_t j = 0; j < D; j++) {                                                       \
-            pw[j] += gi[j] * (xi[j] - m) * r;                                                     \
-            pb[j] += gi[j];                                                                       \
-          }                                                                                       \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    if (part) {                                                                                   \
-      for (int64_t j = 0; j < D; j++) { gw[j] = 0; gb[j] = 0; }                                   \
-      for (int t = 0; t < nt; t++)                                                                \
-        for (int64_t j = 0; j < D; j++) {                                                         \
-          gw[j] += part[(int64_t)t * 2 * D + j];                                                  \
-          gb[j] += part[(int64_t)t * 2 * D + D + j];                                              \
-        }                                                                                         \
+** gw = sum over rows of g xhat and gb = sum of g, accumulated per thread (its slab of 'part':
+** gw then gb, D each) and added up at the end (a fixed order: the same numbers at any thread
+** count for a given team size). Rows are functions as above. */
+#define GL_LN_ROW(T, SQRT, SFX)                                                                   \
+  GL_ROW ln_row_##SFX(int64_t i, int64_t D, void *y, void *mean, void *rstd, const void *x,  \
+                           const void *wv, const void *bv, double eps) {                          \
+    const T *restrict xi = (const T *)x + i * D, *restrict w = wv, *restrict b = bv;              \
+    T *restrict yi = (T *)y + i * D, s = 0, v = 0;                                                \
+    _Pragma("omp simd reduction(+:s)")                                                            \
+    for (int64_t j = 0; j < D; j++) s += xi[j];                                                   \
+    const T m = s / (T)D;                                                                         \
+    _Pragma("omp simd reduction(+:v)")                                                            \
+    for (int64_t j = 0; j < D; j++) v += (xi[j] - m) * (xi[j] - m);                               \
+    const T r = (T)1 / SQRT(v / (T)D + (T)eps);                                                   \
+    ((T *)mean)[i] = m;                                                                           \
+    ((T *)rstd)[i] = r;                                                                           \
+    ln_apply_##SFX(D, yi, xi, m, r, w, b);                                                        \
+  }
+/* y = (x - m) r w + b over a row (w, b NULL: 1, 0). */
+#define GL_LN_APPLY(T, SFX)                                                                       \
+  static inline void ln_apply_##SFX(int64_t D, T *restrict yi, const T *restrict xi, T m, T r,    \
+                                    const T *restrict w, const T *restrict b) {                   \
+    if (w && b) {                                                                                 \
+      _Pragma("omp simd")                                                                         \
+      for (int64_t j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * w[j] + b[j];                      \
+    } else {                                                                                      \
+      _Pragma("omp simd")                                                                         \
+      for (int64_t j = 0; j < D; j++) yi[j] = (xi[j] - m) * r * (w ? w[j] : (T)1) + (b ? b[j] : (T)0); \
     }                                                                                             \
   }
-
-GL_LN_STAMP(float, sqrtf, f32)
-GL_LN_STAMP(double, sqrt, f64)
-#undef GL_LN_STAMP
+/* Row i of the backward: gx, and (slab not NULL) g xhat and g added to the thread's slab. */
+#define GL_LN_BWD_ROW(T, SFX)                                                                     \
+  GL_ROW ln_bwd_row_##SFX(int64_t i, int64_t D, void *gx, void *slab, const void *g, const void *x, \
+                               const void *mean, const void *rstd, const void *wv) {              \
+    const T *restrict xi = (const T *)x + i * D, *restrict gi = (const T *)g + i * D, *restrict w = wv; \
+    T *restrict dxi = (T *)gx + i * D, *restrict pw = slab, a = 0, c = 0;                         \
+    const T m = ((const T *)mean)[i], r = ((const T *)rstd)[i];                                   \
+    _Pragma("omp simd reduction(+:a, c)")                                                         \
+    for (int64_t j = 0; j < D; j++) { T gh = gi[j] * (w ? w[j] : (T)1); a += gh; c += gh * (xi[j] - m) * r; } \
+    a /= (T)D, c /= (T)D;                                                                         \
+    _Pragma("omp simd")                                                                           \
+    for (int64_t j = 0; j < D; j++) dxi[j] = r * (gi[j] * (w ? w[j] : (T)1) - a - (xi[j] - m) * r * c); \
+    if (!pw) return;                                                                              \
+    _Pragma("omp simd")                                                                           \
+    for (int64_t j = 0; j < D; j++) { pw[j] += gi[j] * (xi[j] - m) * r; pw[D + j] += gi[j]; }     \
+  }
+/* gw, gb = the sums of the nt slabs of part. */
+typedef void ln_sum_fn(int64_t D, int nt, void *gw, void *gb, const void *part);
+#define GL_LN_SUM(T, SFX)                                                                         \
+  static void ln_sum_##SFX(int64_t D, int nt, void *gwv, void *gbv, const void *partv) {          \
+    T *gw = gwv, *gb = gbv;                                                                       \
+    const T *part = partv;                                                                        \
+    for (int64_t j = 0; j < D; j++) { gw[j] = 0; gb[j] = 0; }                                     \
+    for (int t = 0; t < nt; t++)                                                                  \
+      for (int64_t j = 0; j < D; j++) {                                                           \
+        gw[j] += part[(int64_t)t * 2 * D + j];                                                    \
+        gb[j] += part[(int64_t)t * 2 * D + D + j];                                                \
+      }                                                                                           \
+  }
+#define GL_LN_FUNCTIONS(T, SQRT, SFX) \
+  GL_LN_APPLY(T, SFX) GL_LN_ROW(T, SQRT, SFX) GL_LN_BWD_ROW(T, SFX) GL_LN_SUM(T, SFX)
+GL_LN_FUNCTIONS(float, sqrtf, f32)
+GL_LN_FUNCTIONS(double, sqrt, f64)
 
 gl_status gl_cpu_layer_norm(const gl_array *y, const gl_array *mean, const gl_array *rstd, const gl_array *x,
                             const gl_array *w, const gl_array *b, double eps) {
   int64_t D = x->shape[x->ndim - 1], R = x->size / D;
   int nt = gl_cpu_team_size(x->size * 4);
-  if (x->dtype == GL_FLOAT32)
-    ln_f32(R, D, DATA(float, y), DATA(float, mean), DATA(float, rstd), DATA(const float, x), DATA(const float, w),
-           DATA(const float, b), eps, nt);
-  else
-    ln_f64(R, D, DATA(double, y), DATA(double, mean), DATA(double, rstd), DATA(const double, x),
-           DATA(const double, w), DATA(const double, b), eps, nt);
+  const bool f32 = x->dtype == GL_FLOAT32;
+  void *yd = DATA(void, y), *md = DATA(void, mean), *rd = DATA(void, rstd);
+  const void *xd = DATA(const void, x), *wd = DATA(const void, w), *bd = DATA(const void, b);
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
+  for (int64_t i = 0; i < R; i++) {
+    if (f32) ln_row_f32(i, D, yd, md, rd, xd, wd, bd, eps);
+    else ln_row_f64(i, D, yd, md, rd, xd, wd, bd, eps);
+  }
   gl_cpu_team_done(nt);
   return GL_OK;
 }
@@ -331,21 +264,32 @@ gl_status gl_cpu_layer_norm_bwd(const gl_array *gx, const gl_array *gw, const gl
                                 const gl_array *x, const gl_array *mean, const gl_array *rstd, const gl_array *w) {
   int64_t D = x->shape[x->ndim - 1], R = x->size / D;
   int nt = gl_cpu_team_size(x->size * 4);
-  void *part = NULL;
+  size_t slab = 2 * (size_t)D * gl_dtypes[x->dtype].size;
+  char *part = NULL;
   if (gw != NULL) {
-    part = calloc((size_t)nt * 2 * (size_t)D, gl_dtypes[x->dtype].size);   /* zeros: a thread the team lacks adds none */
+    part = calloc((size_t)nt, slab);   /* zeros: a thread the team lacks adds none */
     if (part == NULL) {
       gl_cpu_team_done(nt);
       return gl_fail(GL_ENOMEM, "layer_norm_backward: out of host memory for %d x %lld partial sums", nt, (long long)D);
     }
   }
-  if (x->dtype == GL_FLOAT32)
-    ln_bwd_f32(R, D, DATA(float, gx), DATA(float, gw), DATA(float, gb), DATA(const float, g), DATA(const float, x),
-               DATA(const float, mean), DATA(const float, rstd), DATA(const float, w), (float *)part, nt);
-  else
-    ln_bwd_f64(R, D, DATA(double, gx), DATA(double, gw), DATA(double, gb), DATA(const double, g),
-               DATA(const double, x), DATA(const double, mean), DATA(const double, rstd), DATA(const double, w),
-               (double *)part, nt);
+  bool f32 = x->dtype == GL_FLOAT32;
+  void *gxd = DATA(void, gx);
+  const void *gd = DATA(const void, g), *xd = DATA(const void, x), *md = DATA(const void, mean);
+  const void *rd = DATA(const void, rstd), *wd = DATA(const void, w);
+#pragma omp parallel num_threads(nt) if(nt > 1)
+  {
+    void *mine = part ? part + (size_t)omp_get_thread_num() * slab : NULL;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < R; i++) {
+      if (f32) ln_bwd_row_f32(i, D, gxd, mine, gd, xd, md, rd, wd);
+      else ln_bwd_row_f64(i, D, gxd, mine, gd, xd, md, rd, wd);
+    }
+  }
+  if (part) {
+    ln_sum_fn *sum = f32 ? ln_sum_f32 : ln_sum_f64;
+    sum(D, nt, DATA(void, gw), DATA(void, gb), part);
+  }
   free(part);
   gl_cpu_team_done(nt);
   return GL_OK;
@@ -370,78 +314,164 @@ static inline int64_t att_keys(bool causal, int64_t i0, int64_t r, int64_t j0, i
   return lim < 0 ? 0 : lim;
 }
 
-/* A tile's scores: s (mq, nk), rows GL_ATT_TK apart, = scale q_t k_b^T (zeros when E = 0). */
-#define GL_ATT_SCORES_STAMP(T, GEMM, SFX)                                                         \
-  static inline void att_scores_##SFX(const gl_cpu_blas *bl, int64_t mq, int64_t nk, int64_t E,  \
-                                      T scale, const T *qt, const T *kb, T *s) {                  \
-    if (E > 0)                                                                                    \
-      bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)E,   \
-               scale, qt, (int)E, kb, (int)E, 0, s, GL_ATT_TK);                                   \
-    else                                                                                          \
-      for (int64_t c = 0; c < mq * GL_ATT_TK; c++) s[c] = 0;                                      \
-  }
-GL_ATT_SCORES_STAMP(float, sgemm, f32)
-GL_ATT_SCORES_STAMP(double, dgemm, f64)
-#undef GL_ATT_SCORES_STAMP
+/* The tile loops below are written once over void * arrays; what depends on the element type
+** (BLAS's sgemm or dgemm, the exp and log, the per-row passes) is an att_ops table per type. */
+typedef struct att_ops {
+  size_t size;                                            /* bytes of an element */
+  /* c (m, n) = alpha op(a) op(b) + beta c, row-major, op the transpose where ta / tb */
+  void (*gemm)(const gl_cpu_blas *bl, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+               const void *a, int lda, const void *b, int ldb, double beta, void *c, int ldc);
+  /* forward: row r of a key block (its scores sr, lim keys of nk taking part) into the running
+  ** maximum m[r], sum l[r] and output row orow (Ev); sr becomes exp(s - m) */
+  void (*online_row)(int64_t r, void *sr, int64_t lim, int64_t nk, void *orow, int64_t Ev, void *m, void *l);
+  /* forward: the tile's rows start with m = -inf, l = 0; end with out /= l, lse = m + log l */
+  void (*start_rows)(int64_t mq, void *m, void *l);
+  void (*finish_rows)(int64_t mq, int64_t Ev, void *ot, void *lt, const void *m, const void *l);
+  /* backward: d[r] = rowsum(g * out) for the rows whose lse is finite, else 0 */
+  void (*dot_rows)(int64_t mq, int64_t Ev, const void *gt, const void *ot, const void *lt, void *d);
+  /* backward: row r of a block: sr = P = exp(s - lse), dr = dS = scale P (dP - d[r]) */
+  void (*grad_row)(int64_t r, void *sr, void *dr, int64_t lim, int64_t nk, const void *lt, const void *d,
+                   double scale);
+  /* backward: gk, gv of every head = the sum of the nc chunks' slabs of part */
+  void (*sum_parts)(int64_t B, int64_t S, int64_t E, int64_t Ev, int64_t nc, void *gk, void *gv,
+                    const void *part, int nt);
+} att_ops;
 
-#define GL_ATT_STAMP(T, GEMM, EXP, LOG, SFX)                                                      \
-  static void att_##SFX(const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,        \
-                        int64_t Ev, T *restrict out, T *restrict lse, const T *q, const T *k,     \
-                        const T *v, T scale, bool causal, int nt) {                               \
-    const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ;                                           \
-    const int ldv = Ev > 0 ? (int)Ev : 1;                                                         \
-    _Pragma("omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)")                      \
-    for (int64_t t = 0; t < B * nq; t++) {                                                        \
-      const int64_t b = t / nq, i0 = (t - b * nq) * GL_ATT_TQ;                                    \
-      const int64_t mq = L - i0 < GL_ATT_TQ ? L - i0 : GL_ATT_TQ;                                 \
-      const T *qt = q + (b * L + i0) * E, *kb = k + b * S * E, *vb = v + b * S * Ev;              \
-      T *ot = out + (b * L + i0) * Ev, *lt = lse + b * L + i0;                                    \
-      T s[GL_ATT_TQ * GL_ATT_TK], m[GL_ATT_TQ], l[GL_ATT_TQ];                                     \
-      for (int64_t r = 0; r < mq; r++) { m[r] = -(T)INFINITY; l[r] = 0; }                         \
-      for (int64_t c = 0; c < mq * Ev; c++) ot[c] = 0;                                            \
-      const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                              \
-      for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                          \
-        const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                         \
-        att_scores_##SFX(bl, mq, nk, E, scale, qt, kb + j0 * E, s);                               \
-        for (int64_t r = 0; r < mq; r++) {                                                        \
-          T *sr = s + r * GL_ATT_TK, *orow = ot + r * Ev;                                         \
-          int64_t lim = att_keys(causal, i0, r, j0, nk);                                          \
-          T bm = -(T)INFINITY;                                                                    \
-          for (int64_t j = 0; j < lim; j++) bm = sr[j] > bm ? sr[j] : bm;                         \
-          if (bm > m[r]) {                 /* rescale what was summed under the old maximum */    \
-            const T f = m[r] == -(T)INFINITY ? 0 : EXP(m[r] - bm);                                \
-            l[r] *= f;                                                                            \
-            _Pragma("omp simd")                                                                   \
-            for (int64_t c = 0; c < Ev; c++) orow[c] *= f;                                        \
-            m[r] = bm;                                                                            \
-          }                                                                                       \
-          T sum = 0;                                                                              \
-          if (m[r] == -(T)INFINITY) lim = 0;                                                      \
-          for (int64_t j = 0; j < lim; j++) {                                                     \
-            const T p = EXP(sr[j] - m[r]);                                                        \
-            sr[j] = p;                                                                            \
-            sum += p;                                                                             \
-          }                                                                                       \
-          for (int64_t j = lim; j < nk; j++) sr[j] = 0;                                           \
-          l[r] += sum;                                                                            \
-        }                                                                                         \
-        if (Ev > 0)                                                                               \
-          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_NO_TRANS, (int)mq, (int)Ev, (int)nk, \
-                   1, s, GL_ATT_TK, vb + j0 * Ev, ldv, 1, ot, ldv);                               \
-      }                                                                                           \
-      for (int64_t r = 0; r < mq; r++) {                                                          \
-        const T rl = 1 / l[r];             /* no key (l = 0): NaN, as softmax over nothing */     \
-        T *orow = ot + r * Ev;                                                                    \
-        _Pragma("omp simd")                                                                       \
-        for (int64_t c = 0; c < Ev; c++) orow[c] *= rl;                                           \
-        lt[r] = m[r] + LOG(l[r]);                                                                 \
-      }                                                                                           \
+/* Element i of an array of elements of 'size' bytes. */
+static inline void *att_at(const void *base, int64_t i, size_t size) { return (char *)(uintptr_t)base + i * (int64_t)size; }
+
+/* n elements of 'size' bytes set to 0 (an empty array may have no data pointer). */
+static inline void att_zero(void *p, int64_t n, size_t size) {
+  if (n > 0) memset(p, 0, (size_t)n * size);
+}
+
+#define GL_ATT_GEMM(T, GEMM, SFX)                                                                 \
+  static void att_gemm_##SFX(const gl_cpu_blas *bl, bool ta, bool tb, int64_t m, int64_t n, int64_t k, \
+                             double alpha, const void *a, int lda, const void *b, int ldb, double beta, \
+                             void *c, int ldc) {                                                  \
+    bl->GEMM(GL_CBLAS_ROW_MAJOR, ta ? GL_CBLAS_TRANS : GL_CBLAS_NO_TRANS, tb ? GL_CBLAS_TRANS : GL_CBLAS_NO_TRANS, \
+             (int)m, (int)n, (int)k, (T)alpha, a, lda, b, ldb, (T)beta, c, ldc);                  \
+  }
+#define GL_ATT_ONLINE_ROW(T, EXP, SFX)                                                            \
+  static void att_online_row_##SFX(int64_t r, void *srv, int64_t lim, int64_t nk, void *orowv, int64_t Ev, \
+                                   void *mv, void *lv) {                                          \
+    T *sr = srv, *orow = orowv, *m = (T *)mv + r, *l = (T *)lv + r, bm = -(T)INFINITY, sum = 0;   \
+    for (int64_t j = 0; j < lim; j++) bm = sr[j] > bm ? sr[j] : bm;                               \
+    if (bm > *m) {                           /* rescale what was summed under the old maximum */  \
+      const T f = *m == -(T)INFINITY ? 0 : EXP(*m - bm);                                          \
+      _Pragma("omp simd") for (int64_t c = 0; c < Ev; c++) orow[c] *= f;                          \
+      *l *= f, *m = bm;                                                                           \
+    }                                                                                             \
+    if (*m == -(T)INFINITY) lim = 0;                                                              \
+    for (int64_t j = 0; j < lim; j++) { const T p = EXP(sr[j] - *m); sr[j] = p; sum += p; }       \
+    for (int64_t j = lim; j < nk; j++) sr[j] = 0;                                                 \
+    *l += sum;                                                                                    \
+  }
+#define GL_ATT_ROWS(T, LOG, SFX)                                                                  \
+  static void att_start_rows_##SFX(int64_t mq, void *mv, void *lv) {                              \
+    T *m = mv, *l = lv;                                                                           \
+    for (int64_t r = 0; r < mq; r++) { m[r] = -(T)INFINITY; l[r] = 0; }                           \
+  }                                                                                               \
+  static void att_finish_rows_##SFX(int64_t mq, int64_t Ev, void *ot, void *ltv, const void *mv, const void *lv) { \
+    T *lt = ltv;                                                                                  \
+    const T *m = mv, *l = lv;                                                                     \
+    for (int64_t r = 0; r < mq; r++) {                                                            \
+      const T rl = 1 / l[r], *orow = (T *)ot + r * Ev; /* no key (l = 0): NaN, as softmax over nothing */ \
+      _Pragma("omp simd")                                                                         \
+      for (int64_t c = 0; c < Ev; c++) ((T *)orow)[c] *= rl;                                      \
+      lt[r] = m[r] + LOG(l[r]);                                                                   \
     }                                                                                             \
   }
+#define GL_ATT_DOT_ROWS(T, SFX)                                                                   \
+  static void att_dot_rows_##SFX(int64_t mq, int64_t Ev, const void *gtv, const void *otv, const void *ltv, \
+                                 void *dv) {                                                      \
+    const T *gt = gtv, *ot = otv, *lt = ltv;                                                      \
+    T *d = dv;                                                                                    \
+    for (int64_t r = 0; r < mq; r++) {                                                            \
+      T sum = 0;                                                                                  \
+      if (lt[r] != -(T)INFINITY)                                                                  \
+        for (int64_t x = 0; x < Ev; x++) sum += gt[r * Ev + x] * ot[r * Ev + x];                  \
+      d[r] = sum;                                                                                 \
+    }                                                                                             \
+  }
+#define GL_ATT_GRAD_ROW(T, EXP, SFX)                                                              \
+  static void att_grad_row_##SFX(int64_t r, void *srv, void *drv, int64_t lim, int64_t nk, const void *ltv, \
+                                 const void *dv, double scale) {                                  \
+    T *sr = srv, *dr = drv;                                                                       \
+    const T m = ((const T *)ltv)[r], dr0 = ((const T *)dv)[r], sc = (T)scale;                     \
+    if (m == -(T)INFINITY) lim = 0;                                                               \
+    for (int64_t j = 0; j < lim; j++) {                                                           \
+      const T p = EXP(sr[j] - m);                                                                 \
+      sr[j] = p;                                                                                  \
+      dr[j] = sc * p * (dr[j] - dr0);                                                             \
+    }                                                                                             \
+    for (int64_t j = lim; j < nk; j++) sr[j] = dr[j] = 0;                                         \
+  }
+#define GL_ATT_SUM_PARTS(T, SFX)                                                                  \
+  static void att_sum_parts_##SFX(int64_t B, int64_t S, int64_t E, int64_t Ev, int64_t nc, void *gkv, \
+                                  void *gvv, const void *partv, int nt) {                         \
+    const int64_t slab = S * (E + Ev);                                                            \
+    T *gk = gkv, *gv = gvv;                                                                       \
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
+    for (int64_t x = 0; x < B * slab; x++) {                                                      \
+      const int64_t b = x / slab, y = x - b * slab;                                               \
+      const T *src = (const T *)partv + b * nc * slab + y;                                        \
+      T sum = 0;                                                                                  \
+      for (int64_t c = 0; c < nc; c++) sum += src[c * slab];                                      \
+      if (y < S * E) gk[b * S * E + y] = sum;                                                     \
+      else gv[b * S * Ev + (y - S * E)] = sum;                                                    \
+    }                                                                                             \
+  }
+#define GL_ATT_FUNCTIONS(T, GEMM, EXP, LOG, SFX)                                                  \
+  GL_ATT_GEMM(T, GEMM, SFX) GL_ATT_ONLINE_ROW(T, EXP, SFX) GL_ATT_ROWS(T, LOG, SFX)               \
+  GL_ATT_DOT_ROWS(T, SFX) GL_ATT_GRAD_ROW(T, EXP, SFX) GL_ATT_SUM_PARTS(T, SFX)                   \
+  static const att_ops att_ops_##SFX = { sizeof(T), att_gemm_##SFX, att_online_row_##SFX,         \
+    att_start_rows_##SFX, att_finish_rows_##SFX, att_dot_rows_##SFX, att_grad_row_##SFX, att_sum_parts_##SFX };
+GL_ATT_FUNCTIONS(float, sgemm, expf, logf, f32)
+GL_ATT_FUNCTIONS(double, dgemm, exp, log, f64)
 
-GL_ATT_STAMP(float, sgemm, expf, logf, f32)
-GL_ATT_STAMP(double, dgemm, exp, log, f64)
-#undef GL_ATT_STAMP
+/* A tile's scores: s (mq, nk), rows GL_ATT_TK apart, = scale q_t k_b^T (zeros when E = 0). */
+static void att_scores(const att_ops *op, const gl_cpu_blas *bl, int64_t mq, int64_t nk, int64_t E, double scale,
+                       const void *qt, const void *kb, void *s) {
+  if (E > 0) op->gemm(bl, false, true, mq, nk, E, scale, qt, (int)E, kb, (int)E, 0, s, GL_ATT_TK);
+  else att_zero(s, mq * GL_ATT_TK, op->size);
+}
+
+/* A forward tile's scratch: the scores of a block, then the running maxima and sums. */
+typedef union att_scratch {
+  float f32[GL_ATT_TQ * GL_ATT_TK + 2 * GL_ATT_TQ];
+  double f64[GL_ATT_TQ * GL_ATT_TK + 2 * GL_ATT_TQ];
+} att_scratch;
+
+static void att_fwd(const att_ops *op, const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,
+                    int64_t Ev, void *out, void *lse, const void *q, const void *k, const void *v, double scale,
+                    bool causal, int nt) {
+  const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ;
+  const int ldv = Ev > 0 ? (int)Ev : 1;
+  const size_t sz = op->size;
+#pragma omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)
+  for (int64_t t = 0; t < B * nq; t++) {
+    const int64_t b = t / nq, i0 = (t - b * nq) * GL_ATT_TQ;
+    const int64_t mq = L - i0 < GL_ATT_TQ ? L - i0 : GL_ATT_TQ;
+    const void *qt = att_at(q, (b * L + i0) * E, sz), *kb = att_at(k, b * S * E, sz), *vb = att_at(v, b * S * Ev, sz);
+    void *ot = att_at(out, (b * L + i0) * Ev, sz), *lt = att_at(lse, b * L + i0, sz);
+    att_scratch w;
+    void *s = sz == sizeof(float) ? (void *)w.f32 : (void *)w.f64;
+    void *m = att_at(s, GL_ATT_TQ * GL_ATT_TK, sz), *l = att_at(m, GL_ATT_TQ, sz);
+    op->start_rows(mq, m, l);
+    att_zero(ot, mq * Ev, sz);
+    const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;
+    for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {
+      const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;
+      att_scores(op, bl, mq, nk, E, scale, qt, att_at(kb, j0 * E, sz), s);
+      for (int64_t r = 0; r < mq; r++)
+        op->online_row(r, att_at(s, r * GL_ATT_TK, sz), att_keys(causal, i0, r, j0, nk), nk, att_at(ot, r * Ev, sz),
+                       Ev, m, l);
+      if (Ev > 0) op->gemm(bl, false, false, mq, Ev, nk, 1, s, GL_ATT_TK, att_at(vb, j0 * Ev, sz), ldv, 1, ot, ldv);
+    }
+    op->finish_rows(mq, Ev, ot, lt, m, l);
+  }
+}
 
 /* What both directions check first: a dtype the kernels have (the ops layer runs half dtypes
 ** in float32 when told GL_ENOTSUP), rows BLAS can take; the BLAS itself. */
@@ -464,12 +494,10 @@ gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_ar
   GL_TRY(att_prepare("attention", q, E, Ev, &bl));
   int nt = gl_cpu_team_size(B * L * S * (E + Ev) * 2);
   gl_cpu_blas_threads(bl, 1);                            /* each tile's GEMMs on its own thread */
-  if (q->dtype == GL_FLOAT32)
-    att_f32(bl, B, L, S, E, Ev, DATA(float, out), DATA(float, lse), DATA(const float, q), DATA(const float, k),
-            DATA(const float, v), (float)scale, causal, nt);
-  else
-    att_f64(bl, B, L, S, E, Ev, DATA(double, out), DATA(double, lse), DATA(const double, q), DATA(const double, k),
-            DATA(const double, v), scale, causal, nt);
+  const att_ops *op = q->dtype == GL_FLOAT32 ? &att_ops_f32 : &att_ops_f64;
+  double sc = q->dtype == GL_FLOAT32 ? (double)(float)scale : scale;   /* the scale in the arrays' precision */
+  att_fwd(op, bl, B, L, S, E, Ev, DATA(void, out), DATA(void, lse), DATA(const void, q), DATA(const void, k),
+          DATA(const void, v), sc, causal, nt);
   gl_cpu_team_done(nt);
   return GL_OK;
 }
@@ -487,78 +515,48 @@ gl_status gl_cpu_attention(const gl_array *out, const gl_array *lse, const gl_ar
 ** region; with nc = 1 (heads enough for the team) straight into gk and gv. A row whose lse
 ** is -inf (no key) has P = dS = 0 and D = 0, so a NaN in its out cannot leak in. 'work'
 ** holds each thread's two blocks and D. */
-#define GL_ATT_BWD_STAMP(T, GEMM, EXP, SFX)                                                       \
-  static void att_bwd_##SFX(const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,    \
-                            int64_t Ev, T *gq, T *gk, T *gv, const T *g, const T *q, const T *k,  \
-                            const T *v, const T *out, const T *lse, T scale, bool causal,         \
-                            int64_t nc, T *part, T *work, int nt) {                               \
-    const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ, slab = S * (E + Ev);                      \
-    const int lde = E > 0 ? (int)E : 1, ldv = (int)Ev;                                            \
-    _Pragma("omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)")                      \
-    for (int64_t u = 0; u < B * nc; u++) {                                                        \
-      const int64_t b = u / nc, c = u - b * nc;                                                   \
-      T *s = work + (int64_t)omp_get_thread_num() * (2 * GL_ATT_TQ * GL_ATT_TK + GL_ATT_TQ);      \
-      T *dp = s + GL_ATT_TQ * GL_ATT_TK, *d = dp + GL_ATT_TQ * GL_ATT_TK;                         \
-      const T *kb = k + b * S * E, *vb = v + b * S * Ev;                                          \
-      T *gkb = nc > 1 ? part + u * slab : gk + b * S * E;                                         \
-      T *gvb = nc > 1 ? part + u * slab + S * E : gv + b * S * Ev;                                \
-      for (int64_t x = 0; x < S * E; x++) gkb[x] = 0;                                             \
-      for (int64_t x = 0; x < S * Ev; x++) gvb[x] = 0;                                            \
-      for (int64_t it = c; it < nq && !gl_interrupted(); it += nc) {                              \
-        const int64_t i0 = it * GL_ATT_TQ, mq = L - i0 < GL_ATT_TQ ? L - i0 : GL_ATT_TQ;          \
-        const T *qt = q + (b * L + i0) * E, *gt = g + (b * L + i0) * Ev;                          \
-        const T *ot = out + (b * L + i0) * Ev, *lt = lse + b * L + i0;                            \
-        T *gqt = gq + (b * L + i0) * E;                                                           \
-        for (int64_t x = 0; x < mq * E; x++) gqt[x] = 0;                                          \
-        for (int64_t r = 0; r < mq; r++) {                                                        \
-          T sum = 0;                                                                              \
-          if (lt[r] != -(T)INFINITY)                                                              \
-            for (int64_t x = 0; x < Ev; x++) sum += gt[r * Ev + x] * ot[r * Ev + x];              \
-          d[r] = sum;                                                                             \
-        }                                                                                         \
-        const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;                            \
-        for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {                                        \
-          const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;                       \
-          att_scores_##SFX(bl, mq, nk, E, scale, qt, kb + j0 * E, s);                             \
-          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_TRANS, (int)mq, (int)nk, (int)Ev, \
-                   1, gt, ldv, vb + j0 * Ev, ldv, 0, dp, GL_ATT_TK);                              \
-          for (int64_t r = 0; r < mq; r++) {                                                      \
-            T *sr = s + r * GL_ATT_TK, *dr = dp + r * GL_ATT_TK;                                  \
-            const int64_t lim = lt[r] == -(T)INFINITY ? 0 : att_keys(causal, i0, r, j0, nk);      \
-            const T m = lt[r], dr0 = d[r];                                                        \
-            for (int64_t j = 0; j < lim; j++) {                                                   \
-              const T p = EXP(sr[j] - m);                                                         \
-              sr[j] = p;                                                                          \
-              dr[j] = scale * p * (dr[j] - dr0);                                                  \
-            }                                                                                     \
-            for (int64_t j = lim; j < nk; j++) sr[j] = dr[j] = 0;                                 \
-          }                                                                                       \
-          bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_TRANS, GL_CBLAS_NO_TRANS, (int)nk, (int)Ev, (int)mq, \
-                   1, s, GL_ATT_TK, gt, ldv, 1, gvb + j0 * Ev, ldv);                              \
-          if (E > 0) {                                                                            \
-            bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_NO_TRANS, GL_CBLAS_NO_TRANS, (int)mq, (int)E, (int)nk, \
-                     1, dp, GL_ATT_TK, kb + j0 * E, lde, 1, gqt, lde);                            \
-            bl->GEMM(GL_CBLAS_ROW_MAJOR, GL_CBLAS_TRANS, GL_CBLAS_NO_TRANS, (int)nk, (int)E, (int)mq, \
-                     1, dp, GL_ATT_TK, qt, lde, 1, gkb + j0 * E, lde);                            \
-          }                                                                                       \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    if (nc == 1) return;                                                                          \
-    _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")                       \
-    for (int64_t x = 0; x < B * slab; x++) {                                                      \
-      const int64_t b = x / slab, y = x - b * slab;                                               \
-      const T *src = part + b * nc * slab + y;                                                    \
-      T sum = 0;                                                                                  \
-      for (int64_t c = 0; c < nc; c++) sum += src[c * slab];                                      \
-      if (y < S * E) gk[b * S * E + y] = sum;                                                     \
-      else gv[b * S * Ev + (y - S * E)] = sum;                                                    \
-    }                                                                                             \
+static void att_bwd(const att_ops *op, const gl_cpu_blas *bl, int64_t B, int64_t L, int64_t S, int64_t E,
+                    int64_t Ev, void *gq, void *gk, void *gv, const void *g, const void *q, const void *k,
+                    const void *v, const void *out, const void *lse, double scale, bool causal, int64_t nc,
+                    void *part, void *work, int nt) {
+  const int64_t nq = (L + GL_ATT_TQ - 1) / GL_ATT_TQ, slab = S * (E + Ev);
+  const int lde = E > 0 ? (int)E : 1, ldv = (int)Ev;
+  const size_t sz = op->size;
+#pragma omp parallel for num_threads(nt) schedule(dynamic) if(nt > 1)
+  for (int64_t u = 0; u < B * nc; u++) {
+    const int64_t b = u / nc, c = u - b * nc;
+    void *s = att_at(work, (int64_t)omp_get_thread_num() * (2 * GL_ATT_TQ * GL_ATT_TK + GL_ATT_TQ), sz);
+    void *dp = att_at(s, GL_ATT_TQ * GL_ATT_TK, sz), *d = att_at(dp, GL_ATT_TQ * GL_ATT_TK, sz);
+    const void *kb = att_at(k, b * S * E, sz), *vb = att_at(v, b * S * Ev, sz);
+    void *gkb = nc > 1 ? att_at(part, u * slab, sz) : att_at(gk, b * S * E, sz);
+    void *gvb = nc > 1 ? att_at(part, u * slab + S * E, sz) : att_at(gv, b * S * Ev, sz);
+    att_zero(gkb, S * E, sz);
+    att_zero(gvb, S * Ev, sz);
+    for (int64_t it = c; it < nq && !gl_interrupted(); it += nc) {
+      const int64_t i0 = it * GL_ATT_TQ, mq = L - i0 < GL_ATT_TQ ? L - i0 : GL_ATT_TQ;
+      const void *qt = att_at(q, (b * L + i0) * E, sz), *gt = att_at(g, (b * L + i0) * Ev, sz);
+      const void *ot = att_at(out, (b * L + i0) * Ev, sz), *lt = att_at(lse, b * L + i0, sz);
+      void *gqt = att_at(gq, (b * L + i0) * E, sz);
+      att_zero(gqt, mq * E, sz);
+      op->dot_rows(mq, Ev, gt, ot, lt, d);
+      const int64_t send = causal ? (i0 + mq < S ? i0 + mq : S) : S;
+      for (int64_t j0 = 0; j0 < send; j0 += GL_ATT_TK) {
+        const int64_t nk = send - j0 < GL_ATT_TK ? send - j0 : GL_ATT_TK;
+        att_scores(op, bl, mq, nk, E, scale, qt, att_at(kb, j0 * E, sz), s);
+        op->gemm(bl, false, true, mq, nk, Ev, 1, gt, ldv, att_at(vb, j0 * Ev, sz), ldv, 0, dp, GL_ATT_TK);
+        for (int64_t r = 0; r < mq; r++)
+          op->grad_row(r, att_at(s, r * GL_ATT_TK, sz), att_at(dp, r * GL_ATT_TK, sz), att_keys(causal, i0, r, j0, nk),
+                       nk, lt, d, scale);
+        op->gemm(bl, true, false, nk, Ev, mq, 1, s, GL_ATT_TK, gt, ldv, 1, att_at(gvb, j0 * Ev, sz), ldv);
+        if (E > 0) {
+          op->gemm(bl, false, false, mq, E, nk, 1, dp, GL_ATT_TK, att_at(kb, j0 * E, sz), lde, 1, gqt, lde);
+          op->gemm(bl, true, false, nk, E, mq, 1, dp, GL_ATT_TK, qt, lde, 1, att_at(gkb, j0 * E, sz), lde);
+        }
+      }
+    }
   }
-
-GL_ATT_BWD_STAMP(float, sgemm, expf, f32)
-GL_ATT_BWD_STAMP(double, dgemm, exp, f64)
-#undef GL_ATT_BWD_STAMP
+  if (nc > 1) op->sum_parts(B, S, E, Ev, nc, gk, gv, part, nt);
+}
 
 gl_status gl_cpu_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_array *gv, const gl_array *g,
                                const gl_array *q, const gl_array *k, const gl_array *v, const gl_array *out,
@@ -589,14 +587,11 @@ gl_status gl_cpu_attention_bwd(const gl_array *gq, const gl_array *gk, const gl_
     }
   }
   gl_cpu_blas_threads(bl, 1);                            /* each unit's GEMMs on its own thread */
-  if (q->dtype == GL_FLOAT32)
-    att_bwd_f32(bl, B, L, S, E, Ev, DATA(float, gq), DATA(float, gk), DATA(float, gv), DATA(const float, g),
-                DATA(const float, q), DATA(const float, k), DATA(const float, v), DATA(const float, out),
-                DATA(const float, lse), (float)scale, causal, nc, part, work, nt);
-  else
-    att_bwd_f64(bl, B, L, S, E, Ev, DATA(double, gq), DATA(double, gk), DATA(double, gv), DATA(const double, g),
-                DATA(const double, q), DATA(const double, k), DATA(const double, v), DATA(const double, out),
-                DATA(const double, lse), scale, causal, nc, part, work, nt);
+  const att_ops *op = q->dtype == GL_FLOAT32 ? &att_ops_f32 : &att_ops_f64;
+  double sc = q->dtype == GL_FLOAT32 ? (double)(float)scale : scale;   /* the scale in the arrays' precision */
+  att_bwd(op, bl, B, L, S, E, Ev, DATA(void, gq), DATA(void, gk), DATA(void, gv), DATA(const void, g),
+          DATA(const void, q), DATA(const void, k), DATA(const void, v), DATA(const void, out),
+          DATA(const void, lse), sc, causal, nc, part, work, nt);
   gl_cpu_free(dev, work, wbytes);
   if (part != NULL) gl_cpu_free(dev, part, pbytes);
   gl_cpu_team_done(nt);
