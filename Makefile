@@ -250,7 +250,7 @@ test-asan: $(PTY)
 	$(ASAN_BUILD)
 	@$(ASAN_ENV) GPULUA_ASAN=1 sh tools/run-tests.sh ./gpulua-asan
 
-# kemu: kernels/*.cu run on the CPU by an emulator (tools/kemu, see DEVELOPERS.md), under
+# kemu: kernels/*.cu run on the CPU by an emulator (tools/kemu, see doc/HACKING.md), under
 # ASan + UBSan; KEMU_SAN=tsan for ThreadSanitizer, none for neither. Host g++ only.
 test-kemu:
 	@$(MAKE) --no-print-directory -f tools/kemu/kemu.mk KEMU=$(BUILD)/kemu KEMU_SAN=$(or $(KEMU_SAN),asan) kemu-run

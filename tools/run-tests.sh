@@ -26,7 +26,9 @@ run_busted() {
   # run killed at a time limit keeps every line written before
   tap="$log/$name.out"
   [ -n "${GPULUA_TEST_LOG_DIR:-}" ] && tap="$GPULUA_TEST_LOG_DIR/tap-$name.txt"
-  "$@" -o TAP "$SPECS" > "$tap" 2>&1
+  # SPECS: the spec folder, or spec files separated by spaces
+  # shellcheck disable=SC2086
+  "$@" -o TAP $SPECS > "$tap" 2>&1
   status=$?
   ok=$(grep -c '^ok ' "$tap")
   nok=$(grep -c '^not ok ' "$tap")

@@ -2,7 +2,7 @@
 ** kemu.h — the device side of kemu, a CPU EMULATOR of the CUDA execution model for testing
 ** the logic of the kernels (kernels/NAME.cu) on a machine without a GPU. A developer tool only: it is never
 ** linked into gpulua or gpu.so, and passing under it says nothing about timing, the real
-** memory model, performance or the CUDA runtime. See DEVELOPERS.md ("kemu").
+** memory model, performance or the CUDA runtime. See doc/HACKING.md ("kemu").
 **
 ** Force-included (g++ -include) before each kernel file, which tools/kemu/rewrite.py has
 ** turned from `k<<<g, b, sh, s>>>(args)` into `kemu::launch(k, "k", "where", sync, g, b, sh, s)(args)`.
