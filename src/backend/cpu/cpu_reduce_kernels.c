@@ -406,17 +406,17 @@ RK_INLINE void elem_arg(gl_ct ct, bool max, void *best, int64_t *idx, int64_t j,
                         int64_t i, int64_t k, bool first) {
   bool take;
   if (ct == CT_F32) {
-    float v = ((const float *)x)[i], *b = (float *)best + j;
-    take = first || (max ? v > *b : v < *b) || (v != v && *b == *b);
-    *b = take ? v : *b;
+    float v = ((const float *)x)[i], b = ((float *)best)[j];
+    take = first | (max ? v > b : v < b) | ((v != v) & (b == b));
+    ((float *)best)[j] = take ? v : b;
   } else if (ct == CT_F64) {
-    double v = ((const double *)x)[i], *b = (double *)best + j;
-    take = first || (max ? v > *b : v < *b) || (v != v && *b == *b);
-    *b = take ? v : *b;
+    double v = ((const double *)x)[i], b = ((double *)best)[j];
+    take = first | (max ? v > b : v < b) | ((v != v) & (b == b));
+    ((double *)best)[j] = take ? v : b;
   } else {
-    int64_t v = ((const int64_t *)x)[i], *b = (int64_t *)best + j;
-    take = first || (max ? v > *b : v < *b);
-    *b = take ? v : *b;
+    int64_t v = ((const int64_t *)x)[i], b = ((int64_t *)best)[j];
+    take = first | (max ? v > b : v < b);
+    ((int64_t *)best)[j] = take ? v : b;
   }
   idx[j] = take ? k : idx[j];
 }
@@ -424,6 +424,7 @@ RK_INLINE void elem_arg(gl_ct ct, bool max, void *best, int64_t *idx, int64_t j,
 RK_INLINE void rk_argrow(gl_ct ct, bool max, void *best, int64_t *idx, const void *x, int64_t s,
                          int64_t w, int64_t k, bool first) {
   if (first) for (int64_t j = 0; j < w; j++) elem_arg(ct, max, best, idx, j, x, j * s, k, true);
+  else if (s == 1) for (int64_t j = 0; j < w; j++) elem_arg(ct, max, best, idx, j, x, j, k, false);
   else for (int64_t j = 0; j < w; j++) elem_arg(ct, max, best, idx, j, x, j * s, k, false);
 }
 

@@ -39,15 +39,13 @@
 
 /* ---- keys ----------------------------------------------------------------------------------- */
 
-/* A float's bits b (w of them, the sign on top) as a key and back: a positive number's sign
-** bit set, every bit of a negative one flipped. */
+/* A float's bits b (w of them, the sign on top) as a key and back, in the low w bits of the
+** result: a positive number's sign bit set, every bit of a negative one flipped. */
 static inline uint64_t key_of_bits(uint64_t b, int w) {
-  uint64_t sign = (uint64_t)1 << (w - 1), mask = sign | (sign - 1);
-  return (b & sign) ? ~b & mask : b | sign;
+  return b ^ ((0 - (b >> (w - 1))) | (uint64_t)1 << (w - 1));
 }
 static inline uint64_t bits_of_key(uint64_t k, int w) {
-  uint64_t sign = (uint64_t)1 << (w - 1), mask = sign | (sign - 1);
-  return (k ^ (((k >> (w - 1)) - 1u) | sign)) & mask;
+  return k ^ (((k >> (w - 1)) - 1u) | (uint64_t)1 << (w - 1));
 }
 
 /* -0 keys as +0 (they sort together); every NaN is the largest key. */
@@ -215,6 +213,13 @@ SORT_INLINE unsigned key_digit(int kw, const void *k, int64_t i, int shift) {
   if (kw == 1) return ((const uint8_t *)k)[i];
   if (kw == 4) return ((const uint32_t *)k)[i] >> shift & 255;
   return (unsigned)(((const uint64_t *)k)[i] >> shift & 255);
+}
+
+/* Whether key i is below v (above v with 'above'), compared in the key's own width. */
+SORT_INLINE bool key_beyond(int kw, const void *k, int64_t i, uint64_t v, bool above) {
+  if (kw == 1) return above ? ((const uint8_t *)k)[i] > (uint8_t)v : ((const uint8_t *)k)[i] < (uint8_t)v;
+  if (kw == 4) return above ? ((const uint32_t *)k)[i] > (uint32_t)v : ((const uint32_t *)k)[i] < (uint32_t)v;
+  return above ? ((const uint64_t *)k)[i] > v : ((const uint64_t *)k)[i] < v;
 }
 
 /* kb[o] = ka[i]. */
@@ -424,8 +429,8 @@ SORT_INLINE bool select_kth(int kw, int pw, void *k, void *p, void *k2, void *p2
       uint64_t pv = key_get(kw, k, lo);
       int64_t i = lo - 1, j = hi;
       for (;;) {
-        do i++; while (key_get(kw, k, i) < pv);
-        do j--; while (key_get(kw, k, j) > pv);
+        do i++; while (key_beyond(kw, k, i, pv, false));
+        do j--; while (key_beyond(kw, k, j, pv, true));
         if (i >= j) break;
         swap_at(kw, pw, k, p, i, j);
       }
