@@ -839,7 +839,7 @@ static void test_scan(void) {
           long double acc = prod ? 1 : 0;
           uint64_t ia = prod ? 1 : 0;
           for (int64_t k = 0; k < c.K; k++) {
-            int64_t o = l * s.ss[0] + k * s.sa;
+            int64_t o = l * s.src_strides[0] + k * s.src_stride;
             double v = getd(sdt, src, o);
             if (ctk == GL_KCOMPUTE_INT64) {
               int64_t x = sdt == GL_KD_INT64 ? ((int64_t *)src)[o] : (int64_t)v;
