@@ -22,15 +22,17 @@
 ** bits. load: a stored element as T; store_i / store_f: an integer / a float as stored
 ** (convert.h's rules, the CPU's). */
 template <int DT> struct gl_dt;
+/* What a dtype of kind 'kind' whose compute type has 'size' bytes reduces in. */
+constexpr gl_kcompute gl_compute_of(int kind, size_t size) {
+  return kind != GL_KIND_FLOAT ? GL_KCOMPUTE_INT64 : size == sizeof(double) ? GL_KCOMPUTE_FLOAT64 : GL_KCOMPUTE_FLOAT32;
+}
 #define GL_DT_TRAITS_(E, id, S_, kind_, half_, CT_, UT_, prec_, ...)                              \
   template <> struct gl_dt<GL_KD_##E> {                                                          \
     typedef S_ S;                                                                                \
     typedef CT_ T;                                                                               \
     typedef UT_ UT;                                                                              \
     static constexpr int kind = GL_KIND_##kind_, prec = prec_;                                   \
-    static constexpr gl_kcompute compute = GL_KIND_##kind_ != GL_KIND_FLOAT ? GL_KCOMPUTE_INT64   \
-                                           : sizeof(CT_) == sizeof(double) ? GL_KCOMPUTE_FLOAT64 \
-                                                                           : GL_KCOMPUTE_FLOAT32; \
+    static constexpr gl_kcompute compute = gl_compute_of(GL_KIND_##kind_, sizeof(CT_));          \
     static __host__ __device__ __forceinline__ T load(S x) { return GL_DT_LOAD(half_, x); }      \
     template <class V> static __host__ __device__ __forceinline__ S store_i(V v) {                \
       return GL_DT_STORE(kind_, half_, S_, id, INT, v);                                          \
