@@ -608,32 +608,21 @@ extern "C" int gl_klaunch_reduce(void *stream, int op, const gl_reduce_args *r, 
   gl_part *part = (gl_part *)scratch;
   double *pbuf = (double *)((char *)scratch + (size_t)(r->M * pl.P) * sizeof(gl_part));
   bool ci = ctk == GL_KCOMPUTE_INT64;
+  /* one pass of kind k, finished as 'how' into dst */
+  auto one_pass = [&](int k, int how) -> int {
+    GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
+    return rfinish(s, r, &pl, part, k, ctk, how, 0, NULL, NULL, dst, ddt);
+  };
   switch (op) {
-    case GL_KR_SUM:
-      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
-    case GL_KR_PROD:
-      GL_RTRY(rpass(s, r, &pl, GL_KRK_PROD, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, GL_KRK_PROD, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
-    case GL_KR_MAX: case GL_KR_MIN: {
-      int k = op == GL_KR_MAX ? GL_KRK_MAX : GL_KRK_MIN;
-      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, k, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
-    }
-    case GL_KR_ARGMAX: case GL_KR_ARGMIN: {
-      int k = op == GL_KR_ARGMAX ? GL_KRK_ARGMAX : GL_KRK_ARGMIN;
-      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, k, ctk, GL_KF_INDEX, 0, NULL, NULL, dst, ddt);
-    }
-    case GL_KR_ALL: case GL_KR_ANY: {
-      int k = op == GL_KR_ALL ? GL_KRK_ALL : GL_KRK_ANY;
-      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, k, ctk, GL_KF_INT, 0, NULL, NULL, dst, ddt);
-    }
-    case GL_KR_MEAN:
-      if (ci) return GL_KERR_NOTSUP;
-      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_MEAN, 0, NULL, NULL, dst, ddt);
+    case GL_KR_SUM: return one_pass(GL_KRK_SUM, GL_KF_VALUE);
+    case GL_KR_PROD: return one_pass(GL_KRK_PROD, GL_KF_VALUE);
+    case GL_KR_MAX: return one_pass(GL_KRK_MAX, GL_KF_VALUE);
+    case GL_KR_MIN: return one_pass(GL_KRK_MIN, GL_KF_VALUE);
+    case GL_KR_ARGMAX: return one_pass(GL_KRK_ARGMAX, GL_KF_INDEX);
+    case GL_KR_ARGMIN: return one_pass(GL_KRK_ARGMIN, GL_KF_INDEX);
+    case GL_KR_ALL: return one_pass(GL_KRK_ALL, GL_KF_INT);
+    case GL_KR_ANY: return one_pass(GL_KRK_ANY, GL_KF_INT);
+    case GL_KR_MEAN: return ci ? GL_KERR_NOTSUP : one_pass(GL_KRK_SUM, GL_KF_MEAN);
     case GL_KR_VAR:
       if (ci) return GL_KERR_NOTSUP;
       GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));

@@ -576,38 +576,60 @@ static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
   return off;
 }
 
+/* Where the lanes of a sort or partition along 'axis' are: their elements in src, values
+** and indices (NULL: not asked for) and the strides along the axis. */
+typedef struct lane_walk {
+  const gl_array *values, *indices, *src;
+  int axis;
+  size_t sz;
+  const char *s;
+  char *v;
+  int64_t *ip;
+  int64_t ss, vs, is;
+} lane_walk;
+
+static lane_walk lane_walk_of(const gl_array *values, const gl_array *indices, const gl_array *src,
+                              int axis) {
+  lane_walk w = { values, indices, src, axis, gl_dtypes[src->dtype].size, gl_array_data(src),
+                  values ? gl_array_data(values) : NULL, indices ? gl_array_data(indices) : NULL,
+                  src->ndim ? src->strides[axis] : 1, values && values->ndim ? values->strides[axis] : 1,
+                  indices && indices->ndim ? indices->strides[axis] : 1 };
+  return w;
+}
+
+/* Lane r's first element in src (returned), values (*vo) and indices (*io). */
+static const char *lane_at(const lane_walk *w, int64_t r, void **vo, int64_t **io) {
+  *vo = w->v ? w->v + lane_offset(w->values, w->axis, r) * (int64_t)w->sz : NULL;
+  *io = w->ip ? w->ip + lane_offset(w->indices, w->axis, r) : NULL;
+  return w->s + lane_offset(w->src, w->axis, r) * (int64_t)w->sz;
+}
+
 gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
                       int axis, bool descending) {
   int64_t n = src->ndim ? src->shape[axis] : 1;
   if (src->size == 0 || n == 0) return GL_OK;
   int64_t lanes = src->size / n;
-  size_t sz = gl_dtypes[src->dtype].size;
   /* keys of at most 8 bytes, twice, and positions, twice */
   size_t bufsz = (size_t)n * 2 * (8 + (indices ? 8 : 0));
   sort_lane_fn fn = sort_lanes[src->dtype];
-  const char *s = gl_array_data(src);
-  char *v = values ? gl_array_data(values) : NULL;
-  int64_t *ip = indices ? gl_array_data(indices) : NULL;
-  int64_t ss = src->ndim ? src->strides[axis] : 1;
-  int64_t vs = values && values->ndim ? values->strides[axis] : 1;
-  int64_t is = indices && indices->ndim ? indices->strides[axis] : 1;
+  lane_walk w = lane_walk_of(values, indices, src, axis);
   int nt = src->size >= GL_POLL_SPAN / 8 ? gl_cpu_team_size(src->size) : 1;
   bool failed = false;
+  void *vo;
+  int64_t *io;
   if (nt > 1 && lanes < nt && n >= SORT_PAR_LANE) {
     /* few long lanes: the team sorts each in turn */
     void *buf = malloc(bufsz);
     int64_t *counts = malloc((256 * (size_t)nt + 1) * sizeof *counts);
     failed = buf == NULL || counts == NULL;
     for (int64_t r = 0; r < lanes && !failed; r++) {
-      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-      if (!fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf, counts, nt))
-        break;
+      const char *so = lane_at(&w, r, &vo, &io);
+      if (!fn(vo, w.vs, io, w.is, so, w.ss, n, descending, buf, counts, nt)) break;
     }
     free(buf);
     free(counts);
   } else {
-    #pragma omp parallel num_threads(nt) if (nt > 1)
+    #pragma omp parallel num_threads(nt) if (nt > 1) private(vo, io)
     {
       void *buf = malloc(bufsz);     /* per thread; every thread still meets the 'for' */
       int64_t counts[257];
@@ -618,9 +640,8 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
       #pragma omp for schedule(static)
       for (int64_t r = 0; r < lanes; r++) {
         if (buf == NULL || gl_interrupted()) continue;
-        void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-        int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-        fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf, counts, 1);
+        const char *so = lane_at(&w, r, &vo, &io);
+        fn(vo, w.vs, io, w.is, so, w.ss, n, descending, buf, counts, 1);
       }
       free(buf);
     }
@@ -688,20 +709,15 @@ gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, cons
   int64_t n = src->shape[axis];
   if (src->size == 0 || n == 0) return GL_OK;
   int64_t lanes = src->size / n;
-  size_t sz = gl_dtypes[src->dtype].size;
   size_t bufsz = (size_t)n * 2 * (8 + 8);
   part_lane_fn fn = part_lanes[src->dtype];
-  const char *s = gl_array_data(src);
-  char *v = values ? gl_array_data(values) : NULL;
-  int64_t *ip = indices ? gl_array_data(indices) : NULL;
-  int64_t ss = src->strides[axis];
-  int64_t vs = values ? values->strides[axis] : 1;
-  int64_t is = indices ? indices->strides[axis] : 1;
+  lane_walk w = lane_walk_of(values, indices, src, axis);
   bool failed = false;
   int nt = src->size >= GL_POLL_SPAN / 8 && lanes > 1 ? gl_cpu_team_size(src->size) : 1;
   #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    void *buf = malloc(bufsz);
+    void *buf = malloc(bufsz), *vo;
+    int64_t *io;
     if (buf == NULL) {
       #pragma omp atomic write
       failed = true;
@@ -709,9 +725,8 @@ gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, cons
     #pragma omp for schedule(static)
     for (int64_t r = 0; r < lanes; r++) {
       if (buf == NULL || gl_interrupted()) continue;
-      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-      fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, kth, nk, buf);
+      const char *so = lane_at(&w, r, &vo, &io);
+      fn(vo, w.vs, io, w.is, so, w.ss, n, kth, nk, buf);
     }
     free(buf);
   }
