@@ -312,41 +312,43 @@ RK_INLINE rval rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
 /* ---- the instances --------------------------------------------------------------------- */
 
 /* The (CT, kernel) pairs the reductions use: every kernel for the float CTs; int64 has no
-** float maps (its integer results are sums, products, max/min, all/any). */
-#define RK_FLOAT(X, C) X(C, SUM) X(C, SUMABS) X(C, SUMSQ) X(C, SUMDEV) X(C, SUMEXP) X(C, SUMPOW) \
-  X(C, SUMNZ) X(C, PROD) X(C, MAX) X(C, MIN) X(C, MAXABS) X(C, MINABS) X(C, ALL) X(C, ANY)
-#define RK_LIST(X) RK_FLOAT(X, F32) RK_FLOAT(X, F64) \
-  X(I64, SUM) X(I64, PROD) X(I64, MAX) X(I64, MIN) X(I64, ALL) X(I64, ANY)
+** float maps (its integer results are sums, products, max/min, all/any). X(C, K, A) gets
+** each pair and A, the arguments of the call it makes. */
+#define RK_FLOAT(X, C, A) X(C, SUM, A) X(C, SUMABS, A) X(C, SUMSQ, A) X(C, SUMDEV, A) X(C, SUMEXP, A) \
+  X(C, SUMPOW, A) X(C, SUMNZ, A) X(C, PROD, A) X(C, MAX, A) X(C, MIN, A) X(C, MAXABS, A)              \
+  X(C, MINABS, A) X(C, ALL, A) X(C, ANY, A)
+#define RK_LIST(X, A) RK_FLOAT(X, F32, A) RK_FLOAT(X, F64, A) \
+  X(I64, SUM, A) X(I64, PROD, A) X(I64, MAX, A) X(I64, MIN, A) X(I64, ALL, A) X(I64, ANY, A)
 #define RK_CASE(C, K) (CT_##C * NKID + K_##K)
 
 /* The loops as functions of their own (a frame each in a debugger or a profile). */
-#define RK_VEC_FN(C, K) static __attribute__((noinline)) void vec_##C##_##K(kstate *st, const void *x, \
-  int64_t s, int64_t n, double a, double p) { rk_vec(CT_##C, K_##K, st, x, s, n, a, p); }
-RK_LIST(RK_VEC_FN)
-#define RK_ROW_FN(C, K) static __attribute__((noinline)) void row_##C##_##K(void *acc, const void *x, \
+#define RK_VEC_FN(C, K, A) static __attribute__((noinline)) void vec_##C##_##K(kstate *st, \
+  const void *x, int64_t s, int64_t n, double a, double p) { rk_vec(CT_##C, K_##K, st, x, s, n, a, p); }
+RK_LIST(RK_VEC_FN, ~)
+#define RK_ROW_FN(C, K, A) static __attribute__((noinline)) void row_##C##_##K(void *acc, const void *x, \
   int64_t s, int64_t w, const void *ac, double p, bool first) { rk_row(CT_##C, K_##K, acc, x, s, w, ac, p, first); }
-RK_LIST(RK_ROW_FN)
+RK_LIST(RK_ROW_FN, ~)
 
 void gl_rk_vec(gl_ct ct, gl_rkernel k, kstate *st, const void *x, int64_t s, int64_t n, double a,
                double p) {
-#define RK_VEC_CASE(C, K) case RK_CASE(C, K): vec_##C##_##K(st, x, s, n, a, p); return;
-  switch (ct * NKID + k) { RK_LIST(RK_VEC_CASE) default: return; }
+#define RK_VEC_CASE(C, K, A) case RK_CASE(C, K): vec_##C##_##K A; return;
+  switch (ct * NKID + k) { RK_LIST(RK_VEC_CASE, (st, x, s, n, a, p)) default: return; }
 }
 
 void gl_rk_row(gl_ct ct, gl_rkernel k, void *acc, const void *x, int64_t s, int64_t w,
                const void *ac, double p, bool first) {
-#define RK_ROW_CASE(C, K) case RK_CASE(C, K): row_##C##_##K(acc, x, s, w, ac, p, first); return;
-  switch (ct * NKID + k) { RK_LIST(RK_ROW_CASE) default: return; }
+#define RK_ROW_CASE(C, K, A) case RK_CASE(C, K): row_##C##_##K A; return;
+  switch (ct * NKID + k) { RK_LIST(RK_ROW_CASE, (acc, x, s, w, ac, p, first)) default: return; }
 }
 
 void gl_rk_init(gl_ct ct, gl_rkernel k, kstate *st) {
-#define RK_INIT_CASE(C, K) case RK_CASE(C, K): rk_init(CT_##C, K_##K, st); return;
-  switch (ct * NKID + k) { RK_LIST(RK_INIT_CASE) default: st->n = 0; return; }
+#define RK_INIT_CASE(C, K, A) case RK_CASE(C, K): rk_init(CT_##C, K_##K, A); return;
+  switch (ct * NKID + k) { RK_LIST(RK_INIT_CASE, st) default: st->n = 0; return; }
 }
 
 rval gl_rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
-#define RK_FIN_CASE(C, K) case RK_CASE(C, K): return rk_fin(CT_##C, K_##K, st);
-  switch (ct * NKID + k) { RK_LIST(RK_FIN_CASE) default: return (rval){ .i = 0 }; }
+#define RK_FIN_CASE(C, K, A) case RK_CASE(C, K): return rk_fin(CT_##C, K_##K, A);
+  switch (ct * NKID + k) { RK_LIST(RK_FIN_CASE, st) default: return (rval){ .i = 0 }; }
 }
 
 /* ---- row sums' cascade and finished values --------------------------------------------- */
@@ -430,9 +432,9 @@ RK_INLINE void rk_argrow(gl_ct ct, bool max, void *best, int64_t *idx, const voi
 
 void gl_rk_argrow(gl_ct ct, bool max, void *best, int64_t *idx, const void *x, int64_t s,
                   int64_t w, int64_t k, bool first) {
-#define ARG_LIST(X) X(F32, 0) X(F32, 1) X(F64, 0) X(F64, 1) X(I64, 0) X(I64, 1)
-#define ARG_CASE(C, M) case CT_##C * 2 + M: rk_argrow(CT_##C, M, best, idx, x, s, w, k, first); return;
-  switch (ct * 2 + max) { ARG_LIST(ARG_CASE) default: return; }
+#define ARG_LIST(X, A) X(F32, 0, A) X(F32, 1, A) X(F64, 0, A) X(F64, 1, A) X(I64, 0, A) X(I64, 1, A)
+#define ARG_CASE(C, M, A) case CT_##C * 2 + M: rk_argrow(CT_##C, M, GL_DT_UNPAREN_ A); return;
+  switch (ct * 2 + max) { ARG_LIST(ARG_CASE, (best, idx, x, s, w, k, first)) default: return; }
 }
 
 /* ---- conversions: dtype -> CT buffers, CT buffers and finished values -> dtype ---------- */

@@ -45,17 +45,17 @@ SCAN_INLINE void scan_row(gl_ct ct, bool prod, ctbuf *acc, const ctbuf *x, int64
   else for (int64_t j = 0; j < w; j++) acc->u[j] = prod ? acc->u[j] * x->u[j] : acc->u[j] + x->u[j];
 }
 
-/* The instances, one per (CT, product or sum). */
-#define SCAN_LIST(X) X(F32, 0) X(F32, 1) X(F64, 0) X(F64, 1) X(I64, 0) X(I64, 1)
+/* The instances, one per (CT, product or sum); X(C, P, A) gets A, the call's arguments. */
+#define SCAN_LIST(X, A) X(F32, 0, A) X(F32, 1, A) X(F64, 0, A) X(F64, 1, A) X(I64, 0, A) X(I64, 1, A)
 
 static void scan_line_any(gl_ct ct, bool prod, ctbuf *buf, int64_t n, scan_carry *carry) {
-#define SCAN_LINE_CASE(C, P) case CT_##C * 2 + P: scan_line(CT_##C, P, buf, n, carry); return;
-  switch (ct * 2 + prod) { SCAN_LIST(SCAN_LINE_CASE) default: return; }
+#define SCAN_LINE_CASE(C, P, A) case CT_##C * 2 + P: scan_line(CT_##C, P, GL_DT_UNPAREN_ A); return;
+  switch (ct * 2 + prod) { SCAN_LIST(SCAN_LINE_CASE, (buf, n, carry)) default: return; }
 }
 
 static void scan_row_any(gl_ct ct, bool prod, ctbuf *acc, const ctbuf *x, int64_t w, bool first) {
-#define SCAN_ROW_CASE(C, P) case CT_##C * 2 + P: scan_row(CT_##C, P, acc, x, w, first); return;
-  switch (ct * 2 + prod) { SCAN_LIST(SCAN_ROW_CASE) default: return; }
+#define SCAN_ROW_CASE(C, P, A) case CT_##C * 2 + P: scan_row(CT_##C, P, GL_DT_UNPAREN_ A); return;
+  switch (ct * 2 + prod) { SCAN_LIST(SCAN_ROW_CASE, (acc, x, w, first)) default: return; }
 }
 
 gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis) {

@@ -363,18 +363,19 @@ static int64_t lower_bound(int kw, const void *k, int64_t n, uint64_t v) {
 
 /* The instances of the radix and insertion sorts (and the selection below), per key and
 ** position width. */
-#define WIDTH_LIST(X) X(1, 4) X(1, 8) X(4, 4) X(4, 8) X(8, 4) X(8, 8)
+/* X(KW, PW, A) for each pair of widths, A the arguments of the call it makes. */
+#define WIDTH_LIST(X, A) X(1, 4, A) X(1, 8, A) X(4, 4, A) X(4, 8, A) X(8, 4, A) X(8, 8, A)
 #define WIDTH_CASE(KW, PW) ((KW) * 16 + (PW))
 
 static bool radix_any(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,
                       int64_t *counts, bool *stop) {
-#define RADIX_CASE(KW, PW) case WIDTH_CASE(KW, PW): return radix(KW, PW, k, p, k2, p2, n, counts, stop);
-  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(RADIX_CASE) default: return false; }
+#define RADIX_CASE(KW, PW, A) case WIDTH_CASE(KW, PW): return radix(KW, PW, GL_DT_UNPAREN_ A);
+  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(RADIX_CASE, (k, p, k2, p2, n, counts, stop)) default: return false; }
 }
 
 static void insertion_any(int kw, int pw, void *k, void *p, int64_t n) {
-#define INSERTION_CASE(KW, PW) case WIDTH_CASE(KW, PW): insertion(KW, PW, k, p, n); return;
-  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(INSERTION_CASE) default: return; }
+#define INSERTION_CASE(KW, PW, A) case WIDTH_CASE(KW, PW): insertion(KW, PW, GL_DT_UNPAREN_ A); return;
+  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(INSERTION_CASE, (k, p, n)) default: return; }
 }
 
 /* ---- partial sorts ------------------------------------------------------------------------ */
@@ -445,8 +446,8 @@ SORT_INLINE bool select_kth(int kw, int pw, void *k, void *p, void *k2, void *p2
 
 static bool select_any(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,
                        const int64_t *kth, int nk) {
-#define SELECT_CASE(KW, PW) case WIDTH_CASE(KW, PW): return select_kth(KW, PW, k, p, k2, p2, n, kth, nk);
-  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(SELECT_CASE) default: return false; }
+#define SELECT_CASE(KW, PW, A) case WIDTH_CASE(KW, PW): return select_kth(KW, PW, GL_DT_UNPAREN_ A);
+  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(SELECT_CASE, (k, p, k2, p2, n, kth, nk)) default: return false; }
 }
 
 /* ---- lanes ---------------------------------------------------------------------------------- */
@@ -489,16 +490,18 @@ SORT_INLINE void lane_write(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, 
 ** compiler outlines before it could see the dtype as a constant). */
 static bool lane_keys_any(gl_dtype dt, const void *src, int64_t ss, int64_t lo, int64_t hi,
                           bool desc, void *k, void *p, int pw) {
-#define LANE_KEYS_CASE(E, ...) case GL_##E: return lane_keys(GL_##E, src, ss, lo, hi, desc, k, p, pw);
-  switch (dt) { GL_DTYPE_LIST(LANE_KEYS_CASE) default: return false; }
+#define LANE_KEYS_CASE(A, E, ...) case GL_##E: return lane_keys(GL_##E, GL_DT_UNPAREN_ A);
+  switch (dt) { GL_DTYPE_ROWS_(LANE_KEYS_CASE, (src, ss, lo, hi, desc, k, p, pw)) default: return false; }
 }
 
 static void lane_write_any(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
                            const void *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
                            const void *kr, const void *pr, int pw) {
-#define LANE_WRITE_CASE(E, ...) case GL_##E: \
-    lane_write(GL_##E, vout, vs, iout, is, src, ss, lo, hi, desc, kr, pr, pw); return;
-  switch (dt) { GL_DTYPE_LIST(LANE_WRITE_CASE) default: return; }
+#define LANE_WRITE_CASE(A, E, ...) case GL_##E: lane_write(GL_##E, GL_DT_UNPAREN_ A); return;
+  switch (dt) {
+    GL_DTYPE_ROWS_(LANE_WRITE_CASE, (vout, vs, iout, is, src, ss, lo, hi, desc, kr, pr, pw))
+    default: return;
+  }
 }
 
 /* One lane of n elements from src (stride ss) into vout (stride vs; NULL: none) and the
