@@ -238,31 +238,32 @@ INT_INLINE size_t int_size(gl_dtype dt) {
   }
 }
 
-/* Element i of a (its bits, sign-extended). */
+/* Per integer dtype: element i of a (its bits, sign-extended); c[i] += x * b[j] (bool:
+** c[i] |= x & b[j]), wrapping in the row's UT. */
+#define INT_ELEM_FNS(E, id, S, kind, half, CT, UT, ...) INT_DTYPES(kind,                          \
+  INT_INLINE uint64_t int_load_##id(const char *a, int64_t i) { return (uint64_t)((const S *)a)[i]; } \
+  INT_INLINE void int_mac_##id(char *c, int64_t i, uint64_t x, const char *b, int64_t j) {           \
+    S *d = (S *)c + i, y = ((const S *)b)[j];                                                         \
+    *d = GL_KIND_##kind == GL_KIND_BOOL ? (S)((UT)*d | ((UT)(S)x & (UT)y)) : (S)((UT)*d + (UT)(S)x * (UT)y); \
+  })
+GL_DTYPE_LIST(INT_ELEM_FNS)
+
+/* The same for a dtype dt: each case passes on the arguments A it is given. */
 INT_INLINE uint64_t int_load(gl_dtype dt, const char *a, int64_t i) {
-  switch (dt) {
-#define INT_LOAD_CASE(E, id, S, kind, ...) INT_DTYPES(kind, case GL_##E: return (uint64_t)((const S *)a)[i];)
-    GL_DTYPE_LIST(INT_LOAD_CASE)
-    default: return 0;
-  }
+#define INT_LOAD_CASE(A, E, id, S, kind, ...) INT_DTYPES(kind, case GL_##E: return int_load_##id A;)
+  switch (dt) { GL_DTYPE_ROWS_(INT_LOAD_CASE, (a, i)) default: return 0; }
 }
 
-/* c[i] += x * b[j] (bool: c[i] |= x & b[j]). */
 INT_INLINE void int_mac(gl_dtype dt, char *c, int64_t i, uint64_t x, const char *b, int64_t j) {
-  switch (dt) {
-#define INT_MAC_CASE(E, id, S, kind, half, CT, UT, ...) INT_DTYPES(kind, case GL_##E: {          \
-      S *d = (S *)c + i, y = ((const S *)b)[j];                                                   \
-      *d = GL_KIND_##kind == GL_KIND_BOOL ? (S)((UT)*d | ((UT)(S)x & (UT)y)) : (S)((UT)*d + (UT)(S)x * (UT)y); \
-      return; })
-    GL_DTYPE_LIST(INT_MAC_CASE)
-    default: return;
-  }
+#define INT_MAC_CASE(A, E, id, S, kind, ...) INT_DTYPES(kind, case GL_##E: int_mac_##id A; return;)
+  switch (dt) { GL_DTYPE_ROWS_(INT_MAC_CASE, (c, i, x, b, j)) default: return; }
 }
 
 INT_INLINE void int_row(gl_dtype dt, char *c, int64_t csn, const char *a, int64_t ask, const char *b,
                         int64_t bsk, int64_t bsn, int64_t N, int64_t K) {
   const int64_t sz = (int64_t)int_size(dt);
-  for (int64_t j = 0; j < N; j++) memset(c + j * csn * sz, 0, (size_t)sz);
+  if (csn == 1) memset(c, 0, (size_t)(N * sz));
+  else for (int64_t j = 0; j < N; j++) memset(c + j * csn * sz, 0, (size_t)sz);
   for (int64_t k = 0; k < K; k++) {
     if (k % INT_POLL == 0 && gl_interrupted()) return;
     const uint64_t x = int_load(dt, a, k * ask);

@@ -136,25 +136,48 @@ SORT_INLINE size_t elem_size(gl_dtype dt) {
   }
 }
 
-/* Element i of x (dtype dt) as its compute value, in a double for the tests below (exact for
-** every CT but int64, whose tests only ask for zero). */
-SORT_INLINE double elem_value(gl_dtype dt, const void *x, int64_t i) {
-  switch (dt) {
-#define ELEM_VALUE_CASE(E, id, S, kind, half, CT, ...) \
-    case GL_##E: return (double)(CT)GL_DT_LOAD(half, ((const S *)x)[i]);
-    GL_DTYPE_LIST(ELEM_VALUE_CASE)
-    default: return 0;
+/* Per dtype: element i of x as its compute value; as its sort key (*negzero set where it is
+** -0.0); as partition's exact key (*negnan set for a NaN with its sign bit); and x[i] = the
+** value key k stands for. */
+#define ELEM_VALUE_FN(E, id, S, kind, half, CT, ...) \
+  SORT_INLINE CT value_##id(const void *x, int64_t i) { return (CT)GL_DT_LOAD(half, ((const S *)x)[i]); }
+#define ELEM_KEY_FN(E, id, S, kind, half, CT, ...)                                             \
+  SORT_INLINE uint64_t key_##id(const void *x, int64_t i, bool *negzero) {                     \
+    CT v = value_##id(x, i);                                                                   \
+    *negzero = is_negzero_##CT(v);                                                             \
+    return key_of_##CT(v);                                                                     \
+  }                                                                                            \
+  SORT_INLINE uint64_t exact_key_##id(const void *x, int64_t i, bool *negnan) {                \
+    return exact_key_##CT(value_##id(x, i), negnan);                                           \
   }
+#define STORE_KEY_FN(E, id, S, kind, half, CT, ...)                                            \
+  SORT_INLINE void store_key_##id(void *x, int64_t i, uint64_t k) {                            \
+    S v = GL_DT_STORE(kind, half, S, id, kind, CT##_of_key(k));                                \
+    memcpy((S *)x + i, &v, sizeof v);                                                          \
+  }
+GL_DTYPE_LIST(ELEM_VALUE_FN)
+GL_DTYPE_LIST(ELEM_KEY_FN)
+GL_DTYPE_LIST(STORE_KEY_FN)
+
+/* The same for a dtype dt: each case passes on the arguments A it is given. */
+SORT_INLINE double elem_value(gl_dtype dt, const void *x, int64_t i) {
+#define ELEM_VALUE_CASE(A, E, id, ...) case GL_##E: return (double)value_##id A;
+  switch (dt) { GL_DTYPE_ROWS_(ELEM_VALUE_CASE, (x, i)) default: return 0; }
 }
 
-/* The sort key of element i of x; *negzero is set where the element is -0.0. */
 SORT_INLINE uint64_t elem_key(gl_dtype dt, const void *x, int64_t i, bool *negzero) {
-  switch (dt) {
-#define ELEM_KEY_CASE(E, id, S, kind, half, CT, ...) case GL_##E: { \
-      CT v = (CT)GL_DT_LOAD(half, ((const S *)x)[i]); *negzero = is_negzero_##CT(v); return key_of_##CT(v); }
-    GL_DTYPE_LIST(ELEM_KEY_CASE)
-    default: return 0;
-  }
+#define ELEM_KEY_CASE(A, E, id, ...) case GL_##E: return key_##id A;
+  switch (dt) { GL_DTYPE_ROWS_(ELEM_KEY_CASE, (x, i, negzero)) default: return 0; }
+}
+
+SORT_INLINE uint64_t elem_exact_key(gl_dtype dt, const void *x, int64_t i, bool *negnan) {
+#define EXACT_KEY_CASE(A, E, id, ...) case GL_##E: return exact_key_##id A;
+  switch (dt) { GL_DTYPE_ROWS_(EXACT_KEY_CASE, (x, i, negnan)) default: return 0; }
+}
+
+SORT_INLINE void elem_store_key(gl_dtype dt, void *x, int64_t i, uint64_t k) {
+#define STORE_KEY_CASE(A, E, id, ...) case GL_##E: store_key_##id A; return;
+  switch (dt) { GL_DTYPE_ROWS_(STORE_KEY_CASE, (x, i, k)) default: return; }
 }
 
 /* The key of zero. */
@@ -163,26 +186,6 @@ SORT_INLINE uint64_t zero_key(gl_dtype dt) {
 #define ZERO_KEY_CASE(E, id, S, kind, half, CT, ...) case GL_##E: return key_of_##CT(0);
     GL_DTYPE_LIST(ZERO_KEY_CASE)
     default: return 0;
-  }
-}
-
-/* The exact key of element i of x (partition's; *negnan set for a NaN with its sign bit). */
-SORT_INLINE uint64_t elem_exact_key(gl_dtype dt, const void *x, int64_t i, bool *negnan) {
-  switch (dt) {
-#define EXACT_KEY_CASE(E, id, S, kind, half, CT, ...) \
-    case GL_##E: return exact_key_##CT((CT)GL_DT_LOAD(half, ((const S *)x)[i]), negnan);
-    GL_DTYPE_LIST(EXACT_KEY_CASE)
-    default: return 0;
-  }
-}
-
-/* x[i] = the value key k stands for. */
-SORT_INLINE void elem_store_key(gl_dtype dt, void *x, int64_t i, uint64_t k) {
-  switch (dt) {
-#define STORE_KEY_CASE(E, id, S, kind, half, CT, ...) case GL_##E: { \
-      S v = GL_DT_STORE(kind, half, S, id, kind, CT##_of_key(k)); memcpy((S *)x + i, &v, sizeof v); return; }
-    GL_DTYPE_LIST(STORE_KEY_CASE)
-    default: return;
   }
 }
 
