@@ -610,6 +610,38 @@ static const char *lane_at(const lane_walk *w, int64_t r, void **vo, int64_t **i
   return w->s + lane_offset(w->src, w->axis, r) * (int64_t)w->sz;
 }
 
+/* Runs one(job, r, buf) for each lane r < lanes on a team of nt threads, each thread with a
+** scratch of bufsz bytes of its own; false when a scratch could not be had. */
+typedef void (*lane_fn)(const void *job, int64_t r, void *buf);
+static bool each_lane(int nt, int64_t lanes, size_t bufsz, lane_fn one, const void *job) {
+  bool failed = false;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    void *buf = malloc(bufsz);     /* per thread; every thread still meets the 'for' */
+    if (buf == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t r = 0; r < lanes; r++)
+      if (buf != NULL && !gl_interrupted()) one(job, r, buf);
+    free(buf);
+  }
+  return !failed;
+}
+
+/* A sort of lanes of n elements: a lane's scratch is bufsz bytes of keys and positions, then
+** the 257 counts of a one-thread radix sort. */
+typedef struct sort_job { lane_walk w; sort_lane_fn fn; int64_t n; size_t bufsz; bool desc; } sort_job;
+
+static void sort_one(const void *job, int64_t r, void *buf) {
+  const sort_job *j = job;
+  void *vo;
+  int64_t *io;
+  const char *so = lane_at(&j->w, r, &vo, &io);
+  j->fn(vo, j->w.vs, io, j->w.is, so, j->w.ss, j->n, j->desc, buf, (int64_t *)((char *)buf + j->bufsz), 1);
+}
+
 gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
                       int axis, bool descending) {
   int64_t n = src->ndim ? src->shape[axis] : 1;
@@ -617,40 +649,22 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
   int64_t lanes = src->size / n;
   /* keys of at most 8 bytes, twice, and positions, twice */
   size_t bufsz = (size_t)n * 2 * (8 + (indices ? 8 : 0));
-  sort_lane_fn fn = sort_lanes[src->dtype];
-  lane_walk w = lane_walk_of(values, indices, src, axis);
+  sort_job job = { lane_walk_of(values, indices, src, axis), sort_lanes[src->dtype], n, bufsz, descending };
   int nt = src->size >= GL_POLL_SPAN / 8 ? gl_cpu_team_size(src->size) : 1;
   bool failed = false;
-  void *vo;
-  int64_t *io;
   if (nt > 1 && lanes < nt && n >= SORT_PAR_LANE) {
     /* few long lanes: the team sorts each in turn */
-    void *buf = malloc(bufsz);
-    int64_t *counts = malloc((256 * (size_t)nt + 1) * sizeof *counts);
+    void *buf = malloc(bufsz), *vo;
+    int64_t *counts = malloc((256 * (size_t)nt + 1) * sizeof *counts), *io;
     failed = buf == NULL || counts == NULL;
     for (int64_t r = 0; r < lanes && !failed; r++) {
-      const char *so = lane_at(&w, r, &vo, &io);
-      if (!fn(vo, w.vs, io, w.is, so, w.ss, n, descending, buf, counts, nt)) break;
+      const char *so = lane_at(&job.w, r, &vo, &io);
+      if (!job.fn(vo, job.w.vs, io, job.w.is, so, job.w.ss, n, descending, buf, counts, nt)) break;
     }
     free(buf);
     free(counts);
   } else {
-    #pragma omp parallel num_threads(nt) if (nt > 1) private(vo, io)
-    {
-      void *buf = malloc(bufsz);     /* per thread; every thread still meets the 'for' */
-      int64_t counts[257];
-      if (buf == NULL) {
-        #pragma omp atomic write
-        failed = true;
-      }
-      #pragma omp for schedule(static)
-      for (int64_t r = 0; r < lanes; r++) {
-        if (buf == NULL || gl_interrupted()) continue;
-        const char *so = lane_at(&w, r, &vo, &io);
-        fn(vo, w.vs, io, w.is, so, w.ss, n, descending, buf, counts, 1);
-      }
-      free(buf);
-    }
+    failed = !each_lane(nt, lanes, bufsz + 257 * sizeof(int64_t), sort_one, &job);
   }
   gl_cpu_team_done(nt);
   if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
@@ -710,32 +724,25 @@ GL_DTYPE_LIST(PART_LANE_FN)
 #define PART_LANE_ENTRY(E, id, ...) [GL_##E] = part_lane_##id,
 static const part_lane_fn part_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(PART_LANE_ENTRY) };
 
+/* A partition of lanes of n elements at positions kth[0..nk). */
+typedef struct part_job { lane_walk w; part_lane_fn fn; int64_t n; const int64_t *kth; int nk; } part_job;
+
+static void part_one(const void *job, int64_t r, void *buf) {
+  const part_job *j = job;
+  void *vo;
+  int64_t *io;
+  const char *so = lane_at(&j->w, r, &vo, &io);
+  j->fn(vo, j->w.vs, io, j->w.is, so, j->w.ss, j->n, j->kth, j->nk, buf);
+}
+
 gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, const gl_array *src,
                            int axis, const int64_t *kth, int nk) {
   int64_t n = src->shape[axis];
   if (src->size == 0 || n == 0) return GL_OK;
   int64_t lanes = src->size / n;
-  size_t bufsz = (size_t)n * 2 * (8 + 8);
-  part_lane_fn fn = part_lanes[src->dtype];
-  lane_walk w = lane_walk_of(values, indices, src, axis);
-  bool failed = false;
+  part_job job = { lane_walk_of(values, indices, src, axis), part_lanes[src->dtype], n, kth, nk };
   int nt = src->size >= GL_POLL_SPAN / 8 && lanes > 1 ? gl_cpu_team_size(src->size) : 1;
-  #pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    void *buf = malloc(bufsz), *vo;
-    int64_t *io;
-    if (buf == NULL) {
-      #pragma omp atomic write
-      failed = true;
-    }
-    #pragma omp for schedule(static)
-    for (int64_t r = 0; r < lanes; r++) {
-      if (buf == NULL || gl_interrupted()) continue;
-      const char *so = lane_at(&w, r, &vo, &io);
-      fn(vo, w.vs, io, w.is, so, w.ss, n, kth, nk, buf);
-    }
-    free(buf);
-  }
+  bool failed = !each_lane(nt, lanes, (size_t)n * 2 * (8 + 8), part_one, &job);
   gl_cpu_team_done(nt);
   if (failed) return gl_fail(GL_ENOMEM, "partition: out of host memory for a lane of %lld elements", (long long)n);
   return gl_interrupt_check();
