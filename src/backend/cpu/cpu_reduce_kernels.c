@@ -5,7 +5,7 @@
 **
 ** Each kernel is written once, as a loop over a compute type passed as a constant: the
 ** element steps (elem_*) switch on the CT and the kernel, and every (CT, kernel) pair the
-** reductions use is instantiated by one line of RK_LIST, where both are constants, so the
+** reductions use is instantiated by an entry of RK_LIST, where both are constants, so the
 ** switches fold away and each instance is the plain typed loop the compiler vectorises.
 **
 ** Sums are blocked and pairwise: each lane adds UNROLL values, and the lane vectors of
