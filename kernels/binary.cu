@@ -42,8 +42,8 @@ using gl_ct = decltype(gl_dt<DT>::load(typename gl_dt<DT>::S()));
 
 template <class Op, int DT>
 __device__ __forceinline__ auto gl_apply(gl_ct<DT> a, gl_ct<DT> b) {
-  if constexpr (gl_dt<DT>::fam == 0) return Op::f(a, b);
-  else if constexpr (gl_dt<DT>::fam == 1) return Op::d(a, b);
+  if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(a, b);
+  else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) return Op::d(a, b);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(a, b);
 }
 

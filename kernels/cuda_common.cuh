@@ -17,18 +17,22 @@
 /* ---- dtype traits, from the rows of kernels/dtypes.h ------------------------------------ */
 
 /* S: stored type; T: compute type (what elem_ops.h's expressions see) and UT the unsigned
-** type they wrap in (as cpu_elem.c); kind: GL_KIND_*; fam: 0 computes in float (float32,
-** float16, bfloat16), 1 in double, 2 in T (integers and bool); prec: a float's significand
+** type they wrap in (as cpu_elem.c); kind: GL_KIND_*; compute: the gl_kcompute a reduction
+** of the dtype computes in (float32 for float16 and bfloat16); prec: a float's significand
 ** bits. load: a stored element as T; store_i / store_f: an integer / a float as stored
 ** (convert.h's rules, the CPU's). */
 template <int DT> struct gl_dt;
+/* What a dtype of kind 'kind' whose compute type has 'size' bytes reduces in. */
+constexpr gl_kcompute gl_compute_of(int kind, size_t size) {
+  return kind != GL_KIND_FLOAT ? GL_KCOMPUTE_INT64 : size == sizeof(double) ? GL_KCOMPUTE_FLOAT64 : GL_KCOMPUTE_FLOAT32;
+}
 #define GL_DT_TRAITS_(E, id, S_, kind_, half_, CT_, UT_, prec_, ...)                              \
   template <> struct gl_dt<GL_KD_##E> {                                                          \
     typedef S_ S;                                                                                \
     typedef CT_ T;                                                                               \
     typedef UT_ UT;                                                                              \
-    static constexpr int kind = GL_KIND_##kind_, prec = prec_,                                   \
-                         fam = GL_KIND_##kind_ != GL_KIND_FLOAT ? 2 : sizeof(CT_) == sizeof(double) ? 1 : 0; \
+    static constexpr int kind = GL_KIND_##kind_, prec = prec_;                                   \
+    static constexpr gl_kcompute compute = gl_compute_of(GL_KIND_##kind_, sizeof(CT_));          \
     static __host__ __device__ __forceinline__ T load(S x) { return GL_DT_LOAD(half_, x); }      \
     template <class V> static __host__ __device__ __forceinline__ S store_i(V v) {                \
       return GL_DT_STORE(kind_, half_, S_, id, INT, v);                                          \
@@ -69,7 +73,7 @@ __host__ __device__ __forceinline__ R gl_dispatch_dtype(int dt, R otherwise, F &
 template <int DD, int SD>
 __device__ __forceinline__ typename gl_dt<DD>::S gl_convert(typename gl_dt<SD>::S x) {
   auto v = gl_dt<SD>::load(x);
-  if constexpr (gl_dt<SD>::fam == 2) return gl_dt<DD>::store_i(v);
+  if constexpr (gl_dt<SD>::compute == GL_KCOMPUTE_INT64) return gl_dt<DD>::store_i(v);
   else return gl_dt<DD>::store_f(v);
 }
 

@@ -1,7 +1,6 @@
 /*
 ** index.cu — gather, scatter and boolean-mask selection on the GPU (elements only move,
-** so kernels are stamped per element width), and the integer/bool matmul loop.
-** src/backend/cpu/cpu_index.c and cpu_matmul.c are the references.
+** so kernels are stamped per element width). src/backend/cpu/cpu_index.c is the reference.
 */
 #include "cuda_common.cuh"
 #include <cub/device/device_scan.cuh>
@@ -77,7 +76,7 @@ __global__ void gl_k_scatter_lanes(const gl_kidx w, typename gl_dt<DT>::S *dst,
       typename gl_dt<DT>::S *p = &dst[x + idx[j] * w.sx[w.axis]];
       if (ADD) {
         auto sum = gl_dt<DT>::load(*p) + gl_dt<DT>::load(v);
-        if constexpr (gl_dt<DT>::fam == 2) *p = gl_dt<DT>::store_i(sum);
+        if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_INT64) *p = gl_dt<DT>::store_i(sum);
         else *p = gl_dt<DT>::store_f(sum);
       } else {
         *p = v;
@@ -194,48 +193,4 @@ extern "C" int gl_klaunch_mask_select(void *stream, const gl_kiter *it, void *ds
     default: return GL_KERR_NOTSUP;
   }
   return gl_klaunched();
-}
-
-/* ---- integer and bool matmul --------------------------------------------------------- */
-
-/* One thread per output element; integers wrap in the unsigned type of their width
-** (uint8 in uint32 then truncated, as the CPU), bool is the or of ands. */
-template <class T, class UT, bool LOGIC>
-__global__ void gl_k_matmul_int(const gl_kiter bw, const gl_kmm m, T *dst, const T *a, const T *b) {
-  int64_t per = m.M * m.N, total = bw.n * per;
-  GL_KLOOP(i, total) {
-    int64_t bi = i / per, e = i - bi * per, r = e / m.N, c = e - r * m.N;
-    int64_t off[3];
-    gl_offsets<3>(bw, bi, off);
-    const T *ap = a + off[1] + r * m.asm_;
-    const T *bp = b + off[2] + c * m.bsn;
-    UT acc = 0;
-    for (int64_t k = 0; k < m.K; k++) {
-      if (LOGIC) acc |= (UT)(ap[k * m.ask] & bp[k * m.bsk]);
-      else acc = (UT)(acc + (UT)ap[k * m.ask] * (UT)bp[k * m.bsk]);
-    }
-    dst[off[0] + r * m.dsm + c * m.dsn] = LOGIC ? (T)(acc != 0) : (T)acc;
-  }
-}
-
-template <int DT>
-static int matmul_int_dt(cudaStream_t s, const gl_kiter *bw, const gl_kmm *m, void *dst, const void *a,
-                         const void *b, int64_t total) {
-  if constexpr (!GL_DT_IN(GL_KMATMUL_INT_DTYPES, DT)) {
-    return GL_KERR_NOTSUP;
-  } else {
-    typedef typename gl_dt<DT>::S T;
-    constexpr bool LOGIC = gl_dt<DT>::kind == GL_KIND_BOOL;
-    gl_k_matmul_int<T, typename gl_dt<DT>::UT, LOGIC><<<gl_kblocks(total), GL_KTHREADS, 0, s>>>(
-        *bw, *m, (T *)dst, (const T *)a, (const T *)b);
-    return gl_klaunched();
-  }
-}
-
-extern "C" int gl_klaunch_matmul_int(void *stream, const gl_kiter *bw, const gl_kmm *m, void *dst,
-                                     const void *a, const void *b, int dt) {
-  int64_t total = bw->n * m->M * m->N;
-  if (total <= 0) return 0;
-  cudaStream_t s = (cudaStream_t)stream;
-  return GL_DISPATCH_DTYPE(dt, DT, matmul_int_dt<DT>(s, bw, m, dst, a, b, total));
 }

@@ -68,32 +68,37 @@ enum {
   GL_KRK_ANY, GL_KRK_ARGMAX, GL_KRK_ARGMIN
 };
 
+/* The type a reduction or a scan computes in: float32 (also for float16 and bfloat16),
+** float64, or int64 (integers and bool; sums and products wrap as uint64). */
+typedef enum gl_kcompute { GL_KCOMPUTE_FLOAT32, GL_KCOMPUTE_FLOAT64, GL_KCOMPUTE_INT64 } gl_kcompute;
+
 /* A reduction's walk: M outputs over the kept axes (extent, src and dst strides), each
 ** reducing K elements over the reduced axes (extent, src stride); C order, collapsed. */
-typedef struct gl_kred {
-  int32_t nk, nr;
+typedef struct gl_reduce_args {
+  int32_t nkept, nreduced;                        /* axes in each set */
   int64_t M, K;
-  int64_t kshape[GL_KMAXDIMS], kss[GL_KMAXDIMS], kds[GL_KMAXDIMS];
-  int64_t rshape[GL_KMAXDIMS], rss[GL_KMAXDIMS];
-} gl_kred;
+  int64_t kept_shape[GL_KMAXDIMS], kept_src_strides[GL_KMAXDIMS], kept_dst_strides[GL_KMAXDIMS];
+  int64_t reduced_shape[GL_KMAXDIMS], reduced_src_strides[GL_KMAXDIMS];
+} gl_reduce_args;
 
 /* Device scratch bytes gl_klaunch_reduce needs for r. */
-size_t gl_kreduce_scratch(const gl_kred *r);
-/* dst = reduction 'op' (GL_KR_*) of src in compute type ctk (0 float, 1 double, 2 int64);
-** param: ddof (var) or the order (norm); scratch: gl_kreduce_scratch(r) bytes. */
-int gl_klaunch_reduce(void *stream, int op, const gl_kred *r, void *dst, int ddt, const void *src,
+size_t gl_reduce_scratch(const gl_reduce_args *r);
+/* dst = reduction 'op' (GL_KR_*) of src in compute type ctk (a gl_kcompute);
+** param: ddof (var) or the order (norm); scratch: gl_reduce_scratch(r) bytes. */
+int gl_klaunch_reduce(void *stream, int op, const gl_reduce_args *r, void *dst, int ddt, const void *src,
                       int sdt, int ctk, double param, void *scratch);
 
 /* A scan's walk: 'lines' lines over the other axes (extent, src and dst strides), each of
-** K elements with strides sa (src) and da (dst). */
-typedef struct gl_kscan {
-  int32_t nd;
-  int64_t lines, K, sa, da;
-  int64_t shape[GL_KMAXDIMS], ss[GL_KMAXDIMS], ds[GL_KMAXDIMS];
-} gl_kscan;
+** K elements with strides src_stride and dst_stride. */
+typedef struct gl_scan_args {
+  int32_t ndim;
+  int64_t lines, K, src_stride, dst_stride;       /* along the scanned axis */
+  int64_t shape[GL_KMAXDIMS], src_strides[GL_KMAXDIMS], dst_strides[GL_KMAXDIMS];
+} gl_scan_args;
 
-/* Inclusive cumulative sum (prod = 0) or product along the lines, in compute type ctk. */
-int gl_klaunch_scan(void *stream, int prod, const gl_kscan *sc, void *dst, int ddt, const void *src,
+/* Inclusive cumulative sum (prod = 0) or product along the lines, in compute type ctk (a
+** gl_kcompute). */
+int gl_klaunch_scan(void *stream, int prod, const gl_scan_args *sc, void *dst, int ddt, const void *src,
                     int sdt, int ctk);
 
 /* ---- gather, scatter, mask selection (index.cu) ---- */
@@ -124,19 +129,20 @@ int gl_klaunch_mask_select(void *stream, const gl_kiter *it, void *dst, int64_t 
 
 /* ---- sort (sort.cu) ---- */
 
-/* Lanes of a sort: every axis but the sorted one ('nd' of them, extents and the strides of
-** src, values and indices), each of n elements with strides ss, vs, is along the axis. */
-typedef struct gl_ksort {
-  int32_t nd;
-  int64_t lanes, n, ss, vs, is;
-  int64_t shape[GL_KMAXDIMS], sst[GL_KMAXDIMS], vst[GL_KMAXDIMS], ist[GL_KMAXDIMS];
-} gl_ksort;
+/* Lanes of a sort: every axis but the sorted one ('ndim' of them: extents and the strides of
+** src, values and indices), each of n elements with the strides *_stride along the axis. */
+typedef struct gl_sort_args {
+  int32_t ndim;
+  int64_t lanes, n, src_stride, values_stride, indices_stride;
+  int64_t shape[GL_KMAXDIMS], src_strides[GL_KMAXDIMS], values_strides[GL_KMAXDIMS],
+          indices_strides[GL_KMAXDIMS];
+} gl_sort_args;
 
 /* Scratch bytes of a sort of lanes * n elements of dtype dt (lanes * n <= INT32_MAX). */
-size_t gl_ksort_scratch(const gl_ksort *k, int dt);
+size_t gl_sort_scratch(const gl_sort_args *k, int dt);
 /* Stable sort of each lane (NaN last in both orders); values (src's dtype) and/or int64
 ** indices may be NULL. */
-int gl_klaunch_sort(void *stream, const gl_ksort *k, void *values, int64_t *indices, const void *src,
+int gl_klaunch_sort(void *stream, const gl_sort_args *k, void *values, int64_t *indices, const void *src,
                     int dt, int descending, void *scratch, size_t scratch_bytes);
 
 /* ---- random fills (random.cu) ---- */
@@ -151,17 +157,19 @@ int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int64_t n, uint
                       uint64_t offset, double a, double b, int64_t lo, uint64_t range,
                       const double *p);
 
-/* ---- integer matmul (index.cu) ---- */
+/* ---- integer matmul (matmul.cu) ---- */
 
 /* A batched integer/bool matmul: dst (B, M, N) = a (B, M, K) @ b (B, K, N), any strides
 ** (batch offsets through the batch walk 'bw' with operands dst, a, b). */
-typedef struct gl_kmm {
+typedef struct gl_matmul_args {
   int64_t M, N, K;
-  int64_t dsm, dsn, asm_, ask, bsk, bsn;
-} gl_kmm;
+  int64_t dst_row_stride, dst_col_stride;         /* along M, along N */
+  int64_t a_row_stride, a_col_stride;             /* along M, along K */
+  int64_t b_row_stride, b_col_stride;             /* along K, along N */
+} gl_matmul_args;
 /* The dtypes gl_klaunch_matmul_int takes (floats go through cuBLAS). */
 #define GL_KMATMUL_INT_DTYPES (GL_DTSET_INT | GL_DTSET_BOOL)
-int gl_klaunch_matmul_int(void *stream, const gl_kiter *bw, const gl_kmm *m, void *dst,
+int gl_klaunch_matmul_int(void *stream, const gl_kiter *bw, const gl_matmul_args *m, void *dst,
                           const void *a, const void *b, int dt);
 
 #ifdef __cplusplus

@@ -170,7 +170,7 @@ static int random_dt(cudaStream_t s, unsigned grid, int dist, void *dst, int64_t
   if (dist == GL_KR_UNIFORM || dist == GL_KR_NORMAL) {
     if constexpr (gl_dt<DT>::kind == GL_KIND_FLOAT) {
       bool normal = dist == GL_KR_NORMAL;
-      if constexpr (gl_dt<DT>::fam == 1) {
+      if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) {
         if (normal) gl_krandom_d<true><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
         else gl_krandom_d<false><<<grid, GL_KTHREADS, 0, s>>>(d, n, r, whole);
       } else {

@@ -1,10 +1,10 @@
 /*
 ** reduce.cu — reductions (sum prod max min argmax argmin all any mean var norm logsumexp)
-** and scans (cumsum, cumprod) on the GPU. src/backend/cpu/cpu_reduce.c is the reference:
-** the same compute types (float for float32/float16/bfloat16 results, double for float64,
-** int64 wrapping for integers), the same NaN rules (max/min propagate NaN, argmax/argmin
-** give the first NaN, all/any count NaN as true), the same compositions (var = mean then
-** the sum of squared deviations; logsumexp shifted by a finite max).
+** and scans (cumsum, cumprod) on the GPU. src/backend/cpu/cpu_reduce.c and cpu_scan.c are
+** the reference: the same compute types (float for float32/float16/bfloat16 results,
+** double for float64, int64 wrapping for integers), the same NaN rules (max/min propagate
+** NaN, argmax/argmin give the first NaN, all/any count NaN as true), the same compositions
+** (var = mean then the sum of squared deviations; logsumexp shifted by a finite max).
 **
 ** A reduction is a few "passes" and "finishes". A pass splits each output's K reduced
 ** elements into P parts; a group of G threads (1, a warp, or a block) reduces one (output,
@@ -23,20 +23,18 @@
 
 /* ---- compute types --------------------------------------------------------------------- */
 
-enum { CTK_F32 = 0, CTK_F64 = 1, CTK_I64 = 2 };
-
 /* VT: the value an element is computed in; AT: sums and products accumulate in it. */
 template <int CTK> struct gl_ct;
-template <> struct gl_ct<CTK_F32> { typedef float VT; typedef double AT; };
-template <> struct gl_ct<CTK_F64> { typedef double VT; typedef double AT; };
-template <> struct gl_ct<CTK_I64> { typedef int64_t VT; typedef uint64_t AT; };
+template <> struct gl_ct<GL_KCOMPUTE_FLOAT32> { typedef float VT; typedef double AT; };
+template <> struct gl_ct<GL_KCOMPUTE_FLOAT64> { typedef double VT; typedef double AT; };
+template <> struct gl_ct<GL_KCOMPUTE_INT64> { typedef int64_t VT; typedef uint64_t AT; };
 
-/* A stored element of dtype SDT as compute type CTK (as cpu_reduce.c's conversions). */
+/* A stored element of dtype SDT as compute type CTK (as cpu_reduce_kernels.c's conversions). */
 template <int SDT, int CTK>
 __device__ __forceinline__ typename gl_ct<CTK>::VT gl_rconv(typename gl_dt<SDT>::S x) {
   auto v = gl_dt<SDT>::load(x);
-  if constexpr (CTK == CTK_I64) {
-    if constexpr (gl_dt<SDT>::fam == 2) return (int64_t)v;
+  if constexpr (CTK == GL_KCOMPUTE_INT64) {
+    if constexpr (gl_dt<SDT>::compute == GL_KCOMPUTE_INT64) return (int64_t)v;
     else return gl_sat_int64((double)v);
   } else {
     return (typename gl_ct<CTK>::VT)v;
@@ -56,25 +54,33 @@ struct gl_part { double f; int64_t i; int64_t idx; };
 
 /* ---- the walk ------------------------------------------------------------------------- */
 
-__device__ __forceinline__ void gl_kept_offsets(const gl_kred &r, int64_t o, int64_t *so, int64_t *dof) {
+/* The src and dst offsets of position o of a C-order walk over nd axes (extents, src and dst
+** strides). */
+__device__ __forceinline__ void gl_walk_offsets(int nd, const int64_t *shape, const int64_t *ss,
+                                                const int64_t *ds, int64_t o, int64_t *so, int64_t *dof) {
   int64_t s = 0, d = 0;
-  for (int k = r.nk - 1; k >= 0; k--) {
-    int64_t n = r.kshape[k], q = o / n, c = o - q * n;
+  for (int k = nd - 1; k >= 0; k--) {
+    int64_t n = shape[k], q = o / n, c = o - q * n;
     o = q;
-    s += c * r.kss[k];
-    d += c * r.kds[k];
+    s += c * ss[k];
+    d += c * ds[k];
   }
   *so = s;
   *dof = d;
 }
 
-__device__ __forceinline__ int64_t gl_red_offset(const gl_kred &r, int64_t k) {
-  if (r.nr == 1) return k * r.rss[0];
+/* Output o's offsets in src and dst (the kept axes). */
+__device__ __forceinline__ void gl_kept_offsets(const gl_reduce_args &r, int64_t o, int64_t *so, int64_t *dof) {
+  gl_walk_offsets(r.nkept, r.kept_shape, r.kept_src_strides, r.kept_dst_strides, o, so, dof);
+}
+
+__device__ __forceinline__ int64_t gl_red_offset(const gl_reduce_args &r, int64_t k) {
+  if (r.nreduced == 1) return k * r.reduced_src_strides[0];
   int64_t s = 0;
-  for (int d = r.nr - 1; d >= 0; d--) {
-    int64_t n = r.rshape[d], q = k / n, c = k - q * n;
+  for (int d = r.nreduced - 1; d >= 0; d--) {
+    int64_t n = r.reduced_shape[d], q = k / n, c = k - q * n;
     k = q;
-    s += c * r.rss[d];
+    s += c * r.reduced_src_strides[d];
   }
   return s;
 }
@@ -141,7 +147,7 @@ __device__ __forceinline__ void gl_argpick(V &bv, int64_t &bi, V v, int64_t i, b
 
 template <int SDT, int CTK>
 __global__ void __launch_bounds__(GL_KTHREADS)
-gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part *part,
+gl_k_rpass(const gl_reduce_args r, int kind, const typename gl_dt<SDT>::S *src, gl_part *part,
            const double *param, double p_, int64_t P, int64_t chunk, int G) {
   typedef typename gl_ct<CTK>::VT V;
   typedef typename gl_ct<CTK>::AT A;
@@ -167,26 +173,26 @@ gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part
       A acc = 0;
       for (int64_t k = lo + lane; k < hi; k += G) {
         V v = gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
-        if constexpr (CTK == CTK_I64) acc += (A)v;
+        if constexpr (CTK == GL_KCOMPUTE_INT64) acc += (A)v;
         else acc += (A)gl_map<V>(kind, v, a, p);
       }
-      acc = gl_group<A>(acc, G, [](A u, A w) { return u + w; }, sizeof(A) == 8 && CTK == CTK_I64 ? (A *)su : (A *)sf);
-      if constexpr (CTK == CTK_I64) out.i = (int64_t)acc; else out.f = (double)acc;
+      acc = gl_group<A>(acc, G, [](A u, A w) { return u + w; }, sizeof(A) == 8 && CTK == GL_KCOMPUTE_INT64 ? (A *)su : (A *)sf);
+      if constexpr (CTK == GL_KCOMPUTE_INT64) out.i = (int64_t)acc; else out.f = (double)acc;
     } else if (kind == GL_KRK_PROD) {
       A acc = 1;
       for (int64_t k = lo + lane; k < hi; k += G) acc *= (A)gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
-      acc = gl_group<A>(acc, G, [](A u, A w) { return u * w; }, CTK == CTK_I64 ? (A *)su : (A *)sf);
-      if constexpr (CTK == CTK_I64) out.i = (int64_t)acc; else out.f = (double)acc;
+      acc = gl_group<A>(acc, G, [](A u, A w) { return u * w; }, CTK == GL_KCOMPUTE_INT64 ? (A *)su : (A *)sf);
+      if constexpr (CTK == GL_KCOMPUTE_INT64) out.i = (int64_t)acc; else out.f = (double)acc;
     } else if (kind <= GL_KRK_MINABS) {
       bool max = kind == GL_KRK_MAX || kind == GL_KRK_MAXABS, abs = kind >= GL_KRK_MAXABS;
       V m;
-      if constexpr (CTK == CTK_I64) m = max ? INT64_MIN : INT64_MAX;
+      if constexpr (CTK == GL_KCOMPUTE_INT64) m = max ? INT64_MIN : INT64_MAX;
       else m = max ? (V)-INFINITY : (V)INFINITY;
       for (int64_t k = lo + lane; k < hi; k += G) {
         V v = gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
         m = gl_ext<V>(m, abs ? gl_abs(v) : v, max);
       }
-      if constexpr (CTK == CTK_I64) {
+      if constexpr (CTK == GL_KCOMPUTE_INT64) {
         int64_t mi = gl_group<int64_t>((int64_t)m, G, [max](int64_t u, int64_t w) { return gl_ext<int64_t>(u, w, max); }, si);
         out.i = mi;
       } else {
@@ -206,7 +212,7 @@ gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part
     } else {                                  /* argmax / argmin */
       bool max = kind == GL_KRK_ARGMAX;
       V bv;
-      if constexpr (CTK == CTK_I64) bv = max ? INT64_MIN : INT64_MAX;
+      if constexpr (CTK == GL_KCOMPUTE_INT64) bv = max ? INT64_MIN : INT64_MAX;
       else bv = max ? (V)-INFINITY : (V)INFINITY;
       int64_t bi = INT64_MAX;
       for (int64_t k = lo + lane; k < hi; k += G)
@@ -222,20 +228,20 @@ gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part
         if (G > 32) {
           int w = threadIdx.x / 32;
           if (threadIdx.x % 32 == 0) {
-            if constexpr (CTK == CTK_I64) su[w] = (uint64_t)bv; else sf[w] = (double)bv;
+            if constexpr (CTK == GL_KCOMPUTE_INT64) su[w] = (uint64_t)bv; else sf[w] = (double)bv;
             si[w] = bi;
           }
           __syncthreads();
           if (threadIdx.x == 0)
             for (int k = 1; k < (int)(blockDim.x / 32); k++) {
               V ov;
-              if constexpr (CTK == CTK_I64) ov = (V)su[k]; else ov = (V)sf[k];
+              if constexpr (CTK == GL_KCOMPUTE_INT64) ov = (V)su[k]; else ov = (V)sf[k];
               gl_argpick<V>(bv, bi, ov, si[k], max);
             }
           __syncthreads();
         }
       }
-      if constexpr (CTK == CTK_I64) out.i = (int64_t)bv; else out.f = (double)bv;
+      if constexpr (CTK == GL_KCOMPUTE_INT64) out.i = (int64_t)bv; else out.f = (double)bv;
       out.idx = bi;
     }
     if (live && lane == 0) part[pi * r.M + o] = out;
@@ -251,10 +257,10 @@ gl_k_rpass(const gl_kred r, int kind, const typename gl_dt<SDT>::S *src, gl_part
 ** types) take gl_k_rpass. */
 static bool gl_rfull_has(int kind, int sdt, int ctk) {
   /* the natural compute type of a dtype is its family: float, double, int64 */
-  if (GL_DISPATCH_DTYPE(sdt, DT, gl_dt<DT>::fam) != ctk) return false;
+  if (GL_DISPATCH_DTYPE(sdt, DT, gl_dt<DT>::compute) != ctk) return false;
   switch (kind) {
     case GL_KRK_SUM: case GL_KRK_MAX: case GL_KRK_MIN: case GL_KRK_ALL: case GL_KRK_ANY: return true;
-    case GL_KRK_SUMABS: case GL_KRK_SUMSQ: case GL_KRK_SUMDEV: case GL_KRK_SUMEXP: return ctk != CTK_I64;
+    case GL_KRK_SUMABS: case GL_KRK_SUMSQ: case GL_KRK_SUMDEV: case GL_KRK_SUMEXP: return ctk != GL_KCOMPUTE_INT64;
     default: return false;
   }
 }
@@ -283,12 +289,12 @@ gl_k_rfull(const typename gl_dt<SDT>::S *x, int64_t K, gl_part *part, const doub
   A acc = 0;                                          /* sums */
   int64_t fl = KIND == GL_KRK_ALL ? 1 : 0;            /* all, any */
   V m;                                                /* max, min */
-  if constexpr (CTK == CTK_I64) m = MAX ? INT64_MIN : INT64_MAX;
+  if constexpr (CTK == GL_KCOMPUTE_INT64) m = MAX ? INT64_MIN : INT64_MAX;
   else m = MAX ? (V)-INFINITY : (V)INFINITY;
   auto step = [&](S s) {
     V v = gl_rconv<SDT, CTK>(s);
     if constexpr (SUMS) {
-      if constexpr (CTK == CTK_I64) acc += (A)v;
+      if constexpr (CTK == GL_KCOMPUTE_INT64) acc += (A)v;
       else acc += (A)gl_map<V>(KIND, v, a, p);
     } else if constexpr (EXT) {
       m = gl_ext<V>(m, ABS ? gl_abs(v) : v, MAX);
@@ -319,12 +325,12 @@ gl_k_rfull(const typename gl_dt<SDT>::S *x, int64_t K, gl_part *part, const doub
   if (rest + t < K) step(x[rest + t]);
   gl_part out = { 0.0, 0, 0 };
   if constexpr (EXT) {
-    if constexpr (CTK == CTK_I64)
+    if constexpr (CTK == GL_KCOMPUTE_INT64)
       out.i = gl_group<int64_t>((int64_t)m, GL_KTHREADS, [](int64_t u, int64_t w) { return gl_ext<int64_t>(u, w, MAX); }, si);
     else
       out.f = gl_group<double>((double)m, GL_KTHREADS, [](double u, double w) { return gl_ext<double>(u, w, MAX); }, sf);
   } else if constexpr (SUMS) {
-    if constexpr (CTK == CTK_I64) out.i = (int64_t)gl_group<A>(acc, GL_KTHREADS, [](A u, A w) { return u + w; }, (A *)su);
+    if constexpr (CTK == GL_KCOMPUTE_INT64) out.i = (int64_t)gl_group<A>(acc, GL_KTHREADS, [](A u, A w) { return u + w; }, (A *)su);
     else out.f = (double)gl_group<A>(acc, GL_KTHREADS, [](A u, A w) { return u + w; }, (A *)sf);
   } else if constexpr (KIND == GL_KRK_ALL) {
     out.i = gl_group<int64_t>(fl, GL_KTHREADS, [](int64_t u, int64_t w) { return u & w; }, si);
@@ -339,19 +345,19 @@ gl_k_rfull(const typename gl_dt<SDT>::S *x, int64_t K, gl_part *part, const doub
 /* Two partials of a pass of 'kind' as one. */
 __device__ __forceinline__ gl_part gl_combine(gl_part a, gl_part b, int kind, int ctk) {
   if (kind <= GL_KRK_SUMNZ) {
-    if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); else a.f += b.f;
+    if (ctk == GL_KCOMPUTE_INT64) a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); else a.f += b.f;
   } else if (kind == GL_KRK_PROD) {
-    if (ctk == CTK_I64) a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); else a.f *= b.f;
+    if (ctk == GL_KCOMPUTE_INT64) a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); else a.f *= b.f;
   } else if (kind <= GL_KRK_MINABS) {
     bool max = kind == GL_KRK_MAX || kind == GL_KRK_MAXABS;
-    if (ctk == CTK_I64) a.i = gl_ext<int64_t>(a.i, b.i, max); else a.f = gl_ext<double>(a.f, b.f, max);
+    if (ctk == GL_KCOMPUTE_INT64) a.i = gl_ext<int64_t>(a.i, b.i, max); else a.f = gl_ext<double>(a.f, b.f, max);
   } else if (kind == GL_KRK_ALL) {
     a.i = a.i & b.i;
   } else if (kind == GL_KRK_ANY) {
     a.i = a.i | b.i;
   } else {
     bool max = kind == GL_KRK_ARGMAX;
-    if (ctk == CTK_I64) gl_argpick<int64_t>(a.i, a.idx, b.i, b.idx, max);
+    if (ctk == GL_KCOMPUTE_INT64) gl_argpick<int64_t>(a.i, a.idx, b.i, b.idx, max);
     else gl_argpick<double>(a.f, a.idx, b.f, b.idx, max);
   }
   return a;
@@ -381,17 +387,17 @@ enum {
 /* Output o from its folded partial a: the result into dst, or (pout) a parameter of the
 ** next pass. */
 template <int DDT>
-__device__ __forceinline__ void gl_rfinish_one(const gl_kred &r, gl_part a, int64_t o, int ctk, int how,
+__device__ __forceinline__ void gl_rfinish_one(const gl_reduce_args &r, gl_part a, int64_t o, int ctk, int how,
                                                double param, double *pout, const double *shift,
                                                typename gl_dt<DDT>::S *dst) {
-  bool f32 = ctk == CTK_F32;
+  bool f32 = ctk == GL_KCOMPUTE_FLOAT32;
   double v = a.f;
   if (f32) v = (double)(float)v;                /* the sum as the CT had it */
   bool isint = false;
   int64_t iv = 0;
   switch (how) {
     case GL_KF_VALUE:
-      if (ctk == CTK_I64) { isint = true; iv = a.i; }
+      if (ctk == GL_KCOMPUTE_INT64) { isint = true; iv = a.i; }
       break;
     case GL_KF_INT: isint = true; iv = a.i; break;
     case GL_KF_INDEX: isint = true; iv = a.idx; break;
@@ -417,7 +423,7 @@ __device__ __forceinline__ void gl_rfinish_one(const gl_kred &r, gl_part a, int6
 
 /* One thread per output, folding its P partials in order. */
 template <int DDT>
-__global__ void gl_k_rfinish(const gl_kred r, const gl_part *part, int64_t P, int kind, int ctk,
+__global__ void gl_k_rfinish(const gl_reduce_args r, const gl_part *part, int64_t P, int kind, int ctk,
                              int how, double param, double *pout, const double *shift,
                              typename gl_dt<DDT>::S *dst) {
   GL_KLOOP(o, r.M) gl_rfinish_one<DDT>(r, gl_fold(part, r.M, P, o, kind, ctk), o, ctk, how, param, pout, shift, dst);
@@ -428,7 +434,7 @@ __global__ void gl_k_rfinish(const gl_kred r, const gl_part *part, int64_t P, in
 ** A thread that drew no partial stays out of the tree. */
 template <int DDT>
 __global__ void __launch_bounds__(GL_KTHREADS)
-gl_k_rfinish1(const gl_kred r, const gl_part *part, int64_t P, int kind, int ctk, int how, double param,
+gl_k_rfinish1(const gl_reduce_args r, const gl_part *part, int64_t P, int kind, int ctk, int how, double param,
               double *pout, const double *shift, typename gl_dt<DDT>::S *dst) {
   __shared__ gl_part sp[GL_KTHREADS];
   __shared__ bool sh[GL_KTHREADS];
@@ -463,13 +469,13 @@ typedef struct gl_rplan { int G; bool full; int64_t P, chunk; } gl_rplan;
 ** block of gl_k_rfull's grid instead: one wave of the device, at most 1024, at least
 ** 16 elements per thread; gl_k_rpass then runs with the same parts when the kind has no
 ** gl_k_rfull kernel. */
-static gl_rplan plan(const gl_kred *r) {
+static gl_rplan plan(const gl_reduce_args *r) {
   gl_rplan pl;
-  pl.full = r->M == 1 && r->nr == 1 && r->rss[0] == 1 && r->K > 0;
+  pl.full = r->M == 1 && r->nreduced == 1 && r->reduced_src_strides[0] == 1 && r->K > 0;
   int64_t kmin = INT64_MAX, rmin = INT64_MAX;
-  for (int k = 0; k < r->nk; k++) { int64_t s = r->kss[k] < 0 ? -r->kss[k] : r->kss[k]; if (s < kmin) kmin = s; }
-  for (int k = 0; k < r->nr; k++) { int64_t s = r->rss[k] < 0 ? -r->rss[k] : r->rss[k]; if (s < rmin) rmin = s; }
-  if (r->nr == 0 || (r->nk > 0 && kmin < rmin && r->M >= 256)) pl.G = 1;
+  for (int k = 0; k < r->nkept; k++) { int64_t s = r->kept_src_strides[k] < 0 ? -r->kept_src_strides[k] : r->kept_src_strides[k]; if (s < kmin) kmin = s; }
+  for (int k = 0; k < r->nreduced; k++) { int64_t s = r->reduced_src_strides[k] < 0 ? -r->reduced_src_strides[k] : r->reduced_src_strides[k]; if (s < rmin) rmin = s; }
+  if (r->nreduced == 0 || (r->nkept > 0 && kmin < rmin && r->M >= 256)) pl.G = 1;
   else pl.G = r->K >= 4096 ? 256 : 32;
   int64_t want = ((int64_t)1 << 18) / pl.G;          /* groups that fill the GPU */
   int64_t pmax = r->K / ((int64_t)pl.G * 16);
@@ -490,7 +496,7 @@ static gl_rplan plan(const gl_kred *r) {
   return pl;
 }
 
-extern "C" size_t gl_kreduce_scratch(const gl_kred *r) {
+extern "C" size_t gl_reduce_scratch(const gl_reduce_args *r) {
   gl_rplan pl = plan(r);
   /* a full reduction's part count follows the SM count: size for its cap, so a second
   ** plan() that saw another count can never write past the scratch */
@@ -501,7 +507,7 @@ extern "C" size_t gl_kreduce_scratch(const gl_kred *r) {
 /* ---- launchers ------------------------------------------------------------------------------ */
 
 template <int SDT, int CTK>
-static int rpass_dt(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, unsigned blocks, int kind,
+static int rpass_dt(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, unsigned blocks, int kind,
                     const void *src, gl_part *part, const double *param, double p) {
   gl_k_rpass<SDT, CTK><<<blocks, GL_KTHREADS, 0, s>>>(*r, kind, (const typename gl_dt<SDT>::S *)src, part, param,
                                                      p, pl->P, pl->chunk, pl->G);
@@ -509,7 +515,7 @@ static int rpass_dt(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, unsign
 }
 
 template <int CTK>
-static int rpass_ct(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind, const void *src,
+static int rpass_ct(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, int kind, const void *src,
                     int sdt, gl_part *part, const double *param, double p) {
   int64_t items = r->M * pl->P, gpb = GL_KTHREADS / pl->G;
   int64_t b = (items + gpb - 1) / gpb;
@@ -524,7 +530,7 @@ static int rfull_dt(cudaStream_t s, const gl_rplan *pl, const void *src, int64_t
                     const double *param, double p) {
   constexpr bool INT_KIND = KIND == GL_KRK_SUM || KIND == GL_KRK_MAX || KIND == GL_KRK_MIN || KIND == GL_KRK_ALL ||
                             KIND == GL_KRK_ANY;
-  if constexpr (gl_dt<SDT>::fam != CTK || (CTK == CTK_I64 && !INT_KIND)) {
+  if constexpr (gl_dt<SDT>::compute != CTK || (CTK == GL_KCOMPUTE_INT64 && !INT_KIND)) {
     return GL_KERR_NOTSUP;
   } else {
     gl_k_rfull<SDT, CTK, KIND><<<(unsigned)pl->P, GL_KTHREADS, 0, s>>>((const typename gl_dt<SDT>::S *)src, K, part,
@@ -556,26 +562,26 @@ static int rfull_ct(cudaStream_t s, const gl_rplan *pl, int kind, const void *sr
   }
 }
 
-static int rpass(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, int kind, const void *src,
+static int rpass(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, int kind, const void *src,
                  int sdt, int ctk, gl_part *part, const double *param, double p) {
-  if (ctk == CTK_I64 && kind > GL_KRK_SUM && kind <= GL_KRK_SUMNZ) return GL_KERR_NOTSUP;
+  if (ctk == GL_KCOMPUTE_INT64 && kind > GL_KRK_SUM && kind <= GL_KRK_SUMNZ) return GL_KERR_NOTSUP;
   if (pl->full && gl_rfull_has(kind, sdt, ctk)) {
     switch (ctk) {
-      case CTK_F32: return rfull_ct<CTK_F32>(s, pl, kind, src, sdt, r->K, part, param, p);
-      case CTK_F64: return rfull_ct<CTK_F64>(s, pl, kind, src, sdt, r->K, part, param, p);
-      default: return rfull_ct<CTK_I64>(s, pl, kind, src, sdt, r->K, part, param, p);
+      case GL_KCOMPUTE_FLOAT32: return rfull_ct<GL_KCOMPUTE_FLOAT32>(s, pl, kind, src, sdt, r->K, part, param, p);
+      case GL_KCOMPUTE_FLOAT64: return rfull_ct<GL_KCOMPUTE_FLOAT64>(s, pl, kind, src, sdt, r->K, part, param, p);
+      default: return rfull_ct<GL_KCOMPUTE_INT64>(s, pl, kind, src, sdt, r->K, part, param, p);
     }
   }
   switch (ctk) {
-    case CTK_F32: return rpass_ct<CTK_F32>(s, r, pl, kind, src, sdt, part, param, p);
-    case CTK_F64: return rpass_ct<CTK_F64>(s, r, pl, kind, src, sdt, part, param, p);
-    case CTK_I64: return rpass_ct<CTK_I64>(s, r, pl, kind, src, sdt, part, param, p);
+    case GL_KCOMPUTE_FLOAT32: return rpass_ct<GL_KCOMPUTE_FLOAT32>(s, r, pl, kind, src, sdt, part, param, p);
+    case GL_KCOMPUTE_FLOAT64: return rpass_ct<GL_KCOMPUTE_FLOAT64>(s, r, pl, kind, src, sdt, part, param, p);
+    case GL_KCOMPUTE_INT64: return rpass_ct<GL_KCOMPUTE_INT64>(s, r, pl, kind, src, sdt, part, param, p);
     default: return GL_KERR_NOTSUP;
   }
 }
 
 template <int DDT>
-static int rfinish_dt(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const gl_part *part, int kind,
+static int rfinish_dt(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, const gl_part *part, int kind,
                       int ctk, int how, double param, double *pout, const double *shift, void *dst) {
   typedef typename gl_dt<DDT>::S S;
   if (r->M == 1)
@@ -586,7 +592,7 @@ static int rfinish_dt(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, cons
   return gl_klaunched();
 }
 
-static int rfinish(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const gl_part *part,
+static int rfinish(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, const gl_part *part,
                    int kind, int ctk, int how, double param, double *pout, const double *shift,
                    void *dst, int ddt) {
   return GL_DISPATCH_DTYPE(ddt, DT, rfinish_dt<DT>(s, r, pl, part, kind, ctk, how, param, pout, shift, dst));
@@ -594,40 +600,29 @@ static int rfinish(cudaStream_t s, const gl_kred *r, const gl_rplan *pl, const g
 
 #define GL_RTRY(call) do { int rc_ = (call); if (rc_ != 0) return rc_; } while (0)
 
-extern "C" int gl_klaunch_reduce(void *stream, int op, const gl_kred *r, void *dst, int ddt,
+extern "C" int gl_klaunch_reduce(void *stream, int op, const gl_reduce_args *r, void *dst, int ddt,
                                  const void *src, int sdt, int ctk, double param, void *scratch) {
   if (r->M <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
   gl_rplan pl = plan(r);
   gl_part *part = (gl_part *)scratch;
   double *pbuf = (double *)((char *)scratch + (size_t)(r->M * pl.P) * sizeof(gl_part));
-  bool ci = ctk == CTK_I64;
+  bool ci = ctk == GL_KCOMPUTE_INT64;
+  /* one pass of kind k, finished as 'how' into dst */
+  auto one_pass = [&](int k, int how) -> int {
+    GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
+    return rfinish(s, r, &pl, part, k, ctk, how, 0, NULL, NULL, dst, ddt);
+  };
   switch (op) {
-    case GL_KR_SUM:
-      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
-    case GL_KR_PROD:
-      GL_RTRY(rpass(s, r, &pl, GL_KRK_PROD, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, GL_KRK_PROD, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
-    case GL_KR_MAX: case GL_KR_MIN: {
-      int k = op == GL_KR_MAX ? GL_KRK_MAX : GL_KRK_MIN;
-      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, k, ctk, GL_KF_VALUE, 0, NULL, NULL, dst, ddt);
-    }
-    case GL_KR_ARGMAX: case GL_KR_ARGMIN: {
-      int k = op == GL_KR_ARGMAX ? GL_KRK_ARGMAX : GL_KRK_ARGMIN;
-      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, k, ctk, GL_KF_INDEX, 0, NULL, NULL, dst, ddt);
-    }
-    case GL_KR_ALL: case GL_KR_ANY: {
-      int k = op == GL_KR_ALL ? GL_KRK_ALL : GL_KRK_ANY;
-      GL_RTRY(rpass(s, r, &pl, k, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, k, ctk, GL_KF_INT, 0, NULL, NULL, dst, ddt);
-    }
-    case GL_KR_MEAN:
-      if (ci) return GL_KERR_NOTSUP;
-      GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
-      return rfinish(s, r, &pl, part, GL_KRK_SUM, ctk, GL_KF_MEAN, 0, NULL, NULL, dst, ddt);
+    case GL_KR_SUM: return one_pass(GL_KRK_SUM, GL_KF_VALUE);
+    case GL_KR_PROD: return one_pass(GL_KRK_PROD, GL_KF_VALUE);
+    case GL_KR_MAX: return one_pass(GL_KRK_MAX, GL_KF_VALUE);
+    case GL_KR_MIN: return one_pass(GL_KRK_MIN, GL_KF_VALUE);
+    case GL_KR_ARGMAX: return one_pass(GL_KRK_ARGMAX, GL_KF_INDEX);
+    case GL_KR_ARGMIN: return one_pass(GL_KRK_ARGMIN, GL_KF_INDEX);
+    case GL_KR_ALL: return one_pass(GL_KRK_ALL, GL_KF_INT);
+    case GL_KR_ANY: return one_pass(GL_KRK_ANY, GL_KF_INT);
+    case GL_KR_MEAN: return ci ? GL_KERR_NOTSUP : one_pass(GL_KRK_SUM, GL_KF_MEAN);
     case GL_KR_VAR:
       if (ci) return GL_KERR_NOTSUP;
       GL_RTRY(rpass(s, r, &pl, GL_KRK_SUM, src, sdt, ctk, part, NULL, 0));
@@ -668,12 +663,12 @@ __device__ __forceinline__ A gl_sload(const void *p, int64_t off, int sdt, int c
   gl_dispatch_dtype(sdt, 0, [&](auto c) -> int {
     constexpr int DT = decltype(c)::value;
     auto v = gl_dt<DT>::load(((const typename gl_dt<DT>::S *)p)[off]);
-    if constexpr (gl_dt<DT>::fam == 2) i = (int64_t)v;
+    if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_INT64) i = (int64_t)v;
     else { f = (double)v; isf = true; }
     return 0;
   });
-  if (ctk == CTK_I64) return (A)(isf ? gl_sat_int64(f) : i);
-  if (ctk == CTK_F32) return (A)(isf ? (float)f : (float)i);
+  if (ctk == GL_KCOMPUTE_INT64) return (A)(isf ? gl_sat_int64(f) : i);
+  if (ctk == GL_KCOMPUTE_FLOAT32) return (A)(isf ? (float)f : (float)i);
   return (A)(isf ? f : (double)i);
 }
 
@@ -683,40 +678,32 @@ __device__ __forceinline__ void gl_sstore(void *p, int64_t off, int ddt, A v) {
   gl_dispatch_dtype(ddt, 0, [&](auto c) -> int {
     constexpr int DT = decltype(c)::value;
     typedef typename gl_dt<DT>::S S;
-    if constexpr (gl_dt<DT>::fam == 2) ((S *)p)[off] = gl_dt<DT>::store_i(v);
+    if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_INT64) ((S *)p)[off] = gl_dt<DT>::store_i(v);
     else ((S *)p)[off] = gl_dt<DT>::store_f(v);
     return 0;
   });
 }
 
 /* The line's offsets in src and dst: every axis but the scanned one. */
-__device__ __forceinline__ void gl_line_offsets(const gl_kscan &sc, int64_t l, int64_t *so, int64_t *dof) {
-  int64_t s = 0, d = 0;
-  for (int k = sc.nd - 1; k >= 0; k--) {
-    int64_t n = sc.shape[k], q = l / n, c = l - q * n;
-    l = q;
-    s += c * sc.ss[k];
-    d += c * sc.ds[k];
-  }
-  *so = s;
-  *dof = d;
+__device__ __forceinline__ void gl_line_offsets(const gl_scan_args &sc, int64_t l, int64_t *so, int64_t *dof) {
+  gl_walk_offsets(sc.ndim, sc.shape, sc.src_strides, sc.dst_strides, l, so, dof);
 }
 
 /* Float scans run in the CT (float for float32) as the CPU's sequential loop does. */
 template <int CTK> struct gl_sacc { typedef typename gl_ct<CTK>::VT T; };
-template <> struct gl_sacc<CTK_I64> { typedef uint64_t T; };
+template <> struct gl_sacc<GL_KCOMPUTE_INT64> { typedef uint64_t T; };
 
 template <int CTK, bool PROD>
-__global__ void gl_k_scan_lines(const gl_kscan sc, void *dst, int ddt, const void *src, int sdt) {
+__global__ void gl_k_scan_lines(const gl_scan_args sc, void *dst, int ddt, const void *src, int sdt) {
   typedef typename gl_sacc<CTK>::T A;
   GL_KLOOP(l, sc.lines) {
     int64_t so, dof;
     gl_line_offsets(sc, l, &so, &dof);
     A c = PROD ? (A)1 : (A)0;
     for (int64_t k = 0; k < sc.K; k++) {
-      A v = gl_sload<A>(src, so + k * sc.sa, sdt, CTK);
+      A v = gl_sload<A>(src, so + k * sc.src_stride, sdt, CTK);
       c = PROD ? (A)(c * v) : (A)(c + v);
-      gl_sstore<A>(dst, dof + k * sc.da, ddt, c);
+      gl_sstore<A>(dst, dof + k * sc.dst_stride, ddt, c);
     }
   }
 }
@@ -728,7 +715,7 @@ template <class A, bool PROD> struct gl_sop {
 /* One block per line, 256 elements at a time through cub::BlockScan, with a carry. */
 template <int CTK, bool PROD>
 __global__ void __launch_bounds__(GL_KTHREADS)
-gl_k_scan_block(const gl_kscan sc, void *dst, int ddt, const void *src, int sdt) {
+gl_k_scan_block(const gl_scan_args sc, void *dst, int ddt, const void *src, int sdt) {
   typedef typename gl_sacc<CTK>::T A;
   typedef cub::BlockScan<A, GL_KTHREADS> BS;
   __shared__ typename BS::TempStorage tmp;
@@ -739,11 +726,11 @@ gl_k_scan_block(const gl_kscan sc, void *dst, int ddt, const void *src, int sdt)
     A carry = PROD ? (A)1 : (A)0;
     for (int64_t k0 = 0; k0 < sc.K; k0 += GL_KTHREADS) {
       int64_t k = k0 + threadIdx.x;
-      A v = k < sc.K ? gl_sload<A>(src, so + k * sc.sa, sdt, CTK) : (PROD ? (A)1 : (A)0);
+      A v = k < sc.K ? gl_sload<A>(src, so + k * sc.src_stride, sdt, CTK) : (PROD ? (A)1 : (A)0);
       A out, agg;
       BS(tmp).InclusiveScan(v, out, op, agg);
       out = op(carry, out);
-      if (k < sc.K) gl_sstore<A>(dst, dof + k * sc.da, ddt, out);
+      if (k < sc.K) gl_sstore<A>(dst, dof + k * sc.dst_stride, ddt, out);
       carry = op(carry, agg);
       __syncthreads();
     }
@@ -751,7 +738,7 @@ gl_k_scan_block(const gl_kscan sc, void *dst, int ddt, const void *src, int sdt)
 }
 
 template <int CTK>
-static int scan_ct(cudaStream_t s, bool prod, const gl_kscan *sc, void *dst, int ddt, const void *src, int sdt) {
+static int scan_ct(cudaStream_t s, bool prod, const gl_scan_args *sc, void *dst, int ddt, const void *src, int sdt) {
   /* a block per line when lines are few and long; else a thread per line */
   bool block = sc->K >= 512 && sc->lines < 4096;
   if (block) {
@@ -765,14 +752,14 @@ static int scan_ct(cudaStream_t s, bool prod, const gl_kscan *sc, void *dst, int
   return gl_klaunched();
 }
 
-extern "C" int gl_klaunch_scan(void *stream, int prod, const gl_kscan *sc, void *dst, int ddt,
+extern "C" int gl_klaunch_scan(void *stream, int prod, const gl_scan_args *sc, void *dst, int ddt,
                                const void *src, int sdt, int ctk) {
   if (sc->lines <= 0 || sc->K <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
   switch (ctk) {
-    case CTK_F32: return scan_ct<CTK_F32>(s, prod != 0, sc, dst, ddt, src, sdt);
-    case CTK_F64: return scan_ct<CTK_F64>(s, prod != 0, sc, dst, ddt, src, sdt);
-    case CTK_I64: return scan_ct<CTK_I64>(s, prod != 0, sc, dst, ddt, src, sdt);
+    case GL_KCOMPUTE_FLOAT32: return scan_ct<GL_KCOMPUTE_FLOAT32>(s, prod != 0, sc, dst, ddt, src, sdt);
+    case GL_KCOMPUTE_FLOAT64: return scan_ct<GL_KCOMPUTE_FLOAT64>(s, prod != 0, sc, dst, ddt, src, sdt);
+    case GL_KCOMPUTE_INT64: return scan_ct<GL_KCOMPUTE_INT64>(s, prod != 0, sc, dst, ddt, src, sdt);
     default: return GL_KERR_NOTSUP;
   }
 }

@@ -16,15 +16,15 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 /* Offsets of lane l in src, values, indices (every axis but the sorted one). */
-__device__ __forceinline__ void gl_lane_offsets(const gl_ksort &k, int64_t l, int64_t *so, int64_t *vo,
+__device__ __forceinline__ void gl_lane_offsets(const gl_sort_args &k, int64_t l, int64_t *so, int64_t *vo,
                                                 int64_t *io) {
   int64_t s = 0, v = 0, i = 0;
-  for (int d = k.nd - 1; d >= 0; d--) {
+  for (int d = k.ndim - 1; d >= 0; d--) {
     int64_t n = k.shape[d], q = l / n, c = l - q * n;
     l = q;
-    s += c * k.sst[d];
-    v += c * k.vst[d];
-    i += c * k.ist[d];
+    s += c * k.src_strides[d];
+    v += c * k.values_strides[d];
+    i += c * k.indices_strides[d];
   }
   *so = s;
   *vo = v;
@@ -81,7 +81,7 @@ template <> struct gl_key<GL_KD_FLOAT64> {
 };
 
 template <int DT>
-__global__ void gl_k_sort_keys(const gl_ksort k, const typename gl_dt<DT>::S *src, bool desc,
+__global__ void gl_k_sort_keys(const gl_sort_args k, const typename gl_dt<DT>::S *src, bool desc,
                                typename gl_key<DT>::K *keys, int32_t *pos) {
   typedef typename gl_key<DT>::K K;
   int64_t total = k.lanes * k.n;
@@ -89,7 +89,7 @@ __global__ void gl_k_sort_keys(const gl_ksort k, const typename gl_dt<DT>::S *sr
     int64_t l = e / k.n, j = e - l * k.n, so, vo, io;
     gl_lane_offsets(k, l, &so, &vo, &io);
     bool nan;
-    K key = gl_key<DT>::of(src[so + j * k.ss], nan);
+    K key = gl_key<DT>::of(src[so + j * k.src_stride], nan);
     if (nan) key = (K)~(K)0;                  /* above +inf, whose key has bits to spare */
     if (desc) key = ~key;
     keys[e] = key;
@@ -102,7 +102,7 @@ __global__ void gl_k_sort_offsets(int64_t lanes, int64_t n, int32_t *off) {
 }
 
 template <int W>
-__global__ void gl_k_sort_write(const gl_ksort k, const int32_t *pos, const void *src_, void *values_,
+__global__ void gl_k_sort_write(const gl_sort_args k, const int32_t *pos, const void *src_, void *values_,
                                 int64_t *indices) {
   typedef typename std::conditional<W == 1, uint8_t, typename std::conditional<W == 2, uint16_t,
           typename std::conditional<W == 4, uint32_t, uint64_t>::type>::type>::type T;
@@ -113,8 +113,8 @@ __global__ void gl_k_sort_write(const gl_ksort k, const int32_t *pos, const void
     int64_t l = e / k.n, j = e - l * k.n, so, vo, io;
     gl_lane_offsets(k, l, &so, &vo, &io);
     int64_t p = pos[e];
-    if (values) values[vo + j * k.vs] = src[so + p * k.ss];
-    if (indices) indices[io + j * k.is] = p;
+    if (values) values[vo + j * k.values_stride] = src[so + p * k.src_stride];
+    if (indices) indices[io + j * k.indices_stride] = p;
   }
 }
 
@@ -137,7 +137,7 @@ static cudaError_t sort_cub(void *tmp, size_t &bytes, const K *kin, K *kout, con
 
 static bool key64(int dt) { return dt == GL_KD_INT64 || dt == GL_KD_FLOAT64; }
 
-static bool layout(const gl_ksort *k, int dt, gl_sort_layout *L) {
+static bool layout(const gl_sort_args *k, int dt, gl_sort_layout *L) {
   size_t total = (size_t)(k->lanes * k->n), kb = key64(dt) ? 8 : 4;
   size_t o = 0;
   L->keys_in = o; o += al256(total * kb);
@@ -154,7 +154,7 @@ static bool layout(const gl_ksort *k, int dt, gl_sort_layout *L) {
   return e == cudaSuccess;
 }
 
-extern "C" size_t gl_ksort_scratch(const gl_ksort *k, int dt) {
+extern "C" size_t gl_sort_scratch(const gl_sort_args *k, int dt) {
   gl_sort_layout L;
   if (k->lanes <= 0 || k->n <= 0) return 0;
   if (!layout(k, dt, &L)) return 0;
@@ -162,7 +162,7 @@ extern "C" size_t gl_ksort_scratch(const gl_ksort *k, int dt) {
 }
 
 template <int DT>
-static int sort_dt(cudaStream_t s, const gl_ksort *k, bool desc, const void *src, char *scratch,
+static int sort_dt(cudaStream_t s, const gl_sort_args *k, bool desc, const void *src, char *scratch,
                    const gl_sort_layout *L) {
   typedef typename gl_key<DT>::K K;
   int64_t total = k->lanes * k->n;
@@ -181,7 +181,7 @@ static int sort_dt(cudaStream_t s, const gl_ksort *k, bool desc, const void *src
   return (int)e;
 }
 
-extern "C" int gl_klaunch_sort(void *stream, const gl_ksort *k, void *values, int64_t *indices,
+extern "C" int gl_klaunch_sort(void *stream, const gl_sort_args *k, void *values, int64_t *indices,
                                const void *src, int dt, int descending, void *scratch, size_t scratch_bytes) {
   if (k->lanes <= 0 || k->n <= 0 || (values == NULL && indices == NULL)) return 0;
   if (k->lanes * k->n > (int64_t)INT32_MAX) return GL_KERR_NOTSUP;

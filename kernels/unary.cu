@@ -38,8 +38,8 @@ GL_UNARY_OPS(GL_X)
 template <class Op, int DT>
 __device__ __forceinline__ auto gl_apply(typename gl_dt<DT>::S s) {
   auto x = gl_dt<DT>::load(s);
-  if constexpr (gl_dt<DT>::fam == 0) return Op::f(x);
-  else if constexpr (gl_dt<DT>::fam == 1) return Op::d(x);
+  if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(x);
+  else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) return Op::d(x);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(x);
 }
 

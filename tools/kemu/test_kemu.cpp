@@ -290,14 +290,14 @@ template <int DT, class V> static void store_out(void *dst, int64_t off, bool ou
 template <class Op, int DT> static auto tapply2(typename gl_dt<DT>::S sa, typename gl_dt<DT>::S sb) {
   auto a = gl_dt<DT>::load(sa);
   auto b = gl_dt<DT>::load(sb);
-  if constexpr (gl_dt<DT>::fam == 0) return Op::f(a, b);
-  else if constexpr (gl_dt<DT>::fam == 1) return Op::d(a, b);
+  if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(a, b);
+  else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) return Op::d(a, b);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(a, b);
 }
 template <class Op, int DT> static auto tapply1(typename gl_dt<DT>::S sx) {
   auto x = gl_dt<DT>::load(sx);
-  if constexpr (gl_dt<DT>::fam == 0) return Op::f(x);
-  else if constexpr (gl_dt<DT>::fam == 1) return Op::d(x);
+  if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(x);
+  else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) return Op::d(x);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(x);
 }
 
@@ -507,19 +507,19 @@ static const char *redn[] = { "sum", "prod", "max", "min", "argmax", "argmin", "
 
 /* The reduction of src (ndim axes 'shape', strides 'ss' in elements, the axes in 'mask'
 ** reduced) as gl_iter/cuda_reduce.c would describe it; dst contiguous over the kept axes. */
-static gl_kred make_red(int ndim, const int64_t *shape, const int64_t *ss, unsigned mask) {
-  gl_kred r;
+static gl_reduce_args make_red(int ndim, const int64_t *shape, const int64_t *ss, unsigned mask) {
+  gl_reduce_args r;
   memset(&r, 0, sizeof r);
   r.M = r.K = 1;
   int64_t kshape[GL_KMAXDIMS], kss[GL_KMAXDIMS];
   int nk = 0;
   for (int d = 0; d < ndim; d++) {
-    if (mask >> d & 1u) { r.rshape[r.nr] = shape[d]; r.rss[r.nr++] = ss[d]; r.K *= shape[d]; }
+    if (mask >> d & 1u) { r.reduced_shape[r.nreduced] = shape[d]; r.reduced_src_strides[r.nreduced++] = ss[d]; r.K *= shape[d]; }
     else { kshape[nk] = shape[d]; kss[nk++] = ss[d]; r.M *= shape[d]; }
   }
   int64_t ds = 1;
-  for (int k = nk - 1; k >= 0; k--) { r.kshape[k] = kshape[k]; r.kss[k] = kss[k]; r.kds[k] = ds; ds *= kshape[k]; }
-  r.nk = nk;
+  for (int k = nk - 1; k >= 0; k--) { r.kept_shape[k] = kshape[k]; r.kept_src_strides[k] = kss[k]; r.kept_dst_strides[k] = ds; ds *= kshape[k]; }
+  r.nkept = nk;
   return r;
 }
 
@@ -529,8 +529,8 @@ struct rref { double f; int64_t i; bool isint; };
 ** has them: f for float compute types, iv for int64). */
 static rref ref_reduce(int op, int ctk, const std::vector<double> &f, const std::vector<int64_t> &iv, double param) {
   rref o = { 0, 0, false };
-  size_t K = ctk == 2 ? iv.size() : f.size();
-  bool f32 = ctk == 0;
+  size_t K = ctk == GL_KCOMPUTE_INT64 ? iv.size() : f.size();
+  bool f32 = ctk == GL_KCOMPUTE_FLOAT32;
   auto rf = [&](long double v) { return f32 ? (double)(float)v : (double)v; };
   auto ext = [&](bool max, bool absv) {
     double m = max ? -INFINITY : INFINITY;
@@ -546,7 +546,7 @@ static rref ref_reduce(int op, int ctk, const std::vector<double> &f, const std:
     bool max = op == GL_KR_ARGMAX;
     int64_t bi = 0;
     for (size_t k = 0; k < K; k++) {
-      if (ctk == 2) { if (max ? iv[k] > iv[bi] : iv[k] < iv[bi]) bi = (int64_t)k; }
+      if (ctk == GL_KCOMPUTE_INT64) { if (max ? iv[k] > iv[bi] : iv[k] < iv[bi]) bi = (int64_t)k; }
       else {
         if (f[bi] != f[bi]) break;
         if (f[k] != f[k] || (max ? f[k] > f[bi] : f[k] < f[bi])) bi = (int64_t)k;
@@ -559,13 +559,13 @@ static rref ref_reduce(int op, int ctk, const std::vector<double> &f, const std:
     o.isint = true;
     bool all = op == GL_KR_ALL, r = all;
     for (size_t k = 0; k < K; k++) {
-      bool nz = ctk == 2 ? iv[k] != 0 : f[k] != 0;
+      bool nz = ctk == GL_KCOMPUTE_INT64 ? iv[k] != 0 : f[k] != 0;
       if (all) r = r && nz; else r = r || nz;
     }
     o.i = r;
     return o;
   }
-  if (ctk == 2) {
+  if (ctk == GL_KCOMPUTE_INT64) {
     o.isint = true;
     uint64_t a = op == GL_KR_PROD ? 1 : 0;
     int64_t m = op == GL_KR_MAX ? INT64_MIN : INT64_MAX;
@@ -624,9 +624,9 @@ static int red_ddt = -1;              /* an output dtype other than the natural 
 ** position nanpos of every output's run, 3 with edges (inf, -0, ...). */
 static void test_reduce_case(int op, int sdt, int ctk, int ndim, const int64_t *shape, const int64_t *ss,
                              unsigned mask, int pad, double param, int gen, int64_t nanpos, const char *tag) {
-  gl_kred r = make_red(ndim, shape, ss, mask);
+  gl_reduce_args r = make_red(ndim, shape, ss, mask);
   int ddt = op == GL_KR_ARGMAX || op == GL_KR_ARGMIN ? GL_KD_INT64 : op == GL_KR_ALL || op == GL_KR_ANY ? GL_KD_BOOL
-          : ctk == 2 ? GL_KD_INT64 : ctk == 1 ? GL_KD_FLOAT64 : GL_KD_FLOAT32;
+          : ctk == GL_KCOMPUTE_INT64 ? GL_KD_INT64 : ctk == GL_KCOMPUTE_FLOAT64 ? GL_KD_FLOAT64 : GL_KD_FLOAT32;
   if (red_ddt >= 0 && op != GL_KR_ARGMAX && op != GL_KR_ARGMIN && op != GL_KR_ALL && op != GL_KR_ANY) ddt = red_ddt;
   begin("reduce %s(%g) %s ct%d -> %s M=%lld K=%lld %s pad=%d gen=%d", redn[op], param, dtn[sdt], ctk, dtn[ddt],
         (long long)r.M, (long long)r.K, tag, pad, gen);
@@ -645,25 +645,25 @@ static void test_reduce_case(int op, int sdt, int ctk, int ndim, const int64_t *
     setd(sdt, src, i, v);
   }
   src -= mn * dts[sdt];                              /* the first element of a reversed view */
-  size_t sbytes = gl_kreduce_scratch(&r);
+  size_t sbytes = gl_reduce_scratch(&r);
   char *scratch = alloc(sbytes);
   char *dst = alloc((size_t)r.M * dts[ddt]);
   /* the offsets of each output's K elements, in the kernels' order (C order over rshape) */
   std::vector<int64_t> roff(r.K);
   for (int64_t k = 0; k < r.K; k++) {
     int64_t q = k, o = 0;
-    for (int d = r.nr - 1; d >= 0; d--) { o += (q % r.rshape[d]) * r.rss[d]; q /= r.rshape[d]; }
+    for (int d = r.nreduced - 1; d >= 0; d--) { o += (q % r.reduced_shape[d]) * r.reduced_src_strides[d]; q /= r.reduced_shape[d]; }
     roff[k] = o;
   }
   if (gen == 2 && isflt(sdt))
     for (int64_t m = 0; m < r.M; m++) {
       int64_t q = m, so = 0;
-      for (int d = r.nk - 1; d >= 0; d--) { so += (q % r.kshape[d]) * r.kss[d]; q /= r.kshape[d]; }
+      for (int d = r.nkept - 1; d >= 0; d--) { so += (q % r.kept_shape[d]) * r.kept_src_strides[d]; q /= r.kept_shape[d]; }
       setd(sdt, src, so + roff[nanpos % r.K], NAN);
       if (r.K > 3) setd(sdt, src, so + roff[(nanpos * 7 + 1) % r.K], NAN);
     }
   int rc = gl_klaunch_reduce(NULL, op, &r, dst, ddt, src, sdt, ctk, param, scratch);
-  bool ci = ctk == 2;
+  bool ci = ctk == GL_KCOMPUTE_INT64;
   bool notsup = ci && (op == GL_KR_MEAN || op == GL_KR_VAR || op == GL_KR_NORM || op == GL_KR_LOGSUMEXP);
   if (notsup) {
     if (rc != GL_KERR_NOTSUP) bad("rc %d, want NOTSUP", rc);
@@ -676,18 +676,18 @@ static void test_reduce_case(int op, int sdt, int ctk, int ndim, const int64_t *
   std::vector<int64_t> iv(r.K);
   for (int64_t m = 0; m < r.M && !rc; m++) {
     int64_t q = m, so = 0, dof = 0;
-    for (int d = r.nk - 1; d >= 0; d--) { so += (q % r.kshape[d]) * r.kss[d]; dof += (q % r.kshape[d]) * r.kds[d]; q /= r.kshape[d]; }
+    for (int d = r.nkept - 1; d >= 0; d--) { so += (q % r.kept_shape[d]) * r.kept_src_strides[d]; dof += (q % r.kept_shape[d]) * r.kept_dst_strides[d]; q /= r.kept_shape[d]; }
     double sabs = 0;
     for (int64_t k = 0; k < r.K; k++) {
       int64_t e = so + roff[k];
       double v = getd(sdt, src, e);
-      if (ctk == 0) f[k] = (double)(float)v;
-      else if (ctk == 1) f[k] = v;
+      if (ctk == GL_KCOMPUTE_FLOAT32) f[k] = (double)(float)v;
+      else if (ctk == GL_KCOMPUTE_FLOAT64) f[k] = v;
       else if (sdt == GL_KD_INT64) iv[k] = ((int64_t *)src)[e];
       else iv[k] = isflt(sdt) ? gl_sat_int64(v) : (int64_t)v;
       if (ctk != 2 && f[k] == f[k] && !isinf(f[k])) sabs += fabs(f[k]);
     }
-    if (ctk == 2) f.clear(); else iv.clear();
+    if (ctk == GL_KCOMPUTE_INT64) f.clear(); else iv.clear();
     rref want = ref_reduce(op, ctk, f, iv, param);
     f.resize(r.K);
     iv.resize(r.K);
@@ -702,7 +702,7 @@ static void test_reduce_case(int op, int sdt, int ctk, int ndim, const int64_t *
         want.f = getd(ddt, tmp, 0);
       }
       bool exact = op == GL_KR_MAX || op == GL_KR_MIN || (op == GL_KR_NORM && isinf(param));
-      double rt = ddt == GL_KD_FLOAT16 || ddt == GL_KD_BFLOAT16 ? 8e-3 : ctk == 0 ? 1e-5 : 1e-12, at = (ctk == 0 ? 1e-6 : 1e-13) * (sabs + 1);
+      double rt = ddt == GL_KD_FLOAT16 || ddt == GL_KD_BFLOAT16 ? 8e-3 : ctk == GL_KCOMPUTE_FLOAT32 ? 1e-5 : 1e-12, at = (ctk == GL_KCOMPUTE_FLOAT32 ? 1e-6 : 1e-13) * (sabs + 1);
       if (op == GL_KR_VAR) at *= 50 * (sabs / (double)r.K + 1);
       if (op == GL_KR_NORM && param != 1 && param != 0) at = rt * (fabs(want.f) + 1);
       if (exact ? !(got == want.f || (got != got && want.f != want.f)) : !close_to(got, want.f, rt, at))
@@ -817,7 +817,7 @@ static void test_scan(void) {
     for (int sdt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_BOOL, GL_KD_FLOAT16 })
       for (int prod = 0; prod < 2; prod++) {
         int ctk = natural_ct(sdt);
-        int ddt = ctk == 2 ? GL_KD_INT64 : ctk == 1 ? GL_KD_FLOAT64 : sdt;
+        int ddt = ctk == GL_KCOMPUTE_INT64 ? GL_KD_INT64 : ctk == GL_KCOMPUTE_FLOAT64 ? GL_KD_FLOAT64 : sdt;
         begin("scan %s %s lines=%lld K=%lld%s", prod ? "cumprod" : "cumsum", dtn[sdt], (long long)c.lines,
               (long long)c.K, c.axis0 ? " (axis 0)" : "");
         int64_t n = c.lines * c.K;
@@ -825,34 +825,34 @@ static void test_scan(void) {
         for (int64_t i = 0; i < n; i++)
           setd(sdt, src, i, prod ? (isflt(sdt) ? 0.99 + 0.02 * urand() : (double)(1 + (rnd() % 3 == 0))) : testval(sdt, false));
         char *dst = alloc((size_t)n * dts[ddt]);
-        gl_kscan s;
+        gl_scan_args s;
         memset(&s, 0, sizeof s);
-        s.nd = 1;
+        s.ndim = 1;
         s.lines = c.lines;
         s.K = c.K;
         s.shape[0] = c.lines;
-        if (c.axis0) { s.sa = s.da = c.lines; s.ss[0] = s.ds[0] = 1; }     /* (K, lines), scanned along axis 0 */
-        else { s.sa = s.da = 1; s.ss[0] = s.ds[0] = c.K; }
+        if (c.axis0) { s.src_stride = s.dst_stride = c.lines; s.src_strides[0] = s.dst_strides[0] = 1; }     /* (K, lines), scanned along axis 0 */
+        else { s.src_stride = s.dst_stride = 1; s.src_strides[0] = s.dst_strides[0] = c.K; }
         int rc = gl_klaunch_scan(NULL, prod, &s, dst, ddt, src, sdt, ctk);
         if (rc) bad("rc %d", rc);
         for (int64_t l = 0; l < c.lines && !rc; l++) {
           long double acc = prod ? 1 : 0;
           uint64_t ia = prod ? 1 : 0;
           for (int64_t k = 0; k < c.K; k++) {
-            int64_t o = l * s.ss[0] + k * s.sa;
+            int64_t o = l * s.src_strides[0] + k * s.src_stride;
             double v = getd(sdt, src, o);
-            if (ctk == 2) {
+            if (ctk == GL_KCOMPUTE_INT64) {
               int64_t x = sdt == GL_KD_INT64 ? ((int64_t *)src)[o] : (int64_t)v;
               ia = prod ? ia * (uint64_t)x : ia + (uint64_t)x;
               int64_t got = ((int64_t *)dst)[o];
               if (got != (int64_t)ia) { bad("line %lld k %lld: got %lld want %lld", (long long)l, (long long)k, (long long)got, (long long)ia); break; }
             } else {
-              if (ctk == 0) v = (double)(float)v;
+              if (ctk == GL_KCOMPUTE_FLOAT32) v = (double)(float)v;
               acc = prod ? acc * v : acc + v;
-              double want = ctk == 0 ? (double)(float)acc : (double)acc, got = getd(ddt, dst, o);
-              double tol = (ctk == 0 ? 2e-5 : 1e-12) * (prod ? 1 : (double)(k + 1) * 20) +
+              double want = ctk == GL_KCOMPUTE_FLOAT32 ? (double)(float)acc : (double)acc, got = getd(ddt, dst, o);
+              double tol = (ctk == GL_KCOMPUTE_FLOAT32 ? 2e-5 : 1e-12) * (prod ? 1 : (double)(k + 1) * 20) +
                            (sdt == GL_KD_FLOAT16 ? fabs(want) * 1e-3 : 0);
-              if (!close_to(got, want, ctk == 0 ? 1e-4 : 1e-12, tol)) { bad("line %lld k %lld: got %.9g want %.9g", (long long)l, (long long)k, got, want); break; }
+              if (!close_to(got, want, ctk == GL_KCOMPUTE_FLOAT32 ? 1e-4 : 1e-12, tol)) { bad("line %lld k %lld: got %.9g want %.9g", (long long)l, (long long)k, got, want); break; }
             }
           }
         }
@@ -1565,7 +1565,7 @@ static void test_index(void) {
     begin("matmul_int %s", dtn[dt]);
     int64_t B = 3, M = 5, N = 6, K = 4, W = dts[dt];
     char *a = make_vals(dt, B * M * K), *b = make_vals(dt, B * K * N), *d = alloc(B * M * N * W);
-    gl_kmm m = { M, N, K, N, 1, K, 1, 1, K };        /* dst (M,N) rows; a (M,K) rows; b stored (N,K) */
+    gl_matmul_args m = { M, N, K, N, 1, K, 1, 1, K };        /* dst (M,N) rows; a (M,K) rows; b stored (N,K) */
     int64_t sh[1] = { B }, st[3][GL_KMAXDIMS] = { { M * N }, { M * K }, { K * N } };
     gl_kiter bw = make_iter(1, sh, 3, st);
     bw.contiguous = 0;
@@ -1598,10 +1598,10 @@ static void test_sort(void) {
         for (int desc = 0; desc < 2; desc++) {
           begin("sort %s lanes=%lld n=%lld %s", dtn[dt], (long long)lanes, (long long)n, desc ? "desc" : "asc");
           int W = dts[dt];
-          gl_ksort k;
+          gl_sort_args k;
           memset(&k, 0, sizeof k);
-          k.nd = 1; k.lanes = lanes; k.n = n; k.ss = 1; k.vs = 1; k.is = lanes;        /* indices transposed */
-          k.shape[0] = lanes; k.sst[0] = n; k.vst[0] = n; k.ist[0] = 1;
+          k.ndim = 1; k.lanes = lanes; k.n = n; k.src_stride = 1; k.values_stride = 1; k.indices_stride = lanes;        /* indices transposed */
+          k.shape[0] = lanes; k.src_strides[0] = n; k.values_strides[0] = n; k.indices_strides[0] = 1;
           char *src = make_vals(dt, lanes * n);
           if (isflt(dt) && n > 3) { setd(dt, src, 1, -0.0); setd(dt, src, 2, 0.0); }
           for (int64_t l = 0; isflt(dt) && n > 5 && l < lanes; l++) {     /* NaNs in every lane */
@@ -1610,7 +1610,7 @@ static void test_sort(void) {
           }
           char *vals = alloc(lanes * n * W);
           int64_t *ix = (int64_t *)alloc(lanes * n * sizeof(int64_t));
-          size_t sb = gl_ksort_scratch(&k, dt);
+          size_t sb = gl_sort_scratch(&k, dt);
           char *scr = alloc(sb);
           int rc = gl_klaunch_sort(NULL, &k, vals, ix, src, dt, desc, scr, sb);
           if (rc) bad("rc %d", rc);

@@ -32,7 +32,7 @@ gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, 
 bool gl_cpu_has_unary(gl_unop op, gl_dtype dt);
 bool gl_cpu_has_binary(gl_binop op, gl_dtype dt);
 
-/* Reductions and scans (cpu_reduce.c). */
+/* Reductions (cpu_reduce.c) and scans (cpu_scan.c). */
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param);
 gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
 /* Whether gl_cpu_reduce has a kernel for op into a result of dtype dt. */
@@ -52,7 +52,7 @@ gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_a
 /* Random fills from kernels/philox.h (cpu_random.c). */
 gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *req);
 
-/* Threads for a parallel region over 'work' elements (cpu_reduce.c): 1 below 32768, else
+/* Threads for a parallel region over 'work' elements (cpu_team.c): 1 below 32768, else
 ** OpenMP's count less the cores other runnable tasks hold; gl_cpu_team_done(nt) after the
 ** region notes that its workers spin for a while. */
 int gl_cpu_team_size(int64_t work);

@@ -218,38 +218,68 @@ static gl_status float_matmul(const gl_array *dst, const gl_array *a, const gl_a
 
 /* ---- integers and bool: a loop ---------------------------------------------------------- */
 
-/* One row of C: c[j] = sum_k a[k] * b[k, j]. T the stored type, UT the type the sums
-** wrap in; ACC(acc, x, y) folds one product into acc. A poll for a stop every INT_POLL
-** values of k (a row of a huge b may take seconds); stopped, the row is left unfinished. */
+/* One row of C: c[j] = sum_k a[k] * b[k, j], integers wrapping in their row's unsigned
+** type UT, bool the or of ands. A poll for a stop every INT_POLL values of k (a row of a
+** huge b may take seconds); stopped, the row is left unfinished. */
 #define INT_POLL 256
 typedef void (*int_row_fn)(char *c, int64_t csn, const char *a, int64_t ask, const char *b,
                            int64_t bsk, int64_t bsn, int64_t N, int64_t K);
 
-#define ACC_INT(T, UT, acc, x, y) ((T)((UT)(acc) + (UT)(x) * (UT)(y)))
-#define ACC_BOOL(T, UT, acc, x, y) ((T)((acc) | ((x) & (y))))
+/* The helpers below take the dtype as a constant (int_row is instantiated per dtype). */
+#define INT_INLINE static inline __attribute__((always_inline))
+/* The rows int_row takes: the integer and bool dtypes. */
+#define INT_DTYPES(kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 0), __VA_ARGS__)
 
-#define INT_ROW(name, T, UT, ACC)                                                          \
-  static void name(char *c_, int64_t csn, const char *a_, int64_t ask, const char *b_,     \
-                   int64_t bsk, int64_t bsn, int64_t N, int64_t K) {                       \
-    T *c = (T *)c_;                                                                        \
-    const T *a = (const T *)a_, *b = (const T *)b_;                                        \
-    for (int64_t j = 0; j < N; j++) c[j * csn] = 0;                                        \
-    for (int64_t k = 0; k < K; k++) {                                                      \
-      if (k % INT_POLL == 0 && gl_interrupted()) return;                                   \
-      const T x = a[k * ask];                                                              \
-      const T *bk = b + k * bsk;                                                           \
-      if (csn == 1 && bsn == 1)                                                            \
-        for (int64_t j = 0; j < N; j++) c[j] = ACC(T, UT, c[j], x, bk[j]);                 \
-      else                                                                                 \
-        for (int64_t j = 0; j < N; j++) c[j * csn] = ACC(T, UT, c[j * csn], x, bk[j * bsn]); \
-    }                                                                                      \
+INT_INLINE size_t int_size(gl_dtype dt) {
+  switch (dt) {
+#define INT_SIZE_CASE(E, id, S, kind, ...) INT_DTYPES(kind, case GL_##E: return sizeof(S);)
+    GL_DTYPE_LIST(INT_SIZE_CASE)
+    default: return 1;
   }
-/* A row kernel for each integer and bool dtype row (integers wrap in the row's UT). */
-#define ACC_UINT ACC_INT
-#define INT_ROW_DT(E, id, S, kind, half, CT, UT, ...) \
-  GL_DT_WHEN(kind, (1, 1, 1, 0), INT_ROW(row_##id, S, UT, ACC_##kind))
-#define INT_ROW_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 0), [GL_##E] = row_##id,)
-GL_DTYPE_LIST(INT_ROW_DT)
+}
+
+/* Per integer dtype: element i of a (its bits, sign-extended); c[i] += x * b[j] (bool:
+** c[i] |= x & b[j]), wrapping in the row's UT. */
+#define INT_ELEM_FNS(E, id, S, kind, half, CT, UT, ...) INT_DTYPES(kind,                          \
+  INT_INLINE uint64_t int_load_##id(const char *a, int64_t i) { return (uint64_t)((const S *)a)[i]; } \
+  INT_INLINE void int_mac_##id(char *c, int64_t i, uint64_t x, const char *b, int64_t j) {           \
+    S *d = (S *)c + i, y = ((const S *)b)[j];                                                         \
+    *d = GL_KIND_##kind == GL_KIND_BOOL ? (S)((UT)*d | ((UT)(S)x & (UT)y)) : (S)((UT)*d + (UT)(S)x * (UT)y); \
+  })
+GL_DTYPE_LIST(INT_ELEM_FNS)
+
+/* The same for a dtype dt: each case passes on the arguments A it is given. */
+INT_INLINE uint64_t int_load(gl_dtype dt, const char *a, int64_t i) {
+#define INT_LOAD_CASE(A, E, id, S, kind, ...) INT_DTYPES(kind, case GL_##E: return int_load_##id A;)
+  switch (dt) { GL_DTYPE_ROWS_(INT_LOAD_CASE, (a, i)) default: return 0; }
+}
+
+INT_INLINE void int_mac(gl_dtype dt, char *c, int64_t i, uint64_t x, const char *b, int64_t j) {
+#define INT_MAC_CASE(A, E, id, S, kind, ...) INT_DTYPES(kind, case GL_##E: int_mac_##id A; return;)
+  switch (dt) { GL_DTYPE_ROWS_(INT_MAC_CASE, (c, i, x, b, j)) default: return; }
+}
+
+INT_INLINE void int_row(gl_dtype dt, char *c, int64_t csn, const char *a, int64_t ask, const char *b,
+                        int64_t bsk, int64_t bsn, int64_t N, int64_t K) {
+  const int64_t sz = (int64_t)int_size(dt);
+  if (csn == 1) memset(c, 0, (size_t)(N * sz));
+  else for (int64_t j = 0; j < N; j++) memset(c + j * csn * sz, 0, (size_t)sz);
+  for (int64_t k = 0; k < K; k++) {
+    if (k % INT_POLL == 0 && gl_interrupted()) return;
+    const uint64_t x = int_load(dt, a, k * ask);
+    const char *bk = b + k * bsk * sz;
+    if (csn == 1 && bsn == 1)
+      for (int64_t j = 0; j < N; j++) int_mac(dt, c, j, x, bk, j);
+    else
+      for (int64_t j = 0; j < N; j++) int_mac(dt, c, j * csn, x, bk, j * bsn);
+  }
+}
+
+#define INT_ROW_FN(E, id, S, kind, ...) INT_DTYPES(kind, static void row_##id(char *c, int64_t csn, \
+  const char *a, int64_t ask, const char *b, int64_t bsk, int64_t bsn, int64_t N, int64_t K) {       \
+  int_row(GL_##E, c, csn, a, ask, b, bsk, bsn, N, K); })
+GL_DTYPE_LIST(INT_ROW_FN)
+#define INT_ROW_ENTRY(E, id, S, kind, ...) INT_DTYPES(kind, [GL_##E] = row_##id,)
 static const int_row_fn int_rows[GL_NDTYPE] = { GL_DTYPE_LIST(INT_ROW_ENTRY) };
 
 static void int_one_row(int_row_fn fn, const gl_array *dst, const gl_array *a, const gl_array *b,

@@ -39,28 +39,36 @@
 
 /* ---- keys ----------------------------------------------------------------------------------- */
 
+/* A float's bits b (w of them, the sign on top) as a key and back, in the low w bits of the
+** result: a positive number's sign bit set, every bit of a negative one flipped. */
+static inline uint64_t key_of_bits(uint64_t b, int w) {
+  return b ^ ((0 - (b >> (w - 1))) | (uint64_t)1 << (w - 1));
+}
+static inline uint64_t bits_of_key(uint64_t k, int w) {
+  return k ^ (((k >> (w - 1)) - 1u) | (uint64_t)1 << (w - 1));
+}
+
+/* -0 keys as +0 (they sort together); every NaN is the largest key. */
 static inline uint32_t key_of_float(float f) {
-  if (f != f) return UINT32_MAX;
-  if (f == 0.0f) f = 0.0f;                                   /* -0 sorts with +0 */
   uint32_t b;
+  f = f == 0.0f ? 0.0f : f;
   memcpy(&b, &f, 4);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return f != f ? UINT32_MAX : (uint32_t)key_of_bits(b, 32);
+}
+static inline uint64_t key_of_double(double f) {
+  uint64_t b;
+  f = f == 0.0 ? 0.0 : f;
+  memcpy(&b, &f, 8);
+  return f != f ? UINT64_MAX : key_of_bits(b, 64);
 }
 static inline float float_of_key(uint32_t k) {
-  uint32_t b = k ^ (((k >> 31) - 1u) | 0x80000000u);
+  uint32_t b = (uint32_t)bits_of_key(k, 32);
   float f;
   memcpy(&f, &b, 4);
   return f;
 }
-static inline uint64_t key_of_double(double f) {
-  if (f != f) return UINT64_MAX;
-  if (f == 0.0) f = 0.0;
-  uint64_t b;
-  memcpy(&b, &f, 8);
-  return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
-}
 static inline double double_of_key(uint64_t k) {
-  uint64_t b = k ^ (((k >> 63) - 1u) | 0x8000000000000000ull);
+  uint64_t b = bits_of_key(k, 64);
   double f;
   memcpy(&f, &b, 8);
   return f;
@@ -79,17 +87,175 @@ static inline bool is_negzero_int32_t(int32_t v) { (void)v; return false; }
 static inline bool is_negzero_int64_t(int64_t v) { (void)v; return false; }
 static inline bool is_negzero_uint8_t(uint8_t v) { (void)v; return false; }
 
-/* The key type of a compute type, and whether its keys lose anything (-0.0, NaN payloads). */
-#define KEY_T_float uint32_t
-#define KEY_T_double uint64_t
-#define KEY_T_int32_t uint32_t
-#define KEY_T_int64_t uint64_t
-#define KEY_T_uint8_t uint8_t
-#define KEY_LOSSY_float 1
-#define KEY_LOSSY_double 1
-#define KEY_LOSSY_int32_t 0
-#define KEY_LOSSY_int64_t 0
-#define KEY_LOSSY_uint8_t 0
+/* Keys that rebuild their value exactly, for a partition of values alone (equal values
+** may land in any order there): -0.0 keys below +0.0 and a NaN above +inf by its payload;
+** a NaN with its sign bit set would key below -inf, so it is flagged (the lane then takes
+** the positions' path). The halves always take that path (their float32 keys). */
+static inline uint32_t exact_key_float(float f, bool *negnan) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  *negnan |= (f != f) & (b >> 31);
+  return (uint32_t)key_of_bits(b, 32);
+}
+static inline uint64_t exact_key_double(double f, bool *negnan) {
+  uint64_t b;
+  memcpy(&b, &f, 8);
+  *negnan |= (f != f) & (b >> 63);
+  return key_of_bits(b, 64);
+}
+static inline uint32_t exact_key_int32_t(int32_t v, bool *negnan) { (void)negnan; return key_of_int32_t(v); }
+static inline uint64_t exact_key_int64_t(int64_t v, bool *negnan) { (void)negnan; return key_of_int64_t(v); }
+static inline uint8_t exact_key_uint8_t(uint8_t v, bool *negnan) { (void)negnan; return v; }
+
+/* ---- a dtype's keys ------------------------------------------------------------------------- */
+
+/* The helpers below take the dtype (and the key and position widths) as constants: each lane
+** function is instantiated per dtype, so their switches fold into the typed code. */
+#define SORT_INLINE static inline __attribute__((always_inline))
+
+/* A key's width in bytes (its CT's: 1 for bool and uint8, 4 for int32 and the float32 keys
+** of float32 and the halves, 8 for int64 and float64). */
+SORT_INLINE int key_width(gl_dtype dt) {
+  switch (dt) {
+#define KEY_WIDTH_CASE(E, id, S, kind, half, CT, ...) case GL_##E: return (int)sizeof(CT);
+    GL_DTYPE_LIST(KEY_WIDTH_CASE)
+    default: return 8;
+  }
+}
+
+/* Whether keys lose something of the values (-0.0, NaN payloads): the floats'. */
+SORT_INLINE bool key_lossy(gl_dtype dt) { return gl_dtype_is_float(dt); }
+/* Whether the exact keys rebuild the values (not the halves: their keys are float32's). */
+SORT_INLINE bool key_exact(gl_dtype dt) { return dt != GL_FLOAT16 && dt != GL_BFLOAT16; }
+
+SORT_INLINE size_t elem_size(gl_dtype dt) {
+  switch (dt) {
+#define ELEM_SIZE_CASE(E, id, S, ...) case GL_##E: return sizeof(S);
+    GL_DTYPE_LIST(ELEM_SIZE_CASE)
+    default: return 8;
+  }
+}
+
+/* Per dtype: element i of x as its compute value; as its sort key (*negzero set where it is
+** -0.0); as partition's exact key (*negnan set for a NaN with its sign bit); and x[i] = the
+** value key k stands for. */
+#define ELEM_VALUE_FN(E, id, S, kind, half, CT, ...) \
+  SORT_INLINE CT value_##id(const void *x, int64_t i) { return (CT)GL_DT_LOAD(half, ((const S *)x)[i]); }
+#define ELEM_KEY_FN(E, id, S, kind, half, CT, ...)                                             \
+  SORT_INLINE uint64_t key_##id(const void *x, int64_t i, bool *negzero) {                     \
+    CT v = value_##id(x, i);                                                                   \
+    *negzero = is_negzero_##CT(v);                                                             \
+    return key_of_##CT(v);                                                                     \
+  }                                                                                            \
+  SORT_INLINE uint64_t exact_key_##id(const void *x, int64_t i, bool *negnan) {                \
+    return exact_key_##CT(value_##id(x, i), negnan);                                           \
+  }
+#define STORE_KEY_FN(E, id, S, kind, half, CT, ...)                                            \
+  SORT_INLINE void store_key_##id(void *x, int64_t i, uint64_t k) {                            \
+    S v = GL_DT_STORE(kind, half, S, id, kind, CT##_of_key(k));                                \
+    memcpy((S *)x + i, &v, sizeof v);                                                          \
+  }
+GL_DTYPE_LIST(ELEM_VALUE_FN)
+GL_DTYPE_LIST(ELEM_KEY_FN)
+GL_DTYPE_LIST(STORE_KEY_FN)
+
+/* The same for a dtype dt: each case passes on the arguments A it is given. */
+SORT_INLINE double elem_value(gl_dtype dt, const void *x, int64_t i) {
+#define ELEM_VALUE_CASE(A, E, id, ...) case GL_##E: return (double)value_##id A;
+  switch (dt) { GL_DTYPE_ROWS_(ELEM_VALUE_CASE, (x, i)) default: return 0; }
+}
+
+SORT_INLINE uint64_t elem_key(gl_dtype dt, const void *x, int64_t i, bool *negzero) {
+#define ELEM_KEY_CASE(A, E, id, ...) case GL_##E: return key_##id A;
+  switch (dt) { GL_DTYPE_ROWS_(ELEM_KEY_CASE, (x, i, negzero)) default: return 0; }
+}
+
+SORT_INLINE uint64_t elem_exact_key(gl_dtype dt, const void *x, int64_t i, bool *negnan) {
+#define EXACT_KEY_CASE(A, E, id, ...) case GL_##E: return exact_key_##id A;
+  switch (dt) { GL_DTYPE_ROWS_(EXACT_KEY_CASE, (x, i, negnan)) default: return 0; }
+}
+
+SORT_INLINE void elem_store_key(gl_dtype dt, void *x, int64_t i, uint64_t k) {
+#define STORE_KEY_CASE(A, E, id, ...) case GL_##E: store_key_##id A; return;
+  switch (dt) { GL_DTYPE_ROWS_(STORE_KEY_CASE, (x, i, k)) default: return; }
+}
+
+/* The key of zero. */
+SORT_INLINE uint64_t zero_key(gl_dtype dt) {
+  switch (dt) {
+#define ZERO_KEY_CASE(E, id, S, kind, half, CT, ...) case GL_##E: return key_of_##CT(0);
+    GL_DTYPE_LIST(ZERO_KEY_CASE)
+    default: return 0;
+  }
+}
+
+/* d[i] = s[j], the element's bits as they are. */
+SORT_INLINE void elem_copy(gl_dtype dt, void *d, int64_t i, const void *s, int64_t j) {
+  size_t sz = elem_size(dt);
+  memcpy((char *)d + i * (int64_t)sz, (const char *)s + j * (int64_t)sz, sz);
+}
+
+/* ---- keys and positions of a width -------------------------------------------------------------- */
+
+/* Key i of an array of kw-byte keys. */
+SORT_INLINE uint64_t key_get(int kw, const void *k, int64_t i) {
+  if (kw == 1) return ((const uint8_t *)k)[i];
+  if (kw == 4) return ((const uint32_t *)k)[i];
+  return ((const uint64_t *)k)[i];
+}
+
+SORT_INLINE void key_put(int kw, void *k, int64_t i, uint64_t v) {
+  if (kw == 1) ((uint8_t *)k)[i] = (uint8_t)v;
+  else if (kw == 4) ((uint32_t *)k)[i] = (uint32_t)v;
+  else ((uint64_t *)k)[i] = v;
+}
+
+/* The byte of key i at bit 'shift', in the key's own width (a 64-bit shift of a 32-bit key
+** would cost the radix loops an instruction an element). */
+SORT_INLINE unsigned key_digit(int kw, const void *k, int64_t i, int shift) {
+  if (kw == 1) return ((const uint8_t *)k)[i];
+  if (kw == 4) return ((const uint32_t *)k)[i] >> shift & 255;
+  return (unsigned)(((const uint64_t *)k)[i] >> shift & 255);
+}
+
+/* Whether key i is below v (above v with 'above'), compared in the key's own width. */
+SORT_INLINE bool key_beyond(int kw, const void *k, int64_t i, uint64_t v, bool above) {
+  if (kw == 1) return above ? ((const uint8_t *)k)[i] > (uint8_t)v : ((const uint8_t *)k)[i] < (uint8_t)v;
+  if (kw == 4) return above ? ((const uint32_t *)k)[i] > (uint32_t)v : ((const uint32_t *)k)[i] < (uint32_t)v;
+  return above ? ((const uint64_t *)k)[i] > v : ((const uint64_t *)k)[i] < v;
+}
+
+/* kb[o] = ka[i]. */
+SORT_INLINE void key_copy(int kw, void *kb, int64_t o, const void *ka, int64_t i) {
+  if (kw == 1) ((uint8_t *)kb)[o] = ((const uint8_t *)ka)[i];
+  else if (kw == 4) ((uint32_t *)kb)[o] = ((const uint32_t *)ka)[i];
+  else ((uint64_t *)kb)[o] = ((const uint64_t *)ka)[i];
+}
+
+/* The largest kw-byte key (every NaN's). */
+SORT_INLINE uint64_t key_max(int kw) { return kw == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * kw)) - 1; }
+
+/* Position i of an array of pw-byte positions (4 or 8). */
+SORT_INLINE uint64_t pos_get(int pw, const void *p, int64_t i) {
+  return pw == 4 ? ((const uint32_t *)p)[i] : ((const uint64_t *)p)[i];
+}
+
+SORT_INLINE void pos_put(int pw, void *p, int64_t i, uint64_t v) {
+  if (pw == 4) ((uint32_t *)p)[i] = (uint32_t)v;
+  else ((uint64_t *)p)[i] = v;
+}
+
+/* Swaps keys (and positions, p not NULL) i and j. */
+SORT_INLINE void swap_at(int kw, int pw, void *k, void *p, int64_t i, int64_t j) {
+  uint64_t t = key_get(kw, k, i);
+  key_put(kw, k, i, key_get(kw, k, j));
+  key_put(kw, k, j, t);
+  if (p) {
+    uint64_t q = pos_get(pw, p, i);
+    pos_put(pw, p, i, pos_get(pw, p, j));
+    pos_put(pw, p, j, q);
+  }
+}
 
 /* ---- the radix sort ----------------------------------------------------------------------- */
 
@@ -113,192 +279,297 @@ static int team_count(void) {
 #endif
 }
 
-/* Sorts keys k[0..n) ascending, stably, carrying positions p (NULL: none), with scratch
-** (k2, p2) of the same sizes; returns whether the result ended in the scratch. Every
-** thread of the enclosing team calls it (the barriers bind to that team; one thread
+/* The counts of one pass summed over the team into each thread's scatter offsets (one
+** thread runs it); *skip set when the pass moves nothing (one digit for all) or a stop was
+** asked for (*stop set). */
+static void radix_offsets(int64_t *counts, int nt, int64_t n, int64_t *skip, bool *stop) {
+  *stop = gl_interrupted();
+  *skip = *stop;
+  for (int d = 0; d < 256 && !*skip; d++) {
+    int64_t s = 0;
+    for (int u = 0; u < nt; u++) s += counts[256 * u + d];
+    if (s == n) *skip = 1;
+  }
+  int64_t off = 0;
+  for (int d = 0; d < 256 && !*skip; d++)
+    for (int u = 0; u < nt; u++) {
+      int64_t s = counts[256 * u + d];
+      counts[256 * u + d] = off;
+      off += s;
+    }
+}
+
+/* Sorts kw-byte keys k[0..n) ascending, stably, carrying pw-byte positions p (NULL: none),
+** with scratch (k2, p2) of the same sizes; returns whether the result ended in the scratch.
+** Every thread of the enclosing team calls it (the barriers bind to that team; one thread
 ** outside a parallel region). 'counts' (shared) holds 256 counts per thread and a flag.
 ** A stop is polled once a pass: the team then returns at once (*stop set), the lane
 ** unsorted. */
-#define SORT_RADIX(K, PN, P)                                                                 \
-  static bool radix_##K##_##PN(K *k, P *p, K *k2, P *p2, int64_t n, int64_t *counts,        \
-                               bool *stop) {                                                \
-    int64_t lo, hi;                                                                         \
-    int t = team_share(n, &lo, &hi), nt = team_count();                                     \
-    K *ka = k, *kb = k2;                                                                    \
-    P *pa = p, *pb = p2;                                                                    \
-    bool swapped = false;                                                                   \
-    int64_t *c = counts + 256 * t, *skip = counts + 256 * nt;                              \
-    for (int shift = 0; shift < 8 * (int)sizeof(K); shift += 8) {                           \
-      memset(c, 0, 256 * sizeof *c);                                                        \
-      for (int64_t i = lo; i < hi; i++) c[(ka[i] >> shift) & 255]++;                        \
-      _Pragma("omp barrier")                                                                \
-      _Pragma("omp single")                                                                 \
-      {                                                                                     \
-        *stop = gl_interrupted();                                                           \
-        int64_t off = 0;                                                                    \
-        *skip = *stop;                                                                      \
-        for (int d = 0; d < 256 && !*skip; d++) {                                           \
-          int64_t s = 0;                                                                    \
-          for (int u = 0; u < nt; u++) s += counts[256 * u + d];                            \
-          if (s == n) *skip = 1;                /* one digit for all: nothing moves */      \
-        }                                                                                   \
-        for (int d = 0; d < 256 && !*skip; d++)                                             \
-          for (int u = 0; u < nt; u++) {                                                    \
-            int64_t s = counts[256 * u + d];                                                \
-            counts[256 * u + d] = off;                                                      \
-            off += s;                                                                       \
-          }                                                                                 \
-      }                                                                                     \
-      if (*stop) return swapped;                                                            \
-      if (*skip) {                                                                          \
-        _Pragma("omp barrier")                 /* all have read the flag */                 \
-        continue;                                                                           \
-      }                                                                                     \
-      if (pa)                                                                               \
-        for (int64_t i = lo; i < hi; i++) {                                                 \
-          int64_t o = c[(ka[i] >> shift) & 255]++;                                          \
-          kb[o] = ka[i];                                                                    \
-          pb[o] = pa[i];                                                                    \
-        }                                                                                   \
-      else                                                                                  \
-        for (int64_t i = lo; i < hi; i++) kb[c[(ka[i] >> shift) & 255]++] = ka[i];          \
-      _Pragma("omp barrier")                                                                \
-      K *kt = ka; ka = kb; kb = kt;                                                         \
-      P *pt = pa; pa = pb; pb = pt;                                                         \
-      swapped = !swapped;                                                                   \
-    }                                                                                       \
-    return swapped;                                                                         \
-  }                                                                                         \
-  /* The same for n <= SORT_INSERTION, on one thread: an insertion sort in place. */        \
-  static void insertion_##K##_##PN(K *k, P *p, int64_t n) {                                 \
-    for (int64_t i = 1; i < n; i++) {                                                       \
-      K kv = k[i];                                                                          \
-      P pv = p ? p[i] : 0;                                                                  \
-      int64_t j = i;                                                                        \
-      for (; j > 0 && kv < k[j - 1]; j--) {                                                 \
-        k[j] = k[j - 1];                                                                    \
-        if (p) p[j] = p[j - 1];                                                             \
-      }                                                                                     \
-      k[j] = kv;                                                                            \
-      if (p) p[j] = pv;                                                                     \
-    }                                                                                       \
+SORT_INLINE bool radix(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,
+                       int64_t *counts, bool *stop) {
+  int64_t lo, hi;
+  int t = team_share(n, &lo, &hi), nt = team_count();
+  void *ka = k, *kb = k2, *pa = p, *pb = p2;
+  bool swapped = false;
+  int64_t *c = counts + 256 * t, *skip = counts + 256 * nt;
+  for (int shift = 0; shift < 8 * kw; shift += 8) {
+    memset(c, 0, 256 * sizeof *c);
+    for (int64_t i = lo; i < hi; i++) c[key_digit(kw, ka, i, shift)]++;
+    #pragma omp barrier
+    #pragma omp single
+    radix_offsets(counts, nt, n, skip, stop);
+    if (*stop) return swapped;
+    if (*skip) {
+      #pragma omp barrier                   /* all have read the flag */
+      continue;
+    }
+    if (pa)
+      for (int64_t i = lo; i < hi; i++) {
+        int64_t o = c[key_digit(kw, ka, i, shift)]++;
+        key_copy(kw, kb, o, ka, i);
+        pos_put(pw, pb, o, pos_get(pw, pa, i));
+      }
+    else
+      for (int64_t i = lo; i < hi; i++) key_copy(kw, kb, c[key_digit(kw, ka, i, shift)]++, ka, i);
+    #pragma omp barrier
+    void *kt = ka, *pt = pa;
+    ka = kb, kb = kt, pa = pb, pb = pt;
+    swapped = !swapped;
   }
-SORT_RADIX(uint8_t, u32, uint32_t)
-SORT_RADIX(uint8_t, u64, uint64_t)
-SORT_RADIX(uint32_t, u32, uint32_t)
-SORT_RADIX(uint32_t, u64, uint64_t)
-SORT_RADIX(uint64_t, u32, uint32_t)
-SORT_RADIX(uint64_t, u64, uint64_t)
-#undef SORT_RADIX
+  return swapped;
+}
+
+/* The same for n <= SORT_INSERTION, on one thread: an insertion sort in place. */
+SORT_INLINE void insertion(int kw, int pw, void *k, void *p, int64_t n) {
+  for (int64_t i = 1; i < n; i++) {
+    uint64_t kv = key_get(kw, k, i), pv = p ? pos_get(pw, p, i) : 0;
+    int64_t j = i;
+    for (; j > 0 && kv < key_get(kw, k, j - 1); j--) {
+      key_put(kw, k, j, key_get(kw, k, j - 1));
+      if (p) pos_put(pw, p, j, pos_get(pw, p, j - 1));
+    }
+    key_put(kw, k, j, kv);
+    if (p) pos_put(pw, p, j, pv);
+  }
+}
+
+/* The first position in sorted keys k[0..n) whose key is >= v. */
+static int64_t lower_bound(int kw, const void *k, int64_t n, uint64_t v) {
+  int64_t a = 0, b = n;
+  while (a < b) {
+    int64_t m = a + (b - a) / 2;
+    if (key_get(kw, k, m) < v) a = m + 1;
+    else b = m;
+  }
+  return a;
+}
+
+/* The instances of the radix and insertion sorts (and the selection below), per key and
+** position width. */
+/* X(KW, PW, A) for each pair of widths, A the arguments of the call it makes. */
+#define WIDTH_LIST(X, A) X(1, 4, A) X(1, 8, A) X(4, 4, A) X(4, 8, A) X(8, 4, A) X(8, 8, A)
+#define WIDTH_CASE(KW, PW) ((KW) * 16 + (PW))
+
+static bool radix_any(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,
+                      int64_t *counts, bool *stop) {
+#define RADIX_CASE(KW, PW, A) case WIDTH_CASE(KW, PW): return radix(KW, PW, GL_DT_UNPAREN_ A);
+  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(RADIX_CASE, (k, p, k2, p2, n, counts, stop)) default: return false; }
+}
+
+static void insertion_any(int kw, int pw, void *k, void *p, int64_t n) {
+#define INSERTION_CASE(KW, PW, A) case WIDTH_CASE(KW, PW): insertion(KW, PW, GL_DT_UNPAREN_ A); return;
+  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(INSERTION_CASE, (k, p, n)) default: return; }
+}
+
+/* ---- partial sorts ------------------------------------------------------------------------ */
+
+/* Quickselect over keys and positions (p NULL: none): the range holding the wanted position
+** is split around the median of three (Hoare's two-pointer scan, the median first in the
+** range so the split always moves) until it is short, then sorted by insertion; the first
+** or last position of a range is a plain minimum or maximum scan; a range still long after
+** 2 log2 n + 8 splits (a bad pivot run) is radix-sorted instead. For several positions
+** (ascending), each is selected right of the one before. Returns false when stopped. */
+SORT_INLINE bool select_kth(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,
+                            const int64_t *kth, int nk) {
+  int64_t left = 0;
+  for (int w = 0; w < nk; w++) {
+    int64_t want = kth[w], lo = left, hi = n;
+    int depth = 8;
+    for (int64_t m = n; m > 1; m >>= 1) depth += 2;
+    while (hi - lo > SORT_INSERTION) {
+      if (gl_interrupted()) return false;
+      if (want == lo || want == hi - 1) {          /* a minimum or a maximum */
+        int64_t best = lo;
+        if (want == lo) {
+          for (int64_t i = lo + 1; i < hi; i++) if (key_get(kw, k, i) < key_get(kw, k, best)) best = i;
+        } else {
+          for (int64_t i = lo + 1; i < hi; i++) if (key_get(kw, k, i) >= key_get(kw, k, best)) best = i;
+        }
+        swap_at(kw, pw, k, p, want, best);
+        lo = hi;
+        break;
+      }
+      if (depth-- == 0) {
+        int64_t counts[257];
+        bool stop = false, sw = false;
+        void *kl = (char *)k + lo * kw, *pl = p ? (char *)p + lo * pw : NULL;
+        #pragma omp parallel num_threads(1)     /* a team of one for the barriers */
+        sw = radix_any(kw, pw, kl, pl, k2, p2, hi - lo, counts, &stop);
+        if (stop) return false;
+        if (sw) {
+          memcpy(kl, k2, (size_t)(hi - lo) * (size_t)kw);
+          if (p) memcpy(pl, p2, (size_t)(hi - lo) * (size_t)pw);
+        }
+        lo = hi;
+        break;
+      }
+      int64_t mid = lo + (hi - lo) / 2, last = hi - 1;
+      if (key_get(kw, k, mid) < key_get(kw, k, lo)) swap_at(kw, pw, k, p, mid, lo);
+      if (key_get(kw, k, last) < key_get(kw, k, mid)) {
+        swap_at(kw, pw, k, p, last, mid);
+        if (key_get(kw, k, mid) < key_get(kw, k, lo)) swap_at(kw, pw, k, p, mid, lo);
+      }
+      swap_at(kw, pw, k, p, lo, mid);              /* the median to the front */
+      uint64_t pv = key_get(kw, k, lo);
+      int64_t i = lo - 1, j = hi;
+      for (;;) {
+        do i++; while (key_beyond(kw, k, i, pv, false));
+        do j--; while (key_beyond(kw, k, j, pv, true));
+        if (i >= j) break;
+        swap_at(kw, pw, k, p, i, j);
+      }
+      if (want <= j) hi = j + 1;                   /* [lo, j] <= pv <= [j + 1, hi) */
+      else lo = j + 1;
+    }
+    if (hi > lo) insertion(kw, pw, (char *)k + lo * kw, p ? (char *)p + lo * pw : NULL, hi - lo);
+    left = want + 1;
+  }
+  return true;
+}
+
+static bool select_any(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,
+                       const int64_t *kth, int nk) {
+#define SELECT_CASE(KW, PW, A) case WIDTH_CASE(KW, PW): return select_kth(KW, PW, GL_DT_UNPAREN_ A);
+  switch (WIDTH_CASE(kw, pw)) { WIDTH_LIST(SELECT_CASE, (k, p, k2, p2, n, kth, nk)) default: return false; }
+}
 
 /* ---- lanes ---------------------------------------------------------------------------------- */
 
-/* The first position in sorted keys k[0..n) whose key is >= v. */
-#define SORT_LOWER(K)                                                        \
-  static int64_t lower_##K(const K *k, int64_t n, K v) {                     \
-    int64_t a = 0, b = n;                                                    \
-    while (a < b) {                                                          \
-      int64_t m = a + (b - a) / 2;                                           \
-      if (k[m] < v) a = m + 1;                                               \
-      else b = m;                                                            \
-    }                                                                        \
-    return a;                                                                \
+/* The keys (desc: complemented) of elements [lo, hi) of a lane and, with p, their
+** positions; returns whether one of them was -0.0. */
+SORT_INLINE bool lane_keys(gl_dtype dt, const void *src, int64_t ss, int64_t lo, int64_t hi,
+                           bool desc, void *k, void *p, int pw) {
+  const int kw = key_width(dt);
+  bool nz = false;
+  for (int64_t j = lo; j < hi; j++) {
+    bool jz;
+    uint64_t key = elem_key(dt, src, j * ss, &jz);
+    nz |= jz;
+    key_put(kw, k, j, desc ? ~key : key);
+    if (p) pos_put(pw, p, j, (uint64_t)j);
   }
-SORT_LOWER(uint8_t)
-SORT_LOWER(uint32_t)
-SORT_LOWER(uint64_t)
-#undef SORT_LOWER
+  return nz;
+}
+
+/* Elements [lo, hi) of a sorted lane: with positions pr, the values gathered from src (vout
+** not NULL) and the positions; else the values rebuilt from the keys kr. */
+SORT_INLINE void lane_write(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
+                            const void *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
+                            const void *kr, const void *pr, int pw) {
+  const int kw = key_width(dt);
+  for (int64_t j = lo; j < hi; j++) {
+    if (pr) {
+      int64_t q = (int64_t)pos_get(pw, pr, j);
+      if (vout) elem_copy(dt, vout, j * vs, src, q * ss);
+      iout[j * is] = q;
+    } else {
+      uint64_t key = key_get(kw, kr, j);
+      elem_store_key(dt, vout, j * vs, desc ? ~key & key_max(kw) : key);
+    }
+  }
+}
+
+/* The two above for a dtype known at run time (inside a parallel region, whose body the
+** compiler outlines before it could see the dtype as a constant). */
+static bool lane_keys_any(gl_dtype dt, const void *src, int64_t ss, int64_t lo, int64_t hi,
+                          bool desc, void *k, void *p, int pw) {
+#define LANE_KEYS_CASE(A, E, ...) case GL_##E: return lane_keys(GL_##E, GL_DT_UNPAREN_ A);
+  switch (dt) { GL_DTYPE_ROWS_(LANE_KEYS_CASE, (src, ss, lo, hi, desc, k, p, pw)) default: return false; }
+}
+
+static void lane_write_any(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
+                           const void *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
+                           const void *kr, const void *pr, int pw) {
+#define LANE_WRITE_CASE(A, E, ...) case GL_##E: lane_write(GL_##E, GL_DT_UNPAREN_ A); return;
+  switch (dt) {
+    GL_DTYPE_ROWS_(LANE_WRITE_CASE, (vout, vs, iout, is, src, ss, lo, hi, desc, kr, pr, pw))
+    default: return;
+  }
+}
 
 /* One lane of n elements from src (stride ss) into vout (stride vs; NULL: none) and the
 ** 0-based positions into iout (stride is; NULL: none), sorted by 'nt' threads (the lane
 ** function makes the team). 'buf' holds 2n keys and, with positions, 2n positions;
 ** 'counts' 256 per thread + 1. Returns false when stopped. */
+SORT_INLINE bool sort_lane(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
+                           const void *src, int64_t ss, int64_t n, bool desc, void *buf,
+                           int64_t *counts, int nt) {
+  const int kw = key_width(dt);
+  const uint64_t kmax = key_max(kw);
+  bool wide = n > (int64_t)UINT32_MAX, negzero = false, stop = false, in2 = false;
+  int pw = wide ? 8 : 4;
+  size_t psz = iout ? (size_t)pw : 0;
+  void *p = iout ? buf : NULL, *p2 = iout ? (char *)buf + (size_t)n * psz : NULL;
+  char *k = (char *)buf + 2 * (size_t)n * psz, *k2 = k + (size_t)n * (size_t)kw;
+  if (n <= SORT_INSERTION) nt = 1;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    int64_t lo, hi;
+    team_share(n, &lo, &hi);
+    if (lane_keys_any(dt, src, ss, lo, hi, desc, k, p, pw)) {
+      #pragma omp atomic write
+      negzero = true;
+    }
+    #pragma omp barrier
+    bool sw;
+    if (n <= SORT_INSERTION) {
+      insertion_any(kw, pw, k, p, n);
+      sw = false;
+    } else {
+      sw = radix_any(kw, pw, k, p, k2, p2, n, counts, &stop);
+    }
+    if (!stop) {
+      #pragma omp single nowait
+      in2 = sw;
+      lane_write_any(dt, vout, vs, iout, is, src, ss, lo, hi, desc, sw ? k2 : k, sw ? p2 : p, pw);
+    }
+  }
+  if (stop) return false;
+  if (key_lossy(dt) && !iout) {               /* rebuild the zeros and NaNs from the source */
+    const char *kr = in2 ? k2 : k;
+    uint64_t zero = desc ? ~zero_key(dt) & kmax : zero_key(dt);
+    int64_t a = desc ? 0 : lower_bound(kw, kr, n, kmax), b = desc ? lower_bound(kw, kr, n, 1) : n;
+    for (int64_t j = 0, o = a; o < b && j < n; j++) {
+      double v = elem_value(dt, src, j * ss);
+      if (v != v) elem_copy(dt, vout, (o++) * vs, src, j * ss);
+    }
+    if (negzero) {
+      int64_t z0 = lower_bound(kw, kr, n, zero), z1 = lower_bound(kw, kr, n, (zero + 1) & kmax);
+      for (int64_t j = 0, o = z0; o < z1 && j < n; j++)
+        if (elem_value(dt, src, j * ss) == 0) elem_copy(dt, vout, (o++) * vs, src, j * ss);
+    }
+  }
+  return true;
+}
+
 typedef bool (*sort_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
                              int64_t ss, int64_t n, bool desc, void *buf, int64_t *counts, int nt);
-
-#define SORT_LANE(E, id, S, kind, half, CT, ...) \
-  SORT_LANE_X(id, S, CT, KEY_T_##CT, KEY_LOSSY_##CT, GL_DT_WIDEN_##half, kind, half)
-#define SORT_LANE_X(...) SORT_LANE_(__VA_ARGS__)       /* expands KEY_T_<CT> before pasting */
-#define SORT_LANE_(DN, S, CT, K, LOSSY, LOAD, kind, half)                                     \
-  static bool sort_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is,               \
-                             const void *src_, int64_t ss, int64_t n, bool desc, void *buf,   \
-                             int64_t *counts, int nt) {                                       \
-    const S *src = src_;                                                                      \
-    bool wide = n > (int64_t)UINT32_MAX, negzero = false, stop = false, in2 = false;         \
-    size_t psz = iout ? (wide ? 8 : 4) : 0;                                                   \
-    void *p = iout ? buf : NULL, *p2 = iout ? (char *)buf + (size_t)n * psz : NULL;           \
-    K *k = (K *)(void *)((char *)buf + 2 * (size_t)n * psz), *k2 = k + n;                      \
-    if (n <= SORT_INSERTION) nt = 1;                                                          \
-    _Pragma("omp parallel num_threads(nt) if (nt > 1)")                                      \
-    {                                                                                         \
-      int64_t lo, hi;                                                                         \
-      team_share(n, &lo, &hi);                                                                \
-      bool nz = false;                                                                        \
-      for (int64_t j = lo; j < hi; j++) {                                                     \
-        CT v = (CT)LOAD(src[j * ss]);                                                         \
-        K key = key_of_##CT(v);                                                               \
-        if (LOSSY && is_negzero_##CT(v)) nz = true;                                          \
-        k[j] = desc ? (K)~key : key;                                                          \
-        if (p && wide) ((uint64_t *)p)[j] = (uint64_t)j;                                      \
-        else if (p) ((uint32_t *)p)[j] = (uint32_t)j;                                         \
-      }                                                                                       \
-      if (nz) {                                                                               \
-        _Pragma("omp atomic write")                                                           \
-        negzero = true;                                                                       \
-      }                                                                                       \
-      _Pragma("omp barrier")                                                                  \
-      bool sw;                                                                                \
-      if (n <= SORT_INSERTION) {                                                              \
-        if (wide) insertion_##K##_u64(k, p, n);         /* never: n is small */              \
-        else insertion_##K##_u32(k, p, n);                                                    \
-        sw = false;                                                                           \
-      } else if (wide) sw = radix_##K##_u64(k, p, k2, p2, n, counts, &stop);                  \
-      else sw = radix_##K##_u32(k, p, k2, p2, n, counts, &stop);                              \
-      if (!stop) {                                                                            \
-        const K *kr = sw ? k2 : k;                                                            \
-        const void *pr = sw ? p2 : p;                                                         \
-        _Pragma("omp single nowait")                                                          \
-        in2 = sw;                                                                             \
-        for (int64_t j = lo; j < hi; j++) {                                                   \
-          if (pr) {                                                                           \
-            int64_t q = wide ? (int64_t)((const uint64_t *)pr)[j] : ((const uint32_t *)pr)[j]; \
-            if (vout) ((S *)vout)[j * vs] = src[q * ss];                                      \
-            iout[j * is] = q;                                                                 \
-          } else {                                                                            \
-            K key = desc ? (K)~kr[j] : kr[j];                                                 \
-            ((S *)vout)[j * vs] = GL_DT_STORE(kind, half, S, DN, kind, CT##_of_key(key));    \
-          }                                                                                   \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
-    if (stop) return false;                                                                   \
-    if (LOSSY && !iout) {                 /* rebuild the zeros and NaNs from the source */    \
-      const K *kr = in2 ? k2 : k;                                                             \
-      K zero = key_of_##CT(0);                                                                \
-      if (desc) zero = (K)~zero;                                                              \
-      int64_t a = desc ? 0 : lower_##K(kr, n, (K)~(K)0), b = desc ? lower_##K(kr, n, 1) : n;  \
-      for (int64_t j = 0, o = a; o < b && j < n; j++) {                                       \
-        CT v = (CT)LOAD(src[j * ss]);                                                         \
-        if (v != v) ((S *)vout)[(o++) * vs] = src[j * ss];                                    \
-      }                                                                                       \
-      if (negzero) {                                                                          \
-        int64_t z0 = lower_##K(kr, n, zero), z1 = lower_##K(kr, n, (K)(zero + 1));            \
-        for (int64_t j = 0, o = z0; o < z1 && j < n; j++) {                                   \
-          CT v = (CT)LOAD(src[j * ss]);                                                       \
-          if (v == 0) ((S *)vout)[(o++) * vs] = src[j * ss];                                  \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
-    return true;                                                                              \
-  }
-GL_DTYPE_LIST(SORT_LANE)
-#undef SORT_LANE
-#undef SORT_LANE_X
-#undef SORT_LANE_
-
-#define SORT_ENTRY(E, id, ...) [GL_##E] = sort_lane_##id,
-static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(SORT_ENTRY) };
-#undef SORT_ENTRY
+#define SORT_LANE_FN(E, id, ...) static bool sort_lane_##id(void *vout, int64_t vs, int64_t *iout, \
+  int64_t is, const void *src, int64_t ss, int64_t n, bool desc, void *buf, int64_t *counts, int nt) { \
+  return sort_lane(GL_##E, vout, vs, iout, is, src, ss, n, desc, buf, counts, nt); }
+GL_DTYPE_LIST(SORT_LANE_FN)
+#define SORT_LANE_ENTRY(E, id, ...) [GL_##E] = sort_lane_##id,
+static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(SORT_LANE_ENTRY) };
 
 /* Element offset of lane r of 'a': every axis but 'axis', in C order. */
 static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
@@ -311,54 +582,89 @@ static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
   return off;
 }
 
+/* Where the lanes of a sort or partition along 'axis' are: their elements in src, values
+** and indices (NULL: not asked for) and the strides along the axis. */
+typedef struct lane_walk {
+  const gl_array *values, *indices, *src;
+  int axis;
+  size_t sz;
+  const char *s;
+  char *v;
+  int64_t *ip;
+  int64_t ss, vs, is;
+} lane_walk;
+
+static lane_walk lane_walk_of(const gl_array *values, const gl_array *indices, const gl_array *src,
+                              int axis) {
+  lane_walk w = { values, indices, src, axis, gl_dtypes[src->dtype].size, gl_array_data(src),
+                  values ? gl_array_data(values) : NULL, indices ? gl_array_data(indices) : NULL,
+                  src->ndim ? src->strides[axis] : 1, values && values->ndim ? values->strides[axis] : 1,
+                  indices && indices->ndim ? indices->strides[axis] : 1 };
+  return w;
+}
+
+/* Lane r's first element in src (returned), values (*vo) and indices (*io). */
+static const char *lane_at(const lane_walk *w, int64_t r, void **vo, int64_t **io) {
+  *vo = w->v ? w->v + lane_offset(w->values, w->axis, r) * (int64_t)w->sz : NULL;
+  *io = w->ip ? w->ip + lane_offset(w->indices, w->axis, r) : NULL;
+  return w->s + lane_offset(w->src, w->axis, r) * (int64_t)w->sz;
+}
+
+/* Runs one(job, r, buf) for each lane r < lanes on a team of nt threads, each thread with a
+** scratch of bufsz bytes of its own; false when a scratch could not be had. */
+typedef void (*lane_fn)(const void *job, int64_t r, void *buf);
+static bool each_lane(int nt, int64_t lanes, size_t bufsz, lane_fn one, const void *job) {
+  bool failed = false;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    void *buf = malloc(bufsz);     /* per thread; every thread still meets the 'for' */
+    if (buf == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t r = 0; r < lanes; r++)
+      if (buf != NULL && !gl_interrupted()) one(job, r, buf);
+    free(buf);
+  }
+  return !failed;
+}
+
+/* A sort of lanes of n elements: a lane's scratch is bufsz bytes of keys and positions, then
+** the 257 counts of a one-thread radix sort. */
+typedef struct sort_job { lane_walk w; sort_lane_fn fn; int64_t n; size_t bufsz; bool desc; } sort_job;
+
+static void sort_one(const void *job, int64_t r, void *buf) {
+  const sort_job *j = job;
+  void *vo;
+  int64_t *io;
+  const char *so = lane_at(&j->w, r, &vo, &io);
+  j->fn(vo, j->w.vs, io, j->w.is, so, j->w.ss, j->n, j->desc, buf, (int64_t *)((char *)buf + j->bufsz), 1);
+}
+
 gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
                       int axis, bool descending) {
   int64_t n = src->ndim ? src->shape[axis] : 1;
   if (src->size == 0 || n == 0) return GL_OK;
   int64_t lanes = src->size / n;
-  size_t sz = gl_dtypes[src->dtype].size;
   /* keys of at most 8 bytes, twice, and positions, twice */
   size_t bufsz = (size_t)n * 2 * (8 + (indices ? 8 : 0));
-  sort_lane_fn fn = sort_lanes[src->dtype];
-  const char *s = gl_array_data(src);
-  char *v = values ? gl_array_data(values) : NULL;
-  int64_t *ip = indices ? gl_array_data(indices) : NULL;
-  int64_t ss = src->ndim ? src->strides[axis] : 1;
-  int64_t vs = values && values->ndim ? values->strides[axis] : 1;
-  int64_t is = indices && indices->ndim ? indices->strides[axis] : 1;
+  sort_job job = { lane_walk_of(values, indices, src, axis), sort_lanes[src->dtype], n, bufsz, descending };
   int nt = src->size >= GL_POLL_SPAN / 8 ? gl_cpu_team_size(src->size) : 1;
   bool failed = false;
   if (nt > 1 && lanes < nt && n >= SORT_PAR_LANE) {
     /* few long lanes: the team sorts each in turn */
-    void *buf = malloc(bufsz);
-    int64_t *counts = malloc((256 * (size_t)nt + 1) * sizeof *counts);
+    void *buf = malloc(bufsz), *vo;
+    int64_t *counts = malloc((256 * (size_t)nt + 1) * sizeof *counts), *io;
     failed = buf == NULL || counts == NULL;
     for (int64_t r = 0; r < lanes && !failed; r++) {
-      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-      if (!fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf, counts, nt))
-        break;
+      const char *so = lane_at(&job.w, r, &vo, &io);
+      if (!job.fn(vo, job.w.vs, io, job.w.is, so, job.w.ss, n, descending, buf, counts, nt)) break;
     }
     free(buf);
     free(counts);
   } else {
-    #pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-      void *buf = malloc(bufsz);     /* per thread; every thread still meets the 'for' */
-      int64_t counts[257];
-      if (buf == NULL) {
-        #pragma omp atomic write
-        failed = true;
-      }
-      #pragma omp for schedule(static)
-      for (int64_t r = 0; r < lanes; r++) {
-        if (buf == NULL || gl_interrupted()) continue;
-        void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-        int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-        fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, descending, buf, counts, 1);
-      }
-      free(buf);
-    }
+    failed = !each_lane(nt, lanes, bufsz + 257 * sizeof(int64_t), sort_one, &job);
   }
   gl_cpu_team_done(nt);
   if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
@@ -367,194 +673,76 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
 
 /* ---- partition -------------------------------------------------------------------------------- */
 
-/* Quickselect over keys and positions (p NULL: none): the range holding the wanted position
-** is split around the median of three (Hoare's two-pointer scan, the median first in the
-** range so the split always moves) until it is short, then sorted by insertion; the first
-** or last position of a range is a plain minimum or maximum scan; a range still long after
-** 2 log2 n + 8 splits (a bad pivot run) is radix-sorted instead. For several positions
-** (ascending), each is selected right of the one before. Returns false when stopped. */
-#define SELECT_SWAP(K, P, k, p, i, j)                  \
-  do {                                                 \
-    K kt_ = k[i]; k[i] = k[j]; k[j] = kt_;             \
-    if (p) { P pt_ = p[i]; p[i] = p[j]; p[j] = pt_; }  \
-  } while (0)
-#define SELECT_DEF(K, PN, P)                                                                     \
-  static bool select_##K##_##PN(K *k, P *p, K *k2, P *p2, int64_t n, const int64_t *kth, int nk) { \
-    int64_t left = 0;                                                                          \
-    for (int w = 0; w < nk; w++) {                                                             \
-      int64_t want = kth[w], lo = left, hi = n;                                                \
-      int depth = 8;                                                                           \
-      for (int64_t m = n; m > 1; m >>= 1) depth += 2;                                          \
-      while (hi - lo > SORT_INSERTION) {                                                       \
-        if (gl_interrupted()) return false;                                                    \
-        if (want == lo || want == hi - 1) {          /* a minimum or a maximum */              \
-          int64_t best = lo;                                                                   \
-          if (want == lo) { for (int64_t i = lo + 1; i < hi; i++) if (k[i] < k[best]) best = i; } \
-          else { for (int64_t i = lo + 1; i < hi; i++) if (k[i] >= k[best]) best = i; }       \
-          SELECT_SWAP(K, P, k, p, want, best);                                                 \
-          lo = hi;                                                                             \
-          break;                                                                               \
-        }                                                                                      \
-        if (depth-- == 0) {                                                                    \
-          int64_t counts[257];                                                                 \
-          bool stop = false, sw = false;                                                       \
-          _Pragma("omp parallel num_threads(1)")     /* a team of one for the barriers */       \
-          sw = radix_##K##_##PN(k + lo, p ? p + lo : NULL, k2, p2, hi - lo, counts, &stop);    \
-          if (stop) return false;                                                              \
-          if (sw) {                                                                            \
-            memcpy(k + lo, k2, (size_t)(hi - lo) * sizeof *k);                                 \
-            if (p) memcpy(p + lo, p2, (size_t)(hi - lo) * sizeof *p);                          \
-          }                                                                                    \
-          lo = hi;                                                                             \
-          break;                                                                               \
-        }                                                                                      \
-        int64_t mid = lo + (hi - lo) / 2, last = hi - 1;                                       \
-        if (k[mid] < k[lo]) SELECT_SWAP(K, P, k, p, mid, lo);                                  \
-        if (k[last] < k[mid]) {                                                                \
-          SELECT_SWAP(K, P, k, p, last, mid);                                                  \
-          if (k[mid] < k[lo]) SELECT_SWAP(K, P, k, p, mid, lo);                                \
-        }                                                                                      \
-        SELECT_SWAP(K, P, k, p, lo, mid);            /* the median to the front */             \
-        K pv = k[lo];                                                                          \
-        int64_t i = lo - 1, j = hi;                                                            \
-        for (;;) {                                                                             \
-          do i++; while (k[i] < pv);                                                           \
-          do j--; while (k[j] > pv);                                                           \
-          if (i >= j) break;                                                                   \
-          SELECT_SWAP(K, P, k, p, i, j);                                                       \
-        }                                                                                      \
-        if (want <= j) hi = j + 1;                   /* [lo, j] <= pv <= [j + 1, hi) */        \
-        else lo = j + 1;                                                                       \
-      }                                                                                        \
-      if (hi > lo) insertion_##K##_##PN(k + lo, p ? p + lo : NULL, hi - lo);                   \
-      left = want + 1;                                                                         \
-    }                                                                                          \
-    return true;                                                                               \
-  }
-SELECT_DEF(uint8_t, u32, uint32_t)
-SELECT_DEF(uint8_t, u64, uint64_t)
-SELECT_DEF(uint32_t, u32, uint32_t)
-SELECT_DEF(uint32_t, u64, uint64_t)
-SELECT_DEF(uint64_t, u32, uint32_t)
-SELECT_DEF(uint64_t, u64, uint64_t)
-#undef SELECT_DEF
-#undef SELECT_SWAP
-
-/* Keys that rebuild their value exactly, for a partition of values alone (equal values
-** may land in any order there): -0.0 keys below +0.0 and a NaN above +inf by its payload;
-** a NaN with its sign bit set would key below -inf, so it is flagged (the lane then takes
-** the positions' path). The halves always take that path (their float32 keys). */
-static inline uint32_t exact_key_float(float f, bool *negnan) {
-  uint32_t b;
-  memcpy(&b, &f, 4);
-  *negnan |= (f != f) & (b >> 31);
-  return b ^ ((0u - (b >> 31)) | 0x80000000u);
-}
-static inline uint64_t exact_key_double(double f, bool *negnan) {
-  uint64_t b;
-  memcpy(&b, &f, 8);
-  *negnan |= (f != f) & (b >> 63);
-  return b ^ ((0ull - (b >> 63)) | 0x8000000000000000ull);
-}
-static inline uint32_t exact_key_int32_t(int32_t v, bool *negnan) { (void)negnan; return key_of_int32_t(v); }
-static inline uint64_t exact_key_int64_t(int64_t v, bool *negnan) { (void)negnan; return key_of_int64_t(v); }
-static inline uint8_t exact_key_uint8_t(uint8_t v, bool *negnan) { (void)negnan; return v; }
-#define KEY_EXACT_none 1
-#define KEY_EXACT_f16 0
-#define KEY_EXACT_bf16 0
-
 /* One lane: keys and positions, the selection, then values gathered from the source by
 ** position (payloads and signs kept) and the positions. The keys are the exact ones (-0.0
 ** below +0.0) with every NaN the largest, so that partition and argpartition of one array
 ** make the same moves, and a gradient through argpartition reaches the elements partition
-** placed. 'buf' as a sort lane's with
-** positions. Returns false when stopped. */
+** placed. 'buf' as a sort lane's with positions. Returns false when stopped. */
+SORT_INLINE bool part_lane(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
+                           const void *src, int64_t ss, int64_t n, const int64_t *kth, int nk,
+                           void *buf) {
+  const int kw = key_width(dt);
+  if (!iout && key_exact(dt)) {              /* values alone: exact keys, no positions */
+    /* the keys in vout itself where they fit; the scratch only for the radix fallback */
+    bool inplace = vs == 1 && elem_size(dt) == (size_t)kw;
+    char *k = inplace ? (char *)vout : (char *)buf;
+    char *k2 = (char *)buf + (inplace ? 0 : (size_t)n * (size_t)kw);
+    bool negnan = false;
+    for (int64_t j = 0; j < n; j++) key_put(kw, k, j, elem_exact_key(dt, src, j * ss, &negnan));
+    if (!negnan) {
+      if (!select_any(kw, 4, k, NULL, k2, NULL, n, kth, nk)) return false;
+      for (int64_t j = 0; j < n; j++) elem_store_key(dt, vout, j * vs, key_get(kw, k, j));
+      return true;
+    }
+  }
+  bool wide = n > (int64_t)UINT32_MAX;
+  int pw = wide ? 8 : 4;
+  void *p = buf, *p2 = (char *)buf + (size_t)n * (size_t)pw;
+  char *k = (char *)buf + 2 * (size_t)n * (size_t)pw, *k2 = k + (size_t)n * (size_t)kw;
+  for (int64_t j = 0; j < n; j++) {
+    bool nan_ = false;
+    uint64_t key = elem_exact_key(dt, src, j * ss, &nan_);
+    double v = elem_value(dt, src, j * ss);
+    key_put(kw, k, j, v != v ? key_max(kw) : key);  /* the values' path order, every NaN last */
+    pos_put(pw, p, j, (uint64_t)j);
+  }
+  if (!select_any(kw, pw, k, p, k2, p2, n, kth, nk)) return false;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t q = (int64_t)pos_get(pw, p, j);
+    if (vout) elem_copy(dt, vout, j * vs, src, q * ss);
+    if (iout) iout[j * is] = q;
+  }
+  return true;
+}
+
 typedef bool (*part_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
                              int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf);
-#define PART_LANE(E, id, S, kind, half, CT, ...) PART_LANE_X(id, S, CT, KEY_T_##CT, GL_DT_WIDEN_##half, half)
-#define PART_LANE_X(...) PART_LANE_(__VA_ARGS__)
-#define PART_LANE_(DN, S, CT, K, LOAD, half)                                                        \
-  static bool part_lane_##DN(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src_, \
-                             int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf) {     \
-    const S *src = src_;                                                                        \
-    if (!iout && KEY_EXACT_##half) {       /* values alone: exact keys, no positions */        \
-      /* the keys in vout itself where they fit; the scratch only for the radix fallback */  \
-      bool inplace = vs == 1 && sizeof(S) == sizeof(K);                                         \
-      K *k = inplace ? (K *)vout : (K *)buf, *k2 = (K *)buf + (inplace ? 0 : n);                \
-      bool negnan = false;                                                                      \
-      for (int64_t j = 0; j < n; j++) {                                                         \
-        CT v = (CT)LOAD(src[j * ss]);                                                           \
-        k[j] = exact_key_##CT(v, &negnan);                                                      \
-      }                                                                                         \
-      if (!negnan) {                                                                            \
-        if (!select_##K##_u32(k, NULL, k2, NULL, n, kth, nk)) return false;                     \
-        if (inplace) for (int64_t j = 0; j < n; j++) { CT v = CT##_of_key(k[j]); memcpy(k + j, &v, sizeof v); } \
-        else for (int64_t j = 0; j < n; j++) ((S *)vout)[j * vs] = (S)CT##_of_key(k[j]);        \
-        return true;                                                                            \
-      }                                                                                         \
-    }                                                                                           \
-    bool wide = n > (int64_t)UINT32_MAX;                                                        \
-    size_t psz = wide ? 8 : 4;                                                                  \
-    void *p = buf, *p2 = (char *)buf + (size_t)n * psz;                                         \
-    K *k = (K *)(void *)((char *)buf + 2 * (size_t)n * psz), *k2 = k + n;                        \
-    for (int64_t j = 0; j < n; j++) {                                                           \
-      CT v = (CT)LOAD(src[j * ss]);                                                             \
-      bool nan_ = false;                                                                        \
-      K key = exact_key_##CT(v, &nan_);                                                         \
-      k[j] = v != v ? (K)~(K)0 : key;        /* the values' path order, every NaN last */       \
-      if (wide) ((uint64_t *)p)[j] = (uint64_t)j;                                               \
-      else ((uint32_t *)p)[j] = (uint32_t)j;                                                    \
-    }                                                                                           \
-    if (!(wide ? select_##K##_u64(k, p, k2, p2, n, kth, nk) : select_##K##_u32(k, p, k2, p2, n, kth, nk))) \
-      return false;                                                                             \
-    for (int64_t j = 0; j < n; j++) {                                                           \
-      int64_t q = wide ? (int64_t)((const uint64_t *)p)[j] : ((const uint32_t *)p)[j];          \
-      if (vout) ((S *)vout)[j * vs] = src[q * ss];                                              \
-      if (iout) iout[j * is] = q;                                                               \
-    }                                                                                           \
-    return true;                                                                                \
-  }
-GL_DTYPE_LIST(PART_LANE)
-#undef PART_LANE
-#undef PART_LANE_X
-#undef PART_LANE_
+#define PART_LANE_FN(E, id, ...) static bool part_lane_##id(void *vout, int64_t vs, int64_t *iout, \
+  int64_t is, const void *src, int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf) { \
+  return part_lane(GL_##E, vout, vs, iout, is, src, ss, n, kth, nk, buf); }
+GL_DTYPE_LIST(PART_LANE_FN)
+#define PART_LANE_ENTRY(E, id, ...) [GL_##E] = part_lane_##id,
+static const part_lane_fn part_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(PART_LANE_ENTRY) };
 
-#define PART_ENTRY(E, id, ...) [GL_##E] = part_lane_##id,
-static const part_lane_fn part_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(PART_ENTRY) };
-#undef PART_ENTRY
+/* A partition of lanes of n elements at positions kth[0..nk). */
+typedef struct part_job { lane_walk w; part_lane_fn fn; int64_t n; const int64_t *kth; int nk; } part_job;
+
+static void part_one(const void *job, int64_t r, void *buf) {
+  const part_job *j = job;
+  void *vo;
+  int64_t *io;
+  const char *so = lane_at(&j->w, r, &vo, &io);
+  j->fn(vo, j->w.vs, io, j->w.is, so, j->w.ss, j->n, j->kth, j->nk, buf);
+}
 
 gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, const gl_array *src,
                            int axis, const int64_t *kth, int nk) {
   int64_t n = src->shape[axis];
   if (src->size == 0 || n == 0) return GL_OK;
   int64_t lanes = src->size / n;
-  size_t sz = gl_dtypes[src->dtype].size;
-  size_t bufsz = (size_t)n * 2 * (8 + 8);
-  part_lane_fn fn = part_lanes[src->dtype];
-  const char *s = gl_array_data(src);
-  char *v = values ? gl_array_data(values) : NULL;
-  int64_t *ip = indices ? gl_array_data(indices) : NULL;
-  int64_t ss = src->strides[axis];
-  int64_t vs = values ? values->strides[axis] : 1;
-  int64_t is = indices ? indices->strides[axis] : 1;
-  bool failed = false;
+  part_job job = { lane_walk_of(values, indices, src, axis), part_lanes[src->dtype], n, kth, nk };
   int nt = src->size >= GL_POLL_SPAN / 8 && lanes > 1 ? gl_cpu_team_size(src->size) : 1;
-  #pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    void *buf = malloc(bufsz);
-    if (buf == NULL) {
-      #pragma omp atomic write
-      failed = true;
-    }
-    #pragma omp for schedule(static)
-    for (int64_t r = 0; r < lanes; r++) {
-      if (buf == NULL || gl_interrupted()) continue;
-      void *vo = v ? v + lane_offset(values, axis, r) * (int64_t)sz : NULL;
-      int64_t *io = ip ? ip + lane_offset(indices, axis, r) : NULL;
-      fn(vo, vs, io, is, s + lane_offset(src, axis, r) * (int64_t)sz, ss, n, kth, nk, buf);
-    }
-    free(buf);
-  }
+  bool failed = !each_lane(nt, lanes, (size_t)n * 2 * (8 + 8), part_one, &job);
   gl_cpu_team_done(nt);
   if (failed) return gl_fail(GL_ENOMEM, "partition: out of host memory for a lane of %lld elements", (long long)n);
   return gl_interrupt_check();

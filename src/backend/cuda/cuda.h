@@ -122,7 +122,7 @@ gl_status gl_cuda_sort(const gl_array *values, const gl_array *indices, const gl
 
 /* cuda_matmul.c: cuBLAS (dlopen'ed on first use) and the integer kernel */
 gl_status gl_cuda_matmul(const gl_array *dst, const gl_array *a, const gl_array *b);
-/* Whether gl_cuda_matmul has a path for dtype dt (cuBLAS or kernels/index.cu's loop). */
+/* Whether gl_cuda_matmul has a path for dtype dt (cuBLAS or kernels/matmul.cu's loop). */
 bool gl_cuda_has_matmul(gl_dtype dt);
 /* Whether float32 matmuls may use TF32 tensor cores (gpu.set_matmul_precision). */
 void gl_cuda_matmul_precision(bool tf32);

@@ -84,22 +84,22 @@ gl_status gl_cuda_sort(const gl_array *values, const gl_array *indices, const gl
   if (src->size > INT32_MAX)
     return gl_fail(GL_ENOTSUP, "sort: %lld elements is more than a CUDA sort takes (2^31 - 1)",
                    (long long)src->size);
-  gl_ksort k;
+  gl_sort_args k;
   memset(&k, 0, sizeof k);
   k.n = n;
   k.lanes = src->size / n;
-  k.ss = src->ndim ? src->strides[axis] : 1;
-  k.vs = values && values->ndim ? values->strides[axis] : 1;
-  k.is = indices && indices->ndim ? indices->strides[axis] : 1;
+  k.src_stride = src->ndim ? src->strides[axis] : 1;
+  k.values_stride = values && values->ndim ? values->strides[axis] : 1;
+  k.indices_stride = indices && indices->ndim ? indices->strides[axis] : 1;
   for (int d = 0; d < src->ndim; d++) {
     if (d == axis) continue;
-    k.shape[k.nd] = src->shape[d];
-    k.sst[k.nd] = src->strides[d];
-    k.vst[k.nd] = values ? values->strides[d] : 0;
-    k.ist[k.nd] = indices ? indices->strides[d] : 0;
-    k.nd++;
+    k.shape[k.ndim] = src->shape[d];
+    k.src_strides[k.ndim] = src->strides[d];
+    k.values_strides[k.ndim] = values ? values->strides[d] : 0;
+    k.indices_strides[k.ndim] = indices ? indices->strides[d] : 0;
+    k.ndim++;
   }
-  size_t nbytes = gl_ksort_scratch(&k, src->dtype);
+  size_t nbytes = gl_sort_scratch(&k, src->dtype);
   if (nbytes == 0) return gl_fail(GL_EDEVICE, "sort: could not size CUB's scratch");
   void *scratch = NULL;
   GL_TRY(gl_cuda_alloc(dev, nbytes, &scratch));

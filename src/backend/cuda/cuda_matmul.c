@@ -1,6 +1,6 @@
 /*
 ** cuda_matmul.c — matmul on the GPU: floats through cuBLAS, integers and bool through a
-** plain kernel (kernels/index.cu).
+** plain kernel (kernels/matmul.cu).
 **
 ** cuBLAS is opened with dlopen at the first float matmul (linking it costs ~50 ms at every
 ** process start) and only the few entry points used here are resolved; the header gives
@@ -274,16 +274,16 @@ static gl_status matmul_int(gl_device dev, cudaStream_t s, const gl_array *dst, 
   gl_kiter bw;
   gl_cuda_kiter(&bw, 3, ops, NULL);
   bw.n = nbatch;
-  gl_kmm m;
+  gl_matmul_args m;
   m.M = dst->shape[nd - 2];
   m.N = dst->shape[nd - 1];
   m.K = a->shape[nd - 1];
-  m.dsm = dst->strides[nd - 2];
-  m.dsn = dst->strides[nd - 1];
-  m.asm_ = a->strides[nd - 2];
-  m.ask = a->strides[nd - 1];
-  m.bsk = b->strides[nd - 2];
-  m.bsn = b->strides[nd - 1];
+  m.dst_row_stride = dst->strides[nd - 2];
+  m.dst_col_stride = dst->strides[nd - 1];
+  m.a_row_stride = a->strides[nd - 2];
+  m.a_col_stride = a->strides[nd - 1];
+  m.b_row_stride = b->strides[nd - 2];
+  m.b_col_stride = b->strides[nd - 1];
   int rc = gl_klaunch_matmul_int(s, &bw, &m, gl_array_data(dst), gl_array_data(a), gl_array_data(b), dst->dtype);
   if (rc == GL_KERR_NOTSUP) return gl_fail(GL_ENOTSUP, "matmul of %s arrays has no CUDA kernel", gl_dtypes[dst->dtype].name);
   return gl_cuda_launched(dev, s, rc, "matmul");

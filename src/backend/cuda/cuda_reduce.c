@@ -13,11 +13,11 @@ _Static_assert(GL_KR_SUM == (int)GL_R_SUM && GL_KR_PROD == (int)GL_R_PROD && GL_
                GL_KR_MEAN == (int)GL_R_MEAN && GL_KR_VAR == (int)GL_R_VAR && GL_KR_NORM == (int)GL_R_NORM &&
                GL_KR_LOGSUMEXP == (int)GL_R_LOGSUMEXP, "kernel reduction numbers");
 
-/* Compute types as reduce.cu numbers them: float, double, int64. */
-static int ctk_of(gl_dtype t) {
-  if (t == GL_FLOAT64) return 1;
-  if (gl_dtype_is_float(t)) return 0;
-  return 2;
+/* The type a reduction of dtype t computes in. */
+static gl_kcompute compute_of(gl_dtype t) {
+  if (t == GL_FLOAT64) return GL_KCOMPUTE_FLOAT64;
+  if (gl_dtype_is_float(t)) return GL_KCOMPUTE_FLOAT32;
+  return GL_KCOMPUTE_INT64;
 }
 
 /* reduce.cu makes an integer or bool result only for the ops that compute in int64 (sum,
@@ -39,7 +39,7 @@ gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, 
   gl_dtype sdt = (gl_dtype)src->dtype, ddt = (gl_dtype)dst->dtype;
   bool is_arg = op == GL_R_ARGMAX || op == GL_R_ARGMIN;
   bool by_src = op == GL_R_MAX || op == GL_R_MIN || is_arg || op == GL_R_ALL || op == GL_R_ANY;
-  int ctk = ctk_of(by_src ? sdt : ddt);
+  int ctk = compute_of(by_src ? sdt : ddt);
   if (!gl_cuda_has_reduce(op, ddt)) return gl_fail(GL_ENOTSUP, "%s: an integer result needs sum or prod", name);
   gl_rdim kd[GL_MAXDIMS], rd[GL_MAXDIMS];
   int nk, nr;
@@ -55,15 +55,15 @@ gl_status gl_cuda_reduce(gl_redop op, const gl_array *dst, const gl_array *src, 
   nk = gl_rdims_sort_merge(kd, nk, true);
   nr = gl_rdims_sort_merge(rd, nr, false);
   if (K == 0) nr = 0;
-  gl_kred r;
+  gl_reduce_args r;
   memset(&r, 0, sizeof r);
-  r.nk = nk;
-  r.nr = nr;
+  r.nkept = nk;
+  r.nreduced = nr;
   r.M = M;
   r.K = K;
-  for (int k = 0; k < nk; k++) { r.kshape[k] = kd[k].n; r.kss[k] = kd[k].ss; r.kds[k] = kd[k].ds; }
-  for (int k = 0; k < nr; k++) { r.rshape[k] = rd[k].n; r.rss[k] = rd[k].ss; }
-  size_t nbytes = gl_kreduce_scratch(&r);
+  for (int k = 0; k < nk; k++) { r.kept_shape[k] = kd[k].n; r.kept_src_strides[k] = kd[k].ss; r.kept_dst_strides[k] = kd[k].ds; }
+  for (int k = 0; k < nr; k++) { r.reduced_shape[k] = rd[k].n; r.reduced_src_strides[k] = rd[k].ss; }
+  size_t nbytes = gl_reduce_scratch(&r);
   void *scratch = NULL;
   GL_TRY(gl_cuda_alloc(dev, nbytes, &scratch));
   int rc = gl_klaunch_reduce(s, (int)op, &r, gl_array_data(dst), (int)ddt, gl_array_data(src), (int)sdt,
@@ -87,20 +87,20 @@ gl_status gl_cuda_scan(gl_redop op, const gl_array *dst, const gl_array *src, in
   for (int k = 0; k < src->ndim; k++)
     if (k != axis && src->shape[k] != 1) d[n++] = (gl_rdim){ src->shape[k], src->strides[k], dst->strides[k] };
   n = gl_rdims_sort_merge(d, n, true);
-  gl_kscan sc;
+  gl_scan_args sc;
   memset(&sc, 0, sizeof sc);
-  sc.nd = n;
+  sc.ndim = n;
   sc.lines = 1;
   for (int k = 0; k < n; k++) {
     sc.shape[k] = d[k].n;
-    sc.ss[k] = d[k].ss;
-    sc.ds[k] = d[k].ds;
+    sc.src_strides[k] = d[k].ss;
+    sc.dst_strides[k] = d[k].ds;
     sc.lines *= d[k].n;
   }
   sc.K = src->shape[axis];
-  sc.sa = src->strides[axis];
-  sc.da = dst->strides[axis];
+  sc.src_stride = src->strides[axis];
+  sc.dst_stride = dst->strides[axis];
   int rc = gl_klaunch_scan(s, op == GL_R_PROD, &sc, gl_array_data(dst), dst->dtype, gl_array_data(src),
-                           src->dtype, ctk_of((gl_dtype)dst->dtype));
+                           src->dtype, compute_of((gl_dtype)dst->dtype));
   return gl_cuda_launched(dev, s, rc, name);
 }
