@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ typedef void mpi_user_fn(void *in, void *inout, int *len, mpi_h *dt);
 #define MPI_COMM_TYPE_SHARED_ 0
 #define TAG_FAIL 7001
 
-static struct {
+typedef struct mpi_lib {
   void *lib;
   int (*Init_thread)(int *, char ***, int, int *);
   int (*Initialized)(int *);
@@ -79,7 +80,8 @@ static struct {
   mpi_h op[4];              /* sum prod max min */
   mpi_h half_op[2][4];      /* float16, bfloat16: user ops computing in float */
   mpi_h data, ctl, local;   /* duplicates of COMM_WORLD: user collectives, failure notes */
-} M;
+} mpi_lib;
+static mpi_lib M;
 
 static struct {
   bool initialized, finalized, failed_remotely, mpi, atexit_set;
@@ -125,6 +127,30 @@ static const char *mpi_errstr(int rc) {
   return buf;
 }
 
+/* What load_mpi resolves: each field of M at 'at' from the symbol 'name' (MPI's functions,
+** named MPI_ and the field's name, and Open MPI's predefined objects). */
+#define MPI_FN(field) { offsetof(mpi_lib, field), "MPI_" #field }
+#define OMPI_OBJ(field, symbol) { offsetof(mpi_lib, field), symbol }
+static const struct { size_t at; const char *name; } mpi_symbols[] = {
+  MPI_FN(Init_thread), MPI_FN(Initialized), MPI_FN(Finalized), MPI_FN(Finalize), MPI_FN(Abort), MPI_FN(Comm_rank),
+  MPI_FN(Comm_size), MPI_FN(Comm_dup), MPI_FN(Comm_split_type), MPI_FN(Comm_free), MPI_FN(Comm_set_errhandler),
+  MPI_FN(Iallreduce), MPI_FN(Ibcast), MPI_FN(Iallgather), MPI_FN(Ireduce_scatter_block), MPI_FN(Igather),
+  MPI_FN(Iscatter), MPI_FN(Isend), MPI_FN(Irecv), MPI_FN(Ibarrier), MPI_FN(Test), MPI_FN(Iprobe), MPI_FN(Recv),
+  MPI_FN(Get_count), MPI_FN(Op_create), MPI_FN(Error_string), MPI_FN(Get_library_version), MPI_FN(Allreduce),
+  MPI_FN(Bcast), MPI_FN(Allgather), MPI_FN(Reduce_scatter_block), MPI_FN(Gather), MPI_FN(Scatter), MPI_FN(Send),
+  MPI_FN(Barrier),
+  OMPI_OBJ(world, "ompi_mpi_comm_world"), OMPI_OBJ(info_null, "ompi_mpi_info_null"),
+  OMPI_OBJ(errors_return, "ompi_mpi_errors_return"), OMPI_OBJ(char_type, "ompi_mpi_char"),
+  OMPI_OBJ(type[GL_BOOL], "ompi_mpi_uint8_t"), OMPI_OBJ(type[GL_UINT8], "ompi_mpi_uint8_t"),
+  OMPI_OBJ(type[GL_INT32], "ompi_mpi_int32_t"), OMPI_OBJ(type[GL_INT64], "ompi_mpi_int64_t"),
+  OMPI_OBJ(type[GL_FLOAT16], "ompi_mpi_uint16_t"), OMPI_OBJ(type[GL_BFLOAT16], "ompi_mpi_uint16_t"),
+  OMPI_OBJ(type[GL_FLOAT32], "ompi_mpi_float"), OMPI_OBJ(type[GL_FLOAT64], "ompi_mpi_double"),
+  OMPI_OBJ(op[GL_DIST_SUM], "ompi_mpi_op_sum"), OMPI_OBJ(op[GL_DIST_PROD], "ompi_mpi_op_prod"),
+  OMPI_OBJ(op[GL_DIST_MAX], "ompi_mpi_op_max"), OMPI_OBJ(op[GL_DIST_MIN], "ompi_mpi_op_min"),
+};
+#undef MPI_FN
+#undef OMPI_OBJ
+
 static gl_status load_mpi(void) {
   if (M.lib) return GL_OK;
   void *lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
@@ -138,31 +164,11 @@ static gl_status load_mpi(void) {
                    "Open MPI's ABI only");
   }
   bool ok = true;
-#define SYM(field, name) (*(void **)&M.field = dlsym(lib, name), ok = ok && M.field != NULL)
-  SYM(Init_thread, "MPI_Init_thread"); SYM(Initialized, "MPI_Initialized"); SYM(Finalized, "MPI_Finalized");
-  SYM(Finalize, "MPI_Finalize"); SYM(Abort, "MPI_Abort"); SYM(Comm_rank, "MPI_Comm_rank");
-  SYM(Comm_size, "MPI_Comm_size"); SYM(Comm_dup, "MPI_Comm_dup"); SYM(Comm_split_type, "MPI_Comm_split_type");
-  SYM(Comm_free, "MPI_Comm_free"); SYM(Comm_set_errhandler, "MPI_Comm_set_errhandler");
-  SYM(Iallreduce, "MPI_Iallreduce"); SYM(Ibcast, "MPI_Ibcast"); SYM(Iallgather, "MPI_Iallgather");
-  SYM(Ireduce_scatter_block, "MPI_Ireduce_scatter_block"); SYM(Igather, "MPI_Igather");
-  SYM(Iscatter, "MPI_Iscatter"); SYM(Isend, "MPI_Isend"); SYM(Irecv, "MPI_Irecv"); SYM(Ibarrier, "MPI_Ibarrier");
-  SYM(Test, "MPI_Test"); SYM(Iprobe, "MPI_Iprobe"); SYM(Recv, "MPI_Recv"); SYM(Get_count, "MPI_Get_count");
-  SYM(Op_create, "MPI_Op_create"); SYM(Error_string, "MPI_Error_string");
-  SYM(Get_library_version, "MPI_Get_library_version");
-  SYM(Allreduce, "MPI_Allreduce"); SYM(Bcast, "MPI_Bcast"); SYM(Allgather, "MPI_Allgather");
-  SYM(Reduce_scatter_block, "MPI_Reduce_scatter_block"); SYM(Gather, "MPI_Gather"); SYM(Scatter, "MPI_Scatter");
-  SYM(Send, "MPI_Send"); SYM(Barrier, "MPI_Barrier");
-#undef SYM
-#define OBJ(field, name) (M.field = dlsym(lib, name), ok = ok && M.field != NULL)
-  OBJ(world, "ompi_mpi_comm_world"); OBJ(info_null, "ompi_mpi_info_null");
-  OBJ(errors_return, "ompi_mpi_errors_return"); OBJ(char_type, "ompi_mpi_char");
-  OBJ(type[GL_BOOL], "ompi_mpi_uint8_t"); OBJ(type[GL_UINT8], "ompi_mpi_uint8_t");
-  OBJ(type[GL_INT32], "ompi_mpi_int32_t"); OBJ(type[GL_INT64], "ompi_mpi_int64_t");
-  OBJ(type[GL_FLOAT16], "ompi_mpi_uint16_t"); OBJ(type[GL_BFLOAT16], "ompi_mpi_uint16_t");
-  OBJ(type[GL_FLOAT32], "ompi_mpi_float"); OBJ(type[GL_FLOAT64], "ompi_mpi_double");
-  OBJ(op[GL_DIST_SUM], "ompi_mpi_op_sum"); OBJ(op[GL_DIST_PROD], "ompi_mpi_op_prod");
-  OBJ(op[GL_DIST_MAX], "ompi_mpi_op_max"); OBJ(op[GL_DIST_MIN], "ompi_mpi_op_min");
-#undef OBJ
+  for (size_t i = 0; i < sizeof mpi_symbols / sizeof *mpi_symbols; i++) {
+    void *p = dlsym(lib, mpi_symbols[i].name);
+    ok = ok && p != NULL;
+    memcpy((char *)&M + mpi_symbols[i].at, &p, sizeof p);    /* a function pointer or an object's address */
+  }
   if (!ok) {
     dlclose(lib);
     memset(&M, 0, sizeof M);
