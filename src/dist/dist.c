@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ typedef void mpi_user_fn(void *in, void *inout, int *len, mpi_h *dt);
 #define MPI_COMM_TYPE_SHARED_ 0
 #define TAG_FAIL 7001
 
-static struct {
+typedef struct mpi_lib {
   void *lib;
   int (*Init_thread)(int *, char ***, int, int *);
   int (*Initialized)(int *);
@@ -79,7 +80,8 @@ static struct {
   mpi_h op[4];              /* sum prod max min */
   mpi_h half_op[2][4];      /* float16, bfloat16: user ops computing in float */
   mpi_h data, ctl, local;   /* duplicates of COMM_WORLD: user collectives, failure notes */
-} M;
+} mpi_lib;
+static mpi_lib M;
 
 static struct {
   bool initialized, finalized, failed_remotely, mpi, atexit_set;
@@ -125,6 +127,30 @@ static const char *mpi_errstr(int rc) {
   return buf;
 }
 
+/* What load_mpi resolves: each field of M at 'at' from the symbol 'name' (MPI's functions,
+** named MPI_ and the field's name, and Open MPI's predefined objects). */
+#define MPI_FN(field) { offsetof(mpi_lib, field), "MPI_" #field }
+#define OMPI_OBJ(field, symbol) { offsetof(mpi_lib, field), symbol }
+static const struct { size_t at; const char *name; } mpi_symbols[] = {
+  MPI_FN(Init_thread), MPI_FN(Initialized), MPI_FN(Finalized), MPI_FN(Finalize), MPI_FN(Abort), MPI_FN(Comm_rank),
+  MPI_FN(Comm_size), MPI_FN(Comm_dup), MPI_FN(Comm_split_type), MPI_FN(Comm_free), MPI_FN(Comm_set_errhandler),
+  MPI_FN(Iallreduce), MPI_FN(Ibcast), MPI_FN(Iallgather), MPI_FN(Ireduce_scatter_block), MPI_FN(Igather),
+  MPI_FN(Iscatter), MPI_FN(Isend), MPI_FN(Irecv), MPI_FN(Ibarrier), MPI_FN(Test), MPI_FN(Iprobe), MPI_FN(Recv),
+  MPI_FN(Get_count), MPI_FN(Op_create), MPI_FN(Error_string), MPI_FN(Get_library_version), MPI_FN(Allreduce),
+  MPI_FN(Bcast), MPI_FN(Allgather), MPI_FN(Reduce_scatter_block), MPI_FN(Gather), MPI_FN(Scatter), MPI_FN(Send),
+  MPI_FN(Barrier),
+  OMPI_OBJ(world, "ompi_mpi_comm_world"), OMPI_OBJ(info_null, "ompi_mpi_info_null"),
+  OMPI_OBJ(errors_return, "ompi_mpi_errors_return"), OMPI_OBJ(char_type, "ompi_mpi_char"),
+  OMPI_OBJ(type[GL_BOOL], "ompi_mpi_uint8_t"), OMPI_OBJ(type[GL_UINT8], "ompi_mpi_uint8_t"),
+  OMPI_OBJ(type[GL_INT32], "ompi_mpi_int32_t"), OMPI_OBJ(type[GL_INT64], "ompi_mpi_int64_t"),
+  OMPI_OBJ(type[GL_FLOAT16], "ompi_mpi_uint16_t"), OMPI_OBJ(type[GL_BFLOAT16], "ompi_mpi_uint16_t"),
+  OMPI_OBJ(type[GL_FLOAT32], "ompi_mpi_float"), OMPI_OBJ(type[GL_FLOAT64], "ompi_mpi_double"),
+  OMPI_OBJ(op[GL_DIST_SUM], "ompi_mpi_op_sum"), OMPI_OBJ(op[GL_DIST_PROD], "ompi_mpi_op_prod"),
+  OMPI_OBJ(op[GL_DIST_MAX], "ompi_mpi_op_max"), OMPI_OBJ(op[GL_DIST_MIN], "ompi_mpi_op_min"),
+};
+#undef MPI_FN
+#undef OMPI_OBJ
+
 static gl_status load_mpi(void) {
   if (M.lib) return GL_OK;
   void *lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
@@ -138,31 +164,11 @@ static gl_status load_mpi(void) {
                    "Open MPI's ABI only");
   }
   bool ok = true;
-#define SYM(field, name) (*(void **)&M.field = dlsym(lib, name), ok = ok && M.field != NULL)
-  SYM(Init_thread, "MPI_Init_thread"); SYM(Initialized, "MPI_Initialized"); SYM(Finalized, "MPI_Finalized");
-  SYM(Finalize, "MPI_Finalize"); SYM(Abort, "MPI_Abort"); SYM(Comm_rank, "MPI_Comm_rank");
-  SYM(Comm_size, "MPI_Comm_size"); SYM(Comm_dup, "MPI_Comm_dup"); SYM(Comm_split_type, "MPI_Comm_split_type");
-  SYM(Comm_free, "MPI_Comm_free"); SYM(Comm_set_errhandler, "MPI_Comm_set_errhandler");
-  SYM(Iallreduce, "MPI_Iallreduce"); SYM(Ibcast, "MPI_Ibcast"); SYM(Iallgather, "MPI_Iallgather");
-  SYM(Ireduce_scatter_block, "MPI_Ireduce_scatter_block"); SYM(Igather, "MPI_Igather");
-  SYM(Iscatter, "MPI_Iscatter"); SYM(Isend, "MPI_Isend"); SYM(Irecv, "MPI_Irecv"); SYM(Ibarrier, "MPI_Ibarrier");
-  SYM(Test, "MPI_Test"); SYM(Iprobe, "MPI_Iprobe"); SYM(Recv, "MPI_Recv"); SYM(Get_count, "MPI_Get_count");
-  SYM(Op_create, "MPI_Op_create"); SYM(Error_string, "MPI_Error_string");
-  SYM(Get_library_version, "MPI_Get_library_version");
-  SYM(Allreduce, "MPI_Allreduce"); SYM(Bcast, "MPI_Bcast"); SYM(Allgather, "MPI_Allgather");
-  SYM(Reduce_scatter_block, "MPI_Reduce_scatter_block"); SYM(Gather, "MPI_Gather"); SYM(Scatter, "MPI_Scatter");
-  SYM(Send, "MPI_Send"); SYM(Barrier, "MPI_Barrier");
-#undef SYM
-#define OBJ(field, name) (M.field = dlsym(lib, name), ok = ok && M.field != NULL)
-  OBJ(world, "ompi_mpi_comm_world"); OBJ(info_null, "ompi_mpi_info_null");
-  OBJ(errors_return, "ompi_mpi_errors_return"); OBJ(char_type, "ompi_mpi_char");
-  OBJ(type[GL_BOOL], "ompi_mpi_uint8_t"); OBJ(type[GL_UINT8], "ompi_mpi_uint8_t");
-  OBJ(type[GL_INT32], "ompi_mpi_int32_t"); OBJ(type[GL_INT64], "ompi_mpi_int64_t");
-  OBJ(type[GL_FLOAT16], "ompi_mpi_uint16_t"); OBJ(type[GL_BFLOAT16], "ompi_mpi_uint16_t");
-  OBJ(type[GL_FLOAT32], "ompi_mpi_float"); OBJ(type[GL_FLOAT64], "ompi_mpi_double");
-  OBJ(op[GL_DIST_SUM], "ompi_mpi_op_sum"); OBJ(op[GL_DIST_PROD], "ompi_mpi_op_prod");
-  OBJ(op[GL_DIST_MAX], "ompi_mpi_op_max"); OBJ(op[GL_DIST_MIN], "ompi_mpi_op_min");
-#undef OBJ
+  for (size_t i = 0; i < sizeof mpi_symbols / sizeof *mpi_symbols; i++) {
+    void *p = dlsym(lib, mpi_symbols[i].name);
+    ok = ok && p != NULL;
+    memcpy((char *)&M + mpi_symbols[i].at, &p, sizeof p);    /* a function pointer or an object's address */
+  }
   if (!ok) {
     dlclose(lib);
     memset(&M, 0, sizeof M);
@@ -445,108 +451,95 @@ static mpi_h reduce_op(gl_dtype dt, gl_dist_op op) {
   return M.op[op];
 }
 
-/* Each collective: with req == NULL a synchronous call (the blocking MPI function under
-** the watchdog when it runs, else the non-blocking one waited for here); else a started
-** request for gl_dist_wait / gl_dist_test. */
-#define BEGIN(count)                                  \
-  GL_TRY(not_ready());                                \
-  GL_TRY(count_ok(count));                            \
-  if (req) GL_TRY(new_req(req, !S.mpi));              \
-  size_t nbytes_ = (size_t)(count) * gl_dtypes[dt].size; (void)nbytes_;
+const char *const gl_dist_kind_names[GL_DIST_BARRIER + 1] = {
+  "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv", "gather", "scatter", "barrier"
+};
 
-#define RUN(what, BLOCKING, NONBLOCKING, fn, ifn)                                          \
-  do {                                                                                 \
-    if (req) return started(NONBLOCKING(&(*req)->r), req, ifn);         \
-    if (S.watched) { watch_begin(what); return watch_end(BLOCKING, fn); }      \
-    gl_dist_req *r_;                                                                   \
-    GL_TRY(new_req(&r_, false));                                                       \
-    GL_TRY(started(NONBLOCKING(&r_->r), &r_, ifn));                            \
-    return gl_dist_wait(r_, what);                                                     \
-  } while (0)
+/* The MPI functions of each collective: the blocking one, then the non-blocking one. */
+static const char *const mpi_names[GL_DIST_BARRIER + 1][2] = {
+  [GL_DIST_ALLREDUCE] = { "MPI_Allreduce", "MPI_Iallreduce" },
+  [GL_DIST_BCAST] = { "MPI_Bcast", "MPI_Ibcast" },
+  [GL_DIST_ALLGATHER] = { "MPI_Allgather", "MPI_Iallgather" },
+  [GL_DIST_REDUCE_SCATTER] = { "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block" },
+  [GL_DIST_SEND] = { "MPI_Send", "MPI_Isend" },
+  [GL_DIST_RECV] = { "MPI_Recv", "MPI_Irecv" },
+  [GL_DIST_GATHER] = { "MPI_Gather", "MPI_Igather" },
+  [GL_DIST_SCATTER] = { "MPI_Scatter", "MPI_Iscatter" },
+  [GL_DIST_BARRIER] = { "MPI_Barrier", "MPI_Ibarrier" },
+};
 
-gl_status gl_dist_allreduce(void *buf, int64_t count, gl_dtype dt, gl_dist_op op, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) return GL_OK;
-  mpi_h mop = reduce_op(dt, op);
-#define NB(r) M.Iallreduce(MPI_IN_PLACE_, buf, (int)count, M.type[dt], mop, M.data, r)
-  RUN("all_reduce", M.Allreduce(MPI_IN_PLACE_, buf, (int)count, M.type[dt], mop, M.data), NB, "MPI_Allreduce", "MPI_Iallreduce");
-#undef NB
-}
-
-gl_status gl_dist_bcast(void *buf, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) return GL_OK;
-#define NB(r) M.Ibcast(buf, (int)count, M.type[dt], root, M.data, r)
-  RUN("broadcast", M.Bcast(buf, (int)count, M.type[dt], root, M.data), NB, "MPI_Bcast", "MPI_Ibcast");
-#undef NB
-}
-
-gl_status gl_dist_allgather(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) { memcpy(recv, send, nbytes_); return GL_OK; }
-#define NB(r) M.Iallgather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], M.data, r)
-  RUN("all_gather", M.Allgather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], M.data), NB,
-      "MPI_Allgather", "MPI_Iallgather");
-#undef NB
-}
-
-gl_status gl_dist_reduce_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_op op,
-                                 gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) { memcpy(recv, send, nbytes_); return GL_OK; }
-  mpi_h mop = reduce_op(dt, op);
-#define NB(r) M.Ireduce_scatter_block(send, recv, (int)count, M.type[dt], mop, M.data, r)
-  RUN("reduce_scatter", M.Reduce_scatter_block(send, recv, (int)count, M.type[dt], mop, M.data), NB,
-      "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block");
-#undef NB
-}
-
-gl_status gl_dist_gather(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) { if (recv) memcpy(recv, send, nbytes_); return GL_OK; }
-#define NB(r) M.Igather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, r)
-  RUN("gather", M.Gather(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data), NB, "MPI_Gather", "MPI_Igather");
-#undef NB
-}
-
-gl_status gl_dist_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) { if (send) memcpy(recv, send, nbytes_); return GL_OK; }
-#define NB(r) M.Iscatter(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data, r)
-  RUN("scatter", M.Scatter(send, (int)count, M.type[dt], recv, (int)count, M.type[dt], root, M.data), NB,
-      "MPI_Scatter", "MPI_Iscatter");
-#undef NB
-}
-
-static gl_status alone(gl_dist_req **req) {
-  if (req) { free(*req); *req = NULL; }
-  return gl_fail(GL_EINVAL, "no other rank in a world of 1");
-}
-
-gl_status gl_dist_send(const void *buf, int64_t count, gl_dtype dt, int dst, int tag, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) return alone(req);
-#define NB(r) M.Isend(buf, (int)count, M.type[dt], dst, tag, M.data, r)
-  RUN("send", M.Send(buf, (int)count, M.type[dt], dst, tag, M.data), NB, "MPI_Send", "MPI_Isend");
-#undef NB
-}
-
-gl_status gl_dist_recv(void *buf, int64_t count, gl_dtype dt, int src, int tag, gl_dist_req **req) {
-  BEGIN(count);
-  if (!S.mpi) return alone(req);
+/* Makes a's MPI call on comm: the non-blocking one (its request into *r), or with r NULL
+** the blocking one. Returns MPI's error code. */
+static int mpi_call(const gl_dist_args *a, mpi_h comm, mpi_h *r) {
+  int n = (int)a->count;
+  mpi_h t = M.type[a->dtype], op;
   mpi_status st;
-#define NB(r) M.Irecv(buf, (int)count, M.type[dt], src, tag, M.data, r)
-  RUN("recv", M.Recv(buf, (int)count, M.type[dt], src, tag, M.data, &st), NB, "MPI_Recv", "MPI_Irecv");
-#undef NB
+  switch (a->kind) {
+  case GL_DIST_ALLREDUCE:
+    op = reduce_op(a->dtype, (gl_dist_op)a->op);
+    return r ? M.Iallreduce(MPI_IN_PLACE_, a->recv, n, t, op, comm, r)
+             : M.Allreduce(MPI_IN_PLACE_, a->recv, n, t, op, comm);
+  case GL_DIST_BCAST: return r ? M.Ibcast(a->recv, n, t, a->peer, comm, r) : M.Bcast(a->recv, n, t, a->peer, comm);
+  case GL_DIST_ALLGATHER:
+    return r ? M.Iallgather(a->send, n, t, a->recv, n, t, comm, r) : M.Allgather(a->send, n, t, a->recv, n, t, comm);
+  case GL_DIST_REDUCE_SCATTER:
+    op = reduce_op(a->dtype, (gl_dist_op)a->op);
+    return r ? M.Ireduce_scatter_block(a->send, a->recv, n, t, op, comm, r)
+             : M.Reduce_scatter_block(a->send, a->recv, n, t, op, comm);
+  case GL_DIST_SEND:
+    return r ? M.Isend(a->send, n, t, a->peer, a->tag, comm, r) : M.Send(a->send, n, t, a->peer, a->tag, comm);
+  case GL_DIST_RECV:
+    return r ? M.Irecv(a->recv, n, t, a->peer, a->tag, comm, r) : M.Recv(a->recv, n, t, a->peer, a->tag, comm, &st);
+  case GL_DIST_GATHER:
+    return r ? M.Igather(a->send, n, t, a->recv, n, t, a->peer, comm, r)
+             : M.Gather(a->send, n, t, a->recv, n, t, a->peer, comm);
+  case GL_DIST_SCATTER:
+    return r ? M.Iscatter(a->send, n, t, a->recv, n, t, a->peer, comm, r)
+             : M.Scatter(a->send, n, t, a->recv, n, t, a->peer, comm);
+  case GL_DIST_BARRIER: return r ? M.Ibarrier(comm, r) : M.Barrier(comm);
+  }
+  return -1;
 }
 
-gl_status gl_dist_barrier(gl_dist_req **req) {
+/* Starts a on comm as a non-blocking MPI call: *req, for gl_dist_wait / gl_dist_test. */
+static gl_status mpi_start(const gl_dist_args *a, mpi_h comm, gl_dist_req **req) {
+  GL_TRY(new_req(req, false));
+  return started(mpi_call(a, comm, &(*req)->r), req, mpi_names[a->kind][1]);
+}
+
+/* Runs a on comm synchronously: the blocking MPI call under the watchdog when it runs, else
+** the non-blocking one waited for here. 'what' names it in a timeout. */
+static gl_status mpi_sync(const gl_dist_args *a, mpi_h comm, const char *what) {
+  if (S.watched) {
+    watch_begin(what);
+    return watch_end(mpi_call(a, comm, NULL), mpi_names[a->kind][0]);
+  }
+  gl_dist_req *r;
+  GL_TRY(mpi_start(a, comm, &r));
+  return gl_dist_wait(r, what);
+}
+
+/* a in a world of one: the root's part of a gather or a scatter is a copy, there is no
+** other rank to send to or receive from, and the rest moves nothing. */
+static gl_status alone(const gl_dist_args *a, gl_dist_req **req) {
+  if (a->kind == GL_DIST_SEND || a->kind == GL_DIST_RECV) return gl_fail(GL_EINVAL, "no other rank in a world of 1");
+  if (req) GL_TRY(new_req(req, true));
+  if (a->send && a->recv) memcpy(a->recv, a->send, (size_t)a->count * gl_dtypes[a->dtype].size);
+  return GL_OK;
+}
+
+static gl_status nccl_run(const gl_dist_args *a, bool async);
+
+gl_status gl_dist_start(const gl_dist_args *a, gl_dist_req **req) {
   GL_TRY(not_ready());
-  if (req) GL_TRY(new_req(req, !S.mpi));
-  if (!S.mpi) return GL_OK;
-#define NB(r) M.Ibarrier(M.data, r)
-  RUN("barrier", M.Barrier(M.data), NB, "MPI_Barrier", "MPI_Ibarrier");
-#undef NB
+  if (a->nccl) {
+    if (req) *req = NULL;
+    return nccl_run(a, req != NULL);
+  }
+  GL_TRY(count_ok(a->count));
+  if (!S.mpi) return alone(a, req);
+  if (req) return mpi_start(a, M.data, req);
+  return mpi_sync(a, M.data, gl_dist_kind_names[a->kind]);
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------------- */
@@ -556,10 +549,9 @@ static gl_status all_agree(bool mine, bool *all) {
   *all = mine;
   if (!S.mpi) return GL_OK;
   int32_t v = mine;
-  gl_dist_req *req = calloc(1, sizeof *req);
-  if (!req) return gl_fail(GL_ENOMEM, "out of memory");
-  int rc = M.Iallreduce(MPI_IN_PLACE_, &v, 1, M.type[GL_INT32], M.op[GL_DIST_MIN], M.ctl, &req->r);
-  if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "MPI_Iallreduce failed: %s", mpi_errstr(rc)); }
+  gl_dist_req *req;
+  GL_TRY(mpi_start(&(gl_dist_args){ .kind = GL_DIST_ALLREDUCE, .recv = &v, .count = 1, .dtype = GL_INT32,
+                                    .op = GL_DIST_MIN }, M.ctl, &req));
   GL_TRY(gl_dist_wait(req, "init"));
   *all = v != 0;
   return GL_OK;
@@ -584,10 +576,9 @@ gl_status gl_dist_nccl_start(gl_device dev, bool required) {
   if (c->id_bytes > sizeof id) return gl_fail(GL_ENOTSUP, "NCCL's unique id is larger than gpulua expects");
   if (S.info.rank == 0) GL_TRY(c->unique_id(id));
   if (S.mpi) {
-    gl_dist_req *req = calloc(1, sizeof *req);
-    if (!req) return gl_fail(GL_ENOMEM, "out of memory");
-    int rc = M.Ibcast(id, (int)c->id_bytes, M.char_type, 0, M.ctl, &req->r);
-    if (rc != 0) { free(req); return gl_fail(GL_EDEVICE, "MPI_Ibcast failed: %s", mpi_errstr(rc)); }
+    gl_dist_req *req;
+    GL_TRY(mpi_start(&(gl_dist_args){ .kind = GL_DIST_BCAST, .recv = id, .count = (int64_t)c->id_bytes,
+                                      .dtype = GL_UINT8, .peer = 0 }, M.ctl, &req));
     GL_TRY(gl_dist_wait(req, "init"));
   }
   GL_TRY(c->init(dev, id, S.info.size, S.info.rank));
@@ -606,18 +597,18 @@ gl_status gl_dist_nccl_flush(void) {
   return st;
 }
 
-gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
-                       int arg, bool async) {
-  GL_TRY(not_ready());
-  if (!gl_dist_nccl_on(dev)) return gl_fail(GL_EINVAL, "NCCL is not started on this device");
+/* a through NCCL: queued on the stream; an async send or recv joins the open group. */
+static gl_status nccl_run(const gl_dist_args *a, bool async) {
+  if (!gl_dist_nccl_on(a->dev)) return gl_fail(GL_EINVAL, "NCCL is not started on this device");
+  gl_device dev = a->dev;
   gl_status st;
-  switch (kind) {
-  case GL_DIST_ALLREDUCE: st = NC.c->all_reduce(dev, recv, count, dt, arg); break;
-  case GL_DIST_BCAST: st = NC.c->broadcast(dev, recv, count, dt, arg); break;
-  case GL_DIST_ALLGATHER: st = NC.c->all_gather(dev, send, recv, count, dt); break;
-  case GL_DIST_REDUCE_SCATTER: st = NC.c->reduce_scatter(dev, send, recv, count, dt, arg); break;
-  case GL_DIST_SEND: st = NC.c->send(dev, send, count, dt, arg, async); break;
-  case GL_DIST_RECV: st = NC.c->recv(dev, recv, count, dt, arg, async); break;
+  switch (a->kind) {
+  case GL_DIST_ALLREDUCE: st = NC.c->all_reduce(dev, a->recv, a->count, a->dtype, a->op); break;
+  case GL_DIST_BCAST: st = NC.c->broadcast(dev, a->recv, a->count, a->dtype, a->peer); break;
+  case GL_DIST_ALLGATHER: st = NC.c->all_gather(dev, a->send, a->recv, a->count, a->dtype); break;
+  case GL_DIST_REDUCE_SCATTER: st = NC.c->reduce_scatter(dev, a->send, a->recv, a->count, a->dtype, a->op); break;
+  case GL_DIST_SEND: st = NC.c->send(dev, a->send, a->count, a->dtype, a->peer, async); break;
+  case GL_DIST_RECV: st = NC.c->recv(dev, a->recv, a->count, a->dtype, a->peer, async); break;
   default: return gl_fail(GL_EINVAL, "unknown collective");
   }
   if (st == GL_OK && W.started) atomic_store(&W.nccl_busy, true);   /* the watchdog follows it */
@@ -625,32 +616,6 @@ gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void 
 }
 
 /* ---- the ranks compare their calls ----------------------------------------------------- */
-
-/* A small exchange on the control communicator, made as a synchronous collective is: a
-** blocking call under the watchdog when it runs, else a request tested here. */
-static gl_status ctl_max(int64_t *v, int n, const char *what) {
-  if (S.watched) {
-    watch_begin(what);
-    return watch_end(M.Allreduce(MPI_IN_PLACE_, v, n, M.type[GL_INT64], M.op[GL_DIST_MAX], M.ctl), "MPI_Allreduce");
-  }
-  gl_dist_req *req;
-  GL_TRY(new_req(&req, false));
-  GL_TRY(started(M.Iallreduce(MPI_IN_PLACE_, v, n, M.type[GL_INT64], M.op[GL_DIST_MAX], M.ctl, &req->r), &req,
-                 "MPI_Iallreduce"));
-  return gl_dist_wait(req, what);
-}
-
-static gl_status ctl_allgather(const void *send, void *recv, int bytes, const char *what) {
-  if (S.watched) {
-    watch_begin(what);
-    return watch_end(M.Allgather(send, bytes, M.char_type, recv, bytes, M.char_type, M.ctl), "MPI_Allgather");
-  }
-  gl_dist_req *req;
-  GL_TRY(new_req(&req, false));
-  GL_TRY(started(M.Iallgather(send, bytes, M.char_type, recv, bytes, M.char_type, M.ctl, &req->r), &req,
-                 "MPI_Iallgather"));
-  return gl_dist_wait(req, what);
-}
 
 typedef struct call_note { int64_t failed; gl_dist_call call; char msg[GL_DIST_MSG]; } call_note;
 
@@ -666,7 +631,9 @@ gl_status gl_dist_compare(const gl_dist_call *mine, const char *failure, const c
   v[0] = failure != NULL;
   memcpy(v + 1, mine, sizeof *mine);
   for (int i = 0; i <= CALL_FIELDS; i++) v[CALL_FIELDS + 1 + i] = -v[i];
-  GL_TRY(ctl_max(v, 2 * (CALL_FIELDS + 1), what));
+  /* on the control communicator, made as a synchronous collective is */
+  GL_TRY(mpi_sync(&(gl_dist_args){ .kind = GL_DIST_ALLREDUCE, .recv = v, .count = 2 * (CALL_FIELDS + 1),
+                                   .dtype = GL_INT64, .op = GL_DIST_MAX }, M.ctl, what));
   bool same = v[0] == 0;
   for (int i = 1; same && i <= CALL_FIELDS; i++) same = v[i] == -v[CALL_FIELDS + 1 + i];
   if (same) return GL_OK;
@@ -679,7 +646,8 @@ gl_status gl_dist_compare(const gl_dist_call *mine, const char *failure, const c
   if (failure) snprintf(note.msg, sizeof note.msg, "%s", failure);
   call_note *all = calloc((size_t)n, sizeof *all);
   if (!all) return gl_fail(GL_ENOMEM, "out of memory");
-  gl_status st = ctl_allgather(&note, all, (int)sizeof note, what);
+  gl_status st = mpi_sync(&(gl_dist_args){ .kind = GL_DIST_ALLGATHER, .send = &note, .recv = all,
+                                          .count = (int64_t)sizeof note, .dtype = GL_UINT8 }, M.ctl, what);
   if (st != GL_OK) { free(all); return st; }
   int r = 0;
   while (r < n && !all[r].failed) r++;

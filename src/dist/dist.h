@@ -47,23 +47,40 @@ gl_status gl_dist_finalize(void);
 /* An operation in flight. */
 typedef struct gl_dist_req gl_dist_req;
 
-/* The collectives (ranks 0-based, counts in elements, each at most INT_MAX). allreduce and
-** bcast work in place on buf; allgather writes size*count elements into recv; reduce_scatter
-** reduces size*count elements of send and leaves this rank's count in recv; gather/scatter
-** use recv/send only on root (NULL elsewhere). With req NULL a call is synchronous: done
-** when it returns (under Open MPI the blocking MPI function, watched by a thread that ends
-** the job at the timeout or at another rank's failure note); else *req is a request in
-** flight for gl_dist_wait / gl_dist_test. */
-gl_status gl_dist_allreduce(void *buf, int64_t count, gl_dtype dt, gl_dist_op op, gl_dist_req **req);
-gl_status gl_dist_bcast(void *buf, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
-gl_status gl_dist_allgather(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_req **req);
-gl_status gl_dist_reduce_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, gl_dist_op op,
-                                 gl_dist_req **req);
-gl_status gl_dist_gather(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
-gl_status gl_dist_scatter(const void *send, void *recv, int64_t count, gl_dtype dt, int root, gl_dist_req **req);
-gl_status gl_dist_send(const void *buf, int64_t count, gl_dtype dt, int dst, int tag, gl_dist_req **req);
-gl_status gl_dist_recv(void *buf, int64_t count, gl_dtype dt, int src, int tag, gl_dist_req **req);
-gl_status gl_dist_barrier(gl_dist_req **req);
+/* The collectives, by the names users call them (gl_dist_kind_names). */
+typedef enum gl_dist_kind {
+  GL_DIST_ALLREDUCE, GL_DIST_BCAST, GL_DIST_ALLGATHER, GL_DIST_REDUCE_SCATTER, GL_DIST_SEND, GL_DIST_RECV,
+  GL_DIST_GATHER, GL_DIST_SCATTER, GL_DIST_BARRIER
+} gl_dist_kind;
+extern const char *const gl_dist_kind_names[GL_DIST_BARRIER + 1];   /* "all_reduce", "broadcast", ... */
+
+/* One collective: what this rank sends and receives (contiguous memory where the engine
+** works: host memory for MPI, the device's for NCCL), counts in elements of dtype, ranks
+** 0-based. all_reduce and broadcast work in place on recv (send NULL); all_gather writes
+** size*count elements into recv; reduce_scatter reduces size*count elements of send and
+** leaves this rank's count in recv; gather and scatter use recv and send on the root only
+** (NULL elsewhere); send sends send, recv receives into recv; barrier moves nothing. */
+typedef struct gl_dist_args {
+  gl_dist_kind kind;
+  const void *send;
+  void *recv;
+  int64_t count;          /* at most INT_MAX through MPI */
+  gl_dtype dtype;
+  int op;                 /* all_reduce, reduce_scatter: gl_dist_op; 4 = mean through NCCL only */
+  int peer;               /* broadcast, gather, scatter: the root; send, recv: the other rank */
+  int tag;                /* send, recv through MPI (NCCL has none: its messages between two
+                          ** ranks keep their order) */
+  bool nccl;              /* through NCCL on dev (gl_dist_nccl_on) rather than MPI */
+  gl_device dev;
+} gl_dist_args;
+
+/* Starts a. Through MPI: with req NULL a synchronous call, done when it returns (under
+** Open MPI the blocking MPI function, watched by a thread that ends the job at the timeout
+** or at another rank's failure note); else *req is a request in flight for gl_dist_wait /
+** gl_dist_test. Through NCCL: queued on dev's stream, nothing to wait for (*req is NULL);
+** an async (req not NULL) send or recv may wait in the open group of point-to-point calls
+** until gl_dist_nccl_flush. */
+gl_status gl_dist_start(const gl_dist_args *a, gl_dist_req **req);
 
 /* Waits for req and frees it (also on failure; NULL: done). 'what' names the collective. */
 gl_status gl_dist_wait(gl_dist_req *req, const char *what);
@@ -85,15 +102,6 @@ bool gl_dist_failed_remotely(void);
 gl_status gl_dist_nccl_start(gl_device dev, bool required);
 /* Whether arrays of dev go through NCCL. */
 bool gl_dist_nccl_on(gl_device dev);
-typedef enum gl_dist_kind {
-  GL_DIST_ALLREDUCE, GL_DIST_BCAST, GL_DIST_ALLGATHER, GL_DIST_REDUCE_SCATTER, GL_DIST_SEND, GL_DIST_RECV,
-  GL_DIST_GATHER, GL_DIST_SCATTER, GL_DIST_BARRIER
-} gl_dist_kind;
-/* One NCCL operation on device memory (arg: the op, 4 = mean, or the root or peer, 0-based);
-** queued on the stream: nothing to wait for. An async send or recv may wait in the open
-** group of point-to-point calls until gl_dist_nccl_flush (the wait on its handle). */
-gl_status gl_dist_nccl(gl_dist_kind kind, gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt,
-                       int arg, bool async);
 /* Queues the open group of NCCL point-to-point calls (nothing when NCCL is not started). */
 gl_status gl_dist_nccl_flush(void);
 

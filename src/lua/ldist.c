@@ -161,18 +161,23 @@ static void call_begin(lua_State *L, gl_call *c, const char *what) {
   D.collectives++;
 }
 
+/* Pushes the list the call's table keeps under name (made by the first use); returns its length. */
+static lua_Integer kept_list(lua_State *L, gl_call *c, const char *name) {
+  if (lua_getfield(L, c->keep, name) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, c->keep, name);
+  }
+  return (lua_Integer)lua_rawlen(L, -1);
+}
+
 static void keep(lua_State *L, gl_call *c, int idx) {
   lua_pushvalue(L, idx);
   lua_rawseti(L, c->keep, (lua_Integer)lua_rawlen(L, c->keep) + 1);
   gl_array *x = gl_lua_test(L, idx);
   if (x == NULL || x->storage == NULL || x->storage->lua_owned) return;   /* light: the userdata kept is enough */
-  if (lua_getfield(L, c->keep, "storages") != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, c->keep, "storages");
-  }
-  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+  lua_Integer n = kept_list(L, c, "storages");
   lua_pushlightuserdata(L, x->storage);
   lua_rawseti(L, -2, n + 1);
   gl_storage_retain(x->storage);         /* after the table grew: an allocation error leaks nothing */
@@ -198,13 +203,7 @@ static void *buffer(lua_State *L, gl_call *c, int idx, bool write, bool nccl) {
   int t = lua_gettop(L);
   keep(L, c, t);
   if (write) {
-    if (lua_getfield(L, c->keep, "back") != LUA_TTABLE) {
-      lua_pop(L, 1);
-      lua_newtable(L);
-      lua_pushvalue(L, -1);
-      lua_setfield(L, c->keep, "back");
-    }
-    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    lua_Integer n = kept_list(L, c, "back");
     lua_pushvalue(L, idx);
     lua_rawseti(L, -2, n + 1);
     lua_pushvalue(L, t);
@@ -230,8 +229,7 @@ static int call_end(lua_State *L, gl_call *c, gl_status st, gl_dist_req *req, bo
 }
 
 /* A root, source or destination rank at idx (1-based) -> 0-based, checked against the world. */
-static int rank_arg(lua_State *L, int idx, const char *what, bool not_self) {
-  const gl_dist_info *wd = world(L);
+static int rank_arg(lua_State *L, const gl_dist_info *wd, int idx, const char *what, bool not_self) {
   lua_Integer r = gl_lua_int(L, idx, what);
   if (r < 1 || r > wd->size)
     return luaL_argerror(L, idx, lua_pushfstring(L, "%s %I out of range 1..%d", what, r, wd->size));
@@ -270,10 +268,6 @@ static gl_dist_op op_arg(lua_State *L, gl_optval *v, const gl_array *x, int opti
 ** goes into the comparison as this rank's failure, which every other rank then raises. */
 struct gl_guard { bool compared; };
 
-static const char *const kind_names[] = {
-  "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv", "gather", "scatter", "barrier"
-};
-
 /* The guard of this call when guarded() made it, else NULL: the caller then returns
 ** guarded(L, its kind), which calls it again with one. Lua code can run between the two (a
 ** call hook, a finalizer the call's stack growth runs) and make a collective call of its
@@ -300,7 +294,7 @@ static int guarded(lua_State *L, gl_dist_kind kind) {
   int n = lua_gettop(L);
   lua_Debug ar;
   if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "f", &ar))
-    return luaL_error(L, "%s: no running function", kind_names[kind]);
+    return luaL_error(L, "%s: no running function", gl_dist_kind_names[kind]);
   lua_insert(L, 1);
   gl_guard g = { false }, *outer = D.entering;      /* outer: a guard not yet taken */
   D.entering = &g;
@@ -315,7 +309,7 @@ static int guarded(lua_State *L, gl_dist_kind kind) {
     gl_dist_verdict v;
     /* a timeout here (no other rank makes the call) names the error, which is then not raised */
     static char what[GL_DIST_MSG + 64];
-    snprintf(what, sizeof what, "%s (after this rank's error: %s)", kind_names[kind], msg);
+    snprintf(what, sizeof what, "%s (after this rank's error: %s)", gl_dist_kind_names[kind], msg);
     (void)gl_dist_compare(&call, msg, what, &v);   /* this rank's own error wins */
   }
   /* the body's level 1 was this function, so its message has no place yet: the caller's */
@@ -327,28 +321,13 @@ static int guarded(lua_State *L, gl_dist_kind kind) {
   return lua_error(L);
 }
 
-/* The call of array x (NULL for none) as the ranks compare it. */
-static void describe(gl_dist_call *call, gl_dist_kind kind, const gl_array *x, bool nccl, int root, int op,
-                     bool async) {
-  memset(call, 0, sizeof *call);
-  call->kind = kind;
-  call->nccl = nccl;
-  call->root = root;
-  call->op = op;
-  call->async = async;
-  if (!x) return;
-  call->dtype = x->dtype;
-  call->ndim = x->ndim;
-  for (int i = 0; i < x->ndim; i++) call->shape[i] = x->shape[i];
-}
-
 /* Compares this rank's call with every rank's, and raises the same fault on every rank when
 ** they differ, naming the argument at xarg (the array), rootarg or optarg (0: none). */
 static void compare(lua_State *L, gl_guard *g, const gl_dist_call *call, int xarg, int rootarg, int optarg) {
   gl_dist_verdict v;
   g->compared = true;
   if (D.uncompared) return;
-  gl_lua_check_status(L, gl_dist_compare(call, NULL, kind_names[call->kind], &v), 0);
+  gl_lua_check_status(L, gl_dist_compare(call, NULL, gl_dist_kind_names[call->kind], &v), 0);
   if (v.rank < 0) return;
   const gl_dist_call *a = &v.theirs, *b = &v.first;
   int r = v.rank + 1;
@@ -362,7 +341,8 @@ static void compare(lua_State *L, gl_guard *g, const gl_dist_call *call, int xar
                    i ? 1 : r);
   }
   if (a->kind != b->kind)
-    gl_lua_error(L, "rank %d calls %s, rank 1 calls %s", r, kind_names[a->kind], kind_names[b->kind]);
+    gl_lua_error(L, "rank %d calls %s, rank 1 calls %s", r, gl_dist_kind_names[a->kind],
+                 gl_dist_kind_names[b->kind]);
   if (a->nccl != b->nccl)
     luaL_argerror(L, xarg, lua_pushfstring(L, "rank %d's array goes through %s, rank 1's through %s (arrays on the "
                   "device NCCL was started on go through NCCL)", r, a->nccl ? "NCCL" : "MPI", b->nccl ? "NCCL" : "MPI"));
@@ -485,58 +465,6 @@ static const gl_optdecl *const dist_decls[] = {
   &scatter_decl, &send_decl, &recv_decl, &barrier_decl, NULL
 };
 
-/* all_reduce(x [, {op = "sum" | "mean" | "max" | "min" | "prod", async}]): in place; returns
-** x, or the handle when async */
-static int l_all_reduce(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_ALLREDUCE);
-  gl_array *x = gl_lua_check(L, 1);
-  gl_optval v[2];
-  gl_lua_readopts(L, 2, &all_reduce_decl, v);
-  world(L);
-  bool mean;
-  gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
-  gl_call c;
-  call_begin(L, &c, "all_reduce");
-  bool nc = use_nccl(x);
-  if (mean && !nc) { lua_pushvalue(L, 1); lua_setfield(L, c.keep, "mean"); }
-  void *buf = buffer(L, &c, 1, true, nc);
-  gl_dist_call call;
-  describe(&call, GL_DIST_ALLREDUCE, x, nc, 0, v[0].set ? v[0].choice : 0, v[1].set && v[1].b);
-  compare(L, g, &call, 1, 0, 2);
-  gl_lua_check_status(L, gl_array_begin_write(x), 1);
-  gl_dist_req *req = NULL;
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLREDUCE, gl_array_device(x), NULL, buf, x->size, x->dtype, mean ? 4 : (int)op, false)
-                    : gl_dist_allreduce(buf, x->size, x->dtype, op, (v[1].set && v[1].b) ? &req : NULL);
-  if (call_end(L, &c, st, req, v[1].set && v[1].b)) return 1;
-  lua_settop(L, 1);
-  return 1;
-}
-
-/* broadcast(x, root [, {async}]): x of rank root into every rank's x */
-static int l_broadcast(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_BCAST);
-  gl_array *x = gl_lua_check(L, 1);
-  gl_optval v[1];
-  gl_lua_readopts(L, 3, &broadcast_decl, v);
-  int root = rank_arg(L, 2, "root", false);
-  gl_call c;
-  call_begin(L, &c, "broadcast");
-  bool nc = use_nccl(x);
-  void *buf = buffer(L, &c, 1, true, nc);
-  gl_dist_call call;
-  describe(&call, GL_DIST_BCAST, x, nc, root, 0, v[0].set && v[0].b);
-  compare(L, g, &call, 1, 2, 3);
-  gl_lua_check_status(L, gl_array_begin_write(x), 1);
-  gl_dist_req *req = NULL;
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_BCAST, gl_array_device(x), NULL, buf, x->size, x->dtype, root, false)
-                    : gl_dist_bcast(buf, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
-  if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
-  lua_settop(L, 1);
-  return 1;
-}
-
 /* A new array on x's device of shape (lead, x.shape...) (lead < 0: x.shape less its first axis). */
 static gl_array *new_like(lua_State *L, const gl_array *x, int64_t lead, int idx) {
   int64_t shape[GL_MAXDIMS];
@@ -551,186 +479,171 @@ static gl_array *new_like(lua_State *L, const gl_array *x, int64_t lead, int idx
   return gl_lua_alloc(L, x->dtype, nd, shape, gl_array_device(x));
 }
 
-/* all_gather(x [, {async}]) -> (world, x.shape...) in rank order [, handle] */
-static int l_all_gather(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_ALLGATHER);
-  gl_array *x = gl_lua_check(L, 1);
-  gl_optval v[1];
-  gl_lua_readopts(L, 2, &all_gather_decl, v);
-  const gl_dist_info *wd = world(L);
-  gl_call c;
-  call_begin(L, &c, "all_gather");
-  gl_array *out = new_like(L, x, wd->size, 1);
-  int oi = lua_gettop(L);
-  bool nc = use_nccl(x);
-  void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
-  gl_dist_req *req = NULL;
-  bool async = v[0].set && v[0].b;
-  gl_dist_call call;
-  describe(&call, GL_DIST_ALLGATHER, x, nc, 0, 0, async);
-  compare(L, g, &call, 1, 0, 2);
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_ALLGATHER, gl_array_device(x), send, recv, x->size, x->dtype, 0, false)
-                    : gl_dist_allgather(send, recv, x->size, x->dtype, async ? &req : NULL);
-  (void)out;
-  int n = call_end(L, &c, st, req, async);
-  lua_pushvalue(L, oi);
-  if (n) lua_pushvalue(L, -2);
-  return 1 + n;
+/* One call as the driver (collective()) goes through it. */
+typedef struct gl_args {
+  gl_array *x;                 /* the array at 1, whose dtype and shape the ranks compare (NULL: barrier) */
+  const gl_dist_info *world;
+  int root;                    /* the root, or send's and recv's other rank (0-based; 0: none) */
+  int send, recv;              /* stack indices of the array it reads and of the one it writes (0: none;
+                               ** the same: in place; MADE: the result it makes, until made) */
+  int64_t count;               /* elements of one rank's part */
+} gl_args;
+
+#define MADE (-1)
+
+/* What a collective is: its arguments, the arrays it reads and writes, its own checks. */
+typedef struct gl_collective {
+  const gl_optdecl *decl;
+  int optarg;                  /* where its options table is */
+  int rootarg;                 /* where its root (send, recv: the other rank) is; 0: none */
+  const char *rootname;
+  bool p2p;                    /* send, recv: between two ranks, so not compared (nor guarded for
+                               ** it); the other rank is not this one; options {tag, async} */
+  bool reduces;                /* options {op, async} */
+  bool nccl;                   /* NCCL has it (gather and scatter stay on MPI, staged) */
+  int send, recv;              /* gl_args' */
+  bool drops_axis;             /* the result it makes is x less its first axis, else x with the
+                               ** ranks' axis in front */
+  void (*check)(lua_State *L, gl_args *a);   /* its own checks and choices, before anything is made */
+} gl_collective;
+
+/* reduce_scatter's x holds one part per rank along its first axis. */
+static void one_part_per_rank(lua_State *L, gl_args *a) {
+  const gl_array *x = a->x;
+  if (x->ndim < 1 || x->shape[0] != a->world->size)
+    luaL_argerror(L, 1, lua_pushfstring(L, "the first axis must hold one part per rank (%d), got shape %s",
+                                        a->world->size, gl_shape_str(x->ndim, x->shape, (char[GL_SHAPE_BUFSZ]){0})));
+  a->count = x->size / a->world->size;
 }
 
-/* reduce_scatter(x [, {op, async}]): x is (world, ...); rank r gets the reduction of every
-** rank's x[r] -> (...) [, handle] */
-static int l_reduce_scatter(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_REDUCE_SCATTER);
-  gl_array *x = gl_lua_check(L, 1);
-  gl_optval v[2];
-  gl_lua_readopts(L, 2, &reduce_scatter_decl, v);
-  const gl_dist_info *wd = world(L);
-  if (x->ndim < 1 || x->shape[0] != wd->size)
-    return luaL_argerror(L, 1, lua_pushfstring(L, "the first axis must hold one part per rank (%d), got shape %s",
-                                               wd->size, gl_shape_str(x->ndim, x->shape, (char[GL_SHAPE_BUFSZ]){0})));
-  bool mean;
-  gl_dist_op op = op_arg(L, &v[0], x, 2, &mean);
-  gl_call c;
-  call_begin(L, &c, "reduce_scatter");
-  new_like(L, x, -1, 1);
-  int oi = lua_gettop(L);
-  bool nc = use_nccl(x);
-  if (mean && !nc) { lua_pushvalue(L, oi); lua_setfield(L, c.keep, "mean"); }
-  void *send = buffer(L, &c, 1, false, nc), *recv = buffer(L, &c, oi, true, nc);
-  gl_dist_call call;
-  describe(&call, GL_DIST_REDUCE_SCATTER, x, nc, 0, v[0].set ? v[0].choice : 0, v[1].set && v[1].b);
-  compare(L, g, &call, 1, 0, 2);
-  gl_dist_req *req = NULL;
-  gl_status st = nc ? gl_dist_nccl(GL_DIST_REDUCE_SCATTER, gl_array_device(x), send, recv, x->size / wd->size,
-                                   x->dtype, mean ? 4 : (int)op, false)
-                    : gl_dist_reduce_scatter(send, recv, x->size / wd->size, x->dtype, op, (v[1].set && v[1].b) ? &req : NULL);
-  int n = call_end(L, &c, st, req, v[1].set && v[1].b);
-  lua_pushvalue(L, oi);
-  if (n) lua_pushvalue(L, -2);
-  return 1 + n;
+/* gather's result is the root's alone. */
+static void made_on_root(lua_State *L, gl_args *a) {
+  (void)L;
+  if (a->world->rank != a->root) a->recv = 0;
 }
 
-/* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
-static int l_gather(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_GATHER);
-  gl_array *x = gl_lua_check(L, 1);
-  gl_optval v[1];
-  gl_lua_readopts(L, 3, &gather_decl, v);
-  int root = rank_arg(L, 2, "root", false);
-  const gl_dist_info *wd = world(L);
-  gl_call c;
-  call_begin(L, &c, "gather");
-  void *recv = NULL;
-  int oi = 0;
-  if (wd->rank == root) {
-    new_like(L, x, wd->size, 1);
-    oi = lua_gettop(L);
+/* scatter's parts, at 2, are read on the root, which checks them against out (x). */
+static void parts_on_root(lua_State *L, gl_args *a) {
+  const gl_array *out = a->x;
+  int size = a->world->size;
+  if (a->world->rank != a->root) {
+    if (!lua_isnoneornil(L, 2)) gl_lua_check(L, 2);      /* an array is accepted and ignored, as torch's scatter_list */
+    a->send = 0;
+    return;
   }
-  void *send = buffer(L, &c, 1, false, false);          /* NCCL has no gather: MPI */
-  if (oi) recv = buffer(L, &c, oi, true, false);
-  gl_dist_call call;
-  describe(&call, GL_DIST_GATHER, x, false, root, 0, v[0].set && v[0].b);
-  compare(L, g, &call, 1, 2, 3);
-  gl_dist_req *req = NULL;
-  gl_status st = gl_dist_gather(send, recv, x->size, x->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
-  int n = call_end(L, &c, st, req, v[0].set && v[0].b);
-  if (oi) lua_pushvalue(L, oi); else lua_pushnil(L);
-  if (n) lua_pushvalue(L, -2);
-  return 1 + n;
+  gl_array *parts = gl_lua_check(L, 2);
+  bool ok = parts->ndim == out->ndim + 1 && parts->shape[0] == size && parts->dtype == out->dtype;
+  for (int i = 0; ok && i < out->ndim; i++) ok = parts->shape[i + 1] == out->shape[i];
+  if (ok) return;
+  if (out->ndim >= GL_MAXDIMS) luaL_argerror(L, 1, "array has the most axes already: no room for the ranks' axis");
+  char sa[GL_SHAPE_BUFSZ], sb[GL_SHAPE_BUFSZ];
+  int64_t want[GL_MAXDIMS];
+  want[0] = size;
+  for (int i = 0; i < out->ndim; i++) want[i + 1] = out->shape[i];
+  luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s %s, got %s %s", gl_dtypes[out->dtype].name,
+                                      gl_shape_str(out->ndim + 1, want, sa), gl_dtypes[parts->dtype].name,
+                                      gl_shape_str(parts->ndim, parts->shape, sb)));
 }
 
-/* scatter(out, parts, root [, {async}]): parts (world, out.shape...) on root (nil elsewhere);
-** rank r receives parts[r] into out */
-static int l_scatter(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_SCATTER);
-  gl_array *out = gl_lua_check(L, 1);
-  gl_optval v[1];
-  gl_lua_readopts(L, 4, &scatter_decl, v);
-  int root = rank_arg(L, 3, "root", false);
-  const gl_dist_info *wd = world(L);
-  gl_array *parts = NULL;
-  if (wd->rank == root) {
-    parts = gl_lua_check(L, 2);
-    bool ok = parts->ndim == out->ndim + 1 && parts->shape[0] == wd->size && parts->dtype == out->dtype;
-    for (int i = 0; ok && i < out->ndim; i++) ok = parts->shape[i + 1] == out->shape[i];
-    if (!ok) {
-      if (out->ndim >= GL_MAXDIMS) return luaL_argerror(L, 1, "array has the most axes already: no room for the ranks' axis");
-      char a[GL_SHAPE_BUFSZ], b[GL_SHAPE_BUFSZ];
-      int64_t want[GL_MAXDIMS];
-      want[0] = wd->size;
-      for (int i = 0; i < out->ndim; i++) want[i + 1] = out->shape[i];
-      return luaL_argerror(L, 2, lua_pushfstring(L, "parts must be %s %s, got %s %s", gl_dtypes[out->dtype].name,
-                                                 gl_shape_str(out->ndim + 1, want, a),
-                                                 gl_dtypes[parts->dtype].name, gl_shape_str(parts->ndim, parts->shape, b)));
+static const gl_collective collectives[GL_DIST_BARRIER + 1] = {
+  /* all_reduce(x [, {op = "sum" | "mean" | "max" | "min" | "prod", async}]): in place;
+  ** returns x, or the handle when async */
+  [GL_DIST_ALLREDUCE] = { .decl = &all_reduce_decl, .optarg = 2, .reduces = true, .nccl = true, .send = 1, .recv = 1 },
+  /* broadcast(x, root [, {async}]): x of rank root into every rank's x */
+  [GL_DIST_BCAST] = { .decl = &broadcast_decl, .optarg = 3, .rootarg = 2, .rootname = "root", .nccl = true,
+                      .send = 1, .recv = 1 },
+  /* all_gather(x [, {async}]) -> (world, x.shape...) in rank order [, handle] */
+  [GL_DIST_ALLGATHER] = { .decl = &all_gather_decl, .optarg = 2, .nccl = true, .send = 1, .recv = MADE },
+  /* reduce_scatter(x [, {op, async}]): x is (world, ...); rank r gets the reduction of every
+  ** rank's x[r] -> (...) [, handle] */
+  [GL_DIST_REDUCE_SCATTER] = { .decl = &reduce_scatter_decl, .optarg = 2, .reduces = true, .nccl = true, .send = 1,
+                               .recv = MADE, .drops_axis = true, .check = one_part_per_rank },
+  /* gather(x, root [, {async}]) -> on root (world, x.shape...) in rank order, elsewhere nil */
+  [GL_DIST_GATHER] = { .decl = &gather_decl, .optarg = 3, .rootarg = 2, .rootname = "root", .send = 1, .recv = MADE,
+                       .check = made_on_root },
+  /* scatter(out, parts, root [, {async}]): parts (world, out.shape...) on root (nil
+  ** elsewhere); rank r receives parts[r] into out */
+  [GL_DIST_SCATTER] = { .decl = &scatter_decl, .optarg = 4, .rootarg = 3, .rootname = "root", .send = 2, .recv = 1,
+                        .check = parts_on_root },
+  /* send(x, dst [, {tag, async}]), recv(x, src [, {tag, async}]) (recv fills x in place) */
+  [GL_DIST_SEND] = { .decl = &send_decl, .optarg = 3, .rootarg = 2, .rootname = "dst", .p2p = true, .nccl = true,
+                     .send = 1 },
+  [GL_DIST_RECV] = { .decl = &recv_decl, .optarg = 3, .rootarg = 2, .rootname = "src", .p2p = true, .nccl = true,
+                     .recv = 1 },
+  /* barrier([{async}]) [-> handle] */
+  [GL_DIST_BARRIER] = { .decl = &barrier_decl, .optarg = 1 },
+};
+
+/* Every collective: its arguments checked, its buffers staged, its call compared with every
+** rank's (send and recv excepted), then started; returns what the collective returns. */
+static int collective(lua_State *L, gl_dist_kind kind) {
+  const gl_collective *d = &collectives[kind];
+  gl_guard *g = NULL;
+  if (!d->p2p && !(g = guard_take(L))) return guarded(L, kind);
+  gl_args a = { .send = d->send, .recv = d->recv };
+  if (a.send || a.recv) a.x = gl_lua_check(L, 1);      /* every collective but barrier has an array at 1 */
+  gl_optval v[2];
+  gl_lua_readopts(L, d->optarg, d->decl, v);
+  a.world = world(L);
+  if (d->rootarg) a.root = rank_arg(L, a.world, d->rootarg, d->rootname, d->p2p);
+  a.count = a.x ? a.x->size : 0;
+  if (d->check) d->check(L, &a);
+  bool mean = false;
+  gl_dist_op op = d->reduces ? op_arg(L, &v[0], a.x, d->optarg, &mean) : GL_DIST_SUM;
+  const gl_optval *async_opt = &v[d->reduces || d->p2p];      /* op and tag come before async */
+  bool async = async_opt->set && async_opt->b;
+  gl_call c;
+  call_begin(L, &c, gl_dist_kind_names[kind]);
+  if (a.recv == MADE) {
+    new_like(L, a.x, d->drops_axis ? -1 : a.world->size, 1);
+    a.recv = lua_gettop(L);
+  }
+  bool nc = d->nccl && use_nccl(a.x);
+  if (mean && !nc) { lua_pushvalue(L, a.recv); lua_setfield(L, c.keep, "mean"); }
+  gl_dist_args run = { .kind = kind, .count = a.count, .dtype = a.x ? a.x->dtype : GL_FLOAT32,
+                       .op = mean && nc ? 4 : (int)op, .peer = a.root, .tag = d->p2p && v[0].set ? (int)v[0].i : 0,
+                       .nccl = nc, .dev = a.x ? gl_array_device(a.x) : gl_cpu() };
+  if (a.send && a.send != a.recv) run.send = buffer(L, &c, a.send, false, nc);
+  if (a.recv) run.recv = buffer(L, &c, a.recv, true, nc);
+  if (!d->p2p) {
+    gl_dist_call call;
+    memset(&call, 0, sizeof call);
+    call.kind = kind;
+    call.nccl = nc;
+    call.root = a.root;
+    call.op = d->reduces && v[0].set ? v[0].choice : 0;
+    call.async = async;
+    if (a.x) {
+      call.dtype = a.x->dtype;
+      call.ndim = a.x->ndim;
+      for (int i = 0; i < a.x->ndim; i++) call.shape[i] = a.x->shape[i];
     }
-  } else if (!lua_isnoneornil(L, 2)) {
-    gl_lua_check(L, 2);      /* an array is accepted and ignored, as torch's scatter_list */
+    compare(L, g, &call, a.x ? 1 : 0, d->rootarg, d->optarg);
   }
-  gl_call c;
-  call_begin(L, &c, "scatter");
-  void *send = parts ? buffer(L, &c, 2, false, false) : NULL;   /* NCCL has no scatter: MPI */
-  void *recv = buffer(L, &c, 1, true, false);
-  gl_dist_call call;
-  describe(&call, GL_DIST_SCATTER, out, false, root, 0, v[0].set && v[0].b);
-  compare(L, g, &call, 1, 3, 4);
-  gl_lua_check_status(L, gl_array_begin_write(out), 1);
+  if (a.recv == 1) gl_lua_check_status(L, gl_array_begin_write(a.x), 1);
   gl_dist_req *req = NULL;
-  gl_status st = gl_dist_scatter(send, recv, out->size, out->dtype, root, (v[0].set && v[0].b) ? &req : NULL);
-  if (call_end(L, &c, st, req, v[0].set && v[0].b)) return 1;
-  lua_settop(L, 1);
+  gl_status st = gl_dist_start(&run, async ? &req : NULL);
+  if (nc && d->p2p) check_work(L, c.work)->nccl_group = st == GL_OK && async;
+  int n = call_end(L, &c, st, req, async);
+  if (d->recv == MADE) {                           /* the result [, the handle] */
+    if (a.recv) lua_pushvalue(L, a.recv); else lua_pushnil(L);
+    if (n) lua_pushvalue(L, -2);
+    return 1 + n;
+  }
+  if (n || !a.x) return n;                         /* the handle; barrier's nothing */
+  lua_settop(L, 1);                                /* in place: x */
   return 1;
 }
 
-static int p2p(lua_State *L, bool sending) {
-  gl_array *x = gl_lua_check(L, 1);
-  gl_optval v[2];
-  gl_lua_readopts(L, 3, sending ? &send_decl : &recv_decl, v);
-  int peer = rank_arg(L, 2, sending ? "dst" : "src", true);
-  gl_call c;
-  call_begin(L, &c, sending ? "send" : "recv");
-  bool nc = use_nccl(x);
-  void *buf = buffer(L, &c, 1, !sending, nc);
-  if (!sending) gl_lua_check_status(L, gl_array_begin_write(x), 1);
-  gl_dist_req *req = NULL;
-  int tag = v[0].set ? (int)v[0].i : 0;       /* NCCL has no tags: its messages between two ranks keep their order */
-  gl_status st;
-  bool async = v[1].set && v[1].b;
-  if (nc) {
-    st = gl_dist_nccl(sending ? GL_DIST_SEND : GL_DIST_RECV, gl_array_device(x), buf, buf, x->size, x->dtype, peer,
-                      async);
-    check_work(L, c.work)->nccl_group = st == GL_OK && async;
-  }
-  else if (sending) st = gl_dist_send(buf, x->size, x->dtype, peer, tag, async ? &req : NULL);
-  else st = gl_dist_recv(buf, x->size, x->dtype, peer, tag, async ? &req : NULL);
-  if (call_end(L, &c, st, req, async)) return 1;
-  lua_settop(L, 1);
-  return 1;
-}
-
-/* send(x, dst [, {tag, async}]), recv(x, src [, {tag, async}]) (recv fills x in place) */
-static int l_send(lua_State *L) { return p2p(L, true); }
-static int l_recv(lua_State *L) { return p2p(L, false); }
-
-static int l_barrier(lua_State *L) {
-  gl_guard *g = guard_take(L);
-  if (!g) return guarded(L, GL_DIST_BARRIER);
-  gl_optval v[1];
-  gl_lua_readopts(L, 1, &barrier_decl, v);
-  world(L);
-  gl_call c;
-  call_begin(L, &c, "barrier");
-  gl_dist_call call;
-  describe(&call, GL_DIST_BARRIER, NULL, false, 0, 0, v[0].set && v[0].b);
-  compare(L, g, &call, 0, 0, 1);
-  gl_dist_req *req = NULL;
-  gl_status st = gl_dist_barrier((v[0].set && v[0].b) ? &req : NULL);
-  return call_end(L, &c, st, req, v[0].set && v[0].b);
-}
+static int l_all_reduce(lua_State *L) { return collective(L, GL_DIST_ALLREDUCE); }
+static int l_broadcast(lua_State *L) { return collective(L, GL_DIST_BCAST); }
+static int l_all_gather(lua_State *L) { return collective(L, GL_DIST_ALLGATHER); }
+static int l_reduce_scatter(lua_State *L) { return collective(L, GL_DIST_REDUCE_SCATTER); }
+static int l_gather(lua_State *L) { return collective(L, GL_DIST_GATHER); }
+static int l_scatter(lua_State *L) { return collective(L, GL_DIST_SCATTER); }
+static int l_send(lua_State *L) { return collective(L, GL_DIST_SEND); }
+static int l_recv(lua_State *L) { return collective(L, GL_DIST_RECV); }
+static int l_barrier(lua_State *L) { return collective(L, GL_DIST_BARRIER); }
 
 /* ---- faults -------------------------------------------------------------------------------- */
 
