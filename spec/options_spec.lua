@@ -85,7 +85,7 @@ describe("the C options reader", function()
       err_of(gpu.fused.sgd_, gpu.ones(2), gpu.ones(2), nil, { lr = -0.5 }))
     assert.matches("option 'beta2' must be < 1, got number 1.5",
       err_of(gpu.fused.adam_, gpu.ones(2), gpu.ones(2), gpu.zeros(2), gpu.zeros(2), nil, { beta2 = 1.5 }))
-    assert.matches("option 'ord' must be one of fro nuc, got 'frob'; did you mean 'fro'%?",
+    assert.matches("option 'ord' must be one of fro, nuc, got 'frob'; did you mean 'fro'%?",
       err_of(gpu.norm, gpu.ones(2, 2), nil, { ord = "frob" }))
     assert.matches("option 'stride' must be an integer or a pair", err_of(gpu.im2col, gpu.ones(1, 1, 4, 4), { kernel = 2, stride = "x" }))
     assert.matches("options table expected, got integer 5", err_of(gpu.dnn.softmax, gpu.ones(2, 2), 5))

@@ -281,8 +281,8 @@ static const char *read_string(lua_State *L, const gl_optkey *k, bool option, in
   }
   if (k->type & GL_OPT_DEVICE) {
     const gl_backend *b;
-    if (gl_device_parse(s, &out->device) != GL_OK || gl_backend_for(out->device, &b) != GL_OK)
-      return lua_pushstring(L, gl_errmsg());             /* it names the device */
+    if (gl_device_parse(s, &out->device) != GL_OK || gl_backend_for(out->device, &b) != GL_OK)   /* names the device */
+      return option ? fail(L, k->name, true, ": %s", gl_errmsg()) : lua_pushstring(L, gl_errmsg());
     return NULL;
   }
   out->s = s;
