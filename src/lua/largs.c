@@ -257,6 +257,8 @@ static const char *check_range(lua_State *L, const gl_optkey *k, bool option, in
   return fail(L, k->name, option, " must be %s, got %s", bound, push_value_desc(L, v));
 }
 
+enum { CHOICES_MAX = 32, CHOICES_LEN = 512 };   /* the most choices a key has, and their length */
+
 /* Is 'word' one of the space-separated 'choices'? Returns its position or -1. */
 static int choice_index(const char *choices, const char *word) {
   size_t n = strlen(word);
@@ -291,11 +293,11 @@ static const char *read_string(lua_State *L, const gl_optkey *k, bool option, in
   out->choice = choice_index(k->choices, s);
   if (out->choice >= 0) return NULL;
   /* the nearest choice, for the message */
-  const char *words[32];
-  char buf[512];
+  const char *words[CHOICES_MAX];
+  char buf[CHOICES_LEN];
   int n = 0;
   snprintf(buf, sizeof buf, "%s", k->choices);
-  for (char *p = strtok(buf, " "); p && n < 32; p = strtok(NULL, " ")) words[n++] = p;
+  for (char *p = strtok(buf, " "); p && n < CHOICES_MAX; p = strtok(NULL, " ")) words[n++] = p;
   const char *near = gl_lua_nearest(s, words, n);
   const char *listed = luaL_gsub(L, k->choices, " ", ", ");
   return fail(L, k->name, option, " must be one of %s, got '%s'%s%s%s", listed, s, near ? "; did you mean '" : "",
@@ -441,6 +443,8 @@ static void parse_key(lua_State *L, int s, const char *name, gl_optkey *k, key_e
       }
       lua_pop(L, 1);
       luaL_pushresult(&b);
+      if (lua_rawlen(L, -1) >= CHOICES_LEN || lua_rawlen(L, c) > CHOICES_MAX)
+        luaL_error(L, "options.declare: key '%s': too many choices", name);
       lua_replace(L, joined);
       k->choices = lua_tostring(L, joined);
     }
@@ -471,7 +475,8 @@ static void parse_key(lua_State *L, int s, const char *name, gl_optkey *k, key_e
   for (const char *p = type ? type : "any"; *p; ) {
     size_t m = strcspn(p, "|");
     int i = 0;
-    while (i < NKINDS && !(opt_kinds[i].name && strlen(opt_kinds[i].name) == m && strncmp(opt_kinds[i].name, p, m) == 0)) i++;
+    while (i < NKINDS && !(opt_kinds[i].name && strncmp(opt_kinds[i].name, p, m) == 0 && opt_kinds[i].name[m] == '\0'))
+      i++;
     if (i == NKINDS) luaL_error(L, "options.declare: key '%s': unknown type '%s'", name, lua_pushlstring(L, p, m));
     k->type |= opt_kinds[i].bit;
     p += m + (p[m] == '|');
