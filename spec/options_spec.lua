@@ -91,6 +91,13 @@ describe("the C options reader", function()
     assert.matches("options table expected, got integer 5", err_of(gpu.dnn.softmax, gpu.ones(2, 2), 5))
   end)
 
+  it("reads the Lua parts' options too, in the same words", function()
+    local norm = gpu.linalg.norm                                    -- declared in lua/gpu/linalg.lua
+    assert.matches("option 'keepdims' must be a boolean, got integer 1", err_of(norm, gpu.eye(2), nil, nil, { keepdims = 1 }))
+    assert.matches("unknown option 'keepdim'; did you mean 'keepdims'%?", err_of(norm, gpu.eye(2), nil, nil, { keepdim = true }))
+    assert.matches("option 'lr' must be >= 0, got number %-0.5", err_of(require("gpu.optim").SGD, { gpu.ones(2) }, { lr = -0.5 }))
+  end)
+
   it("leaves the arrays as they were after an option error", function()
     local p = gpu.ones(3)
     err_of(gpu.fused.sgd_, p, gpu.ones(3), nil, { lr = 0.1, nesterv = true })
