@@ -243,10 +243,10 @@ describe("mixed precision", function()
 
         it("rejects bad options and arguments", function()
           local cases = {
-            { { init_scale = -1 }, "'optim.GradScaler' (option 'init_scale' must be > 0, got -1)" },
-            { { growth_factor = 0.5 }, "'optim.GradScaler' (option 'growth_factor' must be > 1, got 0.5)" },
-            { { backoff_factor = 2 }, "'optim.GradScaler' (option 'backoff_factor' must be < 1, got 2)" },
-            { { growth_interval = 1.5 }, "'optim.GradScaler' (option 'growth_interval' must be integer, got number 1.5)" },
+            { { init_scale = -1 }, "'optim.GradScaler' (option 'init_scale' must be > 0, got integer -1)" },
+            { { growth_factor = 0.5 }, "'optim.GradScaler' (option 'growth_factor' must be > 1, got number 0.5)" },
+            { { backoff_factor = 2 }, "'optim.GradScaler' (option 'backoff_factor' must be < 1, got integer 2)" },
+            { { growth_interval = 1.5 }, "'optim.GradScaler' (option 'growth_interval' must be an integer, got number 1.5)" },
             { { scale = 3 }, "'optim.GradScaler' (unknown option 'scale'" },
           }
           for _, c in ipairs(cases) do

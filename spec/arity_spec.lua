@@ -214,7 +214,7 @@ describe("nn.relu(x, inplace)", function()
   end)
 
   it("refuses a non-boolean, an array that requires grad, and a third argument", function()
-    fails("bad argument #2 to 'nn.relu' %(inplace must be boolean, got 'yes'%)", nn.relu, gpu.ones(2), "yes")
+    fails("bad argument #2 to 'nn.relu' %(inplace must be a boolean, got 'yes'%)", nn.relu, gpu.ones(2), "yes")
     local w = gpu.ones(2):requires_grad()
     fails("relu_ is an in%-place op and an input requires grad", nn.relu, w, true)
     fails("bad argument #3 to 'nn.relu' %(at most 2 arguments expected, got 3%)", nn.relu, gpu.ones(2), false, 1)

@@ -107,7 +107,7 @@ for _, dev in ipairs(h.devices()) do
       local ok, err = pcall(data.batches, x, gpu.ones(9), 2)
       assert.is_false(ok); assert.matches("batches: x has 10 samples but y has 9", err)
       ok, err = pcall(data.batches, x, y, 0)
-      assert.is_false(ok); assert.matches("bad argument #3 to 'data.batches' (batch_size must be >= 1, got 0)", err, 1, true)
+      assert.is_false(ok); assert.matches("bad argument #3 to 'data.batches' (batch_size must be >= 1, got integer 0)", err, 1, true)
     end)
   end)
 end

@@ -327,9 +327,9 @@ describe("fit over a generator: misuse", function()
       gen(x, y, gpu.ones(40)), nil, { steps_per_epoch = 1, verbose = 0 })
     h.fails({ "Module:fit", "the generator gave no batches (it returned nil at its first call)" }, m.fit, m,
       function() return nil end, nil, { verbose = 0 })
-    h.fails({ "bad argument #2 to 'Module:fit'", "option 'steps_per_epoch' must be >= 1, got 0" }, m.fit, m,
+    h.fails({ "bad argument #2 to 'Module:fit'", "option 'steps_per_epoch' must be >= 1, got integer 0" }, m.fit, m,
       gen(x, y), { steps_per_epoch = 0 })
-    h.fails({ "bad argument #3 to 'Module:fit'", "option 'steps_per_epoch' must be integer, got number 1.5" }, m.fit, m, x, y,
+    h.fails({ "bad argument #3 to 'Module:fit'", "option 'steps_per_epoch' must be an integer, got number 1.5" }, m.fit, m, x, y,
       { steps_per_epoch = 1.5 })
     h.fails({ "Module:fit", "option 'validation_steps' must be >= 1" }, m.fit, m, gen(x, y), nil,
       { steps_per_epoch = 1, validation_data = gen(x, y), validation_steps = 0 })

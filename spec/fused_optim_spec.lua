@@ -111,7 +111,7 @@ describe("fused optimizer steps: routing", function()
       assert.is_true(p:astype("float32"):lt(1):all():item(), name .. " took no step")
       h.fails({ "optim." .. name .. ":step", "fused = true takes float32 or float64", "the parameter is float16" },
         one, name, "float16", { fused = true })
-      h.fails({ "optim." .. name, "option 'fused' must be boolean, got integer 1" }, optim[name], { gpu.ones(2):requires_grad() },
+      h.fails({ "optim." .. name, "option 'fused' must be a boolean, got integer 1" }, optim[name], { gpu.ones(2):requires_grad() },
         { fused = 1 })
     end
     -- a gradient of another dtype than its parameter: the array ops

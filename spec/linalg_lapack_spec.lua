@@ -342,8 +342,8 @@ for _, dev in ipairs(h.devices()) do
 
     it("checks its options", function()
       local a = gpu.eye(2, { device = dev })
-      h.fails({ "option 'mode' must be one of reduced complete r", "'full'" }, L.qr, a, { mode = "full" })
-      h.fails({ "option 'UPLO' must be one of L U" }, L.eigh, a, { UPLO = "X" })
+      h.fails({ "option 'mode' must be one of reduced, complete, r", "'full'" }, L.qr, a, { mode = "full" })
+      h.fails({ "option 'UPLO' must be one of L, U" }, L.eigh, a, { UPLO = "X" })
       h.fails({ "rcond" }, L.lstsq, a, gpu.ones(2, { device = dev }), { rcond = -1 })
       h.fails({ "upper" }, L.cholesky, a, { upper = 1 })
     end)

@@ -54,28 +54,28 @@ describe("options of the Lua parts", function()
     local m = tiny_model()
     local x = gpu.ones(4, 2)
     local cases = {
-      { nn.Linear, { 2, 3, { bias = "no" } }, "option 'bias' must be boolean, got 'no'" },
+      { nn.Linear, { 2, 3, { bias = "no" } }, "option 'bias' must be a boolean, got 'no'" },
       { nn.Linear, { 2, 3, { dtype = "int32" } }, "option 'dtype' must be a floating-point dtype" },
       { nn.Dense, { 4, { activation = "relux" } }, "got 'relux'; did you mean 'relu'?" },
       { optim.Adam, { m, { betas = { 1.5, 0.9 } } }, "option 'betas' must be a table of two numbers in [0, 1)" },
       { optim.Adam, { m, { betas = { 0.9 } } }, "option 'betas' must be a table of two numbers in [0, 1)" },
       { optim.Adam, { m, { eps = -1e-8 } }, "option 'eps' must be >= 0" },
       { optim.Adam, { m, { lr = 0 / 0 } }, "option 'lr' must not be NaN" },
-      { optim.SGD, { m, { lr = -0.1 } }, "option 'lr' must be >= 0, got -0.1" },
+      { optim.SGD, { m, { lr = -0.1 } }, "option 'lr' must be >= 0, got number -0.1" },
       { optim.SGD, { m, { weight_decay = -1 } }, "option 'weight_decay' must be >= 0" },
       { optim.RMSprop, { m, { momentum = -0.5 } }, "option 'momentum' must be >= 0" },
       { optim.SGD, { m, { nesterov = true } }, "nesterov momentum needs momentum > 0 and dampening = 0" },
-      { m.fit, { m, x, x, { batch_size = 0 } }, "option 'batch_size' must be >= 1, got 0" },
-      { m.fit, { m, x, x, { epochs = -1 } }, "option 'epochs' must be >= 0, got -1" },
-      { m.fit, { m, x, x, { epochs = 1.5 } }, "option 'epochs' must be integer, got number 1.5" },
+      { m.fit, { m, x, x, { batch_size = 0 } }, "option 'batch_size' must be >= 1, got integer 0" },
+      { m.fit, { m, x, x, { epochs = -1 } }, "option 'epochs' must be >= 0, got integer -1" },
+      { m.fit, { m, x, x, { epochs = 1.5 } }, "option 'epochs' must be an integer, got number 1.5" },
       { m.fit, { m, x, x, { validation_split = 1 } }, "option 'validation_split' must be < 1" },
-      { m.predict, { m, x, { batch_size = 0 } }, "'Module:predict' (option 'batch_size' must be >= 1, got 0)" },
-      { m.evaluate, { m, x, x, { batch_size = 0 } }, "'Module:evaluate' (option 'batch_size' must be >= 1, got 0)" },
-      { nn.Dropout, { 1.5 }, "option 'p' must be < 1, got 1.5" },
+      { m.predict, { m, x, { batch_size = 0 } }, "'Module:predict' (option 'batch_size' must be >= 1, got integer 0)" },
+      { m.evaluate, { m, x, x, { batch_size = 0 } }, "'Module:evaluate' (option 'batch_size' must be >= 1, got integer 0)" },
+      { nn.Dropout, { 1.5 }, "option 'p' must be < 1, got number 1.5" },
       { nn.BatchNorm1d, { 2, { eps = -1 } }, "option 'eps' must be > 0" },
       { optim.GradScaler, { { growth_interval = 0 } }, "option 'growth_interval' must be >= 1" },
-      { optim.StepLR, { optim.SGD(m), 0 }, "step_size must be >= 1, got 0" },
-      { data.batches, { x, nil, 2, { device = "tpu" } }, "option 'device' must be a device name" },
+      { optim.StepLR, { optim.SGD(m), 0 }, "step_size must be >= 1, got integer 0" },
+      { data.batches, { x, nil, 2, { device = "tpu" } }, "option 'device': unknown device 'tpu'" },
     }
     for _, c in ipairs(cases) do raises(c[1], c[2], c[3]) end
   end)

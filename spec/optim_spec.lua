@@ -77,7 +77,7 @@ for _, dev in ipairs(h.devices()) do
       ok, err = pcall(optim.RMSprop, { 3 })
       assert.is_false(ok); assert.matches("'optim.RMSprop' (parameter #1 is integer 3, expected gpu.array)", err, 1, true)
       ok, err = pcall(optim.SGD, { gpu.ones(1) }, { lr = -1 })
-      assert.is_false(ok); assert.matches("option 'lr' must be >= 0, got -1", err, 1, true)
+      assert.is_false(ok); assert.matches("option 'lr' must be >= 0, got integer -1", err, 1, true)
       ok, err = pcall(optim.StepLR, {}, { step_size = 1 })
       assert.is_false(ok); assert.matches("bad argument #1 to 'optim.StepLR' (an optimizer expected, got table)", err, 1, true)
     end)

@@ -85,10 +85,17 @@ describe("the C options reader", function()
       err_of(gpu.fused.sgd_, gpu.ones(2), gpu.ones(2), nil, { lr = -0.5 }))
     assert.matches("option 'beta2' must be < 1, got number 1.5",
       err_of(gpu.fused.adam_, gpu.ones(2), gpu.ones(2), gpu.zeros(2), gpu.zeros(2), nil, { beta2 = 1.5 }))
-    assert.matches("option 'ord' must be one of fro nuc, got 'frob'; did you mean 'fro'%?",
+    assert.matches("option 'ord' must be one of fro, nuc, got 'frob'; did you mean 'fro'%?",
       err_of(gpu.norm, gpu.ones(2, 2), nil, { ord = "frob" }))
     assert.matches("option 'stride' must be an integer or a pair", err_of(gpu.im2col, gpu.ones(1, 1, 4, 4), { kernel = 2, stride = "x" }))
     assert.matches("options table expected, got integer 5", err_of(gpu.dnn.softmax, gpu.ones(2, 2), 5))
+  end)
+
+  it("reads the Lua parts' options too, in the same words", function()
+    local norm = gpu.linalg.norm                                    -- declared in lua/gpu/linalg.lua
+    assert.matches("option 'keepdims' must be a boolean, got integer 1", err_of(norm, gpu.eye(2), nil, nil, { keepdims = 1 }))
+    assert.matches("unknown option 'keepdim'; did you mean 'keepdims'%?", err_of(norm, gpu.eye(2), nil, nil, { keepdim = true }))
+    assert.matches("option 'lr' must be >= 0, got number %-0.5", err_of(require("gpu.optim").SGD, { gpu.ones(2) }, { lr = -0.5 }))
   end)
 
   it("leaves the arrays as they were after an option error", function()

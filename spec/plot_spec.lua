@@ -119,7 +119,7 @@ describe("gpu.plot errors", function()
     assert.has_error(function() gpu.plot.plot(gpu.arange(3), gpu.arange(3), { widht = 3 }) end,
       "bad argument #3 to 'plot.plot' (unknown option 'widht'; did you mean 'width'?)")
     assert.has_error(function() gpu.plot.hist(gpu.arange(3), { bins = 0 }) end,
-      "bad argument #2 to 'plot.hist' (option 'bins' must be >= 1, got 0)")
+      "bad argument #2 to 'plot.hist' (option 'bins' must be >= 1, got integer 0)")
     assert.has_error(function() gpu.plot.plot(gpu.arange(3), { file = "x.jpg" }) end,
       "bad argument #2 to 'plot.plot' (option 'file' must end in .png or .svg, got 'x.jpg')")
     assert.has_error(function() gpu.plot.imagesc(gpu.eye(2), { palette = "grey" }) end,

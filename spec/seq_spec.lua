@@ -295,7 +295,7 @@ for _, dev in ipairs(h.devices()) do
       h.fails({ "fused.gru", "unknown option 'revers'" }, F.gru, xp, w, b, h0, { revers = true })
       h.fails({ "gru", "gpu.array expected" }, F.gru, xp, w, 5, h0)
       h.fails({ "rnn", "weight_hh must be (hidden, hidden), got shape (6,2)" }, F.rnn, gpu.ones(3, 2, 2, o), w, h0)
-      h.fails({ "fused.rnn", "nonlinearity", "tanh relu" }, F.rnn, gpu.ones(3, 2, 2, o), gpu.ones(2, 2, o), h0,
+      h.fails({ "fused.rnn", "nonlinearity", "tanh, relu" }, F.rnn, gpu.ones(3, 2, 2, o), gpu.ones(2, 2, o), h0,
         { nonlinearity = "sigmoid" })
       h.fails({ "rnn", "bfloat16" }, F.rnn, gpu.ones(3, 2, 2, { dtype = "bfloat16", device = dev }),
         gpu.ones(2, 2, { dtype = "bfloat16", device = dev }), gpu.zeros(2, 2, { dtype = "bfloat16", device = dev }))

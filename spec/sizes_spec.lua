@@ -267,7 +267,7 @@ for _, dev in ipairs(h.devices()) do
         too_big(function() return nn.one_hot(y, math.maxinteger) end, "arange", "9223372036854775807", "int64")
         local ok, err = pcall(nn.one_hot, y, 2.5)
         assert.is_false(ok)
-        assert.truthy(err:find("nn.one_hot' (num_classes must be integer, got number 2.5)", 1, true), err)
+        assert.truthy(err:find("nn.one_hot' (num_classes must be an integer, got number 2.5)", 1, true), err)
         assert.same({ { 1, 0, 0 }, { 0, 0, 1 } }, nn.one_hot(y, 3.0):totable())
       end)
     end)

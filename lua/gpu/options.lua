@@ -1,5 +1,5 @@
--- gpu.options: the one options reader of the Lua parts (its C twin is src/lua/largs.c),
--- and where the library's Lua functions raise their errors.
+-- gpu.options: how the library's Lua functions declare and read their options (the reader
+-- itself is C's, src/lua/largs.c, one for C and Lua), and where they raise their errors.
 --
 --   local options = require "gpu.options"
 --   local DENSE = options.declare("nn.Dense", {
@@ -10,15 +10,18 @@
 --   function Dense:init(units, opts) local o = DENSE:check(opts, 2) ... end
 --
 -- A declaration names every key a function takes, with its type, range or choices and
--- default. A key's table: type ("number", "integer|table", ...; see type_tests), default,
--- min / max (min_open / max_open: the bound itself is out), choices (a list of strings),
--- check (function(v) -> ok [, why]: any further rule), what (the type as errors say it),
--- unsupported (true or why: a key PyTorch or Keras has that is not implemented here, an
--- error rather than silently ignored). check(opts, argn) returns a new table holding every declared key (the given
--- value, or the default) and raises, before the caller has changed anything, on an
--- unknown key (naming the nearest known one, in the C reader's words: gpu._unknown_option),
--- a wrong type or an out-of-range value:
+-- default. A key is a type string or a table: type (one or more of any, boolean, number,
+-- integer, string, table, function, callable, array, dtype, device, joined by '|'),
+-- default, min / max (min_open / max_open: the bound itself is out), choices (a list of
+-- words), check (function(v) -> ok [, why]: any further rule, run after the others), what
+-- (the type as errors say it), unsupported (true or why: a key PyTorch or Keras has that
+-- is not implemented here, an error rather than silently ignored). check(opts, argn)
+-- returns a new table holding every declared key (the given value, or the default; a
+-- dtype under its canonical name) and raises, before the caller has changed anything, on
+-- an unknown key (naming the nearest known one), a wrong type or an out-of-range value,
+-- in the words the C functions use:
 --   bad argument #2 to 'nn.Dense' (unknown option 'activaton'; did you mean 'activation'?)
+--   bad argument #2 to 'nn.Dense' (option 'use_bias' must be a boolean, got integer 1)
 -- Every declaration, C's included, is listed in gpu._options (name -> {keys =, example =}):
 -- spec/options_spec.lua calls each example with an unknown key, so no option goes unchecked.
 --
@@ -130,173 +133,57 @@ function M.dtype(v)
   return type(row) == "table" and row.name or nil
 end
 
--- a name of a device of the registry (src/backend/backend.c), usable here or not
-local function valid_device(v)
-  return type(v) == "string" and gpu._device_name(v) ~= nil
-end
-
--- one test per type name; "array" is a gpu array, "dtype" a dtype name, "device" a name
-local type_tests = {
-  any = function() return true end,
-  boolean = function(v) return type(v) == "boolean" end,
-  number = function(v) return type(v) == "number" end,
-  integer = function(v) return math.type(v) == "integer" end,
-  string = function(v) return type(v) == "string" end,
-  table = function(v) return type(v) == "table" end,
-  ["function"] = function(v) return type(v) == "function" end,
-  callable = function(v)
-    if type(v) == "function" then return true end
-    local mt = getmetatable(v)
-    return type(mt) == "table" and mt.__call ~= nil
-  end,
-  array = is_array,
-  dtype = function(v) return M.dtype(v) ~= nil end,
-  device = valid_device,
-}
-
-local function type_name(v)
-  if is_array(v) then return "gpu.array" end
-  if math.type(v) == "float" then return "number " .. tostring(v) end
-  if math.type(v) == "integer" then return "integer " .. tostring(v) end
-  if type(v) == "string" then return ("'%s'"):format(v) end
-  return type(v)
-end
+-- type_name(v): v as errors show it: "integer 3", "number 0.5", "'relu'", "gpu.array", "table"
+local type_name = gpu._describe
+M.type_name = type_name
 
 -- ---- nearest key -----------------------------------------------------------------------------
 
 -- distance(a, b): the C reader's edit distance (Damerau-Levenshtein, adjacent swaps
 -- count one; src/lua/largs.c), one measure for every "did you mean"; words of 64 bytes
 -- or more count as far apart (1000), so a long unknown name costs nothing to compare.
-M.distance = rawget(gpu, "_word_distance")
+M.distance = gpu._word_distance
 
 -- nearest(word, candidates): the closest candidate, when close enough to be a typo, as the
 -- C reader picks it (case aside); on a tie the first in sorted order.
-function M.nearest(word, candidates)
-  local sorted = table.move(candidates, 1, #candidates, 1, {})
-  table.sort(sorted)
-  return gpu._nearest(word, sorted)
-end
+M.nearest = gpu._nearest
 
 -- ---- declarations ----------------------------------------------------------------------------
+
+-- A declaration is read by the C options reader (src/lua/largs.c), which makes every
+-- message: declare hands it the keys once (gpu._declare_options, which also lists the
+-- declaration in gpu._options), check reads a table with it (gpu._read_options).
+local declare_options, read_options, check_value = gpu._declare_options, gpu._read_options, gpu._check_value
 
 local Decl = {}
 Decl.__index = Decl
 
-local registry = rawget(gpu, "_options")
-if registry == nil then
-  registry = {}
-  rawset(gpu, "_options", registry)
-end
-
--- A key's declaration from its short form ("number", "string|function") or its table.
-local function normalise(key, spec)
-  if type(spec) == "string" then spec = { type = spec } end
-  if type(spec) ~= "table" then error(("options.declare: key '%s': a type name or a table expected"):format(key), 3) end
-  local k = {}
-  for f, v in pairs(spec) do k[f] = v end
-  k.type = k.type or (k.choices and "string") or "any"
-  k.types = {}
-  for t in k.type:gmatch("[^|]+") do
-    if type_tests[t] == nil then error(("options.declare: key '%s': unknown type '%s'"):format(key, t), 3) end
-    k.types[#k.types + 1] = t
-  end
-  if k.choices then
-    local set = {}
-    for _, c in ipairs(k.choices) do set[c] = true end
-    k.choice_set = set
-  end
-  return k
-end
-
--- declare(fname, keys [, {example = "lua code with %s for the options table"}]) -> decl
+-- declare(fname, keys [, {example = "lua code with %s for the options table"}]) -> decl;
+-- decl.keys is the keys table, whose entries options.value also takes. In gpu._options the
+-- declaration is marked lua = true.
 function M.declare(fname, keys, meta)
-  local self = setmetatable({ name = fname, keys = {}, list = {} }, Decl)
-  for key, spec in pairs(keys) do
-    self.keys[key] = normalise(key, spec)
-    self.list[#self.list + 1] = key
-  end
-  table.sort(self.list)
-  registry[fname] = { keys = self.list, example = meta and meta.example, lua = true }
-  return self
-end
-
--- The range and choice checks of one value (already of an accepted type); nil or why not.
-local function check_value(k, v)
-  if type(v) == "number" then
-    if v ~= v then return "must not be NaN" end
-    if k.min ~= nil and (v < k.min or (k.min_open and v == k.min)) then
-      return ("must be %s %s, got %s"):format(k.min_open and ">" or ">=", tostring(k.min), tostring(v))
-    end
-    if k.max ~= nil and (v > k.max or (k.max_open and v == k.max)) then
-      return ("must be %s %s, got %s"):format(k.max_open and "<" or "<=", tostring(k.max), tostring(v))
-    end
-  end
-  if k.choice_set and type(v) == "string" and not k.choice_set[v] then
-    local near = M.nearest(v, k.choices)
-    return ("must be one of %s, got '%s'%s"):format(table.concat(k.choices, ", "), v,
-      near and ("; did you mean '" .. near .. "'?") or "")
-  end
-  if k.check then
-    local ok, why = k.check(v)
-    if not ok then return why or "has a bad value" end
-  end
-  return nil
+  local decl = setmetatable({ name = fname, keys = keys, reader = declare_options(fname, keys, meta and meta.example) },
+    Decl)
+  gpu._options[fname].lua = true
+  return decl
 end
 
 -- check(opts, argn [, fname]) -> a new table: every declared key, given or defaulted.
 -- opts may be nil (all defaults). argn is the argument position named in errors.
 function Decl:check(opts, argn, fname)
-  fname = fname or self.name
-  local out = {}
-  if opts ~= nil then
-    if type(opts) ~= "table" or is_array(opts) then
-      M.argerror(fname, argn, "options table expected, got %s", type_name(opts))
-    end
-    for key, v in pairs(opts) do
-      local k = type(key) == "string" and self.keys[key] or nil
-      if k == nil then M.argerror(fname, argn, "%s", gpu._unknown_option(fname, key, self.list)) end
-      if k.unsupported then
-        M.argerror(fname, argn, "option '%s' is not supported%s", key,
-          k.unsupported == true and "" or " (" .. k.unsupported .. ")")
-      end
-      local ok = false
-      for _, t in ipairs(k.types) do if type_tests[t](v) then ok = true break end end
-      if not ok then
-        M.argerror(fname, argn, "option '%s' must be %s, got %s", key,
-          k.what or table.concat(k.types, " or "), type_name(v))
-      end
-      local why = check_value(k, v)
-      if why then M.argerror(fname, argn, "option '%s' %s", key, why) end
-      if k.types[1] == "dtype" and type(v) == "string" then v = M.dtype(v) end
-      out[key] = v
-    end
-  end
-  for key, k in pairs(self.keys) do
-    if out[key] == nil and k.default ~= nil then out[key] = k.default end
-  end
+  local out, why = read_options(self.reader, opts, fname)
+  if out == nil then M.argerror(fname or self.name, argn, "%s", why) end
   return out
 end
 
 -- value(v, spec, fname, argn, what): checks one positional argument against a key-style
 -- spec (type, range, choices) and returns it (or its default when nil).
 function M.value(v, spec, fname, argn, what)
-  local k = spec.__normalised and spec or normalise(what or "value", spec)
-  if v == nil then
-    if k.default ~= nil or k.optional then return k.default end
-    M.argerror(fname, argn, "%s expected, got no value", what or k.what or table.concat(k.types, " or "))
-  end
-  local ok = false
-  for _, t in ipairs(k.types) do if type_tests[t](v) then ok = true break end end
-  if not ok then
-    M.argerror(fname, argn, "%s must be %s, got %s", what or "value", k.what or table.concat(k.types, " or "),
-      type_name(v))
-  end
-  local why = check_value(k, v)
-  if why then M.argerror(fname, argn, "%s %s", what or "value", why) end
-  return v
+  local ok, r = check_value(v, spec, what)
+  if not ok then M.argerror(fname, argn, "%s", r) end
+  return r
 end
 
-M.type_name = type_name
 
 -- shape_str(shape): "(2, 3)", as errors show a shape
 function M.shape_str(shape) return "(" .. table.concat(shape, ", ") .. ")" end

@@ -1,18 +1,21 @@
 /*
-** largs.c — the one options reader of the C binding (its Lua twin is lua/gpu/options.lua).
+** largs.c — the one options reader, for the C binding and the Lua parts alike.
 **
 ** A function that takes an options table declares its keys once, as a gl_optdecl
-** (name, type, range or choices), and reads the table with gl_lua_readopts. An unknown
-** key is an error naming the nearest declared one; a value of the wrong type, NaN, or
-** outside its range names the option:
+** (name, the kinds of value each takes, range or choices), and reads the table with
+** gl_lua_readopts. An unknown key is an error naming the nearest declared one; a value of
+** the wrong type, NaN, or outside its range names the option:
 **   bad argument #2 to 'sum' (unknown option 'keepdim'; did you mean 'keepdims'?)
 ** Declarations are listed in gpu._options (name -> {keys =, example =}) when the module
 ** opens (gl_lua_declare), where spec/options_spec.lua finds them: every declared
 ** function is called with an unknown key through its example.
 **
-** options.lua's reader, for the Lua parts, refuses an unknown key with the same message
-** and the same nearest-name rule: gpu._unknown_option, gpu._nearest and gpu._word_distance
-** are this file's.
+** lua/gpu/options.lua's declarations are made of the same gl_optkeys: options.declare
+** hands its key table to gpu._declare_options once, and decl:check reads with
+** gpu._read_options; what only a Lua key has (a default, a check function, 'what',
+** 'unsupported') is kept beside the keys. options.value reads one argument against one
+** such key (gpu._check_value). So every type, range, choice and unknown-key message, and
+** the nearest-name rule (gpu._nearest, gpu._word_distance), is this file's.
 **
 ** The other argument readers of the binding live here too: shapes, axes, dtypes and
 ** devices, so that each is read (and refused) one way everywhere; and gpu._dtypes, the
@@ -21,6 +24,8 @@
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lgpu.h"
 
@@ -57,8 +62,8 @@ static int l_word_distance(lua_State *L) {
   return 1;
 }
 
-/* The nearest of the candidates, compared without regard to case; the first of the
-** nearest on a tie. */
+/* The nearest of the candidates, compared without regard to case; on a tie the first in
+** sorted order, whatever order they are given in. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n) {
   enum { N = 64 };   /* as word_distance: longer words are far from everything */
   char lw[N], lc[N];
@@ -72,7 +77,7 @@ const char *gl_lua_nearest(const char *word, const char *const *candidates, int 
     if (m >= N) continue;
     for (size_t j = 0; j <= m; j++) lc[j] = (char)tolower((unsigned char)candidates[i][j]);
     int dd = word_distance(lw, lc);
-    if (dd < bestd) { best = candidates[i]; bestd = dd; }
+    if (dd < bestd || (dd == bestd && strcmp(candidates[i], best) < 0)) { best = candidates[i]; bestd = dd; }
   }
   int limit = (int)len / 3 > 2 ? (int)len / 3 : 2;
   return best && bestd <= limit && bestd < (int)len ? best : NULL;
@@ -106,8 +111,7 @@ static int nkeys(const gl_optdecl *d) {
 }
 
 /* Why the key at slot k is refused by a declaration of fname with these names: the
-** nearest of them when close, else all of them; pushed. One message for both readers
-** (options.lua's through gpu._unknown_option). */
+** nearest of them when close, else all of them; pushed. */
 static const char *push_unknown_key(lua_State *L, int k, const char *fname, const char *const *names, int n) {
   luaL_Buffer b;
   const char *key = NULL;
@@ -128,23 +132,6 @@ static const char *push_unknown_key(lua_State *L, int k, const char *fname, cons
   lua_pushvalue(L, k);
   return lua_pushfstring(L, "unexpected entry [%s] in the options table (%s takes: %s)", luaL_tolstring(L, -1, NULL),
                          fname, list);
-}
-
-/* gpu._unknown_option(fname, key, names) -> the message push_unknown_key makes. */
-static int l_unknown_option(lua_State *L) {
-  const char *fname = luaL_checkstring(L, 1);
-  luaL_checkany(L, 2);
-  luaL_checktype(L, 3, LUA_TTABLE);
-  int n = (int)lua_rawlen(L, 3);
-  luaL_argcheck(L, n <= 256, 3, "too many names");
-  const char *names[256];
-  for (int i = 0; i < n; i++) {
-    if (lua_rawgeti(L, 3, i + 1) != LUA_TSTRING) luaL_argerror(L, 3, "a list of strings expected");
-    names[i] = lua_tostring(L, -1);          /* the table keeps the string */
-    lua_pop(L, 1);
-  }
-  push_unknown_key(L, 2, fname, names, n);
-  return 1;
 }
 
 void gl_lua_declare(lua_State *L, const gl_optdecl *d) {
@@ -172,21 +159,39 @@ void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list) {
 
 /* ---- reading -------------------------------------------------------------------------------- */
 
-static const char *type_word(gl_opttype t) {
-  switch (t) {
-    case GL_OPT_BOOL: return "a boolean";
-    case GL_OPT_INT: return "an integer";
-    case GL_OPT_NUMBER: return "a number";
-    case GL_OPT_STRING: return "a string";
-    case GL_OPT_DTYPE: return "a dtype name";
-    case GL_OPT_DEVICE: return "a device name";
-    case GL_OPT_PAIR: return "an integer or a pair {h, w} of integers";
-    case GL_OPT_NUMSTR: return "a number or a string";
-    case GL_OPT_TABLE: return "a table";
-    case GL_OPT_ARRAY: return "a gpu.array";
-    case GL_OPT_ANY: return "a value";
-  }
-  return "a value";
+/* What only options.lua's declarations give a key (a C declaration gives none of it). */
+typedef struct key_extra {
+  const char *what;          /* the values it takes as errors name them ("a list of epochs"), or NULL */
+  const char *unsupported;   /* non-NULL: the key is refused, with this hint ("": none) */
+  bool check;                /* a check function (v -> ok [, why]) runs after the rest */
+} key_extra;
+
+/* Each kind of value a key may take: its name in options.lua's type strings ("integer|table")
+** and in errors. */
+static const struct { unsigned bit; const char *name, *words; } opt_kinds[] = {
+  { GL_OPT_BOOL, "boolean", "a boolean" }, { GL_OPT_INT, "integer", "an integer" },
+  { GL_OPT_NUMBER, "number", "a number" }, { GL_OPT_STRING, "string", "a string" },
+  { GL_OPT_DTYPE, "dtype", "a dtype name" }, { GL_OPT_DEVICE, "device", "a device name" },
+  { GL_OPT_PAIR, NULL, "an integer or a pair {h, w} of integers" }, { GL_OPT_TABLE, "table", "a table" },
+  { GL_OPT_ARRAY, "array", "a gpu.array" }, { GL_OPT_FUNCTION, "function", "a function" },
+  { GL_OPT_CALLABLE, "callable", "a callable" }, { GL_OPT_ANY, "any", "a value" },
+};
+enum { NKINDS = sizeof opt_kinds / sizeof opt_kinds[0] };
+
+/* What key k takes, as errors say it ("a string or a function"), pushed. */
+static const char *push_kind_words(lua_State *L, const gl_optkey *k, const key_extra *x) {
+  if (x && x->what) return lua_pushstring(L, x->what);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  bool first = true;
+  for (int i = 0; i < NKINDS; i++)
+    if (k->type & opt_kinds[i].bit) {
+      if (!first) luaL_addstring(&b, " or ");
+      luaL_addstring(&b, opt_kinds[i].words);
+      first = false;
+    }
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
 }
 
 /* A readable form of the value at v, pushed: "integer 3", "'relu'", "table". */
@@ -200,23 +205,59 @@ static const char *push_value_desc(lua_State *L, int v) {
   }
 }
 
-/* A number against the key's range: NaN is always out. */
-static void check_range(lua_State *L, int idx, const gl_optkey *k, double x, int v) {
-  const char *why = NULL;
-  char bound[64];
-  if (isnan(x)) why = "must not be NaN";
-  else if ((k->range & GL_RANGE_MIN) && (x < k->min || ((k->range & GL_RANGE_MIN_OPEN) && x == k->min))) {
-    snprintf(bound, sizeof bound, "must be %s %.17g", (k->range & GL_RANGE_MIN_OPEN) ? ">" : ">=", k->min);
-    why = bound;
-  } else if ((k->range & GL_RANGE_MAX) && (x > k->max || ((k->range & GL_RANGE_MAX_OPEN) && x == k->max))) {
-    snprintf(bound, sizeof bound, "must be %s %.17g", (k->range & GL_RANGE_MAX_OPEN) ? "<" : "<=", k->max);
-    why = bound;
-  }
-  if (why) {
-    const char *got = push_value_desc(L, v);
-    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' %s, got %s", k->name, why, got));
+/* gpu._describe(v): the same form, for the Lua parts' messages. */
+static int l_describe(lua_State *L) {
+  lua_settop(L, 1);
+  push_value_desc(L, 1);
+  return 1;
+}
+
+/* Why the value is refused, pushed as "option 'name'<rest>" for a key of an options table
+** or "name<rest>" for an argument read alone (options.value). */
+static const char *fail(lua_State *L, const char *name, bool option, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const char *rest = lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  return lua_pushfstring(L, option ? "option '%s'%s" : "%s%s", name, rest);
+}
+
+static bool callable(lua_State *L, int v) {
+  if (lua_type(L, v) == LUA_TFUNCTION) return true;
+  if (luaL_getmetafield(L, v, "__call") == LUA_TNIL) return false;
+  lua_pop(L, 1);
+  return true;
+}
+
+/* Does a key of these kinds take the value at v? */
+static bool takes(lua_State *L, unsigned type, int v) {
+  if (type & GL_OPT_ANY) return true;
+  if ((type & GL_OPT_CALLABLE) && callable(L, v)) return true;
+  switch (lua_type(L, v)) {
+    case LUA_TBOOLEAN: return type & GL_OPT_BOOL;
+    case LUA_TNUMBER: return (type & GL_OPT_NUMBER) || ((type & (GL_OPT_INT | GL_OPT_PAIR)) && lua_isinteger(L, v));
+    case LUA_TSTRING: return type & (GL_OPT_STRING | GL_OPT_DTYPE | GL_OPT_DEVICE);
+    case LUA_TTABLE: return type & (GL_OPT_TABLE | GL_OPT_PAIR);
+    case LUA_TFUNCTION: return type & GL_OPT_FUNCTION;
+    case LUA_TUSERDATA: return (type & GL_OPT_ARRAY) && gl_lua_test(L, v);
+    default: return false;
   }
 }
+
+/* A number against the key's range (NaN is always out); NULL or why not, pushed. */
+static const char *check_range(lua_State *L, const gl_optkey *k, bool option, int v) {
+  double x = lua_tonumber(L, v);
+  if (isnan(x)) return fail(L, k->name, option, " must not be NaN");
+  bool low = (k->range & GL_RANGE_MIN) && (x < k->min || ((k->range & GL_RANGE_MIN_OPEN) && x == k->min));
+  bool high = !low && (k->range & GL_RANGE_MAX) && (x > k->max || ((k->range & GL_RANGE_MAX_OPEN) && x == k->max));
+  if (!low && !high) return NULL;
+  char bound[64];
+  snprintf(bound, sizeof bound, "%s %.14g", low ? ((k->range & GL_RANGE_MIN_OPEN) ? ">" : ">=")
+                                                : ((k->range & GL_RANGE_MAX_OPEN) ? "<" : "<="), low ? k->min : k->max);
+  return fail(L, k->name, option, " must be %s, got %s", bound, push_value_desc(L, v));
+}
+
+enum { CHOICES_MAX = 32, CHOICES_LEN = 512 };   /* the most choices a key has, and their length */
 
 /* Is 'word' one of the space-separated 'choices'? Returns its position or -1. */
 static int choice_index(const char *choices, const char *word) {
@@ -231,101 +272,105 @@ static int choice_index(const char *choices, const char *word) {
   return -1;
 }
 
-static void read_string(lua_State *L, int idx, const gl_optkey *k, int v, gl_optval *out) {
-  out->s = lua_tostring(L, v);
+/* A string: a dtype or device name for such a key, else one of the choices where given. */
+static const char *read_string(lua_State *L, const gl_optkey *k, bool option, int v, gl_optval *out) {
+  const char *s = lua_tostring(L, v);
+  if (k->type & GL_OPT_DTYPE) {
+    int dt = gl_dtype_from_name(s);
+    if (dt < 0) return fail(L, k->name, option, ": unknown dtype '%s' (expected one of %s)", s, gl_dtype_names());
+    out->dtype = (gl_dtype)dt;
+    return NULL;
+  }
+  if (k->type & GL_OPT_DEVICE) {
+    const gl_backend *b;
+    if (gl_device_parse(s, &out->device) != GL_OK || gl_backend_for(out->device, &b) != GL_OK)   /* names the device */
+      return option ? fail(L, k->name, true, ": %s", gl_errmsg()) : lua_pushstring(L, gl_errmsg());
+    return NULL;
+  }
+  out->s = s;
   out->choice = -1;
-  if (k->choices == NULL) return;
-  out->choice = choice_index(k->choices, out->s);
-  if (out->choice >= 0) return;
+  if (k->choices == NULL) return NULL;
+  out->choice = choice_index(k->choices, s);
+  if (out->choice >= 0) return NULL;
   /* the nearest choice, for the message */
-  const char *words[32];
-  char buf[512];
+  const char *words[CHOICES_MAX];
+  char buf[CHOICES_LEN];
   int n = 0;
   snprintf(buf, sizeof buf, "%s", k->choices);
-  for (char *p = strtok(buf, " "); p && n < 32; p = strtok(NULL, " ")) words[n++] = p;
-  const char *near = gl_lua_nearest(out->s, words, n);
-  luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be one of %s, got '%s'%s%s%s", k->name, k->choices,
-                                        out->s, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : ""));
+  for (char *p = strtok(buf, " "); p && n < CHOICES_MAX; p = strtok(NULL, " ")) words[n++] = p;
+  const char *near = gl_lua_nearest(s, words, n);
+  const char *listed = luaL_gsub(L, k->choices, " ", ", ");
+  return fail(L, k->name, option, " must be one of %s, got '%s'%s%s%s", listed, s, near ? "; did you mean '" : "",
+              near ? near : "", near ? "'?" : "");
 }
 
-static void read_pair_value(lua_State *L, int idx, const gl_optkey *k, int v, gl_optval *out) {
-  if (lua_type(L, v) == LUA_TTABLE) {
-    if (luaL_len(L, v) != 2)
-      luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s", k->name, type_word(k->type)));
-    for (int j = 0; j < 2; j++) {
-      lua_geti(L, v, j + 1);
-      if (!lua_isinteger(L, -1))
-        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s", k->name, type_word(k->type)));
-      lua_Integer x = lua_tointeger(L, -1);
-      check_range(L, idx, k, (double)x, lua_gettop(L));
-      out->pair[j] = x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int)x;
-      lua_pop(L, 1);
-    }
-    return;
+static int clamp32(lua_Integer x) { return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int)x; }
+
+/* A table {a, b} of two integers for a PAIR key. */
+static const char *read_pair_table(lua_State *L, const gl_optkey *k, const key_extra *x, bool option, int v,
+                                   gl_optval *out) {
+  if (luaL_len(L, v) != 2) return fail(L, k->name, option, " must be %s", push_kind_words(L, k, x));
+  for (int j = 0; j < 2; j++) {
+    lua_geti(L, v, j + 1);
+    if (!lua_isinteger(L, -1)) return fail(L, k->name, option, " must be %s", push_kind_words(L, k, x));
+    const char *why = check_range(L, k, option, lua_gettop(L));
+    if (why) return why;
+    out->pair[j] = clamp32(lua_tointeger(L, -1));
+    lua_pop(L, 1);
   }
-  if (!lua_isinteger(L, v))
-    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s, got %s", k->name, type_word(k->type),
-                                          push_value_desc(L, v)));
-  lua_Integer x = lua_tointeger(L, v);
-  check_range(L, idx, k, (double)x, v);
-  out->pair[0] = out->pair[1] = x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int)x;
+  return NULL;
 }
 
-/* One value at stack slot v for key k. */
-static void read_value(lua_State *L, int idx, const gl_optkey *k, int v, gl_optval *out) {
-  int t = lua_type(L, v);
-  bool ok;
-  switch (k->type) {
-    case GL_OPT_BOOL: ok = t == LUA_TBOOLEAN; break;
-    case GL_OPT_INT: ok = lua_isinteger(L, v); break;
-    case GL_OPT_NUMBER: ok = t == LUA_TNUMBER; break;
-    case GL_OPT_STRING: case GL_OPT_DTYPE: case GL_OPT_DEVICE: ok = t == LUA_TSTRING; break;
-    case GL_OPT_NUMSTR: ok = t == LUA_TNUMBER || t == LUA_TSTRING; break;
-    case GL_OPT_TABLE: ok = t == LUA_TTABLE; break;
-    case GL_OPT_ARRAY: ok = gl_lua_test(L, v) != NULL; break;
-    case GL_OPT_PAIR: read_pair_value(L, idx, k, v, out); out->set = true; return;
-    default: ok = true; break;
-  }
-  if (!ok) {
+/* One value at slot v for key k into *out; NULL, or why not (pushed). */
+static const char *read_value(lua_State *L, const gl_optkey *k, const key_extra *x, int v, bool option,
+                              gl_optval *out) {
+  if (x && x->unsupported)
+    return fail(L, k->name, option, " is not supported%s%s%s", *x->unsupported ? " (" : "", x->unsupported,
+                *x->unsupported ? ")" : "");
+  if (!takes(L, k->type, v)) {
     const char *got = push_value_desc(L, v);
-    luaL_argerror(L, idx, lua_pushfstring(L, "option '%s' must be %s, got %s", k->name, type_word(k->type), got));
+    return fail(L, k->name, option, " must be %s, got %s", push_kind_words(L, k, x), got);
   }
   out->set = true;
-  switch (k->type) {
-    case GL_OPT_BOOL: out->b = lua_toboolean(L, v); break;
-    case GL_OPT_INT: out->i = lua_tointeger(L, v); check_range(L, idx, k, (double)out->i, v); out->n = (double)out->i; break;
-    case GL_OPT_NUMBER: out->n = lua_tonumber(L, v); check_range(L, idx, k, out->n, v); break;
-    case GL_OPT_STRING: read_string(L, idx, k, v, out); break;
-    case GL_OPT_NUMSTR:
-      if (t == LUA_TNUMBER) { out->s = NULL; out->n = lua_tonumber(L, v); check_range(L, idx, k, out->n, v); }
-      else read_string(L, idx, k, v, out);
-      break;
-    case GL_OPT_DTYPE: {
-      int dt = gl_dtype_from_name(lua_tostring(L, v));
-      if (dt < 0)
-        luaL_argerror(L, idx, lua_pushfstring(L, "option '%s': unknown dtype '%s' (expected one of %s)", k->name,
-                                              lua_tostring(L, v), gl_dtype_names()));
-      out->dtype = (gl_dtype)dt;
-      break;
-    }
-    case GL_OPT_DEVICE: {
-      const gl_backend *b;
-      gl_lua_check_status(L, gl_device_parse(lua_tostring(L, v), &out->device), idx);
-      gl_lua_check_status(L, gl_backend_for(out->device, &b), idx);
-      break;
-    }
-    default: break;
+  switch (lua_type(L, v)) {
+    case LUA_TBOOLEAN: out->b = lua_toboolean(L, v); return NULL;
+    case LUA_TNUMBER:
+      out->n = lua_tonumber(L, v);
+      if (lua_isinteger(L, v)) {
+        out->i = lua_tointeger(L, v);
+        out->pair[0] = out->pair[1] = clamp32(out->i);
+      }
+      return check_range(L, k, option, v);
+    case LUA_TSTRING: return read_string(L, k, option, v, out);
+    case LUA_TTABLE: return (k->type & GL_OPT_PAIR) ? read_pair_table(L, k, x, option, v, out) : NULL;
+    default: return NULL;
   }
 }
 
-void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals) {
+/* The check function on top of the stack (popped) called with the value at v; NULL when
+** it answers true, else its reason (or "has a bad value"), pushed. */
+static const char *run_check(lua_State *L, const char *name, bool option, int v) {
+  lua_pushvalue(L, v);
+  lua_call(L, 1, 2);
+  if (lua_toboolean(L, -2)) {
+    lua_pop(L, 2);
+    return NULL;
+  }
+  const char *why = lua_isnil(L, -1) ? "has a bad value" : luaL_tolstring(L, -1, NULL);
+  return fail(L, name, option, " %s", why);
+}
+
+/* Reads the options table at idx (absolute; none or nil: nothing) against d into vals[]
+** (NULL: not kept) and, where out is a table's slot, into that table (a dtype under its
+** canonical name). extra and checks (the slot of a table of check functions by key number)
+** are a Lua declaration's, NULL and 0 for C's. Returns NULL, or why not (pushed). */
+static const char *read_options(lua_State *L, int idx, const gl_optdecl *d, const char *fname, const key_extra *extra,
+                                int checks, gl_optval *vals, int out) {
   int n = nkeys(d);
-  memset(vals, 0, (size_t)n * sizeof *vals);
-  if (lua_isnoneornil(L, idx)) return;
-  idx = lua_absindex(L, idx);
-  if (!lua_istable(L, idx))
-    luaL_argerror(L, idx, lua_pushfstring(L, "options table expected, got %s", push_value_desc(L, idx)));
-  luaL_checkstack(L, 8, "options");
+  if (vals) memset(vals, 0, (size_t)n * sizeof *vals);
+  if (lua_isnoneornil(L, idx)) return NULL;
+  if (!lua_istable(L, idx)) return lua_pushfstring(L, "options table expected, got %s", push_value_desc(L, idx));
+  luaL_checkstack(L, 12, "options");
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     int v = lua_gettop(L);
@@ -339,11 +384,236 @@ void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals
       const char *names[64];
       int m = n < 64 ? n : 64;
       for (int i = 0; i < m; i++) names[i] = d->keys[i].name;
-      luaL_argerror(L, idx, push_unknown_key(L, v - 1, d->name, names, m));
+      return push_unknown_key(L, v - 1, fname, names, m);
     }
-    read_value(L, idx, &d->keys[found], v, &vals[found]);
+    const gl_optkey *k = &d->keys[found];
+    const key_extra *x = extra ? &extra[found] : NULL;
+    gl_optval scratch = { 0 }, *val = vals ? &vals[found] : &scratch;
+    const char *why = read_value(L, k, x, v, true, val);
+    if (why == NULL && x && x->check) {
+      lua_rawgeti(L, checks, found + 1);
+      why = run_check(L, k->name, true, v);
+    }
+    if (why) return why;
+    if (out) {
+      lua_pushvalue(L, v - 1);
+      if ((k->type & GL_OPT_DTYPE) && lua_type(L, v) == LUA_TSTRING) lua_pushstring(L, gl_dtypes[val->dtype].name);
+      else lua_pushvalue(L, v);
+      lua_rawset(L, out);
+    }
     lua_settop(L, v - 1);
   }
+  return NULL;
+}
+
+void gl_lua_readopts(lua_State *L, int idx, const gl_optdecl *d, gl_optval *vals) {
+  idx = lua_absindex(L, idx);
+  const char *why = read_options(L, idx, d, d->name, NULL, 0, vals, 0);
+  if (why) luaL_argerror(L, idx, why);
+}
+
+/* ---- options.lua's declarations ------------------------------------------------------------ */
+
+/* A key as options.lua declares it, from the value at slot s: a type string ("number",
+** "string|function") or a table {type =, min =, max =, min_open =, max_open =, choices =,
+** what =, unsupported =, check =, ...}. Its strings stay the spec's, but for the choices,
+** joined by spaces and pushed (nil when there are none). Raises on a malformed spec. */
+static void parse_key(lua_State *L, int s, const char *name, gl_optkey *k, key_extra *x) {
+  memset(k, 0, sizeof *k);
+  memset(x, 0, sizeof *x);
+  k->name = name;
+  const char *type = NULL;
+  bool table = lua_type(L, s) == LUA_TTABLE;
+  if (lua_type(L, s) == LUA_TSTRING) type = lua_tostring(L, s);
+  else if (!table) luaL_error(L, "options.declare: key '%s': a type name or a table expected", name);
+  int joined = lua_gettop(L) + 1;
+  lua_pushnil(L);                                        /* the choices, joined */
+  if (table) {
+    if (lua_getfield(L, s, "choices") == LUA_TTABLE) {
+      int c = lua_gettop(L);
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (lua_Integer i = 1; lua_rawgeti(L, c, i) != LUA_TNIL; i++) {
+        const char *w = lua_tostring(L, -1);
+        bool word = lua_type(L, -1) == LUA_TSTRING && *w != '\0' && strchr(w, ' ') == NULL;
+        lua_pop(L, 1);                                   /* the list keeps the string */
+        if (!word) luaL_error(L, "options.declare: key '%s': the choices must be words", name);
+        if (i > 1) luaL_addchar(&b, ' ');
+        luaL_addstring(&b, w);
+      }
+      lua_pop(L, 1);
+      luaL_pushresult(&b);
+      if (lua_rawlen(L, -1) >= CHOICES_LEN || lua_rawlen(L, c) > CHOICES_MAX)
+        luaL_error(L, "options.declare: key '%s': too many choices", name);
+      lua_replace(L, joined);
+      k->choices = lua_tostring(L, joined);
+    }
+    lua_pop(L, 1);
+    if (lua_getfield(L, s, "type") == LUA_TSTRING) type = lua_tostring(L, -1);
+    else if (k->choices) type = "string";
+    lua_pop(L, 1);                                       /* the spec keeps the string */
+    static const char *const bounds[] = { "min", "max", "min_open", "max_open" };
+    for (int i = 0; i < 4; i++) {
+      int t = lua_getfield(L, s, bounds[i]);
+      if (i < 2 && t == LUA_TNUMBER) {
+        k->range |= i == 0 ? GL_RANGE_MIN : GL_RANGE_MAX;
+        *(i == 0 ? &k->min : &k->max) = lua_tonumber(L, -1);
+      } else if (i >= 2 && lua_toboolean(L, -1)) k->range |= i == 2 ? GL_RANGE_MIN_OPEN : GL_RANGE_MAX_OPEN;
+      lua_pop(L, 1);
+    }
+    if (lua_getfield(L, s, "what") == LUA_TSTRING) x->what = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    int t = lua_getfield(L, s, "unsupported");
+    if (t == LUA_TSTRING) x->unsupported = lua_tostring(L, -1);
+    else if (lua_toboolean(L, -1)) x->unsupported = "";
+    lua_pop(L, 1);
+    t = lua_getfield(L, s, "check");
+    if (t != LUA_TNIL && t != LUA_TFUNCTION) luaL_error(L, "options.declare: key '%s': check must be a function", name);
+    x->check = t == LUA_TFUNCTION;
+    lua_pop(L, 1);
+  }
+  for (const char *p = type ? type : "any"; *p; ) {
+    size_t m = strcspn(p, "|");
+    int i = 0;
+    while (i < NKINDS && !(opt_kinds[i].name && strncmp(opt_kinds[i].name, p, m) == 0 && opt_kinds[i].name[m] == '\0'))
+      i++;
+    if (i == NKINDS) luaL_error(L, "options.declare: key '%s': unknown type '%s'", name, lua_pushlstring(L, p, m));
+    k->type |= opt_kinds[i].bit;
+    p += m + (p[m] == '|');
+  }
+}
+
+/* A declaration made by options.declare: its keys in sorted order, with their Lua parts.
+** User values: 1 the strings it points to (and the keys table), 2 the defaults by key name,
+** 3 the check functions by key number. */
+typedef struct lua_decl {
+  gl_optdecl d;
+  key_extra *extra;
+  gl_optkey keys[];       /* n + 1, then the n key_extra */
+} lua_decl;
+
+static const char *const decl_meta = "gpulua.options";
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const gl_optkey *)a)->name, ((const gl_optkey *)b)->name);
+}
+
+/* gpu._declare_options(name, keys [, example]) -> a declaration for gpu._read_options, listed
+** in gpu._options; keys as options.lua's declare takes them (name -> spec). */
+static int l_declare_options(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  const char *example = luaL_optstring(L, 3, NULL);
+  lua_settop(L, 3);
+  int n = 0;
+  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "options.declare: %s: a key name expected", name);
+    n++;
+  }
+  luaL_argcheck(L, n <= 255, 2, "too many keys");
+  lua_decl *D = lua_newuserdatauv(L, sizeof *D + (size_t)(n + 1) * sizeof(gl_optkey) + (size_t)n * sizeof(key_extra),
+                                  3);                  /* 4 */
+  luaL_setmetatable(L, decl_meta);
+  D->extra = (key_extra *)(D->keys + n + 1);
+  D->d = (gl_optdecl){ name, example, D->keys };
+  lua_createtable(L, 4 * n + 3, 0);                    /* 5: what the pointers point into */
+  for (int i = 1; i <= 3; i++) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, 5, i);
+  }
+  lua_createtable(L, 0, n);                            /* 6: defaults */
+  lua_createtable(L, n, 0);                            /* 7: checks */
+  int i = 0, anchored = 3;
+  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) D->keys[i++].name = lua_tostring(L, -2);
+  qsort(D->keys, (size_t)n, sizeof D->keys[0], by_name);
+  D->keys[n] = (gl_optkey){ 0 };
+  for (i = 0; i < n; i++) {
+    const char *key = D->keys[i].name;
+    lua_getfield(L, 2, key);                           /* 8: the spec */
+    parse_key(L, 8, key, &D->keys[i], &D->extra[i]);   /* 9: the choices */
+    lua_rawseti(L, 5, ++anchored);
+    lua_pushstring(L, key);
+    D->keys[i].name = lua_tostring(L, -1);
+    lua_rawseti(L, 5, ++anchored);
+    if (lua_istable(L, 8)) {                           /* the strings of what and unsupported */
+      lua_getfield(L, 8, "what");
+      lua_rawseti(L, 5, ++anchored);
+      lua_getfield(L, 8, "unsupported");
+      lua_rawseti(L, 5, ++anchored);
+    }
+    if (lua_istable(L, 8)) {
+      if (lua_getfield(L, 8, "default") != LUA_TNIL) lua_setfield(L, 6, key);
+      else lua_pop(L, 1);
+      if (lua_getfield(L, 8, "check") == LUA_TFUNCTION) lua_rawseti(L, 7, i + 1);
+      else lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  for (i = 3; i >= 1; i--) lua_setiuservalue(L, 4, i);
+  gl_lua_declare(L, &D->d);
+  return 1;
+}
+
+/* gpu._read_options(decl, opts [, fname]) -> a new table of every declared key (the value
+** given, else its default), or nil and why opts is refused (fname names the function in
+** the list of keys; the declaration's name by default). */
+static int l_read_options(lua_State *L) {
+  lua_decl *D = luaL_checkudata(L, 1, decl_meta);
+  const char *fname = luaL_optstring(L, 3, D->d.name);
+  lua_settop(L, 3);
+  lua_getiuservalue(L, 1, 2);                          /* 4: defaults */
+  lua_getiuservalue(L, 1, 3);                          /* 5: checks */
+  lua_createtable(L, 0, 8);                            /* 6: the result */
+  for (lua_pushnil(L); lua_next(L, 4); ) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, 6);
+  }
+  const char *why = read_options(L, 2, &D->d, fname, D->extra, 5, NULL, 6);
+  if (why == NULL) {
+    lua_settop(L, 6);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushstring(L, why);
+  return 2;
+}
+
+/* gpu._check_value(v, spec [, what]) -> true and v (its default when nil), or false and why
+** not: one argument read against a key as options.lua declares it, named 'what' ("value")
+** in messages. A nil without a default is refused unless the spec says optional = true. */
+static int l_check_value(lua_State *L) {
+  const char *what = luaL_optstring(L, 3, NULL);
+  lua_settop(L, 3);
+  gl_optkey k;
+  key_extra x;
+  parse_key(L, 2, what ? what : "value", &k, &x);    /* 4: the choices */
+  if (lua_isnil(L, 1)) {
+    bool table = lua_istable(L, 2);
+    if (table && lua_getfield(L, 2, "default") != LUA_TNIL) {
+      lua_pushboolean(L, 1);
+      lua_insert(L, -2);
+      return 2;
+    }
+    if (table && lua_getfield(L, 2, "optional") && lua_toboolean(L, -1)) {
+      lua_pushboolean(L, 1);
+      lua_pushnil(L);
+      return 2;
+    }
+    lua_pushboolean(L, 0);
+    lua_pushfstring(L, "%s expected, got no value", what ? what : push_kind_words(L, &k, &x));
+    return 2;
+  }
+  gl_optval val = { 0 };
+  const char *why = read_value(L, &k, &x, 1, false, &val);
+  if (why == NULL && x.check) {
+    lua_getfield(L, 2, "check");
+    why = run_check(L, k.name, false, 1);
+  }
+  lua_pushboolean(L, why == NULL);
+  if (why) lua_pushstring(L, why);
+  else lua_pushvalue(L, 1);
+  return 2;
 }
 
 bool gl_lua_is_options(lua_State *L, int idx) {
@@ -440,8 +710,12 @@ static void push_dtypes(lua_State *L) {
 
 void gl_open_args(lua_State *L, int module) {
   static const gl_reg funcs[] = { { "_word_distance", l_word_distance, 2 }, { "_nearest", l_nearest, 2 },
-                                  { "_unknown_option", l_unknown_option, 3 }, { NULL, NULL, 0 } };
+                                  { "_describe", l_describe, 1 }, { "_declare_options", l_declare_options, 3 },
+                                  { "_read_options", l_read_options, 3 }, { "_check_value", l_check_value, 3 },
+                                  { NULL, NULL, 0 } };
   gl_lua_setfuncs(L, module, funcs);
+  luaL_newmetatable(L, decl_meta);
+  lua_pop(L, 1);
   push_dtypes(L);
   lua_setfield(L, module, "_dtypes");
 }

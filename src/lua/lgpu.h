@@ -250,18 +250,24 @@ gl_scalar gl_lua_scalar_for(lua_State *L, int idx, int arg, gl_dtype t);
 
 /* ---- options tables (largs.c) ------------------------------------------------------------ */
 
+/* The values a key takes: one bit per kind, or'ed for a key that takes several (options.lua's
+** "string|function"). */
 typedef enum gl_opttype {
-  GL_OPT_BOOL, GL_OPT_INT, GL_OPT_NUMBER, GL_OPT_STRING, GL_OPT_DTYPE, GL_OPT_DEVICE,
-  GL_OPT_PAIR,     /* an integer or a table {a, b} of two integers (window sizes, strides) */
-  GL_OPT_NUMSTR,   /* a number, or a string among 'choices' ("fro") */
-  GL_OPT_TABLE, GL_OPT_ARRAY, GL_OPT_ANY   /* type checked only; the caller reads the value */
+  GL_OPT_BOOL = 1 << 0, GL_OPT_INT = 1 << 1, GL_OPT_NUMBER = 1 << 2, GL_OPT_STRING = 1 << 3,
+  GL_OPT_DTYPE = 1 << 4,     /* a dtype name or alias */
+  GL_OPT_DEVICE = 1 << 5,    /* a device name of an available backend */
+  GL_OPT_PAIR = 1 << 6,      /* an integer or a table {a, b} of two integers (window sizes, strides) */
+  GL_OPT_TABLE = 1 << 7, GL_OPT_ARRAY = 1 << 8, GL_OPT_FUNCTION = 1 << 9,
+  GL_OPT_CALLABLE = 1 << 10, /* a function or a value with a __call metamethod */
+  GL_OPT_ANY = 1 << 11,      /* TABLE to ANY: type checked only; the caller reads the value */
+  GL_OPT_NUMSTR = GL_OPT_NUMBER | GL_OPT_STRING   /* a number, or a string among 'choices' ("fro") */
 } gl_opttype;
 
 enum { GL_RANGE_MIN = 1, GL_RANGE_MAX = 2, GL_RANGE_MIN_OPEN = 4, GL_RANGE_MAX_OPEN = 8 };
 
-/* One declared key. INT, NUMBER, NUMSTR and PAIR values are checked against [min, max]
-** as 'range' says (NaN never passes); STRING values against 'choices' (space-separated;
-** NULL: any string). */
+/* One declared key. Numbers (and a PAIR's two) are checked against [min, max] as 'range'
+** says (NaN never passes); strings of a STRING key against 'choices' (space-separated;
+** NULL: any string). options.lua's declarations are made of the same (largs.c). */
 typedef struct gl_optkey {
   const char *name;
   gl_opttype type;
@@ -278,13 +284,15 @@ typedef struct gl_optdecl {
   const gl_optkey *keys;
 } gl_optdecl;
 
-/* What gl_lua_readopts found for one key (vals[i] for keys[i]). */
+/* What gl_lua_readopts found for one key (vals[i] for keys[i]): the fields of the value's
+** kind (a number: n, and i when an integer; a PAIR: pair; a string: s and choice, or dtype
+** or device for such a key). */
 typedef struct gl_optval {
   bool set, b;
   lua_Integer i;
-  double n;            /* NUMBER, INT (as a number), NUMSTR given a number */
-  const char *s;       /* STRING, NUMSTR given a string: valid while the table is alive */
-  int choice;          /* STRING with choices: the index of the value among them */
+  double n;            /* any number */
+  const char *s;       /* a string: valid while the table is alive */
+  int choice;          /* a string with choices: the index of the value among them */
   gl_dtype dtype;
   gl_device device;
   int pair[2];
@@ -300,7 +308,8 @@ void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list);
 /* The candidate nearest to word when close enough to be a typo, else NULL. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n);
 /* gpu._word_distance(a, b) (the edit distance gl_lua_nearest uses), gpu._nearest(word,
-** candidates) and gpu._dtypes (the dtype table). */
+** candidates), options.lua's reader (gpu._declare_options, _read_options, _check_value,
+** _describe) and gpu._dtypes (the dtype table). */
 void gl_open_args(lua_State *L, int module);
 /* A table with a string key (an options table, as opposed to a shape or axis list). */
 bool gl_lua_is_options(lua_State *L, int idx);
