@@ -497,14 +497,14 @@ for _, dev in ipairs(h.devices()) do
   end)
 
   describe("binary math on " .. dev, function()
-    it("float64 values as NumPy: + - * / // % ^ maximum minimum atan2 hypot", function()
+    it("float64 values as NumPy: + - * / // % ^ maximum minimum atan2 hypot logaddexp", function()
       local fa, fb = A(B.fa, "float64"), A(B.fb, "float64")
       for k, want in pairs(B.float) do
         assert_rel(gpu[k](fa, fb), want, 1e-15, 1e-300, k)
         assert_rel(fa[k](fa, fb), want, 1e-15, 1e-300, k)
       end
       local a32, b32 = fa:astype("float32"), fb:astype("float32")
-      for _, k in ipairs{"atan2", "hypot", "maximum", "minimum", "pow"} do
+      for _, k in ipairs{"atan2", "hypot", "maximum", "minimum", "pow", "logaddexp"} do
         local r = gpu[k](a32, b32)
         assert.equal("float32", r.dtype)
         local want = {}
