@@ -68,6 +68,15 @@ GL_HD int64_t gl_ipow(int64_t a, int64_t b) {
 GL_HD float gl_gelu_tanhf(float x) { return 0.5f * x * (1.0f + gl_vtanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 GL_HD double gl_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
 GL_HD double gl_softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
+/* log(e^a + e^b) as NumPy's npy_logaddexp: equal arguments (two infinities of one sign
+** included) give a + ln 2, else max + log1p(e^-|a - b|); NaN propagates. */
+GL_HD double gl_logaddexp(double a, double b) {
+  if (a == b) return a + 0.693147180559945309417232121458176568;
+  double d = a - b;
+  if (d > 0) return a + log1p(exp(-d));
+  if (d <= 0) return b + log1p(exp(d));
+  return d;                                                         /* nan */
+}
 /* gelu = x Phi(x) in the erfc form, which keeps full precision for negative x (1 + erf
 ** cancels); below -40 Phi(x) underflows, and -inf gives -0 (not -inf * 0 = nan), as the
 ** float kernel does. */

@@ -103,6 +103,7 @@ enum {
   X(minimum,     BA, gl_minf(a, b),         gl_min(a, b),            ((a) < (b) ? (a) : (b))) \
   X(atan2,       BD, atan2f(a, b),          atan2(a, b),             0)                   \
   X(hypot,       BD, hypotf(a, b),          hypot(a, b),             0)                   \
+  X(logaddexp,   BD, gl_vlogaddexpf(a, b),  gl_logaddexp(a, b),      0)                   \
   X(lt,          BC, (a) < (b),             (a) < (b),               (a) < (b))           \
   X(le,          BC, (a) <= (b),            (a) <= (b),              (a) <= (b))          \
   X(gt,          BC, (a) > (b),             (a) > (b),               (a) > (b))           \

@@ -221,6 +221,17 @@ GL_HD float gl_vsoftplusf(float x) {
   return (x > 0.0f ? x : 0.0f) + gl_vm_log1pk(z);
 }
 
+/* logaddexp = max(a,b) + log1p(e^-|a-b|), as NumPy's npy_logaddexpf: equal arguments (two
+   infinities of one sign included) give a + ln 2; otherwise a - b is NaN only for a NaN
+   argument, and a + b propagates it. */
+GL_HD float gl_vlogaddexpf(float a, float b) {
+  float d = a - b, ad = gl_vm_absf(d);
+  float z = gl_vm_expk(-(ad > 104.0f ? 104.0f : ad), 0.0f);
+  float y = (a > b ? a : b) + gl_vm_log1pk(z);
+  y = gl_vm_sel(d != d, a + b, y);
+  return gl_vm_sel(a == b, a + 0x1.62e430p-1f, y);
+}
+
 /* erf: |x| < 0.921875: x (C0 + x^2 Q(x^2)), C0 = 2/sqrt(pi) split, Q degree 5 (2^-30.9);
    else 1 - erfc(|x|), erfc(a) = e^(-a^2) R(t), t = 1/(1 + a/2), R degree 8 (2^-31.7),
    a^2 carried exactly as hi + lo into the exponential. */

@@ -52,6 +52,13 @@ end
 local function luafloordiv(a, b) return a // b end      -- Lua floors like Python
 local FLT_MAX = 3.4028234663852886e38
 
+-- the unary ops checked against NumPy's numbers (spec/fixtures/unary.lua): float math (kind
+-- UF) and same-dtype math (US); the last block below wants every such op of C's here
+local float_fns = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
+  "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+  "sigmoid", "softplus", "gelu", "erf"}
+local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc"}
+
 for _, dev in ipairs(h.devices()) do
   local function A(t, dtype) return gpu.array(t, {dtype = dtype, device = dev}) end
 
@@ -368,10 +375,6 @@ for _, dev in ipairs(h.devices()) do
   end)
 
   describe("unary math on " .. dev, function()
-    local float_fns = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
-      "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-      "sigmoid", "softplus", "gelu", "erf"}
-    local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc"}
     local all = {}
     for _, f in ipairs(float_fns) do all[#all + 1] = f end
     for _, f in ipairs(same_fns) do all[#all + 1] = f end
@@ -497,14 +500,14 @@ for _, dev in ipairs(h.devices()) do
   end)
 
   describe("binary math on " .. dev, function()
-    it("float64 values as NumPy: + - * / // % ^ maximum minimum atan2 hypot", function()
+    it("float64 values as NumPy: + - * / // % ^ maximum minimum atan2 hypot logaddexp", function()
       local fa, fb = A(B.fa, "float64"), A(B.fb, "float64")
       for k, want in pairs(B.float) do
         assert_rel(gpu[k](fa, fb), want, 1e-15, 1e-300, k)
         assert_rel(fa[k](fa, fb), want, 1e-15, 1e-300, k)
       end
       local a32, b32 = fa:astype("float32"), fb:astype("float32")
-      for _, k in ipairs{"atan2", "hypot", "maximum", "minimum", "pow"} do
+      for _, k in ipairs{"atan2", "hypot", "maximum", "minimum", "pow", "logaddexp"} do
         local r = gpu[k](a32, b32)
         assert.equal("float32", r.dtype)
         local want = {}
@@ -746,3 +749,25 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 end
+
+-- every elementwise math op C has (kernels/elem_ops.h, as gpu._jit lists it) is checked
+-- above against NumPy: a new op needs its reference in tools/gen_fixtures.py and its
+-- fixture (/usr/bin/python3 tools/gen_fixtures.py), and a unary one its place in the lists
+describe("the NumPy fixtures", function()
+  it("cover every unary (UF, US) and binary (BA, BD) math op of C's", function()
+    local listed = {}
+    for _, f in ipairs(float_fns) do listed[f] = "UF" end
+    for _, f in ipairs(same_fns) do listed[f] = "US" end
+    for name, kind in pairs(gpu._jit.unary) do
+      if kind == "UF" or kind == "US" then
+        assert.truthy(U[name], "no fixture for " .. name .. " in spec/fixtures/unary.lua (tools/gen_fixtures.py)")
+        assert.equal(kind, listed[name], name .. " is not in elementwise_spec.lua's float_fns / same_fns")
+      end
+    end
+    for name, kind in pairs(gpu._jit.binary) do
+      if kind == "BA" or kind == "BD" then
+        assert.truthy(B.float[name], "no fixture for " .. name .. " in spec/fixtures/binary.lua (tools/gen_fixtures.py)")
+      end
+    end
+  end)
+end)

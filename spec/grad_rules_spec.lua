@@ -57,6 +57,7 @@ end
 for _, n in ipairs { "add", "sub", "mul", "div", "pow", "atan2", "hypot" } do samples[n] = bin(n) end
 samples.maximum = function(dev) return function(a, b) return gpu.maximum(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
 samples.minimum = function(dev) return function(a, b) return gpu.minimum(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
+samples.logaddexp = function(dev) return function(a, b) return gpu.logaddexp(a, b) end, { S(dev, 2, 3), S(dev, 3) * 1.7 } end
 samples.mod = function(dev) return function(a, b) return gpu.mod(a, b) end, { P(dev, 2, 3) * 3.1, P(dev, 3) + 0.05 } end
 samples.lerp = function(dev) return function(a, b, w) return gpu.lerp(a, b, w) end, { S(dev, 3), P(dev, 3), P(dev, 3) * 0.5 } end
 samples.where = function(dev)

@@ -184,8 +184,8 @@ float32 kernel must match within its rounding).""", out)
 
 # ---- binary math ----------------------------------------------------------------------
 
-FA = [7.5, -7.5, 7.5, -7.5, 3.0, -3.0, 0.0, -0.0, 1.0, -1.0, 0.0, 2.0, float("inf"), float("nan"), 5.0, 1e308]
-FB = [2.0, 2.0, -2.0, -2.0, 0.0, 0.0, 0.0, 1.0, -0.0, float("inf"), -1.0, 0.5, 2.0, 1.0, float("-inf"), 1e308]
+FA = [7.5, -7.5, 7.5, -7.5, 3.0, -3.0, 0.0, -0.0, 1.0, -1.0, 0.0, 2.0, float("inf"), float("nan"), 5.0, 1e308, float("-inf"), float("inf"), -745.0]
+FB = [2.0, 2.0, -2.0, -2.0, 0.0, 0.0, 0.0, 1.0, -0.0, float("inf"), -1.0, 0.5, 2.0, 1.0, float("-inf"), 1e308, float("-inf"), float("inf"), -750.0]
 IA = [7, -7, 7, -7, 7, -7, 0, 5, -5, 6, -6, 3, -2**63, -2**63, 2**63 - 1, 9, -9]
 IB = [2, 2, -2, -2, 0, 0, 0, 1, 1, -3, -3, 5, -1, 1, -1, -10, 10]
 
@@ -196,7 +196,8 @@ def binary():
     ia32, ib32 = np.array([-2**31, -2**31, 2**31 - 1, 100000], np.int32), np.array([-1, 1, 2, 100000], np.int32)
     fops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
             "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power,
-            "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot}
+            "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot,
+            "logaddexp": np.logaddexp}
     iops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
             "floordiv": np.floor_divide, "mod": np.mod, "maximum": np.maximum, "minimum": np.minimum}
     same_ops("binary math (kinds BA, BD)", fops, ops_of("binary", "BA", "BD"))

@@ -212,6 +212,9 @@ binary("atan2", function(g, a, b)
   return g * b / d, -g * a / d
 end)
 binary("hypot", function(g, a, b, y) return g * a / y, g * b / y end, { uses_y = true })
+binary("logaddexp", function(g, a, b, y)
+  return tracked(a) and g * gpu.exp(a - y) or nil, tracked(b) and g * gpu.exp(b - y) or nil
+end, { uses_y = true })
 binary("mod", function(g, a, b)
   return g, (not f(b)) and -g * gpu.floordiv(a, b) or nil
 end)
