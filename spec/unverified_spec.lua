@@ -24,7 +24,7 @@ describe("doc/UNVERIFIED.md", function()
     assert.are.equal(0, code)
     local n, names = 0, {}
     for path, name, fp in out:gmatch("2000%-01%-01\ttest\t([^\t]+)\t([^\t]+)\t([^\n]+)\n") do
-      assert.truthy(path:match("^src/backend/cuda/") or path:match("^kernels/.*%.cuh?$"), path)
+      assert.truthy(path:match("^src/backend/cuda/") or path:match("^kernels/.*%.cuh?$") or path:match("^kernels/.*%.h$"), path)
       assert.truthy(fp:match("^%x+$") and #fp == 16, fp)
       assert.is_nil(name:match("^__"), name)        -- an attribute is not the function's name
       names[name] = true
@@ -32,6 +32,7 @@ describe("doc/UNVERIFIED.md", function()
     end
     assert.is_true(n > 100)
     assert.is_true(names.gl_klaunch_binary)
+    assert.is_true(names.GL_BINARY_OPS)          -- an op list: a new row is a change
   end)
 
   describe("on a small tree", function()
@@ -57,6 +58,13 @@ describe("doc/UNVERIFIED.md", function()
       assert.are.equal(a, record())
       kernel("__global__ void __launch_bounds__(256) k(int *x)\n{\n  x[0] = 2;\n}\n")
       assert.are_not.equal(a:match("\tk\t(%x+)"), record():match("\tk\t(%x+)"))
+      -- a macro of several lines counts as code; a one-line one does not
+      kernel("#define ONE 1\n#define GL_LIST(X) \\\n  X(a) \\\n  X(b)\n")
+      local m = record()
+      assert.truthy(m:match("kernels/a%.cu\tGL_LIST\t%x+\n"), m)
+      assert.falsy(m:find("\tONE\t", 1, true))
+      kernel("#define ONE 1\n#define GL_LIST(X) \\\n  X(a) \\\n  X(b) \\\n  X(c)\n")
+      assert.are_not.equal(m, record())
     end)
 
     it("counts a recorded function as run until its code changes", function()

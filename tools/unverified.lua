@@ -8,9 +8,11 @@
 --                                               append to bench/gpu-ran.tsv after its cuda
 --                                               specs passed on a GPU
 --
--- The GPU side is every file of src/backend/cuda and every kernels/*.cu and *.cuh. Each
--- top-level function of those files is found by its definition (a line at column 0 that
--- opens a parameter list, up to the brace that closes its body) and fingerprinted with
+-- The GPU side is every file of src/backend/cuda and of kernels/ (the .cu files and the
+-- headers whose math both gcc and nvcc compile). Each top-level function of those files is
+-- found by its definition (a line at column 0 that opens a parameter list, up to the brace
+-- that closes its body), and each macro of several lines (an op list, a stamp) by its
+-- #define; each is fingerprinted with
 -- comments and white space left out, so a reworded comment changes nothing and any change to
 -- the code does. bench/gpu-ran.tsv lists, for each run on a GPU whose cuda specs passed, the
 -- fingerprint of every function that was in the build (date, device, path, function,
@@ -36,7 +38,7 @@ local function gpu_files()
   for _, dir in ipairs(SOURCES) do
     local p = assert(io.popen("ls -1 " .. dir .. " 2>/dev/null"))
     for name in p:lines() do
-      local take = dir == "kernels" and (name:match("%.cu$") or name:match("%.cuh$"))
+      local take = dir == "kernels" and (name:match("%.cu$") or name:match("%.cuh$") or name:match("%.h$"))
                    or (dir ~= "kernels" and (name:match("%.[ch]$")))
       if take then files[#files + 1] = dir .. "/" .. name end
     end
@@ -81,6 +83,14 @@ local function functions(path)
     elseif l:match("^/%*") and not l:find("%*/") then
       in_comment = true
       i = i + 1
+    elseif l:match("^#%s*define%s+[%w_]+.*\\%s*$") then
+      -- a macro over several lines (an op list, a stamp): its body is code as much as a
+      -- function's, so a new row of an X-macro list is a change
+      local j = i
+      while j < n and lines[j]:match("\\%s*$") do j = j + 1 end
+      out[#out + 1] = { name = l:match("^#%s*define%s+([%w_]+)"), line = i,
+                        fp = fingerprint(code_only(table.concat(lines, "\n", i, j))) }
+      i = j + 1
     elseif not continued and l:match("^[%a_]") and not l:match("^#") and l:find("[%w_]%s*%(")
            and not l:match("^typedef") and not l:match("^struct%s+[%w_]+%s*{") then
       -- the header runs to the line that opens the body; a ';' first means a declaration
@@ -151,8 +161,9 @@ local function ledger()
   w("tree makes. Do not edit it: change the code, or record a GPU run (doc/HACKING.md,")
   w("\"Running on a lent GPU\"), then `make unverified`.")
   w("")
-  w("A function counts as run when a build holding it, in this very form (comments and white")
-  w("space aside), passed its cuda specs on a GPU. Runs on record: " ..
+  w("A function (or a macro of several lines: an op list, a stamp) counts as run when a build")
+  w("holding it in this very form (comments and white space aside) passed its cuda specs on a")
+  w("GPU. Runs on record: " ..
     (#runs > 0 and table.concat(runs, "; ") or "none") .. ".")
   w("Everything else below has been compiled (nvcc, warning-free) and, for kernels, run on")
   w("the CPU by kemu (`make test-kemu`), which is no substitute for a GPU.")
