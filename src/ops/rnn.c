@@ -258,6 +258,31 @@ static gl_status seq_forward(seq_loop *q, bool reverse, const gl_array *const *i
   return st;
 }
 
+/* The start of a layer's backward: its operands in[0..n) made contiguous into g; dxp (L, N,
+** XG H) and dw (G H, H) the gradients out, dh0 (N, H) the gradient of h carried from step to
+** step (zeroed) and hprev (L, N, H) allocated; q set to run backward through them, the GEMM
+** carrying dh reading dxp (a cell whose carried GEMM reads another array sets dmm, dmm_src). */
+static gl_status seq_backward(seq_loop *q, bool reverse, seq_args *g, const gl_array *const *in, int n, int XG,
+                              int G, gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *hprev) {
+  int64_t L = q->L, N = q->N, H = q->H;
+  int64_t xs[3] = { L, N, XG * H }, ws[2] = { G * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
+  memset(g, 0, sizeof *g);
+  gl_status st = contig_all(g, n, in);
+  if (st == GL_OK) st = gl_array_alloc(dxp, q->dt, 3, xs, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(dw, q->dt, 2, ws, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, q->dt, 2, ss, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(hprev, q->dt, 3, ps, q->dev);
+  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  q->reverse = reverse;
+  q->backward = true;
+  q->dh = dh0;
+  q->dxp = dxp;
+  q->hprev = hprev;
+  q->dmm = dh0;
+  q->dmm_src = dxp;
+  return st;
+}
+
 /* ---- LSTM ---------------------------------------------------------------------------------------
 ** xp (L, N, 4H) = x W_ih^T + b_ih + b_hh; hc (L, N, 2, H) h and c of every step, gates (L, N,
 ** 4H) the activations i, f, g, o. */
@@ -303,25 +328,15 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hcs[4] = { L, N, 2, H };
   GL_TRY(saved_check(fn, gates, hc, "hc", ghc, 4, hcs));
-  gl_device dev = q.dev;
-  gl_dtype dt = q.dt;
   seq_args g;
-  memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
-  int64_t gs[3] = { L, N, 4 * H }, ws[2] = { 4 * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
+  int64_t ss[2] = { N, H };
   const gl_array *in[6] = { ghc, gates, hc, w, h0, c0 };
-  gl_status st = contig_all(&g, 6, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(dc0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, ps, dev);
-  /* dh0 and dc0 carry the gradients of the state from step to step */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  /* dh0 and dc0 carry the gradients of the state from step to step; dh_prev = dgates W_hh */
+  gl_status st = seq_backward(&q, reverse, &g, in, 6, 4, 4, dxp, dw, dh0, &hprev);
+  if (st == GL_OK) st = gl_array_alloc(dc0, q.dt, 2, ss, q.dev);
   if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
   if (st == GL_OK) {
-    q.reverse = reverse;
-    q.backward = true;
     q.dhs = states_of(g.a[0], 0);
     q.dcs = states_of(g.a[0], 1);
     q.gates = g.a[1];
@@ -330,12 +345,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
     q.w = g.a[3];
     q.h0 = g.a[4];
     q.c0 = g.a[5];
-    q.dh = dh0;
     q.dc = dc0;
-    q.dxp = dxp;
-    q.hprev = &hprev;
-    q.dmm = dh0;                                                     /* dh_prev = dgates W_hh */
-    q.dmm_src = dxp;
     st = time_loop_bwd(&q, dw);
   }
   gl_array_release(&hprev);
@@ -401,35 +411,22 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hss[3] = { L, N, H };
   GL_TRY(saved_check(fn, gates, hs, "hs", ghs, 3, hss));
-  gl_device dev = q.dev;
-  gl_dtype dt = q.dt;
   seq_args g;
-  memset(&g, 0, sizeof g);
   gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
-  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, ss[2] = { N, H };
+  int64_t xs[3] = { L, N, 3 * H }, ss[2] = { N, H };
   const gl_array *in[5] = { ghs, gates, hs, w, h0 };
-  gl_status st = contig_all(&g, 5, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, xs, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&dhw, dt, 3, xs, dev);
-  if (st == GL_OK) st = gl_array_alloc(&dmm, dt, 2, ss, dev);
   /* dh0 carries dh z from step to step, dmm the GEMM dhw W_hh of the step after */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  gl_status st = seq_backward(&q, reverse, &g, in, 5, 3, 3, dxp, dw, dh0, &hprev);
+  if (st == GL_OK) st = gl_array_alloc(&dhw, q.dt, 3, xs, q.dev);
+  if (st == GL_OK) st = gl_array_alloc(&dmm, q.dt, 2, ss, q.dev);
   if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
   if (st == GL_OK) {
-    q.reverse = reverse;
-    q.backward = true;
     q.dhs = *g.a[0];
     q.gates = g.a[1];
     q.hs = *g.a[2];
     q.w = g.a[3];
     q.h0 = g.a[4];
-    q.dh = dh0;
-    q.dxp = dxp;
     q.dhw = &dhw;
-    q.hprev = &hprev;
     q.dmm = &dmm;                                                    /* dh_prev's GEMM part: dhw W_hh */
     q.dmm_src = &dhw;
     st = time_loop_bwd(&q, dw);
@@ -494,33 +491,18 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   GL_TRY(same_place(fn, hs, ghs, "grad_output"));
   int64_t hss[3] = { L, N, H };
   GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
-  gl_device dev = q.dev;
-  gl_dtype dt = q.dt;
   seq_args g;
-  memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
-  int64_t ws[2] = { H, H }, ss[2] = { N, H };
   const gl_array *in[4] = { ghs, hs, w, h0 };
-  gl_status st = contig_all(&g, 4, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
-  /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM:
+  ** dh_prev = da W_hh) */
+  gl_status st = seq_backward(&q, reverse, &g, in, 4, 1, 1, dxp, dw, dh0, &hprev);
   if (st == GL_OK) {
-    q.reverse = reverse;
-    q.backward = true;
     q.relu = relu;
     q.dhs = *g.a[0];
     q.hs = *g.a[1];
     q.w = g.a[2];
     q.h0 = g.a[3];
-    q.dh = dh0;
-    q.dxp = dxp;
-    q.hprev = &hprev;
-    q.dmm = dh0;                                                     /* dh_prev = da W_hh */
-    q.dmm_src = dxp;
     st = time_loop_bwd(&q, dw);
   }
   gl_array_release(&hprev);
