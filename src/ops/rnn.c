@@ -559,6 +559,21 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
                  gl_device_name(gl_array_device(x), dn), (*dnn)->name);
 }
 
+/* The library's operands x, W_ih, W_hh, b, h0 and (LSTM) c0 made contiguous in g and given to r. */
+static gl_status dnn_operands(gl_dnn_rnn *r, seq_args *g, bool lstm, const gl_array *x, const gl_array *wi,
+                              const gl_array *wh, const gl_array *b, const gl_array *h0, const gl_array *c0) {
+  memset(g, 0, sizeof *g);
+  const gl_array *in[6] = { x, wi, wh, b, h0, lstm ? c0 : NULL };
+  GL_TRY(contig_all(g, 6, in));
+  r->x = gl_array_data(g->a[0]);
+  r->w_ih = gl_array_data(g->a[1]);
+  r->w_hh = gl_array_data(g->a[2]);
+  r->b = gl_array_data(g->a[3]);
+  r->h0 = gl_array_data(g->a[4]);
+  r->c0 = lstm ? gl_array_data(g->a[5]) : NULL;
+  return GL_OK;
+}
+
 gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
                         const gl_array *b, const gl_array *h0, const gl_array *c0, bool reverse) {
   const char *fn = kind == GL_DNN_LSTM ? "dnn.lstm" : "dnn.gru";
@@ -570,19 +585,11 @@ gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, 
   GL_TRY(dnn->rnn_workspace(&r, &nbytes));
   gl_device dev = gl_array_device(x);
   seq_args g;
-  memset(&g, 0, sizeof g);
-  const gl_array *in[6] = { x, wi, wh, b, h0, kind == GL_DNN_LSTM ? c0 : NULL };
-  gl_status st = contig_all(&g, 6, in);
+  gl_status st = dnn_operands(&r, &g, kind == GL_DNN_LSTM, x, wi, wh, b, h0, c0);
   int64_t ys[3] = { r.L + (kind == GL_DNN_LSTM), r.N, r.H }, wss[1] = { (int64_t)nbytes };
   if (st == GL_OK) st = gl_array_alloc(y, GL_FLOAT32, 3, ys, dev);
   if (st == GL_OK) st = gl_array_alloc(ws, GL_UINT8, 1, wss, dev);
   if (st == GL_OK) {
-    r.x = gl_array_data(g.a[0]);
-    r.w_ih = gl_array_data(g.a[1]);
-    r.w_hh = gl_array_data(g.a[2]);
-    r.b = gl_array_data(g.a[3]);
-    r.h0 = gl_array_data(g.a[4]);
-    r.c0 = kind == GL_DNN_LSTM ? gl_array_data(g.a[5]) : NULL;
     r.y = gl_array_data(y);
     r.cn = kind == GL_DNN_LSTM ? (float *)r.y + r.L * r.N * r.H : NULL;
     r.ws = gl_array_data(ws);
@@ -616,10 +623,9 @@ gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array
   GL_TRY(want_shape(fn, ws, "the workspace", 1, wss));
   gl_device dev = gl_array_device(x);
   seq_args g, g2;
-  memset(&g, 0, sizeof g);
   memset(&g2, 0, sizeof g2);
-  const gl_array *in[6] = { x, wi, wh, b, h0, lstm ? c0 : NULL }, *in2[3] = { gy, y, ws };
-  gl_status st = contig_all(&g, 6, in);
+  const gl_array *in2[3] = { gy, y, ws };
+  gl_status st = dnn_operands(&r, &g, lstm, x, wi, wh, b, h0, c0);
   if (st == GL_OK) st = contig_all(&g2, 3, in2);
   int64_t xs[3] = { r.L, r.N, r.I }, wis[2] = { (lstm ? 4 : 3) * r.H, r.I }, whs[2] = { (lstm ? 4 : 3) * r.H, r.H };
   int64_t bs[1] = { 4 * r.H }, ss[2] = { r.N, r.H };
@@ -630,12 +636,6 @@ gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array
   if (st == GL_OK) st = gl_array_alloc(dh0, GL_FLOAT32, 2, ss, dev);
   if (st == GL_OK && lstm) st = gl_array_alloc(dc0, GL_FLOAT32, 2, ss, dev);
   if (st == GL_OK) {
-    r.x = gl_array_data(g.a[0]);
-    r.w_ih = gl_array_data(g.a[1]);
-    r.w_hh = gl_array_data(g.a[2]);
-    r.b = gl_array_data(g.a[3]);
-    r.h0 = gl_array_data(g.a[4]);
-    r.c0 = lstm ? gl_array_data(g.a[5]) : NULL;
     r.y = gl_array_data(g2.a[1]);
     r.cn = lstm ? (float *)r.y + r.L * r.N * r.H : NULL;
     r.ws = gl_array_data(g2.a[2]);
