@@ -40,24 +40,6 @@ static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_arr
 
 /* ---- checks ------------------------------------------------------------------------------- */
 
-static gl_status same_place(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
-  char d1[16], d2[16];
-  if (!gl_device_eq(gl_array_device(ref), gl_array_device(x)))
-    return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
-                   gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
-  if (x->dtype != ref->dtype)
-    return gl_fail(GL_EINVAL, "%s: %s is %s, expected %s like the input", fn, what, gl_dtypes[x->dtype].name,
-                   gl_dtypes[ref->dtype].name);
-  return GL_OK;
-}
-
-static gl_status want_shape(const char *fn, const gl_array *x, const char *what, int nd, const int64_t *want) {
-  if (x->ndim == nd && memcmp(x->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
-  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
-  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(x->ndim, x->shape, s1),
-                 gl_shape_str(nd, want, s2));
-}
-
 static const char *gate_cols(int G) { return G == 4 ? "4 hidden" : G == 3 ? "3 hidden" : "hidden"; }
 
 /* The geometry (L, N, H) of a recurrent layer from x (L, N, XG H) (the input projection, or
@@ -72,8 +54,8 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
   if (x->ndim != 3 || x->shape[0] < 1)
     return gl_fail(GL_EINVAL, "%s: %s must be (L, N, %s) with L >= 1, got shape %s", fn, what, gate_cols(XG),
                    gl_shape_str(x->ndim, x->shape, s));
-  GL_TRY(same_place(fn, x, w, "weight_hh"));
-  GL_TRY(same_place(fn, x, h0, "h0"));
+  GL_TRY(gl_op_like_input(fn, x, w, "weight_hh"));
+  GL_TRY(gl_op_like_input(fn, x, h0, "h0"));
   if (w->ndim != 2 || w->shape[0] != G * w->shape[1])
     return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(w->ndim, w->shape, s));
@@ -84,9 +66,9 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
   q->N = x->shape[1];
   q->H = w->shape[1];
   int64_t want[3] = { q->L, q->N, XG * q->H };
-  GL_TRY(want_shape(fn, x, what, 3, want));
+  GL_TRY(gl_op_want_shape(fn, x, what, 3, want));
   int64_t st[2] = { q->N, q->H };
-  GL_TRY(want_shape(fn, h0, "h0", 2, st));
+  GL_TRY(gl_op_want_shape(fn, h0, "h0", 2, st));
   return gl_backend_supporting(q->dev, GL_OP_MATMUL, 0, q->dt, fn, &q->be);
 }
 
@@ -94,10 +76,10 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
 ** device and of its dtype, both of shape (nd, shape). */
 static gl_status saved_check(const char *fn, const gl_array *x, const gl_array *states, const char *what,
                              const gl_array *grad, int nd, const int64_t *shape) {
-  GL_TRY(same_place(fn, x, states, what));
-  GL_TRY(same_place(fn, x, grad, "grad_output"));
-  GL_TRY(want_shape(fn, states, what, nd, shape));
-  return want_shape(fn, grad, "grad_output", nd, shape);
+  GL_TRY(gl_op_like_input(fn, x, states, what));
+  GL_TRY(gl_op_like_input(fn, x, grad, "grad_output"));
+  GL_TRY(gl_op_want_shape(fn, states, what, nd, shape));
+  return gl_op_want_shape(fn, grad, "grad_output", nd, shape);
 }
 
 static gl_status no_cell(const char *fn, const gl_array *x) {
@@ -108,9 +90,9 @@ static gl_status no_cell(const char *fn, const gl_array *x) {
 static gl_status lstm_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
                             const gl_array *h0, const gl_array *c0, seq_loop *q) {
   GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, q));
-  GL_TRY(same_place(fn, xp, c0, "c0"));
+  GL_TRY(gl_op_like_input(fn, xp, c0, "c0"));
   int64_t st[2] = { q->N, q->H };
-  GL_TRY(want_shape(fn, c0, "c0", 2, st));
+  GL_TRY(gl_op_want_shape(fn, c0, "c0", 2, st));
   q->step = lstm_step;
   return q->be->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
@@ -365,9 +347,9 @@ static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_wh
                            const gl_array *b, const gl_array *h0, seq_loop *q) {
   GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, q));
   if (b != NULL) {
-    GL_TRY(same_place(fn, xp, b, "bias_hh"));
+    GL_TRY(gl_op_like_input(fn, xp, b, "bias_hh"));
     int64_t bs[1] = { 3 * q->H };
-    GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
+    GL_TRY(gl_op_want_shape(fn, b, "bias_hh", 1, bs));
   }
   q->step = gru_step;
   return q->be->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
@@ -488,9 +470,9 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   seq_loop q;
   GL_TRY(rnn_check(fn, hs, "hs", w, h0, &q));
   const int64_t L = q.L, N = q.N, H = q.H;
-  GL_TRY(same_place(fn, hs, ghs, "grad_output"));
+  GL_TRY(gl_op_like_input(fn, hs, ghs, "grad_output"));
   int64_t hss[3] = { L, N, H };
-  GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
+  GL_TRY(gl_op_want_shape(fn, ghs, "grad_output", 3, hss));
   seq_args g;
   gl_array hprev = { 0 };
   const gl_array *in[4] = { ghs, hs, w, h0 };
@@ -525,11 +507,11 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
   if (x->ndim != 3 || x->shape[0] < 1)
     return gl_fail(GL_EINVAL, "%s: the input must be (L, N, input_size) with L >= 1, got shape %s", fn,
                    gl_shape_str(x->ndim, x->shape, s));
-  GL_TRY(same_place(fn, x, wi, "weight_ih"));
-  GL_TRY(same_place(fn, x, wh, "weight_hh"));
-  GL_TRY(same_place(fn, x, b, "bias"));
-  GL_TRY(same_place(fn, x, h0, "h0"));
-  if (c0) GL_TRY(same_place(fn, x, c0, "c0"));
+  GL_TRY(gl_op_like_input(fn, x, wi, "weight_ih"));
+  GL_TRY(gl_op_like_input(fn, x, wh, "weight_hh"));
+  GL_TRY(gl_op_like_input(fn, x, b, "bias"));
+  GL_TRY(gl_op_like_input(fn, x, h0, "h0"));
+  if (c0) GL_TRY(gl_op_like_input(fn, x, c0, "c0"));
   if (wh->ndim != 2 || wh->shape[0] != G * wh->shape[1])
     return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(wh->ndim, wh->shape, s));
@@ -540,10 +522,10 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
   r->I = x->shape[2];
   r->H = wh->shape[1];
   int64_t ws[2] = { G * r->H, r->I }, bs[1] = { 4 * r->H }, ss[2] = { r->N, r->H };
-  GL_TRY(want_shape(fn, wi, "weight_ih", 2, ws));
-  GL_TRY(want_shape(fn, b, "bias", 1, bs));
-  GL_TRY(want_shape(fn, h0, "h0", 2, ss));
-  if (c0) GL_TRY(want_shape(fn, c0, "c0", 2, ss));
+  GL_TRY(gl_op_want_shape(fn, wi, "weight_ih", 2, ws));
+  GL_TRY(gl_op_want_shape(fn, b, "bias", 1, bs));
+  GL_TRY(gl_op_want_shape(fn, h0, "h0", 2, ss));
+  if (c0) GL_TRY(gl_op_want_shape(fn, c0, "c0", 2, ss));
   if (r->N < 1 || r->I < 1 || r->H < 1)
     return gl_fail(GL_EINVAL, "%s: the library's recurrent layers need N, input_size and hidden >= 1, got %s", fn,
                    gl_shape_str(x->ndim, x->shape, s));
@@ -610,17 +592,17 @@ gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array
   const gl_dnn *dnn;
   GL_TRY(dnn_rnn_check(fn, kind, x, wi, wh, b, h0, lstm ? c0 : NULL, &r, &dnn));
   r.reverse = reverse;
-  GL_TRY(same_place(fn, x, y, "the forward's output"));
-  GL_TRY(same_place(fn, x, gy, "grad_output"));
+  GL_TRY(gl_op_like_input(fn, x, y, "the forward's output"));
+  GL_TRY(gl_op_like_input(fn, x, gy, "grad_output"));
   int64_t ys[3] = { r.L + lstm, r.N, r.H };
-  GL_TRY(want_shape(fn, y, "the forward's output", 3, ys));
-  GL_TRY(want_shape(fn, gy, "grad_output", 3, ys));
+  GL_TRY(gl_op_want_shape(fn, y, "the forward's output", 3, ys));
+  GL_TRY(gl_op_want_shape(fn, gy, "grad_output", 3, ys));
   size_t nbytes = 0;
   GL_TRY(dnn->rnn_workspace(&r, &nbytes));
   int64_t wss[1] = { (int64_t)nbytes };
   if (ws->dtype != GL_UINT8 || !gl_device_eq(gl_array_device(ws), gl_array_device(x)))
     return gl_fail(GL_EINVAL, "%s: the workspace must be the forward's (uint8 on the input's device)", fn);
-  GL_TRY(want_shape(fn, ws, "the workspace", 1, wss));
+  GL_TRY(gl_op_want_shape(fn, ws, "the workspace", 1, wss));
   gl_device dev = gl_array_device(x);
   seq_args g, g2;
   memset(&g2, 0, sizeof g2);
