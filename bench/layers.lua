@@ -18,30 +18,28 @@ B.case("LayerNorm (4096, 128): forward + backward", function(n)
   end
 end)
 
-local q = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts):requires_grad()
-local k = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts):requires_grad()
-local v = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts):requires_grad()
-local ga = gpu.random.normal(0, 1, { 32, 4, 128, 32 }, opts)
-B.case("attention (32, 4, 128, 32) causal: forward + backward", function(n)
-  for _ = 1, n do
-    q.grad, k.grad, v.grad = nil, nil, nil
-    (nn.scaled_dot_product_attention(q, k, v, { is_causal = true }) * ga):sum():backward()
-  end
-end)
+-- q, k, v (with gradients) and an output gradient of one shape, and the causal attention
+-- case over them
+local function attention_case(shape)
+  local q = gpu.random.normal(0, 1, shape, opts):requires_grad()
+  local k = gpu.random.normal(0, 1, shape, opts):requires_grad()
+  local v = gpu.random.normal(0, 1, shape, opts):requires_grad()
+  local go = gpu.random.normal(0, 1, shape, opts)
+  B.case(("attention (%s) causal: forward + backward"):format(table.concat(shape, ", ")), function(n)
+    for _ = 1, n do
+      q.grad, k.grad, v.grad = nil, nil, nil
+      (nn.scaled_dot_product_attention(q, k, v, { is_causal = true }) * go):sum():backward()
+    end
+  end)
+  return q, k, v, go
+end
+
+attention_case { 32, 4, 128, 32 }
 
 -- a longer sequence: FlashAttention's forward and its tiled backward (gpu.fused.attention_backward);
 -- the second case runs the backward the rule ran before it, the (L, S) probabilities in array
 -- ops from the saved logsumexp (a gpulua-only row, for the before/after figure)
-local ql = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts):requires_grad()
-local kl = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts):requires_grad()
-local vl = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts):requires_grad()
-local gl = gpu.random.normal(0, 1, { 8, 4, 512, 64 }, opts)
-B.case("attention (8, 4, 512, 64) causal: forward + backward", function(n)
-  for _ = 1, n do
-    ql.grad, kl.grad, vl.grad = nil, nil, nil
-    (nn.scaled_dot_product_attention(ql, kl, vl, { is_causal = true }) * gl):sum():backward()
-  end
-end)
+local ql, kl, vl, gl = attention_case { 8, 4, 512, 64 }
 local keep = gpu.tril(gpu.ones({ 512, 512 }, { dtype = "bool", device = B.device }))
 B.case("attention (8, 4, 512, 64) causal: forward + array-op backward (before the fused backward)", function(n)
   local q, k, v = ql:detach(), kl:detach(), vl:detach()

@@ -14,27 +14,24 @@ if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
          "ln": nn.LayerNorm(128).to(dev), "g": torch.randn(32 * 128, 128, device=dev)}
     case("LayerNorm (4096, 128): forward + backward", "torch",
          "x.grad = None; ln.zero_grad(); (ln(x) * g).sum().backward()", globals=g)
+
+    def attention_case(shape):
+        """The causal attention case on q, k, v (with gradients) and an output gradient of one shape."""
+        n = shape[2]
+        g = {"torch": torch, "mask": torch.ones(n, n, dtype=torch.bool, device=dev).tril(),
+             "ga": torch.randn(*shape, device=dev),
+             "q": torch.randn(*shape, device=dev, requires_grad=True),
+             "k": torch.randn(*shape, device=dev, requires_grad=True),
+             "v": torch.randn(*shape, device=dev, requires_grad=True)}
+        # PyTorch 1.13 has no scaled_dot_product_attention: the same composite it would run
+        case("attention (%s) causal: forward + backward" % ", ".join(map(str, shape)), "torch",
+             "q.grad = k.grad = v.grad = None\n"
+             "s = (q @ k.transpose(-1, -2) / %d ** 0.5).masked_fill(~mask, float('-inf'))\n"
+             "((torch.softmax(s, -1) @ v) * ga).sum().backward()" % shape[3], globals=g)
+
+    attention_case((32, 4, 128, 32))
+    attention_case((8, 4, 512, 64))
     L = 128
-    mask = torch.ones(L, L, dtype=torch.bool, device=dev).tril()
-    g2 = {"torch": torch, "mask": mask, "ga": torch.randn(32, 4, L, 32, device=dev),
-          "q": torch.randn(32, 4, L, 32, device=dev, requires_grad=True),
-          "k": torch.randn(32, 4, L, 32, device=dev, requires_grad=True),
-          "v": torch.randn(32, 4, L, 32, device=dev, requires_grad=True)}
-    # PyTorch 1.13 has no scaled_dot_product_attention: the same composite it would run
-    case("attention (32, 4, 128, 32) causal: forward + backward", "torch",
-         "q.grad = k.grad = v.grad = None\n"
-         "s = (q @ k.transpose(-1, -2) / 32 ** 0.5).masked_fill(~mask, float('-inf'))\n"
-         "((torch.softmax(s, -1) @ v) * ga).sum().backward()", globals=g2)
-    L2 = 512
-    g4 = {"torch": torch, "mask": torch.ones(L2, L2, dtype=torch.bool, device=dev).tril(),
-          "ga": torch.randn(8, 4, L2, 64, device=dev),
-          "q": torch.randn(8, 4, L2, 64, device=dev, requires_grad=True),
-          "k": torch.randn(8, 4, L2, 64, device=dev, requires_grad=True),
-          "v": torch.randn(8, 4, L2, 64, device=dev, requires_grad=True)}
-    case("attention (8, 4, 512, 64) causal: forward + backward", "torch",
-         "q.grad = k.grad = v.grad = None\n"
-         "s = (q @ k.transpose(-1, -2) / 64 ** 0.5).masked_fill(~mask, float('-inf'))\n"
-         "((torch.softmax(s, -1) @ v) * ga).sum().backward()", globals=g4)
     layer = nn.TransformerEncoderLayer(128, 4, dim_feedforward=512, dropout=0.0, activation="gelu",
                                        norm_first=True, batch_first=True).to(dev)
     causal = torch.ones(L, L, dtype=torch.bool, device=dev).triu(1)

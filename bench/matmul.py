@@ -1,30 +1,15 @@
 """bench/matmul.py — NumPy (CuPy on cuda) / PyTorch twin of bench/matmul.lua (same case names):
-float32 n x n matmul, wall-clock, best and median of repeats of >= MIN_TIME seconds."""
-import os, sys, time
+float32 n x n matmul, wall-clock, best and median of repeats of >= 0.25 s (0.05 s with BENCH_QUICK=1)."""
+import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, try_import, array_module, DEVICE, QUICK
+from bench import once, try_import, array_module, DEVICE
 
-MIN_TIME = 0.05 if QUICK else 0.25
-REPEATS = 3 if QUICK else 7
 SIZES = [int(s) for s in os.environ.get("BENCH_MATMUL_SIZES", "256 512 1024 2048 4096").replace(",", " ").split()]
 
 
 def run(impl, n, mm, sync=lambda: None):
-    name = "float32 matmul n=%d" % n
-    mm(); sync()
-    t0 = time.perf_counter(); mm(); sync()
-    iters = max(1, int(-(-MIN_TIME // max(time.perf_counter() - t0, 1e-9))))
-    ts = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        for _ in range(iters):
-            mm()
-        sync()
-        ts.append((time.perf_counter() - t) / iters)
-    ts.sort()
-    best, med = ts[0], ts[(REPEATS - 1) // 2]
-    emit("result", "matmul", name, impl, "%.1f" % (best * 1e9), "%.1f" % (med * 1e9),
-         "%.1f GFLOP/s" % (2 * n ** 3 / best / 1e9))
+    once("float32 matmul n=%d" % n, impl, mm, lambda best: "%.1f GFLOP/s" % (2 * n ** 3 / best / 1e9), sync,
+         min_time=0.25)
 
 
 xp, impl, _ = array_module()

@@ -8,6 +8,7 @@ single-threaded.
 """
 import os
 import sys
+from types import SimpleNamespace
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from bench import try_import, array_module, DEVICE, QUICK, once
 
@@ -15,60 +16,53 @@ N = 4096
 run = once  # bench.py's once(): one call per fn(), wall time
 
 
-def numpy_cases(np):
-    """NumPy's cases, or CuPy's (np is then cupy: the same calls)."""
-    x = np.random.default_rng(1).random((N, N), dtype=np.float32)
-    xt, x64, small = x.T, x.astype(np.float64), np.ones(1000, np.float32)
-
-    def lse(a):
-        m = a.max(1, keepdims=True)
-        return np.log(np.exp(a - m).sum(1)) + m[:, 0]
-    return [
-        ("sum, all 4096x4096 f32", lambda: x.sum(), "x.sum()"),
-        ("sum, axis 1 (down columns)", lambda: x.sum(0), "x.sum(0)"),
-        ("sum, axis 2 (along rows)", lambda: x.sum(1), "x.sum(1)"),
-        ("sum, axis 2 of the transpose", lambda: xt.sum(1), "x.T.sum(1)"),
-        ("sum, all f64", lambda: x64.sum(), "float64"),
-        ("mean, axis 2", lambda: x.mean(1), "x.mean(1)"),
-        ("var, axis 1", lambda: x.var(0), "x.var(0)"),
-        ("max, all", lambda: x.max(), "x.max()"),
-        ("argmax, axis 2", lambda: x.argmax(1), "x.argmax(1)"),
-        ("logsumexp, axis 2", lambda: lse(x), "max-shifted, by hand"),
-        ("norm, all", lambda: np.linalg.norm(x), "np.linalg.norm(x)"),
-        ("cumsum, axis 1", lambda: x.cumsum(0), "x.cumsum(0)"),
-        ("sum of 1000 (call overhead)", lambda: small.sum(), "small.sum()"),
-    ]
+def lse_by_hand(np, a):
+    m = a.max(1, keepdims=True)
+    return np.log(np.exp(a - m).sum(1)) + m[:, 0]
 
 
-def torch_cases(torch, dev):
-    x = torch.rand(N, N, generator=torch.Generator().manual_seed(1)).to(dev)
-    xt, x64, small = x.t(), x.double(), torch.ones(1000, device=dev)
-    return [
-        ("sum, all 4096x4096 f32", lambda: x.sum(), "x.sum()"),
-        ("sum, axis 1 (down columns)", lambda: x.sum(0), "x.sum(0)"),
-        ("sum, axis 2 (along rows)", lambda: x.sum(1), "x.sum(1)"),
-        ("sum, axis 2 of the transpose", lambda: xt.sum(1), "x.t().sum(1)"),
-        ("sum, all f64", lambda: x64.sum(), "float64"),
-        ("mean, axis 2", lambda: x.mean(1), "x.mean(1)"),
-        ("var, axis 1", lambda: x.var(0, unbiased=False), "x.var(0)"),
-        ("max, all", lambda: x.max(), "x.max()"),
-        ("argmax, axis 2", lambda: x.argmax(1), "x.argmax(1)"),
-        ("logsumexp, axis 2", lambda: torch.logsumexp(x, 1), "torch.logsumexp(x, 1)"),
-        ("norm, all", lambda: torch.linalg.norm(x), "torch.linalg.norm(x)"),
-        ("cumsum, axis 1", lambda: x.cumsum(0), "x.cumsum(0)"),
-        ("sum of 1000 (call overhead)", lambda: small.sum(), "small.sum()"),
-    ]
+# The cases, in bench/reduce.lua's order and names: (name, call, note), or (name, NumPy's call,
+# its note, PyTorch's call, its note) where the two differ. A call takes v: the library as
+# v.lib and its arrays v.x (N x N float32), v.xt (its transpose), v.x64 (float64), v.small.
+CASES = [
+    ("sum, all 4096x4096 f32", lambda v: v.x.sum(), "x.sum()"),
+    ("sum, axis 1 (down columns)", lambda v: v.x.sum(0), "x.sum(0)"),
+    ("sum, axis 2 (along rows)", lambda v: v.x.sum(1), "x.sum(1)"),
+    ("sum, axis 2 of the transpose", lambda v: v.xt.sum(1), "x.T.sum(1)", lambda v: v.xt.sum(1), "x.t().sum(1)"),
+    ("sum, all f64", lambda v: v.x64.sum(), "float64"),
+    ("mean, axis 2", lambda v: v.x.mean(1), "x.mean(1)"),
+    ("var, axis 1", lambda v: v.x.var(0), "x.var(0)", lambda v: v.x.var(0, unbiased=False), "x.var(0)"),
+    ("max, all", lambda v: v.x.max(), "x.max()"),
+    ("argmax, axis 2", lambda v: v.x.argmax(1), "x.argmax(1)"),
+    ("logsumexp, axis 2", lambda v: lse_by_hand(v.lib, v.x), "max-shifted, by hand",
+     lambda v: v.lib.logsumexp(v.x, 1), "torch.logsumexp(x, 1)"),
+    ("norm, all", lambda v: v.lib.linalg.norm(v.x), "np.linalg.norm(x)",
+     lambda v: v.lib.linalg.norm(v.x), "torch.linalg.norm(x)"),
+    ("cumsum, axis 1", lambda v: v.x.cumsum(0), "x.cumsum(0)"),
+    ("sum of 1000 (call overhead)", lambda v: v.small.sum(), "small.sum()"),
+]
+
+
+def cases(v, torch_side):
+    """(name, fn, note) of every case over the arrays v, NumPy's (or CuPy's) or PyTorch's."""
+    for c in CASES:
+        name, fn, note = (c[0], c[3], c[4]) if torch_side and len(c) > 3 else c[:3]
+        yield name, (lambda fn=fn: fn(v)), note
 
 
 xp, impl, _ = array_module()
 torch = try_import("torch")
 if xp is not None:
     xsync = (lambda: xp.cuda.Device().synchronize()) if impl == "cupy" else (lambda: None)
-    for name, fn, note in numpy_cases(xp):
+    x = xp.random.default_rng(1).random((N, N), dtype=xp.float32)
+    v = SimpleNamespace(lib=xp, x=x, xt=x.T, x64=x.astype(xp.float64), small=xp.ones(1000, xp.float32))
+    for name, fn, note in cases(v, False):
         run(name, impl, fn, note, xsync)
 if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
     dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     nt = torch.get_num_threads()
-    for name, fn, note in torch_cases(torch, dev):
+    x = torch.rand(N, N, generator=torch.Generator().manual_seed(1)).to(dev)
+    v = SimpleNamespace(lib=torch, x=x, xt=x.t(), x64=x.double(), small=torch.ones(1000, device=dev))
+    for name, fn, note in cases(v, True):
         run(name, "torch", fn, "%s (%d thread%s)" % (note, nt, "s" if nt > 1 else ""), sync)

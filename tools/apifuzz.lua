@@ -74,7 +74,7 @@ local keys = { "1", "-1", "0", "4", "math.maxinteger", "math.mininteger", "0/0",
 
 -- Arrays of each dtype: 0-d, empty, views of every kind, broadcast views (a huge one, one
 -- of 2^62 elements, a zero-stride inner axis), extreme elements, closed, tracking grads.
-local arrays, arrays4, indices, masks = {}, {}, {}, {}
+local arrays, arrays4 = {}, {}
 for _, dt in ipairs(dtypes) do
   local o = ("{dtype = '%s'}"):format(dt)
   local function add(fmt) arrays[#arrays + 1] = fmt:gsub("DT", dt):gsub("O", o) end
@@ -109,19 +109,15 @@ for _, a in ipairs { "gpu.ones(1, 1, 1, 1):expand(1, 1, 1 << 20, 1 << 20)", "gpu
   "gpu.ones(1, 1, 2, 2)", "gpu.ones(1, 1, 4, 4):requires_grad_()" } do
   arrays4[#arrays4 + 1] = a
 end
-for _, i in ipairs { "gpu.array({1, 2}, {dtype = 'int64'})", "gpu.array({1, 3}, {dtype = 'int32'})",
+local indices = { "gpu.array({1, 2}, {dtype = 'int64'})", "gpu.array({1, 3}, {dtype = 'int32'})",
   "gpu.array({-1}, {dtype = 'int64'})", "gpu.array({0}, {dtype = 'int64'})",
   "gpu.array({math.maxinteger}, {dtype = 'int64'})", "gpu.array({math.mininteger}, {dtype = 'int64'})",
   "gpu.array({(1 << 31) - 1, -(1 << 31)}, {dtype = 'int32'})", "gpu.array({1, 2}, {dtype = 'int64'}):expand(3, 2)",
   "gpu.ones(1, {dtype = 'int64'}):expand(1 << 40)", "gpu.zeros(0, {dtype = 'int64'})",
-  "gpu.array({{1, 2}, {2, 1}}, {dtype = 'int64'})", "gpu.array({1.5, 2})", "gpu.array({1, 2}, {dtype = 'uint8'})" } do
-  indices[#indices + 1] = i
-end
-for _, m in ipairs { "gpu.array({true, false, true})", "gpu.ones(3, 4, {dtype = 'bool'})",
+  "gpu.array({{1, 2}, {2, 1}}, {dtype = 'int64'})", "gpu.array({1.5, 2})", "gpu.array({1, 2}, {dtype = 'uint8'})" }
+local masks = { "gpu.array({true, false, true})", "gpu.ones(3, 4, {dtype = 'bool'})",
   "gpu.array({true}):expand(1 << 40)", "gpu.zeros(0, {dtype = 'bool'})", "gpu.array({true}):expand(3, 4)",
-  "gpu.array({1, 0, 1})", "gpu.arange(12):reshape(3, 4):gt(5)" } do
-  masks[#masks + 1] = m
-end
+  "gpu.array({1, 0, 1})", "gpu.arange(12):reshape(3, 4):gt(5)" }
 
 local lists = { "{gpu.ones(2), gpu.ones(3)}", "{gpu.ones(2, 3), gpu.zeros(2, 3)}",
   "{gpu.ones(1):expand(1 << 40), gpu.ones(1)}", "{}", "{gpu.ones(2), 1}",

@@ -53,7 +53,8 @@ def case(name, impl, stmt, setup="pass", note=None, globals=None):
 def once(name, impl, fn, note, sync=lambda: None, min_time=0.2):
     """For ops of milliseconds to seconds a call (bench.lua's B.once): fn() runs the op
     once; each repeat runs it enough times to last min_time (0.05 s with BENCH_QUICK=1);
-    wall time per call, best and median, no loop overhead subtracted."""
+    wall time per call, best and median, no loop overhead subtracted. note: a string, or a
+    function of the best time per call (seconds) that returns it."""
     import time
     min_time = 0.05 if QUICK else min_time
     try:
@@ -71,6 +72,8 @@ def once(name, impl, fn, note, sync=lambda: None, min_time=0.2):
         sync()
         ts.append((time.perf_counter() - t) / iters)
     ts.sort()
+    if callable(note):
+        note = note(ts[0])
     emit("result", GROUP, name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), note)
 
 

@@ -11,6 +11,7 @@
 
 local gpu = require "gpu"
 local options = require "gpu.options"
+local dataset = require "gpu.data.dataset"
 
 local data = {}
 local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
@@ -50,12 +51,7 @@ local function epoch(x, y, bs, o)
       or gpu.random.permutation(n, { device = x.device })) or nil
   end
   local order_y = order and y ~= nil and y.device ~= x.device and order:to(y.device) or order
-  local last = o.drop_last and n - n % bs or n
-  local device = o.device and gpu._device_name(o.device)      -- "cuda" is "cuda:0", as arrays name it
-  local s = 1
-  return function()
-    if s > last then return nil end
-    local e = math.min(last, s + bs - 1)
+  return dataset.ranges(n, bs, o, function(s, e, device)
     local xb, yb
     if order then
       xb = x:take(order[{ { s, e } }], 1)
@@ -64,11 +60,10 @@ local function epoch(x, y, bs, o)
       xb = x[{ { s, e } }]
       yb = y and y[{ { s, e } }]
     end
-    s = e + 1
     if device and xb.device ~= device then xb = xb:to(device) end
     if device and yb and yb.device ~= device then yb = yb:to(device) end
     return xb, yb
-  end
+  end)
 end
 
 -- batches(x, y, batch_size [, {shuffle = false, drop_last = false, device =}]): an iterator
@@ -130,7 +125,6 @@ end
 -- DataLoader(dataset [, opts]): over a dataset (gpu.data.dataset's protocol); its
 -- batches are collated by collate_fn (default_collate) unless the dataset gathers them
 -- itself (get_batch); a batch that is a list is unpacked: for xb, yb in loader do
-local dataset = require "gpu.data.dataset"
 for _, k in ipairs { "TensorDataset", "Subset", "random_split", "default_collate" } do data[k] = dataset[k] end
 local text = require "gpu.data.text"
 for _, k in ipairs { "read_text", "list_text_files", "CharVocab" } do data[k] = text[k] end

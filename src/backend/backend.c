@@ -221,36 +221,28 @@ gl_status gl_workspace_alloc(gl_device dev, size_t nbytes, void **out) {
   return st;
 }
 
+/* A fresh storage header in s: one reference, never written, not Lua's. */
+static gl_storage *storage_init(gl_storage *s, void *data, size_t nbytes, gl_device dev, bool inline_data) {
+  *s = (gl_storage){ .refcount = 1, .data = data, .nbytes = nbytes, .device = dev, .inline_data = inline_data,
+                     .lua_owned = false, .version = 0, .writer = NULL };
+  return s;
+}
+
 static gl_status storage_new_once(gl_device dev, size_t nbytes, gl_storage **out) {
   if (dev.type == GL_CPU && nbytes <= INLINE_MAX) {
     void *block;
     GL_TRY(gl_cpu_backend.alloc(dev, INLINE_HEAD + nbytes, &block));
-    gl_storage *s = block;
-    s->refcount = 1;
-    s->data = (char *)block + INLINE_HEAD;
-    s->nbytes = nbytes;
-    s->device = dev;
-    s->inline_data = true;
-    s->lua_owned = false;
-    s->version = 0;
-    s->writer = NULL;
-    *out = s;
+    *out = storage_init(block, (char *)block + INLINE_HEAD, nbytes, dev, true);
     return GL_OK;
   }
   const gl_backend *b;
   GL_TRY(gl_backend_for(dev, &b));
   gl_storage *s = malloc(sizeof *s);
   if (s == NULL) return gl_fail(GL_ENOMEM, "out of host memory");
-  gl_status st = b->alloc(dev, nbytes, &s->data);
+  void *data;
+  gl_status st = b->alloc(dev, nbytes, &data);
   if (st != GL_OK) { free(s); return st; }
-  s->refcount = 1;
-  s->nbytes = nbytes;
-  s->device = dev;
-  s->inline_data = false;
-  s->lua_owned = false;
-  s->version = 0;
-  s->writer = NULL;
-  *out = s;
+  *out = storage_init(s, data, nbytes, dev, false);
   return GL_OK;
 }
 

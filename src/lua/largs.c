@@ -734,14 +734,20 @@ static bool is_opts(lua_State *L, int idx) {
   return any;
 }
 
-int64_t gl_lua_dim(lua_State *L, int idx, int arg) {
+int64_t gl_lua_integer(lua_State *L, int idx, int arg, const char *what, const char *fraction_fmt,
+                       const char *type_fmt) {
   int isnum;
   lua_Integer n = lua_tointegerx(L, idx, &isnum);
   if (!isnum) {
     if (lua_type(L, idx) == LUA_TNUMBER)
-      luaL_argerror(L, arg, lua_pushfstring(L, "dimension %f is not an integer", lua_tonumber(L, idx)));
-    luaL_argerror(L, arg, lua_pushfstring(L, "dimension expected, got %s", luaL_typename(L, idx)));
+      luaL_argerror(L, arg, lua_pushfstring(L, fraction_fmt, what, lua_tonumber(L, idx)));
+    luaL_argerror(L, arg, lua_pushfstring(L, type_fmt, what, luaL_typename(L, idx)));
   }
+  return n;
+}
+
+int64_t gl_lua_dim(lua_State *L, int idx, int arg) {
+  int64_t n = gl_lua_integer(L, idx, arg, "dimension", "%s %f is not an integer", "%s expected, got %s");
   if (n < 0) luaL_argerror(L, arg, lua_pushfstring(L, "negative dimension %I", (lua_Integer)n));
   return n;
 }

@@ -294,27 +294,14 @@ gl_scalar gl_lua_scalar_for(lua_State *L, int idx, int arg, gl_dtype t) {
 }
 
 int64_t gl_lua_int(lua_State *L, int idx, const char *what) {
-  int isnum;
-  lua_Integer i = lua_tointegerx(L, idx, &isnum);
-  if (!isnum) {
-    if (lua_type(L, idx) == LUA_TNUMBER)
-      luaL_argerror(L, idx, lua_pushfstring(L, "%s must be an integer, got %f", what, lua_tonumber(L, idx)));
-    luaL_argerror(L, idx, lua_pushfstring(L, "%s must be an integer, got %s", what, luaL_typename(L, idx)));
-  }
-  return i;
+  return gl_lua_integer(L, idx, idx, what, "%s must be an integer, got %f", "%s must be an integer, got %s");
 }
 
 /* ---- index keys ------------------------------------------------------------------------- */
 
 /* One 1-based index (negatives from the end) into 0..n-1. */
 static int64_t norm_index(lua_State *L, int idx, int arg, int64_t n, int axis) {
-  int isnum;
-  lua_Integer i = lua_tointegerx(L, idx, &isnum);
-  if (!isnum) {
-    if (lua_type(L, idx) == LUA_TNUMBER)
-      luaL_argerror(L, arg, lua_pushfstring(L, "index %f is not an integer", lua_tonumber(L, idx)));
-    luaL_argerror(L, arg, lua_pushfstring(L, "invalid index of type %s", luaL_typename(L, idx)));
-  }
+  int64_t i = gl_lua_integer(L, idx, arg, "index", "%s %f is not an integer", "invalid %s of type %s");
   if (i == 0)
     luaL_argerror(L, arg, lua_pushfstring(L, "index 0 is out of range for axis %d (indices are 1-based)", axis + 1));
   if (i > n || i < -n)

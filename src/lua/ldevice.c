@@ -7,6 +7,7 @@
 ** descriptions, versions. GPUs are probed lazily: nothing here runs at luaopen, so
 ** `gpulua -e ''` and scripts that name the cpu make no call into a GPU's runtime.
 */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,10 +445,17 @@ static int l_clock(lua_State *L) {
   return 1;
 }
 
-/* gpu.stats(): transfer, kernel and allocation counters since the start or the last
-** gpu.reset_stats(): the devices' summed over the backends, the host's (the cpu's
-** allocator) apart. */
-static void set_u64(lua_State *L, const char *k, uint64_t v) { lua_pushinteger(L, (lua_Integer)v); lua_setfield(L, -2, k); }
+/* The counters of gl_stats, by the names gpu.stats() gives them. */
+static const struct { const char *name; size_t offset; } stat_fields[] = {
+  { "h2d_bytes", offsetof(gl_stats, h2d_bytes) },   { "h2d_copies", offsetof(gl_stats, h2d_copies) },
+  { "d2h_bytes", offsetof(gl_stats, d2h_bytes) },   { "d2h_copies", offsetof(gl_stats, d2h_copies) },
+  { "d2d_bytes", offsetof(gl_stats, d2d_bytes) },   { "d2d_copies", offsetof(gl_stats, d2d_copies) },
+  { "kernels", offsetof(gl_stats, kernels) },       { "allocs", offsetof(gl_stats, allocs) },
+  { "cache_hits", offsetof(gl_stats, cache_hits) }, { "device_mallocs", offsetof(gl_stats, device_mallocs) },
+};
+enum { NSTAT_FIELDS = sizeof stat_fields / sizeof stat_fields[0] };
+
+static uint64_t *stat_field(gl_stats *s, int i) { return (uint64_t *)((char *)s + stat_fields[i].offset); }
 
 /* Reads (and with reset, zeroes) every backend's counters: the devices' summed into *dev. */
 static void read_stats(gl_stats *dev, gl_stats *host, bool reset) {
@@ -459,28 +467,20 @@ static void read_stats(gl_stats *dev, gl_stats *host, bool reset) {
     if (t == GL_CPU) { b->stats(host, reset); continue; }
     gl_stats s;
     b->stats(&s, reset);
-    dev->h2d_bytes += s.h2d_bytes; dev->h2d_copies += s.h2d_copies;
-    dev->d2h_bytes += s.d2h_bytes; dev->d2h_copies += s.d2h_copies;
-    dev->d2d_bytes += s.d2d_bytes; dev->d2d_copies += s.d2d_copies;
-    dev->kernels += s.kernels; dev->allocs += s.allocs;
-    dev->cache_hits += s.cache_hits; dev->device_mallocs += s.device_mallocs;
+    for (int i = 0; i < NSTAT_FIELDS; i++) *stat_field(dev, i) += *stat_field(&s, i);
   }
 }
 
+static void set_u64(lua_State *L, const char *k, uint64_t v) { lua_pushinteger(L, (lua_Integer)v); lua_setfield(L, -2, k); }
+
+/* gpu.stats(): transfer, kernel and allocation counters since the start or the last
+** gpu.reset_stats(): the devices' summed over the backends, the host's (the cpu's
+** allocator) apart. */
 static int l_stats(lua_State *L) {
   gl_stats s, h;
   read_stats(&s, &h, false);
-  lua_createtable(L, 0, 12);
-  set_u64(L, "h2d_bytes", s.h2d_bytes);
-  set_u64(L, "h2d_copies", s.h2d_copies);
-  set_u64(L, "d2h_bytes", s.d2h_bytes);
-  set_u64(L, "d2h_copies", s.d2h_copies);
-  set_u64(L, "d2d_bytes", s.d2d_bytes);
-  set_u64(L, "d2d_copies", s.d2d_copies);
-  set_u64(L, "kernels", s.kernels);
-  set_u64(L, "allocs", s.allocs);
-  set_u64(L, "cache_hits", s.cache_hits);
-  set_u64(L, "device_mallocs", s.device_mallocs);
+  lua_createtable(L, 0, NSTAT_FIELDS + 2);
+  for (int i = 0; i < NSTAT_FIELDS; i++) set_u64(L, stat_fields[i].name, *stat_field(&s, i));
   set_u64(L, "host_allocs", h.allocs);
   set_u64(L, "host_cache_hits", h.cache_hits);
   return 1;

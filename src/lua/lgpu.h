@@ -224,6 +224,11 @@ gl_array *gl_lua_alloc(lua_State *L, gl_dtype dt, int ndim, const int64_t *shape
 ** extents are checked (integers >= 0, at most GL_MAXDIMS); the size is not, as it depends
 ** on the dtype the options may name: gl_array_init (or gl_shape_nbytes) checks it. */
 int gl_lua_shape(lua_State *L, int first, int *ndim, int64_t *shape);
+/* The integer at idx, errors reported at argument arg: a number with a fraction raises
+** fraction_fmt with (what, the number), anything else type_fmt with (what, its type name);
+** both are lua_pushfstring formats. */
+int64_t gl_lua_integer(lua_State *L, int idx, int arg, const char *what, const char *fraction_fmt,
+                       const char *type_fmt);
 /* One dimension (a non-negative integer) at idx, errors reported at argument arg. */
 int64_t gl_lua_dim(lua_State *L, int idx, int arg);
 /* The dimensions of a reshape at first..top (varargs or one table; one may be -1). */

@@ -48,16 +48,7 @@ static uint64_t fresh_seed(lua_State *L) {
   return s ^ (s >> 29);
 }
 
-static uint64_t check_seed(lua_State *L, int idx) {
-  int isnum;
-  lua_Integer n = lua_tointegerx(L, idx, &isnum);
-  if (!isnum) {
-    if (lua_type(L, idx) == LUA_TNUMBER)
-      luaL_argerror(L, idx, lua_pushfstring(L, "seed must be an integer, got %f", lua_tonumber(L, idx)));
-    luaL_argerror(L, idx, lua_pushfstring(L, "seed must be an integer, got %s", luaL_typename(L, idx)));
-  }
-  return (uint64_t)n;
-}
+static uint64_t check_seed(lua_State *L, int idx) { return (uint64_t)gl_lua_int(L, idx, "seed"); }
 
 /* ---- options ------------------------------------------------------------------------------- */
 

@@ -122,13 +122,6 @@ gl_status gl_op_col2im(gl_array *out, const gl_array *cols, const int64_t *oshap
 ** whether the device has the library. Operands are made contiguous here; the backend
 ** gets one float dtype for all data operands. */
 
-static gl_status dnn_same_device(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
-  if (gl_device_eq(gl_array_device(ref), gl_array_device(x))) return GL_OK;
-  char d1[16], d2[16];
-  return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
-                 gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
-}
-
 static gl_status dnn_float(const char *fn, const gl_array *x, const char *what, bool halves) {
   if (GL_DTSET_HAS(halves ? GL_DTSET_FLOAT : GL_DTSET_WIDE_FLOAT, x->dtype)) return GL_OK;
   return gl_fail(GL_EINVAL, "%s: %s must be %s, got %s", fn, what,
@@ -148,13 +141,6 @@ static gl_status dnn_ndim(const char *fn, const gl_array *x, const char *what, i
   char s[GL_SHAPE_BUFSZ];
   return gl_fail(GL_EINVAL, "%s: %s must be %d-D %s, got shape %s", fn, what, nd, layout,
                  gl_shape_str(x->ndim, x->shape, s));
-}
-
-static gl_status dnn_shape(const char *fn, const gl_array *x, const char *what, int nd, const int64_t *want) {
-  if (x->ndim == nd && memcmp(x->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
-  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
-  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(x->ndim, x->shape, s1),
-                 gl_shape_str(nd, want, s2));
 }
 
 static const char *const family_name[GL_NDNN_FAMILY] = { "convolution", "pooling", "batch norm", "softmax",
@@ -260,7 +246,7 @@ typedef enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER } conv_dir;
 /* The two operands of a convolution direction: on one device, a float a, b of a's dtype. */
 static gl_status dnn_conv_operands(const char *fn, const gl_array *a, const char *aname, const gl_array *b,
                                    const char *bname) {
-  GL_TRY(dnn_same_device(fn, a, b, bname));
+  GL_TRY(gl_op_input_device(fn, a, b, bname));
   GL_TRY(dnn_float(fn, a, aname, true));
   return dnn_same_dtype(fn, a, b, bname, (gl_dtype)a->dtype);
 }
@@ -307,7 +293,7 @@ static gl_status dnn_dy_shape(const char *fn, const gl_array *dy, const int64_t 
                               const gl_dnn_conv *c) {
   int64_t ys[4];
   GL_TRY(dnn_conv_geom(fn, xshape, wshape, c, ys));
-  return dnn_shape(fn, dy, "grad_output", 4, ys);
+  return gl_op_want_shape(fn, dy, "grad_output", 4, ys);
 }
 
 gl_status gl_op_dnn_conv2d(gl_array *out, const gl_array *x, const gl_array *w, const gl_dnn_conv *c) {
@@ -382,15 +368,15 @@ gl_status gl_op_dnn_pool2d(gl_array *out, bool max, const gl_array *x, const int
 gl_status gl_op_dnn_pool2d_bwd(gl_array *out, bool max, const gl_array *x, const gl_array *y, const gl_array *dy,
                                const int *k, const int *stride, const int *pad) {
   const char *fn = max ? "max_pool2d_backward" : "avg_pool2d_backward";
-  GL_TRY(dnn_same_device(fn, x, y, "output"));
-  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(gl_op_input_device(fn, x, y, "output"));
+  GL_TRY(gl_op_input_device(fn, x, dy, "grad_output"));
   GL_TRY(dnn_float(fn, x, "input", true));
   GL_TRY(dnn_same_dtype(fn, x, y, "output", (gl_dtype)x->dtype));
   GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
   int64_t ys[4];
   GL_TRY(dnn_pool_geom(fn, x, k, stride, pad, ys));
-  GL_TRY(dnn_shape(fn, y, "output", 4, ys));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", 4, ys));
+  GL_TRY(gl_op_want_shape(fn, y, "output", 4, ys));
+  GL_TRY(gl_op_want_shape(fn, dy, "grad_output", 4, ys));
   const gl_dnn *dnn;
   GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_POOL, &dnn));
   dnn_args g;
@@ -433,9 +419,9 @@ static gl_status bn_check(const char *fn, const gl_array *x, const gl_array *con
   int64_t C = x->shape[1];
   for (int i = 0; i < n; i++) {
     if (per[i] == NULL) continue;
-    GL_TRY(dnn_same_device(fn, x, per[i], names[i]));
+    GL_TRY(gl_op_input_device(fn, x, per[i], names[i]));
     GL_TRY(dnn_same_dtype(fn, x, per[i], names[i], (gl_dtype)x->dtype));
-    GL_TRY(dnn_shape(fn, per[i], names[i], 1, &C));
+    GL_TRY(gl_op_want_shape(fn, per[i], names[i], 1, &C));
   }
   return GL_OK;
 }
@@ -498,9 +484,9 @@ gl_status gl_op_dnn_batch_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
   GL_TRY(bn_check(fn, x, per, names, 3));
   if (w == NULL || save_mean == NULL || save_invstd == NULL)
     return gl_fail(GL_EINVAL, "%s: weight, save_mean and save_invstd are required", fn);
-  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(gl_op_input_device(fn, x, dy, "grad_output"));
   GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", x->ndim, x->shape));
+  GL_TRY(gl_op_want_shape(fn, dy, "grad_output", x->ndim, x->shape));
   if (!(eps > 0)) return gl_fail(GL_EINVAL, "%s: eps must be positive, got %g", fn, eps);
   const gl_dnn *dnn;
   GL_TRY(dnn_table(fn, gl_array_device(x), (gl_dtype)x->dtype, GL_DNN_BATCH_NORM, &dnn));
@@ -563,11 +549,11 @@ gl_status gl_op_dnn_softmax(gl_array *out, bool log, const gl_array *x) {
 
 gl_status gl_op_dnn_softmax_bwd(gl_array *out, bool log, const gl_array *y, const gl_array *dy) {
   const char *fn = log ? "log_softmax_backward" : "softmax_backward";
-  GL_TRY(dnn_same_device(fn, y, dy, "grad_output"));
+  GL_TRY(gl_op_input_device(fn, y, dy, "grad_output"));
   GL_TRY(dnn_float(fn, y, "output", true));
   GL_TRY(dnn_same_dtype(fn, y, dy, "grad_output", (gl_dtype)y->dtype));
   if (y->ndim < 1) return gl_fail(GL_EINVAL, "%s: the output must have at least 1 dimension", fn);
-  GL_TRY(dnn_shape(fn, dy, "grad_output", y->ndim, y->shape));
+  GL_TRY(gl_op_want_shape(fn, dy, "grad_output", y->ndim, y->shape));
   const gl_dnn *dnn;
   GL_TRY(dnn_table(fn, gl_array_device(y), (gl_dtype)y->dtype, GL_DNN_SOFTMAX, &dnn));
   dnn_args g;
@@ -601,9 +587,9 @@ static gl_status ln_check(const char *fn, const gl_array *x, const gl_array *con
   int64_t D = x->shape[x->ndim - 1];
   for (int i = 0; i < n; i++) {
     if (per[i] == NULL) continue;
-    GL_TRY(dnn_same_device(fn, x, per[i], names[i]));
+    GL_TRY(gl_op_input_device(fn, x, per[i], names[i]));
     GL_TRY(dnn_same_dtype(fn, x, per[i], names[i], (gl_dtype)x->dtype));
-    GL_TRY(dnn_shape(fn, per[i], names[i], 1, &D));
+    GL_TRY(gl_op_want_shape(fn, per[i], names[i], 1, &D));
   }
   return GL_OK;
 }
@@ -670,15 +656,15 @@ gl_status gl_op_dnn_layer_norm_bwd(gl_array *dx, gl_array *dw, gl_array *db, con
   const gl_array *per[1] = { w };
   static const char *const names[1] = { "weight" };
   GL_TRY(ln_check(fn, x, per, names, 1));
-  GL_TRY(dnn_same_device(fn, x, dy, "grad_output"));
+  GL_TRY(gl_op_input_device(fn, x, dy, "grad_output"));
   GL_TRY(dnn_same_dtype(fn, x, dy, "grad_output", (gl_dtype)x->dtype));
-  GL_TRY(dnn_shape(fn, dy, "grad_output", x->ndim, x->shape));
+  GL_TRY(gl_op_want_shape(fn, dy, "grad_output", x->ndim, x->shape));
   const gl_array *saved[2] = { mean, rstd };
   static const char *const snames[2] = { "mean", "rstd" };
   for (int i = 0; i < 2; i++) {
-    GL_TRY(dnn_same_device(fn, x, saved[i], snames[i]));
+    GL_TRY(gl_op_input_device(fn, x, saved[i], snames[i]));
     GL_TRY(dnn_same_dtype(fn, x, saved[i], snames[i], (gl_dtype)x->dtype));
-    GL_TRY(dnn_shape(fn, saved[i], snames[i], x->ndim - 1, x->shape));
+    GL_TRY(gl_op_want_shape(fn, saved[i], snames[i], x->ndim - 1, x->shape));
   }
   if (!(eps >= 0) || !isfinite(eps)) return gl_fail(GL_EINVAL, "%s: eps must be finite and >= 0, got %g", fn, eps);
   const gl_dnn *dnn;

@@ -1,8 +1,10 @@
 /*
 ** dispatch.c — the backend an op runs on: which backend has the op family and the dtype,
-** what dtypes it does have (for messages), and the check that two arrays share a device.
+** what dtypes it does have (for messages), and the checks that two arrays share a device and
+** that an operand has its input's device, dtype or an expected shape.
 */
 #include <stdio.h>
+#include <string.h>
 #include "ops.h"
 
 /* What an op family is called where no op name is given. */
@@ -96,4 +98,25 @@ gl_status gl_same_device(const gl_array *a, const gl_array *b) {
   return gl_fail(GL_EINVAL, "arrays are on different devices (%s and %s); move one with :to('%s')",
                  gl_device_name(gl_array_device(a), da), gl_device_name(gl_array_device(b), db),
                  gl_device_name(gl_array_device(a), da));
+}
+
+gl_status gl_op_input_device(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
+  if (gl_device_eq(gl_array_device(ref), gl_array_device(x))) return GL_OK;
+  char d1[16], d2[16];
+  return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
+                 gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
+}
+
+gl_status gl_op_like_input(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
+  GL_TRY(gl_op_input_device(fn, ref, x, what));
+  if (x->dtype == ref->dtype) return GL_OK;
+  return gl_fail(GL_EINVAL, "%s: %s is %s, expected %s like the input", fn, what, gl_dtypes[x->dtype].name,
+                 gl_dtypes[ref->dtype].name);
+}
+
+gl_status gl_op_want_shape(const char *fn, const gl_array *x, const char *what, int nd, const int64_t *want) {
+  if (x->ndim == nd && memcmp(x->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(x->ndim, x->shape, s1),
+                 gl_shape_str(nd, want, s2));
 }

@@ -22,24 +22,6 @@ static int64_t rnn_params(const gl_dnn_rnn_net *r) {
   return n;
 }
 
-static gl_status rnn_same(const char *fn, const gl_array *x, const gl_array *a, const char *what) {
-  char d1[16], d2[16];
-  if (!gl_device_eq(gl_array_device(x), gl_array_device(a)))
-    return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
-                   gl_device_name(gl_array_device(a), d1), gl_device_name(gl_array_device(x), d2));
-  if (a->dtype != x->dtype)
-    return gl_fail(GL_EINVAL, "%s: %s is %s, expected %s like the input", fn, what, gl_dtypes[a->dtype].name,
-                   gl_dtypes[x->dtype].name);
-  return GL_OK;
-}
-
-static gl_status rnn_shape(const char *fn, const gl_array *a, const char *what, int nd, const int64_t *want) {
-  if (a->ndim == nd && memcmp(a->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
-  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
-  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(a->ndim, a->shape, s1),
-                 gl_shape_str(nd, want, s2));
-}
-
 /* Checks the operands of a forward (and of a backward: the same inputs) and fills r's sizes. */
 static gl_status rnn_check(const char *fn, const gl_array *x, const gl_array *w, const gl_array *hx,
                            const gl_array *cx, gl_dnn_rnn_net *r) {
@@ -51,8 +33,8 @@ static gl_status rnn_check(const char *fn, const gl_array *x, const gl_array *w,
   if (x->ndim != 3 || x->shape[0] < 1 || x->shape[1] < 1 || x->shape[2] < 1)
     return gl_fail(GL_EINVAL, "%s: input must be (seq, batch, input_size) with every extent >= 1, got shape %s", fn,
                    gl_shape_str(x->ndim, x->shape, s1));
-  GL_TRY(rnn_same(fn, x, hx, "h0"));
-  GL_TRY(rnn_same(fn, x, w, "the weights"));
+  GL_TRY(gl_op_like_input(fn, x, hx, "h0"));
+  GL_TRY(gl_op_like_input(fn, x, w, "the weights"));
   if (hx->ndim != 3 || hx->shape[2] < 1)
     return gl_fail(GL_EINVAL, "%s: h0 must be (num_layers * directions, batch, hidden_size), got shape %s", fn,
                    gl_shape_str(hx->ndim, hx->shape, s1));
@@ -61,16 +43,16 @@ static gl_status rnn_check(const char *fn, const gl_array *x, const gl_array *w,
   r->input = x->shape[2];
   r->hidden = hx->shape[2];
   int64_t hs[3] = { (int64_t)r->layers * r->dirs, r->batch, r->hidden };
-  GL_TRY(rnn_shape(fn, hx, "h0", 3, hs));
+  GL_TRY(gl_op_want_shape(fn, hx, "h0", 3, hs));
   if (r->mode == GL_RNN_LSTM) {
     if (cx == NULL) return gl_fail(GL_EINVAL, "%s: an LSTM needs c0", fn);
-    GL_TRY(rnn_same(fn, x, cx, "c0"));
-    GL_TRY(rnn_shape(fn, cx, "c0", 3, hs));
+    GL_TRY(gl_op_like_input(fn, x, cx, "c0"));
+    GL_TRY(gl_op_want_shape(fn, cx, "c0", 3, hs));
   } else if (cx != NULL) {
     return gl_fail(GL_EINVAL, "%s: c0 is for an LSTM only (mode is not lstm)", fn);
   }
   int64_t np = rnn_params(r);
-  return rnn_shape(fn, w, "the flat weights", 1, &np);
+  return gl_op_want_shape(fn, w, "the flat weights", 1, &np);
 }
 
 /* out's size: y (seq, batch, dirs * hidden), hy [, cy] (layers * dirs, batch, hidden). */
@@ -147,10 +129,10 @@ gl_status gl_op_dnn_rnn_net_bwd(gl_array *dx, gl_array *dw, gl_array *dhx, gl_ar
   const char *fn = "rnn_backward";
   GL_TRY(rnn_check(fn, x, w, hx, cx, r));
   int64_t n = rnn_out_size(r);
-  GL_TRY(rnn_same(fn, x, g, "the incoming gradient"));
-  GL_TRY(rnn_shape(fn, g, "the incoming gradient", 1, &n));
-  GL_TRY(rnn_same(fn, x, out, "the forward's result"));
-  GL_TRY(rnn_shape(fn, out, "the forward's result", 1, &n));
+  GL_TRY(gl_op_like_input(fn, x, g, "the incoming gradient"));
+  GL_TRY(gl_op_want_shape(fn, g, "the incoming gradient", 1, &n));
+  GL_TRY(gl_op_like_input(fn, x, out, "the forward's result"));
+  GL_TRY(gl_op_want_shape(fn, out, "the forward's result", 1, &n));
   if (!gl_device_eq(gl_array_device(x), gl_array_device(reserve)) || reserve->dtype != GL_UINT8 || reserve->ndim != 1)
     return gl_fail(GL_EINVAL, "%s: reserve must be the forward's uint8 reserve on the input's device", fn);
   if (reserve->size == 0)

@@ -343,6 +343,13 @@ gl_status gl_op_shuffle(const gl_array *x, gl_rng *g);
 /* ---- helpers ------------------------------------------------------------------- */
 /* GL_EINVAL unless both arrays are on one device; the message names both and :to(). */
 gl_status gl_same_device(const gl_array *a, const gl_array *b);
+/* Checks of an op fn's operand x (called 'what' in the message) against its input ref:
+** GL_EDEVICE unless on ref's device ("x is on D but the input is on E (move it with :to())");
+** like_input also GL_EINVAL unless of ref's dtype. */
+gl_status gl_op_input_device(const char *fn, const gl_array *ref, const gl_array *x, const char *what);
+gl_status gl_op_like_input(const char *fn, const gl_array *ref, const gl_array *x, const char *what);
+/* GL_EINVAL unless x (called 'what') has the shape want (nd axes); the message shows both. */
+gl_status gl_op_want_shape(const char *fn, const gl_array *x, const char *what, int nd, const int64_t *want);
 /* The backend of dev when it has kernels for op 'which' of family 'op' (see backend.h's
 ** gl_op; which < 0: any op of the family) in dtype dt; else GL_ENOTSUP "<name> is not
 ** supported for <dtype> on <device>" (name NULL: the family's). Asked before anything is

@@ -40,24 +40,6 @@ static gl_status rnn_step(const seq_loop *q, int64_t t, int64_t tp, const gl_arr
 
 /* ---- checks ------------------------------------------------------------------------------- */
 
-static gl_status same_place(const char *fn, const gl_array *ref, const gl_array *x, const char *what) {
-  char d1[16], d2[16];
-  if (!gl_device_eq(gl_array_device(ref), gl_array_device(x)))
-    return gl_fail(GL_EDEVICE, "%s: %s is on %s but the input is on %s (move it with :to())", fn, what,
-                   gl_device_name(gl_array_device(x), d1), gl_device_name(gl_array_device(ref), d2));
-  if (x->dtype != ref->dtype)
-    return gl_fail(GL_EINVAL, "%s: %s is %s, expected %s like the input", fn, what, gl_dtypes[x->dtype].name,
-                   gl_dtypes[ref->dtype].name);
-  return GL_OK;
-}
-
-static gl_status want_shape(const char *fn, const gl_array *x, const char *what, int nd, const int64_t *want) {
-  if (x->ndim == nd && memcmp(x->shape, want, (size_t)nd * sizeof want[0]) == 0) return GL_OK;
-  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
-  return gl_fail(GL_EINVAL, "%s: %s has shape %s, expected %s", fn, what, gl_shape_str(x->ndim, x->shape, s1),
-                 gl_shape_str(nd, want, s2));
-}
-
 static const char *gate_cols(int G) { return G == 4 ? "4 hidden" : G == 3 ? "3 hidden" : "hidden"; }
 
 /* The geometry (L, N, H) of a recurrent layer from x (L, N, XG H) (the input projection, or
@@ -72,8 +54,8 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
   if (x->ndim != 3 || x->shape[0] < 1)
     return gl_fail(GL_EINVAL, "%s: %s must be (L, N, %s) with L >= 1, got shape %s", fn, what, gate_cols(XG),
                    gl_shape_str(x->ndim, x->shape, s));
-  GL_TRY(same_place(fn, x, w, "weight_hh"));
-  GL_TRY(same_place(fn, x, h0, "h0"));
+  GL_TRY(gl_op_like_input(fn, x, w, "weight_hh"));
+  GL_TRY(gl_op_like_input(fn, x, h0, "h0"));
   if (w->ndim != 2 || w->shape[0] != G * w->shape[1])
     return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(w->ndim, w->shape, s));
@@ -84,9 +66,9 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
   q->N = x->shape[1];
   q->H = w->shape[1];
   int64_t want[3] = { q->L, q->N, XG * q->H };
-  GL_TRY(want_shape(fn, x, what, 3, want));
+  GL_TRY(gl_op_want_shape(fn, x, what, 3, want));
   int64_t st[2] = { q->N, q->H };
-  GL_TRY(want_shape(fn, h0, "h0", 2, st));
+  GL_TRY(gl_op_want_shape(fn, h0, "h0", 2, st));
   return gl_backend_supporting(q->dev, GL_OP_MATMUL, 0, q->dt, fn, &q->be);
 }
 
@@ -94,10 +76,10 @@ static gl_status seq_check(const char *fn, const gl_array *x, const char *what, 
 ** device and of its dtype, both of shape (nd, shape). */
 static gl_status saved_check(const char *fn, const gl_array *x, const gl_array *states, const char *what,
                              const gl_array *grad, int nd, const int64_t *shape) {
-  GL_TRY(same_place(fn, x, states, what));
-  GL_TRY(same_place(fn, x, grad, "grad_output"));
-  GL_TRY(want_shape(fn, states, what, nd, shape));
-  return want_shape(fn, grad, "grad_output", nd, shape);
+  GL_TRY(gl_op_like_input(fn, x, states, what));
+  GL_TRY(gl_op_like_input(fn, x, grad, "grad_output"));
+  GL_TRY(gl_op_want_shape(fn, states, what, nd, shape));
+  return gl_op_want_shape(fn, grad, "grad_output", nd, shape);
 }
 
 static gl_status no_cell(const char *fn, const gl_array *x) {
@@ -108,9 +90,9 @@ static gl_status no_cell(const char *fn, const gl_array *x) {
 static gl_status lstm_check(const char *fn, const gl_array *xp, const char *xp_what, const gl_array *w,
                             const gl_array *h0, const gl_array *c0, seq_loop *q) {
   GL_TRY(seq_check(fn, xp, xp_what, 4, w, 4, h0, q));
-  GL_TRY(same_place(fn, xp, c0, "c0"));
+  GL_TRY(gl_op_like_input(fn, xp, c0, "c0"));
   int64_t st[2] = { q->N, q->H };
-  GL_TRY(want_shape(fn, c0, "c0", 2, st));
+  GL_TRY(gl_op_want_shape(fn, c0, "c0", 2, st));
   q->step = lstm_step;
   return q->be->lstm_cell == NULL ? no_cell(fn, xp) : GL_OK;
 }
@@ -258,6 +240,31 @@ static gl_status seq_forward(seq_loop *q, bool reverse, const gl_array *const *i
   return st;
 }
 
+/* The start of a layer's backward: its operands in[0..n) made contiguous into g; dxp (L, N,
+** XG H) and dw (G H, H) the gradients out, dh0 (N, H) the gradient of h carried from step to
+** step (zeroed) and hprev (L, N, H) allocated; q set to run backward through them, the GEMM
+** carrying dh reading dxp (a cell whose carried GEMM reads another array sets dmm, dmm_src). */
+static gl_status seq_backward(seq_loop *q, bool reverse, seq_args *g, const gl_array *const *in, int n, int XG,
+                              int G, gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *hprev) {
+  int64_t L = q->L, N = q->N, H = q->H;
+  int64_t xs[3] = { L, N, XG * H }, ws[2] = { G * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
+  memset(g, 0, sizeof *g);
+  gl_status st = contig_all(g, n, in);
+  if (st == GL_OK) st = gl_array_alloc(dxp, q->dt, 3, xs, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(dw, q->dt, 2, ws, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(dh0, q->dt, 2, ss, q->dev);
+  if (st == GL_OK) st = gl_array_alloc(hprev, q->dt, 3, ps, q->dev);
+  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  q->reverse = reverse;
+  q->backward = true;
+  q->dh = dh0;
+  q->dxp = dxp;
+  q->hprev = hprev;
+  q->dmm = dh0;
+  q->dmm_src = dxp;
+  return st;
+}
+
 /* ---- LSTM ---------------------------------------------------------------------------------------
 ** xp (L, N, 4H) = x W_ih^T + b_ih + b_hh; hc (L, N, 2, H) h and c of every step, gates (L, N,
 ** 4H) the activations i, f, g, o. */
@@ -303,25 +310,15 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
   const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hcs[4] = { L, N, 2, H };
   GL_TRY(saved_check(fn, gates, hc, "hc", ghc, 4, hcs));
-  gl_device dev = q.dev;
-  gl_dtype dt = q.dt;
   seq_args g;
-  memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
-  int64_t gs[3] = { L, N, 4 * H }, ws[2] = { 4 * H, H }, ss[2] = { N, H }, ps[3] = { L, N, H };
+  int64_t ss[2] = { N, H };
   const gl_array *in[6] = { ghc, gates, hc, w, h0, c0 };
-  gl_status st = contig_all(&g, 6, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, gs, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(dc0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, ps, dev);
-  /* dh0 and dc0 carry the gradients of the state from step to step */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  /* dh0 and dc0 carry the gradients of the state from step to step; dh_prev = dgates W_hh */
+  gl_status st = seq_backward(&q, reverse, &g, in, 6, 4, 4, dxp, dw, dh0, &hprev);
+  if (st == GL_OK) st = gl_array_alloc(dc0, q.dt, 2, ss, q.dev);
   if (st == GL_OK && dc0->size > 0) st = gl_op_fill(dc0, gl_scalar_float(0));
   if (st == GL_OK) {
-    q.reverse = reverse;
-    q.backward = true;
     q.dhs = states_of(g.a[0], 0);
     q.dcs = states_of(g.a[0], 1);
     q.gates = g.a[1];
@@ -330,12 +327,7 @@ gl_status gl_op_lstm_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, gl_array *d
     q.w = g.a[3];
     q.h0 = g.a[4];
     q.c0 = g.a[5];
-    q.dh = dh0;
     q.dc = dc0;
-    q.dxp = dxp;
-    q.hprev = &hprev;
-    q.dmm = dh0;                                                     /* dh_prev = dgates W_hh */
-    q.dmm_src = dxp;
     st = time_loop_bwd(&q, dw);
   }
   gl_array_release(&hprev);
@@ -355,9 +347,9 @@ static gl_status gru_check(const char *fn, const gl_array *xp, const char *xp_wh
                            const gl_array *b, const gl_array *h0, seq_loop *q) {
   GL_TRY(seq_check(fn, xp, xp_what, XG, w, 3, h0, q));
   if (b != NULL) {
-    GL_TRY(same_place(fn, xp, b, "bias_hh"));
+    GL_TRY(gl_op_like_input(fn, xp, b, "bias_hh"));
     int64_t bs[1] = { 3 * q->H };
-    GL_TRY(want_shape(fn, b, "bias_hh", 1, bs));
+    GL_TRY(gl_op_want_shape(fn, b, "bias_hh", 1, bs));
   }
   q->step = gru_step;
   return q->be->gru_cell == NULL ? no_cell(fn, xp) : GL_OK;
@@ -401,35 +393,22 @@ gl_status gl_op_gru_bwd(gl_array *dxp, gl_array *dw, gl_array *db, gl_array *dh0
   const int64_t L = q.L, N = q.N, H = q.H;
   int64_t hss[3] = { L, N, H };
   GL_TRY(saved_check(fn, gates, hs, "hs", ghs, 3, hss));
-  gl_device dev = q.dev;
-  gl_dtype dt = q.dt;
   seq_args g;
-  memset(&g, 0, sizeof g);
   gl_array hprev = { 0 }, dhw = { 0 }, dmm = { 0 };
-  int64_t xs[3] = { L, N, 3 * H }, ws[2] = { 3 * H, H }, ss[2] = { N, H };
+  int64_t xs[3] = { L, N, 3 * H }, ss[2] = { N, H };
   const gl_array *in[5] = { ghs, gates, hs, w, h0 };
-  gl_status st = contig_all(&g, 5, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, xs, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&dhw, dt, 3, xs, dev);
-  if (st == GL_OK) st = gl_array_alloc(&dmm, dt, 2, ss, dev);
   /* dh0 carries dh z from step to step, dmm the GEMM dhw W_hh of the step after */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  gl_status st = seq_backward(&q, reverse, &g, in, 5, 3, 3, dxp, dw, dh0, &hprev);
+  if (st == GL_OK) st = gl_array_alloc(&dhw, q.dt, 3, xs, q.dev);
+  if (st == GL_OK) st = gl_array_alloc(&dmm, q.dt, 2, ss, q.dev);
   if (st == GL_OK && dmm.size > 0) st = gl_op_fill(&dmm, gl_scalar_float(0));
   if (st == GL_OK) {
-    q.reverse = reverse;
-    q.backward = true;
     q.dhs = *g.a[0];
     q.gates = g.a[1];
     q.hs = *g.a[2];
     q.w = g.a[3];
     q.h0 = g.a[4];
-    q.dh = dh0;
-    q.dxp = dxp;
     q.dhw = &dhw;
-    q.hprev = &hprev;
     q.dmm = &dmm;                                                    /* dh_prev's GEMM part: dhw W_hh */
     q.dmm_src = &dhw;
     st = time_loop_bwd(&q, dw);
@@ -491,36 +470,21 @@ gl_status gl_op_rnn_bwd(gl_array *dxp, gl_array *dw, gl_array *dh0, const gl_arr
   seq_loop q;
   GL_TRY(rnn_check(fn, hs, "hs", w, h0, &q));
   const int64_t L = q.L, N = q.N, H = q.H;
-  GL_TRY(same_place(fn, hs, ghs, "grad_output"));
+  GL_TRY(gl_op_like_input(fn, hs, ghs, "grad_output"));
   int64_t hss[3] = { L, N, H };
-  GL_TRY(want_shape(fn, ghs, "grad_output", 3, hss));
-  gl_device dev = q.dev;
-  gl_dtype dt = q.dt;
+  GL_TRY(gl_op_want_shape(fn, ghs, "grad_output", 3, hss));
   seq_args g;
-  memset(&g, 0, sizeof g);
   gl_array hprev = { 0 };
-  int64_t ws[2] = { H, H }, ss[2] = { N, H };
   const gl_array *in[4] = { ghs, hs, w, h0 };
-  gl_status st = contig_all(&g, 4, in);
-  if (st == GL_OK) st = gl_array_alloc(dxp, dt, 3, hss, dev);
-  if (st == GL_OK) st = gl_array_alloc(dw, dt, 2, ws, dev);
-  if (st == GL_OK) st = gl_array_alloc(dh0, dt, 2, ss, dev);
-  if (st == GL_OK) st = gl_array_alloc(&hprev, dt, 3, hss, dev);
-  /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM) */
-  if (st == GL_OK && dh0->size > 0) st = gl_op_fill(dh0, gl_scalar_float(0));
+  /* dh0 carries the gradient of h_prev from step to step (overwritten by each step's GEMM:
+  ** dh_prev = da W_hh) */
+  gl_status st = seq_backward(&q, reverse, &g, in, 4, 1, 1, dxp, dw, dh0, &hprev);
   if (st == GL_OK) {
-    q.reverse = reverse;
-    q.backward = true;
     q.relu = relu;
     q.dhs = *g.a[0];
     q.hs = *g.a[1];
     q.w = g.a[2];
     q.h0 = g.a[3];
-    q.dh = dh0;
-    q.dxp = dxp;
-    q.hprev = &hprev;
-    q.dmm = dh0;                                                     /* dh_prev = da W_hh */
-    q.dmm_src = dxp;
     st = time_loop_bwd(&q, dw);
   }
   gl_array_release(&hprev);
@@ -543,11 +507,11 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
   if (x->ndim != 3 || x->shape[0] < 1)
     return gl_fail(GL_EINVAL, "%s: the input must be (L, N, input_size) with L >= 1, got shape %s", fn,
                    gl_shape_str(x->ndim, x->shape, s));
-  GL_TRY(same_place(fn, x, wi, "weight_ih"));
-  GL_TRY(same_place(fn, x, wh, "weight_hh"));
-  GL_TRY(same_place(fn, x, b, "bias"));
-  GL_TRY(same_place(fn, x, h0, "h0"));
-  if (c0) GL_TRY(same_place(fn, x, c0, "c0"));
+  GL_TRY(gl_op_like_input(fn, x, wi, "weight_ih"));
+  GL_TRY(gl_op_like_input(fn, x, wh, "weight_hh"));
+  GL_TRY(gl_op_like_input(fn, x, b, "bias"));
+  GL_TRY(gl_op_like_input(fn, x, h0, "h0"));
+  if (c0) GL_TRY(gl_op_like_input(fn, x, c0, "c0"));
   if (wh->ndim != 2 || wh->shape[0] != G * wh->shape[1])
     return gl_fail(GL_EINVAL, "%s: weight_hh must be (%s, hidden), got shape %s", fn, gate_cols(G),
                    gl_shape_str(wh->ndim, wh->shape, s));
@@ -558,10 +522,10 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
   r->I = x->shape[2];
   r->H = wh->shape[1];
   int64_t ws[2] = { G * r->H, r->I }, bs[1] = { 4 * r->H }, ss[2] = { r->N, r->H };
-  GL_TRY(want_shape(fn, wi, "weight_ih", 2, ws));
-  GL_TRY(want_shape(fn, b, "bias", 1, bs));
-  GL_TRY(want_shape(fn, h0, "h0", 2, ss));
-  if (c0) GL_TRY(want_shape(fn, c0, "c0", 2, ss));
+  GL_TRY(gl_op_want_shape(fn, wi, "weight_ih", 2, ws));
+  GL_TRY(gl_op_want_shape(fn, b, "bias", 1, bs));
+  GL_TRY(gl_op_want_shape(fn, h0, "h0", 2, ss));
+  if (c0) GL_TRY(gl_op_want_shape(fn, c0, "c0", 2, ss));
   if (r->N < 1 || r->I < 1 || r->H < 1)
     return gl_fail(GL_EINVAL, "%s: the library's recurrent layers need N, input_size and hidden >= 1, got %s", fn,
                    gl_shape_str(x->ndim, x->shape, s));
@@ -577,6 +541,21 @@ static gl_status dnn_rnn_check(const char *fn, int kind, const gl_array *x, cons
                  gl_device_name(gl_array_device(x), dn), (*dnn)->name);
 }
 
+/* The library's operands x, W_ih, W_hh, b, h0 and (LSTM) c0 made contiguous in g and given to r. */
+static gl_status dnn_operands(gl_dnn_rnn *r, seq_args *g, bool lstm, const gl_array *x, const gl_array *wi,
+                              const gl_array *wh, const gl_array *b, const gl_array *h0, const gl_array *c0) {
+  memset(g, 0, sizeof *g);
+  const gl_array *in[6] = { x, wi, wh, b, h0, lstm ? c0 : NULL };
+  GL_TRY(contig_all(g, 6, in));
+  r->x = gl_array_data(g->a[0]);
+  r->w_ih = gl_array_data(g->a[1]);
+  r->w_hh = gl_array_data(g->a[2]);
+  r->b = gl_array_data(g->a[3]);
+  r->h0 = gl_array_data(g->a[4]);
+  r->c0 = lstm ? gl_array_data(g->a[5]) : NULL;
+  return GL_OK;
+}
+
 gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, const gl_array *wi, const gl_array *wh,
                         const gl_array *b, const gl_array *h0, const gl_array *c0, bool reverse) {
   const char *fn = kind == GL_DNN_LSTM ? "dnn.lstm" : "dnn.gru";
@@ -588,19 +567,11 @@ gl_status gl_op_dnn_rnn(gl_array *y, gl_array *ws, int kind, const gl_array *x, 
   GL_TRY(dnn->rnn_workspace(&r, &nbytes));
   gl_device dev = gl_array_device(x);
   seq_args g;
-  memset(&g, 0, sizeof g);
-  const gl_array *in[6] = { x, wi, wh, b, h0, kind == GL_DNN_LSTM ? c0 : NULL };
-  gl_status st = contig_all(&g, 6, in);
+  gl_status st = dnn_operands(&r, &g, kind == GL_DNN_LSTM, x, wi, wh, b, h0, c0);
   int64_t ys[3] = { r.L + (kind == GL_DNN_LSTM), r.N, r.H }, wss[1] = { (int64_t)nbytes };
   if (st == GL_OK) st = gl_array_alloc(y, GL_FLOAT32, 3, ys, dev);
   if (st == GL_OK) st = gl_array_alloc(ws, GL_UINT8, 1, wss, dev);
   if (st == GL_OK) {
-    r.x = gl_array_data(g.a[0]);
-    r.w_ih = gl_array_data(g.a[1]);
-    r.w_hh = gl_array_data(g.a[2]);
-    r.b = gl_array_data(g.a[3]);
-    r.h0 = gl_array_data(g.a[4]);
-    r.c0 = kind == GL_DNN_LSTM ? gl_array_data(g.a[5]) : NULL;
     r.y = gl_array_data(y);
     r.cn = kind == GL_DNN_LSTM ? (float *)r.y + r.L * r.N * r.H : NULL;
     r.ws = gl_array_data(ws);
@@ -621,23 +592,22 @@ gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array
   const gl_dnn *dnn;
   GL_TRY(dnn_rnn_check(fn, kind, x, wi, wh, b, h0, lstm ? c0 : NULL, &r, &dnn));
   r.reverse = reverse;
-  GL_TRY(same_place(fn, x, y, "the forward's output"));
-  GL_TRY(same_place(fn, x, gy, "grad_output"));
+  GL_TRY(gl_op_like_input(fn, x, y, "the forward's output"));
+  GL_TRY(gl_op_like_input(fn, x, gy, "grad_output"));
   int64_t ys[3] = { r.L + lstm, r.N, r.H };
-  GL_TRY(want_shape(fn, y, "the forward's output", 3, ys));
-  GL_TRY(want_shape(fn, gy, "grad_output", 3, ys));
+  GL_TRY(gl_op_want_shape(fn, y, "the forward's output", 3, ys));
+  GL_TRY(gl_op_want_shape(fn, gy, "grad_output", 3, ys));
   size_t nbytes = 0;
   GL_TRY(dnn->rnn_workspace(&r, &nbytes));
   int64_t wss[1] = { (int64_t)nbytes };
   if (ws->dtype != GL_UINT8 || !gl_device_eq(gl_array_device(ws), gl_array_device(x)))
     return gl_fail(GL_EINVAL, "%s: the workspace must be the forward's (uint8 on the input's device)", fn);
-  GL_TRY(want_shape(fn, ws, "the workspace", 1, wss));
+  GL_TRY(gl_op_want_shape(fn, ws, "the workspace", 1, wss));
   gl_device dev = gl_array_device(x);
   seq_args g, g2;
-  memset(&g, 0, sizeof g);
   memset(&g2, 0, sizeof g2);
-  const gl_array *in[6] = { x, wi, wh, b, h0, lstm ? c0 : NULL }, *in2[3] = { gy, y, ws };
-  gl_status st = contig_all(&g, 6, in);
+  const gl_array *in2[3] = { gy, y, ws };
+  gl_status st = dnn_operands(&r, &g, lstm, x, wi, wh, b, h0, c0);
   if (st == GL_OK) st = contig_all(&g2, 3, in2);
   int64_t xs[3] = { r.L, r.N, r.I }, wis[2] = { (lstm ? 4 : 3) * r.H, r.I }, whs[2] = { (lstm ? 4 : 3) * r.H, r.H };
   int64_t bs[1] = { 4 * r.H }, ss[2] = { r.N, r.H };
@@ -648,12 +618,6 @@ gl_status gl_op_dnn_rnn_bwd(gl_array *dx, gl_array *dwi, gl_array *dwh, gl_array
   if (st == GL_OK) st = gl_array_alloc(dh0, GL_FLOAT32, 2, ss, dev);
   if (st == GL_OK && lstm) st = gl_array_alloc(dc0, GL_FLOAT32, 2, ss, dev);
   if (st == GL_OK) {
-    r.x = gl_array_data(g.a[0]);
-    r.w_ih = gl_array_data(g.a[1]);
-    r.w_hh = gl_array_data(g.a[2]);
-    r.b = gl_array_data(g.a[3]);
-    r.h0 = gl_array_data(g.a[4]);
-    r.c0 = lstm ? gl_array_data(g.a[5]) : NULL;
     r.y = gl_array_data(g2.a[1]);
     r.cn = lstm ? (float *)r.y + r.L * r.N * r.H : NULL;
     r.ws = gl_array_data(g2.a[2]);

@@ -112,6 +112,23 @@ local function to_device(b, device)
   return b
 end
 
+-- ranges(n, bs, o, batch): an iterator over positions 1..n in runs of bs (the last one
+-- shorter, or left out with o.drop_last); each step returns batch(s, e, device), s..e the
+-- run and device o.device as arrays name it ("cuda" is "cuda:0") or nil. The loaders over
+-- arrays (gpu.data) and over datasets share it.
+function M.ranges(n, bs, o, batch)
+  local last = o.drop_last and n - n % bs or n
+  local device = o.device and gpu._device_name(o.device)
+  local s = 1
+  return function()
+    if s > last then return nil end
+    local e = math.min(last, s + bs - 1)
+    local first = s
+    s = e + 1
+    return batch(first, e, device)
+  end
+end
+
 -- epoch(ds, o): the batches of one epoch over dataset ds, o the loader's checked options
 -- (batch_size, shuffle, drop_last, collate_fn, device, generator; sampler: a
 -- DistributedSampler whose indices of this epoch are the items, in its order)
@@ -125,16 +142,9 @@ function M.epoch(ds, o)
     local perm = o.generator and o.generator:permutation(n) or gpu.random.permutation(n)
     order = perm:totable()
   end
-  local bs = o.batch_size
-  local last = o.drop_last and n - n % bs or n
-  local device = o.device and gpu._device_name(o.device)      -- "cuda" is "cuda:0", as arrays name it
-  local s = 1
-  return function()
-    if s > last then return nil end
-    local e = math.min(last, s + bs - 1)
+  return M.ranges(n, o.batch_size, o, function(s, e, device)
     local idx = {}
     for i = s, e do idx[#idx + 1] = order and order[i] or i end
-    s = e + 1
     local b
     if o.collate_fn == nil and type(ds) == "table" and type(ds.get_batch) == "function" then
       b = ds:get_batch(idx)
@@ -145,7 +155,7 @@ function M.epoch(ds, o)
     end
     if device then b = to_device(b, device) end
     return unpack_batch(b)
-  end
+  end)
 end
 
 -- ---- TensorDataset ---------------------------------------------------------------------------

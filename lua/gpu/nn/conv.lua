@@ -333,10 +333,7 @@ local function bn_class(name, ndims)
     local o = decl:check(opts, 2)
     self.num_features, self.eps, self.momentum, self.affine = channels, o.eps, o.momentum, o.affine
     local p = module.placement(o)
-    if self.affine then
-      self:register_parameter("weight", gpu.ones({ channels }, p))
-      self:register_parameter("bias", gpu.zeros({ channels }, p))
-    end
+    if self.affine then module.register_affine(self, { channels }, p) end
     if o.track_running_stats then
       self:register_buffer("running_mean", gpu.zeros({ channels }, p))
       self:register_buffer("running_var", gpu.ones({ channels }, p))

@@ -111,6 +111,13 @@ end
 -- The creation options of a layer's parameters from its checked options o.
 function M.placement(o) return { dtype = o.dtype, device = o.device or gpu.device() } end
 
+-- register_affine(self, shape, p): a normalization's scale and shift, the parameters weight
+-- (ones) and bias (zeros) of that shape, created with p (placement's table)
+function M.register_affine(self, shape, p)
+  self:register_parameter("weight", gpu.ones(shape, p))
+  self:register_parameter("bias", gpu.zeros(shape, p))
+end
+
 -- ---- the tree --------------------------------------------------------------------------------
 
 -- walk(m, fn): fn(module, prefix) for m and every sub-module, depth first in registration

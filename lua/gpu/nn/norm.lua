@@ -226,11 +226,7 @@ function GroupNorm:init(G, C, opts)
   if C % G ~= 0 then argerror("nn.GroupNorm", 2, "num_channels (%d) must be divisible by num_groups (%d)", C, G) end
   local o = GROUP_NORM:check(opts, 3)
   self.num_groups, self.num_channels, self.eps = G, C, o.eps
-  local p = module.placement(o)
-  if o.affine then
-    self:register_parameter("weight", gpu.ones({ C }, p))
-    self:register_parameter("bias", gpu.zeros({ C }, p))
-  end
+  if o.affine then module.register_affine(self, { C }, module.placement(o)) end
 end
 function GroupNorm:forward(x)
   local fname = "nn.GroupNorm"

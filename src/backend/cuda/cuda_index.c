@@ -24,15 +24,26 @@ static void idx_walk(gl_kidx *w, const gl_array *shape_of, const gl_array *d, co
   }
 }
 
+/* The start of gather (a = dst, x = src) and scatter (a = src, x = dst): dev entered (its
+** stream in *s), axis checked against a and x, and the walk over a in w; w->n is 0 where a is
+** empty (nothing to move). */
+static gl_status idx_begin(const char *fn, gl_device dev, cudaStream_t *s, gl_kidx *w, const gl_array *a,
+                           const gl_array *x, int axis) {
+  memset(w, 0, sizeof *w);
+  GL_TRY(gl_cuda_enter(dev, s));
+  if (a->size == 0) return GL_OK;
+  if (axis < 0 || axis >= a->ndim || a->ndim != x->ndim)
+    return gl_fail(GL_EINVAL, "%s: axis %d does not fit a %d-d array", fn, axis + 1, a->ndim);
+  idx_walk(w, a, a, x, axis);
+  return GL_OK;
+}
+
 gl_status gl_cuda_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx) {
   gl_device dev = gl_array_device(dst);
   cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
-  if (dst->size == 0) return GL_OK;
-  if (axis < 0 || axis >= dst->ndim || dst->ndim != src->ndim)
-    return gl_fail(GL_EINVAL, "gather: axis %d does not fit a %d-d array", axis + 1, dst->ndim);
   gl_kidx w;
-  idx_walk(&w, dst, dst, src, axis);
+  GL_TRY(idx_begin("gather", dev, &s, &w, dst, src, axis));
+  if (w.n == 0) return GL_OK;
   int rc = gl_klaunch_gather(s, &w, gl_array_data(dst), gl_array_data(src), gl_array_data(idx),
                              (int)gl_dtypes[dst->dtype].size);
   return gl_cuda_launched(dev, s, rc, "gather");
@@ -42,12 +53,9 @@ gl_status gl_cuda_scatter(const gl_array *dst, int axis, const gl_array *idx, co
                           bool accumulate) {
   gl_device dev = gl_array_device(dst);
   cudaStream_t s;
-  GL_TRY(gl_cuda_enter(dev, &s));
-  if (src->size == 0) return GL_OK;
-  if (axis < 0 || axis >= src->ndim || dst->ndim != src->ndim)
-    return gl_fail(GL_EINVAL, "scatter: axis %d does not fit a %d-d array", axis + 1, src->ndim);
   gl_kidx w;
-  idx_walk(&w, src, src, dst, axis);
+  GL_TRY(idx_begin("scatter", dev, &s, &w, src, dst, axis));
+  if (w.n == 0) return GL_OK;
   int rc = gl_klaunch_scatter(s, &w, gl_array_data(dst), gl_array_data(src), gl_array_data(idx),
                               dst->dtype, (int)gl_dtypes[dst->dtype].size, accumulate);
   if (rc == GL_KERR_NOTSUP)
