@@ -11,7 +11,7 @@ if not gpu.is_available() then
   return
 end
 
-local dtypes = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+local dtypes = h.dtypes()
 
 describe("cuda backend", function()
   it("round-trips every dtype through the device", function()

@@ -6,7 +6,7 @@
 local h = require "spec.helper"
 local gpu = h.gpu
 
-local DTYPES = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+local DTYPES = h.dtypes()
 
 -- the same array: dtype, shape, values (NaN where the other has NaN), bit for bit unless
 -- rel (the float math of the transcendental ops: the kernel's compiler may contract the
