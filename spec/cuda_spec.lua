@@ -75,7 +75,7 @@ describe("cuda backend", function()
   end)
 
   it("arange and linspace agree with the cpu bit for bit", function()
-    for _, dt in ipairs{ "float32", "float64", "int32", "int64", "float16", "bfloat16", "uint8" } do
+    for _, dt in ipairs(h.dtypes_except("bool")) do
       h.assert_close(gpu.arange(0, 200, 1.5, { dtype = dt, device = "cuda" }):to("cpu"),
                      gpu.arange(0, 200, 1.5, { dtype = dt, device = "cpu" }), 0)
     end

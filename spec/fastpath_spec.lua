@@ -78,7 +78,7 @@ end)
 
 describe("cuda fast paths: full reductions", function()
   it("every kind over contiguous runs with heads, tails, one block and many", function()
-    for _, dt in ipairs{ "float32", "float64", "float16", "int32", "int64", "uint8", "bool" } do
+    for _, dt in ipairs(h.dtypes_except("bfloat16")) do
       for _, n in ipairs{ 1, 5, 33, 4097, 300007 } do
         local x = values(dt, n + 9, 5)
         for _, off in ipairs{ 1, 2, 4, 9 } do                  -- heads of 0 .. 8 elements

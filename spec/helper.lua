@@ -43,6 +43,15 @@ function M.dtype_set(...)
   return set
 end
 
+-- Every dtype name but those given, in C's order (the dtypes a test does not apply to).
+function M.dtypes_except(...)
+  local skip = {}
+  for _, name in ipairs { ... } do skip[assert(gpu._dtypes[name], name).name] = true end
+  local out = {}
+  for _, name in ipairs(M.dtypes()) do if not skip[name] then out[#out + 1] = name end end
+  return out
+end
+
 -- Asserts that 'data', a table of expected values keyed by dtype name, has an entry for
 -- every dtype C has, so a dtype added to kernels/dtypes.h fails here until it is given one.
 function M.assert_covers_dtypes(data, what)
