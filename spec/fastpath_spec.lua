@@ -34,6 +34,7 @@ end
 local sizes = { 1, 3, 15, 16, 17, 1000, 300007 }
 
 describe("cuda fast paths: elementwise", function()
+  it("has a tolerance for every float dtype", function() h.assert_covers_dtypes(tol, "tol", "float") end)
   it("binary and unary ops over contiguous arrays of every size class", function()
     for _, dt in ipairs(h.dtypes()) do
       for _, n in ipairs(sizes) do

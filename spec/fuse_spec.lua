@@ -76,6 +76,7 @@ local function check_batches(names, call, args, what)
 end
 
 describe("gpu.fuse on cpu", function()
+  it("has a tolerance for every float dtype", function() h.assert_covers_dtypes(ULP, "ULP", "float") end)
   for _, dt in ipairs(DTYPES) do
     it("fuses every unary op of " .. dt .. " with the unfused results", function()
       local x = sample(dt, { 3, 7 })
