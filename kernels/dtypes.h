@@ -7,7 +7,7 @@
 **
 ** GL_DTYPE_LIST(X) calls, in the order of the dtype numbers (GL_BOOL = GL_KD_BOOL = 0, ...):
 **
-**   X(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, aliases)
+**   X(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, st, aliases)
 **
 **   E        enum suffix: GL_<E> (src/core), GL_KD_<E> (kernels)
 **   id       an identifier for pasting into names (copy_float32_int64); "bool" is a macro
@@ -23,6 +23,7 @@
 **   lo, hi   the range of an integer or bool dtype (0, 0 for floats)
 **   name     the dtype's name, as Lua and files spell it
 **   npy      NumPy's little-endian descr ("<f4"), NULL where NumPy has none
+**   st       the safetensors dtype ("F32"), NULL where safetensors has none
 **   aliases  other accepted names, space-separated ("" for none)
 */
 #ifndef GL_KERNELS_DTYPES_H
@@ -34,15 +35,15 @@
 
 /* The rows, with a context argument 'c' passed through to X (GL_DTYPE_PAIRS needs it). */
 #define GL_DTYPE_ROWS_(X, c)                                                                          \
-  /* E         id        S         kind   half  CT       UT        prec lo         hi          name        npy    aliases */ \
-  X(c, BOOL,     boolean,  uint8_t,  BOOL,  none, uint8_t, uint32_t, 0,  0,         1,          "bool",     "|b1", "")          \
-  X(c, UINT8,    uint8,    uint8_t,  UINT,  none, uint8_t, uint32_t, 0,  0,         UINT8_MAX,  "uint8",    "|u1", "byte")      \
-  X(c, INT32,    int32,    int32_t,  INT,   none, int32_t, uint32_t, 0,  INT32_MIN, INT32_MAX,  "int32",    "<i4", "int")       \
-  X(c, INT64,    int64,    int64_t,  INT,   none, int64_t, uint64_t, 0,  INT64_MIN, INT64_MAX,  "int64",    "<i8", "long")      \
-  X(c, FLOAT16,  float16,  uint16_t, FLOAT, f16,  float,   uint32_t, 11, 0,         0,          "float16",  "<f2", "half fp16") \
-  X(c, BFLOAT16, bfloat16, uint16_t, FLOAT, bf16, float,   uint32_t, 8,  0,         0,          "bfloat16", NULL,  "bf16")      \
-  X(c, FLOAT32,  float32,  float,    FLOAT, none, float,   uint32_t, 24, 0,         0,          "float32",  "<f4", "float fp32") \
-  X(c, FLOAT64,  float64,  double,   FLOAT, none, double,  uint64_t, 53, 0,         0,          "float64",  "<f8", "double fp64")
+  /* E         id        S         kind   half  CT       UT        prec lo         hi          name        npy    st      aliases */ \
+  X(c, BOOL,     boolean,  uint8_t,  BOOL,  none, uint8_t, uint32_t, 0,  0,         1,          "bool",     "|b1", "BOOL", "")          \
+  X(c, UINT8,    uint8,    uint8_t,  UINT,  none, uint8_t, uint32_t, 0,  0,         UINT8_MAX,  "uint8",    "|u1", "U8",   "byte")      \
+  X(c, INT32,    int32,    int32_t,  INT,   none, int32_t, uint32_t, 0,  INT32_MIN, INT32_MAX,  "int32",    "<i4", "I32",  "int")       \
+  X(c, INT64,    int64,    int64_t,  INT,   none, int64_t, uint64_t, 0,  INT64_MIN, INT64_MAX,  "int64",    "<i8", "I64",  "long")      \
+  X(c, FLOAT16,  float16,  uint16_t, FLOAT, f16,  float,   uint32_t, 11, 0,         0,          "float16",  "<f2", "F16",  "half fp16") \
+  X(c, BFLOAT16, bfloat16, uint16_t, FLOAT, bf16, float,   uint32_t, 8,  0,         0,          "bfloat16", NULL,  "BF16", "bf16")      \
+  X(c, FLOAT32,  float32,  float,    FLOAT, none, float,   uint32_t, 24, 0,         0,          "float32",  "<f4", "F32",  "float fp32") \
+  X(c, FLOAT64,  float64,  double,   FLOAT, none, double,  uint64_t, 53, 0,         0,          "float64",  "<f8", "F64",  "double fp64")
 
 #define GL_DT_CALL_(X, ...) X(__VA_ARGS__)
 

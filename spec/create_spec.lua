@@ -2,7 +2,7 @@
 local h = require "spec.helper"
 local gpu = h.gpu
 
-local DTYPES = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+local DTYPES = h.dtypes()
 local function shape(x) return table.concat(x.shape, ",") end
 
 describe("zeros/ones/empty/full", function()

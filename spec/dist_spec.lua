@@ -8,7 +8,7 @@ local gpu = h.gpu
 local nn, d = gpu.nn, gpu.distributed
 
 local R, W = d.init { timeout = 60 }
-local ALL = { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" }
+local ALL = h.dtypes()
 local OPS = { "sum", "prod", "max", "min" }
 
 -- rank r's values for a test: small integers, exact in every dtype

@@ -7,9 +7,9 @@ local gpu = h.gpu
 local F = gpu.fused
 local R = gpu.random
 
-local DTYPES = { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" }
-local FLOATS = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
-local INTS = { uint8 = true, int32 = true, int64 = true }
+local DTYPES = h.dtypes()
+local FLOATS = h.dtype_set("float")
+local INTS = h.dtype_set("uint", "int")
 
 -- Allocation requests so far (host and device) and the bytes live arrays hold on dev.
 local function allocation_state(dev)
@@ -36,6 +36,9 @@ describe("dtypes", function()
     local aliases = { float = "float32", fp32 = "float32", double = "float64", fp64 = "float64", half = "float16",
                       fp16 = "float16", bf16 = "bfloat16", int = "int32", long = "int64", byte = "uint8" }
     for alias, dt in pairs(aliases) do assert.equal(dt, gpu.zeros(1, { dtype = alias }).dtype, alias) end
+    for _, row in ipairs(gpu._dtypes) do
+      for _, alias in ipairs(row.aliases) do assert.equal(row.name, aliases[alias], "alias " .. alias) end
+    end
   end)
 
   it("are listed in full, in table order, when a name is unknown", function()

@@ -34,8 +34,9 @@ end
 local sizes = { 1, 3, 15, 16, 17, 1000, 300007 }
 
 describe("cuda fast paths: elementwise", function()
+  it("has a tolerance for every float dtype", function() h.assert_covers_dtypes(tol, "tol", "float") end)
   it("binary and unary ops over contiguous arrays of every size class", function()
-    for _, dt in ipairs{ "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" } do
+    for _, dt in ipairs(h.dtypes()) do
       for _, n in ipairs(sizes) do
         local a, b = values(dt, n, 1), values(dt, n, 2)
         local w = dt .. " n=" .. n
@@ -78,7 +79,7 @@ end)
 
 describe("cuda fast paths: full reductions", function()
   it("every kind over contiguous runs with heads, tails, one block and many", function()
-    for _, dt in ipairs{ "float32", "float64", "float16", "int32", "int64", "uint8", "bool" } do
+    for _, dt in ipairs(h.dtypes_except("bfloat16")) do
       for _, n in ipairs{ 1, 5, 33, 4097, 300007 } do
         local x = values(dt, n + 9, 5)
         for _, off in ipairs{ 1, 2, 4, 9 } do                  -- heads of 0 .. 8 elements

@@ -181,7 +181,6 @@ local values = {
   float32 = { 1.5, -3.4028234663852886e38, 1.1754943508222875e-38, 0.1, -0.25, 0, 1 / 0, -1 / 0, 0 / 0, 3, 1e10, -7.5 },
   float64 = { math.pi, -1.7976931348623157e308, 5e-324, 0.1, -0.25, 0, 1 / 0, -1 / 0, 0 / 0, 3, 1e300, -7.5 },
 }
-local dtypes = { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" }
 
 -- the arrays of one dtype a round trip must keep: 1-D, 0-d, empty (0,3), transposed,
 -- sliced with a step (the last two not contiguous)
@@ -204,7 +203,8 @@ local function same(got, want, what)
 end
 
 describe("what a save writes its load reads back", function()
-  for _, dt in ipairs(dtypes) do
+  it("has values for every dtype", function() h.assert_covers_dtypes(values, "values") end)
+  for _, dt in ipairs(h.dtypes()) do
     it(dt .. " in .npy, .npz (stored and deflated) and safetensors", function()
       for _, c in ipairs(cases(dt)) do
         local what, x = dt .. " " .. c[1], c[2]

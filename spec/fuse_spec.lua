@@ -6,7 +6,7 @@
 local h = require "spec.helper"
 local gpu = h.gpu
 
-local DTYPES = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+local DTYPES = h.dtypes()
 
 -- the same array: dtype, shape, values (NaN where the other has NaN), bit for bit unless
 -- rel (the float math of the transcendental ops: the kernel's compiler may contract the
@@ -76,6 +76,7 @@ local function check_batches(names, call, args, what)
 end
 
 describe("gpu.fuse on cpu", function()
+  it("has a tolerance for every float dtype", function() h.assert_covers_dtypes(ULP, "ULP", "float") end)
   for _, dt in ipairs(DTYPES) do
     it("fuses every unary op of " .. dt .. " with the unfused results", function()
       local x = sample(dt, { 3, 7 })

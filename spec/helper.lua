@@ -23,6 +23,44 @@ function M.devices()
   return list
 end
 
+-- The dtype names in C's order (gpu._dtypes, the rows of kernels/dtypes.h): all of them,
+-- or those of the kinds named ("bool", "uint", "int", "float"). dtype_set: the same as a
+-- set (name -> true). A spec that loops over dtypes reads them here, so a new dtype is
+-- tested wherever the others are.
+function M.dtypes(...)
+  local kinds = {}
+  for _, k in ipairs { ... } do kinds[k] = true end
+  local out = {}
+  for _, row in ipairs(gpu._dtypes) do
+    if next(kinds) == nil or kinds[row.kind] then out[#out + 1] = row.name end
+  end
+  return out
+end
+
+function M.dtype_set(...)
+  local set = {}
+  for _, name in ipairs(M.dtypes(...)) do set[name] = true end
+  return set
+end
+
+-- Every dtype name but those given, in C's order (the dtypes a test does not apply to).
+function M.dtypes_except(...)
+  local skip = {}
+  for _, name in ipairs { ... } do skip[assert(gpu._dtypes[name], name).name] = true end
+  local out = {}
+  for _, name in ipairs(M.dtypes()) do if not skip[name] then out[#out + 1] = name end end
+  return out
+end
+
+-- Asserts that 'data', a table of expected values keyed by dtype name, has an entry for
+-- every dtype C has (or every one of the kinds named, as M.dtypes), so a dtype added to
+-- kernels/dtypes.h fails here until it is given one.
+function M.assert_covers_dtypes(data, what, ...)
+  for _, name in ipairs(M.dtypes(...)) do
+    assert(data[name] ~= nil, (what or "the data") .. " has no entry for dtype " .. name)
+  end
+end
+
 -- Flattens an array, a nested table or a number into a flat list of numbers/booleans.
 local function flat(x, out)
   out = out or {}

@@ -22,23 +22,26 @@ local M = {}
 
 -- ---- dtypes in C ---------------------------------------------------------------------------
 
--- c: the compute type (the type a parameter has in the body); s: the stored element;
--- load / store: the conversions between them (halves widen to float); fn: the suffix of
--- jit_ops.h's functions for the compute type.
-local CT = {
-  bool = { c = "bool", s = "uint8_t", load = "(%s != 0)", store = "(uint8_t)((%s) != 0)", fn = "u8" },
-  uint8 = { c = "uint8_t", s = "uint8_t", fn = "u8" },
-  int32 = { c = "int32_t", s = "int32_t", fn = "i32" },
-  int64 = { c = "int64_t", s = "int64_t", fn = "i64" },
-  float16 = { c = "float", s = "uint16_t", load = "gl_f16_to_f32(%s)", store = "gl_f32_to_f16((float)(%s))", fn = "f",
-              round = "gl_f16_to_f32(gl_f32_to_f16((float)(%s)))" },
-  bfloat16 = { c = "float", s = "uint16_t", load = "gl_bf16_to_f32(%s)", store = "gl_f32_to_bf16((float)(%s))", fn = "f",
-               round = "gl_bf16_to_f32(gl_f32_to_bf16((float)(%s)))" },
-  float32 = { c = "float", s = "float", fn = "f" },
-  float64 = { c = "double", s = "double", fn = "d" },
-}
-local FLOAT = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
-local SAT = { uint8 = "gl_sat_uint8", int32 = "gl_sat_int32", int64 = "gl_sat_int64" }
+-- Per dtype, from its row of kernels/dtypes.h (gpu._dtypes): c, the compute type (the type
+-- a parameter has in the body; bool computes as C's bool); s, the stored element; load /
+-- store: the conversions between them (bool is != 0, halves widen to float through
+-- kernels/half.h); round: a float rounded to the half; fn: the suffix of jit_ops.h's
+-- functions for the compute type. FLOAT: the float dtypes; SAT: kernels/convert.h's
+-- saturating conversion of a double to each integer dtype.
+local JIT_FN = { uint8_t = "u8", int32_t = "i32", int64_t = "i64", float = "f", double = "d" }
+local CT, FLOAT, SAT = {}, {}, {}
+for _, row in ipairs(gpu._dtypes) do
+  local t = { c = row.compute, s = row.storage, fn = JIT_FN[row.compute] }
+  if row.kind == "bool" then
+    t.c, t.load, t.store = "bool", "(%s != 0)", "(" .. row.storage .. ")((%s) != 0)"
+  elseif row.half then
+    local widen, narrow = "gl_" .. row.half .. "_to_f32(", "gl_f32_to_" .. row.half .. "((float)(%s))"
+    t.load, t.store, t.round = widen .. "%s)", narrow, widen .. narrow .. ")"
+  end
+  CT[row.name] = t
+  if row.kind == "float" then FLOAT[row.name] = true end
+  if row.kind == "uint" or row.kind == "int" then SAT[row.name] = "gl_sat_" .. row.id end
+end
 
 local function load(dt, e) return CT[dt].load and CT[dt].load:format(e) or e end
 local function store(dt, e) return CT[dt].store and CT[dt].store:format(e) or ("(" .. CT[dt].s .. ")(" .. e .. ")") end
@@ -62,7 +65,7 @@ for w in ([[auto break case char const continue default do double else enum exte
   void volatile while bool true false i]]):gmatch("%S+") do C_WORDS[w] = true end
 
 local DTYPE_NAMES = {}
-for _, n in ipairs({ "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" }) do DTYPE_NAMES[n] = true end
+for _, row in ipairs(gpu._dtypes) do DTYPE_NAMES[row.name] = true end
 
 local function argerror(fname, argn, fmt, ...) options.argerror(fname, argn, fmt, ...) end
 

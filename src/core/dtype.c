@@ -7,8 +7,8 @@
 #include "status.h"
 #include "../../kernels/convert.h"
 
-#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, aliases) \
-  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, lo, hi, prec, aliases },
+#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, st, aliases) \
+  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, st, lo, hi, prec, aliases },
 const gl_dtype_info gl_dtypes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_INFO_) };
 #undef GL_DT_INFO_
 

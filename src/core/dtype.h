@@ -28,6 +28,7 @@ typedef struct gl_dtype_info {
   gl_kind kind;
   bool storage_only;    /* float16/bfloat16: math is done in float32 */
   const char *npy;      /* NumPy descr, little-endian: "<f4"; NULL where NumPy has none */
+  const char *st;       /* safetensors dtype: "F32"; NULL where safetensors has none */
   int64_t min, max;     /* range of an integer or bool dtype (0, 0 for floats) */
   int prec;             /* significand bits of a float, 0 for integers */
   const char *aliases;  /* other accepted names, space-separated */

@@ -76,25 +76,41 @@ static gl_status read_bool(lex *x, bool *v) {
   return gl_fail(GL_EIO, "bad header (fortran_order: expected True or False)");
 }
 
-/* "<f4" -> dtype and byte order. */
+/* "<f4" -> dtype and byte order. A descr is a byte order and a code: each dtype's code is
+** that of its descr (gl_npy_descr), and NumPy also writes these one-letter type codes. */
 static gl_status parse_descr(const char *d, gl_npy_info *out) {
   char order = '|';
   const char *t = d;
   if (*t == '<' || *t == '>' || *t == '|' || *t == '=') order = *t++;
-  static const struct { const char *code; gl_dtype dt; } codes[] = {
-    { "b1", GL_BOOL }, { "?", GL_BOOL }, { "u1", GL_UINT8 }, { "B", GL_UINT8 },
-    { "i4", GL_INT32 }, { "i8", GL_INT64 }, { "f2", GL_FLOAT16 }, { "e", GL_FLOAT16 },
-    { "f4", GL_FLOAT32 }, { "f", GL_FLOAT32 }, { "f8", GL_FLOAT64 }, { "d", GL_FLOAT64 },
-    { "V2", GL_BFLOAT16 },
+  static const struct { const char *code; gl_dtype dt; } letters[] = {
+    { "?", GL_BOOL }, { "B", GL_UINT8 }, { "e", GL_FLOAT16 }, { "f", GL_FLOAT32 }, { "d", GL_FLOAT64 },
   };
-  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-    if (strcmp(t, codes[i].code) == 0) {
-      out->dtype = codes[i].dt;
-      out->swap = order == '>' && gl_dtypes[out->dtype].size > 1;
-      return GL_OK;
+  int found = -1;
+  for (int dt = 0; dt < GL_NDTYPE && found < 0; dt++) {
+    const char *own = gl_npy_descr((gl_dtype)dt);
+    if (own && strcmp(t, own + 1) == 0) found = dt;
+  }
+  for (size_t i = 0; i < sizeof letters / sizeof letters[0] && found < 0; i++)
+    if (strcmp(t, letters[i].code) == 0) found = (int)letters[i].dt;
+  if (found >= 0) {
+    out->dtype = (gl_dtype)found;
+    out->swap = order == '>' && gl_dtypes[out->dtype].size > 1;
+    return GL_OK;
+  }
+  /* "bool, uint8, ..., float64, and '<V2' as bfloat16": NumPy's types, then those stored
+  ** under a descr of another meaning */
+  char names[256] = "";
+  size_t n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int dt = 0; dt < GL_NDTYPE; dt++) {
+      if ((gl_dtypes[dt].npy != NULL) != (pass == 0) || !gl_npy_descr((gl_dtype)dt)) continue;
+      const char *sep = n == 0 ? "" : ", ";
+      int w = pass == 0 ? snprintf(names + n, sizeof names - n, "%s%s", sep, gl_dtypes[dt].name)
+                        : snprintf(names + n, sizeof names - n, "%sand '%s' as %s", sep, gl_npy_descr((gl_dtype)dt),
+                                   gl_dtypes[dt].name);
+      if (w > 0) n += (size_t)w < sizeof names - n ? (size_t)w : sizeof names - n - 1;
     }
-  return gl_fail(GL_EIO, "unsupported dtype '%s' (gpulua reads bool, uint8, int32, int64, float16, "
-                 "float32, float64, and '<V2' as bfloat16)", d);
+  return gl_fail(GL_EIO, "unsupported dtype '%s' (gpulua reads %s)", d, names);
 }
 
 gl_status gl_npy_parse_header(const uint8_t *buf, size_t len, gl_npy_info *out) {

@@ -9,12 +9,25 @@
 #include "safetensors.h"
 #include "fileio.h"
 
-static const char *const st_names[GL_NDTYPE] = {
-  [GL_BOOL] = "BOOL", [GL_UINT8] = "U8", [GL_INT32] = "I32", [GL_INT64] = "I64",
-  [GL_FLOAT16] = "F16", [GL_BFLOAT16] = "BF16", [GL_FLOAT32] = "F32", [GL_FLOAT64] = "F64",
-};
+const char *gl_st_dtype_name(gl_dtype dt) { return gl_dtypes[dt].st; }
 
-const char *gl_st_dtype_name(gl_dtype dt) { return st_names[dt]; }
+/* The dtype safetensors calls d; -1 if none. */
+static int dtype_of_st_name(const char *d) {
+  for (int k = 0; k < GL_NDTYPE; k++)
+    if (gl_dtypes[k].st && strcmp(d, gl_dtypes[k].st) == 0) return k;
+  return -1;
+}
+
+/* The safetensors dtypes read, "BOOL, U8, ...", into buf (cap bytes), for error messages. */
+static const char *st_names(char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int k = 0; k < GL_NDTYPE; k++) {
+    int w = gl_dtypes[k].st ? snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", gl_dtypes[k].st) : 0;
+    if (w > 0) n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
+  }
+  return buf;
+}
 
 /* ---- JSON ------------------------------------------------------------------------------- */
 
@@ -174,9 +187,11 @@ static gl_status read_tensor(json *j, gl_st_tensor *t) {
       char *d = NULL;
       st = str(j, &d);
       if (st == GL_OK) {
-        int found = -1;
-        for (int k = 0; k < GL_NDTYPE; k++) if (strcmp(d, st_names[k]) == 0) found = k;
-        if (found < 0) st = gl_fail(GL_EIO, "tensor '%s': unsupported dtype '%.40s' (gpulua reads BOOL, U8, I32, I64, F16, BF16, F32, F64)", t->name, d);
+        int found = dtype_of_st_name(d);
+        char names[128];
+        if (found < 0)
+          st = gl_fail(GL_EIO, "tensor '%s': unsupported dtype '%.40s' (gpulua reads %s)", t->name, d,
+                       st_names(names, sizeof names));
         else t->dtype = (gl_dtype)found;
         free(d);
       }
@@ -291,7 +306,7 @@ static gl_status parse(const uint8_t *buf, size_t len, gl_safetensors *s) {
     if ((uint64_t)t->size > UINT64_MAX / isz || (uint64_t)t->size * isz != have) {
       char sh[GL_SHAPE_BUFSZ];
       return gl_fail(GL_EIO, "tensor '%s': size mismatch (shape %s of %s needs %llu bytes, data_offsets give %llu)", t->name,
-                     gl_shape_str(t->ndim, t->shape, sh), st_names[t->dtype],
+                     gl_shape_str(t->ndim, t->shape, sh), gl_dtypes[t->dtype].st,
                      (unsigned long long)((uint64_t)t->size * isz), (unsigned long long)have);
     }
   }
@@ -355,6 +370,9 @@ static void put_jstr(sbuf *b, const char *s) {
 
 gl_status gl_st_header(uint8_t **out, size_t *len, gl_st_tensor *t, size_t nt,
                        const gl_st_meta *m, size_t nm) {
+  for (size_t i = 0; i < nt; i++)
+    if (gl_dtypes[t[i].dtype].st == NULL)
+      return gl_fail(GL_EINVAL, "tensor '%s': safetensors has no dtype for %s", t[i].name, gl_dtypes[t[i].dtype].name);
   sbuf b = { NULL, 0, 0, false };
   char num[48];
   put(&b, "        ", 8);                          /* the length, filled in below */
@@ -374,7 +392,7 @@ gl_status gl_st_header(uint8_t **out, size_t *len, gl_st_tensor *t, size_t nt,
     if (i || nm) put(&b, ",", 1);
     put_jstr(&b, t[i].name);
     puts_(&b, ":{\"dtype\":\"");
-    puts_(&b, st_names[t[i].dtype]);
+    puts_(&b, gl_dtypes[t[i].dtype].st);
     puts_(&b, "\",\"shape\":[");
     for (int k = 0; k < t[i].ndim; k++) {
       snprintf(num, sizeof num, k ? ",%lld" : "%lld", (long long)t[i].shape[k]);

@@ -129,7 +129,7 @@ static gl_status convert(const char *f, size_t n, gl_dtype dt, void *out) {
         return gl_fail(GL_EIO, "'%s' is not an integer in range of %s", f, gl_dtypes[dt].name);
       i = (long long)d;
     }
-    if ((dt == GL_INT32 && (i < INT32_MIN || i > INT32_MAX)) || (dt == GL_UINT8 && (i < 0 || i > 255)))
+    if (dt != GL_BOOL && (i < gl_dtypes[dt].min || i > gl_dtypes[dt].max))     /* bool: any integer, != 0 */
       return gl_fail(GL_EIO, "%s out of range of %s", f, gl_dtypes[dt].name);
     v = dt == GL_BOOL ? gl_scalar_bool(i != 0) : gl_scalar_int(i);
   }

@@ -668,17 +668,25 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
 
 /* gpu._dtypes: the dtype table (src/core/dtype.h) for the Lua parts, specs and tools, so
 ** no list of dtypes is written twice. Rows in dtype order, each
-**   { name = "float32", size = 4, kind = "float", storage_only = false, aliases = {"float", "fp32"} }
-** and every row also under its name and each of its aliases (gpu._dtypes.half is the
-** float16 row): iterate with ipairs. */
+**   { name = "float32", size = 4, kind = "float", storage_only = false, aliases = {"float", "fp32"},
+**     id = "float32", storage = "float", compute = "float", half = nil }
+** (id, storage, compute: the row's id, S and CT columns of kernels/dtypes.h, the C names the
+** run-time kernels are written with; half: "f16" or "bf16" for a storage-only float) and
+** every row also under its name and each of its aliases (gpu._dtypes.half is the float16
+** row): iterate with ipairs. */
 static void push_dtypes(lua_State *L) {
   static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
                                        [GL_KIND_FLOAT] = "float" };
+#define GL_DT_C_NAMES_(E, id, S, kind, half, CT, ...) [GL_##E] = { #id, #S, #CT, #half },
+  static const struct { const char *id, *storage, *compute, *half; } c_names[GL_NDTYPE] = {
+    GL_DTYPE_LIST(GL_DT_C_NAMES_)
+  };
+#undef GL_DT_C_NAMES_
   lua_createtable(L, GL_NDTYPE, 3 * GL_NDTYPE);         /* the names, about two aliases each */
   int t = lua_gettop(L);
   for (int d = 0; d < GL_NDTYPE; d++) {
     const gl_dtype_info *info = &gl_dtypes[d];
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 9);
     lua_pushstring(L, info->name);
     lua_setfield(L, -2, "name");
     lua_pushinteger(L, info->size);
@@ -687,6 +695,16 @@ static void push_dtypes(lua_State *L) {
     lua_setfield(L, -2, "kind");
     lua_pushboolean(L, info->storage_only);
     lua_setfield(L, -2, "storage_only");
+    lua_pushstring(L, c_names[d].id);
+    lua_setfield(L, -2, "id");
+    lua_pushstring(L, c_names[d].storage);
+    lua_setfield(L, -2, "storage");
+    lua_pushstring(L, c_names[d].compute);
+    lua_setfield(L, -2, "compute");
+    if (info->storage_only) {
+      lua_pushstring(L, c_names[d].half);
+      lua_setfield(L, -2, "half");
+    }
     lua_createtable(L, 2, 0);                              /* aliases, split at spaces */
     int k = 0;
     for (const char *p = info->aliases; *p; ) {

@@ -10,7 +10,7 @@ local M = {}
 
 local function arange(n, dev) return gpu.arange(n, { device = dev }) end
 
-local function is_int(dtype) return dtype == "int32" or dtype == "int64" or dtype == "uint8" or dtype == "bool" end
+local function is_int(dtype) return gpu._dtypes[dtype].kind ~= "float" end
 
 -- One dtype for comparing a and v: theirs when they agree, int64 for two integer dtypes,
 -- else float64.
