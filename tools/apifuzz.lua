@@ -1,6 +1,6 @@
 -- tools/apifuzz.lua — calls every gpu function (gpu.random, gpu.fused and gpu.dnn too),
 -- array method and metamethod with random, hostile arguments inside pcall, and checks
--- what the API promises (issue 11):
+-- what the API promises:
 --   * the process survives every call (run it under ./gpulua-asan for memory errors and
 --     undefined behaviour);
 --   * no call takes longer than a few seconds: an op on a huge broadcast view
