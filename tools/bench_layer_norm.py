@@ -1,5 +1,5 @@
 # tools/bench_layer_norm.py N: torch.nn.LayerNorm forward and forward+backward, median ms at N threads
-# (beside tools/bench_layer_norm.lua;bench/RESULTS.md has the figures).
+# (beside tools/bench_layer_norm.lua; bench/RESULTS.md has the figures).
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
