@@ -288,8 +288,49 @@ RK_INLINE void rk_init(gl_ct ct, gl_rkernel k, kstate *st) {
     for (int l = 0; l < lane_count(ct); l++) elem_identity(ct, k, &st->lv[0], l);
 }
 
+/* The extremum of an extremum kernel's lanes (they already hold |x| for the abs kernels),
+** the last NaN lane winning, with selects rather than a branch per lane: which lane wins
+** is as random as the data, and mispredicted branches here cost a row-wise max a tenth of
+** its time. */
+RK_INLINE float ext_fin_f32(const float *v, bool max) {
+  float x = v[0], nanv = x;
+  int nan = x != x;
+  for (int l = 1; l < L32; l++) {
+    x = (max ? v[l] > x : v[l] < x) ? v[l] : x;
+    nanv = v[l] != v[l] ? v[l] : nanv;
+    nan |= v[l] != v[l];
+  }
+  return nan ? nanv : x;
+}
+
+RK_INLINE double ext_fin_f64(const double *v, bool max) {
+  double x = v[0], nanv = x;
+  int nan = x != x;
+  for (int l = 1; l < L64; l++) {
+    x = (max ? v[l] > x : v[l] < x) ? v[l] : x;
+    nanv = v[l] != v[l] ? v[l] : nanv;
+    nan |= v[l] != v[l];
+  }
+  return nan ? nanv : x;
+}
+
+RK_INLINE rval ext_fin(gl_ct ct, bool max, const lanes *m) {
+  rval r;
+  if (ct == CT_F32) {
+    r.f = (double)ext_fin_f32(m->f, max);
+  } else if (ct == CT_F64) {
+    r.f = ext_fin_f64(m->d, max);
+  } else {
+    int64_t x = m->i[0];
+    for (int l = 1; l < L64; l++) x = (max ? m->i[l] > x : m->i[l] < x) ? m->i[l] : x;
+    r.i = x;
+  }
+  return r;
+}
+
 /* Folds the lanes: sums and products pairwise (halves onto halves), max/min in order. */
 RK_INLINE rval rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
+  if (!gl_rk_is_sum(k) && k != K_PROD && !is_logic(k)) return ext_fin(ct, is_max(k), &st->lv[0]);
   const int L = lane_count(ct);
   lanes t;
   if (gl_rk_is_sum(k)) {
@@ -299,13 +340,8 @@ RK_INLINE rval rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
   } else {
     t = st->lv[0];
   }
-  if (k == K_PROD || is_logic(k) || gl_rk_is_sum(k)) {
-    for (int h = L / 2; h >= 1; h /= 2)
-      for (int l = 0; l < h; l++) elem_fold(ct, k, &t, l, &t, l + h);
-  } else {
-    gl_rkernel plain = is_max(k) ? K_MAX : K_MIN;     /* the lanes already hold |x| */
-    for (int l = 1; l < L; l++) elem_ext(ct, plain, &t, 0, &t, l, false, NULL);
-  }
+  for (int h = L / 2; h >= 1; h /= 2)
+    for (int l = 0; l < h; l++) elem_fold(ct, k, &t, l, &t, l + h);
   return elem_rval(ct, k, &t, 0);
 }
 
