@@ -292,27 +292,21 @@ RK_INLINE void rk_init(gl_ct ct, gl_rkernel k, kstate *st) {
 ** the last NaN lane winning, with selects rather than a branch per lane: which lane wins
 ** is as random as the data, and mispredicted branches here cost a row-wise max a tenth of
 ** its time. */
-RK_INLINE float ext_fin_f32(const float *v, bool max) {
-  float x = v[0], nanv = x;
-  int nan = x != x;
-  for (int l = 1; l < L32; l++) {
-    x = (max ? v[l] > x : v[l] < x) ? v[l] : x;
-    nanv = v[l] != v[l] ? v[l] : nanv;
-    nan |= v[l] != v[l];
+/* ext_fin_f32, ext_fin_f64: typed, so that the selects stay in float registers (through
+** doubles, the compiler branches again) */
+#define EXT_FIN_FN(name, T, n)                                                               \
+  RK_INLINE T name(const T *v, bool max) {                                                  \
+    T x = v[0], nanv = x;                                                                   \
+    int nan = x != x;                                                                       \
+    for (int l = 1; l < (n); l++) {                                                         \
+      x = (max ? v[l] > x : v[l] < x) ? v[l] : x;                                           \
+      nanv = v[l] != v[l] ? v[l] : nanv;                                                    \
+      nan |= v[l] != v[l];                                                                  \
+    }                                                                                       \
+    return nan ? nanv : x;                                                                  \
   }
-  return nan ? nanv : x;
-}
-
-RK_INLINE double ext_fin_f64(const double *v, bool max) {
-  double x = v[0], nanv = x;
-  int nan = x != x;
-  for (int l = 1; l < L64; l++) {
-    x = (max ? v[l] > x : v[l] < x) ? v[l] : x;
-    nanv = v[l] != v[l] ? v[l] : nanv;
-    nan |= v[l] != v[l];
-  }
-  return nan ? nanv : x;
-}
+EXT_FIN_FN(ext_fin_f32, float, L32)
+EXT_FIN_FN(ext_fin_f64, double, L64)
 
 RK_INLINE rval ext_fin(gl_ct ct, bool max, const lanes *m) {
   rval r;
