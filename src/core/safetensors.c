@@ -9,8 +9,6 @@
 #include "safetensors.h"
 #include "fileio.h"
 
-const char *gl_st_dtype_name(gl_dtype dt) { return gl_dtypes[dt].st; }
-
 /* The dtype safetensors calls d; -1 if none. */
 static int dtype_of_st_name(const char *d) {
   for (int k = 0; k < GL_NDTYPE; k++)

@@ -44,7 +44,4 @@ void gl_st_free(gl_safetensors *s);                /* idempotent */
 gl_status gl_st_header(uint8_t **out, size_t *len, gl_st_tensor *t, size_t nt,
                        const gl_st_meta *m, size_t nm);
 
-/* "F32" for float32, ...; NULL never (every gpulua dtype has one). */
-const char *gl_st_dtype_name(gl_dtype dt);
-
 #endif

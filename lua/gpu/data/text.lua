@@ -92,17 +92,6 @@ local CharVocab, is_vocab = options.class("CharVocab", "vocab")
 CharVocab.__len = function(self) return #self.itos end
 CharVocab.__tostring = function(self) return ("CharVocab(%d characters, %s)"):format(#self.itos, self.mode) end
 
--- the characters of s: UTF-8 code points when s is UTF-8 (and mode is not "bytes"), else bytes
-local function chars_of(s, mode)
-  local out = {}
-  if mode == "utf8" then
-    for _, c in utf8.codes(s) do out[#out + 1] = utf8.char(c) end
-  else
-    for i = 1, #s do out[i] = s:sub(i, i) end
-  end
-  return out
-end
-
 local VOCAB = options.declare("data.CharVocab", {
   mode = { choices = { "auto", "utf8", "bytes" }, default = "auto" },
   unk = { type = "string" },

@@ -19,7 +19,6 @@ local options = require "gpu.options"
 local F = {}
 local fused = gpu.fused
 local record = autograd.record
-local requires_grad = autograd.requires_grad
 local raise, argerror = options.raise, options.argerror
 local check_array, shape_str = options.check_array, options.shape_str
 
