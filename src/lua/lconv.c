@@ -146,7 +146,7 @@ static int l_col2im(lua_State *L) {
 
 /* ---- gpu.dnn: the library kernels (cuDNN) under nn's layers on cuda ---------------------------
 ** Plain functions, no autograd (lua/gpu/conv.lua records them): every one checks its
-** operands, then raises "... is not supported on cpu" where the device has no cuDNN. */
+** operands, then raises "... is not supported on <device>" where the device has no library for it. */
 
 /* {stride =, padding =, dilation =, groups =} at t (or none), for declaration d. */
 static void conv_geom(lua_State *L, int t, const gl_optdecl *d, gl_dnn_conv *c) {

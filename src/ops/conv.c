@@ -170,8 +170,8 @@ static gl_status dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_fa
   GL_TRY(gl_backend_for(dev, &be));
   char dn[16];
   if (be->dnn == NULL)
-    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (no cuDNN there; nn uses im2col + GEMM)", fn,
-                   gl_device_name(dev, dn));
+    return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s; nn uses its own path)", fn, gl_device_name(dev, dn),
+                   be->dnn_paths.missing ? be->dnn_paths.missing : "no library for the nn layers");
   const char *why = be->dnn->unavailable();
   if (why) return gl_fail(GL_ENOTSUP, "%s is not supported on %s (%s)", fn, gl_device_name(dev, dn), why);
   if (!dnn_has(be->dnn, family))
@@ -194,7 +194,7 @@ gl_status gl_op_dnn_table(const char *fn, gl_device dev, gl_dtype dt, gl_dnn_fam
 const char *gl_op_dnn_unavailable(gl_device dev, int dt, int family) {
   const gl_backend *be = gl_backend_get(dev.type);
   if (be == NULL) return "this device type is not built in";
-  if (be->dnn == NULL) return dev.type == GL_CPU ? "the cpu has no cuDNN" : "built without cuDNN";
+  if (be->dnn == NULL) return be->dnn_paths.missing ? be->dnn_paths.missing : "no library for the nn layers here";
   const char *why = be->dnn->unavailable();
   if (why == NULL && family == GL_DNN_WHOLE_RNN) {
     if (be->dnn->rnn_net == NULL) return "the library runs recurrent layers one layer and direction at a time";
