@@ -24,15 +24,16 @@
 ** in several threads take turns.
 **
 ** The planner: FFTW_ESTIMATE reads no array and costs microseconds, but its plans may run
-** at half the speed of FFTW_MEASURE's (2^20 complex64 points on one core here: 11.3 ms
-** against 6.3 ms), while measuring costs seconds (2.4 s for 2^20, 7.9 s for the prime
-** 1000003). So a layout is first planned with FFTW_ESTIMATE (on the user's arrays, which it
-** does not read or write), and a plan that runs a second time, at 1 ms or more a run, is
-** planned again with FFTW_MEASURE on scratch buffers of the same alignment (measuring
-** overwrites the arrays it is given, never the user's), within a time limit of about 100
-** runs (0.05 to 2 s; FFTW keeps the best plan found in that time, an estimate's at worst).
-** GPULUA_FFTW_PLANNER=estimate keeps the first plans; =measure measures every layout at
-** once, without a limit.
+** at half the speed of FFTW_MEASURE's (2^20 complex64 points on one core here: 11 ms
+** against 6.2 ms; the prime 1000003: 32 ms against 23 ms), while measuring costs seconds
+** (2.4 s and 7.9 s for those). So a layout is first planned with FFTW_ESTIMATE (on the
+** user's arrays, which it does not read or write), and only a plan whose runs have taken
+** MEASURE_AFTER_S seconds in all is planned again with FFTW_MEASURE, as a rent-or-buy
+** choice: measuring then costs at most a few times what was already spent, and pays back
+** over the runs to come. Measuring overwrites the arrays it is given: it runs on scratch
+** buffers of the user's alignment, never on the user's arrays, within MEASURE_LIMIT_S
+** (past it FFTW keeps the estimated plan). GPULUA_FFTW_PLANNER=estimate keeps the first
+** plans; =measure measures every layout at its first use, without a limit.
 */
 #include <dlfcn.h>
 #include <math.h>
@@ -230,15 +231,15 @@ static void fx_describe(fx_desc *d, const gl_fft_args *a, const gl_array *in, co
 /* ---- the plan cache ------------------------------------------------------------------- */
 
 #define CACHE_SIZE 32
-#define MEASURE_MIN_S 1e-3       /* a run at least this long is worth measuring */
+#define MEASURE_AFTER_S 4.0      /* seconds of runs of one plan that make measuring worth it */
+#define MEASURE_LIMIT_S 12.0     /* the most seconds measuring may take */
 
 typedef struct fx_plan {
   int64_t key[KEYLEN];
   void *plan;                 /* fftw_plan or fftwf_plan; NULL: a free slot */
   uint64_t stamp;
-  bool measured;              /* planned with FFTW_MEASURE (or not worth it) */
-  int runs;
-  double run_s;               /* the last run's seconds */
+  bool measured;              /* planned with FFTW_MEASURE (or tried) */
+  double spent_s;             /* seconds its runs have taken */
 } fx_plan;
 
 static struct {
@@ -367,22 +368,18 @@ static gl_status fx_execute(fx_desc *d, void *ip, void *op, bool preserve) {
     lru->plan = p;
     lru->measured = mode != 'a';
     hit = lru;
-  } else if (!hit->measured && hit->runs > 0) {
+  } else if (!hit->measured && hit->spent_s >= MEASURE_AFTER_S) {
     hit->measured = true;
-    if (hit->run_s >= MEASURE_MIN_S) {
-      double limit = hit->run_s * 100 < 0.05 ? 0.05 : hit->run_s * 100 > 2 ? 2 : hit->run_s * 100;
-      void *p = plan_measured(d, preserve, limit);
-      if (p) {
-        plan_destroy(dbl, hit->plan);
-        hit->plan = p;
-      }
+    void *p = plan_measured(d, preserve, MEASURE_LIMIT_S);
+    if (p) {
+      plan_destroy(dbl, hit->plan);
+      hit->plan = p;
     }
   }
   hit->stamp = ++cache.clock;
-  double t0 = seconds();
+  double t0 = mode == 'a' && !hit->measured ? seconds() : 0;
   plan_run(d, hit->plan, ip, op);
-  hit->run_s = seconds() - t0;
-  hit->runs++;
+  if (t0 > 0) hit->spent_s += seconds() - t0;
   pthread_mutex_unlock(&cache.lock);
   if (nt > 1) gl_cpu_team_done(nt);
   return GL_OK;
