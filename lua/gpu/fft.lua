@@ -275,7 +275,10 @@ M.irfftn = nd("irfftn", c2r, true, nil)
 
 -- ---- frequencies and shifts ----------------------------------------------------------------------
 
-local FREQ_KEYS = { dtype = "dtype", device = "device" }
+local FREQ_KEYS = {
+  dtype = { type = "dtype", check = function(v) return v:match("float") ~= nil, "must be a float dtype" end },
+  device = "device",
+}
 local FFTFREQ = options.declare("fft.fftfreq", FREQ_KEYS, { example = "gpu.fft.fftfreq(4, 1, %s)" })
 local RFFTFREQ = options.declare("fft.rfftfreq", FREQ_KEYS, { example = "gpu.fft.rfftfreq(4, 1, %s)" })
 
