@@ -309,25 +309,28 @@ def dtypes():
 
 
 def helpers():
+    """The frequencies, and the shifts of one array: a line per function, each case a row."""
     path = os.path.join(OUT, "helpers.lua")
     with open(path, "w") as f:
         f.write("-- fftfreq, rfftfreq, fftshift and ifftshift (tools/gen_fft_fixtures.py, NumPy %s)\n"
                 % np.__version__)
         f.write("return {\n  freq = {\n")
         for fn in ("fftfreq", "rfftfreq"):
+            rows = []
             for n in (1, 2, 5, 8):
                 for d in (1.0, 0.1, 4):
-                    y = getattr(np.fft, fn)(n, d)
-                    f.write('    { fn = "%s", n = %d, d = %s, y = %s },\n' % (fn, n, num(d), arr(y)))
+                    rows.append('{ n = %d, d = %s, y = %s }' % (n, num(d), arr(getattr(np.fft, fn)(n, d))))
+            f.write('    %s = { %s },\n' % (fn, ", ".join(rows)))
         f.write("  },\n  shift = {\n")
         x = np.arange(3 * 5 * 2).reshape(3, 5, 2)
         for fn in ("fftshift", "ifftshift"):
+            rows = []
             for axes in (None, 1, 2, -1, (1, 2), (3, 1)):
                 ax = None if axes is None else (axis0(axes, 3) if isinstance(axes, int) else [axis0(a, 3) for a in axes])
-                y = getattr(np.fft, fn)(x, axes=ax)
                 lua_axes = "nil" if axes is None else (str(axes) if isinstance(axes, int)
                                                        else "{%s}" % ", ".join(str(a) for a in axes))
-                f.write('    { fn = "%s", axes = %s, y = %s },\n' % (fn, lua_axes, arr(y)))
+                rows.append('{ axes = %s, y = %s }' % (lua_axes, arr(getattr(np.fft, fn)(x, axes=ax))))
+            f.write('    %s = { %s },\n' % (fn, ", ".join(rows)))
         f.write("  },\n  shift_x = %s,\n" % arr(x))
         f.write("}\n")
 

@@ -150,28 +150,30 @@ end
 
 -- ---- the transforms --------------------------------------------------------------------------------
 
--- c2c over 'axes' with lengths s (nil: as they are)
-local function c2c(fname, x, s, axes, norm, inverse)
-  if #axes == 0 then return x:astype(complex_of(x)) end
+-- x cut or padded to the lengths s along axes (nil: as they are, each at least 1), and the
+-- product of the lengths
+local function sized(fname, x, s, axes)
   local count = 1
   for i, a in ipairs(axes) do
-    local n = s and points(fname, s[i], 2, "s[" .. i .. "]") or x.shape[a]
-    if s == nil and n == 0 then points(fname, 0, 2, "the length of axis " .. a) end
+    local n = s and points(fname, s[i], 2, "s[" .. i .. "]") or points(fname, x.shape[a], 2, "the length of axis " .. a)
     x = resized(x, a, n)
     count = count * n
   end
+  return x, count
+end
+
+-- c2c over 'axes' with lengths s (nil: as they are)
+local function c2c(fname, x, s, axes, norm, inverse)
+  if #axes == 0 then return x:astype(complex_of(x)) end
+  local count
+  x, count = sized(fname, x, s, axes)
   return run(fname, C.c2c, x, axes, inverse, scale_of(norm, count, inverse))
 end
 
 local function r2c(fname, x, s, axes, norm, inverse)
   if #axes == 0 then fail(fname, 3, "at least one axis is needed") end
-  local count = 1
-  for i, a in ipairs(axes) do
-    local n = s and points(fname, s[i], 2, "s[" .. i .. "]") or x.shape[a]
-    if s == nil and n == 0 then points(fname, 0, 2, "the length of axis " .. a) end
-    x = resized(x, a, n)
-    count = count * n
-  end
+  local count
+  x, count = sized(fname, x, s, axes)
   return run(fname, C.r2c, x, axes, scale_of(norm, count, inverse))
 end
 
@@ -195,83 +197,46 @@ local function c2r(fname, x, s, axes, norm, inverse)
   return y
 end
 
--- one axis (n, axis) as an n-D call's s and axes
-local function one(fname, x, n, axis)
-  local a = axis_of(fname, x, axis == nil and -1 or axis, 3, "axis")
-  if n ~= nil then n = points(fname, n, 2, "n") end
-  return n and { n } or nil, { a }
-end
-
-function M.fft(x, n, axis, opts)
-  check_x("fft", x)
-  local norm
-  n, axis, norm = split("fft", n, axis, opts)
-  local s, axes = one("fft", x, n, axis)
-  return c2c("fft", x, s, axes, norm, false)
-end
-
-function M.ifft(x, n, axis, opts)
-  check_x("ifft", x)
-  local norm
-  n, axis, norm = split("ifft", n, axis, opts)
-  local s, axes = one("ifft", x, n, axis)
-  return c2c("ifft", x, s, axes, norm, true)
-end
-
-function M.rfft(x, n, axis, opts)
-  check_x("rfft", x)
-  local norm
-  n, axis, norm = split("rfft", n, axis, opts)
-  local s, axes = one("rfft", x, n, axis)
-  return r2c("rfft", x, s, axes, norm, false)
-end
-
-function M.irfft(x, n, axis, opts)
-  check_x("irfft", x)
-  local norm
-  n, axis, norm = split("irfft", n, axis, opts)
-  local s, axes = one("irfft", x, n, axis)
-  return c2r("irfft", x, s, axes, norm, true)
-end
-
--- hfft: the real spectrum of a signal whose first half (conjugate symmetric) is x:
--- irfft of conj(x) with the norm's direction swapped
-function M.hfft(x, n, axis, opts)
-  check_x("hfft", x)
-  local norm
-  n, axis, norm = split("hfft", n, axis, opts)
-  local s, axes = one("hfft", x, n, axis)
-  return c2r("hfft", gpu.conj(x), s, axes, SWAPPED[norm], true)
-end
-
--- ihfft: conj(rfft(x)) with the norm's direction swapped
-function M.ihfft(x, n, axis, opts)
-  check_x("ihfft", x)
-  local norm
-  n, axis, norm = split("ihfft", n, axis, opts)
-  local s, axes = one("ihfft", x, n, axis)
-  return gpu.conj(r2c("ihfft", x, s, axes, SWAPPED[norm], false))
-end
-
--- the n-D forms: (fname, transform, inverse, default axes)
-local function nd(fname, transform, inverse, default_axes)
-  return function(x, s, axes, opts)
+-- numpy.fft's functions: fname(x, n, axis, opts) (one = true) or fname(x, s, axes, opts)
+-- (default_axes: nil for all, or those given), through one of the transforms above.
+-- hermitian (hfft, ihfft): the conjugate of the input (of an inverse) or of the output,
+-- and the norm's direction swapped
+local function numpy_fn(fname, transform, inverse, o)
+  return function(x, a, b, opts)
     check_x(fname, x)
     local norm
-    s, axes, norm = split(fname, s, axes, opts)
-    if axes == nil then axes = default_axes end
-    return transform(fname, x, s, cook_axes(fname, x, s, axes), norm, inverse)
+    a, b, norm = split(fname, a, b, opts)
+    local s, axes
+    if o.one then
+      axes = { axis_of(fname, x, b == nil and -1 or b, 3, "axis") }
+      s = a ~= nil and { points(fname, a, 2, "n") } or nil
+    else
+      s, axes = a, cook_axes(fname, x, a, b == nil and o.axes or b)
+    end
+    if o.hermitian then
+      norm = SWAPPED[norm]
+      if inverse then x = gpu.conj(x) end
+    end
+    local y = transform(fname, x, s, axes, norm, inverse)
+    return (o.hermitian and not inverse) and gpu.conj(y) or y
   end
 end
 
-M.fft2 = nd("fft2", c2c, false, { -2, -1 })
-M.ifft2 = nd("ifft2", c2c, true, { -2, -1 })
-M.fftn = nd("fftn", c2c, false, nil)
-M.ifftn = nd("ifftn", c2c, true, nil)
-M.rfft2 = nd("rfft2", r2c, false, { -2, -1 })
-M.irfft2 = nd("irfft2", c2r, true, { -2, -1 })
-M.rfftn = nd("rfftn", r2c, false, nil)
-M.irfftn = nd("irfftn", c2r, true, nil)
+local ONE, TWO, ALL = { one = true }, { axes = { -2, -1 } }, {}
+M.fft = numpy_fn("fft", c2c, false, ONE)
+M.ifft = numpy_fn("ifft", c2c, true, ONE)
+M.rfft = numpy_fn("rfft", r2c, false, ONE)
+M.irfft = numpy_fn("irfft", c2r, true, ONE)
+M.hfft = numpy_fn("hfft", c2r, true, { one = true, hermitian = true })    -- irfft(conj(x))
+M.ihfft = numpy_fn("ihfft", r2c, false, { one = true, hermitian = true }) -- conj(rfft(x))
+M.fft2 = numpy_fn("fft2", c2c, false, TWO)
+M.ifft2 = numpy_fn("ifft2", c2c, true, TWO)
+M.fftn = numpy_fn("fftn", c2c, false, ALL)
+M.ifftn = numpy_fn("ifftn", c2c, true, ALL)
+M.rfft2 = numpy_fn("rfft2", r2c, false, TWO)
+M.irfft2 = numpy_fn("irfft2", c2r, true, TWO)
+M.rfftn = numpy_fn("rfftn", r2c, false, ALL)
+M.irfftn = numpy_fn("irfftn", c2r, true, ALL)
 
 -- ---- frequencies and shifts ----------------------------------------------------------------------
 

@@ -27,13 +27,13 @@ static gl_dtype real_of(gl_dtype ct) { return ct == GL_COMPLEX64 ? GL_FLOAT32 : 
 static gl_status check_axes(const gl_array *x, int naxes, const int *axes) {
   if (naxes < 1 || naxes > x->ndim)
     return gl_fail(GL_EINVAL, "%d axes given for a %d-dimensional array (1 to %d)", naxes, x->ndim, x->ndim);
-  bool seen[GL_MAXDIMS] = { false };
+  unsigned seen = 0;                         /* a bit per axis */
   for (int i = 0; i < naxes; i++) {
-    int a = axes[i];
-    if (a < 0 || a >= x->ndim)
-      return gl_fail(GL_EINVAL, "axis %d is out of bounds for a %d-dimensional array", a + 1, x->ndim);
-    if (seen[a]) return gl_fail(GL_EINVAL, "axis %d is repeated", a + 1);
-    seen[a] = true;
+    unsigned bit = axes[i] >= 0 && axes[i] < x->ndim ? 1u << axes[i] : 0;
+    if (bit == 0)
+      return gl_fail(GL_EINVAL, "axis %d is out of bounds for a %d-dimensional array", axes[i] + 1, x->ndim);
+    if (seen & bit) return gl_fail(GL_EINVAL, "axis %d is repeated", axes[i] + 1);
+    seen |= bit;
   }
   return GL_OK;
 }

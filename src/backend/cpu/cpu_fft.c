@@ -64,45 +64,48 @@ void gl_cpu_fftw_version(char *buf, size_t n) { if (n) buf[0] = 0; }
 
 /* ---- the two libraries (float, double), loaded once ------------------------------------- */
 
-/* The entry points of one precision P ("fftw_" or "fftwf_"). */
+/* The entry points of one precision P ("fftw_" or "fftwf_"), whose types differ. */
 #define FFTW_FUNCS(X, P)                                                                        \
   X(P, plan_guru64_dft) X(P, plan_guru64_dft_r2c) X(P, plan_guru64_dft_c2r) X(P, execute_dft)  \
   X(P, execute_dft_r2c) X(P, execute_dft_c2r) X(P, destroy_plan) X(P, alignment_of)            \
   X(P, set_timelimit)
 #define FFTW_FIELD(P, f) __typeof__(P##f) *f;
+#define FFTW_NAME(P, f) #f,
+#define FFTW_SLOT(P, f) (void *)&P.f,
 
-/* The thread entry points and the version string may be missing (the plain library). */
-typedef struct fx_dfns {
-  FFTW_FUNCS(FFTW_FIELD, fftw_)
-  __typeof__(fftw_init_threads) *init_threads;
-  __typeof__(fftw_plan_with_nthreads) *plan_with_nthreads;
-  const char *version;
-} fx_dfns;
-typedef struct fx_sfns {
-  FFTW_FUNCS(FFTW_FIELD, fftwf_)
-  __typeof__(fftwf_init_threads) *init_threads;
-  __typeof__(fftwf_plan_with_nthreads) *plan_with_nthreads;
-  const char *version;
-} fx_sfns;
-#undef FFTW_FIELD
+typedef struct fx_dfns { FFTW_FUNCS(FFTW_FIELD, fftw_) } fx_dfns;
+typedef struct fx_sfns { FFTW_FUNCS(FFTW_FIELD, fftwf_) } fx_sfns;
+static fx_dfns fd;
+static fx_sfns fs;
 
-/* One precision's library: loaded, with threads, or why it could not be loaded. */
+/* One precision's library: loaded or why not; its thread entry points (of one type in both
+** precisions), NULL in the plain library; its version string. */
 typedef struct fx_lib {
   pthread_once_t once;
   bool ok;
   bool threads;              /* the OpenMP build, its threads initialised */
   char why[300];
+  __typeof__(fftw_init_threads) *init_threads;
+  __typeof__(fftw_plan_with_nthreads) *plan_with_nthreads;
+  const char *version;
 } fx_lib;
 
 static fx_lib lib_d = { .once = PTHREAD_ONCE_INIT }, lib_s = { .once = PTHREAD_ONCE_INIT };
-static fx_dfns fd;
-static fx_sfns fs;
 
-/* Opens the OpenMP build of one precision ("libfftw3" or "libfftw3f"), else the plain
-** library, and resolves names[i] into slots[i] (the first nreq are required; dlsym's
-** void * is copied into the function pointer, which keeps the conversion defined). */
-static void fx_open(fx_lib *lib, const char *base, const char *pkg, const char *const *names, void *const *slots,
-                    int nreq, int nall) {
+/* *slot = the entry point prefix+name of h (dlsym's void * copied, which keeps the
+** conversion to a function pointer defined); whether h has it. */
+static bool fx_sym(void *h, const char *prefix, const char *name, void *slot) {
+  char full[64];
+  snprintf(full, sizeof full, "%s%s", prefix, name);
+  void *p = dlsym(h, full);
+  memcpy(slot, &p, sizeof p);
+  return p != NULL;
+}
+
+/* Opens the OpenMP build of one precision (base "libfftw3" or "libfftw3f", entry points
+** prefix+name), else the plain library, and resolves FFTW_FUNCS into slots (in order). */
+static void fx_open(fx_lib *lib, const char *base, const char *prefix, const char *pkg, void *const *slots) {
+  static const char *const names[] = { FFTW_FUNCS(FFTW_NAME, ) };
   char path[64];
   snprintf(path, sizeof path, "%s_omp.so.3", base);
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -117,40 +120,30 @@ static void fx_open(fx_lib *lib, const char *base, const char *pkg, const char *
              e ? e : "not found", pkg);
     return;
   }
-  for (int i = 0; i < nall; i++) {
-    void *p = dlsym(h, names[i]);
-    memcpy(slots[i], &p, sizeof p);
-    if (p == NULL && i < nreq) {
-      snprintf(lib->why, sizeof lib->why, "%s lacks %s (FFTW 3.3 or later is needed: Debian's %s)", path, names[i],
-               pkg);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!fx_sym(h, prefix, names[i], slots[i])) {
+      snprintf(lib->why, sizeof lib->why, "%s lacks %s%s (FFTW 3.3 or later is needed: Debian's %s)", path, prefix,
+               names[i], pkg);
       dlclose(h);
       return;
     }
   }
-  lib->threads = omp;
+  fx_sym(h, prefix, "plan_with_nthreads", &lib->plan_with_nthreads);
+  fx_sym(h, prefix, "version", &lib->version);
+  lib->threads = omp && fx_sym(h, prefix, "init_threads", &lib->init_threads) && lib->plan_with_nthreads &&
+                 lib->init_threads() != 0;
   lib->ok = true;
 }
 
-#define FFTW_NAME(P, f) #P #f,
-#define FFTW_SLOT(P, f) (void *)&P.f,
 static void load_d(void) {
-  static const char *const names[] = { FFTW_FUNCS(FFTW_NAME, fftw_) "fftw_init_threads", "fftw_plan_with_nthreads",
-                                       "fftw_version" };
-  void *const slots[] = { FFTW_FUNCS(FFTW_SLOT, fd) (void *)&fd.init_threads, (void *)&fd.plan_with_nthreads,
-                          (void *)&fd.version };
-  int n = (int)(sizeof names / sizeof names[0]);
-  fx_open(&lib_d, "libfftw3", "libfftw3-double3", names, slots, n - 3, n);
-  if (lib_d.threads) lib_d.threads = fd.init_threads && fd.plan_with_nthreads && fd.init_threads() != 0;
+  void *const slots[] = { FFTW_FUNCS(FFTW_SLOT, fd) };
+  fx_open(&lib_d, "libfftw3", "fftw_", "libfftw3-double3", slots);
 }
 static void load_s(void) {
-  static const char *const names[] = { FFTW_FUNCS(FFTW_NAME, fftwf_) "fftwf_init_threads", "fftwf_plan_with_nthreads",
-                                       "fftwf_version" };
-  void *const slots[] = { FFTW_FUNCS(FFTW_SLOT, fs) (void *)&fs.init_threads, (void *)&fs.plan_with_nthreads,
-                          (void *)&fs.version };
-  int n = (int)(sizeof names / sizeof names[0]);
-  fx_open(&lib_s, "libfftw3f", "libfftw3-single3", names, slots, n - 3, n);
-  if (lib_s.threads) lib_s.threads = fs.init_threads && fs.plan_with_nthreads && fs.init_threads() != 0;
+  void *const slots[] = { FFTW_FUNCS(FFTW_SLOT, fs) };
+  fx_open(&lib_s, "libfftw3f", "fftwf_", "libfftw3-single3", slots);
 }
+#undef FFTW_FIELD
 #undef FFTW_NAME
 #undef FFTW_SLOT
 
@@ -166,8 +159,8 @@ static gl_status fx_load(bool dbl) {
 void gl_cpu_fftw_version(char *buf, size_t n) {
   if (n == 0) return;
   buf[0] = 0;
-  if (lib_d.ok && fd.version) snprintf(buf, n, "%s%s", fd.version, lib_d.threads ? " (openmp)" : "");
-  else if (lib_s.ok && fs.version) snprintf(buf, n, "%s%s", fs.version, lib_s.threads ? " (openmp)" : "");
+  const fx_lib *lib = lib_d.ok ? &lib_d : &lib_s;
+  if (lib->ok && lib->version) snprintf(buf, n, "%s%s", lib->version, lib->threads ? " (openmp)" : "");
 }
 
 bool gl_cpu_has_fft(int kind, gl_dtype dt) {
@@ -277,13 +270,13 @@ static void *plan_new(const fx_desc *d, void *ip, void *op, unsigned flags, doub
   const fftw_iodim64 *dims = d->dims, *hd = d->hdims;
   int r = d->rank, hr = d->hrank;
   if (d->key[K_DBL]) {
-    if (lib_d.threads) fd.plan_with_nthreads(nt);
+    if (lib_d.threads) lib_d.plan_with_nthreads(nt);
     fd.set_timelimit(limit);
     if (kind == GL_FFT_C2C) return fd.plan_guru64_dft(r, dims, hr, hd, ip, op, sign, flags);
     if (kind == GL_FFT_R2C) return fd.plan_guru64_dft_r2c(r, dims, hr, hd, ip, op, flags);
     return fd.plan_guru64_dft_c2r(r, dims, hr, hd, ip, op, flags);
   }
-  if (lib_s.threads) fs.plan_with_nthreads(nt);
+  if (lib_s.threads) lib_s.plan_with_nthreads(nt);
   fs.set_timelimit(limit);
   if (kind == GL_FFT_C2C) return fs.plan_guru64_dft(r, dims, hr, hd, ip, op, sign, flags);
   if (kind == GL_FFT_R2C) return fs.plan_guru64_dft_r2c(r, dims, hr, hd, ip, op, flags);

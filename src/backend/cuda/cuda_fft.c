@@ -35,47 +35,37 @@
 
 /* ---- cuFFT, loaded on first use ------------------------------------------------------- */
 
+/* The entry points used: (field, cuFFT's name). */
+#define CF_FUNCS(X)                                                                              \
+  X(create, cufftCreate) X(destroy, cufftDestroy) X(set_auto_allocation, cufftSetAutoAllocation) \
+  X(make_plan_many64, cufftMakePlanMany64) X(set_work_area, cufftSetWorkArea)                   \
+  X(set_stream, cufftSetStream) X(exec_c2c, cufftExecC2C) X(exec_z2z, cufftExecZ2Z)              \
+  X(exec_r2c, cufftExecR2C) X(exec_d2z, cufftExecD2Z) X(exec_c2r, cufftExecC2R)                  \
+  X(exec_z2d, cufftExecZ2D)
+#define CF_FIELD(f, name) __typeof__(name) *f;
+#define CF_ENTRY(f, name) { #name, &cf.f },
+
 static struct {
   pthread_once_t once;
   bool ok;
   char why[256];
-  __typeof__(cufftCreate) *create;
-  __typeof__(cufftDestroy) *destroy;
-  __typeof__(cufftSetAutoAllocation) *set_auto_allocation;
-  __typeof__(cufftMakePlanMany64) *make_plan_many64;
-  __typeof__(cufftSetWorkArea) *set_work_area;
-  __typeof__(cufftSetStream) *set_stream;
-  __typeof__(cufftExecC2C) *exec_c2c;
-  __typeof__(cufftExecZ2Z) *exec_z2z;
-  __typeof__(cufftExecR2C) *exec_r2c;
-  __typeof__(cufftExecD2Z) *exec_d2z;
-  __typeof__(cufftExecC2R) *exec_c2r;
-  __typeof__(cufftExecZ2D) *exec_z2d;
+  CF_FUNCS(CF_FIELD)
 } cf = { .once = PTHREAD_ONCE_INIT };
 
-static const gl_cuda_entry cf_entries[] = {
-  { "cufftCreate", &cf.create }, { "cufftDestroy", &cf.destroy },
-  { "cufftSetAutoAllocation", &cf.set_auto_allocation }, { "cufftMakePlanMany64", &cf.make_plan_many64 },
-  { "cufftSetWorkArea", &cf.set_work_area }, { "cufftSetStream", &cf.set_stream },
-  { "cufftExecC2C", &cf.exec_c2c }, { "cufftExecZ2Z", &cf.exec_z2z }, { "cufftExecR2C", &cf.exec_r2c },
-  { "cufftExecD2Z", &cf.exec_d2z }, { "cufftExecC2R", &cf.exec_c2r }, { "cufftExecZ2D", &cf.exec_z2d },
-};
+static const gl_cuda_entry cf_entries[] = { CF_FUNCS(CF_ENTRY) };
 
 static void cf_load(void) {
-  void *h = dlopen("libcufft.so.12", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) h = dlopen("libcufft.so", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    const char *e = dlerror();
-    snprintf(cf.why, sizeof cf.why, "cannot load cuFFT (libcufft.so.12, from the CUDA toolkit): %s",
-             e ? e : "not found");
-    return;
-  }
-  const char *missing = gl_cuda_syms(h, cf_entries, sizeof cf_entries / sizeof cf_entries[0]);
-  if (missing != NULL) {
-    snprintf(cf.why, sizeof cf.why, "cuFFT (libcufft.so.12) lacks %s", missing);
-    return;
-  }
-  cf.ok = true;
+  static const char *const libs[] = { "libcufft.so.12", "libcufft.so" };
+  void *h = NULL;
+  for (size_t i = 0; i < sizeof libs / sizeof libs[0] && h == NULL; i++)
+    h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+  const char *missing = h ? gl_cuda_syms(h, cf_entries, sizeof cf_entries / sizeof cf_entries[0]) : NULL;
+  const char *e = h ? NULL : dlerror();
+  if (h == NULL)
+    snprintf(cf.why, sizeof cf.why, "cannot load cuFFT (%s, from the CUDA toolkit): %s", libs[0], e ? e : "not found");
+  else if (missing)
+    snprintf(cf.why, sizeof cf.why, "cuFFT (%s) lacks %s", libs[0], missing);
+  cf.ok = h != NULL && missing == NULL;
 }
 
 static const char *cf_result_name(cufftResult r) {
