@@ -242,7 +242,9 @@ static bool step_key(const cf_step *p, cf_key *k, int *loop) {
   k->rank = p->rank;
   k->istride = is[p->rank - 1];
   k->ostride = os[p->rank - 1];
-  k->batch = 1;
+  k->batch = 1;                                   /* one signal: the distances of a packed batch */
+  k->idist = is[0] * hin[0];
+  k->odist = os[0] * hout[0];
   *loop = -1;
   for (int i = 0; i < p->nb; i++)
     if (p->b[i].is > 0 && p->b[i].os > 0 && (*loop < 0 || p->b[i].n > p->b[*loop].n)) *loop = i;
