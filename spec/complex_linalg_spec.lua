@@ -62,6 +62,13 @@ local function close(a, b, tol)
   assert.equal(shape(b), shape(a))
   h.assert_close(R(a), R(is_complex(a) and b:astype(a.dtype) or b), tol)
 end
+-- fn(a, tag, m, n) for each fixture matrix named in tags, a (..., m, n) in dtype dt on dev
+local function each(tags, dt, dev, fn)
+  for _, tag in ipairs(tags) do
+    local a = F(tag, dt, dev)
+    fn(a, tag, a.shape[a.ndim - 1], a.shape[a.ndim])
+  end
+end
 -- largest |element| of a real array, as a Lua number
 local function amax(x) return x.size == 0 and 0 or x:abs():max():item() end
 
@@ -153,29 +160,24 @@ for _, dev in ipairs(h.devices()) do
       end)
 
       it("inv: NumPy's values, A inv(A) = I, batched and through a view", function()
-        for _, tag in ipairs { "a4", "ab" } do
-          local a = F(tag, dt, dev)
+        each({ "a4", "ab" }, dt, dev, function(a, tag, _, n)
           local x = L.inv(a)
           assert.equal(dt, x.dtype)
           close(x, F(tag .. "_inv", dt, dev), tol)
-          local n = a.shape[a.ndim]
           pclose(cmm(P(a), P(x)), eye_pair(n, P(a), a.shape), tol * 10, "A inv(A) = I")
           close(L.inv(strided(a)), x, tol)
-        end
+        end)
       end)
 
       it("det and slogdet: complex sign, real log|det| (NumPy's dtypes), a known phase, singular", function()
-        for _, tag in ipairs { "a4", "ab" } do
-          local a = F(tag, dt, dev)
+        each({ "a4", "ab" }, dt, dev, function(a, tag)
           local d = L.det(a)
-          assert.equal(dt, d.dtype)
-          close(d, F(tag .. "_det", dt, dev), tol)
           local s, l = L.slogdet(a)
-          assert.equal(dt, s.dtype)
-          assert.equal(pt, l.dtype)
+          assert.same({ dt, dt, pt }, { d.dtype, s.dtype, l.dtype })
+          close(d, F(tag .. "_det", dt, dev), tol)
           close(s, F(tag .. "_sign", dt, dev), tol)
           close(l, F(tag .. "_logdet", pt, dev), tol)
-        end
+        end)
         local p = F("dph", dt, dev)                             -- diag(i, 2, -1): det -2i
         close(L.det(p), gpu.array({ 0, -2 }, { dtype = pt }), tol)
         local s, l = L.slogdet(p)
@@ -191,8 +193,7 @@ for _, dev in ipairs(h.devices()) do
       end)
 
       it("cholesky: NumPy's lower factor, the upper one (L^H), only one triangle read", function()
-        for _, tag in ipairs { "h4", "hb" } do
-          local a = F(tag, dt, dev)
+        each({ "h4", "hb" }, dt, dev, function(a, tag)
           local l = L.cholesky(a)
           assert.equal(dt, l.dtype)
           close(l, F(tag .. "_chol", dt, dev), tol)
@@ -202,19 +203,15 @@ for _, dev in ipairs(h.devices()) do
           pclose(P(u), lh, tol, "U = L^H")
           local g = F(tag .. "_g", dt, dev)                        -- upper triangle of a, junk below
           pclose(P(L.cholesky(g, { upper = true })), lh, tol, "upper read")
-        end
+        end)
       end)
 
       it("qr: Q^H Q = I, Q R = A, R upper triangular with NumPy's |R|, reduced, complete and r", function()
-        for _, tag in ipairs { "a4", "t53", "w35", "rb" } do
-          local a = F(tag, dt, dev)
-          local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
-          local k = math.min(m, n)
-          for _, mode in ipairs { "reduced", "complete" } do
-            local q, r = L.qr(a, { mode = mode })
-            assert.equal(dt, q.dtype)
-            assert.equal(dt, r.dtype)
-            local kq = mode == "complete" and m or k
+        each({ "a4", "t53", "w35", "rb" }, dt, dev, function(a, tag, m, n)
+          for _, complete in ipairs { false, true } do
+            local q, r = L.qr(a, { mode = complete and "complete" or "reduced" })
+            assert.same({ dt, dt }, { q.dtype, r.dtype })
+            local kq = complete and m or math.min(m, n)
             assert.equal(kq, q.shape[q.ndim])
             pclose(cmm(PH(q), P(q)), eye_pair(kq, P(q), batch_of(q, kq, kq)), tol * 10, "Q^H Q = I")
             pclose(cmm(P(q), P(r)), P(a), tol * 10, "Q R = A")
@@ -225,18 +222,14 @@ for _, dev in ipairs(h.devices()) do
           local r = L.qr(a, { mode = "r" })
           local rr, ri = part(r, 1), part(r, 2)
           h.assert_close(gpu.sqrt(rr * rr + ri * ri):to("cpu"), F(tag .. "_absr", pt, "cpu"), tol * 10)
-        end
+        end)
       end)
 
       it("svd: real singular values, U S Vh = A, NumPy's |U| and |Vh|, unitary factors, full and reduced", function()
-        for _, tag in ipairs { "a4", "t53", "w35", "rb", "ab" } do
-          local a = F(tag, dt, dev)
-          local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
+        each({ "a4", "t53", "w35", "rb", "ab" }, dt, dev, function(a, tag, m, n)
           local k = math.min(m, n)
           local u, s, vh = L.svd(a, { full_matrices = false })
-          assert.equal(dt, u.dtype)
-          assert.equal(pt, s.dtype)
-          assert.equal(dt, vh.dtype)
+          assert.same({ dt, pt, dt }, { u.dtype, s.dtype, vh.dtype })
           close(s, F(tag .. "_svdvals", pt, dev), tol)
           local su = { s:unsqueeze(-2), gpu.zeros_like(s:unsqueeze(-2)) }
           pclose(cmm(cmul(P(u), su), P(vh)), P(a), tol * 10, "U S Vh = A")
@@ -256,16 +249,13 @@ for _, dev in ipairs(h.devices()) do
           close(L.svd(a, { compute_uv = false }), s, tol)
           close(L.svdvals(strided(a)), s, tol)
           assert.equal(pt, L.svdvals(a).dtype)
-        end
+        end)
       end)
 
       it("eigh and eigvalsh: real ascending eigenvalues, A V = V diag(w), V unitary, NumPy's |V|, UPLO", function()
-        for _, tag in ipairs { "h4", "hb" } do
-          local a = F(tag, dt, dev)
-          local n = a.shape[a.ndim]
+        each({ "h4", "hb" }, dt, dev, function(a, tag, _, n)
           local w, v = L.eigh(a)
-          assert.equal(pt, w.dtype)
-          assert.equal(dt, v.dtype)
+          assert.same({ pt, dt }, { w.dtype, v.dtype })
           close(w, F(tag .. "_eigvalsh", pt, dev), tol)
           local wd = { w:unsqueeze(-2), gpu.zeros_like(w:unsqueeze(-2)) }
           pclose(cmm(P(a), P(v)), cmul(P(v), wd), tol * 10, "A V = V diag(w)")
@@ -277,7 +267,7 @@ for _, dev in ipairs(h.devices()) do
           local g = F(tag .. "_g", dt, dev)
           close(L.eigvalsh(g, { UPLO = "U" }), F(tag .. "_eigvalsh_U", pt, dev), tol)
           close((L.eigh(g, { UPLO = "U" })), F(tag .. "_eigvalsh_U", pt, dev), tol)
-        end
+        end)
       end)
 
       it("lstsq: NumPy's solution, real residuals and singular values, rank; min norm; rank deficient", function()

@@ -43,17 +43,23 @@ def mH(x):
     return np.conj(np.swapaxes(x, -1, -2))
 
 
+# NumPy's results stored for each square input, by suffix
+SQUARE = {
+    "inv": np.linalg.inv,
+    "det": np.linalg.det,
+    "sign": lambda a: np.linalg.slogdet(a)[0],
+    "logdet": lambda a: np.linalg.slogdet(a)[1],
+    "svdvals": lambda a: np.linalg.svd(a, compute_uv=False),
+}
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     # square, 2-D and batched (2, 3, n, n)
     for tag, a in (("a4", well(4, 4)), ("ab", well(2, 3, 3, 3))):
         save(tag, a)
-        save(tag + "_inv", np.linalg.inv(a))
-        save(tag + "_det", np.linalg.det(a))
-        s, l = np.linalg.slogdet(a)
-        save(tag + "_sign", s)
-        save(tag + "_logdet", l)
-        save(tag + "_svdvals", np.linalg.svd(a, compute_uv=False))
+        for suffix, f in SQUARE.items():
+            save(tag + "_" + suffix, f(a))
     a4 = np.load(os.path.join(OUT, "a4.npy"))
     b4 = cn(4, 2)
     save("b4", b4)
