@@ -111,6 +111,8 @@ gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *
 bool gl_cpu_has_matmul(gl_dtype dt);
 /* Dense linear algebra over LAPACK (cpu_lapack.c): gl_backend.linalg. */
 gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad);
+/* Whether gl_cpu_linalg has gl_la_op 'which' in dtype dt (GL_LA_DTYPES). */
+bool gl_cpu_has_linalg(int which, gl_dtype dt);
 /* Fourier transforms over FFTW (cpu_fft.c): gl_backend.fft; whether it has (kind, complex
 ** dtype); FFTW's version for gpu.config() (empty until a transform has loaded it). */
 gl_status gl_cpu_fft(const gl_array *out, const gl_array *in, const gl_fft_args *args);
