@@ -204,6 +204,50 @@ describe("gpu.fft errors", function()
   end)
 end)
 
+-- The rules (lua/gpu/autograd/rules_fft.lua) are the adjoints of the transforms: for random
+-- x and g, <g, T x> = <T^H g, x> in the real inner product of the real and imaginary parts.
+describe("gpu.fft's autograd rules are the transforms' adjoints", function()
+  local R = require "gpu.autograd.rules_fft"
+  local C = gpu._fft
+  local G = gpu.random.Generator(5)
+  local vr = gpu.view_as_real
+  local function re(...) return G:uniform(-1, 1, { ... }, { dtype = "float64" }) end
+  local function cx(...)
+    local shape = { ... }
+    shape[#shape + 1] = 2
+    return gpu.view_as_complex(G:uniform(-1, 1, shape, { dtype = "float64" }))
+  end
+  local function dot(a, b) return (a * b):sum():item() end
+  local function node(...) return { ... } end
+  local function same(a, b) assert(math.abs(a - b) <= 1e-12 * (1 + math.abs(a)), ("%.17g vs %.17g"):format(a, b)) end
+  it("c2c, forward and inverse, over two of three axes", function()
+    for _, inverse in ipairs { false, true } do
+      local x, g, axes = cx(3, 5, 4), cx(3, 5, 4), { 1, 3 }
+      local gx = R["fft.c2c"].backward(g, node(x, axes, inverse, 0.37))
+      same(dot(vr(g), vr(C.c2c(x, axes, inverse, 0.37))), dot(vr(gx), vr(x)))
+    end
+  end)
+  it("r2c (the real part of the rule's result), even and odd n", function()
+    for _, n in ipairs { 6, 7 } do
+      local x, axes = re(2, 3, n), { 2, 3 }
+      local y = C.r2c(x, axes, 0.5)
+      local g = cx(table.unpack(y.shape))
+      local gx = R["fft.r2c"].backward(g, node(x, axes, 0.5))
+      same(dot(vr(g), vr(y)), dot(vr(gx):take(gpu.array({ 1 }, { dtype = "int64" }), -1):squeeze(-1), x))
+    end
+  end)
+  it("c2r, even and odd n", function()
+    for _, n in ipairs { 6, 7 } do
+      local m = n // 2 + 1
+      local x, axes = cx(2, 3, m), { 1, 3 }
+      local y = C.c2r(x, axes, n, 0.25)
+      local g = re(table.unpack(y.shape))
+      local gx = R["fft.c2r"].backward(g, node(x, axes, n, 0.25))
+      same(dot(g, y), dot(vr(gx), vr(x)))
+    end
+  end)
+end)
+
 describe("gpu.fft gradients (float64, central differences)", function()
   local G = gpu.random.Generator(11)
   local function S(...) return G:uniform(-1, 1, { ... }, { dtype = "float64" }) end
