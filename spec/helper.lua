@@ -97,7 +97,7 @@ end
 -- tol (relative + absolute). Returns true, or false and a message.
 function M.close(a, b, tol)
   tol = tol or 1e-6
-  if type(a) == "userdata" and type(b) == "userdata" then
+  if type(a) == "userdata" and type(b) == "userdata" and not is_complex_scalar(a) and not is_complex_scalar(b) then
     local sa, sb = table.concat(a.shape, ","), table.concat(b.shape, ",")
     if sa ~= sb then return false, ("shapes (%s) and (%s) differ"):format(sa, sb) end
   end

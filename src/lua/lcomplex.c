@@ -81,6 +81,18 @@ static cnum check_cnum(lua_State *L, int idx) {
 
 /* ---- arithmetic, as NumPy's complex128 scalars -------------------------------------------- */
 
+/* Each product rounded before its sum, as NumPy's scalars compute: a fused multiply-add
+** changes last digits ((0.1+0.3i) / (3-4i)). GCC contracts across statements
+** (-ffp-contract=fast) and is told not to here, as cpu_copy.c's arange; its SLP vectorizer
+** fuses a real and an imaginary part into one vfmsubadd even then (GCC 12), so it is off
+** too. Clang obeys the standard pragma. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off", "no-tree-slp-vectorize")
+#endif
+
 static cnum c_make(double re, double im) { cnum z = { re, im }; return z; }
 static cnum c_add(cnum a, cnum b) { return c_make(a.re + b.re, a.im + b.im); }
 static cnum c_sub(cnum a, cnum b) { return c_make(a.re - b.re, a.im - b.im); }
@@ -99,13 +111,16 @@ static cnum c_div(cnum a, cnum b) {
   return c_make((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);
 }
 
-/* NumPy's complex power: z^0 = 1, 0^b = 0 for Re b > 0 (else NaN), integer exponents below
-** 100 in magnitude by repeated squaring (so (1+2i)^2 is exactly -3+4i), else the C library's
-** cpow. */
+/* NumPy's complex power (npy_cpow): z^0 = 1, 0^b = 0 for Re b > 0 (else NaN), integer
+** exponents below 100 in magnitude by repeated squaring (so (1+2i)^2 is exactly -3+4i), else
+** the C library's cpow. */
 static cnum c_pow(cnum a, cnum b) {
   if (b.re == 0 && b.im == 0) return c_make(1, 0);
   if (a.re == 0 && a.im == 0) return b.re > 0 && b.im == 0 ? c_make(0, 0) : c_make(NAN, NAN);
   if (b.im == 0 && b.re == trunc(b.re) && fabs(b.re) < 100) {
+    if (b.re == 1) return a;                          /* unrolled as NumPy's: infinities kept */
+    if (b.re == 2) return c_mul(a, a);
+    if (b.re == 3) return c_mul(a, c_mul(a, a));
     long n = labs((long)b.re);
     cnum r = c_make(1, 0), p = a;
     for (;;) {
@@ -172,6 +187,12 @@ static int z_eq(lua_State *L) {
   lua_pushboolean(L, a && b && a->re == b->re && a->im == b->im);
   return 1;
 }
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT DEFAULT
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
 
 /* ---- text ------------------------------------------------------------------------------------ */
 
