@@ -347,40 +347,42 @@ static gl_status set_part(const gl_array *dst, gl_operand v) {
   return v.arr ? gl_op_assign(dst, v.arr) : gl_op_fill(dst, v.s);
 }
 
+/* The parts of gpu.polar(r, t): r cos t and r sin t. */
+static gl_status polar_parts(const gl_array *re, const gl_array *im, gl_operand r, gl_operand t) {
+  gl_status st = set_part(re, t);
+  if (st == GL_OK) st = gl_op_unary_(re, GL_U_cos);
+  if (st == GL_OK) st = gl_op_binary_(re, GL_B_mul, r);
+  if (st == GL_OK) st = set_part(im, t);
+  if (st == GL_OK) st = gl_op_unary_(im, GL_U_sin);
+  if (st == GL_OK) st = gl_op_binary_(im, GL_B_mul, r);
+  return st;
+}
+
 /* gpu.complex(re, im): a complex scalar from two numbers; from arrays (or an array and a
-** number) a complex array of their broadcast shape, as torch.complex. */
+** number) a complex array of their broadcast shape, as torch.complex. gpu.polar(abs,
+** angle) = abs * (cos(angle) + i sin(angle)), as torch.polar. */
+static int complex_array(lua_State *L, bool polar) {
+  gl_lctx *c = GL_CTX(L);
+  lua_settop(L, 2);
+  gl_operand a = real_operand(L, c, 1), b = real_operand(L, c, 2);
+  if (!a.arr && !b.arr)
+    return luaL_argerror(L, 1, polar ? "gpu.array expected (use gpu.complex for numbers)" : "number or gpu.array expected");
+  gl_array re, im;
+  gl_array *out = push_complex_result(L, c, &a, &b, &re, &im);
+  gl_status st = polar ? polar_parts(&re, &im, a, b) : set_part(&re, a);
+  if (st == GL_OK && !polar) st = set_part(&im, b);
+  return gl_lua_result(L, st, out, 0);
+}
+
 static int l_complex(lua_State *L) {
   if (lua_type(L, 1) == LUA_TNUMBER && lua_type(L, 2) == LUA_TNUMBER) {
     gl_lua_push_complex(L, lua_tonumber(L, 1), lua_tonumber(L, 2));
     return 1;
   }
-  gl_lctx *c = GL_CTX(L);
-  lua_settop(L, 2);
-  gl_operand a = real_operand(L, c, 1), b = real_operand(L, c, 2);
-  if (!a.arr && !b.arr) return luaL_argerror(L, 1, "number or gpu.array expected");
-  gl_array re, im;
-  gl_array *out = push_complex_result(L, c, &a, &b, &re, &im);
-  gl_status st = set_part(&re, a);
-  if (st == GL_OK) st = set_part(&im, b);
-  return gl_lua_result(L, st, out, 0);
+  return complex_array(L, false);
 }
 
-/* gpu.polar(abs, angle) = abs * (cos(angle) + i sin(angle)), as torch.polar. */
-static int l_polar(lua_State *L) {
-  gl_lctx *c = GL_CTX(L);
-  lua_settop(L, 2);
-  gl_operand r = real_operand(L, c, 1), t = real_operand(L, c, 2);
-  if (!r.arr && !t.arr) return luaL_argerror(L, 1, "gpu.array expected (use gpu.complex for numbers)");
-  gl_array re, im;
-  gl_array *out = push_complex_result(L, c, &r, &t, &re, &im);
-  gl_status st = set_part(&re, t);
-  if (st == GL_OK) st = gl_op_unary_(&re, GL_U_cos);
-  if (st == GL_OK) st = gl_op_binary_(&re, GL_B_mul, r);
-  if (st == GL_OK) st = set_part(&im, t);
-  if (st == GL_OK) st = gl_op_unary_(&im, GL_U_sin);
-  if (st == GL_OK) st = gl_op_binary_(&im, GL_B_mul, r);
-  return gl_lua_result(L, st, out, 0);
-}
+static int l_polar(lua_State *L) { return complex_array(L, true); }
 
 /* gpu.real(x), x.real: a view of a complex array's real parts (writes reach x, as NumPy's);
 ** a real array itself. */
