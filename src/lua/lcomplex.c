@@ -404,7 +404,7 @@ static int l_imag(lua_State *L) {
     gl_array v = part_of(x, 1);
     return push_view(L, &v);
   }
-  gl_array *z = gl_lua_alloc(L, (gl_dtype)x->dtype, 0, NULL, gl_array_device(x));
+  gl_array *z = gl_lua_alloc(L, (gl_dtype)x->dtype, 0, x->shape, gl_array_device(x));   /* 0-d */
   gl_status st = gl_op_fill(z, gl_scalar_int(0));
   if (st == GL_OK) st = gl_view_expand(z, x->ndim, x->shape);    /* x's shape: no failure */
   gl_lua_check_status(L, st, 0);
