@@ -484,10 +484,12 @@ describe("complex values where numbers go", function()
     assert.same({ C(-3, 4) }, (gpu.array({ z }) ^ 2):totable())
   end)
 
-  it("name the function when the array op refuses them", function()
-    if has_complex_kernels() then return end
+  it("promote before the kernel is asked for, and name the function when it refuses", function()
+    if has_complex_kernels() then return end     -- the spec above runs them instead
     errors(function() return C(1, 2) + gpu.ones(2) end, "gpu.add: add is not supported for complex64")
     errors(function() return gpu.ones(2) * C(1, 2) end, "mul is not supported for complex64")
+    errors(function() return gpu.ones(2, { dtype = "float64" }) - C(1, 2) end, "sub is not supported for complex128")
+    errors(function() return gpu.ones(2, { dtype = "int32" }) * C(1, 2) end, "mul is not supported for complex128")
   end)
 end)
 
