@@ -38,6 +38,16 @@ R["fft.r2c"] = { saves = {}, backward = function(g, node)
   return C.c2c(g, axes, true, node[3])
 end }
 
+-- z with its entries along axis a multiplied by the reals w: through the real and imaginary
+-- parts (view_as_real), which takes the real kernels, unless z has no room for their axis
+local function weighted(z, a, w)
+  local shape = {}
+  for i = 1, z.ndim do shape[i] = i == a and w.size or 1 end
+  if z.ndim == gpu._max_dims then return z * w:reshape(shape) end
+  shape[z.ndim + 1] = 1
+  return gpu.view_as_complex(gpu.view_as_real(z) * w:reshape(shape))
+end
+
 R["fft.c2r"] = { saves = {}, backward = function(g, node)
   local x, axes = node[1], axes_list(node[2])
   local a = pos(axes[#axes], x.ndim)
@@ -46,9 +56,7 @@ R["fft.c2r"] = { saves = {}, backward = function(g, node)
   if n - m < 1 then return gi end
   local w = gpu.ones(m, { dtype = gi.dtype == "complex64" and "float32" or "float64", device = g.device })
   w[{ { 2, n - m + 1 } }] = 2
-  local shape = {}
-  for i = 1, x.ndim do shape[i] = i == a and m or 1 end
-  return gi * w:reshape(shape)
+  return weighted(gi, a, w)
 end }
 
 return R
