@@ -53,24 +53,58 @@ GL_CX_HD_ gl_complex128 gl_make_complex128(double re, double im) { gl_complex128
 
 /* The rows, with a context argument 'c' passed through to X (GL_DTYPE_PAIRS needs it). */
 #define GL_DTYPE_ROWS_(X, c)                                                                          \
-  /* E           id          S              kind     half  CT             UT        prec lo         hi          name          npy     st      aliases */ \
-  X(c, BOOL,       boolean,    uint8_t,       BOOL,    none, uint8_t,       uint32_t, 0,  0,         1,          "bool",       "|b1",  "BOOL", "")             \
-  X(c, UINT8,      uint8,      uint8_t,       UINT,    none, uint8_t,       uint32_t, 0,  0,         UINT8_MAX,  "uint8",      "|u1",  "U8",   "byte")         \
-  X(c, INT8,       int8,       int8_t,        INT,     none, int8_t,        uint32_t, 0,  INT8_MIN,  INT8_MAX,   "int8",       "|i1",  "I8",   "")             \
-  X(c, INT16,      int16,      int16_t,       INT,     none, int16_t,       uint32_t, 0,  INT16_MIN, INT16_MAX,  "int16",      "<i2",  "I16",  "short")        \
-  X(c, UINT16,     uint16,     uint16_t,      UINT,    none, uint16_t,      uint32_t, 0,  0,         UINT16_MAX, "uint16",     "<u2",  "U16",  "")             \
-  X(c, INT32,      int32,      int32_t,       INT,     none, int32_t,       uint32_t, 0,  INT32_MIN, INT32_MAX,  "int32",      "<i4",  "I32",  "int")          \
-  X(c, UINT32,     uint32,     uint32_t,      UINT,    none, uint32_t,      uint32_t, 0,  0,         UINT32_MAX, "uint32",     "<u4",  "U32",  "")             \
-  X(c, INT64,      int64,      int64_t,       INT,     none, int64_t,       uint64_t, 0,  INT64_MIN, INT64_MAX,  "int64",      "<i8",  "I64",  "long")         \
-  X(c, UINT64,     uint64,     uint64_t,      UINT,    none, uint64_t,      uint64_t, 0,  0,         UINT64_MAX, "uint64",     "<u8",  "U64",  "")             \
-  X(c, FLOAT16,    float16,    uint16_t,      FLOAT,   f16,  float,         uint32_t, 11, 0,         0,          "float16",    "<f2",  "F16",  "half fp16")    \
-  X(c, BFLOAT16,   bfloat16,   uint16_t,      FLOAT,   bf16, float,         uint32_t, 8,  0,         0,          "bfloat16",   NULL,   "BF16", "bf16")         \
-  X(c, FLOAT32,    float32,    float,         FLOAT,   none, float,         uint32_t, 24, 0,         0,          "float32",    "<f4",  "F32",  "float fp32")   \
-  X(c, FLOAT64,    float64,    double,        FLOAT,   none, double,        uint64_t, 53, 0,         0,          "float64",    "<f8",  "F64",  "double fp64")  \
-  X(c, COMPLEX64,  complex64,  gl_complex64,  COMPLEX, none, gl_complex64,  uint32_t, 24, 0,         0,          "complex64",  "<c8",  "C64",  "cfloat")       \
-  X(c, COMPLEX128, complex128, gl_complex128, COMPLEX, none, gl_complex128, uint64_t, 53, 0,         0,          "complex128", "<c16", NULL,   "cdouble")
+  /*  E           id          S              kind     half  CT             UT        prec lo         hi              \
+  **  name          npy     npc   st      aliases            mpi               nccl      cuda    cudnn     blas idx */ \
+  X(c, BOOL,       boolean,    uint8_t,       BOOL,    none, uint8_t,       uint32_t, 0,  0,         1,              \
+      "bool",       "|b1",  "?",  "BOOL", "",                uint8_t,          Uint8,    none,   BOOLEAN,  NULL, 0)    \
+  X(c, UINT8,      uint8,      uint8_t,       UINT,    none, uint8_t,       uint32_t, 0,  0,         UINT8_MAX,      \
+      "uint8",      "|u1",  "B",  "U8",   "byte",            uint8_t,          Uint8,    R_8U,   UINT8,    NULL, 0x08) \
+  X(c, INT8,       int8,       int8_t,        INT,     none, int8_t,        uint32_t, 0,  INT8_MIN,  INT8_MAX,       \
+      "int8",       "|i1",  "b",  "I8",   "",                int8_t,           Int8,     R_8I,   INT8,     NULL, 0x09) \
+  X(c, INT16,      int16,      int16_t,       INT,     none, int16_t,       uint32_t, 0,  INT16_MIN, INT16_MAX,      \
+      "int16",      "<i2",  "h",  "I16",  "short",           int16_t,          none,     R_16I,  none,     NULL, 0x0B) \
+  X(c, UINT16,     uint16,     uint16_t,      UINT,    none, uint16_t,      uint32_t, 0,  0,         UINT16_MAX,     \
+      "uint16",     "<u2",  "H",  "U16",  "ushort",          uint16_t,         none,     R_16U,  none,     NULL, 0)    \
+  X(c, INT32,      int32,      int32_t,       INT,     none, int32_t,       uint32_t, 0,  INT32_MIN, INT32_MAX,      \
+      "int32",      "<i4",  "i",  "I32",  "int",             int32_t,          Int32,    R_32I,  INT32,    NULL, 0x0C) \
+  X(c, UINT32,     uint32,     uint32_t,      UINT,    none, uint32_t,      uint32_t, 0,  0,         UINT32_MAX,     \
+      "uint32",     "<u4",  "I",  "U32",  "",                uint32_t,         Uint32,   R_32U,  none,     NULL, 0)    \
+  X(c, INT64,      int64,      int64_t,       INT,     none, int64_t,       uint64_t, 0,  INT64_MIN, INT64_MAX,      \
+      "int64",      "<i8",  "l",  "I64",  "long",            int64_t,          Int64,    R_64I,  INT64,    NULL, 0)    \
+  X(c, UINT64,     uint64,     uint64_t,      UINT,    none, uint64_t,      uint64_t, 0,  0,         UINT64_MAX,     \
+      "uint64",     "<u8",  "L",  "U64",  "",                uint64_t,         Uint64,   R_64U,  none,     NULL, 0)    \
+  X(c, FLOAT16,    float16,    uint16_t,      FLOAT,   f16,  float,         uint32_t, 11, 0,         0,              \
+      "float16",    "<f2",  "e",  "F16",  "half fp16",       uint16_t,         Float16,  R_16F,  HALF,     NULL, 0)    \
+  X(c, BFLOAT16,   bfloat16,   uint16_t,      FLOAT,   bf16, float,         uint32_t, 8,  0,         0,              \
+      "bfloat16",   "<V2",  NULL, "BF16", "bf16",            uint16_t,         Bfloat16, R_16BF, BFLOAT16, NULL, 0)    \
+  X(c, FLOAT32,    float32,    float,         FLOAT,   none, float,         uint32_t, 24, 0,         0,              \
+      "float32",    "<f4",  "f",  "F32",  "float fp32",      float,            Float32,  R_32F,  FLOAT,    "s",  0x0D) \
+  X(c, FLOAT64,    float64,    double,        FLOAT,   none, double,        uint64_t, 53, 0,         0,              \
+      "float64",    "<f8",  "d",  "F64",  "double fp64",     double,           Float64,  R_64F,  DOUBLE,   "d",  0x0E) \
+  X(c, COMPLEX64,  complex64,  gl_complex64,  COMPLEX, none, gl_complex64,  uint32_t, 24, 0,         0,              \
+      "complex64",  "<c8",  "F",  "C64",  "cfloat",          c_float_complex,  Float32,  C_32F,  none,     "c",  0)    \
+  X(c, COMPLEX128, complex128, gl_complex128, COMPLEX, none, gl_complex128, uint64_t, 53, 0,         0,              \
+      "complex128", "<c16", "D",  NULL,   "cdouble",         c_double_complex, Float64,  C_64F,  none,     "z",  0)
 
 #define GL_DT_CALL_(X, ...) X(__VA_ARGS__)
+
+/* GL_DTYPE_COLUMN(X, col): X(E, value) for each row, value the row's entry in column col,
+** one of mpi, nccl, cuda, cudnn, blas, idx: the library type codes, each read by the one file
+** that speaks to that library (X may paste the value: CUDA_##v). */
+#define GL_DTYPE_COLUMN(X, col) GL_DTYPE_ROWS_(GL_DT_COLUMN_, (X, GL_DT_COL_##col##_))
+#define GL_DT_COLUMN_(xp, E, ...) GL_DT_COLUMN__(GL_DT_UNPAREN_ xp, E, __VA_ARGS__)
+#define GL_DT_COLUMN__(...) GL_DT_COLUMN___(__VA_ARGS__)
+#define GL_DT_COLUMN___(X, pick, E, ...) GL_DT_COLUMN_CALL_(X, E, pick(__VA_ARGS__))
+#define GL_DT_COLUMN_CALL_(X, E, v) X(E, v)
+#define GL_DT_COL_mpi_(id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, ...) mpi
+#define GL_DT_COL_nccl_(id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, ...) nccl
+#define GL_DT_COL_cuda_(id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, ...) cuda
+#define GL_DT_COL_cudnn_(id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, cudnn, \
+                         ...) cudnn
+#define GL_DT_COL_blas_(id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, cudnn, \
+                        blas, ...) blas
+#define GL_DT_COL_idx_(id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, cudnn, \
+                       blas, idx) idx
 
 /* GL_DTYPE_REAL_LIST(X): the rows whose kind is not COMPLEX, for the families that have no
 ** complex kernels (a family that takes complex stamps its complex rows itself). */

@@ -8,9 +8,10 @@
 #include "../../kernels/convert.h"
 
 /* max is the largest value a Lua integer can store in the dtype (uint64's is INT64_MAX). */
-#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, st, aliases) \
-  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, st, lo,         \
-               (uint64_t)(hi) > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(hi), prec, aliases },
+#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, cudnn, \
+                    blas, idx)                                                                                     \
+  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, npc, st, lo,                           \
+               (uint64_t)(hi) > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(hi), prec, aliases, blas, idx },
 const gl_dtype_info gl_dtypes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_INFO_) };
 #undef GL_DT_INFO_
 

@@ -27,11 +27,14 @@ typedef struct gl_dtype_info {
   unsigned size;        /* bytes per element */
   gl_kind kind;
   bool storage_only;    /* float16/bfloat16: math is done in float32 */
-  const char *npy;      /* NumPy descr, little-endian: "<f4"; NULL where NumPy has none */
+  const char *npy;      /* NumPy descr, little-endian: "<f4" */
+  const char *npc;      /* NumPy's one-letter type code: "f"; NULL where NumPy has none */
   const char *st;       /* safetensors dtype: "F32"; NULL where safetensors has none */
   int64_t min, max;     /* range of an integer or bool dtype (0, 0 for floats) */
   int prec;             /* significand bits of a float, 0 for integers */
   const char *aliases;  /* other accepted names, space-separated */
+  const char *blas;     /* BLAS/LAPACK's type letter: "s" (sgemm, sgetrf_); NULL where BLAS has none */
+  int idx;              /* IDX's type code (0x0D); 0 where IDX has none */
 } gl_dtype_info;
 
 extern const gl_dtype_info gl_dtypes[GL_NDTYPE];
@@ -47,6 +50,11 @@ static inline bool gl_dtype_is_int(gl_dtype t) {
   return gl_dtypes[t].kind == GL_KIND_INT || gl_dtypes[t].kind == GL_KIND_UINT;
 }
 static inline bool gl_dtype_is_complex(gl_dtype t) { return gl_dtypes[t].kind == GL_KIND_COMPLEX; }
+/* The bytes of one real number of an element: its size, half of it for a complex dtype (a
+** byte order applies to each part). */
+static inline unsigned gl_dtype_part_size(gl_dtype t) {
+  return gl_dtype_is_complex(t) ? gl_dtypes[t].size / 2 : gl_dtypes[t].size;
+}
 
 /* A scalar value crossing layers (fill values, element reads). Integers travel exactly
 ** as int64; floats as double; complex values as two doubles (f the real part, im the

@@ -669,41 +669,55 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
 /* gpu._dtypes: the dtype table (src/core/dtype.h) for the Lua parts, specs and tools, so
 ** no list of dtypes is written twice. Rows in dtype order, each
 **   { name = "float32", size = 4, kind = "float", storage_only = false, aliases = {"float", "fp32"},
-**     id = "float32", storage = "float", compute = "float", half = nil }
+**     id = "float32", storage = "float", compute = "float", half = nil, prec = 24,
+**     min = nil, max = nil, npy = "<f4", npc = "f", safetensors = "F32",
+**     mpi = "float", nccl = "Float32", cuda = "R_32F", cudnn = "FLOAT", blas = "s", idx = 13 }
 ** (id, storage, compute: the row's id, S and CT columns of kernels/dtypes.h, the C names the
-** run-time kernels are written with; half: "f16" or "bf16" for a storage-only float) and
-** every row also under its name and each of its aliases (gpu._dtypes.half is the float16
-** row): iterate with ipairs. */
+** run-time kernels are written with; half: "f16" or "bf16" for a storage-only float; min,
+** max: an integer or bool dtype's range, uint64's max as a float; npy ... idx: the codes of
+** the formats and libraries, absent where one has none) and every row also under its name
+** and each of its aliases (gpu._dtypes.half is the float16 row): iterate with ipairs. */
 static void push_dtypes(lua_State *L) {
   static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
-                                       [GL_KIND_FLOAT] = "float" };
-#define GL_DT_C_NAMES_(E, id, S, kind, half, CT, ...) [GL_##E] = { #id, #S, #CT, #half },
-  static const struct { const char *id, *storage, *compute, *half; } c_names[GL_NDTYPE] = {
-    GL_DTYPE_LIST(GL_DT_C_NAMES_)
-  };
+                                       [GL_KIND_FLOAT] = "float", [GL_KIND_COMPLEX] = "complex" };
+#define GL_DT_C_NAMES_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, \
+                       cudnn, ...)                                                                                \
+  [GL_##E] = { #id, #S, #CT, #half, #mpi, #nccl, #cuda, #cudnn, (double)(hi) },
+  static const struct {
+    const char *id, *storage, *compute, *half, *mpi, *nccl, *cuda, *cudnn;
+    double hi;
+  } c_names[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_C_NAMES_) };
 #undef GL_DT_C_NAMES_
   lua_createtable(L, GL_NDTYPE, 3 * GL_NDTYPE);         /* the names, about two aliases each */
   int t = lua_gettop(L);
   for (int d = 0; d < GL_NDTYPE; d++) {
     const gl_dtype_info *info = &gl_dtypes[d];
-    lua_createtable(L, 0, 9);
-    lua_pushstring(L, info->name);
-    lua_setfield(L, -2, "name");
+    lua_createtable(L, 0, 24);
+    const struct { const char *key, *value; } strs[] = {
+      { "name", info->name }, { "kind", kinds[info->kind] }, { "id", c_names[d].id },
+      { "storage", c_names[d].storage }, { "compute", c_names[d].compute },
+      { "half", info->storage_only ? c_names[d].half : NULL }, { "npy", info->npy }, { "npc", info->npc },
+      { "safetensors", info->st }, { "mpi", c_names[d].mpi }, { "blas", info->blas },
+      { "nccl", strcmp(c_names[d].nccl, "none") ? c_names[d].nccl : NULL },
+      { "cuda", strcmp(c_names[d].cuda, "none") ? c_names[d].cuda : NULL },
+      { "cudnn", strcmp(c_names[d].cudnn, "none") ? c_names[d].cudnn : NULL },
+    };
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+      if (strs[i].value) { lua_pushstring(L, strs[i].value); lua_setfield(L, -2, strs[i].key); }
     lua_pushinteger(L, info->size);
     lua_setfield(L, -2, "size");
-    lua_pushstring(L, kinds[info->kind]);
-    lua_setfield(L, -2, "kind");
     lua_pushboolean(L, info->storage_only);
     lua_setfield(L, -2, "storage_only");
-    lua_pushstring(L, c_names[d].id);
-    lua_setfield(L, -2, "id");
-    lua_pushstring(L, c_names[d].storage);
-    lua_setfield(L, -2, "storage");
-    lua_pushstring(L, c_names[d].compute);
-    lua_setfield(L, -2, "compute");
-    if (info->storage_only) {
-      lua_pushstring(L, c_names[d].half);
-      lua_setfield(L, -2, "half");
+    lua_pushinteger(L, info->prec);
+    lua_setfield(L, -2, "prec");
+    if (info->idx) { lua_pushinteger(L, info->idx); lua_setfield(L, -2, "idx"); }
+    int64_t lo, hi;
+    if (gl_dtype_int_range((gl_dtype)d, &lo, &hi)) {
+      lua_pushinteger(L, lo);
+      lua_setfield(L, -2, "min");
+      if (c_names[d].hi > (double)INT64_MAX) lua_pushnumber(L, c_names[d].hi);    /* uint64: 2^64 - 1 as a float */
+      else lua_pushinteger(L, hi);
+      lua_setfield(L, -2, "max");
     }
     lua_createtable(L, 2, 0);                              /* aliases, split at spaces */
     int k = 0;
