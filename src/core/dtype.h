@@ -59,7 +59,7 @@ static inline unsigned gl_dtype_part_size(gl_dtype t) {
 /* A scalar value crossing layers (fill values, element reads). Integers travel exactly
 ** as int64; floats as double; complex values as two doubles (f the real part, im the
 ** imaginary). 'isint' and 'iscomplex' say which members are meaningful. A uint64 element
-** above INT64_MAX is read as a float (Lua's integers are int64). */
+** above INT64_MAX is read as a float (Lua's integers are int64), its bits kept in i. */
 typedef struct gl_scalar {
   bool isint;
   bool isbool;     /* a Lua boolean (isint too, i = 0 or 1) */

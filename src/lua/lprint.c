@@ -45,7 +45,8 @@ static int digits_needed(gl_dtype dt, double v, bool sci) {
 static int format_one(const fmt *f, gl_scalar s, char *out, bool pad) {
   switch (gl_dtypes[f->dt].kind) {
     case GL_KIND_BOOL: return sprintf(out, "%s", s.i ? "true" : "false");
-    case GL_KIND_INT: case GL_KIND_UINT: return sprintf(out, "%lld", (long long)s.i);
+    case GL_KIND_INT: return sprintf(out, "%lld", (long long)s.i);
+    case GL_KIND_UINT: return sprintf(out, "%llu", (unsigned long long)s.i);   /* uint64 past 2^63 too */
     default: break;
   }
   double v = s.f;
