@@ -15,23 +15,24 @@
 const gl_dtype_info gl_dtypes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_INFO_) };
 #undef GL_DT_INFO_
 
-/* Whether 'name' is one of the space-separated words of 'list'. */
-static bool is_word_of(const char *name, const char *list) {
-  size_t n = strlen(name);
-  for (const char *p = list; *p; ) {
-    size_t w = strcspn(p, " ");
-    if (w == n && n > 0 && memcmp(p, name, n) == 0) return true;
-    p += w;
+const char *gl_dtype_alias(gl_dtype t, int k, size_t *len) {
+  const char *p = gl_dtypes[t].aliases;
+  for (;;) {
     p += strspn(p, " ");
+    if (*p == '\0') return NULL;
+    *len = strcspn(p, " ");
+    if (k-- == 0) return p;
+    p += *len;
   }
-  return false;
 }
 
 int gl_dtype_from_name(const char *name) {
   for (int t = 0; t < GL_NDTYPE; t++)
     if (strcmp(name, gl_dtypes[t].name) == 0) return t;
+  size_t n = strlen(name), len;
   for (int t = 0; t < GL_NDTYPE; t++)
-    if (is_word_of(name, gl_dtypes[t].aliases)) return t;
+    for (int k = 0; gl_dtype_alias((gl_dtype)t, k, &len); k++)
+      if (len == n && memcmp(gl_dtype_alias((gl_dtype)t, k, &len), name, n) == 0) return t;
   return -1;
 }
 
@@ -156,17 +157,17 @@ gl_dtype gl_complex_for(gl_dtype t) {
   return f == GL_FLOAT64 ? GL_COMPLEX128 : GL_COMPLEX64;
 }
 
-int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
+gl_dtype gl_promote_weak(gl_dtype arr, gl_scalar s) {
   gl_kind k = gl_dtypes[arr].kind;
-  if (s.isbool) { *out = arr; return GL_OK; }
-  if (s.iscomplex) {
-    *out = k == GL_KIND_COMPLEX ? arr : k == GL_KIND_FLOAT ? gl_complex_for(arr) : GL_COMPLEX128;
-    return GL_OK;
-  }
-  if (!s.isint) { *out = k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX ? arr : GL_FLOAT64; return GL_OK; }
-  if (k == GL_KIND_BOOL) { *out = GL_INT64; return GL_OK; }
-  GL_TRY(gl_scalar_check(arr, s));
-  *out = arr;
+  if (s.isbool) return arr;
+  if (s.iscomplex) return k == GL_KIND_COMPLEX ? arr : k == GL_KIND_FLOAT ? gl_complex_for(arr) : GL_COMPLEX128;
+  if (!s.isint) return k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX ? arr : GL_FLOAT64;
+  return k == GL_KIND_BOOL ? GL_INT64 : arr;
+}
+
+int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
+  *out = gl_promote_weak(arr, s);
+  if (s.isint && !s.isbool && gl_dtype_is_int(arr)) GL_TRY(gl_scalar_check(arr, s));
   return GL_OK;
 }
 

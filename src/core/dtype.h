@@ -42,6 +42,9 @@ extern const gl_dtype_info gl_dtypes[GL_NDTYPE];
 /* Name (or one of the row's aliases: "float", "double", "half", ...) to dtype; -1 if unknown. */
 int gl_dtype_from_name(const char *name);
 
+/* The k-th (0-based) alias of dtype t, not NUL-terminated: *len bytes; NULL past the last. */
+const char *gl_dtype_alias(gl_dtype t, int k, size_t *len);
+
 /* The dtype names, comma-separated in dtype order, for error messages. */
 const char *gl_dtype_names(void);
 
@@ -105,6 +108,8 @@ int gl_scalar_check(gl_dtype t, gl_scalar s);                      /* gl_status 
 ** complex scalar keeps a complex array's dtype, makes a float array's complex of its
 ** precision (float32 -> complex64) and an integer or bool array's complex128. */
 int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out);   /* gl_status */
+/* The same by kinds alone, as NumPy's result_type: no value is out of range. */
+gl_dtype gl_promote_weak(gl_dtype arr, gl_scalar s);
 
 /* The float dtype NumPy's float-only functions give for an input dtype (a complex dtype
 ** gives itself; gl_real_for gives its parts' float dtype). */
