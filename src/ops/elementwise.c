@@ -62,7 +62,7 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
       *ot = *ct;
       return GL_OK;
     case GL_K_BD:
-      if (k != GL_KIND_FLOAT) *ct = GL_FLOAT64;
+      if (k != GL_KIND_FLOAT && k != GL_KIND_COMPLEX) *ct = GL_FLOAT64;
       *ot = *ct;
       return GL_OK;
     case GL_K_BC: case GL_K_BL:
