@@ -1,30 +1,67 @@
 /*
 ** dtypes.h — the element types: one row per dtype holding every fact about it, the only
 ** place those facts are written. Compiled by gcc (src/core's table, the CPU loops) and
-** nvcc (the kernels' dtype codes and traits); src/ includes it, it includes nothing of
-** src/. Adding a dtype is one row here, plus what a row cannot say: its promotions
-** (src/core/dtype.c), its radix-sort key (kernels/sort.cu), for a float its cuBLAS type.
+** nvcc (the kernels' dtype codes and traits), without any library's header: a library's
+** type code is a token its one user pastes (CUDA_##cuda), "none" where it has no type.
+** src/ includes it, it includes nothing of src/.
 **
 ** GL_DTYPE_LIST(X) calls, in the order of the dtype numbers (GL_BOOL = GL_KD_BOOL = 0, ...):
 **
-**   X(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, st, aliases)
+**   X(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda,
+**     cudnn, blas, idx)
 **
 **   E        enum suffix: GL_<E> (src/core), GL_KD_<E> (kernels)
 **   id       an identifier for pasting into names (copy_float32_int64); "bool" is a macro
 **            in C, so that row's id is boolean
-**   S        the C type an element is stored as (float16/bfloat16: raw uint16 bits)
+**   S        the C type an element is stored as (float16/bfloat16: raw uint16 bits; complex:
+**            gl_complex64/128, the real and imaginary parts interleaved)
 **   kind     BOOL, UINT, INT, FLOAT or COMPLEX (GL_KIND_<kind>)
 **   half     none, or f16 / bf16: a storage-only float that computes in float32 through
 **            kernels/half.h's gl_<half>_to_f32 / gl_f32_to_<half>
-**   CT       the type an element computes in (what kernels/elem_ops.h's expressions see)
+**   CT       the type an element computes in (what kernels/elem_ops.h's expressions see;
+**            also the CPU sort's key width)
 **   UT       the unsigned type integer expressions wrap in (uint8 wraps in uint32 and is
 **            truncated when stored, as in C)
-**   prec     significand bits of a float (random floats fill that many), 0 for integers
+**   prec     significand bits of a float, or of a complex dtype's parts (random floats fill
+**            that many; gpu.finfo derives eps, max and tiny from it), 0 for integers
 **   lo, hi   the range of an integer or bool dtype (0, 0 for floats)
 **   name     the dtype's name, as Lua and files spell it
-**   npy      NumPy's little-endian descr ("<f4"), NULL where NumPy has none
-**   st       the safetensors dtype ("F32"), NULL where safetensors has none
-**   aliases  other accepted names, space-separated ("" for none)
+**   npy      NumPy's little-endian descr ("<f4"; bfloat16: "<V2", NumPy's 2-byte void, as
+**            NumPy saves ml_dtypes.bfloat16)
+**   npc      NumPy's one-letter type code ("f"), also read in .npy headers; NULL if none
+**   st       the safetensors dtype ("F32"), NULL where safetensors has none (complex128)
+**   aliases  other accepted names, space-separated ("" for none): also gpu.<alias>
+**   mpi      Open MPI's predefined datatype, ompi_mpi_<mpi> (MPI_FLOAT is ompi_mpi_float;
+**            the halves travel as uint16_t and reduce by src/dist's user ops)
+**   nccl     NCCL's ncclDataType_t, nccl<nccl> (complex: its parts' type, a complex
+**            sum being the sum of the parts); none: moved as bytes, reduced through MPI
+**   cuda     cudaDataType (library_types.h: cuBLAS, cuSOLVER, cuFFT's Xt), CUDA_<cuda>
+**   cudnn    cudnnDataType_t, CUDNN_DATA_<cudnn> (none: not in cuDNN 9.0)
+**   blas     BLAS and LAPACK's type letter ("s": sgemm, sgetrf_; cuFFT's R2C/C2C read
+**            s/c as R/C, d/z as D/Z), NULL where BLAS has none
+**   idx      the IDX file format's type code (0x0D), 0 where IDX has none
+**
+** A library's column is read through GL_DTYPE_COLUMN(X, col) by the file that speaks to it
+** (src/dist/dist.c, cuda_nccl.c, cuda_matmul.c, cuda_cudnn.c); gpu._dtypes shows every
+** column, and `make docs` writes them into doc/API.md and doc/HACKING.md.
+**
+** Adding a dtype is this row, and only where its row cannot say it:
+**   1. a new kind of float: its half conversions (kernels/half.h), and its MPI reductions
+**      if MPI has no such type (src/dist/dist.c's user ops, as for the halves);
+**   2. its promotions, where src/core/dtype.c's rules (by kind and size) do not give
+**      NumPy 2's: gl_promote, gl_float_for; then tools/gen_fixtures.py (BF16_WITH for a
+**      dtype NumPy lacks) and `/usr/bin/python3 tools/gen_fixtures.py` for
+**      spec/fixtures/promotion.lua;
+**   3. for a new storage type S, the CPU sort's key of it (src/backend/cpu/cpu_sort.c);
+**      kernels/sort.cu's keys come from kind and size;
+**   4. which families take it: each family's dtype set (elem_ops.h's GL_KINDS_<kind>,
+**      launch.h / conv.h / fused.h's GL_K*_DTYPES, philox.h's GL_RAND_DTYPES, index.cu's
+**      GL_KSCATTER_ATOMIC_DTYPES), so supports() answers for it; a complex dtype is in a
+**      family only once the family ORs GL_DTSET_COMPLEX in and stamps its complex kernels;
+**   5. values for it in the specs' per-dtype tables (spec/files_spec.lua's and every table
+**      h.assert_covers_dtypes checks), and `make docs`.
+** spec/dtypes_spec.lua, spec/io_spec.lua, spec/promotion_spec.lua, spec/dtype_matrix_spec.lua
+** and spec/api_tables_spec.lua fail until each step is done.
 */
 #ifndef GL_KERNELS_DTYPES_H
 #define GL_KERNELS_DTYPES_H
