@@ -68,7 +68,7 @@ function M.blocks.dtypes()
     local kind = kinds[d.kind] .. (d.storage_only and " (stored; computed in float32)" or "")
     local aliases = {}
     for i, a in ipairs(d.aliases) do aliases[i] = "`" .. a .. "`" end
-    lines[#lines + 1] = ("| `%s` | %d | %s | `%s` | %s |%s|"):format(d.name, d.size, kind, d.npy,
+    lines[#lines + 1] = ("| `%s` | %d | %s | `%s` | %s |%s|"):format(d.name, d.size, kind, d.npy:gsub("|", "\\|"),
       d.safetensors and "`" .. d.safetensors .. "`" or "none", #aliases > 0 and " " .. table.concat(aliases, " ") .. " " or " ")
   end
   return lines
