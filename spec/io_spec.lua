@@ -221,6 +221,25 @@ describe("text", function()
     local x = gpu.loadtxt(FIX .. "table.csv", { delimiter = ",", skip = 2, dtype = "float64" })
     check(x, expected["table.csv"])
   end)
+  it("complex and uint64 text as NumPy writes and reads it", function()
+    for _, c in ipairs { { "savetxt_complex.txt", "savetxt:z", {} }, { "savetxt_uint64.txt", "savetxt:u64", { fmt = "%d" } } } do
+      local e = expected[c[2]]
+      local x = gpu.loadtxt(FIX .. c[1], { dtype = e.dtype })
+      check(x, e)
+      gpu.savetxt(tmp("t.txt"), x, c[3])
+      assert.are.equal(slurp(FIX .. c[1]), slurp(tmp("t.txt")))          -- byte for byte np.savetxt's
+    end
+    spit(tmp("c.txt"), "1+2j (1-2j) 3j -2.5 1e3+-1e-2J (nan+infj)\n")
+    local z = gpu.loadtxt(tmp("c.txt"), { dtype = "complex64" })
+    h.assert_close(gpu.view_as_real(z), { 1, 2, 1, -2, 0, 3, -2.5, 0, 1e3, -1e-2, 0 / 0, 1 / 0 }, 1e-7)
+    fails({ "loadtxt", "column 2: '1+2' is not a complex number" }, function()
+      spit(tmp("c.txt"), "1 1+2\n")
+      return gpu.loadtxt(tmp("c.txt"), { dtype = "complex128" })
+    end)
+    fails({ "savetxt", "an integer format for complex64" }, gpu.savetxt, tmp("c.txt"), z, { fmt = "%d" })
+    fails({ "loadtxt", "line 2, column 1: 9223372036854775808 out of range of uint32" },
+          gpu.loadtxt, FIX .. "savetxt_uint64.txt", { dtype = "uint32" })
+  end)
   it("loadtxt reads NumPy's savetxt output, whitespace-separated", function()
     check(gpu.loadtxt(FIX .. "savetxt_default.txt", { dtype = "float64" }), expected["savetxt:t"])
     local y = gpu.loadtxt(FIX .. "savetxt_csv.txt", { delimiter = ",", dtype = "int64" })

@@ -408,7 +408,7 @@ template <int DD, int SD> static void conv1(void *dst, int64_t od, const void *s
   ((typename gl_dt<DD>::S *)dst)[od] = gl_convert<DD, SD>(((const typename gl_dt<SD>::S *)src)[os]);
 }
 static void conv_any(int ddt, int sdt, void *dst, int64_t od, const void *src, int64_t os) {
-  GL_DISPATCH_DTYPE(ddt, DD, GL_DISPATCH_DTYPE(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
+  GL_DISPATCH_DTYPE_ALL(ddt, DD, GL_DISPATCH_DTYPE_ALL(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
 }
 
 static void test_copy(void) {
@@ -908,9 +908,12 @@ static void rand_ref(int dist, int dt, void *dst, int64_t i, uint64_t seed, uint
       gl_philox_block(seed, off + (uint64_t)i, w);
       u = (uint64_t)lo + gl_rand_mulhi128(gl_rand_u64(w[0], w[1]), gl_rand_u64(w[2], w[3]), range);
     }
-    if (dt == GL_KD_INT64) ((int64_t *)dst)[i] = (int64_t)u;
-    else if (dt == GL_KD_INT32) ((int32_t *)dst)[i] = (int32_t)(uint32_t)u;
-    else ((uint8_t *)dst)[i] = (uint8_t)u;
+    switch (dt) {                                 /* wrapped to the width, as the CPU's store */
+#define RAND_INT_CASE_(E, id, S, kind, ...) GL_DT_WHEN(kind, (0, 1, 1, 0), case GL_KD_##E: ((S *)dst)[i] = (S)u; break;)
+      GL_DTYPE_LIST(RAND_INT_CASE_)
+#undef RAND_INT_CASE_
+      default: break;
+    }
   } else {
     gl_philox_block(seed, off + (uint64_t)(i / 4), w);
     bool hit = (double)w[i % 4] * 0x1p-32 < (p ? p[i] : a);
@@ -932,6 +935,11 @@ static void test_random(void) {
     { 3, GL_KD_FLOAT16, 0.5, 0, 0, 0, false }, { 3, GL_KD_BFLOAT16, 0.5, 0, 0, 0, false },
     { 3, GL_KD_INT64, 0.5, 0, 0, 0, false }, { 3, GL_KD_FLOAT64, 0, 0, 0, 0, true },
     { 3, GL_KD_UINT8, 0, 0, 0, 0, true }, { 3, GL_KD_INT32, 0.9, 0, 0, 0, false },
+    { 2, GL_KD_INT8, 0, 0, -128, 256, false }, { 2, GL_KD_INT16, 0, 0, -5, 11, false },
+    { 2, GL_KD_UINT16, 0, 0, 0, 65536, false }, { 2, GL_KD_UINT32, 0, 0, 0, (uint64_t)1 << 32, false },
+    { 2, GL_KD_UINT64, 0, 0, 0, 0, false }, { 2, GL_KD_UINT64, 0, 0, INT64_MIN, 1000, false },
+    { 3, GL_KD_INT8, 0.5, 0, 0, 0, false }, { 3, GL_KD_UINT16, 0.5, 0, 0, 0, false },
+    { 3, GL_KD_COMPLEX64, 0.5, 0, 0, 0, false }, { 3, GL_KD_COMPLEX128, 0, 0, 0, 0, true },
   };
   for (const rc_ &c : cs)
     for (int64_t n : { 1, 2, 3, 5, 8, 13, 1000, 4099 })
