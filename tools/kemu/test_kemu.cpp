@@ -1504,7 +1504,8 @@ static void test_index(void) {
       }
       end();
       for (int acc = 0; acc < 2; acc++) {
-        int dts_acc[] = { GL_KD_BOOL, GL_KD_UINT8, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_FLOAT32, GL_KD_FLOAT64 };
+        int dts_acc[] = { GL_KD_BOOL, GL_KD_UINT8, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_FLOAT32,
+                          GL_KD_FLOAT64, GL_KD_INT8, GL_KD_INT16, GL_KD_UINT16, GL_KD_UINT32, GL_KD_UINT64 };
         for (int sdt : dts_acc) {
           if (!acc && dts[sdt] != W) continue;
           if (acc && wi != 0) continue;                /* accumulate: every dtype once */
@@ -1604,7 +1605,8 @@ static void test_index(void) {
 }
 
 static void test_sort(void) {
-  for (int dt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_UINT8, GL_KD_BOOL })
+  for (int dt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_UINT8,
+                  GL_KD_BOOL, GL_KD_INT8, GL_KD_INT16, GL_KD_UINT16, GL_KD_UINT32 })
     for (int64_t lanes : { 1, 3 })
       for (int64_t n : { 1, 7, 1000 })
         for (int desc = 0; desc < 2; desc++) {
