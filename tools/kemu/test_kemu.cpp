@@ -819,6 +819,20 @@ static void test_reduce(bool quick) {
 
 /* ---- scans --------------------------------------------------------------------------------------- */
 
+/* A scan of 'lines' contiguous lines of K elements, or (axis0) of a (K, lines) array along
+** its first axis. */
+static gl_scan_args make_scan(int64_t lines, int64_t K, bool axis0) {
+  gl_scan_args s;
+  memset(&s, 0, sizeof s);
+  s.ndim = 1;
+  s.lines = lines;
+  s.K = K;
+  s.shape[0] = lines;
+  if (axis0) { s.src_stride = s.dst_stride = lines; s.src_strides[0] = s.dst_strides[0] = 1; }
+  else { s.src_stride = s.dst_stride = 1; s.src_strides[0] = s.dst_strides[0] = K; }
+  return s;
+}
+
 static void test_scan(void) {
   struct sc { int64_t lines, K; bool axis0; };
   std::vector<sc> cs = { { 1, 1, false }, { 3, 7, false }, { 1, 5000, false }, { 5, 513, false }, { 5, 513, true },
@@ -835,14 +849,7 @@ static void test_scan(void) {
         for (int64_t i = 0; i < n; i++)
           setd(sdt, src, i, prod ? (isflt(sdt) ? 0.99 + 0.02 * urand() : (double)(1 + (rnd() % 3 == 0))) : testval(sdt, false));
         char *dst = alloc((size_t)n * dts[ddt]);
-        gl_scan_args s;
-        memset(&s, 0, sizeof s);
-        s.ndim = 1;
-        s.lines = c.lines;
-        s.K = c.K;
-        s.shape[0] = c.lines;
-        if (c.axis0) { s.src_stride = s.dst_stride = c.lines; s.src_strides[0] = s.dst_strides[0] = 1; }     /* (K, lines), scanned along axis 0 */
-        else { s.src_stride = s.dst_stride = 1; s.src_strides[0] = s.dst_strides[0] = c.K; }
+        gl_scan_args s = make_scan(c.lines, c.K, c.axis0);
         int rc = gl_klaunch_scan(NULL, prod, &s, dst, ddt, src, sdt, ctk);
         if (rc) bad("rc %d", rc);
         for (int64_t l = 0; l < c.lines && !rc; l++) {
@@ -1601,49 +1608,6 @@ static void test_index(void) {
   }
 }
 
-static void test_sort(void) {
-  for (int dt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_UINT8, GL_KD_BOOL })
-    for (int64_t lanes : { 1, 3 })
-      for (int64_t n : { 1, 7, 1000 })
-        for (int desc = 0; desc < 2; desc++) {
-          begin("sort %s lanes=%lld n=%lld %s", dtn[dt], (long long)lanes, (long long)n, desc ? "desc" : "asc");
-          int W = dts[dt];
-          gl_sort_args k;
-          memset(&k, 0, sizeof k);
-          k.ndim = 1; k.lanes = lanes; k.n = n; k.src_stride = 1; k.values_stride = 1; k.indices_stride = lanes;        /* indices transposed */
-          k.shape[0] = lanes; k.src_strides[0] = n; k.values_strides[0] = n; k.indices_strides[0] = 1;
-          char *src = make_vals(dt, lanes * n);
-          if (isflt(dt) && n > 3) { setd(dt, src, 1, -0.0); setd(dt, src, 2, 0.0); }
-          for (int64_t l = 0; isflt(dt) && n > 5 && l < lanes; l++) {     /* NaNs in every lane */
-            setd(dt, src, l * n + 3, NAN);
-            setd(dt, src, l * n + 5, NAN);
-          }
-          char *vals = alloc(lanes * n * W);
-          int64_t *ix = (int64_t *)alloc(lanes * n * sizeof(int64_t));
-          size_t sb = gl_sort_scratch(&k, dt);
-          char *scr = alloc(sb);
-          int rc = gl_klaunch_sort(NULL, &k, vals, ix, src, dt, desc, scr, sb);
-          if (rc) bad("rc %d", rc);
-          for (int64_t l = 0; l < lanes && !rc; l++) {
-            std::vector<int64_t> ord(n);
-            for (int64_t j = 0; j < n; j++) ord[j] = j;
-            std::stable_sort(ord.begin(), ord.end(), [&](int64_t x, int64_t y) {
-              double a = getd(dt, src, l * n + x), b = getd(dt, src, l * n + y);
-              if (desc) std::swap(a, b);
-              if (a != a) return false;         /* NaN above every number */
-              if (b != b) return true;
-              return a < b;
-            });
-            for (int64_t j = 0; j < n; j++) {
-              if (ix[j * lanes + l] != ord[j]) { bad("lane %lld pos %lld: index %lld want %lld", (long long)l, (long long)j, (long long)ix[j * lanes + l], (long long)ord[j]); break; }
-              if (memcmp(vals + (l * n + j) * W, src + (l * n + ord[j]) * W, W)) { bad("lane %lld pos %lld: value", (long long)l, (long long)j); break; }
-            }
-          }
-          end();
-          free_all();
-        }
-}
-
 /* ---- complex and uint64 reductions, scans and sorts -------------------------------------------- */
 
 /* A complex buffer of n elements of dtype dt (complex64 or complex128) from (re, im) pairs. */
@@ -1765,14 +1729,7 @@ static void test_complex_scan(void) {
         double a = 6.283185307179586 * urand(), m = 0.99 + 0.02 * urand();
         cplx_set(sdt, src, i, m * cos(a), m * sin(a));
       }
-      gl_scan_args s;
-      memset(&s, 0, sizeof s);
-      s.ndim = 1;
-      s.lines = c.lines;
-      s.K = c.K;
-      s.shape[0] = c.lines;
-      if (c.axis0) { s.src_stride = s.dst_stride = c.lines; s.src_strides[0] = s.dst_strides[0] = 1; }
-      else { s.src_stride = s.dst_stride = 1; s.src_strides[0] = s.dst_strides[0] = c.K; }
+      gl_scan_args s = make_scan(c.lines, c.K, c.axis0);
       int rc = gl_klaunch_scan(NULL, 1, &s, dst, sdt, src, sdt, 2);
       if (rc) bad("rc %d", rc);
       for (int64_t l = 0; l < c.lines && !rc; l++) {
@@ -1828,6 +1785,40 @@ static void test_complex_reduce(void) {
   test_complex_scan();
 }
 
+/* One sort case: lanes of n elements of dtype dt, made by fill (the whole buffer), sorted
+** (desc: descending) and compared with std::stable_sort under less(a, b) of two elements
+** (pointers into the source): the positions, and the values bit for bit. */
+template <class Fill, class Less>
+static void sort_case(int dt, int64_t lanes, int64_t n, bool desc, Fill fill, Less less) {
+  begin("sort %s lanes=%lld n=%lld %s", dtn[dt], (long long)lanes, (long long)n, desc ? "desc" : "asc");
+  int W = dts[dt];
+  gl_sort_args k;
+  memset(&k, 0, sizeof k);
+  k.ndim = 1; k.lanes = lanes; k.n = n; k.src_stride = 1; k.values_stride = 1; k.indices_stride = lanes;        /* indices transposed */
+  k.shape[0] = lanes; k.src_strides[0] = n; k.values_strides[0] = n; k.indices_strides[0] = 1;
+  char *src = fill();
+  char *vals = alloc(lanes * n * W);
+  int64_t *ix = (int64_t *)alloc(lanes * n * sizeof(int64_t));
+  size_t sb = gl_sort_scratch(&k, dt);
+  char *scr = alloc(sb);
+  int rc = gl_klaunch_sort(NULL, &k, vals, ix, src, dt, desc, scr, sb);
+  if (rc) bad("rc %d", rc);
+  for (int64_t l = 0; l < lanes && !rc; l++) {
+    std::vector<int64_t> ord(n);
+    for (int64_t j = 0; j < n; j++) ord[j] = j;
+    std::stable_sort(ord.begin(), ord.end(), [&](int64_t x, int64_t y) {
+      if (desc) std::swap(x, y);
+      return less(src + (l * n + x) * W, src + (l * n + y) * W);
+    });
+    for (int64_t j = 0; j < n; j++) {
+      if (ix[j * lanes + l] != ord[j]) { bad("lane %lld pos %lld: index %lld want %lld", (long long)l, (long long)j, (long long)ix[j * lanes + l], (long long)ord[j]); break; }
+      if (memcmp(vals + (l * n + j) * W, src + (l * n + ord[j]) * W, W)) { bad("lane %lld pos %lld: value", (long long)l, (long long)j); break; }
+    }
+  }
+  end();
+  free_all();
+}
+
 /* NumPy's sort order of complex numbers: the groups [R + Rj, R + nanj, nan + Rj, nan + nanj],
 ** each by its non-NaN parts, real first. */
 static bool cplx_less(double ar, double ai, double br, double bi) {
@@ -1838,51 +1829,51 @@ static bool cplx_less(double ar, double ai, double br, double bi) {
   return false;
 }
 
-static void test_csort(void) {
-  for (int dt : { GL_KD_COMPLEX64, GL_KD_COMPLEX128, GL_KD_UINT64 })
+static void test_sort(void) {
+  for (int dt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_UINT8, GL_KD_BOOL,
+                  GL_KD_UINT64, GL_KD_COMPLEX64, GL_KD_COMPLEX128 })
     for (int64_t lanes : { 1, 3 })
       for (int64_t n : { 1, 7, 1000 })
         for (int desc = 0; desc < 2; desc++) {
-          begin("sort %s lanes=%lld n=%lld %s", dtn[dt], (long long)lanes, (long long)n,
-                desc ? "desc" : "asc");
-          int W = dts[dt];
-          gl_sort_args k;
-          memset(&k, 0, sizeof k);
-          k.ndim = 1; k.lanes = lanes; k.n = n; k.src_stride = 1; k.values_stride = 1; k.indices_stride = lanes;
-          k.shape[0] = lanes; k.src_strides[0] = n; k.values_strides[0] = n; k.indices_strides[0] = 1;
-          char *src = alloc((size_t)(lanes * n * W));
-          for (int64_t i = 0; i < lanes * n; i++) {
-            if (dt == GL_KD_UINT64) { ((uint64_t *)src)[i] = rnd() >> (rnd() % 2 ? 0 : 50); continue; }
-            double re = (double)(int64_t)(rnd() % 7) - 3, im = (double)(int64_t)(rnd() % 7) - 3;
-            if (rnd() % 9 == 0) re = NAN;
-            if (rnd() % 9 == 0) im = NAN;
-            if (rnd() % 11 == 0) re = -0.0;
-            cplx_set(dt, src, i, re, im);
-          }
-          char *vals = alloc((size_t)(lanes * n * W));
-          int64_t *ix = (int64_t *)alloc((size_t)(lanes * n) * sizeof(int64_t));
-          size_t sb = gl_sort_scratch(&k, dt);
-          char *scr = alloc(sb);
-          int rc = gl_klaunch_sort(NULL, &k, vals, ix, src, dt, desc, scr, sb);
-          if (rc) bad("rc %d", rc);
-          for (int64_t l = 0; l < lanes && !rc; l++) {
-            std::vector<int64_t> ord(n);
-            for (int64_t j = 0; j < n; j++) ord[j] = j;
-            std::stable_sort(ord.begin(), ord.end(), [&](int64_t x, int64_t y) {
-              if (desc) std::swap(x, y);
-              if (dt == GL_KD_UINT64) return ((uint64_t *)src)[l * n + x] < ((uint64_t *)src)[l * n + y];
+          if (iscplx(dt)) {                      /* small parts (ties), NaN in either, -0 */
+            sort_case(dt, lanes, n, desc, [&] {
+              char *src = alloc(lanes * n * dts[dt]);
+              for (int64_t i = 0; i < lanes * n; i++) {
+                double re = (double)(int64_t)(rnd() % 7) - 3, im = (double)(int64_t)(rnd() % 7) - 3;
+                if (rnd() % 9 == 0) re = NAN;
+                if (rnd() % 9 == 0) im = NAN;
+                if (rnd() % 11 == 0) re = -0.0;
+                cplx_set(dt, src, i, re, im);
+              }
+              return src;
+            }, [&](const char *a, const char *b) {
               double ar, ai, br, bi;
-              cplx_get(dt, src, l * n + x, &ar, &ai);
-              cplx_get(dt, src, l * n + y, &br, &bi);
+              cplx_get(dt, a, 0, &ar, &ai);
+              cplx_get(dt, b, 0, &br, &bi);
               return cplx_less(ar, ai, br, bi);
             });
-            for (int64_t j = 0; j < n; j++) {
-              if (ix[j * lanes + l] != ord[j]) { bad("lane %lld pos %lld: index %lld want %lld", (long long)l, (long long)j, (long long)ix[j * lanes + l], (long long)ord[j]); break; }
-              if (memcmp(vals + (l * n + j) * W, src + (l * n + ord[j]) * W, W)) { bad("lane %lld pos %lld: value", (long long)l, (long long)j); break; }
-            }
+          } else if (dt == GL_KD_UINT64) {       /* both sides of 2^63: keys of 8 bytes */
+            sort_case(dt, lanes, n, desc, [&] {
+              uint64_t *src = (uint64_t *)alloc(lanes * n * 8);
+              for (int64_t i = 0; i < lanes * n; i++) src[i] = rnd() >> (rnd() % 2 ? 0 : 50);
+              return (char *)src;
+            }, [](const char *a, const char *b) { return *(const uint64_t *)a < *(const uint64_t *)b; });
+          } else {
+            sort_case(dt, lanes, n, desc, [&] {
+              char *src = make_vals(dt, lanes * n);
+              if (isflt(dt) && n > 3) { setd(dt, src, 1, -0.0); setd(dt, src, 2, 0.0); }
+              for (int64_t l = 0; isflt(dt) && n > 5 && l < lanes; l++) {     /* NaNs in every lane */
+                setd(dt, src, l * n + 3, NAN);
+                setd(dt, src, l * n + 5, NAN);
+              }
+              return src;
+            }, [&](const char *pa, const char *pb) {
+              double a = getd(dt, pa, 0), b = getd(dt, pb, 0);
+              if (a != a) return false;         /* NaN above every number */
+              if (b != b) return true;
+              return a < b;
+            });
           }
-          end();
-          free_all();
         }
 }
 
@@ -2001,7 +1992,6 @@ int main(int argc, char **argv) {
     { "index", test_index },
     { "sort", test_sort },
     { "complex", test_complex_reduce },
-    { "csort", test_csort },
     { "launch", test_launch_errors },
   };
   (void)quick;
