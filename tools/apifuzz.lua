@@ -423,7 +423,7 @@ sigs("Fp Fp Fp Fp o", "f:adadelta_ f:adamax_ f:nadam_ f:radam_")
 sigs("Fp Y o", "f:cross_entropy")
 sigs("Fp Y R o", "f:cross_entropy_backward")
 sigs("Fp W R5", "f:linear")
-sigs("Q o", "la:inv la:det la:slogdet la:cholesky la:qr la:svd la:svdvals la:eigh la:eigvalsh")
+sigs("Q o", "la:inv la:det la:slogdet la:cholesky la:qr la:svd la:svdvals la:eigh la:eigvalsh la:eig la:eigvals")
 sigs("Q K o", "la:solve la:lstsq")
 sigs("S", "m:backward")
 sigs("S A", "m:backward")
@@ -728,6 +728,9 @@ local function call(name)
     elseif res.n > 0 and type(res[2]) ~= "string" then
       problem("error value is not a string", desc, type(res[2]))
     end
+    -- a finalizer a call made no array to run is run now, on this call's targets, not in
+    -- the middle of a later call whose arguments it would close
+    if hostile:find("^gc") then collectgarbage() end
     return
   end
   local before = snapshots(args, n)
