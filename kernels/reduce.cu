@@ -637,14 +637,16 @@ __device__ __forceinline__ gl_cpart gl_ccombine(gl_cpart a, gl_cpart b, int op) 
     take = bn && (!an || b.idx < a.idx);
   } else {
     bool max = op == GL_KR_MAX || op == GL_KR_ARGMAX;
-    bool before = max ? (a.re < b.re || (a.re == b.re && a.im < b.im)) : (b.re < a.re || (b.re == a.re && b.im < a.im));
-    take = before || (a.re == b.re && a.im == b.im && b.idx < a.idx);
+    const gl_cpart &lo = max ? a : b, &hi = max ? b : a;          /* b better: lo before hi */
+    bool better = lo.re < hi.re || (lo.re == hi.re && lo.im < hi.im);
+    take = better || (a.re == b.re && a.im == b.im && b.idx < a.idx);
   }
   return take ? b : a;
 }
 
 __device__ __forceinline__ gl_cpart gl_cshfl_down(const gl_cpart &a, int o) {
-  return { __shfl_down_sync(GL_FULL, a.re, o), __shfl_down_sync(GL_FULL, a.im, o), __shfl_down_sync(GL_FULL, a.idx, o) };
+  return { __shfl_down_sync(GL_FULL, a.re, o), __shfl_down_sync(GL_FULL, a.im, o),
+           __shfl_down_sync(GL_FULL, a.idx, o) };
 }
 
 /* Pass: as gl_k_rpass, one (output, part) item per group of G threads. */
@@ -724,7 +726,9 @@ static int cfinish_dt(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *p
   }
 }
 
-static bool gl_is_complex(int dt) { return GL_DISPATCH_DTYPE_ALL(dt, DT, (int)(gl_dt<DT>::kind == GL_KIND_COMPLEX)) == 1; }
+static bool gl_is_complex(int dt) {
+  return GL_DISPATCH_DTYPE_ALL(dt, DT, (int)(gl_dt<DT>::kind == GL_KIND_COMPLEX)) == 1;
+}
 
 static int creduce(cudaStream_t s, int op, const gl_reduce_args *r, void *dst, int ddt, const void *src, int sdt,
                    void *scratch) {
@@ -880,7 +884,8 @@ gl_k_scan_block(const gl_scan_args sc, void *dst, int ddt, const void *src, int 
 /* cumprod of a complex source: a thread per line, the running product in double (the cpu
 ** rounds each step to the result's precision). */
 template <int SDT, int DDT>
-__global__ void gl_k_cscan_lines(const gl_scan_args sc, typename gl_dt<DDT>::S *dst, const typename gl_dt<SDT>::S *src) {
+__global__ void gl_k_cscan_lines(const gl_scan_args sc, typename gl_dt<DDT>::S *dst,
+                                 const typename gl_dt<SDT>::S *src) {
   GL_KLOOP(l, sc.lines) {
     int64_t so, dof;
     gl_line_offsets(sc, l, &so, &dof);

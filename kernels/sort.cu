@@ -194,7 +194,9 @@ static cudaError_t sort_cub(void *tmp, size_t &bytes, const K *kin, K *kout, con
                                                   offs, offs + 1, 0, (int)(sizeof(K) * 8), s);
 }
 
-static bool gl_is_complex(int dt) { return GL_DISPATCH_DTYPE_ALL(dt, DT, (int)(gl_dt<DT>::kind == GL_KIND_COMPLEX)) == 1; }
+static bool gl_is_complex(int dt) {
+  return GL_DISPATCH_DTYPE_ALL(dt, DT, (int)(gl_dt<DT>::kind == GL_KIND_COMPLEX)) == 1;
+}
 
 /* The bytes of a key of dtype DT: its gl_key's, a complex dtype's part's. */
 template <int DT> constexpr int gl_key_bytes() {

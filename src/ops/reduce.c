@@ -380,9 +380,6 @@ static gl_status map_distinct(const gl_array *x, const bool *red, elem_map f, in
   return GL_OK;
 }
 
-static gl_status reduce_any(gl_array *out, gl_redop op, const char *name, const gl_array *x, const int *axes,
-                            int naxes, bool keepdims, int want, double param);
-
 /* op over complex x (want: -1 or a complex dtype), the parts' way or the backend's. */
 static gl_status reduce_complex(gl_array *out, gl_redop op, const char *name, const gl_array *x, const int *axes,
                                 int naxes, bool keepdims, int want, double param) {
@@ -440,7 +437,7 @@ static gl_status reduce_any(gl_array *out, gl_redop op, const char *name, const 
   if (want >= 0 && gl_dtype_is_complex((gl_dtype)want) != gl_dtype_is_complex(dt)) {
     gl_array tmp = { 0 }, cast;
     GL_TRY(map_distinct(x, red, map_cast, want, &tmp, &cast));
-    gl_status st = reduce_any(out, op, name, &cast, axes, naxes, keepdims, -1, param);
+    gl_status st = reduce_any(out, op, name, &cast, axes, naxes, keepdims, want, param);
     gl_array_release(&tmp);
     return st;
   }
@@ -536,7 +533,8 @@ gl_status gl_op_norm(gl_array *out, const gl_array *x, const int *axes, int naxe
   if (!vector && nred != 2)
     return gl_fail(GL_EINVAL, "ord needs one axis (a vector norm) or two (a matrix norm), got %d", nred);
   int r = naxes < 0 ? 0 : axes[0], c = naxes < 0 ? 1 : axes[1];
-  if (cx && vector && ord == 2) return reduce_complex(out, GL_R_NORM, "norm", x, axes, naxes, keepdims, -1, 2.0);
+  if (cx && vector && ord == 2)
+    return reduce_complex(out, GL_R_NORM, "norm", x, axes, naxes, keepdims, -1, 2.0);
   if (cx && (vector || !(fabs(ord) == 2 || ord == GL_NORM_NUC))) {
     gl_array tmp = { 0 }, mag;                 /* the norms of |x| (the 2-norms: its SVD) */
     GL_TRY(complex_abs(x, axes, naxes, &tmp, &mag));
@@ -558,7 +556,7 @@ gl_status gl_op_scan(gl_array *out, gl_redop op, const gl_array *x, int axis, in
   if (dtype >= 0 && gl_dtype_is_complex((gl_dtype)dtype) != gl_dtype_is_complex(dt)) {
     gl_array cast = { 0 };                     /* as reduce_any: NumPy's cast first */
     GL_TRY(gl_op_copy(&cast, x, (gl_dtype)dtype, gl_array_device(x)));
-    gl_status st = gl_op_scan(out, op, &cast, axis, -1);
+    gl_status st = gl_op_scan(out, op, &cast, axis, dtype);
     gl_array_release(&cast);
     return st;
   }

@@ -78,6 +78,7 @@ static cpart empty(const cjob *j) {
 
 /* Elements lo..hi-1 (C order over the reduced axes) of the region at base folded into acc. */
 static void fold_range(const cjob *j, const char *base, int64_t lo, int64_t hi, cpart *acc) {
+  if (lo >= hi) return;                          /* (an empty axis would divide by 0 below) */
   int64_t idx[GL_MAXDIMS], off = 0, rest = lo;
   for (int d = j->nr - 1; d >= 0; d--) {
     idx[d] = rest % j->rd[d].n;
