@@ -138,17 +138,17 @@ static int binary_dt(cudaStream_t s, const gl_kiter *it, void *dst, gl_kval a, g
         int64_t n = it->n - e0 < GL_KCHUNK ? it->n - e0 : GL_KCHUNK;
         unsigned grid = gl_kgrid((n / gl_vw<S>::n + gl_kb_unroll<S>::n - 1) / gl_kb_unroll<S>::n);
         gl_k_binary_vec<Op, DT, OB><<<grid, GL_KTHREADS, 0, s>>>(
-            (uint32_t)n, (O *)dst + e0, pa ? pa + e0 : NULL, a.bits, pb ? pb + e0 : NULL, b.bits);
+            (uint32_t)n, (O *)dst + e0, pa ? pa + e0 : NULL, a.bits[0], pb ? pb + e0 : NULL, b.bits[0]);
         int rc = gl_klaunched();
         if (rc != 0) return rc;
       }
       return 0;
     } else if (it->contiguous)
       gl_k_binary<Op, DT, OB, true><<<gl_kblocks(it->n), GL_KTHREADS, 0, s>>>(
-          *it, dst, (const S *)a.p, a.bits, (const S *)b.p, b.bits);
+          *it, dst, (const S *)a.p, a.bits[0], (const S *)b.p, b.bits[0]);
     else
       gl_k_binary<Op, DT, OB, false><<<gl_kblocks(it->n), GL_KTHREADS, 0, s>>>(
-          *it, dst, (const S *)a.p, a.bits, (const S *)b.p, b.bits);
+          *it, dst, (const S *)a.p, a.bits[0], (const S *)b.p, b.bits[0]);
     return gl_klaunched();
   }
 }

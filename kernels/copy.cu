@@ -67,19 +67,19 @@ static int copy_pair(cudaStream_t s, const gl_kiter *it, void *dst, const void *
 extern "C" int gl_klaunch_copy(void *stream, const gl_kiter *it, void *dst, int ddt, const void *src, int sdt) {
   if (it->n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  return GL_DISPATCH_DTYPE(ddt, DD, GL_DISPATCH_DTYPE(sdt, SD, copy_pair<DD, SD>(s, it, dst, src)));
+  return GL_DISPATCH_DTYPE_ALL(ddt, DD, GL_DISPATCH_DTYPE_ALL(sdt, SD, copy_pair<DD, SD>(s, it, dst, src)));
 }
 
 template <class W>
-static int fill_width(cudaStream_t s, const gl_kiter *it, void *dst, uint64_t bits) {
+static int fill_width(cudaStream_t s, const gl_kiter *it, void *dst, const void *bits) {
   W v;
-  memcpy(&v, &bits, sizeof v);
+  memcpy(&v, bits, sizeof v);
   if (it->contiguous) gl_k_fill<W, true><<<gl_kblocks(it->n), GL_KTHREADS, 0, s>>>(*it, (W *)dst, v);
   else gl_k_fill<W, false><<<gl_kblocks(it->n), GL_KTHREADS, 0, s>>>(*it, (W *)dst, v);
   return gl_klaunched();
 }
 
-extern "C" int gl_klaunch_fill(void *stream, const gl_kiter *it, void *dst, int width, uint64_t bits) {
+extern "C" int gl_klaunch_fill(void *stream, const gl_kiter *it, void *dst, int width, const void *bits) {
   if (it->n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
   switch (width) {
@@ -87,6 +87,7 @@ extern "C" int gl_klaunch_fill(void *stream, const gl_kiter *it, void *dst, int 
     case 2: return fill_width<uint16_t>(s, it, dst, bits);
     case 4: return fill_width<uint32_t>(s, it, dst, bits);
     case 8: return fill_width<uint64_t>(s, it, dst, bits);
+    case 16: return fill_width<gl_complex128>(s, it, dst, bits);
     default: return GL_KERR_NOTSUP;
   }
 }
@@ -100,7 +101,7 @@ static int arange_dt(cudaStream_t s, void *dst, int64_t n, double start, double 
 extern "C" int gl_klaunch_arange(void *stream, void *dst, int dt, int64_t n, double start, double step) {
   if (n <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
-  return GL_DISPATCH_DTYPE(dt, DT, arange_dt<DT>(s, dst, n, start, step));
+  return GL_DISPATCH_DTYPE_ALL(dt, DT, arange_dt<DT>(s, dst, n, start, step));
 }
 
 template <class W>
@@ -126,6 +127,7 @@ extern "C" int gl_klaunch_where(void *stream, const gl_kiter *it, void *dst, int
     case 2: return where_width<uint16_t>(s, it, dst, cond, a, b);
     case 4: return where_width<uint32_t>(s, it, dst, cond, a, b);
     case 8: return where_width<uint64_t>(s, it, dst, cond, a, b);
+    case 16: return where_width<gl_complex128>(s, it, dst, cond, a, b);
     default: return GL_KERR_NOTSUP;
   }
 }

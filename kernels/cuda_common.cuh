@@ -19,8 +19,8 @@
 /* S: stored type; T: compute type (what elem_ops.h's expressions see) and UT the unsigned
 ** type they wrap in (as cpu_elem.c); kind: GL_KIND_*; compute: the gl_kcompute a reduction
 ** of the dtype computes in (float32 for float16 and bfloat16); prec: a float's significand
-** bits. load: a stored element as T; store_i / store_f: an integer / a float as stored
-** (convert.h's rules, the CPU's). */
+** bits. load: a stored element as T; store_i / store_f / store_c: an integer / a float / a
+** complex value as stored (convert.h's rules, the CPU's). */
 template <int DT> struct gl_dt;
 /* What a dtype of kind 'kind' whose compute type has 'size' bytes reduces in. */
 constexpr gl_kcompute gl_compute_of(int kind, size_t size) {
@@ -40,6 +40,9 @@ constexpr gl_kcompute gl_compute_of(int kind, size_t size) {
     template <class V> static __host__ __device__ __forceinline__ S store_f(V v) {                \
       return GL_DT_STORE(kind_, half_, S_, id, FLOAT, v);                                        \
     }                                                                                            \
+    template <class V> static __host__ __device__ __forceinline__ S store_c(V v) {                \
+      return GL_DT_STORE(kind_, half_, S_, id, COMPLEX, v);                                      \
+    }                                                                                            \
   };
 GL_DTYPE_LIST(GL_DT_TRAITS_)
 #undef GL_DT_TRAITS_
@@ -53,18 +56,29 @@ GL_DTYPE_LIST(GL_DT_TRAITS_)
 ** that is no dtype: every per-dtype launcher stamps its templates through this, so adding a
 ** dtype is a row of kernels/dtypes.h. GL_DISPATCH_DTYPE(dt, DT, expr) gives expr (an int:
 ** 0, GL_KERR_NOTSUP or a cudaError_t) with DT a constexpr int, GL_KERR_NOTSUP for a bad
-** number; it nests (copy.cu dispatches on both dtypes). */
+** number; it nests (copy.cu dispatches on both dtypes). It stamps the real dtypes (a complex
+** dt gives 'otherwise'); GL_DISPATCH_DTYPE_ALL stamps every row, for the families whose
+** templates take complex elements (copies, indexing). */
+#define GL_DT_CASE_(E, ...) case GL_KD_##E: return f(std::integral_constant<int, GL_KD_##E>());
 template <class R, class F>
 __host__ __device__ __forceinline__ R gl_dispatch_dtype(int dt, R otherwise, F &&f) {
   switch (dt) {
-#define GL_DT_CASE_(E, ...) case GL_KD_##E: return f(std::integral_constant<int, GL_KD_##E>());
-    GL_DTYPE_LIST(GL_DT_CASE_)
-#undef GL_DT_CASE_
+    GL_DTYPE_REAL_LIST(GL_DT_CASE_)
     default: return otherwise;
   }
 }
-#define GL_DISPATCH_DTYPE(dt, DT, ...)                                                            \
-  gl_dispatch_dtype((dt), (int)GL_KERR_NOTSUP, [&](auto DT##_c_) -> int {                         \
+template <class R, class F>
+__host__ __device__ __forceinline__ R gl_dispatch_dtype_all(int dt, R otherwise, F &&f) {
+  switch (dt) {
+    GL_DTYPE_LIST(GL_DT_CASE_)
+    default: return otherwise;
+  }
+}
+#undef GL_DT_CASE_
+#define GL_DISPATCH_DTYPE(dt, DT, ...) GL_DISPATCH_DTYPE_IN_(gl_dispatch_dtype, dt, DT, __VA_ARGS__)
+#define GL_DISPATCH_DTYPE_ALL(dt, DT, ...) GL_DISPATCH_DTYPE_IN_(gl_dispatch_dtype_all, dt, DT, __VA_ARGS__)
+#define GL_DISPATCH_DTYPE_IN_(fn, dt, DT, ...)                                                    \
+  fn((dt), (int)GL_KERR_NOTSUP, [&](auto DT##_c_) -> int {                                        \
     constexpr int DT = decltype(DT##_c_)::value;                                                  \
     return __VA_ARGS__;                                                                           \
   })
@@ -73,7 +87,8 @@ __host__ __device__ __forceinline__ R gl_dispatch_dtype(int dt, R otherwise, F &
 template <int DD, int SD>
 __device__ __forceinline__ typename gl_dt<DD>::S gl_convert(typename gl_dt<SD>::S x) {
   auto v = gl_dt<SD>::load(x);
-  if constexpr (gl_dt<SD>::compute == GL_KCOMPUTE_INT64) return gl_dt<DD>::store_i(v);
+  if constexpr (gl_dt<SD>::kind == GL_KIND_COMPLEX) return gl_dt<DD>::store_c(v);
+  else if constexpr (gl_dt<SD>::compute == GL_KCOMPUTE_INT64) return gl_dt<DD>::store_i(v);
   else return gl_dt<DD>::store_f(v);
 }
 

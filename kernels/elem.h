@@ -42,12 +42,14 @@ GL_HD float gl_floordivf(float a, float b) { return (float)gl_floordiv((double)a
 GL_HD float gl_modf_(float a, float b) { return (float)gl_mod((double)a, (double)b); }
 
 /* Integer floor division and modulo; division by zero gives 0 (NumPy also gives 0, with
-** a warning), and MIN / -1 wraps instead of trapping. */
+** a warning), and MIN / -1 wraps instead of trapping. GL_IS_MINUS_ONE holds only for a
+** signed -1 (an unsigned type's largest value is not -1). */
+#define GL_IS_MINUS_ONE(b) ((b) < 0 && (b) + 1 == 0)
 #define GL_IFLOORDIV(T, UT, a, b) \
-  ((b) == 0 ? (T)0 : (b) == -1 ? (T)(0 - (UT)(a)) \
+  ((b) == 0 ? (T)0 : GL_IS_MINUS_ONE(b) ? (T)(0 - (UT)(a)) \
    : (T)((a) / (b) - (((a) % (b) != 0) && (((a) < 0) != ((b) < 0)))))
 #define GL_IMOD(T, a, b) \
-  ((b) == 0 || (b) == -1 ? (T)0 \
+  ((b) == 0 || GL_IS_MINUS_ONE(b) ? (T)0 \
    : (T)((a) % (b) + ((((a) % (b)) != 0 && ((((a) % (b)) < 0) != ((b) < 0))) ? (b) : 0)))
 
 /* Integer power by squaring, wrapping; a negative exponent gives the truncated real

@@ -11,6 +11,7 @@ template <> struct gl_w<1> { typedef uint8_t T; };
 template <> struct gl_w<2> { typedef uint16_t T; };
 template <> struct gl_w<4> { typedef uint32_t T; };
 template <> struct gl_w<8> { typedef uint64_t T; };
+template <> struct gl_w<16> { typedef gl_complex128 T; };
 
 /* Offsets of linear index i over w's shape: direct (sd), indexed (sx, with idx on the axis). */
 __device__ __forceinline__ void gl_idx_offsets(const gl_kidx &w, int64_t i, const int64_t *idx,
@@ -48,6 +49,7 @@ extern "C" int gl_klaunch_gather(void *stream, const gl_kidx *w, void *dst, cons
     case 2: gl_k_gather<2><<<b, GL_KTHREADS, 0, s>>>(*w, (uint16_t *)dst, (const uint16_t *)src, idx); break;
     case 4: gl_k_gather<4><<<b, GL_KTHREADS, 0, s>>>(*w, (uint32_t *)dst, (const uint32_t *)src, idx); break;
     case 8: gl_k_gather<8><<<b, GL_KTHREADS, 0, s>>>(*w, (uint64_t *)dst, (const uint64_t *)src, idx); break;
+    case 16: gl_k_gather<16><<<b, GL_KTHREADS, 0, s>>>(*w, (gl_complex128 *)dst, (const gl_complex128 *)src, idx); break;
     default: return GL_KERR_NOTSUP;
   }
   return gl_klaunched();
@@ -75,9 +77,16 @@ __global__ void gl_k_scatter_lanes(const gl_kidx w, typename gl_dt<DT>::S *dst,
       typename gl_dt<DT>::S v = src[d + j * w.sd[w.axis]];
       typename gl_dt<DT>::S *p = &dst[x + idx[j] * w.sx[w.axis]];
       if (ADD) {
-        auto sum = gl_dt<DT>::load(*p) + gl_dt<DT>::load(v);
-        if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_INT64) *p = gl_dt<DT>::store_i(sum);
-        else *p = gl_dt<DT>::store_f(sum);
+        if constexpr (gl_dt<DT>::kind == GL_KIND_COMPLEX) {
+          typename gl_dt<DT>::S a = *p;
+          a.re += v.re;
+          a.im += v.im;
+          *p = a;
+        } else {
+          auto sum = gl_dt<DT>::load(*p) + gl_dt<DT>::load(v);
+          if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_INT64) *p = gl_dt<DT>::store_i(sum);
+          else *p = gl_dt<DT>::store_f(sum);
+        }
       } else {
         *p = v;
       }
@@ -131,10 +140,11 @@ extern "C" int gl_klaunch_scatter(void *stream, const gl_kidx *w, void *dst, con
       case 2: return scatter_dt<GL_KD_FLOAT16>(s, w, dst, src, idx, false);
       case 4: return scatter_dt<GL_KD_INT32>(s, w, dst, src, idx, false);
       case 8: return scatter_dt<GL_KD_INT64>(s, w, dst, src, idx, false);
+      case 16: return scatter_dt<GL_KD_COMPLEX128>(s, w, dst, src, idx, false);
       default: return GL_KERR_NOTSUP;
     }
   }
-  return GL_DISPATCH_DTYPE(dt, DT, scatter_dt<DT>(s, w, dst, src, idx, true));
+  return GL_DISPATCH_DTYPE_ALL(dt, DT, scatter_dt<DT>(s, w, dst, src, idx, true));
 }
 
 /* ---- mask selection ------------------------------------------------------------------- */
@@ -190,6 +200,9 @@ extern "C" int gl_klaunch_mask_select(void *stream, const gl_kiter *it, void *ds
     case 2: gl_k_mask_compact<2><<<b, GL_KTHREADS, 0, s>>>(*it, (uint16_t *)dst, ds, (const uint16_t *)src, mask, pos); break;
     case 4: gl_k_mask_compact<4><<<b, GL_KTHREADS, 0, s>>>(*it, (uint32_t *)dst, ds, (const uint32_t *)src, mask, pos); break;
     case 8: gl_k_mask_compact<8><<<b, GL_KTHREADS, 0, s>>>(*it, (uint64_t *)dst, ds, (const uint64_t *)src, mask, pos); break;
+    case 16:
+      gl_k_mask_compact<16><<<b, GL_KTHREADS, 0, s>>>(*it, (gl_complex128 *)dst, ds, (const gl_complex128 *)src, mask, pos);
+      break;
     default: return GL_KERR_NOTSUP;
   }
   return gl_klaunched();

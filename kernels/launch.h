@@ -37,13 +37,13 @@ typedef struct gl_kiter {
 ** whose bits (already in the compute dtype, in the low bytes) are in 'bits'. */
 typedef struct gl_kval {
   const void *p;
-  uint64_t bits;
+  uint64_t bits[2];      /* a scalar's bytes, in the low ones: up to 16 (complex128) */
 } gl_kval;
 
 /* dst = src converted from dtype sdt to ddt (operands: dst, src). */
 int gl_klaunch_copy(void *stream, const gl_kiter *it, void *dst, int ddt, const void *src, int sdt);
-/* Every element of dst (operand 0) = the 'width'-byte pattern in bits. */
-int gl_klaunch_fill(void *stream, const gl_kiter *it, void *dst, int width, uint64_t bits);
+/* Every element of dst (operand 0) = the 'width'-byte pattern at bits (host memory, up to 16 bytes). */
+int gl_klaunch_fill(void *stream, const gl_kiter *it, void *dst, int width, const void *bits);
 /* Contiguous dst[i] = start + i * step, computed in double, converted to dt. */
 int gl_klaunch_arange(void *stream, void *dst, int dt, int64_t n, double start, double step);
 /* dst = op(src); op is a gl_unop, dt src's dtype (operands: dst, src). */

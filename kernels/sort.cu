@@ -41,6 +41,26 @@ template <> struct gl_key<GL_KD_UINT8> {
   typedef uint32_t K;
   static __device__ __forceinline__ K of(uint8_t v, bool &nan) { nan = false; return v; }
 };
+template <> struct gl_key<GL_KD_INT8> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(int8_t v, bool &nan) { nan = false; return (uint32_t)((uint8_t)v ^ 0x80u); }
+};
+template <> struct gl_key<GL_KD_INT16> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(int16_t v, bool &nan) { nan = false; return (uint32_t)((uint16_t)v ^ 0x8000u); }
+};
+template <> struct gl_key<GL_KD_UINT16> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(uint16_t v, bool &nan) { nan = false; return v; }
+};
+template <> struct gl_key<GL_KD_UINT32> {
+  typedef uint32_t K;
+  static __device__ __forceinline__ K of(uint32_t v, bool &nan) { nan = false; return v; }
+};
+template <> struct gl_key<GL_KD_UINT64> {
+  typedef uint64_t K;
+  static __device__ __forceinline__ K of(uint64_t v, bool &nan) { nan = false; return v; }
+};
 template <> struct gl_key<GL_KD_INT32> {
   typedef uint32_t K;
   static __device__ __forceinline__ K of(int32_t v, bool &nan) { nan = false; return (uint32_t)v ^ 0x80000000u; }

@@ -92,6 +92,7 @@ end
 -- result is a value of (float for the halves, uint8 for bool)
 local function fn(name, ct)
   local f = CT[ct].fn
+  if not f then stop("no fused math for " .. ct) end
   local rdt = CT[ct].c == "float" and "float32" or ct == "bool" and "uint8" or ct
   return "gl_j" .. f .. "_" .. name, rdt
 end

@@ -26,12 +26,15 @@ local M = {}
 -- a parameter has in the body; bool computes as C's bool); s, the stored element; load /
 -- store: the conversions between them (bool is != 0, halves widen to float through
 -- kernels/half.h); round: a float rounded to the half; fn: the suffix of jit_ops.h's
--- functions for the compute type. FLOAT: the float dtypes; SAT: kernels/convert.h's
--- saturating conversion of a double to each integer dtype.
-local JIT_FN = { uint8_t = "u8", int32_t = "i32", int64_t = "i64", float = "f", double = "d" }
+-- functions for the compute type (f, d, or an integer dtype's id; bool computes in uint8's;
+-- none for complex). FLOAT: the float dtypes; SAT: kernels/convert.h's saturating conversion
+-- of a double to each integer dtype.
+local JIT_FN = { float = "f", double = "d" }
 local CT, FLOAT, SAT = {}, {}, {}
 for _, row in ipairs(gpu._dtypes) do
-  local t = { c = row.compute, s = row.storage, fn = JIT_FN[row.compute] }
+  local fn = row.kind == "bool" and "uint8" or (row.kind == "int" or row.kind == "uint") and row.id
+    or JIT_FN[row.compute]
+  local t = { c = row.compute, s = row.storage, fn = fn }
   if row.kind == "bool" then
     t.c, t.load, t.store = "bool", "(%s != 0)", "(" .. row.storage .. ")((%s) != 0)"
   elseif row.half then

@@ -374,3 +374,36 @@ gl_status gl_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *
   *nout = n;
   return GL_OK;
 }
+
+gl_status gl_view_as_real(gl_array *v) {
+  if (!gl_dtype_is_complex((gl_dtype)v->dtype))
+    return gl_fail(GL_EINVAL, "expected a complex array, got %s", gl_dtypes[v->dtype].name);
+  if (v->ndim >= GL_MAXDIMS) return gl_fail(GL_EINVAL, "a complex array of %d dims has no room for the parts' axis", v->ndim);
+  for (int d = 0; d < v->ndim; d++) v->strides[d] *= 2;
+  v->shape[v->ndim] = 2;
+  v->strides[v->ndim] = 1;
+  v->ndim++;
+  v->offset *= 2;
+  v->size *= 2;
+  v->dtype = (uint8_t)gl_real_for((gl_dtype)v->dtype);
+  return GL_OK;
+}
+
+gl_status gl_view_as_complex(gl_array *v) {
+  gl_dtype dt = (gl_dtype)v->dtype;
+  if (dt != GL_FLOAT32 && dt != GL_FLOAT64)
+    return gl_fail(GL_EINVAL, "expected a float32 or float64 array, got %s", gl_dtypes[dt].name);
+  int last = v->ndim - 1;
+  if (last < 0 || v->shape[last] != 2)
+    return gl_fail(GL_EINVAL, "the last axis must have size 2 (real, imaginary)");
+  if (v->strides[last] != 1) return gl_fail(GL_EINVAL, "the last axis must have stride 1");
+  for (int d = 0; d < last; d++)
+    if (v->strides[d] % 2 != 0) return gl_fail(GL_EINVAL, "axis %d has an odd stride (%lld)", d + 1, (long long)v->strides[d]);
+  if (v->offset % 2 != 0) return gl_fail(GL_EINVAL, "the array starts at an odd element (offset %lld)", (long long)v->offset);
+  for (int d = 0; d < last; d++) v->strides[d] /= 2;
+  v->ndim--;
+  v->offset /= 2;
+  v->size /= 2;
+  v->dtype = (uint8_t)(dt == GL_FLOAT32 ? GL_COMPLEX64 : GL_COMPLEX128);
+  return GL_OK;
+}

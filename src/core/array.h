@@ -136,6 +136,12 @@ gl_status gl_view_expand(gl_array *v, int ndim, const int64_t *shape);
 void gl_view_slice(gl_array *v, int axis, int64_t start, int64_t step, int64_t count);
 /* Picks index i along 'axis' and drops the axis. */
 void gl_view_select(gl_array *v, int axis, int64_t i);
+/* A complex array as its parts: a new last axis of 2 (real, imaginary) in the float dtype
+** of the parts (torch.view_as_real). */
+gl_status gl_view_as_real(gl_array *v);
+/* The inverse: a float32/float64 array whose last axis is 2 with stride 1, its other
+** strides and offset even (a whole complex element each), as complex64/complex128. */
+gl_status gl_view_as_complex(gl_array *v);
 
 /* ---- broadcasting ------------------------------------------------------------- */
 

@@ -7,8 +7,10 @@
 #include "status.h"
 #include "../../kernels/convert.h"
 
+/* max is the largest value a Lua integer can store in the dtype (uint64's is INT64_MAX). */
 #define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, st, aliases) \
-  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, st, lo, hi, prec, aliases },
+  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, st, lo,         \
+               (uint64_t)(hi) > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(hi), prec, aliases },
 const gl_dtype_info gl_dtypes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_INFO_) };
 #undef GL_DT_INFO_
 
@@ -39,11 +41,16 @@ const char *gl_dtype_names(void) {
   return names + 2;                                 /* past the first ", " */
 }
 
-/* Element loads by kind: bool as 0/1, integers exactly, floats as double. */
+/* Element loads by kind: bool as 0/1, integers exactly (a uint64 above INT64_MAX as the
+** nearest double: Lua has no wider integer), floats as double, complex as two doubles. */
+static inline gl_scalar load_u64(uint64_t u) {
+  return u > (uint64_t)INT64_MAX ? gl_scalar_float((double)u) : gl_scalar_int((int64_t)u);
+}
 #define LOAD_BOOL(S, half, p) gl_scalar_int(*(const S *)(p) != 0)
-#define LOAD_UINT(S, half, p) gl_scalar_int(*(const S *)(p))
-#define LOAD_INT LOAD_UINT
+#define LOAD_UINT(S, half, p) (sizeof(S) == 8 ? load_u64(*(const S *)(p)) : gl_scalar_int((int64_t)*(const S *)(p)))
+#define LOAD_INT(S, half, p) gl_scalar_int(*(const S *)(p))
 #define LOAD_FLOAT(S, half, p) gl_scalar_float((double)GL_DT_LOAD(half, *(const S *)(p)))
+#define LOAD_COMPLEX(S, half, p) gl_scalar_complex(((const S *)(p))->re, ((const S *)(p))->im)
 
 #define GL_DT_LOADER_(E, id, S, kind, half, ...) \
   static gl_scalar load_##id(const void *p) { return LOAD_##kind(S, half, p); }
@@ -60,10 +67,13 @@ gl_scalar gl_scalar_load(gl_dtype t, const void *p) {
 ** undefined), then wraps to the width like an integer. */
 static inline int64_t as_int(const gl_scalar *v) { return v->isint ? v->i : gl_sat_int64(v->f); }
 static inline double as_double(const gl_scalar *v) { return v->isint ? (double)v->i : v->f; }
-#define STORE_BOOL(S, half, id, p, v) (*(S *)(p) = (S)((v)->isint ? (v)->i != 0 : (v)->f != 0))
+static inline double as_imag(const gl_scalar *v) { return v->iscomplex ? v->im : 0.0; }
+#define STORE_BOOL(S, half, id, p, v) \
+  (*(S *)(p) = (S)((v)->isint ? (v)->i != 0 : (v)->f != 0 || as_imag(v) != 0))
 #define STORE_UINT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, as_int(v)))
 #define STORE_INT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, as_int(v)))
 #define STORE_FLOAT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, as_double(v)))
+#define STORE_COMPLEX(S, half, id, p, v) (*(S *)(p) = gl_make_##id(as_double(v), as_imag(v)))
 
 #define GL_DT_STORER_(E, id, S, kind, half, ...) \
   static void store_##id(void *p, const gl_scalar *v) { STORE_##kind(S, half, id, p, v); }
@@ -77,48 +87,76 @@ void gl_scalar_store(gl_dtype t, void *p, gl_scalar v) {
 
 /* ---- promotion ------------------------------------------------------------------------- */
 
-#define B GL_BOOL
-#define U8 GL_UINT8
-#define I32 GL_INT32
-#define I64 GL_INT64
-#define F16 GL_FLOAT16
-#define BF GL_BFLOAT16
-#define F32 GL_FLOAT32
-#define F64 GL_FLOAT64
-static const uint8_t promote_table[GL_NDTYPE][GL_NDTYPE] = {
-  /*          b    u8   i32  i64  f16  bf16 f32  f64 */
-  [B]   = {  B,   U8,  I32, I64, F16, BF,  F32, F64 },
-  [U8]  = {  U8,  U8,  I32, I64, F16, BF,  F32, F64 },
-  [I32] = {  I32, I32, I32, I64, F64, F64, F64, F64 },
-  [I64] = {  I64, I64, I64, I64, F64, F64, F64, F64 },
-  [F16] = {  F16, F16, F64, F64, F16, F32, F32, F64 },
-  [BF]  = {  BF,  BF,  F64, F64, F32, BF,  F32, F64 },
-  [F32] = {  F32, F32, F64, F64, F32, F32, F32, F64 },
-  [F64] = {  F64, F64, F64, F64, F64, F64, F64, F64 },
-};
-#undef B
-#undef U8
-#undef I32
-#undef I64
-#undef F16
-#undef BF
-#undef F32
-#undef F64
-
-gl_dtype gl_promote(gl_dtype a, gl_dtype b) { return (gl_dtype)promote_table[a][b]; }
-
-gl_dtype gl_float_for(gl_dtype t) {
-  switch (t) {
-    case GL_BOOL: case GL_UINT8: return GL_FLOAT16;
-    case GL_INT32: case GL_INT64: return GL_FLOAT64;
+/* The float an integer (or bool) dtype's values need: 8 bits fit float16, 16 bits float32,
+** wider float64. bfloat16 takes float16's place where the other side is bfloat16. */
+static gl_dtype float_holding(gl_dtype t) {
+  switch (gl_dtypes[t].kind) {
+    case GL_KIND_BOOL: return GL_FLOAT16;
+    case GL_KIND_UINT: case GL_KIND_INT:
+      return gl_dtypes[t].size == 1 ? GL_FLOAT16 : gl_dtypes[t].size == 2 ? GL_FLOAT32 : GL_FLOAT64;
     default: return t;
   }
+}
+
+static gl_dtype int_of(bool is_signed, unsigned size) {
+  static const gl_dtype s[9] = { [1] = GL_INT8, [2] = GL_INT16, [4] = GL_INT32, [8] = GL_INT64 };
+  static const gl_dtype u[9] = { [1] = GL_UINT8, [2] = GL_UINT16, [4] = GL_UINT32, [8] = GL_UINT64 };
+  return is_signed ? s[size] : u[size];
+}
+
+static gl_dtype promote_floats(gl_dtype a, gl_dtype b) {
+  if (a == b) return a;
+  if (gl_dtypes[a].storage_only && gl_dtypes[b].storage_only) return GL_FLOAT32;  /* f16 + bf16 */
+  return gl_dtypes[a].size >= gl_dtypes[b].size ? a : b;
+}
+
+gl_dtype gl_promote(gl_dtype a, gl_dtype b) {
+  const gl_dtype_info *x = &gl_dtypes[a], *y = &gl_dtypes[b];
+  if (a == b || y->kind == GL_KIND_BOOL) return a;
+  if (x->kind == GL_KIND_BOOL) return b;
+  if (x->kind == GL_KIND_COMPLEX || y->kind == GL_KIND_COMPLEX) {
+    gl_dtype part = promote_floats(float_holding(gl_real_for(a)), float_holding(gl_real_for(b)));
+    return gl_complex_for(part);
+  }
+  if (x->kind == GL_KIND_FLOAT || y->kind == GL_KIND_FLOAT) {
+    if (x->kind == GL_KIND_FLOAT && y->kind == GL_KIND_FLOAT) return promote_floats(a, b);
+    gl_dtype f = x->kind == GL_KIND_FLOAT ? a : b, i = f == a ? b : a;
+    gl_dtype need = float_holding(i);
+    if (need == GL_FLOAT16 && f == GL_BFLOAT16) return GL_BFLOAT16;
+    return promote_floats(f, need);
+  }
+  if (x->kind == y->kind) return x->size >= y->size ? a : b;       /* both signed or unsigned */
+  const gl_dtype_info *u = x->kind == GL_KIND_UINT ? x : y, *s = u == x ? y : x;
+  if (s->size > u->size) return u == x ? b : a;
+  return u->size == 8 ? GL_FLOAT64 : int_of(true, 2 * u->size);
+}
+
+gl_dtype gl_float_for(gl_dtype t) {
+  switch (gl_dtypes[t].kind) {
+    case GL_KIND_BOOL: case GL_KIND_UINT: case GL_KIND_INT: return float_holding(t);
+    default: return t;
+  }
+}
+
+gl_dtype gl_real_for(gl_dtype t) {
+  if (t == GL_COMPLEX64) return GL_FLOAT32;
+  if (t == GL_COMPLEX128) return GL_FLOAT64;
+  return t;
+}
+
+gl_dtype gl_complex_for(gl_dtype t) {
+  gl_dtype f = gl_float_for(gl_real_for(t));
+  return f == GL_FLOAT64 ? GL_COMPLEX128 : GL_COMPLEX64;
 }
 
 int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
   gl_kind k = gl_dtypes[arr].kind;
   if (s.isbool) { *out = arr; return GL_OK; }
-  if (!s.isint) { *out = k == GL_KIND_FLOAT ? arr : GL_FLOAT64; return GL_OK; }
+  if (s.iscomplex) {
+    *out = k == GL_KIND_COMPLEX ? arr : k == GL_KIND_FLOAT ? gl_complex_for(arr) : GL_COMPLEX128;
+    return GL_OK;
+  }
+  if (!s.isint) { *out = k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX ? arr : GL_FLOAT64; return GL_OK; }
   if (k == GL_KIND_BOOL) { *out = GL_INT64; return GL_OK; }
   GL_TRY(gl_scalar_check(arr, s));
   *out = arr;
@@ -128,7 +166,7 @@ int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
 /* ---- scalars into elements ------------------------------------------------------------- */
 
 bool gl_dtype_int_range(gl_dtype t, int64_t *lo, int64_t *hi) {
-  if (gl_dtypes[t].kind == GL_KIND_FLOAT) return false;
+  if (gl_dtypes[t].kind == GL_KIND_FLOAT || gl_dtypes[t].kind == GL_KIND_COMPLEX) return false;
   *lo = gl_dtypes[t].min;                    /* the table's (kernels/dtypes.h) */
   *hi = gl_dtypes[t].max;
   return true;
@@ -136,6 +174,7 @@ bool gl_dtype_int_range(gl_dtype t, int64_t *lo, int64_t *hi) {
 
 bool gl_scalar_fits(gl_dtype t, gl_scalar s) {
   int64_t lo, hi;
+  if (s.iscomplex && !gl_dtype_is_complex(t)) return false;       /* NumPy: TypeError */
   if (!gl_dtype_is_int(t) || !gl_dtype_int_range(t, &lo, &hi)) return true;   /* bool, floats */
   if (s.isint) return s.i >= lo && s.i <= hi;
   /* trunc(f) in [lo, hi]; hi + 1 is a power of two, exact as a double where hi is not
@@ -147,6 +186,7 @@ bool gl_scalar_fits(gl_dtype t, gl_scalar s) {
 int gl_scalar_check(gl_dtype t, gl_scalar s) {
   if (gl_scalar_fits(t, s)) return GL_OK;
   const char *name = gl_dtypes[t].name;
+  if (s.iscomplex) return gl_fail(GL_EINVAL, "cannot convert a complex value to %s", name);
   int64_t lo, hi;
   gl_dtype_int_range(t, &lo, &hi);
   if (s.isint)

@@ -46,22 +46,38 @@ static inline bool gl_dtype_is_float(gl_dtype t) { return gl_dtypes[t].kind == G
 static inline bool gl_dtype_is_int(gl_dtype t) {
   return gl_dtypes[t].kind == GL_KIND_INT || gl_dtypes[t].kind == GL_KIND_UINT;
 }
+static inline bool gl_dtype_is_complex(gl_dtype t) { return gl_dtypes[t].kind == GL_KIND_COMPLEX; }
 
 /* A scalar value crossing layers (fill values, element reads). Integers travel exactly
-** as int64; floats as double. 'isint' says which member is meaningful. */
+** as int64; floats as double; complex values as two doubles (f the real part, im the
+** imaginary). 'isint' and 'iscomplex' say which members are meaningful. A uint64 element
+** above INT64_MAX is read as a float (Lua's integers are int64). */
 typedef struct gl_scalar {
   bool isint;
   bool isbool;     /* a Lua boolean (isint too, i = 0 or 1) */
+  bool iscomplex;  /* f + im*i (isint false) */
   int64_t i;
   double f;
+  double im;
 } gl_scalar;
 
-static inline gl_scalar gl_scalar_int(int64_t i) { gl_scalar s; s.isint = true; s.isbool = false; s.i = i; s.f = (double)i; return s; }
-static inline gl_scalar gl_scalar_float(double f) { gl_scalar s; s.isint = false; s.isbool = false; s.f = f; s.i = 0; return s; }
+static inline gl_scalar gl_scalar_int(int64_t i) {
+  gl_scalar s; s.isint = true; s.isbool = false; s.iscomplex = false; s.i = i; s.f = (double)i; s.im = 0; return s;
+}
+static inline gl_scalar gl_scalar_float(double f) {
+  gl_scalar s; s.isint = false; s.isbool = false; s.iscomplex = false; s.f = f; s.i = 0; s.im = 0; return s;
+}
+static inline gl_scalar gl_scalar_complex(double re, double im) {
+  gl_scalar s = gl_scalar_float(re); s.iscomplex = true; s.im = im; return s;
+}
 static inline gl_scalar gl_scalar_bool(bool b) { gl_scalar s = gl_scalar_int(b); s.isbool = true; return s; }
 
-/* NumPy 2 promotion of two array dtypes (float16 and bfloat16 meet at float32, as in
-** ml_dtypes; int32/int64 with any float narrower than float64 give float64). */
+/* NumPy 2 promotion of two array dtypes: the wider of one kind; a signed and an unsigned
+** integer meet at a signed type wider than the unsigned one (uint64 and a signed one at
+** float64); an integer and a float at a float that holds the integer's values (8-bit: 
+** float16 or bfloat16; 16-bit: float32; wider: float64); float16 and bfloat16 meet at
+** float32, as in ml_dtypes; a complex and a real at the complex type whose parts hold the
+** real's (complex64 + float64 or int32 gives complex128). */
 gl_dtype gl_promote(gl_dtype a, gl_dtype b);
 
 /* The values an integer dtype holds (bool: 0..1); false for float dtypes. */
@@ -77,11 +93,16 @@ bool gl_scalar_fits(gl_dtype t, gl_scalar s);
 int gl_scalar_check(gl_dtype t, gl_scalar s);                      /* gl_status */
 
 /* NEP 50: a Lua number is a "weak" scalar that takes the array's kind where it can. A
-** Lua integer that does not fit an integer array's dtype is an error (NumPy 2 too). */
+** Lua integer that does not fit an integer array's dtype is an error (NumPy 2 too). A
+** complex scalar keeps a complex array's dtype, makes a float array's complex of its
+** precision (float32 -> complex64) and an integer or bool array's complex128. */
 int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out);   /* gl_status */
 
-/* The float dtype NumPy's float-only functions give for an input dtype. */
+/* The float dtype NumPy's float-only functions give for an input dtype (a complex dtype
+** gives itself; gl_real_for gives its parts' float dtype). */
 gl_dtype gl_float_for(gl_dtype t);
+gl_dtype gl_real_for(gl_dtype t);      /* complex64 -> float32, complex128 -> float64, else t */
+gl_dtype gl_complex_for(gl_dtype t);   /* the complex dtype of t's precision, as NumPy's fft */
 
 /* Read/write one element of any dtype at 'p' (host memory). */
 gl_scalar gl_scalar_load(gl_dtype t, const void *p);

@@ -271,7 +271,8 @@ void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset) {
   switch (gl_dtypes[a->dtype].kind) {
     case GL_KIND_BOOL: lua_pushboolean(L, s.i != 0); break;
     case GL_KIND_FLOAT: lua_pushnumber(L, s.f); break;
-    default: lua_pushinteger(L, s.i); break;
+    case GL_KIND_COMPLEX: luaL_error(L, "reading a %s element is not supported yet", gl_dtypes[a->dtype].name); break;
+    default: if (s.isint) lua_pushinteger(L, s.i); else lua_pushnumber(L, s.f); break;
   }
 }
 

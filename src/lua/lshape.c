@@ -59,6 +59,22 @@ static int l_view(lua_State *L) {
   return push_descriptor(L, &v);
 }
 
+/* gpu.view_as_real(x) / gpu.view_as_complex(x): the parts of a complex array as a float
+** array with a last axis of 2, and back; views of the same storage. */
+static int l_view_as_real(lua_State *L) {
+  gl_array v = *gl_lua_check(L, 1);
+  lua_settop(L, 1);
+  gl_lua_check_status(L, gl_view_as_real(&v), 1);
+  return push_descriptor(L, &v);
+}
+
+static int l_view_as_complex(lua_State *L) {
+  gl_array v = *gl_lua_check(L, 1);
+  lua_settop(L, 1);
+  gl_lua_check_status(L, gl_view_as_complex(&v), 1);
+  return push_descriptor(L, &v);
+}
+
 /* x:transpose(): all axes reversed; x:transpose(a, b): swap two axes; a table: permute */
 static int l_transpose(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
@@ -298,7 +314,7 @@ static const gl_reg shape_funcs[] = {
   { "contiguous", l_contiguous, 1 }, { "copy", l_copy, 1 }, { "clone", l_copy, 1 }, { "astype", l_astype, 2 },
   { "to", l_to, 2 }, { "cpu", l_cpu, 1 }, { "cuda", l_cuda, 2 }, { "fill_", l_fill_, 2 },
   { "is_contiguous", l_is_contiguous, 1 }, { "totable", l_totable, 1 }, { "item", l_item, 1 },
-  { NULL, NULL, 0 },
+  { "view_as_real", l_view_as_real, 1 }, { "view_as_complex", l_view_as_complex, 1 }, { NULL, NULL, 0 },
 };
 
 /* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */

@@ -37,6 +37,8 @@ static gl_status result_dtype(gl_redop op, const char *name, gl_dtype in, int wa
 static gl_status reduce_plan(gl_redop op, const char *name, const gl_array *x, int want, gl_dtype *ot,
                              const gl_backend **be) {
   GL_TRY(result_dtype(op, name, (gl_dtype)x->dtype, want, ot));
+  if (gl_dtype_is_complex((gl_dtype)x->dtype))      /* the loads a complex source needs */
+    GL_TRY(gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, (gl_dtype)x->dtype, name, be));
   return gl_backend_supporting(gl_array_device(x), GL_OP_REDUCE, op, *ot, name, be);
 }
 

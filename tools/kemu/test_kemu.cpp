@@ -319,7 +319,7 @@ static void test_binary_dt(int op, const char *name) {
       char *b = operand(it, 2, DT, w.pad[2] * dts[DT], true);
       char *d = operand(it, 0, odt, w.pad[0] * dts[odt], false);
       char *ref = clone_operand(it, 0, odt, d);
-      gl_kval va = { a, 0 }, vb = { b, 0 };
+      gl_kval va = { a, { 0, 0 } }, vb = { b, { 0, 0 } };
       S sa, sb;
       if (scal == 1) { sa = ((S *)a)[0]; va.p = NULL; memcpy(&va.bits, &sa, sizeof sa); }
       if (scal == 2) { sb = ((S *)b)[0]; vb.p = NULL; memcpy(&vb.bits, &sb, sizeof sb); }
@@ -351,7 +351,7 @@ static void test_binary_dt(int op, const char *name) {
     gl_kiter it = make_iter(1, sh, 3, st);
     char *a = make_vals(DT, n), *b = make_vals(DT, n), *a0 = alloc(n * sizeof(S));
     memcpy(a0, a, n * sizeof(S));
-    int rc = gl_klaunch_binary(NULL, op, DT, &it, a, gl_kval{ a, 0 }, gl_kval{ b, 0 });
+    int rc = gl_klaunch_binary(NULL, op, DT, &it, a, gl_kval{ a, { 0, 0 } }, gl_kval{ b, { 0, 0 } });
     if (rc) bad("rc %d", rc);
     if constexpr (takes(Op::dtypes_, DT)) {
       char *ref = alloc(n * sizeof(S));
@@ -431,22 +431,22 @@ static void test_copy(void) {
 }
 
 static void test_fill_where(void) {
-  static const int widths[] = { 1, 2, 4, 8 };
-  static const int wdt[] = { GL_KD_UINT8, GL_KD_FLOAT16, GL_KD_INT32, GL_KD_INT64 };
-  for (int wi = 0; wi < 4; wi++) {
+  static const int widths[] = { 1, 2, 4, 8, 16 };
+  static const int wdt[] = { GL_KD_UINT8, GL_KD_FLOAT16, GL_KD_INT32, GL_KD_INT64, GL_KD_COMPLEX128 };
+  for (int wi = 0; wi < 5; wi++) {
     int W = widths[wi], dt = wdt[wi];
     for (const wcase &w : walks(1)) {
       gl_kiter it = make_iter(w.ndim, w.shape, 1, w.st);
       begin("fill width %d n=%lld %s", W, (long long)it.n, w.name);
       char *d = operand(it, 0, dt, w.pad[0] * W, true);
       char *ref = clone_operand(it, 0, dt, d);
-      uint64_t bits = 0x0123456789abcdefull;
+      uint64_t bits[2] = { 0x0123456789abcdefull, 0x7edcba9876543210ull };
       int rc = gl_klaunch_fill(NULL, &it, d, W, bits);
       if (rc) bad("rc %d", rc);
       for (int64_t i = 0; i < it.n; i++) {
         int64_t o;
         walk_off(it, i, 0, &o);
-        memcpy(ref + o * W, &bits, W);
+        memcpy(ref + o * W, bits, W);
         if (memcmp(ref + o * W, d + o * W, W)) bad("element %lld", (long long)i);
       }
       end();
@@ -462,16 +462,16 @@ static void test_fill_where(void) {
         char *a = operand(it, 2, dt, w.pad[2] * W, true);
         char *b = operand(it, 3, dt, w.pad[3] * W, true);
         char *ref = clone_operand(it, 0, dt, d);
-        gl_kval va = { a, 0 }, vb = { b, 0 };
-        if (scal == 1) { va.p = NULL; va.bits = 0x1111111111111111ull; }
-        if (scal == 2) { vb.p = NULL; vb.bits = 0x2222222222222222ull; }
+        gl_kval va = { a, { 0, 0 } }, vb = { b, { 0, 0 } };
+        if (scal == 1) { va.p = NULL; va.bits[0] = va.bits[1] = 0x1111111111111111ull; }
+        if (scal == 2) { vb.p = NULL; vb.bits[0] = vb.bits[1] = 0x2222222222222222ull; }
         int rc = gl_klaunch_where(NULL, &it, d, W, c, va, vb);
         if (rc) bad("rc %d", rc);
         for (int64_t i = 0; i < it.n; i++) {
           int64_t o[4];
           for (int k = 0; k < 4; k++) walk_off(it, i, k, &o[k]);
-          if (c[o[1]]) memcpy(ref + o[0] * W, va.p ? a + o[2] * W : (const char *)&va.bits, W);
-          else memcpy(ref + o[0] * W, vb.p ? b + o[3] * W : (const char *)&vb.bits, W);
+          if (c[o[1]]) memcpy(ref + o[0] * W, va.p ? a + o[2] * W : (const char *)va.bits, W);
+          else memcpy(ref + o[0] * W, vb.p ? b + o[3] * W : (const char *)vb.bits, W);
           if (memcmp(ref + o[0] * W, d + o[0] * W, W)) bad("element %lld", (long long)i);
         }
         end();
@@ -1642,7 +1642,7 @@ static void test_launch_errors(void) {
   memset(&it, 0, sizeof it);
   it.ndim = 1;
   it.contiguous = 1;
-  if (gl_klaunch_fill(NULL, &it, NULL, 4, 0) != 0) bad("n = 0 launched something");
+  if (gl_klaunch_fill(NULL, &it, NULL, 4, "\0\0\0") != 0) bad("n = 0 launched something");
   if (cudaGetLastError() != cudaSuccess) bad("error left behind");
   end();
 }

@@ -14,7 +14,7 @@
 
 typedef void (*copy_row_fn)(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n);
 
-/* The 64 kernels, one per pair of kernels/dtypes.h's rows. */
+/* The kernels, one per (destination, source) pair of kernels/dtypes.h's rows. */
 #define GL_COPY_PAIR(DE, DN, DT, DK, DH, SE, SN, ST, SK, SH)                               \
   static void copy_##DN##_##SN(void *dst_, int64_t ds, const void *src_, int64_t ss,      \
                                int64_t n) {                                               \
@@ -140,13 +140,14 @@ GL_FILL_WIDTH(uint8_t)
 GL_FILL_WIDTH(uint16_t)
 GL_FILL_WIDTH(uint32_t)
 GL_FILL_WIDTH(uint64_t)
+GL_FILL_WIDTH(gl_complex128)
 
 gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
   const gl_array *ops[1] = { dst };
   gl_iter it;
   gl_iter_init(&it, 1, ops);
   size_t sz = gl_dtypes[dst->dtype].size;
-  union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; } bits;
+  union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; gl_complex128 c128; } bits;
   memset(&bits, 0, sizeof bits);
   gl_scalar_store((gl_dtype)dst->dtype, &bits, v);
   char *d = gl_array_data(dst);
@@ -161,7 +162,8 @@ gl_status gl_cpu_fill(const gl_array *dst, gl_scalar v) {
         case 1: fill_uint8_t(p, st, n, bits.u8); break;
         case 2: fill_uint16_t(p, st, n, bits.u16); break;
         case 4: fill_uint32_t(p, st, n, bits.u32); break;
-        default: fill_uint64_t(p, st, n, bits.u64); break;
+        case 8: fill_uint64_t(p, st, n, bits.u64); break;
+        default: fill_gl_complex128(p, st, n, bits.c128); break;
       }
     }
   }

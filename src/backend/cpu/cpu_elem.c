@@ -77,13 +77,15 @@ typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const vo
 #define OUT_ST_BOOL(half) ST_BOOL
 #define ST_BOOL(OT, v) ((uint8_t)((v) != 0))
 
-/* The expression of elem_ops.h's row for a compute type: F for float, D for double, I for
-** the integers and bool. */
-#define EXPR_float(F, D, I) F
-#define EXPR_double(F, D, I) D
-#define EXPR_uint8_t(F, D, I) I
-#define EXPR_int32_t(F, D, I) I
-#define EXPR_int64_t(F, D, I) I
+/* The expression of elem_ops.h's row for a dtype row's kind and compute type: I for the
+** integers and bool, F for a float computing in float, D for one computing in double. */
+#define EXPR_OF(kind, CT, F, D, I) EXPR_##kind(CT, F, D, I)
+#define EXPR_BOOL(CT, F, D, I) I
+#define EXPR_UINT(CT, F, D, I) I
+#define EXPR_INT(CT, F, D, I) I
+#define EXPR_FLOAT(CT, F, D, I) EXPR_##CT(F, D)
+#define EXPR_float(F, D) F
+#define EXPR_double(F, D) D
 
 /* The row kernel of each (op, dtype) pair the op's kind takes (elem_ops.h's GL_KINDS_<kind>),
 ** one per dtype row of kernels/dtypes.h: u_<op>_<dtype id>, b_<op>_<dtype id>. The op's
@@ -96,7 +98,7 @@ typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const vo
 #define STAMP____(ROW, p, name, okind, out, F, D, I, id, S, dkind, half, CT, UT) \
   GL_DT_WHEN(dkind, GL_KINDS_##okind, \
              ROW(p##name##_##id, S, CT, OUT_T_##out(S), CT, UT, GL_DT_WIDEN_##half, OUT_ST_##out(half), \
-                 EXPR_##CT(F, D, I)))
+                 EXPR_OF(dkind, CT, F, D, I)))
 #define STAMP_U_DT(ctx, E, id, S, kind, half, CT, UT, ...) STAMP(UROW, u_, ctx, id, S, kind, half, CT, UT)
 #define STAMP_B_DT(ctx, E, id, S, kind, half, CT, UT, ...) STAMP(BROW, b_, ctx, id, S, kind, half, CT, UT)
 #define STAMP_U(name, kind, F, D, I) GL_DTYPE_ROWS_(STAMP_U_DT, (name, kind, F, D, I))
@@ -224,14 +226,14 @@ void gl_cpu_binary_flat(gl_binop op, gl_dtype ct, void *dst, const void *a, cons
 typedef struct scalar_slots {
   gl_array view[2];
   gl_storage st[2];
-  uint64_t bits[2];
+  gl_complex128 bits[2];     /* room for the widest element */
 } scalar_slots;
 
 static void scalar_operand(scalar_slots *sl, int k, gl_operand *o, gl_dtype ct, const gl_array *dst) {
   if (o->arr != NULL) return;
   gl_array *view = &sl->view[k];
   gl_storage *st = &sl->st[k];
-  sl->bits[k] = 0;
+  memset(&sl->bits[k], 0, sizeof sl->bits[k]);
   gl_scalar_store(ct, &sl->bits[k], o->s);
   st->refcount = 1;
   st->data = &sl->bits[k];
@@ -295,6 +297,7 @@ WHERE_ROW(uint8_t)
 WHERE_ROW(uint16_t)
 WHERE_ROW(uint32_t)
 WHERE_ROW(uint64_t)
+WHERE_ROW(gl_complex128)
 
 gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, gl_operand b) {
   gl_dtype dt = (gl_dtype)dst->dtype;
@@ -330,7 +333,8 @@ gl_status gl_cpu_where(const gl_array *dst, const gl_array *cond, gl_operand a, 
       case 1: where_uint8_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
       case 2: where_uint16_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
       case 4: where_uint32_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
-      default: where_uint64_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
+      case 8: where_uint64_t(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
+      default: where_gl_complex128(dp, s0, cp, s1, ap, s2, bp, s3, hi - lo); break;
     }
   }
   if (nt > 1) gl_cpu_team_done(nt);

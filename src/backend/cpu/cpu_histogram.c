@@ -65,12 +65,12 @@ static inline void hist_add(double v, int64_t i, const double *w, const double *
     else if (cw) for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, NULL, cw); \
     else for (int64_t i = lo; i < hi; i++) hist_add((double)LOAD(x[i]), i, w, e, nb, BIN_DIRECT, scale, ci, NULL); \
   }
-GL_DTYPE_LIST(HIST_DEF)
+GL_DTYPE_REAL_LIST(HIST_DEF)
 #undef HIST_DEF
 #undef HIST_DEF_
 
 #define HIST_ENTRY(E, id, ...) [GL_##E] = hist_##id,
-static const hist_fn hist_fns[GL_NDTYPE] = { GL_DTYPE_LIST(HIST_ENTRY) };
+static const hist_fn hist_fns[GL_NDTYPE] = { GL_DTYPE_REAL_LIST(HIST_ENTRY) };
 #undef HIST_ENTRY
 
 gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_array *weights,
@@ -83,6 +83,7 @@ gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_a
   int mode = e == NULL ? BIN_DIRECT : uniform ? BIN_UNIFORM : BIN_SEARCH;
   double scale = e ? (double)nb / (e[nb] - e[0]) : 1.0;
   hist_fn fn = hist_fns[x->dtype];
+  if (!fn) return gl_fail(GL_ENOTSUP, "histogram is not supported for %s", gl_dtypes[x->dtype].name);
   const char *xd = gl_array_data(x);
   size_t csz = weights ? sizeof(double) : sizeof(int64_t);
   memset(gl_array_data(counts), 0, (size_t)nb * csz);

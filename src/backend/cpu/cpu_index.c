@@ -52,6 +52,7 @@ GL_MOVE_ROW(uint8_t)
 GL_MOVE_ROW(uint16_t)
 GL_MOVE_ROW(uint32_t)
 GL_MOVE_ROW(uint64_t)
+GL_MOVE_ROW(gl_complex128)
 
 static void move_row(size_t sz, void *d, int64_t ds, const int64_t *id, const void *s,
                      int64_t ss, const int64_t *is, int64_t n) {
@@ -59,7 +60,8 @@ static void move_row(size_t sz, void *d, int64_t ds, const int64_t *id, const vo
     case 1: move_row_uint8_t(d, ds, id, s, ss, is, n); break;
     case 2: move_row_uint16_t(d, ds, id, s, ss, is, n); break;
     case 4: move_row_uint32_t(d, ds, id, s, ss, is, n); break;
-    default: move_row_uint64_t(d, ds, id, s, ss, is, n); break;
+    case 8: move_row_uint64_t(d, ds, id, s, ss, is, n); break;
+    default: move_row_gl_complex128(d, ds, id, s, ss, is, n); break;
   }
 }
 
@@ -70,6 +72,15 @@ static inline int64_t wrap_add64(int64_t a, int64_t b) { return (int64_t)((uint6
 #define GL_WRAP_ADD(a, b) _Generic((a), int32_t: wrap_add32((int32_t)(a), (int32_t)(b)), \
                                         int64_t: wrap_add64((int64_t)(a), (int64_t)(b)), \
                                         default: (a) + (b))
+/* complex: part by part */
+#define GL_ADD_OF(kind, a, b) GL_ADD_OF_##kind(a, b)
+#define GL_ADD_OF_BOOL GL_WRAP_ADD
+#define GL_ADD_OF_UINT GL_WRAP_ADD
+#define GL_ADD_OF_INT GL_WRAP_ADD
+#define GL_ADD_OF_FLOAT GL_WRAP_ADD
+#define GL_ADD_OF_COMPLEX(a, b) _Generic((a), gl_complex64: cadd64, default: cadd128)((a), (b))
+static inline gl_complex64 cadd64(gl_complex64 a, gl_complex64 b) { return gl_make_complex64(a.re + b.re, a.im + b.im); }
+static inline gl_complex128 cadd128(gl_complex128 a, gl_complex128 b) { return gl_make_complex128(a.re + b.re, a.im + b.im); }
 
 /* dst[..., j, ...] += src[..., j or idx[j], ...] in the dtype's arithmetic (bool: or). */
 #define GL_ADD_ROW(E, id, S, kind, half, ...)                                           \
@@ -80,7 +91,7 @@ static inline int64_t wrap_add64(int64_t a, int64_t b) { return (int64_t)((uint6
     for (int64_t j = 0; j < n; j++) {                                                    \
       S *p = &d[(id_ ? id_[j] : j) * ds];                                                \
       *p = GL_DT_STORE(kind, half, S, id, kind,                                          \
-                       GL_WRAP_ADD(GL_DT_LOAD(half, *p), GL_DT_LOAD(half, s[j * ss])));  \
+                       GL_ADD_OF(kind, GL_DT_LOAD(half, *p), GL_DT_LOAD(half, s[j * ss]))); \
     }                                                                                    \
   }
 GL_DTYPE_LIST(GL_ADD_ROW)

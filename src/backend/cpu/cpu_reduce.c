@@ -496,7 +496,7 @@ static bool is_arg(gl_redop op) { return op == GL_R_ARGMAX || op == GL_R_ARGMIN;
 /* An integer or bool result is made only by the ops that compute in int64 (sum, prod) or in
 ** the source's own type (max, min, argmax, argmin, all, any). */
 bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt) {
-  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE || gl_dtype_is_complex(dt)) return false;
   return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
 }
 

@@ -496,9 +496,9 @@ void gl_rk_argrow(gl_ct ct, bool max, void *best, int64_t *idx, const void *x, i
 #define LOAD3_(...) LOAD3__(__VA_ARGS__)
 #define LOAD3__(id, S, half, VK) LOAD(id, S, half, VK, f32, CONV_TO_F32) \
   LOAD(id, S, half, VK, f64, CONV_TO_F64) LOAD(id, S, half, VK, i64, CONV_TO_I64)
-GL_DTYPE_LIST(LOAD3)
+GL_DTYPE_REAL_LIST(LOAD3)
 #define LOAD_ENTRY(E, id, ...) [GL_##E] = { load_##id##_f32, load_##id##_f64, load_##id##_i64 },
-const gl_ct_load_fn gl_ct_loads[GL_NDTYPE][NCT] = { GL_DTYPE_LIST(LOAD_ENTRY) };
+const gl_ct_load_fn gl_ct_loads[GL_NDTYPE][NCT] = { GL_DTYPE_REAL_LIST(LOAD_ENTRY) };
 
 /* store_<ct>_<id>: a CT buffer (accumulator representation) -> dtype, with a stride. */
 #define STORE(E, id, S, kind, half, CTT, AT, VK)                                            \
@@ -510,9 +510,9 @@ const gl_ct_load_fn gl_ct_loads[GL_NDTYPE][NCT] = { GL_DTYPE_LIST(LOAD_ENTRY) };
 #define STORE3(E, id, S, kind, half, ...) STORE(E, id, S, kind, half, f32, float, FLOAT) \
                                           STORE(E, id, S, kind, half, f64, double, FLOAT) \
                                           STORE(E, id, S, kind, half, i64, int64_t, INT)
-GL_DTYPE_LIST(STORE3)
+GL_DTYPE_REAL_LIST(STORE3)
 #define STORE_ENTRY(E, id, ...) [GL_##E] = { store_f32_##id, store_f64_##id, store_i64_##id },
-const gl_ct_store_fn gl_ct_stores[GL_NDTYPE][NCT] = { GL_DTYPE_LIST(STORE_ENTRY) };
+const gl_ct_store_fn gl_ct_stores[GL_NDTYPE][NCT] = { GL_DTYPE_REAL_LIST(STORE_ENTRY) };
 
 /* storerv_<id>: finished values -> dtype. */
 #define STORE_RV(E, id, S, kind, half, ...)                                                 \
@@ -521,6 +521,6 @@ const gl_ct_store_fn gl_ct_stores[GL_NDTYPE][NCT] = { GL_DTYPE_LIST(STORE_ENTRY)
     if (isint) for (int64_t i = 0; i < n; i++) d[i * ds] = GL_DT_STORE(kind, half, S, id, INT, r[i].i); \
     else for (int64_t i = 0; i < n; i++) d[i * ds] = GL_DT_STORE(kind, half, S, id, FLOAT, r[i].f); \
   }
-GL_DTYPE_LIST(STORE_RV)
+GL_DTYPE_REAL_LIST(STORE_RV)
 #define STORE_RV_ENTRY(E, id, ...) [GL_##E] = storerv_##id,
-const gl_rval_store_fn gl_rval_stores[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_RV_ENTRY) };
+const gl_rval_store_fn gl_rval_stores[GL_NDTYPE] = { GL_DTYPE_REAL_LIST(STORE_RV_ENTRY) };

@@ -77,15 +77,28 @@ static inline uint32_t key_of_int32_t(int32_t v) { return (uint32_t)v ^ 0x800000
 static inline int32_t int32_t_of_key(uint32_t k) { return (int32_t)(k ^ 0x80000000u); }
 static inline uint64_t key_of_int64_t(int64_t v) { return (uint64_t)v ^ 0x8000000000000000ull; }
 static inline int64_t int64_t_of_key(uint64_t k) { return (int64_t)(k ^ 0x8000000000000000ull); }
-static inline uint8_t key_of_uint8_t(uint8_t v) { return v; }
-static inline uint8_t uint8_t_of_key(uint8_t k) { return k; }
+static inline uint8_t key_of_int8_t(int8_t v) { return (uint8_t)((uint8_t)v ^ 0x80u); }
+static inline int8_t int8_t_of_key(uint64_t k) { return (int8_t)((uint8_t)k ^ 0x80u); }
+static inline uint16_t key_of_int16_t(int16_t v) { return (uint16_t)((uint16_t)v ^ 0x8000u); }
+static inline int16_t int16_t_of_key(uint64_t k) { return (int16_t)((uint16_t)k ^ 0x8000u); }
+/* unsigned integers are their own keys */
+#define UNSIGNED_KEYS(T) \
+  static inline T key_of_##T(T v) { return v; } \
+  static inline T T##_of_key(uint64_t k) { return (T)k; } \
+  static inline bool is_negzero_##T(T v) { (void)v; return false; } \
+  static inline T exact_key_##T(T v, bool *negnan) { (void)negnan; return v; }
+UNSIGNED_KEYS(uint8_t)
+UNSIGNED_KEYS(uint16_t)
+UNSIGNED_KEYS(uint32_t)
+UNSIGNED_KEYS(uint64_t)
 
 /* Whether v is -0.0 (what a key cannot rebuild, beside NaN's payload). */
 static inline bool is_negzero_float(float v) { return v == 0 && signbit(v); }
 static inline bool is_negzero_double(double v) { return v == 0 && signbit(v); }
 static inline bool is_negzero_int32_t(int32_t v) { (void)v; return false; }
 static inline bool is_negzero_int64_t(int64_t v) { (void)v; return false; }
-static inline bool is_negzero_uint8_t(uint8_t v) { (void)v; return false; }
+static inline bool is_negzero_int8_t(int8_t v) { (void)v; return false; }
+static inline bool is_negzero_int16_t(int16_t v) { (void)v; return false; }
 
 /* Keys that rebuild their value exactly, for a partition of values alone (equal values
 ** may land in any order there): -0.0 keys below +0.0 and a NaN above +inf by its payload;
@@ -105,7 +118,8 @@ static inline uint64_t exact_key_double(double f, bool *negnan) {
 }
 static inline uint32_t exact_key_int32_t(int32_t v, bool *negnan) { (void)negnan; return key_of_int32_t(v); }
 static inline uint64_t exact_key_int64_t(int64_t v, bool *negnan) { (void)negnan; return key_of_int64_t(v); }
-static inline uint8_t exact_key_uint8_t(uint8_t v, bool *negnan) { (void)negnan; return v; }
+static inline uint8_t exact_key_int8_t(int8_t v, bool *negnan) { (void)negnan; return key_of_int8_t(v); }
+static inline uint16_t exact_key_int16_t(int16_t v, bool *negnan) { (void)negnan; return key_of_int16_t(v); }
 
 /* ---- a dtype's keys ------------------------------------------------------------------------- */
 
@@ -118,7 +132,7 @@ static inline uint8_t exact_key_uint8_t(uint8_t v, bool *negnan) { (void)negnan;
 SORT_INLINE int key_width(gl_dtype dt) {
   switch (dt) {
 #define KEY_WIDTH_CASE(E, id, S, kind, half, CT, ...) case GL_##E: return (int)sizeof(CT);
-    GL_DTYPE_LIST(KEY_WIDTH_CASE)
+    GL_DTYPE_REAL_LIST(KEY_WIDTH_CASE)
     default: return 8;
   }
 }
@@ -131,7 +145,7 @@ SORT_INLINE bool key_exact(gl_dtype dt) { return dt != GL_FLOAT16 && dt != GL_BF
 SORT_INLINE size_t elem_size(gl_dtype dt) {
   switch (dt) {
 #define ELEM_SIZE_CASE(E, id, S, ...) case GL_##E: return sizeof(S);
-    GL_DTYPE_LIST(ELEM_SIZE_CASE)
+    GL_DTYPE_REAL_LIST(ELEM_SIZE_CASE)
     default: return 8;
   }
 }
@@ -155,36 +169,36 @@ SORT_INLINE size_t elem_size(gl_dtype dt) {
     S v = GL_DT_STORE(kind, half, S, id, kind, CT##_of_key(k));                                \
     memcpy((S *)x + i, &v, sizeof v);                                                          \
   }
-GL_DTYPE_LIST(ELEM_VALUE_FN)
-GL_DTYPE_LIST(ELEM_KEY_FN)
-GL_DTYPE_LIST(STORE_KEY_FN)
+GL_DTYPE_REAL_LIST(ELEM_VALUE_FN)
+GL_DTYPE_REAL_LIST(ELEM_KEY_FN)
+GL_DTYPE_REAL_LIST(STORE_KEY_FN)
 
 /* The same for a dtype dt: each case passes on the arguments A it is given. */
 SORT_INLINE double elem_value(gl_dtype dt, const void *x, int64_t i) {
 #define ELEM_VALUE_CASE(A, E, id, ...) case GL_##E: return (double)value_##id A;
-  switch (dt) { GL_DTYPE_ROWS_(ELEM_VALUE_CASE, (x, i)) default: return 0; }
+  switch (dt) { GL_DTYPE_REAL_ROWS_(ELEM_VALUE_CASE, (x, i)) default: return 0; }
 }
 
 SORT_INLINE uint64_t elem_key(gl_dtype dt, const void *x, int64_t i, bool *negzero) {
 #define ELEM_KEY_CASE(A, E, id, ...) case GL_##E: return key_##id A;
-  switch (dt) { GL_DTYPE_ROWS_(ELEM_KEY_CASE, (x, i, negzero)) default: return 0; }
+  switch (dt) { GL_DTYPE_REAL_ROWS_(ELEM_KEY_CASE, (x, i, negzero)) default: return 0; }
 }
 
 SORT_INLINE uint64_t elem_exact_key(gl_dtype dt, const void *x, int64_t i, bool *negnan) {
 #define EXACT_KEY_CASE(A, E, id, ...) case GL_##E: return exact_key_##id A;
-  switch (dt) { GL_DTYPE_ROWS_(EXACT_KEY_CASE, (x, i, negnan)) default: return 0; }
+  switch (dt) { GL_DTYPE_REAL_ROWS_(EXACT_KEY_CASE, (x, i, negnan)) default: return 0; }
 }
 
 SORT_INLINE void elem_store_key(gl_dtype dt, void *x, int64_t i, uint64_t k) {
 #define STORE_KEY_CASE(A, E, id, ...) case GL_##E: store_key_##id A; return;
-  switch (dt) { GL_DTYPE_ROWS_(STORE_KEY_CASE, (x, i, k)) default: return; }
+  switch (dt) { GL_DTYPE_REAL_ROWS_(STORE_KEY_CASE, (x, i, k)) default: return; }
 }
 
 /* The key of zero. */
 SORT_INLINE uint64_t zero_key(gl_dtype dt) {
   switch (dt) {
 #define ZERO_KEY_CASE(E, id, S, kind, half, CT, ...) case GL_##E: return key_of_##CT(0);
-    GL_DTYPE_LIST(ZERO_KEY_CASE)
+    GL_DTYPE_REAL_LIST(ZERO_KEY_CASE)
     default: return 0;
   }
 }
@@ -494,7 +508,7 @@ SORT_INLINE void lane_write(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, 
 static bool lane_keys_any(gl_dtype dt, const void *src, int64_t ss, int64_t lo, int64_t hi,
                           bool desc, void *k, void *p, int pw) {
 #define LANE_KEYS_CASE(A, E, ...) case GL_##E: return lane_keys(GL_##E, GL_DT_UNPAREN_ A);
-  switch (dt) { GL_DTYPE_ROWS_(LANE_KEYS_CASE, (src, ss, lo, hi, desc, k, p, pw)) default: return false; }
+  switch (dt) { GL_DTYPE_REAL_ROWS_(LANE_KEYS_CASE, (src, ss, lo, hi, desc, k, p, pw)) default: return false; }
 }
 
 static void lane_write_any(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
@@ -502,7 +516,7 @@ static void lane_write_any(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, i
                            const void *kr, const void *pr, int pw) {
 #define LANE_WRITE_CASE(A, E, ...) case GL_##E: lane_write(GL_##E, GL_DT_UNPAREN_ A); return;
   switch (dt) {
-    GL_DTYPE_ROWS_(LANE_WRITE_CASE, (vout, vs, iout, is, src, ss, lo, hi, desc, kr, pr, pw))
+    GL_DTYPE_REAL_ROWS_(LANE_WRITE_CASE, (vout, vs, iout, is, src, ss, lo, hi, desc, kr, pr, pw))
     default: return;
   }
 }
@@ -567,9 +581,9 @@ typedef bool (*sort_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, 
 #define SORT_LANE_FN(E, id, ...) static bool sort_lane_##id(void *vout, int64_t vs, int64_t *iout, \
   int64_t is, const void *src, int64_t ss, int64_t n, bool desc, void *buf, int64_t *counts, int nt) { \
   return sort_lane(GL_##E, vout, vs, iout, is, src, ss, n, desc, buf, counts, nt); }
-GL_DTYPE_LIST(SORT_LANE_FN)
+GL_DTYPE_REAL_LIST(SORT_LANE_FN)
 #define SORT_LANE_ENTRY(E, id, ...) [GL_##E] = sort_lane_##id,
-static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(SORT_LANE_ENTRY) };
+static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_REAL_LIST(SORT_LANE_ENTRY) };
 
 /* Element offset of lane r of 'a': every axis but 'axis', in C order. */
 static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
@@ -720,9 +734,9 @@ typedef bool (*part_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, 
 #define PART_LANE_FN(E, id, ...) static bool part_lane_##id(void *vout, int64_t vs, int64_t *iout, \
   int64_t is, const void *src, int64_t ss, int64_t n, const int64_t *kth, int nk, void *buf) { \
   return part_lane(GL_##E, vout, vs, iout, is, src, ss, n, kth, nk, buf); }
-GL_DTYPE_LIST(PART_LANE_FN)
+GL_DTYPE_REAL_LIST(PART_LANE_FN)
 #define PART_LANE_ENTRY(E, id, ...) [GL_##E] = part_lane_##id,
-static const part_lane_fn part_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(PART_LANE_ENTRY) };
+static const part_lane_fn part_lanes[GL_NDTYPE] = { GL_DTYPE_REAL_LIST(PART_LANE_ENTRY) };
 
 /* A partition of lanes of n elements at positions kth[0..nk). */
 typedef struct part_job { lane_walk w; part_lane_fn fn; int64_t n; const int64_t *kth; int nk; } part_job;

@@ -233,11 +233,11 @@ gl_status gl_cuda_fill(const gl_array *dst, gl_scalar v) {
   gl_kiter k;
   gl_cuda_kiter(&k, 1, ops, NULL);
   if (k.n == 0) return GL_OK;
-  uint64_t bits = 0;
-  gl_scalar_store((gl_dtype)dst->dtype, &bits, v);
+  uint64_t bits[2] = { 0, 0 };                  /* the element's bytes (up to 16) */
+  gl_scalar_store((gl_dtype)dst->dtype, bits, v);
   int width = (int)gl_dtypes[dst->dtype].size;
-  if (k.contiguous && (bits == 0 || width == 1)) {
-    GL_TRY(gl_cuda_check(dev.index, cudaMemsetAsync(gl_array_data(dst), (int)(bits & 0xff),
+  if (k.contiguous && ((bits[0] | bits[1]) == 0 || width == 1)) {
+    GL_TRY(gl_cuda_check(dev.index, cudaMemsetAsync(gl_array_data(dst), (int)(bits[0] & 0xff),
                                                     (size_t)k.n * (size_t)width, s), "fill"));
     return gl_cuda_launched(dev, s, 0, "fill");
   }

@@ -18,10 +18,10 @@ static void scalar_view(gl_array *v, const gl_array *dst) {
 /* The kernel's view of an operand: its first element, or a scalar's bits in dtype dt. */
 static gl_kval kval(gl_operand o, gl_dtype dt) {
   gl_kval k;
-  k.bits = 0;
+  memset(k.bits, 0, sizeof k.bits);
   k.p = NULL;
   if (o.arr) k.p = gl_array_data(o.arr);
-  else gl_scalar_store(dt, &k.bits, o.s);
+  else gl_scalar_store(dt, k.bits, o.s);
   return k;
 }
 

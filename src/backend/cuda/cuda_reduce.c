@@ -24,7 +24,7 @@ static gl_kcompute compute_of(gl_dtype t) {
 ** prod) or in the source's type (max, min, argmax, argmin, all, any); mean, var, norm and
 ** logsumexp refuse the int64 compute type. Every source dtype is read. */
 bool gl_cuda_has_reduce(gl_redop op, gl_dtype dt) {
-  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE || gl_dtype_is_complex(dt)) return false;
   return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
 }
 
