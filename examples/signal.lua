@@ -44,7 +44,7 @@ local clean = (t * (2 * math.pi * 5)):sin() + (t * (2 * math.pi * 12)):sin() * 0
 local x = clean + gpu.random.randn(n, f32) * 0.8
 
 local X = F.rfft(x)                                -- complex64, n/2 + 1 bins
-local freq = F.rfftfreq(n, 1 / fs, { device = device })       -- Hz of each bin
+local freq = F.rfftfreq(n, 1 / fs, f32)           -- Hz of each bin
 local cutoff = 20
 local keep = freq:le(cutoff):astype("float32")     -- 1 up to the cutoff, 0 above
 local Y = X * keep
@@ -74,7 +74,7 @@ local tc = gpu.arange(m, f32) / fs
 local T, f0, f1 = m / fs, 20, 400                  -- a linear chirp from f0 to f1 Hz over T s
 local chirp = ((tc * f0 + tc * tc * ((f1 - f0) / (2 * T))) * (2 * math.pi)):sin()
   + gpu.random.randn(m, f32) * 0.3
-local win, hop = 256, 64
+local win, hop = 256, m // 256                 -- about 256 frames (overlapping), 129 bins
 local frames = (m - win) // hop + 1
 local starts = gpu.arange(frames, { device = device }):reshape(frames, 1) * hop
 local idx = starts + gpu.arange(win, { device = device }):reshape(1, win) + 1      -- 1-based
@@ -105,16 +105,16 @@ else                                               -- a test pattern: checks and
 end
 local H, W = img.shape[2], img.shape[3]
 local sigma = small and 1.5 or 4                   -- pixels
-local u = F.fftfreq(H, 1, { device = device }):reshape(H, 1)      -- cycles per pixel
-local v = F.rfftfreq(W, 1, { device = device }):reshape(1, W // 2 + 1)
-local gauss = ((u * u + v * v) * (-2 * math.pi ^ 2 * sigma ^ 2)):exp():astype("float32")
+local u = F.fftfreq(H, 1, f32):reshape(H, 1)      -- cycles per pixel
+local v = F.rfftfreq(W, 1, f32):reshape(1, W // 2 + 1)
+local gauss = ((u * u + v * v) * (-2 * math.pi ^ 2 * sigma ^ 2)):exp()      -- its transfer function
 local blurred = F.irfft2(F.rfft2(img) * gauss, { H, W })      -- every channel at once
 
 -- the convolution theorem at one pixel: the kernel is the inverse transform of `gauss`
 -- (a periodic Gaussian centred on pixel (1, 1)); pixel (pi, pj) of the blur is the sum of
 -- the image times that kernel flipped and moved to (pi, pj)
 local kernel = F.irfft2(gauss, { H, W })
-local pi, pj = H // 3, W // 3
+local pi, pj = H // 3 + 1, W // 3 + 1
 local direct = (img[{ 1 }] * kernel:flip():roll(pi, 1):roll(pj, 2)):sum():item()
 local steep = function(a) return (a[{ ":", ":", { 2, W } }] - a[{ ":", ":", { 1, W - 1 } }]):abs():max():item() end
 print(("blur: %dx%d image, Gaussian sigma %g px by rfft2 / irfft2; pixel (%d, %d) %.5f, the direct sum %.5f; steepest step %.2f -> %.2f")
