@@ -78,7 +78,7 @@ def check(target, row):
         return "no %s result" % base
     rb, rm = g[0] / b[0], g[1] / b[1]
     ok = rb <= value and rm <= value
-    return "%s (≤ %.1f× %s)" % ("met" if ok else "MISSED", value, base)
+    return "%s (≤ %.3g× %s)" % ("met" if ok else "MISSED", value, base)
 
 
 def tables(groups, targets, notes):
