@@ -54,19 +54,18 @@ info date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 info machine "$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores ($(uname -m), $(uname -r))"
 info gpulua "$("$tmp/gpulua" --version 2>&1 | head -1), $("$tmp/gpulua" -e 'local b = gpu.config().build; io.write("cuda=", tostring(b.cuda), " openmp=", tostring(b.openmp), " ", b.compiler)')"
 info device "$DEVICE"
-versions() {
-  "$1" -c 'import importlib
+versions() {   # "3.11.2; numpy 1.24.2, scipy 1.10.1, torch not installed, ..."
+  "$1" -c 'import importlib, sys
 out = []
 for m in ("numpy", "scipy", "torch", "pyfftw"):
     try:
         out.append("%s %s" % (m, importlib.import_module(m).__version__))
     except Exception:
         out.append("%s not installed" % m)
-print(", ".join(out))' 2>/dev/null
+print("%s; %s" % (sys.version.split()[0], ", ".join(out)))' 2>/dev/null
 }
-info "python ($PY)" "$("$PY" -c 'import sys; print(sys.version.split()[0])'): $(versions "$PY")"
-[ -z "$VPY" ] || info "python ($VENV, columns \"pypi ...\")" \
-  "$("$VPY" -c 'import sys; print(sys.version.split()[0])'): $(versions "$VPY")"
+info "python ($PY)" "$(versions "$PY")"
+[ -z "$VPY" ] || info "python ($VENV, the columns \"pypi ...\")" "$(versions "$VPY")"
 info fftw "$(pkg-config --modversion fftw3f 2>/dev/null || echo 'not found') (bench/fftw_direct.c, column \"FFTW\")"
 
 for f in bench/*.lua bench/*.py; do
