@@ -88,7 +88,10 @@ typedef struct gl_light {
   gl_storage s;
 } gl_light;
 
-#define LIGHT_DATA_OFFSET ((sizeof(gl_light) + 15) & ~(size_t)15)   /* 16-byte aligned bytes */
+/* The bytes start 16-byte aligned (a complex128 element's alignment) at or after this
+** offset: a userdata is only 8-byte aligned, so the offset is rounded at run time and the
+** userdata has 8 bytes to spare. */
+#define LIGHT_DATA_OFFSET ((sizeof(gl_light) + 15) & ~(size_t)15)
 
 static bool is_light_owner(const void *ud, const gl_array *a) {
   return a->storage == &((const gl_light *)ud)->s;
@@ -98,9 +101,9 @@ static bool is_light_owner(const void *ud, const gl_array *a) {
 ** (shape, strides, size, dtype; offset 0) and then calls light_open. */
 static gl_light *push_light(lua_State *L, gl_lctx *c, size_t nbytes, gl_device dev) {
   if (c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
-  gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + nbytes, true);
+  gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + 8 + nbytes, true);
   l->s.refcount = 1;
-  l->s.data = (char *)l + LIGHT_DATA_OFFSET;
+  l->s.data = (void *)(((uintptr_t)l + LIGHT_DATA_OFFSET + 15) & ~(uintptr_t)15);
   l->s.nbytes = nbytes;
   l->s.device = dev;
   l->s.inline_data = false;
