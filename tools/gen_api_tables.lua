@@ -60,7 +60,7 @@ end
 
 -- the dtype table (gpu._dtypes): name, bytes, kind and the other names it is accepted by
 function M.blocks.dtypes()
-  local kinds = { bool = "bool", uint = "unsigned integer", int = "integer", float = "float" }
+  local kinds = { bool = "bool", uint = "unsigned integer", int = "integer", float = "float", complex = "complex" }
   local lines = { "| dtype | bytes | kind | also accepted as |", "|---|---|---|---|" }
   for _, d in ipairs(gpu._dtypes) do
     local kind = kinds[d.kind] .. (d.storage_only and " (stored; computed in float32)" or "")
