@@ -237,6 +237,17 @@ GL_CXF gl_cz gl_complex128_sqrt(gl_cz z) {
 /* 1 / sqrt(z), a true division (1 / 0 is inf + NaN i, as 1 / sqrt(0j) in NumPy) */
 GL_HD gl_cz gl_complex128_rsqrt(gl_cz z) { return gl_complex128_div(gl_cz_make(1.0, 0.0), gl_complex128_sqrt(z)); }
 
+/* For Annex G's multiplication: where (*a, *b) is infinite, its parts as +-1 or +-0 (its
+** direction) and the other operand's NaN parts as +-0; whether it was. */
+GL_HD int gl_cx_box_inf(double *a, double *b, double *c, double *d) {
+  if (!(gl_cx_isinf(*a) || gl_cx_isinf(*b))) return 0;
+  *a = copysign(gl_cx_isinf(*a) ? 1.0 : 0.0, *a);
+  *b = copysign(gl_cx_isinf(*b) ? 1.0 : 0.0, *b);
+  if (gl_cx_isnan(*c)) *c = copysign(0.0, *c);
+  if (gl_cx_isnan(*d)) *d = copysign(0.0, *d);
+  return 1;
+}
+
 /* a * b with C99 Annex G's recovery of infinities (its G.5.1 multiplication): where the
 ** plain product is NaN in both parts, an infinite operand (or an overflow) gives an
 ** infinite result. What cpow's e^(b log a) multiplies with, as C's complex operator does. */
@@ -244,26 +255,11 @@ GL_CXF gl_cz gl_cx_mul_annexg(gl_cz z, gl_cz w) {
   double a = z.re, b = z.im, c = w.re, d = w.im;
   double ac = a * c, bd = b * d, ad = a * d, bc = b * c, x = ac - bd, y = ad + bc;
   if (!(gl_cx_isnan(x) && gl_cx_isnan(y))) return gl_cz_make(x, y);
-  int recalc = 0;
-  if (gl_cx_isinf(a) || gl_cx_isinf(b)) {
-    a = copysign(gl_cx_isinf(a) ? 1.0 : 0.0, a);
-    b = copysign(gl_cx_isinf(b) ? 1.0 : 0.0, b);
-    if (gl_cx_isnan(c)) c = copysign(0.0, c);
-    if (gl_cx_isnan(d)) d = copysign(0.0, d);
-    recalc = 1;
-  }
-  if (gl_cx_isinf(c) || gl_cx_isinf(d)) {
-    c = copysign(gl_cx_isinf(c) ? 1.0 : 0.0, c);
-    d = copysign(gl_cx_isinf(d) ? 1.0 : 0.0, d);
-    if (gl_cx_isnan(a)) a = copysign(0.0, a);
-    if (gl_cx_isnan(b)) b = copysign(0.0, b);
-    recalc = 1;
-  }
+  int recalc = gl_cx_box_inf(&a, &b, &c, &d);
+  recalc |= gl_cx_box_inf(&c, &d, &a, &b);
   if (!recalc && (gl_cx_isinf(ac) || gl_cx_isinf(bd) || gl_cx_isinf(ad) || gl_cx_isinf(bc))) {
-    if (gl_cx_isnan(a)) a = copysign(0.0, a);
-    if (gl_cx_isnan(b)) b = copysign(0.0, b);
-    if (gl_cx_isnan(c)) c = copysign(0.0, c);
-    if (gl_cx_isnan(d)) d = copysign(0.0, d);
+    double *p[4] = { &a, &b, &c, &d };
+    for (int k = 0; k < 4; k++) if (gl_cx_isnan(*p[k])) *p[k] = copysign(0.0, *p[k]);
     recalc = 1;
   }
   if (recalc) return gl_cz_make(GL_CX_INF * (a * c - b * d), GL_CX_INF * (a * d + b * c));

@@ -1581,7 +1581,7 @@ static void test_index(void) {
 #define GL_C(E, id, S, kind, half, ...) case GL_KD_##E: { \
                     auto s_ = GL_DT_LOAD(half, ((S *)ref)[xs]) + GL_DT_LOAD(half, ((S *)sv)[ds_]); \
                     ((S *)ref)[xs] = GL_DT_STORE(kind, half, S, id, kind, s_); break; }
-                  GL_DTYPE_LIST(GL_C)
+                  GL_DTYPE_REAL_LIST(GL_C)
 #undef GL_C
                 }
               }
