@@ -1,5 +1,5 @@
 -- spec/complex_elem_spec.lua — elementwise math on complex64 and complex128 against NumPy
--- (spec/fixtures/complex_elem.lua, made by tools/gen_complex_fixtures.py): every unary and
+-- (spec/fixtures/complex_elem.lua, made by tools/gen_complex_elem_fixtures.py): every unary and
 -- binary op on special values (signed zeros on the branch cuts, infinities, NaN, huge, tiny
 -- and subnormal parts) and on values of every magnitude; mixed real and complex operands,
 -- Lua numbers, broadcasting, non-contiguous operands, in-place forms, isclose/allclose; the

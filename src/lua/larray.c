@@ -4,10 +4,12 @@
 **
 ** Indices are 1-based, negatives count from the end, ranges {a, b, step} are inclusive
 ** (string.sub's convention); ":" keeps a whole axis. An index that selects one element
-** of every axis reads as a Lua number; anything else is a view sharing storage.
+** of every axis reads as a Lua number (a complex scalar for a complex array); anything
+** else is a view sharing storage.
 */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,10 +90,11 @@ typedef struct gl_light {
   gl_storage s;
 } gl_light;
 
-/* The bytes start 16-byte aligned (a complex128 element's alignment) at or after this
-** offset: a userdata is only 8-byte aligned, so the offset is rounded at run time and the
-** userdata has 8 bytes to spare. */
-#define LIGHT_DATA_OFFSET ((sizeof(gl_light) + 15) & ~(size_t)15)
+/* The bytes start at the first 16-byte boundary past the header: Lua aligns a userdata's
+** block to 8 bytes only (LUAI_MAXALIGN), and a complex128 element is 16-byte aligned (as
+** cuDoubleComplex; the compiler loads it with aligned instructions). */
+#define LIGHT_ALIGN 16
+#define LIGHT_HEAD (sizeof(gl_light) + LIGHT_ALIGN - 1)      /* the header and the most padding */
 
 static bool is_light_owner(const void *ud, const gl_array *a) {
   return a->storage == &((const gl_light *)ud)->s;
@@ -101,9 +104,9 @@ static bool is_light_owner(const void *ud, const gl_array *a) {
 ** (shape, strides, size, dtype; offset 0) and then calls light_open. */
 static gl_light *push_light(lua_State *L, gl_lctx *c, size_t nbytes, gl_device dev) {
   if (c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
-  gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + 8 + nbytes, true);
+  gl_light *l = new_array_ud(L, c, true, LIGHT_HEAD + nbytes, true);
   l->s.refcount = 1;
-  l->s.data = (void *)(((uintptr_t)l + LIGHT_DATA_OFFSET + 15) & ~(uintptr_t)15);
+  l->s.data = (void *)(((uintptr_t)l + sizeof(gl_light) + LIGHT_ALIGN - 1) & ~(uintptr_t)(LIGHT_ALIGN - 1));
   l->s.nbytes = nbytes;
   l->s.device = dev;
   l->s.inline_data = false;

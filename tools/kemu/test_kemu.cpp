@@ -468,7 +468,7 @@ template <int DD, int SD> static void conv1(void *dst, int64_t od, const void *s
   ((typename gl_dt<DD>::S *)dst)[od] = gl_convert<DD, SD>(((const typename gl_dt<SD>::S *)src)[os]);
 }
 static void conv_any(int ddt, int sdt, void *dst, int64_t od, const void *src, int64_t os) {
-  GL_DISPATCH_DTYPE(ddt, DD, GL_DISPATCH_DTYPE(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
+  GL_DISPATCH_DTYPE_ALL(ddt, DD, GL_DISPATCH_DTYPE_ALL(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
 }
 
 static void test_copy(void) {
