@@ -51,11 +51,6 @@ samples.abs = un("abs", S)
 samples.relu = un("relu", S)
 samples.asin = function(dev) return function(x) return x:asin() end, { U(dev, -0.7, 0.7, 2, 3) } end
 samples.acos = function(dev) return function(x) return x:acos() end, { U(dev, -0.7, 0.7, 2, 3) } end
-samples.asinh = un("asinh", S)
-samples.acosh = function(dev) return function(x) return x:acosh() end, { P(dev, 2, 3) + 1 } end
-samples.atanh = function(dev) return function(x) return x:atanh() end, { U(dev, -0.7, 0.7, 2, 3) } end
-samples.conj = un("conj", S)
-samples.angle = un("angle", S)
 local function bin(name)
   return function(dev) return function(a, b) return gpu[name](a, b) end, { P(dev, 2, 3), P(dev, 3) * 1.7 } end
 end

@@ -124,12 +124,6 @@ unary("acos", function(g, x) return -g * (1 - x * x):rsqrt() end)
 unary("atan", function(g, x) return g / (x * x + 1) end)
 unary("sinh", function(g, x) return g * x:cosh() end)
 unary("cosh", function(g, x) return g * x:sinh() end)
-unary("asinh", function(g, x) return g * (x * x + 1):rsqrt() end)
-unary("acosh", function(g, x) return g * (x * x - 1):rsqrt() end)
-unary("atanh", function(g, x) return g / (1 - x * x) end)
-unary("conj", function(g) return g:conj() end, { saves = {} })
--- the angle of a real x is 0 or pi: a zero gradient (as PyTorch's for real inputs)
-unary("angle", function(g, x) return gpu.zeros_like(x) end)
 
 -- copies, casts and moves: the engine casts and moves the gradient back (x:half() ... are
 -- astype's shorthands; the integer and bool casts are listed as not differentiable)
