@@ -353,7 +353,8 @@ gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_oper
     GL_TRY(binary_types(&dummy, a, b, &ct, &ot));
     ot = ct;
   } else {
-    ot = a.s.isbool && b.s.isbool ? GL_BOOL : a.s.isint && b.s.isint ? GL_INT64 : GL_DEFAULT_DTYPE;
+    ot = a.s.isbool && b.s.isbool ? GL_BOOL : a.s.isint && b.s.isint ? GL_INT64
+       : a.s.iscomplex || b.s.iscomplex ? gl_complex_for(GL_DEFAULT_DTYPE) : GL_DEFAULT_DTYPE;
   }
   int ndim = cond->ndim, n2;
   int64_t shape[GL_MAXDIMS], s2[GL_MAXDIMS];
