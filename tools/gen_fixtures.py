@@ -2,6 +2,7 @@
 """gen_fixtures.py — writes the NumPy-computed expectations the elementwise specs load.
 
     python3 tools/gen_fixtures.py          # rewrites spec/fixtures/*.lua
+    python3 tools/gen_fixtures.py unary    # only unary.lua (promotion, unary, binary)
 
 The dtypes and the elementwise ops come from C (./gpulua tools/facts.lua, or $GPULUA); an
 op C has with no NumPy reference below stops the generator. The specs read only the
