@@ -245,13 +245,26 @@ gl_device gl_lua_device(lua_State *L, int idx);          /* a device name argume
 gl_device gl_lua_default_device(lua_State *L);
 int64_t gl_lua_int(lua_State *L, int idx, const char *what);   /* integral number */
 
-/* Pushes element 'offset' of a as a Lua value (integer, number or boolean). */
+/* Pushes element 'offset' of a as a Lua value (integer, number, boolean, complex scalar). */
 void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset);
-/* A Lua value (number/boolean) as a scalar; raises at 'arg' otherwise. */
+/* A Lua value (number, boolean, complex scalar) as a scalar; raises at 'arg' otherwise. */
 gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg);
 /* The same for a value that becomes an element of dtype t: an integer dtype refuses what
 ** it cannot hold (gl_scalar_check), as an error of argument 'arg'. */
 gl_scalar gl_lua_scalar_for(lua_State *L, int idx, int arg, gl_dtype t);
+
+/* ---- complex numbers (lcomplex.c) ----------------------------------------------------------- */
+
+/* Pushes the complex scalar re + im i (a full userdata, metatable "gpu.complex"). */
+void gl_lua_push_complex(lua_State *L, double re, double im);
+/* Whether the value at idx is a complex scalar, and its parts. */
+bool gl_lua_tocomplex(lua_State *L, int idx, double *re, double *im);
+/* Pushes x.real (part 0) or x.imag (part 1) of the array at idx: the result of the
+** dispatched ops gpu.real / gpu.imag, so that autograd records them. */
+void gl_lua_push_part(lua_State *L, int idx, int part);
+/* gpu.complex, real, imag, conj, angle, polar, isreal, iscomplex, isrealobj, iscomplexobj,
+** x:is_complex() and the complex scalar's metatable; after gl_open_math. */
+void gl_open_complex(lua_State *L, int module, int methods);
 
 /* ---- options tables (largs.c) ------------------------------------------------------------ */
 
@@ -313,9 +326,13 @@ void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list);
 /* The candidate nearest to word when close enough to be a typo, else NULL. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n);
 /* gpu._word_distance(a, b) (the edit distance gl_lua_nearest uses), gpu._nearest(word,
-** candidates), options.lua's reader (gpu._declare_options, _read_options, _check_value,
-** _describe) and gpu._dtypes (the dtype table). */
+** candidates) and options.lua's reader (gpu._declare_options, _read_options, _check_value,
+** _describe). */
 void gl_open_args(lua_State *L, int module);
+/* The dtypes from Lua (ldtype.c): gpu._dtypes (the dtype table), the names as constants
+** (gpu.float32, gpu.cfloat, ...), gpu.iinfo, gpu.finfo, gpu.result_type, gpu.promote_types,
+** and gpu._supports / gpu._families (what each device's backend takes). */
+void gl_open_dtypes(lua_State *L, int module);
 /* A table with a string key (an options table, as opposed to a shape or axis list). */
 bool gl_lua_is_options(lua_State *L, int idx);
 /* The options of a function that makes arrays: d's first two keys are dtype and device
@@ -345,6 +362,8 @@ void gl_open_select(lua_State *L, int module, int methods);
 int gl_lua_index_array(lua_State *L, const gl_array *x, int key);
 void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val);
 void gl_open_linalg(lua_State *L, int module, int methods);
+/* gpu._fft: the transforms under gpu.fft (lua/gpu/fft.lua); lfft.c. */
+void gl_open_fft(lua_State *L, int module);
 /* gpu.im2col, gpu.col2im; lconv.c. */
 void gl_open_conv(lua_State *L, int module, int methods);
 void gl_open_reduce(lua_State *L, int module, int methods);

@@ -67,7 +67,7 @@ for _, name in ipairs {
   -- comparisons, logical and bitwise ops, predicates: boolean or integer results
   "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
   "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
-  "isnan", "isinf", "isfinite", "all", "any",
+  "isnan", "isinf", "isfinite", "all", "any", "isreal", "iscomplex", "is_complex", "isrealobj", "iscomplexobj",
   -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
   "sign", "floor", "ceil", "round", "trunc", "floordiv",
   -- positions
@@ -400,11 +400,13 @@ R.cumprod = { backward = function(g, node)
   return gi:reshape(node[1].shape)
 end }
 -- ---- the rest, by role: sorting, indexing and joining, linear algebra, fused kernels,
--- convolution, pooling, batch norm (rules_structure.lua)
+-- convolution, pooling, batch norm (rules_structure.lua); gpu.fft's transforms (rules_fft.lua)
 
-for name, rule in pairs(require "gpu.autograd.rules_structure") do
-  assert(R[name] == nil, "gpu.autograd.rules: two rules for " .. name)
-  R[name] = rule
+for _, part in ipairs { "gpu.autograd.rules_structure", "gpu.autograd.rules_fft" } do
+  for name, rule in pairs(require(part)) do
+    assert(R[name] == nil, "gpu.autograd.rules: two rules for " .. name)
+    R[name] = rule
+  end
 end
 
 return R

@@ -93,9 +93,14 @@ typedef void (*gl_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, floa
 typedef void (*gl_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
                             const double *a, int lda, const double *b, int ldb, double beta,
                             double *c, int ldc);
+/* cblas_cgemm / cblas_zgemm: alpha, beta and the matrices hold interleaved complex values. */
+typedef void (*gl_cgemm_fn)(int order, int ta, int tb, int m, int n, int k, const void *alpha,
+                            const void *a, int lda, const void *b, int ldb, const void *beta,
+                            void *c, int ldc);
 typedef struct gl_cpu_blas {
   gl_sgemm_fn sgemm;
   gl_dgemm_fn dgemm;
+  gl_cgemm_fn cgemm, zgemm;         /* complex64, complex128; NULL where the BLAS lacks them */
   char *(*get_config)(void);        /* OpenBLAS only, else NULL */
   int (*get_num_threads)(void);     /* OpenBLAS only, else NULL */
   void (*set_num_threads)(int);     /* OpenBLAS only, else NULL */
@@ -111,6 +116,13 @@ gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *
 bool gl_cpu_has_matmul(gl_dtype dt);
 /* Dense linear algebra over LAPACK (cpu_lapack.c): gl_backend.linalg. */
 gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad);
+/* Whether gl_cpu_linalg has gl_la_op 'which' in dtype dt (GL_LA_DTYPES). */
+bool gl_cpu_has_linalg(int which, gl_dtype dt);
+/* Fourier transforms over FFTW (cpu_fft.c): gl_backend.fft; whether it has (kind, complex
+** dtype); FFTW's version for gpu.config() (empty until a transform has loaded it). */
+gl_status gl_cpu_fft(const gl_array *out, const gl_array *in, const gl_fft_args *args);
+bool gl_cpu_has_fft(int kind, gl_dtype dt);
+void gl_cpu_fftw_version(char *buf, size_t n);
 /* im2col / col2im for convolutions (cpu_conv.c). */
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval);

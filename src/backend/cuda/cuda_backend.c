@@ -199,8 +199,8 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
 
 /* What the kernels in kernels/ (and cuBLAS) implement: each family's set of dtypes is the
 ** one its .cu stamps templates for (elem_ops.h's kinds, the launch headers' GL_K*_DTYPES,
-** philox.h's distributions); fill, copy, arange and indexing take every dtype row, sort
-** every real one. A
+** philox.h's distributions); fill, copy, arange, indexing and sort take every dtype row
+** (complex sorts in NumPy's order). A
 ** permutation is made on the host (the ops layer), never here. */
 static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
   if ((unsigned)dt >= GL_NDTYPE) return false;
@@ -215,9 +215,9 @@ static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
       return (unsigned)which < GL_NRAND && which != GL_RAND_PERMUTATION && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
     case GL_OP_CONV: return GL_DTSET_HAS(GL_KCONV_DTYPES, dt);
     case GL_OP_FUSED: return GL_DTSET_HAS(GL_KFUSED_DTYPES, dt);
-    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: return true;
-    case GL_OP_SORT: return !gl_dtype_is_complex(dt);
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
     case GL_OP_LINALG: return gl_cuda_has_linalg(which, dt);
+    case GL_OP_FFT: return gl_cuda_has_fft(which, dt);
     case GL_OP_SELECT: case GL_OP_HISTOGRAM: return false;   /* no .partition, .histogram yet */
     default: return false;
   }
@@ -329,6 +329,7 @@ static void gl_cuda_shutdown(void) {
     if (!d->broken[0] && gl_cuda_set_device(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
       gl_cuda_blas_release(i);
       gl_cuda_solver_release(i);
+      gl_cuda_fft_release(i);
 #ifdef GL_WITH_CUDNN
       gl_cuda_dnn_release(i);
 #endif
@@ -401,6 +402,7 @@ const gl_backend gl_cuda_backend = {
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,
+  .fft = gl_cuda_fft,
   .collectives = &gl_cuda_nccl,
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
