@@ -122,6 +122,11 @@ $(BUILD)/src/backend/cpu/cpu_random.o: CFLAGS += -fno-math-errno
 # library's sqrtf, and the loop stays scalar (fused Adam took 3x the array ops' time);
 # sqrt and division are correctly rounded either way, so the results do not change
 $(BUILD)/src/backend/cpu/cpu_fused.o: CFLAGS += -fno-math-errno
+# The elementwise ops round each product as NumPy does: no contraction of a * b - c * d into
+# an fma (which turns a complex square's inf - inf = NaN into -inf), on the CPU and in the
+# CUDA kernels, as the run-time compiled kernels (src/ops/jit.c, jit_cuda.c)
+$(BUILD)/src/backend/cpu/cpu_elem.o: CFLAGS += -ffp-contract=off
+$(KBUILD)/kernels/unary.o $(KBUILD)/kernels/binary.o: NVFLAGS += --fmad=false
 
 $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 	@mkdir -p $(dir $@)
@@ -131,7 +136,8 @@ $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 # of kernels/ and jit_abi.h as one C string (their own includes of each other dropped, as
 # they come in order), since an installed gpulua has no source tree to include.
 JIT_PRELUDE := $(BUILD)/gen/jit_prelude.inc
-JIT_HEADERS := kernels/dtypes.h kernels/half.h kernels/convert.h kernels/vmath.h kernels/elem_ops.h kernels/elem.h \
+JIT_HEADERS := kernels/dtypes.h kernels/half.h kernels/convert.h kernels/vmath.h kernels/elem_ops.h kernels/complex.h \
+               kernels/elem.h \
                kernels/jit_abi.h kernels/jit_ops.h
 $(JIT_PRELUDE): $(JIT_HEADERS)
 	@mkdir -p $(dir $@)

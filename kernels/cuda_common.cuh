@@ -92,32 +92,39 @@ __device__ __forceinline__ typename gl_dt<DD>::S gl_convert(typename gl_dt<SD>::
   else return gl_dt<DD>::store_f(v);
 }
 
-/* The scalar of dtype DT whose bits the host put in the low bytes of 'bits'. */
+/* The scalar of dtype DT whose bytes the host put in the low bytes of 'bits' (a gl_kval's:
+** up to 16, a complex128). */
 template <int DT>
-__device__ __forceinline__ typename gl_dt<DT>::S gl_from_bits(uint64_t bits) {
+__device__ __forceinline__ typename gl_dt<DT>::S gl_from_bits(const uint64_t *bits) {
   typename gl_dt<DT>::S v;
-  memcpy(&v, &bits, sizeof v);
+  memcpy(&v, bits, sizeof v);
   return v;
 }
 
 /* ---- results of the elementwise kernels ------------------------------------------------ */
 
-/* The stored form of an elementwise result: bool (OUTBOOL: comparisons, logic, predicates),
-** else DT's, halves rounded from the float they were computed in. */
-template <int DT, bool OUTBOOL>
-using gl_out_t = typename std::conditional<OUTBOOL, uint8_t, typename gl_dt<DT>::S>::type;
+/* What an elementwise kernel stores (OUT): DT's own element (halves rounded from the float
+** they were computed in), bool (comparisons, logic, predicates: v != 0) or, for a complex
+** DT, its real part's type (abs, angle). */
+enum { GL_KOUT_SAME, GL_KOUT_BOOL, GL_KOUT_REAL };
+template <int DT, int OUT> struct gl_kout { typedef typename gl_dt<DT>::S type; };
+template <int DT> struct gl_kout<DT, GL_KOUT_BOOL> { typedef uint8_t type; };
+template <int DT> struct gl_kout<DT, GL_KOUT_REAL> { typedef decltype(typename gl_dt<DT>::S().re) type; };
+template <int DT, int OUT>
+using gl_out_t = typename gl_kout<DT, OUT>::type;
 
-template <int DT, bool OUTBOOL, class V>
-__device__ __forceinline__ gl_out_t<DT, OUTBOOL> gl_out(V v) {
-  if constexpr (OUTBOOL) return (uint8_t)(v != 0);
+template <int DT, int OUT, class V>
+__device__ __forceinline__ gl_out_t<DT, OUT> gl_out(V v) {
+  if constexpr (OUT == GL_KOUT_BOOL) return (uint8_t)(v != 0);
+  else if constexpr (OUT == GL_KOUT_REAL) return v;
   else if constexpr (DT == GL_KD_FLOAT16) return gl_f32_to_f16(v);
   else if constexpr (DT == GL_KD_BFLOAT16) return gl_f32_to_bf16(v);
   else return (typename gl_dt<DT>::S)v;
 }
 
-template <int DT, bool OUTBOOL, class V>
+template <int DT, int OUT, class V>
 __device__ __forceinline__ void gl_put(void *dst, int64_t i, V v) {
-  ((gl_out_t<DT, OUTBOOL> *)dst)[i] = gl_out<DT, OUTBOOL>(v);
+  ((gl_out_t<DT, OUT> *)dst)[i] = gl_out<DT, OUT>(v);
 }
 
 /* ---- strided walks ---------------------------------------------------------------------- */

@@ -2,7 +2,8 @@
 ** elem.h — the math of every elementwise op (the list is in elem_ops.h), written once for
 ** gcc (CPU loops) and nvcc (CUDA kernels). Helpers here give NumPy's semantics where C's
 ** operators differ: NaN-propagating max/min, Python's floor division and modulo, integer
-** division by zero, wrapping integer arithmetic without undefined behaviour.
+** division by zero, wrapping integer arithmetic without undefined behaviour. The complex
+** math is complex.h's; its complex64 forms are stamped here from the op list.
 */
 #ifndef GL_KERNELS_ELEM_H
 #define GL_KERNELS_ELEM_H
@@ -12,6 +13,7 @@
 #include "half.h"
 #include "elem_ops.h"
 #include "vmath.h"
+#include "complex.h"
 
 /* ---- helpers with NumPy's semantics ------------------------------------------------ */
 
@@ -53,13 +55,18 @@ GL_HD float gl_modf_(float a, float b) { return (float)gl_mod((double)a, (double
    : (T)((a) % (b) + ((((a) % (b)) != 0 && ((((a) % (b)) < 0) != ((b) < 0))) ? (b) : 0)))
 
 /* Integer power by squaring, wrapping; a negative exponent gives the truncated real
-** result (0 unless the base is 1 or -1), where NumPy raises. */
+** result (0 unless the base is 1 or -1), where NumPy raises. An unsigned exponent is never
+** negative (uint64 above 2^63 included): GL_IPOW picks gl_upow for unsigned T. */
+GL_HD uint64_t gl_upow(uint64_t x, uint64_t b) {
+  uint64_t r = 1;
+  while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }
+  return r;
+}
 GL_HD int64_t gl_ipow(int64_t a, int64_t b) {
   if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, x = (uint64_t)a;
-  while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }
-  return (int64_t)r;
+  return (int64_t)gl_upow((uint64_t)a, (uint64_t)b);
 }
+#define GL_IPOW(T, a, b) ((T)-1 > 0 ? (T)gl_upow((uint64_t)(a), (uint64_t)(b)) : (T)gl_ipow(a, b))
 
 /* Shifts by a count outside 0..bits-1 (negative ones included) give 0 (left) or the sign
 ** fill (right), as NumPy's npy_lshift/npy_rshift, which compare the count as unsigned. */
@@ -85,5 +92,27 @@ GL_HD double gl_logaddexp(double a, double b) {
 GL_HD double gl_gelu(double x) {
   return x < -40.0 ? -0.0 : 0.5 * x * erfc(x * -0.70710678118654752440);
 }
+
+/* ---- complex64: each op's complex128 function between a widening and a rounding --------- */
+
+#define GL_CX64_U_(name, kind, F, D, I, cx) GL_CX64_U_##cx
+#define GL_CX64_U_NOCX
+#define GL_CX64_U_CX(f) \
+  GL_HD gl_complex64 gl_complex64_##f(gl_complex64 z) { return gl_complex128_narrow(gl_complex128_##f(gl_complex64_widen(z))); }
+#define GL_CX64_U_CXR(f) \
+  GL_HD float gl_complex64_##f(gl_complex64 z) { return (float)gl_complex128_##f(gl_complex64_widen(z)); }
+#define GL_CX64_U_CXB(f) \
+  GL_HD int gl_complex64_##f(gl_complex64 z) { return gl_complex128_##f(gl_complex64_widen(z)); }
+GL_UNARY_OPS(GL_CX64_U_)
+
+#define GL_CX64_B_(name, kind, F, D, I, cx) GL_CX64_B_##cx
+#define GL_CX64_B_NOCX
+#define GL_CX64_B_CX(f) \
+  GL_HD gl_complex64 gl_complex64_##f(gl_complex64 a, gl_complex64 b) { \
+    return gl_complex128_narrow(gl_complex128_##f(gl_complex64_widen(a), gl_complex64_widen(b))); }
+#define GL_CX64_B_CXB(f) \
+  GL_HD int gl_complex64_##f(gl_complex64 a, gl_complex64 b) { \
+    return gl_complex128_##f(gl_complex64_widen(a), gl_complex64_widen(b)); }
+GL_BINARY_OPS(GL_CX64_B_)
 
 #endif

@@ -56,8 +56,8 @@ local FLT_MAX = 3.4028234663852886e38
 -- UF) and same-dtype math (US); the last block below wants every such op of C's here
 local float_fns = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
   "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-  "sigmoid", "softplus", "gelu", "erf"}
-local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc"}
+  "asinh", "acosh", "atanh", "sigmoid", "softplus", "gelu", "erf", "angle"}
+local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc", "conj"}
 
 for _, dev in ipairs(h.devices()) do
   local function A(t, dtype) return gpu.array(t, {dtype = dtype, device = dev}) end
@@ -750,10 +750,114 @@ for _, dev in ipairs(h.devices()) do
   end)
 end
 
+-- ---- every op on every dtype -------------------------------------------------------------
+-- The fixtures' dtypes tables (tools/gen_fixtures.py): each unary op on inputs of each
+-- dtype, each binary op on pairs of each dtype, against NumPy (gpulua's own ops against
+-- their float64 formula rounded to the dtype): the result's dtype and values, or an error
+-- naming the op and the dtype where gpulua refuses the pair. Complex elements are {re, im}
+-- pairs (arrays made through view_as_complex), uint64 the int64 of the same bits.
+
+local REAL_OF = { complex64 = "float32", complex128 = "float64" }
+-- relative tolerances of a result dtype against NumPy's (complex: relative to |w|)
+local RTOL = { float16 = 2e-3, bfloat16 = 1e-2, float32 = 3e-6, float64 = 1e-13, complex64 = 3e-6, complex128 = 1e-13 }
+
+-- an array of dtype dt on dev from fixture values
+local function from_fixture(vals, dt, dev)
+  if REAL_OF[dt] then
+    if #vals == 0 then return gpu.zeros({ 0 }, { dtype = dt, device = dev }) end
+    return gpu.view_as_complex(gpu.array(vals, { dtype = REAL_OF[dt], device = dev }))
+  end
+  if dt == "uint64" then return gpu.array(vals, { dtype = "int64", device = dev }):astype("uint64") end
+  return gpu.array(vals, { dtype = dt, device = dev })
+end
+
+-- an array's values as the fixtures write them
+local function to_fixture(r)
+  if REAL_OF[r.dtype] then return gpu.view_as_real(r):totable() end
+  if r.dtype == "uint64" then return r:astype("int64"):totable() end
+  return r:totable()
+end
+
+local function same_num(g, w, rtol, scale)
+  if w ~= w then return g ~= g end
+  if w == huge or w == -huge then return g == w end
+  return g == g and math.abs(g - w) <= rtol * scale + 1e-300
+end
+
+-- nil, or the first difference between got and the fixture's values want (result dtype dt)
+local function differs(got, want, dt)
+  local rtol = RTOL[dt]
+  for i, w in ipairs(want) do
+    local g = got[i]
+    if REAL_OF[dt] then
+      local scale = 0                  -- |w| over the finite parts
+      for _, p in ipairs(w) do if p == p and p ~= huge and p ~= -huge then scale = scale + p * p end end
+      scale = math.sqrt(scale)
+      if not (same_num(g[1], w[1], rtol, scale) and same_num(g[2], w[2], rtol, scale)) then
+        return ("element %d: got %.17g%+.17gi, want %.17g%+.17gi"):format(i, g[1], g[2], w[1], w[2])
+      end
+    elseif rtol then
+      if not same_num(g, w, rtol, math.abs(w)) then return ("element %d: got %.17g, want %.17g"):format(i, g, w) end
+    elseif g ~= w then
+      return ("element %d: got %s, want %s"):format(i, tostring(g), tostring(w))
+    end
+  end
+end
+
+local function check_result(ok, r, want, what, op, dt)
+  if want == "error" then
+    assert(not ok, what .. ": expected an error")
+    assert(type(r) == "string" and r:find(op, 1, true) and r:find(dt, 1, true), what .. ": error " .. tostring(r))
+    return
+  end
+  assert(ok, what .. ": " .. tostring(r))
+  assert(r.dtype == want.dtype, ("%s: dtype %s, want %s"):format(what, r.dtype, want.dtype))
+  local d = differs(to_fixture(r), want.v, want.dtype)
+  assert(d == nil, what .. ": " .. tostring(d))
+end
+
+for _, dev in ipairs(h.devices()) do
+  describe("every elementwise op on every dtype on " .. dev .. " (NumPy's fixtures)", function()
+    for _, row in ipairs(gpu._dtypes) do
+      local dt = row.name
+      it("unary ops of " .. dt, function()
+        local F = U.dtypes[dt]
+        assert(F, "no unary fixture for " .. dt)
+        local x = from_fixture(F.x, dt, dev)
+        for op, want in pairs(F.ops) do
+          local ok, r = pcall(gpu[op], x)
+          check_result(ok, r, want, op .. "(" .. dt .. ")", op, dt)
+        end
+      end)
+      it("binary ops of " .. dt, function()
+        local F = B.dtypes[dt]
+        assert(F, "no binary fixture for " .. dt)
+        local a = from_fixture(F.a, dt, dev)
+        for op, want in pairs(F.ops) do
+          local bv = op == "pow" and F.b_pow or op:find("shift") and F.b_shift or F.b
+          local ok, r = pcall(gpu[op], a, from_fixture(bv, dt, dev))
+          check_result(ok, r, want, op .. "(" .. dt .. ", " .. dt .. ")", op, dt)
+        end
+      end)
+    end
+  end)
+end
+
 -- every elementwise math op C has (kernels/elem_ops.h, as gpu._jit lists it) is checked
 -- above against NumPy: a new op needs its reference in tools/gen_fixtures.py and its
 -- fixture (/usr/bin/python3 tools/gen_fixtures.py), and a unary one its place in the lists
 describe("the NumPy fixtures", function()
+  it("cover every op of C's on every dtype of C's", function()
+    for _, row in ipairs(gpu._dtypes) do
+      for name in pairs(gpu._jit.unary) do
+        assert.truthy(U.dtypes[row.name] and U.dtypes[row.name].ops[name], ("no unary fixture for %s on %s"):format(name, row.name))
+      end
+      for name in pairs(gpu._jit.binary) do
+        assert.truthy(B.dtypes[row.name] and B.dtypes[row.name].ops[name], ("no binary fixture for %s on %s"):format(name, row.name))
+      end
+    end
+  end)
+
   it("cover every unary (UF, US) and binary (BA, BD) math op of C's", function()
     local listed = {}
     for _, f in ipairs(float_fns) do listed[f] = "UF" end

@@ -14,6 +14,7 @@ local DTYPES = h.dtypes()
 local function same(a, b, what, rel)
   assert(a.dtype == b.dtype, ("%s: dtype %s, unfused %s"):format(what, a.dtype, b.dtype))
   assert.same(b.shape, a.shape, what)
+  if gpu._dtypes[a.dtype].kind == "complex" then a, b = gpu.view_as_real(a), gpu.view_as_real(b) end
   local fa, fb = h.flat(a), h.flat(b)
   for i = 1, #fb do
     local u, v = fa[i], fb[i]
@@ -26,9 +27,14 @@ end
 
 local function sample(dt, shape)
   gpu.random.seed(7)
+  local kind = gpu._dtypes[dt].kind
   if dt == "bool" then return gpu.rand(shape):lt(0.5) end
-  if dt == "uint8" then return gpu.random.randint(0, 255, shape, { dtype = "uint8" }) end
-  if dt:find("int") then return gpu.random.randint(-50, 50, shape, { dtype = dt }) end
+  if kind == "uint" then return gpu.random.randint(0, dt == "uint8" and 255 or 100, shape, { dtype = dt }) end
+  if kind == "int" then return gpu.random.randint(-50, 50, shape, { dtype = dt }) end
+  if kind == "complex" then                        -- parts as a float sample's, NaN and inf among them
+    local part = sample(dt == "complex64" and "float32" or "float64", { 2, table.unpack(shape) })
+    return gpu.view_as_complex(part:moveaxis(1, -1):contiguous())
+  end
   local x = (gpu.randn(shape) * 3):astype(dt)
   local flat = x:reshape(-1)                     -- a view: NaN, inf and 0 among the values
   flat[1] = 0 / 0
@@ -54,7 +60,7 @@ local function sorted_keys(t)
 end
 
 -- fused f over batches of at most 12 ops: each batch one kernel, each result compared
-local ULP = { float32 = 3e-7, float64 = 5e-16, float16 = 1e-3, bfloat16 = 8e-3 }
+local ULP = { float32 = 3e-7, float64 = 5e-16, float16 = 1e-3, bfloat16 = 8e-3, complex64 = 3e-7, complex128 = 5e-16 }
 local function check_batches(names, call, args, what)
   for first = 1, #names, 12 do
     local batch = { table.unpack(names, first, math.min(first + 11, #names)) }
@@ -76,7 +82,10 @@ local function check_batches(names, call, args, what)
 end
 
 describe("gpu.fuse on cpu", function()
-  it("has a tolerance for every float dtype", function() h.assert_covers_dtypes(ULP, "ULP", "float") end)
+  it("has a tolerance for every float and complex dtype", function()
+    h.assert_covers_dtypes(ULP, "ULP", "float")
+    h.assert_covers_dtypes(ULP, "ULP", "complex")
+  end)
   for _, dt in ipairs(DTYPES) do
     it("fuses every unary op of " .. dt .. " with the unfused results", function()
       local x = sample(dt, { 3, 7 })

@@ -5,10 +5,11 @@
 -- own calls on cpu arrays with gpu.kernel._capture set: the calls bind, broadcast and
 -- allocate as usual, then hand over the CUDA source instead of compiling the C one.
 -- Covered: every parameter form (typed, generic, raw, scalars, several outputs, outputs
--- passed in, i, preamble), the 8 dtypes, reductions (one source serves all axes and one
--- axis: the reduced axes are the launch's geometry), fused expressions of every fusable op
--- on every dtype (as fuse_spec's ops; Lua-number operands on float32 and int32 only, to
--- keep the run short), a compile error (NVRTC's log with the user's line), and the disk
+-- passed in, i, preamble), every real dtype (complex parameters are refused: user kernels
+-- take real dtypes), reductions (one source serves all axes and one axis: the reduced axes
+-- are the launch's geometry), fused expressions of every fusable op on every dtype, complex
+-- included (as fuse_spec's ops; Lua-number operands on float32, int32 and complex64 only,
+-- to keep the run short), a compile error (NVRTC's log with the user's line), and the disk
 -- cache in child processes (hit, stale key, an image cut short, a source that includes
 -- files, refused modes and owner).
 -- Pending where NVRTC cannot be loaded (a CPU-only build, the lua5.4 host with a CPU
@@ -53,6 +54,7 @@ local function compile_all(list, what)
 end
 
 local DTYPES = h.dtypes()
+local REAL = h.dtypes("bool", "uint", "int", "float")
 
 local function sample(dt, shape)
   if dt == "bool" then return gpu.zeros(shape):lt(0.5) end
@@ -128,11 +130,11 @@ describe("CUDA source of ElementwiseKernel, compiled by NVRTC " .. nvrtc .. " fo
     compile_all(list, "ElementwiseKernel")
   end)
 
-  it("compiles a generic kernel of each dtype (halves widen to float)", function()
+  it("compiles a generic kernel of each real dtype (halves widen to float), refuses complex", function()
     local twice = gpu.ElementwiseKernel("T x", "T y", "y = x + x", "twice")
     local place, n = {}, 0                                    -- dtype -> its kernel's place in list
     local list = capture(function()
-      for _, dt in ipairs(DTYPES) do
+      for _, dt in ipairs(REAL) do
         if dt ~= "bool" then
           twice(gpu.ones(4, { dtype = dt }))
           n = n + 1
@@ -141,9 +143,12 @@ describe("CUDA source of ElementwiseKernel, compiled by NVRTC " .. nvrtc .. " fo
       end
       gpu.ElementwiseKernel("T x", "T y", "y = !x", "negate_bool")(sample("bool", { 2 }))
     end)
-    assert.equal(#DTYPES, #list)
+    assert.equal(#REAL, #list)
     assert.truthy(list[place.float16]:find("gl_f32_to_f16", 1, true))    -- float16's store
     compile_all(list, "twice")
+    for _, dt in ipairs(h.dtypes("complex")) do
+      h.fails({ "ElementwiseKernel 'twice'", "'x' is " .. dt, "view_as_real" }, twice, gpu.ones(4, { dtype = dt }))
+    end
   end)
 
   it("raises a compile error with NVRTC's log and the line of the user's body", function()
@@ -181,9 +186,10 @@ describe("CUDA source of ReductionKernel, compiled by NVRTC for " .. ARCH, funct
     assert.truthy(list[1]:find('extern "C" __global__ void l2norm_reduce(', 1, true))
     local sum = gpu.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_t")
     local sums = capture(function()
-      for _, dt in ipairs(DTYPES) do sum(sample(dt, { 3, 4 }), { axis = 1 }) end
+      for _, dt in ipairs(REAL) do sum(sample(dt, { 3, 4 }), { axis = 1 }) end
     end)
-    assert.equal(8, #sums)
+    assert.equal(#REAL, #sums)
+    h.fails({ "ReductionKernel 'sum_t'", "'x' is complex64" }, sum, sample("complex64", { 3 }))
     for _, s in ipairs(sums) do list[#list + 1] = s end
     compile_all(list, "ReductionKernel")
   end)
@@ -208,8 +214,8 @@ describe("CUDA source of gpu.fuse's kernels, compiled by NVRTC for " .. ARCH, fu
       for _, s in ipairs(fused_sources(bin, function(name, a, b) return gpu[name](a, b) end, { xb, yb })) do
         list[#list + 1] = s
       end
-      if dt == "float32" or dt == "int32" then
-        local s = dt == "float32" and 2.5 or 3
+      if dt == "float32" or dt == "int32" or dt == "complex64" then
+        local s = dt == "int32" and 3 or 2.5
         local with = working(bin, { xb, s })
         for _, src in ipairs(fused_sources(with, function(name, a) return gpu[name](a, s) end, { xb })) do list[#list + 1] = src end
         for _, src in ipairs(fused_sources(with, function(name, a) return gpu[name](s, a) end, { xb })) do list[#list + 1] = src end

@@ -20,7 +20,8 @@ for _, d in ipairs(gpu._dtypes) do dtypes[#dtypes + 1] = d.name end
 
 -- tolerance by the result's dtype: a few ulps of float32/float64 (the GPU's libm is not
 -- glibc), one ulp of the storage types after rounding
-local tol = { float32 = 1e-5, float64 = 1e-12, float16 = 2e-3, bfloat16 = 1.6e-2 }
+local tol = { float32 = 1e-5, float64 = 1e-12, float16 = 2e-3, bfloat16 = 1.6e-2, complex64 = 1e-5, complex128 = 1e-12 }
+local function kind(dt) return gpu._dtypes[dt].kind end
 
 -- deterministic inputs with the values that matter: NaN, infinities, signed zeros,
 -- integers of both signs, small and moderate magnitudes
@@ -31,8 +32,8 @@ local function values(dt, n, seed)
     s = (s * 1103515245 + 12345) % 2147483648
     local r = s / 2147483648
     if dt == "bool" then out[i] = r < 0.5
-    elseif dt == "uint8" then out[i] = math.floor(r * 256)
-    elseif dt == "int32" or dt == "int64" then out[i] = math.floor(r * 41) - 20
+    elseif kind(dt) == "uint" then out[i] = math.floor(r * 256)
+    elseif kind(dt) == "int" then out[i] = math.floor(r * 41) - 20
     elseif i <= #specials and seed % 2 == 1 then out[i] = specials[i]
     else out[i] = (r - 0.5) * 10 end
   end
@@ -40,6 +41,12 @@ local function values(dt, n, seed)
 end
 
 local function input(dt, seed)          -- (6, 7) on the cpu
+  if kind(dt) == "complex" then            -- parts as two float inputs' values
+    local part = dt == "complex64" and "float32" or "float64"
+    local re, im, t = values(part, 42, seed), values(part, 42, seed + 2), {}
+    for i = 1, 42 do t[i] = { re[i], im[i] } end
+    return gpu.view_as_complex(gpu.array(t, { dtype = part, device = "cpu" })):reshape(6, 7)
+  end
   return gpu.array(values(dt, 42, seed), { dtype = dt, device = "cpu" }):reshape(6, 7)
 end
 
@@ -66,7 +73,10 @@ local function same(what, fn, ...)
   if not ok_c then return end
   assert.equal("cuda:0", rg.device)
   assert.equal(rc.dtype, rg.dtype, what)
-  local ok, msg = h.close(rg:to("cpu"), rc, loose and 1e-3 or tol[rc.dtype] or 0)
+  rg = rg:to("cpu")
+  local t = tol[rc.dtype]
+  if kind(rc.dtype) == "complex" then rc, rg = gpu.view_as_real(rc:contiguous()), gpu.view_as_real(rg:contiguous()) end
+  local ok, msg = h.close(rg, rc, loose and 1e-3 or t or 0)
   assert(ok, what .. ": " .. tostring(msg))
 end
 
@@ -92,7 +102,7 @@ describe("cpu/cuda parity", function()
         end
         -- row broadcast, array op scalar, scalar op array
         same(op .. " " .. dt .. " row", function(x, y) return gpu[op](x, y[{ { 3, 3 }, ":" }]) end, a, b)
-        local sc = dt == "bool" and true or (dt:match("int") and 3 or 2.5)
+        local sc = dt == "bool" and true or ((kind(dt) == "int" or kind(dt) == "uint") and 3 or 2.5)
         same(op .. " " .. dt .. " scalar right", function(x) return gpu[op](x, sc) end, a)
         same(op .. " " .. dt .. " scalar left", function(x) return gpu[op](sc, x) end, a)
       end

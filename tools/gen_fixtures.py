@@ -2,6 +2,7 @@
 """gen_fixtures.py — writes the NumPy-computed expectations the elementwise specs load.
 
     python3 tools/gen_fixtures.py          # rewrites spec/fixtures/*.lua
+    python3 tools/gen_fixtures.py unary    # only unary.lua (promotion, unary, binary)
 
 The dtypes and the elementwise ops come from C (./gpulua tools/facts.lua, or $GPULUA); an
 op C has with no NumPy reference below stops the generator. The specs read only the
@@ -185,6 +186,8 @@ UNARY = {
     "gelu": gelu, "erf": erf, "abs": np.abs, "neg": np.negative, "sign": np.sign,
     "square": np.square, "relu": lambda x: np.maximum(x, 0.0) if not math.isnan(x) else x,
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "conj": np.conjugate,
+    "angle": np.angle,
 }
 
 
@@ -208,10 +211,15 @@ def unary():
             # the float32 reference: the exact function of the float32 input, in double
             "f32": [float(f(np.float64(np.float32(x)))) for x in INPUTS],
         }
+    out["dtypes"] = unary_dtypes()
     write("unary", """
 Unary math: x (float64 inputs), x32 (the same rounded to float32); for each function the
 float64 result (f64) and the float64 result of the float32 input (f32, the reference a
-float32 kernel must match within its rounding).""", out)
+float32 kernel must match within its rounding). dtypes[dtype]: every unary op on inputs x
+of that dtype (complex elements as {re, im}, uint64 as the int64 of its bits): the
+result's dtype and values, or "error"
+where gpulua refuses the op for the dtype (NumPy's refusals and the differences listed in
+tools/gen_fixtures.py's GPULUA).""", out)
 
 
 # ---- binary math ----------------------------------------------------------------------
@@ -245,14 +253,272 @@ def binary():
         "pa": [int(v) for v in pa], "pb": [int(v) for v in pb],
         "ipow": [int(v) for v in np.power(pa, pb)],
     }
+    out["dtypes"] = binary_dtypes()
     write("binary", """
 Binary math on float64 pairs (fa, fb), int64 pairs (ia, ib; x // 0 and x % 0 give 0 as in
 NumPy, MIN // -1 wraps), int32 pairs (ia32, ib32) and exact integer powers (pa ^ pb,
-wrapping).""", out)
+wrapping). dtypes[dtype]: every binary op on pairs a, b of that dtype (b_pow and b_shift
+the exponents and shift counts; complex elements as {re, im}): the result's dtype and
+values, or "error" (as in unary.lua).""", out)
+
+
+# ---- every op on every dtype --------------------------------------------------------------
+
+def bf16(a):
+    """float32 values rounded to bfloat16 (to nearest even; NaN kept), as float32."""
+    a = np.asarray(a, np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
+    r = (((u + 0x7fff + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(a), a, r)
+
+
+def as_dtype(vals, d):
+    """vals as an array of dtype d (bfloat16: float32 holding bfloat16 values)."""
+    if d == "bfloat16":
+        return bf16(np.array(vals, np.float32))
+    return np.array(vals, NP[d])
+
+
+def float_for(d):
+    """The float dtype gpulua's (and NumPy's) float math gives for dtype d."""
+    if d == "bfloat16":
+        return "bfloat16"
+    return str(np.exp(np.ones(1, NP[d])).dtype)
+
+
+def kind_of(d):
+    return {x["name"]: x["kind"] for x in FACTS["dtypes"]}[d]
+
+
+def unary_samples(d):
+    k = kind_of(d)
+    if k == "bool":
+        return [True, False]
+    if k in ("int", "uint"):
+        info = np.iinfo(NP[d])
+        vals = [0, 1, 7, 100, info.max, info.max - 1] + ([-1, -7, info.min, info.min + 1] if k == "int" else [])
+        return [v for v in vals if info.min <= v <= info.max]
+    if k == "complex":
+        inf, nan = float("inf"), float("nan")
+        return [1 + 2j, -1 + 0j, complex(-1, -0.0), 0j, complex(-0.0, 0.0), 0.5 - 0.25j, -3 + 4j, 0.25 + 0.5j,
+                complex(inf, 0), complex(0, inf), complex(nan, 0), complex(1, nan), 10 + 10j, complex(-2, -0.0)]
+    return [-100.0, -3.7, -2.5, -1.0, -0.5, -0.0, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 3.0, 10.0,
+            float("inf"), float("-inf"), float("nan")]
+
+
+def binary_samples(d):
+    """a, b, b for pow, b for shifts"""
+    k = kind_of(d)
+    if k == "bool":
+        return [True, True, False, False], [True, False, True, False], None, None
+    if k in ("int", "uint"):
+        info = np.iinfo(NP[d])
+        bits = 8 * np.dtype(NP[d]).itemsize
+        if k == "int":
+            a = [7, -7, 7, -7, 0, 5, -5, 3, info.min, info.max, info.min, 100]
+            b = [2, 2, -2, -2, 3, 0, 0, -1, -1, 1, 1, 3]
+            bp = [0, 1, 2, 3, 5, 2, 3, 1, 1, 2, 0, 2]
+            bs = [0, 1, 2, bits - 1, bits, bits + 1, -1, 3, 1, 2, 0, 3]
+        else:
+            a = [7, 200, 0, 5, info.max, info.max - 1, 3, 1]
+            b = [2, 3, 7, 0, 1, 2, 5, 4]
+            bp = [3, 1, 2, 0, 1, 2, 3, 0]
+            bs = [1, 2, 0, bits - 1, bits, bits + 1, 3, 1]
+        a = [min(max(v, info.min), info.max) for v in a]
+        return a, b, bp, bs
+    if k == "complex":
+        inf, nan = float("inf"), float("nan")
+        a = [1 + 2j, -3 + 0.5j, 0.5 - 0.25j, 2 + 0j, -1 + 0j, 0j, complex(inf, 0), complex(nan, 1), 3 - 4j, 1 + 1j]
+        b = [2 - 1j, 0.5 + 0.5j, -1 + 0j, 2 + 0j, 0.5 + 0j, 2 + 0j, 1 + 0j, 1 + 0j, 0j, 1 + 1j]
+        return a, b, b, None
+    inf, nan = float("inf"), float("nan")
+    a = [7.5, -7.5, 7.5, -7.5, 3.0, -3.0, 0.0, -0.0, 1.0, inf, nan, 2.0, -inf, 1e4]
+    b = [2.0, 2.0, -2.0, -2.0, 0.0, 0.0, 0.0, 1.0, -0.0, 2.0, 1.0, 0.5, -inf, 3.0]
+    return a, b, b, None
+
+
+def sign2(z):
+    """NumPy 2's sign of complex values: z / |z| (0 for 0; an infinite part its direction)."""
+    out = []
+    for v in np.asarray(z).ravel():
+        a = abs(complex(v))
+        if math.isnan(a):
+            out.append(complex(float("nan"), float("nan")))
+        elif math.isinf(a):
+            if math.isinf(v.real):
+                out.append(complex(float("nan"), float("nan")) if math.isinf(v.imag) else complex(math.copysign(1, v.real), 0))
+            else:
+                out.append(complex(0, math.copysign(1, v.imag)))
+        elif a == 0:
+            out.append(0j)
+        else:
+            out.append(complex(v.real / a, v.imag / a))
+    return np.array(out, np.asarray(z).dtype)
+
+
+def float_math(f):
+    """A gpulua float op without a NumPy ufunc: f of the float64 values, rounded to the
+    dtype the op gives."""
+    def run(x, d):
+        if kind_of(d) == "complex":
+            raise TypeError("no complex form")
+        fd = float_for(d)
+        v = np.array([f(float(t)) for t in as_dtype(x, d).astype(np.float64)])
+        return as_dtype(v, fd), fd
+    return run
+
+
+def np_math(f):
+    def run(x, d):
+        r = f(as_dtype(x, d))
+        if d == "bfloat16" and r.dtype.kind == "f":
+            return bf16(r), "bfloat16"
+        return r, str(r.dtype)
+    return run
+
+
+def same_dtype(f):
+    """a gpulua op whose result keeps the input's dtype (where NumPy 1.24 differs for
+    integers and bool: floor/ceil/trunc/round of integers are themselves, as NumPy 2)."""
+    def run(x, d):
+        v = as_dtype(x, d)
+        return (v.copy() if kind_of(d) in ("bool", "int", "uint") else as_dtype(f(v), d)), d
+    return run
+
+
+def relu_of(x, d):
+    v = as_dtype(x, d)
+    r = v.copy()
+    r[~(v > 0) & ~np.isnan(v.astype(np.float64))] = 0
+    return r, d
+
+
+UNARY_BY_DTYPE = {
+    "abs": np_math(np.abs), "neg": np_math(np.negative), "sign": np_math(np.sign), "square": np_math(np.square),
+    "relu": relu_of, "floor": same_dtype(np.floor), "ceil": same_dtype(np.ceil), "round": same_dtype(np.rint),
+    "trunc": same_dtype(np.trunc), "conj": np_math(np.conjugate),
+    "exp": np_math(np.exp), "expm1": np_math(np.expm1), "log": np_math(np.log), "log1p": np_math(np.log1p),
+    "log2": np_math(np.log2), "log10": np_math(np.log10), "sqrt": np_math(np.sqrt),
+    "rsqrt": float_math(lambda t: 1 / math.sqrt(t) if t > 0 else math.copysign(math.inf, t) if t == 0 else math.nan),
+    "reciprocal": float_math(lambda t: 1 / t if t != 0 else math.copysign(math.inf, t)),
+    "sin": np_math(np.sin), "cos": np_math(np.cos), "tan": np_math(np.tan), "asin": np_math(np.arcsin),
+    "acos": np_math(np.arccos), "atan": np_math(np.arctan), "sinh": np_math(np.sinh), "cosh": np_math(np.cosh),
+    "tanh": np_math(np.tanh), "asinh": np_math(np.arcsinh), "acosh": np_math(np.arccosh),
+    "atanh": np_math(np.arctanh), "sigmoid": float_math(lambda t: sigmoid(t) if not math.isnan(t) else t),
+    "softplus": float_math(lambda t: float(np.logaddexp(0.0, t))), "gelu": float_math(gelu), "erf": float_math(erf),
+    "angle": np_math(np.angle), "isnan": np_math(np.isnan), "isinf": np_math(np.isinf),
+    "isfinite": np_math(np.isfinite), "logical_not": np_math(np.logical_not), "bitwise_not": np_math(np.invert),
+}
+
+BINARY_BY_DTYPE = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "floordiv": np.floor_divide,
+    "mod": np.remainder, "pow": np.power, "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2,
+    "hypot": np.hypot, "logaddexp": np.logaddexp, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal, "logical_and": np.logical_and,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "left_shift": np.left_shift,
+    "right_shift": np.right_shift,
+}
+
+# Where gpulua's answer is not NumPy 1.24's, on purpose (doc/API.md lists them): (op, dtype
+# kind) -> "error" (gpulua refuses) or a function giving gpulua's (values, dtype).
+ORDERING = ("lt", "le", "gt", "ge", "maximum", "minimum")
+GPULUA = {
+    # no ordering of complex numbers (NumPy orders them lexicographically)
+    **{(op, "complex"): "error" for op in ORDERING},
+    # bool stays bool where NumPy computes in int8 (square, sign, conj) or refuses ...
+    ("square", "bool"): lambda x, d: (as_dtype(x, d), d), ("sign", "bool"): lambda x, d: (as_dtype(x, d), d),
+    ("conj", "bool"): lambda x, d: (as_dtype(x, d), d),
+    # the angle of bools is float math like any other: float16 (NumPy's angle gives float64)
+    ("angle", "bool"): lambda x, d: (np.angle(as_dtype(x, d)).astype(np.float16), "float16"),
+    # ... and integer arithmetic of bools that NumPy does in int8 is refused
+    **{(op, "bool"): "error" for op in ("floordiv", "mod", "pow", "left_shift", "right_shift")},
+    # NumPy 2's complex sign (z / |z|; NumPy 1.24 gave the sign of the real part)
+    ("sign", "complex"): lambda x, d: (sign2(as_dtype(x, d)), d),
+    # gpulua's own ops on complex: 1 / sqrt(z) and 1 / z; relu (an ordering) refused
+    ("rsqrt", "complex"): lambda x, d: (1 / np.sqrt(as_dtype(x, d)), d),
+    ("reciprocal", "complex"): lambda x, d: (np.reciprocal(as_dtype(x, d)), d),
+    ("relu", "complex"): "error",
+    # expm1 of a real z stays real (NumPy's formula gives inf + NaN i for expm1(inf + 0i))
+    ("expm1", "complex"): lambda x, d: (expm1_real_kept(as_dtype(x, d)), d),
+}
+
+
+def expm1_real_kept(z):
+    r = np.expm1(z)
+    return np.where(z.imag == 0, r.real + 1j * z.imag, r).astype(z.dtype)
+
+
+def lua_vals(r):
+    """Values for Lua: complex as {re, im}; uint64 as the int64 of the same bits (Lua's
+    integers are int64: the spec compares uint64 arrays through astype("int64"))."""
+    r = np.asarray(r)
+    if r.dtype.kind == "c":
+        return [[float(v.real), float(v.imag)] for v in r.ravel()]
+    if r.dtype.kind == "b":
+        return [bool(v) for v in r.ravel()]
+    if r.dtype == np.uint64:
+        return [int(v) - 2**64 if int(v) >= 2**63 else int(v) for v in r.ravel()]
+    if r.dtype.kind in "iu":
+        return [int(v) for v in r.ravel()]
+    return [float(v) for v in r.ravel()]
+
+
+def result(run, d):
+    """{dtype, v} of run(d), or "error" where NumPy refuses"""
+    try:
+        r, rd = run(d)
+    except (TypeError, ValueError):
+        return "error"
+    return {"dtype": rd, "v": lua_vals(r)}
+
+
+def unary_dtypes():
+    same_ops("unary ops by dtype", UNARY_BY_DTYPE, set(FACTS["unary"]))
+    out = {}
+    for d in DTYPES:
+        x = unary_samples(d)
+        ops = {}
+        for name, f in UNARY_BY_DTYPE.items():
+            over = GPULUA.get((name, kind_of(d)))
+            if over == "error":
+                ops[name] = "error"
+                continue
+            ops[name] = result(lambda dd: (over or f)(x, dd), d)
+        out[d] = {"x": lua_vals(as_dtype(x, d)), "ops": ops}
+    return out
+
+
+def binary_dtypes():
+    same_ops("binary ops by dtype", BINARY_BY_DTYPE, set(FACTS["binary"]))
+    out = {}
+    for d in DTYPES:
+        a, b, bp, bs = binary_samples(d)
+        ops = {}
+        for name, f in BINARY_BY_DTYPE.items():
+            if GPULUA.get((name, kind_of(d))) == "error":
+                ops[name] = "error"
+                continue
+            bb = bp if name == "pow" and bp is not None else bs if name.endswith("shift") and bs is not None else b
+
+            def run(dd, f=f, bb=bb):
+                r = f(as_dtype(a, dd), as_dtype(bb, dd))
+                if dd == "bfloat16" and r.dtype.kind == "f":
+                    return bf16(r), "bfloat16"
+                return r, str(r.dtype)
+            ops[name] = result(run, d)
+        entry = {"a": lua_vals(as_dtype(a, d)), "b": lua_vals(as_dtype(b, d)), "ops": ops}
+        if bp is not None:
+            entry["b_pow"] = lua_vals(as_dtype(bp, d))
+        if bs is not None:
+            entry["b_shift"] = lua_vals(as_dtype(bs, d))
+        out[d] = entry
+    return out
 
 
 if __name__ == "__main__":
+    import sys
     os.makedirs(ROOT, exist_ok=True)
-    promotion()
-    unary()
-    binary()
+    parts = {"promotion": promotion, "unary": unary, "binary": binary}
+    for part in sys.argv[1:] or parts:      # python3 tools/gen_fixtures.py [promotion] [unary] [binary]
+        parts[part]()

@@ -18,7 +18,8 @@
 -- (with grad mode on): the unfused ops record the backward per op. Without a C compiler
 -- every call runs unfused, after a notice on stderr (once per process). Inputs on cuda run
 -- the same kernel compiled by NVRTC (kernel.lua); without NVRTC they run unfused, after a
--- notice.
+-- notice. Complex operands fuse too (jit_ops.h's gl_jcomplex64_<op>: complex.h's math, the
+-- unfused ops' own); a reduction of complex values ends the trace.
 local gpu = require "gpu"
 local options = require "gpu.options"
 local kernel = require "gpu.kernel"
@@ -89,11 +90,12 @@ local function probe(f, ...)
 end
 
 -- The C function of jit_ops.h for op name computing in dtype ct, and the dtype its
--- result is a value of (float for the halves, uint8 for bool)
-local function fn(name, ct)
+-- result is a value of (float for the halves, uint8 for bool; a complex function returns
+-- the op's result r: complex, its real part's type (abs, angle) or bool)
+local function fn(name, ct, r)
   local f = CT[ct].fn
   if not f then stop("no fused math for " .. ct) end
-  local rdt = CT[ct].c == "float" and "float32" or ct == "bool" and "uint8" or ct
+  local rdt = CT[ct].c == "float" and "float32" or ct == "bool" and "uint8" or CT[ct].real and r or ct
   return "gl_j" .. f .. "_" .. name, rdt
 end
 
@@ -102,9 +104,10 @@ local function unary(name, x)
   local kind = UNARY[name]
   local r = probe(gpu[name], x.probe)
   if x.dtype == "bool" and kind ~= "UL" and kind ~= "UP" then stop(name .. " on bool") end
-  local ct = (kind == "UP" or kind == "UL" or kind == "UB") and x.dtype or r
+  -- (a complex operand computes in its own dtype, whatever the op returns)
+  local ct = (kind == "UP" or kind == "UL" or kind == "UB" or CT[x.dtype].real) and x.dtype or r
   if ct == "bool" then ct = "uint8" end
-  local f, fdt = fn(name, ct)
+  local f, fdt = fn(name, ct, r)
   return new_node(r, x.shape, convert(f .. "(" .. convert(x.var, x.dtype, ct) .. ")", fdt, r))
 end
 
@@ -115,7 +118,7 @@ local function binary(name, a, b, opfn)
   local ct = r
   if kind == "BC" or kind == "BL" then ct = probe(gpu.add, a.probe, b.probe) end
   if ct == "bool" and kind ~= "BC" and kind ~= "BL" then stop(name .. " on bool") end
-  local f, fdt = fn(name, ct)
+  local f, fdt = fn(name, ct, r)
   if ct == "bool" then ct = "uint8" end
   local e = ("%s(%s, %s)"):format(f, convert(a.var, a.dtype, ct), convert(b.var, b.dtype, ct))
   return new_node(r, merged_shape(a, b), convert(e, fdt, r))
@@ -145,6 +148,7 @@ local function reduction(name, x, axis, opts)
     for key in pairs(opts) do if key ~= "keepdims" then stop("the reduction option " .. tostring(key)) end end
   end
   if axis ~= nil and math.type(axis) ~= "integer" then stop("a reduction axis that is not an integer") end
+  if CT[x.dtype].real then stop("a reduction of " .. x.dtype) end
   local r = probe(function(p) return p[name](p) end, x.probe)
   local keepdims = opts and opts.keepdims or false
   local n = setmetatable({ dtype = r, shape = {}, var = "-", probe = gpu.ones({}, { dtype = r }), reduced = true,
@@ -218,6 +222,7 @@ local function elementwise_kernel(ins, outs, body)
   local k = kernels[key]
   if not k then
     k = kernel.ElementwiseKernel(ins, outs, body, "fused")
+    k._complex = true           -- its body is jit_ops.h's calls, which take complex values
     kernels[key] = k
   end
   return k

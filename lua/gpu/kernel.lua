@@ -26,15 +26,16 @@ local M = {}
 -- a parameter has in the body; bool computes as C's bool); s, the stored element; load /
 -- store: the conversions between them (bool is != 0, halves widen to float through
 -- kernels/half.h); round: a float rounded to the half; fn: the suffix of jit_ops.h's
--- functions for the compute type (f, d, or an integer dtype's id; bool computes in uint8's;
--- none for complex). FLOAT: the float dtypes; SAT: kernels/convert.h's saturating conversion
--- of a double to each integer dtype.
+-- functions for the compute type (f, d, an integer or complex dtype's id; bool computes in
+-- uint8's); real: a complex dtype's part type (its parts are .re and .im). FLOAT: the float
+-- dtypes; SAT: kernels/convert.h's saturating conversion of a double to each integer dtype.
 local JIT_FN = { float = "f", double = "d" }
 local CT, FLOAT, SAT = {}, {}, {}
+local REAL_PART = { complex64 = "float32", complex128 = "float64" }
 for _, row in ipairs(gpu._dtypes) do
-  local fn = row.kind == "bool" and "uint8" or (row.kind == "int" or row.kind == "uint") and row.id
+  local fn = row.kind == "bool" and "uint8" or (row.kind == "int" or row.kind == "uint" or row.kind == "complex") and row.id
     or JIT_FN[row.compute]
-  local t = { c = row.compute, s = row.storage, fn = fn }
+  local t = { c = row.compute, s = row.storage, fn = fn, real = row.kind == "complex" and REAL_PART[row.name] or nil }
   if row.kind == "bool" then
     t.c, t.load, t.store = "bool", "(%s != 0)", "(" .. row.storage .. ")((%s) != 0)"
   elseif row.half then
@@ -50,9 +51,19 @@ local function load(dt, e) return CT[dt].load and CT[dt].load:format(e) or e end
 local function store(dt, e) return CT[dt].store and CT[dt].store:format(e) or ("(" .. CT[dt].s .. ")(" .. e .. ")") end
 
 -- The value e of dtype 'from' as a value of dtype 'to', converted as gpulua's astype does
--- (halves rounded, floats to integers saturated, NaN to 0; bool is != 0).
+-- (halves rounded, floats to integers saturated, NaN to 0; bool is != 0; a real value is a
+-- complex one's real part, a complex value's real part is its real value; a complex is true
+-- where either part is nonzero).
 local function convert(e, from, to)
   if from == to then return e end
+  if CT[to].real then
+    if CT[from].real then return ("gl_%s(%s)"):format(to == "complex128" and "complex64_widen" or "complex128_narrow", e) end
+    return ("gl_make_%s((%s)(%s), 0)"):format(to, CT[CT[to].real].c, e)
+  end
+  if CT[from].real then
+    if to == "bool" then return ("(!gl_j%s_logical_not(%s))"):format(from, e) end
+    return convert("(" .. e .. ").re", CT[from].real, to)
+  end
   if to == "bool" then return "((" .. e .. ") != 0)" end
   if CT[to].round then return CT[to].round:format(e) end
   if FLOAT[to] then return "((" .. CT[to].c .. ")(" .. e .. "))" end
@@ -549,6 +560,15 @@ local function bind_call(kernel, decl, outputs_shape, ...)
       if is_array(v) then
         arrays[#arrays + 1] = v
         if (outputs_shape or k <= nin) and not p.raw then shapes[#shapes + 1] = v.shape end
+      end
+    end
+  end
+  if not kernel._complex then
+    for k, p in ipairs(params) do
+      if dts[k] and CT[dts[k]].real then
+        options.raise("%s: '%s' is %s: ElementwiseKernel and ReductionKernel take real dtypes only (view a complex " ..
+          "array as its real and imaginary parts with gpu.view_as_real, or fuse complex math with gpu.fuse)",
+          fname, p.name, dts[k])
       end
     end
   end

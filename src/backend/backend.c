@@ -10,29 +10,35 @@
 #include "backend.h"
 
 const uint8_t gl_unop_kind[GL_NUNOP] = {
-#define GL_X(name, kind, f, d, i) GL_K_##kind,
+#define GL_X(name, kind, ...) GL_K_##kind,
   GL_UNARY_OPS(GL_X)
-#undef GL_X
 };
 const uint8_t gl_binop_kind[GL_NBINOP] = {
-#define GL_X(name, kind, f, d, i) GL_K_##kind,
   GL_BINARY_OPS(GL_X)
 #undef GL_X
 };
 const char *const gl_unop_name[GL_NUNOP] = {
-#define GL_X(name, kind, f, d, i) #name,
+#define GL_X(name, ...) #name,
   GL_UNARY_OPS(GL_X)
-#undef GL_X
 };
 const char *const gl_binop_name[GL_NBINOP] = {
-#define GL_X(name, kind, f, d, i) #name,
   GL_BINARY_OPS(GL_X)
 #undef GL_X
 };
-
-const uint32_t gl_opkind_dtypes[GL_NOPKIND] = {
-#define GL_X(kind) [GL_K_##kind] = GL_DTYPES_##kind,
-  GL_OP_KINDS(GL_X)
+const uint32_t gl_unop_dtypes[GL_NUNOP] = {
+#define GL_X(name, kind, f, d, i, cx) GL_OP_DTYPES(kind, cx),
+  GL_UNARY_OPS(GL_X)
+};
+const uint32_t gl_binop_dtypes[GL_NBINOP] = {
+  GL_BINARY_OPS(GL_X)
+#undef GL_X
+};
+const uint8_t gl_unop_cxout[GL_NUNOP] = {
+#define GL_X(name, kind, f, d, i, cx) GL_CX_OUT(cx),
+  GL_UNARY_OPS(GL_X)
+};
+const uint8_t gl_binop_cxout[GL_NBINOP] = {
+  GL_BINARY_OPS(GL_X)
 #undef GL_X
 };
 const char *const gl_redop_name[GL_NREDOP] = {

@@ -40,14 +40,14 @@ typedef enum gl_op {
 
 /* Elementwise ops, generated from kernels/elem_ops.h: GL_U_exp, GL_B_add, ... */
 typedef enum gl_unop {
-#define GL_X(name, kind, f, d, i) GL_U_##name,
+#define GL_X(name, ...) GL_U_##name,
   GL_UNARY_OPS(GL_X)
 #undef GL_X
   GL_NUNOP
 } gl_unop;
 
 typedef enum gl_binop {
-#define GL_X(name, kind, f, d, i) GL_B_##name,
+#define GL_X(name, ...) GL_B_##name,
   GL_BINARY_OPS(GL_X)
 #undef GL_X
   GL_NBINOP
@@ -64,9 +64,13 @@ extern const uint8_t gl_unop_kind[GL_NUNOP];
 extern const uint8_t gl_binop_kind[GL_NBINOP];
 extern const char *const gl_unop_name[GL_NUNOP];
 extern const char *const gl_binop_name[GL_NBINOP];
-/* The dtypes (a kernels/dtypes.h set) the ops of each kind have kernels for, the same on
-** every device: elem_ops.h's GL_DTYPES_<kind>, indexed by gl_opkind. */
-extern const uint32_t gl_opkind_dtypes[GL_NOPKIND];
+/* The dtypes (a kernels/dtypes.h set) each op has kernels for, the same on every device
+** (elem_ops.h's GL_OP_DTYPES: its kind's and, by its complex column, complex), and what
+** the op returns for a complex operand (gl_cxout: GL_CXOUT_NONE where it takes none). */
+extern const uint32_t gl_unop_dtypes[GL_NUNOP];
+extern const uint32_t gl_binop_dtypes[GL_NBINOP];
+extern const uint8_t gl_unop_cxout[GL_NUNOP];
+extern const uint8_t gl_binop_cxout[GL_NBINOP];
 
 /* The most elements a flat elementwise call (gl_backend's unary_flat, binary_flat) takes:
 ** one row on one thread, where the walk over shapes costs more than the elements. */

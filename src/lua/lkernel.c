@@ -367,7 +367,7 @@ void gl_open_kernel(lua_State *L, int module) {
   gl_lua_setfuncs_held(L, t, jit);           /* they read arrays: op levels (lhold.c) */
   /* _jit.unary / _jit.binary: op name -> kind (elem_ops.h), what gpu.fuse can generate */
   lua_newtable(L);
-#define GL_X(name, kind, F, D, I) lua_pushliteral(L, #kind); lua_setfield(L, -2, #name);
+#define GL_X(name, kind, ...) lua_pushliteral(L, #kind); lua_setfield(L, -2, #name);
   GL_UNARY_OPS(GL_X)
   lua_setfield(L, t, "unary");
   lua_newtable(L);

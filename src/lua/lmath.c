@@ -209,7 +209,8 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     { "true_divide", "div" }, { "floor_divide", "floordiv" }, { "remainder", "mod" },
     { "power", "pow" }, { "less", "lt" }, { "less_equal", "le" }, { "greater", "gt" },
     { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
-    { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" },
+    { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" }, { "arcsinh", "asinh" },
+    { "arccosh", "acosh" }, { "arctanh", "atanh" }, { "conjugate", "conj" }, { "absolute", "abs" },
   };
   int nalias = (int)(sizeof alias / sizeof alias[0]);
   lua_createtable(L, 0, 5);

@@ -17,14 +17,15 @@ static bool same_kind(gl_dtype from, gl_dtype to) {
   return order[kf] <= order[kt];
 }
 
-static gl_status operand_dtype(gl_opkind kind, gl_operand o, gl_dtype other, bool other_is_array, gl_dtype *out) {
+static gl_status operand_dtype(gl_opkind kind, bool div, gl_operand o, gl_dtype other, bool other_is_array,
+                               gl_dtype *out) {
   if (o.arr) { *out = (gl_dtype)o.arr->dtype; return GL_OK; }
   gl_kind k = gl_dtypes[other].kind;
   if (other_is_array && o.s.isint && !o.s.isbool && (k == GL_KIND_UINT || k == GL_KIND_INT)) {
     /* NumPy 2 compares with any Python int exactly, and true division casts both
     ** operands to float64 first: neither overflows, so neither raises. */
     if (kind == GL_K_BC && !gl_scalar_fits(other, o.s)) { *out = GL_INT64; return GL_OK; }
-    if (kind == GL_K_BD) { *out = GL_FLOAT64; return GL_OK; }
+    if (kind == GL_K_BD && div) { *out = GL_FLOAT64; return GL_OK; }
   }
   if (other_is_array) return (gl_status)gl_promote_scalar(other, o.s, out);
   *out = o.s.isbool ? GL_BOOL : o.s.isint ? GL_INT64 : GL_DEFAULT_DTYPE;
@@ -40,10 +41,10 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
     db = (gl_dtype)b.arr->dtype;
     *ct = gl_promote(da, db);
   } else if (a.arr) {
-    GL_TRY(operand_dtype((gl_opkind)gl_binop_kind[*op], b, (gl_dtype)a.arr->dtype, true, &db));
+    GL_TRY(operand_dtype((gl_opkind)gl_binop_kind[*op], *op == GL_B_div, b, (gl_dtype)a.arr->dtype, true, &db));
     *ct = db;
   } else {
-    GL_TRY(operand_dtype((gl_opkind)gl_binop_kind[*op], a, (gl_dtype)b.arr->dtype, true, &da));
+    GL_TRY(operand_dtype((gl_opkind)gl_binop_kind[*op], *op == GL_B_div, a, (gl_dtype)b.arr->dtype, true, &da));
     *ct = da;
   }
   const char *name = gl_binop_name[*op];
@@ -63,19 +64,21 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
       *ot = *ct;
       return GL_OK;
     case GL_K_BD:
-      if (k != GL_KIND_FLOAT && k != GL_KIND_COMPLEX) *ct = GL_FLOAT64;
+      /* true division of integers is in float64 (NumPy's rule); the other float math in
+      ** the float type that holds the operands (int8 -> float16, as NumPy's loops) */
+      if (k != GL_KIND_FLOAT && k != GL_KIND_COMPLEX) *ct = *op == GL_B_div ? GL_FLOAT64 : gl_float_for(*ct);
       *ot = *ct;
       return GL_OK;
     case GL_K_BC: case GL_K_BL:
       *ot = GL_BOOL;
       return GL_OK;
     case GL_K_BB:
-      if (k == GL_KIND_FLOAT)
+      if (k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX)
         return gl_fail(GL_EINVAL, "%s needs integer or bool arrays, got %s", name, gl_dtypes[*ct].name);
       *ot = *ct;
       return GL_OK;
     case GL_K_BS:
-      if (k == GL_KIND_FLOAT || k == GL_KIND_BOOL)
+      if (k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX || k == GL_KIND_BOOL)
         return gl_fail(GL_EINVAL, "%s needs integer arrays, got %s", name, gl_dtypes[*ct].name);
       *ot = *ct;
       return GL_OK;
@@ -84,9 +87,19 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
   }
 }
 
+/* What a unary op computes in (ct) and returns (ot) for input dtype 'in'. A complex input
+** computes in its own dtype; what it returns is the op's complex column's (abs and angle
+** a real result). An op that takes no complex is refused by supports() ("not supported
+** for complex64"). */
 static gl_status unary_types(gl_unop *op, gl_dtype in, gl_dtype *ct, gl_dtype *ot) {
   const char *name = gl_unop_name[*op];
   gl_kind k = gl_dtypes[in].kind;
+  if (k == GL_KIND_COMPLEX && gl_unop_kind[*op] != GL_K_UB) {
+    *ct = *ot = in;
+    if (gl_unop_cxout[*op] == GL_CXOUT_REAL) *ot = gl_real_for(in);
+    if (gl_unop_cxout[*op] == GL_CXOUT_BOOL) *ot = GL_BOOL;
+    return GL_OK;
+  }
   switch ((gl_opkind)gl_unop_kind[*op]) {
     case GL_K_UF: *ct = *ot = gl_float_for(in); return GL_OK;
     case GL_K_US:
@@ -96,7 +109,7 @@ static gl_status unary_types(gl_unop *op, gl_dtype in, gl_dtype *ct, gl_dtype *o
       return GL_OK;
     case GL_K_UP: case GL_K_UL: *ct = in; *ot = GL_BOOL; return GL_OK;
     case GL_K_UB:
-      if (k == GL_KIND_FLOAT)
+      if (k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX)
         return gl_fail(GL_EINVAL, "%s needs integer or bool arrays, got %s", name, gl_dtypes[in].name);
       if (k == GL_KIND_BOOL) { *op = GL_U_logical_not; *ct = in; *ot = GL_BOOL; return GL_OK; }
       *ct = *ot = in;
@@ -189,7 +202,8 @@ static bool binary_flat_plan(gl_plan *p, gl_binop op, const gl_array *a, const g
   gl_kind k = gl_dtypes[dt].kind;
   gl_opkind kind = (gl_opkind)gl_binop_kind[op];
   /* the ops whose compute and result dtype are the operands' own (binary_types) */
-  if (!((kind == GL_K_BA && k != GL_KIND_BOOL) || (kind == GL_K_BD && k == GL_KIND_FLOAT))) return false;
+  if (!((kind == GL_K_BA && k != GL_KIND_BOOL) || (kind == GL_K_BD && (k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX))))
+    return false;
   for (int i = 0; i < a->ndim; i++)            /* (a loop: ndim is small, a libc call costs more) */
     if (a->shape[i] != b->shape[i]) return false;
   const gl_backend *be = gl_array_is_contiguous(b) ? flat_backend(a, GL_OP_BINARY, op, dt) : NULL;
@@ -339,7 +353,8 @@ gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_oper
     GL_TRY(binary_types(&dummy, a, b, &ct, &ot));
     ot = ct;
   } else {
-    ot = a.s.isbool && b.s.isbool ? GL_BOOL : a.s.isint && b.s.isint ? GL_INT64 : GL_DEFAULT_DTYPE;
+    ot = a.s.isbool && b.s.isbool ? GL_BOOL : a.s.isint && b.s.isint ? GL_INT64
+       : a.s.iscomplex || b.s.iscomplex ? gl_complex_for(GL_DEFAULT_DTYPE) : GL_DEFAULT_DTYPE;
   }
   int ndim = cond->ndim, n2;
   int64_t shape[GL_MAXDIMS], s2[GL_MAXDIMS];

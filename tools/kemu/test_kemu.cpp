@@ -151,15 +151,28 @@ static double testval(int dt, bool edges) {
 }
 static char *make_vals(int dt, int64_t n, size_t pad = 0, bool edges = true) {
   char *p = alloc((size_t)n * dts[dt], pad);
-  for (int64_t i = 0; i < n; i++) setd(dt, p, i, testval(dt, edges));
+  for (int64_t i = 0; i < n; i++) {
+    if (iscplx(dt)) {                         /* both parts as float64 values, edges included */
+      double part[2] = { testval(GL_KD_FLOAT64, edges), testval(GL_KD_FLOAT64, edges) };
+      if (dt == GL_KD_COMPLEX64) ((gl_complex64 *)p)[i] = gl_make_complex64((float)part[0], (float)part[1]);
+      else ((gl_complex128 *)p)[i] = gl_make_complex128(part[0], part[1]);
+    } else {
+      setd(dt, p, i, testval(dt, edges));
+    }
+  }
   return p;
 }
+/* The same bits, or NaN in the same places (each part of a complex element). */
 static bool same_elem(int dt, const void *a, const void *b, int64_t i) {
   int w = dts[dt];
   if (memcmp((const char *)a + i * w, (const char *)b + i * w, w) == 0) return true;
   if (isflt(dt)) {
     double x = getd(dt, a, i), y = getd(dt, b, i);
     return x != x && y != y;
+  }
+  if (iscplx(dt)) {
+    int pd = dt == GL_KD_COMPLEX64 ? GL_KD_FLOAT32 : GL_KD_FLOAT64;
+    return same_elem(pd, a, b, 2 * i) && same_elem(pd, a, b, 2 * i + 1);
   }
   return false;
 }
@@ -263,45 +276,79 @@ static std::vector<wcase> walks(int nops) {
 
 enum { KK_BA, KK_BD, KK_BC, KK_BL, KK_BB, KK_BS };
 enum { KK_UF, KK_US, KK_UP, KK_UL, KK_UB };
-#define GL_X(name, kind, F, D, I)                                                             \
+/* An op's complex function call (complex.h), or 0 where the op takes no complex. */
+#define T_CXFN_(cx, id, args) T_CXFN__(GL_CX_HAS_##cx, cx, id, args)
+#define T_CXFN__(has, cx, id, args) T_CXFN___(has, cx, id, args)
+#define T_CXFN___(has, cx, id, args) T_CXFN_##has(cx, id, args)
+#define T_CXFN_0(cx, id, args) 0
+#define T_CXFN_1(cx, id, args) T_CX_(id, GL_CX_FN_##cx, args)
+#define T_CX_(id, f, args) T_CX__(id, f, args)
+#define T_CX__(id, f, args) gl_##id##_##f args
+#define GL_X(name, kind, F, D, I, cx)                                                         \
   struct tb_##name {                                                                          \
-    static constexpr int kind_ = KK_##kind, dtypes_ = GL_DTYPES_##kind;                       \
+    static constexpr int kind_ = KK_##kind, dtypes_ = GL_OP_DTYPES(kind, cx), cxout_ = GL_CX_OUT(cx); \
     static auto f(float a, float b) { (void)a; (void)b; return F; }                           \
     static auto d(double a, double b) { (void)a; (void)b; return D; }                         \
     template <class T, class UT> static auto i(T a, T b) { (void)a; (void)b; return I; }      \
+    static auto c64(gl_complex64 a, gl_complex64 b) { (void)a; (void)b; return T_CXFN_(cx, complex64, (a, b)); } \
+    static auto c128(gl_complex128 a, gl_complex128 b) { (void)a; (void)b; return T_CXFN_(cx, complex128, (a, b)); } \
   };
 GL_BINARY_OPS(GL_X)
 #undef GL_X
-#define GL_X(name, kind, F, D, I)                                                             \
+#define GL_X(name, kind, F, D, I, cx)                                                         \
   struct tu_##name {                                                                          \
-    static constexpr int kind_ = KK_##kind, dtypes_ = GL_DTYPES_##kind;                       \
+    static constexpr int kind_ = KK_##kind, dtypes_ = GL_OP_DTYPES(kind, cx), cxout_ = GL_CX_OUT(cx); \
     static auto f(float x) { (void)x; return F; }                                             \
     static auto d(double x) { (void)x; return D; }                                            \
     template <class T, class UT> static auto i(T x) { (void)x; return I; }                    \
+    static auto c64(gl_complex64 x) { (void)x; return T_CXFN_(cx, complex64, (x)); }          \
+    static auto c128(gl_complex128 x) { (void)x; return T_CXFN_(cx, complex128, (x)); }       \
   };
 GL_UNARY_OPS(GL_X)
 #undef GL_X
 
-template <int DT, class V> static void store_out(void *dst, int64_t off, bool outbool, V v) {
-  if (outbool) { ((uint8_t *)dst)[off] = (uint8_t)(v != 0); return; }
+/* What an elementwise result is stored as: 0 the operands' dtype, 1 bool, 2 the real part's
+** type of a complex dtype (abs, angle); and that dtype. */
+template <class Op, int DT> static constexpr int out_mode(bool binary) {
+  if (gl_dt<DT>::kind == GL_KIND_COMPLEX)
+    return Op::cxout_ == GL_CXOUT_BOOL ? 1 : Op::cxout_ == GL_CXOUT_REAL ? 2 : 0;
+  if (binary) return Op::kind_ == KK_BC || Op::kind_ == KK_BL;
+  return Op::kind_ == KK_UP || Op::kind_ == KK_UL;
+}
+static int out_dtype(int dt, int mode) {
+  return mode == 1 ? GL_KD_BOOL : mode == 2 ? (dt == GL_KD_COMPLEX64 ? GL_KD_FLOAT32 : GL_KD_FLOAT64) : dt;
+}
+
+template <int DT, class V> static void store_out(void *dst, int64_t off, int mode, V v) {
   typedef typename gl_dt<DT>::S S;
-  S s;
-  if constexpr (DT == GL_KD_FLOAT16) s = gl_f32_to_f16((float)v);
-  else if constexpr (DT == GL_KD_BFLOAT16) s = gl_f32_to_bf16((float)v);
-  else s = (S)v;
-  ((S *)dst)[off] = s;
+  if constexpr (gl_dt<DT>::kind == GL_KIND_COMPLEX) {
+    if constexpr (std::is_same<V, S>::value) ((S *)dst)[off] = v;
+    else if constexpr (std::is_same<V, int>::value) ((uint8_t *)dst)[off] = (uint8_t)(v != 0);
+    else ((V *)dst)[off] = v;                  /* a real part */
+  } else {
+    if (mode == 1) { ((uint8_t *)dst)[off] = (uint8_t)(v != 0); return; }
+    S s;
+    if constexpr (DT == GL_KD_FLOAT16) s = gl_f32_to_f16((float)v);
+    else if constexpr (DT == GL_KD_BFLOAT16) s = gl_f32_to_bf16((float)v);
+    else s = (S)v;
+    ((S *)dst)[off] = s;
+  }
 }
 
 template <class Op, int DT> static auto tapply2(typename gl_dt<DT>::S sa, typename gl_dt<DT>::S sb) {
   auto a = gl_dt<DT>::load(sa);
   auto b = gl_dt<DT>::load(sb);
-  if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(a, b);
+  if constexpr (DT == GL_KD_COMPLEX64) return Op::c64(a, b);
+  else if constexpr (DT == GL_KD_COMPLEX128) return Op::c128(a, b);
+  else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(a, b);
   else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) return Op::d(a, b);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(a, b);
 }
 template <class Op, int DT> static auto tapply1(typename gl_dt<DT>::S sx) {
   auto x = gl_dt<DT>::load(sx);
-  if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(x);
+  if constexpr (DT == GL_KD_COMPLEX64) return Op::c64(x);
+  else if constexpr (DT == GL_KD_COMPLEX128) return Op::c128(x);
+  else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT32) return Op::f(x);
   else if constexpr (gl_dt<DT>::compute == GL_KCOMPUTE_FLOAT64) return Op::d(x);
   else return Op::template i<typename gl_dt<DT>::T, typename gl_dt<DT>::UT>(x);
 }
@@ -312,8 +359,8 @@ static constexpr bool takes(int dtypes, int dt) { return GL_DT_IN(dtypes, dt); }
 template <class Op, int DT>
 static void test_binary_dt(int op, const char *name) {
   typedef typename gl_dt<DT>::S S;
-  const bool ob = Op::kind_ == KK_BC || Op::kind_ == KK_BL;
-  const int odt = ob ? GL_KD_BOOL : DT;
+  const int ob = out_mode<Op, DT>(true);
+  const int odt = out_dtype(DT, ob);
   for (const wcase &w : walks(3)) {
     for (int scal = 0; scal < 3; scal++) {         /* 0 arrays, 1 a scalar, 2 b scalar */
       if (scal && w.shape[0] > 5000) continue;
@@ -361,7 +408,7 @@ static void test_binary_dt(int op, const char *name) {
     if constexpr (takes(Op::dtypes_, DT)) {
       char *ref = alloc(n * sizeof(S));
       for (int64_t i = 0; i < n; i++) {
-        store_out<DT>(ref, i, false, tapply2<Op, DT>(((S *)a0)[i], ((S *)b)[i]));
+        store_out<DT>(ref, i, 0, tapply2<Op, DT>(((S *)a0)[i], ((S *)b)[i]));
         if (!same_elem(DT, a, ref, i)) bad("element %lld", (long long)i);
       }
     }
@@ -373,8 +420,8 @@ static void test_binary_dt(int op, const char *name) {
 template <class Op, int DT>
 static void test_unary_dt(int op, const char *name) {
   typedef typename gl_dt<DT>::S S;
-  const bool ob = Op::kind_ == KK_UP || Op::kind_ == KK_UL;
-  const int odt = ob ? GL_KD_BOOL : DT;
+  const int ob = out_mode<Op, DT>(false);
+  const int odt = out_dtype(DT, ob);
   for (const wcase &w : walks(2)) {
     gl_kiter it = make_iter(w.ndim, w.shape, 2, w.st);
     begin("unary %s %s n=%lld %s", name, dtn[DT], (long long)it.n, w.name);
@@ -1959,14 +2006,20 @@ static void test_self(void) {
 
 template <int DT> static void all_binary(void) {
   int op = 0;
-#define GL_X(name, kind, F, D, I) test_binary_dt<tb_##name, DT>(op++, #name);
+#define GL_X(name, ...) test_binary_dt<tb_##name, DT>(op++, #name);
   GL_BINARY_OPS(GL_X)
 #undef GL_X
 }
 template <int DT> static void all_unary(void) {
   int op = 0;
-#define GL_X(name, kind, F, D, I) test_unary_dt<tu_##name, DT>(op++, #name);
+#define GL_X(name, ...) test_unary_dt<tu_##name, DT>(op++, #name);
   GL_UNARY_OPS(GL_X)
+#undef GL_X
+}
+/* every op on every dtype row (the kernels refuse the pairs an op does not take) */
+static void all_elementwise(bool binary) {
+#define GL_X(E, ...) if (binary) all_binary<GL_KD_##E>(); else all_unary<GL_KD_##E>();
+  GL_DTYPE_LIST(GL_X)
 #undef GL_X
 }
 
@@ -1975,10 +2028,8 @@ int main(int argc, char **argv) {
   bool quick = getenv("KEMU_QUICK") != NULL;
   struct { const char *name; void (*fn)(void); } suites[] = {
     { "self", test_self },          /* first: TSan's check forks before any thread exists */
-    { "binary", [] { all_binary<GL_KD_BOOL>(); all_binary<GL_KD_UINT8>(); all_binary<GL_KD_INT32>(); all_binary<GL_KD_INT64>();
-                     all_binary<GL_KD_FLOAT16>(); all_binary<GL_KD_BFLOAT16>(); all_binary<GL_KD_FLOAT32>(); all_binary<GL_KD_FLOAT64>(); } },
-    { "unary", [] { all_unary<GL_KD_BOOL>(); all_unary<GL_KD_UINT8>(); all_unary<GL_KD_INT32>(); all_unary<GL_KD_INT64>();
-                    all_unary<GL_KD_FLOAT16>(); all_unary<GL_KD_BFLOAT16>(); all_unary<GL_KD_FLOAT32>(); all_unary<GL_KD_FLOAT64>(); } },
+    { "binary", [] { all_elementwise(true); } },
+    { "unary", [] { all_elementwise(false); } },
     { "copy", test_copy },
     { "fill", test_fill_where },
     { "reduce", [] { test_reduce(getenv("KEMU_QUICK") != NULL); } },

@@ -116,17 +116,19 @@ local EQUAL = options.declare("array_equal", { equal_nan = { type = "boolean", d
   { example = "gpu.array_equal(gpu.ones(2), gpu.ones(2), %s)" })
 
 -- Two operands, one of them may be a Lua number (it takes the other's dtype and device);
--- integer and bool arrays are compared in float64, as NumPy.
+-- integer and bool arrays are compared in float64, as NumPy; complex ones as they are
+-- (close then compares |a - b| with the complex abs).
+local function inexact(dtype) return is_float(dtype) or gpu._dtypes[dtype].kind == "complex" end
 local function operands(fname, a, b)
   local na, nb = type(a) == "number", type(b) == "number"
   if na and nb then options.argerror(fname, 1, "at least one operand must be a gpu.array") end
   if not na then options.check_array(a, fname, 1, "a") end
   if not nb then options.check_array(b, fname, 2, "b") end
   local ref = na and b or a
-  local dtype = is_float(ref.dtype) and ref.dtype or "float64"
+  local dtype = inexact(ref.dtype) and ref.dtype or "float64"
   local function conv(v)
     if type(v) == "number" then return gpu.full({}, v, { dtype = dtype, device = ref.device }) end
-    return is_float(v.dtype) and v or v:astype("float64")
+    return inexact(v.dtype) and v or v:astype("float64")
   end
   return conv(a), conv(b)
 end

@@ -87,34 +87,63 @@ typedef void (*brow_fn)(void *d, int64_t ds, const void *a, int64_t as, const vo
 #define EXPR_float(F, D) F
 #define EXPR_double(F, D) D
 
-/* The row kernel of each (op, dtype) pair the op's kind takes (elem_ops.h's GL_KINDS_<kind>),
-** one per dtype row of kernels/dtypes.h: u_<op>_<dtype id>, b_<op>_<dtype id>. The op's
-** row travels to each dtype row as the list's context. */
+/* A complex row's kernel: the op's complex.h function gl_<id>_<f>(args) (args: (x) or
+** (a, b)), written as it returns it: the complex element, its real part's type (abs,
+** angle) or bool. */
+#define CX_CALL(id, cx, args) CX_CALL_(id, GL_CX_FN_##cx, args)
+#define CX_CALL_(id, f, args) CX_CALL__(id, f, args)
+#define CX_CALL__(id, f, args) gl_##id##_##f args
+#define CX_OUT_T(cx, S) CX_OUT_T_(GL_CX_OUT_##cx, S)
+#define CX_OUT_T_(out, S) CX_OUT_T__(out, S)
+#define CX_OUT_T__(out, S) CX_T_##out(S)
+#define CX_T_SAME(S) S
+#define CX_T_REAL(S) __typeof__(((S *)0)->re)
+#define CX_T_BOOL(S) uint8_t
+#define CX_ST(cx) CX_ST_(GL_CX_OUT_##cx)
+#define CX_ST_(out) CX_ST__(out)
+#define CX_ST__(out) CX_ST_##out
+#define CX_ST_SAME(OT, v) (v)
+#define CX_ST_REAL(OT, v) (v)
+#define CX_ST_BOOL ST_BOOL
+#define IS_CX_BOOL 0
+#define IS_CX_UINT 0
+#define IS_CX_INT 0
+#define IS_CX_FLOAT 0
+#define IS_CX_COMPLEX 1
+
+/* The row kernel of each (op, dtype) pair the op takes (elem_ops.h's GL_KINDS_<kind> for
+** the real rows, its complex column for the complex ones), one per dtype row of
+** kernels/dtypes.h: u_<op>_<dtype id>, b_<op>_<dtype id>. The op's row travels to each
+** dtype row as the list's context, with the arguments of its complex function. */
 #define STAMP(ROW, p, ctx, id, S, dkind, half, CT, UT) STAMP_(ROW, p, GL_DT_UNPAREN_ ctx, id, S, dkind, half, CT, UT)
 #define STAMP_(...) STAMP__(__VA_ARGS__)
-#define STAMP__(ROW, p, name, okind, F, D, I, id, S, dkind, half, CT, UT) \
-  STAMP___(ROW, p, name, okind, OUT_##okind, F, D, I, id, S, dkind, half, CT, UT)
+#define STAMP__(ROW, p, name, okind, F, D, I, cx, args, id, S, dkind, half, CT, UT) \
+  STAMP___(ROW, p, name, okind, OUT_##okind, F, D, I, cx, args, id, S, dkind, half, CT, UT)
 #define STAMP___(...) STAMP____(__VA_ARGS__)
-#define STAMP____(ROW, p, name, okind, out, F, D, I, id, S, dkind, half, CT, UT) \
+#define STAMP____(ROW, p, name, okind, out, F, D, I, cx, args, id, S, dkind, half, CT, UT) \
   GL_DT_WHEN(dkind, GL_KINDS_##okind, \
              ROW(p##name##_##id, S, CT, OUT_T_##out(S), CT, UT, GL_DT_WIDEN_##half, OUT_ST_##out(half), \
-                 EXPR_OF(dkind, CT, F, D, I)))
+                 EXPR_OF(dkind, CT, F, D, I))) \
+  GL_DT_IF_(IS_CX_##dkind, GL_CX_IF(cx, \
+             ROW(p##name##_##id, S, CT, CX_OUT_T(cx, S), CT, UT, GL_DT_WIDEN_none, CX_ST(cx), CX_CALL(id, cx, args))))
 #define STAMP_U_DT(ctx, E, id, S, kind, half, CT, UT, ...) STAMP(UROW, u_, ctx, id, S, kind, half, CT, UT)
 #define STAMP_B_DT(ctx, E, id, S, kind, half, CT, UT, ...) STAMP(BROW, b_, ctx, id, S, kind, half, CT, UT)
-#define STAMP_U(name, kind, F, D, I) GL_DTYPE_ROWS_(STAMP_U_DT, (name, kind, F, D, I))
-#define STAMP_B(name, kind, F, D, I) GL_DTYPE_ROWS_(STAMP_B_DT, (name, kind, F, D, I))
+#define STAMP_U(name, kind, F, D, I, cx) GL_DTYPE_ROWS_(STAMP_U_DT, (name, kind, F, D, I, cx, (x)))
+#define STAMP_B(name, kind, F, D, I, cx) GL_DTYPE_ROWS_(STAMP_B_DT, (name, kind, F, D, I, cx, (a, b)))
 GL_UNARY_OPS(STAMP_U)
 GL_BINARY_OPS(STAMP_B)
 
-/* The tables, [op][dtype]: NULL where the op's kind does not take the dtype (what
-** supports() answers from). */
+/* The tables, [op][dtype]: NULL where the op does not take the dtype (what supports()
+** answers from). */
 #define ENTRY(p, ctx, E, id, dkind) ENTRY_(p, GL_DT_UNPAREN_ ctx, E, id, dkind)
 #define ENTRY_(...) ENTRY__(__VA_ARGS__)
-#define ENTRY__(p, name, okind, E, id, dkind) GL_DT_WHEN(dkind, GL_KINDS_##okind, [GL_##E] = p##name##_##id,)
+#define ENTRY__(p, name, okind, cx, E, id, dkind) \
+  GL_DT_WHEN(dkind, GL_KINDS_##okind, [GL_##E] = p##name##_##id,) \
+  GL_DT_IF_(IS_CX_##dkind, GL_CX_IF(cx, [GL_##E] = p##name##_##id,))
 #define ENTRY_U_DT(ctx, E, id, S, kind, ...) ENTRY(u_, ctx, E, id, kind)
 #define ENTRY_B_DT(ctx, E, id, S, kind, ...) ENTRY(b_, ctx, E, id, kind)
-#define TABLE_U(name, kind, F, D, I) [GL_U_##name] = { GL_DTYPE_ROWS_(ENTRY_U_DT, (name, kind)) },
-#define TABLE_B(name, kind, F, D, I) [GL_B_##name] = { GL_DTYPE_ROWS_(ENTRY_B_DT, (name, kind)) },
+#define TABLE_U(name, kind, F, D, I, cx) [GL_U_##name] = { GL_DTYPE_ROWS_(ENTRY_U_DT, (name, kind, cx)) },
+#define TABLE_B(name, kind, F, D, I, cx) [GL_B_##name] = { GL_DTYPE_ROWS_(ENTRY_B_DT, (name, kind, cx)) },
 static const urow_fn unary_table[GL_NUNOP][GL_NDTYPE] = { GL_UNARY_OPS(TABLE_U) };
 static const brow_fn binary_table[GL_NBINOP][GL_NDTYPE] = { GL_BINARY_OPS(TABLE_B) };
 

@@ -206,9 +206,9 @@ static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
   if ((unsigned)dt >= GL_NDTYPE) return false;
   switch (op) {
     case GL_OP_UNARY:
-      return (unsigned)which < GL_NUNOP && GL_DTSET_HAS(gl_opkind_dtypes[gl_unop_kind[which]], dt);
+      return (unsigned)which < GL_NUNOP && GL_DTSET_HAS(gl_unop_dtypes[which], dt);
     case GL_OP_BINARY:
-      return (unsigned)which < GL_NBINOP && GL_DTSET_HAS(gl_opkind_dtypes[gl_binop_kind[which]], dt);
+      return (unsigned)which < GL_NBINOP && GL_DTSET_HAS(gl_binop_dtypes[which], dt);
     case GL_OP_REDUCE: return gl_cuda_has_reduce((gl_redop)which, dt);
     case GL_OP_MATMUL: return gl_cuda_has_matmul(dt);
     case GL_OP_RANDOM:
