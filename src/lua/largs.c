@@ -676,7 +676,7 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
 ** row): iterate with ipairs. */
 static void push_dtypes(lua_State *L) {
   static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
-                                       [GL_KIND_FLOAT] = "float" };
+                                       [GL_KIND_FLOAT] = "float", [GL_KIND_COMPLEX] = "complex" };
 #define GL_DT_C_NAMES_(E, id, S, kind, half, CT, ...) [GL_##E] = { #id, #S, #CT, #half },
   static const struct { const char *id, *storage, *compute, *half; } c_names[GL_NDTYPE] = {
     GL_DTYPE_LIST(GL_DT_C_NAMES_)
