@@ -9,6 +9,7 @@ local is_array = require("gpu.options").is_array
 local H = require "gpu.autograd.rule_helpers"
 local tracked, unbroadcast, norm_axis, no_grad = H.tracked, H.unbroadcast, H.norm_axis, H.no_grad
 local op_node, scatter_add, put_key, scatter_along = H.op_node, H.scatter_add, H.put_key, H.scatter_along
+local cj = H.conj
 
 local R = {}
 
@@ -124,9 +125,10 @@ R.repeat_interleave = R["repeat"]
 
 -- ---- linear algebra ----------------------------------------------------------------------------------------
 
+-- a @ b: g @ b^H and a^H @ g (the conjugates are no-ops for real operands)
 local function matmul_grads(g, a, b)
   local an, bn = a.ndim, b.ndim
-  if an == 1 and bn == 1 then return g * b, g * a end
+  if an == 1 and bn == 1 then return g * cj(b), g * cj(a) end
   local a2 = an == 1 and a:reshape(1, a.shape[1]) or a
   local b2 = bn == 1 and b:reshape(b.shape[1], 1) or b
   local g2 = g
@@ -134,11 +136,11 @@ local function matmul_grads(g, a, b)
   if bn == 1 then g2 = g2:unsqueeze(-1) end
   local ga, gb
   if tracked(a) then
-    ga = unbroadcast(g2:matmul(b2:transpose(-1, -2)), a2.shape)
+    ga = unbroadcast(g2:matmul(cj(b2:transpose(-1, -2))), a2.shape)
     if an == 1 then ga = ga:reshape(a.shape) end
   end
   if tracked(b) then
-    gb = unbroadcast(a2:transpose(-1, -2):matmul(g2), b2.shape)
+    gb = unbroadcast(cj(a2:transpose(-1, -2)):matmul(g2), b2.shape)
     if bn == 1 then gb = gb:reshape(b.shape) end
   end
   return ga, gb
@@ -146,13 +148,13 @@ end
 R.matmul = { backward = function(g, node) return matmul_grads(g, node[1], node[2]) end }
 R.dot = { backward = function(g, node)
   local a, b = node[1], node[2]
-  if a.ndim == 0 or b.ndim == 0 then return g * b, g * a end
+  if a.ndim == 0 or b.ndim == 0 then return g * cj(b), g * cj(a) end
   if b.ndim <= 2 then return matmul_grads(g, a, b) end
   error("dot: the gradient of N-D dot with a >2-D second operand is not implemented (use matmul)")
 end }
 R.outer = { backward = function(g, node)
   local a, b = node[1], node[2]
-  return g:matmul(b:reshape(b.size)):reshape(a.shape), g:transpose():matmul(a:reshape(a.size)):reshape(b.shape)
+  return g:matmul(cj(b:reshape(b.size))):reshape(a.shape), g:transpose():matmul(cj(a:reshape(a.size))):reshape(b.shape)
 end }
 
 -- ---- gpu.linalg (numpy.linalg over LAPACK) ------------------------------------------------------------------
