@@ -120,6 +120,19 @@ samples["norm (matrix 2, -2, nuclear)"] = function(dev)
                         x:norm({ 2, 3 }, { ord = "nuc" }) })
   end, { S(dev, 3, 2, 4) }
 end
+-- complex arrays: made from two real ones, split into parts, viewed as pairs; the complex
+-- rules of the other ops are spec/complex_grad_spec.lua's
+local function Z(dev, ...) return gpu.complex(S(dev, ...), U(dev, -1.1, 1.1, ...)) end
+samples.view_as_complex = function(dev) return function(x) return gpu.view_as_complex(x):transpose() end, { S(dev, 3, 2, 2) } end
+samples.view_as_real = function(dev)
+  return function(z) return gpu.view_as_real(z:transpose()) * 2 end, { gpu.view_as_complex(S(dev, 2, 3, 2)):copy() }
+end
+samples.complex = function(dev) return function(re, im) return gpu.complex(re, im) end, { S(dev, 2, 3), S(dev, 3) } end
+samples.polar = function(dev) return function(r, t) return gpu.polar(r, t) end, { P(dev, 2, 3), S(dev, 2, 3) * 2 } end
+samples.real = function(dev) return function(z) return z.real * z.real end, { Z(dev, 2, 3) } end
+samples.imag = function(dev) return function(z) return z.imag * z.imag end, { Z(dev, 2, 3) } end
+samples.conj = function(dev) return function(z) return z:conj() end, { Z(dev, 2, 3) } end
+samples.angle = function(dev) return function(z) return gpu.angle(z) end, { Z(dev, 2, 3) } end
 samples.cumsum = function(dev) return function(x) return x:cumsum(2) end, { S(dev, 2, 3) } end
 samples.cumprod = function(dev) return function(x) return x:cumprod(2) end, { S(dev, 2, 3) } end
 samples.sort = function(dev) return function(x) return x:sort(2, { descending = true }) end, { S(dev, 2, 4) } end
@@ -276,6 +289,8 @@ end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
                  sort = true, topk = true, mod = true, partition = true }
+-- the real numbers of an array (a complex one's (..., 2) view), to weight every part of it
+local function reals(y) return gpu._dtypes[y.dtype].kind == "complex" and gpu.view_as_real(y) or y end
 
 describe("gpu.autograd.rules", function()
   it("lists every dispatched op, as a rule or as not differentiable", function()
@@ -332,14 +347,14 @@ for _, dev in ipairs(h.devices()) do
           if fn == nil then return end
           local x = inputs[1]
           local rest = { table.unpack(inputs, 2) }
-          local w = gpu.random.Generator(3):uniform(0.5, 1.5, fn(table.unpack(inputs)).shape,
+          local w = gpu.random.Generator(3):uniform(0.5, 1.5, reals(fn(table.unpack(inputs))).shape,
             { dtype = "float64", device = dev })
           -- first derivative as a function of x (the others held fixed), differentiated again;
           -- recorded also when gradcheck evaluates it under no_grad
           local function first(xx)
             return ag.enable_grad(function()
               local y = fn(xx, table.unpack(rest))
-              return ag.grad((y * w):sum(), xx, { create_graph = true })
+              return ag.grad((reals(y) * w):sum(), xx, { create_graph = true })
             end)
           end
           x:requires_grad()
