@@ -88,7 +88,10 @@ typedef struct gl_light {
   gl_storage s;
 } gl_light;
 
-#define LIGHT_DATA_OFFSET ((sizeof(gl_light) + 15) & ~(size_t)15)   /* 16-byte aligned bytes */
+/* The bytes start 16-byte aligned (complex128's alignment, as the allocator's blocks are);
+** a userdata is only as aligned as Lua's LUAI_MAXALIGN (8 bytes here), hence the slack. */
+#define LIGHT_ALIGN 16
+#define LIGHT_DATA_OFFSET (sizeof(gl_light) + LIGHT_ALIGN - 1)
 
 static bool is_light_owner(const void *ud, const gl_array *a) {
   return a->storage == &((const gl_light *)ud)->s;
@@ -100,7 +103,7 @@ static gl_light *push_light(lua_State *L, gl_lctx *c, size_t nbytes, gl_device d
   if (c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
   gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + nbytes, true);
   l->s.refcount = 1;
-  l->s.data = (char *)l + LIGHT_DATA_OFFSET;
+  l->s.data = (void *)(((uintptr_t)l + sizeof(gl_light) + LIGHT_ALIGN - 1) & ~(uintptr_t)(LIGHT_ALIGN - 1));
   l->s.nbytes = nbytes;
   l->s.device = dev;
   l->s.inline_data = false;
