@@ -487,7 +487,7 @@ local function fast_len(n)
   end
   return best
 end
-M._fast_len = fast_len
+M.fast_len = fast_len
 
 -- the full linear convolution (length n + m - 1) through the transforms of both operands
 -- zero-padded to a fast length L: the circular convolution of length L >= n + m - 1 wraps
