@@ -504,19 +504,24 @@ local function fft_convolution(a, v)
   return c
 end
 
--- scipy.signal's choice for 1-D operands (_fftconv_faster, constants measured by scipy): the
--- transforms' 3 N log N against the direct method's multiplications for the mode
+-- "auto": scipy.signal's choice for 1-D operands (_fftconv_faster, its constants measured by
+-- SciPy): the transforms' 3 N log N against the direct method's multiplications for the mode,
+-- and the transforms too when the direct method's windows (m (n + m - 1) elements, n >= m)
+-- would pass WINDOWS_MAX, where SciPy's direct loops need no memory and im2col's would
 local AUTO = { valid = { 1.89095737e-9, 2.1364985e-10, -1e-3 }, full = { 1.7649070e-9, 2.1414831e-10, -1e-3 },
                same = { 3.2646654e-9, 2.8478277e-10, -1e-3 }, same_short = { 3.21635404e-9, 1.1773253e-8, -1e-5 } }
-local function fft_faster(n, m, mode)
+local WINDOWS_MAX = 1 << 25
+local function auto_method(n, m, mode)
   local N = n + m - 1
   local direct
   if mode == "full" then direct = n * m
   elseif mode == "valid" then direct = m >= n and (m - n + 1) * n or (n - m + 1) * m
   else direct = n < m and n * m or n * m - (m // 2) * ((m + 1) // 2) end
   local c = AUTO[(mode == "same" and m > n) and "same_short" or mode]
-  return c[1] * 3 * N * math.log(N) < c[2] * direct + c[3]
+  if c[1] * 3 * N * math.log(N) < c[2] * direct + c[3] then return "fft" end
+  return math.min(n, m) * N > WINDOWS_MAX and "fft" or "direct"
 end
+M.auto_method = auto_method
 
 -- integer operands stay exact through the transforms only while every sum of products fits
 -- the 53 bits of a float64 (scipy's guard; it reads the operands' largest magnitudes); bool
@@ -543,7 +548,8 @@ local function conv_args(fname, decl, a, v, mode, opts, default)
   local n, m = a.size, v.size
   local ints = integral(a0.dtype) and integral(v0.dtype)
   if method == "auto" then
-    method = (fft_faster(n, m, mode) and (not ints or fft_exact(a0, v0, n, m))) and "fft" or "direct"
+    method = auto_method(n, m, mode)
+    if method == "fft" and ints and not fft_exact(a0, v0, n, m) then method = "direct" end
   end
   return a, v, mode, method, ints
 end
