@@ -289,8 +289,7 @@ end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
                  sort = true, topk = true, mod = true, partition = true }
--- the real numbers of an array (a complex one's (..., 2) view), to weight every part of it
-local function reals(y) return gpu._dtypes[y.dtype].kind == "complex" and gpu.view_as_real(y) or y end
+
 
 describe("gpu.autograd.rules", function()
   it("lists every dispatched op, as a rule or as not differentiable", function()
@@ -345,18 +344,9 @@ for _, dev in ipairs(h.devices()) do
         it(n .. " (second derivative through create_graph)", function()
           local fn, inputs, opts = samples[n](dev)
           if fn == nil then return end
+          -- first derivative as a function of x (the others held fixed), differentiated again
           local x = inputs[1]
-          local rest = { table.unpack(inputs, 2) }
-          local w = gpu.random.Generator(3):uniform(0.5, 1.5, reals(fn(table.unpack(inputs))).shape,
-            { dtype = "float64", device = dev })
-          -- first derivative as a function of x (the others held fixed), differentiated again;
-          -- recorded also when gradcheck evaluates it under no_grad
-          local function first(xx)
-            return ag.enable_grad(function()
-              local y = fn(xx, table.unpack(rest))
-              return ag.grad((reals(y) * w):sum(), xx, { create_graph = true })
-            end)
-          end
+          local first = h.first_derivative(fn, inputs)
           x:requires_grad()
           local g = first(x)
           assert.equal(x.size, g.size)
