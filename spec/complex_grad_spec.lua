@@ -40,9 +40,14 @@ local function case(name, make) cases[name] = make; order[#order + 1] = name end
 for _, n in ipairs { "exp", "expm1", "square", "tanh", "sin", "cos", "tan", "sinh", "cosh", "reciprocal", "neg" } do
   case(n, function(dev) return function(z) return z[n](z) end, { Z(dev, 2, 3) } end)
 end
-for _, n in ipairs { "log", "log1p", "log2", "log10", "sqrt", "asin", "acos", "atan" } do
+for _, n in ipairs { "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "asin", "acos", "atan", "asinh", "acosh", "atanh" } do
   case(n, function(dev) return function(z) return z[n](z) end, { ZP(dev, 2, 3) } end)
 end
+-- acosh away from its cut (x < 1 on the real axis), where sqrt(z^2 - 1) would take the
+-- other branch than the principal acosh's: z with a negative real part
+case("acosh (negative real part)", function(dev) return function(z) return z:acosh() end, { -ZP(dev, 2, 3) * 2 } end)
+-- sign: z / |z| (NumPy 2's), a function of the direction only
+case("sign", function(dev) return function(z) return z:sign() end, { Z(dev, 2, 3) } end)
 -- real results of a complex argument
 case("abs", function(dev) return function(z) return z:abs() end, { Z(dev, 2, 3) } end)
 case("angle", function(dev) return function(z) return gpu.angle(z) end, { Z(dev, 2, 3) } end)

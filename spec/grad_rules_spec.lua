@@ -49,6 +49,11 @@ end
 samples.neg = un("neg", S)
 samples.abs = un("abs", S)
 samples.relu = un("relu", S)
+samples.asinh = un("asinh", S)
+samples.acosh = function(dev) return function(x) return x:acosh() end, { U(dev, 1.2, 2.5, 2, 3) } end
+samples.atanh = function(dev) return function(x) return x:atanh() end, { U(dev, -0.7, 0.7, 2, 3) } end
+-- sign: zero for reals (the complex gradient is spec/complex_grad_spec.lua's)
+samples.sign = un("sign", S)
 samples.asin = function(dev) return function(x) return x:asin() end, { U(dev, -0.7, 0.7, 2, 3) } end
 samples.acos = function(dev) return function(x) return x:acos() end, { U(dev, -0.7, 0.7, 2, 3) } end
 local function bin(name)
@@ -287,7 +292,7 @@ samples["fused.rnn"] = function(dev)
   end, { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, 2, 2), S(dev, 2, 2) }
 end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
-local kinked = { relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
+local kinked = { sign = true, relu = true, abs = true, maximum = true, minimum = true, max = true, min = true, clip = true,
                  sort = true, topk = true, mod = true, partition = true }
 
 

@@ -169,11 +169,11 @@ local dtypes = gpu._dtypes
 local function is_complex(v) return is_array(v) and dtypes[v.dtype].kind == "complex" end
 H.is_complex = is_complex
 
--- the complex conjugate of an array or a (complex) scalar; real values as they are
+-- the complex conjugate of an array or a Lua complex scalar; real values as they are
 function H.conj(v)
   if is_array(v) then return is_complex(v) and v:conj() or v end
   if type(v) == "number" then return v end
-  return gpu.conj(v)
+  return v:conj()
 end
 
 -- z / |z| with 0 at 0 (NumPy 2's sign of a complex number, PyTorch's sgn); x:sign() for reals.

@@ -73,7 +73,7 @@ for _, name in ipairs {
   "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
   "isnan", "isinf", "isfinite", "all", "any",
   -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
-  "sign", "floor", "ceil", "round", "trunc", "floordiv",
+  "floor", "ceil", "round", "trunc", "floordiv",
   -- positions
   "argmax", "argmin", "argsort", "argpartition",
   -- counts
@@ -128,6 +128,19 @@ unary("acos", function(g, x) return -g / cj((1 - x * x):sqrt()) end)
 unary("atan", function(g, x) return g / cj(x * x + 1) end)
 unary("sinh", function(g, x) return g * cj(x:cosh()) end)
 unary("cosh", function(g, x) return g * cj(x:sinh()) end)
+unary("asinh", function(g, x) return g / cj((x * x + 1):sqrt()) end)
+-- sqrt(x - 1) sqrt(x + 1), not sqrt(x^2 - 1): the principal branch's derivative for complex x
+unary("acosh", function(g, x) return g / cj((x - 1):sqrt() * (x + 1):sqrt()) end)
+unary("atanh", function(g, x) return g / cj(1 - x * x) end)
+-- sign: piecewise constant for reals (zero gradient, PyTorch's); for complex z / |z| (NumPy 2,
+-- PyTorch's sgn), whose gradient is the part of g across z, over |z| (0 at 0)
+unary("sign", function(g, x, y)
+  if not H.is_complex(x) then return gpu.zeros_like(x) end
+  local a = x:abs()
+  local zero = a:eq(0)
+  local along = y * H.part(g * y:conj(), 1)
+  return gpu.where(zero, 0, (g - along) / gpu.where(zero, 1, a))
+end, { uses_y = true })
 
 -- copies, casts and moves: the engine casts and moves the gradient back (x:half() ... are
 -- astype's shorthands; the integer and bool casts are listed as not differentiable)

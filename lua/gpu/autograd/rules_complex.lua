@@ -13,9 +13,6 @@ local tracked, is_complex, cj, part, from_parts = H.tracked, H.is_complex, H.con
 
 local R = {}
 
--- predicates: boolean results
-R.isreal, R.iscomplex = false, false
-
 -- complex(re, im) = re + i im: the parts of g go back to re and im (numbers take none)
 R.complex = { saves = {}, backward = function(g, node)
   return tracked(node[1]) and part(g, 1) or nil, tracked(node[2]) and part(g, 2) or nil
