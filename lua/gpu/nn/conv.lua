@@ -85,15 +85,16 @@ local function conv1d_fft(x, w, b, s, p, d, G)
   return y
 end
 
--- "auto": the transforms when they take fewer multiplications than the direct sum, counting
--- 2.5 L log2 L for a real transform of length L and 4 per complex product (the direct path's
--- library kernels run nearer their peak than the transforms: the counts are compared with
--- the direct one halved)
+-- "auto": the transforms when their multiplications, 2.5 L log2 L per real transform of
+-- length L and 4 per complex product, weighted 5 to 1, are fewer than the direct sum's: the
+-- direct path's library kernels (oneDNN, cuDNN) do several times more multiplications per
+-- second than the transforms and the small per-frequency products (measured on the cpu:
+-- the weights 2 to 10 with the kernel's length and the channels)
 local function fft_conv1d_faster(N, C, O, Cg, k, Lout, Lp)
   local Lf = fast_len(Lp)
   local F = Lf // 2 + 1
   local transforms = (N * C + O * Cg + N * O) * 2.5 * Lf * math.log(Lf, 2)
-  return transforms + 4 * N * O * Cg * F < N * O * Cg * k * Lout / 2
+  return 5 * (transforms + 4 * N * O * Cg * F) < N * O * Cg * k * Lout
 end
 
 -- conv1d_as(name, x, w, b, opts): x (N, C, L) or (C, L), w (O, C/groups, k), b (O) or nil;
