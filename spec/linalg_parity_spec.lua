@@ -7,6 +7,10 @@
 -- must be the same LinAlgError (same message, same batch element) on both; gradients of
 -- the differentiable functions must agree too.
 --
+-- Complex matrices (complex64, complex128) go through the same functions, their results
+-- compared through their real views; eig / eigvals (real and complex inputs) by their
+-- eigenvalues as sorted sets and A V = V diag(w) on each device.
+--
 -- It needs a GPU and is pending without one. GPULUA_PARITY_SELFTEST=1 runs the whole
 -- harness with the cpu on both sides (`make test-parity-self`), so that it is known to load,
 -- call every function as the API has it and compare, before a GPU ever runs it.
@@ -54,9 +58,12 @@ end
 -- the same values through a transposed (non-contiguous) view
 local function strided(x) return x:transpose(-1, -2):contiguous():transpose(-1, -2) end
 
--- flattens a function's results: arrays (to the cpu), numbers, booleans, tables of them
+-- flattens a function's results: arrays (to the cpu; complex ones as their real views
+-- (..., 2)), numbers, booleans, tables of them
 local function collect(r, out)
-  if type(r) == "userdata" then out[#out + 1] = r:to("cpu")
+  if type(r) == "userdata" then
+    local x = r:to("cpu")
+    out[#out + 1] = x.dtype:match("^complex") and gpu.view_as_real(x) or x
   elseif type(r) == "table" then for _, v in ipairs(r) do collect(v, out) end
   else out[#out + 1] = r end
   return out
@@ -304,6 +311,211 @@ describe(("gpu.linalg parity, cpu and %s%s"):format(OTHER, SELF and " (self-test
           grad_both(function(x) return L.matrix_power(x, -2) end, { A2 }, dt)
         end)
       end
+    end)
+  end
+end)
+
+-- complex matrices, and eig / eigvals of real and complex ones. Complex inputs are made of
+-- real parts (view_as_complex), their products in real arithmetic on (re, im) pairs, so
+-- the harness stands on the real operations
+local CTOL = { complex64 = TOL.float32, complex128 = TOL.float64 }
+local PART = { complex64 = "float32", complex128 = "float64" }
+local function cx(re, im) return gpu.view_as_complex(gpu.stack({ re, im }, re.ndim + 1)) end
+-- the real view (..., 2) collect makes of a complex result as {re, im}
+local function vpair(r)
+  local function part(k) return r:take(gpu.array({ k }, { dtype = "int64", device = r.device }), r.ndim):squeeze(r.ndim) end
+  return { part(1), part(2) }
+end
+-- a complex array as {re, im}, a real one as {x, 0}
+local function pair(x)
+  if x.dtype:match("^complex") then return vpair(gpu.view_as_real(x)) end
+  return { x, gpu.zeros_like(x) }
+end
+local function pmm(a, b) return { a[1]:matmul(b[1]) - a[2]:matmul(b[2]), a[1]:matmul(b[2]) + a[2]:matmul(b[1]) } end
+local function pmul(a, b) return { a[1] * b[1] - a[2] * b[2], a[1] * b[2] + a[2] * b[1] } end
+local function pH(p) return { mT(p[1]), -mT(p[2]) } end
+local function pclose(a, b, dt, what)
+  for k = 1, 2 do props_close(a[k], b[k], dt, what) end
+end
+-- |x| of a real view (..., 2), elementwise: the moduli of phase-ambiguous factors
+local function modulus(rv) local p = vpair(rv) return gpu.sqrt(p[1] * p[1] + p[2] * p[2]) end
+local function crnd(shape, dt, seed) return cx(rnd(shape, PART[dt], seed), rnd(shape, PART[dt], seed + 500)) end
+local function csq(shape, dt, seed)
+  local n = shape[#shape]
+  return cx(rnd(shape, PART[dt], seed) + eye(n, PART[dt]) * n, rnd(shape, PART[dt], seed + 500))
+end
+-- Hermitian positive definite: x x^H + n I
+local function hpd(shape, dt, seed)
+  local x = pair(crnd(shape, dt, seed))
+  local p = pmm(x, pH(x))
+  return cx(p[1] + eye(shape[#shape], PART[dt]) * shape[#shape], p[2])
+end
+-- eigenvalues (a real view (..., n, 2)) sorted per matrix by real part, then imaginary
+local function sorted_eigs(rv)
+  local n = rv.shape[rv.ndim - 1]
+  local t = rv:reshape(-1, n, 2):totable()
+  for _, list in ipairs(t) do
+    table.sort(list, function(p, q)
+      if math.abs(p[1] - q[1]) > 1e-3 * (1 + math.abs(q[1])) then return p[1] < q[1] end
+      return p[2] < q[2]
+    end)
+  end
+  return gpu.array(t, { dtype = rv.dtype }):reshape(rv.shape)
+end
+local function eig_check(dt)
+  return function(_, args, r)
+    local a, w, v = pair(args[1]:to("cpu")), vpair(r[1]), vpair(r[2])
+    pclose(pmm(a, v), pmul(v, { w[1]:unsqueeze(-2), w[2]:unsqueeze(-2) }), dt, "A V = V diag(w)")
+  end
+end
+-- whether complex array arithmetic beyond the real views is here (pinv, matrix_power,
+-- norm's sums); else those cases are pending
+local function can(f) return (pcall(f)) end
+local z2 = gpu.zeros(2, 2, { dtype = "complex128" })
+local CARITH = can(function() return z2:matmul(z2):conj() * gpu.ones(2) end) and can(function() return gpu.norm(z2) end)
+
+describe(("gpu.linalg parity in complex and eig, cpu and %s%s"):format(OTHER, SELF and " (self-test)" or ""), function()
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("eig, eigvals of real matrices (" .. dt .. "): sorted eigenvalues, A V = V diag(w)", function()
+      local pairs_ = gpu.array({ { 0, -2, 1 }, { 2, 0, 0.5 }, { 0, 0, 3 } }, { dtype = dt, device = "cpu" })
+      for _, a in ipairs({ rnd({ 5, 5 }, dt, 81), rnd({ 2, 3, 4, 4 }, dt, 82), strided(rnd({ 3, 6, 6 }, dt, 83)),
+                           rnd({ 40, 40 }, dt, 84), pairs_ }) do
+        both(L.eigvals, { a }, dt, { post = function(r) return { sorted_eigs(r[1]) } end })
+        both(L.eig, { a }, dt, { post = function(r) return { sorted_eigs(r[1]) } end, check = eig_check(dt) })
+      end
+    end)
+  end
+
+  for _, dt in ipairs({ "complex64", "complex128" }) do
+    local pt = PART[dt]
+    local A2, Ab, Big = csq({ 5, 5 }, dt, 101), csq({ 3, 4, 4 }, dt, 102), csq({ 40, 40 }, dt, 103)
+    local H2, Hb, Bigh = hpd({ 5, 5 }, dt, 104), hpd({ 2, 3, 6, 6 }, dt, 105), hpd({ 40, 40 }, dt, 106)
+    local R2, Rb, Rw, Tall = crnd({ 7, 4 }, dt, 107), crnd({ 3, 4, 6 }, dt, 108), crnd({ 4, 9 }, dt, 109), crnd({ 50, 36 }, dt, 110)
+
+    describe(dt, function()
+      it("solve, inv, det, slogdet (2-D, batched, views, vector b, Jacobi sizes and past them)", function()
+        for _, a in ipairs({ A2, Ab, strided(Ab), Big }) do
+          local n = a.shape[a.ndim]
+          both(L.inv, { a }, pt)
+          both(L.det, { a }, pt)
+          both(L.slogdet, { a }, pt)
+          both(L.solve, { a, crnd({ n, 3 }, dt, 111) }, pt)
+          both(L.solve, { a, crnd({ n }, dt, 112) }, pt)
+          both(L.solve, { strided(a), rnd({ n, 2 }, pt, 113) }, pt)          -- a real b
+        end
+        both(L.slogdet, { gpu.zeros(3, 3, { dtype = dt }) }, pt)
+      end)
+
+      it("cholesky (lower, upper), eigh/eigvalsh (UPLO) by values and |eigenvectors|", function()
+        for _, a in ipairs({ H2, Hb, strided(Hb), Bigh }) do
+          both(L.cholesky, { a }, pt)
+          both(function(x) return L.cholesky(x, { upper = true }) end, { a }, pt)
+          both(L.eigvalsh, { a }, pt)
+          both(function(x) return L.eigvalsh(x, { UPLO = "U" }) end, { a }, pt)
+          both(L.eigh, { a }, pt, {
+            post = function(r) return { r[1], modulus(r[2]) } end,
+            check = function(_, args, r)
+              local w, v = r[1], vpair(r[2])
+              local wd = { w:unsqueeze(-2), gpu.zeros_like(w:unsqueeze(-2)) }
+              pclose(pmm(pair(args[1]:to("cpu")), v), pmul(v, wd), pt, "A V = V diag(w)")
+            end })
+        end
+      end)
+
+      it("qr (reduced, complete, r) by |Q|, |R|, Q R = A and Q^H Q = I", function()
+        for _, a in ipairs({ R2, Rb, Rw, strided(Rb), A2, Tall }) do
+          for _, mode in ipairs({ "reduced", "complete" }) do
+            both(function(x) return L.qr(x, { mode = mode }) end, { a }, pt, {
+              post = function(r)
+                local k = math.min(a.shape[a.ndim - 1], a.shape[a.ndim])
+                return { modulus(span(r[1], r[1].ndim - 1, 1, k)), modulus(r[2]) }
+              end,
+              check = function(_, args, r)
+                local q, rr = vpair(r[1]), vpair(r[2])
+                pclose(pmm(q, rr), pair(args[1]:to("cpu")), pt, "Q R = A")
+                local qq = pmm(pH(q), q)
+                pclose(qq, { eye_as(qq[1]), gpu.zeros_like(qq[2]) }, pt, "Q^H Q = I")
+              end })
+          end
+          both(function(x) return L.qr(x, { mode = "r" }) end, { a }, pt, { post = function(r) return { modulus(r[1]) } end })
+        end
+      end)
+
+      it("svd (full, reduced, values only), svdvals by values, |U|, |Vh| and U S Vh = A", function()
+        for _, a in ipairs({ R2, Rb, Rw, strided(Rb), A2, Tall, Big }) do
+          both(L.svdvals, { a }, pt)
+          both(function(x) return L.svd(x, { compute_uv = false }) end, { a }, pt)
+          for _, full in ipairs({ false, true }) do
+            both(function(x) return L.svd(x, { full_matrices = full }) end, { a }, pt, {
+              post = function(r)
+                if full then return { r[2] } end
+                return { modulus(r[1]), r[2], modulus(r[3]) }
+              end,
+              check = function(_, args, r)
+                local u, s, vh = vpair(r[1]), r[2], vpair(r[3])
+                local k = s.shape[s.ndim]
+                local uk = { span(u[1], u[1].ndim, 1, k), span(u[2], u[2].ndim, 1, k) }
+                local vk = { span(vh[1], vh[1].ndim - 1, 1, k), span(vh[2], vh[2].ndim - 1, 1, k) }
+                local sd = { s:unsqueeze(-2), gpu.zeros_like(s:unsqueeze(-2)) }
+                pclose(pmm(pmul(uk, sd), vk), pair(args[1]:to("cpu")), pt, "U S Vh = A")
+                local uu = pmm(pH(u), u)
+                pclose(uu, { eye_as(uu[1]), gpu.zeros_like(uu[2]) }, pt, "U unitary")
+              end })
+          end
+        end
+      end)
+
+      it("lstsq (over- and underdetermined, rank-deficient, vector b), matrix_rank, the 2-norms", function()
+        local d = crnd({ 6, 3 }, dt, 121)
+        d = gpu.concat({ d, d[{ ":", { 1, 1 } }] }, 2)              -- rank 3 of 4 columns
+        for _, a in ipairs({ R2, Rw, d, strided(R2) }) do
+          local m, cut = a.shape[1], a == d and 1e-4 or nil
+          both(function(x, y) return L.lstsq(x, y, { rcond = cut }) end, { a, crnd({ m, 2 }, dt, 122) }, pt)
+          both(function(x, y) return L.lstsq(x, y, { rcond = cut }) end, { a, crnd({ m }, dt, 123) }, pt)
+          both(function(x) return L.matrix_rank(x, { rtol = cut }) end, { a }, pt)
+        end
+        both(L.matrix_rank, { Rb }, pt)
+        for _, ord in ipairs({ 2, -2, "nuc" }) do both(function(x) return L.norm(x, ord, { 2, 3 }) end, { Rb }, pt) end
+      end)
+
+      if CARITH then
+        it("pinv, matrix_power, norm (every order), cond", function()
+          both(L.pinv, { R2 }, pt)
+          both(L.pinv, { Rb }, pt)
+          both(function(x) return L.pinv(x, { hermitian = true }) end, { H2 }, pt)
+          for _, p in ipairs({ 0, 3, -2 }) do both(function(x) return L.matrix_power(x, p) end, { Ab }, pt) end
+          for _, ord in ipairs({ 1, -1, math.huge, -math.huge, "fro" }) do
+            both(function(x) return L.norm(x, ord, { 2, 3 }) end, { Ab }, pt)
+          end
+          both(L.norm, { R2 }, pt)
+          for _, p in ipairs({ nil, 2, 1, "fro" }) do both(function(x) return L.cond(x, p) end, { Ab }, pt) end
+        end)
+      else
+        pending("pinv, matrix_power, norm (every order), cond (needs complex matmul, conj, mul and norm)")
+      end
+
+      it("eig, eigvals: sorted eigenvalues, A V = V diag(w)", function()
+        for _, a in ipairs({ crnd({ 5, 5 }, dt, 131), crnd({ 2, 3, 4, 4 }, dt, 132), strided(crnd({ 3, 6, 6 }, dt, 133)),
+                             crnd({ 40, 40 }, dt, 134) }) do
+          both(L.eigvals, { a }, pt, { post = function(r) return { sorted_eigs(r[1]) } end })
+          both(L.eig, { a }, pt, { post = function(r) return { sorted_eigs(r[1]) } end, check = eig_check(pt) })
+        end
+      end)
+
+      it("LinAlgErrors: same message, same batch element", function()
+        local e, z = cx(eye(3, pt), eye(3, pt) * 0), gpu.zeros(3, 3, { dtype = dt })
+        local sing = gpu.stack({ e, e, z })
+        both(L.inv, { sing }, pt, { error = { "gpu.linalg.inv: matrix is singular (batch 3)" } })
+        both(L.solve, { sing, crnd({ 3, 3, 1 }, dt, 141) }, pt, { error = { "matrix is singular (batch 3)" } })
+        both(L.cholesky, { gpu.stack({ e, cx(-eye(3, pt), eye(3, pt) * 0) }) }, pt,
+          { error = { "matrix is not positive definite (batch 2)" } })
+        local inf = cx(gpu.array({ { 1, 2 }, { 3, math.huge } }, { dtype = pt, device = "cpu" }), gpu.zeros(2, 2, { dtype = pt }))
+        both(L.svd, { inf }, pt, { error = { "gpu.linalg.svd: SVD did not converge" } })
+        both(L.eigh, { gpu.stack({ e[{ { 1, 2 }, { 1, 2 } }], inf }) }, pt, { error = { "did not converge (batch 2)" } })
+        both(L.eig, { gpu.stack({ e[{ { 1, 2 }, { 1, 2 } }], inf }) }, pt, { error = { "gpu.linalg.eig: eigenvalues did not converge (batch 2)" } })
+        both(L.eigvals, { inf }, pt, { error = { "did not converge" } })
+        both(L.lstsq, { inf, crnd({ 2 }, dt, 142) }, pt, { error = { "did not converge" } })
+      end)
     end)
   end
 end)

@@ -1,9 +1,10 @@
 -- gpu.linalg: numpy.linalg. The factorizations are C ops over LAPACK (src/lua/llinalg.c,
 -- registered in gpu._linalg under the rules names "linalg.<f>": solve inv det slogdet
--- cholesky qr svd svdvals eigh eigvalsh lstsq); this file gathers them and adds the
--- functions NumPy builds from them (pinv, matrix_rank, matrix_power, norm, cond, cross,
+-- cholesky qr svd svdvals eigh eigvalsh eig eigvals lstsq); this file gathers them and adds
+-- the functions NumPy builds from them (pinv, matrix_rank, matrix_power, norm, cond, cross,
 -- multi_dot), written in array ops, so they are differentiable through those ops' rules.
--- Axes are 1-based, negatives from the end.
+-- Complex arrays go through the same code: where NumPy transposes a factor it takes the
+-- conjugate transpose (mH). Axes are 1-based, negatives from the end.
 local gpu = require "gpu"
 local options = require "gpu.options"
 local is_array = options.is_array
@@ -22,12 +23,15 @@ local function check_matrix(fname, x)
   if x.ndim < 2 then fail(fname, "%d-dimensional array given; the array must be at least two-dimensional", x.ndim) end
 end
 local function mT(x) return x:transpose(-1, -2) end
--- float64 for integers and bool (NumPy's promotion), floats as they are
-local function floated(x) return x.dtype:match("float") and x or x:astype("float64") end
+local function is_complex(x) return x.dtype:match("^complex") ~= nil end
+-- the conjugate transpose (a real x's transpose)
+local function mH(x) return is_complex(x) and mT(x):conj() or mT(x) end
+-- float64 for integers and bool (NumPy's promotion), floats and complex as they are
+local function floated(x) return (x.dtype:match("float") or is_complex(x)) and x or x:astype("float64") end
 local EPS = { float64 = 2.220446049250313e-16, float32 = 1.1920929e-07, float16 = 1.1920929e-07, bfloat16 = 1.1920929e-07 }
 
 -- NumPy's svd(a, hermitian = true): from eigh, the singular values |w| in descending order
--- (NumPy's argsort reversed), u the eigenvectors in that order, vh = (u * sign(w))^T;
+-- (NumPy's argsort reversed), u the eigenvectors in that order, vh = (u * sign(w))^H;
 -- values only: |eigvalsh| sorted descending
 local function svd_hermitian(a, uv)
   if not uv then return M.eigvalsh(a):abs():sort(-1, { descending = true }) end
@@ -37,7 +41,7 @@ local function svd_hermitian(a, uv)
   local sgn = gpu.take_along_axis(gpu.sign(w), sidx, -1)
   s = gpu.take_along_axis(s, sidx, -1)
   u = gpu.take_along_axis(u, sidx:unsqueeze(-2), -1)
-  return u, s, mT(u * sgn:unsqueeze(-2))
+  return u, s, mH(u * sgn:unsqueeze(-2))
 end
 
 local svd_c = M.svd
@@ -74,10 +78,10 @@ function M.pinv(a, opts)
   if o.rcond ~= nil and o.rtol ~= nil then fail("pinv", "rtol and rcond can't be both set") end
   local rcond = o.rcond or o.rtol or 1e-15
   local u, s, vh = M.svd(a, { full_matrices = false, hermitian = o.hermitian })
-  if s.size == 0 then return gpu.zeros(mT(a).shape, { dtype = s.dtype, device = a.device }) end
+  if s.size == 0 then return gpu.zeros(mT(a).shape, { dtype = u.dtype, device = a.device }) end
   local keep = s:gt(s:max(-1, { keepdims = true }) * rcond)
   local sinv = gpu.where(keep, 1 / gpu.where(keep, s, 1), 0)
-  return (mT(vh) * sinv:unsqueeze(-2)):matmul(mT(u))
+  return (mH(vh) * sinv:unsqueeze(-2)):matmul(mH(u))
 end
 
 local RANK = options.declare("linalg.matrix_rank", {

@@ -31,7 +31,7 @@ typedef enum gl_op {
   GL_OP_RANDOM,     /* which: a gl_rand_dist; dt: the filled array's */
   GL_OP_CONV,       /* im2col, col2im */
   GL_OP_FUSED,      /* optimizer steps, softmax cross-entropy */
-  GL_OP_LINALG,     /* which: a gl_la_op; dt: the compute dtype (float32 or float64) */
+  GL_OP_LINALG,     /* which: a gl_la_op; dt: the compute dtype (GL_LA_DTYPES) */
   GL_OP_SELECT,     /* partition (kth order statistics) */
   GL_OP_HISTOGRAM,  /* bin counts; dt: the binned array's */
   GL_NOP
@@ -112,33 +112,40 @@ typedef struct gl_rand_req {
 /* Dense linear algebra (GL_OP_LINALG, gl_backend.linalg): LAPACK's drivers over a batch.
 ** Every array is C-contiguous on the backend's device; the matrices are the last two axes
 ** and the leading axes (any number, any product, 0 included) are the batch, the same for
-** every operand. Matrix operands and outputs are of one float dtype dt (float32 or
-** float64); the inputs are only read (the backend factors copies). Per op (a: in[0],
-** b: in[1]; outputs out[0..3], NULL where not wanted):
+** every operand. Matrix operands and outputs are of one dtype dt of GL_LA_DTYPES (float32,
+** float64, complex64, complex128), except the outputs marked real (dt's part type: float32
+** for complex64) or complex (dt's complex type); the inputs are only read (the backend
+** factors copies). Per op (a: in[0], b: in[1]; outputs out[0..3], NULL where not wanted):
 **   SOLVE     a (..., n, n), b (..., n, k) -> out[0] x (..., n, k) = a^-1 b
 **   INV       a (..., n, n) -> out[0] (..., n, n)
-**   SLOGDET   a (..., n, n) -> out[0] sign (...), out[1] log|det| (...); never fails (a
-**             singular matrix gives sign 0 and -inf)
-**   CHOLESKY  a (..., n, n), lower triangle read (GL_LA_UPPER: upper) -> out[0] L with
-**             a = L L^T (GL_LA_UPPER: U with a = U^T U), the other triangle zero
+**   SLOGDET   a (..., n, n) -> out[0] sign (...) (complex a: d / |d|), out[1] log|det| (...)
+**             real; never fails (a singular matrix gives sign 0 and -inf)
+**   CHOLESKY  a (..., n, n) Hermitian, lower triangle read (GL_LA_UPPER: upper) -> out[0] L
+**             with a = L L^H (GL_LA_UPPER: U with a = U^H U), the other triangle zero
 **   QR        a (..., m, n) -> out[0] q (..., m, kq) or NULL, out[1] r (..., kq, n); kq is
 **             min(m, n) (reduced) or m (complete), told by the shapes
-**   SVD       a (..., m, n) -> out[0] u (..., m, ku), out[1] s (..., min(m, n)) descending,
-**             out[2] vh (..., kv, n); u and vh both NULL (values only) or both given, ku
-**             = kv = min(m, n) or (GL_LA_FULL) ku = m, kv = n
-**   EIGH      a (..., n, n) symmetric, lower triangle read (GL_LA_UPPER: upper) -> out[0] w
-**             (..., n) ascending, out[1] v (..., n, n) (columns the eigenvectors) or NULL
+**   SVD       a (..., m, n) -> out[0] u (..., m, ku), out[1] s (..., min(m, n)) real,
+**             descending, out[2] vh (..., kv, n) (a = u diag(s) vh); u and vh both NULL
+**             (values only) or both given, ku = kv = min(m, n) or (GL_LA_FULL) ku = m, kv = n
+**   EIGH      a (..., n, n) Hermitian, lower triangle read (GL_LA_UPPER: upper) -> out[0] w
+**             (..., n) real, ascending, out[1] v (..., n, n) (columns the eigenvectors) or NULL
 **   LSTSQ     a (m, n), b (m, k) (no batch) -> out[0] x (n, k) minimising |a x - b|, out[1]
-**             rank (0-d int64), out[2] s (min(m, n)), out[3] residuals (k): squared norms of
-**             the residual columns, NaN unless rank == n < m; singular values below rcond
-**             times the largest count as zero (rcond < 0: machine precision)
+**             rank (0-d int64), out[2] s (min(m, n)) real, out[3] residuals (k) real:
+**             squared norms of the residual columns, NaN unless rank == n < m; singular
+**             values below rcond times the largest count as zero (rcond < 0: machine precision)
+**   EIG       a (..., n, n) any (real or complex) -> out[0] w (..., n) complex, out[1] v
+**             (..., n, n) complex or NULL: a v = v diag(w), the columns of v of unit 2-norm
+**             with their largest component real (LAPACK's geev: a real a's complex
+**             eigenvalues come in conjugate pairs, positive imaginary part first)
 ** *bad is set to the 0-based batch index of the first matrix whose factorization failed
 ** (singular for SOLVE/INV, not positive definite for CHOLESKY, no convergence for SVD,
-** EIGH, LSTSQ), or -1 when none did; outputs are then unspecified. */
+** EIGH, LSTSQ, EIG), or -1 when none did; outputs are then unspecified. */
 typedef enum gl_la_op {
-  GL_LA_SOLVE, GL_LA_INV, GL_LA_SLOGDET, GL_LA_CHOLESKY, GL_LA_QR, GL_LA_SVD, GL_LA_EIGH, GL_LA_LSTSQ,
+  GL_LA_SOLVE, GL_LA_INV, GL_LA_SLOGDET, GL_LA_CHOLESKY, GL_LA_QR, GL_LA_SVD, GL_LA_EIGH, GL_LA_LSTSQ, GL_LA_EIG,
   GL_NLA
 } gl_la_op;
+/* The dtypes the linalg entry computes in (the ops layer promotes the others to them). */
+#define GL_LA_DTYPES (GL_DTSET_WIDE_FLOAT | GL_DTSET_COMPLEX)
 enum { GL_LA_UPPER = 1, GL_LA_FULL = 2 };
 typedef struct gl_la_args {
   const gl_array *in[2];

@@ -172,6 +172,19 @@ static int eigh_common(lua_State *L, bool vectors) {
 static int l_la_eigh(lua_State *L) { return eigh_common(L, true); }
 static int l_la_eigvalsh(lua_State *L) { return eigh_common(L, false); }
 
+/* eig(a) -> w, v (complex, a v = v diag(w)); eigvals(a) -> w */
+static int l_la_eig(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1), *w = gl_lua_push(L), *v = gl_lua_push(L);
+  la_check(L, gl_op_la_eig(w, v, a), "eig");
+  return la_results(L, 2);
+}
+
+static int l_la_eigvals(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1), *w = gl_lua_push(L);
+  la_check(L, gl_op_la_eig(w, NULL, a), "eigvals");
+  return la_results(L, 1);
+}
+
 static const gl_optkey lstsq_keys[] = { { "rcond", GL_OPT_NUMBER, 0, 0, 0, NULL }, { NULL } };
 static const gl_optdecl lstsq_decl = { "linalg.lstsq", "gpu.linalg.lstsq(gpu.eye(2), gpu.ones(2), %s)", lstsq_keys };
 
@@ -199,7 +212,7 @@ static const gl_reg la_funcs[] = {
   { "solve", l_la_solve, 2 }, { "inv", l_la_inv, 1 }, { "det", l_la_det, 1 }, { "slogdet", l_la_slogdet, 1 },
   { "cholesky", l_la_cholesky, 2 }, { "qr", l_la_qr, 2 }, { "svd", l_la_svd, 2 },
   { "svdvals", l_la_svdvals, 1 }, { "eigh", l_la_eigh, 2 }, { "eigvalsh", l_la_eigvalsh, 2 },
-  { "lstsq", l_la_lstsq, 3 }, { NULL, NULL, 0 },
+  { "eig", l_la_eig, 1 }, { "eigvals", l_la_eigvals, 1 }, { "lstsq", l_la_lstsq, 3 }, { NULL, NULL, 0 },
 };
 static const gl_optdecl *const la_decls[] = { &chol_decl, &qr_decl, &svd_decl, &eigh_decl, &eigvalsh_decl,
                                               &lstsq_decl, NULL };

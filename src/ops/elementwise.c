@@ -10,7 +10,8 @@
 
 /* NumPy's "same_kind" casting, for results written into an existing array. */
 static bool same_kind(gl_dtype from, gl_dtype to) {
-  static const int order[] = { [GL_KIND_BOOL] = 0, [GL_KIND_UINT] = 1, [GL_KIND_INT] = 2, [GL_KIND_FLOAT] = 3 };
+  static const int order[] = { [GL_KIND_BOOL] = 0, [GL_KIND_UINT] = 1, [GL_KIND_INT] = 2, [GL_KIND_FLOAT] = 3,
+                               [GL_KIND_COMPLEX] = 4 };
   gl_kind kf = gl_dtypes[from].kind, kt = gl_dtypes[to].kind;
   if (kf == GL_KIND_UINT && kt == GL_KIND_INT) return true;
   return order[kf] <= order[kt];

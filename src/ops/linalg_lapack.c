@@ -1,12 +1,14 @@
 /*
 ** linalg_lapack.c — gpu.linalg's factorizations with numpy.linalg's rules: matrices in
-** the last two axes, any leading axes a batch; float32 and float64 computed as they are,
-** float16/bfloat16 computed in float32 and given back in their dtype, integers and bool
-** promoted to float64 (NumPy's rule). Each op checks shapes, makes a contiguous operand
-** of the compute dtype (so views and strided inputs work), allocates the outputs on the
-** input's device and calls the backend's linalg entry (backend.h, gl_la_op), whose per
-** matrix failures come back as NumPy's LinAlgError messages naming the 1-based batch
-** element: "matrix is singular (batch 3)".
+** the last two axes, any leading axes a batch; float32, float64, complex64 and complex128
+** computed as they are, float16/bfloat16 computed in float32 and given back in their dtype,
+** integers and bool promoted to float64 (NumPy's rule). Results that are real by nature
+** (singular values, Hermitian eigenvalues, log|det|, residuals) are of the part type of a
+** complex input (float64 for complex128), eig's are complex for every input. Each op checks
+** shapes, makes a contiguous operand of the compute dtype (so views and strided inputs
+** work), allocates the outputs on the input's device and calls the backend's linalg entry
+** (backend.h, gl_la_op), whose per matrix failures come back as NumPy's LinAlgError
+** messages naming the 1-based batch element: "matrix is singular (batch 3)".
 */
 #include <float.h>
 #include <limits.h>
@@ -23,7 +25,7 @@ typedef struct la_operand {
 /* The compute dtype for x's dtype, and the dtype results are given in. */
 static void la_dtypes(gl_dtype dt, gl_dtype *ct, gl_dtype *rt) {
   switch (dt) {
-    case GL_FLOAT32: case GL_FLOAT64: *ct = *rt = dt; break;
+    case GL_FLOAT32: case GL_FLOAT64: case GL_COMPLEX64: case GL_COMPLEX128: *ct = *rt = dt; break;
     case GL_FLOAT16: case GL_BFLOAT16: *ct = GL_FLOAT32; *rt = dt; break;
     default: *ct = *rt = GL_FLOAT64; break;     /* integers and bool, as NumPy */
   }
@@ -63,6 +65,14 @@ static gl_status la_operand_of(const gl_array *x, gl_dtype ct, la_operand *op) {
   return gl_op_as_contig(x, ct, &op->tmp, &op->src);
 }
 
+/* The dtype an output computed in dtype dt is given in, when the call's answer dtype is rt:
+** integer (lstsq's rank) and complex outputs as they are, the others in rt's part type
+** (a half input's float32 results back in its dtype; a complex input's real results stay
+** real). */
+static gl_dtype la_answer(gl_dtype dt, gl_dtype rt) {
+  return dt == GL_INT64 || gl_dtype_is_complex(dt) ? dt : gl_real_for(rt);
+}
+
 /* Replaces *out by its copy in dtype rt when they differ. */
 static gl_status la_give(gl_array *out, gl_dtype rt) {
   if (out->storage == NULL || out->dtype == rt) return GL_OK;
@@ -93,9 +103,17 @@ static void la_release(gl_array **outs, int n) {
   for (int i = 0; i < n; i++) if (outs[i]) gl_array_release(outs[i]);
 }
 
+/* What an output holds: elements of the compute dtype, its part type (real by nature:
+** singular values, Hermitian eigenvalues) or its complex type (eig's). */
+typedef enum la_kind { LA_SAME, LA_REAL, LA_COMPLEX } la_kind;
+
+static gl_dtype la_kind_dtype(la_kind k, gl_dtype ct) {
+  return k == LA_REAL ? gl_real_for(ct) : k == LA_COMPLEX ? gl_complex_for(ct) : ct;
+}
+
 /* Allocates outs[i] (NULL: skipped) of dtype dts[i] with shapes[i], calls the backend,
-** turns a failed matrix into 'what', gives float outputs back in rt, and releases
-** everything on failure. */
+** turns a failed matrix into 'what', gives the outputs back as la_answer says for rt, and
+** releases everything on failure. */
 typedef struct la_call {
   gl_la_op op;
   gl_la_args args;
@@ -103,6 +121,7 @@ typedef struct la_call {
   int nd[4];
   int64_t shapes[4][GL_MAXDIMS];
   gl_dtype dts[4];
+  la_kind kinds[4];        /* la_unary: what each output holds (dts follow from it) */
   const char *what;        /* the failure's message */
   const gl_array *x;       /* the input the batch index refers to */
 } la_call;
@@ -120,7 +139,7 @@ static gl_status la_run(const gl_backend *be, la_call *c, gl_dtype rt) {
   if (st == GL_OK) st = be->linalg(c->op, &c->args, &bad);
   if (st == GL_OK && bad >= 0) st = la_bad(c->x, bad, c->what);
   for (int i = 0; i < 4 && st == GL_OK; i++)
-    if (c->outs[i] && c->dts[i] != GL_INT64) st = la_give(c->outs[i], rt);
+    if (c->outs[i]) st = la_give(c->outs[i], la_answer(c->dts[i], rt));
   if (st != GL_OK) la_release(c->outs, 4);
   return st;
 }
@@ -194,7 +213,7 @@ static gl_status la_unary(la_call *c, bool give_back, gl_dtype *rt) {
   la_operand oa;
   GL_TRY(la_operand_of(c->x, ct, &oa));
   c->args.in[0] = oa.src;
-  for (int i = 0; i < 4; i++) c->dts[i] = ct;
+  for (int i = 0; i < 4; i++) c->dts[i] = la_kind_dtype(c->kinds[i], ct);
   gl_status st = la_run(be, c, give_back ? answer : ct);
   gl_array_release(&oa.tmp);
   return st;
@@ -211,7 +230,8 @@ gl_status gl_op_la_inv(gl_array *out, const gl_array *a) {
 /* slogdet in the compute dtype; *rt gets the dtype the results are to be given in. */
 static gl_status slogdet_ct(gl_array *sign, gl_array *logabs, const gl_array *a, gl_dtype *rt) {
   GL_TRY(la_check_matrix(a, true));
-  la_call c = { .op = GL_LA_SLOGDET, .outs = { sign, logabs }, .what = "slogdet failed", .x = a };
+  la_call c = { .op = GL_LA_SLOGDET, .outs = { sign, logabs }, .kinds = { LA_SAME, LA_REAL },
+                .what = "slogdet failed", .x = a };
   c.nd[0] = c.nd[1] = la_shape(a, c.shapes[0], 0, 0, 0);
   memcpy(c.shapes[1], c.shapes[0], sizeof c.shapes[0]);
   return la_unary(&c, false, rt);
@@ -220,23 +240,33 @@ static gl_status slogdet_ct(gl_array *sign, gl_array *logabs, const gl_array *a,
 gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a) {
   gl_dtype rt;
   GL_TRY(slogdet_ct(sign, logabs, a, &rt));
-  gl_status st = la_give(sign, rt);
-  if (st == GL_OK) st = la_give(logabs, rt);
+  gl_status st = la_give(sign, la_answer((gl_dtype)sign->dtype, rt));
+  if (st == GL_OK) st = la_give(logabs, la_answer((gl_dtype)logabs->dtype, rt));
   if (st != GL_OK) { gl_array_release(sign); gl_array_release(logabs); }
   return st;
 }
 
-/* NumPy's det: sign * exp(logabsdet) of slogdet, computed before a half dtype rounds. */
+/* NumPy's det: sign * exp(logabsdet) of slogdet, computed before a half dtype rounds. A
+** complex sign times the real exp is the product of its parts (sign viewed as real, (...,
+** 2), times exp (..., 1)), viewed as complex again. */
 gl_status gl_op_la_det(gl_array *out, const gl_array *a) {
   gl_array sign = { 0 }, logabs = { 0 }, e = { 0 };
   gl_dtype rt;
   GL_TRY(slogdet_ct(&sign, &logabs, a, &rt));
+  bool cplx = gl_dtype_is_complex((gl_dtype)sign.dtype);
   gl_status st = gl_op_unary(&e, GL_U_exp, &logabs);
+  gl_array vs = sign, ve = e;
+  if (st == GL_OK && cplx) st = gl_view_as_real(&vs);
+  if (st == GL_OK && cplx) st = gl_view_unsqueeze(&ve, ve.ndim);
   if (st == GL_OK) {
-    gl_operand os = { &sign, gl_scalar_int(0) }, oe = { &e, gl_scalar_int(0) };
+    gl_operand os = { &vs, gl_scalar_int(0) }, oe = { &ve, gl_scalar_int(0) };
     st = gl_op_binary(out, GL_B_mul, os, oe);
+    if (st == GL_OK && cplx) {
+      st = gl_view_as_complex(out);
+      if (st != GL_OK) gl_array_release(out);
+    }
   }
-  if (st == GL_OK) st = la_give(out, rt);
+  if (st == GL_OK) st = la_give(out, la_answer((gl_dtype)out->dtype, rt));
   gl_array_release(&sign);
   gl_array_release(&logabs);
   gl_array_release(&e);
@@ -265,7 +295,7 @@ gl_status gl_op_la_svd(gl_array *u, gl_array *s, gl_array *vh, const gl_array *a
   GL_TRY(la_check_matrix(a, false));
   int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
   la_call c = { .op = GL_LA_SVD, .args = { .flags = full ? GL_LA_FULL : 0 }, .outs = { u, s, vh },
-                .what = "SVD did not converge", .x = a };
+                .kinds = { LA_SAME, LA_REAL, LA_SAME }, .what = "SVD did not converge", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 2, m, full ? m : k);
   c.nd[1] = la_shape(a, c.shapes[1], 1, k, 0);
   c.nd[2] = la_shape(a, c.shapes[2], 2, full ? n : k, n);
@@ -276,6 +306,39 @@ gl_status gl_op_la_eigh(gl_array *w, gl_array *v, const gl_array *a, bool upper)
   GL_TRY(la_check_matrix(a, true));
   int64_t n = a->shape[a->ndim - 1];
   la_call c = { .op = GL_LA_EIGH, .args = { .flags = upper ? GL_LA_UPPER : 0 }, .outs = { w, v },
+                .kinds = { LA_REAL, LA_SAME }, .what = "eigenvalues did not converge", .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 1, n, 0);
+  c.nd[1] = la_shape(a, c.shapes[1], 2, n, n);
+  return la_unary(&c, true, NULL);
+}
+
+/* NumPy's eig / eigvals (v NULL), with complex results for every input (torch.linalg.eig's
+** rule; NumPy gives a real input's results real when every eigenvalue is). A device whose
+** backend has no general eigensolver for the dtype computes on the host: the input is
+** copied to the cpu and the results back. */
+gl_status gl_op_la_eig(gl_array *w, gl_array *v, const gl_array *a) {
+  GL_TRY(la_check_matrix(a, true));
+  int64_t n = a->shape[a->ndim - 1];
+  gl_device dev = gl_array_device(a), host = { GL_CPU, 0 };
+  gl_dtype ct, rt;
+  la_dtypes((gl_dtype)a->dtype, &ct, &rt);
+  const gl_backend *be;
+  GL_TRY(gl_backend_for(dev, &be));
+  if (dev.type != GL_CPU && (be->linalg == NULL || !be->supports(GL_OP_LINALG, GL_LA_EIG, ct))) {
+    gl_array ha = { 0 }, hw = { 0 }, hv = { 0 };
+    gl_status st = gl_op_copy(&ha, a, (gl_dtype)a->dtype, host);
+    if (st == GL_OK) st = gl_op_la_eig(&hw, v ? &hv : NULL, &ha);
+    if (st == GL_OK) st = gl_op_copy(w, &hw, (gl_dtype)hw.dtype, dev);
+    if (st == GL_OK && v) {
+      st = gl_op_copy(v, &hv, (gl_dtype)hv.dtype, dev);
+      if (st != GL_OK) gl_array_release(w);
+    }
+    gl_array_release(&ha);
+    gl_array_release(&hw);
+    gl_array_release(&hv);
+    return st;
+  }
+  la_call c = { .op = GL_LA_EIG, .outs = { w, v }, .kinds = { LA_COMPLEX, LA_COMPLEX },
                 .what = "eigenvalues did not converge", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 1, n, 0);
   c.nd[1] = la_shape(a, c.shapes[1], 2, n, n);
@@ -305,7 +368,7 @@ gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s
   la_dtypes(gl_promote((gl_dtype)a->dtype, (gl_dtype)b->dtype), &ct, &rt);
   const gl_backend *be;
   GL_TRY(la_backend(a, GL_LA_LSTSQ, ct, &be));
-  if (rcond < 0) rcond = (ct == GL_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON) * (double)(m > n ? m : n);
+  if (rcond < 0) rcond = (gl_real_for(ct) == GL_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON) * (double)(m > n ? m : n);
   la_operand oa, ob;
   GL_TRY(la_operand_of(a, ct, &oa));
   gl_status st = la_operand_of(&vb, ct, &ob);
@@ -313,7 +376,7 @@ gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s
   gl_array resk = { 0 };
   la_call c = { .op = GL_LA_LSTSQ, .args = { .in = { oa.src, ob.src }, .rcond = rcond },
                 .outs = { x, rank, s, &resk }, .nd = { 2, 0, 1, 1 },
-                .dts = { ct, GL_INT64, ct, ct }, .what = "SVD did not converge in linear least squares", .x = a };
+                .dts = { ct, GL_INT64, gl_real_for(ct), gl_real_for(ct) }, .what = "SVD did not converge in linear least squares", .x = a };
   c.shapes[0][0] = n; c.shapes[0][1] = k;
   c.shapes[2][0] = m < n ? m : n;
   c.shapes[3][0] = k;
@@ -323,7 +386,7 @@ gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s
     st = gl_op_to_host(&r, rank);
     int64_t rs[1] = { r == n && m > n ? k : 0 };
     if (st == GL_OK && rs[0] == k) { *res = resk; resk.storage = NULL; }
-    else if (st == GL_OK) st = gl_array_alloc(res, (gl_dtype)x->dtype, 1, rs, gl_array_device(a));
+    else if (st == GL_OK) st = gl_array_alloc(res, gl_real_for((gl_dtype)x->dtype), 1, rs, gl_array_device(a));
     if (st == GL_OK && vec) st = gl_view_squeeze(x, 1);
     if (st != GL_OK) { gl_array *o[4] = { x, rank, s, res }; la_release(o, 4); }
   }

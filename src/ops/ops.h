@@ -133,8 +133,10 @@ gl_status gl_op_dot(gl_array *out, const gl_array *a, const gl_array *b);
 gl_status gl_op_outer(gl_array *out, const gl_array *a, const gl_array *b);
 
 /* ---- numpy.linalg over LAPACK (linalg_lapack.c): matrices in the last two axes, the
-** leading axes a batch; float32/float64 as they are, float16/bfloat16 computed in float32
-** and given back in their dtype, integers and bool as float64. A matrix that fails
+** leading axes a batch; float32/float64 and complex64/complex128 as they are, float16/
+** bfloat16 computed in float32 and given back in their dtype, integers and bool as float64;
+** the results real by nature (singular values, eigh's w, log|det|) of a complex input in its
+** part type. A matrix that fails
 ** (singular, not positive definite, no convergence) is an error naming its 1-based batch
 ** element. */
 /* x = a^-1 b: b (..., n) when 1-D, else (..., n, k); batch axes broadcast. */
@@ -143,7 +145,7 @@ gl_status gl_op_la_inv(gl_array *out, const gl_array *a);
 /* sign and log|det| (...); a singular matrix gives 0 and -inf. det = sign * exp(log|det|). */
 gl_status gl_op_la_slogdet(gl_array *sign, gl_array *logabs, const gl_array *a);
 gl_status gl_op_la_det(gl_array *out, const gl_array *a);
-/* L (lower, a = L L^T) from a's lower triangle, or with upper U (a = U^T U) from its upper. */
+/* L (lower, a = L L^H) from a's lower triangle, or with upper U (a = U^H U) from its upper. */
 gl_status gl_op_la_cholesky(gl_array *out, const gl_array *a, bool upper);
 /* q (..., m, kq) (q NULL: R only), r (..., kq, n); kq = min(m, n), or m when complete. */
 gl_status gl_op_la_qr(gl_array *q, gl_array *r, const gl_array *a, bool complete);
@@ -152,6 +154,9 @@ gl_status gl_op_la_qr(gl_array *q, gl_array *r, const gl_array *a, bool complete
 gl_status gl_op_la_svd(gl_array *u, gl_array *s, gl_array *vh, const gl_array *a, bool full);
 /* w (..., n) ascending, v (..., n, n) (NULL: values only), from a's lower (or upper) triangle. */
 gl_status gl_op_la_eigh(gl_array *w, gl_array *v, const gl_array *a, bool upper);
+/* w (..., n) and v (..., n, n) (NULL: values only) of a general a: a v = v diag(w), both
+** complex whatever a's dtype. */
+gl_status gl_op_la_eig(gl_array *w, gl_array *v, const gl_array *a);
 /* NumPy's lstsq of a (m, n), b (m) or (m, k): x, residuals, rank (0-d int64), s; rcond < 0:
 ** NumPy's default (machine epsilon times max(m, n)). */
 gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s, const gl_array *a,

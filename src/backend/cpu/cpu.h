@@ -111,6 +111,8 @@ gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *
 bool gl_cpu_has_matmul(gl_dtype dt);
 /* Dense linear algebra over LAPACK (cpu_lapack.c): gl_backend.linalg. */
 gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad);
+/* Whether gl_cpu_linalg has gl_la_op 'which' in dtype dt (GL_LA_DTYPES). */
+bool gl_cpu_has_linalg(int which, gl_dtype dt);
 /* im2col / col2im for convolutions (cpu_conv.c). */
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval);

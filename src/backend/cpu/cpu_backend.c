@@ -75,7 +75,7 @@ static bool cpu_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_MATMUL: return gl_cpu_has_matmul(dt);
     case GL_OP_RANDOM: return (unsigned)which < GL_NRAND && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
     case GL_OP_CONV: case GL_OP_FUSED: return GL_DTSET_HAS(GL_DTSET_WIDE_FLOAT, dt);
-    case GL_OP_LINALG: return (unsigned)which < GL_NLA && (dt == GL_FLOAT32 || dt == GL_FLOAT64);
+    case GL_OP_LINALG: return gl_cpu_has_linalg(which, dt);
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: return true;
     case GL_OP_SORT: case GL_OP_SELECT: case GL_OP_HISTOGRAM: return !gl_dtype_is_complex(dt);
     default: return false;
