@@ -61,10 +61,16 @@ function M.assert_covers_dtypes(data, what, ...)
   end
 end
 
--- Flattens an array, a nested table or a number into a flat list of numbers/booleans.
+-- A complex scalar (gpu.complex(re, im), an element of a complex array).
+local COMPLEX = getmetatable(gpu.complex(0, 0))
+local function is_complex_scalar(v) return getmetatable(v) == COMPLEX end
+M.is_complex_scalar = is_complex_scalar
+
+-- Flattens an array, a nested table or a number into a flat list of numbers/booleans
+-- (complex scalars for a complex array).
 local function flat(x, out)
   out = out or {}
-  if type(x) == "userdata" then x = x:totable() end
+  if type(x) == "userdata" and not is_complex_scalar(x) then x = x:totable() end
   if type(x) == "table" then
     for _, v in ipairs(x) do flat(v, out) end
   else
@@ -76,6 +82,11 @@ M.flat = flat
 
 local function num_close(a, b, tol)
   if type(a) == "boolean" or type(b) == "boolean" then return a == b end
+  if is_complex_scalar(a) or is_complex_scalar(b) then      -- each part (a number: im 0)
+    local ar, ai = is_complex_scalar(a) and a.re or a, is_complex_scalar(a) and a.im or 0
+    local br, bi = is_complex_scalar(b) and b.re or b, is_complex_scalar(b) and b.im or 0
+    return num_close(ar, br, tol) and num_close(ai, bi, tol)
+  end
   if a ~= a then return b ~= b end                       -- NaN in the same places
   if a == b then return true end                         -- also equal infinities
   if a == math.huge or a == -math.huge or b == math.huge or b == -math.huge then return false end
@@ -86,7 +97,7 @@ end
 -- tol (relative + absolute). Returns true, or false and a message.
 function M.close(a, b, tol)
   tol = tol or 1e-6
-  if type(a) == "userdata" and type(b) == "userdata" then
+  if type(a) == "userdata" and type(b) == "userdata" and not is_complex_scalar(a) and not is_complex_scalar(b) then
     local sa, sb = table.concat(a.shape, ","), table.concat(b.shape, ",")
     if sa ~= sb then return false, ("shapes (%s) and (%s) differ"):format(sa, sb) end
   end

@@ -47,7 +47,7 @@ def value(v):
     if isinstance(v, (list, tuple)):
         return "{ " + ", ".join(value(x) for x in v) + " }"
     if isinstance(v, str):
-        return '"%s"' % v
+        return '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     if v is None:
         return "nil"
     return num(v)

@@ -375,16 +375,42 @@ gl_status gl_broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *
   return GL_OK;
 }
 
+/* A complex array's strides counted in its parts: twice as many elements. A stride that
+** doubles past int64 belongs to an axis no element steps along (an empty array's, or an
+** extent of 1 whose stride a slice kept): 0 serves there as well. */
+static void double_strides(gl_array *v) {
+  for (int d = 0; d < v->ndim; d++)
+    if (gl_mul_overflow(v->strides[d], 2, &v->strides[d])) v->strides[d] = 0;
+}
+
+static gl_status need_complex(const gl_array *v) {
+  if (gl_dtype_is_complex((gl_dtype)v->dtype)) return GL_OK;
+  return gl_fail(GL_EINVAL, "expected a complex array, got %s", gl_dtypes[v->dtype].name);
+}
+
 gl_status gl_view_as_real(gl_array *v) {
-  if (!gl_dtype_is_complex((gl_dtype)v->dtype))
-    return gl_fail(GL_EINVAL, "expected a complex array, got %s", gl_dtypes[v->dtype].name);
+  GL_TRY(need_complex(v));
   if (v->ndim >= GL_MAXDIMS) return gl_fail(GL_EINVAL, "a complex array of %d dims has no room for the parts' axis", v->ndim);
-  for (int d = 0; d < v->ndim; d++) v->strides[d] *= 2;
+  /* the parts' count may pass the limit (an empty (2^62, 0) array gives (2^62, 0, 2)) */
+  int64_t shape[GL_MAXDIMS], size;
+  memcpy(shape, v->shape, (size_t)v->ndim * sizeof *shape);
+  shape[v->ndim] = 2;
+  gl_dtype part = gl_real_for((gl_dtype)v->dtype);
+  GL_TRY(gl_shape_size(v->ndim + 1, shape, part, &size));
+  double_strides(v);
   v->shape[v->ndim] = 2;
   v->strides[v->ndim] = 1;
   v->ndim++;
   v->offset *= 2;
-  v->size *= 2;
+  v->size = size;
+  v->dtype = (uint8_t)part;
+  return GL_OK;
+}
+
+gl_status gl_view_part(gl_array *v, int part) {
+  GL_TRY(need_complex(v));
+  double_strides(v);
+  v->offset = v->offset * 2 + part;
   v->dtype = (uint8_t)gl_real_for((gl_dtype)v->dtype);
   return GL_OK;
 }

@@ -142,6 +142,9 @@ gl_status gl_view_as_real(gl_array *v);
 /* The inverse: a float32/float64 array whose last axis is 2 with stride 1, its other
 ** strides and offset even (a whole complex element each), as complex64/complex128. */
 gl_status gl_view_as_complex(gl_array *v);
+/* One part of a complex array (part 0 the real parts, 1 the imaginary ones) as a float
+** array of the same shape: NumPy's x.real and x.imag. */
+gl_status gl_view_part(gl_array *v, int part);
 
 /* ---- broadcasting ------------------------------------------------------------- */
 

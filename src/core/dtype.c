@@ -50,7 +50,11 @@ static inline gl_scalar load_u64(uint64_t u) {
 #define LOAD_UINT(S, half, p) (sizeof(S) == 8 ? load_u64(*(const S *)(p)) : gl_scalar_int((int64_t)*(const S *)(p)))
 #define LOAD_INT(S, half, p) gl_scalar_int(*(const S *)(p))
 #define LOAD_FLOAT(S, half, p) gl_scalar_float((double)GL_DT_LOAD(half, *(const S *)(p)))
-#define LOAD_COMPLEX(S, half, p) gl_scalar_complex(((const S *)(p))->re, ((const S *)(p))->im)
+/* complex through memcpy: a host buffer (a Lua userdata's) may be 8-byte aligned only,
+** where S (complex128) asks for 16 */
+static inline gl_scalar load_c64(const void *p) { gl_complex64 z; memcpy(&z, p, sizeof z); return gl_scalar_complex(z.re, z.im); }
+static inline gl_scalar load_c128(const void *p) { gl_complex128 z; memcpy(&z, p, sizeof z); return gl_scalar_complex(z.re, z.im); }
+#define LOAD_COMPLEX(S, half, p) (sizeof(S) == 8 ? load_c64(p) : load_c128(p))
 
 #define GL_DT_LOADER_(E, id, S, kind, half, ...) \
   static gl_scalar load_##id(const void *p) { return LOAD_##kind(S, half, p); }
@@ -73,7 +77,8 @@ static inline double as_imag(const gl_scalar *v) { return v->iscomplex ? v->im :
 #define STORE_UINT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, as_int(v)))
 #define STORE_INT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, as_int(v)))
 #define STORE_FLOAT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, as_double(v)))
-#define STORE_COMPLEX(S, half, id, p, v) (*(S *)(p) = gl_make_##id(as_double(v), as_imag(v)))
+#define STORE_COMPLEX(S, half, id, p, v) \
+  do { S z_ = gl_make_##id(as_double(v), as_imag(v)); memcpy((p), &z_, sizeof z_); } while (0)
 
 #define GL_DT_STORER_(E, id, S, kind, half, ...) \
   static void store_##id(void *p, const gl_scalar *v) { STORE_##kind(S, half, id, p, v); }

@@ -4,10 +4,12 @@
 **
 ** Indices are 1-based, negatives count from the end, ranges {a, b, step} are inclusive
 ** (string.sub's convention); ":" keeps a whole axis. An index that selects one element
-** of every axis reads as a Lua number; anything else is a view sharing storage.
+** of every axis reads as a Lua number (a complex scalar for a complex array); anything
+** else is a view sharing storage.
 */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,10 +90,11 @@ typedef struct gl_light {
   gl_storage s;
 } gl_light;
 
-/* The bytes start 16-byte aligned (complex128's alignment, as the allocator's blocks are);
-** a userdata is only as aligned as Lua's LUAI_MAXALIGN (8 bytes here), hence the slack. */
+/* The bytes start at the first 16-byte boundary past the header: Lua aligns a userdata's
+** block to 8 bytes only (LUAI_MAXALIGN), and a complex128 element is 16-byte aligned (as
+** cuDoubleComplex; the compiler loads it with aligned instructions). */
 #define LIGHT_ALIGN 16
-#define LIGHT_DATA_OFFSET (sizeof(gl_light) + LIGHT_ALIGN - 1)
+#define LIGHT_HEAD (sizeof(gl_light) + LIGHT_ALIGN - 1)      /* the header and the most padding */
 
 static bool is_light_owner(const void *ud, const gl_array *a) {
   return a->storage == &((const gl_light *)ud)->s;
@@ -101,7 +104,7 @@ static bool is_light_owner(const void *ud, const gl_array *a) {
 ** (shape, strides, size, dtype; offset 0) and then calls light_open. */
 static gl_light *push_light(lua_State *L, gl_lctx *c, size_t nbytes, gl_device dev) {
   if (c->gc_debt >= GC_STEP_BYTES) gl_lua_pay_gc_debt(L, c);
-  gl_light *l = new_array_ud(L, c, true, LIGHT_DATA_OFFSET + nbytes, true);
+  gl_light *l = new_array_ud(L, c, true, LIGHT_HEAD + nbytes, true);
   l->s.refcount = 1;
   l->s.data = (void *)(((uintptr_t)l + sizeof(gl_light) + LIGHT_ALIGN - 1) & ~(uintptr_t)(LIGHT_ALIGN - 1));
   l->s.nbytes = nbytes;
@@ -274,17 +277,21 @@ void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset) {
   switch (gl_dtypes[a->dtype].kind) {
     case GL_KIND_BOOL: lua_pushboolean(L, s.i != 0); break;
     case GL_KIND_FLOAT: lua_pushnumber(L, s.f); break;
-    case GL_KIND_COMPLEX: luaL_error(L, "reading a %s element is not supported yet", gl_dtypes[a->dtype].name); break;
+    case GL_KIND_COMPLEX: gl_lua_push_complex(L, s.f, s.im); break;
     default: if (s.isint) lua_pushinteger(L, s.i); else lua_pushnumber(L, s.f); break;
   }
 }
 
 gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg) {
+  double re, im;
   switch (lua_type(L, idx)) {
     case LUA_TBOOLEAN: return gl_scalar_bool(lua_toboolean(L, idx));
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) return gl_scalar_int(lua_tointeger(L, idx));
       return gl_scalar_float(lua_tonumber(L, idx));
+    case LUA_TUSERDATA:
+      if (gl_lua_tocomplex(L, idx, &re, &im)) return gl_scalar_complex(re, im);
+      /* fall through */
     default:
       luaL_argerror(L, arg, lua_pushfstring(L, "number or boolean expected, got %s", luaL_typename(L, idx)));
       return gl_scalar_int(0);
@@ -438,6 +445,10 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
       break;
     case 'i':
       if (strcmp(k, "itemsize") == 0) { lua_pushinteger(L, (lua_Integer)gl_array_itemsize(a)); return true; }
+      if (strcmp(k, "imag") == 0) { gl_lua_push_part(L, 1, 1); return true; }
+      break;
+    case 'r':
+      if (strcmp(k, "real") == 0) { gl_lua_push_part(L, 1, 0); return true; }
       break;
     case '_':       /* the storage's write counter (PyTorch's name): views share it */
       if (strcmp(k, "_version") == 0) { lua_pushinteger(L, (lua_Integer)a->storage->version); return true; }
@@ -491,7 +502,8 @@ static int array_index_in(lua_State *L) {
 
 /* x:method, x.property and x[i] of a vector read the array before anything that could run
 ** Lua code; any other x[key] (x.T included) runs as an op level (lhold.c): an allocation or
-** a key table's metamethods may run Lua code in the middle. */
+** a key table's metamethods may run Lua code in the middle. x.real and x.imag are the ops
+** gpu.real and gpu.imag, levels of their own. */
 static int array_index(lua_State *L) {
   int kt = lua_type(L, 2);
   if (kt == LUA_TSTRING) {
@@ -523,6 +535,20 @@ static int array_newindex_in(lua_State *L) {
   } else if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "grad") == 0) {
     gl_lua_set_grad(L, 1, 3, "grad");                 /* x.grad = g (or nil), as in PyTorch */
     return 0;
+  } else if (lua_type(L, 2) == LUA_TSTRING && (strcmp(lua_tostring(L, 2), "real") == 0 ||
+                                               strcmp(lua_tostring(L, 2), "imag") == 0)) {
+    /* x.real = v, x.imag = v: writes into the parts, as NumPy's; a real array has no
+    ** imaginary part to write (NumPy: TypeError) and is its own real part */
+    bool imag = lua_tostring(L, 2)[0] == 'i';
+    if (!gl_dtype_is_complex((gl_dtype)a->dtype) && imag)
+      return luaL_error(L, "cannot assign x.imag: a %s array has no imaginary part", gl_dtypes[a->dtype].name);
+    lua_pushliteral(L, ":");
+    lua_replace(L, 2);
+    if (gl_dtype_is_complex((gl_dtype)a->dtype)) {
+      gl_lua_push_part(L, 1, imag);
+      lua_replace(L, 1);
+      a = gl_lua_check(L, 1);
+    }
   } else if (lua_type(L, 2) == LUA_TSTRING) {
     return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
   }
@@ -580,6 +606,8 @@ static double compare_operand(lua_State *L, int idx, bool le) {
                                           le ? ":le() or :ge()" : ":lt() or :gt()"));
   gl_scalar s;
   gl_lua_check_status(L, gl_op_get(a, 0, &s), 0);
+  if (s.iscomplex)
+    luaL_argerror(L, idx, lua_pushfstring(L, "%s values have no ordering (compare x.real or gpu.abs(x))", gl_dtypes[a->dtype].name));
   return s.isint ? (double)s.i : s.f;
 }
 

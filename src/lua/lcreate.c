@@ -30,6 +30,14 @@ static const gl_optdecl *const create_decls[] = {
 
 /* ---- zeros, ones, empty, full -------------------------------------------------------- */
 
+/* The dtype a value makes when none is given: bool for a boolean, the default float
+** dtype for a number and its complex dtype for a complex scalar (float32 and complex64,
+** as PyTorch's defaults; NumPy's are float64 and complex128). */
+static gl_dtype scalar_dtype(gl_scalar v) {
+  if (v.isbool) return GL_BOOL;
+  return v.iscomplex ? gl_complex_for(GL_DEFAULT_DTYPE) : GL_DEFAULT_DTYPE;
+}
+
 static int make_filled(lua_State *L, int kind) {   /* 0 empty, 1 zeros, 2 ones */
   static const gl_optdecl *const decl[] = { &empty_decl, &zeros_decl, &ones_decl };
   int ndim;
@@ -62,7 +70,7 @@ static int l_full(lua_State *L) {
   gl_scalar v = gl_lua_scalar(L, 2, 2);
   gl_dtype dt;
   gl_device dev;
-  gl_lua_create_opts(L, 3, &full_decl, lua_isboolean(L, 2) ? GL_BOOL : GL_DEFAULT_DTYPE, &dt, &dev, NULL);
+  gl_lua_create_opts(L, 3, &full_decl, scalar_dtype(v), &dt, &dev, NULL);
   gl_lua_check_status(L, gl_scalar_check(dt, v), 2);
   gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
   gl_lua_check_status(L, gl_op_fill(a, v), 0);
@@ -204,6 +212,8 @@ typedef struct fill_state {
   gl_dtype dt;
   char *out;
   int64_t pos;
+  bool inferred;          /* dt was not given: a complex element asks for a complex dtype */
+  bool need_complex;      /* ... and one was met: fill again with gl_complex_for(dt) */
 } fill_state;
 
 static void path_str(luaL_Buffer *b, const int64_t *path, int depth) {
@@ -232,11 +242,14 @@ static void fill_nested(lua_State *L, fill_state *fs, int depth, int ndim, const
   int t = lua_gettop(L);
   if (depth == ndim) {
     int ty = lua_type(L, t);
+    double re, im;
+    bool cx = ty == LUA_TUSERDATA && gl_lua_tocomplex(L, t, &re, &im);
     if (ty == LUA_TTABLE) bad_element(L, path, depth, "is a table but the array is ragged (deeper here)");
-    if (ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+    if (ty != LUA_TNUMBER && ty != LUA_TBOOLEAN && !cx)
       bad_element(L, path, depth, lua_pushfstring(L, "is a %s (numbers or booleans expected)", luaL_typename(L, t)));
-    gl_scalar v = ty == LUA_TBOOLEAN ? gl_scalar_int(lua_toboolean(L, t))
+    gl_scalar v = cx ? gl_scalar_complex(re, im) : ty == LUA_TBOOLEAN ? gl_scalar_int(lua_toboolean(L, t))
                 : lua_isinteger(L, t) ? gl_scalar_int(lua_tointeger(L, t)) : gl_scalar_float(lua_tonumber(L, t));
+    if (cx && fs->inferred && !gl_dtype_is_complex(fs->dt)) { fs->need_complex = true; return; }
     if (gl_scalar_check(fs->dt, v) != GL_OK) {
       if (depth == 0) luaL_argerror(L, 1, gl_errmsg());        /* gpu.array(300, ...) */
       bad_element(L, path, depth, lua_pushfstring(L, "does not fit: %s", gl_errmsg()));
@@ -250,7 +263,7 @@ static void fill_nested(lua_State *L, fill_state *fs, int depth, int ndim, const
     bad_element(L, path, depth, lua_pushfstring(L, "has length %I but its siblings have %I (ragged table)",
                                                 (lua_Integer)luaL_len(L, t), (lua_Integer)shape[depth]));
   luaL_checkstack(L, 4, "array nesting");
-  for (int64_t i = 1; i <= shape[depth]; i++) {
+  for (int64_t i = 1; i <= shape[depth] && !fs->need_complex; i++) {
     lua_geti(L, t, i);
     path[depth] = i;
     fill_nested(L, fs, depth + 1, ndim, shape, path);
@@ -258,7 +271,8 @@ static void fill_nested(lua_State *L, fill_state *fs, int depth, int ndim, const
   }
 }
 
-/* Default dtype of a table's contents: bool if it holds only booleans, else float32. */
+/* Default dtype of a table's contents: bool if it holds only booleans, else float32 (a
+** complex element met while filling makes it complex64: fill_nested). */
 static gl_dtype infer_dtype(lua_State *L, int idx) {
   lua_pushvalue(L, idx);
   while (lua_istable(L, -1) && luaL_len(L, -1) > 0) {
@@ -268,6 +282,36 @@ static gl_dtype infer_dtype(lua_State *L, int idx) {
   gl_dtype dt = lua_isboolean(L, -1) ? GL_BOOL : GL_DEFAULT_DTYPE;
   lua_pop(L, 1);
   return dt;
+}
+
+/* Fills a new array of dtype fs->dt with the nested table at 1 and leaves it at slot 3
+** (slot 2 the options). False, with nothing pushed, when a complex element asks for a
+** complex dtype instead. */
+static bool fill_array(lua_State *L, fill_state *fs, int ndim, const int64_t *shape, gl_device dev) {
+  int64_t path[GL_MAXDIMS];
+  size_t nbytes;
+  gl_lua_check_status(L, gl_shape_nbytes(ndim, shape, fs->dt, &nbytes), 1);
+  lua_settop(L, 2);
+  fs->pos = 0;
+  if (dev.type == GL_CPU) {                     /* fill the new array in place */
+    gl_array *a = gl_lua_alloc(L, fs->dt, ndim, shape, dev);
+    fs->out = a->storage->data;
+    lua_pushvalue(L, 1);
+    fill_nested(L, fs, 0, ndim, shape, path);
+    lua_settop(L, 3);
+    return !fs->need_complex;
+  }
+  /* elsewhere: fill a host buffer owned by Lua (an error cannot leak it), then upload */
+  fs->out = lua_newuserdatauv(L, nbytes + 1, 0);
+  lua_pushvalue(L, 1);
+  fill_nested(L, fs, 0, ndim, shape, path);
+  lua_settop(L, 3);
+  if (fs->need_complex) return false;
+  gl_array *a = gl_lua_push(L);
+  gl_lua_check_status(L, gl_op_from_host(a, fs->out, fs->dt, ndim, shape, dev), 0);
+  gl_lua_account(L, nbytes);
+  lua_replace(L, 3);
+  return true;
 }
 
 static int l_array(lua_State *L) {
@@ -283,32 +327,22 @@ static int l_array(lua_State *L) {
     return gl_lua_result(L, gl_op_copy(a, src, dt, dev), a, 0);
   }
   int ty = lua_type(L, 1);
-  if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+  double re, im;
+  bool cx = ty == LUA_TUSERDATA && gl_lua_tocomplex(L, 1, &re, &im);
+  if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN && !cx)
     luaL_argerror(L, 1, lua_pushfstring(L, "table, number or array expected, got %s", luaL_typename(L, 1)));
-  int64_t shape[GL_MAXDIMS], path[GL_MAXDIMS];
+  int64_t shape[GL_MAXDIMS];
   int ndim = ty == LUA_TTABLE ? nested_shape(L, 1, shape) : 0;
-  gl_dtype inferred = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1) : GL_DEFAULT_DTYPE;
+  gl_dtype inferred = ty == LUA_TBOOLEAN ? GL_BOOL : ty == LUA_TTABLE ? infer_dtype(L, 1)
+                    : cx ? gl_complex_for(GL_DEFAULT_DTYPE) : GL_DEFAULT_DTYPE;
   gl_lua_create_opts(L, 2, &array_decl, inferred, &dt, &dev, NULL);
-  size_t nbytes;
-  gl_lua_check_status(L, gl_shape_nbytes(ndim, shape, dt, &nbytes), 1);
   lua_settop(L, 2);
-  fill_state fs = { dt, NULL, 0 };
-  if (dev.type == GL_CPU) {                     /* fill the new array in place */
-    gl_array *a = gl_lua_alloc(L, dt, ndim, shape, dev);
-    fs.out = a->storage->data;
-    lua_pushvalue(L, 1);
-    fill_nested(L, &fs, 0, ndim, shape, path);
-    lua_settop(L, 3);
-    return 1;
-  }
-  /* elsewhere: fill a host buffer owned by Lua (an error cannot leak it), then upload */
-  fs.out = lua_newuserdatauv(L, nbytes + 1, 0);
-  lua_pushvalue(L, 1);
-  fill_nested(L, &fs, 0, ndim, shape, path);
-  lua_settop(L, 3);
-  gl_array *a = gl_lua_push(L);
-  gl_lua_check_status(L, gl_op_from_host(a, fs.out, dt, ndim, shape, dev), 0);
-  gl_lua_account(L, nbytes);
+  bool given = lua_istable(L, 2) && lua_getfield(L, 2, "dtype") != LUA_TNIL;
+  fill_state fs = { dt, NULL, 0, !given, false };
+  if (fill_array(L, &fs, ndim, shape, dev)) return 1;
+  fs.dt = gl_complex_for(fs.dt);
+  fs.need_complex = false;
+  fill_array(L, &fs, ndim, shape, dev);
   return 1;
 }
 

@@ -209,6 +209,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_grad(L, module, methods);
   gl_open_device(L, module, methods);
   gl_open_math(L, module, methods, meta);
+  gl_open_complex(L, module, methods);      /* after math: its elementwise rows come first */
   gl_open_event(L, module, methods);
   gl_open_indexing(L, module, methods);
   gl_open_select(L, module, methods);

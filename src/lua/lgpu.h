@@ -245,13 +245,26 @@ gl_device gl_lua_device(lua_State *L, int idx);          /* a device name argume
 gl_device gl_lua_default_device(lua_State *L);
 int64_t gl_lua_int(lua_State *L, int idx, const char *what);   /* integral number */
 
-/* Pushes element 'offset' of a as a Lua value (integer, number or boolean). */
+/* Pushes element 'offset' of a as a Lua value (integer, number, boolean, complex scalar). */
 void gl_lua_push_element(lua_State *L, const gl_array *a, int64_t offset);
-/* A Lua value (number/boolean) as a scalar; raises at 'arg' otherwise. */
+/* A Lua value (number, boolean, complex scalar) as a scalar; raises at 'arg' otherwise. */
 gl_scalar gl_lua_scalar(lua_State *L, int idx, int arg);
 /* The same for a value that becomes an element of dtype t: an integer dtype refuses what
 ** it cannot hold (gl_scalar_check), as an error of argument 'arg'. */
 gl_scalar gl_lua_scalar_for(lua_State *L, int idx, int arg, gl_dtype t);
+
+/* ---- complex numbers (lcomplex.c) ----------------------------------------------------------- */
+
+/* Pushes the complex scalar re + im i (a full userdata, metatable "gpu.complex"). */
+void gl_lua_push_complex(lua_State *L, double re, double im);
+/* Whether the value at idx is a complex scalar, and its parts. */
+bool gl_lua_tocomplex(lua_State *L, int idx, double *re, double *im);
+/* Pushes x.real (part 0) or x.imag (part 1) of the array at idx: the result of the
+** dispatched ops gpu.real / gpu.imag, so that autograd records them. */
+void gl_lua_push_part(lua_State *L, int idx, int part);
+/* gpu.complex, real, imag, conj, angle, polar, isreal, iscomplex, isrealobj, iscomplexobj,
+** x:is_complex() and the complex scalar's metatable; after gl_open_math. */
+void gl_open_complex(lua_State *L, int module, int methods);
 
 /* ---- options tables (largs.c) ------------------------------------------------------------ */
 

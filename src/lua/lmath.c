@@ -15,8 +15,8 @@ static int operand_error(lua_State *L, int idx, const char *name, const char *ms
   return luaL_error(L, "bad argument #%d to '%s' (%s)", idx, name, msg);
 }
 
-/* An operand: an open array, a number or a boolean; 'name' is the op's, for errors. 'a':
-** the argument as gl_lua_test_in found it (NULL: not an array). */
+/* An operand: an open array, a number, a complex scalar or a boolean; 'name' is the op's,
+** for errors. 'a': the argument as gl_lua_test_in found it (NULL: not an array). */
 static gl_operand to_operand(lua_State *L, gl_lctx *c, int idx, gl_array *a, const char *name) {
   gl_operand o = { NULL, gl_scalar_int(0) };
   if (a) {
@@ -26,7 +26,8 @@ static gl_operand to_operand(lua_State *L, gl_lctx *c, int idx, gl_array *a, con
     return o;
   }
   int t = lua_type(L, idx);
-  if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+  double re, im;
+  if (t != LUA_TNUMBER && t != LUA_TBOOLEAN && !gl_lua_tocomplex(L, idx, &re, &im))
     operand_error(L, idx, name, lua_pushfstring(L, "array or number expected, got %s", luaL_typename(L, idx)));
   o.s = gl_lua_scalar(L, idx, idx);
   return o;

@@ -16,11 +16,16 @@
 #define THRESHOLD 1000
 #define EDGE 3
 
+/* How one column of reals prints, after NumPy's FloatingFormat: fixed or scientific, the
+** digits, the widest string. A complex array has two: its real parts' and its imaginary
+** parts' (these signed: "+2.", as NumPy's ComplexFloatingFormat). */
 typedef struct fmt {
-  gl_dtype dt;
+  gl_dtype dt;              /* the values' float dtype: the array's, or its parts' */
   bool sci, integral;       /* float modes */
+  bool plus;                /* a sign on positive values too */
   int frac;                 /* fixed: widest fractional part; sci: mantissa digits */
-  int width;                /* widest element */
+  int exp_digits;           /* sci: exponent digits (2, or 3 where one needs them) */
+  int width;                /* widest string */
 } fmt;
 
 /* Does the decimal string read back as v in dtype dt? */
@@ -42,32 +47,67 @@ static int digits_needed(gl_dtype dt, double v, bool sci) {
   return 8;
 }
 
-static int format_one(const fmt *f, gl_scalar s, char *out, bool pad) {
-  switch (gl_dtypes[f->dt].kind) {
-    case GL_KIND_BOOL: return sprintf(out, "%s", s.i ? "true" : "false");
-    case GL_KIND_INT: case GL_KIND_UINT: return sprintf(out, "%lld", (long long)s.i);
-    default: break;
-  }
-  double v = s.f;
-  if (isnan(v)) return sprintf(out, "nan");
-  if (isinf(v)) return sprintf(out, v > 0 ? "inf" : "-inf");
+/* The digits of the exponent v has written with p digits after the point (2 at least, as
+** C's %e writes it; 3 past 1e99, where NumPy pads the whole column's to 3). */
+static int exponent_digits(double v, int p) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.*e", p, v);
+  return (int)strlen(strchr(buf, 'e') + 2);
+}
+
+/* One real in column format f; pad: spaces after a fixed-notation number up to the
+** column's fractional digits, so the points align. */
+static int format_real(const fmt *f, double v, char *out, bool pad) {
+  const char *plus = f->plus ? "+" : "";
+  if (isnan(v)) return sprintf(out, "%snan", plus);
+  if (isinf(v)) return sprintf(out, "%sinf", v < 0 ? "-" : plus);
   if (f->sci) {              /* own shortest digits, zero-padded to the common count */
     int own = digits_needed(f->dt, v, true);
     char tmp[64];
-    snprintf(tmp, sizeof tmp, "%.*e", own, v);
+    snprintf(tmp, sizeof tmp, f->plus ? "%+.*e" : "%.*e", own, v);
     char *e = strchr(tmp, 'e');
     int n = (int)(e - tmp);
     memcpy(out, tmp, (size_t)n);
     if (own == 0) out[n++] = '.';                                  /* "1.e-05", as NumPy */
     for (int k = own; k < f->frac; k++) out[n++] = '0';
-    return n + sprintf(out + n, "%s", e);
+    int x = atoi(e + 1);
+    return n + sprintf(out + n, "e%c%0*d", x < 0 ? '-' : '+', f->exp_digits, abs(x));
   }
-  if (f->integral) return sprintf(out, "%.0f.", v);
+  if (f->integral) return sprintf(out, f->plus ? "%+.0f." : "%.0f.", v);
   int own = digits_needed(f->dt, v, false);
-  int n = own == 0 ? sprintf(out, "%.0f.", v) : sprintf(out, "%.*f", own, v);
+  int n = sprintf(out, f->plus ? "%+.*f" : "%.*f", own, v);
+  if (own == 0) out[n++] = '.';
   if (pad) for (int k = own; k < f->frac; k++) out[n++] = ' ';   /* align the points */
   out[n] = '\0';
   return n;
+}
+
+/* What a column's format is decided from: its finite values' magnitudes and digits. */
+typedef struct col_stats {
+  double maxabs, minabs;
+  bool integral;
+  int frac, sfrac, edig;
+} col_stats;
+
+static void stats_add(col_stats *st, gl_dtype dt, double x) {
+  if (!isfinite(x)) return;
+  double v = fabs(x);
+  if (v > st->maxabs) st->maxabs = v;
+  if (v != 0 && v < st->minabs) st->minabs = v;
+  if (x != floor(x) || v >= 1e16) st->integral = false;
+  int fd = digits_needed(dt, x, false), sd = digits_needed(dt, x, true), ed = exponent_digits(x, sd);
+  if (fd > st->frac) st->frac = fd;
+  if (sd > st->sfrac) st->sfrac = sd;
+  if (ed > st->edig) st->edig = ed;
+}
+
+/* NumPy's rule: scientific when the magnitudes are large, tiny or far apart. */
+static void stats_decide(fmt *f, const col_stats *st) {
+  f->integral = st->integral;
+  f->sci = st->minabs < HUGE_VAL && (st->maxabs >= 1e8 || st->minabs < 1e-4 || st->maxabs / st->minabs > 1e3);
+  f->frac = f->sci ? st->sfrac : st->frac;
+  f->exp_digits = st->edig;
+  f->width = 0;
 }
 
 /* ---- which elements are shown ------------------------------------------------------------ */
@@ -77,7 +117,10 @@ typedef struct layout {
   const char *data;          /* host copy of the shown elements, C order */
   int64_t shape[GL_MAXDIMS]; /* ... its extents: a's, or 2 * EDGE on a summarised axis */
   bool summarise;
-  fmt f;
+  gl_dtype dt;               /* a's */
+  fmt re, im;                /* a float array's column (re), a complex one's two */
+  col_stats st_re, st_im;    /* what decides them */
+  int width;                 /* widest element */
 } layout;
 
 static bool shown(const layout *lo, int axis, int64_t i) {
@@ -123,56 +166,71 @@ static gl_status copy_shown(const layout *lo, void *host) {
 }
 
 static gl_scalar elem(const layout *lo, int64_t k) {
-  return gl_scalar_load(lo->f.dt, lo->data + k * (int64_t)gl_dtypes[lo->f.dt].size);
+  return gl_scalar_load(lo->dt, lo->data + k * (int64_t)gl_dtypes[lo->dt].size);
 }
 
-/* Visits every shown element (C order) to decide the format. */
-static void scan(layout *lo, int axis, int64_t *idx, double *maxabs, double *minabs,
-                 bool *integral, int *frac, int *sfrac) {
+/* One element as NumPy prints it: a complex one as its real part, then its signed
+** imaginary part and "j", each right-aligned in its column (pad: "1. +2.j  ", so the
+** points of both columns align, as NumPy's "1. +2.j  , 1.5-2.25j"). */
+static int format_one(const layout *lo, gl_scalar s, char *out, bool pad) {
+  switch (gl_dtypes[lo->dt].kind) {
+    case GL_KIND_BOOL: return sprintf(out, "%s", s.i ? "true" : "false");
+    case GL_KIND_INT: case GL_KIND_UINT: return sprintf(out, "%lld", (long long)s.i);
+    case GL_KIND_COMPLEX: break;
+    default: return format_real(&lo->re, s.f, out, pad);
+  }
+  char re[64], im[64];
+  int nr = format_real(&lo->re, s.f, re, pad), ni = format_real(&lo->im, s.im, im, pad);
+  int digits = ni;                                     /* "j" goes before the padding */
+  while (digits > 0 && im[digits - 1] == ' ') digits--;
+  int wr = pad ? lo->re.width : nr, wi = pad ? lo->im.width : ni;
+  return sprintf(out, "%*s%s%*s%.*sj%s", wr - nr, "", re, wi - ni, "", digits, im, im + digits);
+}
+
+/* Calls fn on every shown element (C order). */
+static void visit(layout *lo, int axis, int64_t *idx, void (*fn)(layout *, gl_scalar)) {
   const gl_array *a = lo->a;
   int64_t n = a->ndim == 0 ? 1 : a->shape[axis];     /* a 0-d array: its one element */
   for (int64_t i = 0; i < n; i++) {
     if (a->ndim > 0 && !shown(lo, axis, i)) { i = n - EDGE - 1; continue; }
     if (a->ndim > 0) idx[axis] = i;
-    if (axis + 1 < a->ndim) { scan(lo, axis + 1, idx, maxabs, minabs, integral, frac, sfrac); continue; }
-    gl_scalar s = elem(lo, elem_index(lo, idx));
-    if (gl_dtypes[lo->f.dt].kind != GL_KIND_FLOAT || !isfinite(s.f)) continue;
-    double v = fabs(s.f);
-    if (v > *maxabs) *maxabs = v;
-    if (v != 0 && v < *minabs) *minabs = v;
-    if (s.f != floor(s.f) || v >= 1e16) *integral = false;
-    int fd = digits_needed(lo->f.dt, s.f, false), sd = digits_needed(lo->f.dt, s.f, true);
-    if (fd > *frac) *frac = fd;
-    if (sd > *sfrac) *sfrac = sd;
+    if (axis + 1 < a->ndim) visit(lo, axis + 1, idx, fn);
+    else fn(lo, elem(lo, elem_index(lo, idx)));
   }
 }
 
-static void measure(layout *lo, int axis, int64_t *idx) {
-  const gl_array *a = lo->a;
-  char buf[64];
-  int64_t len = a->ndim == 0 ? 1 : a->shape[axis];
-  for (int64_t i = 0; i < len; i++) {
-    if (a->ndim > 0 && !shown(lo, axis, i)) { i = len - EDGE - 1; continue; }
-    if (a->ndim > 0) idx[axis] = i;
-    if (axis + 1 < a->ndim) { measure(lo, axis + 1, idx); continue; }
-    int n = format_one(&lo->f, elem(lo, elem_index(lo, idx)), buf, true);
-    if (n > lo->f.width) lo->f.width = n;
+static void scan_one(layout *lo, gl_scalar s) {
+  stats_add(&lo->st_re, lo->re.dt, s.f);
+  if (s.iscomplex) stats_add(&lo->st_im, lo->im.dt, s.im);
+}
+
+static void measure_one(layout *lo, gl_scalar s) {
+  char buf[128];
+  if (s.iscomplex) {
+    int nr = format_real(&lo->re, s.f, buf, true), ni = format_real(&lo->im, s.im, buf, true);
+    if (nr > lo->re.width) lo->re.width = nr;
+    if (ni > lo->im.width) lo->im.width = ni;
+    if (lo->re.width + lo->im.width + 1 > lo->width) lo->width = lo->re.width + lo->im.width + 1;
+    return;
   }
+  int n = format_one(lo, s, buf, true);
+  if (n > lo->width) lo->width = n;
 }
 
 static void decide_format(layout *lo) {
   int64_t idx[GL_MAXDIMS] = { 0 };
-  double maxabs = 0, minabs = HUGE_VAL;
-  bool integral = true;
-  int frac = 0, sfrac = 0;
-  if (lo->a->size > 0) scan(lo, 0, idx, &maxabs, &minabs, &integral, &frac, &sfrac);
-  lo->f.integral = integral;
-  /* NumPy's rule: scientific when the magnitudes are large, tiny or far apart */
-  lo->f.sci = minabs < HUGE_VAL && (maxabs >= 1e8 || minabs < 1e-4 || maxabs / minabs > 1e3);
-  lo->f.frac = lo->f.sci ? sfrac : frac;
-  lo->f.width = 0;
+  gl_dtype part = gl_real_for(lo->dt);
+  lo->re.dt = lo->im.dt = part;
+  lo->im.plus = true;
+  const col_stats none = { 0, HUGE_VAL, true, 0, 0, 2 };
+  lo->st_re = lo->st_im = none;
+  bool floats = gl_dtype_is_float(part);
+  if (lo->a->size > 0 && floats) visit(lo, 0, idx, scan_one);
+  stats_decide(&lo->re, &lo->st_re);
+  stats_decide(&lo->im, &lo->st_im);
+  lo->width = 0;
   memset(idx, 0, sizeof idx);
-  if (lo->a->size > 0) measure(lo, 0, idx);
+  if (lo->a->size > 0) visit(lo, 0, idx, measure_one);
 }
 
 /* ---- output --------------------------------------------------------------------------------- */
@@ -230,10 +288,10 @@ static void emit(lua_State *L, luaL_Buffer *b, layout *lo, int axis, int64_t *id
       }
       continue;
     }
-    char buf[64], cell[96];
-    int len = format_one(&lo->f, elem(lo, elem_index(lo, idx)), buf, true);
-    snprintf(cell, sizeof cell, "%*s%s%s", lo->f.width - len, "", buf, last ? "" : ",");
-    put_word(b, lo, cell, lo->f.width, indent, &col, &owed);
+    char buf[128], cell[160];
+    int len = format_one(lo, elem(lo, elem_index(lo, idx)), buf, true);
+    snprintf(cell, sizeof cell, "%*s%s%s", lo->width - len, "", buf, last ? "" : ",");
+    put_word(b, lo, cell, lo->width, indent, &col, &owed);
     if (!last) { col++; owed = true; }
   }
   luaL_addchar(b, ']');
@@ -245,7 +303,7 @@ int gl_lua_tostring(lua_State *L) {
   layout lo;
   memset(&lo, 0, sizeof lo);
   lo.a = a;
-  lo.f.dt = (gl_dtype)a->dtype;
+  lo.dt = (gl_dtype)a->dtype;
   lo.summarise = a->size > THRESHOLD;
   int64_t count = 1;
   for (int d = 0; d < a->ndim; d++) {
@@ -258,12 +316,12 @@ int gl_lua_tostring(lua_State *L) {
   decide_format(&lo);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  char tmp[96];
+  char tmp[128];
   static const char prefix[] = "gpu.array(";
   luaL_addstring(&b, prefix);
   int64_t idx[GL_MAXDIMS] = { 0 };
   if (a->ndim == 0) {          /* gpu.array(3., dtype=...): never mistaken for the number 3 */
-    format_one(&lo.f, elem(&lo, 0), tmp, false);
+    format_one(&lo, elem(&lo, 0), tmp, false);
     luaL_addstring(&b, tmp);
   } else if (a->size == 0) {
     luaL_addstring(&b, "[]");

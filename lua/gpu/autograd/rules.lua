@@ -71,7 +71,7 @@ for _, name in ipairs {
   -- comparisons, logical and bitwise ops, predicates: boolean or integer results
   "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
   "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
-  "isnan", "isinf", "isfinite", "all", "any",
+  "isnan", "isinf", "isfinite", "all", "any", "isreal", "iscomplex", "is_complex", "isrealobj", "iscomplexobj",
   -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
   "floor", "ceil", "round", "trunc", "floordiv",
   -- positions
