@@ -111,6 +111,40 @@ case("vdot (conjugates a)", function(dev) return function(a, b) return gpu.vdot(
 case("inner", function(dev) return function(a, b) return gpu.inner(a, b) end, { Z(dev, 2, 3), Z(dev, 3) } end)
 case("einsum", function(dev) return function(a, b) return gpu.einsum("ij,jk->ik", a, b) end, { Z(dev, 2, 3), Z(dev, 3, 2) } end)
 
+-- ---- gpu.linalg on complex matrices: the conjugate transposes (and svd's and eig's phases) ---------
+local LA = gpu.linalg
+local function ZW(dev, ...)                       -- well conditioned: a shift by 2 I
+  local z = Z(dev, ...)
+  return z + gpu.eye(z.shape[z.ndim], { dtype = "float64", device = dev }) * 2
+end
+local function herm(z)                            -- z z^H + I: Hermitian positive definite
+  return z:matmul(z:transpose(-1, -2):conj()) + gpu.eye(z.shape[z.ndim], { dtype = "float64", device = z.device })
+end
+case("linalg.solve", function(dev) return function(a, b) return LA.solve(a, b) end, { ZW(dev, 2, 3, 3), Z(dev, 3, 2) } end)
+case("linalg.inv", function(dev) return function(a) return LA.inv(a) end, { ZW(dev, 3, 3) } end)
+case("linalg.det", function(dev) return function(a) return LA.det(a) end, { ZW(dev, 2, 3, 3) } end)
+case("linalg.slogdet (logabsdet)", function(dev) return function(a) return (select(2, LA.slogdet(a))) end, { Z(dev, 2, 3, 3) } end)
+case("linalg.cholesky", function(dev)
+  return function(x) return LA.cholesky(herm(x)) + LA.cholesky(herm(x), { upper = true }) * 0.5 end, { Z(dev, 3, 3) }
+end)
+case("linalg.qr", function(dev)
+  return function(a) local q, r = LA.qr(a); return gpu.concat({ q:reshape(-1), r:reshape(-1) }) end, { Z(dev, 4, 3) }
+end)
+case("linalg.svd (u vh, s: free of the vectors' phases)", function(dev)
+  return function(a)
+    local u, s, vh = LA.svd(a, { full_matrices = false })
+    return gpu.concat({ u:matmul(vh):reshape(-1), s:astype("complex128"), (u * u:conj()):reshape(-1) })
+  end, { Z(dev, 4, 3) }
+end)
+case("linalg.eigh", function(dev)
+  return function(x) local w, v = LA.eigh(herm(x)); return gpu.concat({ w, (v * v:conj()).real:reshape(-1) }) end, { Z(dev, 3, 3) }
+end)
+case("linalg.eig", function(dev)
+  return function(x) local w, v = LA.eig(x); return gpu.concat({ w, (v * v:conj()):reshape(-1) }) end, { ZW(dev, 3, 3) }
+end)
+case("linalg.eigvals", function(dev) return function(x) return LA.eigvals(x) end, { ZW(dev, 2, 3, 3) } end)
+case("linalg.lstsq", function(dev) return function(a, b) return (LA.lstsq(a, b)) end, { Z(dev, 5, 3), Z(dev, 5, 2) } end)
+
 -- ---- shapes, views and indexing -----------------------------------------------------------------------
 case("reshape, transpose, flip", function(dev)
   return function(z) return z:reshape(3, 2):transpose():flip(2) end, { Z(dev, 2, 3) }
