@@ -194,7 +194,7 @@ $(SO): $(LIB_O) Makefile
 # install them is a warning.
 DEPS     := lua5.4 liblua5.4-dev lua-busted libopenblas-dev libopenblas0-openmp libreadline-dev zlib1g-dev \
             dataset-fashion-mnist clang libclang-rt-dev gnuplot-nox libpng-dev luarocks libopenmpi-dev openmpi-bin \
-            libdnnl-dev fortunes
+            libdnnl-dev libfftw3-dev fortunes
 OPT_DEPS := python3-numpy python3-numexpr
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

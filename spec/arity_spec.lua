@@ -26,7 +26,7 @@ end
 -- the tables of functions that must all declare what they take
 local tables = {
   { "gpu", gpu }, { "gpu.methods", gpu.methods }, { "gpu.random", gpu.random }, { "gpu.linalg", gpu.linalg },
-  { "gpu._linalg", gpu._linalg }, { "gpu.fused", gpu.fused }, { "gpu.dnn", gpu.dnn }, { "gpu._jit", gpu._jit }, { "gpu._grad", gpu._grad },
+  { "gpu._linalg", gpu._linalg }, { "gpu.fft", gpu.fft }, { "gpu._fft", gpu._fft }, { "gpu.fused", gpu.fused }, { "gpu.dnn", gpu.dnn }, { "gpu._jit", gpu._jit }, { "gpu._grad", gpu._grad },
   { "gpu.distributed", gpu.distributed }, { "gpu.nn.functional", nn.functional }, { "gpu (Lua parts)", parts },
   { "gpu.nn", nn }, { "gpu.nn.init", nn.init }, { "gpu.nn.metrics", nn.metrics }, { "gpu.nn.utils", nn.utils },
   { "gpu.autograd", require "gpu.autograd" }, { "gpu.data", require "gpu.data" }, { "gpu.plot", require "gpu.plot" },

@@ -209,6 +209,10 @@ samples["linalg.eigvals"] = function(dev) return function(x) return gpu.view_as_
 samples["linalg.lstsq"] = function(dev)
   return function(a, b) return (LA.lstsq(a, b)) end, { S(dev, 5, 3), S(dev, 5, 2) }
 end
+-- gpu.fft's transforms (complex results as their real and imaginary parts)
+samples["fft.c2c"] = function(dev) return function(x) return gpu.view_as_real(gpu.fft.fft(x, 5)) end, { S(dev, 2, 4) } end
+samples["fft.r2c"] = function(dev) return function(x) return gpu.view_as_real(gpu.fft.rfftn(x)) end, { S(dev, 3, 4) } end
+samples["fft.c2r"] = function(dev) return function(x) return gpu.fft.irfft(gpu.fft.fft(x), 5) end, { S(dev, 2, 3) } end
 samples["fused.linear"] = function(dev)
   return function(x, w, b) return gpu.fused.linear(x, w, b) end, { S(dev, 2, 3), S(dev, 4, 3), S(dev, 4) }
 end

@@ -39,6 +39,9 @@ local candidates = {
   function() return { gpu.rand(1, 2, 16, 16), { 3, 3 } } end,
   function() return { A():astype("int32"), A():astype("int32") } end,
   function() return { 8, 8 } end,
+  function() return { A(), { 2 }, false, 1 } end,       -- gpu._fft's transforms
+  function() return { A(), { 2 }, 1 } end,
+  function() return { A(), { 2 }, 126, 1 } end,
 }
 
 -- ops that must not run here: they read or write files, or change global state
@@ -60,7 +63,7 @@ local function dispatched()
     end
   end
   for k, v in pairs(gpu) do if type(k) == "string" then add("gpu." .. k, v) end end
-  for _, m in ipairs { "linalg", "fused", "dnn", "random" } do
+  for _, m in ipairs { "linalg", "fused", "dnn", "random", "_fft" } do
     for k, v in pairs(gpu[m]) do add("gpu." .. m .. "." .. k, v) end
   end
   for k, v in pairs(gpu.methods) do add("methods." .. k, v) end
@@ -153,6 +156,7 @@ describe("Lua code inside an op", function()
       for _ = 1, 20 do
         local list = { gpu.rand(64, 64), gpu.rand(64, 64), gpu.rand(64, 64) }
         local want = gpu[name]({ list[1]:copy(), list[2]:copy(), list[3]:copy() })
+        collectgarbage()          -- no cycle under way: the finalizer runs where collect_next says
         setmetatable({}, { __gc = function() for i = 1, 3 do list[i] = nil end collectgarbage() end })
         hold.collect_next()
         local ok, r = pcall(gpu[name], list)

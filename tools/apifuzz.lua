@@ -310,12 +310,13 @@ local skip = { bench = true, profile = true, range = true, save = true, savez = 
   save_safetensors = true, savetxt = true, load = true, loadz = true, load_safetensors = true, loadtxt = true,
   load_idx = true, _png_save = true, _png_load = true, _save_bytes = true, clock = true, synchronize = true }
 
--- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn/linalg as "r:f"/"f:f"/"d:f"/"la:f",
+-- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn/linalg/fft as "r:f"/"f:f"/"d:f"/"la:f"/"ft:f",
 -- metamethods as "meta:__f".
 local meta = getmetatable(gpu.zeros(1))
 local spaces = {
   ["m:"] = { gpu.methods, "gpu.methods" }, ["r:"] = { gpu.random, "gpu.random" },
   ["f:"] = { gpu.fused, "gpu.fused" }, ["d:"] = { gpu.dnn, "gpu.dnn" }, ["la:"] = { gpu.linalg, "gpu.linalg" },
+  ["ft:"] = { gpu.fft, "gpu.fft" },
   ["meta:"] = { meta, "getmetatable(gpu.zeros(1))" }, [""] = { gpu, "gpu" },
   ["g:"] = { getmetatable(gpu.random.Generator(1)).__index, "getmetatable(gpu.random.Generator(1)).__index" } }
 local keywords = {}
@@ -425,6 +426,10 @@ sigs("Fp Y R o", "f:cross_entropy_backward")
 sigs("Fp W R5", "f:linear")
 sigs("Q o", "la:inv la:det la:slogdet la:cholesky la:qr la:svd la:svdvals la:eigh la:eigvalsh la:eig la:eigvals")
 sigs("Q K o", "la:solve la:lstsq")
+sigs("A n ax1 o", "ft:fft ft:ifft ft:rfft ft:irfft ft:hfft ft:ihfft")
+sigs("A s ax o", "ft:fft2 ft:ifft2 ft:fftn ft:ifftn ft:rfft2 ft:irfft2 ft:rfftn ft:irfftn")
+sigs("n n o", "ft:fftfreq ft:rfftfreq")
+sigs("A ax", "ft:fftshift ft:ifftshift")
 sigs("S", "m:backward")
 sigs("S A", "m:backward")
 sigs("G F", "m:register_hook")
@@ -590,7 +595,8 @@ local function arguments(name)
     bare = name:gsub("^g:", "r:")
     kinds = "Gen " .. (sig[bare] and pick(sig[bare]) or "")
   end
-  local own = declared[bare:gsub("^r:", "random."):gsub("^f:", "fused."):gsub("^d:", "dnn."):gsub("^la:", "linalg.")]
+  local own = declared[bare:gsub("^r:", "random."):gsub("^f:", "fused."):gsub("^d:", "dnn."):gsub("^la:", "linalg.")
+    :gsub("^ft:", "fft.")]
   local srcs = {}
   if kinds and math.random(4) > 1 then
     local list = {}

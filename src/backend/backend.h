@@ -34,6 +34,7 @@ typedef enum gl_op {
   GL_OP_LINALG,     /* which: a gl_la_op; dt: the compute dtype (GL_LA_DTYPES) */
   GL_OP_SELECT,     /* partition (kth order statistics) */
   GL_OP_HISTOGRAM,  /* bin counts; dt: the binned array's */
+  GL_OP_FFT,        /* which: a gl_fft_kind; dt: the complex dtype (complex64 or complex128) */
   GL_NOP
 } gl_op;
 
@@ -153,6 +154,31 @@ typedef struct gl_la_args {
   unsigned flags;        /* GL_LA_UPPER, GL_LA_FULL */
   double rcond;          /* LSTSQ */
 } gl_la_args;
+
+/* Discrete Fourier transforms (GL_OP_FFT, gl_backend.fft): FFTW on the cpu, cuFFT on cuda.
+** One call transforms 'rank' axes of 'in' (axes[], 0-based, distinct, in any order, each of
+** extent >= 1) for every position of the other axes (the batch, any extents, none 0), and
+** multiplies the result by 'scale'. Unnormalised, with n_a the logical extent of axis a:
+**   C2C  in, out of one complex dtype and shape:
+**        out[k] = scale * sum_j in[j] exp(sign * 2 pi i * sum_a j_a k_a / n_a)
+**        (sign -1 forward, +1 inverse)
+**   R2C  in real (the complex dtype's real part), out complex: the C2C forward of in, of
+**        which out holds k = 0 .. n/2 on the last of axes[] (n / 2 + 1 entries; the rest is
+**        conjugate symmetric)
+**   C2R  in complex, out real: the C2C inverse (sign +1) of the conjugate symmetric array
+**        whose half is in (n / 2 + 1 entries on the last of axes[], n = out's extent
+**        there); the imaginary parts that symmetry forces to zero (k = 0, and n / 2 for an
+**        even n) are ignored. 'in' is only read (the backend transforms a copy).
+** in and out have any strides (0 on a broadcast batch axis of in, negative ones included),
+** do not overlap, and out is written only. The ops layer has checked everything above. */
+typedef enum gl_fft_kind { GL_FFT_C2C, GL_FFT_R2C, GL_FFT_C2R, GL_NFFT } gl_fft_kind;
+typedef struct gl_fft_args {
+  gl_fft_kind kind;
+  int sign;                /* C2C: -1 or +1 */
+  int rank;                /* 1 .. the arrays' ndim */
+  int axes[GL_MAXDIMS];    /* the last one is the halved axis of R2C and C2R */
+  double scale;
+} gl_fft_args;
 
 /* gl_optim_kind and gl_optim_hp (fused optimizer steps) come from kernels/optim.h. */
 
@@ -552,6 +578,8 @@ typedef struct gl_backend {
                              const gl_array *lse, double scale, bool causal);
   /* (optional) Dense linear algebra, see gl_la_op. */
   gl_status (*linalg)(gl_la_op op, const gl_la_args *args, int64_t *bad);
+  /* (optional) Fourier transforms, see gl_fft_kind; 'dt' of supports is the complex dtype. */
+  gl_status (*fft)(const gl_array *out, const gl_array *in, const gl_fft_args *args);
   /* Counters since start (or the last reset): copies, launches, allocations; with
   ** reset, zeroes them after reading (out may be NULL). (optional) */
   void (*stats)(gl_stats *out, bool reset);

@@ -182,6 +182,8 @@ static void print_help (void) {
     "  GPULUA_DNNL_REFUSE=1  (testing) oneDNN refuses every convolution and LSTM/GRU:\n"
     "                        the im2col + GEMM fallback inside its path and nn's\n"
     "                        fused recurrent loops run\n"
+    "  GPULUA_FFTW_PLANNER   estimate: gpu.fft keeps FFTW's first (estimated) plans;\n"
+    "                        measure: it measures every layout at once\n"
     "  GPULUA_TEST_BACKEND=1 (testing) a second cpu backend, \"testcpu\", is registered\n"
     "  GPULUA_PLAIN          set: fit's progress is plain lines\n"
     "  GPULUA_GNUPLOT        the gnuplot program of gpu.plot (default: gnuplot)\n"

@@ -214,6 +214,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_indexing(L, module, methods);
   gl_open_select(L, module, methods);
   gl_open_linalg(L, module, methods);
+  gl_open_fft(L, module);
   gl_open_conv(L, module, methods);
   gl_open_fused(L, module, methods);
   gl_open_rnn(L, module, methods);          /* after fused: adds to gpu.fused */

@@ -358,6 +358,8 @@ void gl_open_select(lua_State *L, int module, int methods);
 int gl_lua_index_array(lua_State *L, const gl_array *x, int key);
 void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val);
 void gl_open_linalg(lua_State *L, int module, int methods);
+/* gpu._fft: the transforms under gpu.fft (lua/gpu/fft.lua); lfft.c. */
+void gl_open_fft(lua_State *L, int module);
 /* gpu.im2col, gpu.col2im; lconv.c. */
 void gl_open_conv(lua_State *L, int module, int methods);
 void gl_open_reduce(lua_State *L, int module, int methods);

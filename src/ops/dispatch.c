@@ -14,7 +14,7 @@ static const char *const family_names[GL_NOP] = {
   [GL_OP_REDUCE] = "reduction", [GL_OP_MATMUL] = "matmul", [GL_OP_INDEX] = "indexing",
   [GL_OP_SORT] = "sort", [GL_OP_RANDOM] = "random numbers", [GL_OP_CONV] = "im2col",
   [GL_OP_FUSED] = "fused ops", [GL_OP_LINALG] = "gpu.linalg", [GL_OP_SELECT] = "partition",
-  [GL_OP_HISTOGRAM] = "histogram",
+  [GL_OP_HISTOGRAM] = "histogram", [GL_OP_FFT] = "gpu.fft",
 };
 
 static bool has_entry(const gl_backend *b, gl_op op) {
@@ -33,6 +33,7 @@ static bool has_entry(const gl_backend *b, gl_op op) {
     case GL_OP_LINALG: return b->linalg != NULL;
     case GL_OP_SELECT: return b->partition != NULL;
     case GL_OP_HISTOGRAM: return b->histogram != NULL;
+    case GL_OP_FFT: return b->fft != NULL;
     default: return true;
   }
 }
@@ -45,6 +46,7 @@ static int family_size(gl_op op) {
     case GL_OP_REDUCE: return GL_NREDOP;
     case GL_OP_RANDOM: return GL_NRAND;
     case GL_OP_LINALG: return GL_NLA;
+    case GL_OP_FFT: return GL_NFFT;
     default: return 1;
   }
 }

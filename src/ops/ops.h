@@ -162,6 +162,15 @@ gl_status gl_op_la_eig(gl_array *w, gl_array *v, const gl_array *a);
 gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s, const gl_array *a,
                          const gl_array *b, double rcond);
 
+/* ---- Fourier transforms (fft.c): backend.h's gl_fft_kind over 0-based axes of x --------- */
+/* out = scale * the transform of x over axes[0..naxes-1] (distinct; the last one is the halved
+** axis of R2C and C2R). C2C: sign -1 forward, +1 inverse; out complex of x's shape. R2C: x
+** real, out complex with n / 2 + 1 entries on the last axis. C2R: x with last_n / 2 + 1
+** entries there, out real with last_n. Computed in complex64 for complex64, float32, float16
+** and bfloat16 inputs, else in complex128 (NumPy's promotion). */
+gl_status gl_op_fft(gl_array *out, const gl_array *x, gl_fft_kind kind, int naxes, const int *axes, int sign,
+                    int64_t last_n, double scale);
+
 /* ---- convolution helpers (conv.c); NCHW, k/stride/pad/dil hold (h, w) --------------- */
 /* The output height and width of a convolution or pooling window; errors name fn. */
 gl_status gl_conv_out_size(const char *fn, int64_t H, int64_t W, const int *k, const int *stride,

@@ -424,11 +424,13 @@ R.cumprod = { backward = function(g, node)
   return gi:reshape(node[1].shape)
 end }
 -- ---- the rest, by role: sorting, indexing and joining, linear algebra, fused kernels,
--- convolution, pooling, batch norm (rules_structure.lua)
+-- convolution, pooling, batch norm (rules_structure.lua); gpu.fft's transforms (rules_fft.lua)
 
-for name, rule in pairs(require "gpu.autograd.rules_structure") do
-  assert(R[name] == nil, "gpu.autograd.rules: two rules for " .. name)
-  R[name] = rule
+for _, part in ipairs { "gpu.autograd.rules_structure", "gpu.autograd.rules_fft" } do
+  for name, rule in pairs(require(part)) do
+    assert(R[name] == nil, "gpu.autograd.rules: two rules for " .. name)
+    R[name] = rule
+  end
 end
 
 return R

@@ -113,6 +113,11 @@ bool gl_cpu_has_matmul(gl_dtype dt);
 gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad);
 /* Whether gl_cpu_linalg has gl_la_op 'which' in dtype dt (GL_LA_DTYPES). */
 bool gl_cpu_has_linalg(int which, gl_dtype dt);
+/* Fourier transforms over FFTW (cpu_fft.c): gl_backend.fft; whether it has (kind, complex
+** dtype); FFTW's version for gpu.config() (empty until a transform has loaded it). */
+gl_status gl_cpu_fft(const gl_array *out, const gl_array *in, const gl_fft_args *args);
+bool gl_cpu_has_fft(int kind, gl_dtype dt);
+void gl_cpu_fftw_version(char *buf, size_t n);
 /* im2col / col2im for convolutions (cpu_conv.c). */
 gl_status gl_cpu_im2col(const gl_array *dst, const gl_array *src, const int *k, const int *stride,
                         const int *pad, const int *dil, double padval);

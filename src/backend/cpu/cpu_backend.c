@@ -49,6 +49,9 @@ static void cpu_versions(gl_versions *v) {
   char onednn[32];
   gl_cpu_dnnl_version(onednn, sizeof onednn);
   if (onednn[0]) gl_versions_text(v, "onednn", "%s", onednn);
+  char fftw[64];
+  gl_cpu_fftw_version(fftw, sizeof fftw);
+  if (fftw[0]) gl_versions_text(v, "fftw", "%s", fftw);
   const gl_cpu_blas *b;
   if (gl_cpu_blas_get(&b) != GL_OK) return;
   if (b->get_config) {
@@ -78,6 +81,7 @@ static bool cpu_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_LINALG: return gl_cpu_has_linalg(which, dt);
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: return true;
     case GL_OP_SORT: case GL_OP_SELECT: case GL_OP_HISTOGRAM: return !gl_dtype_is_complex(dt);
+    case GL_OP_FFT: return gl_cpu_has_fft(which, dt);
     default: return false;
   }
 }
@@ -150,6 +154,7 @@ const gl_backend gl_cpu_backend = {
   .attention = gl_cpu_attention,
   .attention_bwd = gl_cpu_attention_bwd,
   .linalg = gl_cpu_linalg,
+  .fft = gl_cpu_fft,
   .jit_run = gl_cpu_jit_run,
   .dnn = &gl_cpu_dnn,
   .telemetry = gl_cpu_telemetry,

@@ -138,6 +138,13 @@ bool gl_cuda_has_linalg(int which, gl_dtype dt);
 /* Destroys device 'index''s cuSOLVER handle (the device current, its stream synchronised). */
 void gl_cuda_solver_release(int index);
 
+/* cuda_fft.c: gpu.fft through cuFFT (dlopen'ed on first use), backend.h's gl_fft_kind */
+gl_status gl_cuda_fft(const gl_array *out, const gl_array *in, const gl_fft_args *args);
+bool gl_cuda_has_fft(int kind, gl_dtype dt);
+/* Destroys device 'index''s cuFFT plans (gl_cuda_lock held, the device current, its stream
+** synchronised). */
+void gl_cuda_fft_release(int index);
+
 /* cuda_rnn.c (kernels/rnn.cu): the fused LSTM cell of one time step */
 gl_status gl_cuda_lstm_cell(gl_device dev, bool backward, gl_dtype dt, const gl_lstm_cell *s);
 gl_status gl_cuda_gru_cell(gl_device dev, bool backward, gl_dtype dt, const gl_gru_cell *s);

@@ -218,6 +218,7 @@ static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: return true;
     case GL_OP_SORT: return !gl_dtype_is_complex(dt);
     case GL_OP_LINALG: return gl_cuda_has_linalg(which, dt);
+    case GL_OP_FFT: return gl_cuda_has_fft(which, dt);
     case GL_OP_SELECT: case GL_OP_HISTOGRAM: return false;   /* no .partition, .histogram yet */
     default: return false;
   }
@@ -329,6 +330,7 @@ static void gl_cuda_shutdown(void) {
     if (!d->broken[0] && gl_cuda_set_device(i) == cudaSuccess && cudaStreamSynchronize(d->stream) == cudaSuccess) {
       gl_cuda_blas_release(i);
       gl_cuda_solver_release(i);
+      gl_cuda_fft_release(i);
 #ifdef GL_WITH_CUDNN
       gl_cuda_dnn_release(i);
 #endif
@@ -401,6 +403,7 @@ const gl_backend gl_cuda_backend = {
   .im2col = gl_cuda_im2col,
   .col2im = gl_cuda_col2im,
   .linalg = gl_cuda_linalg,
+  .fft = gl_cuda_fft,
   .collectives = &gl_cuda_nccl,
 #ifdef GL_WITH_CUDNN
   .dnn = &gl_cuda_dnn,
