@@ -185,12 +185,13 @@ function H.sgn(x)
 end
 
 -- The real (k = 1) or imaginary (k = 2) part of a complex array, as a real array made of
--- differentiable views (view_as_real, then an index on its last axis).
+-- differentiable views (view_as_real, a slice of its last axis, the shape back: a 0-d z's
+-- part is a 0-d array, not the number an integer key would read).
 local function part(z, k)
   local key = {}
   for d = 1, z.ndim do key[d] = ":" end
-  key[z.ndim + 1] = k
-  return gpu.view_as_real(z)[key]
+  key[z.ndim + 1] = { k, k }
+  return gpu.view_as_real(z)[key]:reshape(z.shape)
 end
 H.part = part
 

@@ -225,7 +225,7 @@ local function qr_square_grad(a, q, r, gq, gr)
   local M, inner = nil, nil
   if gq then local qg = mT(q):matmul(gq); M = qg - mT(qg) end
   if gr then local rg = r:matmul(mT(gr)); M = M and M + rg - mT(rg) or rg - mT(rg) end
-  inner = rsolve(M * tril_mask(n, a), r)
+  inner = rsolve(M * tril_mask(n, a, true), r)                 -- M's diagonal: 0 for reals
   if gr then inner = inner + gr end
   local ga = q:matmul(inner)
   if gq then ga = ga + rsolve(gq - q:matmul(mT(q):matmul(gq)), r) end
@@ -235,10 +235,11 @@ end
 local function cols(x, i, j)
   return x:take(gpu.arange(j - i + 1, { dtype = "int64", device = x.device }) + i, x.ndim)
 end
--- qr (TensorFlow's QrGrad). m >= n, reduced: with M = q^T gq - (q^T gq)^T + r gr^T - (r gr^T)^T,
--- ga = q (gr + tril(M) r^-T) + (gq - q q^T gq) r^-T. m < n (reduced and complete are one):
--- a = [x | y], r = [u | v]: x's gradient is the square case's with gq + y gv^T and gu, y's
--- is q gv. Mode "complete" with m > n has none (as PyTorch).
+-- qr (TensorFlow's QrGrad). m >= n, reduced: with M = q^H gq - (q^H gq)^H + r gr^H - (r gr^H)^H,
+-- ga = q (gr + Phi(M) r^-H) + (gq - q q^H gq) r^-H, Phi the lower triangle with the diagonal
+-- halved (zero for reals; for complex, r's real diagonal leaves i Im(q^H gq - gr r^H) there).
+-- m < n (reduced and complete are one): a = [x | y], r = [u | v]: x's gradient is the square
+-- case's with gq + y gv^H and gu, y's is q gv. Mode "complete" with m > n has none (as PyTorch).
 local function qr_grad(a, q, r, gq, gr)
   local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
   if q.shape[q.ndim] ~= math.min(m, n) then
