@@ -2,13 +2,12 @@
 -- method = "direct" | "fft" | "auto" (scipy.signal.convolve's), against NumPy
 -- (spec/fixtures/conv_fft/*.lua, tools/gen_conv_fft_fixtures.py): real, complex, mixed and
 -- integer operands in every mode; the methods against each other on long inputs; "auto"'s
--- choice against SciPy's; gradients through the transforms; the misuses.
+-- choices; gradients through the transforms; the misuses.
 local h = require "spec.helper"
 local gpu = h.gpu
 local ag = require "gpu.autograd"
 local F = gpu.nn.functional
 local CASES = require "spec.fixtures.conv_fft.convolve"
-local CHOICE = require "spec.fixtures.conv_fft.choice"
 local CONV1D = require "spec.fixtures.conv_fft.conv1d"
 local stats = require "gpu.routines.stats"
 
@@ -97,21 +96,20 @@ for _, dev in ipairs(h.devices()) do
 end
 
 describe("convolve's method 'auto'", function()
-  it("chooses as scipy.signal.choose_conv_method's cost model where the direct windows are small", function()
-    for _, c in ipairs(CHOICE) do
-      for _, mode in ipairs(MODES) do
-        local want = c[mode]
-        if math.min(c.n, c.m) * (c.n + c.m - 1) > (1 << 25) then want = "fft" end   -- im2col's memory
-        assert.equal(want, stats.auto_method(c.n, c.m, mode), ("(%d, %d) %s"):format(c.n, c.m, mode))
-      end
+  it("chooses by its cost model: short kernels direct, long ones and huge windows the transforms", function()
+    local want = { { 10, 3, "direct" }, { 100, 30, "direct" }, { 1000, 10, "direct" }, { 100000, 3, "direct" },
+                   { 1000, 30, "fft" }, { 30, 1000, "fft" }, { 300, 300, "fft" }, { 3000, 30, "fft" },
+                   { 1 << 24, 4, "fft" } }                    -- 2^26 windowed elements: memory
+    for _, c in ipairs(want) do
+      assert.equal(c[3], stats.auto_method(c[1], c[2]), ("(%d, %d)"):format(c[1], c[2]))
     end
   end)
 
   it("keeps the direct method for integers whose sums of products could pass 2^52 (SciPy's guard)", function()
-    -- (10000, 1000) "full" is SciPy's fft by cost; the transforms would round these sums
+    -- (10000, 1000) is the transforms' by cost; they would round these sums
     local a, v = gpu.full(10000, 2 ^ 26, { dtype = "int64" }), gpu.full(1000, 2 ^ 26, { dtype = "int64" })
     local got = gpu.convolve(a, v, "full", { method = "auto" })
-    assert.equal("fft", stats.auto_method(10000, 1000, "full"))
+    assert.equal("fft", stats.auto_method(10000, 1000))
     assert.equal(2 ^ 52, got[1])
     assert.equal(1000 * 2 ^ 52, got[1000])
     assert(gpu.array_equal(got, gpu.convolve(a, v, "full", { method = "direct" })))

@@ -1,17 +1,15 @@
 #!/usr/bin/python3
 """Writes spec/fixtures/conv_fft/*.lua for spec/conv_fft_spec.lua: NumPy's convolve and
 correlate (real, complex, mixed and integer operands, every mode, lengths from 1 to about a
-thousand, primes among them), a NumPy reference of nn.functional.conv1d (PyTorch's
-definition: a cross-correlation with stride, padding, dilation and groups), and the method
-scipy.signal.choose_conv_method picks by its cost model (which "auto" follows). Run with
-Debian's /usr/bin/python3 (NumPy, SciPy):
+thousand, primes among them) and a NumPy reference of nn.functional.conv1d (PyTorch's
+definition: a cross-correlation with stride, padding, dilation and groups). Run with
+Debian's /usr/bin/python3 (NumPy):
 
     /usr/bin/python3 tools/gen_conv_fft_fixtures.py
 
 Arrays are {shape = {...}, data = {flat, row-major}}; a complex array is
 {complex = true, pairs = its (..., 2) real view}."""
 import numpy as np
-from scipy import signal
 
 import luafix
 from luafix import write_cases
@@ -28,7 +26,7 @@ def arr(x):
 
 
 def write(name, header, cases):
-    write_cases("conv_fft", name, "gen_conv_fft_fixtures.py", "NumPy %s, SciPy %s" % (np.__version__, __import__("scipy").__version__),
+    write_cases("conv_fft", name, "gen_conv_fft_fixtures.py", "NumPy " + np.__version__,
                 header, cases)
 
 
@@ -66,21 +64,6 @@ def convolve_cases():
                 f = np.convolve if fn == "convolve" else np.correlate
                 case[fn] = {mode: arr(f(a, v, mode)) for mode in ("full", "same", "valid")}
             cases.append(case)
-    return cases
-
-
-def choice_cases():
-    """scipy.signal.choose_conv_method's pick for float64 operands of lengths n >= m (where
-    SciPy's "same" is NumPy's), by its cost model alone (no measuring)"""
-    cases = []
-    for n in (10, 100, 1000, 3000, 10000, 30000, 100000, 1000000):
-        for m in (1, 3, 10, 30, 100, 300, 1000, 3000, 10000, 100000):
-            if m > n:
-                continue
-            a, v = np.zeros(n), np.zeros(m)
-            cases.append({"n": n, "m": m, "full": signal.choose_conv_method(a, v, "full"),
-                          "same": signal.choose_conv_method(a, v, "same"),
-                          "valid": signal.choose_conv_method(a, v, "valid")})
     return cases
 
 
@@ -127,7 +110,5 @@ def conv1d_cases():
 if __name__ == "__main__":
     write("convolve", "kind (float64 complex128 mixed int64 float32), a, v, convolve and correlate: NumPy's result "
           "per mode", convolve_cases())
-    write("choice", "n, m (n >= m) and scipy.signal.choose_conv_method's pick per mode for float64 operands",
-          choice_cases())
     write("conv1d", "nn.functional.conv1d: x, w, b (absent: none), stride, padding, dilation, groups, out (float64 sums)",
           conv1d_cases())

@@ -400,7 +400,7 @@ end
 -- Two methods, as scipy.signal.convolve: "direct" (the windows of a times v: im2col and one
 -- matmul; memory grows as len(a) * len(v)) and "fft" (the product of the transforms over a
 -- length >= n + m - 1 with small prime factors: rfft/irfft for real operands, fft/ifft for
--- complex ones); "auto" chooses by scipy's cost model. Both compute the full result, of which
+-- complex ones); "auto" chooses by a cost model, as scipy.signal.choose_conv_method. Both compute the full result, of which
 -- the mode keeps NumPy's part. Complex operands run the direct method on their real parts.
 
 local MODES = { "full", "same", "valid" }
@@ -504,22 +504,20 @@ local function fft_convolution(a, v)
   return c
 end
 
--- "auto": scipy.signal's choice for 1-D operands (_fftconv_faster, its constants measured by
--- SciPy): the transforms' 3 N log N against the direct method's multiplications for the mode,
--- and the transforms too when the direct method's windows (m (n + m - 1) elements, n >= m)
--- would pass WINDOWS_MAX, where SciPy's direct loops need no memory and im2col's would
-local AUTO = { valid = { 1.89095737e-9, 2.1364985e-10, -1e-3 }, full = { 1.7649070e-9, 2.1414831e-10, -1e-3 },
-               same = { 3.2646654e-9, 2.8478277e-10, -1e-3 }, same_short = { 3.21635404e-9, 1.1773253e-8, -1e-5 } }
+-- "auto": scipy.signal.choose_conv_method's way, a cost model per method with constants
+-- measured, here on gpulua's own two methods (float64 on the cpu, one thread): both compute
+-- the full result, the direct one as min(n, m) (n + m - 1) windowed products (im2col's
+-- writes and a matrix-vector product: 1e-9 s each), the transforms as SciPy counts them,
+-- 3 N log N (2.7e-10 s each), and the transforms' calls cost 1e-5 s more. SciPy's own
+-- constants, measured on its direct loops (which need no memory), choose the direct method
+-- up to about 300 times longer operands. Past 2^25 windowed elements the transforms, for
+-- memory's sake.
 local WINDOWS_MAX = 1 << 25
-local function auto_method(n, m, mode)
+local function auto_method(n, m)
   local N = n + m - 1
-  local direct
-  if mode == "full" then direct = n * m
-  elseif mode == "valid" then direct = m >= n and (m - n + 1) * n or (n - m + 1) * m
-  else direct = n < m and n * m or n * m - (m // 2) * ((m + 1) // 2) end
-  local c = AUTO[(mode == "same" and m > n) and "same_short" or mode]
-  if c[1] * 3 * N * math.log(N) < c[2] * direct + c[3] then return "fft" end
-  return math.min(n, m) * N > WINDOWS_MAX and "fft" or "direct"
+  local windows = math.min(n, m) * N
+  if windows > WINDOWS_MAX then return "fft" end
+  return 2.7e-10 * 3 * N * math.log(N) < 1e-9 * windows - 1e-5 and "fft" or "direct"
 end
 M.auto_method = auto_method
 
@@ -548,7 +546,7 @@ local function conv_args(fname, decl, a, v, mode, opts, default)
   local n, m = a.size, v.size
   local ints = integral(a0.dtype) and integral(v0.dtype)
   if method == "auto" then
-    method = auto_method(n, m, mode)
+    method = auto_method(n, m)
     if method == "fft" and ints and not fft_exact(a0, v0, n, m) then method = "direct" end
   end
   return a, v, mode, method, ints
