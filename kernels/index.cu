@@ -95,12 +95,17 @@ __global__ void gl_k_scatter_lanes(const gl_kidx w, typename gl_dt<DT>::S *dst,
 }
 
 /* One thread per element with a hardware atomic add, in the dtypes that have one. */
-#define GL_KSCATTER_ATOMIC_DTYPES (GL_DTSET(FLOAT32) | GL_DTSET(FLOAT64) | GL_DTSET(INT32) | GL_DTSET(INT64))
+#define GL_KSCATTER_ATOMIC_DTYPES \
+  (GL_DTSET(FLOAT32) | GL_DTSET(FLOAT64) | GL_DTSET(INT32) | GL_DTSET(UINT32) | GL_DTSET(INT64) | GL_DTSET(UINT64))
 __device__ __forceinline__ void gl_atomic_add(float *p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void gl_atomic_add(double *p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void gl_atomic_add(int32_t *p, int32_t v) { atomicAdd((int *)p, (int)v); }
+__device__ __forceinline__ void gl_atomic_add(uint32_t *p, uint32_t v) { atomicAdd((unsigned int *)p, (unsigned int)v); }
 __device__ __forceinline__ void gl_atomic_add(int64_t *p, int64_t v) {
   atomicAdd((unsigned long long *)p, (unsigned long long)v);      /* wraps as the CPU's add */
+}
+__device__ __forceinline__ void gl_atomic_add(uint64_t *p, uint64_t v) {
+  atomicAdd((unsigned long long *)p, (unsigned long long)v);
 }
 
 template <class T>

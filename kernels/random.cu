@@ -198,5 +198,5 @@ extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int6
   else if (dist == GL_KR_INTEGERS) epb = range != 0 && range <= ((uint64_t)1 << 32) ? 2 : 1;
   int64_t nb = (n + epb - 1) / epb;
   unsigned grid = gl_kgrid((nb + GL_KR_UNROLL - 1) / GL_KR_UNROLL);
-  return GL_DISPATCH_DTYPE(dt, DT, random_dt<DT>(s, grid, dist, dst, n, r, epb));
+  return GL_DISPATCH_DTYPE_ALL(dt, DT, random_dt<DT>(s, grid, dist, dst, n, r, epb));   /* bernoulli: complex too */
 }

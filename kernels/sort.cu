@@ -31,72 +31,36 @@ __device__ __forceinline__ void gl_lane_offsets(const gl_sort_args &k, int64_t l
   *io = i;
 }
 
-/* The ascending radix key of a value; 'nan' set for NaN. */
-template <int DT> struct gl_key;
-template <> struct gl_key<GL_KD_BOOL> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(uint8_t v, bool &nan) { nan = false; return v; }
-};
-template <> struct gl_key<GL_KD_UINT8> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(uint8_t v, bool &nan) { nan = false; return v; }
-};
-template <> struct gl_key<GL_KD_INT8> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(int8_t v, bool &nan) { nan = false; return (uint32_t)((uint8_t)v ^ 0x80u); }
-};
-template <> struct gl_key<GL_KD_INT16> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(int16_t v, bool &nan) { nan = false; return (uint32_t)((uint16_t)v ^ 0x8000u); }
-};
-template <> struct gl_key<GL_KD_UINT16> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(uint16_t v, bool &nan) { nan = false; return v; }
-};
-template <> struct gl_key<GL_KD_UINT32> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(uint32_t v, bool &nan) { nan = false; return v; }
-};
-template <> struct gl_key<GL_KD_UINT64> {
-  typedef uint64_t K;
-  static __device__ __forceinline__ K of(uint64_t v, bool &nan) { nan = false; return v; }
-};
-template <> struct gl_key<GL_KD_INT32> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(int32_t v, bool &nan) { nan = false; return (uint32_t)v ^ 0x80000000u; }
-};
-template <> struct gl_key<GL_KD_INT64> {
-  typedef uint64_t K;
-  static __device__ __forceinline__ K of(int64_t v, bool &nan) {
-    nan = false;
-    return (uint64_t)v ^ 0x8000000000000000ull;
-  }
-};
+/* The ascending radix key of a value, 'nan' set for NaN, from the dtype's row: 32 bits for
+** elements of up to 4 bytes, else 64 (K); unsigned integers and bool as they are, signed
+** ones with the sign bit of their width flipped, floats (the halves widened to float32) by
+** gl_fkey / gl_dkey. */
 __device__ __forceinline__ uint32_t gl_fkey(float f, bool &nan) {
   nan = f != f;
   if (f == 0.0f) f = 0.0f;                                 /* -0 sorts with +0 */
   uint32_t b = __float_as_uint(f);
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
-template <> struct gl_key<GL_KD_FLOAT16> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(uint16_t v, bool &nan) { return gl_fkey(gl_f16_to_f32(v), nan); }
-};
-template <> struct gl_key<GL_KD_BFLOAT16> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(uint16_t v, bool &nan) { return gl_fkey(gl_bf16_to_f32(v), nan); }
-};
-template <> struct gl_key<GL_KD_FLOAT32> {
-  typedef uint32_t K;
-  static __device__ __forceinline__ K of(float v, bool &nan) { return gl_fkey(v, nan); }
-};
-template <> struct gl_key<GL_KD_FLOAT64> {
-  typedef uint64_t K;
-  static __device__ __forceinline__ K of(double f, bool &nan) {
-    nan = f != f;
-    if (f == 0.0) f = 0.0;
-    uint64_t b = (uint64_t)__double_as_longlong(f);
-    return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
+__device__ __forceinline__ uint64_t gl_dkey(double f, bool &nan) {
+  nan = f != f;
+  if (f == 0.0) f = 0.0;
+  uint64_t b = (uint64_t)__double_as_longlong(f);
+  return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
+}
+template <int DT> struct gl_key {
+  typedef typename gl_dt<DT>::S S;
+  typedef typename std::conditional<sizeof(S) <= 4, uint32_t, uint64_t>::type K;
+  static __device__ __forceinline__ K of(S v, bool &nan) {
+    nan = false;
+    if constexpr (gl_dt<DT>::kind == GL_KIND_FLOAT) {
+      if constexpr (sizeof(typename gl_dt<DT>::T) == 8) return gl_dkey(v, nan);
+      else return gl_fkey(gl_dt<DT>::load(v), nan);
+    } else if constexpr (gl_dt<DT>::kind == GL_KIND_INT) {
+      typedef typename std::make_unsigned<S>::type U;
+      return (K)(U)((U)v ^ (U)((U)1 << (8 * sizeof(S) - 1)));
+    } else {
+      return (K)v;
+    }
   }
 };
 

@@ -39,13 +39,20 @@ describe("gpu.load_idx", function()
       ok, x = load("\0\0\13\1" .. be32(1) .. string.pack(">f", 1.5), gz)
       assert(ok, x)
       assert.same({ 1.5 }, x:totable())
+      ok, x = load("\0\0\9\1" .. be32(2) .. "\1\255", gz)            -- int8
+      assert(ok, x)
+      assert.equal("int8", x.dtype)
+      assert.same({ 1, -1 }, x:totable())
+      ok, x = load("\0\0\11\1" .. be32(2) .. string.pack(">i2>i2", -300, 7), gz)   -- int16, big-endian
+      assert(ok, x)
+      assert.equal("int16", x.dtype)
+      assert.same({ -300, 7 }, x:totable())
     end
   end)
   it("refuses hostile and broken files with the fault named", function()
     local cases = {
       { "\1\0\8\1" .. be32(1) .. "\0", "bad magic" },
       { "\0\0\7\1" .. be32(1) .. "\0", "unknown type code 0x07" },
-      { "\0\0\11\1" .. be32(1) .. "\0\0", "unsupported IDX type 0x0B" },
       { "\0\0\8\0", "0 dimensions" },
       { "\0\0\8\9" .. string.rep(be32(1), 9) .. "\0", "9 dimensions" },
       { "\0\0\8", "truncated IDX header" },

@@ -140,6 +140,26 @@ for _, dev in ipairs(h.devices()) do
       for _, v in ipairs(flat(R.randint(0, 2 ^ 40, 1000, on))) do assert.is_true(v >= 0 and v <= 2 ^ 40) end
     end)
 
+    it("randint fills every integer dtype over its whole range", function()
+      for _, dt in ipairs(h.dtypes("uint", "int")) do
+        local row = gpu._dtypes[dt]
+        local x = R.randint(row.min, row.max, 4000, opts{ dtype = dt })   -- uint64's max: the float 2^64
+        assert.are.equal(dt, x.dtype)
+        local upper, seen = 0, {}
+        for _, v in ipairs(flat(x)) do
+          assert.is_true(v >= row.min and v <= row.max, dt .. ": " .. tostring(v))
+          if v > row.min / 2 + row.max / 2 then upper = upper + 1 end
+          seen[v] = true
+        end
+        assert.is_true(upper > 1800 and upper < 2200, dt .. ": " .. upper .. " in the upper half")
+        if row.size == 1 then assert.is_true(seen[row.min] and seen[row.max], dt .. ": both ends") end
+      end
+      -- uint64 bounds past 2^63 - 1 are floats (2^63 .. 2^64 - 2048 exact)
+      for _, v in ipairs(flat(R.randint(2 ^ 63, 2 ^ 63 + 4096, 200, opts{ dtype = "uint64" }))) do
+        assert.is_true(v >= 2 ^ 63 and v <= 2 ^ 63 + 4096)
+      end
+    end)
+
     it("permutation is a permutation of 1..n; permutation(x) shuffles a copy", function()
       local p = flat(R.permutation(1000, on))
       local s = {}
@@ -328,6 +348,10 @@ for _, dev in ipairs(h.devices()) do
       fails("randint.*lo must be an integer", function() return R.randint(1.5, 3, 2, on) end)
       fails("randint.*hi must be an integer", function() return R.randint(1, 3.5, 2, on) end)
       fails("randint.*do not fit int32", function() return R.randint(0, 2 ^ 40, 2, opts{ dtype = "int32" }) end)
+      fails("randint.*bounds %-1%.%.3 do not fit uint64", function() return R.randint(-1, 3, 2, opts{ dtype = "uint64" }) end)
+      fails("randint.*lo %(9223372036854775808%) is greater than hi %(5%)",
+            function() return R.randint(2 ^ 63, 5, 2, opts{ dtype = "uint64" }) end)
+      fails("randint.*do not fit uint16", function() return R.randint(0, 65536, 2, opts{ dtype = "uint16" }) end)
       fails("bernoulli.*p must lie in %[0, 1%]", function() return R.bernoulli(1.5, 3, on) end)
       fails("bernoulli.*p must lie in %[0, 1%]", function() return R.bernoulli(-0.1, 3, on) end)
       fails("bernoulli.*p must lie in %[0, 1%]", function() return R.bernoulli(0 / 0, 3, on) end)

@@ -76,12 +76,25 @@ def write(name, comment, value):
 
 # ---- promotion ------------------------------------------------------------------------
 
-BF16_WITH = {"bool": "bfloat16", "uint8": "bfloat16", "int32": "float64", "int64": "float64",
-             "float16": "float32", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64"}
+# bfloat16 is not a NumPy dtype: its promotions are written out, following float16's in
+# NumPy (8-bit integers fit it, 16-bit ones need float32, wider ones float64; complex64
+# holds it) except with float16 itself, where both meet at float32 (ml_dtypes, PyTorch).
+BF16_WITH = {"bool": "bfloat16", "uint8": "bfloat16", "int8": "bfloat16", "int16": "float32",
+             "uint16": "float32", "int32": "float64", "uint32": "float64", "int64": "float64",
+             "uint64": "float64", "float16": "float32", "bfloat16": "bfloat16", "float32": "float32",
+             "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
+
+# The Lua scalars the specs try (weak, NEP 50): a Lua integer, float, boolean, a negative
+# and an out-of-range integer, and a complex scalar.
+SCALARS = {"int": 3, "float": 2.5, "bool": True, "neg": -1, "big": 300, "complex": 1 + 2j}
 
 
 def sample(d):
     return np.ones(2, dtype=NP[d])
+
+
+def is_complex(d):
+    return isinstance(d, complex) or (isinstance(d, str) and d.startswith("complex"))
 
 
 def result(op, a, b):
@@ -94,7 +107,7 @@ def result(op, a, b):
             if op == "sub" and other == "bool":
                 return "bfloat16"
             return BF16_WITH[other]
-        return "bfloat16"                       # weak scalars never widen a float array
+        return "complex64" if isinstance(other, complex) else "bfloat16"   # weak: keeps bfloat16's kind
     if op == "lt":
         return "bool"   # NumPy 2 compares with out-of-range Python ints exactly (1.24 raised)
     x = sample(a) if isinstance(a, str) else a
@@ -107,19 +120,38 @@ def result(op, a, b):
         return "error"
 
 
+def result_type(*args):
+    """np.result_type of dtype names and Python scalars (by kinds: values are not checked)."""
+    if "bfloat16" in args:
+        others = [a for a in args if a != "bfloat16"]
+        if not others:
+            return "bfloat16"
+        strong = [a for a in others if isinstance(a, str)]
+        if strong:
+            return result("add", "bfloat16", result_type(*strong)) if len(strong) > 1 else BF16_WITH[strong[0]]
+        return "complex64" if any(isinstance(a, complex) for a in others) else "bfloat16"
+    return str(np.result_type(*[NP[a] if isinstance(a, str) else a for a in args]))
+
+
 def promotion():
     ops = ["add", "sub", "mul", "div", "lt", "maximum"]
+    promote = {a: {b: result_type(a, b) for b in DTYPES} for a in DTYPES}
     pairs = {op: {a: {b: result(op, a, b) for b in DTYPES} for a in DTYPES} for op in ops}
-    scalars = {"int": 3, "float": 2.5, "bool": True, "neg": -1, "big": 300}
     weak = {}
     for op in ["add", "mul", "div", "lt"]:
         weak[op] = {}
         for d in DTYPES:
-            weak[op][d] = {name: result(op, d, s) for name, s in scalars.items()}
+            weak[op][d] = {name: result(op, d, s) for name, s in SCALARS.items()}
+    weak_type = {d: {name: result_type(d, s) for name, s in SCALARS.items()} for d in DTYPES}
+    alone = {name: result_type(s) for name, s in SCALARS.items()}
     write("promotion", """
-Result dtypes of NumPy 2 (NEP 50) promotion: pairs[op][a][b] for arrays of dtypes a and b,
-weak[op][dtype][scalar] for an array op a Lua number (int 3, float 2.5, bool true, neg -1,
-big 300). "error" where NumPy raises.""", {"dtypes": DTYPES, "pairs": pairs, "weak": weak})
+Result dtypes of NumPy 2 (NEP 50) promotion: promote[a][b] = np.result_type(a, b) for dtypes
+a and b; pairs[op][a][b] for arrays of dtypes a and b; weak[op][dtype][scalar] for an array
+op a Lua scalar (int 3, float 2.5, bool true, neg -1, big 300, complex 1+2i), "error" where
+NumPy raises; weak_type[dtype][scalar] = np.result_type(dtype, scalar) (kinds only, no
+value is out of range) and alone[scalar] = np.result_type(scalar). bfloat16 as BF16_WITH
+in tools/gen_fixtures.py.""", {"dtypes": DTYPES, "promote": promote, "pairs": pairs, "weak": weak,
+                               "weak_type": weak_type, "alone": alone})
 
 
 # ---- unary math -----------------------------------------------------------------------

@@ -629,6 +629,10 @@ typedef struct gl_collectives {
   gl_status (*broadcast)(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root);
   gl_status (*all_gather)(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt);
   gl_status (*reduce_scatter)(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op);
+  /* Whether all_reduce and reduce_scatter take dt with op (they refuse the rest; src/dist
+  ** asks first and sends those through MPI on host copies). The collectives that only move
+  ** data take every dtype. */
+  bool (*reduces)(gl_dtype dt, int op);
   /* Point-to-point calls join one group that the engine queues as a whole (NCCL requires
   ** the sends and receives that must progress together to be grouped): 'async' leaves the
   ** group open for more calls, anything else (a call that is not async, a collective,

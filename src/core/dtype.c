@@ -8,29 +8,31 @@
 #include "../../kernels/convert.h"
 
 /* max is the largest value a Lua integer can store in the dtype (uint64's is INT64_MAX). */
-#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, st, aliases) \
-  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, st, lo,         \
-               (uint64_t)(hi) > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(hi), prec, aliases },
+#define GL_DT_INFO_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, npy, npc, st, aliases, mpi, nccl, cuda, cudnn, \
+                    blas, idx)                                                                                     \
+  [GL_##E] = { name, sizeof(S), GL_KIND_##kind, GL_DT_IS_HALF_##half, npy, npc, st, lo,                           \
+               (uint64_t)(hi) > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(hi), prec, aliases, blas, idx },
 const gl_dtype_info gl_dtypes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_DT_INFO_) };
 #undef GL_DT_INFO_
 
-/* Whether 'name' is one of the space-separated words of 'list'. */
-static bool is_word_of(const char *name, const char *list) {
-  size_t n = strlen(name);
-  for (const char *p = list; *p; ) {
-    size_t w = strcspn(p, " ");
-    if (w == n && n > 0 && memcmp(p, name, n) == 0) return true;
-    p += w;
+const char *gl_dtype_alias(gl_dtype t, int k, size_t *len) {
+  const char *p = gl_dtypes[t].aliases;
+  for (;;) {
     p += strspn(p, " ");
+    if (*p == '\0') return NULL;
+    *len = strcspn(p, " ");
+    if (k-- == 0) return p;
+    p += *len;
   }
-  return false;
 }
 
 int gl_dtype_from_name(const char *name) {
   for (int t = 0; t < GL_NDTYPE; t++)
     if (strcmp(name, gl_dtypes[t].name) == 0) return t;
+  size_t n = strlen(name), len;
   for (int t = 0; t < GL_NDTYPE; t++)
-    if (is_word_of(name, gl_dtypes[t].aliases)) return t;
+    for (int k = 0; gl_dtype_alias((gl_dtype)t, k, &len); k++)
+      if (len == n && memcmp(gl_dtype_alias((gl_dtype)t, k, &len), name, n) == 0) return t;
   return -1;
 }
 
@@ -44,7 +46,10 @@ const char *gl_dtype_names(void) {
 /* Element loads by kind: bool as 0/1, integers exactly (a uint64 above INT64_MAX as the
 ** nearest double: Lua has no wider integer), floats as double, complex as two doubles. */
 static inline gl_scalar load_u64(uint64_t u) {
-  return u > (uint64_t)INT64_MAX ? gl_scalar_float((double)u) : gl_scalar_int((int64_t)u);
+  if (u <= (uint64_t)INT64_MAX) return gl_scalar_int((int64_t)u);
+  gl_scalar s = gl_scalar_float((double)u);
+  s.i = (int64_t)u;                                 /* the exact bits, for printing */
+  return s;
 }
 #define LOAD_BOOL(S, half, p) gl_scalar_int(*(const S *)(p) != 0)
 #define LOAD_UINT(S, half, p) (sizeof(S) == 8 ? load_u64(*(const S *)(p)) : gl_scalar_int((int64_t)*(const S *)(p)))
@@ -74,7 +79,10 @@ static inline double as_double(const gl_scalar *v) { return v->isint ? (double)v
 static inline double as_imag(const gl_scalar *v) { return v->iscomplex ? v->im : 0.0; }
 #define STORE_BOOL(S, half, id, p, v) \
   (*(S *)(p) = (S)((v)->isint ? (v)->i != 0 : (v)->f != 0 || as_imag(v) != 0))
-#define STORE_UINT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(UINT, half, S, id, INT, as_int(v)))
+/* uint64 takes floats past INT64_MAX (to 2^64) through its own saturating conversion */
+#define STORE_UINT(S, half, id, p, v)                                                          \
+  (*(S *)(p) = sizeof(S) == 8 && !(v)->isint ? GL_DT_STORE(UINT, half, S, id, FLOAT, as_double(v)) \
+                                             : GL_DT_STORE(UINT, half, S, id, INT, as_int(v)))
 #define STORE_INT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(INT, half, S, id, INT, as_int(v)))
 #define STORE_FLOAT(S, half, id, p, v) (*(S *)(p) = GL_DT_STORE(FLOAT, half, S, id, FLOAT, as_double(v)))
 #define STORE_COMPLEX(S, half, id, p, v) \
@@ -154,17 +162,17 @@ gl_dtype gl_complex_for(gl_dtype t) {
   return f == GL_FLOAT64 ? GL_COMPLEX128 : GL_COMPLEX64;
 }
 
-int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
+gl_dtype gl_promote_weak(gl_dtype arr, gl_scalar s) {
   gl_kind k = gl_dtypes[arr].kind;
-  if (s.isbool) { *out = arr; return GL_OK; }
-  if (s.iscomplex) {
-    *out = k == GL_KIND_COMPLEX ? arr : k == GL_KIND_FLOAT ? gl_complex_for(arr) : GL_COMPLEX128;
-    return GL_OK;
-  }
-  if (!s.isint) { *out = k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX ? arr : GL_FLOAT64; return GL_OK; }
-  if (k == GL_KIND_BOOL) { *out = GL_INT64; return GL_OK; }
-  GL_TRY(gl_scalar_check(arr, s));
-  *out = arr;
+  if (s.isbool) return arr;
+  if (s.iscomplex) return k == GL_KIND_COMPLEX ? arr : k == GL_KIND_FLOAT ? gl_complex_for(arr) : GL_COMPLEX128;
+  if (!s.isint) return k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX ? arr : GL_FLOAT64;
+  return k == GL_KIND_BOOL ? GL_INT64 : arr;
+}
+
+int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out) {
+  *out = gl_promote_weak(arr, s);
+  if (s.isint && !s.isbool && gl_dtype_is_int(arr)) GL_TRY(gl_scalar_check(arr, s));
   return GL_OK;
 }
 
@@ -177,15 +185,20 @@ bool gl_dtype_int_range(gl_dtype t, int64_t *lo, int64_t *hi) {
   return true;
 }
 
+/* The largest value of an integer dtype (uint64's past what gl_dtype_info.max holds). */
+static uint64_t int_max(gl_dtype t) {
+  return gl_dtypes[t].kind == GL_KIND_UINT && gl_dtypes[t].size == 8 ? UINT64_MAX : (uint64_t)gl_dtypes[t].max;
+}
+
 bool gl_scalar_fits(gl_dtype t, gl_scalar s) {
   int64_t lo, hi;
   if (s.iscomplex && !gl_dtype_is_complex(t)) return false;       /* NumPy: TypeError */
   if (!gl_dtype_is_int(t) || !gl_dtype_int_range(t, &lo, &hi)) return true;   /* bool, floats */
   if (s.isint) return s.i >= lo && s.i <= hi;
-  /* trunc(f) in [lo, hi]; hi + 1 is a power of two, exact as a double where hi is not
+  /* trunc(f) in [lo, max]; max + 1 is a power of two, exact as a double where max is not
   ** (INT64_MAX rounds up to 2^63, and '< 2^63' is the test wanted). NaN fails both. */
   double f = trunc(s.f);
-  return f >= (double)lo && f < (double)hi + 1.0;
+  return f >= (double)lo && f < (double)int_max(t) + 1.0;
 }
 
 int gl_scalar_check(gl_dtype t, gl_scalar s) {
@@ -194,11 +207,11 @@ int gl_scalar_check(gl_dtype t, gl_scalar s) {
   if (s.iscomplex) return gl_fail(GL_EINVAL, "cannot convert a complex value to %s", name);
   int64_t lo, hi;
   gl_dtype_int_range(t, &lo, &hi);
+  unsigned long long max = int_max(t);
   if (s.isint)
-    return gl_fail(GL_EINVAL, "value %lld is out of range for %s (%lld..%lld)", (long long)s.i, name,
-                   (long long)lo, (long long)hi);
+    return gl_fail(GL_EINVAL, "value %lld is out of range for %s (%lld..%llu)", (long long)s.i, name, (long long)lo,
+                   max);
   if (s.f != s.f) return gl_fail(GL_EINVAL, "cannot convert NaN to %s", name);
   if (isinf(s.f)) return gl_fail(GL_EINVAL, "cannot convert %sinf to %s", s.f < 0 ? "-" : "", name);
-  return gl_fail(GL_EINVAL, "value %.14g is out of range for %s (%lld..%lld)", s.f, name, (long long)lo,
-                 (long long)hi);
+  return gl_fail(GL_EINVAL, "value %.14g is out of range for %s (%lld..%llu)", s.f, name, (long long)lo, max);
 }

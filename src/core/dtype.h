@@ -27,17 +27,23 @@ typedef struct gl_dtype_info {
   unsigned size;        /* bytes per element */
   gl_kind kind;
   bool storage_only;    /* float16/bfloat16: math is done in float32 */
-  const char *npy;      /* NumPy descr, little-endian: "<f4"; NULL where NumPy has none */
+  const char *npy;      /* NumPy descr, little-endian: "<f4" */
+  const char *npc;      /* NumPy's one-letter type code: "f"; NULL where NumPy has none */
   const char *st;       /* safetensors dtype: "F32"; NULL where safetensors has none */
   int64_t min, max;     /* range of an integer or bool dtype (0, 0 for floats) */
   int prec;             /* significand bits of a float, 0 for integers */
   const char *aliases;  /* other accepted names, space-separated */
+  const char *blas;     /* BLAS/LAPACK's type letter: "s" (sgemm, sgetrf_); NULL where BLAS has none */
+  int idx;              /* IDX's type code (0x0D); 0 where IDX has none */
 } gl_dtype_info;
 
 extern const gl_dtype_info gl_dtypes[GL_NDTYPE];
 
 /* Name (or one of the row's aliases: "float", "double", "half", ...) to dtype; -1 if unknown. */
 int gl_dtype_from_name(const char *name);
+
+/* The k-th (0-based) alias of dtype t, not NUL-terminated: *len bytes; NULL past the last. */
+const char *gl_dtype_alias(gl_dtype t, int k, size_t *len);
 
 /* The dtype names, comma-separated in dtype order, for error messages. */
 const char *gl_dtype_names(void);
@@ -47,11 +53,16 @@ static inline bool gl_dtype_is_int(gl_dtype t) {
   return gl_dtypes[t].kind == GL_KIND_INT || gl_dtypes[t].kind == GL_KIND_UINT;
 }
 static inline bool gl_dtype_is_complex(gl_dtype t) { return gl_dtypes[t].kind == GL_KIND_COMPLEX; }
+/* The bytes of one real number of an element: its size, half of it for a complex dtype (a
+** byte order applies to each part). */
+static inline unsigned gl_dtype_part_size(gl_dtype t) {
+  return gl_dtype_is_complex(t) ? gl_dtypes[t].size / 2 : gl_dtypes[t].size;
+}
 
 /* A scalar value crossing layers (fill values, element reads). Integers travel exactly
 ** as int64; floats as double; complex values as two doubles (f the real part, im the
 ** imaginary). 'isint' and 'iscomplex' say which members are meaningful. A uint64 element
-** above INT64_MAX is read as a float (Lua's integers are int64). */
+** above INT64_MAX is read as a float (Lua's integers are int64), its bits kept in i. */
 typedef struct gl_scalar {
   bool isint;
   bool isbool;     /* a Lua boolean (isint too, i = 0 or 1) */
@@ -97,6 +108,8 @@ int gl_scalar_check(gl_dtype t, gl_scalar s);                      /* gl_status 
 ** complex scalar keeps a complex array's dtype, makes a float array's complex of its
 ** precision (float32 -> complex64) and an integer or bool array's complex128. */
 int gl_promote_scalar(gl_dtype arr, gl_scalar s, gl_dtype *out);   /* gl_status */
+/* The same by kinds alone, as NumPy's result_type: no value is out of range. */
+gl_dtype gl_promote_weak(gl_dtype arr, gl_scalar s);
 
 /* The float dtype NumPy's float-only functions give for an input dtype (a complex dtype
 ** gives itself; gl_real_for gives its parts' float dtype). */

@@ -23,16 +23,10 @@ gl_status gl_idx_parse_header(const uint8_t *buf, size_t len, gl_idx_info *out) 
   memset(out, 0, sizeof *out);
   if (len < 4) return gl_fail(GL_EIO, "truncated IDX header (%zu bytes)", len);
   if (buf[0] != 0 || buf[1] != 0) return gl_fail(GL_EIO, "not an IDX file (bad magic)");
-  switch (buf[2]) {
-    case 0x08: out->dtype = GL_UINT8; break;
-    case 0x0C: out->dtype = GL_INT32; break;
-    case 0x0D: out->dtype = GL_FLOAT32; break;
-    case 0x0E: out->dtype = GL_FLOAT64; break;
-    case 0x09: case 0x0B:
-      return gl_fail(GL_EIO, "unsupported IDX type 0x%02X (int8/int16; gpulua reads uint8, int32, float32, float64)",
-                     buf[2]);
-    default: return gl_fail(GL_EIO, "not an IDX file (unknown type code 0x%02X)", buf[2]);
-  }
+  int dt = 0;                                          /* the row with this IDX type code */
+  while (dt < GL_NDTYPE && gl_dtypes[dt].idx != buf[2]) dt++;
+  if (dt == GL_NDTYPE) return gl_fail(GL_EIO, "not an IDX file (unknown type code 0x%02X)", buf[2]);
+  out->dtype = (gl_dtype)dt;
   int ndim = buf[3];
   if (ndim < 1 || ndim > GL_MAXDIMS)
     return gl_fail(GL_EIO, "IDX file with %d dimensions (gpulua reads 1 to %d)", ndim, GL_MAXDIMS);

@@ -10,10 +10,6 @@
 
 static const char magic[6] = { '\x93', 'N', 'U', 'M', 'P', 'Y' };
 
-const char *gl_npy_descr(gl_dtype dt) {
-  return dt == GL_BFLOAT16 ? "<V2" : gl_dtypes[dt].npy;
-}
-
 /* ---- the header dict -------------------------------------------------------------------- */
 
 typedef gl_cursor lex;
@@ -77,37 +73,30 @@ static gl_status read_bool(lex *x, bool *v) {
 }
 
 /* "<f4" -> dtype and byte order. A descr is a byte order and a code: each dtype's code is
-** that of its descr (gl_npy_descr), and NumPy also writes these one-letter type codes. */
+** that of its row's descr, or NumPy's one-letter type code ("f"). */
 static gl_status parse_descr(const char *d, gl_npy_info *out) {
   char order = '|';
   const char *t = d;
   if (*t == '<' || *t == '>' || *t == '|' || *t == '=') order = *t++;
-  static const struct { const char *code; gl_dtype dt; } letters[] = {
-    { "?", GL_BOOL }, { "B", GL_UINT8 }, { "e", GL_FLOAT16 }, { "f", GL_FLOAT32 }, { "d", GL_FLOAT64 },
-  };
   int found = -1;
-  for (int dt = 0; dt < GL_NDTYPE && found < 0; dt++) {
-    const char *own = gl_npy_descr((gl_dtype)dt);
-    if (own && strcmp(t, own + 1) == 0) found = dt;
-  }
-  for (size_t i = 0; i < sizeof letters / sizeof letters[0] && found < 0; i++)
-    if (strcmp(t, letters[i].code) == 0) found = (int)letters[i].dt;
+  for (int dt = 0; dt < GL_NDTYPE && found < 0; dt++)
+    if (strcmp(t, gl_dtypes[dt].npy + 1) == 0 || (gl_dtypes[dt].npc && strcmp(t, gl_dtypes[dt].npc) == 0)) found = dt;
   if (found >= 0) {
     out->dtype = (gl_dtype)found;
-    out->swap = order == '>' && gl_dtypes[out->dtype].size > 1;
+    out->swap = order == '>' && gl_dtype_part_size(out->dtype) > 1;
     return GL_OK;
   }
-  /* "bool, uint8, ..., float64, and '<V2' as bfloat16": NumPy's types, then those stored
-  ** under a descr of another meaning */
-  char names[256] = "";
+  /* "bool, uint8, ..., complex128, and '<V2' as bfloat16": NumPy's types, then those stored
+  ** under a descr of another meaning (NumPy's void, 'V') */
+  char names[512] = "";
   size_t n = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int dt = 0; dt < GL_NDTYPE; dt++) {
-      if ((gl_dtypes[dt].npy != NULL) != (pass == 0) || !gl_npy_descr((gl_dtype)dt)) continue;
+      const char *descr = gl_dtypes[dt].npy;
+      if ((descr[1] != 'V') != (pass == 0)) continue;
       const char *sep = n == 0 ? "" : ", ";
       int w = pass == 0 ? snprintf(names + n, sizeof names - n, "%s%s", sep, gl_dtypes[dt].name)
-                        : snprintf(names + n, sizeof names - n, "%sand '%s' as %s", sep, gl_npy_descr((gl_dtype)dt),
-                                   gl_dtypes[dt].name);
+                        : snprintf(names + n, sizeof names - n, "%sand '%s' as %s", sep, descr, gl_dtypes[dt].name);
       if (w > 0) n += (size_t)w < sizeof names - n ? (size_t)w : sizeof names - n - 1;
     }
   return gl_fail(GL_EIO, "unsupported dtype '%s' (gpulua reads %s)", d, names);
@@ -204,7 +193,7 @@ gl_status gl_npy_parse(const uint8_t *buf, size_t len, gl_npy_info *out) {
 gl_status gl_npy_header(char *buf, size_t *len, gl_dtype dt, int ndim, const int64_t *shape) {
   char dict[GL_NPY_HEADER_BUFSZ];
   size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                              gl_npy_descr(dt));
+                              gl_dtypes[dt].npy);
   for (int i = 0; i < ndim; i++)
     n += (size_t)snprintf(dict + n, sizeof dict - n, i ? ", %lld" : "%lld", (long long)shape[i]);
   n += (size_t)snprintf(dict + n, sizeof dict - n, "%s), }", ndim == 1 ? "," : "");

@@ -40,7 +40,4 @@ gl_status gl_npy_parse_header(const uint8_t *buf, size_t len, gl_npy_info *out);
 ** into buf (GL_NPY_HEADER_BUFSZ bytes), data then follows at offset *len. */
 gl_status gl_npy_header(char *buf, size_t *len, gl_dtype dt, int ndim, const int64_t *shape);
 
-/* The descr written for a dtype ("<f4", "|b1", "<V2" for bfloat16). */
-const char *gl_npy_descr(gl_dtype dt);
-
 #endif

@@ -108,16 +108,76 @@ static bool is_decimal(const char *f, size_t n, bool *integer) {
   return i == n;
 }
 
+/* A complex number as NumPy writes and reads it: "(re+imj)", "re+imj", "re-imj", NumPy's
+** own "re+-imj", "imj" or "re" (parentheses optional; j or J); both parts decimal. */
+static bool parse_complex(const char *f, size_t n, double *re, double *im) {
+  char b[FIELD_MAX];
+  bool integer;
+  if (n >= 2 && f[0] == '(' && f[n - 1] == ')') { f++; n -= 2; }
+  if (n == 0 || n >= sizeof b) return false;
+  memcpy(b, f, n);
+  b[n] = 0;
+  *re = *im = 0;
+  if (b[n - 1] != 'j' && b[n - 1] != 'J') {
+    if (!is_decimal(b, n, &integer)) return false;
+    *re = strtod(b, NULL);
+    return true;
+  }
+  b[--n] = 0;                                          /* the imaginary part ends before j */
+  size_t k = n;                                        /* where it starts: the last sign not after an e */
+  while (k > 0 && !((b[k - 1] == '+' || b[k - 1] == '-') && k - 1 > 0 && b[k - 2] != 'e' && b[k - 2] != 'E')) k--;
+  if (k > 0) k--;
+  size_t rs = k;                                       /* "1+-2": the real part ends at its '+' */
+  if (k > 0 && b[k] == '-' && b[k - 1] == '+') rs = k - 1;
+  if (k == 0) {                                        /* "2j", "-2j": no real part */
+    if (!is_decimal(b, n, &integer)) return false;
+    *im = strtod(b, NULL);
+    return true;
+  }
+  if (!is_decimal(b, rs, &integer) || !is_decimal(b + k, n - k, &integer)) return false;
+  *im = strtod(b + k, NULL);
+  b[rs] = 0;
+  *re = strtod(b, NULL);
+  return true;
+}
+
+/* An unsigned integer field (digits, or an integral decimal "1e3") no larger than max. */
+static bool parse_unsigned(const char *f, bool integer, uint64_t max, uint64_t *u) {
+  if (f[0] == '-') return strtod(f, NULL) == 0 && (*u = 0, true);           /* "-0" */
+  if (integer) {
+    errno = 0;
+    unsigned long long v = strtoull(f, NULL, 10);
+    if (errno == ERANGE || v > max) return false;
+    *u = v;
+    return true;
+  }
+  double d = strtod(f, NULL);
+  if (d != floor(d) || !(d >= 0 && d < (double)max + 1.0)) return false;
+  *u = (uint64_t)d;
+  return true;
+}
+
 /* One field f[0 .. n) as a value of dtype dt at 'out' (NULL: check only). */
 static gl_status convert(const char *f, size_t n, gl_dtype dt, void *out) {
   gl_scalar v;
   bool integer;
+  double re, im;
   if (dt == GL_BOOL && (strcmp(f, "True") == 0 || strcmp(f, "true") == 0)) v = gl_scalar_bool(true);
   else if (dt == GL_BOOL && (strcmp(f, "False") == 0 || strcmp(f, "false") == 0)) v = gl_scalar_bool(false);
   else if (memchr(f, 0, n)) return gl_fail(GL_EIO, "a NUL byte in a field");
-  else if (!is_decimal(f, n, &integer)) return gl_fail(GL_EIO, "'%s' is not a decimal number", f);
+  else if (gl_dtype_is_complex(dt)) {
+    if (!parse_complex(f, n, &re, &im)) return gl_fail(GL_EIO, "'%s' is not a complex number", f);
+    v = gl_scalar_complex(re, im);
+  } else if (!is_decimal(f, n, &integer)) return gl_fail(GL_EIO, "'%s' is not a decimal number", f);
   else if (gl_dtype_is_float(dt)) v = gl_scalar_float(strtod(f, NULL));
-  else {
+  else if (gl_dtypes[dt].kind == GL_KIND_UINT) {
+    uint64_t u, max = gl_dtypes[dt].size == 8 ? UINT64_MAX : (uint64_t)gl_dtypes[dt].max;
+    if (!parse_unsigned(f, integer, max, &u))
+      return integer ? gl_fail(GL_EIO, "%s out of range of %s", f, gl_dtypes[dt].name)
+                     : gl_fail(GL_EIO, "'%s' is not an integer in range of %s", f, gl_dtypes[dt].name);
+    v = u > (uint64_t)INT64_MAX ? gl_scalar_float((double)u) : gl_scalar_int((int64_t)u);
+    if (!v.isint) { if (out) *(uint64_t *)out = u; return GL_OK; }        /* exactly, past a double's 53 bits */
+  } else {
     long long i;
     errno = 0;
     if (integer) {
@@ -241,12 +301,37 @@ gl_status gl_text_write(gl_outfile *o, const void *data, gl_dtype dt, int ndim, 
   unsigned isz = gl_dtypes[dt].size;
   size_t dl = strlen(delim);
   char buf[512];
+  bool cx = gl_dtype_is_complex(dt), unsig = gl_dtypes[dt].kind == GL_KIND_UINT;
+  if (cx && is_int) return gl_fail(GL_EINVAL, "an integer format for %s (use a float one, as %%.18e)", gl_dtypes[dt].name);
+  char ufmt[160];                              /* an unsigned dtype's %d: %u, for uint64 past 2^63 */
+  if (unsig && is_int && strlen(fmt) < sizeof ufmt) {
+    strcpy(ufmt, fmt);
+    char *c = strpbrk(ufmt, "di");
+    while (c && c > ufmt && c[-1] != 'l') c = strpbrk(c + 1, "di");
+    if (c) *c = 'u';
+    fmt = ufmt;
+  }
   for (int64_t r = 0; r < rows; r++) {
     for (int64_t c = 0; c < cols; c++, p += isz) {
       if (c) GL_TRY(gl_out_write(o, delim, dl));
       gl_scalar v = gl_scalar_load(dt, p);
       int n;
-      if (is_int) {
+      if (cx) {                                /* NumPy's " (re+imj)", "+-" written "-" */
+        double part[2] = { v.f, v.im };
+        GL_TRY(gl_out_write(o, " (", 2));
+        for (int k = 0; k < 2; k++) {
+          if (part[k] != part[k]) part[k] = fabs(part[k]);
+          n = snprintf(buf, sizeof buf, fmt, part[k]);
+          if (n < 0 || (size_t)n >= sizeof buf) return gl_fail(GL_EINVAL, "format gives more than %zu characters", sizeof buf - 1);
+          if (k == 1 && buf[0] != '-') GL_TRY(gl_out_write(o, "+", 1));
+          GL_TRY(gl_out_write(o, buf, (size_t)n));
+        }
+        GL_TRY(gl_out_write(o, "j)", 2));
+        continue;
+      }
+      if (is_int && unsig) {
+        n = snprintf(buf, sizeof buf, fmt, (unsigned long long)v.i);          /* uint64's bits in i */
+      } else if (is_int) {
         long long i = v.isint ? (long long)v.i : (v.f != v.f ? 0 : v.f >= 9.2233720368547758e18 ? INT64_MAX :
                                                  v.f <= -9.2233720368547758e18 ? INT64_MIN : (long long)v.f);
         n = snprintf(buf, sizeof buf, fmt, i);

@@ -141,10 +141,10 @@ static const struct { size_t at; const char *name; } mpi_symbols[] = {
   MPI_FN(Barrier),
   OMPI_OBJ(world, "ompi_mpi_comm_world"), OMPI_OBJ(info_null, "ompi_mpi_info_null"),
   OMPI_OBJ(errors_return, "ompi_mpi_errors_return"), OMPI_OBJ(char_type, "ompi_mpi_char"),
-  OMPI_OBJ(type[GL_BOOL], "ompi_mpi_uint8_t"), OMPI_OBJ(type[GL_UINT8], "ompi_mpi_uint8_t"),
-  OMPI_OBJ(type[GL_INT32], "ompi_mpi_int32_t"), OMPI_OBJ(type[GL_INT64], "ompi_mpi_int64_t"),
-  OMPI_OBJ(type[GL_FLOAT16], "ompi_mpi_uint16_t"), OMPI_OBJ(type[GL_BFLOAT16], "ompi_mpi_uint16_t"),
-  OMPI_OBJ(type[GL_FLOAT32], "ompi_mpi_float"), OMPI_OBJ(type[GL_FLOAT64], "ompi_mpi_double"),
+  /* each dtype's MPI type: its row's mpi column, ompi_mpi_<mpi> (MPI_INT8_T is ompi_mpi_int8_t) */
+#define MPI_TYPE_(E, mpi) OMPI_OBJ(type[GL_##E], "ompi_mpi_" #mpi),
+  GL_DTYPE_COLUMN(MPI_TYPE_, mpi)
+#undef MPI_TYPE_
   OMPI_OBJ(op[GL_DIST_SUM], "ompi_mpi_op_sum"), OMPI_OBJ(op[GL_DIST_PROD], "ompi_mpi_op_prod"),
   OMPI_OBJ(op[GL_DIST_MAX], "ompi_mpi_op_max"), OMPI_OBJ(op[GL_DIST_MIN], "ompi_mpi_op_min"),
 };
@@ -589,6 +589,8 @@ gl_status gl_dist_nccl_start(gl_device dev, bool required) {
 }
 
 bool gl_dist_nccl_on(gl_device dev) { return NC.on && gl_device_eq(dev, NC.dev); }
+
+bool gl_dist_nccl_reduces(gl_dtype dt, int op) { return NC.on && NC.c->reduces(dt, op); }
 
 gl_status gl_dist_nccl_flush(void) {
   if (!NC.on || !NC.c->flush) return GL_OK;

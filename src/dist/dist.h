@@ -102,6 +102,9 @@ bool gl_dist_failed_remotely(void);
 gl_status gl_dist_nccl_start(gl_device dev, bool required);
 /* Whether arrays of dev go through NCCL. */
 bool gl_dist_nccl_on(gl_device dev);
+/* Whether NCCL reduces dt with op (gl_dist_args.op); a reduction it does not take goes
+** through MPI on host copies. */
+bool gl_dist_nccl_reduces(gl_dtype dt, int op);
 /* Queues the open group of NCCL point-to-point calls (nothing when NCCL is not started). */
 gl_status gl_dist_nccl_flush(void);
 

@@ -18,8 +18,7 @@
 ** the nearest-name rule (gpu._nearest, gpu._word_distance), is this file's.
 **
 ** The other argument readers of the binding live here too: shapes, axes, dtypes and
-** devices, so that each is read (and refused) one way everywhere; and gpu._dtypes, the
-** dtype table for the Lua parts and the tools.
+** devices, so that each is read (and refused) one way everywhere.
 */
 #include <ctype.h>
 #include <limits.h>
@@ -666,66 +665,6 @@ gl_device gl_lua_optdevice(lua_State *L, int idx) {
   return gl_lua_device(L, idx);
 }
 
-/* gpu._dtypes: the dtype table (src/core/dtype.h) for the Lua parts, specs and tools, so
-** no list of dtypes is written twice. Rows in dtype order, each
-**   { name = "float32", size = 4, kind = "float", storage_only = false, aliases = {"float", "fp32"},
-**     id = "float32", storage = "float", compute = "float", half = nil }
-** (id, storage, compute: the row's id, S and CT columns of kernels/dtypes.h, the C names the
-** run-time kernels are written with; half: "f16" or "bf16" for a storage-only float) and
-** every row also under its name and each of its aliases (gpu._dtypes.half is the float16
-** row): iterate with ipairs. */
-static void push_dtypes(lua_State *L) {
-  static const char *const kinds[] = { [GL_KIND_BOOL] = "bool", [GL_KIND_UINT] = "uint", [GL_KIND_INT] = "int",
-                                       [GL_KIND_FLOAT] = "float", [GL_KIND_COMPLEX] = "complex" };
-#define GL_DT_C_NAMES_(E, id, S, kind, half, CT, ...) [GL_##E] = { #id, #S, #CT, #half },
-  static const struct { const char *id, *storage, *compute, *half; } c_names[GL_NDTYPE] = {
-    GL_DTYPE_LIST(GL_DT_C_NAMES_)
-  };
-#undef GL_DT_C_NAMES_
-  lua_createtable(L, GL_NDTYPE, 3 * GL_NDTYPE);         /* the names, about two aliases each */
-  int t = lua_gettop(L);
-  for (int d = 0; d < GL_NDTYPE; d++) {
-    const gl_dtype_info *info = &gl_dtypes[d];
-    lua_createtable(L, 0, 9);
-    lua_pushstring(L, info->name);
-    lua_setfield(L, -2, "name");
-    lua_pushinteger(L, info->size);
-    lua_setfield(L, -2, "size");
-    lua_pushstring(L, kinds[info->kind]);
-    lua_setfield(L, -2, "kind");
-    lua_pushboolean(L, info->storage_only);
-    lua_setfield(L, -2, "storage_only");
-    lua_pushstring(L, c_names[d].id);
-    lua_setfield(L, -2, "id");
-    lua_pushstring(L, c_names[d].storage);
-    lua_setfield(L, -2, "storage");
-    lua_pushstring(L, c_names[d].compute);
-    lua_setfield(L, -2, "compute");
-    if (info->storage_only) {
-      lua_pushstring(L, c_names[d].half);
-      lua_setfield(L, -2, "half");
-    }
-    lua_createtable(L, 2, 0);                              /* aliases, split at spaces */
-    int k = 0;
-    for (const char *p = info->aliases; *p; ) {
-      size_t w = strcspn(p, " ");
-      if (w > 0) {
-        lua_pushlstring(L, p, w);
-        lua_pushvalue(L, -1);
-        lua_rawseti(L, -3, ++k);
-        lua_pushvalue(L, -3);                              /* the row, under the alias */
-        lua_rawset(L, t);
-      }
-      p += w;
-      p += strspn(p, " ");
-    }
-    lua_setfield(L, -2, "aliases");
-    lua_pushvalue(L, -1);
-    lua_setfield(L, t, info->name);
-    lua_rawseti(L, t, d + 1);
-  }
-}
-
 void gl_open_args(lua_State *L, int module) {
   static const gl_reg funcs[] = { { "_word_distance", l_word_distance, 2 }, { "_nearest", l_nearest, 2 },
                                   { "_describe", l_describe, 1 }, { "_declare_options", l_declare_options, 3 },
@@ -734,8 +673,6 @@ void gl_open_args(lua_State *L, int module) {
   gl_lua_setfuncs(L, module, funcs);
   luaL_newmetatable(L, decl_meta);
   lua_pop(L, 1);
-  push_dtypes(L);
-  lua_setfield(L, module, "_dtypes");
 }
 
 /* ---- shapes --------------------------------------------------------------------------------- */

@@ -240,15 +240,25 @@ static int rank_arg(lua_State *L, const gl_dist_info *wd, int idx, const char *w
 
 static const char *const op_names[] = { "sum", "prod", "max", "min", "mean", NULL };
 
+/* The reduction of option 'op': mean is a sum divided at completion (a float or complex
+** dtype, whose division the device has); complex numbers have no max or min. */
 static gl_dist_op op_arg(lua_State *L, gl_optval *v, const gl_array *x, int optidx, bool *mean) {
   *mean = false;
   if (!v->set) return GL_DIST_SUM;
+  const char *name = gl_dtypes[x->dtype].name;
+  bool cx = gl_dtype_is_complex((gl_dtype)x->dtype);
   if (v->choice == 4) {
-    if (gl_dtypes[x->dtype].kind != GL_KIND_FLOAT)
-      luaL_argerror(L, optidx, lua_pushfstring(L, "op 'mean' needs a float dtype, got %s", gl_dtypes[x->dtype].name));
+    if (gl_dtypes[x->dtype].kind != GL_KIND_FLOAT && !cx)
+      luaL_argerror(L, optidx, lua_pushfstring(L, "op 'mean' needs a float or complex dtype, got %s", name));
+    const gl_backend *b;
+    gl_lua_check_status(L, gl_backend_supporting(gl_array_device(x), GL_OP_BINARY, GL_B_div, (gl_dtype)x->dtype,
+                                                 "mean", &b), optidx);
     *mean = true;
     return GL_DIST_SUM;
   }
+  if (cx && (v->choice == GL_DIST_MAX || v->choice == GL_DIST_MIN))
+    luaL_argerror(L, optidx, lua_pushfstring(L, "op '%s' is not defined for %s (complex numbers are not ordered)",
+                                             op_names[v->choice], name));
   return (gl_dist_op)v->choice;
 }
 
@@ -598,7 +608,7 @@ static int collective(lua_State *L, gl_dist_kind kind) {
     new_like(L, a.x, d->drops_axis ? -1 : a.world->size, 1);
     a.recv = lua_gettop(L);
   }
-  bool nc = d->nccl && use_nccl(a.x);
+  bool nc = d->nccl && use_nccl(a.x) && (!d->reduces || gl_dist_nccl_reduces(a.x->dtype, mean ? 4 : (int)op));
   if (mean && !nc) { lua_pushvalue(L, a.recv); lua_setfield(L, c.keep, "mean"); }
   gl_dist_args run = { .kind = kind, .count = a.count, .dtype = a.x ? a.x->dtype : GL_FLOAT32,
                        .op = mean && nc ? 4 : (int)op, .peer = a.root, .tag = d->p2p && v[0].set ? (int)v[0].i : 0,

@@ -124,23 +124,6 @@ static int module_index(lua_State *L) {
   return 1;
 }
 
-/* gpu.float32 ... gpu.bool, and PyTorch's aliases (gpu.float, gpu.double, gpu.half,
-** gpu.long, gpu.int): the dtype names, so gpu.array(t, {dtype = gpu.int32}) and
-** x.dtype == gpu.float32 read as in PyTorch. */
-static void push_dtype_constants(lua_State *L, int module) {
-  for (int t = 0; t < GL_NDTYPE; t++) {
-    lua_pushstring(L, gl_dtypes[t].name);
-    lua_setfield(L, module, gl_dtypes[t].name);
-  }
-  static const char *const alias[][2] = {
-    { "float", "float32" }, { "double", "float64" }, { "half", "float16" }, { "long", "int64" }, { "int", "int32" },
-  };
-  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
-    lua_pushstring(L, alias[i][1]);
-    lua_setfield(L, module, alias[i][0]);
-  }
-}
-
 /* States with the module open: the backends are shut down (a GPU's streams, handles, the
 ** pool) when the last one closes, before a GPU runtime unloads at exit. States may live
 ** in different threads, so the count is atomic. */
@@ -240,7 +223,7 @@ int luaopen_gpu(lua_State *L) {
   lua_setfield(L, module, "_max_dims");
   lua_pushliteral(L, GPULUA_VERSION);
   lua_setfield(L, module, "version");
-  push_dtype_constants(L, module);
+  gl_open_dtypes(L, module);
   lua_pushvalue(L, methods);
   lua_setfield(L, module, "methods");               /* for Lua parts that add methods */
   lua_settop(L, module);

@@ -326,9 +326,13 @@ void gl_lua_declare_all(lua_State *L, const gl_optdecl *const *list);
 /* The candidate nearest to word when close enough to be a typo, else NULL. */
 const char *gl_lua_nearest(const char *word, const char *const *candidates, int n);
 /* gpu._word_distance(a, b) (the edit distance gl_lua_nearest uses), gpu._nearest(word,
-** candidates), options.lua's reader (gpu._declare_options, _read_options, _check_value,
-** _describe) and gpu._dtypes (the dtype table). */
+** candidates) and options.lua's reader (gpu._declare_options, _read_options, _check_value,
+** _describe). */
 void gl_open_args(lua_State *L, int module);
+/* The dtypes from Lua (ldtype.c): gpu._dtypes (the dtype table), the names as constants
+** (gpu.float32, gpu.cfloat, ...), gpu.iinfo, gpu.finfo, gpu.result_type, gpu.promote_types,
+** and gpu._supports / gpu._families (what each device's backend takes). */
+void gl_open_dtypes(lua_State *L, int module);
 /* A table with a string key (an options table, as opposed to a shape or axis list). */
 bool gl_lua_is_options(lua_State *L, int idx);
 /* The options of a function that makes arrays: d's first two keys are dtype and device

@@ -169,7 +169,10 @@ static void push_from_bytes(lua_State *L, gl_dtype dt, int ndim, const int64_t *
   gl_array *a = gl_lua_alloc(L, dt, ndim, fshape, gl_cpu());
   size_t nbytes = (size_t)a->size * gl_dtypes[dt].size;
   if (nbytes) memcpy(gl_array_data(a), bytes, nbytes);
-  if (swap) gl_bswap(gl_array_data(a), a->size, gl_dtypes[dt].size);
+  if (swap) {                                    /* each real number: both parts of a complex */
+    unsigned part = gl_dtype_part_size(dt);
+    gl_bswap(gl_array_data(a), a->size * (int64_t)(gl_dtypes[dt].size / part), part);
+  }
   if (dt == GL_BOOL) {
     uint8_t *p = gl_array_data(a);
     for (int64_t i = 0; i < a->size; i++) p[i] = p[i] != 0;

@@ -175,7 +175,8 @@ static gl_scalar elem(const layout *lo, int64_t k) {
 static int format_one(const layout *lo, gl_scalar s, char *out, bool pad) {
   switch (gl_dtypes[lo->dt].kind) {
     case GL_KIND_BOOL: return sprintf(out, "%s", s.i ? "true" : "false");
-    case GL_KIND_INT: case GL_KIND_UINT: return sprintf(out, "%lld", (long long)s.i);
+    case GL_KIND_INT: return sprintf(out, "%lld", (long long)s.i);
+    case GL_KIND_UINT: return sprintf(out, "%llu", (unsigned long long)s.i);   /* uint64 past 2^63 too */
     case GL_KIND_COMPLEX: break;
     default: return format_real(&lo->re, s.f, out, pad);
   }

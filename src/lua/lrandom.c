@@ -109,17 +109,35 @@ static int l_randn(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, false, 0
 static int l_uniform(lua_State *L) { return float_dist(L, GL_RAND_UNIFORM, true, 0, 0, &uniform_decl); }
 static int l_normal(lua_State *L) { return float_dist(L, GL_RAND_NORMAL, true, 0, 0, &normal_decl); }
 
+/* A bound of randint into dt: an integer, or for uint64 (whose values past 2^63 - 1 Lua
+** integers cannot hold) a float in [2^63, 2^64) taken exactly, 2^64 (how 2^64 - 1, the
+** largest uint64, rounds as a float) standing for 2^64 - 1; returned as uint64 bits. */
+static int64_t int_bound(lua_State *L, int idx, gl_dtype dt, const char *what, bool *negative) {
+  if (gl_dtypes[dt].kind != GL_KIND_UINT || gl_dtypes[dt].size != 8) return gl_lua_int(L, idx, what);
+  if (!lua_isinteger(L, idx) && lua_type(L, idx) == LUA_TNUMBER) {
+    double f = lua_tonumber(L, idx);
+    if (f == (double)UINT64_MAX) return (int64_t)UINT64_MAX;
+    if (f >= 0x1p63 && f < 0x1p64) return (int64_t)(uint64_t)f;    /* exact: an integer this large */
+  }
+  int64_t v = gl_lua_int(L, idx, what);
+  *negative = *negative || v < 0;
+  return v;
+}
+
 /* randint(lo, hi, shape... [, opts]): lo..hi inclusive, like math.random(lo, hi). */
 static int l_randint(lua_State *L) {
   int first;
   gl_rng *g = call_generator(L, &first);
-  int64_t lo = gl_lua_int(L, first, "lo"), hi = gl_lua_int(L, first + 1, "hi");
   int ndim;
   int64_t shape[GL_MAXDIMS];
   gl_dtype dt = GL_INT64;
   gl_device dev;
   shape_opts(L, first + 2, &ndim, shape, &dt, &dev, &randint_decl);
+  bool negative = false;
+  int64_t lo = int_bound(L, first, dt, "lo", &negative), hi = int_bound(L, first + 1, dt, "hi", &negative);
   gl_array *out = gl_lua_push(L);
+  if (negative)                             /* as gl_op_randint says it of the other dtypes */
+    return done(L, gl_fail(GL_EINVAL, "bounds %lld..%lld do not fit uint64", (long long)lo, (long long)hi), 0, out);
   return done(L, gl_op_randint(out, pick(L, g, dev), lo, hi, dt, ndim, shape, dev), 0, out);
 }
 

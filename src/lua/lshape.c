@@ -256,7 +256,7 @@ static void push_host_value(lua_State *L, gl_dtype dt, const char *p) {
     case GL_KIND_BOOL: lua_pushboolean(L, s.i != 0); break;
     case GL_KIND_FLOAT: lua_pushnumber(L, s.f); break;
     case GL_KIND_COMPLEX: gl_lua_push_complex(L, s.f, s.im); break;
-    default: if (s.isint) lua_pushinteger(L, s.i); else lua_pushnumber(L, s.f); break;
+    default: if (s.isint) lua_pushinteger(L, s.i); else lua_pushnumber(L, s.f); break;   /* uint64 past 2^63 */
   }
 }
 

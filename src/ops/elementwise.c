@@ -63,7 +63,7 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
       *ot = *ct;
       return GL_OK;
     case GL_K_BD:
-      if (k != GL_KIND_FLOAT) *ct = GL_FLOAT64;
+      if (k != GL_KIND_FLOAT && k != GL_KIND_COMPLEX) *ct = GL_FLOAT64;
       *ot = *ct;
       return GL_OK;
     case GL_K_BC: case GL_K_BL:
@@ -352,7 +352,7 @@ gl_status gl_op_where(gl_array *out, const gl_array *cond, gl_operand a, gl_oper
     memcpy(shape, s2, (size_t)n2 * sizeof *s2);
   }
   const gl_backend *be;
-  GL_TRY(gl_backend_supporting(gl_array_device(cond), GL_OP_BINARY, -1, ot, "where", &be));
+  GL_TRY(gl_backend_supporting(gl_array_device(cond), GL_OP_COPY, -1, ot, "where", &be));   /* a select of bits */
   GL_TRY(gl_array_alloc(out, ot, ndim, shape, gl_array_device(cond)));
   gl_array tc = { 0 }, ta = { 0 }, tb = { 0 }, vc, va, vb;
   gl_operand c = { cond, gl_scalar_int(0) };

@@ -80,9 +80,14 @@ gl_status gl_op_randint(gl_array *out, gl_rng *g, int64_t lo, int64_t hi, gl_dty
                         const int64_t *shape, gl_device dev) {
   const gl_backend *be;
   GL_TRY(random_backend(dev, GL_RAND_INTEGERS, dt, &be));
-  if (lo > hi) return gl_fail(GL_EINVAL, "lo (%lld) is greater than hi (%lld)", (long long)lo, (long long)hi);
-  if (lo < gl_dtypes[dt].min || hi > gl_dtypes[dt].max)
-    return gl_fail(GL_EINVAL, "bounds %lld..%lld do not fit %s", (long long)lo, (long long)hi, gl_dtypes[dt].name);
+  if (gl_dtypes[dt].kind == GL_KIND_UINT && gl_dtypes[dt].size == 8) {     /* bounds past INT64_MAX */
+    if ((uint64_t)lo > (uint64_t)hi)
+      return gl_fail(GL_EINVAL, "lo (%llu) is greater than hi (%llu)", (unsigned long long)lo, (unsigned long long)hi);
+  } else {
+    if (lo > hi) return gl_fail(GL_EINVAL, "lo (%lld) is greater than hi (%lld)", (long long)lo, (long long)hi);
+    if (lo < gl_dtypes[dt].min || hi > gl_dtypes[dt].max)
+      return gl_fail(GL_EINVAL, "bounds %lld..%lld do not fit %s", (long long)lo, (long long)hi, gl_dtypes[dt].name);
+  }
   gl_rand_req rq = { 0 };
   rq.lo = lo;
   rq.range = (uint64_t)hi - (uint64_t)lo + 1;       /* 0 stands for 2^64 */

@@ -96,8 +96,13 @@ static void free_all(void) {
 
 /* ---- dtypes ---------------------------------------------------------------------------------- */
 
-static const char *dtn[] = { "bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64" };
-static const int dts[] = { 1, 1, 4, 8, 2, 2, 4, 8 };
+/* each dtype's name and element size, by dtype code (the rows of kernels/dtypes.h) */
+#define DT_NAME_(E, id, S, kind, half, CT, UT, prec, lo, hi, name, ...) name,
+#define DT_SIZE_(E, id, S, ...) (int)sizeof(S),
+static const char *dtn[] = { GL_DTYPE_LIST(DT_NAME_) };
+static const int dts[] = { GL_DTYPE_LIST(DT_SIZE_) };
+#undef DT_NAME_
+#undef DT_SIZE_
 static constexpr bool isflt(int dt) { return GL_DT_IN(GL_DTSET_FLOAT, dt); }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -107,30 +112,29 @@ static uint64_t rnd(void) {
 }
 static double urand(void) { return (double)(rnd() >> 11) * 0x1p-53; }
 
-/* Element i of a dtype-dt buffer as double (integers exact below 2^53). */
+/* Element i of a dtype-dt buffer as double (integers exact below 2^53; complex: the real
+** part), and v stored into one (integers wrapped to the width, complex with im = 0). */
+#define GETD_CASE_(E, id, S, kind, half, ...) \
+  case GL_KD_##E: return part_of(GL_DT_LOAD(half, ((const S *)p)[i]));
+#define SETD_CASE_(E, id, S, kind, half, ...) \
+  case GL_KD_##E: ((S *)p)[i] = SETD_##kind(half, S, id, v); break;
+#define SETD_BOOL(half, S, id, v) GL_DT_STORE(BOOL, half, S, id, FLOAT, v)
+#define SETD_UINT(half, S, id, v) GL_DT_STORE(UINT, half, S, id, INT, (int64_t)(v))
+#define SETD_INT SETD_UINT
+#define SETD_FLOAT(half, S, id, v) GL_DT_STORE(FLOAT, half, S, id, FLOAT, v)
+#define SETD_COMPLEX(half, S, id, v) GL_DT_STORE(COMPLEX, half, S, id, FLOAT, v)
+static double part_of(double v) { return v; }
+static double part_of(gl_complex64 v) { return v.re; }
+static double part_of(gl_complex128 v) { return v.re; }
+template <class T> static double part_of(T v) { return (double)v; }
 static double getd(int dt, const void *p, int64_t i) {
-  switch (dt) {
-    case GL_KD_BOOL: case GL_KD_UINT8: return ((const uint8_t *)p)[i];
-    case GL_KD_INT32: return ((const int32_t *)p)[i];
-    case GL_KD_INT64: return (double)((const int64_t *)p)[i];
-    case GL_KD_FLOAT16: return gl_f16_to_f32(((const uint16_t *)p)[i]);
-    case GL_KD_BFLOAT16: return gl_bf16_to_f32(((const uint16_t *)p)[i]);
-    case GL_KD_FLOAT32: return ((const float *)p)[i];
-    default: return ((const double *)p)[i];
-  }
+  switch (dt) { GL_DTYPE_LIST(GETD_CASE_) default: return 0; }
 }
 static void setd(int dt, void *p, int64_t i, double v) {
-  switch (dt) {
-    case GL_KD_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case GL_KD_UINT8: ((uint8_t *)p)[i] = (uint8_t)(int64_t)v; break;
-    case GL_KD_INT32: ((int32_t *)p)[i] = (int32_t)(int64_t)v; break;
-    case GL_KD_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    case GL_KD_FLOAT16: ((uint16_t *)p)[i] = gl_f32_to_f16((float)v); break;
-    case GL_KD_BFLOAT16: ((uint16_t *)p)[i] = gl_f32_to_bf16((float)v); break;
-    case GL_KD_FLOAT32: ((float *)p)[i] = (float)v; break;
-    default: ((double *)p)[i] = v; break;
-  }
+  switch (dt) { GL_DTYPE_LIST(SETD_CASE_) default: break; }
 }
+#undef GETD_CASE_
+#undef SETD_CASE_
 /* A test value for dtype dt: mostly small, sometimes an edge (NaN, inf, -0, extremes). */
 static double testval(int dt, bool edges) {
   uint64_t r = rnd();
@@ -404,7 +408,7 @@ template <int DD, int SD> static void conv1(void *dst, int64_t od, const void *s
   ((typename gl_dt<DD>::S *)dst)[od] = gl_convert<DD, SD>(((const typename gl_dt<SD>::S *)src)[os]);
 }
 static void conv_any(int ddt, int sdt, void *dst, int64_t od, const void *src, int64_t os) {
-  GL_DISPATCH_DTYPE(ddt, DD, GL_DISPATCH_DTYPE(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
+  GL_DISPATCH_DTYPE_ALL(ddt, DD, GL_DISPATCH_DTYPE_ALL(sdt, SD, (conv1<DD, SD>(dst, od, src, os), 0)));
 }
 
 static void test_copy(void) {
@@ -904,9 +908,12 @@ static void rand_ref(int dist, int dt, void *dst, int64_t i, uint64_t seed, uint
       gl_philox_block(seed, off + (uint64_t)i, w);
       u = (uint64_t)lo + gl_rand_mulhi128(gl_rand_u64(w[0], w[1]), gl_rand_u64(w[2], w[3]), range);
     }
-    if (dt == GL_KD_INT64) ((int64_t *)dst)[i] = (int64_t)u;
-    else if (dt == GL_KD_INT32) ((int32_t *)dst)[i] = (int32_t)(uint32_t)u;
-    else ((uint8_t *)dst)[i] = (uint8_t)u;
+    switch (dt) {                                 /* wrapped to the width, as the CPU's store */
+#define RAND_INT_CASE_(E, id, S, kind, ...) GL_DT_WHEN(kind, (0, 1, 1, 0), case GL_KD_##E: ((S *)dst)[i] = (S)u; break;)
+      GL_DTYPE_LIST(RAND_INT_CASE_)
+#undef RAND_INT_CASE_
+      default: break;
+    }
   } else {
     gl_philox_block(seed, off + (uint64_t)(i / 4), w);
     bool hit = (double)w[i % 4] * 0x1p-32 < (p ? p[i] : a);
@@ -928,6 +935,11 @@ static void test_random(void) {
     { 3, GL_KD_FLOAT16, 0.5, 0, 0, 0, false }, { 3, GL_KD_BFLOAT16, 0.5, 0, 0, 0, false },
     { 3, GL_KD_INT64, 0.5, 0, 0, 0, false }, { 3, GL_KD_FLOAT64, 0, 0, 0, 0, true },
     { 3, GL_KD_UINT8, 0, 0, 0, 0, true }, { 3, GL_KD_INT32, 0.9, 0, 0, 0, false },
+    { 2, GL_KD_INT8, 0, 0, -128, 256, false }, { 2, GL_KD_INT16, 0, 0, -5, 11, false },
+    { 2, GL_KD_UINT16, 0, 0, 0, 65536, false }, { 2, GL_KD_UINT32, 0, 0, 0, (uint64_t)1 << 32, false },
+    { 2, GL_KD_UINT64, 0, 0, 0, 0, false }, { 2, GL_KD_UINT64, 0, 0, INT64_MIN, 1000, false },
+    { 3, GL_KD_INT8, 0.5, 0, 0, 0, false }, { 3, GL_KD_UINT16, 0.5, 0, 0, 0, false },
+    { 3, GL_KD_COMPLEX64, 0.5, 0, 0, 0, false }, { 3, GL_KD_COMPLEX128, 0, 0, 0, 0, true },
   };
   for (const rc_ &c : cs)
     for (int64_t n : { 1, 2, 3, 5, 8, 13, 1000, 4099 })
@@ -1492,7 +1504,8 @@ static void test_index(void) {
       }
       end();
       for (int acc = 0; acc < 2; acc++) {
-        int dts_acc[] = { GL_KD_BOOL, GL_KD_UINT8, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_FLOAT32, GL_KD_FLOAT64 };
+        int dts_acc[] = { GL_KD_BOOL, GL_KD_UINT8, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_FLOAT32,
+                          GL_KD_FLOAT64, GL_KD_INT8, GL_KD_INT16, GL_KD_UINT16, GL_KD_UINT32, GL_KD_UINT64 };
         for (int sdt : dts_acc) {
           if (!acc && dts[sdt] != W) continue;
           if (acc && wi != 0) continue;                /* accumulate: every dtype once */
@@ -1517,7 +1530,7 @@ static void test_index(void) {
 #define GL_C(E, id, S, kind, half, ...) case GL_KD_##E: { \
                     auto s_ = GL_DT_LOAD(half, ((S *)ref)[xs]) + GL_DT_LOAD(half, ((S *)sv)[ds_]); \
                     ((S *)ref)[xs] = GL_DT_STORE(kind, half, S, id, kind, s_); break; }
-                  GL_DTYPE_LIST(GL_C)
+                  GL_DTYPE_REAL_LIST(GL_C)
 #undef GL_C
                 }
               }
@@ -1592,7 +1605,8 @@ static void test_index(void) {
 }
 
 static void test_sort(void) {
-  for (int dt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_UINT8, GL_KD_BOOL })
+  for (int dt : { GL_KD_FLOAT32, GL_KD_FLOAT64, GL_KD_INT32, GL_KD_INT64, GL_KD_FLOAT16, GL_KD_BFLOAT16, GL_KD_UINT8,
+                  GL_KD_BOOL, GL_KD_INT8, GL_KD_INT16, GL_KD_UINT16, GL_KD_UINT32 })
     for (int64_t lanes : { 1, 3 })
       for (int64_t n : { 1, 7, 1000 })
         for (int desc = 0; desc < 2; desc++) {

@@ -42,7 +42,7 @@ local function make_buckets(params, bucket_bytes)
   local buckets, cur, by_param = {}, nil, {}
   for i = #params, 1, -1 do
     local p = params[i]
-    local bytes = p.size * (p.dtype == "float64" and 8 or (p.dtype == "float32" and 4 or 2))
+    local bytes = p.size * gpu._dtypes[p.dtype].size
     if cur == nil or cur.dtype ~= p.dtype or cur.device ~= p.device or (cur.bytes + bytes > bucket_bytes and #cur.params > 0) then
       cur = { params = {}, offsets = {}, size = 0, bytes = 0, dtype = p.dtype, device = p.device }
       buckets[#buckets + 1] = cur

@@ -6,9 +6,7 @@ local options = require "gpu.options"
 
 local M = {}
 
-local function is_float(dtype)
-  return dtype == "float32" or dtype == "float64" or dtype == "float16" or dtype == "bfloat16"
-end
+local function is_float(dtype) return gpu._dtypes[dtype].kind == "float" end
 M.is_float = is_float
 
 local function int_arg(fname, v, argn, what, default)

@@ -10,11 +10,19 @@ local M = {}
 
 local function arange(n, dev) return gpu.arange(n, { device = dev }) end
 
-local function is_int(dtype) return gpu._dtypes[dtype].kind ~= "float" end
+-- integer or bool (the kinds bincount counts, searched as int64)
+local function is_int(dtype)
+  local kind = gpu._dtypes[dtype].kind
+  return kind == "int" or kind == "uint" or kind == "bool"
+end
+local function is_complex(dtype) return gpu._dtypes[dtype].kind == "complex" end
 
 -- One dtype for comparing a and v: theirs when they agree, int64 for two integer dtypes,
--- else float64.
+-- else float64 (complex numbers have no order here).
 local function common(a, v)
+  if is_complex(a.dtype) or is_complex(v.dtype) then
+    error(("complex arrays are not ordered (got %s and %s)"):format(a.dtype, v.dtype), 0)
+  end
   if a.dtype == v.dtype then return a, v end
   local t = (is_int(a.dtype) and is_int(v.dtype)) and "int64" or "float64"
   return a:astype(t), v:astype(t)
@@ -112,6 +120,7 @@ function M.bincount(x, opts)
   local o = BINCOUNT:check(opts, 2)
   if x.ndim ~= 1 then options.argerror(fname, 1, "x must be 1-D, got %d axes", x.ndim) end
   if not is_int(x.dtype) then options.argerror(fname, 1, "x must be an integer array, got %s", x.dtype) end
+  if x.dtype == "bool" then x = x:astype("uint8") end         -- NumPy counts false and true
   local w = o.weights
   if w and (w.ndim ~= 1 or w.shape[1] ~= x.shape[1]) then
     options.argerror(fname, 2, "option 'weights' must have x's shape (%d), got %s", x.shape[1], options.shape_str(w.shape))
@@ -180,6 +189,10 @@ end
 function M.histogram(x, opts)
   local fname = "histogram"
   options.check_array(x, fname, 1, "x")
+  if is_complex(x.dtype) then      -- NumPy bins the real parts (with a warning)
+    options.argerror(fname, 1, "x must be real, got %s (bin x.real)", x.dtype)
+  end
+  if x.dtype == "bool" then x = x:astype("uint8") end         -- NumPy bins bools as uint8
   local o = HIST:check(opts, 2)
   local edges
   if options.is_array(o.bins) then

@@ -167,6 +167,7 @@ GL_SELECT_ROW(uint8_t)
 GL_SELECT_ROW(uint16_t)
 GL_SELECT_ROW(uint32_t)
 GL_SELECT_ROW(uint64_t)
+GL_SELECT_ROW(gl_complex128)
 
 gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask) {
   const gl_array *ops[2] = { src, mask };
@@ -190,7 +191,8 @@ gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_
         case 1: k += select_row_uint8_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
         case 2: k += select_row_uint16_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
         case 4: k += select_row_uint32_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
-        default: k += select_row_uint64_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
+        case 8: k += select_row_uint64_t((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
+        default: k += select_row_gl_complex128((void *)dp, ds, (const void *)sp, sst, mp, mst, n); break;
       }
     }
   }

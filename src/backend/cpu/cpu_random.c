@@ -61,24 +61,24 @@ typedef void (*store_fn)(void *d, const void *values, int64_t ne);
     if (sizeof(S) != sizeof *v) for (int64_t i = 0; i < ne; i++) d[i] = (S)v[i];                 \
     else memcpy(d, v, (size_t)ne * sizeof *v);                                                   \
   })
+/* (a 1-byte dtype's 0/1 bytes are its flags; a complex flag is 0/1 + 0i) */
 #define STORE_FLAGS_FN(E, id, S, kind, half, ...)                                                \
   static void store_flags_##id(void *d_, const void *v_, int64_t ne) {                           \
     S *d = d_;                                                                                   \
     const uint8_t *v = v_;                                                                       \
-    const S one = GL_DT_STORE(kind, half, S, id, INT, 1);                                        \
-    if (sizeof(S) != 1 || one != 1) for (int64_t i = 0; i < ne; i++) d[i] = v[i] ? one : (S)0;   \
+    if (sizeof(S) != 1) for (int64_t i = 0; i < ne; i++) d[i] = GL_DT_STORE(kind, half, S, id, INT, v[i]); \
     else memcpy(d, v, (size_t)ne);                                                               \
   }
 GL_DTYPE_LIST(STORE_FLOATS_FN)
 GL_DTYPE_LIST(STORE_INTS_FN)
-GL_DTYPE_REAL_LIST(STORE_FLAGS_FN)
+GL_DTYPE_LIST(STORE_FLAGS_FN)
 
 #define STORE_FLOATS_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (0, 0, 0, 1), [GL_##E] = store_floats_##id,)
 #define STORE_INTS_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (0, 1, 1, 0), [GL_##E] = store_ints_##id,)
 #define STORE_FLAGS_ENTRY(E, id, ...) [GL_##E] = store_flags_##id,
 static const store_fn store_floats[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_FLOATS_ENTRY) };
 static const store_fn store_ints[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_INTS_ENTRY) };
-static const store_fn store_flags[GL_NDTYPE] = { GL_DTYPE_REAL_LIST(STORE_FLAGS_ENTRY) };
+static const store_fn store_flags[GL_NDTYPE] = { GL_DTYPE_LIST(STORE_FLAGS_ENTRY) };
 
 /* ne values into dst from element e0 by the dtype's store in table (none: nothing). */
 static void store(const store_fn *table, const gl_array *dst, int64_t e0, const void *values, int64_t ne) {

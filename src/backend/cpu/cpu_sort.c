@@ -214,12 +214,14 @@ SORT_INLINE void elem_copy(gl_dtype dt, void *d, int64_t i, const void *s, int64
 /* Key i of an array of kw-byte keys. */
 SORT_INLINE uint64_t key_get(int kw, const void *k, int64_t i) {
   if (kw == 1) return ((const uint8_t *)k)[i];
+  if (kw == 2) return ((const uint16_t *)k)[i];
   if (kw == 4) return ((const uint32_t *)k)[i];
   return ((const uint64_t *)k)[i];
 }
 
 SORT_INLINE void key_put(int kw, void *k, int64_t i, uint64_t v) {
   if (kw == 1) ((uint8_t *)k)[i] = (uint8_t)v;
+  else if (kw == 2) ((uint16_t *)k)[i] = (uint16_t)v;
   else if (kw == 4) ((uint32_t *)k)[i] = (uint32_t)v;
   else ((uint64_t *)k)[i] = v;
 }
@@ -228,6 +230,7 @@ SORT_INLINE void key_put(int kw, void *k, int64_t i, uint64_t v) {
 ** would cost the radix loops an instruction an element). */
 SORT_INLINE unsigned key_digit(int kw, const void *k, int64_t i, int shift) {
   if (kw == 1) return ((const uint8_t *)k)[i];
+  if (kw == 2) return ((const uint16_t *)k)[i] >> shift & 255;
   if (kw == 4) return ((const uint32_t *)k)[i] >> shift & 255;
   return (unsigned)(((const uint64_t *)k)[i] >> shift & 255);
 }
@@ -235,6 +238,7 @@ SORT_INLINE unsigned key_digit(int kw, const void *k, int64_t i, int shift) {
 /* Whether key i is below v (above v with 'above'), compared in the key's own width. */
 SORT_INLINE bool key_beyond(int kw, const void *k, int64_t i, uint64_t v, bool above) {
   if (kw == 1) return above ? ((const uint8_t *)k)[i] > (uint8_t)v : ((const uint8_t *)k)[i] < (uint8_t)v;
+  if (kw == 2) return above ? ((const uint16_t *)k)[i] > (uint16_t)v : ((const uint16_t *)k)[i] < (uint16_t)v;
   if (kw == 4) return above ? ((const uint32_t *)k)[i] > (uint32_t)v : ((const uint32_t *)k)[i] < (uint32_t)v;
   return above ? ((const uint64_t *)k)[i] > v : ((const uint64_t *)k)[i] < v;
 }
@@ -242,6 +246,7 @@ SORT_INLINE bool key_beyond(int kw, const void *k, int64_t i, uint64_t v, bool a
 /* kb[o] = ka[i]. */
 SORT_INLINE void key_copy(int kw, void *kb, int64_t o, const void *ka, int64_t i) {
   if (kw == 1) ((uint8_t *)kb)[o] = ((const uint8_t *)ka)[i];
+  else if (kw == 2) ((uint16_t *)kb)[o] = ((const uint16_t *)ka)[i];
   else if (kw == 4) ((uint32_t *)kb)[o] = ((const uint32_t *)ka)[i];
   else ((uint64_t *)kb)[o] = ((const uint64_t *)ka)[i];
 }
@@ -381,7 +386,7 @@ static int64_t lower_bound(int kw, const void *k, int64_t n, uint64_t v) {
 /* The instances of the radix and insertion sorts (and the selection below), per key and
 ** position width. */
 /* X(KW, PW, A) for each pair of widths, A the arguments of the call it makes. */
-#define WIDTH_LIST(X, A) X(1, 4, A) X(1, 8, A) X(4, 4, A) X(4, 8, A) X(8, 4, A) X(8, 8, A)
+#define WIDTH_LIST(X, A) X(1, 4, A) X(1, 8, A) X(2, 4, A) X(2, 8, A) X(4, 4, A) X(4, 8, A) X(8, 4, A) X(8, 8, A)
 #define WIDTH_CASE(KW, PW) ((KW) * 16 + (PW))
 
 static bool radix_any(int kw, int pw, void *k, void *p, void *k2, void *p2, int64_t n,

@@ -190,13 +190,17 @@ static void dnn_free(dnn_descs *d) {
   if (d->p) dnn.cudnnDestroyPoolingDescriptor(d->p);
 }
 
-static cudnnDataType_t dnn_type(int dt) {
-  switch (dt) {
-    case GL_FLOAT64: return CUDNN_DATA_DOUBLE;
-    case GL_FLOAT16: return CUDNN_DATA_HALF;
-    case GL_BFLOAT16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;
-  }
+#define CUDNN_DATA_none ((cudnnDataType_t)-1)
+#define DNN_TYPE_(E, t) [GL_##E] = CUDNN_DATA_##t,
+static const cudnnDataType_t dnn_types[GL_NDTYPE] = { GL_DTYPE_COLUMN(DNN_TYPE_, cudnn) };
+#undef DNN_TYPE_
+#undef CUDNN_DATA_none
+
+cudnnDataType_t gl_cuda_cudnn_type(gl_dtype dt) { return dnn_types[dt]; }
+
+/* The type the convolutions compute in: the halves' float32, else the data's own. */
+static cudnnDataType_t dnn_compute_type(gl_dtype dt) {
+  return dnn_types[gl_dtypes[dt].storage_only ? GL_FLOAT32 : dt];
 }
 
 /* cuDNN's 4-D descriptors take int extents and strides: the whole array must fit. */
@@ -211,7 +215,7 @@ static gl_status fits(const gl_array *a, const char *op) {
 static gl_status tensor_desc(cudnnTensorDescriptor_t *t, const gl_array *a, const char *op) {
   GL_TRY(fits(a, op));
   GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, t));
-  return GL_DNN(op, cudnnSetTensor4dDescriptor, *t, CUDNN_TENSOR_NCHW, dnn_type(a->dtype), (int)a->shape[0],
+  return GL_DNN(op, cudnnSetTensor4dDescriptor, *t, CUDNN_TENSOR_NCHW, gl_cuda_cudnn_type((gl_dtype)a->dtype), (int)a->shape[0],
                                    (int)a->shape[1], (int)a->shape[2], (int)a->shape[3]);
 }
 
@@ -260,11 +264,11 @@ static gl_status conv_descs(dnn_descs *d, const gl_array *x, const gl_array *w, 
   GL_TRY(tensor_desc(&d->t[1], y, op));
   GL_TRY(fits(w, op));
   GL_TRY(GL_DNN(op, cudnnCreateFilterDescriptor, &d->f));
-  GL_TRY(GL_DNN(op, cudnnSetFilter4dDescriptor, d->f, dnn_type(dt), CUDNN_TENSOR_NCHW, (int)w->shape[0], (int)w->shape[1],
+  GL_TRY(GL_DNN(op, cudnnSetFilter4dDescriptor, d->f, gl_cuda_cudnn_type((gl_dtype)dt), CUDNN_TENSOR_NCHW, (int)w->shape[0], (int)w->shape[1],
                                    (int)w->shape[2], (int)w->shape[3]));
   GL_TRY(GL_DNN(op, cudnnCreateConvolutionDescriptor, &d->c));
   GL_TRY(GL_DNN(op, cudnnSetConvolution2dDescriptor, d->c, c->pad[0], c->pad[1], c->stride[0], c->stride[1], c->dil[0], c->dil[1],
-                                 CUDNN_CROSS_CORRELATION, dt == GL_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+                                 CUDNN_CROSS_CORRELATION, dnn_compute_type((gl_dtype)dt)));
   GL_TRY(GL_DNN(op, cudnnSetConvolutionGroupCount, d->c, c->groups));
   return GL_OK;
 }
@@ -605,7 +609,7 @@ static gl_status softmax_begin(dnn_call *c, const char *op, const gl_array *x) {
   GL_TRY(call_begin(c, op, x));
   GL_TRY(fits(x, op));
   GL_TRY(GL_DNN(op, cudnnCreateTensorDescriptor, &c->d.t[0]));
-  return GL_DNN(op, cudnnSetTensor4dDescriptor, c->d.t[0], CUDNN_TENSOR_NCHW, dnn_type(x->dtype), (int)x->shape[0],
+  return GL_DNN(op, cudnnSetTensor4dDescriptor, c->d.t[0], CUDNN_TENSOR_NCHW, gl_cuda_cudnn_type((gl_dtype)x->dtype), (int)x->shape[0],
                 (int)x->shape[1], 1, 1);
 }
 

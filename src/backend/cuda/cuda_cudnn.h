@@ -25,6 +25,10 @@ gl_status gl_cuda_cudnn_enter(gl_device dev, const char *op, cudaStream_t *s, cu
 /* GL_OK, or "op: call: CUDNN_STATUS_...: message" for a failed call. */
 gl_status gl_cuda_cudnn_check(cudnnStatus_t st, const char *op, const char *call);
 
+/* dt's cuDNN data type (its row's cudnn column: CUDNN_DATA_FLOAT ...); cuDNN has none for
+** int16, uint16, uint64 or complex (the families that call cuDNN take floats). */
+cudnnDataType_t gl_cuda_cudnn_type(gl_dtype dt);
+
 /* cuda_cudnn_attn.c: frees device 'index''s cached attention plans (gl_cuda_lock held). */
 void gl_cuda_cudnn_attn_release(int index);
 

@@ -397,7 +397,7 @@ static void cache_refuse(int dev, const att_key *k) {
 static att_graph *build(cudnnHandle_t h, const att_key *k, cudnnBackendDescriptor_t *plan, int64_t *ws,
                         char *why, size_t whylen) {
   static const bool p_io[4] = { true, false, true, false }, p_f16x16[4] = { true, true, false, false };
-  cudnnDataType_t io = k->dtype == GL_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+  cudnnDataType_t io = gl_cuda_cudnn_type((gl_dtype)k->dtype);           /* float16 or bfloat16 */
   for (int variant = 0; variant < 4; variant++) {
     att_graph *g = calloc(1, sizeof *g);
     if (g == NULL) {

@@ -96,15 +96,13 @@ static void rnn_free(rnn_descs *d) {
 ** 1e-3 relative error), as the convolutions and PyTorch's RNNs do not. */
 static gl_status rnn_types(gl_dtype dt, const char *op, cudnnDataType_t *data, cudnnDataType_t *math,
                            cudnnMathType_t *mt) {
-  switch (dt) {
-    case GL_FLOAT32:
-      *data = *math = CUDNN_DATA_FLOAT;
-      *mt = gl_cuda_dnn_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-      return GL_OK;
-    case GL_FLOAT64: *data = *math = CUDNN_DATA_DOUBLE; *mt = CUDNN_DEFAULT_MATH; return GL_OK;
-    case GL_FLOAT16: *data = CUDNN_DATA_HALF; *math = CUDNN_DATA_FLOAT; *mt = CUDNN_TENSOR_OP_MATH; return GL_OK;
-    default: return gl_fail(GL_ENOTSUP, "%s: cuDNN's RNN takes float16, float32 or float64, not %s", op, gl_dtypes[dt].name);
-  }
+  if (dt != GL_FLOAT32 && dt != GL_FLOAT64 && dt != GL_FLOAT16)
+    return gl_fail(GL_ENOTSUP, "%s: cuDNN's RNN takes float16, float32 or float64, not %s", op, gl_dtypes[dt].name);
+  *data = gl_cuda_cudnn_type(dt);
+  *math = gl_cuda_cudnn_type(gl_dtypes[dt].storage_only ? GL_FLOAT32 : dt);
+  *mt = dt == GL_FLOAT16 ? CUDNN_TENSOR_OP_MATH
+      : dt == GL_FLOAT32 && !gl_cuda_dnn_tf32() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+  return GL_OK;
 }
 
 /* Makes d for r in dt (mode: the forward's, for the temporary sizes); with_seq: the lengths

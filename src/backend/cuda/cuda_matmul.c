@@ -204,15 +204,21 @@ static void temp_free(gl_device dev, gl_storage *ts) {
 
 /* ---- floats through cuBLAS ----------------------------------------------------------------- */
 
-/* cuBLAS's data and compute types for dtype dt; false where it has none. */
+/* Each dtype's cudaDataType: its row's cuda column (CUDA_R_32F ...). */
+#define CUDA_none ((cudaDataType_t)-1)
+#define CUDA_TYPE_(E, t) [GL_##E] = CUDA_##t,
+static const cudaDataType_t cuda_types[GL_NDTYPE] = { GL_DTYPE_COLUMN(CUDA_TYPE_, cuda) };
+#undef CUDA_TYPE_
+#undef CUDA_none
+
+/* cuBLAS's data and compute types for dtype dt (its floats, computed in float32, or float64
+** for float64; TF32 where allowed for float32); false where gemm takes none. */
 static bool blas_types(gl_dtype dt, cudaDataType_t *ty, cublasComputeType_t *ct) {
-  switch (dt) {
-    case GL_FLOAT32: *ty = CUDA_R_32F; *ct = tf32_allowed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; return true;
-    case GL_FLOAT64: *ty = CUDA_R_64F; *ct = CUBLAS_COMPUTE_64F; return true;
-    case GL_FLOAT16: *ty = CUDA_R_16F; *ct = CUBLAS_COMPUTE_32F; return true;
-    case GL_BFLOAT16: *ty = CUDA_R_16BF; *ct = CUBLAS_COMPUTE_32F; return true;
-    default: return false;
-  }
+  if (!GL_DTSET_HAS(GL_DTSET_FLOAT, dt)) return false;
+  *ty = cuda_types[dt];
+  *ct = gl_dtypes[dt].prec > 24 ? CUBLAS_COMPUTE_64F
+      : dt == GL_FLOAT32 && tf32_allowed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  return true;
 }
 
 static gl_status gemm(gl_device dev, cudaStream_t s, const gl_array *dst, const gl_array *a, const gl_array *b) {
@@ -234,7 +240,7 @@ static gl_status gemm(gl_device dev, cudaStream_t s, const gl_array *dst, const 
   const void *alpha = &f1, *beta = &f0;
   if (!blas_types((gl_dtype)dst->dtype, &ty, &ct))
     return gl_fail(GL_ENOTSUP, "matmul: %s has no cuBLAS path", gl_dtypes[dst->dtype].name);
-  if (dst->dtype == GL_FLOAT64) { alpha = &d1; beta = &d0; }
+  if (ct == CUBLAS_COMPUTE_64F) { alpha = &d1; beta = &d0; }
   cublasHandle_t h = NULL;
   GL_TRY(blas_handle(dev, s, &h));
   int64_t nbatch = 1;

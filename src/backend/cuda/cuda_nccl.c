@@ -177,16 +177,28 @@ static gl_status stream_of(gl_device dev, cudaStream_t *s) {
   return gl_cuda_enter(dev, s);
 }
 
-static ncclDataType_t nccl_type(gl_dtype dt) {
-  switch (dt) {
-  case GL_BOOL: case GL_UINT8: return ncclUint8;
-  case GL_INT32: return ncclInt32;
-  case GL_INT64: return ncclInt64;
-  case GL_FLOAT16: return ncclFloat16;
-  case GL_BFLOAT16: return ncclBfloat16;
-  case GL_FLOAT32: return ncclFloat32;
-  default: return ncclFloat64;
-  }
+/* Each dtype's NCCL type: its row's nccl column (ncclFloat32 ...); a complex dtype's is its
+** parts' type, NCCL having no complex numbers; ncclnone (no such type: int16, uint16). */
+#define ncclnone ncclNumTypes
+#define NCCL_TYPE_(E, t) [GL_##E] = nccl##t,
+static const ncclDataType_t nccl_types[GL_NDTYPE] = { GL_DTYPE_COLUMN(NCCL_TYPE_, nccl) };
+#undef NCCL_TYPE_
+#undef ncclnone
+
+/* What NCCL moves for count elements of dt: a complex element as two of its parts' type
+** (a complex sum is the sum of its parts), a dtype without a NCCL type as its bytes (for
+** the collectives that only move data; nccl_reduces refuses them). */
+typedef struct nccl_data { size_t count; ncclDataType_t type; } nccl_data;
+static nccl_data nccl_as(gl_dtype dt, int64_t count) {
+  if (nccl_types[dt] == ncclNumTypes) return (nccl_data){ (size_t)count * gl_dtypes[dt].size, ncclUint8 };
+  return (nccl_data){ (size_t)count * (gl_dtype_is_complex(dt) ? 2 : 1), nccl_types[dt] };
+}
+
+/* Whether NCCL reduces dt with op (0 sum, 1 prod, 2 max, 3 min, 4 mean): a dtype with a
+** NCCL type, and for complex only the sum and the mean, which act on each part alone. */
+static bool nccl_reduces(gl_dtype dt, int op) {
+  if (nccl_types[dt] == ncclNumTypes) return false;
+  return !gl_dtype_is_complex(dt) || op == 0 || op == 4;
 }
 
 /* bool reduces as or (sum, max) and and (prod, min), on its 0/1 bytes */
@@ -194,6 +206,13 @@ static ncclRedOp_t nccl_op(gl_dtype dt, int op) {
   if (dt == GL_BOOL) return (op == 0 || op == 2) ? ncclMax : ncclMin;
   static const ncclRedOp_t ops[] = { ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg };
   return ops[op];
+}
+
+/* A reduction NCCL has no kernel for (src/dist asks nccl_reduces first and sends it
+** through MPI). */
+static gl_status no_reduction(gl_dtype dt, int op, const char *what) {
+  static const char *const names[] = { "sum", "prod", "max", "min", "mean" };
+  return gl_fail(GL_ENOTSUP, "%s: NCCL has no %s of %s", what, names[op], gl_dtypes[dt].name);
 }
 
 /* Ends the open group of point-to-point calls: NCCL queues them now, together; their event
@@ -215,8 +234,8 @@ static gl_status nccl_p2p(gl_device dev, void *buf, int64_t count, gl_dtype dt, 
     N.grouped = true;
     N.group_stream = s;
   }
-  ncclResult_t r = sending ? N.send(buf, (size_t)count, nccl_type(dt), peer, N.comm, s)
-                           : N.recv(buf, (size_t)count, nccl_type(dt), peer, N.comm, s);
+  nccl_data d = nccl_as(dt, count);
+  ncclResult_t r = sending ? N.send(buf, d.count, d.type, peer, N.comm, s) : N.recv(buf, d.count, d.type, peer, N.comm, s);
   gl_status st = nccl_check(r, sending ? "ncclSend" : "ncclRecv");
   if (st != GL_OK) {
     N.grouped = false;         /* the group ends without the failed call */
@@ -239,30 +258,34 @@ static gl_status collective_done(ncclResult_t r, cudaStream_t s, const char *cal
 }
 
 static gl_status nccl_all_reduce(gl_device dev, void *buf, int64_t count, gl_dtype dt, int op) {
+  if (!nccl_reduces(dt, op)) return no_reduction(dt, op, "all_reduce");
   cudaStream_t s;
   GL_TRY(collective_enter(dev, &s));
-  return collective_done(N.all_reduce(buf, buf, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s), s,
-                         "ncclAllReduce", "all_reduce");
+  nccl_data d = nccl_as(dt, count);
+  return collective_done(N.all_reduce(buf, buf, d.count, d.type, nccl_op(dt, op), N.comm, s), s, "ncclAllReduce",
+                         "all_reduce");
 }
 
 static gl_status nccl_broadcast(gl_device dev, void *buf, int64_t count, gl_dtype dt, int root) {
   cudaStream_t s;
   GL_TRY(collective_enter(dev, &s));
-  return collective_done(N.broadcast(buf, buf, (size_t)count, nccl_type(dt), root, N.comm, s), s, "ncclBroadcast",
-                         "broadcast");
+  nccl_data d = nccl_as(dt, count);
+  return collective_done(N.broadcast(buf, buf, d.count, d.type, root, N.comm, s), s, "ncclBroadcast", "broadcast");
 }
 
 static gl_status nccl_all_gather(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt) {
   cudaStream_t s;
   GL_TRY(collective_enter(dev, &s));
-  return collective_done(N.all_gather(send, recv, (size_t)count, nccl_type(dt), N.comm, s), s, "ncclAllGather",
-                         "all_gather");
+  nccl_data d = nccl_as(dt, count);
+  return collective_done(N.all_gather(send, recv, d.count, d.type, N.comm, s), s, "ncclAllGather", "all_gather");
 }
 
 static gl_status nccl_reduce_scatter(gl_device dev, const void *send, void *recv, int64_t count, gl_dtype dt, int op) {
+  if (!nccl_reduces(dt, op)) return no_reduction(dt, op, "reduce_scatter");
   cudaStream_t s;
   GL_TRY(collective_enter(dev, &s));
-  return collective_done(N.reduce_scatter(send, recv, (size_t)count, nccl_type(dt), nccl_op(dt, op), N.comm, s), s,
+  nccl_data d = nccl_as(dt, count);
+  return collective_done(N.reduce_scatter(send, recv, d.count, d.type, nccl_op(dt, op), N.comm, s), s,
                          "ncclReduceScatter", "reduce_scatter");
 }
 
@@ -296,6 +319,7 @@ const gl_collectives gl_cuda_nccl = {
   .broadcast = nccl_broadcast,
   .all_gather = nccl_all_gather,
   .reduce_scatter = nccl_reduce_scatter,
+  .reduces = nccl_reduces,
   .send = nccl_send,
   .recv = nccl_recv,
   .flush = nccl_flush,
