@@ -27,7 +27,6 @@ static void la_dtypes(gl_dtype dt, gl_dtype *ct, gl_dtype *rt) {
   switch (dt) {
     case GL_FLOAT32: case GL_FLOAT64: case GL_COMPLEX64: case GL_COMPLEX128: *ct = *rt = dt; break;
     case GL_FLOAT16: case GL_BFLOAT16: *ct = GL_FLOAT32; *rt = dt; break;
-    case GL_COMPLEX64: case GL_COMPLEX128: *ct = *rt = dt; break;
     default: *ct = *rt = GL_FLOAT64; break;     /* integers and bool, as NumPy */
   }
 }
