@@ -257,6 +257,9 @@ test-kemu:
 	@KEMU_QUICK=1 $(MAKE) --no-print-directory -f tools/kemu/kemu.mk KEMU=$(BUILD)/kemu KEMU_SAN=$(or $(KEMU_SAN),asan) \
 	  KEMU_SMALL=1 kemu-run
 
+# Every group on the cpu beside Debian's NumPy and the newest NumPy, SciPy, PyTorch from PyPI
+# (bench/venv.sh makes .venv-bench on first use, a few GB with PyTorch; BENCH_VENV=none
+# skips it), and FFTW's own plans (bench/fftw_direct.c) as the limit of gpu.fft.
 bench: all
 	@sh bench/run.sh ./$(BIN)
 

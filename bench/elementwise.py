@@ -1,7 +1,7 @@
 """bench/elementwise.py — NumPy (CuPy on cuda) / PyTorch twin of bench/elementwise.lua (same case names)."""
 import sys, os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import case, try_import, array_module, DEVICE
+from bench import case, try_import, array_module, native, DEVICE
 
 xp, impl, xsync = array_module()
 torch = try_import("torch")
@@ -37,10 +37,4 @@ if torch is not None and (DEVICE == "cpu" or torch.cuda.is_available()):
 
 # The machine's own ceiling for the add: STREAM's add kernel, 2 threads, warm pages.
 if DEVICE == "cpu":
-    import subprocess, tempfile
-    here = os.path.dirname(os.path.abspath(__file__))
-    with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "stream")
-        if subprocess.call(["cc", "-O3", "-march=native", "-fopenmp", os.path.join(here, "stream.c"), "-o", exe]) == 0:
-            sys.stdout.write(subprocess.run([exe], capture_output=True, text=True).stdout)
-            sys.stdout.flush()
+    native("stream.c", ["-fopenmp"])

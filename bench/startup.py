@@ -6,7 +6,10 @@ GPULUA_BENCH_SO_DIR (the folder holding its gpu.so), BENCH_QUICK=1 for fewer run
 """
 import os, shutil, statistics, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench import emit, QUICK
+from bench import emit, QUICK, PYTAG
+
+if PYTAG:        # whole processes, no Python library: the first Python's run measured them
+    sys.exit(0)
 
 BIN = os.environ.get("GPULUA_BENCH_BIN", "./gpulua")
 SO_DIR = os.environ.get("GPULUA_BENCH_SO_DIR", ".")

@@ -13,7 +13,8 @@
 ** in order and writes either the result or a per-output parameter of the next pass (the
 ** mean of var, the shift of logsumexp). G = 1 serves reductions over a slow axis (adjacent
 ** threads read adjacent outputs, so loads coalesce); P > 1 spreads few outputs with many
-** elements (a full sum) over the whole GPU.
+** elements (a full sum) over the whole GPU. Complex sources have passes of their own
+** ("complex sources" below).
 */
 #include "cuda_common.cuh"
 #include <cub/block/block_scan.cuh>
@@ -44,6 +45,14 @@ __device__ __forceinline__ typename gl_ct<CTK>::VT gl_rconv(typename gl_dt<SDT>:
 template <int SDT, int CTK>
 __device__ __forceinline__ typename gl_ct<CTK>::VT gl_rload(const typename gl_dt<SDT>::S *p, int64_t off) {
   return gl_rconv<SDT, CTK>(p[off]);
+}
+
+/* A uint64 element as an int64 of the same order (its sign bit flipped), for max, min and
+** the arg positions, which compare in the int64 compute type; gl_rfinish_one flips the
+** values back. Every other dtype as it is. */
+template <int SDT, class V> __device__ __forceinline__ V gl_ordered(V v) {
+  if constexpr (SDT == GL_KD_UINT64 && std::is_integral<V>::value) return (V)((uint64_t)v ^ 0x8000000000000000ull);
+  else return v;
 }
 
 template <class V> __device__ __forceinline__ bool gl_isnan(V v) { return v != v; }
@@ -189,7 +198,7 @@ gl_k_rpass(const gl_reduce_args r, int kind, const typename gl_dt<SDT>::S *src, 
       if constexpr (CTK == GL_KCOMPUTE_INT64) m = max ? INT64_MIN : INT64_MAX;
       else m = max ? (V)-INFINITY : (V)INFINITY;
       for (int64_t k = lo + lane; k < hi; k += G) {
-        V v = gl_rload<SDT, CTK>(x, gl_red_offset(r, k));
+        V v = gl_ordered<SDT>(gl_rload<SDT, CTK>(x, gl_red_offset(r, k)));
         m = gl_ext<V>(m, abs ? gl_abs(v) : v, max);
       }
       if constexpr (CTK == GL_KCOMPUTE_INT64) {
@@ -216,7 +225,7 @@ gl_k_rpass(const gl_reduce_args r, int kind, const typename gl_dt<SDT>::S *src, 
       else bv = max ? (V)-INFINITY : (V)INFINITY;
       int64_t bi = INT64_MAX;
       for (int64_t k = lo + lane; k < hi; k += G)
-        gl_argpick<V>(bv, bi, gl_rload<SDT, CTK>(x, gl_red_offset(r, k)), k, max);
+        gl_argpick<V>(bv, bi, gl_ordered<SDT>(gl_rload<SDT, CTK>(x, gl_red_offset(r, k))), k, max);
       if (G > 1) {
         /* pairs travel as two shuffles; the block step goes through shared memory */
 #pragma unroll
@@ -297,7 +306,7 @@ gl_k_rfull(const typename gl_dt<SDT>::S *x, int64_t K, gl_part *part, const doub
       if constexpr (CTK == GL_KCOMPUTE_INT64) acc += (A)v;
       else acc += (A)gl_map<V>(KIND, v, a, p);
     } else if constexpr (EXT) {
-      m = gl_ext<V>(m, ABS ? gl_abs(v) : v, MAX);
+      m = gl_ext<V>(m, ABS ? gl_abs(gl_ordered<SDT>(v)) : gl_ordered<SDT>(v), MAX);
     } else if constexpr (KIND == GL_KRK_ALL) {
       fl &= (int64_t)(v != 0);
     } else {
@@ -387,8 +396,8 @@ enum {
 /* Output o from its folded partial a: the result into dst, or (pout) a parameter of the
 ** next pass. */
 template <int DDT>
-__device__ __forceinline__ void gl_rfinish_one(const gl_reduce_args &r, gl_part a, int64_t o, int ctk, int how,
-                                               double param, double *pout, const double *shift,
+__device__ __forceinline__ void gl_rfinish_one(const gl_reduce_args &r, gl_part a, int64_t o, int kind, int ctk,
+                                               int how, double param, double *pout, const double *shift,
                                                typename gl_dt<DDT>::S *dst) {
   bool f32 = ctk == GL_KCOMPUTE_FLOAT32;
   double v = a.f;
@@ -398,6 +407,7 @@ __device__ __forceinline__ void gl_rfinish_one(const gl_reduce_args &r, gl_part 
   switch (how) {
     case GL_KF_VALUE:
       if (ctk == GL_KCOMPUTE_INT64) { isint = true; iv = a.i; }
+      if (isint && (kind == GL_KRK_MAX || kind == GL_KRK_MIN)) iv = gl_ordered<DDT>(iv);
       break;
     case GL_KF_INT: isint = true; iv = a.i; break;
     case GL_KF_INDEX: isint = true; iv = a.idx; break;
@@ -426,7 +436,8 @@ template <int DDT>
 __global__ void gl_k_rfinish(const gl_reduce_args r, const gl_part *part, int64_t P, int kind, int ctk,
                              int how, double param, double *pout, const double *shift,
                              typename gl_dt<DDT>::S *dst) {
-  GL_KLOOP(o, r.M) gl_rfinish_one<DDT>(r, gl_fold(part, r.M, P, o, kind, ctk), o, ctk, how, param, pout, shift, dst);
+  GL_KLOOP(o, r.M)
+    gl_rfinish_one<DDT>(r, gl_fold(part, r.M, P, o, kind, ctk), o, kind, ctk, how, param, pout, shift, dst);
 }
 
 /* A single output (M = 1, a full reduction): one block folds the P partials, each thread a
@@ -455,7 +466,7 @@ gl_k_rfinish1(const gl_reduce_args r, const gl_part *part, int64_t P, int kind, 
     }
     __syncthreads();
   }
-  if (t == 0) gl_rfinish_one<DDT>(r, sp[0], 0, ctk, how, param, pout, shift, dst);
+  if (t == 0) gl_rfinish_one<DDT>(r, sp[0], 0, kind, ctk, how, param, pout, shift, dst);
 }
 
 /* ---- planning ------------------------------------------------------------------------------ */
@@ -600,10 +611,143 @@ static int rfinish(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, 
 
 #define GL_RTRY(call) do { int rc_ = (call); if (rc_ != 0) return rc_; } while (0)
 
+/* ---- complex sources ------------------------------------------------------------------------ */
+
+/* The complex reductions whose parts cannot be reduced apart (src/ops/reduce.c reduces the
+** rest over the parts with the kernels above): prod, and max, min, argmax, argmin in NumPy's
+** order, by the real parts then the imaginary ones, an element with a NaN in either part
+** winning (the first such one), ties to the lower position; cpu_reduce_complex.c is the
+** reference. Products accumulate in double, as float32's do here. The passes and finishes
+** are those of the real reductions with a partial of a complex value and its position. */
+
+struct gl_cpart { double re, im; int64_t idx; };     /* idx INT64_MAX: nothing seen yet */
+static_assert(sizeof(gl_cpart) == sizeof(gl_part), "complex partials fill the real scratch");
+
+__device__ __forceinline__ bool gl_cnan(const gl_cpart &a) { return a.re != a.re || a.im != a.im; }
+
+/* a, b for prod: their product; for the others the better of two partials (an empty one
+** loses, a NaN wins, then the lexicographic order, ties to the lower position): the same
+** answer in any order of folding. */
+__device__ __forceinline__ gl_cpart gl_ccombine(gl_cpart a, gl_cpart b, int op) {
+  if (op == GL_KR_PROD) return { a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re, 0 };
+  if (b.idx == INT64_MAX) return a;
+  if (a.idx == INT64_MAX) return b;
+  bool an = gl_cnan(a), bn = gl_cnan(b), take;
+  if (an || bn) {
+    take = bn && (!an || b.idx < a.idx);
+  } else {
+    bool max = op == GL_KR_MAX || op == GL_KR_ARGMAX;
+    const gl_cpart &lo = max ? a : b, &hi = max ? b : a;          /* b better: lo before hi */
+    bool better = lo.re < hi.re || (lo.re == hi.re && lo.im < hi.im);
+    take = better || (a.re == b.re && a.im == b.im && b.idx < a.idx);
+  }
+  return take ? b : a;
+}
+
+__device__ __forceinline__ gl_cpart gl_cshfl_down(const gl_cpart &a, int o) {
+  return { __shfl_down_sync(GL_FULL, a.re, o), __shfl_down_sync(GL_FULL, a.im, o),
+           __shfl_down_sync(GL_FULL, a.idx, o) };
+}
+
+/* Pass: as gl_k_rpass, one (output, part) item per group of G threads. */
+template <int SDT>
+__global__ void __launch_bounds__(GL_KTHREADS)
+gl_k_cpass(const gl_reduce_args r, int op, const typename gl_dt<SDT>::S *src, gl_cpart *part, int64_t P,
+           int64_t chunk, int G) {
+  __shared__ gl_cpart sp[GL_KTHREADS / 32];
+  const int lane = threadIdx.x % G, gpb = blockDim.x / G;
+  const int64_t items = r.M * P;
+  const gl_cpart none = { op == GL_KR_PROD ? 1.0 : 0.0, 0.0, op == GL_KR_PROD ? 0 : INT64_MAX };
+  for (int64_t item = (int64_t)blockIdx.x * gpb + threadIdx.x / G; item - threadIdx.x / G < items;
+       item += (int64_t)gridDim.x * gpb) {
+    bool live = item < items;                 /* a thread past the end joins with 'none' */
+    int64_t o = live ? item % r.M : 0, pi = live ? item / r.M : 0;
+    int64_t so = 0, dof = 0;
+    if (live) gl_kept_offsets(r, o, &so, &dof);
+    int64_t lo = pi * chunk, hi = live ? (lo + chunk < r.K ? lo + chunk : r.K) : 0;
+    gl_cpart acc = none;
+    for (int64_t k = lo + lane; k < hi; k += G) {
+      typename gl_dt<SDT>::S z = src[so + gl_red_offset(r, k)];
+      acc = gl_ccombine(acc, { (double)z.re, (double)z.im, k }, op);
+    }
+    if (G > 1) {
+#pragma unroll
+      for (int s = 16; s >= 1; s /= 2) acc = gl_ccombine(acc, gl_cshfl_down(acc, s), op);
+      if (G > 32) {
+        if (threadIdx.x % 32 == 0) sp[threadIdx.x / 32] = acc;
+        __syncthreads();
+        if (threadIdx.x == 0)
+          for (int k = 1; k < (int)(blockDim.x / 32); k++) acc = gl_ccombine(acc, sp[k], op);
+        __syncthreads();
+      }
+    }
+    if (live && lane == 0) part[pi * r.M + o] = acc;
+  }
+}
+
+/* Finish: one thread per output folds its P partials in order and stores the value (prod,
+** max, min) or the position (argmax, argmin). */
+template <int DDT>
+__global__ void gl_k_cfinish(const gl_reduce_args r, const gl_cpart *part, int64_t P, int op,
+                             typename gl_dt<DDT>::S *dst) {
+  GL_KLOOP(o, r.M) {
+    gl_cpart a = part[o];
+    for (int64_t q = 1; q < P; q++) a = gl_ccombine(a, part[q * r.M + o], op);
+    int64_t so, dof;
+    gl_kept_offsets(r, o, &so, &dof);
+    if constexpr (gl_dt<DDT>::kind == GL_KIND_COMPLEX) dst[dof] = gl_dt<DDT>::store_c(gl_make_complex128(a.re, a.im));
+    else dst[dof] = gl_dt<DDT>::store_i(a.idx);
+  }
+}
+
+template <int SDT>
+static int cpass_dt(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, int op, const void *src,
+                    gl_cpart *part) {
+  if constexpr (gl_dt<SDT>::kind != GL_KIND_COMPLEX) {
+    return GL_KERR_NOTSUP;
+  } else {
+    int64_t items = r->M * pl->P, gpb = GL_KTHREADS / pl->G, b = (items + gpb - 1) / gpb;
+    unsigned blocks = (unsigned)(b > GL_KMAXBLOCKS ? GL_KMAXBLOCKS : b < 1 ? 1 : b);
+    gl_k_cpass<SDT><<<blocks, GL_KTHREADS, 0, s>>>(*r, op, (const typename gl_dt<SDT>::S *)src, part, pl->P,
+                                                    pl->chunk, pl->G);
+    return gl_klaunched();
+  }
+}
+
+template <int DDT>
+static int cfinish_dt(cudaStream_t s, const gl_reduce_args *r, const gl_rplan *pl, int op, const gl_cpart *part,
+                      void *dst) {
+  constexpr bool positions = DDT == GL_KD_INT64, values = gl_dt<DDT>::kind == GL_KIND_COMPLEX;
+  if constexpr (!positions && !values) {
+    return GL_KERR_NOTSUP;
+  } else {
+    gl_k_cfinish<DDT><<<gl_kblocks(r->M), GL_KTHREADS, 0, s>>>(*r, part, pl->P, op, (typename gl_dt<DDT>::S *)dst);
+    return gl_klaunched();
+  }
+}
+
+static bool gl_is_complex(int dt) {
+  return GL_DISPATCH_DTYPE_ALL(dt, DT, (int)(gl_dt<DT>::kind == GL_KIND_COMPLEX)) == 1;
+}
+
+static int creduce(cudaStream_t s, int op, const gl_reduce_args *r, void *dst, int ddt, const void *src, int sdt,
+                   void *scratch) {
+  bool arg = op == GL_KR_ARGMAX || op == GL_KR_ARGMIN;
+  if (op != GL_KR_PROD && op != GL_KR_MAX && op != GL_KR_MIN && !arg) return GL_KERR_NOTSUP;
+  if (arg != (ddt == GL_KD_INT64)) return GL_KERR_NOTSUP;
+  gl_rplan pl = plan(r);
+  gl_cpart *part = (gl_cpart *)scratch;
+  GL_RTRY(GL_DISPATCH_DTYPE_ALL(sdt, DT, cpass_dt<DT>(s, r, &pl, op, src, part)));
+  return GL_DISPATCH_DTYPE_ALL(ddt, DT, cfinish_dt<DT>(s, r, &pl, op, part, dst));
+}
+
+
+
 extern "C" int gl_klaunch_reduce(void *stream, int op, const gl_reduce_args *r, void *dst, int ddt,
                                  const void *src, int sdt, int ctk, double param, void *scratch) {
   if (r->M <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
+  if (gl_is_complex(sdt)) return creduce(s, op, r, dst, ddt, src, sdt, scratch);
   gl_rplan pl = plan(r);
   gl_part *part = (gl_part *)scratch;
   double *pbuf = (double *)((char *)scratch + (size_t)(r->M * pl.P) * sizeof(gl_part));
@@ -737,6 +881,36 @@ gl_k_scan_block(const gl_scan_args sc, void *dst, int ddt, const void *src, int 
   }
 }
 
+/* cumprod of a complex source: a thread per line, the running product in double (the cpu
+** rounds each step to the result's precision). */
+template <int SDT, int DDT>
+__global__ void gl_k_cscan_lines(const gl_scan_args sc, typename gl_dt<DDT>::S *dst,
+                                 const typename gl_dt<SDT>::S *src) {
+  GL_KLOOP(l, sc.lines) {
+    int64_t so, dof;
+    gl_line_offsets(sc, l, &so, &dof);
+    double cr = 1, ci = 0;
+    for (int64_t k = 0; k < sc.K; k++) {
+      typename gl_dt<SDT>::S z = src[so + k * sc.src_stride];
+      double zr = (double)z.re, zi = (double)z.im, t = cr * zr - ci * zi;
+      ci = cr * zi + ci * zr;
+      cr = t;
+      dst[dof + k * sc.dst_stride] = gl_dt<DDT>::store_c(gl_make_complex128(cr, ci));
+    }
+  }
+}
+
+template <int SDT, int DDT>
+static int cscan_dt(cudaStream_t s, const gl_scan_args *sc, void *dst, const void *src) {
+  if constexpr (gl_dt<SDT>::kind != GL_KIND_COMPLEX || gl_dt<DDT>::kind != GL_KIND_COMPLEX) {
+    return GL_KERR_NOTSUP;
+  } else {
+    gl_k_cscan_lines<SDT, DDT><<<gl_kblocks(sc->lines), GL_KTHREADS, 0, s>>>(
+        *sc, (typename gl_dt<DDT>::S *)dst, (const typename gl_dt<SDT>::S *)src);
+    return gl_klaunched();
+  }
+}
+
 template <int CTK>
 static int scan_ct(cudaStream_t s, bool prod, const gl_scan_args *sc, void *dst, int ddt, const void *src, int sdt) {
   /* a block per line when lines are few and long; else a thread per line */
@@ -756,6 +930,10 @@ extern "C" int gl_klaunch_scan(void *stream, int prod, const gl_scan_args *sc, v
                                const void *src, int sdt, int ctk) {
   if (sc->lines <= 0 || sc->K <= 0) return 0;
   cudaStream_t s = (cudaStream_t)stream;
+  if (gl_is_complex(ddt)) {                      /* a complex cumsum is the parts' */
+    if (!prod) return GL_KERR_NOTSUP;
+    return GL_DISPATCH_DTYPE_ALL(sdt, SD, GL_DISPATCH_DTYPE_ALL(ddt, DD, cscan_dt<SD, DD>(s, sc, dst, src)));
+  }
   switch (ctk) {
     case GL_KCOMPUTE_FLOAT32: return scan_ct<GL_KCOMPUTE_FLOAT32>(s, prod != 0, sc, dst, ddt, src, sdt);
     case GL_KCOMPUTE_FLOAT64: return scan_ct<GL_KCOMPUTE_FLOAT64>(s, prod != 0, sc, dst, ddt, src, sdt);

@@ -34,8 +34,10 @@ local EXPECT = {
   memory = { "ones%(n, n%) reuses the block", "after the block", "memory ok" },
   transfers = { "65536 float32 = 0%.2 MiB on the host", "transfers ok" },
   profiling = { "gpu%.profile on %S+: %d+ ops", "matmul%s+6%s+[%d.]+", "busiest op: %S+, %d+ calls", "profiling ok" },
+  signal = { "rms error against the clean signal 0%.8%d+ %-> 0%.1%d+", "strongest tones: 5 Hz and 12 Hz",
+             "spectrogram: 249 frames of 256 samples", "signal ok" },
 }
-local NAMES = { "arrays", "matmul", "check_gpu", "cpu_vs_gpu", "memory", "transfers", "profiling" }
+local NAMES = { "arrays", "matmul", "check_gpu", "cpu_vs_gpu", "memory", "transfers", "profiling", "signal" }
 
 describe("examples", function()
   for _, dev in ipairs(h.devices()) do

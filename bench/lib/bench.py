@@ -4,6 +4,11 @@ A twin (bench/<group>.py) calls case(name, impl, stmt, setup) for each case, wit
 same case names as the Lua file, so the report puts them in one row. Times are ns per
 iteration, best and median of several timeit repeats, minus the cost of timing `pass`
 the same number of times. Output: the tab-separated records of bench/lib/bench.lua.
+
+bench/run.sh runs each twin under Debian's python3 and again under the benchmarks' own
+virtual environment (bench/venv.sh: the newest NumPy, SciPy, PyTorch from PyPI) with
+GPULUA_BENCH_PYTAG=pypi; then every result's column is prefixed with the tag ("pypi numpy"),
+and native() and twins that time no Python library (startup.py) do not run again.
 """
 import os
 import statistics
@@ -15,9 +20,12 @@ QUICK = os.environ.get("BENCH_QUICK") == "1"
 MIN_TIME = 0.01 if QUICK else 0.05
 REPEATS = 3 if QUICK else 7
 GROUP = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+PYTAG = os.environ.get("GPULUA_BENCH_PYTAG", "")
 
 
 def emit(*fields):
+    if PYTAG and fields[0] == "result":
+        fields = fields[:3] + ("%s %s" % (PYTAG, fields[3]),) + fields[4:]
     print("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields), flush=True)
 
 
@@ -77,9 +85,32 @@ def once(name, impl, fn, note, sync=lambda: None, min_time=0.2):
     emit("result", GROUP, name, impl, "%.1f" % (ts[0] * 1e9), "%.1f" % (ts[(REPEATS - 1) // 2] * 1e9), note)
 
 
+def native(source, cflags=(), libs=()):
+    """Compiles bench/<source> (a C program that prints its own records: the machine's or a
+    library's own ceiling for a case) with cc, runs it and passes its records on. Only in
+    the first Python's run: a second one would measure the same program again. Returns
+    False (with a line on stderr) when it cannot be built or fails."""
+    import subprocess, tempfile
+    if PYTAG:
+        return True
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), source)
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, os.path.splitext(source)[0])
+        cmd = ["cc", "-O3", "-march=native", *cflags, path, "-o", exe, *libs]
+        if subprocess.call(cmd) != 0:
+            print("bench: could not build %s (%s)" % (source, " ".join(cmd)), file=sys.stderr)
+            return False
+        run = subprocess.run([exe], stdout=subprocess.PIPE, text=True)
+        sys.stdout.write(run.stdout)
+        sys.stdout.flush()
+        return run.returncode == 0
+
+
 def try_import(name):
+    """The module (a submodule for a dotted name), or None where it is not installed."""
+    import importlib
     try:
-        return __import__(name)
+        return importlib.import_module(name)
     except Exception:
         return None
 

@@ -1,6 +1,8 @@
 """bench/lib/report.py — reads the records of bench/run.sh (stdin or files) and prints
 one table per group: a row per case, a column per implementation (best ns, median in
-parentheses), ratios of gpulua to the others, and each target met or missed. With
+parentheses), ratios of gpulua to the others (in a group of more than MAX_RATIOS others, to
+those its targets name and lua5.4+gpu.so), and each target met or missed. Columns "pypi X"
+come from the benchmarks' virtual environment (bench/venv.sh), beside Debian's X. With
 --markdown FILE it also writes the tables, with the date and the machine, to FILE; --strict makes a missed target exit 1.
 
 Records (tab-separated):
@@ -13,7 +15,16 @@ Records (tab-separated):
 import sys
 from collections import OrderedDict
 
-IMPL_ORDER = ["gpulua", "lua5.4+gpu.so", "lua5.4", "numpy", "cupy", "torch"]
+IMPL_ORDER = ["gpulua", "lua5.4+gpu.so", "lua5.4", "numpy", "cupy", "scipy", "scipy workers=-1", "torch",
+              "pyfftw", "FFTW", "STREAM"]
+MAX_RATIOS = 6         # more baselines than this: ratio columns only for the targets' ones
+PYTAG = "pypi "        # the columns of the benchmarks' virtual environment (bench/venv.sh)
+
+
+def impl_key(impl):
+    """Column order: IMPL_ORDER, each library's PyPI column beside its Debian one."""
+    base = impl[len(PYTAG):] if impl.startswith(PYTAG) else impl
+    return (IMPL_ORDER.index(base) if base in IMPL_ORDER else 99, base, impl != base)
 
 
 def fmt_ns(v):
@@ -67,15 +78,17 @@ def check(target, row):
         return "no %s result" % base
     rb, rm = g[0] / b[0], g[1] / b[1]
     ok = rb <= value and rm <= value
-    return "%s (≤ %.1f× %s)" % ("met" if ok else "MISSED", value, base)
+    return "%s (≤ %.3g× %s)" % ("met" if ok else "MISSED", value, base)
 
 
 def tables(groups, targets, notes):
     out, missed = [], 0
     for g, cases in groups.items():
-        impls = sorted({i for row in cases.values() for i in row},
-                       key=lambda i: (IMPL_ORDER.index(i) if i in IMPL_ORDER else 99, i))
+        impls = sorted({i for row in cases.values() for i in row}, key=impl_key)
         others = [i for i in impls if i != "gpulua"]
+        if len(others) > MAX_RATIOS:         # a wide group: the ratios its targets speak of
+            named = {t[2] for c in cases for t in targets.get((g, c), [])}
+            others = [i for i in others if i == "lua5.4+gpu.so" or i in named]
         head = ["case"] + impls + ["gpulua ÷ %s" % i for i in others] + ["target"]
         out.append("### %s\n" % g)
         out.append("| " + " | ".join(head) + " |")

@@ -412,7 +412,7 @@ function M.imagesc(m, opts)
   local h, w = #rows, #rows[1]
   local body = labels(o) .. "unset key\n"
     .. (o.palette == "gray" and "set palette gray\n" or "set palette rgbformulae 33,13,10\n")
-    .. ("set xrange [0.5:%d.5]\nset yrange [0.5:%d.5] reverse\nset size ratio -1\n"):format(w, h)
+    .. ("set xrange [0.5:%d.5]\nset yrange [%d.5:0.5]\nset size ratio -1\n"):format(w, h)
     .. table.concat(lines, "\n") .. "\nplot $m using ($1+1):($2+1):3 matrix with image\n"
   draw("imagesc", o, bin, body)
 end

@@ -6,7 +6,8 @@
 -- labels only one operand has and the output lacks are summed first. Three or more operands
 -- are contracted a pair at a time, greedily: the pair whose result is smallest first (as
 -- NumPy's optimize="greedy" does). Nothing here loops over elements, and every step is a
--- dispatched op, so the results are differentiable on both devices.
+-- dispatched op, so the results are differentiable on both devices. Complex operands take
+-- the same path (cgemm/zgemm under the matmuls); nothing is conjugated but vdot's first.
 local gpu = require "gpu"
 local options = require "gpu.options"
 local basic = require "gpu.routines.basic"
@@ -407,7 +408,8 @@ function M.inner(a, b)
   return M.tensordot(a, b, { { -1 }, { -1 } })
 end
 
--- vdot: the dot product of the flattened operands (real dtypes: no conjugate).
+-- vdot: the dot product of the flattened operands, the first conjugated when complex
+-- (NumPy's: sum(conj(a) * b)).
 function M.vdot(a, b)
   local fname = "vdot"
   check_operand(fname, a, 1)
@@ -415,7 +417,9 @@ function M.vdot(a, b)
   if a.size ~= b.size then
     options.argerror(fname, 2, "the operands have %d and %d elements", a.size, b.size)
   end
-  return gpu.dot(a:reshape(a.size), b:reshape(b.size))
+  local fa = a:reshape(a.size)
+  if gpu._dtypes[a.dtype].kind == "complex" then fa = gpu.conj(fa) end
+  return gpu.dot(fa, b:reshape(b.size))
 end
 
 return M

@@ -93,9 +93,14 @@ typedef void (*gl_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, floa
 typedef void (*gl_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
                             const double *a, int lda, const double *b, int ldb, double beta,
                             double *c, int ldc);
+/* cblas_cgemm / cblas_zgemm: alpha, beta and the matrices hold interleaved complex values. */
+typedef void (*gl_cgemm_fn)(int order, int ta, int tb, int m, int n, int k, const void *alpha,
+                            const void *a, int lda, const void *b, int ldb, const void *beta,
+                            void *c, int ldc);
 typedef struct gl_cpu_blas {
   gl_sgemm_fn sgemm;
   gl_dgemm_fn dgemm;
+  gl_cgemm_fn cgemm, zgemm;         /* complex64, complex128; NULL where the BLAS lacks them */
   char *(*get_config)(void);        /* OpenBLAS only, else NULL */
   int (*get_num_threads)(void);     /* OpenBLAS only, else NULL */
   void (*set_num_threads)(int);     /* OpenBLAS only, else NULL */

@@ -67,8 +67,8 @@ static void cpu_versions(gl_versions *v) {
 
 /* What this backend's tables and loops hold: the row kernels of cpu_elem.c, the reduction
 ** and matmul paths, the distributions' and the fused loops' dtypes (float and double loops);
-** fill, copy, arange and indexing have a kernel for every dtype row, sort, partition and
-** histogram for every real one. */
+** fill, copy, arange, indexing and sort have a kernel for every dtype row (complex sorts
+** in NumPy's order), partition and histogram for every real one. */
 static bool cpu_supports(gl_op op, int which, gl_dtype dt) {
   if ((unsigned)dt >= GL_NDTYPE) return false;
   switch (op) {
@@ -79,8 +79,8 @@ static bool cpu_supports(gl_op op, int which, gl_dtype dt) {
     case GL_OP_RANDOM: return (unsigned)which < GL_NRAND && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
     case GL_OP_CONV: case GL_OP_FUSED: return GL_DTSET_HAS(GL_DTSET_WIDE_FLOAT, dt);
     case GL_OP_LINALG: return gl_cpu_has_linalg(which, dt);
-    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: return true;
-    case GL_OP_SORT: case GL_OP_SELECT: case GL_OP_HISTOGRAM: return !gl_dtype_is_complex(dt);
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
+    case GL_OP_SELECT: case GL_OP_HISTOGRAM: return !gl_dtype_is_complex(dt);
     case GL_OP_FFT: return gl_cpu_has_fft(which, dt);
     default: return false;
   }

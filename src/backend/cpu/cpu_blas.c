@@ -4,7 +4,8 @@
 ** Linking libopenblas costs ~1.4 ms at every process start (its constructor sizes
 ** buffers and starts threads), which would double `gpulua -e ''`. So the library is
 ** opened with dlopen the first time a matmul (or gpu.config()) needs it, once per
-** process under pthread_once, and the few CBLAS entry points are resolved with dlsym.
+** process under pthread_once, and the few CBLAS entry points are resolved with dlsym
+** (sgemm and dgemm required, cgemm and zgemm for complex matmuls where the BLAS has them).
 ** The prototypes are declared here (enums passed as int, 32-bit blasint as in the
 ** distributions' builds), so no CBLAS header is needed to build.
 */
@@ -48,6 +49,8 @@ static void blas_load(void) {
       blas.dgemm = NULL;
       continue;
     }
+    blas.cgemm = (gl_cgemm_fn)dlsym(h, "cblas_cgemm");
+    blas.zgemm = (gl_cgemm_fn)dlsym(h, "cblas_zgemm");
     blas.get_config = (char *(*)(void))dlsym(h, "openblas_get_config");
     blas.get_num_threads = (int (*)(void))dlsym(h, "openblas_get_num_threads");
     blas.set_num_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");

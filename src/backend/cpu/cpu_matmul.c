@@ -7,6 +7,7 @@
 ** are; only other layouts (both strides != 1, negative or zero strides in the matrix
 ** axes) are copied, once for the whole operand, keeping broadcast batch axes broadcast.
 ** float16/bfloat16 are converted to float32, multiplied with sgemm and converted back.
+** complex64 and complex128 go to cgemm and zgemm the same way.
 ** Integers and bool use a plain loop: integers wrap (accumulated in the unsigned type
 ** of the same width, as NumPy's int matmul does), bool is NumPy's logical matmul (or
 ** of ands).
@@ -103,7 +104,15 @@ static int64_t batch_count(const gl_array *dst) {
 ** each matrix's first element. */
 static void gemm_call(const gl_cpu_blas *bl, gl_dtype dt, const mat_layout *l, int64_t M, int64_t N,
                       int64_t K, const char *a, const char *b, char *c, bool add) {
-  if (dt == GL_FLOAT64)
+  if (gl_dtype_is_complex(dt)) {
+    static const gl_complex128 one128 = { 1, 0 }, zero128 = { 0, 0 };
+    static const gl_complex64 one64 = { 1, 0 }, zero64 = { 0, 0 };
+    bool z = dt == GL_COMPLEX128;
+    const void *alpha = z ? (const void *)&one128 : (const void *)&one64;
+    const void *beta = add ? alpha : z ? (const void *)&zero128 : (const void *)&zero64;
+    (z ? bl->zgemm : bl->cgemm)(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, (int)M, (int)N, (int)K, alpha, a,
+                                l[1].ld, b, l[2].ld, beta, c, l[0].ld);
+  } else if (dt == GL_FLOAT64)
     bl->dgemm(GL_CBLAS_ROW_MAJOR, l[1].trans, l[2].trans, (int)M, (int)N, (int)K, 1.0, (const double *)a,
               l[1].ld, (const double *)b, l[2].ld, add ? 1.0 : 0.0, (double *)c, l[0].ld);
   else
@@ -154,7 +163,8 @@ static void gemm_one(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a
   }
 }
 
-/* c, a, b of one dtype (float32 or float64) with BLAS layouts l[0..2] (c's NoTrans).
+/* c, a, b of one dtype (float32, float64, complex64, complex128) with BLAS layouts l[0..2]
+** (c's NoTrans).
 ** Big matrices: one gemm after another, each threaded by OpenBLAS. Many small ones:
 ** OpenMP threads take whole matrices (OpenBLAS runs those single-threaded anyway). */
 static void gemm_batches(const gl_cpu_blas *bl, const gl_array *c, const gl_array *a,
@@ -179,14 +189,22 @@ static void gemm_batches(const gl_cpu_blas *bl, const gl_array *c, const gl_arra
   gl_cpu_team_done(nt);
 }
 
-static gl_status float_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
+/* The dtype BLAS multiplies dt in: its own, float32 for the halves. */
+static gl_dtype blas_dtype(gl_dtype dt) {
+  return dt == GL_FLOAT64 || gl_dtype_is_complex(dt) ? dt : GL_FLOAT32;
+}
+
+static gl_status blas_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
   int nd = dst->ndim;
   int64_t M = dst->shape[nd - 2], N = dst->shape[nd - 1], K = a->shape[nd - 1];
   if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
     return gl_fail(GL_ENOTSUP, "matmul dimensions above %d are not supported by BLAS", INT_MAX);
   const gl_cpu_blas *bl;
   GL_TRY(gl_cpu_blas_get(&bl));
-  gl_dtype ct = dst->dtype == GL_FLOAT64 ? GL_FLOAT64 : GL_FLOAT32;
+  gl_dtype ct = blas_dtype((gl_dtype)dst->dtype);
+  if ((ct == GL_COMPLEX64 && !bl->cgemm) || (ct == GL_COMPLEX128 && !bl->zgemm))
+    return gl_fail(GL_ENOTSUP, "matmul of %s needs cblas_%cgemm, which %s lacks", gl_dtypes[ct].name,
+                   ct == GL_COMPLEX64 ? 'c' : 'z', bl->lib);
   gl_array ta = { 0 }, tb = { 0 }, tc = { 0 }, va = *a, vb = *b, vc = *dst;
   mat_layout l[3];
   gl_status st = GL_OK;
@@ -317,13 +335,14 @@ static gl_status int_matmul(const gl_array *dst, const gl_array *a, const gl_arr
 /* ---- entry ------------------------------------------------------------------------------- */
 
 bool gl_cpu_has_matmul(gl_dtype dt) {
-  return (unsigned)dt < GL_NDTYPE && (gl_dtype_is_float(dt) || int_rows[dt] != NULL);
+  return (unsigned)dt < GL_NDTYPE && (gl_dtype_is_float(dt) || gl_dtype_is_complex(dt) || int_rows[dt] != NULL);
 }
 
 gl_status gl_cpu_matmul(const gl_array *dst, const gl_array *a, const gl_array *b) {
   int nd = dst->ndim;
   if (dst->size == 0) return GL_OK;
   if (a->shape[nd - 1] == 0) return gl_cpu_fill(dst, gl_scalar_int(0));   /* K = 0: sums of nothing */
-  if (gl_dtype_is_float((gl_dtype)dst->dtype)) return float_matmul(dst, a, b);
+  if (gl_dtype_is_float((gl_dtype)dst->dtype) || gl_dtype_is_complex((gl_dtype)dst->dtype))
+    return blas_matmul(dst, a, b);
   return int_matmul(dst, a, b);
 }

@@ -26,6 +26,8 @@
 
 /* Rows added per block before the outer cascade. */
 #define ROW_BLOCK 8
+/* The most outputs one inner vector interleaves (a power of two dividing the lanes). */
+#define MAX_INTERLEAVE 16
 
 /* Is the stored dtype the CT itself (no conversion pass)? */
 static bool is_native(gl_dtype t, gl_ct ct) {
@@ -51,6 +53,10 @@ typedef struct rjob {
   rdim kd[GL_MAXDIMS];        /* kept axes, outer to inner by stride */
   rdim rd[GL_MAXDIMS];        /* reduced axes, outer to inner by stride */
   int64_t M, K;
+  gl_ct_load_fn load;         /* the source's elements as the CT */
+  bool flip;                  /* uint64 compared as int64: the load flips the sign bit */
+  int w;                      /* outputs interleaved in each inner vector (1: none) */
+  int64_t wds;                /* their dst stride */
   int nt;
 } rjob;
 
@@ -64,6 +70,19 @@ static void odo_next(odo *o, const rdim *d, int n) {
     o->off -= d[k].ss * d[k].n;
     o->idx[k] = 0;
   }
+}
+
+/* uint64 elements as int64s of the same order (the sign bit flipped), for max, min and the
+** arg positions, which compare in the int64 CT; unflip undoes it in their values. */
+static void load_u64_ordered(void *out_, const void *x_, int64_t s, int64_t n) {
+  const uint64_t *x = x_;
+  int64_t *out = out_;
+  for (int64_t i = 0; i < n; i++) out[i] = (int64_t)(x[i * s] ^ ((uint64_t)1 << 63));
+}
+
+static void unflip(const rjob *j, rval *v, int64_t n) {
+  if (!j->flip || j->op == GL_R_ARGMAX || j->op == GL_R_ARGMIN) return;
+  for (int64_t i = 0; i < n; i++) v[i].i = (int64_t)((uint64_t)v[i].i ^ ((uint64_t)1 << 63));
 }
 
 /* ---- the inner shape: one output reduces a (strided) vector, or rows of them ----- */
@@ -81,7 +100,7 @@ static void vec_any(const rjob *j, gl_rkernel kid, kstate *st, const char *x, in
     return;
   }
   ctbuf buf;
-  gl_ct_load_fn load = gl_ct_loads[j->sdt][j->ct];
+  gl_ct_load_fn load = j->load;
   for (int64_t i = 0; i < n; i += CHUNK) {
     if (i % GL_POLL_SPAN == 0 && gl_interrupted()) return;
     int64_t m = n - i < CHUNK ? n - i : CHUNK;
@@ -93,7 +112,7 @@ static void vec_any(const rjob *j, gl_rkernel kid, kstate *st, const char *x, in
 /* Work units of the reduced region: elements of the one vector (nr <= 1), or its rows. */
 static int64_t region_units(const rjob *j) {
   if (j->nr <= 1) return j->nr ? j->rd[0].n : 1;
-  return j->K / j->rd[j->nr - 1].n;
+  return j->K * j->w / j->rd[j->nr - 1].n;    /* an interleaved vector holds w outputs' */
 }
 
 static void region(const rjob *j, gl_rkernel kid, kstate *st, const char *base, double a, double p,
@@ -112,43 +131,46 @@ static void region(const rjob *j, gl_rkernel kid, kstate *st, const char *base, 
 
 static bool rv_isnan(rval v, gl_ct ct) { return ct != CT_I64 && v.f != v.f; }
 
-/* Combines per-thread partials of kernel 'kid'. */
-static rval combine(gl_rkernel kid, gl_ct ct, const rval *part, int n) {
-  rval r = part[0];
-  for (int t = 1; t < n; t++) {
-    rval v = part[t];
-    if (gl_rk_is_sum(kid)) {
-      if (ct == CT_I64) r.i = (int64_t)((uint64_t)r.i + (uint64_t)v.i);
-      else r.f += v.f;
-    } else if (kid == K_PROD) {
-      if (ct == CT_I64) r.i = (int64_t)((uint64_t)r.i * (uint64_t)v.i);
-      else r.f *= v.f;
-    } else if (kid == K_ALL) {
-      r.i = r.i && v.i;
-    } else if (kid == K_ANY) {
-      r.i = r.i || v.i;
-    } else {
-      bool max = kid == K_MAX || kid == K_MAXABS;
-      if (rv_isnan(r, ct)) continue;
-      if (rv_isnan(v, ct)) { r = v; continue; }
-      if (ct == CT_I64) r.i = (max ? v.i > r.i : v.i < r.i) ? v.i : r.i;
-      else r.f = (max ? v.f > r.f : v.f < r.f) ? v.f : r.f;
+/* Combines per-thread partials part[t * w + q] (t < n) of kernel 'kid' into res[q], q < w. */
+static void combine(gl_rkernel kid, gl_ct ct, const rval *part, int n, int w, rval *res) {
+  for (int q = 0; q < w; q++) {
+    rval r = part[q];
+    for (int t = 1; t < n; t++) {
+      rval v = part[t * w + q];
+      if (gl_rk_is_sum(kid)) {
+        if (ct == CT_I64) r.i = (int64_t)((uint64_t)r.i + (uint64_t)v.i);
+        else r.f += v.f;
+      } else if (kid == K_PROD) {
+        if (ct == CT_I64) r.i = (int64_t)((uint64_t)r.i * (uint64_t)v.i);
+        else r.f *= v.f;
+      } else if (kid == K_ALL) {
+        r.i = r.i && v.i;
+      } else if (kid == K_ANY) {
+        r.i = r.i || v.i;
+      } else {
+        bool max = kid == K_MAX || kid == K_MAXABS;
+        if (rv_isnan(r, ct)) continue;
+        if (rv_isnan(v, ct)) { r = v; continue; }
+        if (ct == CT_I64) r.i = (max ? v.i > r.i : v.i < r.i) ? v.i : r.i;
+        else r.f = (max ? v.f > r.f : v.f < r.f) ? v.f : r.f;
+      }
     }
+    res[q] = r;
   }
-  return r;
 }
 
-/* One pass of kernel 'kid' over the reduced region at 'base'; with 'par' the region is
-** split among threads and the partials combined. */
-static rval pass(const rjob *j, gl_rkernel kid, const char *base, double a, double p, bool par) {
+/* One pass of kernel 'kid' over the reduced region at 'base' into res[0..j->w); with 'par'
+** the region is split among threads and the partials combined. */
+static void pass(const rjob *j, gl_rkernel kid, const char *base, double a, double p, bool par, rval *res) {
   int64_t units = region_units(j);
   if (!par || units < 2) {
     kstate st;
     gl_rk_init(j->ct, kid, &st);
     region(j, kid, &st, base, a, p, 0, units);
-    return gl_rk_fin(j->ct, kid, &st);
+    gl_rk_fin(j->ct, kid, &st, j->w, res);
+    return;
   }
-  rval part[j->nt];
+  rval part[j->nt * j->w];
   int used = 1;
 #ifdef _OPENMP
   #pragma omp parallel num_threads(j->nt)
@@ -161,7 +183,7 @@ static rval pass(const rjob *j, gl_rkernel kid, const char *base, double a, doub
     kstate st;
     gl_rk_init(j->ct, kid, &st);
     if (lo < hi) region(j, kid, &st, base, a, p, lo, hi);
-    part[t] = gl_rk_fin(j->ct, kid, &st);
+    gl_rk_fin(j->ct, kid, &st, j->w, part + t * j->w);
     if (t == 0) used = nt;
   }
   gl_cpu_team_done(used);
@@ -170,10 +192,17 @@ static rval pass(const rjob *j, gl_rkernel kid, const char *base, double a, doub
     kstate st;
     gl_rk_init(j->ct, kid, &st);
     region(j, kid, &st, base, a, p, 0, units);
-    part[0] = gl_rk_fin(j->ct, kid, &st);
+    gl_rk_fin(j->ct, kid, &st, j->w, part);
   }
 #endif
-  return combine(kid, j->ct, part, used);
+  combine(kid, j->ct, part, used, j->w, res);
+}
+
+/* The value of a pass of one output (j->w == 1). */
+static rval pass1(const rjob *j, gl_rkernel kid, const char *base, double a, double p, bool par) {
+  rval r;
+  pass(j, kid, base, a, p, par, &r);
+  return r;
 }
 
 /* The index of the first element equal to m in the (one-axis) region at base. */
@@ -188,7 +217,7 @@ static int64_t find_first(const rjob *j, const char *base, rval m) {
     return 0;
   }
   ctbuf buf;
-  gl_ct_load_fn load = gl_ct_loads[j->sdt][j->ct];
+  gl_ct_load_fn load = j->load;
   for (int64_t i = 0; i < in->n; i += CHUNK) {
     if (i % GL_POLL_SPAN == 0 && gl_interrupted()) return 0;
     int64_t n = in->n - i < CHUNK ? in->n - i : CHUNK;
@@ -207,65 +236,69 @@ static double var_divisor(const rjob *j) {
   return d > 0 ? d : 0;
 }
 
-static rval norm_value(const rjob *j, const char *base, bool par) {
+static void norm_values(const rjob *j, const char *base, bool par, rval *r) {
   double p = j->param;
-  rval r;
   if (p == 2) {
-    r.f = rnd(j, sqrt(pass(j, K_SUMSQ, base, 0, 0, par).f));
+    pass(j, K_SUMSQ, base, 0, 0, par, r);
+    for (int q = 0; q < j->w; q++) r[q].f = rnd(j, sqrt(r[q].f));
   } else if (p == 1) {
-    r = pass(j, K_SUMABS, base, 0, 0, par);
+    pass(j, K_SUMABS, base, 0, 0, par, r);
   } else if (isinf(p)) {
-    r = pass(j, p > 0 ? K_MAXABS : K_MINABS, base, 0, 0, par);
+    pass(j, p > 0 ? K_MAXABS : K_MINABS, base, 0, 0, par, r);
   } else if (p == 0) {
-    r = pass(j, K_SUMNZ, base, 0, 0, par);
+    pass(j, K_SUMNZ, base, 0, 0, par, r);
   } else {
-    r.f = rnd(j, pow(pass(j, K_SUMPOW, base, 0, p, par).f, 1.0 / p));
+    pass(j, K_SUMPOW, base, 0, p, par, r);
+    for (int q = 0; q < j->w; q++) r[q].f = rnd(j, pow(r[q].f, 1.0 / p));
   }
-  return r;
 }
 
-/* The finished value of one output whose reduced region starts at base. */
-static rval output_value(const rjob *j, const char *base, bool par) {
-  rval r;
+/* The finished values of the j->w outputs whose reduced region starts at base (var,
+** logsumexp and the arg positions have one output a region: their passes take a parameter
+** of the output, or search it). */
+static void output_values(const rjob *j, const char *base, bool par, rval *r) {
   double K = (double)j->K;
   switch (j->op) {
-    case GL_R_SUM: return pass(j, K_SUM, base, 0, 0, par);
-    case GL_R_PROD: return pass(j, K_PROD, base, 0, 0, par);
-    case GL_R_MAX: return pass(j, K_MAX, base, 0, 0, par);
-    case GL_R_MIN: return pass(j, K_MIN, base, 0, 0, par);
-    case GL_R_ALL: return pass(j, K_ALL, base, 0, 0, par);
-    case GL_R_ANY: return pass(j, K_ANY, base, 0, 0, par);
+    case GL_R_SUM: pass(j, K_SUM, base, 0, 0, par, r); return;
+    case GL_R_PROD: pass(j, K_PROD, base, 0, 0, par, r); return;
+    case GL_R_MAX: pass(j, K_MAX, base, 0, 0, par, r); return;
+    case GL_R_MIN: pass(j, K_MIN, base, 0, 0, par, r); return;
+    case GL_R_ALL: pass(j, K_ALL, base, 0, 0, par, r); return;
+    case GL_R_ANY: pass(j, K_ANY, base, 0, 0, par, r); return;
     case GL_R_MEAN:
-      r.f = rnd(j, pass(j, K_SUM, base, 0, 0, par).f / K);
-      return r;
+      pass(j, K_SUM, base, 0, 0, par, r);
+      for (int q = 0; q < j->w; q++) r[q].f = rnd(j, r[q].f / K);
+      return;
     case GL_R_VAR: {
-      double mean = rnd(j, pass(j, K_SUM, base, 0, 0, par).f / K);
-      r.f = rnd(j, pass(j, K_SUMDEV, base, mean, 0, par).f / var_divisor(j));
-      return r;
+      double mean = rnd(j, pass1(j, K_SUM, base, 0, 0, par).f / K);
+      r->f = rnd(j, pass1(j, K_SUMDEV, base, mean, 0, par).f / var_divisor(j));
+      return;
     }
-    case GL_R_NORM: return norm_value(j, base, par);
+    case GL_R_NORM: norm_values(j, base, par, r); return;
     case GL_R_LOGSUMEXP: {
-      double m = pass(j, K_MAX, base, 0, 0, par).f;
+      double m = pass1(j, K_MAX, base, 0, 0, par).f;
       double shift = isfinite(m) ? m : 0;       /* scipy: a non-finite max shifts by 0 */
-      r.f = rnd(j, log(pass(j, K_SUMEXP, base, shift, 0, par).f) + shift);
-      return r;
+      r->f = rnd(j, log(pass1(j, K_SUMEXP, base, shift, 0, par).f) + shift);
+      return;
     }
     case GL_R_ARGMAX: case GL_R_ARGMIN: {
-      rval m = pass(j, j->op == GL_R_ARGMAX ? K_MAX : K_MIN, base, 0, 0, par);
-      r.i = find_first(j, base, m);
-      return r;
+      rval m = pass1(j, j->op == GL_R_ARGMAX ? K_MAX : K_MIN, base, 0, 0, par);
+      r->i = find_first(j, base, m);
+      return;
     }
     default:
-      r.i = 0;
-      return r;
+      r->i = 0;
+      return;
   }
 }
 
 static void inner_output(const rjob *j, int64_t o, bool par) {
   int64_t so, dof;
+  rval v[MAX_INTERLEAVE];
   gl_rdims_offset(j->kd, j->np, o, &so, &dof);
-  rval v = output_value(j, j->src + so * j->ssz, par);
-  gl_rval_stores[j->ddt](j->dst + dof * j->dsz, 1, &v, 1, j->rct == CT_I64);
+  output_values(j, j->src + so * j->ssz, par, v);
+  unflip(j, v, j->w);
+  gl_rval_stores[j->ddt](j->dst + dof * j->dsz, j->wds, v, j->w, j->rct == CT_I64);
 }
 
 static void run_inner(const rjob *j) {
@@ -314,7 +347,7 @@ static bool ows_init(ows *w, int64_t K) {
 static const void *row_ct(const rjob *j, const ows *w, const char *x, int64_t off, int64_t s,
                           int64_t n, int64_t *stride) {
   if (j->native) { *stride = s; return x + off * j->ssz; }
-  gl_ct_loads[j->sdt][j->ct](w->buf, x + off * j->ssz, s, n);
+  j->load(w->buf, x + off * j->ssz, s, n);
   *stride = 1;
   return w->buf;
 }
@@ -457,6 +490,7 @@ static void outer_item(const rjob *j, ows *w, int jk, int64_t cw, int64_t item) 
     }
     default: break;
   }
+  unflip(j, w->rv, n);
   gl_rval_stores[j->ddt](d, jd->ds, w->rv, n, j->rct == CT_I64);
 }
 
@@ -464,6 +498,12 @@ static gl_status run_outer(const rjob *j) {
   int jk = 0;                               /* the kept axis with the smallest stride */
   for (int k = 1; k < j->np; k++)
     if (llabs(j->kd[k].ss) <= llabs(j->kd[jk].ss)) jk = k;
+  if (j->kd[jk].n < 16) {                   /* rows that narrow cost a call each: a long */
+    int wide = -1;                          /* axis's rows instead, strided */
+    for (int k = 0; k < j->np; k++)
+      if (j->kd[k].n >= 64 && (wide < 0 || llabs(j->kd[k].ss) < llabs(j->kd[wide].ss))) wide = k;
+    if (wide >= 0) jk = wide;
+  }
   /* whole rows (up to ROW_W) stream best; narrower chunks when there would be fewer
   ** items than threads */
   int64_t W = j->kd[jk].n, cw = W < ROW_W ? W : ROW_W;
@@ -489,20 +529,48 @@ static gl_status run_outer(const rjob *j) {
   return failed ? gl_fail(GL_ENOMEM, "out of memory for a reduction's work rows") : gl_interrupt_check();
 }
 
+/* ---- interleaved outputs ------------------------------------------------------------- */
+
+/* A narrow kept axis inside a run of reduced elements (the parts' axis of a complex array
+** seen as real, the coordinates of an (n, 2) array summed over its rows): w outputs of
+** stride 1, the reduced axis of stride w. Rows of w elements would cost the outer shape a
+** call each; instead the run is one vector whose element i belongs to output i mod w, and
+** the lane kernels keep each output in lanes of its own (gl_rk_fin). Only the kernels
+** that take no per-output parameter: sums, means, products, max/min, all/any, norms. */
+static void interleave(rjob *j) {
+  bool eligible = j->op == GL_R_SUM || j->op == GL_R_MEAN || j->op == GL_R_PROD || j->op == GL_R_MAX ||
+                  j->op == GL_R_MIN || j->op == GL_R_ALL || j->op == GL_R_ANY || j->op == GL_R_NORM;
+  if (!eligible || j->np == 0 || j->nr == 0 || j->K == 0) return;
+  const rdim *k = &j->kd[j->np - 1];          /* the smallest kept stride (sorted last) */
+  rdim *r = &j->rd[j->nr - 1];
+  int64_t w = k->n;
+  if (k->ss != 1 || w < 2 || w > MAX_INTERLEAVE || (w & (w - 1)) != 0 || r->ss != w) return;
+  if (j->np > 1 && r->n * w < 64) return;       /* short runs: the outer shape's rows */
+  j->w = (int)w;
+  j->wds = k->ds;
+  r->n *= w;
+  r->ss = 1;
+  j->np--;
+  j->M /= w;
+}
+
 /* ---- entry points ------------------------------------------------------------------ */
 
 static bool is_arg(gl_redop op) { return op == GL_R_ARGMAX || op == GL_R_ARGMIN; }
 
 /* An integer or bool result is made only by the ops that compute in int64 (sum, prod) or in
-** the source's own type (max, min, argmax, argmin, all, any). */
+** the source's own type (max, min, argmax, argmin, all, any); a complex one only by those of
+** cpu_reduce_complex.c (the ops layer reduces the rest over the parts). */
 bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt) {
-  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE || gl_dtype_is_complex(dt)) return false;
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  if (gl_dtype_is_complex(dt)) return gl_cpu_has_reduce_complex(op);
   return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
 }
 
 gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, double param) {
   if (dst->ndim != src->ndim)
     return gl_fail(GL_EINVAL, "reduce: dst has %d dims, src %d", dst->ndim, src->ndim);
+  if (gl_dtype_is_complex((gl_dtype)src->dtype)) return gl_cpu_reduce_complex(op, dst, src);
   rjob j;
   memset(&j, 0, sizeof j);
   j.op = op;
@@ -517,6 +585,8 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
   if (!gl_cpu_has_reduce(op, j.ddt))
     return gl_fail(GL_ENOTSUP, "reduce: an integer result needs sum or prod, not op %d", (int)op);
   j.native = is_native(j.sdt, j.ct);
+  j.flip = j.sdt == GL_UINT64 && j.ct == CT_I64 && by_src && op != GL_R_ALL && op != GL_R_ANY;
+  j.load = j.flip ? load_u64_ordered : gl_ct_loads[j.sdt][j.ct];
   j.src = gl_array_data(src);
   j.dst = gl_array_data(dst);
   j.ssz = (int64_t)gl_array_itemsize(src);
@@ -532,9 +602,12 @@ gl_status gl_cpu_reduce(gl_redop op, const gl_array *dst, const gl_array *src, d
   j.np = gl_rdims_sort_merge(j.kd, j.np, true);
   j.nr = gl_rdims_sort_merge(j.rd, j.nr, false);
   if (j.K == 0) { j.nr = 1; j.rd[0] = (rdim){ 0, 1, 0 }; }
-  j.nt = gl_cpu_team_size(j.M * (j.K > 0 ? j.K : 1));
+  j.w = 1;
+  j.wds = 1;
+  interleave(&j);
+  j.nt = gl_cpu_team_size(j.M * j.w * (j.K > 0 ? j.K : 1));
   bool inner;
-  if (j.np == 0 || j.K == 0) inner = true;
+  if (j.np == 0 || j.K == 0 || j.w > 1) inner = true;
   else if (j.nr == 0) inner = false;
   else {
     const rdim *r = &j.rd[j.nr - 1];

@@ -80,8 +80,9 @@ void gl_rk_init(gl_ct ct, gl_rkernel k, kstate *st);
 ** mean of var, the shift of logsumexp), p: the norm's order. */
 void gl_rk_vec(gl_ct ct, gl_rkernel k, kstate *st, const void *x, int64_t s, int64_t n, double a,
                double p);
-/* The finished value of a pass. */
-rval gl_rk_fin(gl_ct ct, gl_rkernel k, const kstate *st);
+/* The finished values of a pass: out[0] for a vector of one output, out[0..w) for one
+** interleaving w outputs (a power of two up to L64; element i of output i mod w). */
+void gl_rk_fin(gl_ct ct, gl_rkernel k, const kstate *st, int w, rval *out);
 /* Row form (the outer shape): acc[j] (op)= map(x[j*s]) for j < w; first: acc[j] = map(x[j*s]).
 ** ac: per-column parameters (CT; NULL where the map takes none), p: the norm's order. acc
 ** holds the CT's accumulator, or uint8 for all/any. */
@@ -110,6 +111,15 @@ typedef void (*gl_rval_store_fn)(void *d, int64_t ds, const rval *r, int64_t n, 
 extern const gl_ct_load_fn gl_ct_loads[GL_NDTYPE][NCT];
 extern const gl_ct_store_fn gl_ct_stores[GL_NDTYPE][NCT];
 extern const gl_rval_store_fn gl_rval_stores[GL_NDTYPE];
+
+/* ---- complex sources (cpu_reduce_complex.c) ---------------------------------------------- */
+
+/* Whether gl_cpu_reduce_complex makes op: prod, max, min, argmax, argmin. */
+bool gl_cpu_has_reduce_complex(gl_redop op);
+/* op over a complex src into dst (complex, or int64 positions), as gl_cpu_reduce. */
+gl_status gl_cpu_reduce_complex(gl_redop op, const gl_array *dst, const gl_array *src);
+/* cumprod of a complex src, as gl_cpu_scan. */
+gl_status gl_cpu_scan_complex(gl_redop op, const gl_array *dst, const gl_array *src, int axis);
 
 /* Offsets (src, dst) of the o-th combination of dims d[0..n-1] in C order. */
 static inline void gl_rdims_offset(const gl_rdim *d, int n, int64_t o, int64_t *so, int64_t *dof) {

@@ -227,7 +227,8 @@ RK_INLINE void sum_vec(gl_ct ct, gl_rkernel k, kstate *st, const void *x, int64_
 
 /* max/min: the fast loop is a plain vmaxps-style select plus the NaN check of elem_ext;
 ** only when that saw a NaN or an infinity is the vector redone with the exact NaN-aware
-** select. */
+** select. Element i goes to lane i mod L in every loop (and in the sums' and products'),
+** so an interleaved vector keeps each of its outputs in lanes of their own (rk_fin). */
 RK_INLINE void ext_vec(gl_ct ct, gl_rkernel k, kstate *st, const void *x, int64_t s, int64_t n) {
   const int L = lane_count(ct);
   lanes m = st->lv[0];
@@ -242,7 +243,7 @@ RK_INLINE void ext_vec(gl_ct ct, gl_rkernel k, kstate *st, const void *x, int64_
     if (clean) m = f;
     else i = 0;
   }
-  for (; i < n; i++) elem_ext(ct, k, &m, 0, x, i * s, false, NULL);
+  for (; i < n; i++) elem_ext(ct, k, &m, i & (L - 1), x, i * s, false, NULL);
   st->lv[0] = m;
 }
 
@@ -255,7 +256,7 @@ RK_INLINE void prod_logic_vec(gl_ct ct, gl_rkernel k, kstate *st, const void *x,
   if (s == 1)
     for (; i + L <= n; i += L)
       for (int l = 0; l < L; l++) elem_prod_logic(ct, k, &t, l, x, i + l);
-  for (; i < n; i++) elem_prod_logic(ct, k, &t, 0, x, i * s);
+  for (; i < n; i++) elem_prod_logic(ct, k, &t, i & (L - 1), x, i * s);
   st->lv[0] = t;
 }
 
@@ -322,9 +323,29 @@ RK_INLINE rval ext_fin(gl_ct ct, bool max, const lanes *m) {
   return r;
 }
 
-/* Folds the lanes: sums and products pairwise (halves onto halves), max/min in order. */
-RK_INLINE rval rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
-  if (!gl_rk_is_sum(k) && k != K_PROD && !is_logic(k)) return ext_fin(ct, is_max(k), &st->lv[0]);
+/* t[l] = the extremum of t[l] and t[l + h] (a NaN wins and stays), l < h. */
+RK_INLINE void ext_halve(gl_ct ct, bool max, lanes *t, int h) {
+  for (int l = 0; l < h; l++) {
+    if (ct == CT_F32) {
+      float v = t->f[l + h], m = t->f[l];
+      t->f[l] = (max ? v > m : v < m) || v != v ? v : m;
+    } else if (ct == CT_F64) {
+      double v = t->d[l + h], m = t->d[l];
+      t->d[l] = (max ? v > m : v < m) || v != v ? v : m;
+    } else {
+      int64_t v = t->i[l + h], m = t->i[l];
+      t->i[l] = (max ? v > m : v < m) ? v : m;
+    }
+  }
+}
+
+/* Folds the lanes into out[0..w): w = 1 for a vector of one output; w > 1 (a power of two
+** up to 32) for a vector interleaving w outputs (element i of output i mod w), whose
+** outputs' lanes are kept apart by folding halves onto halves only down to w. Sums and
+** products fold pairwise, max/min in order (w = 1) or by halves. */
+RK_INLINE void rk_fin(gl_ct ct, gl_rkernel k, const kstate *st, int w, rval *out) {
+  const bool ext = !gl_rk_is_sum(k) && k != K_PROD && !is_logic(k);
+  if (ext && w == 1) { out[0] = ext_fin(ct, is_max(k), &st->lv[0]); return; }
   const int L = lane_count(ct);
   lanes t;
   if (gl_rk_is_sum(k)) {
@@ -334,9 +355,11 @@ RK_INLINE rval rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
   } else {
     t = st->lv[0];
   }
-  for (int h = L / 2; h >= 1; h /= 2)
-    for (int l = 0; l < h; l++) elem_fold(ct, k, &t, l, &t, l + h);
-  return elem_rval(ct, k, &t, 0);
+  for (int h = L / 2; h >= w; h /= 2) {
+    if (ext) ext_halve(ct, is_max(k), &t, h);
+    else for (int l = 0; l < h; l++) elem_fold(ct, k, &t, l, &t, l + h);
+  }
+  for (int r = 0; r < w; r++) out[r] = elem_rval(ct, k, &t, r);
 }
 
 /* ---- the instances --------------------------------------------------------------------- */
@@ -376,9 +399,9 @@ void gl_rk_init(gl_ct ct, gl_rkernel k, kstate *st) {
   switch (ct * NKID + k) { RK_LIST(RK_INIT_CASE, st) default: st->n = 0; return; }
 }
 
-rval gl_rk_fin(gl_ct ct, gl_rkernel k, const kstate *st) {
-#define RK_FIN_CASE(C, K, A) case RK_CASE(C, K): return rk_fin(CT_##C, K_##K, A);
-  switch (ct * NKID + k) { RK_LIST(RK_FIN_CASE, st) default: return (rval){ .i = 0 }; }
+void gl_rk_fin(gl_ct ct, gl_rkernel k, const kstate *st, int w, rval *out) {
+#define RK_FIN_CASE(C, K, A) case RK_CASE(C, K): rk_fin(CT_##C, K_##K, GL_DT_UNPAREN_ A); return;
+  switch (ct * NKID + k) { RK_LIST(RK_FIN_CASE, (st, w, out)) default: out[0].i = 0; return; }
 }
 
 /* ---- row sums' cascade and finished values --------------------------------------------- */

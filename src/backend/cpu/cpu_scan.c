@@ -61,6 +61,7 @@ static void scan_row_any(gl_ct ct, bool prod, ctbuf *acc, const ctbuf *x, int64_
 gl_status gl_cpu_scan(gl_redop op, const gl_array *dst, const gl_array *src, int axis) {
   if (op != GL_R_SUM && op != GL_R_PROD) return gl_fail(GL_ENOTSUP, "scan: op %d is not a scan", (int)op);
   if (dst->size == 0) return GL_OK;
+  if (gl_dtype_is_complex((gl_dtype)src->dtype)) return gl_cpu_scan_complex(op, dst, src, axis);
   gl_dtype sdt = (gl_dtype)src->dtype, ddt = (gl_dtype)dst->dtype;
   gl_ct ct = gl_ct_of(ddt);
   bool isprod = op == GL_R_PROD;

@@ -12,6 +12,9 @@
 ** a pass whose digit is the same for every key is skipped (the high bytes of small
 ** integers, the low bytes of a half's float32 key).
 **
+** Complex lanes sort in NumPy's order, by the real parts' keys then the imaginary parts'
+** (two stable passes; see "complex lanes" below).
+**
 ** Argsort (or sort with positions) carries 32-bit positions beside the keys (64-bit in a
 ** lane of 2^32 elements or more) and gathers the values from the source by position, so
 ** NaN payloads and the sign of zero survive. Sort alone carries no positions: it rebuilds
@@ -127,8 +130,8 @@ static inline uint16_t exact_key_int16_t(int16_t v, bool *negnan) { (void)negnan
 ** function is instantiated per dtype, so their switches fold into the typed code. */
 #define SORT_INLINE static inline __attribute__((always_inline))
 
-/* A key's width in bytes (its CT's: 1 for bool and uint8, 4 for int32 and the float32 keys
-** of float32 and the halves, 8 for int64 and float64). */
+/* A key's width in bytes (its CT's: 1 for bool, uint8 and int8, 2 for int16 and uint16, 4
+** for int32, uint32 and the float32 keys of float32 and the halves, 8 for the 64-bit ones). */
 SORT_INLINE int key_width(gl_dtype dt) {
   switch (dt) {
 #define KEY_WIDTH_CASE(E, id, S, kind, half, CT, ...) case GL_##E: return (int)sizeof(CT);
@@ -581,14 +584,104 @@ SORT_INLINE bool sort_lane(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, i
   return true;
 }
 
+/* ---- complex lanes ------------------------------------------------------------------------ */
+
+/* NumPy sorts complex numbers in four groups by where their NaNs are: [R + Rj, R + nanj,
+** nan + Rj, nan + nanj], the first by the real parts then the imaginary ones, the second by
+** the real parts, the third by the imaginary ones (R: not NaN). A lane takes three stable
+** passes, least significant first: positions sorted by the imaginary parts' keys, then by
+** the real parts' keys, then by the group (a one-byte key); the floats' keys above make
+** every NaN the largest (so a group's NaN part ties) and -0 equal to +0. The values are
+** gathered by position. */
+
+enum { KEY_IMAG, KEY_REAL, KEY_GROUP };
+
+/* The key of element q of a complex lane (stride ss): of a part, or of its group. */
+SORT_INLINE uint64_t complex_key(gl_dtype dt, const void *src, int64_t ss, int64_t q, int which) {
+  double re, im;
+  if (dt == GL_COMPLEX64) {
+    const float *z = (const float *)src + 2 * q * ss;
+    if (which == KEY_REAL) return key_of_float(z[0]);
+    if (which == KEY_IMAG) return key_of_float(z[1]);
+    re = z[0], im = z[1];
+  } else {
+    const double *z = (const double *)src + 2 * q * ss;
+    if (which == KEY_REAL) return key_of_double(z[0]);
+    if (which == KEY_IMAG) return key_of_double(z[1]);
+    re = z[0], im = z[1];
+  }
+  return (uint64_t)(2 * (re != re) + (im != im));
+}
+
+/* Keys 'which' (kw bytes; desc: complemented) of elements [lo, hi) of a lane in the order
+** of positions 'order' (NULL: 0, 1, ...) into k, and those positions into p. */
+SORT_INLINE void complex_keys(gl_dtype dt, const void *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
+                              int which, int kw, const void *order, void *k, void *p, int pw) {
+  for (int64_t j = lo; j < hi; j++) {
+    uint64_t q = order ? pos_get(pw, order, j) : (uint64_t)j, key = complex_key(dt, src, ss, (int64_t)q, which);
+    key_put(kw, k, j, desc ? ~key & key_max(kw) : key);
+    pos_put(pw, p, j, q);
+  }
+}
+
+/* A sort of one complex lane, as sort_lane (positions always: 'buf' holds 2n keys and 2n
+** positions). */
+static bool sort_lane_complex(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
+                              int64_t ss, int64_t n, bool desc, void *buf, int64_t *counts, int nt) {
+  const int pkw = dt == GL_COMPLEX64 ? 4 : 8;
+  const size_t esz = gl_dtypes[dt].size;
+  int pw = n > (int64_t)UINT32_MAX ? 8 : 4;
+  char *p = buf, *p2 = p + (size_t)n * (size_t)pw, *k = p2 + (size_t)n * (size_t)pw, *k2 = k + (size_t)n * 8;
+  bool stop = false;
+  if (n <= SORT_INSERTION) nt = 1;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    int64_t lo, hi;
+    team_share(n, &lo, &hi);
+    /* each pass makes its keys in (ka, pa) from the last pass's positions; the sort
+    ** leaves its result in (ka, pa) or, swapped, in (kb, pb) */
+    char *ka = k, *pa = p, *kb = k2, *pb = p2;
+    const char *order = NULL;
+    for (int which = KEY_IMAG; which <= KEY_GROUP && !stop; which++) {
+      int kw = which == KEY_GROUP ? 1 : pkw;
+      complex_keys(dt, src, ss, lo, hi, desc, which, kw, order, ka, pa, pw);
+      #pragma omp barrier
+      bool sw = false;
+      if (n <= SORT_INSERTION) insertion_any(kw, pw, ka, pa, n);
+      else sw = radix_any(kw, pw, ka, pa, kb, pb, n, counts, &stop);
+      if (!sw) {                          /* the result in (kb, pb), the next keys in (ka, pa) */
+        char *t = ka; ka = kb; kb = t;
+        t = pa; pa = pb; pb = t;
+      }
+      order = pb;
+      #pragma omp barrier                 /* the next keys overwrite what others may read */
+    }
+    if (!stop)
+      for (int64_t j = lo; j < hi; j++) {
+        int64_t q = (int64_t)pos_get(pw, order, j);
+        if (vout) memcpy((char *)vout + j * vs * (int64_t)esz, (const char *)src + q * ss * (int64_t)esz, esz);
+        if (iout) iout[j * is] = q;
+      }
+  }
+  return !stop;
+}
+
 typedef bool (*sort_lane_fn)(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
                              int64_t ss, int64_t n, bool desc, void *buf, int64_t *counts, int nt);
 #define SORT_LANE_FN(E, id, ...) static bool sort_lane_##id(void *vout, int64_t vs, int64_t *iout, \
   int64_t is, const void *src, int64_t ss, int64_t n, bool desc, void *buf, int64_t *counts, int nt) { \
   return sort_lane(GL_##E, vout, vs, iout, is, src, ss, n, desc, buf, counts, nt); }
 GL_DTYPE_REAL_LIST(SORT_LANE_FN)
+static bool sort_lane_complex64(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src, int64_t ss,
+                                int64_t n, bool desc, void *buf, int64_t *counts, int nt) {
+  return sort_lane_complex(GL_COMPLEX64, vout, vs, iout, is, src, ss, n, desc, buf, counts, nt);
+}
+static bool sort_lane_complex128(void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src, int64_t ss,
+                                 int64_t n, bool desc, void *buf, int64_t *counts, int nt) {
+  return sort_lane_complex(GL_COMPLEX128, vout, vs, iout, is, src, ss, n, desc, buf, counts, nt);
+}
 #define SORT_LANE_ENTRY(E, id, ...) [GL_##E] = sort_lane_##id,
-static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_REAL_LIST(SORT_LANE_ENTRY) };
+static const sort_lane_fn sort_lanes[GL_NDTYPE] = { GL_DTYPE_LIST(SORT_LANE_ENTRY) };
 
 /* Element offset of lane r of 'a': every axis but 'axis', in C order. */
 static int64_t lane_offset(const gl_array *a, int axis, int64_t r) {
@@ -666,8 +759,9 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
   int64_t n = src->ndim ? src->shape[axis] : 1;
   if (src->size == 0 || n == 0) return GL_OK;
   int64_t lanes = src->size / n;
-  /* keys of at most 8 bytes, twice, and positions, twice */
-  size_t bufsz = (size_t)n * 2 * (8 + (indices ? 8 : 0));
+  /* keys of at most 8 bytes, twice, and positions, twice (a complex lane's always) */
+  bool positions = indices || gl_dtype_is_complex((gl_dtype)src->dtype);
+  size_t bufsz = (size_t)n * 2 * (8 + (positions ? 8 : 0));
   sort_job job = { lane_walk_of(values, indices, src, axis), sort_lanes[src->dtype], n, bufsz, descending };
   int nt = src->size >= GL_POLL_SPAN / 8 ? gl_cpu_team_size(src->size) : 1;
   bool failed = false;

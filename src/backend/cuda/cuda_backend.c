@@ -199,8 +199,8 @@ static gl_status cuda_info(int index, gl_devinfo *out) {
 
 /* What the kernels in kernels/ (and cuBLAS) implement: each family's set of dtypes is the
 ** one its .cu stamps templates for (elem_ops.h's kinds, the launch headers' GL_K*_DTYPES,
-** philox.h's distributions); fill, copy, arange and indexing take every dtype row, sort
-** every real one. A
+** philox.h's distributions); fill, copy, arange, indexing and sort take every dtype row
+** (complex sorts in NumPy's order). A
 ** permutation is made on the host (the ops layer), never here. */
 static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
   if ((unsigned)dt >= GL_NDTYPE) return false;
@@ -215,8 +215,7 @@ static bool cuda_supports(gl_op op, int which, gl_dtype dt) {
       return (unsigned)which < GL_NRAND && which != GL_RAND_PERMUTATION && GL_DTSET_HAS(GL_RAND_DTYPES(which), dt);
     case GL_OP_CONV: return GL_DTSET_HAS(GL_KCONV_DTYPES, dt);
     case GL_OP_FUSED: return GL_DTSET_HAS(GL_KFUSED_DTYPES, dt);
-    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: return true;
-    case GL_OP_SORT: return !gl_dtype_is_complex(dt);
+    case GL_OP_FILL: case GL_OP_COPY: case GL_OP_ARANGE: case GL_OP_INDEX: case GL_OP_SORT: return true;
     case GL_OP_LINALG: return gl_cuda_has_linalg(which, dt);
     case GL_OP_FFT: return gl_cuda_has_fft(which, dt);
     case GL_OP_SELECT: case GL_OP_HISTOGRAM: return false;   /* no .partition, .histogram yet */

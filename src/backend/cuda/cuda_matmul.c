@@ -1,6 +1,6 @@
 /*
-** cuda_matmul.c — matmul on the GPU: floats through cuBLAS, integers and bool through a
-** plain kernel (kernels/matmul.cu).
+** cuda_matmul.c — matmul on the GPU: floats and complex numbers through cuBLAS, integers
+** and bool through a plain kernel (kernels/matmul.cu).
 **
 ** cuBLAS is opened with dlopen at the first float matmul (linking it costs ~50 ms at every
 ** process start) and only the few entry points used here are resolved; the header gives
@@ -17,7 +17,8 @@
 **
 ** float32 is IEEE by default (CUBLAS_COMPUTE_32F); gpu.set_matmul_precision("tf32") allows
 ** TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32). float16/bfloat16 run on tensor cores
-** with float32 accumulation, float64 in double.
+** with float32 accumulation, float64 in double. complex64 and complex128 are CUDA_C_32F and
+** CUDA_C_64F, computed as float32 (TF32 where allowed, as float32) and float64.
 */
 #include <dlfcn.h>
 #include <limits.h>
@@ -211,13 +212,14 @@ static const cudaDataType_t cuda_types[GL_NDTYPE] = { GL_DTYPE_COLUMN(CUDA_TYPE_
 #undef CUDA_TYPE_
 #undef CUDA_none
 
-/* cuBLAS's data and compute types for dtype dt (its floats, computed in float32, or float64
-** for float64; TF32 where allowed for float32); false where gemm takes none. */
+/* cuBLAS's data and compute types for dtype dt (its floats and complex types, computed in
+** float32, or float64 for float64 and complex128; TF32 where allowed for float32 and
+** complex64); false where gemm takes none. */
 static bool blas_types(gl_dtype dt, cudaDataType_t *ty, cublasComputeType_t *ct) {
-  if (!GL_DTSET_HAS(GL_DTSET_FLOAT, dt)) return false;
+  if (!GL_DTSET_HAS(GL_DTSET_FLOAT | GL_DTSET_COMPLEX, dt)) return false;
   *ty = cuda_types[dt];
   *ct = gl_dtypes[dt].prec > 24 ? CUBLAS_COMPUTE_64F
-      : dt == GL_FLOAT32 && tf32_allowed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      : (dt == GL_FLOAT32 || dt == GL_COMPLEX64) && tf32_allowed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   return true;
 }
 
@@ -243,6 +245,11 @@ static gl_status gemm(gl_device dev, cudaStream_t s, const gl_array *dst, const 
   if (ct == CUBLAS_COMPUTE_64F) { alpha = &d1; beta = &d0; }
   cublasHandle_t h = NULL;
   GL_TRY(blas_handle(dev, s, &h));
+  /* the scale type of a complex gemm is its data type: alpha and beta are complex */
+  static const cuComplex c1 = { 1.0f, 0.0f }, c0 = { 0.0f, 0.0f };
+  static const cuDoubleComplex z1 = { 1.0, 0.0 }, z0 = { 0.0, 0.0 };
+  if (dst->dtype == GL_COMPLEX64) { alpha = &c1; beta = &c0; }
+  if (dst->dtype == GL_COMPLEX128) { alpha = &z1; beta = &z0; }
   int64_t nbatch = 1;
   for (int d = 0; d < nb; d++) nbatch *= dst->shape[d];
   size_t esz = gl_dtypes[dst->dtype].size;
@@ -298,7 +305,7 @@ static gl_status matmul_int(gl_device dev, cudaStream_t s, const gl_array *dst, 
 bool gl_cuda_has_matmul(gl_dtype dt) {
   cudaDataType_t ty;
   cublasComputeType_t ct;
-  if (gl_dtype_is_float(dt)) return blas_types(dt, &ty, &ct);
+  if (gl_dtype_is_float(dt) || gl_dtype_is_complex(dt)) return blas_types(dt, &ty, &ct);
   return GL_DTSET_HAS(GL_KMATMUL_INT_DTYPES, dt);
 }
 
@@ -310,7 +317,8 @@ gl_status gl_cuda_matmul(const gl_array *dst, const gl_array *a, const gl_array 
   if (nd < 2 || a->ndim != nd || b->ndim != nd)
     return gl_fail(GL_EINVAL, "matmul: operands must share dst's ndim (>= 2), got %d, %d, %d", nd, a->ndim, b->ndim);
   if (dst->size == 0) return GL_OK;
-  if (!gl_dtype_is_float((gl_dtype)dst->dtype)) return matmul_int(dev, s, dst, a, b);
+  if (!gl_dtype_is_float((gl_dtype)dst->dtype) && !gl_dtype_is_complex((gl_dtype)dst->dtype))
+    return matmul_int(dev, s, dst, a, b);
   int64_t M = dst->shape[nd - 2], N = dst->shape[nd - 1], K = a->shape[nd - 1];
   cublasOperation_t op;
   int ld;

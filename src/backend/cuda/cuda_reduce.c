@@ -22,9 +22,12 @@ static gl_kcompute compute_of(gl_dtype t) {
 
 /* reduce.cu makes an integer or bool result only for the ops that compute in int64 (sum,
 ** prod) or in the source's type (max, min, argmax, argmin, all, any); mean, var, norm and
-** logsumexp refuse the int64 compute type. Every source dtype is read. */
+** logsumexp refuse the int64 compute type. Every source dtype is read; a complex one only
+** by prod, max, min, argmax and argmin (the ops layer reduces the others over the parts). */
 bool gl_cuda_has_reduce(gl_redop op, gl_dtype dt) {
-  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE || gl_dtype_is_complex(dt)) return false;
+  if ((unsigned)op >= GL_NREDOP || (unsigned)dt >= GL_NDTYPE) return false;
+  if (gl_dtype_is_complex(dt))
+    return op == GL_R_PROD || op == GL_R_MAX || op == GL_R_MIN || op == GL_R_ARGMAX || op == GL_R_ARGMIN;
   return gl_dtype_is_float(dt) || !(op == GL_R_MEAN || op == GL_R_VAR || op == GL_R_NORM || op == GL_R_LOGSUMEXP);
 }
 
