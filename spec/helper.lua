@@ -130,6 +130,23 @@ function M.parity(fn, inputs, tol)
   end
 end
 
+-- first_derivative(fn, inputs) -> first: first(x) is the gradient of a fixed weighting of
+-- fn(x, inputs[2], ...) (a complex result weighted through its real pairs) with respect to
+-- x, recorded (create_graph) also when called under no_grad: what a second-derivative check
+-- hands to gradcheck, with first(inputs[1]) the first derivative itself.
+function M.first_derivative(fn, inputs)
+  local ag = require "gpu.autograd"
+  local function reals(y) return gpu._dtypes[y.dtype].kind == "complex" and gpu.view_as_real(y) or y end
+  local rest = { table.unpack(inputs, 2) }
+  local y0 = reals(fn(table.unpack(inputs)))
+  local w = gpu.random.Generator(3):uniform(0.5, 1.5, y0.shape, { dtype = "float64", device = y0.device })
+  return function(x)
+    return ag.enable_grad(function()
+      return ag.grad((reals(fn(x, table.unpack(rest))) * w):sum(), x, { create_graph = true })
+    end)
+  end
+end
+
 -- fails(pieces, fn, ...): pcall(fn, ...) must fail with a message holding every piece
 -- (plain text, not patterns); returns the message.
 function M.fails(pieces, fn, ...)

@@ -298,8 +298,15 @@ local BACKWARD = options.declare("backward", {
   retain_graph = "boolean", create_graph = "boolean",
 }, { example = "local x = gpu.ones(2):requires_grad(); (x * x):sum():backward(nil, %s)" })
 
+local dtypes = gpu._dtypes
+local function is_complex(x) return dtypes[x.dtype].kind == "complex" end
+
 local function root_grad(fname, root, grad)
   if grad == nil then
+    if is_complex(root) then          -- PyTorch's rule: the loss is real; say which part
+      raise("%s: a gradient is implicit only for a real output, got %s (take .real, abs() or pass grad)", fname,
+        root.dtype)
+    end
     if root.size ~= 1 then
       raise("%s: a gradient is implicit only for a one-element output; got shape (%s) (pass grad)", fname,
         table.concat(root.shape, ","))
@@ -424,8 +431,12 @@ local GRADCHECK = options.declare("autograd.gradcheck", {
 
 -- gradcheck(fn, inputs [, {eps = 1e-6, tol = 1e-5}]): compares the gradients backward
 -- gives for fn(inputs...) (weighted by fixed random numbers, so every output element
--- counts) with central differences. Inputs should be float64. Returns true, or false
--- and a message naming the input and element.
+-- counts) with central differences. Inputs should be float64 or complex128. Returns true,
+-- or false and a message naming the input and element.
+-- Complex arrays are pairs of reals, as torch.autograd.gradcheck takes them: a complex
+-- output is weighted through view_as_real (both parts count), and each part of a complex
+-- input is stepped on its own, the pair of differences compared with the gradient's real
+-- and imaginary parts (dL/dx + i dL/dy, PyTorch's convention).
 function M.gradcheck(fn, inputs, opts)
   if type(fn) ~= "function" then argerror("autograd.gradcheck", 1, "a function expected, got %s", type(fn)) end
   if type(inputs) ~= "table" or is_array(inputs) then
@@ -438,18 +449,28 @@ function M.gradcheck(fn, inputs, opts)
   end
   local out = fn(table.unpack(inputs))
   if not is_array(out) then raise("autograd.gradcheck: the function returned %s, expected a gpu.array", type(out)) end
-  local w = gpu.random.Generator(7):uniform(0.5, 1.5, out.shape, { dtype = out.dtype, device = out.device })
+  -- the real numbers of an array: itself, or its (..., 2) view of (real, imaginary) pairs
+  local function reals(y) return is_complex(y) and gpu.view_as_real(y) or y end
+  local ro = reals(out)
+  local w = gpu.random.Generator(7):uniform(0.5, 1.5, ro.shape, { dtype = ro.dtype, device = ro.device })
   local function value()
-    return M.no_grad(function() return (fn(table.unpack(inputs)) * w):sum():item() end)
+    return M.no_grad(function() return (reals(fn(table.unpack(inputs))) * w):sum():item() end)
   end
-  ;(out * w):sum():backward()
+  ;(ro * w):sum():backward()
   for k, x in ipairs(inputs) do
     if is_array(x) then
       local g = x.grad
       if g == nil then return false, ("input %d: no gradient"):format(k) end
-      local flat = x:detach():view(x.size)
-      local gf = g:reshape(g.size)
-      for i = 1, x.size do
+      local cplx = is_complex(x)
+      local flat = reals(x:detach():view(x.size))
+      local gf = reals(g:reshape(g.size))
+      local n = cplx and 2 * x.size or x.size
+      flat, gf = flat:view(n), gf:reshape(n)
+      local function where(i)
+        if not cplx then return ("element %d"):format(i) end
+        return ("element %d (%s part)"):format((i + 1) // 2, i % 2 == 1 and "real" or "imaginary")
+      end
+      for i = 1, n do
         local v = flat[i]
         flat[i] = v + eps
         local fp = value()
@@ -459,7 +480,7 @@ function M.gradcheck(fn, inputs, opts)
         local num = (fp - fm) / (2 * eps)
         local ana = gf[i]
         if math.abs(num - ana) > tol * (1 + math.abs(num)) then
-          return false, ("input %d element %d: backward gives %.10g, finite differences %.10g"):format(k, i, ana, num)
+          return false, ("input %d %s: backward gives %.10g, finite differences %.10g"):format(k, where(i), ana, num)
         end
       end
     end

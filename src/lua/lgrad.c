@@ -697,7 +697,11 @@ void gl_lua_setops(lua_State *L, int idx, const char *prefix, const gl_reg *l) {
 
 /* ---- the tape's C side: requires_grad, detach, .grad, backward ------------------------------- */
 
-static bool is_floating(const gl_array *a) { return gl_dtype_is_float((gl_dtype)a->dtype); }
+/* PyTorch's rule: float and complex arrays can require grad (a complex leaf's .grad is the
+** conjugate Wirtinger gradient, lua/gpu/autograd/rules.lua's header). */
+static bool is_differentiable_dtype(const gl_array *a) {
+  return gl_dtype_is_float((gl_dtype)a->dtype) || gl_dtype_is_complex((gl_dtype)a->dtype);
+}
 
 /* x:requires_grad([flag = true]) -> x: x becomes a leaf of the tape (its node a table
 ** {leaf = true}); false takes a leaf off it. */
@@ -713,8 +717,8 @@ static int l_requires_grad(lua_State *L) {
     lua_settop(L, 1);
     return 1;
   }
-  if (!is_floating(x))
-    return luaL_error(L, "requires_grad: only floating-point arrays can require gradients, got %s",
+  if (!is_differentiable_dtype(x))
+    return luaL_error(L, "requires_grad: only floating-point and complex arrays can require gradients, got %s",
                       gl_dtypes[x->dtype].name);
   if (!is_node_type(t)) {
     push_rules(L);                                  /* loads gpu.autograd: backward needs it */
@@ -768,7 +772,7 @@ int gl_lua_push_grad(lua_State *L, int idx) {
   return 1;
 }
 
-/* x.grad = g (or nil): g must have x's shape, a floating dtype and x's device, so that an
+/* x.grad = g (or nil): g must have x's shape, a floating dtype (complex for a complex x) and x's device, so that an
 ** optimizer step cannot later update some parameters and not others. */
 void gl_lua_set_grad(lua_State *L, int x_idx, int g_idx, const char *fname) {
   gl_array *x = gl_lua_check(L, x_idx);
@@ -786,7 +790,10 @@ void gl_lua_set_grad(lua_State *L, int x_idx, int g_idx, const char *fname) {
     if (!same)
       luaL_error(L, "%s: the gradient has shape %s, the array %s", fname, gl_shape_str(g->ndim, g->shape, bg),
                  gl_shape_str(x->ndim, x->shape, bx));
-    if (!is_floating(g)) luaL_error(L, "%s: the gradient must be floating-point, got %s", fname, gl_dtypes[g->dtype].name);
+    bool cplx = gl_dtype_is_complex((gl_dtype)x->dtype);
+    if (cplx ? !gl_dtype_is_complex((gl_dtype)g->dtype) : !gl_dtype_is_float((gl_dtype)g->dtype))
+      luaL_error(L, "%s: the gradient must be %s, got %s", fname, cplx ? "complex" : "floating-point",
+                 gl_dtypes[g->dtype].name);
     if (!gl_device_eq(gl_array_device(g), gl_array_device(x)))
       luaL_error(L, "%s: the gradient is on %s, the array on %s", fname, gl_device_name(gl_array_device(g), dg),
                  gl_device_name(gl_array_device(x), dx));

@@ -154,4 +154,51 @@ end
 
 H.no_grad, H.put_key, H.scatter_along = no_grad, put_key, scatter_along
 
+-- ---- complex (PyTorch's conventions) --------------------------------------------------------
+-- For a real loss L of a complex z = x + iy the gradient the tape carries for z is
+-- dL/dx + i dL/dy (twice the conjugate Wirtinger derivative dL/dz*), so that a gradient step
+-- z - lr * grad descends. Hence:
+--   y = f(z) holomorphic            grad_z = grad_y * conj(f'(z))
+--   y real, from a complex z         grad_z = dy/dx * g + i dy/dy * g   (abs: g z / |z|)
+--   a real input promoted to complex the real part of its complex gradient (the engine's
+--                                    cast to the input's dtype takes it, as astype does)
+-- so the real rules hold for complex operands once each derivative factor is conjugated:
+-- conj(v) below is v itself for real arrays and numbers.
+
+local dtypes = gpu._dtypes
+local function is_complex(v) return is_array(v) and dtypes[v.dtype].kind == "complex" end
+H.is_complex = is_complex
+
+-- the complex conjugate of an array or a Lua complex scalar; real values as they are
+function H.conj(v)
+  if is_array(v) then return is_complex(v) and v:conj() or v end
+  if type(v) == "number" then return v end
+  return v:conj()
+end
+
+-- z / |z| with 0 at 0 (NumPy 2's sign of a complex number, PyTorch's sgn); x:sign() for reals.
+-- The zero case divides by 1, so a second derivative never meets 0 / 0.
+function H.sgn(x)
+  if not is_complex(x) then return x:sign() end
+  local a = x:abs()
+  return x / gpu.where(a:eq(0), 1, a)
+end
+
+-- The real (k = 1) or imaginary (k = 2) part of a complex array, as a real array made of
+-- differentiable views (view_as_real, a slice of its last axis, the shape back: a 0-d z's
+-- part is a 0-d array, not the number an integer key would read).
+local function part(z, k)
+  local key = {}
+  for d = 1, z.ndim do key[d] = ":" end
+  key[z.ndim + 1] = { k, k }
+  return gpu.view_as_real(z)[key]:reshape(z.shape)
+end
+H.part = part
+
+-- re + i im from two real arrays of one shape and dtype (differentiable: stack, then
+-- view_as_complex)
+function H.from_parts(re, im)
+  return gpu.view_as_complex(gpu.stack({ re, im }, re.ndim + 1))
+end
+
 return H

@@ -15,6 +15,9 @@
 -- args.extra the results after the first) and the result y, and returns one gradient
 -- per argument position (nil where none flows). (The rules name the arguments 'node'.) The engine sums
 -- each gradient back to its input's shape and casts it to its dtype and device.
+-- Complex operands follow PyTorch (rule_helpers.lua, "complex"): each derivative factor is
+-- conjugated, cj(f'(x)), which is the factor itself for real operands; a real input that
+-- met a complex operand takes the real part of its gradient (the engine's cast).
 -- Every rule is written in dispatched ops, so with create_graph = true the backward pass
 -- is itself recorded and gradients of gradients work; spec/grad_rules_spec.lua checks
 -- each rule against central differences in float64.
@@ -25,6 +28,7 @@ local R = {}
 
 local H = require "gpu.autograd.rule_helpers"
 local tracked, norm_axis = H.tracked, H.norm_axis
+local cj, sgn = H.conj, H.sgn
 
 -- what gpu.autograd's engine takes from here
 R._HEAD, R._op_node, R._node_args, R._custom_rule = H.HEAD, H.op_node, H.node_args, H.custom_rule
@@ -69,7 +73,7 @@ for _, name in ipairs {
   "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
   "isnan", "isinf", "isfinite", "all", "any", "isreal", "iscomplex", "is_complex", "isrealobj", "iscomplexobj",
   -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
-  "sign", "floor", "ceil", "round", "trunc", "floordiv",
+  "floor", "ceil", "round", "trunc", "floordiv",
   -- positions
   "argmax", "argmin", "argsort", "argpartition",
   -- counts
@@ -96,19 +100,19 @@ local function unary(name, fn, opts)
   R[name] = rule
 end
 unary("neg", function(g) return -g end, { saves = {} })
-unary("abs", function(g, x) return g * x:sign() end)
-unary("exp", function(g, x, y) return g * y end, { saves = {}, uses_y = true })
-unary("expm1", function(g, x, y) return g * (y + 1) end, { saves = {}, uses_y = true })
-unary("log", function(g, x) return g / x end)
-unary("log1p", function(g, x) return g / (x + 1) end)
-unary("log2", function(g, x) return g / (x * math.log(2)) end)
-unary("log10", function(g, x) return g / (x * math.log(10)) end)
-unary("sqrt", function(g, x, y) return g * 0.5 / y end, { saves = {}, uses_y = true })
-unary("rsqrt", function(g, x, y) return g * -0.5 * y * y * y end, { saves = {}, uses_y = true })
-unary("square", function(g, x) return g * x * 2 end)
-unary("reciprocal", function(g, x, y) return -g * y * y end, { saves = {}, uses_y = true })
-unary("tanh", function(g, x, y) return g * (1 - y * y) end, { saves = {}, uses_y = true })
-unary("sigmoid", function(g, x, y) return g * y * (1 - y) end, { saves = {}, uses_y = true })
+unary("abs", function(g, x) return g * sgn(x) end)
+unary("exp", function(g, x, y) return g * cj(y) end, { saves = {}, uses_y = true })
+unary("expm1", function(g, x, y) return g * cj(y + 1) end, { saves = {}, uses_y = true })
+unary("log", function(g, x) return g / cj(x) end)
+unary("log1p", function(g, x) return g / cj(x + 1) end)
+unary("log2", function(g, x) return g / cj(x * math.log(2)) end)
+unary("log10", function(g, x) return g / cj(x * math.log(10)) end)
+unary("sqrt", function(g, x, y) return g * 0.5 / cj(y) end, { saves = {}, uses_y = true })
+unary("rsqrt", function(g, x, y) return g * -0.5 * cj(y * y * y) end, { saves = {}, uses_y = true })
+unary("square", function(g, x) return g * cj(x * 2) end)
+unary("reciprocal", function(g, x, y) return -g * cj(y * y) end, { saves = {}, uses_y = true })
+unary("tanh", function(g, x, y) return g * cj(1 - y * y) end, { saves = {}, uses_y = true })
+unary("sigmoid", function(g, x, y) return g * cj(y * (1 - y)) end, { saves = {}, uses_y = true })
 unary("relu", function(g, x) return gpu.where(x:gt(0), g, 0) end)
 unary("softplus", function(g, x) return g * x:sigmoid() end)
 unary("gelu", function(g, x)
@@ -116,14 +120,27 @@ unary("gelu", function(g, x)
   return g * (cdf + x * (x * x * -0.5):exp() * SQRT_2PI_INV)
 end)
 unary("erf", function(g, x) return g * (-(x * x)):exp() * (2 / math.sqrt(math.pi)) end)
-unary("sin", function(g, x) return g * x:cos() end)
-unary("cos", function(g, x) return -g * x:sin() end)
-unary("tan", function(g, x, y) return g * (y * y + 1) end, { saves = {}, uses_y = true })
-unary("asin", function(g, x) return g * (1 - x * x):rsqrt() end)
-unary("acos", function(g, x) return -g * (1 - x * x):rsqrt() end)
-unary("atan", function(g, x) return g / (x * x + 1) end)
-unary("sinh", function(g, x) return g * x:cosh() end)
-unary("cosh", function(g, x) return g * x:sinh() end)
+unary("sin", function(g, x) return g * cj(x:cos()) end)
+unary("cos", function(g, x) return -g * cj(x:sin()) end)
+unary("tan", function(g, x, y) return g * cj(y * y + 1) end, { saves = {}, uses_y = true })
+unary("asin", function(g, x) return g / cj((1 - x * x):sqrt()) end)
+unary("acos", function(g, x) return -g / cj((1 - x * x):sqrt()) end)
+unary("atan", function(g, x) return g / cj(x * x + 1) end)
+unary("sinh", function(g, x) return g * cj(x:cosh()) end)
+unary("cosh", function(g, x) return g * cj(x:sinh()) end)
+unary("asinh", function(g, x) return g / cj((x * x + 1):sqrt()) end)
+-- sqrt(x - 1) sqrt(x + 1), not sqrt(x^2 - 1): the principal branch's derivative for complex x
+unary("acosh", function(g, x) return g / cj((x - 1):sqrt() * (x + 1):sqrt()) end)
+unary("atanh", function(g, x) return g / cj(1 - x * x) end)
+-- sign: piecewise constant for reals (zero gradient, PyTorch's); for complex z / |z| (NumPy 2,
+-- PyTorch's sgn), whose gradient is the part of g across z, over |z| (0 at 0)
+unary("sign", function(g, x, y)
+  if not H.is_complex(x) then return gpu.zeros_like(x) end
+  local a = x:abs()
+  local zero = a:eq(0)
+  local along = y * H.part(g * y:conj(), 1)
+  return gpu.where(zero, 0, (g - along) / gpu.where(zero, 1, a))
+end, { uses_y = true })
 
 -- copies, casts and moves: the engine casts and moves the gradient back (x:half() ... are
 -- astype's shorthands; the integer and bool casts are listed as not differentiable)
@@ -189,14 +206,14 @@ local function binary(name, fn, opts)
 end
 binary("add", function(g) return g, g end, { saves = {} })
 binary("sub", function(g) return g, -g end, { saves = {} })
-binary("mul", function(g, a, b) return g * b, g * a end)
+binary("mul", function(g, a, b) return g * cj(b), g * cj(a) end)
 binary("div", function(g, a, b, y)
-  return g / b, (not f(b)) and -g * y / b or nil
+  return g / cj(b), (not f(b)) and -g * cj(y / b) or nil
 end, { uses_y = true })
 binary("pow", function(g, a, b, y)
   local ga, gb
-  if tracked(a) then ga = g * b * a ^ (b - 1) end
-  if tracked(b) then gb = g * y * (f(a) and math.log(a) or a:log()) end
+  if tracked(a) then ga = g * cj(b * a ^ (b - 1)) end
+  if tracked(b) then gb = g * cj(y * (f(a) and math.log(a) or gpu.log(a))) end
   return ga, gb
 end, { uses_y = true })
 binary("maximum", function(g, a, b)
@@ -220,7 +237,7 @@ binary("mod", function(g, a, b)
 end)
 R.lerp = { backward = function(g, node)
   local a, b, w = node[1], node[2], node[3]
-  return g * (1 - w), g * w, (not f(w)) and g * (b - a) or nil
+  return g * cj(1 - w), g * cj(w), (not f(w)) and g * cj(b - a) or nil
 end }
 R.where = { backward = function(g, node)
   local c = node[1]
@@ -241,6 +258,13 @@ R.clip = { backward = function(g, node)
   end
   return inside, glo, ghi
 end }
+
+-- ---- complex: making, splitting and viewing complex arrays (rules_complex.lua) ---------------------------
+
+for name, rule in pairs(require "gpu.autograd.rules_complex") do
+  assert(R[name] == nil, "gpu.autograd.rules: two rules for " .. name)
+  R[name] = rule
+end
 
 -- ---- reductions and scans ------------------------------------------------------------------------------
 
@@ -311,9 +335,9 @@ local function abs_sum_norm_grad(g, x, red, list, keep, ord)
   if ord == math.huge or ord == -math.huge then over, across = c, r end
   local sums = x:abs():sum(over, { keepdims = true })
   local ext = ord > 0 and sums:max(across, { keepdims = true }) or sums:min(across, { keepdims = true })
-  local mask = sums:eq(ext):astype(x.dtype)
+  local mask = sums:eq(ext):astype(sums.dtype)
   mask = mask / mask:sum(across, { keepdims = true })
-  return unreduce(g, x, red, keep) * mask * x:sign()
+  return unreduce(g, x, red, keep) * mask * sgn(x)
 end
 
 R.norm = { uses_y = true, backward = function(g, node, y)
@@ -330,16 +354,16 @@ R.norm = { uses_y = true, backward = function(g, node, y)
   if ord == nil or ord == "fro" or ord == 2 then
     return gg * gpu.where(yy:eq(0), 0, x / yy)
   elseif ord == 1 then
-    return gg * x:sign()
+    return gg * sgn(x)
   elseif ord == math.huge or ord == -math.huge then
     local ax = x:abs()
-    local mask = gpu.where(ax:eq(yy), 1, 0):astype(x.dtype)
-    return gg * x:sign() * mask / mask:sum(list, { keepdims = true })
+    local mask = gpu.where(ax:eq(yy), 1, 0):astype(ax.dtype)
+    return gg * sgn(x) * mask / mask:sum(list, { keepdims = true })
   elseif ord == 0 then
     return gg * 0
   end
   -- p-norm: d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / y^(p-1)
-  return gg * x:sign() * x:abs() ^ (ord - 1) / gpu.where(yy:eq(0), 1, yy ^ (ord - 1))
+  return gg * sgn(x) * x:abs() ^ (ord - 1) / gpu.where(yy:eq(0), 1, yy ^ (ord - 1))
 end }
 
 -- prod along one axis (or of everything): the product of all the others, as exclusive
@@ -366,9 +390,9 @@ R.prod = { backward = function(g, node)
   local gg = unreduce(g, x, red, keep)
   if list == nil or #list ~= 1 then
     local flat = x:reshape(x.size)
-    return gg * exclusive_products(flat, 1):reshape(x.shape)
+    return gg * cj(exclusive_products(flat, 1):reshape(x.shape))
   end
-  return gg * exclusive_products(x, norm_axis(list[1], x.ndim))
+  return gg * cj(exclusive_products(x, norm_axis(list[1], x.ndim)))
 end }
 
 local function scan_axis(node)
@@ -395,7 +419,7 @@ R.cumprod = { backward = function(g, node)
   local rows = gpu.where(eye, 1, xl:unsqueeze(nd):expand(s))
   local P = rows:cumprod(nd + 1)                      -- P[i, k] = prod_{j <= k, j ~= i} x_j
   local upper = gpu.arange(1, L + 1, { device = x.device }):reshape(L, 1):le(gpu.arange(1, L + 1, { device = x.device }))
-  local gi = (gpu.where(upper, P, 0) * gl:unsqueeze(nd)):sum(nd + 1)
+  local gi = (cj(gpu.where(upper, P, 0)) * gl:unsqueeze(nd)):sum(nd + 1)
   if axis ~= nd then gi = gi:transpose(axis, nd) end
   return gi:reshape(node[1].shape)
 end }

@@ -9,6 +9,7 @@ local is_array = require("gpu.options").is_array
 local H = require "gpu.autograd.rule_helpers"
 local tracked, unbroadcast, norm_axis, no_grad = H.tracked, H.unbroadcast, H.norm_axis, H.no_grad
 local op_node, scatter_add, put_key, scatter_along = H.op_node, H.scatter_add, H.put_key, H.scatter_along
+local cj = H.conj    -- (the conjugate of a complex array; real ones as they are)
 
 local R = {}
 
@@ -124,9 +125,10 @@ R.repeat_interleave = R["repeat"]
 
 -- ---- linear algebra ----------------------------------------------------------------------------------------
 
+-- a @ b: g @ b^H and a^H @ g (the conjugates are no-ops for real operands)
 local function matmul_grads(g, a, b)
   local an, bn = a.ndim, b.ndim
-  if an == 1 and bn == 1 then return g * b, g * a end
+  if an == 1 and bn == 1 then return g * cj(b), g * cj(a) end
   local a2 = an == 1 and a:reshape(1, a.shape[1]) or a
   local b2 = bn == 1 and b:reshape(b.shape[1], 1) or b
   local g2 = g
@@ -134,11 +136,11 @@ local function matmul_grads(g, a, b)
   if bn == 1 then g2 = g2:unsqueeze(-1) end
   local ga, gb
   if tracked(a) then
-    ga = unbroadcast(g2:matmul(b2:transpose(-1, -2)), a2.shape)
+    ga = unbroadcast(g2:matmul(cj(b2:transpose(-1, -2))), a2.shape)
     if an == 1 then ga = ga:reshape(a.shape) end
   end
   if tracked(b) then
-    gb = unbroadcast(a2:transpose(-1, -2):matmul(g2), b2.shape)
+    gb = unbroadcast(cj(a2:transpose(-1, -2)):matmul(g2), b2.shape)
     if bn == 1 then gb = gb:reshape(b.shape) end
   end
   return ga, gb
@@ -146,22 +148,24 @@ end
 R.matmul = { backward = function(g, node) return matmul_grads(g, node[1], node[2]) end }
 R.dot = { backward = function(g, node)
   local a, b = node[1], node[2]
-  if a.ndim == 0 or b.ndim == 0 then return g * b, g * a end
+  if a.ndim == 0 or b.ndim == 0 then return g * cj(b), g * cj(a) end
   if b.ndim <= 2 then return matmul_grads(g, a, b) end
   error("dot: the gradient of N-D dot with a >2-D second operand is not implemented (use matmul)")
 end }
 R.outer = { backward = function(g, node)
   local a, b = node[1], node[2]
-  return g:matmul(b:reshape(b.size)):reshape(a.shape), g:transpose():matmul(a:reshape(a.size)):reshape(b.shape)
+  return g:matmul(cj(b:reshape(b.size))):reshape(a.shape), g:transpose():matmul(cj(a:reshape(a.size))):reshape(b.shape)
 end }
 
 -- ---- gpu.linalg (numpy.linalg over LAPACK) ------------------------------------------------------------------
--- The formulas are PyTorch's and TensorFlow's (real case), in dispatched ops. Ops with
--- several results (slogdet, qr, svd, eigh) give each differentiable result a node of its
--- own (per_result): the gradient of a is linear in the results' gradients, so the engine's
--- sum over those nodes is the whole gradient. A symmetric input (cholesky, eigh) gets the
--- symmetric gradient, which is the gradient of any function of a symmetric argument.
-local function mT(x) return x:transpose(-1, -2) end
+-- The formulas are PyTorch's and TensorFlow's, in dispatched ops, written with the conjugate
+-- transpose mT (the transpose for real arrays), so they hold for complex matrices too
+-- (PyTorch's complex forms; svd's and eig's gauge terms below). Ops with several results
+-- (slogdet, qr, svd, eigh, eig) give each differentiable result a node of its own
+-- (per_result): the gradient of a is linear in the results' gradients, so the engine's sum
+-- over those nodes is the whole gradient. A symmetric (Hermitian) input (cholesky, eigh)
+-- gets the symmetric gradient, which is the gradient of any function of such an argument.
+local function mT(x) return cj(x:transpose(-1, -2)) end
 local function eye_of(n, x) return gpu.eye(n, { dtype = x.dtype, device = x.device }) end
 -- (n, n) masks: 1 on and below the diagonal (lower), the diagonal halved (phi)
 local function tril_mask(n, x, half_diag)
@@ -186,7 +190,7 @@ local function per_result(grad, which)
   end
 end
 
--- solve(a, b): x = a^-1 b; gb = a^-T g, ga = -gb x^T (b a vector when 1-D)
+-- solve(a, b): x = a^-1 b; gb = a^-H g, ga = -gb x^H (b a vector when 1-D)
 R["linalg.solve"] = { uses_y = true, backward = function(g, node, x)
   local a, b = node[1], node[2]
   local gb = gpu.linalg.solve(mT(a), b.ndim == 1 and g:unsqueeze(-1) or g)
@@ -200,12 +204,12 @@ R["linalg.inv"] = { uses_y = true, backward = function(g, node, y)
   return -yt:matmul(g):matmul(yt)
 end }
 R["linalg.det"] = { uses_y = true, backward = function(g, node, y)
-  return ix(g * y) * mT(gpu.linalg.inv(node[1]))
+  return ix(g * cj(y)) * mT(gpu.linalg.inv(node[1]))
 end }
 R["linalg.slogdet"] = { record = per_result(function(a, _, _, g) return ix(g) * mT(gpu.linalg.inv(a)) end, { 2 }) }
 
--- cholesky: a = L L^T; ga = L^-T Phi(L^T gL) L^-1 symmetrized, Phi the lower triangle with
--- the diagonal halved (upper: U = L^T)
+-- cholesky: a = L L^H; ga = L^-H Phi(L^H gL) L^-1 made Hermitian, Phi the lower triangle
+-- with the diagonal halved (upper: U = L^H)
 R["linalg.cholesky"] = { uses_y = true, backward = function(g, node, y)
   local upper = type(node[2]) == "table" and node[2].upper
   local l, gl = upper and mT(y) or y, upper and mT(g) or g
@@ -221,7 +225,7 @@ local function qr_square_grad(a, q, r, gq, gr)
   local M, inner = nil, nil
   if gq then local qg = mT(q):matmul(gq); M = qg - mT(qg) end
   if gr then local rg = r:matmul(mT(gr)); M = M and M + rg - mT(rg) or rg - mT(rg) end
-  inner = rsolve(M * tril_mask(n, a), r)
+  inner = rsolve(M * tril_mask(n, a, true), r)                 -- M's diagonal: 0 for reals
   if gr then inner = inner + gr end
   local ga = q:matmul(inner)
   if gq then ga = ga + rsolve(gq - q:matmul(mT(q):matmul(gq)), r) end
@@ -231,10 +235,11 @@ end
 local function cols(x, i, j)
   return x:take(gpu.arange(j - i + 1, { dtype = "int64", device = x.device }) + i, x.ndim)
 end
--- qr (TensorFlow's QrGrad). m >= n, reduced: with M = q^T gq - (q^T gq)^T + r gr^T - (r gr^T)^T,
--- ga = q (gr + tril(M) r^-T) + (gq - q q^T gq) r^-T. m < n (reduced and complete are one):
--- a = [x | y], r = [u | v]: x's gradient is the square case's with gq + y gv^T and gu, y's
--- is q gv. Mode "complete" with m > n has none (as PyTorch).
+-- qr (TensorFlow's QrGrad). m >= n, reduced: with M = q^H gq - (q^H gq)^H + r gr^H - (r gr^H)^H,
+-- ga = q (gr + Phi(M) r^-H) + (gq - q q^H gq) r^-H, Phi the lower triangle with the diagonal
+-- halved (zero for reals; for complex, r's real diagonal leaves i Im(q^H gq - gr r^H) there).
+-- m < n (reduced and complete are one): a = [x | y], r = [u | v]: x's gradient is the square
+-- case's with gq + y gv^H and gu, y's is q gv. Mode "complete" with m > n has none (as PyTorch).
 local function qr_grad(a, q, r, gq, gr)
   local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
   if q.shape[q.ndim] ~= math.min(m, n) then
@@ -258,9 +263,10 @@ R["linalg.qr"] = {
     return qr_grad(node[1], q, r, nil, g)
   end }
 
--- svd (PyTorch's svd_backward, real case; distinct singular values for gu, gvh):
--- ga = u [ (skew(u^T gu) S + S skew(v^T gv)) / E + diag(gs) ] vh
---      + (I - u u^T) gu S^-1 vh + u S^-1 gv^T (I - v v^T),  E_ij = s_j^2 - s_i^2
+-- svd (PyTorch's svd_backward; distinct singular values for gu, gvh):
+-- ga = u [ (skew(u^H gu) S + S skew(v^H gv)) / E + diag(gs) ] vh
+--      + (I - u u^H) gu S^-1 vh + u S^-1 gv^H (I - v v^H),  E_ij = s_j^2 - s_i^2
+-- and for complex u, the phase of each pair of singular vectors: + i diag(Im(u^H gu)) / S
 local function svd_grad(u, s, vh, gu, gs, gvh)
   local k = s.shape[s.ndim]
   local m, n = u.shape[u.ndim - 1], vh.shape[vh.ndim]
@@ -274,7 +280,14 @@ local function svd_grad(u, s, vh, gu, gs, gvh)
     local s2 = s * s
     local E = s2:unsqueeze(-2) - s2:unsqueeze(-1) + eye_of(k, s)
     local off = 1 - eye_of(k, s)
-    if gu then local x = mT(u):matmul(gu); add((x - mT(x)) * s:unsqueeze(-2) / E * off) end
+    if gu then
+      local x = mT(u):matmul(gu)
+      add((x - mT(x)) * s:unsqueeze(-2) / E * off)
+      if H.is_complex(x) then
+        local im = (H.part(x, 2) * eye_of(k, s)):sum(-2) / s           -- Im(u_j^H gu_j) / s_j
+        add(H.from_parts(gpu.zeros_like(im), im):unsqueeze(-1) * eye_of(k, s))
+      end
+    end
     if gvh then local x = mT(v):matmul(mT(gvh)); add(s:unsqueeze(-1) * (x - mT(x)) / E * off) end
   end
   local ga = u:matmul(inner):matmul(vh)
@@ -295,7 +308,7 @@ R["linalg.svd"] = {
   end }
 R["linalg.svdvals"] = { backward = R["linalg.svd"].backward }
 
--- eigh: ga = v (diag(gw) + (v^T gv) / E) v^T symmetrized, E_ij = w_j - w_i (distinct w)
+-- eigh: ga = v (diag(gw) + (v^H gv) / E) v^H made Hermitian, E_ij = w_j - w_i (distinct w)
 local function eigh_grad(w, v, gw, gv)
   local n = w.shape[w.ndim]
   local inner = gw and gw:unsqueeze(-1) * eye_of(n, w) or nil
@@ -315,8 +328,36 @@ R["linalg.eigvalsh"] = { backward = function(g, node)
   return eigh_grad(w, v, g, nil)
 end }
 
--- lstsq (full column rank, m >= n): x = (a^T a)^-1 a^T b; with z = (a^T a)^-1 gx and the
--- residual r = b - a x: ga = r z^T - a z x^T, gb = a z
+-- eig (PyTorch's linalg_eig_backward; distinct eigenvalues for gv): a = v diag(w) v^-1 with
+-- unit columns v_j, so ga = v^-H (diag(gw) + P / conj(E)) v^H, E_ij = w_j - w_i (1 on the
+-- diagonal) and P = v^H gv - v^H v diag(Re(v^H gv)), the part of v^H gv that moves the
+-- columns' directions, not their norms; a real a takes the real part (the engine's cast)
+local function eig_grad(w, v, gw, gv)
+  local n = w.shape[w.ndim]
+  local eye = eye_of(n, H.part(w, 1))
+  local inner
+  if gv then
+    local vh = mT(v)
+    local x = vh:matmul(gv)
+    x = x - vh:matmul(v * (H.part(x, 1) * eye):sum(-2):unsqueeze(-2))
+    inner = x / (cj(w:unsqueeze(-2) - w:unsqueeze(-1)) + eye)
+  end
+  if gw then
+    local d = gw:unsqueeze(-1) * eye
+    inner = inner and inner + d or d
+  end
+  return gpu.linalg.solve(mT(v), inner:matmul(mT(v)))
+end
+R["linalg.eig"] = { record = per_result(function(_, res, i, g)
+  return eig_grad(res[1], res[2], i == 1 and g or nil, i == 2 and g or nil)
+end, { 1, 2 }) }
+R["linalg.eigvals"] = { backward = function(g, node)
+  local w, v = gpu.linalg.eig(node[1])
+  return eig_grad(w, v, g, nil)
+end }
+
+-- lstsq (full column rank, m >= n): x = (a^H a)^-1 a^H b; with z = (a^H a)^-1 gx and the
+-- residual r = b - a x: ga = r z^H - a z x^H, gb = a z
 R["linalg.lstsq"] = { record = per_result(function(a, res, _, g, b)
   local m, n = a.shape[1], a.shape[2]
   if m < n or res[3] < n then

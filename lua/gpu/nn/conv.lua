@@ -31,6 +31,9 @@ local function use_dnn(device, dtype, family)
   return dnn ~= nil and dnn.enabled ~= false and dnn.available(device, dtype, family) == true
 end
 local dnn_floats = { float16 = true, float32 = true, float64 = true }
+local fft_floats = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+-- the fast transform lengths (2, 3 and 5 their only prime factors), convolve's
+local function fast_len(n) return require("gpu.routines.stats").fast_len(n) end
 
 
 local size = "integer|table"
@@ -43,9 +46,59 @@ local conv_keys = {
   conv_transpose = { stride = size, padding = size, output_padding = size, dilation = size,
                      groups = { type = "integer", min = 1 } },
 }
-local CONV1D = decl("nn.conv1d", conv_keys.conv, "gpu.nn.functional.conv1d(gpu.ones(1, 1, 4), gpu.ones(1, 1, 2), nil, %s)")
+local CONV1D = decl("nn.conv1d", (function()
+  local k = { method = { type = "string", choices = { "direct", "fft", "auto" }, default = "direct" } }
+  for name, spec in pairs(conv_keys.conv) do k[name] = spec end
+  return k
+end)(), "gpu.nn.functional.conv1d(gpu.ones(1, 1, 4), gpu.ones(1, 1, 2), nil, %s)")
 
--- conv1d_as(name, x, w, b, opts): x (N, C, L) or (C, L), w (O, C/groups, k), b (O) or nil.
+-- conv1d through the transforms. y[n, o, t] = sum_c sum_j xp[n, c, t s + j d] w[o, c, j] (xp: x
+-- padded with p zeros each side, Lp long) is the valid part of the correlation of xp with the
+-- dilated kernel (kd = d (k - 1) + 1 long), i.e. of the convolution with that kernel reversed,
+-- summed over the group's channels. A circular convolution of length L >= Lp wraps none of the
+-- valid outputs (positions kd - 1 .. Lp - 1), so with X = rfft(xp, L), W = rfft(reversed
+-- kernel, L): Y[n, o, f] = sum_c X[n, c, f] W[o, c, f], one complex matmul per frequency and
+-- group, then irfft and every s-th valid position. All of it differentiable (the transforms
+-- have rules), so autograd needs nothing more.
+local function conv1d_fft(x, w, b, s, p, d, G)
+  local N, C, L = x.shape[1], x.shape[2], x.shape[3]
+  local O, Cg, k = w.shape[1], w.shape[2], w.shape[3]
+  local Og, kd, Lp = O // G, d * (k - 1) + 1, L + 2 * p
+  local fft = gpu.fft
+  if p > 0 then
+    local z = gpu.zeros({ N, C, p }, { dtype = x.dtype, device = x.device })
+    x = gpu.concat({ z, x, z }, 3)
+  end
+  local wr = w:flip(3)
+  if d > 1 then                                               -- d - 1 zeros after each tap
+    local z = gpu.zeros({ O, Cg, k, d - 1 }, { dtype = w.dtype, device = w.device })
+    wr = gpu.concat({ wr:unsqueeze(4), z }, 4):reshape(O, Cg, k * d)[{ ":", ":", { 1, kd } }]
+  end
+  local Lf = fast_len(Lp)
+  local F = Lf // 2 + 1
+  local X = fft.rfft(x, Lf, 3):reshape(N, G, Cg, F):permute(4, 2, 1, 3)      -- (F, G, N, Cg)
+  local W = fft.rfft(wr, Lf, 3):reshape(G, Og, Cg, F):permute(4, 1, 3, 2)    -- (F, G, Cg, Og)
+  local Y = X:matmul(W):permute(3, 2, 4, 1):reshape(N, O, F)
+  local y = fft.irfft(Y, Lf, 3)[{ ":", ":", { kd, Lp, s } }]
+  if y.dtype ~= x.dtype then y = y:astype(x.dtype) end       -- float16, bfloat16: transformed in float32
+  if b ~= nil then y = y + b:reshape(1, O, 1) end
+  return y
+end
+
+-- "auto": the transforms when their multiplications, 2.5 L log2 L per real transform of
+-- length L and 4 per complex product, weighted 5 to 1, are fewer than the direct sum's: the
+-- direct path's library kernels (oneDNN, cuDNN) do several times more multiplications per
+-- second than the transforms and the small per-frequency products (measured on the cpu:
+-- the weights 2 to 10 with the kernel's length and the channels)
+local function fft_conv1d_faster(N, C, O, Cg, k, Lout, Lp)
+  local Lf = fast_len(Lp)
+  local F = Lf // 2 + 1
+  local transforms = (N * C + O * Cg + N * O) * 2.5 * Lf * math.log(Lf, 2)
+  return 5 * (transforms + 4 * N * O * Cg * F) < N * O * Cg * k * Lout
+end
+
+-- conv1d_as(name, x, w, b, opts): x (N, C, L) or (C, L), w (O, C/groups, k), b (O) or nil;
+-- opts.method "direct" (conv2d's path on a (N, C, 1, L) view), "fft" or "auto".
 local function conv1d_as(name, x, w, b, o)
   local xb, was = batched(name, x, 3)
   check_array(w, name, 2, "weight")
@@ -54,6 +107,33 @@ local function conv1d_as(name, x, w, b, o)
   local p = single(o.padding or 0, "padding", name, true)
   local d = single(o.dilation or 1, "dilation", name)
   local N, C, L = xb.shape[1], xb.shape[2], xb.shape[3]
+  local method = o.method or "direct"
+  if method ~= "direct" then
+    local G = o.groups or 1
+    local O, Cg, k = w.shape[1], w.shape[2], w.shape[3]
+    if b ~= nil then check_array(b, name, 3, "bias") end
+    if math.type(G) ~= "integer" or O % G ~= 0 then
+      raise("%s: groups (%s) must be a positive integer dividing the %d output channels", name, tostring(G), O)
+    end
+    if b ~= nil and b.size ~= O then
+      raise("%s: bias must hold %d values (one per output channel), got %s", name, O, shape_str(b.shape))
+    end
+    if C ~= Cg * G then
+      raise("%s: expected %d input channels, got %d (input shape %s)", name, Cg * G, C, shape_str(xb.shape))
+    end
+    local kd, Lp = d * (k - 1) + 1, L + 2 * p
+    if Lp < kd then
+      raise("%s: the input of length %d (padded %d) is shorter than the kernel (dilated: %d)", name, L, Lp, kd)
+    end
+    local floating = fft_floats[xb.dtype] and w.dtype == xb.dtype
+    if method == "fft" and not floating then
+      raise("%s: method 'fft' takes a floating-point input and weight of one dtype, got %s and %s", name, xb.dtype,
+        w.dtype)
+    end
+    if floating and (method == "fft" or fft_conv1d_faster(N, C, O, Cg, k, (Lp - kd) // s + 1, Lp)) then
+      return unbatch(conv1d_fft(xb, w, b, s, p, d, G), was)
+    end
+  end
   local y = F.conv2d_as(name, xb:reshape(N, C, 1, L), w:reshape(w.shape[1], w.shape[2], 1, w.shape[3]), b,
     { stride = { 1, s }, padding = { 0, p }, dilation = { 1, d }, groups = o.groups or 1 })
   return unbatch(y:reshape(N, y.shape[2], y.shape[4]), was)
