@@ -763,7 +763,10 @@ local function call(name)
   end
   if res[1] then
     for i = 2, res.n do
-      check_result(res[i], desc)
+      -- an argument handed back as it is (gpu._check_value's answer) was checked when made
+      local passed = false
+      for k = 1, n do passed = passed or rawequal(args[k], res[i]) end
+      if not passed then check_result(res[i], desc) end
       if type(res[i]) == "table" then for _, v in ipairs(res[i]) do check_result(v, desc) end end
     end
     if is_array(res[2]) and dt < 0.1 and not res[2]:is_closed() then
