@@ -76,10 +76,21 @@ for _, n in ipairs { "add", "sub", "mul", "div" } do
   end)
   case(n .. " (complex and a number)", function(dev) return function(a) return gpu[n](a, 1.7) end, { Z(dev, 2, 3) } end)
 end
+-- Lua complex scalars as the other operand: their conjugates in the derivative factors
+for _, n in ipairs { "mul", "div", "pow" } do
+  case(n .. " (complex array and a complex scalar)", function(dev)
+    local c = gpu.complex(0.8, -0.6)
+    return function(a) return gpu[n](a, c) + gpu[n](c, a) end, { ZP(dev, 2, 3) }
+  end)
+end
 case("pow", function(dev) return function(a, b) return gpu.pow(a, b) end, { ZP(dev, 2, 3), Z(dev, 3) * 0.5 } end)
 case("pow (complex base, number exponent)", function(dev) return function(a) return a ^ 3 end, { Z(dev, 2, 3) } end)
 case("pow (real base, complex exponent)", function(dev)
   return function(a, b) return gpu.pow(a, b) end, { U(dev, 0.5, 1.5, { 2, 3 }), Z(dev, 3) * 0.5 }
+end)
+case("pow (negative real base and number, complex exponent)", function(dev)
+  return function(b) return gpu.pow(gpu.array({ -1.5, 2, -0.5 }, { dtype = "float64", device = dev }), b) + gpu.pow(-2, b) end,
+    { Z(dev, 2, 3) * 0.5 }
 end)
 case("where", function(dev)
   local c = gpu.array({ true, false, true }, { device = dev })

@@ -9,6 +9,7 @@ local G = gpu._grad
 local H = {}
 
 local is_array = require("gpu.options").is_array
+H.is_array = is_array
 local function tracked(v) return is_array(v) and G.node(v) ~= nil end
 H.tracked = tracked
 

@@ -210,10 +210,23 @@ binary("mul", function(g, a, b) return g * cj(b), g * cj(a) end)
 binary("div", function(g, a, b, y)
   return g / cj(b), (not f(b)) and -g * cj(y / b) or nil
 end, { uses_y = true })
+-- log(a) for pow's exponent gradient, in the result's kind: a complex y of a real base
+-- (negative entries included) takes the principal complex log; a Lua complex scalar its own
+local function base_log(a, y)
+  if f(a) then
+    if H.is_complex(y) and a < 0 then return gpu.complex(math.log(-a), math.pi) end
+    return math.log(a)
+  end
+  if H.is_array(a) then
+    if H.is_complex(y) and not H.is_complex(a) then a = a:astype(y.dtype) end
+    return a:log()
+  end
+  return gpu.complex(math.log(a:abs()), a:arg())
+end
 binary("pow", function(g, a, b, y)
   local ga, gb
   if tracked(a) then ga = g * cj(b * a ^ (b - 1)) end
-  if tracked(b) then gb = g * cj(y * (f(a) and math.log(a) or gpu.log(a))) end
+  if tracked(b) then gb = g * cj(y * base_log(a, y)) end
   return ga, gb
 end, { uses_y = true })
 binary("maximum", function(g, a, b)
