@@ -13,6 +13,39 @@
 /* The name of the running C function as lauxlib's argument errors give it: the name at
 ** its call site, else the field of a loaded module that holds it ("gpu.arange", found
 ** for a call through pcall), else "?". Pushed on the stack. */
+/* Whether the table at t holds fn (at fn) as a field, or as a field of one of its tables
+** (gpu.linalg.eig under "gpu"): then pushes "<prefix>.<field>[.<field>]" and returns true. */
+static bool find_field(lua_State *L, int t, int fn, const char *prefix, int depth) {
+  lua_pushnil(L);
+  while (lua_next(L, t)) {                          /* field, value */
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      const char *field = lua_tostring(L, -2);
+      if (lua_rawequal(L, -1, fn)) {
+        if (prefix) lua_pushfstring(L, "%s.%s", prefix, field);
+        else lua_pushstring(L, field);
+        lua_replace(L, -3);                         /* the name over the key */
+        lua_pop(L, 1);
+        return true;
+      }
+      if (depth > 0 && lua_istable(L, -1)) {
+        const char *sub = prefix ? lua_pushfstring(L, "%s.%s", prefix, field) : lua_pushstring(L, field);
+        if (find_field(L, lua_gettop(L) - 1, fn, sub, depth - 1)) {
+          lua_replace(L, -4);                       /* the name over the key */
+          lua_pop(L, 2);
+          return true;
+        }
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  return false;
+}
+
+/* The name of the running C function as lauxlib's argument errors give it: the name at
+** its call site, else the field of a loaded module (or of a table in one: gpu.linalg.eig)
+** that holds it ("gpu.arange", found for a call through pcall), else "?". Pushed on the
+** stack. */
 static const char *push_function_name(lua_State *L) {
   lua_Debug ar;
   if (!lua_getstack(L, 0, &ar)) return lua_pushliteral(L, "?");
@@ -20,22 +53,19 @@ static const char *push_function_name(lua_State *L) {
   if (ar.name) { lua_pop(L, 1); return lua_pushstring(L, ar.name); }
   int fn = lua_gettop(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushnil(L);
-  while (lua_next(L, -2)) {                         /* module name, module */
-    if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
-      lua_pushnil(L);
-      while (lua_next(L, -2)) {                     /* field, value */
-        if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
-          const char *mod = lua_tostring(L, -4), *field = lua_tostring(L, -2);
-          const char *name = strcmp(mod, "_G") == 0 ? lua_pushstring(L, field) : lua_pushfstring(L, "%s.%s", mod, field);
+  for (int depth = 0; depth < 2; depth++) {         /* modules' own fields first */
+    lua_pushnil(L);
+    while (lua_next(L, fn + 1)) {                   /* module name, module */
+      if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
+        const char *mod = lua_tostring(L, -2);
+        if (find_field(L, lua_gettop(L), fn, strcmp(mod, "_G") == 0 ? NULL : mod, depth)) {
           lua_replace(L, fn);
           lua_settop(L, fn);
-          return name;
+          return lua_tostring(L, fn);
         }
-        lua_pop(L, 1);
       }
+      lua_pop(L, 1);
     }
-    lua_pop(L, 1);
   }
   lua_settop(L, fn - 1);
   return lua_pushliteral(L, "?");
