@@ -6,9 +6,9 @@
 ** "gpu.complex": immutable as a Lua number is, told from an array by one metatable
 ** comparison in C (gl_lua_tocomplex), so every reader of numbers (gl_lua_scalar: fill
 ** values, x[k] = v, the operands of arithmetic, gpu.array's tables) takes it as one. Its
-** arithmetic mixes with Lua numbers on either side and follows NumPy's complex128 scalar
-** (Smith's division, powers by repeated multiplication for small integer exponents); with an
-** array on either side it is the array's operator.
+** arithmetic mixes with Lua numbers on either side and is the complex arrays' own
+** (kernels/complex.h: NumPy's formulas); with an array on either side it is the array's
+** operator.
 **
 ** The arrays' side: gpu.complex(re, im) of arrays (torch.complex), gpu.real / gpu.imag
 ** (x.real, x.imag: views of the parts), conj, angle, polar, isreal, iscomplex, isrealobj,
@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lbody.h"
-#include <complex.h>                 /* after the headers with a variable named I */
-#undef I
 
 #define COMPLEX_META "gpu.complex"
 
@@ -28,22 +26,26 @@
 ** gpu.imag that x.real and x.imag call. */
 static const char complex_meta_key = 0, real_key = 0, imag_key = 0;
 
-typedef struct cnum {
+/* The scalar's bytes (a userdata is only 8-byte aligned: no gl_complex128 there); its
+** values are computed as gl_complex128 by kernels/complex.h (included below, under the
+** options its products need), the elementwise ops' own math. */
+typedef struct zbox {
   double re, im;
-} cnum;
+} zbox;
+typedef gl_complex128 cnum;
 
 /* ---- the scalar --------------------------------------------------------------------------- */
 
 void gl_lua_push_complex(lua_State *L, double re, double im) {
-  cnum *z = lua_newuserdatauv(L, sizeof *z, 0);
+  zbox *z = lua_newuserdatauv(L, sizeof *z, 0);
   z->re = re;
   z->im = im;
   lua_rawgetp(L, LUA_REGISTRYINDEX, &complex_meta_key);
   lua_setmetatable(L, -2);
 }
 
-static const cnum *test_complex(lua_State *L, int idx) {
-  const cnum *z = lua_touserdata(L, idx);
+static const zbox *test_complex(lua_State *L, int idx) {
+  const zbox *z = lua_touserdata(L, idx);
   if (z == NULL || !lua_getmetatable(L, idx)) return NULL;
   lua_rawgetp(L, LUA_REGISTRYINDEX, &complex_meta_key);
   bool ours = lua_rawequal(L, -1, -2);
@@ -52,7 +54,7 @@ static const cnum *test_complex(lua_State *L, int idx) {
 }
 
 bool gl_lua_tocomplex(lua_State *L, int idx, double *re, double *im) {
-  const cnum *z = test_complex(L, idx);
+  const zbox *z = test_complex(L, idx);
   if (z == NULL) return false;
   *re = z->re;
   *im = z->im;
@@ -68,15 +70,15 @@ static bool to_cnum(lua_State *L, int idx, cnum *z) {
     z->im = 0;
     return true;
   }
-  const cnum *p = test_complex(L, idx);
-  if (p) *z = *p;
+  const zbox *p = test_complex(L, idx);
+  if (p) *z = gl_make_complex128(p->re, p->im);
   return p != NULL;
 }
 
 static cnum check_cnum(lua_State *L, int idx) {
-  const cnum *z = test_complex(L, idx);
+  const zbox *z = test_complex(L, idx);
   if (z == NULL) luaL_typeerror(L, idx, COMPLEX_META);
-  return *z;
+  return gl_make_complex128(z->re, z->im);
 }
 
 /* ---- arithmetic, as NumPy's complex128 scalars -------------------------------------------- */
@@ -93,47 +95,7 @@ static cnum check_cnum(lua_State *L, int idx) {
 #pragma GCC optimize("fp-contract=off", "no-tree-slp-vectorize")
 #endif
 
-static cnum c_make(double re, double im) { cnum z = { re, im }; return z; }
-static cnum c_add(cnum a, cnum b) { return c_make(a.re + b.re, a.im + b.im); }
-static cnum c_sub(cnum a, cnum b) { return c_make(a.re - b.re, a.im - b.im); }
-static cnum c_mul(cnum a, cnum b) { return c_make(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); }
-
-/* Smith's algorithm, as NumPy's complex division: no overflow of |b|^2, and a zero divisor
-** gives infinities or NaN by the parts' own division. */
-static cnum c_div(cnum a, cnum b) {
-  double abr = fabs(b.re), abi = fabs(b.im);
-  if (abr >= abi) {
-    if (abr == 0 && abi == 0) return c_make(a.re / abr, a.im / abr);
-    double rat = b.im / b.re, scl = 1.0 / (b.re + b.im * rat);
-    return c_make((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);
-  }
-  double rat = b.re / b.im, scl = 1.0 / (b.im + b.re * rat);
-  return c_make((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);
-}
-
-/* NumPy's complex power (npy_cpow): z^0 = 1, 0^b = 0 for Re b > 0 (else NaN), integer
-** exponents below 100 in magnitude by repeated squaring (so (1+2i)^2 is exactly -3+4i), else
-** the C library's cpow. */
-static cnum c_pow(cnum a, cnum b) {
-  if (b.re == 0 && b.im == 0) return c_make(1, 0);
-  if (a.re == 0 && a.im == 0) return b.re > 0 && b.im == 0 ? c_make(0, 0) : c_make(NAN, NAN);
-  if (b.im == 0 && b.re == trunc(b.re) && fabs(b.re) < 100) {
-    if (b.re == 1) return a;                          /* unrolled as NumPy's: infinities kept */
-    if (b.re == 2) return c_mul(a, a);
-    if (b.re == 3) return c_mul(a, c_mul(a, a));
-    long n = labs((long)b.re);
-    cnum r = c_make(1, 0), p = a;
-    for (;;) {
-      if (n & 1) r = c_mul(r, p);
-      n >>= 1;
-      if (n == 0) break;
-      p = c_mul(p, p);
-    }
-    return b.re < 0 ? c_div(c_make(1, 0), r) : r;
-  }
-  double complex r = cpow(CMPLX(a.re, a.im), CMPLX(b.re, b.im));
-  return c_make(creal(r), cimag(r));
-}
+#include "../../kernels/complex.h"
 
 /* An operator whose operands are not both numbers or complex scalars: with an array, the
 ** module's op of that name (gpu.add for z + x: its errors then name it), else the other
@@ -169,21 +131,21 @@ static int arith(lua_State *L, const char *event, const char *opname, cnum (*op)
   return 1;
 }
 
-static int z_add(lua_State *L) { return arith(L, "__add", "add", c_add); }
-static int z_sub(lua_State *L) { return arith(L, "__sub", "sub", c_sub); }
-static int z_mul(lua_State *L) { return arith(L, "__mul", "mul", c_mul); }
-static int z_div(lua_State *L) { return arith(L, "__div", "div", c_div); }
-static int z_pow(lua_State *L) { return arith(L, "__pow", "pow", c_pow); }
+static int z_add(lua_State *L) { return arith(L, "__add", "add", gl_complex128_add); }
+static int z_sub(lua_State *L) { return arith(L, "__sub", "sub", gl_complex128_sub); }
+static int z_mul(lua_State *L) { return arith(L, "__mul", "mul", gl_complex128_mul); }
+static int z_div(lua_State *L) { return arith(L, "__div", "div", gl_complex128_div); }
+static int z_pow(lua_State *L) { return arith(L, "__pow", "pow", gl_complex128_pow); }
 
 static int z_unm(lua_State *L) {
   cnum z = check_cnum(L, 1);
-  push_cnum(L, c_make(-z.re, -z.im));
+  push_cnum(L, gl_complex128_neg(z));
   return 1;
 }
 
 /* Lua calls __eq only between two userdata: an array or another type is never equal. */
 static int z_eq(lua_State *L) {
-  const cnum *a = test_complex(L, 1), *b = test_complex(L, 2);
+  const zbox *a = test_complex(L, 1), *b = test_complex(L, 2);
   lua_pushboolean(L, a && b && a->re == b->re && a->im == b->im);
   return 1;
 }
@@ -230,7 +192,7 @@ static int z_tostring(lua_State *L) {
 /* "z = " .. z: a string or a number with a complex scalar, as tostring writes it. */
 static int z_concat(lua_State *L) {
   for (int i = 1; i <= 2; i++) {
-    if (test_complex(L, i)) { push_text(L, *test_complex(L, i)); lua_replace(L, i); }
+    if (test_complex(L, i)) { push_text(L, check_cnum(L, i)); lua_replace(L, i); }
     else if (!lua_isstring(L, i)) return luaL_error(L, "attempt to concatenate a %s value", luaL_typename(L, i));
   }
   lua_concat(L, 2);
@@ -252,19 +214,19 @@ static int z_index(lua_State *L) {
 
 static int z_abs(lua_State *L) {
   cnum z = check_cnum(L, 1);
-  lua_pushnumber(L, hypot(z.re, z.im));
+  lua_pushnumber(L, gl_complex128_abs(z));
   return 1;
 }
 
 static int z_conj(lua_State *L) {
   cnum z = check_cnum(L, 1);
-  push_cnum(L, c_make(z.re, -z.im));
+  push_cnum(L, gl_complex128_conj(z));
   return 1;
 }
 
 static int z_arg(lua_State *L) {
   cnum z = check_cnum(L, 1);
-  lua_pushnumber(L, atan2(z.im, z.re));
+  lua_pushnumber(L, gl_complex128_angle(z));
   return 1;
 }
 
