@@ -17,6 +17,7 @@
 ** ("complex sources" below).
 */
 #include "cuda_common.cuh"
+#include "complex.h"
 #include <cub/block/block_scan.cuh>
 
 /* The integer expressions are shared by signed and unsigned types ("x < 0" on uint8). */
@@ -629,7 +630,10 @@ __device__ __forceinline__ bool gl_cnan(const gl_cpart &a) { return a.re != a.re
 ** loses, a NaN wins, then the lexicographic order, ties to the lower position): the same
 ** answer in any order of folding. */
 __device__ __forceinline__ gl_cpart gl_ccombine(gl_cpart a, gl_cpart b, int op) {
-  if (op == GL_KR_PROD) return { a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re, 0 };
+  if (op == GL_KR_PROD) {
+    gl_cz p = gl_complex128_mul(gl_cz_make(a.re, a.im), gl_cz_make(b.re, b.im));
+    return { p.re, p.im, 0 };
+  }
   if (b.idx == INT64_MAX) return a;
   if (a.idx == INT64_MAX) return b;
   bool an = gl_cnan(a), bn = gl_cnan(b), take;

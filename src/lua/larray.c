@@ -70,6 +70,13 @@ gl_array *gl_lua_push(lua_State *L) {
   return a;
 }
 
+gl_array *gl_lua_push_view(lua_State *L, const gl_array *v) {
+  gl_array *r = gl_lua_push(L);
+  *r = *v;
+  gl_storage_retain(r->storage);
+  return r;
+}
+
 /* ---- light arrays ---------------------------------------------------------------------
 **
 ** A small cpu result (GL_LIGHT_MAX bytes at most) is one Lua allocation: the descriptor,
@@ -491,9 +498,7 @@ static int array_index_in(lua_State *L) {
       gl_lua_push_element(L, &v, 0);
       return 1;
     }
-    gl_array *r = gl_lua_push(L);
-    *r = v;
-    gl_storage_retain(r->storage);
+    gl_array *r = gl_lua_push_view(L, &v);
     if (r->storage->lua_owned) gl_lua_anchor_views(L, 1, lua_gettop(L), lua_gettop(L));
   }
   if (gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));

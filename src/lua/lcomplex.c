@@ -249,14 +249,6 @@ static gl_array part_of(const gl_array *x, int part) {
   return v;
 }
 
-/* Pushes a view v of an argument's storage as a new array. */
-static int push_view(lua_State *L, const gl_array *v) {
-  gl_array *r = gl_lua_push(L);
-  *r = *v;
-  gl_storage_retain(r->storage);
-  return 1;
-}
-
 /* A real part for gpu.complex or gpu.polar: an open real array, or a number. */
 static gl_operand real_operand(lua_State *L, gl_lctx *c, int idx) {
   gl_operand o = { NULL, gl_scalar_int(0) };
@@ -353,7 +345,8 @@ static int l_real(lua_State *L) {
   lua_settop(L, 1);
   if (!gl_dtype_is_complex((gl_dtype)x->dtype)) return 1;
   gl_array v = part_of(x, 0);
-  return push_view(L, &v);
+  gl_lua_push_view(L, &v);
+  return 1;
 }
 
 /* gpu.imag(x), x.imag: a view of a complex array's imaginary parts; for a real array zeros
@@ -364,7 +357,8 @@ static int l_imag(lua_State *L) {
   lua_settop(L, 1);
   if (gl_dtype_is_complex((gl_dtype)x->dtype)) {
     gl_array v = part_of(x, 1);
-    return push_view(L, &v);
+    gl_lua_push_view(L, &v);
+    return 1;
   }
   gl_array *z = gl_lua_alloc(L, (gl_dtype)x->dtype, 0, x->shape, gl_array_device(x));   /* 0-d */
   gl_status st = gl_op_fill(z, gl_scalar_int(0));

@@ -154,6 +154,9 @@ void gl_open_hold(lua_State *L, int module);
 
 /* Pushes a new userdata holding a closed array (storage NULL) and returns it. */
 gl_array *gl_lua_push(lua_State *L);
+/* Pushes v, a descriptor made from another array's (a view), as a new array of that
+** storage (retained). Returns the new array. */
+gl_array *gl_lua_push_view(lua_State *L, const gl_array *v);
 /* Pushes a new open array of that dtype, shape and device, for an op to fill: a cpu
 ** result of at most GL_LIGHT_MAX bytes is a light array, its bytes inside the userdata
 ** (one Lua allocation, no finalizer; larray.c), others come from the device as through

@@ -23,9 +23,7 @@ static int view_result(lua_State *L, gl_status st) {
 
 /* Pushes v, a descriptor made from another array's, as a view of that array's storage. */
 static int push_descriptor(lua_State *L, const gl_array *v) {
-  gl_array *r = gl_lua_push(L);
-  *r = *v;
-  gl_storage_retain(r->storage);
+  gl_lua_push_view(L, v);
   return 1;
 }
 

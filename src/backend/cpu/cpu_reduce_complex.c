@@ -16,21 +16,19 @@
 #include <omp.h>
 #endif
 #include "cpu_reduce.h"
+#include "../../../kernels/complex.h"
 
-typedef struct cval { double re, im; } cval;
+/* Values in double (kernels/complex.h's gl_complex128), whatever the element's precision. */
+typedef gl_cz cval;
 
 static inline cval cload(gl_dtype dt, const char *p, int64_t i) {
-  if (dt == GL_COMPLEX64) {
-    const gl_complex64 *z = (const gl_complex64 *)(const void *)p + i;
-    return (cval){ z->re, z->im };
-  }
-  const gl_complex128 *z = (const gl_complex128 *)(const void *)p + i;
-  return (cval){ z->re, z->im };
+  if (dt == GL_COMPLEX64) return gl_complex64_widen(((const gl_complex64 *)(const void *)p)[i]);
+  return ((const gl_complex128 *)(const void *)p)[i];
 }
 
 static inline void cstore(gl_dtype dt, char *p, int64_t i, cval v) {
-  if (dt == GL_COMPLEX64) ((gl_complex64 *)(void *)p)[i] = gl_make_complex64((float)v.re, (float)v.im);
-  else ((gl_complex128 *)(void *)p)[i] = gl_make_complex128(v.re, v.im);
+  if (dt == GL_COMPLEX64) ((gl_complex64 *)(void *)p)[i] = gl_complex128_narrow(v);
+  else ((gl_complex128 *)(void *)p)[i] = v;
 }
 
 static inline bool cnan(cval v) { return v.re != v.re || v.im != v.im; }
@@ -40,7 +38,7 @@ static inline bool cbefore(cval v, cval w) { return v.re < w.re || (v.re == w.re
 
 /* a * b, rounded to float parts with f32. */
 static inline cval cmul(cval a, cval b, bool f32) {
-  cval r = { a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re };
+  cval r = gl_complex128_mul(a, b);
   if (f32) { r.re = (double)(float)r.re; r.im = (double)(float)r.im; }
   return r;
 }
@@ -190,7 +188,7 @@ gl_status gl_cpu_scan_complex(gl_redop op, const gl_array *dst, const gl_array *
     if (gl_interrupted()) continue;
     int64_t so, dof;
     gl_rdims_offset(d, n, l, &so, &dof);
-    cval c = { 1, 0 };
+    cval c = gl_cz_make(1, 0);
     for (int64_t k = 0; k < K; k++) {
       if (k % GL_POLL_SPAN == GL_POLL_SPAN - 1 && gl_interrupted()) break;
       c = cmul(c, cload(sdt, sb, so + k * sa), f32);
