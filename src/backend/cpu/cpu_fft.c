@@ -380,37 +380,21 @@ static gl_status fx_execute(fx_desc *d, void *ip, void *op, bool preserve) {
 
 /* ---- the backend entry ---------------------------------------------------------------- */
 
-/* x as an array of reals, for the elementwise loops: itself when it is real, else (complex)
-** viewed as its real dtype with a last axis of 2 (re, im), or flat when 'flat' (x then
-** C-contiguous). false when there is no such view (a complex array of GL_MAXDIMS axes). */
+/* x as an array of reals, for the elementwise loops: itself when it is real, else
+** (complex) its view_as_real, of x flattened first when 'flat' (x then C-contiguous). false
+** when there is no such view (a complex array of GL_MAXDIMS axes, not flattened). */
 static bool as_reals(const gl_array *x, bool flat, gl_array *v) {
   *v = *x;
-  if (gl_dtypes[x->dtype].kind != GL_KIND_COMPLEX) return true;
-  v->dtype = (uint8_t)(x->dtype == GL_COMPLEX128 ? GL_FLOAT64 : GL_FLOAT32);
-  v->offset = 2 * x->offset;
-  v->size = 2 * x->size;
-  if (flat) {
-    v->ndim = 1;
-    v->shape[0] = v->size;
-    v->strides[0] = 1;
-    return true;
-  }
-  if (x->ndim == GL_MAXDIMS) return false;
-  for (int d = 0; d < x->ndim; d++) v->strides[d] = 2 * x->strides[d];
-  v->shape[x->ndim] = 2;
-  v->strides[x->ndim] = 1;
-  v->ndim = (uint8_t)(x->ndim + 1);
-  return true;
+  if (!gl_dtype_is_complex((gl_dtype)x->dtype)) return true;
+  int64_t n = x->size;
+  if (flat && gl_view_reshape(v, 1, &n) != GL_OK) return false;
+  return v->ndim < GL_MAXDIMS && gl_view_as_real(v) == GL_OK;
 }
 
 /* dst = src * scale, as arrays of reals (dst may be src; both as_reals views of one shape). */
 static gl_status mul_reals(const gl_array *dst, const gl_array *src, double scale) {
   gl_operand a = { src, gl_scalar_int(0) }, b = { NULL, gl_scalar_float(scale) };
   return gl_cpu_binary(GL_B_mul, (gl_dtype)dst->dtype, dst, a, b);
-}
-
-static void *data_of(const gl_array *x) {
-  return (char *)x->storage->data + x->offset * (int64_t)gl_dtypes[x->dtype].size;
 }
 
 /* *tmp = a contiguous copy of in times scale, on which FFTW may do as it likes: one pass
@@ -443,14 +427,14 @@ gl_status gl_cpu_fft(const gl_array *out, const gl_array *in, const gl_fft_args 
   }
   fx_desc d;
   fx_describe(&d, a, src, out);
-  gl_status st = fx_execute(&d, data_of(src), data_of(out), src == in);
+  gl_status st = fx_execute(&d, gl_array_data(src), gl_array_data(out), src == in);
   if (st == GL_ENOTSUP && src == in) {           /* a layout FFTW will not leave intact */
     st = contiguous_copy(&tmp, in, a->scale);
     if (st == GL_OK) {
       src = &tmp;
       post = 1;
       fx_describe(&d, a, src, out);
-      st = fx_execute(&d, data_of(src), data_of(out), false);
+      st = fx_execute(&d, gl_array_data(src), gl_array_data(out), false);
     }
   }
   gl_array_release(&tmp);

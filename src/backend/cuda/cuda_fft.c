@@ -301,10 +301,6 @@ static gl_status step_run(const cf_step *p, char *ip, char *op) {
 
 /* ---- the backend entry ---------------------------------------------------------------- */
 
-static char *data_of(const gl_array *x) {
-  return (char *)x->storage->data + x->offset * (int64_t)gl_dtypes[x->dtype].size;
-}
-
 /* The step over transformed axes ax[0..rank-1] of in -> out (batch: every other axis of
 ** extent > 1, merged where both arrays are contiguous across it). The logical extents
 ** come from 'logical' (C2R: the real output). */
@@ -354,14 +350,14 @@ static gl_status c2c_groups(gl_device dev, cudaStream_t s, const gl_array *in, c
     const gl_array *src = g == 0 ? in : out;
     cf_step p = { .dev = dev, .s = s, .type = dbl ? CUFFT_Z2Z : CUFFT_C2C, .direction = direction };
     step_of(&p, src, out, out, ax + g, n - g < 3 ? n - g : 3);
-    gl_status st = step_run(&p, data_of(src), data_of(out));
+    gl_status st = step_run(&p, gl_array_data(src), gl_array_data(out));
     if (st == GL_ENOTSUP && g == 0) {
       gl_array tmp = { 0 };
       st = gl_array_alloc(&tmp, (gl_dtype)in->dtype, in->ndim, in->shape, dev);
       if (st == GL_OK) st = gl_cuda_copy(&tmp, in);
       if (st == GL_OK) {
         step_of(&p, &tmp, out, out, ax, n < 3 ? n : 3);
-        st = step_run(&p, data_of(&tmp), data_of(out));
+        st = step_run(&p, gl_array_data(&tmp), gl_array_data(out));
         if (st == GL_ENOTSUP) st = gl_fail(GL_ENOTSUP, "fft: internal: cuFFT takes no layout for this transform");
       }
       gl_array_release(&tmp);
@@ -371,16 +367,12 @@ static gl_status c2c_groups(gl_device dev, cudaStream_t s, const gl_array *in, c
   return GL_OK;
 }
 
-/* x (complex) viewed as a flat array of its reals; x is C-contiguous. */
+/* x flattened, as reals ((n, 2) when complex: its view_as_real); x is C-contiguous. */
 static gl_array flat_reals(const gl_array *x) {
   gl_array v = *x;
-  bool cx = gl_dtypes[x->dtype].kind == GL_KIND_COMPLEX;
-  if (cx) v.dtype = (uint8_t)(x->dtype == GL_COMPLEX128 ? GL_FLOAT64 : GL_FLOAT32);
-  v.ndim = 1;
-  v.size = cx ? 2 * x->size : x->size;
-  v.shape[0] = v.size;
-  v.strides[0] = 1;
-  v.offset = cx ? 2 * x->offset : x->offset;
+  int64_t n = x->size;
+  gl_view_reshape(&v, 1, &n);                                   /* contiguous: a view */
+  if (gl_dtype_is_complex((gl_dtype)x->dtype)) gl_view_as_real(&v);   /* 2-d: room */
   return v;
 }
 
@@ -396,14 +388,14 @@ static gl_status scale_out(const gl_array *out, double scale) {
 static gl_status r2c_1d(gl_device dev, cudaStream_t s, const gl_array *out, const gl_array *in, int axis) {
   cf_step p = { .dev = dev, .s = s, .type = out->dtype == GL_COMPLEX128 ? CUFFT_D2Z : CUFFT_R2C };
   step_of(&p, in, out, in, &axis, 1);
-  gl_status st = step_run(&p, data_of(in), data_of(out));
+  gl_status st = step_run(&p, gl_array_data(in), gl_array_data(out));
   if (st != GL_ENOTSUP) return st;
   gl_array tmp = { 0 };
   GL_TRY(gl_array_alloc(&tmp, (gl_dtype)in->dtype, in->ndim, in->shape, dev));
   st = gl_cuda_copy(&tmp, in);
   if (st == GL_OK) {
     step_of(&p, &tmp, out, &tmp, &axis, 1);
-    st = step_run(&p, data_of(&tmp), data_of(out));
+    st = step_run(&p, gl_array_data(&tmp), gl_array_data(out));
     if (st == GL_ENOTSUP) st = gl_fail(GL_ENOTSUP, "fft: internal: cuFFT takes no layout for this transform");
   }
   gl_array_release(&tmp);
@@ -419,7 +411,7 @@ static gl_status r2c(gl_device dev, cudaStream_t s, const gl_array *out, const g
   by_stride(ax + first, nr - 1, out);
   cf_step p = { .dev = dev, .s = s, .type = out->dtype == GL_COMPLEX128 ? CUFFT_D2Z : CUFFT_R2C };
   step_of(&p, in, out, in, ax + first, nr);
-  gl_status st = nr > 1 ? step_run(&p, data_of(in), data_of(out)) : GL_ENOTSUP;
+  gl_status st = nr > 1 ? step_run(&p, gl_array_data(in), gl_array_data(out)) : GL_ENOTSUP;
   if (st == GL_ENOTSUP) {
     first = a->rank - 1;
     st = r2c_1d(dev, s, out, in, ax[first]);
@@ -461,7 +453,7 @@ static gl_status c2r(gl_device dev, cudaStream_t s, const gl_array *out, const g
   if (st == GL_OK) {
     cf_step p = { .dev = dev, .s = s, .type = dbl ? CUFFT_Z2D : CUFFT_C2R };
     step_of(&p, &tmp, out, out, a->axes + a->rank - 1, 1);
-    st = step_run(&p, data_of(&tmp), data_of(out));
+    st = step_run(&p, gl_array_data(&tmp), gl_array_data(out));
     if (st == GL_ENOTSUP) st = gl_fail(GL_ENOTSUP, "fft: internal: cuFFT takes no layout for this transform");
   }
   gl_array_release(&tmp);
