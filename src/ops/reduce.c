@@ -109,37 +109,7 @@ static bool has_identity(gl_redop op, double param) {
 /* Part p (0: real, 1: imaginary) of complex x as a real view of x's shape. */
 static void part_view(const gl_array *x, int p, gl_array *v) {
   *v = *x;
-  for (int d = 0; d < v->ndim; d++) v->strides[d] *= 2;
-  v->offset = 2 * v->offset + p;
-  v->dtype = (uint8_t)gl_real_for((gl_dtype)x->dtype);
-}
-
-/* d = a * b for complex arrays of d's shape (b broadcast), from the parts by NumPy's
-** formula (re = ar br - ai bi, im = ar bi + ai br) with the real elementwise ops: the
-** backends multiply complex numbers only inside their reductions. d may be a or b. */
-static gl_status complex_mul(const gl_array *d, const gl_array *a, const gl_array *b) {
-  gl_array ar, ai, br, bi, dr, di, re = { 0 }, im = { 0 }, t = { 0 };
-  part_view(a, 0, &ar);
-  part_view(a, 1, &ai);
-  part_view(b, 0, &br);
-  part_view(b, 1, &bi);
-  part_view(d, 0, &dr);
-  part_view(d, 1, &di);
-  gl_operand oar = { &ar, gl_scalar_int(0) }, oai = { &ai, gl_scalar_int(0) };
-  gl_operand obr = { &br, gl_scalar_int(0) }, obi = { &bi, gl_scalar_int(0) }, ot = { &t, gl_scalar_int(0) };
-  gl_status st = gl_op_binary(&re, GL_B_mul, oar, obr);
-  if (st == GL_OK) st = gl_op_binary(&t, GL_B_mul, oai, obi);
-  if (st == GL_OK) st = gl_op_binary_(&re, GL_B_sub, ot);
-  gl_array_release(&t);
-  if (st == GL_OK) st = gl_op_binary(&im, GL_B_mul, oar, obi);
-  if (st == GL_OK) st = gl_op_binary(&t, GL_B_mul, oai, obr);
-  if (st == GL_OK) st = gl_op_binary_(&im, GL_B_add, ot);
-  if (st == GL_OK) st = gl_op_assign(&dr, &re);
-  if (st == GL_OK) st = gl_op_assign(&di, &im);
-  gl_array_release(&t);
-  gl_array_release(&re);
-  gl_array_release(&im);
-  return st;
+  gl_view_part(v, p);                 /* cannot fail on a complex array */
 }
 
 /* x = x^r in place for a complex x and r >= 1, by squaring from the top bit (62 steps at
@@ -147,12 +117,13 @@ static gl_status complex_mul(const gl_array *d, const gl_array *a, const gl_arra
 static gl_status complex_power(const gl_array *x, int64_t r) {
   gl_array base = { 0 };
   GL_TRY(gl_op_copy(&base, x, (gl_dtype)x->dtype, gl_array_device(x)));
+  gl_operand self = { x, gl_scalar_int(0) }, by = { &base, gl_scalar_int(0) };
   int top = 63;
   while (top > 0 && !((r >> top) & 1)) top--;
   gl_status st = GL_OK;
   for (int b = top - 1; b >= 0 && st == GL_OK; b--) {
-    st = complex_mul(x, x, x);
-    if (st == GL_OK && ((r >> b) & 1)) st = complex_mul(x, x, &base);
+    st = gl_op_binary_(x, GL_B_mul, self);
+    if (st == GL_OK && ((r >> b) & 1)) st = gl_op_binary_(x, GL_B_mul, by);
   }
   gl_array_release(&base);
   return st;
@@ -357,11 +328,7 @@ static gl_status map_cast(gl_array *out, const gl_array *x, int dt) {
 
 static gl_status map_abs(gl_array *out, const gl_array *x, int unused) {
   (void)unused;
-  gl_array re, im;
-  part_view(x, 0, &re);
-  part_view(x, 1, &im);
-  gl_operand a = { &re, gl_scalar_int(0) }, b = { &im, gl_scalar_int(0) };
-  return gl_op_binary(out, GL_B_hypot, a, b);
+  return gl_op_unary(out, GL_U_abs, x);       /* |z|: real, in the parts' dtype */
 }
 
 /* f(x) for a reduction over the axes red marks, made once per element x holds (a reduced
