@@ -11,7 +11,7 @@
 ** operator.
 **
 ** The arrays' side: gpu.complex(re, im) of arrays (torch.complex), gpu.real / gpu.imag
-** (x.real, x.imag: views of the parts), conj, angle, polar, isreal, iscomplex, isrealobj,
+** (x.real, x.imag: views of the parts), polar, isreal, iscomplex, isrealobj,
 ** iscomplexobj, is_complex.
 */
 #include <math.h>
@@ -367,21 +367,6 @@ static int l_imag(lua_State *L) {
   return 1;                        /* one element's bytes, accounted by gl_lua_alloc */
 }
 
-/* gpu.conj(x), x:conj(): a copy with the imaginary parts negated (a real array's copy, as
-** NumPy's conjugate; PyTorch's conj is a lazy view instead). */
-static int l_conj(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1);
-  gl_lctx *c = GL_CTX(L);
-  lua_settop(L, 1);
-  gl_array *out = gl_lua_push_result(L, c, (gl_dtype)x->dtype, x->ndim, x->shape, gl_array_device(x));
-  gl_status st = gl_op_assign(out, x);
-  if (st == GL_OK && gl_dtype_is_complex((gl_dtype)x->dtype)) {
-    gl_array im = part_of(out, 1);
-    st = gl_op_unary_(&im, GL_U_neg);
-  }
-  return gl_lua_result(L, st, out, 0);
-}
-
 /* out = a op b, an elementwise op of views of the argument's parts, pushed. */
 static int push_binary(lua_State *L, gl_binop op, gl_operand a, gl_operand b) {
   gl_plan p;
@@ -390,22 +375,6 @@ static int push_binary(lua_State *L, gl_binop op, gl_operand a, gl_operand b) {
   gl_status st = gl_op_binary_run(out, &p, a, b);
   if (st != GL_OK) gl_array_release(out);
   return gl_lua_result(L, st, out, 0);
-}
-
-/* gpu.angle(x), x:angle(): the argument of each element in radians, NumPy's angle:
-** arctan2(x.imag, x.real), and for a real array arctan2(0, x) (0 or pi) with a weak 0. */
-static int l_angle(lua_State *L) {
-  gl_array *x = gl_lua_check(L, 1);
-  lua_settop(L, 1);
-  gl_operand a = { NULL, gl_scalar_int(0) }, b = { x, gl_scalar_int(0) };
-  gl_array re, im;
-  if (gl_dtype_is_complex((gl_dtype)x->dtype)) {
-    re = part_of(x, 0);
-    im = part_of(x, 1);
-    a.arr = &im;
-    b.arr = &re;
-  }
-  return push_binary(L, GL_B_atan2, a, b);
 }
 
 /* gpu.isreal(x) / gpu.iscomplex(x): per element, whether the imaginary part is zero
@@ -466,9 +435,6 @@ static const gl_reg complex_both[] = {
 
 /* Where kernels/elem_ops.h has rows of these names, the elementwise ops (gl_open_math,
 ** before this) serve: they run fused and in place as well. */
-static const gl_reg complex_elementwise[] = {
-  { "conj", l_conj, 1 }, { "angle", l_angle, 1 }, { NULL, NULL, 0 },
-};
 
 static void open_part(lua_State *L, int module, const char *name, lua_CFunction f, const char *key) {
   GL_PUSH_CTX(L);
@@ -491,10 +457,4 @@ void gl_open_complex(lua_State *L, int module, int methods) {
   /* x.real and x.imag are properties: gpu.real and gpu.imag are no methods */
   open_part(L, module, "real", l_real, &real_key);
   open_part(L, module, "imag", l_imag, &imag_key);
-  for (const gl_reg *r = complex_elementwise; r->name; r++) {
-    if (lua_getfield(L, module, r->name) != LUA_TNIL) { lua_pop(L, 1); continue; }
-    lua_pop(L, 1);
-    const gl_reg one[] = { *r, { NULL, NULL, 0 } };
-    gl_lua_setboth(L, module, methods, one);
-  }
 }
