@@ -287,3 +287,17 @@ describe("gpu.fft on cuda against the cpu", function()
     end
   end)
 end)
+
+describe("gpu.fft's planner setting", function()
+  it("refuses a GPULUA_FFTW_PLANNER that is neither estimate nor measure, naming it", function()
+    local bin = os.getenv("GPULUA_BIN") or "./gpulua"
+    local code, out, err = h.run("GPULUA_FFTW_PLANNER=bogus " .. bin ..
+      " -e 'local ok, e = pcall(gpu.fft.fft, gpu.ones(8)) print(ok, e)'")
+    assert.equal(0, code, err)
+    assert.matches("false", out, 1, true)
+    assert.matches("GPULUA_FFTW_PLANNER: 'bogus' is neither estimate nor measure", out, 1, true)
+    code, out, err = h.run("GPULUA_FFTW_PLANNER=estimate " .. bin .. " -e 'print(gpu.fft.fft(gpu.ones(4))[1])'")
+    assert.equal(0, code, err)
+    assert.matches("4", out, 1, true)
+  end)
+end)

@@ -246,7 +246,7 @@ static char planner_mode(void) {
   static char mode;
   if (mode == 0) {
     const char *v = getenv("GPULUA_FFTW_PLANNER");
-    mode = v && strcmp(v, "estimate") == 0 ? 'e' : v && strcmp(v, "measure") == 0 ? 'm' : 'a';
+    mode = v == NULL || *v == '\0' ? 'a' : strcmp(v, "estimate") == 0 ? 'e' : strcmp(v, "measure") == 0 ? 'm' : '?';
   }
   return mode;
 }
@@ -340,6 +340,8 @@ static gl_status fx_execute(fx_desc *d, void *ip, void *op, bool preserve) {
   int nt = (dbl ? lib_d.threads : lib_s.threads) ? gl_cpu_team_size(d->work) : 1;
   d->key[K_THREADS] = nt;
   char mode = planner_mode();
+  if (mode == '?')
+    return gl_fail(GL_EINVAL, "GPULUA_FFTW_PLANNER: '%s' is neither estimate nor measure", getenv("GPULUA_FFTW_PLANNER"));
   pthread_mutex_lock(&cache.lock);
   fx_plan *hit = NULL, *lru = &cache.e[0];
   for (int i = 0; i < CACHE_SIZE && hit == NULL; i++) {
