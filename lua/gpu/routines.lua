@@ -26,7 +26,7 @@ local function guarded(name, f)
 end
 
 local M = {}
-for _, part in ipairs({ "basic", "einsum", "nan", "sets", "bins", "shape", "stats" }) do
+for _, part in ipairs({ "basic", "einsum", "nan", "sets", "bins", "shape", "stats", "manip", "math", "tensor", "matrix" }) do
   for name, f in pairs(require("gpu.routines." .. part)) do
     if type(f) == "function" and gpu._routines[name] ~= nil then
       M[name] = options.counted(name, guarded(name, f), options.nparams(f))

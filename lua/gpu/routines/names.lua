@@ -17,4 +17,14 @@ return {
   quantile = false, percentile = false, median = false, nanmedian = false, nanquantile = false,
   nanpercentile = false, cov = false, corrcoef = false,
   diff = true, gradient = false, convolve = false, correlate = false, interp = false, trapz = false,
+  -- joining, splitting, building and indexing (gpu.routines.manip)
+
+  -- elementwise functions written over the ops (gpu.routines.math)
+
+  -- reductions, scans, sets and histograms (gpu.routines.stats, sets, bins)
+
+  -- PyTorch's tensor helpers (gpu.routines.tensor)
+
+  -- matrix products and factorisations (gpu.routines.matrix)
+
 }

@@ -1,0 +1,4 @@
+-- gpu.routines.manip: NumPy's joining, splitting, building and indexing routines.
+local M = {}
+
+return M

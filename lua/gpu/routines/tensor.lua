@@ -1,0 +1,4 @@
+-- gpu.routines.tensor: PyTorch's tensor helpers.
+local M = {}
+
+return M
