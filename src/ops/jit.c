@@ -65,44 +65,12 @@ double gl_jit_now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* FNV-1a, 64 bits, from 'h'. Two runs with different seeds give the 128-bit key. */
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-void gl_jit_hash(const char *a, size_t na, const char *b, size_t nb, char hex[33]) {
-  uint64_t h1 = fnv1a(fnv1a(14695981039346656037ull, a, na), b, nb);
-  uint64_t h2 = fnv1a(fnv1a(0x9e3779b97f4a7c15ull, a, na), b, nb);
-  snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
-}
-
 const char *gl_jit_compiler(void) {
   const char *cc = getenv("CC");
   return cc && *cc ? cc : "cc";
 }
 
 /* ---- the key ------------------------------------------------------------------------------ */
-
-/* The CPU's identity for -march=native: model name and flags of the first processor. */
-static uint64_t cpu_hash(void) {
-  uint64_t h = 14695981039346656037ull;
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return h;
-  char line[4096];
-  int seen = 0;
-  while (fgets(line, sizeof line, f) && seen < 2) {
-    if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0) {
-      h = fnv1a(h, line, strlen(line));
-      seen++;
-    }
-  }
-  fclose(f);
-  return h;
-}
 
 /* The program the first word of the compiler command names, found on PATH: its path,
 ** size and modification time, into buf ("?" when not found). */
@@ -132,164 +100,17 @@ static void compiler_identity(const char *cc, char *buf, size_t len) {
   else snprintf(buf, len, "?");
 }
 
-/* ---- the cache directory ---------------------------------------------------------------- */
+/* ---- the cache directory ------------------------------------------------------------- */
 
-/* A directory of ours that no one else may write: mode & 022 == 0, owner the user, not
-** a symbolic link. */
-static bool private_dir(const char *path) {
-  struct stat st;
-  return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
-}
+gl_status gl_jit_cache_dir(char *buf, size_t len) { return gl_cache_path("kernels", buf, len); }
 
-/* mkdir -p with mode 0700 for what it creates. */
-static int make_dirs(char *path) {
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    int r = mkdir(path, 0700);
-    *p = '/';
-    if (r != 0 && errno != EEXIST) return -1;
-  }
-  return mkdir(path, 0700) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* The disk cache: $XDG_CACHE_HOME/gpulua/kernels, else $HOME/.cache/gpulua/kernels. */
-static gl_status cache_path(char *buf, size_t len) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int n;
-  if (xdg && xdg[0] == '/') n = snprintf(buf, len, "%s/gpulua/kernels", xdg);
-  else if (home && home[0] == '/') n = snprintf(buf, len, "%s/.cache/gpulua/kernels", home);
-  else return gl_fail(GL_EIO, "no cache directory (neither XDG_CACHE_HOME nor HOME is set)");
-  if (n < 0 || (size_t)n >= len) return gl_fail(GL_EIO, "cache directory path too long");
-  return GL_OK;
-}
-
-gl_status gl_jit_cache_dir(char *buf, size_t len) { return cache_path(buf, len); }
-
-/* A compile takes seconds; a temporary this old belongs to a process that is gone. */
-#define STALE_TEMPORARY_S 3600
-
-/* Removes the "tmp-*" files of ours in dir older than STALE_TEMPORARY_S: what a process
-** killed mid-compile or mid-write left (a live one's files are younger). */
-static void remove_stale_temporaries(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  time_t now = time(NULL);
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, "tmp-", 4) != 0) continue;
-    struct stat st;
-    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
-        st.st_uid == geteuid() && now - st.st_mtime > STALE_TEMPORARY_S)
-      unlinkat(dirfd(d), e->d_name, 0);
-  }
-  closedir(d);
-}
-
-/* The cache directory, made if missing, when it and its parent 'gpulua' are private;
-** false otherwise (then the kernels go to a temporary directory). The first use in a
-** process clears stale temporaries. */
+/* The kernels' cache directory (else the kernels go to a temporary directory). The first
+** use in a process clears stale temporaries. */
 bool gl_jit_open_cache(char *dir, size_t len) {
-  if (cache_path(dir, len) != GL_OK) return false;
-  if (make_dirs(dir) != 0) return false;
-  char parent[4096];
-  snprintf(parent, sizeof parent, "%s", dir);
-  char *slash = strrchr(parent, '/');
-  if (slash) *slash = 0;
-  if (!private_dir(dir) || !private_dir(parent)) return false;
+  if (!gl_cache_open("kernels", dir, len)) return false;
   static int swept;
-  if (!__atomic_exchange_n(&swept, 1, __ATOMIC_ACQ_REL)) remove_stale_temporaries(dir);
+  if (!__atomic_exchange_n(&swept, 1, __ATOMIC_ACQ_REL)) gl_cache_sweep(dir);
   return true;
-}
-
-/* An object we may load: a regular file of ours that no one else may write. */
-bool gl_jit_private_file(const char *path) {
-  struct stat st;
-  return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
-}
-
-/* ---- sealed files ------------------------------------------------------------------------ */
-
-/* The seal after a cached file's body: "\n" SEAL_TAG " <size> <hash>\n", the size in 16
-** hex digits and the hash (gl_jit_hash) in 32, both of the body. */
-#define SEAL_TAG "gpulua-sealed"
-#define SEAL_LEN (sizeof SEAL_TAG - 1 + 52)
-
-static bool write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n > 0) {
-    ssize_t r = write(fd, c, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    c += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
-
-static void sync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-}
-
-gl_status gl_jit_store(const char *dir, const char *path, const void *body, size_t n) {
-  static unsigned counter;
-  char tmp[4300], hex[33], seal[SEAL_LEN + 1];
-  snprintf(tmp, sizeof tmp, "%s/tmp-store-%ld-%u", dir, (long)getpid(),
-           __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-  gl_jit_hash(body, n, "", 0, hex);
-  snprintf(seal, sizeof seal, "\n" SEAL_TAG " %016llx %s\n", (unsigned long long)n, hex);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return gl_fail(GL_EIO, "cannot write in %s: %s", dir, strerror(errno));
-  bool ok = write_all(fd, body, n) && write_all(fd, seal, SEAL_LEN) && fsync(fd) == 0;
-  int e = errno;
-  if (close(fd) != 0 && ok) { ok = false; e = errno; }
-  if (ok && rename(tmp, path) != 0) { ok = false; e = errno; }
-  if (!ok) {
-    unlink(tmp);
-    return gl_fail(GL_EIO, "cannot write %s: %s", path, strerror(e));
-  }
-  sync_dir(dir);
-  return GL_OK;
-}
-
-bool gl_jit_read_sealed(const char *path, char **body, size_t *n) {
-  *body = NULL;
-  *n = 0;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  char *buf = NULL;
-  bool ok = false;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
-      (size_t)st.st_size >= SEAL_LEN && (size_t)st.st_size < ((size_t)1 << 31) &&
-      (buf = malloc((size_t)st.st_size + 1)) != NULL) {
-    size_t got = 0, size = (size_t)st.st_size;
-    while (got < size) {
-      ssize_t r = read(fd, buf + got, size - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += (size_t)r;
-    }
-    size_t len = size - SEAL_LEN;
-    char hex[33], seal[SEAL_LEN + 1];
-    if (got == size) {
-      gl_jit_hash(buf, len, "", 0, hex);
-      snprintf(seal, sizeof seal, "\n" SEAL_TAG " %016llx %s\n", (unsigned long long)len, hex);
-      ok = memcmp(buf + len, seal, SEAL_LEN) == 0;
-    }
-    if (ok) {
-      buf[len] = 0;
-      *body = buf;
-      *n = len;
-    }
-  }
-  if (!ok) free(buf);
-  close(fd);
-  return ok;
 }
 
 /* A shared object of this machine's class and byte order whose program headers, and the
@@ -430,7 +251,7 @@ static void *load_checked(const char *path, const char *key) {
 static void *load_sealed(const char *path, const char *key) {
   char *body;
   size_t n;
-  if (!gl_jit_read_sealed(path, &body, &n)) return NULL;
+  if (!gl_cache_read_sealed(path, &body, &n)) return NULL;
   bool ok = elf_object(body, n);
   free(body);
   return ok ? load_checked(path, key) : NULL;
@@ -445,8 +266,8 @@ static void hash_skipping(const char *s, size_t n, const char *skip, char hex[33
   while (p < end) {
     const char *q = memmem(p, (size_t)(end - p), skip, k);
     const char *stop = q ? q : end;
-    h1 = fnv1a(h1, p, (size_t)(stop - p));
-    h2 = fnv1a(h2, p, (size_t)(stop - p));
+    h1 = gl_cache_fnv1a(h1, p, (size_t)(stop - p));
+    h2 = gl_cache_fnv1a(h2, p, (size_t)(stop - p));
     p = q ? q + k : end;
   }
   snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
@@ -476,7 +297,7 @@ static gl_status build(const char *dir, bool cache, const char *tag, const char 
     snprintf(key, sizeof key, "gpulua-jit/2 %s pp=%s", ident, pphash);
     for (char *c = key; *c; c++)      /* the key becomes a C string literal */
       if (*c == '"' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-    gl_jit_hash(key, strlen(key), "", 0, hash);
+    gl_cache_hash(key, strlen(key), "", 0, hash);
     snprintf(obj, sizeof obj, "%s/%s.so", dir, hash);
     if (cache && (*handle = load_sealed(obj, key)) != NULL) res->origin = GL_JIT_DISK;
     else {
@@ -489,7 +310,7 @@ static gl_status build(const char *dir, bool cache, const char *tag, const char 
       size_t olen = 0;
       char *bytes = st == GL_OK && cache ? slurp(opath, &olen) : NULL;
       /* a cache that cannot take the object (a full disk) only costs a compile next time */
-      if (bytes && gl_jit_store(dir, obj, bytes, olen) == GL_OK) *handle = load_sealed(obj, key);
+      if (bytes && gl_cache_store(dir, obj, bytes, olen) == GL_OK) *handle = load_sealed(obj, key);
       free(bytes);
       if (st == GL_OK && !*handle) *handle = load_checked(opath, key);
       if (st == GL_OK && !*handle) {
@@ -516,7 +337,7 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
   if (strcmp(cc_seen, cc) != 0) {
     compiler_identity(cc, compiler_id, sizeof compiler_id);
     snprintf(cc_seen, sizeof cc_seen, "%s", cc);
-    cpu = cpu_hash();
+    cpu = gl_cache_cpu_hash();
   }
   /* what the object depends on but its source; the memory cache is by the source as
   ** given (a process reads the headers once), the disk cache by the preprocessed text */
@@ -525,8 +346,8 @@ gl_status gl_jit_c_module(const char *src, gl_jit_module **out, gl_jit_result *r
            (unsigned long long)cpu);
   size_t slen = strlen(src);
   char srchash[33], hash[33];
-  gl_jit_hash(jit_prelude, sizeof jit_prelude - 1, src, slen, srchash);
-  gl_jit_hash(ident, strlen(ident), srchash, sizeof srchash - 1, hash);
+  gl_cache_hash(jit_prelude, sizeof jit_prelude - 1, src, slen, srchash);
+  gl_cache_hash(ident, strlen(ident), srchash, sizeof srchash - 1, hash);
 
   for (gl_jit_module *m = jit_modules; m; m = m->next)
     if (strcmp(m->hash, hash) == 0) {

@@ -10,6 +10,7 @@
 #define GL_OPS_JIT_H
 
 #include "ops.h"
+#include "../core/cache.h"
 
 typedef struct gl_jit_module gl_jit_module;   /* lives as long as the process */
 
@@ -61,22 +62,12 @@ gl_status gl_jit_cuda_launch(gl_device dev, gl_jit_cuda_module *m, const char *n
 /* NVRTC's version, "major.minor" (loads NVRTC) */
 gl_status gl_jit_nvrtc_version(int *major, int *minor);
 
-/* Shared by jit.c and jit_cuda.c: the cache directory (made 0700; false when it is not
-** private to the user), a file we may load (ours, written by no one else), the 128-bit
-** key hash of a then b as 32 hex digits, the numbered-source error log, a clock. */
+/* Shared by jit.c and jit_cuda.c: the kernels' cache directory (core/cache.h's "kernels",
+** stale temporaries swept at the first use; false when it is not private to the user),
+** the numbered-source error log, a clock. */
 bool gl_jit_open_cache(char *dir, size_t len);
-bool gl_jit_private_file(const char *path);
-void gl_jit_hash(const char *a, size_t na, const char *b, size_t nb, char hex[33]);
 char *gl_jit_error_log(const char *log, const char *src);
 double gl_jit_now_ms(void);
-
-/* Sealed cache files (jit.c), one mechanism for the objects and the CUDA images: store
-** writes 'body' then a seal (its size and content hash) under a temporary name in dir,
-** fsyncs it, renames it to path and fsyncs dir; read_sealed gives the body (malloc'd,
-** NUL-terminated, *n bytes) of a regular file of ours that no one else may write, only
-** when its seal holds (a file cut short or changed gives false). */
-gl_status gl_jit_store(const char *dir, const char *path, const void *body, size_t n);
-bool gl_jit_read_sealed(const char *path, char **body, size_t *n);
 
 /* The compiler command ($CC, else cc). */
 const char *gl_jit_compiler(void);

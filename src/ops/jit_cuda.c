@@ -78,7 +78,7 @@ gl_status gl_jit_nvrtc_version(int *major, int *minor) {
 static bool read_image(const char *path, const char *key, gl_jit_cuda_module *m) {
   char *buf;
   size_t n;
-  if (!gl_jit_read_sealed(path, &buf, &n)) return false;
+  if (!gl_cache_read_sealed(path, &buf, &n)) return false;
   bool ok = false;
   size_t klen = strlen(key);
   /* "<key>\n" then "cubin\n" or "ptx\n", then the image */
@@ -101,7 +101,7 @@ static bool read_image(const char *path, const char *key, gl_jit_cuda_module *m)
   return ok;
 }
 
-/* Seals the image into path (jit.c's gl_jit_store); a failure only leaves it uncached. */
+/* Seals the image into path (jit.c's gl_cache_store); a failure only leaves it uncached. */
 static void write_image(const char *dir, const char *path, const char *key, const gl_jit_cuda_module *m) {
   const char *kind = m->ptx ? "ptx\n" : "cubin\n";
   size_t klen = strlen(key), kdlen = strlen(kind), n = klen + 1 + kdlen + m->size;
@@ -111,7 +111,7 @@ static void write_image(const char *dir, const char *path, const char *key, cons
   body[klen] = '\n';
   memcpy(body + klen + 1, kind, kdlen);
   memcpy(body + klen + 1 + kdlen, m->image, m->size);
-  (void)gl_jit_store(dir, path, body, n);
+  (void)gl_cache_store(dir, path, body, n);
   free(body);
 }
 
@@ -123,11 +123,11 @@ static void write_image(const char *dir, const char *path, const char *key, cons
 static gl_status nvrtc_version_for_key(const gl_rtc *rtc, bool cache, const char *dir, int *major, int *minor) {
   char ident[4200], path[4300], hash[33];
   if (!cache || rtc->identity(ident, sizeof ident) != GL_OK) return rtc->version(major, minor);
-  gl_jit_hash(ident, strlen(ident), "", 0, hash);
+  gl_cache_hash(ident, strlen(ident), "", 0, hash);
   snprintf(path, sizeof path, "%s/nvrtc-%s.version", dir, hash);
   char *body;
   size_t len;
-  if (gl_jit_read_sealed(path, &body, &len)) {
+  if (gl_cache_read_sealed(path, &body, &len)) {
     size_t n = strlen(ident);
     bool ok = len > n && strncmp(body, ident, n) == 0 && body[n] == '\n' &&
               sscanf(body + n + 1, "%d.%d", major, minor) == 2;
@@ -137,7 +137,7 @@ static gl_status nvrtc_version_for_key(const gl_rtc *rtc, bool cache, const char
   GL_TRY(rtc->version(major, minor));
   char text[4400];
   int n = snprintf(text, sizeof text, "%s\n%d.%d\n", ident, *major, *minor);
-  if (n > 0 && (size_t)n < sizeof text) (void)gl_jit_store(dir, path, text, (size_t)n);
+  if (n > 0 && (size_t)n < sizeof text) (void)gl_cache_store(dir, path, text, (size_t)n);
   return GL_OK;
 }
 
@@ -199,10 +199,10 @@ gl_status gl_jit_cuda_module_get(const char *src, bool prelude, int arch, gl_jit
   const char *pre = prelude ? cuda_prelude : "";
   size_t plen = prelude ? sizeof cuda_prelude - 1 : 0, slen = strlen(src);
   char srchash[33], hash[33], key[512];
-  gl_jit_hash(pre, plen, src, slen, srchash);
+  gl_cache_hash(pre, plen, src, slen, srchash);
   snprintf(key, sizeof key, "gpulua-nvrtc/1 %s nvrtc=%d.%d arch=sm_%d opts=[" NVRTC_OPTS_TEXT "] src=%s", GPULUA_VERSION,
            major, minor, arch, srchash);
-  gl_jit_hash(key, strlen(key), "", 0, hash);
+  gl_cache_hash(key, strlen(key), "", 0, hash);
 
   pthread_mutex_lock(&cuda_lock);
   for (gl_jit_cuda_module *m = cuda_modules; m; m = m->next)
