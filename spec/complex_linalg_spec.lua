@@ -9,9 +9,8 @@
 -- Complex arrays are compared and multiplied through their real views (gpu.view_as_real):
 -- (Ar + i Ai)(Br + i Bi) = (Ar Br - Ai Bi) + i (Ar Bi + Ai Br) with real matmuls, so these
 -- checks stand on the real operations alone. The functions that gpu.linalg writes in array
--- ops (pinv, matrix_power, norm's sums, cond, svd's hermitian path) need complex matmul,
--- multiplication, conj and reductions; where the build has none of them yet, those
--- blocks are pending and say which.
+-- ops (pinv, matrix_power, norm's sums, cond, svd's hermitian path) use complex matmul,
+-- multiplication, conj and reductions.
 local h = require "spec.helper"
 local gpu = h.gpu
 local L = gpu.linalg
@@ -21,24 +20,6 @@ local TOL = { complex64 = 3e-4, complex128 = 1e-9 }
 local PART = { complex64 = "float32", complex128 = "float64" }
 local CPLX = { float32 = "complex64", float64 = "complex128" }
 local DTYPES = { "complex64", "complex128" }
-
--- whether the build has the complex array operations the written-in-Lua functions use
-local function can(f) return (pcall(f)) end
-local z2 = gpu.zeros(2, 2, { dtype = "complex128" })
-local HAS = {
-  matmul = can(function() return z2:matmul(z2) end),
-  mul = can(function() return z2 * gpu.ones(2) end),
-  conj = can(function() return z2:conj() end),
-  norm = can(function() return gpu.norm(z2) end),
-  abs = can(function() return gpu.abs(z2) end),
-}
--- it(name, fn) when the build has every listed operation for complex arrays, else pending
-local function it_with(needs, name, fn)
-  local missing = {}
-  for _, k in ipairs(needs) do if not HAS[k] then missing[#missing + 1] = k end end
-  if #missing == 0 then it(name, fn)
-  else pending(("%s (needs complex %s)"):format(name, table.concat(missing, ", "))) end
-end
 
 local function F(name, dt, dev) return gpu.load(FIX .. name .. ".npy"):astype(dt):to(dev) end
 local function is_complex(x) return x.dtype:match("^complex") ~= nil end
@@ -305,7 +286,7 @@ for _, dev in ipairs(h.devices()) do
         end
       end)
 
-      it_with({ "norm", "abs" }, "norm: vector orders and the matrix orders that sum moduli, real results", function()
+      it("norm: vector orders and the matrix orders that sum moduli, real results", function()
         local a, rb, v = F("t53", dt, dev), F("rb", dt, dev), F("vec", dt, dev)
         for name, o in pairs({ fro = "fro", ["1"] = 1, inf = math.huge, m1 = -1, minf = -math.huge }) do
           local r = L.norm(a, o)
@@ -320,7 +301,7 @@ for _, dev in ipairs(h.devices()) do
         close(L.norm(rb, nil, 3), F("rb_norm_ax2", pt, dev), tol)
       end)
 
-      it_with({ "matmul", "mul", "conj" }, "pinv, matrix_power: NumPy's values, batched, hermitian", function()
+      it("pinv, matrix_power: NumPy's values, batched, hermitian", function()
         close(L.pinv(F("t53", dt, dev)), F("t53_pinv", dt, dev), tol * 10)
         close(L.pinv(F("rb", dt, dev)), F("rb_pinv", dt, dev), tol * 10)
         close(L.pinv(strided(F("t53", dt, dev))), F("t53_pinv", dt, dev), tol * 10)
@@ -332,7 +313,7 @@ for _, dev in ipairs(h.devices()) do
         close(L.matrix_power(a, 0), F("a4_pow0", dt, dev), 0)
       end)
 
-      it_with({ "matmul", "mul", "conj", "norm", "abs" }, "cond: NumPy's values for every order", function()
+      it("cond: NumPy's values for every order", function()
         local c = F("a4", dt, dev)
         for name, p in pairs({ m2 = -2, ["1"] = 1, fro = "fro", inf = math.huge }) do
           close(L.cond(c, p), F("a4_cond_" .. name, pt, dev), tol * 10)
