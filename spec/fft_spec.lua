@@ -300,4 +300,44 @@ describe("gpu.fft's planner setting", function()
     assert.equal(0, code, err)
     assert.matches("4", out, 1, true)
   end)
+
+  it("keeps what measuring found in $XDG_CACHE_HOME/gpulua/fftw, sealed and private, and reads it back", function()
+    local bin = os.getenv("GPULUA_BIN") or "./gpulua"
+    local dir = os.tmpname()
+    os.remove(dir)
+    local folder = dir .. "/gpulua/fftw"
+    local prog = " -e 'print(gpu.fft.fft(gpu.arange(1, 65))[1].re)'"
+    local function run(planner)
+      local code, out, err = h.run("XDG_CACHE_HOME=" .. dir .. " GPULUA_FFTW_PLANNER=" .. planner .. " " .. bin .. prog)
+      assert.equal(0, code, err)
+      assert.matches("^2080", out)
+    end
+    local function wisdom()
+      local p = io.popen("ls " .. folder .. " 2>/dev/null")
+      local names = p:read("a")
+      p:close()
+      return names:match("wisdom%-%a+%-%x+")
+    end
+    run("estimate")                                     -- estimate mode writes nothing
+    assert.is_nil(wisdom())
+    run("measure")
+    local name = assert(wisdom(), "no wisdom file in " .. folder)
+    local f = assert(io.open(folder .. "/" .. name, "rb"))
+    local body = f:read("a")
+    f:close()
+    assert.matches("fftw", body, 1, true)
+    assert.matches("\ngpulua%-sealed %x+ %x+\n$", body)
+    local p = io.popen("stat -c %a " .. folder .. " " .. folder .. "/" .. name)
+    assert.equal("700\n600\n", p:read("a"))
+    p:close()
+    f = assert(io.open(folder .. "/" .. name, "ab"))       -- a damaged file is not read
+    f:write("(fftw-3.3 garbage")
+    f:close()
+    run("estimate")
+    run("measure")                                      -- and is replaced by a whole one
+    f = assert(io.open(folder .. "/" .. name, "rb"))
+    assert.matches("\ngpulua%-sealed %x+ %x+\n$", f:read("a"))
+    f:close()
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
 end)

@@ -34,6 +34,14 @@
 ** buffers of the user's alignment, never on the user's arrays, within MEASURE_LIMIT_S
 ** (past it FFTW keeps the estimated plan). GPULUA_FFTW_PLANNER=estimate keeps the first
 ** plans; =measure measures every layout at its first use, without a limit.
+**
+** What measuring finds outlives the process: after each measured plan FFTW's wisdom is
+** stored (core/cache.h: $XDG_CACHE_HOME/gpulua/fftw, a private folder, a sealed file per
+** precision and kind of CPU, merged with what other processes stored), and imported when
+** the library loads, with the system's (/etc/fftw). FFTW's planner uses wisdom at any
+** rigour, FFTW_ESTIMATE included, so a layout measured once is planned as measured from
+** its first call in later runs (fft2 of 2048^2 here: 17 ms against 175 ms). Estimate mode
+** neither reads nor writes wisdom.
 */
 #include <dlfcn.h>
 #include <math.h>
@@ -43,6 +51,7 @@
 #include <string.h>
 #include <time.h>
 #include "cpu.h"
+#include "../../core/cache.h"
 
 #if defined(__has_include)
 #if __has_include(<fftw3.h>)
@@ -68,7 +77,8 @@ void gl_cpu_fftw_version(char *buf, size_t n) { if (n) buf[0] = 0; }
 #define FFTW_FUNCS(X, P)                                                                        \
   X(P, plan_guru64_dft) X(P, plan_guru64_dft_r2c) X(P, plan_guru64_dft_c2r) X(P, execute_dft)  \
   X(P, execute_dft_r2c) X(P, execute_dft_c2r) X(P, destroy_plan) X(P, alignment_of)            \
-  X(P, set_timelimit)
+  X(P, set_timelimit) X(P, import_wisdom_from_string) X(P, export_wisdom_to_string)               \
+  X(P, import_system_wisdom)
 #define FFTW_FIELD(P, f) __typeof__(P##f) *f;
 #define FFTW_NAME(P, f) #f,
 #define FFTW_SLOT(P, f) (void *)&P.f,
@@ -135,13 +145,17 @@ static void fx_open(fx_lib *lib, const char *base, const char *prefix, const cha
   lib->ok = true;
 }
 
+static void wisdom_load(bool dbl);
+
 static void load_d(void) {
   void *const slots[] = { FFTW_FUNCS(FFTW_SLOT, fd) };
   fx_open(&lib_d, "libfftw3", "fftw_", "libfftw3-double3", slots);
+  if (lib_d.ok) wisdom_load(true);
 }
 static void load_s(void) {
   void *const slots[] = { FFTW_FUNCS(FFTW_SLOT, fs) };
   fx_open(&lib_s, "libfftw3f", "fftwf_", "libfftw3-single3", slots);
+  if (lib_s.ok) wisdom_load(false);
 }
 #undef FFTW_FIELD
 #undef FFTW_NAME
@@ -251,6 +265,57 @@ static char planner_mode(void) {
   return mode;
 }
 
+/* ---- wisdom: what measuring found, kept across runs ------------------------------------ */
+
+/* <cache>/fftw/wisdom-<single|double>-<the CPU's hash>: FFTW's wisdom of one precision on
+** this kind of CPU (core/cache.h: a private folder, a sealed file); dir gets the folder. */
+static bool wisdom_path(bool dbl, char *dir, size_t dlen, char *path, size_t plen) {
+  if (gl_cache_path("fftw", dir, dlen) != GL_OK) return false;
+  int n = snprintf(path, plen, "%s/wisdom-%s-%016llx", dir, dbl ? "double" : "single",
+                   (unsigned long long)gl_cache_cpu_hash());
+  return n > 0 && (size_t)n < plen;
+}
+
+/* Adds the wisdom of path to FFTW's (a file from another FFTW version is refused by FFTW
+** and ignored here). */
+static void wisdom_import(bool dbl, const char *path) {
+  char *body;
+  size_t n;
+  if (!gl_cache_read_sealed(path, &body, &n)) return;
+  if (dbl) fd.import_wisdom_from_string(body);
+  else fs.import_wisdom_from_string(body);
+  free(body);
+}
+
+/* At the library's load (in its pthread_once, before any plan of that precision): the
+** system's wisdom (/etc/fftw) and ours, so that a layout measured in an earlier run is
+** planned as measured from its first call, FFTW_ESTIMATE included. Not in estimate mode. */
+static void wisdom_load(bool dbl) {
+  if (planner_mode() != 'a' && planner_mode() != 'm') return;
+  if (dbl) fd.import_system_wisdom();
+  else fs.import_system_wisdom();
+  char dir[4096], path[4200];
+  if (wisdom_path(dbl, dir, sizeof dir, path, sizeof path)) wisdom_import(dbl, path);
+}
+
+/* After a plan was measured (the cache's lock held): FFTW's wisdom, merged with what
+** other processes stored meanwhile, stored again. Best effort: a cache that cannot be
+** written only means measuring again in the next run. */
+static void wisdom_save(bool dbl) {
+  char dir[4096], path[4200];
+  if (!wisdom_path(dbl, dir, sizeof dir, path, sizeof path) || !gl_cache_open("fftw", dir, sizeof dir)) return;
+  static int swept;
+  if (!swept) {
+    swept = 1;
+    gl_cache_sweep(dir);
+  }
+  wisdom_import(dbl, path);
+  char *w = dbl ? fd.export_wisdom_to_string() : fs.export_wisdom_to_string();
+  if (w == NULL) return;
+  (void)gl_cache_store(dir, path, w, strlen(w));
+  free(w);
+}
+
 static double seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -352,6 +417,7 @@ static gl_status fx_execute(fx_desc *d, void *ip, void *op, bool preserve) {
   if (hit == NULL) {
     unsigned keep = preserve ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT;
     void *p = mode == 'm' ? plan_measured(d, preserve, FFTW_NO_TIMELIMIT) : NULL;
+    if (p) wisdom_save(dbl);
     if (p == NULL) p = plan_new(d, ip, op, FFTW_ESTIMATE | keep, FFTW_NO_TIMELIMIT);
     if (p == NULL) {
       pthread_mutex_unlock(&cache.lock);
@@ -367,6 +433,7 @@ static gl_status fx_execute(fx_desc *d, void *ip, void *op, bool preserve) {
     hit->measured = true;
     void *p = plan_measured(d, preserve, MEASURE_LIMIT_S);
     if (p) {
+      wisdom_save(dbl);
       plan_destroy(dbl, hit->plan);
       hit->plan = p;
     }
