@@ -222,8 +222,19 @@ static void path_and_array(lua_State *L, const char **path, gl_array **x) {
 
 static int loadz_from(lua_State *L, io_box *b, int dtype, gl_device dev);
 
+/* gpu.save(path, t) and gpu.load of what it wrote (a safetensors file): a Lua table of
+** arrays, numbers, strings and tables, in lua/gpu/serialization.lua. */
+static int to_serialization(lua_State *L, const char *name) {
+  int nargs = lua_gettop(L);
+  gl_lua_push_part_stub(L, "gpu.serialization", name);
+  lua_insert(L, 1);
+  lua_call(L, nargs, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 /* gpu.save(path, x): .npy, byte-identical to np.save of the same array */
 static int l_save(lua_State *L) {
+  if (lua_type(L, 1) == LUA_TSTRING && lua_type(L, 2) == LUA_TTABLE) return to_serialization(L, "save");
   const char *path;
   gl_array *x;
   path_and_array(L, &path, &x);
@@ -237,11 +248,19 @@ static int l_save(lua_State *L) {
   return commit_file(L, b);
 }
 
-/* gpu.load(path [, {device=, dtype=}]): an .npy gives an array, an .npz a table */
+/* gpu.load(path [, {device=, dtype=}]): an .npy gives an array, an .npz a table, a file
+** of gpu.save(path, t) the table */
 static int l_load(lua_State *L) {
   int dtype;
   gl_device dev;
+  int nargs = lua_gettop(L);
   io_box *b = open_load(L, "load", &load_decl, &dtype, &dev);
+  /* safetensors: an 8-byte header length, then the header's JSON object */
+  if (b->map.len >= 9 && b->map.data[8] == '{') {
+    lua_closeslot(L, lua_gettop(L));
+    lua_settop(L, nargs);
+    return to_serialization(L, "load");
+  }
   /* a zip starts with a member's local header, or (no members: savez of {}) with the
   ** end record, as NumPy's np.load tells them */
   if (b->map.len >= 4 && (memcmp(b->map.data, "PK\3\4", 4) == 0 || memcmp(b->map.data, "PK\5\6", 4) == 0))
