@@ -119,6 +119,24 @@ for _, dev in ipairs(h.devices()) do
   end)
 end
 
+describe("DataLoader under pairs and ipairs", function()
+  it("pairs numbers an epoch's batches; ipairs and an integer key are an error saying how to iterate", function()
+    local loader = gpu.data.DataLoader(gpu.arange(10):reshape(5, 2), gpu.arange(5), { batch_size = 2 })
+    local seen = {}
+    for i, xb, yb in pairs(loader) do seen[#seen + 1] = { i, xb.shape[1], yb:totable() } end
+    assert.same({ { 1, 2, { 0, 1 } }, { 2, 2, { 2, 3 } }, { 3, 1, { 4 } } }, seen)
+    local ok, err = pcall(function() for _ in ipairs(loader) do end end)
+    assert.is_false(ok)
+    assert.matches("DataLoader: a loader has no batch [1] (ipairs does not iterate it): use `for xb, yb in loader do`",
+      err, 1, true)
+    ok, err = pcall(function() return loader[3] end)
+    assert.is_false(ok)
+    assert.matches("no batch [3]", err, 1, true)
+    assert.equal(2, loader.batch_size)                  -- fields and methods as before
+    assert.equal(3, #loader)
+  end)
+end)
+
 describe("fashion_mnist", function()
   local have = io.open(data.fashion_mnist_path .. "/t10k-labels-idx1-ubyte.gz")
   if have then have:close() end

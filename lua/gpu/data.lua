@@ -117,6 +117,26 @@ DataLoader.__call = function(self, ...)
   if xb ~= nil then self._running[xb] = next_batch end
   return xb, yb
 end
+-- pairs(loader) numbers an epoch's batches, as PyTorch's enumerate(loader):
+-- `for i, xb, yb in pairs(loader) do`. ipairs reads loader[1], loader[2]... and would see no
+-- batch at all, so an integer key is an error that says how to iterate.
+DataLoader.__pairs = function(self)
+  local next_batch, i = self:iter(), 0
+  return function()
+    local xb, yb = next_batch()
+    if xb == nil then return nil end
+    i = i + 1
+    return i, xb, yb
+  end, self, nil
+end
+DataLoader.__index = function(self, k)
+  local v = DataLoader[k]
+  if v == nil and math.type(k) == "integer" then
+    raise("DataLoader: a loader has no batch [%d] (ipairs does not iterate it): use `for xb, yb in loader do`, " ..
+      "or `for i, xb, yb in pairs(loader) do` to number the batches", k)
+  end
+  return v
+end
 DataLoader.__len = function(self)
   local n = self.sampler and #self.sampler or self.dataset and #self.dataset or self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
