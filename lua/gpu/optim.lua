@@ -300,15 +300,18 @@ end
 
 -- The state of parameter i from a checkpoint, its arrays copied or moved where the
 -- parameter is (nil and why when it does not fit). cls.flat_state: the state's arrays are
--- flat (LBFGS), not of the parameter's shape.
+-- flat (LBFGS), not of the parameter's shape; state_shape_fn[cls](k, p): the shape of state
+-- k where it is not the parameter's (Adafactor's row and column statistics).
+local state_shape_fn = setmetatable({}, { __mode = "k" })
 local function loaded_state(cls, p, i, s)
   if type(s) ~= "table" then return nil, ("the state of parameter #%d is %s, not a table"):format(i, type_name(s)) end
   local c = {}
   for k, v in pairs(s) do
     if is_array(v) then
-      if not cls.flat_state and options.shape_str(v.shape) ~= options.shape_str(p.shape) then
-        return nil, ("%s of parameter #%d has shape %s, the parameter %s"):format(k, i, options.shape_str(v.shape),
-          options.shape_str(p.shape))
+      local want = state_shape_fn[cls] and state_shape_fn[cls](k, p) or p.shape
+      if not cls.flat_state and options.shape_str(v.shape) ~= options.shape_str(want) then
+        return nil, ("%s of parameter #%d has shape %s, the parameter %s%s"):format(k, i, options.shape_str(v.shape),
+          options.shape_str(p.shape), want ~= p.shape and (" (it should be " .. options.shape_str(want) .. ")") or "")
       end
       c[k] = v.device == p.device and v:copy() or v:to(p.device)
     elseif type(v) == "table" then
@@ -512,11 +515,12 @@ function optim.by_name(name)
   return type(name) == "string" and keras_defaults[string.lower(name)] or nil
 end
 
--- ---- more optimizers (lua/gpu/optim/adaptive.lua, lbfgs.lua) --------------------------------------
+-- ---- more optimizers (lua/gpu/optim/adaptive.lua, more.lua, lbfgs.lua) --------------------------------------
 
 local def = { class = class, nonneg = nonneg, betas_ok = betas_ok, fills = fills, run_closure = run_closure,
-              use_fused = use_fused, fused_key = fused_key }
-for _, part in ipairs { "gpu.optim.adaptive", "gpu.optim.lbfgs" } do
+              use_fused = use_fused, fused_key = fused_key,
+              state_shape = function(cls, f) state_shape_fn[cls] = f end }
+for _, part in ipairs { "gpu.optim.adaptive", "gpu.optim.more", "gpu.optim.lbfgs" } do
   for name, cls in pairs(require(part)(def)) do optim[name] = cls end
 end
 

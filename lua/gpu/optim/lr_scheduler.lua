@@ -7,8 +7,9 @@
 -- As PyTorch: a schedule notes each parameter group's initial_lr (its lr when the first
 -- schedule is made) and sets every group's lr from it at construction (epoch 0) and at
 -- each step(); get_last_lr() returns the lrs, one per group. The formulas are PyTorch's
--- closed forms (one schedule per optimizer, or SequentialLR over several: chaining two
--- schedules that both set the lr is not supported). state_dict() holds the plain fields
+-- closed forms (one schedule per optimizer, SequentialLR over several one after another, or
+-- ChainedScheduler over multiplicative ones at once: two schedules that both step one
+-- optimizer's lr outside a chain are not supported). state_dict() holds the plain fields
 -- (no functions, no optimizer); load_state_dict(sd) takes them back.
 local options = require "gpu.options"
 
@@ -137,6 +138,8 @@ local function sched_class(name, key, keys, arg, init)
 end
 
 local function positive_int(v) return math.type(v) == "integer" and v > 0 end
+local LambdaLR_init
+local per_group = { type = "number|table", what = "a number or a list (one per parameter group)" }
 
 -- StepLR(opt, step_size [, {gamma = 0.1}]): lr = base * gamma^floor(epoch / step_size)
 local StepLR = sched_class("StepLR", "step_size", {
@@ -152,11 +155,8 @@ function Cosine:lr_at(e, _, base)
   return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * e / self.T_max)) / 2
 end
 
--- LambdaLR(opt, lr_lambda): lr = base * lr_lambda(epoch); lr_lambda a function or a list
--- of functions, one per group (epochs count from 0, as PyTorch's).
-local LambdaLR = sched_class("LambdaLR", "lr_lambda", {
-  lr_lambda = { type = "callable|table", what = "a function or a list of functions (one per parameter group)" },
-}, "function(e) return 0.5 ^ e end", function(self, o, fname)
+-- self.lr_lambdas: o.lr_lambda (a function, or a list of them) as one per group
+LambdaLR_init = function(self, o, fname)
   local f, n = o.lr_lambda, #self.optimizer.param_groups
   local list = {}
   if type(f) == "table" and not (getmetatable(f) or {}).__call then
@@ -169,7 +169,13 @@ local LambdaLR = sched_class("LambdaLR", "lr_lambda", {
     for i = 1, n do list[i] = f end
   end
   self.lr_lambda, self.lr_lambdas = nil, list
-end)
+end
+
+-- LambdaLR(opt, lr_lambda): lr = base * lr_lambda(epoch); lr_lambda a function or a list
+-- of functions, one per group (epochs count from 0, as PyTorch's).
+local LambdaLR = sched_class("LambdaLR", "lr_lambda", {
+  lr_lambda = { type = "callable|table", what = "a function or a list of functions (one per parameter group)" },
+}, "function(e) return 0.5 ^ e end", function(self, o, fname) LambdaLR_init(self, o, fname) end)
 function LambdaLR:lr_at(e, i, base)
   local v = self.lr_lambdas[i](e)
   if type(v) ~= "number" then raise("LambdaLR: lr_lambda(%d) returned %s, not a number", e, type_name(v)) end
@@ -246,7 +252,6 @@ end
 -- div_factor = 25, final_div_factor = 1e4, three_phase = false}): step() once per batch.
 -- max_lr (and the momenta) a number or a list, one per group. With cycle_momentum, the
 -- momentum (SGD, RMSprop) or betas[1] (the Adams) cycles between the two.
-local per_group = { type = "number|table", what = "a number or a list (one per parameter group)" }
 local OneCycleLR = sched_class("OneCycleLR", "max_lr", {
   max_lr = per_group, total_steps = { type = "integer", min = 1 }, epochs = { type = "integer", min = 1 },
   steps_per_epoch = { type = "integer", min = 1 },
@@ -403,6 +408,202 @@ function Plateau:step(metric)
   end
   return groups(self)[1].lr
 end
+
+-- ConstantLR(opt [, {factor = 1/3, total_iters = 5}]): lr = base * factor for the first
+-- total_iters epochs, then base
+local ConstantLR = sched_class("ConstantLR", nil, {
+  factor = { type = "number", min = 0, max = 1, default = 1 / 3 },
+  total_iters = { type = "integer", min = 0, default = 5 },
+}, nil)
+function ConstantLR:lr_at(e, _, base) return e < self.total_iters and base * self.factor or base end
+
+-- PolynomialLR(opt [, {total_iters = 5, power = 1}]): lr = base * (1 - min(e, total_iters) /
+-- total_iters)^power
+local PolynomialLR = sched_class("PolynomialLR", nil, {
+  total_iters = { type = "integer", min = 1, default = 5 }, power = { type = "number", default = 1.0 },
+}, nil)
+function PolynomialLR:lr_at(e, _, base)
+  return base * (1 - math.min(e, self.total_iters) / self.total_iters) ^ self.power
+end
+
+-- MultiplicativeLR(opt, lr_lambda): each step multiplies every group's lr by
+-- lr_lambda(epoch) (a function, or a list of them, one per group); as PyTorch's, from the
+-- lr the group has then. factors[i]: the product so far, for ChainedScheduler.
+local MultiplicativeLR = sched_class("MultiplicativeLR", "lr_lambda", {
+  lr_lambda = { type = "callable|table", what = "a function or a list of functions (one per parameter group)" },
+}, "function(e) return 0.9 end", function(self, o, fname)
+  LambdaLR_init(self, o, fname)
+  self.factors = {}
+  for i = 1, #self.lr_lambdas do self.factors[i] = 1.0 end
+end)
+MultiplicativeLR.initial_step = function() end          -- epoch 0 leaves the lrs as they are
+function MultiplicativeLR:lr_at(_, i, base) return base * self.factors[i] end
+-- advance(self, e): the factors of epoch e (each lambda called once)
+function MultiplicativeLR.advance(self, e)
+  local out = {}
+  for i, f in ipairs(self.lr_lambdas) do
+    local v = f(e)
+    if type(v) ~= "number" then raise("MultiplicativeLR: lr_lambda(%d) returned %s, not a number", e, type_name(v)) end
+    out[i] = v
+    self.factors[i] = self.factors[i] * v
+  end
+  return out
+end
+function MultiplicativeLR:step()
+  self.last_epoch = self.last_epoch + 1
+  local f = MultiplicativeLR.advance(self, self.last_epoch)
+  for i, g in ipairs(groups(self)) do g.lr = g.lr * f[i] end
+  return groups(self)[1].lr
+end
+
+-- CyclicLR(opt, {base_lr, max_lr, step_size_up = 2000, step_size_down = step_size_up,
+-- mode = "triangular" | "triangular2" | "exp_range", gamma = 1, scale_fn, scale_mode,
+-- cycle_momentum = true, base_momentum = 0.8, max_momentum = 0.9}): step() once per batch.
+-- The lr climbs from base_lr to max_lr in step_size_up steps and back in step_size_down;
+-- triangular2 halves the height each cycle, exp_range scales it by gamma^step; scale_fn(x)
+-- replaces the mode's (x the cycle, or the step with scale_mode = "iterations"). With
+-- cycle_momentum, the momentum (or betas[1]) moves the other way, max to base. base_lr,
+-- max_lr and the momenta: a number or a list (one per group).
+local CyclicLR = sched_class("CyclicLR", nil, {
+  base_lr = per_group, max_lr = per_group,
+  step_size_up = { type = "integer", min = 1, default = 2000 }, step_size_down = { type = "integer", min = 1 },
+  mode = { choices = { "triangular", "triangular2", "exp_range" }, default = "triangular" },
+  gamma = { type = "number", min = 0, default = 1.0 },
+  scale_fn = { type = "callable" }, scale_mode = { choices = { "cycle", "iterations" } },
+  cycle_momentum = { type = "boolean", default = true },
+  base_momentum = { type = "number|table", default = 0.8 }, max_momentum = { type = "number|table", default = 0.9 },
+}, "(function(t) t.base_lr = t.base_lr or 0.01; t.max_lr = t.max_lr or 0.1; return gpu.optim.CyclicLR(o, t) end)(%%s)",
+function(self, o, fname)
+  local gs = self.optimizer.param_groups
+  local function list(v, what)
+    if v == nil then raise("%s: %s is required", fname, what) end
+    if type(v) == "table" and #v ~= #gs then raise("%s: %s has %d entries for %d parameter groups", fname, what, #v, #gs) end
+    local out = {}
+    for i = 1, #gs do
+      out[i] = type(v) == "table" and v[i] or v
+      if type(out[i]) ~= "number" then
+        raise("%s: %s must be a number or a list of %d numbers (one per parameter group)", fname, what, #gs)
+      end
+    end
+    return out
+  end
+  self.base_lrs_c, self.max_lrs = list(o.base_lr, "base_lr"), list(o.max_lr, "max_lr")
+  local up = o.step_size_up
+  local down = o.step_size_down or up
+  self.total_size = up + down
+  self.step_ratio = up / self.total_size
+  if o.scale_fn == nil then
+    self.scale_mode = o.mode == "exp_range" and "iterations" or "cycle"
+  else
+    self.scale_mode = o.scale_mode or "cycle"
+  end
+  if o.cycle_momentum then
+    local g1 = gs[1]
+    if g1.momentum == nil and g1.betas == nil then
+      raise("%s: the optimizer has no momentum nor betas to cycle (give cycle_momentum = false)", fname)
+    end
+    self.use_beta1 = g1.betas ~= nil
+    self.base_momenta, self.max_momenta = list(o.base_momentum, "base_momentum"), list(o.max_momentum, "max_momentum")
+  end
+  self.base_lr, self.max_lr, self.base_momentum, self.max_momentum = nil, nil, nil, nil
+  for i, g in ipairs(gs) do g.initial_lr = self.base_lrs_c[i] end   -- PyTorch sets them too
+end)
+local function cyclic_scale(self, x)
+  if self.scale_fn then
+    local v = self.scale_fn(x)
+    if type(v) ~= "number" then raise("CyclicLR: scale_fn(%s) returned %s, not a number", tostring(x), type_name(v)) end
+    return v
+  end
+  if self.mode == "triangular" then return 1.0 end
+  if self.mode == "triangular2" then return 1 / 2.0 ^ (x - 1) end
+  return self.gamma ^ x
+end
+function CyclicLR.initial_step(self)
+  local e = self.last_epoch
+  local cycle = math.floor(1 + e / self.total_size)
+  local x = 1.0 + e / self.total_size - cycle
+  local scale = x <= self.step_ratio and x / self.step_ratio or (x - 1) / (self.step_ratio - 1)
+  local s = cyclic_scale(self, self.scale_mode == "cycle" and cycle or e)
+  for i, g in ipairs(groups(self)) do
+    g.lr = self.base_lrs_c[i] + (self.max_lrs[i] - self.base_lrs_c[i]) * scale * s
+    if self.cycle_momentum then
+      local m = self.max_momenta[i] - (self.max_momenta[i] - self.base_momenta[i]) * scale * s
+      if self.use_beta1 then g.betas = { m, g.betas[2] } else g.momentum = m end
+    end
+  end
+end
+function CyclicLR:lr_at(e, i)
+  local saved = self.last_epoch
+  self.last_epoch = e
+  CyclicLR.initial_step(self)
+  self.last_epoch = saved
+  return groups(self)[i].lr
+end
+function CyclicLR:step()
+  self.last_epoch = self.last_epoch + 1
+  CyclicLR.initial_step(self)
+  return groups(self)[1].lr
+end
+
+-- The schedules whose lr is base * a factor of the epoch: what ChainedScheduler multiplies.
+local MULTIPLICATIVE = { StepLR = true, MultiStepLR = true, ExponentialLR = true, LinearLR = true, LambdaLR = true,
+  ConstantLR = true, PolynomialLR = true, MultiplicativeLR = true }
+
+-- ChainedScheduler(schedulers [, optimizer]): several schedules at once, each step()
+-- stepping them all: every group's lr is its initial lr times the product of their factors
+-- (PyTorch's chain of multiplicative schedules). The schedules must scale the lr by a
+-- factor of the epoch (StepLR, MultiStepLR, ExponentialLR, LinearLR, LambdaLR, ConstantLR,
+-- PolynomialLR, MultiplicativeLR) and share one optimizer.
+local Chained = { __name = "ChainedScheduler" }
+Chained.__index = Chained
+for k, f in pairs(Scheduler) do Chained[k] = f end
+local function chained_apply(self)
+  for i, g in ipairs(groups(self)) do
+    local lr = self.base_lrs[i]
+    for _, s in ipairs(self.schedulers) do lr = lr * s:lr_at(s.last_epoch, i, 1.0) end
+    g.lr = lr
+  end
+end
+function Chained:step()
+  self.last_epoch = self.last_epoch + 1
+  for _, s in ipairs(self.schedulers) do
+    s.last_epoch = s.last_epoch + 1
+    local adv = getmetatable(s).advance
+    if adv then adv(s, s.last_epoch) end
+  end
+  chained_apply(self)
+  return groups(self)[1].lr
+end
+setmetatable(Chained, { __call = function(_, schedulers, optimizer, ...)
+  local fname = "optim.ChainedScheduler"
+  if select("#", ...) > 0 then argerror(fname, 3, "at most 2 arguments expected") end
+  if type(schedulers) ~= "table" or is_scheduler(schedulers) or #schedulers == 0 then
+    argerror(fname, 1, "a list of schedules expected, got %s", type_name(schedulers))
+  end
+  local opt = optimizer or schedulers[1].optimizer
+  if optimizer ~= nil and not is_optimizer(optimizer) then
+    argerror(fname, 2, "an optimizer expected, got %s", type_name(optimizer))
+  end
+  for i, s in ipairs(schedulers) do
+    if not is_scheduler(s) then raise("%s: schedulers[%d] is %s, not a schedule", fname, i, type_name(s)) end
+    local name = getmetatable(s).__name
+    if not MULTIPLICATIVE[name] then
+      raise("%s: schedulers[%d] is a %s, which does not scale the lr by a factor of the epoch (gpulua chains " ..
+        "StepLR, MultiStepLR, ExponentialLR, LinearLR, LambdaLR, ConstantLR, PolynomialLR and MultiplicativeLR)",
+        fname, i, name)
+    end
+    if s.optimizer ~= opt then
+      raise("%s: schedulers[%d] belongs to another optimizer (all must be made on one)", fname, i)
+    end
+  end
+  local self = setmetatable({ optimizer = opt, last_epoch = 0, schedulers = { table.unpack(schedulers) } }, Chained)
+  self.base_lrs = {}
+  for i, g in ipairs(opt.param_groups) do self.base_lrs[i] = g.initial_lr end
+  chained_apply(self)                       -- each schedule set the lrs alone: all of them now
+  return self
+end })
+options.guard_methods(Chained, "ChainedScheduler", "scheduler", is_scheduler)
+lr_scheduler.ChainedScheduler = Chained
 
 -- SequentialLR(opt, schedulers, milestones): schedulers[k] runs from milestones[k - 1]
 -- (its epoch counted from there); #milestones = #schedulers - 1
