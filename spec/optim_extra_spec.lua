@@ -176,3 +176,96 @@ describe("ConstantLR, PolynomialLR, MultiplicativeLR, CyclicLR and ChainedSchedu
     end
   end)
 end)
+
+describe("gpu.optim.swa_utils", function()
+  local S = optim.swa_utils
+  local FS = F.swa
+
+  for _, name in ipairs({ "swalr_cos", "swalr_linear", "swalr_zero" }) do
+    it("SWALR (" .. name .. ") anneals the lrs as PyTorch's", function()
+      local opt = sgd(2, 0)
+      local s = name == "swalr_cos" and S.SWALR(opt, 0.05, { anneal_epochs = 3 })
+        or name == "swalr_linear" and S.SWALR(opt, { 0.01, 0.02 }, { anneal_epochs = 4, anneal_strategy = "linear" })
+        or S.SWALR(opt, 0.05, { anneal_epochs = 0 })
+      local c = FS[name]
+      for e = 0, c.steps do
+        if e > 0 then s:step() end
+        for i, g in ipairs(opt.param_groups) do close({ c.lr[e + 1][i] }, { g.lr }, 1e-12, name .. " at " .. e) end
+      end
+    end)
+  end
+
+  local function linear_with(k)
+    local m = gpu.nn.Linear(3, 2, { dtype = "float64" })
+    gpu.no_grad(function()
+      m.weight[{}] = gpu.array(FS.W[k], { dtype = "float64" }):reshape(2, 3)
+      m.bias[{}] = gpu.array(FS.b[k], { dtype = "float64" })
+    end)
+    return m
+  end
+
+  for _, name in ipairs({ "avg", "ema", "ema_single" }) do
+    it("AveragedModel (" .. name .. ") averages the weights as PyTorch's", function()
+      local m = linear_with(1)
+      local am = name == "avg" and S.AveragedModel(m)
+        or name == "ema" and S.AveragedModel(m, { multi_avg_fn = S.get_ema_multi_avg_fn(0.9) })
+        or S.AveragedModel(m, { avg_fn = S.get_ema_avg_fn(0.75) })
+      for k = 1, 4 do
+        local src = linear_with(k)
+        am:update_parameters(src)
+        local got = am.module.weight:reshape(-1):totable()
+        for _, v in ipairs(am.module.bias:totable()) do got[#got + 1] = v end
+        close(FS[name].after[k], got, 1e-14, name .. " after update " .. k)
+      end
+      assert.equal(FS[name].n, am.n_averaged:item())
+      local sd = am:state_dict()
+      assert.is_not_nil(sd["module.weight"])
+      assert.is_not_nil(sd["n_averaged"])
+      local x = gpu.ones(1, 3, { dtype = "float64" })
+      assert.same(am.module(x):totable(), am(x):totable())
+    end)
+  end
+
+  it("update_bn recomputes the batch norms' statistics as PyTorch's", function()
+    local B = FS.bn
+    local lin = gpu.nn.Linear(3, 4, { dtype = "float64" })
+    gpu.no_grad(function()
+      lin.weight[{}] = gpu.array(B.lin_w, { dtype = "float64" }):reshape(4, 3)
+      lin.bias[{}] = gpu.array(B.lin_b, { dtype = "float64" })
+    end)
+    local bn = gpu.nn.BatchNorm1d(4, { dtype = "float64" })
+    local model = gpu.nn.Sequential(lin, bn)
+    model:eval()
+    local batches = {}
+    for k, x in ipairs(B.X) do batches[k] = gpu.array(x, { dtype = "float64" }):reshape(5, 3) end
+    S.update_bn(batches, model)
+    close(B.running_mean, bn.running_mean:totable(), 1e-13, "running_mean")
+    close(B.running_var, bn.running_var:totable(), 1e-13, "running_var")
+    assert.equal(0.1, bn.momentum)
+    assert.is_false(model.training)
+    -- a DataLoader, and {x, y} batches
+    local loader = gpu.data.DataLoader(gpu.concat(batches, 1), gpu.zeros(15), { batch_size = 5 })
+    S.update_bn(loader, model)
+    close(B.running_mean, bn.running_mean:totable(), 1e-13, "running_mean through a DataLoader")
+  end)
+
+  it("refuses misuse by name", function()
+    local cases = {
+      { function() return S.AveragedModel(42) end, "a module expected" },
+      { function() return S.AveragedModel(gpu.nn.Linear(2, 2), { multi_avg_fn = print, avg_fn = print }) end,
+        "avg_fn or multi_avg_fn, not both" },
+      { function() return S.AveragedModel(gpu.nn.Linear(2, 2)):update_parameters(gpu.nn.Linear(3, 2)) end,
+        "weight has shape (2, 3), the average (2, 2)" },
+      { function() return S.SWALR(sgd(2, 0), { 0.1 }) end, "swa_lr has 1 entries for 2 parameter groups" },
+      { function() return S.SWALR(sgd(1, 0), 0.1, { anneal_strategy = "cubic" }) end, "anneal_strategy" },
+      { function() return S.update_bn(42, gpu.nn.BatchNorm1d(2)) end, "a DataLoader or a list of batches expected" },
+      { function() return S.update_bn({ "x" }, gpu.nn.BatchNorm1d(2)) end, "a batch is 'x', not an array" },
+      { function() return S.get_ema_avg_fn(2) end, "decay" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(c[1])
+      assert.is_false(ok)
+      assert.matches(c[2], err, 1, true)
+    end
+  end)
+end)

@@ -533,4 +533,12 @@ end
 optim.GradScaler = require "gpu.optim.grad_scaler"
 function optim.is_grad_scaler(v) return getmetatable(v) == optim.GradScaler end
 
+-- gpu.optim.swa_utils (lua/gpu/optim/swa_utils.lua) builds on gpu.nn: loaded at first use
+setmetatable(optim, { __index = function(t, k)
+  if k ~= "swa_utils" then return nil end
+  local m = require "gpu.optim.swa_utils"
+  rawset(t, k, m)
+  return m
+end })
+
 return options.count_all("optim.", optim)

@@ -545,6 +545,48 @@ function CyclicLR:step()
   return groups(self)[1].lr
 end
 
+-- SWALR(opt, swa_lr [, {anneal_epochs = 10, anneal_strategy = "cos" | "linear"}])
+-- (torch.optim.swa_utils.SWALR; also gpu.optim.swa_utils.SWALR): each step anneals every
+-- group's lr from where it is towards swa_lr (a number or one per group), reaching it after
+-- anneal_epochs steps, by PyTorch's recursive rule
+local SWALR = sched_class("SWALR", "swa_lr", {
+  swa_lr = per_group, anneal_epochs = { type = "integer", min = 0, default = 10 },
+  anneal_strategy = { choices = { "cos", "linear" }, default = "cos" },
+}, "0.05", function(self, o, fname)
+  local gs = self.optimizer.param_groups
+  local v = o.swa_lr
+  if type(v) == "table" and #v ~= #gs then raise("%s: swa_lr has %d entries for %d parameter groups", fname, #v, #gs) end
+  self.swa_lrs = {}
+  for i = 1, #gs do
+    self.swa_lrs[i] = type(v) == "table" and v[i] or v
+    if type(self.swa_lrs[i]) ~= "number" then
+      raise("%s: swa_lr must be a number or a list of %d numbers (one per parameter group)", fname, #gs)
+    end
+  end
+  self.swa_lr = nil
+end)
+local function swa_anneal(self, t)
+  if self.anneal_strategy == "cos" then return (1 - math.cos(math.pi * t)) / 2 end
+  return t
+end
+function SWALR.initial_step(self)
+  local step, a = self.last_epoch, self.anneal_epochs
+  if a == 0 then step = math.max(1, step) end
+  local prev_alpha = swa_anneal(self, math.max(0, math.min(1, (step - 1) / math.max(1, a))))
+  local alpha = swa_anneal(self, math.max(0, math.min(1, step / math.max(1, a))))
+  for i, g in ipairs(groups(self)) do
+    local swa = self.swa_lrs[i]
+    local prev = prev_alpha == 1 and swa or (g.lr - prev_alpha * swa) / (1 - prev_alpha)
+    g.lr = swa * alpha + prev * (1 - alpha)
+  end
+end
+function SWALR:lr_at(_, i) return groups(self)[i].lr end
+function SWALR:step()
+  self.last_epoch = self.last_epoch + 1
+  SWALR.initial_step(self)
+  return groups(self)[1].lr
+end
+
 -- The schedules whose lr is base * a factor of the epoch: what ChainedScheduler multiplies.
 local MULTIPLICATIVE = { StepLR = true, MultiStepLR = true, ExponentialLR = true, LinearLR = true, LambdaLR = true,
   ConstantLR = true, PolynomialLR = true, MultiplicativeLR = true }
