@@ -1,4 +1,5 @@
--- gpu.nn.utils: gradient clipping (torch.nn.utils): clip_grad_norm_ and clip_grad_value_.
+-- gpu.nn.utils: gradient clipping (torch.nn.utils): clip_grad_norm_ and clip_grad_value_;
+-- parameters_to_vector and vector_to_parameters; pad_sequence (also utils.rnn.pad_sequence).
 --
 --   loss:backward()
 --   local total = gpu.nn.utils.clip_grad_norm_(model:parameters(), 1.0)   -- a 0-d array
@@ -95,4 +96,99 @@ function utils.clip_grad_value_(params, clip_value)
   end)
 end
 
-return options.count_all("nn.utils.", utils)
+-- The parameters of params (a list, an array, a module or named_parameters()'s pairs).
+local function params_of(fname, params)
+  if type(params) == "table" and not is_array(params) and type(params.parameters) == "function" then
+    params = params:parameters()
+  end
+  if is_array(params) then params = { params } end
+  if type(params) ~= "table" then
+    argerror(fname, 1, "parameters (a list of arrays, an array or a module) expected, got %s", type_name(params))
+  end
+  local out = {}
+  for i, p in ipairs(params) do
+    if type(p) == "table" and is_array(p[2]) then p = p[2] end
+    if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
+    if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
+    out[i] = p
+  end
+  return out
+end
+
+-- parameters_to_vector(params): one vector, the parameters flattened one after another
+-- (recorded: differentiable, as PyTorch's); all on one device
+function utils.parameters_to_vector(params)
+  local ps = params_of("nn.utils.parameters_to_vector", params)
+  if #ps == 0 then raise("nn.utils.parameters_to_vector: no parameters") end
+  local flat = {}
+  for i, p in ipairs(ps) do
+    if p.device ~= ps[1].device then
+      raise("nn.utils.parameters_to_vector: parameter #%d is on %s, the first on %s", i, p.device, ps[1].device)
+    end
+    flat[i] = p:reshape(-1)
+  end
+  return gpu.concat(flat, 1)
+end
+
+-- vector_to_parameters(vec, params): the parameters' values from one vector (as
+-- parameters_to_vector lays them out), in place, without recording
+function utils.vector_to_parameters(vec, params)
+  local fname = "nn.utils.vector_to_parameters"
+  options.check_array(vec, fname, 1, "vec")
+  if vec.ndim ~= 1 then argerror(fname, 1, "a 1-D array expected, got %d dimensions", vec.ndim) end
+  local ps = params_of(fname, params)
+  local total = 0
+  for _, p in ipairs(ps) do total = total + p.size end
+  if total ~= vec.size then raise("%s: the vector has %d elements, the parameters %d", fname, vec.size, total) end
+  autograd.no_grad(function()
+    local at = 1
+    for _, p in ipairs(ps) do
+      local n = p.size
+      p[{}] = vec[{ { at, at + n - 1 } }]:reshape(table.unpack(p.shape)):to(p.device):astype(p.dtype)
+      at = at + n
+    end
+  end)
+end
+
+local PAD = options.declare("nn.utils.rnn.pad_sequence", {
+  batch_first = { type = "boolean", default = false }, padding_value = { type = "number", default = 0 },
+  padding_side = { choices = { "right", "left" }, default = "right" },
+}, { example = "gpu.nn.utils.pad_sequence({gpu.ones(2)}, %s)" })
+
+-- pad_sequence(seqs [, {batch_first = false, padding_value = 0, padding_side = "right"}]):
+-- arrays (L_i, *) of one trailing shape padded to the longest, stacked as (L, B, *) or, with
+-- batch_first, (B, L, *); differentiable
+function utils.pad_sequence(seqs, opts)
+  local fname = "nn.utils.rnn.pad_sequence"
+  if type(seqs) ~= "table" or is_array(seqs) or #seqs == 0 then
+    argerror(fname, 1, "a non-empty list of arrays expected, got %s", type_name(seqs))
+  end
+  local o = PAD:check(opts, 2)
+  local first, longest = seqs[1], 0
+  for i, x in ipairs(seqs) do
+    if not is_array(x) then argerror(fname, 1, "sequence #%d is %s, expected gpu.array", i, type_name(x)) end
+    if x.ndim < 1 then argerror(fname, 1, "sequence #%d is 0-d (a sequence has a length)", i) end
+    local same = x.ndim == first.ndim and x.dtype == first.dtype and x.device == first.device
+    for d = 2, x.ndim do same = same and x.shape[d] == first.shape[d] end
+    if not same then
+      raise("%s: sequence #%d is %s %s on %s, sequence #1 %s %s on %s (all but the length must agree)", fname, i,
+        options.shape_str(x.shape), x.dtype, x.device, options.shape_str(first.shape), first.dtype, first.device)
+    end
+    longest = math.max(longest, x.shape[1])
+  end
+  local rows = {}
+  for i, x in ipairs(seqs) do
+    local n = x.shape[1]
+    if n < longest then
+      local shape = { table.unpack(x.shape) }
+      shape[1] = longest - n
+      local pad = gpu.full(shape, o.padding_value, { dtype = x.dtype, device = x.device })
+      x = o.padding_side == "right" and gpu.concat({ x, pad }, 1) or gpu.concat({ pad, x }, 1)
+    end
+    rows[i] = x
+  end
+  return gpu.stack(rows, o.batch_first and 1 or 2)
+end
+options.count_all("nn.utils.", utils)
+utils.rnn = { pad_sequence = utils.pad_sequence }
+return utils
