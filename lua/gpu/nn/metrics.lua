@@ -103,4 +103,10 @@ M.mean_absolute_error, M.mean_squared_error = M.mae, M.mse
 
 M.names = { "binary_accuracy", "categorical_accuracy", "mae", "mean_absolute_error", "mean_squared_error", "mse",
             "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy", "top_k_categorical_accuracy" }
+-- Keras's stateful metric classes (lua/gpu/nn/keras_metrics.lua): nn.metrics.Precision{...}
+local KM = require "gpu.nn.keras_metrics"
+for name, cls in pairs(KM) do
+  if type(cls) == "table" and name:match("^%u") then M[name] = cls end
+end
+M.is_metric, M.by_name = KM.is_metric, KM.by_name
 return options.count_all("nn.metrics.", M)

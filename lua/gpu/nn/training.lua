@@ -26,9 +26,13 @@ local raise, argerror, check_array, type_name = options.raise, options.argerror,
 local function count_value(c) return type(c) == "number" and c or c:item() end
 
 -- accuracy(pred (N, C), y): the number of rows whose largest prediction is the label (y
--- (N) of 1..C) or the largest target (y (N, C)), a 0-d array on pred's device. Only
--- shapes are checked here (the loss checks the labels' values: no wait for the device).
+-- (N) of 1..C) or the largest target (y (N, C)), a 0-d array on pred's device; for
+-- predictions (N) or (N, 1), Keras's binary accuracy. Only shapes are checked here (the
+-- loss checks the labels' values: no wait for the device).
+local metrics = require "gpu.nn.metrics"
 local function accuracy(pred, y)
+  -- one output per sample: Keras's binary accuracy (pred > 0.5 against the 0/1 target)
+  if pred.ndim == 1 or (pred.ndim == 2 and pred.shape[2] == 1) then return metrics.binary_accuracy(pred, y) end
   local n = pred.shape[1]
   if not options.is_array(y) or y.shape[1] ~= n or (y.ndim ~= 1 and options.shape_str(y.shape) ~=
       options.shape_str(pred.shape)) then
@@ -40,7 +44,6 @@ local function accuracy(pred, y)
   return p:eq(want):sum()
 end
 -- accuracy picks labels or one-hot targets by y's shape; the others are Keras's (nn/metrics.lua)
-local metrics = require "gpu.nn.metrics"
 local metric_fns = { accuracy = accuracy, acc = accuracy }
 local metric_names = { "acc", "accuracy" }
 for _, name in ipairs(metrics.names) do metric_fns[name] = metrics[name]; metric_names[#metric_names + 1] = name end
@@ -74,14 +77,30 @@ local function resolve_optimizer(spec)
   return spec, spec
 end
 
+-- The metrics of compile: names of counting functions (metric_fns), and Keras's stateful
+-- metrics (gpu.nn.keras_metrics) as objects or by snake_case name (a new object each)
 local function resolve_metrics(list)
-  local out = {}
+  local out, names = {}, {}
   for i, m in ipairs(list or {}) do
-    if type(m) ~= "string" then
-      argerror("Module:compile", 1, "metrics[%d] must be a metric name, got %s", i, type_name(m))
+    local entry
+    if metrics.is_metric(m) then
+      entry = { name = m.name, obj = m }
+    elseif type(m) ~= "string" then
+      argerror("Module:compile", 1, "metrics[%d] must be a metric name or a gpu.nn.metrics object, got %s", i,
+        type_name(m))
+    elseif metric_fns[m] ~= nil then
+      entry = { name = m == "acc" and "accuracy" or m, fn = metric_fns[m] }
+    elseif metrics.by_name[m] ~= nil then
+      entry = { name = m, obj = metrics.by_name[m]() }
+    else
+      local choices = { table.unpack(metric_names) }
+      for n in pairs(metrics.by_name) do choices[#choices + 1] = n end
+      table.sort(choices)
+      unknown("metric", m, choices)
     end
-    if metric_fns[m] == nil then unknown("metric", m, metric_names) end
-    out[#out + 1] = { name = m == "acc" and "accuracy" or m, fn = metric_fns[m] }
+    if names[entry.name] then raise("Module:compile: two metrics are named '%s' (give one another name)", entry.name) end
+    names[entry.name] = true
+    out[#out + 1] = entry
   end
   return out
 end
@@ -153,12 +172,33 @@ end
 
 local function new_counts(k)
   local c = {}
-  for _, m in ipairs(k.metrics) do c[m.name] = 0 end
+  for _, m in ipairs(k.metrics) do
+    c[m.name] = 0
+    if m.obj then m.obj:reset_state() end
+  end
   return c
 end
 
 local function add_counts(k, counts, pred, yb)
-  for _, m in ipairs(k.metrics) do counts[m.name] = counts[m.name] + m.fn(pred, yb) end
+  for _, m in ipairs(k.metrics) do
+    if m.obj then m.obj:update_state(yb, pred) else counts[m.name] = counts[m.name] + m.fn(pred, yb) end
+  end
+end
+
+-- A metric's value over the samples seen: a count's mean, or a stateful metric's result
+local function metric_value(m, counts, seen)
+  if m.obj then return m.obj:result() end
+  return count_value(counts[m.name]) / seen
+end
+
+-- Stateful metrics hold this rank's state only: they are refused with distributed data
+local function no_stateful(k, fname)
+  for _, m in ipairs(k.metrics) do
+    if m.obj then
+      raise("%s: the metric '%s' keeps a state of this process's samples; distributed fit and evaluate take " ..
+        "the counting metrics (names such as 'accuracy') only", fname, m.name)
+    end
+  end
 end
 
 -- ---- distributed (fit/evaluate/predict with distributed = true) ------------------------------
@@ -219,8 +259,8 @@ local function run_eval(self, k, x, y, bs, distributed, e)
     end
   end)
   local v = { loss_sum, n }
-  for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
-  if distributed then v = sum_over_ranks(v) end
+  for i, m in ipairs(k.metrics) do v[i + 2] = m.obj and 0 or count_value(counts[m.name]) end
+  if distributed then no_stateful(k, fname); v = sum_over_ranks(v) end
   if v[2] == 0 then
     if type(x) == "table" and x.is_reader then raise("%s: the generator gave no batches%s", fname, e.hint or "") end
     raise("%s: the %s gave no samples", fname, fit_data.is_loader(x) and "loader" or "data")
@@ -229,7 +269,7 @@ local function run_eval(self, k, x, y, bs, distributed, e)
     fit_data.ran_out(fname, "the evaluation", ("%s = %d batches"):format(e.steps_key or "steps", e.steps))
   end
   local out = { loss = v[1] / v[2] }
-  for i, m in ipairs(k.metrics) do out[m.name] = v[i + 2] / v[2] end
+  for i, m in ipairs(k.metrics) do out[m.name] = m.obj and m.obj:result() or v[i + 2] / v[2] end
   return out
 end
 
@@ -252,6 +292,14 @@ end
 --   Epoch 1/3 - 469/469 - 2.1s 4ms/step - loss: 0.5000 - accuracy: 0.8000
 
 local P = {}
+
+-- A metric's value as shown: "%.4f", a list (per threshold or class) as "[a b c]"
+function P.value(v)
+  if type(v) ~= "table" then return ("%.4f"):format(v) end
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = ("%.4f"):format(x) end
+  return "[" .. table.concat(parts, " ") .. "]"
+end
 local BAR, MIN_BAR = 30, 10      -- the bar's width, and the narrowest worth drawing
 
 local function fmt_time(s)
@@ -277,7 +325,7 @@ end
 local function field_texts(vals)
   local out = {}
   for i, kv in ipairs(vals) do
-    out[i] = type(kv) == "string" and kv or ("%s: %.4f"):format(kv[1], kv[2])
+    out[i] = type(kv) == "string" and kv or ("%s: %s"):format(kv[1], P.value(kv[2]))
   end
   return out
 end
@@ -343,7 +391,7 @@ end
 -- The {name, value} pairs a progress line shows: the loss, then each metric.
 local function shown(k, loss, counts, seen)
   local vals = { { "loss", loss } }
-  for _, m in ipairs(k.metrics) do vals[#vals + 1] = { m.name, count_value(counts[m.name]) / seen } end
+  for _, m in ipairs(k.metrics) do vals[#vals + 1] = { m.name, metric_value(m, counts, seen) } end
   return vals
 end
 
@@ -543,6 +591,7 @@ local function train_epoch(self, k, run, epoch)
     end
   end
   if run.sampler or run.dist_loader then   -- the epoch's loss and metrics over every rank's samples
+    no_stateful(k, "Module:fit")
     local v = { loss_sum, loss_n }
     for i, m in ipairs(k.metrics) do v[i + 2] = count_value(counts[m.name]) end
     v = sum_over_ranks(v)
@@ -705,7 +754,7 @@ function Module:evaluate(x, y, opts)
   local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size, o.distributed, { steps = o.steps }) end)
   if (o.verbose == true or (o.verbose ~= false and o.verbose > 0)) and not (o.distributed and dist().rank() ~= 1) then
     local parts = { ("loss: %.4f"):format(r.loss) }
-    for _, m in ipairs(k.metrics) do parts[#parts + 1] = ("%s: %.4f"):format(m.name, r[m.name]) end
+    for _, m in ipairs(k.metrics) do parts[#parts + 1] = ("%s: %s"):format(m.name, P.value(r[m.name])) end
     print(table.concat(parts, " - "))
   end
   return r
