@@ -1095,8 +1095,12 @@ local function p_norm(fname, d, p, argn)
   if p == 0 then return gpu.ne(d, 0):astype(d.dtype):sum(-1) end
   if p == math.huge then return (gpu.abs(d):max(-1)) end
   if p == 1 then return gpu.abs(d):sum(-1) end
-  if p == 2 then return gpu.sqrt((d * d):sum(-1)) end
-  return (gpu.abs(d) ^ p):sum(-1) ^ (1 / p)
+  -- the root of a zero sum is taken of 1 and replaced: its gradient is 0 there, as
+  -- PyTorch's (the gradient of the root itself would be 0 * inf)
+  local s = p == 2 and (d * d):sum(-1) or (gpu.abs(d) ^ p):sum(-1)
+  local zero = gpu.eq(s, 0)
+  local root = p == 2 and gpu.sqrt(gpu.where(zero, 1, s)) or gpu.where(zero, 1, s) ^ (1 / p)
+  return gpu.where(zero, 0, root)
 end
 
 local function float_pair(fname, a, b)
