@@ -186,8 +186,8 @@ function M.unique_counts(x)
   local sorted, _, first = runs("unique_counts", x, false)
   local n = x.size
   local at = gpu.masked_select(arange(n, x.device), first)
-  local counts = gpu.concat({ at[{ { 2, at.shape[1] } }], gpu.full(math.min(n, 1), n, { dtype = "int64", device = x.device }) }) - at
-  if n == 0 then counts = at end
+  if n == 0 then return sorted, at end
+  local counts = gpu.concat({ at[{ { 2, at.shape[1] } }], gpu.full(1, n, { dtype = "int64", device = x.device }) }) - at
   return gpu.masked_select(sorted, first), counts
 end
 
@@ -234,9 +234,9 @@ local IN1D = options.declare("in1d", {
   invert = { type = "boolean", default = false },
 }, { example = "gpu.in1d(gpu.ones(3), gpu.ones(2), %s)" })
 
-local function isin(fname, decl, element, test, opts)
-  real_arg(fname, element, 1, "element")
-  real_arg(fname, test, 2, "test_elements")
+local function isin(fname, decl, element, test, opts, names)
+  real_arg(fname, element, 1, names and names[1] or "element")
+  real_arg(fname, test, 2, names and names[2] or "test_elements")
   same_device(fname, element, test)
   local o = decl:check(opts, 3)
   local r = found_in_sorted(flat(test):sort(), flat(element))
@@ -255,7 +255,7 @@ end
 
 -- in1d(ar1, ar2 [, {assume_unique, invert}]): isin of ar1 flattened (1-D)
 function M.in1d(ar1, ar2, opts)
-  return (isin("in1d", IN1D, ar1, ar2, opts))
+  return (isin("in1d", IN1D, ar1, ar2, opts, { "ar1", "ar2" }))
 end
 
 local INTERSECT = options.declare("intersect1d", {
@@ -277,8 +277,8 @@ end
 local function common_flat(a, b)
   a, b = flat(a), flat(b)
   if a.dtype ~= b.dtype then
-    local both = gpu.concat({ a, b })
-    a, b = both[{ { 1, a.size } }], both[{ { a.size + 1, a.size + b.size } }]
+    local dtype = gpu.promote_types(a.dtype, b.dtype)
+    a, b = a:astype(dtype), b:astype(dtype)
   end
   return a, b
 end
@@ -304,7 +304,7 @@ function M.intersect1d(ar1, ar2, opts)
   local aux = gpu.concat({ a, b })
   local n = aux.shape[1]
   if n < 2 then
-    local none = aux[{ { 1, 0 } }]
+    local none = gpu.zeros(0, { dtype = aux.dtype, device = aux.device })
     if o.return_indices then return none, empty_positions(aux.device), empty_positions(aux.device) end
     return none
   end
