@@ -392,9 +392,15 @@ function M.histogramdd(sample, opts)
   if options.is_array(sample) then
     if sample.ndim == 1 then cols[1] = sample
     elseif sample.ndim == 2 then
+      if sample.shape[2] > gpu._max_dims then
+        options.argerror(fname, 1, "sample has %d dimensions; a histogram has at most %d axes", sample.shape[2], gpu._max_dims)
+      end
       for d = 1, sample.shape[2] do cols[d] = sample[{ ":", d }] end
     else options.argerror(fname, 1, "sample must be (N, D), got %d axes", sample.ndim) end
   elseif type(sample) == "table" then
+    if #sample > gpu._max_dims then
+      options.argerror(fname, 1, "sample has %d dimensions; a histogram has at most %d axes", #sample, gpu._max_dims)
+    end
     for d, c in ipairs(sample) do
       options.check_array(c, fname, 1, ("sample[%d]"):format(d))
       cols[d] = c:reshape(c.size)
@@ -403,6 +409,9 @@ function M.histogramdd(sample, opts)
     options.argerror(fname, 1, "sample must be an (N, D) array or a list of arrays, got %s", options.type_name(sample))
   end
   if #cols == 0 then options.argerror(fname, 1, "sample has no dimensions") end
+  if #cols > gpu._max_dims then
+    options.argerror(fname, 1, "sample has %d dimensions; a histogram has at most %d axes", #cols, gpu._max_dims)
+  end
   for d, c in ipairs(cols) do
     if is_complex(c.dtype) then options.argerror(fname, 1, "sample must be real, got %s", c.dtype) end
     if c.shape[1] ~= cols[1].shape[1] then options.argerror(fname, 1, "sample[%d] has %d values, sample[1] %d", d, c.shape[1], cols[1].shape[1]) end

@@ -353,6 +353,8 @@ end
 
 -- ---- lexsort ---------------------------------------------------------------------------------
 
+local MAX_KEYS = 1024
+
 -- lexsort(keys [, axis = -1]): NumPy's: the 1-based positions that sort by the last key, ties
 -- by the one before, ...; keys a list of arrays of one shape or an array whose first axis
 -- lists them. Stable argsorts from the first key to the last.
@@ -361,6 +363,9 @@ function M.lexsort(keys, axis)
   local list = {}
   if options.is_array(keys) then
     if keys.ndim == 0 then options.argerror(fname, 1, "keys must be a list of arrays or an array of at least 1 axis") end
+    if keys.ndim > 1 and keys.shape[1] > MAX_KEYS then
+      options.argerror(fname, 1, "%d keys: at most %d (one stable sort each)", keys.shape[1], MAX_KEYS)
+    end
     if keys.ndim == 1 then list[1] = keys
     else for k = 1, keys.shape[1] do list[k] = keys[k] end end
   elseif type(keys) == "table" then
@@ -369,6 +374,7 @@ function M.lexsort(keys, axis)
       list[k] = v
     end
     if #list == 0 then options.argerror(fname, 1, "keys must hold at least one array") end
+    if #list > MAX_KEYS then options.argerror(fname, 1, "%d keys: at most %d (one stable sort each)", #list, MAX_KEYS) end
   else
     options.argerror(fname, 1, "keys must be a list of arrays or an array, got %s", options.type_name(keys))
   end
@@ -381,6 +387,7 @@ function M.lexsort(keys, axis)
     if gpu._dtypes[v.dtype].kind == "complex" then options.argerror(fname, 1, "keys[%d] is complex (no order here)", k) end
   end
   if first.ndim == 0 then return gpu.ones({}, { dtype = "int64", device = first.device }) end
+  if first.size == 0 then return gpu.zeros(first.shape, { dtype = "int64", device = first.device }) end
   axis = basic.norm_axis(fname, axis == nil and -1 or axis, first.ndim, 2)
   local take = require("gpu.routines.shape").take_along_axis
   local perm
