@@ -26,13 +26,13 @@ describe("sets and histograms against NumPy", function()
 end)
 
 describe("set functions, more", function()
-  it("isin agrees with a plain count on a larger int64 array, and as a method", function()
+  it("isin agrees with a plain count on a larger int64 array", function()
     local g = gpu.random.Generator(5)
     local e = g:randint(0, 499, { 2000 }, { dtype = "int64" })
     local t = g:randint(0, 499, { 300 }, { dtype = "int64" })
     local inset = {}
     for _, v in ipairs(t:totable()) do inset[v] = true end
-    local got = e:isin(t):totable()
+    local got = gpu.isin(e, t):totable()
     for k, v in ipairs(e:totable()) do assert.equal(inset[v] == true, got[k]) end
   end)
   it("take empty arrays and mixed dtypes", function()

@@ -25,7 +25,7 @@ return {
   ptp = false, average = false, nanprod = false, nancumsum = false, nancumprod = false, ediff1d = false,
   std_mean = false, var_mean = false, aminmax = true, mode = true, cummax = true, cummin = true,
   logcumsumexp = true, kthvalue = true, unique_consecutive = true, cdist = false, dist = true,
-  isin = true, in1d = false, intersect1d = false, union1d = false, setdiff1d = false, setxor1d = false,
+  isin = false, in1d = false, intersect1d = false, union1d = false, setdiff1d = false, setxor1d = false,
   unique_values = false, unique_counts = false, unique_inverse = false, lexsort = false,
   histogram2d = false, histogramdd = false, histogram_bin_edges = false,
 

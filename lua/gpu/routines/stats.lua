@@ -89,7 +89,7 @@ end
 -- place (each where a sort would put it, NaN largest): a partition on the cpu, where the
 -- selection kernel is, else a sort.
 local function select_sorted(x, axis, kth)
-  if x.device ~= "cpu" then return x:sort(axis) end
+  if x.device ~= "cpu" then return (x:sort(axis)) end
   return x:partition(kth, axis)
 end
 
@@ -213,7 +213,7 @@ end
 -- the float arithmetic there can move them) are selected; else x is sorted.
 local function nan_sorted(x, ax, c, qs)
   local m = c:min():item()
-  if c:max():item() ~= m then return x:sort(ax) end
+  if c:max():item() ~= m then return (x:sort(ax)) end
   if m == 0 then return x end                  -- every slice all NaN: nothing is read
   local kth = {}
   for _, q in ipairs(qs) do
