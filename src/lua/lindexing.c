@@ -336,7 +336,7 @@ static int l_roll(lua_State *L) {
 
 /* Reads (axis = -1, {descending}) for sort/argsort; the options may come second. */
 static int sort_args(lua_State *L, const gl_array *x, const gl_optdecl *d, bool *desc) {
-  int opts = 3, axis = 0;
+  int opts = 3, axis = x->ndim > 0 ? x->ndim - 1 : 0;
   if (lua_istable(L, 2)) opts = 2;
   else if (x->ndim > 0) axis = opt_axis(L, 2, x->ndim, -1);
   else if (!lua_isnoneornil(L, 2)) luaL_argerror(L, 2, "a 0-d array has no axes");
