@@ -26,14 +26,25 @@ describe("sets and histograms against NumPy", function()
 end)
 
 describe("set functions, more", function()
-  it("isin agrees with a plain count on a larger int64 array", function()
+  it("isin agrees with a plain lookup by table (small integer range) and by sort (else)", function()
     local g = gpu.random.Generator(5)
-    local e = g:randint(0, 499, { 2000 }, { dtype = "int64" })
-    local t = g:randint(0, 499, { 300 }, { dtype = "int64" })
-    local inset = {}
-    for _, v in ipairs(t:totable()) do inset[v] = true end
-    local got = gpu.isin(e, t):totable()
-    for k, v in ipairs(e:totable()) do assert.equal(inset[v] == true, got[k]) end
+    local function check(e, t)
+      local inset = {}
+      for _, v in ipairs(t:totable()) do inset[v] = true end
+      local got = gpu.isin(e, t):totable()
+      local n = 0
+      for k, v in ipairs(e:totable()) do
+        assert.equal(inset[v] == true, got[k])
+        if got[k] then n = n + 1 end
+      end
+      assert(n > 0 and n < e.size, "a test with both answers")
+    end
+    check(g:randint(0, 499, { 2000 }, { dtype = "int64" }), g:randint(0, 499, { 300 }, { dtype = "int64" }))
+    local spread = g:randint(0, 399, { 300 }, { dtype = "int64" }) * 1000000007
+    check(gpu.concat({ spread[{ { 1, 100 } }], g:randint(0, 399, { 500 }, { dtype = "int64" }) * 1000000007 }), spread)
+    local f = gpu.floor(g:rand({ 400 }, { dtype = "float64" }) * 300) / 4
+    check(f, f[{ { 1, 150 } }] + 0.25)
+    check(g:randint(-5, 5, { 50 }, { dtype = "int8" }), g:randint(0, 3, { 4 }, { dtype = "int64" }))
   end)
   it("take empty arrays and mixed dtypes", function()
     local empty = gpu.zeros(0, { dtype = "int64" })
@@ -61,7 +72,7 @@ describe("set and histogram misuse", function()
   it("names the function and the fault", function()
     h.fails({ "isin", "test_elements", "gpu.array expected" }, gpu.isin, x, { 1, 2 })
     h.fails({ "isin", "complex" }, gpu.isin, gpu.ones(2, { dtype = "complex64" }), x)
-    h.fails({ "isin", "kind" }, gpu.isin, x, x, { kind = "table" })
+    h.fails({ "isin", "kind" }, gpu.isin, x, x, { kind = "hash" })
     h.fails({ "isin", "inverted" }, gpu.isin, x, x, { inverted = true })
     h.fails({ "in1d", "ar1" }, gpu.in1d, 3, x)
     h.fails({ "intersect1d", "return_indices" }, gpu.intersect1d, x, x, { return_indices = 1 })

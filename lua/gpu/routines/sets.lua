@@ -215,39 +215,67 @@ end
 
 local function flat(x) return x:reshape(x.size) end
 
--- For each element of the 1-D v: whether the sorted 1-D t holds it (a binary search of
--- all of v at once; NaN matches nothing, as NumPy's ==).
-local function found_in_sorted(t, v)
-  local m = t.shape[1]
-  if m == 0 or v.shape[1] == 0 then return gpu.zeros(v.shape[1], { dtype = "bool", device = v.device }) end
-  local at = gpu.searchsorted(t, v):clip(1, m)
-  return gpu.eq(gpu.take(t, at), v)
-end
-
 local ISIN = options.declare("isin", {
   assume_unique = { type = "boolean", default = false },
   invert = { type = "boolean", default = false },
-  kind = { type = "string", choices = { "sort" } },
+  kind = { type = "string", choices = { "sort", "table" } },
 }, { example = "gpu.isin(gpu.ones(3), gpu.ones(2), %s)" })
 local IN1D = options.declare("in1d", {
   assume_unique = { type = "boolean", default = false },
   invert = { type = "boolean", default = false },
 }, { example = "gpu.in1d(gpu.ones(3), gpu.ones(2), %s)" })
 
+-- integer dtypes whose values int64 holds: those a lookup table can take
+local TABLE_DTYPES = { bool = true, int8 = true, uint8 = true, int16 = true, uint16 = true, int32 = true,
+  uint32 = true, int64 = true }
+
+-- For each element of the 1-D v: whether the 1-D t holds it. Integers spanning a range no
+-- larger than 6 (n + m) (NumPy's rule for its "table" kind): a lookup table of that range,
+-- one scatter and one take; else the sort-merge: t's distinct values and v sorted together
+-- (t's first among equals, the sort being stable), an element of v is in t when the first of
+-- its run of equal values came from t (NaN equals nothing).
+local function contains(t, v)
+  local n, m, dev = v.shape[1], t.shape[1], v.device
+  if n == 0 or m == 0 then return gpu.zeros(n, { dtype = "bool", device = dev }) end
+  if TABLE_DTYPES[t.dtype] and TABLE_DTYPES[v.dtype] then
+    local t64 = t:astype("int64")
+    local lo, hi = t64:min():item(), t64:max():item()
+    if hi - lo >= 0 and hi - lo < 6 * (n + m) then
+      local range = hi - lo + 1
+      local table_ = gpu.zeros(range, { dtype = "bool", device = dev })
+      table_:index_put_(1, t64 - (lo - 1), gpu.ones(m, { dtype = "bool", device = dev }))
+      local at = v:astype("int64") - (lo - 1)
+      local inside = gpu.logical_and(at:ge(1), at:le(range))
+      return gpu.logical_and(gpu.take(table_, gpu.where(inside, at, 1)), inside)
+    end
+  end
+  local u = M.unique(t)
+  local all = gpu.concat({ u, v })
+  local sorted, perm = all:sort(1)
+  local k = all.shape[1]
+  local start = gpu.ones(1, { dtype = "bool", device = dev })
+  if k > 1 then start = gpu.concat({ start, gpu.ne(sorted[{ { 2, k } }], sorted[{ { 1, k - 1 } }]) }) end
+  local from_t = perm:le(u.shape[1])
+  local run = gpu.cumsum(start)                                   -- 1-based run of each
+  local found = gpu.take(gpu.masked_select(from_t, start), run)   -- its run starts in t
+  local back = gpu.zeros(k, { dtype = "bool", device = dev })
+  back:index_put_(1, perm, found)
+  return back[{ { u.shape[1] + 1, k } }]
+end
+
 local function isin(fname, decl, element, test, opts, names)
   real_arg(fname, element, 1, names and names[1] or "element")
   real_arg(fname, test, 2, names and names[2] or "test_elements")
   same_device(fname, element, test)
   local o = decl:check(opts, 3)
-  local r = found_in_sorted(flat(test):sort(), flat(element))
+  local r = contains(flat(test), flat(element))
   if o.invert then r = gpu.logical_not(r) end
   return r, o
 end
 
--- isin(element, test_elements [, {assume_unique, invert, kind = "sort"}]): bool of element's
--- shape, whether each element is in test_elements (NumPy's; also torch.isin). One sort of
--- test_elements and a binary search of all elements, O((n + m) log m), so assume_unique
--- changes nothing.
+-- isin(element, test_elements [, {assume_unique, invert, kind}]): bool of element's shape,
+-- whether each element is in test_elements (NumPy's; also torch.isin); kind "table" or
+-- "sort" is accepted and the choice made as contains does (assume_unique changes nothing).
 function M.isin(element, test_elements, opts)
   local r = isin("isin", ISIN, element, test_elements, opts)
   return r:reshape(element.shape)
@@ -332,7 +360,7 @@ function M.setdiff1d(ar1, ar2, opts)
   pair(fname, ar1, ar2)
   local o = SETDIFF:check(opts, 3)
   local a = o.assume_unique and flat(ar1) or M.unique(ar1)
-  local keep = gpu.logical_not(found_in_sorted(flat(ar2):sort(), a))
+  local keep = gpu.logical_not(contains(flat(ar2), a))
   return gpu.masked_select(a, keep)
 end
 
