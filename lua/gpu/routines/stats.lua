@@ -696,8 +696,8 @@ local function red_args(fname, decl, x, axis, opts)
   return axis, decl:check(opts, axis == nil and 2 or 3)
 end
 
--- The arguments (x [, dim] [, opts]) of a function along one axis (PyTorch's dim, default
--- default_dim; nil: x flattened when flat_ok).
+-- The arguments (x [, dim] [, opts]) of a function along one axis: PyTorch's dim (1-based,
+-- checked; default default_dim, which may be nil), the options read; argn: dim's position.
 local function dim_args(fname, decl, x, dim, opts, default_dim, argn)
   argn = argn or 2
   options.check_array(x, fname, 1, "x")
@@ -742,8 +742,7 @@ function M.average(a, axis, opts)
   if w == nil then
     local avg = x:mean(axis, { keepdims = o.keepdims })
     if not o.returned then return avg end
-    local n = a.size // math.max(avg.size, 1)
-    if not o.keepdims and avg.size > 0 then n = a.size // avg.size end
+    local n = avg.size > 0 and a.size // avg.size or 0             -- the count per average
     return avg, gpu.full(avg.shape, n, { dtype = avg.dtype, device = avg.device })
   end
   if w.device ~= a.device then options.argerror(fname, 3, "option 'weights' is on %s, a on %s", w.device, a.device) end
@@ -753,11 +752,11 @@ function M.average(a, axis, opts)
     if axis == nil then
       options.argerror(fname, 3, "option 'weights' differs from a's shape %s: give an axis", options.shape_str(a.shape))
     end
-    if type(axis) ~= "number" or w.ndim ~= 1 or w.shape[1] ~= a.shape[norm_axis(fname, axis, a.ndim, 2)] then
+    local ax = math.type(axis) == "integer" and norm_axis(fname, axis, a.ndim, 2)
+    if not ax or w.ndim ~= 1 or w.shape[1] ~= a.shape[ax] then
       options.argerror(fname, 3, "option 'weights' must have a's shape or be 1-D of the axis' length")
     end
     local shape = {}
-    local ax = norm_axis(fname, axis, a.ndim, 2)
     for d = 1, a.ndim do shape[d] = d == ax and w.shape[1] or 1 end
     w = w:reshape(shape)
   end
@@ -876,9 +875,6 @@ function M.aminmax(x, dim, opts)
   return (gpu.min(x, dim, keep)), (gpu.max(x, dim, keep))
 end
 
--- x[..., lo..hi, ...] along axis, inclusive (a view)
-local function part(x, axis, lo, hi) return slice(x, axis, lo, hi) end
-
 -- positions 1..n along axis (int64), in x's shape
 local function positions(x, axis)
   local shape = {}
@@ -895,9 +891,9 @@ local function doubling_scan(state, axis, combine)
   local s = 1
   while s < n do
     local l, r = {}, {}
-    for k, v in ipairs(state) do l[k], r[k] = part(v, axis, 1, n - s), part(v, axis, s + 1, n) end
+    for k, v in ipairs(state) do l[k], r[k] = slice(v, axis, 1, n - s), slice(v, axis, s + 1, n) end
     local c = combine(l, r)
-    for k, v in ipairs(state) do state[k] = gpu.concat({ part(v, axis, 1, s), c[k] }, axis) end
+    for k, v in ipairs(state) do state[k] = gpu.concat({ slice(v, axis, 1, s), c[k] }, axis) end
     s = s * 2
   end
   return state
@@ -991,8 +987,8 @@ function M.mode(x, dim, opts)
     local pos = positions(s, dim)
     local start = gpu.ones(pos.shape, { dtype = "bool", device = x.device })
     if n > 1 then
-      local differ = gpu.ne(part(s, dim, 2, n), part(s, dim, 1, n - 1))
-      start = gpu.concat({ part(start, dim, 1, 1), differ }, dim)
+      local differ = gpu.ne(slice(s, dim, 2, n), slice(s, dim, 1, n - 1))
+      start = gpu.concat({ slice(start, dim, 1, 1), differ }, dim)
     end
     local run_start = gpu.cummax(gpu.where(start, pos, 1), dim)
     local len = pos - run_start + 1
