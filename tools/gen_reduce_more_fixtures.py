@@ -218,7 +218,7 @@ def set_cases():
     cs.append(case("lexsort", [[A(k3[0]), A(k3[1])], 1], [A(np.lexsort((k3[0], k3[1]), axis=0) + 1)]))
     # histogram_bin_edges
     h = np.round(rng.standard_normal(200) * 3, 2)
-    for bins in (10, 7, "auto", "fd", "scott", "rice", "sturges", "sqrt"):
+    for bins in (10, 7, "auto", "fd", "doane", "scott", "rice", "sturges", "sqrt"):
         cs.append(case("histogram_bin_edges", [A(h)], [A(np.histogram_bin_edges(h, bins=bins))], {"bins": bins}))
     cs.append(case("histogram_bin_edges", [A(h)], [A(np.histogram_bin_edges(h, bins="auto", range=(-2, 3)))],
                    {"bins": "auto", "range": [-2, 3]}))

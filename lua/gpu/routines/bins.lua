@@ -245,8 +245,8 @@ local EDGES = options.declare("histogram_bin_edges", {
   bins = { type = "integer|array|string", default = 10,
     check = function(v)
       if type(v) ~= "string" then return true end
-      for _, e in ipairs({ "auto", "fd", "scott", "rice", "sturges", "sqrt" }) do if v == e then return true end end
-      return false, "an integer, an array of edges or one of auto, fd, scott, rice, sturges, sqrt"
+      for _, e in ipairs({ "auto", "fd", "doane", "scott", "rice", "sturges", "sqrt" }) do if v == e then return true end end
+      return false, "an integer, an array of edges or one of auto, fd, doane, scott, rice, sturges, sqrt"
     end },
   range = { type = "table" },
   weights = { type = "array" },
@@ -266,6 +266,13 @@ local function estimated_width(name, x, ptp)
   elseif name == "rice" then return ptp / (2 * n ^ (1 / 3))
   elseif name == "scott" then return (24 * math.pi ^ 0.5 / n) ^ (1 / 3) * x:std():item()
   elseif name == "fd" then return fd()
+  elseif name == "doane" then                                 -- Sturges corrected by the skew
+    if n <= 2 then return 0 end
+    local sigma = x:std():item()
+    if sigma <= 0 then return 0 end
+    local g1 = (((x - x:mean()) / sigma) ^ 3):mean():item()
+    local sg1 = math.sqrt(6 * (n - 2) / ((n + 1) * (n + 3)))
+    return ptp / (1 + math.log(n, 2) + math.log(1 + math.abs(g1) / sg1, 2))
   end
   local w = fd()                                               -- auto
   return w > 0 and math.min(w, sturges()) or sturges()
@@ -273,7 +280,7 @@ end
 
 -- histogram_bin_edges(a [, {bins = 10, range = {lo, hi}, weights}]): NumPy's: the edges
 -- histogram would use; bins a count, the edges themselves, or an estimator's name (auto fd
--- scott rice sturges sqrt: equal bins of the width it estimates from the values in range).
+-- doane scott rice sturges sqrt: equal bins of the width it estimates from the values in range).
 function M.histogram_bin_edges(a, opts)
   local fname = "histogram_bin_edges"
   options.check_array(a, fname, 1, "a")
