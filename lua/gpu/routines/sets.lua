@@ -229,6 +229,8 @@ local IN1D = options.declare("in1d", {
 local TABLE_DTYPES = { bool = true, int8 = true, uint8 = true, int16 = true, uint16 = true, int32 = true,
   uint32 = true, int64 = true }
 
+local MAX_TABLE = 1 << 27        -- the largest lookup table (bytes): a larger range sorts
+
 -- For each element of the 1-D v: whether the 1-D t holds it. Integers spanning a range no
 -- larger than 6 (n + m) (NumPy's rule for its "table" kind): a lookup table of that range,
 -- one scatter and one take; else the sort-merge: t's distinct values and v sorted together
@@ -240,7 +242,7 @@ local function contains(t, v)
   if TABLE_DTYPES[t.dtype] and TABLE_DTYPES[v.dtype] then
     local t64 = t:astype("int64")
     local lo, hi = t64:min():item(), t64:max():item()
-    if hi - lo >= 0 and hi - lo < 6 * (n + m) then
+    if hi - lo >= 0 and hi - lo < 6 * (n + m) and hi - lo < MAX_TABLE then
       local range = hi - lo + 1
       local table_ = gpu.zeros(range, { dtype = "bool", device = dev })
       table_:index_put_(1, t64 - (lo - 1), gpu.ones(m, { dtype = "bool", device = dev }))
