@@ -46,6 +46,15 @@ describe("set functions, more", function()
     check(f, f[{ { 1, 150 } }] + 0.25)
     check(g:randint(-5, 5, { 50 }, { dtype = "int8" }), g:randint(0, 3, { 4 }, { dtype = "int64" }))
   end)
+  it("isin's lookup table leaves out the values beyond its range, the extremes of int64 too", function()
+    local v = gpu.array({ math.mininteger, math.maxinteger, -3, 5, 7, 1 << 62, 4 }, { dtype = "int64" })
+    assert.same({ false, false, true, true, true, false, false },
+      gpu.isin(v, gpu.array({ 5, 6, 7, -3 }, { dtype = "int64" })):totable())
+    assert.same({ false, true, true },
+      gpu.isin(gpu.array({ -128, 127, 5 }, { dtype = "int8" }), gpu.array({ 5, 127 }, { dtype = "uint8" })):totable())
+    assert.same({ true, false }, gpu.isin(gpu.array({ 1 << 62, 0 }, { dtype = "int64" }),
+      gpu.array({ 1 << 62, math.mininteger }, { dtype = "int64" })):totable())
+  end)
   it("take empty arrays and mixed dtypes", function()
     local empty = gpu.zeros(0, { dtype = "int64" })
     assert.same({ 0 }, gpu.isin(empty, gpu.ones(3)).shape)

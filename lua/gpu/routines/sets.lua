@@ -230,6 +230,7 @@ local TABLE_DTYPES = { bool = true, int8 = true, uint8 = true, int16 = true, uin
   uint32 = true, int64 = true }
 
 local MAX_TABLE = 1 << 27        -- the largest lookup table (bytes): a larger range sorts
+local LIMIT = 1 << 62
 
 -- For each element of the 1-D v: whether the 1-D t holds it. Integers spanning a range no
 -- larger than 6 (n + m) (NumPy's rule for its "table" kind): a lookup table of that range,
@@ -240,15 +241,16 @@ local function contains(t, v)
   local n, m, dev = v.shape[1], t.shape[1], v.device
   if n == 0 or m == 0 then return gpu.zeros(n, { dtype = "bool", device = dev }) end
   if TABLE_DTYPES[t.dtype] and TABLE_DTYPES[v.dtype] then
-    local t64 = t:astype("int64")
+    local t64 = t.dtype == "int64" and t or t:astype("int64")
     local lo, hi = t64:min():item(), t64:max():item()
-    if hi - lo >= 0 and hi - lo < 6 * (n + m) and hi - lo < MAX_TABLE then
-      local range = hi - lo + 1
-      local table_ = gpu.zeros(range, { dtype = "bool", device = dev })
-      table_:index_put_(1, t64 - (lo - 1), gpu.ones(m, { dtype = "bool", device = dev }))
-      local at = v:astype("int64") - (lo - 1)
-      local inside = gpu.logical_and(at:ge(1), at:le(range))
-      return gpu.logical_and(gpu.take(table_, gpu.where(inside, at, 1)), inside)
+    if math.abs(lo) <= LIMIT and math.abs(hi) <= LIMIT and hi - lo < 6 * (n + m) and hi - lo < MAX_TABLE then
+      -- slot k + 2 - lo holds value k; slots 1 and hi - lo + 3 (false) take every value outside,
+      -- clipped there (v - (lo - 2) cannot wrap into the table when |lo| <= 2^62)
+      local slots = hi - lo + 3
+      local table_ = gpu.zeros(slots, { dtype = "bool", device = dev })
+      table_:index_put_(1, t64 - (lo - 2), gpu.ones(m, { dtype = "bool", device = dev }))
+      local v64 = v.dtype == "int64" and v or v:astype("int64")
+      return gpu.take(table_, (v64 - (lo - 2)):clip(1, slots))
     end
   end
   local u = M.unique(t)
