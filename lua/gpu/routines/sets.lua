@@ -243,7 +243,7 @@ local function contains(t, v)
   if TABLE_DTYPES[t.dtype] and TABLE_DTYPES[v.dtype] then
     local t64 = t.dtype == "int64" and t or t:astype("int64")
     local lo, hi = t64:min():item(), t64:max():item()
-    if math.abs(lo) <= LIMIT and math.abs(hi) <= LIMIT and hi - lo < 6 * (n + m) and hi - lo < MAX_TABLE then
+    if lo >= -LIMIT and hi <= LIMIT and hi - lo < 6 * (n + m) and hi - lo < MAX_TABLE then
       -- slot k + 2 - lo holds value k; slots 1 and hi - lo + 3 (false) take every value outside,
       -- clipped there (v - (lo - 2) cannot wrap into the table when |lo| <= 2^62)
       local slots = hi - lo + 3
