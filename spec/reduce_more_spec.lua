@@ -1,4 +1,4 @@
--- reduce_more_spec.lua — the reductions and scans ptp, average, nanprod, nancumsum,
+-- reduce_more_spec.lua — the reductions and scans amax, amin, ptp, average, nanprod, nancumsum,
 -- nancumprod, ediff1d (NumPy's), std_mean, var_mean, aminmax, cummax, cummin, logcumsumexp,
 -- mode, kthvalue, unique_consecutive, cdist, dist (PyTorch's), and max, min and sort over an
 -- axis returning the positions too (PyTorch's torch.max(x, dim)): against the fixtures of
@@ -23,7 +23,7 @@ describe("reductions and scans against NumPy and PyTorch", function()
   it("cover every name of the family", function()
     local have = {}
     for _, n in ipairs(F.names(CASES)) do have[n] = true end
-    for _, n in ipairs({ "ptp", "average", "nanprod", "nancumsum", "nancumprod", "ediff1d", "std_mean", "var_mean",
+    for _, n in ipairs({ "amax", "amin", "ptp", "average", "nanprod", "nancumsum", "nancumprod", "ediff1d", "std_mean", "var_mean",
       "aminmax", "cummax", "cummin", "logcumsumexp", "mode", "kthvalue", "unique_consecutive", "cdist", "dist",
       "max", "min", "sort" }) do
       assert(have[n], n .. " has no fixture case")
@@ -40,6 +40,13 @@ describe("max, min and sort over an axis", function()
     assert.same({ { 1 }, { 1 } }, v:totable()); assert.same({ { 2 }, { 1 } }, i:totable())
     v, i = x:sort(2, { descending = true })
     assert.same({ { 4, 3, 1 }, { 9, 5, 1 } }, v:totable()); assert.same({ { 3, 1, 2 }, { 3, 2, 1 } }, i:totable())
+  end)
+  it("give the values only as amax / amin, or with the axis in a list", function()
+    assert.equal(1, select("#", x:amax(2)))
+    assert.equal(1, select("#", gpu.amin(x, -1, { keepdims = true })))
+    assert.same({ 4, 9 }, x:amax(2):totable())
+    assert.same({ 4, 9 }, x:max({ 2 }):totable())
+    assert.equal(1, select("#", x:max({ 2 })))
   end)
   it("keep today's one-result forms (no axis, a list of axes, sort without an axis)", function()
     assert.equal(1, select("#", x:max()))
@@ -74,6 +81,7 @@ describe("reduction gradients (float64)", function()
   end
   it("flow through the NumPy reductions and scans", function()
     check(function(x) return gpu.ptp(x, 2) end, { r(3, 4) })
+    check(function(x) return gpu.amax(x, 1) + gpu.amin(x, 1) end, { r(3, 4) })
     check(function(x, w) return gpu.average(x, 2, { weights = w }) end, { r(3, 4), r(4):abs() + 0.5 })
     check(function(x) return gpu.nanprod(x, 1) end, { r(3, 4) })
     check(function(x) return gpu.nancumsum(x, 2) end, { r(3, 4) })
@@ -133,6 +141,8 @@ describe("reduction and scan misuse", function()
   local x = gpu.ones({ 2, 3 })
   it("names the function and the fault", function()
     h.fails({ "ptp", "axis", "out of range" }, gpu.ptp, x, 3)
+    h.fails({ "amax", "axis must be" }, gpu.amax, x, "1")
+    h.fails({ "amin", "keepdim" }, gpu.amin, x, 1, { keepdim = true })
     h.fails({ "ptp", "zero-size" }, gpu.ptp, gpu.zeros(0))
     h.fails({ "ptp", "gpu.array expected" }, gpu.ptp, { 1, 2 })
     h.fails({ "ptp", "keepdim" }, gpu.ptp, x, 1, { keepdim = true })

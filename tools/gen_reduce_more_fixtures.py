@@ -62,6 +62,10 @@ def reduce_cases():
     cs.append(case("ptp", [A(x), 2], [A(np.ptp(x, axis=1))]))
     cs.append(case("ptp", [A(x), 1], [A(np.ptp(x, axis=0, keepdims=True))], {"keepdims": True}))
     cs.append(case("ptp", [A(xi), 1], [A(np.ptp(xi, axis=0), "int32")]))
+    # amax, amin: values only
+    cs.append(case("amax", [A(x), 2], [A(np.amax(x, axis=1))]))
+    cs.append(case("amin", [A(x), [1, 2]], [A(np.amin(x, axis=(0, 1), keepdims=True))], {"keepdims": True}))
+    cs.append(case("amin", [A(xi)], [A(np.amin(xi))]))
     # average
     w = np.abs(rand(3, 4)) + 0.1
     w1 = np.array([1.0, 2.0, 0.5, 3.0])

@@ -715,6 +715,21 @@ end
 
 local KEEP = { keepdims = { type = "boolean", default = false } }
 local PTP = options.declare("ptp", KEEP, { example = "gpu.ptp(gpu.ones(2, 3), 1, %s)" })
+local AMAX = options.declare("amax", KEEP, { example = "gpu.amax(gpu.ones(2, 3), 1, %s)" })
+local AMIN = options.declare("amin", KEEP, { example = "gpu.amin(gpu.ones(2, 3), 1, %s)" })
+
+-- amax / amin(x [, axis] [, {keepdims}]): NumPy's and PyTorch's: max / min, the values only
+-- (one axis given as a number passed on as a list, the form of max that computes no
+-- positions)
+local function values_only(fname, decl, method)
+  return function(x, axis, opts)
+    local o
+    axis, o = red_args(fname, decl, x, axis, opts)
+    return (gpu[method](x, math.type(axis) == "integer" and { axis } or axis, { keepdims = o.keepdims }))
+  end
+end
+M.amax = values_only("amax", AMAX, "max")
+M.amin = values_only("amin", AMIN, "min")
 
 -- ptp(x [, axis] [, {keepdims}]): max - min (NumPy's; integers wrap as theirs)
 function M.ptp(x, axis, opts)
