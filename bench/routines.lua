@@ -1,7 +1,8 @@
 -- bench/routines.lua — einsum and the NumPy routines of lua/gpu/routines:
 -- einsum("bij,bjk->bik") beside gpulua's own matmul of the same operands (target:
 -- within 5%, compare the two gpulua rows), and sort, argsort, unique, median and
--- histogram of 1e7 float32 against NumPy (target: time ratio <= 1). Twin: bench/routines.py (same case
+-- histogram of 1e7 float32, isin and intersect1d of 1e6 int64 against NumPy (target: time
+-- ratio <= 1). Twin: bench/routines.py (same case
 -- names). Wall-clock (gpu.clock), best and median of repeats of >= 0.2 s (B.once).
 package.path = "bench/lib/?.lua;" .. package.path
 local gpu = require "gpu"
@@ -30,3 +31,10 @@ case(("unique %g f32"):format(n), function() return gpu.unique(x) end, { target_
 case(("median %g f32"):format(n), function() return gpu.median(x) end, { target_vs = "numpy", note = "partition" })
 case(("histogram %g f32"):format(n), function() return gpu.histogram(x, { bins = 100 }) end,
   { target_vs = "numpy", note = "100 equal bins" })
+
+-- the set functions on 1e6 int64 drawn from 0 .. 2e6 - 1 (the same draws in bench/routines.py)
+local ga, gb = gpu.random.Generator(1), gpu.random.Generator(2)
+local sa = ga:randint(0, 1999999, { 1000000 }, { dtype = "int64", device = device })
+local sb = gb:randint(0, 1999999, { 1000000 }, { dtype = "int64", device = device })
+case("isin 1e6 int64", function() return gpu.isin(sa, sb) end, { target_vs = "numpy", note = "lookup table" })
+case("intersect1d 1e6 int64", function() return gpu.intersect1d(sa, sb) end, { target_vs = "numpy", note = "sort-based" })

@@ -1,5 +1,5 @@
 """bench/routines.py — NumPy (CuPy on cuda) twin of bench/routines.lua (same case names):
-einsum, sort, argsort, unique, median and histogram, wall-clock, best and median of repeats of
+einsum, sort, argsort, unique, median, histogram, isin and intersect1d, wall-clock, best and median of repeats of
 >= 0.2 s (bench.py's once)."""
 import os
 import sys
@@ -15,8 +15,11 @@ def cases(np):
     b = rng.random((64, 128, 128), dtype=np.float32)
     n = 1000000 if QUICK else 10000000
     x = rng.standard_normal(n, dtype=np.float32)
+    sa = np.random.default_rng(1).integers(0, 2000000, 1000000)
+    sb = np.random.default_rng(2).integers(0, 2000000, 1000000)
     if hasattr(np, "asarray") and np.__name__ == "cupy":
         a, b, x = np.asarray(a), np.asarray(b), np.asarray(x)
+        sa, sb = np.asarray(sa), np.asarray(sb)
     return [
         ("matmul bij,bjk 64x128x128", lambda: np.matmul(a, b), "np.matmul"),
         ("einsum bij,bjk->bik 64x128x128", lambda: np.einsum("bij,bjk->bik", a, b, optimize=True), "optimize=True"),
@@ -27,6 +30,8 @@ def cases(np):
         ("unique %g f32" % n, lambda: np.unique(x), "np.unique"),
         ("median %g f32" % n, lambda: np.median(x), "np.median (partition)"),
         ("histogram %g f32" % n, lambda: np.histogram(x, bins=100), "bins=100"),
+        ("isin 1e6 int64", lambda: np.isin(sa, sb), "np.isin"),
+        ("intersect1d 1e6 int64", lambda: np.intersect1d(sa, sb), "np.intersect1d"),
     ]
 
 

@@ -34,7 +34,7 @@ local EPS = { float64 = 2.220446049250313e-16, float32 = 1.1920929e-07, float16 
 -- (NumPy's argsort reversed), u the eigenvectors in that order, vh = (u * sign(w))^H;
 -- values only: |eigvalsh| sorted descending
 local function svd_hermitian(a, uv)
-  if not uv then return M.eigvalsh(a):abs():sort(-1, { descending = true }) end
+  if not uv then return M.eigvalsh(a):abs():sort({ descending = true }) end
   local w, u = M.eigh(a)
   local s = w:abs()
   local sidx = s:argsort(-1):flip(-1)

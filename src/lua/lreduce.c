@@ -5,6 +5,8 @@
 **   x:argmax()  x:argmax(2)  x:cumsum()  x:cumsum(1, {dtype = "float64"})
 ** A full reduction is a 0-d array on x's device (no sync); :item() gives the number.
 ** Axes are 1-based (negatives from the end); argmax/argmin return 1-based positions.
+** max/min over one axis given as a number also return the positions, as PyTorch's
+** torch.max(x, dim):  local v, i = x:max(2)  (a table of axes, or none, gives the values).
 */
 #include <math.h>
 #include <string.h>
@@ -103,6 +105,15 @@ static int l_reduce(lua_State *L) {
   }
   reduction_opts o;
   read_opts(L, optidx, f, &o);
+  if ((f->op == GL_R_MAX || f->op == GL_R_MIN) && naxes == 1 && lua_isnumber(L, 2)) {
+    gl_array *r[2];                                   /* values, 1-based positions */
+    gl_lua_push_results(L, lua_gettop(L), r, 2);
+    gl_status st = gl_op_reduce(r[0], (gl_redop)f->op, x, axes, 1, o.keepdims, -1, 0);
+    if (st == GL_OK)
+      st = gl_op_reduce(r[1], f->op == GL_R_MAX ? GL_R_ARGMAX : GL_R_ARGMIN, x, axes, 1, o.keepdims, -1, 0);
+    if (st == GL_EINVAL) gl_lua_check_status(L, st, 1);
+    return gl_lua_results(L, st, r, 2);
+  }
   gl_array *out = gl_lua_push(L);
   gl_status st = run(f, out, x, axes, naxes, &o);
   /* an invalid request is the array's fault (empty, dtype), named at argument 1 */

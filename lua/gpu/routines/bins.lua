@@ -239,4 +239,211 @@ function M.histogram(x, opts)
   return counts, edges
 end
 
+-- ---- histogram_bin_edges, histogramdd, histogram2d -------------------------------------------
+
+local EDGES = options.declare("histogram_bin_edges", {
+  bins = { type = "integer|array|string", default = 10,
+    check = function(v)
+      if type(v) ~= "string" then return true end
+      for _, e in ipairs({ "auto", "fd", "doane", "scott", "rice", "sturges", "sqrt" }) do if v == e then return true end end
+      return false, "an integer, an array of edges or one of auto, fd, doane, scott, rice, sturges, sqrt"
+    end },
+  range = { type = "table" },
+  weights = { type = "array" },
+}, { example = "gpu.histogram_bin_edges(gpu.ones(3), %s)" })
+
+-- The bin width an estimator gives for the n values of x (float64, 1-D) over ptp; 0: none.
+local function estimated_width(name, x, ptp)
+  local n = x.shape[1]
+  if n == 0 then return 0 end
+  local function sturges() return ptp / (math.log(n, 2) + 1) end
+  local function fd()
+    local q = gpu.quantile(x, { 0.25, 0.75 }):totable()
+    return 2 * (q[2] - q[1]) * n ^ (-1 / 3)
+  end
+  if name == "sqrt" then return ptp / math.sqrt(n)
+  elseif name == "sturges" then return sturges()
+  elseif name == "rice" then return ptp / (2 * n ^ (1 / 3))
+  elseif name == "scott" then return (24 * math.pi ^ 0.5 / n) ^ (1 / 3) * x:std():item()
+  elseif name == "fd" then return fd()
+  elseif name == "doane" then                                 -- Sturges corrected by the skew
+    if n <= 2 then return 0 end
+    local sigma = x:std():item()
+    if sigma <= 0 then return 0 end
+    local g1 = (((x - x:mean()) / sigma) ^ 3):mean():item()
+    local sg1 = math.sqrt(6 * (n - 2) / ((n + 1) * (n + 3)))
+    return ptp / (1 + math.log(n, 2) + math.log(1 + math.abs(g1) / sg1, 2))
+  end
+  local w = fd()                                               -- auto
+  return w > 0 and math.min(w, sturges()) or sturges()
+end
+
+-- histogram_bin_edges(a [, {bins = 10, range = {lo, hi}, weights}]): NumPy's: the edges
+-- histogram would use; bins a count, the edges themselves, or an estimator's name (auto fd
+-- doane scott rice sturges sqrt: equal bins of the width it estimates from the values in range).
+function M.histogram_bin_edges(a, opts)
+  local fname = "histogram_bin_edges"
+  options.check_array(a, fname, 1, "a")
+  if is_complex(a.dtype) then options.argerror(fname, 1, "a must be real, got %s", a.dtype) end
+  local o = EDGES:check(opts, 2)
+  if o.weights and o.weights.size ~= a.size then
+    options.argerror(fname, 2, "option 'weights' must have a's %d elements", a.size)
+  end
+  local x = a.dtype == "bool" and a:astype("uint8") or a
+  if options.is_array(o.bins) then
+    local e = o.bins
+    if e.ndim ~= 1 or e.shape[1] < 2 then options.argerror(fname, 2, "option 'bins' as edges must be 1-D with at least 2") end
+    local nb = e.shape[1] - 1
+    if gpu.lt(e[{ { 2, nb + 1 } }], e[{ { 1, nb } }]):any():item() then
+      options.argerror(fname, 2, "option 'bins' must increase monotonically")
+    end
+    return e
+  end
+  if type(o.bins) == "number" then
+    if o.bins < 1 then options.argerror(fname, 2, "option 'bins' must be >= 1, got %d", o.bins) end
+    return uniform_edges(fname, x, o.bins, o.range)
+  end
+  if o.weights then
+    options.argerror(fname, 2, "bins = '%s': estimating the bins of weighted data is not supported (NumPy's too)", o.bins)
+  end
+  local e = uniform_edges(fname, x, 1, o.range)
+  local lo, hi = e[1], e[2]
+  local v = x:reshape(x.size):astype("float64")
+  if o.range then v = gpu.masked_select(v, gpu.logical_and(v:ge(lo), v:le(hi))) end
+  local width = estimated_width(o.bins, v, v.shape[1] > 0 and (v:max() - v:min()):item() or 0)
+  local nb = width > 0 and math.max(math.ceil((hi - lo) / width), 1) or 1
+  return uniform_edges(fname, x, nb, o.range)
+end
+
+local HISTDD_KEYS = {
+  bins = { type = "integer|array|table", default = 10 },
+  range = { type = "table" },
+  density = { type = "boolean", default = false },
+  weights = { type = "array" },
+}
+local HISTDD = options.declare("histogramdd", HISTDD_KEYS, { example = "gpu.histogramdd(gpu.ones(3, 2), %s)" })
+local HIST2D = options.declare("histogram2d", HISTDD_KEYS, { example = "gpu.histogram2d(gpu.ones(3), gpu.ones(3), %s)" })
+
+-- The D-dimensional histogram of the columns cols (1-D, n each): float64 counts (D axes)
+-- and the edges (a list), as NumPy's histogramdd: per axis a search of the edges (the last
+-- edge inside the last bin), the D bin numbers as one flat position, one bincount.
+local function histdd(fname, cols, o, argn)
+  local D, n = #cols, cols[1].shape[1]
+  local dev = cols[1].device
+  local bins, range = o.bins, o.range
+  if type(bins) == "table" and not options.is_array(bins) and #bins ~= D then
+    options.argerror(fname, argn, "option 'bins' must have one entry per dimension (%d), got %d", D, #bins)
+  end
+  if range ~= nil and #range ~= D then
+    options.argerror(fname, argn, "option 'range' must have one {lo, hi} per dimension (%d), got %d", D, #range)
+  end
+  local w = o.weights
+  if w and w.size ~= n then options.argerror(fname, argn, "option 'weights' must have %d elements, got %d", n, w.size) end
+  local edges, flat, stride, shape = {}, nil, 1, {}
+  local idx = {}
+  for d = 1, D do
+    local b = (type(bins) == "table" and not options.is_array(bins)) and bins[d] or bins
+    local x = cols[d]:astype("float64")
+    local e
+    if options.is_array(b) then
+      if b.ndim ~= 1 or b.shape[1] < 2 then
+        options.argerror(fname, argn, "option 'bins': the edges of dimension %d must be 1-D with at least 2", d)
+      end
+      e = b:astype("float64")
+      local nb = e.shape[1] - 1
+      if gpu.lt(e[{ { 2, nb + 1 } }], e[{ { 1, nb } }]):any():item() then
+        options.argerror(fname, argn, "option 'bins': the edges of dimension %d must increase monotonically", d)
+      end
+    elseif math.type(b) == "integer" then
+      if b < 1 then options.argerror(fname, argn, "option 'bins' must be >= 1, got %d", b) end
+      local r = range and range[d]
+      if r ~= nil and type(r) ~= "table" then options.argerror(fname, argn, "option 'range' must hold {lo, hi} pairs") end
+      e = uniform_edges(fname, x, b, r)
+    else
+      options.argerror(fname, argn, "option 'bins': dimension %d needs an integer or an array of edges, got %s", d, options.type_name(b))
+    end
+    edges[d] = e
+    local nb = e.shape[1] - 1
+    local k = gpu.searchsorted(e, x, { side = "right" }) - 1     -- NumPy's count: 0 below, nb + 1 above
+    k = k - gpu.eq(x, e[nb + 1]):astype("int64")               -- the last edge: in the last bin
+    idx[d], shape[d] = k, nb + 2
+  end
+  for d = D, 1, -1 do
+    flat = flat and flat + idx[d] * stride or idx[d] * stride
+    stride = stride * shape[d]
+  end
+  local counts = M.bincount(flat, { minlength = stride, weights = w and w:reshape(n) or nil }):astype("float64")
+  counts = counts[{ { 1, stride } }]:reshape(shape)
+  local key = {}
+  for d = 1, D do key[d] = { 2, shape[d] - 1 } end
+  local h = counts[key]:contiguous()
+  if o.density then
+    local dens = h / h:sum()
+    for d = 1, D do
+      local e, nb = edges[d], shape[d] - 2
+      local wshape = {}
+      for j = 1, D do wshape[j] = j == d and nb or 1 end
+      dens = dens / (e[{ { 2, nb + 1 } }] - e[{ { 1, nb } }]):reshape(wshape)
+    end
+    h = dens
+  end
+  return h, edges
+end
+
+-- histogramdd(sample [, {bins = 10, range, density, weights}]) -> hist, edges: NumPy's;
+-- sample an (N, D) array or a list of D arrays of N; bins a count, a list of counts or edges
+-- per dimension; range a list of {lo, hi}; hist float64 (D axes), edges a list of arrays
+function M.histogramdd(sample, opts)
+  local fname = "histogramdd"
+  local cols = {}
+  if options.is_array(sample) then
+    if sample.ndim == 1 then cols[1] = sample
+    elseif sample.ndim == 2 then
+      if sample.shape[2] > gpu._max_dims then
+        options.argerror(fname, 1, "sample has %d dimensions; a histogram has at most %d axes", sample.shape[2], gpu._max_dims)
+      end
+      for d = 1, sample.shape[2] do cols[d] = sample[{ ":", d }] end
+    else options.argerror(fname, 1, "sample must be (N, D), got %d axes", sample.ndim) end
+  elseif type(sample) == "table" then
+    if #sample > gpu._max_dims then
+      options.argerror(fname, 1, "sample has %d dimensions; a histogram has at most %d axes", #sample, gpu._max_dims)
+    end
+    for d, c in ipairs(sample) do
+      options.check_array(c, fname, 1, ("sample[%d]"):format(d))
+      cols[d] = c:reshape(c.size)
+    end
+  else
+    options.argerror(fname, 1, "sample must be an (N, D) array or a list of arrays, got %s", options.type_name(sample))
+  end
+  if #cols == 0 then options.argerror(fname, 1, "sample has no dimensions") end
+  if #cols > gpu._max_dims then
+    options.argerror(fname, 1, "sample has %d dimensions; a histogram has at most %d axes", #cols, gpu._max_dims)
+  end
+  for d, c in ipairs(cols) do
+    if is_complex(c.dtype) then options.argerror(fname, 1, "sample must be real, got %s", c.dtype) end
+    if c.shape[1] ~= cols[1].shape[1] then options.argerror(fname, 1, "sample[%d] has %d values, sample[1] %d", d, c.shape[1], cols[1].shape[1]) end
+    if c.device ~= cols[1].device then options.argerror(fname, 1, "sample[%d] is on %s, sample[1] on %s", d, c.device, cols[1].device) end
+  end
+  return histdd(fname, cols, HISTDD:check(opts, 2), 2)
+end
+
+-- histogram2d(x, y [, {bins = 10, range, density, weights}]) -> hist, xedges, yedges: NumPy's;
+-- bins a count, {nx, ny}, one array of edges for both, or {xedges, yedges}
+function M.histogram2d(x, y, opts)
+  local fname = "histogram2d"
+  options.check_array(x, fname, 1, "x")
+  options.check_array(y, fname, 2, "y")
+  if x.ndim ~= 1 or y.ndim ~= 1 or x.shape[1] ~= y.shape[1] then
+    options.argerror(fname, 2, "x and y must be 1-D of one length, got %s and %s", options.shape_str(x.shape), options.shape_str(y.shape))
+  end
+  if x.device ~= y.device then options.argerror(fname, 2, "y is on %s, x on %s", y.device, x.device) end
+  for i, v in ipairs({ x, y }) do
+    if is_complex(v.dtype) then options.argerror(fname, i, "%s must be real, got %s", i == 1 and "x" or "y", v.dtype) end
+  end
+  local o = HIST2D:check(opts, 3)
+  if options.is_array(o.bins) then o.bins = { o.bins, o.bins } end
+  local h, e = histdd(fname, { x, y }, o, 3)
+  return h, e[1], e[2]
+end
+
 return M

@@ -22,6 +22,12 @@ return {
   -- elementwise functions written over the ops (gpu.routines.math)
 
   -- reductions, scans, sets and histograms (gpu.routines.stats, sets, bins)
+  amax = true, amin = true, ptp = false, average = false, nanprod = false, nancumsum = false, nancumprod = false, ediff1d = false,
+  std_mean = false, var_mean = false, aminmax = true, mode = true, cummax = true, cummin = true,
+  logcumsumexp = true, kthvalue = true, unique_consecutive = true, cdist = false, dist = true,
+  isin = false, in1d = false, intersect1d = false, union1d = false, setdiff1d = false, setxor1d = false,
+  unique_values = false, unique_counts = false, unique_inverse = false, lexsort = false,
+  histogram2d = false, histogramdd = false, histogram_bin_edges = false,
 
   -- PyTorch's tensor helpers (gpu.routines.tensor)
 

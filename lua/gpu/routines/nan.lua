@@ -64,7 +64,7 @@ local function extremum(name, method, fill)
   return function(x, axis, opts)
     local o
     axis, o = args(name, d, x, axis, opts)
-    if not basic.is_float(x.dtype) then return gpu[method](x, axis, { keepdims = o.keepdims }) end
+    if not basic.is_float(x.dtype) then return (gpu[method](x, axis, { keepdims = o.keepdims })) end
     local nan = gpu.isnan(x)
     local m = gpu.where(nan, fill, x)
     m = gpu[method](m, axis, { keepdims = o.keepdims })

@@ -89,7 +89,7 @@ end
 -- place (each where a sort would put it, NaN largest): a partition on the cpu, where the
 -- selection kernel is, else a sort.
 local function select_sorted(x, axis, kth)
-  if x.device ~= "cpu" then return x:sort(axis) end
+  if x.device ~= "cpu" then return (x:sort(axis)) end
   return x:partition(kth, axis)
 end
 
@@ -213,7 +213,7 @@ end
 -- the float arithmetic there can move them) are selected; else x is sorted.
 local function nan_sorted(x, ax, c, qs)
   local m = c:min():item()
-  if c:max():item() ~= m then return x:sort(ax) end
+  if c:max():item() ~= m then return (x:sort(ax)) end
   if m == 0 then return x end                  -- every slice all NaN: nothing is read
   local kth = {}
   for _, q in ipairs(qs) do
@@ -673,6 +673,478 @@ function M.trapz(y, x, opts)
     d = o.dx
   end
   return ((slice(y, ax, 2, m) + slice(y, ax, 1, m - 1)) * d / 2):sum(ax)
+end
+
+-- ---- more reductions and scans: NumPy's ptp, average, nanprod, nancumsum, nancumprod,
+-- ediff1d; PyTorch's std_mean, var_mean, aminmax, cummax, cummin, logcumsumexp, mode,
+-- kthvalue, unique_consecutive, cdist, dist --------------------------------------------------
+
+local no_grad = gpu.no_grad
+
+-- The arguments (x [, axis] [, opts]) of a reduction: axis nil, an integer or a list of them;
+-- a table with other keys is the options.
+local function red_args(fname, decl, x, axis, opts)
+  options.check_array(x, fname, 1, "x")
+  if type(axis) == "table" and opts == nil then
+    local k = next(axis)
+    if k ~= nil and math.type(k) ~= "integer" then axis, opts = nil, axis end
+  end
+  if axis ~= nil and math.type(axis) ~= "integer" and (type(axis) ~= "table" or options.is_array(axis)) then
+    options.argerror(fname, 2, "axis must be an integer or a table of integers, got %s", options.type_name(axis))
+  end
+  if math.type(axis) == "integer" then norm_axis(fname, axis, math.max(x.ndim, 1), 2) end
+  return axis, decl:check(opts, axis == nil and 2 or 3)
+end
+
+-- The arguments (x [, dim] [, opts]) of a function along one axis: PyTorch's dim (1-based,
+-- checked; default default_dim, which may be nil), the options read; argn: dim's position.
+local function dim_args(fname, decl, x, dim, opts, default_dim, argn)
+  argn = argn or 2
+  options.check_array(x, fname, 1, "x")
+  if type(dim) == "table" and opts == nil and not options.is_array(dim) then dim, opts = nil, dim end
+  if dim == nil then dim = default_dim end
+  if dim ~= nil then dim = norm_axis(fname, dim, math.max(x.ndim, 1), argn, "dim must be an integer") end
+  return dim, decl:check(opts, argn + 1)
+end
+
+local function check_float(fname, x)
+  if not is_float(x.dtype) then
+    options.argerror(fname, 1, "x must be a float array, got %s", x.dtype)
+  end
+end
+
+local KEEP = { keepdims = { type = "boolean", default = false } }
+local PTP = options.declare("ptp", KEEP, { example = "gpu.ptp(gpu.ones(2, 3), 1, %s)" })
+local AMAX = options.declare("amax", KEEP, { example = "gpu.amax(gpu.ones(2, 3), 1, %s)" })
+local AMIN = options.declare("amin", KEEP, { example = "gpu.amin(gpu.ones(2, 3), 1, %s)" })
+
+-- amax / amin(x [, axis] [, {keepdims}]): NumPy's and PyTorch's: max / min, the values only
+-- (one axis given as a number passed on as a list, the form of max that computes no
+-- positions)
+local function values_only(fname, decl, method)
+  return function(x, axis, opts)
+    local o
+    axis, o = red_args(fname, decl, x, axis, opts)
+    return (gpu[method](x, math.type(axis) == "integer" and { axis } or axis, { keepdims = o.keepdims }))
+  end
+end
+M.amax = values_only("amax", AMAX, "max")
+M.amin = values_only("amin", AMIN, "min")
+
+-- ptp(x [, axis] [, {keepdims}]): max - min (NumPy's; integers wrap as theirs)
+function M.ptp(x, axis, opts)
+  local o
+  axis, o = red_args("ptp", PTP, x, axis, opts)
+  if x.size == 0 then options.raise("ptp: zero-size array to reduction 'max' which has no identity") end
+  local hi = gpu.max(x, axis, { keepdims = o.keepdims })
+  local lo = gpu.min(x, axis, { keepdims = o.keepdims })
+  return hi - lo
+end
+
+local AVERAGE = options.declare("average", {
+  weights = { type = "array" }, returned = { type = "boolean", default = false },
+  keepdims = { type = "boolean", default = false },
+}, { example = "gpu.average(gpu.ones(2, 3), 1, %s)" })
+
+-- average(a [, axis] [, {weights, returned, keepdims}]): NumPy's weighted mean; weights of a's
+-- shape or, with one axis, 1-D along it; returned: also the sum of the weights (a's shape).
+function M.average(a, axis, opts)
+  local fname = "average"
+  local o
+  axis, o = red_args(fname, AVERAGE, a, axis, opts)
+  local x = floated(a)
+  local w = o.weights
+  if w == nil then
+    local avg = x:mean(axis, { keepdims = o.keepdims })
+    if not o.returned then return avg end
+    local n = avg.size > 0 and a.size // avg.size or 0             -- the count per average
+    return avg, gpu.full(avg.shape, n, { dtype = avg.dtype, device = avg.device })
+  end
+  if w.device ~= a.device then options.argerror(fname, 3, "option 'weights' is on %s, a on %s", w.device, a.device) end
+  local same = #w.shape == #a.shape
+  for d = 1, math.min(#w.shape, #a.shape) do same = same and w.shape[d] == a.shape[d] end
+  if not same then
+    if axis == nil then
+      options.argerror(fname, 3, "option 'weights' differs from a's shape %s: give an axis", options.shape_str(a.shape))
+    end
+    local ax = math.type(axis) == "integer" and norm_axis(fname, axis, a.ndim, 2)
+    if not ax or w.ndim ~= 1 or w.shape[1] ~= a.shape[ax] then
+      options.argerror(fname, 3, "option 'weights' must have a's shape or be 1-D of the axis' length")
+    end
+    local shape = {}
+    for d = 1, a.ndim do shape[d] = d == ax and w.shape[1] or 1 end
+    w = w:reshape(shape)
+  end
+  if not is_float(w.dtype) then w = w:astype(x.dtype) end
+  local wsum = gpu.broadcast_to(w, a.shape):sum(axis, { keepdims = o.keepdims })
+  if gpu.eq(wsum, 0):any():item() then options.raise("average: the weights sum to zero, can't be normalized") end
+  local avg = (x * w):sum(axis, { keepdims = o.keepdims }) / wsum
+  if not o.returned then return avg end
+  return avg, gpu.broadcast_to(wsum:astype(avg.dtype), avg.shape):contiguous()
+end
+
+local NANPROD = options.declare("nanprod", { keepdims = KEEP.keepdims, dtype = { type = "dtype" } },
+  { example = "gpu.nanprod(gpu.ones(2, 3), 1, %s)" })
+local NANCUMSUM = options.declare("nancumsum", { dtype = { type = "dtype" } },
+  { example = "gpu.nancumsum(gpu.ones(2, 3), 1, %s)" })
+local NANCUMPROD = options.declare("nancumprod", { dtype = { type = "dtype" } },
+  { example = "gpu.nancumprod(gpu.ones(2, 3), 1, %s)" })
+
+local function nan_filled(x, v) return is_float(x.dtype) and gpu.where(gpu.isnan(x), v, x) or x end
+
+-- nanprod(x [, axis] [, {keepdims, dtype}]): the product with NaNs taken as 1
+function M.nanprod(x, axis, opts)
+  local o
+  axis, o = red_args("nanprod", NANPROD, x, axis, opts)
+  return nan_filled(x, 1):prod(axis, { keepdims = o.keepdims, dtype = o.dtype })
+end
+
+local function scan_args(fname, decl, x, axis, opts)
+  options.check_array(x, fname, 1, "x")
+  if type(axis) == "table" and opts == nil and not options.is_array(axis) then axis, opts = nil, axis end
+  if axis ~= nil then norm_axis(fname, axis, math.max(x.ndim, 1), 2) end
+  return axis, decl:check(opts, axis == nil and 2 or 3)
+end
+
+-- nancumsum / nancumprod(x [, axis] [, {dtype}]): the scans with NaNs taken as 0 / 1 (no
+-- axis: over x flattened)
+function M.nancumsum(x, axis, opts)
+  local o
+  axis, o = scan_args("nancumsum", NANCUMSUM, x, axis, opts)
+  return nan_filled(x, 0):cumsum(axis, { dtype = o.dtype })
+end
+function M.nancumprod(x, axis, opts)
+  local o
+  axis, o = scan_args("nancumprod", NANCUMPROD, x, axis, opts)
+  return nan_filled(x, 1):cumprod(axis, { dtype = o.dtype })
+end
+
+local EDIFF = options.declare("ediff1d", { to_end = { type = "number|table|array" }, to_begin = { type = "number|table|array" } },
+  { example = "gpu.ediff1d(gpu.ones(3), %s)" })
+
+-- ediff1d(x [, {to_end, to_begin}]): the differences of x flattened, with to_begin's and
+-- to_end's values (numbers, lists or arrays, flattened) before and after, in x's dtype
+function M.ediff1d(x, opts)
+  local fname = "ediff1d"
+  options.check_array(x, fname, 1, "x")
+  local o = EDIFF:check(opts, 2)
+  local flat = x:reshape(x.size)
+  local n = x.size
+  local d = n > 1 and flat[{ { 2, n } }] - flat[{ { 1, n - 1 } }] or gpu.zeros(0, { dtype = x.dtype, device = x.device })
+  if d.dtype ~= x.dtype then d = d:astype(x.dtype) end
+  local function part(v, key)
+    if v == nil then return nil end
+    if type(v) == "number" then v = { v } end
+    if not options.is_array(v) then
+      for i = 1, #v do
+        if type(v[i]) ~= "number" then options.argerror(fname, 2, "option '%s' must hold numbers", key) end
+      end
+      return gpu.array(v, { dtype = x.dtype, device = x.device })
+    end
+    if v.device ~= x.device then options.argerror(fname, 2, "option '%s' is on %s, x on %s", key, v.device, x.device) end
+    return v:reshape(v.size):astype(x.dtype)
+  end
+  local parts = {}
+  parts[#parts + 1] = part(o.to_begin, "to_begin")
+  parts[#parts + 1] = d
+  parts[#parts + 1] = part(o.to_end, "to_end")
+  return #parts == 1 and d or gpu.concat(parts)
+end
+
+local VAR_MEAN_KEYS = {
+  correction = { type = "number", min = 0 },
+  unbiased = { type = "boolean" },
+  keepdim = { type = "boolean", default = false },
+}
+local STD_MEAN = options.declare("std_mean", VAR_MEAN_KEYS, { example = "gpu.std_mean(gpu.ones(2, 3), 1, %s)" })
+local VAR_MEAN = options.declare("var_mean", VAR_MEAN_KEYS, { example = "gpu.var_mean(gpu.ones(2, 3), 1, %s)" })
+
+local function moments(fname, decl, method, x, dim, opts)
+  local o
+  dim, o = red_args(fname, decl, x, dim, opts)
+  if not is_float(x.dtype) and gpu._dtypes[x.dtype].kind ~= "complex" then
+    options.argerror(fname, 1, "x must be a float or complex array, got %s", x.dtype)
+  end
+  if o.correction ~= nil and o.unbiased ~= nil then
+    options.argerror(fname, dim == nil and 2 or 3, "give 'correction' or 'unbiased', not both")
+  end
+  local ddof = o.correction or (o.unbiased == false and 0 or 1)
+  return x[method](x, dim, { ddof = ddof, keepdims = o.keepdim }), x:mean(dim, { keepdims = o.keepdim })
+end
+
+-- std_mean / var_mean(x [, dim] [, {correction = 1, unbiased, keepdim}]): PyTorch's
+-- (standard deviation or variance, mean), the Bessel correction by default
+function M.std_mean(x, dim, opts) return moments("std_mean", STD_MEAN, "std", x, dim, opts) end
+function M.var_mean(x, dim, opts) return moments("var_mean", VAR_MEAN, "var", x, dim, opts) end
+
+local AMINMAX = options.declare("aminmax", { keepdim = { type = "boolean", default = false } },
+  { example = "gpu.aminmax(gpu.ones(2, 3), 1, %s)" })
+
+-- aminmax(x [, dim] [, {keepdim}]) -> min, max (PyTorch's; dim positional here)
+function M.aminmax(x, dim, opts)
+  local o
+  dim, o = dim_args("aminmax", AMINMAX, x, dim, opts, nil)
+  if x.size == 0 then options.argerror("aminmax", 1, "x is empty: the reduction has no identity") end
+  local keep = { keepdims = o.keepdim }
+  if dim and x.ndim == 0 then dim = nil end
+  return (gpu.min(x, dim, keep)), (gpu.max(x, dim, keep))
+end
+
+-- positions 1..n along axis (int64), in x's shape
+local function positions(x, axis)
+  local shape = {}
+  for d = 1, x.ndim do shape[d] = d == axis and x.shape[d] or 1 end
+  local p = (gpu.arange(x.shape[axis], { device = x.device }) + 1):reshape(shape)
+  return gpu.broadcast_to(p, x.shape):contiguous()
+end
+
+-- An inclusive scan along axis by doubling (Hillis and Steele: ceil(log2 n) rounds of one
+-- elementwise combine over the shifted array), for the scans with no kernel. combine(l, r)
+-- takes and returns a list of arrays (the running state), l the earlier elements.
+local function doubling_scan(state, axis, combine)
+  local n = state[1].shape[axis]
+  local s = 1
+  while s < n do
+    local l, r = {}, {}
+    for k, v in ipairs(state) do l[k], r[k] = slice(v, axis, 1, n - s), slice(v, axis, s + 1, n) end
+    local c = combine(l, r)
+    for k, v in ipairs(state) do state[k] = gpu.concat({ slice(v, axis, 1, s), c[k] }, axis) end
+    s = s * 2
+  end
+  return state
+end
+
+local CUMMAX = options.declare("cummax", {}, { example = "gpu.cummax(gpu.ones(3), 1, %s)" })
+local CUMMIN = options.declare("cummin", {}, { example = "gpu.cummin(gpu.ones(3), 1, %s)" })
+
+-- The running extreme's positions along axis: the last of equal values, and from a NaN on
+-- the last NaN (PyTorch's).
+local function running_extreme_positions(x, axis, larger)
+  local float = is_float(x.dtype)
+  local state = doubling_scan({ x, positions(x, axis) }, axis, function(l, r)
+    local better = larger and gpu.ge(r[1], l[1]) or gpu.le(r[1], l[1])
+    if float then better = gpu.logical_or(gpu.isnan(r[1]), better) end
+    return { gpu.where(better, r[1], l[1]), gpu.where(better, r[2], l[2]) }
+  end)
+  return state[2]
+end
+
+local function cum_extreme(fname, decl, larger)
+  return function(x, dim, opts)
+    options.check_array(x, fname, 1, "x")
+    if dim == nil then options.argerror(fname, 2, "dim must be an integer, got no value") end
+    local o
+    dim, o = dim_args(fname, decl, x, dim, opts, nil)
+    if gpu._dtypes[x.dtype].kind == "complex" then options.argerror(fname, 1, "x must be real, got %s", x.dtype) end
+    local xx = x.ndim == 0 and x:reshape(1) or x
+    if xx.size == 0 then
+      return x:copy(), gpu.zeros(x.shape, { dtype = "int64", device = x.device })
+    end
+    local idx = no_grad(function() return running_extreme_positions(xx:detach(), dim, larger) end)
+    local v = gpu.take_along_axis(xx, idx, dim)
+    if x.ndim == 0 then return v:reshape({}), idx:reshape({}) end
+    return v, idx
+  end
+end
+
+-- cummax / cummin(x, dim) -> values, 1-based positions (PyTorch's); differentiable (the
+-- gradient goes to the positions)
+M.cummax = cum_extreme("cummax", CUMMAX, true)
+M.cummin = cum_extreme("cummin", CUMMIN, false)
+
+local LOGCUMSUMEXP = options.declare("logcumsumexp", {}, { example = "gpu.logcumsumexp(gpu.ones(3), 1, %s)" })
+local LN2 = math.log(2)
+
+-- log(exp(a) + exp(b)), stable: equal arguments (the infinities too) give a + log 2
+local function logaddexp(a, b)
+  local m = gpu.maximum(a, b)
+  return gpu.where(gpu.eq(a, b), a + LN2, m + gpu.log1p(gpu.exp(-gpu.abs(a - b))))
+end
+
+-- logcumsumexp(x, dim): log of the running sum of exp(x), PyTorch's; float arrays; by
+-- doubling over logaddexp, so it is stable and differentiable
+function M.logcumsumexp(x, dim, opts)
+  local fname = "logcumsumexp"
+  options.check_array(x, fname, 1, "x")
+  if dim == nil then options.argerror(fname, 2, "dim must be an integer, got no value") end
+  dim = dim_args(fname, LOGCUMSUMEXP, x, dim, opts, nil)
+  check_float(fname, x)
+  local xx = x.ndim == 0 and x:reshape(1) or x
+  if xx.size == 0 then return x:copy() end
+  local r = doubling_scan({ xx }, dim, function(l, r) return { logaddexp(l[1], r[1]) } end)[1]
+  return x.ndim == 0 and r:reshape({}) or r
+end
+
+local MODE = options.declare("mode", { keepdim = { type = "boolean", default = false } },
+  { example = "gpu.mode(gpu.ones(2, 3), 1, %s)" })
+
+-- drop axis from x (unless keep)
+local function squeeze_axis(x, axis, keep)
+  if keep then return x end
+  local shape = {}
+  for d = 1, x.ndim do if d ~= axis then shape[#shape + 1] = x.shape[d] end end
+  return x:reshape(shape)
+end
+
+-- mode(x [, dim = -1] [, {keepdim}]) -> values, positions: PyTorch's: the most frequent value
+-- of each slice (the smallest among equally frequent ones) and the position of its last
+-- occurrence. From one stable sort: each run's length, the longest run's end.
+function M.mode(x, dim, opts)
+  local fname = "mode"
+  local o
+  dim, o = dim_args(fname, MODE, x, dim, opts, -1)
+  if gpu._dtypes[x.dtype].kind == "complex" then options.argerror(fname, 1, "x must be real, got %s", x.dtype) end
+  local xx = x.ndim == 0 and x:reshape(1) or x
+  if xx.shape[dim] == 0 then options.argerror(fname, 1, "the dim %d is empty", dim) end
+  local idx = no_grad(function()
+    local s, perm = xx:detach():sort(dim)
+    local n = xx.shape[dim]
+    local pos = positions(s, dim)
+    local start = gpu.ones(pos.shape, { dtype = "bool", device = x.device })
+    if n > 1 then
+      local differ = gpu.ne(slice(s, dim, 2, n), slice(s, dim, 1, n - 1))
+      start = gpu.concat({ slice(start, dim, 1, 1), differ }, dim)
+    end
+    local run_start = gpu.cummax(gpu.where(start, pos, 1), dim)
+    local len = pos - run_start + 1
+    local k = gpu.argmax(len, dim, { keepdims = true })          -- first longest: smallest value
+    return gpu.take_along_axis(perm, k, dim)
+  end)
+  local v = gpu.take_along_axis(xx, idx, dim)
+  if x.ndim == 0 then return v:reshape({}), idx:reshape({}) end
+  return squeeze_axis(v, dim, o.keepdim), squeeze_axis(idx, dim, o.keepdim)
+end
+
+local KTH = options.declare("kthvalue", { keepdim = { type = "boolean", default = false } },
+  { example = "gpu.kthvalue(gpu.ones(2, 3), 1, 1, %s)" })
+
+-- kthvalue(x, k [, dim = -1] [, {keepdim}]) -> values, positions: the k-th smallest (1-based
+-- k, PyTorch's) along dim, through one stable sort (NaN the largest)
+function M.kthvalue(x, k, dim, opts)
+  local fname = "kthvalue"
+  options.check_array(x, fname, 1, "x")
+  if math.type(k) ~= "integer" then options.argerror(fname, 2, "k must be an integer, got %s", options.type_name(k)) end
+  local o
+  dim, o = dim_args(fname, KTH, x, dim, opts, -1, 3)
+  if gpu._dtypes[x.dtype].kind == "complex" then options.argerror(fname, 1, "x must be real, got %s", x.dtype) end
+  local xx = x.ndim == 0 and x:reshape(1) or x
+  local n = xx.shape[dim]
+  if k < 1 or k > n then options.argerror(fname, 2, "k = %d is out of range for dim %d of size %d", k, dim, n) end
+  local _, perm = no_grad(function() return xx:detach():sort(dim) end)
+  local at = gpu.array({ k }, { dtype = "int64", device = x.device })
+  local idx = perm:index(dim, at)
+  local v = gpu.take_along_axis(xx, idx, dim)
+  if x.ndim == 0 then return v:reshape({}), idx:reshape({}) end
+  return squeeze_axis(v, dim, o.keepdim), squeeze_axis(idx, dim, o.keepdim)
+end
+
+local UCONSEC = options.declare("unique_consecutive", {
+  return_inverse = { type = "boolean", default = false },
+  return_counts = { type = "boolean", default = false },
+  dim = { type = "integer" },
+}, { example = "gpu.unique_consecutive(gpu.ones(3), %s)" })
+
+-- unique_consecutive(x [, {return_inverse, return_counts, dim}]) -> values [, inverse]
+-- [, counts]: PyTorch's: each run of equal consecutive elements (x flattened) or slices
+-- along dim kept once; inverse (x's shape, or dim's length) 1-based
+function M.unique_consecutive(x, opts)
+  local fname = "unique_consecutive"
+  options.check_array(x, fname, 1, "x")
+  local o = UCONSEC:check(opts, 2)
+  local dim = o.dim and norm_axis(fname, o.dim, math.max(x.ndim, 1), 2) or nil
+  local rows, moved
+  if dim then
+    moved = front(x.ndim == 0 and x:reshape(1) or x, dim)
+    rows = moved:reshape(moved.shape[1], -1)
+  end
+  local flat = rows or x:reshape(x.size)
+  local n = flat.shape[1]
+  local dev = x.device
+  local values, inverse, counts
+  if n == 0 then
+    values = dim and x or flat
+    inverse = gpu.zeros(dim and { 0 } or x.shape, { dtype = "int64", device = dev })
+    counts = gpu.zeros(0, { dtype = "int64", device = dev })
+  else
+    local start = gpu.ones(1, { dtype = "bool", device = dev })
+    if n > 1 then
+      local differ = gpu.ne(flat[{ { 2, n } }], flat[{ { 1, n - 1 } }])
+      if rows then differ = differ:reshape(n - 1, -1):any(2) end
+      start = gpu.concat({ start, differ })
+    end
+    local at = gpu.masked_select(gpu.arange(n, { device = dev }), start)   -- 0-based run starts
+    if rows then
+      local shape = moved.shape
+      shape[1] = at.shape[1]
+      values = moved:index(1, at + 1)
+      local back = {}
+      for i = 2, moved.ndim do back[i <= dim and i - 1 or i] = i end
+      back[dim] = 1
+      values = values:permute(back):contiguous()
+    else
+      values = gpu.take(flat, at + 1)
+    end
+    if o.return_inverse then
+      inverse = gpu.cumsum(start:astype("int64"))
+      if not rows then inverse = inverse:reshape(x.shape) end
+    end
+    if o.return_counts then
+      counts = gpu.concat({ at[{ { 2, at.shape[1] } }], gpu.full(1, n, { dtype = "int64", device = dev }) }) - at
+    end
+  end
+  local out = { values }
+  if o.return_inverse then out[#out + 1] = inverse end
+  if o.return_counts then out[#out + 1] = counts end
+  return table.unpack(out)
+end
+
+-- The norm of order p over the last axis of d (p a number >= 0 or math.huge)
+local function p_norm(fname, d, p, argn)
+  if type(p) ~= "number" or p ~= p or p < 0 then
+    options.argerror(fname, argn, "p must be a number >= 0, got %s", tostring(p))
+  end
+  if p == 0 then return gpu.ne(d, 0):astype(d.dtype):sum(-1) end
+  if p == math.huge then return (gpu.abs(d):max(-1)) end
+  if p == 1 then return gpu.abs(d):sum(-1) end
+  -- the root of a zero sum is taken of 1 and replaced: its gradient is 0 there, as
+  -- PyTorch's (the gradient of the root itself would be 0 * inf)
+  local s = p == 2 and (d * d):sum(-1) or (gpu.abs(d) ^ p):sum(-1)
+  local zero = gpu.eq(s, 0)
+  local root = p == 2 and gpu.sqrt(gpu.where(zero, 1, s)) or gpu.where(zero, 1, s) ^ (1 / p)
+  return gpu.where(zero, 0, root)
+end
+
+local function float_pair(fname, a, b)
+  options.check_array(a, fname, 1, "x1")
+  options.check_array(b, fname, 2, "x2")
+  check_float(fname, a)
+  if not is_float(b.dtype) then options.argerror(fname, 2, "x2 must be a float array, got %s", b.dtype) end
+  if a.device ~= b.device then options.argerror(fname, 2, "x2 is on %s, x1 on %s", b.device, a.device) end
+end
+
+-- cdist(x1, x2 [, p = 2]): PyTorch's: the p-norm distances between the rows of x1 (..., P, M)
+-- and x2 (..., R, M), (..., P, R), batch axes broadcast; from the differences, directly
+-- (PyTorch's compute_mode "donot_use_mm")
+function M.cdist(x1, x2, p)
+  local fname = "cdist"
+  float_pair(fname, x1, x2)
+  if p == nil then p = 2 end
+  if x1.ndim < 2 or x2.ndim < 2 then options.argerror(fname, x1.ndim < 2 and 1 or 2, "x1 and x2 must have at least 2 axes") end
+  local M1, M2 = x1.shape[x1.ndim], x2.shape[x2.ndim]
+  if M1 ~= M2 then options.argerror(fname, 2, "x1 has %d columns, x2 %d", M1, M2) end
+  local s1, s2 = x1.shape, x2.shape
+  table.insert(s1, #s1, 1)          -- (..., P, 1, M)
+  table.insert(s2, #s2 - 1, 1)      -- (..., 1, R, M)
+  return p_norm(fname, x1:reshape(s1) - x2:reshape(s2), p, 3)
+end
+
+-- dist(a, b [, p = 2]): PyTorch's: the p-norm of a - b (broadcast, flattened), 0-d
+function M.dist(a, b, p)
+  local fname = "dist"
+  float_pair(fname, a, b)
+  if p == nil then p = 2 end
+  local d = a - b
+  return p_norm(fname, d:reshape(d.size), p, 3)
 end
 
 return M
