@@ -232,6 +232,25 @@ static int l_is_contiguous(lua_State *L) {
   return 1;
 }
 
+/* x:stride([dim]): PyTorch's strides, in elements (0 on a broadcast axis): a table of one
+** per axis, or the one of dim (1-based, negatives from the end). */
+static int l_stride(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    lua_createtable(L, a->ndim, 0);
+    for (int i = 0; i < a->ndim; i++) {
+      lua_pushinteger(L, (lua_Integer)a->strides[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
+  if (a->ndim == 0) return luaL_argerror(L, 2, "a 0-d array has no axis to ask the stride of");
+  int axis;
+  gl_lua_axes(L, 2, a->ndim, &axis, GL_AXES_ONE);
+  lua_pushinteger(L, (lua_Integer)a->strides[axis]);
+  return 1;
+}
+
 /* ---- back to Lua -------------------------------------------------------------------------- */
 
 /* Host copy of a's elements in C order, owned by a Lua userdata at the top of the stack
@@ -316,6 +335,9 @@ static const gl_reg shape_funcs[] = {
   { "view_as_real", l_view_as_real, 1 }, { "view_as_complex", l_view_as_complex, 1 }, { NULL, NULL, 0 },
 };
 
+/* Methods only, not ops (PyTorch has no torch.stride). */
+static const gl_reg info_methods[] = { { "stride", l_stride, 2 }, { NULL, NULL, 0 } };
+
 /* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */
 static const gl_reg cast_methods[] = {
   { "half", l_half, 1 }, { "bfloat16", l_bfloat16, 1 }, { "float", l_float, 1 }, { "double", l_double, 1 },
@@ -325,6 +347,7 @@ static const gl_reg cast_methods[] = {
 void gl_open_shape(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, shape_funcs);
   gl_lua_setops(L, methods, "", cast_methods);
+  gl_lua_setfuncs(L, methods, info_methods);
   gl_lua_declare(L, &to_decl);
 }
 

@@ -55,10 +55,13 @@ R.index = { saves = { 3 }, backward = function(g, node)
   return R.take.backward(g, { x, idx, axis, n = 3 })
 end }
 R.masked_select = { saves = { 2 }, backward = function(g, node) return put_key(node[1], node[2], g) end }
--- x[key]: slices, x.T, integer and mask arrays (recorded by larray.c's __index)
+-- x[key]: slices, x.T (mT, H, mH), integer and mask arrays (recorded by larray.c's __index)
 R.getindex = { saves = {}, backward = function(g, node)
   local x, key = node[1], node[2]
   if key == "T" then return g:transpose() end
+  if key == "mT" or key == "H" or key == "mH" then      -- (the conjugate of H and mH is an op of its own)
+    return x.ndim < 2 and g or g:transpose(-1, -2)
+  end
   if is_array(key) and key.dtype ~= "bool" then
     local s = { key.size }
     local xs = x.shape
