@@ -335,7 +335,8 @@ end
 -- elements equal to the result, shared evenly between ties; prod gives each element the
 -- product of the others (also where it is zero).
 local function scatter_reduce_grads(reduce, xf, p, v, out, touched, count, include_self, g)
-  local keep = include_self and nil or touched:logical_not():astype(g.dtype)
+  local keep                                            -- (without include_self: x's gradient where untouched)
+  if not include_self then keep = touched:logical_not():astype(g.dtype) end
   if reduce == "sum" then
     return keep and g * keep or g, g:take(p)
   elseif reduce == "mean" then
@@ -415,8 +416,9 @@ end
 local function slice(x, d, first, last)
   local key = {}
   for i = 1, x.ndim do key[i] = ":" end
-  if last < first then
-    key[d] = { 1, 0 }
+  if last < first then                                   -- empty: past the end (":" of an empty axis)
+    local n = x.shape[d]
+    key[d] = n > 0 and { n + 1, n } or ":"
   else
     key[d] = { first, last }
   end
@@ -625,6 +627,17 @@ function M.diag_embed(x, offset, dim1, dim2)
   return y:permute(perm)
 end
 
+-- PyTorch's promotion of two arrays' dtypes: a float (or complex) dtype beside an integer
+-- or bool one wins as it is (int64 and float32 give float32; NumPy's float64); the same
+-- kinds promote as NumPy's.
+local RANK = { bool = 0, uint = 1, int = 1, float = 2, complex = 3 }
+local function torch_promote(a, b)
+  local ka, kb = gpu._dtypes[a].kind, gpu._dtypes[b].kind
+  if RANK[ka] == 2 and RANK[kb] < 2 then return a end
+  if RANK[kb] == 2 and RANK[ka] < 2 then return b end
+  return gpu.promote_types(a, b)
+end
+
 -- block_diag(a, b, ...): PyTorch's: the 0-, 1- and 2-D arrays (a 0-d as (1, 1), a 1-D as a
 -- row) on the diagonal of one matrix, in their promoted dtype; differentiable.
 function M.block_diag(...)
@@ -636,7 +649,7 @@ function M.block_diag(...)
     if a.ndim > 2 then argerror(fname, i, "arrays must have at most 2 axes, got %d", a.ndim) end
     if dev and a.device ~= dev then argerror(fname, i, "array is on %s, the first on %s (use :to())", a.device, dev) end
     dev = a.device
-    dtype = dtype and gpu.promote_types(dtype, a.dtype) or a.dtype
+    dtype = dtype and torch_promote(dtype, a.dtype) or a.dtype
     mats[i] = a.ndim == 2 and a or a:reshape(1, a.size)
   end
   if args.n == 0 then return gpu.zeros(1, 0) end
@@ -666,7 +679,7 @@ function M.cartesian_prod(...)
     local a = check_array(args[i], fname, i, "array")
     if a.ndim ~= 1 then argerror(fname, i, "arrays must be 1-D, got %d axes", a.ndim) end
     if a.device ~= args[1].device then argerror(fname, i, "array is on %s, the first on %s (use :to())", a.device, args[1].device) end
-    dtype = dtype and gpu.promote_types(dtype, a.dtype) or a.dtype
+    dtype = dtype and torch_promote(dtype, a.dtype) or a.dtype
   end
   if args.n == 1 then return args[1] end
   local xs = {}
