@@ -302,7 +302,20 @@ describe("in-place forms and autograd", function()
     local x = gpu.ones(3):expand(2, 3)
     h.fails({ "broadcast view" }, function() x:zero_() end)
     h.fails({ "broadcast view" }, function() x:masked_fill_(gpu.array({ true, true, true }), 0) end)
+    local state = gpu.random.get_state()
+    for _, name in ipairs({ "normal_", "uniform_", "exponential_", "bernoulli_" }) do
+      h.fails({ name .. ": array is a broadcast view" }, x[name], x)
+    end
+    assert.same(state, gpu.random.get_state())              -- nothing drawn
     assert.equal(6, x:sum():item())
+  end)
+
+  it("refuse to make more views than a table should hold", function()
+    local big = gpu.ones(1, 1):expand(1 << 31, 1 << 31)
+    h.fails({ "unbind: would make 2147483648 views" }, gpu.unbind, big)
+    h.fails({ "chunk: would make 2147483648 views" }, gpu.chunk, big, 1 << 31)
+    h.fails({ "tensor_split: would make 1099511627776 views" }, gpu.tensor_split, gpu.ones(3), 1 << 40)
+    h.fails({ "combinations: 100 elements taken 50 at a time make more than" }, gpu.combinations, gpu.ones(100), 50)
   end)
 end)
 

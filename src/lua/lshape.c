@@ -335,8 +335,20 @@ static const gl_reg shape_funcs[] = {
   { "view_as_real", l_view_as_real, 1 }, { "view_as_complex", l_view_as_complex, 1 }, { NULL, NULL, 0 },
 };
 
+/* gpu._writable(x) -> true, or false and the message an in-place write into x would raise
+** (a broadcast view whose elements overlap): the Lua parts' in-place routines ask before
+** they draw random numbers or compute anything. */
+static int l_writable(lua_State *L) {
+  gl_status st = gl_array_writable(gl_lua_check(L, 1), NULL);
+  lua_pushboolean(L, st == GL_OK);
+  if (st == GL_OK) return 1;
+  lua_pushstring(L, gl_errmsg());
+  return 2;
+}
+
 /* Methods only, not ops (PyTorch has no torch.stride). */
 static const gl_reg info_methods[] = { { "stride", l_stride, 2 }, { NULL, NULL, 0 } };
+static const gl_reg private_funcs[] = { { "_writable", l_writable, 1 }, { NULL, NULL, 0 } };
 
 /* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */
 static const gl_reg cast_methods[] = {
@@ -348,6 +360,7 @@ void gl_open_shape(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, shape_funcs);
   gl_lua_setops(L, methods, "", cast_methods);
   gl_lua_setfuncs(L, methods, info_methods);
+  gl_lua_setfuncs(L, module, private_funcs);
   gl_lua_declare(L, &to_decl);
 }
 

@@ -35,6 +35,14 @@ local function refuse_tracked(fname, ...)
   end
 end
 
+-- The checks of an in-place routine, before it computes or draws anything: x is writable
+-- (not a broadcast view) and nothing requires grad.
+local function in_place(fname, x, ...)
+  local ok, why = gpu._writable(x)
+  if not ok then options.raise("%s: %s", fname, why) end
+  refuse_tracked(fname, x, ...)
+end
+
 -- Writes y (x's shape) into x, in place, and returns x.
 local function write_into(x, y)
   x[":"] = y
@@ -105,7 +113,7 @@ function M.masked_fill_(x, mask, value)
   check_array(x, fname, 1, "x")
   check_mask(fname, x, mask, true)
   local v = fill_value(fname, x, value, 3)
-  refuse_tracked(fname, x, v)
+  in_place(fname, x, v)
   return write_into(x, gpu.where(mask, v, x))
 end
 
@@ -185,7 +193,7 @@ function M.index_add_(x, dim, index, source, opts)
   local fname = "index_add_"
   local d, idx = index_args(fname, x, dim, index, source)
   local alpha = INDEX_ADD:check(opts, 5, fname).alpha
-  refuse_tracked(fname, x, source)
+  in_place(fname, x, source)
   x:index_put_(d, idx, alpha == 1 and source or source * alpha, { accumulate = true })
   return x
 end
@@ -210,7 +218,7 @@ end
 function M.index_copy_(x, dim, index, source)
   local fname = "index_copy_"
   local d, idx = index_args(fname, x, dim, index, source)
-  refuse_tracked(fname, x, source)
+  in_place(fname, x, source)
   x:index_put_(d, idx, source)
   return x
 end
@@ -235,7 +243,7 @@ end
 function M.index_fill_(x, dim, index, value)
   local fname = "index_fill_"
   local d, idx, v = index_fill_args(fname, x, dim, index, value)
-  refuse_tracked(fname, x, v)
+  in_place(fname, x, v)
   local mask = kept(x, d, idx, "bool"):logical_not()
   return write_into(x, gpu.where(mask, v, x))
 end
@@ -406,7 +414,7 @@ function M.scatter_reduce_(x, dim, index, src, reduce, opts)
   local _, p, v = scatter_args(fname, x, dim, index, src)
   reduce = reduce_arg(fname, reduce)
   local include_self = SCATTER_REDUCE:check(opts, 6, fname).include_self
-  refuse_tracked(fname, x, src)
+  in_place(fname, x, src)
   return write_into(x, (scatter_reduce_flat(x, reduce, p, v, include_self)):reshape(x.shape))
 end
 
@@ -425,6 +433,13 @@ local function slice(x, d, first, last)
   return x[key]
 end
 
+-- The most pieces a split makes (each a Lua value in a table): more is an error, not an
+-- hour of work (an expand can have 2^31 slices on an axis).
+local MAX_PIECES = 1 << 24
+local function check_pieces(fname, n)
+  if n > MAX_PIECES then options.raise("%s: would make %d views (at most %d)", fname, n, MAX_PIECES) end
+end
+
 -- tensor_split(x, sections_or_indices [, dim = 1]): PyTorch's: n pieces (the first
 -- size % n one longer), or, for a list, the pieces that end at each of its positions
 -- (1-based, inclusive: the numbers are PyTorch's 0-based starts of the pieces after) and
@@ -437,6 +452,7 @@ function M.tensor_split(x, what, dim)
   local n, out = x.shape[d], {}
   if math.type(what) == "integer" then
     if what < 1 then argerror(fname, 2, "the number of sections must be at least 1, got %d", what) end
+    check_pieces(fname, what)
     local q, r, start = n // what, n % what, 1
     for i = 1, what do
       local len = q + (i <= r and 1 or 0)
@@ -478,6 +494,7 @@ function M.chunk(x, chunks, dim)
   local n = x.shape[d]
   if n == 0 then return M.tensor_split(x, chunks, d) end
   local size, out = (n + chunks - 1) // chunks, {}
+  check_pieces(fname, (n + size - 1) // size)
   for start = 1, n, size do out[#out + 1] = slice(x, d, start, math.min(start + size - 1, n)) end
   return out
 end
@@ -489,6 +506,7 @@ function M.unbind(x, dim)
   if x.ndim == 0 then argerror(fname, 1, "x must have at least 1 axis") end
   local d = norm_axis(fname, dim == nil and 1 or dim, x.ndim, 2, "dim must be an integer")
   local out = {}
+  check_pieces(fname, x.shape[d])
   for i = 1, x.shape[d] do
     local key = {}
     for k = 1, x.ndim do key[k] = ":" end
@@ -705,6 +723,15 @@ function M.combinations(x, r, with_replacement)
   end
   local n = x.shape[1]
   if r == 0 then return gpu.zeros(0, { dtype = x.dtype, device = x.device }) end
+  -- the count first (C(n, r), or C(n + r - 1, r) with replacement), so that a huge one is
+  -- an error before the positions are listed on the host
+  local top, count = with_replacement and n + r - 1 or n, 1
+  for i = 1, math.min(r, math.max(top - r, 0)) do
+    count = count * (top - r + i) // i
+    if count * r > MAX_PIECES then
+      options.raise("%s: %d elements taken %d at a time make more than %d positions", fname, n, r, MAX_PIECES)
+    end
+  end
   local rows, cur = {}, {}
   local function walk(pos, from)
     if pos > r then
@@ -764,7 +791,7 @@ end
 -- x:zero_(): zeros in place; returns x
 function M.zero_(x)
   check_array(x, "zero_", 1, "x")
-  refuse_tracked("zero_", x)
+  in_place("zero_", x)
   x:fill_(0)
   return x
 end
@@ -781,7 +808,7 @@ function M.copy_(x, src)
     if s[#s - i + 1] ~= xs[#xs - i + 1] and s[#s - i + 1] ~= 1 then fits = false end
   end
   if not fits then argerror(fname, 2, "src of shape %s does not broadcast to x's shape %s", shape_str(s), shape_str(xs)) end
-  refuse_tracked(fname, x, src)
+  in_place(fname, x, src)
   if src.device ~= x.device then src = src:to(x.device) end
   return write_into(x, src)
 end
@@ -797,7 +824,7 @@ local function clip_in_place(fname)
   return function(x, lo, hi)
     check_array(x, fname, 1, "x")
     if lo == nil and hi == nil then argerror(fname, 2, "at least one of min and max must be given") end
-    refuse_tracked(fname, x, lo, hi)
+    in_place(fname, x, lo, hi)
     local y = gpu.clip(x, lo, hi)
     return write_into(x, y.dtype == x.dtype and y or y:astype(x.dtype))
   end
@@ -845,7 +872,7 @@ local function random_fill(fname, floats_only, nnum, defaults, draw)
       nums[i] = v
     end
     local o = decl:check(a[nnum + 1], nnum + 2)
-    refuse_tracked(fname, x)
+    in_place(fname, x)
     local dt = draw_dtype(fname, x, floats_only)
     local y = draw(random_source(o), x, dt, table.unpack(nums, 1, nnum))
     if y.dtype ~= x.dtype then y = y:astype(x.dtype) end
