@@ -904,8 +904,12 @@ M.bernoulli_ = random_fill("bernoulli_", false, 1, { 0.5, names = { "p" } }, fun
     return r.bernoulli(p, x.shape, { dtype = dt, device = x.device })
   end
   check_array(p, "bernoulli_", 2, "p")
-  local u = r.rand(x.shape, { dtype = "float64", device = x.device })
-  return u:lt(expand_to("bernoulli_", 2, "p", p:astype("float64"), x.shape))
+  if p.device ~= x.device then argerror("bernoulli_", 2, "p is on %s, x on %s (use :to())", p.device, x.device) end
+  local pe = expand_to("bernoulli_", 2, "p", p:astype("float64"), x.shape)
+  if p.size > 0 and gpu.logical_or(pe:lt(0), pe:gt(1)):logical_or(gpu.isnan(pe)):any():item() then
+    argerror("bernoulli_", 2, "p must be in [0, 1]")
+  end
+  return r.rand(x.shape, { dtype = "float64", device = x.device }):lt(pe)
 end)
 
 -- ---- new arrays like x ------------------------------------------------------------------------------
