@@ -16,7 +16,7 @@ local shape_part = require "gpu.routines.shape"
 local M = {}
 
 local G = gpu._grad
-local norm_axis, int_arg, is_float = basic.norm_axis, basic.int_arg, basic.is_float
+local norm_axis, int_arg = basic.norm_axis, basic.int_arg
 local check_array, argerror, shape_str = options.check_array, options.argerror, options.shape_str
 
 local function autograd() return require "gpu.autograd" end
@@ -55,6 +55,13 @@ local function same_shape(a, b)
   return true
 end
 
+-- The key of the elements first..last (1-based, inclusive) of an axis of n elements: none
+-- when last < first (a range past the end; ":" of an empty axis), as x[key] takes them.
+local function span(first, last, n)
+  if last < first then return n > 0 and { n + 1, n } or ":" end
+  return { first, last }
+end
+
 -- The shape of `shape` with entry d set to n.
 local function with(shape, d, n)
   local s = {}
@@ -76,8 +83,12 @@ local function fill_value(fname, x, v, argn)
     if x.dtype ~= "bool" then argerror(fname, argn, "value must be a number for a %s array, got a boolean", x.dtype) end
     return gpu.full({}, v, { dtype = "bool", device = x.device })
   end
-  if type(v) ~= "number" then
+  local complex = type(v) == "userdata" and (getmetatable(v) or {}).__name == "gpu.complex"
+  if type(v) ~= "number" and not complex then
     argerror(fname, argn, "value must be a number or a 0-d array, got %s", options.type_name(v))
+  end
+  if complex and gpu._dtypes[x.dtype].kind ~= "complex" then
+    argerror(fname, argn, "a complex value for a %s array", x.dtype)
   end
   return gpu.full({}, v, { dtype = x.dtype, device = x.device })
 end
@@ -280,7 +291,8 @@ local function segment_reduce(reduce, p, v)
     w = gpu.concat({ head, tail })
     k = k * 2
   end
-  local last = gpu.concat({ ps[{ { 2, n } }]:ne(ps[{ { 1, n - 1 } }]), gpu.full({ 1 }, true, { device = p.device }) })
+  local last = gpu.full({ 1 }, true, { device = p.device })
+  if n > 1 then last = gpu.concat({ ps[{ { 2, n } }]:ne(ps[{ { 1, n - 1 } }]), last }) end
   return ps[last], w[last]
 end
 
@@ -305,7 +317,7 @@ local function scatter_args(fname, x, dim, index, src)
   shape_part._check_extents(fname, x, index, d, false, 3)
   local p = shape_part._flat_index(fname, x, index, d, 3)
   local key = {}
-  for i = 1, index.ndim do key[i] = { 1, index.shape[i] } end
+  for i = 1, index.ndim do key[i] = span(1, index.shape[i], src.shape[i]) end
   local v = (index.ndim > 0 and src[key] or src)
   return d, p:reshape(p.size), v:reshape(v.size)
 end
@@ -328,7 +340,8 @@ local function scatter_reduce_flat(x, reduce, p, v, include_self)
       if p.size > 0 then count:index_put_(1, p, gpu.ones(p.size, { dtype = "int64", device = x.device }), { accumulate = true }) end
       if include_self then count = count + 1 end
       local c = gpu.where(count:eq(0), 1, count)
-      out = is_float(x.dtype) and out / c:astype(x.dtype) or gpu.floor_divide(out, c):astype(x.dtype)
+      local kind = gpu._dtypes[x.dtype].kind
+      out = (kind == "float" or kind == "complex") and out / c:astype(x.dtype) or gpu.floor_divide(out, c):astype(x.dtype)
     end
   elseif p.size > 0 then
     local pos, red = segment_reduce(reduce, p, v)
@@ -385,8 +398,19 @@ end
 -- of x where each element that index points at (along dim, gather's rule, 1-based) becomes
 -- the reduction (sum, prod, mean, amax, amin) of the src elements sent to it, and of its own
 -- value with include_self. Differentiable in x and src (first derivatives).
+-- 0-d x, index and src (PyTorch takes them, dim 1 or -1 here) as 1-D arrays
+local function all_0d(x, index, src)
+  for _, v in ipairs({ x, index, src }) do
+    if not options.is_array(v) or v:is_closed() or v.ndim ~= 0 then return false end
+  end
+  return true
+end
+
 function M.scatter_reduce(x, dim, index, src, reduce, opts)
   local fname = "scatter_reduce"
+  if all_0d(x, index, src) then
+    return M.scatter_reduce(x:reshape(1), dim, index:reshape(1), src:reshape(1), reduce, opts):reshape({})
+  end
   local _, p, v = scatter_args(fname, x, dim, index, src)
   reduce = reduce_arg(fname, reduce)
   local include_self = SCATTER_REDUCE:check(opts, 6).include_self
@@ -411,6 +435,10 @@ end
 -- x:scatter_reduce_(dim, index, src, reduce [, {include_self = true}]): in place; returns x
 function M.scatter_reduce_(x, dim, index, src, reduce, opts)
   local fname = "scatter_reduce_"
+  if all_0d(x, index, src) then
+    M.scatter_reduce_(x:reshape(1), dim, index:reshape(1), src:reshape(1), reduce, opts)   -- (a view of x)
+    return x
+  end
   local _, p, v = scatter_args(fname, x, dim, index, src)
   reduce = reduce_arg(fname, reduce)
   local include_self = SCATTER_REDUCE:check(opts, 6, fname).include_self
@@ -424,12 +452,7 @@ end
 local function slice(x, d, first, last)
   local key = {}
   for i = 1, x.ndim do key[i] = ":" end
-  if last < first then                                   -- empty: past the end (":" of an empty axis)
-    local n = x.shape[d]
-    key[d] = n > 0 and { n + 1, n } or ":"
-  else
-    key[d] = { first, last }
-  end
+  key[d] = span(first, last, x.shape[d])
   return x[key]
 end
 
@@ -626,7 +649,7 @@ function M.diag_embed(x, offset, dim1, dim2)
   local y = wide:reshape(flat)[(function()
     local key = {}
     for i = 1, b do key[i] = ":" end
-    key[b + 1] = { 1, m * m }
+    key[b + 1] = span(1, m * m, m * (m + 1))
     return key
   end)()]:reshape(sq)
   if k > 0 then                                          -- to (…, n, n), the block moved off the diagonal
