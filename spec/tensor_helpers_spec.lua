@@ -46,7 +46,7 @@ local function i64(t, dev) return gpu.array(t, { dtype = "int64", device = dev }
 local NAMES = {
   masked_fill = true, masked_fill_ = true, index_add = true, index_add_ = true, index_copy = true,
   index_copy_ = true, index_fill = true, index_fill_ = true, scatter_reduce = true, scatter_reduce_ = true,
-  tensor_split = true, chunk = true, unbind = true, narrow = true, unflatten = true, unfold = true,
+  tensor_split = true, chunk = true, unbind = true, narrow = true, unflatten = true,
   diag_embed = true, block_diag = false, cartesian_prod = false, combinations = false,
   type_as = true, view_as = true, reshape_as = true, expand_as = true,
   zero_ = true, copy_ = true, clamp = true, clamp_ = true, clip_ = true,
@@ -206,6 +206,12 @@ describe("tensor_split, chunk, unbind, narrow, unflatten, unfold", function()
       x:narrow(1, -1, 1):fill_(4)
       assert.same({ { 3, 3, 3 }, { 1, 1, 2 }, { 1, 1, 2 }, { 4, 4, 4 } }, x:totable())
       assert.same({ 2, 3 }, gpu.tensor_split(x, gpu.array({ 2 }, { dtype = "int64" }))[2].shape)
+      local u = gpu.arange(1, 8, { device = dev }):reshape(1, 7)
+      u:unfold(2, 2, 3):fill_(0)                             -- windows apart: writable
+      assert.same({ { 0, 0, 3, 0, 0, 6, 7 } }, u:totable())
+      assert.same({ 7, 2, 1 }, u:unfold(2, 3, 2):stride())
+      h.fails({ "broadcast view whose elements overlap" }, function() u:unfold(2, 3, 2):fill_(1) end)
+      assert.same({ { 0, 0, 3, 0, 0, 6, 7 } }, u:totable())
     end
   end)
 
@@ -501,8 +507,11 @@ describe("misuse", function()
     h.fails({ "unflatten", "multiply to 4" }, x.unflatten, x, 2, { 2, 2 })
     h.fails({ "unflatten", "only one size may be -1" }, x.unflatten, x, 2, { -1, -1 })
     h.fails({ "unflatten", "non-empty list" }, x.unflatten, x, 2, {})
-    h.fails({ "unfold", "larger than dim 2's size 3" }, x.unfold, x, 2, 4, 1)
-    h.fails({ "unfold", "step must be" }, x.unfold, x, 2, 2, 0)
+    h.fails({ "unfold", "larger than dim 2's size 3" }, gpu.unfold, x, 2, 4, 1)
+    h.fails({ "unfold", "step must be >= 1" }, gpu.unfold, x, 2, 2, 0)
+    h.fails({ "unfold", "size must be >= 0" }, gpu.unfold, x, 2, -1, 1)
+    h.fails({ "unfold", "axis 3 is out of range" }, gpu.unfold, x, 3, 1, 1)
+    h.fails({ "unfold", "size must be an integer" }, gpu.unfold, x, 1, 0.5, 1)
     h.fails({ "diag_embed", "same axis" }, gpu.diag_embed, x, 0, 1, -3)
     h.fails({ "diag_embed", "offset must be an integer" }, gpu.diag_embed, x, 0.5)
     h.fails({ "block_diag", "at most 2 axes" }, gpu.block_diag, gpu.ones(1, 1, 1))

@@ -71,6 +71,25 @@ R.getindex = { saves = {}, backward = function(g, node)
   return put_key(x, key, g)
 end }
 
+-- x:unfold(dim, size, step) (a view of overlapping windows): each window's gradient added
+-- back at its elements, the windows' axis and the new last axis merged into one list of
+-- 1-based positions along dim
+R.unfold = { saves = {}, backward = function(g, node)
+  local x, dim, size, step = node[1], node[2], node[3], node[4]
+  if x.ndim == 0 then return g:sum() end
+  local d = norm_axis(dim, x.ndim)
+  local nw, nd = g.shape[d], g.ndim
+  local pos = (gpu.arange(nw, { device = g.device }) * step):reshape(nw, 1) +
+    gpu.arange(1, size + 1, { device = g.device }):reshape(1, size)
+  local perm = {}
+  for i = 1, d do perm[#perm + 1] = i end
+  perm[#perm + 1] = nd
+  for i = d + 1, nd - 1 do perm[#perm + 1] = i end
+  local s = x.shape
+  s[d] = nw * size
+  return scatter_add(x, d, pos:reshape(nw * size), g:permute(perm):reshape(s))
+end }
+
 local function join(stacking)
   return { saves = {}, backward = function(g, node)
     local list, axis = node[1], node[2] or 1

@@ -26,7 +26,7 @@ return {
   -- PyTorch's tensor helpers (gpu.routines.tensor)
   masked_fill = true, masked_fill_ = true, index_add = true, index_add_ = true, index_copy = true,
   index_copy_ = true, index_fill = true, index_fill_ = true, scatter_reduce = true, scatter_reduce_ = true,
-  tensor_split = true, chunk = true, unbind = true, narrow = true, unflatten = true, unfold = true,
+  tensor_split = true, chunk = true, unbind = true, narrow = true, unflatten = true,
   diag_embed = true, block_diag = false, cartesian_prod = false, combinations = false,
   type_as = true, view_as = true, reshape_as = true, expand_as = true,
   zero_ = true, copy_ = true, clamp = true, clamp_ = true, clip_ = true,

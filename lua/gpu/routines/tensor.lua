@@ -1,6 +1,6 @@
 -- gpu.routines.tensor: PyTorch's tensor helpers, written over the dispatched ops so both
 -- devices run them: masked_fill, index_add / index_copy / index_fill, scatter_reduce (and
--- their in-place `_` forms), tensor_split, chunk, unbind, narrow, unflatten, unfold,
+-- their in-place `_` forms), tensor_split, chunk, unbind, narrow, unflatten,
 -- diag_embed, block_diag, cartesian_prod, combinations, type_as / view_as / reshape_as /
 -- expand_as, new_zeros / new_ones / new_full / new_empty, the random in-place fills and the
 -- random `*_like` constructors. Dims and indices are 1-based (negatives from the end).
@@ -131,21 +131,16 @@ end
 -- ---- index_add, index_copy, index_fill ---------------------------------------------------------------
 
 -- The index of the index_* ops: a 1-D (or 0-d) int64/int32 array of 1-based positions
--- along an axis of n elements (negatives from the end), checked; as 1-D int64, positive.
-local function axis_index(fname, index, n, argn)
+-- along an axis (negatives from the end), as 1-D. The positions themselves are checked by
+-- the index ops that read them (index_put_, index: "index 4 is out of range for axis 1
+-- with size 3 ..."), before anything is written.
+local function axis_index(fname, index, argn)
   check_array(index, fname, argn, "index")
   if index.dtype ~= "int64" and index.dtype ~= "int32" then
     argerror(fname, argn, "index must be int64 or int32, got %s", index.dtype)
   end
   if index.ndim > 1 then argerror(fname, argn, "index must be 1-D, got %d axes", index.ndim) end
-  local idx = index:reshape(index.size):astype("int64")
-  if idx.size > 0 then
-    local bad = gpu.logical_or(idx:gt(n), idx:lt(-n)):logical_or(idx:eq(0))
-    if bad:any():item() then
-      argerror(fname, argn, "an index is out of range for an axis of size %d (indices are 1-based)", n)
-    end
-  end
-  return gpu.where(idx:lt(0), idx + (n + 1), idx)
+  return index.ndim == 1 and index or index:reshape(1)
 end
 
 -- The common arguments of index_add / index_copy: the dim, the positions, and source
@@ -154,7 +149,7 @@ local function index_args(fname, x, dim, index, source)
   check_array(x, fname, 1, "x")
   if x.ndim == 0 then argerror(fname, 1, "x must have at least 1 axis") end
   dim = norm_axis(fname, dim, x.ndim, 2, "dim must be an integer")
-  local idx = axis_index(fname, index, x.shape[dim], 3)
+  local idx = axis_index(fname, index, 3)
   check_array(source, fname, 4, "source")
   local want = with(x.shape, dim, idx.size)
   if not same_shape(source.shape, want) then
@@ -238,7 +233,7 @@ local function index_fill_args(fname, x, dim, index, value)
   check_array(x, fname, 1, "x")
   if x.ndim == 0 then argerror(fname, 1, "x must have at least 1 axis") end
   local d = norm_axis(fname, dim, x.ndim, 2, "dim must be an integer")
-  local idx = axis_index(fname, index, x.shape[d], 3)
+  local idx = axis_index(fname, index, 3)
   return d, idx, fill_value(fname, x, value, 4)
 end
 
@@ -274,20 +269,32 @@ local COMBINE = {
 }
 
 -- The reduction (prod, amax, amin) of the values v (1-D) of each position p (1-D int64):
--- the distinct positions (ascending) and their reductions. A stable sort by position, then
--- a segmented scan by doubling (log2(n) steps of whole-array ops): after the step of
--- width k each element holds the reduction of up to 2k elements of its run that end at it,
--- so a run's last element ends with the run's reduction.
+-- the distinct positions (ascending) and their reductions.
+--   amax, amin: a sort by position then value (two stable sorts), whose runs end with their
+--   largest value (NaN last: it wins, as PyTorch's); amin sorts -v (or, for integers, v
+--   descending) the same way.
+--   prod: a stable sort by position, then a segmented scan by doubling (log2(n) steps of
+--   whole-array ops): after the step of width k each element holds the product of up to 2k
+--   elements of its run that end at it, so a run's last element ends with the run's.
 local function segment_reduce(reduce, p, v)
   local n = p.size
-  local order = p:argsort(1)
+  local order
+  if reduce == "prod" then
+    order = p:argsort(1)
+  else
+    local kind = gpu._dtypes[v.dtype].kind
+    local by_value
+    if reduce == "amax" then by_value = v:argsort(1)
+    elseif kind == "float" then by_value = (-v):argsort(1)
+    else by_value = v:argsort(1, { descending = true }) end
+    order = by_value:take(p:take(by_value):argsort(1))
+  end
   local ps, w = p:take(order), v:take(order)
-  local op = COMBINE[reduce]
   local k = 1
-  while k < n do
+  while reduce == "prod" and k < n do
     local same = ps[{ { k + 1, n } }]:eq(ps[{ { 1, n - k } }])
     local head = w[{ { 1, k } }]
-    local tail = gpu.where(same, op(w[{ { k + 1, n } }], w[{ { 1, n - k } }]), w[{ { k + 1, n } }])
+    local tail = gpu.where(same, w[{ { k + 1, n } }] * w[{ { 1, n - k } }], w[{ { k + 1, n } }])
     w = gpu.concat({ head, tail })
     k = k * 2
   end
@@ -387,9 +394,12 @@ local function scatter_reduce_grads(reduce, xf, p, v, out, touched, count, inclu
   return gx, g:take(p) * others(v, zero_v, zeros:take(p), nonzero:take(p), out:take(p))
 end
 
-local function reduce_arg(fname, reduce)
+local function reduce_arg(fname, reduce, x)
   if type(reduce) ~= "string" or not REDUCES[reduce] then
     argerror(fname, 5, "reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got %s", options.type_name(reduce))
+  end
+  if (reduce == "amax" or reduce == "amin") and gpu._dtypes[x.dtype].kind == "complex" then
+    argerror(fname, 5, "'%s' has no order of %s values", reduce, x.dtype)
   end
   return reduce
 end
@@ -412,7 +422,7 @@ function M.scatter_reduce(x, dim, index, src, reduce, opts)
     return M.scatter_reduce(x:reshape(1), dim, index:reshape(1), src:reshape(1), reduce, opts):reshape({})
   end
   local _, p, v = scatter_args(fname, x, dim, index, src)
-  reduce = reduce_arg(fname, reduce)
+  reduce = reduce_arg(fname, reduce, x)
   local include_self = SCATTER_REDUCE:check(opts, 6).include_self
   local out, touched, count = no_grad(function() return scatter_reduce_flat(x, reduce, p, v, include_self) end)
   local res = out:reshape(x.shape)
@@ -440,7 +450,7 @@ function M.scatter_reduce_(x, dim, index, src, reduce, opts)
     return x
   end
   local _, p, v = scatter_args(fname, x, dim, index, src)
-  reduce = reduce_arg(fname, reduce)
+  reduce = reduce_arg(fname, reduce, x)
   local include_self = SCATTER_REDUCE:check(opts, 6, fname).include_self
   in_place(fname, x, src)
   return write_into(x, (scatter_reduce_flat(x, reduce, p, v, include_self)):reshape(x.shape))
@@ -591,30 +601,6 @@ function M.unflatten(x, dim, sizes)
   for _, s in ipairs(sz) do shape[#shape + 1] = s end
   for i = d + 1, #xs do shape[#shape + 1] = xs[i] end
   return x:reshape(shape)
-end
-
--- x:unfold(dim, size, step): PyTorch's Tensor.unfold: dim replaced by the windows of size
--- elements every step elements, and a last axis of size holding each window. A copy (one
--- index op; PyTorch's is a view), differentiable.
-function M.unfold(x, dim, size, step)
-  local fname = "unfold"
-  check_array(x, fname, 1, "x")
-  local xx = x.ndim == 0 and x:reshape(1) or x
-  local d = norm_axis(fname, dim, xx.ndim, 2, "dim must be an integer")
-  size, step = int_arg(fname, size, 3, "size"), int_arg(fname, step, 4, "step")
-  if size == nil or size < 0 then argerror(fname, 3, "size must be an integer >= 0, got %s", options.type_name(size)) end
-  if step == nil or step < 1 then argerror(fname, 4, "step must be an integer >= 1, got %s", options.type_name(step)) end
-  local n = xx.shape[d]
-  if size > n then argerror(fname, 3, "size %d is larger than dim %d's size %d", size, d, n) end
-  local nw = (n - size) // step + 1
-  local idx = (gpu.arange(nw, { device = x.device }) * step):reshape(nw, 1) + gpu.arange(1, size + 1, { device = x.device }):reshape(1, size)
-  local y = xx:index(d, idx:reshape(nw * size))
-  local s = with(xx.shape, d, nw)
-  table.insert(s, d + 1, size)
-  y = y:reshape(s)
-  if d + 1 ~= #s then y = shape_part.moveaxis(y, d + 1, -1) end
-  if x.ndim == 0 then y = y:reshape(size) end
-  return y
 end
 
 -- ---- building ---------------------------------------------------------------------------------------
