@@ -95,17 +95,18 @@ end
 
 -- ---- masked_fill ------------------------------------------------------------------------------------
 
+-- mask: a bool array on x's device that broadcasts with x (in place: to x's own shape)
 local function check_mask(fname, x, mask, inplace)
   check_array(mask, fname, 2, "mask")
   if mask.dtype ~= "bool" then argerror(fname, 2, "mask must be a bool array, got %s", mask.dtype) end
   if mask.device ~= x.device then argerror(fname, 2, "mask is on %s, x on %s (use :to())", mask.device, x.device) end
   local xs, ms = x.shape, mask.shape
-  local fits = #ms <= #xs
+  local fits = not inplace or #ms <= #xs
   for i = 1, math.min(#ms, #xs) do
     local m, n = ms[#ms - i + 1], xs[#xs - i + 1]
     if m ~= n and m ~= 1 and (inplace or n ~= 1) then fits = false end
   end
-  if not fits and (inplace or #ms <= #xs) then
+  if not fits then
     argerror(fname, 2, "mask of shape %s does not broadcast to x's shape %s", shape_str(ms), shape_str(xs))
   end
 end
@@ -329,14 +330,14 @@ local function scatter_args(fname, x, dim, index, src)
   return d, p:reshape(p.size), v:reshape(v.size)
 end
 
--- The result (flat) of scatter_reduce, with what its gradient needs: the touched positions
--- (a bool mask of x's flat elements) and, for mean, the counts.
+-- The result (flat) of scatter_reduce, with what its gradient needs: without include_self
+-- the touched positions (a bool mask of x's flat elements), for mean the counts.
 local function scatter_reduce_flat(x, reduce, p, v, include_self)
   local xf = x:reshape(x.size)
-  local touched = gpu.zeros(x.size, { dtype = "bool", device = x.device })
-  if p.size > 0 then touched:index_put_(1, p, gpu.full(p.shape, true, { device = x.device })) end
-  local out = xf:copy()
+  local out, touched = xf:copy(), nil
   if not include_self then
+    touched = gpu.zeros(x.size, { dtype = "bool", device = x.device })
+    if p.size > 0 then touched:index_put_(1, p, gpu.full(p.shape, true, { device = x.device })) end
     out = gpu.where(touched, gpu.zeros({}, { dtype = x.dtype, device = x.device }), out)
   end
   local count
@@ -404,11 +405,7 @@ local function reduce_arg(fname, reduce, x)
   return reduce
 end
 
--- scatter_reduce(x, dim, index, src, reduce [, {include_self = true}]): PyTorch's: a copy
--- of x where each element that index points at (along dim, gather's rule, 1-based) becomes
--- the reduction (sum, prod, mean, amax, amin) of the src elements sent to it, and of its own
--- value with include_self. Differentiable in x and src (first derivatives).
--- 0-d x, index and src (PyTorch takes them, dim 1 or -1 here) as 1-D arrays
+-- 0-d x, index and src (PyTorch takes them, dim 1 or -1 here): they go as 1-D arrays
 local function all_0d(x, index, src)
   for _, v in ipairs({ x, index, src }) do
     if not options.is_array(v) or v:is_closed() or v.ndim ~= 0 then return false end
@@ -416,6 +413,10 @@ local function all_0d(x, index, src)
   return true
 end
 
+-- scatter_reduce(x, dim, index, src, reduce [, {include_self = true}]): PyTorch's: a copy
+-- of x where each element that index points at (along dim, gather's rule, 1-based) becomes
+-- the reduction (sum, prod, mean, amax, amin) of the src elements sent to it, and of its own
+-- value with include_self. Differentiable in x and src (first derivatives).
 function M.scatter_reduce(x, dim, index, src, reduce, opts)
   local fname = "scatter_reduce"
   if all_0d(x, index, src) then
