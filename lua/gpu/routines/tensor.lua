@@ -499,6 +499,7 @@ function M.tensor_split(x, what, dim)
     if what.dtype ~= "int64" and what.dtype ~= "int32" or what.ndim > 1 then
       argerror(fname, 2, "an array of indices must be 1-D int64 or int32, got %d-D %s", what.ndim, what.dtype)
     end
+    check_pieces(fname, what.size + 1)
     what = what.ndim == 0 and what:item() or what:totable()
     if math.type(what) == "integer" then return M.tensor_split(x, what, d) end
   end
@@ -506,6 +507,7 @@ function M.tensor_split(x, what, dim)
     argerror(fname, 2, "sections_or_indices must be an integer or a list of positions, got %s", options.type_name(what))
   end
   local prev = 0
+  check_pieces(fname, #what + 1)
   for i, e in ipairs(what) do
     if math.type(e) ~= "integer" then argerror(fname, 2, "position %d must be an integer, got %s", i, options.type_name(e)) end
     local stop = e < 0 and math.max(n + e, 0) or math.min(e, n)
@@ -586,6 +588,7 @@ function M.unflatten(x, dim, sizes)
       if free then argerror(fname, 3, "only one size may be -1") end
       free = i
     else
+      if s > 0 and prod > math.maxinteger // s then argerror(fname, 3, "sizes %s multiply past 2^63", shape_str(sizes)) end
       prod = prod * s
     end
   end
@@ -733,27 +736,32 @@ function M.combinations(x, r, with_replacement)
   end
   local n = x.shape[1]
   if r == 0 then return gpu.zeros(0, { dtype = x.dtype, device = x.device }) end
-  -- the count first (C(n, r), or C(n + r - 1, r) with replacement), so that a huge one is
-  -- an error before the positions are listed on the host
-  local top, count = with_replacement and n + r - 1 or n, 1
-  for i = 1, math.min(r, math.max(top - r, 0)) do
-    count = count * (top - r + i) // i
+  -- the count first (C(n, r), or C(n + r - 1, r) with replacement; a float is enough to
+  -- bound it), so that a huge one is an error before the positions are listed on the host
+  local top = with_replacement and n + r - 1 or n
+  local k, count = math.min(r, top - r), 1.0
+  for i = 1, k do
+    count = count * (top - k + i) / i
     if count * r > MAX_PIECES then
       options.raise("%s: %d elements taken %d at a time make more than %d positions", fname, n, r, MAX_PIECES)
     end
   end
+  -- the combinations in order: the last entry that can grow grows, those after it restart
+  -- as low as they may (one above it, or equal to it with replacement)
   local rows, cur = {}, {}
-  local function walk(pos, from)
-    if pos > r then
-      for i = 1, r do rows[#rows + 1] = cur[i] end
-      return
-    end
-    for i = from, n do
-      cur[pos] = i
-      walk(pos + 1, with_replacement and i or i + 1)
+  local function limit(i) return with_replacement and n or n - r + i end
+  for i = 1, r do cur[i] = with_replacement and 1 or i end
+  local more = r <= top and n > 0
+  while more do
+    table.move(cur, 1, r, #rows + 1, rows)
+    local i = r
+    while i >= 1 and cur[i] >= limit(i) do i = i - 1 end
+    more = i >= 1
+    if more then
+      cur[i] = cur[i] + 1
+      for j = i + 1, r do cur[j] = with_replacement and cur[i] or cur[j - 1] + 1 end
     end
   end
-  walk(1, 1)
   local count = #rows // r
   if count == 0 then return gpu.zeros(0, r, { dtype = x.dtype, device = x.device }) end
   return x:index(1, gpu.array(rows, { dtype = "int64", device = x.device })):reshape(count, r)
