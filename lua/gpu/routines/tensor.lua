@@ -937,23 +937,24 @@ local LIKE = {
   device = { type = "string" },
 }
 
--- The shape given to new_* / *_like as sizes or a table, and the options after it.
-local function shape_and_opts(fname, args, first)
+-- The shape given to new_* after x (args: the arguments after x, so args[i] is argument
+-- i + 1) as sizes or a table, and the options table after it.
+local function shape_and_opts(fname, args)
   local shape, last = {}, args.n
   local opts
-  if last >= first and type(args[last]) == "table" and not options.is_array(args[last]) and
-      (last > first or next(args[last]) ~= nil and args[last][1] == nil) then
+  if last >= 1 and type(args[last]) == "table" and not options.is_array(args[last]) and
+      (last > 1 or next(args[last]) ~= nil and args[last][1] == nil) then
     opts, last = args[last], last - 1
   end
-  if last == first and type(args[first]) == "table" then
-    for i, n in ipairs(args[first]) do
-      if math.type(n) ~= "integer" or n < 0 then argerror(fname, first, "shape entry %d must be a size >= 0", i) end
+  if last == 1 and type(args[1]) == "table" then
+    for i, n in ipairs(args[1]) do
+      if math.type(n) ~= "integer" or n < 0 then argerror(fname, 2, "shape entry %d must be a size >= 0", i) end
       shape[i] = n
     end
   else
-    for i = first, last do
+    for i = 1, last do
       if math.type(args[i]) ~= "integer" or args[i] < 0 then
-        argerror(fname, i, "size must be an integer >= 0, got %s", options.type_name(args[i]))
+        argerror(fname, i + 1, "size must be an integer >= 0, got %s", options.type_name(args[i]))
       end
       shape[#shape + 1] = args[i]
     end
@@ -965,7 +966,7 @@ local function new_like(fname, make)
   local decl = options.declare(fname, LIKE, { example = "gpu.ones(2):" .. fname .. "({3}, %s)" })
   return function(x, ...)
     check_array(x, fname, 1, "x")
-    local shape, opts = shape_and_opts(fname, table.pack(...), 1)
+    local shape, opts = shape_and_opts(fname, table.pack(...))
     local o = decl:check(opts, select("#", ...) + 1)
     return make(shape, { dtype = o.dtype or x.dtype, device = o.device or x.device })
   end
@@ -983,7 +984,7 @@ local NEW_FULL = options.declare("new_full", LIKE, { example = "gpu.ones(2):new_
 function M.new_full(x, shape, value, opts)
   local fname = "new_full"
   check_array(x, fname, 1, "x")
-  shape = shape_and_opts(fname, { shape, n = 1 }, 1)
+  shape = shape_and_opts(fname, { shape, n = 1 })
   if type(value) ~= "number" and type(value) ~= "boolean" then
     argerror(fname, 3, "value must be a number or a boolean, got %s", options.type_name(value))
   end
