@@ -1006,7 +1006,7 @@ local function rand_like(fname, draw)
     local dtype = o.dtype or x.dtype
     if not options.dtype(dtype) then argerror(fname, 2, "unknown dtype '%s'", tostring(dtype)) end
     dtype = options.dtype(dtype)
-    if gpu._dtypes[dtype].kind ~= "float" then argerror(fname, 1, "x must be a floating-point array, got %s", dtype) end
+    if gpu._dtypes[dtype].kind ~= "float" then argerror(fname, 1, "the draws need a floating-point dtype, got %s", dtype) end
     local y = draw(random_source(o), x.shape, { dtype = dtype == "float64" and "float64" or "float32", device = o.device or x.device })
     return y.dtype == dtype and y or y:astype(dtype)
   end
@@ -1024,13 +1024,14 @@ local RANDINT_LIKE = options.declare("randint_like", RAND_LIKE, { example = "gpu
 function M.randint_like(x, a, b, opts)
   local fname = "randint_like"
   check_array(x, fname, 1, "x")
-  local low, high = a, b
-  if b == nil or type(b) == "table" then low, high, opts = 0, a, b end
-  if math.type(low) ~= "integer" and not (type(low) == "number" and low == math.floor(low)) then
-    argerror(fname, 2, "low must be an integer, got %s", options.type_name(low))
+  local low, high, only_high = a, b, b == nil or type(b) == "table" and not options.is_array(b)
+  if only_high then
+    if type(b) == "table" and opts ~= nil then argerror(fname, 4, "nothing may follow the options table") end
+    low, high, opts = 0, a, b or opts
   end
-  if math.type(high) ~= "integer" and not (type(high) == "number" and high == math.floor(high)) then
-    argerror(fname, b == nil and 2 or 3, "high must be an integer, got %s", options.type_name(high))
+  if math.tointeger(low) == nil then argerror(fname, 2, "low must be an integer, got %s", options.type_name(low)) end
+  if math.tointeger(high) == nil then
+    argerror(fname, only_high and 2 or 3, "high must be an integer, got %s", options.type_name(high))
   end
   low, high = math.tointeger(low), math.tointeger(high)
   if high <= low then argerror(fname, 3, "high (%d) must be greater than low (%d)", high, low) end
