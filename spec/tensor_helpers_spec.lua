@@ -380,6 +380,17 @@ describe("views and likenesses", function()
     assert(ok, msg)
     ok, msg = ag.gradcheck(function(a) return a.H end, { gpu.random.randn({ 2, 3 }, { dtype = "float64" }) })
     assert(ok, msg)
+    -- complex: the gradient through x.H and x.mH is the one through x:conj().T
+    local re, im = gpu.random.randn({ 2, 3 }, { dtype = "float64" }), gpu.random.randn({ 2, 3 }, { dtype = "float64" })
+    local c = gpu.complex(gpu.random.randn({ 3, 2 }, { dtype = "float64" }), gpu.random.randn({ 3, 2 }, { dtype = "float64" }))
+    local grads = {}
+    for k, f in ipairs({ function(z) return z.H end, function(z) return z.mH end, function(z) return z:conj().T end }) do
+      local z = gpu.complex(re, im):requires_grad()
+      gpu.real(gpu.sum(f(z) * c)):backward()
+      grads[k] = gpu.view_as_real(z.grad)
+    end
+    h.assert_close(grads[1], grads[3], 1e-12)
+    h.assert_close(grads[2], grads[3], 1e-12)
   end)
 
   it("type_as, view_as, reshape_as, expand_as", function()
