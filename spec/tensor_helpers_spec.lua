@@ -511,6 +511,16 @@ describe("misuse", function()
     h.fails({ "scatter_reduce", "same dtype" }, gpu.scatter_reduce, x, 2, si, x:double(), "sum")
     h.fails({ "scatter_reduce", "out of range" }, gpu.scatter_reduce, x, 2, i64({ { 4 } }, "cpu"), x, "sum")
     h.fails({ "scatter_reduce_", "index must have x's 2 axes" }, x.scatter_reduce_, x, 2, idx, x, "sum")
+    local v3 = gpu.zeros(3)
+    for _, r in ipairs({ "sum", "mean", "prod", "amax" }) do
+      h.fails({ "scatter_reduce", "is out of range for axis 1 with size 3" }, gpu.scatter_reduce, v3, 1, i64({ 1, 4 }, "cpu"),
+        gpu.ones(2), r)
+      h.fails({ "scatter_reduce_", "is out of range for axis 1 with size 3" }, v3.scatter_reduce_, v3, 1, i64({ -4 }, "cpu"),
+        gpu.ones(1), r)
+    end
+    assert.same({ 0, 0, 0 }, v3:totable())
+    assert.same({ 1, 0, 2 }, gpu.scatter_reduce(v3, 1, gpu.array({ -1, 1, -1 }, { dtype = "int32" }), gpu.ones(3), "sum"):totable())
+    assert.same({ 1, 0, 5 }, gpu.scatter_reduce(v3, 1, i64({ -1, 1, 3 }, "cpu"), gpu.array({ 5, 1, 2 }), "amax"):totable())
     h.fails({ "tensor_split", "at least 1" }, x.tensor_split, x, 0)
     h.fails({ "tensor_split", "integer or a list" }, x.tensor_split, x, "a")
     h.fails({ "tensor_split", "position 2 must be an integer" }, x.tensor_split, x, { 1, 1.5 })

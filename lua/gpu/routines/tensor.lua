@@ -305,8 +305,10 @@ local function segment_reduce(reduce, p, v)
 end
 
 -- The positions and values of scatter_reduce: the flat 1-based positions into x of index's
--- elements (gather's rule), and src's elements over index's shape, both flat.
-local function scatter_args(fname, x, dim, index, src)
+-- elements (gather's rule), and src's elements over index's shape, both flat. For a 1-D x
+-- and a reduction that only scatters (sorted false: sum, mean) index itself, negatives
+-- included; the sorting ones get positions made positive and checked.
+local function scatter_args(fname, x, dim, index, src, sorted)
   check_array(x, fname, 1, "x")
   local d = norm_axis(fname, dim, math.max(x.ndim, 1), 2, "dim must be an integer")
   check_array(index, fname, 3, "index")
@@ -322,8 +324,13 @@ local function scatter_args(fname, x, dim, index, src)
   if src.device ~= x.device or index.device ~= x.device then
     argerror(fname, 4, "x, index and src must be on one device (x is on %s)", x.device)
   end
-  shape_part._check_extents(fname, x, index, d, false, 3)
-  local p = shape_part._flat_index(fname, x, index, d, 3)
+  local p
+  if x.ndim == 1 and not sorted and (index.dtype == "int64" or index.dtype == "int32") then
+    p = index                       -- its positions are x's own: index_put_ and take check them
+  else
+    shape_part._check_extents(fname, x, index, d, false, 3)
+    p = shape_part._flat_index(fname, x, index, d, 3)
+  end
   local key = {}
   for i = 1, index.ndim do key[i] = span(1, index.shape[i], src.shape[i]) end
   local v = (index.ndim > 0 and src[key] or src)
@@ -395,14 +402,17 @@ local function scatter_reduce_grads(reduce, xf, p, v, out, touched, count, inclu
   return gx, g:take(p) * others(v, zero_v, zeros:take(p), nonzero:take(p), out:take(p))
 end
 
-local function reduce_arg(fname, reduce, x)
+-- The arguments of scatter_reduce / scatter_reduce_: the reduction's name checked, then the
+-- positions and values (scatter_args), then whether the reduction takes x's dtype.
+local function scatter_reduce_args(fname, x, dim, index, src, reduce)
   if type(reduce) ~= "string" or not REDUCES[reduce] then
     argerror(fname, 5, "reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got %s", options.type_name(reduce))
   end
+  local _, p, v = scatter_args(fname, x, dim, index, src, reduce ~= "sum" and reduce ~= "mean")
   if (reduce == "amax" or reduce == "amin") and gpu._dtypes[x.dtype].kind == "complex" then
     argerror(fname, 5, "'%s' has no order of %s values", reduce, x.dtype)
   end
-  return reduce
+  return p, v
 end
 
 -- 0-d x, index and src (PyTorch takes them, dim 1 or -1 here): they go as 1-D arrays
@@ -422,8 +432,7 @@ function M.scatter_reduce(x, dim, index, src, reduce, opts)
   if all_0d(x, index, src) then
     return M.scatter_reduce(x:reshape(1), dim, index:reshape(1), src:reshape(1), reduce, opts):reshape({})
   end
-  local _, p, v = scatter_args(fname, x, dim, index, src)
-  reduce = reduce_arg(fname, reduce, x)
+  local p, v = scatter_reduce_args(fname, x, dim, index, src, reduce)
   local include_self = SCATTER_REDUCE:check(opts, 6).include_self
   local out, touched, count = no_grad(function() return scatter_reduce_flat(x, reduce, p, v, include_self) end)
   local res = out:reshape(x.shape)
@@ -450,8 +459,7 @@ function M.scatter_reduce_(x, dim, index, src, reduce, opts)
     M.scatter_reduce_(x:reshape(1), dim, index:reshape(1), src:reshape(1), reduce, opts)   -- (a view of x)
     return x
   end
-  local _, p, v = scatter_args(fname, x, dim, index, src)
-  reduce = reduce_arg(fname, reduce, x)
+  local p, v = scatter_reduce_args(fname, x, dim, index, src, reduce)
   local include_self = SCATTER_REDUCE:check(opts, 6, fname).include_self
   in_place(fname, x, src)
   return write_into(x, (scatter_reduce_flat(x, reduce, p, v, include_self)):reshape(x.shape))
