@@ -99,6 +99,7 @@ samples.flatten = function(dev) return function(x) return x:flatten(2) end, { S(
 samples.squeeze = function(dev) return function(x) return x:squeeze() end, { S(dev, 2, 1, 3) } end
 samples.unsqueeze = function(dev) return function(x) return x:unsqueeze(1) end, { S(dev, 2, 3) } end
 samples.expand = function(dev) return function(x) return x:expand(4, 3) end, { S(dev, 1, 3) } end
+samples.unfold = function(dev) return function(x) return x:unfold(2, 3, 2) * 1 end, { S(dev, 2, 7, 2) } end
 samples.transpose = function(dev) return function(x) return x:transpose({ 3, 1, 2 }) end, { S(dev, 2, 3, 2) } end
 samples.permute = function(dev) return function(x) return x:permute(2, 3, 1) end, { S(dev, 2, 3, 2) } end
 samples.flip = function(dev) return function(x) return x:flip(2) end, { S(dev, 2, 3) } end

@@ -329,6 +329,30 @@ bad:
                  gl_shape_str(v->ndim, v->shape, b1), gl_shape_str(ndim, shape, b2));
 }
 
+/* PyTorch's unfold: axis holds the (n - size) / step + 1 windows, a new last axis the size
+** elements of each (the axis's stride). Windows that overlap (step < size) make a view
+** whose elements overlap, read-only as expand's are (gl_array_writable). */
+gl_status gl_view_unfold(gl_array *v, int axis, int64_t size, int64_t step) {
+  if (v->ndim >= GL_MAXDIMS) return gl_fail(GL_EINVAL, "unfold would give %d dimensions (at most %d)", v->ndim + 1, GL_MAXDIMS);
+  if (axis < 0 || axis >= v->ndim) return gl_fail(GL_EINVAL, "unfold: axis %d is out of range", axis + 1);
+  if (step < 1) return gl_fail(GL_EINVAL, "step must be >= 1, got %lld", (long long)step);
+  int64_t n = v->shape[axis];
+  if (size < 0 || size > n)
+    return gl_fail(GL_EINVAL, "size %lld is out of range for axis %d of size %lld", (long long)size, axis + 1, (long long)n);
+  int64_t nshape[GL_MAXDIMS], nsize;
+  memcpy(nshape, v->shape, (size_t)v->ndim * sizeof *nshape);
+  nshape[axis] = (n - size) / step + 1;
+  nshape[v->ndim] = size;
+  GL_TRY(gl_shape_size(v->ndim + 1, nshape, (gl_dtype)v->dtype, &nsize));
+  v->strides[v->ndim] = v->strides[axis];
+  if (nshape[axis] > 1) v->strides[axis] *= step;     /* (step < n then: no overflow) */
+  v->shape[axis] = nshape[axis];
+  v->shape[v->ndim] = size;
+  v->ndim++;
+  v->size = nsize;
+  return GL_OK;
+}
+
 static int64_t shape_size(int ndim, const int64_t *shape) {
   int64_t s = 1;
   for (int i = 0; i < ndim; i++) s *= shape[i];

@@ -132,6 +132,9 @@ gl_status gl_view_transpose(gl_array *v, int a0, int a1);    /* 0-based axes */
 gl_status gl_view_squeeze(gl_array *v, int axis);            /* -1: all size-1 axes */
 gl_status gl_view_unsqueeze(gl_array *v, int axis);          /* new axis at 0..ndim */
 gl_status gl_view_expand(gl_array *v, int ndim, const int64_t *shape);
+/* PyTorch's unfold along 0-based 'axis': the windows of 'size' elements every 'step' on
+** axis, each window along a new last axis. */
+gl_status gl_view_unfold(gl_array *v, int axis, int64_t size, int64_t step);
 /* Keeps elements start, start+step, ... (count of them) along 0-based 'axis'. */
 void gl_view_slice(gl_array *v, int axis, int64_t start, int64_t step, int64_t count);
 /* Picks index i along 'axis' and drops the axis. */

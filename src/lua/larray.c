@@ -432,6 +432,28 @@ static void push_nbytes(lua_State *L, const gl_array *a) {
     lua_pushinteger(L, n);
 }
 
+/* x.T, x.mT, x.H, x.mH: a view with the axes reversed (T) or the last two swapped (mT,
+** and mH / H before their conjugate, which array_index_in adds for complex arrays). PyTorch's
+** rules: mT and mH take a 0-d array or at least 2 axes, H a 0-d or a 2-D array. */
+static void push_transposed(lua_State *L, const gl_array *a, const char *k) {
+  bool last_two = k[0] == 'm' || k[0] == 'H';
+  if (k[0] == 'H' && a->ndim != 0 && a->ndim != 2)
+    luaL_error(L, "x.H is only for 0-d and 2-D arrays, got %d axes (x.mH swaps the last two of a batch)", a->ndim);
+  if (last_two && a->ndim == 1)
+    luaL_error(L, "x.%s needs a 0-d array or at least 2 axes (a batch of matrices), got 1 axis", k);
+  gl_array *t = gl_lua_push(L);
+  gl_array_view_of(t, a);
+  int perm[GL_MAXDIMS];
+  for (int i = 0; i < a->ndim; i++) perm[i] = last_two ? i : a->ndim - 1 - i;
+  if (last_two && a->ndim >= 2) { perm[a->ndim - 2] = a->ndim - 1; perm[a->ndim - 1] = a->ndim - 2; }
+  gl_view_permute(t, perm);
+  if (a->storage->lua_owned) gl_lua_anchor_views(L, 1, lua_gettop(L), lua_gettop(L));
+}
+
+static bool is_transpose_key(const char *k) {
+  return strcmp(k, "T") == 0 || strcmp(k, "mT") == 0 || strcmp(k, "H") == 0 || strcmp(k, "mH") == 0;
+}
+
 static bool push_property(lua_State *L, const gl_array *a, const char *k) {
   char buf[16];
   switch (k[0]) {
@@ -460,16 +482,8 @@ static bool push_property(lua_State *L, const gl_array *a, const char *k) {
     case '_':       /* the storage's write counter (PyTorch's name): views share it */
       if (strcmp(k, "_version") == 0) { lua_pushinteger(L, (lua_Integer)a->storage->version); return true; }
       break;
-    case 'T':
-      if (k[1] == '\0') {
-        gl_array *t = gl_lua_push(L);
-        gl_array_view_of(t, a);
-        int perm[GL_MAXDIMS];
-        for (int i = 0; i < a->ndim; i++) perm[i] = a->ndim - 1 - i;
-        gl_view_permute(t, perm);
-        if (a->storage->lua_owned) gl_lua_anchor_views(L, 1, lua_gettop(L), lua_gettop(L));
-        return true;
-      }
+    case 'T': case 'H': case 'm':
+      if (is_transpose_key(k)) { push_transposed(L, a, k); return true; }
       break;
   }
   return false;
@@ -482,8 +496,16 @@ static int array_index_in(lua_State *L) {
   gl_array *a = gl_lua_checkany(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") != 0) {   /* x[":"]: a key */
     if (a->storage == NULL) return luaL_argerror(L, 1, "array is closed");
-    if (push_property(L, a, lua_tostring(L, 2))) {
-      if (lua_tostring(L, 2)[0] == 'T' && gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
+    const char *k = lua_tostring(L, 2);
+    if (push_property(L, a, k)) {
+      if (is_transpose_key(k)) {
+        if (gl_lua_tracked_call(L, 1)) gl_lua_record_view(L, "getindex", 1, 2, lua_gettop(L));
+        if (strchr(k, 'H') && gl_dtype_is_complex((gl_dtype)a->dtype)) {   /* x.H, x.mH: then the conjugate */
+          lua_getfield(L, lua_upvalueindex(2), "conj");
+          lua_insert(L, -2);
+          lua_call(L, 1, 1);
+        }
+      }
       return 1;
     }
     lua_pushnil(L);
@@ -518,10 +540,10 @@ static int array_index(lua_State *L) {
       return 1;
     }
     lua_pop(L, 1);
-    /* a property reads the descriptor before it allocates anything; x.T and x[":"] make
-    ** a view, so they run as an op level like the other keys */
+    /* a property reads the descriptor before it allocates anything; x.T (mT, H, mH) and
+    ** x[":"] make a view, so they run as an op level like the other keys */
     const char *k = lua_tostring(L, 2);
-    if (strcmp(k, "T") != 0 && strcmp(k, ":") != 0) return array_index_in(L);
+    if (!is_transpose_key(k) && strcmp(k, ":") != 0) return array_index_in(L);
   } else if (kt == LUA_TNUMBER && lua_isinteger(L, 2)) {
     gl_array *a = gl_lua_checkany(L, 1);
     if (a->storage != NULL && a->ndim == 1) {

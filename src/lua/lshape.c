@@ -125,6 +125,35 @@ static int l_expand(lua_State *L) {
   return view_result(L, gl_view_expand(push_view(L, a), n, shape));
 }
 
+/* x:unfold(dim, size, step): PyTorch's Tensor.unfold, a view: dim (1-based, negatives
+** from the end) holds the windows of size elements every step, a new last axis each
+** window's elements. Overlapping windows (step < size) are read-only, as expand's repeats
+** are. A 0-d array unfolds as one of shape (1). */
+static int l_unfold(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  int64_t size = gl_lua_int(L, 3, "size"), step = gl_lua_int(L, 4, "step");
+  if (size < 0) luaL_argerror(L, 3, lua_pushfstring(L, "size must be >= 0, got %I", (lua_Integer)size));
+  if (step < 1) luaL_argerror(L, 4, lua_pushfstring(L, "step must be >= 1, got %I", (lua_Integer)step));
+  int axis;
+  gl_array v = *a;
+  if (a->ndim == 0) {
+    int64_t one = 1;
+    gl_lua_check_status(L, gl_view_reshape(&v, 1, &one), 1);
+  }
+  gl_lua_axes(L, 2, v.ndim, &axis, GL_AXES_ONE);
+  if (size > v.shape[axis])
+    luaL_argerror(L, 3, lua_pushfstring(L, "size %I is larger than dim %d's size %I", (lua_Integer)size, axis + 1,
+                                        (lua_Integer)v.shape[axis]));
+  gl_lua_check_status(L, gl_view_unfold(&v, axis, size, step), 2);
+  if (a->ndim == 0) {                      /* PyTorch: shape (size), the windows' axis dropped */
+    v.ndim = 1;
+    v.shape[0] = size;
+    v.strides[0] = v.strides[1];
+  }
+  lua_settop(L, 1);
+  return push_descriptor(L, &v);
+}
+
 /* x:flatten([start_dim [, end_dim]]): axes start_dim..end_dim (1-based, inclusive,
 ** negatives from the end; every axis by default) merged into one, a view when possible
 ** (as reshape): PyTorch's flatten(x, start_dim - 1, end_dim - 1). A 0-d array gives 1-D. */
@@ -232,6 +261,25 @@ static int l_is_contiguous(lua_State *L) {
   return 1;
 }
 
+/* x:stride([dim]): PyTorch's strides, in elements (0 on a broadcast axis): a table of one
+** per axis, or the one of dim (1-based, negatives from the end). */
+static int l_stride(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    lua_createtable(L, a->ndim, 0);
+    for (int i = 0; i < a->ndim; i++) {
+      lua_pushinteger(L, (lua_Integer)a->strides[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
+  if (a->ndim == 0) return luaL_argerror(L, 2, "a 0-d array has no axis to ask the stride of");
+  int axis;
+  gl_lua_axes(L, 2, a->ndim, &axis, GL_AXES_ONE);
+  lua_pushinteger(L, (lua_Integer)a->strides[axis]);
+  return 1;
+}
+
 /* ---- back to Lua -------------------------------------------------------------------------- */
 
 /* Host copy of a's elements in C order, owned by a Lua userdata at the top of the stack
@@ -310,11 +358,27 @@ static const gl_reg shape_funcs[] = {
   { "reshape", l_reshape, 1 + GL_MAXDIMS }, { "view", l_view, 1 + GL_MAXDIMS },
   { "transpose", l_transpose, 3 }, { "permute", l_permute, 1 + GL_MAXDIMS }, { "squeeze", l_squeeze, 2 },
   { "unsqueeze", l_unsqueeze, 2 }, { "expand", l_expand, 1 + GL_MAXDIMS }, { "flatten", l_flatten, 3 },
+  { "unfold", l_unfold, 4 },
   { "contiguous", l_contiguous, 1 }, { "copy", l_copy, 1 }, { "clone", l_copy, 1 }, { "astype", l_astype, 2 },
   { "to", l_to, 2 }, { "cpu", l_cpu, 1 }, { "cuda", l_cuda, 2 }, { "fill_", l_fill_, 2 },
   { "is_contiguous", l_is_contiguous, 1 }, { "totable", l_totable, 1 }, { "item", l_item, 1 },
   { "view_as_real", l_view_as_real, 1 }, { "view_as_complex", l_view_as_complex, 1 }, { NULL, NULL, 0 },
 };
+
+/* gpu._writable(x) -> true, or false and the message an in-place write into x would raise
+** (a broadcast view whose elements overlap): the Lua parts' in-place routines ask before
+** they draw random numbers or compute anything. */
+static int l_writable(lua_State *L) {
+  gl_status st = gl_array_writable(gl_lua_check(L, 1), NULL);
+  lua_pushboolean(L, st == GL_OK);
+  if (st == GL_OK) return 1;
+  lua_pushstring(L, gl_errmsg());
+  return 2;
+}
+
+/* Methods only, not ops (PyTorch has no torch.stride). */
+static const gl_reg info_methods[] = { { "stride", l_stride, 2 }, { NULL, NULL, 0 } };
+static const gl_reg private_funcs[] = { { "_writable", l_writable, 1 }, { NULL, NULL, 0 } };
 
 /* Methods only: gpu.float, gpu.half ... are the dtype names (lgpu.c). */
 static const gl_reg cast_methods[] = {
@@ -325,6 +389,8 @@ static const gl_reg cast_methods[] = {
 void gl_open_shape(lua_State *L, int module, int methods) {
   gl_lua_setboth(L, module, methods, shape_funcs);
   gl_lua_setops(L, methods, "", cast_methods);
+  gl_lua_setfuncs(L, methods, info_methods);
+  gl_lua_setfuncs(L, module, private_funcs);
   gl_lua_declare(L, &to_decl);
 }
 

@@ -55,10 +55,13 @@ R.index = { saves = { 3 }, backward = function(g, node)
   return R.take.backward(g, { x, idx, axis, n = 3 })
 end }
 R.masked_select = { saves = { 2 }, backward = function(g, node) return put_key(node[1], node[2], g) end }
--- x[key]: slices, x.T, integer and mask arrays (recorded by larray.c's __index)
+-- x[key]: slices, x.T (mT, H, mH), integer and mask arrays (recorded by larray.c's __index)
 R.getindex = { saves = {}, backward = function(g, node)
   local x, key = node[1], node[2]
   if key == "T" then return g:transpose() end
+  if key == "mT" or key == "H" or key == "mH" then      -- (the conjugate of H and mH is an op of its own)
+    return x.ndim < 2 and g or g:transpose(-1, -2)
+  end
   if is_array(key) and key.dtype ~= "bool" then
     local s = { key.size }
     local xs = x.shape
@@ -66,6 +69,25 @@ R.getindex = { saves = {}, backward = function(g, node)
     return scatter_add(x, 1, key:reshape(key.size), g:reshape(s))
   end
   return put_key(x, key, g)
+end }
+
+-- x:unfold(dim, size, step) (a view of overlapping windows): each window's gradient added
+-- back at its elements, the windows' axis and the new last axis merged into one list of
+-- 1-based positions along dim
+R.unfold = { saves = {}, backward = function(g, node)
+  local x, dim, size, step = node[1], node[2], node[3], node[4]
+  if x.ndim == 0 then return g:sum() end
+  local d = norm_axis(dim, x.ndim)
+  local nw, nd = g.shape[d], g.ndim
+  local pos = (gpu.arange(nw, { device = g.device }) * step):reshape(nw, 1) +
+    gpu.arange(1, size + 1, { device = g.device }):reshape(1, size)
+  local perm = {}
+  for i = 1, d do perm[#perm + 1] = i end
+  perm[#perm + 1] = nd
+  for i = d + 1, nd - 1 do perm[#perm + 1] = i end
+  local s = x.shape
+  s[d] = nw * size
+  return scatter_add(x, d, pos:reshape(nw * size), g:permute(perm):reshape(s))
 end }
 
 local function join(stacking)

@@ -30,6 +30,15 @@ return {
   histogram2d = false, histogramdd = false, histogram_bin_edges = false,
 
   -- PyTorch's tensor helpers (gpu.routines.tensor)
+  masked_fill = true, masked_fill_ = true, index_add = true, index_add_ = true, index_copy = true,
+  index_copy_ = true, index_fill = true, index_fill_ = true, scatter_reduce = true, scatter_reduce_ = true,
+  tensor_split = true, chunk = true, unbind = true, narrow = true, unflatten = true,
+  diag_embed = true, block_diag = false, cartesian_prod = false, combinations = false,
+  type_as = true, view_as = true, reshape_as = true, expand_as = true,
+  zero_ = true, copy_ = true, clamp = true, clamp_ = true, clip_ = true,
+  normal_ = true, uniform_ = true, exponential_ = true, bernoulli_ = true,
+  new_zeros = true, new_ones = true, new_full = true, new_empty = true,
+  rand_like = false, randn_like = false, randint_like = false,
 
   -- matrix products and factorisations (gpu.routines.matrix)
 

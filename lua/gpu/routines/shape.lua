@@ -212,6 +212,9 @@ local function broadcast_idx(x, idx, axis)
   return need and idx:expand(shape) or idx
 end
 
+-- for gpu.routines.tensor's scatter_reduce (names with '_' are not routines)
+M._flat_index, M._check_extents = flat_index, check_extents
+
 -- take_along_axis(x, idx, axis): NumPy's (1-based idx, negatives from the end)
 function M.take_along_axis(x, idx, axis)
   local fname = "take_along_axis"
