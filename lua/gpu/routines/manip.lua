@@ -223,6 +223,11 @@ end
 
 -- ---- splitting ---------------------------------------------------------------------------------
 
+-- x with none of its elements along axis (a slice cannot say it: its bounds are 1-based)
+local function empty_along(x, axis)
+  return x:index(axis, gpu.zeros({ 0 }, { dtype = "int64", device = x.device }))
+end
+
 -- The pieces of x along axis: sections a count (sizes differ by at most one, the larger
 -- first; equal: they must all be equal) or a list of 1-based positions where a new piece
 -- starts (NumPy's split points + 1; negatives from the end; past the end gives empty pieces).
@@ -247,11 +252,15 @@ local function split_at(fname, x, sections, axis, equal, argn)
   end
   local out = {}
   for i = 1, #bounds - 1 do
-    local key = {}
-    for d = 1, x.ndim do key[d] = ":" end
-    local a, b = bounds[i], math.max(bounds[i + 1], bounds[i])
-    key[axis] = { a + 1, b }
-    out[i] = x[key]
+    local a, b = bounds[i], bounds[i + 1]
+    if b <= a then
+      out[i] = empty_along(x, axis)
+    else
+      local key = {}
+      for d = 1, x.ndim do key[d] = ":" end
+      key[axis] = { a + 1, b }
+      out[i] = x[key]
+    end
   end
   return out
 end
@@ -382,7 +391,7 @@ function M.trim_zeros(filt, trim)
   end
   if filt.ndim ~= 1 then argerror(fname, 1, "filt must be 1-D, got %d axes", filt.ndim) end
   local nz = gpu.nonzero(filt)[1]
-  if nz.size == 0 then return filt[{ { 1, 0 } }] end
+  if nz.size == 0 then return empty_along(filt, 1) end
   local t = trim:lower()
   local first = t:find("f", 1, true) and nz[1] or 1
   local last = t:find("b", 1, true) and nz[nz.size] or filt.size
@@ -884,7 +893,7 @@ local function cycled(fname, v, count, x, argn, what)
   end
   options.check_array(v, fname, argn, what)
   if v.device ~= x.device then argerror(fname, argn, "%s are on %s, the array on %s: use :to()", what, v.device, x.device) end
-  if count == 0 then return v:reshape(v.size)[{ { 1, 0 } }]:astype(x.dtype) end
+  if count == 0 then return gpu.zeros({ 0 }, { dtype = x.dtype, device = x.device }) end
   if v.size == 0 then argerror(fname, argn, "cannot take values from an empty %s", what) end
   local flat = v:reshape(v.size):astype(x.dtype)
   if v.size == count then return flat end
