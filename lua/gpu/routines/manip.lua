@@ -70,6 +70,17 @@ local function sizes_of(fname, v, argn, what)
   return t
 end
 
+-- The number of elements of a shape (a list of sizes), refused past 2^53 (where the
+-- product of Lua integers would lose its exactness or wrap)
+local function element_count(fname, sizes, argn, what)
+  local total = 1
+  for _, n in ipairs(sizes) do
+    if n > 0 and total > 2^53 / n then argerror(fname, argn, "%s %s has too many elements", what, shape_str(sizes)) end
+    total = total * n
+  end
+  return total
+end
+
 -- A 1-based position s on an axis of n elements, NumPy's 0-based one: s >= 1 is s - 1,
 -- a negative s counts from the end (n + s); 0 is refused. hi: the largest 1-based s taken
 -- (n, or n + 1 where a position after the last is meaningful).
@@ -223,6 +234,10 @@ end
 
 -- ---- splitting ---------------------------------------------------------------------------------
 
+-- the most pieces a split makes (a count past the axis' size gives empty ones, as NumPy's;
+-- a Lua list of 2^24 views is never what was meant, and a count of 2^53 would not end)
+local MAX_PIECES = 1 << 24
+
 -- x with none of its elements along axis (a slice cannot say it: its bounds are 1-based)
 local function empty_along(x, axis)
   return x:index(axis, gpu.zeros({ 0 }, { dtype = "int64", device = x.device }))
@@ -236,6 +251,7 @@ local function split_at(fname, x, sections, axis, equal, argn)
   local bounds = { 0 }
   if math.type(sections) == "integer" then
     if sections < 1 then argerror(fname, argn, "the number of sections must be at least 1, got %d", sections) end
+    if sections > MAX_PIECES then argerror(fname, argn, "at most %d sections, got %d", MAX_PIECES, sections) end
     if equal and n % sections ~= 0 then
       argerror(fname, argn, "an axis of size %d does not split into %d equal sections", n, sections)
     end
@@ -372,9 +388,7 @@ function M.resize(a, new_shape)
   local fname = "resize"
   options.check_array(a, fname, 1, "a")
   local shape = sizes_of(fname, new_shape, 2, "new_shape")
-  local total = 1
-  for _, s in ipairs(shape) do total = total * s end
-  if total > 2^53 then argerror(fname, 2, "new_shape %s is too large", shape_str(shape)) end
+  local total = element_count(fname, shape, 2, "new_shape")
   if a.size == 0 or total == 0 then return gpu.zeros(shape, { dtype = a.dtype, device = a.device }) end
   local idx = gpu.mod(arange(total, a.device), a.size) + 1
   return gpu.take(a:reshape(a.size), idx):reshape(shape)
@@ -713,8 +727,7 @@ function M.unravel_index(indices, shape, opts)
   local fname = "unravel_index"
   local dims = sizes_of(fname, shape, 2, "shape")
   local o = UNRAVEL:check(opts, 3)
-  local total = 1
-  for _, d in ipairs(dims) do total = total * d end
+  local total = element_count(fname, dims, 2, "shape")
   local out = {}
   if math.type(indices) == "integer" then
     if indices < 1 or indices > total then
@@ -740,12 +753,10 @@ end
 
 local MODES = { raise = true, wrap = true, clip = true }
 
--- A 1-based position array (or integer) in 0-based form under mode: raise (checked in
+-- A 1-based position array (int64) in 0-based form under mode: raise (checked in
 -- lo .. n; negatives from the end when lo < 0), wrap (modulo n, negatives from the end),
 -- clip (below 1: the first, above n: the last).
 local function positions0(fname, p, n, mode, lo, argn, what)
-  local scalar = type(p) == "number"
-  if scalar then p = gpu.full({}, p, { dtype = "int64" }) end
   local z
   if mode == "raise" then
     if p.size > 0 and gpu.logical_or(gpu.logical_or(p:lt(lo), p:gt(n)), p:eq(0)):any():item() then
@@ -769,6 +780,7 @@ function M.ravel_multi_index(multi_index, dims, opts)
   local fname = "ravel_multi_index"
   local sizes = sizes_of(fname, dims, 2, "dims")
   local o = RAVEL:check(opts, 3)
+  element_count(fname, sizes, 2, "dims")
   local coordsl = list_of(fname, multi_index, 1, "multi_index")
   if #coordsl ~= #sizes then
     argerror(fname, 1, "multi_index has %d entries, dims %d: they must agree", #coordsl, #sizes)
@@ -1015,12 +1027,15 @@ function M.compress(condition, a, axis)
   else
     axis = norm_axis(fname, axis, a.ndim, 3)
   end
+  if condition.device ~= a.device then
+    argerror(fname, 1, "condition is on %s, a on %s: use :to()", condition.device, a.device)
+  end
   local pos = gpu.nonzero(condition)[1]
   local n = a.shape[axis]
   if pos.size > 0 and pos[pos.size] > n then
     argerror(fname, 1, "condition is true at %d, past the axis' length %d", pos[pos.size], n)
   end
-  return a:index(axis, pos:to(a.device))
+  return a:index(axis, pos)
 end
 
 local CHOOSE = options.declare("choose", { mode = { type = "string", default = "raise", choices = { "raise", "wrap", "clip" } } },
