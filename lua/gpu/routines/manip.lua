@@ -340,22 +340,35 @@ function M.insert(arr, obj, values, axis)
   if not ok then
     argerror(fname, 3, "values of shape %s do not broadcast to %s", shape_str(vals.shape), shape_str(target))
   end
-  -- the plan: before old element j (0-based), the new ones whose position is j, in a
-  -- stable order; gathered from concat(arr, values) along the axis
-  local order = {}
-  for i = 1, numnew do order[i] = i end
-  local at = function(i) return #idx == 1 and pos[1] or pos[i] end
-  table.sort(order, function(p, q) if at(p) ~= at(q) then return at(p) < at(q) end return p < q end)
-  local src, k = {}, 1
-  for j = 0, n do
-    while k <= numnew and at(order[k]) == j do src[#src + 1] = n + order[k]; k = k + 1 end
-    if j < n then src[#src + 1] = j + 1 end
+  -- the plan, made on the device: old element j (0-based) goes to j + (the count of new
+  -- positions <= j), the new one of rank r in the stable sort of the positions to its
+  -- position + r; the result gathers concat(arr, values) along the axis with it
+  local dev = arr.device
+  local j = arange(n, dev)
+  local old_to, new_to, new_from
+  if #idx == 1 then
+    local p = pos[1]
+    old_to = j + gpu.where(j:ge(p), numnew, 0)
+    new_to = arange(numnew, dev) + p
+    new_from = arange(numnew, dev) + (n + 1)
+  else
+    local order = {}
+    for i = 1, numnew do order[i] = i end
+    table.sort(order, function(p, q) if pos[p] ~= pos[q] then return pos[p] < pos[q] end return p < q end)
+    local sorted, to, from = {}, {}, {}
+    for r, i in ipairs(order) do sorted[r], to[r], from[r] = pos[i], pos[i] + r - 1, n + i end
+    old_to = j + (gpu.searchsorted(int64(sorted, dev), j, { side = "right" }) - 1)
+    new_to, new_from = int64(to, dev), int64(from, dev)
   end
-  return gpu.concat({ arr, b }, axis):index(axis, int64(src, arr.device))
+  local src = gpu.zeros({ n + numnew }, { dtype = "int64", device = dev })
+  src:index_put_(1, old_to + 1, j + 1)
+  src:index_put_(1, new_to + 1, new_from)
+  return gpu.concat({ arr, b }, axis):index(axis, src)
 end
 
 -- delete(arr, obj [, axis]): arr without the 1-based position(s) obj (an integer, a list,
--- an integer array, or a bool mask of the axis' length) along axis (arr flattened without)
+-- an integer array, or a bool mask of the axis' length) along axis (arr flattened without).
+-- The kept positions are found on the device (a mask and nonzero).
 function M.delete(arr, obj, axis)
   local fname = "delete"
   options.check_array(arr, fname, 1, "arr")
@@ -365,21 +378,32 @@ function M.delete(arr, obj, axis)
   else
     axis = norm_axis(fname, axis, arr.ndim, 3)
   end
-  local n = arr.shape[axis]
-  local drop = {}
-  if is_array(obj) and obj.dtype == "bool" then
+  local n, dev = arr.shape[axis], arr.device
+  local keep
+  if is_array(obj) then
     options.check_array(obj, fname, 2, "obj")
+    if obj.device ~= dev then argerror(fname, 2, "obj is on %s, arr on %s: use :to()", obj.device, dev) end
+  end
+  if is_array(obj) and obj.dtype == "bool" then
     if obj.ndim ~= 1 or obj.size ~= n then
       argerror(fname, 2, "a bool obj must be 1-D of the axis' length %d, got shape %s", n, shape_str(obj.shape))
     end
-    for j, v in ipairs(obj:to("cpu"):totable()) do if v then drop[j - 1] = true end end
+    keep = obj:logical_not()
   else
-    local idx = int_list(fname, obj, 2, "obj", true)
-    for _, s in ipairs(idx) do drop[zero_based(fname, s, n, n, 2, "position")] = true end
+    local p
+    if is_array(obj) then
+      if not is_int_dtype(obj.dtype) then argerror(fname, 2, "obj must be an integer or bool array, got %s", obj.dtype) end
+      p = obj:astype("int64"):reshape(obj.size)
+    else
+      p = int64((int_list(fname, obj, 2, "obj", true)), dev)
+    end
+    if p.size > 0 and gpu.logical_or(gpu.logical_or(p:gt(n), p:lt(-n)), p:eq(0)):any():item() then
+      argerror(fname, 2, "a position is out of range for an axis of size %d (1 .. n or -n .. -1: positions are 1-based)", n)
+    end
+    keep = gpu.ones({ n }, { dtype = "bool", device = dev })
+    if p.size > 0 then keep:index_put_(1, gpu.where(p:lt(0), p + (n + 1), p), false) end
   end
-  local keep = {}
-  for j = 0, n - 1 do if not drop[j] then keep[#keep + 1] = j + 1 end end
-  return arr:index(axis, int64(keep, arr.device))
+  return arr:index(axis, gpu.nonzero(keep)[1])
 end
 
 -- resize(a, new_shape): NumPy's np.resize: a flattened, repeated to fill new_shape (zeros
