@@ -235,8 +235,8 @@ end
 -- ---- splitting ---------------------------------------------------------------------------------
 
 -- the most pieces a split makes (a count past the axis' size gives empty ones, as NumPy's;
--- a Lua list of 2^24 views is never what was meant, and a count of 2^53 would not end)
-local MAX_PIECES = 1 << 24
+-- a list of a million views takes a second, and a count of 2^53 would not end)
+local MAX_PIECES = 1 << 20
 
 -- x with none of its elements along axis (a slice cannot say it: its bounds are 1-based)
 local function empty_along(x, axis)
