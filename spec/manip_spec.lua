@@ -138,6 +138,18 @@ describe("manip routines", function()
     assert.same({ 5 }, t:totable())
   end)
 
+  it("write through a non-contiguous view into its base (put, putmask, place, fill_diagonal)", function()
+    for _, dev in ipairs(h.devices()) do
+      local base = gpu.zeros({ 3, 4 }, { dtype = "float64", device = dev })
+      local t = base.T                                       -- (4, 3), not contiguous
+      gpu.fill_diagonal(t, 1)
+      gpu.put(t, { 4 }, 7)                                   -- t[2][1] = base[1][2]
+      gpu.putmask(t, t:eq(1), 2)
+      gpu.place(t, t:eq(0), { 0, 0, 0, 0, 0, 0, 5, 0 })     -- the 7th of t's 8 zeros: t[4][2]
+      assert.same({ { 2, 7, 0, 0 }, { 0, 2, 0, 5 }, { 0, 0, 2, 0 } }, base:totable(), dev)
+    end
+  end)
+
   it("are methods where NumPy or PyTorch has them", function()
     local x = gpu.arange(6):reshape(2, 3)
     assert.same({ { 2, 1, 0 }, { 5, 4, 3 } }, x:fliplr():totable())
