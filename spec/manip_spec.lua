@@ -222,6 +222,7 @@ describe("manip misuse", function()
     local F = h.fails
     F({ "vstack", "arrays must be a table" }, gpu.vstack, x)
     F({ "vstack", "need at least one array" }, gpu.vstack, {})
+    F({ "vstack", "entry 2 is nil" }, gpu.vstack, { x, nil, x })
     F({ "hstack", "entry 2", "gpu.array expected, got integer 3" }, gpu.hstack, { x, 3 })
     F({ "vstack", "entry 2 has shape (1, 4)", "must agree" }, gpu.vstack, { x, gpu.zeros(4) })
     F({ "dstack", "must agree" }, gpu.dstack, { x, gpu.zeros(3, 2) })

@@ -5,8 +5,8 @@
 -- Positions are 1-based everywhere: an index NumPy takes or returns as p is p + 1 here
 -- (negatives count from the end, as NumPy's), and axes count from 1. NumPy's tuples of
 -- arrays (unravel_index, tril_indices, ix_, ogrid ...) are multiple results; its lists of
--- arrays (array_split and the splits) Lua tables. Small index plans (insert, delete, the
--- split points) are made on the host from the Lua values the user gave.
+-- arrays (array_split and the splits) Lua tables. Index plans are made on the device, but
+-- for the few values the user gave as Lua values (split points, insert's positions).
 local gpu = require "gpu"
 local options = require "gpu.options"
 local basic = require "gpu.routines.basic"
@@ -28,13 +28,16 @@ local function is_int_dtype(dtype)
 end
 
 -- The entries 1..n of a plain list (rawlen/rawget: a table's own __len or __index is not
--- trusted, so a hostile table cannot make a loop run for ever).
+-- trusted, so a hostile table cannot make a loop run for ever); a hole is an error.
 local function list_of(fname, t, argn, what)
   if type(t) ~= "table" or is_array(t) then
     argerror(fname, argn, "%s must be a table, got %s", what, type_name(t))
   end
   local out = {}
-  for i = 1, rawlen(t) do out[i] = rawget(t, i) end
+  for i = 1, rawlen(t) do
+    out[i] = rawget(t, i)
+    if out[i] == nil then argerror(fname, argn, "%s: entry %d is nil", what, i) end
+  end
   return out
 end
 
@@ -146,15 +149,14 @@ local function map(xs, f)
 end
 
 -- vstack({a, b, ...}) / row_stack: along the first axis, 1-D arrays as rows
-function M.vstack(arrays)
-  local xs = map(array_list("vstack", arrays, 1), function(x) return ndmin(x, 2) end)
-  return join("vstack", xs, 1, 1)
+local function vertical(fname)
+  return function(arrays)
+    local xs = map(array_list(fname, arrays, 1), function(x) return ndmin(x, 2) end)
+    return join(fname, xs, 1, 1)
+  end
 end
-
-function M.row_stack(arrays)
-  local xs = map(array_list("row_stack", arrays, 1), function(x) return ndmin(x, 2) end)
-  return join("row_stack", xs, 1, 1)
-end
+M.vstack = vertical("vstack")
+M.row_stack = vertical("row_stack")
 
 -- hstack({a, b, ...}): along the second axis (the first for 1-D arrays)
 function M.hstack(arrays)
@@ -259,6 +261,7 @@ local function split_at(fname, x, sections, axis, equal, argn)
     for i = 1, sections do bounds[i + 1] = bounds[i] + q + (i <= r and 1 or 0) end
   else
     local starts = int_list(fname, sections, argn, "indices_or_sections", false)
+    if #starts >= MAX_PIECES then argerror(fname, argn, "at most %d sections, got %d", MAX_PIECES, #starts + 1) end
     for i, s in ipairs(starts) do
       if s == 0 then argerror(fname, argn, "split position 0: positions are 1-based (a piece starting at s)") end
       local p = s > 0 and s - 1 or n + s
