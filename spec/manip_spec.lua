@@ -1,5 +1,5 @@
 -- The joining, splitting, building and indexing routines of lua/gpu/routines/manip.lua
--- (vstack ... select) against NumPy (spec/fixtures/manip/cases.lua, made by
+-- (vstack ... select) and take's modes against NumPy (spec/fixtures/manip/cases.lua, made by
 -- spec/fixtures/gen_manip_fixtures.py) on every device: values, dtypes, shapes, the
 -- 1-based positions; then default dtypes, views, methods, gradients and every misuse's
 -- error (an in-place routine that raises leaves its array unchanged).
@@ -192,7 +192,7 @@ describe("manip gradients (float64)", function()
     local ok, msg = ag.gradcheck(fn, inputs)
     assert(ok, msg)
   end
-  it("flow through the joins, splits, inserts, deletes, resize and choices", function()
+  it("flow through the joins, splits, inserts, deletes, resize, choices and take's modes", function()
     check(function(a, b) return gpu.vstack({ a, b }) end, { r(3), r(2, 3) })
     check(function(a, b) return gpu.hstack({ a, b }) end, { r(2, 1), r(2, 2) })
     check(function(a, b) return gpu.dstack({ a, b }) end, { r(2), r(2) })
@@ -210,6 +210,9 @@ describe("manip gradients (float64)", function()
     local k = gpu.array({ { 1, 2 }, { 2, 1 } }, { dtype = "int64" })
     check(function(a, b) return gpu.choose(k, { a, b }) end, { r(2, 2), r(2, 2) })
     check(function(a, b) return gpu.select({ a:gt(0) }, { a }, b) end, { r(3), r(3) })
+    local w = gpu.array({ 7, 0, -1, -6, 3, 7 }, { dtype = "int64" })
+    check(function(a) return gpu.take(a, w, { mode = "wrap" }) end, { r(5) })
+    check(function(a) return gpu.take(a, w, 2, { mode = "clip" }) end, { r(2, 5) })
     check(function(a) return gpu.fromfunction(function(i, j) return a * i + j end, { 2, 2 }, { dtype = "float64" }) end, { r(2, 2) })
   end)
 end)
@@ -299,6 +302,10 @@ describe("manip misuse", function()
     F({ "select", "must agree" }, gpu.select, { x:gt(1) }, { x, x })
     F({ "select", "condition 1 must be a bool array" }, gpu.select, { x }, { x })
     F({ "select", "empty condition list" }, gpu.select, {}, {})
+    F({ "take", "option 'mode' must be one of raise, wrap, clip" }, gpu.take, x, i64({ 1 }), { mode = "wrp" })
+    F({ "take", "cannot take from an empty axis" }, gpu.take, gpu.zeros(0), i64({ 1 }), { mode = "wrap" })
+    F({ "take", "nothing may follow the options table" }, gpu.take, x, i64({ 1 }), { mode = "clip" }, 1)
+    F({ "take", "index 7 is out of range" }, gpu.take, x, i64({ 7 }), nil, { mode = "raise" })
   end)
 
   it("leaves the array unchanged when an in-place routine raises", function()
