@@ -443,7 +443,8 @@ for _, alias in ipairs(gpu._ops.aliases) do sig[alias] = sig[gpu._ops.aliases[al
 
 -- Calls allowed to change their arguments when they succeed.
 local inplace = { ["meta:__newindex"] = true, ["meta:__close"] = true, ["meta:__gc"] = true, ["m:close"] = true,
-  ["m:shuffle"] = true, ["r:shuffle"] = true, ["g:shuffle"] = true, ["d:batch_norm"] = true, ["m:backward"] = true }
+  ["m:shuffle"] = true, ["r:shuffle"] = true, ["g:shuffle"] = true, ["d:batch_norm"] = true, ["m:backward"] = true,
+  put = true, ["m:put"] = true, putmask = true, place = true, fill_diagonal = true }       -- NumPy's in-place routines
 local function is_inplace(name) return inplace[name] or name:sub(-1) == "_" end
 
 ---------------------------------------------------------------------------------------------

@@ -33,7 +33,10 @@ static const gl_optdecl put_decl = {
 static const gl_optdecl sort_decl = { "sort", "gpu.sort(gpu.array({3, 1, 2}), %s)", sort_keys };
 static const gl_optdecl argsort_decl = { "argsort", "gpu.argsort(gpu.array({3, 1, 2}), -1, %s)", sort_keys };
 static const gl_optdecl topk_decl = { "topk", "gpu.topk(gpu.array({3, 1, 2}), 2, %s)", topk_keys };
-static const gl_optdecl *const index_decls[] = { &put_decl, &sort_decl, &argsort_decl, &topk_decl, NULL };
+static const gl_optkey take_keys[] = { { "mode", GL_OPT_STRING, 0, 0, 0, "raise wrap clip" }, { NULL } };
+static const gl_optdecl take_decl = {
+  "take", "gpu.take(gpu.arange(3), gpu.array({4}, {dtype = 'int64'}), nil, %s)", take_keys };
+static const gl_optdecl *const index_decls[] = { &put_decl, &sort_decl, &argsort_decl, &topk_decl, &take_decl, NULL };
 
 /* Boolean options of a trailing table at idx against d; vals hold the defaults on entry. */
 static void read_flags(lua_State *L, int idx, const gl_optdecl *d, bool *vals) {
@@ -128,11 +131,49 @@ void gl_lua_newindex_array(lua_State *L, const gl_array *x, int key, int val) {
 
 /* ---- take, index, index_put_, masked_select ------------------------------------------------------ */
 
-/* gpu.take(x, idx [, axis]): NumPy's take; no axis: over x flattened. */
+/* One binary op of take's position arithmetic, its result pushed. */
+static gl_array *push_binary_of(lua_State *L, gl_binop op, const gl_array *a, gl_operand b) {
+  gl_array *t = gl_lua_push(L);
+  gl_operand oa = { a, gl_scalar_int(0) };
+  gl_lua_check_status(L, gl_op_binary(t, op, oa, b), 2);
+  return t;
+}
+
+/* NumPy's take modes on 1-based positions into an axis of n elements, the positions the
+** take reads pushed: "wrap" (mode 1) takes them modulo n (NumPy's i + 1 as i, negatives
+** from the end: (p - (p > 0)) mod n, plus 1), "clip" (mode 2) moves those below 1 to 1 and
+** those above n to n. The gradient rule (rules_structure.lua's take) remaps the same way. */
+static gl_array *take_positions(lua_State *L, const gl_array *idx, int64_t n, int mode) {
+  gl_operand none = { NULL, gl_scalar_int(0) };
+  if (n == 0 && idx->size > 0)
+    luaL_argerror(L, 2, "cannot take from an empty axis (modes 'wrap' and 'clip' need an element)");
+  if (n == 0) return (gl_array *)idx;
+  if (mode == 1) {
+    gl_operand zero = none, one = { NULL, gl_scalar_int(1) }, size = { NULL, gl_scalar_int(n) };
+    gl_operand pos = { push_binary_of(L, GL_B_gt, idx, zero), gl_scalar_int(0) };
+    gl_array *z = push_binary_of(L, GL_B_sub, idx, pos);
+    gl_array *m = push_binary_of(L, GL_B_mod, z, size);
+    return push_binary_of(L, GL_B_add, m, one);
+  }
+  gl_operand lo = { NULL, gl_scalar_int(1) }, hi = { NULL, gl_scalar_int(n) };
+  return push_binary_of(L, GL_B_minimum, push_binary_of(L, GL_B_maximum, idx, lo), hi);
+}
+
+/* gpu.take(x, idx [, axis] [, {mode = "raise"}]): NumPy's take; no axis: over x flattened.
+** mode "wrap" / "clip" as NumPy's (take_positions). */
 static int l_take(lua_State *L) {
   const gl_array *x = gl_lua_check(L, 1);
   gl_array *idx = gl_lua_check(L, 2);
+  int o = 4;
+  if (gl_lua_is_options(L, 3)) {
+    if (!lua_isnone(L, 4)) luaL_argerror(L, 4, "nothing may follow the options table");
+    o = 3;
+  }
+  gl_optval mode[1];
+  gl_lua_readopts(L, o, &take_decl, mode);
+  if (o == 3) lua_pushnil(L), lua_replace(L, 3);
   int axis = axis_or_flat(L, &x);
+  if (mode[0].set && mode[0].choice > 0) idx = take_positions(L, idx, x->shape[axis], mode[0].choice);
   gl_array *out = gl_lua_push(L);
   return gl_lua_result(L, gl_op_take(out, x, axis, idx), out, 2);
 }
@@ -398,7 +439,7 @@ static const gl_reg index_funcs[] = {      /* gpu.f only: the first argument is 
 };
 
 static const gl_reg index_both[] = {
-  { "take", l_take, 3 }, { "index", l_index, 3 }, { "index_put_", l_index_put_, 5 },
+  { "take", l_take, 4 }, { "index", l_index, 3 }, { "index_put_", l_index_put_, 5 },
   { "masked_select", l_masked_select, 2 }, { "split", l_split, 3 }, { "tile", l_tile, 1 + GL_MAXDIMS },
   { "repeat", l_repeat, 3 }, { "repeat_interleave", l_repeat, 3 }, { "flip", l_flip, 2 },
   { "roll", l_roll, 3 }, { "sort", l_sort, 3 }, { "argsort", l_argsort, 3 }, { "topk", l_topk, 4 },

@@ -36,8 +36,20 @@ end }
 
 -- ---- indexing and joining ----------------------------------------------------------------------------------
 
+-- The positions take read under its option mode ("wrap", "clip"; src/lua/lindexing.c's
+-- take_positions): idx remapped onto an axis of n elements.
+local function take_positions(idx, n, opts)
+  local mode = type(opts) == "table" and not is_array(opts) and opts.mode
+  if n == 0 or (mode ~= "wrap" and mode ~= "clip") then return idx end
+  if mode == "wrap" then return gpu.mod(idx - idx:gt(0), n) + 1 end
+  return idx:clip(1, n)
+end
+
 R.take = { saves = { 2 }, backward = function(g, node)
   local x, idx, axis = node[1], node[2], node[3]
+  local opts = node[4]
+  if type(axis) == "table" then axis, opts = nil, axis end
+  idx = take_positions(idx, axis == nil and x.size or x.shape[norm_axis(axis, x.ndim)], opts)
   if axis == nil then
     local flat = scatter_add(gpu.zeros(x.size, { device = x.device }), 1, idx:reshape(idx.size), g:reshape(g.size))
     return flat:reshape(x.shape)

@@ -18,6 +18,14 @@ return {
   nanpercentile = false, cov = false, corrcoef = false,
   diff = true, gradient = false, convolve = false, correlate = false, interp = false, trapz = false,
   -- joining, splitting, building and indexing (gpu.routines.manip)
+  vstack = false, hstack = false, dstack = false, column_stack = false, row_stack = false, block = false,
+  array_split = false, hsplit = true, vsplit = true, dsplit = true, append = false, insert = false,
+  delete = false, resize = false, trim_zeros = false, fliplr = true, flipud = true, rollaxis = false,
+  broadcast_shapes = false, logspace = false, geomspace = false, tri = false, diagflat = false,
+  indices = false, mgrid = false, ogrid = false, fromfunction = false, unravel_index = false,
+  ravel_multi_index = false, tril_indices = false, triu_indices = false, diag_indices = false,
+  fill_diagonal = false, ix_ = false, put = true, putmask = false, place = false, compress = false,
+  choose = true, select = false,
 
   -- elementwise functions written over the ops (gpu.routines.math)
 
