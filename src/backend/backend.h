@@ -142,12 +142,16 @@ typedef struct gl_rand_req {
 **             (..., n, n) complex or NULL: a v = v diag(w), the columns of v of unit 2-norm
 **             with their largest component real (LAPACK's geev: a real a's complex
 **             eigenvalues come in conjugate pairs, positive imaginary part first)
+**   LU        a (..., m, n) -> out[0] (..., m, n) the factors of a = P L U packed as LAPACK's
+**             getrf packs them (U on and above the diagonal, L's multipliers below it, L's
+**             unit diagonal implied), out[1] pivots (..., min(m, n)) int32, 1-based: row i
+**             was swapped with row pivots[i]; never fails (a zero pivot is left in U)
 ** *bad is set to the 0-based batch index of the first matrix whose factorization failed
 ** (singular for SOLVE/INV, not positive definite for CHOLESKY, no convergence for SVD,
 ** EIGH, LSTSQ, EIG), or -1 when none did; outputs are then unspecified. */
 typedef enum gl_la_op {
   GL_LA_SOLVE, GL_LA_INV, GL_LA_SLOGDET, GL_LA_CHOLESKY, GL_LA_QR, GL_LA_SVD, GL_LA_EIGH, GL_LA_LSTSQ, GL_LA_EIG,
-  GL_NLA
+  GL_LA_LU, GL_NLA
 } gl_la_op;
 /* The dtypes the linalg entry computes in (the ops layer promotes the others to them). */
 #define GL_LA_DTYPES (GL_DTSET_WIDE_FLOAT | GL_DTSET_COMPLEX)

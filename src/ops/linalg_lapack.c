@@ -70,7 +70,7 @@ static gl_status la_operand_of(const gl_array *x, gl_dtype ct, la_operand *op) {
 ** (a half input's float32 results back in its dtype; a complex input's real results stay
 ** real). */
 static gl_dtype la_answer(gl_dtype dt, gl_dtype rt) {
-  return dt == GL_INT64 || gl_dtype_is_complex(dt) ? dt : gl_real_for(rt);
+  return gl_dtype_is_int(dt) || gl_dtype_is_complex(dt) ? dt : gl_real_for(rt);
 }
 
 /* Replaces *out by its copy in dtype rt when they differ. */
@@ -105,10 +105,10 @@ static void la_release(gl_array **outs, int n) {
 
 /* What an output holds: elements of the compute dtype, its part type (real by nature:
 ** singular values, Hermitian eigenvalues) or its complex type (eig's). */
-typedef enum la_kind { LA_SAME, LA_REAL, LA_COMPLEX } la_kind;
+typedef enum la_kind { LA_SAME, LA_REAL, LA_COMPLEX, LA_PIVOTS } la_kind;
 
 static gl_dtype la_kind_dtype(la_kind k, gl_dtype ct) {
-  return k == LA_REAL ? gl_real_for(ct) : k == LA_COMPLEX ? gl_complex_for(ct) : ct;
+  return k == LA_REAL ? gl_real_for(ct) : k == LA_COMPLEX ? gl_complex_for(ct) : k == LA_PIVOTS ? GL_INT32 : ct;
 }
 
 /* Allocates outs[i] (NULL: skipped) of dtype dts[i] with shapes[i], calls the backend,
@@ -342,6 +342,16 @@ gl_status gl_op_la_eig(gl_array *w, gl_array *v, const gl_array *a) {
                 .what = "eigenvalues did not converge", .x = a };
   c.nd[0] = la_shape(a, c.shapes[0], 1, n, 0);
   c.nd[1] = la_shape(a, c.shapes[1], 2, n, n);
+  return la_unary(&c, true, NULL);
+}
+
+gl_status gl_op_la_lu(gl_array *lu, gl_array *pivots, const gl_array *a) {
+  GL_TRY(la_check_matrix(a, false));
+  int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1];
+  la_call c = { .op = GL_LA_LU, .outs = { lu, pivots }, .kinds = { LA_SAME, LA_PIVOTS }, .what = "LU failed",
+                .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 2, m, n);
+  c.nd[1] = la_shape(a, c.shapes[1], 1, m < n ? m : n, 0);
   return la_unary(&c, true, NULL);
 }
 

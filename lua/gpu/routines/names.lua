@@ -26,5 +26,6 @@ return {
   -- PyTorch's tensor helpers (gpu.routines.tensor)
 
   -- matrix products and factorisations (gpu.routines.matrix)
+  addmm = true, baddbmm = true, addmv = true, matrix_exp = true, cholesky_solve = true,
 
 }

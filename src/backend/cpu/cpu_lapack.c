@@ -788,6 +788,41 @@ static gl_status la_lstsq(const la_type *t, const gl_la_args *g, int64_t *bad) {
   return GL_OK;
 }
 
+/* ---- LU: getrf of a's transpose made column-major (a itself), the factors read back in
+** C order; LAPACK's pivots are 1-based already. A zero pivot (info > 0) is an answer: the
+** caller decides whether a singular U is a failure (lu_factor) or not (lu). ------------- */
+
+typedef struct la_lu_job {
+  const la_type *t;
+  const void *a;
+  void *lu;
+  int32_t *piv;
+  la_int m, n, k;
+  int64_t an;
+} la_lu_job;
+
+static bool la_lu_one(const void *job, int64_t i, void *ws) {
+  const la_lu_job *j = job;
+  la_int m = j->m, n = j->n, ld = m > 0 ? m : 1, info = 0, *ipiv = la_at(j->t, ws, j->an);
+  la_transpose(j->t, ws, la_at(j->t, j->a, i * j->an), m, n);
+  j->t->lib.getrf(&m, &n, ws, &ld, ipiv, &info);
+  la_transpose(j->t, la_at(j->t, j->lu, i * j->an), ws, n, m);
+  for (la_int q = 0; q < j->k; q++) j->piv[i * j->k + q] = (int32_t)ipiv[q];
+  return info >= 0;
+}
+
+static gl_status la_lu(const la_type *t, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  la_lu_job j = { .t = t, .a = gl_array_data(a), .lu = gl_array_data(g->out[0]),
+                  .piv = gl_array_data(g->out[1]), .m = (la_int)a->shape[a->ndim - 2],
+                  .n = (la_int)a->shape[a->ndim - 1] };
+  j.k = j.m < j.n ? j.m : j.n;
+  j.an = (int64_t)j.m * j.n;
+  if (j.an == 0) return GL_OK;
+  size_t scratch = t->size * (size_t)j.an + sizeof(la_int) * (size_t)j.k;
+  return la_batch(batch_of(a), (double)j.m * j.n * j.k, scratch, la_lu_one, &j, bad);
+}
+
 /* ---- entry ---------------------------------------------------------------------------------- */
 
 static pthread_once_t la_once = PTHREAD_ONCE_INIT;
@@ -832,6 +867,7 @@ gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad) {
     case GL_LA_EIGH: return la_eigh(t, args, bad);
     case GL_LA_LSTSQ: return la_lstsq(t, args, bad);
     case GL_LA_EIG: return la_eig(t, args, bad);
+    case GL_LA_LU: return la_lu(t, args, bad);
     default: return gl_fail(GL_ENOTSUP, "linear algebra op %d is not supported on cpu", (int)op);
   }
 }

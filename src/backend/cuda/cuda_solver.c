@@ -1091,6 +1091,31 @@ static gl_status sv_eig(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
   return rc;
 }
 
+/* ---- LU: a (C order) copied to column-major scratch (a itself for cuSOLVER), getrf per
+** matrix with its pivots written straight into the int32 output (1-based, as LAPACK's),
+** the factors copied back to C order. A zero pivot is an answer (info ignored): the caller
+** decides whether a singular U fails. */
+static gl_status sv_lu(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = m < n ? m : n, lwork = 0;
+  int64_t B = sv_batch(a), an = (int64_t)m * n;
+  (void)bad;
+  if (B == 0 || an == 0) return GL_OK;
+  void *lu, *work;
+  int *info, *piv = sv_data(g->out[1]);
+  GL_TRY(sv_elems(c, B * an, &lu));
+  GL_TRY(sv_scratch(c, sizeof(int) * (size_t)B, (void **)&info));
+  const int64_t cmaj[3] = { an, 1, m }, rmaj[3] = { an, n, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, m, n, lu, cmaj, sv_data(a), rmaj));
+  GL_TRY(sv_getrf_bufferSize(c, m, n, lu, m, &lwork));
+  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+  for (int64_t i = 0; i < B; i++) {
+    GL_TRY(gl_interrupt_check());
+    GL_TRY(sv_getrf(c, m, n, sv_at(c, lu, i * an), m, work, piv + i * k, info + i));
+  }
+  return sv_copy(c, c->dt, B, m, n, sv_data(g->out[0]), rmaj, lu, cmaj);
+}
+
 static gl_status sv_run(sv_ctx *c, gl_la_op op, const gl_la_args *g, int64_t *bad) {
   switch (op) {
     case GL_LA_SOLVE: return sv_solve(c, g, bad);
@@ -1102,6 +1127,7 @@ static gl_status sv_run(sv_ctx *c, gl_la_op op, const gl_la_args *g, int64_t *ba
     case GL_LA_EIGH: return sv_eigh(c, g, bad);
     case GL_LA_LSTSQ: return sv_lstsq(c, g, bad);
     case GL_LA_EIG: return sv_eig(c, g, bad);
+    case GL_LA_LU: return sv_lu(c, g, bad);
     default: return gl_fail(GL_ENOTSUP, "linear algebra op %d is not supported on cuda", (int)op);
   }
 }
