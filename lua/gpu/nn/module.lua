@@ -92,7 +92,7 @@ local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = tr
 -- The option keys dtype and device of a layer constructor (parameters are floating-point:
 -- they require grad).
 M.placement_keys = {
-  dtype = { type = "dtype", default = "float32",
+  dtype = { type = "dtype",
             check = function(v)
               return floating[options.dtype(v)] == true,
                 "must be a floating-point dtype (parameters require grad), got '" .. v .. "'"
@@ -108,8 +108,9 @@ function M.with_placement(keys)
   return out
 end
 
--- The creation options of a layer's parameters from its checked options o.
-function M.placement(o) return { dtype = o.dtype, device = o.device or gpu.device() } end
+-- The creation options of a layer's parameters from its checked options o (no dtype: the
+-- default dtype, gpu.get_default_dtype(), at construction, as PyTorch's layers).
+function M.placement(o) return { dtype = o.dtype or gpu.get_default_dtype(), device = o.device or gpu.device() } end
 
 -- register_affine(self, shape, p): a normalization's scale and shift, the parameters weight
 -- (ones) and bias (zeros) of that shape, created with p (placement's table)
