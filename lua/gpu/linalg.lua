@@ -354,7 +354,7 @@ end
 local SOLVE_TRI = options.declare("linalg.solve_triangular", {
   upper = { type = "boolean" }, left = { type = "boolean", default = true },
   unitriangular = { type = "boolean", default = false } },
-  { example = "gpu.linalg.solve_triangular(gpu.eye(2), gpu.eye(2), %s)" })
+  { example = "(function(o) o.upper = true; return gpu.linalg.solve_triangular(gpu.eye(2), gpu.eye(2), o) end)(%s)" })
 
 -- The triangle of a that a triangular solve reads (upper or lower), its diagonal taken as
 -- ones when unit.
