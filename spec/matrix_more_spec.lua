@@ -178,6 +178,17 @@ for _, dev in ipairs(h.devices()) do
         local piv = gpu.array({ 2, 3, 3 }, { dtype = "int32", device = dev })
         return L.lu_solve(lu, piv, b, { adjoint = true })
       end, { W(3, 3, 3), S(3, 2) })
+      check(function(lu, b)
+        local piv = gpu.array({ { 3, 2, 3 }, { 1, 3, 3 } }, { dtype = "int32", device = dev })
+        return L.lu_solve(lu, piv, b)
+      end, { W(3, 2, 3, 3), S(3, 2) })
+      check(function(lu, b)
+        local piv = gpu.array({ 2, 2, 3 }, { dtype = "int32", device = dev })
+        return L.lu_solve(lu, piv, b, { left = false }) + L.lu_solve(lu, piv, b, { left = false, adjoint = true })
+      end, { W(3, 3, 3), S(2, 3) })
+      -- through lu_factor: the gradient of A's solution, as solve's
+      local a, b = W(4, 4, 4), S(4, 2)
+      check(function(x, y) local lu, piv = L.lu_factor(x); return L.lu_solve(lu, piv, y) end, { a, b })
     end)
   end)
 end
@@ -232,8 +243,10 @@ describe("matrix routines' misuse", function()
       gpu.array({ 1, 2 }, { dtype = "int32" }), a)
     h.fails({ "gpu.linalg.lu_solve: pivots must be between 1 and 3, got 0" }, L.lu_solve, lu,
       gpu.array({ 0, 2, 3 }, { dtype = "int32" }), a)
+    h.fails({ "gpu.linalg.lu_solve: pivots must be between 1 and 3, got 4" }, L.lu_solve, lu,
+      gpu.array({ 1, 4, 3 }, { dtype = "int64" }), a)
     h.fails({ "gpu.linalg.lu_solve: incompatible shapes of LU (3,3) and B (2,2)" }, L.lu_solve, lu, piv, gpu.zeros(2, 2))
-    h.fails({ "gpu.linalg.lu_solve: the batch dimensions of LU (2,3,3) and B (3,3,1) do not broadcast" }, L.lu_solve,
+    h.fails({ "gpu.linalg.lu_solve: shapes (2,3,3) and (3,3,1) do not match: their batch dimensions cannot be broadcast" }, L.lu_solve,
       gpu.zeros(2, 3, 3), gpu.ones(2, 3, { dtype = "int32" }), gpu.zeros(3, 3, 1))
     h.fails({ "bad argument #4 to 'gpu.linalg.lu_solve'", "adjoin" }, L.lu_solve, lu, piv, a, { adjoin = true })
   end)

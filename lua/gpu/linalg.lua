@@ -424,7 +424,7 @@ function M.cholesky_solve(b, l, upper)
   return tri_solve(fname, upper and l or mH(l), y, true, true, false)
 end
 
-local lu_c = gpu._linalg.lu_factor_ex
+local lu_c, lu_solve_c = gpu._linalg.lu_factor_ex, gpu._linalg._lu_solve
 local LU_DECL = options.declare("linalg.lu_factor", { pivot = { type = "boolean", default = true } },
   { example = "gpu.linalg.lu_factor(gpu.eye(2), %s)" })
 local LU_EX_DECL = options.declare("linalg.lu_factor_ex", { pivot = { type = "boolean", default = true },
@@ -556,7 +556,9 @@ local LU_SOLVE = options.declare("linalg.lu_solve", {
 
 -- lu_solve(LU (..., n, n), pivots (..., n), B (..., n, k) [, {left = true, adjoint = false}]):
 -- torch.linalg.lu_solve: X with A X = B (adjoint: A^H X = B; left = false: X A = B or
--- X A^H = B) for A = P L U as lu_factor gives it; the batch axes broadcast
+-- X A^H = B) for A = P L U as lu_factor gives it; the batch axes broadcast. getrs (the C
+-- op linalg._lu_solve, differentiable by its rule), after the pivots' range is checked
+-- (two syncs: getrs reads rows by them)
 function M.lu_solve(lu, piv, b, opts)
   local fname = "lu_solve"
   check_floating(fname, lu, 1, "LU")
@@ -581,47 +583,17 @@ function M.lu_solve(lu, piv, b, opts)
     -- X A = B is A^H X^H = B^H; X A^H = B is A X^H = B^H
     return mH(M.lu_solve(lu, piv, mH(b), { adjoint = not o.adjoint }))
   end
-  local perm = lu_perm(piv, n)
-  local l = gpu.tril(lu, -1) + gpu.eye(n, { dtype = lu.dtype, device = lu.device })
-  local u = gpu.triu(lu)
-  -- broadcast the batch axes of LU (and perm) and B
-  local bb = {}
-  for i = 1, b.ndim - 2 do bb[i] = b.shape[i] end
-  local lb = {}
-  for i = 1, lu.ndim - 2 do lb[i] = lu.shape[i] end
-  local okb, batch = pcall(gpu.broadcast_shapes or function(x, y)
-    local nd, r = math.max(#x, #y), {}
-    for i = 1, nd do
-      local dx, dy = x[#x - nd + i] or 1, y[#y - nd + i] or 1
-      if dx ~= dy and dx ~= 1 and dy ~= 1 then error("no broadcast") end
-      r[i] = dx == 1 and dy or dx
+  if piv.size > 0 then
+    local lo, hi = piv:min():item(), piv:max():item()
+    if lo < 1 or hi > n then
+      fail(fname, "pivots must be between 1 and %d, got %d", n, lo < 1 and lo or hi)
     end
-    return r
-  end, lb, bb)
-  if not okb then
-    fail(fname, "the batch dimensions of LU (%s) and B (%s) do not broadcast", table.concat(lu.shape, ","),
-      table.concat(b.shape, ","))
   end
-  local k = b.shape[b.ndim]
-  local function shape_with(...)
-    local s = {}
-    for i, d in ipairs(batch) do s[i] = d end
-    for _, d in ipairs({ ... }) do s[#s + 1] = d end
-    return s
-  end
-  local be = b:expand(shape_with(n, k))
-  local idx = perm:unsqueeze(-1):expand(shape_with(n, k))
-  if not o.adjoint then
-    -- A = P L U: U X = L^-1 P^T B, and P^T B is B's rows in perm's order
-    local y = tri_solve(fname, l, gpu.take_along_axis(be, idx, -2), false, true, true)
-    return tri_solve(fname, u, y, true, true, false)
-  end
-  -- A^H = U^H L^H P^T: X = P L^-H U^-H B, P Y puts row i of Y at row perm[i]
-  local y = tri_solve(fname, mH(u), be, false, true, false)
-  y = tri_solve(fname, mH(l), y, true, true, true)
-  local inv = perm:argsort(-1)
-  return gpu.take_along_axis(y, inv:unsqueeze(-1):expand(shape_with(n, k)), -2)
+  local ok, x = pcall(lu_solve_c, lu, piv, b, o.adjoint)
+  if not ok then error((tostring(x):gsub("^[^\n]-linalg%.lua:%d+: ", "")), 2) end
+  return x
 end
+M._lu_perm = lu_perm
 
 -- the functions written here refuse arguments they do not take, as the C ops do
 for k, f in pairs(M) do

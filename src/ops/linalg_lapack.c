@@ -355,6 +355,64 @@ gl_status gl_op_la_lu(gl_array *lu, gl_array *pivots, const gl_array *a) {
   return la_unary(&c, true, NULL);
 }
 
+/* torch.linalg.lu_solve's left, non-transposed forms: lu (..., n, n) and pivots (..., n) (any
+** integer dtype, made int32; each within 1..n, which the caller has checked: getrs reads
+** rows by them) as gl_op_la_lu gives them, b (..., n, k); the batch axes of lu and b
+** broadcast. adjoint: solves A^H x = b. */
+gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *pivots, const gl_array *b,
+                            bool adjoint) {
+  GL_TRY(gl_same_device(lu, b));
+  GL_TRY(gl_same_device(lu, pivots));
+  GL_TRY(la_check_matrix(lu, true));
+  int64_t n = lu->shape[lu->ndim - 1];
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  if (!gl_dtype_is_int((gl_dtype)pivots->dtype) || pivots->ndim != lu->ndim - 1 ||
+      memcmp(pivots->shape, lu->shape, sizeof(int64_t) * (size_t)pivots->ndim) != 0)
+    return gl_fail(GL_EINVAL, "pivots %s of %s do not match LU %s: an integer (..., n) expected",
+                   gl_shape_str(pivots->ndim, pivots->shape, s1), gl_dtypes[pivots->dtype].name,
+                   gl_shape_str(lu->ndim, lu->shape, s2));
+  if (b->ndim < 2 || b->shape[b->ndim - 2] != n)
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: b needs %lld rows", gl_shape_str(lu->ndim, lu->shape, s1),
+                   gl_shape_str(b->ndim, b->shape, s2), (long long)n);
+  int nb;
+  int64_t full[GL_MAXDIMS];
+  if (gl_broadcast_shapes(lu->ndim - 2, lu->shape, b->ndim - 2, b->shape, &nb, full) != GL_OK)
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: their batch dimensions cannot be broadcast",
+                   gl_shape_str(lu->ndim, lu->shape, s1), gl_shape_str(b->ndim, b->shape, s2));
+  int64_t k = b->shape[b->ndim - 1];
+  gl_dtype ct, rt;
+  la_dtypes(gl_promote((gl_dtype)lu->dtype, (gl_dtype)b->dtype), &ct, &rt);
+  const gl_backend *be;
+  GL_TRY(la_backend(lu, GL_LA_LU_SOLVE, ct, &be));
+  gl_array va = *lu, vb = *b, vp = *pivots;
+  int64_t ash[GL_MAXDIMS], bsh[GL_MAXDIMS], psh[GL_MAXDIMS];
+  memcpy(ash, full, sizeof ash);
+  memcpy(bsh, full, sizeof bsh);
+  memcpy(psh, full, sizeof psh);
+  ash[nb] = n; ash[nb + 1] = n;
+  bsh[nb] = n; bsh[nb + 1] = k;
+  psh[nb] = n;
+  GL_TRY(gl_view_expand(&va, nb + 2, ash));
+  GL_TRY(gl_view_expand(&vb, nb + 2, bsh));
+  GL_TRY(gl_view_expand(&vp, nb + 1, psh));
+  la_operand oa, ob, op;
+  GL_TRY(la_operand_of(&va, ct, &oa));
+  gl_status st = la_operand_of(&vb, ct, &ob);
+  if (st == GL_OK) {
+    st = la_operand_of(&vp, GL_INT32, &op);
+    if (st != GL_OK) gl_array_release(&ob.tmp);
+  }
+  if (st != GL_OK) { gl_array_release(&oa.tmp); return st; }
+  la_call c = { .op = GL_LA_LU_SOLVE, .args = { .in = { oa.src, ob.src, op.src }, .flags = adjoint ? GL_LA_ADJOINT : 0 },
+                .outs = { out }, .nd = { nb + 2 }, .dts = { ct }, .what = "lu_solve failed", .x = oa.src };
+  memcpy(c.shapes[0], bsh, sizeof bsh);
+  st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  gl_array_release(&ob.tmp);
+  gl_array_release(&op.tmp);
+  return st;
+}
+
 /* NumPy's lstsq: a (m, n), b (m) or (m, k); rcond < 0 (NumPy's None): machine epsilon
 ** times max(m, n). residuals: (k) (or (1) for a 1-D b) when rank == n < m, else empty. */
 gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s, const gl_array *a,
