@@ -69,8 +69,21 @@ for _, dev in ipairs(h.devices()) do
       it("solve_triangular: upper and lower, left and right, unitriangular, broadcast batches", function()
         for _, c in ipairs(cases("solve_triangular")) do
           local a, b = args(c, dt, dev)
-          close(L.solve_triangular(a, b, { upper = c.upper, left = c.left, unitriangular = c.unitriangular }), c.out,
-            tol * 10, dt, dev)
+          -- a singular triangle gives non-finite values where PyTorch's do (getrs's unit L
+          -- step may turn an inf into NaN: 0 * inf), finite ones equal to PyTorch's
+          local finite = true
+          for _, v in ipairs(c.out.data) do finite = finite and v == v and math.abs(v) ~= math.huge end
+          local x = L.solve_triangular(a, b, { upper = c.upper, left = c.left, unitriangular = c.unitriangular })
+          if not finite then
+            local got = h.flat(x)
+            for i, v in ipairs(c.out.data) do
+              local fin = v == v and math.abs(v) ~= math.huge
+              assert.equal(fin, got[i] == got[i] and math.abs(got[i]) ~= math.huge)
+              if fin then h.assert_close(got[i], v, tol) end
+            end
+          else
+            close(x, c.out, tol * 10, dt, dev)
+          end
         end
       end)
 
@@ -222,8 +235,6 @@ describe("matrix routines' misuse", function()
     h.fails({ "gpu.linalg.solve_triangular: incompatible shapes of A (3,3) and B (2,3)" }, L.solve_triangular, a,
       gpu.zeros(2, 3), { upper = true })
     h.fails({ "gpu.linalg.solve_triangular: B must be at least two-dimensional" }, L.solve_triangular, a, gpu.zeros(3),
-      { upper = true })
-    h.fails({ "gpu.linalg.solve_triangular: matrix is singular" }, L.solve_triangular, gpu.zeros(2, 2), gpu.ones(2, 1),
       { upper = true })
     h.fails({ "bad argument #4 to 'gpu.linalg.solve_triangular'" }, L.solve_triangular, a, a, { upper = true }, 1)
     h.fails({ "bad argument #3 to 'gpu.linalg.cholesky_solve'", "boolean" }, L.cholesky_solve, a, a, "yes")
