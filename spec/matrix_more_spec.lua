@@ -143,6 +143,35 @@ for _, dev in ipairs(h.devices()) do
     end)
   end
 
+  describe("matrix routines in complex128 on " .. dev, function()
+    -- (re, im) pairs as a complex array, and back
+    local function CX(t) return gpu.view_as_complex(A(t, "float64", dev)) end
+    local function cclose(x, t, tol)
+      assert.equal("complex128", x.dtype)
+      h.assert_close(gpu.view_as_real(x), A(t, "float64", dev), tol or 1e-10)
+    end
+    it("matrix_exp, solve_triangular, cholesky_solve, lu_factor, lu_solve: PyTorch's values", function()
+      for _, c in ipairs(cases("c_matrix_exp")) do cclose(L.matrix_exp(CX(c.args[1])), c.out, 1e-9) end
+      for _, c in ipairs(cases("c_solve_triangular")) do
+        cclose(L.solve_triangular(CX(c.args[1]), CX(c.args[2]), { upper = c.upper, left = c.left }), c.out)
+      end
+      for _, c in ipairs(cases("c_cholesky_solve")) do
+        cclose(gpu.cholesky_solve(CX(c.args[1]), CX(c.args[2]), c.upper), c.out)
+      end
+      for _, c in ipairs(cases("c_lu")) do
+        local lu, piv = L.lu_factor(CX(c.args[1]))
+        cclose(lu, c.lu)
+        assert.same(h.flat(I(c.pivots, "cpu")), h.flat(piv))
+        local p, l, u = L.lu(CX(c.args[1]))
+        assert.equal("float64", p.dtype)
+        cclose(p:astype("complex128"):matmul(l):matmul(u), c.args[1])
+      end
+      for _, c in ipairs(cases("c_lu_solve")) do
+        cclose(L.lu_solve(CX(c.args[1]), I(c.args[2], dev), CX(c.args[3]), { adjoint = c.adjoint }), c.out)
+      end
+    end)
+  end)
+
   describe("matrix routines' gradients on " .. dev, function()
     local G = gpu.random.Generator(11)
     local function S(...) return G:uniform(-1, 1, { ... }, { dtype = "float64", device = dev }) end
@@ -180,6 +209,21 @@ for _, dev in ipairs(h.devices()) do
         local x = S(2, 3):requires_grad()
         L.lu_factor(x):sum():backward()
       end)
+    end)
+
+    it("complex128: matrix_exp, lu, lu_factor + lu_solve, solve_triangular, addmm", function()
+      local function C(...)
+        local s = { ... }
+        s[#s + 1] = 2
+        return gpu.view_as_complex(G:uniform(-1, 1, s, { dtype = "float64", device = dev }))
+      end
+      local a = C(3, 3) + gpu.eye(3, { dtype = "complex128", device = dev }) * 3
+      check(function(x) return L.matrix_exp(x) end, { C(3, 3) })
+      check(function(x) local _, l, u = L.lu(x); return gpu.concat({ l:reshape(-1), u:reshape(-1) }) end, { a })
+      check(function(x, y) local lu, piv = L.lu_factor(x); return L.lu_solve(lu, piv, y, { adjoint = true }) end,
+        { a, C(3, 2) })
+      check(function(x, y) return L.solve_triangular(x, y, { upper = false, left = false }) end, { a, C(2, 3) })
+      check(function(i, x, y) return gpu.addmm(i, x, y, { alpha = 0.5 }) end, { C(3), C(2, 3), C(3, 3) })
     end)
 
     it("solve_triangular, cholesky_solve, lu_solve (A and B)", function()
