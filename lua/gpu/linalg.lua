@@ -562,8 +562,7 @@ local LU_SOLVE = options.declare("linalg.lu_solve", {
 -- lu_solve(LU (..., n, n), pivots (..., n), B (..., n, k) [, {left = true, adjoint = false}]):
 -- torch.linalg.lu_solve: X with A X = B (adjoint: A^H X = B; left = false: X A = B or
 -- X A^H = B) for A = P L U as lu_factor gives it; the batch axes broadcast. getrs (the C
--- op linalg._lu_solve, differentiable by its rule), after the pivots' range is checked
--- (two syncs: getrs reads rows by them)
+-- op linalg._lu_solve, differentiable by its rule; it checks the pivots' range first)
 function M.lu_solve(lu, piv, b, opts)
   local fname = "lu_solve"
   check_floating(fname, lu, 1, "LU")
@@ -587,12 +586,6 @@ function M.lu_solve(lu, piv, b, opts)
   if not o.left then
     -- X A = B is A^H X^H = B^H; X A^H = B is A X^H = B^H
     return mH(M.lu_solve(lu, piv, mH(b), { adjoint = not o.adjoint }))
-  end
-  if piv.size > 0 then
-    local lo, hi = piv:min():item(), piv:max():item()
-    if lo < 1 or hi > n then
-      fail(fname, "pivots must be between 1 and %d, got %d", n, lo < 1 and lo or hi)
-    end
   end
   local ok, x = pcall(lu_solve_c, lu, piv, b, o.adjoint)
   if not ok then error((tostring(x):gsub("^[^\n]-linalg%.lua:%d+: ", "")), 2) end

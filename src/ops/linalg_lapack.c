@@ -13,6 +13,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ops.h"
 
@@ -355,9 +356,21 @@ gl_status gl_op_la_lu(gl_array *lu, gl_array *pivots, const gl_array *a) {
   return la_unary(&c, true, NULL);
 }
 
+/* Every pivot (int32, contiguous, on any device) within 1..n, read on the host: getrs reads
+** rows by them, so one out of range would read outside the matrix. */
+static gl_status la_check_pivots(const gl_array *piv, int64_t n) {
+  if (piv->size == 0) return GL_OK;
+  int32_t *h = malloc(sizeof(int32_t) * (size_t)piv->size);
+  if (h == NULL) return gl_fail(GL_ENOMEM, "out of memory for the pivots (%lld)", (long long)piv->size);
+  gl_status st = gl_op_to_host(h, piv);
+  for (int64_t i = 0; st == GL_OK && i < piv->size; i++)
+    if (h[i] < 1 || h[i] > n) st = gl_fail(GL_EINVAL, "pivots must be between 1 and %lld, got %d", (long long)n, (int)h[i]);
+  free(h);
+  return st;
+}
+
 /* torch.linalg.lu_solve's left, non-transposed forms: lu (..., n, n) and pivots (..., n) (any
-** integer dtype, made int32; each within 1..n, which the caller has checked: getrs reads
-** rows by them) as gl_op_la_lu gives them, b (..., n, k); the batch axes of lu and b
+** integer dtype, made int32; each within 1..n, checked) as gl_op_la_lu gives them, b (..., n, k); the batch axes of lu and b
 ** broadcast. adjoint: solves A^H x = b. */
 gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *pivots, const gl_array *b,
                             bool adjoint) {
@@ -402,7 +415,13 @@ gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *p
     st = la_operand_of(&vp, GL_INT32, &op);
     if (st != GL_OK) gl_array_release(&ob.tmp);
   }
-  if (st != GL_OK) { gl_array_release(&oa.tmp); return st; }
+  if (st == GL_OK) st = la_check_pivots(op.src, n);
+  if (st != GL_OK) {
+    gl_array_release(&oa.tmp);
+    gl_array_release(&ob.tmp);
+    gl_array_release(&op.tmp);
+    return st;
+  }
   la_call c = { .op = GL_LA_LU_SOLVE, .args = { .in = { oa.src, ob.src, op.src }, .flags = adjoint ? GL_LA_ADJOINT : 0 },
                 .outs = { out }, .nd = { nb + 2 }, .dts = { ct }, .what = "lu_solve failed", .x = oa.src };
   memcpy(c.shapes[0], bsh, sizeof bsh);
