@@ -60,6 +60,9 @@ for _, dev in ipairs(h.devices()) do
           close(gpu.matrix_exp(a), c.out, t, dt, dev)
           close(a:matrix_exp(), c.out, t, dt, dev)
         end
+        -- a NaN anywhere: all NaN, as torch
+        local nan = L.matrix_exp(gpu.array({ { 0 / 0, 1 }, { 0, 1 } }, { dtype = dt, device = dev }))
+        for _, v in ipairs(h.flat(nan)) do assert.is_true(v ~= v) end
         local z = gpu.zeros(0, 0, { dtype = dt, device = dev })
         assert.same({ 0, 0 }, L.matrix_exp(z).shape)
         h.assert_close(L.matrix_exp(gpu.zeros(2, 3, 3, { dtype = dt, device = dev })),
@@ -125,6 +128,13 @@ for _, dev in ipairs(h.devices()) do
         local e, pe = L.lu_factor(gpu.zeros(2, 0, 3, { dtype = dt, device = dev }))
         assert.same({ 2, 0, 3 }, e.shape)
         assert.same({ 2, 0 }, pe.shape)
+        -- empty matrices, as torch: lu of (3, 0) is P (3, 3), L (3, 0), U (0, 0)
+        local p0, l0, u0 = L.lu(gpu.zeros(3, 0, { dtype = dt, device = dev }))
+        assert.same({ { 3, 3 }, { 3, 0 }, { 0, 0 } }, { p0.shape, l0.shape, u0.shape })
+        local pe2, le2, ue2 = L.lu(gpu.zeros(2, 0, 4, { dtype = dt, device = dev }))
+        assert.same({ { 2, 0, 0 }, { 2, 0, 0 }, { 2, 0, 4 } }, { pe2.shape, le2.shape, ue2.shape })
+        assert.same({ 0, 2, 1 }, L.lu_solve(gpu.zeros(0, 2, 2, { dtype = dt, device = dev }),
+          gpu.zeros(0, 2, { dtype = "int32", device = dev }), gpu.zeros(0, 2, 1, { dtype = dt, device = dev })).shape)
       end)
 
       it("lu_solve: left and right, adjoint, broadcast batches, as torch.linalg.lu_solve", function()

@@ -530,14 +530,21 @@ function M.lu(a, opts)
   local lu, piv = lu_factors("lu", a, o.pivot)
   local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
   local k = math.min(m, n)
-  -- the first c columns (the first r rows) of each matrix
+  -- the first c columns (the first r rows) of each matrix (none: an empty array)
+  local function none(x, axis)
+    local sh = x.shape
+    sh[axis] = 0
+    return gpu.zeros(sh, { dtype = x.dtype, device = x.device })
+  end
   local function cols(x, c)
+    if c == 0 then return none(x, x.ndim) end
     local ix = {}
     for i = 1, x.ndim - 1 do ix[i] = ":" end
     ix[x.ndim] = { 1, c }
     return x[ix]
   end
   local function rows(x, r)
+    if r == 0 then return none(x, x.ndim - 1) end
     local ix = {}
     for i = 1, x.ndim do ix[i] = ":" end
     ix[x.ndim - 1] = { 1, r }
