@@ -63,6 +63,9 @@ for _, dev in ipairs(h.devices()) do
         -- a NaN anywhere: all NaN, as torch
         local nan = L.matrix_exp(gpu.array({ { 0 / 0, 1 }, { 0, 1 } }, { dtype = dt, device = dev }))
         for _, v in ipairs(h.flat(nan)) do assert.is_true(v ~= v) end
+        local mixed = L.matrix_exp(gpu.array({ { { 0 / 0, 1 }, { 0, 1 } }, { { 0, 0 }, { 0, 0 } } }, { dtype = dt, device = dev }))
+        for _, v in ipairs(h.flat(mixed[1])) do assert.is_true(v ~= v) end
+        h.assert_close(mixed[2], gpu.eye(2, { dtype = dt }))                -- the others as they are
         local z = gpu.zeros(0, 0, { dtype = dt, device = dev })
         assert.same({ 0, 0 }, L.matrix_exp(z).shape)
         h.assert_close(L.matrix_exp(gpu.zeros(2, 3, 3, { dtype = dt, device = dev })),

@@ -284,9 +284,10 @@ local function check_square(fname, x, what)
 end
 
 -- matrix_exp(A (..., n, n)): e^A by scaling and squaring with a Pade approximant (Higham
--- 2005): the degree and the number of squarings chosen from the largest 1-norm in the
--- batch (one sync) against the thresholds of the dtype's precision; the approximant
--- r = (V - U)^-1 (V + U) through solve. Written in array ops: differentiable.
+-- 2005): the degree chosen from the largest 1-norm in the batch, the number of squarings
+-- from each matrix's own (the norms read on the host), against the thresholds of the
+-- dtype's precision; the approximant r = (V - U)^-1 (V + U) through solve. Written in
+-- array ops: differentiable.
 local PADE = {
   [3] = { 120, 60, 12, 1 },
   [5] = { 30240, 15120, 3360, 420, 30, 1 },
@@ -310,22 +311,43 @@ function M.matrix_exp(a)
   local half = a.dtype == "float16" or a.dtype == "bfloat16"
   local x = half and a:astype("float32") or a
   local theta = (x.dtype == "float64" or x.dtype == "complex128") and THETA.double or THETA.single
-  local norm1 = x:abs():sum(-2):max():item()
-  if norm1 ~= norm1 or norm1 == math.huge then
-    return gpu.full(a.shape, 0 / 0, { dtype = a.dtype, device = a.device }) + a * 0
+  -- each matrix's 1-norm, read on the host (a matrix holding NaN or inf is computed as
+  -- zeros and given NaN at the end, as torch)
+  local bshape = {}
+  for i = 1, x.ndim - 2 do bshape[i] = x.shape[i] end
+  local norms = x:abs():sum(-2):max(-1):reshape(-1):astype("float64"):cpu():totable()
+  local bad, anybad, norm1 = {}, false, 0
+  for i, v in ipairs(norms) do
+    bad[i] = not (v == v and v < math.huge)
+    anybad = anybad or bad[i]
+    if bad[i] then norms[i] = 0 end
+    if norms[i] > norm1 then norm1 = norms[i] end
   end
-  local m, s
+  local badmask
+  if anybad then
+    badmask = gpu.array(bad, { device = x.device }):reshape(bshape):unsqueeze(-1):unsqueeze(-1)
+    x = gpu.where(badmask, 0, x)
+  end
+  -- the degree from the largest norm; past the table's last, the squarings per matrix
+  -- (2^-s exact, so the scaling adds no rounding)
+  local m
   for _, row in ipairs(theta) do
     if norm1 <= row[2] then m = row[1]; break end
   end
+  local squarings, smax = nil, 0
   if m == nil then
     local top = theta[#theta]
     m = top[1]
-    s = math.max(0, math.ceil(math.log(norm1 / top[2], 2)))
-  else
-    s = 0
+    local sc, ss = {}, {}
+    for i, v in ipairs(norms) do
+      ss[i] = v > top[2] and math.max(0, math.ceil(math.log(v / top[2], 2))) or 0
+      sc[i] = 2.0 ^ -ss[i]
+      if ss[i] > smax then smax = ss[i] end
+    end
+    local rdt = gl_real(x.dtype)
+    x = x * gpu.array(sc, { dtype = rdt, device = x.device }):reshape(bshape):unsqueeze(-1):unsqueeze(-1)
+    squarings = gpu.array(ss, { dtype = "int64", device = x.device }):reshape(bshape):unsqueeze(-1):unsqueeze(-1)
   end
-  if s > 0 then x = x * (2.0 ^ -s) end
   local I = gpu.eye(n, { dtype = x.dtype, device = x.device })
   local b = PADE[m]
   local x2 = x:matmul(x)
@@ -347,7 +369,8 @@ function M.matrix_exp(a)
     u, v = x:matmul(su), sv
   end
   local r = M.solve(v - u, v + u)
-  for _ = 1, s do r = r:matmul(r) end
+  for i = 1, smax do r = gpu.where(squarings:ge(i), r:matmul(r), r) end
+  if anybad then r = gpu.where(badmask, 0 / 0, r) end
   return half and r:astype(a.dtype) or r
 end
 
