@@ -77,6 +77,15 @@ describe("the default dtype", function()
     assert.equal("float32", nn.Linear(2, 3).weight.dtype)
   end)
 
+  it("a whole-model file rebuilds each layer under the default dtype it was made in", function()
+    local path = os.tmpname()
+    under("float64", function() nn.Sequential { nn.Linear(2, 3), nn.LayerNorm(3) }:save(path) end)
+    local m = nn.load_model(path)
+    os.remove(path)
+    for _, p in ipairs(m:parameters()) do assert.equal("float64", p.dtype) end
+    assert.equal("float32", gpu.get_default_dtype())
+  end)
+
   it("is finfo()'s dtype when no dtype is given", function()
     under("float64", function() assert.equal("float64", gpu.finfo().dtype) end)
     assert.equal("float32", gpu.finfo().dtype)

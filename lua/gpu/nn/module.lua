@@ -43,8 +43,10 @@ local function copy_args(v)
 end
 
 local function construct(c, ...)
+  -- _default_dtype: the default dtype its parameters were made in (a whole-model file
+  -- rebuilds the layer under it)
   local self = setmetatable({ _params = {}, _pnames = {}, _buffers = {}, _bnames = {}, _modules = {}, _mnames = {},
-                              training = true }, c)
+                              training = true, _default_dtype = gpu.get_default_dtype() }, c)
   -- the constructor's arguments, for model:save (nn/saving.lua)
   local args = table.pack(...)
   for i = 1, args.n do args[i] = copy_args(args[i]) end
