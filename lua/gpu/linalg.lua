@@ -315,7 +315,9 @@ function M.matrix_exp(a)
   -- zeros and given NaN at the end, as torch)
   local bshape = {}
   for i = 1, x.ndim - 2 do bshape[i] = x.shape[i] end
-  local norms = x:abs():sum(-2):max(-1):reshape(-1):astype("float64"):cpu():totable()
+  local norms = gpu.no_grad(function()
+    return x:abs():sum(-2):max(-1):reshape(-1):astype("float64"):cpu():totable()
+  end)
   local bad, anybad, norm1 = {}, false, 0
   for i, v in ipairs(norms) do
     bad[i] = not (v == v and v < math.huge)

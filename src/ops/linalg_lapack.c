@@ -364,14 +364,15 @@ static gl_status la_check_pivots(const gl_array *piv, int64_t n) {
   if (h == NULL) return gl_fail(GL_ENOMEM, "out of memory for the pivots (%lld)", (long long)piv->size);
   gl_status st = gl_op_to_host(h, piv);
   for (int64_t i = 0; st == GL_OK && i < piv->size; i++)
-    if (h[i] < 1 || h[i] > n) st = gl_fail(GL_EINVAL, "pivots must be between 1 and %lld, got %d", (long long)n, (int)h[i]);
+    if (h[i] < 1 || h[i] > n)
+      st = gl_fail(GL_EINVAL, "pivots must be between 1 and %lld, got %d", (long long)n, (int)h[i]);
   free(h);
   return st;
 }
 
-/* torch.linalg.lu_solve's left, non-transposed forms: lu (..., n, n) and pivots (..., n) (any
-** integer dtype, made int32; each within 1..n, checked) as gl_op_la_lu gives them, b (..., n, k); the batch axes of lu and b
-** broadcast. adjoint: solves A^H x = b. */
+/* torch.linalg.lu_solve's left forms: lu (..., n, n) and pivots (..., n) (any integer dtype,
+** made int32; each within 1..n, checked) as gl_op_la_lu gives them, b (..., n, k); the
+** batch axes of lu and b broadcast. adjoint: solves A^H x = b. */
 gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *pivots, const gl_array *b,
                             bool adjoint) {
   GL_TRY(gl_same_device(lu, b));
@@ -422,7 +423,8 @@ gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *p
     gl_array_release(&op.tmp);
     return st;
   }
-  la_call c = { .op = GL_LA_LU_SOLVE, .args = { .in = { oa.src, ob.src, op.src }, .flags = adjoint ? GL_LA_ADJOINT : 0 },
+  la_call c = { .op = GL_LA_LU_SOLVE,
+                .args = { .in = { oa.src, ob.src, op.src }, .flags = adjoint ? GL_LA_ADJOINT : 0 },
                 .outs = { out }, .nd = { nb + 2 }, .dts = { ct }, .what = "lu_solve failed", .x = oa.src };
   memcpy(c.shapes[0], bsh, sizeof bsh);
   st = la_run(be, &c, rt);
