@@ -28,7 +28,8 @@ local function is_complex(x) return x.dtype:match("^complex") ~= nil end
 local function mH(x) return is_complex(x) and mT(x):conj() or mT(x) end
 -- float64 for integers and bool (NumPy's promotion), floats and complex as they are
 local function floated(x) return (x.dtype:match("float") or is_complex(x)) and x or x:astype("float64") end
-local function gl_real(dt) return dt == "complex64" and "float32" or dt == "complex128" and "float64" or dt end
+-- the part dtype of a complex dtype (a real one as it is)
+local function real_dtype(dt) return dt == "complex64" and "float32" or dt == "complex128" and "float64" or dt end
 local EPS = { float64 = 2.220446049250313e-16, float32 = 1.1920929e-07, float16 = 1.1920929e-07, bfloat16 = 1.1920929e-07 }
 
 -- NumPy's svd(a, hermitian = true): from eigh, the singular values |w| in descending order
@@ -346,7 +347,7 @@ function M.matrix_exp(a)
       sc[i] = 2.0 ^ -ss[i]
       if ss[i] > smax then smax = ss[i] end
     end
-    local rdt = gl_real(x.dtype)
+    local rdt = real_dtype(x.dtype)
     x = x * gpu.array(sc, { dtype = rdt, device = x.device }):reshape(bshape):unsqueeze(-1):unsqueeze(-1)
     squarings = gpu.array(ss, { dtype = "int64", device = x.device }):reshape(bshape):unsqueeze(-1):unsqueeze(-1)
   end
@@ -579,7 +580,7 @@ function M.lu(a, opts)
   local u = gpu.triu(rows(lu, k))
   local perm = lu_perm(piv, m)
   -- P[perm[i], i] = 1: the identity's columns taken in perm's order
-  local eye = gpu.eye(m, { dtype = gl_real(lu.dtype), device = lu.device })
+  local eye = gpu.eye(m, { dtype = lu.dtype, device = lu.device })
   local pshape = {}
   for i = 1, perm.ndim - 1 do pshape[i] = perm.shape[i] end
   pshape[#pshape + 1], pshape[#pshape + 2] = m, m
