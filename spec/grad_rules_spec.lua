@@ -210,6 +210,19 @@ samples["linalg.eigvals"] = function(dev) return function(x) return gpu.view_as_
 samples["linalg.lstsq"] = function(dev)
   return function(a, b) return (LA.lstsq(a, b)) end, { S(dev, 5, 3), S(dev, 5, 2) }
 end
+samples["linalg.lu_factor_ex"] = function(dev)
+  return function(a)
+    local lu = LA.lu_factor(a)
+    local p, l, u = LA.lu(a)
+    return gpu.concat({ lu:reshape(-1), l:reshape(-1), u:reshape(-1) })
+  end, { S(dev, 2, 3, 3) }
+end
+samples["linalg._lu_solve"] = function(dev)
+  return function(lu, b)
+    local piv = gpu.array({ 2, 3, 3 }, { dtype = "int32", device = dev })
+    return LA.lu_solve(lu, piv, b) + LA.lu_solve(lu, piv, b, { adjoint = true })
+  end, { W(dev, 3, 3), S(dev, 3, 2) }
+end
 -- gpu.fft's transforms (complex results as their real and imaginary parts)
 samples["fft.c2c"] = function(dev) return function(x) return gpu.view_as_real(gpu.fft.fft(x, 5)) end, { S(dev, 2, 4) } end
 samples["fft.r2c"] = function(dev) return function(x) return gpu.view_as_real(gpu.fft.rfftn(x)) end, { S(dev, 3, 4) } end

@@ -435,7 +435,7 @@ sigs("S A", "m:backward")
 sigs("G F", "m:register_hook")
 sigs("G A", "m:set_grad")
 sigs("G", "m:retain_grad m:requires_grad m:is_leaf")
-sigs("str", "set_matmul_precision set_device")
+sigs("str", "set_matmul_precision set_device set_default_dtype")
 sigs("n n n n n n n n n", "zeros ones empty rand randn")
 sigs("A n n n n n n n n n", "reshape view expand tile")
 
@@ -527,8 +527,9 @@ end
 -- Global state a failed call must leave alone.
 local function globals()
   local st = gpu.random.get_state()
-  return ("random %s/%s, matmul %s, device %s"):format(tostring(st.seed), tostring(st.offset),
-    gpu.get_matmul_precision(), gpu.device())
+  return ("random %s/%s, matmul %s, device %s, default dtype %s, inference %s"):format(tostring(st.seed),
+    tostring(st.offset), gpu.get_matmul_precision(), gpu.device(), gpu.get_default_dtype(),
+    tostring(gpu.is_inference_mode_enabled()))
 end
 
 ---------------------------------------------------------------------------------------------

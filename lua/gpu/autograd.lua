@@ -53,6 +53,28 @@ local function with_mode(on, fname, fn, ...)
 end
 
 function M.no_grad(fn, ...) return with_mode(false, "no_grad", fn, ...) end
+
+-- inference_mode([mode = true,] fn, ...): torch.inference_mode: fn(...) with grad off (mode
+-- false: as it is, PyTorch's inference_mode(False)); is_inference_mode_enabled() says
+-- whether a call runs inside one. Arrays made inside are ordinary arrays (PyTorch marks
+-- them inference tensors and refuses them in autograd later).
+local inference_depth = 0
+local function inference(argn, mode, fn, ...)
+  if type(fn) ~= "function" then
+    argerror("inference_mode", argn, "a function expected, got %s", options.type_name(fn))
+  end
+  if not mode then return fn(...) end
+  inference_depth = inference_depth + 1
+  local res = table.pack(pcall(with_mode, false, "inference_mode", fn, ...))
+  inference_depth = inference_depth - 1
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+function M.inference_mode(mode, ...)
+  if type(mode) == "boolean" then return inference(2, mode, ...) end
+  return inference(1, true, mode, ...)
+end
+function M.is_inference_mode_enabled() return inference_depth > 0 end
 function M.enable_grad(fn, ...) return with_mode(true, "enable_grad", fn, ...) end
 function M.set_grad_enabled(on) return G.set_grad_enabled(on) end
 function M.is_grad_enabled() return G.grad_enabled() end
@@ -493,6 +515,9 @@ options.counted("no_grad", M.no_grad)             -- (fn, ...): any number, pass
 options.counted("enable_grad", M.enable_grad)
 gpu.no_grad = M.no_grad
 gpu.enable_grad = M.enable_grad
+options.counted("inference_mode", M.inference_mode)      -- ([mode,] fn, ...): passed on to fn
+gpu.inference_mode = M.inference_mode
 options.count_all("autograd.", M)
+gpu.is_inference_mode_enabled = M.is_inference_mode_enabled
 rawset(gpu, "autograd", M)
 return M

@@ -142,20 +142,27 @@ typedef struct gl_rand_req {
 **             (..., n, n) complex or NULL: a v = v diag(w), the columns of v of unit 2-norm
 **             with their largest component real (LAPACK's geev: a real a's complex
 **             eigenvalues come in conjugate pairs, positive imaginary part first)
+**   LU        a (..., m, n) -> out[0] (..., m, n) the factors of a = P L U packed as LAPACK's
+**             getrf packs them (U on and above the diagonal, L's multipliers below it, L's
+**             unit diagonal implied), out[1] pivots (..., min(m, n)) int32, 1-based: row i
+**             was swapped with row pivots[i]; never fails (a zero pivot is left in U)
+**   LU_SOLVE  a (..., n, n) packed as LU's out[0], in[2] pivots (..., n) int32 as LU's
+**             (each within 1..n), b: in[1] (..., n, k) -> out[0] x (..., n, k) with
+**             P L U x = b (GL_LA_ADJOINT: (P L U)^H x = b), LAPACK's getrs; never fails
 ** *bad is set to the 0-based batch index of the first matrix whose factorization failed
 ** (singular for SOLVE/INV, not positive definite for CHOLESKY, no convergence for SVD,
 ** EIGH, LSTSQ, EIG), or -1 when none did; outputs are then unspecified. */
 typedef enum gl_la_op {
   GL_LA_SOLVE, GL_LA_INV, GL_LA_SLOGDET, GL_LA_CHOLESKY, GL_LA_QR, GL_LA_SVD, GL_LA_EIGH, GL_LA_LSTSQ, GL_LA_EIG,
-  GL_NLA
+  GL_LA_LU, GL_LA_LU_SOLVE, GL_NLA
 } gl_la_op;
 /* The dtypes the linalg entry computes in (the ops layer promotes the others to them). */
 #define GL_LA_DTYPES (GL_DTSET_WIDE_FLOAT | GL_DTSET_COMPLEX)
-enum { GL_LA_UPPER = 1, GL_LA_FULL = 2 };
+enum { GL_LA_UPPER = 1, GL_LA_FULL = 2, GL_LA_ADJOINT = 4 };
 typedef struct gl_la_args {
-  const gl_array *in[2];
+  const gl_array *in[3];
   const gl_array *out[4];
-  unsigned flags;        /* GL_LA_UPPER, GL_LA_FULL */
+  unsigned flags;        /* GL_LA_UPPER, GL_LA_FULL, GL_LA_ADJOINT */
   double rcond;          /* LSTSQ */
 } gl_la_args;
 

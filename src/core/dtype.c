@@ -123,6 +123,11 @@ static gl_dtype promote_floats(gl_dtype a, gl_dtype b) {
   return gl_dtypes[a].size >= gl_dtypes[b].size ? a : b;
 }
 
+static int default_dtype = GL_FLOAT32;
+
+gl_dtype gl_default_dtype(void) { return (gl_dtype)__atomic_load_n(&default_dtype, __ATOMIC_RELAXED); }
+void gl_set_default_dtype(gl_dtype t) { __atomic_store_n(&default_dtype, (int)t, __ATOMIC_RELAXED); }
+
 gl_dtype gl_promote(gl_dtype a, gl_dtype b) {
   const gl_dtype_info *x = &gl_dtypes[a], *y = &gl_dtypes[b];
   if (a == b || y->kind == GL_KIND_BOOL) return a;

@@ -19,7 +19,12 @@ typedef enum gl_dtype {
   GL_NDTYPE = GL_KD_N
 } gl_dtype;
 
-#define GL_DEFAULT_DTYPE GL_FLOAT32
+/* The dtype of floats made without one (constructors, Lua floats, weak scalars alone):
+** float32 unless gpu.set_default_dtype changed it (torch.set_default_dtype): one setting
+** for the process, as PyTorch's. */
+gl_dtype gl_default_dtype(void);
+void gl_set_default_dtype(gl_dtype t);     /* a float dtype */
+#define GL_DEFAULT_DTYPE gl_default_dtype()
 
 /* The rows of kernels/dtypes.h as a table (gl_kind comes from there too). */
 typedef struct gl_dtype_info {

@@ -120,7 +120,9 @@ static int l_iinfo(lua_State *L) {
   if (!gl_dtype_is_int(t))
     return luaL_argerror(L, 1, lua_pushfstring(L, "%s is not an integer dtype (finfo describes float and complex "
                                                   "dtypes)", gl_dtypes[t].name));
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, gl_dtypes[t].kind == GL_KIND_UINT ? "u" : "i");
+  lua_setfield(L, -2, "kind");
   set_integer(L, "bits", 8 * (lua_Integer)gl_dtypes[t].size);
   set_integer(L, "min", gl_dtypes[t].min);
   if (gl_dtypes[t].kind == GL_KIND_UINT && gl_dtypes[t].size == 8) set_number(L, "max", (double)UINT64_MAX);
@@ -130,12 +132,14 @@ static int l_iinfo(lua_State *L) {
   return 1;
 }
 
-/* finfo(dtype or array): a float dtype's {bits, eps, max, min, tiny, smallest_normal,
-** precision, resolution, dtype}, as numpy.finfo and torch.finfo; a complex dtype gives its
+/* finfo([dtype or array]): a float dtype's {bits, eps, max, min, tiny, smallest_normal,
+** precision, resolution, dtype} and NumPy's {nmant, nexp, iexp, maxexp, minexp, machep,
+** negep, epsneg, smallest_subnormal}, as numpy.finfo and torch.finfo (no argument: the
+** default dtype's, as torch.finfo()); a complex dtype gives its
 ** parts' (dtype float32 for complex64, as NumPy). Derived from the row's significand bits:
 ** the exponent has the rest but the sign bit (IEEE binary16/32/64, bfloat16). */
 static int l_finfo(lua_State *L) {
-  gl_dtype t = dtype_arg(L, 1);
+  gl_dtype t = lua_isnoneornil(L, 1) ? gl_default_dtype() : dtype_arg(L, 1);
   if (!gl_dtype_is_float(t) && !gl_dtype_is_complex(t))
     return luaL_argerror(L, 1, lua_pushfstring(L, "%s is not a float or complex dtype (iinfo describes integer "
                                                   "dtypes)", gl_dtypes[t].name));
@@ -143,7 +147,16 @@ static int l_finfo(lua_State *L) {
   int p = gl_dtypes[f].prec, bits = 8 * (int)gl_dtypes[f].size, emax = (1 << (bits - p - 1)) - 1;
   double eps = ldexp(1.0, 1 - p), max = ldexp(2.0 - eps, emax), tiny = ldexp(1.0, 1 - emax);
   int precision = (int)floor(-log10(eps));
-  lua_createtable(L, 0, 9);
+  lua_createtable(L, 0, 16);
+  set_integer(L, "nmant", p - 1);
+  set_integer(L, "nexp", bits - p);
+  set_integer(L, "iexp", bits - p);
+  set_integer(L, "maxexp", emax + 1);
+  set_integer(L, "minexp", 1 - emax);
+  set_integer(L, "machep", 1 - p);
+  set_integer(L, "negep", -p);
+  set_number(L, "epsneg", ldexp(1.0, -p));
+  set_number(L, "smallest_subnormal", ldexp(1.0, 2 - emax - p));
   set_integer(L, "bits", bits);
   set_number(L, "eps", eps);
   set_number(L, "max", max);
@@ -194,6 +207,48 @@ static int l_result_type(lua_State *L) {
 /* promote_types(a, b): the dtype two dtypes promote to (np.promote_types, torch.promote_types). */
 static int l_promote_types(lua_State *L) {
   lua_pushstring(L, gl_dtypes[gl_promote(gl_lua_dtype(L, 1), gl_lua_dtype(L, 2))].name);
+  return 1;
+}
+
+/* can_cast(from, to [, casting = "safe"]): np.can_cast between dtypes (or arrays' dtypes):
+** "no" and "equiv" the same dtype, "safe" when promotion keeps 'to' (every value of 'from'
+** fits), "same_kind" also downcasts within a kind order bool < uint < int < float < complex
+** (uint to int yes, int to uint no, as NumPy), "unsafe" always. torch.can_cast is
+** "same_kind". */
+static int l_can_cast(lua_State *L) {
+  static const char *const modes[] = { "no", "equiv", "safe", "same_kind", "unsafe", NULL };
+  if (lua_type(L, 1) == LUA_TNUMBER || lua_type(L, 1) == LUA_TBOOLEAN)
+    return luaL_argerror(L, 1, "a dtype or an array expected, got a Lua scalar (NumPy 2 refuses scalars: "
+                               "use result_type)");
+  gl_dtype from = dtype_arg(L, 1), to = gl_lua_dtype(L, 2);
+  int mode = luaL_checkoption(L, 3, "safe", modes);
+  bool ok;
+  switch (mode) {
+    case 0: case 1: ok = from == to; break;
+    case 2: ok = gl_promote(from, to) == to; break;
+    case 3: ok = gl_promote(from, to) == to || gl_dtypes[from].kind <= gl_dtypes[to].kind; break;
+    default: ok = true; break;
+  }
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+/* ---- the default dtype ------------------------------------------------------------------ */
+
+/* set_default_dtype(d): the dtype of floats made without one (torch.set_default_dtype):
+** float32 (the start), float64, float16 or bfloat16; complex ones made without a dtype
+** follow (complex128 with float64, else complex64). */
+static int l_set_default_dtype(lua_State *L) {
+  gl_dtype t = gl_lua_dtype(L, 1);
+  if (!gl_dtype_is_float(t))
+    return luaL_argerror(L, 1, lua_pushfstring(L, "only floating-point dtypes can be the default, got %s "
+                                                  "(float32, float64, float16 or bfloat16)", gl_dtypes[t].name));
+  gl_set_default_dtype(t);
+  return 0;
+}
+
+static int l_get_default_dtype(lua_State *L) {
+  lua_pushstring(L, gl_dtypes[gl_default_dtype()].name);
   return 1;
 }
 
@@ -251,7 +306,9 @@ static int l_supports(lua_State *L) {
 void gl_open_dtypes(lua_State *L, int module) {
   static const gl_reg funcs[] = {
     { "iinfo", l_iinfo, 1 }, { "finfo", l_finfo, 1 }, { "result_type", l_result_type, GL_VARARGS },
-    { "promote_types", l_promote_types, 2 }, { "_supports", l_supports, 4 }, { NULL, NULL, 0 }
+    { "promote_types", l_promote_types, 2 }, { "can_cast", l_can_cast, 3 },
+    { "set_default_dtype", l_set_default_dtype, 1 }, { "get_default_dtype", l_get_default_dtype, 0 },
+    { "_supports", l_supports, 4 }, { NULL, NULL, 0 }
   };
   gl_lua_setfuncs(L, module, funcs);
   push_dtypes(L);

@@ -104,8 +104,9 @@ static int module_index(lua_State *L) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushfstring(L, "gpu.%s", key);
   if (lua_rawget(L, -2) == LUA_TNIL) {
-    /* gpu.no_grad, gpu.enable_grad: set by the autograd part when it loads */
-    if (strcmp(key, "no_grad") != 0 && strcmp(key, "enable_grad") != 0 && strcmp(key, "autocast") != 0)
+    /* gpu.no_grad, gpu.enable_grad, gpu.inference_mode...: set by the autograd part when it loads */
+    if (strcmp(key, "no_grad") != 0 && strcmp(key, "enable_grad") != 0 && strcmp(key, "autocast") != 0 &&
+        strcmp(key, "inference_mode") != 0 && strcmp(key, "is_inference_mode_enabled") != 0)
       return 1;                                       /* not a Lua part: nil */
     lua_getglobal(L, "require");
     if (lua_isnil(L, -1)) return 1;

@@ -185,6 +185,24 @@ static int l_la_eigvals(lua_State *L) {
   return la_results(L, 1);
 }
 
+/* the C part of lu_factor_ex(a) -> LU (getrf's packing), pivots (int32, 1-based); the
+** info codes and lu_factor's error on a singular U are made in lua/gpu/linalg.lua */
+static int l_la_lu(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1), *lu = gl_lua_push(L), *piv = gl_lua_push(L);
+  la_check(L, gl_op_la_lu(lu, piv, a), "lu_factor");
+  return la_results(L, 2);
+}
+
+/* the C part of lu_solve(LU, pivots, B [, adjoint]): getrs; the pivots' range, the other
+** forms and the differentiable path are lua/gpu/linalg.lua's */
+static int l_la_lu_solve(lua_State *L) {
+  gl_array *lu = gl_lua_check(L, 1), *piv = gl_lua_check(L, 2), *b = gl_lua_check(L, 3);
+  bool adjoint = lua_toboolean(L, 4);
+  gl_array *x = gl_lua_push(L);
+  la_check(L, gl_op_la_lu_solve(x, lu, piv, b, adjoint), "lu_solve");
+  return la_results(L, 1);
+}
+
 static const gl_optkey lstsq_keys[] = { { "rcond", GL_OPT_NUMBER, 0, 0, 0, NULL }, { NULL } };
 static const gl_optdecl lstsq_decl = { "linalg.lstsq", "gpu.linalg.lstsq(gpu.eye(2), gpu.ones(2), %s)", lstsq_keys };
 
@@ -212,7 +230,8 @@ static const gl_reg la_funcs[] = {
   { "solve", l_la_solve, 2 }, { "inv", l_la_inv, 1 }, { "det", l_la_det, 1 }, { "slogdet", l_la_slogdet, 1 },
   { "cholesky", l_la_cholesky, 2 }, { "qr", l_la_qr, 2 }, { "svd", l_la_svd, 2 },
   { "svdvals", l_la_svdvals, 1 }, { "eigh", l_la_eigh, 2 }, { "eigvalsh", l_la_eigvalsh, 2 },
-  { "eig", l_la_eig, 1 }, { "eigvals", l_la_eigvals, 1 }, { "lstsq", l_la_lstsq, 3 }, { NULL, NULL, 0 },
+  { "eig", l_la_eig, 1 }, { "eigvals", l_la_eigvals, 1 }, { "lstsq", l_la_lstsq, 3 },
+  { "lu_factor_ex", l_la_lu, 1 }, { "_lu_solve", l_la_lu_solve, 4 }, { NULL, NULL, 0 },
 };
 static const gl_optdecl *const la_decls[] = { &chol_decl, &qr_decl, &svd_decl, &eigh_decl, &eigvalsh_decl,
                                               &lstsq_decl, NULL };

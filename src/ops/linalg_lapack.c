@@ -13,6 +13,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ops.h"
 
@@ -70,7 +71,7 @@ static gl_status la_operand_of(const gl_array *x, gl_dtype ct, la_operand *op) {
 ** (a half input's float32 results back in its dtype; a complex input's real results stay
 ** real). */
 static gl_dtype la_answer(gl_dtype dt, gl_dtype rt) {
-  return dt == GL_INT64 || gl_dtype_is_complex(dt) ? dt : gl_real_for(rt);
+  return gl_dtype_is_int(dt) || gl_dtype_is_complex(dt) ? dt : gl_real_for(rt);
 }
 
 /* Replaces *out by its copy in dtype rt when they differ. */
@@ -105,10 +106,10 @@ static void la_release(gl_array **outs, int n) {
 
 /* What an output holds: elements of the compute dtype, its part type (real by nature:
 ** singular values, Hermitian eigenvalues) or its complex type (eig's). */
-typedef enum la_kind { LA_SAME, LA_REAL, LA_COMPLEX } la_kind;
+typedef enum la_kind { LA_SAME, LA_REAL, LA_COMPLEX, LA_PIVOTS } la_kind;
 
 static gl_dtype la_kind_dtype(la_kind k, gl_dtype ct) {
-  return k == LA_REAL ? gl_real_for(ct) : k == LA_COMPLEX ? gl_complex_for(ct) : ct;
+  return k == LA_REAL ? gl_real_for(ct) : k == LA_COMPLEX ? gl_complex_for(ct) : k == LA_PIVOTS ? GL_INT32 : ct;
 }
 
 /* Allocates outs[i] (NULL: skipped) of dtype dts[i] with shapes[i], calls the backend,
@@ -343,6 +344,94 @@ gl_status gl_op_la_eig(gl_array *w, gl_array *v, const gl_array *a) {
   c.nd[0] = la_shape(a, c.shapes[0], 1, n, 0);
   c.nd[1] = la_shape(a, c.shapes[1], 2, n, n);
   return la_unary(&c, true, NULL);
+}
+
+gl_status gl_op_la_lu(gl_array *lu, gl_array *pivots, const gl_array *a) {
+  GL_TRY(la_check_matrix(a, false));
+  int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1];
+  la_call c = { .op = GL_LA_LU, .outs = { lu, pivots }, .kinds = { LA_SAME, LA_PIVOTS }, .what = "LU failed",
+                .x = a };
+  c.nd[0] = la_shape(a, c.shapes[0], 2, m, n);
+  c.nd[1] = la_shape(a, c.shapes[1], 1, m < n ? m : n, 0);
+  return la_unary(&c, true, NULL);
+}
+
+/* Every pivot (int32, contiguous, on any device) within 1..n, read on the host: getrs reads
+** rows by them, so one out of range would read outside the matrix. */
+static gl_status la_check_pivots(const gl_array *piv, int64_t n) {
+  if (piv->size == 0) return GL_OK;
+  int32_t *h = malloc(sizeof(int32_t) * (size_t)piv->size);
+  if (h == NULL) return gl_fail(GL_ENOMEM, "out of memory for the pivots (%lld)", (long long)piv->size);
+  gl_status st = gl_op_to_host(h, piv);
+  for (int64_t i = 0; st == GL_OK && i < piv->size; i++)
+    if (h[i] < 1 || h[i] > n)
+      st = gl_fail(GL_EINVAL, "pivots must be between 1 and %lld, got %d", (long long)n, (int)h[i]);
+  free(h);
+  return st;
+}
+
+/* torch.linalg.lu_solve's left forms: lu (..., n, n) and pivots (..., n) (any integer dtype,
+** made int32; each within 1..n, checked) as gl_op_la_lu gives them, b (..., n, k); the
+** batch axes of lu and b broadcast. adjoint: solves A^H x = b. */
+gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *pivots, const gl_array *b,
+                            bool adjoint) {
+  GL_TRY(gl_same_device(lu, b));
+  GL_TRY(gl_same_device(lu, pivots));
+  GL_TRY(la_check_matrix(lu, true));
+  int64_t n = lu->shape[lu->ndim - 1];
+  char s1[GL_SHAPE_BUFSZ], s2[GL_SHAPE_BUFSZ];
+  if (!gl_dtype_is_int((gl_dtype)pivots->dtype) || pivots->ndim != lu->ndim - 1 ||
+      memcmp(pivots->shape, lu->shape, sizeof(int64_t) * (size_t)pivots->ndim) != 0)
+    return gl_fail(GL_EINVAL, "pivots %s of %s do not match LU %s: an integer (..., n) expected",
+                   gl_shape_str(pivots->ndim, pivots->shape, s1), gl_dtypes[pivots->dtype].name,
+                   gl_shape_str(lu->ndim, lu->shape, s2));
+  if (b->ndim < 2 || b->shape[b->ndim - 2] != n)
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: b needs %lld rows", gl_shape_str(lu->ndim, lu->shape, s1),
+                   gl_shape_str(b->ndim, b->shape, s2), (long long)n);
+  int nb;
+  int64_t full[GL_MAXDIMS];
+  if (gl_broadcast_shapes(lu->ndim - 2, lu->shape, b->ndim - 2, b->shape, &nb, full) != GL_OK)
+    return gl_fail(GL_EINVAL, "shapes %s and %s do not match: their batch dimensions cannot be broadcast",
+                   gl_shape_str(lu->ndim, lu->shape, s1), gl_shape_str(b->ndim, b->shape, s2));
+  int64_t k = b->shape[b->ndim - 1];
+  gl_dtype ct, rt;
+  la_dtypes(gl_promote((gl_dtype)lu->dtype, (gl_dtype)b->dtype), &ct, &rt);
+  const gl_backend *be;
+  GL_TRY(la_backend(lu, GL_LA_LU_SOLVE, ct, &be));
+  gl_array va = *lu, vb = *b, vp = *pivots;
+  int64_t ash[GL_MAXDIMS], bsh[GL_MAXDIMS], psh[GL_MAXDIMS];
+  memcpy(ash, full, sizeof ash);
+  memcpy(bsh, full, sizeof bsh);
+  memcpy(psh, full, sizeof psh);
+  ash[nb] = n; ash[nb + 1] = n;
+  bsh[nb] = n; bsh[nb + 1] = k;
+  psh[nb] = n;
+  GL_TRY(gl_view_expand(&va, nb + 2, ash));
+  GL_TRY(gl_view_expand(&vb, nb + 2, bsh));
+  GL_TRY(gl_view_expand(&vp, nb + 1, psh));
+  la_operand oa, ob, op;
+  GL_TRY(la_operand_of(&va, ct, &oa));
+  gl_status st = la_operand_of(&vb, ct, &ob);
+  if (st == GL_OK) {
+    st = la_operand_of(&vp, GL_INT32, &op);
+    if (st != GL_OK) gl_array_release(&ob.tmp);
+  }
+  if (st == GL_OK) st = la_check_pivots(op.src, n);
+  if (st != GL_OK) {
+    gl_array_release(&oa.tmp);
+    gl_array_release(&ob.tmp);
+    gl_array_release(&op.tmp);
+    return st;
+  }
+  la_call c = { .op = GL_LA_LU_SOLVE,
+                .args = { .in = { oa.src, ob.src, op.src }, .flags = adjoint ? GL_LA_ADJOINT : 0 },
+                .outs = { out }, .nd = { nb + 2 }, .dts = { ct }, .what = "lu_solve failed", .x = oa.src };
+  memcpy(c.shapes[0], bsh, sizeof bsh);
+  st = la_run(be, &c, rt);
+  gl_array_release(&oa.tmp);
+  gl_array_release(&ob.tmp);
+  gl_array_release(&op.tmp);
+  return st;
 }
 
 /* NumPy's lstsq: a (m, n), b (m) or (m, k); rcond < 0 (NumPy's None): machine epsilon

@@ -157,6 +157,13 @@ gl_status gl_op_la_eigh(gl_array *w, gl_array *v, const gl_array *a, bool upper)
 /* w (..., n) and v (..., n, n) (NULL: values only) of a general a: a v = v diag(w), both
 ** complex whatever a's dtype. */
 gl_status gl_op_la_eig(gl_array *w, gl_array *v, const gl_array *a);
+/* torch.linalg.lu_factor_ex's factors: lu (..., m, n) packed as getrf's, pivots (...,
+** min(m, n)) int32 1-based; a singular matrix is not an error here. */
+gl_status gl_op_la_lu(gl_array *lu, gl_array *pivots, const gl_array *a);
+/* x with P L U x = b (adjoint: (P L U)^H x = b) from lu_factor's lu (..., n, n) and pivots
+** (..., n, each within 1..n), b (..., n, k); batch axes broadcast (getrs). */
+gl_status gl_op_la_lu_solve(gl_array *out, const gl_array *lu, const gl_array *pivots, const gl_array *b,
+                            bool adjoint);
 /* NumPy's lstsq of a (m, n), b (m) or (m, k): x, residuals, rank (0-d int64), s; rcond < 0:
 ** NumPy's default (machine epsilon times max(m, n)). */
 gl_status gl_op_la_lstsq(gl_array *x, gl_array *res, gl_array *rank, gl_array *s, const gl_array *a,

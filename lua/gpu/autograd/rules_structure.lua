@@ -390,6 +390,40 @@ R["linalg.eigvals"] = { backward = function(g, node)
   return eig_grad(w, v, g, nil)
 end }
 
+-- lu_factor_ex (square a = P L U, PyTorch's linalg_lu_backward; the packed LU's gradient g
+-- split into gL (below the diagonal) and gU (on and above it)):
+-- ga = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H; the pivots have none
+R["linalg.lu_factor_ex"] = { record = per_result(function(a, res, _, g)
+  local lu = res[1]
+  local m, n = lu.shape[lu.ndim - 1], lu.shape[lu.ndim]
+  if m ~= n then error("gpu.linalg.lu_factor: the gradient needs square matrices", 0) end
+  local eye = eye_of(n, lu)
+  local lower = tril_mask(n, lu) - eye
+  local l, u = lu * lower + eye, lu * (1 - lower)
+  local phi = (mT(l):matmul(g * lower)) * lower + (g * (1 - lower)):matmul(mT(u)) * (1 - lower)
+  local y = rsolve(gpu.linalg.solve(mT(l), phi), u)
+  local p = no_grad(function() return (gpu.linalg.lu(a)) end)
+  return p:astype(y.dtype):matmul(y)
+end, { 1 }) }
+
+-- _lu_solve (lu_solve's getrs; A = P L U packed in lu): gb = A^-H g (adjoint: A^-1 g) and
+-- ga = -gb x^H (adjoint: -x gb^H), then ga taken to the packed factors through
+-- dA = P (dL U + L dU): gL = tril(P^T ga U^H, -1), gU = triu(L^H P^T ga)
+R["linalg._lu_solve"] = { uses_y = true, backward = function(g, node, x)
+  local lu, piv, b, adjoint = node[1], node[2], node[3], node[4] == true
+  local gb = gpu.linalg._lu_solve(lu, piv, g, not adjoint)
+  if not tracked(lu) then return nil, nil, gb end
+  local n = lu.shape[lu.ndim]
+  local ga = adjoint and -x:matmul(mT(gb)) or -gb:matmul(mT(x))
+  local perm = no_grad(function() return gpu.linalg._lu_perm(piv, n) end)
+  local pga = gpu.take_along_axis(ga, perm:unsqueeze(-1):expand(ga.shape), -2)
+  local eye = eye_of(n, lu)
+  local lower = tril_mask(n, lu) - eye
+  local l, u = lu * lower + eye, lu * (1 - lower)
+  local glu = pga:matmul(mT(u)) * lower + mT(l):matmul(pga) * (1 - lower)
+  return glu, nil, tracked(b) and gb or nil
+end }
+
 -- lstsq (full column rank, m >= n): x = (a^H a)^-1 a^H b; with z = (a^H a)^-1 gx and the
 -- residual r = b - a x: ga = r z^H - a z x^H, gb = a z
 R["linalg.lstsq"] = { record = per_result(function(a, res, _, g, b)

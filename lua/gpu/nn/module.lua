@@ -43,8 +43,10 @@ local function copy_args(v)
 end
 
 local function construct(c, ...)
+  -- _default_dtype: the default dtype its parameters were made in (a whole-model file
+  -- rebuilds the layer under it)
   local self = setmetatable({ _params = {}, _pnames = {}, _buffers = {}, _bnames = {}, _modules = {}, _mnames = {},
-                              training = true }, c)
+                              training = true, _default_dtype = gpu.get_default_dtype() }, c)
   -- the constructor's arguments, for model:save (nn/saving.lua)
   local args = table.pack(...)
   for i = 1, args.n do args[i] = copy_args(args[i]) end
@@ -92,7 +94,7 @@ local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = tr
 -- The option keys dtype and device of a layer constructor (parameters are floating-point:
 -- they require grad).
 M.placement_keys = {
-  dtype = { type = "dtype", default = "float32",
+  dtype = { type = "dtype",
             check = function(v)
               return floating[options.dtype(v)] == true,
                 "must be a floating-point dtype (parameters require grad), got '" .. v .. "'"
@@ -108,8 +110,9 @@ function M.with_placement(keys)
   return out
 end
 
--- The creation options of a layer's parameters from its checked options o.
-function M.placement(o) return { dtype = o.dtype, device = o.device or gpu.device() } end
+-- The creation options of a layer's parameters from its checked options o (no dtype: the
+-- default dtype, gpu.get_default_dtype(), at construction, as PyTorch's layers).
+function M.placement(o) return { dtype = o.dtype or gpu.get_default_dtype(), device = o.device or gpu.device() } end
 
 -- register_affine(self, shape, p): a normalization's scale and shift, the parameters weight
 -- (ones) and bias (zeros) of that shape, created with p (placement's table)

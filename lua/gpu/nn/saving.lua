@@ -239,7 +239,7 @@ local function architecture(model)
       if args == nil then raise("Module:save: %s (%s) has no recorded constructor arguments", where, name) end
       local enc = setmetatable({ n = n }, M.list_mt)
       for i = 1, n do enc[i] = encode(args[i], ctx, ("%s (%s) argument #%d"):format(where, name, i)) end
-      local entry = { class = name, args = enc, training = m.training }
+      local entry = { class = name, args = enc, training = m.training, default_dtype = rawget(m, "_default_dtype") }
       if type(m.build) == "function" and math.type(rawget(m, "in_features")) == "integer" then
         entry.build = m.in_features
       end
@@ -272,7 +272,13 @@ local function build(text, tensors)
     local args = {}
     local n = type(e.args) == "table" and (e.args.n or #e.args) or 0
     for i = 1, n do args[i] = decode(e.args[i], ctx) end
+    -- rebuilt under the default dtype it was made in (a file without one: the present one)
+    local was = gpu.get_default_dtype()
+    local dd = type(e.default_dtype) == "string" and e.default_dtype or was
+    local okd, why = pcall(gpu.set_default_dtype, dd)
+    if not okd then raise("nn.load_model: module #%s's default dtype: %s", tostring(id), tostring(why)) end
     local ok, m = pcall(cls, table.unpack(args, 1, n))
+    gpu.set_default_dtype(was)
     if not ok then raise("nn.load_model: rebuilding %s failed: %s", e.class, tostring(m)) end
     if e.build and m.in_features == nil and type(m.build) == "function" then m:build(e.build) end
     if e.training == false then m:eval() end

@@ -49,5 +49,6 @@ return {
   rand_like = false, randn_like = false, randint_like = false,
 
   -- matrix products and factorisations (gpu.routines.matrix)
+  addmm = true, baddbmm = true, addmv = true, matrix_exp = true, cholesky_solve = true,
 
 }

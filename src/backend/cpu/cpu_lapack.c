@@ -788,6 +788,81 @@ static gl_status la_lstsq(const la_type *t, const gl_la_args *g, int64_t *bad) {
   return GL_OK;
 }
 
+/* ---- LU: getrf of a's transpose made column-major (a itself), the factors read back in
+** C order; LAPACK's pivots are 1-based already. A zero pivot (info > 0) is an answer: the
+** caller decides whether a singular U is a failure (lu_factor) or not (lu). ------------- */
+
+typedef struct la_lu_job {
+  const la_type *t;
+  const void *a;
+  void *lu;
+  int32_t *piv;
+  la_int m, n, k;
+  int64_t an;
+} la_lu_job;
+
+static bool la_lu_one(const void *job, int64_t i, void *ws) {
+  const la_lu_job *j = job;
+  la_int m = j->m, n = j->n, ld = m > 0 ? m : 1, info = 0, *ipiv = la_at(j->t, ws, j->an);
+  la_transpose(j->t, ws, la_at(j->t, j->a, i * j->an), m, n);
+  j->t->lib.getrf(&m, &n, ws, &ld, ipiv, &info);
+  la_transpose(j->t, la_at(j->t, j->lu, i * j->an), ws, n, m);
+  for (la_int q = 0; q < j->k; q++) j->piv[i * j->k + q] = (int32_t)ipiv[q];
+  return info >= 0;
+}
+
+static gl_status la_lu(const la_type *t, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  la_lu_job j = { .t = t, .a = gl_array_data(a), .lu = gl_array_data(g->out[0]),
+                  .piv = gl_array_data(g->out[1]), .m = (la_int)a->shape[a->ndim - 2],
+                  .n = (la_int)a->shape[a->ndim - 1] };
+  j.k = j.m < j.n ? j.m : j.n;
+  j.an = (int64_t)j.m * j.n;
+  if (j.an == 0) return GL_OK;
+  size_t scratch = t->size * (size_t)j.an + sizeof(la_int) * (size_t)j.k;
+  return la_batch(batch_of(a), (double)j.m * j.n * j.k, scratch, la_lu_one, &j, bad);
+}
+
+/* ---- LU_SOLVE: the C-order factors transposed to column-major (the factors LAPACK's getrf
+** would have made of a), b in and x out through a column-major scratch, getrs with 'N', or
+** 'C' ('T' for real types) for the adjoint. ------------------------------------------------ */
+
+typedef struct la_lu_solve_job {
+  const la_type *t;
+  const void *lu, *b;
+  const int32_t *piv;
+  void *x;
+  la_int n, k;
+  int64_t an, bn;
+  const char *trans;
+} la_lu_solve_job;
+
+static bool la_lu_solve_one(const void *job, int64_t i, void *ws) {
+  const la_lu_solve_job *j = job;
+  la_int n = j->n, k = j->k, ld = n > 0 ? n : 1, info = 0;
+  void *f = ws, *rhs = la_at(j->t, ws, j->an);
+  la_int *ipiv = la_at(j->t, rhs, j->bn);
+  la_transpose(j->t, f, la_at(j->t, j->lu, i * j->an), n, n);
+  la_transpose(j->t, rhs, la_at(j->t, j->b, i * j->bn), n, k);
+  for (la_int q = 0; q < n; q++) ipiv[q] = (la_int)j->piv[i * n + q];
+  j->t->lib.getrs(j->trans, &n, &k, f, &ld, ipiv, rhs, &ld, &info, 1);
+  la_transpose(j->t, la_at(j->t, j->x, i * j->bn), rhs, k, n);
+  return info == 0;
+}
+
+static gl_status la_lu_solve(const la_type *t, const gl_la_args *g, int64_t *bad) {
+  const gl_array *lu = g->in[0], *b = g->in[1];
+  bool adjoint = (g->flags & GL_LA_ADJOINT) != 0;
+  la_lu_solve_job j = { .t = t, .lu = gl_array_data(lu), .b = gl_array_data(b), .piv = gl_array_data(g->in[2]),
+                        .x = gl_array_data(g->out[0]), .n = (la_int)lu->shape[lu->ndim - 1],
+                        .k = (la_int)b->shape[b->ndim - 1], .trans = !adjoint ? "N" : t->cplx ? "C" : "T" };
+  j.an = (int64_t)j.n * j.n;
+  j.bn = (int64_t)j.n * j.k;
+  if (j.bn == 0) return GL_OK;
+  size_t scratch = t->size * (size_t)(j.an + j.bn) + sizeof(la_int) * (size_t)j.n;
+  return la_batch(batch_of(lu), (double)j.n * j.n * j.k, scratch, la_lu_solve_one, &j, bad);
+}
+
 /* ---- entry ---------------------------------------------------------------------------------- */
 
 static pthread_once_t la_once = PTHREAD_ONCE_INIT;
@@ -832,6 +907,8 @@ gl_status gl_cpu_linalg(gl_la_op op, const gl_la_args *args, int64_t *bad) {
     case GL_LA_EIGH: return la_eigh(t, args, bad);
     case GL_LA_LSTSQ: return la_lstsq(t, args, bad);
     case GL_LA_EIG: return la_eig(t, args, bad);
+    case GL_LA_LU: return la_lu(t, args, bad);
+    case GL_LA_LU_SOLVE: return la_lu_solve(t, args, bad);
     default: return gl_fail(GL_ENOTSUP, "linear algebra op %d is not supported on cpu", (int)op);
   }
 }

@@ -1091,6 +1091,57 @@ static gl_status sv_eig(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
   return rc;
 }
 
+/* ---- LU: a (C order) copied to column-major scratch (a itself for cuSOLVER), getrf per
+** matrix with its pivots written straight into the int32 output (1-based, as LAPACK's),
+** the factors copied back to C order. A zero pivot is an answer (info ignored): the caller
+** decides whether a singular U fails. */
+static gl_status sv_lu(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *a = g->in[0];
+  int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = m < n ? m : n, lwork = 0;
+  int64_t B = sv_batch(a), an = (int64_t)m * n;
+  (void)bad;
+  if (B == 0 || an == 0) return GL_OK;
+  void *lu, *work;
+  int *info, *piv = sv_data(g->out[1]);
+  GL_TRY(sv_elems(c, B * an, &lu));
+  GL_TRY(sv_scratch(c, sizeof(int) * (size_t)B, (void **)&info));
+  const int64_t cmaj[3] = { an, 1, m }, rmaj[3] = { an, n, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, m, n, lu, cmaj, sv_data(a), rmaj));
+  GL_TRY(sv_getrf_bufferSize(c, m, n, lu, m, &lwork));
+  GL_TRY(sv_elems(c, lwork > 0 ? lwork : 1, &work));
+  for (int64_t i = 0; i < B; i++) {
+    GL_TRY(gl_interrupt_check());
+    GL_TRY(sv_getrf(c, m, n, sv_at(c, lu, i * an), m, work, piv + i * k, info + i));
+  }
+  return sv_copy(c, c->dt, B, m, n, sv_data(g->out[0]), rmaj, lu, cmaj);
+}
+
+/* ---- LU_SOLVE: the C-order factors copied to column-major scratch (getrf's own layout),
+** b in and x out through a column-major scratch, getrs per matrix with OP_N, or OP_C (OP_T
+** for real types) for the adjoint, each with its int32 pivots read where they are. */
+static gl_status sv_lu_solve_factored(sv_ctx *c, const gl_la_args *g, int64_t *bad) {
+  const gl_array *lu = g->in[0], *b = g->in[1];
+  int n = (int)lu->shape[lu->ndim - 1], k = (int)b->shape[b->ndim - 1];
+  int64_t B = sv_batch(lu), an = (int64_t)n * n, bn = (int64_t)n * k;
+  (void)bad;
+  if (B == 0 || bn == 0) return GL_OK;
+  cublasOperation_t op = !(g->flags & GL_LA_ADJOINT) ? CUBLAS_OP_N : c->parts == 2 ? CUBLAS_OP_C : CUBLAS_OP_T;
+  void *f, *rhs;
+  int *info;
+  const int *piv = sv_data(g->in[2]);
+  GL_TRY(sv_elems(c, B * an, &f));
+  GL_TRY(sv_elems(c, B * bn, &rhs));
+  GL_TRY(sv_scratch(c, sizeof(int), (void **)&info));
+  const int64_t fc[3] = { an, 1, n }, fr[3] = { an, n, 1 }, cmaj[3] = { bn, 1, n }, rmaj[3] = { bn, k, 1 };
+  GL_TRY(sv_copy(c, c->dt, B, n, n, f, fc, sv_data(lu), fr));
+  GL_TRY(sv_copy(c, c->dt, B, n, k, rhs, cmaj, sv_data(b), rmaj));
+  for (int64_t i = 0; i < B; i++) {
+    GL_TRY(gl_interrupt_check());
+    GL_TRY(sv_getrs(c, op, n, k, sv_at(c, f, i * an), n, piv + i * n, sv_at(c, rhs, i * bn), n, info));
+  }
+  return sv_copy(c, c->dt, B, n, k, sv_data(g->out[0]), rmaj, rhs, cmaj);
+}
+
 static gl_status sv_run(sv_ctx *c, gl_la_op op, const gl_la_args *g, int64_t *bad) {
   switch (op) {
     case GL_LA_SOLVE: return sv_solve(c, g, bad);
@@ -1102,6 +1153,8 @@ static gl_status sv_run(sv_ctx *c, gl_la_op op, const gl_la_args *g, int64_t *ba
     case GL_LA_EIGH: return sv_eigh(c, g, bad);
     case GL_LA_LSTSQ: return sv_lstsq(c, g, bad);
     case GL_LA_EIG: return sv_eig(c, g, bad);
+    case GL_LA_LU: return sv_lu(c, g, bad);
+    case GL_LA_LU_SOLVE: return sv_lu_solve_factored(c, g, bad);
     default: return gl_fail(GL_ENOTSUP, "linear algebra op %d is not supported on cuda", (int)op);
   }
 }
