@@ -81,7 +81,7 @@ function M.pinv(a, opts)
   local rcond = o.rcond or o.rtol or 1e-15
   local u, s, vh = M.svd(a, { full_matrices = false, hermitian = o.hermitian })
   if s.size == 0 then return gpu.zeros(mT(a).shape, { dtype = u.dtype, device = a.device }) end
-  local keep = s:gt(s:max(-1, { keepdims = true }) * rcond)
+  local keep = s:gt(s:max({ -1 }, { keepdims = true }) * rcond)
   local sinv = gpu.where(keep, 1 / gpu.where(keep, s, 1), 0)
   return (mH(vh) * sinv:unsqueeze(-2)):matmul(mH(u))
 end
@@ -104,7 +104,7 @@ function M.matrix_rank(a, opts)
   if tol == nil then
     local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
     local rtol = o.rtol or math.max(m, n) * EPS[s.dtype]
-    tol = s.size == 0 and 0 or s:max(-1, { keepdims = true }) * rtol
+    tol = s.size == 0 and 0 or s:max({ -1 }, { keepdims = true }) * rtol
   end
   return s:gt(tol):astype("int64"):sum(-1)
 end
@@ -161,7 +161,7 @@ function M.cond(x, p)
   local r
   if p == nil or p == 2 or p == -2 then
     local s = M.svdvals(x)
-    if p == -2 then r = s:min(-1) / s:max(-1) else r = s:max(-1) / s:min(-1) end
+    if p == -2 then r = s:min({ -1 }) / s:max({ -1 }) else r = s:max({ -1 }) / s:min({ -1 }) end
   else
     local ok, inv = pcall(M.inv, x)
     if not ok then
@@ -317,7 +317,7 @@ function M.matrix_exp(a)
   local bshape = {}
   for i = 1, x.ndim - 2 do bshape[i] = x.shape[i] end
   local norms = gpu.no_grad(function()
-    return x:abs():sum(-2):max(-1):reshape(-1):astype("float64"):cpu():totable()
+    return x:abs():sum(-2):max({ -1 }):reshape(-1):astype("float64"):cpu():totable()
   end)
   local bad, anybad, norm1 = {}, false, 0
   for i, v in ipairs(norms) do
@@ -485,7 +485,7 @@ local function lu_info(lu)
   local d = gpu.diagonal(lu, 0, -2, -1):eq(0)
   local pos = gpu.arange(1, k + 1, { dtype = "int32", device = lu.device })
   -- the first zero: the smallest position where d holds, k + 1 where none
-  local first = gpu.where(d, pos, k + 1):min(-1)
+  local first = gpu.where(d, pos, k + 1):min({ -1 })
   return gpu.where(first:gt(k), 0, first):astype("int32")
 end
 

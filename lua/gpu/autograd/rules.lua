@@ -347,7 +347,7 @@ local function abs_sum_norm_grad(g, x, red, list, keep, ord)
   local over, across = r, c
   if ord == math.huge or ord == -math.huge then over, across = c, r end
   local sums = x:abs():sum(over, { keepdims = true })
-  local ext = ord > 0 and sums:max(across, { keepdims = true }) or sums:min(across, { keepdims = true })
+  local ext = ord > 0 and sums:max({ across }, { keepdims = true }) or sums:min({ across }, { keepdims = true })
   local mask = sums:eq(ext):astype(sums.dtype)
   mask = mask / mask:sum(across, { keepdims = true })
   return unreduce(g, x, red, keep) * mask * sgn(x)

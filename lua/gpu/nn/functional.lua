@@ -352,7 +352,8 @@ local function max_pool2d_as(name, x, k, opts)
   local KK = copts.kernel[1] * copts.kernel[2]
   local y, idx = gpu.no_grad(function()
     local cols = gpu.im2col(x:reshape(N * C, 1, H, W), copts)
-    return cols:max(2):reshape(N, C, OH, OW), cols:argmax(2)
+    local v, i = cols:max(2)
+    return v:reshape(N, C, OH, OW), i
   end)
   copts.pad_value = nil
   record(y, { x }, function(g)

@@ -360,7 +360,7 @@ local function f_update(self, y, p, w)
   if p.ndim ~= 2 then raise("%s:update_state: predictions (N, C) expected, got %s", getmetatable(self).__name, shape_str(p.shape)) end
   local pred
   if self.threshold == nil then
-    pred = p:ge(p:max(2, { keepdims = true })):logical_and(p:abs():gt(1e-9))
+    pred = p:ge(p:max({ 2 }, { keepdims = true })):logical_and(p:abs():gt(1e-9))
   else
     pred = p:gt(self.threshold)
   end

@@ -310,7 +310,7 @@ function defs.categorical_hinge(pred, target, o)
   end
   local t = target:astype(pred.dtype)
   local pos = (t * pred):sum(-1)
-  local neg = ((1 - t) * pred):max(-1)
+  local neg = ((1 - t) * pred):max({ -1 })
   return reduce_loss((neg - pos + 1):maximum(0), o.reduction)
 end
 

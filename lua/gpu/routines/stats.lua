@@ -736,8 +736,9 @@ function M.ptp(x, axis, opts)
   local o
   axis, o = red_args("ptp", PTP, x, axis, opts)
   if x.size == 0 then options.raise("ptp: zero-size array to reduction 'max' which has no identity") end
-  local hi = gpu.max(x, axis, { keepdims = o.keepdims })
-  local lo = gpu.min(x, axis, { keepdims = o.keepdims })
+  local ax = math.type(axis) == "integer" and { axis } or axis          -- (a list: values only)
+  local hi = gpu.max(x, ax, { keepdims = o.keepdims })
+  local lo = gpu.min(x, ax, { keepdims = o.keepdims })
   return hi - lo
 end
 
@@ -887,7 +888,8 @@ function M.aminmax(x, dim, opts)
   if x.size == 0 then options.argerror("aminmax", 1, "x is empty: the reduction has no identity") end
   local keep = { keepdims = o.keepdim }
   if dim and x.ndim == 0 then dim = nil end
-  return (gpu.min(x, dim, keep)), (gpu.max(x, dim, keep))
+  local axes = dim and { dim } or nil                  -- (a list: values only, one pass each)
+  return gpu.min(x, axes, keep), gpu.max(x, axes, keep)
 end
 
 -- positions 1..n along axis (int64), in x's shape
@@ -1104,7 +1106,7 @@ local function p_norm(fname, d, p, argn)
     options.argerror(fname, argn, "p must be a number >= 0, got %s", tostring(p))
   end
   if p == 0 then return gpu.ne(d, 0):astype(d.dtype):sum(-1) end
-  if p == math.huge then return (gpu.abs(d):max(-1)) end
+  if p == math.huge then return (gpu.abs(d):max({ -1 })) end
   if p == 1 then return gpu.abs(d):sum(-1) end
   -- the root of a zero sum is taken of 1 and replaced: its gradient is 0 there, as
   -- PyTorch's (the gradient of the root itself would be 0 * inf)
