@@ -55,8 +55,9 @@ local function target(fname, t)
   return t
 end
 
-local function fill(t, v)
-  gpu.no_grad(function() t[{}] = v end)
+-- t's elements = v (an array or a number), unrecorded; an error names fname
+local function fill(t, v, fname)
+  options.call("nn.init." .. (fname or "fill"), gpu.no_grad, function() t[{}] = v end)
   return t
 end
 
@@ -118,44 +119,46 @@ function init.uniform_(t, ...)
   target("uniform_", t)
   local o = args("uniform_", UNIFORM, { "a", "b" }, t, ...)
   if o.a > o.b then argerror("nn.init.uniform_", 2, "a (%g) must not exceed b (%g)", o.a, o.b) end
-  return fill(t, gpu.random.uniform(o.a, o.b, t.shape, placed(t)))
+  return fill(t, options.call("nn.init.uniform_", gpu.random.uniform, o.a, o.b, t.shape, placed(t)), "uniform_")
 end
 
 local NORMAL = declare("normal_", { mean = { type = "number", default = 0.0 }, std = { type = "number", min = 0, default = 1.0 } })
 function init.normal_(t, ...)
   target("normal_", t)
   local o = args("normal_", NORMAL, { "mean", "std" }, t, ...)
-  return fill(t, gpu.random.normal(o.mean, o.std, t.shape, placed(t)))
+  return fill(t, options.call("nn.init.normal_", gpu.random.normal, o.mean, o.std, t.shape, placed(t)), "normal_")
 end
 
 function init.constant_(t, val)
   target("constant_", t)
   options.value(val, { type = "number" }, "nn.init.constant_", 2, "val")
-  return fill(t, val)
+  return fill(t, val, "constant_")
 end
-function init.ones_(t) return fill(target("ones_", t), 1) end
-function init.zeros_(t) return fill(target("zeros_", t), 0) end
+function init.ones_(t) return fill(target("ones_", t), 1, "ones_") end
+function init.zeros_(t) return fill(target("zeros_", t), 0, "zeros_") end
 
 function init.eye_(t)
   target("eye_", t)
   if t.ndim ~= 2 then argerror("nn.init.eye_", 1, "a 2-D array expected, got %d dimensions", t.ndim) end
-  return fill(t, gpu.eye(t.shape[1], t.shape[2], placed(t)))
+  return fill(t, options.call("nn.init.eye_", gpu.eye, t.shape[1], t.shape[2], placed(t)), "eye_")
 end
 
-local XAVIER = declare("xavier_uniform_", { gain = { type = "number", default = 1.0 } })
+local XAVIER = declare("xavier_uniform_", { gain = { type = "number", min = 0, default = 1.0 } })
 function init.xavier_uniform_(t, ...)
   target("xavier_uniform_", t)
   local o = args("xavier_uniform_", XAVIER, { "gain" }, t, ...)
   local fi, fo = init.calculate_fan_in_and_fan_out(t)
   local a = o.gain * math.sqrt(6.0 / (fi + fo))
-  return fill(t, gpu.random.uniform(-a, a, t.shape, placed(t)))
+  local v = options.call("nn.init.xavier_uniform_", gpu.random.uniform, -a, a, t.shape, placed(t))
+  return fill(t, v, "xavier_uniform_")
 end
-local XAVIER_N = declare("xavier_normal_", { gain = { type = "number", default = 1.0 } })
+local XAVIER_N = declare("xavier_normal_", { gain = { type = "number", min = 0, default = 1.0 } })
 function init.xavier_normal_(t, ...)
   target("xavier_normal_", t)
   local o = args("xavier_normal_", XAVIER_N, { "gain" }, t, ...)
   local fi, fo = init.calculate_fan_in_and_fan_out(t)
-  return fill(t, gpu.random.normal(0, o.gain * math.sqrt(2.0 / (fi + fo)), t.shape, placed(t)))
+  return fill(t, options.call("nn.init.xavier_normal_", gpu.random.normal, 0, o.gain * math.sqrt(2.0 / (fi + fo)),
+    t.shape, placed(t)), "xavier_normal_")
 end
 
 local function kaiming_keys()
@@ -174,12 +177,14 @@ function init.kaiming_uniform_(t, ...)
   target("kaiming_uniform_", t)
   local o = args("kaiming_uniform_", KAIMING_U, { "a", "mode", "nonlinearity" }, t, ...)
   local bound = math.sqrt(3.0) * kaiming_std(t, o)
-  return fill(t, gpu.random.uniform(-bound, bound, t.shape, placed(t)))
+  local v = options.call("nn.init.kaiming_uniform_", gpu.random.uniform, -bound, bound, t.shape, placed(t))
+  return fill(t, v, "kaiming_uniform_")
 end
 function init.kaiming_normal_(t, ...)
   target("kaiming_normal_", t)
   local o = args("kaiming_normal_", KAIMING_N, { "a", "mode", "nonlinearity" }, t, ...)
-  return fill(t, gpu.random.normal(0, kaiming_std(t, o), t.shape, placed(t)))
+  local v = options.call("nn.init.kaiming_normal_", gpu.random.normal, 0, kaiming_std(t, o), t.shape, placed(t))
+  return fill(t, v, "kaiming_normal_")
 end
 
 -- orthogonal_(t [, gain = 1]): the (semi-)orthogonal matrix of a QR of a normal one, the
@@ -192,12 +197,15 @@ function init.orthogonal_(t, ...)
   if t.size == 0 then return t end
   local rows = t.shape[1]
   local cols = t.size // rows
-  local flat = gpu.random.normal(0, 1, { rows, cols }, { dtype = "float64", device = t.device })
-  if rows < cols then flat = flat:transpose(1, 2):contiguous() end
-  local q, r = gpu.linalg.qr(flat)
-  q = q * gpu.sign(gpu.diagonal(r))
-  if rows < cols then q = q:transpose(1, 2) end
-  return fill(t, (q * o.gain):astype(t.dtype):reshape(table.unpack(t.shape)))
+  local q = options.call("nn.init.orthogonal_", function()
+    local flat = gpu.random.normal(0, 1, { rows, cols }, { dtype = "float64", device = t.device })
+    if rows < cols then flat = flat:transpose(1, 2):contiguous() end
+    local qq, r = gpu.linalg.qr(flat)
+    qq = qq * gpu.sign(gpu.diagonal(r))
+    if rows < cols then qq = qq:transpose(1, 2) end
+    return (qq * o.gain):astype(t.dtype):reshape(table.unpack(t.shape))
+  end)
+  return fill(t, q, "orthogonal_")
 end
 
 return options.count_all("nn.init.", init)
