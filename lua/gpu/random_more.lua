@@ -18,16 +18,24 @@ local function draw(gen, name, ...)
   return gpu.random[name](...)
 end
 
-local function fail(fname, msg) error("gpu.random." .. fname .. ": " .. msg, 4) end
+-- (the message only: the wrappers at the end name the function at the user's line)
+local function fail(_, msg) error(msg, 0) end
 
 -- A shape from the arguments at i...: numbers, or one table of numbers (not an options
 -- table); returns the shape (nil when none given) and the index after it.
 local function read_shape(args, i, n)
   local v = args[i]
-  if type(v) == "table" and not is_array(v) and (#v > 0 or next(v) == nil) then return v, i + 1 end
   local shape = {}
-  while i <= n and math.type(args[i]) == "integer" do shape[#shape + 1] = args[i]; i = i + 1 end
-  return #shape > 0 and shape or nil, i
+  if type(v) == "table" and not is_array(v) and (#v > 0 or next(v) == nil) then
+    shape, i = v, i + 1
+  else
+    while i <= n and math.type(args[i]) == "integer" do shape[#shape + 1] = args[i]; i = i + 1 end
+    if #shape == 0 then return nil, i end
+  end
+  for _, d in ipairs(shape) do
+    if math.type(d) ~= "integer" or d < 0 then error("size must hold integers >= 0, got " .. tostring(d), 0) end
+  end
+  return shape, i
 end
 
 -- The options table at i (skipping nils), checked against the allowed keys.
@@ -304,47 +312,53 @@ end
 function M.torch_multinomial(_, input, k, replacement, o)
   if type(replacement) == "table" and o == nil then replacement, o = nil, replacement end
   o = o or {}
-  if not is_array(input) then error("gpu.multinomial: input must be an array, got " .. typename(input), 3) end
-  if input.ndim ~= 1 and input.ndim ~= 2 then error("gpu.multinomial: input must be 1-D or 2-D", 3) end
-  if math.type(k) ~= "integer" or k < 1 then error("gpu.multinomial: num_samples must be an integer >= 1", 3) end
-  if replacement ~= nil and type(replacement) ~= "boolean" then error("gpu.multinomial: replacement must be a boolean", 3) end
+  if not is_array(input) then error("input must be an array, got " .. typename(input), 0) end
+  if input.ndim ~= 1 and input.ndim ~= 2 then error("input must be 1-D or 2-D", 0) end
+  if math.type(k) ~= "integer" or k < 1 then error("num_samples must be an integer >= 1", 0) end
+  if replacement ~= nil and type(replacement) ~= "boolean" then error("replacement must be a boolean", 0) end
   for key in pairs(o) do
-    if key ~= "generator" then error("gpu.multinomial: unknown option '" .. tostring(key) .. "'", 3) end
+    if key ~= "generator" then error("unknown option '" .. tostring(key) .. "'", 0) end
   end
   local gen = o.generator
   if gen ~= nil and (type(gen) ~= "userdata" or tostring(gen):sub(1, 14) ~= "gpu.Generator(") then
-    error("gpu.multinomial: option 'generator' must be a gpu.random.Generator", 3)
+    error("option 'generator' must be a gpu.random.Generator", 0)
   end
   if gpu._dtypes[input.dtype].kind ~= "float" then
-    error("gpu.multinomial: input must be a float array, got " .. input.dtype, 3)
+    error("input must be a float array, got " .. input.dtype, 0)
   end
   local w = input:astype("float64")
   local m = w.shape[w.ndim]
   if w:isnan():any():item() or (w.size > 0 and w:min():item() < 0) then
-    error("gpu.multinomial: weights must be >= 0, finite and not NaN", 3)
+    error("weights must be >= 0, finite and not NaN", 0)
   end
-  if w:sum(-1):min():item() <= 0 then error("gpu.multinomial: every row must have a positive sum", 3) end
+  if w:sum(-1):min():item() <= 0 then error("every row must have a positive sum", 0) end
   if not replacement and k > m then
-    error("gpu.multinomial: cannot sample " .. k .. " > " .. m .. " categories without replacement", 3)
+    error("cannot sample " .. k .. " > " .. m .. " categories without replacement", 0)
   end
   return categorical(gen, w, k, replacement == true)
 end
 
 -- gpu.poisson(rates [, {generator =}]): PyTorch's: a Poisson draw per element, rates' dtype.
 function M.torch_poisson(_, rates, o, extra)
-  if extra ~= nil then error("gpu.poisson: too many arguments", 3) end
-  if not is_array(rates) then error("gpu.poisson: rates must be an array, got " .. typename(rates), 3) end
+  if extra ~= nil then error("too many arguments", 0) end
+  if not is_array(rates) then error("rates must be an array, got " .. typename(rates), 0) end
   o = o or {}
-  if type(o) ~= "table" or is_array(o) then error("gpu.poisson: options table expected", 3) end
+  if type(o) ~= "table" or is_array(o) then error("options table expected", 0) end
   for key in pairs(o) do
-    if key ~= "generator" then error("gpu.poisson: unknown option '" .. tostring(key) .. "'", 3) end
+    if key ~= "generator" then error("unknown option '" .. tostring(key) .. "'", 0) end
   end
   local gen = o.generator
   if gen ~= nil and (type(gen) ~= "userdata" or tostring(gen):sub(1, 14) ~= "gpu.Generator(") then
-    error("gpu.poisson: option 'generator' must be a gpu.random.Generator", 3)
+    error("option 'generator' must be a gpu.random.Generator", 0)
   end
-  if gpu._dtypes[rates.dtype].kind ~= "float" then error("gpu.poisson: rates must be a float array, got " .. rates.dtype, 3) end
+  if gpu._dtypes[rates.dtype].kind ~= "float" then error("rates must be a float array, got " .. rates.dtype, 0) end
   return draw(gen, "poisson", rates, rates.shape, { dtype = rates.dtype })
 end
 
-return M
+-- Errors (these files' and the ops' they call) name the function at the user's line.
+local W = {}
+for name, f in pairs(M) do
+  local fname = name:match("^torch_(.*)") and "gpu." .. name:match("^torch_(.*)") or "gpu.random." .. name
+  W[name] = function(...) return options.call(fname, f, ...) end
+end
+return W
