@@ -170,12 +170,18 @@ describe("random distributions: compositions", function()
         assert(math.abs(m[j] - mu) < 5 * sd, ("dirichlet mean %g vs %g"):format(m[j], mu))
       end
     end
+    -- the first component of dirichlet({2, 3, 5}) is beta(2, 8): chi-square over 20 bins
+    local x = R.Generator(22):dirichlet({ 2, 3, 5 }, 20000, { dtype = "float64" })
+    local first = {}
+    for r, row in ipairs(x:totable()) do first[r] = row[1] end
+    local s = chi2(first, { q = F.dirichlet_q1 })
+    assert(s < 43.82, "chi-square " .. s)                -- 19 degrees of freedom, 0.999
     local g = R.Generator(2)
     assert.are.same({ 4, 2, 3 }, g:dirichlet(gpu.array({ { 1, 2, 3 }, { 4, 5, 6 } }), 4).shape)
     assert.equals("float32", g:dirichlet({ 1, 1 }).dtype)
   end)
 
-  it("multinomial: counts sum to n, means n p; chi-square of one category", function()
+  it("multinomial: counts sum to n, means n p; chi-square of the first category", function()
     local g = R.Generator(31)
     local p = { 0.2, 0.3, 0.5 }
     local x = g:multinomial(10, p, 20000)
@@ -187,6 +193,23 @@ describe("random distributions: compositions", function()
       local sd = math.sqrt(10 * p[j] * (1 - p[j]) / 20000)
       assert(math.abs(m[j] - 10 * p[j]) < 5 * sd)
     end
+    -- the first count is binomial(10, 0.2): chi-square over 0, 1, 2, 3, 4, >= 5 (5 degrees
+    -- of freedom, 0.999 quantile 20.52)
+    local counts, pmf = { 0, 0, 0, 0, 0, 0 }, {}
+    for _, row in ipairs(x:totable()) do
+      local b = math.min(row[1], 5) + 1
+      counts[b] = counts[b] + 1
+    end
+    local rest, c = 1, 1
+    for v = 0, 4 do
+      pmf[v + 1] = c * 0.2 ^ v * 0.8 ^ (10 - v)
+      rest = rest - pmf[v + 1]
+      c = c * (10 - v) / (v + 1)
+    end
+    pmf[6] = rest
+    local s = 0
+    for b = 1, 6 do s = s + (counts[b] - 20000 * pmf[b]) ^ 2 / (20000 * pmf[b]) end
+    assert(s < 20.52, "chi-square " .. s)
     local y = g:multinomial(gpu.array({ 5, 100 }), { 0.5, 0.5 })
     assert.are.same({ 2, 2 }, y.shape)
     local t = flat(y:sum(2))
@@ -210,7 +233,7 @@ describe("random distributions: compositions", function()
     end
   end)
 
-  it("permuted: each slice a permutation, independently", function()
+  it("permuted: each slice a permutation, independently, all orders equally likely", function()
     local g = R.Generator(51)
     local x = gpu.arange(1, 41):reshape(4, 10)
     local y = g:permuted(x, 2)
@@ -227,6 +250,16 @@ describe("random distributions: compositions", function()
       end
     end
     assert.is_true(differ)                 -- rows are not shuffled alike
+    -- the 6 orders of 3 elements are equally likely: chi-square, 5 degrees of freedom < 20.52
+    local seen = {}
+    for _, r in ipairs(g:permuted(gpu.arange(3):expand(12000, 3), 2):totable()) do
+      local key = r[1] * 9 + r[2] * 3 + r[3]
+      seen[key] = (seen[key] or 0) + 1
+    end
+    local s, nkeys = 0, 0
+    for _, cnt in pairs(seen) do s = s + (cnt - 2000) ^ 2 / 2000; nkeys = nkeys + 1 end
+    assert.equals(6, nkeys)
+    assert(s < 20.52, "chi-square " .. s)
     local z = flat(g:permuted(x))
     table.sort(z)
     for k = 1, 40 do assert.equals(k, z[k]) end
