@@ -253,8 +253,8 @@ GL_HD double gl_rs_binomial(gl_rstream *s, double n, double p) {
 
 GL_HD double gl_rs_chisq(gl_rstream *s, double df) { return 2.0 * gl_rs_gamma(s, df / 2.0); }
 
-/* Stadlober's ratio of uniforms with the hat of Hormann-Derflinger (HRUA) for samples m
-** above 100 of the smaller colour; returns the draw of min(good, bad) in m draws. */
+/* Stadlober's ratio of uniforms (HRUA), for m = min(sample, total - sample) above 100
+** draws: returns how many of the smaller colour (mingb of total) m draws take. */
 GL_HD double gl_rs_hyper_hrua(gl_rstream *s, double total, double mingb, double maxgb, double m) {
   const double d1 = 1.7155277699214135, d2 = 0.8989161620588988;    /* 2 sqrt(2/e), 3 - 2 sqrt(3/e) */
   double p = mingb / total, q = maxgb / total;
