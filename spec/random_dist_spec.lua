@@ -138,6 +138,7 @@ describe("random distributions: shapes, dtypes, parameters", function()
     local b = flat(g:binomial(gpu.array({ 0, 7, 1e9 }), gpu.array({ 0.5, 1, 0 })))
     assert.are.same({ 0, 7, 0 }, b)
     fails({ "gamma", "shape" }, function() return g:gamma(a, 1, 4, 2) end)
+    assert.are.same({ 0 }, g:beta(gpu.zeros(0), 1).shape)   -- no elements: nothing to check or draw
   end)
 
   it("is reproducible and advances the generator by one block per element", function()
