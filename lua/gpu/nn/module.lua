@@ -270,30 +270,56 @@ function Module:eval() return self:train(false) end
 
 -- The canonical name of a device argument ("cuda" is "cuda:0", as arrays name it),
 -- refused with the reason when it is not a device this build and machine have.
-local function device_arg(fname, device)
-  if options.dtype(device) then
-    argerror(fname, 1, "a device name expected (%s), got the dtype '%s' (converting a module's dtype is not supported)",
-      gpu._device_syntax, device)
-  end
-  options.value(device, { type = "device", what = DEVICE_WHAT }, fname, 1, "device")
+local function device_arg(fname, device, argn)
+  options.value(device, { type = "device", what = DEVICE_WHAT }, fname, argn or 1, "device")
   local name, why = gpu._device_name(device, true)
-  if not name then argerror(fname, 1, "%s", why) end
+  if not name then argerror(fname, argn or 1, "%s", why) end
   return name
 end
 M.device_arg = device_arg
 
--- to(device): moves the parameters and buffers (new arrays: create optimizers after
--- moving). An array already there stays the same array. Every copy is made before any
--- is swapped in, so a failed copy leaves the module as it was.
-function Module:to(device)
-  device = device_arg("Module:to", device)
+local TO = options.declare("Module:to", { device = { type = "device", what = DEVICE_WHAT }, dtype = { type = "dtype" } },
+  { example = "gpu.nn.Linear(2, 2):to(%s)" })
+
+-- to(device), to(dtype), to(device, dtype) or to{device =, dtype =}: the parameters and
+-- buffers moved to the device, and the floating-point ones converted to the dtype (a
+-- floating dtype; integer and bool buffers keep theirs, as PyTorch's). New arrays: make
+-- optimizers after. An array already right stays the same array; one array in two places
+-- (tied weights) stays one; every copy is made before any is swapped in, so a failure
+-- leaves the module as it was.
+function Module:to(a, b)
+  local fname = "Module:to"
+  local device, dtype
+  if type(a) == "table" and not options.is_array(a) then
+    if b ~= nil then argerror(fname, 2, "no argument expected after the options table") end
+    local o = TO:check(a, 1)
+    device, dtype = o.device, o.dtype
+  elseif b == nil and options.dtype(a) then
+    dtype = a
+  else
+    device, dtype = a, b
+  end
+  if device ~= nil then device = device_arg(fname, device) end
+  if dtype ~= nil then
+    local d = options.dtype(dtype)
+    if not floating[d] then
+      argerror(fname, b ~= nil and 2 or 1, "a floating-point dtype expected (float16, bfloat16, float32, float64), got %s",
+        d and ("'" .. d .. "'") or type_name(dtype))
+    end
+    dtype = d
+  end
+  if device == nil and dtype == nil then
+    if type(a) == "table" then return self end          -- to{}: nothing asked
+    argerror(fname, 1, "a device or a dtype expected, got %s", type_name(a))
+  end
   local moves, moved = {}, {}       -- moved: one copy per array, so tied weights stay tied
   autograd.no_grad(function()
     walk(self, function(m)
       for _, kind in ipairs { "_params", "_buffers" } do
         for n, v in pairs(m[kind]) do
-          if v.device ~= device then
-            moved[v] = moved[v] or options.call("Module:to", v.to, v, device)
+          local dev, dt = device or v.device, (dtype and floating[v.dtype]) and dtype or v.dtype
+          if v.device ~= dev or v.dtype ~= dt then
+            moved[v] = moved[v] or options.call(fname, function() return v:to(dev):astype(dt) end)
             moves[#moves + 1] = { m, kind, n, moved[v] }
           end
         end
@@ -303,9 +329,15 @@ function Module:to(device)
   for _, mv in ipairs(moves) do
     if mv[2] == "_params" then mv[1]:register_parameter(mv[3], mv[4]) else mv[1]:register_buffer(mv[3], mv[4]) end
   end
-  walk(self, function(m) m.device = device end)
+  if device ~= nil then walk(self, function(m) m.device = device end) end
   return self
 end
+
+-- PyTorch's casts: every floating-point parameter and buffer to that dtype
+function Module:double() return self:to("float64") end
+function Module:float() return self:to("float32") end
+function Module:half() return self:to("float16") end
+function Module:bfloat16() return self:to("bfloat16") end
 
 function Module:cuda() return self:to("cuda") end
 function Module:cpu() return self:to("cpu") end
