@@ -199,6 +199,27 @@ end
 -- cross_entropy(logits (N, C) or (N, C, d...), labels (N) or (N, d...) in 1..C [,
 -- {weight, ignore_index = -100, label_smoothing, reduction}])
 function defs.cross_entropy(logits, labels, o)
+  if is_array(logits) and is_array(labels) and not logits:is_closed() and not labels:is_closed()
+      and labels.dtype:match("float") and logits.ndim >= 2
+      and shape_str(labels.shape) == shape_str(logits.shape) then
+    -- class probabilities as targets (PyTorch >= 1.10): -sum_c w_c t_c log_softmax(z)_c
+    local fname = "nn.cross_entropy"
+    if o.ignore_index ~= -100 then raise("%s: ignore_index applies to class labels, not to probability targets", fname) end
+    local C = logits.shape[2]
+    local t = labels:astype(logits.dtype)
+    if o.label_smoothing > 0 then t = t * (1 - o.label_smoothing) + o.label_smoothing / C end
+    local lsm = F.log_softmax(logits, 2)
+    local prod = t * lsm
+    if o.weight ~= nil then
+      if o.weight.ndim ~= 1 or o.weight.shape[1] ~= C then
+        raise("%s: weight must hold one value per class (%d), got shape %s", fname, C, shape_str(o.weight.shape))
+      end
+      local wshape = { 1, C }
+      for _ = 3, logits.ndim do wshape[#wshape + 1] = 1 end
+      prod = prod * o.weight:to(logits.device):astype(logits.dtype):reshape(table.unpack(wshape))
+    end
+    return reduce_loss(-prod:sum(2), o.reduction)
+  end
   return shaped(nll_family("nn.cross_entropy", logits, labels, o, true, "logits"))
 end
 
@@ -449,6 +470,254 @@ for _, d in ipairs {
   L[module_name] = cls
 end
 
+-- ---- more of Keras's and PyTorch's losses ---------------------------------------------------
+
+local EPS = 1e-7      -- Keras's backend.epsilon()
+
+-- the mean over the last axis (a value per sample), as Keras's losses reduce
+local function last_mean(v) return v.ndim > 0 and v:mean(-1) or v end
+local function keras_pair(fname, pred, target)
+  same_shape(fname, pred, target)
+  return pred, target:astype(pred.dtype)
+end
+
+-- Keras's hinge labels: 0/1 targets become -1/1 (when every target is 0 or 1)
+local function hinge_labels(t)
+  local binary = t:eq(0):logical_or(t:eq(1)):all():item()
+  return binary and t * 2 - 1 or t
+end
+
+local defs_more = {}
+
+-- binary_focal_crossentropy(pred, target [, {apply_class_balancing = false, alpha = 0.25,
+-- gamma = 2, from_logits = false, label_smoothing = 0, reduction}]): Keras's: the clipped
+-- binary cross-entropy times (1 - p_t)^gamma (and the class weight), per sample the mean
+-- over the last axis
+function defs_more.binary_focal_crossentropy(pred, target, o)
+  local p, t = keras_pair("nn.binary_focal_crossentropy", pred, target)
+  if o.label_smoothing > 0 then t = t * (1 - o.label_smoothing) + 0.5 * o.label_smoothing end
+  if o.from_logits then p = p:sigmoid() end
+  local pc = p:clip(EPS, 1 - EPS)
+  local bce = -(t * pc:log() + (1 - t) * (1 - pc):log())
+  local pt = t * p + (1 - t) * (1 - p)
+  local per = (1 - pt):maximum(0) ^ o.gamma * bce
+  if o.apply_class_balancing then per = per * (t * o.alpha + (1 - t) * (1 - o.alpha)) end
+  return reduce_loss(last_mean(per), o.reduction)
+end
+
+-- categorical_focal_crossentropy(pred, target (N, C) [, {alpha = 0.25, gamma = 2,
+-- from_logits = false, label_smoothing = 0, reduction}]): Keras's
+function defs_more.categorical_focal_crossentropy(pred, target, o)
+  local p, t = keras_pair("nn.categorical_focal_crossentropy", pred, target)
+  if p.ndim == 0 then raise("nn.categorical_focal_crossentropy: predictions need a class axis") end
+  local C = p.shape[p.ndim]
+  if o.label_smoothing > 0 then t = t * (1 - o.label_smoothing) + o.label_smoothing / C end
+  if o.from_logits then p = F.softmax(p, -1) end
+  local out = (p / p:sum(-1, { keepdims = true })):clip(EPS, 1 - EPS)
+  local per = ((1 - out) ^ o.gamma * o.alpha * (-(t * out:log()))):sum(-1)
+  return reduce_loss(per, o.reduction)
+end
+
+-- poisson(pred, target): Keras's mean(pred - target log(pred + eps)) over the last axis
+function defs_more.poisson(pred, target, o)
+  local p, t = keras_pair("nn.poisson", pred, target)
+  return reduce_loss(last_mean(p - t * (p + EPS):log()), o.reduction)
+end
+
+-- mean_absolute_percentage_error / mean_squared_logarithmic_error (Keras's, per sample)
+function defs_more.mean_absolute_percentage_error(pred, target, o)
+  local p, t = keras_pair("nn.mean_absolute_percentage_error", pred, target)
+  return reduce_loss(last_mean(((t - p) / t:abs():maximum(EPS)):abs()) * 100, o.reduction)
+end
+function defs_more.mean_squared_logarithmic_error(pred, target, o)
+  local p, t = keras_pair("nn.mean_squared_logarithmic_error", pred, target)
+  return reduce_loss(last_mean(((p:maximum(EPS) + 1):log() - (t:maximum(EPS) + 1):log()):square()), o.reduction)
+end
+
+-- cosine_similarity(pred, target [, {axis = -1}]): Keras's loss, -cos (l2-normalised, eps 1e-12)
+function defs_more.cosine_similarity(pred, target, o)
+  local p, t = keras_pair("nn.cosine_similarity", pred, target)
+  local ax = o.axis
+  local function unit(a) return a / a:square():sum(ax, { keepdims = true }):maximum(1e-12):sqrt() end
+  return reduce_loss(-(unit(t) * unit(p)):sum(ax), o.reduction)
+end
+
+-- log_cosh(pred, target): mean over the last axis of log(cosh(pred - target)), computed
+-- as x + softplus(-2x) - log 2 (no overflow)
+function defs_more.log_cosh(pred, target, o)
+  local p, t = keras_pair("nn.log_cosh", pred, target)
+  local x = p - t
+  return reduce_loss(last_mean(x + (x * -2):softplus() - math.log(2)), o.reduction)
+end
+
+-- hinge / squared_hinge(pred, target of -1/1 or 0/1): Keras's
+function defs_more.hinge(pred, target, o)
+  local p, t = keras_pair("nn.hinge", pred, target)
+  return reduce_loss(last_mean((1 - hinge_labels(t) * p):maximum(0)), o.reduction)
+end
+function defs_more.squared_hinge(pred, target, o)
+  local p, t = keras_pair("nn.squared_hinge", pred, target)
+  return reduce_loss(last_mean((1 - hinge_labels(t) * p):maximum(0):square()), o.reduction)
+end
+
+-- dice(pred, target [, {axis}]): Keras's 1 - 2 sum(t p) / (sum(t) + sum(p) + eps), over
+-- every element (axis nil: one value) or over the listed axes (a value per rest)
+function defs_more.dice(pred, target, o)
+  local p, t = keras_pair("nn.dice", pred, target)
+  local ax = o.axis
+  if type(ax) == "number" then ax = { ax } end
+  local function total(v) return ax and v:sum(ax) or v:sum() end
+  local per = 1 - total(t * p) * 2 / (total(t) + total(p) + EPS)
+  return reduce_loss(per, o.reduction)
+end
+
+-- PyTorch's poisson_nll_loss(input, target [, {log_input = true, full = false, eps = 1e-8,
+-- reduction}]): exp(input) - target input, or input - target log(input + eps); full adds
+-- Stirling's term where target > 1
+function defs_more.poisson_nll_loss(x, t, o)
+  same_shape("nn.poisson_nll_loss", x, t)
+  t = t:astype(x.dtype)
+  local per = o.log_input and (x:exp() - t * x) or (x - t * (x + o.eps):log())
+  if o.full then
+    local safe = t:maximum(1)
+    local stirling = safe * safe:log() - safe + (safe * (2 * math.pi)):log() * 0.5
+    per = per + gpu.where(t:gt(1), stirling, 0)
+  end
+  return reduce_loss(per, o.reduction)
+end
+
+-- hinge_embedding_loss(input, target of 1 / -1 [, {margin = 1, reduction}]): input where
+-- target is 1, max(0, margin - input) where it is -1
+function defs_more.hinge_embedding_loss(x, y, o)
+  same_shape("nn.hinge_embedding_loss", x, y)
+  local yd = y:astype(x.dtype)
+  local per = gpu.where(yd:eq(1), x, 0) + gpu.where(yd:eq(-1), (o.margin - x):maximum(0), 0)
+  return reduce_loss(per, o.reduction)
+end
+
+-- soft_margin_loss(input, target of 1 / -1): log(1 + exp(-target input))
+function defs_more.soft_margin_loss(x, y, o)
+  same_shape("nn.soft_margin_loss", x, y)
+  return reduce_loss((-(y:astype(x.dtype) * x)):softplus(), o.reduction)
+end
+
+-- multilabel_soft_margin_loss(input (N, C), target (N, C) of 0/1 [, {weight (C), reduction}]):
+-- per sample -mean over classes of w (t log sigmoid(x) + (1 - t) log sigmoid(-x))
+function defs_more.multilabel_soft_margin_loss(x, y, o)
+  local fname = "nn.multilabel_soft_margin_loss"
+  same_shape(fname, x, y)
+  local t = y:astype(x.dtype)
+  local per = t * (-x):softplus() + (1 - t) * x:softplus()
+  if o.weight ~= nil then
+    if o.weight.ndim ~= 1 or o.weight.shape[1] ~= x.shape[x.ndim] then
+      raise("%s: weight must hold one value per class (%d), got shape %s", fname, x.shape[x.ndim], shape_str(o.weight.shape))
+    end
+    per = per * o.weight:to(x.device):astype(x.dtype)
+  end
+  return reduce_loss(x.ndim > 0 and per:mean(-1) or per, o.reduction)
+end
+
+-- multi_margin_loss(input (N, C), labels (N) in 1..C [, {p = 1, margin = 1, weight,
+-- reduction}]): per sample the sum over the other classes of max(0, margin - x[y] + x[i])^p,
+-- times weight[y], over C
+function defs_more.multi_margin_loss(x, labels, o)
+  local fname = "nn.multi_margin_loss"
+  local N, C = check_pred(fname, x, "input")
+  check_labels(fname, labels, C, { n = N })
+  local oh = F.onehot(labels, C, x.dtype, x.device)
+  local xy = (x * oh):sum(2, { keepdims = true })
+  local m = (x - xy + o.margin):maximum(0) * (1 - oh)
+  if o.p == 2 then m = m:square() end
+  local per = m:sum(2) / C
+  if o.weight ~= nil then
+    if o.weight.ndim ~= 1 or o.weight.shape[1] ~= C then
+      raise("%s: weight must hold one value per class (%d), got shape %s", fname, C, shape_str(o.weight.shape))
+    end
+    per = per * (oh * o.weight:to(x.device):astype(x.dtype)):sum(2)
+  end
+  return reduce_loss(per, o.reduction)
+end
+
+local keras2 = "gpu.full({2, 3}, 0.5), gpu.ones(2, 3)"
+local more_decls = {
+  { "binary_focal_crossentropy", nil, keras2, { apply_class_balancing = { type = "boolean", default = false },
+    alpha = { type = "number", min = 0, max = 1, default = 0.25 }, gamma = { type = "number", min = 0, default = 2 },
+    from_logits = logits_flag, label_smoothing = smoothing, reduction = reduction } },
+  { "categorical_focal_crossentropy", nil, keras2, { alpha = { type = "number", min = 0, default = 0.25 },
+    gamma = { type = "number", min = 0, default = 2 }, from_logits = logits_flag, label_smoothing = smoothing,
+    reduction = reduction } },
+  { "poisson", nil, keras2, { reduction = reduction } },
+  { "mean_absolute_percentage_error", nil, keras2, { reduction = reduction } },
+  { "mean_squared_logarithmic_error", nil, keras2, { reduction = reduction } },
+  { "cosine_similarity", nil, keras2, { axis = { type = "integer", default = -1 }, reduction = reduction } },
+  { "log_cosh", nil, keras2, { reduction = reduction } },
+  { "hinge", nil, keras2, { reduction = reduction } },
+  { "squared_hinge", nil, keras2, { reduction = reduction } },
+  { "dice", nil, keras2, { axis = { type = "integer|table", what = "an axis or a list of axes" }, reduction = reduction } },
+  { "poisson_nll_loss", "PoissonNLLLoss", same2, { log_input = { type = "boolean", default = true },
+    full = { type = "boolean", default = false }, eps = { type = "number", min = 0, default = 1e-8 },
+    reduction = reduction } },
+  { "hinge_embedding_loss", "HingeEmbeddingLoss", "gpu.ones(2), gpu.array({1, -1})",
+    { margin = { type = "number", default = 1 }, reduction = reduction } },
+  { "soft_margin_loss", "SoftMarginLoss", "gpu.ones(2), gpu.array({1, -1})", { reduction = reduction } },
+  { "multilabel_soft_margin_loss", "MultiLabelSoftMarginLoss", keras2, { weight = class_weights, reduction = reduction } },
+  { "multi_margin_loss", "MultiMarginLoss", labels3, { p = { type = "integer", min = 1, max = 2, default = 1 },
+    margin = { type = "number", default = 1 }, weight = class_weights, reduction = reduction } },
+}
+for _, d in ipairs(more_decls) do
+  local name, module_name, args, keys = d[1], d[2], d[3], d[4]
+  local fn = defs_more[name]
+  local decl = options.declare("nn." .. name, keys, { example = ("gpu.nn.%s(%s, %%s)"):format(name, args) })
+  L[name] = function(a, b, opts) return fn(a, b, decl:check(opts, 3)) end
+  if module_name then
+    local mdecl = options.declare("nn." .. module_name, keys,
+      { example = ("gpu.nn.%s(%%s)(%s)"):format(module_name, args) })
+    local cls = module.class(module_name)
+    function cls:init(opts) self.opts = mdecl:check(opts, 1) end
+    function cls:forward(a, b) return fn(a, b, self.opts) end
+    L[module_name] = cls
+  end
+end
+L.mape, L.msle, L.logcosh = L.mean_absolute_percentage_error, L.mean_squared_logarithmic_error, L.log_cosh
+
+-- gaussian_nll_loss(input, target, var [, {full = false, eps = 1e-6, reduction}]): PyTorch's
+-- 0.5 (log max(var, eps) + (input - target)^2 / max(var, eps)) (+ 0.5 log 2 pi with full);
+-- var of input's shape, or one less axis / a last axis of 1 (one variance per sample)
+local GNLL_KEYS = { full = { type = "boolean", default = false }, eps = { type = "number", min = 0, default = 1e-6 },
+  reduction = reduction }
+local function gaussian_nll(x, t, var, o)
+  local fname = "nn.gaussian_nll_loss"
+  same_shape(fname, x, t)
+  check_array(var, fname, 3, "var")
+  local v = var:astype(x.dtype)
+  if shape_str(v.shape) ~= shape_str(x.shape) then
+    if v.ndim == x.ndim - 1 then
+      local shape = { table.unpack(v.shape) }
+      shape[#shape + 1] = 1
+      v = v:reshape(table.unpack(shape))
+    end
+    local ok = v.ndim == x.ndim and v.shape[v.ndim] == 1
+    for d = 1, x.ndim - 1 do ok = ok and v.shape[d] == x.shape[d] end
+    if not ok then raise("%s: var %s does not fit input %s", fname, shape_str(var.shape), shape_str(x.shape)) end
+  end
+  if v:lt(0):any():item() then raise("%s: var has negative entries", fname) end
+  v = v:detach():maximum(o.eps) + (v - v:detach())        -- clamped, with var's gradient (as PyTorch's)
+  local per = ((v:log() + (x - t):square() / v) * 0.5)
+  if o.full then per = per + 0.5 * math.log(2 * math.pi) end
+  return reduce_loss(per, o.reduction)
+end
+local GNLL = options.declare("nn.gaussian_nll_loss", GNLL_KEYS,
+  { example = "gpu.nn.gaussian_nll_loss(gpu.ones(2), gpu.zeros(2), gpu.ones(2), %s)" })
+L.gaussian_nll_loss = function(x, t, var, opts) return gaussian_nll(x, t, var, GNLL:check(opts, 4)) end
+do
+  local mdecl = options.declare("nn.GaussianNLLLoss", GNLL_KEYS,
+    { example = "gpu.nn.GaussianNLLLoss(%s)(gpu.ones(2), gpu.zeros(2), gpu.ones(2))" })
+  local cls = module.class("GaussianNLLLoss")
+  function cls:init(opts) self.opts = mdecl:check(opts, 1) end
+  function cls:forward(x, t, var) return gaussian_nll(x, t, var, self.opts) end
+  L.GaussianNLLLoss = cls
+end
+
 -- losses by Keras name (compile{loss = "..."})
 L.losses = {
   sparse_categorical_crossentropy = L.sparse_categorical_crossentropy,
@@ -459,6 +728,10 @@ L.losses = {
   kld = L.kl_divergence, categorical_hinge = L.categorical_hinge,
   binary_crossentropy = L.binary_cross_entropy,
   binary_crossentropy_from_logits = L.binary_cross_entropy_with_logits,
+  binary_focal_crossentropy = L.binary_focal_crossentropy, categorical_focal_crossentropy = L.categorical_focal_crossentropy,
+  poisson = L.poisson, mean_absolute_percentage_error = L.mape, mape = L.mape,
+  mean_squared_logarithmic_error = L.msle, msle = L.msle, cosine_similarity = L.cosine_similarity,
+  log_cosh = L.log_cosh, logcosh = L.log_cosh, hinge = L.hinge, squared_hinge = L.squared_hinge, dice = L.dice,
 }
 
 return L
