@@ -534,9 +534,10 @@ function defs_more.mean_squared_logarithmic_error(pred, target, o)
   return reduce_loss(last_mean(((p:maximum(EPS) + 1):log() - (t:maximum(EPS) + 1):log()):square()), o.reduction)
 end
 
--- cosine_similarity(pred, target [, {axis = -1}]): Keras's loss, -cos (l2-normalised, eps 1e-12)
-function defs_more.cosine_similarity(pred, target, o)
-  local p, t = keras_pair("nn.cosine_similarity", pred, target)
+-- cosine_similarity_loss(pred, target [, {axis = -1}]): Keras's cosine_similarity loss, -cos
+-- (l2-normalised, eps 1e-12); nn.cosine_similarity is PyTorch's functional similarity
+function defs_more.cosine_similarity_loss(pred, target, o)
+  local p, t = keras_pair("nn.cosine_similarity_loss", pred, target)
   local ax = o.axis
   local function unit(a) return a / a:square():sum(ax, { keepdims = true }):maximum(1e-12):sqrt() end
   return reduce_loss(-(unit(t) * unit(p)):sum(ax), o.reduction)
@@ -649,7 +650,7 @@ local more_decls = {
   { "poisson", nil, keras2, { reduction = reduction } },
   { "mean_absolute_percentage_error", nil, keras2, { reduction = reduction } },
   { "mean_squared_logarithmic_error", nil, keras2, { reduction = reduction } },
-  { "cosine_similarity", nil, keras2, { axis = { type = "integer", default = -1 }, reduction = reduction } },
+  { "cosine_similarity_loss", nil, keras2, { axis = { type = "integer", default = -1 }, reduction = reduction } },
   { "log_cosh", nil, keras2, { reduction = reduction } },
   { "hinge", nil, keras2, { reduction = reduction } },
   { "squared_hinge", nil, keras2, { reduction = reduction } },
@@ -730,7 +731,7 @@ L.losses = {
   binary_crossentropy_from_logits = L.binary_cross_entropy_with_logits,
   binary_focal_crossentropy = L.binary_focal_crossentropy, categorical_focal_crossentropy = L.categorical_focal_crossentropy,
   poisson = L.poisson, mean_absolute_percentage_error = L.mape, mape = L.mape,
-  mean_squared_logarithmic_error = L.msle, msle = L.msle, cosine_similarity = L.cosine_similarity,
+  mean_squared_logarithmic_error = L.msle, msle = L.msle, cosine_similarity = L.cosine_similarity_loss,
   log_cosh = L.log_cosh, logcosh = L.log_cosh, hinge = L.hinge, squared_hinge = L.squared_hinge, dice = L.dice,
 }
 
