@@ -86,6 +86,7 @@ local input_shape_key = { type = "integer|table", check = shape_list }
 
 local not_implemented = { unsupported = "regularizers and constraints are not implemented" }
 local DENSE = options.declare("nn.Dense", module.with_placement {
+  name = { type = "string" },
   activation = { type = "string|callable", choices = activation_names, default = "linear" },
   input_shape = input_shape_key,
   input_dim = { type = "integer", min = 1 },
@@ -97,7 +98,7 @@ local DENSE = options.declare("nn.Dense", module.with_placement {
 }, { example = "gpu.nn.Dense(4, %s)" })
 
 -- Dense(units [, activation] [, {activation =, input_shape =, use_bias = true,
--- kernel_initializer =, bias_initializer = "zeros", dtype =, device =}]): Keras's layer;
+-- kernel_initializer =, bias_initializer = "zeros", name =, dtype =, device =}]): Keras's layer;
 -- the kernel (in, units) is built at the first call unless input_shape says the width.
 local Dense = class("Dense")
 function Dense:init(units, act, opts)
@@ -112,6 +113,7 @@ function Dense:init(units, act, opts)
     o = DENSE:check(opts, 2)
   end
   self.units, self.opts = units, o
+  if o.name then self.name = o.name end                -- Keras's layer name (a functional model's)
   self.activation_name = type(o.activation) == "string" and o.activation or "custom"
   self.activation = activations[o.activation] or o.activation
   local s = o.input_shape or o.input_dim

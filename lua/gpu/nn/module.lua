@@ -68,6 +68,8 @@ function M.class(name, parent)
   local cls = { __name = name }
   cls.__index = cls
   cls.__call = function(self, ...)
+    -- symbolic tensors (Keras's functional API, nn/keras_functional.lua) record the call
+    if M.symbolic_call ~= nil and M.has_symbolic(...) then return M.symbolic_call(self, ...) end
     if rawget(self, "_hooks") == nil then return self:forward(...) end
     return M.call_hooked(self, ...)
   end
