@@ -36,8 +36,12 @@ local EXPECT = {
   profiling = { "gpu%.profile on %S+: %d+ ops", "matmul%s+6%s+[%d.]+", "busiest op: %S+, %d+ calls", "profiling ok" },
   signal = { "rms error against the clean signal 0%.8%d+ %-> 0%.1%d+", "strongest tones: 5 Hz and 12 Hz",
              "spectrogram: 249 frames of 256 samples", "signal ok" },
+  keras_functional = { "x_train shape: 600x28x28x1", "conv2d_1 %(Conv2D%)%s+%(None, 11, 11, 64%)%s+18496",
+                       "Total params: 34826", "val_precision: [%d.]+", "Test accuracy: 0%.%d+",
+                       "Test precision: [%d.]+, recall: [%d.]+", "keras_functional ok" },
 }
-local NAMES = { "arrays", "matmul", "check_gpu", "cpu_vs_gpu", "memory", "transfers", "profiling", "signal" }
+local NAMES = { "arrays", "matmul", "check_gpu", "cpu_vs_gpu", "memory", "transfers", "profiling", "signal",
+                "keras_functional" }
 
 describe("examples", function()
   for _, dev in ipairs(h.devices()) do
