@@ -33,6 +33,47 @@ for _, dev in ipairs(h.devices()) do
   end)
 end
 
+-- the arrays Keras's set_weights fills, in its order, for each kind of layer of FX.more
+local WEIGHTS = {
+  Conv1D = { "kernel", "bias" }, TimeDistributed = { "kernel", "bias" },
+  BatchNormalization = { "gamma", "beta", "moving_mean", "moving_variance" }, LayerNormalization = { "gamma", "beta" },
+}
+
+for _, dev in ipairs(h.devices()) do
+  describe("more of Keras's layers on " .. dev, function()
+    for _, c in ipairs(FX.more) do
+      it(c.name .. " gives Keras's output", function()
+        local layer = assert(load("return " .. c.ctor, c.name, "t", { nn = nn }))()
+        layer:to(dev)
+        local x = arr(c.input, dev)
+        local kind = getmetatable(layer).__name
+        if c.name:match("^batchnorm inference") then layer:eval() end
+        if c.weights then
+          gpu.no_grad(function() layer(x) end)              -- builds from x
+          local target = kind == "TimeDistributed" and layer.layer or layer
+          gpu.no_grad(function()
+            for i, name in ipairs(WEIGHTS[kind]) do target[name][{}] = arr(c.weights[i], dev) end
+          end)
+        end
+        if kind == "Normalization" then layer:adapt(x) end
+        local y = layer(x)
+        local function close(want, got, what)
+          assert.same(want.shape, got.shape, what)
+          local g = got:to("cpu"):reshape(-1):totable()
+          for i, v in ipairs(want.values) do
+            assert(math.abs(v - g[i]) <= 3e-5 * math.max(1, math.abs(v)), ("%s[%d]: %.9g, Keras %.9g"):format(what, i, g[i], v))
+          end
+        end
+        close(c.output, y, c.name)
+        if c.after then
+          close(c.after[1], layer.moving_mean, "moving_mean")
+          close(c.after[2], layer.moving_variance, "moving_variance")
+        end
+      end)
+    end
+  end)
+end
+
 describe("Keras's conv and pooling layers", function()
   it("build at the first call, train, and work in a functional model", function()
     local inputs = nn.Input({ 8, 8, 1 })
@@ -65,6 +106,16 @@ describe("Keras's conv and pooling layers", function()
       { function() return nn.Conv2D(3, 3, { groups = 2 }) end, "filters (3) must be divisible by groups (2)" },
       { function() return nn.MaxPooling2D(0) end, "pool_size" },
       { function() return nn.GlobalAveragePooling2D({ data_format = "nhwc" }) end, "data_format" },
+      { function() return nn.Conv1D(2, 3)(gpu.ones(2, 5)) end, "expected a 3-D input" },
+      { function() return nn.Conv1D(2, 4)(gpu.ones(1, 2, 1)) end, "shorter than the kernel" },
+      { function() return nn.Cropping1D({ 3, 3 })(gpu.ones(1, 6, 2)) end, "leaves nothing" },
+      { function() return nn.ZeroPadding2D({ 1, -1 }) end, "an integer >= 0 or a pair" },
+      { function() return nn.TimeDistributed(42) end, "a layer expected" },
+      { function() return nn.TimeDistributed(nn.Dense(2))(gpu.ones(2, 3)) end, "expected (N, T, ...)" },
+      { function() return nn.BatchNormalization({ axis = 3 })(gpu.ones(2, 3)) end, "axis 3 is out of range" },
+      { function() return nn.Normalization()(gpu.ones(2, 3)) end, "no mean and variance yet" },
+      { function() return nn.Normalization({ mean = 0 }) end, "give mean and variance together" },
+      { function() return nn.SpatialDropout1D({}) end, "rate is required" },
     }
     for _, c in ipairs(cases) do
       local ok, err = pcall(c[1])

@@ -201,4 +201,355 @@ for _, d in ipairs({ { "GlobalAveragePooling2D", false }, { "GlobalMaxPooling2D"
   KL[cname] = cls
 end
 
+-- ---- Conv1D ------------------------------------------------------------------------------------
+
+local CONV1D = options.declare("nn.Conv1D", module.with_placement {
+  strides = { type = "integer", min = 1, default = 1 }, padding = { choices = { "valid", "same", "causal" }, default = "valid" },
+  data_format = { choices = { "channels_last", "channels_first" }, default = "channels_last" },
+  dilation_rate = { type = "integer", min = 1, default = 1 }, groups = { type = "integer", min = 1, default = 1 },
+  activation = { type = "string|callable", choices = act_names, default = "linear" },
+  use_bias = { type = "boolean", default = true },
+  kernel_initializer = { choices = { "glorot_uniform", "he_uniform", "he_normal", "glorot_normal" }, default = "glorot_uniform" },
+  bias_initializer = { choices = { "zeros", "ones" }, default = "zeros" },
+  input_shape = { type = "table" }, name = { type = "string" },
+}, { example = "gpu.nn.Conv1D(2, 3, %s)(gpu.ones(1, 5, 1))" })
+
+-- Conv1D(filters, kernel_size [, {strides, padding = "valid" | "same" | "causal", ...}]):
+-- over (N, L, C) (channels_first: (N, C, L)); kernel (k, in / groups, filters)
+local Conv1D = class("Conv1D")
+function Conv1D:init(filters, kernel_size, opts)
+  local fname = "nn.Conv1D"
+  if math.type(filters) ~= "integer" or filters < 1 then argerror(fname, 1, "filters must be an integer >= 1, got %s", type_name(filters)) end
+  if math.type(kernel_size) ~= "integer" or kernel_size < 1 then
+    argerror(fname, 2, "kernel_size must be an integer >= 1, got %s", type_name(kernel_size))
+  end
+  local o = CONV1D:check(opts, 3)
+  if filters % o.groups ~= 0 then raise("%s: filters (%d) must be divisible by groups (%d)", fname, filters, o.groups) end
+  self.filters, self.kernel_size, self.opts = filters, kernel_size, o
+  self.channels_last = o.data_format == "channels_last"
+  self.activation = acts[o.activation] or o.activation
+  if o.name then self.name = o.name end
+  if o.input_shape then local sh = o.input_shape self:build(self.channels_last and sh[#sh] or sh[1]) end
+end
+function Conv1D:build(cin, device)
+  local g = self.opts.groups
+  if cin % g ~= 0 then raise("nn.Conv1D: %d input channels are not divisible by groups (%d)", cin, g) end
+  local p = module.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or device }
+  local k = self.kernel_size
+  local fan_in, fan_out = k * cin // g, k * self.filters // g
+  local shape = { k, cin // g, self.filters }
+  local init = self.opts.kernel_initializer
+  local w
+  if init == "glorot_uniform" then local lim = math.sqrt(6 / (fan_in + fan_out)) w = gpu.random.uniform(-lim, lim, shape, p)
+  elseif init == "glorot_normal" then w = gpu.random.normal(0, math.sqrt(2 / (fan_in + fan_out)), shape, p)
+  elseif init == "he_uniform" then local lim = math.sqrt(6 / fan_in) w = gpu.random.uniform(-lim, lim, shape, p)
+  else w = gpu.random.normal(0, math.sqrt(2 / fan_in), shape, p) end
+  self.in_channels = cin
+  self:register_parameter("kernel", w)
+  if self.opts.use_bias then
+    self:register_parameter("bias", (self.opts.bias_initializer == "ones" and gpu.ones or gpu.zeros)({ self.filters }, p))
+  end
+end
+function Conv1D:forward(x)
+  local fname = ("Conv1D(%d)"):format(self.filters)
+  check_array(x, fname, 1, "input")
+  if x.ndim ~= 3 then raise("%s: expected a 3-D input (N, L, C) or (N, C, L), got %s", fname, shape_str(x.shape)) end
+  local cl = self.channels_last
+  local cin = cl and x.shape[3] or x.shape[2]
+  if self.in_channels == nil then self:build(cin, x.device) end
+  if cin ~= self.in_channels then raise("%s: expected %d input channels, got %d", fname, self.in_channels, cin) end
+  local xc = (cl and x:transpose(2, 3) or x):unsqueeze(3)          -- (N, C, 1, L)
+  local k, s, d = self.kernel_size, self.opts.strides, self.opts.dilation_rate
+  local ek = (k - 1) * d + 1
+  if self.opts.padding == "causal" then
+    xc = gpu.pad(xc, { { 0, 0 }, { 0, 0 }, { 0, 0 }, { ek - 1, 0 } })
+  elseif self.opts.padding == "same" then
+    local a, b = same_pad(xc.shape[4], k, s, d)
+    if a + b > 0 then xc = gpu.pad(xc, { { 0, 0 }, { 0, 0 }, { 0, 0 }, { a, b } }) end
+  end
+  if xc.shape[4] < ek then raise("%s: an input of length %d is shorter than the kernel's %d", fname, xc.shape[4], ek) end
+  local w = self.kernel:permute({ 3, 2, 1 }):unsqueeze(3)          -- (filters, in / groups, 1, k)
+  local y = F.conv2d(xc, w, self.bias, { stride = { 1, s }, dilation = { 1, d }, groups = self.opts.groups }):squeeze(3)
+  y = self.activation(y)
+  return cl and y:transpose(2, 3):contiguous() or y
+end
+KL.Conv1D = Conv1D
+
+-- ---- padding, cropping, noise, spatial dropout, TimeDistributed -------------------------------
+
+local function keras_simple(cname, keys, positional, init, forward, example, required)
+  local ctor = "%s"
+  if required then ctor = ("(function(t) for k, v in pairs(%s) do if t[k] == nil then t[k] = v end end return t end)(%%s)")
+    :format(required) end
+  local decl = options.declare("nn." .. cname, keys, { example = ("gpu.nn.%s(%s)(%s)"):format(cname, ctor, example) })
+  local cls = class(cname)
+  function cls:init(first, ...)
+    local opts = first
+    if first ~= nil and (type(first) ~= "table" or getmetatable(first) ~= nil or first[1] ~= nil) then
+      opts = {}
+      local args = table.pack(first, ...)
+      for i, k in ipairs(positional) do opts[k] = args[i] end
+      local last = args[#positional + 1]
+      if type(last) == "table" and getmetatable(last) == nil then for kk, vv in pairs(last) do opts[kk] = vv end end
+    end
+    self.opts = decl:check(opts, 1)
+    if self.opts.name then self.name = self.opts.name end
+    if init then init(self, self.opts, "nn." .. cname) end
+  end
+  cls.forward = forward
+  KL[cname] = cls
+  return cls
+end
+
+-- Keras's padding / cropping amounts: n, {a, b} (1-D) or, 2-D, n, {h, w}, {{top, bottom}, {left, right}}
+local function amounts(fname, v, dims)
+  local function pr(x, what)
+    if math.type(x) == "integer" and x >= 0 then return { x, x } end
+    if type(x) == "table" and #x == 2 and math.type(x[1]) == "integer" and math.type(x[2]) == "integer" and x[1] >= 0 and x[2] >= 0 then
+      return { x[1], x[2] }
+    end
+    raise("%s: %s must be an integer >= 0 or a pair of them, got %s", fname, what, type_name(x))
+  end
+  if dims == 1 then return { pr(v, "the amount") } end
+  if math.type(v) == "integer" then return { pr(v, "the amount"), pr(v, "the amount") } end
+  if type(v) ~= "table" or #v ~= 2 then raise("%s: an integer, {h, w} or {{top, bottom}, {left, right}} expected, got %s", fname, type_name(v)) end
+  if type(v[1]) == "table" then return { pr(v[1], "the rows'"), pr(v[2], "the columns'") } end
+  return { pr(v[1], "the rows'"), pr(v[2], "the columns'") }
+end
+
+local FMT = { choices = { "channels_last", "channels_first" }, default = "channels_last" }
+for _, d in ipairs({ { "ZeroPadding1D", 1, 1 }, { "ZeroPadding2D", 2, 1 }, { "Cropping1D", 1, 0 }, { "Cropping2D", 2, 0 } }) do
+  local cname, dims, is_pad = d[1], d[2], d[3] == 1
+  local key = is_pad and "padding" or "cropping"
+  keras_simple(cname, { [key] = { type = "integer|table", default = 1 }, data_format = FMT, name = { type = "string" } }, { key },
+    function(self, o, fname) self.amount = amounts(fname, o[key], dims) end,
+    function(self, x)
+      local fname = "nn." .. cname
+      check_array(x, fname, 1, "input")
+      if x.ndim ~= dims + 2 then raise("%s: expected a %d-D input, got %s", fname, dims + 2, shape_str(x.shape)) end
+      local first = self.opts.data_format == "channels_last" and 2 or 3
+      if is_pad then
+        local width = {}
+        for a = 1, x.ndim do width[a] = { 0, 0 } end
+        for i = 1, dims do width[first + i - 1] = self.amount[i] end
+        return gpu.pad(x, width)
+      end
+      local key_ = {}
+      for a = 1, x.ndim do key_[a] = ":" end
+      for i = 1, dims do
+        local ax, c = first + i - 1, self.amount[i]
+        if c[1] + c[2] >= x.shape[ax] then
+          raise("%s: cropping %d and %d from an axis of %d leaves nothing", fname, c[1], c[2], x.shape[ax])
+        end
+        key_[ax] = { c[1] + 1, x.shape[ax] - c[2] }
+      end
+      return x[key_]:contiguous()
+    end, dims == 1 and "gpu.ones(1, 4, 2)" or "gpu.ones(1, 4, 4, 2)")
+end
+
+for _, d in ipairs({ { "SpatialDropout1D", 1 }, { "SpatialDropout2D", 2 } }) do
+  local cname, dims = d[1], d[2]
+  keras_simple(cname, { rate = { type = "number", min = 0, max = 1, max_open = true }, data_format = FMT, name = { type = "string" } },
+    { "rate" }, function(_, o, fname) if o.rate == nil then raise("%s: rate is required", fname) end end,
+    function(self, x)
+      local fname = "nn." .. cname
+      check_array(x, fname, 1, "input")
+      if x.ndim ~= dims + 2 then raise("%s: expected a %d-D input, got %s", fname, dims + 2, shape_str(x.shape)) end
+      if not self.training or self.opts.rate == 0 then return x end
+      local shape = {}
+      local cl = self.opts.data_format == "channels_last"
+      for a = 1, x.ndim do
+        local keep = a == 1 or (cl and a == x.ndim) or (not cl and a == 2)
+        shape[a] = keep and x.shape[a] or 1
+      end
+      local q = 1 - self.opts.rate
+      return x * gpu.random.bernoulli(q, shape, { dtype = x.dtype, device = x.device }) * (1 / q)
+    end, dims == 1 and "gpu.ones(1, 4, 2)" or "gpu.ones(1, 4, 4, 2)", "{ rate = 0.5 }")
+end
+
+keras_simple("GaussianNoise", { stddev = { type = "number", min = 0 }, name = { type = "string" } }, { "stddev" },
+  function(_, o, fname) if o.stddev == nil then raise("%s: stddev is required", fname) end end,
+  function(self, x)
+    check_array(x, "nn.GaussianNoise", 1, "input")
+    if not self.training or self.opts.stddev == 0 then return x end
+    return x + gpu.random.normal(0, self.opts.stddev, x.shape, { dtype = x.dtype, device = x.device })
+  end, "gpu.ones(2, 3)", "{ stddev = 0.1 }")
+keras_simple("GaussianDropout", { rate = { type = "number", min = 0, max = 1, max_open = true }, name = { type = "string" } },
+  { "rate" }, function(_, o, fname) if o.rate == nil then raise("%s: rate is required", fname) end end,
+  function(self, x)
+    check_array(x, "nn.GaussianDropout", 1, "input")
+    local r = self.opts.rate
+    if not self.training or r == 0 then return x end
+    return x * gpu.random.normal(1, math.sqrt(r / (1 - r)), x.shape, { dtype = x.dtype, device = x.device })
+  end, "gpu.ones(2, 3)", "{ rate = 0.1 }")
+
+-- TimeDistributed(layer): layer applied to every step of (N, T, ...) as one batch (N T, ...)
+local TimeDistributed = class("TimeDistributed")
+function TimeDistributed:init(layer)
+  if not module.is_module(layer) then argerror("nn.TimeDistributed", 1, "a layer expected, got %s", type_name(layer)) end
+  self.layer = layer
+end
+function TimeDistributed:forward(x)
+  check_array(x, "nn.TimeDistributed", 1, "input")
+  if x.ndim < 3 then raise("nn.TimeDistributed: expected (N, T, ...), got %s", shape_str(x.shape)) end
+  local N, T = x.shape[1], x.shape[2]
+  local rest = {}
+  for a = 3, x.ndim do rest[#rest + 1] = x.shape[a] end
+  local y = self.layer(x:reshape(N * T, table.unpack(rest)))
+  local out = { N, T }
+  for a = 2, y.ndim do out[#out + 1] = y.shape[a] end
+  return y:reshape(table.unpack(out))
+end
+KL.TimeDistributed = TimeDistributed
+
+-- ---- BatchNormalization, LayerNormalization, Normalization -------------------------------------
+
+local BN = options.declare("nn.BatchNormalization", module.with_placement {
+  axis = { type = "integer", default = -1 }, momentum = { type = "number", min = 0, max = 1, default = 0.99 },
+  epsilon = { type = "number", min = 0, min_open = true, default = 1e-3 }, center = { type = "boolean", default = true },
+  scale = { type = "boolean", default = true }, name = { type = "string" },
+}, { example = "gpu.nn.BatchNormalization(%s)(gpu.ones(4, 3))" })
+
+-- the per-feature shape of x along axis (1-based after the batch; -1 the last) and its axis
+local function feature_axis(fname, x, axis)
+  local a = axis < 0 and x.ndim + 1 + axis or axis + 1
+  if a < 2 or a > x.ndim then raise("%s: axis %d is out of range for an input %s", fname, axis, shape_str(x.shape)) end
+  local shape = {}
+  for d = 1, x.ndim do shape[d] = d == a and x.shape[d] or 1 end
+  return a, shape
+end
+
+-- BatchNormalization([{axis = -1, momentum = 0.99, epsilon = 1e-3, center, scale}]): Keras's:
+-- gamma, beta, moving_mean, moving_variance (the batch's biased variance, moving = moving m +
+-- batch (1 - m)); built at the first call
+local BatchNormalization = class("BatchNormalization")
+function BatchNormalization:init(opts)
+  self.opts = BN:check(opts, 1)
+  if self.opts.name then self.name = self.opts.name end
+end
+function BatchNormalization:forward(x)
+  local fname = "nn.BatchNormalization"
+  check_array(x, fname, 1, "input")
+  local a, shape = feature_axis(fname, x, self.opts.axis)
+  local C = x.shape[a]
+  if self.features == nil then
+    local p = module.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or x.device }
+    self.features = C
+    if self.opts.scale then self:register_parameter("gamma", gpu.ones({ C }, p)) end
+    if self.opts.center then self:register_parameter("beta", gpu.zeros({ C }, p)) end
+    self:register_buffer("moving_mean", gpu.zeros({ C }, p))
+    self:register_buffer("moving_variance", gpu.ones({ C }, p))
+  end
+  if C ~= self.features then raise("%s: expected %d features on axis %d, got %d", fname, self.features, self.opts.axis, C) end
+  local axes = {}
+  for d = 1, x.ndim do if d ~= a then axes[#axes + 1] = d end end
+  local mean, var
+  if self.training then
+    mean = x:mean(axes, { keepdims = true })
+    var = (x - mean):square():mean(axes, { keepdims = true })
+    local m = self.opts.momentum
+    gpu.no_grad(function()
+      self.moving_mean[{}] = self.moving_mean * m + mean:detach():reshape(C) * (1 - m)
+      self.moving_variance[{}] = self.moving_variance * m + var:detach():reshape(C) * (1 - m)
+    end)
+  else
+    mean, var = self.moving_mean:reshape(table.unpack(shape)), self.moving_variance:reshape(table.unpack(shape))
+  end
+  local y = (x - mean) / (var + self.opts.epsilon):sqrt()
+  if self.gamma ~= nil then y = y * self.gamma:reshape(table.unpack(shape)) end
+  if self.beta ~= nil then y = y + self.beta:reshape(table.unpack(shape)) end
+  return y
+end
+KL.BatchNormalization = BatchNormalization
+
+local LN = options.declare("nn.LayerNormalization", module.with_placement {
+  axis = { type = "integer|table", default = -1 }, epsilon = { type = "number", min = 0, min_open = true, default = 1e-3 },
+  center = { type = "boolean", default = true }, scale = { type = "boolean", default = true }, name = { type = "string" },
+}, { example = "gpu.nn.LayerNormalization(%s)(gpu.ones(4, 3))" })
+
+-- LayerNormalization([{axis = -1 (or a list), epsilon = 1e-3, center, scale}]): Keras's, each
+-- sample normalised over the axes (1-based after the batch; -1 the last), gamma and beta of
+-- their shape
+local LayerNormalization = class("LayerNormalization")
+function LayerNormalization:init(opts)
+  self.opts = LN:check(opts, 1)
+  if self.opts.name then self.name = self.opts.name end
+end
+function LayerNormalization:forward(x)
+  local fname = "nn.LayerNormalization"
+  check_array(x, fname, 1, "input")
+  local list = type(self.opts.axis) == "table" and self.opts.axis or { self.opts.axis }
+  local axes, pshape = {}, {}
+  for d = 1, x.ndim do pshape[d] = 1 end
+  for _, ax in ipairs(list) do
+    local a = feature_axis(fname, x, ax)
+    axes[#axes + 1] = a
+    pshape[a] = x.shape[a]
+  end
+  if self.pshape == nil then
+    local p = module.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or x.device }
+    local ps = {}
+    for _, a in ipairs(axes) do ps[#ps + 1] = x.shape[a] end
+    self.pshape = ps
+    if self.opts.scale then self:register_parameter("gamma", gpu.ones(ps, p)) end
+    if self.opts.center then self:register_parameter("beta", gpu.zeros(ps, p)) end
+  end
+  local mean = x:mean(axes, { keepdims = true })
+  local var = (x - mean):square():mean(axes, { keepdims = true })
+  local y = (x - mean) / (var + self.opts.epsilon):sqrt()
+  if self.gamma ~= nil then y = y * self.gamma:reshape(table.unpack(pshape)) end
+  if self.beta ~= nil then y = y + self.beta:reshape(table.unpack(pshape)) end
+  return y
+end
+KL.LayerNormalization = LayerNormalization
+
+local NORM = options.declare("nn.Normalization", { axis = { type = "integer", default = -1 }, mean = { type = "number|table|array" },
+  variance = { type = "number|table|array" }, invert = { type = "boolean", default = false }, name = { type = "string" } },
+  { example = "gpu.nn.Normalization((function(t) t.mean = t.mean or 0; t.variance = t.variance or 1 return t end)(%s))(gpu.ones(2, 3))" })
+
+-- Normalization([{axis = -1, mean, variance, invert = false}]): (x - mean) / max(sqrt(var),
+-- 1e-7) per feature on axis; n:adapt(data) computes mean and variance from data (an array
+-- (N, ...)); invert maps back
+local Normalization = class("Normalization")
+function Normalization:init(opts)
+  local o = NORM:check(opts, 1)
+  self.opts = o
+  if o.name then self.name = o.name end
+  if (o.mean == nil) ~= (o.variance == nil) then raise("nn.Normalization: give mean and variance together, or adapt()") end
+  if o.mean ~= nil then
+    local function arr(v) return options.is_array(v) and v:astype("float32") or gpu.array(v, { dtype = "float32" }) end
+    self:register_buffer("mean", arr(o.mean))
+    self:register_buffer("variance", arr(o.variance))
+  end
+end
+function Normalization:adapt(data)
+  local fname = "Normalization:adapt"
+  check_array(data, fname, 1, "data")
+  if data.ndim < 1 or data.shape[1] == 0 then raise("%s: data has no samples", fname) end
+  local a = data.ndim >= 2 and feature_axis(fname, data, self.opts.axis) or nil
+  local axes = {}
+  for d = 1, data.ndim do if d ~= a then axes[#axes + 1] = d end end
+  local x = data:astype("float64")
+  local mean = x:mean(axes)
+  local var = (x - x:mean(axes, { keepdims = true })):square():mean(axes)
+  self:register_buffer("mean", mean:astype(data.dtype:match("float") and data.dtype or "float32"))
+  self:register_buffer("variance", var:astype(data.dtype:match("float") and data.dtype or "float32"))
+  return self
+end
+function Normalization:forward(x)
+  local fname = "nn.Normalization"
+  check_array(x, fname, 1, "input")
+  if self.mean == nil then raise("%s: no mean and variance yet (give them, or call adapt(data) first)", fname) end
+  local mean, var = self.mean, self.variance
+  if mean.ndim == 1 and x.ndim >= 2 and mean.size > 1 then
+    local _, shape = feature_axis(fname, x, self.opts.axis)
+    mean, var = mean:reshape(table.unpack(shape)), var:reshape(table.unpack(shape))
+  end
+  mean, var = mean:to(x.device):astype(x.dtype:match("float") and x.dtype or "float32"), var:to(x.device)
+  local sd = var:sqrt():maximum(1e-7):astype(mean.dtype)
+  if self.opts.invert then return x * sd + mean end
+  return (x - mean) / sd
+end
+KL.Normalization = Normalization
+
 return KL
