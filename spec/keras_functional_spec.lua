@@ -94,6 +94,31 @@ describe("Keras's functional API", function()
     same(nn.Dot(1, { normalize = true })({ a, a }), gpu.array({ { 1 } }))
   end)
 
+  it("has Keras's batch methods and weights accessors", function()
+    local i = nn.Input({ 3 })
+    local m = nn.Model(i, nn.Dense(2, "softmax")(nn.BatchNormalization()(nn.Dense(4, "relu")(i))))
+    m:compile{ optimizer = "adam", loss = "sparse_categorical_crossentropy", metrics = { "accuracy" } }
+    local x, y = gpu.random.randn(8, 3), gpu.array({ 1, 2, 1, 2, 1, 2, 1, 2 })
+    local w0 = m:get_weights()
+    assert.equal(8, #w0)                                  -- kernels, biases, gamma, beta, moving stats
+    assert.equal(4 * 3 + 4 + 4 + 4 + 4 * 2 + 2, m:count_params())
+    local loss, metrics = m:train_on_batch(x, y)
+    assert.equal("number", type(loss))
+    assert.equal("number", type(metrics.accuracy))
+    local tl, tm = m:test_on_batch(x, y)
+    assert.near(m:evaluate(x, y).loss, tl, 1e-6)
+    assert.near(m:evaluate(x, y).accuracy, tm.accuracy, 1e-12)
+    same(m:predict(x), m:predict_on_batch(x))
+    m:set_weights(w0)                                      -- back to before the step
+    for k, v in ipairs(m:get_weights()) do same(w0[k], v, 0) end
+    local bad = m:get_weights()
+    bad[2] = gpu.ones(5)
+    local ok, err = pcall(m.set_weights, m, bad)
+    assert.is_false(ok)
+    assert.matches("weight 2 has shape (5), the model's (4)", err, 1, true)
+    same(w0[1], m:get_weights()[1], 0)                     -- nothing written
+  end)
+
   it("refuses misuse by name", function()
     local i = nn.Input({ 3 })
     local y = nn.Dense(2)(i)

@@ -823,5 +823,93 @@ function Module:predict(x, opts)
   return #parts == 1 and parts[1]:copy() or gpu.concat(parts, 1)
 end
 
+-- ---- Keras's batch methods and weights --------------------------------------------------------
+
+-- train_on_batch(x, y) -> loss, {metric = value}: one optimizer step on one batch (the
+-- metrics of that batch, reset first, as Keras's reset_metrics = true)
+function Module:train_on_batch(x, y)
+  local fname = "Module:train_on_batch"
+  local k = compiled(self, fname)
+  check_xy(fname, x, y)
+  local dev = model_device(self)
+  if dev then x, y = x:to(dev), y:to(dev) end
+  local counts = new_counts(k)
+  local run = { cbs = { }, net = self }
+  local pred, lv = train_step(self, k, run, x, y, 1, 1)
+  local out = {}
+  if #k.metrics > 0 then
+    autograd.no_grad(add_counts, k, counts, pred, y)
+    for _, m in ipairs(k.metrics) do out[m.name] = metric_value(m, counts, x.shape[1]) end
+  end
+  return lv, out
+end
+
+-- test_on_batch(x, y) -> loss, {metric = value}: evaluate on one batch
+function Module:test_on_batch(x, y)
+  local fname = "Module:test_on_batch"
+  local k = compiled(self, fname)
+  check_xy(fname, x, y)
+  local r = in_eval(self, function() return run_eval(self, k, x, y, x.shape[1], false, { fname = fname }) end)
+  local loss = r.loss
+  r.loss = nil
+  return loss, r
+end
+
+-- predict_on_batch(x): the outputs of one batch (eval mode, nothing recorded)
+function Module:predict_on_batch(x)
+  local fname = "Module:predict_on_batch"
+  check_xy(fname, x, nil, true)
+  local dev = model_device(self)
+  if dev then x = x:to(dev) end
+  return in_eval(self, function() return autograd.no_grad(function() return self(x) end) end)
+end
+
+-- The arrays of Keras's weights: each module's parameters then buffers, modules in order
+local function weight_list(self)
+  local list = {}
+  local seen = {}
+  for _, m in ipairs(self:modules()) do
+    for _, kind in ipairs({ { "_pnames", "_params" }, { "_bnames", "_buffers" } }) do
+      for _, n in ipairs(rawget(m, kind[1]) or {}) do
+        local v = rawget(m, kind[2])[n]
+        if v ~= nil and not seen[v] then seen[v] = true; list[#list + 1] = v end
+      end
+    end
+  end
+  return list
+end
+
+-- get_weights() -> a list of copies (parameters and buffers, as Keras's model.weights)
+function Module:get_weights()
+  local out = {}
+  for i, v in ipairs(weight_list(self)) do out[i] = v:detach():copy() end
+  return out
+end
+
+-- set_weights(list): the weights from such a list, every shape checked before any is written
+function Module:set_weights(list)
+  local fname = "Module:set_weights"
+  if type(list) ~= "table" or options.is_array(list) then argerror(fname, 1, "a list of arrays expected, got %s", type_name(list)) end
+  local own = weight_list(self)
+  if #list ~= #own then raise("%s: the model has %d weights, the list %d", fname, #own, #list) end
+  local vals = {}
+  for i, v in ipairs(own) do
+    local w = list[i]
+    if not options.is_array(w) then argerror(fname, 1, "entry %d is %s, not an array", i, type_name(w)) end
+    if options.shape_str(w.shape) ~= options.shape_str(v.shape) then
+      raise("%s: weight %d has shape %s, the model's %s", fname, i, options.shape_str(w.shape), options.shape_str(v.shape))
+    end
+    vals[i] = w:to(v.device):astype(v.dtype)
+  end
+  autograd.no_grad(function() for i, v in ipairs(own) do v[{}] = vals[i] end end)
+end
+
+-- count_params(): the number of parameter elements
+function Module:count_params()
+  local n = 0
+  for _, p in ipairs(self:parameters()) do n = n + p.size end
+  return n
+end
+
 -- progress: the line formatting, for the specs (and progress.terminal_width to replace)
 return { progress = P }
