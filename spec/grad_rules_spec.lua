@@ -334,7 +334,8 @@ describe("gpu.autograd.rules", function()
     -- in-place ops and ops whose result cannot be traced back (a random permutation of x)
     -- are listed as errors on purpose: they have no entry
     local refused = {
-      ["random.permutation"] = true, ["random.choice"] = true, ["fused.cross_entropy_backward"] = true,
+      ["random.permutation"] = true, ["random.choice"] = true, ["random.permuted"] = true,
+      ["fused.cross_entropy_backward"] = true,
       ["fused.layer_norm_backward"] = true, ["fused.attention_backward"] = true,
       ["dnn.conv2d_backward_data"] = true, ["dnn.conv2d_backward_filter"] = true,
       ["dnn.max_pool2d_backward"] = true, ["dnn.avg_pool2d_backward"] = true,

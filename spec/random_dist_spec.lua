@@ -1,5 +1,5 @@
 -- spec/random_dist_spec.lua — NumPy's Generator distributions on gpu.random (the samplers of
--- kernels/random_dist.h and the compositions of lua/gpu/random_more.lua): statistics at a
+-- kernels/random_dist.h and the compositions of lua/gpu/random/more.lua): statistics at a
 -- fixed seed against SciPy's laws (spec/fixtures/random_dist.lua, written by
 -- spec/fixtures/gen_random_dist.py), shapes, dtypes and defaults, reproducibility, CPU/GPU
 -- equality, misuse.

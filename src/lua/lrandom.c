@@ -226,7 +226,7 @@ static int forward(lua_State *L, const char *name);
 static int l_choice(lua_State *L) {
   int first;
   gl_rng *g = call_generator(L, &first);
-  for (int i = first + 1; i <= lua_gettop(L) && i <= first + 2; i++)   /* p: lua/gpu/random_more.lua */
+  for (int i = first + 1; i <= lua_gettop(L) && i <= first + 2; i++)   /* p: lua/gpu/random/more.lua */
     if (lua_istable(L, i) && gl_lua_is_options(L, i)) {
       bool has_p = lua_getfield(L, i, "p") != LUA_TNIL;
       lua_pop(L, 1);
@@ -405,13 +405,13 @@ static int sample(lua_State *L, int which) {
 GL_RSAMPLERS(X)
 #undef X
 
-/* The parts written in Lua (lua/gpu/random_more.lua): name(generator or nil, args...). */
+/* The parts written in Lua (lua/gpu/random/more.lua): name(generator or nil, args...). */
 static int forward(lua_State *L, const char *name) {
   int first;
   gl_rng *g = call_generator(L, &first);
   int top = lua_gettop(L);
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "gpu.random_more");
+  lua_pushliteral(L, "gpu.random.more");
   lua_call(L, 1, 1);
   lua_getfield(L, -1, name);
   lua_remove(L, -2);

@@ -136,8 +136,12 @@ static gl_status la_run(const gl_backend *be, la_call *c, gl_dtype rt) {
     c->args.out[i] = st == GL_OK ? c->outs[i] : NULL;
     if (st != GL_OK) c->outs[i] = NULL;
   }
+  /* results with no element (an empty batch, or matrices of no rows or columns whose
+  ** results are empty too): nothing to compute, however long the batch */
+  bool empty = true;
+  for (int i = 0; i < 4; i++) if (c->outs[i] && c->outs[i]->size > 0) empty = false;
   int64_t bad = -1;
-  if (st == GL_OK) st = be->linalg(c->op, &c->args, &bad);
+  if (st == GL_OK && !empty) st = be->linalg(c->op, &c->args, &bad);
   if (st == GL_OK && bad >= 0) st = la_bad(c->x, bad, c->what);
   for (int i = 0; i < 4 && st == GL_OK; i++)
     if (c->outs[i]) st = la_give(c->outs[i], la_answer(c->dts[i], rt));

@@ -86,6 +86,14 @@ for _, name in ipairs {
   -- random draws (their parameters are numbers; bernoulli's p array gets no gradient)
   "random.rand", "random.randn", "random.uniform", "random.normal", "random.randint", "random.bernoulli",
   "random.seed", "random.get_state", "random.set_state",
+  -- NumPy's distributions (no reparameterised gradients: gpu.distributions' rsample has them)
+  "random.beta", "random.binomial", "random.chisquare", "random.dirichlet", "random.exponential", "random.f",
+  "random.gamma", "random.geometric", "random.gumbel", "random.hypergeometric", "random.laplace", "random.logistic",
+  "random.lognormal", "random.logseries", "random.multinomial", "random.multivariate_normal",
+  "random.negative_binomial", "random.noncentral_chisquare", "random.pareto", "random.poisson", "random.power",
+  "random.rayleigh", "random.standard_cauchy", "random.standard_exponential", "random.standard_gamma",
+  "random.standard_t", "random.triangular", "random.vonmises", "random.wald", "random.weibull", "random.zipf",
+  "multinomial", "poisson",
   "dnn.available",
 } do
   R[name] = false

@@ -227,6 +227,9 @@ function M.permuted(gen, x, axis, extra)
   if axis ~= nil and math.type(axis) ~= "integer" then
     fail("permuted", "axis must be an integer, got " .. typename(axis))
   end
+  if axis ~= nil and (axis == 0 or axis > x.ndim or axis < -x.ndim) then
+    fail("permuted", ("axis %d is out of range for an array of %d dimensions"):format(axis, x.ndim))
+  end
   if x.ndim == 0 then return x:copy() end
   local keys = draw(gen, "rand", x.shape, { dtype = "float64", device = x.device })
   if axis == nil then
