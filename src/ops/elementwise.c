@@ -68,8 +68,11 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
       ** the float type that holds the operands (int8 -> float16, as NumPy's loops) */
       if (k != GL_KIND_FLOAT && k != GL_KIND_COMPLEX) *ct = *op == GL_B_div ? GL_FLOAT64 : gl_float_for(*ct);
       /* the float kernels step in float: a half's neighbour would round back to itself */
-      if (*op == GL_B_nextafter && (*ct == GL_FLOAT16 || *ct == GL_BFLOAT16))
-        return gl_fail(GL_EINVAL, "nextafter is not supported for %s (convert to float32 first)", gl_dtypes[*ct].name);
+      if (*op == GL_B_nextafter && (*ct == GL_FLOAT16 || *ct == GL_BFLOAT16)) {
+        const gl_array *x = a.arr ? a.arr : b.arr;
+        return gl_fail(GL_EINVAL, "nextafter is not supported for %s (it computes in %s; convert to float32 first)",
+                       gl_dtypes[x->dtype].name, gl_dtypes[*ct].name);
+      }
       *ot = *ct;
       return GL_OK;
     case GL_K_BC: case GL_K_BL:
@@ -209,6 +212,7 @@ static bool binary_flat_plan(gl_plan *p, gl_binop op, const gl_array *a, const g
   /* the ops whose compute and result dtype are the operands' own (binary_types) */
   if (!((kind == GL_K_BA && k != GL_KIND_BOOL) || (kind == GL_K_BD && (k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX))))
     return false;
+  if (op == GL_B_nextafter) return false;             /* binary_types refuses the halves */
   for (int i = 0; i < a->ndim; i++)            /* (a loop: ndim is small, a libc call costs more) */
     if (a->shape[i] != b->shape[i]) return false;
   const gl_backend *be = gl_array_is_contiguous(b) ? flat_backend(a, GL_OP_BINARY, op, dt) : NULL;
