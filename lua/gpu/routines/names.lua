@@ -20,6 +20,7 @@ return {
   -- joining, splitting, building and indexing (gpu.routines.manip)
 
   -- elementwise functions written over the ops (gpu.routines.math)
+  ldexp = true, frexp = true, modf = false, divmod = false, float_power = true, unwrap = false,
 
   -- reductions, scans, sets and histograms (gpu.routines.stats, sets, bins)
 
