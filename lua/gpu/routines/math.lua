@@ -130,12 +130,13 @@ function M.unwrap(p, discont, axis, opts)
   local ddmod = gpu.mod(dd + high, period) - high
   ddmod = gpu.where(gpu.logical_and(ddmod:eq(-high), dd:gt(0)), high, ddmod)
   local fix = gpu.where(dd:abs():lt(discont or high), 0, ddmod - dd)
-  local key = {}
-  for d = 1, p.ndim do key[d] = ":" end
-  key[axis] = { 1, 1 }
-  local head = p[key]
-  key[axis] = { 2, n }
-  return gpu.concat({ head, p[key] + fix:cumsum(axis) }, axis)
+  local function part(lo, hi)            -- a key of its own each: autograd keeps the key
+    local key = {}
+    for d = 1, p.ndim do key[d] = ":" end
+    key[axis] = { lo, hi }
+    return p[key]
+  end
+  return gpu.concat({ part(1, 1), part(2, n) + fix:cumsum(axis) }, axis)
 end
 
 return M
