@@ -129,9 +129,9 @@ enum {
   X(logical_not, UL, ((x) == 0),            ((x) == 0),              ((x) == 0), CXB(logical_not))                       \
   X(bitwise_not, UB, 0,                     0,                       (T)~(UT)(x), NOCX)                                  \
   /* issue 30's elementwise block (elem): NumPy's and PyTorch's further float math */                               \
-  X(exp2,       UF, exp2f(x),               exp2(x),                 0, NOCX)                                            \
+  X(exp2,       UF, exp2f(x),               exp2(x),                 0, CX(exp2))                                        \
   X(cbrt,       UF, cbrtf(x),               cbrt(x),                 0, NOCX)                                            \
-  X(rint,       UF, rintf(x),               rint(x),                 0, NOCX)                                            \
+  X(rint,       UF, rintf(x),               rint(x),                 0, CX(rint))                                        \
   X(sinc,       UF, gl_sincf(x),            gl_sinc(x),              0, NOCX)                                            \
   X(degrees,    UF, (x) * 57.2957795130823208768f, (x) * 57.2957795130823208768, 0, NOCX)                                \
   X(radians,    UF, (x) * 0.0174532925199432957692f, (x) * 0.0174532925199432957692, 0, NOCX)                           \

@@ -141,7 +141,7 @@ describe("misuse of issue 30's elementwise names", function()
     h.fails({ "nextafter", "bfloat16" }, gpu.nextafter, gpu.ones(2, { dtype = "bfloat16" }), gpu.ones(2, { dtype = "bfloat16" }))
     h.fails({ "fmod", "bool" }, gpu.fmod, gpu.array({ true }), gpu.array({ true }))
     for _, name in ipairs { "exp2", "cbrt", "rint", "sinc", "degrees", "radians", "frac", "signbit", "isposinf", "isneginf" } do
-      h.fails({ name, "complex64" }, gpu[name], c64)
+      if name ~= "exp2" and name ~= "rint" then h.fails({ name, "complex64" }, gpu[name], c64) end
       h.fails({ "gpu.array expected", "string" }, gpu[name], "x")    -- (named as the op or its alias)
     end
     for _, name in ipairs { "logaddexp2", "fmod", "fmax", "fmin", "copysign", "nextafter", "heaviside" } do

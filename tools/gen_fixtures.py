@@ -475,10 +475,9 @@ GPULUA = {
     ("relu", "complex"): "error",
     # expm1 of a real z stays real (NumPy's formula gives inf + NaN i for expm1(inf + 0i))
     ("expm1", "complex"): lambda x, d: (expm1_real_kept(as_dtype(x, d)), d),
-    # issue 30's elementwise block (elem): no complex exp2 or rint; no integer arithmetic of
-    # bools for fmod, gcd and lcm (NumPy's is in int8); nextafter of a half is refused (its
-    # kernel steps in float32). A key (op, dtype) overrides (op, kind).
-    ("exp2", "complex"): "error", ("rint", "complex"): "error",
+    # issue 30's elementwise block (elem): no integer arithmetic of bools for fmod, gcd and
+    # lcm (NumPy's is in int8); nextafter is refused where it computes in a half (its kernel
+    # steps in float32). A key (op, dtype) overrides (op, kind).
     **{(op, "bool"): "error" for op in ("fmod", "gcd", "lcm")},
     **{("nextafter", d): "error" for d in ("float16", "bfloat16", "bool", "int8", "uint8")},
     # the samples' NaN reaches gpulua as Lua's 0/0, which has its sign bit set (x86, CUDA),

@@ -254,7 +254,7 @@ end)
 -- predicates and integer math; rint piecewise constant (zero gradient, as round)
 for _, name in ipairs { "signbit", "isposinf", "isneginf", "gcd", "lcm", "rint" } do R[name] = false end
 local LN2 = math.log(2)
-unary("exp2", function(g, x, y) return g * (y * LN2) end, { saves = {}, uses_y = true })
+unary("exp2", function(g, x, y) return g * cj(y * LN2) end, { saves = {}, uses_y = true })
 unary("cbrt", function(g, x, y) return g / (y * y * 3) end, { saves = {}, uses_y = true })
 -- sinc' = (cos(pi x) - sinc(x)) / x, 0 at 0 (PyTorch's)
 unary("sinc", function(g, x, y)
