@@ -117,6 +117,12 @@ GL_HD double gl_sinpi(double x) {
 /* sinc(x) = sin(pi x) / (pi x), 1 at 0 (NumPy's np.sinc); NaN at ±inf. */
 GL_HD double gl_sinc(double x) { return x == 0 ? 1.0 : gl_sinpi(x) / (3.14159265358979323846 * x); }
 GL_HD float gl_sincf(float x) { return (float)gl_sinc((double)x); }
+/* fmax/fmin: the number where the other is NaN; between equal values (-0 and +0) the
+** second, as NumPy's loops (C's fmax may give either zero, and did differ between paths). */
+GL_HD float gl_fmaxf(float a, float b) { return (b != b || a > b) ? a : b; }
+GL_HD float gl_fminf(float a, float b) { return (b != b || a < b) ? a : b; }
+GL_HD double gl_fmax(double a, double b) { return (b != b || a > b) ? a : b; }
+GL_HD double gl_fmin(double a, double b) { return (b != b || a < b) ? a : b; }
 /* NumPy's heaviside(x, h0): 0 below 0, h0 at 0, 1 above; NaN for a NaN x. */
 GL_HD double gl_heaviside(double a, double b) { return a != a ? a : a < 0 ? 0.0 : a > 0 ? 1.0 : b; }
 GL_HD float gl_heavisidef(float a, float b) { return a != a ? a : a < 0 ? 0.0f : a > 0 ? 1.0f : b; }

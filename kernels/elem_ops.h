@@ -171,8 +171,8 @@ enum {
   /* issue 30's elementwise block (elem): NumPy's further binary math */                                             \
   X(logaddexp2,  BD, gl_logaddexp2f(a, b),  gl_logaddexp2(a, b),     0, NOCX)                                            \
   X(fmod,        BA, fmodf(a, b),           fmod(a, b),              GL_IFMOD(T, a, b), NOCX)                            \
-  X(fmax,        BA, fmaxf(a, b),           fmax(a, b),              ((a) > (b) ? (a) : (b)), NOCX)                      \
-  X(fmin,        BA, fminf(a, b),           fmin(a, b),              ((a) < (b) ? (a) : (b)), NOCX)                      \
+  X(fmax,        BA, gl_fmaxf(a, b),        gl_fmax(a, b),           ((a) > (b) ? (a) : (b)), NOCX)                      \
+  X(fmin,        BA, gl_fminf(a, b),        gl_fmin(a, b),           ((a) < (b) ? (a) : (b)), NOCX)                      \
   X(copysign,    BD, copysignf(a, b),       copysign(a, b),          0, NOCX)                                            \
   X(nextafter,   BD, nextafterf(a, b),      nextafter(a, b),         0, NOCX)                                            \
   X(heaviside,   BD, gl_heavisidef(a, b),   gl_heaviside(a, b),      0, NOCX)                                            \

@@ -120,8 +120,12 @@ def cases():
             out.append({"fn": fn, "args": [arr(a, "float64"), arr(b, "float64")], "out": [res(f(a, b))]})
         a32, b32 = a.astype(np.float32), b.astype(np.float32)
         out.append({"fn": "nextafter", "args": [arr(a32, "float32"), arr(b32, "float32")], "out": [res(np.nextafter(a32, b32))]})
-        out.append({"fn": "fmax", "args": [arr([nan, 1.0, nan, -2.0], "float64"), arr([2.0, nan, nan, 3.0], "float64")],
-                    "out": [res(np.fmax([nan, 1.0, nan, -2.0], [2.0, nan, nan, 3.0]))]})
+        # NaN against numbers, and the zeros: between -0 and +0 the second, as NumPy's loops
+        za, zb = [nan, 1.0, nan, -2.0, -0.0, 0.0, -0.0], [2.0, nan, nan, 3.0, 0.0, -0.0, -0.0]
+        for fn, f in (("fmax", np.fmax), ("fmin", np.fmin)):
+            out.append({"fn": fn, "args": [arr(za, "float64"), arr(zb, "float64")], "out": [res(f(za, zb))]})
+            za32, zb32 = np.array(za, np.float32), np.array(zb, np.float32)
+            out.append({"fn": fn, "args": [arr(za32, "float32"), arr(zb32, "float32")], "out": [res(f(za32, zb32))]})
         out.append({"fn": "heaviside", "args": [arr([-1.5, 0.0, -0.0, 2.0, nan], "float32"), 0.5],
                     "out": [res(np.heaviside(np.array([-1.5, 0.0, -0.0, 2.0, nan], np.float32), np.float32(0.5)))]})
     ga = rng.integers(-10**6, 10**6, 12)
