@@ -123,6 +123,7 @@ GL_CXF gl_cz gl_complex128_sign(gl_cz z) {
 
 /* rint of each part, as NumPy's rint (gpulua's round) */
 GL_HD gl_cz gl_complex128_round(gl_cz z) { return gl_cz_make(rint(z.re), rint(z.im)); }
+GL_HD gl_cz gl_complex128_rint(gl_cz z) { return gl_complex128_round(z); }      /* NumPy's rint */
 
 /* ---- exp, log, sqrt --------------------------------------------------------------------------- */
 
@@ -288,6 +289,12 @@ GL_CXF gl_cz gl_complex128_pow(gl_cz a, gl_cz b) {
     return n < 0 ? gl_complex128_div(gl_cz_make(1.0, 0.0), r) : r;
   }
   return gl_complex128_exp(gl_cx_mul_annexg(b, gl_complex128_log(a)));
+}
+
+/* 2^z = e^(z ln 2), as NumPy's nc_exp2 */
+GL_CXF gl_cz gl_complex128_exp2(gl_cz z) {
+  const double ln2 = 0.693147180559945309417232121458176568;
+  return gl_complex128_exp(gl_cz_make(z.re * ln2, z.im * ln2));
 }
 
 /* ---- hyperbolic and circular functions -------------------------------------------------------- */

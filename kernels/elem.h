@@ -93,6 +93,56 @@ GL_HD double gl_gelu(double x) {
   return x < -40.0 ? -0.0 : 0.5 * x * erfc(x * -0.70710678118654752440);
 }
 
+/* ---- issue 30's elementwise block (elem) ------------------------------------------------ */
+
+/* log2(2^a + 2^b) as NumPy's npy_logaddexp2: equal arguments give a + 1, else max +
+** log2(1 + 2^-|a - b|); NaN propagates. The float form computes in double. */
+GL_HD double gl_logaddexp2(double a, double b) {
+  if (a == b) return a + 1.0;
+  double d = a - b;
+  if (d > 0) return a + log1p(exp2(-d)) * 1.44269504088896340735992468100189214;
+  if (d <= 0) return b + log1p(exp2(d)) * 1.44269504088896340735992468100189214;
+  return d;                                                         /* nan */
+}
+GL_HD float gl_logaddexp2f(float a, float b) { return (float)gl_logaddexp2((double)a, (double)b); }
+/* sin(pi x) with the argument reduced exactly first (x - 2 round(x / 2) is in [-1, 1]), so
+** that it is 0 at every integer and keeps its relative precision near them. */
+GL_HD double gl_sinpi(double x) {
+  double r = x - 2.0 * rint(0.5 * x);
+  double a = fabs(r);
+  if (a > 0.5) a = 1.0 - a;
+  double s = sin(3.14159265358979323846 * a);
+  return r < 0 ? -s : s;
+}
+/* sinc(x) = sin(pi x) / (pi x), 1 at 0 (NumPy's np.sinc); NaN at ±inf. */
+GL_HD double gl_sinc(double x) { return x == 0 ? 1.0 : gl_sinpi(x) / (3.14159265358979323846 * x); }
+GL_HD float gl_sincf(float x) { return (float)gl_sinc((double)x); }
+/* fmax/fmin: the number where the other is NaN; between equal values (-0 and +0) the
+** second, as NumPy's loops (C's fmax may give either zero, and did differ between paths). */
+GL_HD float gl_fmaxf(float a, float b) { return (b != b || a > b) ? a : b; }
+GL_HD float gl_fminf(float a, float b) { return (b != b || a < b) ? a : b; }
+GL_HD double gl_fmax(double a, double b) { return (b != b || a > b) ? a : b; }
+GL_HD double gl_fmin(double a, double b) { return (b != b || a < b) ? a : b; }
+/* NumPy's heaviside(x, h0): 0 below 0, h0 at 0, 1 above; NaN for a NaN x. */
+GL_HD double gl_heaviside(double a, double b) { return a != a ? a : a < 0 ? 0.0 : a > 0 ? 1.0 : b; }
+GL_HD float gl_heavisidef(float a, float b) { return a != a ? a : a < 0 ? 0.0f : a > 0 ? 1.0f : b; }
+/* C's remainder of integers (the sign of a, NumPy's fmod): 0 for b = 0 (NumPy warns and
+** gives 0) and for MIN % -1 (no trap). */
+#define GL_IFMOD(T, a, b) ((b) == 0 || GL_IS_MINUS_ONE(b) ? (T)0 : (T)((a) % (b)))
+/* gcd and lcm of integers by their magnitudes as unsigned values (|MIN| fits), the
+** result wrapped to T as NumPy's (gcd(MIN, 0) is MIN); lcm(0, x) = 0. */
+GL_HD uint64_t gl_ugcd(uint64_t a, uint64_t b) {
+  while (b) { uint64_t t = a % b; a = b; b = t; }
+  return a;
+}
+GL_HD uint64_t gl_ulcm(uint64_t a, uint64_t b) {
+  uint64_t g = gl_ugcd(a, b);
+  return g == 0 ? 0 : a / g * b;
+}
+#define GL_IMAG(UT, x) ((x) < 0 ? (UT)(0 - (UT)(x)) : (UT)(x))
+#define GL_IGCD(T, UT, a, b) ((T)gl_ugcd((uint64_t)GL_IMAG(UT, a), (uint64_t)GL_IMAG(UT, b)))
+#define GL_ILCM(T, UT, a, b) ((T)gl_ulcm((uint64_t)GL_IMAG(UT, a), (uint64_t)GL_IMAG(UT, b)))
+
 /* ---- complex64: each op's complex128 function between a widening and a rounding --------- */
 
 #define GL_CX64_U_(name, kind, F, D, I, cx) GL_CX64_U_##cx

@@ -127,7 +127,18 @@ enum {
   X(isinf,      UP, (fabsf(x) == INFINITY), (fabs(x) == (double)INFINITY), 0, CXB(isinf))                                \
   X(isfinite,   UP, (fabsf(x) < INFINITY),  (fabs(x) < (double)INFINITY),  1, CXB(isfinite))                             \
   X(logical_not, UL, ((x) == 0),            ((x) == 0),              ((x) == 0), CXB(logical_not))                       \
-  X(bitwise_not, UB, 0,                     0,                       (T)~(UT)(x), NOCX)
+  X(bitwise_not, UB, 0,                     0,                       (T)~(UT)(x), NOCX)                                  \
+  /* issue 30's elementwise block (elem): NumPy's and PyTorch's further float math */                               \
+  X(exp2,       UF, exp2f(x),               exp2(x),                 0, CX(exp2))                                        \
+  X(cbrt,       UF, cbrtf(x),               cbrt(x),                 0, NOCX)                                            \
+  X(rint,       UF, rintf(x),               rint(x),                 0, CX(rint))                                        \
+  X(sinc,       UF, gl_sincf(x),            gl_sinc(x),              0, NOCX)                                            \
+  X(degrees,    UF, (x) * 57.2957795130823208768f, (x) * 57.2957795130823208768, 0, NOCX)                                \
+  X(radians,    UF, (x) * 0.0174532925199432957692f, (x) * 0.0174532925199432957692, 0, NOCX)                           \
+  X(frac,       US, (x) - truncf(x),        (x) - trunc(x),          (T)0, NOCX)                                         \
+  X(signbit,    UP, (copysignf(1.0f, x) < 0), (copysign(1.0, x) < 0), ((x) < 0), NOCX)                                  \
+  X(isposinf,   UP, ((x) == INFINITY),      ((x) == (double)INFINITY), 0, NOCX)                                          \
+  X(isneginf,   UP, ((x) == -INFINITY),     ((x) == -(double)INFINITY), 0, NOCX)
 
 /* X(name, kind, float expr, double expr, integer expr, complex) over a, b (binary) */
 #define GL_BINARY_OPS(X) \
@@ -156,6 +167,16 @@ enum {
   X(bitwise_or,  BB, 0,                     0,                       (T)((a) | (b)), NOCX)                               \
   X(bitwise_xor, BB, 0,                     0,                       (T)((a) ^ (b)), NOCX)                               \
   X(left_shift,  BS, 0,                     0,                       GL_ISHL(T, UT, a, b), NOCX)                         \
-  X(right_shift, BS, 0,                     0,                       GL_ISHR(T, a, b), NOCX)
+  X(right_shift, BS, 0,                     0,                       GL_ISHR(T, a, b), NOCX)                             \
+  /* issue 30's elementwise block (elem): NumPy's further binary math */                                             \
+  X(logaddexp2,  BD, gl_logaddexp2f(a, b),  gl_logaddexp2(a, b),     0, NOCX)                                            \
+  X(fmod,        BA, fmodf(a, b),           fmod(a, b),              GL_IFMOD(T, a, b), NOCX)                            \
+  X(fmax,        BA, gl_fmaxf(a, b),        gl_fmax(a, b),           ((a) > (b) ? (a) : (b)), NOCX)                      \
+  X(fmin,        BA, gl_fminf(a, b),        gl_fmin(a, b),           ((a) < (b) ? (a) : (b)), NOCX)                      \
+  X(copysign,    BD, copysignf(a, b),       copysign(a, b),          0, NOCX)                                            \
+  X(nextafter,   BD, nextafterf(a, b),      nextafter(a, b),         0, NOCX)                                            \
+  X(heaviside,   BD, gl_heavisidef(a, b),   gl_heaviside(a, b),      0, NOCX)                                            \
+  X(gcd,         BS, 0,                     0,                       GL_IGCD(T, UT, a, b), NOCX)                         \
+  X(lcm,         BS, 0,                     0,                       GL_ILCM(T, UT, a, b), NOCX)
 
 #endif

@@ -56,8 +56,10 @@ local FLT_MAX = 3.4028234663852886e38
 -- UF) and same-dtype math (US); the last block below wants every such op of C's here
 local float_fns = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
   "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-  "asinh", "acosh", "atanh", "sigmoid", "softplus", "gelu", "erf", "angle"}
-local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc", "conj"}
+  "asinh", "acosh", "atanh", "sigmoid", "softplus", "gelu", "erf", "angle",
+  "exp2", "cbrt", "rint", "sinc", "degrees", "radians"}                  -- issue 30 (elem)
+local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc", "conj",
+  "frac"}                                                                -- issue 30 (elem)
 
 for _, dev in ipairs(h.devices()) do
   local function A(t, dtype) return gpu.array(t, {dtype = dtype, device = dev}) end

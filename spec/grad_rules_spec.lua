@@ -64,6 +64,20 @@ samples.maximum = function(dev) return function(a, b) return gpu.maximum(a, b) e
 samples.minimum = function(dev) return function(a, b) return gpu.minimum(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
 samples.logaddexp = function(dev) return function(a, b) return gpu.logaddexp(a, b) end, { S(dev, 2, 3), S(dev, 3) * 1.7 } end
 samples.mod = function(dev) return function(a, b) return gpu.mod(a, b) end, { P(dev, 2, 3) * 3.1, P(dev, 3) + 0.05 } end
+-- issue 30's elementwise block (elem)
+for _, n in ipairs { "exp2", "cbrt", "degrees", "radians" } do samples[n] = un(n) end
+samples.sinc = un("sinc", S)
+samples.frac = function(dev) return function(x) return x:frac() end, { U(dev, -0.9, 0.9, 2, 3) } end
+samples.logaddexp2 = function(dev) return function(a, b) return gpu.logaddexp2(a, b) end, { S(dev, 2, 3), S(dev, 3) * 1.7 } end
+samples.fmod = function(dev) return function(a, b) return gpu.fmod(a, b) end, { S(dev, 2, 3) * 3.1, P(dev, 3) + 0.05 } end
+samples.fmax = function(dev) return function(a, b) return gpu.fmax(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
+samples.fmin = function(dev) return function(a, b) return gpu.fmin(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
+samples.copysign = function(dev) return function(a, b) return gpu.copysign(a, b) end, { S(dev, 2, 3), S(dev, 3) } end
+samples.nextafter = function(dev) return function(a, b) return gpu.nextafter(a, b) end, { P(dev, 2, 3), P(dev, 3) * 1.7 } end
+samples.heaviside = function(dev)
+  local x = gpu.array({ { 0, -1.5, 2 }, { 0.5, 0, 0 } }, { dtype = "float64", device = dev })
+  return function(h0) return gpu.heaviside(x, h0) * h0 end, { P(dev, 2, 3) }
+end
 samples.lerp = function(dev) return function(a, b, w) return gpu.lerp(a, b, w) end, { S(dev, 3), P(dev, 3), P(dev, 3) * 0.5 } end
 samples.where = function(dev)
   local c = gpu.array({ true, false, true }, { device = dev })
@@ -320,7 +334,8 @@ end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { sign = true, relu = true, abs = true, maximum = true, minimum = true, max = true, min = true,
                  clip = true,
-                 sort = true, topk = true, mod = true, partition = true }
+                 sort = true, topk = true, mod = true, partition = true,
+                 fmod = true, fmax = true, fmin = true, copysign = true, nextafter = true }
 
 
 describe("gpu.autograd.rules", function()

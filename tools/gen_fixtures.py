@@ -173,6 +173,17 @@ def gelu(x):
     return 0.5 * x * math.erfc(-x / math.sqrt(2))
 
 
+def sinc(x):
+    """sin(pi x) / (pi x), exactly 0 at the nonzero integers (np.sinc gives the rounding
+    error of sin(pi * n) there, ~1e-17: gpulua reduces the argument exactly first)."""
+    x = float(x)
+    if math.isnan(x) or math.isinf(x):
+        return math.nan
+    if x != 0 and x == math.floor(x):
+        return 0.0
+    return float(np.sinc(x))
+
+
 def sigmoid(x):
     return float(np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))))
 
@@ -188,6 +199,9 @@ UNARY = {
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "conj": np.conjugate,
     "angle": np.angle,
+    # issue 30's elementwise block (elem)
+    "exp2": np.exp2, "cbrt": np.cbrt, "rint": np.rint, "sinc": sinc, "degrees": np.degrees,
+    "radians": np.radians, "frac": lambda x: x - np.trunc(x),
 }
 
 
@@ -237,9 +251,13 @@ def binary():
     fops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
             "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power,
             "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot,
-            "logaddexp": np.logaddexp}
+            "logaddexp": np.logaddexp,
+            # issue 30's elementwise block (elem)
+            "logaddexp2": np.logaddexp2, "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin,
+            "copysign": np.copysign, "nextafter": np.nextafter, "heaviside": np.heaviside}
     iops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-            "floordiv": np.floor_divide, "mod": np.mod, "maximum": np.maximum, "minimum": np.minimum}
+            "floordiv": np.floor_divide, "mod": np.mod, "maximum": np.maximum, "minimum": np.minimum,
+            "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin}
     same_ops("binary math (kinds BA, BD)", fops, ops_of("binary", "BA", "BD"))
     same_ops("integer binary math (kind BA less pow, which ipow covers)", iops, ops_of("binary", "BA") - {"pow"})
     pa = np.array([2, -2, 3, 0, 0, 1, -1, -1, 7, 2, 10], np.int64)
@@ -386,6 +404,14 @@ def same_dtype(f):
     return run
 
 
+def frac_of(x, d):
+    """PyTorch's frac (x - trunc(x), of the input's dtype): floats only."""
+    if kind_of(d) != "float":
+        raise TypeError("frac takes floats")
+    v = as_dtype(x, d)
+    return as_dtype(v - np.trunc(v), d), d
+
+
 def relu_of(x, d):
     v = as_dtype(x, d)
     r = v.copy()
@@ -408,6 +434,11 @@ UNARY_BY_DTYPE = {
     "softplus": float_math(lambda t: float(np.logaddexp(0.0, t))), "gelu": float_math(gelu), "erf": float_math(erf),
     "angle": np_math(np.angle), "isnan": np_math(np.isnan), "isinf": np_math(np.isinf),
     "isfinite": np_math(np.isfinite), "logical_not": np_math(np.logical_not), "bitwise_not": np_math(np.invert),
+    # issue 30's elementwise block (elem)
+    "exp2": np_math(np.exp2), "cbrt": np_math(np.cbrt), "rint": np_math(np.rint),
+    "sinc": float_math(sinc), "degrees": np_math(np.degrees),
+    "radians": np_math(np.radians), "frac": frac_of, "signbit": np_math(np.signbit),
+    "isposinf": np_math(np.isposinf), "isneginf": np_math(np.isneginf),
 }
 
 BINARY_BY_DTYPE = {
@@ -418,11 +449,14 @@ BINARY_BY_DTYPE = {
     "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "left_shift": np.left_shift,
     "right_shift": np.right_shift,
+    # issue 30's elementwise block (elem)
+    "logaddexp2": np.logaddexp2, "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin, "copysign": np.copysign,
+    "nextafter": np.nextafter, "heaviside": np.heaviside, "gcd": np.gcd, "lcm": np.lcm,
 }
 
 # Where gpulua's answer is not NumPy 1.24's, on purpose (doc/API.md lists them): (op, dtype
 # kind) -> "error" (gpulua refuses) or a function giving gpulua's (values, dtype).
-ORDERING = ("lt", "le", "gt", "ge", "maximum", "minimum")
+ORDERING = ("lt", "le", "gt", "ge", "maximum", "minimum", "fmax", "fmin")
 GPULUA = {
     # no ordering of complex numbers (NumPy orders them lexicographically)
     **{(op, "complex"): "error" for op in ORDERING},
@@ -441,7 +475,19 @@ GPULUA = {
     ("relu", "complex"): "error",
     # expm1 of a real z stays real (NumPy's formula gives inf + NaN i for expm1(inf + 0i))
     ("expm1", "complex"): lambda x, d: (expm1_real_kept(as_dtype(x, d)), d),
+    # issue 30's elementwise block (elem): no integer arithmetic of bools for fmod, gcd and
+    # lcm (NumPy's is in int8); nextafter is refused where it computes in a half (its kernel
+    # steps in float32). A key (op, dtype) overrides (op, kind).
+    **{(op, "bool"): "error" for op in ("fmod", "gcd", "lcm")},
+    **{("nextafter", d): "error" for d in ("float16", "bfloat16", "bool", "int8", "uint8")},
+    # the samples' NaN reaches gpulua as Lua's 0/0, which has its sign bit set (x86, CUDA),
+    # where Python's float("nan") has not: signbit reads the bit, as NumPy's
+    ("signbit", "float"): lambda x, d: (np.signbit(as_dtype(x, d)) | np.isnan(as_dtype(x, d)), "bool"),
 }
+
+
+def gpulua_override(name, d):
+    return GPULUA.get((name, d), GPULUA.get((name, kind_of(d))))
 
 
 def expm1_real_kept(z):
@@ -480,7 +526,7 @@ def unary_dtypes():
         x = unary_samples(d)
         ops = {}
         for name, f in UNARY_BY_DTYPE.items():
-            over = GPULUA.get((name, kind_of(d)))
+            over = gpulua_override(name, d)
             if over == "error":
                 ops[name] = "error"
                 continue
@@ -496,7 +542,7 @@ def binary_dtypes():
         a, b, bp, bs = binary_samples(d)
         ops = {}
         for name, f in BINARY_BY_DTYPE.items():
-            if GPULUA.get((name, kind_of(d))) == "error":
+            if gpulua_override(name, d) == "error":
                 ops[name] = "error"
                 continue
             bb = bp if name == "pow" and bp is not None else bs if name.endswith("shift") and bs is not None else b

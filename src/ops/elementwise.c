@@ -53,8 +53,8 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
     case GL_K_BA:
       if (k == GL_KIND_BOOL) {
         switch (*op) {
-          case GL_B_add: case GL_B_maximum: *op = GL_B_logical_or; break;
-          case GL_B_mul: case GL_B_minimum: *op = GL_B_logical_and; break;
+          case GL_B_add: case GL_B_maximum: case GL_B_fmax: *op = GL_B_logical_or; break;
+          case GL_B_mul: case GL_B_minimum: case GL_B_fmin: *op = GL_B_logical_and; break;
           default:
             return gl_fail(GL_EINVAL, "%s is not supported for bool arrays (convert with astype first)", name);
         }
@@ -67,6 +67,12 @@ static gl_status binary_types(gl_binop *op, gl_operand a, gl_operand b, gl_dtype
       /* true division of integers is in float64 (NumPy's rule); the other float math in
       ** the float type that holds the operands (int8 -> float16, as NumPy's loops) */
       if (k != GL_KIND_FLOAT && k != GL_KIND_COMPLEX) *ct = *op == GL_B_div ? GL_FLOAT64 : gl_float_for(*ct);
+      /* the float kernels step in float: a half's neighbour would round back to itself */
+      if (*op == GL_B_nextafter && (*ct == GL_FLOAT16 || *ct == GL_BFLOAT16)) {
+        const gl_array *x = a.arr ? a.arr : b.arr;
+        return gl_fail(GL_EINVAL, "nextafter is not supported for %s (it computes in %s; convert to float32 first)",
+                       gl_dtypes[x->dtype].name, gl_dtypes[*ct].name);
+      }
       *ot = *ct;
       return GL_OK;
     case GL_K_BC: case GL_K_BL:
@@ -105,6 +111,8 @@ static gl_status unary_types(gl_unop *op, gl_dtype in, gl_dtype *ct, gl_dtype *o
     case GL_K_US:
       if (*op == GL_U_neg && k == GL_KIND_BOOL)
         return gl_fail(GL_EINVAL, "negation of a bool array is not supported (use logical_not)");
+      if (*op == GL_U_frac && k != GL_KIND_FLOAT)          /* PyTorch's frac takes floats only */
+        return gl_fail(GL_EINVAL, "frac needs a float array, got %s", gl_dtypes[in].name);
       *ct = *ot = in;
       return GL_OK;
     case GL_K_UP: case GL_K_UL: *ct = in; *ot = GL_BOOL; return GL_OK;
@@ -204,6 +212,7 @@ static bool binary_flat_plan(gl_plan *p, gl_binop op, const gl_array *a, const g
   /* the ops whose compute and result dtype are the operands' own (binary_types) */
   if (!((kind == GL_K_BA && k != GL_KIND_BOOL) || (kind == GL_K_BD && (k == GL_KIND_FLOAT || k == GL_KIND_COMPLEX))))
     return false;
+  if (op == GL_B_nextafter) return false;             /* binary_types refuses the halves */
   for (int i = 0; i < a->ndim; i++)            /* (a loop: ndim is small, a libc call costs more) */
     if (a->shape[i] != b->shape[i]) return false;
   const gl_backend *be = gl_array_is_contiguous(b) ? flat_backend(a, GL_OP_BINARY, op, dt) : NULL;

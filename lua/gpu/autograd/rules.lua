@@ -256,6 +256,53 @@ end, { uses_y = true })
 binary("mod", function(g, a, b)
   return g, (not f(b)) and -g * gpu.floordiv(a, b) or nil
 end)
+
+-- ---- issue 30's elementwise block (elem) ---------------------------------------------------------
+
+-- predicates and integer math; rint piecewise constant (zero gradient, as round)
+for _, name in ipairs { "signbit", "isposinf", "isneginf", "gcd", "lcm", "rint" } do R[name] = false end
+local LN2 = math.log(2)
+unary("exp2", function(g, x, y) return g * cj(y * LN2) end, { saves = {}, uses_y = true })
+unary("cbrt", function(g, x, y) return g / (y * y * 3) end, { saves = {}, uses_y = true })
+-- sinc' = (cos(pi x) - sinc(x)) / x, 0 at 0 (PyTorch's)
+unary("sinc", function(g, x, y)
+  local zero = x:eq(0)
+  return gpu.where(zero, 0, g * ((x * math.pi):cos() - y) / gpu.where(zero, 1, x))
+end, { uses_y = true })
+unary("degrees", function(g) return g * (180 / math.pi) end, { saves = {} })
+unary("radians", function(g) return g * (math.pi / 180) end, { saves = {} })
+unary("frac", function(g) return g end, { saves = {} })
+binary("logaddexp2", function(g, a, b, y)
+  return tracked(a) and g * gpu.exp2(a - y) or nil, tracked(b) and g * gpu.exp2(b - y) or nil
+end, { uses_y = true })
+-- fmod(a, b) = a - trunc(a / b) b
+binary("fmod", function(g, a, b)
+  return g, (not f(b)) and -g * gpu.trunc(gpu.div(a, b)) or nil
+end)
+-- fmax/fmin: a's gradient where a is taken (a wins a tie, and b's NaN), b's elsewhere (PyTorch's)
+local function pick(g, a, b, wins)
+  if f(b) and b ~= b then return g, nil end
+  local m = wins(a, b)
+  if not f(b) then m = gpu.logical_or(m, b:isnan()) end
+  return gpu.where(m, g, 0), gpu.where(m, 0, g)
+end
+binary("fmax", function(g, a, b) return pick(g, a, b, function(p, q) return f(p) and gpu.le(q, p) or p:ge(q) end) end)
+binary("fmin", function(g, a, b) return pick(g, a, b, function(p, q) return f(p) and gpu.ge(q, p) or p:le(q) end) end)
+-- copysign(a, b) = |a| sign(b): a's gradient y / a (0 at a = 0), none for b (PyTorch's)
+binary("copysign", function(g, a, b, y)
+  local gb = tracked(b) and gpu.zeros_like(b) or nil
+  if not tracked(a) then return nil, gb end
+  local zero = a:eq(0)
+  return gpu.where(zero, 0, g * y / gpu.where(zero, 1, a)), gb
+end, { uses_y = true })
+-- nextafter: the identity in a, nothing in b (PyTorch's)
+binary("nextafter", function(g, a, b) return g, tracked(b) and gpu.zeros_like(b) or nil end)
+-- heaviside(x, h0): nothing in x (piecewise constant), h0's where x is 0 (PyTorch has no
+-- derivative for it)
+binary("heaviside", function(g, a)
+  if f(a) then return nil, a == 0 and g or nil end
+  return nil, gpu.where(a:eq(0), g, 0)
+end)
 R.lerp = { backward = function(g, node)
   local a, b, w = node[1], node[2], node[3]
   return g * cj(1 - w), g * cj(w), (not f(w)) and g * cj(b - a) or nil

@@ -28,6 +28,7 @@ return {
   choose = true, select = false,
 
   -- elementwise functions written over the ops (gpu.routines.math)
+  ldexp = true, frexp = true, modf = false, divmod = false, float_power = true, unwrap = false,
 
   -- reductions, scans, sets and histograms (gpu.routines.stats, sets, bins)
   amax = true, amin = true, ptp = false, average = false, nanprod = false, nancumsum = false, nancumprod = false, ediff1d = false,
