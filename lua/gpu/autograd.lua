@@ -264,6 +264,10 @@ end
 
 -- Walks back from roots (with their gradients). accumulate: add into the leaves' .grad
 -- (backward); capture: the arrays whose total gradient to return (grad()).
+-- Anomaly detection (set_detect_anomaly, detect_anomaly): each gradient a rule gives is
+-- checked for NaN, and the first is an error naming the rule
+local anomaly = false
+
 local function run(roots, grads_in, retain, create, accumulate, capture)
   local order = topo(roots)
   local grads = {}
@@ -300,6 +304,9 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
             local gy = gs[pos]
             if k ~= nil then gy = type(gy) == "table" and gy[k] or nil end
             if custom then check_custom_grad(gy, y, pos) end
+            if gy ~= nil and anomaly and is_array(gy) and gy.size > 0 and gy:isnan():any():item() then
+              raise("backward: the gradient of %s for its input #%d holds NaN (anomaly detection)", rule_name(node[1]), pos)
+            end
             if gy ~= nil then
               gy = fit_to(gy, y)
               local old = grads[y]
@@ -510,6 +517,23 @@ function M.gradcheck(fn, inputs, opts)
   return true
 end
 
+-- set_detect_anomaly(on), is_anomaly_enabled(), detect_anomaly(fn, ...): fn(...) with
+-- anomaly detection on (restored after, also when fn raises)
+function M.set_detect_anomaly(on)
+  options.value(on, { type = "boolean" }, "autograd.set_detect_anomaly", 1, "mode")
+  anomaly = on
+end
+function M.is_anomaly_enabled() return anomaly end
+function M.detect_anomaly(fn, ...)
+  options.value(fn, { type = "callable" }, "autograd.detect_anomaly", 1, "fn")
+  local was = anomaly
+  anomaly = true
+  local res = table.pack(pcall(fn, ...))
+  anomaly = was
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+
 G.register(rules, { backward = M.backward, register_hook = M.register_hook })
 options.counted("no_grad", M.no_grad)             -- (fn, ...): any number, passed on to fn
 options.counted("enable_grad", M.enable_grad)
@@ -520,4 +544,11 @@ gpu.inference_mode = M.inference_mode
 options.count_all("autograd.", M)
 gpu.is_inference_mode_enabled = M.is_inference_mode_enabled
 rawset(gpu, "autograd", M)
+-- gpu.autograd.functional (lua/gpu/autograd/functional.lua): loaded at first use
+setmetatable(M, { __index = function(_, k)
+  if k ~= "functional" then return nil end
+  local f = require "gpu.autograd.functional"
+  rawset(M, "functional", f)
+  return f
+end })
 return M
