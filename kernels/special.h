@@ -17,8 +17,10 @@
 
 #include <math.h>
 
+/* Not inlined on the device: each function is compiled once per file rather than into every
+** kernel of every dtype and layout that calls it (their loops would multiply nvcc's time). */
 #ifdef __CUDACC__
-#define GL_SF static __host__ __device__ inline
+#define GL_SF __host__ __device__ __noinline__ inline
 #else
 #define GL_SF static inline
 #endif
@@ -159,12 +161,34 @@ GL_SF double gl_sf_lgcorr(double x) {
          z * (691.0 / 360360 - z * (1.0 / 156 - z * (3617.0 / 122400)))))))) / x;
 }
 
+/* B(p, o) where p is a non-positive integer (a pole of Gamma(p)): SciPy's values. With o an
+** integer and 1 - p - o > 0, (-1)^o B(1 - p - o, o) (Gamma's reflection): finite for o > 0,
+** an infinity of that sign for o <= 0 (a pole again); else +inf. *finite says which. */
+GL_SF double gl_sf_beta_pole(double p, double o, int *finite) {
+  *finite = 0;
+  if (o == floor(o) && 1 - p - o > 0) {
+    double sign = fmod(o, 2.0) == 0 ? 1 : -1;
+    if (o <= 0) return sign * GL_SF_INF;
+    *finite = 1;
+    double c = 1 - p - o, r = 1;                                   /* B(c, o) = (o-1)! / (c (c+1) ... (c+o-1)) */
+    for (double k = 0; k < o; k++) r *= (k + 1) / (c + k);
+    return sign * r / o;
+  }
+  return GL_SF_INF;
+}
+
 /* log|B(a, b)| = lgamma(a) + lgamma(b) - lgamma(a + b), the large parts of the lgammas
 ** cancelled by hand where a or b is large (>= 10): with a <= b,
 **   both large: log sqrt(2 pi) - log(b)/2 + (a - 1/2) log(a/(a+b)) - b log1p(a/b) + deltas
-**   b large:    lgamma(a) + a - (b - 1/2) log1p(a/b) - a log(a + b) + delta(b) - delta(a+b). */
+**   b large:    lgamma(a) + a - (b - 1/2) log1p(a/b) - a log(a + b) + delta(b) - delta(a+b).
+** At the poles SciPy's: log of the finite limit, else +inf; +inf where a or b is -inf, NaN at
+** (inf, inf). */
 GL_SF double gl_betaln(double a, double b) {
   if (a != a || b != b) return GL_SF_NAN;
+  if (a == -GL_SF_INF || b == -GL_SF_INF) return GL_SF_INF;        /* SciPy's */
+  if (a == GL_SF_INF && b == GL_SF_INF) return GL_SF_NAN;
+  if (a <= 0 && a == floor(a)) { int fin; double v = gl_sf_beta_pole(a, b, &fin); return fin ? log(fabs(v)) : GL_SF_INF; }
+  if (b <= 0 && b == floor(b)) { int fin; double v = gl_sf_beta_pole(b, a, &fin); return fin ? log(fabs(v)) : GL_SF_INF; }
   if (a > b) { double t = a; a = b; b = t; }
   if (b == GL_SF_INF) return a > 0 ? -GL_SF_INF : GL_SF_NAN;
   if (a >= 10) {
@@ -179,17 +203,17 @@ GL_SF double gl_betaln(double a, double b) {
 }
 
 /* B(a, b): Gamma(a) / Gamma(a + b) * Gamma(b) while a + b < 170 (the ratio first, so no
-** product overflows), else exp(betaln) (positive a, b). SciPy's poles: inf where a or b is
-** a non-positive integer and a + b is not. */
+** product overflows), else exp(betaln) (positive a, b); the poles as gl_sf_beta_pole, the
+** infinities as betaln's. */
 GL_SF double gl_beta(double a, double b) {
   if (a != a || b != b) return GL_SF_NAN;
+  if (a == -GL_SF_INF || b == -GL_SF_INF) return GL_SF_INF;        /* SciPy's */
+  if (a == GL_SF_INF && b == GL_SF_INF) return GL_SF_NAN;
+  int fin;
+  if (a <= 0 && a == floor(a)) return gl_sf_beta_pole(a, b, &fin);
+  if (b <= 0 && b == floor(b)) return gl_sf_beta_pole(b, a, &fin);
   if (a > b) { double t = a; a = b; b = t; }
-  int ap = a <= 0 && a == floor(a), bp = b <= 0 && b == floor(b);
-  if (ap || bp) {
-    double s = a + b;
-    if (s <= 0 && s == floor(s)) return GL_SF_NAN;
-    return GL_SF_INF;
-  }
+  if (b == GL_SF_INF) return a > 0 ? 0 : GL_SF_NAN;
   if (a + b < 170 && fabs(a) > 1e-300) return tgamma(a) / tgamma(a + b) * tgamma(b);
   if (a > 0) return exp(gl_betaln(a, b));
   double s = (tgamma(a) < 0) != (tgamma(a + b) < 0) ? -1 : 1;   /* only b is large here */
@@ -362,11 +386,45 @@ GL_SF double gl_sf_log1pmx(double t) {
   return s;
 }
 
-/* x^a e^-x / Gamma(a): from 10 up by Stirling, sqrt(a / 2 pi) exp(a log1pmx((x-a)/a) -
-** delta(a)), which leaves the exponent's size to the distance from x to a, not to a. */
+/* x^a e^-x / Gamma(a): from 10 up by Stirling, sqrt(a / 2 pi) (x/a)^a e^(a-x) e^-delta(a).
+** Near x = a as exp(a log1pmx((x-a)/a)), whose exponent is then small; away from it as
+** pow(x/a, a) e^(a - x) with the roundings of x/a and a - x carried (x/a = q + r, a - x =
+** s + e exactly: (q + r)^a = q^a (1 + a r/q), e^(s+e) = e^s (1 + e); q^a e^s as the square
+** of q^(a/2) e^(s/2), which stays in range where its factors would not), so the result keeps
+** a few ulp where the exponent alone would cost its size in ulp; in logs where those
+** factors would overflow or underflow. Below 10 plainly, exp(a log x - x - lgamma(a)). */
 GL_SF double gl_sf_igam_pre(double a, double x) {
   if (a < 10) return exp(a * log(x) - x - lgamma(a));
-  return sqrt(a / (2 * GL_SF_PI)) * exp(a * gl_sf_log1pmx((x - a) / a) - gl_sf_lgcorr(a));
+  double t = (x - a) / a, k = sqrt(a / (2 * GL_SF_PI)) * exp(-gl_sf_lgcorr(a));
+  if (fabs(t) >= 0.5) {
+    double q = x / a, r = fma(-q, a, x) / a;
+    double s = a - x, bb = a - s, e = (a - (s + bb)) + (bb - x);  /* two-sum: a - x = s + e */
+    double ph = pow(q, 0.5 * a), eh = exp(0.5 * s), m = ph * eh;  /* the square root of q^a e^s */
+    if (ph > 1e-300 && ph < 1e300 && eh > 1e-300 && eh < 1e300 && m > 1e-300 && m < 1e300)
+      return k * m * m * (1 + a * r / q) * (1 + e);
+  }
+  return k * exp(a * gl_sf_log1pmx(t));
+}
+
+/* Temme's uniform expansion for a large a (DLMF 8.12): with lambda = x/a and eta =
+** sign(lambda - 1) sqrt(2 (lambda - 1 - log lambda)), Q = erfc(eta sqrt(a/2))/2 + R and
+** P = erfc(-eta sqrt(a/2))/2 - R, R = e^(-a eta^2/2) / sqrt(2 pi a) (c0(eta) + c1(eta)/a),
+** c0 = 1/(lambda-1) - 1/eta, c1 = 1/eta^3 - 1/(lambda-1)^3 - 1/(lambda-1)^2 - 1/(12(lambda-1))
+** (their Taylor series near eta = 0, where both cancel). The next term is below 1e-15 from
+** a = 1e6, where the series and the fraction would need thousands of terms. */
+GL_SF double gl_sf_igam_temme(double a, double x, int upper) {
+  double t = (x - a) / a, h = -gl_sf_log1pmx(t);                  /* lambda - 1 - log lambda */
+  double eta = (t < 0 ? -1 : 1) * sqrt(2 * h), c0, c1;
+  if (fabs(t) < 1e-3) {
+    c0 = -1.0 / 3 + eta / 12 - 2 * eta * eta / 135;
+    c1 = -1.0 / 540 - eta / 288;
+  } else {
+    c0 = 1 / t - 1 / eta;
+    c1 = 1 / (eta * eta * eta) - 1 / (t * t * t) - 1 / (t * t) - 1 / (12 * t);
+  }
+  double r = exp(-a * h) / sqrt(2 * GL_SF_PI * a) * (c0 + c1 / a);
+  double z = eta * sqrt(0.5 * a);
+  return upper ? 0.5 * erfc(z) + r : 0.5 * erfc(-z) - r;
 }
 
 /* The regularised incomplete gammas P(a, x) (upper = 0) and Q(a, x) = 1 - P (upper = 1).
@@ -374,13 +432,14 @@ GL_SF double gl_sf_igam_pre(double a, double x) {
 ** Legendre's continued fraction Q = x^a e^-x / Gamma(a) / (x + 1 - a - 1(1-a) / (x + 3 - a
 ** - 2(2-a) / ...)) by Lentz's method; the other one as 1 minus it (each is below ~0.6
 ** where it is summed, so no cancellation). SciPy's edges: NaN for a < 0 or x < 0, and at
-** a = x = 0; P(0, x > 0) = 1. */
+** a = x = 0; P(0, x > 0) = 1. Above a = 1e6, Temme's expansion. */
 GL_SF double gl_sf_igam(double a, double x, int upper) {
   if (a != a || x != x || a < 0 || x < 0) return GL_SF_NAN;
   if (a == 0) return x > 0 ? (double)!upper : GL_SF_NAN;
   if (x == 0) return (double)upper;
   if (a == GL_SF_INF) return x == GL_SF_INF ? GL_SF_NAN : (double)upper;
   if (x == GL_SF_INF) return (double)!upper;
+  if (a > 1e6) return gl_sf_igam_temme(a, x, upper);
   double pre = gl_sf_igam_pre(a, x);
   if (x < a + 1) {
     double t = 1, s = 1;
@@ -572,10 +631,17 @@ GL_SF double gl_entr(double x) {
   if (x > 0) return -x * log(x);
   return x == 0 ? 0 : -GL_SF_INF;
 }
-/* x log(x / y), 0 at x = 0 <= y, inf elsewhere off the positive quadrant. */
+/* x log(x / y), 0 at x = 0 <= y, inf elsewhere off the positive quadrant. Where x/y is
+** near 1, log1p((x - y) / y) (x - y exact); where x/y would overflow or underflow,
+** log x - log y. */
 GL_SF double gl_rel_entr(double x, double y) {
   if (x != x || y != y) return GL_SF_NAN;
-  if (x > 0 && y > 0) return x * log(x / y);
+  if (x > 0 && y > 0) {
+    double r = x / y;
+    if (r > 0.5 && r < 2) return x * log1p((x - y) / y);
+    if (r == GL_SF_INF || r < 2.2250738585072014e-308) return x * (log(x) - log(y));
+    return x * log(r);
+  }
   return x == 0 && y >= 0 ? 0 : GL_SF_INF;
 }
 /* log(x / (1 - x)), as log1p((2x - 1) / (1 - x)) on [1/4, 3/4] where 2x - 1 is exact and
