@@ -192,6 +192,67 @@ def _edge(f, table):
     return run
 
 
+def _bessel_j(nu, x):
+    """J0, J1 as SciPy's below 1e4; above, Hankel's expansion with the phase from cos x and
+    sin x (SciPy's rounds pi/4 into x there and loses the phase); 0 at +-inf (PyTorch's)"""
+    if math.isnan(x):
+        return x
+    ax = abs(x)
+    if math.isinf(ax):
+        v = 0.0
+    elif ax < 1e4:
+        v = float((_sc.j0 if nu == 0 else _sc.j1)(ax))
+    else:
+        mu, t, p, q = 4.0 * nu * nu, 1.0, 1.0, 0.0
+        for k in range(1, 8):
+            t *= (mu - (2 * k - 1) ** 2) / (8 * k * ax)
+            term = t if k % 4 in (0, 1) else -t
+            if k % 2:
+                q += term
+            else:
+                p += term
+        c, sn = math.cos(ax), math.sin(ax)
+        cc, sc_ = ((c + sn), (sn - c)) if nu == 0 else ((sn - c), -(sn + c))
+        v = math.sqrt(2 / (math.pi * ax)) * (p * cc - q * sc_) / math.sqrt(2)
+    return -v if nu == 1 and x < 0 else v
+
+
+@np.vectorize
+def _zeta(s, q):
+    """SciPy's, but zeta(inf, q) its limit: 0 for q > 1, inf for 0 < q < 1 (SciPy: NaN), and 0
+    where every term underflows (SciPy's sum divides 0 by 0 there)"""
+    if s == math.inf and q > 0 and q != 1 and not math.isinf(q):
+        return 0.0 if q > 1 else math.inf
+    if q > 1 and not math.isinf(s) and s * math.log(q) > 800:     # q^-s underflows (SciPy: 0/0)
+        return 0.0
+    return float(_sc.zeta(s, q))
+
+
+def _beta_pole(p, o):
+    """B(p, o) at a non-positive integer p as SciPy's rule (reflection to B(1 - p - o, o)),
+    without its C int overflow for p below -2^31"""
+    if not math.isinf(o) and o == math.floor(o) and 1 - p - o > 0:
+        sign = 1.0 if o % 2 == 0 else -1.0
+        return sign * math.inf if o <= 0 else sign * float(_sc.beta(1 - p - o, o))
+    return math.inf
+
+
+@np.vectorize
+def _beta(a, b):
+    for p, o in ((a, b), (b, a)):
+        if p <= -2.0**31 and not math.isinf(p) and p == math.floor(p):
+            return _beta_pole(p, o)
+    return float(_sc.beta(a, b))
+
+
+@np.vectorize
+def _betaln(a, b):
+    for p, o in ((a, b), (b, a)):
+        if p <= -2.0**31 and not math.isinf(p) and p == math.floor(p):
+            return math.log(abs(_beta_pole(p, o)))
+    return float(_sc.betaln(a, b))
+
+
 SPECIAL_UNARY = {
     "erfc": _sc.erfc, "erfcx": _sc.erfcx, "erfinv": _sc.erfinv, "erfcinv": _sc.erfcinv,
     "lgamma": _edge(_sc.gammaln, [(-math.inf, math.inf)]), "digamma": _sc.psi, "ndtr": _sc.ndtr,
@@ -199,8 +260,7 @@ SPECIAL_UNARY = {
     "i0": _edge(_sc.i0, [(math.inf, math.inf), (-math.inf, math.inf)]), "i0e": _sc.i0e,
     "i1": _edge(_sc.i1, [(math.inf, math.inf), (-math.inf, -math.inf)]), "i1e": _sc.i1e,
     "entr": _sc.entr, "logit": _sc.logit,
-    "bessel_j0": _edge(_sc.j0, [(math.inf, 0.0), (-math.inf, 0.0)]),
-    "bessel_j1": _edge(_sc.j1, [(math.inf, 0.0), (-math.inf, -0.0)]),
+    "bessel_j0": lambda x: _bessel_j(0, x), "bessel_j1": lambda x: _bessel_j(1, x),
     "exp1": _sc.exp1, "expi": _edge(_sc.expi, [(math.inf, math.inf)]),
 }
 @np.vectorize
@@ -208,6 +268,9 @@ def _polygamma(n, x):
     """SciPy's polygamma for an order n that is a non-negative integer, NaN for any other"""
     if math.isinf(n) or not (n >= 0 and n == math.floor(n)):
         return math.nan
+    if n > 170:     # n! overflows: +-inf by the parity of the double n (SciPy's n + 1 rounds)
+        z = float(_sc.zeta(n + 1, x))
+        return math.nan if z == 0 or math.isnan(z) else math.copysign(math.inf, z if n % 2 == 1 else -z)
     return float(_sc.polygamma(int(n), x))
 
 
@@ -224,8 +287,8 @@ def _special2(f):
 
 
 SPECIAL_BINARY = {
-    "xlogy": _sc.xlogy, "xlog1py": _sc.xlog1py, "betaln": _sc.betaln, "beta": _sc.beta,
-    "zeta": _sc.zeta, "polygamma": lambda n, x: _polygamma(n, x),
+    "xlogy": _sc.xlogy, "xlog1py": _sc.xlog1py, "betaln": _betaln, "beta": _beta,
+    "zeta": _zeta, "polygamma": lambda n, x: _polygamma(n, x),
     "gammainc": _sc.gammainc, "gammaincc": _sc.gammaincc, "rel_entr": _sc.rel_entr,
 }
 
