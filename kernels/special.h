@@ -25,6 +25,15 @@
 #define GL_SF static inline
 #endif
 
+/* No fma contraction on the host: the rows here (cpu_elem.c, contraction on) and the run-time
+** compiled kernels (src/ops/jit.c, -ffp-contract=off) must give the same bits, as the CUDA
+** kernels (--fmad=false) do; the recurrences here would round differently with an fma. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#define GL_SF_POP_OPTIONS 1
+#endif
+
 #define GL_SF_INF ((double)INFINITY)
 #define GL_SF_NAN ((double)NAN)
 #define GL_SF_PI 3.14159265358979323846
@@ -179,7 +188,8 @@ GL_SF double gl_sf_beta_pole(double p, double o, int *finite) {
 
 /* log|B(a, b)| = lgamma(a) + lgamma(b) - lgamma(a + b), the large parts of the lgammas
 ** cancelled by hand where a or b is large (>= 10): with a <= b,
-**   both large: log sqrt(2 pi) - log(b)/2 + (a - 1/2) log(a/(a+b)) - b log1p(a/b) + deltas
+**   both large: log sqrt(2 pi) - log(b)/2 - (a - 1/2) log1p(b/a) - b log1p(a/b) + deltas
+**               (finite where a + b overflows)
 **   b large:    lgamma(a) + a - (b - 1/2) log1p(a/b) - a log(a + b) + delta(b) - delta(a+b).
 ** At the poles SciPy's: log of the finite limit, else +inf; +inf where a or b is -inf, NaN at
 ** (inf, inf). */
@@ -193,7 +203,7 @@ GL_SF double gl_betaln(double a, double b) {
   if (b == GL_SF_INF) return a > 0 ? -GL_SF_INF : GL_SF_NAN;
   if (a >= 10) {
     double c = gl_sf_lgcorr(a) + gl_sf_lgcorr(b) - gl_sf_lgcorr(a + b);
-    return GL_SF_LN_SQRT_2PI - 0.5 * log(b) + (a - 0.5) * log(a / (a + b)) - b * log1p(a / b) + c;
+    return GL_SF_LN_SQRT_2PI - 0.5 * log(b) - (a - 0.5) * log1p(b / a) - b * log1p(a / b) + c;
   }
   if (a > 0 && b >= 10) {
     double c = gl_sf_lgcorr(b) - gl_sf_lgcorr(a + b);
@@ -651,4 +661,9 @@ GL_SF double gl_logit(double x) {
   if (x >= 0.25 && x <= 0.75) return log1p((2 * x - 1) / (1 - x));
   return log(x / (1 - x));
 }
+#ifdef GL_SF_POP_OPTIONS
+#pragma GCC pop_options
+#undef GL_SF_POP_OPTIONS
+#endif
+
 #endif
