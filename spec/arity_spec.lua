@@ -31,7 +31,7 @@ local tables = {
   { "gpu.nn", nn }, { "gpu.nn.init", nn.init }, { "gpu.nn.metrics", nn.metrics }, { "gpu.nn.utils", nn.utils },
   { "gpu.autograd", require "gpu.autograd" }, { "gpu.data", require "gpu.data" }, { "gpu.plot", require "gpu.plot" },
   { "gpu.image", require "gpu.image" }, { "gpu.amp", require "gpu.amp" }, { "gpu.optim", require "gpu.optim" },
-  { "gpu.help", require "gpu.help" }, { "gpu.nn.callbacks", nn.callbacks },
+  { "gpu.help", require "gpu.help" }, { "gpu.nn.callbacks", nn.callbacks }, { "gpu.special", gpu.special },
   { "gpu.kernel", kernel, { "ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule", "fuse" } },
 }
 -- lkernel.c's stubs pass their calls on to gpu.kernel's functions, which count them

@@ -310,13 +310,14 @@ local skip = { bench = true, profile = true, range = true, save = true, savez = 
   save_safetensors = true, savetxt = true, load = true, loadz = true, load_safetensors = true, loadtxt = true,
   load_idx = true, _png_save = true, _png_load = true, _save_bytes = true, clock = true, synchronize = true }
 
--- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn/linalg/fft as "r:f"/"f:f"/"d:f"/"la:f"/"ft:f",
+-- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn/linalg/fft/special as
+-- "r:f"/"f:f"/"d:f"/"la:f"/"ft:f"/"sp:f",
 -- metamethods as "meta:__f".
 local meta = getmetatable(gpu.zeros(1))
 local spaces = {
   ["m:"] = { gpu.methods, "gpu.methods" }, ["r:"] = { gpu.random, "gpu.random" },
   ["f:"] = { gpu.fused, "gpu.fused" }, ["d:"] = { gpu.dnn, "gpu.dnn" }, ["la:"] = { gpu.linalg, "gpu.linalg" },
-  ["ft:"] = { gpu.fft, "gpu.fft" },
+  ["ft:"] = { gpu.fft, "gpu.fft" }, ["sp:"] = { gpu.special, "gpu.special" },
   ["meta:"] = { meta, "getmetatable(gpu.zeros(1))" }, [""] = { gpu, "gpu" },
   ["g:"] = { getmetatable(gpu.random.Generator(1)).__index, "getmetatable(gpu.random.Generator(1)).__index" } }
 local keywords = {}
@@ -430,6 +431,13 @@ sigs("A n ax1 o", "ft:fft ft:ifft ft:rfft ft:irfft ft:hfft ft:ihfft")
 sigs("A s ax o", "ft:fft2 ft:ifft2 ft:fftn ft:ifftn ft:rfft2 ft:irfft2 ft:rfftn ft:irfftn")
 sigs("n n o", "ft:fftfreq ft:rfftfreq")
 sigs("A ax", "ft:fftshift ft:ifftshift")
+sigs("A", "sp:erf sp:erfc sp:erfcx sp:erfinv sp:erfcinv sp:gammaln sp:lgamma sp:digamma sp:psi sp:ndtr sp:ndtri " ..
+  "sp:log_ndtr sp:i0 sp:i0e sp:i1 sp:i1e sp:entr sp:bessel_j0 sp:bessel_j1 sp:j0 sp:j1 sp:exp1 sp:expi sp:expit " ..
+  "sp:expm1 sp:log1p sp:sinc sp:logit")
+sigs("A A", "sp:xlogy sp:xlog1py sp:betaln sp:beta sp:zeta sp:gammainc sp:gammaincc sp:rel_entr")
+sigs("n A", "sp:polygamma")
+sigs("A n", "sp:multigammaln sp:logit")
+sigs("A A A", "sp:betainc")
 sigs("S", "m:backward")
 sigs("S A", "m:backward")
 sigs("G F", "m:register_hook")

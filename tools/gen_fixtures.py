@@ -188,6 +188,138 @@ def sigmoid(x):
     return float(np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))))
 
 
+# ---- special functions (gpu.special; kernels/special.h) --------------------------------
+# SciPy's functions as gpulua's ops: where gpulua takes PyTorch's or C's value at an edge
+# (doc/API.md, gpu.special), the edge is given here; spec/special_spec.lua tests the values.
+import scipy.special as _sc  # noqa: E402
+
+
+def _edge(f, table):
+    def run(x):
+        for k, v in table:
+            if x == k:
+                return v
+        return float(f(x))
+    return run
+
+
+def _bessel_j(nu, x):
+    """J0, J1 as SciPy's below 1e4; above, Hankel's expansion with the phase from cos x and
+    sin x (SciPy's rounds pi/4 into x there and loses the phase); 0 at +-inf (PyTorch's)"""
+    if math.isnan(x):
+        return x
+    ax = abs(x)
+    if math.isinf(ax):
+        v = 0.0
+    elif ax < 1e4:
+        v = float((_sc.j0 if nu == 0 else _sc.j1)(ax))
+    else:
+        mu, t, p, q = 4.0 * nu * nu, 1.0, 1.0, 0.0
+        for k in range(1, 8):
+            t *= (mu - (2 * k - 1) ** 2) / (8 * k * ax)
+            term = t if k % 4 in (0, 1) else -t
+            if k % 2:
+                q += term
+            else:
+                p += term
+        c, sn = math.cos(ax), math.sin(ax)
+        cc, sc_ = ((c + sn), (sn - c)) if nu == 0 else ((sn - c), -(sn + c))
+        v = math.sqrt(2 / (math.pi * ax)) * (p * cc - q * sc_) / math.sqrt(2)
+    return -v if nu == 1 and x < 0 else v
+
+
+@np.vectorize
+def _zeta(s, q):
+    """SciPy's, but zeta(inf, q) its limit: 0 for q > 1, inf for 0 < q < 1 (SciPy: NaN), and 0
+    where every term underflows (SciPy's sum divides 0 by 0 there)"""
+    if s == math.inf and q > 0 and q != 1 and not math.isinf(q):
+        return 0.0 if q > 1 else math.inf
+    if q > 1 and not math.isinf(s) and s * math.log(q) > 800:     # q^-s underflows (SciPy: 0/0)
+        return 0.0
+    return float(_sc.zeta(s, q))
+
+
+def _beta_pole(p, o):
+    """B(p, o) at a non-positive integer p as SciPy's rule (reflection to B(1 - p - o, o)),
+    without its C int overflow for p below -2^31"""
+    if not math.isinf(o) and o == math.floor(o) and 1 - p - o > 0:
+        sign = 1.0 if o % 2 == 0 else -1.0
+        return sign * math.inf if o <= 0 else sign * float(_sc.beta(1 - p - o, o))
+    return math.inf
+
+
+@np.vectorize
+def _beta(a, b):
+    """SciPy's, but: its int overflow at the poles; 0 where a + b overflows (SciPy: NaN); and
+    with a positive integer n <= 50 among a and b, (n-1)! / (x (x+1) ... (x+n-1)) (SciPy's
+    lgamma differences lose 1e-12 at B(1e4, 3))"""
+    for p, o in ((a, b), (b, a)):
+        if p <= -2.0**31 and not math.isinf(p) and p == math.floor(p):
+            return _beta_pole(p, o)
+    if a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isinf(a + b):
+        return 0.0
+    for n, x in ((b, a), (a, b)):
+        if 0 < n <= 50 and n == math.floor(n) and 0 < x < math.inf:
+            r = 1.0
+            for k in range(int(n)):
+                r *= (k + 1) / (x + k)
+            return r / n
+    return float(_sc.beta(a, b))
+
+
+@np.vectorize
+def _betaln(a, b):
+    """SciPy's, but its int overflow at the poles, and where a + b overflows (SciPy: NaN)
+    Stirling's log B = log sqrt(2 pi) - log(b)/2 - (a - 1/2) log1p(b/a) - b log1p(a/b)"""
+    for p, o in ((a, b), (b, a)):
+        if p <= -2.0**31 and not math.isinf(p) and p == math.floor(p):
+            return math.log(abs(_beta_pole(p, o)))
+    if a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isinf(a + b):
+        a, b = min(a, b), max(a, b)
+        return 0.5 * math.log(2 * math.pi) - 0.5 * math.log(b) - (a - 0.5) * math.log1p(b / a) - b * math.log1p(a / b)
+    return float(_sc.betaln(a, b))
+
+
+SPECIAL_UNARY = {
+    "erfc": _sc.erfc, "erfcx": _sc.erfcx, "erfinv": _sc.erfinv, "erfcinv": _sc.erfcinv,
+    "lgamma": _edge(_sc.gammaln, [(-math.inf, math.inf)]), "digamma": _sc.psi, "ndtr": _sc.ndtr,
+    "ndtri": _sc.ndtri, "log_ndtr": _sc.log_ndtr,
+    "i0": _edge(_sc.i0, [(math.inf, math.inf), (-math.inf, math.inf)]), "i0e": _sc.i0e,
+    "i1": _edge(_sc.i1, [(math.inf, math.inf), (-math.inf, -math.inf)]), "i1e": _sc.i1e,
+    "entr": _sc.entr, "logit": _sc.logit,
+    "bessel_j0": lambda x: _bessel_j(0, x), "bessel_j1": lambda x: _bessel_j(1, x),
+    "exp1": _sc.exp1, "expi": _edge(_sc.expi, [(math.inf, math.inf)]),
+}
+@np.vectorize
+def _polygamma(n, x):
+    """SciPy's polygamma for an order n that is a non-negative integer, NaN for any other"""
+    if math.isinf(n) or not (n >= 0 and n == math.floor(n)):
+        return math.nan
+    if n > 170:     # n! overflows: +-inf by the parity of the double n (SciPy's n + 1 rounds)
+        z = float(_sc.zeta(n + 1, x))
+        return math.nan if z == 0 or math.isnan(z) else math.copysign(math.inf, z if n % 2 == 1 else -z)
+    return float(_sc.polygamma(int(n), x))
+
+
+def _special2(f):
+    """a binary special function on arrays of one dtype: in float64, rounded to the float
+    dtype gpulua's float math gives for that dtype (complex refused)"""
+    def run(a, b):
+        if a.dtype.kind == "c":
+            raise TypeError("no complex form")
+        fd = np.exp(np.ones(1, a.dtype)).dtype
+        with np.errstate(all="ignore"):
+            return np.asarray(f(a.astype(np.float64), b.astype(np.float64)), np.float64).astype(fd)
+    return run
+
+
+SPECIAL_BINARY = {
+    "xlogy": _sc.xlogy, "xlog1py": _sc.xlog1py, "betaln": _betaln, "beta": _beta,
+    "zeta": _zeta, "polygamma": lambda n, x: _polygamma(n, x),
+    "gammainc": _sc.gammainc, "gammaincc": _sc.gammaincc, "rel_entr": _sc.rel_entr,
+}
+
+
 UNARY = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2,
     "log10": np.log10, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
@@ -202,6 +334,8 @@ UNARY = {
     # issue 30's elementwise block (elem)
     "exp2": np.exp2, "cbrt": np.cbrt, "rint": np.rint, "sinc": sinc, "degrees": np.degrees,
     "radians": np.radians, "frac": lambda x: x - np.trunc(x),
+    # ---- special functions (gpu.special; kernels/special.h): SciPy's, with gpulua's edges
+    **{name: f for name, f in SPECIAL_UNARY.items()},
 }
 
 
@@ -254,7 +388,8 @@ def binary():
             "logaddexp": np.logaddexp,
             # issue 30's elementwise block (elem)
             "logaddexp2": np.logaddexp2, "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin,
-            "copysign": np.copysign, "nextafter": np.nextafter, "heaviside": np.heaviside}
+            "copysign": np.copysign, "nextafter": np.nextafter, "heaviside": np.heaviside,
+            **SPECIAL_BINARY}
     iops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
             "floordiv": np.floor_divide, "mod": np.mod, "maximum": np.maximum, "minimum": np.minimum,
             "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin}
@@ -439,6 +574,7 @@ UNARY_BY_DTYPE = {
     "sinc": float_math(sinc), "degrees": np_math(np.degrees),
     "radians": np_math(np.radians), "frac": frac_of, "signbit": np_math(np.signbit),
     "isposinf": np_math(np.isposinf), "isneginf": np_math(np.isneginf),
+    **{name: float_math(lambda t, f=f: float(f(t))) for name, f in SPECIAL_UNARY.items()},
 }
 
 BINARY_BY_DTYPE = {
@@ -452,6 +588,7 @@ BINARY_BY_DTYPE = {
     # issue 30's elementwise block (elem)
     "logaddexp2": np.logaddexp2, "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin, "copysign": np.copysign,
     "nextafter": np.nextafter, "heaviside": np.heaviside, "gcd": np.gcd, "lcm": np.lcm,
+    **{name: _special2(f) for name, f in SPECIAL_BINARY.items()},
 }
 
 # Where gpulua's answer is not NumPy 1.24's, on purpose (doc/API.md lists them): (op, dtype

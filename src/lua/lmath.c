@@ -213,6 +213,7 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     { "arccosh", "acosh" }, { "arctanh", "atanh" }, { "conjugate", "conj" }, { "absolute", "abs" },
     /* issue 30's elementwise block (elem) */
     { "deg2rad", "radians" }, { "rad2deg", "degrees" },
+    { "gammaln", "lgamma" },                                              /* gpu.special */
   };
   int nalias = (int)(sizeof alias / sizeof alias[0]);
   lua_createtable(L, 0, 5);
