@@ -180,6 +180,7 @@ GL_SF double gl_sf_beta_pole(double p, double o, int *finite) {
     if (o <= 0) return sign * GL_SF_INF;
     *finite = 1;
     double c = 1 - p - o, r = 1;                                   /* B(c, o) = (o-1)! / (c (c+1) ... (c+o-1)) */
+    if (o > 50) return sign * exp(lgamma(c) + lgamma(o) - lgamma(c + o));
     for (double k = 0; k < o; k++) r *= (k + 1) / (c + k);
     return sign * r / o;
   }

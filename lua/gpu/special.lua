@@ -139,7 +139,8 @@ end
 -- x^a (1-x)^b / (a B(a, b)) times the continued fraction 1/(1+ d1/(1+ d2/(1+ ...))),
 -- d_2m = m(b-m)x / ((a+2m-1)(a+2m)), d_2m+1 = -(a+m)(a+b+m)x / ((a+2m)(a+2m+1)), by
 -- Lentz's method over whole arrays, with I_x(a, b) = 1 - I_(1-x)(b, a) where x > (a+1)/(a+b+2)
--- (so the fraction converges fast); 20 + 4 sqrt(max(a + b)) levels (it needs O(sqrt)).
+-- (so the fraction converges fast); 20 + 4 sqrt(max(a + b)) levels (it needs O(sqrt)), at
+-- most 420: beyond a + b = 1e4 the fraction may stop short of full precision.
 -- Computed in float64 (a float32 result rounds it); NaN for a <= 0, b <= 0 or x outside
 -- [0, 1]; 0 at x = 0 and 1 at x = 1.
 function M.betainc(a, b, x)
@@ -163,7 +164,7 @@ function M.betainc(a, b, x)
   local aa, bb = gpu.where(swap, B, A), gpu.where(swap, A, B)
   local xx = gpu.where(swap, 1 - X, X)
   local top = X.size > 0 and (A + B):max():item() or 0
-  local levels = 20 + 4 * math.ceil(math.sqrt(top == top and math.min(top, 1e6) or 0))
+  local levels = 20 + 4 * math.ceil(math.sqrt(top == top and math.min(top, 1e4) or 0))
   local tiny = 1e-300
   local function nz(v) return gpu.where(v:abs():lt(tiny), tiny, v) end
   local qab, qap, qam = aa + bb, aa + 1, aa - 1
