@@ -134,6 +134,7 @@ function C.floats(fname, list, opts)
       shapes[#shapes + 1] = v.shape
     end
   end
+  if opts.no_broadcast then return out, nil, dtype, device or (next(out) and out[next(out)].device) end
   return out, C.broadcast(fname, shapes), dtype, device or (next(out) and out[next(out)].device)
 end
 

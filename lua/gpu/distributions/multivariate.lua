@@ -31,7 +31,8 @@ return function(M)
       raise("%s: exactly one of covariance_matrix, precision_matrix or scale_tril must be given, got %d", fname, count)
     end
     local argn = ({ covariance_matrix = 2, precision_matrix = 3, scale_tril = 4 })[which]
-    local arrs, _, dtype, device = C.floats("MultivariateNormal", { { "loc", v.loc, 1 }, { which, v[which], argn } })
+    local arrs, _, dtype, device = C.floats("MultivariateNormal", { { "loc", v.loc, 1 }, { which, v[which], argn } },
+      { no_broadcast = true })
     local loc, m = arrs.loc, arrs[which]
     if loc.ndim < 1 then argerror(fname, 1, "loc: an array of at least 1 dimension expected, got a 0-d array or number") end
     if m.ndim < 2 then
