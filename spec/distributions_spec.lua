@@ -344,3 +344,30 @@ describe("gpu.distributions' transforms", function()
     assert.equal(42, D.kl_divergence(D.Poisson(1), D.Normal(0, 1)):item())
   end)
 end)
+
+describe("gpu.distributions' functions", function()
+  it("each declare what they take and refuse one argument more (as spec/arity_spec.lua checks gpu's)", function()
+    local n = 0
+    for name, f in pairs(D) do
+      if type(f) == "function" then
+        local k = gpu._arity(f)
+        assert(k ~= nil, "gpu.distributions." .. name .. " declares no count")
+        if k ~= math.huge then
+          local ok, err = pcall(f, table.unpack({}, 1, k + 1))
+          assert(not ok, name .. " accepted " .. (k + 1) .. " arguments")
+          assert.matches(("bad argument #%d to 'gpu.distributions.%s' %%(at most %d arguments? expected"):format(k + 1, name, k),
+            tostring(err))
+        end
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 33, "only " .. n .. " functions")
+  end)
+
+  it("is a Lua part loaded on first use (gpu.distributions)", function()
+    local code, out = h.run((os.getenv("GPULUA_BIN") or "./gpulua") ..
+      [[ -e "io.write(tostring(package.loaded['gpu.distributions'] ~= nil), ' ', gpu.distributions.Normal(0, 1):log_prob(0):item() < 0 and 'ok' or 'no', ' ', tostring(package.loaded['gpu.distributions'] ~= nil))"]])
+    assert.equal(0, code)
+    assert.equal("false ok true", out)
+  end)
+end)
