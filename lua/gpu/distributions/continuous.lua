@@ -5,12 +5,10 @@
 -- parameter-free noise), for Gamma, Chi2, Beta, Dirichlet and StudentT through the implicit
 -- gradient of the gamma draw.
 local gpu = require "gpu"
-local options = require "gpu.options"
 local C = require "gpu.distributions.core"
 local T = require "gpu.distributions.transforms"
 
 local K = C.constraints
-local raise = options.raise
 
 local PI = math.pi
 local LOG_SQRT_2PI = 0.5 * math.log(2 * PI)
@@ -18,7 +16,7 @@ local SQRT2 = math.sqrt(2)
 local EULER = 0.57721566490153286061
 
 return function(M)
-  local Distribution, TD = C.Distribution, C.TransformedDistribution
+  local TD = C.TransformedDistribution
 
   local function randn(d, s) return gpu.random.randn(d:_extended(s), d:_opts()) end
   local function rand(d, s) return gpu.random.rand(d:_extended(s), d:_opts()) end
@@ -358,8 +356,7 @@ return function(M)
   end
   function Beta:_support() return K.unit_interval end
   function Beta:_rsample(s)
-    local x = self._dirichlet:_rsample(s)
-    return x[{ "...", 1 }]
+    return C.last(self._dirichlet:_rsample(s), 1)
   end
   function Beta:log_prob(value)
     local v = val(self, "log_prob", value)
@@ -403,5 +400,4 @@ return function(M)
     return self.scale:log() + (df + 1) * 0.5 * (digamma((df + 1) * 0.5) - digamma(df * 0.5)) + df:log() * 0.5 + lbeta
   end
 
-  return raise
 end

@@ -138,6 +138,11 @@ function C.floats(fname, list, opts)
   return out, C.broadcast(fname, shapes), dtype, device or (next(out) and out[next(out)].device)
 end
 
+-- last(x, i): x[..., i], the last axis dropped (differentiable: gpu.take)
+function C.last(x, i)
+  return gpu.take(x, gpu.full({}, i, { dtype = "int64", device = x.device }), -1)
+end
+
 function C.expand(x, shape)
   if same(x.shape, shape) then return x end
   return x:expand(shape)

@@ -23,13 +23,6 @@ return function(M)
     local q = clamp_probs(p)
     return q:log() - (-q):log1p()
   end
-  -- the last entry along the last axis, x[..., i]
-  local function last(x, i)
-    local idx = {}
-    for k = 1, x.ndim - 1 do idx[k] = ":" end
-    idx[x.ndim] = i
-    return x[idx]
-  end
   local function bce_with_logits(logits, target) return gpu.softplus(logits) - logits * target end
 
   -- binary(name, params, spec): a family with probs or logits of one event (Bernoulli,
@@ -360,5 +353,4 @@ return function(M)
     return term1 + (bp * w):sum(1):sum(-1)
   end
 
-  return last
 end
