@@ -307,11 +307,11 @@ return function(M)
   DP.mode = function(d)
     local a = gpu.clip(d.concentration - 1, 0, nil)
     local m = a / a:sum(-1, { keepdims = true })
-    -- where every alpha is below 1 the mode is a vertex: the largest alpha's
+    -- every alpha below 1: PyTorch's mode is the first vertex (the argmax of its all-NaN ratio)
     local low = d.concentration:lt(1):all(-1, { keepdims = true })
-    local hot = gpu.zeros_like(d.concentration)
-    hot = gpu.put_along_axis(hot, d.concentration:argmax(-1, { keepdims = true }), 1, -1)
-    return gpu.where(low, hot, m)
+    local k = d.concentration.shape[d.concentration.ndim]
+    local first = (gpu.arange(k, { device = d._device }):eq(0)):astype(d._dtype)
+    return gpu.where(low, first, m)
   end
   DP.variance = function(d)
     local a = d.concentration
@@ -349,7 +349,7 @@ return function(M)
   reparam(Beta)
   local BP = Beta._props
   BP.mean = function(d) return d.concentration1 / (d.concentration1 + d.concentration0) end
-  BP.mode = function(d) return (d.concentration1 - 1) / (d.concentration1 + d.concentration0 - 2) end
+  BP.mode = function(d) return C.last(d._dirichlet.mode, 1) end
   BP.variance = function(d)
     local t = d.concentration1 + d.concentration0
     return d.concentration1 * d.concentration0 / (t ^ 2 * (t + 1))
