@@ -371,3 +371,35 @@ describe("gpu.distributions' functions", function()
     assert.equal("false ok true", out)
   end)
 end)
+
+describe("gpu.distributions' expand", function()
+  it("broadcasts the parameters to a larger batch shape, as PyTorch's expand", function()
+    local o = { dtype = "float64" }
+    local v = gpu.array({ { 0.1, 0.2, 0.3 }, { 0.4, 0.5, 0.6 } }, o)
+    for _, make in ipairs {
+      function() return D.Normal(gpu.array({ 0.5, 1, -1 }, o), 2) end,
+      function() return D.Bernoulli(nil, gpu.array({ 0.5, 1, -1 }, o)) end,
+      function() return D.Exponential(gpu.array({ 0.5, 1, 3 }, o)) end,
+      function() return D.LogNormal(gpu.array({ 0.5, 1, -1 }, o), 0.5) end,
+      function() return D.Gumbel(0, gpu.array({ 0.5, 1, 3 }, o)) end,
+    } do
+      local d = make()
+      local e = d:expand({ 2, 3 })
+      assert.same({ 2, 3 }, e.batch_shape)
+      local value = d._name == "Bernoulli" and v:gt(0.3):astype("float64") or v
+      h.assert_close(e:log_prob(value), d:log_prob(value), 1e-12)
+      assert.same({ 4, 2, 3 }, e:sample(4).shape)
+    end
+    local c = D.Categorical(gpu.array({ 0.2, 0.3, 0.5 }, o)):expand({ 4 })
+    assert.same({ 4 }, c.batch_shape)
+    assert.same({ 4 }, c:sample().shape)
+    local m = D.MultivariateNormal(gpu.zeros(2, o), gpu.eye(2, o)):expand({ 3 })
+    assert.same({ 3 }, m.batch_shape)
+    assert.same({ 5, 3, 2 }, m:sample(5).shape)
+    local ind = D.Independent(D.Normal(gpu.zeros(2, o), 1), 1):expand({ 3 })
+    assert.same({ 3 }, ind.batch_shape)
+    assert.same({ 2 }, ind.event_shape)
+    h.fails({ "Normal:expand", "cannot be expanded" }, function() return D.Normal(gpu.zeros(3), 1):expand({ 2 }) end)
+    h.fails({ "Normal:expand", "batch_shape" }, function() return D.Normal(0, 1):expand("x") end)
+  end)
+end)

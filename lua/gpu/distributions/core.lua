@@ -149,21 +149,22 @@ function C.expand(x, shape)
 end
 
 -- sample_shape(fname, s): nil (one draw per batch element), a count, or a table of counts
-function C.sample_shape(fname, s)
+function C.sample_shape(fname, s, what)
+  what = what or "sample_shape"
   if s == nil then return {} end
   if math.type(s) == "integer" or (type(s) == "number" and s == math.floor(s)) then s = { s } end
   if type(s) ~= "table" or is_array(s) then
-    argerror(fname, 1, "sample_shape: a table of sizes or a size expected, got %s", type_name(s))
+    argerror(fname, 1, "%s: a table of sizes or a size expected, got %s", what, type_name(s))
   end
   local out = {}
   for i, n in ipairs(s) do
     if math.type(n) ~= "integer" and not (type(n) == "number" and n == math.floor(n) and n >= 0 and n < 2 ^ 53) then
-      argerror(fname, 1, "sample_shape: entry %d must be an integer size, got %s", i, type_name(n))
+      argerror(fname, 1, "%s: entry %d must be an integer size, got %s", what, i, type_name(n))
     end
-    if n < 0 then argerror(fname, 1, "sample_shape: entry %d must be >= 0, got %d", i, n) end
+    if n < 0 then argerror(fname, 1, "%s: entry %d must be >= 0, got %d", what, i, n) end
     out[i] = math.tointeger(n)
   end
-  if #out + 0 > (gpu._max_dims or 16) then argerror(fname, 1, "sample_shape: too many dimensions (%d)", #out) end
+  if #out + 0 > (gpu._max_dims or 16) then argerror(fname, 1, "%s: too many dimensions (%d)", what, #out) end
   return out
 end
 
@@ -320,6 +321,29 @@ Distribution.enumerate_support = unimplemented("enumerate_support")
 
 function Distribution:perplexity() return self:entropy():exp() end
 
+-- expand(batch_shape): the distribution with its parameters broadcast (as views) to a
+-- larger batch shape, as PyTorch's expand; validate_args as the original's
+function Distribution:expand(batch_shape)
+  local fname = self._name .. ":expand"
+  local shape = C.sample_shape(fname, batch_shape, "batch_shape")
+  local old = self._batch
+  local ok = #shape >= #old
+  for i = 1, #old do
+    local a, b = old[#old - i + 1], shape[#shape - i + 1]
+    if ok and a ~= b and a ~= 1 then ok = false end
+  end
+  if not ok then
+    raise("gpu.distributions.%s: batch_shape %s cannot be expanded to %s", fname, shape_str(old), shape_str(shape))
+  end
+  local d = self:_expand(shape)
+  rawset(d, "_validate", self._validate)
+  return d
+end
+
+function Distribution:_expand(_)
+  raise("gpu.distributions.%s:expand is not implemented", self._name)
+end
+
 -- value(d, fname, v, support): v (a number or an array) as an array of d's dtype on d's
 -- device, whose shape broadcasts with batch_shape .. event_shape; with validation on, every
 -- element must lie in support (a constraint; d's support by default)
@@ -455,6 +479,13 @@ function C.family(M, name, parent, params, spec)
     if spec.post then spec.post(d) end
     return d
   end, #params + 1)
+  local ctor = M[name]
+  function cls:_expand(shape)
+    local args = {}
+    for i, p in ipairs(params) do args[i] = C.expand(rawget(self, p[1]), C.concat(shape, self._event)) end
+    args[#args + 1] = { validate_args = false }
+    return ctor(table.unpack(args))
+  end
   return cls
 end
 

@@ -55,9 +55,19 @@ return function(M)
         C.check_param(d, p[1], d[p[1]], p[2])
       end
       rawset(d, which, C.expand(arrs[which], shape))
+      rawset(d, "_given", which)
       C.check_param(d, which, d[which], which == "probs" and (spec.probs or K.unit_interval) or K.real)
       return d
     end, #names + 1)
+    local ctor = M[name]
+    function cls:_expand(shape)
+      local o = { validate_args = false }
+      local args = {}
+      for i, p in ipairs(leading) do args[i] = C.expand(rawget(self, p[1]), shape) end
+      o[self._given] = C.expand(rawget(self, self._given), shape)
+      args[#args + 1] = o
+      return ctor(table.unpack(args))
+    end
     local P = cls._props
     P.probs = function(d)
       local p = d.logits:sigmoid()
@@ -193,11 +203,19 @@ return function(M)
         return gpu.logical_and(p:ge(0):all(-1), p:sum(-1):gt(0))
       end))
       rawset(d, "probs", x / x:sum(-1, { keepdims = true }))
+      rawset(d, "_given", "probs")
     else
       C.check_param(d, "logits", x, K.real_vector)
       rawset(d, "logits", x - x:logsumexp(-1, { keepdims = true }))
+      rawset(d, "_given", "logits")
     end
     return d
+  end
+  -- the Categorical of expand(shape): its normalised parameter broadcast
+  local function expand_categorical(cat, shape)
+    local o = { validate_args = false }
+    o[cat._given] = C.expand(rawget(cat, cat._given), C.concat(shape, { cat._num_events }))
+    return o
   end
 
   local Categorical = C.class("Categorical", Distribution)
@@ -242,6 +260,7 @@ return function(M)
     ishape[#ishape] = 1
     return gpu.take_along_axis(C.expand(lg, shape), C.expand(idx, ishape), -1):squeeze(-1)
   end
+  function Categorical:_expand(shape) return M.Categorical(expand_categorical(self, shape)) end
   function Categorical:entropy()
     local l = gpu.clip(self.logits, gpu.finfo(self._dtype).min, nil)
     return -(l * self.probs):sum(-1)
@@ -287,6 +306,7 @@ return function(M)
     local v = C.value(self, "log_prob", value)
     return self._categorical:log_prob(v:argmax(-1))
   end
+  function OneHot:_expand(shape) return M.OneHotCategorical(expand_categorical(self._categorical, shape)) end
   function OneHot:entropy() return self._categorical:entropy() end
   function OneHot:enumerate_support(expand)
     local k = self._event[1]
@@ -333,6 +353,11 @@ return function(M)
     local labels = self._categorical:_sample(C.concat(s, { self.total_count }))   -- (s..., n, batch...)
     local counts = one_hot(labels, k, self:_opts())
     return counts:sum(#s + 1)
+  end
+  function Multinomial:_expand(shape)
+    local o = expand_categorical(self._categorical, shape)
+    o.total_count = self.total_count
+    return M.Multinomial(o)
   end
   function Multinomial:log_prob(value)
     local v = C.value(self, "log_prob", value)

@@ -80,6 +80,11 @@ return function(M)
     local eps = gpu.random.randn(self:_extended(s), self:_opts())
     return self.loc + self._scale_tril:matmul(eps:unsqueeze(-1)):squeeze(-1)
   end
+  function MVN:_expand(shape)
+    local n = n_of(self)
+    return M.MultivariateNormal(C.expand(self.loc, C.concat(shape, { n })),
+      { scale_tril = C.expand(self._scale_tril, C.concat(shape, { n, n })), validate_args = false })
+  end
   local function half_log_det(d) return gpu.diagonal(d._scale_tril, 0, -2, -1):log():sum(-1) end
   function MVN:log_prob(value)
     local v = C.value(self, "log_prob", value)

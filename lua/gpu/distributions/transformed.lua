@@ -77,6 +77,12 @@ return function(M)
   end
 
   function TD:_support() return C.constraints.real end
+  -- the base expanded to the new batch shape (and the base's own batch axes that are events here)
+  function TD:_expand(shape)
+    local base = self.base_dist
+    local extra = { table.unpack(base._batch, #self._batch + 1) }
+    return C.transformed(TD, base:expand(C.concat(shape, extra)), self.transforms, { validate_args = false })
+  end
 
   function TD:log_prob(value)
     local y = C.value(self, "log_prob", value, self:_support())
@@ -156,6 +162,11 @@ return function(M)
   function Ind:_sample(s) return self.base_dist:_sample(s) end
   function Ind:rsample(sample_shape) return self.base_dist:rsample(sample_shape) end
   function Ind:sample(sample_shape) return self.base_dist:sample(sample_shape) end
+  function Ind:_expand(shape)
+    local base = self.base_dist
+    local extra = { table.unpack(base._batch, #base._batch - self.reinterpreted_batch_ndims + 1) }
+    return M.Independent(base:expand(C.concat(shape, extra)), self.reinterpreted_batch_ndims, { validate_args = false })
+  end
   function Ind:log_prob(value)
     return sum_rightmost(self.base_dist:log_prob(value), self.reinterpreted_batch_ndims)
   end
