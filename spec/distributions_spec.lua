@@ -364,6 +364,15 @@ describe("gpu.distributions' functions", function()
     assert.is_true(n >= 33, "only " .. n .. " functions")
   end)
 
+  it("each have an entry in doc/API.md (gpu.help)", function()
+    for name, f in pairs(D) do
+      if type(f) == "function" then
+        local t = gpu.help.text("gpu.distributions." .. name)
+        assert(t and t:find(name, 1, true), "no doc/API.md entry for gpu.distributions." .. name)
+      end
+    end
+  end)
+
   it("is a Lua part loaded on first use (gpu.distributions)", function()
     local code, out = h.run((os.getenv("GPULUA_BIN") or "./gpulua") ..
       [[ -e "io.write(tostring(package.loaded['gpu.distributions'] ~= nil), ' ', gpu.distributions.Normal(0, 1):log_prob(0):item() < 0 and 'ok' or 'no', ' ', tostring(package.loaded['gpu.distributions'] ~= nil))"]])
