@@ -17,18 +17,18 @@ local function has_special(name)
 end
 
 -- a fixture's argument as the spec passes it: arrays of float64 on dev, integers as they are
-local function arg(x, dev)
+local function arg(x, dev, dtype)
   if math.type(x) == "integer" then return x end
-  if type(x) == "number" then return gpu.full({}, x, { dtype = "float64", device = dev }) end
-  return gpu.array(x, { dtype = "float64", device = dev })
+  if type(x) == "number" then return gpu.full({}, x, { dtype = dtype or "float64", device = dev }) end
+  return gpu.array(x, { dtype = dtype or "float64", device = dev })
 end
 
-local function build(name, args, kw, dev)
+local function build(name, args, kw, dev, dtype)
   local a = {}
-  for i, x in ipairs(args) do a[i] = arg(x, dev) end
+  for i, x in ipairs(args) do a[i] = arg(x, dev, dtype) end
   if kw then
     local o = {}
-    for k, x in pairs(kw) do o[k] = arg(x, dev) end
+    for k, x in pairs(kw) do o[k] = arg(x, dev, dtype) end
     a[#a + 1] = o
   end
   return D[name](table.unpack(a, 1, #a))
@@ -72,6 +72,16 @@ for _, dev in ipairs(h.devices()) do
           if c[p] then close(d[p], c[p], p) end
         end
         if c.support then close(d:enumerate_support(), c.support, "enumerate_support") end
+      end)
+      run(c.label .. ": the same in float32 (within 1e-4)", function()
+        local d = build(c.name, c.args, c.kw, dev, "float32")
+        assert.equal("float32", d.dtype)
+        local v = gpu.array(c.value, { dtype = "float32", device = dev })
+        local lp = d:log_prob(v)
+        assert.equal("float32", lp.dtype)
+        close(lp, c.log_prob, "log_prob", 1e-4)
+        if c.entropy then close(d:entropy(), c.entropy, "entropy", 1e-4) end
+        if c.cdf then close(d:cdf(v), c.cdf, "cdf", 1e-4) end
       end)
       if c.icdf then
         local needs_erfinv = ({ Normal = true, LogNormal = true, HalfNormal = true })[c.name]
