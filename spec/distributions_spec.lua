@@ -158,6 +158,31 @@ for _, dev in ipairs(h.devices()) do
       end)
     end
 
+    local function z(v) return gpu.full({}, v, o) end
+    -- Kolmogorov-Smirnov: 5000 draws at seed 2 against the family's own cdf, the statistic
+    -- below 1.63 / sqrt(n) (the 1% critical value)
+    for _, c in ipairs {
+      { "Normal", function() return D.Normal(z(0.5), 2) end },
+      { "Uniform", function() return D.Uniform(z(-1), 3) end },
+      { "Exponential", function() return D.Exponential(z(1.5)) end },
+      { "Laplace", function() return D.Laplace(z(1), 0.5) end },
+      { "Cauchy", function() return D.Cauchy(z(-1), 2) end },
+      { "Gumbel", function() return D.Gumbel(z(1), 2) end },
+      { "LogNormal", function() return D.LogNormal(z(0.2), 0.7) end },
+      { "HalfNormal", function() return D.HalfNormal(z(1.5)) end },
+    } do
+      it(c[1] .. ": Kolmogorov-Smirnov of 5000 draws at seed 2", function()
+        gpu.random.seed(2)
+        local d = c[2]()
+        local n = 5000
+        local x = d:sample(n):sort()
+        local f = d:cdf(x)
+        local i = gpu.arange(n, o) + 1
+        local stat = gpu.maximum((i / n - f):max(), (f - (i - 1) / n):max()):item()
+        assert(stat < 1.63 / math.sqrt(n), ("%s: KS statistic %g >= %g"):format(c[1], stat, 1.63 / math.sqrt(n)))
+      end)
+    end
+
     it("are the same draws for the same seed, and sample() takes a count or a shape", function()
       gpu.random.seed(7)
       local a1 = D.Normal(0, 1):sample({ 3, 2 })
