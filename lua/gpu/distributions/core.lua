@@ -427,11 +427,14 @@ end
 
 -- ---- what other parts supply ------------------------------------------------------------------
 
--- special(fname, name): gpu.special's function name (torch.special's), or gpu's own
+-- special(fname, name): gpu.special's function name (torch.special's), or gpu's own (under
+-- PyTorch's other name: lgamma for gammaln)
+local ALIASES = { gammaln = "lgamma" }
 function C.special(fname, name)
   local ok, sp = pcall(function() return gpu.special end)
   local f = ok and type(sp) == "table" and sp[name] or nil
   if f == nil then f = gpu[name] end
+  if f == nil and ALIASES[name] then return C.special(fname, ALIASES[name]) end
   if f == nil then raise("gpu.distributions.%s: needs gpu.special.%s, which this build lacks", fname, name) end
   return f
 end
