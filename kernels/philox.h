@@ -45,6 +45,9 @@
 **                                 i + floor(x_i * (n - i) / 2^64), x_i as for float64 (done
 **                                 on the host for every device: a serial walk)
 ** The offset then advances by the blocks the call touched: ceil(n * words / 4).
+**   samplers (gamma, poisson, ...: kernels/random_dist.h)  element i reads block o + i
+**                                 and its subsequences (counter word 2 = 1, 2, ...);
+**                                 the offset advances by n blocks.
 ** Floats agree between devices to the last bits of log/sqrt/sin/cos (normal) and of the
 ** final fma; the integers, uniform bits and Bernoulli draws are identical.
 */
@@ -59,7 +62,8 @@
 ** gl_rand_dist: uniform, normal, integers, bernoulli, permutation), on every device. */
 #define GL_RAND_DTYPES(dist)                                                       \
   ((dist) == 0 || (dist) == 1 ? GL_DTSET_FLOAT : (dist) == 2 ? GL_DTSET_INT        \
-   : (dist) == 3 ? GL_DTSET_ALL : (dist) == 4 ? GL_DTSET(INT64) : 0)
+   : (dist) == 3 ? GL_DTSET_ALL : (dist) == 4 ? GL_DTSET(INT64)                     \
+   : (dist) == 5 ? (GL_DTSET(FLOAT64) | GL_DTSET(INT64)) : 0)
 
 #define GL_PHILOX_W0 0x9E3779B9u
 #define GL_PHILOX_W1 0xBB67AE85u
@@ -86,6 +90,18 @@ GL_HD void gl_philox_round(uint32_t *c0, uint32_t *c1, uint32_t *c2, uint32_t *c
 /* The four words of counter block b under key 'seed' (see the table above). */
 GL_HD void gl_philox_block(uint64_t seed, uint64_t b, uint32_t w[4]) {
   uint32_t c0 = (uint32_t)b, c1 = (uint32_t)(b >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; r++) {
+    gl_philox_round(&c0, &c1, &c2, &c3, k0, k1);
+    k0 += GL_PHILOX_W0; k1 += GL_PHILOX_W1;
+  }
+  w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;
+}
+
+/* The words of block b's subsequence 'sub' (counter (lo32(b), hi32(b), sub, 0)): sub 0 is
+** gl_philox_block's; kernels/random_dist.h gives each element of a sampler its own. */
+GL_HD void gl_philox_block_sub(uint64_t seed, uint64_t b, uint32_t sub, uint32_t w[4]) {
+  uint32_t c0 = (uint32_t)b, c1 = (uint32_t)(b >> 32), c2 = sub, c3 = 0;
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (int r = 0; r < 10; r++) {
     gl_philox_round(&c0, &c1, &c2, &c3, k0, k1);

@@ -11,6 +11,7 @@
 */
 #include "cuda_common.cuh"
 #include "philox.h"
+#include "random_dist.h"
 
 struct gl_krand {
   uint64_t seed, offset;
@@ -199,4 +200,28 @@ extern "C" int gl_klaunch_random(void *stream, int dist, int dt, void *dst, int6
   int64_t nb = (n + epb - 1) / epb;
   unsigned grid = gl_kgrid((nb + GL_KR_UNROLL - 1) / GL_KR_UNROLL);
   return GL_DISPATCH_DTYPE_ALL(dt, DT, random_dt<DT>(s, grid, dist, dst, n, r, epb));   /* bernoulli: complex too */
+}
+
+/* ---- samplers (kernels/random_dist.h) ---------------------------------------------------- */
+
+/* Element i = sampler 'kind' from block offset + i: one thread per element, grid-stride;
+** each parameter a scalar or, where its pointer is set, per element. */
+__global__ void __launch_bounds__(GL_KTHREADS)
+gl_krandom_sampler(void *dst, bool ints, int64_t n, int kind, uint64_t seed, uint64_t offset,
+                   double a, double b, double c, const double *pa, const double *pb, const double *pc) {
+  GL_KLOOP(i, n) {
+    double v = gl_rdist_draw(kind, seed, offset + (uint64_t)i, pa ? pa[i] : a, pb ? pb[i] : b, pc ? pc[i] : c);
+    if (ints) ((int64_t *)dst)[i] = (int64_t)v;
+    else ((double *)dst)[i] = v;
+  }
+}
+
+extern "C" int gl_klaunch_sampler(void *stream, int kind, int dt, void *dst, int64_t n, uint64_t seed,
+                                  uint64_t offset, const double par[3], const double *const pa[3]) {
+  if (n == 0) return 0;
+  if (kind < 0 || kind >= GL_NRDIST || (dt != GL_KD_FLOAT64 && dt != GL_KD_INT64)) return GL_KERR_NOTSUP;
+  cudaStream_t s = (cudaStream_t)stream;
+  gl_krandom_sampler<<<gl_kblocks(n), GL_KTHREADS, 0, s>>>(dst, dt == GL_KD_INT64, n, kind, seed, offset, par[0],
+                                                        par[1], par[2], pa[0], pa[1], pa[2]);
+  return gl_klaunched();
 }

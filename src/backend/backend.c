@@ -49,6 +49,7 @@ const char *const gl_redop_name[GL_NREDOP] = {
 const char *const gl_rand_dist_name[GL_NRAND] = {
   [GL_RAND_UNIFORM] = "uniform", [GL_RAND_NORMAL] = "normal", [GL_RAND_INTEGERS] = "randint",
   [GL_RAND_BERNOULLI] = "bernoulli", [GL_RAND_PERMUTATION] = "permutation",
+  [GL_RAND_SAMPLER] = "sampler",
 };
 
 /* ---- the registry ---------------------------------------------------------------- */

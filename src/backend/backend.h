@@ -100,9 +100,11 @@ typedef enum gl_rand_dist {
   GL_RAND_BERNOULLI,     /* any dst: 1 with probability a (or p[i]), else 0 */
   GL_RAND_PERMUTATION,   /* int64 1-D dst of k <= range: the first k of a Fisher-Yates
                          ** shuffle of lo .. lo + range - 1 */
+  GL_RAND_SAMPLER,       /* float64 or int64 dst: sampler 'kind' of kernels/random_dist.h
+                         ** with parameters a, b, c (or pa[k][i]) */
   GL_NRAND
 } gl_rand_dist;
-/* "uniform", "normal", "randint", "bernoulli", "permutation". */
+/* "uniform", "normal", "randint", "bernoulli", "permutation", "sampler". */
 extern const char *const gl_rand_dist_name[GL_NRAND];
 
 typedef struct gl_rand_req {
@@ -112,6 +114,9 @@ typedef struct gl_rand_req {
   int64_t lo;            /* integers, permutation: the smallest value */
   uint64_t range;        /* integers: how many values (0: 2^64); permutation: n */
   const gl_array *p;     /* bernoulli: per-element p (float64, contiguous, dst's size) or NULL */
+  int kind;              /* sampler: which (GL_RD_* of kernels/random_dist.h) */
+  double c;              /* sampler: the third parameter (a, b: the first two) */
+  const gl_array *pa[3]; /* sampler: per-element parameters (float64, contiguous, dst's size) or NULL */
 } gl_rand_req;
 
 /* Dense linear algebra (GL_OP_LINALG, gl_backend.linalg): LAPACK's drivers over a batch.

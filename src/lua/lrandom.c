@@ -9,9 +9,11 @@
 ** here (lmathlib's pattern: per-state context in an upvalue, never a C global). Upvalue
 ** 3 says whether the function is a Generator method (argument 1 is the generator).
 */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 #include "lgpu.h"
+#include "../../kernels/random_dist.h"
 
 #define GENERATOR "gpu.Generator"
 
@@ -219,9 +221,17 @@ static int l_shuffle(lua_State *L) {
 
 /* choice(n or x, k [, {replace = true, device =}]): k draws from 1..n (int64), or k rows
 ** of x along its first axis. Without replacement: the first k of permutation(n). */
+static int forward(lua_State *L, const char *name);
+
 static int l_choice(lua_State *L) {
   int first;
   gl_rng *g = call_generator(L, &first);
+  for (int i = first + 1; i <= lua_gettop(L) && i <= first + 2; i++)   /* p: lua/gpu/random_more.lua */
+    if (lua_istable(L, i) && gl_lua_is_options(L, i)) {
+      bool has_p = lua_getfield(L, i, "p") != LUA_TNIL;
+      lua_pop(L, 1);
+      if (has_p) return forward(L, "choice");
+    }
   gl_array *x = gl_lua_test(L, first);
   int64_t n;
   if (x) {
@@ -262,6 +272,162 @@ static int l_choice(lua_State *L) {
   if (st != GL_OK) *rng = before;                  /* a call that fails draws nothing */
   return done(L, st, 0, out);
 }
+
+/* ---- NumPy's distributions (kernels/random_dist.h) -------------------------------------- */
+
+/* A Generator method as NumPy names it: sampler 'kind' (ops.h gl_op_sample) with its first
+** 'np' parameters from the caller (NAN in def: required), the rest fixed. */
+typedef struct gl_rexposed {
+  const char *name;
+  int kind, np;
+  double def[3];
+} gl_rexposed;
+
+#define REQ NAN
+#define GL_RSAMPLERS(X)                                                                        \
+  X(gamma, GL_RD_GAMMA, 2, REQ, 1, 0, "gpu.random.gamma(2, 1, 5, %s)")                          \
+  X(standard_gamma, GL_RD_GAMMA, 1, REQ, 1, 0, "gpu.random.standard_gamma(2, 5, %s)")           \
+  X(beta, GL_RD_BETA, 2, REQ, REQ, 0, "gpu.random.beta(2, 3, 5, %s)")                           \
+  X(poisson, GL_RD_POISSON, 1, 1, 0, 0, "gpu.random.poisson(4, 5, %s)")                         \
+  X(binomial, GL_RD_BINOMIAL, 2, REQ, REQ, 0, "gpu.random.binomial(10, 0.5, 5, %s)")            \
+  X(exponential, GL_RD_EXPONENTIAL, 1, 1, 0, 0, "gpu.random.exponential(1, 5, %s)")             \
+  X(standard_exponential, GL_RD_EXPONENTIAL, 0, 1, 0, 0, "gpu.random.standard_exponential(5, %s)") \
+  X(chisquare, GL_RD_CHISQUARE, 1, REQ, 0, 0, "gpu.random.chisquare(3, 5, %s)")                 \
+  X(noncentral_chisquare, GL_RD_NONCENTRAL_CHISQUARE, 2, REQ, REQ, 0,                           \
+    "gpu.random.noncentral_chisquare(3, 2, 5, %s)")                                             \
+  X(f, GL_RD_F, 2, REQ, REQ, 0, "gpu.random.f(3, 5, 5, %s)")                                    \
+  X(geometric, GL_RD_GEOMETRIC, 1, REQ, 0, 0, "gpu.random.geometric(0.3, 5, %s)")               \
+  X(gumbel, GL_RD_GUMBEL, 2, 0, 1, 0, "gpu.random.gumbel(0, 1, 5, %s)")                         \
+  X(hypergeometric, GL_RD_HYPERGEOMETRIC, 3, REQ, REQ, REQ, "gpu.random.hypergeometric(5, 7, 4, 5, %s)") \
+  X(laplace, GL_RD_LAPLACE, 2, 0, 1, 0, "gpu.random.laplace(0, 1, 5, %s)")                      \
+  X(logistic, GL_RD_LOGISTIC, 2, 0, 1, 0, "gpu.random.logistic(0, 1, 5, %s)")                   \
+  X(lognormal, GL_RD_LOGNORMAL, 2, 0, 1, 0, "gpu.random.lognormal(0, 1, 5, %s)")                \
+  X(logseries, GL_RD_LOGSERIES, 1, REQ, 0, 0, "gpu.random.logseries(0.6, 5, %s)")               \
+  X(negative_binomial, GL_RD_NEGATIVE_BINOMIAL, 2, REQ, REQ, 0, "gpu.random.negative_binomial(3, 0.4, 5, %s)") \
+  X(pareto, GL_RD_PARETO, 1, REQ, 0, 0, "gpu.random.pareto(3, 5, %s)")                          \
+  X(power, GL_RD_POWER, 1, REQ, 0, 0, "gpu.random.power(3, 5, %s)")                             \
+  X(rayleigh, GL_RD_RAYLEIGH, 1, 1, 0, 0, "gpu.random.rayleigh(1, 5, %s)")                      \
+  X(standard_cauchy, GL_RD_STANDARD_CAUCHY, 0, 0, 0, 0, "gpu.random.standard_cauchy(5, %s)")    \
+  X(standard_t, GL_RD_STANDARD_T, 1, REQ, 0, 0, "gpu.random.standard_t(4, 5, %s)")              \
+  X(triangular, GL_RD_TRIANGULAR, 3, REQ, REQ, REQ, "gpu.random.triangular(0, 1, 3, 5, %s)")    \
+  X(vonmises, GL_RD_VONMISES, 2, REQ, REQ, 0, "gpu.random.vonmises(0, 2, 5, %s)")               \
+  X(wald, GL_RD_WALD, 2, REQ, REQ, 0, "gpu.random.wald(1, 2, 5, %s)")                           \
+  X(weibull, GL_RD_WEIBULL, 1, REQ, 0, 0, "gpu.random.weibull(2, 5, %s)")                       \
+  X(zipf, GL_RD_ZIPF, 1, REQ, 0, 0, "gpu.random.zipf(2, 5, %s)")
+
+#define X(nm, kind, np, d0, d1, d2, ex) { #nm, kind, np, { d0, d1, d2 } },
+static const gl_rexposed rexposed[] = { GL_RSAMPLERS(X) };
+#undef X
+enum {
+#define X(nm, ...) RS_##nm,
+  GL_RSAMPLERS(X)
+#undef X
+};
+#define X(nm, kind, np, d0, d1, d2, ex) static const gl_optdecl nm##_sdecl = { "random." #nm, ex, gl_create_keys };
+GL_RSAMPLERS(X)
+#undef X
+static const gl_optdecl *const sampler_decls[] = {
+#define X(nm, ...) &nm##_sdecl,
+  GL_RSAMPLERS(X)
+#undef X
+  NULL
+};
+static const gl_optdecl *const sampler_decl_of[] = {
+#define X(nm, ...) [RS_##nm] = &nm##_sdecl,
+  GL_RSAMPLERS(X)
+#undef X
+};
+
+/* name(params... [, size...] [, opts]): each parameter a number or an array (nil: its
+** default); without a size, the parameters' broadcast shape; the device is the arrays'
+** unless opts names one; dtype: integer samplers int64, the others the first float array
+** parameter's dtype or float32. */
+static int sample(lua_State *L, int which) {
+  const gl_rexposed *e = &rexposed[which];
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  int kind = e->kind;
+  bool discrete = gl_sampler_discrete(kind);
+  double par[3] = { e->def[0], e->def[1], e->def[2] };
+  const gl_array *parr[3] = { NULL, NULL, NULL };
+  int bnd = 0;
+  int64_t bshape[GL_MAXDIMS];
+  gl_device pdev = { 255, 0 };
+  gl_dtype pdt = GL_DEFAULT_DTYPE;
+  bool any = false, pfloat = false;
+  for (int k = 0; k < e->np; k++) {
+    int idx = first + k;
+    const char *pn = gl_sampler_param(kind, k);
+    gl_array *a = gl_lua_test(L, idx);
+    if (a) {
+      gl_lua_check(L, idx);
+      parr[k] = a;
+      int nn;
+      int64_t ns[GL_MAXDIMS];
+      gl_status st = gl_broadcast_shapes(bnd, bshape, a->ndim, a->shape, &nn, ns);
+      if (st != GL_OK) gl_lua_check_status(L, st, idx);
+      bnd = nn;
+      memcpy(bshape, ns, sizeof ns);
+      if (!any) pdev = gl_array_device(a);
+      if (!pfloat && gl_dtype_is_float((gl_dtype)a->dtype)) { pfloat = true; pdt = (gl_dtype)a->dtype; }
+      any = true;
+    } else if (lua_isnoneornil(L, idx)) {
+      if (isnan(e->def[k]))
+        return luaL_argerror(L, idx, lua_pushfstring(L, "%s (a number or an array) is required", pn));
+    } else if (lua_type(L, idx) == LUA_TNUMBER) {
+      par[k] = lua_tonumber(L, idx);
+    } else {
+      return luaL_argerror(L, idx, lua_pushfstring(L, "%s must be a number or an array, got %s", pn, luaL_typename(L, idx)));
+    }
+  }
+  int sfirst = first + e->np, ndim;
+  int64_t shape[GL_MAXDIMS];
+  int next = gl_lua_shape(L, sfirst, &ndim, shape);
+  bool has_shape = next > sfirst;
+  next = gl_lua_optsarg(L, next, lua_gettop(L), "dimension or options table");
+  gl_dtype dt = discrete ? GL_INT64 : pdt;
+  gl_device dev = { 255, 0 };
+  gl_lua_opts(L, next, sampler_decl_of[which], &dt, &dev, NULL);
+  if (any) {
+    bool dev_given = false;
+    if (lua_istable(L, next)) {
+      dev_given = lua_getfield(L, next, "device") != LUA_TNIL;
+      lua_pop(L, 1);
+    }
+    if (!dev_given) dev = pdev;
+  }
+  if (!has_shape) { ndim = bnd; memcpy(shape, bshape, sizeof shape); }
+  gl_array *out = gl_lua_push(L);
+  return done(L, gl_op_sample(out, pick(L, g, dev), kind, par, parr, dt, ndim, shape, dev), 0, out);
+}
+
+#define X(nm, ...) static int l_s_##nm(lua_State *L) { return sample(L, RS_##nm); }
+GL_RSAMPLERS(X)
+#undef X
+
+/* The parts written in Lua (lua/gpu/random_more.lua): name(generator or nil, args...). */
+static int forward(lua_State *L, const char *name) {
+  int first;
+  gl_rng *g = call_generator(L, &first);
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "gpu.random_more");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+  if (g) lua_pushvalue(L, 1);
+  else lua_pushnil(L);
+  for (int i = first; i <= top; i++) lua_pushvalue(L, i);
+  lua_call(L, top - first + 2, LUA_MULTRET);
+  return lua_gettop(L) - top;
+}
+
+static int l_dirichlet(lua_State *L) { return forward(L, "dirichlet"); }
+static int l_multinomial(lua_State *L) { return forward(L, "multinomial"); }
+static int l_multivariate_normal(lua_State *L) { return forward(L, "multivariate_normal"); }
+static int l_permuted(lua_State *L) { return forward(L, "permuted"); }
+static int l_torch_multinomial(lua_State *L) { return forward(L, "torch_multinomial"); }
+static int l_torch_poisson(lua_State *L) { return forward(L, "torch_poisson"); }
 
 /* ---- state ------------------------------------------------------------------------------ */
 
@@ -350,7 +516,13 @@ static const gl_reg random_funcs[] = {
   { "uniform", l_uniform, 2 + GL_SHAPE_ARGS }, { "normal", l_normal, 2 + GL_SHAPE_ARGS },
   { "randint", l_randint, 2 + GL_SHAPE_ARGS }, { "bernoulli", l_bernoulli, 1 + GL_SHAPE_ARGS },
   { "permutation", l_permutation, 2 }, { "shuffle", l_shuffle, 1 }, { "choice", l_choice, 3 },
-  { "seed", l_seed, 1 }, { "get_state", l_get_state, 1 }, { "set_state", l_set_state, 2 }, { NULL, NULL, 0 },
+  { "seed", l_seed, 1 }, { "get_state", l_get_state, 1 }, { "set_state", l_set_state, 2 },
+#define X(nm, kind, np, ...) { #nm, l_s_##nm, np + GL_SHAPE_ARGS },
+  GL_RSAMPLERS(X)
+#undef X
+  { "dirichlet", l_dirichlet, 1 + GL_SHAPE_ARGS }, { "multinomial", l_multinomial, 2 + GL_SHAPE_ARGS },
+  { "multivariate_normal", l_multivariate_normal, 2 + GL_SHAPE_ARGS }, { "permuted", l_permuted, 2 },
+  { NULL, NULL, 0 },
 };
 
 static const gl_reg array_methods[] = {
@@ -390,6 +562,19 @@ void gl_open_random(lua_State *L, int module, int methods) {
   lua_setfield(L, module, "rand");
   lua_getfield(L, random, "randn");
   lua_setfield(L, module, "randn");
+  static const gl_reg torch_funcs[] = {                /* PyTorch's, at gpu.* (multinomial a method too) */
+    { "multinomial", l_torch_multinomial, 4 }, { "poisson", l_torch_poisson, 2 }, { NULL, NULL, 0 },
+  };
+  for (const gl_reg *r = torch_funcs; r->name; r++) {
+    GL_PUSH_CTX(L);
+    lua_pushvalue(L, defaults);
+    lua_pushboolean(L, false);
+    gl_lua_pushop(L, r->name, r->func, r->nargs, 3);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, module, r->name);
+    if (r->func == l_torch_multinomial) lua_setfield(L, methods, r->name);
+    else lua_pop(L, 1);
+  }
   lua_getfield(L, random, "seed");                   /* PyTorch's name for it */
   lua_setfield(L, module, "manual_seed");
 
@@ -408,4 +593,5 @@ void gl_open_random(lua_State *L, int module, int methods) {
   lua_setfield(L, module, "random");
   lua_pop(L, 1);                                      /* defaults */
   gl_lua_declare_all(L, random_decls);
+  gl_lua_declare_all(L, sampler_decls);
 }

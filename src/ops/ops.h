@@ -353,6 +353,18 @@ gl_status gl_op_bernoulli(gl_array *out, gl_rng *g, double p, const gl_array *pa
 gl_status gl_op_permutation(gl_array *out, gl_rng *g, int64_t n, int64_t k, gl_device dev);
 /* x shuffled in place along its first axis. */
 gl_status gl_op_shuffle(const gl_array *x, gl_rng *g);
+/* NumPy's distributions (kernels/random_dist.h: sampler 'kind', GL_RD_*): each parameter
+** par[k] or, where parr[k] is set, an array broadcast to shape on dev; checked as NumPy
+** checks them (every element). Continuous samplers make float dtypes, discrete ones integer
+** or float dtypes (computed in float64 / int64, then cast). */
+gl_status gl_op_sample(gl_array *out, gl_rng *g, int kind, const double par[3], const gl_array *const parr[3],
+                       gl_dtype dt, int ndim, const int64_t *shape, gl_device dev);
+/* The samplers' table: count, name, parameter count and names, whether integer-valued. */
+int gl_sampler_count(void);
+const char *gl_sampler_name(int kind);
+int gl_sampler_nparams(int kind);
+const char *gl_sampler_param(int kind, int k);
+bool gl_sampler_discrete(int kind);
 
 /* ---- helpers ------------------------------------------------------------------- */
 /* GL_EINVAL unless both arrays are on one device; the message names both and :to(). */

@@ -9,10 +9,12 @@
 #include <string.h>
 #include "ops.h"
 #include "../../kernels/philox.h"
+#include "../../kernels/random_dist.h"
 
 /* What a distribution makes, for messages. */
 static const char *const dist_what[GL_NRAND] = {
   "uniform numbers", "normal numbers", "random integers", "bernoulli draws", "a permutation",
+  "samples",
 };
 
 /* The backend of dev, when it has random fills at all. */
@@ -189,5 +191,168 @@ gl_status gl_op_shuffle(const gl_array *x, gl_rng *g) {
   gl_array_release(&perm);
   gl_array_release(&tmp);
   if (st == GL_OK) *g = g2;
+  return st;
+}
+
+/* ---- samplers (kernels/random_dist.h) ------------------------------------------------ */
+
+/* The samplers, numbered as GL_RD_*: name, parameter count and names, whether integer. */
+static const struct sampler {
+  const char *name;
+  int np;
+  bool discrete;
+  const char *par[3];
+} samplers[GL_NRDIST] = {
+  [GL_RD_GAMMA] = { "gamma", 2, false, { "shape", "scale" } },
+  [GL_RD_BETA] = { "beta", 2, false, { "a", "b" } },
+  [GL_RD_POISSON] = { "poisson", 1, true, { "lam" } },
+  [GL_RD_BINOMIAL] = { "binomial", 2, true, { "n", "p" } },
+  [GL_RD_EXPONENTIAL] = { "exponential", 1, false, { "scale" } },
+  [GL_RD_CHISQUARE] = { "chisquare", 1, false, { "df" } },
+  [GL_RD_NONCENTRAL_CHISQUARE] = { "noncentral_chisquare", 2, false, { "df", "nonc" } },
+  [GL_RD_F] = { "f", 2, false, { "dfnum", "dfden" } },
+  [GL_RD_GEOMETRIC] = { "geometric", 1, true, { "p" } },
+  [GL_RD_GUMBEL] = { "gumbel", 2, false, { "loc", "scale" } },
+  [GL_RD_HYPERGEOMETRIC] = { "hypergeometric", 3, true, { "ngood", "nbad", "nsample" } },
+  [GL_RD_LAPLACE] = { "laplace", 2, false, { "loc", "scale" } },
+  [GL_RD_LOGISTIC] = { "logistic", 2, false, { "loc", "scale" } },
+  [GL_RD_LOGNORMAL] = { "lognormal", 2, false, { "mean", "sigma" } },
+  [GL_RD_LOGSERIES] = { "logseries", 1, true, { "p" } },
+  [GL_RD_NEGATIVE_BINOMIAL] = { "negative_binomial", 2, true, { "n", "p" } },
+  [GL_RD_PARETO] = { "pareto", 1, false, { "a" } },
+  [GL_RD_POWER] = { "power", 1, false, { "a" } },
+  [GL_RD_RAYLEIGH] = { "rayleigh", 1, false, { "scale" } },
+  [GL_RD_STANDARD_CAUCHY] = { "standard_cauchy", 0, false, { NULL } },
+  [GL_RD_STANDARD_T] = { "standard_t", 1, false, { "df" } },
+  [GL_RD_TRIANGULAR] = { "triangular", 3, false, { "left", "mode", "right" } },
+  [GL_RD_VONMISES] = { "vonmises", 2, false, { "mu", "kappa" } },
+  [GL_RD_WALD] = { "wald", 2, false, { "mean", "scale" } },
+  [GL_RD_WEIBULL] = { "weibull", 1, false, { "a" } },
+  [GL_RD_ZIPF] = { "zipf", 1, true, { "a" } },
+  [GL_RD_NORMAL] = { "normal", 2, false, { "loc", "scale" } },
+};
+
+int gl_sampler_count(void) { return GL_NRDIST; }
+const char *gl_sampler_name(int kind) { return kind >= 0 && kind < GL_NRDIST ? samplers[kind].name : NULL; }
+int gl_sampler_nparams(int kind) { return samplers[kind].np; }
+const char *gl_sampler_param(int kind, int k) { return samplers[kind].par[k]; }
+bool gl_sampler_discrete(int kind) { return samplers[kind].discrete; }
+
+#define POISSON_LAM_MAX 9.2233720064847708e18     /* NumPy's: INT64_MAX - 10 sqrt(INT64_MAX) */
+
+/* Checks one set of parameters (v[0..2]) of sampler kind, as NumPy's: GL_OK or a message. */
+static gl_status check_params(int kind, const double *v) {
+  const struct sampler *s = &samplers[kind];
+  for (int k = 0; k < s->np; k++)
+    if (isnan(v[k])) return gl_fail(GL_EINVAL, "%s must not be NaN", s->par[k]);
+#define NEED(cond, k, what) \
+  if (!(cond)) return gl_fail(GL_EINVAL, "%s must be %s (got %g)", s->par[k], what, v[k])
+  double a = v[0], b = v[1], c = v[2];
+  switch (kind) {
+    case GL_RD_GAMMA: NEED(a >= 0 && isfinite(a), 0, ">= 0"); NEED(b >= 0 && isfinite(b), 1, ">= 0"); break;
+    case GL_RD_BETA: NEED(a > 0 && isfinite(a), 0, "> 0"); NEED(b > 0 && isfinite(b), 1, "> 0"); break;
+    case GL_RD_POISSON: NEED(a >= 0 && a <= POISSON_LAM_MAX, 0, "in [0, 9.2e18]"); break;
+    case GL_RD_BINOMIAL:
+      NEED(a >= 0 && a == floor(a) && a < 0x1p63, 0, "an integer >= 0"); NEED(b >= 0 && b <= 1, 1, "in [0, 1]"); break;
+    case GL_RD_EXPONENTIAL: case GL_RD_RAYLEIGH: NEED(a >= 0 && isfinite(a), 0, ">= 0"); break;
+    case GL_RD_CHISQUARE: case GL_RD_STANDARD_T: NEED(a > 0, 0, "> 0"); break;
+    case GL_RD_NONCENTRAL_CHISQUARE: NEED(a > 0, 0, "> 0"); NEED(b >= 0 && isfinite(b), 1, ">= 0"); break;
+    case GL_RD_F: NEED(a > 0, 0, "> 0"); NEED(b > 0, 1, "> 0"); break;
+    case GL_RD_GEOMETRIC: NEED(a > 0 && a <= 1, 0, "in (0, 1]"); break;
+    case GL_RD_GUMBEL: case GL_RD_LAPLACE: case GL_RD_LOGISTIC: case GL_RD_LOGNORMAL: case GL_RD_NORMAL:
+      NEED(isfinite(a), 0, "finite"); NEED(b >= 0 && isfinite(b), 1, ">= 0"); break;
+    case GL_RD_HYPERGEOMETRIC:
+      NEED(a >= 0 && a == floor(a), 0, "an integer >= 0"); NEED(b >= 0 && b == floor(b), 1, "an integer >= 0");
+      NEED(c >= 0 && c == floor(c), 2, "an integer >= 0");
+      if (!(a + b < 1e9)) return gl_fail(GL_EINVAL, "ngood + nbad must be below 1e9 (got %g)", a + b);
+      if (c > a + b) return gl_fail(GL_EINVAL, "nsample (%g) is greater than ngood + nbad (%g)", c, a + b);
+      break;
+    case GL_RD_LOGSERIES: NEED(a >= 0 && a < 1, 0, "in [0, 1)"); break;
+    case GL_RD_NEGATIVE_BINOMIAL: NEED(a > 0 && isfinite(a), 0, "> 0"); NEED(b > 0 && b <= 1, 1, "in (0, 1]"); break;
+    case GL_RD_PARETO: case GL_RD_POWER: NEED(a > 0, 0, "> 0"); break;
+    case GL_RD_TRIANGULAR:
+      for (int k = 0; k < 3; k++) NEED(isfinite(v[k]), k, "finite");
+      if (!(a <= b && b <= c)) return gl_fail(GL_EINVAL, "need left <= mode <= right (got %g, %g, %g)", a, b, c);
+      if (!(a < c)) return gl_fail(GL_EINVAL, "left must be less than right (got %g and %g)", a, c);
+      break;
+    case GL_RD_VONMISES: NEED(isfinite(a), 0, "finite"); NEED(b >= 0 && isfinite(b), 1, ">= 0"); break;
+    case GL_RD_WALD: NEED(a > 0 && isfinite(a), 0, "> 0"); NEED(b > 0 && isfinite(b), 1, "> 0"); break;
+    case GL_RD_WEIBULL: NEED(a >= 0 && isfinite(a), 0, ">= 0"); break;
+    case GL_RD_ZIPF: NEED(a > 1, 0, "> 1"); break;
+    default: break;
+  }
+#undef NEED
+  return GL_OK;
+}
+
+gl_status gl_op_sample(gl_array *out, gl_rng *g, int kind, const double par[3], const gl_array *const parr[3],
+                       gl_dtype dt, int ndim, const int64_t *shape, gl_device dev) {
+  if (kind < 0 || kind >= GL_NRDIST) return gl_fail(GL_EINVAL, "unknown sampler %d", kind);
+  const struct sampler *sm = &samplers[kind];
+  const gl_backend *be;
+  gl_dtype made = sm->discrete ? GL_INT64 : GL_FLOAT64;
+  GL_TRY(random_backend(dev, GL_RAND_SAMPLER, made, &be));
+  if (!(gl_dtype_is_float(dt) || (gl_dtype_is_int(dt) && dt != GL_BOOL)) || (!sm->discrete && !gl_dtype_is_float(dt))) {
+    char dn[16];
+    return gl_fail(GL_EINVAL, "dtype %s is not supported by %s on %s (expected %s)", gl_dtypes[dt].name, sm->name,
+                   gl_device_name(dev, dn), sm->discrete ? "an integer or float dtype" : "a float dtype");
+  }
+  double v[3] = { par[0], par[1], par[2] };
+  gl_array pd[3] = { { 0 } }, ph[3] = { { 0 } };
+  gl_rand_req rq = { 0 };
+  gl_status st = GL_OK;
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  /* per-element parameters: float64 of the result's shape on dev, and on the host to check */
+  for (int k = 0; k < sm->np && st == GL_OK; k++) {
+    if (!parr[k]) continue;
+    const gl_array *p = parr[k];
+    if (!gl_device_eq(gl_array_device(p), dev)) {
+      char da[16], db[16];
+      st = gl_fail(GL_EINVAL, "%s is on %s but the result goes to %s; move it with :to('%s')", sm->par[k],
+                   gl_device_name(gl_array_device(p), da), gl_device_name(dev, db), gl_device_name(dev, db));
+      break;
+    }
+    if (p->dtype == GL_BOOL || gl_dtype_is_complex((gl_dtype)p->dtype) ||
+        !(gl_dtype_is_float((gl_dtype)p->dtype) || gl_dtype_is_int((gl_dtype)p->dtype))) {
+      st = gl_fail(GL_EINVAL, "%s must be a real numeric array, got %s", sm->par[k], gl_dtypes[p->dtype].name);
+      break;
+    }
+    gl_array vw = { 0 };
+    gl_array_view_of(&vw, p);
+    st = gl_view_expand(&vw, ndim, shape);
+    if (st == GL_OK) st = gl_op_copy(&pd[k], &vw, GL_FLOAT64, dev);
+    gl_array_release(&vw);
+    if (st == GL_OK) {
+      if (dev.type != GL_CPU) st = gl_op_copy(&ph[k], &pd[k], GL_FLOAT64, gl_cpu());
+      else gl_array_view_of(&ph[k], &pd[k]);
+    }
+    rq.pa[k] = &pd[k];
+  }
+  if (st == GL_OK) {
+    bool any = false;
+    for (int k = 0; k < sm->np; k++) any = any || parr[k];
+    if (!any || n == 0) st = check_params(kind, v);
+    for (int64_t i = 0; any && i < n && st == GL_OK; i++) {
+      for (int k = 0; k < sm->np; k++) if (parr[k]) v[k] = ((const double *)gl_array_data(&ph[k]))[i];
+      st = check_params(kind, v);
+    }
+  }
+  if (st == GL_OK) {
+    rq.kind = kind;
+    rq.a = par[0];
+    rq.b = par[1];
+    rq.c = par[2];
+    rq.seed = g->seed;
+    rq.offset = g->offset;
+    gl_array tmp = { 0 };
+    st = gl_array_alloc(dt == made ? out : &tmp, made, ndim, shape, dev);
+    if (st == GL_OK && n > 0) st = be->random(GL_RAND_SAMPLER, dt == made ? out : &tmp, &rq);
+    if (st == GL_OK && dt != made) st = gl_op_copy(out, &tmp, dt, dev);
+    if (dt != made) gl_array_release(&tmp);
+    else if (st != GL_OK) gl_array_release(out);
+    if (st == GL_OK) g->offset += (uint64_t)n;
+  }
+  for (int k = 0; k < 3; k++) { gl_array_release(&pd[k]); gl_array_release(&ph[k]); }
   return st;
 }

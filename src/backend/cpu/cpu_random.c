@@ -8,7 +8,8 @@
 ** 4 KB buffer that stays in L1, and a second vectorised loop turns them into numbers.
 ** Chunks are independent (each knows its first block), so OpenMP splits them among
 ** threads without changing a single value. The Makefile builds this file with
-** -fno-math-errno, so the Box-Muller loop (sqrtf) vectorises.
+** -fno-math-errno, so the Box-Muller loop (sqrtf) vectorises. The samplers (gamma,
+** poisson, ...) run kernels/random_dist.h element by element.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #endif
 #include "cpu.h"
 #include "../../../kernels/philox.h"
+#include "../../../kernels/random_dist.h"
 #include "../../../kernels/convert.h"
 
 #define CHB 256                 /* counter blocks per chunk */
@@ -198,8 +200,30 @@ static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
   return gl_interrupt_check();
 }
 
+/* A sampler of kernels/random_dist.h: element i from block offset + i and its
+** subsequences, so threads split the elements without changing a value. */
+static gl_status sampler(const gl_array *dst, const gl_rand_req *rq) {
+  int64_t n = dst->size;
+  const double *pa = rq->pa[0] ? gl_array_data(rq->pa[0]) : NULL;
+  const double *pb = rq->pa[1] ? gl_array_data(rq->pa[1]) : NULL;
+  const double *pc = rq->pa[2] ? gl_array_data(rq->pa[2]) : NULL;
+  bool ints = dst->dtype == GL_INT64;
+  double *d = gl_array_data(dst);
+  int64_t *l = gl_array_data(dst);
+  int nt = n >= 4096 ? gl_cpu_team_size(n * 16) : 1;
+  #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    double v = gl_rdist_draw(rq->kind, rq->seed, rq->offset + (uint64_t)i, pa ? pa[i] : rq->a,
+                             pb ? pb[i] : rq->b, pc ? pc[i] : rq->c);
+    if (ints) l[i] = (int64_t)v;
+    else d[i] = v;
+  }
+  return gl_interrupt_check();
+}
+
 gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *rq) {
   if (dist == GL_RAND_PERMUTATION) return permutation(dst, rq);
+  if (dist == GL_RAND_SAMPLER) return sampler(dst, rq);
   int64_t n = dst->size;
   if (n == 0) return GL_OK;
   int wpe = gl_rand_words_per_element((int)dist, dst->dtype == GL_FLOAT64, rq->range);
