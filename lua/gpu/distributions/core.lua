@@ -310,14 +310,14 @@ function Distribution:sample(sample_shape)
   return gpu.no_grad(function() return self:_sample(s) end)
 end
 
-local function unimplemented(what)
-  return function(self, _) raise("gpu.distributions.%s:%s is not implemented (as in PyTorch)", self._name, what) end
-end
-Distribution.log_prob = unimplemented("log_prob")
-Distribution.cdf = unimplemented("cdf")
-Distribution.icdf = unimplemented("icdf")
-Distribution.entropy = unimplemented("entropy")
-Distribution.enumerate_support = unimplemented("enumerate_support")
+-- what a family without the method answers (PyTorch's NotImplementedError); the
+-- parameters are the method's, so a call with too many is refused as for the others
+local function unimplemented(self, what) raise("gpu.distributions.%s:%s is not implemented (as in PyTorch)", self._name, what) end
+function Distribution:log_prob(_) unimplemented(self, "log_prob") end
+function Distribution:cdf(_) unimplemented(self, "cdf") end
+function Distribution:icdf(_) unimplemented(self, "icdf") end
+function Distribution:entropy() unimplemented(self, "entropy") end
+function Distribution:enumerate_support(_) unimplemented(self, "enumerate_support") end
 
 function Distribution:perplexity() return self:entropy():exp() end
 
