@@ -245,6 +245,20 @@ describe("gpu.distributions' gradients", function()
       { a { 0.5, -1 }, a { { 2, 0.3 }, { 0.3, 1 } } })
   end)
 
+  -- through gpu.special's rules (lgamma's derivative is digamma, xlogy's...)
+  local run_sp = (has_special("gammaln") and has_special("digamma") and has_special("xlogy") and has_special("polygamma"))
+    and it or pending
+  run_sp("flow through the families made with special functions (Gamma, Beta, Dirichlet, StudentT, Poisson)", function()
+    local pv = a { 0.4, 1.7 }
+    check(function(c, r) return D.Gamma(c, r):log_prob(pv) end, { a { 0.5, 2 }, a { 1, 3 } })
+    check(function(c, r) return D.Gamma(c, r):entropy() end, { a { 0.5, 2 }, a { 1, 3 } })
+    check(function(c1, c0) return D.Beta(c1, c0):log_prob(a { 0.2, 0.6 }) end, { a { 0.5, 2 }, a { 1.5, 3 } })
+    check(function(c) return D.Dirichlet(c):entropy() end, { a { { 0.5, 2, 1.2 } } })
+    check(function(df, s) return D.StudentT(df, 0, s):log_prob(pv) end, { a { 2.5, 7 }, a { 1, 0.5 } })
+    check(function(r) return D.Poisson(r):log_prob(a { 0, 3 }) end, { a { 0.5, 2 } })
+    check(function(c1, c2) return D.kl_divergence(D.Gamma(c1, 1), D.Gamma(c2, 2)) end, { a { 0.5, 2 }, a { 1.5, 0.7 } })
+  end)
+
   local run = gpu.random.standard_gamma and has_special("gammainc") and it or pending
   run("flow through Gamma's rsample (the implicit gradient of the draw)", function()
     -- d E[x] / d alpha = 1 / rate: the mean of 4000 draws' gradients within 5%
