@@ -25,7 +25,8 @@
 **   beta           Johnk's rejection for a, b <= 1, else Ga / (Ga + Gb)
 **   poisson        multiplication of uniforms for lam < 10, else Hormann's PTRS (1993)
 **   binomial       inversion for n min(p, 1-p) < 30, else Hormann's BTRS (1993)
-**   hypergeometric sequential draws without replacement over min(sample, total - sample)
+**   hypergeometric sequential draws without replacement over m = min(sample, total -
+**                  sample) when m <= 100, else Stadlober's ratio of uniforms (HRUA)
 **   vonmises       Best and Fisher (1979); zipf: Devroye's rejection; logseries: Kemp's
 **   wald, triangular, geometric, gumbel, laplace, logistic, pareto, power, rayleigh,
 **   weibull, standard_cauchy: inversion or the usual transforms of exponentials/normals
@@ -252,8 +253,38 @@ GL_HD double gl_rs_binomial(gl_rstream *s, double n, double p) {
 
 GL_HD double gl_rs_chisq(gl_rstream *s, double df) { return 2.0 * gl_rs_gamma(s, df / 2.0); }
 
+/* Stadlober's ratio of uniforms (HRUA), for m = min(sample, total - sample) above 100
+** draws: returns how many of the smaller colour (mingb of total) m draws take. */
+GL_HD double gl_rs_hyper_hrua(gl_rstream *s, double total, double mingb, double maxgb, double m) {
+  const double d1 = 1.7155277699214135, d2 = 0.8989161620588988;    /* 2 sqrt(2/e), 3 - 2 sqrt(3/e) */
+  double p = mingb / total, q = maxgb / total;
+  double a = m * p + 0.5;
+  double c = sqrt((total - m) * m * p * q / (total - 1) + 0.5);
+  double h = d1 * c + d2;
+  double mode = floor((m + 1) * (mingb + 1) / (total + 2));
+  double g = lgamma(mode + 1) + lgamma(mingb - mode + 1) + lgamma(m - mode + 1) + lgamma(maxgb - m + mode + 1);
+  double b = fmin(fmin(m, mingb) + 1, floor(a + 16 * c));
+  double k = mode;
+  for (int t = 0; t < GL_RDIST_MAXTRY; t++) {
+    double u = gl_rs_uopen(s), v = gl_rs_u01(s);
+    double x = a + h * (v - 0.5) / u;
+    if (x < 0 || x >= b) continue;
+    double kk = floor(x);
+    double tt = g - (lgamma(kk + 1) + lgamma(mingb - kk + 1) + lgamma(m - kk + 1) + lgamma(maxgb - m + kk + 1));
+    if (u * (4 - u) - 3 <= tt) { k = kk; break; }      /* squeeze: accept */
+    if (u * (u - tt) >= 1) continue;                    /* squeeze: reject */
+    if (2 * log(u) <= tt) { k = kk; break; }
+  }
+  return k;
+}
+
 GL_HD double gl_rs_hypergeometric(gl_rstream *s, double good, double bad, double sample) {
   double total = good + bad, m = sample > total / 2 ? total - sample : sample;
+  if (m > 100) {
+    double mingb = fmin(good, bad), k = gl_rs_hyper_hrua(s, total, mingb, fmax(good, bad), m);
+    if (good > bad) k = m - k;                          /* the good ones among m draws */
+    return sample > total / 2 ? good - k : k;           /* m drew the complement */
+  }
   double rt = total, rg = good;
   while (m > 0 && rg > 0 && rt > rg) {
     /* one draw: good with probability rg / rt */

@@ -88,6 +88,20 @@ describe("random distributions: statistics against SciPy", function()
   end
 end)
 
+-- The stream as kernels/random_dist.h documents it, read by an independent Python
+-- implementation (spec/fixtures/gen_random_dist.py): exponential reads the first value of
+-- each element's block, poisson(8.5) about ten (subsequences 0 to 4).
+describe("random distributions: known answers", function()
+  for _, d in ipairs(h.devices()) do
+    it("exponential and poisson on " .. d, function()
+      local K = F.known
+      local x = R.Generator(K.seed):exponential(2.5, #K.exponential, { dtype = "float64", device = d })
+      h.assert_close(x:cpu(), gpu.array(K.exponential, { dtype = "float64" }), 1e-14)
+      assert.are.same(K.poisson, flat(R.Generator(K.seed):poisson(8.5, #K.poisson, { device = d })))
+    end)
+  end
+end)
+
 describe("random distributions: shapes, dtypes, parameters", function()
   it("NumPy's defaults and a shape as varargs or a table", function()
     local g = R.Generator(1)
@@ -124,6 +138,7 @@ describe("random distributions: shapes, dtypes, parameters", function()
     local b = flat(g:binomial(gpu.array({ 0, 7, 1e9 }), gpu.array({ 0.5, 1, 0 })))
     assert.are.same({ 0, 7, 0 }, b)
     fails({ "gamma", "shape" }, function() return g:gamma(a, 1, 4, 2) end)
+    assert.are.same({ 0 }, g:beta(gpu.zeros(0), 1).shape)   -- no elements: nothing to check or draw
   end)
 
   it("is reproducible and advances the generator by one block per element", function()
@@ -353,6 +368,7 @@ describe("random distributions: misuse", function()
     fails({ "choice", "probabilities do not sum to 1" }, function() return g:choice(2, 2, { p = { 0.5, 0.6 } }) end)
     fails({ "choice", "fewer non-zero entries" }, function() return g:choice(3, 3, { p = { 0.5, 0.5, 0 }, replace = false }) end)
     fails({ "multinomial", "without replacement" }, gpu.multinomial, gpu.ones(3), 4)
+    fails({ "multinomial", "fewer than 2 non-zero weights" }, gpu.multinomial, gpu.array({ { 1, 1 }, { 0, 1 } }), 2)
     fails({ "multinomial", "weights must be >= 0" }, gpu.multinomial, gpu.array({ 1, -1 }), 1)
     fails({ "multinomial", "unknown option" }, gpu.multinomial, gpu.ones(3), 1, false, { gen = 1 })
     fails({ "poisson", "rates must be a float array" }, gpu.poisson, gpu.array({ 1, 2 }, { dtype = "int64" }))

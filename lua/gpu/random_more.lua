@@ -335,6 +335,9 @@ function M.torch_multinomial(_, input, k, replacement, o)
   if not replacement and k > m then
     error("cannot sample " .. k .. " > " .. m .. " categories without replacement", 0)
   end
+  if not replacement and gpu.greater(w, 0):sum(-1):min():item() < k then
+    error("a row has fewer than " .. k .. " non-zero weights to sample without replacement", 0)
+  end
   return categorical(gen, w, k, replacement == true)
 end
 

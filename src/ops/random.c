@@ -332,7 +332,7 @@ gl_status gl_op_sample(gl_array *out, gl_rng *g, int kind, const double par[3], 
   if (st == GL_OK) {
     bool any = false;
     for (int k = 0; k < sm->np; k++) any = any || parr[k];
-    if (!any || n == 0) st = check_params(kind, v);
+    if (!any) st = check_params(kind, v);         /* (array parameters of no elements: nothing to check) */
     for (int64_t i = 0; any && i < n && st == GL_OK; i++) {
       for (int k = 0; k < sm->np; k++) if (parr[k]) v[k] = ((const double *)gl_array_data(&ph[k]))[i];
       st = check_params(kind, v);
