@@ -138,7 +138,7 @@ $(KBUILD)/%.o: %.cu $(KFLAGS_FILE)
 # they come in order), since an installed gpulua has no source tree to include.
 JIT_PRELUDE := $(BUILD)/gen/jit_prelude.inc
 JIT_HEADERS := kernels/dtypes.h kernels/half.h kernels/convert.h kernels/vmath.h kernels/elem_ops.h kernels/complex.h \
-               kernels/elem.h \
+               kernels/special.h kernels/elem.h \
                kernels/jit_abi.h kernels/jit_ops.h
 $(JIT_PRELUDE): $(JIT_HEADERS)
 	@mkdir -p $(dir $@)

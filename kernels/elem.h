@@ -14,6 +14,7 @@
 #include "elem_ops.h"
 #include "vmath.h"
 #include "complex.h"
+#include "special.h"
 
 /* ---- helpers with NumPy's semantics ------------------------------------------------ */
 

@@ -127,7 +127,27 @@ enum {
   X(isinf,      UP, (fabsf(x) == INFINITY), (fabs(x) == (double)INFINITY), 0, CXB(isinf))                                \
   X(isfinite,   UP, (fabsf(x) < INFINITY),  (fabs(x) < (double)INFINITY),  1, CXB(isfinite))                             \
   X(logical_not, UL, ((x) == 0),            ((x) == 0),              ((x) == 0), CXB(logical_not))                       \
-  X(bitwise_not, UB, 0,                     0,                       (T)~(UT)(x), NOCX)
+  X(bitwise_not, UB, 0,                     0,                       (T)~(UT)(x), NOCX)                               \
+  /* ---- special functions (gpu.special; kernels/special.h) ---- */                                                 \
+  X(erfc,       UF, (float)gl_erfc((double)(x)), gl_erfc(x), 0, NOCX)                                                  \
+  X(erfcx,      UF, (float)gl_erfcx((double)(x)), gl_erfcx(x), 0, NOCX)                                                \
+  X(erfinv,     UF, (float)gl_erfinv((double)(x)), gl_erfinv(x), 0, NOCX)                                              \
+  X(erfcinv,    UF, (float)gl_erfcinv((double)(x)), gl_erfcinv(x), 0, NOCX)                                            \
+  X(lgamma,     UF, (float)gl_gammaln((double)(x)), gl_gammaln(x), 0, NOCX)                                            \
+  X(digamma,    UF, (float)gl_digamma((double)(x)), gl_digamma(x), 0, NOCX)                                            \
+  X(ndtr,       UF, (float)gl_ndtr((double)(x)), gl_ndtr(x), 0, NOCX)                                                  \
+  X(ndtri,      UF, (float)gl_ndtri((double)(x)), gl_ndtri(x), 0, NOCX)                                                \
+  X(log_ndtr,   UF, (float)gl_log_ndtr((double)(x)), gl_log_ndtr(x), 0, NOCX)                                          \
+  X(i0,         UF, (float)gl_i0((double)(x)), gl_i0(x), 0, NOCX)                                                      \
+  X(i0e,        UF, (float)gl_i0e((double)(x)), gl_i0e(x), 0, NOCX)                                                    \
+  X(i1,         UF, (float)gl_i1((double)(x)), gl_i1(x), 0, NOCX)                                                      \
+  X(i1e,        UF, (float)gl_i1e((double)(x)), gl_i1e(x), 0, NOCX)                                                    \
+  X(entr,       UF, (float)gl_entr((double)(x)), gl_entr(x), 0, NOCX)                                                  \
+  X(logit,      UF, (float)gl_logit((double)(x)), gl_logit(x), 0, NOCX)                                                \
+  X(bessel_j0,  UF, (float)gl_bessel_j0((double)(x)), gl_bessel_j0(x), 0, NOCX)                                        \
+  X(bessel_j1,  UF, (float)gl_bessel_j1((double)(x)), gl_bessel_j1(x), 0, NOCX)                                        \
+  X(exp1,       UF, (float)gl_exp1((double)(x)), gl_exp1(x), 0, NOCX)                                                  \
+  X(expi,       UF, (float)gl_expi((double)(x)), gl_expi(x), 0, NOCX)
 
 /* X(name, kind, float expr, double expr, integer expr, complex) over a, b (binary) */
 #define GL_BINARY_OPS(X) \
@@ -156,6 +176,16 @@ enum {
   X(bitwise_or,  BB, 0,                     0,                       (T)((a) | (b)), NOCX)                               \
   X(bitwise_xor, BB, 0,                     0,                       (T)((a) ^ (b)), NOCX)                               \
   X(left_shift,  BS, 0,                     0,                       GL_ISHL(T, UT, a, b), NOCX)                         \
-  X(right_shift, BS, 0,                     0,                       GL_ISHR(T, a, b), NOCX)
+  X(right_shift, BS, 0,                     0,                       GL_ISHR(T, a, b), NOCX)                          \
+  /* ---- special functions (gpu.special; kernels/special.h) ---- */                                                 \
+  X(xlogy,      BD, (float)gl_xlogy((double)(a), (double)(b)), gl_xlogy(a, b), 0, NOCX)                                \
+  X(xlog1py,    BD, (float)gl_xlog1py((double)(a), (double)(b)), gl_xlog1py(a, b), 0, NOCX)                            \
+  X(betaln,     BD, (float)gl_betaln((double)(a), (double)(b)), gl_betaln(a, b), 0, NOCX)                              \
+  X(beta,       BD, (float)gl_beta((double)(a), (double)(b)), gl_beta(a, b), 0, NOCX)                                  \
+  X(zeta,       BD, (float)gl_zeta((double)(a), (double)(b)), gl_zeta(a, b), 0, NOCX)                                  \
+  X(polygamma,  BD, (float)gl_polygamma((double)(a), (double)(b)), gl_polygamma(a, b), 0, NOCX)                        \
+  X(gammainc,   BD, (float)gl_gammainc((double)(a), (double)(b)), gl_gammainc(a, b), 0, NOCX)                          \
+  X(gammaincc,  BD, (float)gl_gammaincc((double)(a), (double)(b)), gl_gammaincc(a, b), 0, NOCX)                        \
+  X(rel_entr,   BD, (float)gl_rel_entr((double)(a), (double)(b)), gl_rel_entr(a, b), 0, NOCX)
 
 #endif

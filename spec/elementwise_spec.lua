@@ -58,6 +58,12 @@ local float_fns = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsq
   "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
   "asinh", "acosh", "atanh", "sigmoid", "softplus", "gelu", "erf", "angle"}
 local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc", "conj"}
+-- the special functions (gpu.special, kernels/special.h; spec/special_spec.lua tests their
+-- domains): float math too
+for _, f in ipairs {"erfc", "erfcx", "erfinv", "erfcinv", "lgamma", "digamma", "ndtr", "ndtri", "log_ndtr",
+                    "i0", "i0e", "i1", "i1e", "entr", "logit", "bessel_j0", "bessel_j1", "exp1", "expi"} do
+  float_fns[#float_fns + 1] = f
+end
 
 for _, dev in ipairs(h.devices()) do
   local function A(t, dtype) return gpu.array(t, {dtype = dtype, device = dev}) end

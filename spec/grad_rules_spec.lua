@@ -303,6 +303,23 @@ samples["fused.rnn"] = function(dev)
     return a * a + c
   end, { S(dev, 3, 2, 2), U(dev, -0.8, 0.8, 2, 2), S(dev, 2, 2) }
 end
+-- the special functions (gpu.autograd.rules_special)
+for _, n in ipairs { "erfc", "erfcx", "lgamma", "digamma", "ndtr", "log_ndtr", "entr", "i0", "i0e", "i1", "i1e",
+                     "bessel_j0", "bessel_j1", "exp1", "expi" } do
+  samples[n] = un(n, n:match("^i%d") and S or n:match("bessel") and S or n == "ndtr" and S or n == "log_ndtr" and S
+                  or n == "erfcx" and S or nil)
+end
+samples.erfinv = function(dev) return function(x) return x:erfinv() end, { U(dev, -0.7, 0.7, 2, 3) } end
+samples.ndtri = function(dev) return function(x) return x:ndtri() end, { U(dev, 0.2, 0.8, 2, 3) } end
+samples.logit = function(dev) return function(x) return x:logit() end, { U(dev, 0.2, 0.8, 2, 3) } end
+for _, n in ipairs { "xlogy", "betaln", "beta", "rel_entr" } do
+  samples[n] = function(dev) return function(a, b) return gpu[n](a, b) end, { P(dev, 2, 3), P(dev, 3) * 1.7 } end
+end
+samples.xlog1py = function(dev) return function(a, b) return gpu.xlog1py(a, b) end, { S(dev, 2, 3), P(dev, 3) } end
+samples.polygamma = function(dev) return function(x) return gpu.polygamma(2, x) end, { P(dev, 2, 3) } end
+samples.zeta = function(dev) return function(q) return gpu.zeta(3, q) end, { P(dev, 2, 3) } end
+samples.gammainc = function(dev) return function(x) return gpu.gammainc(2.5, x) end, { P(dev, 2, 3) * 2 } end
+samples.gammaincc = function(dev) return function(x) return gpu.gammaincc(0.7, x) end, { P(dev, 2, 3) } end
 -- second derivatives that are zero or not smooth at the samples (still checked to run)
 local kinked = { sign = true, relu = true, abs = true, maximum = true, minimum = true, max = true, min = true,
                  clip = true,

@@ -177,6 +177,59 @@ def sigmoid(x):
     return float(np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))))
 
 
+# ---- special functions (gpu.special; kernels/special.h) --------------------------------
+# SciPy's functions as gpulua's ops: where gpulua takes PyTorch's or C's value at an edge
+# (doc/API.md, gpu.special), the edge is given here; spec/special_spec.lua tests the values.
+import scipy.special as _sc  # noqa: E402
+
+
+def _edge(f, table):
+    def run(x):
+        for k, v in table:
+            if x == k:
+                return v
+        return float(f(x))
+    return run
+
+
+SPECIAL_UNARY = {
+    "erfc": _sc.erfc, "erfcx": _sc.erfcx, "erfinv": _sc.erfinv, "erfcinv": _sc.erfcinv,
+    "lgamma": _edge(_sc.gammaln, [(-math.inf, math.inf)]), "digamma": _sc.psi, "ndtr": _sc.ndtr,
+    "ndtri": _sc.ndtri, "log_ndtr": _sc.log_ndtr,
+    "i0": _edge(_sc.i0, [(math.inf, math.inf), (-math.inf, math.inf)]), "i0e": _sc.i0e,
+    "i1": _edge(_sc.i1, [(math.inf, math.inf), (-math.inf, -math.inf)]), "i1e": _sc.i1e,
+    "entr": _sc.entr, "logit": _sc.logit,
+    "bessel_j0": _edge(_sc.j0, [(math.inf, 0.0), (-math.inf, 0.0)]),
+    "bessel_j1": _edge(_sc.j1, [(math.inf, 0.0), (-math.inf, -0.0)]),
+    "exp1": _sc.exp1, "expi": _edge(_sc.expi, [(math.inf, math.inf)]),
+}
+@np.vectorize
+def _polygamma(n, x):
+    """SciPy's polygamma for an order n that is a non-negative integer, NaN for any other"""
+    if math.isinf(n) or not (n >= 0 and n == math.floor(n)):
+        return math.nan
+    return float(_sc.polygamma(int(n), x))
+
+
+def _special2(f):
+    """a binary special function on arrays of one dtype: in float64, rounded to the float
+    dtype gpulua's float math gives for that dtype (complex refused)"""
+    def run(a, b):
+        if a.dtype.kind == "c":
+            raise TypeError("no complex form")
+        fd = np.exp(np.ones(1, a.dtype)).dtype
+        with np.errstate(all="ignore"):
+            return np.asarray(f(a.astype(np.float64), b.astype(np.float64)), np.float64).astype(fd)
+    return run
+
+
+SPECIAL_BINARY = {
+    "xlogy": _sc.xlogy, "xlog1py": _sc.xlog1py, "betaln": _sc.betaln, "beta": _sc.beta,
+    "zeta": _sc.zeta, "polygamma": lambda n, x: _polygamma(n, x),
+    "gammainc": _sc.gammainc, "gammaincc": _sc.gammaincc, "rel_entr": _sc.rel_entr,
+}
+
+
 UNARY = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2,
     "log10": np.log10, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
@@ -188,6 +241,8 @@ UNARY = {
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "conj": np.conjugate,
     "angle": np.angle,
+    # ---- special functions (gpu.special; kernels/special.h): SciPy's, with gpulua's edges
+    **{name: f for name, f in SPECIAL_UNARY.items()},
 }
 
 
@@ -237,7 +292,7 @@ def binary():
     fops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
             "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power,
             "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot,
-            "logaddexp": np.logaddexp}
+            "logaddexp": np.logaddexp, **SPECIAL_BINARY}
     iops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
             "floordiv": np.floor_divide, "mod": np.mod, "maximum": np.maximum, "minimum": np.minimum}
     same_ops("binary math (kinds BA, BD)", fops, ops_of("binary", "BA", "BD"))
@@ -408,6 +463,7 @@ UNARY_BY_DTYPE = {
     "softplus": float_math(lambda t: float(np.logaddexp(0.0, t))), "gelu": float_math(gelu), "erf": float_math(erf),
     "angle": np_math(np.angle), "isnan": np_math(np.isnan), "isinf": np_math(np.isinf),
     "isfinite": np_math(np.isfinite), "logical_not": np_math(np.logical_not), "bitwise_not": np_math(np.invert),
+    **{name: float_math(lambda t, f=f: float(f(t))) for name, f in SPECIAL_UNARY.items()},
 }
 
 BINARY_BY_DTYPE = {
@@ -418,6 +474,7 @@ BINARY_BY_DTYPE = {
     "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "left_shift": np.left_shift,
     "right_shift": np.right_shift,
+    **{name: _special2(f) for name, f in SPECIAL_BINARY.items()},
 }
 
 # Where gpulua's answer is not NumPy 1.24's, on purpose (doc/API.md lists them): (op, dtype

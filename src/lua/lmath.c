@@ -211,6 +211,7 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
     { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" }, { "arcsinh", "asinh" },
     { "arccosh", "acosh" }, { "arctanh", "atanh" }, { "conjugate", "conj" }, { "absolute", "abs" },
+    { "gammaln", "lgamma" },                                              /* gpu.special */
   };
   int nalias = (int)(sizeof alias / sizeof alias[0]);
   lua_createtable(L, 0, 5);

@@ -437,9 +437,10 @@ R.cumprod = { backward = function(g, node)
   return gi:reshape(node[1].shape)
 end }
 -- ---- the rest, by role: sorting, indexing and joining, linear algebra, fused kernels,
--- convolution, pooling, batch norm (rules_structure.lua); gpu.fft's transforms (rules_fft.lua)
+-- convolution, pooling, batch norm (rules_structure.lua); gpu.fft's transforms (rules_fft.lua);
+-- the special functions (rules_special.lua)
 
-for _, part in ipairs { "gpu.autograd.rules_structure", "gpu.autograd.rules_fft" } do
+for _, part in ipairs { "gpu.autograd.rules_structure", "gpu.autograd.rules_fft", "gpu.autograd.rules_special" } do
   for name, rule in pairs(require(part)) do
     assert(R[name] == nil, "gpu.autograd.rules: two rules for " .. name)
     R[name] = rule
