@@ -418,7 +418,7 @@ describe("gpu.distributions' functions", function()
   it("each have an entry in doc/API.md (gpu.help)", function()
     for name, f in pairs(D) do
       if type(f) == "function" then
-        local t = gpu.help.text("gpu.distributions." .. name)
+        local t = require("gpu.help").text("gpu.distributions." .. name)
         assert(t and t:find(name, 1, true), "no doc/API.md entry for gpu.distributions." .. name)
       end
     end

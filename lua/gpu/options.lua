@@ -54,6 +54,22 @@ function M.raise(fmt, ...)
   error(msg, user_level())
 end
 
+-- guarded(name, f): f, whose errors name `name`: an error from an op it calls (which names
+-- that op, or '?' for a method called by value) is raised again at the user's line as
+-- "name: <message>"; one that names the function already passes unchanged.
+function M.guarded(name, f)
+  local quoted, prefix = "'" .. name .. "'", name .. ":"
+  return function(...)
+    local res = table.pack(pcall(f, ...))
+    if res[1] then return table.unpack(res, 2, res.n) end
+    local msg = res[2]
+    if type(msg) ~= "string" or msg:find(quoted, 1, true) or msg:find(prefix, 1, true) then error(msg, 0) end
+    msg = msg:gsub("^lua/gpu/[%w_/]+%.lua:%d+: ", "")
+    msg = msg:gsub("^bad argument #%d+ to '%?' %((.*)%)$", "%1"):gsub("^calling '%?' on bad self %((.*)%)$", "%1")
+    error(prefix .. " " .. msg, user_level())
+  end
+end
+
 -- call(fname, f, ...): f(...)'s results; an error it raises is raised again at the user's
 -- line as "fname: <message>" (less a position inside the library's files), so a failure
 -- deep inside (a C function called by the library) names the function the user called.

@@ -9,21 +9,7 @@
 local gpu = require "gpu"
 local options = require "gpu.options"
 
--- f, whose errors name `name`: an error from an op it calls (which names that op, or '?'
--- for a method called by value) is raised again at the user's line as "name: <message>";
--- one that names the routine already passes unchanged.
-local function guarded(name, f)
-  local quoted, prefix = "'" .. name .. "'", name .. ":"
-  return function(...)
-    local res = table.pack(pcall(f, ...))
-    if res[1] then return table.unpack(res, 2, res.n) end
-    local msg = res[2]
-    if type(msg) ~= "string" or msg:find(quoted, 1, true) or msg:find(prefix, 1, true) then error(msg, 0) end
-    msg = msg:gsub("^lua/gpu/[%w_/]+%.lua:%d+: ", "")
-    msg = msg:gsub("^bad argument #%d+ to '%?' %((.*)%)$", "%1"):gsub("^calling '%?' on bad self %((.*)%)$", "%1")
-    error(prefix .. " " .. msg, options.user_level())
-  end
-end
+local guarded = options.guarded
 
 local M = {}
 for _, part in ipairs({ "basic", "einsum", "nan", "sets", "bins", "shape", "stats", "manip", "math", "tensor", "matrix" }) do

@@ -114,7 +114,9 @@ function M.multigammaln(a, p)
   a = operand(fname, 1, a, default_float(), false)
   p = check_int(fname, 2, p, "p", 1)
   if COMPLEX[a.dtype] then argerror(fname, 1, "x: complex dtype %s is not supported", a.dtype) end
-  if a.size > 0 and not (a:min():item() > (p - 1) / 2) then
+  if p > 1 << 20 then argerror(fname, 2, "p must be at most 2^20 (the sum has p terms), got %s", tostring(p)) end
+  if a.size == 0 then return a:lgamma() end
+  if not (a:min():item() > (p - 1) / 2) then
     options.raise("%s: all elements of a must be greater than (p - 1)/2 = %s", fname, tostring((p - 1) / 2))
   end
   local r = a:lgamma()

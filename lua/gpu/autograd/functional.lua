@@ -59,6 +59,17 @@ local function grads(outs, xs, vs, create)
   return out
 end
 
+-- the gradients, with respect to wrt, of the arrays gs (a first derivative, recorded) along
+-- vs: sum_i vs[i] . d gs[i] / d wrt (nil entries where nothing depends on wrt)
+local function grad_along(gs, vs, wrt, create)
+  local tracked, gv = {}, {}
+  for i, gi in ipairs(gs) do
+    if autograd.requires_grad(gi) then tracked[#tracked + 1] = gi; gv[#gv + 1] = vs[i] end
+  end
+  if #tracked == 0 then return {} end
+  return autograd.grad(tracked, wrt, { grad_outputs = gv, create_graph = create, allow_unused = true })
+end
+
 local function vectors(fname, v, like, argn, what)
   if v == nil then
     for i, y in ipairs(like) do
@@ -122,15 +133,7 @@ function F.jvp(func, inputs, v, opts)
   -- J v = d/du (u^T J) v: the vjp with a dummy u, differentiated in u along v
   local us = {}
   for i, y in ipairs(outs) do us[i] = gpu.zeros_like(y):requires_grad() end
-  local g = grads(outs, xs, us, true)
-  local tracked, gv = {}, {}
-  for i, gi in ipairs(g) do
-    if autograd.requires_grad(gi) then tracked[#tracked + 1] = gi; gv[#gv + 1] = vs[i] end
-  end
-  local res = {}
-  if #tracked > 0 then
-    res = autograd.grad(tracked, us, { grad_outputs = gv, create_graph = o.create_graph, allow_unused = true })
-  end
+  local res = grad_along(grads(outs, xs, us, true), vs, us, o.create_graph)
   local out, shown = {}, {}
   for i, y in ipairs(outs) do
     out[i] = res[i] or gpu.zeros_like(y)
@@ -206,15 +209,7 @@ function F.hvp(func, inputs, v, opts)
   local outs = outputs_of(fname, func, xs)
   if #outs ~= 1 or outs[1].size ~= 1 then raise("%s: func must return one array of one element", fname) end
   local vs = vectors(fname, v, xs, 3, "v")
-  local g = grads(outs, xs, { gpu.ones_like(outs[1]) }, true)
-  local tracked, gv, idx = {}, {}, {}
-  for i, gi in ipairs(g) do
-    if autograd.requires_grad(gi) then tracked[#tracked + 1] = gi; gv[#gv + 1] = vs[i]; idx[#idx + 1] = i end
-  end
-  local res = {}
-  if #tracked > 0 then
-    res = autograd.grad(tracked, xs, { grad_outputs = gv, create_graph = o.create_graph, allow_unused = true })
-  end
+  local res = grad_along(grads(outs, xs, { gpu.ones_like(outs[1]) }, true), vs, xs, o.create_graph)
   local out = {}
   for i, x in ipairs(xs) do out[i] = res[i] or gpu.zeros_like(x) end
   return o.create_graph and outs[1] or outs[1]:detach(), give(out, single)

@@ -260,17 +260,7 @@ function Model:summary(opts)
     for _, t in ipairs(node.outputs) do outs[#outs + 1] = shape_text(t) end
     rows[#rows + 1] = { ("%s (%s)"):format(g.names[layer], getmetatable(layer).__name), table.concat(outs, ", "), tostring(n) }
   end
-  local w = { 0, 0, 0 }
-  for _, r in ipairs(rows) do for j = 1, 3 do w[j] = math.max(w[j], #r[j]) end end
-  local rule = string.rep("-", w[1] + w[2] + w[3] + 6)
-  local lines = { ("Model: \"%s\""):format(self.name) }
-  for i, r in ipairs(rows) do
-    lines[#lines + 1] = ("%-" .. w[1] .. "s   %-" .. w[2] .. "s   %" .. w[3] .. "s"):format(r[1], r[2], r[3])
-    if i == 1 then lines[#lines + 1] = rule end
-  end
-  lines[#lines + 1] = rule
-  lines[#lines + 1] = ("Total params: %d"):format(total)
-  local text = table.concat(lines, "\n")
+  local text = module.summary_text(rows, total, ("Model: \"%s\""):format(self.name))
   if not o.quiet then print(text) end
   return text
 end
@@ -280,34 +270,7 @@ function Model:repr() return ("Model(%s, %d layers)"):format(self.name, #rawget(
 -- ---- Keras's graph layers -------------------------------------------------------------------
 
 local function simple(cname, keys, positional, init, forward, example, required)
-  local ctor = "%s"
-  if required then ctor = ("(function(t) for k, v in pairs(%s) do if t[k] == nil then t[k] = v end end return t end)(%%s)")
-    :format(required) end
-  local decl = options.declare("nn." .. cname, keys, { example = ("gpu.nn.%s(%s)(%s)"):format(cname, ctor, example) })
-  local cls = class(cname)
-  function cls:init(first, ...)
-    local opts = first
-    if first ~= nil and (type(first) ~= "table" or getmetatable(first) ~= nil or first[1] ~= nil) then
-      opts = {}
-      local args = table.pack(first, ...)
-      for i, k in ipairs(positional) do
-        local v = args[i]
-        -- an options table after the positional arguments: Dot(1, {normalize = true})
-        if i > 1 and type(v) == "table" and getmetatable(v) == nil and v[1] == nil and i == args.n then
-          for kk, vv in pairs(v) do opts[kk] = vv end
-          break
-        end
-        opts[k] = v
-      end
-      local last = args[#positional + 1]
-      if type(last) == "table" and getmetatable(last) == nil then for kk, vv in pairs(last) do opts[kk] = vv end end
-    end
-    local o = decl:check(opts, 1)
-    self.opts = o
-    if o.name then self.name = o.name end
-    if init then init(self, o, "nn." .. cname) end
-  end
-  cls.forward = forward
+  local cls = module.options_class(cname, keys, positional, init, forward, example, required)
   K[cname] = cls
   return cls
 end

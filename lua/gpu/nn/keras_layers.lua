@@ -278,25 +278,7 @@ KL.Conv1D = Conv1D
 -- ---- padding, cropping, noise, spatial dropout, TimeDistributed -------------------------------
 
 local function keras_simple(cname, keys, positional, init, forward, example, required)
-  local ctor = "%s"
-  if required then ctor = ("(function(t) for k, v in pairs(%s) do if t[k] == nil then t[k] = v end end return t end)(%%s)")
-    :format(required) end
-  local decl = options.declare("nn." .. cname, keys, { example = ("gpu.nn.%s(%s)(%s)"):format(cname, ctor, example) })
-  local cls = class(cname)
-  function cls:init(first, ...)
-    local opts = first
-    if first ~= nil and (type(first) ~= "table" or getmetatable(first) ~= nil or first[1] ~= nil) then
-      opts = {}
-      local args = table.pack(first, ...)
-      for i, k in ipairs(positional) do opts[k] = args[i] end
-      local last = args[#positional + 1]
-      if type(last) == "table" and getmetatable(last) == nil then for kk, vv in pairs(last) do opts[kk] = vv end end
-    end
-    self.opts = decl:check(opts, 1)
-    if self.opts.name then self.name = self.opts.name end
-    if init then init(self, self.opts, "nn." .. cname) end
-  end
-  cls.forward = forward
+  local cls = module.options_class(cname, keys, positional, init, forward, example, required)
   KL[cname] = cls
   return cls
 end

@@ -373,21 +373,25 @@ local decls = {
 }
 
 -- The function nn.<name>(a, b [, opts]) and the module class nn.<Module>([opts]), whose
--- options are checked once, when it is made.
-for _, d in ipairs(decls) do
-  local name, module_name, args, keys = d[1], d[2], d[3], d[4]
-  local fn = defs[name]
-  local decl = options.declare("nn." .. name, keys, { example = ("gpu.nn.%s(%s, %%s)"):format(name, args) })
-  L[name] = function(a, b, opts) return fn(a, b, decl:check(opts, 3)) end
-  if module_name then
-    local mdecl = options.declare("nn." .. module_name, keys,
-      { example = ("gpu.nn.%s(%%s)(%s)"):format(module_name, args) })
-    local cls = module.class(module_name)
-    function cls:init(opts) self.opts = mdecl:check(opts, 1) end
-    function cls:forward(a, b) return fn(a, b, self.opts) end
-    L[module_name] = cls
+-- options are checked once, when it is made, for each {name, Module or nil, example
+-- arguments, option keys} of list (fns: name -> the loss function)
+local function declare_losses(list, fns)
+  for _, d in ipairs(list) do
+    local name, module_name, args, keys = d[1], d[2], d[3], d[4]
+    local fn = fns[name]
+    local decl = options.declare("nn." .. name, keys, { example = ("gpu.nn.%s(%s, %%s)"):format(name, args) })
+    L[name] = function(a, b, opts) return fn(a, b, decl:check(opts, 3)) end
+    if module_name then
+      local mdecl = options.declare("nn." .. module_name, keys,
+        { example = ("gpu.nn.%s(%%s)(%s)"):format(module_name, args) })
+      local cls = module.class(module_name)
+      function cls:init(opts) self.opts = mdecl:check(opts, 1) end
+      function cls:forward(a, b) return fn(a, b, self.opts) end
+      L[module_name] = cls
+    end
   end
 end
+declare_losses(decls, defs)
 
 L.cross_entropy_loss = L.cross_entropy
 L.mse = L.mse_loss
@@ -665,20 +669,7 @@ local more_decls = {
   { "multi_margin_loss", "MultiMarginLoss", labels3, { p = { type = "integer", min = 1, max = 2, default = 1 },
     margin = { type = "number", default = 1 }, weight = class_weights, reduction = reduction } },
 }
-for _, d in ipairs(more_decls) do
-  local name, module_name, args, keys = d[1], d[2], d[3], d[4]
-  local fn = defs_more[name]
-  local decl = options.declare("nn." .. name, keys, { example = ("gpu.nn.%s(%s, %%s)"):format(name, args) })
-  L[name] = function(a, b, opts) return fn(a, b, decl:check(opts, 3)) end
-  if module_name then
-    local mdecl = options.declare("nn." .. module_name, keys,
-      { example = ("gpu.nn.%s(%%s)(%s)"):format(module_name, args) })
-    local cls = module.class(module_name)
-    function cls:init(opts) self.opts = mdecl:check(opts, 1) end
-    function cls:forward(a, b) return fn(a, b, self.opts) end
-    L[module_name] = cls
-  end
-end
+declare_losses(more_decls, defs_more)
 L.mape, L.msle, L.logcosh = L.mean_absolute_percentage_error, L.mean_squared_logarithmic_error, L.log_cosh
 
 -- gaussian_nll_loss(input, target, var [, {full = false, eps = 1e-6, reduction}]): PyTorch's

@@ -89,6 +89,45 @@ function M.class(name, parent)
   return options.guard_methods(cls, name, "model", is_module)
 end
 
+-- options_class(cname, keys, positional, init, forward, example [, required]): a layer class
+-- whose constructor takes its options positionally (in the order of `positional`, a last
+-- options table after them merged in) or as one table, checked against keys (declared as
+-- nn.<cname>, its example call `gpu.nn.<cname>(<opts>)(<example>)`, the keys of the Lua
+-- table text `required` filled in where the empty table leaves them out). The checked
+-- options are self.opts, a `name` option is self.name; init(self, o, fname) completes it.
+function M.options_class(cname, keys, positional, init, forward, example, required)
+  local ctor = "%s"
+  if required then
+    ctor = ("(function(t) for k, v in pairs(%s) do if t[k] == nil then t[k] = v end end return t end)(%%s)"):format(required)
+  end
+  local decl = options.declare("nn." .. cname, keys, { example = ("gpu.nn.%s(%s)(%s)"):format(cname, ctor, example) })
+  local cls = M.class(cname)
+  function cls:init(first, ...)
+    local opts = first
+    if first ~= nil and (type(first) ~= "table" or getmetatable(first) ~= nil or first[1] ~= nil) then
+      opts = {}
+      local args = table.pack(first, ...)
+      for i, k in ipairs(positional) do
+        local v = args[i]
+        -- an options table after the positional arguments: Dot(1, {normalize = true})
+        if i > 1 and type(v) == "table" and getmetatable(v) == nil and v[1] == nil and i == args.n then
+          for kk, vv in pairs(v) do opts[kk] = vv end
+          break
+        end
+        opts[k] = v
+      end
+      local last = args[#positional + 1]
+      if type(last) == "table" and getmetatable(last) == nil then for kk, vv in pairs(last) do opts[kk] = vv end end
+    end
+    local o = decl:check(opts, 1)
+    self.opts = o
+    if o.name then self.name = o.name end
+    if init then init(self, o, "nn." .. cname) end
+  end
+  cls.forward = forward
+  return cls
+end
+
 -- ---- layer options -------------------------------------------------------------------------
 
 local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
@@ -572,12 +611,12 @@ end
 -- summary([input_shape] [, {quiet = false}]): a table of layers, output shapes and
 -- parameter counts, from one forward pass of a batch of 1 (zeros). Prints it and returns
 -- the text (at the prompt, once: gpu.repl.printed).
-function Module:summary(input_shape, opts)
-  local o = SUMMARY:check(opts, 2)
-  local rows, total = summary_rows(self, summary_shape(self, input_shape))
+-- The summary's text: rows of three columns (the first the header) between rules, the total
+-- after, and a title line first when given
+function M.summary_text(rows, total, title)
   local w = { 0, 0, 0 }
   for _, r in ipairs(rows) do for j = 1, 3 do w[j] = math.max(w[j], #r[j]) end end
-  local lines = {}
+  local lines = { title }
   local rule = string.rep("-", w[1] + w[2] + w[3] + 6)
   for i, r in ipairs(rows) do
     lines[#lines + 1] = ("%-" .. w[1] .. "s   %-" .. w[2] .. "s   %" .. w[3] .. "s"):format(r[1], r[2], r[3])
@@ -585,7 +624,13 @@ function Module:summary(input_shape, opts)
   end
   lines[#lines + 1] = rule
   lines[#lines + 1] = ("Total params: %d"):format(total)
-  local text = table.concat(lines, "\n")
+  return table.concat(lines, "\n")
+end
+
+function Module:summary(input_shape, opts)
+  local o = SUMMARY:check(opts, 2)
+  local rows, total = summary_rows(self, summary_shape(self, input_shape))
+  local text = M.summary_text(rows, total)
   if not o.quiet then print(text) require("gpu.repl").printed(text) end
   return text
 end

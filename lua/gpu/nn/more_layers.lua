@@ -250,21 +250,8 @@ function Fn.pad(x, pad, opts) return torch_pad(x, pad, PADF:check(opts, 3), "nn.
 -- a layer of a functional form with its options checked at construction: cls(positional...)
 -- or cls{opts}
 local function simple(cname, keys, positional, forward, example, required)
-  -- the example fills the required options the empty table leaves out
-  local ctor = "%s"
-  if required then ctor = ("(function(t) for k, v in pairs(%s) do if t[k] == nil then t[k] = v end end return t end)(%%s)")
-    :format(required) end
-  local decl = declare("nn." .. cname, keys, ("gpu.nn.%s(%s)(%s)"):format(cname, ctor, example or "gpu.ones(2, 4)"))
-  local cls = class(cname)
-  function cls:init(first, ...)
-    local opts = first
-    if first ~= nil and (type(first) ~= "table" or getmetatable(first) ~= nil or first[1] ~= nil) then
-      opts = {}
-      for i, k in ipairs(positional) do opts[k] = (select(i, first, ...)) end
-    end
-    self.opts = decl:check(opts, 1)
-  end
-  function cls:forward(...) return forward(self, self.opts, ...) end
+  local cls = module.options_class(cname, keys, positional, nil, function(self, ...) return forward(self, self.opts, ...) end,
+    example or "gpu.ones(2, 4)", required)
   P[cname] = cls
   return cls
 end
@@ -602,18 +589,7 @@ function ParameterDict:forward() raise("nn.ParameterDict is not callable (it hol
 P.ParameterDict = ParameterDict
 
 -- Errors from the ops inside name the function or layer the user called, at the user's line
--- (a message that names it already passes unchanged)
-local function guarded(name, f)
-  local quoted, prefix = "'" .. name .. "'", name .. ":"
-  return function(...)
-    local res = table.pack(pcall(f, ...))
-    if res[1] then return table.unpack(res, 2, res.n) end
-    local msg = res[2]
-    if type(msg) ~= "string" or msg:find(quoted, 1, true) or msg:find(prefix, 1, true) then error(msg, 0) end
-    msg = msg:gsub("^lua/gpu/[%w_/]+%.lua:%d+: ", "")
-    error(prefix .. " " .. msg, options.user_level())
-  end
-end
+local guarded = options.guarded
 for name, f in pairs(Fn) do Fn[name] = guarded("nn." .. name, f) end
 for cname, cls in pairs(P) do
   if cname ~= "functional" and rawget(cls, "forward") then rawset(cls, "forward", guarded("nn." .. cname, rawget(cls, "forward"))) end

@@ -16,8 +16,8 @@ local is_array, argerror, raise, type_name = options.is_array, options.argerror,
 
 local utils = {}
 
--- The gradients of params (checked): a list of arrays.
-local function grads_of(fname, params)
+-- The parameters of params (a list, an array, a module or named_parameters()'s pairs).
+local function params_of(fname, params)
   if type(params) == "table" and not is_array(params) and type(params.parameters) == "function" then
     params = params:parameters()
   end
@@ -30,8 +30,16 @@ local function grads_of(fname, params)
     if type(p) == "table" and is_array(p[2]) then p = p[2] end
     if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
     if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
-    local g = p.grad
-    if g ~= nil then out[#out + 1] = g end
+    out[i] = p
+  end
+  return out
+end
+
+-- The gradients of params (checked): a list of arrays (parameters without one left out).
+local function grads_of(fname, params)
+  local out = {}
+  for _, p in ipairs(params_of(fname, params)) do
+    if p.grad ~= nil then out[#out + 1] = p.grad end
   end
   return out
 end
@@ -94,25 +102,6 @@ function utils.clip_grad_value_(params, clip_value)
   autograd.no_grad(function()
     for _, g in ipairs(grads) do g[{}] = g:clip(-clip_value, clip_value) end
   end)
-end
-
--- The parameters of params (a list, an array, a module or named_parameters()'s pairs).
-local function params_of(fname, params)
-  if type(params) == "table" and not is_array(params) and type(params.parameters) == "function" then
-    params = params:parameters()
-  end
-  if is_array(params) then params = { params } end
-  if type(params) ~= "table" then
-    argerror(fname, 1, "parameters (a list of arrays, an array or a module) expected, got %s", type_name(params))
-  end
-  local out = {}
-  for i, p in ipairs(params) do
-    if type(p) == "table" and is_array(p[2]) then p = p[2] end
-    if not is_array(p) then argerror(fname, 1, "parameter #%d is %s, expected gpu.array", i, type_name(p)) end
-    if p:is_closed() then argerror(fname, 1, "parameter #%d is a closed array", i) end
-    out[i] = p
-  end
-  return out
 end
 
 -- parameters_to_vector(params): one vector, the parameters flattened one after another

@@ -141,6 +141,19 @@ local function positive_int(v) return math.type(v) == "integer" and v > 0 end
 local LambdaLR_init
 local per_group = { type = "number|table", what = "a number or a list (one per parameter group)" }
 
+-- v (a number, or a list of n: one per parameter group) as a list of n numbers
+local function per_group_list(fname, n, v, what)
+  if type(v) == "table" and #v ~= n then raise("%s: %s has %d entries for %d parameter groups", fname, what, #v, n) end
+  local out = {}
+  for i = 1, n do
+    out[i] = type(v) == "table" and v[i] or v
+    if type(out[i]) ~= "number" then
+      raise("%s: %s must be a number or a list of %d numbers (one per parameter group)", fname, what, n)
+    end
+  end
+  return out
+end
+
 -- StepLR(opt, step_size [, {gamma = 0.1}]): lr = base * gamma^floor(epoch / step_size)
 local StepLR = sched_class("StepLR", "step_size", {
   step_size = { type = "integer", min = 1 }, gamma = { type = "number", min = 0, default = 0.1 },
@@ -265,17 +278,7 @@ local OneCycleLR = sched_class("OneCycleLR", "max_lr", {
 }, "(function(t) t.total_steps = t.total_steps or 10; return gpu.optim.OneCycleLR(o, 0.1, t) end)(%%s)",
 function(self, o, fname)
   local gs = self.optimizer.param_groups
-  local function list(v, what)
-    local out = {}
-    for i = 1, #gs do
-      out[i] = type(v) == "table" and v[i] or v
-      if type(out[i]) ~= "number" then
-        raise("%s: %s must be a number or a list of %d numbers (one per parameter group)", fname, what, #gs)
-      end
-    end
-    if type(v) == "table" and #v ~= #gs then raise("%s: %s has %d entries for %d parameter groups", fname, what, #v, #gs) end
-    return out
-  end
+  local function list(v, what) return per_group_list(fname, #gs, v, what) end
   if o.total_steps == nil then
     if o.epochs == nil or o.steps_per_epoch == nil then
       raise("%s: give total_steps, or epochs and steps_per_epoch", fname)
@@ -477,15 +480,7 @@ function(self, o, fname)
   local gs = self.optimizer.param_groups
   local function list(v, what)
     if v == nil then raise("%s: %s is required", fname, what) end
-    if type(v) == "table" and #v ~= #gs then raise("%s: %s has %d entries for %d parameter groups", fname, what, #v, #gs) end
-    local out = {}
-    for i = 1, #gs do
-      out[i] = type(v) == "table" and v[i] or v
-      if type(out[i]) ~= "number" then
-        raise("%s: %s must be a number or a list of %d numbers (one per parameter group)", fname, what, #gs)
-      end
-    end
-    return out
+    return per_group_list(fname, #gs, v, what)
   end
   self.base_lrs_c, self.max_lrs = list(o.base_lr, "base_lr"), list(o.max_lr, "max_lr")
   local up = o.step_size_up
