@@ -94,7 +94,7 @@ GL_HD double gl_gelu(double x) {
   return x < -40.0 ? -0.0 : 0.5 * x * erfc(x * -0.70710678118654752440);
 }
 
-/* ---- issue 30's elementwise block (elem) ------------------------------------------------ */
+/* ---- NumPy's further float and integer math (exp2, sinc, fmax, gcd, ...) ----------------- */
 
 /* log2(2^a + 2^b) as NumPy's npy_logaddexp2: equal arguments give a + 1, else max +
 ** log2(1 + 2^-|a - b|); NaN propagates. The float form computes in double. */

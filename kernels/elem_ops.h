@@ -128,7 +128,7 @@ enum {
   X(isfinite,   UP, (fabsf(x) < INFINITY),  (fabs(x) < (double)INFINITY),  1, CXB(isfinite))                             \
   X(logical_not, UL, ((x) == 0),            ((x) == 0),              ((x) == 0), CXB(logical_not))                       \
   X(bitwise_not, UB, 0,                     0,                       (T)~(UT)(x), NOCX)                                  \
-  /* issue 30's elementwise block (elem): NumPy's and PyTorch's further float math */                               \
+  /* NumPy's and PyTorch's further float math: exp2 ... isneginf */                                                       \
   X(exp2,       UF, exp2f(x),               exp2(x),                 0, CX(exp2))                                        \
   X(cbrt,       UF, cbrtf(x),               cbrt(x),                 0, NOCX)                                            \
   X(rint,       UF, rintf(x),               rint(x),                 0, CX(rint))                                        \
@@ -188,7 +188,7 @@ enum {
   X(bitwise_xor, BB, 0,                     0,                       (T)((a) ^ (b)), NOCX)                               \
   X(left_shift,  BS, 0,                     0,                       GL_ISHL(T, UT, a, b), NOCX)                         \
   X(right_shift, BS, 0,                     0,                       GL_ISHR(T, a, b), NOCX)                             \
-  /* issue 30's elementwise block (elem): NumPy's further binary math */                                             \
+  /* NumPy's further binary math: logaddexp2 ... lcm */                                                                     \
   X(logaddexp2,  BD, gl_logaddexp2f(a, b),  gl_logaddexp2(a, b),     0, NOCX)                                            \
   X(fmod,        BA, fmodf(a, b),           fmod(a, b),              GL_IFMOD(T, a, b), NOCX)                            \
   X(fmax,        BA, gl_fmaxf(a, b),        gl_fmax(a, b),           ((a) > (b) ? (a) : (b)), NOCX)                      \

@@ -1,4 +1,4 @@
--- spec/elem_more_spec.lua — issue 30's elementwise names: the kernel rows (exp2 cbrt rint
+-- spec/elem_more_spec.lua — NumPy's further elementwise names: the kernel rows (exp2 cbrt rint
 -- sinc degrees radians frac signbit isposinf isneginf; logaddexp2 fmod fmax fmin copysign
 -- nextafter heaviside gcd lcm) over wider values than elementwise_spec.lua's per-dtype
 -- samples, and gpu.routines.math (ldexp frexp modf divmod float_power unwrap), against
@@ -49,7 +49,7 @@ local function differs(got, want)
 end
 
 for _, dev in ipairs(h.devices()) do
-  describe("issue 30's elementwise names on " .. dev .. " against NumPy", function()
+  describe("NumPy's further elementwise names on " .. dev .. " against NumPy", function()
     for i, c in ipairs(F) do
       it(("%d: %s"):format(i, c.fn), function()
         local args, n = {}, 0
@@ -126,7 +126,7 @@ for _, dev in ipairs(h.devices()) do
   end)
 end
 
-describe("misuse of issue 30's elementwise names", function()
+describe("misuse of NumPy's further elementwise names", function()
   local f32 = gpu.ones(3)
   local i64 = gpu.array({ 1, 2, 3 }, { dtype = "int64" })
   local c64 = gpu.ones(3, { dtype = "complex64" })

@@ -57,9 +57,9 @@ local FLT_MAX = 3.4028234663852886e38
 local float_fns = {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
   "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
   "asinh", "acosh", "atanh", "sigmoid", "softplus", "gelu", "erf", "angle",
-  "exp2", "cbrt", "rint", "sinc", "degrees", "radians"}                  -- issue 30 (elem)
+  "exp2", "cbrt", "rint", "sinc", "degrees", "radians"}
 local same_fns = {"abs", "neg", "sign", "square", "relu", "floor", "ceil", "round", "trunc", "conj",
-  "frac"}                                                                -- issue 30 (elem)
+  "frac"}
 -- the special functions (gpu.special, kernels/special.h; spec/special_spec.lua tests their
 -- domains): float math too
 for _, f in ipairs {"erfc", "erfcx", "erfinv", "erfcinv", "lgamma", "digamma", "ndtr", "ndtri", "log_ndtr",

@@ -64,7 +64,7 @@ samples.maximum = function(dev) return function(a, b) return gpu.maximum(a, b) e
 samples.minimum = function(dev) return function(a, b) return gpu.minimum(a, b) end, { S(dev, 2, 3), S(dev, 2, 3) * 0.9 } end
 samples.logaddexp = function(dev) return function(a, b) return gpu.logaddexp(a, b) end, { S(dev, 2, 3), S(dev, 3) * 1.7 } end
 samples.mod = function(dev) return function(a, b) return gpu.mod(a, b) end, { P(dev, 2, 3) * 3.1, P(dev, 3) + 0.05 } end
--- issue 30's elementwise block (elem)
+-- NumPy's further elementwise math
 for _, n in ipairs { "exp2", "cbrt", "degrees", "radians" } do samples[n] = un(n) end
 samples.sinc = un("sinc", S)
 samples.frac = function(dev) return function(x) return x:frac() end, { U(dev, -0.9, 0.9, 2, 3) } end

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes spec/fixtures/routines/elem_more.lua: NumPy's results for issue 30's elementwise
+"""Writes spec/fixtures/routines/elem_more.lua: NumPy's results for NumPy's further elementwise
 names (spec/elem_more_spec.lua reads them; the spec needs no Python): the routines of
 gpu.routines.math (ldexp frexp modf divmod float_power unwrap) and the kernel rows (exp2 ...
 lcm) over wider values than tools/gen_fixtures.py's per-dtype samples. Run with Debian's
@@ -143,5 +143,5 @@ def cases():
 
 if __name__ == "__main__":
     write_cases("routines", "elem_more", "gen_elem_more_fixtures.py", "NumPy " + np.__version__,
-                "issue 30's elementwise names: fn(args...) -> out (a list of results)", cases())
+                "NumPy's further elementwise names: fn(args...) -> out (a list of results)", cases())
     print("wrote spec/fixtures/routines/elem_more.lua")

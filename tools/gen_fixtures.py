@@ -331,7 +331,7 @@ UNARY = {
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "conj": np.conjugate,
     "angle": np.angle,
-    # issue 30's elementwise block (elem)
+    # NumPy's further elementwise math
     "exp2": np.exp2, "cbrt": np.cbrt, "rint": np.rint, "sinc": sinc, "degrees": np.degrees,
     "radians": np.radians, "frac": lambda x: x - np.trunc(x),
     # ---- special functions (gpu.special; kernels/special.h): SciPy's, with gpulua's edges
@@ -386,7 +386,7 @@ def binary():
             "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power,
             "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot,
             "logaddexp": np.logaddexp,
-            # issue 30's elementwise block (elem)
+            # NumPy's further elementwise math
             "logaddexp2": np.logaddexp2, "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin,
             "copysign": np.copysign, "nextafter": np.nextafter, "heaviside": np.heaviside,
             **SPECIAL_BINARY}
@@ -569,7 +569,7 @@ UNARY_BY_DTYPE = {
     "softplus": float_math(lambda t: float(np.logaddexp(0.0, t))), "gelu": float_math(gelu), "erf": float_math(erf),
     "angle": np_math(np.angle), "isnan": np_math(np.isnan), "isinf": np_math(np.isinf),
     "isfinite": np_math(np.isfinite), "logical_not": np_math(np.logical_not), "bitwise_not": np_math(np.invert),
-    # issue 30's elementwise block (elem)
+    # NumPy's further elementwise math
     "exp2": np_math(np.exp2), "cbrt": np_math(np.cbrt), "rint": np_math(np.rint),
     "sinc": float_math(sinc), "degrees": np_math(np.degrees),
     "radians": np_math(np.radians), "frac": frac_of, "signbit": np_math(np.signbit),
@@ -585,7 +585,7 @@ BINARY_BY_DTYPE = {
     "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "left_shift": np.left_shift,
     "right_shift": np.right_shift,
-    # issue 30's elementwise block (elem)
+    # NumPy's further elementwise math
     "logaddexp2": np.logaddexp2, "fmod": np.fmod, "fmax": np.fmax, "fmin": np.fmin, "copysign": np.copysign,
     "nextafter": np.nextafter, "heaviside": np.heaviside, "gcd": np.gcd, "lcm": np.lcm,
     **{name: _special2(f) for name, f in SPECIAL_BINARY.items()},
@@ -612,7 +612,7 @@ GPULUA = {
     ("relu", "complex"): "error",
     # expm1 of a real z stays real (NumPy's formula gives inf + NaN i for expm1(inf + 0i))
     ("expm1", "complex"): lambda x, d: (expm1_real_kept(as_dtype(x, d)), d),
-    # issue 30's elementwise block (elem): no integer arithmetic of bools for fmod, gcd and
+    # NumPy's further elementwise math: no integer arithmetic of bools for fmod, gcd and
     # lcm (NumPy's is in int8); nextafter is refused where it computes in a half (its kernel
     # steps in float32). A key (op, dtype) overrides (op, kind).
     **{(op, "bool"): "error" for op in ("fmod", "gcd", "lcm")},

@@ -211,7 +211,7 @@ static void open_ops_table(lua_State *L, int module, int methods) {
     { "greater_equal", "ge" }, { "equal", "eq" }, { "not_equal", "ne" }, { "arctan2", "atan2" },
     { "arcsin", "asin" }, { "arccos", "acos" }, { "arctan", "atan" }, { "arcsinh", "asinh" },
     { "arccosh", "acosh" }, { "arctanh", "atanh" }, { "conjugate", "conj" }, { "absolute", "abs" },
-    /* issue 30's elementwise block (elem) */
+    /* NumPy's names of radians and degrees */
     { "deg2rad", "radians" }, { "rad2deg", "degrees" },
     { "gammaln", "lgamma" },                                              /* gpu.special */
   };

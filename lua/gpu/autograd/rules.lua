@@ -257,7 +257,7 @@ binary("mod", function(g, a, b)
   return g, (not f(b)) and -g * gpu.floordiv(a, b) or nil
 end)
 
--- ---- issue 30's elementwise block (elem) ---------------------------------------------------------
+-- ---- NumPy's further elementwise math (exp2, sinc, fmod, copysign, ...) ---------------------------
 
 -- predicates and integer math; rint piecewise constant (zero gradient, as round)
 for _, name in ipairs { "signbit", "isposinf", "isneginf", "gcd", "lcm", "rint" } do R[name] = false end
