@@ -50,6 +50,8 @@ end
 local INPUT = options.declare("nn.Input", { dtype = { type = "dtype", default = "float32" },
   batch_size = { type = "integer", min = 1 }, name = { type = "string" } }, { example = "gpu.nn.Input({4}, %s)" })
 
+local enable_symbolic          -- (below: module calls start looking for symbolic tensors)
+
 -- Input(shape [, {dtype = "float32", batch_size, name}]): shape without the batch axis
 function K.Input(shape, opts)
   if type(shape) ~= "table" or options.is_array(shape) then
@@ -59,6 +61,9 @@ function K.Input(shape, opts)
     if math.type(n) ~= "integer" or n < 0 then argerror("nn.Input", 1, "shape[%d] must be an integer >= 0, got %s", i, type_name(n)) end
   end
   local o = INPUT:check(opts, 2)
+  -- from the first Input on, module calls look for symbolic tensors (before it, a layer
+  -- call pays nothing for the functional API)
+  enable_symbolic()
   return setmetatable({ shape = { table.unpack(shape) }, dtype = o.dtype, batch_size = o.batch_size,
                         name = o.name or unique("input_layer"), node = nil }, KT)
 end
@@ -125,8 +130,7 @@ local function symbolic_call(layer, ...)
   node.outputs = outs
   return table.unpack(outs)
 end
-module.symbolic_call = symbolic_call
-module.has_symbolic = has_kt
+enable_symbolic = function() module.has_symbolic, module.symbolic_call = has_kt, symbolic_call end
 
 -- ---- Model ----------------------------------------------------------------------------------
 
