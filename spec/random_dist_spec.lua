@@ -352,6 +352,11 @@ describe("random distributions: misuse", function()
     fails({ "poisson", "unknown option" }, function() return g:poisson(2, 3, { dtyp = "int32" }) end)
     fails({ "poisson", "lam must be" }, function() return g:poisson(gpu.array({ 1, -1 })) end)
     fails({ "gamma" }, function() return g:gamma(1, 1, 3, {}, 5) end)
+    -- a size whose product passes 2^63 (an array parameter too): refused, not wrapped
+    fails({ "lognormal", "array is too big" }, function() return g:lognormal(0, 1, { 1 << 62, 4 }) end)
+    fails({ "lognormal", "array is too big" }, function()
+      return g:lognormal(gpu.arange(10):astype("float64")[{ { 1, 10, 3 } }], 0, { 1 << 62, 4 })
+    end)
     assert.are.same(st, g:get_state())
   end)
 

@@ -301,8 +301,8 @@ gl_status gl_op_sample(gl_array *out, gl_rng *g, int kind, const double par[3], 
   gl_array pd[3] = { { 0 } }, ph[3] = { { 0 } };
   gl_rand_req rq = { 0 };
   gl_status st = GL_OK;
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) n *= shape[d];
+  int64_t n;
+  GL_TRY(gl_shape_size(ndim, shape, dt, &n));        /* "array is too big" before any product wraps */
   /* per-element parameters: float64 of the result's shape on dev, and on the host to check */
   for (int k = 0; k < sm->np && st == GL_OK; k++) {
     if (!parr[k]) continue;
