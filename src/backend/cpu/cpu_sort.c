@@ -375,17 +375,6 @@ SORT_INLINE void insertion(int kw, int pw, void *k, void *p, int64_t n) {
   }
 }
 
-/* The first position in sorted keys k[0..n) whose key is >= v. */
-static int64_t lower_bound(int kw, const void *k, int64_t n, uint64_t v) {
-  int64_t a = 0, b = n;
-  while (a < b) {
-    int64_t m = a + (b - a) / 2;
-    if (key_get(kw, k, m) < v) a = m + 1;
-    else b = m;
-  }
-  return a;
-}
-
 /* The instances of the radix and insertion sorts (and the selection below), per key and
 ** position width. */
 /* X(KW, PW, A) for each pair of widths, A the arguments of the call it makes. */
@@ -511,72 +500,233 @@ SORT_INLINE void lane_write(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, 
   }
 }
 
-/* The two above for a dtype known at run time (inside a parallel region, whose body the
-** compiler outlines before it could see the dtype as a constant). */
-static bool lane_keys_any(gl_dtype dt, const void *src, int64_t ss, int64_t lo, int64_t hi,
-                          bool desc, void *k, void *p, int pw) {
-#define LANE_KEYS_CASE(A, E, ...) case GL_##E: return lane_keys(GL_##E, GL_DT_UNPAREN_ A);
-  switch (dt) { GL_DTYPE_REAL_ROWS_(LANE_KEYS_CASE, (src, ss, lo, hi, desc, k, p, pw)) default: return false; }
+/* The counts a lane's radix sort keeps for a team of nt (int64s): per thread the counts of
+** every digit of its share of the source (8 x 256), the counts of the next pass's digit by
+** the thread that will read it (nt x 256) and its scatter offsets (256); the shares' bounds. */
+#define RADIX_COUNTS(nt) ((size_t)(nt) * 256 * (16 + (size_t)(nt) + 1) + (size_t)(nt) + 2)
+
+/* One radix pass over a thread's share [lo, hi) of a lane: from the source (keys made on
+** the way) or from keys kin and positions pin, scattered by the digit at bit 'sh' to the
+** offsets c into keys kout and positions pout, or (to_out) into the lane's outputs: values
+** rebuilt from the keys, or with positions the values gathered from the source and the
+** positions. Unless to_out it counts the next pass's digit (bit shn) into nx by the thread
+** that will read each element there (its share's bounds in 'bound'; own: where each
+** digit's offset is among them). The flags are constants at every call, so each call is
+** its own loop. */
+SORT_INLINE void radix_scatter(gl_dtype dt, bool from_src, bool to_out, bool with_pos, int pw,
+                               const void *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
+                               const void *kin, const void *pin, void *kout, void *pout,
+                               void *vout, int64_t vs, int64_t *iout, int64_t is, int sh, int shn,
+                               int64_t *c, int64_t *nx, int tn, const int64_t *bound, int *own) {
+  const int kw = key_width(dt);
+  const uint64_t kmax = key_max(kw);
+  for (int64_t j = lo; j < hi; j++) {
+    uint64_t key, q = (uint64_t)j;
+    if (from_src) {
+      bool jz;
+      key = elem_key(dt, src, j * ss, &jz);
+      if (desc) key = ~key & kmax;
+    } else {
+      key = key_get(kw, kin, j);
+      if (with_pos) q = pos_get(pw, pin, j);
+    }
+    unsigned dg = (unsigned)(key >> sh) & 255;
+    int64_t o = c[dg]++;
+    if (to_out) {
+      if (with_pos) {
+        if (vout) elem_copy(dt, vout, o * vs, src, (int64_t)q * ss);
+        iout[o * is] = (int64_t)q;
+      } else {
+        elem_store_key(dt, vout, o * vs, desc ? ~key & kmax : key);
+      }
+    } else {
+      key_put(kw, kout, o, key);
+      if (with_pos) pos_put(pw, pout, o, q);
+      unsigned dn = (unsigned)(key >> shn) & 255;
+      if (tn == 1) {
+        nx[dn]++;
+      } else {
+        while (o >= bound[own[dg] + 1]) own[dg]++;
+        nx[own[dg] * 256 + dn]++;
+      }
+    }
+  }
 }
 
-static void lane_write_any(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
-                           const void *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
-                           const void *kr, const void *pr, int pw) {
-#define LANE_WRITE_CASE(A, E, ...) case GL_##E: lane_write(GL_##E, GL_DT_UNPAREN_ A); return;
+/* A thread's part of a lane's radix sort (sort_lane's team runs it; its arguments there;
+** passes and m shared by the team). */
+SORT_INLINE void lane_radix(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
+                            int64_t ss, int64_t n, bool desc, void *k, void *k2, void *p, void *p2, int pw,
+                            int64_t *counts, int *passes, int *m, bool *negzero, bool *stop) {
+  const int kw = key_width(dt);
+  const uint64_t kmax = key_max(kw);
+  int64_t lo, hi;
+  int t = team_share(n, &lo, &hi), tn = team_count();
+  int64_t *hist = counts, *next = hist + (size_t)tn * 16 * 256, *offs = next + (size_t)tn * tn * 256;
+  int64_t *bound = offs + (size_t)tn * 256, *h = hist + (size_t)t * 16 * 256;
+  memset(h, 0, (size_t)kw * 256 * sizeof *h);
+  int64_t *h2 = h + 8 * 256;                /* a second set for every other element, so */
+  memset(h2, 0, (size_t)kw * 256 * sizeof *h2);  /* runs of one digit make two short chains */
+  bool nz = false;
+  int64_t j = lo;
+  for (; j + 1 < hi; j += 2) {
+    bool jz, jz2;
+    uint64_t key = elem_key(dt, src, j * ss, &jz), key2 = elem_key(dt, src, (j + 1) * ss, &jz2);
+    if (desc) key = ~key & kmax, key2 = ~key2 & kmax;
+    nz |= jz | jz2;
+    for (int d = 0; d < kw; d++) {
+      h[d * 256 + (key >> (8 * d) & 255)]++;
+      h2[d * 256 + (key2 >> (8 * d) & 255)]++;
+    }
+  }
+  for (; j < hi; j++) {
+    bool jz;
+    uint64_t key = elem_key(dt, src, j * ss, &jz);
+    if (desc) key = ~key & kmax;
+    nz |= jz;
+    for (int d = 0; d < kw; d++) h[d * 256 + (key >> (8 * d) & 255)]++;
+  }
+  for (int d = 0; d < kw * 256; d++) h[d] += h2[d];
+  if (nz) {
+    #pragma omp atomic write
+    *negzero = true;
+  }
+  #pragma omp barrier
+  #pragma omp single
+  {
+    for (int d = 0; d < kw; d++) {
+      bool one = false;                    /* one digit for every key: no pass */
+      for (int v = 0; v < 256 && !one; v++) {
+        int64_t sum = 0;
+        for (int u = 0; u < tn; u++) sum += hist[(size_t)u * 16 * 256 + d * 256 + v];
+        one = sum == n;
+      }
+      if (!one) passes[(*m)++] = d;
+    }
+    if (*m == 0) passes[(*m)++] = 0;           /* every key equal: a pass that keeps the order */
+    for (int u = 0; u <= tn; u++) bound[u] = n * u / tn;
+  }
+  const void *kin = NULL, *pin = NULL;
+  void *kout = k, *pout = p;
+  for (int i = 0; i < *m; i++) {
+    int sh = 8 * passes[i], shn = i + 1 < *m ? 8 * passes[i + 1] : 0;
+    bool first = i == 0, last = i == *m - 1;
+    #pragma omp single
+    {
+      int64_t off = 0;
+      for (int v = 0; v < 256; v++)
+        for (int u = 0; u < tn; u++) {
+          int64_t cnt = 0;
+          if (first) cnt = hist[(size_t)u * 16 * 256 + passes[0] * 256 + v];
+          else for (int w = 0; w < tn; w++) cnt += next[((size_t)w * tn + u) * 256 + v];
+          offs[u * 256 + v] = off;
+          off += cnt;
+        }
+      *stop = gl_interrupted();
+    }
+    if (*stop) break;
+    int64_t *c = offs + (size_t)t * 256, *nx = next + (size_t)t * tn * 256;
+    int own[256];
+    if (!last) {
+      memset(nx, 0, (size_t)tn * 256 * sizeof *nx);
+      for (int v = 0; v < 256; v++) {
+        int u = 0;
+        while (u + 1 < tn && c[v] >= bound[u + 1]) u++;
+        own[v] = u;
+      }
+    }
+#define SCATTER(FROM, OUT, POS) \
+    radix_scatter(dt, FROM, OUT, POS, pw, src, ss, lo, hi, desc, kin, pin, kout, pout, vout, vs, \
+                  iout, is, sh, shn, c, nx, tn, bound, own)
+    if (iout) {
+      if (first && last) SCATTER(true, true, true);
+      else if (first) SCATTER(true, false, true);
+      else if (last) SCATTER(false, true, true);
+      else SCATTER(false, false, true);
+    } else {
+      if (first && last) SCATTER(true, true, false);
+      else if (first) SCATTER(true, false, false);
+      else if (last) SCATTER(false, true, false);
+      else SCATTER(false, false, false);
+    }
+#undef SCATTER
+    #pragma omp barrier
+    kin = kout, pin = pout;
+    kout = kout == (void *)k ? (void *)k2 : (void *)k;
+    pout = pout == p ? p2 : p;
+  }
+}
+
+/* The same for a dtype known at run time (inside a parallel region, whose body the compiler
+** outlines before it could see the dtype as a constant). */
+static void lane_radix_any(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is, const void *src,
+                           int64_t ss, int64_t n, bool desc, void *k, void *k2, void *p, void *p2, int pw,
+                           int64_t *counts, int *passes, int *m, bool *negzero, bool *stop) {
+#define LANE_RADIX_CASE(A, E, ...) case GL_##E: lane_radix(GL_##E, GL_DT_UNPAREN_ A); return;
   switch (dt) {
-    GL_DTYPE_REAL_ROWS_(LANE_WRITE_CASE, (vout, vs, iout, is, src, ss, lo, hi, desc, kr, pr, pw))
+    GL_DTYPE_REAL_ROWS_(LANE_RADIX_CASE, (vout, vs, iout, is, src, ss, n, desc, k, k2, p, p2, pw, counts, passes,
+                                          m, negzero, stop))
     default: return;
   }
+}
+
+/* The first position in [lo, hi) of a sorted lane of values v (stride vs) where 'test'
+** holds (hi when none); the test must be false and then true along the lane. */
+enum { AT_NAN, AT_NUMBER, AT_GE0, AT_GT0, AT_LE0, AT_LT0 };
+SORT_INLINE int64_t first_where(gl_dtype dt, const void *v, int64_t vs, int64_t lo, int64_t hi, int test) {
+  while (lo < hi) {
+    int64_t m = lo + (hi - lo) / 2;
+    double x = elem_value(dt, v, m * vs);
+    bool yes = test == AT_NAN ? x != x : test == AT_NUMBER ? x == x : test == AT_GE0 ? x >= 0
+             : test == AT_GT0 ? x > 0 : test == AT_LE0 ? x <= 0 : x < 0;
+    if (yes) hi = m;
+    else lo = m + 1;
+  }
+  return lo;
 }
 
 /* One lane of n elements from src (stride ss) into vout (stride vs; NULL: none) and the
 ** 0-based positions into iout (stride is; NULL: none), sorted by 'nt' threads (the lane
 ** function makes the team). 'buf' holds 2n keys and, with positions, 2n positions;
-** 'counts' 256 per thread + 1. Returns false when stopped. */
+** 'counts' RADIX_COUNTS(nt). Returns false when stopped.
+**
+** A short lane is sorted by insertion. Otherwise one read of the source counts every
+** digit (a pass whose digit is the same for every key is dropped); the first pass makes
+** the keys from the source as it scatters them, and the last writes the outputs (values
+** rebuilt from keys, or gathered by position) instead of keys. Each pass counts the next
+** pass's digits as it writes them, by the thread that will read them, so no pass reads
+** its keys twice. */
 SORT_INLINE bool sort_lane(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, int64_t is,
                            const void *src, int64_t ss, int64_t n, bool desc, void *buf,
                            int64_t *counts, int nt) {
   const int kw = key_width(dt);
-  const uint64_t kmax = key_max(kw);
-  bool wide = n > (int64_t)UINT32_MAX, negzero = false, stop = false, in2 = false;
+  bool wide = n > (int64_t)UINT32_MAX, negzero = false, stop = false;
   int pw = wide ? 8 : 4;
   size_t psz = iout ? (size_t)pw : 0;
   void *p = iout ? buf : NULL, *p2 = iout ? (char *)buf + (size_t)n * psz : NULL;
   char *k = (char *)buf + 2 * (size_t)n * psz, *k2 = k + (size_t)n * (size_t)kw;
-  if (n <= SORT_INSERTION) nt = 1;
-  #pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    int64_t lo, hi;
-    team_share(n, &lo, &hi);
-    if (lane_keys_any(dt, src, ss, lo, hi, desc, k, p, pw)) {
-      #pragma omp atomic write
-      negzero = true;
-    }
-    #pragma omp barrier
-    bool sw;
-    if (n <= SORT_INSERTION) {
-      insertion_any(kw, pw, k, p, n);
-      sw = false;
-    } else {
-      sw = radix_any(kw, pw, k, p, k2, p2, n, counts, &stop);
-    }
-    if (!stop) {
-      #pragma omp single nowait
-      in2 = sw;
-      lane_write_any(dt, vout, vs, iout, is, src, ss, lo, hi, desc, sw ? k2 : k, sw ? p2 : p, pw);
-    }
+  if (n <= SORT_INSERTION) {
+    negzero = lane_keys(dt, src, ss, 0, n, desc, k, p, pw);
+    insertion(kw, pw, k, p, n);
+    lane_write(dt, vout, vs, iout, is, src, ss, 0, n, desc, k, p, pw);
+  } else {
+    int passes[8], m = 0;
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    lane_radix_any(dt, vout, vs, iout, is, src, ss, n, desc, k, k2, p, p2, pw, counts, passes, &m, &negzero, &stop);
   }
   if (stop) return false;
-  if (key_lossy(dt) && !iout) {               /* rebuild the zeros and NaNs from the source */
-    const char *kr = in2 ? k2 : k;
-    uint64_t zero = desc ? ~zero_key(dt) & kmax : zero_key(dt);
-    int64_t a = desc ? 0 : lower_bound(kw, kr, n, kmax), b = desc ? lower_bound(kw, kr, n, 1) : n;
+  if (key_lossy(dt) && !iout) {               /* rebuild the NaNs and zeros from the source */
+    /* the NaNs are last (first, descending), the zeros between the negatives and positives */
+    int64_t a = desc ? 0 : first_where(dt, vout, vs, 0, n, AT_NAN);
+    int64_t b = desc ? first_where(dt, vout, vs, 0, n, AT_NUMBER) : n;
     for (int64_t j = 0, o = a; o < b && j < n; j++) {
       double v = elem_value(dt, src, j * ss);
       if (v != v) elem_copy(dt, vout, (o++) * vs, src, j * ss);
     }
     if (negzero) {
-      int64_t z0 = lower_bound(kw, kr, n, zero), z1 = lower_bound(kw, kr, n, (zero + 1) & kmax);
+      int64_t lo = desc ? b : 0, hi = desc ? n : a;
+      int64_t z0 = first_where(dt, vout, vs, lo, hi, desc ? AT_LE0 : AT_GE0);
+      int64_t z1 = first_where(dt, vout, vs, lo, hi, desc ? AT_LT0 : AT_GT0);
       for (int64_t j = 0, o = z0; o < z1 && j < n; j++)
         if (elem_value(dt, src, j * ss) == 0) elem_copy(dt, vout, (o++) * vs, src, j * ss);
     }
@@ -729,21 +879,23 @@ static bool each_lane(int nt, int64_t lanes, size_t bufsz, lane_fn one, const vo
   bool failed = false;
   #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    void *buf = malloc(bufsz);     /* per thread; every thread still meets the 'for' */
-    if (buf == NULL) {
+    /* per thread, from the caching allocator (a long lane's fresh pages would cost more
+    ** page faults than its passes); every thread still meets the 'for' */
+    void *buf = NULL;
+    if (gl_cpu_alloc(gl_cpu(), bufsz, &buf) != GL_OK) {
       #pragma omp atomic write
       failed = true;
     }
     #pragma omp for schedule(static)
     for (int64_t r = 0; r < lanes; r++)
       if (buf != NULL && !gl_interrupted()) one(job, r, buf);
-    free(buf);
+    gl_cpu_free(gl_cpu(), buf, bufsz);
   }
   return !failed;
 }
 
 /* A sort of lanes of n elements: a lane's scratch is bufsz bytes of keys and positions, then
-** the 257 counts of a one-thread radix sort. */
+** the RADIX_COUNTS(1) counts of a one-thread radix sort. */
 typedef struct sort_job { lane_walk w; sort_lane_fn fn; int64_t n; size_t bufsz; bool desc; } sort_job;
 
 static void sort_one(const void *job, int64_t r, void *buf) {
@@ -762,22 +914,29 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
   /* keys of at most 8 bytes, twice, and positions, twice (a complex lane's always) */
   bool positions = indices || gl_dtype_is_complex((gl_dtype)src->dtype);
   size_t bufsz = (size_t)n * 2 * (8 + (positions ? 8 : 0));
+  /* a long lane's scratch by its widths (a lane of float32 values alone: 2n 4-byte keys) */
+  size_t kw = gl_dtype_is_complex((gl_dtype)src->dtype) ? 8 : (size_t)key_width((gl_dtype)src->dtype);
+  size_t longsz = (size_t)n * 2 * (kw + (positions ? (n > (int64_t)UINT32_MAX ? 8 : 4) : 0));
   sort_job job = { lane_walk_of(values, indices, src, axis), sort_lanes[src->dtype], n, bufsz, descending };
   int nt = src->size >= GL_POLL_SPAN / 8 ? gl_cpu_team_size(src->size) : 1;
   bool failed = false;
   if (nt > 1 && lanes < nt && n >= SORT_PAR_LANE) {
-    /* few long lanes: the team sorts each in turn */
-    void *buf = malloc(bufsz), *vo;
-    int64_t *counts = malloc((256 * (size_t)nt + 1) * sizeof *counts), *io;
-    failed = buf == NULL || counts == NULL;
-    for (int64_t r = 0; r < lanes && !failed; r++) {
+    /* few long lanes: the team sorts each in turn, in scratch from the caching allocator
+    ** (fresh pages of a 1e7 lane would cost more page faults than its radix passes) */
+    void *buf = NULL, *vo;
+    int64_t *counts = malloc(RADIX_COUNTS(nt) * sizeof *counts), *io;
+    if (counts == NULL || gl_cpu_alloc(gl_cpu(), longsz, &buf) != GL_OK) {
+      free(counts);
+      return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
+    }
+    for (int64_t r = 0; r < lanes; r++) {
       const char *so = lane_at(&job.w, r, &vo, &io);
       if (!job.fn(vo, job.w.vs, io, job.w.is, so, job.w.ss, n, descending, buf, counts, nt)) break;
     }
-    free(buf);
+    gl_cpu_free(gl_cpu(), buf, longsz);
     free(counts);
   } else {
-    failed = !each_lane(nt, lanes, bufsz + 257 * sizeof(int64_t), sort_one, &job);
+    failed = !each_lane(nt, lanes, bufsz + RADIX_COUNTS(1) * sizeof(int64_t), sort_one, &job);
   }
   gl_cpu_team_done(nt);
   if (failed) return gl_fail(GL_ENOMEM, "sort: out of host memory for a lane of %lld elements", (long long)n);
