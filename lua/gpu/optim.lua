@@ -110,10 +110,21 @@ local function group_specs(fname, params)
   return specs
 end
 
+-- opts with Keras's learning_rate taken as lr (argn: the table's argument position).
+local function lr_alias(fname, opts, argn)
+  if type(opts) ~= "table" or rawget(opts, "learning_rate") == nil then return opts end
+  if rawget(opts, "lr") ~= nil then argerror(fname, argn, "options 'lr' and 'learning_rate' both given (they are one option)") end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.lr, o.learning_rate = o.learning_rate, nil
+  return o
+end
+
 -- The options of a construction: PyTorch's positional learning rate Opt(params, 1e-3 [, opts])
 -- or an options table; checked against the class's declaration.
 local function construction_options(cls, fname, lr, opts)
-  if type(lr) == "table" and opts == nil then return cls.decl:check(lr, 2) end
+  if type(lr) == "table" and opts == nil then return cls.decl:check(lr_alias(fname, lr, 2), 2) end
+  opts = lr_alias(fname, opts, 3)
   if lr ~= nil then
     options.value(lr, cls.decl.keys.lr, fname, 2, "lr")
     if type(opts) == "table" and opts.lr ~= nil then argerror(fname, 3, "lr given twice") end
@@ -145,8 +156,78 @@ local function group_options(cls, fname, o, own, gi)
   return group
 end
 
+-- ---- optimizers waiting for their parameters ----------------------------------------------------
+
+-- Opt{lr = ...} with options alone (Keras's keras.optimizers.Adam(learning_rate = ...)): an
+-- optimizer without parameters yet, which compile{optimizer =} binds to the model's at its
+-- first batch (bind turns this very table into the optimizer, so the caller's reference and
+-- model.optimizer are it). Its options read and write as an optimizer's (opt.lr); its
+-- methods say that it has no parameters yet.
+local Unbound = { __name = "Optimizer (unbound)" }
+local function is_unbound(v) return getmetatable(v) == Unbound end
+optim.is_unbound = is_unbound
+
+Unbound.__index = function(t, k)
+  local cls, o = rawget(t, "_cls"), rawget(t, "_opts")
+  if k == "learning_rate" then k = "lr" end
+  if cls.hyper_set[k] then return o[k] end
+  if k == "bind" then return Unbound.bind end
+  if type(cls[k]) == "function" then
+    return function()
+      raise("optim.%s:%s: this optimizer has no parameters yet (made with options alone: give it to "
+        .. "compile{optimizer =}, or make it with gpu.optim.%s(model:parameters(), opts))", cls.__name, k, cls.__name)
+    end
+  end
+  return nil
+end
+Unbound.__newindex = function(t, k, v)
+  local cls = rawget(t, "_cls")
+  if k == "learning_rate" then k = "lr" end
+  if not cls.hyper_set[k] then raise("optim.%s: '%s' is not an option of %s", cls.__name, tostring(k), cls.__name) end
+  local given = {}
+  for key, val in pairs(rawget(t, "_given")) do given[key] = val end
+  given[k] = v
+  local o = cls.decl:check(given, 1)            -- checked as a construction would
+  rawset(t, "_given", given)
+  rawset(t, "_opts", o)
+end
+
+-- bind(params): makes the optimizer over params in this table (an error when it was bound before).
+function Unbound.bind(t, params)
+  if not is_unbound(t) then raise("optim: this optimizer is already bound to parameters (give each model its own)") end
+  local cls = rawget(t, "_cls")
+  local real = cls(params, rawget(t, "_given"))
+  setmetatable(t, nil)
+  for k in pairs({ _cls = 1, _opts = 1, _given = 1 }) do rawset(t, k, nil) end
+  for k, v in pairs(real) do rawset(t, k, v) end
+  return setmetatable(t, getmetatable(real))
+end
+
+-- Whether construct's arguments are options alone: a table with keys, no list part, no
+-- arrays among its values (a state_dict is no options), no parameters (an empty table stays
+-- "no parameters", which says so).
+local function options_alone(params, lr, opts)
+  if lr ~= nil or opts ~= nil or type(params) ~= "table" or is_array(params) or getmetatable(params) ~= nil
+    or rawget(params, 1) ~= nil or rawget(params, "params") ~= nil or next(params) == nil then
+    return false
+  end
+  for _, v in pairs(params) do if is_array(v) then return false end end
+  return true
+end
+
 local function construct(cls, params, lr, opts)
   local fname = "optim." .. cls.__name
+  if options_alone(params, lr, opts) then
+    local given = lr_alias(fname, params, 1)
+    local o = cls.decl:check(given, 1)
+    if rules[cls] then
+      local group = {}
+      for _, k in ipairs(cls.hyper) do group[k] = copy_value(o[k]) end
+      if fills[cls] then fills[cls](group) end
+      rules[cls](fname, group)
+    end
+    return setmetatable({ _cls = cls, _opts = o, _given = given }, Unbound)
+  end
   local specs = group_specs(fname, params)
   local o = construction_options(cls, fname, lr, opts)
   local groups, flat = {}, {}

@@ -33,7 +33,9 @@ function C.get_lr(model)
   local k = rawget(model, "_keras")
   if k == nil then return nil end
   if k.optimizer then return k.optimizer.lr end
-  return k.pending_lr or require("gpu.optim").keras_lr[k.opt_spec]
+  if k.pending_lr then return k.pending_lr end
+  if require("gpu.optim").is_unbound(k.opt_spec) then return k.opt_spec.lr end
+  return require("gpu.optim").keras_lr[k.opt_spec]
 end
 function C.set_lr(model, lr)
   local k = rawget(model, "_keras")

@@ -426,7 +426,7 @@ function BatchNormalization:forward(x)
   local axes = {}
   for d = 1, x.ndim do if d ~= a then axes[#axes + 1] = d end end
   local mean, var
-  if self.training then
+  if self.training and not rawget(self, "_frozen") then     -- (frozen: trainable = false, Keras's inference)
     mean = x:mean(axes, { keepdims = true })
     var = (x - mean):square():mean(axes, { keepdims = true })
     local m = self.opts.momentum

@@ -298,10 +298,50 @@ function Module:zero_grad()
   return self
 end
 
+-- Keras's trainable: m.trainable = false freezes m and its sub-modules: their parameters
+-- leave trainable_weights() (what compile's optimizer takes, at the first batch), and a
+-- frozen Keras BatchNormalization normalizes by its moving statistics in training too.
+-- walk_frozen calls fn(m, frozen) for m and its sub-modules, frozen when m or a module
+-- above it has trainable == false.
+local function walk_frozen(m, fn, above, seen)
+  seen = seen or {}
+  if seen[m] then return end
+  seen[m] = true
+  local frozen = above or rawget(m, "trainable") == false
+  fn(m, frozen)
+  for _, n in ipairs(m._mnames) do
+    local sub = m._modules[n]
+    if sub ~= nil then walk_frozen(sub, fn, frozen, seen) end
+  end
+end
+
+-- The parameters of the modules that are not frozen (trainable_weights) or of those that
+-- are (non_trainable_weights), each once, in parameters()'s order.
+local function weights_by(self, want_frozen)
+  local frozen_of = {}
+  walk_frozen(self, function(m, frozen) frozen_of[m] = frozen end)
+  local out, seen = {}, {}
+  walk(self, function(m)
+    for _, n in ipairs(m._pnames) do
+      local v = m._params[n]
+      if v ~= nil and not seen[v] then
+        seen[v] = true
+        if frozen_of[m] == want_frozen then out[#out + 1] = v end
+      end
+    end
+  end)
+  return out
+end
+function Module:trainable_weights() return weights_by(self, false) end
+function Module:non_trainable_weights() return weights_by(self, true) end
+
 function Module:train(mode)
   if mode == nil then mode = true end
   options.value(mode, { type = "boolean" }, "Module:train", 1, "mode")
-  for _, m in ipairs(self:modules()) do m.training = mode end
+  walk_frozen(self, function(m, frozen)
+    m.training = mode
+    rawset(m, "_frozen", frozen or nil)
+  end)
   return self
 end
 

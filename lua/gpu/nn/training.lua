@@ -71,6 +71,7 @@ local function resolve_optimizer(spec)
     if optim.by_name(spec) == nil then unknown("optimizer", spec, optim.names) end
     return spec, nil
   end
+  if optim.is_unbound(spec) then return spec, nil end          -- bound at the first batch
   if not optim.is_optimizer(spec) then
     argerror("Module:compile", 1, "option 'optimizer' must be a name or an optimizer, got %s", type_name(spec))
   end
@@ -114,7 +115,7 @@ local COMPILE = options.declare("Module:compile", {
 -- compile{optimizer = "rmsprop", loss = "sparse_categorical_crossentropy", metrics = {}}, or
 -- Keras's positional compile(optimizer [, loss [, metrics]]).
 function Module:compile(opts, loss, metrics)
-  if type(opts) == "string" or optim.is_optimizer(opts) then
+  if type(opts) == "string" or optim.is_optimizer(opts) or optim.is_unbound(opts) then
     opts = { optimizer = opts,
              loss = options.value(loss, COMPILE.keys.loss, "Module:compile", 2, "loss"),
              metrics = options.value(metrics, { type = "table", optional = true }, "Module:compile", 3, "metrics") }
@@ -128,6 +129,9 @@ function Module:compile(opts, loss, metrics)
   local metric_list = resolve_metrics(o.metrics)
   self._keras = { loss_name = loss_name, loss = loss_fn, opt_spec = opt_spec, optimizer = optimizer,
                   metrics = metric_list }
+  -- Keras's model.optimizer: the object given (an unbound one becomes the optimizer at the
+  -- first batch), or the one a name makes then
+  rawset(self, "optimizer", type(opt_spec) ~= "string" and opt_spec or nil)
   return self
 end
 
@@ -141,11 +145,22 @@ end
 -- model built at its first call exist only then).
 local function optimizer_of(self, k)
   if k.optimizer then return k.optimizer end
-  local params = self:parameters()
+  local params = self:trainable_weights()
   if #params == 0 then
+    if #self:parameters() > 0 then
+      raise("Module:fit: every parameter is frozen (trainable = false): nothing to train")
+    end
     raise("Module:fit: the model has no parameters yet (give the first layer input_shape =, or call the model once)")
   end
-  k.optimizer = optim.by_name(k.opt_spec)(params)
+  if optim.is_unbound(k.opt_spec) then
+    k.optimizer = k.opt_spec:bind(params)
+  elseif type(k.opt_spec) ~= "string" then    -- an unbound optimizer that another model bound first
+    raise("Module:fit: the optimizer given to compile was bound to another model's parameters (give each model "
+      .. "its own)")
+  else
+    k.optimizer = optim.by_name(k.opt_spec)(params)
+  end
+  rawset(self, "optimizer", k.optimizer)
   if k.pending_lr then k.optimizer.lr, k.pending_lr = k.pending_lr, nil end   -- set by a callback before
   return k.optimizer
 end
@@ -415,6 +430,29 @@ local FIT = options.declare("Module:fit", {
   grad_scaler = { type = "table", check = function(v) return optim.is_grad_scaler(v), "must be a GradScaler" end },
   callbacks = { type = "table", what = "a list of callbacks" },
   distributed = { type = "boolean", default = false },
+  initial_epoch = { type = "integer", min = 0, default = 0 },
+  sample_weight = { type = "array" },
+  class_weight = { type = "table", what = "a table of class label -> weight", check = function(v)
+    for c, w in pairs(v) do
+      if math.type(c) ~= "integer" or c < 0 then
+        return false, "must have class labels as keys (1-based labels, or 0 and 1 for binary targets)"
+      end
+      if type(w) ~= "number" or w ~= w or w < 0 or w == math.huge then
+        return false, ("must have finite weights >= 0 (class %d's is %s)"):format(c, tostring(w))
+      end
+    end
+    return true
+  end },
+  validation_freq = { type = "integer|table", what = "an integer >= 1 or a list of epochs", check = function(v)
+    if type(v) == "number" then return v >= 1, "must be >= 1" end
+    local n = 0
+    for _ in pairs(v) do n = n + 1 end
+    if n == 0 or n ~= #v then return false, "must be a list of epoch numbers" end
+    for i, e in ipairs(v) do
+      if math.type(e) ~= "integer" or e < 1 then return false, ("entry %d must be an epoch number >= 1"):format(i) end
+    end
+    return true
+  end },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
      "m:fit(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
@@ -451,6 +489,33 @@ local function fit_plan(self, x, y, o, loader, source)
     -- Keras takes the last fraction, before shuffling
     run.xv, run.yv = x[{ { n - nv + 1, n } }], y[{ { n - nv + 1, n } }]
     run.x, run.y = x[{ { 1, n - nv } }], y[{ { 1, n - nv } }]
+    if o.sample_weight then run.sw_rows = { 1, n - nv } end
+  end
+  if o.class_weight and o.sample_weight then
+    raise("Module:fit: give class_weight or sample_weight, not both (as Keras; fold the classes' weights into "
+      .. "sample_weight)")
+  end
+  if o.class_weight then            -- as a list over the labels 0 .. the largest given
+    local n = 0
+    for c in pairs(o.class_weight) do n = math.max(n, c) end
+    run.class_weight = {}
+    for c = 0, n do run.class_weight[c + 1] = o.class_weight[c] or 1 end
+  end
+  if o.sample_weight then
+    if source ~= "arrays" then
+      raise("Module:fit: sample_weight needs arrays x, y (a DataLoader, a Dataset or a generator would give the "
+        .. "weights with its batches, which gpulua does not take yet)")
+    end
+    local w, n = o.sample_weight, x.shape[1]
+    if w.ndim ~= 1 or w.shape[1] ~= n then
+      argerror("Module:fit", 3, "option 'sample_weight' must have one weight per sample (shape (%d)), got shape %s", n,
+        options.shape_str(w.shape))
+    end
+    if w.dtype:match("^complex") or w.dtype == "bool" then
+      argerror("Module:fit", 3, "option 'sample_weight' must be a real array, got %s", w.dtype)
+    end
+    if run.sw_rows then w = w[{ run.sw_rows }] end
+    run.sample_weight, run.y_all = w, run.y
   end
   if o.validation_steps and not (run.vgen or run.vloader or run.xv) then
     raise("Module:fit: validation_steps needs validation_data (or validation_split)")
@@ -495,7 +560,10 @@ local function fit_plan(self, x, y, o, loader, source)
     run.feed = fit_data.loader_feed("Module:fit", run.loader, { steps = o.steps_per_epoch, device_of = device_of,
       set_epoch = run.dist_loader })
   else
-    run.feed = fit_data.array_feed(run.x, run.y, { bs = run.bs, shuffle = run.shuffle, device_of = device_of,
+    -- with sample_weight the feed gives each batch's row numbers in y's place (the batch's
+    -- targets and weights are taken by them)
+    local yfeed = run.sample_weight and gpu.arange(run.x.shape[1], { dtype = "int64", device = run.x.device }) + 1 or run.y
+    run.feed = fit_data.array_feed(run.x, yfeed, { bs = run.bs, shuffle = run.shuffle, device_of = device_of,
       sampler = run.sampler, passes = run.epochs, steps = o.steps_per_epoch })
   end
   run.steps = run.feed.steps
@@ -520,21 +588,61 @@ local function new_history(k, run)
   for name, list in pairs(history) do
     if name ~= "skipped" and type(list) == "table" then by_name[name] = list end
   end
-  return setmetatable(history, { __index = { history = by_name } })
+  -- Keras's history.epoch: the epochs run (1-based; from initial_epoch + 1)
+  return setmetatable(history, { __index = { history = by_name, epoch = {} } })
 end
 
--- One optimisation step on (xb, yb): the predictions and the loss as a Lua number.
-local function train_step(self, k, run, xb, yb, step, epoch)
+-- The batch's weights (nil: none): sample_weight's rows of the batch (ids: their row
+-- numbers in x) times class_weight's weight of each sample's label: the label itself (1-based
+-- class labels, or a binary target's 0 or 1), or a one-hot target's column. A label that
+-- class_weight leaves out weighs 1, as Keras's.
+local function batch_weights(run, yb, ids)
+  local w
+  if run.sample_weight then w = run.sample_weight:take(ids:to(run.sample_weight.device)):to(yb.device) end
+  if run.class_weight then
+    local n = yb.shape[1]
+    local labels = (yb.ndim >= 2 and yb.shape[yb.ndim] > 1) and gpu.argmax(yb:reshape(n, -1), 2)
+      or gpu.round(yb:reshape(n)):astype("int64")
+    local lookup = gpu.array(run.class_weight, { dtype = "float32", device = yb.device })   -- labels 0..#-1
+    local known = gpu.logical_and(labels:ge(0), labels:lt(#run.class_weight))
+    local cw = gpu.where(known, lookup:take(gpu.clip(labels, 0, #run.class_weight - 1) + 1), 1)
+    w = w and w * cw or cw
+  end
+  return w
+end
+
+-- Keras's weighted loss: the loss of each sample (the mean over its other axes) times its
+-- weight, summed and divided by the batch size (Keras's sum_over_batch_size).
+local function weighted_loss(k, pred, yb, w)
+  local per
+  if k.loss_name == "custom" then per = k.loss(pred, yb) else per = losses.losses[k.loss_name](pred, yb, { reduction = "none" }) end
+  if not options.is_array(per) or per.ndim == 0 or per.shape[1] ~= pred.shape[1] then
+    raise("Module:fit: sample_weight and class_weight need a loss with one value per sample (a loss by name, or a "
+      .. "function returning shape (batch)); this one gave %s", options.is_array(per) and
+        ("shape %s"):format(options.shape_str(per.shape)) or type_name(per))
+  end
+  if per.ndim > 1 then
+    local axes = {}
+    for d = 2, per.ndim do axes[#axes + 1] = d end
+    per = per:mean(axes)
+  end
+  return (per * w:astype(per.dtype)):sum() / per.shape[1]
+end
+
+-- One optimisation step on (xb, yb) (wb: the samples' weights, or nil): the predictions
+-- and the loss as a Lua number.
+local function train_step(self, k, run, xb, yb, step, epoch, wb)
   local pred, loss
   local net = run.net or self
+  local function loss_of(p) if wb then return weighted_loss(k, p, yb, wb) end return k.loss(p, yb) end
   if run.amp_dtype then
     pred, loss = require("gpu.amp").autocast(run.amp_dtype, function()
       local p = net(xb)
-      return p, k.loss(p, yb)
+      return p, loss_of(p)
     end)
   else
     pred = net(xb)
-    loss = k.loss(pred, yb)
+    loss = loss_of(pred)
   end
   if not options.is_array(loss) then raise("Module:fit: the loss function returned %s, not an array", type_name(loss)) end
   local opt = optimizer_of(self, k)
@@ -569,7 +677,15 @@ local function train_epoch(self, k, run, epoch)
   for xb, yb in run.feed:epoch(epoch) do
     step = step + 1
     if cbs.batch_begin then cbs:call("on_train_batch_begin", step, {}) end
-    local pred, lv = train_step(self, k, run, xb, yb, step, epoch)
+    local wb
+    if run.sample_weight then                 -- the feed gave the rows' numbers in y's place
+      local ids = yb
+      yb = run.y_all:take(ids:to(run.y_all.device), 1):to(xb.device)
+      wb = batch_weights(run, yb, ids)
+    elseif run.class_weight then
+      wb = batch_weights(run, yb)
+    end
+    local pred, lv = train_step(self, k, run, xb, yb, step, epoch, wb)
     local nb = xb.shape[1]
     seen = seen + nb
     if not run.scaler or (lv == lv and lv ~= math.huge and lv ~= -math.huge) then
@@ -606,9 +722,10 @@ end
 -- and prints its line.
 local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen, steps)
   local vals = shown(k, loss, counts, seen)
-  history.loss[epoch] = loss
-  for i, m in ipairs(k.metrics) do history[m.name][epoch] = vals[i + 1][2] end
-  if run.xv or run.vloader or run.vgen then
+  history.epoch[#history.epoch + 1] = epoch
+  history.loss[#history.loss + 1] = loss
+  for i, m in ipairs(k.metrics) do table.insert(history[m.name], vals[i + 1][2]) end
+  if (run.xv or run.vloader or run.vgen) and run.validate_at(epoch) then
     local r = in_eval(self, function()
       return run_eval(self, k, run.vgen or run.vloader or run.xv, run.yv, math.max(run.bs, 256),
         run.sampler ~= nil or run.dist_loader, { fname = "Module:fit (validation_data)", steps = run.vsteps,
@@ -618,10 +735,10 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
             or (" for epoch %d's validation (it is not restarted: give validation_steps = n with a generator of "
               .. "epochs x n batches, or one that starts again after returning nil)"):format(epoch) })
     end)
-    history.val_loss[epoch] = r.loss
+    table.insert(history.val_loss, r.loss)
     vals[#vals + 1] = { "val_loss", r.loss }
     for _, m in ipairs(k.metrics) do
-      history["val_" .. m.name][epoch] = r[m.name]
+      table.insert(history["val_" .. m.name], r[m.name])
       vals[#vals + 1] = { "val_" .. m.name, r[m.name] }
     end
   end
@@ -693,13 +810,18 @@ function Module:fit(x, y, opts)
     fit_data.ran_out("Module:fit", "training", run.steps and ("steps_per_epoch x epochs = %d x %d = %d batches")
       :format(run.steps, run.epochs, run.steps * run.epochs) or "a batch per epoch")
   end
-  for epoch = 1, run.epochs do
+  -- validation_freq: every n-th epoch, or the epochs listed (Keras's, 1-based here)
+  local vf = o.validation_freq or 1
+  local listed = {}
+  if type(vf) == "table" then for _, e in ipairs(vf) do listed[e] = true end end
+  run.validate_at = function(epoch) if type(vf) == "table" then return listed[epoch] == true end return epoch % vf == 0 end
+  for epoch = o.initial_epoch + 1, run.epochs do
     if run.feed:exhausted(epoch) then ran_out() break end
     run.cbs:call("on_epoch_begin", epoch, {})
     local skipped0 = run.scaler and run.scaler.skipped or 0
     local loss, counts, elapsed, seen, steps = train_epoch(self, k, run, epoch)
     local skipped = run.scaler and run.scaler.skipped - skipped0 or 0
-    if run.amp_dtype then history.skipped[epoch] = skipped end
+    if run.amp_dtype then table.insert(history.skipped, skipped) end
     logs = end_epoch(self, k, run, history, epoch, loss, counts, elapsed, skipped, seen, steps)
     run.cbs:call("on_epoch_end", epoch, logs)
     if self.stop_training then break end

@@ -1,0 +1,180 @@
+-- keras_fit_weights_spec.lua — Keras's fit options against Keras 3 (spec/fixtures/
+-- keras_fit_weights.py): sample_weight, class_weight, initial_epoch, validation_freq; an
+-- optimizer made before the model's weights exist (gpu.optim.Adam{learning_rate = ...}) and
+-- model.optimizer; trainable = false (trainable_weights, a frozen BatchNormalization).
+local h = require "spec.helper"
+local gpu = h.gpu
+local nn = gpu.nn
+local F = require "spec.fixtures.keras_fit_weights"
+
+local function arr(t, dt) return gpu.array(t, { dtype = dt or "float32" }) end
+local x, y, yb, sw = arr(F.x), arr(F.y, "int64") + 1, arr(F.yb), arr(F.sw)
+
+local function model(binary)
+  local m = nn.Sequential { nn.Dense(binary and 1 or 3, { activation = binary and "sigmoid" or "softmax", input_shape = { 4 } }) }
+  m:set_weights(binary and { arr(F.kb0), arr(F.bb0) } or { arr(F.k0), arr(F.b0) })
+  m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 },
+              loss = binary and "binary_crossentropy" or "sparse_categorical_crossentropy" }
+  return m
+end
+
+local function matches(name, m, hist)
+  local c = F.cases[name]
+  local w = m:get_weights()
+  assert(h.close(w[1], arr(c.kernel), 2e-5))
+  assert(h.close(w[2], arr(c.bias), 2e-5))
+  assert.equal(#c.loss, #hist.loss)
+  for i, v in ipairs(c.loss) do assert(math.abs(hist.loss[i] - v) < 2e-5 * math.max(1, math.abs(v)), name .. " loss " .. i) end
+  assert.equal(#c.val_loss, hist.val_loss and #hist.val_loss or 0)
+  for i, v in ipairs(c.val_loss) do assert(math.abs(hist.val_loss[i] - v) < 2e-5 * math.max(1, math.abs(v))) end
+  assert.same(c.epoch, hist.epoch)
+end
+
+describe("Keras's fit options against Keras 3", function()
+  it("sample_weight", function()
+    local m = model()
+    matches("sample_weight", m, m:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0, sample_weight = sw }))
+  end)
+  it("class_weight (1-based labels), a partial one, and a binary target's 0 and 1", function()
+    local m = model()
+    matches("class_weight", m, m:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0,
+      class_weight = { [1] = 0.5, [2] = 2.0, [3] = 1.5 } }))
+    m = model()
+    matches("class_weight_partial", m, m:fit(x, y, { epochs = 1, batch_size = 8, shuffle = false, verbose = 0,
+      class_weight = { [2] = 3.0 } }))
+    m = model(true)
+    matches("binary_class_weight", m, m:fit(x, yb, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0,
+      class_weight = { [0] = 0.25, [1] = 4.0 } }))
+  end)
+  it("class_weight on one-hot targets weighs by the hot column", function()
+    local m1, m2 = model(), model()
+    m1:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "categorical_crossentropy" }
+    m1:fit(x, nn.functional.one_hot(y, 3):astype("float32"), { epochs = 1, batch_size = 8, shuffle = false, verbose = 0,
+      class_weight = { [1] = 0.5, [2] = 2.0, [3] = 1.5 } })
+    m2:fit(x, y, { epochs = 1, batch_size = 8, shuffle = false, verbose = 0, class_weight = { [1] = 0.5, [2] = 2.0, [3] = 1.5 } })
+    assert(h.close(m1:get_weights()[1], m2:get_weights()[1], 1e-6))
+  end)
+  it("initial_epoch and validation_freq (every n-th epoch, or a list)", function()
+    local m = model()
+    matches("initial_epoch", m, m:fit(x, y, { epochs = 5, batch_size = 8, shuffle = false, verbose = 0,
+      initial_epoch = 2, validation_split = 0.25, validation_freq = 2 }))
+    m = model()
+    matches("validation_freq_list", m, m:fit(x, y, { epochs = 4, batch_size = 8, shuffle = false, verbose = 0,
+      validation_split = 0.25, validation_freq = { 1, 4 } }))
+    m = model()
+    local hist = m:fit(x, y, { epochs = 2, initial_epoch = 2, verbose = 0 })
+    assert.equal(0, #hist.loss)
+  end)
+  it("sample_weight follows the shuffled rows", function()
+    -- zero weights on half the samples: the same as training on the other half alone
+    local keep = gpu.arange(24):lt(12)
+    local m1, m2 = model(), model()
+    gpu.random.seed(3)
+    m1:fit(x, y, { epochs = 1, batch_size = 24, verbose = 0, sample_weight = keep:astype("float32") * 2 })
+    m2:fit(x[{ { 1, 12 } }], y[{ { 1, 12 } }], { epochs = 1, batch_size = 12, verbose = 0 })
+    assert(h.close(m1:get_weights()[1], m2:get_weights()[1], 1e-5))
+  end)
+  it("refuses what Keras refuses, naming the option", function()
+    local m = model()
+    h.fails({ "Module:fit", "not both" }, function() m:fit(x, y, { sample_weight = sw, class_weight = { [1] = 2 }, verbose = 0 }) end)
+    h.fails({ "Module:fit", "sample_weight", "one weight per sample" }, function() m:fit(x, y, { sample_weight = sw[{ { 1, 5 } }], verbose = 0 }) end)
+    h.fails({ "Module:fit", "sample_weight", "real array" }, function() m:fit(x, y, { sample_weight = sw:gt(1), verbose = 0 }) end)
+    h.fails({ "Module:fit", "class_weight", "class labels" }, function() m:fit(x, y, { class_weight = { [-1] = 2 }, verbose = 0 }) end)
+    h.fails({ "Module:fit", "class_weight", "finite weights" }, function() m:fit(x, y, { class_weight = { [1] = 0 / 0 }, verbose = 0 }) end)
+    h.fails({ "Module:fit", "initial_epoch" }, function() m:fit(x, y, { initial_epoch = -1, verbose = 0 }) end)
+    h.fails({ "Module:fit", "validation_freq", ">= 1" }, function() m:fit(x, y, { validation_freq = 0, verbose = 0 }) end)
+    h.fails({ "Module:fit", "validation_freq", "entry 2" }, function() m:fit(x, y, { validation_freq = { 1, 0 }, verbose = 0 }) end)
+    h.fails({ "Module:fit", "validation_freq", "list of epoch numbers" }, function() m:fit(x, y, { validation_freq = { a = 1 }, verbose = 0 }) end)
+    local d = model()
+    d:compile { optimizer = "sgd", loss = "dice" }
+    h.fails({ "Module:fit", "one value per sample" }, function() d:fit(x, nn.functional.one_hot(y, 3):astype("float32"), { sample_weight = sw, verbose = 0 }) end)
+    local w0 = m:get_weights()[1]:copy()
+    pcall(m.fit, m, x, y, { sample_weight = sw, class_weight = { [1] = 2 }, verbose = 0 })
+    assert(gpu.array_equal(w0, m:get_weights()[1]))
+  end)
+end)
+
+describe("an optimizer made before the weights exist", function()
+  it("binds at the first batch, is model.optimizer, and trains as one made with the parameters", function()
+    local opt = gpu.optim.Adam { learning_rate = 1e-2 }
+    assert.equal(1e-2, opt.lr)
+    assert.equal(1e-2, opt.learning_rate)
+    local m1 = nn.Sequential { nn.Dense(3, { activation = "softmax" }) }
+    m1:compile { optimizer = opt, loss = "sparse_categorical_crossentropy" }
+    assert.equal(opt, m1.optimizer)
+    gpu.random.seed(5)
+    m1:fit(x, y, { epochs = 2, batch_size = 8, verbose = 0 })
+    assert.equal(opt, m1.optimizer)
+    assert(gpu.optim.is_optimizer(opt))
+    assert.equal(2, #opt.params)
+    local m2 = nn.Sequential { nn.Dense(3, { activation = "softmax" }) }
+    m2:compile { optimizer = "sgd", loss = "sparse_categorical_crossentropy" }
+    assert.equal(nil, m2.optimizer)
+    m2:fit(x, y, { epochs = 1, verbose = 0 })
+    assert(gpu.optim.is_optimizer(m2.optimizer))
+  end)
+  it("options read and write as an optimizer's, checked; methods say it has no parameters", function()
+    local u = gpu.optim.SGD { lr = 0.1 }
+    u.momentum = 0.9
+    assert.equal(0.9, u.momentum)
+    u.learning_rate = 0.2
+    assert.equal(0.2, u.lr)
+    h.fails({ "optim.SGD", "momentum" }, function() u.momentum = -1 end)
+    assert.equal(0.9, u.momentum)
+    h.fails({ "optim.SGD", "'foo' is not an option" }, function() u.foo = 1 end)
+    h.fails({ "optim.SGD:step", "no parameters yet" }, function() u:step() end)
+    h.fails({ "optim.SGD:zero_grad", "no parameters yet" }, function() u:zero_grad() end)
+    h.fails({ "optim.Adam", "'lr' and 'learning_rate' both given" }, function() gpu.optim.Adam { lr = 1, learning_rate = 2 } end)
+    h.fails({ "optim.Adam", "unknown option 'lrr'" }, function() gpu.optim.Adam { lrr = 1 } end)
+    h.fails({ "optim.SGD", "nesterov" }, function() gpu.optim.SGD { lr = 0.1, nesterov = true } end)
+    h.fails({ "optim.Adam", "no parameters" }, function() gpu.optim.Adam({}) end)
+    -- one optimizer, two models: the second is refused at its first batch
+    local a, b = nn.Sequential { nn.Dense(3) }, nn.Sequential { nn.Dense(3) }
+    local o = gpu.optim.SGD { lr = 0.1 }
+    a:compile { optimizer = o, loss = "mse" }
+    b:compile { optimizer = o, loss = "mse" }
+    a:fit(x, gpu.zeros(24, 3), { verbose = 0 })
+    h.fails({ "Module:fit", "bound to another model" }, function() b:fit(x, gpu.zeros(24, 3), { verbose = 0 }) end)
+    -- positional learning rate and learning_rate in a construction with parameters
+    local p = gpu.ones(2):requires_grad()
+    assert.equal(0.5, gpu.optim.SGD({ p }, { learning_rate = 0.5 }).lr)
+    h.fails({ "optim.SGD", "lr given twice" }, function() gpu.optim.SGD({ p }, 0.1, { learning_rate = 0.5 }) end)
+  end)
+end)
+
+describe("trainable = false", function()
+  it("keeps a layer's weights out of the optimizer and trainable_weights", function()
+    local m = nn.Sequential { nn.Dense(8, { activation = "relu", input_shape = { 4 } }), nn.Dense(3, { activation = "softmax" }) }
+    m(x)                            -- builds the second layer
+    m[1].trainable = false
+    assert.equal(2, #m:trainable_weights())
+    assert.equal(2, #m:non_trainable_weights())
+    assert.equal(m[2]:parameters()[1], m:trainable_weights()[1])
+    local w1, w2 = m:get_weights()[1]:copy(), m:get_weights()[3]:copy()
+    m:compile { optimizer = gpu.optim.SGD { lr = 0.1 }, loss = "sparse_categorical_crossentropy" }
+    m:fit(x, y, { epochs = 1, verbose = 0 })
+    assert(gpu.array_equal(w1, m:get_weights()[1]))
+    assert(not gpu.array_equal(w2, m:get_weights()[3]))
+    assert.equal(2, #m.optimizer.params)
+    m.trainable = false             -- the whole model: nothing to train
+    m:compile { optimizer = "sgd", loss = "sparse_categorical_crossentropy" }
+    h.fails({ "Module:fit", "every parameter is frozen" }, function() m:fit(x, y, { verbose = 0 }) end)
+    m.trainable = true
+    assert.equal(2, #m:trainable_weights())   -- m[1] is still frozen on its own
+  end)
+  it("a frozen BatchNormalization normalizes by its moving statistics in training", function()
+    local bn = nn.BatchNormalization()
+    local m = nn.Sequential { bn }
+    local z = gpu.random.randn(16, 4) * 3 + 2
+    m:train()
+    m(z)                                            -- builds it, moves its statistics
+    local mm, mv = bn.moving_mean:copy(), bn.moving_variance:copy()
+    bn.trainable = false
+    m:train()
+    local out = m(z)
+    assert(gpu.array_equal(mm, bn.moving_mean))      -- not moved
+    assert(gpu.array_equal(mv, bn.moving_variance))
+    m:eval()
+    assert(h.close(out, m(z), 1e-6))                 -- what inference gives
+  end)
+end)
