@@ -178,3 +178,72 @@ describe("trainable = false", function()
     assert(h.close(out, m(z), 1e-6))                 -- what inference gives
   end)
 end)
+
+describe("regularizers and constraints against Keras 3", function()
+  local R, C = nn.regularizers, nn.constraints
+  local wm = arr(F.wm)
+  local V = F.values
+  it("each regularizer's penalty and each constraint's result (Keras's axis 0 is 1 here)", function()
+    local function num(a) return a:item() end
+    assert.near(V.l1, num(R.L1(0.3)(wm)), 1e-5 * V.l1)
+    assert.near(V.l2, num(R.L2(0.2)(wm)), 1e-5 * V.l2)
+    assert.near(V.l1l2, num(R.L1L2(0.1, 0.05)(wm)), 1e-5 * V.l1l2)
+    assert.near(V.l1l2, num(R.L1L2 { l1 = 0.1, l2 = 0.05 }(wm)), 1e-5 * V.l1l2)
+    assert.near(V.ortho_rows, num(R.OrthogonalRegularizer(0.4, "rows")(wm)), 1e-5)
+    assert.near(V.ortho_columns, num(R.OrthogonalRegularizer { factor = 0.4, mode = "columns" }(wm)), 1e-5)
+    assert(h.close(C.MaxNorm(1.5)(wm), arr(V.max_norm), 1e-6))
+    assert(h.close(C.MaxNorm(1.2, 2)(wm), arr(V.max_norm_ax1), 1e-6))
+    assert(h.close(C.MaxNorm { max_value = 1.2, axis = 2 }(wm), arr(V.max_norm_ax1), 1e-6))
+    assert(h.close(C.UnitNorm()(wm), arr(V.unit_norm), 1e-6))
+    assert(h.close(C.UnitNorm(2)(wm), arr(V.unit_norm_ax1), 1e-6))
+    assert(h.close(C.MinMaxNorm(0.5, 1.0, 0.7)(wm), arr(V.min_max), 1e-6))
+    assert(h.close(C.NonNeg()(wm), arr(V.non_neg), 0))
+    -- Keras's identifiers and defaults
+    assert.equal(0.01, R.l2().l2)
+    assert.equal(2, C.max_norm().max_value)
+  end)
+  it("a Dense layer with every option trains as Keras's (penalties in the loss, constraints after each step)", function()
+    local m = nn.Sequential { nn.Dense(3, { activation = "softmax", input_shape = { 4 },
+      kernel_regularizer = R.L2(0.01), bias_regularizer = R.L1(0.02), activity_regularizer = R.L1L2(0.001, 0.002),
+      kernel_constraint = C.MaxNorm(0.8), bias_constraint = "non_neg" }) }
+    m:set_weights { arr(F.k0), arr(F.b0) }
+    m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "sparse_categorical_crossentropy" }
+    matches("regularized", m, m:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0, validation_split = 0.25 }))
+  end)
+  it("model:losses() lists the activity penalties of the last call, then the weights' (Conv2D, ActivityRegularization)", function()
+    local c2 = nn.Conv2D(3, 3, { kernel_regularizer = R.L2(0.05), activity_regularizer = R.L1(0.01), bias_regularizer = R.L1(0.1) })
+    local m = nn.Sequential { c2, nn.ActivityRegularization { l1 = 0.02, l2 = 0.03 } }
+    assert.same({}, m:losses())
+    m(arr(F.xc))                                     -- builds the kernel
+    c2:set_weights { arr(F.kc), arr(F.bc) }
+    local named = nn.Sequential { nn.Conv2D(3, 3, { bias_regularizer = "l1", kernel_regularizer = "l2",
+      activity_regularizer = "l1l2" }), nn.ActivityRegularization(0.1) }
+    named(arr(F.xc))
+    assert.equal(4, #named:losses())                 -- Keras's identifiers give default instances
+    m(arr(F.xc))
+    local got = m:losses()
+    assert.equal(#F.conv_losses, #got)
+    for i, v in ipairs(F.conv_losses) do assert.near(v, got[i]:item(), 2e-5 * math.max(1, math.abs(v))) end
+    assert.equal(0, got[1].ndim)
+  end)
+  it("refuses what is not a regularizer or a constraint, naming the option", function()
+    h.fails({ "nn.Dense", "kernel_regularizer", "must be a regularizer" }, function() nn.Dense(3, { kernel_regularizer = "l3" }) end)
+    h.fails({ "nn.Dense", "kernel_constraint", "must be a constraint" }, function() nn.Dense(3, { kernel_constraint = 5 }) end)
+    h.fails({ "nn.Conv2D", "activity_regularizer" }, function() nn.Conv2D(3, 3, { activity_regularizer = {} }) end)
+    h.fails({ "regularizers.L1", "factor" }, function() R.L1(-1) end)
+    h.fails({ "regularizers.L1L2", "unknown option" }, function() R.L1L2 { l3 = 1 } end)
+    h.fails({ "regularizers.OrthogonalRegularizer", "mode" }, function() R.OrthogonalRegularizer(0.1, "diag") end)
+    h.fails({ "regularizers.OrthogonalRegularizer", "2-D" }, function() R.OrthogonalRegularizer()(gpu.ones(2, 2, 2)) end)
+    h.fails({ "regularizers.L2", "x" }, function() R.L2()("w") end)
+    h.fails({ "constraints.MaxNorm", "max_value" }, function() C.MaxNorm(-1) end)
+    h.fails({ "constraints.MinMaxNorm", "above max_value" }, function() C.MinMaxNorm(2, 1) end)
+    h.fails({ "constraints", "axis 3 is out of range" }, function() C.UnitNorm(3)(wm) end)
+    h.fails({ "nn.ActivityRegularization", "l1" }, function() nn.ActivityRegularization(-1) end)
+    -- a function regularizer that gives more than one value is refused when the penalties are read
+    local bad = nn.Sequential { nn.Dense(2, { input_shape = { 4 }, kernel_regularizer = function(w) return w end }) }
+    h.fails({ "Module:losses", "not one value" }, function() bad:losses() end)
+    local badc = nn.Sequential { nn.Dense(2, { input_shape = { 4 }, kernel_constraint = function(w) return w:sum() end }) }
+    badc:compile { optimizer = "sgd", loss = "mse" }
+    h.fails({ "Module:fit", "constraint", "weight's shape" }, function() badc:fit(x, gpu.zeros(24, 2), { verbose = 0 }) end)
+  end)
+end)

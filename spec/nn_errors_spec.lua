@@ -90,7 +90,6 @@ describe("options of the Lua parts", function()
     raises(nn.Embedding, { 4, 2, { max_norm = 1 } }, "option 'max_norm' is not supported")
     raises(nn.BCELoss, { { weight = gpu.ones(3) } }, "option 'weight' is not supported")
     raises(nn.MaxPool2d, { 2, { ceil_mode = true } }, "option 'ceil_mode' is not supported")
-    raises(nn.Dense, { 4, { kernel_regularizer = "l2" } }, "option 'kernel_regularizer' is not supported")
     raises(m.load_state_dict, { m, m:state_dict(), { assign = true } }, "option 'assign' is not supported")
   end)
 

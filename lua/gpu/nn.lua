@@ -105,6 +105,10 @@ for k, f in pairs(F) do
 end
 nn.F = F
 nn.init = require "gpu.nn.initializers"
+do
+  local reg = require "gpu.nn.regularizers"
+  nn.regularizers, nn.constraints, nn.ActivityRegularization = reg.regularizers, reg.constraints, reg.ActivityRegularization
+end
 nn.utils = require "gpu.nn.utils"
 nn.metrics = require "gpu.nn.metrics"
 nn.callbacks = require "gpu.nn.callbacks"

@@ -10,6 +10,7 @@ local options = require "gpu.options"
 local module = require "gpu.nn.module"
 local F = require "gpu.nn.functional"
 local layers = require "gpu.nn.layers"
+local regularizers = require "gpu.nn.regularizers"
 
 local raise, argerror, check_array, shape_str, type_name = options.raise, options.argerror, options.check_array,
   options.shape_str, options.type_name
@@ -55,7 +56,7 @@ local act_names = {}
 for k in pairs(acts) do act_names[#act_names + 1] = k end
 table.sort(act_names)
 
-local CONV2D = options.declare("nn.Conv2D", module.with_placement {
+local CONV2D = options.declare("nn.Conv2D", module.with_placement(regularizers.keys {
   strides = { type = "integer|table", default = 1 }, padding = { choices = { "valid", "same" }, default = "valid" },
   data_format = { choices = { "channels_last", "channels_first" }, default = "channels_last" },
   dilation_rate = { type = "integer|table", default = 1 }, groups = { type = "integer", min = 1, default = 1 },
@@ -64,7 +65,7 @@ local CONV2D = options.declare("nn.Conv2D", module.with_placement {
   kernel_initializer = { choices = { "glorot_uniform", "he_uniform", "he_normal", "glorot_normal" }, default = "glorot_uniform" },
   bias_initializer = { choices = { "zeros", "ones" }, default = "zeros" },
   input_shape = { type = "table" }, name = { type = "string" },
-}, { example = "gpu.nn.Conv2D(2, 3, %s)(gpu.ones(1, 5, 5, 1))" })
+}), { example = "gpu.nn.Conv2D(2, 3, %s)(gpu.ones(1, 5, 5, 1))" })
 
 -- Conv2D(filters, kernel_size [, {strides = 1, padding = "valid" | "same", activation,
 -- use_bias = true, data_format = "channels_last", dilation_rate = 1, groups = 1,
@@ -79,6 +80,7 @@ function Conv2D:init(filters, kernel_size, opts)
   self.channels_last = o.data_format == "channels_last"
   self.activation = acts[o.activation] or o.activation
   if filters % o.groups ~= 0 then raise("%s: filters (%d) must be divisible by groups (%d)", fname, filters, o.groups) end
+  regularizers.attach(self, o)
   if o.name then self.name = o.name end
   if o.input_shape then
     local s = o.input_shape
@@ -125,7 +127,7 @@ function Conv2D:forward(x)
   end
   local w = self.kernel:permute({ 4, 3, 1, 2 })          -- (filters, in / groups, kh, kw)
   local y = F.conv2d(xc, w, self.bias, { stride = self.strides, dilation = self.dilation, groups = self.opts.groups })
-  return from_nchw(self.activation(y), cl)
+  return regularizers.activity(self, from_nchw(self.activation(y), cl))
 end
 function Conv2D:repr()
   return ("Conv2D(%d, kernel_size=(%d, %d), padding=%s)"):format(self.filters, self.kernel_size[1], self.kernel_size[2],
@@ -203,7 +205,7 @@ end
 
 -- ---- Conv1D ------------------------------------------------------------------------------------
 
-local CONV1D = options.declare("nn.Conv1D", module.with_placement {
+local CONV1D = options.declare("nn.Conv1D", module.with_placement(regularizers.keys {
   strides = { type = "integer", min = 1, default = 1 }, padding = { choices = { "valid", "same", "causal" }, default = "valid" },
   data_format = { choices = { "channels_last", "channels_first" }, default = "channels_last" },
   dilation_rate = { type = "integer", min = 1, default = 1 }, groups = { type = "integer", min = 1, default = 1 },
@@ -212,7 +214,7 @@ local CONV1D = options.declare("nn.Conv1D", module.with_placement {
   kernel_initializer = { choices = { "glorot_uniform", "he_uniform", "he_normal", "glorot_normal" }, default = "glorot_uniform" },
   bias_initializer = { choices = { "zeros", "ones" }, default = "zeros" },
   input_shape = { type = "table" }, name = { type = "string" },
-}, { example = "gpu.nn.Conv1D(2, 3, %s)(gpu.ones(1, 5, 1))" })
+}), { example = "gpu.nn.Conv1D(2, 3, %s)(gpu.ones(1, 5, 1))" })
 
 -- Conv1D(filters, kernel_size [, {strides, padding = "valid" | "same" | "causal", ...}]):
 -- over (N, L, C) (channels_first: (N, C, L)); kernel (k, in / groups, filters)
@@ -228,6 +230,7 @@ function Conv1D:init(filters, kernel_size, opts)
   self.filters, self.kernel_size, self.opts = filters, kernel_size, o
   self.channels_last = o.data_format == "channels_last"
   self.activation = acts[o.activation] or o.activation
+  regularizers.attach(self, o)
   if o.name then self.name = o.name end
   if o.input_shape then local sh = o.input_shape self:build(self.channels_last and sh[#sh] or sh[1]) end
 end
@@ -271,7 +274,7 @@ function Conv1D:forward(x)
   local w = self.kernel:permute({ 3, 2, 1 }):unsqueeze(3)          -- (filters, in / groups, 1, k)
   local y = F.conv2d(xc, w, self.bias, { stride = { 1, s }, dilation = { 1, d }, groups = self.opts.groups }):squeeze(3)
   y = self.activation(y)
-  return cl and y:transpose(2, 3):contiguous() or y
+  return regularizers.activity(self, cl and y:transpose(2, 3):contiguous() or y)
 end
 KL.Conv1D = Conv1D
 

@@ -9,6 +9,7 @@ local module = require "gpu.nn.module"
 local class = module.class
 local init = require "gpu.nn.initializers"
 local check_labels = require("gpu.nn.losses").check_labels
+local regularizers = require "gpu.nn.regularizers"
 
 local Lay = {}
 
@@ -84,8 +85,7 @@ local function shape_list(v)
 end
 local input_shape_key = { type = "integer|table", check = shape_list }
 
-local not_implemented = { unsupported = "regularizers and constraints are not implemented" }
-local DENSE = options.declare("nn.Dense", module.with_placement {
+local DENSE = options.declare("nn.Dense", module.with_placement(regularizers.keys {
   name = { type = "string" },
   activation = { type = "string|callable", choices = activation_names, default = "linear" },
   input_shape = input_shape_key,
@@ -93,13 +93,13 @@ local DENSE = options.declare("nn.Dense", module.with_placement {
   use_bias = { type = "boolean", default = true },
   kernel_initializer = { choices = kernel_init_names },
   bias_initializer = { choices = { "zeros", "ones" }, default = "zeros" },
-  kernel_regularizer = not_implemented, bias_regularizer = not_implemented,
-  activity_regularizer = not_implemented, kernel_constraint = not_implemented, bias_constraint = not_implemented,
-}, { example = "gpu.nn.Dense(4, %s)" })
+}), { example = "gpu.nn.Dense(4, %s)" })
 
 -- Dense(units [, activation] [, {activation =, input_shape =, use_bias = true,
--- kernel_initializer =, bias_initializer = "zeros", name =, dtype =, device =}]): Keras's layer;
--- the kernel (in, units) is built at the first call unless input_shape says the width.
+-- kernel_initializer =, bias_initializer = "zeros", kernel_regularizer =, bias_regularizer =,
+-- activity_regularizer =, kernel_constraint =, bias_constraint =, name =, dtype =, device =}]):
+-- Keras's layer; the kernel (in, units) is built at the first call unless input_shape says
+-- the width.
 local Dense = class("Dense")
 function Dense:init(units, act, opts)
   positive("nn.Dense", 1, units, "units")
@@ -113,6 +113,7 @@ function Dense:init(units, act, opts)
     o = DENSE:check(opts, 2)
   end
   self.units, self.opts = units, o
+  regularizers.attach(self, o)
   if o.name then self.name = o.name end                -- Keras's layer name (a functional model's)
   self.activation_name = type(o.activation) == "string" and o.activation or "custom"
   self.activation = activations[o.activation] or o.activation
@@ -143,7 +144,7 @@ function Dense:forward(x)
     self:build(x.shape[x.ndim], x.device)
   end
   check_width(("Dense(%d)"):format(self.units), x, self.in_features)
-  return self.activation(F.dense(x, self.kernel, self.bias))
+  return regularizers.activity(self, self.activation(F.dense(x, self.kernel, self.bias)))
 end
 function Dense:repr() return ("Dense(%d, activation=%s)"):format(self.units, self.activation_name) end
 

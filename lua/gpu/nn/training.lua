@@ -12,6 +12,7 @@ local autograd = require "gpu.autograd"
 local optim = require "gpu.optim"
 local data = require "gpu.data"
 local losses = require "gpu.nn.losses"
+local regularizers = require "gpu.nn.regularizers"
 local Module = require("gpu.nn.module").Module
 local callbacks = require "gpu.nn.callbacks"
 local fit_data = require "gpu.nn.fit_data"
@@ -265,10 +266,16 @@ local function run_eval(self, k, x, y, bs, distributed, e)
   end
   local batches, state = fit_data.limit(nxt, e.steps)
   local loss_sum, n, counts = 0, 0, new_counts(k)
+  local regularized = regularizers.has(self)
   autograd.no_grad(function()
     for xb, yb in batches do
       local pred = self(xb)
-      loss_sum = loss_sum + k.loss(pred, yb):item() * xb.shape[1]
+      local lv = k.loss(pred, yb):item()
+      if regularized then                     -- Keras's model.losses join evaluate's loss too
+        local pen = regularizers.total(self)
+        if pen then lv = lv + pen:item() end
+      end
+      loss_sum = loss_sum + lv * xb.shape[1]
       add_counts(k, counts, pred, yb)
       n = n + xb.shape[1]
     end
@@ -634,7 +641,14 @@ end
 local function train_step(self, k, run, xb, yb, step, epoch, wb)
   local pred, loss
   local net = run.net or self
-  local function loss_of(p) if wb then return weighted_loss(k, p, yb, wb) end return k.loss(p, yb) end
+  local function loss_of(p)
+    local l = wb and weighted_loss(k, p, yb, wb) or k.loss(p, yb)
+    if run.regularized and options.is_array(l) then           -- Keras's model.losses join the loss
+      local pen = regularizers.total(self)
+      if pen then l = l + pen:astype(l.dtype) end
+    end
+    return l
+  end
   if run.amp_dtype then
     pred, loss = require("gpu.amp").autocast(run.amp_dtype, function()
       local p = net(xb)
@@ -660,6 +674,7 @@ local function train_step(self, k, run, xb, yb, step, epoch, wb)
     loss:backward()
     opt:step()
   end
+  if run.constrained then regularizers.constrain(self) end
   return pred, lv
 end
 
@@ -799,6 +814,7 @@ function Module:fit(x, y, opts)
   local loader
   if form == "loader" then loader = fit_data.loader_of("Module:fit", 1, x, o.batch_size or 32, o.shuffle) end
   local run = fit_plan(self, x, y, o, loader, form)
+  run.regularized, run.constrained = regularizers.has(self), regularizers.has(self, "constraint")
   run.cbs = callbacks.list(o.callbacks, self)
   local history = new_history(k, run)
   self:train()
