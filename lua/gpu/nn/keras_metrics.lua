@@ -442,8 +442,8 @@ local AT_KEYS = function(default)
   return { name = NAME(default), num_thresholds = { type = "integer", min = 1, default = 200 },
            class_id = { type = "integer", min = 1 } }
 end
-local function at_init(self, o)
-  self.value, self.class_id, self.num_thresholds = o.value, o.class_id, o.num_thresholds
+local function at_init(self, o, value)
+  self.value, self.class_id, self.num_thresholds = value, o.class_id, o.num_thresholds
   if o.num_thresholds == 1 then self.thresholds = { 0.5 } end
 end
 local function at_update(self, y, p, w)
@@ -466,13 +466,14 @@ for _, d in ipairs({ { "SensitivityAtSpecificity", "sensitivity", "specificity" 
                      { "RecallAtPrecision", "recall", "precision" } }) do
   local name, rate, constrained = d[1], RATES[d[2]], RATES[d[3]]
   local snake = name:gsub("(%l)(%u)", "%1_%2"):lower()
-  class(name, AT_KEYS(snake), "0.5, %s", at_init, at_update, function(self)
+  local key = d[3]
+  class(name, AT_KEYS(snake), "0.5, %s", function(self, o) at_init(self, o, o[key]) end, at_update, function(self)
     local best = 0
     for i = 1, self.num_thresholds do
       if constrained(self, i) >= self.value then best = math.max(best, rate(self, i)) end
     end
     return best
-  end, at_reset, { { "value", { type = "number", min = 0, max = 1, what = ("a %s in [0, 1]"):format(d[3]) } } })
+  end, at_reset, { { key, { type = "number", min = 0, max = 1 } } })
 end
 
 -- ---- R2Score ---------------------------------------------------------------------------------
@@ -676,6 +677,7 @@ local function loss_mean(name, default, keys, per)
       argerror(fname, 3, "sample_weight must be an array or a number, got %s", type_name(w))
     end
     local v = options.call(fname, per, self, y, p)
+    if v.ndim == 0 then v = v:reshape(1) end
     if type(w) == "number" then w = gpu.full({ v.shape[1] }, w, { dtype = "float64", device = v.device }) end
     if w ~= nil and (w.ndim ~= 1 or w.shape[1] ~= v.shape[1]) then
       raise("%s: sample_weight %s does not match the %d samples", fname, shape_str(w.shape), v.shape[1])
@@ -684,9 +686,11 @@ local function loss_mean(name, default, keys, per)
   end, mean_result, mean_reset)
 end
 
--- y and p of one shape (p (N, 1) beside y (N) as (N)), floating, at least 1-d
+-- y and p of one shape (p (N, 1) beside y (N) as (N)), floating; (N) as (N, 1): a value
+-- per sample, as the other metrics of this file take one
 local function pair(self, y, p)
   y, p = batch(self, y, p)
+  if p.ndim == 1 then y, p = y:reshape(-1, 1), p:reshape(-1, 1) end
   return y:astype(p.dtype), p
 end
 local function through(loss, opts_of)
