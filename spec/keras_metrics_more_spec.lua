@@ -1,4 +1,5 @@
--- spec/keras_metrics_more_spec.lua — Keras's rate-at-constraint metrics, R2Score, the IoU
+-- spec/keras_metrics_more_spec.lua — Keras's rate-at-constraint metrics, AUC's multi_label,
+-- R2Score, the IoU
 -- family and the losses' mean metrics (lua/gpu/nn/keras_metrics.lua) against Keras 3
 -- (spec/fixtures/keras_metrics_more.lua, made by spec/fixtures/keras_metrics_more.py):
 -- each metric's result after one batch, after a second with sample weights, and after
@@ -135,6 +136,16 @@ describe("Keras's metrics (more)", function()
       { function() return M.SparseCategoricalCrossentropy():update_state(gpu.array({ 1, 5 }), gpu.ones(2, 3)) end,
         "SparseCategoricalCrossentropy:update_state" },
       { function() return M.KLDivergence():update_state(gpu.ones(2), 3) end, "y_pred must be an array" },
+      { function() return M.AUC{ num_labels = 3 } end, "num_labels is for multi_label = true only" },
+      { function() return M.AUC{ multi_label = true, num_labels = 2, label_weights = { 1, 2, 3 } } end,
+        "label_weights holds 3 weights for 2 labels" },
+      { function() return M.AUC{ label_weights = { 1, -1 } } end, "label_weights[2] must be a number >= 0" },
+      { function() return M.AUC{ multi_label = true }:update_state(gpu.ones(4), gpu.ones(4)) end,
+        "multi_label needs predictions (N, L)" },
+      { function() return M.AUC{ multi_label = true, num_labels = 2 }:update_state(gpu.ones(4, 3), gpu.ones(4, 3)) end,
+        "3 labels, num_labels is 2" },
+      { function() return M.AUC{ label_weights = { 1, 2 } }:update_state(gpu.ones(4, 3), gpu.ones(4, 3)) end,
+        "2 label_weights for 3 labels" },
     }
     for _, c in ipairs(cases) do
       local ok, err = pcall(c[1])

@@ -286,14 +286,13 @@ class("Recall", PR_KEYS("recall"), nil, pr_init,
 
 -- ---- AUC -------------------------------------------------------------------------------------
 
--- bucket_add(self, label (M) bool, p (M), weight (M) or nil, ends_open): tp/fp/tn/fn (lists
--- of self.num_thresholds) += the counts at n thresholds evenly spread over [0, 1], by
+-- bucket_add(self, n, label (M) bool, p (M), weight (M) or nil, ends_open): self's tp/fp/
+-- tn/fn (lists of n) += the counts at n thresholds evenly spread over [0, 1], by
 -- bucket: a prediction p (clipped to [0, 1]) is above the thresholds 1..k(p) + 1 where
 -- k(p) = ceil(p (n - 1)) - 1, so one bincount per batch. ends_open (AUC's thresholds, the
 -- ends -eps and 1 + eps): k clamped to [0, n - 2]; else (the thresholds 0 and 1 exactly)
 -- a p of 0 is above none.
-local function bucket_add(self, label, p, weight, ends_open)
-  local n = self.num_thresholds
+local function bucket_add(self, n, label, p, weight, ends_open)
   local pf = p:astype("float64"):maximum(0):minimum(1)
   local raw = (pf * (n - 1)):ceil() - 1
   local k = raw:maximum(0):minimum(n - 2):astype("int64")
@@ -321,51 +320,118 @@ local function bucket_add(self, label, p, weight, ends_open)
 end
 
 -- AUC: the counts at num_thresholds thresholds (bucket_add's, the ends open).
+-- AUC{..., multi_label = false, num_labels, label_weights}: without multi_label one set
+-- of counts over every element (label_weights, one per column of (N, L), weigh them);
+-- with it a set per column of (N, L), and the mean of their areas (weighted by
+-- label_weights when given)
+local function counts(n)
+  local st = { tp = {}, fp = {}, tn = {}, fn = {} }
+  for i = 1, n do st.tp[i], st.fp[i], st.tn[i], st.fn[i] = 0, 0, 0, 0 end
+  return st
+end
+local function auc_area(self, st)
+  local n, tp, fp, tn, fn = self.num_thresholds, st.tp, st.fp, st.tn, st.fn
+  local area = 0
+  if self.curve == "PR" and self.summation_method == "interpolation" then
+    -- Davis and Goadrich's interpolation, as Keras computes it
+    for i = 1, n - 1 do
+      local dtp = tp[i] - tp[i + 1]
+      local pa, pb = tp[i] + fp[i], tp[i + 1] + fp[i + 1]
+      local slope = no_nan_div(dtp, math.max(pa - pb, 0))
+      local intercept = tp[i + 1] - slope * pb
+      local ratio = (pa > 0 and pb > 0) and no_nan_div(pa, math.max(pb, 0)) or 1
+      area = area + no_nan_div(slope * (dtp + intercept * math.log(ratio)), math.max(tp[i + 1] + fn[i + 1], 0))
+    end
+    return area
+  end
+  local x, y = {}, {}
+  for i = 1, n do
+    local recall = no_nan_div(tp[i], tp[i] + fn[i])
+    if self.curve == "ROC" then x[i], y[i] = no_nan_div(fp[i], fp[i] + tn[i]), recall
+    else x[i], y[i] = recall, no_nan_div(tp[i], tp[i] + fp[i]) end
+  end
+  for i = 1, n - 1 do
+    local h = self.summation_method == "interpolation" and (y[i] + y[i + 1]) / 2
+      or self.summation_method == "minoring" and math.min(y[i], y[i + 1]) or math.max(y[i], y[i + 1])
+    area = area + (x[i] - x[i + 1]) * h
+  end
+  return area
+end
 class("AUC", { name = NAME("auc"), num_thresholds = { type = "integer", min = 2, default = 200 },
   curve = { choices = { "ROC", "PR" }, default = "ROC" },
   summation_method = { choices = { "interpolation", "minoring", "majoring" }, default = "interpolation" },
-  from_logits = { type = "boolean", default = false } }, nil,
-  function(self, o)
+  from_logits = { type = "boolean", default = false }, multi_label = { type = "boolean", default = false },
+  num_labels = { type = "integer", min = 1 }, label_weights = { type = "table|array", what = "a list of weights" } }, nil,
+  function(self, o, fname)
     self.num_thresholds, self.curve, self.summation_method, self.from_logits = o.num_thresholds, o.curve,
       o.summation_method, o.from_logits
+    self.multi_label, self.num_labels = o.multi_label, o.num_labels
+    if o.num_labels and not o.multi_label then argerror(fname, 1, "num_labels is for multi_label = true only") end
+    local lw = o.label_weights
+    if lw ~= nil then
+      if is_array(lw) then
+        if lw.ndim ~= 1 then argerror(fname, 1, "label_weights must be 1-d, got shape %s", shape_str(lw.shape)) end
+        lw = lw:astype("float64"):totable()
+      end
+      if #lw == 0 then argerror(fname, 1, "label_weights is an empty list") end
+      for i, v in ipairs(lw) do
+        if type(v) ~= "number" or v ~= v or v < 0 then
+          argerror(fname, 1, "label_weights[%d] must be a number >= 0, got %s", i, tostring(v))
+        end
+      end
+      if o.num_labels and #lw ~= o.num_labels then
+        argerror(fname, 1, "label_weights holds %d weights for %d labels", #lw, o.num_labels)
+      end
+      self.label_weights = { table.unpack(lw) }
+    end
   end,
   function(self, y, p, w)
+    local fname = "AUC:update_state"
     y, p, w = batch(self, y, p, w)
+    local L = p.shape[p.ndim]
+    if (self.multi_label or self.label_weights) and p.ndim ~= 2 then
+      raise("%s: %s needs predictions (N, L), got %s", fname, self.multi_label and "multi_label" or "label_weights",
+        shape_str(p.shape))
+    end
+    if self.label_weights and #self.label_weights ~= L then
+      raise("%s: %d label_weights for %d labels", fname, #self.label_weights, L)
+    end
+    if self.multi_label and #self.sets > 0 and #self.sets ~= L then
+      raise("%s: %d labels, %s %d", fname, L, self.num_labels and "num_labels is" or "earlier batches had", #self.sets)
+    end
     if self.from_logits then p = p:sigmoid() end
-    local weight = w and (wide(w, p.ndim) * gpu.ones(p.shape, { dtype = p.dtype, device = p.device })):reshape(-1)
-    bucket_add(self, y:ne(0):reshape(-1), p:reshape(-1), weight, true)
-  end,
-  function(self)
-    local n, tp, fp, tn, fn = self.num_thresholds, self.tp, self.fp, self.tn, self.fn
-    local area = 0
-    if self.curve == "PR" and self.summation_method == "interpolation" then
-      -- Davis and Goadrich's interpolation, as Keras computes it
-      for i = 1, n - 1 do
-        local dtp = tp[i] - tp[i + 1]
-        local pa, pb = tp[i] + fp[i], tp[i + 1] + fp[i + 1]
-        local slope = no_nan_div(dtp, math.max(pa - pb, 0))
-        local intercept = tp[i + 1] - slope * pb
-        local ratio = (pa > 0 and pb > 0) and no_nan_div(pa, math.max(pb, 0)) or 1
-        area = area + no_nan_div(slope * (dtp + intercept * math.log(ratio)), math.max(tp[i + 1] + fn[i + 1], 0))
+    local ones = gpu.ones(p.shape, { dtype = p.dtype, device = p.device })
+    local weight = w and wide(w, p.ndim) * ones
+    local label = y:ne(0)
+    if not self.multi_label then
+      if self.label_weights then
+        local lw = gpu.array(self.label_weights, { dtype = p.dtype, device = p.device }):reshape(1, L)
+        weight = (weight or ones) * lw
       end
-      return area
+      bucket_add(self.sets[1], self.num_thresholds, label:reshape(-1), p:reshape(-1), weight and weight:reshape(-1), true)
+      return
     end
-    local x, y = {}, {}
-    for i = 1, n do
-      local recall = no_nan_div(tp[i], tp[i] + fn[i])
-      if self.curve == "ROC" then x[i], y[i] = no_nan_div(fp[i], fp[i] + tn[i]), recall
-      else x[i], y[i] = recall, no_nan_div(tp[i], tp[i] + fp[i]) end
+    if #self.sets == 0 then for j = 1, L do self.sets[j] = counts(self.num_thresholds) end end
+    for j = 1, L do
+      local col = { ":", { j, j } }
+      bucket_add(self.sets[j], self.num_thresholds, label[col]:reshape(-1), p[col]:reshape(-1),
+        weight and weight[col]:reshape(-1), true)
     end
-    for i = 1, n - 1 do
-      local h = self.summation_method == "interpolation" and (y[i] + y[i + 1]) / 2
-        or self.summation_method == "minoring" and math.min(y[i], y[i + 1]) or math.max(y[i], y[i + 1])
-      area = area + (x[i] - x[i + 1]) * h
-    end
-    return area
   end,
   function(self)
-    self.tp, self.fp, self.tn, self.fn = {}, {}, {}, {}
-    for i = 1, self.num_thresholds do self.tp[i], self.fp[i], self.tn[i], self.fn[i] = 0, 0, 0, 0 end
+    if not self.multi_label then return auc_area(self, self.sets[1]) end
+    if #self.sets == 0 then return 0 end
+    local s, sw = 0, 0
+    for j = 1, #self.sets do
+      local wj = self.label_weights and self.label_weights[j] or 1
+      s, sw = s + auc_area(self, self.sets[j]) * wj, sw + wj
+    end
+    return no_nan_div(s, sw)
+  end,
+  function(self)
+    self.sets = {}
+    if not self.multi_label then self.sets[1] = counts(self.num_thresholds)
+    elseif self.num_labels then for j = 1, self.num_labels do self.sets[j] = counts(self.num_thresholds) end end
   end)
 
 -- ---- F-scores ------------------------------------------------------------------------------
@@ -448,7 +514,11 @@ local function at_init(self, o, value)
 end
 local function at_update(self, y, p, w)
   local label, pf, weight = confusion_inputs(self, y, p, w)
-  if self.thresholds then confusion_add(self, label, pf, weight) else bucket_add(self, label, pf, weight, false) end
+  if self.thresholds then
+    confusion_add(self, label, pf, weight)
+  else
+    bucket_add(self, self.num_thresholds, label, pf, weight, false)
+  end
 end
 local function at_reset(self)
   self.tp, self.fp, self.tn, self.fn = {}, {}, {}, {}
