@@ -319,11 +319,10 @@ local function bucket_add(self, n, label, p, weight, ends_open)
   self.fn[n], self.tn[n] = self.fn[n] + total_pos, self.tn[n] + total_neg
 end
 
--- AUC: the counts at num_thresholds thresholds (bucket_add's, the ends open).
--- AUC{..., multi_label = false, num_labels, label_weights}: without multi_label one set
--- of counts over every element (label_weights, one per column of (N, L), weigh them);
--- with it a set per column of (N, L), and the mean of their areas (weighted by
--- label_weights when given)
+-- AUC{..., multi_label = false, num_labels, label_weights}: the counts at num_thresholds
+-- thresholds (bucket_add's, the ends open); without multi_label one set of counts over
+-- every element (label_weights, one per column of (N, L), weigh them), with it a set per
+-- column of (N, L) and the mean of their areas (weighted by label_weights when given)
 local function counts(n)
   local st = { tp = {}, fp = {}, tn = {}, fn = {} }
   for i = 1, n do st.tp[i], st.fp[i], st.tn[i], st.fn[i] = 0, 0, 0, 0 end
