@@ -92,7 +92,8 @@ end
 for _, k in ipairs { "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                      "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",
                      "margin_ranking_loss", "triplet_margin_loss", "one_hot", "poisson_nll_loss", "gaussian_nll_loss",
-                     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss" } do
+                     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+                     "ctc_loss" } do
   if F[k] == nil then F[k] = nn[k] end
 end
 -- every functional form refuses arguments it does not take (nn.softmax(x, 2, "junk"))

@@ -9,6 +9,7 @@ local gpu = require "gpu"
 local options = require "gpu.options"
 local F = require "gpu.nn.functional"
 local module = require "gpu.nn.module"
+local autograd = require "gpu.autograd"
 
 local L = {}
 local is_array, raise, argerror = options.is_array, options.raise, options.argerror
@@ -708,6 +709,231 @@ do
   function cls:init(opts) self.opts = mdecl:check(opts, 1) end
   function cls:forward(x, t, var) return gaussian_nll(x, t, var, self.opts) end
   L.GaussianNLLLoss = cls
+end
+
+-- ---- CTC -------------------------------------------------------------------------------------
+
+-- ctc_loss(log_probs (T, N, C) or (T, C), targets, input_lengths, target_lengths [, {blank =
+-- 1, reduction = "mean", zero_infinity = false}]): PyTorch's connectionist temporal
+-- classification loss, -log p(target | input) summed over the alignments by the alpha
+-- recursion in log space, per sample over its first input_lengths[n] steps. log_probs are
+-- log-softmax outputs; targets are class numbers 1..C (not the blank), padded (N, S) or
+-- concatenated (sum of target_lengths); the lengths are arrays or lists of whole numbers
+-- (numbers for (T, C)). blank is a class number, 1-based (PyTorch's default 0 is the first
+-- class: blank = 1 here). "mean" divides each loss by its target length (at least 1) and
+-- averages over the batch. The gradient is PyTorch's: exp(log_probs) - the posterior of
+-- each class at each step (the gradient through a log_softmax in front of it), zero past a
+-- sample's input length; for a sample whose loss is infinite (no alignment fits) NaN, or
+-- with zero_infinity 0 (its loss then 0). Computed on the host in float64.
+local CTC_KEYS = { blank = { type = "integer", min = 1, default = 1 }, reduction = reduction,
+  zero_infinity = { type = "boolean", default = false } }
+local NEG_INF = -math.huge
+
+local function logadd(a, b)
+  if a == NEG_INF then return b end
+  if b == NEG_INF then return a end
+  if a < b then a, b = b, a end
+  return a + math.log(1 + math.exp(b - a))
+end
+
+-- the lengths as a list of N whole numbers in [lo, hi]
+local function ctc_lengths(fname, v, argn, what, N, hi, unbatched)
+  local list
+  if unbatched and type(v) == "number" then
+    list = { v }
+  elseif is_array(v) then
+    check_array(v, fname, argn, what)
+    if v.ndim > 1 or v.size ~= N then argerror(fname, argn, "%s must hold %d lengths, got shape %s", what, N, shape_str(v.shape)) end
+    list = v:reshape(-1):astype("float64"):totable()
+  elseif type(v) == "table" then
+    list = v
+    if #list ~= N then argerror(fname, argn, "%s must hold %d lengths, got %d", what, N, #list) end
+  else
+    argerror(fname, argn, "%s must be an array or a list of lengths, got %s", what, type_name(v))
+  end
+  local out = {}
+  for i = 1, N do
+    local x = list[i]
+    if type(x) ~= "number" or x ~= math.floor(x) or x < 0 or (hi and x > hi) then
+      argerror(fname, argn, "%s[%d] must be a whole number in 0..%s, got %s", what, i, hi and tostring(hi) or "inf", tostring(x))
+    end
+    out[i] = math.tointeger(x)
+  end
+  return out
+end
+
+-- alpha and beta of one sample: lp[t][c] (t = 1..Tn), the extended target l (blank, l1,
+-- blank, ..., blank) -> nll, and (when grad) the gradient rows g[t][c]
+local function ctc_one(lp, Tn, l, C, want_grad)
+  local L = #l
+  local alpha, beta = {}, {}
+  local function skip(s) return s > 2 and l[s] ~= l[s - 2] end
+  for t = 1, Tn do alpha[t] = {}; for s = 1, L do alpha[t][s] = NEG_INF end end
+  if Tn == 0 then return L == 1 and 0 or math.huge end
+  alpha[1][1] = lp[1][l[1]]
+  if L > 1 then alpha[1][2] = lp[1][l[2]] end
+  for t = 2, Tn do
+    local prev, cur, row = alpha[t - 1], alpha[t], lp[t]
+    for s = 1, L do
+      local a = prev[s]
+      if s > 1 then a = logadd(a, prev[s - 1]) end
+      if skip(s) then a = logadd(a, prev[s - 2]) end
+      cur[s] = a == NEG_INF and NEG_INF or a + row[l[s]]
+    end
+  end
+  local ll = alpha[Tn][L]
+  if L > 1 then ll = logadd(ll, alpha[Tn][L - 1]) end
+  local nll = -ll
+  if not want_grad then return nll end
+  if nll == math.huge then              -- PyTorch's gradient of an impossible target: NaN
+    local g = {}
+    for t = 1, Tn do g[t] = {}; for c = 1, C do g[t][c] = 0 / 0 end end
+    return nll, g
+  end
+  for t = 1, Tn do beta[t] = {}; for s = 1, L do beta[t][s] = NEG_INF end end
+  beta[Tn][L] = lp[Tn][l[L]]
+  if L > 1 then beta[Tn][L - 1] = lp[Tn][l[L - 1]] end
+  for t = Tn - 1, 1, -1 do
+    local nxt, cur, row = beta[t + 1], beta[t], lp[t]
+    for s = 1, L do
+      local b = nxt[s]
+      if s < L then b = logadd(b, nxt[s + 1]) end
+      if s + 2 <= L and l[s + 2] ~= l[s] then b = logadd(b, nxt[s + 2]) end
+      cur[s] = b == NEG_INF and NEG_INF or b + row[l[s]]
+    end
+  end
+  local g = {}
+  for t = 1, Tn do
+    local lcab = {}
+    for c = 1, C do lcab[c] = NEG_INF end
+    for s = 1, L do lcab[l[s]] = logadd(lcab[l[s]], alpha[t][s] + beta[t][s]) end
+    local row = {}
+    for c = 1, C do
+      local v = lp[t][c]
+      row[c] = math.exp(v) - (lcab[c] == NEG_INF and 0 or math.exp(lcab[c] + nll - v))
+    end
+    g[t] = row
+  end
+  return nll, g
+end
+
+local function ctc_loss(fname, log_probs, targets, input_lengths, target_lengths, o)
+  check_array(log_probs, fname, 1, "log_probs")
+  if not log_probs.dtype:match("float") then argerror(fname, 1, "log_probs must be a float array, got %s", log_probs.dtype) end
+  local unbatched = log_probs.ndim == 2
+  if log_probs.ndim ~= 3 and not unbatched then
+    argerror(fname, 1, "log_probs must be (T, N, C) or (T, C), got shape %s", shape_str(log_probs.shape))
+  end
+  local T, N, C = log_probs.shape[1], unbatched and 1 or log_probs.shape[2], log_probs.shape[log_probs.ndim]
+  if o.blank > C then argerror(fname, 5, "blank %d is not a class of %d", o.blank, C) end
+  check_array(targets, fname, 2, "targets")
+  local ilen = ctc_lengths(fname, input_lengths, 3, "input_lengths", N, T, unbatched)
+  local tlen = ctc_lengths(fname, target_lengths, 4, "target_lengths", N, nil, unbatched)
+  local tg = targets
+  if unbatched then
+    if tg.ndim ~= 1 then argerror(fname, 2, "targets of (T, C) log_probs must be 1-d, got shape %s", shape_str(tg.shape)) end
+    tg = tg:reshape(1, -1)
+  end
+  local padded = tg.ndim == 2
+  local total = 0
+  for i = 1, N do total = total + tlen[i] end
+  if padded then
+    if tg.shape[1] ~= N then argerror(fname, 2, "targets (N, S) must have N = %d rows, got shape %s", N, shape_str(tg.shape)) end
+    for i = 1, N do
+      if tlen[i] > tg.shape[2] then
+        argerror(fname, 4, "target_lengths[%d] = %d is longer than the targets' %d columns", i, tlen[i], tg.shape[2])
+      end
+    end
+  elseif tg.ndim ~= 1 then
+    argerror(fname, 2, "targets must be (N, S) padded or 1-d concatenated, got shape %s", shape_str(tg.shape))
+  elseif tg.size ~= total then
+    argerror(fname, 4, "the target_lengths add up to %d, the concatenated targets hold %d", total, tg.size)
+  end
+  local tv = tg.size > 0 and tg:reshape(-1):astype("float64"):totable() or {}
+  for i, v in ipairs(tv) do
+    if v ~= math.floor(v) or v < 1 or v > C then
+      argerror(fname, 2, "targets must be class numbers in 1..%d, got %s at %d", C, tostring(v), i)
+    end
+  end
+  local lp3 = unbatched and log_probs:reshape(T, 1, C) or log_probs
+  local want_grad = autograd.tracked(log_probs)
+  local lpt = lp3:detach():astype("float64"):totable()
+  local losses, grads = {}, {}
+  local offset = 0
+  for n = 1, N do
+    local l = { o.blank }
+    for k = 1, tlen[n] do
+      local idx = padded and (n - 1) * tg.shape[2] + k or offset + k
+      local c = math.tointeger(tv[idx])
+      if c == o.blank then argerror(fname, 2, "targets hold the blank (%d) in sample %d", o.blank, n) end
+      l[#l + 1] = c
+      l[#l + 1] = o.blank
+    end
+    offset = offset + tlen[n]
+    local lp = {}
+    for t = 1, ilen[n] do lp[t] = lpt[t][n] end
+    local nll, g = ctc_one(lp, ilen[n], l, C, want_grad)
+    if o.zero_infinity and nll == math.huge then nll, g = 0, nil end
+    losses[n], grads[n] = nll, g
+  end
+  local dt, dev = log_probs.dtype, log_probs.device
+  local per = gpu.array(losses, { dtype = dt, device = dev })
+  local out
+  if o.reduction == "none" then
+    out = unbatched and per:reshape() or per
+  elseif o.reduction == "sum" then
+    out = per:sum()
+  else
+    local div = {}
+    for n = 1, N do div[n] = math.max(tlen[n], 1) end
+    out = (per / gpu.array(div, { dtype = dt, device = dev })):mean()
+  end
+  if not want_grad then return out end
+  local base = {}
+  for t = 1, T do
+    base[t] = {}
+    for n = 1, N do
+      local g = grads[n]
+      base[t][n] = (g and t <= ilen[n]) and g[t] or nil
+      if base[t][n] == nil then
+        local zero = {}
+        for c = 1, C do zero[c] = 0 end
+        base[t][n] = zero
+      end
+    end
+  end
+  local G = gpu.array(base, { dtype = dt, device = dev })
+  return autograd.record(out, { log_probs }, function(g)
+    local w
+    if o.reduction == "none" then
+      w = g:reshape(N)
+    elseif o.reduction == "sum" then
+      w = g:reshape(1) * gpu.ones(N, { dtype = dt, device = dev })
+    else
+      local div = {}
+      for n = 1, N do div[n] = 1 / (math.max(tlen[n], 1) * N) end
+      w = g:reshape(1) * gpu.array(div, { dtype = dt, device = dev })
+    end
+    local d = G * w:reshape(1, N, 1)
+    return unbatched and d:reshape(T, C) or d
+  end)
+end
+
+local CTC = options.declare("nn.ctc_loss", CTC_KEYS,
+  { example = "gpu.nn.ctc_loss(gpu.zeros(3, 1, 2), gpu.array({{2}}), {3}, {1}, %s)" })
+L.ctc_loss = function(log_probs, targets, input_lengths, target_lengths, opts)
+  local o = CTC:check(opts, 5)
+  return ctc_loss("nn.ctc_loss", log_probs, targets, input_lengths, target_lengths, o)
+end
+do
+  local mdecl = options.declare("nn.CTCLoss", CTC_KEYS,
+    { example = "gpu.nn.CTCLoss(%s)(gpu.zeros(3, 1, 2), gpu.array({{2}}), {3}, {1})" })
+  local cls = module.class("CTCLoss")
+  function cls:init(opts) self.opts = mdecl:check(opts, 1) end
+  function cls:forward(log_probs, targets, input_lengths, target_lengths)
+    return ctc_loss("CTCLoss", log_probs, targets, input_lengths, target_lengths, self.opts)
+  end
+  L.CTCLoss = cls
 end
 
 -- losses by Keras name (compile{loss = "..."})
