@@ -121,6 +121,15 @@ describe("losses by Keras name", function()
     h.assert_close(L.categorical_hinge(p, t), ((0.2 - 0.8 + 1) + (0.4 - 0.6 + 1)) / 2, 1e-12)
     h.assert_close(L.binary_crossentropy(p, t), -(math.log(0.8) * 2 + math.log(0.6) * 2) / 4, 1e-12)
   end)
+  it("the cross-entropies of probabilities divide each row by its sum first, as Keras", function()
+    -- Keras 3.15: sparse_categorical_crossentropy([1, 2], p) = categorical_crossentropy = [0.6931472, 0.7985077]
+    local p = gpu.array({ { 0.2, 0.3, 0.1 }, { 0.5, 0.6, 0.9 } })
+    local y = gpu.array({ 2, 3 }, { dtype = "int64" })
+    local want = gpu.array({ 0.6931472, 0.7985077 })
+    assert(h.close(gpu.nn.sparse_categorical_crossentropy(p, y, { reduction = "none" }), want, 1e-6))
+    assert(h.close(gpu.nn.categorical_crossentropy(p, gpu.nn.functional.one_hot(y, 3):astype("float32"), { reduction = "none" }), want, 1e-6))
+  end)
+
   it("are accepted by compile{loss = ...} and train", function()
     gpu.random.seed(1)
     local m = nn.Sequential { nn.Dense(4, { activation = "relu", input_shape = { 3 } }), nn.Dense(1) }

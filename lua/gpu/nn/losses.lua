@@ -100,9 +100,11 @@ local function same_shape(fname, a, b)
   shapes_match(fname, a, "input", b, "target")
 end
 
--- -log p of the target classes t (N, C), probabilities clipped as Keras does.
+-- -log p of the target classes t (N, C), as Keras does: each row of p divided by its sum
+-- first (scores that are not quite a distribution), then clipped to [1e-7, 1 - 1e-7].
 local function nll_of_probs(p, t, reduction)
-  return reduce_loss(-(p:clip(1e-7, 1 - 1e-7):log() * t):sum(2), reduction)
+  local q = p / p:sum(2, { keepdims = true })
+  return reduce_loss(-(q:clip(1e-7, 1 - 1e-7):log() * t):sum(2), reduction)
 end
 
 -- The loss functions, by name: fn(a, b, o) with o the checked options.
