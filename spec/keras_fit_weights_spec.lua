@@ -226,6 +226,25 @@ describe("regularizers and constraints against Keras 3", function()
     for i, v in ipairs(F.conv_losses) do assert.near(v, got[i]:item(), 2e-5 * math.max(1, math.abs(v))) end
     assert.equal(0, got[1].ndim)
   end)
+  it("a model with regularizers and constraints saves and loads whole; a function regularizer keeps the weights only", function()
+    local m = nn.Sequential { nn.Dense(3, { input_shape = { 4 }, kernel_regularizer = R.L2(0.1), bias_regularizer = "l1",
+      kernel_constraint = "max_norm", bias_constraint = C.MinMaxNorm(0.1, 2, 0.5) }),
+      nn.Dense(2, { activity_regularizer = R.OrthogonalRegularizer(0.2, "columns") }) }
+    m(x)
+    local path = os.tmpname()
+    m:save(path)
+    local m2 = nn.load_model(path)
+    m2(x)
+    local a, b = m:losses(), m2:losses()
+    assert.equal(#a, #b)
+    for i = 1, #a do assert.equal(a[i]:item(), b[i]:item()) end
+    assert.equal("constraints.MinMaxNorm(min_value=0.1, max_value=2, rate=0.5)", tostring(m2[1]._cons[2][2]))
+    local f = nn.Sequential { nn.Dense(2, { input_shape = { 4 }, kernel_regularizer = function(w) return w:sum() end }) }
+    f:save(path)
+    h.fails({ "nn.load_model", "no architecture" }, function() nn.load_model(path) end)
+    os.remove(path)
+  end)
+
   it("refuses what is not a regularizer or a constraint, naming the option", function()
     h.fails({ "nn.Dense", "kernel_regularizer", "must be a regularizer" }, function() nn.Dense(3, { kernel_regularizer = "l3" }) end)
     h.fails({ "nn.Dense", "kernel_constraint", "must be a constraint" }, function() nn.Dense(3, { kernel_constraint = 5 }) end)

@@ -412,19 +412,20 @@ function BatchNormalization:init(opts)
   self.opts = BN:check(opts, 1)
   if self.opts.name then self.name = self.opts.name end
 end
+function BatchNormalization:build(C, device)
+  local p = module.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or device }
+  self.features = C
+  if self.opts.scale then self:register_parameter("gamma", gpu.ones({ C }, p)) end
+  if self.opts.center then self:register_parameter("beta", gpu.zeros({ C }, p)) end
+  self:register_buffer("moving_mean", gpu.zeros({ C }, p))
+  self:register_buffer("moving_variance", gpu.ones({ C }, p))
+end
 function BatchNormalization:forward(x)
   local fname = "nn.BatchNormalization"
   check_array(x, fname, 1, "input")
   local a, shape = feature_axis(fname, x, self.opts.axis)
   local C = x.shape[a]
-  if self.features == nil then
-    local p = module.placement { dtype = self.opts.dtype, device = self.device or self.opts.device or x.device }
-    self.features = C
-    if self.opts.scale then self:register_parameter("gamma", gpu.ones({ C }, p)) end
-    if self.opts.center then self:register_parameter("beta", gpu.zeros({ C }, p)) end
-    self:register_buffer("moving_mean", gpu.zeros({ C }, p))
-    self:register_buffer("moving_variance", gpu.ones({ C }, p))
-  end
+  if self.features == nil then self:build(C, x.device) end
   if C ~= self.features then raise("%s: expected %d features on axis %d, got %d", fname, self.features, self.opts.axis, C) end
   local axes = {}
   for d = 1, x.ndim do if d ~= a then axes[#axes + 1] = d end end
@@ -536,5 +537,10 @@ function Normalization:forward(x)
   return (x - mean) / sd
 end
 KL.Normalization = Normalization
+
+-- the helpers the other Keras layer files share (not layers: behind the metatable, so that
+-- nn's export of this table's entries leaves them out)
+setmetatable(KL, { __index = { _helpers = { pair = pair, same_pad = same_pad, pad_same = pad_same, to_nchw = to_nchw,
+  from_nchw = from_nchw, four_d = four_d, acts = acts, act_names = act_names } } })
 
 return KL

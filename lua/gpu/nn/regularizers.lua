@@ -51,14 +51,14 @@ function R.L1(l1)
   local v, kw = keyword(l1, "l1")
   if kw then L1_KEYS:check(l1, 1) end
   local a = factor("regularizers.L1", 1, v, 0.01)
-  return setmetatable({ kind = "L1", l1 = a, config = ("l1=%g"):format(a),
+  return setmetatable({ kind = "L1", l1 = a, config = ("l1=%g"):format(a), args = { a },
                         penalty = function(x) return x:abs():sum() * a end }, Reg)
 end
 function R.L2(l2)
   local v, kw = keyword(l2, "l2")
   if kw then L2_KEYS:check(l2, 1) end
   local a = factor("regularizers.L2", 1, v, 0.01)
-  return setmetatable({ kind = "L2", l2 = a, config = ("l2=%g"):format(a),
+  return setmetatable({ kind = "L2", l2 = a, config = ("l2=%g"):format(a), args = { a },
                         penalty = function(x) return x:square():sum() * a end }, Reg)
 end
 function R.L1L2(l1, l2)
@@ -68,7 +68,7 @@ function R.L1L2(l1, l2)
     l1, l2 = o.l1, o.l2
   end
   local a, b = factor("regularizers.L1L2", 1, l1, 0), factor("regularizers.L1L2", 2, l2, 0)
-  return setmetatable({ kind = "L1L2", l1 = a, l2 = b, config = ("l1=%g, l2=%g"):format(a, b),
+  return setmetatable({ kind = "L1L2", l1 = a, l2 = b, config = ("l1=%g, l2=%g"):format(a, b), args = { a, b },
                         penalty = function(x) return x:abs():sum() * a + x:square():sum() * b end }, Reg)
 end
 -- OrthogonalRegularizer(factor = 0.01, mode = "rows"): factor * mean of |off-diagonal| of the
@@ -81,6 +81,7 @@ function R.OrthogonalRegularizer(f, mode)
   local a = factor("regularizers.OrthogonalRegularizer", 1, f, 0.01)
   mode = options.value(mode, { choices = { "rows", "columns" }, default = "rows" }, "regularizers.OrthogonalRegularizer", 2, "mode")
   return setmetatable({ kind = "OrthogonalRegularizer", factor = a, mode = mode, config = ("factor=%g, mode=%s"):format(a, mode),
+    args = { a, mode },
     penalty = function(x)
       if x.ndim ~= 2 then raise("regularizers.OrthogonalRegularizer: a 2-D weight expected, got %d-D", x.ndim) end
       local w = mode == "columns" and x:transpose(1, 2) or x
@@ -143,6 +144,7 @@ function C.MaxNorm(max_value, axis)
   else o = MAXNORM:check({ max_value = max_value, axis = axis }, 1) end
   local m, ax = o.max_value, o.axis or 1
   return setmetatable({ kind = "MaxNorm", max_value = m, axis = ax, config = ("max_value=%g"):format(m),
+    args = { { max_value = m, axis = ax } },
     apply = function(w)
       local n = norms(w, ax)
       return w * (n:clip(0, m) / (n + EPS))
@@ -159,6 +161,7 @@ function C.MinMaxNorm(min_value, max_value, rate, axis)
   if o.min_value > o.max_value then raise("constraints.MinMaxNorm: min_value (%g) is above max_value (%g)", o.min_value, o.max_value) end
   local lo, hi, r, ax = o.min_value, o.max_value, o.rate, o.axis or 1
   return setmetatable({ kind = "MinMaxNorm", min_value = lo, max_value = hi, rate = r, axis = ax,
+    args = { { min_value = lo, max_value = hi, rate = r, axis = ax } },
     config = ("min_value=%g, max_value=%g, rate=%g"):format(lo, hi, r),
     apply = function(w)
       local n = norms(w, ax)
@@ -168,7 +171,7 @@ function C.MinMaxNorm(min_value, max_value, rate, axis)
 end
 -- NonNeg(): negative weights set to zero
 function C.NonNeg()
-  return setmetatable({ kind = "NonNeg", config = "", apply = function(w) return w * w:ge(0):astype(w.dtype) end }, Con)
+  return setmetatable({ kind = "NonNeg", config = "", args = {}, apply = function(w) return w * w:ge(0):astype(w.dtype) end }, Con)
 end
 local UNIT = options.declare("constraints.UnitNorm", { axis = AXIS }, { example = "gpu.nn.constraints.UnitNorm(%s)(gpu.ones(2, 2))" })
 -- UnitNorm(axis = 1): each slice scaled to a norm of 1
@@ -176,12 +179,24 @@ function C.UnitNorm(axis)
   local o = type(axis) == "table" and getmetatable(axis) == nil and #axis == 0 and UNIT:check(axis, 1)
     or UNIT:check({ axis = axis }, 1)
   local ax = o.axis or 1
-  return setmetatable({ kind = "UnitNorm", axis = ax, config = "",
+  return setmetatable({ kind = "UnitNorm", axis = ax, config = "", args = { { axis = ax } },
     apply = function(w) return w / (norms(w, ax) + EPS) end }, Con)
 end
 C.max_norm, C.min_max_norm, C.non_neg, C.unit_norm = C.MaxNorm, C.MinMaxNorm, C.NonNeg, C.UnitNorm
 local con_names = { max_norm = C.MaxNorm, min_max_norm = C.MinMaxNorm, non_neg = C.NonNeg, unit_norm = C.UnitNorm,
                     MaxNorm = C.MaxNorm, MinMaxNorm = C.MinMaxNorm, NonNeg = C.NonNeg, UnitNorm = C.UnitNorm }
+
+-- What a saved model's architecture keeps of a regularizer or a constraint (nn/saving.lua):
+-- its kind and constructor arguments, and the maker that rebuilds it from them.
+function M.config_of(v)
+  if is_regularizer(v) then return "regularizers." .. v.kind, v.args end
+  if is_constraint(v) then return "constraints." .. v.kind, v.args end
+end
+function M.maker(kind)
+  local part, name = tostring(kind):match("^(%a+)%.([%w_]+)$")
+  local t = part == "regularizers" and R or part == "constraints" and C or nil
+  return t and t[name]
+end
 
 -- ---- the layer options ------------------------------------------------------------------------
 
@@ -206,7 +221,8 @@ local CON_KEY = { type = "string|callable", what = "a constraint", check = choic
 -- The option keys of a weighted Keras layer (merged into its declaration).
 function M.keys(t, weights)
   weights = weights or { "kernel", "bias" }
-  for _, w in ipairs(weights) do
+  for _, entry in ipairs(weights) do
+    local w = type(entry) == "table" and entry[1] or entry
     t[w .. "_regularizer"], t[w .. "_constraint"] = REG_KEY, CON_KEY
   end
   t.activity_regularizer = REG_KEY
@@ -219,14 +235,19 @@ local function resolve(v, names)
 end
 
 -- attach(layer, o [, weights]): the layer keeps the regularizers and constraints of its
--- checked options o (nothing when it has none).
+-- checked options o (nothing when it has none). The options of weight w act on the
+-- parameter w ("kernel", "bias") or w_kernel (Keras's "depthwise" is depthwise_kernel).
+-- (an entry {w, name} names the parameter itself)
+local function param_of(w) return (w == "kernel" or w == "bias") and w or w .. "_kernel" end
 function M.attach(layer, o, weights)
   weights = weights or { "kernel", "bias" }
   local regs, cons
-  for _, w in ipairs(weights) do
+  for _, entry in ipairs(weights) do
+    local w = type(entry) == "table" and entry[1] or entry
+    local function param_of_entry() return type(entry) == "table" and entry[2] or param_of(w) end
     local r, c = o[w .. "_regularizer"], o[w .. "_constraint"]
-    if r ~= nil then regs = regs or {}; regs[#regs + 1] = { w, resolve(r, reg_names) } end
-    if c ~= nil then cons = cons or {}; cons[#cons + 1] = { w, resolve(c, con_names) } end
+    if r ~= nil then regs = regs or {}; regs[#regs + 1] = { param_of_entry(), resolve(r, reg_names) } end
+    if c ~= nil then cons = cons or {}; cons[#cons + 1] = { param_of_entry(), resolve(c, con_names) } end
   end
   if o.activity_regularizer ~= nil then rawset(layer, "_activity", resolve(o.activity_regularizer, reg_names)) end
   rawset(layer, "_regs", regs)

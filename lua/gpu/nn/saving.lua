@@ -156,6 +156,10 @@ local function encode(v, ctx, where)
     return { ["$tensor"] = id }
   end
   if is_module(v) then return { ["$module"] = ctx.module_id(v, where) } end
+  local kind, args = require("gpu.nn.regularizers").config_of(v)
+  if kind then                       -- a regularizer or a constraint: its kind and arguments
+    return { ["$object"] = { kind = kind, args = encode(args, ctx, where) } }
+  end
   if t == "table" and getmetatable(v) == nil then
     local n, count = #v, 0
     for _ in pairs(v) do count = count + 1 end
@@ -193,6 +197,14 @@ local function decode(v, ctx)
     return a
   end
   if v["$module"] ~= nil then return ctx.module(v["$module"]) end
+  if v["$object"] ~= nil then
+    local o = v["$object"]
+    local make = type(o) == "table" and require("gpu.nn.regularizers").maker(o.kind)
+    if not make then raise("nn.load_model: an unknown object %s in the architecture", tostring(type(o) == "table" and o.kind)) end
+    local args = decode(o.args, ctx)
+    if type(args) ~= "table" then raise("nn.load_model: the object %s has no argument list", tostring(o.kind)) end
+    return make(table.unpack(args))
+  end
   if v["$list"] ~= nil then
     local out = {}
     for i = 1, (v["$list"].n or #v["$list"]) do out[i] = decode(v["$list"][i], ctx) end
@@ -207,6 +219,11 @@ local function decode(v, ctx)
 end
 
 -- ---- the architecture ----------------------------------------------------------------------------
+
+-- The input width a layer built at its first call was built for (nil: not built).
+local function built_width(m)
+  return rawget(m, "in_features") or rawget(m, "in_channels") or rawget(m, "features")
+end
 
 -- The constructor arguments of m: its class's get_config(m), else those it was made with.
 local function config_args(m)
@@ -240,9 +257,10 @@ local function architecture(model)
       local enc = setmetatable({ n = n }, M.list_mt)
       for i = 1, n do enc[i] = encode(args[i], ctx, ("%s (%s) argument #%d"):format(where, name, i)) end
       local entry = { class = name, args = enc, training = m.training, default_dtype = rawget(m, "_default_dtype") }
-      if type(m.build) == "function" and math.type(rawget(m, "in_features")) == "integer" then
-        entry.build = m.in_features
-      end
+      -- a layer built at its first call (Dense, Keras's convolutions and BatchNormalization)
+      -- is built again from its input width
+      local width = built_width(m)
+      if type(m.build) == "function" and math.type(width) == "integer" then entry.build = width end
       ctx.modules[id] = entry
       return id
     end
@@ -280,7 +298,7 @@ local function build(text, tensors)
     local ok, m = pcall(cls, table.unpack(args, 1, n))
     gpu.set_default_dtype(was)
     if not ok then raise("nn.load_model: rebuilding %s failed: %s", e.class, tostring(m)) end
-    if e.build and m.in_features == nil and type(m.build) == "function" then m:build(e.build) end
+    if e.build and built_width(m) == nil and type(m.build) == "function" then m:build(e.build) end
     if e.training == false then m:eval() end
     made[id] = m
     return m
