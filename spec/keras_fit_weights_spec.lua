@@ -245,6 +245,30 @@ describe("regularizers and constraints against Keras 3", function()
     os.remove(path)
   end)
 
+  it("to_json and model_from_json: the architecture without the weights", function()
+    local m = nn.Sequential { nn.Dense(3, { input_shape = { 4 }, kernel_regularizer = "l2", activation = "relu" }),
+      nn.Dropout(0.2), nn.Dense(2, "softmax") }
+    local text = m:to_json()
+    assert.is_string(text)
+    local m2 = nn.model_from_json(text)
+    assert.equal(tostring(m), tostring(m2))
+    assert.same(m[1].kernel.shape, m2[1].kernel.shape)
+    assert.is_false(gpu.array_equal(m[1].kernel, m2[1].kernel))     -- new weights
+    assert.equal(1, #m2:losses())
+    m:eval(); m2:eval()
+    m(x); m2(x)                                      -- builds the last layer of each
+    m2:set_weights(m:get_weights())
+    assert(gpu.array_equal(m(x), m2(x)))
+    h.fails({ "nn.model_from_json", "not a model's JSON" }, function() nn.model_from_json("{}") end)
+    h.fails({ "nn.model_from_json", "not valid JSON" }, function() nn.model_from_json("{bad") end)
+    h.fails({ "nn.model_from_json", "text" }, function() nn.model_from_json(5) end)
+    h.fails({ "nn.model_from_json", "model format 99" }, function()
+      nn.model_from_json((text:gsub('"version":%d+', '"version":99')))
+    end)
+    local f = nn.Sequential { nn.Dense(2, { kernel_regularizer = function(w) return w:sum() end }) }
+    h.fails({ "Module:to_json", "function" }, function() f:to_json() end)
+  end)
+
   it("refuses what is not a regularizer or a constraint, naming the option", function()
     h.fails({ "nn.Dense", "kernel_regularizer", "must be a regularizer" }, function() nn.Dense(3, { kernel_regularizer = "l3" }) end)
     h.fails({ "nn.Dense", "kernel_constraint", "must be a constraint" }, function() nn.Dense(3, { kernel_constraint = 5 }) end)

@@ -117,6 +117,7 @@ nn.callbacks = require "gpu.nn.callbacks"
 export(nn.callbacks, { "Callback", "EarlyStopping", "ModelCheckpoint", "LearningRateScheduler", "ReduceLROnPlateau",
                        "CSVLogger", "TerminateOnNaN" })
 nn.load_model = require("gpu.nn.saving").load_model
+nn.model_from_json = require("gpu.nn.saving").model_from_json
 nn.fans = nn.init.fans
 -- fit's progress lines (nn._progress: the specs format lines and replace its terminal_width)
 nn._progress = require("gpu.nn.training").progress

@@ -271,7 +271,7 @@ local function architecture(model)
 end
 
 local function build(text, tensors)
-  local arch = json_decode(text, "architecture")
+  local arch = type(text) == "table" and text or json_decode(text, "architecture")
   if type(arch) ~= "table" or type(arch.modules) ~= "table" or math.type(arch.root) ~= "integer" then
     raise("nn.load_model: the architecture has no modules")
   end
@@ -393,6 +393,38 @@ function Module:save(path, opts)
   end
   options.call("Module:save", gpu.save_safetensors, path, tensors, meta)
   return self
+end
+
+-- to_json(): Keras's model.to_json(): the architecture without the weights, as JSON text
+-- (nn.model_from_json rebuilds the model, its weights new). A constructor argument that is a
+-- function, or an array, cannot be written there (m:save keeps arrays).
+function Module:to_json()
+  local arch, extra = architecture(self)
+  if not arch then raise("Module:to_json: %s", (tostring(extra):gsub("^.-Module:save: ", ""))) end
+  if next(extra) ~= nil then
+    raise("Module:to_json: a constructor argument is an array, which the JSON text cannot hold (save the model "
+      .. "whole with m:save(path))")
+  end
+  return ('{"format":%s,"version":%d,"architecture":%s}'):format(json_encode(M.FORMAT), M.VERSION, arch)
+end
+
+-- model_from_json(text) -> model: Keras's keras.models.model_from_json for to_json's text
+function M.model_from_json(text)
+  local fname = "nn.model_from_json"
+  options.value(text, { type = "string" }, fname, 1, "text")
+  local ok, res = pcall(function()
+    local t = json_decode(text, "JSON text")
+    if type(t) ~= "table" or t.format ~= M.FORMAT or type(t.architecture) ~= "table" then
+      raise("nn.load_model: the text is not a model's JSON (Module:to_json's)")
+    end
+    local version = math.tointeger(t.version)
+    if version == nil or version > M.VERSION then
+      raise("nn.load_model: the text is model format %s; this gpulua reads up to %d", tostring(t.version), M.VERSION)
+    end
+    return build(t.architecture, {})
+  end)
+  if not ok then error((tostring(res):gsub("nn%.load_model: ", fname .. ": ", 1)), 0) end
+  return res
 end
 
 -- save_weights(path): the state dict only (Keras's name; what save wrote before)
