@@ -85,7 +85,7 @@ export((require "gpu.nn.recurrent"))
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer",
                         "gpu.nn.more_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers",
-                        "gpu.nn.keras_conv" } do
+                        "gpu.nn.keras_conv", "gpu.nn.conv3d" } do
   local part = require(name)
   add_functional(part.functional or {}, true)
   export_layers(part)
