@@ -267,7 +267,16 @@ end
 
 function Module:named_buffers() return named(self, "_buffers") end
 
+-- A lazy layer (nn.LazyLinear ...) not yet called has no parameters to give: a list
+-- without them (an optimizer's) would silently leave them out, so asking is an error.
 function Module:parameters()
+  walk(self, function(m, prefix)
+    local lazy = rawget(m, "_uninitialized")
+    if lazy then
+      raise("%s%s: its parameters are made at its first call (their input size is read from the input): run a " ..
+        "forward pass (a dummy batch) before building the optimizer", lazy, prefix ~= "" and (" (" .. prefix:sub(1, -2) .. ")") or "")
+    end
+  end)
   local out = {}
   for i, e in ipairs(named(self, "_params")) do out[i] = e[2] end
   return out
