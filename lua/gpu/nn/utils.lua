@@ -178,6 +178,81 @@ function utils.pad_sequence(seqs, opts)
   end
   return gpu.stack(rows, o.batch_first and 1 or 2)
 end
+-- ---- weight_norm ------------------------------------------------------------------------------
+
+-- the 2-norm of v over every axis but dim (kept, of size 1), or over all of it (dim false: 0-d)
+local function norm_except(v, dim)
+  if not dim then return v:square():sum():sqrt() end
+  local axes = {}
+  for a = 1, v.ndim do if a ~= dim then axes[#axes + 1] = a end end
+  if #axes == 0 then return v:abs() end
+  return v:square():sum(axes, { keepdims = true }):sqrt()
+end
+
+local WEIGHT_NORM = options.declare("nn.utils.weight_norm", {
+  name = { type = "string", default = "weight" }, dim = { type = "integer|boolean", default = 1 },
+}, { example = "gpu.nn.utils.weight_norm(gpu.nn.Linear(2, 3), %s)" })
+
+local function check_module(fname, m)
+  if not require("gpu.nn.module").is_module(m) then argerror(fname, 1, "a module expected, got %s", type_name(m)) end
+end
+
+-- weight_norm(module [, {name = "weight", dim = 1}]) -> module: the parameter name replaced by
+-- name_g (its norms over every axis but dim, 1-based; dim = false: one norm of the whole
+-- array, PyTorch's dim = None) and name_v (its direction), name recomputed as
+-- name_g * name_v / ||name_v|| before each forward (PyTorch's classic torch.nn.utils.weight_norm)
+function utils.weight_norm(m, opts)
+  local fname = "nn.utils.weight_norm"
+  check_module(fname, m)
+  local o = WEIGHT_NORM:check(opts, 2)
+  local name, dim = o.name, o.dim
+  local norms = rawget(m, "_weight_norm") or {}
+  if norms[name] then raise("%s: '%s' already has weight norm", fname, name) end
+  local w = m._params[name]
+  if w == nil then argerror(fname, 1, "the module has no parameter '%s'", name) end
+  if dim == true then argerror(fname, 2, "option 'dim' must be an axis or false (every axis), got true") end
+  if dim and (dim == 0 or dim > w.ndim or dim < -w.ndim) then
+    argerror(fname, 2, "option 'dim' (%d) is out of range for a parameter of %d dimensions", dim, w.ndim)
+  end
+  if dim and dim < 0 then dim = w.ndim + 1 + dim end
+  local g, v = autograd.no_grad(function() return norm_except(w, dim):clone(), w:clone() end)
+  for i, n in ipairs(m._pnames) do if n == name then table.remove(m._pnames, i) break end end
+  m._params[name] = nil
+  m:register_parameter(name .. "_g", g)
+  m:register_parameter(name .. "_v", v)
+  local function compute(mod)
+    local vv = mod._params[name .. "_v"]
+    rawset(mod, name, vv * (mod._params[name .. "_g"] / norm_except(vv, dim)))
+  end
+  compute(m)
+  norms[name] = { dim = dim, hook = m:register_forward_pre_hook(function(mod) compute(mod) end) }
+  rawset(m, "_weight_norm", norms)
+  return m
+end
+
+-- remove_weight_norm(module [, name = "weight"]) -> module: name a plain parameter again,
+-- holding name_g * name_v / ||name_v||
+function utils.remove_weight_norm(m, name)
+  local fname = "nn.utils.remove_weight_norm"
+  check_module(fname, m)
+  name = options.value(name, { type = "string", default = "weight" }, fname, 2, "name")
+  local norms = rawget(m, "_weight_norm")
+  if norms == nil or norms[name] == nil then raise("%s: '%s' has no weight norm", fname, name) end
+  local w = autograd.no_grad(function()
+    local vv = m._params[name .. "_v"]
+    return vv * (m._params[name .. "_g"] / norm_except(vv, norms[name].dim))
+  end)
+  norms[name].hook.remove()
+  norms[name] = nil
+  for _, suffix in ipairs { "_g", "_v" } do
+    for i, n in ipairs(m._pnames) do if n == name .. suffix then table.remove(m._pnames, i) break end end
+    m._params[name .. suffix] = nil
+    rawset(m, name .. suffix, nil)
+  end
+  m:register_parameter(name, w)
+  return m
+end
+
 options.count_all("nn.utils.", utils)
 utils.rnn = { pad_sequence = utils.pad_sequence }
 return utils
