@@ -39,6 +39,19 @@ local function setup(c, dev)
     m:load_state_dict({ weight_v = env.v, weight_g = g, bias = env.b })
     env.m = m
   end
+  if c.name:match("^spectral_norm") then
+    local conv = c.name:match("conv")
+    local base = conv and nn.Conv2d(2, 3, 2, { dtype = "float64", device = dev }) or nn.Linear(3, 4, { dtype = "float64", device = dev })
+    local m = nn.utils.spectral_norm(base)
+    m:load_state_dict({ weight_orig = env.w, weight_u = env.u, weight_v = env.v, bias = m.bias:detach() * 0 })
+    env.m = m
+    local function call(what, eval)
+      if eval then m:eval() end
+      local y = m(env.x)
+      return ({ out = y, u = m.weight_u, v = m.weight_v })[what]
+    end
+    env.sn_linear, env.sn_conv = call, function() return call("out") end
+  end
   return env, assert(load("return " .. c.call, c.name, "t", env))
 end
 
@@ -55,7 +68,9 @@ for _, dev in ipairs(h.devices()) do
           ;(y * w):sum():backward()
           for name, want in pairs(c.grads) do
             local x = env[name]
-            if env.m then x = ({ v = env.m.weight_v, g = env.m.weight_g, b = env.m.bias, x = env.x })[name] end
+            if env.m then
+              x = ({ v = env.m.weight_v, g = env.m.weight_g, b = env.m.bias, w = env.m.weight_orig, x = env.x })[name]
+            end
             local got = x.grad or gpu.zeros(x.shape, { dtype = "float64", device = dev })
             if name == "g" and env.m and got.ndim == 0 then got = got:reshape(1, 1) end
             close(want, got, c.name .. " d/d" .. name, 1e-11)
@@ -236,6 +251,34 @@ describe("torch layers (more)", function()
     assert.equal(0, all.weight_g.ndim)
   end)
 
+  it("spectral_norm brings the largest singular value to 1; eval keeps u and v; remove folds it back", function()
+    gpu.random.seed(8)
+    local m = nn.utils.spectral_norm(nn.Linear(6, 5, { dtype = "float64" }), { n_power_iterations = 30 })
+    assert.is_nil(m._params.weight)
+    assert.same({ 5 }, m.weight_u.shape)
+    assert.same({ 6 }, m.weight_v.shape)
+    local names = {}
+    for _, e in ipairs(m:named_parameters()) do names[#names + 1] = e[1] end
+    table.sort(names)
+    assert.same({ "bias", "weight_orig" }, names)
+    local x = gpu.random.randn(2, 6, { dtype = "float64" })
+    m(x)
+    local s = gpu.linalg.svd(m.weight, { compute_uv = false })
+    assert.near(1, s:max():item(), 1e-8)
+    m:eval()
+    local u = m.weight_u:clone()
+    m(x)
+    h.assert_close(u, m.weight_u, 0)
+    local w = m.weight:clone()
+    nn.utils.remove_spectral_norm(m)
+    h.assert_close(w, m.weight, 1e-12)
+    assert.is_nil(m.weight_u)
+    assert.equal(0, #m:named_buffers())
+    local t = nn.utils.spectral_norm(nn.ConvTranspose2d(3, 2, 2))
+    assert.same({ 2 }, t.weight_u.shape)
+    assert.same({ 12 }, t.weight_v.shape)
+  end)
+
   it("refuse misuse by name", function()
     local i64 = function(t) return gpu.array(t, { dtype = "int64" }) end
     local cases = {
@@ -290,6 +333,12 @@ describe("torch layers (more)", function()
       { function() return nn.utils.weight_norm(nn.utils.weight_norm(nn.Linear(2, 2))) end, "'weight' already has weight norm" },
       { function() return nn.utils.weight_norm(gpu.ones(2)) end, "bad argument #1 to 'nn.utils.weight_norm' (a module expected, got gpu.array)" },
       { function() return nn.utils.remove_weight_norm(nn.Linear(2, 2)) end, "'weight' has no weight norm" },
+      { function() return nn.utils.spectral_norm(nn.Linear(2, 2), { n_power_iterations = -1 }) end, "nn.utils.spectral_norm" },
+      { function() return nn.utils.spectral_norm(nn.Linear(2, 2), { dim = 3 }) end, "option 'dim' (3) is out of range" },
+      { function() return nn.utils.spectral_norm(nn.utils.spectral_norm(nn.Linear(2, 2))) end, "'weight' already has spectral norm" },
+      { function() return nn.utils.spectral_norm(nn.ReLU()) end, "the module has no parameter 'weight'" },
+      { function() return nn.utils.remove_spectral_norm(nn.Linear(2, 2)) end, "'weight' has no spectral norm" },
+      { function() return nn.utils.spectral_norm(nn.Linear(2, 2), nil, 1) end, "nn.utils.spectral_norm" },
     }
     for n, c in ipairs(cases) do
       local ok, err = pcall(c[1])
