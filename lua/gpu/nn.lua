@@ -17,7 +17,7 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
---   utils.lua        nn.utils (clip_grad_norm_, clip_grad_value_)
+--   utils.lua        nn.utils (clip_grad_norm_, clip_grad_value_, weight_norm, spectral_norm, ...)
 --   metrics.lua      compile's Keras metrics (mae, mse, binary/categorical/top-k accuracies)
 --   callbacks.lua    fit's callbacks (EarlyStopping, ModelCheckpoint, ...)
 --   saving.lua       model:save / nn.load_model (architecture, weights, optimizer in one file)

@@ -273,6 +273,13 @@ P.Unfold = module.options_class("Unfold", { kernel_size = size, dilation = size,
     self.kernel_size = o.kernel_size
   end, function(self, x) return unfold("nn.Unfold", x, self.opts.kernel_size, self.opts) end, "gpu.ones(1, 1, 4, 4)",
   "{ kernel_size = 2 }")
+-- the window of a layer's options as PyTorch prints it
+local function window_repr(cname, o, first)
+  local function v(x) return type(x) == "table" and ("(%d, %d)"):format(x[1], x[2]) or tostring(x) end
+  return ("%s(%skernel_size=%s, dilation=%s, padding=%s, stride=%s)"):format(cname, first or "", v(o.kernel_size),
+    v(o.dilation or 1), v(o.padding or 0), v(o.stride or 1))
+end
+function P.Unfold:repr() return window_repr("Unfold", self.opts) end
 P.Fold = module.options_class("Fold", { output_size = size, kernel_size = size, dilation = size, padding = size,
   stride = size }, { "output_size", "kernel_size", "dilation", "padding", "stride" }, function(self, o, fname)
     required(fname, o, { "output_size", "kernel_size" })
@@ -281,6 +288,10 @@ P.Fold = module.options_class("Fold", { output_size = size, kernel_size = size, 
     self.output_size, self.kernel_size = o.output_size, o.kernel_size
   end, function(self, x) return fold("nn.Fold", x, self.opts.output_size, self.opts.kernel_size, self.opts) end,
   "gpu.ones(1, 4, 9)", "{ output_size = 4, kernel_size = 2 }")
+function P.Fold:repr()
+  local out = self.opts.output_size
+  return window_repr("Fold", self.opts, ("output_size=%s, "):format(type(out) == "table" and ("(%d, %d)"):format(out[1], out[2]) or out))
+end
 
 -- ---- MaxUnpool2d -------------------------------------------------------------------------------
 
@@ -366,23 +377,45 @@ P.MaxUnpool2d = MaxUnpool2d
 -- (PyTorch's initialisation, the dtype and device of the options or of an earlier :to).
 -- Until then parameters() is an error, so an optimizer cannot be built on a list that
 -- misses them: run one forward pass (a dummy batch) first, as PyTorch advises.
-local function lazy_class(cname, eager, in_size, make)
+local LAZY_FIELDS = { "in_features", "in_channels", "groups", "kernel_size", "stride", "padding", "dilation" }
+local function lazy_class(cname, eager, in_size, in_size_of_weight, make)
   local cls = class(cname)
+  -- the parameters made for an input size n, as the eager layer makes them
+  local function materialize(self, n)
+    local o = {}
+    for k, v in pairs(rawget(self, "_lazy")) do o[k] = v end
+    o.device = rawget(self, "device") or o.device
+    local m = make(self, n, o)
+    local before = {}
+    for _, k in ipairs(LAZY_FIELDS) do
+      before[k] = rawget(self, k)
+      if m[k] ~= nil then rawset(self, k, m[k]) end
+    end
+    for _, pn in ipairs(m._pnames) do self:register_parameter(pn, m._params[pn]) end
+    rawset(self, "_uninitialized", nil)
+    return function()                  -- undoes it
+      for _, pn in ipairs(m._pnames) do self._params[pn] = nil; rawset(self, pn, nil) end
+      rawset(self, "_pnames", {})
+      for _, k in ipairs(LAZY_FIELDS) do rawset(self, k, before[k]) end
+      rawset(self, "_uninitialized", "nn." .. cname)
+    end
+  end
   function cls:forward(x)
     if rawget(self, "_uninitialized") then
       local fname = "nn." .. cname
       check_float(fname, 1, x, "input")
-      local o = {}
-      for k, v in pairs(rawget(self, "_lazy")) do o[k] = v end
-      o.device = rawget(self, "device") or o.device
-      local m = make(self, in_size(fname, x), o)
-      for _, k in ipairs { "in_features", "in_channels", "groups", "kernel_size", "stride", "padding", "dilation" } do
-        if m[k] ~= nil then rawset(self, k, m[k]) end
-      end
-      for _, n in ipairs(m._pnames) do self:register_parameter(n, m._params[n]) end
-      rawset(self, "_uninitialized", nil)
+      materialize(self, in_size(fname, x))
     end
     return eager.forward(self, x)
+  end
+  -- load_state_dict on a layer not yet called: the size read from the state's weight (as
+  -- PyTorch's lazy modules do); returns the undo, or nil when the state has no such weight
+  function cls:materialize_from(sd, prefix)
+    local w = sd[prefix .. "weight"]
+    if not options.is_array(w) then return nil end
+    local n = in_size_of_weight(self, w)
+    if n == nil then return nil end
+    return materialize(self, n)
   end
   function cls:repr()
     if rawget(self, "_uninitialized") then return cname .. "(<not yet called>)" end
@@ -400,6 +433,8 @@ local LAZY_LINEAR = declare("nn.LazyLinear", module.with_placement { bias = { ty
 local LazyLinear = lazy_class("LazyLinear", Linear, function(fname, x)
   if x.ndim < 1 then raise("%s: expected an input of 1 or more dimensions, got %s", fname, shape_str(x.shape)) end
   return x.shape[x.ndim]
+end, function(self, w)
+  if w.ndim == 2 and w.shape[1] == self.out_features and w.shape[2] >= 1 then return w.shape[2] end
 end, function(self, n, o) return Linear(n, self.out_features, o) end)
 function LazyLinear:init(out, opts)
   options.value(out, { type = "integer", min = 1 }, "nn.LazyLinear", 1, "out_features")
@@ -419,6 +454,11 @@ local LAZY_CONV = declare("nn.LazyConv2d", module.with_placement {
 local LazyConv2d = lazy_class("LazyConv2d", conv.Conv2d, function(fname, x)
   if x.ndim ~= 4 then raise("%s: expected (N, C, H, W), got %s", fname, shape_str(x.shape)) end
   return x.shape[2]
+end, function(self, w)
+  local k = rawget(self, "_lazy_kernel")
+  if w.ndim == 4 and w.shape[1] == self.out_channels and w.shape[3] == k[1] and w.shape[4] == k[2] then
+    return w.shape[2] * (rawget(self, "_lazy").groups or 1)
+  end
 end, function(self, n, o) return conv.Conv2d(n, self.out_channels, rawget(self, "_lazy_kernel"), o) end)
 function LazyConv2d:init(out, k, opts)
   options.value(out, { type = "integer", min = 1 }, "nn.LazyConv2d", 1, "out_channels")

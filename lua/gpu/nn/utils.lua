@@ -1,5 +1,6 @@
 -- gpu.nn.utils: gradient clipping (torch.nn.utils): clip_grad_norm_ and clip_grad_value_;
--- parameters_to_vector and vector_to_parameters; pad_sequence (also utils.rnn.pad_sequence).
+-- parameters_to_vector and vector_to_parameters; pad_sequence (also utils.rnn.pad_sequence);
+-- weight_norm and spectral_norm (PyTorch's classic reparametrisations, by forward pre-hooks).
 --
 --   loss:backward()
 --   local total = gpu.nn.utils.clip_grad_norm_(model:parameters(), 1.0)   -- a 0-d array
