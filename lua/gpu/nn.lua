@@ -17,7 +17,7 @@
 --   losses.lua       the losses and loss modules, one_hot, the class-label check
 --   training.lua     compile, fit, evaluate, predict (methods of every Module)
 --   initializers.lua nn.init
---   utils.lua        nn.utils (clip_grad_norm_, clip_grad_value_)
+--   utils.lua        nn.utils (clip_grad_norm_, clip_grad_value_, weight_norm, spectral_norm, ...)
 --   metrics.lua      compile's Keras metrics (mae, mse, binary/categorical/top-k accuracies)
 --   callbacks.lua    fit's callbacks (EarlyStopping, ModelCheckpoint, ...)
 --   saving.lua       model:save / nn.load_model (architecture, weights, optimizer in one file)
@@ -30,6 +30,7 @@
 --   attention.lua    scaled_dot_product_attention, MultiheadAttention
 --   transformer.lua  TransformerEncoderLayer / DecoderLayer, TransformerEncoder / Decoder
 --   more_layers.lua  GLU, the pads, InstanceNorm*, Bilinear, RNN/LSTM/GRU cells, ParameterList...
+--   extra_layers.lua RReLU, EmbeddingBag, Unfold/Fold, MaxUnpool2d, LazyLinear/LazyConv2d, grid_sample
 --   keras_functional.lua  Input, Model (Keras's functional API), Activation, Reshape, merges
 --   keras_layers.lua      Conv2D, MaxPooling2D, AveragePooling2D, Global*Pooling2D (channels-last)
 --   keras_metrics.lua     Keras's stateful metrics (nn.metrics.Precision ...)
@@ -84,7 +85,7 @@ export((require "gpu.nn.recurrent"))
 -- the layers: modules into nn, functional forms into nn and nn.functional
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer",
-                        "gpu.nn.more_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers",
+                        "gpu.nn.more_layers", "gpu.nn.extra_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers",
                         "gpu.nn.keras_conv", "gpu.nn.conv3d" } do
   local part = require(name)
   add_functional(part.functional or {}, true)

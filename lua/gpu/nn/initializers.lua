@@ -187,6 +187,24 @@ function init.kaiming_normal_(t, ...)
   return fill(t, v, "kaiming_normal_")
 end
 
+-- trunc_normal_(t [, {mean = 0, std = 1, a = -2, b = 2}]): N(mean, std) truncated to [a, b]
+-- (a and b absolute bounds, as PyTorch's), drawn as PyTorch draws it: a uniform on the
+-- normal CDF's image of [a, b], through the inverse CDF (in float64), clipped to [a, b]
+local TRUNC = declare("trunc_normal_", { mean = { type = "number", default = 0.0 },
+  std = { type = "number", min = 0, min_open = true, default = 1.0 }, a = { type = "number", default = -2.0 },
+  b = { type = "number", default = 2.0 } })
+function init.trunc_normal_(t, ...)
+  target("trunc_normal_", t)
+  local o = args("trunc_normal_", TRUNC, { "mean", "std", "a", "b" }, t, ...)
+  if not (o.a < o.b) then argerror("nn.init.trunc_normal_", 2, "a (%g) must be below b (%g)", o.a, o.b) end
+  local v = options.call("nn.init.trunc_normal_", function()
+    local cdf = gpu.ndtr(gpu.array({ (o.a - o.mean) / o.std, (o.b - o.mean) / o.std }, { dtype = "float64" })):totable()
+    local u = gpu.random.uniform(2 * cdf[1] - 1, 2 * cdf[2] - 1, t.shape, { dtype = "float64", device = t.device })
+    return (u:erfinv() * (o.std * math.sqrt(2)) + o.mean):clip(o.a, o.b):astype(t.dtype)
+  end)
+  return fill(t, v, "trunc_normal_")
+end
+
 -- orthogonal_(t [, gain = 1]): the (semi-)orthogonal matrix of a QR of a normal one, the
 -- array seen as (shape[1], the rest), rows or columns orthonormal, times gain
 local ORTHO = declare("orthogonal_", { gain = { type = "number", default = 1.0 } })

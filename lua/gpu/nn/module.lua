@@ -267,7 +267,16 @@ end
 
 function Module:named_buffers() return named(self, "_buffers") end
 
+-- A lazy layer (nn.LazyLinear ...) not yet called has no parameters to give: a list
+-- without them (an optimizer's) would silently leave them out, so asking is an error.
 function Module:parameters()
+  walk(self, function(m, prefix)
+    local lazy = rawget(m, "_uninitialized")
+    if lazy then
+      raise("%s%s: its parameters are made at its first call (their input size is read from the input): run a " ..
+        "forward pass (a dummy batch) first, before building an optimizer", lazy, prefix ~= "" and (" (" .. prefix:sub(1, -2) .. ")") or "")
+    end
+  end)
   local out = {}
   for i, e in ipairs(named(self, "_params")) do out[i] = e[2] end
   return out
@@ -470,10 +479,18 @@ function Module:load_state_dict(sd, opts, fname)
     argerror(fname, 1, "a state dict (name -> gpu.array) expected, got %s", type_name(sd))
   end
   local o = LOAD:check(opts, 2, fname)
+  -- lazy layers not yet called take their sizes from the state (undone on a fault)
+  local undo = {}
+  walk(self, function(m, prefix)
+    if rawget(m, "_uninitialized") and m.materialize_from then undo[#undo + 1] = m:materialize_from(sd, prefix) end
+  end)
   local own = named(self, "_params", true)
   for _, e in ipairs(named(self, "_buffers", true)) do own[#own + 1] = e end
   local faults = state_faults(own, sd, o.strict)
-  if faults then raise("%s: %s", fname, faults) end
+  if faults then
+    for _, f in ipairs(undo) do f() end
+    raise("%s: %s", fname, faults)
+  end
   local values = {}
   autograd.no_grad(function()
     for i, e in ipairs(own) do

@@ -1,5 +1,6 @@
 -- gpu.nn.utils: gradient clipping (torch.nn.utils): clip_grad_norm_ and clip_grad_value_;
--- parameters_to_vector and vector_to_parameters; pad_sequence (also utils.rnn.pad_sequence).
+-- parameters_to_vector and vector_to_parameters; pad_sequence (also utils.rnn.pad_sequence);
+-- weight_norm and spectral_norm (PyTorch's classic reparametrisations, by forward pre-hooks).
 --
 --   loss:backward()
 --   local total = gpu.nn.utils.clip_grad_norm_(model:parameters(), 1.0)   -- a 0-d array
@@ -178,6 +179,174 @@ function utils.pad_sequence(seqs, opts)
   end
   return gpu.stack(rows, o.batch_first and 1 or 2)
 end
+-- ---- weight_norm ------------------------------------------------------------------------------
+
+-- a parameter or buffer of m taken away, name and field
+local function drop_entry(m, kind, names, name)
+  for i, n in ipairs(m[names]) do if n == name then table.remove(m[names], i) break end end
+  m[kind][name] = nil
+  rawset(m, name, nil)
+end
+
+
+-- the 2-norm of v over every axis but dim (kept, of size 1), or over all of it (dim false: 0-d)
+local function norm_except(v, dim)
+  if not dim then return v:square():sum():sqrt() end
+  local axes = {}
+  for a = 1, v.ndim do if a ~= dim then axes[#axes + 1] = a end end
+  if #axes == 0 then return v:abs() end
+  return v:square():sum(axes, { keepdims = true }):sqrt()
+end
+
+local WEIGHT_NORM = options.declare("nn.utils.weight_norm", {
+  name = { type = "string", default = "weight" }, dim = { type = "integer|boolean", default = 1 },
+}, { example = "gpu.nn.utils.weight_norm(gpu.nn.Linear(2, 3), %s)" })
+
+local function check_module(fname, m)
+  if not require("gpu.nn.module").is_module(m) then argerror(fname, 1, "a module expected, got %s", type_name(m)) end
+end
+
+-- weight_norm(module [, {name = "weight", dim = 1}]) -> module: the parameter name replaced by
+-- name_g (its norms over every axis but dim, 1-based; dim = false: one norm of the whole
+-- array, PyTorch's dim = None) and name_v (its direction), name recomputed as
+-- name_g * name_v / ||name_v|| before each forward (PyTorch's classic torch.nn.utils.weight_norm)
+function utils.weight_norm(m, opts)
+  local fname = "nn.utils.weight_norm"
+  check_module(fname, m)
+  local o = WEIGHT_NORM:check(opts, 2)
+  local name, dim = o.name, o.dim
+  local norms = rawget(m, "_weight_norm") or {}
+  if norms[name] then raise("%s: '%s' already has weight norm", fname, name) end
+  local w = m._params[name]
+  if w == nil then argerror(fname, 1, "the module has no parameter '%s'", name) end
+  if dim == true then argerror(fname, 2, "option 'dim' must be an axis or false (every axis), got true") end
+  if dim and (dim == 0 or dim > w.ndim or dim < -w.ndim) then
+    argerror(fname, 2, "option 'dim' (%d) is out of range for a parameter of %d dimensions", dim, w.ndim)
+  end
+  if dim and dim < 0 then dim = w.ndim + 1 + dim end
+  local g, v = autograd.no_grad(function() return norm_except(w, dim):clone(), w:clone() end)
+  drop_entry(m, "_params", "_pnames", name)
+  m:register_parameter(name .. "_g", g)
+  m:register_parameter(name .. "_v", v)
+  local function compute(mod)
+    local vv = mod._params[name .. "_v"]
+    rawset(mod, name, vv * (mod._params[name .. "_g"] / norm_except(vv, dim)))
+  end
+  compute(m)
+  norms[name] = { dim = dim, hook = m:register_forward_pre_hook(function(mod) compute(mod) end) }
+  rawset(m, "_weight_norm", norms)
+  return m
+end
+
+-- remove_weight_norm(module [, name = "weight"]) -> module: name a plain parameter again,
+-- holding name_g * name_v / ||name_v||
+function utils.remove_weight_norm(m, name)
+  local fname = "nn.utils.remove_weight_norm"
+  check_module(fname, m)
+  name = options.value(name, { type = "string", default = "weight" }, fname, 2, "name")
+  local norms = rawget(m, "_weight_norm")
+  if norms == nil or norms[name] == nil then raise("%s: '%s' has no weight norm", fname, name) end
+  local w = autograd.no_grad(function()
+    local vv = m._params[name .. "_v"]
+    return vv * (m._params[name .. "_g"] / norm_except(vv, norms[name].dim))
+  end)
+  norms[name].hook.remove()
+  norms[name] = nil
+  for _, suffix in ipairs { "_g", "_v" } do drop_entry(m, "_params", "_pnames", name .. suffix) end
+  m:register_parameter(name, w)
+  return m
+end
+
+-- ---- spectral_norm ----------------------------------------------------------------------------
+
+-- x / max(||x||, eps), PyTorch's normalize of a vector
+local function unit(x, eps) return x / x:square():sum():sqrt():maximum(eps) end
+
+local SPECTRAL_NORM = options.declare("nn.utils.spectral_norm", {
+  name = { type = "string", default = "weight" }, n_power_iterations = { type = "integer", min = 0, default = 1 },
+  eps = { type = "number", min = 0, min_open = true, default = 1e-12 }, dim = { type = "integer" },
+}, { example = "gpu.nn.utils.spectral_norm(gpu.nn.Linear(2, 3), %s)" })
+
+-- spectral_norm(module [, {name = "weight", n_power_iterations = 1, eps = 1e-12, dim}]) ->
+-- module: PyTorch's classic spectral normalisation. The parameter name becomes name_orig,
+-- with the buffers name_u and name_v (unit vectors, drawn from a normal); before each forward
+-- name = name_orig / sigma, sigma = u . (W v) of W the parameter as a matrix (dim, 1-based,
+-- first: 1, or 2 for the transposed convolutions, as PyTorch's 0 and 1), after
+-- n_power_iterations steps of the power iteration updating u and v in training (none in eval).
+function utils.spectral_norm(m, opts)
+  local fname = "nn.utils.spectral_norm"
+  check_module(fname, m)
+  local o = SPECTRAL_NORM:check(opts, 2)
+  local name = o.name
+  local norms = rawget(m, "_spectral_norm") or {}
+  if norms[name] then raise("%s: '%s' already has spectral norm", fname, name) end
+  local w = m._params[name]
+  if w == nil then argerror(fname, 1, "the module has no parameter '%s'", name) end
+  local dim = o.dim or ((getmetatable(m).__name or ""):match("^ConvTranspose") and 2 or 1)
+  if dim == 0 or dim > w.ndim or dim < -w.ndim then
+    argerror(fname, 2, "option 'dim' (%d) is out of range for a parameter of %d dimensions", dim, w.ndim)
+  end
+  if dim < 0 then dim = w.ndim + 1 + dim end
+  local function matrix(t)
+    if dim ~= 1 then
+      local perm = { dim }
+      for a = 1, t.ndim do if a ~= dim then perm[#perm + 1] = a end end
+      t = t:permute(perm)
+    end
+    return t:reshape(t.shape[1], -1)
+  end
+  local u, v = autograd.no_grad(function()
+    local mat = matrix(w)
+    local p = { dtype = w.dtype, device = w.device }
+    return unit(gpu.random.normal(0, 1, { mat.shape[1] }, p), o.eps), unit(gpu.random.normal(0, 1, { mat.shape[2] }, p), o.eps)
+  end)
+  drop_entry(m, "_params", "_pnames", name)
+  m:register_parameter(name .. "_orig", w)
+  m:register_buffer(name .. "_u", u)
+  m:register_buffer(name .. "_v", v)
+  -- the weight from name_orig, after the power iteration when 'iterate'
+  local function compute(mod, iterate)
+    local W = mod._params[name .. "_orig"]
+    local mat = matrix(W)
+    local bu, bv = mod._buffers[name .. "_u"], mod._buffers[name .. "_v"]
+    if iterate and o.n_power_iterations > 0 then
+      autograd.no_grad(function()
+        local md, uu, vv = mat:detach(), bu, bv
+        for _ = 1, o.n_power_iterations do
+          vv = unit(gpu.matmul(md:transpose(1, 2), uu), o.eps)
+          uu = unit(gpu.matmul(md, vv), o.eps)
+        end
+        bu[{}], bv[{}] = uu, vv
+      end)
+    end
+    local sigma = (bu:clone() * gpu.matmul(mat, bv:clone())):sum()
+    return W / sigma
+  end
+  rawset(m, name, autograd.no_grad(compute, m, false))
+  norms[name] = { compute = compute,
+                  hook = m:register_forward_pre_hook(function(mod) rawset(mod, name, compute(mod, mod.training)) end) }
+  rawset(m, "_spectral_norm", norms)
+  return m
+end
+
+-- remove_spectral_norm(module [, name = "weight"]) -> module: name a plain parameter again,
+-- holding name_orig / sigma (the stored u and v)
+function utils.remove_spectral_norm(m, name)
+  local fname = "nn.utils.remove_spectral_norm"
+  check_module(fname, m)
+  name = options.value(name, { type = "string", default = "weight" }, fname, 2, "name")
+  local norms = rawget(m, "_spectral_norm")
+  if norms == nil or norms[name] == nil then raise("%s: '%s' has no spectral norm", fname, name) end
+  local w = autograd.no_grad(norms[name].compute, m, false)
+  norms[name].hook.remove()
+  norms[name] = nil
+  drop_entry(m, "_params", "_pnames", name .. "_orig")
+  drop_entry(m, "_buffers", "_bnames", name .. "_u")
+  drop_entry(m, "_buffers", "_bnames", name .. "_v")
+  m:register_parameter(name, w)
+  return m
+end
+
 options.count_all("nn.utils.", utils)
 utils.rnn = { pad_sequence = utils.pad_sequence }
 return utils
