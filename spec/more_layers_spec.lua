@@ -136,3 +136,10 @@ describe("more layers", function()
     end
   end)
 end)
+
+describe("functional forms count their arguments", function()
+  it("an extra argument is an error naming the function", function()
+    h.fails({ "nn.glu", "at most 2 arguments" }, function() gpu.nn.functional.glu(gpu.ones(2, 4), 2, 3) end)
+    h.fails({ "nn.softmin", "at most" }, function() gpu.nn.functional.softmin(gpu.ones(2, 4), 2, 3, 4) end)
+  end)
+end)

@@ -59,7 +59,10 @@ end
 -- "name: <message>"; one that names the function already passes unchanged.
 function M.guarded(name, f)
   local quoted, prefix = "'" .. name .. "'", name .. ":"
-  return function(...)
+  local n = M.nparams(f)
+  local function wrapper(...)
+    local got = select("#", ...)
+    if got > n then M.argerror(name, n + 1, "at most %d argument%s expected, got %d", n, n == 1 and "" or "s", got) end
     local res = table.pack(pcall(f, ...))
     if res[1] then return table.unpack(res, 2, res.n) end
     local msg = res[2]
@@ -68,6 +71,8 @@ function M.guarded(name, f)
     msg = msg:gsub("^bad argument #%d+ to '%?' %((.*)%)$", "%1"):gsub("^calling '%?' on bad self %((.*)%)$", "%1")
     error(prefix .. " " .. msg, user_level())
   end
+  if n ~= math.huge then gpu._arity(wrapper, n) end      -- f's count, which counted() keeps
+  return wrapper
 end
 
 -- call(fname, f, ...): f(...)'s results; an error it raises is raised again at the user's
@@ -101,7 +106,7 @@ end
 -- calls it with one more). A function that takes any number is declared and returned as
 -- it is.
 function M.counted(name, f, n)
-  n = n or M.nparams(f)
+  n = n or gpu._arity(f) or M.nparams(f)
   if n == math.huge then
     gpu._arity(f, n)
     return f
