@@ -222,4 +222,84 @@ end
 function Decoder:repr() return ("TransformerDecoder(%d layers)"):format(self.num_layers) end
 T.TransformerDecoder = Decoder
 
+-- ---- Transformer ------------------------------------------------------------------------------
+
+local TRANSFORMER_KEYS = { nhead = { type = "integer", min = 1, default = 8 },
+  num_encoder_layers = { type = "integer", min = 1, default = 6 }, num_decoder_layers = { type = "integer", min = 1, default = 6 },
+  custom_encoder = { type = "table", check = function(v) return is_module(v), "must be a module" end },
+  custom_decoder = { type = "table", check = function(v) return is_module(v), "must be a module" end } }
+for k, v in pairs(LAYER_KEYS) do TRANSFORMER_KEYS[k] = v end
+local TRANSFORMER = options.declare("nn.Transformer", TRANSFORMER_KEYS,
+  { example = "gpu.nn.Transformer(4, (function(o) o.nhead = o.nhead or 2 return o end)(%s))" })
+local TRANSFORMER_CALL = options.declare("Transformer:forward", {
+  src_mask = { type = "array" }, tgt_mask = { type = "array" }, memory_mask = { type = "array" },
+  src_key_padding_mask = { type = "array" }, tgt_key_padding_mask = { type = "array" },
+  memory_key_padding_mask = { type = "array" }, src_is_causal = { type = "boolean" }, tgt_is_causal = { type = "boolean" },
+  memory_is_causal = { type = "boolean", default = false },
+}, { example = "gpu.nn.Transformer(4, {nhead = 2, num_encoder_layers = 1, num_decoder_layers = 1})(gpu.ones(3, 2, 4), " ..
+     "gpu.ones(2, 2, 4), %s)" })
+
+-- Transformer([d_model = 512] [, {nhead = 8, num_encoder_layers = 6, num_decoder_layers = 6,
+-- dim_feedforward = 2048, dropout = 0.1, activation = "relu", custom_encoder, custom_decoder,
+-- layer_norm_eps = 1e-5, batch_first = false, norm_first = false, bias = true, dtype, device}]):
+-- PyTorch's: an encoder and a decoder stack, each ending in a LayerNorm; every parameter of
+-- two or more axes Xavier-uniform (PyTorch's _reset_parameters)
+local Transformer = class("Transformer")
+function Transformer:init(d, opts)
+  local fname = "nn.Transformer"
+  if type(d) == "table" and opts == nil and getmetatable(d) == nil then d, opts = nil, d end
+  d = options.value(d, { type = "integer", min = 1, default = 512 }, fname, 1, "d_model")
+  local o = TRANSFORMER:check(opts, 2)
+  local layer = {}
+  for k in pairs(LAYER_KEYS) do layer[k] = o[k] end
+  self.d_model, self.nhead, self.batch_first = d, o.nhead, o.batch_first
+  local place = { dtype = o.dtype, device = o.device }
+  local function norm() return Norm.LayerNorm(d, { eps = o.layer_norm_eps, bias = o.bias, dtype = place.dtype, device = place.device }) end
+  self:add_module("encoder", o.custom_encoder or Encoder(EncoderLayer(d, o.nhead, layer), o.num_encoder_layers, { norm = norm() }))
+  self:add_module("decoder", o.custom_decoder or Decoder(DecoderLayer(d, o.nhead, layer), o.num_decoder_layers, { norm = norm() }))
+  self.encoder, self.decoder = self._modules.encoder, self._modules.decoder
+  local init = require "gpu.nn.initializers"
+  for _, p in ipairs(self:parameters()) do
+    if p.ndim > 1 then autograd.no_grad(init.xavier_uniform_, p) end
+  end
+end
+-- m(src, tgt [, {src_mask, tgt_mask, memory_mask, src_key_padding_mask, tgt_key_padding_mask,
+-- memory_key_padding_mask, src_is_causal, tgt_is_causal, memory_is_causal = false}])
+function Transformer:forward(src, tgt, opts)
+  local fname = "nn.Transformer"
+  check_array(src, fname, 1, "src")
+  check_array(tgt, fname, 2, "tgt")
+  local o = TRANSFORMER_CALL:check(opts, 3, fname)
+  if src.ndim ~= tgt.ndim then raise("%s: src and tgt must both be batched or both unbatched, got %d-D and %d-D", fname, src.ndim, tgt.ndim) end
+  local b = self.batch_first and 1 or 2
+  if src.ndim == 3 and src.shape[b] ~= tgt.shape[b] then
+    raise("%s: src and tgt have batches of %d and %d", fname, src.shape[b], tgt.shape[b])
+  end
+  if src.shape[src.ndim] ~= self.d_model or tgt.shape[tgt.ndim] ~= self.d_model then
+    raise("%s: src and tgt must have %d features (d_model), got %d and %d", fname, self.d_model, src.shape[src.ndim],
+      tgt.shape[tgt.ndim])
+  end
+  local memory = self.encoder(src, { mask = o.src_mask, src_key_padding_mask = o.src_key_padding_mask, is_causal = o.src_is_causal })
+  return self.decoder(tgt, memory, { tgt_mask = o.tgt_mask, memory_mask = o.memory_mask,
+    tgt_key_padding_mask = o.tgt_key_padding_mask, memory_key_padding_mask = o.memory_key_padding_mask,
+    tgt_is_causal = o.tgt_is_causal, memory_is_causal = o.memory_is_causal })
+end
+function Transformer:repr() return ("Transformer(%d, nhead=%d)"):format(self.d_model, self.nhead) end
+
+-- generate_square_subsequent_mask(sz [, {dtype, device}]): (sz, sz), 0 on and below the
+-- diagonal, -inf above: position i attends to positions up to i (PyTorch's static method)
+local MASK = options.declare("nn.Transformer.generate_square_subsequent_mask", module.with_placement {},
+  { example = "gpu.nn.Transformer.generate_square_subsequent_mask(3, %s)" })
+local function generate_square_subsequent_mask(sz, opts)
+  local fname = "nn.Transformer.generate_square_subsequent_mask"
+  options.value(sz, { type = "integer", min = 0 }, fname, 1, "sz")
+  local o = MASK:check(opts, 2)
+  local p = module.placement(o)
+  local upper = gpu.triu(gpu.ones({ sz, sz }, p), 1)
+  return gpu.where(upper:gt(0), -math.huge, 0):astype(p.dtype or gpu.get_default_dtype())
+end
+rawset(Transformer, "generate_square_subsequent_mask", generate_square_subsequent_mask)   -- static, not a method
+gpu._arity(generate_square_subsequent_mask, 2)
+T.Transformer = Transformer
+
 return T
