@@ -283,6 +283,13 @@ local function rnn_class(kind)
   -- output, {h_n, c_n}. x (L, N, input_size), (N, L, input_size) with batch_first, or
   -- (L, input_size) unbatched; output (L, N, D * hidden_size) likewise.
   function cls:forward(x, hx)
+    local packed = require "gpu.nn.packed"
+    if packed.is_packed(x) then                         -- PyTorch's PackedSequence in, one out
+      if x.data.ndim ~= 2 or x.data.shape[2] ~= self.input_size then
+        argerror(fname, 1, "the packed data must be (steps, %d), got %s", self.input_size, shape_str(x.data.shape))
+      end
+      return packed.run_packed(self, x, hx, kind, fname)
+    end
     check_array(x, fname, 1, "input")
     if x.ndim ~= 2 and x.ndim ~= 3 then
       argerror(fname, 1, "input must be 3-D (%s, input_size) or 2-D unbatched, got shape %s",

@@ -347,6 +347,14 @@ function utils.remove_spectral_norm(m, name)
   return m
 end
 
+-- packed sequences (nn/packed.lua), also under utils.rnn as PyTorch's torch.nn.utils.rnn
+do
+  local packed = require "gpu.nn.packed"
+  utils.pack_padded_sequence, utils.pad_packed_sequence = packed.pack_padded_sequence, packed.pad_packed_sequence
+  utils.pack_sequence = packed.pack_sequence
+end
 options.count_all("nn.utils.", utils)
-utils.rnn = { pad_sequence = utils.pad_sequence }
+utils.rnn = { pad_sequence = utils.pad_sequence, pack_padded_sequence = utils.pack_padded_sequence,
+              pad_packed_sequence = utils.pad_packed_sequence, pack_sequence = utils.pack_sequence,
+              PackedSequence = require("gpu.nn.packed").PackedSequence }
 return utils
