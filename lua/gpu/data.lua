@@ -12,6 +12,7 @@
 local gpu = require "gpu"
 local options = require "gpu.options"
 local dataset = require "gpu.data.dataset"
+local sampling = require "gpu.data.sampler"
 
 local data = {}
 local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
@@ -42,9 +43,27 @@ end
 local function epoch(x, y, bs, o)
   local n = x.shape[1]
   -- the shuffle's indices live where x does (take needs them there), a copy where y does
+  if o.batch_sampler then
+    local it = o.batch_sampler:iter()
+    local device = o.device and gpu._device_name(o.device)
+    return function()
+      local idx = it()
+      if idx == nil then return nil end
+      dataset.check_order(idx, n, "batch_sampler")
+      local xb = x:take(gpu.array(idx, { dtype = "int64", device = x.device }), 1)
+      local yb = y and y:take(gpu.array(idx, { dtype = "int64", device = y.device }), 1)
+      if device and xb.device ~= device then xb = xb:to(device) end
+      if device and yb and yb.device ~= device then yb = yb:to(device) end
+      return xb, yb
+    end
+  end
   local order
   if o.sampler then
-    order = o.sampler:indices():to(x.device)
+    order = o.sampler:indices()
+    if order.size > 0 and (order:min():item() < 1 or order:max():item() > n) then
+      dataset.check_order(order:totable(), n, "sampler")
+    end
+    order = order:to(x.device)
     n = order.size
   else
     order = o.shuffle and (o.generator and o.generator:permutation(n, { device = x.device })
@@ -92,7 +111,12 @@ local LOADER = options.declare("data.DataLoader", {
   generator = { type = "any", what = "a gpu.random.Generator", check = function(v)
     return type(v) == "userdata" or type(v) == "table", "must be a gpu.random.Generator"
   end },
-  sampler = { unsupported = "use shuffle, or distributed = true" },
+  sampler = { type = "any", what = "a gpu.data sampler", check = function(v)
+    return sampling.is_sampler(v), "must be a gpu.data sampler (SequentialSampler, RandomSampler, ...)"
+  end },
+  batch_sampler = { type = "any", what = "a gpu.data.BatchSampler", check = function(v)
+    return sampling.is_batch_sampler(v), "must be a gpu.data.BatchSampler"
+  end },
   distributed = { type = "boolean", default = false },
   seed = { type = "integer", default = 0 },
 }, { example = "gpu.data.DataLoader(gpu.ones(4, 2), nil, %s)" })
@@ -138,6 +162,8 @@ DataLoader.__index = function(self, k)
   return v
 end
 DataLoader.__len = function(self)
+  if self.batch_sampler then return #self.batch_sampler end
+  if self.iterable then raise("DataLoader: a loader over an IterableDataset has no length (#loader)") end
   local n = self.sampler and #self.sampler or self.dataset and #self.dataset or self.x.shape[1]
   return self.drop_last and n // self.batch_size or (n + self.batch_size - 1) // self.batch_size
 end
@@ -145,7 +171,41 @@ end
 -- DataLoader(dataset [, opts]): over a dataset (gpu.data.dataset's protocol); its
 -- batches are collated by collate_fn (default_collate) unless the dataset gathers them
 -- itself (get_batch); a batch that is a list is unpacked: for xb, yb in loader do
-for _, k in ipairs { "TensorDataset", "Subset", "random_split", "default_collate" } do data[k] = dataset[k] end
+for _, k in ipairs { "TensorDataset", "Subset", "random_split", "default_collate", "IterableDataset", "ConcatDataset" } do
+  data[k] = dataset[k]
+end
+for _, k in ipairs { "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+                     "BatchSampler" } do
+  data[k] = sampling[k]
+end
+
+-- the sampling options against one another and the data, as PyTorch's DataLoader checks
+-- them (raw: the options as given, to tell a batch_size given from the default)
+local function check_sampling(o, raw, argn, iterable)
+  local fname = "data.DataLoader"
+  if iterable then
+    for _, k in ipairs { "sampler", "batch_sampler" } do
+      if o[k] ~= nil then
+        argerror(fname, argn, "DataLoader with IterableDataset: expected unspecified %s option, but got %s=%s", k, k,
+          type_name(o[k]))
+      end
+    end
+    if o.shuffle then
+      argerror(fname, argn, "DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=true")
+    end
+    if o.distributed then argerror(fname, argn, "DataLoader with IterableDataset: distributed = true needs positions") end
+    return
+  end
+  if o.sampler ~= nil and o.shuffle then argerror(fname, argn, "sampler option is mutually exclusive with shuffle") end
+  if o.batch_sampler ~= nil and (type(raw) == "table" and raw.batch_size ~= nil or o.shuffle or o.sampler ~= nil
+      or o.drop_last) then
+    argerror(fname, argn, "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+  end
+  if o.distributed and (o.sampler ~= nil or o.batch_sampler ~= nil) then
+    argerror(fname, argn, "distributed = true makes the loader's DistributedSampler: it is mutually exclusive with "
+      .. "sampler and batch_sampler")
+  end
+end
 local text = require "gpu.data.text"
 for _, k in ipairs { "read_text", "list_text_files", "CharVocab" } do data[k] = text[k] end
 
@@ -153,14 +213,21 @@ function data.DataLoader(x, y, opts)
   if not options.is_array(x) and (type(x) == "table" or type(x) == "userdata") then
     if y ~= nil and opts ~= nil then argerror("data.DataLoader", 3, "DataLoader(dataset [, opts]) takes two arguments") end
     local o = LOADER:check(y, 2)
+    if dataset.is_iterable(x) then
+      check_sampling(o, y, 2, true)
+      return setmetatable({ dataset = x, iterable = true, batch_size = o.batch_size, drop_last = o.drop_last,
+                            device = o.device, collate_fn = o.collate_fn, _running = setmetatable({}, { __mode = "k" }) },
+        DataLoader)
+    end
+    check_sampling(o, y, 2)
     local n = dataset.length("data.DataLoader", 1, x)
     options.value(o.batch_size, { type = "integer", min = 1 }, "data.DataLoader", 2, "batch_size")
     -- distributed: this rank's share of the items, as for arrays (dataset.epoch reads the sampler)
     local sampler = o.distributed and data.DistributedSampler(n,
-      { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or nil
+      { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or o.sampler
     return setmetatable({ dataset = x, n = n, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
                           device = o.device, collate_fn = o.collate_fn, generator = o.generator, sampler = sampler,
-                          _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
+                          batch_sampler = o.batch_sampler, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
   end
   if type(y) == "table" and not options.is_array(y) and opts == nil then
     argerror("data.DataLoader", 2, "y: gpu.array or nil expected, got a table (DataLoader(x, y, opts): " ..
@@ -168,19 +235,20 @@ function data.DataLoader(x, y, opts)
   end
   local o = LOADER:check(opts, 3)
   if o.collate_fn ~= nil then argerror("data.DataLoader", 3, "collate_fn needs a dataset (x, y batches are slices)") end
+  check_sampling(o, opts, 3)
   check_data("data.DataLoader", x, y, o.batch_size, 3)
   -- distributed: this rank's share of the samples (a DistributedSampler; the loader's
   -- shuffle, seed and drop_last are the sampler's)
   local sampler = o.distributed and data.DistributedSampler(x.shape[1],
-    { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or nil
+    { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or o.sampler
   return setmetatable({ x = x, y = y, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
-                        device = o.device, generator = o.generator, sampler = sampler,
+                        device = o.device, generator = o.generator, sampler = sampler, batch_sampler = o.batch_sampler,
                         _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
 end
 
 -- set_epoch(e): the distributed sampler's epoch (a new shuffle, the same on every rank)
 function DataLoader:set_epoch(e)
-  if self.sampler then self.sampler:set_epoch(e) end
+  if self.sampler and self.sampler.set_epoch then self.sampler:set_epoch(e) end
   return self
 end
 
@@ -196,7 +264,7 @@ local Sampler = {}
 Sampler.__index = Sampler
 Sampler.__name = "DistributedSampler"
 local function is_sampler(v) return getmetatable(v) == Sampler end
-data.is_sampler = is_sampler
+data.is_sampler = sampling.is_sampler
 
 local SAMPLER = options.declare("data.DistributedSampler", {
   shuffle = { type = "boolean", default = true },
@@ -254,6 +322,7 @@ options.guard_methods(Sampler, "DistributedSampler", "sampler", is_sampler)
 
 -- iter(): an iterator of one epoch (reshuffled when shuffle is set)
 function DataLoader:iter()
+  if self.iterable then return dataset.iterable_epoch(self.dataset, self) end
   if self.dataset then return dataset.epoch(self.dataset, self) end
   return epoch(self.x, self.y, self.batch_size, self)
 end
