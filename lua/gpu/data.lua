@@ -333,49 +333,145 @@ data.fashion_mnist_classes = { "T-shirt/top", "Trouser", "Pullover", "Dress", "C
                                "Sneaker", "Bag", "Ankle boot" }
 data.fashion_mnist_path = "/usr/share/datasets/fashion-mnist"
 
-local function find(dir, stem)
+-- find(fname, dir, stem, hint): the path of stem.gz or stem in dir, else an error naming
+-- both (hint: where the files come from)
+local function find(fname, dir, stem, hint)
   for _, name in ipairs { stem .. ".gz", stem } do
     local p = dir .. "/" .. name
     local f = io.open(p, "rb")
     if f then f:close() return p end
   end
-  raise("data.fashion_mnist: %s(.gz) not found in %s (install Debian's dataset-fashion-mnist, or pass {path =})",
-    stem, dir)
+  raise("%s: %s(.gz) not found in %s (%s)", fname, stem, dir, hint)
+end
+
+-- finish(fname, x, y, o, what): a split of images x (uint8, samples first) and labels y
+-- (0..9 as stored) as the loaders give it: the first o.limit, labels int64 1..10, scaled,
+-- flattened, moved as o says (what: the labels' file, for errors)
+local function finish(fname, x, y, o, what)
+  if o.limit and o.limit < x.shape[1] then
+    x, y = x[{ { 1, o.limit } }], y[{ { 1, o.limit } }]
+  end
+  if y.size > 0 and y:max():item() > 9 then raise("%s: %s holds a label above 9", fname, what) end
+  y = y:astype("int64") + 1
+  if o.scale then x = x:astype("float32") / 255 end
+  if o.flatten then x = x:reshape(x.shape[1], -1) end
+  if o.device then x, y = x:to(o.device), y:to(o.device) end
+  return { x = x, y = y }
+end
+
+-- idx_split(fname, dir, img, lab, o, hint): the images and labels of one split from IDX
+-- files (img and lab: the files' names less .gz), checked to be (N, H, W) and (N)
+local function idx_split(fname, dir, img, lab, o, hint)
+  local ip, lp = find(fname, dir, img, hint), find(fname, dir, lab, hint)
+  local x = options.call(fname, gpu.load_idx, ip)
+  local y = options.call(fname, gpu.load_idx, lp)
+  if x.ndim ~= 3 or y.ndim ~= 1 or x.shape[1] ~= y.shape[1] or x.dtype ~= "uint8" or y.dtype ~= "uint8" then
+    raise("%s: %s is %s %s and %s %s %s; expected uint8 (N, H, W) images and uint8 (N) labels", fname, ip, x.dtype,
+      options.shape_str(x.shape), lp, y.dtype, options.shape_str(y.shape))
+  end
+  return finish(fname, x, y, o, lp)
 end
 
 -- fashion_mnist([{path =, scale = false, flatten = false, device =, limit =}]) ->
 -- {train = {x =, y =}, test = {x =, y =}, classes = {...}}: images uint8 (N, 28, 28)
 -- (float32 in [0, 1] with scale = true; (N, 784) with flatten = true), labels int64 1..10.
-local FASHION = options.declare("data.fashion_mnist", {
-  path = "string", scale = { type = "boolean", default = false }, flatten = { type = "boolean", default = false },
+local split_keys = {
+  scale = { type = "boolean", default = false }, flatten = { type = "boolean", default = false },
   device = batch_keys.device, limit = { type = "integer", min = 1 },
+}
+local FASHION = options.declare("data.fashion_mnist", {
+  path = "string", scale = split_keys.scale, flatten = split_keys.flatten, device = split_keys.device,
+  limit = split_keys.limit,
 }, { example = "local ok, err = pcall(gpu.data.fashion_mnist, %s); assert(ok or not err:find('option'), err)" })
 
 function data.fashion_mnist(opts)
   opts = FASHION:check(opts, 1)
   local dir = opts.path or os.getenv("FASHION_MNIST") or data.fashion_mnist_path
-  local function part(img, lab)
-    local x = gpu.load_idx(find(dir, img))
-    local y = gpu.load_idx(find(dir, lab))
-    if x.ndim ~= 3 or y.ndim ~= 1 or x.shape[1] ~= y.shape[1] then
-      raise("data.fashion_mnist: %s has shape %s and %s %s; expected (N, 28, 28) and (N)", img,
-        options.shape_str(x.shape), lab, options.shape_str(y.shape))
-    end
-    if opts.limit and opts.limit < x.shape[1] then
-      x, y = x[{ { 1, opts.limit } }], y[{ { 1, opts.limit } }]
-    end
-    if y.size > 0 and y:max():item() > 9 then raise("data.fashion_mnist: %s holds a label above 9", lab) end
-    y = y:astype("int64") + 1
-    if opts.scale then x = x:astype("float32") / 255 end
-    if opts.flatten then x = x:reshape(x.shape[1], -1) end
-    if opts.device then x, y = x:to(opts.device), y:to(opts.device) end
-    return { x = x, y = y }
-  end
+  local fname, hint = "data.fashion_mnist", "install Debian's dataset-fashion-mnist, or pass {path =}"
   return {
-    train = part("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-    test = part("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+    train = idx_split(fname, dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte", opts, hint),
+    test = idx_split(fname, dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", opts, hint),
     classes = data.fashion_mnist_classes,
   }
+end
+
+-- ---- MNIST, CIFAR-10 --------------------------------------------------------------------------
+
+data.mnist_classes = { "0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
+                       "8 - eight", "9 - nine" }
+data.cifar10_classes = { "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck" }
+
+local function split_decl(name)
+  local keys = { train = { type = "boolean", default = true } }
+  for k, v in pairs(split_keys) do keys[k] = v end
+  return options.declare(name, keys, { example = "local ok, err = pcall(" .. "gpu." .. name ..
+    ", '/nonexistent', %s); assert(not err:find('option'), err)" })
+end
+local MNIST, CIFAR = split_decl("data.mnist"), split_decl("data.cifar10")
+
+-- mnist(folder [, {train = true, scale = false, flatten = false, limit =, device =}]) ->
+-- {x =, y =, classes =}: the MNIST split in folder's IDX files (train-images-idx3-ubyte,
+-- train-labels-idx1-ubyte, or t10k-... with train = false; each .gz or plain), as
+-- fashion_mnist gives a split
+function data.mnist(folder, opts)
+  options.value(folder, { type = "string" }, "data.mnist", 1, "folder")
+  local o = MNIST:check(opts, 2)
+  local stem = o.train and "train" or "t10k"
+  local s = idx_split("data.mnist", folder, stem .. "-images-idx3-ubyte", stem .. "-labels-idx1-ubyte", o,
+    "MNIST's IDX files")
+  s.classes = data.mnist_classes
+  return s
+end
+
+local CIFAR_RECORD = 1 + 3 * 32 * 32
+
+-- cifar10(folder [, {train = true, scale = false, flatten = false, limit =, device =}]) ->
+-- {x =, y =, classes =}: CIFAR-10's binary version in folder (or its cifar-10-batches-bin):
+-- data_batch_1.bin .. data_batch_5.bin (train) or test_batch.bin, each record one label
+-- byte (0..9) and 3072 image bytes (C, H, W); images uint8 (N, 3, 32, 32), labels int64
+-- 1..10
+function data.cifar10(folder, opts)
+  local fname = "data.cifar10"
+  options.value(folder, { type = "string" }, fname, 1, "folder")
+  local o = CIFAR:check(opts, 2)
+  local names = o.train and { "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                              "data_batch_5.bin" } or { "test_batch.bin" }
+  local function exists(p)
+    local f = io.open(p, "rb")
+    if f then f:close() end
+    return f ~= nil
+  end
+  local dir = folder
+  if not exists(dir .. "/" .. names[1]) and exists(dir .. "/cifar-10-batches-bin/" .. names[1]) then
+    dir = dir .. "/cifar-10-batches-bin"
+  end
+  local parts = {}
+  for i, name in ipairs(names) do
+    local p = dir .. "/" .. name
+    if not exists(p) then
+      raise("%s: %s not found in %s (CIFAR-10's binary version: data_batch_1..5.bin and test_batch.bin, here or in " ..
+        "cifar-10-batches-bin)", fname, name, folder)
+    end
+    local r, err = gpu._load_records(p, CIFAR_RECORD)
+    if r == nil then raise("%s: %s (CIFAR-10 records are 1 label byte + 3072 image bytes)", fname, err) end
+    local bad = r[{ {}, 1 }]:gt(9)
+    if bad:any():item() then
+      local k = bad:argmax():item()
+      raise("%s: '%s' is malformed: record %d has label %d (CIFAR-10's labels are 0..9)", fname, p, k,
+        r[{ k, 1 }])
+    end
+    parts[i] = r
+    if o.limit then
+      local have = 0
+      for _, q in ipairs(parts) do have = have + q.shape[1] end
+      if have >= o.limit then break end
+    end
+  end
+  local r = #parts == 1 and parts[1] or gpu.concatenate(parts, 1)
+  local x = r[{ {}, { 2, CIFAR_RECORD } }]:reshape(r.shape[1], 3, 32, 32)
+  local s = finish(fname, x, r[{ {}, 1 }]:copy(), o, "the labels")
+  s.classes = data.cifar10_classes
+  return s
 end
 
 data.load_idx = gpu.load_idx
