@@ -206,6 +206,7 @@ local function check_sampling(o, raw, argn, iterable)
       .. "sampler and batch_sampler")
   end
 end
+data.transforms = require "gpu.data.transforms"
 local text = require "gpu.data.text"
 for _, k in ipairs { "read_text", "list_text_files", "CharVocab" } do data[k] = text[k] end
 
