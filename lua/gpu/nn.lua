@@ -84,7 +84,8 @@ export((require "gpu.nn.recurrent"))
 -- the layers: modules into nn, functional forms into nn and nn.functional
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer",
-                        "gpu.nn.more_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers" } do
+                        "gpu.nn.more_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers",
+                        "gpu.nn.keras_preprocessing" } do
   local part = require(name)
   add_functional(part.functional or {}, true)
   export_layers(part)
