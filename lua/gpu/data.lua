@@ -1,10 +1,14 @@
--- gpu.data: mini-batches and data sets; the Dataset protocol, TensorDataset, Subset and
--- random_split (data/dataset.lua); text corpora and CharVocab (data/text.lua).
+-- gpu.data: mini-batches and data sets; the Dataset protocol, TensorDataset, Subset,
+-- random_split, IterableDataset and ConcatDataset (data/dataset.lua); the samplers
+-- (data/sampler.lua; DistributedSampler here); text corpora and CharVocab (data/text.lua);
+-- image transforms (data/transforms.lua, gpu.data.transforms); Fashion-MNIST, MNIST and
+-- CIFAR-10 from their files.
 --
 --   for xb, yb in gpu.data.batches(x, y, 128, {shuffle = true}) do ... end
 --   local loader = gpu.data.DataLoader(x, y, {batch_size = 128, shuffle = true, device = "cuda"})
 --   for xb, yb in loader do ... end                 -- an epoch (also loader:iter(), loader())
 --   local ds = gpu.data.fashion_mnist{scale = true} -- ds.train.x (60000, 28, 28) float32 in [0, 1]
+--   local s = gpu.data.WeightedRandomSampler(w, #w)  -- DataLoader(x, y, {sampler = s})
 --
 -- Batches are gathered with take along the first axis (a shuffled epoch is one
 -- permutation from gpu.random) and moved to 'device' when one is given.
