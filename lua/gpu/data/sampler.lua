@@ -128,6 +128,7 @@ function M.RandomSampler(src, opts)
   if ns < 1 then
     argerror(fname, o.num_samples and 2 or 1, "num_samples should be a positive integer value, but got num_samples=%d", ns)
   end
+  if n == 0 then argerror(fname, 1, "the data has no samples to draw num_samples=%d from", ns) end
   return setmetatable({ n = n, num_samples = ns, replacement = o.replacement, generator = o.generator }, Random)
 end
 
