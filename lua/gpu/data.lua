@@ -338,13 +338,18 @@ data.fashion_mnist_classes = { "T-shirt/top", "Trouser", "Pullover", "Dress", "C
                                "Sneaker", "Bag", "Ankle boot" }
 data.fashion_mnist_path = "/usr/share/datasets/fashion-mnist"
 
--- find(fname, dir, stem, hint): the path of stem.gz or stem in dir, else an error naming
--- both (hint: where the files come from)
-local function find(fname, dir, stem, hint)
+-- missing(err): a loader's error says the file is not there (the loaders open only regular
+-- files, so trying one is also how a FIFO is refused without blocking)
+local function missing(err) return tostring(err):find("(No such file or directory)", 1, true) ~= nil end
+
+-- load_named(fname, dir, stem, hint): the IDX file stem.gz or stem in dir and its path, else
+-- an error naming both (hint: where the files come from) or the file's fault
+local function load_named(fname, dir, stem, hint)
   for _, name in ipairs { stem .. ".gz", stem } do
     local p = dir .. "/" .. name
-    local f = io.open(p, "rb")
-    if f then f:close() return p end
+    local ok, x = pcall(gpu.load_idx, p)
+    if ok then return x, p end
+    if not missing(x) then raise("%s: %s", fname, x) end
   end
   raise("%s: %s(.gz) not found in %s (%s)", fname, stem, dir, hint)
 end
@@ -367,9 +372,8 @@ end
 -- idx_split(fname, dir, img, lab, o, hint): the images and labels of one split from IDX
 -- files (img and lab: the files' names less .gz), checked to be (N, H, W) and (N)
 local function idx_split(fname, dir, img, lab, o, hint)
-  local ip, lp = find(fname, dir, img, hint), find(fname, dir, lab, hint)
-  local x = options.call(fname, gpu.load_idx, ip)
-  local y = options.call(fname, gpu.load_idx, lp)
+  local x, ip = load_named(fname, dir, img, hint)
+  local y, lp = load_named(fname, dir, lab, hint)
   if x.ndim ~= 3 or y.ndim ~= 1 or x.shape[1] ~= y.shape[1] or x.dtype ~= "uint8" or y.dtype ~= "uint8" then
     raise("%s: %s is %s %s and %s %s %s; expected uint8 (N, H, W) images and uint8 (N) labels", fname, ip, x.dtype,
       options.shape_str(x.shape), lp, y.dtype, options.shape_str(y.shape))
@@ -441,36 +445,33 @@ function data.cifar10(folder, opts)
   local o = CIFAR:check(opts, 2)
   local names = o.train and { "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
                               "data_batch_5.bin" } or { "test_batch.bin" }
-  local function exists(p)
-    local f = io.open(p, "rb")
-    if f then f:close() end
-    return f ~= nil
-  end
-  local dir = folder
-  if not exists(dir .. "/" .. names[1]) and exists(dir .. "/cifar-10-batches-bin/" .. names[1]) then
-    dir = dir .. "/cifar-10-batches-bin"
-  end
-  local parts = {}
-  for i, name in ipairs(names) do
-    local p = dir .. "/" .. name
-    if not exists(p) then
-      raise("%s: %s not found in %s (CIFAR-10's binary version: data_batch_1..5.bin and test_batch.bin, here or in " ..
-        "cifar-10-batches-bin)", fname, name, folder)
-    end
+  local function read(p)
     local r, err = gpu._load_records(p, CIFAR_RECORD)
+    if r == nil and missing(err) then return nil end
     if r == nil then raise("%s: %s (CIFAR-10 records are 1 label byte + 3072 image bytes)", fname, err) end
     local bad = r[{ {}, 1 }]:gt(9)
     if bad:any():item() then
       local k = bad:argmax():item()
-      raise("%s: '%s' is malformed: record %d has label %d (CIFAR-10's labels are 0..9)", fname, p, k,
-        r[{ k, 1 }])
+      raise("%s: '%s' is malformed: record %d has label %d (CIFAR-10's labels are 0..9)", fname, p, k, r[{ k, 1 }])
+    end
+    return r
+  end
+  local dir = folder
+  local first = read(dir .. "/" .. names[1])
+  if first == nil then        -- the archive's own folder inside the one given
+    first = read(dir .. "/cifar-10-batches-bin/" .. names[1])
+    if first ~= nil then dir = dir .. "/cifar-10-batches-bin" end
+  end
+  local parts, have = {}, 0
+  for i, name in ipairs(names) do
+    local r = i == 1 and first or read(dir .. "/" .. name)
+    if r == nil then
+      raise("%s: %s not found in %s (CIFAR-10's binary version: data_batch_1..5.bin and test_batch.bin, here or in " ..
+        "cifar-10-batches-bin)", fname, name, folder)
     end
     parts[i] = r
-    if o.limit then
-      local have = 0
-      for _, q in ipairs(parts) do have = have + q.shape[1] end
-      if have >= o.limit then break end
-    end
+    have = have + r.shape[1]
+    if o.limit and have >= o.limit then break end
   end
   local r = #parts == 1 and parts[1] or gpu.concatenate(parts, 1)
   local x = r[{ {}, { 2, CIFAR_RECORD } }]:reshape(r.shape[1], 3, 32, 32)
