@@ -111,6 +111,15 @@ describe("Keras random preprocessing layers", function()
     assert.same({ 3, 4, 5 }, nn.Resizing(4, 5, { data_format = "channels_first" })(cf[{ 1 }]).shape)
   end)
 
+  it("differentiable layers pass gradcheck in float64", function()
+    local xd = gpu.random.rand({ 2, 5, 4, 2 }, { dtype = "float64" })
+    for _, layer in ipairs { nn.Resizing(7, 3), nn.CenterCrop(6, 3), nn.RandomRotation({ 0.1, 0.1 }, { fill_mode = "constant" }),
+                             nn.RandomZoom({ 0.2, 0.2 }, { -0.3, -0.3 }) } do
+      local ok, msg = gpu.autograd.gradcheck(function(v) return layer(v) end, { xd })
+      assert.is_true(ok, msg)
+    end
+  end)
+
   it("cast an integer input to float32", function()
     local u = (x * 255):astype("uint8")
     local y = nn.Resizing(3, 3)(u)
