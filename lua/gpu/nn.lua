@@ -32,6 +32,7 @@
 --   more_layers.lua  GLU, the pads, InstanceNorm*, Bilinear, RNN/LSTM/GRU cells, ParameterList...
 --   keras_functional.lua  Input, Model (Keras's functional API), Activation, Reshape, merges
 --   keras_layers.lua      Conv2D, MaxPooling2D, AveragePooling2D, Global*Pooling2D (channels-last)
+--   keras_preprocessing.lua  Resizing, CenterCrop, RandomFlip, RandomRotation, RandomZoom, RandomCrop
 --   keras_metrics.lua     Keras's stateful metrics (nn.metrics.Precision ...)
 
 local options = require "gpu.options"
