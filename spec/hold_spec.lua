@@ -47,6 +47,7 @@ local candidates = {
 -- ops that must not run here: they read or write files, or change global state
 local skip = {
   ["gpu._png_load"] = true, ["gpu._png_save"] = true, ["gpu.load"] = true, ["gpu.load_idx"] = true,
+  ["gpu._load_records"] = true,
   ["gpu.load_safetensors"] = true, ["gpu.loadtxt"] = true, ["gpu.loadz"] = true, ["gpu.save"] = true,
   ["gpu.save_safetensors"] = true, ["gpu.savetxt"] = true, ["gpu.savez"] = true,
   ["gpu.savez_compressed"] = true, ["methods.save"] = true, ["methods.savetxt"] = true,

@@ -308,7 +308,8 @@ end
 
 local skip = { bench = true, profile = true, range = true, save = true, savez = true, savez_compressed = true,
   save_safetensors = true, savetxt = true, load = true, loadz = true, load_safetensors = true, loadtxt = true,
-  load_idx = true, _png_save = true, _png_load = true, _save_bytes = true, clock = true, synchronize = true }
+  load_idx = true, _load_records = true, _png_save = true, _png_load = true, _save_bytes = true, clock = true,
+  synchronize = true }
 
 -- Calls by name: gpu.f as "f", methods as "m:f", gpu.random/fused/dnn/linalg/fft/special as
 -- "r:f"/"f:f"/"d:f"/"la:f"/"ft:f"/"sp:f",

@@ -526,8 +526,11 @@ local function lu_perm(piv, m)
   local k = piv.shape[piv.ndim]
   local bshape = {}
   for i = 1, piv.ndim - 1 do bshape[i] = piv.shape[i] end
-  local flat = piv:reshape(-1, math.max(k, 1)):cpu():totable()
-  if k == 0 then flat = {} end
+  if k == 0 then         -- no swaps: 1..m for every matrix (an error, not a loop, when that is too big)
+    bshape[#bshape + 1] = m
+    return gpu.arange(1, m + 1, { dtype = "int64", device = piv.device }):broadcast_to(bshape):copy()
+  end
+  local flat = piv:reshape(-1, k):cpu():totable()
   local nb = 1
   for _, d in ipairs(bshape) do nb = nb * d end
   local out = {}

@@ -33,6 +33,7 @@
 --   extra_layers.lua RReLU, EmbeddingBag, Unfold/Fold, MaxUnpool2d, LazyLinear/LazyConv2d, grid_sample
 --   keras_functional.lua  Input, Model (Keras's functional API), Activation, Reshape, merges
 --   keras_layers.lua      Conv2D, MaxPooling2D, AveragePooling2D, Global*Pooling2D (channels-last)
+--   keras_preprocessing.lua  Resizing, CenterCrop, RandomFlip, RandomRotation, RandomZoom, RandomCrop
 --   keras_metrics.lua     Keras's stateful metrics (nn.metrics.Precision ...)
 
 local options = require "gpu.options"
@@ -86,7 +87,7 @@ export((require "gpu.nn.recurrent"))
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer",
                         "gpu.nn.more_layers", "gpu.nn.extra_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers",
-                        "gpu.nn.keras_conv", "gpu.nn.conv3d" } do
+                        "gpu.nn.keras_conv", "gpu.nn.conv3d", "gpu.nn.keras_preprocessing" } do
   local part = require(name)
   add_functional(part.functional or {}, true)
   export_layers(part)

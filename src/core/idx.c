@@ -142,3 +142,39 @@ gl_status gl_idx_read(const char *path, const gl_idx_info *info, void *dst) {
   }
   return st;
 }
+
+/* ---- fixed-size records (CIFAR-10's binary batches) ------------------------------------ */
+
+gl_status gl_records_count(const char *path, size_t record, int64_t *count) {
+  int fd;
+  uint64_t size;
+  GL_TRY(gl_open_regular(path, &fd, &size));
+  close(fd);
+  if (record == 0) return gl_fail(GL_EINVAL, "a record must have at least one byte");
+  if (size == 0) return gl_fail(GL_EIO, "empty (no records of %zu bytes)", record);
+  if (size > GL_IDX_MAX_BYTES) return gl_fail(GL_EIO, "too large (%llu bytes)", (unsigned long long)size);
+  if (size % record != 0)
+    return gl_fail(GL_EIO, "truncated or malformed: %llu bytes is not a whole number of %zu-byte records "
+                   "(%llu records and %llu bytes over)", (unsigned long long)size, record,
+                   (unsigned long long)(size / record), (unsigned long long)(size % record));
+  *count = (int64_t)(size / record);
+  return GL_OK;
+}
+
+gl_status gl_records_read(const char *path, size_t nbytes, void *dst) {
+  int fd;
+  uint64_t size;
+  GL_TRY(gl_open_regular(path, &fd, &size));
+  gl_status st = GL_OK;
+  if (size != nbytes) st = gl_fail(GL_EIO, "the file changed while it was read");
+  size_t done = 0;
+  while (st == GL_OK && done < nbytes) {
+    ssize_t n = read(fd, (uint8_t *)dst + done, nbytes - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) st = gl_fail(GL_EIO, "cannot read (%s)", strerror(errno));
+    else if (n == 0) st = gl_fail(GL_EIO, "truncated while read (%zu of %zu bytes)", done, nbytes);
+    else done += (size_t)n;
+  }
+  close(fd);
+  return st;
+}

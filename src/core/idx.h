@@ -37,4 +37,11 @@ gl_status gl_idx_header(const char *path, gl_idx_info *out);
 ** order); 'info' is what gl_idx_header returned. */
 gl_status gl_idx_read(const char *path, const gl_idx_info *info, void *dst);
 
+/* Files of fixed-size records and nothing else (CIFAR-10's binary batches: 3073 bytes
+** each). gl_records_count checks the file holds a whole, nonzero number of 'record'-byte
+** records (a truncated or padded file is refused, naming what is over) and gives it;
+** gl_records_read reads its nbytes (count * record) into dst, checking the size again. */
+gl_status gl_records_count(const char *path, size_t record, int64_t *count);
+gl_status gl_records_read(const char *path, size_t nbytes, void *dst);
+
 #endif

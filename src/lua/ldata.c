@@ -24,8 +24,31 @@ static int l_load_idx(lua_State *L) {
   return 1;
 }
 
+/* gpu._load_records(path, record_bytes) -> uint8 array (N, record_bytes) of a file of
+** fixed-size records, or nil and the fault ("'path': ..."): gpu.data's CIFAR-10 loader
+** names the data set and the folder around it. */
+static int l_load_records(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer record = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, record >= 1 && record <= (1 << 30), 2, "record size out of 1..2^30");
+  int64_t shape[2] = { 0, record };
+  if (gl_records_count(path, (size_t)record, &shape[0]) != GL_OK) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "'%s': %s", path, gl_errmsg());
+    return 2;
+  }
+  gl_array *a = gl_lua_alloc(L, GL_UINT8, 2, shape, gl_cpu());
+  if (gl_records_read(path, (size_t)(shape[0] * record), gl_array_data(a)) != GL_OK) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "'%s': %s", path, gl_errmsg());
+    return 2;
+  }
+  return 1;
+}
+
 static const gl_reg data_funcs[] = {
   { "load_idx", l_load_idx, 1 },
+  { "_load_records", l_load_records, 2 },
   { NULL, NULL, 0 }
 };
 

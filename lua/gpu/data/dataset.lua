@@ -129,14 +129,51 @@ function M.ranges(n, bs, o, batch)
   end
 end
 
+-- gather(ds, idx, o, device): the batch of ds's items at the positions idx (a list),
+-- collated (ds:get_batch when it has one and no collate_fn is given), moved to device,
+-- unpacked as a loader's loop gets it
+local function gather(ds, idx, o, device)
+  local b
+  if o.collate_fn == nil and type(ds) == "table" and type(ds.get_batch) == "function" then
+    b = ds:get_batch(idx)
+  else
+    local samples = {}
+    for j, i in ipairs(idx) do samples[j] = item(ds, i) end
+    b = (o.collate_fn or M.default_collate)(samples)
+  end
+  if device then b = to_device(b, device) end
+  return unpack_batch(b)
+end
+
+-- check_order(order, n): positions a sampler gave, each in 1..n
+local function check_order(order, n, what)
+  for _, i in ipairs(order) do
+    if i < 1 or i > n then
+      raise("DataLoader: the %s gave position %d, but the data has %d samples", what, i, n)
+    end
+  end
+end
+M.check_order = check_order
+
 -- epoch(ds, o): the batches of one epoch over dataset ds, o the loader's checked options
--- (batch_size, shuffle, drop_last, collate_fn, device, generator; sampler: a
--- DistributedSampler whose indices of this epoch are the items, in its order)
+-- (batch_size, shuffle, drop_last, collate_fn, device, generator; sampler: its indices of
+-- this epoch are the items, in its order; batch_sampler: its lists are the batches)
 function M.epoch(ds, o)
   local n = length("DataLoader", 1, ds)
+  if o.batch_sampler then
+    local it = o.batch_sampler:iter()
+    local device = o.device and gpu._device_name(o.device)
+    return function()
+      local idx = it()
+      if idx == nil then return nil end
+      check_order(idx, n, "batch_sampler")
+      return gather(ds, idx, o, device)
+    end
+  end
   local order
   if o.sampler then
     order = o.sampler:indices():totable()
+    check_order(order, n, "sampler")
     n = #order
   elseif o.shuffle and n > 0 then
     local perm = o.generator and o.generator:permutation(n) or gpu.random.permutation(n)
@@ -145,17 +182,107 @@ function M.epoch(ds, o)
   return M.ranges(n, o.batch_size, o, function(s, e, device)
     local idx = {}
     for i = s, e do idx[#idx + 1] = order and order[i] or i end
-    local b
-    if o.collate_fn == nil and type(ds) == "table" and type(ds.get_batch) == "function" then
-      b = ds:get_batch(idx)
-    else
-      local samples = {}
-      for j, i in ipairs(idx) do samples[j] = item(ds, i) end
-      b = (o.collate_fn or M.default_collate)(samples)
+    return gather(ds, idx, o, device)
+  end)
+end
+
+-- ---- IterableDataset -------------------------------------------------------------------------
+
+local IterableDataset, is_iterable = options.class("IterableDataset", "ds")
+M.is_iterable = is_iterable
+
+-- IterableDataset(make_iter): torch.utils.data.IterableDataset: a stream of samples with
+-- no length and no positions; make_iter() (a function or a callable object) gives a fresh
+-- iterator for each epoch, whose calls return the samples in turn and then nil.
+--   local ds = gpu.data.IterableDataset(function()
+--     local i = 0
+--     return function() i = i + 1; if i <= 10 then return {gpu.full({2}, i), i} end end
+--   end)
+function M.IterableDataset(make_iter)
+  local mt = getmetatable(make_iter)
+  if type(make_iter) ~= "function" and not (type(mt) == "table" and rawget(mt, "__call") ~= nil) then
+    argerror("data.IterableDataset", 1, "a function returning an iterator expected, got %s", type_name(make_iter))
+  end
+  return setmetatable({ make_iter = make_iter }, IterableDataset)
+end
+
+-- iter(): a new epoch's iterator of samples
+function IterableDataset:iter()
+  local it = self.make_iter()
+  local mt = getmetatable(it)
+  if type(it) ~= "function" and not (type(mt) == "table" and rawget(mt, "__call") ~= nil) then
+    raise("IterableDataset:iter: the dataset's function returned %s, not an iterator (a function)", type_name(it))
+  end
+  return it
+end
+
+IterableDataset.__len = function()
+  raise("IterableDataset: an iterable dataset has no length (#ds); iterate it with ds:iter()")
+end
+
+-- iterable_epoch(ds, o): the batches of one epoch over the IterableDataset ds: batch_size
+-- samples at a time in the stream's order, collated; the last shorter, or left out with
+-- drop_last
+function M.iterable_epoch(ds, o)
+  local it = ds:iter()
+  local device = o.device and gpu._device_name(o.device)
+  local done = false
+  return function()
+    if done then return nil end
+    local samples = {}
+    while #samples < o.batch_size do
+      local s = it()
+      if s == nil then done = true break end
+      samples[#samples + 1] = s
     end
+    if #samples == 0 or (done and o.drop_last and #samples < o.batch_size) then return nil end
+    local b = (o.collate_fn or M.default_collate)(samples)
     if device then b = to_device(b, device) end
     return unpack_batch(b)
-  end)
+  end
+end
+
+-- ---- ConcatDataset ---------------------------------------------------------------------------
+
+local ConcatDataset = options.class("ConcatDataset", "ds")
+ConcatDataset.__len = function(self) return self.n end
+
+-- ConcatDataset({ds1, ds2, ...}): the datasets' items one after another: items 1..#ds1
+-- are ds1's, then ds2's...; .datasets, .cumulative_sizes (as PyTorch)
+function M.ConcatDataset(list)
+  local fname = "data.ConcatDataset"
+  if type(list) ~= "table" or is_array(list) or getmetatable(list) ~= nil or list[1] == nil then
+    argerror(fname, 1, "a non-empty list of datasets expected, got %s", type_name(list))
+  end
+  local sizes, total = {}, 0
+  for i, ds in ipairs(list) do
+    if is_iterable(ds) then argerror(fname, 1, "datasets[%d]: ConcatDataset does not support IterableDataset", i) end
+    local t = type(ds)
+    if t ~= "table" and t ~= "userdata" or is_array(ds) then
+      argerror(fname, 1, "datasets[%d]: a dataset expected, got %s", i, type_name(ds))
+    end
+    local ok, n = pcall(function() return #ds end)
+    if not ok or math.type(n) ~= "integer" or n < 0 then
+      argerror(fname, 1, "datasets[%d] has no length (#ds must be an integer >= 0)", i)
+    end
+    total = total + n
+    sizes[i] = total
+  end
+  local datasets = table.move(list, 1, #list, 1, {})
+  return setmetatable({ datasets = datasets, cumulative_sizes = sizes, n = total }, ConcatDataset)
+end
+
+function ConcatDataset:get(i)
+  if math.type(i) ~= "integer" or i < 1 or i > self.n then
+    raise("ConcatDataset:get: index %s is out of 1..%d", tostring(i), self.n)
+  end
+  local sizes = self.cumulative_sizes
+  local lo, hi = 1, #sizes                      -- the first dataset whose cumulative size >= i
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if sizes[mid] >= i then hi = mid else lo = mid + 1 end
+  end
+  return item(self.datasets[lo], i - (sizes[lo - 1] or 0))
 end
 
 -- ---- TensorDataset ---------------------------------------------------------------------------

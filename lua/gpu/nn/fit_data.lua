@@ -59,6 +59,10 @@ end
 
 -- samples(loader): how many samples one epoch of the loader gives (without drop_last's cut)
 function M.samples(loader)
+  if loader.batch_sampler then
+    local bs = loader.batch_sampler
+    return bs.sampler and #bs.sampler or #bs.list
+  end
   if loader.sampler then return #loader.sampler end
   if loader.dataset then return #loader.dataset end
   return loader.x.shape[1]
@@ -79,7 +83,13 @@ end
 -- distributed(fname, loader): a loader over the same data and options whose sampler is a
 -- DistributedSampler (the loader itself when it has one).
 function M.distributed(fname, loader)
-  if loader.sampler then return loader end
+  local mt = getmetatable(loader.sampler)
+  if mt and rawget(mt, "__name") == "DistributedSampler" then return loader end
+  if loader.sampler or loader.batch_sampler or loader.iterable then
+    raise("%s: distributed = true cannot take this DataLoader: it has its own %s (make the loader with "
+      .. "distributed = true instead)", fname, loader.iterable and "IterableDataset" or
+      loader.sampler and "sampler" or "batch_sampler")
+  end
   if loader.generator ~= nil then
     raise("%s: distributed = true cannot take this DataLoader: it shuffles with its own generator, and a "
       .. "DistributedSampler shuffles by seed and epoch (make the loader without generator =, or with "

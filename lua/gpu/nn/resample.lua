@@ -196,7 +196,7 @@ R.adaptive_avg2d = adaptive_avg2d
 
 -- ---- interpolate -----------------------------------------------------------------------------
 
-local MODES = { "nearest", "linear", "bilinear" }
+local MODES = { "nearest", "nearest-exact", "linear", "bilinear" }
 R.keys.interpolate = {
   size = "integer|table", scale_factor = "number|table",
   mode = { choices = MODES, default = "nearest" },
@@ -232,11 +232,14 @@ local function linear_matrix(n, m, sf, align, x)
   return gpu.array(rows, { dtype = x.dtype, device = x.device })
 end
 
--- The nearest source index (m) of each output, 1-based int64.
-local function nearest_index(n, m, sf, x)
+-- The nearest source index (m) of each output, 1-based int64: floor(i * scale)
+-- ("nearest", PyTorch's legacy rule), or floor((i + 0.5) * scale) ("nearest-exact", the
+-- pixel centres', as PIL and scikit-image).
+local function nearest_index(n, m, sf, x, exact)
   local scale = sf and 1 / sf or n / m
   local idx = {}
-  for i = 0, m - 1 do idx[i + 1] = math.min(math.floor(i * scale), n - 1) + 1 end
+  local half = exact and 0.5 or 0
+  for i = 0, m - 1 do idx[i + 1] = math.min(math.floor((i + half) * scale), n - 1) + 1 end
   return gpu.array(idx, { dtype = "int64", device = x.device })
 end
 
@@ -255,7 +258,7 @@ function R.interpolate_as(name, x, o)
     raise("%s: mode '%s' takes a %s input, got shape %s", name, mode, mode == "linear" and "3-D" or "4-D",
       shape_str(x.shape))
   end
-  if o.align_corners ~= nil and mode == "nearest" then
+  if o.align_corners ~= nil and (mode == "nearest" or mode == "nearest-exact") then
     raise("%s: align_corners only applies to the linear modes, not '%s'", name, mode)
   end
   if (o.size == nil) == (o.scale_factor == nil) then
@@ -290,8 +293,8 @@ function R.interpolate_as(name, x, o)
   for i = nd, 1, -1 do                  -- the last axis first: its matrix multiplies from the right
     local ax = i + 2
     if outs[i] ~= ins[i] or (sfs[i] and sfs[i] ~= 1) then
-      if mode == "nearest" then
-        y = y:index(ax, nearest_index(ins[i], outs[i], sfs[i], x))
+      if mode == "nearest" or mode == "nearest-exact" then
+        y = y:index(ax, nearest_index(ins[i], outs[i], sfs[i], x, mode == "nearest-exact"))
       else
         local A = linear_matrix(ins[i], outs[i], sfs[i], o.align_corners, x)
         if ax == x.ndim then y = y:matmul(A.T)

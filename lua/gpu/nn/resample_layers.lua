@@ -96,9 +96,9 @@ adaptive_class("AdaptiveMaxPool2d", R.adaptive_max_pool2d, true)
 
 -- ---- Upsample, PixelShuffle -------------------------------------------------------------------
 
--- Upsample{size = | scale_factor =, mode = "nearest" | "linear" | "bilinear", align_corners}
+-- Upsample{size = | scale_factor =, mode = "nearest" | "nearest-exact" | "linear" | "bilinear", align_corners}
 local UPSAMPLE = options.declare("nn.Upsample", { size = "integer|table", scale_factor = "number|table",
-  mode = { choices = { "nearest", "linear", "bilinear" }, default = "nearest" }, align_corners = "boolean",
+  mode = { choices = { "nearest", "nearest-exact", "linear", "bilinear" }, default = "nearest" }, align_corners = "boolean",
   recompute_scale_factor = "boolean" },
   { example = "gpu.nn.Upsample((function(o) if not o.size then o.scale_factor = o.scale_factor or 2 end return o end)(%s))" })
 local Upsample = class("Upsample")
@@ -108,8 +108,8 @@ function Upsample:init(opts)
   if (o.size == nil) == (o.scale_factor == nil) then
     argerror("nn.Upsample", 1, "give exactly one of the options 'size' and 'scale_factor'")
   end
-  if o.align_corners ~= nil and o.mode == "nearest" then
-    argerror("nn.Upsample", 1, "option 'align_corners' only applies to the linear modes, not 'nearest'")
+  if o.align_corners ~= nil and (o.mode == "nearest" or o.mode == "nearest-exact") then
+    argerror("nn.Upsample", 1, "option 'align_corners' only applies to the linear modes, not '" .. o.mode .. "'")
   end
   self.size, self.scale_factor, self.mode, self.align_corners = o.size, o.scale_factor, o.mode, o.align_corners
   self.recompute_scale_factor = o.recompute_scale_factor
