@@ -28,12 +28,16 @@
 --   activations.lua  SiLU, ELU, SELU, PReLU, Mish, Hard*, ... ; ModuleList, ModuleDict, Unflatten
 --   norm.lua         LayerNorm, GroupNorm, RMSNorm
 --   attention.lua    scaled_dot_product_attention, MultiheadAttention
---   transformer.lua  TransformerEncoderLayer / DecoderLayer, TransformerEncoder / Decoder
+--   transformer.lua  TransformerEncoderLayer / DecoderLayer, TransformerEncoder / Decoder, Transformer
 --   more_layers.lua  GLU, the pads, InstanceNorm*, Bilinear, RNN/LSTM/GRU cells, ParameterList...
 --   extra_layers.lua RReLU, EmbeddingBag, Unfold/Fold, MaxUnpool2d, LazyLinear/LazyConv2d, grid_sample
 --   keras_functional.lua  Input, Model (Keras's functional API), Activation, Reshape, merges
 --   keras_layers.lua      Conv2D, MaxPooling2D, AveragePooling2D, Global*Pooling2D (channels-last)
 --   keras_preprocessing.lua  Resizing, CenterCrop, RandomFlip, RandomRotation, RandomZoom, RandomCrop
+--   keras_conv.lua        DepthwiseConv2D, SeparableConv2D, Conv2DTranspose (channels-last)
+--   conv3d.lua            conv3d & co: Conv3d, ConvTranspose3d, Max/AvgPool3d, Conv3D, Max/AveragePooling3D
+--   regularizers.lua      nn.regularizers, nn.constraints, ActivityRegularization, Module:losses
+--   packed.lua            packed sequences (nn.utils.pack_padded_sequence ...) and the RNNs over them
 --   keras_metrics.lua     Keras's stateful metrics (nn.metrics.Precision ...)
 
 local options = require "gpu.options"
