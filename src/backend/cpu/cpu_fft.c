@@ -19,7 +19,8 @@
 ** Plans are kept in a small LRU cache keyed by everything a plan depends on: kind,
 ** precision, sign, the dimensions and strides, the arrays' SIMD alignment
 ** (fftw_alignment_of: a plan runs on other arrays through the new-array execute functions
-** only where they are aligned alike) and the thread count. FFTW's planner is not
+** only where they are aligned alike) and the thread count (every core for a large
+** transform, one for a small one: fx_execute). FFTW's planner is not
 ** thread-safe: the cache's lock covers planning, execution and destruction, so Lua states
 ** in several threads take turns.
 **
@@ -322,6 +323,9 @@ static double seconds(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The work (output elements times passes) from which a transform runs on every core. */
+#define FFT_PAR_MIN 32768
+
 static void plan_destroy(bool dbl, void *p) {
   if (p == NULL) return;
   if (dbl) fd.destroy_plan((fftw_plan)p);
@@ -402,7 +406,11 @@ static gl_status fx_execute(fx_desc *d, void *ip, void *op, bool preserve) {
   bool dbl = d->key[K_DBL] != 0;
   d->key[K_ALIGN_IN] = dbl ? fd.alignment_of(ip) : fs.alignment_of(ip);
   d->key[K_ALIGN_OUT] = dbl ? fd.alignment_of(op) : fs.alignment_of(op);
-  int nt = (dbl ? lib_d.threads : lib_s.threads) ? gl_cpu_team_size(d->work) : 1;
+  /* every core for a large transform, whatever the load (as FFTW's own plans and SciPy's
+  ** workers = -1 run): the thread count is part of a plan's key, so a count that followed
+  ** the load would flip between layouts each planned (and measured) anew, and FFTW's
+  ** threads lose little on a core another process shares */
+  int nt = (dbl ? lib_d.threads : lib_s.threads) && d->work >= FFT_PAR_MIN ? gl_cpu_max_threads() : 1;
   d->key[K_THREADS] = nt;
   char mode = planner_mode();
   if (mode == '?')
