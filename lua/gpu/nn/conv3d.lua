@@ -291,7 +291,7 @@ local function pad_same3(x, k, s, d, value)
   return gpu.pad(x, pads, { constant_values = value or 0 })
 end
 local function to_ncdhw(x, cl) return cl and x:permute({ 1, 5, 2, 3, 4 }) or x end
-local function from_ncdhw(y, cl) return cl and y:permute({ 1, 3, 4, 5, 2 }):contiguous() or y end
+local function from_ncdhw(y, cl) return cl and y:permute({ 1, 3, 4, 5, 2 }) or y end   -- (a view, as keras_layers')
 local function five_d(fname, x)
   check_array(x, fname, 1, "input")
   if x.ndim ~= 5 then raise("%s: expected a 5-D input (N, D, H, W, C) or (N, C, D, H, W), got %s", fname, shape_str(x.shape)) end

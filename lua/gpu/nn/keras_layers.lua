@@ -44,7 +44,8 @@ local function pad_same(x, k, s, d, value)
 end
 
 local function to_nchw(x, cl) return cl and x:permute({ 1, 4, 2, 3 }) or x end
-local function from_nchw(y, cl) return cl and y:permute({ 1, 3, 4, 2 }):contiguous() or y end
+-- (a view: the next channels-last layer permutes it back to NCHW without a copy)
+local function from_nchw(y, cl) return cl and y:permute({ 1, 3, 4, 2 }) or y end
 
 local function four_d(fname, x)
   check_array(x, fname, 1, "input")

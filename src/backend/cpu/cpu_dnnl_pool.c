@@ -106,6 +106,9 @@ static void pool_bwd_direct(bool max, float *dx, const float *x, const float *y,
                             const pool_geom *g) {
   const int *k = g->k, *s = g->s, *p = g->p;
   float scale = 1.0f / (float)(k[0] * k[1]);
+  /* windows as wide as their stride, unpadded (2x2 by 2, Keras's default pooling): each
+  ** input in one window at most, found by its corner without tap ranges */
+  bool tiled = s[0] == k[0] && s[1] == k[1] && p[0] == 0 && p[1] == 0;
   int nt = gl_cpu_team_size(g->planes * g->OH * g->OW * k[0] * k[1]);
   _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
   for (int64_t pc = 0; pc < g->planes; pc++) {
@@ -124,6 +127,21 @@ static void pool_bwd_direct(bool max, float *dx, const float *x, const float *y,
             tap_range(g->OW, g->W, s[1], p[1], kj, &lo, &hi);
             for (int64_t ow = lo; ow < hi; ow++) r[ow * s[1] + off] += gr[ow] * scale;
           }
+        }
+        continue;
+      }
+      if (tiled) {                  /* windows that tile the plane: one at a time */
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+          const float *w0 = in + oh * k[0] * g->W + ow * k[1];
+          float m = yr[ow], bv = 0;
+          int64_t at = -1;
+          for (int ki = 0; ki < k[0]; ki++)
+            for (int kj = 0; kj < k[1]; kj++) {
+              float v = w0[ki * g->W + kj];
+              bool take = at < 0 || (m == m ? v > bv : (v != v && bv == bv));
+              if (take) { bv = v; at = ki * g->W + kj; }
+            }
+          d[oh * k[0] * g->W + ow * k[1] + at] += gr[ow];
         }
         continue;
       }
