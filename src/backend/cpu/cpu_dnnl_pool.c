@@ -130,16 +130,16 @@ static void pool_bwd_direct(bool max, float *dx, const float *x, const float *y,
         }
         continue;
       }
-      if (tiled) {                  /* windows that tile the plane: one at a time */
-        for (int64_t ow = 0; ow < g->OW; ow++) {
+      if (tiled) {                  /* windows that tile the plane: one at a time, to the */
+        for (int64_t ow = 0; ow < g->OW; ow++) {   /* first position equal to y (NaN: the first NaN) */
           const float *w0 = in + oh * k[0] * g->W + ow * k[1];
-          float m = yr[ow], bv = 0;
-          int64_t at = -1;
-          for (int ki = 0; ki < k[0]; ki++)
+          float m = yr[ow];
+          bool nan = m != m;
+          int64_t at = 0;
+          for (int ki = 0, found = 0; ki < k[0] && !found; ki++)
             for (int kj = 0; kj < k[1]; kj++) {
               float v = w0[ki * g->W + kj];
-              bool take = at < 0 || (m == m ? v > bv : (v != v && bv == bv));
-              if (take) { bv = v; at = ki * g->W + kj; }
+              if (nan ? v != v : v == m) { at = ki * g->W + kj; found = 1; break; }
             }
           d[oh * k[0] * g->W + ow * k[1] + at] += gr[ow];
         }
