@@ -20,30 +20,42 @@ static gl_status check_index_dtype(const gl_array *idx, const char *what) {
   return GL_OK;
 }
 
+/* idx's elements in C order as int64 into h (host memory of idx->size slots). */
+static gl_status read_int64(const gl_array *idx, int64_t *h) {
+  gl_status st = GL_OK;
+  if (idx->size > 0) st = gl_op_to_host(h, idx);
+  if (st == GL_OK && idx->dtype == GL_INT32)          /* widen in place, back to front */
+    for (int64_t i = idx->size - 1; i >= 0; i--) h[i] = ((int32_t *)h)[i];
+  return st;
+}
+
 /* idx's elements in C order as int64 on the host (malloc'd, at least one slot). */
 static gl_status host_int64(const gl_array *idx, int64_t **out) {
   size_t nbytes;                     /* idx may be a huge broadcast view */
   GL_TRY(gl_nbytes(idx->size > 0 ? idx->size : 1, GL_INT64, &nbytes));
   int64_t *h = malloc(nbytes);
   if (h == NULL) return gl_fail(GL_ENOMEM, "out of host memory for %lld indices", (long long)idx->size);
-  gl_status st = GL_OK;
-  if (idx->size > 0) st = gl_op_to_host(h, idx);
-  if (st == GL_OK && idx->dtype == GL_INT32)          /* widen in place, back to front */
-    for (int64_t i = idx->size - 1; i >= 0; i--) h[i] = ((int32_t *)h)[i];
+  gl_status st = read_int64(idx, h);
   if (st != GL_OK) { free(h); return st; }
   *out = h;
   return GL_OK;
 }
 
-/* 1-based positions (negatives from the end) into 0-based, each checked against n. */
+/* 1-based positions (negatives from the end) into 0-based, each checked against n. A span
+** is checked whole, then converted (two loops the compiler vectorises, over a span still
+** in cache); the culprit is looked for only in a span that holds one. */
 static gl_status normalise(int64_t *h, int64_t m, int64_t n, int axis) {
-  for (int64_t i = 0; i < m; i++) {
-    if (i % GL_POLL_SPAN == 0) GL_TRY(gl_interrupt_check());
-    int64_t v = h[i];
-    if (v == 0 || v > n || v < -n)
-      return gl_fail(GL_EINVAL, "index %lld is out of range for axis %d with size %lld (indices are 1-based, negatives count from the end)",
-                     (long long)v, axis + 1, (long long)n);
-    h[i] = v > 0 ? v - 1 : v + n;
+  for (int64_t i0 = 0; i0 < m; i0 += GL_POLL_SPAN) {
+    GL_TRY(gl_interrupt_check());
+    int64_t e = m - i0 < GL_POLL_SPAN ? m - i0 : GL_POLL_SPAN;
+    int64_t *s = h + i0;
+    int bad = 0;
+    for (int64_t i = 0; i < e; i++) bad |= (s[i] == 0) | (s[i] > n) | (s[i] < -n);
+    for (int64_t i = 0; bad && i < e; i++)
+      if (s[i] == 0 || s[i] > n || s[i] < -n)
+        return gl_fail(GL_EINVAL, "index %lld is out of range for axis %d with size %lld (indices are 1-based, negatives count from the end)",
+                       (long long)s[i], axis + 1, (long long)n);
+    for (int64_t i = 0; i < e; i++) s[i] = s[i] > 0 ? s[i] - 1 : s[i] + n;
   }
   return GL_OK;
 }
@@ -51,10 +63,17 @@ static gl_status normalise(int64_t *h, int64_t m, int64_t n, int axis) {
 /* Reads, checks and uploads idx: a 1-D int64 array of 0-based positions on dev. */
 static gl_status device_positions(gl_array *out, const gl_array *idx, int64_t n, int axis, gl_device dev) {
   GL_TRY(check_index_dtype(idx, "indices"));
+  int64_t m = idx->size;
+  if (dev.type == GL_CPU) {          /* made in place in the result: one pass less, no staging */
+    GL_TRY(gl_array_alloc(out, GL_INT64, 1, &m, dev));
+    gl_status st = read_int64(idx, gl_array_data(out));
+    if (st == GL_OK) st = normalise(gl_array_data(out), m, n, axis);
+    if (st != GL_OK) gl_array_release(out);
+    return st;
+  }
   int64_t *h;
   GL_TRY(host_int64(idx, &h));
-  gl_status st = normalise(h, idx->size, n, axis);
-  int64_t m = idx->size;
+  gl_status st = normalise(h, m, n, axis);
   if (st == GL_OK) st = gl_op_from_host(out, h, GL_INT64, 1, &m, dev);
   free(h);
   return st;
@@ -178,6 +197,43 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
   }
   if (st == GL_OK) st = scatter_positions(x, axis, &pos, v, accumulate);
   gl_array_release(&vv);
+  gl_array_release(&pos);
+  return st;
+}
+
+/* The largest (max) or smallest of the elements of src sent to each of n positions by idx
+** (1-based, negatives from the end; src has idx's size, both any shape, read in C order):
+** out (src's dtype) and seen (bool), both (n), as the backend's scatter_extreme gives them. */
+gl_status gl_op_scatter_extreme(gl_array *out, gl_array *seen, int64_t n, const gl_array *idx,
+                                const gl_array *src, bool max) {
+  GL_TRY(gl_same_device(src, idx));
+  GL_TRY(check_index_dtype(idx, "indices"));
+  if (gl_dtype_is_complex((gl_dtype)src->dtype))
+    return gl_fail(GL_EINVAL, "%s values have no order", gl_dtypes[src->dtype].name);
+  if (src->size != idx->size)
+    return gl_fail(GL_EINVAL, "src must have the index's %lld elements, got %lld", (long long)idx->size,
+                   (long long)src->size);
+  if (n < 0) return gl_fail(GL_EINVAL, "the number of positions must be >= 0, got %lld", (long long)n);
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(src, GL_OP_INDEX, &be));
+  char dn[16];
+  if (be->scatter_extreme == NULL)
+    return gl_fail(GL_ENOTSUP, "scatter_extreme is not supported on %s", gl_device_name(gl_array_device(src), dn));
+  gl_device dev = gl_array_device(src);
+  int64_t m = src->size;
+  gl_array pos = { 0 }, flat = { 0 };
+  GL_TRY(device_positions(&pos, idx, n, 0, dev));
+  gl_status st = reshaped(&flat, src, 1, &m);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)src->dtype, 1, &n, dev);
+  if (st == GL_OK) {
+    st = gl_array_alloc(seen, GL_BOOL, 1, &n, dev);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  if (st == GL_OK) {
+    st = be->scatter_extreme(out, seen, &pos, &flat, max);
+    if (st != GL_OK) { gl_array_release(out); gl_array_release(seen); }
+  }
+  gl_array_release(&flat);
   gl_array_release(&pos);
   return st;
 }
