@@ -515,6 +515,16 @@ typedef struct gl_backend {
   ** repeated position the last j wins (accumulate: all add up). (optional) */
   gl_status (*scatter)(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                        bool accumulate);
+  /* The largest (max) or smallest of the src[j] sent to each position: dst[k] = that of
+  ** the src[j] with idx[j] = k, seen[k] = 1; a position nothing is sent to gets 0 and
+  ** seen[k] = 0. NaN is largest and smallest (it wins) and a tie goes to the last j (-0
+  ** and +0 tie), so the result is the element a stable sort by value (descending for min)
+  ** would put last. dst (any real dtype) and seen (bool) contiguous 1-D of one length;
+  ** idx contiguous 1-D int64, 0-based positions already checked; src 1-D of dst's dtype
+  ** and idx's length, any stride. (optional: without it the ops layer reports the op
+  ** unsupported, and gpu.scatter_reduce sorts instead) */
+  gl_status (*scatter_extreme)(const gl_array *dst, const gl_array *seen, const gl_array *idx,
+                               const gl_array *src, bool max);
   /* dst (1-D, length = number of true mask elements) = src[mask] in C order; mask bool of
   ** src's shape (may be a broadcast view with 0 strides); src any strides. (optional) */
   gl_status (*mask_select)(const gl_array *dst, const gl_array *src, const gl_array *mask);

@@ -86,6 +86,8 @@ gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array 
 ** broadcast to x.shape[:axis] + idx.shape + x.shape[axis+1:]. Repeated positions: the
 ** last write wins (accumulate: all add). */
 gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_operand v, bool accumulate);
+gl_status gl_op_scatter_extreme(gl_array *out, gl_array *seen, int64_t n, const gl_array *idx,
+                                const gl_array *src, bool max);
 /* x[mask]: mask bool with the shape of x's leading axes; out (count, x.shape[k:]...). */
 gl_status gl_op_mask_select(gl_array *out, const gl_array *x, const gl_array *mask);
 /* x[mask] = v: a scalar, an array broadcast to the selection (count, x.shape[k:]...), or
