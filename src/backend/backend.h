@@ -516,13 +516,15 @@ typedef struct gl_backend {
   gl_status (*scatter)(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                        bool accumulate);
   /* The largest (max) or smallest of the src[j] sent to each position: dst[k] = that of
-  ** the src[j] with idx[j] = k, seen[k] = 1; a position nothing is sent to gets 0 and
+  ** the src[j] with position k, seen[k] = 1; a position nothing is sent to gets 0 and
   ** seen[k] = 0. NaN is largest and smallest (it wins) and a tie goes to the last j (-0
   ** and +0 tie), so the result is the element a stable sort by value (descending for min)
-  ** would put last. dst (any real dtype) and seen (bool) contiguous 1-D of one length;
-  ** idx contiguous 1-D int64, 0-based positions already checked; src 1-D of dst's dtype
-  ** and idx's length, any stride. (optional: without it the ops layer reports the op
-  ** unsupported, and gpu.scatter_reduce sorts instead) */
+  ** would put last. dst (any real dtype) and seen (bool) contiguous 1-D of one length n;
+  ** idx contiguous 1-D int64 of 1-based positions (negatives from the end: n + 1 + idx[j])
+  ** that the backend checks: the first one out of range is an error that names it ("index
+  ** 7 is out of range for axis 1 with size 3 ...", dst and seen then undefined); src 1-D of
+  ** dst's dtype and idx's length, any stride. (optional: without it the ops layer reports
+  ** the op unsupported, and gpu.scatter_reduce sorts) */
   gl_status (*scatter_extreme)(const gl_array *dst, const gl_array *seen, const gl_array *idx,
                                const gl_array *src, bool max);
   /* dst (1-D, length = number of true mask elements) = src[mask] in C order; mask bool of

@@ -211,7 +211,8 @@ static int l_scatter_extreme(lua_State *L) {
   bool max = lua_toboolean(L, 4);
   gl_array *res[2];
   gl_lua_push_results(L, 4, res, 2);
-  return gl_lua_results(L, gl_op_scatter_extreme(res[0], res[1], n, idx, src, max), res, 2);
+  gl_lua_check_status(L, gl_op_scatter_extreme(res[0], res[1], n, idx, src, max), 2);
+  return gl_lua_results(L, GL_OK, res, 2);
 }
 
 /* gpu.masked_select(x, mask) = x[mask]. */

@@ -79,6 +79,49 @@ static gl_status device_positions(gl_array *out, const gl_array *idx, int64_t n,
   return st;
 }
 
+/* On the cpu an index needs no array of positions of its own: a contiguous int64 index is
+** read a span at a time into a small buffer (which stays in L1), checked and converted
+** there and scattered from there, so the index is read once, as the scatter reads it. */
+#define POS_SPAN 4096
+
+static bool host_index(const gl_array *idx, gl_device dev) {
+  return dev.type == GL_CPU && idx->dtype == GL_INT64 && gl_array_is_contiguous(idx);
+}
+
+/* be->scatter of 'view' (x's shape with raw->size on axis) through the 1-based positions of
+** raw (a host_index), a span of POS_SPAN at a time. A position out of range is an error
+** that leaves x as it was: x is copied first and put back when it is small beside the
+** index, else every span is checked before any is scattered. */
+static gl_status scatter_spans(const gl_backend *be, const gl_array *x, int axis, const gl_array *raw,
+                               const gl_array *view, bool accumulate) {
+  int64_t buf[POS_SPAN];
+  gl_storage hs = { .refcount = 1, .data = buf, .nbytes = sizeof buf, .device = gl_cpu() };
+  const int64_t *h = gl_array_data(raw);
+  int64_t n = x->shape[axis], m = raw->size, per = view->size / m;
+  bool small = x->size <= m / 8;
+  gl_array saved = { 0 };
+  gl_status st = GL_OK;
+  if (small) GL_TRY(gl_op_copy(&saved, x, (gl_dtype)x->dtype, gl_array_device(x)));
+  for (int pass = small ? 1 : 0; pass < 2 && st == GL_OK; pass++) {    /* 0: check only */
+    for (int64_t j0 = 0; j0 < m && st == GL_OK; j0 += POS_SPAN) {
+      int64_t len = m - j0 < POS_SPAN ? m - j0 : POS_SPAN;
+      memcpy(buf, h + j0, (size_t)len * sizeof *buf);
+      st = normalise(buf, len, n, axis);
+      if (st != GL_OK || pass == 0) continue;
+      gl_array pos = { 0 }, part = *view;
+      st = gl_array_init(&pos, GL_INT64, 1, &len);
+      pos.storage = &hs;
+      part.shape[axis] = len;
+      part.offset += j0 * part.strides[axis];
+      part.size = per * len;
+      if (st == GL_OK) st = be->scatter(x, axis, &pos, &part, accumulate);
+    }
+  }
+  if (st == GL_EINVAL && small) (void)gl_op_assign(x, &saved);      /* the error's text stays */
+  gl_array_release(&saved);
+  return st;
+}
+
 /* A view of 'a' reshaped, or a contiguous copy of it reshaped when the strides do not
 ** allow a view. */
 static gl_status reshaped(gl_array *out, const gl_array *a, int ndim, const int64_t *shape) {
@@ -134,13 +177,14 @@ gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array 
 }
 
 /* Scatters 'values' (broadcast to x's shape with m positions on 'axis') through the
-** 0-based positions 'pos' (1-D, on x's device). */
+** 0-based positions 'pos' (1-D, on x's device), or, pos NULL, through the 1-based ones of
+** raw (a host_index whose positions are all in range). */
 static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *pos, gl_operand v,
-                                   bool accumulate) {
+                                   bool accumulate, const gl_array *raw) {
   const gl_backend *be;
   GL_TRY(gl_backend_of(x, GL_OP_INDEX, &be));
   int64_t shape[GL_MAXDIMS];
-  for (int i = 0; i < x->ndim; i++) shape[i] = i == axis ? pos->size : x->shape[i];
+  for (int i = 0; i < x->ndim; i++) shape[i] = i == axis ? (raw ? raw : pos)->size : x->shape[i];
   gl_array src = { 0 }, view;
   gl_status st;
   if (v.arr == NULL) {
@@ -161,7 +205,8 @@ static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *
                  gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(x->ndim, shape, b2));
   }
   if (st == GL_OK && view.size > 0) st = gl_array_begin_write(x);
-  if (st == GL_OK && view.size > 0) st = be->scatter(x, axis, pos, &view, accumulate);
+  if (st == GL_OK && view.size > 0)
+    st = raw ? scatter_spans(be, x, axis, raw, &view, accumulate) : be->scatter(x, axis, pos, &view, accumulate);
   gl_array_release(&src);
   return st;
 }
@@ -173,7 +218,8 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
   else GL_TRY(gl_scalar_check((gl_dtype)x->dtype, v.s));     /* even when idx is empty */
   GL_TRY(check_index_dtype(idx, "indices"));
   gl_array pos = { 0 }, vv = { 0 };
-  GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
+  bool direct = host_index(idx, gl_array_device(x));
+  if (!direct) GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
   gl_status st = GL_OK;
   if (v.arr && idx->ndim != 1) {
     /* values broadcast against x.shape[:axis] + idx.shape + x.shape[axis+1:], then the
@@ -195,7 +241,7 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
     gl_array_release(&tmp);
     v.arr = &vv;
   }
-  if (st == GL_OK) st = scatter_positions(x, axis, &pos, v, accumulate);
+  if (st == GL_OK) st = scatter_positions(x, axis, direct ? NULL : &pos, v, accumulate, direct ? idx : NULL);
   gl_array_release(&vv);
   gl_array_release(&pos);
   return st;
@@ -216,25 +262,28 @@ gl_status gl_op_scatter_extreme(gl_array *out, gl_array *seen, int64_t n, const 
   if (n < 0) return gl_fail(GL_EINVAL, "the number of positions must be >= 0, got %lld", (long long)n);
   const gl_backend *be;
   GL_TRY(gl_backend_of(src, GL_OP_INDEX, &be));
+  gl_device dev = gl_array_device(src);
   char dn[16];
   if (be->scatter_extreme == NULL)
-    return gl_fail(GL_ENOTSUP, "scatter_extreme is not supported on %s", gl_device_name(gl_array_device(src), dn));
-  gl_device dev = gl_array_device(src);
+    return gl_fail(GL_ENOTSUP, "scatter_extreme is not supported on %s", gl_device_name(dev, dn));
   int64_t m = src->size;
-  gl_array pos = { 0 }, flat = { 0 };
-  GL_TRY(device_positions(&pos, idx, n, 0, dev));
-  gl_status st = reshaped(&flat, src, 1, &m);
+  gl_array ix = { 0 }, flat = { 0 };
+  gl_status st = GL_OK;
+  if (idx->dtype == GL_INT64 && gl_array_is_contiguous(idx)) gl_array_view_of(&ix, idx);
+  else st = gl_op_copy(&ix, idx, GL_INT64, dev);
+  if (st == GL_OK) st = gl_view_reshape(&ix, 1, &m);
+  if (st == GL_OK) st = reshaped(&flat, src, 1, &m);
   if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)src->dtype, 1, &n, dev);
   if (st == GL_OK) {
     st = gl_array_alloc(seen, GL_BOOL, 1, &n, dev);
     if (st != GL_OK) gl_array_release(out);
   }
   if (st == GL_OK) {
-    st = be->scatter_extreme(out, seen, &pos, &flat, max);
+    st = be->scatter_extreme(out, seen, &ix, &flat, max);
     if (st != GL_OK) { gl_array_release(out); gl_array_release(seen); }
   }
   gl_array_release(&flat);
-  gl_array_release(&pos);
+  gl_array_release(&ix);
   return st;
 }
 
@@ -331,7 +380,7 @@ gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand 
                    gl_shape_str(nd, sel, b2), gl_shape_str(x->ndim, x->shape, b3));
     }
   }
-  if (st == GL_OK && count > 0) st = scatter_positions(&xv, 0, &pos, val, false);
+  if (st == GL_OK && count > 0) st = scatter_positions(&xv, 0, &pos, val, false, NULL);
   if (st == GL_OK && copied) {          /* worked on a contiguous copy: write it back */
     st = gl_view_reshape(&xv, x->ndim, x->shape);
     if (st == GL_OK) st = gl_op_assign(x, &xv);

@@ -157,103 +157,68 @@ gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, con
 
 /* Whether v replaces c as the largest (smallest) so far, v coming later: NaN wins, and a
 ** tie goes to the later one (-0 and +0 are a tie), the order a stable sort by value gives. */
-static inline bool take_max_f(double v, double c) { return c != c ? v != v : !(v < c); }
-static inline bool take_min_f(double v, double c) { return c != c ? v != v : !(v > c); }
-#define GL_TAKE_MAX_FLOAT(v, c) take_max_f(v, c)
-#define GL_TAKE_MIN_FLOAT(v, c) take_min_f(v, c)
+#define GL_TAKE_MAX_FLOAT(v, c) ((c) != (c) ? (v) != (v) : !((v) < (c)))
+#define GL_TAKE_MIN_FLOAT(v, c) ((c) != (c) ? (v) != (v) : !((v) > (c)))
 #define GL_TAKE_MAX_INT(v, c) ((v) >= (c))
 #define GL_TAKE_MIN_INT(v, c) ((v) <= (c))
 #define GL_TAKE_MAX_UINT GL_TAKE_MAX_INT
 #define GL_TAKE_MIN_UINT GL_TAKE_MIN_INT
 #define GL_TAKE_MAX_BOOL GL_TAKE_MAX_INT
 #define GL_TAKE_MIN_BOOL GL_TAKE_MIN_INT
+/* A start below (above) every value, so the first element sent to a position always
+** replaces it, with no test of whether one came before. */
+#define GL_LOWEST_FLOAT(S, id, half) GL_DT_STORE(FLOAT, half, S, id, FLOAT, -INFINITY)
+#define GL_HIGHEST_FLOAT(S, id, half) GL_DT_STORE(FLOAT, half, S, id, FLOAT, INFINITY)
+#define GL_HIGHEST_INT(S, id, half) ((S)(((uint64_t)1 << (sizeof(S) * 8 - 1)) - 1))
+#define GL_LOWEST_INT(S, id, half) ((S)(-GL_HIGHEST_INT(S, id, half) - 1))
+#define GL_LOWEST_UINT(S, id, half) ((S)0)
+#define GL_HIGHEST_UINT(S, id, half) ((S)~(S)0)
+#define GL_LOWEST_BOOL GL_LOWEST_UINT
+#define GL_HIGHEST_BOOL GL_HIGHEST_UINT
 
-/* Elements j0 .. j1-1 of src into (d, seen) in order, and the merge of a later partial
-** result (pd, pseen: n positions) into (d, seen): the same rule, so splitting j among
-** threads and merging their results in order gives what one pass gives. */
-#define GL_EXTREME_FNS(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (1, 1, 1, 1),                 \
-  static void extreme_##id(void *d_, uint8_t *seen, const int64_t *idx, const void *s_,          \
-                           int64_t ss, int64_t j0, int64_t j1, bool max) {                      \
+/* One pass over src in order: position k = idx[j] (1-based, negatives from the end); the
+** first one out of range stops it, *bad = j + 1. */
+#define GL_EXTREME_PASS(kind, half, S, DIR)                                                       \
+  for (int64_t j = 0; j < m; j++) {                                                              \
+    if (j % GL_POLL_SPAN == 0 && gl_interrupted()) break;                                        \
+    int64_t k = idx[j] > 0 ? idx[j] - 1 : idx[j] + n;                                            \
+    if ((uint64_t)k >= (uint64_t)n) { *bad = j + 1; break; }                                     \
+    S v = s[j * ss];                                                                             \
+    seen[k] = 1;                                                                                 \
+    if (GL_TAKE_##DIR##_##kind(GL_DT_LOAD(half, v), GL_DT_LOAD(half, d[k]))) d[k] = v;          \
+  }
+#define GL_EXTREME_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (1, 1, 1, 1),                  \
+  static void extreme_##id(void *d_, uint8_t *seen, int64_t n, const int64_t *idx,               \
+                           const void *s_, int64_t ss, int64_t m, bool max, int64_t *bad) {     \
     S *d = d_;                                                                                   \
     const S *s = s_;                                                                             \
-    if (max)                                                                                     \
-      for (int64_t j = j0; j < j1; j++) {                                                        \
-        int64_t k = idx[j];                                                                      \
-        S v = s[j * ss];                                                                         \
-        if (!seen[k]) { d[k] = v; seen[k] = 1; }                                                 \
-        else if (GL_TAKE_MAX_##kind(GL_DT_LOAD(half, v), GL_DT_LOAD(half, d[k]))) d[k] = v;      \
-      }                                                                                          \
-    else                                                                                         \
-      for (int64_t j = j0; j < j1; j++) {                                                        \
-        int64_t k = idx[j];                                                                      \
-        S v = s[j * ss];                                                                         \
-        if (!seen[k]) { d[k] = v; seen[k] = 1; }                                                 \
-        else if (GL_TAKE_MIN_##kind(GL_DT_LOAD(half, v), GL_DT_LOAD(half, d[k]))) d[k] = v;      \
-      }                                                                                          \
-  }                                                                                              \
-  static void extreme_merge_##id(void *d_, uint8_t *seen, const void *pd_, const uint8_t *pseen, \
-                                 int64_t n, bool max) {                                          \
-    S *d = d_;                                                                                   \
-    const S *pd = pd_;                                                                           \
-    for (int64_t k = 0; k < n; k++) {                                                            \
-      if (!pseen[k]) continue;                                                                   \
-      bool take = !seen[k] || (max ? GL_TAKE_MAX_##kind(GL_DT_LOAD(half, pd[k]), GL_DT_LOAD(half, d[k])) \
-                                   : GL_TAKE_MIN_##kind(GL_DT_LOAD(half, pd[k]), GL_DT_LOAD(half, d[k]))); \
-      if (take) { d[k] = pd[k]; seen[k] = 1; }                                                   \
-    }                                                                                            \
+    S start = max ? GL_LOWEST_##kind(S, id, half) : GL_HIGHEST_##kind(S, id, half);              \
+    for (int64_t k = 0; k < n; k++) { d[k] = start; seen[k] = 0; }                               \
+    if (max) GL_EXTREME_PASS(kind, half, S, MAX)                                                 \
+    else GL_EXTREME_PASS(kind, half, S, MIN)                                                     \
+    for (int64_t k = 0; k < n; k++)                                                              \
+      if (!seen[k]) d[k] = GL_DT_STORE(kind, half, S, id, INT, 0);                               \
   })
-GL_DTYPE_LIST(GL_EXTREME_FNS)
+GL_DTYPE_LIST(GL_EXTREME_FN)
 
-typedef void (*extreme_fn)(void *d, uint8_t *seen, const int64_t *idx, const void *s, int64_t ss,
-                           int64_t j0, int64_t j1, bool max);
-typedef void (*extreme_merge_fn)(void *d, uint8_t *seen, const void *pd, const uint8_t *pseen,
-                                 int64_t n, bool max);
+typedef void (*extreme_fn)(void *d, uint8_t *seen, int64_t n, const int64_t *idx, const void *s,
+                           int64_t ss, int64_t m, bool max, int64_t *bad);
 #define GL_EXTREME_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 1), [GL_##E] = extreme_##id,)
-#define GL_EXTREME_MERGE_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 1), [GL_##E] = extreme_merge_##id,)
 static const extreme_fn extremes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_EXTREME_ENTRY) };
-static const extreme_merge_fn extreme_merges[GL_NDTYPE] = { GL_DTYPE_LIST(GL_EXTREME_MERGE_ENTRY) };
 
-/* One pass over src in order, or, when there are many more elements than positions, a
-** pass per thread over its share into a private result, merged in the threads' order. */
+/* One pass in order: the elements sent to a position are few beside the whole (the
+** position's running value stays in cache), and the pass reads each element once. */
 gl_status gl_cpu_scatter_extreme(const gl_array *dst, const gl_array *seen, const gl_array *idx,
                                  const gl_array *src, bool max) {
   extreme_fn fn = extremes[dst->dtype];
-  extreme_merge_fn merge = extreme_merges[dst->dtype];
   if (fn == NULL) return gl_fail(GL_ENOTSUP, "no order of %s values", gl_dtypes[dst->dtype].name);
-  size_t sz = gl_dtypes[dst->dtype].size;
-  int64_t n = dst->size, m = idx->size, ss = src->strides[0];
-  char *d = gl_array_data(dst);
-  uint8_t *sn = gl_array_data(seen);
+  int64_t bad = 0;
   const int64_t *ix = gl_array_data(idx);
-  const char *s = gl_array_data(src);
-  memset(d, 0, (size_t)n * sz);
-  memset(sn, 0, (size_t)n);
-  int nt = m >= PAR_MIN && n <= m / 16 ? gl_cpu_team_size(m) : 1;
-  char *part = NULL;                 /* threads 1 .. nt-1: n values then n flags each */
-  if (nt > 1) part = calloc((size_t)(nt - 1), (size_t)n * (sz + 1));
-  if (part == NULL) nt = 1;
-  #pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-#ifdef _OPENMP
-    int t = omp_get_thread_num(), team = omp_get_num_threads();
-#else
-    int t = 0, team = 1;
-#endif
-    int64_t lo = m / team * t + (t < m % team ? t : m % team);
-    int64_t hi = lo + m / team + (t < m % team);
-    char *td = t == 0 ? d : part + (size_t)(t - 1) * (size_t)n * (sz + 1);
-    uint8_t *tseen = t == 0 ? sn : (uint8_t *)td + (size_t)n * sz;
-    for (int64_t j0 = lo; j0 < hi && !gl_interrupted(); j0 += GL_POLL_SPAN)
-      fn(td, tseen, ix, s, ss, j0, hi - j0 < GL_POLL_SPAN ? hi : j0 + GL_POLL_SPAN, max);
-  }
-  if (nt > 1) {
-    gl_cpu_team_done(nt);
-    for (int t = 1; t < nt; t++) {
-      char *pd = part + (size_t)(t - 1) * (size_t)n * (sz + 1);
-      merge(d, sn, pd, (uint8_t *)pd + (size_t)n * sz, n, max);
-    }
-  }
-  free(part);
+  fn(gl_array_data(dst), gl_array_data(seen), dst->size, ix, gl_array_data(src), src->strides[0], idx->size,
+     max, &bad);
+  if (bad)
+    return gl_fail(GL_EINVAL, "index %lld is out of range for axis 1 with size %lld (indices are 1-based, negatives count from the end)",
+                   (long long)ix[bad - 1], (long long)dst->size);
   return gl_interrupt_check();
 }
 
