@@ -551,6 +551,11 @@ typedef struct gl_backend {
   ** has checked 0 <= v < nb). weights: NULL or contiguous float64 of x's size. (optional) */
   gl_status (*histogram)(const gl_array *counts, const gl_array *x, const gl_array *weights,
                          const gl_array *edges, bool uniform);
+  /* dst[i] (contiguous int64, v's length) = how many elements of the sorted a are < v[i]
+  ** (right: <= v[i]), NaN larger than every number as the sort puts it: a binary search
+  ** per element, a and v 1-D of one real dtype, any strides. (optional: the Lua side
+  ** searches with whole-array steps instead) */
+  gl_status (*searchsorted)(const gl_array *dst, const gl_array *a, const gl_array *v, bool right);
 
   /* dst (contiguous, on this device) = random numbers of 'dist' from the counter blocks
   ** req->offset, req->offset + 1, ... (kernels/philox.h); the ops layer has checked the

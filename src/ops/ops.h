@@ -124,6 +124,9 @@ gl_status gl_op_partition(gl_array *values, gl_array *indices, const gl_array *x
 ** out). weights: NULL or of x's size, summed instead of counted (in float64). */
 gl_status gl_op_histcounts(gl_array *counts, const gl_array *x, const gl_array *weights,
                            const gl_array *edges, bool uniform, int64_t nbins);
+/* out (int64, v's length): how many elements of the sorted 1-D a are < v[i] (right: <=),
+** NaN last; a and v of one real dtype. */
+gl_status gl_op_searchsorted(gl_array *out, const gl_array *a, const gl_array *v, bool right);
 
 /* ---- linear algebra (linalg.c) ----------------------------------------------------- */
 /* out = a @ b, NumPy's matmul: 1-D operands promoted then the added axis removed, batch

@@ -48,6 +48,7 @@ gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_
                       int axis, bool descending);
 gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, const gl_array *src,
                            int axis, const int64_t *kth, int nk);
+gl_status gl_cpu_searchsorted(const gl_array *dst, const gl_array *a, const gl_array *v, bool right);
 gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_array *weights,
                            const gl_array *edges, bool uniform);
 

@@ -141,6 +141,7 @@ const gl_backend gl_cpu_backend = {
   .sort = gl_cpu_sort,
   .partition = gl_cpu_partition,
   .histogram = gl_cpu_histogram,
+  .searchsorted = gl_cpu_searchsorted,
   .random = gl_cpu_random,
   .im2col = gl_cpu_im2col,
   .col2im = gl_cpu_col2im,
