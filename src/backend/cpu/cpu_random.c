@@ -217,6 +217,31 @@ static uint32_t sub_blocks(const gl_rand_req *rq) {
   }
 }
 
+/* The constants of the last few parameters seen (binomial (n, p), Poisson lam) that came
+** from arrays, by a hash of their bits: multinomial's binomials have few distinct counts,
+** whose setup (a log1p and an exp) would otherwise cost more than the draw. */
+#define SETUP_SLOTS 16
+typedef struct setup_cache {
+  bool used[SETUP_SLOTS];
+  double a[SETUP_SLOTS], b[SETUP_SLOTS];
+  gl_rs_binomial_c binomial[SETUP_SLOTS];
+  gl_rs_poisson_c poisson[SETUP_SLOTS];
+} setup_cache;
+
+static int setup_slot(setup_cache *c, double a, double b, bool binomial) {
+  uint64_t ua, ub;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  uint64_t h = (ua ^ (ub * 0x9E3779B97F4A7C15u)) * 0xD6E8FEB86659FD93u;
+  int k = (int)(h >> 60);
+  if (!c->used[k] || memcmp(&c->a[k], &a, sizeof a) != 0 || memcmp(&c->b[k], &b, sizeof b) != 0) {
+    c->used[k] = true; c->a[k] = a; c->b[k] = b;
+    if (binomial) gl_rs_binomial_setup(&c->binomial[k], a, b);
+    else gl_rs_poisson_setup(&c->poisson[k], a);
+  }
+  return k;
+}
+
 /* A sampler of kernels/random_dist.h: element i from block offset + i and its
 ** subsequences, so threads split the elements without changing a value. The words of each
 ** element's first few sub-blocks (sub_blocks) are made ahead, CHB elements at a time in
@@ -242,13 +267,14 @@ static gl_status sampler(const gl_array *dst, const gl_rand_req *rq) {
   #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     uint32_t *pre = malloc(sizeof(uint32_t) * 4 * PRE_MAX * CHB), *w = malloc(sizeof(uint32_t) * 4 * CHB);
-    if (pre == NULL || w == NULL) {
+    setup_cache *cache = calloc(1, sizeof *cache);
+    if (pre == NULL || w == NULL || cache == NULL) {
       #pragma omp atomic write
       failed = true;
     }
     #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; c++) {
-      if (pre == NULL || w == NULL || gl_interrupted()) continue;
+      if (pre == NULL || w == NULL || cache == NULL || gl_interrupted()) continue;
       int64_t i0 = c * CHB, ne = n - i0 < CHB ? n - i0 : CHB;
       for (uint32_t sub = 0; sub < npre; sub++) {
         philox_sub_words(rq->seed, rq->offset + (uint64_t)i0, sub, (int)ne, w);
@@ -261,16 +287,19 @@ static gl_status sampler(const gl_array *dst, const gl_rand_req *rq) {
         gl_rs_init(&st, rq->seed, rq->offset + (uint64_t)i);
         st.pre = pre + j * npre * 4;
         st.npre = npre;
-        double v;
+        double v, a = pa ? pa[i] : rq->a, b = pb ? pb[i] : rq->b;
         if (same && rq->kind == GL_RD_POISSON) v = gl_rs_poisson_run(&st, &poisson);
         else if (same && rq->kind == GL_RD_BINOMIAL) v = gl_rs_binomial_run(&st, &binomial);
-        else v = gl_rdist_draw_from(&st, rq->kind, pa ? pa[i] : rq->a, pb ? pb[i] : rq->b, pc ? pc[i] : rq->c);
+        else if (rq->kind == GL_RD_POISSON) v = gl_rs_poisson_run(&st, &cache->poisson[setup_slot(cache, a, 0, false)]);
+        else if (rq->kind == GL_RD_BINOMIAL) v = gl_rs_binomial_run(&st, &cache->binomial[setup_slot(cache, a, b, true)]);
+        else v = gl_rdist_draw_from(&st, rq->kind, a, b, pc ? pc[i] : rq->c);
         if (ints) l[i] = (int64_t)v;
         else d[i] = v;
       }
     }
     free(pre);
     free(w);
+    free(cache);
   }
   gl_cpu_team_done(nt);
   return failed ? gl_fail(GL_ENOMEM, "out of host memory for random numbers") : gl_interrupt_check();
