@@ -177,15 +177,20 @@ gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, con
 #define GL_HIGHEST_BOOL GL_HIGHEST_UINT
 
 /* One pass over src in order: position k = idx[j] (1-based, negatives from the end); the
-** first one out of range stops it, *bad = j + 1. */
-#define GL_EXTREME_PASS(kind, half, S, DIR)                                                       \
-  for (int64_t j = 0; j < m; j++) {                                                              \
-    if (j % GL_POLL_SPAN == 0 && gl_interrupted()) break;                                        \
+** first one out of range stops it, *bad = j + 1. In spans with a poll before each; src's
+** stride is 1 or ss (STEP). */
+#define GL_EXTREME_STEP(kind, half, S, DIR, STEP)                                                 \
+  {                                                                                              \
     int64_t k = idx[j] > 0 ? idx[j] - 1 : idx[j] + n;                                            \
-    if ((uint64_t)k >= (uint64_t)n) { *bad = j + 1; break; }                                     \
-    S v = s[j * ss];                                                                             \
-    seen[k] = 1;                                                                                 \
+    if ((uint64_t)k >= (uint64_t)n) { *bad = j + 1; return; }                                    \
+    S v = s[STEP];                                                                               \
     if (GL_TAKE_##DIR##_##kind(GL_DT_LOAD(half, v), GL_DT_LOAD(half, d[k]))) d[k] = v;          \
+  }
+#define GL_EXTREME_PASS(kind, half, S, DIR)                                                       \
+  for (int64_t j0 = 0; j0 < m && !gl_interrupted(); j0 += GL_POLL_SPAN) {                        \
+    int64_t j1 = m - j0 < GL_POLL_SPAN ? m : j0 + GL_POLL_SPAN;                                  \
+    if (ss == 1) for (int64_t j = j0; j < j1; j++) GL_EXTREME_STEP(kind, half, S, DIR, j)        \
+    else for (int64_t j = j0; j < j1; j++) GL_EXTREME_STEP(kind, half, S, DIR, j * ss)           \
   }
 #define GL_EXTREME_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (1, 1, 1, 1),                  \
   static void extreme_##id(void *d_, uint8_t *seen, int64_t n, const int64_t *idx,               \
@@ -193,9 +198,19 @@ gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, con
     S *d = d_;                                                                                   \
     const S *s = s_;                                                                             \
     S start = max ? GL_LOWEST_##kind(S, id, half) : GL_HIGHEST_##kind(S, id, half);              \
-    for (int64_t k = 0; k < n; k++) { d[k] = start; seen[k] = 0; }                               \
+    for (int64_t k = 0; k < n; k++) d[k] = start;                                                \
     if (max) GL_EXTREME_PASS(kind, half, S, MAX)                                                 \
     else GL_EXTREME_PASS(kind, half, S, MIN)                                                     \
+    if (*bad) return;                                                                            \
+    /* a position still holding the start got nothing, or only elements equal to it: only     \
+    ** then a pass over the positions says which */                                             \
+    bool unsure = false;                                                                         \
+    for (int64_t k = 0; k < n; k++) {                                                            \
+      seen[k] = memcmp(&d[k], &start, sizeof start) != 0;                                        \
+      unsure |= !seen[k];                                                                        \
+    }                                                                                            \
+    if (unsure)                                                                                  \
+      for (int64_t j = 0; j < m; j++) seen[idx[j] > 0 ? idx[j] - 1 : idx[j] + n] = 1;           \
     for (int64_t k = 0; k < n; k++)                                                              \
       if (!seen[k]) d[k] = GL_DT_STORE(kind, half, S, id, INT, 0);                               \
   })
@@ -207,7 +222,8 @@ typedef void (*extreme_fn)(void *d, uint8_t *seen, int64_t n, const int64_t *idx
 static const extreme_fn extremes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_EXTREME_ENTRY) };
 
 /* One pass in order: the elements sent to a position are few beside the whole (the
-** position's running value stays in cache), and the pass reads each element once. */
+** position's running value stays in cache), and the pass reads each element once; which
+** positions got an element is read from the values after it where it can be. */
 gl_status gl_cpu_scatter_extreme(const gl_array *dst, const gl_array *seen, const gl_array *idx,
                                  const gl_array *src, bool max) {
   extreme_fn fn = extremes[dst->dtype];
