@@ -131,15 +131,39 @@ gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_a
 ** after every number; for floats as the whole-array search in lua/gpu/routines/bins.lua
 ** decides it, so both give the same counts. */
 #define GL_BEFORE_FLOAT(a, v, right) \
-  ((right) ? (((a) <= (v) && (a) == (a)) || (v) != (v)) : (((a) < (v) || (v) != (v)) && (a) == (a)))
+  ((right) ? ((((a) <= (v)) & ((a) == (a))) | ((v) != (v))) : ((((a) < (v)) | ((v) != (v))) & ((a) == (a))))
 #define GL_BEFORE_INT(a, v, right) ((right) ? (a) <= (v) : (a) < (v))
 #define GL_BEFORE_UINT GL_BEFORE_INT
 #define GL_BEFORE_BOOL GL_BEFORE_INT
 
+/* Whether a is sorted as the search takes it (NaN last): then "before v" holds for a prefix
+** of a, and counting the elements it holds for gives the search's answer. */
+#define GL_SORTED_FLOAT(x, y) ((y) != (y) || ((x) == (x) && (x) <= (y)))
+#define GL_SORTED_INT(x, y) ((x) <= (y))
+#define GL_SORTED_UINT GL_SORTED_INT
+#define GL_SORTED_BOOL GL_SORTED_INT
+/* Below this many elements in a (and sorted), each element of v counts instead of searching:
+** a vectorised pass over a costs less than a search's mispredicted steps. */
+#define COUNT_MAX 256
+
 #define GL_SEARCH_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (1, 1, 1, 1),                    \
+  static bool sorted_##id(const S *a, int64_t n) {                                               \
+    for (int64_t j = 0; j + 1 < n; j++)                                                          \
+      if (!GL_SORTED_##kind(GL_DT_LOAD(half, a[j]), GL_DT_LOAD(half, a[j + 1]))) return false;   \
+    return true;                                                                                 \
+  }                                                                                              \
   static void search_##id(int64_t *d, const void *a_, int64_t as, int64_t n, const void *v_,     \
                           int64_t vs, int64_t lo_i, int64_t hi_i, bool right) {                  \
     const S *a = a_, *v = v_;                                                                    \
+    if (n <= COUNT_MAX && as == 1 && sorted_##id(a, n)) {                                        \
+      for (int64_t i = lo_i; i < hi_i; i++) {   /* the count of a's before v: no branches */    \
+        int64_t c = 0;                                                                           \
+        for (int64_t j = 0; j < n; j++)                                                          \
+          c += GL_BEFORE_##kind(GL_DT_LOAD(half, a[j]), GL_DT_LOAD(half, v[i * vs]), right);     \
+        d[i] = c;                                                                                \
+      }                                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
     for (int64_t i = lo_i; i < hi_i; i++) {                                                      \
       int64_t lo = 0, hi = n;                                                                    \
       while (lo < hi) {                                                                          \
