@@ -178,7 +178,7 @@ gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array 
 
 /* Scatters 'values' (broadcast to x's shape with m positions on 'axis') through the
 ** 0-based positions 'pos' (1-D, on x's device), or, pos NULL, through the 1-based ones of
-** raw (a host_index whose positions are all in range). */
+** raw (a host_index; scatter_spans checks them). */
 static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *pos, gl_operand v,
                                    bool accumulate, const gl_array *raw) {
   const gl_backend *be;

@@ -9,7 +9,8 @@
 ** Chunks are independent (each knows its first block), so OpenMP splits them among
 ** threads without changing a single value. The Makefile builds this file with
 ** -fno-math-errno, so the Box-Muller loop (sqrtf) vectorises. The samplers (gamma,
-** poisson, ...) run kernels/random_dist.h element by element.
+** poisson, ...) run kernels/random_dist.h element by element, from words made ahead in
+** the same vectorised loop.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -205,9 +206,9 @@ static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
   return gl_interrupt_check();
 }
 
-/* How many sub-blocks most draws of a sampler read (4 values each 2 at most): Poisson by
-** multiplication about lam + 1 values, gamma a normal and a uniform, binomial and PTRS
-** one or two values. */
+/* How many sub-blocks most draws of a sampler read (a sub-block holds two values):
+** Poisson by multiplication about lam + 1 values, gamma a normal (two) and a uniform,
+** binomial and PTRS one or two. */
 #define PRE_MAX 3
 static uint32_t sub_blocks(const gl_rand_req *rq) {
   switch (rq->kind) {
