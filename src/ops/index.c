@@ -105,8 +105,16 @@ static gl_status scatter_spans(const gl_backend *be, const gl_array *x, int axis
   for (int pass = small ? 1 : 0; pass < 2 && st == GL_OK; pass++) {    /* 0: check only */
     for (int64_t j0 = 0; j0 < m && st == GL_OK; j0 += POS_SPAN) {
       int64_t len = m - j0 < POS_SPAN ? m - j0 : POS_SPAN;
-      memcpy(buf, h + j0, (size_t)len * sizeof *buf);
-      st = normalise(buf, len, n, axis);
+      const int64_t *span = h + j0;
+      int bad = 0;                                /* normalise's two loops, reading the index */
+      for (int64_t i = 0; i < len; i++) bad |= (span[i] == 0) | (span[i] > n) | (span[i] < -n);
+      if (bad) {                                  /* normalise names the culprit */
+        memcpy(buf, span, (size_t)len * sizeof *buf);
+        st = normalise(buf, len, n, axis);
+        continue;
+      }
+      for (int64_t i = 0; i < len; i++) buf[i] = span[i] > 0 ? span[i] - 1 : span[i] + n;
+      if (j0 % GL_POLL_SPAN == 0) st = gl_interrupt_check();
       if (st != GL_OK || pass == 0) continue;
       gl_array pos = { 0 }, part = *view;
       st = gl_array_init(&pos, GL_INT64, 1, &len);
