@@ -130,9 +130,11 @@ for _, dev in ipairs(h.devices()) do
         local c = gpu.arange(1, 4, 1, { device = dev })
         local pos = gpu.full(20000, 2, { dtype = "int64", device = dev })
         pos[19999] = -4
+        local version = c._version
         e = errmsg(c.index_put_, c, 1, pos, gpu.ones(20000, { device = dev }), { accumulate = acc })
         assert.matches("index %-4 is out of range for axis 1 with size 3", e)
         assert.same({ 1, 2, 3 }, c:totable())
+        assert.equal(version, c._version)
       end
     end)
 

@@ -90,10 +90,11 @@ static bool host_index(const gl_array *idx, gl_device dev) {
 
 /* be->scatter of 'view' (x's shape with raw->size on axis) through the 1-based positions of
 ** raw (a host_index), a span of POS_SPAN at a time. A position out of range is an error
-** that leaves x as it was: x is copied first and put back when it is small beside the
-** index, else every span is checked before any is scattered. */
+** that leaves x as it was: x is copied first and put back (and its storage's count of
+** writes set back to 'version', what it was before the scatter) when it is small beside
+** the index, else every span is checked before any is scattered. */
 static gl_status scatter_spans(const gl_backend *be, const gl_array *x, int axis, const gl_array *raw,
-                               const gl_array *view, bool accumulate) {
+                               const gl_array *view, bool accumulate, uint64_t version) {
   int64_t buf[POS_SPAN];
   gl_storage hs = { .refcount = 1, .data = buf, .nbytes = sizeof buf, .device = gl_cpu() };
   const int64_t *h = gl_array_data(raw);
@@ -125,7 +126,10 @@ static gl_status scatter_spans(const gl_backend *be, const gl_array *x, int axis
       if (st == GL_OK) st = be->scatter(x, axis, &pos, &part, accumulate);
     }
   }
-  if (st == GL_EINVAL && small) (void)gl_op_assign(x, &saved);      /* the error's text stays */
+  if (st == GL_EINVAL && small) {      /* undone: the bytes, and the count of writes */
+    (void)gl_op_assign(x, &saved);      /* (the error's text stays) */
+    x->storage->version = version;
+  }
   gl_array_release(&saved);
   return st;
 }
@@ -212,9 +216,10 @@ static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *
     st = gl_fail(GL_EINVAL, "values of shape %s cannot be broadcast to the indexed shape %s",
                  gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(x->ndim, shape, b2));
   }
+  uint64_t version = x->storage->version;
   if (st == GL_OK && view.size > 0) st = gl_array_begin_write(x);
   if (st == GL_OK && view.size > 0)
-    st = raw ? scatter_spans(be, x, axis, raw, &view, accumulate) : be->scatter(x, axis, pos, &view, accumulate);
+    st = raw ? scatter_spans(be, x, axis, raw, &view, accumulate, version) : be->scatter(x, axis, pos, &view, accumulate);
   gl_array_release(&src);
   return st;
 }
