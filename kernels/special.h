@@ -86,10 +86,11 @@ GL_SF double gl_sf_psi_12(double x) {
 ** on (0, 10) the recurrence psi(x) = psi(x + 1) - 1/x into [1, 2] and the series there;
 ** from 10 the asymptotic series log x - 1/2x - sum B_2k / (2k x^2k). Poles: NaN at the
 ** negative integers, -inf at +0 and +inf at -0 (SciPy's; PyTorch gives -inf at both).
-** gl_sf_digamma_reduce does all but the series on [1, 2): it returns 1 with *xr in [1, 2)
-** and psi(x) = *r + (gl_sf_psi_12(*xr) + *s), or 0 with psi(x) in *r, so the CPU can run
-** the series over many elements at once (the same operations in the same order). */
-GL_SF int gl_sf_digamma_reduce(double x, double *xr, double *r, double *s) {
+** gl_sf_digamma_reduce does all but the recurrence's sum and the series on [1, 2): it
+** returns 1 with *xr in [1, 2) and psi(x) = *r + (gl_sf_psi_12(*xr) + gl_sf_psi_steps(*xr,
+** *n)), or 0 with psi(x) in *r, so the CPU can run both over many elements at once (the
+** same operations in the same order). */
+GL_SF int gl_sf_digamma_reduce(double x, double *xr, double *r, double *n) {
   if (x == 0) { *r = signbit(x) ? GL_SF_INF : -GL_SF_INF; return 0; }
   if (x != x || x == GL_SF_INF) { *r = x; return 0; }
   double rr = 0;
@@ -100,10 +101,9 @@ GL_SF int gl_sf_digamma_reduce(double x, double *xr, double *r, double *s) {
   }
   if (x < 1) { rr -= 1 / x; x += 1; }
   if (x < 10) {
-    double n = floor(x) - 1, ss = 0;
-    x -= n;                                                        /* exact, in [1, 2) */
-    for (double k = n - 1; k >= 0; k--) ss += 1 / (x + k);
-    *xr = x; *r = rr; *s = ss;
+    double nn = floor(x) - 1;
+    *xr = x - nn;                                                  /* exact, in [1, 2) */
+    *r = rr; *n = nn;
     return 1;
   }
   double z = 1 / (x * x);
@@ -113,10 +113,17 @@ GL_SF int gl_sf_digamma_reduce(double x, double *xr, double *r, double *s) {
   return 0;
 }
 
+/* The recurrence's sum 1/(x + n - 1) + ... + 1/x, largest k first (n < 9). */
+GL_SF double gl_sf_psi_steps(double x, double n) {
+  double s = 0;
+  for (double k = n - 1; k >= 0; k--) s += 1 / (x + k);
+  return s;
+}
+
 GL_SF double gl_digamma(double x) {
-  double xr, r, s;
-  if (!gl_sf_digamma_reduce(x, &xr, &r, &s)) return r;
-  return r + (gl_sf_psi_12(xr) + s);
+  double xr, r, n;
+  if (!gl_sf_digamma_reduce(x, &xr, &r, &n)) return r;
+  return r + (gl_sf_psi_12(xr) + gl_sf_psi_steps(xr, n));
 }
 
 /* B_2j / (2j)!, j = 1..13: the Euler-Maclaurin tail of the Hurwitz zeta. */

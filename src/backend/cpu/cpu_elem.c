@@ -33,9 +33,10 @@ static const brow_fn binary_table[GL_NBINOP][GL_NDTYPE] = { GL_BINARY_OPS(TABLE_
 /* ---- digamma a block at a time ------------------------------------------------------------- */
 
 /* Most of digamma's time is its series on [1, 2): forty-two dependent multiply-adds per
-** element. These rows reduce a block of elements one by one (kernels/special.h's
-** gl_sf_digamma_reduce), then run the series over the whole block with the coefficient
-** outermost, a loop the compiler vectorises across elements: each element sees the same
+** element, then the recurrence's divisions. These rows reduce a block of elements one by
+** one (kernels/special.h's gl_sf_digamma_reduce), then run the recurrence and the series
+** over the whole block with the step outermost, loops the compiler vectorises across
+** elements: each element sees the same
 ** operations in the same order as in gl_digamma, so the bits are the same. Built without
 ** fma contraction, as special.h is. */
 #define DIGAMMA_BLOCK 256
@@ -45,12 +46,24 @@ static const brow_fn binary_table[GL_NBINOP][GL_NDTYPE] = { GL_BINARY_OPS(TABLE_
 #endif
 static void digamma_block(double *out, int64_t n) {          /* in place: x in, psi(x) out */
   const double c[42] = GL_SF_PSI_12_COEFS;
-  double d[DIGAMMA_BLOCK], p[DIGAMMA_BLOCK], r[DIGAMMA_BLOCK], s[DIGAMMA_BLOCK];
+  double xr[DIGAMMA_BLOCK], d[DIGAMMA_BLOCK], p[DIGAMMA_BLOCK], r[DIGAMMA_BLOCK], s[DIGAMMA_BLOCK];
+  double steps[DIGAMMA_BLOCK];
   int series[DIGAMMA_BLOCK];
   for (int64_t i = 0; i < n; i++) {
-    double xr = 1.5;
-    series[i] = gl_sf_digamma_reduce(out[i], &xr, &r[i], &s[i]);
-    d[i] = (xr - GL_SF_PSI_X0_HI) - GL_SF_PSI_X0_LO;
+    xr[i] = 1.5;
+    steps[i] = 0;
+    series[i] = gl_sf_digamma_reduce(out[i], &xr[i], &r[i], &steps[i]);
+  }
+  /* the recurrence's sum, gl_sf_psi_steps' terms in its order (k from steps - 1 down to 0;
+  ** steps <= 8), a term computed in every lane and kept where it belongs */
+  for (int64_t i = 0; i < n; i++) s[i] = 0;
+  for (int k = 7; k >= 0; k--)
+    for (int64_t i = 0; i < n; i++) {
+      double t = s[i] + 1 / (xr[i] + (double)k);
+      s[i] = (double)k < steps[i] ? t : s[i];
+    }
+  for (int64_t i = 0; i < n; i++) {
+    d[i] = (xr[i] - GL_SF_PSI_X0_HI) - GL_SF_PSI_X0_LO;
     p[i] = c[41];
   }
   for (int k = 40; k >= 0; k--)
