@@ -76,19 +76,35 @@ enum {
   GL_NRDIST
 };
 
+/* 'pre' (the CPU's, else NULL): the words of the element's first npre sub-blocks, made
+** ahead for many elements at once (vectorised); the stream reads them instead of making
+** them, the same words. */
 typedef struct gl_rstream {
   uint64_t seed, block;
   uint32_t sub, pos;
   uint32_t w[4];
+#ifndef __CUDACC__
+  const uint32_t *pre;
+  uint32_t npre;
+#endif
 } gl_rstream;
 
 GL_HD void gl_rs_init(gl_rstream *s, uint64_t seed, uint64_t block) {
   s->seed = seed; s->block = block; s->sub = 0; s->pos = 4;
+#ifndef __CUDACC__
+  s->pre = NULL; s->npre = 0;
+#endif
 }
 
 /* The next 64-bit value of the element's sequence. */
 GL_HD uint64_t gl_rs_next(gl_rstream *s) {
   if (s->pos >= 4) {
+#ifndef __CUDACC__
+    if (s->sub < s->npre) {
+      for (int t = 0; t < 4; t++) s->w[t] = s->pre[4 * s->sub + t];
+      s->sub++;
+    } else
+#endif
     gl_philox_block_sub(s->seed, s->block, s->sub++, s->w);
     s->pos = 0;
   }
@@ -147,19 +163,35 @@ GL_HD double gl_rs_beta(gl_rstream *s, double a, double b) {
   return ga / (ga + gb);
 }
 
-GL_HD double gl_rs_poisson(gl_rstream *s, double lam) {
+/* Poisson's constants, which depend on lam only (a call with one lam makes them once). */
+typedef struct gl_rs_poisson_c {
+  double lam, lim;                                 /* lim = e^-lam (multiplication) */
+  double slam, loglam, b, a, inva, vr;             /* PTRS */
+} gl_rs_poisson_c;
+
+GL_HD void gl_rs_poisson_setup(gl_rs_poisson_c *c, double lam) {
+  gl_rs_poisson_c zero = { 0 };
+  *c = zero;
+  c->lam = lam;
+  if (lam <= 0) return;
+  if (lam < 10.0) { c->lim = exp(-lam); return; }
+  c->slam = sqrt(lam); c->loglam = log(lam);
+  c->b = 0.931 + 2.53 * c->slam; c->a = -0.059 + 0.02483 * c->b;
+  c->inva = 1.1239 + 1.1328 / (c->b - 3.4); c->vr = 0.9277 - 3.6224 / (c->b - 2.0);
+}
+
+GL_HD double gl_rs_poisson_run(gl_rstream *s, const gl_rs_poisson_c *c) {
+  double lam = c->lam;
   if (lam <= 0) return 0.0;
   if (lam < 10.0) {                            /* multiply uniforms until below e^-lam */
-    double lim = exp(-lam), prod = 1.0, k = 0;
+    double lim = c->lim, prod = 1.0, k = 0;
     for (;;) {
       prod *= gl_rs_u01(s);
       if (prod <= lim || k > 1000) return k;
       k += 1;
     }
   }
-  double slam = sqrt(lam), loglam = log(lam);  /* PTRS */
-  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-  double inva = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
+  double loglam = c->loglam, b = c->b, a = c->a, inva = c->inva, vr = c->vr;   /* PTRS */
   double k = 0;
   for (int t = 0; t < GL_RDIST_MAXTRY; t++) {
     double u = gl_rs_u01(s) - 0.5, v = gl_rs_u01(s);
@@ -170,6 +202,12 @@ GL_HD double gl_rs_poisson(gl_rstream *s, double lam) {
     if (log(v) + log(inva) - log(a / (us * us) + b) <= -lam + k * loglam - lgamma(k + 1.0)) return k;
   }
   return k < 0 ? 0 : k;
+}
+
+GL_HD double gl_rs_poisson(gl_rstream *s, double lam) {
+  gl_rs_poisson_c c;
+  gl_rs_poisson_setup(&c, lam);
+  return gl_rs_poisson_run(s, &c);
 }
 
 /* log(k!) - ((k + 1/2) log(k + 1) - (k + 1) + log(2 pi)/2): Stirling's correction. */
@@ -186,14 +224,39 @@ GL_HD double gl_rs_stirling(double k) {
   return (1.0 / 12 - (1.0 / 360 - r2 / 1260) * r2) * r;
 }
 
-GL_HD double gl_rs_binomial(gl_rstream *s, double n, double p) {
-  if (n <= 0 || p <= 0) return 0.0;
-  if (p >= 1) return n;
-  bool flip = p > 0.5;
-  if (flip) p = 1.0 - p;
-  double q = 1.0 - p, np = n * p, k = 0;
+/* Binomial's constants, which depend on (n, p) only (a call with one pair makes them
+** once): 'fixed' >= 0 is the value itself (n <= 0, p <= 0 or p >= 1). */
+typedef struct gl_rs_binomial_c {
+  double n, p, q, np, fixed;
+  bool flip;
+  double q0, bound;                                              /* inversion */
+  double spq, b, a, c, alpha, vr, urvr, m, r, nr, npq;           /* BTRS */
+} gl_rs_binomial_c;
+
+GL_HD void gl_rs_binomial_setup(gl_rs_binomial_c *c, double n, double p) {
+  gl_rs_binomial_c zero = { 0 };
+  *c = zero;
+  c->fixed = -1;
+  if (n <= 0 || p <= 0) { c->fixed = 0.0; return; }
+  if (p >= 1) { c->fixed = n; return; }
+  c->flip = p > 0.5;
+  if (c->flip) p = 1.0 - p;
+  c->n = n; c->p = p; c->q = 1.0 - p; c->np = n * p;
+  double q = c->q, np = c->np;
+  if (np < 30.0) {
+    c->q0 = exp(n * log1p(-p)); c->bound = fmin(n, np + 10.0 * sqrt(np * q + 1.0));
+    return;
+  }
+  c->spq = sqrt(np * q); c->b = 1.15 + 2.53 * c->spq; c->a = -0.0873 + 0.0248 * c->b + 0.01 * p;
+  c->c = np + 0.5; c->alpha = (2.83 + 5.1 / c->b) * c->spq; c->vr = 0.92 - 4.2 / c->b; c->urvr = 0.86 * c->vr;
+  c->m = floor((n + 1) * p); c->r = p / q; c->nr = (n + 1) * c->r; c->npq = np * q;
+}
+
+GL_HD double gl_rs_binomial_run(gl_rstream *s, const gl_rs_binomial_c *cc) {
+  if (cc->fixed >= 0) return cc->fixed;
+  double n = cc->n, p = cc->p, q = cc->q, np = cc->np, k = 0;
   if (np < 30.0) {                             /* inversion from 0 up */
-    double q0 = exp(n * log1p(-p)), bound = fmin(n, np + 10.0 * sqrt(np * q + 1.0));
+    double q0 = cc->q0, bound = cc->bound;
     for (int t = 0; t < GL_RDIST_MAXTRY; t++) {
       double u = gl_rs_u01(s), px = q0;
       k = 0;
@@ -206,9 +269,8 @@ GL_HD double gl_rs_binomial(gl_rstream *s, double n, double p) {
       if (k <= bound) break;
     }
   } else {                                     /* BTRS */
-    double spq = sqrt(np * q), b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * p;
-    double c = np + 0.5, alpha = (2.83 + 5.1 / b) * spq, vr = 0.92 - 4.2 / b, urvr = 0.86 * vr;
-    double m = floor((n + 1) * p), r = p / q, nr = (n + 1) * r, npq = np * q;
+    double b = cc->b, a = cc->a, c = cc->c, alpha = cc->alpha, vr = cc->vr, urvr = cc->urvr;
+    double m = cc->m, r = cc->r, nr = cc->nr, npq = cc->npq;
     for (int t = 0; t < GL_RDIST_MAXTRY; t++) {
       double v = gl_rs_u01(s), u;
       if (v <= urvr) {
@@ -248,7 +310,13 @@ GL_HD double gl_rs_binomial(gl_rstream *s, double n, double p) {
     if (k < 0) k = 0;
     if (k > n) k = n;
   }
-  return flip ? n - k : k;
+  return cc->flip ? n - k : k;
+}
+
+GL_HD double gl_rs_binomial(gl_rstream *s, double n, double p) {
+  gl_rs_binomial_c c;
+  gl_rs_binomial_setup(&c, n, p);
+  return gl_rs_binomial_run(s, &c);
 }
 
 GL_HD double gl_rs_chisq(gl_rstream *s, double df) { return 2.0 * gl_rs_gamma(s, df / 2.0); }
@@ -355,10 +423,8 @@ GL_HD double gl_rs_logseries(gl_rstream *s, double p) {
   return 1;
 }
 
-/* One element of sampler 'kind' with parameters (a, b, c) from block 'block'. */
-GL_HD double gl_rdist_draw(int kind, uint64_t seed, uint64_t block, double a, double b, double c) {
-  gl_rstream st, *s = &st;
-  gl_rs_init(s, seed, block);
+/* One element of sampler 'kind' with parameters (a, b, c) from the element's stream s. */
+GL_HD double gl_rdist_draw_from(gl_rstream *s, int kind, double a, double b, double c) {
   const double pi = 3.14159265358979323846;
   switch (kind) {
     case GL_RD_GAMMA: return gl_rs_gamma(s, a) * b;
@@ -427,6 +493,13 @@ GL_HD double gl_rdist_draw(int kind, uint64_t seed, uint64_t block, double a, do
     case GL_RD_NORMAL: return a + b * gl_rs_normal(s);
     default: return 0.0;
   }
+}
+
+/* One element of sampler 'kind' with parameters (a, b, c) from block 'block'. */
+GL_HD double gl_rdist_draw(int kind, uint64_t seed, uint64_t block, double a, double b, double c) {
+  gl_rstream st;
+  gl_rs_init(&st, seed, block);
+  return gl_rdist_draw_from(&st, kind, a, b, c);
 }
 
 #endif

@@ -63,19 +63,20 @@ GL_SF double gl_sf_picot(double x) {
 ** rounding. */
 #define GL_SF_PSI_X0_HI 1.4616321449683622
 #define GL_SF_PSI_X0_LO 9.549995429965697e-17
+#define GL_SF_PSI_12_COEFS {                                                                \
+    0.9676722454476212, -0.44276316898359208, 0.25849976095565103, -0.16394270544240652, \
+    0.10782405069126237, -0.072199561256454714, 0.04880428816414311, -0.033161126474847362, \
+    0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.0072045343863568687, \
+    0.0049267813957298533, -0.0033698016554393282, 0.002305126326734928, -0.0015769367714301972, \
+    0.0010788252019162967, -0.00073807093899600515, 0.00050495326583460199, -0.00034546802510630769, \
+    0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741, -7.5691795821950661e-05, \
+    5.1785757952220809e-05, -3.5430070947659604e-05, 2.4240066118601318e-05, -1.6584242271854135e-05, \
+    1.134638458466385e-05, -7.7628176684620943e-06, 5.3110609208898636e-06, -3.6336507898010456e-06, \
+    2.4860227331295378e-06, -1.7008538854332607e-06, 1.1636675363548843e-06, -7.9614254312419699e-07, \
+    5.4469419306694457e-07, -3.7266161283438227e-07, 2.5496265520215542e-07, -1.7443695117727745e-07, \
+    1.1934394829830244e-07, -8.1651151894884088e-08 }
 GL_SF double gl_sf_psi_12(double x) {
-  const double c[42] = {
-    0.9676722454476212, -0.44276316898359208, 0.25849976095565103, -0.16394270544240652,
-    0.10782405069126237, -0.072199561256454714, 0.04880428816414311, -0.033161126474847362,
-    0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.0072045343863568687,
-    0.0049267813957298533, -0.0033698016554393282, 0.002305126326734928, -0.0015769367714301972,
-    0.0010788252019162967, -0.00073807093899600515, 0.00050495326583460199, -0.00034546802510630769,
-    0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741, -7.5691795821950661e-05,
-    5.1785757952220809e-05, -3.5430070947659604e-05, 2.4240066118601318e-05, -1.6584242271854135e-05,
-    1.134638458466385e-05, -7.7628176684620943e-06, 5.3110609208898636e-06, -3.6336507898010456e-06,
-    2.4860227331295378e-06, -1.7008538854332607e-06, 1.1636675363548843e-06, -7.9614254312419699e-07,
-    5.4469419306694457e-07, -3.7266161283438227e-07, 2.5496265520215542e-07, -1.7443695117727745e-07,
-    1.1934394829830244e-07, -8.1651151894884088e-08};
+  const double c[42] = GL_SF_PSI_12_COEFS;
   double d = (x - GL_SF_PSI_X0_HI) - GL_SF_PSI_X0_LO, p = c[41];
   for (int k = 40; k >= 0; k--) p = p * d + c[k];
   return p * d;
@@ -84,27 +85,45 @@ GL_SF double gl_sf_psi_12(double x) {
 /* digamma(x) = Gamma'(x)/Gamma(x): reflection psi(x) = psi(1 - x) - pi cot(pi x) for x < 0;
 ** on (0, 10) the recurrence psi(x) = psi(x + 1) - 1/x into [1, 2] and the series there;
 ** from 10 the asymptotic series log x - 1/2x - sum B_2k / (2k x^2k). Poles: NaN at the
-** negative integers, -inf at +0 and +inf at -0 (SciPy's; PyTorch gives -inf at both). */
-GL_SF double gl_digamma(double x) {
-  if (x == 0) return signbit(x) ? GL_SF_INF : -GL_SF_INF;
-  if (x != x || x == GL_SF_INF) return x;
-  double r = 0;
+** negative integers, -inf at +0 and +inf at -0 (SciPy's; PyTorch gives -inf at both).
+** gl_sf_digamma_reduce does all but the recurrence's sum and the series on [1, 2): it
+** returns 1 with *xr in [1, 2) and psi(x) = *r + (gl_sf_psi_12(*xr) + gl_sf_psi_steps(*xr,
+** *n)), or 0 with psi(x) in *r, so the CPU can run both over many elements at once (the
+** same operations in the same order). */
+GL_SF int gl_sf_digamma_reduce(double x, double *xr, double *r, double *n) {
+  if (x == 0) { *r = signbit(x) ? GL_SF_INF : -GL_SF_INF; return 0; }
+  if (x != x || x == GL_SF_INF) { *r = x; return 0; }
+  double rr = 0;
   if (x < 0) {
-    if (x == floor(x)) return GL_SF_NAN;                           /* -inf too */
-    r = -gl_sf_picot(x);
+    if (x == floor(x)) { *r = GL_SF_NAN; return 0; }               /* -inf too */
+    rr = -gl_sf_picot(x);
     x = 1 - x;
   }
-  if (x < 1) { r -= 1 / x; x += 1; }
+  if (x < 1) { rr -= 1 / x; x += 1; }
   if (x < 10) {
-    double n = floor(x) - 1, s = 0;
-    x -= n;                                                        /* exact, in [1, 2) */
-    for (double k = n - 1; k >= 0; k--) s += 1 / (x + k);
-    return r + (gl_sf_psi_12(x) + s);
+    double nn = floor(x) - 1;
+    *xr = x - nn;                                                  /* exact, in [1, 2) */
+    *r = rr; *n = nn;
+    return 1;
   }
   double z = 1 / (x * x);
   double t = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 -
              z * (691.0 / 32760 - z * (1.0 / 12 - z * (3617.0 / 8160))))))));
-  return r + (log(x) - 0.5 / x - t);
+  *r = rr + (log(x) - 0.5 / x - t);
+  return 0;
+}
+
+/* The recurrence's sum 1/(x + n - 1) + ... + 1/x, largest k first (n < 9). */
+GL_SF double gl_sf_psi_steps(double x, double n) {
+  double s = 0;
+  for (double k = n - 1; k >= 0; k--) s += 1 / (x + k);
+  return s;
+}
+
+GL_SF double gl_digamma(double x) {
+  double xr, r, n;
+  if (!gl_sf_digamma_reduce(x, &xr, &r, &n)) return r;
+  return r + (gl_sf_psi_12(xr) + gl_sf_psi_steps(xr, n));
 }
 
 /* B_2j / (2j)!, j = 1..13: the Euler-Maclaurin tail of the Hurwitz zeta. */

@@ -124,6 +124,18 @@ for _, dev in ipairs(h.devices()) do
       e = errmsg(function() x[I{ 1, 4 }] = 0 end)
       assert.matches("index 4", e)
       assert.same(m34():totable(), x:totable())
+      -- a long index into a short axis, the bad position late, in spans of several
+      -- thousand: still nothing written (the cpu puts x back)
+      for _, acc in ipairs{ true, false } do
+        local c = gpu.arange(1, 4, 1, { device = dev })
+        local pos = gpu.full(20000, 2, { dtype = "int64", device = dev })
+        pos[19999] = -4
+        local version = c._version
+        e = errmsg(c.index_put_, c, 1, pos, gpu.ones(20000, { device = dev }), { accumulate = acc })
+        assert.matches("index %-4 is out of range for axis 1 with size 3", e)
+        assert.same({ 1, 2, 3 }, c:totable())
+        assert.equal(version, c._version)
+      end
     end)
 
     it("index_put_ scatters in place, with broadcasting and accumulate", function()

@@ -151,6 +151,27 @@ describe("random distributions: shapes, dtypes, parameters", function()
     assert.are.same(c, d)
   end)
 
+  it("gives one parameter for all the same numbers as that parameter in an array", function()
+    -- the cpu makes a law's constants once for one parameter and reads words made ahead:
+    -- neither may change a draw (every branch of poisson and binomial, gamma's boost)
+    local n = 5000
+    local function both(law, ...)
+      local args = table.pack(...)
+      local arrays = {}
+      for i = 1, args.n do arrays[i] = gpu.full(n, args[i], { dtype = "float64" }) end
+      local numbers = { table.unpack(args, 1, args.n) }
+      numbers[args.n + 1] = n
+      numbers[args.n + 2] = { dtype = law == "gamma" and "float64" or "int64" }   -- (as the arrays give)
+      local ga, gb = R.Generator(11), R.Generator(11)
+      local a = ga[law](ga, table.unpack(numbers, 1, args.n + 2))
+      local b = gb[law](gb, table.unpack(arrays, 1, args.n))
+      assert.are.same(flat(a:astype("float64")), flat(b:astype("float64")), law)
+    end
+    both("poisson", 0.5); both("poisson", 4); both("poisson", 9.5); both("poisson", 150)
+    both("binomial", 20, 0.3); both("binomial", 20, 0.8); both("binomial", 1000, 0.4); both("binomial", 0, 0.5)
+    both("gamma", 2.5, 1); both("gamma", 0.3, 2)
+  end)
+
   it("special values: gamma(0) = 0, beta with tiny parameters in [0, 1], weibull(0) = 0", function()
     local g = R.Generator(11)
     assert.are.same({ 0, 0, 0 }, flat(g:standard_gamma(0, 3)))

@@ -164,6 +164,60 @@ describe("scatter_reduce", function()
     assert.equal(34, n)
   end)
 
+  it("takes for amax / amin the element a stable sort by value puts last (NaN wins, ties go to the last)", function()
+    -- a plain loop over the elements in order is the reference; many elements into few
+    -- positions, so the cpu's pass may split them among threads
+    local nan = 0 / 0
+    local function reference(n, idx, src, max, self)
+      local out, seen = {}, {}
+      for k = 1, n do out[k] = self[k] end
+      local function take(v, c)
+        if c ~= c then return v ~= v end
+        if max then return not (v < c) end
+        return not (v > c)
+      end
+      for j = 1, #idx do
+        local k = idx[j] > 0 and idx[j] or idx[j] + n + 1
+        if not seen[k] or take(src[j], out[k]) then out[k] = src[j] end
+        seen[k] = true
+      end
+      return out, seen
+    end
+    -- a position that gets only elements equal to the kernel's start value is still one
+    local ends = gpu.scatter_reduce(gpu.full(3, 5), 1, i64({ 1, 1, 3 }, "cpu"), gpu.array({ -1 / 0, -1 / 0, 2 }), "amax",
+      { include_self = false })
+    assert.same({ -1 / 0, 5, 2 }, ends:totable())
+    local vals = { -2, -0.0, 0.0, 1, 1, 3, nan, 2.5, -1 / 0, 1 / 0 }
+    local g = gpu.random.Generator(7)
+    for _, m in ipairs({ 9, 70000, 5 }) do
+      local n = m == 9 and 4 or m == 5 and 3 or 50
+      local pos = g:randint(1, n, m, { dtype = "int64" }):totable()
+      for j = 1, m, 3 do pos[j] = pos[j] - n - 1 end                  -- negatives count from the end
+      local pick = g:randint(1, #vals, m, { dtype = "int64" }):totable()
+      local src = {}
+      for j = 1, m do src[j] = vals[pick[j]] end
+      for _, dtype in ipairs({ "float32", "float64", "int64" }) do
+        local s = {}
+        for j = 1, m do
+          local finite = src[j] == src[j] and math.abs(src[j]) < math.huge
+          s[j] = dtype == "int64" and (finite and math.floor(src[j]) or 7) or src[j]
+        end
+        for _, reduce in ipairs({ "amax", "amin" }) do
+          local got = gpu.scatter_reduce(gpu.zeros(n, { dtype = dtype }), 1, gpu.array(pos, { dtype = "int64" }),
+            gpu.array(s, { dtype = dtype }), reduce, { include_self = false }):totable()
+          local zeros = {}
+          for k = 1, n do zeros[k] = 0 end
+          local want_ = reference(n, pos, s, reduce == "amax", zeros)
+          for k = 1, n do
+            local a, b = got[k], want_[k]
+            local same = (a ~= a and b ~= b) or (a == b and (a ~= 0 or 1 / a == 1 / b))
+            assert(same, ("%s %s m=%d position %d: %s, want %s"):format(reduce, dtype, m, k, tostring(a), tostring(b)))
+          end
+        end
+      end
+    end
+  end)
+
   it("passes gradcheck, src larger than index included", function()
     local idx = i64({ { 1, 3 }, { 3, 3 } }, "cpu")
     for _, reduce in ipairs({ "sum", "prod", "mean", "amax", "amin" }) do

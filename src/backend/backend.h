@@ -515,6 +515,18 @@ typedef struct gl_backend {
   ** repeated position the last j wins (accumulate: all add up). (optional) */
   gl_status (*scatter)(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                        bool accumulate);
+  /* The largest (max) or smallest of the src[j] sent to each position: dst[k] = that of
+  ** the src[j] with position k, seen[k] = 1; a position nothing is sent to gets 0 and
+  ** seen[k] = 0. NaN is largest and smallest (it wins) and a tie goes to the last j (-0
+  ** and +0 tie), so the result is the element a stable sort by value (descending for min)
+  ** would put last. dst (any real dtype) and seen (bool) contiguous 1-D of one length n;
+  ** idx contiguous 1-D int64 of 1-based positions (negatives from the end: n + 1 + idx[j])
+  ** that the backend checks: the first one out of range is an error that names it ("index
+  ** 7 is out of range for axis 1 with size 3 ...", dst and seen then undefined); src 1-D of
+  ** dst's dtype and idx's length, any stride. (optional: without it the ops layer reports
+  ** the op unsupported, and gpu.scatter_reduce sorts) */
+  gl_status (*scatter_extreme)(const gl_array *dst, const gl_array *seen, const gl_array *idx,
+                               const gl_array *src, bool max);
   /* dst (1-D, length = number of true mask elements) = src[mask] in C order; mask bool of
   ** src's shape (may be a broadcast view with 0 strides); src any strides. (optional) */
   gl_status (*mask_select)(const gl_array *dst, const gl_array *src, const gl_array *mask);
@@ -539,6 +551,11 @@ typedef struct gl_backend {
   ** has checked 0 <= v < nb). weights: NULL or contiguous float64 of x's size. (optional) */
   gl_status (*histogram)(const gl_array *counts, const gl_array *x, const gl_array *weights,
                          const gl_array *edges, bool uniform);
+  /* dst[i] (contiguous int64, v's length) = how many elements of the sorted a are < v[i]
+  ** (right: <= v[i]), NaN larger than every number as the sort puts it: a binary search
+  ** per element, a and v 1-D of one real dtype, any strides. (optional: the Lua side
+  ** searches with whole-array steps instead) */
+  gl_status (*searchsorted)(const gl_array *dst, const gl_array *a, const gl_array *v, bool right);
 
   /* dst (contiguous, on this device) = random numbers of 'dist' from the counter blocks
   ** req->offset, req->offset + 1, ... (kernels/philox.h); the ops layer has checked the

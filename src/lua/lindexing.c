@@ -201,6 +201,20 @@ static int l_index_put_(lua_State *L) {
   return 1;
 }
 
+/* gpu._scatter_extreme(n, index, src, max): the largest (max true) or smallest of the src
+** elements index sends to each of n positions, and which positions got any (bool), both
+** (n); for gpu.scatter_reduce's amax and amin. */
+static int l_scatter_extreme(lua_State *L) {
+  int64_t n = gl_lua_int(L, 1, "n");
+  gl_array *idx = gl_lua_check(L, 2);
+  gl_array *src = gl_lua_check(L, 3);
+  bool max = lua_toboolean(L, 4);
+  gl_array *res[2];
+  gl_lua_push_results(L, 4, res, 2);
+  gl_lua_check_status(L, gl_op_scatter_extreme(res[0], res[1], n, idx, src, max), 2);
+  return gl_lua_results(L, GL_OK, res, 2);
+}
+
 /* gpu.masked_select(x, mask) = x[mask]. */
 static int l_masked_select(lua_State *L) {
   gl_array *x = gl_lua_check(L, 1);
@@ -435,6 +449,7 @@ static const gl_reg index_funcs[] = {      /* gpu.f only: the first argument is 
   { "concat", l_concat, 2 },
   { "concatenate", l_concat, 2 },
   { "stack", l_stack, 2 },
+  { "_scatter_extreme", l_scatter_extreme, 4 },
   { NULL, NULL, 0 }
 };
 

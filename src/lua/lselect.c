@@ -85,6 +85,16 @@ static int l_histcounts(lua_State *L) {
   return gl_lua_result(L, gl_op_histcounts(out, x, w, edges, v[1].set && v[1].b, nbins), out, 0);
 }
 
+/* gpu._searchsorted(a, v, right): how many elements of the sorted 1-D a are < each
+** element of the 1-D v (right: <=), NaN last; for lua/gpu/routines/bins.lua. */
+static int l_searchsorted(lua_State *L) {
+  gl_array *a = gl_lua_check(L, 1);
+  gl_array *v = gl_lua_check(L, 2);
+  bool right = lua_toboolean(L, 3);
+  gl_array *out = gl_lua_push(L);
+  return gl_lua_result(L, gl_op_searchsorted(out, a, v, right), out, 0);
+}
+
 static const gl_reg select_both[] = {
   { "partition", l_partition, 3 },
   { "argpartition", l_argpartition, 3 },
@@ -93,6 +103,7 @@ static const gl_reg select_both[] = {
 
 static const gl_reg select_funcs[] = {
   { "histcounts", l_histcounts, 3 },
+  { "_searchsorted", l_searchsorted, 3 },
   { NULL, NULL, 0 }
 };
 

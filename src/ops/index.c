@@ -20,30 +20,42 @@ static gl_status check_index_dtype(const gl_array *idx, const char *what) {
   return GL_OK;
 }
 
+/* idx's elements in C order as int64 into h (host memory of idx->size slots). */
+static gl_status read_int64(const gl_array *idx, int64_t *h) {
+  gl_status st = GL_OK;
+  if (idx->size > 0) st = gl_op_to_host(h, idx);
+  if (st == GL_OK && idx->dtype == GL_INT32)          /* widen in place, back to front */
+    for (int64_t i = idx->size - 1; i >= 0; i--) h[i] = ((int32_t *)h)[i];
+  return st;
+}
+
 /* idx's elements in C order as int64 on the host (malloc'd, at least one slot). */
 static gl_status host_int64(const gl_array *idx, int64_t **out) {
   size_t nbytes;                     /* idx may be a huge broadcast view */
   GL_TRY(gl_nbytes(idx->size > 0 ? idx->size : 1, GL_INT64, &nbytes));
   int64_t *h = malloc(nbytes);
   if (h == NULL) return gl_fail(GL_ENOMEM, "out of host memory for %lld indices", (long long)idx->size);
-  gl_status st = GL_OK;
-  if (idx->size > 0) st = gl_op_to_host(h, idx);
-  if (st == GL_OK && idx->dtype == GL_INT32)          /* widen in place, back to front */
-    for (int64_t i = idx->size - 1; i >= 0; i--) h[i] = ((int32_t *)h)[i];
+  gl_status st = read_int64(idx, h);
   if (st != GL_OK) { free(h); return st; }
   *out = h;
   return GL_OK;
 }
 
-/* 1-based positions (negatives from the end) into 0-based, each checked against n. */
+/* 1-based positions (negatives from the end) into 0-based, each checked against n. A span
+** is checked whole, then converted (two loops the compiler vectorises, over a span still
+** in cache); the culprit is looked for only in a span that holds one. */
 static gl_status normalise(int64_t *h, int64_t m, int64_t n, int axis) {
-  for (int64_t i = 0; i < m; i++) {
-    if (i % GL_POLL_SPAN == 0) GL_TRY(gl_interrupt_check());
-    int64_t v = h[i];
-    if (v == 0 || v > n || v < -n)
-      return gl_fail(GL_EINVAL, "index %lld is out of range for axis %d with size %lld (indices are 1-based, negatives count from the end)",
-                     (long long)v, axis + 1, (long long)n);
-    h[i] = v > 0 ? v - 1 : v + n;
+  for (int64_t i0 = 0; i0 < m; i0 += GL_POLL_SPAN) {
+    GL_TRY(gl_interrupt_check());
+    int64_t e = m - i0 < GL_POLL_SPAN ? m - i0 : GL_POLL_SPAN;
+    int64_t *s = h + i0;
+    int bad = 0;
+    for (int64_t i = 0; i < e; i++) bad |= (s[i] == 0) | (s[i] > n) | (s[i] < -n);
+    for (int64_t i = 0; bad && i < e; i++)
+      if (s[i] == 0 || s[i] > n || s[i] < -n)
+        return gl_fail(GL_EINVAL, "index %lld is out of range for axis %d with size %lld (indices are 1-based, negatives count from the end)",
+                       (long long)s[i], axis + 1, (long long)n);
+    for (int64_t i = 0; i < e; i++) s[i] = s[i] > 0 ? s[i] - 1 : s[i] + n;
   }
   return GL_OK;
 }
@@ -51,12 +63,74 @@ static gl_status normalise(int64_t *h, int64_t m, int64_t n, int axis) {
 /* Reads, checks and uploads idx: a 1-D int64 array of 0-based positions on dev. */
 static gl_status device_positions(gl_array *out, const gl_array *idx, int64_t n, int axis, gl_device dev) {
   GL_TRY(check_index_dtype(idx, "indices"));
+  int64_t m = idx->size;
+  if (dev.type == GL_CPU) {          /* made in place in the result: one pass less, no staging */
+    GL_TRY(gl_array_alloc(out, GL_INT64, 1, &m, dev));
+    gl_status st = read_int64(idx, gl_array_data(out));
+    if (st == GL_OK) st = normalise(gl_array_data(out), m, n, axis);
+    if (st != GL_OK) gl_array_release(out);
+    return st;
+  }
   int64_t *h;
   GL_TRY(host_int64(idx, &h));
-  gl_status st = normalise(h, idx->size, n, axis);
-  int64_t m = idx->size;
+  gl_status st = normalise(h, m, n, axis);
   if (st == GL_OK) st = gl_op_from_host(out, h, GL_INT64, 1, &m, dev);
   free(h);
+  return st;
+}
+
+/* On the cpu an index needs no array of positions of its own: a contiguous int64 index is
+** read a span at a time into a small buffer (which stays in L1), checked and converted
+** there and scattered from there, so the index is read once, as the scatter reads it. */
+#define POS_SPAN 4096
+
+static bool host_index(const gl_array *idx, gl_device dev) {
+  return dev.type == GL_CPU && idx->dtype == GL_INT64 && gl_array_is_contiguous(idx);
+}
+
+/* be->scatter of 'view' (x's shape with raw->size on axis) through the 1-based positions of
+** raw (a host_index), a span of POS_SPAN at a time. A position out of range is an error
+** that leaves x as it was: x is copied first and put back (and its storage's count of
+** writes set back to 'version', what it was before the scatter) when it is small beside
+** the index, else every span is checked before any is scattered. */
+static gl_status scatter_spans(const gl_backend *be, const gl_array *x, int axis, const gl_array *raw,
+                               const gl_array *view, bool accumulate, uint64_t version) {
+  int64_t buf[POS_SPAN];
+  gl_storage hs = { .refcount = 1, .data = buf, .nbytes = sizeof buf, .device = gl_cpu() };
+  const int64_t *h = gl_array_data(raw);
+  int64_t n = x->shape[axis], m = raw->size, per = view->size / m;
+  bool small = x->size <= m / 8;
+  gl_array saved = { 0 };
+  gl_status st = GL_OK;
+  if (small) GL_TRY(gl_op_copy(&saved, x, (gl_dtype)x->dtype, gl_array_device(x)));
+  for (int pass = small ? 1 : 0; pass < 2 && st == GL_OK; pass++) {    /* 0: check only */
+    for (int64_t j0 = 0; j0 < m && st == GL_OK; j0 += POS_SPAN) {
+      int64_t len = m - j0 < POS_SPAN ? m - j0 : POS_SPAN;
+      const int64_t *span = h + j0;
+      int bad = 0;                                /* normalise's two loops, reading the index */
+      for (int64_t i = 0; i < len; i++) bad |= (span[i] == 0) | (span[i] > n) | (span[i] < -n);
+      if (bad) {                                  /* normalise names the culprit */
+        memcpy(buf, span, (size_t)len * sizeof *buf);
+        st = normalise(buf, len, n, axis);
+        continue;
+      }
+      for (int64_t i = 0; i < len; i++) buf[i] = span[i] > 0 ? span[i] - 1 : span[i] + n;
+      if (j0 % GL_POLL_SPAN == 0) st = gl_interrupt_check();
+      if (st != GL_OK || pass == 0) continue;
+      gl_array pos = { 0 }, part = *view;
+      st = gl_array_init(&pos, GL_INT64, 1, &len);
+      pos.storage = &hs;
+      part.shape[axis] = len;
+      part.offset += j0 * part.strides[axis];
+      part.size = per * len;
+      if (st == GL_OK) st = be->scatter(x, axis, &pos, &part, accumulate);
+    }
+  }
+  if (st == GL_EINVAL && small) {      /* undone: the bytes, and the count of writes */
+    (void)gl_op_assign(x, &saved);      /* (the error's text stays) */
+    x->storage->version = version;
+  }
+  gl_array_release(&saved);
   return st;
 }
 
@@ -115,13 +189,14 @@ gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array 
 }
 
 /* Scatters 'values' (broadcast to x's shape with m positions on 'axis') through the
-** 0-based positions 'pos' (1-D, on x's device). */
+** 0-based positions 'pos' (1-D, on x's device), or, pos NULL, through the 1-based ones of
+** raw (a host_index; scatter_spans checks them). */
 static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *pos, gl_operand v,
-                                   bool accumulate) {
+                                   bool accumulate, const gl_array *raw) {
   const gl_backend *be;
   GL_TRY(gl_backend_of(x, GL_OP_INDEX, &be));
   int64_t shape[GL_MAXDIMS];
-  for (int i = 0; i < x->ndim; i++) shape[i] = i == axis ? pos->size : x->shape[i];
+  for (int i = 0; i < x->ndim; i++) shape[i] = i == axis ? (raw ? raw : pos)->size : x->shape[i];
   gl_array src = { 0 }, view;
   gl_status st;
   if (v.arr == NULL) {
@@ -141,8 +216,10 @@ static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *
     st = gl_fail(GL_EINVAL, "values of shape %s cannot be broadcast to the indexed shape %s",
                  gl_shape_str(v.arr->ndim, v.arr->shape, b1), gl_shape_str(x->ndim, shape, b2));
   }
+  uint64_t version = x->storage->version;
   if (st == GL_OK && view.size > 0) st = gl_array_begin_write(x);
-  if (st == GL_OK && view.size > 0) st = be->scatter(x, axis, pos, &view, accumulate);
+  if (st == GL_OK && view.size > 0)
+    st = raw ? scatter_spans(be, x, axis, raw, &view, accumulate, version) : be->scatter(x, axis, pos, &view, accumulate);
   gl_array_release(&src);
   return st;
 }
@@ -154,7 +231,8 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
   else GL_TRY(gl_scalar_check((gl_dtype)x->dtype, v.s));     /* even when idx is empty */
   GL_TRY(check_index_dtype(idx, "indices"));
   gl_array pos = { 0 }, vv = { 0 };
-  GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
+  bool direct = host_index(idx, gl_array_device(x));
+  if (!direct) GL_TRY(device_positions(&pos, idx, x->shape[axis], axis, gl_array_device(x)));
   gl_status st = GL_OK;
   if (v.arr && idx->ndim != 1) {
     /* values broadcast against x.shape[:axis] + idx.shape + x.shape[axis+1:], then the
@@ -176,9 +254,49 @@ gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_o
     gl_array_release(&tmp);
     v.arr = &vv;
   }
-  if (st == GL_OK) st = scatter_positions(x, axis, &pos, v, accumulate);
+  if (st == GL_OK) st = scatter_positions(x, axis, direct ? NULL : &pos, v, accumulate, direct ? idx : NULL);
   gl_array_release(&vv);
   gl_array_release(&pos);
+  return st;
+}
+
+/* The largest (max) or smallest of the elements of src sent to each of n positions by idx
+** (1-based, negatives from the end; src has idx's size, both any shape, read in C order):
+** out (src's dtype) and seen (bool), both (n), as the backend's scatter_extreme gives them. */
+gl_status gl_op_scatter_extreme(gl_array *out, gl_array *seen, int64_t n, const gl_array *idx,
+                                const gl_array *src, bool max) {
+  GL_TRY(gl_same_device(src, idx));
+  GL_TRY(check_index_dtype(idx, "indices"));
+  if (gl_dtype_is_complex((gl_dtype)src->dtype))
+    return gl_fail(GL_EINVAL, "%s values have no order", gl_dtypes[src->dtype].name);
+  if (src->size != idx->size)
+    return gl_fail(GL_EINVAL, "src must have the index's %lld elements, got %lld", (long long)idx->size,
+                   (long long)src->size);
+  if (n < 0) return gl_fail(GL_EINVAL, "the number of positions must be >= 0, got %lld", (long long)n);
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(src, GL_OP_INDEX, &be));
+  gl_device dev = gl_array_device(src);
+  char dn[16];
+  if (be->scatter_extreme == NULL)
+    return gl_fail(GL_ENOTSUP, "scatter_extreme is not supported on %s", gl_device_name(dev, dn));
+  int64_t m = src->size;
+  gl_array ix = { 0 }, flat = { 0 };
+  gl_status st = GL_OK;
+  if (idx->dtype == GL_INT64 && gl_array_is_contiguous(idx)) gl_array_view_of(&ix, idx);
+  else st = gl_op_copy(&ix, idx, GL_INT64, dev);
+  if (st == GL_OK) st = gl_view_reshape(&ix, 1, &m);
+  if (st == GL_OK) st = reshaped(&flat, src, 1, &m);
+  if (st == GL_OK) st = gl_array_alloc(out, (gl_dtype)src->dtype, 1, &n, dev);
+  if (st == GL_OK) {
+    st = gl_array_alloc(seen, GL_BOOL, 1, &n, dev);
+    if (st != GL_OK) gl_array_release(out);
+  }
+  if (st == GL_OK) {
+    st = be->scatter_extreme(out, seen, &ix, &flat, max);
+    if (st != GL_OK) { gl_array_release(out); gl_array_release(seen); }
+  }
+  gl_array_release(&flat);
+  gl_array_release(&ix);
   return st;
 }
 
@@ -275,7 +393,7 @@ gl_status gl_op_mask_assign(const gl_array *x, const gl_array *mask, gl_operand 
                    gl_shape_str(nd, sel, b2), gl_shape_str(x->ndim, x->shape, b3));
     }
   }
-  if (st == GL_OK && count > 0) st = scatter_positions(&xv, 0, &pos, val, false);
+  if (st == GL_OK && count > 0) st = scatter_positions(&xv, 0, &pos, val, false, NULL);
   if (st == GL_OK && copied) {          /* worked on a contiguous copy: write it back */
     st = gl_view_reshape(&xv, x->ndim, x->shape);
     if (st == GL_OK) st = gl_op_assign(x, &xv);

@@ -86,6 +86,8 @@ gl_status gl_op_take(gl_array *out, const gl_array *x, int axis, const gl_array 
 ** broadcast to x.shape[:axis] + idx.shape + x.shape[axis+1:]. Repeated positions: the
 ** last write wins (accumulate: all add). */
 gl_status gl_op_index_put(const gl_array *x, int axis, const gl_array *idx, gl_operand v, bool accumulate);
+gl_status gl_op_scatter_extreme(gl_array *out, gl_array *seen, int64_t n, const gl_array *idx,
+                                const gl_array *src, bool max);
 /* x[mask]: mask bool with the shape of x's leading axes; out (count, x.shape[k:]...). */
 gl_status gl_op_mask_select(gl_array *out, const gl_array *x, const gl_array *mask);
 /* x[mask] = v: a scalar, an array broadcast to the selection (count, x.shape[k:]...), or
@@ -122,6 +124,9 @@ gl_status gl_op_partition(gl_array *values, gl_array *indices, const gl_array *x
 ** out). weights: NULL or of x's size, summed instead of counted (in float64). */
 gl_status gl_op_histcounts(gl_array *counts, const gl_array *x, const gl_array *weights,
                            const gl_array *edges, bool uniform, int64_t nbins);
+/* out (int64, v's length): how many elements of the sorted 1-D a are < v[i] (right: <=),
+** NaN last; a and v of one real dtype. */
+gl_status gl_op_searchsorted(gl_array *out, const gl_array *a, const gl_array *v, bool right);
 
 /* ---- linear algebra (linalg.c) ----------------------------------------------------- */
 /* out = a @ b, NumPy's matmul: 1-D operands promoted then the added axis removed, batch

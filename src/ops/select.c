@@ -81,3 +81,23 @@ gl_status gl_op_histcounts(gl_array *counts, const gl_array *x, const gl_array *
   gl_array_release(&te);
   return st;
 }
+
+gl_status gl_op_searchsorted(gl_array *out, const gl_array *a, const gl_array *v, bool right) {
+  GL_TRY(gl_same_device(a, v));
+  if (a->dtype != v->dtype)
+    return gl_fail(GL_EINVAL, "searchsorted: a and v must have one dtype, got %s and %s", gl_dtypes[a->dtype].name,
+                   gl_dtypes[v->dtype].name);
+  if (gl_dtype_is_complex((gl_dtype)a->dtype))
+    return gl_fail(GL_EINVAL, "searchsorted: %s values have no order", gl_dtypes[a->dtype].name);
+  if (a->ndim != 1 || v->ndim != 1) return gl_fail(GL_EINVAL, "searchsorted: a and v must be 1-D");
+  const gl_backend *be;
+  GL_TRY(gl_backend_of(a, GL_OP_INDEX, &be));
+  char dn[16];
+  if (be->searchsorted == NULL)
+    return gl_fail(GL_ENOTSUP, "searchsorted is not supported on %s", gl_device_name(gl_array_device(a), dn));
+  int64_t m = v->size;
+  GL_TRY(gl_array_alloc(out, GL_INT64, 1, &m, gl_array_device(a)));
+  gl_status st = m > 0 ? be->searchsorted(out, a, v, right) : GL_OK;
+  if (st != GL_OK) gl_array_release(out);
+  return st;
+}

@@ -75,9 +75,11 @@ for _, name in ipairs {
   -- piecewise constant: zero gradient almost everywhere (PyTorch gives zeros)
   "floor", "ceil", "round", "trunc", "floordiv",
   -- positions
-  "argmax", "argmin", "argsort", "argpartition",
+  "argmax", "argmin", "argsort", "argpartition", "_searchsorted",
   -- counts
   "histcounts",
+  -- a routine's kernel, run under gpu.no_grad (gpu.scatter_reduce records its own gradient)
+  "_scatter_extreme",
   -- results that do not depend on the values, or are not arrays
   "zeros_like", "ones_like", "empty_like", "full_like", "item", "totable", "is_contiguous",
   "empty", "zeros", "ones", "full", "arange", "linspace", "eye",

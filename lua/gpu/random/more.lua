@@ -255,9 +255,13 @@ local function categorical(gen, w, k, replace)
     local u = draw(gen, "rand", rows, k, opts)
     local cdf = w2:cumsum(2)
     cdf = cdf / at(cdf, m, 2):reshape(rows, 1)
-    local shift = gpu.arange(rows, opts):reshape(rows, 1)
-    local pos = gpu.searchsorted((cdf + shift):reshape(-1), (u + shift):reshape(-1), { side = "right" })
-    idx = pos:reshape(rows, k) - (gpu.arange(rows, { dtype = "int64", device = w.device }) * m):reshape(rows, 1)
+    if rows == 1 then                 -- (the shifts below are 0: adding them changes no bit)
+      idx = gpu.searchsorted(cdf:reshape(-1), u:reshape(-1), { side = "right" }):reshape(rows, k)
+    else
+      local shift = gpu.arange(rows, opts):reshape(rows, 1)
+      local pos = gpu.searchsorted((cdf + shift):reshape(-1), (u + shift):reshape(-1), { side = "right" })
+      idx = pos:reshape(rows, k) - (gpu.arange(rows, { dtype = "int64", device = w.device }) * m):reshape(rows, 1)
+    end
     idx = gpu.clip(idx, 1, m)
   else
     local uu = draw(gen, "rand", rows, m, opts)
@@ -266,7 +270,7 @@ local function categorical(gen, w, k, replace)
     idx = ix
   end
   if w.ndim == 1 then idx = idx:reshape(k) end
-  return idx:astype("int64")
+  return idx.dtype == "int64" and idx or idx:astype("int64")
 end
 
 -- choice(a, k, {p =, replace = true, dtype, device}): the p-weighted form (the C choice

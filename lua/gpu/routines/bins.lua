@@ -29,14 +29,16 @@ local function common(a, v)
 end
 
 -- counts_below(a, v, right): for each element of the 1-D v, how many elements of the sorted
--- 1-D a are < v (right: <= v), NaN larger than every number as the sort puts it. A binary
--- search run on all of v at once: ceil(log2(n + 1)) rounds of one take and a compare on
--- v's m elements, so O(m log n), with no sort of a.
+-- 1-D a are < v (right: <= v), NaN larger than every number as the sort puts it. On the cpu
+-- a binary search per element (gpu._searchsorted); elsewhere the same search run on all of
+-- v at once: ceil(log2(n + 1)) rounds of one take and a compare on v's m elements, so
+-- O(m log n), with no sort of a.
 local function counts_below(a, v, right)
   local n, m = a.shape[1], v.shape[1]
   if m == 0 then return gpu.zeros(0, { dtype = "int64", device = v.device }) end
   if n == 0 then return gpu.zeros(m, { dtype = "int64", device = v.device }) end
   a, v = common(a, v)
+  if a.device == "cpu" then return gpu._searchsorted(a, v, right) end     -- cuda: no kernel yet
   local float = basic.is_float(a.dtype)
   local vnan = float and gpu.isnan(v) or nil
   local lo = gpu.zeros(m, { dtype = "int64", device = v.device })

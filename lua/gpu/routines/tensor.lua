@@ -304,10 +304,17 @@ local function segment_reduce(reduce, p, v)
   return ps[last], w[last]
 end
 
+-- Whether amax / amin go through gpu._scatter_extreme (one pass over the elements, the
+-- element a stable sort by value would put last) rather than segment_reduce's sorts: on
+-- the cpu (cuda: no kernel yet).
+local function extreme_kernel(reduce, x)
+  return (reduce == "amax" or reduce == "amin") and x.device == "cpu"
+end
+
 -- The positions and values of scatter_reduce: the flat 1-based positions into x of index's
 -- elements (gather's rule), and src's elements over index's shape, both flat. For a 1-D x
--- and a reduction that only scatters (sorted false: sum, mean) index itself, negatives
--- included; the sorting ones get positions made positive and checked.
+-- and a reduction that needs no sort (sorted false: sum, mean; amax, amin on the cpu) index
+-- itself, negatives included; the sorting ones get positions made positive and checked.
 local function scatter_args(fname, x, dim, index, src, sorted)
   check_array(x, fname, 1, "x")
   local d = norm_axis(fname, dim, math.max(x.ndim, 1), 2, "dim must be an integer")
@@ -358,6 +365,10 @@ local function scatter_reduce_flat(x, reduce, p, v, include_self)
       local kind = gpu._dtypes[x.dtype].kind
       out = (kind == "float" or kind == "complex") and out / c:astype(x.dtype) or gpu.floor_divide(out, c):astype(x.dtype)
     end
+  elseif p.size > 0 and extreme_kernel(reduce, x) then
+    local red, seen = gpu._scatter_extreme(x.size, p, v, reduce == "amax")
+    if include_self then red = COMBINE[reduce](xf, red) end
+    out = gpu.where(seen, red, out)
   elseif p.size > 0 then
     local pos, red = segment_reduce(reduce, p, v)
     if include_self then red = COMBINE[reduce](xf:take(pos), red) end
@@ -408,7 +419,8 @@ local function scatter_reduce_args(fname, x, dim, index, src, reduce)
   if type(reduce) ~= "string" or not REDUCES[reduce] then
     argerror(fname, 5, "reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got %s", options.type_name(reduce))
   end
-  local _, p, v = scatter_args(fname, x, dim, index, src, reduce ~= "sum" and reduce ~= "mean")
+  local sorted = reduce ~= "sum" and reduce ~= "mean" and not extreme_kernel(reduce, x)
+  local _, p, v = scatter_args(fname, x, dim, index, src, sorted)
   if (reduce == "amax" or reduce == "amin") and gpu._dtypes[x.dtype].kind == "complex" then
     argerror(fname, 5, "'%s' has no order of %s values", reduce, x.dtype)
   end

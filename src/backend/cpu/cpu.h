@@ -41,11 +41,14 @@ bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt);
 gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
 gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                          bool accumulate);
+gl_status gl_cpu_scatter_extreme(const gl_array *dst, const gl_array *seen, const gl_array *idx,
+                                 const gl_array *src, bool max);
 gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask);
 gl_status gl_cpu_sort(const gl_array *values, const gl_array *indices, const gl_array *src,
                       int axis, bool descending);
 gl_status gl_cpu_partition(const gl_array *values, const gl_array *indices, const gl_array *src,
                            int axis, const int64_t *kth, int nk);
+gl_status gl_cpu_searchsorted(const gl_array *dst, const gl_array *a, const gl_array *v, bool right);
 gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_array *weights,
                            const gl_array *edges, bool uniform);
 

@@ -30,8 +30,69 @@ GL_BINARY_OPS(STAMP_B)
 static const urow_fn unary_table[GL_NUNOP][GL_NDTYPE] = { GL_UNARY_OPS(TABLE_U) };
 static const brow_fn binary_table[GL_NBINOP][GL_NDTYPE] = { GL_BINARY_OPS(TABLE_B) };
 
+/* ---- digamma a block at a time ------------------------------------------------------------- */
+
+/* Most of digamma's time is its series on [1, 2): forty-two dependent multiply-adds per
+** element, then the recurrence's divisions. These rows reduce a block of elements one by
+** one (kernels/special.h's gl_sf_digamma_reduce), then run the recurrence and the series
+** over the whole block with the step outermost, loops the compiler vectorises across
+** elements: each element sees the same
+** operations in the same order as in gl_digamma, so the bits are the same. Built without
+** fma contraction, as special.h is. */
+#define DIGAMMA_BLOCK 256
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+static void digamma_block(double *out, int64_t n) {          /* in place: x in, psi(x) out */
+  const double c[42] = GL_SF_PSI_12_COEFS;
+  double xr[DIGAMMA_BLOCK], d[DIGAMMA_BLOCK], p[DIGAMMA_BLOCK], r[DIGAMMA_BLOCK], s[DIGAMMA_BLOCK];
+  double steps[DIGAMMA_BLOCK];
+  int series[DIGAMMA_BLOCK];
+  for (int64_t i = 0; i < n; i++) {
+    xr[i] = 1.5;
+    steps[i] = 0;
+    series[i] = gl_sf_digamma_reduce(out[i], &xr[i], &r[i], &steps[i]);
+  }
+  /* the recurrence's sum, gl_sf_psi_steps' terms in its order (k from steps - 1 down to 0;
+  ** steps <= 8), a term computed in every lane and kept where it belongs */
+  for (int64_t i = 0; i < n; i++) s[i] = 0;
+  for (int k = 7; k >= 0; k--)
+    for (int64_t i = 0; i < n; i++) {
+      double t = s[i] + 1 / (xr[i] + (double)k);
+      s[i] = (double)k < steps[i] ? t : s[i];
+    }
+  for (int64_t i = 0; i < n; i++) {
+    d[i] = (xr[i] - GL_SF_PSI_X0_HI) - GL_SF_PSI_X0_LO;
+    p[i] = c[41];
+  }
+  for (int k = 40; k >= 0; k--)
+    for (int64_t i = 0; i < n; i++) p[i] = p[i] * d[i] + c[k];
+  for (int64_t i = 0; i < n; i++) out[i] = series[i] ? r[i] + (p[i] * d[i] + s[i]) : r[i];
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#define DIGAMMA_ROW(fn, T)                                                         \
+  static void fn(void *d_, int64_t ds, const void *s_, int64_t ss, int64_t n) {   \
+    T *d = d_;                                                                     \
+    const T *s = s_;                                                               \
+    double v[DIGAMMA_BLOCK];                                                       \
+    for (int64_t i0 = 0; i0 < n; i0 += DIGAMMA_BLOCK) {                            \
+      int64_t m = n - i0 < DIGAMMA_BLOCK ? n - i0 : DIGAMMA_BLOCK;                 \
+      for (int64_t i = 0; i < m; i++) v[i] = (double)s[(i0 + i) * ss];            \
+      digamma_block(v, m);                                                         \
+      for (int64_t i = 0; i < m; i++) d[(i0 + i) * ds] = (T)v[i];                 \
+    }                                                                              \
+  }
+DIGAMMA_ROW(digamma_rows_float32, float)
+DIGAMMA_ROW(digamma_rows_float64, double)
+
 /* The row kernel of (op, dtype), NULL where there is none. */
 static urow_fn unary_row(gl_unop op, gl_dtype dt) {
+  if (op == GL_U_digamma && dt == GL_FLOAT32) return digamma_rows_float32;
+  if (op == GL_U_digamma && dt == GL_FLOAT64) return digamma_rows_float64;
   return gl_dtype_is_complex(dt) ? gl_cpu_unary_cx[op][dt] : unary_table[op][dt];
 }
 static brow_fn binary_row(gl_binop op, gl_dtype dt) {

@@ -1,5 +1,6 @@
 /*
-** cpu_histogram.c — bin counts in one pass on the CPU (histogram, bincount).
+** cpu_histogram.c — bin counts in one pass on the CPU (histogram, bincount), and the
+** binary search of searchsorted.
 **
 ** Each thread counts its share of the elements into bins of its own, and the shares are
 ** summed at the end: no atomics, and the counts do not depend on the team's size (the
@@ -121,5 +122,82 @@ gl_status gl_cpu_histogram(const gl_array *counts, const gl_array *x, const gl_a
   }
   gl_cpu_team_done(nt);
   if (failed) return gl_fail(GL_ENOMEM, "histogram: out of host memory for %lld bins", (long long)nb);
+  return gl_interrupt_check();
+}
+
+/* ---- searchsorted ------------------------------------------------------------------------- */
+
+/* Whether a (an element of the sorted array) goes before v: a < v (right: a <= v), NaN
+** after every number; for floats as the whole-array search in lua/gpu/routines/bins.lua
+** decides it, so both give the same counts. */
+#define GL_BEFORE_FLOAT(a, v, right) \
+  ((right) ? ((((a) <= (v)) & ((a) == (a))) | ((v) != (v))) : ((((a) < (v)) | ((v) != (v))) & ((a) == (a))))
+#define GL_BEFORE_INT(a, v, right) ((right) ? (a) <= (v) : (a) < (v))
+#define GL_BEFORE_UINT GL_BEFORE_INT
+#define GL_BEFORE_BOOL GL_BEFORE_INT
+
+/* Whether a is sorted as the search takes it (NaN last): then "before v" holds for a prefix
+** of a, and counting the elements it holds for gives the search's answer. */
+#define GL_SORTED_FLOAT(x, y) ((y) != (y) || ((x) == (x) && (x) <= (y)))
+#define GL_SORTED_INT(x, y) ((x) <= (y))
+#define GL_SORTED_UINT GL_SORTED_INT
+#define GL_SORTED_BOOL GL_SORTED_INT
+/* Below this many elements in a (and sorted), each element of v counts instead of searching:
+** a vectorised pass over a costs less than a search's mispredicted steps. */
+#define COUNT_MAX 256
+
+#define GL_SEARCH_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (1, 1, 1, 1),                    \
+  static bool sorted_##id(const S *a, int64_t n) {                                               \
+    for (int64_t j = 0; j + 1 < n; j++)                                                          \
+      if (!GL_SORTED_##kind(GL_DT_LOAD(half, a[j]), GL_DT_LOAD(half, a[j + 1]))) return false;   \
+    return true;                                                                                 \
+  }                                                                                              \
+  static void search_##id(int64_t *d, const void *a_, int64_t as, int64_t n, const void *v_,     \
+                          int64_t vs, int64_t lo_i, int64_t hi_i, bool right) {                  \
+    const S *a = a_, *v = v_;                                                                    \
+    if (n <= COUNT_MAX && as == 1 && sorted_##id(a, n)) {                                        \
+      for (int64_t i = lo_i; i < hi_i; i++) {   /* the count of a's before v: no branches */    \
+        int64_t c = 0;                                                                           \
+        for (int64_t j = 0; j < n; j++)                                                          \
+          c += GL_BEFORE_##kind(GL_DT_LOAD(half, a[j]), GL_DT_LOAD(half, v[i * vs]), right);     \
+        d[i] = c;                                                                                \
+      }                                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
+    for (int64_t i = lo_i; i < hi_i; i++) {                                                      \
+      int64_t lo = 0, hi = n;                                                                    \
+      while (lo < hi) {                                                                          \
+        int64_t mid = (lo + hi) / 2;                                                             \
+        if (GL_BEFORE_##kind(GL_DT_LOAD(half, a[mid * as]), GL_DT_LOAD(half, v[i * vs]), right)) \
+          lo = mid + 1;                                                                          \
+        else hi = mid;                                                                           \
+      }                                                                                          \
+      d[i] = lo;                                                                                 \
+    }                                                                                            \
+  })
+GL_DTYPE_LIST(GL_SEARCH_FN)
+
+typedef void (*search_fn)(int64_t *d, const void *a, int64_t as, int64_t n, const void *v, int64_t vs,
+                          int64_t lo, int64_t hi, bool right);
+#define GL_SEARCH_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 1), [GL_##E] = search_##id,)
+static const search_fn searches[GL_NDTYPE] = { GL_DTYPE_LIST(GL_SEARCH_ENTRY) };
+
+/* The elements of v are independent: spans of them go to the team's threads. */
+gl_status gl_cpu_searchsorted(const gl_array *dst, const gl_array *a, const gl_array *v, bool right) {
+  search_fn fn = searches[a->dtype];
+  if (fn == NULL) return gl_fail(GL_ENOTSUP, "searchsorted: %s values have no order", gl_dtypes[a->dtype].name);
+  int64_t m = v->size, n = a->size, blocks = (m + GL_POLL_SPAN - 1) / GL_POLL_SPAN;
+  int64_t *d = gl_array_data(dst);
+  const void *ad = gl_array_data(a), *vd = gl_array_data(v);
+  int64_t as = a->strides[0], vs = v->strides[0];
+  /* (each element costs a search, log2(n) steps: a block is worth splitting sooner) */
+  int nt = gl_cpu_team_size(m * 8);
+  #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t b = 0; b < blocks; b++) {
+    if (gl_interrupted()) continue;
+    int64_t lo = b * GL_POLL_SPAN, hi = lo + GL_POLL_SPAN < m ? lo + GL_POLL_SPAN : m;
+    fn(d, ad, as, n, vd, vs, lo, hi, right);
+  }
+  gl_cpu_team_done(nt);
   return gl_interrupt_check();
 }

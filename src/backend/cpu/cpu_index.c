@@ -153,6 +153,91 @@ gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, con
   return gl_interrupt_check();
 }
 
+/* ---- the largest / smallest element sent to each position ---------------------------------- */
+
+/* Whether v replaces c as the largest (smallest) so far, v coming later: NaN wins, and a
+** tie goes to the later one (-0 and +0 are a tie), the order a stable sort by value gives. */
+#define GL_TAKE_MAX_FLOAT(v, c) ((c) != (c) ? (v) != (v) : !((v) < (c)))
+#define GL_TAKE_MIN_FLOAT(v, c) ((c) != (c) ? (v) != (v) : !((v) > (c)))
+#define GL_TAKE_MAX_INT(v, c) ((v) >= (c))
+#define GL_TAKE_MIN_INT(v, c) ((v) <= (c))
+#define GL_TAKE_MAX_UINT GL_TAKE_MAX_INT
+#define GL_TAKE_MIN_UINT GL_TAKE_MIN_INT
+#define GL_TAKE_MAX_BOOL GL_TAKE_MAX_INT
+#define GL_TAKE_MIN_BOOL GL_TAKE_MIN_INT
+/* A start below (above) every value, so the first element sent to a position always
+** replaces it, with no test of whether one came before. */
+#define GL_LOWEST_FLOAT(S, id, half) GL_DT_STORE(FLOAT, half, S, id, FLOAT, -INFINITY)
+#define GL_HIGHEST_FLOAT(S, id, half) GL_DT_STORE(FLOAT, half, S, id, FLOAT, INFINITY)
+#define GL_HIGHEST_INT(S, id, half) ((S)(((uint64_t)1 << (sizeof(S) * 8 - 1)) - 1))
+#define GL_LOWEST_INT(S, id, half) ((S)(-GL_HIGHEST_INT(S, id, half) - 1))
+#define GL_LOWEST_UINT(S, id, half) ((S)0)
+#define GL_HIGHEST_UINT(S, id, half) ((S)~(S)0)
+#define GL_LOWEST_BOOL GL_LOWEST_UINT
+#define GL_HIGHEST_BOOL GL_HIGHEST_UINT
+
+/* One pass over src in order: position k = idx[j] (1-based, negatives from the end); the
+** first one out of range stops it, *bad = j + 1. In spans with a poll before each; src's
+** stride is 1 or ss (STEP). */
+#define GL_EXTREME_STEP(kind, half, S, DIR, STEP)                                                 \
+  {                                                                                              \
+    int64_t k = idx[j] > 0 ? idx[j] - 1 : idx[j] + n;                                            \
+    if ((uint64_t)k >= (uint64_t)n) { *bad = j + 1; return; }                                    \
+    S v = s[STEP];                                                                               \
+    if (GL_TAKE_##DIR##_##kind(GL_DT_LOAD(half, v), GL_DT_LOAD(half, d[k]))) d[k] = v;          \
+  }
+#define GL_EXTREME_PASS(kind, half, S, DIR)                                                       \
+  for (int64_t j0 = 0; j0 < m && !gl_interrupted(); j0 += GL_POLL_SPAN) {                        \
+    int64_t j1 = m - j0 < GL_POLL_SPAN ? m : j0 + GL_POLL_SPAN;                                  \
+    if (ss == 1) for (int64_t j = j0; j < j1; j++) GL_EXTREME_STEP(kind, half, S, DIR, j)        \
+    else for (int64_t j = j0; j < j1; j++) GL_EXTREME_STEP(kind, half, S, DIR, j * ss)           \
+  }
+#define GL_EXTREME_FN(E, id, S, kind, half, ...) GL_DT_WHEN(kind, (1, 1, 1, 1),                  \
+  static void extreme_##id(void *d_, uint8_t *seen, int64_t n, const int64_t *idx,               \
+                           const void *s_, int64_t ss, int64_t m, bool max, int64_t *bad) {     \
+    S *d = d_;                                                                                   \
+    const S *s = s_;                                                                             \
+    S start = max ? GL_LOWEST_##kind(S, id, half) : GL_HIGHEST_##kind(S, id, half);              \
+    for (int64_t k = 0; k < n; k++) d[k] = start;                                                \
+    if (max) GL_EXTREME_PASS(kind, half, S, MAX)                                                 \
+    else GL_EXTREME_PASS(kind, half, S, MIN)                                                     \
+    if (*bad) return;                                                                            \
+    /* a position still holding the start got nothing, or only elements equal to it: only     \
+    ** then a pass over the positions says which */                                             \
+    bool unsure = false;                                                                         \
+    for (int64_t k = 0; k < n; k++) {                                                            \
+      seen[k] = memcmp(&d[k], &start, sizeof start) != 0;                                        \
+      unsure |= !seen[k];                                                                        \
+    }                                                                                            \
+    if (unsure)                                                                                  \
+      for (int64_t j = 0; j < m; j++) seen[idx[j] > 0 ? idx[j] - 1 : idx[j] + n] = 1;           \
+    for (int64_t k = 0; k < n; k++)                                                              \
+      if (!seen[k]) d[k] = GL_DT_STORE(kind, half, S, id, INT, 0);                               \
+  })
+GL_DTYPE_LIST(GL_EXTREME_FN)
+
+typedef void (*extreme_fn)(void *d, uint8_t *seen, int64_t n, const int64_t *idx, const void *s,
+                           int64_t ss, int64_t m, bool max, int64_t *bad);
+#define GL_EXTREME_ENTRY(E, id, S, kind, ...) GL_DT_WHEN(kind, (1, 1, 1, 1), [GL_##E] = extreme_##id,)
+static const extreme_fn extremes[GL_NDTYPE] = { GL_DTYPE_LIST(GL_EXTREME_ENTRY) };
+
+/* One pass in order: the elements sent to a position are few beside the whole (the
+** position's running value stays in cache), and the pass reads each element once; which
+** positions got an element is read from the values after it where it can be. */
+gl_status gl_cpu_scatter_extreme(const gl_array *dst, const gl_array *seen, const gl_array *idx,
+                                 const gl_array *src, bool max) {
+  extreme_fn fn = extremes[dst->dtype];
+  if (fn == NULL) return gl_fail(GL_ENOTSUP, "no order of %s values", gl_dtypes[dst->dtype].name);
+  int64_t bad = 0;
+  const int64_t *ix = gl_array_data(idx);
+  fn(gl_array_data(dst), gl_array_data(seen), dst->size, ix, gl_array_data(src), src->strides[0], idx->size,
+     max, &bad);
+  if (bad)
+    return gl_fail(GL_EINVAL, "index %lld is out of range for axis 1 with size %lld (indices are 1-based, negatives count from the end)",
+                   (long long)ix[bad - 1], (long long)dst->size);
+  return gl_interrupt_check();
+}
+
 /* ---- mask selection ------------------------------------------------------------------------ */
 
 #define GL_SELECT_ROW(T)                                                                 \

@@ -9,7 +9,8 @@
 ** Chunks are independent (each knows its first block), so OpenMP splits them among
 ** threads without changing a single value. The Makefile builds this file with
 ** -fno-math-errno, so the Box-Muller loop (sqrtf) vectorises. The samplers (gamma,
-** poisson, ...) run kernels/random_dist.h element by element.
+** poisson, ...) run kernels/random_dist.h element by element, from words made ahead in
+** the same vectorised loop.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +26,13 @@
 #define CHB 256                 /* counter blocks per chunk */
 #define PAR_MIN 32768           /* below this many elements: one thread */
 
-/* w[4j .. 4j+3] = the words of block b0 + j, j < nb. */
-static void philox_words(uint64_t seed, uint64_t b0, int nb, uint32_t *restrict w) {
+/* w[4j .. 4j+3] = the words of sub-block 'sub' of block b0 + j, j < nb (sub 0: the block's
+** own words, kernels/philox.h). */
+static void philox_sub_words(uint64_t seed, uint64_t b0, uint32_t sub, int nb, uint32_t *restrict w) {
   uint32_t c0[CHB], c1[CHB], c2[CHB], c3[CHB];
   for (int j = 0; j < nb; j++) {
     uint64_t b = b0 + (uint64_t)j;
-    c0[j] = (uint32_t)b; c1[j] = (uint32_t)(b >> 32); c2[j] = 0; c3[j] = 0;
+    c0[j] = (uint32_t)b; c1[j] = (uint32_t)(b >> 32); c2[j] = sub; c3[j] = 0;
   }
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (int r = 0; r < 10; r++) {
@@ -40,6 +42,10 @@ static void philox_words(uint64_t seed, uint64_t b0, int nb, uint32_t *restrict 
   for (int j = 0; j < nb; j++) {
     w[4 * j] = c0[j]; w[4 * j + 1] = c1[j]; w[4 * j + 2] = c2[j]; w[4 * j + 3] = c3[j];
   }
+}
+
+static void philox_words(uint64_t seed, uint64_t b0, int nb, uint32_t *restrict w) {
+  philox_sub_words(seed, b0, 0, nb, w);
 }
 
 /* ---- one chunk: words w (for elements e0 .. e0+ne-1) into dst ------------------------ */
@@ -200,8 +206,47 @@ static gl_status permutation(const gl_array *dst, const gl_rand_req *rq) {
   return gl_interrupt_check();
 }
 
+/* How many sub-blocks most draws of a sampler read (a sub-block holds two values):
+** Poisson by multiplication about lam + 1 values, gamma a normal (two) and a uniform,
+** binomial and PTRS one or two. */
+#define PRE_MAX 3
+static uint32_t sub_blocks(const gl_rand_req *rq) {
+  switch (rq->kind) {
+    case GL_RD_POISSON: return rq->pa[0] ? 2 : rq->a < 4 ? 2 : rq->a < 10 ? 3 : 1;
+    case GL_RD_BINOMIAL: return 1;
+    default: return 2;
+  }
+}
+
+/* The constants of the last few parameters seen (binomial (n, p), Poisson lam) that came
+** from arrays, by a hash of their bits: multinomial's binomials have few distinct counts,
+** whose setup (a log1p and an exp) would otherwise cost more than the draw. */
+#define SETUP_SLOTS 16
+typedef struct setup_cache {
+  bool used[SETUP_SLOTS];
+  double a[SETUP_SLOTS], b[SETUP_SLOTS];
+  gl_rs_binomial_c binomial[SETUP_SLOTS];
+  gl_rs_poisson_c poisson[SETUP_SLOTS];
+} setup_cache;
+
+static int setup_slot(setup_cache *c, double a, double b, bool binomial) {
+  uint64_t ua, ub;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  uint64_t h = (ua ^ (ub * 0x9E3779B97F4A7C15u)) * 0xD6E8FEB86659FD93u;
+  int k = (int)(h >> 60);
+  if (!c->used[k] || memcmp(&c->a[k], &a, sizeof a) != 0 || memcmp(&c->b[k], &b, sizeof b) != 0) {
+    c->used[k] = true; c->a[k] = a; c->b[k] = b;
+    if (binomial) gl_rs_binomial_setup(&c->binomial[k], a, b);
+    else gl_rs_poisson_setup(&c->poisson[k], a);
+  }
+  return k;
+}
+
 /* A sampler of kernels/random_dist.h: element i from block offset + i and its
-** subsequences, so threads split the elements without changing a value. */
+** subsequences, so threads split the elements without changing a value. The words of each
+** element's first few sub-blocks (sub_blocks) are made ahead, CHB elements at a time in
+** the vectorised loop of the fills; the draws read them as they would have made them. */
 static gl_status sampler(const gl_array *dst, const gl_rand_req *rq) {
   int64_t n = dst->size;
   const double *pa = rq->pa[0] ? gl_array_data(rq->pa[0]) : NULL;
@@ -210,15 +255,55 @@ static gl_status sampler(const gl_array *dst, const gl_rand_req *rq) {
   bool ints = dst->dtype == GL_INT64;
   double *d = gl_array_data(dst);
   int64_t *l = gl_array_data(dst);
+  int64_t chunks = (n + CHB - 1) / CHB;
+  bool failed = false;
+  uint32_t npre = sub_blocks(rq);
+  /* with the same parameters for every element, Poisson's and binomial's constants once */
+  bool same = pa == NULL && pb == NULL && pc == NULL;
+  gl_rs_poisson_c poisson;
+  gl_rs_binomial_c binomial;
+  if (same && rq->kind == GL_RD_POISSON) gl_rs_poisson_setup(&poisson, rq->a);
+  if (same && rq->kind == GL_RD_BINOMIAL) gl_rs_binomial_setup(&binomial, rq->a, rq->b);
   int nt = n >= 4096 ? gl_cpu_team_size(n * 16) : 1;
-  #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    double v = gl_rdist_draw(rq->kind, rq->seed, rq->offset + (uint64_t)i, pa ? pa[i] : rq->a,
-                             pb ? pb[i] : rq->b, pc ? pc[i] : rq->c);
-    if (ints) l[i] = (int64_t)v;
-    else d[i] = v;
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    uint32_t *pre = malloc(sizeof(uint32_t) * 4 * PRE_MAX * CHB), *w = malloc(sizeof(uint32_t) * 4 * CHB);
+    setup_cache *cache = calloc(1, sizeof *cache);
+    if (pre == NULL || w == NULL || cache == NULL) {
+      #pragma omp atomic write
+      failed = true;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+      if (pre == NULL || w == NULL || cache == NULL || gl_interrupted()) continue;
+      int64_t i0 = c * CHB, ne = n - i0 < CHB ? n - i0 : CHB;
+      for (uint32_t sub = 0; sub < npre; sub++) {
+        philox_sub_words(rq->seed, rq->offset + (uint64_t)i0, sub, (int)ne, w);
+        for (int64_t j = 0; j < ne; j++)
+          for (int t = 0; t < 4; t++) pre[(j * npre + sub) * 4 + t] = w[4 * j + t];
+      }
+      for (int64_t j = 0; j < ne; j++) {
+        int64_t i = i0 + j;
+        gl_rstream st;
+        gl_rs_init(&st, rq->seed, rq->offset + (uint64_t)i);
+        st.pre = pre + j * npre * 4;
+        st.npre = npre;
+        double v, a = pa ? pa[i] : rq->a, b = pb ? pb[i] : rq->b;
+        if (same && rq->kind == GL_RD_POISSON) v = gl_rs_poisson_run(&st, &poisson);
+        else if (same && rq->kind == GL_RD_BINOMIAL) v = gl_rs_binomial_run(&st, &binomial);
+        else if (rq->kind == GL_RD_POISSON) v = gl_rs_poisson_run(&st, &cache->poisson[setup_slot(cache, a, 0, false)]);
+        else if (rq->kind == GL_RD_BINOMIAL) v = gl_rs_binomial_run(&st, &cache->binomial[setup_slot(cache, a, b, true)]);
+        else v = gl_rdist_draw_from(&st, rq->kind, a, b, pc ? pc[i] : rq->c);
+        if (ints) l[i] = (int64_t)v;
+        else d[i] = v;
+      }
+    }
+    free(pre);
+    free(w);
+    free(cache);
   }
-  return gl_interrupt_check();
+  gl_cpu_team_done(nt);
+  return failed ? gl_fail(GL_ENOMEM, "out of host memory for random numbers") : gl_interrupt_check();
 }
 
 gl_status gl_cpu_random(gl_rand_dist dist, const gl_array *dst, const gl_rand_req *rq) {
