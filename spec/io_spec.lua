@@ -471,7 +471,8 @@ end)
 -- every input the fuzzers found that crashed or hung a parser, kept as a file: loading it
 -- must fail cleanly (or succeed), never crash
 describe("fuzzer finds", function()
-  local loaders = { npy = gpu.load, npz = gpu.loadz, st = gpu.load_safetensors, txt = gpu.loadtxt, idx = gpu.load_idx }
+  local loaders = { npy = gpu.load, npz = gpu.loadz, st = gpu.load_safetensors, txt = gpu.loadtxt, idx = gpu.load_idx,
+                    png = gpu.image.load }
   for _, name in ipairs(listdir("spec/fixtures/fuzz")) do
     local kind = name:match("^(%a+)%-")
     if loaders[kind] then

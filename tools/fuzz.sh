@@ -21,7 +21,7 @@ seeds() {
     safetensors) ls spec/fixtures/npy/*.safetensors spec/fixtures/fuzz/st-* ;;
     text) ls spec/fixtures/npy/*.txt spec/fixtures/npy/*.csv spec/fixtures/fuzz/txt-* ;;
     idx) ls spec/fixtures/fuzz/idx-* ;;
-    png) ls spec/fixtures/png/*.png ;;
+    png) ls spec/fixtures/png/*.png spec/fixtures/fuzz/png-* ;;
   esac 2>/dev/null
 }
 

@@ -48,6 +48,8 @@ static struct {
   void (*set_strip_16)(void *png);
   int (*set_interlace_handling)(void *png);
   void (*set_user_limits)(void *png, uint32_t w, uint32_t h);
+  void (*set_chunk_malloc_max)(void *png, size_t max);
+  void (*set_keep_unknown_chunks)(void *png, int keep, const uint8_t *list, int n);
   void (*read_update_info)(void *png, void *info);
   uint8_t (*get_channels)(const void *png, const void *info);
   size_t (*get_rowbytes)(const void *png, const void *info);
@@ -61,6 +63,8 @@ static struct {
 #define COLOR_GRAY_ALPHA 4
 #define COLOR_RGBA 6
 #define INFO_tRNS 0x0010u
+#define HANDLE_CHUNK_NEVER 1
+#define PNG_CHUNK_MAX ((size_t)8 << 20)   /* the most one ancillary chunk may take (libpng's own builds: 8 MB) */
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 static const char *lib_version;     /* non-NULL once every symbol resolved */
@@ -79,7 +83,8 @@ static void lib_load(void) {
     SYM(destroy_write_struct), SYM(destroy_read_struct), SYM(set_write_fn), SYM(set_read_fn),
     SYM(get_io_ptr), SYM(get_error_ptr), SYM(error), SYM(set_IHDR), SYM(write_info), SYM(write_row),
     SYM(write_end), SYM(read_info), SYM(get_IHDR), SYM(get_valid), SYM(set_expand), SYM(set_strip_16),
-    SYM(set_interlace_handling), SYM(set_user_limits), SYM(read_update_info), SYM(get_channels),
+    SYM(set_interlace_handling), SYM(set_user_limits), SYM(set_chunk_malloc_max),
+    SYM(set_keep_unknown_chunks), SYM(read_update_info), SYM(get_channels),
     SYM(get_rowbytes), SYM(read_image), SYM(read_end),
 #undef SYM
   };
@@ -229,6 +234,12 @@ gl_status gl_png_decode(const uint8_t *buf, size_t len, gl_png_image *out) {
     }
     lib.set_read_fn(c->png, c, read_cb);
     lib.set_user_limits(c->png, GL_PNG_MAX_SIDE, GL_PNG_MAX_SIDE);
+    /* only the pixels are read: every chunk but IHDR, PLTE, tRNS, IDAT and IEND is skipped
+       unread (n < 0: known ones too), as libpng would otherwise malloc what a text, ICC or
+       sPLT chunk's length says (up to 2 GiB, even past the malloc limit's warning) before
+       finding the file too short; the limit still bounds the chunks that are kept */
+    lib.set_keep_unknown_chunks(c->png, HANDLE_CHUNK_NEVER, NULL, -1);
+    lib.set_chunk_malloc_max(c->png, PNG_CHUNK_MAX);
     lib.read_info(c->png, c->info);
     uint32_t w, h;
     int depth, color, interlace, comp, filter;
