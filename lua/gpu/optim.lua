@@ -163,7 +163,7 @@ end
 -- first batch (bind turns this very table into the optimizer, so the caller's reference and
 -- model.optimizer are it). Its options read and write as an optimizer's (opt.lr); its
 -- methods say that it has no parameters yet.
-local Unbound = { __name = "Optimizer (unbound)" }
+local Unbound = options.class_table("Optimizer (unbound)")
 local function is_unbound(v) return getmetatable(v) == Unbound end
 optim.is_unbound = is_unbound
 

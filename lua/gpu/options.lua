@@ -266,11 +266,23 @@ function M.guard_methods(cls, kind, noun, is_self)
   return cls
 end
 
+-- class_table(name) -> the one metatable of that class for the life of the Lua state (kept
+-- in the registry): a module loaded a second time (a host that clears package.loaded, as
+-- busted does between spec files, while gpulua's gpu table keeps the first copy's objects)
+-- still recognises the instances the first copy made
+local class_tables = debug.getregistry()["gpulua.classes"] or {}
+debug.getregistry()["gpulua.classes"] = class_tables
+function M.class_table(name)
+  local cls = class_tables[name]
+  if not cls then cls = { __name = name }; class_tables[name] = cls end
+  return cls
+end
+
 -- class(name, noun) -> cls, is_cls: a class table (its own __index, __name = name) whose
 -- methods guard_methods guards (noun: what the hint calls an instance), and the test of
 -- an instance
 function M.class(name, noun)
-  local cls = { __name = name }
+  local cls = M.class_table(name)
   cls.__index = cls
   local function is_cls(v) return getmetatable(v) == cls end
   return M.guard_methods(cls, name, noun, is_cls), is_cls

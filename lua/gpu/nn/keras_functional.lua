@@ -26,7 +26,7 @@ local K = {}
 
 -- ---- symbolic tensors -------------------------------------------------------------------------
 
-local KT = { __name = "KerasTensor" }
+local KT = options.class_table("KerasTensor")
 KT.__index = KT
 local function is_kt(v) return getmetatable(v) == KT end
 K.is_keras_tensor = is_kt

@@ -15,7 +15,7 @@ local raise, argerror, check_array, type_name, shape_str = options.raise, option
 
 local P = {}
 
-local PackedSequence = { __name = "PackedSequence" }
+local PackedSequence = options.class_table("PackedSequence")
 PackedSequence.__index = PackedSequence
 function PackedSequence.__tostring(s)
   return ("PackedSequence(data=%s, batch_sizes=%s)"):format(shape_str(s.data.shape), table.concat(s.batch_sizes:totable(), ", "))

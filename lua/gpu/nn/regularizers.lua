@@ -21,7 +21,7 @@ local R, C = M.regularizers, M.constraints
 
 -- ---- regularizers ------------------------------------------------------------------------------
 
-local Reg = { __name = "Regularizer" }
+local Reg = options.class_table("Regularizer")
 Reg.__index = Reg
 Reg.__call = function(self, x)
   options.check_array(x, "regularizers." .. self.kind, 1, "x")
@@ -102,7 +102,7 @@ local reg_names = { l1 = R.L1, l2 = R.L2, l1l2 = R.L1L2, l1_l2 = R.L1L2, L1 = R.
 
 -- ---- constraints -------------------------------------------------------------------------------
 
-local Con = { __name = "Constraint" }
+local Con = options.class_table("Constraint")
 Con.__index = Con
 Con.__call = function(self, w)
   options.check_array(w, "constraints." .. self.kind, 1, "w")

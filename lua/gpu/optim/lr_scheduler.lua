@@ -591,7 +591,7 @@ local MULTIPLICATIVE = { StepLR = true, MultiStepLR = true, ExponentialLR = true
 -- (PyTorch's chain of multiplicative schedules). The schedules must scale the lr by a
 -- factor of the epoch (StepLR, MultiStepLR, ExponentialLR, LinearLR, LambdaLR, ConstantLR,
 -- PolynomialLR, MultiplicativeLR) and share one optimizer.
-local Chained = { __name = "ChainedScheduler" }
+local Chained = options.class_table("ChainedScheduler")
 Chained.__index = Chained
 for k, f in pairs(Scheduler) do Chained[k] = f end
 local function chained_apply(self)
