@@ -267,14 +267,22 @@ function M.guard_methods(cls, kind, noun, is_self)
 end
 
 -- class_table(name) -> the one metatable of that class for the life of the Lua state (kept
--- in the registry): a module loaded a second time (a host that clears package.loaded, as
--- busted does between spec files, while gpulua's gpu table keeps the first copy's objects)
--- still recognises the instances the first copy made
+-- in the registry), emptied for the module that asks, which fills it anew: a module loaded
+-- a second time (a host that clears package.loaded, as busted does between spec files,
+-- while gpulua's gpu table keeps the first copy's objects) still recognises the instances
+-- the first copy made, and they take the new copy's methods
 local class_tables = debug.getregistry()["gpulua.classes"] or {}
 debug.getregistry()["gpulua.classes"] = class_tables
 function M.class_table(name)
   local cls = class_tables[name]
-  if not cls then cls = { __name = name }; class_tables[name] = cls end
+  if not cls then
+    cls = {}
+    class_tables[name] = cls
+  else
+    setmetatable(cls, nil)
+    for k in next, cls do cls[k] = nil end
+  end
+  cls.__name = name
   return cls
 end
 
