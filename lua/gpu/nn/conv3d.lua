@@ -192,6 +192,75 @@ end
 function VF.max_pool3d(x, k, opts) return pool3d_as("nn.max_pool3d", true, x, k, MAXP:check(opts, 3)) end
 function VF.avg_pool3d(x, k, opts) return pool3d_as("nn.avg_pool3d", false, x, k, AVGP:check(opts, 3)) end
 
+-- ---- adaptive_avg_pool3d, adaptive_max_pool3d -----------------------------------------------------
+
+-- PyTorch's adaptive windows per axis (start floor(i L / out), end ceil((i + 1) L / out)), as
+-- nn/resample.lua's 1-D and 2-D forms: the mean is avg_pool3d when every size divides, else
+-- the averaging matrices (out, in) applied along W, H and D; the maximum gathers every
+-- window padded to the widest (repeating its last element) and takes the first maximum.
+local Rs = require "gpu.nn.resample"
+
+local function adaptive_avg3d(name, x, out)
+  local xb, was = batched(name, x)
+  local N, C, D, H, W = xb.shape[1], xb.shape[2], xb.shape[3], xb.shape[4], xb.shape[5]
+  local o = Rs.out_sizes(name, out, 3, { D, H, W })
+  local y
+  if D % o[1] == 0 and H % o[2] == 0 and W % o[3] == 0 then
+    local k = { D // o[1], H // o[2], W // o[3] }
+    y = pool3d_as(name, false, xb, k, { stride = k })
+  else
+    y = xb
+    if W ~= o[3] then y = y:matmul(Rs.avg_matrix(W, o[3], xb).T) end
+    if H ~= o[2] then y = Rs.avg_matrix(H, o[2], xb):matmul(y) end
+    if D ~= o[1] then
+      y = Rs.avg_matrix(D, o[1], xb):matmul(y:reshape(N, C, D, o[2] * o[3])):reshape(N, C, o[1], o[2], o[3])
+    end
+  end
+  return was and y:squeeze(1) or y
+end
+
+local function adaptive_max3d(name, x, out, return_indices)
+  if return_indices ~= nil and type(return_indices) ~= "boolean" then
+    argerror(name, 3, "return_indices must be a boolean, got %s", type_name(return_indices))
+  end
+  local xb, was = batched(name, x)
+  local N, C, D, H, W = xb.shape[1], xb.shape[2], xb.shape[3], xb.shape[4], xb.shape[5]
+  local o = Rs.out_sizes(name, out, 3, { D, H, W })
+  local id, kd = Rs.window_index(D, o[1])
+  local ih, kh = Rs.window_index(H, o[2])
+  local iw, kw = Rs.window_index(W, o[3])
+  local flat = {}
+  for a = 1, o[1] do
+    for b = 1, o[2] do
+      for c = 1, o[3] do
+        for i = 1, kd do
+          for j = 1, kh do
+            for l = 1, kw do flat[#flat + 1] = (id[a][i] * H + ih[b][j]) * W + iw[c][l] + 1 end
+          end
+        end
+      end
+    end
+  end
+  local nout, nwin = o[1] * o[2] * o[3], kd * kh * kw
+  local pos = gpu.array(flat, { dtype = "int64", device = xb.device }):reshape(nout, nwin)
+  local win = xb:reshape(N, C, D * H * W):index(3, pos:reshape(-1)):reshape(N, C, nout, nwin)
+  local best = require("gpu.autograd").no_grad(function() return win:argmax(4, { keepdims = true }) end)
+  local y = gpu.take_along_axis(win, best, 4):reshape(N, C, o[1], o[2], o[3])
+  y = was and y:squeeze(1) or y
+  if not return_indices then return y end
+  local where = gpu.take_along_axis(pos:reshape(1, 1, nout, nwin), best, 4):reshape(N, C, o[1], o[2], o[3])
+  return y, was and where:squeeze(1) or where
+end
+
+-- adaptive_avg_pool3d(x (N, C, D, H, W) or (C, D, H, W), output_size): output_size a number
+-- or three (nil/false keeps that axis's size, PyTorch's None)
+function VF.adaptive_avg_pool3d(x, out) return adaptive_avg3d("nn.adaptive_avg_pool3d", x, out) end
+-- adaptive_max_pool3d(x, output_size [, return_indices]) -> y [, indices: 1-based positions in
+-- the flattened D x H x W volume]
+function VF.adaptive_max_pool3d(x, out, return_indices)
+  return adaptive_max3d("nn.adaptive_max_pool3d", x, out, return_indices)
+end
+
 -- ---- PyTorch's modules ---------------------------------------------------------------------------
 
 local function positive(fname, argn, v, what) return options.value(v, { type = "integer", min = 1 }, fname, argn, what) end

@@ -184,24 +184,34 @@ end
 pool_class("MaxPooling2D", true)
 pool_class("AveragePooling2D", false)
 
--- GlobalAveragePooling2D / GlobalMaxPooling2D([{data_format, keepdims = false}])
+-- GlobalAveragePooling1D/2D/3D / GlobalMaxPooling1D/2D/3D([{data_format, keepdims = false}]):
+-- the mean or the maximum over the steps (N, L, C), the plane (N, H, W, C) or the volume
+-- (N, D, H, W, C); channels_first: over the axes after C
 local GLOBAL_KEYS = { data_format = POOL_KEYS.data_format, keepdims = { type = "boolean", default = false },
   name = { type = "string" } }
-for _, d in ipairs({ { "GlobalAveragePooling2D", false }, { "GlobalMaxPooling2D", true } }) do
-  local cname, is_max = d[1], d[2]
-  local decl = options.declare("nn." .. cname, GLOBAL_KEYS, { example = ("gpu.nn.%s(%%s)(gpu.ones(1, 4, 4, 2))"):format(cname) })
-  local cls = class(cname)
-  function cls:init(opts)
-    self.opts = decl:check(opts, 1)
-    if self.opts.name then self.name = self.opts.name end
+local GLOBAL_SHAPES = { "(N, L, C) or (N, C, L)", "(N, H, W, C) or (N, C, H, W)", "(N, D, H, W, C) or (N, C, D, H, W)" }
+for _, nd in ipairs { 1, 2, 3 } do
+  for _, is_max in ipairs { false, true } do
+    local cname = ("Global%sPooling%dD"):format(is_max and "Max" or "Average", nd)
+    local ones = ({ "gpu.ones(1, 4, 2)", "gpu.ones(1, 4, 4, 2)", "gpu.ones(1, 2, 2, 2, 2)" })[nd]
+    local decl = options.declare("nn." .. cname, GLOBAL_KEYS, { example = ("gpu.nn.%s(%%s)(%s)"):format(cname, ones) })
+    local cls = class(cname)
+    function cls:init(opts)
+      self.opts = decl:check(opts, 1)
+      if self.opts.name then self.name = self.opts.name end
+    end
+    function cls:forward(x)
+      check_array(x, "nn." .. cname, 1, "input")
+      if x.ndim ~= nd + 2 then
+        raise("nn.%s: expected a %d-D input %s, got %s", cname, nd + 2, GLOBAL_SHAPES[nd], shape_str(x.shape))
+      end
+      local axes, first = {}, self.opts.data_format == "channels_last" and 2 or 3
+      for i = 1, nd do axes[i] = first + i - 1 end
+      if is_max then return x:max(axes, { keepdims = self.opts.keepdims }) end
+      return x:mean(axes, { keepdims = self.opts.keepdims })
+    end
+    KL[cname] = cls
   end
-  function cls:forward(x)
-    four_d("nn." .. cname, x)
-    local axes = self.opts.data_format == "channels_last" and { 2, 3 } or { 3, 4 }
-    if is_max then return x:max(axes, { keepdims = self.opts.keepdims }) end
-    return x:mean(axes, { keepdims = self.opts.keepdims })
-  end
-  KL[cname] = cls
 end
 
 -- ---- Conv1D ------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ end
 -- The adaptive output sizes: a number, or a table of nd entries (nil or false keeps the
 -- input's size, as PyTorch's None).
 local function out_sizes(name, out, nd, ins)
-  if math.type(out) == "integer" then out = nd == 1 and { out } or { out, out } end
+  if math.type(out) == "integer" then out = { out, out, out } end
   if type(out) ~= "table" then
     raise("%s: output_size must be an integer or a table of %d, got %s", name, nd, options.type_name(out))
   end
@@ -193,6 +193,7 @@ function R.adaptive_max_pool1d(x, out, return_indices)
 end
 R.adaptive_max2d = adaptive_max2d
 R.adaptive_avg2d = adaptive_avg2d
+R.out_sizes, R.avg_matrix, R.window_index = out_sizes, avg_matrix, window_index
 
 -- ---- interpolate -----------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
--- gpu.nn.resample_layers: MaxPool1d, AvgPool1d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d,
+-- gpu.nn.resample_layers: MaxPool1d, AvgPool1d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d,
 -- Upsample, PixelShuffle, PixelUnshuffle, with PyTorch's constructor arguments and defaults,
 -- on the functional forms of gpu.nn.resample.
 --
@@ -60,7 +60,7 @@ function AvgPool1d:repr() return ("AvgPool1d(kernel_size=%d)"):format(self.kerne
 
 -- ---- adaptive pooling ---------------------------------------------------------------------------
 
--- Adaptive{Avg,Max}Pool{1,2}d(output_size [, {return_indices}] (max)): output_size a
+-- Adaptive{Avg,Max}Pool{1,2,3}d(output_size [, {return_indices}] (max)): output_size a
 -- number or a table ({nil, 5} and {false, 5} keep the input's height).
 local function adaptive_class(name, fn, max)
   local cls = class(name)
@@ -93,6 +93,9 @@ adaptive_class("AdaptiveAvgPool1d", R.adaptive_avg_pool1d)
 adaptive_class("AdaptiveAvgPool2d", R.adaptive_avg_pool2d)
 adaptive_class("AdaptiveMaxPool1d", R.adaptive_max_pool1d, true)
 adaptive_class("AdaptiveMaxPool2d", R.adaptive_max_pool2d, true)
+local V3 = require("gpu.nn.conv3d").functional
+adaptive_class("AdaptiveAvgPool3d", V3.adaptive_avg_pool3d)
+adaptive_class("AdaptiveMaxPool3d", V3.adaptive_max_pool3d, true)
 
 -- ---- Upsample, PixelShuffle -------------------------------------------------------------------
 
