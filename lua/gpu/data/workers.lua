@@ -28,9 +28,9 @@ local FNAME = "data.DataLoader"
 local M = {}
 
 -- get_worker_info(): in a worker, {id =, num_workers =, seed =, dataset =} (dataset: the
--- worker's copy); nil in the main process
-local info
-function M.get_worker_info() return info end
+-- worker's copy); nil in the main process. Kept in gpu._worker, which there is one of per
+-- Lua state however often this file is loaded.
+function M.get_worker_info() return proc.info end
 
 -- ---- the worker's side -----------------------------------------------------------------
 
@@ -61,7 +61,7 @@ local function answer(loader, msg, state)
 end
 
 local function worker_main(fd, loader, id, k, seed)
-  info = { id = id, num_workers = k, seed = seed, dataset = loader.dataset }
+  proc.info = { id = id, num_workers = k, seed = seed, dataset = loader.dataset }
   gpu.set_device("cpu")
   gpu.random.seed(seed)
   math.randomseed(seed)
@@ -211,7 +211,9 @@ function M.epoch(loader)
       while not exhausted and sent - head + 1 < limit do
         local w, msg, what = next_request()
         if w == nil then exhausted = true break end
-        if not proc.send(pool.fds[w], msg) then lost(pool, w, what, "eof", timeout) end
+        -- a worker that is gone fails this send; its end-of-file is met and told (with the
+        -- request it died on) when its oldest reply is read
+        proc.send(pool.fds[w], msg)
         pool.pending[w] = pool.pending[w] + 1
         queue[sent] = { w = w, what = what }
       end
