@@ -167,6 +167,16 @@ describe("DataLoader with workers", function()
     local b3 = epoch_of(loader)
     assert.are.equal(3, #b3)
     assert.are.same({ { 1, 2 } }, { b3[1][2] })
+    -- one pool, one epoch at a time: an older loop that goes on is told why it cannot
+    local older = loader:iter()
+    older()
+    local newer = loader:iter()
+    assert.is_truthy(newer())
+    local ok, err = pcall(older)
+    assert.is_false(ok)
+    assert.matches("data.DataLoader: this epoch's persistent workers went to a newer epoch", err, 1, true)
+    assert.are.equal(3, #epoch_of(loader))
+    older, newer = nil, nil
     loader._pool = nil                        -- the workers' pool is collected: they are reaped
     collectgarbage()
     collectgarbage()

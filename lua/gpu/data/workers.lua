@@ -184,6 +184,7 @@ function M.epoch(loader)
   local active = {}
   for w = 1, k do active[w] = true end
   local st = { closed = false }
+  pool.epoch = st                               -- a newer epoch over persistent workers takes them
 
   local function close()
     if st.closed then return end
@@ -237,6 +238,11 @@ function M.epoch(loader)
 
   local function next_batch()
     if st.closed then return nil end
+    if pool.epoch ~= st then
+      st.closed = true
+      raise("%s: this epoch's persistent workers went to a newer epoch of the loader (loader:iter() was called " ..
+        "again before this loop ended)", FNAME)
+    end
     local res = table.pack(pcall(step))
     if not res[1] then
       close()
