@@ -1,6 +1,7 @@
 -- gpu.data: mini-batches and data sets; the Dataset protocol, TensorDataset, Subset,
 -- random_split, IterableDataset and ConcatDataset (data/dataset.lua); the samplers
--- (data/sampler.lua; DistributedSampler here); text corpora and CharVocab (data/text.lua);
+-- (data/sampler.lua; DistributedSampler here); a loader's worker processes and
+-- get_worker_info (data/workers.lua); text corpora and CharVocab (data/text.lua);
 -- image transforms (data/transforms.lua, gpu.data.transforms); Fashion-MNIST, MNIST and
 -- CIFAR-10 from their files.
 --
