@@ -39,9 +39,11 @@ local EXPECT = {
   keras_functional = { "x_train shape: 600x28x28x1", "conv2d_1 %(Conv2D%)%s+%(None, 11, 11, 64%)%s+18496",
                        "Total params: 34826", "val_precision: [%d.]+", "Test accuracy: 0%.%d+",
                        "Test precision: [%d.]+, recall: [%d.]+", "keras_functional ok" },
+  torch_cifar = { "data: %S+", "train: 600 images %dx%d+x%d+, test: 600, workers: 2", "epoch 1/1: loss [%d.]+ %(19 batches",
+                  "test accuracy 0%.%d+ %(600 images%)" },
 }
 local NAMES = { "arrays", "matmul", "check_gpu", "cpu_vs_gpu", "memory", "transfers", "profiling", "signal",
-                "keras_functional" }
+                "keras_functional", "torch_cifar" }
 
 describe("examples", function()
   for _, dev in ipairs(h.devices()) do
@@ -56,6 +58,27 @@ describe("examples", function()
       end)
     end
   end
+
+  it("torch_cifar.lua saves a whole-state checkpoint each epoch and resumes from it", function()
+    local path = os.tmpname()
+    local function run(extra)
+      local p = assert(io.popen(("%s examples/torch_cifar.lua --small --workers 1 --checkpoint %s %s 2>&1; echo \"exit=$?\"")
+        :format(q(BIN), q(path), extra)))
+      local out = p:read("a")
+      p:close()
+      assert.is_truthy(out:find("exit=0", 1, true), out)
+      return out
+    end
+    run("")
+    local state = gpu.load(path)
+    assert.are.equal(1, state.epoch)
+    assert.is_truthy(state.model and state.optimizer and state.scheduler)
+    local out = run("--epochs 2 --resume")
+    os.remove(path)
+    assert.is_truthy(out:find("resumed from " .. path .. " after epoch 1 (lr 0.005)", 1, true), out)
+    assert.is_truthy(out:find("epoch 2/2: loss", 1, true), out)
+    assert.is_falsy(out:find("epoch 1/2", 1, true), out)
+  end)
 
   it("check_gpu.lua reports the device GPULUA_DEVICE chose", function()
     local status, out = run_example("check_gpu", { GPULUA_DEVICE = "cpu" })

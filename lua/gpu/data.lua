@@ -1,6 +1,7 @@
 -- gpu.data: mini-batches and data sets; the Dataset protocol, TensorDataset, Subset,
 -- random_split, IterableDataset and ConcatDataset (data/dataset.lua); the samplers
--- (data/sampler.lua; DistributedSampler here); text corpora and CharVocab (data/text.lua);
+-- (data/sampler.lua; DistributedSampler here); a loader's worker processes and
+-- get_worker_info (data/workers.lua); text corpora and CharVocab (data/text.lua);
 -- image transforms (data/transforms.lua, gpu.data.transforms); Fashion-MNIST, MNIST and
 -- CIFAR-10 from their files.
 --
@@ -17,6 +18,7 @@ local gpu = require "gpu"
 local options = require "gpu.options"
 local dataset = require "gpu.data.dataset"
 local sampling = require "gpu.data.sampler"
+local workers = require "gpu.data.workers"
 
 local data = {}
 local raise, argerror, check_array, type_name = options.raise, options.argerror, options.check_array,
@@ -107,10 +109,12 @@ data.is_loader = is_loader
 local LOADER = options.declare("data.DataLoader", {
   batch_size = { type = "integer", min = 1, default = 32 },
   shuffle = batch_keys.shuffle, drop_last = batch_keys.drop_last, device = batch_keys.device,
-  num_workers = { type = "integer", min = 0, default = 0, check = function(v)
-    return v == 0, "> 0 is not supported (batches are gathered on the device, in the calling thread)"
-  end },
-  pin_memory = { type = "boolean", check = function(v) return v == false, "is not supported" end },
+  num_workers = { type = "integer", min = 0, default = 0 },
+  prefetch_factor = { type = "integer", min = 1 },
+  persistent_workers = { type = "boolean", default = false },
+  worker_init_fn = { type = "callable", what = "a function(worker_id) run in each worker as it starts" },
+  timeout = { type = "number", min = 0, default = 0 },
+  pin_memory = { type = "boolean", default = false },
   collate_fn = { type = "callable", what = "a function(samples) -> batch (with a dataset)" },
   generator = { type = "any", what = "a gpu.random.Generator", check = function(v)
     return type(v) == "userdata" or type(v) == "table", "must be a gpu.random.Generator"
@@ -175,6 +179,11 @@ end
 -- DataLoader(dataset [, opts]): over a dataset (gpu.data.dataset's protocol); its
 -- batches are collated by collate_fn (default_collate) unless the dataset gathers them
 -- itself (get_batch); a batch that is a list is unpacked: for xb, yb in loader do
+-- With num_workers = k (> 0) k forked processes make the batches (gpu.data.workers:
+-- prefetch_factor, persistent_workers, worker_init_fn, timeout, get_worker_info). Over
+-- arrays x, y the worker options are accepted and change nothing: a batch is one take per
+-- array, made here. pin_memory is accepted and changes nothing either (batches are copied
+-- to 'device' as they come).
 for _, k in ipairs { "TensorDataset", "Subset", "random_split", "default_collate", "IterableDataset", "ConcatDataset" } do
   data[k] = dataset[k]
 end
@@ -183,10 +192,24 @@ for _, k in ipairs { "SequentialSampler", "RandomSampler", "SubsetRandomSampler"
   data[k] = sampling[k]
 end
 
+-- the worker options against one another, as PyTorch's DataLoader checks them
+local function check_workers(o, argn)
+  local fname = "data.DataLoader"
+  if o.num_workers == 0 then
+    if o.prefetch_factor ~= nil then
+      argerror(fname, argn, "prefetch_factor option could only be specified in multiprocessing: let num_workers > 0 " ..
+        "to enable multiprocessing, otherwise leave prefetch_factor out")
+    end
+    if o.persistent_workers then argerror(fname, argn, "persistent_workers option needs num_workers > 0") end
+  end
+  o.prefetch_factor = o.prefetch_factor or 2
+end
+
 -- the sampling options against one another and the data, as PyTorch's DataLoader checks
 -- them (raw: the options as given, to tell a batch_size given from the default)
 local function check_sampling(o, raw, argn, iterable)
   local fname = "data.DataLoader"
+  check_workers(o, argn)
   if iterable then
     for _, k in ipairs { "sampler", "batch_sampler" } do
       if o[k] ~= nil then
@@ -221,8 +244,11 @@ function data.DataLoader(x, y, opts)
     if dataset.is_iterable(x) then
       check_sampling(o, y, 2, true)
       return setmetatable({ dataset = x, iterable = true, batch_size = o.batch_size, drop_last = o.drop_last,
-                            device = o.device, collate_fn = o.collate_fn, _running = setmetatable({}, { __mode = "k" }) },
-        DataLoader)
+                            device = o.device, collate_fn = o.collate_fn, generator = o.generator,
+                            num_workers = o.num_workers, prefetch_factor = o.prefetch_factor,
+                            persistent_workers = o.persistent_workers, worker_init_fn = o.worker_init_fn,
+                            timeout = o.timeout, pin_memory = o.pin_memory,
+                            _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
     end
     check_sampling(o, y, 2)
     local n = dataset.length("data.DataLoader", 1, x)
@@ -232,7 +258,10 @@ function data.DataLoader(x, y, opts)
       { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or o.sampler
     return setmetatable({ dataset = x, n = n, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
                           device = o.device, collate_fn = o.collate_fn, generator = o.generator, sampler = sampler,
-                          batch_sampler = o.batch_sampler, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
+                          batch_sampler = o.batch_sampler, num_workers = o.num_workers,
+                          prefetch_factor = o.prefetch_factor, persistent_workers = o.persistent_workers,
+                          worker_init_fn = o.worker_init_fn, timeout = o.timeout, pin_memory = o.pin_memory,
+                          _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
   end
   if type(y) == "table" and not options.is_array(y) and opts == nil then
     argerror("data.DataLoader", 2, "y: gpu.array or nil expected, got a table (DataLoader(x, y, opts): " ..
@@ -248,7 +277,9 @@ function data.DataLoader(x, y, opts)
     { shuffle = o.shuffle, seed = o.seed, drop_last = o.drop_last }) or o.sampler
   return setmetatable({ x = x, y = y, batch_size = o.batch_size, shuffle = o.shuffle, drop_last = o.drop_last,
                         device = o.device, generator = o.generator, sampler = sampler, batch_sampler = o.batch_sampler,
-                        _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
+                        num_workers = o.num_workers, prefetch_factor = o.prefetch_factor,
+                        persistent_workers = o.persistent_workers, worker_init_fn = o.worker_init_fn,
+                        timeout = o.timeout, pin_memory = o.pin_memory, _running = setmetatable({}, { __mode = "k" }) }, DataLoader)
 end
 
 -- set_epoch(e): the distributed sampler's epoch (a new shuffle, the same on every rank)
@@ -325,12 +356,23 @@ function Sampler:iter()
 end
 options.guard_methods(Sampler, "DistributedSampler", "sampler", is_sampler)
 
--- iter(): an iterator of one epoch (reshuffled when shuffle is set)
+-- iter(): an iterator of one epoch (reshuffled when shuffle is set), and a value to close:
+-- `for xb, yb in loader:iter() do` stops the epoch's workers at once when the loop is left
+-- (break, an error), where `for xb, yb in loader do` leaves them to the collector
 function DataLoader:iter()
+  if self.dataset and self.num_workers > 0 then
+    local next_batch, closing = workers.epoch(self)
+    return next_batch, nil, nil, closing
+  end
   if self.iterable then return dataset.iterable_epoch(self.dataset, self) end
   if self.dataset then return dataset.epoch(self.dataset, self) end
   return epoch(self.x, self.y, self.batch_size, self)
 end
+
+-- get_worker_info(): in a DataLoader's worker process {id =, num_workers =, seed =,
+-- dataset =} (ids 1..num_workers; seed: the one gpu.random was given there; dataset: the
+-- worker's copy), nil in the main process (torch.utils.data.get_worker_info)
+data.get_worker_info = workers.get_worker_info
 
 -- ---- Fashion-MNIST --------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ local function encode(v, path, st, depth)
   elseif tv == "number" then
     st.out[#st.out + 1] = '["f","' .. float_text(v) .. '"]'
   elseif is_array(v) then
-    if v:is_closed() then raise("gpu.save: %s is a closed array", path) end
+    if v:is_closed() then raise("%s: %s is a closed array", st.fname, path) end
     local name = st.names[v]
     local complex128 = v.dtype == "complex128"
     if name == nil then
@@ -78,16 +78,16 @@ local function encode(v, path, st, depth)
     st.out[#st.out + 1] = '["' .. (complex128 and "c" or "a") .. '","' .. name .. '"]'
   elseif tv == "table" then
     if getmetatable(v) ~= nil then
-      raise("gpu.save: %s is an object (a table with a metatable); save its state_dict() or a plain table", path)
+      raise("%s: %s is an object (a table with a metatable); save its state_dict() or a plain table", st.fname, path)
     end
-    if st.open[v] then raise("gpu.save: %s contains itself (a cycle)", path) end
-    if depth >= MAXDEPTH then raise("gpu.save: %s is nested deeper than %d tables", path, MAXDEPTH) end
+    if st.open[v] then raise("%s: %s contains itself (a cycle)", st.fname, path) end
+    if depth >= MAXDEPTH then raise("%s: %s is nested deeper than %d tables", st.fname, path, MAXDEPTH) end
     st.open[v] = true
     local keys = {}
     for k in next, v do
       local tk = type(k)
       if not (tk == "string" or tk == "number" or tk == "boolean") then
-        raise("gpu.save: %s has a key that is a %s (keys must be strings, numbers or booleans)", path,
+        raise("%s: %s has a key that is a %s (keys must be strings, numbers or booleans)", st.fname, path,
           is_array(k) and "gpu.array" or tk)
       end
       keys[#keys + 1] = k
@@ -109,16 +109,27 @@ local function encode(v, path, st, depth)
     st.out[#st.out + 1] = "]]"
     st.open[v] = nil
   else
-    raise("gpu.save: %s is a %s (arrays, numbers, strings, booleans and tables of them are saved)", path, tv)
+    raise("%s: %s is a %s (arrays, numbers, strings, booleans and tables of them are saved)", st.fname, path, tv)
   end
 end
 
+-- The arrays and the metadata of value's file (errors name fname and the value as path).
+local function layout(value, fname, path)
+  local st = { out = {}, names = {}, list = {}, tensors = {}, open = {}, fname = fname }
+  encode(value, path or "value", st, 0)
+  return st.tensors, { ["gpulua.format"] = FORMAT, ["gpulua.tree"] = table.concat(st.out) }
+end
+
 function M.save(path, value)
-  local st = { out = {}, names = {}, list = {}, tensors = {}, open = {} }
-  encode(value, "value", st, 0)             -- every check before the file is touched
-  local ok, err = pcall(gpu.save_safetensors, path, st.tensors,
-    { ["gpulua.format"] = FORMAT, ["gpulua.tree"] = table.concat(st.out) })
+  local tensors, meta = layout(value, "gpu.save")  -- every check before the file is touched
+  local ok, err = pcall(gpu.save_safetensors, path, tensors, meta)
   if not ok then raise("%s", (tostring(err):gsub("^.-gpu%.save_safetensors: ", "gpu.save: "))) end
+end
+
+-- dumps(value [, fname, path]) -> the bytes gpu.save(p, value) writes, as a string; loads
+-- of them gives the value back with cpu arrays. A DataLoader's workers send batches so.
+function M.dumps(value, fname, path)
+  return gpu._safetensors_bytes(layout(value, fname or "serialization.dumps", path))
 end
 
 -- ---- loading --------------------------------------------------------------------------
@@ -245,25 +256,36 @@ local function build(n, tensors, used, fail, depth)
   fail("an unknown tag " .. ("%q"):format(tag))
 end
 
-function M.load(path, opts)
-  local ok, tensors, meta = pcall(gpu.load_safetensors, path, opts)
-  if not ok then raise("%s", (tostring(tensors):gsub("^.-gpu%.load_safetensors: ", "gpu.load: "))) end
+-- The value of a file's tensors and metadata (what: the file, for errors).
+local function value_of(tensors, meta, path, fname)
   local tree = meta and meta["gpulua.tree"]
   if tree == nil then
-    raise("gpu.load: '%s' is a safetensors file that gpu.save did not write (no gpulua tree); " ..
-      "gpu.load_safetensors reads its arrays", path)
+    raise("%s: '%s' is a safetensors file that gpu.save did not write (no gpulua tree); " ..
+      "gpu.load_safetensors reads its arrays", fname, path)
   end
   if meta["gpulua.format"] ~= FORMAT then
-    raise("gpu.load: '%s' is in gpulua's format %s, which this version does not read (it reads %s)", path,
+    raise("%s: '%s' is in gpulua's format %s, which this version does not read (it reads %s)", fname, path,
       tostring(meta["gpulua.format"]), FORMAT)
   end
-  local function fail(what) raise("gpu.load: '%s': its gpulua tree is damaged (%s)", path, what) end
+  local function fail(what) raise("%s: '%s': its gpulua tree is damaged (%s)", fname, path, what) end
   local used = {}
   local value = build(parse(tree, fail), tensors, used, fail, 0)
   for name in pairs(tensors) do
     if not used[name] then fail("an array " .. ("%q"):format(name) .. " that the tree does not name") end
   end
   return value
+end
+
+function M.load(path, opts)
+  local ok, tensors, meta = pcall(gpu.load_safetensors, path, opts)
+  if not ok then raise("%s", (tostring(tensors):gsub("^.-gpu%.load_safetensors: ", "gpu.load: "))) end
+  return value_of(tensors, meta, path, "gpu.load")
+end
+
+function M.loads(bytes)
+  local ok, tensors, meta = pcall(gpu._safetensors_parse, bytes)
+  if not ok then raise("serialization.loads: %s", (tostring(tensors):gsub("^.-_safetensors_parse: '%(bytes%)': ", ""))) end
+  return value_of(tensors, meta, "(bytes)", "serialization.loads")
 end
 
 return M

@@ -56,6 +56,7 @@ const char *const gl_rand_dist_name[GL_NRAND] = {
 
 /* The backends' tables (only this file names them). */
 extern const gl_backend gl_cpu_backend;
+void gl_cpu_set_max_threads(int n);       /* cpu/cpu_team.c */
 const gl_backend *gl_cpu_test_backend(void);
 #ifdef GL_WITH_CUDA
 extern const gl_backend gl_cuda_backend;
@@ -113,8 +114,17 @@ const char *gl_device_syntax(void) { return device_syntax; }
 int gl_device_slots(void) { return slot_base[gl_nbackends]; }
 int gl_device_slot(gl_device d) { return slot_base[d.type] + d.index; }
 
+/* Why this process uses the host only (gl_backends_host_only), or NULL. */
+static const char *host_only;
+
+void gl_backends_host_only(const char *why) {
+  host_only = why;
+  gl_cpu_set_max_threads(1);
+}
+
 int gl_backend_devices(const gl_backend *b, const char **why) {
   const char *reason = b->absent;
+  if (host_only && b != &gl_cpu_backend) reason = host_only;
   int n = reason ? 0 : b->count(&reason);
   if (why) *why = n > 0 ? NULL : reason ? reason : "no device";
   return n;
@@ -155,6 +165,7 @@ gl_status gl_backend_for(gl_device d, const gl_backend **out) {
   if (d.type == GL_CPU) { *out = b; return GL_OK; }        /* the host is always there */
   const char *why;
   int n = gl_backend_devices(b, &why);
+  if (host_only) n = 0;
   if (d.index >= n) {
     gl_device_name(d, dn);
     if (n == 0) return gl_fail(GL_EDEVICE, "device %s is not available (%s)", dn, why);
@@ -257,7 +268,8 @@ void gl_storage_release(gl_storage *s) {
   if (s == NULL || --s->refcount > 0 || s->lua_owned) return;
   if (s->inline_data) { gl_cpu_backend.free(s->device, s, INLINE_HEAD + s->nbytes); return; }
   const gl_backend *b = gl_backend_get(s->device.type);
-  if (b) b->free(s->device, s->data, s->nbytes);
+  /* a device's memory belongs to the process that forked this one: left alone here */
+  if (b && (s->device.type == GL_CPU || host_only == NULL)) b->free(s->device, s->data, s->nbytes);
   free(s);
 }
 

@@ -697,6 +697,12 @@ static inline const gl_backend *gl_backend_get(int type) {
 /* How many devices b has now (0 with *why set where why is not NULL). */
 int gl_backend_devices(const gl_backend *b, const char **why);
 
+/* Makes this process use the host only, on one thread, from now on: every other device
+** is unavailable for 'why' (kept, not copied) and the CPU backend runs no parallel teams.
+** For a process made by fork (a DataLoader's worker): a GPU runtime does not survive
+** fork, and OpenMP's thread pool (libgomp's) is not fork-safe. */
+void gl_backends_host_only(const char *why);
+
 /* Backend of d, or a GL_EDEVICE failure naming why the device is unusable. */
 gl_status gl_backend_for(gl_device d, const gl_backend **out);
 

@@ -210,6 +210,7 @@ int luaopen_gpu(lua_State *L) {
   gl_open_kernel(L, module);
   gl_open_dist(L, module);
   gl_open_hold(L, module);
+  gl_open_worker(L, module);
   gl_lua_make_light_meta(L, meta);                   /* every metamethod is in place */
   lua_createtable(L, 2, 0);                          /* gpu._metatables: both kinds of array */
   lua_pushvalue(L, meta);

@@ -149,6 +149,9 @@ void gl_lua_setfuncs_held(lua_State *L, int idx, const gl_reg *l);
 bool gl_lua_held_nargs(lua_State *L, int idx, int *nargs);
 /* gpu._hold (collect_next, state): the specs' handles on this file. */
 void gl_open_hold(lua_State *L, int module);
+/* gpu._worker (spawn, send, recv, close, wait, kill, exit, getpid): a DataLoader's worker
+** processes (lworker.c). */
+void gl_open_worker(lua_State *L, int module);
 
 /* ---- arrays as userdata ---------------------------------------------------------- */
 

@@ -389,25 +389,25 @@ static int l_loadz(lua_State *L) {
 
 /* ---- safetensors ---------------------------------------------------------------------------- */
 
-/* gpu.save_safetensors(path, {name = x, ...} [, {key = "value", ...}]) */
-static int l_save_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  lua_settop(L, 3);
+/* The layout of a safetensors save of the tensors at argument 2 ({name = x, ...}) and the
+** metadata at argument 3 ({key = "value", ...} or nil; the box above them): the header in b->st_header (*hlen
+** bytes), then entries (*n, with their bytes on the host) in *e and their descriptors in
+** *tensors, each with its byte range. */
+static void st_layout(lua_State *L, io_box *b, named_array **e, gl_st_tensor **tensors, size_t *n, size_t *hlen) {
   if (!lua_isnil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
-  io_box *b = push_box(L, "save_safetensors", path);
-  size_t n, maxname, nm = 0;
-  named_array *e = read_entries(L, 2, b, &n, &maxname);
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(e[i].name, "__metadata__") == 0) luaL_argerror(L, 2, "'__metadata__' is not a tensor name");
+  size_t maxname, nm = 0;
+  *e = read_entries(L, 2, b, n, &maxname);
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp((*e)[i].name, "__metadata__") == 0) luaL_argerror(L, 2, "'__metadata__' is not a tensor name");
   if (!lua_isnil(L, 3)) {
     lua_pushnil(L);
     while (lua_next(L, 3)) { nm++; lua_pop(L, 1); }
   }
   /* one block: the tensors' descriptors, then the metadata pairs */
-  b->owned = calloc(n + nm + 1, sizeof(gl_st_tensor) + sizeof(gl_st_meta));
-  if (b->owned == NULL) return luaL_error(L, "out of memory");
-  gl_st_tensor *t = b->owned;
-  gl_st_meta *m = (gl_st_meta *)(t + n + nm + 1);
+  b->owned = calloc(*n + nm + 1, sizeof(gl_st_tensor) + sizeof(gl_st_meta));
+  if (b->owned == NULL) luaL_error(L, "out of memory");
+  gl_st_tensor *t = *tensors = b->owned;
+  gl_st_meta *m = (gl_st_meta *)(t + *n + nm + 1);
   size_t k = 0;
   if (nm) {
     lua_pushnil(L);
@@ -423,29 +423,61 @@ static int l_save_safetensors(lua_State *L) {
       lua_pop(L, 1);
     }
   }
-  entry_bytes(L, e, n);
-  for (size_t i = 0; i < n; i++) {
-    t[i].name = (char *)e[i].name;
-    t[i].dtype = (gl_dtype)e[i].x->dtype;
-    t[i].ndim = e[i].x->ndim;
-    memcpy(t[i].shape, e[i].x->shape, sizeof t[i].shape);
-    t[i].size = e[i].x->size;
+  entry_bytes(L, *e, *n);
+  for (size_t i = 0; i < *n; i++) {
+    t[i].name = (char *)(*e)[i].name;
+    t[i].dtype = (gl_dtype)(*e)[i].x->dtype;
+    t[i].ndim = (*e)[i].x->ndim;
+    memcpy(t[i].shape, (*e)[i].x->shape, sizeof t[i].shape);
+    t[i].size = (*e)[i].x->size;
   }
   uint8_t *hdr;
-  size_t hlen;
-  gl_lua_check_status(L, gl_st_header(&hdr, &hlen, t, n, m, k), 0);
+  gl_lua_check_status(L, gl_st_header(&hdr, hlen, t, *n, m, k), 0);
   b->st_header = hdr;
-  open_file(L, b, hdr, hlen);
+}
+
+/* gpu.save_safetensors(path, {name = x, ...} [, {key = "value", ...}]) */
+static int l_save_safetensors(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_settop(L, 3);
+  io_box *b = push_box(L, "save_safetensors", path);
+  named_array *e;
+  gl_st_tensor *t;
+  size_t n, hlen;
+  st_layout(L, b, &e, &t, &n, &hlen);
+  open_file(L, b, b->st_header, hlen);
   for (size_t i = 0; i < n; i++) check_file(L, b, gl_out_write(&b->out, e[i].bytes, (size_t)(t[i].end - t[i].begin)));
   return commit_file(L, b);
 }
 
-/* gpu.load_safetensors(path [, {device=, dtype=}]) -> {name = array, ...}, {key = value, ...} */
-static int l_load_safetensors(lua_State *L) {
-  int dtype;
-  gl_device dev;
-  io_box *b = open_load(L, "load_safetensors", &load_st_decl, &dtype, &dev);
-  check_file(L, b, gl_st_parse(b->map.data, b->map.len, &b->st));
+/* gpu._safetensors_bytes({name = x, ...} [, {key = "value", ...}]) -> the bytes a
+** save_safetensors of them writes, as a string (lua/gpu/serialization.lua's dumps: a
+** DataLoader worker's batches travel so) */
+static int l_safetensors_bytes(lua_State *L) {
+  lua_settop(L, 2);
+  lua_pushnil(L);
+  lua_insert(L, 1);                                /* the tensors and metadata at 2 and 3 */
+  io_box *b = push_box(L, "_safetensors_bytes", "(bytes)");
+  named_array *e;
+  gl_st_tensor *t;
+  size_t n, hlen, total;
+  st_layout(L, b, &e, &t, &n, &hlen);
+  total = hlen;
+  for (size_t i = 0; i < n; i++) total += (size_t)(t[i].end - t[i].begin);
+  luaL_Buffer buf;
+  char *p = luaL_buffinitsize(L, &buf, total);
+  memcpy(p, b->st_header, hlen);
+  for (size_t i = 0, at = hlen; i < n; i++) {
+    size_t len = (size_t)(t[i].end - t[i].begin);
+    if (len) memcpy(p + at, e[i].bytes, len);
+    at += len;
+  }
+  luaL_pushresultsize(&buf, total);
+  return 1;
+}
+
+/* The tensors and metadata of the parsed file in b as two tables. */
+static int push_safetensors(lua_State *L, io_box *b, int dtype, gl_device dev) {
   lua_createtable(L, 0, (int)(b->st.nt > 1000 ? 1000 : b->st.nt));
   for (size_t i = 0; i < b->st.nt; i++) {
     const gl_st_tensor *t = &b->st.t[i];
@@ -459,6 +491,24 @@ static int l_load_safetensors(lua_State *L) {
     lua_setfield(L, -2, b->st.meta[i].key);
   }
   return 2;
+}
+
+/* gpu._safetensors_parse(bytes) -> {name = array, ...}, {key = value, ...}: cpu arrays */
+static int l_safetensors_parse(lua_State *L) {
+  size_t len;
+  const char *bytes = luaL_checklstring(L, 1, &len);
+  io_box *b = push_box(L, "_safetensors_parse", "(bytes)");
+  check_file(L, b, gl_st_parse((const uint8_t *)bytes, len, &b->st));
+  return push_safetensors(L, b, -1, gl_cpu());
+}
+
+/* gpu.load_safetensors(path [, {device=, dtype=}]) -> {name = array, ...}, {key = value, ...} */
+static int l_load_safetensors(lua_State *L) {
+  int dtype;
+  gl_device dev;
+  io_box *b = open_load(L, "load_safetensors", &load_st_decl, &dtype, &dev);
+  check_file(L, b, gl_st_parse(b->map.data, b->map.len, &b->st));
+  return push_safetensors(L, b, dtype, dev);
 }
 
 /* ---- text ------------------------------------------------------------------------------------ */
@@ -583,7 +633,8 @@ static const gl_reg io_funcs[] = {
   { "savez_compressed", l_savez_compressed, 3 }, { "loadz", l_loadz, 2 },
   { "save_safetensors", l_save_safetensors, 3 }, { "load_safetensors", l_load_safetensors, 2 },
   { "loadtxt", l_loadtxt, 2 }, { "_png_save", l_png_save, 2 }, { "_png_load", l_png_load, 1 },
-  { "_save_bytes", l_save_bytes, 3 }, { NULL, NULL, 0 },
+  { "_save_bytes", l_save_bytes, 3 }, { "_safetensors_bytes", l_safetensors_bytes, 2 },
+  { "_safetensors_parse", l_safetensors_parse, 1 }, { NULL, NULL, 0 },
 };
 
 /* x:save(path) and x:savetxt(path [, opts]) as well as gpu.save(path, x) */

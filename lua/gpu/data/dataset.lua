@@ -129,18 +129,26 @@ function M.ranges(n, bs, o, batch)
   end
 end
 
--- gather(ds, idx, o, device): the batch of ds's items at the positions idx (a list),
--- collated (ds:get_batch when it has one and no collate_fn is given), moved to device,
--- unpacked as a loader's loop gets it
-local function gather(ds, idx, o, device)
-  local b
+-- fetch(ds, idx, o [, at]): the collated batch of ds's items at the positions idx (a list):
+-- ds:get_batch(idx) when the dataset has one and no collate_fn is given, else collate_fn
+-- (default_collate) of the items; at.sample is each position while its item is read (so an
+-- error can name it)
+function M.fetch(ds, idx, o, at)
   if o.collate_fn == nil and type(ds) == "table" and type(ds.get_batch) == "function" then
-    b = ds:get_batch(idx)
-  else
-    local samples = {}
-    for j, i in ipairs(idx) do samples[j] = item(ds, i) end
-    b = (o.collate_fn or M.default_collate)(samples)
+    return ds:get_batch(idx)
   end
+  local samples = {}
+  for j, i in ipairs(idx) do
+    if at then at.sample = i end
+    samples[j] = item(ds, i)
+  end
+  if at then at.sample = nil end
+  return (o.collate_fn or M.default_collate)(samples)
+end
+
+-- deliver(b, device): the collated batch b moved to device (nil: where it is) and unpacked
+-- as a loader's loop gets it
+function M.deliver(b, device)
   if device then b = to_device(b, device) end
   return unpack_batch(b)
 end
@@ -155,19 +163,18 @@ local function check_order(order, n, what)
 end
 M.check_order = check_order
 
--- epoch(ds, o): the batches of one epoch over dataset ds, o the loader's checked options
--- (batch_size, shuffle, drop_last, collate_fn, device, generator; sampler: its indices of
--- this epoch are the items, in its order; batch_sampler: its lists are the batches)
-function M.epoch(ds, o)
+-- index_batches(ds, o): an iterator of the position lists of one epoch's batches over
+-- dataset ds, o the loader's checked options (batch_size, shuffle, drop_last, generator;
+-- sampler: its indices of this epoch are the items, in its order; batch_sampler: its lists
+-- are the batches). A shuffle is drawn here, at once.
+function M.index_batches(ds, o)
   local n = length("DataLoader", 1, ds)
   if o.batch_sampler then
     local it = o.batch_sampler:iter()
-    local device = o.device and gpu._device_name(o.device)
     return function()
       local idx = it()
-      if idx == nil then return nil end
-      check_order(idx, n, "batch_sampler")
-      return gather(ds, idx, o, device)
+      if idx ~= nil then check_order(idx, n, "batch_sampler") end
+      return idx
     end
   end
   local order
@@ -179,11 +186,23 @@ function M.epoch(ds, o)
     local perm = o.generator and o.generator:permutation(n) or gpu.random.permutation(n)
     order = perm:totable()
   end
-  return M.ranges(n, o.batch_size, o, function(s, e, device)
+  return M.ranges(n, o.batch_size, o, function(s, e)
     local idx = {}
     for i = s, e do idx[#idx + 1] = order and order[i] or i end
-    return gather(ds, idx, o, device)
+    return idx
   end)
+end
+
+-- epoch(ds, o): the batches of one epoch over dataset ds, o the loader's checked options
+-- (index_batches's, collate_fn and device)
+function M.epoch(ds, o)
+  local batches = M.index_batches(ds, o)
+  local device = o.device and gpu._device_name(o.device)
+  return function()
+    local idx = batches()
+    if idx == nil then return nil end
+    return M.deliver(M.fetch(ds, idx, o), device)
+  end
 end
 
 -- ---- IterableDataset -------------------------------------------------------------------------
@@ -220,12 +239,11 @@ IterableDataset.__len = function()
   raise("IterableDataset: an iterable dataset has no length (#ds); iterate it with ds:iter()")
 end
 
--- iterable_epoch(ds, o): the batches of one epoch over the IterableDataset ds: batch_size
--- samples at a time in the stream's order, collated; the last shorter, or left out with
--- drop_last
-function M.iterable_epoch(ds, o)
+-- iterable_batches(ds, o): an iterator of the collated batches of one epoch over the
+-- IterableDataset ds: batch_size samples at a time in the stream's order; the last
+-- shorter, or left out with drop_last
+function M.iterable_batches(ds, o)
   local it = ds:iter()
-  local device = o.device and gpu._device_name(o.device)
   local done = false
   return function()
     if done then return nil end
@@ -236,9 +254,18 @@ function M.iterable_epoch(ds, o)
       samples[#samples + 1] = s
     end
     if #samples == 0 or (done and o.drop_last and #samples < o.batch_size) then return nil end
-    local b = (o.collate_fn or M.default_collate)(samples)
-    if device then b = to_device(b, device) end
-    return unpack_batch(b)
+    return (o.collate_fn or M.default_collate)(samples)
+  end
+end
+
+-- iterable_epoch(ds, o): iterable_batches moved to o.device and unpacked
+function M.iterable_epoch(ds, o)
+  local batches = M.iterable_batches(ds, o)
+  local device = o.device and gpu._device_name(o.device)
+  return function()
+    local b = batches()
+    if b == nil then return nil end
+    return M.deliver(b, device)
   end
 end
 

@@ -62,6 +62,8 @@ int gl_cpu_team_size(int64_t work);
 void gl_cpu_team_done(int nt);
 /* OpenMP's thread count at start-up (the most any team gets). */
 int gl_cpu_max_threads(void);
+/* Caps the teams at n threads from now on. */
+void gl_cpu_set_max_threads(int n);
 
 
 /* Kernels compiled at run time (cpu_jit.c). */

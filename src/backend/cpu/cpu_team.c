@@ -14,20 +14,34 @@
 #define PAR_MIN 32768
 #define MAX_THREADS 256
 
+#ifdef _OPENMP
+static _Atomic int max_threads = 0;
+#endif
+
 /* OpenMP's thread count as it was at the first call: OpenBLAS's set_num_threads (which
 ** gl_cpu_blas_threads calls) changes omp_get_max_threads() afterwards. */
 int gl_cpu_max_threads(void) {
 #ifdef _OPENMP
-  static _Atomic int n = 0;
-  int v = n;
+  int v = max_threads;
   if (v == 0) {
     v = omp_get_max_threads();
     v = v > MAX_THREADS ? MAX_THREADS : v < 1 ? 1 : v;
-    n = v;
+    max_threads = v;
   }
   return v;
 #else
   return 1;
+#endif
+}
+
+/* Caps every team at n threads from now on (gl_backends_host_only: 1 in a forked worker,
+** whose inherited OpenMP pool must not be woken). */
+void gl_cpu_set_max_threads(int n) {
+#ifdef _OPENMP
+  max_threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+  omp_set_num_threads(max_threads);
+#else
+  (void)n;
 #endif
 }
 
