@@ -74,6 +74,24 @@ describe("Keras's fit options against Keras 3", function()
     m2:fit(x[{ { 1, 12 } }], y[{ { 1, 12 } }], { epochs = 1, batch_size = 12, verbose = 0 })
     assert(h.close(m1:get_weights()[1], m2:get_weights()[1], 1e-5))
   end)
+  it("evaluate's sample_weight weighs the loss whatever the batches, not the metrics", function()
+    for _, bs in ipairs { 8, 10 } do
+      local m = model()
+      m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "sparse_categorical_crossentropy", metrics = { "accuracy" } }
+      local r = m:evaluate(x, y, { batch_size = bs, sample_weight = sw })
+      local c = F.evaluate["bs" .. bs]
+      assert(math.abs(r.loss - c.loss) < 1e-5, bs)
+      assert(math.abs(r.accuracy - c.accuracy) < 1e-6, bs)
+    end
+    local mb = model(true)
+    assert(math.abs(mb:evaluate(x, yb, { batch_size = 8, sample_weight = sw }).loss - F.evaluate.binary.loss) < 1e-5)
+    local m = model()
+    h.fails({ "Module:evaluate", "sample_weight", "one weight per sample" }, m.evaluate, m, x, y, { sample_weight = sw[{ { 1, 5 } }] })
+    h.fails({ "Module:evaluate", "sample_weight", "real array" }, m.evaluate, m, x, y, { sample_weight = sw:gt(1) })
+    h.fails({ "Module:evaluate", "sample_weight needs arrays x, y" }, m.evaluate, m,
+      gpu.data.DataLoader(x, y, { batch_size = 8 }), { sample_weight = sw })
+    h.fails({ "Module:evaluate", "option 'sample_weight'", "gpu.array" }, m.evaluate, m, x, y, { sample_weight = { 1, 2 } })
+  end)
   it("refuses what Keras refuses, naming the option", function()
     local m = model()
     h.fails({ "Module:fit", "not both" }, function() m:fit(x, y, { sample_weight = sw, class_weight = { [1] = 2 }, verbose = 0 }) end)

@@ -247,6 +247,27 @@ end
 -- distributed: each rank passes over its share and the sums are added over the ranks (a
 -- loader on its DistributedSampler share, padded to equal shares as torch's: a few
 -- samples may count twice).
+-- The sample_weight option of fit and evaluate (form: the data's form, x the inputs),
+-- checked: one real weight per sample of arrays x, y.
+local function checked_sample_weight(fname, w, form, x)
+  if form ~= "arrays" then
+    raise("%s: sample_weight needs arrays x, y (a DataLoader, a Dataset or a generator would give the "
+      .. "weights with its batches, which gpulua does not take yet)", fname)
+  end
+  local n = x.shape[1]
+  if w.ndim ~= 1 or w.shape[1] ~= n then
+    argerror(fname, 3, "option 'sample_weight' must have one weight per sample (shape (%d)), got shape %s", n,
+      options.shape_str(w.shape))
+  end
+  if w.dtype:match("^complex") or w.dtype == "bool" then
+    argerror(fname, 3, "option 'sample_weight' must be a real array, got %s", w.dtype)
+  end
+  return w
+end
+
+local weighted_loss               -- below: Keras's loss of a batch with its samples' weights
+
+-- e.sample_weight (arrays x, y only): each batch's loss is Keras's weighted one
 local function run_eval(self, k, x, y, bs, distributed, e)
   e = e or {}
   local fname = e.fname or "Module:evaluate"
@@ -267,10 +288,16 @@ local function run_eval(self, k, x, y, bs, distributed, e)
   local batches, state = fit_data.limit(nxt, e.steps)
   local loss_sum, n, counts = 0, 0, new_counts(k)
   local regularized = regularizers.has(self)
+  local sw = e.sample_weight                   -- the batches are x's rows in order
   autograd.no_grad(function()
     for xb, yb in batches do
       local pred = self(xb)
-      local lv = k.loss(pred, yb):item()
+      local lv
+      if sw then
+        lv = weighted_loss(k, pred, yb, sw[{ { n + 1, n + xb.shape[1] } }]:to(yb.device), fname):item()
+      else
+        lv = k.loss(pred, yb):item()
+      end
       if regularized then                     -- Keras's model.losses join evaluate's loss too
         local pen = regularizers.total(self)
         if pen then lv = lv + pen:item() end
@@ -509,18 +536,7 @@ local function fit_plan(self, x, y, o, loader, source)
     for c = 0, n do run.class_weight[c + 1] = o.class_weight[c] or 1 end
   end
   if o.sample_weight then
-    if source ~= "arrays" then
-      raise("Module:fit: sample_weight needs arrays x, y (a DataLoader, a Dataset or a generator would give the "
-        .. "weights with its batches, which gpulua does not take yet)")
-    end
-    local w, n = o.sample_weight, x.shape[1]
-    if w.ndim ~= 1 or w.shape[1] ~= n then
-      argerror("Module:fit", 3, "option 'sample_weight' must have one weight per sample (shape (%d)), got shape %s", n,
-        options.shape_str(w.shape))
-    end
-    if w.dtype:match("^complex") or w.dtype == "bool" then
-      argerror("Module:fit", 3, "option 'sample_weight' must be a real array, got %s", w.dtype)
-    end
+    local w = checked_sample_weight("Module:fit", o.sample_weight, source, x)
     if run.sw_rows then w = w[{ run.sw_rows }] end
     run.sample_weight, run.y_all = w, run.y
   end
@@ -620,12 +636,12 @@ end
 
 -- Keras's weighted loss: the loss of each sample (the mean over its other axes) times its
 -- weight, summed and divided by the batch size (Keras's sum_over_batch_size).
-local function weighted_loss(k, pred, yb, w)
+function weighted_loss(k, pred, yb, w, fname)
   local per
   if k.loss_name == "custom" then per = k.loss(pred, yb) else per = losses.losses[k.loss_name](pred, yb, { reduction = "none" }) end
   if not options.is_array(per) or per.ndim == 0 or per.shape[1] ~= pred.shape[1] then
-    raise("Module:fit: sample_weight and class_weight need a loss with one value per sample (a loss by name, or a "
-      .. "function returning shape (batch)); this one gave %s", options.is_array(per) and
+    raise("%s: sample_weight and class_weight need a loss with one value per sample (a loss by name, or a "
+      .. "function returning shape (batch)); this one gave %s", fname or "Module:fit", options.is_array(per) and
         ("shape %s"):format(options.shape_str(per.shape)) or type_name(per))
   end
   if per.ndim > 1 then
@@ -867,12 +883,15 @@ local function eval_keys(more)
 end
 
 local EVALUATE = options.declare("Module:evaluate", eval_keys {
+  sample_weight = { type = "array" },
   verbose = { type = "integer|boolean", default = false, what = "0, 1, 2 or a boolean",
               check = function(v) return v == true or v == false or v == 0 or v == 1 or v == 2 end },
 }, { example = "local m = gpu.nn.Sequential{gpu.nn.Linear(2, 2)}; m:compile{optimizer = 'sgd', loss = 'mse'}; " ..
      "m:evaluate(gpu.ones(4, 2), gpu.ones(4, 2), %s)" })
 
--- evaluate(x, y [, {batch_size = 256, steps =, verbose = false}]) -> {loss =, <metric> =}
+-- evaluate(x, y [, {batch_size = 256, steps =, verbose = false, sample_weight =}]) -> {loss =, <metric> =}
+-- sample_weight (arrays x, y): the loss is Keras's weighted one (the metrics are not weighed,
+-- as Keras 3's compile metrics)
 -- x may be a DataLoader, a Dataset of (x, y) samples or a generator (y nil), as in fit;
 -- steps: at most that many batches (arrays and loaders from their start, a generator its
 -- next ones; without steps, until it returns nil).
@@ -881,6 +900,8 @@ function Module:evaluate(x, y, opts)
   local form, argn
   form, y, opts, argn = data_form("Module:evaluate", x, y, opts)
   local o = EVALUATE:check(opts, argn)
+  local sw = o.sample_weight and checked_sample_weight("Module:evaluate", o.sample_weight, form, x)
+  if sw and o.distributed then raise("Module:evaluate: sample_weight is not supported with distributed = true") end
   if form == "generator" then
     if o.distributed then
       raise("Module:evaluate: distributed = true takes arrays, a DataLoader or a Dataset, not a generator")
@@ -889,7 +910,9 @@ function Module:evaluate(x, y, opts)
   elseif form == "loader" then
     x = fit_data.loader_of("Module:evaluate", 1, x, o.batch_size, false)
   end
-  local r = in_eval(self, function() return run_eval(self, k, x, y, o.batch_size, o.distributed, { steps = o.steps }) end)
+  local r = in_eval(self, function()
+    return run_eval(self, k, x, y, o.batch_size, o.distributed, { steps = o.steps, sample_weight = sw })
+  end)
   if (o.verbose == true or (o.verbose ~= false and o.verbose > 0)) and not (o.distributed and dist().rank() ~= 1) then
     local parts = { ("loss: %.4f"):format(r.loss) }
     for _, m in ipairs(k.metrics) do parts[#parts + 1] = ("%s: %s"):format(m.name, P.value(r[m.name])) end
