@@ -62,6 +62,42 @@ describe("Keras's recurrent layers against Keras 3", function()
     end)
   end
 
+  it("the fused loops agree with the step loop (float64): outputs, states and gradients", function()
+    local xd = x0:astype("float64")
+    for _, c in ipairs {
+      { "LSTM", {} }, { "LSTM", { return_sequences = true, go_backwards = true } }, { "LSTM", { use_bias = false } },
+      { "GRU", {} }, { "GRU", { return_sequences = true, go_backwards = true } }, { "GRU", { use_bias = false } },
+      { "SimpleRNN", { return_sequences = true } }, { "SimpleRNN", { activation = "relu", go_backwards = true } },
+    } do
+      local opts = { return_state = true, dtype = "float64" }
+      for k, v in pairs(c[2]) do opts[k] = v end
+      local l = nn[c[1]](3, opts)
+      l(xd)
+      if l.bias then gpu.no_grad(function() l.bias[{}] = gpu.random.normal(0, 0.5, l.bias.shape, { dtype = "float64" }) end) end
+      local s0 = { gpu.random.normal(0, 1, { 3, 3 }, { dtype = "float64" }) }
+      if c[1] == "LSTM" then s0[2] = gpu.random.normal(0, 1, { 3, 3 }, { dtype = "float64" }) end
+      local function run(fused)
+        l.fused = fused
+        local x = xd:copy():requires_grad()
+        local outs = table.pack(l(x, { initial_state = s0 }))
+        local total = outs[1]:square():sum()
+        for j = 2, outs.n do total = total + outs[j]:sum() * j end
+        local g = ag.grad(total, { x, table.unpack(l:parameters()) })
+        return outs, g
+      end
+      local fname = c[1] == "SimpleRNN" and "rnn" or c[1]:lower()
+      local fused_fn, calls = gpu.fused[fname], 0
+      gpu.fused[fname] = function(...) calls = calls + 1 return fused_fn(...) end
+      local ok, o1, g1 = pcall(run, true)
+      gpu.fused[fname] = fused_fn
+      assert(ok, o1)
+      assert.equal(1, calls, c[1] .. " took the fused loop")
+      local o2, g2 = run(false)
+      for j = 1, o1.n do assert(h.close(o1[j], o2[j], 1e-12), c[1] .. " output " .. j) end
+      for j = 1, #g1 do assert(h.close(g1[j], g2[j], 1e-11), c[1] .. " gradient " .. j) end
+    end
+  end)
+
   it("Keras's default weights: shapes, unit_forget_bias, GRU's (2, 3 units) bias", function()
     local l = nn.LSTM(3, { input_shape = { 5, 4 } })
     local w = l:get_weights()

@@ -11,9 +11,12 @@
 -- in Keras's gate order (LSTM i f c o, GRU z r h), built at the first call (or from
 -- input_shape), so get_weights / set_weights take a Keras model's lists as they are.
 --
--- The input projections of all steps are one GEMM; the steps then run as array ops (the
--- recurrent GEMM and the gate math), so autograd, both devices and any activation come from
--- those ops. A mask (N, T) (forward(x, {mask = m}), or passed on by Sequential and Model from
+-- The input projections of all steps are one GEMM. With Keras's default activations (tanh,
+-- and sigmoid for the gates; SimpleRNN also relu) and no mask, the steps then run in PyTorch's
+-- fused loops (gpu.fused.lstm, gru, rnn; GRU with reset_after, which is PyTorch's GRU with
+-- the z and r blocks swapped): one tape node for the whole sequence. Otherwise, or with
+-- m.fused = false, they run as array ops (the recurrent GEMM and the gate math), so
+-- autograd, both devices and any activation come from those ops. A mask (N, T) (forward(x, {mask = m}), or passed on by Sequential and Model from
 -- Masking) skips steps as Keras does: a masked step carries the state and the output of the
 -- last unmasked one (zeros before the first).
 local gpu = require "gpu"
@@ -78,6 +81,44 @@ local function keys(kind)
 end
 
 local function cols(a, g, U) return a[{ ":", { (g - 1) * U + 1, g * U } }] end
+-- the same on the last axis of (N, T, G U)
+local function cols3(a, g, U) return a[{ ":", ":", { (g - 1) * U + 1, g * U } }] end
+
+-- Whether the fused loops take the layer's work: their dtypes and devices, their activations,
+-- no mask (gpu.fused.lstm, gru, rnn; lua/gpu/nn/recurrent.lua uses them the same way)
+local FUSED_DTYPES = { float32 = true, float64 = true }
+local FUSED_DEVICES = { cpu = true, cuda = true }
+local function fused_ok(self, kind, x, mask)
+  local o = self.opts
+  if self.fused == false or mask ~= nil or not FUSED_DTYPES[x.dtype] then return false end
+  if not FUSED_DEVICES[(x.device:gsub(":%d+$", ""))] then return false end
+  if kind == "SimpleRNN" then return o.activation == "tanh" or o.activation == "relu" end
+  if kind == "GRU" and not self.reset_after then return false end
+  return o.activation == "tanh" and o.recurrent_activation == "sigmoid"
+end
+
+-- The steps through the fused loop: zs (N, T, G U) the input projections (bias in; GRU: the
+-- input bias only), h, c (N, U) the initial states; returns the outputs (N, T, U) and the
+-- final h [, c].
+local function run_fused(self, kind, zs, h, c, rbias)
+  local U, rk = self.units, self.recurrent_kernel
+  local T = zs.shape[2]
+  local xp = zs:transpose(1, 2):contiguous()                  -- (T, N, G U), time-major
+  local hs
+  if kind == "LSTM" then                                       -- gates i f c o: PyTorch's i f g o
+    local hc = gpu.fused.lstm(xp, rk:transpose(1, 2):contiguous(), h, c)   -- (T, N, 2, U)
+    hs = hc[{ ":", ":", 1 }]
+    c = hc[{ T, ":", 2 }]
+  elseif kind == "GRU" then                                    -- z r h to PyTorch's r z n
+    xp = gpu.concat({ cols3(xp, 2, U), cols3(xp, 1, U), cols3(xp, 3, U) }, 3)
+    local w = gpu.concat({ cols(rk, 2, U), cols(rk, 1, U), cols(rk, 3, U) }, 2):transpose(1, 2):contiguous()
+    local b = rbias and gpu.concat({ rbias[{ { U + 1, 2 * U } }], rbias[{ { 1, U } }], rbias[{ { 2 * U + 1, 3 * U } }] }, 1)
+    hs = gpu.fused.gru(xp, w, b, h)                            -- (T, N, U)
+  else
+    hs = gpu.fused.rnn(xp, rk:transpose(1, 2):contiguous(), h, { nonlinearity = self.opts.activation })
+  end
+  return hs:transpose(1, 2), hs[T], c
+end
 
 -- the mask option: (N, T) of bool (or numbers, nonzero counts) for an input (N, T, F)
 local function check_mask(fname, m, x)
@@ -247,6 +288,13 @@ local function rnn_class(kind)
     local bias, rbias = self.bias, nil
     if bias ~= nil and self.reset_after then bias, rbias = self.bias[1], self.bias[2] end
     local zs = F.dense(xs, self.kernel, bias)                  -- (N, T, G U): every step's input projection
+    if fused_ok(self, kind, x, mask) then
+      local seq, hN, cN = run_fused(self, kind, zs, h, c, rbias)
+      local y = regularizers.activity(self, o.return_sequences and seq or hN)
+      if not o.return_state then return y end
+      if kind == "LSTM" then return y, hN, cN end
+      return y, hN
+    end
     local outs, out = {}, nil
     for t = 1, T do
       local hn, cn = step(self, zs[{ ":", t }], h, c, rbias)
@@ -278,6 +326,9 @@ end
 rnn_class("LSTM")
 rnn_class("GRU")
 rnn_class("SimpleRNN")
+-- m.fused = false (or the class's field): the step loop of array ops even where the fused
+-- loops could run (the reference they are checked against)
+KR.KerasLSTM.fused, KR.KerasGRU.fused, KR.SimpleRNN.fused = true, true, true
 
 -- ---- Masking -----------------------------------------------------------------------------------
 
