@@ -135,6 +135,7 @@ describe("Keras's Masking against Keras 3", function()
     local fm = nn.Model(inp, out)
     lstm2:set_weights(ws)
     assert(h.close(fm(xp), arr(F.pool.y), 2e-5))
+    assert.equal(lstm2, fm:get_layer("lstm"))               -- Keras's layer name
   end)
 
   it("GlobalAveragePooling1D averages the unmasked steps only", function()

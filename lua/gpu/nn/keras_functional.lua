@@ -125,7 +125,7 @@ local function symbolic_call(layer, ...)
     local shape = {}
     for d = 2, y.ndim do shape[#shape + 1] = y.shape[d] end
     outs[#outs + 1] = setmetatable({ shape = shape, dtype = y.dtype, node = node, index = i - 1,
-      name = unique((getmetatable(layer).__name or "layer"):lower()) }, KT)
+      name = unique(module.display_name(layer):lower()) }, KT)
   end
   node.outputs = outs
   return table.unpack(outs)
@@ -192,7 +192,7 @@ function Model:init(inputs, outputs, opts)
   for _, node in ipairs(order) do
     local layer = node.layer
     if names[layer] == nil then
-      local base = type(rawget(layer, "name")) == "string" and layer.name or snake(getmetatable(layer).__name or "layer")
+      local base = type(rawget(layer, "name")) == "string" and layer.name or snake(module.display_name(layer))
       local name, k = base, 0
       while used[name] do k = k + 1; name = ("%s_%d"):format(base, k) end
       used[name], names[layer] = true, name
@@ -269,7 +269,7 @@ function Model:summary(opts)
     shown[layer] = true
     local outs = {}
     for _, t in ipairs(node.outputs) do outs[#outs + 1] = shape_text(t) end
-    rows[#rows + 1] = { ("%s (%s)"):format(g.names[layer], getmetatable(layer).__name), table.concat(outs, ", "), tostring(n) }
+    rows[#rows + 1] = { ("%s (%s)"):format(g.names[layer], module.display_name(layer)), table.concat(outs, ", "), tostring(n) }
   end
   local text = module.summary_text(rows, total, ("Model: \"%s\""):format(self.name))
   if not o.quiet then print(text) end

@@ -141,6 +141,7 @@ local function rnn_class(kind)
   local call_decl = options.declare(kind .. "(units):forward", { mask = { type = "array" }, initial_state = { type = "table|array" } },
     { example = ("gpu.nn.%s(2)(gpu.ones(1, 3, 2), %%s)"):format(kind) })
   local cls = class(spec.cname)
+  cls.display_name = kind                    -- summaries and Keras's layer names: "LSTM", "lstm"
   KR[spec.cname] = cls
   cls.takes_mask = true
 

@@ -89,6 +89,14 @@ function M.class(name, parent)
   return options.guard_methods(cls, name, "model", is_module)
 end
 
+-- display_name(m): the name summaries and Keras's layer names use for m's class: the class's
+-- display_name where a user-facing name is shared (Keras's LSTM beside PyTorch's, registered
+-- apart for model files), else its class name
+function M.display_name(m)
+  local c = getmetatable(m)
+  return c.display_name or c.__name
+end
+
 -- options_class(cname, keys, positional, init, forward, example [, required]): a layer class
 -- whose constructor takes its options positionally (in the order of `positional`, a last
 -- options table after them merged in) or as one table, checked against keys (declared as
@@ -684,7 +692,7 @@ local function summary_rows(self, s, layers)
       os[1] = "None"
       local np = m:num_parameters()
       total = total + np
-      rows[#rows + 1] = { ("%s (%s)"):format(i, getmetatable(m).__name), shape_str(os), tostring(np) }
+      rows[#rows + 1] = { ("%s (%s)"):format(i, M.display_name(m)), shape_str(os), tostring(np) }
     end
   end)
   self:train(was)
