@@ -156,6 +156,9 @@ describe("Keras's Masking against Keras 3", function()
     assert(h.close(m(xp), masked, 1e-6))
     seen = (m(xp) - plain):abs():max():item()
     assert.is_true(seen > 0)
+    local td = nn.Sequential { nn.Masking(), nn.TimeDistributed(m[2]), nn.LayerNormalization(), probe }
+    local ln = nn.LayerNormalization()
+    assert(h.close(td(xp), probe(ln(m[2](m[1](xp))), { mask = step_mask }), 1e-6))
     local m2 = nn.Sequential { nn.Masking(), nn.Flatten(), nn.Dense(2) }
     assert.same({ 3, 2 }, m2(xp).shape)
   end)

@@ -416,6 +416,7 @@ function TimeDistributed:forward(x)
   for a = 2, y.ndim do out[#out + 1] = y.shape[a] end
   return y:reshape(table.unpack(out))
 end
+TimeDistributed.keeps_mask = true      -- a Keras step mask goes on through it (module.call_masked)
 KL.TimeDistributed = TimeDistributed
 
 -- ---- BatchNormalization, LayerNormalization, Normalization -------------------------------------
@@ -518,6 +519,7 @@ function LayerNormalization:forward(x)
   if self.beta ~= nil then y = y + self.beta:reshape(table.unpack(pshape)) end
   return y
 end
+LayerNormalization.keeps_mask = true
 KL.LayerNormalization = LayerNormalization
 
 local NORM = options.declare("nn.Normalization", { axis = { type = "integer", default = -1 }, mean = { type = "number|table|array" },
