@@ -35,6 +35,7 @@
 --   keras_layers.lua      Conv2D, MaxPooling2D, AveragePooling2D, Global*Pooling2D (channels-last)
 --   keras_preprocessing.lua  Resizing, CenterCrop, RandomFlip, RandomRotation, RandomZoom, RandomCrop
 --   keras_conv.lua        DepthwiseConv2D, SeparableConv2D, Conv2DTranspose (channels-last)
+--   keras_rnn.lua         Keras's LSTM, GRU (nn.LSTM / nn.GRU with one integer), SimpleRNN; Masking
 --   conv3d.lua            conv3d & co: Conv3d, ConvTranspose3d, Max/AvgPool3d, Conv3D, Max/AveragePooling3D
 --   regularizers.lua      nn.regularizers, nn.constraints, ActivityRegularization, Module:losses
 --   packed.lua            packed sequences (nn.utils.pack_padded_sequence ...) and the RNNs over them
@@ -91,7 +92,7 @@ export((require "gpu.nn.recurrent"))
 -- (nn.F), the losses' functional forms into nn.functional too
 for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention", "gpu.nn.transformer",
                         "gpu.nn.more_layers", "gpu.nn.extra_layers", "gpu.nn.keras_functional", "gpu.nn.keras_layers",
-                        "gpu.nn.keras_conv", "gpu.nn.conv3d", "gpu.nn.keras_preprocessing" } do
+                        "gpu.nn.keras_conv", "gpu.nn.conv3d", "gpu.nn.keras_preprocessing", "gpu.nn.keras_rnn" } do
   local part = require(name)
   add_functional(part.functional or {}, true)
   export_layers(part)

@@ -125,7 +125,7 @@ local function symbolic_call(layer, ...)
     local shape = {}
     for d = 2, y.ndim do shape[#shape + 1] = y.shape[d] end
     outs[#outs + 1] = setmetatable({ shape = shape, dtype = y.dtype, node = node, index = i - 1,
-      name = unique((getmetatable(layer).__name or "layer"):lower()) }, KT)
+      name = unique(module.display_name(layer):lower()) }, KT)
   end
   node.outputs = outs
   return table.unpack(outs)
@@ -192,7 +192,7 @@ function Model:init(inputs, outputs, opts)
   for _, node in ipairs(order) do
     local layer = node.layer
     if names[layer] == nil then
-      local base = type(rawget(layer, "name")) == "string" and layer.name or snake(getmetatable(layer).__name or "layer")
+      local base = type(rawget(layer, "name")) == "string" and layer.name or snake(module.display_name(layer))
       local name, k = base, 0
       while used[name] do k = k + 1; name = ("%s_%d"):format(base, k) end
       used[name], names[layer] = true, name
@@ -225,9 +225,16 @@ function Model:forward(...)
     end
     values[t] = x
   end
+  local masks = {}          -- Keras's step masks, by symbolic tensor (module.call_masked)
   for _, node in ipairs(g.order) do
     local a = map_args(node.args, function(t) return values[t] end)
-    local res = table.pack(node.layer(table.unpack(a, 1, a.n)))
+    local src = node.args.n == 1 and is_kt(node.args[1]) and node.args[1] or nil
+    local res
+    if src ~= nil and (masks[src] ~= nil or node.layer.compute_mask ~= nil) then
+      res, masks[node.outputs[1]] = module.call_masked(node.layer, a[1], masks[src])
+    else
+      res = table.pack(node.layer(table.unpack(a, 1, a.n)))
+    end
     for i, t in ipairs(node.outputs) do values[t] = res[i] end
   end
   local out = {}
@@ -262,7 +269,7 @@ function Model:summary(opts)
     shown[layer] = true
     local outs = {}
     for _, t in ipairs(node.outputs) do outs[#outs + 1] = shape_text(t) end
-    rows[#rows + 1] = { ("%s (%s)"):format(g.names[layer], getmetatable(layer).__name), table.concat(outs, ", "), tostring(n) }
+    rows[#rows + 1] = { ("%s (%s)"):format(g.names[layer], module.display_name(layer)), table.concat(outs, ", "), tostring(n) }
   end
   local text = module.summary_text(rows, total, ("Model: \"%s\""):format(self.name))
   if not o.quiet then print(text) end
@@ -305,6 +312,7 @@ simple("Activation", { activation = { type = "string|callable", choices = act_na
     self.fn = acts[o.activation] or o.activation
   end, function(self, x) return self.fn(check_array(x, "nn.Activation", 1, "input")) end, "gpu.ones(2, 3)",
   "{ activation = 'relu' }")
+K.Activation.keeps_mask = true         -- a Keras step mask goes on through it (module.call_masked)
 
 -- Reshape(target_shape): each sample to target_shape (one entry may be -1)
 simple("Reshape", { target_shape = { type = "table" }, name = name_key }, { "target_shape" }, function(self, o, fname)
@@ -426,5 +434,9 @@ simple("Dot", { axes = { type = "integer", default = -1 }, normalize = { type = 
     local y = (a * b):sum(ax)
     return y.ndim == 1 and y:reshape(y.shape[1], 1) or y
   end, "{gpu.ones(2, 3), gpu.ones(2, 3)}")
+
+-- Keras's activations by name, for the other Keras layer files (behind the metatable, so
+-- that nn's export of this table's entries leaves them out)
+setmetatable(K, { __index = { _helpers = { acts = acts, act_names = act_names } } })
 
 return K

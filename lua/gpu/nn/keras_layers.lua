@@ -200,15 +200,35 @@ for _, nd in ipairs { 1, 2, 3 } do
       self.opts = decl:check(opts, 1)
       if self.opts.name then self.name = self.opts.name end
     end
-    function cls:forward(x)
-      check_array(x, "nn." .. cname, 1, "input")
+    -- forward(x [, {mask = (N, L)}]): GlobalAveragePooling1D averages the unmasked steps only
+    -- (a Keras mask, module.call_masked), as Keras's
+    local masked = nd == 1 and not is_max
+    local call_decl = masked and options.declare("nn." .. cname .. ":forward", { mask = { type = "array" } },
+      { example = ("gpu.nn.%s()(%s, %%s)"):format(cname, ones) }) or nil
+    if masked then cls.takes_mask = true end
+    function cls:forward(x, opts)
+      local fname = "nn." .. cname
+      check_array(x, fname, 1, "input")
       if x.ndim ~= nd + 2 then
         raise("nn.%s: expected a %d-D input %s, got %s", cname, nd + 2, GLOBAL_SHAPES[nd], shape_str(x.shape))
       end
-      local axes, first = {}, self.opts.data_format == "channels_last" and 2 or 3
+      local cl = self.opts.data_format == "channels_last"
+      local axes, first = {}, cl and 2 or 3
       for i = 1, nd do axes[i] = first + i - 1 end
-      if is_max then return x:max(axes, { keepdims = self.opts.keepdims }) end
-      return x:mean(axes, { keepdims = self.opts.keepdims })
+      local mask = masked and call_decl:check(opts, 2).mask or nil
+      if mask == nil then
+        if opts ~= nil and not masked then argerror(fname, 2, "at most 1 argument expected, got 2") end
+        if is_max then return x:max(axes, { keepdims = self.opts.keepdims }) end
+        return x:mean(axes, { keepdims = self.opts.keepdims })
+      end
+      local N, L = x.shape[1], x.shape[first]
+      if mask.ndim ~= 2 or mask.shape[1] ~= N or mask.shape[2] ~= L then
+        argerror(fname, 2, "mask must be (N, L) = (%d, %d), got %s", N, L, shape_str(mask.shape))
+      end
+      local m = mask:to(x.device):astype(x.dtype):reshape(N, cl and L or 1, cl and 1 or L)
+      local y = (x * m):sum(axes, { keepdims = true }) / m:sum(axes, { keepdims = true })
+      if self.opts.keepdims then return y end
+      return y:squeeze(first)
     end
     KL[cname] = cls
   end
@@ -396,6 +416,7 @@ function TimeDistributed:forward(x)
   for a = 2, y.ndim do out[#out + 1] = y.shape[a] end
   return y:reshape(table.unpack(out))
 end
+TimeDistributed.keeps_mask = true      -- a Keras step mask goes on through it (module.call_masked)
 KL.TimeDistributed = TimeDistributed
 
 -- ---- BatchNormalization, LayerNormalization, Normalization -------------------------------------
@@ -498,6 +519,7 @@ function LayerNormalization:forward(x)
   if self.beta ~= nil then y = y + self.beta:reshape(table.unpack(pshape)) end
   return y
 end
+LayerNormalization.keeps_mask = true
 KL.LayerNormalization = LayerNormalization
 
 local NORM = options.declare("nn.Normalization", { axis = { type = "integer", default = -1 }, mean = { type = "number|table|array" },

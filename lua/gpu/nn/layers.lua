@@ -146,6 +146,7 @@ function Dense:forward(x)
   check_width(("Dense(%d)"):format(self.units), x, self.in_features)
   return regularizers.activity(self, self.activation(F.dense(x, self.kernel, self.bias)))
 end
+Dense.keeps_mask = true           -- a Keras step mask goes on through it (module.call_masked)
 function Dense:repr() return ("Dense(%d, activation=%s)"):format(self.units, self.activation_name) end
 
 -- ---- activations, Flatten, Dropout ------------------------------------------------------------
@@ -182,6 +183,7 @@ simple("Dropout", function(x, self)
   local keep = gpu.random.bernoulli(1 - self.p, x.shape, { dtype = x.dtype, device = x.device })
   return x * (keep * (1 / (1 - self.p)))
 end, "p", { type = "number", min = 0, max = 1, max_open = true, default = 0.5 })
+Lay.Dropout.keeps_mask = true
 function Lay.Dropout:repr() return ("Dropout(p=%g)"):format(self.p) end
 
 -- Flatten([{input_shape =}]): (N, ...) -> (N, prod ...)

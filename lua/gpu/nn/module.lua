@@ -89,6 +89,14 @@ function M.class(name, parent)
   return options.guard_methods(cls, name, "model", is_module)
 end
 
+-- display_name(m): the name summaries and Keras's layer names use for m's class: the class's
+-- display_name where a user-facing name is shared (Keras's LSTM beside PyTorch's, registered
+-- apart for model files), else its class name
+function M.display_name(m)
+  local c = getmetatable(m)
+  return c.display_name or c.__name
+end
+
 -- options_class(cname, keys, positional, init, forward, example [, required]): a layer class
 -- whose constructor takes its options positionally (in the order of `positional`, a last
 -- options table after them merged in) or as one table, checked against keys (declared as
@@ -569,6 +577,26 @@ function M.call_hooked(self, ...)
   return table.unpack(out, 1, out.n)
 end
 
+-- ---- Keras's masks ------------------------------------------------------------------------
+
+-- A Keras mask is an (N, T) bool array of the steps that count. A layer with a method
+-- compute_mask(x, mask) makes the mask of its output (Masking; a recurrent layer hands its
+-- input's on with return_sequences); one with takes_mask = true is called as forward(x,
+-- {mask = m}) when a mask reaches it (the recurrent layers, GlobalAveragePooling1D); one with
+-- keeps_mask = true hands the mask on unchanged (Dense, Dropout, Activation, TimeDistributed,
+-- LayerNormalization); any other layer ends it. Sequential and Model pass it from layer to
+-- layer through call_masked: the layer's results (a packed list) and the mask of its first
+-- output.
+function M.call_masked(layer, x, mask)
+  local out
+  if mask ~= nil and layer.takes_mask then out = table.pack(layer(x, { mask = mask }))
+  else out = table.pack(layer(x)) end
+  local next_mask
+  if layer.compute_mask ~= nil then next_mask = layer:compute_mask(x, mask)
+  elseif layer.keeps_mask then next_mask = mask end
+  return out, next_mask
+end
+
 -- ---- Sequential ------------------------------------------------------------------------------
 
 -- Sequential{m1, m2, ...} or Sequential(m1, m2, ...)
@@ -602,7 +630,16 @@ function Sequential.__index(self, k)
 end
 function Sequential.__len(self) return #(rawget(self, "layers") or {}) end
 function Sequential:forward(x)
-  for i = 1, #self.layers do x = self.layers[i](x) end
+  local mask
+  for i = 1, #self.layers do
+    local layer = self.layers[i]
+    if mask == nil and layer.compute_mask == nil then x = layer(x)
+    else
+      local out
+      out, mask = M.call_masked(layer, x, mask)
+      x = out[1]
+    end
+  end
   return x
 end
 function Sequential:repr()
@@ -656,7 +693,7 @@ local function summary_rows(self, s, layers)
       os[1] = "None"
       local np = m:num_parameters()
       total = total + np
-      rows[#rows + 1] = { ("%s (%s)"):format(i, getmetatable(m).__name), shape_str(os), tostring(np) }
+      rows[#rows + 1] = { ("%s (%s)"):format(i, M.display_name(m)), shape_str(os), tostring(np) }
     end
   end)
   self:train(was)

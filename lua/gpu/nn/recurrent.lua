@@ -383,6 +383,18 @@ rnn_class("GRU")
 -- nn.LSTM.fused (or m.fused) = false: step through dispatched ops instead of gpu.fused.lstm,
 -- gru, rnn (the reference the fused loops are checked against)
 Rec.RNN.fused, Rec.LSTM.fused, Rec.GRU.fused = true, true, true
+-- nn.LSTM(units [, opts]) and nn.GRU(units [, opts]): one integer, optionally followed by an
+-- options table, is Keras's layer (lua/gpu/nn/keras_rnn.lua); PyTorch's form always has two
+for _, kind in ipairs { "LSTM", "GRU" } do
+  local mt = getmetatable(Rec[kind])
+  local construct = mt.__call
+  mt.__call = function(cls, a, b, ...)
+    if math.type(a) == "integer" and select("#", ...) == 0 and (b == nil or (type(b) == "table" and getmetatable(b) == nil)) then
+      return require("gpu.nn.keras_rnn")._classes[kind](a, b)
+    end
+    return construct(cls, a, b, ...)
+  end
+end
 -- m.dnn = false (nn.LSTM.dnn, nn.GRU.dnn for all): never through the device's library
 -- (gpu.dnn.lstm / gru), the fused loop instead
 

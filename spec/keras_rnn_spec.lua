@@ -1,0 +1,225 @@
+-- keras_rnn_spec.lua — Keras's LSTM, GRU and SimpleRNN (nn.LSTM / nn.GRU with one integer)
+-- and Masking against Keras 3 (spec/fixtures/keras_rnn.py): outputs and states
+-- (return_sequences, return_state, go_backwards, activations, reset_after, an initial state)
+-- and the gradients of sum(y * r) in the input and every weight; padded sequences masked
+-- through each layer, GlobalAveragePooling1D, Sequential and Model; one SGD epoch under fit;
+-- misuse; PyTorch's nn.LSTM(input_size, hidden_size) unchanged.
+local h = require "spec.helper"
+local gpu = h.gpu
+local nn = gpu.nn
+local ag = require "gpu.autograd"
+local F = require "spec.fixtures.keras_rnn"
+
+local function arr(t, dt) return gpu.array(t, { dtype = dt or "float32" }) end
+local x0, xp = arr(F.x), arr(F.xp)
+local step_mask = arr(F.step_mask, "bool")
+
+local function layer_of(c)
+  local opts = {}
+  for k, v in pairs(c.kw) do opts[k] = v end
+  return nn[c.kind](c.units, opts)
+end
+
+local function describe_case(i, c)
+  local t = {}
+  for k, v in pairs(c.kw) do t[#t + 1] = k .. "=" .. tostring(v) end
+  table.sort(t)
+  return ("%s #%d (%s%s%s)"):format(c.kind, i, table.concat(t, ", "), c.masked and ", masked" or "",
+    c.initial_state and ", initial_state" or "")
+end
+
+describe("Keras's recurrent layers against Keras 3", function()
+  for i, c in ipairs(F.cases) do
+    it(describe_case(i, c) .. ": outputs, input and weight gradients", function()
+      local l = layer_of(c)
+      local xin = c.masked and xp or x0
+      l(xin)                                         -- builds it
+      local names = {}
+      for _, e in ipairs(l:named_parameters()) do names[#names + 1] = e[1] end
+      assert.same(c.names, names)
+      local ws = {}
+      for j, w in ipairs(c.weights) do ws[j] = arr(w) end
+      l:set_weights(ws)
+      local x = xin:copy():requires_grad()
+      local opts = {}
+      if c.masked then opts.mask = step_mask end
+      if c.initial_state then
+        opts.initial_state = {}
+        for j, s in ipairs(c.initial_state) do opts.initial_state[j] = arr(s) end
+      end
+      local outs = table.pack(l(x, opts))
+      assert.equal(#c.outs, outs.n)
+      local total
+      for j, want in ipairs(c.outs) do
+        assert(h.close(outs[j], arr(want), 2e-5), "output " .. j)
+        local term = (outs[j] * arr(c.rs[j])):sum()
+        total = total and total + term or term
+      end
+      local params = l:parameters()
+      local g = ag.grad(total, { x, table.unpack(params) })
+      assert(h.close(g[1], arr(c.gx), 5e-5), "input gradient")
+      for j = 1, #params do assert(h.close(g[j + 1], arr(c.gw[j]), 1e-4), "gradient of " .. names[j]) end
+    end)
+  end
+
+  it("the fused loops agree with the step loop (float64): outputs, states and gradients", function()
+    local xd = x0:astype("float64")
+    for _, c in ipairs {
+      { "LSTM", {} }, { "LSTM", { return_sequences = true, go_backwards = true } }, { "LSTM", { use_bias = false } },
+      { "GRU", {} }, { "GRU", { return_sequences = true, go_backwards = true } }, { "GRU", { use_bias = false } },
+      { "SimpleRNN", { return_sequences = true } }, { "SimpleRNN", { activation = "relu", go_backwards = true } },
+    } do
+      local opts = { return_state = true, dtype = "float64" }
+      for k, v in pairs(c[2]) do opts[k] = v end
+      local l = nn[c[1]](3, opts)
+      l(xd)
+      if l.bias then gpu.no_grad(function() l.bias[{}] = gpu.random.normal(0, 0.5, l.bias.shape, { dtype = "float64" }) end) end
+      local s0 = { gpu.random.normal(0, 1, { 3, 3 }, { dtype = "float64" }) }
+      if c[1] == "LSTM" then s0[2] = gpu.random.normal(0, 1, { 3, 3 }, { dtype = "float64" }) end
+      local function run(fused)
+        l.fused = fused
+        local x = xd:copy():requires_grad()
+        local outs = table.pack(l(x, { initial_state = s0 }))
+        local total = outs[1]:square():sum()
+        for j = 2, outs.n do total = total + outs[j]:sum() * j end
+        local g = ag.grad(total, { x, table.unpack(l:parameters()) })
+        return outs, g
+      end
+      local fname = c[1] == "SimpleRNN" and "rnn" or c[1]:lower()
+      local fused_fn, calls = gpu.fused[fname], 0
+      gpu.fused[fname] = function(...) calls = calls + 1 return fused_fn(...) end
+      local ok, o1, g1 = pcall(run, true)
+      gpu.fused[fname] = fused_fn
+      assert(ok, o1)
+      assert.equal(1, calls, c[1] .. " took the fused loop")
+      local o2, g2 = run(false)
+      for j = 1, o1.n do assert(h.close(o1[j], o2[j], 1e-12), c[1] .. " output " .. j) end
+      for j = 1, #g1 do assert(h.close(g1[j], g2[j], 1e-11), c[1] .. " gradient " .. j) end
+    end
+  end)
+
+  it("Keras's default weights: shapes, unit_forget_bias, GRU's (2, 3 units) bias", function()
+    local l = nn.LSTM(3, { input_shape = { 5, 4 } })
+    local w = l:get_weights()
+    assert.same({ 4, 12 }, w[1].shape)
+    assert.same({ 3, 12 }, w[2].shape)
+    assert.same({ 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0 }, w[3]:totable())
+    local eye = gpu.matmul(w[2], w[2]:transpose(1, 2))          -- orthonormal rows
+    assert(h.close(eye, gpu.eye(3), 1e-5))
+    assert.same({ 2, 6 }, nn.GRU(2, { input_shape = { 5, 4 } }).bias.shape)
+    assert.same({ 6 }, nn.GRU(2, { input_shape = { 5, 4 }, reset_after = false }).bias.shape)
+    assert.same({ 3, 2 }, nn.SimpleRNN(2)(x0).shape)
+    assert.is_nil(nn.SimpleRNN(2, { use_bias = false, input_shape = { 5, 4 } }).bias)
+  end)
+end)
+
+describe("Keras's Masking against Keras 3", function()
+  it("zeros the masked steps and computes the step mask", function()
+    local m = nn.Masking()
+    assert(h.close(m(xp), arr(F.masked_x), 0))
+    assert.same(F.step_mask, m:compute_mask(xp):totable())
+    assert(h.close(nn.Masking(5.0)(arr(F.x5)), arr(F.masked5), 0))
+  end)
+
+  it("Sequential(Masking, LSTM, GlobalAveragePooling1D) and the same functional Model", function()
+    local lstm = nn.LSTM(3, { return_sequences = true })
+    local model = nn.Sequential { nn.Masking(), lstm, nn.GlobalAveragePooling1D() }
+    model(xp)
+    local ws = {}
+    for j, w in ipairs(F.pool.weights) do ws[j] = arr(w) end
+    lstm:set_weights(ws)
+    assert(h.close(model(xp), arr(F.pool.y), 2e-5))
+    local inp = nn.Input({ 5, 4 })
+    local lstm2 = nn.LSTM(3, { return_sequences = true })
+    local out = nn.GlobalAveragePooling1D()(lstm2(nn.Masking()(inp)))
+    local fm = nn.Model(inp, out)
+    lstm2:set_weights(ws)
+    assert(h.close(fm(xp), arr(F.pool.y), 2e-5))
+    assert.equal(lstm2, fm:get_layer("lstm"))               -- Keras's layer name
+  end)
+
+  it("GlobalAveragePooling1D averages the unmasked steps only", function()
+    local gap = nn.GlobalAveragePooling1D()
+    assert(h.close(gap(xp, { mask = step_mask }), arr(F.gap_y), 1e-6))
+    local gapf = nn.GlobalAveragePooling1D({ data_format = "channels_first" })
+    assert(h.close(gapf(xp:transpose(2, 3), { mask = step_mask }), arr(F.gap_y), 1e-6))
+    assert(h.close(gap(xp), xp:mean(2), 1e-6))
+  end)
+
+  it("a mask goes on through Dense and ends at a layer that does not take it", function()
+    local seen
+    local probe = nn.LSTM(2, { return_sequences = true })
+    local m = nn.Sequential { nn.Masking(), nn.Dense(4), probe }
+    m(xp)
+    local plain = probe(m[2](m[1](xp)))
+    local masked = probe(m[2](m[1](xp)), { mask = step_mask })
+    assert(h.close(m(xp), masked, 1e-6))
+    seen = (m(xp) - plain):abs():max():item()
+    assert.is_true(seen > 0)
+    local td = nn.Sequential { nn.Masking(), nn.TimeDistributed(m[2]), nn.LayerNormalization(), probe }
+    local ln = nn.LayerNormalization()
+    assert(h.close(td(xp), probe(ln(m[2](m[1](xp))), { mask = step_mask }), 1e-6))
+    local m2 = nn.Sequential { nn.Masking(), nn.Flatten(), nn.Dense(2) }
+    assert.same({ 3, 2 }, m2(xp).shape)
+  end)
+
+  it("one SGD epoch of Sequential(Masking, LSTM, Dense) under fit", function()
+    local m = nn.Sequential { nn.Masking(), nn.LSTM(3), nn.Dense(1) }
+    m(xp)
+    local w0 = {}
+    for j, w in ipairs(F.fit.w0) do w0[j] = arr(w) end
+    m:set_weights(w0)
+    m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "mse" }
+    local hist = m:fit(xp, arr(F.fit.y), { epochs = 1, batch_size = 3, shuffle = false, verbose = 0 })
+    assert(math.abs(hist.loss[1] - F.fit.loss) < 1e-5 * math.max(1, math.abs(F.fit.loss)))
+    for j, w in ipairs(m:get_weights()) do assert(h.close(w, arr(F.fit.w1[j]), 2e-5), "weight " .. j) end
+  end)
+end)
+
+describe("Keras's recurrent layers", function()
+  it("keep PyTorch's nn.LSTM(input_size, hidden_size) and nn.GRU", function()
+    local m = nn.LSTM(10, 20)
+    assert.equal(nn.LSTM, getmetatable(m))
+    assert.same({ 80, 10 }, m.weight_ih_l0.shape)
+    local g = nn.GRU(4, 3, { batch_first = true })
+    assert.equal(nn.GRU, getmetatable(g))
+    local out, hn = g(x0)
+    assert.same({ 3, 5, 3 }, out.shape)
+    assert.same({ 1, 3, 3 }, hn.shape)
+    assert.not_equal(nn.LSTM, getmetatable(nn.LSTM(20)))
+  end)
+
+  it("save and load a model of them", function()
+    local m = nn.Sequential { nn.Masking(), nn.GRU(3, { return_sequences = true }), nn.SimpleRNN(2), nn.Dense(1) }
+    local y = m(xp)
+    local path = os.tmpname()
+    m:save(path)
+    local m2 = nn.load_model(path)
+    os.remove(path)
+    assert(h.close(m2(xp), y, 1e-6))
+  end)
+
+  it("misuse names the layer and the fault", function()
+    h.fails({ "nn.LSTM", "units" }, function() nn.LSTM(0) end)
+    h.fails({ "nn.SimpleRNN", "units" }, function() nn.SimpleRNN(2.5) end)
+    h.fails({ "nn.SimpleRNN", "units" }, function() nn.SimpleRNN() end)
+    h.fails({ "nn.GRU (Keras)", "unknown option", "unroll" }, function() nn.GRU(2, { unroll = true }) end)
+    h.fails({ "nn.LSTM", "num_layers", "PyTorch" }, function() nn.LSTM(2, { num_layers = 2 }) end)
+    h.fails({ "nn.LSTM (Keras)", "recurrent_dropout", "not supported" }, function() nn.LSTM(2, { recurrent_dropout = 0.2 }) end)
+    h.fails({ "nn.SimpleRNN (Keras)", "activation" }, function() nn.SimpleRNN(2, { activation = "tanhh" }) end)
+    h.fails({ "nn.SimpleRNN", "options table" }, function() nn.SimpleRNN(2, "relu") end)
+    h.fails({ "LSTM(2)", "3-D", "(3, 4)" }, function() nn.LSTM(2)(gpu.ones(3, 4)) end)
+    local l = nn.GRU(2)
+    l(x0)
+    h.fails({ "GRU(2)", "expected 4 features, got 3" }, function() l(gpu.ones(3, 5, 3)) end)
+    h.fails({ "GRU(2)", "mask", "(3, 5)" }, function() l(x0, { mask = gpu.ones(3, 4) }) end)
+    h.fails({ "GRU(2)", "initial_state", "1 state" }, function() l(x0, { initial_state = { gpu.zeros(3, 2), gpu.zeros(3, 2) } }) end)
+    h.fails({ "GRU(2)", "initial_state[1]", "(3, 2)" }, function() l(x0, { initial_state = gpu.zeros(3, 3) }) end)
+    h.fails({ "GRU(2)", "unknown option" }, function() l(x0, { masks = step_mask }) end)
+    h.fails({ "nn.Masking", "mask_value" }, function() nn.Masking("0") end)
+    h.fails({ "nn.Masking", "2 or more axes" }, function() nn.Masking()(gpu.ones(3)) end)
+    h.fails({ "nn.GlobalAveragePooling1D", "mask must be (N, L) = (3, 5)" },
+      function() nn.GlobalAveragePooling1D()(xp, { mask = gpu.ones(3, 4) }) end)
+    h.fails({ "nn.GlobalMaxPooling1D", "at most 1 argument" }, function() nn.GlobalMaxPooling1D()(xp, {}) end)
+  end)
+end)
