@@ -154,10 +154,84 @@ local function kt_list(fname, argn, v, what)
   return { table.unpack(v) }, false
 end
 
+-- The graph as data (get_config; what to_json, save and load_model write): the inputs'
+-- shapes, each call (its layer, its arguments with the symbolic tensors as numbers: the
+-- inputs 1..#inputs, then each call's outputs in order) and the outputs' numbers.
+function Model.get_config(self)
+  local g = rawget(self, "_graph")
+  local id, ins, nodes, outs = {}, {}, {}, {}
+  for i, t in ipairs(g.inputs) do
+    id[t] = i
+    ins[i] = { shape = t.shape, dtype = t.dtype, batch_size = t.batch_size, name = t.name }
+  end
+  local next_id = #g.inputs
+  local function arg_of(a)
+    if is_kt(a) then return { tensor = id[a] } end
+    if type(a) == "table" and getmetatable(a) == nil and is_kt(a[1]) then
+      local l = {}
+      for j, x in ipairs(a) do l[j] = id[x] end
+      return { tensors = l }
+    end
+    return { value = a }
+  end
+  for k, node in ipairs(g.order) do
+    local args = {}
+    for i = 1, node.args.n do args[i] = arg_of(node.args[i]) end
+    local o = {}
+    for j, t in ipairs(node.outputs) do next_id = next_id + 1; id[t] = next_id; o[j] = next_id end
+    nodes[k] = { layer = node.layer, args = args, nargs = node.args.n, outputs = o }
+  end
+  for i, t in ipairs(g.outputs) do outs[i] = id[t] end
+  return { { graph = { inputs = ins, nodes = nodes, outputs = outs, single_in = g.single_in, single_out = g.single_out },
+             name = self.name }, n = 1 }
+end
+
+-- Model{graph =, name =} (get_config's): the inputs made again and the calls replayed on them
+local function replay(fname, config)
+  local g = config.graph
+  local bad = function(what) raise("%s: the saved graph %s", fname, what) end
+  if type(g.inputs) ~= "table" or type(g.nodes) ~= "table" or type(g.outputs) ~= "table" then bad("is not a graph") end
+  local tensor = {}
+  for i, t in ipairs(g.inputs) do
+    if type(t) ~= "table" or type(t.shape) ~= "table" then bad(("input %d has no shape"):format(i)) end
+    tensor[i] = K.Input(t.shape, { dtype = t.dtype, batch_size = t.batch_size, name = t.name })
+  end
+  local function get(k)
+    local t = tensor[k]
+    if t == nil then bad(("names a tensor %s made by no earlier call"):format(tostring(k))) end
+    return t
+  end
+  for k, node in ipairs(g.nodes) do
+    if type(node) ~= "table" or not is_module(node.layer) or type(node.args) ~= "table" then bad(("call %d is not described"):format(k)) end
+    local args = {}
+    for i = 1, math.tointeger(node.nargs) or #node.args do
+      local a = node.args[i]
+      if type(a) ~= "table" then args[i] = nil
+      elseif a.tensor ~= nil then args[i] = get(a.tensor)
+      elseif a.tensors ~= nil then
+        local l = {}
+        for j, x in ipairs(a.tensors) do l[j] = get(x) end
+        args[i] = l
+      else args[i] = a.value end
+    end
+    local res = table.pack(node.layer(table.unpack(args, 1, math.tointeger(node.nargs) or #node.args)))
+    for j, o in ipairs(type(node.outputs) == "table" and node.outputs or {}) do tensor[o] = res[j] end
+  end
+  local ins, outs = {}, {}
+  for i = 1, #g.inputs do ins[i] = tensor[i] end
+  for i, k in ipairs(g.outputs) do outs[i] = get(k) end
+  return (g.single_in and #ins == 1) and ins[1] or ins, (g.single_out and #outs == 1) and outs[1] or outs
+end
+
 -- Model(inputs, outputs [, {name}]): inputs nn.Input tensors (one or a list), outputs
 -- symbolic tensors computed from them
 function Model:init(inputs, outputs, opts)
   local fname = "nn.Model"
+  if outputs == nil and opts == nil and type(inputs) == "table" and getmetatable(inputs) == nil
+      and type(inputs.graph) == "table" then                  -- get_config's form (load_model, model_from_json)
+    opts = { name = inputs.name }
+    inputs, outputs = replay(fname, inputs)
+  end
   local ins, single_in = kt_list(fname, 1, inputs, "inputs")
   local outs, single_out = kt_list(fname, 2, outputs, "outputs")
   local o = MODEL:check(opts, 3)
