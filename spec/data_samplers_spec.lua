@@ -193,6 +193,29 @@ describe("gpu.data.IterableDataset", function()
     assert.equal(5, #collect(stream(5):iter()))
   end)
 
+  it("feeds fit, evaluate and predict until its stream ends (Keras's dataset of unknown length)", function()
+    gpu.random.seed(2)
+    local m = gpu.nn.Sequential { gpu.nn.Linear(2, 3) }
+    m:compile { optimizer = "sgd", loss = "cross_entropy", metrics = { "accuracy" } }
+    local labelled = data.IterableDataset(function()
+      local i = 0
+      return function()
+        i = i + 1
+        if i <= 10 then return { gpu.full({ 2 }, i / 10), gpu.array(i % 3 + 1, { dtype = "int64" }) } end
+      end
+    end)
+    local loader = data.DataLoader(labelled, { batch_size = 4 })
+    local hist = m:fit(loader, { epochs = 2, verbose = 0 })
+    assert.equal(2, #hist.loss)
+    local seen = 0
+    local cb = gpu.nn.LambdaCallback { on_train_batch_end = function() seen = seen + 1 end }
+    m:fit(loader, { epochs = 1, verbose = 0, callbacks = { cb } })
+    assert.equal(3, seen)                                   -- 4 + 4 + 2 samples
+    assert.equal(10, m:predict(loader).shape[1])
+    assert.is_number(m:evaluate(loader).loss)
+    m:fit(loader, { epochs = 1, verbose = 0, steps_per_epoch = 2 })
+  end)
+
   it("refuses shuffle, samplers and a length, as PyTorch", function()
     assert.matches("DataLoader with IterableDataset: expected unspecified shuffle option",
       err_of(data.DataLoader, stream(2), { shuffle = true }))

@@ -94,6 +94,19 @@ describe("train keras: callbacks", function()
       { verbose = 0, callbacks = { nn.LearningRateScheduler(function() return "x" end) } })
   end)
 
+  it("LambdaCallback calls plain functions without self, as Keras's; misuse names the option", function()
+    local m, x, y = model_xy()
+    local seen = {}
+    local cb = nn.LambdaCallback { on_train_begin = function(logs) seen[#seen + 1] = type(logs) end,
+      on_epoch_end = function(epoch, logs) seen[#seen + 1] = ("%d:%s"):format(epoch, type(logs.loss)) end,
+      on_train_batch_end = function(batch) seen.batches = batch end }
+    m:fit(x, y, { epochs = 2, verbose = 0, batch_size = #x > 0 and x.shape[1] or 1, callbacks = { cb } })
+    assert.same({ "table", "1:number", "2:number" }, { seen[1], seen[2], seen[3] })
+    assert.equal(1, seen.batches)
+    h.fails({ "nn.LambdaCallback", "unknown option 'on_epoch_ned'" }, nn.LambdaCallback, { on_epoch_ned = print })
+    h.fails({ "nn.LambdaCallback", "option 'on_epoch_end' must be a function" }, nn.LambdaCallback, { on_epoch_end = 3 })
+  end)
+
   it("CSVLogger writes a header and one row per epoch; TerminateOnNaN stops at a NaN loss", function()
     local m, x, y = model_xy()
     local dir, name = h.tmpdir()

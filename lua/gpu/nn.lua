@@ -122,7 +122,7 @@ nn.utils = require "gpu.nn.utils"
 nn.metrics = require "gpu.nn.metrics"
 nn.callbacks = require "gpu.nn.callbacks"
 export(nn.callbacks, { "Callback", "EarlyStopping", "ModelCheckpoint", "LearningRateScheduler", "ReduceLROnPlateau",
-                       "CSVLogger", "TerminateOnNaN" })
+                       "CSVLogger", "TerminateOnNaN", "LambdaCallback" })
 nn.load_model = require("gpu.nn.saving").load_model
 nn.model_from_json = require("gpu.nn.saving").model_from_json
 nn.fans = nn.init.fans

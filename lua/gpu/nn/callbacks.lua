@@ -405,6 +405,26 @@ function TerminateOnNaN:on_train_batch_end(batch, logs)
   end
 end
 
+-- LambdaCallback{on_epoch_begin =, on_epoch_end =, on_train_begin =, on_train_end =,
+-- on_train_batch_begin =, on_train_batch_end =}: Keras's callback of plain functions, called
+-- as Keras calls them, without self: f(epoch, logs), f(batch, logs), f(logs) (epochs and
+-- batches from 1, as fit's other hooks)
+local LAMBDA_HOOKS = { "on_epoch_begin", "on_epoch_end", "on_train_begin", "on_train_end", "on_train_batch_begin",
+                       "on_train_batch_end", "on_batch_begin", "on_batch_end" }
+local lambda_keys = {}
+for _, h in ipairs(LAMBDA_HOOKS) do lambda_keys[h] = { type = "callable", what = "a function" } end
+local LambdaCallback = class("LambdaCallback", lambda_keys,
+  "gpu.nn.LambdaCallback(%s)")
+function LambdaCallback.new(opts)
+  local o = LambdaCallback.decl:check(opts, 1)
+  local cb = setmetatable({}, LambdaCallback)
+  for _, h in ipairs(LAMBDA_HOOKS) do
+    local f = o[h]
+    if f ~= nil then cb[h] = function(_, ...) return f(...) end end
+  end
+  return cb
+end
+
 -- Callback: a base to derive from (its hooks do nothing): local MyCb = setmetatable({}, {__index = gpu.nn.Callback})
 C.Callback = {}
 for _, h in ipairs { "on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end" } do

@@ -57,8 +57,10 @@ function M.is_source(v)
   return not (t == "table" and getmetatable(v) == nil and is_array(v[1]))
 end
 
--- samples(loader): how many samples one epoch of the loader gives (without drop_last's cut)
+-- samples(loader): how many samples one epoch of the loader gives (without drop_last's cut;
+-- nil for an IterableDataset's, which has no length)
 function M.samples(loader)
+  if loader.iterable then return nil end
   if loader.batch_sampler then
     local bs = loader.batch_sampler
     return bs.sampler and #bs.sampler or #bs.list
@@ -221,9 +223,11 @@ function M.array_feed(x, y, o)
 end
 
 -- loader_feed(fname, loader, o): o = {steps, device_of, set_epoch}: the loader from its
--- start each epoch (set_epoch(e) first when distributed), at most o.steps batches.
+-- start each epoch (set_epoch(e) first when distributed), at most o.steps batches (an
+-- IterableDataset's loader without o.steps: until its stream ends, as Keras's dataset of
+-- unknown length).
 function M.loader_feed(fname, loader, o)
-  local feed = { steps = o.steps or #loader }
+  local feed = { steps = o.steps or (not loader.iterable and #loader or nil) }
   function feed.exhausted() return false end             -- (a loader with no samples is refused first)
   function feed.epoch(_, epoch)
     if o.set_epoch then loader:set_epoch(epoch) end
