@@ -35,7 +35,7 @@
 --   keras_layers.lua      Conv2D, MaxPooling2D, AveragePooling2D, Global*Pooling2D (channels-last)
 --   keras_preprocessing.lua  Resizing, CenterCrop, RandomFlip, RandomRotation, RandomZoom, RandomCrop
 --   keras_conv.lua        DepthwiseConv2D, SeparableConv2D, Conv2DTranspose (channels-last)
---   keras_rnn.lua         Keras's LSTM, GRU (nn.LSTM / nn.GRU with one integer), SimpleRNN; Masking
+--   keras_rnn.lua         Keras's LSTM, GRU (nn.LSTM / nn.GRU with one integer), SimpleRNN, Bidirectional; Masking
 --   conv3d.lua            conv3d & co: Conv3d, ConvTranspose3d, Max/AvgPool3d, Conv3D, Max/AveragePooling3D
 --   regularizers.lua      nn.regularizers, nn.constraints, ActivityRegularization, Module:losses
 --   packed.lua            packed sequences (nn.utils.pack_padded_sequence ...) and the RNNs over them
@@ -97,6 +97,8 @@ for _, name in ipairs { "gpu.nn.activations", "gpu.nn.norm", "gpu.nn.attention",
   add_functional(part.functional or {}, true)
   export_layers(part)
 end
+-- nn.LSTM(units) and nn.GRU(units) build Keras's layers of this load (recurrent.lua)
+for kind, cls in pairs(require("gpu.nn.keras_rnn")._classes) do getmetatable(nn[kind]).keras_class = cls end
 for _, k in ipairs { "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
                      "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",
                      "margin_ranking_loss", "triplet_margin_loss", "one_hot", "poisson_nll_loss", "gaussian_nll_loss",

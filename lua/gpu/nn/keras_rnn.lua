@@ -1,4 +1,4 @@
--- gpu.nn.keras_rnn: Keras's recurrent layers LSTM, GRU and SimpleRNN, and Masking, with
+-- gpu.nn.keras_rnn: Keras's recurrent layers LSTM, GRU and SimpleRNN, Bidirectional and Masking, with
 -- Keras 3's signatures, weights and results over batch-first inputs (N, T, features):
 --
 --   local model = nn.Sequential{ nn.Masking(), nn.LSTM(32), nn.Dense(1) }
@@ -297,17 +297,23 @@ local function rnn_class(kind)
       return y, hN
     end
     local outs, out = {}, nil
+    -- zero_output_for_mask (set by Bidirectional on its layers, as Keras's): a masked step's
+    -- output in the sequence is zeros instead of the last unmasked step's
+    local zero_masked = rawget(self, "zero_output_for_mask") == true
     for t = 1, T do
       local hn, cn = step(self, zs[{ ":", t }], h, c, rbias)
+      local seq_out
       if mask then
         local m = mask[{ ":", { t, t } }]                     -- (N, 1)
         out = gpu.where(m, hn, out or zeros)
         h = gpu.where(m, hn, h)
         if cn then c = gpu.where(m, cn, c) end
+        seq_out = zero_masked and gpu.where(m, hn, zeros) or out
       else
         out, h, c = hn, hn, cn
+        seq_out = out
       end
-      if o.return_sequences then outs[t] = out end
+      if o.return_sequences then outs[t] = seq_out end
     end
     local y = o.return_sequences and gpu.stack(outs, 2) or out
     y = regularizers.activity(self, y)
@@ -359,6 +365,105 @@ function Masking:compute_mask(x, _)
 end
 function Masking:repr() return ("Masking(mask_value=%g)"):format(self.mask_value) end
 KR.Masking = Masking
+
+-- ---- Bidirectional ------------------------------------------------------------------------------
+
+local RNN_CLASSES = { [KR.KerasLSTM] = true, [KR.KerasGRU] = true, [KR.SimpleRNN] = true }
+local function is_rnn(v) return RNN_CLASSES[getmetatable(v)] == true end
+
+local BIDI = options.declare("nn.Bidirectional", {
+  merge_mode = { choices = { "concat", "sum", "mul", "ave", "none" }, default = "concat" },
+  backward_layer = { type = "any", what = "a Keras recurrent layer" },
+  name = { type = "string" },
+}, { example = "gpu.nn.Bidirectional(gpu.nn.LSTM(2), %s)(gpu.ones(1, 3, 2))" })
+
+-- Bidirectional(layer [, {merge_mode = "concat", backward_layer, name}]): Keras's wrapper of a
+-- recurrent layer (nn.LSTM(units), nn.GRU(units), nn.SimpleRNN): the layer over the steps
+-- forwards, and backward_layer (by default a copy of the layer's configuration with
+-- go_backwards flipped, weights of its own) over them backwards, its sequence put back in
+-- time order; the two merged along the features ("concat"), added ("sum"), multiplied
+-- ("mul"), averaged ("ave"), or both returned ("none"). With return_state the forward
+-- layer's states follow, then the backward one's. A mask goes to both layers.
+local Bidirectional = class("Bidirectional")
+Bidirectional.takes_mask = true
+function Bidirectional:init(layer, opts)
+  local fname = "nn.Bidirectional"
+  if not is_rnn(layer) then
+    argerror(fname, 1, "a Keras recurrent layer expected (nn.LSTM(units), nn.GRU(units), nn.SimpleRNN(units)), got %s",
+      type_name(layer))
+  end
+  local o = BIDI:check(opts, 2)
+  local back = o.backward_layer
+  if back ~= nil then
+    if not is_rnn(back) then
+      argerror(fname, 2, "option 'backward_layer' must be a Keras recurrent layer, got %s", type_name(back))
+    end
+    for _, k in ipairs { "return_sequences", "return_state" } do
+      if back.opts[k] ~= layer.opts[k] then
+        argerror(fname, 2, "option 'backward_layer' must have the layer's %s (%s), got %s", k, tostring(layer.opts[k]),
+          tostring(back.opts[k]))
+      end
+    end
+    if back.opts.go_backwards == layer.opts.go_backwards then
+      argerror(fname, 2, "option 'backward_layer' must run the other way: its go_backwards must be %s",
+        tostring(not layer.opts.go_backwards))
+    end
+    if back == layer then argerror(fname, 2, "option 'backward_layer' must be another layer than the forward one") end
+  else
+    local bo = {}
+    for k, v in pairs(layer.opts) do bo[k] = v end
+    bo.go_backwards, bo.name = not layer.opts.go_backwards, nil
+    back = getmetatable(layer)(layer.units, bo)
+  end
+  self.forward_layer = layer                  -- (sub-modules: parameters, state_dict names)
+  self.backward_layer = back
+  if layer.in_features ~= nil and back.in_features == nil then back:build(layer.in_features) end
+  -- Keras's Bidirectional: the masked steps of a returned sequence are zeros
+  rawset(layer, "zero_output_for_mask", layer.opts.return_sequences)
+  rawset(back, "zero_output_for_mask", back.opts.return_sequences)
+  self.merge_mode = o.merge_mode
+  if o.name then self.name = o.name end
+end
+
+-- forward(x [, {mask =, initial_state =}]): initial_state lists the forward layer's states,
+-- then the backward one's
+function Bidirectional:forward(x, opts)
+  local f, b = self.forward_layer, self.backward_layer
+  local fo, bo = opts, opts
+  if type(opts) == "table" and getmetatable(opts) == nil and opts.initial_state ~= nil then
+    local s, k = opts.initial_state, is_array(opts.initial_state) and 1 or #opts.initial_state
+    if is_array(s) or k % 2 ~= 0 then
+      argerror("Bidirectional", 2, "initial_state must list the forward layer's states and then the backward "
+        .. "one's (an even number), got %s", is_array(s) and "one array" or tostring(k))
+    end
+    fo, bo = { mask = opts.mask, initial_state = { table.unpack(s, 1, k // 2) } },
+      { mask = opts.mask, initial_state = { table.unpack(s, k // 2 + 1, k) } }
+  end
+  local yf = table.pack(f(x, fo))
+  local yb = table.pack(b(x, bo))
+  local of, ob = yf[1], yb[1]
+  if f.opts.return_sequences then ob = ob:flip(2) end
+  local out
+  local mode = self.merge_mode
+  if mode == "concat" then out = { gpu.concat({ of, ob }, of.ndim) }
+  elseif mode == "sum" then out = { of + ob }
+  elseif mode == "mul" then out = { of * ob }
+  elseif mode == "ave" then out = { (of + ob) * 0.5 }
+  else out = { of, ob } end
+  for i = 2, yf.n do out[#out + 1] = yf[i] end
+  for i = 2, yb.n do out[#out + 1] = yb[i] end
+  return table.unpack(out)
+end
+
+function Bidirectional:compute_mask(_, mask)
+  if self.forward_layer.opts.return_sequences then return mask end
+  return nil
+end
+
+function Bidirectional:repr()
+  return ("Bidirectional(%s, merge_mode=%s)"):format(tostring(self.forward_layer), self.merge_mode)
+end
+KR.Bidirectional = Bidirectional
 
 -- Keras's LSTM and GRU, which nn.LSTM and nn.GRU construct when given one integer (behind the
 -- metatable, so that nn's export of this table's entries leaves them out)

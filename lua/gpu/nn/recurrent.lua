@@ -390,7 +390,9 @@ for _, kind in ipairs { "LSTM", "GRU" } do
   local construct = mt.__call
   mt.__call = function(cls, a, b, ...)
     if math.type(a) == "integer" and select("#", ...) == 0 and (b == nil or (type(b) == "table" and getmetatable(b) == nil)) then
-      return require("gpu.nn.keras_rnn")._classes[kind](a, b)
+      -- the class nn.lua set here at its load (a require now could load a second copy of
+      -- the Keras module, on another copy of module.lua, where package.loaded was reset)
+      return (rawget(mt, "keras_class") or require("gpu.nn.keras_rnn")._classes[kind])(a, b)
     end
     return construct(cls, a, b, ...)
   end
