@@ -85,6 +85,7 @@ for _, name in ipairs {
   "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
   "save", "savez", "savez_compressed", "save_safetensors", "savetxt", "load", "loadz", "load_safetensors",
   "loadtxt", "load_idx", "_load_records", "isatty", "int", "long", "bool", "_png_save", "_png_load", "_save_bytes",
+  "_safetensors_bytes", "_safetensors_parse",
   -- random draws (their parameters are numbers; bernoulli's p array gets no gradient)
   "random.rand", "random.randn", "random.uniform", "random.normal", "random.randint", "random.bernoulli",
   "random.seed", "random.get_state", "random.set_state",
