@@ -35,6 +35,11 @@ describe("Keras's fit options against Keras 3", function()
     local m = model()
     matches("sample_weight", m, m:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0, sample_weight = sw }))
   end)
+  it("sample_weight with validation_split: the last rows' weights weigh val_loss", function()
+    local m = model()
+    matches("sample_weight_split", m, m:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0,
+      sample_weight = sw, validation_split = 0.25 }))
+  end)
   it("class_weight (1-based labels), a partial one, and a binary target's 0 and 1", function()
     local m = model()
     matches("class_weight", m, m:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0,
@@ -91,6 +96,39 @@ describe("Keras's fit options against Keras 3", function()
     h.fails({ "Module:evaluate", "sample_weight needs arrays x, y" }, m.evaluate, m,
       gpu.data.DataLoader(x, y, { batch_size = 8 }), { sample_weight = sw })
     h.fails({ "Module:evaluate", "option 'sample_weight'", "gpu.array" }, m.evaluate, m, x, y, { sample_weight = { 1, 2 } })
+  end)
+  it("weighted_metrics: weighed by sample_weight or class_weight, renamed weighted_<name> beside an unweighted one", function()
+    local function run(name, binary, metrics, wmetrics, opts)
+      local m = model(binary)
+      m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 },
+                  loss = binary and "binary_crossentropy" or "sparse_categorical_crossentropy",
+                  metrics = metrics, weighted_metrics = wmetrics }
+      local o = { epochs = 2, batch_size = 8, shuffle = false, verbose = 0 }
+      for k, v in pairs(opts) do o[k] = v end
+      local hist = m:fit(x, binary and yb or y, o)
+      local want = F.weighted[name]
+      for key, vals in pairs(want.history) do
+        assert.is_table(hist[key], name .. ": no history " .. key)
+        for i, v in ipairs(vals) do
+          assert(math.abs(hist[key][i] - v) < 2e-5 * math.max(1, math.abs(v)), ("%s %s[%d]: %s vs %s"):format(name, key, i, hist[key][i], v))
+        end
+      end
+      local r = m:evaluate(x, binary and yb or y, { batch_size = 10, sample_weight = sw })
+      for key, v in pairs(want.evaluate) do
+        assert(math.abs(r[key] - v) < 2e-5 * math.max(1, math.abs(v)), ("%s evaluate %s: %s vs %s"):format(name, key, r[key], v))
+      end
+    end
+    run("sparse", false, { "accuracy" }, { "accuracy", "sparse_categorical_crossentropy" },
+      { sample_weight = sw, validation_split = 0.25 })
+    run("class_weight", false, {}, { "accuracy" }, { class_weight = { [1] = 0.5, [2] = 2.0, [3] = 1.5 } })
+    run("binary", true, { "mse" }, { "mse", "mae", "binary_accuracy" }, { sample_weight = sw })
+    local m = model()
+    h.fails({ "Module:compile", "weighted_metrics[1]", "cannot be weighed" }, m.compile, m,
+      { loss = "mse", weighted_metrics = { "top_k_categorical_accuracy" } })
+    local p = nn.metrics.Precision()
+    h.fails({ "Module:compile", "weighted_metrics[1] is an object metrics holds too" }, m.compile, m,
+      { loss = "mse", metrics = { p }, weighted_metrics = { p } })
+    h.fails({ "Module:compile", "weighted_metrics[1] must be a metric name" }, m.compile, m, { loss = "mse", weighted_metrics = { 3 } })
   end)
   it("refuses what Keras refuses, naming the option", function()
     local m = model()

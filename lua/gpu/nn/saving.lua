@@ -386,10 +386,14 @@ function Module:save(path, opts)
     meta.optimizer = json_encode(optimizer_entry(opt, tensors, self))
   end
   if k then
-    local names = {}
-    for i, m in ipairs(k.metrics) do names[i] = m.name end
+    local names, weighted = {}, {}
+    for _, m in ipairs(k.metrics) do
+      local list = m.weighted and weighted or names
+      list[#list + 1] = m.spec or m.name
+    end
     meta.compile = json_encode({ loss = type(k.loss_name) == "string" and k.loss_name ~= "custom" and k.loss_name or nil,
-      optimizer = type(k.opt_spec) == "string" and k.opt_spec or nil, metrics = setmetatable(names, M.list_mt) })
+      optimizer = type(k.opt_spec) == "string" and k.opt_spec or nil, metrics = setmetatable(names, M.list_mt),
+      weighted_metrics = #weighted > 0 and setmetatable(weighted, M.list_mt) or nil })
   end
   options.call("Module:save", gpu.save_safetensors, path, tensors, meta)
   return self
@@ -480,7 +484,13 @@ function M.load_model(path, opts)
     if c.loss then
       local metrics = {}
       for i = 1, (c.metrics and (c.metrics.n or #c.metrics) or 0) do metrics[i] = c.metrics[i] end
-      model:compile { optimizer = opt or c.optimizer or "rmsprop", loss = c.loss, metrics = metrics }
+      local weighted
+      if type(c.weighted_metrics) == "table" then
+        weighted = {}
+        for i = 1, (c.weighted_metrics.n or #c.weighted_metrics) do weighted[i] = c.weighted_metrics[i] end
+      end
+      model:compile { optimizer = opt or c.optimizer or "rmsprop", loss = c.loss, metrics = metrics,
+                      weighted_metrics = weighted }
     end
   end
   return model, opt

@@ -79,38 +79,106 @@ local function resolve_optimizer(spec)
   return spec, spec
 end
 
+-- ---- weighted metrics -------------------------------------------------------------------------
+
+-- The per-sample values of the counting metrics a weighted metric can be made of (Keras's
+-- MeanMetricWrapper: the value of each sample, its mean over the last axis)
+local function last_mean(v) if v.ndim >= 2 then return v:mean(v.ndim) end return v end
+local per_sample = {
+  accuracy = function(pred, y)
+    if pred.ndim == 1 or (pred.ndim == 2 and pred.shape[2] == 1) then
+      return last_mean(pred:gt(0.5):astype("float32"):eq(y:astype("float32"):reshape(pred.shape)):astype("float32"))
+    end
+    local want = y.ndim == 2 and y:argmax(2) or y
+    return pred:argmax(2):eq(want:astype("int64")):astype("float32")
+  end,
+  binary_accuracy = function(pred, y)
+    return last_mean(pred:gt(0.5):astype("float32"):eq(y:astype("float32"):reshape(pred.shape)):astype("float32"))
+  end,
+  categorical_accuracy = function(pred, y) return pred:argmax(2):eq(y:argmax(2)):astype("float32") end,
+  sparse_categorical_accuracy = function(pred, y) return pred:argmax(2):eq(y:reshape(-1):astype("int64")):astype("float32") end,
+  mae = function(pred, y) return last_mean((pred - y:astype(pred.dtype):reshape(pred.shape)):abs()) end,
+  mse = function(pred, y) return last_mean((pred - y:astype(pred.dtype):reshape(pred.shape)):square()) end,
+}
+per_sample.acc, per_sample.mean_absolute_error, per_sample.mean_squared_error = per_sample.accuracy, per_sample.mae,
+  per_sample.mse
+
+-- A counting metric weighed by the samples' weights: sum(value x weight) / sum(weight) over
+-- the epoch (each sample's weight on each of its values past the batch axis), unweighted
+-- (every weight 1) where a batch has none.
+local function weighted_mean(name, fn)
+  local total, count = 0, 0
+  local o = { name = name }
+  function o:update_state(y, pred, w)
+    local v = fn(pred, y)
+    if w == nil then
+      total, count = total + v:sum():item(), count + v.size
+      return
+    end
+    local shape = { w.shape[1] }
+    for d = 2, v.ndim do shape[d] = 1 end
+    local wb = w:astype(v.dtype):reshape(shape) * gpu.ones(v.shape, { dtype = v.dtype, device = v.device })
+    total, count = total + (v * wb):sum():item(), count + wb:sum():item()
+  end
+  function o:result() return count > 0 and total / count or 0 end
+  function o:reset_state() total, count = 0, 0 end
+  return o
+end
+
 -- The metrics of compile: names of counting functions (metric_fns), and Keras's stateful
--- metrics (gpu.nn.keras_metrics) as objects or by snake_case name (a new object each)
-local function resolve_metrics(list)
-  local out, names = {}, {}
+-- metrics (gpu.nn.keras_metrics) as objects or by snake_case name (a new object each).
+-- weighted (compile's weighted_metrics): each gets the batch's sample weights (stateful
+-- objects, the counting names as weighted means), named "weighted_<name>" where an
+-- unweighted metric has its name, as Keras 3; names: the unweighted ones.
+local function resolve_metrics(list, weighted, names)
+  local out = {}
+  local key = weighted and "weighted_metrics" or "metrics"
+  local unweighted = names
+  names = {}
   for i, m in ipairs(list or {}) do
     local entry
     if metrics.is_metric(m) then
-      entry = { name = m.name, obj = m }
+      entry = { name = m.name, obj = m, spec = m.name }
     elseif type(m) ~= "string" then
-      argerror("Module:compile", 1, "metrics[%d] must be a metric name or a gpu.nn.metrics object, got %s", i,
+      argerror("Module:compile", 1, "%s[%d] must be a metric name or a gpu.nn.metrics object, got %s", key, i,
         type_name(m))
+    elseif weighted and per_sample[m] ~= nil then
+      local name = m == "acc" and "accuracy" or m
+      entry = { name = name, obj = weighted_mean(name, per_sample[m]), spec = m }
+    elseif weighted and metric_fns[m] ~= nil then
+      argerror("Module:compile", 1, "weighted_metrics[%d]: '%s' cannot be weighed by sample (give a gpu.nn.metrics "
+        .. "object, or one of accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy, mae, mse)",
+        i, m)
     elseif metric_fns[m] ~= nil then
-      entry = { name = m == "acc" and "accuracy" or m, fn = metric_fns[m] }
+      entry = { name = m == "acc" and "accuracy" or m, fn = metric_fns[m], spec = m }
     elseif metrics.by_name[m] ~= nil then
-      entry = { name = m, obj = metrics.by_name[m]() }
+      entry = { name = m, obj = metrics.by_name[m](), spec = m }
     else
       local choices = { table.unpack(metric_names) }
       for n in pairs(metrics.by_name) do choices[#choices + 1] = n end
       table.sort(choices)
       unknown("metric", m, choices)
     end
+    if weighted then
+      entry.weighted = true
+      if unweighted[entry.name] then entry.name = "weighted_" .. entry.name end
+      if unweighted[entry.obj] then
+        raise("Module:compile: weighted_metrics[%d] is an object metrics holds too (give each list its own)", i)
+      end
+    end
     if names[entry.name] then raise("Module:compile: two metrics are named '%s' (give one another name)", entry.name) end
     names[entry.name] = true
+    if entry.obj then names[entry.obj] = true end
     out[#out + 1] = entry
   end
-  return out
+  return out, names
 end
 
 local COMPILE = options.declare("Module:compile", {
   optimizer = { type = "string|table", default = "rmsprop" },
   loss = { type = "string|callable", default = "sparse_categorical_crossentropy" },
   metrics = { type = "table" },
+  weighted_metrics = { type = "table" },
 }, { example = "gpu.nn.Sequential{gpu.nn.Linear(2, 2)}:compile(%s)" })
 
 -- compile{optimizer = "rmsprop", loss = "sparse_categorical_crossentropy", metrics = {}}, or
@@ -127,7 +195,9 @@ function Module:compile(opts, loss, metrics)
   local o = COMPILE:check(opts, 1)
   local loss_name, loss_fn = resolve_loss(o.loss)
   local opt_spec, optimizer = resolve_optimizer(o.optimizer)
-  local metric_list = resolve_metrics(o.metrics)
+  local metric_list, taken = resolve_metrics(o.metrics)
+  local weighted = resolve_metrics(o.weighted_metrics, true, taken)
+  for _, e in ipairs(weighted) do metric_list[#metric_list + 1] = e end
   self._keras = { loss_name = loss_name, loss = loss_fn, opt_spec = opt_spec, optimizer = optimizer,
                   metrics = metric_list }
   -- Keras's model.optimizer: the object given (an unbound one becomes the optimizer at the
@@ -195,9 +265,11 @@ local function new_counts(k)
   return c
 end
 
-local function add_counts(k, counts, pred, yb)
+-- wb: the batch's sample weights (nil: none), which the weighted metrics take
+local function add_counts(k, counts, pred, yb, wb)
   for _, m in ipairs(k.metrics) do
-    if m.obj then m.obj:update_state(yb, pred) else counts[m.name] = counts[m.name] + m.fn(pred, yb) end
+    if m.weighted then m.obj:update_state(yb, pred, wb)
+    elseif m.obj then m.obj:update_state(yb, pred) else counts[m.name] = counts[m.name] + m.fn(pred, yb) end
   end
 end
 
@@ -293,17 +365,14 @@ local function run_eval(self, k, x, y, bs, distributed, e)
     for xb, yb in batches do
       local pred = self(xb)
       local lv
-      if sw then
-        lv = weighted_loss(k, pred, yb, sw[{ { n + 1, n + xb.shape[1] } }]:to(yb.device), fname):item()
-      else
-        lv = k.loss(pred, yb):item()
-      end
+      local wb = sw and sw[{ { n + 1, n + xb.shape[1] } }]:to(yb.device)
+      if wb then lv = weighted_loss(k, pred, yb, wb, fname):item() else lv = k.loss(pred, yb):item() end
       if regularized then                     -- Keras's model.losses join evaluate's loss too
         local pen = regularizers.total(self)
         if pen then lv = lv + pen:item() end
       end
       loss_sum = loss_sum + lv * xb.shape[1]
-      add_counts(k, counts, pred, yb)
+      add_counts(k, counts, pred, yb, wb)
       n = n + xb.shape[1]
     end
   end)
@@ -537,7 +606,10 @@ local function fit_plan(self, x, y, o, loader, source)
   end
   if o.sample_weight then
     local w = checked_sample_weight("Module:fit", o.sample_weight, source, x)
-    if run.sw_rows then w = w[{ run.sw_rows }] end
+    if run.sw_rows then                        -- validation_split: the last rows' weights weigh val_loss (Keras)
+      run.val_sample_weight = w[{ { run.sw_rows[2] + 1, w.shape[1] } }]
+      w = w[{ run.sw_rows }]
+    end
     run.sample_weight, run.y_all = w, run.y
   end
   if o.validation_steps and not (run.vgen or run.vloader or run.xv) then
@@ -722,7 +794,7 @@ local function train_epoch(self, k, run, epoch)
     if not run.scaler or (lv == lv and lv ~= math.huge and lv ~= -math.huge) then
       loss_sum, loss_n = loss_sum + lv * nb, loss_n + nb
     end
-    if #k.metrics > 0 then autograd.no_grad(add_counts, k, counts, pred, yb) end
+    if #k.metrics > 0 then autograd.no_grad(add_counts, k, counts, pred, yb, wb) end
     if cbs.batch_end then
       local logs = {}
       for _, kv in ipairs(shown(k, loss_n > 0 and loss_sum / loss_n or lv, counts, seen)) do logs[kv[1]] = kv[2] end
@@ -760,6 +832,7 @@ local function end_epoch(self, k, run, history, epoch, loss, counts, elapsed, sk
     local r = in_eval(self, function()
       return run_eval(self, k, run.vgen or run.vloader or run.xv, run.yv, math.max(run.bs, 256),
         run.sampler ~= nil or run.dist_loader, { fname = "Module:fit (validation_data)", steps = run.vsteps,
+          sample_weight = run.val_sample_weight,
           steps_key = "validation_steps", hint = run.vsteps
             and (" for epoch %d's validation (it is not restarted: give a generator of epochs x validation_steps "
               .. "batches)"):format(epoch)
