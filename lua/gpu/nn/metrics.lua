@@ -37,19 +37,25 @@ local function floating(pred, y)
   return y
 end
 
-function M.mae(pred, y)
+-- The values each metric is the per-sample mean of (shapes checked), for the counting
+-- forms here and for compile's weighted_metrics (nn/training.lua), which weigh them
+local values = {}
+function values.mae(pred, y)
   pred, y = same_shape("mae", pred, y)
-  return per_sample_sum((pred - floating(pred, y)):abs())
+  return (pred - floating(pred, y)):abs()
 end
-function M.mse(pred, y)
+function values.mse(pred, y)
   pred, y = same_shape("mse", pred, y)
-  return per_sample_sum((pred - floating(pred, y)):square())
+  return (pred - floating(pred, y)):square()
 end
-function M.binary_accuracy(pred, y)
+function values.binary_accuracy(pred, y)
   pred, y = same_shape("binary_accuracy", pred, y)
   local hit = (pred:gt(0.5)):astype("float32"):eq(floating(pred, y):astype("float32"))
-  return per_sample_sum(hit:astype("float32"))
+  return hit:astype("float32")
 end
+function M.mae(pred, y) return per_sample_sum(values.mae(pred, y)) end
+function M.mse(pred, y) return per_sample_sum(values.mse(pred, y)) end
+function M.binary_accuracy(pred, y) return per_sample_sum(values.binary_accuracy(pred, y)) end
 
 local function two_d(name, pred)
   if pred.ndim ~= 2 then raise("%s: expected predictions (N, C), got %s", name, shape_str(pred.shape)) end
@@ -69,14 +75,17 @@ local function onehot_targets(name, pred, y)
   return y:argmax(2)
 end
 
-function M.categorical_accuracy(pred, y)
+function values.categorical_accuracy(pred, y)
   two_d("categorical_accuracy", pred)
-  return pred:argmax(2):eq(onehot_targets("categorical_accuracy", pred, y)):sum()
+  return pred:argmax(2):eq(onehot_targets("categorical_accuracy", pred, y))
 end
-function M.sparse_categorical_accuracy(pred, y)
+function values.sparse_categorical_accuracy(pred, y)
   two_d("sparse_categorical_accuracy", pred)
-  return pred:argmax(2):eq(labels("sparse_categorical_accuracy", pred, y)):sum()
+  return pred:argmax(2):eq(labels("sparse_categorical_accuracy", pred, y))
 end
+function M.categorical_accuracy(pred, y) return values.categorical_accuracy(pred, y):sum() end
+function M.sparse_categorical_accuracy(pred, y) return values.sparse_categorical_accuracy(pred, y):sum() end
+M._values = values
 
 -- in_top_k(pred, target labels, k): the rows whose target's prediction has fewer than k
 -- predictions above it

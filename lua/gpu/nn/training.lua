@@ -82,24 +82,23 @@ end
 -- ---- weighted metrics -------------------------------------------------------------------------
 
 -- The per-sample values of the counting metrics a weighted metric can be made of (Keras's
--- MeanMetricWrapper: the value of each sample, its mean over the last axis)
-local function last_mean(v) if v.ndim >= 2 then return v:mean(v.ndim) end return v end
-local per_sample = {
-  accuracy = function(pred, y)
-    if pred.ndim == 1 or (pred.ndim == 2 and pred.shape[2] == 1) then
-      return last_mean(pred:gt(0.5):astype("float32"):eq(y:astype("float32"):reshape(pred.shape)):astype("float32"))
-    end
-    local want = y.ndim == 2 and y:argmax(2) or y
-    return pred:argmax(2):eq(want:astype("int64")):astype("float32")
-  end,
-  binary_accuracy = function(pred, y)
-    return last_mean(pred:gt(0.5):astype("float32"):eq(y:astype("float32"):reshape(pred.shape)):astype("float32"))
-  end,
-  categorical_accuracy = function(pred, y) return pred:argmax(2):eq(y:argmax(2)):astype("float32") end,
-  sparse_categorical_accuracy = function(pred, y) return pred:argmax(2):eq(y:reshape(-1):astype("int64")):astype("float32") end,
-  mae = function(pred, y) return last_mean((pred - y:astype(pred.dtype):reshape(pred.shape)):abs()) end,
-  mse = function(pred, y) return last_mean((pred - y:astype(pred.dtype):reshape(pred.shape)):square()) end,
-}
+-- MeanMetricWrapper: the value of each sample, its mean over the last axis): nn/metrics.lua's,
+-- and accuracy's choice between them by the predictions' shape, as the counting accuracy's
+local function last_mean(v)
+  if v.dtype == "bool" then v = v:astype("float32") end
+  if v.ndim >= 2 then return v:mean(v.ndim) end
+  return v
+end
+local per_sample = {}
+for _, name in ipairs { "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy", "mae", "mse" } do
+  local f = metrics._values[name]
+  per_sample[name] = function(pred, y) return last_mean(f(pred, y)) end
+end
+function per_sample.accuracy(pred, y)
+  if pred.ndim == 1 or (pred.ndim == 2 and pred.shape[2] == 1) then return per_sample.binary_accuracy(pred, y) end
+  if options.is_array(y) and y.ndim == 2 then return per_sample.categorical_accuracy(pred, y) end
+  return per_sample.sparse_categorical_accuracy(pred, y)
+end
 per_sample.acc, per_sample.mean_absolute_error, per_sample.mean_squared_error = per_sample.accuracy, per_sample.mae,
   per_sample.mse
 
