@@ -196,8 +196,8 @@ function VF.avg_pool3d(x, k, opts) return pool3d_as("nn.avg_pool3d", false, x, k
 
 -- PyTorch's adaptive windows per axis (start floor(i L / out), end ceil((i + 1) L / out)), as
 -- nn/resample.lua's 1-D and 2-D forms: the mean is avg_pool3d when every size divides, else
--- the averaging matrices (out, in) applied along W, H and D; the maximum gathers every
--- window padded to the widest (repeating its last element) and takes the first maximum.
+-- the averaging matrices (out, in) applied along W, H and D; the maximum is resample.lua's
+-- gather of every window padded to the widest, the first maximum of each.
 local Rs = require "gpu.nn.resample"
 
 local function adaptive_avg3d(name, x, out)
@@ -224,32 +224,12 @@ local function adaptive_max3d(name, x, out, return_indices)
     argerror(name, 3, "return_indices must be a boolean, got %s", type_name(return_indices))
   end
   local xb, was = batched(name, x)
-  local N, C, D, H, W = xb.shape[1], xb.shape[2], xb.shape[3], xb.shape[4], xb.shape[5]
-  local o = Rs.out_sizes(name, out, 3, { D, H, W })
-  local id, kd = Rs.window_index(D, o[1])
-  local ih, kh = Rs.window_index(H, o[2])
-  local iw, kw = Rs.window_index(W, o[3])
-  local flat = {}
-  for a = 1, o[1] do
-    for b = 1, o[2] do
-      for c = 1, o[3] do
-        for i = 1, kd do
-          for j = 1, kh do
-            for l = 1, kw do flat[#flat + 1] = (id[a][i] * H + ih[b][j]) * W + iw[c][l] + 1 end
-          end
-        end
-      end
-    end
-  end
-  local nout, nwin = o[1] * o[2] * o[3], kd * kh * kw
-  local pos = gpu.array(flat, { dtype = "int64", device = xb.device }):reshape(nout, nwin)
-  local win = xb:reshape(N, C, D * H * W):index(3, pos:reshape(-1)):reshape(N, C, nout, nwin)
-  local best = require("gpu.autograd").no_grad(function() return win:argmax(4, { keepdims = true }) end)
-  local y = gpu.take_along_axis(win, best, 4):reshape(N, C, o[1], o[2], o[3])
+  local o = Rs.out_sizes(name, out, 3, { xb.shape[3], xb.shape[4], xb.shape[5] })
+  local y, where = Rs.adaptive_max_nd(xb, o)
   y = was and y:squeeze(1) or y
   if not return_indices then return y end
-  local where = gpu.take_along_axis(pos:reshape(1, 1, nout, nwin), best, 4):reshape(N, C, o[1], o[2], o[3])
-  return y, was and where:squeeze(1) or where
+  local w = where()
+  return y, was and w:squeeze(1) or w
 end
 
 -- adaptive_avg_pool3d(x (N, C, D, H, W) or (C, D, H, W), output_size): output_size a number

@@ -147,31 +147,49 @@ local function window_index(n, m)
   return rows, widest
 end
 
+-- adaptive_max_nd(xb (N, C, sizes...), o (output sizes)) -> y (N, C, o...), positions (N, C,
+-- o...: 1-based in the flattened plane or volume): every output's window, padded to the
+-- widest, gathered from the flattened input; the first maximum of each wins
+local function adaptive_max_nd(xb, o)
+  local N, C = xb.shape[1], xb.shape[2]
+  local nd = #o
+  local sizes, idx, k = {}, {}, {}
+  local nout, nwin, total = 1, 1, 1
+  for d = 1, nd do
+    sizes[d] = xb.shape[d + 2]
+    idx[d], k[d] = window_index(sizes[d], o[d])
+    nout, nwin, total = nout * o[d], nwin * k[d], total * sizes[d]
+  end
+  -- outputs in row-major order, and within each its window's taps in row-major order
+  local flat = {}
+  local function taps(out_at, d, base)
+    if d > nd then flat[#flat + 1] = base + 1 return end
+    for t = 1, k[d] do taps(out_at, d + 1, base * sizes[d] + idx[d][out_at[d]][t]) end
+  end
+  local out_at = {}
+  local function outs(d)
+    if d > nd then taps(out_at, 1, 0) return end
+    for a = 1, o[d] do out_at[d] = a; outs(d + 1) end
+  end
+  outs(1)
+  local pos = gpu.array(flat, { dtype = "int64", device = xb.device }):reshape(nout, nwin)
+  local win = xb:reshape(N, C, total):index(3, pos:reshape(-1)):reshape(N, C, nout, nwin)
+  local best = autograd.no_grad(function() return win:argmax(4, { keepdims = true }) end)
+  local shape = { N, C, table.unpack(o) }
+  local y = gpu.take_along_axis(win, best, 4):reshape(shape)
+  return y, function() return gpu.take_along_axis(pos:reshape(1, 1, nout, nwin), best, 4):reshape(shape) end
+end
+R.adaptive_max_nd = adaptive_max_nd
+
 -- adaptive_max_pool2d(x, output_size [, return_indices]) -> y [, indices: 1-based positions
 -- in the flattened H x W plane]
 local function adaptive_max2d(name, x, out, return_indices)
   local xb, was = batched(name, x, 4)
-  local N, C, H, W = xb.shape[1], xb.shape[2], xb.shape[3], xb.shape[4]
-  local o = out_sizes(name, out, 2, { H, W })
-  local ih, kh = window_index(H, o[1])
-  local iw, kw = window_index(W, o[2])
-  local flat = {}
-  for a = 1, o[1] do
-    for b = 1, o[2] do
-      for i = 1, kh do
-        for j = 1, kw do flat[#flat + 1] = ih[a][i] * W + iw[b][j] + 1 end
-      end
-    end
-  end
-  local pos = gpu.array(flat, { dtype = "int64", device = xb.device }):reshape(o[1] * o[2], kh * kw)
-  local planes = xb:reshape(N, C, H * W)
-  local win = planes:index(3, pos:reshape(-1)):reshape(N, C, o[1] * o[2], kh * kw)
-  local best = autograd.no_grad(function() return win:argmax(4, { keepdims = true }) end)
-  local y = gpu.take_along_axis(win, best, 4):reshape(N, C, o[1], o[2])
+  local o = out_sizes(name, out, 2, { xb.shape[3], xb.shape[4] })
+  local y, where = adaptive_max_nd(xb, o)
   y = unbatch(y, was)
   if not return_indices then return y end
-  local where = gpu.take_along_axis(pos:reshape(1, 1, o[1] * o[2], kh * kw), best, 4)
-  return y, unbatch(where:reshape(N, C, o[1], o[2]), was)
+  return y, unbatch(where(), was)
 end
 function R.adaptive_max_pool2d(x, out, return_indices)
   if return_indices ~= nil and type(return_indices) ~= "boolean" then
@@ -193,7 +211,7 @@ function R.adaptive_max_pool1d(x, out, return_indices)
 end
 R.adaptive_max2d = adaptive_max2d
 R.adaptive_avg2d = adaptive_avg2d
-R.out_sizes, R.avg_matrix, R.window_index = out_sizes, avg_matrix, window_index
+R.out_sizes, R.avg_matrix = out_sizes, avg_matrix
 
 -- ---- interpolate -----------------------------------------------------------------------------
 
