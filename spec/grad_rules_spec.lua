@@ -160,6 +160,11 @@ samples.partition = function(dev) return function(x) return x:partition({ 2, -1 
 samples.topk = function(dev) return function(x) return (x:topk(2, 2)) end, { S(dev, 2, 4) } end
 samples.take = function(dev) return function(x) return x:take(I(dev, { 3, 1, 3 }), 2) end, { S(dev, 2, 3) } end
 samples.index = function(dev) return function(x) return x:index(1, I(dev, { 2, 2, 1 })) end, { S(dev, 2, 3) } end
+-- in-place ops with rules of their own, on a non-leaf (x * 1)
+samples.relu_ = function(dev) return function(x) return (x * 1):relu_() end, { S(dev, 2, 3) } end
+samples.index_put_ = function(dev)
+  return function(x, v) return (x * 1):index_put_(2, I(dev, { 3, 1 }), v) end, { S(dev, 2, 3), S(dev, 2, 2) }
+end
 samples.masked_select = function(dev)
   local m = gpu.array({ { true, false, true }, { false, true, true } }, { device = dev })
   return function(x) return x:masked_select(m) end, { S(dev, 2, 3) }

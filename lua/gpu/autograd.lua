@@ -136,6 +136,132 @@ function M.record_op(name, results, ...)
   return table.unpack(results)
 end
 
+-- ---- in-place ops -----------------------------------------------------------------------------
+--
+-- As PyTorch records them: x:op_(...) on a tracked x (or with a tracked operand), grad on,
+-- gives x a new node whose input #1 is x before the op (its previous node, node.prev);
+-- edges recorded before reach that one (resolve). A leaf that requires grad is refused, as
+-- is a view of a tracked array (PyTorch rebases the view's history; here the in-place op
+-- is refused, before anything is written), and a view used after the array it views was
+-- changed makes backward raise (topo).
+
+-- the rules of in-place nodes whose input #1 is x before the op: x's new values do not
+-- depend on it (zeros, as PyTorch's), or they are input #2's
+local OVERWRITE = { saves = {}, backward = function(g) return gpu.zeros_like(g) end }
+local ASSIGN = { saves = {}, backward = function(g) return gpu.zeros_like(g), g end }
+
+-- Whether node (not a leaf) made array v as a view of its input #1 (the same bytes)
+local function is_view_node(node, v)
+  if node.self then return false end                  -- an in-place op's: its input #1 is v before it
+  local a = node[HEAD + node[2] + 1]
+  return node[2] >= 1 and is_array(a) and G.same_storage(v, a)
+end
+
+local function inplace_checks(fname, x)
+  local node = node_of(x)
+  if node ~= nil and node.leaf then
+    raise("%s: a leaf array that requires grad is used in an in-place op (run it in gpu.no_grad, as an "
+      .. "optimizer step does, or change a copy: x:clone())", fname)
+  end
+  if node ~= nil and is_view_node(node, x) then
+    raise("%s: the array is a view of an array that requires grad (x[key], x.T, reshape...), which the in-place op "
+      .. "would change behind the tape's back; use the out-of-place form, or clone() the view first", fname)
+  end
+  return node
+end
+
+-- x's values before the op, for a rule that reads them: a copy at x's version, on x's
+-- node (the graph goes on from it)
+local function snapshot(x, node)
+  local c = M.no_grad(function() return x:copy() end)
+  G.set_version(c, (version(x)))
+  if node ~= nil then set_node(c, node) end
+  return c
+end
+
+local function saves_first(rule, x, ...)
+  local s = rule.saves
+  if type(s) == "function" then s = s(op_node(rule, x, x, ...)) end
+  if s == nil then return true end
+  for _, i in ipairs(s) do if i == 1 then return true end end
+  return false
+end
+
+-- The dispatch's in-place ops (src/lua/lgrad.c: dispatch_inplace), in two steps around
+-- the op itself: inplace_begin(name, x, ...) checks and keeps what the record needs (a
+-- token; nil: nothing to record), the op runs, inplace_end(token) records it. The rule is
+-- the op's own (rules.relu_) or its out-of-place form's (rules.relu).
+local function inplace_begin(name, x, ...)
+  if not is_array(x) then return nil end             -- the op's own error follows
+  local rule = rules[name]
+  if rule == nil then rule = rules[name:sub(1, -2)] end
+  if rule == nil then
+    raise("%s is not differentiable: an input requires grad (detach it, or call it in gpu.no_grad)", name)
+  end
+  local node = inplace_checks(name, x)
+  local first = x
+  -- x's values before the op are kept where this op's rule reads them, or where the node
+  -- that made them reads its own result (x:sigmoid_() then x:add_(1))
+  if rule and (saves_first(rule, x, ...) or (node ~= nil and node[1].uses_y)) then first = snapshot(x, node) end
+  return { rule = rule, node = node, before = version(x), first = first, n = select("#", ...) + 1, x, ... }
+end
+
+local function inplace_end(t)
+  local x, n, rule = t[1], t.n, t.rule
+  local N
+  if rule == false then
+    N = op_node(OVERWRITE, x, x)
+    N[HEAD + 1] = t.before
+  else
+    local args = { table.unpack(t, 1, n) }
+    for i = 1, n do if rawequal(args[i], x) then args[i] = t.first end end
+    N = op_node(rule, x, table.unpack(args, 1, n))
+    for i = 1, n do if rawequal(args[i], x) then N[HEAD + i] = t.before end end
+  end
+  N.self, N.prev, N.before = true, t.node, t.before
+  set_node(x, N)
+end
+
+-- inplace_via(fname, x, compute) -> x: an in-place routine written in Lua, under autograd:
+-- compute(x0) gives x's new values (an array that broadcasts to x) from x0 (x, or its
+-- snapshot on the tape), recorded as any op; x takes them, and a node whose input they are.
+local function inplace_via(fname, x, compute)
+  local node = inplace_checks(fname, x)
+  local before = version(x)
+  local y = compute(node ~= nil and snapshot(x, node) or x)
+  M.no_grad(function() x[":"] = y end)
+  if node == nil and not tracked(y) then return x end
+  local N = tracked(y) and op_node(ASSIGN, x, x, y) or op_node(OVERWRITE, x, x)
+  N[HEAD + 1] = before
+  N.self, N.prev, N.before = true, node, before
+  set_node(x, N)
+  return x
+end
+
+-- x[key] = v with grad on and x or v on the tape (src/lua/larray.c): x takes a copy with
+-- v written at key; x's gradient is zero there, v's what x[key] selects (summed back to v)
+local function setindex(x, key, v)
+  return inplace_via("index assignment", x, function(x0)
+    local keep, out = M.no_grad(function()
+      local m = gpu.ones(x.shape, { dtype = "bool", device = x.device })
+      m[key] = false
+      local o = x0:copy()
+      o[key] = v
+      return m, o
+    end)
+    local inputs = { x0 }
+    if is_array(v) then inputs[2] = v end
+    return M.record(out, inputs, function(g)
+      local gv
+      if is_array(v) then
+        gv = g[key]
+        if type(gv) == "number" then gv = gpu.full({}, gv, { dtype = g.dtype, device = g.device }) end
+      end
+      return gpu.where(keep, g, 0), gv
+    end)
+  end)
+end
+
 -- ---- the engine ------------------------------------------------------------------------------
 
 local function fit_to(g, x)
@@ -145,44 +271,39 @@ local function fit_to(g, x)
   return g
 end
 
--- The tracked arrays a node's gradient flows to: (array, position, index in a list arg)
-local function each_input(node, f)
+-- The node an edge reaches: the node array v had when its storage was at version r. An
+-- in-place op recorded on v gave it a newer node (node.before: v's version just before
+-- that op, node.prev: the node it replaced), so an edge recorded earlier walks back.
+local function resolve(v, r)
+  local node = node_of(v)
+  while node ~= nil and r ~= nil do
+    local before = node.before
+    if before == nil or r > before then break end
+    node = node.prev
+  end
+  return node
+end
+
+-- The edges of a node: f(target node, array, position, index in a list argument, the
+-- array's version when the node was recorded) for each input whose gradient flows back. An in-place op's node (node.self: true) takes its
+-- input #1 as the array before the op, which is its previous node.
+local function each_edge(node, f)
   local rule, n = node[1], node[2]
   for i = 1, n do
     local v = node[HEAD + n + i]
     if is_array(v) then
-      if node_of(v) ~= nil then f(v, i) end
+      local t
+      if i == 1 and node.self then t = node.prev else t = resolve(v, node[HEAD + i]) end
+      if t ~= nil then f(t, v, i, nil, node[HEAD + i]) end
     elseif type(v) == "table" and rule and rule.list and i == 1 then
+      local vs = v._versions
       for k = 1, #v do
-        if tracked(v[k]) then f(v[k], i, k) end
+        local e = v[k]
+        local t = is_array(e) and resolve(e, vs and vs[k]) or nil
+        if t ~= nil then f(t, e, i, k, vs and vs[k]) end
       end
     end
   end
-end
-
--- Topological order (inputs before outputs) of the arrays reachable from roots.
-local function topo(roots)
-  local order, state = {}, {}
-  local stack = {}
-  for i = #roots, 1, -1 do stack[#stack + 1] = roots[i] end
-  while #stack > 0 do
-    local x = stack[#stack]
-    local st = state[x]
-    if st == 2 then
-      stack[#stack] = nil
-    elseif st == 1 then
-      state[x] = 2
-      stack[#stack] = nil
-      order[#order + 1] = x
-    else
-      state[x] = 1
-      local n = node_of(x)
-      if n and not n.leaf then
-        each_input(n, function(y) if state[y] == nil then stack[#stack + 1] = y end end)
-      end
-    end
-  end
-  return order
 end
 
 local function rule_name(rule)
@@ -190,6 +311,43 @@ local function rule_name(rule)
   for k, v in pairs(rules) do if v == rule then return k end end
   return "an op"
 end
+
+-- Topological order (inputs before outputs) of the nodes reachable from roots (nodes);
+-- arr[node]: an array that node made (the one whose version the node recorded, if an
+-- edge reaches it through that one: a snapshot taken for an in-place op)
+local function topo(roots, arr)
+  local order, state = {}, {}
+  local stack = {}
+  for i = #roots, 1, -1 do stack[#stack + 1] = roots[i] end
+  while #stack > 0 do
+    local n = stack[#stack]
+    local st = state[n]
+    if st == 2 then
+      stack[#stack] = nil
+    elseif st == 1 then
+      state[n] = 2
+      stack[#stack] = nil
+      order[#order + 1] = n
+    else
+      state[n] = 1
+      if not n.leaf then
+        each_edge(n, function(t, v, _, _, r)
+          if r ~= nil and not t.leaf and r ~= t[3] and is_view_node(t, v) then
+            local _, writer = version(v)
+            raise("backward: a view (%s) was used after %s changed the array it views; the gradient through it would "
+              .. "be wrong (clone() the view before changing the array, or take the view after)", rule_name(t[1]),
+              writer or "an in-place op")
+          end
+          local a = arr[t]
+          if a == nil or (a ~= v and version(v) == t[3]) then arr[t] = v end
+          if state[t] == nil then stack[#stack + 1] = t end
+        end)
+      end
+    end
+  end
+  return order
+end
+
 
 -- An array a node saved has changed since it was recorded: name the op that changed it
 -- (the rule's name is looked up only then: it is a walk over the rules table).
@@ -206,6 +364,7 @@ local function check_saved(node, y)
   local rule, n = node[1], node[2]
   if rule.custom then return end
   local saves = rule.saves
+  if type(saves) == "function" then saves = saves(node) end
   if saves == nil then
     for i = 1, n do
       local v = node[HEAD + n + i]
@@ -269,22 +428,30 @@ end
 local anomaly = false
 
 local function run(roots, grads_in, retain, create, accumulate, capture)
-  local order = topo(roots)
-  local grads = {}
+  local arr, rnodes = {}, {}
   for i, r in ipairs(roots) do
-    grads[r] = grads[r] and grads[r] + grads_in[i] or grads_in[i]
+    local n = node_of(r)
+    rnodes[i] = n
+    if arr[n] == nil then arr[n] = r end
   end
+  local order = topo(rnodes, arr)
+  local grads = {}
+  for i, n in ipairs(rnodes) do
+    grads[n] = grads[n] and grads[n] + grads_in[i] or grads_in[i]
+  end
+  local cap = {}                             -- node -> the input array whose gradient grad() returns
+  if capture then for x in pairs(capture) do cap[node_of(x)] = x end end
   local captured = {}
   local was = G.set_grad_enabled(create)
   local ok, err = pcall(function()
     for i = #order, 1, -1 do
-      local x = order[i]
-      local node = node_of(x)
-      local g = grads[x]
-      grads[x] = nil
-      if g ~= nil and node ~= nil then
+      local node = order[i]
+      local x = arr[node]
+      local g = grads[node]
+      grads[node] = nil
+      if g ~= nil then
         g = run_hooks(node, g)
-        if capture and capture[x] then captured[x] = g end
+        if cap[node] then captured[cap[node]] = g end
         if node.leaf then
           if accumulate then
             g = fit_to(g, x)
@@ -300,7 +467,7 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
           check_saved(node, x)
           local gs = table.pack(node[1].backward(g, node_args(node), x))
           local custom = node[1].custom
-          each_input(node, function(y, pos, k)
+          each_edge(node, function(t, y, pos, k)
             local gy = gs[pos]
             if k ~= nil then gy = type(gy) == "table" and gy[k] or nil end
             if custom then check_custom_grad(gy, y, pos) end
@@ -309,8 +476,8 @@ local function run(roots, grads_in, retain, create, accumulate, capture)
             end
             if gy ~= nil then
               gy = fit_to(gy, y)
-              local old = grads[y]
-              grads[y] = old and old + gy or gy
+              local old = grads[t]
+              grads[t] = old and old + gy or gy
             end
           end)
           if not retain then node.freed = true end
@@ -534,7 +701,12 @@ function M.detect_anomaly(fn, ...)
   return table.unpack(res, 2, res.n)
 end
 
-G.register(rules, { backward = M.backward, register_hook = M.register_hook })
+-- what C calls (src/lua/lgrad.c's push_engine), and the in-place recorder the Lua routines use
+M._engine = {
+  backward = M.backward, register_hook = M.register_hook, inplace_begin = inplace_begin, inplace_end = inplace_end,
+  setindex = setindex, inplace_via = inplace_via,
+}
+G.register(rules, M._engine)
 options.counted("no_grad", M.no_grad)             -- (fn, ...): any number, passed on to fn
 options.counted("enable_grad", M.enable_grad)
 gpu.no_grad = M.no_grad

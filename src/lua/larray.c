@@ -557,6 +557,7 @@ static int array_index(lua_State *L) {
 
 static int array_newindex_in(lua_State *L) {
   gl_array *a = gl_lua_check(L, 1);
+  bool part = false;                                  /* x.real = v, x.imag = v */
   if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), ":") == 0) {
     /* x[":"] = v: falls through to the whole-axis key below */
   } else if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "grad") == 0) {
@@ -567,6 +568,7 @@ static int array_newindex_in(lua_State *L) {
     /* x.real = v, x.imag = v: writes into the parts, as NumPy's; a real array has no
     ** imaginary part to write (NumPy: TypeError) and is its own real part */
     bool imag = lua_tostring(L, 2)[0] == 'i';
+    part = true;
     if (!gl_dtype_is_complex((gl_dtype)a->dtype) && imag)
       return luaL_error(L, "cannot assign x.imag: a %s array has no imaginary part", gl_dtypes[a->dtype].name);
     lua_pushliteral(L, ":");
@@ -579,10 +581,14 @@ static int array_newindex_in(lua_State *L) {
   } else if (lua_type(L, 2) == LUA_TSTRING) {
     return luaL_error(L, "cannot assign field '%s' of an array", lua_tostring(L, 2));
   }
-  /* writing into an array on the tape, or a tracked value into one, would not be recorded */
-  if (gl_lua_tracked_call(L, 1) || gl_lua_tracked_call(L, 3))
-    return luaL_error(L, "index assignment is not differentiable: the array or the value requires grad "
-                      "(assign to a copy, or run it in gpu.no_grad)");
+  /* writing into an array on the tape, or a tracked value into one: recorded by the
+  ** autograd engine, as an in-place op (a complex array's part: refused) */
+  if (gl_lua_tracked_call(L, 1) || gl_lua_tracked_call(L, 3)) {
+    if (part)
+      return luaL_error(L, "assigning x.real or x.imag is not differentiable: the array or the value requires grad "
+                        "(assign to a copy, or run it in gpu.no_grad)");
+    return gl_lua_record_setindex(L);
+  }
   a->storage->writer = "index assignment";
   /* refused here, where the fault is named as the array's (not the key's or the value's) */
   gl_lua_check_status(L, gl_array_writable(a, NULL), 0);

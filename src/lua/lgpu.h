@@ -429,6 +429,9 @@ int gl_lua_autocast_dtype(lua_State *L);
 ** the node {x, key} of rule 'name' given to the result at res_idx. */
 bool gl_lua_tracked_call(lua_State *L, int idx);
 void gl_lua_record_view(lua_State *L, const char *name, int x_idx, int key_idx, int res_idx);
+/* x[key] = v (slots 1..3) with grad on and x or v on the tape: the autograd engine's
+** setindex records it as an in-place op, or refuses it (a leaf, a view); returns 0. */
+int gl_lua_record_setindex(lua_State *L);
 /* Pushes x.grad (nil when none); x.grad = g with its checks (raises naming fname). */
 int gl_lua_push_grad(lua_State *L, int idx);
 void gl_lua_set_grad(lua_State *L, int x_idx, int g_idx, const char *fname);

@@ -11,8 +11,9 @@
 **   - false: not differentiable by nature (comparisons, argmax, floor...): the op runs
 **     and its results are untracked, as PyTorch's are;
 **   - no entry: "<op> is not differentiable" is raised before the op runs, so a new op
-**     can never silently drop a gradient, and an in-place op never half-changes a tracked
-**     array.
+**     can never silently drop a gradient.
+** An in-place op (a name ending in '_') goes to the engine's inplace instead, which runs
+** it and records it as PyTorch does (the op's own rule, or its out-of-place form's).
 ** The op itself is called from dispatch's own frame (not through lua_call), so argument
 ** errors keep lauxlib's names and positions: the arguments the node needs are kept in a
 ** stash keyed by the address of a local variable while the op runs.
@@ -404,11 +405,9 @@ static void push_rules(lua_State *L) {
     luaL_error(L, "gpu.autograd is not available (its rules were not registered)");
 }
 
+static void push_engine(lua_State *L, const char *name);
+
 static int not_differentiable(lua_State *L, const gl_opentry *e) {
-  size_t n = strlen(e->name);
-  if (n > 1 && e->name[n - 1] == '_')
-    return luaL_error(L, "%s is an in-place op and an input requires grad: it would not be recorded "
-                      "(use the out-of-place form, or run it in gpu.no_grad)", e->name);
   return luaL_error(L, "%s is not differentiable: an input requires grad (detach it, or call it in gpu.no_grad)",
                     e->name);
 }
@@ -493,8 +492,51 @@ static int tracked_keeps_args(lua_State *L, gl_lctx *ctx, const gl_opentry *e, i
   return 1;
 }
 
+/* Pushes a copy of the list at idx with field _versions: its arrays' storage versions now
+** (the engine tells by them which of an array's nodes an element of concat or stack was
+** when the op ran, after an in-place op gave it a newer one). */
+static void push_list_versions(lua_State *L, const gl_lctx *ctx, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+  lua_createtable(L, (int)n, 1);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, idx, k);
+    lua_pushinteger(L, lua_type(L, -1) == LUA_TUSERDATA ? version_at(gl_lua_test_in(L, ctx, -1)) : 0);
+    lua_rawseti(L, -3, k);
+    lua_rawseti(L, -3, k);
+  }
+  lua_setfield(L, -2, "_versions");
+}
+
+/* An in-place op with a tracked input, grad on: the engine's inplace_begin(name, args...)
+** checks the call (a leaf that requires grad, a view: refused before anything is written)
+** and gives a token, which waits in the stash while the op runs in this frame (its
+** argument errors keep their names); inplace_end(token) records it as PyTorch does. */
+static int dispatch_inplace(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs) {
+  char marker;
+  push_engine(L, "inplace_begin");
+  lua_pushvalue(L, lua_upvalueindex(UPVALUE_NAME));
+  for (int i = 1; i <= nargs; i++) lua_pushvalue(L, i);
+  lua_call(L, nargs + 1, 1);
+  if (lua_isnil(L, -1)) {
+    lua_settop(L, nargs);
+    return e->fn(L);
+  }
+  int d = stash_enter(L, ctx, &marker);
+  stash_set(L, d, 0);
+  lua_settop(L, nargs);                    /* the op sees exactly its arguments */
+  int nres = e->fn(L);
+  push_engine(L, "inplace_end");
+  stash_get(L, d, 0);
+  stash_leave(L, ctx, d, 0);
+  lua_call(L, 1, 0);
+  return nres;
+}
+
 static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs) {
   char marker;                             /* its address tells a live stash entry */
+  if (e->flags & GL_OP_INPLACE) return dispatch_inplace(L, ctx, e, nargs);
   /* an op known to have a rule that keeps its arguments: nothing to look up */
   bool keeps = (e->flags & GL_OP_KEEPS_ARGS) && nargs <= GL_NODE_INLINE_MAX;
   if (keeps && e->rule_gen == ctx->rules_gen && ctx->rules_gen != 0) return tracked_keeps_args(L, ctx, e, nargs);
@@ -524,6 +566,13 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs
     stash_get(L, d, 0);
     stash_leave(L, ctx, d, 0);
     int node = lua_gettop(L);
+    if (e->flags & GL_OP_LIST) {
+      if (lua_getiuservalue(L, node, 2) == LUA_TTABLE) {
+        push_list_versions(L, ctx, -1);
+        lua_setiuservalue(L, node, 2);
+      }
+      lua_pop(L, 1);
+    }
     lua_getiuservalue(L, node, 1);
     for (int i = top - nres + 1; i <= top; i++) lua_pushvalue(L, i);   /* results on top again */
     record_results(L, ctx, node, nd, node + 1, nres, r);
@@ -550,6 +599,14 @@ static int dispatch_tracked(lua_State *L, gl_lctx *ctx, gl_opentry *e, int nargs
   ctx->node_op = e;
   int nres = e->fn(L);
   ctx->node_slots = 0;
+  if ((e->flags & GL_OP_LIST) && nargs >= 1) {
+    stash_get(L, d, 1);
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      push_list_versions(L, ctx, -1);
+      stash_set(L, d, 1);
+    }
+    lua_pop(L, 1);
+  }
   int top = lua_gettop(L), first = top - nres + 1;
   if (nres == 1 && ctx->node_ud != NULL && lua_touserdata(L, first) == ctx->node_ud && !is_argref(L, refs, nargs, first)) {
     record_inline(L, ctx, d, nargs, first, refs);
@@ -634,6 +691,14 @@ void gl_lua_record_view(lua_State *L, const char *name, int x_idx, int key_idx, 
   }
   lua_setiuservalue(L, res_idx, 1);
   lua_settop(L, top);
+}
+
+int gl_lua_record_setindex(lua_State *L) {
+  lua_settop(L, 3);
+  push_engine(L, "setindex");
+  lua_insert(L, 1);
+  lua_call(L, 3, 0);
+  return 0;
 }
 
 /* ---- registration ------------------------------------------------------------------------ */
@@ -873,7 +938,7 @@ static int g_node(lua_State *L) {
 
 static int g_set_node(lua_State *L) {
   gl_lua_checkany(L, 1);
-  if (!lua_isnil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  if (!lua_isnil(L, 2) && !is_node_type(lua_type(L, 2))) luaL_typeerror(L, 2, "tape node");
   lua_settop(L, 2);
   lua_setiuservalue(L, 1, 1);
   if (!lua_isnil(L, 2)) gl_lua_ctx(L)->grad_live = true;
@@ -887,6 +952,20 @@ static int g_version(lua_State *L) {
   if (x->storage->writer) lua_pushstring(L, x->storage->writer);
   else lua_pushnil(L);
   return 2;
+}
+
+/* same_storage(a, b) -> whether a and b are views of the same bytes */
+static int g_same_storage(lua_State *L) {
+  lua_pushboolean(L, gl_lua_check(L, 1)->storage == gl_lua_check(L, 2)->storage);
+  return 1;
+}
+
+/* set_version(x, v): x's storage counts v writes (the engine's snapshot of an array that
+** an in-place op is about to change is, for the rules, that array at its version) */
+static int g_set_version(lua_State *L) {
+  gl_array *x = gl_lua_check(L, 1);
+  x->storage->version = (uint64_t)luaL_checkinteger(L, 2);
+  return 0;
 }
 
 /* grad_enabled() / set_grad_enabled(on) -> previous: for the running coroutine */
@@ -936,6 +1015,7 @@ static int g_opname(lua_State *L) {
 static const gl_reg grad_funcs[] = {
   { "opname", g_opname, 1 }, { "node_args", g_node_args, 1 }, { "register", g_register, 2 },
   { "node", g_node, 1 }, { "set_node", g_set_node, 2 }, { "version", g_version, 1 },
+  { "same_storage", g_same_storage, 2 }, { "set_version", g_set_version, 2 },
   { "grad_enabled", g_grad_enabled, 0 }, { "set_grad_enabled", g_set_grad_enabled, 1 },
   { "autocast_dtype", g_autocast_dtype, 0 }, { "set_autocast", g_set_autocast, 1 },
   { "is_tracked", l_is_tracked, 1 }, { NULL, NULL, 0 },

@@ -217,7 +217,14 @@ local function binary(name, fn, opts)
 end
 binary("add", function(g) return g, g end, { saves = {} })
 binary("sub", function(g) return g, -g end, { saves = {} })
-binary("mul", function(g, a, b) return g * cj(b), g * cj(a) end)
+-- each operand's values are needed for the other's gradient only (x * 2 keeps nothing of x)
+binary("mul", function(g, a, b) return g * cj(b), g * cj(a) end, { saves = function(node)
+  local n = node[2]
+  local s = {}
+  if tracked(node[H.HEAD + n + 2]) then s[#s + 1] = 1 end
+  if tracked(node[H.HEAD + n + 1]) then s[#s + 1] = 2 end
+  return s
+end })
 binary("div", function(g, a, b, y)
   return g / cj(b), (not f(b)) and -g * cj(y / b) or nil
 end, { uses_y = true })
@@ -494,6 +501,30 @@ R.cumprod = { backward = function(g, node)
   if axis ~= nd then gi = gi:transpose(axis, nd) end
   return gi:reshape(node[1].shape)
 end }
+-- ---- in-place ops with rules of their own ------------------------------------------------------
+-- (the others take their out-of-place form's: gpu.autograd's _inplace records x:op_(...) as
+-- x = op(x, ...), with x's values before the op kept where that rule reads them)
+
+-- relu_ reads its result, so x's values before the op need not be kept
+R.relu_ = { saves = {}, uses_y = true, backward = function(g, _, y) return gpu.where(y:gt(0), g, 0) end }
+-- fill_(x, number): x's old values get no gradient (x stays on the tape)
+R.fill_ = false
+-- index_put_(x, axis, idx, values [, {accumulate}]): x's gradient where it was not
+-- overwritten (all of it with accumulate), values' the slices idx picks
+R.index_put_ = { saves = { 3 }, backward = function(g, node)
+  local axis, idx, o = node[2], node[3], node[5]
+  if axis < 0 then axis = g.ndim + axis + 1 end
+  local gx = g
+  if not (type(o) == "table" and o.accumulate) then
+    local keep = gpu.ones(g.shape[axis], { dtype = g.dtype, device = g.device })
+    gpu.no_grad(function() keep:index_put_(1, idx:reshape(idx.size), 0) end)
+    local s = {}
+    for d = 1, g.ndim do s[d] = d == axis and g.shape[axis] or 1 end
+    gx = g * keep:reshape(s)
+  end
+  return gx, nil, nil, H.is_array(node[4]) and g:index(axis, idx) or nil
+end }
+
 -- ---- the rest, by role: sorting, indexing and joining, linear algebra, fused kernels,
 -- convolution, pooling, batch norm (rules_structure.lua); gpu.fft's transforms (rules_fft.lua);
 -- the special functions (rules_special.lua)

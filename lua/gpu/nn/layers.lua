@@ -167,7 +167,10 @@ local function simple(name, fn, key, spec)
   Lay[name] = cls
   return cls
 end
-simple("ReLU", function(x) return x:relu() end)
+-- ReLU([inplace = false]): inplace writes the input (PyTorch's nn.ReLU(inplace=True); under
+-- autograd recorded as an in-place op, refused on a leaf that requires grad)
+simple("ReLU", function(x, self) if self.inplace then return x:relu_() end return x:relu() end, "inplace",
+  { type = "boolean", default = false })
 simple("Sigmoid", function(x) return x:sigmoid() end)
 simple("Tanh", function(x) return x:tanh() end)
 simple("GELU", function(x, self) return F.gelu(x, self.approximate) end, "approximate",

@@ -6,8 +6,9 @@
 -- random `*_like` constructors. Dims and indices are 1-based (negatives from the end).
 --
 -- The out-of-place forms are differentiable where PyTorch's are: the ones made of
--- differentiable ops by construction, the scatters through autograd.record. The in-place
--- forms refuse an input that requires grad, as the dispatched in-place ops do.
+-- differentiable ops by construction, the scatters through autograd.record. Under autograd
+-- the in-place forms are recorded from their out-of-place forms (gpu.autograd's
+-- inplace_via), as the dispatched in-place ops are.
 local gpu = require "gpu"
 local options = require "gpu.options"
 local basic = require "gpu.routines.basic"
@@ -22,26 +23,23 @@ local check_array, argerror, shape_str = options.check_array, options.argerror, 
 local function autograd() return require "gpu.autograd" end
 local function no_grad(f) return gpu.no_grad(f) end
 
--- The dispatch's refusal of an in-place op on an array that requires grad (src/lua/lgrad.c),
--- with the routine's name.
-local function refuse_tracked(fname, ...)
-  if not G.grad_enabled() then return end
-  for i = 1, select("#", ...) do
-    local v = select(i, ...)
-    if options.is_array(v) and G.node(v) ~= nil then
-      options.raise("%s is an in-place op and an input requires grad: it would not be recorded "
-        .. "(use the out-of-place form, or run it in gpu.no_grad)", fname)
-    end
-  end
-end
-
 -- The checks of an in-place routine, before it computes or draws anything: x is writable
--- (not a broadcast view) and nothing requires grad.
+-- (not a broadcast view). True when the call is to be recorded (grad on, and x or an
+-- operand requires grad): the routine then hands its out-of-place form to the autograd
+-- engine (record), as the dispatch does its in-place ops.
 local function in_place(fname, x, ...)
   local ok, why = gpu._writable(x)
   if not ok then options.raise("%s: %s", fname, why) end
-  refuse_tracked(fname, x, ...)
+  if not G.grad_enabled() then return false end
+  for i = 1, select("#", ...) + 1 do
+    local v = select(i, x, ...)
+    if options.is_array(v) and G.node(v) ~= nil then return true end
+  end
+  return false
 end
+
+-- x takes compute(x0)'s values, recorded: x0 is x as it was (gpu.autograd's inplace_via)
+local function record(fname, x, compute) return autograd()._engine.inplace_via(fname, x, compute) end
 
 -- Writes y (x's shape) into x, in place, and returns x.
 local function write_into(x, y)
@@ -125,7 +123,7 @@ function M.masked_fill_(x, mask, value)
   check_array(x, fname, 1, "x")
   check_mask(fname, x, mask, true)
   local v = fill_value(fname, x, value, 3)
-  in_place(fname, x, v)
+  if in_place(fname, x, v) then return record(fname, x, function(x0) return gpu.where(mask, v, x0) end) end
   return write_into(x, gpu.where(mask, v, x))
 end
 
@@ -200,7 +198,9 @@ function M.index_add_(x, dim, index, source, opts)
   local fname = "index_add_"
   local d, idx = index_args(fname, x, dim, index, source)
   local alpha = INDEX_ADD:check(opts, 5, fname).alpha
-  in_place(fname, x, source)
+  if in_place(fname, x, source) then
+    return record(fname, x, function(x0) return M.index_add(x0, d, idx, source, { alpha = alpha }) end)
+  end
   x:index_put_(d, idx, alpha == 1 and source or source * alpha, { accumulate = true })
   return x
 end
@@ -225,7 +225,7 @@ end
 function M.index_copy_(x, dim, index, source)
   local fname = "index_copy_"
   local d, idx = index_args(fname, x, dim, index, source)
-  in_place(fname, x, source)
+  if in_place(fname, x, source) then return record(fname, x, function(x0) return M.index_copy(x0, d, idx, source) end) end
   x:index_put_(d, idx, source)
   return x
 end
@@ -250,7 +250,7 @@ end
 function M.index_fill_(x, dim, index, value)
   local fname = "index_fill_"
   local d, idx, v = index_fill_args(fname, x, dim, index, value)
-  in_place(fname, x, v)
+  if in_place(fname, x, v) then return record(fname, x, function(x0) return M.index_fill(x0, d, idx, v) end) end
   local mask = kept(x, d, idx, "bool"):logical_not()
   return write_into(x, gpu.where(mask, v, x))
 end
@@ -473,7 +473,9 @@ function M.scatter_reduce_(x, dim, index, src, reduce, opts)
   end
   local p, v = scatter_reduce_args(fname, x, dim, index, src, reduce)
   local include_self = SCATTER_REDUCE:check(opts, 6, fname).include_self
-  in_place(fname, x, src)
+  if in_place(fname, x, src) then
+    return record(fname, x, function(x0) return M.scatter_reduce(x0, dim, index, src, reduce, { include_self = include_self }) end)
+  end
   return write_into(x, (scatter_reduce_flat(x, reduce, p, v, include_self)):reshape(x.shape))
 end
 
@@ -829,7 +831,7 @@ end
 -- x:zero_(): zeros in place; returns x
 function M.zero_(x)
   check_array(x, "zero_", 1, "x")
-  in_place("zero_", x)
+  if in_place("zero_", x) then return record("zero_", x, function(x0) return gpu.zeros_like(x0) end) end
   x:fill_(0)
   return x
 end
@@ -846,8 +848,9 @@ function M.copy_(x, src)
     if s[#s - i + 1] ~= xs[#xs - i + 1] and s[#s - i + 1] ~= 1 then fits = false end
   end
   if not fits then argerror(fname, 2, "src of shape %s does not broadcast to x's shape %s", shape_str(s), shape_str(xs)) end
-  in_place(fname, x, src)
+  local rec = in_place(fname, x, src)
   if src.device ~= x.device then src = src:to(x.device) end
+  if rec then return record(fname, x, function() return src end) end
   return write_into(x, src)
 end
 
@@ -862,7 +865,7 @@ local function clip_in_place(fname)
   return function(x, lo, hi)
     check_array(x, fname, 1, "x")
     if lo == nil and hi == nil then argerror(fname, 2, "at least one of min and max must be given") end
-    in_place(fname, x, lo, hi)
+    if in_place(fname, x, lo, hi) then return record(fname, x, function(x0) return gpu.clip(x0, lo, hi) end) end
     local y = gpu.clip(x, lo, hi)
     return write_into(x, y.dtype == x.dtype and y or y:astype(x.dtype))
   end
@@ -910,11 +913,14 @@ local function random_fill(fname, floats_only, nnum, defaults, draw)
       nums[i] = v
     end
     local o = decl:check(a[nnum + 1], nnum + 2)
-    in_place(fname, x)
+    local rec = in_place(fname, x)
     local dt = draw_dtype(fname, x, floats_only)
-    local y = draw(random_source(o), x, dt, table.unpack(nums, 1, nnum))
-    if y.dtype ~= x.dtype then y = y:astype(x.dtype) end
-    return write_into(x, y)
+    local function drawn()
+      local y = gpu.no_grad(function() return draw(random_source(o), x, dt, table.unpack(nums, 1, nnum)) end)
+      return y.dtype == x.dtype and y or y:astype(x.dtype)
+    end
+    if rec then return record(fname, x, drawn) end            -- (drawn after the record's checks)
+    return write_into(x, drawn())
   end
 end
 
