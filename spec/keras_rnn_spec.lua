@@ -176,6 +176,83 @@ describe("Keras's Masking against Keras 3", function()
   end)
 end)
 
+describe("Keras's Embedding(mask_zero = true) against Keras 3", function()
+  local E = require "spec.fixtures.keras_embedding_mask"
+  local ids = gpu.array(E.ids, { dtype = "int64" })
+  -- the fixture's layers: gpulua's table is Keras's without its row 0 (ids are 1-based here, 0
+  -- the padding)
+  local function layers_of(c)
+    local emb = nn.Embedding(#c.embeddings, #c.embeddings[1], { mask_zero = true })
+    gpu.no_grad(function() emb.weight[{}] = arr(c.embeddings) end)
+    local opts = {}
+    for k, v in pairs(c.kw) do opts[k] = v end
+    local rnn = nn[c.kind](c.units, opts)
+    rnn:build(#c.embeddings[1])
+    local ws = {}
+    for j, w in ipairs(c.rnn_weights) do ws[j] = arr(w) end
+    rnn:set_weights(ws)
+    return emb, rnn
+  end
+
+  it("the mask is ids ~= 0, and 0 looks up zeros", function()
+    local emb = layers_of(E.cases[1])
+    for _, c in ipairs(E.cases) do assert.same(c.mask, emb:compute_mask(ids):totable()) end
+    local y = emb(ids)
+    assert.same({ 3, 5, 3 }, y.shape)
+    assert.equal(0, y[{ 2, 4 }]:abs():sum():item())
+    assert.is_nil(nn.Embedding(5, 3):compute_mask(ids))
+    assert.equal("Embedding(5, 3, mask_zero=True)", tostring(emb))
+  end)
+
+  for _, c in ipairs(E.cases) do
+    it(c.kind .. ": Sequential and a functional Model give Keras's outputs, states and embedding gradients", function()
+      local emb, rnn = layers_of(c)
+      local seq = nn.Sequential { emb, rnn }
+      assert(h.close(seq(ids), arr(c.outs[1]), 2e-5), "Sequential")
+      local inp = nn.Input({ 5 }, { dtype = "int64" })
+      local outs = table.pack(rnn(emb(inp)))
+      local model = nn.Model(inp, outs.n == 1 and outs[1] or { table.unpack(outs, 1, outs.n) })
+      local ys = table.pack(model(ids))
+      assert.equal(#c.outs, ys.n)
+      local total
+      for j, want in ipairs(c.outs) do
+        assert(h.close(ys[j], arr(want), 2e-5), "Model output " .. j)
+        local term = (ys[j] * arr(c.rs[j])):sum()
+        total = total and total + term or term
+      end
+      local g = ag.grad(total, { emb.weight })
+      assert(h.close(g[1], arr(c.g_embeddings), 1e-4), "embedding gradient")
+      -- the same layers without the mask: the padded steps count, other numbers
+      assert.is_true((rnn(emb(ids)) - seq(ids)):abs():max():item() > 1e-4)
+    end)
+  end
+
+  it("one fit epoch and a model file keep the mask", function()
+    local c = E.cases[2]
+    local emb, rnn = layers_of(c)
+    local m = nn.Sequential { emb, rnn, nn.Dense(1) }
+    local y0 = m(ids)
+    local path = os.tmpname()
+    m:save(path)
+    local m2 = nn.load_model(path)
+    os.remove(path)
+    assert.is_true(m2[1].mask_zero)
+    assert(h.close(m2(ids), y0, 1e-6))
+    m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "mse" }
+    local hist = m:fit(ids, gpu.ones(3, 1), { epochs = 1, batch_size = 3, shuffle = false, verbose = 0 })
+    assert.is_true(hist.loss[1] == hist.loss[1])
+  end)
+
+  it("misuse names the layer and the fault", function()
+    local emb = nn.Embedding(5, 3, { mask_zero = true })
+    h.fails({ "nn.Embedding", "0 the padding", "(0..5)", "found 6" }, function() emb(gpu.array({ { 1, 6 } }, { dtype = "int64" })) end)
+    h.fails({ "nn.Embedding", "0 the padding", "found -1" }, function() emb(gpu.array({ { -1, 2 } }, { dtype = "int64" })) end)
+    h.fails({ "nn.Embedding", "mask_zero", "boolean" }, function() nn.Embedding(5, 3, { mask_zero = 1 }) end)
+    h.fails({ "nn.Embedding:compute_mask", "indices" }, function() emb:compute_mask("x") end)
+    h.fails({ "nn.Embedding", "1-based (1..5)", "found 0" }, function() nn.Embedding(5, 3)(gpu.array({ 0 }, { dtype = "int64" })) end)
+  end)
+end)
+
 -- Keras 3's cells written out step by step, with the dropout masks given: im (input, one
 -- per gate or one for all) and rm (recurrent, one (N, U) per gate); the sequence (N, T, U).
 local function manual_run(kind, reset_after, w, x, U, im, rm)
