@@ -18,8 +18,8 @@
 -- training (masks on h at each step) takes the step loop below. Otherwise, or with
 -- m.fused = false, they run as array ops (the recurrent GEMM and the gate math), so
 -- autograd, both devices and any activation come from those ops. A mask (N, T) (forward(x, {mask = m}), or passed on by Sequential and Model from
--- Masking) skips steps as Keras does: a masked step carries the state and the output of the
--- last unmasked one (zeros before the first).
+-- Masking or Embedding{mask_zero = true}) skips steps as Keras does: a masked step carries
+-- the state and the output of the last unmasked one (zeros before the first).
 local gpu = require "gpu"
 local options = require "gpu.options"
 local module = require "gpu.nn.module"
