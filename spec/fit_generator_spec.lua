@@ -316,15 +316,15 @@ describe("fit over a generator: misuse", function()
       return function() return table.unpack(v, 1, v.n) end
     end
     h.fails({ "Module:fit", "the generator's batch 1 holds 'x' as its inputs, not an array",
-      "a generator returns x, y per call" }, m.fit, m, gen("x", y), nil, { steps_per_epoch = 1, verbose = 0 })
+      "a generator returns x, y [, sample_weight] per call" }, m.fit, m, gen("x", y), nil, { steps_per_epoch = 1, verbose = 0 })
     h.fails({ "Module:fit", "the generator's batch 1 has no targets" }, m.fit, m, gen(x), nil,
       { steps_per_epoch = 1, verbose = 0 })
     h.fails({ "Module:fit", "the generator's batch 1 holds integer 3 as its targets, not an array" }, m.fit, m, gen(x, 3),
       nil, { steps_per_epoch = 1, verbose = 0 })
     h.fails({ "Module:fit", "batch 1 has (40, 5) inputs and (12) targets" }, m.fit, m, gen(x, y[{ { 1, 12 } }]), nil,
       { steps_per_epoch = 1, verbose = 0 })
-    h.fails({ "Module:fit", "batch 1 holds a third value (gpu.array): sample weights are not supported" }, m.fit, m,
-      gen(x, y, gpu.ones(40)), nil, { steps_per_epoch = 1, verbose = 0 })
+    h.fails({ "Module:fit", "batch 1 has sample weights of shape (39) for 40 samples" }, m.fit, m,
+      gen(x, y, gpu.ones(39)), nil, { steps_per_epoch = 1, verbose = 0 })
     h.fails({ "Module:fit", "the generator gave no batches (it returned nil at its first call)" }, m.fit, m,
       function() return nil end, nil, { verbose = 0 })
     h.fails({ "bad argument #2 to 'Module:fit'", "option 'steps_per_epoch' must be >= 1, got integer 0" }, m.fit, m,

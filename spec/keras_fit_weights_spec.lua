@@ -150,6 +150,99 @@ describe("Keras's fit options against Keras 3", function()
   end)
 end)
 
+describe("sample weights from a loader or a generator (batches x, y, w)", function()
+  local data = gpu.data
+  local function wmodel()
+    local m = model()
+    m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "sparse_categorical_crossentropy",
+                metrics = { "accuracy" }, weighted_metrics = { "accuracy" } }
+    return m
+  end
+  -- a generator of one pass in batches of bs (x, y, w returned, or {x, y, w} with as_list),
+  -- starting a new pass after returning nil
+  local function batches_of(bs, as_list, w)
+    local i = 0
+    return function()
+      if i >= 24 then i = 0 return nil end
+      local r = { { i + 1, math.min(i + bs, 24) } }
+      i = i + bs
+      if as_list then return { x[r], y[r], (w or sw)[r] } end
+      return x[r], y[r], (w or sw)[r]
+    end
+  end
+  local function same_fit(h1, m1, h2, m2)
+    for key, vals in pairs(h1) do
+      if type(vals) == "table" and type(vals[1]) == "number" then
+        for i, v in ipairs(vals) do assert(math.abs(h2[key][i] - v) <= 1e-6 * math.max(1, math.abs(v)), key .. " " .. i) end
+      end
+    end
+    for j, w in ipairs(m1:get_weights()) do assert(h.close(m2:get_weights()[j], w, 1e-6), "weight " .. j) end
+  end
+
+  it("fit on a TensorDataset(x, y, w) loader, a generator and {x, y, w} lists: fit{sample_weight} in order", function()
+    local m1 = wmodel()
+    local h1 = m1:fit(x, y, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0, sample_weight = sw })
+    assert.is_table(h1.weighted_accuracy)
+    local m2 = wmodel()
+    same_fit(h1, m1, m2:fit(data.DataLoader(data.TensorDataset(x, y, sw), { batch_size = 8 }), nil,
+      { epochs = 2, verbose = 0 }), m2)
+    local m3 = wmodel()
+    same_fit(h1, m3, m3:fit(data.TensorDataset(x, y, sw), nil, { epochs = 2, batch_size = 8, shuffle = false, verbose = 0 }), m3)
+    for _, as_list in ipairs { false, true } do
+      local m4 = wmodel()
+      same_fit(h1, m1, m4:fit(batches_of(8, as_list), nil, { epochs = 2, verbose = 0 }), m4)
+    end
+    -- and the weights count: all ones is the unweighted fit, other weights another one
+    local m5, m6 = wmodel(), wmodel()
+    local h5 = m5:fit(batches_of(8, false, gpu.ones(24)), nil, { epochs = 1, verbose = 0 })
+    local h6 = m6:fit(x, y, { epochs = 1, batch_size = 8, shuffle = false, verbose = 0 })
+    assert(math.abs(h5.loss[1] - h6.loss[1]) < 1e-6)
+    assert(math.abs(h5.loss[1] - h1.loss[1]) > 1e-4)
+  end)
+
+  it("evaluate and validation_data weigh their loss and weighted_metrics by the batches' weights", function()
+    local m = wmodel()
+    local want = m:evaluate(x, y, { batch_size = 8, sample_weight = sw })
+    local got = m:evaluate(data.DataLoader(data.TensorDataset(x, y, sw), { batch_size = 8 }))
+    local gen = m:evaluate(batches_of(8))
+    for _, r in ipairs { got, gen } do
+      assert(math.abs(r.loss - want.loss) < 1e-6)
+      assert(math.abs(r.weighted_accuracy - want.weighted_accuracy) < 1e-6)
+      assert(math.abs(r.accuracy - want.accuracy) < 1e-6)
+    end
+    local unweighted = m:evaluate(x, y, { batch_size = 8 })
+    assert(math.abs(unweighted.loss - want.loss) > 1e-4)
+    local m2 = wmodel()
+    local hist = m2:fit(x, y, { epochs = 1, batch_size = 8, shuffle = false, verbose = 0,
+      validation_data = data.DataLoader(data.TensorDataset(x, y, sw), { batch_size = 8 }) })
+    local r = m2:evaluate(x, y, { batch_size = 8, sample_weight = sw })
+    assert(math.abs(hist.val_loss[1] - r.loss) < 1e-6)
+  end)
+
+  it("a third value of the wrong kind or shape is an error naming the batch", function()
+    local m = wmodel()
+    local function gen(...)
+      local v = table.pack(...)
+      return function() return table.unpack(v, 1, v.n) end
+    end
+    local r8 = { { 1, 8 } }
+    h.fails({ "Module:fit", "the generator's batch 1 has sample weights of shape (7) for 8 samples", "shape (8)" }, m.fit, m,
+      gen(x[r8], y[r8], sw[{ { 1, 7 } }]), nil, { steps_per_epoch = 1, verbose = 0 })
+    h.fails({ "Module:fit", "batch 1 has sample weights of shape (8, 1)" }, m.fit, m,
+      gen(x[r8], y[r8], sw[r8]:reshape(8, 1)), nil, { steps_per_epoch = 1, verbose = 0 })
+    h.fails({ "Module:fit", "the generator's batch 1 holds 'w' as its sample weights" }, m.fit, m,
+      gen(x[r8], y[r8], "w"), nil, { steps_per_epoch = 1, verbose = 0 })
+    h.fails({ "Module:fit", "sample weights of bool" }, m.fit, m, gen(x[r8], y[r8], sw[r8]:gt(1)), nil,
+      { steps_per_epoch = 1, verbose = 0 })
+    h.fails({ "Module:evaluate", "the loader's batch 1 has sample weights of shape (8, 2)" }, m.evaluate, m,
+      data.DataLoader(data.TensorDataset(x, y, gpu.ones(24, 2)), { batch_size = 8 }))
+    h.fails({ "Module:fit", "class_weight or sample weights in the batches, not both" }, m.fit, m,
+      data.DataLoader(data.TensorDataset(x, y, sw), { batch_size = 8 }), nil, { class_weight = { [1] = 2 }, verbose = 0 })
+    h.fails({ "Module:fit", "sample_weight needs arrays x, y", "third value" }, m.fit, m,
+      data.DataLoader(x, y, { batch_size = 8 }), nil, { sample_weight = sw, verbose = 0 })
+  end)
+end)
+
 describe("an optimizer made before the weights exist", function()
   it("binds at the first batch, is model.optimizer, and trains as one made with the parameters", function()
     local opt = gpu.optim.Adam { learning_rate = 1e-2 }

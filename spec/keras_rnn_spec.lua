@@ -176,6 +176,224 @@ describe("Keras's Masking against Keras 3", function()
   end)
 end)
 
+describe("Keras's Embedding(mask_zero = true) against Keras 3", function()
+  local E = require "spec.fixtures.keras_embedding_mask"
+  local ids = gpu.array(E.ids, { dtype = "int64" })
+  -- the fixture's layers: gpulua's table is Keras's without its row 0 (ids are 1-based here, 0
+  -- the padding)
+  local function layers_of(c)
+    local emb = nn.Embedding(#c.embeddings, #c.embeddings[1], { mask_zero = true })
+    gpu.no_grad(function() emb.weight[{}] = arr(c.embeddings) end)
+    local opts = {}
+    for k, v in pairs(c.kw) do opts[k] = v end
+    local rnn = nn[c.kind](c.units, opts)
+    rnn:build(#c.embeddings[1])
+    local ws = {}
+    for j, w in ipairs(c.rnn_weights) do ws[j] = arr(w) end
+    rnn:set_weights(ws)
+    return emb, rnn
+  end
+
+  it("the mask is ids ~= 0, and 0 looks up zeros", function()
+    local emb = layers_of(E.cases[1])
+    for _, c in ipairs(E.cases) do assert.same(c.mask, emb:compute_mask(ids):totable()) end
+    local y = emb(ids)
+    assert.same({ 3, 5, 3 }, y.shape)
+    assert.equal(0, y[{ 2, 4 }]:abs():sum():item())
+    assert.is_nil(nn.Embedding(5, 3):compute_mask(ids))
+    assert.equal("Embedding(5, 3, mask_zero=True)", tostring(emb))
+  end)
+
+  for _, c in ipairs(E.cases) do
+    it(c.kind .. ": Sequential and a functional Model give Keras's outputs, states and embedding gradients", function()
+      local emb, rnn = layers_of(c)
+      local seq = nn.Sequential { emb, rnn }
+      assert(h.close(seq(ids), arr(c.outs[1]), 2e-5), "Sequential")
+      local inp = nn.Input({ 5 }, { dtype = "int64" })
+      local outs = table.pack(rnn(emb(inp)))
+      local model = nn.Model(inp, outs.n == 1 and outs[1] or { table.unpack(outs, 1, outs.n) })
+      local ys = table.pack(model(ids))
+      assert.equal(#c.outs, ys.n)
+      local total
+      for j, want in ipairs(c.outs) do
+        assert(h.close(ys[j], arr(want), 2e-5), "Model output " .. j)
+        local term = (ys[j] * arr(c.rs[j])):sum()
+        total = total and total + term or term
+      end
+      local g = ag.grad(total, { emb.weight })
+      assert(h.close(g[1], arr(c.g_embeddings), 1e-4), "embedding gradient")
+      -- the same layers without the mask: the padded steps count, other numbers
+      assert.is_true((rnn(emb(ids)) - seq(ids)):abs():max():item() > 1e-4)
+    end)
+  end
+
+  it("one fit epoch and a model file keep the mask", function()
+    local c = E.cases[2]
+    local emb, rnn = layers_of(c)
+    local m = nn.Sequential { emb, rnn, nn.Dense(1) }
+    local y0 = m(ids)
+    local path = os.tmpname()
+    m:save(path)
+    local m2 = nn.load_model(path)
+    os.remove(path)
+    assert.is_true(m2[1].mask_zero)
+    assert(h.close(m2(ids), y0, 1e-6))
+    m:compile { optimizer = gpu.optim.SGD { learning_rate = 0.1 }, loss = "mse" }
+    local hist = m:fit(ids, gpu.ones(3, 1), { epochs = 1, batch_size = 3, shuffle = false, verbose = 0 })
+    assert.is_true(hist.loss[1] == hist.loss[1])
+  end)
+
+  it("misuse names the layer and the fault", function()
+    local emb = nn.Embedding(5, 3, { mask_zero = true })
+    h.fails({ "nn.Embedding", "0 the padding", "(0..5)", "found 6" }, function() emb(gpu.array({ { 1, 6 } }, { dtype = "int64" })) end)
+    h.fails({ "nn.Embedding", "0 the padding", "found -1" }, function() emb(gpu.array({ { -1, 2 } }, { dtype = "int64" })) end)
+    h.fails({ "nn.Embedding", "mask_zero", "boolean" }, function() nn.Embedding(5, 3, { mask_zero = 1 }) end)
+    h.fails({ "nn.Embedding:compute_mask", "indices" }, function() emb:compute_mask("x") end)
+    h.fails({ "nn.Embedding", "1-based (1..5)", "found 0" }, function() nn.Embedding(5, 3)(gpu.array({ 0 }, { dtype = "int64" })) end)
+  end)
+end)
+
+-- Keras 3's cells written out step by step, with the dropout masks given: im (input, one
+-- per gate or one for all) and rm (recurrent, one (N, U) per gate); the sequence (N, T, U).
+local function manual_run(kind, reset_after, w, x, U, im, rm)
+  local N, T = x.shape[1], x.shape[2]
+  local W, R, b = w[1], w[2], w[3]
+  local function blk(a, g) return a[{ ":", { (g - 1) * U + 1, g * U } }] end
+  local function vblk(v, g) return v[{ { (g - 1) * U + 1, g * U } }] end
+  local G = kind == "LSTM" and 4 or kind == "GRU" and 3 or 1
+  local bi, br = b, nil
+  if kind == "GRU" and reset_after then bi, br = b[1], b[2] end
+  local h = gpu.zeros(N, U)
+  local c = gpu.zeros(N, U)
+  local outs = {}
+  for t = 1, T do
+    local xt = x[{ ":", t }]
+    local xg, rg = {}, {}
+    for g = 1, G do
+      local xin = im and xt * im[math.min(g, #im)][{ ":", 1 }] or xt
+      xg[g] = gpu.matmul(xin, blk(W, g)) + vblk(bi, g)
+      rg[g] = rm and h * rm[g] or h
+    end
+    if kind == "LSTM" then
+      local z = {}
+      for g = 1, 4 do z[g] = xg[g] + gpu.matmul(rg[g], blk(R, g)) end
+      c = gpu.sigmoid(z[2]) * c + gpu.sigmoid(z[1]) * gpu.tanh(z[3])
+      h = gpu.sigmoid(z[4]) * gpu.tanh(c)
+    elseif kind == "GRU" then
+      local hz, hr, hh
+      if reset_after then
+        hz = gpu.matmul(rg[1], blk(R, 1)) + vblk(br, 1)
+        hr = gpu.matmul(rg[2], blk(R, 2)) + vblk(br, 2)
+        local z, r = gpu.sigmoid(xg[1] + hz), gpu.sigmoid(xg[2] + hr)
+        hh = gpu.tanh(xg[3] + r * (gpu.matmul(rg[3], blk(R, 3)) + vblk(br, 3)))
+        h = z * h + (1 - z) * hh
+      else
+        local z = gpu.sigmoid(xg[1] + gpu.matmul(rg[1], blk(R, 1)))
+        local r = gpu.sigmoid(xg[2] + gpu.matmul(rg[2], blk(R, 2)))
+        hh = gpu.tanh(xg[3] + gpu.matmul(r * rg[3], blk(R, 3)))
+        h = z * h + (1 - z) * hh
+      end
+    else
+      h = gpu.tanh(xg[1] + gpu.matmul(rg[1], R))
+    end
+    outs[t] = h
+  end
+  return gpu.stack(outs, 2)
+end
+
+describe("Keras's recurrent_dropout", function()
+  local cases = {
+    { "LSTM", {} }, { "GRU", {} }, { "GRU", { reset_after = false } }, { "SimpleRNN", {} },
+    { "LSTM", { dropout = 0.3 } }, { "GRU", { dropout = 0.3 } },
+  }
+  local function make(kind, extra, rate)
+    local o = { return_sequences = true, recurrent_dropout = rate }
+    for k, v in pairs(extra) do o[k] = v end
+    local l = nn[kind](3, o)
+    l(x0)
+    if l.bias then gpu.no_grad(function() l.bias[{}] = gpu.random.normal(0, 0.5, l.bias.shape) end) end
+    return l
+  end
+
+  it("changes nothing in inference: the layer without it, same weights", function()
+    for _, c in ipairs(cases) do
+      local l = make(c[1], c[2], 0.4)
+      local ref = nn[c[1]](3, { return_sequences = true, reset_after = c[2].reset_after })
+      ref(x0)
+      ref:set_weights(l:get_weights())
+      l:eval()
+      assert(h.close(l(x0), ref(x0), 0), c[1])
+    end
+  end)
+
+  it("in training: one mask per gate for the whole sequence, Keras 3's cells step by step, with gradients", function()
+    for _, c in ipairs(cases) do
+      local kind, rate = c[1], 0.4
+      local l = make(kind, c[2], rate)
+      local G = kind == "LSTM" and 4 or kind == "GRU" and 3 or 1
+      local w = l:get_weights()
+      gpu.random.seed(11)
+      local x = x0:copy():requires_grad()
+      local y = l(x)
+      gpu.random.seed(11)                        -- the same draws, in the layer's order
+      local N, F_, U = 3, 4, 3
+      local im, rm
+      if c[2].dropout then
+        im = {}
+        for g = 1, G do im[g] = gpu.random.bernoulli(1 - c[2].dropout, { N, 1, F_ }) * (1 / (1 - c[2].dropout)) end
+      end
+      rm = {}
+      for g = 1, G do rm[g] = gpu.random.bernoulli(1 - rate, { N, U }) * (1 / (1 - rate)) end
+      local tw = {}
+      for j, a in ipairs(w) do tw[j] = a:copy():requires_grad() end
+      local xm = x0:copy():requires_grad()
+      local want = manual_run(kind, c[2].reset_after ~= false, tw, xm, U, im, rm)
+      local label = kind .. (c[2].reset_after == false and " reset_after=false" or "") .. (c[2].dropout and " dropout" or "")
+      assert(h.close(y, want, 1e-5), label)
+      -- masks redrawn at each step, or one mask for all gates, would not give this
+      assert.is_true((y - l:eval()(x0)):abs():max():item() > 1e-3, label)
+      l:train()
+      local r = gpu.random.normal(0, 1, y.shape)
+      local params = l:parameters()
+      local g = ag.grad((y * r):sum(), { x, table.unpack(params) })
+      local gw = ag.grad((want * r):sum(), { xm, table.unpack(tw) })
+      for j = 1, #g do
+        assert.is_true(g[j]:isfinite():all():item() and g[j]:abs():max():item() > 0, label .. " gradient " .. j)
+        assert(h.close(g[j], gw[j], 1e-4), label .. " gradient " .. j)
+      end
+    end
+  end)
+
+  it("reproducible under gpu.random.seed, different across seeds", function()
+    local l = make("LSTM", {}, 0.5)
+    gpu.random.seed(3)
+    local a = l(x0)
+    gpu.random.seed(3)
+    assert(h.close(l(x0), a, 0))
+    gpu.random.seed(4)
+    assert.is_true((l(x0) - a):abs():max():item() > 1e-4)
+  end)
+
+  it("takes 0 <= rate < 1, in Bidirectional and model files too", function()
+    for _, bad in ipairs { -0.1, 1, 1.5 } do
+      h.fails({ "nn.GRU (Keras)", "recurrent_dropout" }, function() nn.GRU(2, { recurrent_dropout = bad }) end)
+    end
+    h.fails({ "nn.LSTM (Keras)", "recurrent_dropout", "number" }, function() nn.LSTM(2, { recurrent_dropout = "0.2" }) end)
+    local b = nn.Bidirectional(nn.LSTM(2, { recurrent_dropout = 0.25 }))
+    assert.equal(0.25, b.backward_layer.opts.recurrent_dropout)
+    local m = nn.Sequential { nn.SimpleRNN(2, { recurrent_dropout = 0.3 }), nn.Dense(1) }
+    m:eval()
+    local y = m(x0)
+    local path = os.tmpname()
+    m:save(path)
+    local m2 = nn.load_model(path)
+    os.remove(path)
+    assert.equal(0.3, m2[1].opts.recurrent_dropout)
+    m2:eval()
+    assert(h.close(m2(x0), y, 1e-6))
+  end)
+end)
+
 describe("Keras's recurrent layers", function()
   it("keep PyTorch's nn.LSTM(input_size, hidden_size) and nn.GRU", function()
     local m = nn.LSTM(10, 20)
@@ -205,7 +423,6 @@ describe("Keras's recurrent layers", function()
     h.fails({ "nn.SimpleRNN", "units" }, function() nn.SimpleRNN() end)
     h.fails({ "nn.GRU (Keras)", "unknown option", "unroll" }, function() nn.GRU(2, { unroll = true }) end)
     h.fails({ "nn.LSTM", "num_layers", "PyTorch" }, function() nn.LSTM(2, { num_layers = 2 }) end)
-    h.fails({ "nn.LSTM (Keras)", "recurrent_dropout", "not supported" }, function() nn.LSTM(2, { recurrent_dropout = 0.2 }) end)
     h.fails({ "nn.SimpleRNN (Keras)", "activation" }, function() nn.SimpleRNN(2, { activation = "tanhh" }) end)
     h.fails({ "nn.SimpleRNN", "options table" }, function() nn.SimpleRNN(2, "relu") end)
     h.fails({ "LSTM(2)", "3-D", "(3, 4)" }, function() nn.LSTM(2)(gpu.ones(3, 4)) end)

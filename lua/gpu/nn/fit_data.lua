@@ -126,22 +126,40 @@ local function check_batch(fname, what, k, xb, yb, need_y, hint)
   end
 end
 
--- batches(fname, loader, device, need_y): one epoch's (xb, yb), checked (arrays with as
--- many rows each; yb only when need_y) and moved to device when one is given.
+-- check_weights(fname, what, k, xb, wb): a batch's third value, Keras's sample weights:
+-- one real weight per sample, shape (N)
+local function check_weights(fname, what, k, xb, wb)
+  if not is_array(wb) then
+    raise("%s: %s's batch %d holds %s as its sample weights (its third value), not an array", fname, what, k,
+      type_name(wb))
+  end
+  if wb.ndim ~= 1 or wb.shape[1] ~= xb.shape[1] then
+    raise("%s: %s's batch %d has sample weights of shape %s for %d samples (one weight per sample: shape (%d))",
+      fname, what, k, options.shape_str(wb.shape), xb.shape[1], xb.shape[1])
+  end
+  if wb.dtype == "bool" or wb.dtype:match("^complex") then
+    raise("%s: %s's batch %d has sample weights of %s (they must be real numbers)", fname, what, k, wb.dtype)
+  end
+end
+
+-- batches(fname, loader, device, need_y): one epoch's (xb, yb [, wb]), checked (arrays with
+-- as many rows each; yb only when need_y, then the samples' weights wb when the batch has a
+-- third value: a TensorDataset(x, y, w), samples {x, y, w}) and moved to device when one is
+-- given.
 function M.batches(fname, loader, device, need_y)
   local nxt = loader:iter()
   local step = 0
   return function()
     -- a dataset that raises (a bad item, samples collate cannot stack) is named as fit's data
-    local ok, xb, yb = pcall(nxt)
+    local ok, xb, yb, wb = pcall(nxt)
     if not ok then raise("%s: the loader's batch %d failed: %s", fname, step + 1, tostring(xb)) end
     if xb == nil then return nil end
     step = step + 1
     check_batch(fname, "the loader", step, xb, yb, need_y,
-      "a dataset's samples must be (x, y) pairs of arrays or numbers: {x, y}")
-    if device and xb.device ~= device then xb = xb:to(device) end
-    if device and yb and is_array(yb) and yb.device ~= device then yb = yb:to(device) end
-    return xb, need_y and yb or nil
+      "a dataset's samples must be (x, y) pairs of arrays or numbers: {x, y}, or {x, y, w} with a sample weight")
+    if not need_y then return device and xb.device ~= device and xb:to(device) or xb end
+    if wb ~= nil then check_weights(fname, "the loader", step, xb, wb) end
+    return M.move(xb, yb, wb, device)
   end
 end
 
@@ -149,10 +167,10 @@ end
 
 local DEAD = "cannot resume dead coroutine"
 
--- reader(fname, gen, need_y): r.next() -> the generator's next (xb, yb), checked, or nil
--- at its end. A batch is x, y returned (or {x, y}); a third value (sample weights) is refused,
--- as fit takes none. A coroutine.wrap'ed generator that ended raises when called again:
--- that reads as its end too. reader.batches counts the batches it gave.
+-- reader(fname, gen, need_y): r.next() -> the generator's next (xb, yb [, wb]), checked, or
+-- nil at its end. A batch is x, y [, w] returned (or {x, y [, w]}), w the samples' weights
+-- (Keras's (x, y, sample_weight)). A coroutine.wrap'ed generator that ended raises when
+-- called again: that reads as its end too. reader.batches counts the batches it gave.
 function M.reader(fname, gen, need_y)
   local r = { batches = 0, ended = false, is_reader = true }
   function r.next()
@@ -167,15 +185,14 @@ function M.reader(fname, gen, need_y)
     r.ended = false
     local k = r.batches + 1
     if type(xb) == "table" and getmetatable(xb) == nil and is_array(xb[1]) and res.n == 2 then
-      xb, yb, sw = xb[1], xb[2], xb[3]                  -- a {x, y} pair
+      xb, yb, sw = xb[1], xb[2], xb[3]                  -- a {x, y [, w]} list
     end
-    if sw ~= nil and need_y then
-      raise("%s: the generator's batch %d holds a third value (%s): sample weights are not supported", fname, k,
-        type_name(sw))
-    end
-    check_batch(fname, "the generator", k, xb, yb, need_y, "a generator returns x, y per call and nil at the end")
+    check_batch(fname, "the generator", k, xb, yb, need_y,
+      "a generator returns x, y [, sample_weight] per call and nil at the end")
+    if not need_y then r.batches = k return xb end
+    if sw ~= nil then check_weights(fname, "the generator", k, xb, sw) end
     r.batches = k
-    return xb, need_y and yb or nil
+    return xb, yb, sw
   end
   return r
 end
@@ -183,16 +200,19 @@ end
 -- ---- the batches of each epoch (fit) --------------------------------------------------------------
 -- A feed: feed:exhausted(epoch) answers, before the epoch begins, whether it has no batch
 -- left (Keras's "input ran out of data"); feed:epoch(epoch) -> next() giving the epoch's
--- (xb, yb), then nil; feed.steps, the batches of an epoch when known (nil: until the
+-- (xb, yb [, wb]), then nil; feed.steps, the batches of an epoch when known (nil: until the
 -- generator returns nil); feed.taken, the batches the (last) epoch gave; feed.short, set
 -- when the data ended before feed.steps. device_of() says where batches go (the model's
 -- device, known once it is built).
 
-local function move(xb, yb, device)
+-- move(xb, yb, wb, device): the batch on device (nil: where it is)
+function M.move(xb, yb, wb, device)
   if device and xb.device ~= device then xb = xb:to(device) end
-  if device and yb and yb.device ~= device then yb = yb:to(device) end
-  return xb, yb
+  if device and is_array(yb) and yb.device ~= device then yb = yb:to(device) end
+  if device and wb and wb.device ~= device then wb = wb:to(device) end
+  return xb, yb, wb
 end
+local move = M.move
 
 -- array_feed(x, y, o): o = {bs, shuffle, device_of, sampler, passes, steps}: the stream of
 -- o.passes passes over (x, y) (a new shuffle each; with a sampler, its share of pass k,
@@ -241,21 +261,21 @@ end
 function M.generator_feed(fname, gen, o)
   local r = M.reader(fname, gen, true)
   local feed = { steps = o.steps }
-  local held                                        -- {xb, yb} peeked by exhausted()
+  local held                                        -- {xb, yb, wb} peeked by exhausted()
   local function next_batch()
     if held then
       local b = held
       held = nil
-      return move(b[1], b[2], o.device_of())
+      return move(b[1], b[2], b[3], o.device_of())
     end
-    local xb, yb = r.next()
+    local xb, yb, wb = r.next()
     if xb == nil then return nil end
-    return move(xb, yb, o.device_of())
+    return move(xb, yb, wb, o.device_of())
   end
   -- before an epoch: peek at its first batch (kept for it)
   function feed.exhausted(_, epoch)
-    local xb, yb = r.next()
-    if xb ~= nil then held = { xb, yb } return false end
+    local xb, yb, wb = r.next()
+    if xb ~= nil then held = { xb, yb, wb } return false end
     if r.batches == 0 then raise("%s: the generator gave no batches (it returned nil at its first call)", fname) end
     if not o.steps then
       raise("%s: the generator gave no batch for epoch %d (it returned nil at once: it does not start again after "
@@ -271,9 +291,9 @@ end
 -- from_reader(r, device) -> next(): a reader's batches, moved to device
 function M.from_reader(r, device)
   return function()
-    local xb, yb = r.next()
+    local xb, yb, wb = r.next()
     if xb == nil then return nil end
-    return move(xb, yb, device)
+    return move(xb, yb, wb, device)
   end
 end
 
@@ -285,10 +305,10 @@ function M.limit(nxt, steps, state)
   state.taken, state.short = 0, state.short or false
   return function()
     if steps and state.taken >= steps then return nil end
-    local xb, yb = nxt()
+    local xb, yb, wb = nxt()
     if xb == nil then state.short = state.short or steps ~= nil return nil end
     state.taken = state.taken + 1
-    return xb, yb
+    return xb, yb, wb
   end, state
 end
 

@@ -14,11 +14,12 @@
 -- The input projections of all steps are one GEMM. With Keras's default activations (tanh,
 -- and sigmoid for the gates; SimpleRNN also relu) and no mask, the steps then run in PyTorch's
 -- fused loops (gpu.fused.lstm, gru, rnn; GRU with reset_after, which is PyTorch's GRU with
--- the z and r blocks swapped): one tape node for the whole sequence. Otherwise, or with
+-- the z and r blocks swapped): one tape node for the whole sequence. recurrent_dropout in
+-- training (masks on h at each step) takes the step loop below. Otherwise, or with
 -- m.fused = false, they run as array ops (the recurrent GEMM and the gate math), so
 -- autograd, both devices and any activation come from those ops. A mask (N, T) (forward(x, {mask = m}), or passed on by Sequential and Model from
--- Masking) skips steps as Keras does: a masked step carries the state and the output of the
--- last unmasked one (zeros before the first).
+-- Masking or Embedding{mask_zero = true}) skips steps as Keras does: a masked step carries
+-- the state and the output of the last unmasked one (zeros before the first).
 local gpu = require "gpu"
 local options = require "gpu.options"
 local module = require "gpu.nn.module"
@@ -66,7 +67,7 @@ local function keys(kind)
     return_state = { type = "boolean", default = false },
     go_backwards = { type = "boolean", default = false },
     dropout = { type = "number", min = 0, max = 1, max_open = true, default = 0 },
-    recurrent_dropout = { type = "number", check = function(v) return v == 0, "is not supported (only 0)" end },
+    recurrent_dropout = { type = "number", min = 0, max = 1, max_open = true, default = 0 },
     kernel_initializer = { choices = INITS, default = "glorot_uniform" },
     recurrent_initializer = { choices = INITS, default = "orthogonal" },
     bias_initializer = { choices = { "zeros", "ones" }, default = "zeros" },
@@ -85,12 +86,13 @@ local function cols(a, g, U) return a[{ ":", { (g - 1) * U + 1, g * U } }] end
 local function cols3(a, g, U) return a[{ ":", ":", { (g - 1) * U + 1, g * U } }] end
 
 -- Whether the fused loops take the layer's work: their dtypes and devices, their activations,
--- no mask (gpu.fused.lstm, gru, rnn; lua/gpu/nn/recurrent.lua uses them the same way)
+-- no mask, no recurrent dropout (gpu.fused.lstm, gru, rnn; lua/gpu/nn/recurrent.lua uses them
+-- the same way)
 local FUSED_DTYPES = { float32 = true, float64 = true }
 local FUSED_DEVICES = { cpu = true, cuda = true }
-local function fused_ok(self, kind, x, mask)
+local function fused_ok(self, kind, x, mask, rmasks)
   local o = self.opts
-  if self.fused == false or mask ~= nil or not FUSED_DTYPES[x.dtype] then return false end
+  if self.fused == false or mask ~= nil or rmasks ~= nil or not FUSED_DTYPES[x.dtype] then return false end
   if not FUSED_DEVICES[(x.device:gsub(":%d+$", ""))] then return false end
   if kind == "SimpleRNN" then return o.activation == "tanh" or o.activation == "relu" end
   if kind == "GRU" and not self.reset_after then return false end
@@ -206,11 +208,25 @@ local function rnn_class(kind)
     return r .. ")"
   end
 
-  -- one step from the input projection zt (N, G U) and the states: the new h [, c]
-  local function step(self, zt, h, c, rbias)
+  -- h's recurrent projection (N, G U) (GRU with reset_after: the recurrent bias in); with
+  -- recurrent dropout (rm: a mask (N, U) per gate) each gate's block takes h times its mask
+  local function recurrent_part(self, h, rm, rbias)
+    local rk, U = self.recurrent_kernel, self.units
+    if rm == nil then return F.dense(h, rk, rbias) end
+    local parts = {}
+    for g = 1, G do
+      parts[g] = F.dense(h * rm[g], cols(rk, g, U), rbias and rbias[{ { (g - 1) * U + 1, g * U } }])
+    end
+    return G == 1 and parts[1] or gpu.concat(parts, 2)
+  end
+
+  -- one step from the input projection zt (N, G U) and the states: the new h [, c]. rm: the
+  -- recurrent dropout masks (nil: none), one (N, U) per gate, applied to h where it meets the
+  -- recurrent kernel (Keras 3's cells: the state h carried on and LSTM's c are not dropped)
+  local function step(self, zt, h, c, rbias, rm)
     local U, act, ract, rk = self.units, self.activation, self.recurrent_activation, self.recurrent_kernel
     if kind == "LSTM" then
-      local z = zt + F.dense(h, rk)
+      local z = zt + recurrent_part(self, h, rm)
       local i, f = ract(cols(z, 1, U)), ract(cols(z, 2, U))
       local g, o = act(cols(z, 3, U)), ract(cols(z, 4, U))
       c = f * c + i * g
@@ -218,18 +234,20 @@ local function rnn_class(kind)
     elseif kind == "GRU" then
       local z, r, hh
       if self.reset_after then
-        local hr = F.dense(h, rk, rbias)                    -- (N, 3 U)
+        local hr = recurrent_part(self, h, rm, rbias)      -- (N, 3 U)
         z = ract(cols(zt, 1, U) + cols(hr, 1, U))
         r = ract(cols(zt, 2, U) + cols(hr, 2, U))
         hh = act(cols(zt, 3, U) + r * cols(hr, 3, U))
       else
-        z = ract(cols(zt, 1, U) + F.dense(h, cols(rk, 1, U)))
-        r = ract(cols(zt, 2, U) + F.dense(h, cols(rk, 2, U)))
-        hh = act(cols(zt, 3, U) + F.dense(r * h, cols(rk, 3, U)))
+        local hz, hrr, hh_in = h, h, h
+        if rm then hz, hrr, hh_in = h * rm[1], h * rm[2], h * rm[3] end
+        z = ract(cols(zt, 1, U) + F.dense(hz, cols(rk, 1, U)))
+        r = ract(cols(zt, 2, U) + F.dense(hrr, cols(rk, 2, U)))
+        hh = act(cols(zt, 3, U) + F.dense(r * hh_in, cols(rk, 3, U)))
       end
       return hh + z * (h - hh)
     end
-    return act(zt + F.dense(h, rk))
+    return act(zt + recurrent_part(self, h, rm))
   end
 
   -- an initial state: an array (N, units) for the layer's state number k
@@ -282,14 +300,36 @@ local function rnn_class(kind)
       xs = x:flip(2)
       if mask then mask = mask:flip(2) end
     end
-    if o.dropout > 0 and self.training then         -- one mask of the features per call, as Keras's
+    -- Dropout as Keras 3's cells: masks drawn once per call (the same at every step), in
+    -- training only, scaled by 1 / (1 - rate). dropout: one mask (N, 1, F) of the input
+    -- features, or with recurrent_dropout (Keras's implementation 1) one per gate of LSTM and
+    -- GRU; then recurrent_dropout: one mask (N, units) of h per gate (SimpleRNN: one).
+    local p = { dtype = x.dtype, device = x.device }
+    local in_masks, rmasks
+    local per_gate = o.recurrent_dropout > 0 and G or 1
+    if o.dropout > 0 and self.training then
       local q = 1 - o.dropout
-      xs = xs * (gpu.random.bernoulli(q, { N, 1, fin }, { dtype = x.dtype, device = x.device }) * (1 / q))
+      in_masks = {}
+      for g = 1, per_gate do in_masks[g] = gpu.random.bernoulli(q, { N, 1, fin }, p) * (1 / q) end
+    end
+    if o.recurrent_dropout > 0 and self.training then
+      local q = 1 - o.recurrent_dropout
+      rmasks = {}
+      for g = 1, G do rmasks[g] = gpu.random.bernoulli(q, { N, U }, p) * (1 / q) end
     end
     local bias, rbias = self.bias, nil
     if bias ~= nil and self.reset_after then bias, rbias = self.bias[1], self.bias[2] end
-    local zs = F.dense(xs, self.kernel, bias)                  -- (N, T, G U): every step's input projection
-    if fused_ok(self, kind, x, mask) then
+    local zs                                                   -- (N, T, G U): every step's input projection
+    if in_masks == nil or #in_masks == 1 then
+      zs = F.dense(in_masks and xs * in_masks[1] or xs, self.kernel, bias)
+    else
+      local parts = {}
+      for g = 1, G do
+        parts[g] = F.dense(xs * in_masks[g], cols(self.kernel, g, U), bias and bias[{ { (g - 1) * U + 1, g * U } }])
+      end
+      zs = gpu.concat(parts, 3)
+    end
+    if fused_ok(self, kind, x, mask, rmasks) then
       local seq, hN, cN = run_fused(self, kind, zs, h, c, rbias)
       local y = regularizers.activity(self, o.return_sequences and seq or hN)
       if not o.return_state then return y end
@@ -301,7 +341,7 @@ local function rnn_class(kind)
     -- output in the sequence is zeros instead of the last unmasked step's
     local zero_masked = rawget(self, "zero_output_for_mask") == true
     for t = 1, T do
-      local hn, cn = step(self, zs[{ ":", t }], h, c, rbias)
+      local hn, cn = step(self, zs[{ ":", t }], h, c, rbias, rmasks)
       local seq_out
       if mask then
         local m = mask[{ ":", { t, t } }]                     -- (N, 1)

@@ -200,11 +200,15 @@ end, "input_shape", input_shape_key)
 local not_here = { unsupported = true }
 local EMBEDDING = options.declare("nn.Embedding", module.with_placement {
   padding_idx = { type = "integer" },
+  mask_zero = { type = "boolean", default = false },
   max_norm = not_here, norm_type = not_here, scale_grad_by_freq = not_here, sparse = not_here,
 }, { example = "gpu.nn.Embedding(4, 2, %s)" })
 
--- Embedding(num, dim [, {padding_idx =, dtype =, device =}]): rows of a (num, dim) table,
--- looked up by indices 1..num. The padding_idx row starts at zeros and gets no gradient.
+-- Embedding(num, dim [, {padding_idx =, mask_zero = false, dtype =, device =}]): rows of a
+-- (num, dim) table, looked up by indices 1..num. The padding_idx row starts at zeros and gets
+-- no gradient. mask_zero (Keras's): 0 is a padding id, looked up as zeros (no row, so no
+-- gradient), and the layer's mask (compute_mask) is ids ~= 0: the steps a following Keras
+-- recurrent layer, GlobalAveragePooling1D... take, as after Masking.
 local Embedding = class("Embedding")
 function Embedding:init(num, dim, opts)
   positive("nn.Embedding", 1, num, "num_embeddings")
@@ -217,15 +221,21 @@ function Embedding:init(num, dim, opts)
       argerror("nn.Embedding", 3, "option 'padding_idx' must be in 1..%d (or -%d..-1), got %d", num, num, o.padding_idx)
     end
   end
-  self.num, self.dim, self.padding_idx = num, dim, pad
+  self.num, self.dim, self.padding_idx, self.mask_zero = num, dim, pad, o.mask_zero
   local w = gpu.random.normal(0, 1, { num, dim }, module.placement(o))
   if pad then w[{ pad }] = 0 end
   self:register_parameter("weight", w)
 end
 function Embedding:forward(idx)
-  check_labels("nn.Embedding", idx, self.num, { argn = 1, what = "indices", integer = true })
+  check_labels("nn.Embedding", idx, self.num, { argn = 1, what = "indices", integer = true, zero = self.mask_zero })
   local flat = idx:reshape(idx.size)
-  local rows = self.weight:take(flat, 1)
+  local rows
+  if self.mask_zero then                 -- the padding id 0 reads row 1, then zeros in its place
+    local keep = flat:ne(0)
+    rows = gpu.where(keep:reshape(idx.size, 1), self.weight:take(gpu.maximum(flat, 1), 1), 0)
+  else
+    rows = self.weight:take(flat, 1)
+  end
   if self.padding_idx then       -- the padding row's value, with no gradient flowing to it
     rows = gpu.where(flat:eq(self.padding_idx):reshape(idx.size, 1), rows:detach(), rows)
   end
@@ -233,7 +243,16 @@ function Embedding:forward(idx)
   s[#s + 1] = self.dim
   return rows:reshape(s)
 end
-function Embedding:repr() return ("Embedding(%d, %d)"):format(self.num, self.dim) end
+-- Keras's compute_mask: the ids that are not the padding 0 (idx's shape), with mask_zero;
+-- else no mask
+function Embedding:compute_mask(idx, _)
+  if not self.mask_zero then return nil end
+  check_array(idx, "nn.Embedding:compute_mask", 1, "indices")
+  return idx:ne(0)
+end
+function Embedding:repr()
+  return ("Embedding(%d, %d%s)"):format(self.num, self.dim, self.mask_zero and ", mask_zero=True" or "")
+end
 
 Lay.Linear, Lay.Dense, Lay.Embedding = Linear, Dense, Embedding
 return Lay

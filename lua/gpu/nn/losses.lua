@@ -26,13 +26,15 @@ local function bounds(a)
   return b[1], b[2], b[3] or 0
 end
 
--- check_labels(fname, labels, C [, {n =, argn = 2, what = "labels", integer = false}]) ->
--- the largest label: labels is an array of whole numbers in 1..C (C nil: any >= 1), of
--- shape (n) when n is given; integer: an integer dtype is required. An empty array passes.
+-- check_labels(fname, labels, C [, {n =, argn = 2, what = "labels", integer = false, zero =
+-- false}]) -> the largest label: labels is an array of whole numbers in 1..C (C nil: any >= 1;
+-- zero: 0 too, a padding id), of shape (n) when n is given; integer: an integer dtype is
+-- required. An empty array passes.
 function L.check_labels(fname, labels, C, o)
   o = o or {}
   local what, argn = o.what or "labels", o.argn or 2
-  local range = C and ("1..%d"):format(C) or "1, 2, ..."
+  local first = o.zero and 0 or 1
+  local range = C and ("%d..%d"):format(first, C) or ("%d, %d, ..."):format(first, first + 1)
   if not is_array(labels) then
     argerror(fname, argn, "%s: a gpu.array of class numbers %s expected, got %s", what, range, type_name(labels))
   end
@@ -46,8 +48,9 @@ function L.check_labels(fname, labels, C, o)
   end
   if labels.size == 0 then return 0 end
   local lo, hi, frac = bounds(labels)
-  if lo < 1 or (C and hi > C) then
-    raise("%s: %s are 1-based (%s); found %s", fname, what, range, tostring(lo < 1 and lo or hi))
+  if lo < first or (C and hi > C) then
+    raise("%s: %s are 1-based%s (%s); found %s", fname, what, o.zero and ", 0 the padding" or "", range,
+      tostring(lo < first and lo or hi))
   end
   if frac ~= 0 then raise("%s: %s must be whole class numbers %s (found a fraction)", fname, what, range) end
   return math.tointeger(hi) or hi

@@ -580,13 +580,13 @@ end
 -- ---- Keras's masks ------------------------------------------------------------------------
 
 -- A Keras mask is an (N, T) bool array of the steps that count. A layer with a method
--- compute_mask(x, mask) makes the mask of its output (Masking; a recurrent layer hands its
--- input's on with return_sequences); one with takes_mask = true is called as forward(x,
--- {mask = m}) when a mask reaches it (the recurrent layers, GlobalAveragePooling1D); one with
--- keeps_mask = true hands the mask on unchanged (Dense, Dropout, Activation, TimeDistributed,
--- LayerNormalization); any other layer ends it. Sequential and Model pass it from layer to
--- layer through call_masked: the layer's results (a packed list) and the mask of its first
--- output.
+-- compute_mask(x, mask) makes the mask of its output (Masking, Embedding with mask_zero; a
+-- recurrent layer hands its input's on with return_sequences); one with takes_mask = true is
+-- called as forward(x, {mask = m}) when a mask reaches it (the recurrent layers,
+-- GlobalAveragePooling1D); one with keeps_mask = true hands the mask on unchanged (Dense,
+-- Dropout, Activation, TimeDistributed, LayerNormalization); any other layer ends it.
+-- Sequential and Model pass it from layer to layer through call_masked: the layer's results
+-- (a packed list) and the mask of its first output.
 function M.call_masked(layer, x, mask)
   local out
   if mask ~= nil and layer.takes_mask then out = table.pack(layer(x, { mask = mask }))

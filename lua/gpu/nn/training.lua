@@ -322,8 +322,8 @@ end
 -- checked: one real weight per sample of arrays x, y.
 local function checked_sample_weight(fname, w, form, x)
   if form ~= "arrays" then
-    raise("%s: sample_weight needs arrays x, y (a DataLoader, a Dataset or a generator would give the "
-      .. "weights with its batches, which gpulua does not take yet)", fname)
+    raise("%s: sample_weight needs arrays x, y (a DataLoader, a Dataset or a generator gives the weights "
+      .. "with its batches, as their third value: x, y, w)", fname)
   end
   local n = x.shape[1]
   if w.ndim ~= 1 or w.shape[1] ~= n then
@@ -338,7 +338,8 @@ end
 
 local weighted_loss               -- below: Keras's loss of a batch with its samples' weights
 
--- e.sample_weight (arrays x, y only): each batch's loss is Keras's weighted one
+-- e.sample_weight (arrays x, y only), or the weights a loader's or a generator's batches give
+-- as their third value: each batch's loss is Keras's weighted one
 local function run_eval(self, k, x, y, bs, distributed, e)
   e = e or {}
   local fname = e.fname or "Module:evaluate"
@@ -361,10 +362,10 @@ local function run_eval(self, k, x, y, bs, distributed, e)
   local regularized = regularizers.has(self)
   local sw = e.sample_weight                   -- the batches are x's rows in order
   autograd.no_grad(function()
-    for xb, yb in batches do
+    for xb, yb, bw in batches do
       local pred = self(xb)
       local lv
-      local wb = sw and sw[{ { n + 1, n + xb.shape[1] } }]:to(yb.device)
+      local wb = sw and sw[{ { n + 1, n + xb.shape[1] } }]:to(yb.device) or bw and bw:to(yb.device)
       if wb then lv = weighted_loss(k, pred, yb, wb, fname):item() else lv = k.loss(pred, yb):item() end
       if regularized then                     -- Keras's model.losses join evaluate's loss too
         local pen = regularizers.total(self)
@@ -776,7 +777,7 @@ local function train_epoch(self, k, run, epoch)
   -- epoch's count, nil in the first
   local total = run.feed.steps or run.feed.taken
   if draw then io.write(P.header(epoch, run.epochs) .. "\n") end
-  for xb, yb in run.feed:epoch(epoch) do
+  for xb, yb, bw in run.feed:epoch(epoch) do
     step = step + 1
     if cbs.batch_begin then cbs:call("on_train_batch_begin", step, {}) end
     local wb
@@ -784,6 +785,12 @@ local function train_epoch(self, k, run, epoch)
       local ids = yb
       yb = run.y_all:take(ids:to(run.y_all.device), 1):to(xb.device)
       wb = batch_weights(run, yb, ids)
+    elseif bw ~= nil then                     -- a loader's or a generator's batch x, y, w
+      if run.class_weight then
+        raise("Module:fit: give class_weight or sample weights in the batches, not both (as Keras; fold the classes' "
+          .. "weights into the batches' weights)")
+      end
+      wb = bw:to(yb.device)
     elseif run.class_weight then
       wb = batch_weights(run, yb)
     end
@@ -893,7 +900,9 @@ end
 -- batched with batch_size and shuffle, a loader as it was made; validation_data the same.
 -- x may be a generator (a function or callable returning x, y per call, nil at the end):
 -- steps_per_epoch batches per epoch, or until it returns nil (fit_data.lua says how each
--- form takes steps_per_epoch: Keras 2's rules); validation_data may be one too.
+-- form takes steps_per_epoch: Keras 2's rules); validation_data may be one too. A loader's
+-- or a generator's batch x, y, w (Keras's sample_weight) weighs the loss and the
+-- weighted_metrics as the sample_weight option does for arrays.
 function Module:fit(x, y, opts)
   local k = compiled(self, "Module:fit")
   local form, argn
