@@ -685,6 +685,235 @@ SORT_INLINE int64_t first_where(gl_dtype dt, const void *v, int64_t vs, int64_t 
   return lo;
 }
 
+/* ---- the bucketed sort of 32-bit values ---------------------------------------------------- */
+
+/* A long lane of float32, int32 or uint32 values alone (no positions) takes one pass out of
+** cache and the rest in cache: the keys are split by their top 16 bits into buckets of about
+** 'target' keys, contiguous ranges of those digits cut where the counts say (a float lane's
+** top bits are few exponents, so fixed digits would make a few huge buckets), scattered
+** stably by the team into k, and each bucket is then radix-sorted by one thread in L2 on the
+** bits its keys do not share (two passes of up to 11 bits, or three), its last pass
+** writing the values. With two threads this sorts 1e7 float32 about 3x faster than the
+** four-pass radix sort below, whose every pass scatters across the whole lane. A lane whose
+** largest bucket holds more than an eighth of it (few distinct top digits: small integers,
+** many equal values) takes the radix sort. */
+
+#define BUCKET_MIN 65536           /* shorter lanes take the radix sort */
+#define BUCKET_DIGITS 65536        /* the top 16 bits of a key */
+#define BUCKET_MAX 4096            /* buckets at most (2 n / target + 2 with the targets below) */
+
+/* A bucketed sort's state, shared by the team: per thread the counts of its share's top
+** digits, then (once split) its scatter offsets per bucket; the digit-to-bucket map; each
+** bucket's start, length and first and last digit. */
+typedef struct bucket_plan {
+  uint32_t *hist;                  /* (nt, BUCKET_DIGITS) */
+  int64_t *offs;                   /* (nt, BUCKET_MAX) */
+  uint16_t *map;                   /* (BUCKET_DIGITS) */
+  uint32_t *scratch;               /* (nt, 2 target): a bucket's middle pass, kept in L2 */
+  int64_t target;
+  int64_t start[BUCKET_MAX + 1];
+  uint32_t first[BUCKET_MAX], last[BUCKET_MAX];
+  int nb;
+  bool fallback, negzero, stop;
+} bucket_plan;
+
+/* The key of a 32-bit value's bits b (desc: complemented), as key_of_float, key_of_int32_t
+** and the unsigned one do it but without branches (a float's -0.0 as +0.0, every NaN the
+** largest key); *nz |= b is -0.0. And the bits of the value a key stands for. */
+SORT_INLINE uint32_t bucket_key(gl_dtype dt, uint32_t b, bool desc, bool *nz) {
+  uint32_t key = b;
+  if (dt == GL_FLOAT32) {
+    uint32_t a = b & 0x7fffffffu;
+    *nz |= b == 0x80000000u;
+    b = a == 0 ? 0 : b;
+    key = a > 0x7f800000u ? UINT32_MAX : (uint32_t)key_of_bits(b, 32);
+  } else if (dt == GL_INT32) {
+    key = b ^ 0x80000000u;
+  }
+  return desc ? ~key : key;
+}
+SORT_INLINE uint32_t bucket_value(gl_dtype dt, uint32_t key, bool desc) {
+  if (desc) key = ~key;
+  if (dt == GL_FLOAT32) return (uint32_t)bits_of_key(key, 32);
+  return dt == GL_INT32 ? key ^ 0x80000000u : key;
+}
+
+/* Sorts the m keys a of one bucket, whose keys differ only in their low 'bits' bits, into
+** the values out (b: scratch of m keys): LSD passes of a half or a third of those bits (at
+** most 11: the counts stay in L1), a pass whose digit is the same for every key skipped,
+** the last one writing the values. */
+SORT_INLINE void bucket_radix(gl_dtype dt, uint32_t *a, uint32_t *b, uint32_t *out, int64_t m, int bits, bool desc,
+                         bool stage) {
+  uint32_t cnt[3][2048];
+  int np = bits <= 22 ? 2 : 3, w = (bits + np - 1) / np;
+  uint32_t mask = ((uint32_t)1 << w) - 1;
+  memset(cnt, 0, sizeof cnt[0] * (size_t)np);
+  if (np == 2)
+    for (int64_t i = 0; i < m; i++) { cnt[0][a[i] & mask]++; cnt[1][a[i] >> w & mask]++; }
+  else
+    for (int64_t i = 0; i < m; i++) { cnt[0][a[i] & mask]++; cnt[1][a[i] >> w & mask]++; cnt[2][a[i] >> 2 * w & mask]++; }
+  int act[3], na = 0;
+  for (int p = 0; p < np; p++)
+    if (cnt[p][a[0] >> p * w & mask] != (uint32_t)m) act[na++] = p;
+  uint32_t *from = a, *to = b;
+  for (int q = 0; q < na; q++) {
+    int sh = act[q] * w;
+    uint32_t *c = cnt[act[q]], off = 0;
+    for (uint32_t v = 0; v <= mask; v++) { uint32_t s = c[v]; c[v] = off; off += s; }
+    if (q == na - 1) {
+      uint32_t *dst = stage ? to : out;
+      for (int64_t i = 0; i < m; i++) {
+        uint32_t key = from[i];
+        dst[c[key >> sh & mask]++] = bucket_value(dt, key, desc);
+      }
+      if (stage) memcpy(out, to, (size_t)m * sizeof *out);
+      return;
+    }
+    for (int64_t i = 0; i < m; i++) to[c[from[i] >> sh & mask]++] = from[i];
+    uint32_t *t = from; from = to; to = t;
+  }
+  for (int64_t i = 0; i < m; i++) out[i] = bucket_value(dt, from[i], desc);   /* all equal */
+}
+
+/* The counts of the top digits of a thread's share [lo, hi) of a lane (stride ss) into h;
+** then its scatter into k by the bucket of each digit (offsets c). ss is a constant at
+** each call (1, or any). */
+SORT_INLINE bool bucket_count(gl_dtype dt, const uint32_t *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
+                              uint32_t *h) {
+  bool nz = false;
+  for (int64_t j = lo; j < hi; j++) h[bucket_key(dt, src[j * ss], desc, &nz) >> 16]++;
+  return nz;
+}
+SORT_INLINE void bucket_scatter(gl_dtype dt, const uint32_t *src, int64_t ss, int64_t lo, int64_t hi, bool desc,
+                                uint32_t *k, int64_t *c, const uint16_t *map) {
+  bool nz = false;
+  for (int64_t j = lo; j < hi; j++) {
+    uint32_t key = bucket_key(dt, src[j * ss], desc, &nz);
+    k[c[map[key >> 16]]++] = key;
+  }
+}
+
+/* Cuts the digits into buckets of about 'target' keys (a digit of more keys alone); each
+** thread's offsets per bucket, stable (thread 0's keys of a bucket first). One thread. */
+static void bucket_split(bucket_plan *bp, int nt, int64_t n, int64_t target) {
+  int nb = 0;
+  int64_t fill = 0, at = 0;
+  for (uint32_t d = 0; d < BUCKET_DIGITS; d++) {
+    int64_t c = 0;
+    for (int u = 0; u < nt; u++) c += bp->hist[(size_t)u * BUCKET_DIGITS + d];
+    if (c && (nb == 0 || fill + c > target)) {
+      if (nb == BUCKET_MAX) { bp->fallback = true; return; }
+      bp->start[nb] = at;
+      bp->first[nb++] = d;
+      fill = 0;
+    }
+    if (nb) bp->map[d] = (uint16_t)(nb - 1);
+    if (c) bp->last[nb - 1] = d;
+    fill += c;
+    at += c;
+  }
+  bp->start[nb] = n;
+  bp->nb = nb;
+  for (int b = 0; b < nb; b++)
+    if (bp->start[b + 1] - bp->start[b] > n / 8 && bp->start[b + 1] - bp->start[b] > 4 * target) bp->fallback = true;
+  for (int u = 0; u < nt; u++)
+    for (int b = 0; b < nb; b++) bp->offs[(size_t)u * BUCKET_MAX + b] = 0;
+  for (uint32_t d = 0; d < BUCKET_DIGITS; d++)   /* per thread, its keys in each bucket */
+    for (int u = 0; u < nt; u++) {
+      uint32_t c = bp->hist[(size_t)u * BUCKET_DIGITS + d];
+      if (c) bp->offs[(size_t)u * BUCKET_MAX + bp->map[d]] += c;
+    }
+  for (int b = 0; b < nb; b++) {
+    int64_t off = bp->start[b];
+    for (int u = 0; u < nt; u++) {
+      int64_t c = bp->offs[(size_t)u * BUCKET_MAX + b];
+      bp->offs[(size_t)u * BUCKET_MAX + b] = off;
+      off += c;
+    }
+  }
+}
+
+/* A thread's part of a bucketed sort (the team of sort_lane runs it): counting, the
+** scatter into k, then whole buckets. */
+SORT_INLINE void bucket_team(gl_dtype dt, uint32_t *vout, const uint32_t *src, int64_t ss, int64_t n, bool desc,
+                             uint32_t *k, uint32_t *k2, bucket_plan *bp) {
+  int64_t lo, hi;
+  int t = team_share(n, &lo, &hi), nt = team_count();
+  uint32_t *h = bp->hist + (size_t)t * BUCKET_DIGITS;
+  memset(h, 0, BUCKET_DIGITS * sizeof *h);
+  bool nz = ss == 1 ? bucket_count(dt, src, 1, lo, hi, desc, h) : bucket_count(dt, src, ss, lo, hi, desc, h);
+  if (nz) {
+    #pragma omp atomic write
+    bp->negzero = true;
+  }
+  #pragma omp barrier
+  #pragma omp single
+  {
+    bucket_split(bp, nt, n, bp->target);
+    bp->stop = gl_interrupted();
+  }
+  if (bp->fallback || bp->stop) return;
+  int64_t *c = bp->offs + (size_t)t * BUCKET_MAX;
+  const uint16_t *map = bp->map;
+  if (ss == 1) bucket_scatter(dt, src, 1, lo, hi, desc, k, c, map);
+  else bucket_scatter(dt, src, ss, lo, hi, desc, k, c, map);
+  #pragma omp barrier
+  #pragma omp for schedule(dynamic, 1)
+  for (int b = 0; b < bp->nb; b++) {
+    if (bp->stop) continue;
+    if (gl_interrupted()) bp->stop = true;
+    int64_t s = bp->start[b], m = bp->start[b + 1] - s;
+    uint32_t x = bp->first[b] ^ bp->last[b];
+    int bits = x ? 16 + 32 - __builtin_clz(x) : 16;
+    uint32_t *mid = m <= 2 * bp->target ? bp->scratch + (size_t)t * 2 * (size_t)bp->target : k2 + s;
+    bucket_radix(dt, k + s, mid, vout + s, m, bits, desc, m <= 2 * bp->target);
+  }
+}
+
+static void bucket_team_any(gl_dtype dt, uint32_t *vout, const uint32_t *src, int64_t ss, int64_t n, bool desc,
+                            uint32_t *k, uint32_t *k2, bucket_plan *bp) {
+  switch (dt) {
+    case GL_FLOAT32: bucket_team(GL_FLOAT32, vout, src, ss, n, desc, k, k2, bp); return;
+    case GL_INT32: bucket_team(GL_INT32, vout, src, ss, n, desc, k, k2, bp); return;
+    case GL_UINT32: bucket_team(GL_UINT32, vout, src, ss, n, desc, k, k2, bp); return;
+    default: bp->fallback = true; return;
+  }
+}
+
+/* Whether a lane sorts by buckets: 32-bit values alone, long, into contiguous values. */
+static bool bucket_fits(gl_dtype dt, int64_t n, int64_t vs, const int64_t *iout) {
+  return (dt == GL_FLOAT32 || dt == GL_INT32 || dt == GL_UINT32) && !iout && vs == 1 && n >= BUCKET_MIN &&
+         n <= (int64_t)UINT32_MAX;
+}
+
+/* The bucketed sort of a lane by nt threads (k, k2: n keys each); false when it does not
+** suit the lane (nothing written) or its plan could not be had; *stop, *negzero as
+** sort_lane's. */
+static bool bucket_sort(gl_dtype dt, void *vout, const void *src, int64_t ss, int64_t n, bool desc,
+                        uint32_t *k, uint32_t *k2, int nt, bool *negzero, bool *stop) {
+  bucket_plan *bp = calloc(1, sizeof *bp);
+  if (bp == NULL) return false;
+  bp->hist = malloc((size_t)nt * BUCKET_DIGITS * sizeof *bp->hist);
+  bp->offs = malloc((size_t)nt * BUCKET_MAX * sizeof *bp->offs);
+  bp->map = malloc(BUCKET_DIGITS * sizeof *bp->map);
+  bp->target = n / 256 > 8192 ? n / 256 : 8192;
+  bp->scratch = malloc((size_t)nt * 2 * (size_t)bp->target * sizeof *bp->scratch);
+  bool ok = bp->hist && bp->offs && bp->map && bp->scratch;
+  if (ok) {
+    #pragma omp parallel num_threads(nt) if (nt > 1)
+    bucket_team_any(dt, vout, src, ss, n, desc, k, k2, bp);
+    ok = !bp->fallback;
+    *negzero = bp->negzero;
+    *stop = bp->stop;
+  }
+  free(bp->hist);
+  free(bp->offs);
+  free(bp->map);
+  free(bp->scratch);
+  free(bp);
+  return ok || *stop;
+}
+
 /* One lane of n elements from src (stride ss) into vout (stride vs; NULL: none) and the
 ** 0-based positions into iout (stride is; NULL: none), sorted by 'nt' threads (the lane
 ** function makes the team). 'buf' holds 2n keys and, with positions, 2n positions;
@@ -709,6 +938,9 @@ SORT_INLINE bool sort_lane(gl_dtype dt, void *vout, int64_t vs, int64_t *iout, i
     negzero = lane_keys(dt, src, ss, 0, n, desc, k, p, pw);
     insertion(kw, pw, k, p, n);
     lane_write(dt, vout, vs, iout, is, src, ss, 0, n, desc, k, p, pw);
+  } else if (bucket_fits(dt, n, vs, iout) &&
+             bucket_sort(dt, vout, src, ss, n, desc, (uint32_t *)k, (uint32_t *)k2, nt, &negzero, &stop)) {
+    /* sorted by buckets (or stopped) */
   } else {
     int passes[8], m = 0;
     #pragma omp parallel num_threads(nt) if (nt > 1)
