@@ -254,11 +254,80 @@ GL_SELECT_ROW(uint32_t)
 GL_SELECT_ROW(uint64_t)
 GL_SELECT_ROW(gl_complex128)
 
+/* The same without a branch per element (d[k] is written whatever m[j] says, k moves on by
+** it), up to the last selected element, so nothing is written past the selection: for
+** runs of selected and unselected elements no predictor follows (gpu.unique's mask). */
+#define GL_COMPACT_ROW(T)                                                                 \
+  static int64_t compact_row_##T(T *d, const T *s, int64_t ss, const uint8_t *m, int64_t ms, \
+                                 int64_t n) {                                             \
+    while (n > 0 && !m[(n - 1) * ms]) n--;                                                \
+    int64_t k = 0;                                                                        \
+    for (int64_t j = 0; j < n; j++) {                                                     \
+      d[k] = s[j * ss];                                                                   \
+      k += m[j * ms] != 0;                                                                \
+    }                                                                                     \
+    return k;                                                                             \
+  }
+GL_COMPACT_ROW(uint8_t)
+GL_COMPACT_ROW(uint16_t)
+GL_COMPACT_ROW(uint32_t)
+GL_COMPACT_ROW(uint64_t)
+GL_COMPACT_ROW(gl_complex128)
+
+static int64_t compact_row(size_t sz, void *d, const void *s, int64_t ss, const uint8_t *m, int64_t ms, int64_t n) {
+  switch (sz) {
+    case 1: return compact_row_uint8_t(d, s, ss, m, ms, n);
+    case 2: return compact_row_uint16_t(d, s, ss, m, ms, n);
+    case 4: return compact_row_uint32_t(d, s, ss, m, ms, n);
+    case 8: return compact_row_uint64_t(d, s, ss, m, ms, n);
+    default: return compact_row_gl_complex128(d, s, ss, m, ms, n);
+  }
+}
+
+#define MASK_TEAM 256               /* the most threads of a team (cpu_team.c's MAX_THREADS) */
+
+/* One long row (a 1-D selection: gpu.unique's): each thread counts the selected elements
+** of its share, the counts summed in order give each thread where its part goes, and the
+** shares are compacted side by side; spans of GL_POLL_SPAN with a poll before each. */
+static void mask_select_row(char *d, const char *s, int64_t ss, const uint8_t *m, int64_t ms, int64_t n,
+                            size_t sz, int nt) {
+  int64_t at[MASK_TEAM + 1] = { 0 };
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    int t = 0, tn = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    tn = omp_get_num_threads();
+#endif
+    int64_t lo = n * t / tn, hi = n * (t + 1) / tn, c = 0;
+    for (int64_t j = lo; j < hi; j++) c += m[j * ms] != 0;
+    at[t + 1] = c;
+    #pragma omp barrier
+    #pragma omp single
+    for (int u = 0; u < tn; u++) at[u + 1] += at[u];
+    int64_t k = at[t];
+    for (int64_t j0 = lo; j0 < hi && !gl_interrupted(); j0 += GL_POLL_SPAN) {
+      int64_t len = hi - j0 < GL_POLL_SPAN ? hi - j0 : GL_POLL_SPAN;
+      k += compact_row(sz, d + k * (int64_t)sz, s + j0 * ss * (int64_t)sz, ss, m + j0 * ms, ms, len);
+    }
+  }
+}
+
 gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask) {
   const gl_array *ops[2] = { src, mask };
   gl_iter it;
   gl_iter_init(&it, 2, ops);
   size_t sz = gl_dtypes[src->dtype].size;
+  if (it.rows == 1 && dst->strides[0] == 1) {
+    int nt = it.inner >= PAR_MIN ? gl_cpu_team_size(it.inner) : 1;
+    if (nt > MASK_TEAM) nt = MASK_TEAM;
+    int64_t off[2];
+    gl_iter_row(&it, 0, off);
+    mask_select_row(gl_array_data(dst), (const char *)gl_array_data(src) + off[0] * (int64_t)sz, it.strides[0][it.ndim - 1],
+                    (const uint8_t *)gl_array_data(mask) + off[1], it.strides[1][it.ndim - 1], it.inner, sz, nt);
+    gl_cpu_team_done(nt);
+    return gl_interrupt_check();
+  }
   char *d = gl_array_data(dst);
   const char *s = gl_array_data(src);
   const uint8_t *m = gl_array_data(mask);
