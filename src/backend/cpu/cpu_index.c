@@ -269,9 +269,10 @@ gl_status gl_cpu_scatter_add(const gl_array *dst, const gl_array *idx, const gl_
 /* ---- the largest / smallest element sent to each position ---------------------------------- */
 
 /* Whether v replaces c as the largest (smallest) so far, v coming later: NaN wins, and a
-** tie goes to the later one (-0 and +0 are a tie), the order a stable sort by value gives. */
-#define GL_TAKE_MAX_FLOAT(v, c) ((c) != (c) ? (v) != (v) : !((v) < (c)))
-#define GL_TAKE_MIN_FLOAT(v, c) ((c) != (c) ? (v) != (v) : !((v) > (c)))
+** tie goes to the later one (-0 and +0 are a tie), the order a stable sort by value gives.
+** (A NaN c compares false with everything: then only a NaN v replaces it.) */
+#define GL_TAKE_MAX_FLOAT(v, c) (((v) >= (c)) | ((v) != (v)))
+#define GL_TAKE_MIN_FLOAT(v, c) (((v) <= (c)) | ((v) != (v)))
 #define GL_TAKE_MAX_INT(v, c) ((v) >= (c))
 #define GL_TAKE_MIN_INT(v, c) ((v) <= (c))
 #define GL_TAKE_MAX_UINT GL_TAKE_MAX_INT
