@@ -722,6 +722,8 @@ typedef struct bucket_plan {
   int64_t *start, *end, *fill;     /* (nt, BUCKET_MAX) */
   uint16_t *map;                   /* (BUCKET_DIGITS) */
   uint32_t *scratch;               /* (nt, 2 most): a bucket's passes, kept in L2 */
+  size_t scratch_size;             /* (the plan and the scratch come from the caching
+                                   ** allocator: fresh pages each sort cost page faults) */
   int64_t target, most;
   int64_t out[BUCKET_MAX + 1];
   uint32_t first[BUCKET_MAX];
@@ -894,8 +896,11 @@ static void bucket_place(bucket_plan *bp, int nt) {
     if (m > bp->most) bp->most = m;
   }
   bp->out[bp->nb] = at;
-  bp->scratch = malloc((size_t)nt * 2 * (size_t)bp->most * sizeof *bp->scratch);
-  if (bp->scratch == NULL) bp->fallback = true;
+  bp->scratch_size = (size_t)nt * 2 * (size_t)bp->most * sizeof *bp->scratch;
+  if (gl_cpu_alloc(gl_cpu(), bp->scratch_size, (void **)&bp->scratch) != GL_OK) {
+    bp->scratch = NULL;
+    bp->fallback = true;
+  }
 }
 
 /* A thread's part of a bucketed sort (the team of sort_lane runs it): the counts (sampled,
@@ -981,25 +986,29 @@ static bool bucket_sort(gl_dtype dt, void *vout, const void *src, int64_t ss, in
   if (nt > BUCKET_TEAM) return false;
   bucket_plan *bp = calloc(1, sizeof *bp);
   if (bp == NULL) return false;
-  bp->hist = malloc((size_t)nt * BUCKET_DIGITS * sizeof *bp->hist);
-  bp->start = malloc((size_t)nt * BUCKET_MAX * 3 * sizeof *bp->start);
+  /* the counts, the regions and the map in one block from the caching allocator */
+  size_t hist_size = (size_t)nt * BUCKET_DIGITS * sizeof *bp->hist;
+  size_t regions_size = (size_t)nt * BUCKET_MAX * 3 * sizeof *bp->start;
+  size_t plan_size = hist_size + regions_size + BUCKET_DIGITS * sizeof *bp->map;
+  char *plan = NULL;
+  if (gl_cpu_alloc(gl_cpu(), plan_size, (void **)&plan) != GL_OK) {
+    free(bp);
+    return false;
+  }
+  bp->start = (int64_t *)plan;
   bp->end = bp->start + (size_t)nt * BUCKET_MAX;
   bp->fill = bp->end + (size_t)nt * BUCKET_MAX;
-  bp->map = malloc(BUCKET_DIGITS * sizeof *bp->map);
+  bp->hist = (uint32_t *)(plan + regions_size);
+  bp->map = (uint16_t *)(plan + regions_size + hist_size);
   bp->target = n / 256 > 8192 ? n / 256 : 8192;
   bp->stride = n / nt >= 1024 * BUCKET_STRIDE ? BUCKET_STRIDE : 1;
-  bool ok = bp->hist && bp->start && bp->map;
-  if (ok) {
-    #pragma omp parallel num_threads(nt) if (nt > 1)
-    bucket_team_any(dt, vout, src, ss, n, desc, k, bp);
-    ok = !bp->fallback;
-    *negzero = bp->negzero;
-    *stop = bp->stop;
-  }
-  free(bp->hist);
-  free(bp->start);
-  free(bp->map);
-  free(bp->scratch);
+  #pragma omp parallel num_threads(nt) if (nt > 1)
+  bucket_team_any(dt, vout, src, ss, n, desc, k, bp);
+  bool ok = !bp->fallback;
+  *negzero = bp->negzero;
+  *stop = bp->stop;
+  gl_cpu_free(gl_cpu(), plan, plan_size);
+  if (bp->scratch) gl_cpu_free(gl_cpu(), bp->scratch, bp->scratch_size);
   free(bp);
   return ok || *stop;
 }
