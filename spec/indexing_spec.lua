@@ -270,3 +270,53 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 end
+
+-- A 1-D selection on the cpu is counted per thread and compacted without a branch per
+-- element (cpu_index.c's mask_select_row): every element width, masks that end selected or
+-- not, all or none selected, a strided source, one and two threads (child processes),
+-- against the selection worked out in Lua.
+describe("the cpu's 1-D mask selection", function()
+  it("keeps the selected elements in order, with one and two threads", function()
+    local bin = os.getenv("GPULUA_BIN")
+    if not bin then return pending("needs GPULUA_BIN (set by make test)") end
+    local f = os.tmpname()
+    local fh = io.open(f, "w")
+    fh:write([[
+      local fails = {}
+      local n = 70001
+      local g = gpu.random.Generator(3)
+      local masks = {
+        random = g:rand({ n }):lt(0.5),
+        runs = (gpu.arange(n, { dtype = "int64" }) // 1000 % 2):eq(0),
+        none = gpu.zeros(n, { dtype = "bool" }),
+        all = gpu.ones(n, { dtype = "bool" }),
+        last = gpu.arange(n, { dtype = "int64" }):eq(n - 1),
+      }
+      for _, dt in ipairs({ "uint8", "int16", "float32", "float64", "complex128" }) do
+        local base = gpu.arange(2 * n, { dtype = "int64" }) % 251
+        local x = (dt == "complex128" and base:astype("float64") or base):astype(dt)
+        for name, m in pairs(masks) do
+          for _, strided in ipairs({ false, true }) do
+            local src = strided and x[{ { 1, 2 * n, 2 } }] or x[{ { 1, n } }]
+            local got = gpu.masked_select(src, m)
+            local want, mt = {}, m:totable()
+            local st = (dt == "complex128" and gpu.real(src) or src):astype("float64"):totable()
+            for i = 1, n do if mt[i] then want[#want + 1] = st[i] end end
+            local gt = (dt == "complex128" and gpu.real(got) or got):astype("float64"):totable()
+            local ok = #gt == #want
+            for i = 1, #want do ok = ok and gt[i] == want[i] end
+            if not ok then fails[#fails + 1] = ("%s %s strided=%s"):format(dt, name, tostring(strided)) end
+          end
+        end
+      end
+      io.write(#fails == 0 and "ok" or table.concat(fails, "\n"))
+    ]])
+    fh:close()
+    for _, threads in ipairs({ 1, 2 }) do
+      local rc, stdout, stderr = h.run("OMP_NUM_THREADS=" .. threads .. " " .. bin .. " " .. f)
+      assert.equal(0, rc, stderr)
+      assert.equal("ok", stdout, threads .. " thread(s)")
+    end
+    os.remove(f)
+  end)
+end)

@@ -206,3 +206,82 @@ for _, dev in ipairs(h.devices()) do
     end)
   end)
 end
+
+-- Long float32, int32 and uint32 lanes of values alone sort by buckets (cpu_sort.c: a
+-- sample of the top 16 bits, one scatter, each bucket in cache); argsort keeps the radix
+-- sort with positions, so x:take(x:argsort()) is the reference, bit for bit where it shows
+-- (NaN last or first, the sign of zero). Lanes around the bucketed sort's least length, data
+-- the sample misreads (the regions fill up: exact counts), data that stays with the radix
+-- sort (few distinct values), strided lanes; one and two threads (child processes).
+describe("the cpu's bucketed sort of long lanes", function()
+  it("agrees with argsort's order, with one and two threads", function()
+    local bin = os.getenv("GPULUA_BIN")
+    if not bin then return pending("needs GPULUA_BIN (set by make test)") end
+    local f = os.tmpname()
+    local fh = io.open(f, "w")
+    fh:write([[
+      local fails = {}
+      local function same(a, b, what)
+        local an, bn = gpu.isnan(a), gpu.isnan(b)
+        local ok = gpu.all(an:eq(bn)):item()
+        local num = an:logical_not()
+        ok = ok and gpu.all(gpu.where(num, a, 0):eq(gpu.where(num, b, 0))):item()
+        if a.dtype == "float32" then ok = ok and gpu.all(gpu.signbit(a):eq(gpu.signbit(b))):item() end
+        if not ok then fails[#fails + 1] = what end
+      end
+      local g = gpu.random.Generator(7)
+      local f32 = { dtype = "float32" }
+      for _, n in ipairs({ 65535, 65536, 65537, 100003, 300000 }) do
+        local pats = {
+          randn = function() return g:randn({ n }, f32) end,
+          specials = function()      -- NaN, -0.0, +0.0, inf, -inf among numbers
+            local x = g:randn({ n }, f32)
+            local m = g:randint(0, 7, { n }, { dtype = "int64" })
+            for v, s in pairs({ [0] = 0 / 0, [1] = -0.0, [2] = 0.0, [3] = math.huge, [4] = -math.huge }) do
+              x = gpu.where(m:eq(v), s, x)
+            end
+            return x
+          end,
+          negnan = function()
+            return gpu.where(g:randint(0, 2, { n }, { dtype = "int64" }):eq(0), -(0 / 0), g:randn({ n }, f32))
+          end,
+          unsampled = function()     -- every 32nd key near 0, the rest near 100
+            local j = gpu.arange(n, { dtype = "int64" })
+            return gpu.where((j % 32):eq(0), g:randn({ n }, f32), g:randn({ n }, f32) + 100)
+          end,
+          halves = function()        -- the threads' shares differ
+            local x = g:randn({ n }, f32):abs()
+            return gpu.concat({ -x[{ { 1, n // 2 } }], x[{ { n // 2 + 1, n } }] })
+          end,
+          sorted = function() return gpu.arange(n, f32) / 3 - 100 end,
+          reversed = function() return gpu.arange(n, 0, -1, f32) end,
+          equal = function() return gpu.full({ n }, 2.5, f32) end,
+          few = function() return g:randint(0, 4, { n }, { dtype = "int64" }):astype("float32") end,
+          wide = function() return g:rand({ n }, f32) * 1e6 end,
+          i32 = function() return g:randint(-2000000000, 1999999999, { n }, { dtype = "int64" }):astype("int32") end,
+          i32small = function() return g:randint(-50, 49, { n }, { dtype = "int64" }):astype("int32") end,
+          u32 = function() return g:randint(0, 3999999999, { n }, { dtype = "int64" }):astype("uint32") end,
+        }
+        for name, make in pairs(pats) do
+          local x = make()
+          for _, desc in ipairs({ false, true }) do
+            same(gpu.sort(x, { descending = desc }), x:take(x:argsort(-1, { descending = desc })),
+              ("%s n=%d descending=%s"):format(name, n, tostring(desc)))
+          end
+        end
+        local x2 = g:randn({ n, 2 }, f32)
+        local c = x2[{ ":", 1 }]                   -- a strided lane
+        same(c:sort(), c:take(c:argsort()), "strided n=" .. n)
+        same(x2:sort(1), gpu.take_along_axis(x2, x2:argsort(1), 1), "two lanes n=" .. n)
+      end
+      io.write(#fails == 0 and "ok" or table.concat(fails, "\n"))
+    ]])
+    fh:close()
+    for _, threads in ipairs({ 1, 2 }) do
+      local rc, stdout, stderr = h.run("OMP_NUM_THREADS=" .. threads .. " " .. bin .. " " .. f)
+      assert.equal(0, rc, stderr)
+      assert.equal("ok", stdout, threads .. " thread(s)")
+    end
+    os.remove(f)
+  end)
+end)

@@ -674,3 +674,88 @@ describe("misuse", function()
     assert.same(before, x:totable())
   end)
 end)
+
+-- On the cpu, index_add and scatter_reduce's sum into a 1-D x add through the raw positions
+-- in per-thread sums (cpu_index.c's gl_cpu_scatter_add; in place, in order, where x is not
+-- small beside the index), and amax / amin run per-thread running values folded in order:
+-- against loops in Lua, with one and two threads (child processes), every dtype of the
+-- adds, negative positions, and a position out of range leaving x as it was on both paths.
+describe("the cpu's scatters into a 1-D x", function()
+  it("agree with a loop in order, with one and two threads", function()
+    local bin = os.getenv("GPULUA_BIN")
+    if not bin then return pending("needs GPULUA_BIN (set by make test)") end
+    local f = os.tmpname()
+    local fh = io.open(f, "w")
+    fh:write([==[
+      local fails = {}
+      local function check(ok, what) if not ok then fails[#fails + 1] = what end end
+      local g = gpu.random.Generator(5)
+      local m = 70000
+      for _, n in ipairs({ 50, 100000 }) do              -- per-thread sums; in place
+        local pos = g:randint(1, n, m, { dtype = "int64" }):totable()
+        for j = 2, m, 5 do pos[j] = pos[j] - n - 1 end   -- negatives count from the end
+        local ipos = gpu.array(pos, { dtype = "int64" })
+        local base = g:randint(-40, 40, m, { dtype = "int64" }):totable()
+        for _, dt in ipairs({ "float32", "float64", "int32", "int64" }) do
+          local x0 = gpu.arange(n, { dtype = dt }) % 7
+          local want = x0:astype("float64"):totable()
+          for j = 1, m do
+            local k = pos[j] > 0 and pos[j] or pos[j] + n + 1
+            want[k] = want[k] + base[j] / (dt:find("float") and 4 or 1)
+          end
+          local src = gpu.array(base, { dtype = "float64" }) / (dt:find("float") and 4 or 1)
+          src = src:astype(dt)
+          for _, how in ipairs({ "index_add", "sum" }) do
+            local got = how == "index_add" and gpu.index_add(x0, 1, ipos, src)
+              or gpu.scatter_reduce(x0, 1, ipos, src, "sum")
+            got = got:astype("float64"):totable()
+            local ok = true
+            for k = 1, n do ok = ok and got[k] == want[k] end      -- quarters: exact in float32 too
+            check(ok, ("%s %s n=%d"):format(how, dt, n))
+          end
+          -- a position out of range (late in the index: after adds were made) leaves x as it was
+          for _, bad in ipairs({ n + 1, -n - 1, 0 }) do
+            local p2 = ipos:copy()
+            p2[m - 3] = bad
+            local y = x0:copy()
+            local ok, err = pcall(function() y:index_add_(1, p2, src) end)
+            check(not ok and tostring(err):find("index " .. bad .. " is out of range for axis 1 with size " .. n, 1, true),
+              ("error %s %s n=%d: %s"):format(dt, bad, n, tostring(err)))
+            check(gpu.all(y:eq(x0)):item(), ("unchanged %s %s n=%d"):format(dt, bad, n))
+          end
+        end
+      end
+      -- amax / amin: NaN wins, ties (-0, +0 too) go to the last element
+      local vals = { -2, -0.0, 0.0, 1, 1, 3, 0 / 0, 2.5, -1 / 0, 1 / 0 }
+      local n = 40
+      local pos = g:randint(1, n, m, { dtype = "int64" }):totable()
+      local pick = g:randint(1, #vals, m, { dtype = "int64" }):totable()
+      local s = {}
+      for j = 1, m do s[j] = (pick[j] ~= 7 or j % 97 == 0) and vals[pick[j]] or 1 end   -- few NaNs
+      for _, max in ipairs({ true, false }) do
+        local out, seen = {}, {}
+        for j = 1, m do
+          local k, v, c = pos[j], s[j], out[pos[j]]
+          local take = not seen[k] or (c ~= c and v ~= v) or (c == c and (max and not (v < c) or not max and not (v > c)))
+          if take then out[k] = v end
+          seen[k] = true
+        end
+        local got = gpu.scatter_reduce(gpu.zeros(n), 1, gpu.array(pos, { dtype = "int64" }), gpu.array(s),
+          max and "amax" or "amin", { include_self = false }):totable()
+        for k = 1, n do
+          local a, b = got[k], out[k] or 0
+          check((a ~= a and b ~= b) or (a == b and (a ~= 0 or 1 / a == 1 / b)), ("%s position %d: %s, want %s"):format(
+            max and "amax" or "amin", k, tostring(a), tostring(b)))
+        end
+      end
+      io.write(#fails == 0 and "ok" or table.concat(fails, "\n"))
+    ]==])
+    fh:close()
+    for _, threads in ipairs({ 1, 2 }) do
+      local rc, stdout, stderr = h.run("OMP_NUM_THREADS=" .. threads .. " " .. bin .. " " .. f)
+      assert.equal(0, rc, stderr)
+      assert.equal("ok", stdout, threads .. " thread(s)")
+    end
+    os.remove(f)
+  end)
+end)

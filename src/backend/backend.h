@@ -515,6 +515,15 @@ typedef struct gl_backend {
   ** repeated position the last j wins (accumulate: all add up). (optional) */
   gl_status (*scatter)(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                        bool accumulate);
+  /* dst[k] += src[j] for every j, k the 1-based position idx[j] (negatives from the end:
+  ** n + 1 + idx[j]) that the backend checks: the first one out of range is an error that
+  ** names it ("index 7 is out of range for axis 1 with size 3 ...") and leaves dst as it
+  ** was. dst contiguous 1-D of length n, float32, float64, int32 or int64 (integers wrap);
+  ** idx contiguous int64, read flat; src 1-D of dst's dtype and idx's length, any stride
+  ** (0: one value for all). The adds to a position may be grouped otherwise than one after
+  ** the other in j's order (floats may then round otherwise). (optional: without it the
+  ** ops layer checks the positions and calls scatter with accumulate) */
+  gl_status (*scatter_add)(const gl_array *dst, const gl_array *idx, const gl_array *src);
   /* The largest (max) or smallest of the src[j] sent to each position: dst[k] = that of
   ** the src[j] with position k, seen[k] = 1; a position nothing is sent to gets 0 and
   ** seen[k] = 0. NaN is largest and smallest (it wins) and a tie goes to the last j (-0

@@ -218,8 +218,16 @@ static gl_status scatter_positions(const gl_array *x, int axis, const gl_array *
   }
   uint64_t version = x->storage->version;
   if (st == GL_OK && view.size > 0) st = gl_array_begin_write(x);
-  if (st == GL_OK && view.size > 0)
+  /* adds into a 1-D x through the raw positions: the backend's own loop when it has one
+  ** (it checks them and leaves x as it was after an error) */
+  bool adds = raw && accumulate && x->ndim == 1 && be->scatter_add && gl_array_is_contiguous(x) &&
+              (x->dtype == GL_FLOAT32 || x->dtype == GL_FLOAT64 || x->dtype == GL_INT32 || x->dtype == GL_INT64);
+  if (st == GL_OK && view.size > 0 && adds) {
+    st = be->scatter_add(x, raw, &view);
+    if (st == GL_EINVAL) x->storage->version = version;    /* unchanged: its count of writes too */
+  } else if (st == GL_OK && view.size > 0) {
     st = raw ? scatter_spans(be, x, axis, raw, &view, accumulate, version) : be->scatter(x, axis, pos, &view, accumulate);
+  }
   gl_array_release(&src);
   return st;
 }

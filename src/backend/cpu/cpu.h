@@ -41,6 +41,7 @@ bool gl_cpu_has_reduce(gl_redop op, gl_dtype dt);
 gl_status gl_cpu_gather(const gl_array *dst, const gl_array *src, int axis, const gl_array *idx);
 gl_status gl_cpu_scatter(const gl_array *dst, int axis, const gl_array *idx, const gl_array *src,
                          bool accumulate);
+gl_status gl_cpu_scatter_add(const gl_array *dst, const gl_array *idx, const gl_array *src);
 gl_status gl_cpu_scatter_extreme(const gl_array *dst, const gl_array *seen, const gl_array *idx,
                                  const gl_array *src, bool max);
 gl_status gl_cpu_mask_select(const gl_array *dst, const gl_array *src, const gl_array *mask);

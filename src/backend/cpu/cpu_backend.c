@@ -136,6 +136,7 @@ const gl_backend gl_cpu_backend = {
   .matmul = gl_cpu_matmul,
   .gather = gl_cpu_gather,
   .scatter = gl_cpu_scatter,
+  .scatter_add = gl_cpu_scatter_add,
   .scatter_extreme = gl_cpu_scatter_extreme,
   .mask_select = gl_cpu_mask_select,
   .sort = gl_cpu_sort,
