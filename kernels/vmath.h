@@ -291,4 +291,93 @@ GL_HD float gl_vgeluf(float x) {
   return gl_vm_sel(a < 0.75f, small, gl_vm_sel(x >= 0.0f, pos, neg));
 }
 
+/* ---- float32 special functions computed in double, branch-free ------------------------------
+** Their float32 results must be within one float32 ulp of the exact value (spec/special_spec.lua),
+** which a float polynomial cannot promise near erfinv's tails or lgamma's zeros; double
+** arithmetic with a double log still vectorises (8 lanes with AVX-512). Every multiply-add is
+** an explicit fma, so rows compiled with and without contraction (the CPU rows, the run-time
+** compiled kernels, nvcc --fmad=false) give the same bits. */
+
+GL_HD uint64_t gl_vm_f64_bits(double d) {
+#ifdef __CUDA_ARCH__
+  return (uint64_t)__double_as_longlong(d);
+#else
+  uint64_t u; memcpy(&u, &d, 8); return u;
+#endif
+}
+GL_HD double gl_vm_bits_f64(uint64_t u) {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double((long long)u);
+#else
+  double d; memcpy(&d, &u, 8); return d;
+#endif
+}
+
+/* log(u) for u > 0 normal and finite (other inputs give garbage for the callers' selects):
+   u = 2^e m, m in [sqrt(1/2), sqrt2), f = m - 1 exact, s = f / (2 + f),
+   log1p(f) = f - f^2/2 + s (f^2/2 + s^2 R(s^2)), R fdlibm's (e_log.c) minimax polynomial
+   (error below 2^-58.45); about 1 double ulp. */
+GL_HD double gl_vm_logd(double u) {
+  uint64_t iu = gl_vm_f64_bits(u);
+  int64_t e = (int64_t)(iu - 0x3fe6a09e667f3bcdull) >> 52;
+  double f = gl_vm_bits_f64(iu - ((uint64_t)e << 52)) - 1.0;
+  double s = f / (2.0 + f), z = s * s;
+  double R = fma(z, 1.479819860511658591e-01, 1.531383769920937332e-01);
+  R = fma(R, z, 1.818357216161805012e-01);
+  R = fma(R, z, 2.222219843214978396e-01);
+  R = fma(R, z, 2.857142874366239149e-01);
+  R = fma(R, z, 3.999999999940941908e-01);
+  R = fma(R, z, 6.666666666666735130e-01);
+  double hf = 0.5 * f, de = (double)e;
+  double lo = fma(s, fma(R, z, hf * f), de * 1.90821492927058770002e-10);
+  return fma(de, 6.93147180369123816490e-01, f + fma(-hf, f, lo));
+}
+
+/* erfinv(y) = ndtri((1 + y)/2) / sqrt2 by Wichura's AS241 (PPND16, 1988: rational
+   approximations of degree 7/7 with relative error ~1e-16): |y| <= 0.85 in r = 0.180625 - q^2,
+   q = y/2; beyond, in t = sqrt(-log((1 - |y|)/2)) - 1.6, which stays below 5 (the second
+   tail of AS241) for every float y < 1, as 1 - |y| >= 2^-24 and is exact. Both branches run
+   in every lane and the float results are blended. */
+GL_HD float gl_verfinvf(float y) {
+  float a = gl_vm_absf(y);
+  double q = 0.5 * (double)y;
+  double r = fma(-q, q, 0.180625);
+  double n = fma(r, 2509.0809287301226727, 33430.575583588128105);
+  n = fma(n, r, 67265.770927008700853);
+  n = fma(n, r, 45921.953931549871457);
+  n = fma(n, r, 13731.693765509461125);
+  n = fma(n, r, 1971.5909503065514427);
+  n = fma(n, r, 133.14166789178437745);
+  n = fma(n, r, 3.3871328727963666080);
+  double d = fma(r, 5226.4952788528545610, 28729.085735721942674);
+  d = fma(d, r, 39307.895800092710610);
+  d = fma(d, r, 21213.794301586595867);
+  d = fma(d, r, 5394.1960214247511077);
+  d = fma(d, r, 687.18700749205790830);
+  d = fma(d, r, 42.313330701600911252);
+  d = fma(d, r, 1.0);
+  float central = (float)(q * n / d * 0.70710678118654752440);
+  float m = 1.0f - a;                                    /* exact for a >= 1/2 */
+  m = gl_vm_sel(m > 0.0f, m, 1.0f);                      /* |y| >= 1, NaN: anything finite */
+  double t = sqrt(0.69314718055994530942 - gl_vm_logd((double)m)) - 1.6;
+  n = fma(t, 7.74545014278341407640e-4, 2.27238449892691845833e-2);
+  n = fma(n, t, 2.41780725177450611770e-1);
+  n = fma(n, t, 1.27045825245236838258e+0);
+  n = fma(n, t, 3.64784832476320460504e+0);
+  n = fma(n, t, 5.76949722146069140550e+0);
+  n = fma(n, t, 4.63033784615654529590e+0);
+  n = fma(n, t, 1.42343711074968357734e+0);
+  d = fma(t, 1.05075007164441684324e-9, 5.47593808499534494600e-4);
+  d = fma(d, t, 1.51986665636164571966e-2);
+  d = fma(d, t, 1.48103976427480074590e-1);
+  d = fma(d, t, 6.89767334985100004550e-1);
+  d = fma(d, t, 1.67638483018380384940e+0);
+  d = fma(d, t, 2.05319162663775882187e+0);
+  d = fma(d, t, 1.0);
+  float tail = gl_vm_copysignf((float)(n / d * 0.70710678118654752440), y);
+  float x = gl_vm_sel(a <= 0.85f, central, tail);
+  x = gl_vm_sel(a == 1.0f, gl_vm_copysignf(GL_VM_INF, y), x);
+  return gl_vm_sel(a <= 1.0f, x, GL_VM_NAN);             /* |y| > 1 and NaN */
+}
+
 #endif
