@@ -313,6 +313,12 @@ GL_HD double gl_vm_bits_f64(uint64_t u) {
 #endif
 }
 
+/* gl_vm_sel for doubles */
+GL_HD double gl_vm_seld(int c, double a, double b) {
+  uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+  return gl_vm_bits_f64((gl_vm_f64_bits(a) & m) | (gl_vm_f64_bits(b) & ~m));
+}
+
 /* log(u) for u > 0 normal and finite (other inputs give garbage for the callers' selects):
    u = 2^e m, m in [sqrt(1/2), sqrt2), f = m - 1 exact, s = f / (2 + f),
    log1p(f) = f - f^2/2 + s (f^2/2 + s^2 R(s^2)), R fdlibm's (e_log.c) minimax polynomial
@@ -378,6 +384,46 @@ GL_HD float gl_verfinvf(float y) {
   float x = gl_vm_sel(a <= 0.85f, central, tail);
   x = gl_vm_sel(a == 1.0f, gl_vm_copysignf(GL_VM_INF, y), x);
   return gl_vm_sel(a <= 1.0f, x, GL_VM_NAN);             /* |y| > 1 and NaN */
+}
+
+/* log Gamma(x) for float 0 < x < inf (other inputs give garbage: gl_lgammaf in special.h takes
+   libm's path for them). Below 8, the recurrence to t = x - k in [2, 3), k = floor(x) - 2
+   (-2 .. 5, every factor exact in double), and Cephes' rational approximation of degree 5/6 on
+   [2, 3) (log Gamma(2 + p) = p B(p)/C(p), relative error ~1e-16 near the zero at 2):
+   log Gamma(x) = p B(p)/C(p) + log(t (t+1) .. (x-1)) or - log(x (x+1) .. (t-1)). Its zeros at 1
+   and 2 stay relatively exact: both terms are multiples of x - 1 (or x - 2) there. From 8,
+   Stirling's series (x - 1/2) log x - x + log sqrt(2 pi) + 1/(12x) - 1/(360x^3) + 1/(1260x^5)
+   - 1/(1680x^7) (truncation below 1e-12 at 8). One log serves both paths. */
+GL_HD float gl_vlgammaf_pos(float x) {
+  double xd = (double)x;
+  float xc = gl_vm_sel(x < 7.0f, x, 7.0f);                  /* NaN too: no UB in the truncation */
+  xc = gl_vm_sel(xc > 0.0f, xc, 0.0f);
+  double k = (double)(int32_t)xc - 2.0;                     /* floor(x) - 2, at most 5 */
+  double t = xd - k, p = t - 2.0;
+  double up = 1.0;
+  for (int j = 0; j < 5; j++) up *= gl_vm_seld((double)j < k, t + (double)j, 1.0);
+  double dn = gl_vm_seld(k < 0.0, xd, 1.0) * gl_vm_seld(k < -1.0, xd + 1.0, 1.0);
+  double b = fma(p, -1.37825152569120859100e3, -3.88016315134637840924e4);
+  b = fma(b, p, -3.31612992738871184744e5);
+  b = fma(b, p, -1.16237097492762307383e6);
+  b = fma(b, p, -1.72173700820839662146e6);
+  b = fma(b, p, -8.53555664245765465627e5);
+  double c = p - 3.51815701436523470549e2;
+  c = fma(c, p, -1.70642106651881159223e4);
+  c = fma(c, p, -2.20528590553854454839e5);
+  c = fma(c, p, -1.13933444367982507207e6);
+  c = fma(c, p, -2.53252307177582951285e6);
+  c = fma(c, p, -2.01889141433532773231e6);
+  int small = x < 8.0f;
+  double q = up / dn;
+  double L = gl_vm_logd(gl_vm_seld(small, q, xd));
+  double ys = p * b / c + L;
+  double w = 1.0 / xd, w2 = w * w;
+  double s = fma(w2, -1.0 / 1680.0, 1.0 / 1260.0);
+  s = fma(s, w2, -1.0 / 360.0);
+  s = fma(s, w2, 1.0 / 12.0);
+  double yb = fma(xd - 0.5, L, -xd) + fma(s, w, 0.91893853320467274178);
+  return (float)gl_vm_seld(small, ys, yb);
 }
 
 #endif
