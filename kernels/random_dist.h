@@ -114,34 +114,55 @@ GL_HD uint64_t gl_rs_next(gl_rstream *s) {
 }
 
 GL_HD double gl_rs_u01(gl_rstream *s) { return gl_rand_u01d(gl_rs_next(s)); }
-GL_HD double gl_rs_uopen(gl_rstream *s) { return ((double)(int64_t)(gl_rs_next(s) >> 11) + 0.5) * 0x1p-53; }
+GL_HD double gl_rand_uopen(uint64_t x) { return ((double)(int64_t)(x >> 11) + 0.5) * 0x1p-53; }
+GL_HD double gl_rs_uopen(gl_rstream *s) { return gl_rand_uopen(gl_rs_next(s)); }
 GL_HD double gl_rs_exp(gl_rstream *s) { return -log(gl_rs_uopen(s)); }
 GL_HD double gl_rs_normal(gl_rstream *s) {
   uint64_t xa = gl_rs_next(s), xb = gl_rs_next(s);
-  double z0, z1;
-  gl_rand_normal2d(xa, xb, &z0, &z1);
-  return z0;
+  return gl_rand_normal1d(xa, xb);
+}
+
+/* Gamma's constants, which depend on the shape only (a call with one shape makes them once):
+** d = a' - 1/3, c = 1/sqrt(9d), a' = a + 1 below 1. */
+typedef struct gl_rs_gamma_c {
+  double a, d, c;
+} gl_rs_gamma_c;
+
+GL_HD void gl_rs_gamma_setup(gl_rs_gamma_c *g, double a) {
+  g->a = a;
+  g->d = (a < 1.0 ? a + 1.0 : a) - 1.0 / 3.0;
+  g->c = 1.0 / sqrt(9.0 * g->d);
+}
+
+/* Marsaglia-Tsang's first test of a try from the normal x and the uniform u: v = (1 + c x)^3
+** when it accepts (1), else 0 (the try needs the log test, or is rejected). */
+GL_HD int gl_rs_gamma_squeeze(const gl_rs_gamma_c *g, double x, double u, double *v) {
+  double t = 1.0 + g->c * x, x2 = x * x;
+  *v = t * t * t;
+  return t > 0 && u < 1.0 - 0.0331 * x2 * x2;
 }
 
 /* Standard gamma of shape a >= 0 (Marsaglia-Tsang). */
-GL_HD double gl_rs_gamma(gl_rstream *s, double a) {
+GL_HD double gl_rs_gamma_run(gl_rstream *s, const gl_rs_gamma_c *g) {
+  double a = g->a;
   if (a <= 0) return 0.0;
   double boost = 1.0;
-  if (a < 1.0) {                               /* G(a) = G(a + 1) U^(1/a), U drawn first */
-    boost = exp(log(gl_rs_uopen(s)) / a);
-    a += 1.0;
-  }
-  double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d), v = 1.0;
+  if (a < 1.0) boost = exp(log(gl_rs_uopen(s)) / a);   /* G(a) = G(a + 1) U^(1/a), U drawn first */
+  double d = g->d, c = g->c, v = 1.0;
   for (int t = 0; t < GL_RDIST_MAXTRY; t++) {
     double x = gl_rs_normal(s);
-    v = 1.0 + c * x;
-    if (v <= 0) continue;
-    v = v * v * v;
+    if (!(1.0 + c * x > 0)) continue;
     double u = gl_rs_uopen(s), x2 = x * x;
-    if (u < 1.0 - 0.0331 * x2 * x2) break;
+    if (gl_rs_gamma_squeeze(g, x, u, &v)) break;
     if (log(u) < 0.5 * x2 + d * (1.0 - v + log(v))) break;
   }
   return d * v * boost;
+}
+
+GL_HD double gl_rs_gamma(gl_rstream *s, double a) {
+  gl_rs_gamma_c g;
+  gl_rs_gamma_setup(&g, a);
+  return gl_rs_gamma_run(s, &g);
 }
 
 GL_HD double gl_rs_beta(gl_rstream *s, double a, double b) {
