@@ -253,9 +253,8 @@ static void gamma_chunk(double *d, const uint32_t *pre, uint32_t npre, const gl_
   int ok[CHB];
   for (int64_t j = 0; j < ne; j++) {
     const uint32_t *w = pre + j * npre * 4;
-    double z0, z1;
-    gl_rand_normal2d(gl_rand_u64(w[0], w[1]), gl_rand_u64(w[2], w[3]), &z0, &z1);
-    ok[j] = gl_rs_gamma_squeeze(g, z0, gl_rand_uopen(gl_rand_u64(w[4], w[5])), &v[j]);
+    double z = gl_rand_normal_v(gl_rand_u64(w[0], w[1]), gl_rand_u64(w[2], w[3]));
+    ok[j] = gl_rs_gamma_squeeze(g, z, gl_rand_uopen(gl_rand_u64(w[4], w[5])), &v[j]);
   }
   for (int64_t j = 0; j < ne; j++) {
     if (ok[j]) d[j] = g->d * v[j] * 1.0 * scale;
