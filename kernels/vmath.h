@@ -27,6 +27,9 @@
 ** -fopt-info-vec-optimized). Needs hardware FMA (-mfma / -march=native): without it fmaf is a
 ** libm call. nvcc -std=c++17 compiles all of them for device code. Not done: sinf/cosf.
 ** Coefficients: own weighted-minimax (Lawson) fits, rounded to float one coefficient at a time.
+** At the end, float32 special functions computed in double (gl_verfinvf, gl_vlgammaf_pos, on
+** gl_vm_logd): the float result of a double within ~1e-15, so within 0.5 float32 ulp of SciPy's
+** float64 values at every one of ~2.5e6 sampled points each; 8-wide AVX-512 loops.
 */
 #ifndef GL_KERNELS_VMATH_H
 #define GL_KERNELS_VMATH_H
