@@ -122,6 +122,9 @@ $(BUILD)/src/backend/cpu/cpu_random.o: CFLAGS += -fno-math-errno
 # library's sqrtf, and the loop stays scalar (fused Adam took 3x the array ops' time);
 # sqrt and division are correctly rounded either way, so the results do not change
 $(BUILD)/src/backend/cpu/cpu_fused.o: CFLAGS += -fno-math-errno
+# The elementwise rows: float32 erfinv's sqrt (kernels/vmath.h, never of a negative number)
+# kept the whole row scalar with errno
+$(BUILD)/src/backend/cpu/cpu_elem.o: CFLAGS += -fno-math-errno
 # The complex elementwise ops round each product as NumPy does: no contraction of a * b - c * d
 # into an fma (which turns a complex square's inf - inf = NaN into -inf), on the CPU (their
 # rows only: the real ones keep the fma, gelu ran 1.4x slower without) and in the CUDA

@@ -142,9 +142,9 @@ enum {
   /* ---- special functions (gpu.special; kernels/special.h) ---- */                                                 \
   X(erfc,       UF, (float)gl_erfc((double)(x)), gl_erfc(x), 0, NOCX)                                                  \
   X(erfcx,      UF, (float)gl_erfcx((double)(x)), gl_erfcx(x), 0, NOCX)                                                \
-  X(erfinv,     UF, (float)gl_erfinv((double)(x)), gl_erfinv(x), 0, NOCX)                                              \
+  X(erfinv,     UF, gl_verfinvf(x),         gl_erfinv(x),            0, NOCX)                                            \
   X(erfcinv,    UF, (float)gl_erfcinv((double)(x)), gl_erfcinv(x), 0, NOCX)                                            \
-  X(lgamma,     UF, (float)gl_gammaln((double)(x)), gl_gammaln(x), 0, NOCX)                                            \
+  X(lgamma,     UF, gl_lgammaf(x),          gl_gammaln(x),           0, NOCX)                                            \
   X(digamma,    UF, (float)gl_digamma((double)(x)), gl_digamma(x), 0, NOCX)                                            \
   X(ndtr,       UF, (float)gl_ndtr((double)(x)), gl_ndtr(x), 0, NOCX)                                                  \
   X(ndtri,      UF, (float)gl_ndtri((double)(x)), gl_ndtri(x), 0, NOCX)                                                \

@@ -164,17 +164,31 @@ GL_HD void gl_rand_normal2f(uint32_t wa, uint32_t wb, float *z0, float *z1) {
 GL_HD uint64_t gl_rand_u64(uint32_t hi, uint32_t lo) { return ((uint64_t)hi << 32) | lo; }
 
 /* Box-Muller in double from two 64-bit values; t reduced to a quarter turn as above. */
-GL_HD void gl_rand_normal2d(uint64_t xa, uint64_t xb, double *z0, double *z1) {
+/* Box-Muller's radius r, and its angle as k quarter turns plus x in [-pi/4, pi/4]. */
+GL_HD int gl_rand_bm_polar(uint64_t xa, uint64_t xb, double *r, double *x) {
   double u1 = (double)(int64_t)(xa >> 11) * 0x1p-53 + 0x1p-54;    /* (0, 1) */
-  double r = sqrt(-2.0 * log(u1));
+  *r = sqrt(-2.0 * log(u1));
   double q = 4.0 * gl_rand_u01d(xb);
   double kf = floor(q + 0.5);
-  int k = (int)kf;
-  double x = (q - kf) * 1.57079632679489661923;
+  *x = (q - kf) * 1.57079632679489661923;
+  return (int)kf;
+}
+
+GL_HD void gl_rand_normal2d(uint64_t xa, uint64_t xb, double *z0, double *z1) {
+  double r, x;
+  int k = gl_rand_bm_polar(xa, xb, &r, &x);
   double s = sin(x), c = cos(x);
   double C = (k & 1) ? s : c, S = (k & 1) ? c : s;
   *z0 = r * (((k + 1) & 2) ? -C : C);
   *z1 = r * ((k & 2) ? -S : S);
+}
+
+/* gl_rand_normal2d's z0 alone, the same bits: one of sin and cos instead of both. */
+GL_HD double gl_rand_normal1d(uint64_t xa, uint64_t xb) {
+  double r, x;
+  int k = gl_rand_bm_polar(xa, xb, &r, &x);
+  double C = (k & 1) ? sin(x) : cos(x);
+  return r * (((k + 1) & 2) ? -C : C);
 }
 
 /* floor(x * m / 2^64) for m <= 2^32: 64-bit arithmetic only (vectorises, no __int128). */

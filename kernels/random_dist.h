@@ -18,7 +18,7 @@
 **
 ** From a value x: u01(x) = (x >> 11) 2^-53 in [0, 1); uopen(x) = ((x >> 11) + 1/2) 2^-53
 ** in (0, 1); a standard normal takes two values, Box-Muller's first output
-** (gl_rand_normal2d); a standard exponential is -log(uopen).
+** (gl_rand_normal2d; gamma's own, gl_rand_normal_v); a standard exponential is -log(uopen).
 **
 ** The algorithms (the same as NumPy's where named; none copies code):
 **   gamma          Marsaglia and Tsang (2000); shape < 1 by gamma(shape + 1) u^(1/shape)
@@ -114,34 +114,86 @@ GL_HD uint64_t gl_rs_next(gl_rstream *s) {
 }
 
 GL_HD double gl_rs_u01(gl_rstream *s) { return gl_rand_u01d(gl_rs_next(s)); }
-GL_HD double gl_rs_uopen(gl_rstream *s) { return ((double)(int64_t)(gl_rs_next(s) >> 11) + 0.5) * 0x1p-53; }
+GL_HD double gl_rand_uopen(uint64_t x) { return ((double)(int64_t)(x >> 11) + 0.5) * 0x1p-53; }
+GL_HD double gl_rs_uopen(gl_rstream *s) { return gl_rand_uopen(gl_rs_next(s)); }
 GL_HD double gl_rs_exp(gl_rstream *s) { return -log(gl_rs_uopen(s)); }
 GL_HD double gl_rs_normal(gl_rstream *s) {
   uint64_t xa = gl_rs_next(s), xb = gl_rs_next(s);
-  double z0, z1;
-  gl_rand_normal2d(xa, xb, &z0, &z1);
-  return z0;
+  return gl_rand_normal1d(xa, xb);
+}
+
+/* Box-Muller's z0 from the same two values as gl_rand_normal1d, in double arithmetic a compiler
+** vectorises: kernels/vmath.h's double log and fdlibm's sin and cos polynomials on [-pi/4, pi/4]
+** (within about an ulp of libm's). Gamma's normals: the cpu runs their first tries over a
+** whole chunk, and the numbers are the same on both devices but for the fma contraction. */
+GL_HD double gl_rand_normal_v(uint64_t xa, uint64_t xb) {
+  double u1 = (double)(int64_t)(xa >> 11) * 0x1p-53 + 0x1p-54;    /* (0, 1) */
+  double r = sqrt(-2.0 * gl_vm_logd(u1));
+  double q = 4.0 * gl_rand_u01d(xb);
+  uint64_t k = (uint64_t)(int64_t)(q + 0.5);                       /* q >= 0: floor */
+  double x = (q - (double)(int64_t)k) * 1.57079632679489661923, z = x * x;
+  double sp = fma(z, 1.58969099521155010221e-10, -2.50507602534068634195e-08);
+  sp = fma(sp, z, 2.75573137070700676789e-06);
+  sp = fma(sp, z, -1.98412698298579493134e-04);
+  sp = fma(sp, z, 8.33333333332248946124e-03);
+  sp = fma(sp, z, -1.66666666666666324348e-01);
+  double sn = fma(x * z, sp, x);
+  double cp = fma(z, -1.13596475577881948265e-11, 2.08757232129817482790e-09);
+  cp = fma(cp, z, -2.75573143513906633035e-07);
+  cp = fma(cp, z, 2.48015872894767294178e-05);
+  cp = fma(cp, z, -1.38888888888741095749e-03);
+  cp = fma(cp, z, 4.16666666666666019037e-02);
+  double cs = fma(z * z, cp, fma(-0.5, z, 1.0));
+  uint64_t odd = (uint64_t)0 - (k & 1), neg = ((k + 1) & 2) << 62;   /* masks: no bools */
+  uint64_t C = (gl_vm_f64_bits(sn) & odd) | (gl_vm_f64_bits(cs) & ~odd);
+  return r * gl_vm_bits_f64(C ^ neg);
+}
+GL_HD double gl_rs_normal_v(gl_rstream *s) {
+  uint64_t xa = gl_rs_next(s), xb = gl_rs_next(s);
+  return gl_rand_normal_v(xa, xb);
+}
+
+/* Gamma's constants, which depend on the shape only (a call with one shape makes them once):
+** d = a' - 1/3, c = 1/sqrt(9d), a' = a + 1 below 1. */
+typedef struct gl_rs_gamma_c {
+  double a, d, c;
+} gl_rs_gamma_c;
+
+GL_HD void gl_rs_gamma_setup(gl_rs_gamma_c *g, double a) {
+  g->a = a;
+  g->d = (a < 1.0 ? a + 1.0 : a) - 1.0 / 3.0;
+  g->c = 1.0 / sqrt(9.0 * g->d);
+}
+
+/* Marsaglia-Tsang's first test of a try from the normal x and the uniform u: v = (1 + c x)^3
+** when it accepts (1), else 0 (the try needs the log test, or is rejected). */
+GL_HD int gl_rs_gamma_squeeze(const gl_rs_gamma_c *g, double x, double u, double *v) {
+  double t = 1.0 + g->c * x, x2 = x * x;
+  *v = t * t * t;
+  return (t > 0) & (u < 1.0 - 0.0331 * x2 * x2);
 }
 
 /* Standard gamma of shape a >= 0 (Marsaglia-Tsang). */
-GL_HD double gl_rs_gamma(gl_rstream *s, double a) {
+GL_HD double gl_rs_gamma_run(gl_rstream *s, const gl_rs_gamma_c *g) {
+  double a = g->a;
   if (a <= 0) return 0.0;
   double boost = 1.0;
-  if (a < 1.0) {                               /* G(a) = G(a + 1) U^(1/a), U drawn first */
-    boost = exp(log(gl_rs_uopen(s)) / a);
-    a += 1.0;
-  }
-  double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d), v = 1.0;
+  if (a < 1.0) boost = exp(log(gl_rs_uopen(s)) / a);   /* G(a) = G(a + 1) U^(1/a), U drawn first */
+  double d = g->d, c = g->c, v = 1.0;
   for (int t = 0; t < GL_RDIST_MAXTRY; t++) {
-    double x = gl_rs_normal(s);
-    v = 1.0 + c * x;
-    if (v <= 0) continue;
-    v = v * v * v;
+    double x = gl_rs_normal_v(s);
+    if (!(1.0 + c * x > 0)) continue;
     double u = gl_rs_uopen(s), x2 = x * x;
-    if (u < 1.0 - 0.0331 * x2 * x2) break;
+    if (gl_rs_gamma_squeeze(g, x, u, &v)) break;
     if (log(u) < 0.5 * x2 + d * (1.0 - v + log(v))) break;
   }
   return d * v * boost;
+}
+
+GL_HD double gl_rs_gamma(gl_rstream *s, double a) {
+  gl_rs_gamma_c g;
+  gl_rs_gamma_setup(&g, a);
+  return gl_rs_gamma_run(s, &g);
 }
 
 GL_HD double gl_rs_beta(gl_rstream *s, double a, double b) {

@@ -16,6 +16,7 @@
 #define GL_KERNELS_SPECIAL_H
 
 #include <math.h>
+#include "vmath.h"   /* gl_vlgammaf_pos */
 
 /* Not inlined on the device: each function is compiled once per file rather than into every
 ** kernel of every dtype and layout that calls it (their loops would multiply nvcc's time). */
@@ -49,6 +50,12 @@
 /* log|Gamma(x)|: C's lgamma (+inf at the poles). SciPy's gammaln(-inf) is -inf (a Cephes
 ** quirk); PyTorch's and C's is +inf, which this keeps. */
 GL_SF double gl_gammaln(double x) { return lgamma(x); }
+
+/* float32 log|Gamma(x)|: kernels/vmath.h's branch-free path on 0 < x < inf (the CPU rows run it
+** over whole blocks, then this for the rest), libm's lgamma in double elsewhere. */
+GL_SF float gl_lgammaf(float x) {
+  return x > 0 && x < INFINITY ? gl_vlgammaf_pos(x) : (float)gl_gammaln((double)x);
+}
 
 /* pi cot(pi x) without the rounding of pi x near the poles: x's distance f to the nearest
 ** integer is exact, and cos(pi f) is sin(pi (1/2 - |f|)). */

@@ -27,6 +27,9 @@
 ** -fopt-info-vec-optimized). Needs hardware FMA (-mfma / -march=native): without it fmaf is a
 ** libm call. nvcc -std=c++17 compiles all of them for device code. Not done: sinf/cosf.
 ** Coefficients: own weighted-minimax (Lawson) fits, rounded to float one coefficient at a time.
+** At the end, float32 special functions computed in double (gl_verfinvf, gl_vlgammaf_pos, on
+** gl_vm_logd): the float result of a double within ~1e-15, so within 0.5 float32 ulp of SciPy's
+** float64 values at every one of ~2.5e6 sampled points each; 8-wide AVX-512 loops.
 */
 #ifndef GL_KERNELS_VMATH_H
 #define GL_KERNELS_VMATH_H
@@ -289,6 +292,141 @@ GL_HD float gl_vgeluf(float x) {
   float h = (float)((double)gl_vm_expk(-0.5f * hi, -0.5f * lo) * Sd * 0.5);  /* 0.5 a erfc(a/sqrt2) */
   float pos = x - h, neg = -h;
   return gl_vm_sel(a < 0.75f, small, gl_vm_sel(x >= 0.0f, pos, neg));
+}
+
+/* ---- float32 special functions computed in double, branch-free ------------------------------
+** Their float32 results must be within one float32 ulp of the exact value (spec/special_spec.lua),
+** which a float polynomial cannot promise near erfinv's tails or lgamma's zeros; double
+** arithmetic with a double log still vectorises (8 lanes with AVX-512). Every multiply-add is
+** an explicit fma, so rows compiled with and without contraction (the CPU rows, the run-time
+** compiled kernels, nvcc --fmad=false) give the same bits. */
+
+GL_HD uint64_t gl_vm_f64_bits(double d) {
+#ifdef __CUDA_ARCH__
+  return (uint64_t)__double_as_longlong(d);
+#else
+  uint64_t u; memcpy(&u, &d, 8); return u;
+#endif
+}
+GL_HD double gl_vm_bits_f64(uint64_t u) {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double((long long)u);
+#else
+  double d; memcpy(&d, &u, 8); return d;
+#endif
+}
+
+/* gl_vm_sel for doubles */
+GL_HD double gl_vm_seld(int c, double a, double b) {
+  uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+  return gl_vm_bits_f64((gl_vm_f64_bits(a) & m) | (gl_vm_f64_bits(b) & ~m));
+}
+
+/* log(u) for u > 0 normal and finite (other inputs give garbage for the callers' selects):
+   u = 2^e m, m in [sqrt(1/2), sqrt2), f = m - 1 exact, s = f / (2 + f),
+   log1p(f) = f - f^2/2 + s (f^2/2 + s^2 R(s^2)), R fdlibm's (e_log.c) minimax polynomial
+   (error below 2^-58.45); about 1 double ulp. */
+GL_HD double gl_vm_logd(double u) {
+  uint64_t iu = gl_vm_f64_bits(u);
+  int64_t e = (int64_t)(iu - 0x3fe6a09e667f3bcdull) >> 52;
+  double f = gl_vm_bits_f64(iu - ((uint64_t)e << 52)) - 1.0;
+  double s = f / (2.0 + f), z = s * s;
+  double R = fma(z, 1.479819860511658591e-01, 1.531383769920937332e-01);
+  R = fma(R, z, 1.818357216161805012e-01);
+  R = fma(R, z, 2.222219843214978396e-01);
+  R = fma(R, z, 2.857142874366239149e-01);
+  R = fma(R, z, 3.999999999940941908e-01);
+  R = fma(R, z, 6.666666666666735130e-01);
+  double hf = 0.5 * f, de = (double)e;
+  double lo = fma(s, fma(R, z, hf * f), de * 1.90821492927058770002e-10);
+  return fma(de, 6.93147180369123816490e-01, f + fma(-hf, f, lo));
+}
+
+/* erfinv(y) = ndtri((1 + y)/2) / sqrt2 by Wichura's AS241 (PPND16, 1988: rational
+   approximations of degree 7/7 with relative error ~1e-16): |y| <= 0.85 in r = 0.180625 - q^2,
+   q = y/2; beyond, in t = sqrt(-log((1 - |y|)/2)) - 1.6, which stays below 5 (the second
+   tail of AS241) for every float y < 1, as 1 - |y| >= 2^-24 and is exact. Both branches run
+   in every lane and the float results are blended. */
+GL_HD float gl_verfinvf(float y) {
+  float a = gl_vm_absf(y);
+  double q = 0.5 * (double)y;
+  double r = fma(-q, q, 0.180625);
+  double n = fma(r, 2509.0809287301226727, 33430.575583588128105);
+  n = fma(n, r, 67265.770927008700853);
+  n = fma(n, r, 45921.953931549871457);
+  n = fma(n, r, 13731.693765509461125);
+  n = fma(n, r, 1971.5909503065514427);
+  n = fma(n, r, 133.14166789178437745);
+  n = fma(n, r, 3.3871328727963666080);
+  double d = fma(r, 5226.4952788528545610, 28729.085735721942674);
+  d = fma(d, r, 39307.895800092710610);
+  d = fma(d, r, 21213.794301586595867);
+  d = fma(d, r, 5394.1960214247511077);
+  d = fma(d, r, 687.18700749205790830);
+  d = fma(d, r, 42.313330701600911252);
+  d = fma(d, r, 1.0);
+  float central = (float)(q * n / d * 0.70710678118654752440);
+  float m = 1.0f - a;                                    /* exact for a >= 1/2 */
+  m = gl_vm_sel(m > 0.0f, m, 1.0f);                      /* |y| >= 1, NaN: anything finite */
+  double t = sqrt(0.69314718055994530942 - gl_vm_logd((double)m)) - 1.6;
+  n = fma(t, 7.74545014278341407640e-4, 2.27238449892691845833e-2);
+  n = fma(n, t, 2.41780725177450611770e-1);
+  n = fma(n, t, 1.27045825245236838258e+0);
+  n = fma(n, t, 3.64784832476320460504e+0);
+  n = fma(n, t, 5.76949722146069140550e+0);
+  n = fma(n, t, 4.63033784615654529590e+0);
+  n = fma(n, t, 1.42343711074968357734e+0);
+  d = fma(t, 1.05075007164441684324e-9, 5.47593808499534494600e-4);
+  d = fma(d, t, 1.51986665636164571966e-2);
+  d = fma(d, t, 1.48103976427480074590e-1);
+  d = fma(d, t, 6.89767334985100004550e-1);
+  d = fma(d, t, 1.67638483018380384940e+0);
+  d = fma(d, t, 2.05319162663775882187e+0);
+  d = fma(d, t, 1.0);
+  float tail = gl_vm_copysignf((float)(n / d * 0.70710678118654752440), y);
+  float x = gl_vm_sel(a <= 0.85f, central, tail);
+  x = gl_vm_sel(a == 1.0f, gl_vm_copysignf(GL_VM_INF, y), x);
+  return gl_vm_sel(a <= 1.0f, x, GL_VM_NAN);             /* |y| > 1 and NaN */
+}
+
+/* log Gamma(x) for float 0 < x < inf (other inputs give garbage: gl_lgammaf in special.h takes
+   libm's path for them). Below 8, the recurrence to t = x - k in [2, 3), k = floor(x) - 2
+   (-2 .. 5, every factor exact in double), and Cephes' rational approximation of degree 5/6 on
+   [2, 3) (log Gamma(2 + p) = p B(p)/C(p), relative error ~1e-16 near the zero at 2):
+   log Gamma(x) = p B(p)/C(p) + log(t (t+1) .. (x-1)) or - log(x (x+1) .. (t-1)). Its zeros at 1
+   and 2 stay relatively exact: both terms are multiples of x - 1 (or x - 2) there. From 8,
+   Stirling's series (x - 1/2) log x - x + log sqrt(2 pi) + 1/(12x) - 1/(360x^3) + 1/(1260x^5)
+   - 1/(1680x^7) (truncation below 1e-12 at 8). One log serves both paths. */
+GL_HD float gl_vlgammaf_pos(float x) {
+  double xd = (double)x;
+  float xc = gl_vm_sel(x < 7.0f, x, 7.0f);                  /* NaN too: no UB in the truncation */
+  xc = gl_vm_sel(xc > 0.0f, xc, 0.0f);
+  double k = (double)(int32_t)xc - 2.0;                     /* floor(x) - 2, at most 5 */
+  double t = xd - k, p = t - 2.0;
+  double up = 1.0;
+  for (int j = 0; j < 5; j++) up *= gl_vm_seld((double)j < k, t + (double)j, 1.0);
+  double dn = gl_vm_seld(k < 0.0, xd, 1.0) * gl_vm_seld(k < -1.0, xd + 1.0, 1.0);
+  double b = fma(p, -1.37825152569120859100e3, -3.88016315134637840924e4);
+  b = fma(b, p, -3.31612992738871184744e5);
+  b = fma(b, p, -1.16237097492762307383e6);
+  b = fma(b, p, -1.72173700820839662146e6);
+  b = fma(b, p, -8.53555664245765465627e5);
+  double c = p - 3.51815701436523470549e2;
+  c = fma(c, p, -1.70642106651881159223e4);
+  c = fma(c, p, -2.20528590553854454839e5);
+  c = fma(c, p, -1.13933444367982507207e6);
+  c = fma(c, p, -2.53252307177582951285e6);
+  c = fma(c, p, -2.01889141433532773231e6);
+  int small = x < 8.0f;
+  double q = up / dn;
+  double L = gl_vm_logd(gl_vm_seld(small, q, xd));
+  double ys = p * b / c + L;
+  double w = 1.0 / xd, w2 = w * w;
+  double s = fma(w2, -1.0 / 1680.0, 1.0 / 1260.0);
+  s = fma(s, w2, -1.0 / 360.0);
+  s = fma(s, w2, 1.0 / 12.0);
+  double yb = fma(xd - 0.5, L, -xd) + fma(s, w, 0.91893853320467274178);
+  return (float)gl_vm_seld(small, ys, yb);
 }
 
 #endif

@@ -89,10 +89,35 @@ static void digamma_block(double *out, int64_t n) {          /* in place: x in, 
 DIGAMMA_ROW(digamma_rows_float32, float)
 DIGAMMA_ROW(digamma_rows_float64, double)
 
+/* ---- float32 lgamma: the vector path, then libm where it does not apply ---------------------- */
+
+/* gl_lgammaf's call of libm keeps its row scalar. This row runs kernels/vmath.h's branch-free
+** positive path over a whole block (a loop the compiler vectorises), then gl_lgammaf for the
+** few elements outside (0, inf): the same bits as the expression's row. */
+#define LGAMMA_BLOCK 1024
+static void lgamma_rows_float32(void *d_, int64_t ds, const void *s_, int64_t ss, int64_t n) {
+  float *d = d_;
+  const float *s = s_;
+  float v[LGAMMA_BLOCK];
+  for (int64_t i0 = 0; i0 < n; i0 += LGAMMA_BLOCK) {
+    int64_t m = n - i0 < LGAMMA_BLOCK ? n - i0 : LGAMMA_BLOCK;
+    const float *x = s + i0 * ss;
+    if (ss == 1)
+      for (int64_t i = 0; i < m; i++) v[i] = gl_vlgammaf_pos(x[i]);
+    else
+      for (int64_t i = 0; i < m; i++) v[i] = gl_vlgammaf_pos(x[i * ss]);
+    for (int64_t i = 0; i < m; i++) {
+      float xi = x[i * ss];
+      d[(i0 + i) * ds] = xi > 0 && xi < INFINITY ? v[i] : gl_lgammaf(xi);
+    }
+  }
+}
+
 /* The row kernel of (op, dtype), NULL where there is none. */
 static urow_fn unary_row(gl_unop op, gl_dtype dt) {
   if (op == GL_U_digamma && dt == GL_FLOAT32) return digamma_rows_float32;
   if (op == GL_U_digamma && dt == GL_FLOAT64) return digamma_rows_float64;
+  if (op == GL_U_lgamma && dt == GL_FLOAT32) return lgamma_rows_float32;
   return gl_dtype_is_complex(dt) ? gl_cpu_unary_cx[op][dt] : unary_table[op][dt];
 }
 static brow_fn binary_row(gl_binop op, gl_dtype dt) {
