@@ -54,6 +54,8 @@ describe("set functions, more", function()
       gpu.isin(gpu.array({ -128, 127, 5 }, { dtype = "int8" }), gpu.array({ 5, 127 }, { dtype = "uint8" })):totable())
     assert.same({ true, false }, gpu.isin(gpu.array({ 1 << 62, 0 }, { dtype = "int64" }),
       gpu.array({ 1 << 62, math.mininteger }, { dtype = "int64" })):totable())
+    assert.same({ false, false, true }, gpu.isin(gpu.array({ -(1 << 62), 1 << 62, 5 }, { dtype = "int64" }),
+      gpu.array({ 5, 6 }, { dtype = "int64" })):totable())
   end)
   it("take empty arrays and mixed dtypes", function()
     local empty = gpu.zeros(0, { dtype = "int64" })

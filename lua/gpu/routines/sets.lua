@@ -244,12 +244,21 @@ local function contains(t, v)
     local t64 = t.dtype == "int64" and t or t:astype("int64")
     local lo, hi = t64:min():item(), t64:max():item()
     if lo >= -LIMIT and hi <= LIMIT and hi - lo < 6 * (n + m) and hi - lo < MAX_TABLE then
+      local v64 = v.dtype == "int64" and v or v:astype("int64")
+      local vlo, vhi = v64:min():item(), v64:max():item()
+      local ulo, uhi = math.min(lo, vlo), math.max(hi, vhi)
+      local span = uhi - ulo                                  -- (wraps negative only at 2^63)
+      if ulo >= -LIMIT and uhi <= LIMIT and span >= 0 and span < 6 * (n + m) and span < MAX_TABLE then
+        -- v's values in the table's range too: slot k + 1 - ulo holds value k, no clipping
+        local table_ = gpu.zeros(uhi - ulo + 1, { dtype = "bool", device = dev })
+        table_:index_put_(1, t64 - (ulo - 1), true)
+        return gpu.take(table_, v64 - (ulo - 1))
+      end
       -- slot k + 2 - lo holds value k; slots 1 and hi - lo + 3 (false) take every value outside,
       -- clipped there (v - (lo - 2) cannot wrap into the table when |lo| <= 2^62)
       local slots = hi - lo + 3
       local table_ = gpu.zeros(slots, { dtype = "bool", device = dev })
-      table_:index_put_(1, t64 - (lo - 2), gpu.ones(m, { dtype = "bool", device = dev }))
-      local v64 = v.dtype == "int64" and v or v:astype("int64")
+      table_:index_put_(1, t64 - (lo - 2), true)
       return gpu.take(table_, (v64 - (lo - 2)):clip(1, slots))
     end
   end
