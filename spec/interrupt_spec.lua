@@ -93,10 +93,17 @@ describe("SIGINT during one long op", function()
     assert_stopped(op_case(mm_setup, "a:matmul(b)"), "matmul")
   end)
 
-  -- 5e7 keys: about 2 s of radix passes (2e7 could finish inside the 0.3 s before the signal;
-  -- the sort looks for Ctrl-C between passes, so each pass must stay well under the limit)
+  -- 5e7 float64 keys: about 1 s of radix passes (fewer could finish inside the 0.3 s before
+  -- the signal; the sort looks for Ctrl-C between passes, so each pass must stay well under
+  -- the limit)
   it("stops a sort inside its passes", function()
-    assert_stopped(op_case("local x = gpu.random.rand(5e7)", "x:sort()"), "sort")
+    assert_stopped(op_case("local x = gpu.random.rand(5e7, {dtype = 'float64'})", "x:sort()"), "sort")
+  end)
+
+  -- float32 values alone sort by buckets (about 0.6 s for 2.5e8 here): it looks for Ctrl-C
+  -- after its scatter and between buckets
+  it("stops a bucketed sort of float32 values", function()
+    assert_stopped(op_case("local x = gpu.random.rand(2.5e8)", "x:sort()"), "sort")
   end)
 
   it("a Ctrl-C in Lua code leaves no request behind for the next op", function()
