@@ -206,4 +206,26 @@ function M.run(cmd)
   return ok and 0 or code, take(out), take(err)
 end
 
+-- threads_ok(source): runs the Lua source in a child gpulua (GPULUA_BIN, which make test
+-- sets) with one and with two OpenMP threads; each run must exit 0 and print "ok" (what it
+-- prints instead is the failure's message). false when there is no GPULUA_BIN (the caller
+-- marks its spec pending).
+function M.threads_ok(source)
+  local bin = os.getenv("GPULUA_BIN")
+  if not bin then return false end
+  local f = os.tmpname()
+  local fh = assert(io.open(f, "w"))
+  fh:write(source)
+  fh:close()
+  for _, threads in ipairs({ 1, 2 }) do
+    local rc, stdout, stderr = M.run("OMP_NUM_THREADS=" .. threads .. " " .. bin .. " " .. f)
+    if rc ~= 0 or stdout ~= "ok" then
+      os.remove(f)
+      error(("%d thread(s): exit %s, %s%s"):format(threads, tostring(rc), stdout, stderr), 2)
+    end
+  end
+  os.remove(f)
+  return true
+end
+
 return M

@@ -277,11 +277,7 @@ end
 -- against the selection worked out in Lua.
 describe("the cpu's 1-D mask selection", function()
   it("keeps the selected elements in order, with one and two threads", function()
-    local bin = os.getenv("GPULUA_BIN")
-    if not bin then return pending("needs GPULUA_BIN (set by make test)") end
-    local f = os.tmpname()
-    local fh = io.open(f, "w")
-    fh:write([[
+    local ran = h.threads_ok([[
       local fails = {}
       local n = 70001
       local g = gpu.random.Generator(3)
@@ -311,12 +307,6 @@ describe("the cpu's 1-D mask selection", function()
       end
       io.write(#fails == 0 and "ok" or table.concat(fails, "\n"))
     ]])
-    fh:close()
-    for _, threads in ipairs({ 1, 2 }) do
-      local rc, stdout, stderr = h.run("OMP_NUM_THREADS=" .. threads .. " " .. bin .. " " .. f)
-      assert.equal(0, rc, stderr)
-      assert.equal("ok", stdout, threads .. " thread(s)")
-    end
-    os.remove(f)
+    if not ran then return pending("needs GPULUA_BIN (set by make test)") end
   end)
 end)

@@ -215,11 +215,7 @@ end
 -- sort (few distinct values), strided lanes; one and two threads (child processes).
 describe("the cpu's bucketed sort of long lanes", function()
   it("agrees with argsort's order, with one and two threads", function()
-    local bin = os.getenv("GPULUA_BIN")
-    if not bin then return pending("needs GPULUA_BIN (set by make test)") end
-    local f = os.tmpname()
-    local fh = io.open(f, "w")
-    fh:write([[
+    local ran = h.threads_ok([[
       local fails = {}
       local function same(a, b, what)
         local an, bn = gpu.isnan(a), gpu.isnan(b)
@@ -276,12 +272,6 @@ describe("the cpu's bucketed sort of long lanes", function()
       end
       io.write(#fails == 0 and "ok" or table.concat(fails, "\n"))
     ]])
-    fh:close()
-    for _, threads in ipairs({ 1, 2 }) do
-      local rc, stdout, stderr = h.run("OMP_NUM_THREADS=" .. threads .. " " .. bin .. " " .. f)
-      assert.equal(0, rc, stderr)
-      assert.equal("ok", stdout, threads .. " thread(s)")
-    end
-    os.remove(f)
+    if not ran then return pending("needs GPULUA_BIN (set by make test)") end
   end)
 end)
